@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file backend.h
+ * The storage interface: what a host backend implements, the io object it receives, how it
+ * completes it, and the built-in null and RAM backends (implemented on this same interface).
+ */
+#ifndef LIBSCSITGT_BACKEND_H
+#define LIBSCSITGT_BACKEND_H
+
+#include <stdbool.h>
+#include <sys/uio.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct scsitgt_lun;
+
+/** One backend I/O. Owned by the library; lent to the backend from submit() until completed. */
+struct scsitgt_io;
+
+/** What an io asks of the backend. The core emulates every other SCSI command on these. */
+enum scsitgt_io_type {
+	/** Read num_blocks blocks at lba into the iovecs. Required. */
+	SCSITGT_IO_READ = 0,
+	/** Write num_blocks blocks at lba from the iovecs. Required unless the LUN is read-only. */
+	SCSITGT_IO_WRITE = 1,
+	/** Make every completed write durable. Optional: without it a FLUSH is a no-op. */
+	SCSITGT_IO_FLUSH = 2,
+	/** Deallocate the range; later reads return zeros if the geometry says LBPRZ. Optional. */
+	SCSITGT_IO_UNMAP = 3,
+	/** Write zeros to the range without a data buffer. Optional: emulated with writes. */
+	SCSITGT_IO_WRITE_ZEROES = 4,
+};
+
+/** io flag: Force Unit Access; the write must be durable before the io completes. */
+#define SCSITGT_IO_FLAG_FUA (1u << 0)
+
+/** Geometry flag: the backend has a volatile write cache (FLUSH is meaningful). */
+#define SCSITGT_GEOMETRY_WRITE_CACHE (1u << 0)
+/** Geometry flag: deallocated (unmapped) blocks read back as zeros (SBC-4 LBPRZ). */
+#define SCSITGT_GEOMETRY_LBPRZ (1u << 1)
+/** Geometry flag: the medium does not rotate (VPD B1 MEDIUM ROTATION RATE 1). */
+#define SCSITGT_GEOMETRY_NON_ROTATIONAL (1u << 2)
+
+/**
+ * The shape of a LUN's medium. The library fills it with the LUN options' values (0 when
+ * unset) and sets size before calling open(); the backend checks or completes it.
+ */
+struct scsitgt_lun_geometry {
+	/** sizeof(struct scsitgt_lun_geometry) as the library was compiled. */
+	size_t size;
+	/** Logical block size in bytes: 512 or 4096 (others are refused). */
+	uint32_t block_size;
+	/** Number of logical blocks (capacity), at least 1. */
+	uint64_t num_blocks;
+	/** Physical blocks per logical block exponent (SBC-4 READ CAPACITY 16), 0 by default. */
+	uint8_t physical_block_exponent;
+	/** Optimal transfer length in blocks (VPD B0), 0 if unknown. */
+	uint32_t optimal_transfer_blocks;
+	/** SCSITGT_GEOMETRY_* flags. */
+	uint32_t flags;
+};
+
+/**
+ * A backend: the table of operations a storage provider implements. The library copies
+ * min(size, sizeof) bytes at scsitgt_lun_create(), so the table may live on the stack. Every
+ * callback is called on the LUN's home loop, with @p bctx the backend_ctx of the LUN options.
+ */
+struct scsitgt_backend_ops {
+	/** sizeof(struct scsitgt_backend_ops) as the backend was compiled. */
+	size_t size;
+	/** Short name for logs, e.g. "ram". */
+	const char *name;
+	/** Private bytes allocated with each io, reachable through scsitgt_io_get_ctx(). */
+	size_t io_ctx_size;
+	/**
+	 * Open the medium and complete @p geo. Required.
+	 *
+	 * @param bctx The backend context.
+	 * @param geo  Pre-filled from the LUN options; block_size or num_blocks 0 means "tell me".
+	 * @return 0, or a negative errno that fails scsitgt_lun_create() with it.
+	 */
+	int (*open)(void *bctx, struct scsitgt_lun_geometry *geo);
+	/**
+	 * Close the medium and free @p bctx. Required. Called once, after every io completed.
+	 *
+	 * @param bctx   The backend context.
+	 * @param cb     Call it once when closed (may be from inside close()). May be NULL.
+	 * @param cb_arg Argument of @p cb.
+	 */
+	void (*close)(void *bctx, scsitgt_done_cb cb, void *cb_arg);
+	/**
+	 * Start an io. Required. Complete it later (or now) with scsitgt_io_complete(),
+	 * scsitgt_io_complete_sense() or, from another thread, scsitgt_io_complete_threadsafe().
+	 *
+	 * @param bctx The backend context.
+	 * @param io   The io; lent until completed.
+	 */
+	void (*submit)(void *bctx, struct scsitgt_io *io);
+	/**
+	 * Whether the backend handles an io type. Optional, may be NULL: then only READ and
+	 * WRITE are used, FLUSH becomes a no-op and UNMAP is not advertised.
+	 *
+	 * @param bctx The backend context.
+	 * @param type The io type.
+	 * @return true if submit() handles @p type.
+	 */
+	bool (*supports)(void *bctx, enum scsitgt_io_type type);
+};
+
+/**
+ * The io's type.
+ *
+ * @param io The io.
+ * @return Its type. Loop: home of the LUN.
+ */
+SCSITGT_EXPORT enum scsitgt_io_type scsitgt_io_get_type(const struct scsitgt_io *io);
+
+/**
+ * First logical block of the io.
+ *
+ * @param io The io.
+ * @return The LBA. Loop: home of the LUN.
+ */
+SCSITGT_EXPORT uint64_t scsitgt_io_get_lba(const struct scsitgt_io *io);
+
+/**
+ * Number of logical blocks of the io (0 for FLUSH of the whole medium).
+ *
+ * @param io The io.
+ * @return The block count. Loop: home of the LUN.
+ */
+SCSITGT_EXPORT uint32_t scsitgt_io_get_num_blocks(const struct scsitgt_io *io);
+
+/**
+ * Logical block size of the io's LUN, in bytes.
+ *
+ * @param io The io.
+ * @return The block size. Loop: home of the LUN.
+ */
+SCSITGT_EXPORT uint32_t scsitgt_io_get_block_size(const struct scsitgt_io *io);
+
+/**
+ * The io's data buffers (READ and WRITE only; they hold num_blocks * block_size bytes).
+ *
+ * @param io     The io.
+ * @param iovcnt Receives the number of iovecs (0 for types without data).
+ * @return The iovec array, lent like the io. Loop: home of the LUN.
+ */
+SCSITGT_EXPORT const struct iovec *scsitgt_io_get_iov(const struct scsitgt_io *io, int *iovcnt);
+
+/**
+ * The io's SCSITGT_IO_FLAG_* flags.
+ *
+ * @param io The io.
+ * @return The flags. Loop: home of the LUN.
+ */
+SCSITGT_EXPORT uint32_t scsitgt_io_get_flags(const struct scsitgt_io *io);
+
+/**
+ * The backend's private bytes of this io (io_ctx_size of the ops table, zeroed at submit).
+ *
+ * @param io The io.
+ * @return The private area, NULL when io_ctx_size is 0. Loop: home of the LUN.
+ */
+SCSITGT_EXPORT void *scsitgt_io_get_ctx(struct scsitgt_io *io);
+
+/**
+ * The LUN the io belongs to.
+ *
+ * @param io The io.
+ * @return The LUN. Loop: home of the LUN.
+ */
+SCSITGT_EXPORT struct scsitgt_lun *scsitgt_io_get_lun(const struct scsitgt_io *io);
+
+/**
+ * Complete an io. The backend must not touch the io or its buffers afterwards.
+ *
+ * @param io     The io.
+ * @param status 0 on success, or a negative errno the core maps to sense data: -EIO ->
+ *               MEDIUM ERROR (UNRECOVERED READ ERROR / WRITE ERROR), -ENOSPC -> DATA PROTECT
+ *               SPACE ALLOCATION FAILED WRITE PROTECT, -EROFS -> DATA PROTECT WRITE
+ *               PROTECTED, -ENOMEM and -EAGAIN -> BUSY status, -ENOTSUP -> INVALID COMMAND
+ *               OPERATION CODE, anything else -> HARDWARE ERROR INTERNAL TARGET FAILURE.
+ *
+ * Loop: home of the LUN (may be called from inside submit()).
+ */
+SCSITGT_EXPORT void scsitgt_io_complete(struct scsitgt_io *io, int status);
+
+/**
+ * Complete an io with exact sense data (CHECK CONDITION).
+ *
+ * @param io   The io.
+ * @param key  Sense key (SPC-5 Table 52), 1..0xf.
+ * @param asc  Additional sense code.
+ * @param ascq Additional sense code qualifier.
+ *
+ * Loop: home of the LUN.
+ */
+SCSITGT_EXPORT void scsitgt_io_complete_sense(struct scsitgt_io *io, uint8_t key, uint8_t asc,
+					      uint8_t ascq);
+
+/**
+ * Complete an io from any thread. The completion is handed to the LUN's home loop, where it
+ * proceeds as with scsitgt_io_complete(). Lock-free.
+ *
+ * @param io     The io.
+ * @param status As for scsitgt_io_complete().
+ *
+ * Thread-safe.
+ */
+SCSITGT_EXPORT void scsitgt_io_complete_threadsafe(struct scsitgt_io *io, int status);
+
+/**
+ * The built-in null backend: writes are discarded, reads return zeros, any capacity.
+ * Supports READ, WRITE, FLUSH, UNMAP and WRITE ZEROES; reports LBPRZ.
+ *
+ * @return The ops table (static). Thread-safe.
+ */
+SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_null_ops(void);
+
+/**
+ * Create a context for the null backend, to pass as backend_ctx with scsitgt_backend_null_ops().
+ * The LUN options must give the block size and block count.
+ *
+ * @param bctx_out Receives the context. The LUN frees it through close(); if
+ *                 scsitgt_lun_create() fails, free it with the ops' close(bctx, NULL, NULL).
+ * @return 0; -EINVAL if @p bctx_out is NULL; -ENOMEM.
+ *
+ * Thread-safe.
+ */
+SCSITGT_EXPORT int scsitgt_backend_null_create(void **bctx_out);
+
+/**
+ * The built-in RAM backend: memory allocated lazily in chunks on first write, so a large
+ * sparse LUN costs nothing until written; unwritten and unmapped blocks read as zeros.
+ * Supports READ, WRITE, FLUSH (no-op, no volatile cache), UNMAP (frees whole chunks, zeroes
+ * partial ones) and WRITE ZEROES; reports LBPRZ.
+ *
+ * @return The ops table (static). Thread-safe.
+ */
+SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_ram_ops(void);
+
+/**
+ * Create a context for the RAM backend, to pass as backend_ctx with scsitgt_backend_ram_ops().
+ * The LUN options must give the block size and block count.
+ *
+ * @param bctx_out Receives the context. Ownership as for scsitgt_backend_null_create().
+ * @return 0; -EINVAL if @p bctx_out is NULL; -ENOMEM.
+ *
+ * Thread-safe.
+ */
+SCSITGT_EXPORT int scsitgt_backend_ram_create(void **bctx_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBSCSITGT_BACKEND_H */

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file lun.h
+ * Logical units: a LUN number in a target, a backend behind it and the identity it reports.
+ */
+#ifndef LIBSCSITGT_LUN_H
+#define LIBSCSITGT_LUN_H
+
+#include "backend.h"
+#include "common.h"
+#include "target.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A logical unit of a target. Opaque. */
+struct scsitgt_lun;
+
+/** LUN flag: refuse writes with DATA PROTECT, WRITE PROTECTED (WP bit set in MODE SENSE). */
+#define SCSITGT_LUN_READ_ONLY (1u << 0)
+/** LUN flag: thin provisioned (LBPME); needs a backend supporting SCSITGT_IO_UNMAP. */
+#define SCSITGT_LUN_THIN (1u << 1)
+/** LUN flag: removable medium (RMB in standard INQUIRY; START STOP UNIT ejects/loads). */
+#define SCSITGT_LUN_REMOVABLE (1u << 2)
+/** LUN flag: enable the write cache (WCE) when the backend has a volatile cache. */
+#define SCSITGT_LUN_WRITE_CACHE (1u << 3)
+
+/** Options of scsitgt_lun_create(). Initialise with scsitgt_lun_opts_init(). */
+struct scsitgt_lun_opts {
+	/** sizeof(struct scsitgt_lun_opts), set by scsitgt_lun_opts_init(). */
+	size_t size;
+	/** LUN number, 0..16383 (SAM-5 flat and peripheral addressing). */
+	uint64_t id;
+	/** Logical block size, 512 or 4096; 0 lets the backend decide (default 512 if it does not). */
+	uint32_t block_size;
+	/** Capacity in logical blocks; 0 lets the backend decide. */
+	uint64_t num_blocks;
+	/** SCSITGT_LUN_* flags. */
+	uint32_t flags;
+	/** T10 vendor identification, up to 8 ASCII characters. Default "LIBSCSI". Copied. */
+	const char *vendor;
+	/** Product identification, up to 16 ASCII characters. Default by backend. Copied. */
+	const char *product;
+	/** Product revision level, up to 4 ASCII characters. Default the library version. Copied. */
+	const char *revision;
+	/** Unit serial number (VPD 80h), up to 32 ASCII characters. Default derived. Copied. */
+	const char *serial;
+	/**
+	 * NAA IEEE Registered designator (VPD 83h, NAA type 5): the low 60 bits are used, the
+	 * top nibble is forced to 5. 0 derives one from the target name and LUN number.
+	 */
+	uint64_t naa;
+	/** EUI-64 designator (VPD 83h); 0 means none. */
+	uint64_t eui64;
+	/** The backend. Required. Copied (min(size, sizeof) bytes). */
+	const struct scsitgt_backend_ops *backend;
+	/** The backend's context, passed to every backend call. Owned by the LUN on success. */
+	void *backend_ctx;
+};
+
+/**
+ * Fill @p opts with the defaults.
+ *
+ * @param opts The options to fill.
+ * @param size sizeof(*opts) as the caller was compiled.
+ *
+ * Thread-safe.
+ */
+SCSITGT_EXPORT void scsitgt_lun_opts_init(struct scsitgt_lun_opts *opts, size_t size);
+
+/**
+ * Create a LUN in @p tgt and open its backend (synchronously, through ops->open). From then on
+ * initiators see it in REPORT LUNS.
+ *
+ * @param out  Receives the LUN.
+ * @param tgt  The target.
+ * @param opts Options (backend required).
+ * @return 0 on success, and the LUN owns backend_ctx; on failure the caller still owns it.
+ *         -EINVAL for a NULL argument, an id above 16383, a block size other than 0, 512 or
+ *         4096, a backend table without open/close/submit, or a geometry the backend leaves
+ *         incomplete; -EEXIST if the target already has that LUN id; -ENOTSUP for
+ *         SCSITGT_LUN_THIN on a backend without UNMAP; -ENOMEM; any error of ops->open.
+ *
+ * Loop: home of the target's engine.
+ */
+SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_target *tgt,
+				      const struct scsitgt_lun_opts *opts);
+
+/**
+ * Remove a LUN: new commands to it fail with LOGICAL UNIT NOT SUPPORTED, in-flight ones
+ * complete, then the backend is closed and the LUN freed.
+ *
+ * @param lun    The LUN. Dead after the call.
+ * @param cb     Called once after the backend's close completed, from the loop, status 0.
+ *               Optional, may be NULL.
+ * @param cb_arg Argument of @p cb.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT void scsitgt_lun_destroy(struct scsitgt_lun *lun, scsitgt_done_cb cb, void *cb_arg);
+
+/**
+ * The LUN number.
+ *
+ * @param lun The LUN.
+ * @return Its id. Loop: home.
+ */
+SCSITGT_EXPORT uint64_t scsitgt_lun_get_id(const struct scsitgt_lun *lun);
+
+/**
+ * The LUN's geometry after open.
+ *
+ * @param lun The LUN.
+ * @param geo Receives the geometry; set geo->size to sizeof(*geo) first.
+ * @return 0; -EINVAL if an argument is NULL or geo->size is 0.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_lun_get_geometry(const struct scsitgt_lun *lun,
+					    struct scsitgt_lun_geometry *geo);
+
+/**
+ * The backend context given at creation.
+ *
+ * @param lun The LUN.
+ * @return backend_ctx. Loop: home.
+ */
+SCSITGT_EXPORT void *scsitgt_lun_get_backend_ctx(const struct scsitgt_lun *lun);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBSCSITGT_LUN_H */

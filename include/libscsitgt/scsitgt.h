@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file scsitgt.h
+ * Umbrella header of libscsitgt: include this one. See README.md and docs/ for the concepts.
+ */
+#ifndef LIBSCSITGT_SCSITGT_H
+#define LIBSCSITGT_SCSITGT_H
+
+#include "version.h"
+#include "common.h"
+#include "engine.h"
+#include "target.h"
+#include "backend.h"
+#include "lun.h"
+#include "iscsi.h"
+
+#endif /* LIBSCSITGT_SCSITGT_H */

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+#include <string.h>
+
+#include "core/cdb.h"
+#include "core/fabric.h"
+#include "core/scsi_spec.h"
+#include "util/be.h"
+
+/*
+ * The opcode table, keyed by operation code. Usage masks follow SPC-5 §6.35.3 (CDB USAGE DATA):
+ * byte 0 is the operation code; a set bit is a bit the initiator may set. The CONTROL byte
+ * allows nothing: we support neither NACA (SAM-5 §5.10) nor the obsolete LINK bit.
+ */
+static const struct scsitgt__cdb_def cdb_table[256] = {
+	[SPC_TEST_UNIT_READY] = {
+		.name = "TEST UNIT READY",
+		.cdb_len = 6,
+		.usage = { 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 },
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_ALLOW_STANDBY,
+		.exec = scsitgt__spc_test_unit_ready,
+	},
+	[SPC_REPORT_LUNS] = {
+		.name = "REPORT LUNS",
+		.cdb_len = 12,
+		.usage = { 0x00, 0x00, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00 },
+		.flags = SCSITGT__CDB_F_NO_LUN | SCSITGT__CDB_F_ALLOW_UA |
+			 SCSITGT__CDB_F_ALLOW_STANDBY,
+		.parse = scsitgt__spc_parse_report_luns,
+		.exec = scsitgt__spc_report_luns,
+	},
+};
+
+size_t scsitgt__cdb_group_len(uint8_t opcode)
+{
+	/* SPC-5 §4.2.5.1 Table 4: the group code is the top three bits. */
+	switch (opcode >> 5) {
+	case 0:
+		return 6;
+	case 1:
+	case 2:
+		return 10;
+	case 4:
+		return 16;
+	case 5:
+		return 12;
+	default:
+		return 0;
+	}
+}
+
+const struct scsitgt__cdb_def *scsitgt__cdb_lookup(const uint8_t *cdb, size_t cdb_len)
+{
+	const struct scsitgt__cdb_def *row;
+
+	if (cdb_len == 0)
+		return NULL;
+	row = &cdb_table[cdb[0]];
+	if (row->name == NULL)
+		return NULL;
+	if (row->has_sa) {
+		uint8_t sa;
+
+		if (cdb_len < 2)
+			return NULL;
+		sa = cdb[1] & 0x1f;
+		if (sa >= row->sa_count || row->sa_rows[sa].name == NULL)
+			return NULL;
+		row = &row->sa_rows[sa];
+	}
+	return row;
+}
+
+const struct scsitgt__cdb_def *scsitgt__cdb_iter(unsigned int *i, uint8_t *opcode, uint16_t *sa)
+{
+	/* The cursor packs the opcode in bits 15..8 and the service action in bits 7..0. */
+	while (*i < 256u * 256u) {
+		unsigned int op = *i >> 8, s = *i & 0xff;
+		const struct scsitgt__cdb_def *row = &cdb_table[op];
+
+		if (row->name == NULL) {
+			*i = (op + 1) << 8;
+			continue;
+		}
+		if (!row->has_sa) {
+			*i = (op + 1) << 8;
+			*opcode = (uint8_t)op;
+			*sa = 0;
+			return row;
+		}
+		if (s >= row->sa_count) {
+			*i = (op + 1) << 8;
+			continue;
+		}
+		(*i)++;
+		if (row->sa_rows[s].name != NULL) {
+			*opcode = (uint8_t)op;
+			*sa = (uint16_t)s;
+			return &row->sa_rows[s];
+		}
+	}
+	return NULL;
+}
+
+/* SPC-5 §4.2.5.1: reserved bits must be zero; report the first offending byte and bit. */
+static enum scsitgt__sense_reason cdb_check_reserved(struct scsitgt__cmd *cmd,
+						     const struct scsitgt__cdb_def *row)
+{
+	for (unsigned int i = 1; i < row->cdb_len; i++) {
+		uint8_t bad = cmd->cdb[i] & (uint8_t)~row->usage[i];
+
+		if (bad) {
+			int bit = 7;
+
+			while (!(bad & (1u << bit)))
+				bit--;
+			return scsitgt__cmd_bad_cdb_field(cmd, (uint16_t)i, bit);
+		}
+	}
+	return SCSITGT_SR_OK;
+}
+
+enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
+{
+	const struct scsitgt__cdb_def *row;
+	enum scsitgt__sense_reason r;
+
+	row = scsitgt__cdb_lookup(cmd->cdb, cmd->cdb_len);
+	if (row == NULL) {
+		/* A missing LUN takes precedence over an unknown opcode (SPC-5 §4.5.5.2). */
+		if (cmd->lun == NULL && cmd->cdb_len && cmd->cdb[0] != SPC_INQUIRY)
+			return SCSITGT_SR_LUN_NOT_SUPPORTED;
+		if (cmd->cdb_len > 1 && cdb_table[cmd->cdb[0]].has_sa)
+			return scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
+		return SCSITGT_SR_INVALID_OPCODE;
+	}
+	cmd->def = row;
+	if (cmd->lun == NULL && !(row->flags & SCSITGT__CDB_F_NO_LUN))
+		return SCSITGT_SR_LUN_NOT_SUPPORTED;
+	if (cmd->cdb_len < row->cdb_len)
+		return SCSITGT_SR_INVALID_OPCODE;
+	r = cdb_check_reserved(cmd, row);
+	if (r != SCSITGT_SR_OK)
+		return r;
+	if (cmd->lun) {
+		if ((row->flags & SCSITGT__CDB_F_MEDIUM) && !cmd->lun->medium_present)
+			return SCSITGT_SR_NOT_READY_MEDIUM_ABSENT;
+		if ((row->flags & SCSITGT__CDB_F_MEDIUM) && cmd->lun->stopped)
+			return SCSITGT_SR_NOT_READY_INIT_REQUIRED;
+	}
+	cmd->exec = row->exec;
+	cmd->dir = SCSITGT__DIR_NONE;
+	cmd->xfer_len = 0;
+	if (row->parse) {
+		r = row->parse(cmd);
+		if (r != SCSITGT_SR_OK)
+			return r;
+	}
+	/* Write protection is checked after parse so that bad fields are reported first. */
+	if (cmd->lun && (row->flags & SCSITGT__CDB_F_WRITE) &&
+	    ((cmd->lun->flags & SCSITGT_LUN_READ_ONLY) || cmd->lun->mode.swp))
+		return SCSITGT_SR_WRITE_PROTECTED;
+	return SCSITGT_SR_OK;
+}
+
+enum scsitgt__sense_reason scsitgt__parse_alloc16(struct scsitgt__cmd *cmd, unsigned off)
+{
+	cmd->dir = SCSITGT__DIR_IN;
+	cmd->xfer_len = get_be16(&cmd->cdb[off]);
+	return SCSITGT_SR_OK;
+}
+
+enum scsitgt__sense_reason scsitgt__parse_alloc32(struct scsitgt__cmd *cmd, unsigned off)
+{
+	uint32_t len = get_be32(&cmd->cdb[off]);
+
+	cmd->dir = SCSITGT__DIR_IN;
+	/* Responses we build are small; larger allocation lengths just mean "all of it". */
+	cmd->xfer_len = len > SCSITGT__MAX_XFER_BYTES ? SCSITGT__MAX_XFER_BYTES : len;
+	return SCSITGT_SR_OK;
+}
+
+void scsitgt__cmd_respond(struct scsitgt__cmd *cmd, const void *data, size_t len)
+{
+	size_t n = len < cmd->xfer_len ? len : cmd->xfer_len;
+
+	if (n)
+		memcpy(cmd->buf, data, n);
+	cmd->data_len = (uint32_t)n;
+}

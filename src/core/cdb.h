@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CDB table: one row per operation code (and service action), with the facts needed to
+ * check, dispatch and report the command. Dispatch is two-phase: parse checks the fields, sets
+ * the transfer and picks the exec function; exec runs once the data is in.
+ */
+#ifndef SCSITGT_CORE_CDB_H
+#define SCSITGT_CORE_CDB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/cmd.h"
+#include "core/sense.h"
+
+/* Row flags. */
+enum {
+	/* Runs on a LUN that does not exist (INQUIRY, REPORT LUNS, REQUEST SENSE). */
+	SCSITGT__CDB_F_NO_LUN = 1u << 0,
+	/* Not refused by a pending unit attention (SPC-5 §5.14 / SAM-5 §5.14). */
+	SCSITGT__CDB_F_ALLOW_UA = 1u << 1,
+	/* Modifies the medium: refused with DATA PROTECT on read-only LUNs. */
+	SCSITGT__CDB_F_WRITE = 1u << 2,
+	/* Needs the medium present and the unit started. */
+	SCSITGT__CDB_F_MEDIUM = 1u << 3,
+	/* Allowed in ALUA standby state. */
+	SCSITGT__CDB_F_ALLOW_STANDBY = 1u << 4,
+};
+
+typedef enum scsitgt__sense_reason (*scsitgt__parse_fn)(struct scsitgt__cmd *cmd);
+
+struct scsitgt__cdb_def {
+	const char *name;
+	uint8_t cdb_len;
+	/* CDB USAGE DATA (SPC-5 §6.35.3): bits a client may set; others must be zero. Byte 0
+	 * is the operation code and, for service-action rows, the service action bits of byte 1
+	 * are set too. */
+	uint8_t usage[16];
+	uint32_t flags;
+	/* Checks fields, sets dir/xfer_len/lba/nblocks and cmd->exec. NULL: no data, exec as is. */
+	scsitgt__parse_fn parse;
+	/* The default exec function (parse may pick another). */
+	scsitgt__exec_fn exec;
+	/* Rows of the service actions, indexed by service action (opcode rows only). */
+	const struct scsitgt__cdb_def *sa_rows;
+	uint8_t sa_count;
+	/* Where the service action sits: byte 1 bits 4..0 (all SPC/SBC users). */
+	bool has_sa;
+};
+
+/* Look up a CDB's row; NULL if the opcode or service action is unsupported. */
+const struct scsitgt__cdb_def *scsitgt__cdb_lookup(const uint8_t *cdb, size_t cdb_len);
+
+/*
+ * Iterate over every supported row (for REPORT SUPPORTED OPERATION CODES): @i starts at 0;
+ * returns the next row and its opcode/service action, or NULL at the end.
+ */
+const struct scsitgt__cdb_def *scsitgt__cdb_iter(unsigned int *i, uint8_t *opcode, uint16_t *sa);
+
+/* Length of a CDB from its group code (SPC-5 §4.2.5.1), 0 for vendor/reserved groups. */
+size_t scsitgt__cdb_group_len(uint8_t opcode);
+
+/* Parse a command: lookup, reserved bits, row flags, then the row's parse function. */
+enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd);
+
+/* Parse helpers shared by the command files. */
+/* A data-in command whose allocation length is the 16-bit field at @off. */
+enum scsitgt__sense_reason scsitgt__parse_alloc16(struct scsitgt__cmd *cmd, unsigned off);
+/* A data-in command whose allocation length is the 32-bit field at @off. */
+enum scsitgt__sense_reason scsitgt__parse_alloc32(struct scsitgt__cmd *cmd, unsigned off);
+/* Copy @len bytes of response into cmd->buf, truncated to the allocation length. */
+void scsitgt__cmd_respond(struct scsitgt__cmd *cmd, const void *data, size_t len);
+
+/* Exec functions of the command files, referenced by the table (cdb.c). */
+void scsitgt__spc_test_unit_ready(struct scsitgt__cmd *cmd);
+void scsitgt__spc_report_luns(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__spc_parse_report_luns(struct scsitgt__cmd *cmd);
+
+#endif /* SCSITGT_CORE_CDB_H */

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The command state machine:
+ *
+ *   NEW --setup--> NEED_DATA --(fabric fills buf)--> READY --execute--> EXEC --> DONE
+ *     \--setup ok, no data-out------------------------^        \
+ *      \--setup refused (status set)---------------------------------------> DONE
+ *                                                           EXEC --abort--> ABORTED
+ *
+ * DONE hands the command to the fabric (ops->cmd_done); ABORTED commands are freed when their
+ * last backend io returns, without a response.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cdb.h"
+#include "core/fabric.h"
+#include "core/scsi_spec.h"
+
+int scsitgt__cmd_create(struct scsitgt__cmd **out, struct scsitgt__session *sess,
+			size_t fabric_priv_size)
+{
+	struct scsitgt__cmd *cmd;
+
+	cmd = calloc(1, sizeof(*cmd) + fabric_priv_size);
+	if (cmd == NULL)
+		return -ENOMEM;
+	cmd->sess = sess;
+	cmd->state = SCSITGT__CMD_NEW;
+	scsitgt__list_add_tail(&sess->cmds, &cmd->sess_node);
+	sess->ncmds++;
+	*out = cmd;
+	return 0;
+}
+
+static void cmd_set_sense(struct scsitgt__cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq,
+			  const struct scsitgt__sense_detail *detail)
+{
+	bool desc = cmd->lun && cmd->lun->mode.d_sense;
+
+	cmd->status = SAM_STAT_CHECK_CONDITION;
+	cmd->sense_len = (uint8_t)scsitgt__sense_encode(cmd->sense, desc, key, asc, ascq, detail);
+}
+
+static void cmd_set_reason(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason,
+			   const struct scsitgt__sense_detail *detail)
+{
+	const struct scsitgt__sense_info *si = scsitgt__sense_lookup(reason);
+
+	cmd->sense_len = 0;
+	cmd->status = si->status;
+	if (si->status == SAM_STAT_CHECK_CONDITION)
+		cmd_set_sense(cmd, si->key, si->asc, si->ascq, detail);
+	if (reason != SCSITGT_SR_OK)
+		cmd->data_len = 0;
+}
+
+void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const uint8_t *cdb,
+			size_t cdb_len, uint8_t task_attr, uint64_t tag)
+{
+	struct scsitgt_target *tgt = cmd->sess->tgt;
+	enum scsitgt__sense_reason r;
+
+	assert(cmd->state == SCSITGT__CMD_NEW);
+	cmd->tag = tag;
+	cmd->task_attr = task_attr;
+	cmd->lun_id = scsitgt__lun_decode(lun);
+	cmd->lun = scsitgt__target_find_lun(tgt, cmd->lun_id);
+	if (cmd->lun && cmd->lun->destroying)
+		cmd->lun = NULL;
+	if (cmd->lun)
+		cmd->lun->inflight++;
+
+	if (cdb_len > SCSITGT__CDB_MAX) {
+		/* Longer CDBs (iSCSI extended CDB AHS) name no command we support. */
+		cmd->cdb_len = 0;
+		cmd->state = SCSITGT__CMD_DONE;
+		cmd_set_reason(cmd, SCSITGT_SR_INVALID_OPCODE, NULL);
+		return;
+	}
+	memcpy(cmd->cdb, cdb, cdb_len);
+	cmd->cdb_len = (uint8_t)cdb_len;
+
+	r = scsitgt__cdb_parse(cmd);
+	if (r == SCSITGT_SR_OK && cmd->xfer_len) {
+		cmd->buf = malloc(cmd->xfer_len);
+		if (cmd->buf == NULL)
+			r = SCSITGT_SR_TASK_SET_FULL;
+	}
+	if (r != SCSITGT_SR_OK) {
+		cmd->state = SCSITGT__CMD_DONE;
+		cmd_set_reason(cmd, r, &cmd->detail);
+		return;
+	}
+	cmd->state = cmd->dir == SCSITGT__DIR_OUT ? SCSITGT__CMD_NEED_DATA : SCSITGT__CMD_READY;
+}
+
+void scsitgt__cmd_execute(struct scsitgt__cmd *cmd)
+{
+	if (cmd->state == SCSITGT__CMD_DONE) {
+		cmd->sess->ops->cmd_done(cmd);
+		return;
+	}
+	assert(cmd->state == SCSITGT__CMD_READY || cmd->state == SCSITGT__CMD_NEED_DATA);
+	cmd->state = SCSITGT__CMD_EXEC;
+	cmd->exec(cmd);
+}
+
+void scsitgt__cmd_fail(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason)
+{
+	assert(cmd->state != SCSITGT__CMD_EXEC && cmd->state != SCSITGT__CMD_ABORTED);
+	cmd->state = SCSITGT__CMD_DONE;
+	cmd_set_reason(cmd, reason, NULL);
+}
+
+static void cmd_finish(struct scsitgt__cmd *cmd)
+{
+	if (cmd->state == SCSITGT__CMD_ABORTED) {
+		/* The fabric was told at abort time; nobody waits for this one. */
+		if (cmd->sess == NULL) {
+			scsitgt__cmd_destroy(cmd);
+			return;
+		}
+		cmd->sess->ops->cmd_aborted(cmd);
+		return;
+	}
+	assert(cmd->state == SCSITGT__CMD_EXEC);
+	cmd->state = SCSITGT__CMD_DONE;
+	cmd->sess->ops->cmd_done(cmd);
+}
+
+void scsitgt__cmd_complete_detail(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason,
+				  const struct scsitgt__sense_detail *detail)
+{
+	if (cmd->state != SCSITGT__CMD_ABORTED)
+		cmd_set_reason(cmd, reason, detail);
+	cmd_finish(cmd);
+}
+
+void scsitgt__cmd_complete(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason)
+{
+	scsitgt__cmd_complete_detail(cmd, reason, &cmd->detail);
+}
+
+void scsitgt__cmd_complete_raw(struct scsitgt__cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq)
+{
+	if (cmd->state != SCSITGT__CMD_ABORTED) {
+		cmd->data_len = 0;
+		cmd_set_sense(cmd, key, asc, ascq, NULL);
+	}
+	cmd_finish(cmd);
+}
+
+enum scsitgt__sense_reason scsitgt__cmd_bad_cdb_field(struct scsitgt__cmd *cmd, uint16_t byte,
+						      int bit)
+{
+	cmd->detail.sks_valid = true;
+	cmd->detail.sks_cdb = true;
+	cmd->detail.sks_field = byte;
+	cmd->detail.sks_bpv = bit >= 0;
+	cmd->detail.sks_bit = bit >= 0 ? (uint8_t)bit : 0;
+	return SCSITGT_SR_INVALID_FIELD_IN_CDB;
+}
+
+enum scsitgt__sense_reason scsitgt__cmd_bad_param_field(struct scsitgt__cmd *cmd, uint16_t byte,
+							int bit)
+{
+	cmd->detail.sks_valid = true;
+	cmd->detail.sks_cdb = false;
+	cmd->detail.sks_field = byte;
+	cmd->detail.sks_bpv = bit >= 0;
+	cmd->detail.sks_bit = bit >= 0 ? (uint8_t)bit : 0;
+	return SCSITGT_SR_INVALID_FIELD_IN_PARAM_LIST;
+}
+
+void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd)
+{
+	if (cmd->sess) {
+		scsitgt__list_remove(&cmd->sess_node);
+		cmd->sess->ncmds--;
+	}
+	if (cmd->lun)
+		scsitgt__lun_inflight_drop(cmd->lun);
+	free(cmd->buf);
+	free(cmd);
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/* A SCSI command inside the core, and the io objects it hands to a backend. */
+#ifndef SCSITGT_CORE_CMD_H
+#define SCSITGT_CORE_CMD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "core/core.h"
+#include "core/sense.h"
+
+struct scsitgt__session;
+struct scsitgt__cdb_def;
+struct scsitgt__cmd;
+
+/* The explicit state machine of a command (transitions in cmd.c). */
+enum scsitgt__cmd_state {
+	SCSITGT__CMD_NEW,	/* created, CDB not seen yet */
+	SCSITGT__CMD_NEED_DATA,	/* parsed; waiting for the fabric to deliver Data-Out */
+	SCSITGT__CMD_READY,	/* parsed; may execute */
+	SCSITGT__CMD_EXEC,	/* executing (emulation or backend io in flight) */
+	SCSITGT__CMD_DONE,	/* status set; the fabric owns the response */
+	SCSITGT__CMD_ABORTED,	/* aborted while executing; freed when its ios return */
+};
+
+enum scsitgt__data_dir {
+	SCSITGT__DIR_NONE,
+	SCSITGT__DIR_IN,  /* target to initiator (READ) */
+	SCSITGT__DIR_OUT, /* initiator to target (WRITE) */
+};
+
+/* The largest CDB we accept (SPC-5 variable-length CDBs go up to 260, none is supported). */
+#define SCSITGT__CDB_MAX 32
+
+typedef void (*scsitgt__exec_fn)(struct scsitgt__cmd *cmd);
+
+struct scsitgt__cmd {
+	struct scsitgt__session *sess;
+	struct scsitgt__list sess_node;
+	struct scsitgt_lun *lun; /* NULL when the addressed LUN does not exist */
+	uint64_t lun_id;
+	uint64_t tag;
+	enum scsitgt__cmd_state state;
+	uint8_t task_attr;
+	uint8_t cdb_len;
+	uint8_t cdb[SCSITGT__CDB_MAX];
+	const struct scsitgt__cdb_def *def;
+	scsitgt__exec_fn exec;
+
+	/* Data transfer, set by parse: direction and length the CDB implies. */
+	enum scsitgt__data_dir dir;
+	uint32_t xfer_len;
+	uint8_t *buf;      /* xfer_len bytes, allocated by setup */
+	uint32_t data_len; /* Data-In bytes valid in buf after execution (<= xfer_len) */
+
+	/* Decoded block range of media commands. */
+	uint64_t lba;
+	uint32_t nblocks;
+	uint32_t io_flags; /* SCSITGT_IO_FLAG_* */
+
+	/* Sense details gathered by parse/exec (field pointer, INFORMATION). */
+	struct scsitgt__sense_detail detail;
+
+	/* Outcome. */
+	uint8_t status;
+	uint8_t sense_len;
+	uint8_t sense[SCSITGT_SENSE_BUF_SIZE];
+
+	/* Backend ios of this command still in flight. */
+	unsigned int ios_inflight;
+	/* First failure among the ios of a multi-io command. */
+	enum scsitgt__sense_reason io_reason;
+	struct scsitgt__sense_info io_raw;
+
+	/* Scratch for multi-step emulations (compare-and-write, unmap descriptors, ...). */
+	uint64_t step_arg[4];
+
+	_Alignas(16) uint8_t fabric_priv[];
+};
+
+/*
+ * Finish a command with a reason. For CHECK CONDITION reasons the sense data is encoded here
+ * (fixed or descriptor format per the LUN's D_SENSE), with @detail when not NULL.
+ */
+void scsitgt__cmd_complete(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason);
+void scsitgt__cmd_complete_detail(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason,
+				  const struct scsitgt__sense_detail *detail);
+/* Finish with raw sense (from a backend). */
+void scsitgt__cmd_complete_raw(struct scsitgt__cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq);
+
+/* Parse helpers returning INVALID FIELD IN CDB with the field pointer set on the command. */
+enum scsitgt__sense_reason scsitgt__cmd_bad_cdb_field(struct scsitgt__cmd *cmd, uint16_t byte,
+						      int bit);
+enum scsitgt__sense_reason scsitgt__cmd_bad_param_field(struct scsitgt__cmd *cmd, uint16_t byte,
+							int bit);
+
+/*
+ * Backend ios. An exec function submits one or more; each completion calls @done on the home
+ * loop with the io's outcome (SCSITGT_SR_OK or a reason), then the io is freed.
+ */
+typedef void (*scsitgt__io_done_fn)(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+				    enum scsitgt__sense_reason reason);
+
+struct scsitgt_io {
+	struct scsitgt__mpsc_node tsq_node; /* for scsitgt_io_complete_threadsafe */
+	struct scsitgt__cmd *cmd;
+	struct scsitgt_lun *lun;
+	scsitgt__io_done_fn done;
+	enum scsitgt_io_type type;
+	uint32_t flags;
+	uint64_t lba;
+	uint32_t num_blocks;
+	int iovcnt;
+	int status;
+	struct scsitgt__sense_info raw; /* set by scsitgt_io_complete_sense */
+	bool completed;
+	struct iovec iov_inline[2];
+	const struct iovec *iov;
+	_Alignas(16) uint8_t ctx[];
+};
+
+/*
+ * Submit a backend io for @cmd. @iov may be NULL for types without data; it must stay valid
+ * until completion (it is copied when iovcnt <= 2). Returns 0 or -ENOMEM (nothing submitted).
+ */
+int scsitgt__io_submit(struct scsitgt__cmd *cmd, enum scsitgt_io_type type, uint64_t lba,
+		       uint32_t num_blocks, const struct iovec *iov, int iovcnt, uint32_t flags,
+		       scsitgt__io_done_fn done);
+
+/* The default done function: complete the command when its last io returns. */
+void scsitgt__io_done_complete_cmd(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+				   enum scsitgt__sense_reason reason);
+
+/* Drain the engine's thread-safe completion queue (engine.c calls it from its async). */
+void scsitgt__io_drain_threadsafe(struct scsitgt_engine *engine);
+
+#endif /* SCSITGT_CORE_CMD_H */

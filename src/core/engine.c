@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cmd.h"
+#include "core/core.h"
+
+SCSITGT_EXPORT void scsitgt_engine_opts_init(struct scsitgt_engine_opts *opts, size_t size)
+{
+	struct scsitgt_engine_opts def = {
+		.size = sizeof(def),
+		.log_level = SCSITGT_LOG_NOTICE,
+	};
+
+	if (opts == NULL || size == 0)
+		return;
+	if (size > sizeof(def)) {
+		memset(opts, 0, size);
+		size = sizeof(def);
+	}
+	def.size = size;
+	memcpy(opts, &def, size);
+}
+
+static void engine_async_cb(uv_async_t *h)
+{
+	struct scsitgt_engine *engine = h->data;
+
+	scsitgt__io_drain_threadsafe(engine);
+	/* Run only what was queued before this pass; new items wake another pass. */
+	struct scsitgt__list batch;
+	scsitgt__list_init(&batch);
+	if (!scsitgt__list_empty(&engine->deferred)) {
+		batch.next = engine->deferred.next;
+		batch.prev = engine->deferred.prev;
+		batch.next->prev = &batch;
+		batch.prev->next = &batch;
+		scsitgt__list_init(&engine->deferred);
+	}
+	while (!scsitgt__list_empty(&batch)) {
+		struct scsitgt__list *n = batch.next;
+		struct scsitgt__deferred *d = scsitgt__container_of(n, struct scsitgt__deferred, node);
+
+		scsitgt__list_remove(n);
+		d->fn(d);
+	}
+}
+
+void scsitgt__engine_defer(struct scsitgt_engine *engine, struct scsitgt__deferred *d)
+{
+	scsitgt__list_add_tail(&engine->deferred, &d->node);
+	uv_async_send(&engine->tsq_async);
+}
+
+SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t *loop,
+					 const struct scsitgt_engine_opts *opts)
+{
+	struct scsitgt_engine_opts o;
+	struct scsitgt_engine *engine;
+	int rc;
+
+	if (out == NULL || loop == NULL)
+		return -EINVAL;
+	scsitgt_engine_opts_init(&o, sizeof(o));
+	if (opts) {
+		if (opts->size == 0)
+			return -EINVAL;
+		memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
+		o.size = sizeof(o);
+	}
+	if (o.log_level < SCSITGT_LOG_ERROR || o.log_level > SCSITGT_LOG_DEBUG)
+		return -EINVAL;
+
+	engine = calloc(1, sizeof(*engine));
+	if (engine == NULL)
+		return -ENOMEM;
+	engine->loop = loop;
+	engine->log.cb = o.log_cb;
+	engine->log.arg = o.log_arg;
+	engine->log.level = o.log_level;
+	scsitgt__list_init(&engine->targets);
+	scsitgt__list_init(&engine->services);
+	scsitgt__list_init(&engine->deferred);
+	scsitgt__mpsc_init(&engine->tsq);
+	rc = uv_async_init(loop, &engine->tsq_async, engine_async_cb);
+	if (rc < 0) {
+		free(engine);
+		return rc;
+	}
+	/* The async handle stays referenced: a live engine keeps its loop running. */
+	engine->tsq_async.data = engine;
+	*out = engine;
+	return 0;
+}
+
+void scsitgt__engine_add_service(struct scsitgt_engine *engine, struct scsitgt__service *svc)
+{
+	scsitgt__list_add_tail(&engine->services, &svc->node);
+}
+
+void scsitgt__engine_remove_service(struct scsitgt_engine *engine, struct scsitgt__service *svc)
+{
+	(void)engine;
+	scsitgt__list_remove(&svc->node);
+}
+
+struct scsitgt_target *scsitgt__engine_find_target(struct scsitgt_engine *engine, const char *name)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	scsitgt__list_foreach_safe(pos, tmp, &engine->targets)
+	{
+		struct scsitgt_target *tgt = scsitgt__container_of(pos, struct scsitgt_target, node);
+
+		/* RFC 7143 §4.2.7.1: iSCSI names compare case-insensitively after stringprep,
+		 * which maps to lower case; our names are validated lower-case ASCII. */
+		if (strcasecmp(tgt->name, name) == 0)
+			return tgt;
+	}
+	return NULL;
+}
+
+/* Destruction runs in phases: services, then targets, then the engine's own handle. */
+enum { ENGINE_PHASE_SERVICES = 1, ENGINE_PHASE_TARGETS, ENGINE_PHASE_CLOSE };
+
+static void engine_destroy_step(struct scsitgt_engine *engine);
+
+static void engine_child_done(void *arg, int status)
+{
+	struct scsitgt_engine *engine = arg;
+
+	(void)status;
+	if (--engine->destroy_pending == 0)
+		engine_destroy_step(engine);
+}
+
+static void engine_closed(uv_handle_t *h)
+{
+	struct scsitgt_engine *engine = h->data;
+	scsitgt_done_cb cb = engine->destroy_cb;
+	void *cb_arg = engine->destroy_cb_arg;
+
+	/* Items deferred after the last async pass (e.g. a backend's late close) still run. */
+	while (!scsitgt__list_empty(&engine->deferred)) {
+		struct scsitgt__list *n = engine->deferred.next;
+
+		scsitgt__list_remove(n);
+		scsitgt__container_of(n, struct scsitgt__deferred, node)->fn(
+			scsitgt__container_of(n, struct scsitgt__deferred, node));
+	}
+	for (int i = 0; i < SCSITGT__EXT_COUNT_; i++)
+		if (engine->ext[i].destroy)
+			engine->ext[i].destroy(engine->ext[i].data);
+	free(engine);
+	if (cb)
+		cb(cb_arg, 0);
+}
+
+static void engine_destroy_step(struct scsitgt_engine *engine)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	switch (engine->destroy_phase) {
+	case ENGINE_PHASE_SERVICES:
+		engine->destroy_phase = ENGINE_PHASE_TARGETS;
+		engine->destroy_pending = 1;
+		scsitgt__list_foreach_safe(pos, tmp, &engine->services)
+		{
+			struct scsitgt__service *svc =
+				scsitgt__container_of(pos, struct scsitgt__service, node);
+
+			engine->destroy_pending++;
+			svc->shutdown(svc, engine_child_done, engine);
+		}
+		engine_child_done(engine, 0);
+		break;
+	case ENGINE_PHASE_TARGETS:
+		engine->destroy_phase = ENGINE_PHASE_CLOSE;
+		engine->destroy_pending = 1;
+		scsitgt__list_foreach_safe(pos, tmp, &engine->targets)
+		{
+			struct scsitgt_target *tgt =
+				scsitgt__container_of(pos, struct scsitgt_target, node);
+
+			engine->destroy_pending++;
+			scsitgt_target_destroy(tgt, engine_child_done, engine);
+		}
+		engine_child_done(engine, 0);
+		break;
+	case ENGINE_PHASE_CLOSE:
+		/* Deferred items of destroyed children have all run: their callbacks fired. */
+		scsitgt__io_drain_threadsafe(engine);
+		uv_close((uv_handle_t *)&engine->tsq_async, engine_closed);
+		break;
+	}
+}
+
+SCSITGT_EXPORT void scsitgt_engine_destroy(struct scsitgt_engine *engine, scsitgt_done_cb cb,
+					   void *cb_arg)
+{
+	if (engine == NULL || engine->destroying)
+		return;
+	engine->destroying = true;
+	engine->destroy_cb = cb;
+	engine->destroy_cb_arg = cb_arg;
+	engine->destroy_phase = ENGINE_PHASE_SERVICES;
+	engine_destroy_step(engine);
+}
+
+SCSITGT_EXPORT uv_loop_t *scsitgt_engine_get_loop(const struct scsitgt_engine *engine)
+{
+	return engine ? engine->loop : NULL;
+}
+
+SCSITGT_EXPORT void scsitgt_engine_set_userdata(struct scsitgt_engine *engine, void *userdata)
+{
+	if (engine)
+		engine->userdata = userdata;
+}
+
+SCSITGT_EXPORT void *scsitgt_engine_get_userdata(const struct scsitgt_engine *engine)
+{
+	return engine ? engine->userdata : NULL;
+}

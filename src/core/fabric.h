@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The interface between fabrics (iSCSI, SRP) and the core: sessions (I_T nexuses) and the
+ * command lifecycle.
+ *
+ * A command's life, seen from a fabric:
+ *   scsitgt__cmd_create()       allocate, with private bytes for the fabric
+ *   scsitgt__cmd_setup()        decode LUN, look up and parse the CDB; afterwards
+ *                               cmd->state is SCSITGT__CMD_NEED_DATA (a write: fill
+ *                               cmd->buf with cmd->xfer_len bytes), SCSITGT__CMD_READY, or
+ *                               SCSITGT__CMD_DONE (the CDB was refused; status and sense set;
+ *                               the fabric still drains any Data-Out it was promised)
+ *   scsitgt__cmd_execute()      run it; ops->cmd_done(cmd) follows exactly once, possibly from
+ *                               inside this call
+ *   ops->cmd_done(cmd)          status, sense and cmd->data_len bytes of Data-In are ready;
+ *                               the fabric sends them, then calls scsitgt__cmd_destroy()
+ * A command aborted by a TMF or by session teardown gets ops->cmd_aborted() instead of
+ * cmd_done(), and the fabric destroys it without sending a response.
+ */
+#ifndef SCSITGT_CORE_FABRIC_H
+#define SCSITGT_CORE_FABRIC_H
+
+#include "core/cmd.h"
+#include "core/core.h"
+
+struct scsitgt__session;
+
+struct scsitgt__fabric_ops {
+	const char *name;
+	/* The command finished; send Data-In (cmd->data_len bytes of cmd->buf) and status. */
+	void (*cmd_done)(struct scsitgt__cmd *cmd);
+	/* The command was aborted (TMF, nexus loss); free it without a response. */
+	void (*cmd_aborted)(struct scsitgt__cmd *cmd);
+	/*
+	 * The target is going away: close the nexus (for iSCSI, log out or drop the connections)
+	 * and call scsitgt__session_destroy() when done, from the loop.
+	 */
+	void (*session_shutdown)(struct scsitgt__session *sess);
+};
+
+/* SPC-5 §7.6.4.1 PROTOCOL IDENTIFIER values. */
+enum {
+	SCSITGT__PROTO_SRP = 0x4,
+	SCSITGT__PROTO_ISCSI = 0x5,
+};
+
+/* What a fabric says about a new I_T nexus. Strings are copied. */
+struct scsitgt__nexus_info {
+	uint8_t protocol_id;
+	/* Initiator name (iSCSI InitiatorName), used for ACLs. */
+	const char *initiator_name;
+	/* Initiator port name (iSCSI: "<name>,i,0x<ISID>"), the I part of the nexus. */
+	const char *initiator_port;
+	/* Target port name (iSCSI: "<target>,t,0x<TPGT>"), for VPD 83h. */
+	const char *target_port;
+	/* Relative target port identifier (VPD 83h), 1-based. */
+	uint16_t rel_port_id;
+	/* Target port group (iSCSI TPGT). */
+	uint16_t tpg_id;
+};
+
+struct scsitgt__session {
+	struct scsitgt_target *tgt;
+	struct scsitgt__list node; /* in tgt->sessions */
+	uint8_t protocol_id;
+	char *initiator_name;
+	char *initiator_port;
+	char *target_port;
+	uint16_t rel_port_id;
+	uint16_t tpg_id;
+	const struct scsitgt__fabric_ops *ops;
+	void *fabric_ctx;
+	struct scsitgt__list cmds; /* every live command of this nexus */
+	unsigned int ncmds;
+};
+
+/*
+ * Create an I_T nexus on @tgt. Fails with -EACCES if the target's ACL refuses the initiator,
+ * -EINVAL on missing names, -ENOMEM.
+ */
+int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target *tgt,
+			    const struct scsitgt__nexus_info *info,
+			    const struct scsitgt__fabric_ops *ops, void *fabric_ctx);
+
+/*
+ * End the nexus. Commands still running in a backend are detached: their completion frees them
+ * without calling the fabric. Commands that never reached a backend are freed now without
+ * callbacks. The fabric must forget every command of this session before calling this.
+ */
+void scsitgt__session_destroy(struct scsitgt__session *sess);
+
+/* Command lifecycle, see the top of this file. */
+int scsitgt__cmd_create(struct scsitgt__cmd **out, struct scsitgt__session *sess,
+			size_t fabric_priv_size);
+void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const uint8_t *cdb,
+			size_t cdb_len, uint8_t task_attr, uint64_t tag);
+void scsitgt__cmd_execute(struct scsitgt__cmd *cmd);
+/* Refuse a command that has not executed yet (e.g. the transport saw a data length error). */
+void scsitgt__cmd_fail(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason);
+void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd);
+
+static inline void *scsitgt__cmd_fabric_priv(struct scsitgt__cmd *cmd)
+{
+	return cmd->fabric_priv;
+}
+
+/* Task management functions (SAM-5 §7). */
+enum scsitgt__tmf_type {
+	SCSITGT__TMF_ABORT_TASK,
+	SCSITGT__TMF_ABORT_TASK_SET,
+	SCSITGT__TMF_CLEAR_TASK_SET,
+	SCSITGT__TMF_LUN_RESET,
+	SCSITGT__TMF_TARGET_WARM_RESET,
+	SCSITGT__TMF_TARGET_COLD_RESET,
+	SCSITGT__TMF_CLEAR_ACA,
+	SCSITGT__TMF_QUERY_TASK,
+	SCSITGT__TMF_QUERY_TASK_SET,
+	SCSITGT__TMF_QUERY_ASYNC_EVENT,
+};
+
+/* Service responses (SAM-5 §7.1). */
+enum scsitgt__tmf_response {
+	SCSITGT__TMF_COMPLETE,
+	SCSITGT__TMF_SUCCEEDED,
+	SCSITGT__TMF_TASK_NOT_FOUND,
+	SCSITGT__TMF_LUN_NOT_FOUND,
+	SCSITGT__TMF_NOT_SUPPORTED,
+	SCSITGT__TMF_REJECTED,
+};
+
+typedef void (*scsitgt__tmf_cb)(void *cb_arg, enum scsitgt__tmf_response response);
+
+/*
+ * Run a TMF on a nexus. @ref_tag names the task for ABORT TASK / QUERY TASK. The affected
+ * commands get ops->cmd_aborted() (each once), and @cb follows when every one of them has left
+ * its backend. @cb may be called from inside this call.
+ */
+void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type type,
+			  const uint8_t lun[8], uint64_t ref_tag, scsitgt__tmf_cb cb, void *cb_arg);
+
+/* Decode a SAM-5 §4.7 LUN (peripheral or flat addressing); UINT64_MAX when unsupported. */
+uint64_t scsitgt__lun_decode(const uint8_t lun[8]);
+/* Encode a LUN id into SAM-5 form (peripheral below 256, flat otherwise). */
+void scsitgt__lun_encode(uint64_t id, uint8_t lun[8]);
+
+#endif /* SCSITGT_CORE_FABRIC_H */

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/* Backend ios: submission, the public accessors and the completion calls. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cmd.h"
+#include "core/fabric.h"
+
+int scsitgt__io_submit(struct scsitgt__cmd *cmd, enum scsitgt_io_type type, uint64_t lba,
+		       uint32_t num_blocks, const struct iovec *iov, int iovcnt, uint32_t flags,
+		       scsitgt__io_done_fn done)
+{
+	struct scsitgt_lun *lun = cmd->lun;
+	struct scsitgt_io *io;
+
+	io = calloc(1, sizeof(*io) + lun->ops.io_ctx_size);
+	if (io == NULL)
+		return -ENOMEM;
+	io->cmd = cmd;
+	io->lun = lun;
+	io->done = done;
+	io->type = type;
+	io->flags = flags;
+	io->lba = lba;
+	io->num_blocks = num_blocks;
+	io->iovcnt = iov ? iovcnt : 0;
+	if (iov && iovcnt <= 2) {
+		memcpy(io->iov_inline, iov, (size_t)iovcnt * sizeof(*iov));
+		io->iov = io->iov_inline;
+	} else {
+		io->iov = iov;
+	}
+	cmd->ios_inflight++;
+	lun->ops.submit(lun->bctx, io);
+	return 0;
+}
+
+/* Map a backend's errno to a sense reason (documented at scsitgt_io_complete()). */
+static enum scsitgt__sense_reason io_errno_reason(const struct scsitgt_io *io, int status)
+{
+	switch (status) {
+	case 0:
+		return SCSITGT_SR_OK;
+	case -EIO:
+		return io->type == SCSITGT_IO_READ ? SCSITGT_SR_READ_ERROR : SCSITGT_SR_WRITE_ERROR;
+	case -ENOSPC:
+		return SCSITGT_SR_SPACE_ALLOC_FAILED;
+	case -EROFS:
+		return SCSITGT_SR_WRITE_PROTECTED;
+	case -ENOMEM:
+	case -EAGAIN:
+		return SCSITGT_SR_BUSY;
+	case -ENOTSUP:
+		return SCSITGT_SR_INVALID_OPCODE;
+	default:
+		return SCSITGT_SR_INTERNAL_FAILURE;
+	}
+}
+
+static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
+{
+	struct scsitgt__cmd *cmd = io->cmd;
+
+	cmd->ios_inflight--;
+	if (reason == SCSITGT_SR_RAW)
+		cmd->io_raw = io->raw;
+	io->done(cmd, io, reason);
+	free(io);
+}
+
+void scsitgt__io_done_complete_cmd(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+				   enum scsitgt__sense_reason reason)
+{
+	if (reason != SCSITGT_SR_OK && cmd->io_reason == SCSITGT_SR_OK)
+		cmd->io_reason = reason;
+	if (cmd->ios_inflight)
+		return;
+	if (cmd->io_reason == SCSITGT_SR_RAW) {
+		scsitgt__cmd_complete_raw(cmd, cmd->io_raw.key, cmd->io_raw.asc, cmd->io_raw.ascq);
+		return;
+	}
+	if (cmd->io_reason == SCSITGT_SR_OK && cmd->dir == SCSITGT__DIR_IN)
+		cmd->data_len = cmd->xfer_len;
+	scsitgt__cmd_complete(cmd, cmd->io_reason);
+}
+
+SCSITGT_EXPORT void scsitgt_io_complete(struct scsitgt_io *io, int status)
+{
+	io_finish(io, io_errno_reason(io, status));
+}
+
+SCSITGT_EXPORT void scsitgt_io_complete_sense(struct scsitgt_io *io, uint8_t key, uint8_t asc,
+					      uint8_t ascq)
+{
+	if (key == 0) {
+		io_finish(io, SCSITGT_SR_OK);
+		return;
+	}
+	io->raw.status = 0x02;
+	io->raw.key = key & 0x0f;
+	io->raw.asc = asc;
+	io->raw.ascq = ascq;
+	io_finish(io, SCSITGT_SR_RAW);
+}
+
+SCSITGT_EXPORT void scsitgt_io_complete_threadsafe(struct scsitgt_io *io, int status)
+{
+	struct scsitgt_engine *engine = io->lun->tgt->engine;
+
+	io->status = status;
+	if (scsitgt__mpsc_push(&engine->tsq, &io->tsq_node))
+		uv_async_send(&engine->tsq_async);
+}
+
+void scsitgt__io_drain_threadsafe(struct scsitgt_engine *engine)
+{
+	struct scsitgt__mpsc_node *n = scsitgt__mpsc_take_all(&engine->tsq);
+
+	while (n) {
+		struct scsitgt_io *io = scsitgt__container_of(n, struct scsitgt_io, tsq_node);
+
+		n = n->next;
+		scsitgt_io_complete(io, io->status);
+	}
+}
+
+SCSITGT_EXPORT enum scsitgt_io_type scsitgt_io_get_type(const struct scsitgt_io *io)
+{
+	return io->type;
+}
+
+SCSITGT_EXPORT uint64_t scsitgt_io_get_lba(const struct scsitgt_io *io)
+{
+	return io->lba;
+}
+
+SCSITGT_EXPORT uint32_t scsitgt_io_get_num_blocks(const struct scsitgt_io *io)
+{
+	return io->num_blocks;
+}
+
+SCSITGT_EXPORT uint32_t scsitgt_io_get_block_size(const struct scsitgt_io *io)
+{
+	return io->lun->geo.block_size;
+}
+
+SCSITGT_EXPORT const struct iovec *scsitgt_io_get_iov(const struct scsitgt_io *io, int *iovcnt)
+{
+	if (iovcnt)
+		*iovcnt = io->iovcnt;
+	return io->iov;
+}
+
+SCSITGT_EXPORT uint32_t scsitgt_io_get_flags(const struct scsitgt_io *io)
+{
+	return io->flags;
+}
+
+SCSITGT_EXPORT void *scsitgt_io_get_ctx(struct scsitgt_io *io)
+{
+	return io->lun->ops.io_ctx_size ? io->ctx : NULL;
+}
+
+SCSITGT_EXPORT struct scsitgt_lun *scsitgt_io_get_lun(const struct scsitgt_io *io)
+{
+	return io->lun;
+}

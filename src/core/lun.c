@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "core/fabric.h"
+#include "util/be.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+SCSITGT_EXPORT void scsitgt_lun_opts_init(struct scsitgt_lun_opts *opts, size_t size)
+{
+	struct scsitgt_lun_opts def = { .size = sizeof(def) };
+
+	if (opts == NULL || size == 0)
+		return;
+	if (size > sizeof(def)) {
+		memset(opts, 0, size);
+		size = sizeof(def);
+	}
+	def.size = size;
+	memcpy(opts, &def, size);
+}
+
+/* SPC-5 §6.7.2: identification fields are left-aligned ASCII padded with spaces. */
+static int lun_copy_ascii(char *dst, size_t cap, const char *src, const char *def)
+{
+	const char *s = src ? src : def;
+	size_t len = strlen(s);
+
+	if (len + 1 > cap)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return -EINVAL;
+	memcpy(dst, s, len + 1);
+	return 0;
+}
+
+/* FNV-1a, to derive stable default designators from the target name and LUN id. */
+static uint64_t lun_hash(const char *name, uint64_t id)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (const char *p = name; *p; p++) {
+		h ^= (uint8_t)*p;
+		h *= 0x100000001b3ull;
+	}
+	for (int i = 0; i < 8; i++) {
+		h ^= (uint8_t)(id >> (8 * i));
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_target *tgt,
+				      const struct scsitgt_lun_opts *opts)
+{
+	struct scsitgt_lun_opts o;
+	struct scsitgt_lun *lun;
+	size_t ops_size;
+	int rc;
+
+	if (out == NULL || tgt == NULL || opts == NULL || opts->size == 0 || tgt->destroying)
+		return -EINVAL;
+	scsitgt_lun_opts_init(&o, sizeof(o));
+	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
+	if (o.id > 16383 || o.backend == NULL || o.backend->size == 0)
+		return -EINVAL;
+	if (o.block_size != 0 && o.block_size != 512 && o.block_size != 4096)
+		return -EINVAL;
+	if (scsitgt__target_find_lun(tgt, o.id))
+		return -EEXIST;
+
+	lun = calloc(1, sizeof(*lun));
+	if (lun == NULL)
+		return -ENOMEM;
+	ops_size = o.backend->size < sizeof(lun->ops) ? o.backend->size : sizeof(lun->ops);
+	memcpy(&lun->ops, o.backend, ops_size);
+	lun->ops.size = sizeof(lun->ops);
+	rc = -EINVAL;
+	if (lun->ops.open == NULL || lun->ops.close == NULL || lun->ops.submit == NULL)
+		goto fail;
+	if (lun_copy_ascii(lun->vendor, sizeof(lun->vendor), o.vendor, "LIBSCSI") ||
+	    lun_copy_ascii(lun->product, sizeof(lun->product), o.product,
+			   lun->ops.name ? lun->ops.name : "DISK") ||
+	    lun_copy_ascii(lun->revision, sizeof(lun->revision), o.revision,
+			   STR(SCSITGT_VERSION_MAJOR) "." STR(SCSITGT_VERSION_MINOR)) ||
+	    (o.serial && lun_copy_ascii(lun->serial, sizeof(lun->serial), o.serial, "")))
+		goto fail;
+	/* Product names longer than 16 characters (e.g. a long backend name) are refused above;
+	 * the default serial is derived so that it is stable across restarts. */
+	if (o.serial == NULL)
+		snprintf(lun->serial, sizeof(lun->serial), "%016llx",
+			 (unsigned long long)lun_hash(tgt->name, o.id));
+
+	lun->tgt = tgt;
+	lun->id = o.id;
+	lun->flags = o.flags;
+	lun->bctx = o.backend_ctx;
+	/* NAA IEEE Registered (type 5, SPC-5 §7.7.6.6.5): top nibble 5, then 60 bits. */
+	lun->naa = (5ull << 60) |
+		   ((o.naa ? o.naa : lun_hash(tgt->name, o.id) ^ 0x5a5a) & 0x0fffffffffffffffull);
+	lun->eui64 = o.eui64;
+	lun->medium_present = true;
+
+	lun->geo.size = sizeof(lun->geo);
+	lun->geo.block_size = o.block_size;
+	lun->geo.num_blocks = o.num_blocks;
+	rc = lun->ops.open(lun->bctx, &lun->geo);
+	if (rc < 0)
+		goto fail;
+	lun->geo.size = sizeof(lun->geo);
+	if (lun->geo.block_size == 0)
+		lun->geo.block_size = 512;
+	rc = -EINVAL;
+	if ((lun->geo.block_size != 512 && lun->geo.block_size != 4096) ||
+	    lun->geo.num_blocks == 0)
+		goto fail_close;
+	for (int t = 0; t <= SCSITGT_IO_WRITE_ZEROES; t++)
+		lun->supports[t] = t <= SCSITGT_IO_WRITE ||
+				   (lun->ops.supports && lun->ops.supports(lun->bctx, t));
+	rc = -ENOTSUP;
+	if ((lun->flags & SCSITGT_LUN_THIN) && !lun->supports[SCSITGT_IO_UNMAP])
+		goto fail_close;
+	/* The write cache is on only where the backend has one to flush (SBC-4 §6.5.4). */
+	lun->mode.wce = (lun->flags & SCSITGT_LUN_WRITE_CACHE) &&
+			(lun->geo.flags & SCSITGT_GEOMETRY_WRITE_CACHE);
+	rc = scsitgt__target_insert_lun(tgt, lun);
+	if (rc < 0)
+		goto fail_close;
+	*out = lun;
+	return 0;
+
+fail_close:
+	/* The caller keeps backend_ctx on failure, so the medium is closed but not freed:
+	 * backends free bctx in close(), which we must therefore not call. Report instead. */
+	scsitgt__log(&tgt->engine->log, SCSITGT_LOG_WARNING, "core",
+		     "LUN %llu: backend geometry refused (rc %d)", (unsigned long long)o.id, rc);
+fail:
+	free(lun);
+	return rc;
+}
+
+bool scsitgt__lun_supports(const struct scsitgt_lun *lun, enum scsitgt_io_type type)
+{
+	return (unsigned)type <= SCSITGT_IO_WRITE_ZEROES && lun->supports[type];
+}
+
+static void lun_free(struct scsitgt__deferred *d)
+{
+	struct scsitgt_lun *lun = scsitgt__container_of(d, struct scsitgt_lun, destroy_done);
+	scsitgt_done_cb cb = lun->destroy_cb;
+	void *cb_arg = lun->destroy_cb_arg;
+
+	free(lun);
+	if (cb)
+		cb(cb_arg, 0);
+}
+
+static void lun_backend_closed(void *arg, int status)
+{
+	struct scsitgt_lun *lun = arg;
+
+	(void)status;
+	lun->destroy_done.fn = lun_free;
+	scsitgt__engine_defer(lun->tgt->engine, &lun->destroy_done);
+}
+
+static void lun_close_backend(struct scsitgt_lun *lun)
+{
+	lun->ops.close(lun->bctx, lun_backend_closed, lun);
+}
+
+void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun)
+{
+	if (--lun->inflight == 0 && lun->destroying)
+		lun_close_backend(lun);
+}
+
+SCSITGT_EXPORT void scsitgt_lun_destroy(struct scsitgt_lun *lun, scsitgt_done_cb cb, void *cb_arg)
+{
+	if (lun == NULL || lun->destroying)
+		return;
+	lun->destroying = true;
+	lun->destroy_cb = cb;
+	lun->destroy_cb_arg = cb_arg;
+	scsitgt__target_lun_removed(lun->tgt, lun);
+	if (lun->inflight == 0)
+		lun_close_backend(lun);
+}
+
+SCSITGT_EXPORT uint64_t scsitgt_lun_get_id(const struct scsitgt_lun *lun)
+{
+	return lun ? lun->id : UINT64_MAX;
+}
+
+SCSITGT_EXPORT int scsitgt_lun_get_geometry(const struct scsitgt_lun *lun,
+					    struct scsitgt_lun_geometry *geo)
+{
+	size_t n;
+
+	if (lun == NULL || geo == NULL || geo->size == 0)
+		return -EINVAL;
+	n = geo->size < sizeof(lun->geo) ? geo->size : sizeof(lun->geo);
+	memcpy(geo, &lun->geo, n);
+	geo->size = n;
+	return 0;
+}
+
+SCSITGT_EXPORT void *scsitgt_lun_get_backend_ctx(const struct scsitgt_lun *lun)
+{
+	return lun ? lun->bctx : NULL;
+}
+
+/* SAM-5 §4.7.7: peripheral device addressing (method 00b, bus 0) and flat space (01b). */
+uint64_t scsitgt__lun_decode(const uint8_t lun[8])
+{
+	/* Only single-level LUNs: the second through fourth levels must be zero. */
+	for (int i = 2; i < 8; i++)
+		if (lun[i])
+			return UINT64_MAX;
+	switch (lun[0] >> 6) {
+	case 0:
+		return lun[0] == 0 ? lun[1] : UINT64_MAX; /* bus identifier must be 0 */
+	case 1:
+		return get_be16(lun) & 0x3fff;
+	default:
+		return UINT64_MAX;
+	}
+}
+
+void scsitgt__lun_encode(uint64_t id, uint8_t lun[8])
+{
+	memset(lun, 0, 8);
+	if (id < 256) {
+		lun[1] = (uint8_t)id;
+	} else {
+		put_be16(lun, (uint16_t)(0x4000 | (id & 0x3fff)));
+	}
+}

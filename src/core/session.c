@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/* I_T nexus objects created by fabrics. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fabric.h"
+
+int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target *tgt,
+			    const struct scsitgt__nexus_info *info,
+			    const struct scsitgt__fabric_ops *ops, void *fabric_ctx)
+{
+	struct scsitgt__session *sess;
+
+	if (out == NULL || tgt == NULL || info == NULL || ops == NULL ||
+	    info->initiator_name == NULL || info->initiator_port == NULL ||
+	    info->target_port == NULL)
+		return -EINVAL;
+	if (tgt->destroying)
+		return -ESHUTDOWN;
+	if (!scsitgt__target_initiator_allowed(tgt, info->initiator_name))
+		return -EACCES;
+	sess = calloc(1, sizeof(*sess));
+	if (sess == NULL)
+		return -ENOMEM;
+	sess->initiator_name = strdup(info->initiator_name);
+	sess->initiator_port = strdup(info->initiator_port);
+	sess->target_port = strdup(info->target_port);
+	if (!sess->initiator_name || !sess->initiator_port || !sess->target_port) {
+		free(sess->initiator_name);
+		free(sess->initiator_port);
+		free(sess->target_port);
+		free(sess);
+		return -ENOMEM;
+	}
+	sess->tgt = tgt;
+	sess->protocol_id = info->protocol_id;
+	sess->rel_port_id = info->rel_port_id;
+	sess->tpg_id = info->tpg_id;
+	sess->ops = ops;
+	sess->fabric_ctx = fabric_ctx;
+	scsitgt__list_init(&sess->cmds);
+	scsitgt__list_add_tail(&tgt->sessions, &sess->node);
+	*out = sess;
+	return 0;
+}
+
+void scsitgt__session_destroy(struct scsitgt__session *sess)
+{
+	struct scsitgt_target *tgt = sess->tgt;
+	struct scsitgt__list *pos, *tmp;
+
+	scsitgt__list_foreach_safe(pos, tmp, &sess->cmds)
+	{
+		struct scsitgt__cmd *cmd = scsitgt__container_of(pos, struct scsitgt__cmd, sess_node);
+
+		if (cmd->ios_inflight) {
+			/* Detach: the backend still holds the buffers; the last io frees it. */
+			scsitgt__list_remove(&cmd->sess_node);
+			cmd->sess = NULL;
+			cmd->state = SCSITGT__CMD_ABORTED;
+		} else {
+			scsitgt__cmd_destroy(cmd);
+		}
+	}
+	scsitgt__list_remove(&sess->node);
+	free(sess->initiator_name);
+	free(sess->initiator_port);
+	free(sess->target_port);
+	free(sess);
+	scsitgt__target_session_gone(tgt);
+}

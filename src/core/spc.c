@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* SPC-5 commands every logical unit supports. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cdb.h"
+#include "core/fabric.h"
+#include "core/scsi_spec.h"
+#include "util/be.h"
+
+/* SPC-5 §6.37 TEST UNIT READY: medium state was checked by the table flags. */
+void scsitgt__spc_test_unit_ready(struct scsitgt__cmd *cmd)
+{
+	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+}
+
+/* SPC-5 §6.33 REPORT LUNS: SELECT REPORT 00h, 01h (none well known), 02h; ALLOCATION LENGTH
+ * at least 16 bytes. */
+enum scsitgt__sense_reason scsitgt__spc_parse_report_luns(struct scsitgt__cmd *cmd)
+{
+	uint8_t select = cmd->cdb[2];
+
+	if (select != 0x00 && select != 0x01 && select != 0x02 && select != 0x10 &&
+	    select != 0x11 && select != 0x12)
+		return scsitgt__cmd_bad_cdb_field(cmd, 2, 7);
+	if (get_be32(&cmd->cdb[6]) < 16)
+		return scsitgt__cmd_bad_cdb_field(cmd, 6, -1);
+	return scsitgt__parse_alloc32(cmd, 6);
+}
+
+void scsitgt__spc_report_luns(struct scsitgt__cmd *cmd)
+{
+	const struct scsitgt_target *tgt = cmd->sess->tgt;
+	uint8_t select = cmd->cdb[2];
+	size_t n = (select == 0x01 || select == 0x11) ? 0 : tgt->nluns;
+	size_t len = 8 + 8 * n;
+	uint8_t *p = calloc(1, len);
+
+	if (p == NULL) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		return;
+	}
+	put_be32(p, (uint32_t)(8 * n));
+	for (size_t i = 0; i < n; i++)
+		scsitgt__lun_encode(tgt->luns[i]->id, &p[8 + 8 * i]);
+	scsitgt__cmd_respond(cmd, p, len);
+	free(p);
+	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+}

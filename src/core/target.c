@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/core.h"
+#include "core/fabric.h"
+
+SCSITGT_EXPORT void scsitgt_target_opts_init(struct scsitgt_target_opts *opts, size_t size)
+{
+	struct scsitgt_target_opts def = { .size = sizeof(def) };
+
+	if (opts == NULL || size == 0)
+		return;
+	if (size > sizeof(def)) {
+		memset(opts, 0, size);
+		size = sizeof(def);
+	}
+	def.size = size;
+	memcpy(opts, &def, size);
+}
+
+/* RFC 7143 §4.2.7.2: names use a-z, 0-9, '-', '.' and ':' (upper case folds to lower). */
+static bool target_name_valid(const char *name)
+{
+	size_t len = name ? strlen(name) : 0;
+
+	if (len == 0 || len > 223)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '.' || c == ':'))
+			return false;
+	}
+	return true;
+}
+
+SCSITGT_EXPORT int scsitgt_target_create(struct scsitgt_target **out, struct scsitgt_engine *engine,
+					 const struct scsitgt_target_opts *opts)
+{
+	struct scsitgt_target_opts o;
+	struct scsitgt_target *tgt;
+
+	if (out == NULL || engine == NULL || opts == NULL || opts->size == 0 || engine->destroying)
+		return -EINVAL;
+	scsitgt_target_opts_init(&o, sizeof(o));
+	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
+	if (!target_name_valid(o.name))
+		return -EINVAL;
+	if (o.alias && strlen(o.alias) > 255)
+		return -EINVAL;
+	if (scsitgt__engine_find_target(engine, o.name))
+		return -EEXIST;
+
+	tgt = calloc(1, sizeof(*tgt));
+	if (tgt == NULL)
+		return -ENOMEM;
+	tgt->engine = engine;
+	tgt->name = strdup(o.name);
+	tgt->alias = o.alias ? strdup(o.alias) : NULL;
+	if (tgt->name == NULL || (o.alias && tgt->alias == NULL)) {
+		free(tgt->name);
+		free(tgt->alias);
+		free(tgt);
+		return -ENOMEM;
+	}
+	scsitgt__list_init(&tgt->sessions);
+	scsitgt__list_init(&tgt->acl);
+	scsitgt__list_add_tail(&engine->targets, &tgt->node);
+	*out = tgt;
+	return 0;
+}
+
+static void target_destroy_step(struct scsitgt_target *tgt);
+
+static void target_free(struct scsitgt__deferred *d)
+{
+	struct scsitgt_target *tgt = scsitgt__container_of(d, struct scsitgt_target, destroy_done);
+	scsitgt_done_cb cb = tgt->destroy_cb;
+	void *cb_arg = tgt->destroy_cb_arg;
+	struct scsitgt__list *pos, *tmp;
+
+	scsitgt__list_foreach_safe(pos, tmp, &tgt->acl)
+	{
+		struct scsitgt__acl_entry *e = scsitgt__container_of(pos, struct scsitgt__acl_entry, node);
+
+		free(e->name);
+		free(e);
+	}
+	for (int i = 0; i < SCSITGT__EXT_COUNT_; i++)
+		if (tgt->ext[i].destroy)
+			tgt->ext[i].destroy(tgt->ext[i].data);
+	free(tgt->luns);
+	free(tgt->name);
+	free(tgt->alias);
+	free(tgt);
+	if (cb)
+		cb(cb_arg, 0);
+}
+
+static void target_lun_done(void *arg, int status)
+{
+	struct scsitgt_target *tgt = arg;
+
+	(void)status;
+	if (--tgt->destroy_pending == 0)
+		target_destroy_step(tgt);
+}
+
+/* Once the sessions are gone, destroy the LUNs, then free the target (deferred). */
+static void target_destroy_step(struct scsitgt_target *tgt)
+{
+	if (!scsitgt__list_empty(&tgt->sessions))
+		return;
+	if (tgt->nluns) {
+		tgt->destroy_pending = (unsigned int)tgt->nluns;
+		/* scsitgt_lun_destroy removes the LUN from the table; take from the end. */
+		while (tgt->nluns)
+			scsitgt_lun_destroy(tgt->luns[tgt->nluns - 1], target_lun_done, tgt);
+		return;
+	}
+	if (tgt->destroy_pending)
+		return;
+	scsitgt__list_remove(&tgt->node);
+	tgt->destroy_done.fn = target_free;
+	scsitgt__engine_defer(tgt->engine, &tgt->destroy_done);
+}
+
+void scsitgt__target_session_gone(struct scsitgt_target *tgt)
+{
+	if (tgt->destroying && tgt->destroy_pending == 0)
+		target_destroy_step(tgt);
+}
+
+SCSITGT_EXPORT void scsitgt_target_destroy(struct scsitgt_target *tgt, scsitgt_done_cb cb,
+					   void *cb_arg)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	if (tgt == NULL || tgt->destroying)
+		return;
+	tgt->destroying = true;
+	tgt->destroy_cb = cb;
+	tgt->destroy_cb_arg = cb_arg;
+	scsitgt__list_foreach_safe(pos, tmp, &tgt->sessions)
+	{
+		struct scsitgt__session *s = scsitgt__container_of(pos, struct scsitgt__session, node);
+
+		s->ops->session_shutdown(s);
+	}
+	target_destroy_step(tgt);
+}
+
+SCSITGT_EXPORT const char *scsitgt_target_get_name(const struct scsitgt_target *tgt)
+{
+	return tgt ? tgt->name : NULL;
+}
+
+static struct scsitgt__acl_entry *acl_find(const struct scsitgt_target *tgt, const char *name)
+{
+	struct scsitgt__list *pos;
+
+	for (pos = tgt->acl.next; pos != &tgt->acl; pos = pos->next) {
+		struct scsitgt__acl_entry *e = scsitgt__container_of(pos, struct scsitgt__acl_entry, node);
+
+		if (strcasecmp(e->name, name) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+SCSITGT_EXPORT int scsitgt_target_add_initiator(struct scsitgt_target *tgt,
+						const char *initiator_name)
+{
+	struct scsitgt__acl_entry *e;
+
+	if (tgt == NULL || initiator_name == NULL || initiator_name[0] == '\0' ||
+	    strlen(initiator_name) > 223)
+		return -EINVAL;
+	if (acl_find(tgt, initiator_name))
+		return -EEXIST;
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return -ENOMEM;
+	e->name = strdup(initiator_name);
+	if (e->name == NULL) {
+		free(e);
+		return -ENOMEM;
+	}
+	scsitgt__list_add_tail(&tgt->acl, &e->node);
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_target_remove_initiator(struct scsitgt_target *tgt,
+						   const char *initiator_name)
+{
+	struct scsitgt__acl_entry *e;
+
+	if (tgt == NULL || initiator_name == NULL)
+		return -EINVAL;
+	e = acl_find(tgt, initiator_name);
+	if (e == NULL)
+		return -ENOENT;
+	scsitgt__list_remove(&e->node);
+	free(e->name);
+	free(e);
+	return 0;
+}
+
+bool scsitgt__target_initiator_allowed(const struct scsitgt_target *tgt, const char *initiator)
+{
+	return scsitgt__list_empty(&tgt->acl) || (initiator && acl_find(tgt, initiator) != NULL);
+}
+
+/* Index of the first LUN with id >= @id. */
+static size_t target_lun_index(const struct scsitgt_target *tgt, uint64_t id)
+{
+	size_t lo = 0, hi = tgt->nluns;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (tgt->luns[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+struct scsitgt_lun *scsitgt__target_find_lun(const struct scsitgt_target *tgt, uint64_t id)
+{
+	size_t i = target_lun_index(tgt, id);
+
+	return i < tgt->nluns && tgt->luns[i]->id == id ? tgt->luns[i] : NULL;
+}
+
+int scsitgt__target_insert_lun(struct scsitgt_target *tgt, struct scsitgt_lun *lun)
+{
+	size_t i = target_lun_index(tgt, lun->id);
+
+	if (i < tgt->nluns && tgt->luns[i]->id == lun->id)
+		return -EEXIST;
+	if (tgt->nluns == tgt->luns_cap) {
+		size_t cap = tgt->luns_cap ? tgt->luns_cap * 2 : 8;
+		struct scsitgt_lun **n = realloc(tgt->luns, cap * sizeof(*n));
+
+		if (n == NULL)
+			return -ENOMEM;
+		tgt->luns = n;
+		tgt->luns_cap = cap;
+	}
+	memmove(&tgt->luns[i + 1], &tgt->luns[i], (tgt->nluns - i) * sizeof(*tgt->luns));
+	tgt->luns[i] = lun;
+	tgt->nluns++;
+	return 0;
+}
+
+void scsitgt__target_lun_removed(struct scsitgt_target *tgt, struct scsitgt_lun *lun)
+{
+	size_t i = target_lun_index(tgt, lun->id);
+
+	if (i < tgt->nluns && tgt->luns[i] == lun) {
+		memmove(&tgt->luns[i], &tgt->luns[i + 1], (tgt->nluns - i - 1) * sizeof(*tgt->luns));
+		tgt->nluns--;
+	}
+}
+
+SCSITGT_EXPORT void scsitgt_target_set_userdata(struct scsitgt_target *tgt, void *userdata)
+{
+	if (tgt)
+		tgt->userdata = userdata;
+}
+
+SCSITGT_EXPORT void *scsitgt_target_get_userdata(const struct scsitgt_target *tgt)
+{
+	return tgt ? tgt->userdata : NULL;
+}
