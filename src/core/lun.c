@@ -84,15 +84,16 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	rc = -EINVAL;
 	if (lun->ops.open == NULL || lun->ops.close == NULL || lun->ops.submit == NULL)
 		goto fail;
+	/* The default product is the backend's name, cut to the 16 bytes INQUIRY holds. */
+	char def_product[17];
+	snprintf(def_product, sizeof(def_product), "%s", lun->ops.name ? lun->ops.name : "DISK");
 	if (lun_copy_ascii(lun->vendor, sizeof(lun->vendor), o.vendor, "LIBSCSI") ||
-	    lun_copy_ascii(lun->product, sizeof(lun->product), o.product,
-			   lun->ops.name ? lun->ops.name : "DISK") ||
+	    lun_copy_ascii(lun->product, sizeof(lun->product), o.product, def_product) ||
 	    lun_copy_ascii(lun->revision, sizeof(lun->revision), o.revision,
 			   STR(SCSITGT_VERSION_MAJOR) "." STR(SCSITGT_VERSION_MINOR)) ||
 	    (o.serial && lun_copy_ascii(lun->serial, sizeof(lun->serial), o.serial, "")))
 		goto fail;
-	/* Product names longer than 16 characters (e.g. a long backend name) are refused above;
-	 * the default serial is derived so that it is stable across restarts. */
+	/* The default serial is derived so that it is stable across restarts. */
 	if (o.serial == NULL)
 		snprintf(lun->serial, sizeof(lun->serial), "%016llx",
 			 (unsigned long long)lun_hash(tgt->name, o.id));

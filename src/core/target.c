@@ -122,7 +122,9 @@ static void target_destroy_step(struct scsitgt_target *tgt)
 			scsitgt_lun_destroy(tgt->luns[tgt->nluns - 1], target_lun_done, tgt);
 		return;
 	}
-	if (tgt->destroy_pending)
+	/* Already scheduled: a session that ends inside scsitgt_target_destroy() gets here
+	 * once from scsitgt__target_session_gone() and once more from the destroy itself. */
+	if (tgt->destroy_pending || tgt->destroy_done.fn)
 		return;
 	scsitgt__list_remove(&tgt->node);
 	tgt->destroy_done.fn = target_free;
