@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ABI gate: the public structs of LIBSCSITGT_0.1 on x86_64 (LP64). Fields are only ever
+ * appended (docs/ABI.md), so a change of any size or offset here is an ABI break: bump the
+ * major version, or append instead. Other ABIs are checked at run time for the invariants
+ * every ABI shares (size first, appended growth).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "libscsitgt/scsitgt.h"
+
+#if defined(__x86_64__) && defined(__LP64__)
+_Static_assert(sizeof(struct scsitgt_engine_opts) == 32, "engine_opts ABI");
+_Static_assert(offsetof(struct scsitgt_engine_opts, log_cb) == 8, "engine_opts ABI");
+_Static_assert(offsetof(struct scsitgt_engine_opts, log_arg) == 16, "engine_opts ABI");
+_Static_assert(offsetof(struct scsitgt_engine_opts, log_level) == 24, "engine_opts ABI");
+
+_Static_assert(sizeof(struct scsitgt_target_opts) == 24, "target_opts ABI");
+_Static_assert(offsetof(struct scsitgt_target_opts, name) == 8, "target_opts ABI");
+_Static_assert(offsetof(struct scsitgt_target_opts, alias) == 16, "target_opts ABI");
+
+_Static_assert(sizeof(struct scsitgt_lun_opts) == 104, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, id) == 8, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, block_size) == 16, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, num_blocks) == 24, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, flags) == 32, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, vendor) == 40, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, product) == 48, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, revision) == 56, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, serial) == 64, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, naa) == 72, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, eui64) == 80, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, backend) == 88, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, backend_ctx) == 96, "lun_opts ABI");
+
+_Static_assert(sizeof(struct scsitgt_backend_ops) == 56, "backend_ops ABI");
+_Static_assert(offsetof(struct scsitgt_backend_ops, name) == 8, "backend_ops ABI");
+_Static_assert(offsetof(struct scsitgt_backend_ops, io_ctx_size) == 16, "backend_ops ABI");
+_Static_assert(offsetof(struct scsitgt_backend_ops, open) == 24, "backend_ops ABI");
+_Static_assert(offsetof(struct scsitgt_backend_ops, close) == 32, "backend_ops ABI");
+_Static_assert(offsetof(struct scsitgt_backend_ops, submit) == 40, "backend_ops ABI");
+_Static_assert(offsetof(struct scsitgt_backend_ops, supports) == 48, "backend_ops ABI");
+
+_Static_assert(sizeof(struct scsitgt_lun_geometry) == 40, "lun_geometry ABI");
+_Static_assert(offsetof(struct scsitgt_lun_geometry, block_size) == 8, "lun_geometry ABI");
+_Static_assert(offsetof(struct scsitgt_lun_geometry, num_blocks) == 16, "lun_geometry ABI");
+_Static_assert(offsetof(struct scsitgt_lun_geometry, physical_block_exponent) == 24,
+	       "lun_geometry ABI");
+_Static_assert(offsetof(struct scsitgt_lun_geometry, optimal_transfer_blocks) == 28,
+	       "lun_geometry ABI");
+_Static_assert(offsetof(struct scsitgt_lun_geometry, flags) == 32, "lun_geometry ABI");
+#endif
+
+/* Enum values and flags are part of the ABI too. */
+_Static_assert(SCSITGT_IO_READ == 0 && SCSITGT_IO_WRITE == 1 && SCSITGT_IO_FLUSH == 2 &&
+		       SCSITGT_IO_UNMAP == 3 && SCSITGT_IO_WRITE_ZEROES == 4,
+	       "io types");
+_Static_assert(SCSITGT_IO_FLAG_FUA == 1u, "io flags");
+_Static_assert(SCSITGT_GEOMETRY_WRITE_CACHE == 1u && SCSITGT_GEOMETRY_LBPRZ == 2u &&
+		       SCSITGT_GEOMETRY_NON_ROTATIONAL == 4u,
+	       "geometry flags");
+_Static_assert(SCSITGT_LUN_READ_ONLY == 1u && SCSITGT_LUN_THIN == 2u &&
+		       SCSITGT_LUN_REMOVABLE == 4u && SCSITGT_LUN_WRITE_CACHE == 8u,
+	       "lun flags");
+_Static_assert(SCSITGT_EPROTO_PEER == -4001 && SCSITGT_EAUTH == -4002, "error codes");
+_Static_assert(SCSITGT_LOG_ERROR == 3 && SCSITGT_LOG_DEBUG == 7, "log levels");
+
+/* Every ABI: each versioned struct starts with its size. */
+static void test_size_first(void **state)
+{
+	(void)state;
+	assert_int_equal(offsetof(struct scsitgt_engine_opts, size), 0);
+	assert_int_equal(offsetof(struct scsitgt_target_opts, size), 0);
+	assert_int_equal(offsetof(struct scsitgt_lun_opts, size), 0);
+	assert_int_equal(offsetof(struct scsitgt_backend_ops, size), 0);
+	assert_int_equal(offsetof(struct scsitgt_lun_geometry, size), 0);
+}
+
+/* The built-in backends are compiled against the same table size the header declares. */
+static void test_builtin_tables(void **state)
+{
+	(void)state;
+	assert_int_equal(scsitgt_backend_null_ops()->size, sizeof(struct scsitgt_backend_ops));
+	assert_int_equal(scsitgt_backend_ram_ops()->size, sizeof(struct scsitgt_backend_ops));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_size_first),
+		cmocka_unit_test(test_builtin_tables),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
