@@ -1,0 +1,60 @@
+#!/bin/bash
+# install-deps.sh - install the Debian 12 packages libscsitgt needs to build and test.
+#
+# Idempotent: asks dpkg which packages are missing and installs only those (after an
+# apt-get update). When everything is present it returns in well under a second without
+# touching the network. Runs non-interactively; uses sudo when not root.
+set -euo pipefail
+
+PKGS=(
+	build-essential pkg-config meson ninja-build
+	libuv1-dev libaio-dev nettle-dev libcmocka-dev
+	rdma-core libibverbs-dev librdmacm-dev
+	libiscsi-bin libiscsi-dev
+	qemu-utils qemu-block-extra
+	clang libclang-rt-14-dev
+	valgrind abigail-tools tshark
+)
+
+# One dpkg-query for all: "name status" for every package dpkg knows; unknown ones print nothing.
+declare -A installed=()
+while read -r name status; do
+	if [[ "$status" == ii* ]]; then
+		installed[${name%%:*}]=1
+	fi
+done < <(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${PKGS[@]}" 2>/dev/null || true)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	if [[ -z "${installed[$p]:-}" ]]; then
+		missing+=("$p")
+	fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+	exit 0
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "install-deps: missing packages (${missing[*]}) and no apt-get: install them by hand" >&2
+	exit 1
+fi
+
+SUDO=()
+if [[ $(id -u) -ne 0 ]]; then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO=(sudo)
+	else
+		echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2
+		exit 1
+	fi
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+# tshark's wireshark-common would otherwise ask whether non-root users may capture.
+echo 'wireshark-common wireshark-common/install-setuid boolean false' |
+	"${SUDO[@]}" debconf-set-selections
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	"${missing[@]}" </dev/null

@@ -1,0 +1,80 @@
+#!/bin/bash
+# test.sh - build libscsitgt and run its whole test suite.
+#
+#   scripts/test.sh              build in build/ (debugoptimized) and run every suite:
+#                                unit, fuzz (corpus replay), integration, conformance, headers,
+#                                abi, pkgconfig
+#   scripts/test.sh --sanitize   build in build-asan/ with -Db_sanitize=address,undefined and
+#                                run the unit and fuzz suites there
+#   scripts/test.sh --valgrind   in build/, run the integration suite with minitarget under
+#                                valgrind (memcheck errors or definite leaks fail the test)
+#   scripts/test.sh -- ARGS...   extra arguments for `meson test` (e.g. --suite integration)
+#
+# Installs missing Debian packages first (scripts/install-deps.sh). The output ends with meson's
+# test summary; the exit status is non-zero when any test fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SANITIZE=0
+VALGRIND=0
+EXTRA=()
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--sanitize)
+		SANITIZE=1
+		shift
+		;;
+	--valgrind)
+		VALGRIND=1
+		shift
+		;;
+	--)
+		shift
+		EXTRA=("$@")
+		break
+		;;
+	-h | --help)
+		sed -n '2,15s/^# \{0,1\}//p' "$0"
+		exit 0
+		;;
+	*)
+		echo "test.sh: unknown option $1 (try --help)" >&2
+		exit 2
+		;;
+	esac
+done
+
+scripts/install-deps.sh
+
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+if [[ $SANITIZE -eq 1 ]]; then
+	BUILD=build-asan
+	# shellcheck disable=SC2054
+	OPTS=(-Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false)
+	SUITES=(--suite unit --suite fuzz)
+	# Any sanitizer report fails the test that triggered it.
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1}
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
+else
+	BUILD=build
+	OPTS=(-Dbuildtype=debugoptimized)
+	SUITES=()
+	if [[ $VALGRIND -eq 1 ]]; then
+		SUITES=(--suite integration --timeout-multiplier 4)
+		export IT_TARGET_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite"
+	fi
+fi
+
+if [[ -f "$BUILD/build.ninja" ]]; then
+	meson configure "$BUILD" "${OPTS[@]}" >/dev/null
+else
+	rm -rf "$BUILD"
+	meson setup "$BUILD" "${OPTS[@]}"
+fi
+ninja -C "$BUILD" -j "$JOBS"
+
+# A log of an earlier run must not be mistaken for this one's (.ci/run counts from it).
+rm -f "$BUILD/meson-logs/testlog.json"
+# meson prints its summary ("Ok: ... Fail: ...") last; nothing is printed after it.
+exec meson test -C "$BUILD" --no-rebuild --print-errorlogs --num-processes "$JOBS" \
+	"${SUITES[@]}" "${EXTRA[@]}"

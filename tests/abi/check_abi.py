@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Check the exported interface of the built libscsitgt.so against the public headers.
+
+- every symbol the library exports starts with scsitgt_ (never the internal scsitgt__) and is
+  declared in a public header;
+- every scsitgt_ function (or SCSITGT_EXPORT object) declared in the public headers is exported;
+- the SONAME is libscsitgt.so.<major>, <major> from include/libscsitgt/version.h.
+
+usage: check_abi.py LIBSCSITGT.SO SRCROOT
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def declared_functions(srcroot):
+    """Names of the functions declared in the public headers, and where."""
+    decl = {}
+    for h in sorted(glob.glob(os.path.join(srcroot, "include", "libscsitgt", "*.h"))):
+        text = strip_comments(open(h, encoding="utf-8").read())
+        # Drop preprocessor lines (macro bodies are not declarations).
+        text = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", " ", text, flags=re.M)
+        for m in re.finditer(r"(\(\s*\*\s*)?\b(scsitgt_\w+)\s*\(", text):
+            if m.group(1):
+                continue  # a function-pointer type or member, e.g. (*scsitgt_done_cb)(
+            decl.setdefault(m.group(2), (os.path.basename(h), "function"))
+        # Exported objects: "SCSITGT_EXPORT extern const T scsitgt_name[...];"
+        for m in re.finditer(r"\bSCSITGT_EXPORT\b([^;(]*?)\b(scsitgt_\w+)\s*(\[[^\]]*\])?\s*;",
+                             text):
+            decl.setdefault(m.group(2), (os.path.basename(h), "object"))
+    return decl
+
+
+def exported_symbols(lib):
+    out = subprocess.run(["nm", "-D", "--defined-only", lib], check=True,
+                         capture_output=True, text=True).stdout
+    syms = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        typ, name = parts[-2], parts[-1]
+        if typ == "A":
+            continue  # symbol-version nodes of the version script
+        syms[name.split("@")[0]] = typ
+    return syms
+
+
+def soname(lib):
+    out = subprocess.run(["readelf", "-d", lib], check=True, capture_output=True,
+                         text=True).stdout
+    m = re.search(r"\(SONAME\)\s+Library soname: \[([^\]]+)\]", out)
+    return m.group(1) if m else None
+
+
+def major_version(srcroot):
+    text = open(os.path.join(srcroot, "include", "libscsitgt", "version.h")).read()
+    m = re.search(r"#define\s+SCSITGT_VERSION_MAJOR\s+(\d+)", text)
+    return m.group(1) if m else None
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    lib, srcroot = sys.argv[1], sys.argv[2]
+    errors = []
+
+    exported = exported_symbols(lib)
+    declared = declared_functions(srcroot)
+    print("%d exported symbols, %d functions declared in public headers"
+          % (len(exported), len(declared)))
+
+    for name in sorted(exported):
+        if not name.startswith("scsitgt_") or name.startswith("scsitgt__"):
+            errors.append("exported symbol without the public scsitgt_ prefix: %s (%s)"
+                          % (name, exported[name]))
+        elif name not in declared:
+            errors.append("exported but not declared in a public header: %s" % name)
+    for name in sorted(declared):
+        header, kind = declared[name]
+        if name not in exported:
+            errors.append("declared in %s but not exported: %s" % (header, name))
+        elif kind == "function" and exported[name] not in ("T", "W", "i"):
+            errors.append("%s is declared as a function but exported as type %s"
+                          % (name, exported[name]))
+        elif kind == "object" and exported[name] not in ("D", "B", "R", "V", "G", "S"):
+            errors.append("%s is declared as an object but exported as type %s"
+                          % (name, exported[name]))
+
+    major = major_version(srcroot)
+    so = soname(lib)
+    want = "libscsitgt.so.%s" % major
+    if so != want:
+        errors.append("SONAME is %s, expected %s" % (so, want))
+    else:
+        print("SONAME %s" % so)
+
+    for e in errors:
+        print("ERROR " + e)
+    print("abi: %s" % ("FAIL" if errors else "ok"))
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+#!/bin/bash
+# chap.sh MINITARGET READBACK - CHAP authentication (RFC 7143 §12.1.3, RFC 1994):
+# one-way CHAP admits only the right name and secret; mutual CHAP also proves the target to the
+# initiator, and libiscsi must refuse a target that answers with the wrong secret.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+it_init "${1:-}"
+READBACK=${2:-}
+[[ -x "$READBACK" ]] || it_fail "usage: $0 MINITARGET ISCSI_READBACK"
+it_need python3
+
+IUSER=it-initiator
+ISECRET=initiator-secret-1234
+TUSER=it-target
+TSECRET=target-secret-5678
+
+# login URL...: one full login and a one-block READ(16); true when both succeed.
+login() {
+	"$READBACK" "$1" 512 >/dev/null 2>>"$IT_TMP/logins.err"
+}
+
+expect_ok() {
+	login "$1" || { tail -n 3 "$IT_TMP/logins.err" >&2; it_fail "login refused: $2"; }
+	it_log "ok: $2"
+}
+
+expect_refused() {
+	if login "$1"; then
+		it_fail "login accepted: $2"
+	fi
+	it_alive || it_fail "target died after: $2"
+	it_log "ok (refused): $2"
+}
+
+# --- one-way CHAP ---
+it_start --lun 0:ram:64M --chap "$IUSER:$ISECRET"
+u=${IT_URLS[0]}
+expect_refused "$u" "no credentials"
+expect_refused "$(it_with_cred "$u" "$IUSER" wrong-secret-0000)" "wrong secret"
+expect_refused "$(it_with_cred "$u" other-user "$ISECRET")" "wrong user name"
+expect_refused "$(it_with_cred "$u" "$IUSER" "${ISECRET}x")" "secret with one extra byte"
+expect_ok "$(it_with_cred "$u" "$IUSER" "$ISECRET")" "right name and secret"
+# The environment variables are libiscsi's other way to give the same credentials.
+LIBISCSI_CHAP_USERNAME=$IUSER LIBISCSI_CHAP_PASSWORD=$ISECRET expect_ok "$u" \
+	"right credentials from LIBISCSI_CHAP_* variables"
+expect_ok "$(it_with_cred "$u" "$IUSER" "$ISECRET")" "right credentials after failures"
+it_stop || it_fail "target exited with status $? on SIGTERM"
+
+# --- mutual CHAP ---
+it_start --lun 0:ram:64M --chap "$IUSER:$ISECRET" --mutual-chap "$TUSER:$TSECRET"
+u=${IT_URLS[0]}
+cu=$(it_with_cred "$u" "$IUSER" "$ISECRET")
+expect_ok "$cu?target_user=$TUSER&target_password=$TSECRET" "mutual CHAP, right target secret"
+expect_refused "$cu?target_user=$TUSER&target_password=wrong-target-secret" \
+	"mutual CHAP, initiator expects another target secret"
+expect_refused "$(it_with_cred "$u" "$IUSER" wrong)?target_user=$TUSER&target_password=$TSECRET" \
+	"mutual CHAP, wrong initiator secret"
+expect_ok "$cu" "one-way CHAP against a target that also offers mutual CHAP"
+LIBISCSI_CHAP_TARGET_USERNAME=$TUSER LIBISCSI_CHAP_TARGET_PASSWORD=$TSECRET expect_ok "$cu" \
+	"mutual CHAP, target credentials from LIBISCSI_CHAP_TARGET_* variables"
+it_stop || it_fail "target exited with status $? on SIGTERM"
+it_log "PASS"

@@ -1,0 +1,216 @@
+# shellcheck shell=bash
+# lib.sh - shared helpers for the integration and conformance tests (source it from bash).
+#
+# Starts the target under test on a free loopback port, waits for the URL lines it prints, and
+# makes sure nothing is left behind: an EXIT trap stops the target and removes the temp dir
+# whether the test passes, fails or is interrupted.
+#
+#   source lib.sh
+#   it_init "$1"                 # path of minitarget; creates $IT_TMP, installs the trap
+#   it_need iscsi-ls qemu-img    # exit 77 (meson: skipped) when a tool is missing
+#   it_start --lun 0:ram:64M     # sets IT_PID IT_PORT IT_PORTAL IT_URLS[] (one per LUN)
+#   ...
+#   it_stop                      # SIGTERM; returns the target's exit status
+#
+# IT_TARGET_WRAPPER, when set, is a command line put in front of the target, e.g.
+#   IT_TARGET_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full"
+# (a wrapper that fails on errors makes it_stop report a non-zero exit status).
+#
+# Nothing here measures time: the waits are generous upper bounds for a slow, loaded machine,
+# and every wait polls for the event it needs.
+
+IT_START_TIMEOUT=${IT_START_TIMEOUT:-60}
+IT_STOP_TIMEOUT=${IT_STOP_TIMEOUT:-30}
+IT_PID=
+IT_PORT=
+IT_PORTAL=
+IT_URLS=()
+IT_TMP=
+IT_TARGET=
+IT_HELPER_PIDS=()
+IT_NAME=$(basename "${0%.*}")
+
+it_log() {
+	echo "[$IT_NAME] $*" >&2
+}
+
+it_fail() {
+	it_log "FAIL: $*"
+	exit 1
+}
+
+it_skip() {
+	it_log "SKIP: $*"
+	exit 77
+}
+
+# Print the last lines of the target's logs, for the test log when something went wrong.
+it_dump_logs() {
+	if [[ -n "$IT_TMP" && -f "$IT_TMP/target.err" ]]; then
+		it_log "--- target stderr (last 40 lines) ---"
+		tail -n 40 "$IT_TMP/target.err" >&2 || true
+	fi
+}
+
+it_cleanup() {
+	local rc=$? p
+	for p in "${IT_HELPER_PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	if [[ -n "$IT_PID" ]] && kill -0 "$IT_PID" 2>/dev/null; then
+		kill -TERM "$IT_PID" 2>/dev/null || true
+		local i
+		for ((i = 0; i < IT_STOP_TIMEOUT * 10; i++)); do
+			kill -0 "$IT_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$IT_PID" 2>/dev/null; then
+			it_log "target pid $IT_PID ignored SIGTERM; killing it"
+			kill -KILL "$IT_PID" 2>/dev/null || true
+		fi
+		wait "$IT_PID" 2>/dev/null || true
+	fi
+	if [[ $rc -ne 0 && $rc -ne 77 ]]; then
+		it_dump_logs
+	fi
+	if [[ -n "$IT_TMP" && -d "$IT_TMP" && -z "${IT_KEEP_TMP:-}" ]]; then
+		rm -rf "$IT_TMP"
+	fi
+	exit $rc
+}
+
+# it_init MINITARGET: check the program, make the temp dir, install the cleanup trap.
+it_init() {
+	IT_TARGET=${1:-}
+	if [[ -z "$IT_TARGET" ]]; then
+		it_fail "usage: $0 PATH-TO-MINITARGET"
+	fi
+	if [[ ! -x "$IT_TARGET" ]]; then
+		it_fail "$IT_TARGET is not an executable"
+	fi
+	IT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/scsitgt-$IT_NAME.XXXXXX")
+	trap it_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+# it_need TOOL...: skip the test (exit 77) unless every tool is on PATH.
+it_need() {
+	local t
+	for t in "$@"; do
+		command -v "$t" >/dev/null 2>&1 || it_skip "$t is not installed"
+	done
+}
+
+# Ask the kernel for a free loopback port: bind port 0, read the port, close. Another process
+# may take it before the target binds; it_start retries with a new port when that happens.
+it_free_port() {
+	python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
+
+# it_start ARGS...: start the target with ARGS on a free port; wait for one URL line per --lun
+# (or one when no --lun is given). Sets IT_PID, IT_PORT, IT_PORTAL, IT_URLS.
+it_start() {
+	local nluns=0 a attempt
+	for a in "$@"; do
+		[[ "$a" == --lun ]] && nluns=$((nluns + 1))
+	done
+	[[ $nluns -eq 0 ]] && nluns=1
+
+	for ((attempt = 1; attempt <= 5; attempt++)); do
+		IT_PORT=$(it_free_port) || it_fail "cannot pick a free port (python3 missing?)"
+		IT_PORTAL=127.0.0.1:$IT_PORT
+		: >"$IT_TMP/target.out"
+		: >"$IT_TMP/target.err"
+		# shellcheck disable=SC2086 # the wrapper is a command line
+		${IT_TARGET_WRAPPER:-} "$IT_TARGET" --portal "$IT_PORTAL" "$@" </dev/null \
+			>"$IT_TMP/target.out" 2>"$IT_TMP/target.err" &
+		IT_PID=$!
+		it_log "started $(basename "$IT_TARGET") pid $IT_PID on $IT_PORTAL: $*"
+		if it_wait_urls "$nluns"; then
+			return 0
+		fi
+		if kill -0 "$IT_PID" 2>/dev/null; then
+			it_fail "target printed no URL line within ${IT_START_TIMEOUT}s"
+		fi
+		wait "$IT_PID" 2>/dev/null
+		local st=$?
+		IT_PID=
+		if grep -qi "in use" "$IT_TMP/target.err"; then
+			it_log "port $IT_PORT was taken meanwhile; retrying"
+			continue
+		fi
+		it_dump_logs
+		it_fail "target exited with status $st during start-up"
+	done
+	it_fail "no free port after 5 attempts"
+}
+
+# it_wait_urls N: wait until the target printed N iscsi:// lines; fail fast if it dies.
+it_wait_urls() {
+	local want=$1 i
+	for ((i = 0; i < IT_START_TIMEOUT * 10; i++)); do
+		mapfile -t IT_URLS < <(grep -o 'iscsi://[^[:space:]]*' "$IT_TMP/target.out" || true)
+		if [[ ${#IT_URLS[@]} -ge $want ]]; then
+			return 0
+		fi
+		kill -0 "$IT_PID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# it_stop [SIGNAL]: send SIGNAL (default TERM) to the target once, wait for it (bounded);
+# return its exit status (137 if it had to be killed, which callers treat as a failure).
+it_stop() {
+	local pid=$IT_PID sig=${1:-TERM} i
+	[[ -n "$pid" ]] || return 0
+	kill "-$sig" "$pid" 2>/dev/null || true
+	for ((i = 0; i < IT_STOP_TIMEOUT * 10; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		it_log "target pid $pid still running ${IT_STOP_TIMEOUT}s after SIG$sig; killing it"
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null
+		IT_PID=
+		return 137
+	fi
+	local st=0
+	wait "$pid" 2>/dev/null || st=$?
+	IT_PID=
+	return $st
+}
+
+# it_alive: true while the target runs (used after a tool run to spot a crashed target).
+it_alive() {
+	[[ -n "$IT_PID" ]] && kill -0 "$IT_PID" 2>/dev/null
+}
+
+# it_portal_url: the portal URL (for discovery), iscsi://HOST:PORT.
+it_portal_url() {
+	echo "iscsi://$IT_PORTAL"
+}
+
+# it_iqn URL: the target name inside a LUN URL iscsi://HOST:PORT/IQN/LUN.
+it_iqn() {
+	local u=${1#iscsi://}
+	u=${u#*/}
+	echo "${u%/*}"
+}
+
+# it_lun URL: the LUN number at the end of a LUN URL.
+it_lun() {
+	echo "${1##*/}"
+}
+
+# it_with_cred URL USER SECRET: URL with "USER%SECRET@" inserted (libiscsi's CHAP syntax).
+it_with_cred() {
+	echo "iscsi://$2%$3@${1#iscsi://}"
+}

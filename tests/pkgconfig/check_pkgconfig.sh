@@ -1,0 +1,49 @@
+#!/bin/bash
+# check_pkgconfig.sh MESON BUILDDIR SRCDIR - install the built library into a temporary DESTDIR,
+# build consumer.c with only `pkg-config --cflags --libs libscsitgt` (PKG_CONFIG_SYSROOT_DIR
+# points pkg-config into the DESTDIR), run it against the installed shared library, check its
+# output and that it really loaded the installed copy.
+set -euo pipefail
+MESON=${1:?usage: check_pkgconfig.sh MESON BUILDDIR SRCDIR}
+BUILDDIR=${2:?}
+SRCDIR=${3:?}
+CC=${CC:-cc}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/scsitgt-pkgconfig.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+dest=$tmp/dest
+
+# shellcheck disable=SC2086
+$MESON install -C "$BUILDDIR" --no-rebuild --quiet --destdir "$dest" >"$tmp/install.log" 2>&1 || {
+	cat "$tmp/install.log"
+	echo "meson install failed"
+	exit 1
+}
+pc=$(find "$dest" -name libscsitgt.pc | head -n 1)
+[[ -n "$pc" ]] || { echo "no libscsitgt.pc installed"; exit 1; }
+echo "installed $pc"
+find "$dest" -path '*/include/libscsitgt/scsitgt.h' | grep -q . ||
+	{ echo "scsitgt.h not installed"; exit 1; }
+
+PKG_CONFIG_PATH=$(dirname "$pc")
+export PKG_CONFIG_PATH
+export PKG_CONFIG_SYSROOT_DIR=$dest
+flags=$(pkg-config --cflags --libs libscsitgt)
+echo "pkg-config: $flags"
+# shellcheck disable=SC2086
+$CC -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -o "$tmp/consumer" \
+	"$SRCDIR/consumer.c" $flags
+
+libdir=$(dirname "$(find "$dest" -name 'libscsitgt.so.*' -type f | head -n 1)")
+out=$(LD_LIBRARY_PATH=$libdir "$tmp/consumer")
+echo "$out"
+want_version=$("$SRCDIR/../../scripts/version.sh")
+grep -qx "version $want_version" <<<"$out" || { echo "wrong version line"; exit 1; }
+grep -qx "engine created and destroyed" <<<"$out" || { echo "engine check missing"; exit 1; }
+
+# The consumer must have loaded the installed library, not the one in the build tree.
+loaded=$(LD_LIBRARY_PATH=$libdir ldd "$tmp/consumer" | awk '/libscsitgt\.so/ { print $3 }')
+case "$loaded" in
+"$dest"/*) echo "loaded $loaded" ;;
+*) echo "consumer resolved libscsitgt to '$loaded', not the installed copy"; exit 1 ;;
+esac
+echo "pkgconfig: ok"
