@@ -30,6 +30,8 @@ def declared_functions(srcroot):
         for m in re.finditer(r"(\(\s*\*\s*)?\b(scsitgt_\w+)\s*\(", text):
             if m.group(1):
                 continue  # a function-pointer type or member, e.g. (*scsitgt_done_cb)(
+            if re.search(r"\b(enum|struct|union)\s+$", text[:m.start(2)]):
+                continue  # a type name before a declarator, e.g. enum scsitgt_x (*cb)(
             decl.setdefault(m.group(2), (os.path.basename(h), "function"))
         # Exported objects: "SCSITGT_EXPORT extern const T scsitgt_name[...];"
         for m in re.finditer(r"\bSCSITGT_EXPORT\b([^;(]*?)\b(scsitgt_\w+)\s*(\[[^\]]*\])?\s*;",
