@@ -11,6 +11,7 @@
 #include "engine.h"
 #include "target.h"
 #include "backend.h"
+#include "backend_aio.h"
 #include "lun.h"
 #include "iscsi.h"
 

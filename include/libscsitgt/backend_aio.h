@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file backend_aio.h
+ * The built-in aio backend: a regular file or a block device served through Linux native AIO
+ * (libaio), completions signalled on an eventfd watched by the LUN's home loop. No threads.
+ *
+ * When the library is built without libaio the functions still exist and return -ENOTSUP
+ * (scsitgt_backend_aio_ops() then returns NULL).
+ */
+#ifndef LIBSCSITGT_BACKEND_AIO_H
+#define LIBSCSITGT_BACKEND_AIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "backend.h"
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Options of scsitgt_backend_aio_create(). Initialise with scsitgt_backend_aio_opts_init(). */
+struct scsitgt_backend_aio_opts {
+	/** sizeof(struct scsitgt_backend_aio_opts), set by scsitgt_backend_aio_opts_init(). */
+	size_t size;
+	/**
+	 * The home loop of the LUN the backend will serve (the engine's loop): the completion
+	 * eventfd is polled there. Required.
+	 */
+	uv_loop_t *loop;
+	/** Path of a regular file or a block device. Required. Copied. */
+	const char *path;
+	/** Open read-only; writes, UNMAP and WRITE ZEROES fail with -EROFS. Default false. */
+	bool read_only;
+	/**
+	 * Try O_DIRECT (bypass the page cache). Default true. Where the file system does not
+	 * support it (tmpfs, or a LUN block size below the device's direct I/O alignment) the
+	 * backend falls back to buffered I/O; scsitgt_backend_aio_is_direct() tells which.
+	 */
+	bool direct;
+	/**
+	 * No volatile cache: the file is opened O_DSYNC, so every write is durable before it
+	 * completes and the geometry does not claim a write cache. Default false.
+	 */
+	bool write_through;
+	/** Most ios in the kernel at once (io_setup size); more are queued. Default 128. */
+	unsigned int queue_depth;
+	/**
+	 * Host logger for the backend's messages (the I/O mode chosen and why, capacity
+	 * changes, failed ios). Optional; it receives every level (filter in the callback),
+	 * subsystem "aio", on the loop's thread (and on the creating thread for create()).
+	 */
+	scsitgt_log_cb log_cb;
+	/** Argument of @ref log_cb. */
+	void *log_arg;
+};
+
+/**
+ * Fill @p opts with the defaults (direct true, queue_depth 128, everything else 0/NULL).
+ *
+ * @param opts The options to fill.
+ * @param size sizeof(*opts) as the caller was compiled.
+ *
+ * Thread-safe.
+ */
+SCSITGT_EXPORT void scsitgt_backend_aio_opts_init(struct scsitgt_backend_aio_opts *opts,
+						  size_t size);
+
+/**
+ * The aio backend's ops table, to pass as the LUN options' backend with a context from
+ * scsitgt_backend_aio_create(). Supports READ and WRITE; FLUSH unless write_through or
+ * read_only; UNMAP and WRITE ZEROES where the file system or device supports them (probed at
+ * open).
+ *
+ * @return The ops table (static), or NULL when the library was built without libaio.
+ *         Thread-safe.
+ */
+SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_aio_ops(void);
+
+/**
+ * Open @p opts->path and create an aio context for it (io_setup, eventfd). The I/O mode
+ * (O_DIRECT or buffered) is chosen here and may be narrowed at open() when the LUN block size
+ * does not fit the device's direct I/O alignment. The size and block sizes are read by the
+ * ops' open() at scsitgt_lun_create(): files take the LUN options' block size (default 512)
+ * and are rounded down to whole blocks; block devices report their logical and physical block
+ * sizes (BLKSSZGET, BLKPBSZGET) and size (BLKGETSIZE64).
+ *
+ * @param bctx_out Receives the context. The LUN frees it through close(); if
+ *                 scsitgt_lun_create() fails, free it with the ops' close(bctx, cb, cb_arg).
+ *                 Once open() ran, close() finishes on the loop (the eventfd's poll handle
+ *                 is closed with uv_close()): run the loop until @p cb is called.
+ * @param opts     Options; loop and path are required. Copied.
+ * @return 0; -EINVAL for a NULL argument, a missing loop or path, or a file that is neither a
+ *         regular file nor a block device; -ENOENT, -EACCES, -EROFS, -EISDIR... as open(2)
+ *         reports them; -EAGAIN when the kernel's AIO limit (fs.aio-max-nr) is reached;
+ *         -ENOMEM; -ENOTSUP when the library was built without libaio.
+ *
+ * Thread-safe (the loop is only used from open() on).
+ */
+SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
+					      const struct scsitgt_backend_aio_opts *opts);
+
+/**
+ * Read the size of the file or device again (after it grew or shrank) and adopt it: later ios
+ * are checked against the new capacity. The core is not told (CAPACITY DATA HAS CHANGED is the
+ * host's business for now).
+ *
+ * @param bctx           A context opened by a LUN.
+ * @param num_blocks_out Receives the new capacity in logical blocks. May be NULL.
+ * @return 0; -EINVAL if @p bctx is NULL, not opened yet, or the medium is now smaller than one
+ *         block; an fstat or ioctl error; -ENOTSUP when the library was built without libaio.
+ *
+ * Loop: home of the LUN.
+ */
+SCSITGT_EXPORT int scsitgt_backend_aio_resize(void *bctx, uint64_t *num_blocks_out);
+
+/**
+ * Whether the context does direct I/O (O_DIRECT) rather than buffered I/O. Final once the
+ * LUN is created (open() may fall back to buffered).
+ *
+ * @param bctx The context.
+ * @return 1 for O_DIRECT, 0 for buffered; -EINVAL if @p bctx is NULL; -ENOTSUP when the
+ *         library was built without libaio.
+ *
+ * Loop: home of the LUN.
+ */
+SCSITGT_EXPORT int scsitgt_backend_aio_is_direct(void *bctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBSCSITGT_BACKEND_AIO_H */

@@ -1,0 +1,1149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The aio backend: a regular file or a block device through Linux native AIO (libaio).
+ *
+ * Reads and writes become IOCB_CMD_PREADV / PWRITEV iocbs carrying an eventfd
+ * (io_set_eventfd); the eventfd is watched by a uv_poll_t on the LUN's home loop, whose
+ * callback drains io_getevents() in batches and completes the ios there. No thread per io,
+ * no thread at all.
+ *
+ * I/O mode. O_DIRECT is tried at create: it is kept when the file system really does direct
+ * I/O (statx STATX_DIOALIGN reports an alignment; tmpfs and ramfs, whose page cache is the
+ * medium, are treated as buffered even where they accept the flag) and the LUN block size is a
+ * multiple of the required file offset alignment. Otherwise the file is used buffered. In
+ * O_DIRECT mode an iovec list that is not aligned to the memory alignment (or is too long for
+ * one iocb) is bounced through an aligned buffer, never refused. Note that the kernel performs
+ * buffered AIO inside io_submit(): in buffered mode a read that misses the page cache blocks
+ * the loop for its duration. O_DIRECT is truly asynchronous.
+ *
+ * Durability (SBC-4 §4.14 write caching, §5.24 SYNCHRONIZE CACHE, FUA of READ/WRITE):
+ * - FLUSH is an IOCB_CMD_FDSYNC iocb, asynchronous (Linux >= 4.18). Older kernels refuse it
+ *   with EINVAL at io_submit(); we then fall back, once and for good, to fdatasync() called on
+ *   the loop. That blocks the loop for the flush, which we accept over hiding a thread in the
+ *   library (design rule: no hidden threads); it is logged so that the host knows.
+ * - FUA writes carry RWF_DSYNC in iocb->aio_rw_flags (Linux >= 4.13), which makes that one
+ *   write durable before its completion is posted. Where the kernel refuses the flag the write
+ *   is followed by the FLUSH above before the io completes.
+ * - write_through opens the file O_DSYNC: every write is durable, there is no volatile cache
+ *   to report, FLUSH is not offered and FUA needs nothing.
+ *
+ * Thin provisioning. UNMAP punches holes (fallocate PUNCH_HOLE|KEEP_SIZE) in files and
+ * discards (BLKDISCARD) on block devices; WRITE ZEROES uses fallocate ZERO_RANGE on files and
+ * BLKZEROOUT on block devices that offload it. What the file system supports is probed at open
+ * beyond the end of the file, where it changes nothing. These are synchronous system calls on
+ * the loop: fast on files (metadata only), and limited by the core's UNMAP limits on devices.
+ * Punched holes read as zeros, so files report LBPRZ (SBC-4 §4.7.4.5); discarded device blocks
+ * are not promised to, so block devices do not.
+ *
+ * Errors. EIO completes the io with -EIO (MEDIUM ERROR), ENOSPC and EDQUOT with -ENOSPC, EROFS
+ * with -EROFS. A short read or write is resubmitted for the remainder; a read that makes no
+ * progress (the file shrank under us) fails with -EIO, never reports success. One context
+ * serves one LUN and shares nothing, so its failures stay its own.
+ *
+ * Like every in-tree backend it uses only the public headers and util/.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libaio.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "backend/aio_hooks.h"
+#include "libscsitgt/backend_aio.h"
+#include "util/log.h"
+
+#define AIO_SUBSYS "aio"
+/* Events taken from the kernel per io_getevents() call. */
+#define AIO_EVENT_BATCH 64
+/* Most iovecs in one iocb (UIO_MAXIOV); longer lists are bounced. */
+#define AIO_IOV_MAX 1024
+/* A resubmitted transfer that moves nothing this many times in a row fails with -EIO. */
+#define AIO_MAX_STALLS 2
+#define AIO_DEFAULT_QUEUE_DEPTH 128
+#define AIO_MAX_QUEUE_DEPTH 65536
+
+/* What an in-flight request is waiting for. */
+enum aio_phase {
+	/* The read or write (possibly a resubmitted remainder). */
+	AIO_PHASE_RW,
+	/* The fdatasync of a FLUSH, or the one after a FUA write (no RWF_DSYNC). */
+	AIO_PHASE_SYNC,
+};
+
+/* Per-io private area (io_ctx_size): the iocb and the progress of one io. */
+struct aio_req {
+	/* First member: the kernel hands back this pointer in io_event.obj. */
+	struct iocb iocb;
+	struct scsitgt_io *io;
+	/* Next request waiting for a kernel slot. */
+	struct aio_req *next;
+	enum scsitgt_io_type type;
+	enum aio_phase phase;
+	/* A FUA write whose durability needs a FLUSH after the write. */
+	bool sync_after;
+	/* The iocb carried RWF_DSYNC. */
+	bool used_dsync;
+	/* Byte range of the io and how much of it is done. */
+	uint64_t off;
+	size_t len;
+	size_t done;
+	/* The data: the io's iovecs, or the bounce buffer. */
+	const struct iovec *iov;
+	int iovcnt;
+	void *bounce;
+	struct iovec bounce_iov;
+	unsigned int stalls;
+};
+
+struct aio_ctx {
+	uv_loop_t *loop;
+	struct scsitgt__logger log;
+	char *path;
+	int fd;
+	int efd;
+	io_context_t ioctx;
+	bool ioctx_set;
+	uv_poll_t poll;
+	bool poll_inited;
+	bool blockdev;
+	dev_t rdev;	/* the device (block devices) or the file's device (files) */
+	bool read_only;
+	bool write_through;
+	bool direct;
+	/* O_DIRECT alignment of buffer addresses and lengths, and of file offsets. */
+	uint32_t mem_align;
+	uint32_t off_align;
+	/* Block devices: logical and physical block sizes. */
+	uint32_t dev_lbs;
+	uint32_t dev_pbs;
+	bool opened;
+	uint32_t block_size;
+	uint64_t num_blocks;
+	bool can_unmap;
+	bool can_write_zeroes;
+	/* What the kernel turned out to accept (assumed until refused). */
+	bool rwf_dsync_ok;
+	bool fdsync_ok;
+	unsigned int queue_depth;
+	unsigned int inflight;
+	/* Requests waiting for a free kernel slot, FIFO. */
+	struct aio_req *pend_head;
+	struct aio_req *pend_tail;
+	bool closing;
+	bool close_started;
+	scsitgt_done_cb close_cb;
+	void *close_cb_arg;
+	/* Scratch iovecs for io_submit(): the kernel copies them during the call. */
+	struct iovec kiov[AIO_IOV_MAX];
+};
+
+static void aio_req_issue(struct aio_ctx *ac, struct aio_req *req);
+static void aio_close_maybe(struct aio_ctx *ac);
+
+/* Errors as the core wants them (backend.h scsitgt_io_complete()). */
+static int aio_map_errno(int err)
+{
+	switch (err) {
+	case -EDQUOT:
+	case -EFBIG:
+		return -ENOSPC;
+	case -ENXIO:
+	case -ENODEV:
+		/* The device went away under us: a medium error for the initiator. */
+		return -EIO;
+	case -EBADF:
+		/* A write through a read-only descriptor. */
+		return -EROFS;
+	default:
+		return err;
+	}
+}
+
+static uint32_t aio_max_u32(uint32_t a, uint32_t b)
+{
+	return a > b ? a : b;
+}
+
+static bool aio_is_pow2(uint64_t v)
+{
+	return v != 0 && (v & (v - 1)) == 0;
+}
+
+/* Read an unsigned number from a sysfs attribute of device @dev's queue; false if absent. */
+static bool aio_sysfs_queue_u64(dev_t dev, const char *attr, uint64_t *out)
+{
+	/* A partition has no queue directory of its own: its disk's is one level up. */
+	static const char *const fmts[] = { "/sys/dev/block/%u:%u/queue/%s",
+					    "/sys/dev/block/%u:%u/../queue/%s" };
+	char path[128];
+	char buf[64];
+
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		FILE *f;
+		bool ok;
+
+		snprintf(path, sizeof(path), fmts[i], major(dev), minor(dev), attr);
+		f = fopen(path, "re");
+		if (f == NULL) {
+			continue;
+		}
+		ok = fgets(buf, sizeof(buf), f) != NULL;
+		fclose(f);
+		if (!ok) {
+			return false;
+		}
+		if (strncmp(buf, "write back", 10) == 0) {
+			*out = 1;
+			return true;
+		}
+		if (strncmp(buf, "write through", 13) == 0) {
+			*out = 0;
+			return true;
+		}
+		*out = strtoull(buf, NULL, 10);
+		return true;
+	}
+	return false;
+}
+
+/* Switch the descriptor to buffered I/O and say why. */
+static void aio_go_buffered(struct aio_ctx *ac, const char *why)
+{
+	int fl;
+
+	if (!ac->direct) {
+		return;
+	}
+	fl = fcntl(ac->fd, F_GETFL);
+	if (fl >= 0) {
+		(void)fcntl(ac->fd, F_SETFL, fl & ~O_DIRECT);
+	}
+	ac->direct = false;
+	scsitgt__log(&ac->log, SCSITGT_LOG_INFO, AIO_SUBSYS, "%s: buffered I/O (%s)", ac->path,
+		     why);
+}
+
+/*
+ * Keep O_DIRECT only where the file system does direct I/O, and learn its alignment. statx
+ * STATX_DIOALIGN (Linux >= 6.1) answers exactly; without it we use the device's logical block
+ * size, which is what older kernels required for both offsets and buffers.
+ */
+static void aio_probe_direct(struct aio_ctx *ac)
+{
+	struct statfs sfs;
+	uint64_t lbs = 0;
+
+	/* (For a device node fstatfs describes /dev, not the device: files only.) */
+	if (!ac->blockdev && fstatfs(ac->fd, &sfs) == 0 &&
+	    (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)) {
+		aio_go_buffered(ac, "tmpfs: the page cache is the medium");
+		return;
+	}
+#ifdef STATX_DIOALIGN
+	{
+		struct statx sx;
+
+		if (statx(ac->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+		    (sx.stx_mask & STATX_DIOALIGN)) {
+			if (sx.stx_dio_offset_align == 0 || sx.stx_dio_mem_align == 0) {
+				aio_go_buffered(ac, "the file system does no direct I/O");
+				return;
+			}
+			ac->mem_align = sx.stx_dio_mem_align;
+			ac->off_align = sx.stx_dio_offset_align;
+			return;
+		}
+	}
+#endif
+	if (ac->blockdev) {
+		lbs = ac->dev_lbs;
+	} else if (!aio_sysfs_queue_u64(ac->rdev, "logical_block_size", &lbs)) {
+		lbs = 4096;
+	}
+	if (!aio_is_pow2(lbs) || lbs > 65536) {
+		lbs = 4096;
+	}
+	ac->mem_align = (uint32_t)lbs;
+	ac->off_align = (uint32_t)lbs;
+}
+
+SCSITGT_EXPORT void scsitgt_backend_aio_opts_init(struct scsitgt_backend_aio_opts *opts,
+						  size_t size)
+{
+	struct scsitgt_backend_aio_opts def = {
+		.size = sizeof(def),
+		.direct = true,
+		.queue_depth = AIO_DEFAULT_QUEUE_DEPTH,
+	};
+
+	if (opts == NULL || size == 0) {
+		return;
+	}
+	if (size > sizeof(def)) {
+		memset(opts, 0, size);
+		size = sizeof(def);
+	}
+	def.size = size;
+	memcpy(opts, &def, size);
+}
+
+static void aio_ctx_free(struct aio_ctx *ac)
+{
+	if (ac->ioctx_set) {
+		io_destroy(ac->ioctx);
+	}
+	if (ac->efd >= 0) {
+		close(ac->efd);
+	}
+	if (ac->fd >= 0) {
+		close(ac->fd);
+	}
+	free(ac->path);
+	free(ac);
+}
+
+SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
+					      const struct scsitgt_backend_aio_opts *opts)
+{
+	struct scsitgt_backend_aio_opts o;
+	struct aio_ctx *ac;
+	struct stat st;
+	int flags;
+	int rc;
+
+	if (bctx_out == NULL || opts == NULL || opts->size == 0) {
+		return -EINVAL;
+	}
+	scsitgt_backend_aio_opts_init(&o, sizeof(o));
+	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
+	if (o.loop == NULL || o.path == NULL || o.path[0] == '\0') {
+		return -EINVAL;
+	}
+	if (o.queue_depth == 0) {
+		o.queue_depth = AIO_DEFAULT_QUEUE_DEPTH;
+	}
+	if (o.queue_depth > AIO_MAX_QUEUE_DEPTH) {
+		o.queue_depth = AIO_MAX_QUEUE_DEPTH;
+	}
+	ac = calloc(1, sizeof(*ac));
+	if (ac == NULL) {
+		return -ENOMEM;
+	}
+	ac->fd = -1;
+	ac->efd = -1;
+	ac->loop = o.loop;
+	ac->log.cb = o.log_cb;
+	ac->log.arg = o.log_arg;
+	ac->log.level = SCSITGT_LOG_DEBUG;
+	ac->read_only = o.read_only;
+	ac->write_through = o.write_through && !o.read_only;
+	ac->queue_depth = o.queue_depth;
+	ac->rwf_dsync_ok = true;
+	ac->fdsync_ok = true;
+	ac->mem_align = 1;
+	ac->off_align = 1;
+	ac->path = strdup(o.path);
+	if (ac->path == NULL) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+
+	flags = (o.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+	if (ac->write_through) {
+		flags |= O_DSYNC;
+	}
+	ac->direct = o.direct;
+	ac->fd = open(o.path, flags | (ac->direct ? O_DIRECT : 0));
+	if (ac->fd < 0 && errno == EINVAL && ac->direct) {
+		/* File systems without direct I/O refuse O_DIRECT at open (older tmpfs). */
+		ac->direct = false;
+		ac->fd = open(o.path, flags);
+		scsitgt__log(&ac->log, SCSITGT_LOG_INFO, AIO_SUBSYS,
+			     "%s: buffered I/O (O_DIRECT refused at open)", ac->path);
+	}
+	if (ac->fd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	if (fstat(ac->fd, &st) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		int lbs = 0;
+		unsigned int pbs = 0;
+
+		ac->blockdev = true;
+		ac->rdev = st.st_rdev;
+		if (ioctl(ac->fd, BLKSSZGET, &lbs) < 0 || ioctl(ac->fd, BLKPBSZGET, &pbs) < 0) {
+			rc = -errno;
+			goto fail;
+		}
+		ac->dev_lbs = lbs > 0 ? (uint32_t)lbs : 512;
+		ac->dev_pbs = pbs >= ac->dev_lbs ? pbs : ac->dev_lbs;
+	} else if (S_ISREG(st.st_mode)) {
+		ac->rdev = st.st_dev;
+	} else {
+		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		goto fail;
+	}
+	if (ac->direct) {
+		aio_probe_direct(ac);
+	}
+
+	rc = io_setup((int)ac->queue_depth, &ac->ioctx);
+	if (rc < 0) {
+		goto fail;
+	}
+	ac->ioctx_set = true;
+	ac->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ac->efd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	*bctx_out = ac;
+	return 0;
+
+fail:
+	aio_ctx_free(ac);
+	return rc;
+}
+
+/* Current size of the medium in bytes. */
+static int aio_medium_bytes(struct aio_ctx *ac, uint64_t *bytes)
+{
+	struct stat st;
+
+	if (ac->blockdev) {
+		return ioctl(ac->fd, BLKGETSIZE64, bytes) < 0 ? -errno : 0;
+	}
+	if (fstat(ac->fd, &st) < 0) {
+		return -errno;
+	}
+	*bytes = (uint64_t)st.st_size;
+	return 0;
+}
+
+/*
+ * Which fallocate modes the file system of a file supports, tried past the end of the file
+ * with KEEP_SIZE so that neither the data nor the size changes. A zero range allocated there
+ * is punched out again.
+ */
+static void aio_probe_fallocate(struct aio_ctx *ac, uint64_t bytes)
+{
+	const uint64_t probe_len = 4096;
+	uint64_t off = ((bytes + 2 * probe_len - 1) / probe_len) * probe_len;
+
+	if (off > (uint64_t)INT64_MAX - probe_len) {
+		return;
+	}
+	ac->can_unmap = fallocate(ac->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+				  (off_t)probe_len) == 0;
+	ac->can_write_zeroes = fallocate(ac->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+					 (off_t)off, (off_t)probe_len) == 0;
+	if (ac->can_write_zeroes && ac->can_unmap) {
+		(void)fallocate(ac->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+				(off_t)probe_len);
+	}
+}
+
+static void aio_poll_cb(uv_poll_t *handle, int status, int events);
+
+static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
+{
+	struct aio_ctx *ac = bctx;
+	uint64_t bytes;
+	uint64_t blocks;
+	uint64_t v;
+	uint32_t bs;
+	bool cache;
+	int rc;
+
+	if (ac->opened || ac->closing) {
+		/* One context serves one LUN. */
+		return -EBUSY;
+	}
+	rc = aio_medium_bytes(ac, &bytes);
+	if (rc < 0) {
+		return rc;
+	}
+	/* Files take the LUN's block size; devices their own logical block size. */
+	bs = geo->block_size;
+	if (bs == 0) {
+		bs = ac->blockdev ? ac->dev_lbs : 512;
+	}
+	if (bs != 512 && bs != 4096) {
+		scsitgt__log(&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
+			     "%s: block size %" PRIu32 " not supported", ac->path, bs);
+		return -EINVAL;
+	}
+	if (ac->blockdev && bs % ac->dev_lbs != 0) {
+		/* A block smaller than the device's sector cannot be written as a unit. */
+		scsitgt__log(&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
+			     "%s: block size %" PRIu32 " below the device's %" PRIu32, ac->path,
+			     bs, ac->dev_lbs);
+		return -EINVAL;
+	}
+	blocks = bytes / bs;
+	if (blocks == 0) {
+		scsitgt__log(&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
+			     "%s: %" PRIu64 " bytes is less than one block", ac->path, bytes);
+		return -EINVAL;
+	}
+	if (geo->num_blocks != 0) {
+		if (geo->num_blocks > blocks) {
+			scsitgt__log(&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
+				     "%s: holds %" PRIu64 " blocks, %" PRIu64 " asked", ac->path,
+				     blocks, geo->num_blocks);
+			return -EINVAL;
+		}
+		blocks = geo->num_blocks;
+	}
+	if (ac->direct && (bs % ac->off_align != 0 || bs % ac->mem_align != 0)) {
+		aio_go_buffered(ac, "block size below the direct I/O alignment");
+	}
+	if (!ac->read_only) {
+		if (ac->blockdev) {
+			ac->can_unmap = aio_sysfs_queue_u64(ac->rdev, "discard_max_bytes", &v) &&
+					v != 0;
+			/* Only where the device offloads it: BLKZEROOUT otherwise writes zeros
+			 * synchronously, which the core's emulation does without blocking. */
+			ac->can_write_zeroes =
+				aio_sysfs_queue_u64(ac->rdev, "write_zeroes_max_bytes", &v) &&
+				v != 0;
+		} else {
+			aio_probe_fallocate(ac, bytes);
+		}
+	}
+
+	geo->block_size = bs;
+	geo->num_blocks = blocks;
+	if (ac->blockdev && ac->dev_pbs > bs && aio_is_pow2(ac->dev_pbs / bs)) {
+		uint8_t e = 0;
+
+		while ((bs << (e + 1)) <= ac->dev_pbs && e < 15) {
+			e++;
+		}
+		geo->physical_block_exponent = e;
+	}
+	/*
+	 * A volatile cache exists unless every write is synchronous: the page cache in buffered
+	 * mode; in O_DIRECT mode a file's allocation metadata (and the disk's cache), or a block
+	 * device whose queue says "write back" (unknown counts as yes).
+	 */
+	cache = !ac->write_through;
+	if (cache && ac->direct && ac->blockdev &&
+	    aio_sysfs_queue_u64(ac->rdev, "write_cache", &v)) {
+		cache = v != 0;
+	}
+	geo->flags &= ~(SCSITGT_GEOMETRY_WRITE_CACHE | SCSITGT_GEOMETRY_LBPRZ |
+			SCSITGT_GEOMETRY_NON_ROTATIONAL);
+	if (cache) {
+		geo->flags |= SCSITGT_GEOMETRY_WRITE_CACHE;
+	}
+	if (!ac->blockdev && ac->can_unmap) {
+		/* Holes in a file read as zeros (SBC-4 §4.7.4.5 LBPRZ). */
+		geo->flags |= SCSITGT_GEOMETRY_LBPRZ;
+	}
+	if (aio_sysfs_queue_u64(ac->rdev, "rotational", &v) && v == 0) {
+		geo->flags |= SCSITGT_GEOMETRY_NON_ROTATIONAL;
+	}
+
+	rc = uv_poll_init(ac->loop, &ac->poll, ac->efd);
+	if (rc < 0) {
+		return rc;
+	}
+	ac->poll.data = ac;
+	ac->poll_inited = true;
+	rc = uv_poll_start(&ac->poll, UV_READABLE, aio_poll_cb);
+	if (rc < 0) {
+		return rc;
+	}
+	ac->block_size = bs;
+	ac->num_blocks = blocks;
+	ac->opened = true;
+	scsitgt__log(&ac->log, SCSITGT_LOG_INFO, AIO_SUBSYS,
+		     "%s: %s, %s I/O, %" PRIu64 " blocks of %" PRIu32 " bytes%s%s%s%s", ac->path,
+		     ac->blockdev ? "block device" : "file", ac->direct ? "direct" : "buffered",
+		     blocks, bs, ac->write_through ? ", write-through" : "",
+		     ac->read_only ? ", read-only" : "", ac->can_unmap ? ", unmap" : "",
+		     ac->can_write_zeroes ? ", write zeroes" : "");
+	return 0;
+}
+
+static void aio_poll_closed(uv_handle_t *handle)
+{
+	struct aio_ctx *ac = handle->data;
+	scsitgt_done_cb cb = ac->close_cb;
+	void *cb_arg = ac->close_cb_arg;
+
+	aio_ctx_free(ac);
+	if (cb) {
+		cb(cb_arg, 0);
+	}
+}
+
+/* Finish a close once nothing is in the kernel any more. */
+static void aio_close_maybe(struct aio_ctx *ac)
+{
+	scsitgt_done_cb cb;
+	void *cb_arg;
+
+	if (!ac->closing || ac->close_started || ac->inflight != 0) {
+		return;
+	}
+	ac->close_started = true;
+	if (ac->poll_inited) {
+		uv_close((uv_handle_t *)&ac->poll, aio_poll_closed);
+		return;
+	}
+	cb = ac->close_cb;
+	cb_arg = ac->close_cb_arg;
+	aio_ctx_free(ac);
+	if (cb) {
+		cb(cb_arg, 0);
+	}
+}
+
+static void aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status)
+{
+	struct scsitgt_io *io = req->io;
+
+	if (status < 0) {
+		status = aio_map_errno(status);
+		scsitgt__log(&ac->log, SCSITGT_LOG_WARNING, AIO_SUBSYS,
+			     "%s: io type %d at byte %" PRIu64 " (+%zu) failed: %s", ac->path,
+			     (int)req->type, req->off, req->len, strerror(-status));
+	}
+	free(req->bounce);
+	req->bounce = NULL;
+	scsitgt_io_complete(io, status);
+}
+
+static void aio_close(void *bctx, scsitgt_done_cb cb, void *cb_arg)
+{
+	struct aio_ctx *ac = bctx;
+
+	ac->closing = true;
+	ac->close_cb = cb;
+	ac->close_cb_arg = cb_arg;
+	/* The core closes only after every io completed; should any still wait for a kernel
+	 * slot, they are cancelled rather than left hanging. */
+	while (ac->pend_head) {
+		struct aio_req *req = ac->pend_head;
+
+		ac->pend_head = req->next;
+		aio_req_finish(ac, req, -ECANCELED);
+	}
+	ac->pend_tail = NULL;
+	aio_close_maybe(ac);
+}
+
+/* Fill ac->kiov with the part of the request's data from @skip on; returns the count. */
+static int aio_req_kiov(struct aio_ctx *ac, const struct aio_req *req)
+{
+	size_t skip = req->done;
+	size_t left = req->len - req->done;
+	int n = 0;
+
+	for (int i = 0; i < req->iovcnt && left > 0; i++) {
+		size_t l = req->iov[i].iov_len;
+
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		l -= skip;
+		if (l > left) {
+			l = left;
+		}
+		ac->kiov[n].iov_base = (uint8_t *)req->iov[i].iov_base + skip;
+		ac->kiov[n].iov_len = l;
+		n++;
+		left -= l;
+		skip = 0;
+	}
+	return n;
+}
+
+/* Queue a request behind the others waiting for a kernel slot; @front for a retry. */
+static void aio_req_park(struct aio_ctx *ac, struct aio_req *req, bool front)
+{
+	req->next = NULL;
+	if (ac->pend_head == NULL) {
+		ac->pend_head = ac->pend_tail = req;
+	} else if (front) {
+		req->next = ac->pend_head;
+		ac->pend_head = req;
+	} else {
+		ac->pend_tail->next = req;
+		ac->pend_tail = req;
+	}
+}
+
+/* Synchronous fdatasync on the loop: the documented fallback of old kernels. */
+static void aio_req_sync_now(struct aio_ctx *ac, struct aio_req *req)
+{
+	int rc = fdatasync(ac->fd) < 0 ? -errno : 0;
+
+	aio_req_finish(ac, req, rc);
+}
+
+static void aio_req_issue(struct aio_ctx *ac, struct aio_req *req)
+{
+	struct iocb *cbs[1] = { &req->iocb };
+	int rc;
+
+	if (req->phase == AIO_PHASE_SYNC) {
+		if (!ac->fdsync_ok) {
+			aio_req_sync_now(ac, req);
+			return;
+		}
+		io_prep_fdsync(&req->iocb, ac->fd);
+	} else {
+		int n = aio_req_kiov(ac, req);
+		long long off = (long long)(req->off + req->done);
+
+		if (req->type == SCSITGT_IO_READ) {
+			io_prep_preadv(&req->iocb, ac->fd, ac->kiov, n, off);
+		} else {
+			io_prep_pwritev(&req->iocb, ac->fd, ac->kiov, n, off);
+			if (req->used_dsync) {
+				req->iocb.aio_rw_flags = RWF_DSYNC;
+			}
+		}
+	}
+	io_set_eventfd(&req->iocb, ac->efd);
+	req->iocb.data = req;
+
+	rc = io_submit(ac->ioctx, 1, cbs);
+	if (rc == 1) {
+		ac->inflight++;
+		return;
+	}
+	if (rc == 0) {
+		rc = -EAGAIN;
+	}
+	if (rc == -EAGAIN && ac->inflight > 0) {
+		/* The kernel is full: retry as soon as something completes. */
+		aio_req_park(ac, req, true);
+		return;
+	}
+	if (rc == -EINVAL && req->phase == AIO_PHASE_SYNC) {
+		/* IOCB_CMD_FDSYNC needs Linux 4.18: see the file comment. */
+		ac->fdsync_ok = false;
+		scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
+			     "%s: kernel refuses aio fdsync; flushing with fdatasync() on the loop",
+			     ac->path);
+		aio_req_sync_now(ac, req);
+		return;
+	}
+	if (rc == -EINVAL && req->used_dsync) {
+		/* RWF_DSYNC needs Linux 4.13: write, then flush. */
+		ac->rwf_dsync_ok = false;
+		req->used_dsync = false;
+		req->sync_after = true;
+		scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
+			     "%s: kernel refuses RWF_DSYNC; FUA writes are followed by a flush",
+			     ac->path);
+		aio_req_issue(ac, req);
+		return;
+	}
+	aio_req_finish(ac, req, rc);
+}
+
+/* Issue as many waiting requests as the kernel takes. */
+static void aio_drain_pending(struct aio_ctx *ac)
+{
+	while (ac->pend_head && ac->inflight < ac->queue_depth) {
+		struct aio_req *req = ac->pend_head;
+		unsigned int before = ac->inflight;
+
+		ac->pend_head = req->next;
+		if (ac->pend_head == NULL) {
+			ac->pend_tail = NULL;
+		}
+		aio_req_issue(ac, req);
+		if (ac->inflight == before && ac->pend_head == req) {
+			/* Parked again: the kernel is still full. */
+			break;
+		}
+	}
+}
+
+static void aio_req_start(struct aio_ctx *ac, struct aio_req *req)
+{
+	if (ac->pend_head || ac->inflight >= ac->queue_depth) {
+		aio_req_park(ac, req, false);
+		return;
+	}
+	aio_req_issue(ac, req);
+}
+
+/* Copy between the io's iovecs and the bounce buffer. */
+static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in)
+{
+	uint8_t *p = req->bounce;
+	size_t left = req->len;
+
+	for (int i = 0; i < iovcnt && left > 0; i++) {
+		size_t l = iov[i].iov_len < left ? iov[i].iov_len : left;
+
+		if (in) {
+			memcpy(p, iov[i].iov_base, l);
+		} else {
+			memcpy(iov[i].iov_base, p, l);
+		}
+		p += l;
+		left -= l;
+	}
+}
+
+/* A read or write is complete in the kernel: copy out, flush if FUA needs it, finish. */
+static void aio_req_rw_done(struct aio_ctx *ac, struct aio_req *req)
+{
+	if (req->type == SCSITGT_IO_READ && req->bounce) {
+		int iovcnt;
+		const struct iovec *iov = scsitgt_io_get_iov(req->io, &iovcnt);
+
+		aio_bounce_copy(req, iov, iovcnt, false);
+	}
+	if (req->sync_after) {
+		req->phase = AIO_PHASE_SYNC;
+		aio_req_issue(ac, req);
+		return;
+	}
+	aio_req_finish(ac, req, 0);
+}
+
+/* One kernel completion with result @res (bytes, or a negative errno). */
+static void aio_req_event(struct aio_ctx *ac, struct aio_req *req, long res)
+{
+	size_t left = req->len - req->done;
+	size_t unit;
+	size_t done;
+
+	ac->inflight--;
+	if (req->phase == AIO_PHASE_SYNC) {
+		aio_req_finish(ac, req, res < 0 ? (int)res : 0);
+		return;
+	}
+	if (res < 0) {
+		aio_req_finish(ac, req, (int)res);
+		return;
+	}
+	if (res == 0) {
+		/* Nothing moved: end of file (the file shrank) or a device that gave up. */
+		aio_req_finish(ac, req, -EIO);
+		return;
+	}
+	done = req->done + ((size_t)res < left ? (size_t)res : left);
+	if (done < req->len && ac->direct) {
+		/* The remainder must start aligned again: redo the unaligned tail. */
+		unit = aio_max_u32(ac->off_align, ac->mem_align);
+		done -= done % unit;
+	}
+	if (done >= req->len) {
+		req->done = req->len;
+		aio_req_rw_done(ac, req);
+		return;
+	}
+	if (done == req->done) {
+		if (++req->stalls >= AIO_MAX_STALLS) {
+			aio_req_finish(ac, req, -EIO);
+			return;
+		}
+	} else {
+		req->stalls = 0;
+	}
+	/* SBC-4 does not know partial transfers: resubmit the rest. */
+	req->done = done;
+	aio_req_issue(ac, req);
+}
+
+static void aio_poll_cb(uv_poll_t *handle, int status, int events)
+{
+	struct aio_ctx *ac = handle->data;
+	struct io_event ev[AIO_EVENT_BATCH];
+	uint64_t count;
+	int n;
+
+	(void)events;
+	if (status < 0) {
+		scsitgt__log(&ac->log, SCSITGT_LOG_WARNING, AIO_SUBSYS, "%s: eventfd poll: %s",
+			     ac->path, uv_strerror(status));
+	}
+	/* Clear the eventfd first: events posted after this read signal it again. */
+	if (read(ac->efd, &count, sizeof(count)) < 0) {
+		count = 0;
+	}
+	do {
+		struct timespec zero = { 0, 0 };
+
+		n = io_getevents(ac->ioctx, 0, AIO_EVENT_BATCH, ev, &zero);
+		if (n == -EINTR) {
+			n = AIO_EVENT_BATCH;
+			continue;
+		}
+		if (n < 0) {
+			scsitgt__log(&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
+				     "%s: io_getevents: %s", ac->path, strerror(-n));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			aio_req_event(ac, ev[i].data, (long)ev[i].res);
+		}
+	} while (n == AIO_EVENT_BATCH);
+	aio_drain_pending(ac);
+	aio_close_maybe(ac);
+}
+
+/* Whether the io's data can go to the kernel as it is (O_DIRECT alignment, iovec count). */
+static bool aio_iov_usable(const struct aio_ctx *ac, const struct iovec *iov, int iovcnt,
+			   size_t len)
+{
+	size_t left = len;
+	int used = 0;
+
+	for (int i = 0; i < iovcnt && left > 0; i++) {
+		size_t l = iov[i].iov_len < left ? iov[i].iov_len : left;
+
+		if (l == 0) {
+			continue;
+		}
+		if (++used > AIO_IOV_MAX) {
+			return false;
+		}
+		if (ac->direct && (((uintptr_t)iov[i].iov_base % ac->mem_align) != 0 ||
+				   l % ac->mem_align != 0)) {
+			return false;
+		}
+		left -= l;
+	}
+	return true;
+}
+
+static bool aio_iov_covers(const struct iovec *iov, int iovcnt, size_t len)
+{
+	size_t total = 0;
+
+	for (int i = 0; i < iovcnt && total < len; i++) {
+		total += iov[i].iov_len;
+	}
+	return total >= len;
+}
+
+/* UNMAP and WRITE ZEROES: synchronous fallocate / ioctl (see the file comment). */
+static int aio_deallocate(struct aio_ctx *ac, enum scsitgt_io_type type, uint64_t off,
+			  uint64_t len)
+{
+	uint64_t range[2] = { off, len };
+	int rc;
+
+	if (len == 0) {
+		return 0;
+	}
+	if (type == SCSITGT_IO_UNMAP) {
+		if (!ac->can_unmap) {
+			return -ENOTSUP;
+		}
+		rc = ac->blockdev ? ioctl(ac->fd, BLKDISCARD, range)
+				  : fallocate(ac->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					      (off_t)off, (off_t)len);
+	} else {
+		if (!ac->can_write_zeroes) {
+			return -ENOTSUP;
+		}
+		rc = ac->blockdev ? ioctl(ac->fd, BLKZEROOUT, range)
+				  : fallocate(ac->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+					      (off_t)off, (off_t)len);
+	}
+	if (rc < 0) {
+		rc = errno == EOPNOTSUPP ? -ENOTSUP : -errno;
+	}
+	return rc;
+}
+
+static void aio_submit(void *bctx, struct scsitgt_io *io)
+{
+	struct aio_ctx *ac = bctx;
+	struct aio_req *req = scsitgt_io_get_ctx(io);
+	enum scsitgt_io_type type = scsitgt_io_get_type(io);
+	uint64_t lba = scsitgt_io_get_lba(io);
+	uint32_t nblocks = scsitgt_io_get_num_blocks(io);
+	const struct iovec *iov;
+	int iovcnt;
+
+	req->io = io;
+	req->type = type;
+	req->phase = AIO_PHASE_RW;
+	req->off = lba * ac->block_size;
+	req->len = (size_t)nblocks * ac->block_size;
+	if (!ac->opened || ac->closing) {
+		aio_req_finish(ac, req, -EIO);
+		return;
+	}
+	/* The core checks ranges; a resize may have shrunk the medium since. */
+	if (lba > ac->num_blocks || nblocks > ac->num_blocks - lba) {
+		/* SBC-4: ILLEGAL REQUEST, LOGICAL BLOCK ADDRESS OUT OF RANGE. */
+		scsitgt_io_complete_sense(io, 0x05, 0x21, 0x00);
+		return;
+	}
+	if (type != SCSITGT_IO_READ && ac->read_only) {
+		aio_req_finish(ac, req, -EROFS);
+		return;
+	}
+	switch (type) {
+	case SCSITGT_IO_READ:
+	case SCSITGT_IO_WRITE:
+		break;
+	case SCSITGT_IO_FLUSH:
+		if (ac->write_through) {
+			/* O_DSYNC: nothing volatile to flush. */
+			aio_req_finish(ac, req, 0);
+			return;
+		}
+		/* SBC-4 SYNCHRONIZE CACHE: the whole medium, whatever the range. */
+		req->phase = AIO_PHASE_SYNC;
+		aio_req_start(ac, req);
+		return;
+	case SCSITGT_IO_UNMAP:
+	case SCSITGT_IO_WRITE_ZEROES:
+		aio_req_finish(ac, req, aio_deallocate(ac, type, req->off, req->len));
+		return;
+	default:
+		aio_req_finish(ac, req, -ENOTSUP);
+		return;
+	}
+
+	if (req->len == 0) {
+		aio_req_finish(ac, req, 0);
+		return;
+	}
+	iov = scsitgt_io_get_iov(io, &iovcnt);
+	if (iov == NULL || !aio_iov_covers(iov, iovcnt, req->len)) {
+		aio_req_finish(ac, req, -EFAULT);
+		return;
+	}
+	if (aio_iov_usable(ac, iov, iovcnt, req->len)) {
+		req->iov = iov;
+		req->iovcnt = iovcnt;
+	} else {
+		size_t align = aio_max_u32(ac->mem_align, 4096);
+
+		if (posix_memalign(&req->bounce, align, req->len) != 0) {
+			req->bounce = NULL;
+			aio_req_finish(ac, req, -ENOMEM);
+			return;
+		}
+		if (type == SCSITGT_IO_WRITE) {
+			aio_bounce_copy(req, iov, iovcnt, true);
+		}
+		req->bounce_iov.iov_base = req->bounce;
+		req->bounce_iov.iov_len = req->len;
+		req->iov = &req->bounce_iov;
+		req->iovcnt = 1;
+	}
+	if (type == SCSITGT_IO_WRITE && (scsitgt_io_get_flags(io) & SCSITGT_IO_FLAG_FUA) &&
+	    !ac->write_through) {
+		/* SBC-4 FUA: durable before completion (see the file comment). */
+		if (ac->rwf_dsync_ok) {
+			req->used_dsync = true;
+		} else {
+			req->sync_after = true;
+		}
+	}
+	aio_req_start(ac, req);
+}
+
+static bool aio_supports(void *bctx, enum scsitgt_io_type type)
+{
+	const struct aio_ctx *ac = bctx;
+
+	switch (type) {
+	case SCSITGT_IO_READ:
+		return true;
+	case SCSITGT_IO_WRITE:
+		return !ac->read_only;
+	case SCSITGT_IO_FLUSH:
+		return !ac->read_only && !ac->write_through;
+	case SCSITGT_IO_UNMAP:
+		return !ac->read_only && ac->can_unmap;
+	case SCSITGT_IO_WRITE_ZEROES:
+		return !ac->read_only && ac->can_write_zeroes;
+	}
+	return false;
+}
+
+static const struct scsitgt_backend_ops aio_ops = {
+	.size = sizeof(struct scsitgt_backend_ops),
+	.name = "aio",
+	.io_ctx_size = sizeof(struct aio_req),
+	.open = aio_open,
+	.close = aio_close,
+	.submit = aio_submit,
+	.supports = aio_supports,
+};
+
+SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_aio_ops(void)
+{
+	return &aio_ops;
+}
+
+SCSITGT_EXPORT int scsitgt_backend_aio_resize(void *bctx, uint64_t *num_blocks_out)
+{
+	struct aio_ctx *ac = bctx;
+	uint64_t bytes;
+	int rc;
+
+	if (ac == NULL || !ac->opened) {
+		return -EINVAL;
+	}
+	rc = aio_medium_bytes(ac, &bytes);
+	if (rc < 0) {
+		return rc;
+	}
+	if (bytes / ac->block_size == 0) {
+		return -EINVAL;
+	}
+	if (bytes / ac->block_size != ac->num_blocks) {
+		scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
+			     "%s: capacity %" PRIu64 " -> %" PRIu64 " blocks", ac->path,
+			     ac->num_blocks, bytes / ac->block_size);
+	}
+	ac->num_blocks = bytes / ac->block_size;
+	if (num_blocks_out) {
+		*num_blocks_out = ac->num_blocks;
+	}
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_backend_aio_is_direct(void *bctx)
+{
+	const struct aio_ctx *ac = bctx;
+
+	if (ac == NULL) {
+		return -EINVAL;
+	}
+	return ac->direct ? 1 : 0;
+}
+
+void scsitgt__backend_aio_set_kernel_caps(void *bctx, bool rwf_dsync, bool fdsync)
+{
+	struct aio_ctx *ac = bctx;
+
+	ac->rwf_dsync_ok = rwf_dsync;
+	ac->fdsync_ok = fdsync;
+}

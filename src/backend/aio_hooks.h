@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/* Test hooks of the aio backend (internal, for tests/unit/backend_aio). */
+#ifndef SCSITGT_BACKEND_AIO_HOOKS_H
+#define SCSITGT_BACKEND_AIO_HOOKS_H
+
+#include <stdbool.h>
+
+/*
+ * Pretend the kernel lacks RWF_DSYNC (before Linux 4.13: FUA writes are followed by a flush)
+ * and/or IOCB_CMD_FDSYNC (before 4.18: flushes are a synchronous fdatasync on the loop), so
+ * that the fallback paths run on a current kernel.
+ */
+void scsitgt__backend_aio_set_kernel_caps(void *bctx, bool rwf_dsync, bool fdsync);
+
+#endif /* SCSITGT_BACKEND_AIO_HOOKS_H */

@@ -1,0 +1,960 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The aio backend on real media: a file on /var/tmp (O_DIRECT expected where the file system
+ * does direct I/O), a file on /dev/shm (tmpfs: buffered), and a loop block device where
+ * losetup works. ios go through the core's io path (io_harness.c), so completion statuses are
+ * checked as the sense reasons the core derives from them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "aio_test_util.h"
+#include "backend/aio_hooks.h"
+#include "core/core.h"
+#include "io_harness.h"
+#include "libscsitgt/backend_aio.h"
+
+#define MiB (1024 * 1024)
+
+struct fx {
+	struct harness h;
+	char *path;
+	void *bctx;
+	struct scsitgt_lun *lun;
+	const struct scsitgt_backend_ops *ops;
+	struct scsitgt_backend_aio_opts o;
+};
+
+static struct fx *fx_new(void)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	harness_init(&f->h);
+	f->ops = scsitgt_backend_aio_ops();
+	assert_non_null(f->ops);
+	aio_test_log_clear();
+	return f;
+}
+
+static void fx_free(struct fx *f)
+{
+	harness_fini(&f->h);
+	aio_test_file_remove(f->path);
+	free(f);
+}
+
+/* A scratch file of @size bytes in @dir, or skip the test when @dir cannot hold one. */
+static void fx_file(struct fx *f, const char *dir, off_t size)
+{
+	f->path = aio_test_file(dir, size);
+	if (f->path == NULL) {
+		print_message("no scratch file in %s (%s): skipped\n", dir, strerror(errno));
+		fx_free(f);
+		skip();
+		return;
+	}
+	aio_test_opts(&f->o, &f->h.loop, f->path);
+}
+
+/* Create the backend over f->path with f->o and LUN 0 over it; returns lun_create's code. */
+static int fx_lun(struct fx *f, uint32_t bs, uint64_t nblocks, uint32_t flags)
+{
+	int rc;
+
+	assert_int_equal(scsitgt_backend_aio_create(&f->bctx, &f->o), 0);
+	rc = harness_lun(&f->h, &f->lun, 0, f->ops, f->bctx, bs, nblocks, flags);
+	if (rc < 0) {
+		/* The caller keeps the context on failure (lun.h). */
+		f->ops->close(f->bctx, NULL, NULL);
+		f->bctx = NULL;
+		f->lun = NULL;
+	}
+	return rc;
+}
+
+static struct scsitgt_lun_geometry fx_geo(struct fx *f)
+{
+	struct scsitgt_lun_geometry g = { .size = sizeof(g) };
+
+	assert_int_equal(scsitgt_lun_get_geometry(f->lun, &g), 0);
+	return g;
+}
+
+/* One io with @flags on a fresh command; returns the core's reason. */
+static enum scsitgt__sense_reason fx_io(struct fx *f, enum scsitgt_io_type type, uint64_t lba,
+					uint32_t nblocks, const struct iovec *iov, int iovcnt,
+					uint32_t flags, struct harness_result *out)
+{
+	struct harness_result res = { 0 };
+	struct scsitgt__cmd *cmd = harness_cmd_begin(&f->h, 0);
+
+	assert_int_equal(harness_submit(cmd, &res, type, lba, nblocks, iov, iovcnt, flags), 0);
+	harness_wait(&f->h, &res, 1);
+	harness_cmd_end(cmd);
+	if (out) {
+		*out = res;
+	}
+	return res.reason;
+}
+
+static enum scsitgt__sense_reason fx_buf(struct fx *f, enum scsitgt_io_type type, uint64_t lba,
+					 uint32_t nblocks, void *buf, uint32_t flags)
+{
+	struct iovec v = { buf, (size_t)nblocks * fx_geo(f).block_size };
+
+	return fx_io(f, type, lba, nblocks, &v, 1, flags, NULL);
+}
+
+static void *aligned_buf(size_t len)
+{
+	void *p = NULL;
+
+	assert_int_equal(posix_memalign(&p, 4096, len), 0);
+	return p;
+}
+
+/* Reads of the file bytes at @off equal @expect. */
+#define assert_file_equals(f, off, expect, len)                                                    \
+	assert_true(aio_test_file_equals((f)->path, (off), (expect), (len)))
+
+/*
+ * Whether the backing file holds @expect at @off. A block device has its own page cache in
+ * buffered mode: flush it first (a file shares the page cache with pread, no flush needed).
+ */
+static bool backing_equals(struct fx *f, const char *backing, off_t off, const void *expect,
+			   size_t len)
+{
+	if ((f->path == NULL || strcmp(backing, f->path) != 0) &&
+	    f->ops->supports(f->bctx, SCSITGT_IO_FLUSH)) {
+		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
+				 SCSITGT_SR_OK);
+	}
+	return aio_test_file_equals(backing, off, expect, len);
+}
+
+/*
+ * Round trips that every medium must pass: aligned iovecs, unaligned ones (the bounce path in
+ * O_DIRECT mode), more iovecs than one iocb takes, and the bytes in the backing file.
+ */
+static void roundtrip_suite(struct fx *f, const char *backing)
+{
+	const uint32_t bs = fx_geo(f).block_size;
+	const size_t len = 8 * (size_t)bs;
+	uint8_t *src = aligned_buf(len);
+	uint8_t *dst = aligned_buf(len);
+	uint8_t *u_src = malloc(len + 64);
+	uint8_t *u_dst = malloc(len + 64);
+	struct iovec v[4];
+	struct iovec *many;
+	uint8_t *tiny;
+	const int nmany = 2048;
+
+	assert_non_null(u_src);
+	assert_non_null(u_dst);
+
+	/* Aligned: two page-aligned halves. */
+	aio_test_pattern(src, len, 1);
+	v[0] = (struct iovec){ src, len / 2 };
+	v[1] = (struct iovec){ src + len / 2, len / 2 };
+	assert_int_equal(fx_io(f, SCSITGT_IO_WRITE, 10, 8, v, 2, 0, NULL), SCSITGT_SR_OK);
+	memset(dst, 0, len);
+	v[0] = (struct iovec){ dst, len / 2 };
+	v[1] = (struct iovec){ dst + len / 2, len / 2 };
+	assert_int_equal(fx_io(f, SCSITGT_IO_READ, 10, 8, v, 2, 0, NULL), SCSITGT_SR_OK);
+	assert_memory_equal(src, dst, len);
+	if (backing) {
+		assert_true(backing_equals(f, backing, 10 * (off_t)bs, src, len));
+	}
+
+	/* Unaligned addresses and lengths: bounced in O_DIRECT mode, never refused. */
+	aio_test_pattern(u_src + 1, len, 2);
+	v[0] = (struct iovec){ u_src + 1, 1 };
+	v[1] = (struct iovec){ u_src + 2, 511 };
+	v[2] = (struct iovec){ u_src + 513, 1000 };
+	v[3] = (struct iovec){ u_src + 1513, len - 1512 };
+	assert_int_equal(fx_io(f, SCSITGT_IO_WRITE, 100, 8, v, 4, 0, NULL), SCSITGT_SR_OK);
+	memset(u_dst, 0, len + 64);
+	v[0] = (struct iovec){ u_dst + 3, 7 };
+	v[1] = (struct iovec){ u_dst + 10, len - 72 };
+	v[2] = (struct iovec){ u_dst + 10 + len - 72, 65 };
+	assert_int_equal(fx_io(f, SCSITGT_IO_READ, 100, 8, v, 3, 0, NULL), SCSITGT_SR_OK);
+	assert_memory_equal(u_src + 1, u_dst + 3, len);
+	if (backing) {
+		assert_true(backing_equals(f, backing, 100 * (off_t)bs, u_src + 1, len));
+	}
+
+	/* 2048 two-byte iovecs: more than one iocb takes (UIO_MAXIOV). */
+	many = calloc((size_t)nmany, sizeof(*many));
+	tiny = malloc((size_t)nmany * 2);
+	assert_non_null(many);
+	assert_non_null(tiny);
+	aio_test_pattern(tiny, (size_t)nmany * 2, 3);
+	for (int i = 0; i < nmany; i++) {
+		many[i] = (struct iovec){ tiny + 2 * i, 2 };
+	}
+	assert_int_equal(fx_io(f, SCSITGT_IO_WRITE, 200, (uint32_t)(nmany * 2 / bs), many, nmany, 0,
+			       NULL),
+			 SCSITGT_SR_OK);
+	memset(dst, 0, len);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 200, (uint32_t)(nmany * 2 / bs), dst, 0),
+			 SCSITGT_SR_OK);
+	assert_memory_equal(tiny, dst, (size_t)nmany * 2);
+	memset(tiny, 0, (size_t)nmany * 2);
+	assert_int_equal(fx_io(f, SCSITGT_IO_READ, 200, (uint32_t)(nmany * 2 / bs), many, nmany, 0,
+			       NULL),
+			 SCSITGT_SR_OK);
+	assert_memory_equal(tiny, dst, (size_t)nmany * 2);
+
+	/* FUA write and FLUSH complete, and the data is there. */
+	aio_test_pattern(src, len, 4);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 300, 8, src, SCSITGT_IO_FLAG_FUA),
+			 SCSITGT_SR_OK);
+	if (f->ops->supports(f->bctx, SCSITGT_IO_FLUSH)) {
+		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
+				 SCSITGT_SR_OK);
+	}
+	if (backing) {
+		assert_true(backing_equals(f, backing, 300 * (off_t)bs, src, len));
+	}
+
+	free(many);
+	free(tiny);
+	free(u_src);
+	free(u_dst);
+	free(src);
+	free(dst);
+}
+
+static void test_create_errors(void **state)
+{
+	struct scsitgt_backend_aio_opts o;
+	uv_loop_t loop;
+	void *b = NULL;
+
+	(void)state;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	aio_test_opts(&o, &loop, "/var/tmp");
+	assert_int_equal(o.size, sizeof(o));
+	assert_true(o.direct);
+	assert_int_equal(o.queue_depth, 128);
+	assert_false(o.read_only);
+	assert_false(o.write_through);
+
+	assert_int_equal(scsitgt_backend_aio_create(NULL, &o), -EINVAL);
+	assert_int_equal(scsitgt_backend_aio_create(&b, NULL), -EINVAL);
+	o.loop = NULL;
+	assert_int_equal(scsitgt_backend_aio_create(&b, &o), -EINVAL);
+	o.loop = &loop;
+	o.path = NULL;
+	assert_int_equal(scsitgt_backend_aio_create(&b, &o), -EINVAL);
+	o.path = "/nonexistent-scsitgt/disk.img";
+	assert_int_equal(scsitgt_backend_aio_create(&b, &o), -ENOENT);
+	o.read_only = true;
+	assert_int_equal(scsitgt_backend_aio_create(&b, &o), -ENOENT);
+	o.path = "/var/tmp";
+	assert_int_equal(scsitgt_backend_aio_create(&b, &o), -EISDIR);
+	o.read_only = false;
+	assert_int_equal(scsitgt_backend_aio_create(&b, &o), -EISDIR);
+	/* A character device is neither a file nor a block device. */
+	o.path = "/dev/null";
+	assert_int_equal(scsitgt_backend_aio_create(&b, &o), -EINVAL);
+	assert_null(b);
+
+	assert_int_equal(scsitgt_backend_aio_is_direct(NULL), -EINVAL);
+	assert_int_equal(scsitgt_backend_aio_resize(NULL, NULL), -EINVAL);
+	assert_string_equal(scsitgt_backend_aio_ops()->name, "aio");
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+static void closed_cb(void *arg, int status)
+{
+	assert_int_equal(status, 0);
+	(*(int *)arg)++;
+}
+
+/* A context that was never opened by a LUN is freed by close() at once. */
+static void test_close_unopened(void **state)
+{
+	struct fx *f = fx_new();
+	uint64_t nb;
+	int closed = 0;
+
+	(void)state;
+	fx_file(f, "/var/tmp", 4096);
+	assert_int_equal(scsitgt_backend_aio_create(&f->bctx, &f->o), 0);
+	/* Not opened: resize has no block size yet; the mode is known already. */
+	assert_int_equal(scsitgt_backend_aio_resize(f->bctx, &nb), -EINVAL);
+	assert_true(scsitgt_backend_aio_is_direct(f->bctx) >= 0);
+	f->ops->close(f->bctx, closed_cb, &closed);
+	assert_int_equal(closed, 1);
+	f->bctx = NULL;
+	fx_free(f);
+}
+
+static void test_sizes(void **state)
+{
+	struct fx *f = fx_new();
+	struct scsitgt_lun_geometry g;
+
+	(void)state;
+	/* Smaller than one block: refused. */
+	fx_file(f, "/var/tmp", 511);
+	assert_int_equal(fx_lun(f, 512, 0, 0), -EINVAL);
+	assert_true(aio_test_log_has("less than one block"));
+	aio_test_file_remove(f->path);
+
+	/* Rounded down to whole blocks, block size from the LUN options. */
+	fx_file(f, "/var/tmp", 3 * 4096 + 100);
+	assert_int_equal(fx_lun(f, 4096, 0, 0), 0);
+	g = fx_geo(f);
+	assert_int_equal(g.block_size, 4096);
+	assert_int_equal(g.num_blocks, 3);
+	fx_free(f);
+
+	/* More blocks than the file holds: refused; fewer: taken. */
+	f = fx_new();
+	fx_file(f, "/var/tmp", 64 * 512);
+	assert_int_equal(fx_lun(f, 512, 65, 0), -EINVAL);
+	assert_int_equal(fx_lun(f, 512, 10, 0), 0);
+	assert_int_equal(fx_geo(f).num_blocks, 10);
+	/* Default block size 512. */
+	fx_free(f);
+	f = fx_new();
+	fx_file(f, "/var/tmp", 64 * 512);
+	assert_int_equal(fx_lun(f, 0, 0, 0), 0);
+	assert_int_equal(fx_geo(f).block_size, 512);
+	assert_int_equal(fx_geo(f).num_blocks, 64);
+	fx_free(f);
+}
+
+static void test_file_direct(void **state)
+{
+	struct fx *f = fx_new();
+	struct scsitgt_lun_geometry g;
+	const char *why = NULL;
+
+	(void)state;
+	fx_file(f, "/var/tmp", MiB);
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	g = fx_geo(f);
+	assert_int_equal(g.block_size, 512);
+	assert_int_equal(g.num_blocks, MiB / 512);
+	/* Not write-through: the page cache or the disk's cache may hold writes. */
+	assert_true(g.flags & SCSITGT_GEOMETRY_WRITE_CACHE);
+	assert_true(f->ops->supports(f->bctx, SCSITGT_IO_FLUSH));
+	assert_int_equal(!!(g.flags & SCSITGT_GEOMETRY_LBPRZ),
+			 f->ops->supports(f->bctx, SCSITGT_IO_UNMAP));
+	if (aio_test_fs_direct(f->path, &why)) {
+		assert_int_equal(scsitgt_backend_aio_is_direct(f->bctx), 1);
+		assert_true(aio_test_log_has("direct I/O"));
+	} else {
+		print_message("/var/tmp: %s; O_DIRECT assertion skipped\n", why);
+		assert_int_equal(scsitgt_backend_aio_is_direct(f->bctx), 0);
+		assert_true(aio_test_log_has("buffered I/O"));
+	}
+	roundtrip_suite(f, f->path);
+	fx_free(f);
+}
+
+static void test_file_buffered_requested(void **state)
+{
+	struct fx *f = fx_new();
+
+	(void)state;
+	fx_file(f, "/var/tmp", MiB);
+	f->o.direct = false;
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	assert_int_equal(scsitgt_backend_aio_is_direct(f->bctx), 0);
+	assert_true(fx_geo(f).flags & SCSITGT_GEOMETRY_WRITE_CACHE);
+	roundtrip_suite(f, f->path);
+	fx_free(f);
+}
+
+static void test_tmpfs_buffered(void **state)
+{
+	struct fx *f = fx_new();
+	char *probe;
+	bool zr = false;
+	int fd;
+
+	(void)state;
+	fx_file(f, "/dev/shm", 4 * MiB);
+	/* 4096-byte blocks, so that no alignment argument could be the reason for buffered. */
+	assert_int_equal(fx_lun(f, 4096, 0, 0), 0);
+	assert_int_equal(fx_geo(f).num_blocks, 4 * MiB / 4096);
+	/* tmpfs: the page cache is the medium, direct I/O would only pretend. */
+	assert_int_equal(scsitgt_backend_aio_is_direct(f->bctx), 0);
+	assert_true(aio_test_log_has("buffered I/O"));
+	/* supports() follows what the file system does (probed here independently). */
+	probe = aio_test_file("/dev/shm", 8192);
+	assert_non_null(probe);
+	fd = open(probe, O_RDWR);
+	assert_true(fd >= 0);
+	zr = fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 0, 4096) == 0;
+	assert_int_equal(f->ops->supports(f->bctx, SCSITGT_IO_UNMAP),
+			 fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096) == 0);
+	close(fd);
+	aio_test_file_remove(probe);
+	assert_int_equal(f->ops->supports(f->bctx, SCSITGT_IO_WRITE_ZEROES), zr);
+	roundtrip_suite(f, f->path);
+	if (!zr) {
+		/* Not supported: the core would emulate; a stray one is refused cleanly. */
+		assert_int_equal(fx_io(f, SCSITGT_IO_WRITE_ZEROES, 0, 2, NULL, 0, 0, NULL),
+				 SCSITGT_SR_INVALID_OPCODE);
+	}
+	fx_free(f);
+}
+
+static void test_write_through(void **state)
+{
+	struct fx *f = fx_new();
+	uint8_t *buf = aligned_buf(4096);
+
+	(void)state;
+	fx_file(f, "/var/tmp", MiB);
+	f->o.write_through = true;
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	/* O_DSYNC: no volatile cache, nothing to flush. */
+	assert_false(fx_geo(f).flags & SCSITGT_GEOMETRY_WRITE_CACHE);
+	assert_false(f->ops->supports(f->bctx, SCSITGT_IO_FLUSH));
+	aio_test_pattern(buf, 4096, 9);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 8, 8, buf, SCSITGT_IO_FLAG_FUA),
+			 SCSITGT_SR_OK);
+	assert_file_equals(f, 8 * 512, buf, 4096);
+	assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL), SCSITGT_SR_OK);
+	free(buf);
+	fx_free(f);
+}
+
+static void test_read_only(void **state)
+{
+	struct fx *f = fx_new();
+	uint8_t *buf = aligned_buf(4096);
+	uint8_t *zero = calloc(1, 4096);
+
+	(void)state;
+	fx_file(f, "/var/tmp", MiB);
+	f->o.read_only = true;
+	assert_int_equal(fx_lun(f, 512, 0, SCSITGT_LUN_READ_ONLY), 0);
+	assert_false(f->ops->supports(f->bctx, SCSITGT_IO_WRITE));
+	assert_false(f->ops->supports(f->bctx, SCSITGT_IO_FLUSH));
+	assert_false(f->ops->supports(f->bctx, SCSITGT_IO_UNMAP));
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 0, 8, buf, 0), SCSITGT_SR_OK);
+	assert_memory_equal(buf, zero, 4096);
+	/* A write that reaches the backend anyway: DATA PROTECT, WRITE PROTECTED. */
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, 8, buf, 0), SCSITGT_SR_WRITE_PROTECTED);
+	free(zero);
+	free(buf);
+	fx_free(f);
+}
+
+static blkcnt_t file_blocks(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_blocks;
+}
+
+/* UNMAP punches holes that read back as zeros; WRITE ZEROES zeroes in place. */
+static void thin_suite(struct fx *f)
+{
+	const size_t len = 2 * MiB;
+	uint8_t *src = aligned_buf(len);
+	uint8_t *dst = aligned_buf(len);
+	uint8_t *zero = calloc(1, len);
+	blkcnt_t before;
+	blkcnt_t after;
+
+	assert_non_null(zero);
+	if (!f->ops->supports(f->bctx, SCSITGT_IO_UNMAP)) {
+		print_message("%s: no hole punching here; UNMAP not tested\n", f->path);
+	} else {
+		assert_true(fx_geo(f).flags & SCSITGT_GEOMETRY_LBPRZ);
+		aio_test_pattern(src, len, 5);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, (uint32_t)(len / 512), src,
+					SCSITGT_IO_FLAG_FUA),
+				 SCSITGT_SR_OK);
+		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
+				 SCSITGT_SR_OK);
+		before = file_blocks(f->path);
+		/* The middle MiB, 4 KiB aligned so that whole file system blocks go. */
+		assert_int_equal(fx_io(f, SCSITGT_IO_UNMAP, 1024, 2048, NULL, 0, 0, NULL),
+				 SCSITGT_SR_OK);
+		after = file_blocks(f->path);
+		assert_true(after < before);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 0, (uint32_t)(len / 512), dst, 0),
+				 SCSITGT_SR_OK);
+		assert_memory_equal(dst, src, 512 * 1024);
+		assert_memory_equal(dst + 512 * 1024, zero, MiB);
+		assert_memory_equal(dst + 512 * 3072, src + 512 * 3072, 512 * 1024);
+		assert_file_equals(f, 512 * 1024, zero, MiB);
+	}
+	if (!f->ops->supports(f->bctx, SCSITGT_IO_WRITE_ZEROES)) {
+		print_message("%s: no zero range here; WRITE ZEROES not tested\n", f->path);
+	} else {
+		aio_test_pattern(src, len, 6);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, (uint32_t)(len / 512), src, 0),
+				 SCSITGT_SR_OK);
+		/* Unaligned to file system blocks on purpose: 7 blocks from LBA 3. */
+		assert_int_equal(fx_io(f, SCSITGT_IO_WRITE_ZEROES, 3, 7, NULL, 0, 0, NULL),
+				 SCSITGT_SR_OK);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 0, 16, dst, 0), SCSITGT_SR_OK);
+		assert_memory_equal(dst, src, 3 * 512);
+		assert_memory_equal(dst + 3 * 512, zero, 7 * 512);
+		assert_memory_equal(dst + 10 * 512, src + 10 * 512, 6 * 512);
+		assert_file_equals(f, 3 * 512, zero, 7 * 512);
+		assert_file_equals(f, 10 * 512, src + 10 * 512, 6 * 512);
+	}
+	free(zero);
+	free(src);
+	free(dst);
+}
+
+static void test_thin_file(void **state)
+{
+	struct fx *f = fx_new();
+
+	(void)state;
+	fx_file(f, "/var/tmp", 4 * MiB);
+	assert_int_equal(fx_lun(f, 512, 0, SCSITGT_LUN_THIN), 0);
+	thin_suite(f);
+	fx_free(f);
+}
+
+static void test_thin_tmpfs(void **state)
+{
+	struct fx *f = fx_new();
+
+	(void)state;
+	fx_file(f, "/dev/shm", 4 * MiB);
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	thin_suite(f);
+	fx_free(f);
+}
+
+/* Shrunk from outside: reads past the new end fail with MEDIUM ERROR, never succeed short. */
+static void test_read_past_eof(void **state)
+{
+	struct fx *f = fx_new();
+	uint8_t *buf = aligned_buf(8 * 512);
+	struct harness_result res;
+	uint64_t nb = 0;
+
+	(void)state;
+	fx_file(f, "/var/tmp", MiB);
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	aio_test_pattern(buf, 8 * 512, 7);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 1500, 8, buf, 0), SCSITGT_SR_OK);
+	assert_int_equal(truncate(f->path, MiB / 2), 0);
+	/* Wholly past the end: nothing is read. */
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 1500, 8, buf, 0), SCSITGT_SR_READ_ERROR);
+	assert_true(aio_test_log_has("Input/output error"));
+	/* Straddling the end: the first half arrives, the rest cannot. */
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 1020, 8, buf, 0), SCSITGT_SR_READ_ERROR);
+	/* Within the file: fine. */
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 1016, 8, buf, 0), SCSITGT_SR_OK);
+	/* After resize the backend refuses the range itself: LBA OUT OF RANGE. */
+	assert_int_equal(scsitgt_backend_aio_resize(f->bctx, &nb), 0);
+	assert_int_equal(nb, 1024);
+	assert_int_equal(fx_io(f, SCSITGT_IO_READ, 1500, 8,
+			       &(struct iovec){ buf, 8 * 512 }, 1, 0, &res),
+			 SCSITGT_SR_RAW);
+	assert_int_equal(res.raw.key, 0x5);
+	assert_int_equal(res.raw.asc, 0x21);
+	free(buf);
+	fx_free(f);
+}
+
+static void test_resize(void **state)
+{
+	struct fx *f = fx_new();
+	uint8_t *buf = aligned_buf(4096);
+	uint8_t *back = aligned_buf(4096);
+	struct harness_result res;
+	uint64_t nb = 0;
+
+	(void)state;
+	fx_file(f, "/var/tmp", MiB);
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	aio_test_pattern(buf, 4096, 8);
+	/* Beyond the capacity: LBA OUT OF RANGE from the backend. */
+	assert_int_equal(fx_io(f, SCSITGT_IO_WRITE, 3000, 8, &(struct iovec){ buf, 4096 }, 1, 0,
+			       &res),
+			 SCSITGT_SR_RAW);
+	assert_int_equal(res.raw.asc, 0x21);
+	/* Grown from outside (not to a whole block: rounded down). */
+	assert_int_equal(truncate(f->path, 2 * MiB + 100), 0);
+	assert_int_equal(scsitgt_backend_aio_resize(f->bctx, &nb), 0);
+	assert_int_equal(nb, 2 * MiB / 512);
+	assert_true(aio_test_log_has("capacity 2048 -> 4096 blocks"));
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 3000, 8, buf, 0), SCSITGT_SR_OK);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 3000, 8, back, 0), SCSITGT_SR_OK);
+	assert_memory_equal(buf, back, 4096);
+	assert_file_equals(f, 3000 * 512, buf, 4096);
+	/* Shrunk below one block: refused, the capacity stays. */
+	assert_int_equal(truncate(f->path, 100), 0);
+	assert_int_equal(scsitgt_backend_aio_resize(f->bctx, &nb), -EINVAL);
+	assert_int_equal(nb, 4096);
+	free(buf);
+	free(back);
+	fx_free(f);
+}
+
+/*
+ * A write cut short by the kernel (RLIMIT_FSIZE truncates it at the limit) is resubmitted for
+ * the rest, which then fails with EFBIG: reported as SPACE ALLOCATION FAILED, never as done.
+ */
+static void test_short_write_then_enospc(void **state)
+{
+	struct fx *f = fx_new();
+	uint8_t *buf = aligned_buf(4 * 512);
+	struct rlimit old;
+	struct rlimit lim;
+	void (*old_sig)(int);
+	enum scsitgt__sense_reason r;
+
+	(void)state;
+	fx_file(f, "/var/tmp", MiB);
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	aio_test_pattern(buf, 4 * 512, 10);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = MiB - 1024;
+	old_sig = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	r = fx_buf(f, SCSITGT_IO_WRITE, MiB / 512 - 4, 4, buf, 0);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, old_sig);
+	assert_int_equal(r, SCSITGT_SR_SPACE_ALLOC_FAILED);
+	/* The part below the limit was written (the short write was real). */
+	assert_file_equals(f, MiB - 2048, buf, 1024);
+	free(buf);
+	fx_free(f);
+}
+
+/* More ios than the kernel queue holds: the rest wait and all complete. */
+static void test_queue_depth(void **state)
+{
+	enum { N = 40 };
+	struct fx *f = fx_new();
+	struct harness_result res[N];
+	struct scsitgt__cmd *cmd[N];
+	struct iovec v[N];
+	uint8_t *buf = aligned_buf(N * 512);
+	uint8_t *back = aligned_buf(N * 512);
+
+	(void)state;
+	fx_file(f, "/var/tmp", MiB);
+	f->o.queue_depth = 2;
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	memset(res, 0, sizeof(res));
+	aio_test_pattern(buf, N * 512, 11);
+	for (int i = 0; i < N; i++) {
+		cmd[i] = harness_cmd_begin(&f->h, 0);
+		v[i] = (struct iovec){ buf + i * 512, 512 };
+		/* Every other one unaligned in length split: still one block. */
+		assert_int_equal(harness_submit(cmd[i], &res[i], SCSITGT_IO_WRITE,
+						(uint64_t)(N - 1 - i) * 3, 1, &v[i], 1,
+						i % 3 == 0 ? SCSITGT_IO_FLAG_FUA : 0),
+				 0);
+	}
+	for (int i = 0; i < N; i++) {
+		harness_wait(&f->h, &res[i], 1);
+		assert_int_equal(res[i].reason, SCSITGT_SR_OK);
+		harness_cmd_end(cmd[i]);
+	}
+	memset(res, 0, sizeof(res));
+	for (int i = 0; i < N; i++) {
+		cmd[i] = harness_cmd_begin(&f->h, 0);
+		v[i] = (struct iovec){ back + i * 512, 512 };
+		assert_int_equal(harness_submit(cmd[i], &res[i], SCSITGT_IO_READ,
+						(uint64_t)(N - 1 - i) * 3, 1, &v[i], 1, 0),
+				 0);
+	}
+	for (int i = 0; i < N; i++) {
+		harness_wait(&f->h, &res[i], 1);
+		assert_int_equal(res[i].reason, SCSITGT_SR_OK);
+		harness_cmd_end(cmd[i]);
+	}
+	assert_memory_equal(buf, back, N * 512);
+	for (int i = 0; i < N; i++) {
+		assert_file_equals(f, (off_t)(N - 1 - i) * 3 * 512, buf + i * 512, 512);
+	}
+	free(buf);
+	free(back);
+	fx_free(f);
+}
+
+/*
+ * Older kernels: without RWF_DSYNC a FUA write is followed by an aio fdsync before it
+ * completes; without IOCB_CMD_FDSYNC the flushes are fdatasync() calls on the loop.
+ */
+static void test_kernel_fallbacks(void **state)
+{
+	struct fx *f = fx_new();
+	uint8_t *buf = aligned_buf(8 * 512);
+	uint8_t *back = aligned_buf(8 * 512);
+
+	(void)state;
+	fx_file(f, "/var/tmp", MiB);
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	for (int caps = 0; caps < 2; caps++) {
+		scsitgt__backend_aio_set_kernel_caps(f->bctx, false, caps == 0);
+		aio_test_pattern(buf, 8 * 512, 30 + (uint32_t)caps);
+		/* Unaligned too: the bounce buffer lives through the flush phase. */
+		assert_int_equal(fx_io(f, SCSITGT_IO_WRITE, 40, 8,
+				       (struct iovec[]){ { buf, 1000 }, { buf + 1000, 3096 } }, 2,
+				       SCSITGT_IO_FLAG_FUA, NULL),
+				 SCSITGT_SR_OK);
+		assert_file_equals(f, 40 * 512, buf, 8 * 512);
+		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
+				 SCSITGT_SR_OK);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 40, 8, back, 0), SCSITGT_SR_OK);
+		assert_memory_equal(buf, back, 8 * 512);
+	}
+	free(buf);
+	free(back);
+	fx_free(f);
+}
+
+/* Run a command line; its first output line into @out (may be NULL). 0 on exit status 0. */
+static int run_cmd(const char *cmdline, char *out, size_t outlen)
+{
+	FILE *p = popen(cmdline, "r");
+	char line[256] = "";
+	int st;
+
+	if (p == NULL) {
+		return -1;
+	}
+	if (fgets(line, sizeof(line), p) == NULL) {
+		line[0] = '\0';
+	}
+	st = pclose(p);
+	line[strcspn(line, "\n")] = '\0';
+	if (out) {
+		snprintf(out, outlen, "%s", line);
+	}
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* The loop device and backing file of test_block_device, released by its teardown even when
+ * an assertion fails half-way (a loop device outlives the process). */
+static char loop_dev[128];
+static char *loop_backing;
+
+/* Attach @file to a loop device (sector size @ss) as loop_dev; false with a message when
+ * impossible. */
+static bool loop_attach(const char *file, unsigned int ss)
+{
+	char cmdline[512];
+	char out[256];
+
+	snprintf(cmdline, sizeof(cmdline), "losetup -f --show --sector-size %u '%s' 2>&1", ss,
+		 file);
+	if (run_cmd(cmdline, out, sizeof(out)) < 0 || strncmp(out, "/dev/loop", 9) != 0 ||
+	    strlen(out) >= sizeof(loop_dev)) {
+		print_message("losetup does not work here (%s): block device test skipped\n",
+			      out);
+		return false;
+	}
+	memcpy(loop_dev, out, strlen(out) + 1);
+	return true;
+}
+
+static void loop_detach(void)
+{
+	char cmdline[256];
+
+	if (loop_dev[0] == '\0') {
+		return;
+	}
+	snprintf(cmdline, sizeof(cmdline), "losetup -d '%s' 2>&1", loop_dev);
+	(void)run_cmd(cmdline, NULL, 0);
+	loop_dev[0] = '\0';
+}
+
+static int loop_teardown(void **state)
+{
+	(void)state;
+	loop_detach();
+	aio_test_file_remove(loop_backing);
+	loop_backing = NULL;
+	return 0;
+}
+
+static void test_block_device(void **state)
+{
+	struct fx *f = fx_new();
+	struct scsitgt_lun_geometry g;
+
+	(void)state;
+	loop_backing = aio_test_file("/var/tmp", 8 * MiB);
+	assert_non_null(loop_backing);
+	if (!loop_attach(loop_backing, 512)) {
+		fx_free(f);
+		skip();
+		return;
+	}
+	aio_test_opts(&f->o, &f->h.loop, loop_dev);
+	assert_int_equal(fx_lun(f, 0, 0, 0), 0);
+	g = fx_geo(f);
+	/* Block size and capacity from the device (BLKSSZGET, BLKGETSIZE64). */
+	assert_int_equal(g.block_size, 512);
+	assert_int_equal(g.num_blocks, 8 * MiB / 512);
+	print_message("%s: %s I/O, physical exponent %u, flags 0x%x\n", loop_dev,
+		      scsitgt_backend_aio_is_direct(f->bctx) ? "direct" : "buffered",
+		      g.physical_block_exponent, g.flags);
+	assert_true(aio_test_log_has("block device"));
+	/* Discarded device blocks are not promised to read as zeros. */
+	assert_false(g.flags & SCSITGT_GEOMETRY_LBPRZ);
+	roundtrip_suite(f, loop_backing);
+	if (f->ops->supports(f->bctx, SCSITGT_IO_UNMAP)) {
+		assert_int_equal(fx_io(f, SCSITGT_IO_UNMAP, 0, 2048, NULL, 0, 0, NULL),
+				 SCSITGT_SR_OK);
+	}
+	if (f->ops->supports(f->bctx, SCSITGT_IO_WRITE_ZEROES)) {
+		uint8_t *buf = aligned_buf(4096);
+		uint8_t zero[4096] = { 0 };
+
+		assert_int_equal(fx_io(f, SCSITGT_IO_WRITE_ZEROES, 300, 8, NULL, 0, 0, NULL),
+				 SCSITGT_SR_OK);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 300, 8, buf, 0), SCSITGT_SR_OK);
+		assert_memory_equal(buf, zero, 4096);
+		free(buf);
+	}
+	harness_fini(&f->h);
+	loop_detach();
+
+	/* A 4096-byte sector device: its block size by default, 512 refused. */
+	harness_init(&f->h);
+	if (loop_attach(loop_backing, 4096)) {
+		aio_test_opts(&f->o, &f->h.loop, loop_dev);
+		assert_int_equal(fx_lun(f, 512, 0, 0), -EINVAL);
+		assert_true(aio_test_log_has("block size 512 below the device's 4096"));
+		assert_int_equal(fx_lun(f, 0, 0, 0), 0);
+		g = fx_geo(f);
+		assert_int_equal(g.block_size, 4096);
+		assert_int_equal(g.num_blocks, 8 * MiB / 4096);
+		roundtrip_suite(f, loop_backing);
+		harness_fini(&f->h);
+		loop_detach();
+		harness_init(&f->h);
+	}
+	fx_free(f);
+}
+
+/* The child of the durability test: FUA writes of block i, acknowledging each on @ackfd. */
+static void durability_child(const char *path, int ackfd)
+{
+	struct fx f = { 0 };
+	uint8_t *buf = aligned_buf(512);
+
+	harness_init(&f.h);
+	f.ops = scsitgt_backend_aio_ops();
+	aio_test_opts(&f.o, &f.h.loop, path);
+	f.path = (char *)path;
+	if (fx_lun(&f, 512, 0, 0) < 0) {
+		_exit(2);
+	}
+	for (uint32_t i = 0;; i = (i + 1) % 2048) {
+		aio_test_pattern(buf, 512, i + 100);
+		if (fx_buf(&f, SCSITGT_IO_WRITE, i, 1, buf, SCSITGT_IO_FLAG_FUA) != SCSITGT_SR_OK) {
+			_exit(3);
+		}
+		/* Acknowledge only after the FUA write completed. */
+		if (write(ackfd, &i, sizeof(i)) != (ssize_t)sizeof(i)) {
+			_exit(4);
+		}
+	}
+}
+
+/*
+ * Durability: a process writing with FUA is killed with SIGKILL; every write it saw complete
+ * is in the file afterwards.
+ */
+static void test_durability_kill9(void **state)
+{
+	char *path = aio_test_file("/var/tmp", MiB);
+	int p[2];
+	pid_t pid;
+	uint32_t idx;
+	uint32_t acked = 0;
+	uint32_t last = 0;
+	uint8_t expect[512];
+	int st;
+
+	(void)state;
+	assert_non_null(path);
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		durability_child(path, p[1]);
+		_exit(0);
+	}
+	close(p[1]);
+	/* Let it write a while, then kill it in the middle of its work. */
+	while (acked < 64 && read(p[0], &idx, sizeof(idx)) == (ssize_t)sizeof(idx)) {
+		last = idx;
+		acked++;
+	}
+	assert_int_equal(acked, 64);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGKILL);
+	/* Acknowledgements already in the pipe count too. */
+	while (read(p[0], &idx, sizeof(idx)) == (ssize_t)sizeof(idx)) {
+		last = idx;
+		acked++;
+	}
+	close(p[0]);
+	assert_true(last < 2048);
+	for (uint32_t i = 0; i <= last && i < acked; i++) {
+		aio_test_pattern(expect, 512, i + 100);
+		assert_true(aio_test_file_equals(path, (off_t)i * 512, expect, 512));
+	}
+	aio_test_file_remove(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_create_errors),
+		cmocka_unit_test(test_close_unopened),
+		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_file_direct),
+		cmocka_unit_test(test_file_buffered_requested),
+		cmocka_unit_test(test_tmpfs_buffered),
+		cmocka_unit_test(test_write_through),
+		cmocka_unit_test(test_read_only),
+		cmocka_unit_test(test_thin_file),
+		cmocka_unit_test(test_thin_tmpfs),
+		cmocka_unit_test(test_read_past_eof),
+		cmocka_unit_test(test_resize),
+		cmocka_unit_test(test_short_write_then_enospc),
+		cmocka_unit_test(test_queue_depth),
+		cmocka_unit_test(test_kernel_fallbacks),
+		cmocka_unit_test_teardown(test_block_device, loop_teardown),
+		cmocka_unit_test(test_durability_kill9),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The aio backend under SCSI commands (tests/support loop fabric): READ/WRITE with FUA,
+ * SYNCHRONIZE CACHE, READ CAPACITY (16) provisioning bits, and a medium that fails (the file
+ * shrank from outside) reporting MEDIUM ERROR while another LUN of the target carries on.
+ */
+#include <errno.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+#include "aio_test_util.h"
+#include "core/scsi_spec.h"
+#include "libscsitgt/backend_aio.h"
+
+#define AIO_LUN 0
+#define RAM_LUN 1
+#define FILE_BYTES (1024 * 1024)
+
+struct sctx {
+	struct loop_fabric *lf;
+	char *path;
+	void *bctx;
+	struct lf_result r;
+	uint8_t cdb[CDB_BUF];
+};
+
+static int setup(void **state)
+{
+	struct sctx *s = calloc(1, sizeof(*s));
+	struct scsitgt_backend_aio_opts ao;
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_lun *lun;
+	void *ram;
+
+	assert_non_null(s);
+	assert_int_equal(loop_fabric_create(&s->lf, NULL), 0);
+	s->path = aio_test_file("/var/tmp", FILE_BYTES);
+	assert_non_null(s->path);
+	aio_test_opts(&ao, &s->lf->loop, s->path);
+	assert_int_equal(scsitgt_backend_aio_create(&s->bctx, &ao), 0);
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.id = AIO_LUN;
+	lo.block_size = 512;
+	lo.flags = SCSITGT_LUN_WRITE_CACHE;
+	lo.backend = scsitgt_backend_aio_ops();
+	lo.backend_ctx = s->bctx;
+	assert_int_equal(scsitgt_lun_create(&lun, s->lf->tgt, &lo), 0);
+
+	assert_int_equal(scsitgt_backend_ram_create(&ram), 0);
+	lo.id = RAM_LUN;
+	lo.num_blocks = 2048;
+	lo.flags = 0;
+	lo.backend = scsitgt_backend_ram_ops();
+	lo.backend_ctx = ram;
+	assert_int_equal(scsitgt_lun_create(&lun, s->lf->tgt, &lo), 0);
+	*state = s;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct sctx *s = *state;
+
+	lf_result_clear(&s->r);
+	loop_fabric_destroy(s->lf);
+	aio_test_file_remove(s->path);
+	free(s);
+	return 0;
+}
+
+static struct lf_result *run(struct sctx *s, uint64_t lun, size_t len, const void *dout,
+			     size_t dout_len)
+{
+	lf_result_clear(&s->r);
+	loop_fabric_run(s->lf, lun, s->cdb, len, dout, dout_len, &s->r);
+	return &s->r;
+}
+
+static void test_rw_fua_sync(void **state)
+{
+	struct sctx *s = *state;
+	uint8_t data[8 * 512];
+	struct lf_result *r;
+
+	aio_test_pattern(data, sizeof(data), 21);
+	/* WRITE (10) with FUA (SBC-4 §5.39: byte 1 bit 3). */
+	r = run(s, AIO_LUN, cdb_rw(s->cdb, SBC_WRITE_10, 16, 8, 0x08), data, sizeof(data));
+	assert_good(r);
+	assert_true(aio_test_file_equals(s->path, 16 * 512, data, sizeof(data)));
+	r = run(s, AIO_LUN, cdb_rw(s->cdb, SBC_READ_10, 16, 8, 0), NULL, 0);
+	assert_good(r);
+	assert_int_equal(r->data_len, sizeof(data));
+	assert_memory_equal(r->data, data, sizeof(data));
+	/* Plain write, then SYNCHRONIZE CACHE (10) over the whole medium. */
+	aio_test_pattern(data, sizeof(data), 22);
+	r = run(s, AIO_LUN, cdb_rw(s->cdb, SBC_WRITE_10, 100, 8, 0), data, sizeof(data));
+	assert_good(r);
+	r = run(s, AIO_LUN, cdb_sync_cache10(s->cdb, 0, 0, false), NULL, 0);
+	assert_good(r);
+	assert_true(aio_test_file_equals(s->path, 100 * 512, data, sizeof(data)));
+}
+
+static void test_capacity(void **state)
+{
+	struct sctx *s = *state;
+	struct lf_result *r;
+
+	r = run(s, AIO_LUN, cdb_read_capacity16(s->cdb, 32), NULL, 0);
+	assert_good(r);
+	/* SBC-4 §5.20.2: RETURNED LOGICAL BLOCK ADDRESS is the last LBA. */
+	assert_int_equal(get_be64(&r->data[0]), FILE_BYTES / 512 - 1);
+	assert_int_equal(get_be32(&r->data[8]), 512);
+}
+
+/* The file shrinks under the LUN: MEDIUM ERROR for what is gone, the rest still works. */
+static void test_medium_error(void **state)
+{
+	struct sctx *s = *state;
+	uint8_t data[4 * 512];
+	struct lf_result *r;
+
+	assert_int_equal(truncate(s->path, FILE_BYTES / 4), 0);
+	r = run(s, AIO_LUN, cdb_rw(s->cdb, SBC_READ_10, 1000, 4, 0), NULL, 0);
+	/* SPC-5 sense key MEDIUM ERROR, UNRECOVERED READ ERROR. */
+	assert_sense(r, 0x3, 0x11, 0x00);
+	r = run(s, AIO_LUN, cdb_rw(s->cdb, SBC_READ_10, 0, 4, 0), NULL, 0);
+	assert_good(r);
+	/* Another LUN of the target does not care. */
+	aio_test_pattern(data, sizeof(data), 23);
+	r = run(s, RAM_LUN, cdb_rw(s->cdb, SBC_WRITE_10, 7, 4, 0), data, sizeof(data));
+	assert_good(r);
+	r = run(s, RAM_LUN, cdb_rw(s->cdb, SBC_READ_10, 7, 4, 0), NULL, 0);
+	assert_good(r);
+	assert_memory_equal(r->data, data, sizeof(data));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_rw_fua_sync, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_capacity, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_medium_error, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
