@@ -1,10 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file iscsi.h
- * iSCSI transport: portals, negotiation parameters and authentication.
+ * iSCSI transport (RFC 7143 over TCP): portals, negotiation parameters, CHAP authentication
+ * and login redirection.
+ *
+ * A portal is an address, a TCP port and a target portal group tag (TPGT) owned by the engine.
+ * Every target of the engine is reachable through every portal, and discovery sessions
+ * (SendTargets) list every portal of every target the initiator may see. Per-target settings
+ * (negotiation parameters, CHAP credentials, a redirect hook) are kept with the target and
+ * dropped when it is destroyed.
  */
 #ifndef LIBSCSITGT_ISCSI_H
 #define LIBSCSITGT_ISCSI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "common.h"
 #include "engine.h"
@@ -13,6 +24,276 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** A listening iSCSI portal of an engine. Opaque. */
+struct scsitgt_portal;
+
+/** Digest choice for HeaderDigest and DataDigest (RFC 7143 §13.1). */
+enum scsitgt_iscsi_digest {
+	/** Accept CRC32C or None, whichever the initiator lists first. The default. */
+	SCSITGT_ISCSI_DIGEST_ANY = 0,
+	/** Accept only None: digests off. */
+	SCSITGT_ISCSI_DIGEST_NONE = 1,
+	/** Accept only CRC32C: logins that do not offer it fail the negotiation. */
+	SCSITGT_ISCSI_DIGEST_CRC32C = 2,
+};
+
+/** CHAP algorithm bits for scsitgt_iscsi_params::chap_algorithms (RFC 7143 §12.1.3). */
+#define SCSITGT_ISCSI_CHAP_MD5 (1u << 0)
+/** CHAP with SHA-1. */
+#define SCSITGT_ISCSI_CHAP_SHA1 (1u << 1)
+/** CHAP with SHA-256. */
+#define SCSITGT_ISCSI_CHAP_SHA256 (1u << 2)
+/** CHAP with SHA3-256. */
+#define SCSITGT_ISCSI_CHAP_SHA3_256 (1u << 3)
+/** Every CHAP algorithm the library implements. */
+#define SCSITGT_ISCSI_CHAP_ALL 0xfu
+
+/** Options of scsitgt_portal_create(). Initialise with scsitgt_portal_opts_init(). */
+struct scsitgt_portal_opts {
+	/** sizeof(struct scsitgt_portal_opts), set by scsitgt_portal_opts_init(). */
+	size_t size;
+	/**
+	 * Numeric IPv4 or IPv6 address to bind ("0.0.0.0", "::", "127.0.0.1", "::1"), without
+	 * brackets. Default "0.0.0.0". Copied.
+	 */
+	const char *address;
+	/** TCP port; 0 binds an ephemeral port (see scsitgt_portal_get_port()). Default 3260. */
+	uint16_t port;
+	/** Target portal group tag, 1..65535 (RFC 7143 §13.9). Default 1. */
+	uint16_t tpgt;
+	/** listen(2) backlog. Default 128. */
+	int backlog;
+};
+
+/**
+ * iSCSI negotiation and session parameters of a target. Initialise with
+ * scsitgt_iscsi_params_init(); the defaults favour throughput.
+ */
+struct scsitgt_iscsi_params {
+	/** sizeof(struct scsitgt_iscsi_params), set by scsitgt_iscsi_params_init(). */
+	size_t size;
+	/** MaxRecvDataSegmentLength we declare, 512..16777215. Default 262144. */
+	uint32_t max_recv_data_segment_length;
+	/** MaxBurstLength offered, 512..16777215. Default 16776192. */
+	uint32_t max_burst_length;
+	/** FirstBurstLength offered, 512..16777215. Default 262144. */
+	uint32_t first_burst_length;
+	/** ImmediateData offered. Default true. */
+	bool immediate_data;
+	/** InitialR2T offered. Default false. */
+	bool initial_r2t;
+	/** MaxOutstandingR2T offered, 1..65535. Default 16. */
+	uint32_t max_outstanding_r2t;
+	/** HeaderDigest accepted. Default ::SCSITGT_ISCSI_DIGEST_ANY. */
+	enum scsitgt_iscsi_digest header_digest;
+	/** DataDigest accepted. Default ::SCSITGT_ISCSI_DIGEST_ANY. */
+	enum scsitgt_iscsi_digest data_digest;
+	/** DefaultTime2Wait offered (seconds), 0..3600. Default 2. */
+	uint32_t default_time2wait;
+	/** DefaultTime2Retain offered (seconds), 0..3600. Default 20. */
+	uint32_t default_time2retain;
+	/** MaxConnections per session, 1..65535. Default 1 (only 1 is implemented). */
+	uint32_t max_connections;
+	/** ErrorRecoveryLevel offered. Only 0 is implemented. Default 0. */
+	uint32_t error_recovery_level;
+	/** Commands a session may have outstanding (the CmdSN window), 1..4096. Default 128. */
+	uint32_t queue_depth;
+	/** Send a NOP-In ping after this many ms without input; 0 disables. Default 5000. */
+	uint32_t nop_interval_ms;
+	/** Drop the connection when a ping is not answered within this time. Default 15000. */
+	uint32_t nop_timeout_ms;
+	/** Drop connections that have not completed login within this time. Default 15000. */
+	uint32_t login_timeout_ms;
+	/** CHAP algorithms accepted, SCSITGT_ISCSI_CHAP_* bits. Default ::SCSITGT_ISCSI_CHAP_ALL. */
+	uint32_t chap_algorithms;
+};
+
+/** Answer of a redirect hook (RFC 7143 §11.13.5, Status-Class 1). */
+enum scsitgt_iscsi_redirect {
+	/** Let the login proceed here. */
+	SCSITGT_ISCSI_REDIRECT_NONE = 0,
+	/** Answer "target moved temporarily" (0x0101) with the given address. */
+	SCSITGT_ISCSI_REDIRECT_TEMPORARY = 1,
+	/** Answer "target moved permanently" (0x0102) with the given address. */
+	SCSITGT_ISCSI_REDIRECT_PERMANENT = 2,
+};
+
+/**
+ * Login redirection hook, asked once per login of a normal session to the target, after the
+ * initiator's name is known and before authentication.
+ *
+ * @param cb_arg         The argument given to scsitgt_iscsi_target_set_redirect().
+ * @param tgt            The target logged in to.
+ * @param initiator_name The initiator's InitiatorName.
+ * @param address        Receives the TargetAddress value, "host[:port][,tpgt]" (IPv6 hosts
+ *                       in brackets), NUL-terminated, when the answer redirects.
+ * @param address_size   Size of @p address (at least 256 bytes).
+ * @return Whether and how to redirect. Answers other than NONE need a non-empty address.
+ *
+ * Loop: home (called synchronously during login).
+ */
+typedef enum scsitgt_iscsi_redirect (*scsitgt_iscsi_redirect_cb)(void *cb_arg,
+								   struct scsitgt_target *tgt,
+								   const char *initiator_name,
+								   char *address,
+								   size_t address_size);
+
+/**
+ * Fill @p opts with the defaults.
+ *
+ * @param opts The options to fill.
+ * @param size sizeof(*opts) as the caller was compiled.
+ *
+ * Thread-safe.
+ */
+SCSITGT_EXPORT void scsitgt_portal_opts_init(struct scsitgt_portal_opts *opts, size_t size);
+
+/**
+ * Create a portal: bind the address and start listening. Connections are accepted on the
+ * engine's loop. The engine destroys remaining portals in scsitgt_engine_destroy(), first
+ * asking logged-in initiators to log out (Async Message) and then closing their connections.
+ *
+ * @param out    Receives the portal.
+ * @param engine The engine.
+ * @param opts   Options, or NULL for the defaults. Copied.
+ * @return 0; -EINVAL for a NULL argument, a malformed opts (size 0, address not a numeric IP
+ *         address, TPGT 0, backlog < 1) or an engine being destroyed; -ENOMEM; the error of
+ *         bind/listen as a negative errno (e.g. -EADDRINUSE, -EADDRNOTAVAIL, -EACCES).
+ *
+ * Loop: home of @p engine.
+ */
+SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scsitgt_engine *engine,
+					 const struct scsitgt_portal_opts *opts);
+
+/**
+ * Destroy a portal: stop listening and close the connections accepted through it (their
+ * sessions end; running commands drain).
+ *
+ * @param portal The portal. Dead after the call.
+ * @param cb     Called exactly once when the listener and every connection are closed, from
+ *               the loop (never from inside this call), status 0. Optional, may be NULL.
+ * @param cb_arg Argument of @p cb.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT void scsitgt_portal_destroy(struct scsitgt_portal *portal, scsitgt_done_cb cb,
+					   void *cb_arg);
+
+/**
+ * The TCP port the portal listens on (the real one when created with port 0).
+ *
+ * @param portal The portal.
+ * @return The port; 0 if @p portal is NULL. Loop: home.
+ */
+SCSITGT_EXPORT uint16_t scsitgt_portal_get_port(const struct scsitgt_portal *portal);
+
+/**
+ * The portal's target portal group tag.
+ *
+ * @param portal The portal.
+ * @return The TPGT; 0 if @p portal is NULL. Loop: home.
+ */
+SCSITGT_EXPORT uint16_t scsitgt_portal_get_tpgt(const struct scsitgt_portal *portal);
+
+/**
+ * Fill @p params with the defaults.
+ *
+ * @param params The parameters to fill.
+ * @param size   sizeof(*params) as the caller was compiled.
+ *
+ * Thread-safe.
+ */
+SCSITGT_EXPORT void scsitgt_iscsi_params_init(struct scsitgt_iscsi_params *params, size_t size);
+
+/**
+ * Set a target's iSCSI parameters, used by logins that start after the call.
+ *
+ * @param tgt    The target.
+ * @param params The parameters (read up to params->size bytes; defaults for the rest). Copied.
+ * @return 0; -EINVAL for a NULL argument or a value out of its documented range; -ENOTSUP for
+ *         an error_recovery_level above 0 or max_connections above 1; -ENOMEM.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_iscsi_target_set_params(struct scsitgt_target *tgt,
+						   const struct scsitgt_iscsi_params *params);
+
+/**
+ * Set the parameters of discovery sessions and of logins before their target is known
+ * (login timeout, digests, data segment length).
+ *
+ * @param engine The engine.
+ * @param params The parameters. Copied.
+ * @return As scsitgt_iscsi_target_set_params().
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_iscsi_engine_set_params(struct scsitgt_engine *engine,
+						   const struct scsitgt_iscsi_params *params);
+
+/**
+ * Require CHAP: initiators logging in to @p tgt must authenticate (RFC 7143 §12.1.3) with this
+ * user name and secret, unless scsitgt_iscsi_initiator_set_chap() gave them their own.
+ *
+ * @param tgt    The target.
+ * @param user   CHAP_N the initiator must send, 1..255 bytes; NULL together with @p secret
+ *               NULL turns the requirement off. Copied.
+ * @param secret The shared secret, 12..256 bytes (RFC 7143 §12.1.3 asks for 96 bits). Copied.
+ * @return 0; -EINVAL for a NULL target, only one of @p user / @p secret NULL, or a length out
+ *         of range; -ENOMEM.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_iscsi_target_set_chap(struct scsitgt_target *tgt, const char *user,
+						 const char *secret);
+
+/**
+ * Set the target's own credentials for mutual CHAP: when an initiator challenges the target
+ * (CHAP_I and CHAP_C), the target answers with this user name and secret. Without them such
+ * a login fails with "authentication failure".
+ *
+ * @param tgt    The target.
+ * @param user   CHAP_N the target sends, 1..255 bytes; NULL with @p secret NULL clears. Copied.
+ * @param secret The target's secret, 12..256 bytes; it must differ from the initiators'
+ *               secrets (RFC 7143 §12.1.3). Copied.
+ * @return As scsitgt_iscsi_target_set_chap().
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_iscsi_target_set_mutual_chap(struct scsitgt_target *tgt,
+							const char *user, const char *secret);
+
+/**
+ * Give one initiator its own CHAP credentials for @p tgt, and require CHAP from it. They take
+ * precedence over the target-wide ones of scsitgt_iscsi_target_set_chap().
+ *
+ * @param tgt            The target.
+ * @param initiator_name The InitiatorName, compared case-insensitively. Copied.
+ * @param user           CHAP_N this initiator must send; NULL with @p secret NULL removes the
+ *                       entry. Copied.
+ * @param secret         Its secret, 12..256 bytes. Copied.
+ * @return 0; -EINVAL as for scsitgt_iscsi_target_set_chap() or for an empty initiator name;
+ *         -ENOENT when removing an entry that does not exist; -ENOMEM.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_iscsi_initiator_set_chap(struct scsitgt_target *tgt,
+						    const char *initiator_name, const char *user,
+						    const char *secret);
+
+/**
+ * Install a login redirection hook for @p tgt (see ::scsitgt_iscsi_redirect_cb).
+ *
+ * @param tgt    The target.
+ * @param cb     The hook; NULL removes it.
+ * @param cb_arg Argument of @p cb.
+ * @return 0; -EINVAL if @p tgt is NULL; -ENOMEM.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_iscsi_target_set_redirect(struct scsitgt_target *tgt,
+						     scsitgt_iscsi_redirect_cb cb, void *cb_arg);
 
 #ifdef __cplusplus
 }

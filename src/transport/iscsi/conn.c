@@ -1,0 +1,565 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * iSCSI connections: the receive dispatch by opcode, the connection state machine (login,
+ * full feature phase, logged out, closing), NOP-In/NOP-Out both ways, timers (login timeout,
+ * idle ping, ping timeout, logout grace) and Reject.
+ *
+ *   LOGIN --login ok--> FFP --Logout Response sent--> LOGGED_OUT --written--> CLOSING
+ *     \-----------------\--(error, timeout, EOF, shutdown)-------------------> CLOSING
+ *
+ * A closing connection stops reading, aborts the tasks that wait for data or CmdSN order,
+ * lets its data mover close (which finishes every queued batch), and is freed when both the
+ * data mover and the timer handle are closed; the session ends with its last connection
+ * (ERL0, RFC 7143 §7.1.5).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/iscsi/conn.h"
+
+void scsitgt__iscsi_conn_log(struct scsitgt__iscsi_conn *conn, enum scsitgt_log_level level,
+			     const char *fmt, ...)
+{
+	const struct scsitgt__logger *lg = &conn->ie->engine->log;
+	char msg[512];
+	va_list ap;
+
+	if (!scsitgt__log_enabled(lg, level))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	scsitgt__log(lg, level, SCSITGT__ISCSI_SUBSYS, "conn %llu %s: %s",
+		     (unsigned long long)conn->id, conn->peer, msg);
+}
+
+static void sockaddr_text(const struct sockaddr *sa, char *buf, size_t size)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned int port = 0;
+
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+		snprintf(buf, size, "%s:%u", host, port);
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		port = ntohs(in6->sin6_port);
+		snprintf(buf, size, "[%s]:%u", host, port);
+	} else {
+		snprintf(buf, size, "?");
+	}
+}
+
+static int conn_rx_header(void *arg, struct scsitgt__iscsi_pdu *pdu);
+static int conn_rx_pdu(void *arg, struct scsitgt__iscsi_pdu *pdu);
+
+static const struct scsitgt__iscsi_rx_ops conn_rx_ops = {
+	.header = conn_rx_header,
+	.pdu = conn_rx_pdu,
+};
+
+static void conn_timer_cb(uv_timer_t *t);
+
+static void conn_free_raw(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+int scsitgt__iscsi_conn_create(struct scsitgt__iscsi_conn **out, struct scsitgt_portal *portal,
+			       const struct scsitgt__iscsi_dm_ops *dm, void *dm_ctx,
+			       const struct sockaddr *peer, const struct sockaddr *local)
+{
+	struct scsitgt__iscsi_engine *ie = portal->ie;
+	const struct scsitgt_iscsi_params *p = &ie->defaults;
+	struct scsitgt__iscsi_conn *conn;
+	int rc;
+
+	conn = calloc(1, sizeof(*conn));
+	if (conn == NULL)
+		return -ENOMEM;
+	conn->ie = ie;
+	conn->portal = portal;
+	conn->dm = dm;
+	conn->dm_ctx = dm_ctx;
+	conn->id = ++ie->next_conn_id;
+	conn->state = SCSITGT__CONN_LOGIN;
+	sockaddr_text(peer, conn->peer, sizeof(conn->peer));
+	if (local) {
+		size_t l = local->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+							: sizeof(struct sockaddr_in);
+		memcpy(&conn->local_sa, local, l);
+	}
+	scsitgt__list_init(&conn->tasks);
+	scsitgt__list_init(&conn->sess_node);
+	/* RFC 7143 §6.2: login PDUs carry at most 8192 bytes of data each. */
+	scsitgt__iscsi_rx_init(&conn->rx, &conn_rx_ops, conn, ISCSI_LOGIN_DSL_MAX);
+	conn->max_xmit_dsl = ISCSI_LOGIN_DSL_MAX;
+	conn->next_ttt = 1;
+	rc = uv_timer_init(ie->engine->loop, &conn->timer);
+	if (rc < 0) {
+		free(conn);
+		return rc;
+	}
+	conn->timer.data = conn;
+	conn->refs = 2; /* timer handle + data mover */
+	rc = scsitgt__iscsi_login_start(conn);
+	if (rc < 0) {
+		/* The timer handle must still be closed; the data mover never started. */
+		conn->refs = 1;
+		conn->state = SCSITGT__CONN_CLOSING;
+		conn->freed = true;
+		uv_close((uv_handle_t *)&conn->timer, conn_free_raw);
+		return rc;
+	}
+	conn->last_rx = uv_now(ie->engine->loop);
+	if (p->login_timeout_ms)
+		uv_timer_start(&conn->timer, conn_timer_cb, p->login_timeout_ms, 0);
+	scsitgt__list_add_tail(&ie->conns, &conn->node);
+	portal->nconns++;
+	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_DEBUG, "connection accepted on portal %s:%u",
+				portal->address, portal->port);
+	*out = conn;
+	return 0;
+}
+
+static void conn_free(struct scsitgt__iscsi_conn *conn)
+{
+	struct scsitgt_portal *portal = conn->portal;
+
+	scsitgt__iscsi_tasks_release(conn);
+	scsitgt__iscsi_text_reset(conn);
+	scsitgt__iscsi_login_destroy(conn);
+	if (conn->sess)
+		scsitgt__iscsi_sess_conn_gone(conn->sess, conn);
+	scsitgt__iscsi_rx_destroy(&conn->rx);
+	scsitgt__list_remove(&conn->node);
+	free(conn);
+	scsitgt__iscsi_portal_conn_gone(portal);
+}
+
+static void conn_unref(struct scsitgt__iscsi_conn *conn)
+{
+	if (--conn->refs == 0)
+		conn_free(conn);
+}
+
+void scsitgt__iscsi_conn_hold(struct scsitgt__iscsi_conn *conn)
+{
+	conn->refs++;
+}
+
+void scsitgt__iscsi_conn_put(struct scsitgt__iscsi_conn *conn)
+{
+	conn_unref(conn);
+}
+
+static void conn_timer_closed(uv_handle_t *h)
+{
+	conn_unref(h->data);
+}
+
+void scsitgt__iscsi_conn_dm_closed(struct scsitgt__iscsi_conn *conn)
+{
+	conn_unref(conn);
+}
+
+void scsitgt__iscsi_conn_close(struct scsitgt__iscsi_conn *conn, const char *why)
+{
+	if (conn->state == SCSITGT__CONN_CLOSING)
+		return;
+	conn->state = SCSITGT__CONN_CLOSING;
+	conn->close_reason = why;
+	conn->rx.stop = true;
+	scsitgt__iscsi_conn_log(conn, conn->sess && !conn->sess->discovery ? SCSITGT_LOG_INFO
+									    : SCSITGT_LOG_DEBUG,
+				"closing connection: %s", why);
+	uv_timer_stop(&conn->timer);
+	uv_close((uv_handle_t *)&conn->timer, conn_timer_closed);
+	/* Tasks that never reached a backend go now; the rest when their ios return. */
+	scsitgt__iscsi_tasks_release(conn);
+	conn->dm_closing = true;
+	conn->dm->close(conn);
+}
+
+void scsitgt__iscsi_conn_dm_error(struct scsitgt__iscsi_conn *conn, int err)
+{
+	if (conn->state == SCSITGT__CONN_CLOSING)
+		return;
+	scsitgt__iscsi_conn_close(conn, err == UV_EOF ? "connection closed by the initiator"
+						      : "connection error");
+}
+
+static int conn_rx_result(struct scsitgt__iscsi_conn *conn, ssize_t n)
+{
+	if (n < 0 && conn->state != SCSITGT__CONN_CLOSING) {
+		switch ((int)n) {
+		case SCSITGT__RX_EHDIGEST:
+			/* RFC 7143 §7.8: a header digest error leaves the PDU boundaries unknown;
+			 * the connection must go. */
+			scsitgt__iscsi_conn_close(conn, "header digest error");
+			break;
+		case SCSITGT__RX_EDDIGEST:
+			/*
+			 * RFC 7143 §7.8 asks for a Reject (Data-Digest-Error) and the PDU to be
+			 * discarded. At ErrorRecoveryLevel 0 nothing can resend the lost data (no
+			 * SNACK, no recovery R2T), so the command could never finish and its CmdSN
+			 * slot would stay taken: we send the Reject for the initiator's diagnosis
+			 * and then drop the connection, which is the ERL0 recovery (§7.1.5).
+			 */
+			scsitgt__iscsi_conn_reject(conn, conn->rx.pdu.bhs, ISCSI_REJECT_DATA_DIGEST);
+			scsitgt__iscsi_conn_close(conn, "data digest error");
+			break;
+		case SCSITGT__RX_ETOOBIG:
+			scsitgt__iscsi_conn_close(conn,
+				"DataSegmentLength above MaxRecvDataSegmentLength");
+			break;
+		default:
+			scsitgt__iscsi_conn_close(conn, "protocol error");
+			break;
+		}
+	}
+	return conn->state == SCSITGT__CONN_CLOSING ? -ECONNABORTED : 0;
+}
+
+int scsitgt__iscsi_conn_recv(struct scsitgt__iscsi_conn *conn, const uint8_t *data, size_t len)
+{
+	if (conn->state == SCSITGT__CONN_CLOSING)
+		return -ECONNABORTED;
+	return conn_rx_result(conn, scsitgt__iscsi_rx_feed(&conn->rx, data, len));
+}
+
+int scsitgt__iscsi_conn_recv_direct(struct scsitgt__iscsi_conn *conn, size_t n)
+{
+	if (conn->state == SCSITGT__CONN_CLOSING)
+		return -ECONNABORTED;
+	return conn_rx_result(conn, scsitgt__iscsi_rx_direct_done(&conn->rx, n));
+}
+
+void scsitgt__iscsi_conn_fill_sn(struct scsitgt__iscsi_conn *conn, uint8_t *bhs, bool advance)
+{
+	struct scsitgt__iscsi_sess *sess = conn->sess;
+
+	put_be32(&bhs[ISCSI_BHS_STATSN], conn->stat_sn);
+	if (advance)
+		conn->stat_sn++;
+	if (sess) {
+		put_be32(&bhs[ISCSI_BHS_EXPCMDSN], sess->exp_cmd_sn);
+		put_be32(&bhs[ISCSI_BHS_MAXCMDSN], sess->max_cmd_sn);
+	}
+}
+
+void scsitgt__iscsi_conn_tx_complete(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx,
+				     int status)
+{
+	bool close_after = tx->close_after;
+
+	conn->tx_pending--;
+	if (tx->done)
+		tx->done(tx, status);
+	scsitgt__iscsi_tx_destroy(tx);
+	if (close_after && status == 0)
+		scsitgt__iscsi_conn_close(conn, conn->state == SCSITGT__CONN_LOGGED_OUT
+							? "logged out"
+							: "closed after the last response");
+}
+
+void scsitgt__iscsi_conn_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx)
+{
+	if (conn->state == SCSITGT__CONN_CLOSING || conn->dm_closing) {
+		if (tx->done)
+			tx->done(tx, -ECANCELED);
+		scsitgt__iscsi_tx_destroy(tx);
+		return;
+	}
+	scsitgt__iscsi_tx_seal(tx, conn->header_digest, conn->data_digest);
+	conn->tx_pending++;
+	conn->dm->xmit(conn, tx);
+}
+
+int scsitgt__iscsi_conn_send_simple(struct scsitgt__iscsi_conn *conn, const uint8_t *bhs,
+				    const void *data, uint32_t len, bool close_after)
+{
+	struct scsitgt__iscsi_tx *tx = scsitgt__iscsi_tx_create(1);
+	uint8_t *copy = NULL;
+	uint8_t *h;
+
+	if (tx == NULL)
+		return -ENOMEM;
+	if (len) {
+		copy = malloc(len);
+		if (copy == NULL) {
+			scsitgt__iscsi_tx_destroy(tx);
+			return -ENOMEM;
+		}
+		memcpy(copy, data, len);
+		tx->owned = copy;
+	}
+	h = scsitgt__iscsi_tx_add(tx, copy, len);
+	memcpy(h, bhs, ISCSI_BHS_LEN);
+	tx->close_after = close_after;
+	scsitgt__iscsi_conn_xmit(conn, tx);
+	return 0;
+}
+
+void scsitgt__iscsi_conn_reject(struct scsitgt__iscsi_conn *conn, const uint8_t *bhs,
+				uint8_t reason)
+{
+	uint8_t rej[ISCSI_BHS_LEN];
+
+	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_NOTICE, "reject %s (reason 0x%02x)",
+				scsitgt__iscsi_opcode_name(scsitgt__bhs_opcode(bhs)), reason);
+	/* RFC 7143 §11.17: the data segment carries the complete header of the bad PDU. */
+	scsitgt__bhs_init(rej, ISCSI_OP_REJECT, ISCSI_FLAG_FINAL);
+	rej[ISCSI_REJECT_REASON] = reason;
+	put_be32(&rej[ISCSI_BHS_ITT], ISCSI_RESERVED_TAG);
+	scsitgt__iscsi_conn_fill_sn(conn, rej, true);
+	scsitgt__iscsi_conn_send_simple(conn, rej, bhs, ISCSI_BHS_LEN, false);
+}
+
+/* RFC 7143 §11.19: an unsolicited NOP-In asks for a NOP-Out echo (TTT != 0xffffffff). */
+static void conn_send_ping(struct scsitgt__iscsi_conn *conn)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+
+	conn->nop_ttt = conn->next_ttt++;
+	if (conn->nop_ttt == ISCSI_RESERVED_TAG)
+		conn->nop_ttt = conn->next_ttt++;
+	scsitgt__bhs_init(bhs, ISCSI_OP_NOP_IN, ISCSI_FLAG_FINAL);
+	put_be32(&bhs[ISCSI_BHS_ITT], ISCSI_RESERVED_TAG);
+	put_be32(&bhs[ISCSI_BHS_TTT], conn->nop_ttt);
+	/* StatSN is not advanced by an unsolicited NOP-In (RFC 7143 §11.19.4). */
+	scsitgt__iscsi_conn_fill_sn(conn, bhs, false);
+	conn->nop_outstanding = true;
+	scsitgt__iscsi_conn_send_simple(conn, bhs, NULL, 0, false);
+}
+
+static const struct scsitgt_iscsi_params *conn_params(struct scsitgt__iscsi_conn *conn)
+{
+	return scsitgt__iscsi_params_for(conn->ie, conn->sess ? conn->sess->tgt : NULL);
+}
+
+static void conn_arm_idle(struct scsitgt__iscsi_conn *conn)
+{
+	const struct scsitgt_iscsi_params *p = conn_params(conn);
+
+	if (p->nop_interval_ms)
+		uv_timer_start(&conn->timer, conn_timer_cb, p->nop_interval_ms, 0);
+}
+
+static void conn_timer_cb(uv_timer_t *t)
+{
+	struct scsitgt__iscsi_conn *conn = t->data;
+	const struct scsitgt_iscsi_params *p = conn_params(conn);
+	uint64_t now = uv_now(conn->ie->engine->loop);
+	uint64_t idle = now - conn->last_rx;
+
+	switch (conn->state) {
+	case SCSITGT__CONN_LOGIN:
+		scsitgt__iscsi_conn_close(conn, "login timeout");
+		return;
+	case SCSITGT__CONN_LOGGED_OUT:
+		scsitgt__iscsi_conn_close(conn, "logout response not delivered");
+		return;
+	case SCSITGT__CONN_CLOSING:
+		return;
+	case SCSITGT__CONN_FFP:
+		break;
+	}
+	if (conn->async_logout_sent) {
+		scsitgt__iscsi_conn_close(conn, "initiator did not log out in time");
+		return;
+	}
+	if (conn->nop_outstanding) {
+		if (idle >= p->nop_timeout_ms) {
+			scsitgt__iscsi_conn_close(conn, "NOP-In ping timeout");
+			return;
+		}
+		uv_timer_start(&conn->timer, conn_timer_cb, p->nop_timeout_ms - idle, 0);
+		return;
+	}
+	if (p->nop_interval_ms == 0)
+		return;
+	if (idle >= p->nop_interval_ms) {
+		conn_send_ping(conn);
+		uv_timer_start(&conn->timer, conn_timer_cb, p->nop_timeout_ms ? p->nop_timeout_ms : 1,
+			       0);
+		return;
+	}
+	uv_timer_start(&conn->timer, conn_timer_cb, p->nop_interval_ms - idle, 0);
+}
+
+void scsitgt__iscsi_conn_enter_ffp(struct scsitgt__iscsi_conn *conn)
+{
+	conn->state = SCSITGT__CONN_FFP;
+	uv_timer_stop(&conn->timer);
+	conn->last_rx = uv_now(conn->ie->engine->loop);
+	conn_arm_idle(conn);
+}
+
+void scsitgt__iscsi_conn_request_logout(struct scsitgt__iscsi_conn *conn)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	uint32_t wait_s;
+
+	if (conn->state != SCSITGT__CONN_FFP || conn->sess == NULL || conn->sess->discovery) {
+		scsitgt__iscsi_conn_close(conn, "shutting down");
+		return;
+	}
+	if (conn->async_logout_sent)
+		return;
+	wait_s = conn->sess->params.default_time2wait;
+	if (wait_s < 1)
+		wait_s = 1;
+	if (wait_s > 5)
+		wait_s = 5;
+	/* RFC 7143 §11.9.1 AsyncEvent 1: Parameter3 is the time (s) to log out in. */
+	scsitgt__bhs_init(bhs, ISCSI_OP_ASYNC_MSG, ISCSI_FLAG_FINAL);
+	memset(&bhs[ISCSI_BHS_LUN], 0, 8);
+	put_be32(&bhs[ISCSI_BHS_ITT], ISCSI_RESERVED_TAG);
+	bhs[ISCSI_ASYNC_EVENT] = ISCSI_ASYNC_REQUEST_LOGOUT;
+	put_be16(&bhs[ISCSI_ASYNC_PARAM3], (uint16_t)wait_s);
+	scsitgt__iscsi_conn_fill_sn(conn, bhs, true);
+	conn->async_logout_sent = true;
+	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_INFO, "asking the initiator to log out");
+	scsitgt__iscsi_conn_send_simple(conn, bhs, NULL, 0, false);
+	/* Grace period: the initiator's time to log out, plus a second for the round trip. */
+	uv_timer_start(&conn->timer, conn_timer_cb, (uint64_t)wait_s * 1000 + 1000, 0);
+}
+
+/* RFC 7143 §11.18: NOP-Out. */
+static int conn_nop_out(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
+{
+	const uint8_t *h = pdu->bhs;
+	uint32_t itt = get_be32(&h[ISCSI_BHS_ITT]);
+	uint32_t ttt = get_be32(&h[ISCSI_BHS_TTT]);
+	uint8_t bhs[ISCSI_BHS_LEN];
+
+	if (itt == ISCSI_RESERVED_TAG) {
+		/* An answer to our ping, or a NOP that wants no answer; must be immediate. */
+		if (!scsitgt__bhs_immediate(h)) {
+			scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
+			return 0;
+		}
+		if (ttt != ISCSI_RESERVED_TAG && conn->nop_outstanding && ttt == conn->nop_ttt)
+			conn->nop_outstanding = false;
+		return 0;
+	}
+	if (ttt != ISCSI_RESERVED_TAG) {
+		/* A ping request from the initiator must carry TTT 0xffffffff. */
+		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
+		return 0;
+	}
+	if (conn->sess) {
+		enum scsitgt__sn_verdict v = scsitgt__iscsi_sn_check(
+			conn->sess, get_be32(&h[ISCSI_BHS_CMDSN]), scsitgt__bhs_immediate(h));
+
+		if (v == SCSITGT__SN_IGNORE)
+			return 0;
+		if (v == SCSITGT__SN_LATER) {
+			/* One connection per session: a gap never fills (§4.2.2.1). */
+			scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
+			return 0;
+		}
+		if (!scsitgt__bhs_immediate(h))
+			scsitgt__iscsi_sn_advance(conn->sess);
+	}
+	scsitgt__bhs_init(bhs, ISCSI_OP_NOP_IN, ISCSI_FLAG_FINAL);
+	memcpy(&bhs[ISCSI_BHS_LUN], &h[ISCSI_BHS_LUN], 8);
+	put_be32(&bhs[ISCSI_BHS_ITT], itt);
+	put_be32(&bhs[ISCSI_BHS_TTT], ISCSI_RESERVED_TAG);
+	scsitgt__iscsi_conn_fill_sn(conn, bhs, true);
+	/* The ping data is echoed back (RFC 7143 §11.19.2), capped by what the peer accepts. */
+	return scsitgt__iscsi_conn_send_simple(conn, bhs, pdu->data,
+					       pdu->data_len < conn->max_xmit_dsl ? pdu->data_len
+										  : conn->max_xmit_dsl,
+					       false);
+}
+
+static int conn_rx_header(void *arg, struct scsitgt__iscsi_pdu *pdu)
+{
+	struct scsitgt__iscsi_conn *conn = arg;
+	uint8_t op = scsitgt__bhs_opcode(pdu->bhs);
+
+	if (conn->state == SCSITGT__CONN_CLOSING)
+		return -ECONNABORTED;
+	if (conn->state == SCSITGT__CONN_LOGIN) {
+		if (op != ISCSI_OP_LOGIN_REQ)
+			pdu->discard = true;
+		return 0;
+	}
+	switch (op) {
+	case ISCSI_OP_SCSI_CMD:
+		return scsitgt__iscsi_scsi_cmd_header(conn, pdu);
+	case ISCSI_OP_DATA_OUT:
+		return scsitgt__iscsi_data_out_header(conn, pdu);
+	case ISCSI_OP_NOP_OUT:
+	case ISCSI_OP_TEXT_REQ:
+		return 0;
+	default:
+		/* Nothing else carries data we use; keep only the header. */
+		pdu->discard = true;
+		return 0;
+	}
+}
+
+static int conn_rx_pdu(void *arg, struct scsitgt__iscsi_pdu *pdu)
+{
+	struct scsitgt__iscsi_conn *conn = arg;
+	uint8_t op = scsitgt__bhs_opcode(pdu->bhs);
+
+	conn->last_rx = uv_now(conn->ie->engine->loop);
+	if (conn->state == SCSITGT__CONN_CLOSING)
+		return -ECONNABORTED;
+	if (conn->state == SCSITGT__CONN_LOGIN) {
+		if (op != ISCSI_OP_LOGIN_REQ) {
+			/* RFC 7143 §6.3: nothing but Login Requests before full feature phase. */
+			scsitgt__iscsi_conn_close(conn, "non-login PDU during login");
+			return -EPROTO;
+		}
+		return scsitgt__iscsi_login_pdu(conn, pdu);
+	}
+	if (conn->state == SCSITGT__CONN_LOGGED_OUT)
+		return 0;
+	/* RFC 7143 §11.2.1.2 / §11.17.1: PDUs we do not know or that only targets send. */
+	if (!scsitgt__iscsi_opcode_is_initiator(op)) {
+		scsitgt__iscsi_conn_reject(conn, pdu->bhs, ISCSI_REJECT_PROTOCOL_ERROR);
+		return 0;
+	}
+	if (conn->async_logout_sent && op != ISCSI_OP_LOGOUT_REQ && op != ISCSI_OP_DATA_OUT &&
+	    op != ISCSI_OP_NOP_OUT) {
+		scsitgt__iscsi_conn_reject(conn, pdu->bhs, ISCSI_REJECT_WAITING_FOR_LOGOUT);
+		return 0;
+	}
+	switch (op) {
+	case ISCSI_OP_NOP_OUT:
+		return conn_nop_out(conn, pdu);
+	case ISCSI_OP_SCSI_CMD:
+		return scsitgt__iscsi_scsi_cmd_pdu(conn, pdu);
+	case ISCSI_OP_DATA_OUT:
+		return scsitgt__iscsi_data_out_pdu(conn, pdu);
+	case ISCSI_OP_TMF_REQ:
+		return scsitgt__iscsi_tmf_pdu(conn, pdu);
+	case ISCSI_OP_TEXT_REQ:
+		return scsitgt__iscsi_text_pdu(conn, pdu);
+	case ISCSI_OP_LOGOUT_REQ:
+		return scsitgt__iscsi_logout_pdu(conn, pdu);
+	case ISCSI_OP_LOGIN_REQ:
+		/* RFC 7143 §11.17.1: a Login Request in full feature phase is a protocol error. */
+		scsitgt__iscsi_conn_reject(conn, pdu->bhs, ISCSI_REJECT_PROTOCOL_ERROR);
+		return 0;
+	case ISCSI_OP_SNACK_REQ:
+	default:
+		/* ERL0: no SNACK support (RFC 7143 §11.16; reason per §11.17.1). */
+		scsitgt__iscsi_conn_reject(conn, pdu->bhs, ISCSI_REJECT_CMD_NOT_SUPPORTED);
+		return 0;
+	}
+}

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal objects of the iSCSI transport: per-engine and per-target state, portals,
+ * connections, sessions and tasks, and the functions the iSCSI source files share.
+ */
+#ifndef SCSITGT_ISCSI_CONN_H
+#define SCSITGT_ISCSI_CONN_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#include "core/fabric.h"
+#include "libscsitgt/iscsi.h"
+#include "transport/iscsi/chap.h"
+#include "transport/iscsi/datamover.h"
+#include "transport/iscsi/pdu.h"
+#include "transport/iscsi/text/keys.h"
+
+#define SCSITGT__ISCSI_SUBSYS "iscsi"
+
+/* Per-engine iSCSI state (engine->ext[SCSITGT__EXT_ISCSI]). */
+struct scsitgt__iscsi_engine {
+	struct scsitgt_engine *engine;
+	struct scsitgt_iscsi_params defaults;
+	struct scsitgt__list portals;
+	struct scsitgt__list conns;
+	struct scsitgt__list sessions;
+	uint16_t next_tsih;
+	uint64_t next_conn_id;
+	/* Random source for CHAP challenges (tests replace it). */
+	scsitgt__chap_random_cb rnd;
+	void *rnd_arg;
+};
+
+struct scsitgt__iscsi_cred {
+	struct scsitgt__list node;
+	char *initiator; /* NULL for the target-wide entry */
+	char *user;
+	char *secret;
+};
+
+/* Per-target iSCSI state (tgt->ext[SCSITGT__EXT_ISCSI]). */
+struct scsitgt__iscsi_target {
+	struct scsitgt_iscsi_params params;
+	struct scsitgt__iscsi_cred chap;   /* user NULL: no target-wide CHAP */
+	struct scsitgt__iscsi_cred mutual; /* user NULL: no mutual credentials */
+	struct scsitgt__list creds;	   /* per-initiator credentials */
+	scsitgt_iscsi_redirect_cb redirect_cb;
+	void *redirect_arg;
+};
+
+struct scsitgt_portal {
+	struct scsitgt__service svc;
+	struct scsitgt__iscsi_engine *ie;
+	struct scsitgt__list node; /* in ie->portals */
+	uv_tcp_t listener;
+	struct sockaddr_storage sa;
+	char address[64]; /* numeric, without brackets */
+	bool ipv6;
+	bool wildcard;
+	uint16_t port;
+	uint16_t tpgt;
+	unsigned int nconns;
+	bool closing;
+	bool listener_closed;
+	scsitgt_done_cb done_cb;
+	void *done_arg;
+	struct scsitgt__deferred done_d;
+};
+
+enum scsitgt__iscsi_conn_state {
+	SCSITGT__CONN_LOGIN,
+	SCSITGT__CONN_FFP,
+	SCSITGT__CONN_LOGGED_OUT, /* Logout Response queued; closing once written */
+	SCSITGT__CONN_CLOSING,
+};
+
+struct scsitgt__iscsi_login;
+struct scsitgt__iscsi_sess;
+
+/* A Text Request exchange in progress (RFC 7143 §11.10). */
+struct scsitgt__iscsi_text_xchg {
+	bool active;
+	uint32_t itt;
+	uint32_t ttt;
+	struct scsitgt__iscsi_text_acc acc;
+	struct scsitgt__iscsi_textbuf resp;
+};
+
+struct scsitgt__iscsi_conn {
+	struct scsitgt__iscsi_engine *ie;
+	struct scsitgt_portal *portal;
+	struct scsitgt__list node;	/* in ie->conns */
+	struct scsitgt__list sess_node; /* in sess->conns */
+	const struct scsitgt__iscsi_dm_ops *dm;
+	void *dm_ctx;
+	uint64_t id;
+	enum scsitgt__iscsi_conn_state state;
+	char peer[80];	/* "ip:port" for logs */
+	struct sockaddr_storage local_sa;
+	struct scsitgt__iscsi_rx rx;
+	struct scsitgt__iscsi_login *login;
+	struct scsitgt__iscsi_sess *sess;
+	/* Session parameters negotiated at login; the Text negotiator continues from them. */
+	struct scsitgt__iscsi_neg neg;
+	uint16_t cid;
+	uint32_t stat_sn;
+	uint32_t exp_stat_sn;
+	bool header_digest; /* both directions, from the PDU after the last Login Response */
+	bool data_digest;
+	uint32_t max_xmit_dsl;
+	struct scsitgt__list tasks; /* struct scsitgt__iscsi_task, SCSI commands */
+	unsigned int ntasks;
+	uint32_t next_ttt;
+	struct scsitgt__iscsi_text_xchg text;
+	uv_timer_t timer;
+	uint64_t last_rx;	/* uv_now() of the last input */
+	bool nop_outstanding;	/* our NOP-In ping waits for its NOP-Out */
+	uint32_t nop_ttt;
+	bool async_logout_sent;
+	unsigned int tx_pending; /* batches given to the data mover, not done yet */
+	unsigned int refs;	 /* timer + data mover */
+	bool dm_closing;
+	bool freed;
+	const char *close_reason;
+	/* Decisions of the header callback for the PDU being received. */
+	struct scsitgt__iscsi_task *rx_task;
+	int rx_r2t;	   /* index of the R2T a Data-Out answers, -1 for unsolicited data */
+	uint8_t rx_reject; /* Reject reason to send once the PDU is complete, 0 for none */
+	bool rx_ignore;	   /* drop the PDU silently (CmdSN outside the window) */
+	bool rx_data_err;  /* the Data-Out broke its sequence: fail rx_task */
+};
+
+/* A SCSI command on a connection: the fabric-private part of a core command. */
+struct scsitgt__iscsi_r2t {
+	bool used;
+	uint32_t ttt;
+	uint32_t r2tsn;
+	uint32_t offset;
+	uint32_t len;
+	uint32_t received;
+	uint32_t next_datasn;
+};
+
+enum scsitgt__iscsi_task_state {
+	SCSITGT__TASK_DATA_OUT,	 /* receiving Data-Out */
+	SCSITGT__TASK_WAIT_SN,	 /* data complete; waiting for its CmdSN turn */
+	SCSITGT__TASK_EXEC,	 /* in the core */
+	SCSITGT__TASK_SENDING,	 /* response queued */
+	SCSITGT__TASK_ABORTED,	 /* aborted by a TMF or teardown; freed without response */
+};
+
+struct scsitgt__iscsi_task {
+	struct scsitgt__list node; /* conn->tasks */
+	struct scsitgt__list sn_node; /* sess->pending while it waits for its CmdSN */
+	struct scsitgt__iscsi_conn *conn;
+	struct scsitgt__cmd *cmd;
+	enum scsitgt__iscsi_task_state state;
+	uint32_t itt;
+	uint32_t cmd_sn;
+	uint32_t edtl;
+	uint8_t lun[8];
+	uint8_t flags;
+	bool immediate;
+	bool in_order;	  /* passed CmdSN ordering */
+	bool counted;	  /* holds a slot of the CmdSN window */
+	bool data_failed; /* a Data-Out error; the command completes with a check condition */
+	bool spdtl_set;	  /* the CDB's length before a short write was cut to the data sent */
+	uint32_t spdtl;
+	/* Data-Out accounting (RFC 7143 §4.2.5.2, §11.7, §11.8). */
+	uint32_t want;	     /* bytes the initiator will send (EDTL of a write) */
+	uint32_t received;   /* bytes received so far, in order */
+	bool unsol_pending;  /* unsolicited Data-Out announced (F bit clear on the command) */
+	uint32_t unsol_end;  /* end offset of the unsolicited burst */
+	uint32_t unsol_datasn;
+	uint32_t solicit_end; /* bytes to solicit with R2T in total */
+	uint32_t r2t_offset;  /* next offset to solicit */
+	uint32_t r2t_sn;
+	unsigned int r2t_outstanding;
+	unsigned int r2t_max;
+	struct scsitgt__iscsi_r2t r2t[];
+};
+
+/* An iSCSI session (normal or discovery). */
+struct scsitgt__iscsi_sess {
+	struct scsitgt__list node; /* in ie->sessions */
+	struct scsitgt__iscsi_engine *ie;
+	struct scsitgt__session *core; /* NULL for discovery sessions */
+	struct scsitgt_target *tgt;    /* NULL for discovery sessions */
+	bool discovery;
+	uint8_t isid[6];
+	uint16_t tsih;
+	uint16_t tpgt;
+	char initiator_name[SCSITGT__ISCSI_NAME_MAX + 1];
+	struct scsitgt__iscsi_session_params params;
+	struct scsitgt__list conns;
+	unsigned int nconns;
+	uint32_t exp_cmd_sn;
+	uint32_t max_cmd_sn;
+	uint32_t queue_depth;
+	unsigned int active; /* non-immediate commands holding window slots */
+	struct scsitgt__list pending; /* tasks waiting for their CmdSN, in CmdSN order */
+	bool closing;
+};
+
+/* conn.c */
+int scsitgt__iscsi_conn_create(struct scsitgt__iscsi_conn **out, struct scsitgt_portal *portal,
+			       const struct scsitgt__iscsi_dm_ops *dm, void *dm_ctx,
+			       const struct sockaddr *peer, const struct sockaddr *local);
+/* Bytes from the data mover; returns < 0 when the connection is being closed. */
+int scsitgt__iscsi_conn_recv(struct scsitgt__iscsi_conn *conn, const uint8_t *data, size_t len);
+/* The data mover read n bytes in place (where scsitgt__iscsi_rx_direct() pointed). */
+int scsitgt__iscsi_conn_recv_direct(struct scsitgt__iscsi_conn *conn, size_t n);
+/* The data mover saw EOF or an error. */
+void scsitgt__iscsi_conn_dm_error(struct scsitgt__iscsi_conn *conn, int err);
+/* Keep the connection object alive across an asynchronous step (TMF completion). */
+void scsitgt__iscsi_conn_hold(struct scsitgt__iscsi_conn *conn);
+void scsitgt__iscsi_conn_put(struct scsitgt__iscsi_conn *conn);
+/* The data mover finished closing. */
+void scsitgt__iscsi_conn_dm_closed(struct scsitgt__iscsi_conn *conn);
+/* Drop the connection (its session too at ERL0 when it is the last one). */
+void scsitgt__iscsi_conn_close(struct scsitgt__iscsi_conn *conn, const char *why);
+/* The data mover finished a batch (written: 0; dropped: < 0); frees it. */
+void scsitgt__iscsi_conn_tx_complete(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx,
+				     int status);
+/* Seal and send a batch with the connection's digests. */
+void scsitgt__iscsi_conn_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx);
+/* Fill StatSN, ExpCmdSN and MaxCmdSN of a target PDU; @advance consumes a StatSN. */
+void scsitgt__iscsi_conn_fill_sn(struct scsitgt__iscsi_conn *conn, uint8_t *bhs, bool advance);
+/* Send a Reject (RFC 7143 §11.17) carrying the rejected header. */
+void scsitgt__iscsi_conn_reject(struct scsitgt__iscsi_conn *conn, const uint8_t *bhs,
+				uint8_t reason);
+/* Send one PDU with an optional data copy. */
+int scsitgt__iscsi_conn_send_simple(struct scsitgt__iscsi_conn *conn, const uint8_t *bhs,
+				    const void *data, uint32_t len, bool close_after);
+/* Ask the initiator to log out (Async Message), then drop after a grace period. */
+void scsitgt__iscsi_conn_request_logout(struct scsitgt__iscsi_conn *conn);
+void scsitgt__iscsi_conn_log(struct scsitgt__iscsi_conn *conn, enum scsitgt_log_level level,
+			     const char *fmt, ...) SCSITGT_PRINTF(3, 4);
+/* Enter full feature phase after a successful login. */
+void scsitgt__iscsi_conn_enter_ffp(struct scsitgt__iscsi_conn *conn);
+
+/* login.c */
+int scsitgt__iscsi_login_start(struct scsitgt__iscsi_conn *conn);
+void scsitgt__iscsi_login_destroy(struct scsitgt__iscsi_conn *conn);
+int scsitgt__iscsi_login_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
+/* The parameters that apply to @tgt (the engine's defaults when NULL). */
+const struct scsitgt_iscsi_params *scsitgt__iscsi_params_for(struct scsitgt__iscsi_engine *ie,
+							   struct scsitgt_target *tgt);
+void scsitgt__iscsi_neg_cfg_from(struct scsitgt__iscsi_neg_params *cfg,
+				 const struct scsitgt_iscsi_params *p);
+
+/* text.c */
+int scsitgt__iscsi_text_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
+void scsitgt__iscsi_text_reset(struct scsitgt__iscsi_conn *conn);
+/* Append SendTargets results to @resp (RFC 7143 Appendix C). */
+int scsitgt__iscsi_send_targets(struct scsitgt__iscsi_conn *conn, const char *value,
+				struct scsitgt__iscsi_textbuf *resp);
+
+/* session.c */
+int scsitgt__iscsi_sess_create(struct scsitgt__iscsi_sess **out, struct scsitgt__iscsi_engine *ie,
+			       struct scsitgt__iscsi_conn *conn, struct scsitgt_target *tgt,
+			       const uint8_t isid[6], const struct scsitgt__iscsi_session_params *p);
+void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
+				   struct scsitgt__iscsi_conn *conn);
+struct scsitgt__iscsi_sess *scsitgt__iscsi_sess_find(struct scsitgt__iscsi_engine *ie,
+						     const char *initiator, const uint8_t isid[6],
+						     struct scsitgt_target *tgt, uint16_t tsih);
+/* Close every connection of a session (reinstatement, target destroy). */
+void scsitgt__iscsi_sess_close(struct scsitgt__iscsi_sess *sess, const char *why);
+enum scsitgt__sn_verdict {
+	SCSITGT__SN_NOW,    /* expected: deliver now */
+	SCSITGT__SN_LATER,  /* in the window, ahead of ExpCmdSN: hold */
+	SCSITGT__SN_IGNORE, /* outside the window: silently ignore (RFC 7143 §4.2.2.1) */
+};
+enum scsitgt__sn_verdict scsitgt__iscsi_sn_check(const struct scsitgt__iscsi_sess *sess,
+						 uint32_t cmd_sn, bool immediate);
+/* A non-immediate PDU with CmdSN == ExpCmdSN was accepted. */
+void scsitgt__iscsi_sn_advance(struct scsitgt__iscsi_sess *sess);
+void scsitgt__iscsi_sess_update_window(struct scsitgt__iscsi_sess *sess);
+extern const struct scsitgt__fabric_ops scsitgt__iscsi_fabric_ops;
+
+/* scsi.c */
+int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
+int scsitgt__iscsi_scsi_cmd_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
+int scsitgt__iscsi_data_out_header(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
+int scsitgt__iscsi_data_out_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
+struct scsitgt__iscsi_task *scsitgt__iscsi_task_find(struct scsitgt__iscsi_conn *conn, uint32_t itt);
+/* Release every task of a closing connection. */
+void scsitgt__iscsi_tasks_release(struct scsitgt__iscsi_conn *conn);
+/* A task's turn came (CmdSN order): execute when its data is complete. */
+void scsitgt__iscsi_task_ordered(struct scsitgt__iscsi_task *task);
+void scsitgt__iscsi_cmd_done(struct scsitgt__cmd *cmd);
+void scsitgt__iscsi_cmd_aborted(struct scsitgt__cmd *cmd);
+/* Build the Data-In PDUs and response of a finished command into a batch (exposed for tests). */
+struct scsitgt__iscsi_tx *scsitgt__iscsi_build_response(struct scsitgt__iscsi_conn *conn,
+							struct scsitgt__iscsi_task *task);
+
+/* tmf.c */
+int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
+
+/* logout.c */
+int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
+
+/* portal.c */
+struct scsitgt__iscsi_engine *scsitgt__iscsi_engine_get(struct scsitgt_engine *engine);
+struct scsitgt__iscsi_target *scsitgt__iscsi_target_get(struct scsitgt_target *tgt, bool create);
+void scsitgt__iscsi_portal_conn_gone(struct scsitgt_portal *portal);
+/* "host:port" of a portal as seen by @conn (the local address for wildcard portals). */
+int scsitgt__iscsi_portal_address(const struct scsitgt_portal *portal,
+				  const struct scsitgt__iscsi_conn *conn, char *buf, size_t size);
+
+/* tcp.c */
+int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal);
+
+#endif /* SCSITGT_ISCSI_CONN_H */

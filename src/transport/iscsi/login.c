@@ -1,0 +1,605 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * iSCSI login (RFC 7143 §6, §11.12, §11.13): stage sequencing (security, operational, full
+ * feature phase), ISID/TSIH handling and session reinstatement (§6.3.5), CHAP sequencing with
+ * chap.h (§12.1.3), key negotiation through text/keys.h, the redirection hook, initiator ACLs,
+ * and the Status-Class/Status-Detail of every failure (§11.13.5).
+ *
+ * Bounds: a login connection holds one login PDU (at most 8192 data bytes, enforced by the
+ * receiver) and a text accumulator limited to SCSITGT__ISCSI_TEXT_LIMIT_DEFAULT.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "transport/iscsi/conn.h"
+
+enum login_chap_state {
+	LOGIN_CHAP_IDLE,
+	LOGIN_CHAP_WAIT_A, /* AuthMethod=CHAP agreed; CHAP_A expected */
+	LOGIN_CHAP_WAIT_R, /* challenge sent; CHAP_N and CHAP_R expected */
+	LOGIN_CHAP_DONE,
+};
+
+struct scsitgt__iscsi_login {
+	bool started;
+	bool have_neg;
+	uint8_t isid[6];
+	uint16_t tsih;
+	uint16_t cid;
+	uint32_t itt;
+	uint32_t cmd_sn;
+	uint8_t stage; /* the CSG the next request must carry */
+	struct scsitgt_target *tgt;
+	bool discovery;
+	bool auth_required;
+	bool authenticated;
+	enum login_chap_state chap_state;
+	struct scsitgt__chap_server chap;
+	struct scsitgt__iscsi_text_acc acc;
+	struct scsitgt__iscsi_textbuf resp;
+	/* A response text larger than one PDU is handed out over several (C bit). */
+	bool resp_pending;
+	bool resp_transit;
+	uint8_t resp_csg;
+	uint8_t resp_nsg;
+	char initiator_name[SCSITGT__ISCSI_NAME_MAX + 1];
+};
+
+const struct scsitgt_iscsi_params *scsitgt__iscsi_params_for(struct scsitgt__iscsi_engine *ie,
+							   struct scsitgt_target *tgt)
+{
+	struct scsitgt__iscsi_target *it = tgt ? scsitgt__iscsi_target_get(tgt, false) : NULL;
+
+	return it ? &it->params : &ie->defaults;
+}
+
+static unsigned int digest_mask(enum scsitgt_iscsi_digest d)
+{
+	switch (d) {
+	case SCSITGT_ISCSI_DIGEST_NONE:
+		return SCSITGT__ISCSI_DIGEST_MASK_NONE;
+	case SCSITGT_ISCSI_DIGEST_CRC32C:
+		return SCSITGT__ISCSI_DIGEST_MASK_CRC32C;
+	default:
+		return SCSITGT__ISCSI_DIGEST_MASK_NONE | SCSITGT__ISCSI_DIGEST_MASK_CRC32C;
+	}
+}
+
+void scsitgt__iscsi_neg_cfg_from(struct scsitgt__iscsi_neg_params *cfg,
+				 const struct scsitgt_iscsi_params *p)
+{
+	scsitgt__iscsi_neg_params_init(cfg);
+	cfg->header_digests = digest_mask(p->header_digest);
+	cfg->data_digests = digest_mask(p->data_digest);
+	cfg->max_connections = p->max_connections;
+	cfg->initial_r2t = p->initial_r2t;
+	cfg->immediate_data = p->immediate_data;
+	cfg->max_recv_dsl = p->max_recv_data_segment_length;
+	cfg->max_burst = p->max_burst_length;
+	cfg->first_burst = p->first_burst_length;
+	cfg->default_time2wait = p->default_time2wait;
+	cfg->default_time2retain = p->default_time2retain;
+	cfg->max_outstanding_r2t = p->max_outstanding_r2t;
+	cfg->error_recovery_level = p->error_recovery_level;
+}
+
+int scsitgt__iscsi_login_start(struct scsitgt__iscsi_conn *conn)
+{
+	struct scsitgt__iscsi_login *l = calloc(1, sizeof(*l));
+
+	if (l == NULL)
+		return -ENOMEM;
+	scsitgt__iscsi_text_acc_init(&l->acc, 0);
+	scsitgt__iscsi_textbuf_init(&l->resp, 0);
+	conn->login = l;
+	return 0;
+}
+
+void scsitgt__iscsi_login_destroy(struct scsitgt__iscsi_conn *conn)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+
+	if (l == NULL)
+		return;
+	scsitgt__chap_server_clear(&l->chap);
+	scsitgt__iscsi_text_acc_destroy(&l->acc);
+	scsitgt__iscsi_textbuf_destroy(&l->resp);
+	free(l);
+	conn->login = NULL;
+}
+
+static uint32_t login_queue_depth(struct scsitgt__iscsi_conn *conn)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+
+	return scsitgt__iscsi_params_for(conn->ie, l->tgt)->queue_depth;
+}
+
+/* Fill the fields every Login Response carries. */
+static void login_rsp_init(struct scsitgt__iscsi_conn *conn, uint8_t *bhs, uint8_t flags,
+			   uint16_t status, uint16_t tsih)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+
+	scsitgt__bhs_init(bhs, ISCSI_OP_LOGIN_RSP, flags);
+	bhs[ISCSI_LOGIN_VERSION_MAX] = ISCSI_VERSION;
+	bhs[ISCSI_LOGIN_VERSION_MIN] = ISCSI_VERSION; /* VersionActive */
+	memcpy(&bhs[ISCSI_LOGIN_ISID], l->isid, 6);
+	put_be16(&bhs[ISCSI_LOGIN_TSIH], tsih);
+	put_be32(&bhs[ISCSI_BHS_ITT], l->itt);
+	put_be32(&bhs[ISCSI_BHS_STATSN], conn->stat_sn++);
+	/* Login Requests are immediate: CmdSN is not advanced (RFC 7143 §11.12.6). */
+	put_be32(&bhs[ISCSI_BHS_EXPCMDSN], l->cmd_sn);
+	put_be32(&bhs[ISCSI_BHS_MAXCMDSN],
+		 status ? l->cmd_sn : l->cmd_sn + login_queue_depth(conn) - 1);
+	bhs[ISCSI_LOGIN_STATUS_CLASS] = (uint8_t)(status >> 8);
+	bhs[ISCSI_LOGIN_STATUS_DETAIL] = (uint8_t)status;
+}
+
+static const char *login_status_text(uint16_t status)
+{
+	switch (status) {
+	case ISCSI_LOGIN_STATUS_TGT_MOVED_TEMP: return "target moved temporarily";
+	case ISCSI_LOGIN_STATUS_TGT_MOVED_PERM: return "target moved permanently";
+	case ISCSI_LOGIN_STATUS_INIT_ERR: return "initiator error";
+	case ISCSI_LOGIN_STATUS_AUTH_FAILED: return "authentication failure";
+	case ISCSI_LOGIN_STATUS_TGT_FORBIDDEN: return "authorization failure";
+	case ISCSI_LOGIN_STATUS_TGT_NOT_FOUND: return "target not found";
+	case ISCSI_LOGIN_STATUS_TGT_REMOVED: return "target removed";
+	case ISCSI_LOGIN_STATUS_NO_VERSION: return "unsupported version";
+	case ISCSI_LOGIN_STATUS_TOO_MANY_CONN: return "too many connections";
+	case ISCSI_LOGIN_STATUS_MISSING_FIELDS: return "missing parameter";
+	case ISCSI_LOGIN_STATUS_CONN_ADD_FAILED: return "cannot include in session";
+	case ISCSI_LOGIN_STATUS_NO_SESSION_TYPE: return "session type not supported";
+	case ISCSI_LOGIN_STATUS_NO_SESSION: return "session does not exist";
+	case ISCSI_LOGIN_STATUS_INVALID_REQUEST: return "invalid during login";
+	case ISCSI_LOGIN_STATUS_TARGET_ERROR: return "target error";
+	case ISCSI_LOGIN_STATUS_SVC_UNAVAILABLE: return "service unavailable";
+	case ISCSI_LOGIN_STATUS_NO_RESOURCES: return "out of resources";
+	default: return "login failure";
+	}
+}
+
+/* Answer with a failure (or redirection) status and close once it is written. */
+static int login_fail(struct scsitgt__iscsi_conn *conn, uint16_t status, const char *text,
+		      size_t text_len)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	uint8_t bhs[ISCSI_BHS_LEN];
+
+	scsitgt__iscsi_conn_log(conn, status >> 8 == 1 ? SCSITGT_LOG_INFO : SCSITGT_LOG_NOTICE,
+				"login of %s refused: %s (0x%04x)",
+				l->initiator_name[0] ? l->initiator_name : "?",
+				login_status_text(status), status);
+	login_rsp_init(conn, bhs, 0, status, l->tsih);
+	/* The connection stops reading: nothing after a failed login is processed. */
+	conn->rx.stop = true;
+	scsitgt__iscsi_conn_send_simple(conn, bhs, text, (uint32_t)text_len, true);
+	return 0;
+}
+
+/* Find the values of a few declarative keys before negotiation starts. */
+static void login_scan(const uint8_t *text, size_t len, const char **iname, const char **tname,
+		       const char **stype)
+{
+	struct scsitgt__iscsi_kv kv;
+	size_t pos = 0;
+
+	while (scsitgt__iscsi_text_next(text, len, &pos, &kv) == 1) {
+		if (kv.key_len == 13 && memcmp(kv.key, "InitiatorName", 13) == 0)
+			*iname = kv.value;
+		else if (kv.key_len == 10 && memcmp(kv.key, "TargetName", 10) == 0)
+			*tname = kv.value;
+		else if (kv.key_len == 11 && memcmp(kv.key, "SessionType", 11) == 0)
+			*stype = kv.value;
+	}
+}
+
+static const struct scsitgt__iscsi_cred *login_cred(struct scsitgt__iscsi_target *it,
+						    const char *initiator)
+{
+	struct scsitgt__list *pos;
+
+	if (it == NULL)
+		return NULL;
+	for (pos = it->creds.next; pos != &it->creds; pos = pos->next) {
+		struct scsitgt__iscsi_cred *c =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_cred, node);
+
+		if (strcasecmp(c->initiator, initiator) == 0)
+			return c;
+	}
+	return it->chap.user ? &it->chap : NULL;
+}
+
+/*
+ * The first complete text names the initiator, the target and the session type: decide
+ * which target settings apply, and refuse early what cannot succeed.
+ * Returns 0 or a login status (> 0).
+ */
+static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, size_t len)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	const char *iname = NULL, *tname = NULL, *stype = NULL;
+	struct scsitgt__iscsi_neg_params cfg;
+	struct scsitgt__iscsi_target *it = NULL;
+
+	login_scan(text, len, &iname, &tname, &stype);
+	/* RFC 7143 §13.5.1: InitiatorName is required on the first login request. */
+	if (iname == NULL || iname[0] == '\0' || strlen(iname) > SCSITGT__ISCSI_NAME_MAX)
+		return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
+	snprintf(l->initiator_name, sizeof(l->initiator_name), "%s", iname);
+	if (stype && strcmp(stype, "Discovery") == 0) {
+		l->discovery = true;
+	} else if (stype && strcmp(stype, "Normal") != 0) {
+		return ISCSI_LOGIN_STATUS_NO_SESSION_TYPE;
+	}
+	if (l->discovery) {
+		if (l->tsih != 0)
+			return ISCSI_LOGIN_STATUS_NO_SESSION;
+	} else {
+		struct scsitgt_target *tgt;
+
+		if (tname == NULL || tname[0] == '\0')
+			return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
+		tgt = scsitgt__engine_find_target(conn->ie->engine, tname);
+		if (tgt == NULL)
+			return ISCSI_LOGIN_STATUS_TGT_NOT_FOUND;
+		if (tgt->destroying)
+			return ISCSI_LOGIN_STATUS_TGT_REMOVED;
+		l->tgt = tgt;
+		it = scsitgt__iscsi_target_get(tgt, false);
+		/* Redirection comes first: the host may move a target it does not serve here. */
+		if (it && it->redirect_cb) {
+			char addr[256] = "";
+			enum scsitgt_iscsi_redirect r =
+				it->redirect_cb(it->redirect_arg, tgt, iname, addr, sizeof(addr));
+
+			addr[sizeof(addr) - 1] = '\0';
+			if (r != SCSITGT_ISCSI_REDIRECT_NONE && addr[0]) {
+				char kv[300];
+				int n = snprintf(kv, sizeof(kv), "TargetAddress=%s", addr);
+
+				login_fail(conn,
+					   r == SCSITGT_ISCSI_REDIRECT_PERMANENT
+						   ? ISCSI_LOGIN_STATUS_TGT_MOVED_PERM
+						   : ISCSI_LOGIN_STATUS_TGT_MOVED_TEMP,
+					   kv, (size_t)n + 1);
+				return -1;
+			}
+		}
+		if (!scsitgt__target_initiator_allowed(tgt, iname))
+			return ISCSI_LOGIN_STATUS_TGT_FORBIDDEN;
+		if (l->tsih != 0) {
+			/* Adding a connection to a session: only one per session is supported. */
+			if (scsitgt__iscsi_sess_find(conn->ie, iname, l->isid, tgt, l->tsih) == NULL)
+				return ISCSI_LOGIN_STATUS_NO_SESSION;
+			return ISCSI_LOGIN_STATUS_TOO_MANY_CONN;
+		}
+		l->auth_required = login_cred(it, iname) != NULL;
+	}
+	scsitgt__iscsi_neg_cfg_from(&cfg, scsitgt__iscsi_params_for(conn->ie, l->tgt));
+	cfg.auth_methods =
+		l->auth_required ? SCSITGT__ISCSI_AUTH_MASK_CHAP : SCSITGT__ISCSI_AUTH_MASK_NONE;
+	cfg.max_connections = 1;
+	cfg.error_recovery_level = 0;
+	cfg.tpgt = conn->portal->tpgt;
+	cfg.target_alias = l->tgt ? l->tgt->alias : NULL;
+	scsitgt__iscsi_neg_init(&conn->neg, &cfg, l->tsih == 0);
+	l->have_neg = true;
+	return 0;
+}
+
+static size_t chap_prefs(uint32_t mask, enum scsitgt__chap_alg *prefs)
+{
+	size_t n = 0;
+
+	/* Strongest first (chap.h's default order), filtered by the target's mask. */
+	for (size_t i = 0; i < 4; i++) {
+		enum scsitgt__chap_alg a = scsitgt__chap_default_prefs[i];
+		uint32_t bit = a == SCSITGT__CHAP_MD5	     ? SCSITGT_ISCSI_CHAP_MD5
+			       : a == SCSITGT__CHAP_SHA1     ? SCSITGT_ISCSI_CHAP_SHA1
+			       : a == SCSITGT__CHAP_SHA256   ? SCSITGT_ISCSI_CHAP_SHA256
+							     : SCSITGT_ISCSI_CHAP_SHA3_256;
+
+		if (mask & bit)
+			prefs[n++] = a;
+	}
+	return n;
+}
+
+/*
+ * CHAP sequencing in the security stage (RFC 7143 §12.1.3). Returns 0 or a login status.
+ */
+static int login_auth(struct scsitgt__iscsi_conn *conn, const struct scsitgt__iscsi_chap_keys *ck)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	struct scsitgt__iscsi_target *it = l->tgt ? scsitgt__iscsi_target_get(l->tgt, false) : NULL;
+	enum scsitgt__iscsi_auth method = conn->neg.params.auth_method;
+	bool any = ck->a || ck->i || ck->c || ck->n || ck->r;
+
+	if (method == SCSITGT__ISCSI_AUTH_REJECTED)
+		return ISCSI_LOGIN_STATUS_AUTH_FAILED;
+	if (method != SCSITGT__ISCSI_AUTH_CHAP) {
+		if (any)
+			return ISCSI_LOGIN_STATUS_INIT_ERR;
+		return 0;
+	}
+	if (l->chap_state == LOGIN_CHAP_IDLE)
+		l->chap_state = LOGIN_CHAP_WAIT_A;
+	if (l->chap_state == LOGIN_CHAP_WAIT_A && ck->a) {
+		enum scsitgt__chap_alg prefs[4];
+		size_t np = chap_prefs(scsitgt__iscsi_params_for(conn->ie, l->tgt)->chap_algorithms,
+				       prefs);
+		char a[4], i[4], c[SCSITGT__CHAP_CHALLENGE_TEXT_SIZE];
+		int alg;
+
+		if (ck->n || ck->r || ck->i || ck->c)
+			return ISCSI_LOGIN_STATUS_INIT_ERR;
+		alg = np ? scsitgt__chap_alg_select(ck->a, prefs, np) : -ENOENT;
+		if (alg < 0)
+			return ISCSI_LOGIN_STATUS_AUTH_FAILED;
+		if (scsitgt__chap_server_start(&l->chap, alg, 0, conn->ie->rnd, conn->ie->rnd_arg) < 0 ||
+		    scsitgt__chap_server_format(&l->chap, a, i, c, sizeof(c)) < 0)
+			return ISCSI_LOGIN_STATUS_TARGET_ERROR;
+		if (scsitgt__iscsi_textbuf_add(&l->resp, "CHAP_A", a) < 0 ||
+		    scsitgt__iscsi_textbuf_add(&l->resp, "CHAP_I", i) < 0 ||
+		    scsitgt__iscsi_textbuf_add(&l->resp, "CHAP_C", c) < 0)
+			return ISCSI_LOGIN_STATUS_TARGET_ERROR;
+		l->chap_state = LOGIN_CHAP_WAIT_R;
+		return 0;
+	}
+	if (l->chap_state == LOGIN_CHAP_WAIT_R && (ck->n || ck->r)) {
+		const struct scsitgt__iscsi_cred *cred = login_cred(it, l->initiator_name);
+		char r[SCSITGT__CHAP_RESPONSE_TEXT_SIZE];
+
+		if (ck->a || ck->n == NULL || ck->r == NULL || cred == NULL)
+			return ISCSI_LOGIN_STATUS_AUTH_FAILED;
+		if (strcmp(ck->n, cred->user) != 0 ||
+		    scsitgt__chap_server_verify(&l->chap, ck->r, cred->secret,
+						strlen(cred->secret)) != 0)
+			return ISCSI_LOGIN_STATUS_AUTH_FAILED;
+		if (ck->i || ck->c) {
+			/* Mutual CHAP: the initiator authenticates the target too. */
+			if (ck->i == NULL || ck->c == NULL || it == NULL || it->mutual.user == NULL)
+				return ISCSI_LOGIN_STATUS_AUTH_FAILED;
+			if (scsitgt__chap_mutual_respond(r, sizeof(r), &l->chap, ck->i, ck->c,
+							 it->mutual.secret,
+							 strlen(it->mutual.secret)) != 0)
+				return ISCSI_LOGIN_STATUS_AUTH_FAILED;
+			if (scsitgt__iscsi_textbuf_add(&l->resp, "CHAP_N", it->mutual.user) < 0 ||
+			    scsitgt__iscsi_textbuf_add(&l->resp, "CHAP_R", r) < 0)
+				return ISCSI_LOGIN_STATUS_TARGET_ERROR;
+		}
+		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_DEBUG, "CHAP (%s%s) succeeded for %s",
+					scsitgt__chap_alg_name(l->chap.alg),
+					ck->i ? ", mutual" : "", l->initiator_name);
+		scsitgt__chap_server_clear(&l->chap);
+		l->chap_state = LOGIN_CHAP_DONE;
+		l->authenticated = true;
+		return 0;
+	}
+	if (any)
+		return ISCSI_LOGIN_STATUS_INIT_ERR;
+	return 0;
+}
+
+static uint16_t login_alloc_tsih(struct scsitgt__iscsi_engine *ie)
+{
+	for (;;) {
+		struct scsitgt__list *pos;
+		bool used = false;
+		uint16_t t = ++ie->next_tsih;
+
+		if (t == 0)
+			continue;
+		for (pos = ie->sessions.next; pos != &ie->sessions; pos = pos->next)
+			if (scsitgt__container_of(pos, struct scsitgt__iscsi_sess, node)->tsih == t)
+				used = true;
+		if (!used)
+			return t;
+	}
+}
+
+/* Transit to full feature phase: create the session. Returns 0 or a login status. */
+static int login_finish(struct scsitgt__iscsi_conn *conn, uint16_t *tsih)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	struct scsitgt__iscsi_sess *sess, *old;
+	int rc;
+
+	if (l->auth_required && !l->authenticated)
+		return ISCSI_LOGIN_STATUS_AUTH_FAILED;
+	if (scsitgt__iscsi_neg_finish(&conn->neg) < 0)
+		return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
+	if (!l->discovery) {
+		/* RFC 7143 §6.3.5: same initiator, ISID and target with TSIH 0 reinstates. */
+		old = scsitgt__iscsi_sess_find(conn->ie, l->initiator_name, l->isid, l->tgt, 0);
+		if (old) {
+			scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_INFO,
+						"session reinstatement: closing TSIH %u",
+						old->tsih);
+			scsitgt__iscsi_sess_close(old, "session reinstatement");
+		}
+	}
+	rc = scsitgt__iscsi_sess_create(&sess, conn->ie, conn, l->discovery ? NULL : l->tgt, l->isid,
+					&conn->neg.params);
+	if (rc == -EACCES)
+		return ISCSI_LOGIN_STATUS_TGT_FORBIDDEN;
+	if (rc == -ESHUTDOWN)
+		return ISCSI_LOGIN_STATUS_TGT_REMOVED;
+	if (rc < 0)
+		return ISCSI_LOGIN_STATUS_NO_RESOURCES;
+	sess->tsih = login_alloc_tsih(conn->ie);
+	sess->tpgt = conn->portal->tpgt;
+	sess->queue_depth = l->discovery ? 4 : login_queue_depth(conn);
+	sess->exp_cmd_sn = l->cmd_sn;
+	sess->max_cmd_sn = l->cmd_sn - 1 + sess->queue_depth;
+	conn->cid = l->cid;
+	*tsih = sess->tsih;
+	return 0;
+}
+
+/* Send the next chunk of the response text; on the last one, perform the stage transition. */
+static int login_respond(struct scsitgt__iscsi_conn *conn)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	const struct scsitgt__iscsi_session_params *np = &conn->neg.params;
+	const uint8_t *chunk = NULL;
+	bool more = false, ffp = false;
+	uint8_t bhs[ISCSI_BHS_LEN];
+	uint8_t flags;
+	uint16_t tsih = l->tsih;
+	size_t n;
+	int st;
+
+	n = scsitgt__iscsi_textbuf_next_chunk(&l->resp, &chunk, ISCSI_LOGIN_DSL_MAX, &more);
+	flags = (uint8_t)(l->resp_csg << ISCSI_LOGIN_CSG_SHIFT);
+	if (more) {
+		flags |= ISCSI_LOGIN_FLAG_CONTINUE;
+		l->resp_pending = true;
+	} else {
+		l->resp_pending = false;
+		if (l->resp_transit) {
+			flags |= ISCSI_LOGIN_FLAG_TRANSIT | l->resp_nsg;
+			if (l->resp_nsg == ISCSI_STAGE_FFP) {
+				st = login_finish(conn, &tsih);
+				if (st)
+					return login_fail(conn, (uint16_t)st, NULL, 0);
+				ffp = true;
+			}
+		}
+	}
+	login_rsp_init(conn, bhs, flags, ISCSI_LOGIN_STATUS_SUCCESS, tsih);
+	scsitgt__iscsi_conn_send_simple(conn, bhs, chunk, (uint32_t)n, false);
+	if (more || !l->resp_transit)
+		return 0;
+	l->stage = l->resp_nsg;
+	if (!ffp)
+		return 0;
+
+	/* RFC 7143 §13.1: digests start with the first PDU after the final Login Response. */
+	conn->header_digest = np->header_digest == SCSITGT__ISCSI_DIGEST_CRC32C;
+	conn->data_digest = np->data_digest == SCSITGT__ISCSI_DIGEST_CRC32C;
+	conn->rx.header_digest = conn->header_digest;
+	conn->rx.data_digest = conn->data_digest;
+	conn->rx.max_dsl = np->max_recv_dsl;
+	conn->max_xmit_dsl = np->max_xmit_dsl;
+	scsitgt__iscsi_conn_log(conn, l->discovery ? SCSITGT_LOG_DEBUG : SCSITGT_LOG_NOTICE,
+				"%s session login: initiator %s, %s%s TSIH %u%s%s",
+				l->discovery ? "discovery" : "normal", l->initiator_name,
+				l->discovery ? "" : "target ", l->discovery ? "" : l->tgt->name,
+				tsih, conn->header_digest ? ", header digest" : "",
+				conn->data_digest ? ", data digest" : "");
+	scsitgt__iscsi_login_destroy(conn);
+	scsitgt__iscsi_conn_enter_ffp(conn);
+	return 0;
+}
+
+int scsitgt__iscsi_login_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	const uint8_t *h = pdu->bhs;
+	uint8_t flags = h[ISCSI_BHS_FLAGS];
+	bool transit = (flags & ISCSI_LOGIN_FLAG_TRANSIT) != 0;
+	bool cont = (flags & ISCSI_LOGIN_FLAG_CONTINUE) != 0;
+	uint8_t csg = (flags >> ISCSI_LOGIN_CSG_SHIFT) & ISCSI_LOGIN_STAGE_MASK;
+	uint8_t nsg = flags & ISCSI_LOGIN_STAGE_MASK;
+	struct scsitgt__iscsi_chap_keys ck;
+	const uint8_t *text;
+	size_t len;
+	int rc, st;
+
+	if (!l->started) {
+		l->started = true;
+		memcpy(l->isid, &h[ISCSI_LOGIN_ISID], 6);
+		l->tsih = get_be16(&h[ISCSI_LOGIN_TSIH]);
+		l->cid = get_be16(&h[ISCSI_LOGIN_CID]);
+		l->cmd_sn = get_be32(&h[ISCSI_BHS_CMDSN]);
+		l->stage = csg;
+		/* RFC 7143 §11.13.4: the first response starts StatSN; take the initiator's. */
+		conn->stat_sn = get_be32(&h[ISCSI_BHS_EXPSTATSN]);
+		l->itt = scsitgt__bhs_itt(h);
+		/* RFC 7143 §11.12.4: we speak version 0; VersionMin above it cannot work. */
+		if (h[ISCSI_LOGIN_VERSION_MIN] > ISCSI_VERSION)
+			return login_fail(conn, ISCSI_LOGIN_STATUS_NO_VERSION, NULL, 0);
+	} else if (memcmp(l->isid, &h[ISCSI_LOGIN_ISID], 6) != 0 ||
+		   l->tsih != get_be16(&h[ISCSI_LOGIN_TSIH]) ||
+		   l->cid != get_be16(&h[ISCSI_LOGIN_CID])) {
+		l->itt = scsitgt__bhs_itt(h);
+		return login_fail(conn, ISCSI_LOGIN_STATUS_INIT_ERR, NULL, 0);
+	}
+	l->itt = scsitgt__bhs_itt(h);
+	l->cmd_sn = get_be32(&h[ISCSI_BHS_CMDSN]);
+
+	/* RFC 7143 §11.12.1-§11.12.3: stage checks. */
+	if ((transit && cont) || csg == 2 || csg != l->stage ||
+	    (transit && (nsg == 2 || nsg <= csg)))
+		return login_fail(conn, ISCSI_LOGIN_STATUS_INIT_ERR, NULL, 0);
+
+	if (l->resp_pending) {
+		/* The initiator asks for the rest of our text with an empty request. */
+		if (pdu->data_len)
+			return login_fail(conn, ISCSI_LOGIN_STATUS_INIT_ERR, NULL, 0);
+		return login_respond(conn);
+	}
+
+	rc = scsitgt__iscsi_text_acc_add(&l->acc, pdu->data, pdu->data_len, cont);
+	if (rc < 0)
+		return login_fail(conn, rc == -ENOMEM ? ISCSI_LOGIN_STATUS_NO_RESOURCES
+						      : ISCSI_LOGIN_STATUS_INIT_ERR,
+				  NULL, 0);
+	if (rc == 0) {
+		/* More text follows (C bit): acknowledge with an empty response. */
+		uint8_t bhs[ISCSI_BHS_LEN];
+
+		login_rsp_init(conn, bhs, (uint8_t)(csg << ISCSI_LOGIN_CSG_SHIFT),
+			       ISCSI_LOGIN_STATUS_SUCCESS, l->tsih);
+		return scsitgt__iscsi_conn_send_simple(conn, bhs, NULL, 0, false);
+	}
+	text = scsitgt__iscsi_text_acc_data(&l->acc, &len);
+	if (!l->have_neg) {
+		st = login_setup(conn, text, len);
+		if (st < 0)
+			return 0; /* already answered (redirection) */
+		if (st > 0)
+			return login_fail(conn, (uint16_t)st, NULL, 0);
+	}
+	scsitgt__iscsi_neg_set_stage(&conn->neg, csg == ISCSI_STAGE_SECURITY
+							 ? SCSITGT__ISCSI_STAGE_SECURITY
+							 : SCSITGT__ISCSI_STAGE_OPERATIONAL);
+	scsitgt__iscsi_textbuf_reset(&l->resp);
+	memset(&ck, 0, sizeof(ck));
+	rc = scsitgt__iscsi_neg_text(&conn->neg, text, len, &l->resp,
+				     csg == ISCSI_STAGE_SECURITY ? &ck : NULL);
+	if (rc == -ENOSPC || rc == -ENOMEM)
+		return login_fail(conn, ISCSI_LOGIN_STATUS_TARGET_ERROR, NULL, 0);
+	if (rc < 0)
+		return login_fail(conn, ISCSI_LOGIN_STATUS_INIT_ERR, NULL, 0);
+	if (csg == ISCSI_STAGE_SECURITY) {
+		st = login_auth(conn, &ck);
+		if (st)
+			return login_fail(conn, (uint16_t)st, NULL, 0);
+	} else if (l->auth_required && !l->authenticated) {
+		/* The initiator skipped the security stage of a target that requires CHAP. */
+		return login_fail(conn, ISCSI_LOGIN_STATUS_AUTH_FAILED, NULL, 0);
+	}
+	scsitgt__iscsi_text_acc_reset(&l->acc);
+	if (scsitgt__iscsi_neg_declare(&conn->neg, &l->resp) < 0)
+		return login_fail(conn, ISCSI_LOGIN_STATUS_TARGET_ERROR, NULL, 0);
+
+	l->resp_csg = csg;
+	l->resp_nsg = nsg;
+	l->resp_transit = transit && !scsitgt__iscsi_neg_pending(&conn->neg);
+	if (csg == ISCSI_STAGE_SECURITY && l->resp_transit) {
+		/* Leave the security stage only authenticated (or when none is needed). */
+		if (l->chap_state == LOGIN_CHAP_WAIT_A || l->chap_state == LOGIN_CHAP_WAIT_R)
+			l->resp_transit = false;
+		else if (l->auth_required && !l->authenticated)
+			return login_fail(conn, ISCSI_LOGIN_STATUS_AUTH_FAILED, NULL, 0);
+	}
+	return login_respond(conn);
+}

@@ -1,0 +1,533 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Public iSCSI API: portals (listeners registered as engine services), per-target and
+ * per-engine parameters, CHAP credentials and the redirect hook. Per-engine state lives in
+ * engine->ext[SCSITGT__EXT_ISCSI], per-target state in tgt->ext[SCSITGT__EXT_ISCSI].
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "transport/iscsi/conn.h"
+
+static void engine_ext_destroy(void *data)
+{
+	free(data);
+}
+
+struct scsitgt__iscsi_engine *scsitgt__iscsi_engine_get(struct scsitgt_engine *engine)
+{
+	struct scsitgt__iscsi_engine *ie = engine->ext[SCSITGT__EXT_ISCSI].data;
+
+	if (ie)
+		return ie;
+	ie = calloc(1, sizeof(*ie));
+	if (ie == NULL)
+		return NULL;
+	ie->engine = engine;
+	scsitgt_iscsi_params_init(&ie->defaults, sizeof(ie->defaults));
+	scsitgt__list_init(&ie->portals);
+	scsitgt__list_init(&ie->conns);
+	scsitgt__list_init(&ie->sessions);
+	ie->rnd = scsitgt__chap_random_default;
+	engine->ext[SCSITGT__EXT_ISCSI].data = ie;
+	engine->ext[SCSITGT__EXT_ISCSI].destroy = engine_ext_destroy;
+	return ie;
+}
+
+static void cred_clear(struct scsitgt__iscsi_cred *c)
+{
+	if (c->secret)
+		memset(c->secret, 0, strlen(c->secret));
+	free(c->secret);
+	free(c->user);
+	free(c->initiator);
+	c->secret = c->user = c->initiator = NULL;
+}
+
+static void target_ext_destroy(void *data)
+{
+	struct scsitgt__iscsi_target *it = data;
+	struct scsitgt__list *pos, *tmp;
+
+	cred_clear(&it->chap);
+	cred_clear(&it->mutual);
+	scsitgt__list_foreach_safe(pos, tmp, &it->creds)
+	{
+		struct scsitgt__iscsi_cred *c = scsitgt__container_of(pos, struct scsitgt__iscsi_cred, node);
+
+		cred_clear(c);
+		free(c);
+	}
+	free(it);
+}
+
+struct scsitgt__iscsi_target *scsitgt__iscsi_target_get(struct scsitgt_target *tgt, bool create)
+{
+	struct scsitgt__iscsi_target *it = tgt->ext[SCSITGT__EXT_ISCSI].data;
+	struct scsitgt__iscsi_engine *ie;
+
+	if (it || !create)
+		return it;
+	ie = scsitgt__iscsi_engine_get(tgt->engine);
+	it = calloc(1, sizeof(*it));
+	if (it == NULL || ie == NULL) {
+		free(it);
+		return NULL;
+	}
+	it->params = ie->defaults;
+	scsitgt__list_init(&it->creds);
+	tgt->ext[SCSITGT__EXT_ISCSI].data = it;
+	tgt->ext[SCSITGT__EXT_ISCSI].destroy = target_ext_destroy;
+	return it;
+}
+
+SCSITGT_EXPORT void scsitgt_iscsi_params_init(struct scsitgt_iscsi_params *params, size_t size)
+{
+	struct scsitgt_iscsi_params def = {
+		.size = sizeof(def),
+		.max_recv_data_segment_length = 262144,
+		.max_burst_length = 16776192,
+		.first_burst_length = 262144,
+		.immediate_data = true,
+		.initial_r2t = false,
+		.max_outstanding_r2t = 16,
+		.header_digest = SCSITGT_ISCSI_DIGEST_ANY,
+		.data_digest = SCSITGT_ISCSI_DIGEST_ANY,
+		.default_time2wait = 2,
+		.default_time2retain = 20,
+		.max_connections = 1,
+		.error_recovery_level = 0,
+		.queue_depth = 128,
+		.nop_interval_ms = 5000,
+		.nop_timeout_ms = 15000,
+		.login_timeout_ms = 15000,
+		.chap_algorithms = SCSITGT_ISCSI_CHAP_ALL,
+	};
+
+	if (params == NULL || size == 0)
+		return;
+	if (size > sizeof(def)) {
+		memset(params, 0, size);
+		size = sizeof(def);
+	}
+	def.size = size;
+	memcpy(params, &def, size);
+}
+
+static bool in_range(uint32_t v, uint32_t lo, uint32_t hi)
+{
+	return v >= lo && v <= hi;
+}
+
+static int params_check(struct scsitgt_iscsi_params *out, const struct scsitgt_iscsi_params *in)
+{
+	struct scsitgt_iscsi_params p;
+
+	if (in == NULL || in->size == 0)
+		return -EINVAL;
+	scsitgt_iscsi_params_init(&p, sizeof(p));
+	memcpy(&p, in, in->size < sizeof(p) ? in->size : sizeof(p));
+	p.size = sizeof(p);
+	if (!in_range(p.max_recv_data_segment_length, 512, 16777215) ||
+	    !in_range(p.max_burst_length, 512, 16777215) ||
+	    !in_range(p.first_burst_length, 512, 16777215) ||
+	    !in_range(p.max_outstanding_r2t, 1, 65535) || p.header_digest > 2 ||
+	    p.data_digest > 2 || p.default_time2wait > 3600 || p.default_time2retain > 3600 ||
+	    !in_range(p.max_connections, 1, 65535) || !in_range(p.queue_depth, 1, 4096) ||
+	    p.chap_algorithms == 0 || (p.chap_algorithms & ~SCSITGT_ISCSI_CHAP_ALL))
+		return -EINVAL;
+	if (p.error_recovery_level > 0 || p.max_connections > 1)
+		return -ENOTSUP;
+	*out = p;
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_iscsi_target_set_params(struct scsitgt_target *tgt,
+						   const struct scsitgt_iscsi_params *params)
+{
+	struct scsitgt__iscsi_target *it;
+	struct scsitgt_iscsi_params p;
+	int rc;
+
+	if (tgt == NULL)
+		return -EINVAL;
+	rc = params_check(&p, params);
+	if (rc < 0)
+		return rc;
+	it = scsitgt__iscsi_target_get(tgt, true);
+	if (it == NULL)
+		return -ENOMEM;
+	it->params = p;
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_iscsi_engine_set_params(struct scsitgt_engine *engine,
+						   const struct scsitgt_iscsi_params *params)
+{
+	struct scsitgt__iscsi_engine *ie;
+	struct scsitgt_iscsi_params p;
+	int rc;
+
+	if (engine == NULL)
+		return -EINVAL;
+	rc = params_check(&p, params);
+	if (rc < 0)
+		return rc;
+	ie = scsitgt__iscsi_engine_get(engine);
+	if (ie == NULL)
+		return -ENOMEM;
+	ie->defaults = p;
+	return 0;
+}
+
+static int cred_check(const char *user, const char *secret)
+{
+	size_t sl;
+
+	if ((user == NULL) != (secret == NULL))
+		return -EINVAL;
+	if (user == NULL)
+		return 0;
+	sl = strlen(secret);
+	if (user[0] == '\0' || strlen(user) > 255 || sl < SCSITGT__CHAP_SECRET_MIN ||
+	    sl > SCSITGT__CHAP_SECRET_MAX)
+		return -EINVAL;
+	return 1;
+}
+
+static int cred_set(struct scsitgt__iscsi_cred *c, const char *user, const char *secret)
+{
+	char *u = NULL, *s = NULL;
+
+	if (user) {
+		u = strdup(user);
+		s = strdup(secret);
+		if (u == NULL || s == NULL) {
+			free(u);
+			free(s);
+			return -ENOMEM;
+		}
+	}
+	if (c->secret)
+		memset(c->secret, 0, strlen(c->secret));
+	free(c->secret);
+	free(c->user);
+	c->user = u;
+	c->secret = s;
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_iscsi_target_set_chap(struct scsitgt_target *tgt, const char *user,
+						 const char *secret)
+{
+	struct scsitgt__iscsi_target *it;
+	int rc;
+
+	if (tgt == NULL)
+		return -EINVAL;
+	rc = cred_check(user, secret);
+	if (rc < 0)
+		return rc;
+	it = scsitgt__iscsi_target_get(tgt, true);
+	if (it == NULL)
+		return -ENOMEM;
+	return cred_set(&it->chap, user, secret);
+}
+
+SCSITGT_EXPORT int scsitgt_iscsi_target_set_mutual_chap(struct scsitgt_target *tgt,
+							const char *user, const char *secret)
+{
+	struct scsitgt__iscsi_target *it;
+	int rc;
+
+	if (tgt == NULL)
+		return -EINVAL;
+	rc = cred_check(user, secret);
+	if (rc < 0)
+		return rc;
+	it = scsitgt__iscsi_target_get(tgt, true);
+	if (it == NULL)
+		return -ENOMEM;
+	return cred_set(&it->mutual, user, secret);
+}
+
+SCSITGT_EXPORT int scsitgt_iscsi_initiator_set_chap(struct scsitgt_target *tgt,
+						    const char *initiator_name, const char *user,
+						    const char *secret)
+{
+	struct scsitgt__iscsi_target *it;
+	struct scsitgt__iscsi_cred *c = NULL;
+	struct scsitgt__list *pos;
+	int rc;
+
+	if (tgt == NULL || initiator_name == NULL || initiator_name[0] == '\0' ||
+	    strlen(initiator_name) > SCSITGT__ISCSI_NAME_MAX)
+		return -EINVAL;
+	rc = cred_check(user, secret);
+	if (rc < 0)
+		return rc;
+	it = scsitgt__iscsi_target_get(tgt, true);
+	if (it == NULL)
+		return -ENOMEM;
+	for (pos = it->creds.next; pos != &it->creds; pos = pos->next) {
+		struct scsitgt__iscsi_cred *e = scsitgt__container_of(pos, struct scsitgt__iscsi_cred, node);
+
+		if (strcasecmp(e->initiator, initiator_name) == 0) {
+			c = e;
+			break;
+		}
+	}
+	if (user == NULL) {
+		if (c == NULL)
+			return -ENOENT;
+		scsitgt__list_remove(&c->node);
+		cred_clear(c);
+		free(c);
+		return 0;
+	}
+	if (c == NULL) {
+		c = calloc(1, sizeof(*c));
+		if (c == NULL)
+			return -ENOMEM;
+		c->initiator = strdup(initiator_name);
+		if (c->initiator == NULL) {
+			free(c);
+			return -ENOMEM;
+		}
+		scsitgt__list_add_tail(&it->creds, &c->node);
+	}
+	return cred_set(c, user, secret);
+}
+
+SCSITGT_EXPORT int scsitgt_iscsi_target_set_redirect(struct scsitgt_target *tgt,
+						     scsitgt_iscsi_redirect_cb cb, void *cb_arg)
+{
+	struct scsitgt__iscsi_target *it;
+
+	if (tgt == NULL)
+		return -EINVAL;
+	it = scsitgt__iscsi_target_get(tgt, true);
+	if (it == NULL)
+		return -ENOMEM;
+	it->redirect_cb = cb;
+	it->redirect_arg = cb_arg;
+	return 0;
+}
+
+SCSITGT_EXPORT void scsitgt_portal_opts_init(struct scsitgt_portal_opts *opts, size_t size)
+{
+	struct scsitgt_portal_opts def = {
+		.size = sizeof(def),
+		.address = "0.0.0.0",
+		.port = 3260,
+		.tpgt = 1,
+		.backlog = 128,
+	};
+
+	if (opts == NULL || size == 0)
+		return;
+	if (size > sizeof(def)) {
+		memset(opts, 0, size);
+		size = sizeof(def);
+	}
+	def.size = size;
+	memcpy(opts, &def, size);
+}
+
+static void portal_on_connection(uv_stream_t *server, int status)
+{
+	struct scsitgt_portal *portal = server->data;
+	int rc;
+
+	if (status < 0 || portal->closing)
+		return;
+	rc = scsitgt__iscsi_tcp_accept(portal);
+	if (rc < 0)
+		scsitgt__log(&portal->ie->engine->log, SCSITGT_LOG_WARNING, SCSITGT__ISCSI_SUBSYS,
+			     "portal %s:%u: cannot accept a connection: %s", portal->address,
+			     portal->port, scsitgt_strerror(rc));
+}
+
+static void portal_free_deferred(struct scsitgt__deferred *d)
+{
+	struct scsitgt_portal *portal = scsitgt__container_of(d, struct scsitgt_portal, done_d);
+	scsitgt_done_cb cb = portal->done_cb;
+	void *arg = portal->done_arg;
+
+	free(portal);
+	if (cb)
+		cb(arg, 0);
+}
+
+static void portal_check_done(struct scsitgt_portal *portal)
+{
+	if (!portal->closing || !portal->listener_closed || portal->nconns)
+		return;
+	portal->done_d.fn = portal_free_deferred;
+	scsitgt__engine_defer(portal->ie->engine, &portal->done_d);
+}
+
+void scsitgt__iscsi_portal_conn_gone(struct scsitgt_portal *portal)
+{
+	portal->nconns--;
+	portal_check_done(portal);
+}
+
+static void portal_listener_closed(uv_handle_t *h)
+{
+	struct scsitgt_portal *portal = h->data;
+
+	portal->listener_closed = true;
+	portal_check_done(portal);
+}
+
+static void portal_stop(struct scsitgt_portal *portal, scsitgt_done_cb cb, void *cb_arg)
+{
+	struct scsitgt__iscsi_engine *ie = portal->ie;
+	struct scsitgt__list *pos, *tmp;
+
+	portal->closing = true;
+	portal->done_cb = cb;
+	portal->done_arg = cb_arg;
+	scsitgt__list_remove(&portal->node);
+	scsitgt__engine_remove_service(ie->engine, &portal->svc);
+	scsitgt__log(&ie->engine->log, SCSITGT_LOG_INFO, SCSITGT__ISCSI_SUBSYS,
+		     "portal %s:%u stopping (%u connections)", portal->address, portal->port,
+		     portal->nconns);
+	uv_close((uv_handle_t *)&portal->listener, portal_listener_closed);
+	scsitgt__list_foreach_safe(pos, tmp, &ie->conns)
+	{
+		struct scsitgt__iscsi_conn *c =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_conn, node);
+
+		if (c->portal == portal)
+			scsitgt__iscsi_conn_request_logout(c);
+	}
+}
+
+static void portal_svc_shutdown(struct scsitgt__service *svc, scsitgt_done_cb cb, void *cb_arg)
+{
+	portal_stop(scsitgt__container_of(svc, struct scsitgt_portal, svc), cb, cb_arg);
+}
+
+static void portal_failed_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scsitgt_engine *engine,
+					 const struct scsitgt_portal_opts *opts)
+{
+	struct scsitgt_portal_opts o;
+	struct scsitgt__iscsi_engine *ie;
+	struct scsitgt_portal *portal;
+	struct sockaddr_storage sa;
+	int salen = sizeof(sa);
+	int rc;
+
+	if (out == NULL || engine == NULL || engine->destroying)
+		return -EINVAL;
+	scsitgt_portal_opts_init(&o, sizeof(o));
+	if (opts) {
+		if (opts->size == 0)
+			return -EINVAL;
+		memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
+	}
+	if (o.address == NULL || o.tpgt == 0 || o.backlog < 1 || strlen(o.address) >= 64)
+		return -EINVAL;
+	memset(&sa, 0, sizeof(sa));
+	if (uv_ip4_addr(o.address, o.port, (struct sockaddr_in *)&sa) != 0 &&
+	    uv_ip6_addr(o.address, o.port, (struct sockaddr_in6 *)&sa) != 0)
+		return -EINVAL;
+	ie = scsitgt__iscsi_engine_get(engine);
+	if (ie == NULL)
+		return -ENOMEM;
+	portal = calloc(1, sizeof(*portal));
+	if (portal == NULL)
+		return -ENOMEM;
+	portal->ie = ie;
+	portal->tpgt = o.tpgt;
+	portal->ipv6 = sa.ss_family == AF_INET6;
+	snprintf(portal->address, sizeof(portal->address), "%s", o.address);
+	portal->wildcard = strcmp(o.address, "0.0.0.0") == 0 || strcmp(o.address, "::") == 0;
+	rc = uv_tcp_init(engine->loop, &portal->listener);
+	if (rc < 0) {
+		free(portal);
+		return rc;
+	}
+	portal->listener.data = portal;
+	rc = uv_tcp_bind(&portal->listener, (const struct sockaddr *)&sa, 0);
+	if (rc == 0)
+		rc = uv_listen((uv_stream_t *)&portal->listener, o.backlog, portal_on_connection);
+	if (rc == 0)
+		rc = uv_tcp_getsockname(&portal->listener, (struct sockaddr *)&portal->sa, &salen);
+	if (rc < 0) {
+		uv_close((uv_handle_t *)&portal->listener, portal_failed_closed);
+		return rc;
+	}
+	portal->port = ntohs(portal->ipv6 ? ((struct sockaddr_in6 *)&portal->sa)->sin6_port
+					  : ((struct sockaddr_in *)&portal->sa)->sin_port);
+	portal->svc.shutdown = portal_svc_shutdown;
+	scsitgt__engine_add_service(engine, &portal->svc);
+	scsitgt__list_add_tail(&ie->portals, &portal->node);
+	scsitgt__log(&engine->log, SCSITGT_LOG_INFO, SCSITGT__ISCSI_SUBSYS,
+		     "portal %s%s%s:%u (TPGT %u) listening", portal->ipv6 ? "[" : "",
+		     portal->address, portal->ipv6 ? "]" : "", portal->port, portal->tpgt);
+	*out = portal;
+	return 0;
+}
+
+SCSITGT_EXPORT void scsitgt_portal_destroy(struct scsitgt_portal *portal, scsitgt_done_cb cb,
+					   void *cb_arg)
+{
+	if (portal == NULL || portal->closing)
+		return;
+	portal_stop(portal, cb, cb_arg);
+}
+
+SCSITGT_EXPORT uint16_t scsitgt_portal_get_port(const struct scsitgt_portal *portal)
+{
+	return portal ? portal->port : 0;
+}
+
+SCSITGT_EXPORT uint16_t scsitgt_portal_get_tpgt(const struct scsitgt_portal *portal)
+{
+	return portal ? portal->tpgt : 0;
+}
+
+int scsitgt__iscsi_portal_address(const struct scsitgt_portal *portal,
+				  const struct scsitgt__iscsi_conn *conn, char *buf, size_t size)
+{
+	char host[64];
+	bool v6 = portal->ipv6;
+	int n;
+
+	snprintf(host, sizeof(host), "%s", portal->address);
+	if (portal->wildcard && conn) {
+		/* A wildcard portal is reached at the address this connection came in on. */
+		const struct sockaddr *sa = (const struct sockaddr *)&conn->local_sa;
+
+		if (sa->sa_family == AF_INET) {
+			inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
+				  host, sizeof(host));
+			v6 = false;
+		} else if (sa->sa_family == AF_INET6) {
+			const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+
+			if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+				inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], host, sizeof(host));
+				v6 = false;
+			} else {
+				inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+				v6 = true;
+			}
+		}
+	}
+	/* RFC 7143 §13.8: IPv6 addresses in brackets. */
+	n = snprintf(buf, size, v6 ? "[%s]:%u" : "%s:%u", host, portal->port);
+	return n < 0 || (size_t)n >= size ? -ENOSPC : 0;
+}

@@ -1,0 +1,682 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SCSI commands over iSCSI (RFC 7143 §11.3-§11.8): the SCSI Command PDU with immediate data,
+ * unsolicited Data-Out up to FirstBurstLength, R2T-solicited Data-Out with several R2Ts
+ * outstanding (MaxOutstandingR2T) and bursts of at most MaxBurstLength, DataSN and buffer
+ * offset checks, CmdSN ordering, Data-In split by the initiator's MaxRecvDataSegmentLength
+ * with the status collapsed into the last Data-In when no sense data is due, and residual
+ * overflow/underflow reporting (§11.4.5.1).
+ *
+ * Data-Out lands straight in the command's buffer: the header callback points the receiver
+ * at cmd->buf + BufferOffset, so the TCP data mover reads payload there without a copy.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/iscsi/conn.h"
+
+static struct scsitgt__iscsi_task *task_of(struct scsitgt__cmd *cmd)
+{
+	return scsitgt__cmd_fabric_priv(cmd);
+}
+
+struct scsitgt__iscsi_task *scsitgt__iscsi_task_find(struct scsitgt__iscsi_conn *conn, uint32_t itt)
+{
+	struct scsitgt__list *pos;
+
+	/* Newest first: Data-Out usually answers a recent command. */
+	for (pos = conn->tasks.prev; pos != &conn->tasks; pos = pos->prev) {
+		struct scsitgt__iscsi_task *t =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_task, node);
+
+		if (t->itt == itt)
+			return t;
+	}
+	return NULL;
+}
+
+/* Give back the task's CmdSN window slot; the next PDU carries the larger MaxCmdSN. */
+static void task_release_slot(struct scsitgt__iscsi_task *task)
+{
+	struct scsitgt__iscsi_sess *sess = task->conn ? task->conn->sess : NULL;
+
+	if (!task->counted)
+		return;
+	task->counted = false;
+	if (sess) {
+		sess->active--;
+		scsitgt__iscsi_sess_update_window(sess);
+	}
+}
+
+static void task_destroy(struct scsitgt__iscsi_task *task)
+{
+	task_release_slot(task);
+	if (task->conn) {
+		scsitgt__list_remove(&task->node);
+		task->conn->ntasks--;
+		task->conn = NULL;
+	}
+	scsitgt__list_remove(&task->sn_node);
+	scsitgt__cmd_destroy(task->cmd);
+}
+
+static uint32_t next_ttt(struct scsitgt__iscsi_conn *conn)
+{
+	uint32_t t = conn->next_ttt++;
+
+	if (t == ISCSI_RESERVED_TAG)
+		t = conn->next_ttt++;
+	return t;
+}
+
+/* Solicit more Data-Out (RFC 7143 §11.8), keeping MaxOutstandingR2T requests in flight. */
+static void task_send_r2ts(struct scsitgt__iscsi_task *task)
+{
+	struct scsitgt__iscsi_conn *conn = task->conn;
+	uint32_t max_burst = conn->sess->params.max_burst;
+	struct scsitgt__iscsi_tx *tx = NULL;
+
+	while (task->r2t_outstanding < task->r2t_max && task->r2t_offset < task->solicit_end) {
+		struct scsitgt__iscsi_r2t *r = NULL;
+		uint8_t *bhs;
+
+		for (unsigned int i = 0; i < task->r2t_max; i++) {
+			if (!task->r2t[i].used) {
+				r = &task->r2t[i];
+				break;
+			}
+		}
+		if (r == NULL)
+			break;
+		if (tx == NULL) {
+			tx = scsitgt__iscsi_tx_create(task->r2t_max);
+			if (tx == NULL)
+				return; /* Retried when the next Data-Out arrives. */
+		}
+		r->used = true;
+		r->ttt = next_ttt(conn);
+		r->r2tsn = task->r2t_sn++;
+		r->offset = task->r2t_offset;
+		r->len = task->solicit_end - task->r2t_offset;
+		if (r->len > max_burst)
+			r->len = max_burst;
+		r->received = 0;
+		r->next_datasn = 0;
+		task->r2t_offset += r->len;
+		task->r2t_outstanding++;
+
+		bhs = scsitgt__iscsi_tx_add(tx, NULL, 0);
+		bhs[ISCSI_BHS_OPCODE] = ISCSI_OP_R2T;
+		bhs[ISCSI_BHS_FLAGS] = ISCSI_FLAG_FINAL;
+		memcpy(&bhs[ISCSI_BHS_LUN], task->lun, 8);
+		put_be32(&bhs[ISCSI_BHS_ITT], task->itt);
+		put_be32(&bhs[ISCSI_BHS_TTT], r->ttt);
+		/* R2T carries the next StatSN without consuming it (RFC 7143 §11.8.3). */
+		scsitgt__iscsi_conn_fill_sn(conn, bhs, false);
+		put_be32(&bhs[ISCSI_R2T_R2TSN], r->r2tsn);
+		put_be32(&bhs[ISCSI_BHS_BUFFER_OFFSET], r->offset);
+		put_be32(&bhs[ISCSI_R2T_DESIRED_LEN], r->len);
+	}
+	if (tx)
+		scsitgt__iscsi_conn_xmit(conn, tx);
+}
+
+/* Decide, once all Data-Out is in and the CmdSN turn came, how the command runs. */
+static void task_execute(struct scsitgt__iscsi_task *task)
+{
+	struct scsitgt__cmd *cmd = task->cmd;
+	bool w = task->flags & ISCSI_CMD_FLAG_WRITE, r = task->flags & ISCSI_CMD_FLAG_READ;
+
+	task->state = SCSITGT__TASK_EXEC;
+	if (cmd->state != SCSITGT__CMD_DONE) {
+		if (task->data_failed) {
+			scsitgt__cmd_fail(cmd, SCSITGT_SR_DATA_PHASE_ERROR);
+		} else if (w && r) {
+			/* Bidirectional commands: none of the CDBs we implement has two buffers. */
+			scsitgt__cmd_fail(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
+		} else if (cmd->dir == SCSITGT__DIR_OUT && (!w || task->edtl != cmd->xfer_len)) {
+			/*
+			 * The initiator sent a different amount than the CDB describes (RFC 7143
+			 * §11.4.5.2). A media write gets the whole blocks the initiator did send
+			 * and the response reports the residual against the CDB's length; any
+			 * other write cannot be cut short and is refused.
+			 */
+			uint32_t have = w ? (task->edtl < cmd->xfer_len ? task->edtl : cmd->xfer_len) : 0;
+			uint32_t bs = cmd->lun ? cmd->lun->geo.block_size : 0;
+
+			task->spdtl = cmd->xfer_len;
+			task->spdtl_set = true;
+			if (bs && cmd->nblocks && (uint64_t)cmd->nblocks * bs == cmd->xfer_len) {
+				cmd->nblocks = have / bs;
+				cmd->xfer_len = cmd->nblocks * bs;
+				if (cmd->nblocks == 0)
+					scsitgt__cmd_fail(cmd, SCSITGT_SR_OK);
+			} else {
+				scsitgt__cmd_fail(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
+			}
+		}
+	}
+	scsitgt__cmd_execute(cmd);
+}
+
+/* Move a task on after a data or ordering event. */
+static void task_progress(struct scsitgt__iscsi_task *task)
+{
+	if (task->state == SCSITGT__TASK_DATA_OUT) {
+		if (task->unsol_pending)
+			return;
+		if (task->received < task->solicit_end) {
+			if (task->r2t_offset < task->received)
+				task->r2t_offset = task->received;
+			task_send_r2ts(task);
+			return;
+		}
+		task->state = SCSITGT__TASK_WAIT_SN;
+	}
+	if (task->state == SCSITGT__TASK_WAIT_SN && task->in_order)
+		task_execute(task);
+}
+
+void scsitgt__iscsi_task_ordered(struct scsitgt__iscsi_task *task)
+{
+	task->in_order = true;
+	task_progress(task);
+}
+
+/* Deliver tasks held for CmdSN order whose turn came. */
+static void sess_drain_pending(struct scsitgt__iscsi_sess *sess)
+{
+	while (!scsitgt__list_empty(&sess->pending)) {
+		struct scsitgt__iscsi_task *t = scsitgt__container_of(
+			sess->pending.next, struct scsitgt__iscsi_task, sn_node);
+
+		if (t->cmd_sn != sess->exp_cmd_sn)
+			break;
+		scsitgt__list_remove(&t->sn_node);
+		scsitgt__iscsi_sn_advance(sess);
+		scsitgt__iscsi_task_ordered(t);
+	}
+}
+
+static void sess_hold(struct scsitgt__iscsi_sess *sess, struct scsitgt__iscsi_task *task)
+{
+	struct scsitgt__list *pos;
+
+	for (pos = sess->pending.next; pos != &sess->pending; pos = pos->next) {
+		struct scsitgt__iscsi_task *t =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_task, sn_node);
+
+		if (scsitgt__sn_gt(t->cmd_sn, task->cmd_sn))
+			break;
+	}
+	/* Insert before pos. */
+	task->sn_node.next = pos;
+	task->sn_node.prev = pos->prev;
+	pos->prev->next = &task->sn_node;
+	pos->prev = &task->sn_node;
+}
+
+static void rx_verdict_reset(struct scsitgt__iscsi_conn *conn)
+{
+	conn->rx_task = NULL;
+	conn->rx_r2t = -1;
+	conn->rx_reject = 0;
+	conn->rx_ignore = false;
+	conn->rx_data_err = false;
+}
+
+static int cmd_reject_at_header(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu,
+				uint8_t reason)
+{
+	conn->rx_reject = reason;
+	pdu->discard = true;
+	return 0;
+}
+
+/* Extended CDB AHS (RFC 7143 §11.2.2.3): the CDB bytes beyond the first 16. */
+static size_t cmd_cdb(const struct scsitgt__iscsi_pdu *pdu, uint8_t *cdb, size_t cap, bool *bad)
+{
+	size_t len = ISCSI_CMD_CDB_LEN, off = 0;
+
+	memcpy(cdb, &pdu->bhs[ISCSI_CMD_CDB], ISCSI_CMD_CDB_LEN);
+	*bad = false;
+	while (off + 4 <= pdu->ahs_len) {
+		uint16_t alen = get_be16(&pdu->ahs[off]);
+		uint8_t type = pdu->ahs[off + 2];
+		size_t total = (4 + (size_t)alen - 1 + 3) & ~(size_t)3; /* type-specific */
+
+		if (alen == 0 || off + 3 + alen > pdu->ahs_len) {
+			*bad = true;
+			return 0;
+		}
+		if (type == ISCSI_AHS_EXTENDED_CDB) {
+			size_t extra = (size_t)alen - 1;
+
+			if (len + extra > cap) {
+				/* Longer than anything the core could parse; keep it too long. */
+				return cap + 1;
+			}
+			memcpy(cdb + len, &pdu->ahs[off + 4], extra);
+			len += extra;
+		}
+		off += total < 4 ? 4 : total;
+	}
+	return len;
+}
+
+int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
+{
+	struct scsitgt__iscsi_sess *sess = conn->sess;
+	const uint8_t *h = pdu->bhs;
+	uint8_t flags = h[ISCSI_BHS_FLAGS];
+	bool w = flags & ISCSI_CMD_FLAG_WRITE, fin = flags & ISCSI_FLAG_FINAL;
+	uint32_t itt = scsitgt__bhs_itt(h), edtl = get_be32(&h[ISCSI_CMD_EDTL]);
+	uint32_t first_burst, unsol_max;
+	struct scsitgt__iscsi_task *task;
+	struct scsitgt__cmd *cmd;
+	uint8_t cdb[SCSITGT__CDB_MAX + 1];
+	size_t cdb_len;
+	bool bad;
+	unsigned int r2t_max;
+
+	rx_verdict_reset(conn);
+	if (sess == NULL || sess->discovery)
+		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
+	if (itt == ISCSI_RESERVED_TAG)
+		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
+	if (scsitgt__iscsi_sn_check(sess, get_be32(&h[ISCSI_BHS_CMDSN]), scsitgt__bhs_immediate(h)) ==
+	    SCSITGT__SN_IGNORE) {
+		conn->rx_ignore = true;
+		pdu->discard = true;
+		return 0;
+	}
+	if (scsitgt__iscsi_task_find(conn, itt))
+		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_TASK_IN_PROGRESS);
+	/* RFC 7143 §4.2.5.2, §13.10, §13.11, §13.14: unsolicited data limits. */
+	first_burst = sess->params.first_burst;
+	unsol_max = edtl < first_burst ? edtl : first_burst;
+	if (pdu->data_len && (!w || !sess->params.immediate_data || pdu->data_len > unsol_max))
+		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
+	if (!fin && (!w || sess->params.initial_r2t || pdu->data_len >= unsol_max))
+		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
+	cdb_len = cmd_cdb(pdu, cdb, SCSITGT__CDB_MAX, &bad);
+	if (bad)
+		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
+
+	r2t_max = sess->params.max_outstanding_r2t ? sess->params.max_outstanding_r2t : 1;
+	if (r2t_max > 64)
+		r2t_max = 64;
+	if (scsitgt__cmd_create(&cmd, sess->core,
+				sizeof(*task) + r2t_max * sizeof(struct scsitgt__iscsi_r2t)) < 0)
+		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_OUT_OF_RESOURCES);
+	task = task_of(cmd);
+	memset(task, 0, sizeof(*task) + r2t_max * sizeof(struct scsitgt__iscsi_r2t));
+	task->cmd = cmd;
+	task->conn = conn;
+	task->itt = itt;
+	task->cmd_sn = get_be32(&h[ISCSI_BHS_CMDSN]);
+	task->edtl = edtl;
+	task->flags = flags;
+	task->immediate = scsitgt__bhs_immediate(h);
+	task->r2t_max = r2t_max;
+	task->state = SCSITGT__TASK_DATA_OUT;
+	memcpy(task->lun, &h[ISCSI_BHS_LUN], 8);
+	scsitgt__list_init(&task->sn_node);
+	scsitgt__list_add_tail(&conn->tasks, &task->node);
+	conn->ntasks++;
+
+	/* An over-long CDB (cdb_len > SCSITGT__CDB_MAX) is refused by setup. */
+	scsitgt__cmd_setup(cmd, task->lun, cdb, cdb_len, flags & ISCSI_CMD_ATTR_MASK, itt);
+
+	task->want = w ? edtl : 0;
+	task->unsol_pending = !fin;
+	task->unsol_end = fin ? pdu->data_len : unsol_max;
+	/* Solicit the rest only for a command that will use it. */
+	if (cmd->state == SCSITGT__CMD_DONE || cmd->dir != SCSITGT__DIR_OUT)
+		task->solicit_end = task->unsol_end;
+	else
+		task->solicit_end = task->want < cmd->xfer_len ? task->want : cmd->xfer_len;
+	if (task->solicit_end < task->unsol_end)
+		task->solicit_end = task->unsol_end;
+	task->r2t_offset = task->unsol_end;
+	if (pdu->data_len && cmd->buf && cmd->dir == SCSITGT__DIR_OUT) {
+		pdu->dest = cmd->buf;
+		pdu->dest_len = pdu->data_len < cmd->xfer_len ? pdu->data_len : cmd->xfer_len;
+	} else {
+		pdu->discard = true;
+	}
+	conn->rx_task = task;
+	return 0;
+}
+
+int scsitgt__iscsi_scsi_cmd_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
+{
+	struct scsitgt__iscsi_sess *sess = conn->sess;
+	struct scsitgt__iscsi_task *task = conn->rx_task;
+	enum scsitgt__sn_verdict v;
+
+	if (conn->rx_ignore) {
+		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_DEBUG,
+					"command CmdSN %u outside [%u, %u]: ignored",
+					get_be32(&pdu->bhs[ISCSI_BHS_CMDSN]), sess->exp_cmd_sn,
+					sess->max_cmd_sn);
+		rx_verdict_reset(conn);
+		return 0;
+	}
+	if (conn->rx_reject) {
+		scsitgt__iscsi_conn_reject(conn, pdu->bhs, conn->rx_reject);
+		rx_verdict_reset(conn);
+		return 0;
+	}
+	rx_verdict_reset(conn);
+	if (task == NULL)
+		return 0;
+	task->received = pdu->data_len;
+	v = scsitgt__iscsi_sn_check(sess, task->cmd_sn, task->immediate);
+	if (!task->immediate) {
+		task->counted = true;
+		sess->active++;
+	}
+	if (v == SCSITGT__SN_NOW) {
+		if (!task->immediate)
+			scsitgt__iscsi_sn_advance(sess);
+		else
+			scsitgt__iscsi_sess_update_window(sess);
+		task->in_order = true;
+		task_progress(task);
+		sess_drain_pending(sess);
+	} else {
+		sess_hold(sess, task);
+		task_progress(task);
+	}
+	return 0;
+}
+
+/* A Data-Out broke its sequence: stop taking data; the command fails in its turn. */
+static void task_data_error(struct scsitgt__iscsi_task *task)
+{
+	task->data_failed = true;
+	task->unsol_pending = false;
+	task->solicit_end = task->received;
+	task->r2t_offset = task->received;
+	for (unsigned int i = 0; i < task->r2t_max; i++)
+		task->r2t[i].used = false;
+	task->r2t_outstanding = 0;
+	task_progress(task);
+}
+
+int scsitgt__iscsi_data_out_header(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
+{
+	const uint8_t *h = pdu->bhs;
+	uint32_t ttt = get_be32(&h[ISCSI_BHS_TTT]);
+	uint32_t datasn = get_be32(&h[ISCSI_BHS_DATASN]);
+	uint32_t offset = get_be32(&h[ISCSI_BHS_BUFFER_OFFSET]);
+	uint32_t len = pdu->data_len;
+	struct scsitgt__iscsi_task *task;
+	struct scsitgt__cmd *cmd;
+
+	rx_verdict_reset(conn);
+	pdu->discard = true;
+	if (conn->sess == NULL || conn->sess->discovery)
+		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
+	task = scsitgt__iscsi_task_find(conn, scsitgt__bhs_itt(h));
+	/* RFC 7143 §11.17.1: Data-Out for a task we do not know is an invalid PDU field. */
+	if (task == NULL || task->state != SCSITGT__TASK_DATA_OUT)
+		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_INVALID_PDU_FIELD);
+	conn->rx_task = task;
+	if (ttt == ISCSI_RESERVED_TAG) {
+		/* Unsolicited data (RFC 7143 §11.7.5): in order, within the first burst. */
+		if (!task->unsol_pending || datasn != task->unsol_datasn ||
+		    offset != task->received || len > task->unsol_end - offset) {
+			conn->rx_data_err = true;
+			return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
+		}
+		conn->rx_r2t = -1;
+	} else {
+		struct scsitgt__iscsi_r2t *r = NULL;
+
+		for (unsigned int i = 0; i < task->r2t_max; i++) {
+			if (task->r2t[i].used && task->r2t[i].ttt == ttt) {
+				r = &task->r2t[i];
+				conn->rx_r2t = (int)i;
+				break;
+			}
+		}
+		if (r == NULL)
+			return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_INVALID_PDU_FIELD);
+		/* DataPDUInOrder=Yes: DataSN counts from 0 per R2T, offsets contiguous. */
+		if (datasn != r->next_datasn || offset != r->offset + r->received ||
+		    len > r->len - r->received) {
+			conn->rx_data_err = true;
+			return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
+		}
+	}
+	cmd = task->cmd;
+	if (len && cmd->buf && cmd->dir == SCSITGT__DIR_OUT && offset < cmd->xfer_len &&
+	    !task->data_failed) {
+		pdu->discard = false;
+		pdu->dest = cmd->buf + offset;
+		pdu->dest_len = cmd->xfer_len - offset < len ? cmd->xfer_len - offset : len;
+	}
+	return 0;
+}
+
+int scsitgt__iscsi_data_out_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
+{
+	struct scsitgt__iscsi_task *task = conn->rx_task;
+	bool fin = pdu->bhs[ISCSI_BHS_FLAGS] & ISCSI_FLAG_FINAL;
+	int ri = conn->rx_r2t;
+
+	if (conn->rx_reject) {
+		bool data_err = conn->rx_data_err;
+
+		scsitgt__iscsi_conn_reject(conn, pdu->bhs, conn->rx_reject);
+		rx_verdict_reset(conn);
+		if (data_err && task)
+			task_data_error(task);
+		return 0;
+	}
+	rx_verdict_reset(conn);
+	if (task == NULL)
+		return 0;
+	task->received += pdu->data_len;
+	if (ri < 0) {
+		task->unsol_datasn++;
+		if (fin || task->received >= task->unsol_end)
+			task->unsol_pending = false;
+	} else {
+		struct scsitgt__iscsi_r2t *r = &task->r2t[ri];
+
+		r->received += pdu->data_len;
+		r->next_datasn++;
+		if (r->received == r->len) {
+			r->used = false;
+			task->r2t_outstanding--;
+		}
+	}
+	task_progress(task);
+	return 0;
+}
+
+/* Residual of a finished command (RFC 7143 §11.4.5.1). */
+static void task_residual(const struct scsitgt__iscsi_task *task, uint8_t *flags, uint32_t *count)
+{
+	const struct scsitgt__cmd *cmd = task->cmd;
+	uint32_t spdtl;
+
+	if (task->spdtl_set)
+		spdtl = task->spdtl;
+	else if (cmd->dir == SCSITGT__DIR_OUT)
+		spdtl = cmd->xfer_len;
+	else if (cmd->dir == SCSITGT__DIR_IN)
+		spdtl = cmd->data_len;
+	else
+		spdtl = 0;
+	*flags = 0;
+	*count = 0;
+	if (spdtl > task->edtl) {
+		*flags = ISCSI_RSP_FLAG_OVERFLOW;
+		*count = spdtl - task->edtl;
+	} else if (spdtl < task->edtl) {
+		*flags = ISCSI_RSP_FLAG_UNDERFLOW;
+		*count = task->edtl - spdtl;
+	}
+}
+
+struct scsitgt__iscsi_tx *scsitgt__iscsi_build_response(struct scsitgt__iscsi_conn *conn,
+							struct scsitgt__iscsi_task *task)
+{
+	struct scsitgt__cmd *cmd = task->cmd;
+	struct scsitgt__iscsi_sess *sess = conn->sess;
+	uint32_t seg = conn->max_xmit_dsl ? conn->max_xmit_dsl : 8192;
+	uint32_t burst = sess->params.max_burst ? sess->params.max_burst : seg;
+	uint32_t send = 0, off = 0, datasn = 0, resid;
+	uint8_t rflags;
+	bool collapse;
+	unsigned int npdus;
+	struct scsitgt__iscsi_tx *tx;
+	uint8_t *bhs;
+
+	task_residual(task, &rflags, &resid);
+	if (cmd->dir == SCSITGT__DIR_IN && (task->flags & ISCSI_CMD_FLAG_READ)) {
+		send = cmd->data_len < task->edtl ? cmd->data_len : task->edtl;
+	}
+	/* RFC 7143 §11.7.2: status may ride on the last Data-In only without sense data. */
+	collapse = send > 0 && cmd->sense_len == 0;
+	npdus = send ? (send + seg - 1) / seg + send / burst + 1 : 0;
+	tx = scsitgt__iscsi_tx_create(npdus + 1);
+	if (tx == NULL)
+		return NULL;
+	while (off < send) {
+		uint32_t burst_end = (off / burst + 1) * burst;
+		uint32_t n = send - off < seg ? send - off : seg;
+		bool last, burst_last;
+
+		if (off + n > burst_end)
+			n = burst_end - off;
+		last = off + n == send;
+		burst_last = last || off + n == burst_end;
+		bhs = scsitgt__iscsi_tx_add(tx, cmd->buf + off, n);
+		bhs[ISCSI_BHS_OPCODE] = ISCSI_OP_DATA_IN;
+		/* F ends each Data-In sequence of at most MaxBurstLength (RFC 7143 §13.13). */
+		bhs[ISCSI_BHS_FLAGS] = burst_last ? ISCSI_FLAG_FINAL : 0;
+		put_be32(&bhs[ISCSI_BHS_ITT], task->itt);
+		put_be32(&bhs[ISCSI_BHS_TTT], ISCSI_RESERVED_TAG);
+		put_be32(&bhs[ISCSI_BHS_DATASN], datasn++);
+		put_be32(&bhs[ISCSI_BHS_BUFFER_OFFSET], off);
+		if (last && collapse) {
+			bhs[ISCSI_BHS_FLAGS] |= ISCSI_DATAIN_FLAG_STATUS | rflags;
+			bhs[ISCSI_DATAIN_STATUS] = cmd->status;
+			put_be32(&bhs[ISCSI_BHS_RESIDUAL], resid);
+			scsitgt__iscsi_conn_fill_sn(conn, bhs, true);
+		} else {
+			put_be32(&bhs[ISCSI_BHS_EXPCMDSN], sess->exp_cmd_sn);
+			put_be32(&bhs[ISCSI_BHS_MAXCMDSN], sess->max_cmd_sn);
+		}
+		off += n;
+	}
+	if (collapse)
+		return tx;
+
+	/* RFC 7143 §11.4: SCSI Response, with SenseLength + sense data when present. */
+	if (cmd->sense_len) {
+		uint8_t *d = malloc(2u + cmd->sense_len);
+
+		if (d == NULL) {
+			scsitgt__iscsi_tx_destroy(tx);
+			return NULL;
+		}
+		put_be16(d, cmd->sense_len);
+		memcpy(d + 2, cmd->sense, cmd->sense_len);
+		tx->owned = d;
+		bhs = scsitgt__iscsi_tx_add(tx, d, 2u + cmd->sense_len);
+	} else {
+		bhs = scsitgt__iscsi_tx_add(tx, NULL, 0);
+	}
+	bhs[ISCSI_BHS_OPCODE] = ISCSI_OP_SCSI_RSP;
+	bhs[ISCSI_BHS_FLAGS] = ISCSI_FLAG_FINAL | rflags;
+	bhs[ISCSI_RSP_RESPONSE] = ISCSI_RSP_COMPLETED;
+	bhs[ISCSI_RSP_STATUS] = cmd->status;
+	put_be32(&bhs[ISCSI_BHS_ITT], task->itt);
+	scsitgt__iscsi_conn_fill_sn(conn, bhs, true);
+	/* ExpDataSN: Data-In PDUs (reads) or R2Ts (writes) sent for this command. */
+	put_be32(&bhs[ISCSI_BHS_DATASN], send ? datasn : task->r2t_sn);
+	put_be32(&bhs[ISCSI_BHS_RESIDUAL], resid);
+	return tx;
+}
+
+static void task_tx_done(struct scsitgt__iscsi_tx *tx, int status)
+{
+	struct scsitgt__iscsi_task *task = tx->arg;
+
+	(void)status;
+	task_destroy(task);
+}
+
+void scsitgt__iscsi_cmd_done(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt__iscsi_task *task = task_of(cmd);
+	struct scsitgt__iscsi_conn *conn = task->conn;
+	struct scsitgt__iscsi_tx *tx;
+
+	if (conn == NULL || conn->state == SCSITGT__CONN_CLOSING ||
+	    task->state == SCSITGT__TASK_ABORTED) {
+		task_destroy(task);
+		return;
+	}
+	task->state = SCSITGT__TASK_SENDING;
+	task_release_slot(task);
+	if (conn->dm->put_data) {
+		conn->dm->put_data(conn, task);
+		return;
+	}
+	tx = scsitgt__iscsi_build_response(conn, task);
+	if (tx == NULL) {
+		task_destroy(task);
+		scsitgt__iscsi_conn_close(conn, "out of memory for a response");
+		return;
+	}
+	tx->done = task_tx_done;
+	tx->arg = task;
+	scsitgt__iscsi_conn_xmit(conn, tx);
+}
+
+void scsitgt__iscsi_cmd_aborted(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt__iscsi_task *task = task_of(cmd);
+
+	task->state = SCSITGT__TASK_ABORTED;
+	task_destroy(task);
+}
+
+void scsitgt__iscsi_tasks_release(struct scsitgt__iscsi_conn *conn)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	scsitgt__list_foreach_safe(pos, tmp, &conn->tasks)
+	{
+		struct scsitgt__iscsi_task *t =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_task, node);
+
+		switch (t->state) {
+		case SCSITGT__TASK_SENDING:
+			/* Its batch is with the data mover, which finishes it while closing. */
+			break;
+		case SCSITGT__TASK_EXEC:
+			/* In a backend: cmd_done() frees it, or the core detaches it when the
+			 * session goes. Either way it no longer belongs to this connection. */
+			task_release_slot(t);
+			t->state = SCSITGT__TASK_ABORTED;
+			scsitgt__list_remove(&t->node);
+			scsitgt__list_remove(&t->sn_node);
+			conn->ntasks--;
+			t->conn = NULL;
+			break;
+		default:
+			task_destroy(t);
+			break;
+		}
+	}
+}

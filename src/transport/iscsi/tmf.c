@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Task Management Function requests (RFC 7143 §11.5, §11.6), mapped onto the core's SAM-5
+ * task management. TARGET COLD RESET drops the connection after its response (§11.5.1).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/iscsi/conn.h"
+
+struct tmf_ctx {
+	struct scsitgt__iscsi_conn *conn;
+	uint32_t itt;
+	bool cold;
+};
+
+static void tmf_respond(struct scsitgt__iscsi_conn *conn, uint32_t itt, uint8_t response,
+			bool close_after)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+
+	if (conn->state != SCSITGT__CONN_FFP)
+		return;
+	scsitgt__bhs_init(bhs, ISCSI_OP_TMF_RSP, ISCSI_FLAG_FINAL);
+	bhs[ISCSI_RSP_RESPONSE] = response;
+	put_be32(&bhs[ISCSI_BHS_ITT], itt);
+	scsitgt__iscsi_conn_fill_sn(conn, bhs, true);
+	scsitgt__iscsi_conn_send_simple(conn, bhs, NULL, 0, close_after);
+}
+
+static uint8_t tmf_map(enum scsitgt__tmf_response r)
+{
+	switch (r) {
+	case SCSITGT__TMF_COMPLETE:
+	case SCSITGT__TMF_SUCCEEDED:
+		return ISCSI_TMF_RSP_COMPLETE;
+	case SCSITGT__TMF_TASK_NOT_FOUND:
+		return ISCSI_TMF_RSP_NO_TASK;
+	case SCSITGT__TMF_LUN_NOT_FOUND:
+		return ISCSI_TMF_RSP_NO_LUN;
+	case SCSITGT__TMF_NOT_SUPPORTED:
+		return ISCSI_TMF_RSP_NOT_SUPPORTED;
+	case SCSITGT__TMF_REJECTED:
+	default:
+		return ISCSI_TMF_RSP_REJECTED;
+	}
+}
+
+static void tmf_done(void *arg, enum scsitgt__tmf_response r)
+{
+	struct tmf_ctx *ctx = arg;
+
+	tmf_respond(ctx->conn, ctx->itt, tmf_map(r), ctx->cold);
+	scsitgt__iscsi_conn_put(ctx->conn);
+	free(ctx);
+}
+
+int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
+{
+	struct scsitgt__iscsi_sess *sess = conn->sess;
+	const uint8_t *h = pdu->bhs;
+	uint8_t func = h[ISCSI_BHS_FLAGS] & ISCSI_TMF_FUNC_MASK;
+	uint32_t itt = scsitgt__bhs_itt(h), rtt = get_be32(&h[ISCSI_TMF_RTT]);
+	uint32_t ref_cmd_sn = get_be32(&h[ISCSI_TMF_REFCMDSN]);
+	enum scsitgt__tmf_type type;
+	enum scsitgt__sn_verdict v;
+	struct scsitgt__iscsi_task *task;
+	struct tmf_ctx *ctx;
+
+	if (sess == NULL || sess->discovery || !(h[ISCSI_BHS_FLAGS] & ISCSI_FLAG_FINAL)) {
+		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
+		return 0;
+	}
+	v = scsitgt__iscsi_sn_check(sess, get_be32(&h[ISCSI_BHS_CMDSN]), scsitgt__bhs_immediate(h));
+	if (v == SCSITGT__SN_IGNORE)
+		return 0;
+	if (v == SCSITGT__SN_LATER) {
+		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
+		return 0;
+	}
+	if (!scsitgt__bhs_immediate(h))
+		scsitgt__iscsi_sn_advance(sess);
+
+	switch (func) {
+	case ISCSI_TMF_ABORT_TASK:
+		type = SCSITGT__TMF_ABORT_TASK;
+		task = scsitgt__iscsi_task_find(conn, rtt);
+		if (task == NULL || task->state == SCSITGT__TASK_SENDING) {
+			/* Its response is out: the task completed before the TMF (§11.6.1). */
+			if (task) {
+				tmf_respond(conn, itt, ISCSI_TMF_RSP_NO_TASK, false);
+				return 0;
+			}
+			/*
+			 * RFC 7143 §11.5.1: a task not received yet (RefCmdSN in the window,
+			 * ahead of ExpCmdSN) counts as aborted; otherwise it does not exist.
+			 */
+			if (scsitgt__sn_ge(ref_cmd_sn, sess->exp_cmd_sn) &&
+			    scsitgt__sn_le(ref_cmd_sn, sess->max_cmd_sn))
+				tmf_respond(conn, itt, ISCSI_TMF_RSP_COMPLETE, false);
+			else
+				tmf_respond(conn, itt, ISCSI_TMF_RSP_NO_TASK, false);
+			return 0;
+		}
+		break;
+	case ISCSI_TMF_ABORT_TASK_SET:
+		type = SCSITGT__TMF_ABORT_TASK_SET;
+		break;
+	case ISCSI_TMF_CLEAR_ACA:
+		type = SCSITGT__TMF_CLEAR_ACA;
+		break;
+	case ISCSI_TMF_CLEAR_TASK_SET:
+		type = SCSITGT__TMF_CLEAR_TASK_SET;
+		break;
+	case ISCSI_TMF_LUN_RESET:
+		type = SCSITGT__TMF_LUN_RESET;
+		break;
+	case ISCSI_TMF_TARGET_WARM_RESET:
+		type = SCSITGT__TMF_TARGET_WARM_RESET;
+		break;
+	case ISCSI_TMF_TARGET_COLD_RESET:
+		type = SCSITGT__TMF_TARGET_COLD_RESET;
+		break;
+	case ISCSI_TMF_TASK_REASSIGN:
+		/* Needs ErrorRecoveryLevel 2 (RFC 7143 §11.5.1). */
+		tmf_respond(conn, itt, ISCSI_TMF_RSP_NO_REASSIGN, false);
+		return 0;
+	default:
+		tmf_respond(conn, itt, ISCSI_TMF_RSP_NOT_SUPPORTED, false);
+		return 0;
+	}
+	ctx = malloc(sizeof(*ctx));
+	if (ctx == NULL) {
+		tmf_respond(conn, itt, ISCSI_TMF_RSP_REJECTED, false);
+		return 0;
+	}
+	ctx->conn = conn;
+	ctx->itt = itt;
+	ctx->cold = type == SCSITGT__TMF_TARGET_COLD_RESET;
+	scsitgt__iscsi_conn_hold(conn);
+	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_INFO, "task management function %u (RTT 0x%08x)",
+				func, rtt);
+	scsitgt__tmf_execute(sess->core, type, &h[ISCSI_BHS_LUN], rtt, tmf_done, ctx);
+	return 0;
+}

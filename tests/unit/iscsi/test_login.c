@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Login state machine driven with hand-built Login PDUs: AuthMethod None, discovery and
+ * SendTargets, CHAP one-way and mutual, wrong secrets, ACL refusal, unknown target, missing
+ * keys, bad stage transitions.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "iscsi_harness.h"
+
+static int status_of(const struct h_pdu *r)
+{
+	return r->bhs[ISCSI_LOGIN_STATUS_CLASS] << 8 | r->bhs[ISCSI_LOGIN_STATUS_DETAIL];
+}
+
+/* Value of @key in a response text, or NULL. */
+static const char *find_key(const struct h_pdu *r, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (uint32_t off = 0; r->data && off < r->len;) {
+		const char *kv = (const char *)r->data + off;
+		size_t l = strnlen(kv, r->len - off);
+
+		if (l > kl && memcmp(kv, key, kl) == 0 && kv[kl] == '=')
+			return kv + kl + 1;
+		off += (uint32_t)l + 1;
+	}
+	return NULL;
+}
+
+static void test_login_none(void **state)
+{
+	struct harness h;
+	struct h_pdu *r;
+
+	(void)state;
+	assert_int_equal(h_init(&h, true), 0);
+	assert_int_equal(h_login(&h, "Normal"), 0);
+	r = &h.pdus[0];
+	assert_true(r->bhs[ISCSI_BHS_FLAGS] & ISCSI_LOGIN_FLAG_TRANSIT);
+	assert_int_equal(r->bhs[ISCSI_BHS_FLAGS] & 3, 3);
+	assert_int_not_equal(get_be16(&r->bhs[ISCSI_LOGIN_TSIH]), 0);
+	assert_string_equal(find_key(r, "TargetPortalGroupTag"), "1");
+	assert_non_null(find_key(r, "MaxRecvDataSegmentLength"));
+	assert_int_equal(h.conn->state, SCSITGT__CONN_FFP);
+	/* ExpCmdSN = the login's CmdSN; the window is the queue depth (128). */
+	assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_EXPCMDSN]), 1);
+	assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_MAXCMDSN]), 128);
+	h_fini(&h);
+}
+
+static void test_discovery_send_targets(void **state)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	char text[64];
+	struct harness h;
+	struct h_pdu *r;
+	uint32_t len;
+
+	(void)state;
+	assert_int_equal(h_init(&h, false), 0);
+	assert_int_equal(h_login(&h, "Discovery"), 0);
+	len = h_text(text, sizeof(text), "SendTargets=All");
+	scsitgt__bhs_init(bhs, ISCSI_OP_TEXT_REQ | ISCSI_FLAG_IMMEDIATE, ISCSI_FLAG_FINAL);
+	put_be32(&bhs[ISCSI_BHS_ITT], 9);
+	put_be32(&bhs[ISCSI_BHS_TTT], ISCSI_RESERVED_TAG);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], 1);
+	h_send(&h, bhs, text, len);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_TEXT_RSP);
+	assert_int_equal(scsitgt__bhs_itt(r->bhs), 9);
+	assert_string_equal(find_key(r, "TargetName"), H_TARGET);
+	assert_string_equal(find_key(r, "TargetAddress"), "127.0.0.1:3260,1");
+
+	/* ACL-filtered: an initiator not on the list sees nothing. */
+	assert_int_equal(scsitgt_target_add_initiator(h.tgt, "iqn.2026-11.org.example:other"), 0);
+	put_be32(&bhs[ISCSI_BHS_ITT], 10);
+	h_send(&h, bhs, text, len);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_null(find_key(r, "TargetName"));
+
+	/* SCSI commands are not allowed in a discovery session: Reject. */
+	scsitgt__bhs_init(bhs, ISCSI_OP_SCSI_CMD, ISCSI_FLAG_FINAL);
+	put_be32(&bhs[ISCSI_BHS_ITT], 11);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], 1);
+	h_send(&h, bhs, NULL, 0);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_REJECT);
+	assert_int_equal(r->bhs[ISCSI_REJECT_REASON], ISCSI_REJECT_PROTOCOL_ERROR);
+	assert_int_equal(r->len, ISCSI_BHS_LEN);
+	h_fini(&h);
+}
+
+static void expect_refusal(const char *keys, int status, const char *acl)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	char text[1024];
+	struct harness h;
+	struct h_pdu *r;
+	uint32_t len;
+
+	assert_int_equal(h_init(&h, false), 0);
+	if (acl)
+		assert_int_equal(scsitgt_target_add_initiator(h.tgt, acl), 0);
+	len = h_text(text, sizeof(text), keys);
+	h_login_bhs(&h, bhs, ISCSI_LOGIN_FLAG_TRANSIT | (1 << ISCSI_LOGIN_CSG_SHIFT) | 3, 0);
+	h_send(&h, bhs, text, len);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(status_of(r), status);
+	assert_false(r->bhs[ISCSI_BHS_FLAGS] & ISCSI_LOGIN_FLAG_TRANSIT);
+	/* The connection closes once the refusal is written. */
+	assert_true(h_conn_gone(&h));
+	h_fini(&h);
+}
+
+static void test_login_refusals(void **state)
+{
+	(void)state;
+	expect_refusal("InitiatorName=" H_INITIATOR "|TargetName=iqn.2026-11.org.example:nope",
+		       ISCSI_LOGIN_STATUS_TGT_NOT_FOUND, NULL);
+	expect_refusal("TargetName=" H_TARGET, ISCSI_LOGIN_STATUS_MISSING_FIELDS, NULL);
+	expect_refusal("InitiatorName=" H_INITIATOR, ISCSI_LOGIN_STATUS_MISSING_FIELDS, NULL);
+	expect_refusal("InitiatorName=" H_INITIATOR "|TargetName=" H_TARGET,
+		       ISCSI_LOGIN_STATUS_TGT_FORBIDDEN, "iqn.2026-11.org.example:someone-else");
+	expect_refusal("InitiatorName=" H_INITIATOR "|TargetName=" H_TARGET "|SessionType=Bogus",
+		       ISCSI_LOGIN_STATUS_NO_SESSION_TYPE, NULL);
+}
+
+static void test_login_bad_stages(void **state)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	char text[512];
+	struct harness h;
+	struct h_pdu *r;
+	uint32_t len;
+
+	(void)state;
+	/* T=1 with NSG=CSG is not a transition (RFC 7143 §11.12.3). */
+	assert_int_equal(h_init(&h, false), 0);
+	len = h_text(text, sizeof(text), "InitiatorName=" H_INITIATOR "|TargetName=" H_TARGET);
+	h_login_bhs(&h, bhs, ISCSI_LOGIN_FLAG_TRANSIT | (1 << ISCSI_LOGIN_CSG_SHIFT) | 1, 0);
+	h_send(&h, bhs, text, len);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(status_of(r), ISCSI_LOGIN_STATUS_INIT_ERR);
+	h_fini(&h);
+
+	/* T and C together. */
+	assert_int_equal(h_init(&h, false), 0);
+	h_login_bhs(&h, bhs, ISCSI_LOGIN_FLAG_TRANSIT | ISCSI_LOGIN_FLAG_CONTINUE | 1, 0);
+	h_send(&h, bhs, text, len);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(status_of(r), ISCSI_LOGIN_STATUS_INIT_ERR);
+	h_fini(&h);
+
+	/* Adding a connection to a session that does not exist. */
+	assert_int_equal(h_init(&h, false), 0);
+	h_login_bhs(&h, bhs, ISCSI_LOGIN_FLAG_TRANSIT | (1 << ISCSI_LOGIN_CSG_SHIFT) | 3, 77);
+	h_send(&h, bhs, text, len);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(status_of(r), ISCSI_LOGIN_STATUS_NO_SESSION);
+	h_fini(&h);
+
+	/* A SCSI command before login completes drops the connection. */
+	assert_int_equal(h_init(&h, false), 0);
+	scsitgt__bhs_init(bhs, ISCSI_OP_SCSI_CMD, ISCSI_FLAG_FINAL);
+	h_send(&h, bhs, NULL, 0);
+	assert_true(h_conn_gone(&h));
+	h_fini(&h);
+}
+
+/* Drive a CHAP login; returns the final status. */
+static int chap_login(struct harness *h, const char *user, const char *secret, bool mutual,
+		      const char *tsecret)
+{
+	uint8_t bhs[ISCSI_BHS_LEN], chal[64], resp[32], mchal[16];
+	char text[2048], keys[1024], hex[200], mhex[64];
+	struct h_pdu *r;
+	const char *v;
+	uint32_t len;
+	int id, clen, n;
+
+	snprintf(keys, sizeof(keys), "InitiatorName=%s|TargetName=%s|AuthMethod=CHAP,None",
+		 H_INITIATOR, H_TARGET);
+	len = h_text(text, sizeof(text), keys);
+	h_login_bhs(h, bhs, (0 << ISCSI_LOGIN_CSG_SHIFT), 0);
+	h_send(h, bhs, text, len);
+	r = h_take(h);
+	if (r == NULL || status_of(r))
+		return r ? status_of(r) : -1;
+	assert_string_equal(find_key(r, "AuthMethod"), "CHAP");
+
+	len = h_text(text, sizeof(text), "CHAP_A=5");
+	h_login_bhs(h, bhs, 0, 0);
+	h_send(h, bhs, text, len);
+	r = h_take(h);
+	if (r == NULL || status_of(r))
+		return r ? status_of(r) : -1;
+	assert_string_equal(find_key(r, "CHAP_A"), "5");
+	v = find_key(r, "CHAP_I");
+	assert_non_null(v);
+	id = atoi(v);
+	v = find_key(r, "CHAP_C");
+	assert_non_null(v);
+	clen = scsitgt__chap_decode(chal, sizeof(chal), v, strlen(v));
+	assert_true(clen >= 16);
+	n = scsitgt__chap_response(resp, sizeof(resp), 5, (uint8_t)id, secret, strlen(secret), chal,
+				   (size_t)clen);
+	assert_int_equal(n, 16);
+	assert_true(scsitgt__chap_encode(hex, sizeof(hex), resp, 16, SCSITGT__CHAP_ENC_HEX) > 0);
+	memset(mchal, 0xa5, sizeof(mchal));
+	assert_true(scsitgt__chap_encode(mhex, sizeof(mhex), mchal, 16, SCSITGT__CHAP_ENC_HEX) > 0);
+	if (mutual)
+		snprintf(keys, sizeof(keys), "CHAP_N=%s|CHAP_R=%s|CHAP_I=7|CHAP_C=%s", user, hex, mhex);
+	else
+		snprintf(keys, sizeof(keys), "CHAP_N=%s|CHAP_R=%s", user, hex);
+	len = h_text(text, sizeof(text), keys);
+	h_login_bhs(h, bhs, ISCSI_LOGIN_FLAG_TRANSIT | 1, 0);
+	h_send(h, bhs, text, len);
+	r = h_take(h);
+	if (r == NULL || status_of(r))
+		return r ? status_of(r) : -1;
+	assert_true(r->bhs[ISCSI_BHS_FLAGS] & ISCSI_LOGIN_FLAG_TRANSIT);
+	if (mutual) {
+		uint8_t want[16];
+
+		assert_string_equal(find_key(r, "CHAP_N"), "target-user");
+		v = find_key(r, "CHAP_R");
+		assert_non_null(v);
+		n = scsitgt__chap_response(want, sizeof(want), 5, 7, tsecret, strlen(tsecret), mchal,
+					   sizeof(mchal));
+		assert_int_equal(n, 16);
+		assert_int_equal(scsitgt__chap_decode(resp, sizeof(resp), v, strlen(v)), 16);
+		assert_memory_equal(resp, want, 16);
+	}
+	len = h_text(text, sizeof(text), H_OP_KEYS);
+	h_login_bhs(h, bhs, ISCSI_LOGIN_FLAG_TRANSIT | (1 << ISCSI_LOGIN_CSG_SHIFT) | 3, 0);
+	h_send(h, bhs, text, len);
+	r = h_take(h);
+	if (r == NULL)
+		return -1;
+	return status_of(r);
+}
+
+static void test_chap(void **state)
+{
+	struct harness h;
+
+	(void)state;
+	assert_int_equal(h_init(&h, false), 0);
+	assert_int_equal(scsitgt_iscsi_target_set_chap(h.tgt, "user", "secret-of-16byte"), 0);
+	assert_int_equal(chap_login(&h, "user", "secret-of-16byte", false, NULL), 0);
+	assert_int_equal(h.conn->state, SCSITGT__CONN_FFP);
+	h_fini(&h);
+
+	assert_int_equal(h_init(&h, false), 0);
+	assert_int_equal(scsitgt_iscsi_target_set_chap(h.tgt, "user", "secret-of-16byte"), 0);
+	assert_int_equal(chap_login(&h, "user", "wrong-secret-16b", false, NULL),
+			 ISCSI_LOGIN_STATUS_AUTH_FAILED);
+	h_fini(&h);
+
+	assert_int_equal(h_init(&h, false), 0);
+	assert_int_equal(scsitgt_iscsi_target_set_chap(h.tgt, "user", "secret-of-16byte"), 0);
+	assert_int_equal(chap_login(&h, "intruder", "secret-of-16byte", false, NULL),
+			 ISCSI_LOGIN_STATUS_AUTH_FAILED);
+	h_fini(&h);
+
+	/* Mutual CHAP. */
+	assert_int_equal(h_init(&h, false), 0);
+	assert_int_equal(scsitgt_iscsi_target_set_chap(h.tgt, "user", "secret-of-16byte"), 0);
+	assert_int_equal(scsitgt_iscsi_target_set_mutual_chap(h.tgt, "target-user",
+							      "target-secret-16"), 0);
+	assert_int_equal(chap_login(&h, "user", "secret-of-16byte", true, "target-secret-16"), 0);
+	h_fini(&h);
+
+	/* Mutual CHAP asked of a target without credentials fails. */
+	assert_int_equal(h_init(&h, false), 0);
+	assert_int_equal(scsitgt_iscsi_target_set_chap(h.tgt, "user", "secret-of-16byte"), 0);
+	assert_int_equal(chap_login(&h, "user", "secret-of-16byte", true, "x"),
+			 ISCSI_LOGIN_STATUS_AUTH_FAILED);
+	h_fini(&h);
+
+	/* Per-initiator credentials take precedence. */
+	assert_int_equal(h_init(&h, false), 0);
+	assert_int_equal(scsitgt_iscsi_target_set_chap(h.tgt, "user", "secret-of-16byte"), 0);
+	assert_int_equal(scsitgt_iscsi_initiator_set_chap(h.tgt, H_INITIATOR, "me", "my-own-secret-1"),
+			 0);
+	assert_int_equal(chap_login(&h, "me", "my-own-secret-1", false, NULL), 0);
+	h_fini(&h);
+
+	/* A CHAP target refuses a login that skips the security stage. */
+	assert_int_equal(h_init(&h, false), 0);
+	assert_int_equal(scsitgt_iscsi_target_set_chap(h.tgt, "user", "secret-of-16byte"), 0);
+	assert_int_equal(h_login(&h, "Normal"), ISCSI_LOGIN_STATUS_AUTH_FAILED);
+	h_fini(&h);
+}
+
+static void test_api_checks(void **state)
+{
+	struct scsitgt_iscsi_params p;
+	struct harness h;
+
+	(void)state;
+	assert_int_equal(h_init(&h, false), 0);
+	scsitgt_iscsi_params_init(&p, sizeof(p));
+	assert_int_equal(p.max_recv_data_segment_length, 262144);
+	assert_int_equal(p.max_burst_length, 16776192);
+	assert_int_equal(p.first_burst_length, 262144);
+	assert_true(p.immediate_data);
+	assert_false(p.initial_r2t);
+	assert_true(p.max_outstanding_r2t >= 4);
+	assert_int_equal(scsitgt_iscsi_target_set_params(h.tgt, &p), 0);
+	p.max_recv_data_segment_length = 100;
+	assert_int_equal(scsitgt_iscsi_target_set_params(h.tgt, &p), -EINVAL);
+	p.max_recv_data_segment_length = 8192;
+	p.error_recovery_level = 1;
+	assert_int_equal(scsitgt_iscsi_target_set_params(h.tgt, &p), -ENOTSUP);
+	assert_int_equal(scsitgt_iscsi_target_set_chap(h.tgt, "u", "short"), -EINVAL);
+	assert_int_equal(scsitgt_iscsi_target_set_chap(h.tgt, "u", NULL), -EINVAL);
+	assert_int_equal(scsitgt_iscsi_initiator_set_chap(h.tgt, "iqn.x", NULL, NULL), -ENOENT);
+	h_fini(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_login_none),
+		cmocka_unit_test(test_discovery_send_targets),
+		cmocka_unit_test(test_login_refusals),
+		cmocka_unit_test(test_login_bad_stages),
+		cmocka_unit_test(test_chap),
+		cmocka_unit_test(test_api_checks),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Full feature phase: R2T bookkeeping (MaxOutstandingR2T, MaxBurstLength splitting, first
+ * burst with immediate and unsolicited data), Data-In split by MaxRecvDataSegmentLength with
+ * the status collapsed into the last PDU, residuals, CmdSN window, NOP, Data-Out errors, TMF,
+ * logout.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "iscsi_harness.h"
+
+static void cmd_bhs(struct harness *h, uint8_t *bhs, uint8_t flags, uint32_t edtl, uint8_t op,
+		    uint32_t lba, uint16_t blocks)
+{
+	scsitgt__bhs_init(bhs, ISCSI_OP_SCSI_CMD, flags | 1 /* simple */);
+	put_be32(&bhs[ISCSI_BHS_ITT], ++h->itt);
+	put_be32(&bhs[ISCSI_CMD_EDTL], edtl);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], h->cmd_sn++);
+	bhs[ISCSI_CMD_CDB] = op;
+	put_be32(&bhs[ISCSI_CMD_CDB + 2], lba);
+	put_be16(&bhs[ISCSI_CMD_CDB + 7], blocks);
+}
+
+static void data_out(struct harness *h, uint32_t itt, uint32_t ttt, uint32_t datasn,
+		     uint32_t off, const uint8_t *data, uint32_t len, bool fin)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+
+	scsitgt__bhs_init(bhs, ISCSI_OP_DATA_OUT, fin ? ISCSI_FLAG_FINAL : 0);
+	put_be32(&bhs[ISCSI_BHS_ITT], itt);
+	put_be32(&bhs[ISCSI_BHS_TTT], ttt);
+	put_be32(&bhs[ISCSI_BHS_DATASN], datasn);
+	put_be32(&bhs[ISCSI_BHS_BUFFER_OFFSET], off);
+	h_send(h, bhs, data, len);
+}
+
+static uint8_t pattern(uint32_t i)
+{
+	return (uint8_t)(i * 7 + (i >> 9));
+}
+
+/* A 1 MiB write: 8 KiB immediate, unsolicited to 64 KiB, then R2Ts of 128 KiB, 4 at a time. */
+static void test_write_r2t(void **state)
+{
+	const uint32_t total = 1u << 20, fb = 65536, burst = 131072, seg = 8192;
+	uint8_t *buf = malloc(total), bhs[ISCSI_BHS_LEN];
+	struct harness h;
+	struct h_pdu *r;
+	uint32_t itt, off;
+	struct { uint32_t ttt, off, len; } r2t[16];
+	unsigned int nr2t = 0, done = 0;
+
+	(void)state;
+	for (uint32_t i = 0; i < total; i++)
+		buf[i] = pattern(i);
+	assert_int_equal(h_init(&h, true), 0);
+	assert_int_equal(h_login(&h, "Normal"), 0);
+	assert_int_equal(h.conn->sess->params.first_burst, fb);
+	assert_int_equal(h.conn->sess->params.max_burst, burst);
+	cmd_bhs(&h, bhs, ISCSI_CMD_FLAG_WRITE, total, 0x2a, 0, (uint16_t)(total / 512));
+	itt = h.itt;
+	h_send(&h, bhs, buf, seg); /* immediate data, F=0: unsolicited Data-Out follows */
+	assert_null(h_take(&h));
+	for (off = seg; off < fb; off += seg)
+		data_out(&h, itt, ISCSI_RESERVED_TAG, off / seg - 1, off, buf + off, seg,
+			 off + seg == fb);
+	/* MaxOutstandingR2T=4: exactly four R2Ts, R2TSN 0..3, bursts of MaxBurstLength. */
+	while ((r = h_take(&h)) != NULL) {
+		assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_R2T);
+		assert_int_equal(get_be32(&r->bhs[ISCSI_R2T_R2TSN]), nr2t);
+		r2t[nr2t].ttt = get_be32(&r->bhs[ISCSI_BHS_TTT]);
+		r2t[nr2t].off = get_be32(&r->bhs[ISCSI_BHS_BUFFER_OFFSET]);
+		r2t[nr2t].len = get_be32(&r->bhs[ISCSI_R2T_DESIRED_LEN]);
+		assert_int_equal(r2t[nr2t].off, fb + nr2t * burst);
+		assert_int_equal(r2t[nr2t].len, burst);
+		nr2t++;
+	}
+	assert_int_equal(nr2t, 4);
+	/* Answer them one by one; each completed R2T lets the next one out. */
+	while (done < nr2t) {
+		uint32_t o = r2t[done].off, end = o + r2t[done].len, sn = 0;
+
+		for (; o < end; o += seg)
+			data_out(&h, itt, r2t[done].ttt, sn++, o, buf + o, seg, o + seg == end);
+		done++;
+		while ((r = h_take(&h)) != NULL && scsitgt__bhs_opcode(r->bhs) == ISCSI_OP_R2T) {
+			r2t[nr2t].ttt = get_be32(&r->bhs[ISCSI_BHS_TTT]);
+			r2t[nr2t].off = get_be32(&r->bhs[ISCSI_BHS_BUFFER_OFFSET]);
+			r2t[nr2t].len = get_be32(&r->bhs[ISCSI_R2T_DESIRED_LEN]);
+			assert_true(nr2t - done < 4);
+			nr2t++;
+		}
+		if (r) {
+			/* The SCSI Response, after the last R2T's data. */
+			assert_int_equal(done, nr2t);
+			assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_SCSI_RSP);
+			assert_int_equal(r->bhs[ISCSI_RSP_STATUS], 0);
+			assert_int_equal(r->bhs[ISCSI_BHS_FLAGS], ISCSI_FLAG_FINAL);
+			assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_DATASN]), nr2t); /* ExpDataSN */
+		}
+	}
+	/* (1 MiB - 64 KiB) / 128 KiB = 7.5: eight R2Ts, the last one short. */
+	assert_int_equal(nr2t, 8);
+	assert_int_equal(r2t[7].len, total - fb - 7 * burst);
+
+	/* Read it back: Data-In in 8 KiB PDUs (our peer's MaxRecvDataSegmentLength), F at each
+	 * MaxBurstLength boundary, status in the last one. */
+	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_READ, total, 0x28, 0,
+		(uint16_t)(total / 512));
+	h_send(&h, bhs, NULL, 0);
+	for (uint32_t n = 0, o = 0; o < total; n++, o += seg) {
+		r = h_take(&h);
+		assert_non_null(r);
+		assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_DATA_IN);
+		assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_DATASN]), n);
+		assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_BUFFER_OFFSET]), o);
+		assert_int_equal(r->len, seg);
+		assert_memory_equal(r->data, buf + o, seg);
+		assert_int_equal(!!(r->bhs[ISCSI_BHS_FLAGS] & ISCSI_FLAG_FINAL),
+				 (o + seg) % burst == 0);
+		assert_int_equal(!!(r->bhs[ISCSI_BHS_FLAGS] & ISCSI_DATAIN_FLAG_STATUS),
+				 o + seg == total);
+	}
+	assert_null(h_take(&h));
+	h_fini(&h);
+	free(buf);
+}
+
+static void test_residuals_and_sense(void **state)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	struct harness h;
+	struct h_pdu *r;
+
+	(void)state;
+	assert_int_equal(h_init(&h, true), 0);
+	assert_int_equal(h_login(&h, "Normal"), 0);
+	/* Underflow: 1 block read, EDTL 1024. */
+	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_READ, 1024, 0x28, 0, 1);
+	h_send(&h, bhs, NULL, 0);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(r->len, 512);
+	assert_int_equal(r->bhs[ISCSI_BHS_FLAGS], ISCSI_FLAG_FINAL | ISCSI_DATAIN_FLAG_STATUS |
+							  ISCSI_DATAIN_FLAG_UNDERFLOW);
+	assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_RESIDUAL]), 512);
+	/* Overflow: 2 blocks read, EDTL 512. */
+	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_READ, 512, 0x28, 0, 2);
+	h_send(&h, bhs, NULL, 0);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(r->len, 512);
+	assert_true(r->bhs[ISCSI_BHS_FLAGS] & ISCSI_DATAIN_FLAG_OVERFLOW);
+	assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_RESIDUAL]), 512);
+	assert_null(h_take(&h));
+	/* Beyond the end: CHECK CONDITION with sense in a SCSI Response, no Data-In. */
+	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_READ, 512, 0x28, 4096, 1);
+	h_send(&h, bhs, NULL, 0);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_SCSI_RSP);
+	assert_int_equal(r->bhs[ISCSI_RSP_STATUS], 0x02);
+	assert_true(r->len > 2);
+	assert_int_equal(get_be16(r->data), r->len - 2);
+	/* Write with EDTL shorter than the CDB: one whole block written, overflow reported. */
+	{
+		uint8_t blk[512];
+
+		memset(blk, 0xee, sizeof(blk));
+		cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 512, 0x2a, 10, 2);
+		h_send(&h, bhs, blk, 512);
+		r = h_take(&h);
+		assert_non_null(r);
+		assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_SCSI_RSP);
+		assert_int_equal(r->bhs[ISCSI_RSP_STATUS], 0);
+		assert_true(r->bhs[ISCSI_BHS_FLAGS] & ISCSI_RSP_FLAG_OVERFLOW);
+		assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_RESIDUAL]), 512);
+	}
+	h_fini(&h);
+}
+
+static void test_cmdsn_nop_reject(void **state)
+{
+	uint8_t bhs[ISCSI_BHS_LEN], ping[10] = "ping-data";
+	struct harness h;
+	struct h_pdu *r;
+	uint32_t exp;
+
+	(void)state;
+	assert_int_equal(h_init(&h, true), 0);
+	assert_int_equal(h_login(&h, "Normal"), 0);
+	exp = h.conn->sess->exp_cmd_sn;
+	/* CmdSN beyond MaxCmdSN: silently ignored (RFC 7143 §4.2.2.1). */
+	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL, 0, 0x00, 0, 0);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], h.conn->sess->max_cmd_sn + 1);
+	h_send(&h, bhs, NULL, 0);
+	assert_null(h_take(&h));
+	/* Below ExpCmdSN: ignored too. */
+	put_be32(&bhs[ISCSI_BHS_CMDSN], exp - 1);
+	h_send(&h, bhs, NULL, 0);
+	assert_null(h_take(&h));
+	/* At ExpCmdSN: TEST UNIT READY answered, window slides. */
+	h.cmd_sn = exp;
+	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL, 0, 0x00, 0, 0);
+	h_send(&h, bhs, NULL, 0);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_SCSI_RSP);
+	assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_EXPCMDSN]), exp + 1);
+	assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_MAXCMDSN]), exp + 128);
+
+	/* NOP-Out ping: echoed with its data. */
+	scsitgt__bhs_init(bhs, ISCSI_OP_NOP_OUT | ISCSI_FLAG_IMMEDIATE, ISCSI_FLAG_FINAL);
+	put_be32(&bhs[ISCSI_BHS_ITT], 0x99);
+	put_be32(&bhs[ISCSI_BHS_TTT], ISCSI_RESERVED_TAG);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], h.cmd_sn);
+	h_send(&h, bhs, ping, sizeof(ping));
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_NOP_IN);
+	assert_int_equal(scsitgt__bhs_itt(r->bhs), 0x99);
+	assert_int_equal(r->len, sizeof(ping));
+	assert_memory_equal(r->data, ping, sizeof(ping));
+
+	/* Data-Out for an unknown task: Reject, invalid PDU field. */
+	data_out(&h, 0x12345, ISCSI_RESERVED_TAG, 0, 0, ping, 8, true);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_REJECT);
+	assert_int_equal(r->bhs[ISCSI_REJECT_REASON], ISCSI_REJECT_INVALID_PDU_FIELD);
+
+	/* Data-Out with a wrong DataSN: Reject, then the command fails. */
+	{
+		uint8_t blk[1024];
+		uint32_t itt, ttt;
+
+		memset(blk, 1, sizeof(blk));
+		cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 1024, 0x2a, 0, 2);
+		itt = h.itt;
+		h_send(&h, bhs, NULL, 0);
+		r = h_take(&h);
+		assert_non_null(r);
+		assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_R2T);
+		ttt = get_be32(&r->bhs[ISCSI_BHS_TTT]);
+		data_out(&h, itt, ttt, 5, 0, blk, 512, false);
+		r = h_take(&h);
+		assert_non_null(r);
+		assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_REJECT);
+		assert_int_equal(r->bhs[ISCSI_REJECT_REASON], ISCSI_REJECT_PROTOCOL_ERROR);
+		r = h_take(&h);
+		assert_non_null(r);
+		assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_SCSI_RSP);
+		assert_int_equal(r->bhs[ISCSI_RSP_STATUS], 0x02);
+	}
+
+	/* Unknown opcode: Reject. */
+	scsitgt__bhs_init(bhs, 0x1c, ISCSI_FLAG_FINAL);
+	h_send(&h, bhs, NULL, 0);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_REJECT);
+	h_fini(&h);
+}
+
+static void test_tmf_logout(void **state)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	struct harness h;
+	struct h_pdu *r;
+
+	(void)state;
+	assert_int_equal(h_init(&h, true), 0);
+	assert_int_equal(h_login(&h, "Normal"), 0);
+	/* ABORT TASK of a task that never existed. */
+	scsitgt__bhs_init(bhs, ISCSI_OP_TMF_REQ | ISCSI_FLAG_IMMEDIATE,
+			  ISCSI_FLAG_FINAL | ISCSI_TMF_ABORT_TASK);
+	put_be32(&bhs[ISCSI_BHS_ITT], 0x500);
+	put_be32(&bhs[ISCSI_TMF_RTT], 0xabcdef);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], h.cmd_sn);
+	put_be32(&bhs[ISCSI_TMF_REFCMDSN], h.cmd_sn - 5);
+	h_send(&h, bhs, NULL, 0);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_TMF_RSP);
+	assert_int_equal(r->bhs[ISCSI_RSP_RESPONSE], ISCSI_TMF_RSP_NO_TASK);
+	/* ABORT TASK of a write waiting for its data: aborted, no SCSI response. */
+	{
+		uint32_t itt;
+
+		cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 1024, 0x2a, 0, 2);
+		itt = h.itt;
+		h_send(&h, bhs, NULL, 0);
+		r = h_take(&h);
+		assert_non_null(r);
+		assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_R2T);
+		scsitgt__bhs_init(bhs, ISCSI_OP_TMF_REQ | ISCSI_FLAG_IMMEDIATE,
+				  ISCSI_FLAG_FINAL | ISCSI_TMF_ABORT_TASK);
+		put_be32(&bhs[ISCSI_BHS_ITT], 0x501);
+		put_be32(&bhs[ISCSI_TMF_RTT], itt);
+		put_be32(&bhs[ISCSI_BHS_CMDSN], h.cmd_sn);
+		h_send(&h, bhs, NULL, 0);
+		r = h_take(&h);
+		assert_non_null(r);
+		assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_TMF_RSP);
+		assert_int_equal(r->bhs[ISCSI_RSP_RESPONSE], ISCSI_TMF_RSP_COMPLETE);
+		assert_null(h_take(&h));
+		assert_null(scsitgt__iscsi_task_find(h.conn, itt));
+	}
+	/* LUN RESET: function complete. TASK REASSIGN: not at ERL0. */
+	scsitgt__bhs_init(bhs, ISCSI_OP_TMF_REQ | ISCSI_FLAG_IMMEDIATE,
+			  ISCSI_FLAG_FINAL | ISCSI_TMF_LUN_RESET);
+	put_be32(&bhs[ISCSI_BHS_ITT], 0x502);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], h.cmd_sn);
+	h_send(&h, bhs, NULL, 0);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(r->bhs[ISCSI_RSP_RESPONSE], ISCSI_TMF_RSP_COMPLETE);
+	bhs[ISCSI_BHS_FLAGS] = ISCSI_FLAG_FINAL | ISCSI_TMF_TASK_REASSIGN;
+	h_send(&h, bhs, NULL, 0);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(r->bhs[ISCSI_RSP_RESPONSE], ISCSI_TMF_RSP_NO_REASSIGN);
+	/* Logout: response, then the connection closes. */
+	scsitgt__bhs_init(bhs, ISCSI_OP_LOGOUT_REQ | ISCSI_FLAG_IMMEDIATE,
+			  ISCSI_FLAG_FINAL | ISCSI_LOGOUT_CLOSE_SESSION);
+	put_be32(&bhs[ISCSI_BHS_ITT], 0x600);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], h.cmd_sn);
+	h_send(&h, bhs, NULL, 0);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_LOGOUT_RSP);
+	assert_int_equal(r->bhs[ISCSI_LOGOUT_RSP_RESPONSE], ISCSI_LOGOUT_RSP_SUCCESS);
+	assert_true(h_conn_gone(&h));
+	h_fini(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_write_r2t),
+		cmocka_unit_test(test_residuals_and_sense),
+		cmocka_unit_test(test_cmdsn_nop_reject),
+		cmocka_unit_test(test_tmf_logout),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
