@@ -2,7 +2,8 @@
 /*
  * minitarget: a small iSCSI target built on libscsitgt.
  *
- *   minitarget [--portal HOST:PORT]... [--iqn NAME] [--lun N:ram|null:SIZE[,flag...]]...
+ *   minitarget [--portal HOST:PORT]... [--iqn NAME]
+ *              [--lun N:ram:SIZE[,flag...] | N:null:SIZE[,flag...] | N:file:PATH[,flag...]]...
  *              [--chap USER:SECRET] [--mutual-chap USER:SECRET] [--initiator NAME]...
  *              [--header-digest] [--data-digest] [-v]
  *
@@ -22,10 +23,14 @@
 
 #define MAX_ITEMS 32
 
+enum lun_kind { LUN_RAM, LUN_NULL, LUN_FILE };
+
 struct lun_spec {
 	uint64_t id;
-	bool null;
-	uint64_t size;
+	enum lun_kind kind;
+	uint64_t size;     /* ram and null */
+	char path[200];    /* file: a regular file or a block device */
+	bool bs_given;
 	uint32_t bs;
 	uint32_t flags;
 };
@@ -44,6 +49,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: minitarget [--portal HOST:PORT]... [--iqn NAME]\n"
 		"                  [--lun N:ram|null:SIZE[,thin][,ro][,removable][,bs=N]]...\n"
+		"                  [--lun N:file:PATH[,thin][,ro][,removable][,bs=N]]...\n"
 		"                  [--chap USER:SECRET] [--mutual-chap USER:SECRET]\n"
 		"                  [--initiator NAME]... [--header-digest] [--data-digest] [-v]\n");
 }
@@ -101,14 +107,22 @@ static int parse_lun(const char *arg, struct lun_spec *l)
 		return -1;
 	p = end + 1;
 	if (strncmp(p, "ram:", 4) == 0) {
+		l->kind = LUN_RAM;
 		p += 4;
 	} else if (strncmp(p, "null:", 5) == 0) {
-		l->null = true;
+		l->kind = LUN_NULL;
 		p += 5;
+	} else if (strncmp(p, "file:", 5) == 0) {
+		/* The size comes from the file or device. Paths cannot contain commas here. */
+		l->kind = LUN_FILE;
+		p += 5;
+		if (*p == '\0' || strlen(p) >= sizeof(l->path))
+			return -1;
+		strcpy(l->path, p);
 	} else {
 		return -1;
 	}
-	if (parse_size(p, &l->size) < 0)
+	if (l->kind != LUN_FILE && parse_size(p, &l->size) < 0)
 		return -1;
 	while ((tok = strtok_r(NULL, ",", &save)) != NULL) {
 		if (strcmp(tok, "thin") == 0)
@@ -117,14 +131,16 @@ static int parse_lun(const char *arg, struct lun_spec *l)
 			l->flags |= SCSITGT_LUN_READ_ONLY;
 		else if (strcmp(tok, "removable") == 0)
 			l->flags |= SCSITGT_LUN_REMOVABLE;
-		else if (strncmp(tok, "bs=", 3) == 0)
+		else if (strncmp(tok, "bs=", 3) == 0) {
 			l->bs = (uint32_t)strtoul(tok + 3, NULL, 10);
+			l->bs_given = true;
+		}
 		else
 			return -1;
 	}
 	if (l->bs != 512 && l->bs != 4096)
 		return -1;
-	if (l->size < l->bs)
+	if (l->kind != LUN_FILE && l->size < l->bs)
 		return -1;
 	return 0;
 }
@@ -312,22 +328,42 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	for (size_t i = 0; i < nluns; i++) {
-		const struct scsitgt_backend_ops *ops =
-			luns[i].null ? scsitgt_backend_null_ops() : scsitgt_backend_ram_ops();
+		const struct scsitgt_backend_ops *ops = NULL;
 		struct scsitgt_lun_opts lo;
 		struct scsitgt_lun *lun;
 		void *bctx = NULL;
 
-		rc = luns[i].null ? scsitgt_backend_null_create(&bctx)
-				  : scsitgt_backend_ram_create(&bctx);
+		switch (luns[i].kind) {
+		case LUN_NULL:
+			ops = scsitgt_backend_null_ops();
+			rc = scsitgt_backend_null_create(&bctx);
+			break;
+		case LUN_RAM:
+			ops = scsitgt_backend_ram_ops();
+			rc = scsitgt_backend_ram_create(&bctx);
+			break;
+		case LUN_FILE: {
+			struct scsitgt_backend_aio_opts ao;
+
+			scsitgt_backend_aio_opts_init(&ao, sizeof(ao));
+			ao.loop = &app.loop;
+			ao.path = luns[i].path;
+			ao.read_only = (luns[i].flags & SCSITGT_LUN_READ_ONLY) != 0;
+			ao.log_cb = log_cb;
+			ops = scsitgt_backend_aio_ops();
+			rc = scsitgt_backend_aio_create(&bctx, &ao);
+			break;
+		}
+		}
 		if (rc < 0) {
 			fprintf(stderr, "minitarget: backend: %s\n", scsitgt_strerror(rc));
 			goto fail;
 		}
 		scsitgt_lun_opts_init(&lo, sizeof(lo));
 		lo.id = luns[i].id;
-		lo.block_size = luns[i].bs;
-		lo.num_blocks = luns[i].size / luns[i].bs;
+		/* Files and devices report their own size, and devices their block size. */
+		lo.block_size = luns[i].kind == LUN_FILE && !luns[i].bs_given ? 0 : luns[i].bs;
+		lo.num_blocks = luns[i].kind == LUN_FILE ? 0 : luns[i].size / luns[i].bs;
 		lo.flags = luns[i].flags;
 		lo.backend = ops;
 		lo.backend_ctx = bctx;
