@@ -97,6 +97,18 @@ def main():
             errors.append("%s is declared as an object but exported as type %s"
                           % (name, exported[name]))
 
+    # The version script lists every export by name (docs/ABI.md): no wildcard may slip a
+    # symbol out, and no listed name may be missing from the library.
+    mapfile = os.path.join(srcroot, "src", "libscsitgt.map")
+    listed = set(re.findall(r"^\s*(scsitgt_\w+)\s*;", strip_comments(open(mapfile).read()),
+                            flags=re.M))
+    for name in sorted(set(exported) - listed):
+        errors.append("exported but not listed in src/libscsitgt.map: %s" % name)
+    for name in sorted(listed - set(exported)):
+        errors.append("listed in src/libscsitgt.map but not exported: %s" % name)
+    if re.search(r"scsitgt_\w*\*", open(mapfile).read()):
+        errors.append("src/libscsitgt.map uses a wildcard for exports")
+
     major = major_version(srcroot)
     so = soname(lib)
     want = "libscsitgt.so.%s" % major
