@@ -11,6 +11,29 @@
  * byte 0 is the operation code; a set bit is a bit the initiator may set. The CONTROL byte
  * allows nothing: we support neither NACA (SAM-5 §5.10) nor the obsolete LINK bit.
  */
+/* SERVICE ACTION IN (16) rows, indexed by service action (SBC-4 §5.20 READ CAPACITY (16)). */
+static const struct scsitgt__cdb_def sai16_rows[0x20] = {
+	[SBC_SAI_READ_CAPACITY_16] = {
+		.name = "READ CAPACITY (16)",
+		.cdb_len = 16,
+		/* Bytes 2..9 LBA and byte 14 PMI are obsolete in SBC-4 but checked as in SBC-3. */
+		.usage = { 0x9e, 0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0xff, 0xff, 0x01, 0x00 },
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_ALLOW_STANDBY,
+		.parse = scsitgt__sbc_parse_read_capacity16,
+		.exec = scsitgt__sbc_read_capacity16,
+	},
+};
+
+/* Usage of the block I/O CDBs: DPO, FUA and the obsolete FUA_NV (SBC-3; still sent by
+ * initiators and conformance suites, and meaningless without a non-volatile cache) in byte 1;
+ * RDPROTECT/WRPROTECT (no protection information, SBC-4 §4.22), RARC, bit 0 (obsolete, DLD2
+ * in the 16-byte forms) are refused. GROUP NUMBER is bits 5..0 of its byte.
+ * RDPROTECT/WRPROTECT is the 3-bit field topped by bit 7 of byte 1. */
+#define RW_FLAGS 0x1a
+#define GROUP 0x3f
+#define RW_FIELDS { 0x00, 0x80 }
+
 static const struct scsitgt__cdb_def cdb_table[256] = {
 	[SPC_TEST_UNIT_READY] = {
 		.name = "TEST UNIT READY",
@@ -19,14 +42,185 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_ALLOW_STANDBY,
 		.exec = scsitgt__spc_test_unit_ready,
 	},
+	[SPC_REQUEST_SENSE] = {
+		.name = "REQUEST SENSE",
+		.cdb_len = 6,
+		.usage = { 0x03, 0x01, 0x00, 0x00, 0xff, 0x00 },
+		.flags = SCSITGT__CDB_F_NO_LUN | SCSITGT__CDB_F_ALLOW_UA |
+			 SCSITGT__CDB_F_ALLOW_STANDBY,
+		.parse = scsitgt__spc_parse_request_sense,
+		.exec = scsitgt__spc_request_sense,
+	},
+	[SBC_READ_6] = {
+		.name = "READ (6)",
+		.cdb_len = 6,
+		.usage = { 0x08, 0x1f, 0xff, 0xff, 0xff, 0x00 },
+		.flags = SCSITGT__CDB_F_MEDIUM,
+		.parse = scsitgt__sbc_parse_rw,
+		.exec = scsitgt__sbc_rw,
+	},
+	[SBC_WRITE_6] = {
+		.name = "WRITE (6)",
+		.cdb_len = 6,
+		.usage = { 0x0a, 0x1f, 0xff, 0xff, 0xff, 0x00 },
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.parse = scsitgt__sbc_parse_rw,
+		.exec = scsitgt__sbc_rw,
+	},
+	[SPC_INQUIRY] = {
+		.name = "INQUIRY",
+		.cdb_len = 6,
+		/* Byte 1 bit 1 is the obsolete CMDDT: refused like a reserved bit. */
+		.usage = { 0x12, 0x01, 0xff, 0xff, 0xff, 0x00 },
+		.flags = SCSITGT__CDB_F_NO_LUN | SCSITGT__CDB_F_ALLOW_UA |
+			 SCSITGT__CDB_F_ALLOW_STANDBY,
+		.parse = scsitgt__spc_parse_inquiry,
+		.exec = scsitgt__spc_inquiry,
+	},
+	[SPC_MODE_SELECT_6] = {
+		.name = "MODE SELECT (6)",
+		.cdb_len = 6,
+		/* PF; SP is refused since no page is saveable (SPC-5 §6.11). */
+		.usage = { 0x15, 0x10, 0x00, 0x00, 0xff, 0x00 },
+		.parse = scsitgt__spc_parse_mode_select,
+		.exec = scsitgt__spc_mode_select,
+	},
+	[SPC_MODE_SENSE_6] = {
+		.name = "MODE SENSE (6)",
+		.cdb_len = 6,
+		.usage = { 0x1a, 0x08, 0xff, 0xff, 0xff, 0x00 },
+		.flags = SCSITGT__CDB_F_ALLOW_STANDBY,
+		.parse = scsitgt__spc_parse_mode_sense,
+		.exec = scsitgt__spc_mode_sense,
+	},
+	[SBC_START_STOP_UNIT] = {
+		.name = "START STOP UNIT",
+		.cdb_len = 6,
+		.usage = { 0x1b, 0x01, 0x00, 0x0f, 0xf7, 0x00 },
+		.parse = scsitgt__sbc_parse_start_stop,
+		.exec = scsitgt__sbc_start_stop,
+	},
+	[SPC_PREVENT_ALLOW_MEDIUM_REMOVAL] = {
+		.name = "PREVENT ALLOW MEDIUM REMOVAL",
+		.cdb_len = 6,
+		.usage = { 0x1e, 0x00, 0x00, 0x00, 0x03, 0x00 },
+		.parse = scsitgt__sbc_parse_prevent_allow,
+		.exec = scsitgt__sbc_prevent_allow,
+	},
+	[SBC_READ_CAPACITY_10] = {
+		.name = "READ CAPACITY (10)",
+		.cdb_len = 10,
+		.usage = { 0x25, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x01, 0x00 },
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_ALLOW_STANDBY,
+		.parse = scsitgt__sbc_parse_read_capacity10,
+		.exec = scsitgt__sbc_read_capacity10,
+	},
+	[SBC_READ_10] = {
+		.name = "READ (10)",
+		.cdb_len = 10,
+		.usage = { 0x28, RW_FLAGS, 0xff, 0xff, 0xff, 0xff, GROUP, 0xff, 0xff, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM,
+		.parse = scsitgt__sbc_parse_rw,
+		.exec = scsitgt__sbc_rw,
+	},
+	[SBC_WRITE_10] = {
+		.name = "WRITE (10)",
+		.cdb_len = 10,
+		.usage = { 0x2a, RW_FLAGS, 0xff, 0xff, 0xff, 0xff, GROUP, 0xff, 0xff, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.parse = scsitgt__sbc_parse_rw,
+		.exec = scsitgt__sbc_rw,
+	},
+	[SBC_SYNCHRONIZE_CACHE_10] = {
+		.name = "SYNCHRONIZE CACHE (10)",
+		.cdb_len = 10,
+		/* IMMED and the obsolete SYNC_NV (ignored); the obsolete RELADR is refused. */
+		.usage = { 0x35, 0x06, 0xff, 0xff, 0xff, 0xff, GROUP, 0xff, 0xff, 0x00 },
+		.flags = SCSITGT__CDB_F_MEDIUM,
+		.parse = scsitgt__sbc_parse_sync_cache,
+		.exec = scsitgt__sbc_sync_cache,
+	},
+	[SPC_MODE_SELECT_10] = {
+		.name = "MODE SELECT (10)",
+		.cdb_len = 10,
+		.usage = { 0x55, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00 },
+		.parse = scsitgt__spc_parse_mode_select,
+		.exec = scsitgt__spc_mode_select,
+	},
+	[SPC_MODE_SENSE_10] = {
+		.name = "MODE SENSE (10)",
+		.cdb_len = 10,
+		.usage = { 0x5a, 0x18, 0xff, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00 },
+		.flags = SCSITGT__CDB_F_ALLOW_STANDBY,
+		.parse = scsitgt__spc_parse_mode_sense,
+		.exec = scsitgt__spc_mode_sense,
+	},
+	[SBC_READ_16] = {
+		.name = "READ (16)",
+		.cdb_len = 16,
+		.usage = { 0x88, RW_FLAGS, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0xff, 0xff, GROUP, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM,
+		.parse = scsitgt__sbc_parse_rw,
+		.exec = scsitgt__sbc_rw,
+	},
+	[SBC_WRITE_16] = {
+		.name = "WRITE (16)",
+		.cdb_len = 16,
+		.usage = { 0x8a, RW_FLAGS, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0xff, 0xff, GROUP, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.parse = scsitgt__sbc_parse_rw,
+		.exec = scsitgt__sbc_rw,
+	},
+	[SBC_SYNCHRONIZE_CACHE_16] = {
+		.name = "SYNCHRONIZE CACHE (16)",
+		.cdb_len = 16,
+		.usage = { 0x91, 0x06, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0xff, 0xff, GROUP, 0x00 },
+		.flags = SCSITGT__CDB_F_MEDIUM,
+		.parse = scsitgt__sbc_parse_sync_cache,
+		.exec = scsitgt__sbc_sync_cache,
+	},
+	[SBC_SERVICE_ACTION_IN_16] = {
+		.name = "SERVICE ACTION IN (16)",
+		.cdb_len = 16,
+		.sa_rows = sai16_rows,
+		.sa_count = 0x20,
+		.has_sa = true,
+	},
 	[SPC_REPORT_LUNS] = {
 		.name = "REPORT LUNS",
 		.cdb_len = 12,
-		.usage = { 0x00, 0x00, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00 },
+		.usage = { 0xa0, 0x00, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00 },
 		.flags = SCSITGT__CDB_F_NO_LUN | SCSITGT__CDB_F_ALLOW_UA |
 			 SCSITGT__CDB_F_ALLOW_STANDBY,
 		.parse = scsitgt__spc_parse_report_luns,
 		.exec = scsitgt__spc_report_luns,
+	},
+	[SBC_READ_12] = {
+		.name = "READ (12)",
+		.cdb_len = 12,
+		.usage = { 0xa8, RW_FLAGS, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   GROUP, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM,
+		.parse = scsitgt__sbc_parse_rw,
+		.exec = scsitgt__sbc_rw,
+	},
+	[SBC_WRITE_12] = {
+		.name = "WRITE (12)",
+		.cdb_len = 12,
+		.usage = { 0xaa, RW_FLAGS, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   GROUP, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.parse = scsitgt__sbc_parse_rw,
+		.exec = scsitgt__sbc_rw,
 	},
 };
 
@@ -68,6 +262,13 @@ const struct scsitgt__cdb_def *scsitgt__cdb_lookup(const uint8_t *cdb, size_t cd
 		row = &row->sa_rows[sa];
 	}
 	return row;
+}
+
+bool scsitgt__cdb_supported(uint8_t opcode, uint8_t sa)
+{
+	uint8_t cdb[2] = { opcode, sa };
+
+	return scsitgt__cdb_lookup(cdb, sizeof(cdb)) != NULL;
 }
 
 const struct scsitgt__cdb_def *scsitgt__cdb_iter(unsigned int *i, uint8_t *opcode, uint16_t *sa)
@@ -113,6 +314,14 @@ static enum scsitgt__sense_reason cdb_check_reserved(struct scsitgt__cmd *cmd,
 
 			while (!(bad & (1u << bit)))
 				bit--;
+			/* Inside a refused multi-bit field, point at its first bit: walk up
+			 * through refused bits to the field's marked MSB, if there is one. */
+			for (int b = bit; b <= 7 && !(row->usage[i] & (1u << b)); b++) {
+				if (row->field_msb[i] & (1u << b)) {
+					bit = b;
+					break;
+				}
+			}
 			return scsitgt__cmd_bad_cdb_field(cmd, (uint16_t)i, bit);
 		}
 	}

@@ -36,6 +36,10 @@ struct scsitgt__cdb_def {
 	 * is the operation code and, for service-action rows, the service action bits of byte 1
 	 * are set too. */
 	uint8_t usage[16];
+	/* The most significant bit of each multi-bit field the usage mask refuses (e.g.
+	 * RDPROTECT), so that the field pointer names the field's first bit (SPC-5 §4.4.2.3);
+	 * unmarked refused bits are reported one by one. */
+	uint8_t field_msb[16];
 	uint32_t flags;
 	/* Checks fields, sets dir/xfer_len/lba/nblocks and cmd->exec. NULL: no data, exec as is. */
 	scsitgt__parse_fn parse;
@@ -71,9 +75,50 @@ enum scsitgt__sense_reason scsitgt__parse_alloc32(struct scsitgt__cmd *cmd, unsi
 /* Copy @len bytes of response into cmd->buf, truncated to the allocation length. */
 void scsitgt__cmd_respond(struct scsitgt__cmd *cmd, const void *data, size_t len);
 
+/* Whether the table has a row for @opcode (and @sa for service-action opcodes). */
+bool scsitgt__cdb_supported(uint8_t opcode, uint8_t sa);
+
 /* Exec functions of the command files, referenced by the table (cdb.c). */
 void scsitgt__spc_test_unit_ready(struct scsitgt__cmd *cmd);
 void scsitgt__spc_report_luns(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__spc_parse_report_luns(struct scsitgt__cmd *cmd);
+
+/* inquiry.c: standard INQUIRY data and the dispatch to VPD pages. */
+enum scsitgt__sense_reason scsitgt__spc_parse_inquiry(struct scsitgt__cmd *cmd);
+void scsitgt__spc_inquiry(struct scsitgt__cmd *cmd);
+
+/*
+ * vpd.c: build VPD page @page for @cmd's LUN into @buf (at least SCSITGT__VPD_MAX bytes).
+ * Returns the page length in bytes, or 0 when the page is not supported.
+ */
+#define SCSITGT__VPD_MAX 1024
+size_t scsitgt__vpd_build(const struct scsitgt__cmd *cmd, uint8_t page, uint8_t *buf);
+
+/* sense_cmds.c: REQUEST SENSE. */
+enum scsitgt__sense_reason scsitgt__spc_parse_request_sense(struct scsitgt__cmd *cmd);
+void scsitgt__spc_request_sense(struct scsitgt__cmd *cmd);
+
+/* mode.c: MODE SENSE (6)/(10) and MODE SELECT (6)/(10). */
+enum scsitgt__sense_reason scsitgt__spc_parse_mode_sense(struct scsitgt__cmd *cmd);
+void scsitgt__spc_mode_sense(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__spc_parse_mode_select(struct scsitgt__cmd *cmd);
+void scsitgt__spc_mode_select(struct scsitgt__cmd *cmd);
+
+/* sbc.c: block commands. */
+enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_rw(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__sbc_parse_read_capacity10(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_read_capacity10(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__sbc_parse_read_capacity16(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_read_capacity16(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__sbc_parse_sync_cache(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_sync_cache(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__sbc_parse_start_stop(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_start_stop(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__sbc_parse_prevent_allow(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_prevent_allow(struct scsitgt__cmd *cmd);
+/* The LBPME/LBPRZ answers shared by READ CAPACITY (16) and VPD B2 (SBC-4 §4.7). */
+bool scsitgt__sbc_lbpme(const struct scsitgt_lun *lun);
+bool scsitgt__sbc_lbprz(const struct scsitgt_lun *lun);
 
 #endif /* SCSITGT_CORE_CDB_H */

@@ -129,6 +129,9 @@ struct scsitgt_lun {
 
 /* Largest data transfer of one command (VPD B0 MAXIMUM TRANSFER LENGTH in bytes). */
 #define SCSITGT__MAX_XFER_BYTES (8u << 20)
+/* UNMAP limits of thin LUNs (VPD B0 MAXIMUM UNMAP LBA COUNT / BLOCK DESCRIPTOR COUNT). */
+#define SCSITGT__MAX_UNMAP_LBA_COUNT (1u << 22)
+#define SCSITGT__MAX_UNMAP_DESCRIPTORS 256u
 
 /* engine.c */
 void scsitgt__engine_add_service(struct scsitgt_engine *engine, struct scsitgt__service *svc);

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Mode parameters: MODE SENSE (6)/(10) (SPC-5 §6.13/§6.14) and MODE SELECT (6)/(10)
+ * (SPC-5 §6.11/§6.12) over three pages: caching (SBC-4 §6.5.5), control (SPC-5 §7.5.10) and
+ * informational exceptions control (SPC-5 §7.5.14). No page is saveable.
+ *
+ * Changeable bits (what MODE SELECT accepts, and nothing else):
+ *   caching:  WCE, only when the backend has a volatile cache (SCSITGT_GEOMETRY_WRITE_CACHE);
+ *   control:  D_SENSE (sense format of this LUN) and SWP (software write protect, honoured by
+ *             the CDB dispatch like a read-only LUN).
+ * RCD, QERR, TST, MRIE, DEXCPT and the rest describe fixed behaviour and are not changeable.
+ * TODO(#5): MODE SELECT should raise MODE PARAMETERS CHANGED for the other I_T nexuses.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cdb.h"
+#include "core/fabric.h"
+#include "core/scsi_spec.h"
+#include "util/be.h"
+
+/* SPC-5 §6.13: PAGE CONTROL field. */
+enum mode_pc {
+	PC_CURRENT = 0,
+	PC_CHANGEABLE = 1,
+	PC_DEFAULT = 2,
+	PC_SAVED = 3,
+};
+
+enum {
+	MP_CACHING = 0x08,
+	MP_CONTROL = 0x0a,
+	MP_IEC = 0x1c,
+	MP_ALL = 0x3f,
+};
+
+/* Whole page lengths including the 2-byte page_0 header (PAGE LENGTH is this minus 2). */
+#define MP_CACHING_LEN 20
+#define MP_CONTROL_LEN 12
+#define MP_IEC_LEN 12
+
+/* Largest MODE SENSE (10) answer: 8-byte header, long block descriptor, every page. */
+#define MODE_SENSE_MAX (8 + 16 + MP_CACHING_LEN + MP_CONTROL_LEN + MP_IEC_LEN)
+
+struct mode_page {
+	uint8_t code;
+	uint8_t len;
+	void (*build)(const struct scsitgt_lun *lun, enum mode_pc pc, uint8_t *p);
+	/* Take the changeable bits of a validated page. */
+	void (*apply)(struct scsitgt_lun *lun, const uint8_t *p);
+};
+
+static bool mode_wce_changeable(const struct scsitgt_lun *lun)
+{
+	return (lun->geo.flags & SCSITGT_GEOMETRY_WRITE_CACHE) != 0;
+}
+
+/* SBC-4 §6.5.5 caching mode page: byte 2 holds WCE (bit 2) and RCD (bit 0). */
+static void mp_caching_build(const struct scsitgt_lun *lun, enum mode_pc pc, uint8_t *p)
+{
+	p[0] = MP_CACHING;
+	p[1] = MP_CACHING_LEN - 2;
+	switch (pc) {
+	case PC_CURRENT:
+		p[2] = (uint8_t)((lun->mode.wce ? 0x04 : 0) | (lun->mode.rcd ? 0x01 : 0));
+		break;
+	case PC_CHANGEABLE:
+		p[2] = mode_wce_changeable(lun) ? 0x04 : 0;
+		break;
+	default:
+		/* The default is what scsitgt_lun_create() chose (lun.c). */
+		p[2] = ((lun->flags & SCSITGT_LUN_WRITE_CACHE) && mode_wce_changeable(lun)) ? 0x04
+											      : 0;
+		break;
+	}
+}
+
+static void mp_caching_apply(struct scsitgt_lun *lun, const uint8_t *p)
+{
+	if (mode_wce_changeable(lun))
+		lun->mode.wce = p[2] & 0x04;
+}
+
+/*
+ * SPC-5 §7.5.10 control mode page. Byte 2: TST (7..5) 000b one task set, D_SENSE (2),
+ * GLTSD (1) set: we keep no log parameters to save. Byte 3: QUEUE ALGORITHM MODIFIER 1h
+ * (commands may be reordered) and QERR (2..1). Byte 4: SWP (3).
+ */
+static void mp_control_build(const struct scsitgt_lun *lun, enum mode_pc pc, uint8_t *p)
+{
+	p[0] = MP_CONTROL;
+	p[1] = MP_CONTROL_LEN - 2;
+	switch (pc) {
+	case PC_CURRENT:
+		p[2] = (uint8_t)((lun->mode.d_sense ? 0x04 : 0) | 0x02);
+		p[3] = (uint8_t)(0x10 | (lun->mode.qerr & 0x03) << 1);
+		p[4] = lun->mode.swp ? 0x08 : 0;
+		break;
+	case PC_CHANGEABLE:
+		p[2] = 0x04;
+		p[4] = 0x08;
+		break;
+	default:
+		p[2] = 0x02;
+		p[3] = 0x10;
+		break;
+	}
+}
+
+static void mp_control_apply(struct scsitgt_lun *lun, const uint8_t *p)
+{
+	lun->mode.d_sense = p[2] & 0x04;
+	lun->mode.swp = p[4] & 0x08;
+}
+
+/* SPC-5 §7.5.14 informational exceptions control: byte 2 DEXCPT (3), byte 3 MRIE (3..0). */
+static void mp_iec_build(const struct scsitgt_lun *lun, enum mode_pc pc, uint8_t *p)
+{
+	p[0] = MP_IEC;
+	p[1] = MP_IEC_LEN - 2;
+	if (pc == PC_CURRENT) {
+		p[2] = lun->mode.dexcpt ? 0x08 : 0;
+		p[3] = lun->mode.mrie & 0x0f;
+	}
+}
+
+/* In ascending page code order, the order of a MODE SENSE for all pages. */
+static const struct mode_page mode_pages[] = {
+	{ MP_CACHING, MP_CACHING_LEN, mp_caching_build, mp_caching_apply },
+	{ MP_CONTROL, MP_CONTROL_LEN, mp_control_build, mp_control_apply },
+	{ MP_IEC, MP_IEC_LEN, mp_iec_build, NULL },
+};
+
+static const struct mode_page *mode_page_find(uint8_t code)
+{
+	for (size_t i = 0; i < sizeof(mode_pages) / sizeof(mode_pages[0]); i++)
+		if (mode_pages[i].code == code)
+			return &mode_pages[i];
+	return NULL;
+}
+
+static bool mode_is6(const struct scsitgt__cmd *cmd)
+{
+	return cmd->cdb[0] == SPC_MODE_SENSE_6 || cmd->cdb[0] == SPC_MODE_SELECT_6;
+}
+
+enum scsitgt__sense_reason scsitgt__spc_parse_mode_sense(struct scsitgt__cmd *cmd)
+{
+	uint8_t pc = cmd->cdb[2] >> 6, page = cmd->cdb[2] & 0x3f, subpage = cmd->cdb[3];
+
+	if (pc == PC_SAVED) {
+		/* SPC-5 §6.13: saved values of a LUN that saves nothing. */
+		scsitgt__cmd_bad_cdb_field(cmd, 2, 7);
+		return SCSITGT_SR_SAVING_PARAMS_UNSUPPORTED;
+	}
+	if (page != MP_ALL && mode_page_find(page) == NULL)
+		return scsitgt__cmd_bad_cdb_field(cmd, 2, 5);
+	/* Our pages have no subpages: 00h is the page itself, FFh "and all its subpages". */
+	if (subpage != 0x00 && subpage != 0xff)
+		return scsitgt__cmd_bad_cdb_field(cmd, 3, 7);
+	if (mode_is6(cmd)) {
+		cmd->dir = SCSITGT__DIR_IN;
+		cmd->xfer_len = cmd->cdb[4];
+		return SCSITGT_SR_OK;
+	}
+	return scsitgt__parse_alloc16(cmd, 7);
+}
+
+/* SBC-4 §6.4.2: the mode parameter block descriptor, short (8) or long LBA (16) form. */
+static size_t mode_block_descriptor(const struct scsitgt_lun *lun, enum mode_pc pc, bool longlba,
+				    uint8_t *p)
+{
+	uint64_t nblocks = lun->geo.num_blocks;
+	size_t len = longlba ? 16 : 8;
+
+	memset(p, 0, len);
+	if (pc == PC_CHANGEABLE)
+		return len; /* neither capacity nor block length can be changed */
+	if (longlba) {
+		put_be64(&p[0], nblocks);
+		put_be32(&p[12], lun->geo.block_size);
+	} else {
+		/* NUMBER OF LOGICAL BLOCKS FFFF_FFFFh when the capacity does not fit. */
+		put_be32(&p[0], nblocks > 0xffffffffull ? 0xffffffffu : (uint32_t)nblocks);
+		put_be24(&p[5], lun->geo.block_size);
+	}
+	return len;
+}
+
+void scsitgt__spc_mode_sense(struct scsitgt__cmd *cmd)
+{
+	const struct scsitgt_lun *lun = cmd->lun;
+	bool is6 = mode_is6(cmd);
+	bool dbd = cmd->cdb[1] & 0x08, llbaa = !is6 && (cmd->cdb[1] & 0x10);
+	enum mode_pc pc = (enum mode_pc)(cmd->cdb[2] >> 6);
+	uint8_t page = cmd->cdb[2] & 0x3f;
+	uint8_t d[MODE_SENSE_MAX];
+	size_t hdr = is6 ? 4 : 8, n = hdr, bdlen = 0;
+	uint8_t dsp;
+
+	memset(d, 0, sizeof(d));
+	/* SBC-4 §6.4.1 DEVICE-SPECIFIC PARAMETER: WP (7) and DPOFUA (4). */
+	dsp = 0x10;
+	if ((lun->flags & SCSITGT_LUN_READ_ONLY) || lun->mode.swp)
+		dsp |= 0x80;
+	if (!dbd) {
+		bdlen = mode_block_descriptor(lun, pc, llbaa, &d[n]);
+		n += bdlen;
+	}
+	for (size_t i = 0; i < sizeof(mode_pages) / sizeof(mode_pages[0]); i++) {
+		if (page != MP_ALL && page != mode_pages[i].code)
+			continue;
+		mode_pages[i].build(lun, pc, &d[n]);
+		n += mode_pages[i].len;
+	}
+	/* SPC-5 §7.5.5/§7.5.6 mode parameter headers; MEDIUM TYPE is 00h for SBC. */
+	if (is6) {
+		d[0] = (uint8_t)(n - 1);
+		d[2] = dsp;
+		d[3] = (uint8_t)bdlen;
+	} else {
+		put_be16(&d[0], (uint16_t)(n - 2));
+		d[3] = dsp;
+		d[4] = llbaa && bdlen ? 0x01 : 0x00; /* LONGLBA */
+		put_be16(&d[6], (uint16_t)bdlen);
+	}
+	scsitgt__cmd_respond(cmd, d, n);
+	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+}
+
+enum scsitgt__sense_reason scsitgt__spc_parse_mode_select(struct scsitgt__cmd *cmd)
+{
+	uint32_t len = mode_is6(cmd) ? cmd->cdb[4] : get_be16(&cmd->cdb[7]);
+
+	/* PF is accepted either way: our pages are the standard ones. */
+	cmd->dir = len ? SCSITGT__DIR_OUT : SCSITGT__DIR_NONE;
+	cmd->xfer_len = len;
+	return SCSITGT_SR_OK;
+}
+
+static int mode_leftmost_bit(uint8_t v)
+{
+	int bit = 7;
+
+	while (bit > 0 && !(v & (1u << bit)))
+		bit--;
+	return bit;
+}
+
+/* SBC-4 §6.4.2: a block descriptor may repeat the current values but change nothing. */
+static enum scsitgt__sense_reason mode_check_descriptor(struct scsitgt__cmd *cmd, size_t off,
+							 bool longlba)
+{
+	const struct scsitgt_lun *lun = cmd->lun;
+	const uint8_t *p = &cmd->buf[off];
+	uint64_t nblocks, cap = lun->geo.num_blocks;
+	uint32_t bsize;
+
+	if (longlba) {
+		nblocks = get_be64(&p[0]);
+		bsize = get_be32(&p[12]);
+	} else {
+		nblocks = get_be32(&p[0]);
+		bsize = get_be24(&p[5]);
+		if (cap > 0xffffffffull && nblocks == 0xffffffffull)
+			nblocks = cap;
+	}
+	/* NUMBER OF LOGICAL BLOCKS zero means "no change". */
+	if (nblocks != 0 && nblocks != cap)
+		return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, 7);
+	if (bsize != lun->geo.block_size)
+		return scsitgt__cmd_bad_param_field(cmd, (uint16_t)(off + (longlba ? 12 : 5)), 7);
+	return SCSITGT_SR_OK;
+}
+
+/*
+ * Walk the pages of a parameter list. With @apply false, check each against the current and
+ * changeable values (SPC-5 §6.11: a non-changeable field set to another value than its
+ * current one is an invalid field); with @apply true, take the changeable bits.
+ */
+static enum scsitgt__sense_reason mode_walk_pages(struct scsitgt__cmd *cmd, size_t off,
+						  bool apply)
+{
+	struct scsitgt_lun *lun = cmd->lun;
+	const uint8_t *p = cmd->buf;
+	size_t len = cmd->xfer_len;
+
+	while (off < len) {
+		uint8_t cur[MP_CACHING_LEN], chg[MP_CACHING_LEN];
+		const struct mode_page *mp;
+		size_t plen;
+
+		if (len - off < 2)
+			return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+		/* SPF (bit 6): the sub_page format; none of our pages has subpages. */
+		if (p[off] & 0x40)
+			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, 6);
+		mp = mode_page_find(p[off] & 0x3f);
+		if (mp == NULL)
+			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, 5);
+		plen = (size_t)p[off + 1] + 2;
+		if (plen != mp->len)
+			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)(off + 1), 7);
+		if (len - off < plen)
+			return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+		if (apply) {
+			if (mp->apply)
+				mp->apply(lun, &p[off]);
+		} else {
+			memset(cur, 0, sizeof(cur));
+			memset(chg, 0, sizeof(chg));
+			mp->build(lun, PC_CURRENT, cur);
+			mp->build(lun, PC_CHANGEABLE, chg);
+			/* Byte 0 bit 7 (PS) is reserved in MODE SELECT and ignored. */
+			for (size_t i = 2; i < plen; i++) {
+				uint8_t bad = (uint8_t)((p[off + i] ^ cur[i]) & ~chg[i]);
+
+				if (bad)
+					return scsitgt__cmd_bad_param_field(
+						cmd, (uint16_t)(off + i), mode_leftmost_bit(bad));
+			}
+		}
+		off += plen;
+	}
+	return SCSITGT_SR_OK;
+}
+
+static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd)
+{
+	const uint8_t *p = cmd->buf;
+	size_t len = cmd->xfer_len, hdr, bdlen;
+	bool is6 = mode_is6(cmd), longlba = false;
+	enum scsitgt__sense_reason r;
+
+	if (len == 0)
+		return SCSITGT_SR_OK; /* SPC-5 §6.11: nothing to change is not an error */
+	hdr = is6 ? 4 : 8;
+	if (len < hdr)
+		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+	/* The MODE DATA LENGTH field is reserved in MODE SELECT; it is ignored. MEDIUM TYPE
+	 * must be 00h (SBC-4 §6.4.1); DEVICE-SPECIFIC PARAMETER bits are reserved here. */
+	if (p[is6 ? 1 : 2] != 0)
+		return scsitgt__cmd_bad_param_field(cmd, is6 ? 1 : 2, 7);
+	if (is6) {
+		bdlen = p[3];
+	} else {
+		longlba = p[4] & 0x01;
+		bdlen = get_be16(&p[6]);
+	}
+	if (bdlen != 0 && bdlen != (longlba ? 16u : 8u))
+		return scsitgt__cmd_bad_param_field(cmd, is6 ? 3 : 6, 7);
+	if (len < hdr + bdlen)
+		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+	if (bdlen) {
+		r = mode_check_descriptor(cmd, hdr, longlba);
+		if (r != SCSITGT_SR_OK)
+			return r;
+	}
+	/* Validate every page before changing any, so a refused list changes nothing. */
+	r = mode_walk_pages(cmd, hdr + bdlen, false);
+	if (r != SCSITGT_SR_OK)
+		return r;
+	return mode_walk_pages(cmd, hdr + bdlen, true);
+}
+
+void scsitgt__spc_mode_select(struct scsitgt__cmd *cmd)
+{
+	scsitgt__cmd_complete(cmd, mode_select(cmd));
+}

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SBC-4 block commands: READ and WRITE (6)/(10)/(12)/(16), READ CAPACITY (10)/(16),
+ * SYNCHRONIZE CACHE (10)/(16), START STOP UNIT and PREVENT ALLOW MEDIUM REMOVAL.
+ * Media commands reach the backend as one io over cmd->buf.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "core/cdb.h"
+#include "core/fabric.h"
+#include "core/scsi_spec.h"
+#include "util/be.h"
+
+bool scsitgt__sbc_lbpme(const struct scsitgt_lun *lun)
+{
+	/* lun.c admits SCSITGT_LUN_THIN only on backends that can unmap. */
+	return (lun->flags & SCSITGT_LUN_THIN) != 0;
+}
+
+bool scsitgt__sbc_lbprz(const struct scsitgt_lun *lun)
+{
+	/* SBC-4 §5.20.2: LBPRZ describes unmapped blocks, which only a thin LUN has. */
+	return scsitgt__sbc_lbpme(lun) && (lun->geo.flags & SCSITGT_GEOMETRY_LBPRZ);
+}
+
+/* SBC-4 §4.5: an LBA past the last one, or a range running past it, is out of range. A zero
+ * length range is still checked at its LBA. */
+static bool sbc_range_bad(const struct scsitgt_lun *lun, uint64_t lba, uint64_t nblocks)
+{
+	uint64_t cap = lun->geo.num_blocks;
+
+	return lba >= cap || nblocks > cap - lba;
+}
+
+/* Whether the backend has a cache that FUA and SYNCHRONIZE CACHE must get past. */
+static bool sbc_has_cache(const struct scsitgt_lun *lun)
+{
+	return (lun->geo.flags & SCSITGT_GEOMETRY_WRITE_CACHE) ||
+	       scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH);
+}
+
+static bool sbc_is_write(uint8_t opcode)
+{
+	return opcode == SBC_WRITE_6 || opcode == SBC_WRITE_10 || opcode == SBC_WRITE_12 ||
+	       opcode == SBC_WRITE_16;
+}
+
+/*
+ * SBC-4 READ and WRITE (6)/(10)/(12)/(16). The table's usage masks already refused
+ * RDPROTECT/WRPROTECT (no protection information, SBC-4 §4.22) and the obsolete bits; DPO is
+ * a hint we accept, GROUP NUMBER is accepted and ignored.
+ */
+enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd)
+{
+	const uint8_t *cdb = cmd->cdb;
+	struct scsitgt_lun *lun = cmd->lun;
+	uint64_t lba;
+	uint32_t nblocks;
+	uint16_t len_off;
+	bool fua = false, write = sbc_is_write(cdb[0]);
+
+	switch (cdb[0]) {
+	case SBC_READ_6:
+	case SBC_WRITE_6:
+		/* SBC-4 READ (6): 21-bit LBA; a TRANSFER LENGTH of 0 means 256 blocks. */
+		lba = get_be24(&cdb[1]) & 0x1fffff;
+		nblocks = cdb[4] ? cdb[4] : 256;
+		len_off = 4;
+		break;
+	case SBC_READ_10:
+	case SBC_WRITE_10:
+		lba = get_be32(&cdb[2]);
+		nblocks = get_be16(&cdb[7]);
+		len_off = 7;
+		fua = cdb[1] & 0x08;
+		break;
+	case SBC_READ_12:
+	case SBC_WRITE_12:
+		lba = get_be32(&cdb[2]);
+		nblocks = get_be32(&cdb[6]);
+		len_off = 6;
+		fua = cdb[1] & 0x08;
+		break;
+	default: /* READ (16), WRITE (16) */
+		lba = get_be64(&cdb[2]);
+		nblocks = get_be32(&cdb[10]);
+		len_off = 10;
+		fua = cdb[1] & 0x08;
+		break;
+	}
+	/* SBC-4 §6.6.3: a transfer above MAXIMUM TRANSFER LENGTH is an invalid field. */
+	if ((uint64_t)nblocks * lun->geo.block_size > SCSITGT__MAX_XFER_BYTES)
+		return scsitgt__cmd_bad_cdb_field(cmd, len_off, 7);
+	if (sbc_range_bad(lun, lba, nblocks))
+		return SCSITGT_SR_LBA_OUT_OF_RANGE;
+
+	cmd->lba = lba;
+	cmd->nblocks = nblocks;
+	cmd->io_flags = 0;
+	/*
+	 * SBC-4 READ/WRITE (10): FUA asks for the medium, not a volatile cache. With WCE off
+	 * (SBC-4 §6.5.5 caching page) every write must reach the medium too. A backend without
+	 * cache and without FLUSH is always durable, so FUA is met without telling it.
+	 */
+	if (sbc_has_cache(lun) &&
+	    (fua || (write && (lun->geo.flags & SCSITGT_GEOMETRY_WRITE_CACHE) && !lun->mode.wce)))
+		cmd->io_flags |= SCSITGT_IO_FLAG_FUA;
+	cmd->dir = nblocks == 0 ? SCSITGT__DIR_NONE : write ? SCSITGT__DIR_OUT : SCSITGT__DIR_IN;
+	cmd->xfer_len = nblocks * lun->geo.block_size;
+	return SCSITGT_SR_OK;
+}
+
+void scsitgt__sbc_rw(struct scsitgt__cmd *cmd)
+{
+	struct iovec iov;
+	int rc;
+
+	/* SBC-4 READ (10): a TRANSFER LENGTH of zero transfers nothing and is not an error. */
+	if (cmd->nblocks == 0) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		return;
+	}
+	iov.iov_base = cmd->buf;
+	iov.iov_len = cmd->xfer_len;
+	rc = scsitgt__io_submit(cmd, sbc_is_write(cmd->cdb[0]) ? SCSITGT_IO_WRITE : SCSITGT_IO_READ,
+				cmd->lba, cmd->nblocks, &iov, 1, cmd->io_flags,
+				scsitgt__io_done_complete_cmd);
+	/* After a successful submit the command may already be complete and gone. */
+	if (rc < 0)
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+}
+
+/* SBC-3 READ CAPACITY: with PMI zero the LOGICAL BLOCK ADDRESS shall be zero (SBC-4 made
+ * both fields obsolete; we keep the check so that initiators relying on it still see it). */
+static enum scsitgt__sense_reason sbc_check_pmi(struct scsitgt__cmd *cmd, uint64_t lba, bool pmi)
+{
+	if (!pmi && lba != 0)
+		return scsitgt__cmd_bad_cdb_field(cmd, 2, 7);
+	return SCSITGT_SR_OK;
+}
+
+/* SBC-4 §5.20 READ CAPACITY (10). */
+enum scsitgt__sense_reason scsitgt__sbc_parse_read_capacity10(struct scsitgt__cmd *cmd)
+{
+	enum scsitgt__sense_reason r;
+
+	r = sbc_check_pmi(cmd, get_be32(&cmd->cdb[2]), cmd->cdb[8] & 0x01);
+	if (r != SCSITGT_SR_OK)
+		return r;
+	cmd->dir = SCSITGT__DIR_IN;
+	cmd->xfer_len = 8;
+	return SCSITGT_SR_OK;
+}
+
+void scsitgt__sbc_read_capacity10(struct scsitgt__cmd *cmd)
+{
+	const struct scsitgt_lun *lun = cmd->lun;
+	uint64_t last = lun->geo.num_blocks - 1;
+	uint8_t d[8];
+
+	/* SBC-4 §5.20.2: FFFF_FFFFh tells the client to use READ CAPACITY (16). */
+	put_be32(&d[0], last > 0xfffffffeull ? 0xffffffffu : (uint32_t)last);
+	put_be32(&d[4], lun->geo.block_size);
+	scsitgt__cmd_respond(cmd, d, sizeof(d));
+	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+}
+
+/* SBC-4 §5.21 READ CAPACITY (16), SERVICE ACTION IN (16) service action 10h. */
+enum scsitgt__sense_reason scsitgt__sbc_parse_read_capacity16(struct scsitgt__cmd *cmd)
+{
+	enum scsitgt__sense_reason r;
+
+	r = sbc_check_pmi(cmd, get_be64(&cmd->cdb[2]), cmd->cdb[14] & 0x01);
+	if (r != SCSITGT_SR_OK)
+		return r;
+	return scsitgt__parse_alloc32(cmd, 10);
+}
+
+#define RC16_LEN 32
+
+void scsitgt__sbc_read_capacity16(struct scsitgt__cmd *cmd)
+{
+	const struct scsitgt_lun *lun = cmd->lun;
+	uint8_t d[RC16_LEN];
+
+	memset(d, 0, sizeof(d));
+	put_be64(&d[0], lun->geo.num_blocks - 1);
+	put_be32(&d[8], lun->geo.block_size);
+	/* Byte 12: P_TYPE 0, PROT_EN 0. Byte 13: LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT. */
+	d[13] = lun->geo.physical_block_exponent & 0x0f;
+	/* Byte 14: LBPME and LBPRZ (SBC-4 §5.21.2); LOWEST ALIGNED LBA stays 0. */
+	if (scsitgt__sbc_lbpme(lun))
+		d[14] |= 0x80;
+	if (scsitgt__sbc_lbprz(lun))
+		d[14] |= 0x40;
+	scsitgt__cmd_respond(cmd, d, sizeof(d));
+	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+}
+
+/* SBC-4 §5.28 SYNCHRONIZE CACHE (10) and §5.29 (16). */
+enum scsitgt__sense_reason scsitgt__sbc_parse_sync_cache(struct scsitgt__cmd *cmd)
+{
+	const uint8_t *cdb = cmd->cdb;
+	uint64_t lba;
+	uint32_t nblocks;
+
+	if (cdb[0] == SBC_SYNCHRONIZE_CACHE_10) {
+		lba = get_be32(&cdb[2]);
+		nblocks = get_be16(&cdb[7]);
+	} else {
+		lba = get_be64(&cdb[2]);
+		nblocks = get_be32(&cdb[10]);
+	}
+	/* NUMBER OF LOGICAL BLOCKS 0 means "through the last LBA"; the LBA is still checked. */
+	if (sbc_range_bad(cmd->lun, lba, nblocks))
+		return SCSITGT_SR_LBA_OUT_OF_RANGE;
+	cmd->lba = lba;
+	cmd->nblocks = nblocks;
+	return SCSITGT_SR_OK;
+}
+
+void scsitgt__sbc_sync_cache(struct scsitgt__cmd *cmd)
+{
+	const struct scsitgt_lun *lun = cmd->lun;
+
+	/*
+	 * Without a volatile cache in use (WCE off, or no FLUSH to send) every write is already
+	 * durable: GOOD at once. IMMED is accepted; status simply follows the flush.
+	 */
+	if (!lun->mode.wce || !scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH)) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		return;
+	}
+	if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, cmd->lba, cmd->nblocks, NULL, 0, 0,
+			       scsitgt__io_done_complete_cmd) < 0)
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+}
+
+/* SBC-4 §5.25 START STOP UNIT. */
+enum scsitgt__sense_reason scsitgt__sbc_parse_start_stop(struct scsitgt__cmd *cmd)
+{
+	/* POWER CONDITION 0h (START_VALID) is the only one we support: there is no power
+	 * condition mode page, so ACTIVE/IDLE/STANDBY and the rest are invalid fields. */
+	if (cmd->cdb[4] >> 4)
+		return scsitgt__cmd_bad_cdb_field(cmd, 4, 7);
+	/* The POWER CONDITION MODIFIER qualifies power conditions we do not support. */
+	if (cmd->cdb[3] & 0x0f)
+		return scsitgt__cmd_bad_cdb_field(cmd, 3, 3);
+	return SCSITGT_SR_OK;
+}
+
+static void sbc_start_stop_apply(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt_lun *lun = cmd->lun;
+	bool start = cmd->cdb[4] & 0x01;
+	/* SBC-4 §5.25: LOEJ loads or unloads the medium "if the medium is removable"; on a
+	 * fixed medium it has no effect beyond START. */
+	bool loej = (cmd->cdb[4] & 0x02) && (lun->flags & SCSITGT_LUN_REMOVABLE);
+
+	if (start) {
+		if (loej)
+			lun->medium_present = true;
+		lun->stopped = false;
+	} else {
+		lun->stopped = true;
+		if (loej)
+			lun->medium_present = false;
+	}
+}
+
+static void sbc_start_stop_flushed(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+				   enum scsitgt__sense_reason reason)
+{
+	(void)io;
+	if (reason == SCSITGT_SR_OK && cmd->state == SCSITGT__CMD_EXEC)
+		sbc_start_stop_apply(cmd);
+	scsitgt__io_done_complete_cmd(cmd, io, reason);
+}
+
+void scsitgt__sbc_start_stop(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt_lun *lun = cmd->lun;
+	bool start = cmd->cdb[4] & 0x01;
+	bool loej = cmd->cdb[4] & 0x02;
+	bool no_flush = cmd->cdb[4] & 0x04;
+
+	/* SBC-4 §5.25 and PREVENT ALLOW MEDIUM REMOVAL: a prevented unload is refused. */
+	if (!start && loej && (lun->flags & SCSITGT_LUN_REMOVABLE) && lun->prevent_removal) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_MEDIUM_REMOVAL_PREVENTED);
+		return;
+	}
+	/* NO_FLUSH zero: cached data reaches the medium before the unit stops. */
+	if (!start && !no_flush && lun->mode.wce && scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH) &&
+	    lun->medium_present) {
+		if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0,
+				       sbc_start_stop_flushed) < 0)
+			scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		return;
+	}
+	sbc_start_stop_apply(cmd);
+	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+}
+
+/*
+ * SBC-4 / SPC-5 PREVENT ALLOW MEDIUM REMOVAL: PREVENT 00b allows, 01b prevents; 10b and 11b
+ * (medium changer) are obsolete. Accepted on every LUN; only a removable one can be unloaded.
+ * TODO(#5): SPC-5 keeps the prevention per I_T nexus and clears it on nexus loss.
+ */
+enum scsitgt__sense_reason scsitgt__sbc_parse_prevent_allow(struct scsitgt__cmd *cmd)
+{
+	if (cmd->cdb[4] & 0x02)
+		return scsitgt__cmd_bad_cdb_field(cmd, 4, 1);
+	return SCSITGT_SR_OK;
+}
+
+void scsitgt__sbc_prevent_allow(struct scsitgt__cmd *cmd)
+{
+	cmd->lun->prevent_removal = cmd->cdb[4] & 0x01;
+	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+}

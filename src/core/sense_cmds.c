@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SPC-5 §6.39 REQUEST SENSE. Sense data always travels with the status it belongs to
+ * (autosense, SAM-5 §5.14), so no sense is ever left pending: the command reports NO SENSE,
+ * or LOGICAL UNIT NOT SUPPORTED for a LUN that does not exist, with GOOD status either way.
+ */
+#include "core/cdb.h"
+#include "core/fabric.h"
+#include "core/scsi_spec.h"
+
+enum scsitgt__sense_reason scsitgt__spc_parse_request_sense(struct scsitgt__cmd *cmd)
+{
+	cmd->dir = SCSITGT__DIR_IN;
+	cmd->xfer_len = cmd->cdb[4];
+	return SCSITGT_SR_OK;
+}
+
+void scsitgt__spc_request_sense(struct scsitgt__cmd *cmd)
+{
+	/* DESC selects descriptor format (SPC-5 §4.4.2) over fixed format (§4.4.3). */
+	bool desc = cmd->cdb[1] & 0x01;
+	uint8_t buf[SCSITGT_SENSE_BUF_SIZE];
+	size_t len;
+
+	if (cmd->lun == NULL) {
+		/* SPC-5 §6.39.1: a REQUEST SENSE to an unsupported LUN returns GOOD status with
+		 * the sense data ILLEGAL REQUEST, LOGICAL UNIT NOT SUPPORTED. */
+		const struct scsitgt__sense_info *si =
+			scsitgt__sense_lookup(SCSITGT_SR_LUN_NOT_SUPPORTED);
+
+		len = scsitgt__sense_encode(buf, desc, si->key, si->asc, si->ascq, NULL);
+	} else {
+		len = scsitgt__sense_encode(buf, desc, SENSE_NO_SENSE, 0x00, 0x00, NULL);
+	}
+	scsitgt__cmd_respond(cmd, buf, len);
+	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+}

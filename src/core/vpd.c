@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Vital product data pages (SPC-5 §7.7, SBC-4 §6.6): 00h supported pages, 80h unit serial
+ * number, 83h device identification, B0h block limits, B1h block device characteristics and
+ * B2h logical block provisioning (thin LUNs only).
+ */
+#include <string.h>
+
+#include "core/cdb.h"
+#include "core/fabric.h"
+#include "core/scsi_spec.h"
+#include "util/be.h"
+
+enum {
+	VPD_SUPPORTED_PAGES = 0x00,
+	VPD_UNIT_SERIAL = 0x80,
+	VPD_DEVICE_ID = 0x83,
+	VPD_BLOCK_LIMITS = 0xb0,
+	VPD_BLOCK_DEV_CHARS = 0xb1,
+	VPD_LB_PROVISIONING = 0xb2,
+};
+
+/* SPC-5 §7.7.6.1 Table 484 CODE SET, Table 486 ASSOCIATION, Table 487 DESIGNATOR TYPE. */
+enum {
+	CODE_SET_BINARY = 0x1,
+	CODE_SET_ASCII = 0x2,
+	CODE_SET_UTF8 = 0x3,
+};
+enum {
+	ASSOC_LU = 0x0,
+	ASSOC_TARGET_PORT = 0x1,
+	ASSOC_TARGET_DEVICE = 0x2,
+};
+enum {
+	DESIG_T10_VENDOR = 0x1,
+	DESIG_EUI64 = 0x2,
+	DESIG_NAA = 0x3,
+	DESIG_REL_TARGET_PORT = 0x4,
+	DESIG_TARGET_PORT_GROUP = 0x5,
+	DESIG_SCSI_NAME = 0x8,
+};
+
+/* SBC-4 §6.6.3 and §6.6.2: both pages have PAGE LENGTH 003Ch. */
+#define VPD_B0_LEN 0x40
+#define VPD_B1_LEN 0x40
+/* SBC-4 §6.6.4: 4 bytes after the header, no provisioning group descriptor. */
+#define VPD_B2_LEN 0x08
+
+/* Every page starts with this 4-byte header (SPC-5 §7.7.1 Table 475). */
+static void vpd_header(uint8_t *buf, uint8_t page, size_t len)
+{
+	buf[0] = SPC_PDT_DIRECT_ACCESS;
+	buf[1] = page;
+	put_be16(&buf[2], (uint16_t)(len - 4));
+}
+
+static bool vpd_has_b2(const struct scsitgt_lun *lun)
+{
+	/* SBC-4 §6.6.4: the page is required when LBPME is one; a fully provisioned LUN has no
+	 * provisioning to describe, so it does not list the page, as READ CAPACITY (16) says
+	 * LBPME 0 for it. */
+	return scsitgt__sbc_lbpme(lun);
+}
+
+static size_t vpd_supported_pages(const struct scsitgt_lun *lun, uint8_t *buf)
+{
+	size_t n = 4;
+
+	buf[n++] = VPD_SUPPORTED_PAGES;
+	buf[n++] = VPD_UNIT_SERIAL;
+	buf[n++] = VPD_DEVICE_ID;
+	buf[n++] = VPD_BLOCK_LIMITS;
+	buf[n++] = VPD_BLOCK_DEV_CHARS;
+	if (vpd_has_b2(lun))
+		buf[n++] = VPD_LB_PROVISIONING;
+	vpd_header(buf, VPD_SUPPORTED_PAGES, n);
+	return n;
+}
+
+/* SPC-5 §7.7.18: the PRODUCT SERIAL NUMBER, ASCII. */
+static size_t vpd_unit_serial(const struct scsitgt_lun *lun, uint8_t *buf)
+{
+	size_t len = strlen(lun->serial);
+
+	memcpy(&buf[4], lun->serial, len);
+	vpd_header(buf, VPD_UNIT_SERIAL, 4 + len);
+	return 4 + len;
+}
+
+/* Append one designation descriptor (SPC-5 §7.7.6.1 Table 483); returns its length. */
+static size_t vpd_designator(uint8_t *p, uint8_t proto, bool piv, uint8_t code_set, uint8_t assoc,
+			     uint8_t type, const void *data, size_t len)
+{
+	p[0] = (uint8_t)(proto << 4 | code_set);
+	p[1] = (uint8_t)((piv ? 0x80 : 0) | assoc << 4 | type);
+	p[2] = 0;
+	p[3] = (uint8_t)len;
+	memcpy(&p[4], data, len);
+	return 4 + len;
+}
+
+/*
+ * A SCSI name string designator (SPC-5 §7.7.6.11): UTF-8, null-terminated, zero-padded to a
+ * multiple of four bytes. DESIGNATOR LENGTH is one byte, so at most 252 bytes; names that do
+ * not fit are left out.
+ */
+static size_t vpd_scsi_name(uint8_t *p, uint8_t proto, uint8_t assoc, const char *name)
+{
+	uint8_t s[252];
+	size_t len = strlen(name), padded = (len + 1 + 3) & ~(size_t)3;
+
+	if (padded > sizeof(s))
+		return 0;
+	memset(s, 0, padded);
+	memcpy(s, name, len);
+	return vpd_designator(p, proto, true, CODE_SET_UTF8, assoc, DESIG_SCSI_NAME, s, padded);
+}
+
+/* SPC-5 §7.7.6 device identification: the LU designators, then the target port's and the
+ * target device's. */
+static size_t vpd_device_id(const struct scsitgt__cmd *cmd, uint8_t *buf)
+{
+	const struct scsitgt_lun *lun = cmd->lun;
+	const struct scsitgt__session *sess = cmd->sess;
+	uint8_t proto = sess->protocol_id & 0x0f;
+	uint8_t tmp[8 + 16 + sizeof(lun->serial)];
+	size_t n = 4, len;
+
+	/* NAA IEEE Registered, SPC-5 §7.7.6.6.5 (lun.c forces NAA 5 into the top nibble). */
+	put_be64(tmp, lun->naa);
+	n += vpd_designator(&buf[n], 0, false, CODE_SET_BINARY, ASSOC_LU, DESIG_NAA, tmp, 8);
+
+	/* EUI-64, SPC-5 §7.7.6.5, when the host gave one. */
+	if (lun->eui64) {
+		put_be64(tmp, lun->eui64);
+		n += vpd_designator(&buf[n], 0, false, CODE_SET_BINARY, ASSOC_LU, DESIG_EUI64, tmp,
+				    8);
+	}
+
+	/* T10 vendor ID based, SPC-5 §7.7.6.4: T10 VENDOR IDENTIFICATION, then vendor specific
+	 * data (product identification and serial number) making it unique. */
+	memset(tmp, ' ', 24);
+	memcpy(tmp, lun->vendor, strlen(lun->vendor));
+	memcpy(&tmp[8], lun->product, strlen(lun->product));
+	len = strlen(lun->serial);
+	memcpy(&tmp[24], lun->serial, len);
+	n += vpd_designator(&buf[n], 0, false, CODE_SET_ASCII, ASSOC_LU, DESIG_T10_VENDOR, tmp,
+			    24 + len);
+
+	/* Relative target port identifier, SPC-5 §7.7.6.7: 2 reserved bytes, then the id. */
+	memset(tmp, 0, 4);
+	put_be16(&tmp[2], sess->rel_port_id);
+	n += vpd_designator(&buf[n], proto, true, CODE_SET_BINARY, ASSOC_TARGET_PORT,
+			    DESIG_REL_TARGET_PORT, tmp, 4);
+
+	/* Target port group, SPC-5 §7.7.6.8, when the nexus belongs to one. */
+	if (sess->tpg_id) {
+		memset(tmp, 0, 4);
+		put_be16(&tmp[2], sess->tpg_id);
+		n += vpd_designator(&buf[n], proto, true, CODE_SET_BINARY, ASSOC_TARGET_PORT,
+				    DESIG_TARGET_PORT_GROUP, tmp, 4);
+	}
+
+	/* SCSI name strings of the target port and of the target device (SPC-5 §7.7.6.11). */
+	n += vpd_scsi_name(&buf[n], proto, ASSOC_TARGET_PORT, sess->target_port);
+	n += vpd_scsi_name(&buf[n], proto, ASSOC_TARGET_DEVICE, sess->tgt->name);
+
+	vpd_header(buf, VPD_DEVICE_ID, n);
+	return n;
+}
+
+/* SBC-4 §6.6.3 block limits. */
+static size_t vpd_block_limits(const struct scsitgt_lun *lun, uint8_t *buf)
+{
+	uint32_t max_blocks = SCSITGT__MAX_XFER_BYTES / lun->geo.block_size;
+	uint32_t granularity = 1u << (lun->geo.physical_block_exponent & 0x0f);
+	uint32_t opt = lun->geo.optimal_transfer_blocks;
+
+	memset(buf, 0, VPD_B0_LEN);
+	vpd_header(buf, VPD_BLOCK_LIMITS, VPD_B0_LEN);
+	/* Byte 5, MAXIMUM COMPARE AND WRITE LENGTH: 0 until COMPARE AND WRITE exists. */
+	put_be16(&buf[6], (uint16_t)(granularity > 0xffff ? 0xffff : granularity));
+	put_be32(&buf[8], max_blocks);
+	put_be32(&buf[12], opt > max_blocks ? max_blocks : opt);
+	if (scsitgt__sbc_lbpme(lun) && scsitgt__cdb_supported(SBC_UNMAP, 0)) {
+		put_be32(&buf[20], SCSITGT__MAX_UNMAP_LBA_COUNT);
+		put_be32(&buf[24], SCSITGT__MAX_UNMAP_DESCRIPTORS);
+		/* OPTIMAL UNMAP GRANULARITY: a physical block; UGAVALID stays zero. */
+		put_be32(&buf[28], granularity);
+	}
+	/* Bytes 36..43, MAXIMUM WRITE SAME LENGTH: 0 until WRITE SAME exists. */
+	return VPD_B0_LEN;
+}
+
+/* SBC-4 §6.6.2 block device characteristics. */
+static size_t vpd_block_dev_chars(const struct scsitgt_lun *lun, uint8_t *buf)
+{
+	memset(buf, 0, VPD_B1_LEN);
+	vpd_header(buf, VPD_BLOCK_DEV_CHARS, VPD_B1_LEN);
+	/* MEDIUM ROTATION RATE: 0001h non-rotating medium, 0000h not reported. */
+	if (lun->geo.flags & SCSITGT_GEOMETRY_NON_ROTATIONAL)
+		put_be16(&buf[4], 0x0001);
+	/* Byte 7 NOMINAL FORM FACTOR 0: not reported. */
+	return VPD_B1_LEN;
+}
+
+/* SBC-4 §6.6.4 logical block provisioning. */
+static size_t vpd_lb_provisioning(const struct scsitgt_lun *lun, uint8_t *buf)
+{
+	uint8_t b5 = 0;
+
+	memset(buf, 0, VPD_B2_LEN);
+	vpd_header(buf, VPD_LB_PROVISIONING, VPD_B2_LEN);
+	/* LBPU, LBPWS and LBPWS10 say which commands unmap; only the ones we implement. */
+	if (scsitgt__cdb_supported(SBC_UNMAP, 0))
+		b5 |= 0x80;
+	if (scsitgt__cdb_supported(SBC_WRITE_SAME_16, 0))
+		b5 |= 0x40;
+	if (scsitgt__cdb_supported(SBC_WRITE_SAME_10, 0))
+		b5 |= 0x20;
+	/* LBPRZ field 001b: unmapped blocks read as zeros (same answer as READ CAPACITY 16). */
+	if (scsitgt__sbc_lbprz(lun))
+		b5 |= 0x01 << 2;
+	buf[5] = b5;
+	/* PROVISIONING TYPE 010b thin, 000b full (SBC-4 Table 236). */
+	buf[6] = scsitgt__sbc_lbpme(lun) ? 0x02 : 0x00;
+	return VPD_B2_LEN;
+}
+
+size_t scsitgt__vpd_build(const struct scsitgt__cmd *cmd, uint8_t page, uint8_t *buf)
+{
+	const struct scsitgt_lun *lun = cmd->lun;
+
+	switch (page) {
+	case VPD_SUPPORTED_PAGES:
+		return vpd_supported_pages(lun, buf);
+	case VPD_UNIT_SERIAL:
+		return vpd_unit_serial(lun, buf);
+	case VPD_DEVICE_ID:
+		return vpd_device_id(cmd, buf);
+	case VPD_BLOCK_LIMITS:
+		return vpd_block_limits(lun, buf);
+	case VPD_BLOCK_DEV_CHARS:
+		return vpd_block_dev_chars(lun, buf);
+	case VPD_LB_PROVISIONING:
+		return vpd_has_b2(lun) ? vpd_lb_provisioning(lun, buf) : 0;
+	default:
+		return 0;
+	}
+}

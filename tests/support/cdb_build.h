@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* CDB builders for tests: each fills @cdb (16 bytes available) and returns the CDB length. */
+#ifndef SCSITGT_TESTS_CDB_BUILD_H
+#define SCSITGT_TESTS_CDB_BUILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CDB_BUF 16
+
+size_t cdb_tur(uint8_t *cdb);
+size_t cdb_inquiry(uint8_t *cdb, bool evpd, uint8_t page, uint16_t alloc);
+size_t cdb_request_sense(uint8_t *cdb, bool desc, uint8_t alloc);
+size_t cdb_report_luns(uint8_t *cdb, uint8_t select, uint32_t alloc);
+size_t cdb_read_capacity10(uint8_t *cdb, uint32_t lba, bool pmi);
+size_t cdb_read_capacity16(uint8_t *cdb, uint32_t alloc);
+/* READ/WRITE of any size: @opcode picks it; @byte1 holds DPO/FUA/xxPROTECT. For the 6-byte
+ * forms the LBA is truncated to 21 bits and @nblocks to 8 bits (0 means 256). */
+size_t cdb_rw(uint8_t *cdb, uint8_t opcode, uint64_t lba, uint32_t nblocks, uint8_t byte1);
+size_t cdb_sync_cache10(uint8_t *cdb, uint32_t lba, uint16_t nblocks, bool immed);
+size_t cdb_sync_cache16(uint8_t *cdb, uint64_t lba, uint32_t nblocks, bool immed);
+size_t cdb_mode_sense6(uint8_t *cdb, bool dbd, uint8_t pc, uint8_t page, uint8_t subpage,
+		       uint8_t alloc);
+size_t cdb_mode_sense10(uint8_t *cdb, bool llbaa, bool dbd, uint8_t pc, uint8_t page,
+			uint8_t subpage, uint16_t alloc);
+size_t cdb_mode_select6(uint8_t *cdb, bool pf, bool sp, uint8_t len);
+size_t cdb_mode_select10(uint8_t *cdb, bool pf, bool sp, uint16_t len);
+size_t cdb_start_stop(uint8_t *cdb, uint8_t power_condition, bool loej, bool start);
+size_t cdb_prevent_allow(uint8_t *cdb, uint8_t prevent);
+
+#endif /* SCSITGT_TESTS_CDB_BUILD_H */

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A test backend built on the public ops table only: it records every io, keeps the data in
+ * memory (optionally), fails ios on request with an errno or exact sense, and completes them
+ * synchronously, later on the loop, on demand, or from another thread.
+ */
+#ifndef SCSITGT_TESTS_FAKE_BACKEND_H
+#define SCSITGT_TESTS_FAKE_BACKEND_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "libscsitgt/scsitgt.h"
+
+enum fake_mode {
+	FAKE_SYNC,   /* complete inside submit() */
+	FAKE_ASYNC,  /* complete from a uv timer on the loop */
+	FAKE_MANUAL, /* hold until fake_backend_complete_pending() */
+	FAKE_THREAD, /* complete from a new thread with scsitgt_io_complete_threadsafe() */
+};
+
+struct fake_backend_opts {
+	uint32_t block_size;    /* geometry answered by open() */
+	uint64_t num_blocks;
+	uint32_t geo_flags;     /* SCSITGT_GEOMETRY_* */
+	uint8_t phys_exp;
+	uint32_t opt_blocks;
+	bool store;             /* keep data (block_size * num_blocks bytes) */
+	uint32_t supports;      /* (1u << SCSITGT_IO_x) the backend claims, READ/WRITE implied */
+	bool no_supports_cb;    /* leave ops.supports NULL */
+	enum fake_mode mode;
+	uv_loop_t *loop;        /* required for FAKE_ASYNC */
+};
+
+struct fake_io_rec {
+	enum scsitgt_io_type type;
+	uint64_t lba;
+	uint32_t num_blocks;
+	uint32_t flags;
+	int iovcnt;
+	size_t bytes;
+};
+
+struct fake_backend {
+	struct fake_backend_opts o;
+	struct scsitgt_backend_ops ops;
+	uint8_t *data;
+	pthread_mutex_t lock;
+	struct fake_io_rec *recs;
+	size_t nrecs, recs_cap;
+	/* Failure injection for the next fail_count ios. */
+	unsigned int fail_count;
+	int fail_errno;
+	bool fail_sense;
+	uint8_t fail_key, fail_asc, fail_ascq;
+	/* Held ios (ASYNC, MANUAL). */
+	struct scsitgt_io **pending;
+	size_t npending, pending_cap;
+	uv_timer_t timer;
+	bool timer_used;
+	pthread_t *threads;
+	size_t nthreads, threads_cap;
+	/* Set when close() ran (if not NULL); the backend is freed right after. */
+	bool *closed_flag;
+	/* close() arrived while fake_backend_complete_pending() was running: finish it there. */
+	bool completing, close_deferred;
+	scsitgt_done_cb close_cb;
+	void *close_cb_arg;
+};
+
+void fake_backend_opts_init(struct fake_backend_opts *o);
+int fake_backend_create(struct fake_backend **out, const struct fake_backend_opts *o);
+/* Create a LUN @id on @tgt backed by a new fake backend. On failure the backend is freed. */
+int fake_backend_lun_create(struct scsitgt_lun **lun_out, struct fake_backend **fb_out,
+			    struct scsitgt_target *tgt, uint64_t id, uint32_t lun_flags,
+			    const struct fake_backend_opts *o);
+/* Fail the next @count ios with @err (a negative errno). */
+void fake_backend_fail_next(struct fake_backend *fb, int err, unsigned int count);
+/* Fail the next io with exact sense data. */
+void fake_backend_fail_next_sense(struct fake_backend *fb, uint8_t key, uint8_t asc,
+				  uint8_t ascq);
+/* Complete every held io (MANUAL mode), on the calling (loop) thread. */
+void fake_backend_complete_pending(struct fake_backend *fb);
+/* The last recorded io, or NULL. */
+const struct fake_io_rec *fake_backend_last(const struct fake_backend *fb);
+
+#endif /* SCSITGT_TESTS_FAKE_BACKEND_H */

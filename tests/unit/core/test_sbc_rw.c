@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/* SBC-4 READ and WRITE (6)/(10)/(12)/(16) through the fake backend. */
+#include "test_util.h"
+
+#include "core/scsi_spec.h"
+
+static int setup(void **state)
+{
+	*state = tctx_create(0, NULL);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	tctx_destroy(*state);
+	return 0;
+}
+
+static void fill(uint8_t *p, size_t len, uint32_t seed)
+{
+	for (size_t i = 0; i < len; i++) {
+		seed = seed * 1103515245u + 12345u;
+		p[i] = (uint8_t)(seed >> 16);
+	}
+}
+
+static const uint8_t read_ops[] = { SBC_READ_6, SBC_READ_10, SBC_READ_12, SBC_READ_16 };
+static const uint8_t write_ops[] = { SBC_WRITE_6, SBC_WRITE_10, SBC_WRITE_12, SBC_WRITE_16 };
+
+static void test_round_trip(void **state)
+{
+	struct tctx *t = *state;
+	uint8_t buf[8 * 512];
+	struct lf_result *r;
+
+	for (size_t i = 0; i < 4; i++) {
+		uint64_t lba = 100 + 10 * i;
+		uint32_t n = 3 + (uint32_t)i;
+		const struct fake_io_rec *rec;
+		size_t len;
+
+		fill(buf, n * 512, (uint32_t)i + 1);
+		len = cdb_rw(t->cdb, write_ops[i], lba, n, 0);
+		r = tctx_run_lun(t, 0, len, buf, n * 512);
+		assert_good(r);
+		assert_int_equal(r->data_len, 0);
+		rec = fake_backend_last(t->fb);
+		assert_non_null(rec);
+		assert_int_equal(rec->type, SCSITGT_IO_WRITE);
+		assert_int_equal(rec->lba, lba);
+		assert_int_equal(rec->num_blocks, n);
+		assert_int_equal(rec->bytes, n * 512);
+		assert_int_equal(rec->iovcnt, 1);
+		assert_memory_equal(t->fb->data + lba * 512, buf, n * 512);
+
+		/* Read it back with every READ size. */
+		for (size_t j = 0; j < 4; j++) {
+			r = tctx_run(t, cdb_rw(t->cdb, read_ops[j], lba, n, 0));
+			assert_good(r);
+			assert_int_equal(r->data_len, n * 512);
+			assert_memory_equal(r->data, buf, n * 512);
+			rec = fake_backend_last(t->fb);
+			assert_int_equal(rec->type, SCSITGT_IO_READ);
+			assert_int_equal(rec->lba, lba);
+			assert_int_equal(rec->num_blocks, n);
+		}
+	}
+}
+
+static void test_six_byte_zero_is_256(void **state)
+{
+	struct tctx *t = *state;
+	static uint8_t buf[256 * 512];
+	struct lf_result *r;
+
+	/* SBC-4 READ (6)/WRITE (6): TRANSFER LENGTH 0 means 256 blocks. */
+	fill(buf, sizeof(buf), 77);
+	r = tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_6, 1000, 0, 0), buf, sizeof(buf));
+	assert_good(r);
+	assert_int_equal(fake_backend_last(t->fb)->num_blocks, 256);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_6, 1000, 0, 0));
+	assert_good(r);
+	assert_int_equal(r->data_len, sizeof(buf));
+	assert_memory_equal(r->data, buf, sizeof(buf));
+	/* The 21-bit LBA reaches the end of the medium. */
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_6, 2047, 1, 0));
+	assert_good(r);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_6, 2047, 2, 0));
+	assert_sense(r, 0x5, 0x21, 0x00);
+}
+
+static void test_zero_length(void **state)
+{
+	struct tctx *t = *state;
+	struct lf_result *r;
+	size_t before = t->fb->nrecs;
+
+	/* SBC-4: 10/12/16 with TRANSFER LENGTH 0 move nothing and succeed. */
+	for (size_t i = 1; i < 4; i++) {
+		r = tctx_run(t, cdb_rw(t->cdb, read_ops[i], 5, 0, 0));
+		assert_good(r);
+		assert_int_equal(r->data_len, 0);
+		r = tctx_run(t, cdb_rw(t->cdb, write_ops[i], 2047, 0, 0));
+		assert_good(r);
+	}
+	assert_int_equal(t->fb->nrecs, before);
+	/* The LBA is still range checked. */
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 2048, 0, 0));
+	assert_sense(r, 0x5, 0x21, 0x00);
+	assert_no_sks(r);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_WRITE_16, 1ull << 40, 0, 0));
+	assert_sense(r, 0x5, 0x21, 0x00);
+}
+
+static void test_out_of_range(void **state)
+{
+	struct tctx *t = *state;
+	struct lf_result *r;
+
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 2040, 9, 0));
+	assert_sense(r, 0x5, 0x21, 0x00);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 2040, 8, 0));
+	assert_good(r);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_WRITE_12, 2048, 1, 0));
+	assert_sense(r, 0x5, 0x21, 0x00);
+	/* LBA + length wrapping around 2^64 is out of range, not a tiny request. */
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_16, UINT64_MAX, 2, 0));
+	assert_sense(r, 0x5, 0x21, 0x00);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_16, UINT64_MAX - 1, 1, 0));
+	assert_sense(r, 0x5, 0x21, 0x00);
+	assert_int_equal(t->fb->nrecs, 1);
+}
+
+static void test_transfer_too_large(void **state)
+{
+	struct tctx *t = tctx_create(0, NULL);
+	struct fake_backend_opts o;
+	struct lf_result *r;
+	uint32_t max = (8u << 20) / 512;
+
+	(void)state;
+	tctx_destroy(t);
+	/* A medium larger than the transfer limit, without storage. */
+	fake_backend_opts_init(&o);
+	o.store = false;
+	o.num_blocks = 1u << 20;
+	t = tctx_create(0, &o);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, max + 1, 0));
+	assert_bad_cdb(r, 7, 7);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_12, 0, max + 1, 0));
+	assert_bad_cdb(r, 6, 7);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_WRITE_16, 0, 0xffffffffu, 0));
+	assert_bad_cdb(r, 10, 7);
+	/* The transfer length is checked before the range. */
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_16, UINT64_MAX, max + 1, 0));
+	assert_bad_cdb(r, 10, 7);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_16, 0, max, 0));
+	assert_good(r);
+	assert_int_equal(r->data_len, 8u << 20);
+	tctx_destroy(t);
+}
+
+static void test_protect_fields(void **state)
+{
+	struct tctx *t = *state;
+	struct lf_result *r;
+
+	/* No protection information: RDPROTECT/WRPROTECT must be zero. */
+	/* The pointer names the field's first bit whatever its value (SPC-5 §4.4.2.3). */
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0x20));
+	assert_bad_cdb(r, 1, 7);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_16, 0, 1, 0xe0));
+	assert_bad_cdb(r, 1, 7);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_WRITE_12, 0, 1, 0x40 | 0x08));
+	assert_bad_cdb(r, 1, 7);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_WRITE_16, 0, 1, 0x20));
+	assert_bad_cdb(r, 1, 7);
+	/* RARC and bit 0 (obsolete; DLD2 in the 16-byte forms) too. */
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0x04));
+	assert_bad_cdb(r, 1, 2);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_WRITE_16, 0, 1, 0x01));
+	assert_bad_cdb(r, 1, 0);
+	/* Reserved bits of the GROUP NUMBER byte. */
+	cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0);
+	t->cdb[6] = 0x40;
+	r = tctx_run(t, 10);
+	assert_bad_cdb(r, 6, 6);
+	/* Group number, DPO and the obsolete FUA_NV are accepted. */
+	cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0x10);
+	t->cdb[6] = 0x3f;
+	r = tctx_run(t, 10);
+	assert_good(r);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_12, 0, 1, 0x1a));
+	assert_good(r);
+	assert_int_equal(t->fb->nrecs, 2);
+}
+
+static struct tctx *cache_lun(uint32_t lun_flags, uint32_t geo_flags, uint32_t supports)
+{
+	struct fake_backend_opts o;
+
+	fake_backend_opts_init(&o);
+	o.geo_flags = geo_flags;
+	o.supports = supports;
+	return tctx_create(lun_flags, &o);
+}
+
+static uint32_t io_flags_of(struct tctx *t, uint8_t op, uint8_t byte1)
+{
+	uint8_t buf[512] = { 0 };
+	struct lf_result *r;
+
+	r = tctx_run_lun(t, 0, cdb_rw(t->cdb, op, 1, 1, byte1), buf, sizeof(buf));
+	assert_good(r);
+	return fake_backend_last(t->fb)->flags;
+}
+
+static void test_fua(void **state)
+{
+	struct tctx *t;
+
+	(void)state;
+	/* Volatile cache enabled (WCE 1): FUA passes through, plain writes do not get it. */
+	t = cache_lun(SCSITGT_LUN_WRITE_CACHE, SCSITGT_GEOMETRY_WRITE_CACHE,
+		      1u << SCSITGT_IO_FLUSH);
+	assert_true(t->lun->mode.wce);
+	assert_int_equal(io_flags_of(t, SBC_WRITE_10, 0x08), SCSITGT_IO_FLAG_FUA);
+	assert_int_equal(io_flags_of(t, SBC_WRITE_16, 0x18), SCSITGT_IO_FLAG_FUA);
+	assert_int_equal(io_flags_of(t, SBC_READ_12, 0x08), SCSITGT_IO_FLAG_FUA);
+	assert_int_equal(io_flags_of(t, SBC_WRITE_10, 0x00), 0);
+	assert_int_equal(io_flags_of(t, SBC_WRITE_6, 0x00), 0);
+	/* WCE 0 on a cached backend: every write must be durable. */
+	t->lun->mode.wce = false;
+	assert_int_equal(io_flags_of(t, SBC_WRITE_10, 0x00), SCSITGT_IO_FLAG_FUA);
+	assert_int_equal(io_flags_of(t, SBC_WRITE_6, 0x00), SCSITGT_IO_FLAG_FUA);
+	assert_int_equal(io_flags_of(t, SBC_READ_10, 0x00), 0);
+	tctx_destroy(t);
+
+	/* No cache and no FLUSH: FUA is met trivially and not passed on. */
+	t = cache_lun(0, 0, 0);
+	assert_false(t->lun->mode.wce);
+	assert_int_equal(io_flags_of(t, SBC_WRITE_10, 0x08), 0);
+	assert_int_equal(io_flags_of(t, SBC_READ_10, 0x08), 0);
+	tctx_destroy(t);
+}
+
+static void test_read_only(void **state)
+{
+	struct tctx *t = tctx_create(SCSITGT_LUN_READ_ONLY, NULL);
+	uint8_t buf[512] = { 0 };
+	struct lf_result *r;
+
+	(void)state;
+	for (size_t i = 0; i < 4; i++) {
+		r = tctx_run_lun(t, 0, cdb_rw(t->cdb, write_ops[i], 0, 1, 0), buf, sizeof(buf));
+		assert_sense(r, 0x7, 0x27, 0x00);
+		assert_no_sks(r);
+	}
+	assert_int_equal(t->fb->nrecs, 0);
+	/* An invalid field is reported before the write protection. */
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_WRITE_10, 0, 1, 0x20));
+	assert_bad_cdb(r, 1, 7);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0));
+	assert_good(r);
+	tctx_destroy(t);
+}
+
+static void test_software_write_protect(void **state)
+{
+	struct tctx *t = *state;
+	uint8_t buf[512] = { 0 };
+	struct lf_result *r;
+
+	t->lun->mode.swp = true;
+	r = tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_10, 0, 1, 0), buf, sizeof(buf));
+	assert_sense(r, 0x7, 0x27, 0x00);
+	t->lun->mode.swp = false;
+	r = tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_10, 0, 1, 0), buf, sizeof(buf));
+	assert_good(r);
+}
+
+static void test_block_size_4096(void **state)
+{
+	struct fake_backend_opts o;
+	uint8_t buf[2 * 4096];
+	struct lf_result *r;
+	struct tctx *t;
+
+	(void)state;
+	fake_backend_opts_init(&o);
+	o.block_size = 4096;
+	o.num_blocks = 64;
+	t = tctx_create(0, &o);
+	fill(buf, sizeof(buf), 9);
+	r = tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_10, 62, 2, 0), buf, sizeof(buf));
+	assert_good(r);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_16, 62, 2, 0));
+	assert_good(r);
+	assert_int_equal(r->data_len, sizeof(buf));
+	assert_memory_equal(r->data, buf, sizeof(buf));
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_16, 63, 2, 0));
+	assert_sense(r, 0x5, 0x21, 0x00);
+	tctx_destroy(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_six_byte_zero_is_256, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zero_length, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_out_of_range, setup, teardown),
+		cmocka_unit_test(test_transfer_too_large),
+		cmocka_unit_test_setup_teardown(test_protect_fields, setup, teardown),
+		cmocka_unit_test(test_fua),
+		cmocka_unit_test(test_read_only),
+		cmocka_unit_test_setup_teardown(test_software_write_protect, setup, teardown),
+		cmocka_unit_test(test_block_size_4096),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
