@@ -133,6 +133,36 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.parse = scsitgt__sbc_parse_rw,
 		.exec = scsitgt__sbc_rw,
 	},
+	/* SBC-4 §5.42-§5.44: byte 1 holds WRPROTECT (refused: no protection information), DPO
+	 * and the two-bit BYTCHK; bit 0 is reserved. */
+	[SBC_WRITE_AND_VERIFY_10] = {
+		.name = "WRITE AND VERIFY (10)",
+		.cdb_len = 10,
+		.usage = { 0x2e, 0x16, 0xff, 0xff, 0xff, 0xff, GROUP, 0xff, 0xff, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.parse = scsitgt__sbc_parse_write_verify,
+		.exec = scsitgt__sbc_write_verify,
+	},
+	[SBC_WRITE_AND_VERIFY_12] = {
+		.name = "WRITE AND VERIFY (12)",
+		.cdb_len = 12,
+		.usage = { 0xae, 0x16, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, GROUP, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.parse = scsitgt__sbc_parse_write_verify,
+		.exec = scsitgt__sbc_write_verify,
+	},
+	[SBC_WRITE_AND_VERIFY_16] = {
+		.name = "WRITE AND VERIFY (16)",
+		.cdb_len = 16,
+		.usage = { 0x8e, 0x16, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0xff, 0xff, GROUP, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.parse = scsitgt__sbc_parse_write_verify,
+		.exec = scsitgt__sbc_write_verify,
+	},
 	[SBC_SYNCHRONIZE_CACHE_10] = {
 		.name = "SYNCHRONIZE CACHE (10)",
 		.cdb_len = 10,

@@ -106,6 +106,13 @@ void scsitgt__spc_mode_select(struct scsitgt__cmd *cmd);
 
 /* sbc.c: block commands. */
 enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd);
+/* Transfer-length cap and LBA range check of a media command (SBC-4 §4.5, §6.6.3). */
+enum scsitgt__sense_reason scsitgt__sbc_check_range(struct scsitgt__cmd *cmd, uint64_t lba,
+						    uint32_t nblocks, uint16_t len_off);
+bool scsitgt__sbc_has_cache(const struct scsitgt_lun *lun);
+/* sbc_verify.c: WRITE AND VERIFY (10)/(12)/(16). */
+enum scsitgt__sense_reason scsitgt__sbc_parse_write_verify(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_write_verify(struct scsitgt__cmd *cmd);
 void scsitgt__sbc_rw(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__sbc_parse_read_capacity10(struct scsitgt__cmd *cmd);
 void scsitgt__sbc_read_capacity10(struct scsitgt__cmd *cmd);

@@ -35,10 +35,23 @@ static bool sbc_range_bad(const struct scsitgt_lun *lun, uint64_t lba, uint64_t 
 }
 
 /* Whether the backend has a cache that FUA and SYNCHRONIZE CACHE must get past. */
-static bool sbc_has_cache(const struct scsitgt_lun *lun)
+bool scsitgt__sbc_has_cache(const struct scsitgt_lun *lun)
 {
 	return (lun->geo.flags & SCSITGT_GEOMETRY_WRITE_CACHE) ||
 	       scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH);
+}
+
+enum scsitgt__sense_reason scsitgt__sbc_check_range(struct scsitgt__cmd *cmd, uint64_t lba,
+						    uint32_t nblocks, uint16_t len_off)
+{
+	const struct scsitgt_lun *lun = cmd->lun;
+
+	/* SBC-4 §6.6.3: a transfer above MAXIMUM TRANSFER LENGTH is an invalid field. */
+	if ((uint64_t)nblocks * lun->geo.block_size > SCSITGT__MAX_XFER_BYTES)
+		return scsitgt__cmd_bad_cdb_field(cmd, len_off, 7);
+	if (sbc_range_bad(lun, lba, nblocks))
+		return SCSITGT_SR_LBA_OUT_OF_RANGE;
+	return SCSITGT_SR_OK;
 }
 
 static bool sbc_is_write(uint8_t opcode)
@@ -60,6 +73,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd)
 	uint32_t nblocks;
 	uint16_t len_off;
 	bool fua = false, write = sbc_is_write(cdb[0]);
+	enum scsitgt__sense_reason r;
 
 	switch (cdb[0]) {
 	case SBC_READ_6:
@@ -90,11 +104,9 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd)
 		fua = cdb[1] & 0x08;
 		break;
 	}
-	/* SBC-4 §6.6.3: a transfer above MAXIMUM TRANSFER LENGTH is an invalid field. */
-	if ((uint64_t)nblocks * lun->geo.block_size > SCSITGT__MAX_XFER_BYTES)
-		return scsitgt__cmd_bad_cdb_field(cmd, len_off, 7);
-	if (sbc_range_bad(lun, lba, nblocks))
-		return SCSITGT_SR_LBA_OUT_OF_RANGE;
+	r = scsitgt__sbc_check_range(cmd, lba, nblocks, len_off);
+	if (r != SCSITGT_SR_OK)
+		return r;
 
 	cmd->lba = lba;
 	cmd->nblocks = nblocks;
@@ -104,7 +116,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd)
 	 * (SBC-4 §6.5.5 caching page) every write must reach the medium too. A backend without
 	 * cache and without FLUSH is always durable, so FUA is met without telling it.
 	 */
-	if (sbc_has_cache(lun) &&
+	if (scsitgt__sbc_has_cache(lun) &&
 	    (fua || (write && (lun->geo.flags & SCSITGT_GEOMETRY_WRITE_CACHE) && !lun->mode.wce)))
 		cmd->io_flags |= SCSITGT_IO_FLAG_FUA;
 	cmd->dir = nblocks == 0 ? SCSITGT__DIR_NONE : write ? SCSITGT__DIR_OUT : SCSITGT__DIR_IN;
