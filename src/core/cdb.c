@@ -133,6 +133,15 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.parse = scsitgt__sbc_parse_rw,
 		.exec = scsitgt__sbc_rw,
 	},
+	/* SBC-4 §5.30: ANCHOR (byte 1 bit 0) is refused: we do not support anchored blocks. */
+	[SBC_UNMAP] = {
+		.name = "UNMAP",
+		.cdb_len = 10,
+		.usage = { 0x42, 0x00, 0x00, 0x00, 0x00, 0x00, GROUP, 0xff, 0xff, 0x00 },
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.parse = scsitgt__sbc_parse_unmap,
+		.exec = scsitgt__sbc_unmap,
+	},
 	/* SBC-4 §5.42-§5.44: byte 1 holds WRPROTECT (refused: no protection information), DPO
 	 * and the two-bit BYTCHK; bit 0 is reserved. */
 	[SBC_WRITE_AND_VERIFY_10] = {

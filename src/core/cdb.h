@@ -110,6 +110,9 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__sbc_check_range(struct scsitgt__cmd *cmd, uint64_t lba,
 						    uint32_t nblocks, uint16_t len_off);
 bool scsitgt__sbc_has_cache(const struct scsitgt_lun *lun);
+/* sbc_unmap.c: UNMAP. */
+enum scsitgt__sense_reason scsitgt__sbc_parse_unmap(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd);
 /* sbc_verify.c: WRITE AND VERIFY (10)/(12)/(16). */
 enum scsitgt__sense_reason scsitgt__sbc_parse_write_verify(struct scsitgt__cmd *cmd);
 void scsitgt__sbc_write_verify(struct scsitgt__cmd *cmd);

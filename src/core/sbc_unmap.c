@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SBC-4 §5.30 UNMAP: validate the parameter list (§5.30.2), then deallocate each range with
+ * one SCSITGT_IO_UNMAP io. Only thin-provisioned LUNs (LBPME) accept the command.
+ */
+#include <stdint.h>
+
+#include "core/cdb.h"
+#include "core/fabric.h"
+#include "core/scsi_spec.h"
+#include "util/be.h"
+
+#define UNMAP_HDR_LEN 8
+#define UNMAP_DESC_LEN 16
+
+enum scsitgt__sense_reason scsitgt__sbc_parse_unmap(struct scsitgt__cmd *cmd)
+{
+	uint16_t len = get_be16(&cmd->cdb[7]);
+
+	/* SBC-4 §4.7.3.4: without logical block provisioning there is nothing to unmap. */
+	if (!scsitgt__sbc_lbpme(cmd->lun))
+		return SCSITGT_SR_INVALID_OPCODE;
+	/* A PARAMETER LIST LENGTH of zero is not an error: nothing is unmapped. */
+	cmd->dir = len ? SCSITGT__DIR_OUT : SCSITGT__DIR_NONE;
+	cmd->xfer_len = len;
+	return SCSITGT_SR_OK;
+}
+
+void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
+{
+	const struct scsitgt_lun *lun = cmd->lun;
+	const uint8_t *p = cmd->buf;
+	uint32_t len = cmd->xfer_len;
+	uint16_t data_len, bd_len;
+	uint32_t ndesc;
+
+	if (len == 0) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		return;
+	}
+	/* SBC-4 §5.30.2: a list too short for its header is a length error. */
+	if (len < UNMAP_HDR_LEN) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_PARAM_LIST_LENGTH_ERROR);
+		return;
+	}
+	data_len = get_be16(&p[0]);
+	bd_len = get_be16(&p[2]);
+	if ((uint32_t)data_len + 2 > len || (uint32_t)bd_len + UNMAP_HDR_LEN > len) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_PARAM_LIST_LENGTH_ERROR);
+		return;
+	}
+	/* Trailing bytes short of a whole descriptor are ignored (§5.30.2). */
+	ndesc = bd_len / UNMAP_DESC_LEN;
+	if (ndesc > SCSITGT__MAX_UNMAP_DESCRIPTORS) {
+		scsitgt__cmd_complete(cmd, scsitgt__cmd_bad_param_field(cmd, 2, -1));
+		return;
+	}
+	/* Check every descriptor before deallocating anything. */
+	for (uint32_t i = 0; i < ndesc; i++) {
+		const uint8_t *d = &p[UNMAP_HDR_LEN + i * UNMAP_DESC_LEN];
+		uint64_t lba = get_be64(d);
+		uint32_t n = get_be32(&d[8]);
+
+		if (n > SCSITGT__MAX_UNMAP_LBA_COUNT) {
+			scsitgt__cmd_complete(cmd, scsitgt__cmd_bad_param_field(
+							   cmd, (uint16_t)(UNMAP_HDR_LEN + i * 16 + 8), -1));
+			return;
+		}
+		if (lba >= lun->geo.num_blocks || n > lun->geo.num_blocks - lba) {
+			scsitgt__cmd_complete(cmd, SCSITGT_SR_LBA_OUT_OF_RANGE);
+			return;
+		}
+	}
+	/* Hold one count while submitting so that a backend completing inside submit cannot
+	 * finish the command before every range was handed over. */
+	cmd->ios_inflight++;
+	for (uint32_t i = 0; i < ndesc; i++) {
+		const uint8_t *d = &p[UNMAP_HDR_LEN + i * UNMAP_DESC_LEN];
+		uint32_t n = get_be32(&d[8]);
+
+		if (n == 0)
+			continue;
+		if (scsitgt__io_submit(cmd, SCSITGT_IO_UNMAP, get_be64(d), n, NULL, 0, 0,
+				       scsitgt__io_done_complete_cmd) < 0) {
+			if (cmd->io_reason == SCSITGT_SR_OK)
+				cmd->io_reason = SCSITGT_SR_BUSY;
+			break;
+		}
+	}
+	cmd->ios_inflight--;
+	scsitgt__io_done_complete_cmd(cmd, NULL, SCSITGT_SR_OK);
+}
