@@ -1,0 +1,428 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# compare.sh - libscsitgt's minitarget against tgt's tgtd, side by side in one run.
+#
+# Usage: bench/compare.sh [--build DIR] [--seconds S] [--runs N] [--ramp S] [--pin]
+#                         [--luns "null ram"] [--tests "NAME ..."] [--size SIZE]
+#                         [--ports OURS,TGTD,IPERF] [--out DIR] [--no-install]
+#                         [--tgtd-param KEY=VALUE]...
+#
+#   --build DIR   meson build directory holding examples/minitarget and bench/scsitgt-bench
+#                 (default: <source>/build)
+#   --seconds S   measured seconds per run (default 5)
+#   --runs N      runs per test and side; the table shows medians (default 3)
+#   --ramp S      unmeasured warm-up per run (default 0.5)
+#   --pin         targets on CPU 0, the initiator (and iperf3 client) on CPU 1; default: no pinning
+#   --luns LIST   which LUN types: null, ram (default both)
+#   --tests LIST  subset of: 4k-randread-qd1 4k-randread-qd32 4k-randwrite-qd1
+#                 4k-randwrite-qd32 1m-read-qd8 1m-write-qd8 (default all)
+#   --size SIZE   LUN size used on both sides (default 1G)
+#   --ports A,B,C TCP ports of minitarget, tgtd (also its control port) and iperf3
+#                 (default 3295,3296,3297)
+#   --out DIR     keep raw results there (default: a new directory under /tmp)
+#   --no-install  do not apt-get install iperf3 when it is missing (the ceiling shows n/a)
+#   --tgtd-param K=V  set a tgtd iSCSI parameter (tgtadm target update), e.g.
+#                 MaxRecvDataSegmentLength=262144 FirstBurstLength=262144 InitialR2T=No;
+#                 by default each side keeps its own defaults (the table states them)
+#
+# Both targets run on this machine at the same time, each with a null LUN and a RAM LUN of the
+# same size: minitarget's null and ram backends; tgtd's null store (bstype null) and a file on
+# /dev/shm through its rdwr store. Both RAM LUNs are written once in full before measuring.
+# Runs alternate between the two sides, so slow drift of the machine hits both alike. The
+# initiator is bench/scsitgt-bench (libiscsi), on the same cores as the targets.
+#
+# Needs: tgt (tgtd, tgtadm), the built programs; optional: tshark (login capture), iperf3.
+# tgtd ignores SIGTERM: it is stopped through tgtadm (targets deleted, then the system).
+set -uo pipefail
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$SRC/build
+RUN_SECS=5
+RUNS=3
+RAMP=0.5
+PIN=0
+LUNS="null ram"
+ALL_TESTS="4k-randread-qd1 4k-randread-qd32 4k-randwrite-qd1 4k-randwrite-qd32 1m-read-qd8 1m-write-qd8"
+TESTS=$ALL_TESTS
+SIZE=1G
+PORT_OURS=3295
+PORT_TGTD=3296
+PORT_IPERF=3297
+OUT=
+INSTALL=1
+TGTD_PARAMS=()
+IQN_TGTD=iqn.2026-11.org.libscsitgt.bench:tgtd
+TGTD=${TGTD:-/usr/sbin/tgtd}
+TGTADM=${TGTADM:-/usr/sbin/tgtadm}
+
+usage() { sed -n '3,28{s/^# \{0,1\}//;p}' "$0" >&2; exit "${1:-2}"; }
+say() { echo "compare: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--build) BUILD=$2; shift 2 ;;
+	--seconds) RUN_SECS=$2; shift 2 ;;
+	--runs) RUNS=$2; shift 2 ;;
+	--ramp) RAMP=$2; shift 2 ;;
+	--pin) PIN=1; shift ;;
+	--luns) LUNS=$2; shift 2 ;;
+	--tests) TESTS=$2; shift 2 ;;
+	--size) SIZE=$2; shift 2 ;;
+	--ports) IFS=, read -r PORT_OURS PORT_TGTD PORT_IPERF <<<"$2"; shift 2 ;;
+	--out) OUT=$2; shift 2 ;;
+	--no-install) INSTALL=0; shift ;;
+	--tgtd-param) TGTD_PARAMS+=("$2"); shift 2 ;;
+	-h|--help) usage 0 ;;
+	*) say "unknown option $1"; usage ;;
+	esac
+done
+[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || die "--runs must be a positive integer"
+for p in "$PORT_OURS" "$PORT_TGTD" "$PORT_IPERF"; do
+	[[ "$p" =~ ^[0-9]+$ ]] || die "bad port '$p'"
+done
+for l in $LUNS; do [[ $l == null || $l == ram ]] || die "unknown LUN type '$l'"; done
+for t in $TESTS; do [[ " $ALL_TESTS " == *" $t "* ]] || die "unknown test '$t'"; done
+
+MINITARGET=$BUILD/examples/minitarget
+BENCH=$BUILD/bench/scsitgt-bench
+[[ -x $MINITARGET ]] || die "$MINITARGET not built (see --build)"
+[[ -x $BENCH ]] || die "$BENCH not built (it needs libiscsi-dev)"
+[[ -x $TGTD && -x $TGTADM ]] || die "tgtd/tgtadm not found (Debian package tgt)"
+
+OUT=${OUT:-$(mktemp -d /tmp/scsitgt-compare.XXXXXX)}
+mkdir -p "$OUT/raw"
+SHMFILE=/dev/shm/scsitgt-compare-tgtd-$PORT_TGTD.img
+PIN_TGT=()
+PIN_INI=()
+if [[ $PIN == 1 ]]; then
+	PIN_TGT=(taskset -c 0)
+	PIN_INI=(taskset -c 1)
+fi
+
+OURS_PID=
+TGTD_PID=
+
+port_busy() { ss -Hltn "sport = :$1" | grep -q .; }
+
+# --- our side: minitarget prints one URL per LUN once it listens ---
+start_ours() {
+	port_busy "$PORT_OURS" && die "port $PORT_OURS is in use"
+	"${PIN_TGT[@]}" "$MINITARGET" --portal "127.0.0.1:$PORT_OURS" \
+		--lun "0:null:$SIZE" --lun "1:ram:$SIZE" >"$OUT/ours.urls" 2>"$OUT/ours.log" &
+	OURS_PID=$!
+	for _ in $(seq 100); do
+		[[ $(grep -c '^iscsi://' "$OUT/ours.urls") == 2 ]] && break
+		kill -0 "$OURS_PID" 2>/dev/null || die "minitarget exited: $(tail -3 "$OUT/ours.log")"
+		sleep 0.1
+	done
+	URL_ours_null=$(grep '/0$' "$OUT/ours.urls")
+	URL_ours_ram=$(grep '/1$' "$OUT/ours.urls")
+	[[ -n $URL_ours_null && -n $URL_ours_ram ]] || die "minitarget did not print its URLs"
+}
+
+stop_ours() {
+	[[ -n $OURS_PID ]] || return 0
+	kill -TERM "$OURS_PID" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "$OURS_PID" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$OURS_PID" 2>/dev/null && kill -KILL "$OURS_PID" 2>/dev/null
+	wait "$OURS_PID" 2>/dev/null
+	OURS_PID=
+}
+
+# --- tgtd: foreground process we own, control socket numbered like its port ---
+adm() { "$TGTADM" -C "$PORT_TGTD" "$@"; }
+
+start_tgtd() {
+	port_busy "$PORT_TGTD" && die "port $PORT_TGTD is in use"
+	if [[ -S /var/run/tgtd/socket.$PORT_TGTD ]] && adm --mode system --op show >/dev/null 2>&1; then
+		die "a tgtd already answers on control port $PORT_TGTD"
+	fi
+	# setsid: a ^C on the terminal must not reach tgtd; we stop it through tgtadm.
+	setsid "${PIN_TGT[@]}" "$TGTD" -f -C "$PORT_TGTD" --iscsi "portal=127.0.0.1:$PORT_TGTD" \
+		</dev/null >"$OUT/tgtd.log" 2>&1 &
+	TGTD_PID=$!
+	local up=0
+	for _ in $(seq 100); do
+		kill -0 "$TGTD_PID" 2>/dev/null || die "tgtd exited: $(tail -3 "$OUT/tgtd.log")"
+		if adm --mode system --op show >/dev/null 2>&1; then up=1; break; fi
+		sleep 0.1
+	done
+	[[ $up == 1 ]] || die "tgtd's control socket did not come up"
+	[[ $(cat "/proc/$TGTD_PID/comm" 2>/dev/null) == tgtd ]] || die "pid $TGTD_PID is not tgtd"
+	local bytes
+	bytes=$(numfmt --from=iec "$SIZE") || die "bad --size $SIZE"
+	adm --lld iscsi --mode target --op new --tid 1 --targetname "$IQN_TGTD" ||
+		die "tgtadm: target new failed"
+	# LUN 1: a RAM file through the rdwr store; allocate its pages now.
+	rm -f "$SHMFILE"
+	fallocate -l "$bytes" "$SHMFILE" || die "cannot allocate $SHMFILE"
+	adm --lld iscsi --mode logicalunit --op new --tid 1 --lun 1 --bstype rdwr \
+		--backing-store "$SHMFILE" || die "tgtadm: RAM LUN failed"
+	# LUN 2: the null store (reads move no data from a medium, writes are dropped).
+	adm --lld iscsi --mode logicalunit --op new --tid 1 --lun 2 --bstype null \
+		--backing-store /dev/null || die "tgtadm: null LUN failed"
+	for kv in "${TGTD_PARAMS[@]}"; do
+		adm --lld iscsi --mode target --op update --tid 1 --name "${kv%%=*}" \
+			--value "${kv#*=}" || die "tgtadm: parameter $kv refused"
+	done
+	adm --lld iscsi --mode target --op bind --tid 1 --initiator-address ALL ||
+		die "tgtadm: ACL bind failed"
+	for _ in $(seq 50); do port_busy "$PORT_TGTD" && break; sleep 0.1; done
+	port_busy "$PORT_TGTD" || die "tgtd does not listen on $PORT_TGTD"
+	# shellcheck disable=SC2034 # URL_<side>_<lun> are read through side_url's ${!v}
+	URL_tgtd_ram=iscsi://127.0.0.1:$PORT_TGTD/$IQN_TGTD/1
+	URL_tgtd_null=iscsi://127.0.0.1:$PORT_TGTD/$IQN_TGTD/2
+}
+
+stop_tgtd() {
+	[[ -n $TGTD_PID ]] || return 0
+	if kill -0 "$TGTD_PID" 2>/dev/null; then
+		# tgtd does not exit on SIGTERM. Take it offline, force the targets away, then
+		# delete the "system": it exits once nothing is left.
+		adm --mode system --op update --name State --value offline >/dev/null 2>&1
+		local tids
+		tids=$(adm --lld iscsi --mode target --op show 2>/dev/null |
+			awk '/^Target [0-9]+:/ {sub(":", "", $2); print $2}')
+		for tid in $tids; do
+			adm --lld iscsi --mode target --op delete --force --tid "$tid" >/dev/null 2>&1
+		done
+		adm --mode system --op delete >/dev/null 2>&1
+		for _ in $(seq 100); do kill -0 "$TGTD_PID" 2>/dev/null || break; sleep 0.1; done
+		if kill -0 "$TGTD_PID" 2>/dev/null; then
+			say "tgtd $TGTD_PID still there 10 s after 'system delete': SIGKILL"
+			kill -KILL "$TGTD_PID" 2>/dev/null
+		fi
+	fi
+	wait "$TGTD_PID" 2>/dev/null
+	TGTD_PID=
+	rm -f "$SHMFILE" "/var/run/tgtd/socket.$PORT_TGTD" "/var/run/tgtd/socket.$PORT_TGTD.lock"
+}
+
+cleanup() {
+	stop_ours
+	stop_tgtd
+	[[ -n ${IPERF_PID:-} ]] && kill "$IPERF_PID" 2>/dev/null
+	[[ -n ${TSHARK_PID:-} ]] && kill "$TSHARK_PID" 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- helpers on the bench's one-line JSON ---
+jnum() { sed -n "s/.*\"$1\":\([-0-9.e+]*\|null\).*/\1/p" <<<"$2"; }
+jneg() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p" <<<"$2"; }
+
+# median of the numbers on stdin ("-" when none)
+median() {
+	sort -g | awk '{ v[NR] = $1 } END {
+		if (NR == 0) { print "-"; exit }
+		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+test_params() { # name -> "bs qd rw"
+	case "$1" in
+	4k-randread-qd1) echo "4k 1 randread" ;;
+	4k-randread-qd32) echo "4k 32 randread" ;;
+	4k-randwrite-qd1) echo "4k 1 randwrite" ;;
+	4k-randwrite-qd32) echo "4k 32 randwrite" ;;
+	1m-read-qd8) echo "1m 8 read" ;;
+	1m-write-qd8) echo "1m 8 write" ;;
+	esac
+}
+
+side_pid() { if [[ $1 == ours ]]; then echo "$OURS_PID"; else echo "$TGTD_PID"; fi; }
+side_url() { local v="URL_$1_$2"; echo "${!v}"; }
+
+run_bench() { # side lun test run
+	local side=$1 lun=$2 t=$3 run=$4 bs qd rw json
+	read -r bs qd rw <<<"$(test_params "$t")"
+	json=$("${PIN_INI[@]}" "$BENCH" --url "$(side_url "$side" "$lun")" --bs "$bs" --qd "$qd" \
+		--rw "$rw" --seconds "$RUN_SECS" --ramp "$RAMP" --size "$SIZE" \
+		--target-pid "$(side_pid "$side")" --json 2>>"$OUT/bench.err")
+	if [[ -z $json ]]; then
+		say "$side $lun $t run $run: no result (see $OUT/bench.err)"
+		return
+	fi
+	echo "$side $lun $t $run $json" >>"$OUT/results.txt"
+	printf '%s %s %s %s %s\n' "$(jnum iops "$json")" "$(jnum mibs "$json")" \
+		"$(jnum p50 "$json")" "$(jnum target_cpu_us_per_io "$json")" \
+		"$(jnum errors "$json")" >>"$OUT/raw/${side}_${lun}_${t}"
+	[[ -f $OUT/neg_$side ]] || echo "$json" >"$OUT/neg_$side"
+	say "$(printf '%-5s %-4s %-18s run %d: %9.0f IOPS %8.1f MiB/s p50 %7.1f us cpu %s us/IO' \
+		"$side" "$lun" "$t" "$run" "$(jnum iops "$json")" "$(jnum mibs "$json")" \
+		"$(jnum p50 "$json")" "$(jnum target_cpu_us_per_io "$json")")"
+}
+
+# Column @2 (1 iops, 2 mibs, 3 p50, 4 cpu, 5 errors) of a raw file, median (errors: sum).
+col() {
+	local f="$OUT/raw/$1" c=$2
+	[[ -f $f ]] || { echo "-"; return; }
+	if [[ $c == 5 ]]; then
+		awk '{ s += $5 } END { print s + 0 }' "$f"
+	else
+		awk -v c="$c" '$c != "null" { print $c }' "$f" | median
+	fi
+}
+
+# --- login capture: the target's Login Response keys as seen on the wire ---
+capture_login() { # side port url
+	local side=$1 port=$2 url=$3 pcap="$OUT/login_$1.pcapng"
+	command -v tshark >/dev/null || { echo "n/a (no tshark)"; return; }
+	tshark -i lo -f "tcp port $port" -a duration:15 -w "$pcap" -q >/dev/null 2>&1 &
+	TSHARK_PID=$!
+	for _ in $(seq 50); do [[ -s $pcap ]] && break; sleep 0.1; done
+	sleep 0.3
+	"$BENCH" --url "$url" --seconds 0.2 --ramp 0 --qd 1 >/dev/null 2>&1
+	sleep 0.3
+	kill -INT "$TSHARK_PID" 2>/dev/null
+	wait "$TSHARK_PID" 2>/dev/null
+	TSHARK_PID=
+	# Opcode 0x23: Login Response (RFC 7143 §11.13); the last one carries the final keys.
+	tshark -r "$pcap" -d "tcp.port==$port,iscsi" -Y "iscsi.opcode == 0x23" \
+		-T fields -e iscsi.keyvalue 2>/dev/null | tr ',' '\n' | grep -v '^$' >"$OUT/wire_$side"
+	echo ok
+}
+
+wire_key() { # side key
+	local v
+	v=$(sed -n "s/^$2=//p" "$OUT/wire_$1" 2>/dev/null | tail -1)
+	# RFC 7143 §13.12: a target that does not declare MaxRecvDataSegmentLength gets 8192.
+	if [[ -z $v && $2 == MaxRecvDataSegmentLength && -s $OUT/wire_$1 ]]; then
+		v="8192 (not declared, RFC 7143 default)"
+	fi
+	echo "$v"
+}
+
+# The key as libiscsi logged the target's reply (the bench's JSON "negotiated" object).
+neg_key() { # side key
+	local v
+	[[ -f $OUT/neg_$1 ]] || return 0
+	v=$(jneg "$2" "$(cat "$OUT/neg_$1")")
+	if [[ -z $v && $2 == MaxRecvDataSegmentLength ]]; then
+		v="8192 (not declared, RFC 7143 default)"
+	fi
+	echo "$v"
+}
+
+# --- loopback TCP ceiling ---
+iperf_ceiling() { # write size -> GiB/s or n/a
+	local len=$1 js bps
+	"${PIN_TGT[@]}" iperf3 -s -1 -p "$PORT_IPERF" >/dev/null 2>&1 &
+	IPERF_PID=$!
+	sleep 0.5
+	js=$("${PIN_INI[@]}" iperf3 -c 127.0.0.1 -p "$PORT_IPERF" -t 3 -l "$len" -J 2>/dev/null)
+	wait "$IPERF_PID" 2>/dev/null
+	IPERF_PID=
+	bps=$(tr -d ' \t\n' <<<"$js" |
+		sed -n 's/.*"sum_received":{[^}]*"bits_per_second":\([0-9.e+]*\).*/\1/p')
+	if [[ -z $bps ]]; then echo n/a; else awk -v b="$bps" 'BEGIN { printf "%.2f", b / 8 / 2^30 }'; fi
+}
+
+have_iperf() {
+	command -v iperf3 >/dev/null && return 0
+	[[ $INSTALL == 1 && $(id -u) == 0 ]] || return 1
+	say "installing iperf3"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q iperf3 >"$OUT/apt.log" 2>&1 ||
+		{ apt-get update -q >>"$OUT/apt.log" 2>&1 &&
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -q iperf3 >>"$OUT/apt.log" 2>&1; }
+	command -v iperf3 >/dev/null
+}
+
+# ============================================================================================
+T0=$(date +%s)
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+say "results in $OUT"
+start_ours
+start_tgtd
+say "minitarget pid $OURS_PID on $PORT_OURS, tgtd pid $TGTD_PID on $PORT_TGTD"
+
+WIRE_ours=$(capture_login ours "$PORT_OURS" "$URL_ours_null")
+WIRE_tgtd=$(capture_login tgtd "$PORT_TGTD" "$URL_tgtd_null")
+
+if [[ " $LUNS " == *" ram "* ]]; then
+	for side in ours tgtd; do
+		say "writing $side's RAM LUN once in full"
+		"$BENCH" --url "$(side_url "$side" ram)" --fill --bs 1m --qd 8 --size "$SIZE" \
+			>>"$OUT/fill.log" 2>&1 || say "fill of $side's RAM LUN failed (see fill.log)"
+	done
+fi
+
+for lun in $LUNS; do
+	for t in $TESTS; do
+		for run in $(seq "$RUNS"); do
+			for side in ours tgtd; do
+				run_bench "$side" "$lun" "$t" "$run"
+			done
+		done
+	done
+done
+
+if have_iperf; then
+	CEIL_1M=$(iperf_ceiling 1M)
+	CEIL_128K=$(iperf_ceiling 128K)
+else
+	CEIL_1M=n/a
+	CEIL_128K=n/a
+fi
+
+stop_ours
+stop_tgtd
+LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# --- report ---
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-";
+	else printf "%.2f", a / b }'; }
+fmt() { awk -v v="$1" -v f="$2" 'BEGIN { if (v == "-") print "-"; else printf f, v }'; }
+
+{
+	echo "# compare.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $RUNS runs x ${RUN_SECS}s" \
+		"(+${RAMP}s ramp), medians; LUN size $SIZE; pinning: $([[ $PIN == 1 ]] &&
+		echo 'targets CPU 0, initiator CPU 1' || echo none)"
+	echo
+	echo "| test | LUN | ours IOPS | ours MiB/s | ours p50 us | ours CPU us/IO |" \
+		"tgtd IOPS | tgtd MiB/s | tgtd p50 us | tgtd CPU us/IO | IOPS ours/tgtd |" \
+		"CPU/IO ours/tgtd |"
+	echo "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	errs=0
+	for lun in $LUNS; do
+		for t in $TESTS; do
+			o="ours_${lun}_$t"
+			g="tgtd_${lun}_$t"
+			oi=$(col "$o" 1); gi=$(col "$g" 1)
+			oc=$(col "$o" 4); gc=$(col "$g" 4)
+			echo "| $t | $lun | $(fmt "$oi" %.0f) | $(fmt "$(col "$o" 2)" %.1f) |" \
+				"$(fmt "$(col "$o" 3)" %.1f) | $(fmt "$oc" %.1f) |" \
+				"$(fmt "$gi" %.0f) | $(fmt "$(col "$g" 2)" %.1f) |" \
+				"$(fmt "$(col "$g" 3)" %.1f) | $(fmt "$gc" %.1f) |" \
+				"$(ratio "$oi" "$gi") | $(ratio "$oc" "$gc") |"
+			e=$(( $(col "$o" 5 | sed 's/-/0/') + $(col "$g" 5 | sed 's/-/0/') ))
+			errs=$((errs + e))
+		done
+	done
+	echo
+	echo "Loopback TCP ceiling (iperf3, one stream, 3 s): ${CEIL_1M} GiB/s with 1 MiB writes," \
+		"${CEIL_128K} GiB/s with 128 KiB writes."
+	echo
+	echo "Negotiated (the target's Login Response keys; libiscsi offered" \
+		"MaxRecvDataSegmentLength=262144, FirstBurstLength=262144, MaxBurstLength=16776192," \
+		"InitialR2T=No, ImmediateData=Yes):"
+	echo
+	echo "| key | ours | tgtd | ours on the wire | tgtd on the wire |"
+	echo "|---|---|---|---|---|"
+	for k in MaxRecvDataSegmentLength FirstBurstLength MaxBurstLength InitialR2T ImmediateData \
+		MaxOutstandingR2T; do
+		echo "| $k | $(neg_key ours "$k") | $(neg_key tgtd "$k") |" \
+			"$(wire_key ours "$k") | $(wire_key tgtd "$k") |"
+	done
+	[[ $WIRE_ours == ok && $WIRE_tgtd == ok ]] || echo "(wire capture: ours $WIRE_ours, tgtd $WIRE_tgtd)"
+	echo
+	if [[ $errs -gt 0 ]]; then
+		echo "WARNING: $errs commands failed across all runs (see $OUT/bench.err)."
+	else
+		echo "No command failed."
+	fi
+	echo "Load average before: $LOAD0; after: $LOAD1 (other work on the machine skews both sides)."
+	[[ ${#TGTD_PARAMS[@]} -gt 0 ]] && echo "tgtd parameters set: ${TGTD_PARAMS[*]}"
+	echo "Elapsed: $(( $(date +%s) - T0 )) s. Raw results: $OUT/results.txt"
+} | tee "$OUT/table.md"
