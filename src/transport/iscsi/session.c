@@ -127,14 +127,17 @@ void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 enum scsitgt__sn_verdict scsitgt__iscsi_sn_check(const struct scsitgt__iscsi_sess *sess,
 						 uint32_t cmd_sn, bool immediate)
 {
+	/* RFC 7143 §4.2.2.1: the window [ExpCmdSN, MaxCmdSN] holds MaxCmdSN - ExpCmdSN + 1
+	 * commands and is empty when MaxCmdSN = ExpCmdSN - 1; a non-immediate command outside it
+	 * is silently ignored, even one whose CmdSN equals ExpCmdSN. */
+	uint32_t offset = cmd_sn - sess->exp_cmd_sn;
+	uint32_t size = sess->max_cmd_sn - sess->exp_cmd_sn + 1;
+
 	if (immediate)
 		return SCSITGT__SN_NOW;
-	if (cmd_sn == sess->exp_cmd_sn)
-		return SCSITGT__SN_NOW;
-	/* RFC 7143 §4.2.2.1: outside [ExpCmdSN, MaxCmdSN] is silently ignored. */
-	if (scsitgt__sn_gt(cmd_sn, sess->exp_cmd_sn) && scsitgt__sn_le(cmd_sn, sess->max_cmd_sn))
-		return SCSITGT__SN_LATER;
-	return SCSITGT__SN_IGNORE;
+	if (offset >= size)
+		return SCSITGT__SN_IGNORE;
+	return offset == 0 ? SCSITGT__SN_NOW : SCSITGT__SN_LATER;
 }
 
 void scsitgt__iscsi_sess_update_window(struct scsitgt__iscsi_sess *sess)

@@ -204,6 +204,16 @@ static void test_cmdsn_nop_reject(void **state)
 	put_be32(&bhs[ISCSI_BHS_CMDSN], exp - 1);
 	h_send(&h, bhs, NULL, 0);
 	assert_null(h_take(&h));
+	/* A closed window (MaxCmdSN = ExpCmdSN - 1) takes nothing, not even CmdSN = ExpCmdSN. */
+	{
+		uint32_t saved = h.conn->sess->max_cmd_sn;
+
+		h.conn->sess->max_cmd_sn = exp - 1;
+		put_be32(&bhs[ISCSI_BHS_CMDSN], exp);
+		h_send(&h, bhs, NULL, 0);
+		assert_null(h_take(&h));
+		h.conn->sess->max_cmd_sn = saved;
+	}
 	/* At ExpCmdSN: TEST UNIT READY answered, window slides. */
 	h.cmd_sn = exp;
 	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL, 0, 0x00, 0, 0);
