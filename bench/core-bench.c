@@ -110,6 +110,7 @@ struct bench {
 	unsigned int inflight;
 	uint64_t done;
 	uint64_t errors;
+	unsigned int ua_seen; /* UNIT ATTENTIONs passed over at the start */
 	uint64_t t_end;
 };
 
@@ -132,11 +133,24 @@ static uint64_t cpu_ns(void)
 
 static void run_submits(struct bench *b);
 
+/* Sense key of fixed (SPC-5 §4.4.3) or descriptor (§4.4.2) format sense data. */
+static uint8_t sense_key(const struct scsitgt__cmd *cmd)
+{
+	if (cmd->sense_len < 3)
+		return 0;
+	if ((cmd->sense[0] & 0x7f) >= 0x72)
+		return cmd->sense[1] & 0x0f;
+	return cmd->sense[2] & 0x0f;
+}
+
 static void bench_cmd_done(struct scsitgt__cmd *cmd)
 {
 	struct bench *b = cmd->sess->fabric_ctx;
 
-	if (cmd->status != SAM_STAT_GOOD) {
+	if (cmd->status == SAM_STAT_CHECK_CONDITION && sense_key(cmd) == 0x06 && b->ua_seen < 8) {
+		/* A new nexus first sees its UNIT ATTENTIONs (SAM-5 §5.14, POWER ON ...). */
+		b->ua_seen++;
+	} else if (cmd->status != SAM_STAT_GOOD) {
 		b->errors++;
 		if (b->errors == 1) {
 			fprintf(stderr, "core-bench: command failed, status 0x%02x sense %02x/%02x/%02x\n",

@@ -15,18 +15,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cache.h"
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
+#include "core/tmf.h"
 
 int scsitgt__cmd_create(struct scsitgt__cmd **out, struct scsitgt__session *sess,
 			size_t fabric_priv_size)
 {
+	struct scsitgt__cache *cache = sess->tgt->engine->cache;
 	struct scsitgt__cmd *cmd;
+	size_t cap;
 
-	cmd = calloc(1, sizeof(*cmd) + fabric_priv_size);
+	/* From the engine's free list in steady state; the fabric part is zeroed too. */
+	cmd = scsitgt__cache_zalloc(cache, sizeof(*cmd) + fabric_priv_size, &cap);
 	if (cmd == NULL)
 		return -ENOMEM;
+	cmd->cache = cache;
+	cmd->alloc_size = (uint32_t)cap;
 	cmd->sess = sess;
 	cmd->state = SCSITGT__CMD_NEW;
 	scsitgt__list_add_tail(&sess->cmds, &cmd->sess_node);
@@ -85,9 +92,14 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 
 	r = scsitgt__cdb_parse(cmd);
 	if (r == SCSITGT_SR_OK && cmd->xfer_len) {
-		cmd->buf = malloc(cmd->xfer_len);
+		size_t cap;
+
+		/* Not zeroed: Data-Out or the backend fills it, and Data-In sends data_len. */
+		cmd->buf = scsitgt__cache_alloc(cmd->cache, cmd->xfer_len, &cap);
 		if (cmd->buf == NULL)
 			r = SCSITGT_SR_TASK_SET_FULL;
+		else
+			cmd->buf_cap = (uint32_t)cap;
 	}
 	if (r != SCSITGT_SR_OK) {
 		cmd->state = SCSITGT__CMD_DONE;
@@ -118,7 +130,10 @@ void scsitgt__cmd_fail(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reas
 static void cmd_finish(struct scsitgt__cmd *cmd)
 {
 	if (cmd->state == SCSITGT__CMD_ABORTED) {
-		/* The fabric was told at abort time; nobody waits for this one. */
+		/* The backend gave the command back: the TMF that aborted it may now answer
+		 * (SAM-5 §7: no response before the aborted task has left the backend). */
+		if (cmd->tmf_wait)
+			scsitgt__tmf_cmd_released(cmd);
 		if (cmd->sess == NULL) {
 			scsitgt__cmd_destroy(cmd);
 			return;
@@ -183,6 +198,6 @@ void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd)
 	}
 	if (cmd->lun)
 		scsitgt__lun_inflight_drop(cmd->lun);
-	free(cmd->buf);
-	free(cmd);
+	scsitgt__cache_free(cmd->cache, cmd->buf, cmd->buf_cap);
+	scsitgt__cache_free(cmd->cache, cmd, cmd->alloc_size);
 }

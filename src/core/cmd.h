@@ -76,6 +76,14 @@ struct scsitgt__cmd {
 	/* Scratch for multi-step emulations (compare-and-write, unmap descriptors, ...). */
 	uint64_t step_arg[4];
 
+	/* H13: where this command and its buf came from (engine cache); buf is owned by cmd.c. */
+	struct scsitgt__cache *cache;
+	uint32_t alloc_size; /* bytes of this object as allocated */
+	uint32_t buf_cap;    /* capacity of buf as allocated */
+
+	/* H12: the TMF waiting for this aborted command to leave its backend (core/tmf.c). */
+	struct scsitgt__tmf_op *tmf_wait;
+
 	_Alignas(16) uint8_t fabric_priv[];
 };
 
@@ -117,6 +125,7 @@ struct scsitgt_io {
 	bool completed;
 	struct iovec iov_inline[2];
 	const struct iovec *iov;
+	uint32_t alloc_size; /* H13: bytes of this object as allocated (engine cache) */
 	_Alignas(16) uint8_t ctx[];
 };
 

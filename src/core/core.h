@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "core/range_lock.h"
 #include "libscsitgt/scsitgt.h"
 #include "util/list.h"
 #include "util/log.h"
@@ -61,6 +62,11 @@ struct scsitgt_engine {
 	unsigned int destroy_pending;
 	scsitgt_done_cb destroy_cb;
 	void *destroy_cb_arg;
+	/* H13: free lists for commands, backend ios and data buffers (core/cache.h). */
+	struct scsitgt__cache *cache;
+	/* How long a TMF waits for aborted commands to leave their backends (core/tmf.c);
+	 * 0 means the default. */
+	uint32_t tmf_timeout_ms;
 };
 
 struct scsitgt__acl_entry {
@@ -125,6 +131,16 @@ struct scsitgt_lun {
 	scsitgt_done_cb destroy_cb;
 	void *destroy_cb_arg;
 	struct scsitgt__deferred destroy_done;
+	/* LBA range lock of COMPARE AND WRITE, ORWRITE, WRITE ATOMIC (range_lock.h). */
+	struct scsitgt__range_lock rlock;
+	/* Reservations (SPC-2 and persistent, core/pr.c), allocated on first use. */
+	struct scsitgt__pr *pr;
+	/* SANITIZE state (SBC-4 §4.33, spc_sanitize.c): in progress (progress in 1/65536ths for
+	 * REQUEST SENSE), or failed until a successful SANITIZE or EXIT FAILURE MODE; AUSE of the
+	 * failed command. */
+	uint8_t sanitize_state;
+	bool sanitize_ause;
+	uint16_t sanitize_progress;
 };
 
 /* Largest data transfer of one command (VPD B0 MAXIMUM TRANSFER LENGTH in bytes). */

@@ -3,8 +3,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cache.h"
 #include "core/cmd.h"
 #include "core/core.h"
+
+/* Bytes the engine's free lists may hold (commands, backend ios, data buffers). */
+#define ENGINE_CACHE_BYTES (32u * 1024u * 1024u)
+
+/* SCSITGT_NO_CACHE=1 turns the free lists off (every object from malloc, e.g. under Valgrind). */
+static size_t engine_cache_bytes(void)
+{
+	const char *v = getenv("SCSITGT_NO_CACHE");
+
+	return v && v[0] && strcmp(v, "0") != 0 ? 0 : ENGINE_CACHE_BYTES;
+}
 
 SCSITGT_EXPORT void scsitgt_engine_opts_init(struct scsitgt_engine_opts *opts, size_t size)
 {
@@ -75,6 +87,12 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 	engine = calloc(1, sizeof(*engine));
 	if (engine == NULL)
 		return -ENOMEM;
+	engine->cache = malloc(sizeof(*engine->cache));
+	if (engine->cache == NULL) {
+		free(engine);
+		return -ENOMEM;
+	}
+	scsitgt__cache_init(engine->cache, engine_cache_bytes());
 	engine->loop = loop;
 	engine->log.cb = o.log_cb;
 	engine->log.arg = o.log_arg;
@@ -85,6 +103,7 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 	scsitgt__mpsc_init(&engine->tsq);
 	rc = uv_async_init(loop, &engine->tsq_async, engine_async_cb);
 	if (rc < 0) {
+		free(engine->cache);
 		free(engine);
 		return rc;
 	}
@@ -152,6 +171,9 @@ static void engine_closed(uv_handle_t *h)
 	for (int i = 0; i < SCSITGT__EXT_COUNT_; i++)
 		if (engine->ext[i].destroy)
 			engine->ext[i].destroy(engine->ext[i].data);
+	/* Every command and io is gone: targets waited for their LUNs' ios. */
+	scsitgt__cache_fini(engine->cache);
+	free(engine->cache);
 	free(engine);
 	if (cb)
 		cb(cb_arg, 0);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cache.h"
 #include "core/cmd.h"
 #include "core/fabric.h"
 
@@ -13,10 +14,13 @@ int scsitgt__io_submit(struct scsitgt__cmd *cmd, enum scsitgt_io_type type, uint
 {
 	struct scsitgt_lun *lun = cmd->lun;
 	struct scsitgt_io *io;
+	size_t cap;
 
-	io = calloc(1, sizeof(*io) + lun->ops.io_ctx_size);
+	/* Zeroed, the backend's context included, as the backend API promises. */
+	io = scsitgt__cache_zalloc(cmd->cache, sizeof(*io) + lun->ops.io_ctx_size, &cap);
 	if (io == NULL)
 		return -ENOMEM;
+	io->alloc_size = (uint32_t)cap;
 	io->cmd = cmd;
 	io->lun = lun;
 	io->done = done;
@@ -61,12 +65,14 @@ static enum scsitgt__sense_reason io_errno_reason(const struct scsitgt_io *io, i
 static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
 {
 	struct scsitgt__cmd *cmd = io->cmd;
+	/* done may free the command (an aborted one); keep what the io's release needs. */
+	struct scsitgt__cache *cache = cmd->cache;
 
 	cmd->ios_inflight--;
 	if (reason == SCSITGT_SR_RAW)
 		cmd->io_raw = io->raw;
 	io->done(cmd, io, reason);
-	free(io);
+	scsitgt__cache_free(cache, io, io->alloc_size);
 }
 
 void scsitgt__io_done_complete_cmd(struct scsitgt__cmd *cmd, struct scsitgt_io *io,

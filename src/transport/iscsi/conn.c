@@ -68,6 +68,7 @@ static const struct scsitgt__iscsi_rx_ops conn_rx_ops = {
 };
 
 static void conn_timer_cb(uv_timer_t *t);
+static void conn_tx_cache_drop(struct scsitgt__iscsi_conn *conn);
 
 static void conn_free_raw(uv_handle_t *h)
 {
@@ -141,6 +142,7 @@ static void conn_free(struct scsitgt__iscsi_conn *conn)
 	if (conn->sess)
 		scsitgt__iscsi_sess_conn_gone(conn->sess, conn);
 	scsitgt__iscsi_rx_destroy(&conn->rx);
+	conn_tx_cache_drop(conn);
 	scsitgt__list_remove(&conn->node);
 	free(conn);
 	scsitgt__iscsi_portal_conn_gone(portal);
@@ -257,6 +259,55 @@ void scsitgt__iscsi_conn_fill_sn(struct scsitgt__iscsi_conn *conn, uint8_t *bhs,
 	}
 }
 
+/* Capacity of the batches a connection recycles: a read's Data-In + SCSI Response fit. */
+#define CONN_TX_CACHE_CAP 4u
+/* How many it keeps at most. */
+#define CONN_TX_CACHE_MAX 64u
+
+struct scsitgt__iscsi_tx *scsitgt__iscsi_conn_tx_get(struct scsitgt__iscsi_conn *conn,
+						     unsigned int cap)
+{
+	struct scsitgt__iscsi_tx *tx = conn->tx_cache;
+	struct iovec *iov;
+
+	if (cap > CONN_TX_CACHE_CAP)
+		return scsitgt__iscsi_tx_create(cap);
+	if (tx == NULL)
+		return scsitgt__iscsi_tx_create(CONN_TX_CACHE_CAP);
+	conn->tx_cache = tx->next;
+	conn->tx_cache_n--;
+	iov = tx->iov;
+	memset(tx, 0, sizeof(*tx));
+	tx->cap = CONN_TX_CACHE_CAP;
+	tx->iov = iov;
+	return tx;
+}
+
+static void conn_tx_put(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx)
+{
+	if (tx->cap != CONN_TX_CACHE_CAP || conn->tx_cache_n >= CONN_TX_CACHE_MAX ||
+	    conn->state == SCSITGT__CONN_CLOSING) {
+		scsitgt__iscsi_tx_destroy(tx);
+		return;
+	}
+	free(tx->owned);
+	tx->owned = NULL;
+	tx->next = conn->tx_cache;
+	conn->tx_cache = tx;
+	conn->tx_cache_n++;
+}
+
+static void conn_tx_cache_drop(struct scsitgt__iscsi_conn *conn)
+{
+	while (conn->tx_cache) {
+		struct scsitgt__iscsi_tx *tx = conn->tx_cache;
+
+		conn->tx_cache = tx->next;
+		scsitgt__iscsi_tx_destroy(tx);
+	}
+	conn->tx_cache_n = 0;
+}
+
 void scsitgt__iscsi_conn_tx_complete(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx,
 				     int status)
 {
@@ -265,7 +316,7 @@ void scsitgt__iscsi_conn_tx_complete(struct scsitgt__iscsi_conn *conn, struct sc
 	conn->tx_pending--;
 	if (tx->done)
 		tx->done(tx, status);
-	scsitgt__iscsi_tx_destroy(tx);
+	conn_tx_put(conn, tx);
 	if (close_after && status == 0)
 		scsitgt__iscsi_conn_close(conn, conn->state == SCSITGT__CONN_LOGGED_OUT
 							? "logged out"
@@ -288,7 +339,7 @@ void scsitgt__iscsi_conn_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 int scsitgt__iscsi_conn_send_simple(struct scsitgt__iscsi_conn *conn, const uint8_t *bhs,
 				    const void *data, uint32_t len, bool close_after)
 {
-	struct scsitgt__iscsi_tx *tx = scsitgt__iscsi_tx_create(1);
+	struct scsitgt__iscsi_tx *tx = scsitgt__iscsi_conn_tx_get(conn, 1);
 	uint8_t *copy = NULL;
 	uint8_t *h;
 

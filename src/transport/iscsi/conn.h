@@ -71,6 +71,9 @@ struct scsitgt_portal {
 	struct scsitgt__deferred done_d;
 };
 
+/* Buckets of a connection's ITT index (a power of two). */
+#define SCSITGT__ISCSI_ITT_BUCKETS 256u
+
 enum scsitgt__iscsi_conn_state {
 	SCSITGT__CONN_LOGIN,
 	SCSITGT__CONN_FFP,
@@ -114,6 +117,8 @@ struct scsitgt__iscsi_conn {
 	uint32_t max_xmit_dsl;
 	struct scsitgt__list tasks; /* struct scsitgt__iscsi_task, SCSI commands */
 	unsigned int ntasks;
+	/* The same tasks by ITT (chained through task->itt_next), for O(1) lookup. */
+	struct scsitgt__iscsi_task *itt_hash[SCSITGT__ISCSI_ITT_BUCKETS];
 	uint32_t next_ttt;
 	struct scsitgt__iscsi_text_xchg text;
 	uv_timer_t timer;
@@ -122,6 +127,9 @@ struct scsitgt__iscsi_conn {
 	uint32_t nop_ttt;
 	bool async_logout_sent;
 	unsigned int tx_pending; /* batches given to the data mover, not done yet */
+	/* Small batches kept for reuse (scsitgt__iscsi_conn_tx_get), chained by next. */
+	struct scsitgt__iscsi_tx *tx_cache;
+	unsigned int tx_cache_n;
 	unsigned int refs;	 /* timer + data mover */
 	bool dm_closing;
 	bool freed;
@@ -181,6 +189,7 @@ struct scsitgt__iscsi_task {
 	uint32_t r2t_sn;
 	unsigned int r2t_outstanding;
 	unsigned int r2t_max;
+	struct scsitgt__iscsi_task *itt_next; /* conn->itt_hash chain */
 	struct scsitgt__iscsi_r2t r2t[];
 };
 
@@ -226,6 +235,9 @@ void scsitgt__iscsi_conn_close(struct scsitgt__iscsi_conn *conn, const char *why
 /* The data mover finished a batch (written: 0; dropped: < 0); frees it. */
 void scsitgt__iscsi_conn_tx_complete(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx,
 				     int status);
+/* A batch for up to @cap PDUs, from the connection's free list when small. */
+struct scsitgt__iscsi_tx *scsitgt__iscsi_conn_tx_get(struct scsitgt__iscsi_conn *conn,
+						     unsigned int cap);
 /* Seal and send a batch with the connection's digests. */
 void scsitgt__iscsi_conn_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx);
 /* Fill StatSN, ExpCmdSN and MaxCmdSN of a target PDU; @advance consumes a StatSN. */

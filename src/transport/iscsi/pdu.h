@@ -185,6 +185,8 @@ struct scsitgt__iscsi_tx {
 	struct iovec *iov;	/* 3 * cap entries, filled by seal */
 	int iovcnt;
 	size_t bytes;
+	/* Owned by the data mover between xmit and done (its output queue). */
+	struct scsitgt__iscsi_tx *next;
 	struct scsitgt__iscsi_tx_pdu pdus[];
 };
 

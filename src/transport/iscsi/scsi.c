@@ -21,15 +21,38 @@ static struct scsitgt__iscsi_task *task_of(struct scsitgt__cmd *cmd)
 	return scsitgt__cmd_fabric_priv(cmd);
 }
 
+static uint32_t itt_bucket(uint32_t itt)
+{
+	/* Fibonacci hashing: initiators hand out ITTs in sequence; spread them anyway. */
+	return (itt * 0x9e3779b1u) >> 24;
+}
+
+_Static_assert(SCSITGT__ISCSI_ITT_BUCKETS == 256, "itt_bucket() keeps the top 8 bits");
+
+static void task_index_add(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_task *task)
+{
+	struct scsitgt__iscsi_task **head = &conn->itt_hash[itt_bucket(task->itt)];
+
+	task->itt_next = *head;
+	*head = task;
+}
+
+static void task_index_del(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_task *task)
+{
+	struct scsitgt__iscsi_task **link = &conn->itt_hash[itt_bucket(task->itt)];
+
+	while (*link && *link != task)
+		link = &(*link)->itt_next;
+	if (*link)
+		*link = task->itt_next;
+	task->itt_next = NULL;
+}
+
 struct scsitgt__iscsi_task *scsitgt__iscsi_task_find(struct scsitgt__iscsi_conn *conn, uint32_t itt)
 {
-	struct scsitgt__list *pos;
+	struct scsitgt__iscsi_task *t;
 
-	/* Newest first: Data-Out usually answers a recent command. */
-	for (pos = conn->tasks.prev; pos != &conn->tasks; pos = pos->prev) {
-		struct scsitgt__iscsi_task *t =
-			scsitgt__container_of(pos, struct scsitgt__iscsi_task, node);
-
+	for (t = conn->itt_hash[itt_bucket(itt)]; t; t = t->itt_next) {
 		if (t->itt == itt)
 			return t;
 	}
@@ -55,6 +78,7 @@ static void task_destroy(struct scsitgt__iscsi_task *task)
 	task_release_slot(task);
 	if (task->conn) {
 		scsitgt__list_remove(&task->node);
+		task_index_del(task->conn, task);
 		task->conn->ntasks--;
 		task->conn = NULL;
 	}
@@ -311,8 +335,7 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 	if (scsitgt__cmd_create(&cmd, sess->core,
 				sizeof(*task) + r2t_max * sizeof(struct scsitgt__iscsi_r2t)) < 0)
 		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_OUT_OF_RESOURCES);
-	task = task_of(cmd);
-	memset(task, 0, sizeof(*task) + r2t_max * sizeof(struct scsitgt__iscsi_r2t));
+	task = task_of(cmd); /* zeroed by scsitgt__cmd_create() */
 	task->cmd = cmd;
 	task->conn = conn;
 	task->itt = itt;
@@ -325,6 +348,7 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 	memcpy(task->lun, &h[ISCSI_BHS_LUN], 8);
 	scsitgt__list_init(&task->sn_node);
 	scsitgt__list_add_tail(&conn->tasks, &task->node);
+	task_index_add(conn, task);
 	conn->ntasks++;
 
 	/* An over-long CDB (cdb_len > SCSITGT__CDB_MAX) is refused by setup. */
@@ -546,7 +570,7 @@ struct scsitgt__iscsi_tx *scsitgt__iscsi_build_response(struct scsitgt__iscsi_co
 	/* RFC 7143 §11.7.2: status may ride on the last Data-In only without sense data. */
 	collapse = send > 0 && cmd->sense_len == 0;
 	npdus = send ? (send + seg - 1) / seg + send / burst + 1 : 0;
-	tx = scsitgt__iscsi_tx_create(npdus + 1);
+	tx = scsitgt__iscsi_conn_tx_get(conn, npdus + 1);
 	if (tx == NULL)
 		return NULL;
 	while (off < send) {
@@ -670,6 +694,7 @@ void scsitgt__iscsi_tasks_release(struct scsitgt__iscsi_conn *conn)
 			task_release_slot(t);
 			t->state = SCSITGT__TASK_ABORTED;
 			scsitgt__list_remove(&t->node);
+			task_index_del(conn, t);
 			scsitgt__list_remove(&t->sn_node);
 			conn->ntasks--;
 			t->conn = NULL;

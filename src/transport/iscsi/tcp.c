@@ -2,7 +2,15 @@
 /*
  * The TCP data mover (uv_tcp_t): large reads that may hold several PDUs, payload read
  * straight into the command buffer when the receiver is inside a data segment bound for one,
- * and one uv_write (writev) per batch of PDUs with their digests.
+ * and coalesced output.
+ *
+ * Output: xmit() only queues a batch. The queue is written with one writev for every batch
+ * that became ready in this loop iteration: at the end of the read callback (the responses
+ * of every PDU of that read), and from a uv_prepare handle for batches queued elsewhere
+ * (timers, backend completions), which runs before the loop can block. uv_try_write() goes
+ * first; only what the kernel did not take goes to one uv_write() (the payloads are never
+ * copied), and the queue waits for its callback. Writing without a uv_write request in the
+ * common case also keeps libuv from re-arming the socket in epoll after every write.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,64 +22,254 @@
 #define TCP_RBUF_SIZE (256u * 1024u)
 /* Payload remainders at least this long are read in place rather than copied. */
 #define TCP_DIRECT_MIN 2048u
+/* One writev takes at most this many iovecs (IOV_MAX is 1024 on Linux) ... */
+#define TCP_BATCH_IOV 512u
+/* ... and stops adding batches once it holds this many bytes. */
+#define TCP_BATCH_BYTES (4u * 1024u * 1024u)
 
 struct tcp_conn {
 	uv_tcp_t handle;
+	uv_prepare_t flusher; /* flushes batches queued outside the read callback */
 	struct scsitgt__iscsi_conn *conn;
 	uint8_t *rbuf;
+	/* Batches not handed to the kernel yet, oldest first. */
+	struct scsitgt__iscsi_tx *outq;
+	struct scsitgt__iscsi_tx **outq_tail;
+	/* The one uv_write in flight, with the batches it carries (in order). */
+	uv_write_t wr;
+	struct scsitgt__iscsi_tx *wr_txs;
+	bool wr_busy;
+	bool in_read;  /* inside tcp_read: it flushes at its end */
+	bool flushing; /* completions may queue more; no recursion */
 	bool closing;
+	unsigned int close_written; /* head batches the last write at close took whole */
+	unsigned int handles;	    /* open uv handles; freed at 0 */
 };
 
-struct tcp_write {
-	uv_write_t req;
-	struct tcp_conn *tc;
-	struct scsitgt__iscsi_tx *tx;
-	uv_buf_t bufs[];
-};
+static void tcp_outq_init(struct tcp_conn *tc)
+{
+	tc->outq = NULL;
+	tc->outq_tail = &tc->outq;
+}
+
+/* Finish a chain of batches (linked by next) in order. */
+static void tcp_complete_chain(struct tcp_conn *tc, struct scsitgt__iscsi_tx *tx, int status)
+{
+	while (tx) {
+		struct scsitgt__iscsi_tx *next = tx->next;
+
+		tx->next = NULL;
+		scsitgt__iscsi_conn_tx_complete(tc->conn, tx, status);
+		tx = next;
+	}
+}
+
+static void tcp_flush(struct tcp_conn *tc);
 
 static void tcp_write_cb(uv_write_t *req, int status)
 {
-	struct tcp_write *wr = req->data;
-	struct tcp_conn *tc = wr->tc;
+	struct tcp_conn *tc = req->data;
+	struct scsitgt__iscsi_tx *txs = tc->wr_txs;
 
-	scsitgt__iscsi_conn_tx_complete(tc->conn, wr->tx, status);
-	free(wr);
-	if (status < 0 && !tc->closing)
-		scsitgt__iscsi_conn_dm_error(tc->conn, status);
+	tc->wr_txs = NULL;
+	tc->wr_busy = false;
+	tcp_complete_chain(tc, txs, status);
+	if (status < 0) {
+		if (!tc->closing)
+			scsitgt__iscsi_conn_dm_error(tc->conn, status);
+		return;
+	}
+	tcp_flush(tc);
+}
+
+/*
+ * Gather up to TCP_BATCH_IOV iovecs from the head of the queue, always at least one whole
+ * batch. Returns the number of buffers and sets *ntx to the number of batches and *total to
+ * their bytes; *big is set when the head batch alone has more iovecs than fit.
+ */
+static unsigned int tcp_gather(struct tcp_conn *tc, uv_buf_t *bufs, unsigned int *ntx,
+			       size_t *total, bool *big)
+{
+	unsigned int nb = 0;
+
+	*ntx = 0;
+	*total = 0;
+	*big = false;
+	for (struct scsitgt__iscsi_tx *tx = tc->outq; tx; tx = tx->next) {
+		if ((unsigned int)tx->iovcnt > TCP_BATCH_IOV) {
+			*big = *ntx == 0;
+			break;
+		}
+		if (nb + (unsigned int)tx->iovcnt > TCP_BATCH_IOV || *total >= TCP_BATCH_BYTES)
+			break;
+		for (int i = 0; i < tx->iovcnt; i++) {
+			bufs[nb++] = uv_buf_init(tx->iov[i].iov_base,
+						 (unsigned int)tx->iov[i].iov_len);
+		}
+		*total += tx->bytes;
+		(*ntx)++;
+	}
+	return nb;
+}
+
+/* Take the first @n batches off the queue; returns them as a chain. */
+static struct scsitgt__iscsi_tx *tcp_dequeue(struct tcp_conn *tc, unsigned int n)
+{
+	struct scsitgt__iscsi_tx *head = tc->outq, **link = &tc->outq;
+
+	while (n--)
+		link = &(*link)->next;
+	tc->outq = *link;
+	*link = NULL;
+	if (tc->outq == NULL)
+		tc->outq_tail = &tc->outq;
+	return head;
+}
+
+/* Hand the unwritten rest of @chain (after @skip bytes) to uv_write. */
+static int tcp_write_rest(struct tcp_conn *tc, struct scsitgt__iscsi_tx *chain, size_t skip)
+{
+	uv_buf_t small[TCP_BATCH_IOV];
+	uv_buf_t *bufs = small;
+	unsigned int nb = 0, cap = TCP_BATCH_IOV;
+	int rc;
+
+	/* A batch above TCP_BATCH_IOV iovecs travels alone; size its array. */
+	if (chain->next == NULL && (unsigned int)chain->iovcnt > cap) {
+		cap = (unsigned int)chain->iovcnt;
+		bufs = malloc(cap * sizeof(*bufs));
+		if (bufs == NULL)
+			return -ENOMEM;
+	}
+	for (struct scsitgt__iscsi_tx *tx = chain; tx; tx = tx->next) {
+		for (int i = 0; i < tx->iovcnt; i++) {
+			size_t len = tx->iov[i].iov_len;
+			char *base = tx->iov[i].iov_base;
+
+			if (skip >= len) {
+				skip -= len;
+				continue;
+			}
+			bufs[nb++] = uv_buf_init(base + skip, (unsigned int)(len - skip));
+			skip = 0;
+		}
+	}
+	tc->wr.data = tc;
+	tc->wr_txs = chain;
+	tc->wr_busy = true;
+	/* libuv copies the buffer array; the payloads stay where they are. */
+	rc = uv_write(&tc->wr, (uv_stream_t *)&tc->handle, bufs, nb, tcp_write_cb);
+	if (bufs != small)
+		free(bufs);
+	if (rc < 0) {
+		tc->wr_txs = NULL;
+		tc->wr_busy = false;
+	}
+	return rc;
+}
+
+static void tcp_fail_output(struct tcp_conn *tc, struct scsitgt__iscsi_tx *chain, int rc)
+{
+	tcp_complete_chain(tc, chain, rc);
+	if (!tc->closing)
+		scsitgt__iscsi_conn_dm_error(tc->conn, rc);
+}
+
+static void tcp_flush(struct tcp_conn *tc)
+{
+	uv_buf_t bufs[TCP_BATCH_IOV];
+
+	if (tc->flushing)
+		return;
+	tc->flushing = true;
+	while (tc->outq && !tc->wr_busy && !tc->closing) {
+		struct scsitgt__iscsi_tx *chain, *tx;
+		unsigned int ntx, nb;
+		size_t total;
+		ssize_t n;
+		bool big;
+		int rc;
+
+		nb = tcp_gather(tc, bufs, &ntx, &total, &big);
+		if (big) {
+			/* Too many iovecs for one writev: let libuv write it in steps. */
+			chain = tcp_dequeue(tc, 1);
+			rc = tcp_write_rest(tc, chain, 0);
+			if (rc < 0)
+				tcp_fail_output(tc, chain, rc);
+			break;
+		}
+		n = uv_try_write((uv_stream_t *)&tc->handle, bufs, nb);
+		if (n == UV_EAGAIN)
+			n = 0;
+		chain = tcp_dequeue(tc, ntx);
+		if (n < 0) {
+			tcp_fail_output(tc, chain, (int)n);
+			break;
+		}
+		/* Batches the kernel took whole are done; the rest goes to uv_write. */
+		while (chain && (size_t)n >= chain->bytes) {
+			tx = chain;
+			chain = chain->next;
+			n -= (ssize_t)tx->bytes;
+			tx->next = NULL;
+			scsitgt__iscsi_conn_tx_complete(tc->conn, tx, 0);
+		}
+		if (chain == NULL)
+			continue;
+		if (tc->closing) {
+			/* A completion closed the connection: the rest is dropped. */
+			tcp_complete_chain(tc, chain, -ECANCELED);
+			break;
+		}
+		rc = tcp_write_rest(tc, chain, (size_t)n);
+		if (rc < 0)
+			tcp_fail_output(tc, chain, rc);
+	}
+	tc->flushing = false;
+	if (tc->outq == NULL || tc->wr_busy || tc->closing)
+		uv_prepare_stop(&tc->flusher);
+}
+
+static void tcp_flusher_cb(uv_prepare_t *p)
+{
+	tcp_flush(p->data);
 }
 
 static void tcp_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx)
 {
 	struct tcp_conn *tc = conn->dm_ctx;
-	struct tcp_write *wr;
-	int rc;
 
-	wr = malloc(sizeof(*wr) + (size_t)tx->iovcnt * sizeof(uv_buf_t));
-	if (wr == NULL) {
-		scsitgt__iscsi_conn_tx_complete(conn, tx, -ENOMEM);
-		scsitgt__iscsi_conn_dm_error(conn, -ENOMEM);
-		return;
-	}
-	wr->tc = tc;
-	wr->tx = tx;
-	wr->req.data = wr;
-	for (int i = 0; i < tx->iovcnt; i++)
-		wr->bufs[i] = uv_buf_init(tx->iov[i].iov_base, (unsigned int)tx->iov[i].iov_len);
-	rc = uv_write(&wr->req, (uv_stream_t *)&tc->handle, wr->bufs, (unsigned int)tx->iovcnt,
-		      tcp_write_cb);
-	if (rc < 0) {
-		free(wr);
-		scsitgt__iscsi_conn_tx_complete(conn, tx, rc);
-		scsitgt__iscsi_conn_dm_error(conn, rc);
-	}
+	tx->next = NULL;
+	*tc->outq_tail = tx;
+	tc->outq_tail = &tx->next;
+	/* The read callback flushes when it ends; anything else waits for the prepare phase. */
+	if (!tc->in_read && !tc->wr_busy)
+		uv_prepare_start(&tc->flusher, tcp_flusher_cb);
 }
 
-static void tcp_closed(uv_handle_t *h)
+static void tcp_handle_closed(uv_handle_t *h)
 {
 	struct tcp_conn *tc = h->data;
 
-	if (tc->conn)
+	if (--tc->handles)
+		return;
+	if (tc->conn) {
+		struct scsitgt__iscsi_tx *chain = tc->outq;
+
+		tcp_outq_init(tc);
+		while (chain) {
+			struct scsitgt__iscsi_tx *tx = chain;
+
+			chain = chain->next;
+			tx->next = NULL;
+			scsitgt__iscsi_conn_tx_complete(tc->conn, tx,
+							tc->close_written ? 0 : -ECANCELED);
+			if (tc->close_written)
+				tc->close_written--;
+		}
 		scsitgt__iscsi_conn_dm_closed(tc->conn);
+	}
 	free(tc->rbuf);
 	free(tc);
 }
@@ -82,9 +280,31 @@ static void tcp_close(struct scsitgt__iscsi_conn *conn)
 
 	if (tc->closing)
 		return;
+	/*
+	 * Last chance for what is queued (a Reject before the drop, say): one non-blocking
+	 * write, as an immediate uv_write would have done. Batches it took whole are finished
+	 * as written once the handles are closed; the rest is dropped then.
+	 */
+	if (tc->outq && !tc->wr_busy && !tc->flushing) {
+		uv_buf_t bufs[TCP_BATCH_IOV];
+		unsigned int ntx, nb;
+		size_t total;
+		bool big;
+		ssize_t n;
+
+		nb = tcp_gather(tc, bufs, &ntx, &total, &big);
+		n = nb ? uv_try_write((uv_stream_t *)&tc->handle, bufs, nb) : 0;
+		for (struct scsitgt__iscsi_tx *tx = tc->outq; tx && n > 0 && (size_t)n >= tx->bytes;
+		     tx = tx->next) {
+			n -= (ssize_t)tx->bytes;
+			tc->close_written++;
+		}
+	}
 	tc->closing = true;
 	uv_read_stop((uv_stream_t *)&tc->handle);
-	uv_close((uv_handle_t *)&tc->handle, tcp_closed);
+	uv_prepare_stop(&tc->flusher);
+	uv_close((uv_handle_t *)&tc->flusher, tcp_handle_closed);
+	uv_close((uv_handle_t *)&tc->handle, tcp_handle_closed);
 }
 
 static const struct scsitgt__iscsi_dm_ops tcp_dm_ops = {
@@ -120,15 +340,14 @@ static void tcp_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		scsitgt__iscsi_conn_dm_error(tc->conn, (int)nread);
 		return;
 	}
+	tc->in_read = true;
 	if ((uint8_t *)buf->base == tc->rbuf)
 		scsitgt__iscsi_conn_recv(tc->conn, tc->rbuf, (size_t)nread);
 	else
 		scsitgt__iscsi_conn_recv_direct(tc->conn, (size_t)nread);
-}
-
-static void tcp_reject_closed(uv_handle_t *h)
-{
-	free(h->data);
+	tc->in_read = false;
+	/* Every response this read produced, in one writev. */
+	tcp_flush(tc);
 }
 
 int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal)
@@ -141,15 +360,23 @@ int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal)
 	tc = calloc(1, sizeof(*tc));
 	if (tc == NULL)
 		return -ENOMEM;
+	tcp_outq_init(tc);
 	tc->handle.data = tc;
+	tc->flusher.data = tc;
 	rc = uv_tcp_init(portal->ie->engine->loop, &tc->handle);
 	if (rc < 0) {
 		free(tc);
 		return rc;
 	}
-	tc->rbuf = malloc(TCP_RBUF_SIZE);
-	rc = tc->rbuf ? uv_accept((uv_stream_t *)&portal->listener, (uv_stream_t *)&tc->handle)
-		      : -ENOMEM;
+	tc->handles = 1;
+	rc = uv_prepare_init(portal->ie->engine->loop, &tc->flusher);
+	if (rc == 0)
+		tc->handles++;
+	tc->rbuf = rc == 0 ? malloc(TCP_RBUF_SIZE) : NULL;
+	if (rc == 0)
+		rc = tc->rbuf ? uv_accept((uv_stream_t *)&portal->listener,
+					  (uv_stream_t *)&tc->handle)
+			      : -ENOMEM;
 	if (rc == 0 && portal->closing)
 		rc = -ESHUTDOWN;
 	if (rc == 0) {
@@ -165,13 +392,14 @@ int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal)
 		rc = uv_read_start((uv_stream_t *)&tc->handle, tcp_alloc, tcp_read);
 	if (rc < 0) {
 		if (tc->conn) {
-			/* The connection owns the handle now; it closes it. */
+			/* The connection owns the handles now; it closes them. */
 			scsitgt__iscsi_conn_close(tc->conn, "cannot start reading");
 			return rc;
 		}
-		free(tc->rbuf);
-		tc->rbuf = NULL;
-		uv_close((uv_handle_t *)&tc->handle, tcp_reject_closed);
+		tc->closing = true;
+		if (tc->handles == 2)
+			uv_close((uv_handle_t *)&tc->flusher, tcp_handle_closed);
+		uv_close((uv_handle_t *)&tc->handle, tcp_handle_closed);
 		return rc;
 	}
 	return 0;

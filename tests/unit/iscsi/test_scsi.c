@@ -277,6 +277,72 @@ static void test_cmdsn_nop_reject(void **state)
 	h_fini(&h);
 }
 
+/*
+ * The connection finds tasks by ITT through an index: with more tasks in flight than it has
+ * buckets, every Data-Out still reaches its own task, a reused ITT is refused while its task
+ * lives (RFC 7143 §11.17.1, Task in progress) and accepted again once the task is gone.
+ */
+static void test_itt_index(void **state)
+{
+	enum { NTASKS = 300 };
+	uint8_t bhs[ISCSI_BHS_LEN], blk[512];
+	uint32_t itts[NTASKS], ttts[NTASKS];
+	struct harness h;
+	struct h_pdu *r;
+
+	(void)state;
+	assert_int_equal(h_init(&h, true), 0);
+	assert_int_equal(h_login(&h, "Normal"), 0);
+	memset(blk, 0x5a, sizeof(blk));
+	/* Immediate writes (outside the CmdSN window), each waiting for its Data-Out. */
+	for (unsigned int i = 0; i < NTASKS; i++) {
+		cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 512, 0x2a, i, 1);
+		bhs[ISCSI_BHS_OPCODE] |= ISCSI_FLAG_IMMEDIATE;
+		put_be32(&bhs[ISCSI_BHS_CMDSN], h.cmd_sn - 1);
+		h.cmd_sn--;
+		/* Sparse, colliding tags: multiples of 256 plus a few low bits. */
+		itts[i] = (i << 8) | (i & 3);
+		put_be32(&bhs[ISCSI_BHS_ITT], itts[i]);
+		h_send(&h, bhs, NULL, 0);
+		r = h_take(&h);
+		assert_non_null(r);
+		assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_R2T);
+		assert_int_equal(scsitgt__bhs_itt(r->bhs), itts[i]);
+		ttts[i] = get_be32(&r->bhs[ISCSI_BHS_TTT]);
+	}
+	assert_int_equal(h.conn->ntasks, NTASKS);
+	/* A new command with the ITT of a live task: Reject, Task in progress. */
+	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL, 0, 0x00, 0, 0);
+	put_be32(&bhs[ISCSI_BHS_ITT], itts[NTASKS / 2]);
+	h_send(&h, bhs, NULL, 0);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_REJECT);
+	assert_int_equal(r->bhs[ISCSI_REJECT_REASON], ISCSI_REJECT_TASK_IN_PROGRESS);
+	h.cmd_sn--; /* the rejected command did not take its CmdSN */
+	assert_int_equal(h.conn->ntasks, NTASKS);
+	/* Data-Out in reverse order: each completes its own command. */
+	for (unsigned int k = NTASKS; k-- > 0;) {
+		data_out(&h, itts[k], ttts[k], 0, 0, blk, sizeof(blk), true);
+		h_pump(&h);
+		r = h_take(&h);
+		assert_non_null(r);
+		assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_SCSI_RSP);
+		assert_int_equal(scsitgt__bhs_itt(r->bhs), itts[k]);
+		assert_int_equal(r->bhs[ISCSI_RSP_STATUS], 0x00);
+	}
+	assert_int_equal(h.conn->ntasks, 0);
+	/* The tag is free again. */
+	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL, 0, 0x00, 0, 0);
+	put_be32(&bhs[ISCSI_BHS_ITT], itts[NTASKS / 2]);
+	h_send(&h, bhs, NULL, 0);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_SCSI_RSP);
+	assert_int_equal(scsitgt__bhs_itt(r->bhs), itts[NTASKS / 2]);
+	h_fini(&h);
+}
+
 static void test_tmf_logout(void **state)
 {
 	uint8_t bhs[ISCSI_BHS_LEN];
@@ -356,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_residuals_and_sense),
 		cmocka_unit_test(test_cmdsn_nop_reject),
 		cmocka_unit_test(test_tmf_logout),
+		cmocka_unit_test(test_itt_index),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
