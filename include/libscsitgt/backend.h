@@ -29,9 +29,19 @@ enum scsitgt_io_type {
 	SCSITGT_IO_WRITE = 1,
 	/** Make every completed write durable. Optional: without it a FLUSH is a no-op. */
 	SCSITGT_IO_FLUSH = 2,
-	/** Deallocate the range; later reads return zeros if the geometry says LBPRZ. Optional. */
+	/**
+	 * Deallocate the range; later reads return zeros if the geometry says LBPRZ. Optional:
+	 * without it a LUN cannot be thin (SCSITGT_LUN_THIN is refused), and WRITE SAME with
+	 * UNMAP on a fully provisioned LUN writes the data instead (SBC-4 §5.48: the device
+	 * server may write rather than unmap).
+	 */
 	SCSITGT_IO_UNMAP = 3,
-	/** Write zeros to the range without a data buffer. Optional: emulated with writes. */
+	/**
+	 * Write zeros to the range without a data buffer. Optional: when the backend does not
+	 * support it, the core emulates it (WRITE SAME of a zero block, and unmapping requests
+	 * it cannot pass on) with WRITE ios of at most 1 MiB each, issued one after another
+	 * from one bounded zeroed buffer.
+	 */
 	SCSITGT_IO_WRITE_ZEROES = 4,
 };
 
@@ -109,6 +119,24 @@ struct scsitgt_backend_ops {
 	 * @return true if submit() handles @p type.
 	 */
 	bool (*supports)(void *bctx, enum scsitgt_io_type type);
+	/**
+	 * The provisioning status of the blocks from @p lba on (SBC-4 §5.17 GET LBA STATUS).
+	 * Optional, may be NULL: then every block counts as mapped. Appended to the table after
+	 * the first release; backends compiled with the older, shorter table leave it NULL.
+	 *
+	 * Synchronous: it is called on the home loop and must answer from what the backend knows
+	 * at once (an allocation map, SEEK_DATA/SEEK_HOLE); a backend whose answer needs a slow
+	 * query should leave it NULL.
+	 *
+	 * @param bctx           The backend context.
+	 * @param lba            First block asked about (below the capacity).
+	 * @param num_blocks_out Receives how many blocks from @p lba on (at least 1) share one
+	 *                       status; the backend may stop early, the core asks again.
+	 * @param mapped_out     Receives true for mapped blocks, false for deallocated ones.
+	 * @return 0, or a negative errno mapped as for scsitgt_io_complete().
+	 */
+	int (*get_lba_status)(void *bctx, uint64_t lba, uint64_t *num_blocks_out,
+			      bool *mapped_out);
 };
 
 /**

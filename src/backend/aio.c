@@ -1087,6 +1087,52 @@ static bool aio_supports(void *bctx, enum scsitgt_io_type type)
 	return false;
 }
 
+/*
+ * GET LBA STATUS (SBC-4 §5.17) from the file's holes: SEEK_DATA/SEEK_HOLE. A block is
+ * deallocated only when all of it lies in a hole. Block devices, and file systems without
+ * hole reporting, answer "mapped".
+ */
+static int aio_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out,
+			      bool *mapped_out)
+{
+	const struct aio_ctx *ac = bctx;
+	uint64_t rest, bs = ac->block_size;
+	off_t off, data, hole;
+
+	if (lba >= ac->num_blocks) {
+		return -EINVAL;
+	}
+	rest = ac->num_blocks - lba;
+	*num_blocks_out = rest;
+	*mapped_out = true;
+	if (ac->blockdev || lba > (uint64_t)INT64_MAX / bs) {
+		return 0;
+	}
+	off = (off_t)(lba * bs);
+	data = lseek(ac->fd, off, SEEK_DATA);
+	if (data < 0) {
+		/* ENXIO: no data from off to the end of the file. */
+		if (errno == ENXIO) {
+			*mapped_out = false;
+		}
+		return 0;
+	}
+	if ((uint64_t)(data - off) >= bs) {
+		uint64_t n = (uint64_t)(data - off) / bs;
+
+		*mapped_out = false;
+		*num_blocks_out = n < rest ? n : rest;
+		return 0;
+	}
+	hole = lseek(ac->fd, off, SEEK_HOLE);
+	if (hole > off) {
+		uint64_t n = ((uint64_t)(hole - off) + bs - 1) / bs;
+
+		*num_blocks_out = n < rest ? n : rest;
+	}
+	return 0;
+}
+
 static const struct scsitgt_backend_ops aio_ops = {
 	.size = sizeof(struct scsitgt_backend_ops),
 	.name = "aio",
@@ -1095,6 +1141,7 @@ static const struct scsitgt_backend_ops aio_ops = {
 	.close = aio_close,
 	.submit = aio_submit,
 	.supports = aio_supports,
+	.get_lba_status = aio_get_lba_status,
 };
 
 SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_aio_ops(void)

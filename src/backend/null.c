@@ -101,6 +101,21 @@ static bool null_supports(void *bctx, enum scsitgt_io_type type)
 	return false;
 }
 
+/* GET LBA STATUS: nothing is ever stored, and every block reads as zeros (LBPRZ), so on a
+ * thin LUN every block is honestly deallocated. (Fully provisioned LUNs never ask.) */
+static int null_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out,
+			       bool *mapped_out)
+{
+	const struct null_ctx *nc = bctx;
+
+	if (lba >= nc->num_blocks) {
+		return -EINVAL;
+	}
+	*num_blocks_out = nc->num_blocks - lba;
+	*mapped_out = false;
+	return 0;
+}
+
 static const struct scsitgt_backend_ops null_ops = {
 	.size = sizeof(struct scsitgt_backend_ops),
 	.name = "null",
@@ -109,6 +124,7 @@ static const struct scsitgt_backend_ops null_ops = {
 	.close = null_close,
 	.submit = null_submit,
 	.supports = null_supports,
+	.get_lba_status = null_get_lba_status,
 };
 
 SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_null_ops(void)

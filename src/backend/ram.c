@@ -462,6 +462,45 @@ static bool ram_supports(void *bctx, enum scsitgt_io_type type)
 	return false;
 }
 
+/*
+ * GET LBA STATUS (SBC-4 §5.17): blocks in an allocated chunk are mapped, the others
+ * deallocated. The answer has chunk granularity: a chunk partly unmapped (zeroed) stays
+ * mapped until all of it is zero, which SBC-4 §4.7.4.5 allows (an LBA may stay mapped).
+ */
+static int ram_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out,
+			      bool *mapped_out)
+{
+	const struct ram_ctx *rc = bctx;
+	uint64_t off, c, end_c, last_c, span = 1;
+	bool mapped;
+
+	if (lba >= rc->num_blocks) {
+		return -EINVAL;
+	}
+	off = lba * rc->block_size;
+	c = off >> RAM_CHUNK_SHIFT;
+	last_c = (rc->bytes - 1) >> RAM_CHUNK_SHIFT;
+	mapped = ram_chunk_find_span(rc, c, &span) != NULL;
+	/* Extend over the following chunks of the same status. */
+	end_c = c + (mapped ? 1 : span);
+	while (end_c <= last_c) {
+		uint64_t s = 1;
+		bool m = ram_chunk_find_span(rc, end_c, &s) != NULL;
+
+		if (m != mapped) {
+			break;
+		}
+		end_c += m ? 1 : s;
+	}
+	if (end_c > last_c) {
+		*num_blocks_out = rc->num_blocks - lba;
+	} else {
+		*num_blocks_out = ((end_c << RAM_CHUNK_SHIFT) - off) / rc->block_size;
+	}
+	*mapped_out = mapped;
+	return 0;
+}
+
 static const struct scsitgt_backend_ops ram_ops = {
 	.size = sizeof(struct scsitgt_backend_ops),
 	.name = "ram",
@@ -470,6 +509,7 @@ static const struct scsitgt_backend_ops ram_ops = {
 	.close = ram_close,
 	.submit = ram_submit,
 	.supports = ram_supports,
+	.get_lba_status = ram_get_lba_status,
 };
 
 SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_ram_ops(void)

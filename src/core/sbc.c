@@ -10,6 +10,7 @@
 
 #include "core/cdb.h"
 #include "core/fabric.h"
+#include "core/range_lock.h"
 #include "core/scsi_spec.h"
 #include "util/be.h"
 
@@ -124,23 +125,48 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd)
 	return SCSITGT_SR_OK;
 }
 
-void scsitgt__sbc_rw(struct scsitgt__cmd *cmd)
+/* cmd->step_arg slot of the range lock token (range_lock.h) of READ and WRITE. */
+#define RW_TOKEN 3
+
+static void sbc_rw_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+			enum scsitgt__sense_reason reason)
+{
+	scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[RW_TOKEN]);
+	scsitgt__io_done_complete_cmd(cmd, io, reason);
+}
+
+static void sbc_rw_submit(struct scsitgt__cmd *cmd)
 {
 	struct iovec iov;
 	int rc;
 
-	/* SBC-4 READ (10): a TRANSFER LENGTH of zero transfers nothing and is not an error. */
-	if (cmd->nblocks == 0) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	if (cmd->state == SCSITGT__CMD_ABORTED) {
+		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[RW_TOKEN]);
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_ABORTED);
 		return;
 	}
 	iov.iov_base = cmd->buf;
 	iov.iov_len = cmd->xfer_len;
 	rc = scsitgt__io_submit(cmd, sbc_is_write(cmd->cdb[0]) ? SCSITGT_IO_WRITE : SCSITGT_IO_READ,
-				cmd->lba, cmd->nblocks, &iov, 1, cmd->io_flags,
-				scsitgt__io_done_complete_cmd);
+				cmd->lba, cmd->nblocks, &iov, 1, cmd->io_flags, sbc_rw_done);
 	/* After a successful submit the command may already be complete and gone. */
-	if (rc < 0)
+	if (rc < 0) {
+		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[RW_TOKEN]);
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+	}
+}
+
+void scsitgt__sbc_rw(struct scsitgt__cmd *cmd)
+{
+	/* SBC-4 READ (10): a TRANSFER LENGTH of zero transfers nothing and is not an error. */
+	if (cmd->nblocks == 0) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		return;
+	}
+	/* Counted (or, while COMPARE AND WRITE / WRITE ATOMIC hold ranges, locked shared) so
+	 * that those see this io whole or not at all (range_lock.h). */
+	if (!scsitgt__range_plain_begin(cmd, cmd->lba, cmd->nblocks, &cmd->step_arg[RW_TOKEN],
+					sbc_rw_submit))
 		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
 }
 

@@ -66,7 +66,9 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 							   cmd, (uint16_t)(UNMAP_HDR_LEN + i * 16 + 8), -1));
 			return;
 		}
-		if (lba >= lun->geo.num_blocks || n > lun->geo.num_blocks - lba) {
+		/* §5.30.2: only LBA + NUMBER past the capacity is out of range, so an empty
+		 * descriptor at the capacity itself is accepted. */
+		if (lba > lun->geo.num_blocks || n > lun->geo.num_blocks - lba) {
 			scsitgt__cmd_complete(cmd, SCSITGT_SR_LBA_OUT_OF_RANGE);
 			return;
 		}

@@ -3,6 +3,10 @@
  * SBC-4 §5.42-§5.44 WRITE AND VERIFY (10)/(12)/(16): write the blocks, then read them back from
  * the medium; with BYTCHK 01b also compare them with the Data-Out buffer. The write carries FUA
  * so the read-back checks the medium, not a volatile cache.
+ *
+ * SBC-4 §5.38-§5.40 VERIFY (10)/(12)/(16): read the range from the medium in bounded pieces;
+ * BYTCHK 00b only checks that it reads, 01b compares it with the Data-Out buffer, 11b compares
+ * every block with the single block of Data-Out.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,11 +15,13 @@
 
 #include "core/cdb.h"
 #include "core/fabric.h"
+#include "core/range_lock.h"
+#include "core/sbc_chunk.h"
 #include "core/scsi_spec.h"
 #include "util/be.h"
 
 /* cmd->step_arg slots used here. */
-enum { WV_BYTCHK = 0, WV_READBACK = 1 };
+enum { WV_BYTCHK = 0, WV_READBACK = 1, WV_TOKEN = 2 };
 
 enum scsitgt__sense_reason scsitgt__sbc_parse_write_verify(struct scsitgt__cmd *cmd)
 {
@@ -68,6 +74,7 @@ static void wv_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 
 	(void)io;
 	cmd->step_arg[WV_READBACK] = 0;
+	scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
 	if (reason == SCSITGT_SR_OK && cmd->step_arg[WV_BYTCHK]) {
 		for (uint32_t i = 0; i < cmd->xfer_len; i++) {
 			if (readback[i] != cmd->buf[i]) {
@@ -95,6 +102,8 @@ static void wv_write_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	uint8_t *readback;
 
 	(void)io;
+	if (reason != SCSITGT_SR_OK || cmd->state == SCSITGT__CMD_ABORTED)
+		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
 	if (reason == SCSITGT_SR_RAW) {
 		scsitgt__cmd_complete_raw(cmd, cmd->io_raw.key, cmd->io_raw.asc, cmd->io_raw.ascq);
 		return;
@@ -105,6 +114,7 @@ static void wv_write_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	}
 	readback = malloc(cmd->xfer_len);
 	if (readback == NULL) {
+		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
 		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
 		return;
 	}
@@ -115,21 +125,150 @@ static void wv_write_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 			       wv_read_done) < 0) {
 		cmd->step_arg[WV_READBACK] = 0;
 		free(readback);
+		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+	}
+}
+
+static void wv_start(struct scsitgt__cmd *cmd)
+{
+	struct iovec iov;
+
+	iov.iov_base = cmd->buf;
+	iov.iov_len = cmd->xfer_len;
+	if (cmd->state == SCSITGT__CMD_ABORTED ||
+	    scsitgt__io_submit(cmd, SCSITGT_IO_WRITE, cmd->lba, cmd->nblocks, &iov, 1,
+			       cmd->io_flags, wv_write_done) < 0) {
+		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
 		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
 	}
 }
 
 void scsitgt__sbc_write_verify(struct scsitgt__cmd *cmd)
 {
-	struct iovec iov;
+	if (cmd->nblocks == 0) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		return;
+	}
+	/* Written and read back under the range lock, so COMPARE AND WRITE and WRITE ATOMIC
+	 * see all of it or none. */
+	if (!scsitgt__range_plain_begin(cmd, cmd->lba, cmd->nblocks, &cmd->step_arg[WV_TOKEN],
+					wv_start))
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+}
+
+/* VERIFY's BYTCHK (SBC-4 Table 50 / §5.38): 10b is reserved. */
+enum { VRFY_MEDIUM = 0, VRFY_COMPARE = 1, VRFY_RESERVED = 2, VRFY_SAME = 3 };
+
+enum scsitgt__sense_reason scsitgt__sbc_parse_verify(struct scsitgt__cmd *cmd)
+{
+	const uint8_t *cdb = cmd->cdb;
+	struct scsitgt_lun *lun = cmd->lun;
+	uint8_t bytchk = (cdb[1] >> 1) & 3;
+	enum scsitgt__sense_reason r;
+	uint64_t lba;
+	uint32_t nblocks;
+	uint16_t len_off;
+
+	switch (cdb[0]) {
+	case SBC_VERIFY_10:
+		lba = get_be32(&cdb[2]);
+		nblocks = get_be16(&cdb[7]);
+		len_off = 7;
+		break;
+	case SBC_VERIFY_12:
+		lba = get_be32(&cdb[2]);
+		nblocks = get_be32(&cdb[6]);
+		len_off = 6;
+		break;
+	default: /* VERIFY (16) */
+		lba = get_be64(&cdb[2]);
+		nblocks = get_be32(&cdb[10]);
+		len_off = 10;
+		break;
+	}
+	/* VRPROTECT was refused by the usage mask (no protection information, SBC-4 §4.22). */
+	if (bytchk == VRFY_RESERVED)
+		return scsitgt__cmd_bad_cdb_field(cmd, 1, 2);
+	if (bytchk == VRFY_COMPARE) {
+		/* The whole range travels in Data-Out: MAXIMUM TRANSFER LENGTH applies. */
+		r = scsitgt__sbc_check_range(cmd, lba, nblocks, len_off);
+		if (r != SCSITGT_SR_OK)
+			return r;
+	} else if (lba >= lun->geo.num_blocks || nblocks > lun->geo.num_blocks - lba) {
+		/* SBC-4 §4.5: the LBA is checked even for a zero VERIFICATION LENGTH. */
+		return SCSITGT_SR_LBA_OUT_OF_RANGE;
+	}
+	cmd->lba = lba;
+	cmd->nblocks = nblocks;
+	cmd->step_arg[WV_BYTCHK] = bytchk;
+	/* A VERIFICATION LENGTH of zero verifies nothing and transfers nothing. */
+	cmd->dir = SCSITGT__DIR_NONE;
+	cmd->xfer_len = 0;
+	if (nblocks && bytchk == VRFY_COMPARE)
+		cmd->xfer_len = nblocks * lun->geo.block_size;
+	else if (nblocks && bytchk == VRFY_SAME)
+		cmd->xfer_len = lun->geo.block_size;
+	if (cmd->xfer_len)
+		cmd->dir = SCSITGT__DIR_OUT;
+	return SCSITGT_SR_OK;
+}
+
+static int verify_issue(struct scsitgt__sbc_chunker *ch, uint64_t lba, uint32_t n)
+{
+	struct iovec iov = { ch->buf, (size_t)n * ch->cmd->lun->geo.block_size };
+
+	/* DPO asks not to keep the blocks cached; we keep no cache, so it needs nothing. */
+	return scsitgt__io_submit(ch->cmd, SCSITGT_IO_READ, lba, n, &iov, 1, 0,
+				  scsitgt__sbc_chunk_io_done);
+}
+
+/* Compare a piece just read with the Data-Out: INFORMATION is the offset of the first
+ * miscompared byte from the start of the Data-Out buffer (SBC-4 §5.38), for BYTCHK 11b the
+ * offset inside the single block. */
+static enum scsitgt__sense_reason verify_check(struct scsitgt__sbc_chunker *ch, uint64_t lba,
+					       uint32_t n)
+{
+	struct scsitgt__cmd *cmd = ch->cmd;
+	uint32_t bs = cmd->lun->geo.block_size;
+	bool same = cmd->step_arg[WV_BYTCHK] == VRFY_SAME;
+
+	if (cmd->step_arg[WV_BYTCHK] == VRFY_MEDIUM)
+		return SCSITGT_SR_OK;
+	for (uint32_t b = 0; b < n; b++) {
+		const uint8_t *got = ch->buf + (size_t)b * bs;
+		const uint8_t *want = same ? cmd->buf : cmd->buf + (lba - cmd->lba + b) * bs;
+
+		if (memcmp(got, want, bs) == 0)
+			continue;
+		for (uint32_t i = 0; i < bs; i++) {
+			if (got[i] != want[i]) {
+				ch->detail.info_valid = true;
+				ch->detail.info = same ? i : (lba - cmd->lba + b) * bs + i;
+				return SCSITGT_SR_MISCOMPARE;
+			}
+		}
+	}
+	return SCSITGT_SR_OK;
+}
+
+void scsitgt__sbc_verify(struct scsitgt__cmd *cmd)
+{
+	uint64_t chunk_blocks = SCSITGT__SBC_CHUNK_BYTES / cmd->lun->geo.block_size;
+	uint64_t n = cmd->nblocks < chunk_blocks ? cmd->nblocks : chunk_blocks;
+	struct scsitgt__sbc_chunker *ch;
 
 	if (cmd->nblocks == 0) {
 		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
 		return;
 	}
-	iov.iov_base = cmd->buf;
-	iov.iov_len = cmd->xfer_len;
-	if (scsitgt__io_submit(cmd, SCSITGT_IO_WRITE, cmd->lba, cmd->nblocks, &iov, 1,
-			       cmd->io_flags, wv_write_done) < 0)
+	ch = scsitgt__sbc_chunker_new(cmd, cmd->lba, cmd->nblocks,
+				      (uint32_t)(n * cmd->lun->geo.block_size));
+	if (ch == NULL) {
 		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		return;
+	}
+	ch->issue = verify_issue;
+	ch->check = verify_check;
+	scsitgt__sbc_chunker_start(ch);
 }

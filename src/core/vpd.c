@@ -178,7 +178,6 @@ static size_t vpd_block_limits(const struct scsitgt_lun *lun, uint8_t *buf)
 
 	memset(buf, 0, VPD_B0_LEN);
 	vpd_header(buf, VPD_BLOCK_LIMITS, VPD_B0_LEN);
-	/* Byte 5, MAXIMUM COMPARE AND WRITE LENGTH: 0 until COMPARE AND WRITE exists. */
 	put_be16(&buf[6], (uint16_t)(granularity > 0xffff ? 0xffff : granularity));
 	put_be32(&buf[8], max_blocks);
 	put_be32(&buf[12], opt > max_blocks ? max_blocks : opt);
@@ -188,7 +187,9 @@ static size_t vpd_block_limits(const struct scsitgt_lun *lun, uint8_t *buf)
 		/* OPTIMAL UNMAP GRANULARITY: a physical block; UGAVALID stays zero. */
 		put_be32(&buf[28], granularity);
 	}
-	/* Bytes 36..43, MAXIMUM WRITE SAME LENGTH: 0 until WRITE SAME exists. */
+	/* WSNZ, MAXIMUM COMPARE AND WRITE LENGTH, MAXIMUM WRITE SAME LENGTH and the atomic
+	 * limits belong to the commands that honour them (sbc_lba_status.c). */
+	scsitgt__sbc_block_limits(lun, buf);
 	return VPD_B0_LEN;
 }
 
@@ -200,7 +201,10 @@ static size_t vpd_block_dev_chars(const struct scsitgt_lun *lun, uint8_t *buf)
 	/* MEDIUM ROTATION RATE: 0001h non-rotating medium, 0000h not reported. */
 	if (lun->geo.flags & SCSITGT_GEOMETRY_NON_ROTATIONAL)
 		put_be16(&buf[4], 0x0001);
-	/* Byte 7 NOMINAL FORM FACTOR 0: not reported. */
+	/* Byte 7: WABEREQ and WACEREQ 01b: a read after a block or crypto erase (SANITIZE,
+	 * spc_sanitize.c) completes with GOOD and returns zeros (SBC-4 Tables 229/230); block
+	 * erase exists on thin LUNs only. NOMINAL FORM FACTOR 0: not reported. */
+	buf[7] = (uint8_t)((scsitgt__sbc_lbpme(lun) ? 0x01 << 6 : 0) | 0x01 << 4);
 	return VPD_B1_LEN;
 }
 

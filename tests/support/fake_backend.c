@@ -43,6 +43,7 @@ static void fb_free(struct fake_backend *fb)
 		*fb->closed_flag = true;
 	pthread_mutex_destroy(&fb->lock);
 	free(fb->data);
+	free(fb->mapped);
 	free(fb->recs);
 	free(fb->pending);
 	free(fb->threads);
@@ -128,9 +129,29 @@ static void fb_transfer(struct fake_backend *fb, struct scsitgt_io *io)
 		}
 		off += iov[i].iov_len;
 	}
-	if (type == SCSITGT_IO_WRITE_ZEROES && fb->data)
+	if ((type == SCSITGT_IO_WRITE_ZEROES || (type == SCSITGT_IO_UNMAP && fb->mapped)) &&
+	    fb->data)
 		memset(fb->data + off, 0, (size_t)scsitgt_io_get_num_blocks(io) * fb->o.block_size);
+	if (fb->mapped && (type == SCSITGT_IO_WRITE || type == SCSITGT_IO_WRITE_ZEROES ||
+			   type == SCSITGT_IO_UNMAP))
+		memset(fb->mapped + scsitgt_io_get_lba(io), type != SCSITGT_IO_UNMAP,
+		       scsitgt_io_get_num_blocks(io));
 	pthread_mutex_unlock(&fb->lock);
+}
+
+static int fb_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out,
+			     bool *mapped_out)
+{
+	struct fake_backend *fb = bctx;
+	uint64_t n = 1;
+
+	if (lba >= fb->o.num_blocks)
+		return -EINVAL;
+	while (lba + n < fb->o.num_blocks && fb->mapped[lba + n] == fb->mapped[lba])
+		n++;
+	*num_blocks_out = n;
+	*mapped_out = fb->mapped[lba];
+	return 0;
 }
 
 /* Finish an io on the loop thread as decided at submit. */
@@ -273,6 +294,14 @@ int fake_backend_create(struct fake_backend **out, const struct fake_backend_opt
 			return -ENOMEM;
 		}
 	}
+	if (o->lba_status) {
+		fb->mapped = calloc(1, o->num_blocks);
+		if (fb->mapped == NULL) {
+			free(fb->data);
+			free(fb);
+			return -ENOMEM;
+		}
+	}
 	pthread_mutex_init(&fb->lock, NULL);
 	if (o->mode == FAKE_ASYNC || o->loop) {
 		if (o->loop == NULL || uv_timer_init(o->loop, &fb->timer) != 0) {
@@ -289,6 +318,7 @@ int fake_backend_create(struct fake_backend **out, const struct fake_backend_opt
 	fb->ops.close = fb_close;
 	fb->ops.submit = fb_submit;
 	fb->ops.supports = o->no_supports_cb ? NULL : fb_supports;
+	fb->ops.get_lba_status = o->lba_status ? fb_get_lba_status : NULL;
 	*out = fb;
 	return 0;
 }

@@ -32,6 +32,9 @@ struct fake_backend_opts {
 	bool no_supports_cb;    /* leave ops.supports NULL */
 	enum fake_mode mode;
 	uv_loop_t *loop;        /* required for FAKE_ASYNC */
+	/* Track mapped blocks (needs store): WRITE/WRITE ZEROES map, UNMAP deallocates and
+	 * zeroes; answered through ops.get_lba_status. */
+	bool lba_status;
 };
 
 struct fake_io_rec {
@@ -66,6 +69,8 @@ struct fake_backend {
 	bool *closed_flag;
 	/* close() arrived while fake_backend_complete_pending() was running: finish it there. */
 	bool completing, close_deferred;
+	/* One byte per block when o.lba_status: 1 mapped, 0 deallocated. */
+	uint8_t *mapped;
 	scsitgt_done_cb close_cb;
 	void *close_cb_arg;
 };

@@ -62,23 +62,26 @@ static inline struct lf_result *tctx_run(struct tctx *t, size_t len)
 	return tctx_run_lun(t, 0, len, NULL, 0);
 }
 
+/* Evaluates @res once: callers pass tctx_run(...) directly. */
 #define assert_good(res)                                                                           \
 	do {                                                                                       \
-		assert_int_equal((res)->status, 0x00);                                             \
-		assert_int_equal((res)->sense_len, 0);                                             \
+		const struct lf_result *tu_good_ = (res);                                             \
+		assert_int_equal(tu_good_->status, 0x00);                                             \
+		assert_int_equal(tu_good_->sense_len, 0);                                             \
 	} while (0)
 
 /* CHECK CONDITION with fixed-format sense (SPC-5 §4.4.3) of @key/@asc/@ascq. */
 #define assert_sense(res, key, asc, ascq)                                                          \
 	do {                                                                                       \
-		assert_int_equal((res)->status, 0x02);                                             \
-		assert_int_equal((res)->sense_len, 18);                                            \
-		assert_int_equal((res)->sense[0] & 0x7f, 0x70);                                    \
-		assert_int_equal((res)->sense[2] & 0x0f, (key));                                   \
-		assert_int_equal((res)->sense[7], 10);                                             \
-		assert_int_equal((res)->sense[12], (asc));                                         \
-		assert_int_equal((res)->sense[13], (ascq));                                        \
-		assert_int_equal((res)->data_len, 0);                                              \
+		const struct lf_result *tu_sense_ = (res);                                            \
+		assert_int_equal(tu_sense_->status, 0x02);                                            \
+		assert_int_equal(tu_sense_->sense_len, 18);                                           \
+		assert_int_equal(tu_sense_->sense[0] & 0x7f, 0x70);                                   \
+		assert_int_equal(tu_sense_->sense[2] & 0x0f, (key));                                  \
+		assert_int_equal(tu_sense_->sense[7], 10);                                            \
+		assert_int_equal(tu_sense_->sense[12], (asc));                                        \
+		assert_int_equal(tu_sense_->sense[13], (ascq));                                       \
+		assert_int_equal(tu_sense_->data_len, 0);                                             \
 	} while (0)
 
 /* Fixed-format SENSE KEY SPECIFIC field pointer: C/D @cd, FIELD POINTER @field, BIT POINTER

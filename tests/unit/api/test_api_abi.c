@@ -38,13 +38,14 @@ _Static_assert(offsetof(struct scsitgt_lun_opts, eui64) == 80, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, backend) == 88, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, backend_ctx) == 96, "lun_opts ABI");
 
-_Static_assert(sizeof(struct scsitgt_backend_ops) == 56, "backend_ops ABI");
+_Static_assert(sizeof(struct scsitgt_backend_ops) == 64, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, name) == 8, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, io_ctx_size) == 16, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, open) == 24, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, close) == 32, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, submit) == 40, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, supports) == 48, "backend_ops ABI");
+_Static_assert(offsetof(struct scsitgt_backend_ops, get_lba_status) == 56, "backend_ops ABI");
 
 _Static_assert(sizeof(struct scsitgt_lun_geometry) == 40, "lun_geometry ABI");
 _Static_assert(offsetof(struct scsitgt_lun_geometry, block_size) == 8, "lun_geometry ABI");

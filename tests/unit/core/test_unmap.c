@@ -39,7 +39,7 @@ static struct tctx *thin(bool thin_lun)
 
 static void test_unmap_ranges(void **state)
 {
-	static const uint64_t desc[][2] = { { 0, 8 }, { 100, 0 }, { 64, 32 } };
+	static const uint64_t desc[][2] = { { 0, 8 }, { 2048, 0 }, { 64, 32 } };
 	struct tctx *t = thin(true);
 	uint8_t list[64];
 	size_t len = unmap_list(list, desc, 3);

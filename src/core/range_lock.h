@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-LUN LBA range lock, for the commands whose effect must look atomic to every other
+ * command on the range: COMPARE AND WRITE (SBC-4 §5.3), ORWRITE (§5.9) and WRITE ATOMIC
+ * (§5.48, §4.29). They take the range exclusively; while any exclusive entry is held or
+ * waiting, plain READ/WRITE (and the other media commands) take their range shared. Shared
+ * entries never conflict with each other, and waiters are granted in FIFO order among the
+ * ones that overlap.
+ *
+ * The plain path stays cheap: with no exclusive entry on the LUN, a plain command takes no
+ * entry at all and only counts itself in @untracked; an exclusive request then waits until
+ * those untracked commands are gone (they may touch any range), and new plain commands meet
+ * the exclusive entry and register, so the count only goes down.
+ *
+ * A waiting command holds one pseudo io (cmd->ios_inflight), so that a TMF or a session
+ * teardown marks it aborted instead of freeing it under the lock.
+ */
+#ifndef SCSITGT_CORE_RANGE_LOCK_H
+#define SCSITGT_CORE_RANGE_LOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/list.h"
+
+struct scsitgt__cmd;
+struct scsitgt_lun;
+
+struct scsitgt__range_lock {
+	bool inited;
+	/* Entries granted, and entries waiting (FIFO). */
+	struct scsitgt__list held;
+	struct scsitgt__list waiting;
+	/* Exclusive entries held or waiting: plain commands register only while non-zero. */
+	unsigned int nexcl;
+	/* Plain commands in flight without an entry. */
+	unsigned int untracked;
+	/* Re-entrancy guard of the grant loop (a grant may complete and release at once). */
+	bool kicking, rekick;
+};
+
+typedef void (*scsitgt__range_granted_fn)(struct scsitgt__cmd *cmd);
+
+struct scsitgt__range_entry {
+	struct scsitgt__list node;
+	struct scsitgt__cmd *cmd;
+	uint64_t lba;
+	uint64_t nblocks;
+	bool excl;
+	bool granted;
+	scsitgt__range_granted_fn fn;
+	/* Where the grant records the entry before calling fn. */
+	uint64_t *token;
+};
+
+/*
+ * Take [lba, lba + nblocks) for @cmd (exclusive or shared) and call @fn(cmd) once granted,
+ * possibly from inside this call. Before @fn runs, the entry is stored in *@slot (release it
+ * with scsitgt__range_unlock). @fn must check for cmd->state == SCSITGT__CMD_ABORTED (a TMF
+ * while it waited): then it releases the entry and completes the command without io.
+ * Returns false on -ENOMEM (nothing done).
+ */
+bool scsitgt__range_lock(struct scsitgt__cmd *cmd, uint64_t lba, uint64_t nblocks, bool excl,
+			 scsitgt__range_granted_fn fn, uint64_t *slot);
+/* Release a granted entry and wake the waiters it blocked. NULL is a no-op. */
+void scsitgt__range_unlock(struct scsitgt_lun *lun, struct scsitgt__range_entry *e);
+
+/*
+ * The plain path (READ, WRITE, WRITE AND VERIFY, WRITE SAME, UNMAP): whether the command
+ * must take a shared entry (some exclusive entry exists on the LUN). If not, the caller
+ * counts itself with scsitgt__range_untracked_get() and drops it when its ios are done.
+ */
+bool scsitgt__range_lock_needed(const struct scsitgt_lun *lun);
+void scsitgt__range_untracked_get(struct scsitgt_lun *lun);
+void scsitgt__range_untracked_put(struct scsitgt_lun *lun);
+
+/*
+ * The usual wrapper of the plain path: run @fn(cmd) under a shared lock of the range, or
+ * untracked. The token stored in *@token tells scsitgt__range_plain_end() what to release.
+ * Returns false on -ENOMEM (nothing done, the caller completes with BUSY).
+ */
+bool scsitgt__range_plain_begin(struct scsitgt__cmd *cmd, uint64_t lba, uint64_t nblocks,
+				uint64_t *token, scsitgt__range_granted_fn fn);
+void scsitgt__range_plain_end(struct scsitgt_lun *lun, uint64_t *token);
+
+#endif /* SCSITGT_CORE_RANGE_LOCK_H */

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/* The bounded piecewise range walk (see sbc_chunk.h). */
+#include <stdlib.h>
+
+#include "core/cdb.h"
+#include "core/fabric.h"
+#include "core/range_lock.h"
+#include "core/sbc_chunk.h"
+
+/* cmd->step_arg slot holding the chunker while the walk runs. */
+#define CHUNK_SLOT 3
+
+struct scsitgt__sbc_chunker *scsitgt__sbc_chunker_new(struct scsitgt__cmd *cmd, uint64_t lba,
+						      uint64_t nblocks, uint32_t buf_len)
+{
+	struct scsitgt__sbc_chunker *ch = calloc(1, sizeof(*ch));
+	uint32_t bs = cmd->lun->geo.block_size;
+
+	if (ch == NULL)
+		return NULL;
+	if (buf_len) {
+		ch->buf = calloc(1, buf_len);
+		if (ch->buf == NULL) {
+			free(ch);
+			return NULL;
+		}
+	}
+	ch->cmd = cmd;
+	ch->buf_len = buf_len;
+	ch->next = lba;
+	ch->end = lba + nblocks;
+	ch->max_blocks = SCSITGT__SBC_CHUNK_BYTES / bs;
+	ch->reason = SCSITGT_SR_OK;
+	return ch;
+}
+
+static void chunk_end(struct scsitgt__sbc_chunker *ch)
+{
+	struct scsitgt__cmd *cmd = ch->cmd;
+	enum scsitgt__sense_reason r = ch->reason;
+	struct scsitgt__sense_detail detail = ch->detail;
+
+	cmd->step_arg[CHUNK_SLOT] = 0;
+	scsitgt__range_plain_end(cmd->lun, &ch->token);
+	free(ch->buf);
+	free(ch);
+	if (r == SCSITGT_SR_RAW) {
+		scsitgt__cmd_complete_raw(cmd, cmd->io_raw.key, cmd->io_raw.asc, cmd->io_raw.ascq);
+		return;
+	}
+	scsitgt__cmd_complete_detail(cmd, r, &detail);
+}
+
+/* Submit pieces until one is in flight, or end the walk. Loops instead of recursing when
+ * the backend completes inside submit(). */
+static void chunk_pump(struct scsitgt__sbc_chunker *ch)
+{
+	if (ch->pumping) {
+		ch->again = true;
+		return;
+	}
+	ch->pumping = true;
+	do {
+		ch->again = false;
+		if (ch->io_done) {
+			ch->io_done = false;
+			if (ch->reason == SCSITGT_SR_OK && ch->check)
+				ch->reason = ch->check(ch, ch->cur_lba, ch->cur_n);
+		}
+		if (ch->reason != SCSITGT_SR_OK || ch->next >= ch->end ||
+		    ch->cmd->state == SCSITGT__CMD_ABORTED) {
+			chunk_end(ch);
+			return;
+		}
+		uint64_t left = ch->end - ch->next;
+
+		ch->cur_lba = ch->next;
+		ch->cur_n = left < ch->max_blocks ? (uint32_t)left : ch->max_blocks;
+		ch->next += ch->cur_n;
+		if (ch->issue(ch, ch->cur_lba, ch->cur_n) < 0) {
+			ch->reason = SCSITGT_SR_BUSY;
+			ch->again = true;
+		}
+	} while (ch->again);
+	ch->pumping = false;
+}
+
+void scsitgt__sbc_chunk_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+				enum scsitgt__sense_reason reason)
+{
+	struct scsitgt__sbc_chunker *ch = (struct scsitgt__sbc_chunker *)(uintptr_t)
+		cmd->step_arg[CHUNK_SLOT];
+
+	(void)io;
+	if (reason != SCSITGT_SR_OK && ch->reason == SCSITGT_SR_OK)
+		ch->reason = reason;
+	ch->io_done = true;
+	chunk_pump(ch);
+}
+
+static void chunk_granted(struct scsitgt__cmd *cmd)
+{
+	chunk_pump((struct scsitgt__sbc_chunker *)(uintptr_t)cmd->step_arg[CHUNK_SLOT]);
+}
+
+void scsitgt__sbc_chunker_start(struct scsitgt__sbc_chunker *ch)
+{
+	struct scsitgt__cmd *cmd = ch->cmd;
+
+	cmd->step_arg[CHUNK_SLOT] = (uintptr_t)ch;
+	if (!scsitgt__range_plain_begin(cmd, ch->next, ch->end - ch->next, &ch->token,
+					chunk_granted)) {
+		ch->reason = SCSITGT_SR_BUSY;
+		chunk_end(ch);
+	}
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SBC-4 §5.50 WRITE SAME (10) and §5.51 WRITE SAME (16): one block of Data-Out (or zeros with
+ * NDOB) written to every block of the range. How it reaches the backend:
+ *   - UNMAP set on a thin LUN whose unmapped blocks read as zeros (LBPRZ), and a zero block:
+ *     one SCSITGT_IO_UNMAP (SBC-4 §4.7.3.4.3: the blocks then read back as the data sent);
+ *   - a zero block otherwise: one SCSITGT_IO_WRITE_ZEROES when the backend has it;
+ *   - anything else: WRITE ios of at most SCSITGT__SBC_CHUNK_BYTES from one pattern buffer.
+ * ANCHOR is refused (VPD B2 ANC_SUP is 0), and UNMAP on a fully provisioned LUN (LBPWS 0).
+ * NUMBER OF LOGICAL BLOCKS 0 is refused (WSNZ 1 in VPD B0), and so is one above MAXIMUM WRITE
+ * SAME LENGTH (65535 blocks: each command's emulated writes stay bounded).
+ */
+#include <stdint.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "core/cdb.h"
+#include "core/fabric.h"
+#include "core/sbc_chunk.h"
+#include "core/scsi_spec.h"
+#include "util/be.h"
+
+/* cmd->step_arg slots used here (3 is the chunker's). */
+enum { WS_MODE = 0 };
+
+enum ws_mode { WS_WRITE = 0, WS_ZEROES = 1, WS_UNMAP = 2 };
+
+enum scsitgt__sense_reason scsitgt__sbc_parse_write_same(struct scsitgt__cmd *cmd)
+{
+	const uint8_t *cdb = cmd->cdb;
+	struct scsitgt_lun *lun = cmd->lun;
+	uint64_t lba;
+	uint32_t nblocks;
+	uint16_t len_off;
+	bool ndob = false;
+
+	if (cdb[0] == SBC_WRITE_SAME_10) {
+		lba = get_be32(&cdb[2]);
+		nblocks = get_be16(&cdb[7]);
+		len_off = 7;
+	} else {
+		lba = get_be64(&cdb[2]);
+		nblocks = get_be32(&cdb[10]);
+		len_off = 10;
+		ndob = cdb[1] & 0x01;
+	}
+	/* ANCHOR: anchored blocks are not supported (VPD B2 ANC_SUP 0), SBC-4 §5.50. */
+	if (cdb[1] & 0x10)
+		return scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
+	/* SBC-4 §5.50: UNMAP needs LBPWS/LBPWS10, which only a thin LUN reports (VPD B2). */
+	if ((cdb[1] & 0x08) && !scsitgt__sbc_lbpme(lun))
+		return scsitgt__cmd_bad_cdb_field(cmd, 1, 3);
+	/* The range first: past the end is LBA OUT OF RANGE whatever the length. */
+	if (lba >= lun->geo.num_blocks || nblocks > lun->geo.num_blocks - lba)
+		return SCSITGT_SR_LBA_OUT_OF_RANGE;
+	/* WSNZ 1: a zero NUMBER OF LOGICAL BLOCKS is an invalid field (SBC-4 §5.51), and so is
+	 * one above MAXIMUM WRITE SAME LENGTH. */
+	if (nblocks == 0 || nblocks > SCSITGT__SBC_MAX_WRITE_SAME_BLOCKS)
+		return scsitgt__cmd_bad_cdb_field(cmd, len_off, 7);
+	cmd->lba = lba;
+	cmd->nblocks = nblocks;
+	/* No FUA bit: like WRITE with FUA 0, only a disabled write cache forces the medium. */
+	cmd->io_flags = 0;
+	if (scsitgt__sbc_has_cache(lun) && (lun->geo.flags & SCSITGT_GEOMETRY_WRITE_CACHE) &&
+	    !lun->mode.wce)
+		cmd->io_flags |= SCSITGT_IO_FLAG_FUA;
+	cmd->dir = ndob ? SCSITGT__DIR_NONE : SCSITGT__DIR_OUT;
+	cmd->xfer_len = ndob ? 0 : lun->geo.block_size;
+	return SCSITGT_SR_OK;
+}
+
+static int ws_issue(struct scsitgt__sbc_chunker *ch, uint64_t lba, uint32_t n)
+{
+	struct scsitgt__cmd *cmd = ch->cmd;
+	struct iovec iov = { ch->buf, (size_t)n * cmd->lun->geo.block_size };
+
+	switch (cmd->step_arg[WS_MODE]) {
+	case WS_UNMAP:
+		return scsitgt__io_submit(cmd, SCSITGT_IO_UNMAP, lba, n, NULL, 0, 0,
+					  scsitgt__sbc_chunk_io_done);
+	case WS_ZEROES:
+		return scsitgt__io_submit(cmd, SCSITGT_IO_WRITE_ZEROES, lba, n, NULL, 0,
+					  cmd->io_flags, scsitgt__sbc_chunk_io_done);
+	default:
+		return scsitgt__io_submit(cmd, SCSITGT_IO_WRITE, lba, n, &iov, 1, cmd->io_flags,
+					  scsitgt__sbc_chunk_io_done);
+	}
+}
+
+static bool ws_is_zero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+void scsitgt__sbc_write_same(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt_lun *lun = cmd->lun;
+	uint32_t bs = lun->geo.block_size;
+	bool unmap = cmd->cdb[1] & 0x08;
+	bool zero = cmd->xfer_len == 0 || ws_is_zero(cmd->buf, bs);
+	uint64_t chunk_blocks = SCSITGT__SBC_CHUNK_BYTES / bs;
+	uint64_t pattern_blocks = cmd->nblocks < chunk_blocks ? cmd->nblocks : chunk_blocks;
+	struct scsitgt__sbc_chunker *ch;
+	enum ws_mode mode = WS_WRITE;
+
+	if (zero && unmap && scsitgt__sbc_lbprz(lun) && scsitgt__lun_supports(lun, SCSITGT_IO_UNMAP))
+		mode = WS_UNMAP;
+	else if (zero && scsitgt__lun_supports(lun, SCSITGT_IO_WRITE_ZEROES))
+		mode = WS_ZEROES;
+	cmd->step_arg[WS_MODE] = mode;
+	ch = scsitgt__sbc_chunker_new(cmd, cmd->lba, cmd->nblocks,
+				      mode == WS_WRITE ? (uint32_t)(pattern_blocks * bs) : 0);
+	if (ch == NULL) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		return;
+	}
+	if (mode != WS_WRITE) {
+		/* One io for the whole range: the backend frees or zeroes it at once. */
+		ch->max_blocks = cmd->nblocks;
+	} else if (!zero) {
+		/* The bounded buffer holds the block repeated (the zero case is calloc'ed). */
+		for (uint64_t b = 0; b < pattern_blocks; b++)
+			memcpy(ch->buf + b * bs, cmd->buf, bs);
+	}
+	ch->issue = ws_issue;
+	scsitgt__sbc_chunker_start(ch);
+}
