@@ -60,6 +60,21 @@ enum {
 	SBC_VERIFY_12 = 0xaf,
 };
 
+/* Operation codes added for SPC/SBC maintenance commands (SBC-4 Table 15). */
+enum {
+	SBC_READ_DEFECT_DATA_10 = 0x37,
+	SBC_SANITIZE = 0x48,
+	SBC_READ_DEFECT_DATA_12 = 0xb7,
+};
+
+/* SANITIZE service actions (SBC-4 §5.28.1 Table 96). */
+enum {
+	SBC_SANITIZE_OVERWRITE = 0x01,
+	SBC_SANITIZE_BLOCK_ERASE = 0x02,
+	SBC_SANITIZE_CRYPTO_ERASE = 0x03,
+	SBC_SANITIZE_EXIT_FAILURE_MODE = 0x1f,
+};
+
 /* SERVICE ACTION IN (16) service actions (SBC-4 Table 15). */
 enum {
 	SBC_SAI_READ_CAPACITY_16 = 0x10,

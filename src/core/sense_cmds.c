@@ -2,7 +2,8 @@
 /*
  * SPC-5 §6.39 REQUEST SENSE. Sense data always travels with the status it belongs to
  * (autosense, SAM-5 §5.14), so no sense is ever left pending: the command reports NO SENSE,
- * or LOGICAL UNIT NOT SUPPORTED for a LUN that does not exist, with GOOD status either way.
+ * LOGICAL UNIT NOT SUPPORTED for a LUN that does not exist, or the progress of a sanitize
+ * in progress (SPC-5 §6.39.2 pollable sense data), with GOOD status in each case.
  */
 #include "core/cdb.h"
 #include "core/fabric.h"
@@ -29,6 +30,16 @@ void scsitgt__spc_request_sense(struct scsitgt__cmd *cmd)
 			scsitgt__sense_lookup(SCSITGT_SR_LUN_NOT_SUPPORTED);
 
 		len = scsitgt__sense_encode(buf, desc, si->key, si->asc, si->ascq, NULL);
+	} else if (cmd->lun->sanitize_state == SCSITGT__SANITIZE_RUNNING) {
+		/* SBC-4 §4.33.1: NOT READY, SANITIZE IN PROGRESS, with the progress indication
+		 * in the sense key specific bytes (SPC-5 §4.4.2.4.2: SKSV, then a fraction of
+		 * 65536; the field pointer encoding with C/D and BPV zero has that layout). */
+		struct scsitgt__sense_detail d = {
+			.sks_valid = true,
+			.sks_field = cmd->lun->sanitize_progress,
+		};
+
+		len = scsitgt__sense_encode(buf, desc, SENSE_NOT_READY, 0x04, 0x1b, &d);
 	} else {
 		len = scsitgt__sense_encode(buf, desc, SENSE_NO_SENSE, 0x00, 0x00, NULL);
 	}

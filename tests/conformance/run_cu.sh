@@ -1,15 +1,16 @@
 #!/bin/bash
-# run_cu.sh MINITARGET iscsi|scsi OUTDIR - libiscsi's iscsi-test-cu against minitarget.
+# run_cu.sh MINITARGET CONFIG OUTDIR - libiscsi's iscsi-test-cu against minitarget.
 #
-#   iscsi: the iSCSI.* family (CmdSN, DataSN, residuals, task management). A gate: every test
-#          must pass; a failure, a skip or an incomplete run fails this test.
-#   scsi:  the SCSI.* families. For now a report, not a gate: prints the totals, writes the
-#          per-test results and the failures to OUTDIR, and fails only when the target died
-#          (or did not exit cleanly on SIGTERM) or iscsi-test-cu crashed.
+# CONFIG names a line of configs.txt (next to this script): the LUN spec minitarget serves and
+# the tests (name prefixes) run against it.
+#   iSCSI tests: a gate: every test must pass; a failure, a skip or an incomplete run fails.
+#   SCSI tests:  a report for now: prints the totals, writes the per-test results and the
+#                failures to OUTDIR, and fails only when the target died (or did not exit
+#                cleanly on SIGTERM) or iscsi-test-cu crashed.
 #
 # Both use two initiator names (reservation and nexus-loss tests need a second I_T nexus) and
-# pass the LUN URL twice (the MultipathIO tests open a second session to the "other path").
-# Tests named in skip.txt (next to this script, "NAME reason...") are not run.
+# pass the LUN URL twice (the MultipathIO tests open a second session to the "other path"). Runs
+# are --dataloss and --allow-sanitize. Tests named in skip.txt ("NAME reason...") are not run.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../integration/lib.sh"
@@ -18,30 +19,35 @@ IT_NAME=conformance-${2:-}
 it_init "${1:-}"
 MODE=${2:-}
 OUTDIR=${3:-}
-[[ "$MODE" == iscsi || "$MODE" == scsi ]] || it_fail "usage: $0 MINITARGET iscsi|scsi OUTDIR"
-[[ -n "$OUTDIR" ]] || it_fail "usage: $0 MINITARGET iscsi|scsi OUTDIR"
+[[ -n "$MODE" && -n "$OUTDIR" ]] || it_fail "usage: $0 MINITARGET CONFIG OUTDIR"
 mkdir -p "$OUTDIR"
 it_need iscsi-test-cu python3 timeout
 
 INIT_A=iqn.2026-11.org.libscsitgt:conformance-a
 INIT_B=iqn.2026-11.org.libscsitgt:conformance-b
 # Upper bound of one iscsi-test-cu run, so that a stuck target yields a report instead of a
-# meson timeout. Generous: the whole SCSI family takes well under a minute on a healthy target.
+# meson timeout. Generous: a whole family takes well under a minute on a healthy target.
 CU_TIMEOUT=${CU_TIMEOUT:-600}
 
-if [[ "$MODE" == iscsi ]]; then
-	FAMILY=iSCSI
-	LUN_SPEC=0:ram:64M
-else
-	FAMILY=SCSI
-	# Thin, so that UNMAP, WRITE SAME with UNMAP and GET LBA STATUS are exercised; small, so
-	# that the tests touching every block stay quick.
-	LUN_SPEC=0:ram:128M,thin
-fi
+# NAME LUN-SPEC PREFIX... from configs.txt.
+read -r -a CONF < <(grep -Ev '^[[:space:]]*(#|$)' "$HERE/configs.txt" | awk -v n="$MODE" '$1 == n')
+[[ ${#CONF[@]} -ge 3 ]] || it_fail "no configuration '$MODE' in configs.txt"
+LUN_SPEC=${CONF[1]}
+PREFIXES=("${CONF[@]:2}")
+FAMILY=${PREFIXES[0]%%.*}
+for p in "${PREFIXES[@]}"; do
+	[[ ${p%%.*} == "$FAMILY" ]] || it_fail "configuration '$MODE' mixes test families"
+done
 
 # The tests of the family, minus the skip file.
-iscsi-test-cu -l | grep -E "^$FAMILY\\.[^.]+\\.[^.]+\$" | sort >"$IT_TMP/all.txt" ||
+iscsi-test-cu -l | grep -E "^$FAMILY\\.[^.]+\\.[^.]+\$" | sort >"$IT_TMP/family.txt" ||
 	it_fail "iscsi-test-cu -l lists no $FAMILY tests"
+: >"$IT_TMP/all.txt"
+for p in "${PREFIXES[@]}"; do
+	awk -v p="$p" '$0 == p || index($0, p ".") == 1' "$IT_TMP/family.txt" >>"$IT_TMP/all.txt"
+done
+sort -u -o "$IT_TMP/all.txt" "$IT_TMP/all.txt"
+[[ -s "$IT_TMP/all.txt" ]] || it_fail "configuration '$MODE' names no test iscsi-test-cu has"
 grep -Ev '^[[:space:]]*(#|$)' "$HERE/skip.txt" | awk '{ print $1 }' | sort >"$IT_TMP/skip.txt" || true
 comm -23 "$IT_TMP/all.txt" "$IT_TMP/skip.txt" >"$IT_TMP/run.txt"
 nskip=$(comm -12 "$IT_TMP/all.txt" "$IT_TMP/skip.txt" | wc -l)
@@ -79,7 +85,7 @@ for b in "${batches[@]}"; do
 	# MALLOC_PERTURB_ (set by meson test to shake out our own use-after-free bugs) is kept
 	# away from the referee, which is not ours to debug.
 	env -u MALLOC_PERTURB_ timeout -k 10 "$CU_TIMEOUT" \
-		iscsi-test-cu -V --dataloss -i "$INIT_A" -I "$INIT_B" \
+		iscsi-test-cu -V --dataloss --allow-sanitize -i "$INIT_A" -I "$INIT_B" \
 		-t "$IT_TMP/$b.txt" "$url" "$url" </dev/null >"$log" 2>&1 || st=$?
 	it_log "iscsi-test-cu ($b, $(wc -l <"$IT_TMP/$b.txt") tests) exited with status $st; log: $log"
 	if [[ $st -eq 124 || $st -eq 137 ]]; then
@@ -105,7 +111,7 @@ if it_alive; then
 fi
 [[ -z "$crashed" ]] || it_fail "$crashed"
 
-if [[ "$MODE" == iscsi ]]; then
+if [[ "$FAMILY" == iSCSI ]]; then
 	# Every listed test must have run, and passed.
 	ran=$(wc -l <"$OUTDIR/$MODE-results.txt")
 	want=$(wc -l <"$IT_TMP/run.txt")

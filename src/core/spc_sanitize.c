@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SANITIZE (SBC-4 §5.28, sanitize operations §4.33), mapped onto backend ios:
+ *   OVERWRITE      WRITEs of the initialization pattern, OVERWRITE COUNT passes, the pattern
+ *                  inverted between passes when INVERT is set;
+ *   BLOCK ERASE    WRITE ZEROES when the backend has it, else UNMAP when unmapped blocks read
+ *   CRYPTO ERASE   as zeros (LBPRZ), else WRITEs of zeros. We hold no encryption key, so a
+ *                  crypto erase is an erase: afterwards no previous data can be read back;
+ *   EXIT FAILURE MODE  leaves the failure state of a failed sanitize that had AUSE set.
+ * While a sanitize runs, the LUN answers every command but INQUIRY, REPORT LUNS and REQUEST
+ * SENSE with NOT READY, SANITIZE IN PROGRESS, and REQUEST SENSE reports the progress
+ * (sense_cmds.c). A failed sanitize leaves media access commands failing with MEDIUM ERROR,
+ * SANITIZE COMMAND FAILED until a sanitize succeeds (or EXIT FAILURE MODE, if AUSE allowed it).
+ *
+ * IMMED is refused (bit 7 of byte 1 is not in the usage mask): the operation runs within the
+ * command, one bounded io at a time. ZNR concerns zoned devices and is refused as well.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cdb.h"
+#include "core/fabric.h"
+#include "core/scsi_spec.h"
+#include "util/be.h"
+
+/* SBC-4 §5.28.2 Table 98: the OVERWRITE parameter list header. */
+#define SZ_OW_HDR 4
+/* One io writes at most this many bytes (one buffer, reused for every piece). */
+#define SZ_CHUNK_BYTES (1u << 20)
+/* WRITE ZEROES / UNMAP pieces carry no data; keep them within MAXIMUM UNMAP LBA COUNT. */
+#define SZ_NODATA_BLOCKS SCSITGT__MAX_UNMAP_LBA_COUNT
+
+struct sz_walk {
+	struct scsitgt__cmd *cmd;
+	enum scsitgt_io_type type;
+	uint64_t total;	   /* blocks of the LUN */
+	uint64_t next;	   /* first block of the current pass not yet done */
+	unsigned int pass;
+	unsigned int passes;
+	bool invert;
+	uint8_t *buf;	   /* the pattern (or zeros) for buf_blocks blocks; NULL for no-data ios */
+	uint32_t buf_blocks;
+	uint32_t piece_blocks;
+	uint32_t cur;	   /* blocks of the io in flight */
+	struct iovec iov;
+	enum scsitgt__sense_reason reason;
+	bool pumping, io_done;
+};
+
+/* SBC-4 §5.28.1: the parameter list length rules depend on the service action. */
+enum scsitgt__sense_reason scsitgt__sbc_parse_sanitize(struct scsitgt__cmd *cmd)
+{
+	uint8_t sa = cmd->cdb[1] & 0x1f;
+	uint16_t len = get_be16(&cmd->cdb[7]);
+
+	if (sa == SBC_SANITIZE_OVERWRITE) {
+		/* §5.28.2: the header plus 1..block length bytes of pattern. */
+		if (len <= SZ_OW_HDR || len > cmd->lun->geo.block_size + SZ_OW_HDR)
+			return scsitgt__cmd_bad_cdb_field(cmd, 7, -1);
+		cmd->dir = SCSITGT__DIR_OUT;
+		cmd->xfer_len = len;
+		return SCSITGT_SR_OK;
+	}
+	/* BLOCK ERASE is offered on thin LUNs only (SBC-4 §4.33.3 ties it to logical block
+	 * provisioning: erased blocks become deallocated); see the row flag. */
+	if ((cmd->def->flags & SCSITGT__CDB_F_THIN) && !scsitgt__sbc_lbpme(cmd->lun))
+		return scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
+	/* §5.28.3-§5.28.5: the other service actions have no parameter list. */
+	if (len != 0)
+		return scsitgt__cmd_bad_cdb_field(cmd, 7, -1);
+	return SCSITGT_SR_OK;
+}
+
+enum scsitgt__sense_reason scsitgt__sanitize_check(const struct scsitgt__cmd *cmd,
+						   const struct scsitgt__cdb_def *row)
+{
+	if (cmd->lun->sanitize_state == SCSITGT__SANITIZE_RUNNING) {
+		/* SBC-4 §4.33: only INQUIRY, REPORT LUNS and REQUEST SENSE go on (the rows that
+		 * also serve absent LUNs). */
+		if (row->flags & SCSITGT__CDB_F_NO_LUN)
+			return SCSITGT_SR_OK;
+		return SCSITGT_SR_NOT_READY_SANITIZE;
+	}
+	if (cmd->lun->sanitize_state == SCSITGT__SANITIZE_FAILED && cmd->cdb[0] != SBC_SANITIZE &&
+	    (row->flags & SCSITGT__CDB_F_MEDIUM) && cmd->cdb[0] != SPC_TEST_UNIT_READY)
+		return SCSITGT_SR_SANITIZE_FAILED;
+	return SCSITGT_SR_OK;
+}
+
+static void sz_progress(struct sz_walk *w)
+{
+	uint64_t done = (uint64_t)w->pass * w->total + w->next;
+	uint64_t all = (uint64_t)w->passes * w->total;
+
+	/* PROGRESS INDICATION is a fraction of 65536 (SPC-5 §4.4.2.4.2). */
+	w->cmd->lun->sanitize_progress =
+		(uint16_t)(all ? (done >= all ? 0xffff : (done * 65536) / all) : 0);
+}
+
+static void sz_finish(struct sz_walk *w)
+{
+	struct scsitgt__cmd *cmd = w->cmd;
+	struct scsitgt_lun *lun = cmd->lun;
+	enum scsitgt__sense_reason r = w->reason;
+
+	free(w->buf);
+	free(w);
+	lun->sanitize_progress = 0;
+	if (r == SCSITGT_SR_OK) {
+		lun->sanitize_state = SCSITGT__SANITIZE_IDLE;
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		return;
+	}
+	/* SBC-4 §4.33.2: the operation failed; media stays unusable until a sanitize succeeds,
+	 * or EXIT FAILURE MODE if this command had AUSE set. */
+	lun->sanitize_state = SCSITGT__SANITIZE_FAILED;
+	lun->sanitize_ause = cmd->cdb[1] & 0x20;
+	scsitgt__cmd_complete(cmd, SCSITGT_SR_SANITIZE_FAILED);
+}
+
+static void sz_pump(struct sz_walk *w);
+
+static void sz_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+		       enum scsitgt__sense_reason reason)
+{
+	struct sz_walk *w = (struct sz_walk *)(uintptr_t)cmd->step_arg[0];
+
+	(void)io;
+	if (reason != SCSITGT_SR_OK && w->reason == SCSITGT_SR_OK)
+		w->reason = reason;
+	w->next += w->cur;
+	if (w->next == w->total) {
+		w->next = 0;
+		w->pass++;
+		/* SBC-4 §5.28.2: INVERT flips every bit between consecutive passes. */
+		if (w->invert && w->buf) {
+			for (size_t i = 0; i < (size_t)w->buf_blocks * cmd->lun->geo.block_size; i++)
+				w->buf[i] = (uint8_t)~w->buf[i];
+		}
+	}
+	sz_progress(w);
+	w->io_done = true;
+	if (!w->pumping)
+		sz_pump(w);
+}
+
+/* One io at a time; a backend completing inside submit() loops here instead of recursing. */
+static void sz_pump(struct sz_walk *w)
+{
+	struct scsitgt__cmd *cmd = w->cmd;
+
+	w->pumping = true;
+	for (;;) {
+		uint64_t left = w->total - w->next;
+
+		if (cmd->state == SCSITGT__CMD_ABORTED && w->reason == SCSITGT_SR_OK)
+			w->reason = SCSITGT_SR_ABORTED;
+		if (w->reason != SCSITGT_SR_OK || w->pass == w->passes) {
+			w->pumping = false;
+			sz_finish(w);
+			return;
+		}
+		w->cur = left < w->piece_blocks ? (uint32_t)left : w->piece_blocks;
+		w->io_done = false;
+		w->iov.iov_base = w->buf;
+		w->iov.iov_len = (size_t)w->cur * cmd->lun->geo.block_size;
+		if (scsitgt__io_submit(cmd, w->type, w->next, w->cur, w->buf ? &w->iov : NULL,
+				       w->buf ? 1 : 0, 0, sz_io_done) < 0) {
+			w->reason = SCSITGT_SR_BUSY;
+			continue;
+		}
+		if (!w->io_done) {
+			w->pumping = false;
+			return;
+		}
+	}
+}
+
+/* Fill each block of @buf with the pattern, repeated from the block's first byte. */
+static void sz_fill(uint8_t *buf, uint32_t blocks, uint32_t bs, const uint8_t *pat,
+		    uint16_t plen)
+{
+	for (uint32_t b = 0; b < blocks; b++) {
+		uint8_t *blk = &buf[(size_t)b * bs];
+
+		for (uint32_t i = 0; i < bs; i += plen)
+			memcpy(&blk[i], pat, bs - i < plen ? bs - i : plen);
+	}
+}
+
+/* SBC-4 §5.28.2 Table 98: INVERT, TEST, OVERWRITE COUNT, INITIALIZATION PATTERN LENGTH. */
+static enum scsitgt__sense_reason sz_overwrite_setup(struct scsitgt__cmd *cmd, struct sz_walk *w)
+{
+	const uint8_t *p = cmd->buf;
+	uint32_t bs = cmd->lun->geo.block_size;
+	uint16_t plen = get_be16(&p[2]);
+
+	if (p[0] & 0x60) /* TEST 00b only: the other values are reserved or vendor specific */
+		return scsitgt__cmd_bad_param_field(cmd, 0, 6);
+	if ((p[0] & 0x1f) == 0) /* OVERWRITE COUNT 00h is reserved */
+		return scsitgt__cmd_bad_param_field(cmd, 0, 4);
+	if (p[1])
+		return scsitgt__cmd_bad_param_field(cmd, 1, 7);
+	/* Zero, beyond the block, or beyond the list: INVALID FIELD IN PARAMETER LIST. */
+	if (plen == 0 || plen > bs || (uint32_t)plen + SZ_OW_HDR > cmd->xfer_len)
+		return scsitgt__cmd_bad_param_field(cmd, 2, -1);
+	w->invert = p[0] & 0x80;
+	w->passes = p[0] & 0x1f;
+	w->type = SCSITGT_IO_WRITE;
+	w->buf_blocks = SZ_CHUNK_BYTES / bs ? SZ_CHUNK_BYTES / bs : 1;
+	if (w->buf_blocks > w->total)
+		w->buf_blocks = (uint32_t)w->total;
+	w->buf = malloc((size_t)w->buf_blocks * bs);
+	if (w->buf == NULL)
+		return SCSITGT_SR_BUSY;
+	sz_fill(w->buf, w->buf_blocks, bs, &p[SZ_OW_HDR], plen);
+	w->piece_blocks = w->buf_blocks;
+	return SCSITGT_SR_OK;
+}
+
+/* BLOCK ERASE and CRYPTO ERASE: the cheapest io that leaves every block reading zeros. */
+static enum scsitgt__sense_reason sz_erase_setup(struct scsitgt__cmd *cmd, struct sz_walk *w)
+{
+	struct scsitgt_lun *lun = cmd->lun;
+	uint32_t bs = lun->geo.block_size;
+
+	w->passes = 1;
+	/* On a thin LUN the erased blocks end deallocated (SBC-4 §4.33.3: GET LBA STATUS then
+	 * reports them so), when unmapped blocks read as zeros. */
+	if (scsitgt__sbc_lbpme(lun) && scsitgt__lun_supports(lun, SCSITGT_IO_UNMAP) &&
+	    scsitgt__sbc_lbprz(lun)) {
+		w->type = SCSITGT_IO_UNMAP;
+		w->piece_blocks = SZ_NODATA_BLOCKS;
+		return SCSITGT_SR_OK;
+	}
+	if (scsitgt__lun_supports(lun, SCSITGT_IO_WRITE_ZEROES)) {
+		w->type = SCSITGT_IO_WRITE_ZEROES;
+		w->piece_blocks = SZ_NODATA_BLOCKS;
+		return SCSITGT_SR_OK;
+	}
+	w->type = SCSITGT_IO_WRITE;
+	w->buf_blocks = SZ_CHUNK_BYTES / bs ? SZ_CHUNK_BYTES / bs : 1;
+	if (w->buf_blocks > w->total)
+		w->buf_blocks = (uint32_t)w->total;
+	w->buf = calloc(w->buf_blocks, bs);
+	if (w->buf == NULL)
+		return SCSITGT_SR_BUSY;
+	w->piece_blocks = w->buf_blocks;
+	return SCSITGT_SR_OK;
+}
+
+void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt_lun *lun = cmd->lun;
+	uint8_t sa = cmd->cdb[1] & 0x1f;
+	enum scsitgt__sense_reason r;
+	struct sz_walk *w;
+
+	if (sa == SBC_SANITIZE_EXIT_FAILURE_MODE) {
+		/* SBC-4 §5.28.5: allowed only after a failed sanitize whose AUSE was one. */
+		if (lun->sanitize_state == SCSITGT__SANITIZE_FAILED && !lun->sanitize_ause) {
+			scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
+			scsitgt__cmd_complete(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
+			return;
+		}
+		lun->sanitize_state = SCSITGT__SANITIZE_IDLE;
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (w == NULL) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		return;
+	}
+	w->cmd = cmd;
+	w->total = lun->geo.num_blocks;
+	r = sa == SBC_SANITIZE_OVERWRITE ? sz_overwrite_setup(cmd, w) : sz_erase_setup(cmd, w);
+	if (r != SCSITGT_SR_OK) {
+		free(w->buf);
+		free(w);
+		scsitgt__cmd_complete(cmd, r);
+		return;
+	}
+	if (w->piece_blocks > w->total)
+		w->piece_blocks = (uint32_t)w->total;
+	cmd->step_arg[0] = (uint64_t)(uintptr_t)w;
+	lun->sanitize_state = SCSITGT__SANITIZE_RUNNING;
+	lun->sanitize_progress = 0;
+	sz_pump(w);
+}

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/* SPC-5 §6.35 REPORT SUPPORTED OPERATION CODES and §6.36 REPORT SUPPORTED TMFs. */
+#include <string.h>
+
+#include "test_util.h"
+
+#include "core/cdb.h"
+#include "core/scsi_spec.h"
+
+static size_t cdb_rsoc(uint8_t *cdb, bool rctd, uint8_t opts, uint8_t op, uint16_t sa,
+		       uint32_t alloc)
+{
+	memset(cdb, 0, CDB_BUF);
+	cdb[0] = SPC_MAINTENANCE_IN;
+	cdb[1] = SPC_MI_REPORT_SUPPORTED_OPCODES;
+	cdb[2] = (uint8_t)((rctd ? 0x80 : 0) | opts);
+	cdb[3] = op;
+	put_be16(&cdb[4], sa);
+	put_be32(&cdb[6], alloc);
+	return 12;
+}
+
+static size_t cdb_rstmf(uint8_t *cdb, bool repd, uint32_t alloc)
+{
+	memset(cdb, 0, CDB_BUF);
+	cdb[0] = SPC_MAINTENANCE_IN;
+	cdb[1] = SPC_MI_REPORT_SUPPORTED_TMFS;
+	cdb[2] = repd ? 0x80 : 0;
+	put_be32(&cdb[6], alloc);
+	return 12;
+}
+
+/* The all_commands list names every table row once, in table order, with its CDB length. */
+static void check_all(struct lf_result *r, bool rctd)
+{
+	size_t dlen = rctd ? 20 : 8, n = 0;
+	unsigned int it = 0;
+	uint8_t op;
+	uint16_t sa;
+	const struct scsitgt__cdb_def *row;
+
+	assert_good(r);
+	assert_true(r->data_len >= 4);
+	assert_int_equal(get_be32(r->data), r->data_len - 4);
+	while ((row = scsitgt__cdb_iter(&it, &op, &sa)) != NULL) {
+		const uint8_t *d = &r->data[4 + n * dlen];
+
+		/* The LUN is fully provisioned: rows for thin LUNs only are left out. */
+		if (row->flags & SCSITGT__CDB_F_THIN)
+			continue;
+
+		assert_true(4 + (n + 1) * dlen <= r->data_len);
+		assert_int_equal(d[0], op);
+		assert_int_equal(get_be16(&d[2]), sa);
+		assert_int_equal(d[5] & 0x01, scsitgt__cdb_has_sa(op) ? 1 : 0); /* SERVACTV */
+		assert_int_equal(!!(d[5] & 0x02), rctd);			   /* CTDP */
+		assert_int_equal(get_be16(&d[6]), row->cdb_len);
+		if (rctd)
+			assert_int_equal(get_be16(&d[8]), 0x0a);
+		n++;
+	}
+	assert_int_equal(r->data_len, 4 + n * dlen);
+	/* The list includes this very command, and SANITIZE with its service actions. */
+	assert_true(n > 10);
+}
+
+static void test_rsoc_all(void **state)
+{
+	struct tctx *t = tctx_create(0, NULL);
+	struct lf_result *r;
+
+	(void)state;
+	r = tctx_run(t, cdb_rsoc(t->cdb, false, 0, 0, 0, 65535));
+	check_all(r, false);
+	r = tctx_run(t, cdb_rsoc(t->cdb, true, 0, 0, 0, 65535));
+	check_all(r, true);
+	/* Truncated to the allocation length, COMMAND DATA LENGTH still the whole list. */
+	r = tctx_run(t, cdb_rsoc(t->cdb, false, 0, 0, 0, 12));
+	assert_good(r);
+	assert_int_equal(r->data_len, 12);
+	assert_true(get_be32(r->data) > 8);
+	tctx_destroy(t);
+}
+
+static void test_rsoc_one(void **state)
+{
+	struct tctx *t = tctx_create(0, NULL);
+	const struct scsitgt__cdb_def *row;
+	uint8_t key[2] = { SBC_READ_16, 0 };
+	struct lf_result *r;
+
+	(void)state;
+	/* 001b on an opcode without service actions: SUPPORT 011b, usage data of the row. */
+	r = tctx_run(t, cdb_rsoc(t->cdb, false, 1, SBC_READ_16, 0, 65535));
+	assert_good(r);
+	row = scsitgt__cdb_lookup(key, 2);
+	assert_non_null(row);
+	assert_int_equal(r->data_len, 4 + 16);
+	assert_int_equal(r->data[1], 0x03);
+	assert_int_equal(get_be16(&r->data[2]), 16);
+	assert_memory_equal(&r->data[4], row->usage, 16);
+	/* With RCTD: CTDP and a timeouts descriptor after the usage data. */
+	r = tctx_run(t, cdb_rsoc(t->cdb, true, 1, SBC_READ_16, 0, 65535));
+	assert_good(r);
+	assert_int_equal(r->data_len, 4 + 16 + 12);
+	assert_int_equal(r->data[1], 0x83);
+	assert_int_equal(get_be16(&r->data[20]), 0x0a);
+	/* 010b with the service action of a SANITIZE row: its usage, SA bits = the SA. */
+	r = tctx_run(t, cdb_rsoc(t->cdb, false, 2, SBC_SANITIZE, SBC_SANITIZE_CRYPTO_ERASE, 512));
+	assert_good(r);
+	assert_int_equal(r->data[1], 0x03);
+	assert_int_equal(get_be16(&r->data[2]), 10);
+	assert_int_equal(r->data[4], SBC_SANITIZE);
+	assert_int_equal(r->data[5], 0x20 | SBC_SANITIZE_CRYPTO_ERASE);
+	/* 011b: the same as 010b for it, as 001b for READ (16). */
+	r = tctx_run(t, cdb_rsoc(t->cdb, false, 3, SBC_SANITIZE, SBC_SANITIZE_OVERWRITE, 512));
+	assert_good(r);
+	assert_int_equal(r->data[5] & 0x1f, SBC_SANITIZE_OVERWRITE);
+	r = tctx_run(t, cdb_rsoc(t->cdb, false, 3, SBC_READ_16, 0, 512));
+	assert_good(r);
+	assert_int_equal(r->data[1], 0x03);
+	/* Unsupported opcode / service action: SUPPORT 001b, CDB SIZE 0. */
+	r = tctx_run(t, cdb_rsoc(t->cdb, false, 1, 0xff, 0, 512));
+	assert_good(r);
+	assert_int_equal(r->data_len, 4);
+	assert_int_equal(r->data[1], 0x01);
+	assert_int_equal(get_be16(&r->data[2]), 0);
+	r = tctx_run(t, cdb_rsoc(t->cdb, false, 2, SBC_SANITIZE, 0x05, 512));
+	assert_good(r);
+	assert_int_equal(r->data[1], 0x01);
+	r = tctx_run(t, cdb_rsoc(t->cdb, false, 3, SBC_READ_16, 1, 512));
+	assert_good(r);
+	assert_int_equal(r->data[1], 0x01);
+	/* BLOCK ERASE is for thin LUNs only. */
+	r = tctx_run(t, cdb_rsoc(t->cdb, false, 2, SBC_SANITIZE, SBC_SANITIZE_BLOCK_ERASE, 512));
+	assert_good(r);
+	assert_int_equal(r->data[1], 0x01);
+	tctx_destroy(t);
+}
+
+static void test_rsoc_bad_fields(void **state)
+{
+	struct tctx *t = tctx_create(0, NULL);
+	struct lf_result *r;
+
+	(void)state;
+	/* 001b for an opcode with service actions, 010b for one without: REQUESTED OPCODE. */
+	r = tctx_run(t, cdb_rsoc(t->cdb, false, 1, SBC_SANITIZE, 1, 512));
+	assert_bad_cdb(r, 3, 7);
+	r = tctx_run(t, cdb_rsoc(t->cdb, false, 2, SBC_READ_16, 0, 512));
+	assert_bad_cdb(r, 3, 7);
+	/* Reserved REPORTING OPTIONS. */
+	r = tctx_run(t, cdb_rsoc(t->cdb, false, 4, 0, 0, 512));
+	assert_bad_cdb(r, 2, 2);
+	/* Reserved bits of byte 2 (bits 6..3), and of byte 10. */
+	cdb_rsoc(t->cdb, false, 0, 0, 0, 512);
+	t->cdb[2] = 0x08;
+	r = tctx_run(t, 12);
+	assert_bad_cdb(r, 2, 3);
+	cdb_rsoc(t->cdb, false, 0, 0, 0, 512);
+	t->cdb[10] = 0x01;
+	r = tctx_run(t, 12);
+	assert_bad_cdb(r, 10, 0);
+	/* An unknown MAINTENANCE IN service action: the SERVICE ACTION field. */
+	cdb_rsoc(t->cdb, false, 0, 0, 0, 512);
+	t->cdb[1] = 0x1e;
+	r = tctx_run(t, 12);
+	assert_bad_cdb(r, 1, 4);
+	tctx_destroy(t);
+}
+
+static void test_rstmf(void **state)
+{
+	struct tctx *t = tctx_create(0, NULL);
+	struct lf_result *r;
+
+	(void)state;
+	r = tctx_run(t, cdb_rstmf(t->cdb, false, 255));
+	assert_good(r);
+	assert_int_equal(r->data_len, 4);
+	/* ATS ATSS CTSS LURS QTS TRS; no CACAS (no ACA); QTSS, no QAES or ITNRS. */
+	assert_int_equal(r->data[0], 0xde);
+	assert_int_equal(r->data[1], 0x02);
+	r = tctx_run(t, cdb_rstmf(t->cdb, true, 255));
+	assert_good(r);
+	assert_int_equal(r->data_len, 16);
+	assert_int_equal(r->data[3], 0x0c);
+	/* ALLOCATION LENGTH below 4 is invalid (SPC-5 §6.36). */
+	r = tctx_run(t, cdb_rstmf(t->cdb, false, 3));
+	assert_bad_cdb(r, 6, -1);
+	/* Reserved bits of byte 2. */
+	cdb_rstmf(t->cdb, false, 16);
+	t->cdb[2] = 0x40;
+	r = tctx_run(t, 12);
+	assert_bad_cdb(r, 2, 6);
+	tctx_destroy(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rsoc_all),
+		cmocka_unit_test(test_rsoc_one),
+		cmocka_unit_test(test_rsoc_bad_fields),
+		cmocka_unit_test(test_rstmf),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/* SBC-4 §5.28 SANITIZE and the sanitize states of §4.33. */
+#include <errno.h>
+#include <string.h>
+
+#include "test_util.h"
+
+#include "core/scsi_spec.h"
+
+static size_t cdb_sanitize(uint8_t *cdb, uint8_t sa, bool ause, uint16_t len)
+{
+	memset(cdb, 0, CDB_BUF);
+	cdb[0] = SBC_SANITIZE;
+	cdb[1] = (uint8_t)((ause ? 0x20 : 0) | sa);
+	put_be16(&cdb[7], len);
+	return 10;
+}
+
+/* An OVERWRITE parameter list: INVERT, COUNT, and a pattern of @plen bytes of @fill. */
+static size_t ow_list(uint8_t *p, bool invert, uint8_t count, uint16_t plen, uint8_t fill)
+{
+	p[0] = (uint8_t)((invert ? 0x80 : 0) | count);
+	p[1] = 0;
+	put_be16(&p[2], plen);
+	memset(&p[4], fill, plen);
+	return 4u + plen;
+}
+
+static struct tctx *ctx(uint32_t lun_flags, uint64_t blocks, uint32_t supports,
+			enum fake_mode mode)
+{
+	struct fake_backend_opts o;
+
+	fake_backend_opts_init(&o);
+	o.num_blocks = blocks;
+	o.supports = supports;
+	o.mode = mode;
+	return tctx_create(lun_flags, &o);
+}
+
+static bool all_bytes(const uint8_t *p, size_t n, uint8_t v)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] != v) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static void test_overwrite(void **state)
+{
+	struct tctx *t = ctx(0, 4096, 0, FAKE_SYNC);
+	uint8_t list[4 + 512];
+	size_t len;
+	struct lf_result *r;
+
+	(void)state;
+	/* One pass of a 2-byte pattern: every block is the pattern, repeated. */
+	len = ow_list(list, false, 1, 2, 0);
+	list[4] = 0x12;
+	list[5] = 0x34;
+	r = tctx_run_lun(t, 0, cdb_sanitize(t->cdb, SBC_SANITIZE_OVERWRITE, false, (uint16_t)len),
+			 list, len);
+	assert_good(r);
+	for (size_t i = 0; i < 4096 * 512; i += 2) {
+		assert_int_equal(t->fb->data[i], 0x12);
+		assert_int_equal(t->fb->data[i + 1], 0x34);
+	}
+	/* Two 1 MiB writes per pass. */
+	assert_int_equal(t->fb->nrecs, 2);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_WRITE);
+	assert_int_equal(t->fb->recs[1].lba, 2048);
+	/* Two passes with INVERT: the second pass writes the inverted pattern. */
+	len = ow_list(list, true, 2, 512, 0xa5);
+	r = tctx_run_lun(t, 0, cdb_sanitize(t->cdb, SBC_SANITIZE_OVERWRITE, false, (uint16_t)len),
+			 list, len);
+	assert_good(r);
+	assert_int_equal(t->fb->nrecs, 2 + 4);
+	assert_true(all_bytes(t->fb->data, 4096 * 512, 0x5a));
+	tctx_destroy(t);
+}
+
+static void test_overwrite_bad(void **state)
+{
+	struct tctx *t = ctx(0, 2048, 0, FAKE_SYNC);
+	uint8_t list[4 + 520];
+	size_t len;
+	struct lf_result *r;
+
+	(void)state;
+	memset(list, 0, sizeof(list));
+	/* PARAMETER LIST LENGTH 0..4 or above block length + 4: the CDB field. */
+	for (uint16_t l = 0; l <= 4; l++) {
+		r = tctx_run_lun(t, 0, cdb_sanitize(t->cdb, SBC_SANITIZE_OVERWRITE, false, l), list,
+				 l);
+		assert_bad_cdb(r, 7, -1);
+	}
+	r = tctx_run_lun(t, 0, cdb_sanitize(t->cdb, SBC_SANITIZE_OVERWRITE, false, 517), list,
+			 517);
+	assert_bad_cdb(r, 7, -1);
+	/* OVERWRITE COUNT 0 (reserved): byte 0 of the list. */
+	len = ow_list(list, false, 0, 512, 1);
+	r = tctx_run_lun(t, 0, cdb_sanitize(t->cdb, SBC_SANITIZE_OVERWRITE, false, (uint16_t)len),
+			 list, len);
+	assert_sense(r, SENSE_ILLEGAL_REQUEST, 0x26, 0x00);
+	assert_sks(r, 0, 0, 4);
+	/* INITIALIZATION PATTERN LENGTH 0, and beyond the block. */
+	len = ow_list(list, false, 1, 512, 1);
+	put_be16(&list[2], 0);
+	r = tctx_run_lun(t, 0, cdb_sanitize(t->cdb, SBC_SANITIZE_OVERWRITE, false, (uint16_t)len),
+			 list, len);
+	assert_sense(r, SENSE_ILLEGAL_REQUEST, 0x26, 0x00);
+	assert_sks(r, 0, 2, -1);
+	put_be16(&list[2], 513);
+	r = tctx_run_lun(t, 0, cdb_sanitize(t->cdb, SBC_SANITIZE_OVERWRITE, false, (uint16_t)len),
+			 list, len);
+	assert_sks(r, 0, 2, -1);
+	/* TEST field non-zero. */
+	len = ow_list(list, false, 1, 512, 1);
+	list[0] |= 0x20;
+	r = tctx_run_lun(t, 0, cdb_sanitize(t->cdb, SBC_SANITIZE_OVERWRITE, false, (uint16_t)len),
+			 list, len);
+	assert_sks(r, 0, 0, 6);
+	/* IMMED and ZNR are refused; so is a parameter list for BLOCK ERASE. */
+	cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0);
+	t->cdb[1] |= 0x80;
+	r = tctx_run(t, 10);
+	assert_bad_cdb(r, 1, 7);
+	t->cdb[1] = 0x40 | SBC_SANITIZE_CRYPTO_ERASE;
+	r = tctx_run(t, 10);
+	assert_bad_cdb(r, 1, 6);
+	r = tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 4));
+	assert_bad_cdb(r, 7, -1);
+	/* An unknown service action. */
+	r = tctx_run(t, cdb_sanitize(t->cdb, 0x04, false, 0));
+	assert_bad_cdb(r, 1, 4);
+	assert_int_equal(t->fb->nrecs, 0);
+	tctx_destroy(t);
+}
+
+static void test_erase(void **state)
+{
+	struct tctx *t = ctx(0, 2048, 1u << SCSITGT_IO_WRITE_ZEROES, FAKE_SYNC);
+	struct lf_result *r;
+
+	(void)state;
+	memset(t->fb->data, 0x77, 2048 * 512);
+	/* A backend with WRITE ZEROES gets one io for the whole LUN. BLOCK ERASE is only for
+	 * thin LUNs: the SERVICE ACTION field. */
+	r = tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_BLOCK_ERASE, false, 0));
+	assert_bad_cdb(r, 1, 4);
+	r = tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0));
+	assert_good(r);
+	assert_int_equal(t->fb->nrecs, 1);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_WRITE_ZEROES);
+	assert_int_equal(t->fb->recs[0].num_blocks, 2048);
+	tctx_destroy(t);
+
+	/* Without it, CRYPTO ERASE writes zeros. */
+	t = ctx(0, 2048, 0, FAKE_SYNC);
+	memset(t->fb->data, 0x77, 2048 * 512);
+	r = tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0));
+	assert_good(r);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_WRITE);
+	assert_true(all_bytes(t->fb->data, 2048 * 512, 0));
+	tctx_destroy(t);
+
+	/* A thin LUN whose unmapped blocks read as zeros: BLOCK ERASE deallocates. */
+	{
+		struct fake_backend_opts o;
+
+		fake_backend_opts_init(&o);
+		o.supports = 1u << SCSITGT_IO_UNMAP | 1u << SCSITGT_IO_WRITE_ZEROES;
+		o.geo_flags = SCSITGT_GEOMETRY_LBPRZ;
+		t = tctx_create(SCSITGT_LUN_THIN, &o);
+	}
+	r = tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_BLOCK_ERASE, false, 0));
+	assert_good(r);
+	assert_int_equal(t->fb->nrecs, 1);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_UNMAP);
+	tctx_destroy(t);
+
+	/* A read-only LUN: DATA PROTECT, WRITE PROTECTED. */
+	t = ctx(SCSITGT_LUN_READ_ONLY, 2048, 0, FAKE_SYNC);
+	r = tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0));
+	assert_sense(r, SENSE_DATA_PROTECT, 0x27, 0x00);
+	tctx_destroy(t);
+}
+
+static void test_in_progress(void **state)
+{
+	struct tctx *t = ctx(0, 4096, 0, FAKE_MANUAL);
+	struct lf_result s, *r;
+	uint8_t cdb[CDB_BUF];
+	size_t len = cdb_sanitize(cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0);
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	loop_fabric_start(t->lf, 0, cdb, len, NULL, 0, &s);
+	assert_false(s.done);
+	/* Media commands and TEST UNIT READY: NOT READY, SANITIZE IN PROGRESS. */
+	r = tctx_run(t, cdb_tur(t->cdb));
+	assert_sense(r, SENSE_NOT_READY, 0x04, 0x1b);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0));
+	assert_sense(r, SENSE_NOT_READY, 0x04, 0x1b);
+	/* INQUIRY goes on; REQUEST SENSE reports the progress (nothing done yet). */
+	r = tctx_run(t, cdb_inquiry(t->cdb, false, 0, 96));
+	assert_good(r);
+	r = tctx_run(t, cdb_request_sense(t->cdb, false, 18));
+	assert_good(r);
+	assert_int_equal(r->data[2] & 0x0f, SENSE_NOT_READY);
+	assert_int_equal(r->data[12], 0x04);
+	assert_int_equal(r->data[13], 0x1b);
+	assert_int_equal(r->data[15], 0x80);
+	assert_int_equal(get_be16(&r->data[16]), 0);
+	/* Half done after the first of two pieces (completed by hand, without its data: only
+	 * the progress is looked at). */
+	assert_int_equal(t->fb->npending, 1);
+	t->fb->npending = 0;
+	scsitgt_io_complete(t->fb->pending[0], 0);
+	assert_false(s.done);
+	assert_int_equal(t->fb->npending, 1);
+	r = tctx_run(t, cdb_request_sense(t->cdb, false, 18));
+	assert_int_equal(get_be16(&r->data[16]), 0x8000);
+	fake_backend_complete_pending(t->fb);
+	loop_fabric_wait(t->lf, &s);
+	assert_good(&s);
+	lf_result_clear(&s);
+	/* Afterwards, all back to normal. */
+	r = tctx_run(t, cdb_tur(t->cdb));
+	assert_good(r);
+	r = tctx_run(t, cdb_request_sense(t->cdb, false, 18));
+	assert_int_equal(r->data[2] & 0x0f, SENSE_NO_SENSE);
+	tctx_destroy(t);
+}
+
+static void test_failure_mode(void **state)
+{
+	struct tctx *t = ctx(0, 2048, 0, FAKE_SYNC);
+	struct lf_result *r;
+
+	(void)state;
+	/* A failed sanitize (AUSE 0): MEDIUM ERROR, SANITIZE COMMAND FAILED, now and for media
+	 * access commands after it; EXIT FAILURE MODE is not allowed. */
+	fake_backend_fail_next(t->fb, -EIO, 1);
+	r = tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0));
+	assert_sense(r, SENSE_MEDIUM_ERROR, 0x31, 0x03);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0));
+	assert_sense(r, SENSE_MEDIUM_ERROR, 0x31, 0x03);
+	r = tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_EXIT_FAILURE_MODE, false, 0));
+	assert_bad_cdb(r, 1, 4);
+	/* A successful sanitize ends it. */
+	r = tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0));
+	assert_good(r);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0));
+	assert_good(r);
+	/* With AUSE, EXIT FAILURE MODE does. */
+	fake_backend_fail_next(t->fb, -EIO, 1);
+	r = tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, true, 0));
+	assert_sense(r, SENSE_MEDIUM_ERROR, 0x31, 0x03);
+	r = tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_EXIT_FAILURE_MODE, false, 0));
+	assert_good(r);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0));
+	assert_good(r);
+	tctx_destroy(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_overwrite),
+		cmocka_unit_test(test_overwrite_bad),
+		cmocka_unit_test(test_erase),
+		cmocka_unit_test(test_in_progress),
+		cmocka_unit_test(test_failure_mode),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
