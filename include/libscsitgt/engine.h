@@ -99,6 +99,20 @@ SCSITGT_EXPORT void scsitgt_engine_set_userdata(struct scsitgt_engine *engine, v
  */
 SCSITGT_EXPORT void *scsitgt_engine_get_userdata(const struct scsitgt_engine *engine);
 
+/**
+ * How long a task management function (ABORT TASK, LUN RESET, ...) waits for the commands it
+ * aborted to come back from their backends before it answers anyway. The aborted commands are
+ * freed whenever their backend returns them; nothing else waits for them.
+ *
+ * @param engine     The engine.
+ * @param timeout_ms The limit in milliseconds, > 0. The default is 30000.
+ * @return 0; -EINVAL for a NULL engine or a zero timeout.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_engine_set_tmf_timeout(struct scsitgt_engine *engine,
+						  uint32_t timeout_ms);
+
 #ifdef __cplusplus
 }
 #endif

@@ -128,6 +128,21 @@ SCSITGT_EXPORT int scsitgt_lun_get_geometry(const struct scsitgt_lun *lun,
  */
 SCSITGT_EXPORT void *scsitgt_lun_get_backend_ctx(const struct scsitgt_lun *lun);
 
+/**
+ * Tell the LUN that its medium changed size. The host resizes the backend's medium first
+ * (e.g. scsitgt_backend_aio_resize()); from this call on READ CAPACITY reports @p num_blocks,
+ * media commands are checked against it, and every I_T nexus finds the unit attention
+ * CAPACITY DATA HAS CHANGED (SBC-4 §4.6, SPC-5 §5.14) on its next command to the LUN.
+ *
+ * @param lun        The LUN.
+ * @param num_blocks The new capacity in logical blocks, > 0.
+ * @return 0 (also when the size is unchanged: then no unit attention is raised);
+ *         -EINVAL for a NULL @p lun or a zero @p num_blocks.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_lun_resize(struct scsitgt_lun *lun, uint64_t num_blocks);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "backend_aio.h"
 #include "lun.h"
+#include "pr.h"
 #include "iscsi.h"
 
 #endif /* LIBSCSITGT_SCSITGT_H */

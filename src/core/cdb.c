@@ -3,7 +3,9 @@
 
 #include "core/cdb.h"
 #include "core/fabric.h"
+#include "core/pr.h"
 #include "core/scsi_spec.h"
+#include "core/ua.h"
 #include "util/be.h"
 
 /*
@@ -16,12 +18,23 @@ static const struct scsitgt__cdb_def sai16_rows[0x20] = {
 	[SBC_SAI_READ_CAPACITY_16] = {
 		.name = "READ CAPACITY (16)",
 		.cdb_len = 16,
+		.pr = SCSITGT__PR_ALLOWED,
 		/* Bytes 2..9 LBA and byte 14 PMI are obsolete in SBC-4 but checked as in SBC-3. */
 		.usage = { 0x9e, 0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 			   0xff, 0xff, 0xff, 0xff, 0x01, 0x00 },
 		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_ALLOW_STANDBY,
 		.parse = scsitgt__sbc_parse_read_capacity16,
 		.exec = scsitgt__sbc_read_capacity16,
+	},
+	/* SBC-4 §5.17 GET LBA STATUS: byte 14 (REPORT TYPE in later revisions) is refused. */
+	[SBC_SAI_GET_LBA_STATUS] = {
+		.name = "GET LBA STATUS",
+		.cdb_len = 16,
+		.usage = { 0x9e, 0x12, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0xff, 0xff, 0x00, 0x00 },
+		.flags = SCSITGT__CDB_F_MEDIUM,
+		.parse = scsitgt__sbc_parse_get_lba_status,
+		.exec = scsitgt__sbc_get_lba_status,
 	},
 };
 
@@ -34,10 +47,94 @@ static const struct scsitgt__cdb_def sai16_rows[0x20] = {
 #define GROUP 0x3f
 #define RW_FIELDS { 0x00, 0x80 }
 
+/* MAINTENANCE IN rows, indexed by service action (SPC-5 Table E.?). */
+static const struct scsitgt__cdb_def maint_in_rows[0x20] = {
+	/* SPC-5 §6.35: RCTD and REPORTING OPTIONS in byte 2, REQUESTED OPERATION CODE, REQUESTED
+	 * SERVICE ACTION, ALLOCATION LENGTH. */
+	[SPC_MI_REPORT_SUPPORTED_OPCODES] = {
+		.name = "REPORT SUPPORTED OPERATION CODES",
+		.cdb_len = 12,
+		.usage = { 0xa3, 0x0c, 0x87, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00 },
+		.flags = SCSITGT__CDB_F_ALLOW_STANDBY,
+		.parse = scsitgt__spc_parse_rsoc,
+		.exec = scsitgt__spc_rsoc,
+	},
+	/* SPC-5 §6.36: REPD in byte 2, ALLOCATION LENGTH. */
+	[SPC_MI_REPORT_SUPPORTED_TMFS] = {
+		.name = "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS",
+		.cdb_len = 12,
+		.usage = { 0xa3, 0x0d, 0x80, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00 },
+		.flags = SCSITGT__CDB_F_ALLOW_STANDBY,
+		.parse = scsitgt__spc_parse_rstmf,
+		.exec = scsitgt__spc_rstmf,
+	},
+};
+
+/* SANITIZE rows (SBC-4 §5.28): AUSE in byte 1 with the service action, PARAMETER LIST LENGTH
+ * in bytes 7..8. IMMED and ZNR are refused (spc_sanitize.c says why). */
+#define SANITIZE_ROW(nm, sa, fl)                                                                   \
+	{                                                                                          \
+		.name = (nm), .cdb_len = 10,                                                       \
+		.usage = { 0x48, 0x20 | (sa), 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00 },   \
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE | (fl),                     \
+		.parse = scsitgt__sbc_parse_sanitize, .exec = scsitgt__sbc_sanitize,               \
+	}
+static const struct scsitgt__cdb_def sanitize_rows[0x20] = {
+	[SBC_SANITIZE_OVERWRITE] =
+		SANITIZE_ROW("SANITIZE OVERWRITE", SBC_SANITIZE_OVERWRITE, 0),
+	[SBC_SANITIZE_BLOCK_ERASE] =
+		SANITIZE_ROW("SANITIZE BLOCK ERASE", SBC_SANITIZE_BLOCK_ERASE,
+			     SCSITGT__CDB_F_THIN),
+	[SBC_SANITIZE_CRYPTO_ERASE] =
+		SANITIZE_ROW("SANITIZE CRYPTO ERASE", SBC_SANITIZE_CRYPTO_ERASE, 0),
+	[SBC_SANITIZE_EXIT_FAILURE_MODE] =
+		SANITIZE_ROW("SANITIZE EXIT FAILURE MODE", SBC_SANITIZE_EXIT_FAILURE_MODE, 0),
+};
+
+/* PERSISTENT RESERVE IN rows (SPC-5 §6.16): ALLOCATION LENGTH in bytes 7..8. */
+#define PR_IN_ROW(nm, sa)                                                                          \
+	{                                                                                          \
+		.name = (nm), .cdb_len = 10,                                                       \
+		.usage = { 0x5e, 0x1f, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00 },          \
+		.flags = SCSITGT__CDB_F_ALLOW_STANDBY, .pr = SCSITGT__PR_ALLOWED,                  \
+		.parse = scsitgt__pr_parse_in, .exec = scsitgt__pr_in,                             \
+	}
+static const struct scsitgt__cdb_def pr_in_rows[0x20] = {
+	[PR_IN_READ_KEYS] = PR_IN_ROW("PERSISTENT RESERVE IN READ KEYS", PR_IN_READ_KEYS),
+	[PR_IN_READ_RESERVATION] =
+		PR_IN_ROW("PERSISTENT RESERVE IN READ RESERVATION", PR_IN_READ_RESERVATION),
+	[PR_IN_REPORT_CAPABILITIES] =
+		PR_IN_ROW("PERSISTENT RESERVE IN REPORT CAPABILITIES", PR_IN_REPORT_CAPABILITIES),
+	[PR_IN_READ_FULL_STATUS] =
+		PR_IN_ROW("PERSISTENT RESERVE IN READ FULL STATUS", PR_IN_READ_FULL_STATUS),
+};
+
+/* PERSISTENT RESERVE OUT rows (SPC-5 §6.17): SCOPE and TYPE in byte 2, PARAMETER LIST LENGTH
+ * in bytes 5..8. */
+#define PR_OUT_ROW(nm)                                                                             \
+	{                                                                                          \
+		.name = (nm), .cdb_len = 10,                                                       \
+		.usage = { 0x5f, 0x1f, 0xff, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00 },          \
+		.pr = SCSITGT__PR_OUT, .parse = scsitgt__pr_parse_out, .exec = scsitgt__pr_out,    \
+	}
+static const struct scsitgt__cdb_def pr_out_rows[0x20] = {
+	[PR_OUT_REGISTER] = PR_OUT_ROW("PERSISTENT RESERVE OUT REGISTER"),
+	[PR_OUT_RESERVE] = PR_OUT_ROW("PERSISTENT RESERVE OUT RESERVE"),
+	[PR_OUT_RELEASE] = PR_OUT_ROW("PERSISTENT RESERVE OUT RELEASE"),
+	[PR_OUT_CLEAR] = PR_OUT_ROW("PERSISTENT RESERVE OUT CLEAR"),
+	[PR_OUT_PREEMPT] = PR_OUT_ROW("PERSISTENT RESERVE OUT PREEMPT"),
+	[PR_OUT_PREEMPT_AND_ABORT] = PR_OUT_ROW("PERSISTENT RESERVE OUT PREEMPT AND ABORT"),
+	[PR_OUT_REGISTER_AND_IGNORE] =
+		PR_OUT_ROW("PERSISTENT RESERVE OUT REGISTER AND IGNORE EXISTING KEY"),
+	[PR_OUT_REGISTER_AND_MOVE] = PR_OUT_ROW("PERSISTENT RESERVE OUT REGISTER AND MOVE"),
+	[PR_OUT_REPLACE_LOST] = PR_OUT_ROW("PERSISTENT RESERVE OUT REPLACE LOST RESERVATION"),
+};
+
 static const struct scsitgt__cdb_def cdb_table[256] = {
 	[SPC_TEST_UNIT_READY] = {
 		.name = "TEST UNIT READY",
 		.cdb_len = 6,
+		.pr = SCSITGT__PR_ALLOWED,
 		.usage = { 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 },
 		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_ALLOW_STANDBY,
 		.exec = scsitgt__spc_test_unit_ready,
@@ -45,11 +142,22 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 	[SPC_REQUEST_SENSE] = {
 		.name = "REQUEST SENSE",
 		.cdb_len = 6,
+		.pr = SCSITGT__PR_ALLOWED,
 		.usage = { 0x03, 0x01, 0x00, 0x00, 0xff, 0x00 },
 		.flags = SCSITGT__CDB_F_NO_LUN | SCSITGT__CDB_F_ALLOW_UA |
 			 SCSITGT__CDB_F_ALLOW_STANDBY,
 		.parse = scsitgt__spc_parse_request_sense,
 		.exec = scsitgt__spc_request_sense,
+	},
+	/* SBC-4 §5.3: FMTPINFO (no protection information), vendor byte 2 refused. */
+	[SBC_FORMAT_UNIT] = {
+		.name = "FORMAT UNIT",
+		.cdb_len = 6,
+		.usage = { 0x04, 0x3f, 0x00, 0x00, 0x00, 0x00 },
+		.field_msb = { 0x00, 0x80 },
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.parse = scsitgt__sbc_parse_format_unit,
+		.exec = scsitgt__sbc_format_unit,
 	},
 	[SBC_READ_6] = {
 		.name = "READ (6)",
@@ -70,6 +178,7 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 	[SPC_INQUIRY] = {
 		.name = "INQUIRY",
 		.cdb_len = 6,
+		.pr = SCSITGT__PR_ALLOWED,
 		/* Byte 1 bit 1 is the obsolete CMDDT: refused like a reserved bit. */
 		.usage = { 0x12, 0x01, 0xff, 0xff, 0xff, 0x00 },
 		.flags = SCSITGT__CDB_F_NO_LUN | SCSITGT__CDB_F_ALLOW_UA |
@@ -80,6 +189,7 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 	[SPC_MODE_SELECT_6] = {
 		.name = "MODE SELECT (6)",
 		.cdb_len = 6,
+		.pr = SCSITGT__PR_WRITE,
 		/* PF; SP is refused since no page is saveable (SPC-5 §6.11). */
 		.usage = { 0x15, 0x10, 0x00, 0x00, 0xff, 0x00 },
 		.parse = scsitgt__spc_parse_mode_select,
@@ -96,6 +206,7 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 	[SBC_START_STOP_UNIT] = {
 		.name = "START STOP UNIT",
 		.cdb_len = 6,
+		.pr = SCSITGT__PR_WRITE,
 		.usage = { 0x1b, 0x01, 0x00, 0x0f, 0xf7, 0x00 },
 		.parse = scsitgt__sbc_parse_start_stop,
 		.exec = scsitgt__sbc_start_stop,
@@ -103,6 +214,7 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 	[SPC_PREVENT_ALLOW_MEDIUM_REMOVAL] = {
 		.name = "PREVENT ALLOW MEDIUM REMOVAL",
 		.cdb_len = 6,
+		.pr = SCSITGT__PR_WRITE,
 		.usage = { 0x1e, 0x00, 0x00, 0x00, 0x03, 0x00 },
 		.parse = scsitgt__sbc_parse_prevent_allow,
 		.exec = scsitgt__sbc_prevent_allow,
@@ -110,6 +222,7 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 	[SBC_READ_CAPACITY_10] = {
 		.name = "READ CAPACITY (10)",
 		.cdb_len = 10,
+		.pr = SCSITGT__PR_ALLOWED,
 		.usage = { 0x25, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x01, 0x00 },
 		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_ALLOW_STANDBY,
 		.parse = scsitgt__sbc_parse_read_capacity10,
@@ -133,6 +246,18 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.parse = scsitgt__sbc_parse_rw,
 		.exec = scsitgt__sbc_rw,
 	},
+	/* SBC-4 §5.50: WRPROTECT (refused), ANCHOR, UNMAP; the obsolete PBDATA/LBDATA and
+	 * reserved bit 0 are refused. ANCHOR passes the mask only so that parse can refuse it
+	 * with its own bit pointer (the WRPROTECT field marker would otherwise claim it). */
+	[SBC_WRITE_SAME_10] = {
+		.name = "WRITE SAME (10)",
+		.cdb_len = 10,
+		.usage = { 0x41, 0x18, 0xff, 0xff, 0xff, 0xff, GROUP, 0xff, 0xff, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.parse = scsitgt__sbc_parse_write_same,
+		.exec = scsitgt__sbc_write_same,
+	},
 	/* SBC-4 §5.30: ANCHOR (byte 1 bit 0) is refused: we do not support anchored blocks. */
 	[SBC_UNMAP] = {
 		.name = "UNMAP",
@@ -152,6 +277,25 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
 		.parse = scsitgt__sbc_parse_write_verify,
 		.exec = scsitgt__sbc_write_verify,
+	},
+	/* SBC-4 §5.38-§5.40: VRPROTECT (refused), DPO, BYTCHK; bit 0 is reserved. */
+	[SBC_VERIFY_10] = {
+		.name = "VERIFY (10)",
+		.cdb_len = 10,
+		.usage = { 0x2f, 0x16, 0xff, 0xff, 0xff, 0xff, GROUP, 0xff, 0xff, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM,
+		.parse = scsitgt__sbc_parse_verify,
+		.exec = scsitgt__sbc_verify,
+	},
+	/* SBC-4 §5.11 PRE-FETCH (10): IMMED only in byte 1 (bit 0 is the obsolete RELADR). */
+	[SBC_PRE_FETCH_10] = {
+		.name = "PRE-FETCH (10)",
+		.cdb_len = 10,
+		.usage = { 0x34, 0x02, 0xff, 0xff, 0xff, 0xff, GROUP, 0xff, 0xff, 0x00 },
+		.flags = SCSITGT__CDB_F_MEDIUM,
+		.parse = scsitgt__sbc_parse_prefetch,
+		.exec = scsitgt__sbc_prefetch,
 	},
 	[SBC_WRITE_AND_VERIFY_12] = {
 		.name = "WRITE AND VERIFY (12)",
@@ -175,15 +319,32 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 	[SBC_SYNCHRONIZE_CACHE_10] = {
 		.name = "SYNCHRONIZE CACHE (10)",
 		.cdb_len = 10,
+		.pr = SCSITGT__PR_WRITE,
 		/* IMMED and the obsolete SYNC_NV (ignored); the obsolete RELADR is refused. */
 		.usage = { 0x35, 0x06, 0xff, 0xff, 0xff, 0xff, GROUP, 0xff, 0xff, 0x00 },
 		.flags = SCSITGT__CDB_F_MEDIUM,
 		.parse = scsitgt__sbc_parse_sync_cache,
 		.exec = scsitgt__sbc_sync_cache,
 	},
+	/* SBC-4 §5.18: REQ_PLIST, REQ_GLIST, DEFECT LIST FORMAT; ALLOCATION LENGTH. */
+	[SBC_READ_DEFECT_DATA_10] = {
+		.name = "READ DEFECT DATA (10)",
+		.cdb_len = 10,
+		.usage = { 0x37, 0x00, 0x1f, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00 },
+		.parse = scsitgt__sbc_parse_read_defect,
+		.exec = scsitgt__sbc_read_defect,
+	},
+	[SBC_SANITIZE] = {
+		.name = "SANITIZE",
+		.cdb_len = 10,
+		.sa_rows = sanitize_rows,
+		.sa_count = 0x20,
+		.has_sa = true,
+	},
 	[SPC_MODE_SELECT_10] = {
 		.name = "MODE SELECT (10)",
 		.cdb_len = 10,
+		.pr = SCSITGT__PR_WRITE,
 		.usage = { 0x55, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00 },
 		.parse = scsitgt__spc_parse_mode_select,
 		.exec = scsitgt__spc_mode_select,
@@ -206,6 +367,18 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.parse = scsitgt__sbc_parse_rw,
 		.exec = scsitgt__sbc_rw,
 	},
+	/* SBC-4 §5.3: WRPROTECT (refused), DPO, FUA, obsolete FUA_NV; NUMBER OF LOGICAL BLOCKS
+	 * in byte 13, bytes 10..12 reserved. */
+	[SBC_COMPARE_AND_WRITE] = {
+		.name = "COMPARE AND WRITE",
+		.cdb_len = 16,
+		.usage = { 0x89, RW_FLAGS, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0x00, 0x00, 0x00, 0xff, GROUP, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.parse = scsitgt__sbc_parse_caw,
+		.exec = scsitgt__sbc_atomic_exec,
+	},
 	[SBC_WRITE_16] = {
 		.name = "WRITE (16)",
 		.cdb_len = 16,
@@ -216,14 +389,68 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.parse = scsitgt__sbc_parse_rw,
 		.exec = scsitgt__sbc_rw,
 	},
+	/* SBC-4 §5.9 ORWRITE (16): ORPROTECT (refused), DPO, FUA, obsolete FUA_NV. */
+	[SBC_ORWRITE_16] = {
+		.name = "ORWRITE (16)",
+		.cdb_len = 16,
+		.usage = { 0x8b, RW_FLAGS, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0xff, 0xff, GROUP, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.parse = scsitgt__sbc_parse_orwrite,
+		.exec = scsitgt__sbc_atomic_exec,
+	},
+	[SBC_VERIFY_16] = {
+		.name = "VERIFY (16)",
+		.cdb_len = 16,
+		.usage = { 0x8f, 0x16, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0xff, 0xff, GROUP, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM,
+		.parse = scsitgt__sbc_parse_verify,
+		.exec = scsitgt__sbc_verify,
+	},
+	[SBC_PRE_FETCH_16] = {
+		.name = "PRE-FETCH (16)",
+		.cdb_len = 16,
+		.usage = { 0x90, 0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0xff, 0xff, GROUP, 0x00 },
+		.flags = SCSITGT__CDB_F_MEDIUM,
+		.parse = scsitgt__sbc_parse_prefetch,
+		.exec = scsitgt__sbc_prefetch,
+	},
 	[SBC_SYNCHRONIZE_CACHE_16] = {
 		.name = "SYNCHRONIZE CACHE (16)",
 		.cdb_len = 16,
+		.pr = SCSITGT__PR_WRITE,
 		.usage = { 0x91, 0x06, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 			   0xff, 0xff, 0xff, 0xff, GROUP, 0x00 },
 		.flags = SCSITGT__CDB_F_MEDIUM,
 		.parse = scsitgt__sbc_parse_sync_cache,
 		.exec = scsitgt__sbc_sync_cache,
+	},
+	/* SBC-4 §5.51: as WRITE SAME (10), plus NDOB in bit 0. */
+	[SBC_WRITE_SAME_16] = {
+		.name = "WRITE SAME (16)",
+		.cdb_len = 16,
+		.usage = { 0x93, 0x19, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0xff, 0xff, GROUP, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.parse = scsitgt__sbc_parse_write_same,
+		.exec = scsitgt__sbc_write_same,
+	},
+	/* SBC-4 §5.49 WRITE ATOMIC (16): WRPROTECT (refused), DPO, FUA; ATOMIC BOUNDARY,
+	 * TRANSFER LENGTH. */
+	[SBC_WRITE_ATOMIC_16] = {
+		.name = "WRITE ATOMIC (16)",
+		.cdb_len = 16,
+		.usage = { 0x9c, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0xff, 0xff, GROUP, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.parse = scsitgt__sbc_parse_write_atomic,
+		.exec = scsitgt__sbc_atomic_exec,
 	},
 	[SBC_SERVICE_ACTION_IN_16] = {
 		.name = "SERVICE ACTION IN (16)",
@@ -232,14 +459,68 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.sa_count = 0x20,
 		.has_sa = true,
 	},
+	/* SPC-2 §7.21-7.24: logical unit reservations only; the obsolete third-party and extent
+	 * fields are refused. */
+	[SPC_RESERVE_6] = {
+		.name = "RESERVE (6)",
+		.cdb_len = 6,
+		.usage = { 0x16, 0x00, 0x00, 0x00, 0x00, 0x00 },
+		.pr = SCSITGT__PR_RESERVE,
+		.parse = scsitgt__pr_parse_reserve,
+		.exec = scsitgt__pr_reserve,
+	},
+	[SPC_RELEASE_6] = {
+		.name = "RELEASE (6)",
+		.cdb_len = 6,
+		.usage = { 0x17, 0x00, 0x00, 0x00, 0x00, 0x00 },
+		.pr = SCSITGT__PR_RELEASE,
+		.exec = scsitgt__pr_release,
+	},
+	[SPC_RESERVE_10] = {
+		.name = "RESERVE (10)",
+		.cdb_len = 10,
+		.usage = { 0x56, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 },
+		.pr = SCSITGT__PR_RESERVE,
+		.parse = scsitgt__pr_parse_reserve,
+		.exec = scsitgt__pr_reserve,
+	},
+	[SPC_RELEASE_10] = {
+		.name = "RELEASE (10)",
+		.cdb_len = 10,
+		.usage = { 0x57, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 },
+		.pr = SCSITGT__PR_RELEASE,
+		.exec = scsitgt__pr_release,
+	},
+	[SPC_PERSISTENT_RESERVE_IN] = {
+		.name = "PERSISTENT RESERVE IN",
+		.cdb_len = 10,
+		.sa_rows = pr_in_rows,
+		.sa_count = 0x20,
+		.has_sa = true,
+	},
+	[SPC_PERSISTENT_RESERVE_OUT] = {
+		.name = "PERSISTENT RESERVE OUT",
+		.cdb_len = 10,
+		.sa_rows = pr_out_rows,
+		.sa_count = 0x20,
+		.has_sa = true,
+	},
 	[SPC_REPORT_LUNS] = {
 		.name = "REPORT LUNS",
 		.cdb_len = 12,
+		.pr = SCSITGT__PR_ALLOWED,
 		.usage = { 0xa0, 0x00, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00 },
 		.flags = SCSITGT__CDB_F_NO_LUN | SCSITGT__CDB_F_ALLOW_UA |
 			 SCSITGT__CDB_F_ALLOW_STANDBY,
 		.parse = scsitgt__spc_parse_report_luns,
 		.exec = scsitgt__spc_report_luns,
+	},
+	[SPC_MAINTENANCE_IN] = {
+		.name = "MAINTENANCE IN",
+		.cdb_len = 12,
+		.sa_rows = maint_in_rows,
+		.sa_count = 0x20,
+		.has_sa = true,
 	},
 	[SBC_READ_12] = {
 		.name = "READ (12)",
@@ -251,6 +532,15 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.parse = scsitgt__sbc_parse_rw,
 		.exec = scsitgt__sbc_rw,
 	},
+	[SBC_VERIFY_12] = {
+		.name = "VERIFY (12)",
+		.cdb_len = 12,
+		.usage = { 0xaf, 0x16, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, GROUP, 0x00 },
+		.field_msb = RW_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM,
+		.parse = scsitgt__sbc_parse_verify,
+		.exec = scsitgt__sbc_verify,
+	},
 	[SBC_WRITE_12] = {
 		.name = "WRITE (12)",
 		.cdb_len = 12,
@@ -260,7 +550,15 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
 		.parse = scsitgt__sbc_parse_rw,
 		.exec = scsitgt__sbc_rw,
+	},	/* SBC-4 §5.19: as (10) in byte 1, ADDRESS DESCRIPTOR INDEX, ALLOCATION LENGTH. */
+	[SBC_READ_DEFECT_DATA_12] = {
+		.name = "READ DEFECT DATA (12)",
+		.cdb_len = 12,
+		.usage = { 0xb7, 0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00 },
+		.parse = scsitgt__sbc_parse_read_defect,
+		.exec = scsitgt__sbc_read_defect,
 	},
+
 };
 
 size_t scsitgt__cdb_group_len(uint8_t opcode)
@@ -301,6 +599,11 @@ const struct scsitgt__cdb_def *scsitgt__cdb_lookup(const uint8_t *cdb, size_t cd
 		row = &row->sa_rows[sa];
 	}
 	return row;
+}
+
+bool scsitgt__cdb_has_sa(uint8_t opcode)
+{
+	return cdb_table[opcode].name != NULL && cdb_table[opcode].has_sa;
 }
 
 bool scsitgt__cdb_supported(uint8_t opcode, uint8_t sa)
@@ -377,6 +680,10 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 		/* A missing LUN takes precedence over an unknown opcode (SPC-5 §4.5.5.2). */
 		if (cmd->lun == NULL && cmd->cdb_len && cmd->cdb[0] != SPC_INQUIRY)
 			return SCSITGT_SR_LUN_NOT_SUPPORTED;
+		/* A pending unit attention comes before the opcode (SAM-5 §5.14). */
+		r = scsitgt__ua_check(cmd);
+		if (r != SCSITGT_SR_OK)
+			return r;
 		if (cmd->cdb_len > 1 && cdb_table[cmd->cdb[0]].has_sa)
 			return scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
 		return SCSITGT_SR_INVALID_OPCODE;
@@ -386,6 +693,15 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 		return SCSITGT_SR_LUN_NOT_SUPPORTED;
 	if (cmd->cdb_len < row->cdb_len)
 		return SCSITGT_SR_INVALID_OPCODE;
+	cmd->exec = row->exec;
+	/* SAM-5 §5.14, SPC-5 §5.13: unit attentions, then reservations; the
+	 * UA step may replace cmd->exec (REQUEST SENSE reports the condition). */
+	r = scsitgt__ua_check(cmd);
+	if (r != SCSITGT_SR_OK)
+		return r;
+	r = scsitgt__pr_check(cmd);
+	if (r != SCSITGT_SR_OK)
+		return r;
 	r = cdb_check_reserved(cmd, row);
 	if (r != SCSITGT_SR_OK)
 		return r;
@@ -394,8 +710,13 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 			return SCSITGT_SR_NOT_READY_MEDIUM_ABSENT;
 		if ((row->flags & SCSITGT__CDB_F_MEDIUM) && cmd->lun->stopped)
 			return SCSITGT_SR_NOT_READY_INIT_REQUIRED;
+		/* SBC-4 §4.33: a sanitize in progress or failed (spc_sanitize.c). */
+		if (cmd->lun->sanitize_state) {
+			r = scsitgt__sanitize_check(cmd, row);
+			if (r != SCSITGT_SR_OK)
+				return r;
+		}
 	}
-	cmd->exec = row->exec;
 	cmd->dir = SCSITGT__DIR_NONE;
 	cmd->xfer_len = 0;
 	if (row->parse) {

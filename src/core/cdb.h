@@ -25,6 +25,29 @@ enum {
 	SCSITGT__CDB_F_MEDIUM = 1u << 3,
 	/* Allowed in ALUA standby state. */
 	SCSITGT__CDB_F_ALLOW_STANDBY = 1u << 4,
+	/* Offered only on LUNs with logical block provisioning (LBPME): REPORT SUPPORTED
+	 * OPERATION CODES leaves the row out elsewhere, and its parse refuses it. */
+	SCSITGT__CDB_F_THIN = 1u << 5,
+};
+
+/*
+ * Reservation conflict classes, the .pr column (SPC-5 §5.13.1 Table 63, SBC-4 §4.17.1 Table 13):
+ * how a command fares on a LUN reserved by another I_T nexus (core/pr.c).
+ */
+enum scsitgt__pr_class {
+	/* Not set: rows with SCSITGT__CDB_F_WRITE are PR_WRITE, the others PR_READ. */
+	SCSITGT__PR_DEFAULT = 0,
+	/* Never conflicts (INQUIRY, REPORT LUNS, PERSISTENT RESERVE IN, TEST UNIT READY...). */
+	SCSITGT__PR_ALLOWED,
+	/* Conflicts under the Exclusive Access types only (reads, MODE SENSE, VERIFY...). */
+	SCSITGT__PR_READ,
+	/* Conflicts under every type (writes, MODE/LOG SELECT, SYNCHRONIZE CACHE...). */
+	SCSITGT__PR_WRITE,
+	/* PERSISTENT RESERVE OUT: its service actions check registration themselves. */
+	SCSITGT__PR_OUT,
+	/* RESERVE / RELEASE (6)/(10): the SPC-2 rules (SPC-2 §5.5.1). */
+	SCSITGT__PR_RESERVE,
+	SCSITGT__PR_RELEASE,
 };
 
 typedef enum scsitgt__sense_reason (*scsitgt__parse_fn)(struct scsitgt__cmd *cmd);
@@ -50,6 +73,8 @@ struct scsitgt__cdb_def {
 	uint8_t sa_count;
 	/* Where the service action sits: byte 1 bits 4..0 (all SPC/SBC users). */
 	bool has_sa;
+	/* Reservation conflict class, enum scsitgt__pr_class. */
+	uint8_t pr;
 };
 
 /* Look up a CDB's row; NULL if the opcode or service action is unsupported. */
@@ -77,6 +102,8 @@ void scsitgt__cmd_respond(struct scsitgt__cmd *cmd, const void *data, size_t len
 
 /* Whether the table has a row for @opcode (and @sa for service-action opcodes). */
 bool scsitgt__cdb_supported(uint8_t opcode, uint8_t sa);
+/* Whether @opcode is a supported opcode with service actions (SERVACTV, SPC-5 §6.35.2). */
+bool scsitgt__cdb_has_sa(uint8_t opcode);
 
 /* Exec functions of the command files, referenced by the table (cdb.c). */
 void scsitgt__spc_test_unit_ready(struct scsitgt__cmd *cmd);
@@ -93,6 +120,30 @@ void scsitgt__spc_inquiry(struct scsitgt__cmd *cmd);
  */
 #define SCSITGT__VPD_MAX 1024
 size_t scsitgt__vpd_build(const struct scsitgt__cmd *cmd, uint8_t page, uint8_t *buf);
+
+/* spc_opcodes.c: REPORT SUPPORTED OPERATION CODES and TASK MANAGEMENT FUNCTIONS. */
+enum scsitgt__sense_reason scsitgt__spc_parse_rsoc(struct scsitgt__cmd *cmd);
+void scsitgt__spc_rsoc(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__spc_parse_rstmf(struct scsitgt__cmd *cmd);
+void scsitgt__spc_rstmf(struct scsitgt__cmd *cmd);
+
+/* spc_sanitize.c: SANITIZE (SBC-4 §5.28) and the state it leaves on the LUN. */
+enum {
+	SCSITGT__SANITIZE_IDLE = 0,
+	SCSITGT__SANITIZE_RUNNING = 1,
+	SCSITGT__SANITIZE_FAILED = 2,
+};
+enum scsitgt__sense_reason scsitgt__sbc_parse_sanitize(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd);
+/* What a command meets on a LUN whose sanitize_state is not idle (called by cdb_parse). */
+enum scsitgt__sense_reason scsitgt__sanitize_check(const struct scsitgt__cmd *cmd,
+						   const struct scsitgt__cdb_def *row);
+
+/* spc_media.c: READ DEFECT DATA (10)/(12) and FORMAT UNIT (SBC-4 §5.9, §5.3). */
+enum scsitgt__sense_reason scsitgt__sbc_parse_read_defect(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_read_defect(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__sbc_parse_format_unit(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_format_unit(struct scsitgt__cmd *cmd);
 
 /* sense_cmds.c: REQUEST SENSE. */
 enum scsitgt__sense_reason scsitgt__spc_parse_request_sense(struct scsitgt__cmd *cmd);
@@ -116,6 +167,34 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd);
 /* sbc_verify.c: WRITE AND VERIFY (10)/(12)/(16). */
 enum scsitgt__sense_reason scsitgt__sbc_parse_write_verify(struct scsitgt__cmd *cmd);
 void scsitgt__sbc_write_verify(struct scsitgt__cmd *cmd);
+/* sbc_verify.c: VERIFY (10)/(12)/(16). */
+enum scsitgt__sense_reason scsitgt__sbc_parse_verify(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_verify(struct scsitgt__cmd *cmd);
+/* sbc_write_same.c: WRITE SAME (10)/(16). */
+enum scsitgt__sense_reason scsitgt__sbc_parse_write_same(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_write_same(struct scsitgt__cmd *cmd);
+/* sbc_atomic.c: COMPARE AND WRITE, ORWRITE (16), WRITE ATOMIC (16), under the range lock. */
+enum scsitgt__sense_reason scsitgt__sbc_parse_caw(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__sbc_parse_orwrite(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__sbc_parse_write_atomic(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_atomic_exec(struct scsitgt__cmd *cmd);
+/* sbc_lba_status.c: GET LBA STATUS, PRE-FETCH (10)/(16), and their VPD B0 limits. */
+enum scsitgt__sense_reason scsitgt__sbc_parse_get_lba_status(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_get_lba_status(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__sbc_parse_prefetch(struct scsitgt__cmd *cmd);
+void scsitgt__sbc_prefetch(struct scsitgt__cmd *cmd);
+/*
+ * Fill the VPD B0 (SBC-4 §6.6.3) fields of the commands above into @b0 (a zeroed page of at
+ * least 64 bytes): MAXIMUM COMPARE AND WRITE LENGTH, WSNZ, MAXIMUM WRITE SAME LENGTH and the
+ * atomic write limits, each only when its command is in the table.
+ */
+void scsitgt__sbc_block_limits(const struct scsitgt_lun *lun, uint8_t *b0);
+/* The limits advertised there (in logical blocks). */
+#define SCSITGT__SBC_MAX_CAW_BLOCKS 128u
+#define SCSITGT__SBC_MAX_WRITE_SAME_BLOCKS 0xffffu
+#define SCSITGT__SBC_MAX_ATOMIC_BLOCKS 256u
+#define SCSITGT__SBC_ATOMIC_ALIGNMENT 1u
+#define SCSITGT__SBC_ATOMIC_GRANULARITY 1u
 void scsitgt__sbc_rw(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__sbc_parse_read_capacity10(struct scsitgt__cmd *cmd);
 void scsitgt__sbc_read_capacity10(struct scsitgt__cmd *cmd);

@@ -72,6 +72,11 @@ struct scsitgt__session {
 	void *fabric_ctx;
 	struct scsitgt__list cmds; /* every live command of this nexus */
 	unsigned int ncmds;
+	/* Unit attention queues of this nexus (core/ua.c), allocated on first use. */
+	struct scsitgt__ua_sess *ua;
+	/* No POWER ON on first access and no REPORTED LUNS DATA HAS CHANGED (in-process test
+	 * fabrics, which build their LUNs after the nexus). */
+	bool ua_no_power_on;
 };
 
 /*

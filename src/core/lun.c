@@ -6,6 +6,8 @@
 
 #include "core/core.h"
 #include "core/fabric.h"
+#include "core/pr.h"
+#include "core/ua.h"
 #include "util/be.h"
 
 #define STR_(x) #x
@@ -133,6 +135,8 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	rc = scsitgt__target_insert_lun(tgt, lun);
 	if (rc < 0)
 		goto fail_close;
+	/* SPC-5 §5.14: the nexuses learn of the new LUN by REPORTED LUNS DATA HAS CHANGED. */
+	scsitgt__ua_luns_changed(tgt, lun->id, false);
 	*out = lun;
 	return 0;
 
@@ -157,6 +161,7 @@ static void lun_free(struct scsitgt__deferred *d)
 	scsitgt_done_cb cb = lun->destroy_cb;
 	void *cb_arg = lun->destroy_cb_arg;
 
+	scsitgt__pr_free(lun);
 	free(lun);
 	if (cb)
 		cb(cb_arg, 0);
@@ -190,8 +195,25 @@ SCSITGT_EXPORT void scsitgt_lun_destroy(struct scsitgt_lun *lun, scsitgt_done_cb
 	lun->destroy_cb = cb;
 	lun->destroy_cb_arg = cb_arg;
 	scsitgt__target_lun_removed(lun->tgt, lun);
+	scsitgt__ua_luns_changed(lun->tgt, lun->id, true);
 	if (lun->inflight == 0)
 		lun_close_backend(lun);
+}
+
+SCSITGT_EXPORT int scsitgt_lun_resize(struct scsitgt_lun *lun, uint64_t num_blocks)
+{
+	struct scsitgt__list *p;
+
+	if (lun == NULL || num_blocks == 0)
+		return -EINVAL;
+	if (lun->geo.num_blocks == num_blocks)
+		return 0;
+	lun->geo.num_blocks = num_blocks;
+	/* SBC-4 §4.6: every nexus learns of it by CAPACITY DATA HAS CHANGED. */
+	for (p = lun->tgt->sessions.next; p != &lun->tgt->sessions; p = p->next)
+		scsitgt__ua_establish(scsitgt__container_of(p, struct scsitgt__session, node),
+				      lun->id, SCSITGT_SR_UA_CAPACITY_CHANGED);
+	return 0;
 }
 
 SCSITGT_EXPORT uint64_t scsitgt_lun_get_id(const struct scsitgt_lun *lun)

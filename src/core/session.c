@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "core/fabric.h"
+#include "core/pr.h"
+#include "core/ua.h"
 
 int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target *tgt,
 			    const struct scsitgt__nexus_info *info,
@@ -63,6 +65,9 @@ void scsitgt__session_destroy(struct scsitgt__session *sess)
 			scsitgt__cmd_destroy(cmd);
 		}
 	}
+	/* SPC-2 reservations end with the nexus; its unit attentions go with it. */
+	scsitgt__pr_session_gone(sess);
+	scsitgt__ua_session_free(sess);
 	scsitgt__list_remove(&sess->node);
 	free(sess->initiator_name);
 	free(sess->initiator_port);

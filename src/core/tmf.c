@@ -1,32 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Task management (SAM-5 §7). A TMF aborts the commands it names. Commands inside a backend
- * keep their buffers until the backend returns them; they are marked aborted, never report
- * status, and reach the fabric's cmd_aborted() when their last io returns.
- * TODO(#5): make the TMF response wait for those ios, and extend resets to other nexuses
- * with the unit attentions SAM-5 §7.6 requires.
+ * Task management (SAM-5 §7). The task set is shared by every I_T nexus of a LUN (control
+ * mode page TST 000b), and TAS is zero: tasks of other nexuses end silently, and those nexuses
+ * learn of it by a unit attention.
+ *
+ * A command inside a backend cannot be taken back: it is marked aborted, and its response is
+ * never sent. The TMF answers once every such command has left its backend (cmd.c reports it
+ * through scsitgt__tmf_cmd_released), or when the engine's TMF timeout expires, so that a
+ * backend that never completes cannot hang the initiator's error recovery. Nothing else waits:
+ * other commands and nexuses go on meanwhile.
  */
-#include "core/fabric.h"
+#include <errno.h>
+#include <stdlib.h>
 
-static bool tmf_matches(const struct scsitgt__cmd *cmd, enum scsitgt__tmf_type type,
-			uint64_t lun_id, uint64_t ref_tag)
-{
-	switch (type) {
-	case SCSITGT__TMF_ABORT_TASK:
-	case SCSITGT__TMF_QUERY_TASK:
-		return cmd->tag == ref_tag && cmd->lun_id == lun_id;
-	case SCSITGT__TMF_ABORT_TASK_SET:
-	case SCSITGT__TMF_CLEAR_TASK_SET:
-	case SCSITGT__TMF_LUN_RESET:
-	case SCSITGT__TMF_QUERY_TASK_SET:
-		return cmd->lun_id == lun_id;
-	case SCSITGT__TMF_TARGET_WARM_RESET:
-	case SCSITGT__TMF_TARGET_COLD_RESET:
-		return true;
-	default:
-		return false;
-	}
-}
+#include "core/pr.h"
+#include "core/tmf.h"
+#include "core/ua.h"
+
+struct scsitgt__tmf_op {
+	scsitgt__tmf_cb cb;
+	void *cb_arg;
+	enum scsitgt__tmf_response response;
+	/* Aborted commands still in a backend that point at this op. */
+	unsigned int waiting;
+	bool answered;
+	bool timer_on;
+	uv_timer_t timer;
+};
 
 static bool cmd_is_live(const struct scsitgt__cmd *cmd)
 {
@@ -34,57 +34,250 @@ static bool cmd_is_live(const struct scsitgt__cmd *cmd)
 	       cmd->state == SCSITGT__CMD_EXEC;
 }
 
+static void op_maybe_free(struct scsitgt__tmf_op *op);
+
+static void op_closed(uv_handle_t *h)
+{
+	struct scsitgt__tmf_op *op = h->data;
+
+	op->timer_on = false;
+	op_maybe_free(op);
+}
+
+/* Free the op once it has answered, its timer is closed and no command points at it. */
+static void op_maybe_free(struct scsitgt__tmf_op *op)
+{
+	if (op->answered && !op->waiting && !op->timer_on)
+		free(op);
+}
+
+static void op_answer(struct scsitgt__tmf_op *op)
+{
+	if (op->answered)
+		return;
+	op->answered = true;
+	/* The timer goes now: an engine can be destroyed while a backend still holds an
+	 * aborted command. */
+	if (op->timer_on) {
+		uv_timer_stop(&op->timer);
+		uv_close((uv_handle_t *)&op->timer, op_closed);
+	}
+	op->cb(op->cb_arg, op->response);
+}
+
+static void op_timeout(uv_timer_t *t)
+{
+	struct scsitgt__tmf_op *op = t->data;
+
+	/* The backend still holds some commands; answer anyway. They stay aborted and are freed
+	 * whenever the backend returns them. */
+	op_answer(op);
+	op_maybe_free(op);
+}
+
+void scsitgt__tmf_cmd_released(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt__tmf_op *op = cmd->tmf_wait;
+
+	if (op == NULL)
+		return;
+	cmd->tmf_wait = NULL;
+	if (--op->waiting == 0)
+		op_answer(op);
+	op_maybe_free(op);
+}
+
+/* Abort one command; with @op, the TMF waits for it to leave its backend. */
+static void abort_cmd(struct scsitgt__cmd *c, struct scsitgt__tmf_op *op)
+{
+	if (c->state == SCSITGT__CMD_EXEC && c->ios_inflight) {
+		/* cmd_finish() hands it to cmd_aborted once its ios return. */
+		c->state = SCSITGT__CMD_ABORTED;
+		if (op && c->tmf_wait == NULL) {
+			c->tmf_wait = op;
+			op->waiting++;
+		}
+	} else {
+		c->state = SCSITGT__CMD_ABORTED;
+		c->sess->ops->cmd_aborted(c);
+	}
+}
+
+/* Abort the live commands of @sess matching @lun_id (all LUNs when @all_luns) and, for ABORT
+ * TASK, @tag. Returns how many. */
+static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_id, bool all_luns,
+				   bool by_tag, uint64_t tag, const struct scsitgt__cmd *except,
+				   struct scsitgt__tmf_op *op)
+{
+	struct scsitgt__list *pos, *tmp;
+	unsigned int n = 0;
+
+	scsitgt__list_foreach_safe(pos, tmp, &sess->cmds)
+	{
+		struct scsitgt__cmd *c = scsitgt__container_of(pos, struct scsitgt__cmd, sess_node);
+
+		if (c == except || !cmd_is_live(c))
+			continue;
+		if (!all_luns && c->lun_id != lun_id)
+			continue;
+		if (by_tag && c->tag != tag)
+			continue;
+		n++;
+		abort_cmd(c, op);
+	}
+	return n;
+}
+
+unsigned int scsitgt__tmf_abort_nexus_lun(struct scsitgt__session *sess, uint64_t lun_id,
+					  const struct scsitgt__cmd *except)
+{
+	return abort_matching(sess, lun_id, false, false, 0, except, NULL);
+}
+
+static unsigned int count_matching(struct scsitgt__session *sess, uint64_t lun_id, bool by_tag,
+				   uint64_t tag)
+{
+	unsigned int n = 0;
+
+	for (struct scsitgt__list *p = sess->cmds.next; p != &sess->cmds; p = p->next) {
+		const struct scsitgt__cmd *c = scsitgt__container_of(p, struct scsitgt__cmd, sess_node);
+
+		if (cmd_is_live(c) && c->lun_id == lun_id && (!by_tag || c->tag == tag))
+			n++;
+	}
+	return n;
+}
+
+/*
+ * SAM-5 §6.3.3 logical unit reset of @lun: the task set is cleared (every nexus), the SPC-2
+ * reservation ends, and every nexus, the resetting one included, finds @ua.
+ */
+static void lun_reset(struct scsitgt_lun *lun, enum scsitgt__sense_reason ua,
+		      struct scsitgt__tmf_op *op)
+{
+	struct scsitgt_target *tgt = lun->tgt;
+
+	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
+		struct scsitgt__session *s = scsitgt__container_of(p, struct scsitgt__session, node);
+
+		abort_matching(s, lun->id, false, false, 0, NULL, op);
+	}
+	scsitgt__pr_reset(lun);
+	/* SBC-4 §5.16: a reset releases PREVENT ALLOW MEDIUM REMOVAL. */
+	lun->prevent_removal = false;
+	scsitgt__ua_establish_all(tgt, lun->id, NULL, ua);
+}
+
+static struct scsitgt__tmf_op *op_new(struct scsitgt__session *sess, scsitgt__tmf_cb cb,
+				      void *cb_arg)
+{
+	struct scsitgt__tmf_op *op = calloc(1, sizeof(*op));
+	struct scsitgt_engine *engine = sess->tgt->engine;
+	uint32_t ms = engine->tmf_timeout_ms ? engine->tmf_timeout_ms
+					     : SCSITGT__TMF_TIMEOUT_MS_DEFAULT;
+
+	if (op == NULL)
+		return NULL;
+	op->cb = cb;
+	op->cb_arg = cb_arg;
+	op->response = SCSITGT__TMF_COMPLETE;
+	if (uv_timer_init(engine->loop, &op->timer) == 0) {
+		op->timer_on = true;
+		op->timer.data = op;
+		uv_timer_start(&op->timer, op_timeout, ms, 0);
+	}
+	return op;
+}
+
 void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type type,
 			  const uint8_t lun[8], uint64_t ref_tag, scsitgt__tmf_cb cb, void *cb_arg)
 {
+	struct scsitgt_target *tgt = sess->tgt;
 	uint64_t lun_id = scsitgt__lun_decode(lun);
 	bool lun_scoped = type != SCSITGT__TMF_TARGET_WARM_RESET &&
 			  type != SCSITGT__TMF_TARGET_COLD_RESET;
-	struct scsitgt__list *pos, *tmp;
-	unsigned int found = 0;
+	struct scsitgt_lun *l = scsitgt__target_find_lun(tgt, lun_id);
+	struct scsitgt__tmf_op *op;
 
-	if (lun_scoped && scsitgt__target_find_lun(sess->tgt, lun_id) == NULL) {
+	if (lun_scoped && (l == NULL || l->destroying)) {
 		cb(cb_arg, SCSITGT__TMF_LUN_NOT_FOUND);
 		return;
 	}
 	switch (type) {
 	case SCSITGT__TMF_QUERY_TASK:
 	case SCSITGT__TMF_QUERY_TASK_SET:
-		scsitgt__list_foreach_safe(pos, tmp, &sess->cmds)
-		{
-			struct scsitgt__cmd *c = scsitgt__container_of(pos, struct scsitgt__cmd, sess_node);
-
-			if (cmd_is_live(c) && tmf_matches(c, type, lun_id, ref_tag))
-				found++;
-		}
-		cb(cb_arg, found ? SCSITGT__TMF_SUCCEEDED : SCSITGT__TMF_COMPLETE);
+		/* SAM-5 §7.8, §7.9: FUNCTION SUCCEEDED when the task (any task) is in the set. */
+		cb(cb_arg, count_matching(sess, lun_id, type == SCSITGT__TMF_QUERY_TASK, ref_tag)
+				   ? SCSITGT__TMF_SUCCEEDED
+				   : SCSITGT__TMF_COMPLETE);
+		return;
+	case SCSITGT__TMF_QUERY_ASYNC_EVENT:
+		/* SAM-5 §7.10: FUNCTION SUCCEEDED while a unit attention is pending. */
+		cb(cb_arg, scsitgt__ua_pending(sess, lun_id, NULL) ? SCSITGT__TMF_SUCCEEDED
+								   : SCSITGT__TMF_COMPLETE);
 		return;
 	case SCSITGT__TMF_CLEAR_ACA:
-	case SCSITGT__TMF_QUERY_ASYNC_EVENT:
+		/* NACA is refused in every CDB, so ACA never exists (SAM-5 §5.9.1). */
 		cb(cb_arg, SCSITGT__TMF_NOT_SUPPORTED);
 		return;
 	default:
 		break;
 	}
 
-	/* Abort the matching commands of this nexus. Commands of other nexuses are affected by
-	 * the resets too; that, with the unit attentions it raises, is the clustering work. */
-	scsitgt__list_foreach_safe(pos, tmp, &sess->cmds)
-	{
-		struct scsitgt__cmd *c = scsitgt__container_of(pos, struct scsitgt__cmd, sess_node);
-
-		if (!cmd_is_live(c) || !tmf_matches(c, type, lun_id, ref_tag))
-			continue;
-		found++;
-		if (c->state == SCSITGT__CMD_EXEC && c->ios_inflight) {
-			/* cmd_finish() hands it to cmd_aborted once its ios return. */
-			c->state = SCSITGT__CMD_ABORTED;
-		} else {
-			c->state = SCSITGT__CMD_ABORTED;
-			sess->ops->cmd_aborted(c);
-		}
+	op = op_new(sess, cb, cb_arg);
+	if (op == NULL) {
+		cb(cb_arg, SCSITGT__TMF_REJECTED);
+		return;
 	}
-	/* RFC 7143 §11.6.1: ABORT TASK of a task that already completed is "function complete";
-	 * the fabric answers "task does not exist" for tags it never saw. */
-	cb(cb_arg, SCSITGT__TMF_COMPLETE);
+	switch (type) {
+	case SCSITGT__TMF_ABORT_TASK:
+		/* RFC 7143 §11.6.1: a task that already completed is "function complete"; the
+		 * fabric answers "task does not exist" for tags it never saw. */
+		abort_matching(sess, lun_id, false, true, ref_tag, NULL, op);
+		break;
+	case SCSITGT__TMF_ABORT_TASK_SET:
+		/* SAM-5 §7.3: only the tasks of this nexus. */
+		abort_matching(sess, lun_id, false, false, 0, NULL, op);
+		break;
+	case SCSITGT__TMF_CLEAR_TASK_SET:
+		/* SAM-5 §7.4: the whole (shared) task set; nexuses that lost tasks are told. */
+		for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
+			struct scsitgt__session *s =
+				scsitgt__container_of(p, struct scsitgt__session, node);
+
+			if (abort_matching(s, lun_id, false, false, 0, NULL, op) && s != sess)
+				scsitgt__ua_establish(s, lun_id,
+						      SCSITGT_SR_UA_COMMANDS_CLEARED_BY_OTHER);
+		}
+		break;
+	case SCSITGT__TMF_LUN_RESET:
+		lun_reset(l, SCSITGT_SR_UA_LUN_RESET, op);
+		break;
+	case SCSITGT__TMF_TARGET_WARM_RESET:
+	case SCSITGT__TMF_TARGET_COLD_RESET:
+		/* SAM-5 §7.12, §7.13: a logical unit reset of every LUN; a cold reset looks like a
+		 * power cycle. */
+		for (size_t i = 0; i < tgt->nluns; i++)
+			lun_reset(tgt->luns[i],
+				  type == SCSITGT__TMF_TARGET_COLD_RESET
+					  ? SCSITGT_SR_UA_POWER_ON_RESET
+					  : SCSITGT_SR_UA_LUN_RESET,
+				  op);
+		break;
+	default:
+		op->response = SCSITGT__TMF_NOT_SUPPORTED;
+		break;
+	}
+	if (op->waiting == 0)
+		op_answer(op);
+	op_maybe_free(op);
+}
+
+SCSITGT_EXPORT int scsitgt_engine_set_tmf_timeout(struct scsitgt_engine *engine,
+						  uint32_t timeout_ms)
+{
+	if (engine == NULL || timeout_ms == 0)
+		return -EINVAL;
+	engine->tmf_timeout_ms = timeout_ms;
+	return 0;
 }

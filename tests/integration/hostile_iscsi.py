@@ -362,7 +362,22 @@ class Session(Conn):
         self.max_burst = min(1048576, int(k.get("MaxBurstLength", 1048576)))
         self.immediate_data = immediate == "Yes" and k.get("ImmediateData", "Yes") == "Yes"
         self.initial_r2t = initial_r2t == "Yes" or k.get("InitialR2T", "No") == "Yes"
+        self.clear_unit_attention()
         return rsp
+
+    def clear_unit_attention(self):
+        """A new I_T nexus first reports POWER ON, RESET, OR BUS DEVICE RESET OCCURRED (SAM-5
+        §5.14, SPC-5 §5.14); like a real initiator, take it with TEST UNIT READY before the
+        test's own commands."""
+        for _ in range(4):
+            st, _, sense, p = self.scsi(cdb_tur())
+            self.max_cmd_sn = p.max_cmd_sn
+            if st == SAM_GOOD:
+                return
+            if st != 0x02 or len(sense) < 3 or sense[2] & 0x0F != 0x06:
+                raise ProtocolError("TEST UNIT READY after login: status 0x%02x sense %s"
+                                    % (st, sense.hex()))
+        raise ProtocolError("unit attentions did not clear after login")
 
     # --- full feature phase ---
 

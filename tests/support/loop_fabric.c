@@ -52,7 +52,8 @@ static void lf_session_shutdown(struct scsitgt__session *sess)
 {
 	struct loop_fabric *lf = sess->fabric_ctx;
 
-	lf->sess = NULL;
+	if (lf->sess == sess)
+		lf->sess = NULL;
 	scsitgt__session_destroy(sess);
 }
 
@@ -100,6 +101,9 @@ int loop_fabric_create(struct loop_fabric **out, const char *target_name)
 	rc = scsitgt__session_create(&lf->sess, lf->tgt, &ni, &lf_ops, lf);
 	if (rc < 0)
 		goto fail_engine;
+	/* Tests of single commands would all begin with POWER ON otherwise; unit attention
+	 * tests use sessions made by loop_fabric_add_session(), which do report it. */
+	lf->sess->ua_no_power_on = true;
 	*out = lf;
 	return 0;
 
@@ -110,6 +114,53 @@ fail_loop:
 	uv_loop_close(&lf->loop);
 	free(lf);
 	return rc;
+}
+
+int loop_fabric_add_session(struct loop_fabric *lf, const char *initiator_port,
+			    uint16_t rel_port_id, struct scsitgt__session **out)
+{
+	struct scsitgt__nexus_info ni;
+	char name[300], tport[300];
+	const char *sep = strstr(initiator_port, ",i,0x");
+	size_t n = sep ? (size_t)(sep - initiator_port) : strlen(initiator_port);
+
+	if (n >= sizeof(name))
+		return -EINVAL;
+	memcpy(name, initiator_port, n);
+	name[n] = '\0';
+	snprintf(tport, sizeof(tport), "%s,t,0x%04x", scsitgt_target_get_name(lf->tgt),
+		 rel_port_id);
+	memset(&ni, 0, sizeof(ni));
+	ni.protocol_id = SCSITGT__PROTO_ISCSI;
+	ni.initiator_name = name;
+	ni.initiator_port = initiator_port;
+	ni.target_port = tport;
+	ni.rel_port_id = rel_port_id;
+	ni.tpg_id = rel_port_id;
+	return scsitgt__session_create(out, lf->tgt, &ni, &lf_ops, lf);
+}
+
+void loop_fabric_run_on(struct loop_fabric *lf, struct scsitgt__session *sess, uint64_t lun_id,
+			const uint8_t *cdb, size_t cdb_len, const void *dout, size_t dout_len,
+			struct lf_result *res)
+{
+	struct scsitgt__session *saved = lf->sess;
+
+	lf->sess = sess;
+	loop_fabric_start(lf, lun_id, cdb, cdb_len, dout, dout_len, res);
+	lf->sess = saved;
+	loop_fabric_wait(lf, res);
+}
+
+void loop_fabric_start_on(struct loop_fabric *lf, struct scsitgt__session *sess,
+			  uint64_t lun_id, const uint8_t *cdb, size_t cdb_len, const void *dout,
+			  size_t dout_len, struct lf_result *res)
+{
+	struct scsitgt__session *saved = lf->sess;
+
+	lf->sess = sess;
+	loop_fabric_start(lf, lun_id, cdb, cdb_len, dout, dout_len, res);
+	lf->sess = saved;
 }
 
 static void lf_engine_gone(void *arg, int status)

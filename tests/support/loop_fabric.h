@@ -60,6 +60,23 @@ void loop_fabric_wait(struct loop_fabric *lf, struct lf_result *res);
 /* Run the loop until @flag becomes true. */
 void loop_fabric_run_until(struct loop_fabric *lf, const bool *flag);
 
+/*
+ * A further I_T nexus on the same target (multi-initiator tests), e.g. @initiator_port
+ * "iqn.2024-01.org.example:other,i,0x23d000000002", through relative target port
+ * @rel_port_id (target port "<target>,t,0x<rel_port_id>"). Unlike lf->sess it reports POWER ON
+ * on its first command to each LUN. It uses the loop fabric's callbacks; destroy it with
+ * scsitgt__session_destroy() (or leave it to loop_fabric_destroy's engine teardown).
+ */
+int loop_fabric_add_session(struct loop_fabric *lf, const char *initiator_port,
+			    uint16_t rel_port_id, struct scsitgt__session **out);
+/* loop_fabric_run / loop_fabric_start on nexus @sess instead of lf->sess. */
+void loop_fabric_run_on(struct loop_fabric *lf, struct scsitgt__session *sess, uint64_t lun_id,
+			const uint8_t *cdb, size_t cdb_len, const void *dout, size_t dout_len,
+			struct lf_result *res);
+void loop_fabric_start_on(struct loop_fabric *lf, struct scsitgt__session *sess,
+			  uint64_t lun_id, const uint8_t *cdb, size_t cdb_len, const void *dout,
+			  size_t dout_len, struct lf_result *res);
+
 /* Free the data of a result (keeps the struct reusable). */
 void lf_result_clear(struct lf_result *res);
 

@@ -351,12 +351,14 @@ static void test_tmf_abort_inflight(void **state)
 	loop_fabric_start(lf, 0, cdb, len, NULL, 0, &r);
 	scsitgt__lun_encode(0, lun);
 	scsitgt__tmf_execute(lf->sess, SCSITGT__TMF_LUN_RESET, lun, 0, tmf_done, &response);
-	assert_int_equal(response, SCSITGT__TMF_COMPLETE);
-	/* The io still runs; the command is reported aborted once it returns. */
+	/* The io still runs: the TMF answers (H12, SAM-5 §7) and the command is reported
+	 * aborted once it returns. */
+	assert_int_equal(response, -1);
 	assert_false(r.done);
 	fake_backend_complete_pending(fb);
 	assert_true(r.done);
 	assert_true(r.aborted);
+	assert_int_equal(response, SCSITGT__TMF_COMPLETE);
 	assert_int_equal(lf->naborted, 1);
 	loop_fabric_destroy(lf);
 }

@@ -277,7 +277,13 @@ static inline int h_login(struct harness *h, const char *session_type)
 	r = h_take(h);
 	if (r == NULL || scsitgt__bhs_opcode(r->bhs) != ISCSI_OP_LOGIN_RSP)
 		return -1;
-	return r->bhs[ISCSI_LOGIN_STATUS_CLASS] << 8 | r->bhs[ISCSI_LOGIN_STATUS_DETAIL];
+	/* A refused login drops the connection: only a successful one leaves a session. */
+	if (r->bhs[ISCSI_LOGIN_STATUS_CLASS] != 0)
+		return r->bhs[ISCSI_LOGIN_STATUS_CLASS] << 8 | r->bhs[ISCSI_LOGIN_STATUS_DETAIL];
+	/* The harness's commands expect no POWER ON unit attention (core/ua.c). */
+	if (h->conn->sess && h->conn->sess->core)
+		h->conn->sess->core->ua_no_power_on = true;
+	return 0;
 }
 
 #endif /* SCSITGT_TEST_ISCSI_HARNESS_H */

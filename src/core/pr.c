@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reservation state of a LUN, the reservation conflict check every command passes
+ * (SPC-5 §5.13.1 Table 63, SBC-4 §4.17.1 Table 13), and SPC-2 RESERVE / RELEASE (SPC-2 §5.5,
+ * §7.21-7.24).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/pr.h"
+#include "core/scsi_spec.h"
+#include "util/be.h"
+
+struct scsitgt__pr *scsitgt__pr_get(struct scsitgt_lun *lun)
+{
+	if (lun->pr == NULL) {
+		lun->pr = calloc(1, sizeof(*lun->pr));
+		if (lun->pr == NULL)
+			return NULL;
+		scsitgt__list_init(&lun->pr->regs);
+	}
+	return lun->pr;
+}
+
+void scsitgt__pr_free(struct scsitgt_lun *lun)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	if (lun->pr == NULL)
+		return;
+	scsitgt__list_foreach_safe(pos, tmp, &lun->pr->regs)
+	{
+		free(scsitgt__container_of(pos, struct scsitgt__pr_reg, node));
+	}
+	free(lun->pr->file_path);
+	free(lun->pr);
+	lun->pr = NULL;
+}
+
+bool scsitgt__pr_reg_matches(const struct scsitgt__pr_reg *reg,
+			     const struct scsitgt__session *sess)
+{
+	if (!reg->all_tg_pt && reg->rel_port_id != sess->rel_port_id)
+		return false;
+	if (reg->any_isid) {
+		/* TransportID format 00b names the initiator device: every ISID matches. */
+		size_t n = strlen(reg->iport);
+
+		return strncasecmp(sess->initiator_port, reg->iport, n) == 0 &&
+		       strncasecmp(sess->initiator_port + n, ",i,0x", 5) == 0;
+	}
+	/* iSCSI names compare without case (RFC 7143 §4.2.7.2); so do the ISID hex digits. */
+	return strcasecmp(sess->initiator_port, reg->iport) == 0;
+}
+
+struct scsitgt__pr_reg *scsitgt__pr_find(const struct scsitgt__pr *pr,
+					 const struct scsitgt__session *sess)
+{
+	for (struct scsitgt__list *p = pr->regs.next; p != &pr->regs; p = p->next) {
+		struct scsitgt__pr_reg *r = scsitgt__container_of(p, struct scsitgt__pr_reg, node);
+
+		if (scsitgt__pr_reg_matches(r, sess))
+			return r;
+	}
+	return NULL;
+}
+
+bool scsitgt__pr_type_all_registrants(uint8_t type)
+{
+	return type == PR_TYPE_WE_AR || type == PR_TYPE_EA_AR;
+}
+
+bool scsitgt__pr_is_holder(const struct scsitgt__pr *pr, const struct scsitgt__pr_reg *reg)
+{
+	/* SPC-5 §5.13.10: under the all-registrants types every registrant holds it. */
+	if (!pr->held || reg == NULL)
+		return false;
+	return scsitgt__pr_type_all_registrants(pr->type) || pr->holder == reg;
+}
+
+size_t scsitgt__pr_tid_encode(const struct scsitgt__pr_reg *reg, uint8_t *buf)
+{
+	/* SPC-5 §7.6.4.6 Table 512/513: format 01b names the port, 00b the device. The name is
+	 * NUL-terminated and padded to a multiple of four, at least 20 bytes. */
+	size_t n = strlen(reg->iport) + 1;
+	size_t addl = (n + 3) & ~(size_t)3;
+
+	if (addl < 20)
+		addl = 20;
+	memset(buf, 0, 4 + addl);
+	buf[0] = (uint8_t)((reg->any_isid ? 0x00 : 0x40) | SCSITGT__PROTO_ISCSI);
+	put_be16(&buf[2], (uint16_t)addl);
+	memcpy(&buf[4], reg->iport, n);
+	return 4 + addl;
+}
+
+static bool r2_mine(const struct scsitgt__pr *pr, const struct scsitgt__session *sess)
+{
+	return pr->r2_held && pr->r2_rel_port_id == sess->rel_port_id &&
+	       strcasecmp(pr->r2_iport, sess->initiator_port) == 0;
+}
+
+enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
+{
+	const struct scsitgt__cdb_def *row = cmd->def;
+	struct scsitgt__pr *pr = cmd->lun ? cmd->lun->pr : NULL;
+	const struct scsitgt__pr_reg *reg;
+	uint8_t cls;
+
+	if (pr == NULL || row == NULL)
+		return SCSITGT_SR_OK;
+	cls = row->pr;
+	if (cls == SCSITGT__PR_DEFAULT)
+		cls = (row->flags & SCSITGT__CDB_F_WRITE) ? SCSITGT__PR_WRITE : SCSITGT__PR_READ;
+
+	/* SPC-2 §5.5.1: under another nexus's RESERVE only the commands that need no logical
+	 * unit (INQUIRY, REPORT LUNS, REQUEST SENSE) and RELEASE (a no-op) get through. */
+	if (pr->r2_held && !r2_mine(pr, cmd->sess) && cls != SCSITGT__PR_RELEASE &&
+	    !(row->flags & SCSITGT__CDB_F_NO_LUN))
+		return SCSITGT_SR_RESERVATION_CONFLICT;
+	/* SPC-2 §5.5.1: while any nexus is registered, RESERVE and RELEASE conflict. */
+	if (cls == SCSITGT__PR_RESERVE || cls == SCSITGT__PR_RELEASE)
+		return pr->nregs ? SCSITGT_SR_RESERVATION_CONFLICT : SCSITGT_SR_OK;
+	if (!pr->held || cls == SCSITGT__PR_ALLOWED || cls == SCSITGT__PR_OUT)
+		return SCSITGT_SR_OK;
+	reg = scsitgt__pr_find(pr, cmd->sess);
+	if (scsitgt__pr_is_holder(pr, reg))
+		return SCSITGT_SR_OK;
+	switch (pr->type) {
+	case PR_TYPE_WE:
+		return cls == SCSITGT__PR_WRITE ? SCSITGT_SR_RESERVATION_CONFLICT : SCSITGT_SR_OK;
+	case PR_TYPE_WE_RO:
+	case PR_TYPE_WE_AR:
+		if (reg)
+			return SCSITGT_SR_OK;
+		return cls == SCSITGT__PR_WRITE ? SCSITGT_SR_RESERVATION_CONFLICT : SCSITGT_SR_OK;
+	case PR_TYPE_EA_RO:
+	case PR_TYPE_EA_AR:
+		return reg ? SCSITGT_SR_OK : SCSITGT_SR_RESERVATION_CONFLICT;
+	case PR_TYPE_EA:
+	default:
+		return SCSITGT_SR_RESERVATION_CONFLICT;
+	}
+}
+
+void scsitgt__pr_session_gone(struct scsitgt__session *sess)
+{
+	struct scsitgt_target *tgt = sess->tgt;
+
+	for (size_t i = 0; i < tgt->nluns; i++) {
+		struct scsitgt__pr *pr = tgt->luns[i]->pr;
+
+		if (pr && r2_mine(pr, sess))
+			pr->r2_held = false;
+		/* SBC-4 §5.16: nexus loss releases medium removal prevention. The state is kept
+		 * per LUN, not per nexus, so any nexus loss releases it. */
+		tgt->luns[i]->prevent_removal = false;
+	}
+}
+
+void scsitgt__pr_reset(struct scsitgt_lun *lun)
+{
+	if (lun->pr)
+		lun->pr->r2_held = false;
+}
+
+/*
+ * SPC-2 §7.21 RESERVE (6) / §7.22 RESERVE (10), §7.23-7.24 RELEASE. Only logical unit
+ * reservations: the third-party and extent forms are refused by the usage masks.
+ */
+enum scsitgt__sense_reason scsitgt__pr_parse_reserve(struct scsitgt__cmd *cmd)
+{
+	(void)cmd;
+	return SCSITGT_SR_OK;
+}
+
+void scsitgt__pr_reserve(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt__pr *pr = scsitgt__pr_get(cmd->lun);
+
+	if (pr == NULL) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_INSUFFICIENT_REG_RESOURCES);
+		return;
+	}
+	/* The conflict check let us through: free, or already ours (a no-op, SPC-2 §5.5.1). */
+	pr->r2_held = true;
+	snprintf(pr->r2_iport, sizeof(pr->r2_iport), "%s", cmd->sess->initiator_port);
+	pr->r2_rel_port_id = cmd->sess->rel_port_id;
+	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+}
+
+void scsitgt__pr_release(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt__pr *pr = cmd->lun->pr;
+
+	/* Releasing a reservation held by another nexus, or none, is GOOD and changes nothing. */
+	if (pr && r2_mine(pr, cmd->sess))
+		pr->r2_held = false;
+	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reservations of a LUN: persistent reservations (SPC-5 §5.13) and the SPC-2 RESERVE/RELEASE
+ * reservation (SPC-2 §5.5). Registrations belong to an I_T nexus: the initiator port name
+ * (iSCSI: "<name>,i,0x<ISID>") and the relative target port, so they survive reconnects.
+ */
+#ifndef SCSITGT_CORE_PR_H
+#define SCSITGT_CORE_PR_H
+
+#include "core/cdb.h"
+#include "core/fabric.h"
+#include "libscsitgt/pr.h"
+
+/* PERSISTENT RESERVE OUT service actions (SPC-5 §6.17.2 Table 230). */
+enum {
+	PR_OUT_REGISTER = 0x00,
+	PR_OUT_RESERVE = 0x01,
+	PR_OUT_RELEASE = 0x02,
+	PR_OUT_CLEAR = 0x03,
+	PR_OUT_PREEMPT = 0x04,
+	PR_OUT_PREEMPT_AND_ABORT = 0x05,
+	PR_OUT_REGISTER_AND_IGNORE = 0x06,
+	PR_OUT_REGISTER_AND_MOVE = 0x07,
+	PR_OUT_REPLACE_LOST = 0x08,
+};
+
+/* PERSISTENT RESERVE IN service actions (SPC-5 §6.16.1 Table 215). */
+enum {
+	PR_IN_READ_KEYS = 0x00,
+	PR_IN_READ_RESERVATION = 0x01,
+	PR_IN_REPORT_CAPABILITIES = 0x02,
+	PR_IN_READ_FULL_STATUS = 0x03,
+};
+
+/* Persistent reservation types (SPC-5 §6.16.3.4 Table 221). */
+enum {
+	PR_TYPE_WE = 0x1,
+	PR_TYPE_EA = 0x3,
+	PR_TYPE_WE_RO = 0x5,
+	PR_TYPE_EA_RO = 0x6,
+	PR_TYPE_WE_AR = 0x7,
+	PR_TYPE_EA_AR = 0x8,
+};
+
+/* Registrations a LUN accepts; more get INSUFFICIENT REGISTRATION RESOURCES. */
+#define SCSITGT__PR_MAX_REGS 256
+/* Longest PERSISTENT RESERVE OUT parameter list accepted (room for many TransportIDs). */
+#define SCSITGT__PR_MAX_PARAM (64u * 1024)
+/* Initiator port names: a 223-byte iSCSI name, ",i,0x" and 12 hex digits. */
+#define SCSITGT__PR_PORT_MAX 256
+
+struct scsitgt__pr_reg {
+	struct scsitgt__list node;
+	uint64_t key;
+	/* "<name>,i,0x<isid>", or "<name>" alone when any_isid (TransportID format 00b). */
+	char iport[SCSITGT__PR_PORT_MAX];
+	bool any_isid;
+	/* Registered through every target port (ALL_TG_PT); otherwise only rel_port_id. */
+	bool all_tg_pt;
+	uint16_t rel_port_id;
+	uint8_t protocol_id;
+};
+
+struct scsitgt__pr {
+	struct scsitgt__list regs;
+	unsigned int nregs;
+	uint32_t generation;
+	/* The persistent reservation. holder is NULL for the all-registrants types. */
+	bool held;
+	uint8_t type;
+	uint8_t scope;
+	struct scsitgt__pr_reg *holder;
+	/* Activate persist through power loss (SPC-5 §5.13.5). */
+	bool aptpl;
+	/* The SPC-2 reservation (RESERVE (6)/(10)), held by one I_T nexus. */
+	bool r2_held;
+	char r2_iport[SCSITGT__PR_PORT_MAX];
+	uint16_t r2_rel_port_id;
+	/* The host's store (include/libscsitgt/pr.h); file_path for the default file store. */
+	scsitgt_pr_save_cb save;
+	void *save_arg;
+	char *file_path;
+};
+
+/* The reservation conflict step of CDB parsing (.pr column of the CDB table). */
+enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd);
+
+/* The LUN's state, allocated on first use; NULL on allocation failure. */
+struct scsitgt__pr *scsitgt__pr_get(struct scsitgt_lun *lun);
+/* Free a LUN's state (LUN destruction). */
+void scsitgt__pr_free(struct scsitgt_lun *lun);
+
+/* The registration of nexus @sess, or NULL. */
+struct scsitgt__pr_reg *scsitgt__pr_find(const struct scsitgt__pr *pr,
+					 const struct scsitgt__session *sess);
+bool scsitgt__pr_reg_matches(const struct scsitgt__pr_reg *reg,
+			     const struct scsitgt__session *sess);
+bool scsitgt__pr_is_holder(const struct scsitgt__pr *pr, const struct scsitgt__pr_reg *reg);
+bool scsitgt__pr_type_all_registrants(uint8_t type);
+
+/*
+ * Encode @reg's TransportID (SPC-5 §7.6.4.6 for iSCSI) into @buf (SCSITGT__PR_PORT_MAX + 8
+ * bytes at least); returns its length.
+ */
+size_t scsitgt__pr_tid_encode(const struct scsitgt__pr_reg *reg, uint8_t *buf);
+
+/* Events. */
+/* The nexus ended: its SPC-2 reservations go (SPC-2 §5.5.1), so does PREVENT ALLOW
+ * (SBC-4 §5.16); registrations stay. */
+void scsitgt__pr_session_gone(struct scsitgt__session *sess);
+/* LUN reset, target reset: the SPC-2 reservation goes (SAM-5 §6.3). */
+void scsitgt__pr_reset(struct scsitgt_lun *lun);
+/* APTPL state changed: hand it to the host's store (pr_store.c). */
+void scsitgt__pr_changed(struct scsitgt_lun *lun);
+/* Whether the LUN can persist through power loss (a store is set). */
+bool scsitgt__pr_ptpl_capable(const struct scsitgt_lun *lun);
+
+/* Commands (pr_out.c, pr_in.c, pr_spc2.c). */
+enum scsitgt__sense_reason scsitgt__pr_parse_out(struct scsitgt__cmd *cmd);
+void scsitgt__pr_out(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__pr_parse_in(struct scsitgt__cmd *cmd);
+void scsitgt__pr_in(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__pr_parse_reserve(struct scsitgt__cmd *cmd);
+void scsitgt__pr_reserve(struct scsitgt__cmd *cmd);
+void scsitgt__pr_release(struct scsitgt__cmd *cmd);
+
+#endif /* SCSITGT_CORE_PR_H */

@@ -1,0 +1,617 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * PERSISTENT RESERVE OUT (SPC-5 §6.17) and the service actions of SPC-5 §5.13.
+ * Every outcome is decided before anything changes, so a refused command leaves the state as
+ * it was; PRgeneration counts the successful REGISTER, REGISTER AND IGNORE EXISTING KEY,
+ * CLEAR, PREEMPT, PREEMPT AND ABORT and REGISTER AND MOVE (SPC-5 §6.16.2).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/pr.h"
+#include "core/scsi_spec.h"
+#include "core/tmf.h"
+#include "core/ua.h"
+#include "util/be.h"
+
+/* SPC-5 §6.17.3 Table 232: the basic parameter list. */
+#define PR_PARAM_LEN 24
+enum {
+	PRP_KEY = 0,
+	PRP_SA_KEY = 8,
+	PRP_FLAGS = 20,
+	PRP_TID_LEN = 24,
+	PRP_TIDS = 28,
+};
+enum {
+	PRP_SPEC_I_PT = 0x08,
+	PRP_ALL_TG_PT = 0x04,
+	PRP_APTPL = 0x01,
+};
+/* SPC-5 §6.17.4 Table 234: REGISTER AND MOVE. */
+enum {
+	PRM_FLAGS = 17, /* UNREG bit 1, APTPL bit 0 */
+	PRM_REL_PORT = 18,
+	PRM_TID_LEN = 20,
+	PRM_TID = 24,
+};
+_Static_assert(PRP_TIDS == PR_PARAM_LEN + 4, "SPC-5 Table 232 layout");
+
+static bool pr_type_valid(uint8_t type)
+{
+	switch (type) {
+	case PR_TYPE_WE:
+	case PR_TYPE_EA:
+	case PR_TYPE_WE_RO:
+	case PR_TYPE_EA_RO:
+	case PR_TYPE_WE_AR:
+	case PR_TYPE_EA_AR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+enum scsitgt__sense_reason scsitgt__pr_parse_out(struct scsitgt__cmd *cmd)
+{
+	uint8_t sa = cmd->cdb[1] & 0x1f, scope = cmd->cdb[2] >> 4, type = cmd->cdb[2] & 0x0f;
+	uint32_t len = get_be32(&cmd->cdb[5]);
+
+	/* SPC-5 §6.17.2: SCOPE and TYPE matter to the actions that create or end a
+	 * reservation; only LU_SCOPE (0h) exists. */
+	if (sa == PR_OUT_RESERVE || sa == PR_OUT_RELEASE || sa == PR_OUT_PREEMPT ||
+	    sa == PR_OUT_PREEMPT_AND_ABORT || sa == PR_OUT_REPLACE_LOST) {
+		if (scope != 0)
+			return scsitgt__cmd_bad_cdb_field(cmd, 2, 7);
+		if (!pr_type_valid(type))
+			return scsitgt__cmd_bad_cdb_field(cmd, 2, 3);
+	}
+	/* SPC-5 §6.17.1: at least the 24 fixed bytes; longer lists carry TransportIDs. */
+	if (len < PR_PARAM_LEN || len > SCSITGT__PR_MAX_PARAM)
+		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+	cmd->dir = SCSITGT__DIR_OUT;
+	cmd->xfer_len = len;
+	return SCSITGT_SR_OK;
+}
+
+/* iSCSI names use printable ASCII without spaces (RFC 3722); a port name adds ",i,0x<ISID>". */
+static bool tid_name_valid(const char *s, size_t n, bool port)
+{
+	const char *sep;
+
+	for (size_t i = 0; i < n; i++)
+		if (s[i] <= 0x20 || s[i] > 0x7e)
+			return false;
+	if (!port)
+		return n >= 1 && n <= 223 && memchr(s, ',', n) == NULL;
+	/* SPC-5 §7.6.4.6 Table 513: NAME, SEPARATOR ",i,0x", 12 hex digits of ISID. */
+	if (n < 1 + 5 + 12)
+		return false;
+	sep = s + n - 17;
+	if (strncasecmp(sep, ",i,0x", 5) != 0 || sep - s > 223)
+		return false;
+	for (int i = 5; i < 17; i++) {
+		char c = sep[i];
+
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+			return false;
+	}
+	return memchr(s, ',', (size_t)(sep - s)) == NULL;
+}
+
+/*
+ * Decode the iSCSI TransportID at @p (@avail bytes) into @out's name fields (SPC-5 §7.6.4.6).
+ * Returns its length, or 0 when it is malformed or not iSCSI.
+ */
+static size_t tid_parse(const uint8_t *p, size_t avail, struct scsitgt__pr_reg *out)
+{
+	uint8_t fmt, proto;
+	uint16_t addl;
+	const uint8_t *nul;
+	size_t n;
+
+	if (avail < 24)
+		return 0;
+	fmt = p[0] >> 6;
+	proto = p[0] & 0x0f;
+	addl = get_be16(&p[2]);
+	if (proto != SCSITGT__PROTO_ISCSI || fmt > 1 || (p[0] & 0x30) || addl < 20 || addl % 4 ||
+	    (size_t)addl + 4 > avail)
+		return 0;
+	nul = memchr(&p[4], 0, addl);
+	if (nul == NULL)
+		return 0;
+	n = (size_t)(nul - &p[4]);
+	if (n >= SCSITGT__PR_PORT_MAX || !tid_name_valid((const char *)&p[4], n, fmt == 1))
+		return 0;
+	memcpy(out->iport, &p[4], n);
+	out->iport[n] = '\0';
+	out->any_isid = fmt == 0;
+	out->protocol_id = proto;
+	return 4u + addl;
+}
+
+/* The name part of a port name (up to ",i,0x") or the whole device name. */
+static size_t reg_name_len(const struct scsitgt__pr_reg *r)
+{
+	size_t n = strlen(r->iport);
+
+	return r->any_isid ? n : n - 17;
+}
+
+/* Whether two registrations would cover a common I_T nexus. */
+static bool reg_overlap(const struct scsitgt__pr_reg *a, const struct scsitgt__pr_reg *b)
+{
+	size_t na = reg_name_len(a), nb = reg_name_len(b);
+
+	if (!a->all_tg_pt && !b->all_tg_pt && a->rel_port_id != b->rel_port_id)
+		return false;
+	if (na != nb || strncasecmp(a->iport, b->iport, na) != 0)
+		return false;
+	return a->any_isid || b->any_isid || strcasecmp(a->iport, b->iport) == 0;
+}
+
+static struct scsitgt__pr_reg *reg_alloc(const char *iport, bool any_isid, bool all_tg_pt,
+					 uint16_t rel_port_id, uint8_t protocol_id, uint64_t key)
+{
+	struct scsitgt__pr_reg *r = calloc(1, sizeof(*r));
+
+	if (r == NULL)
+		return NULL;
+	snprintf(r->iport, sizeof(r->iport), "%s", iport);
+	r->any_isid = any_isid;
+	r->all_tg_pt = all_tg_pt;
+	r->rel_port_id = rel_port_id;
+	r->protocol_id = protocol_id;
+	r->key = key;
+	return r;
+}
+
+static void reg_insert(struct scsitgt__pr *pr, struct scsitgt__pr_reg *r)
+{
+	scsitgt__list_add_tail(&pr->regs, &r->node);
+	pr->nregs++;
+}
+
+/* Unit attention @reason for the connected nexuses of @reg (but not @except). */
+static void ua_reg(struct scsitgt_lun *lun, const struct scsitgt__pr_reg *reg,
+		   const struct scsitgt__session *except, enum scsitgt__sense_reason reason)
+{
+	struct scsitgt_target *tgt = lun->tgt;
+
+	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
+		struct scsitgt__session *s = scsitgt__container_of(p, struct scsitgt__session, node);
+
+		if (s != except && scsitgt__pr_reg_matches(reg, s))
+			scsitgt__ua_establish(s, lun->id, reason);
+	}
+}
+
+/* Unit attention @reason for every registered nexus but @except. */
+static void ua_registrants(struct scsitgt_lun *lun, const struct scsitgt__session *except,
+			   enum scsitgt__sense_reason reason)
+{
+	for (struct scsitgt__list *p = lun->pr->regs.next; p != &lun->pr->regs; p = p->next)
+		ua_reg(lun, scsitgt__container_of(p, struct scsitgt__pr_reg, node), except, reason);
+}
+
+/* End the reservation; SPC-5 §5.13.11.2.2: releasing the registrants-only and
+ * all-registrants types tells the other registrants. */
+static void pr_release_reservation(struct scsitgt_lun *lun, const struct scsitgt__session *by,
+				   bool notify)
+{
+	struct scsitgt__pr *pr = lun->pr;
+	uint8_t type = pr->type;
+
+	pr->held = false;
+	pr->holder = NULL;
+	pr->type = 0;
+	pr->scope = 0;
+	if (notify && type != PR_TYPE_WE && type != PR_TYPE_EA)
+		ua_registrants(lun, by, SCSITGT_SR_UA_RESERVATIONS_RELEASED);
+}
+
+/*
+ * Remove a registration. SPC-5 §5.13.11.2.3: the reservation goes with its holder, and under
+ * the all-registrants types with the last registrant.
+ */
+static void reg_remove(struct scsitgt_lun *lun, struct scsitgt__pr_reg *r,
+		       const struct scsitgt__session *by, bool notify_release)
+{
+	struct scsitgt__pr *pr = lun->pr;
+
+	scsitgt__list_remove(&r->node);
+	pr->nregs--;
+	if (pr->held && (pr->holder == r ||
+			 (scsitgt__pr_type_all_registrants(pr->type) && pr->nregs == 0)))
+		pr_release_reservation(lun, by, notify_release);
+	free(r);
+}
+
+/*
+ * PREEMPT: remove every registration with @key except @keep, with REGISTRATIONS PREEMPTED for
+ * their nexuses and, for PREEMPT AND ABORT, their tasks on this LUN aborted (SPC-5 §5.13.11.4).
+ * @key_any removes every registration but @keep. Returns how many went.
+ */
+static unsigned int preempt_regs(struct scsitgt__cmd *cmd, uint64_t key, bool key_any,
+				 const struct scsitgt__pr_reg *keep, bool abort)
+{
+	struct scsitgt_lun *lun = cmd->lun;
+	struct scsitgt_target *tgt = lun->tgt;
+	struct scsitgt__list *pos, *tmp;
+	unsigned int n = 0;
+
+	scsitgt__list_foreach_safe(pos, tmp, &lun->pr->regs)
+	{
+		struct scsitgt__pr_reg *r = scsitgt__container_of(pos, struct scsitgt__pr_reg, node);
+
+		if (r == keep || (!key_any && r->key != key))
+			continue;
+		n++;
+		ua_reg(lun, r, cmd->sess, SCSITGT_SR_UA_REGISTRATIONS_PREEMPTED);
+		if (abort) {
+			for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions;
+			     p = p->next) {
+				struct scsitgt__session *s =
+					scsitgt__container_of(p, struct scsitgt__session, node);
+
+				if (s != cmd->sess && scsitgt__pr_reg_matches(r, s))
+					scsitgt__tmf_abort_nexus_lun(s, lun->id, cmd);
+			}
+		}
+		reg_remove(lun, r, cmd->sess, false);
+	}
+	return n;
+}
+
+static enum scsitgt__sense_reason check_aptpl(struct scsitgt__cmd *cmd, bool aptpl, uint16_t byte)
+{
+	/* SPC-5 §6.17.3: APTPL without the capability is an invalid parameter. */
+	if (aptpl && !scsitgt__pr_ptpl_capable(cmd->lun))
+		return scsitgt__cmd_bad_param_field(cmd, byte, 0);
+	return SCSITGT_SR_OK;
+}
+
+/*
+ * SPEC_I_PT (SPC-5 §5.13.7): decode the TransportIDs into a private list first, so that one bad
+ * or already registered nexus refuses the whole command.
+ */
+static enum scsitgt__sense_reason spec_i_pt_collect(struct scsitgt__cmd *cmd,
+						    struct scsitgt__list *out, unsigned int *count,
+						    uint64_t key, bool all_tg_pt)
+{
+	const uint8_t *d = cmd->buf;
+	struct scsitgt__pr *pr = cmd->lun->pr;
+	uint32_t len = cmd->xfer_len, tlen, off;
+	struct scsitgt__pr_reg self;
+
+	if (len < PRP_TIDS)
+		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+	tlen = get_be32(&d[PRP_TID_LEN]);
+	if (tlen > len - PRP_TIDS)
+		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+	memset(&self, 0, sizeof(self));
+	snprintf(self.iport, sizeof(self.iport), "%s", cmd->sess->initiator_port);
+	self.rel_port_id = cmd->sess->rel_port_id;
+	self.all_tg_pt = all_tg_pt;
+	for (off = PRP_TIDS; off < PRP_TIDS + tlen;) {
+		struct scsitgt__pr_reg cand, *r;
+		size_t n;
+		bool dup = false;
+
+		memset(&cand, 0, sizeof(cand));
+		n = tid_parse(&d[off], PRP_TIDS + tlen - off, &cand);
+		if (n == 0)
+			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, -1);
+		cand.all_tg_pt = all_tg_pt;
+		cand.rel_port_id = cmd->sess->rel_port_id;
+		dup = reg_overlap(&cand, &self);
+		for (struct scsitgt__list *p = pr->regs.next; !dup && p != &pr->regs; p = p->next)
+			dup = reg_overlap(&cand, scsitgt__container_of(p, struct scsitgt__pr_reg, node));
+		for (struct scsitgt__list *p = out->next; !dup && p != out; p = p->next)
+			dup = reg_overlap(&cand, scsitgt__container_of(p, struct scsitgt__pr_reg, node));
+		if (dup)
+			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, -1);
+		if (pr->nregs + *count + 1 >= SCSITGT__PR_MAX_REGS)
+			return SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+		r = reg_alloc(cand.iport, cand.any_isid, all_tg_pt, cand.rel_port_id,
+			      cand.protocol_id, key);
+		if (r == NULL)
+			return SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+		scsitgt__list_add_tail(out, &r->node);
+		(*count)++;
+		off += (uint32_t)n;
+	}
+	return SCSITGT_SR_OK;
+}
+
+static void free_list(struct scsitgt__list *l)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	scsitgt__list_foreach_safe(pos, tmp, l)
+	{
+		free(scsitgt__container_of(pos, struct scsitgt__pr_reg, node));
+	}
+}
+
+/* SPC-5 §5.13.7 REGISTER, REGISTER AND IGNORE EXISTING KEY. */
+static enum scsitgt__sense_reason pr_register(struct scsitgt__cmd *cmd, struct scsitgt__pr_reg *reg,
+					      bool ignore_key)
+{
+	struct scsitgt__pr *pr = cmd->lun->pr;
+	const uint8_t *d = cmd->buf;
+	uint64_t key = get_be64(&d[PRP_KEY]), sa_key = get_be64(&d[PRP_SA_KEY]);
+	bool spec_i_pt = d[PRP_FLAGS] & PRP_SPEC_I_PT;
+	bool all_tg_pt = d[PRP_FLAGS] & PRP_ALL_TG_PT;
+	bool aptpl = d[PRP_FLAGS] & PRP_APTPL;
+	enum scsitgt__sense_reason r;
+
+	if (spec_i_pt && (ignore_key || reg != NULL))
+		return scsitgt__cmd_bad_param_field(cmd, PRP_FLAGS, 3);
+	if (reg == NULL) {
+		struct scsitgt__list extra;
+		unsigned int nextra = 0;
+		struct scsitgt__pr_reg *self;
+
+		if (!ignore_key && key != 0)
+			return SCSITGT_SR_RESERVATION_CONFLICT;
+		if (sa_key == 0)
+			return SCSITGT_SR_OK; /* unregistering an unregistered nexus: no-op */
+		r = check_aptpl(cmd, aptpl, PRP_FLAGS);
+		if (r != SCSITGT_SR_OK)
+			return r;
+		if (pr->nregs >= SCSITGT__PR_MAX_REGS)
+			return SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+		scsitgt__list_init(&extra);
+		if (spec_i_pt) {
+			r = spec_i_pt_collect(cmd, &extra, &nextra, sa_key, all_tg_pt);
+			if (r != SCSITGT_SR_OK) {
+				free_list(&extra);
+				return r;
+			}
+		}
+		self = reg_alloc(cmd->sess->initiator_port, false, all_tg_pt,
+				 cmd->sess->rel_port_id, cmd->sess->protocol_id, sa_key);
+		if (self == NULL) {
+			free_list(&extra);
+			return SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+		}
+		reg_insert(pr, self);
+		while (!scsitgt__list_empty(&extra)) {
+			struct scsitgt__pr_reg *x =
+				scsitgt__container_of(extra.next, struct scsitgt__pr_reg, node);
+
+			scsitgt__list_remove(&x->node);
+			reg_insert(pr, x);
+		}
+	} else {
+		if (!ignore_key && key != reg->key)
+			return SCSITGT_SR_RESERVATION_CONFLICT;
+		r = check_aptpl(cmd, aptpl, PRP_FLAGS);
+		if (r != SCSITGT_SR_OK)
+			return r;
+		if (sa_key == 0)
+			reg_remove(cmd->lun, reg, cmd->sess, true);
+		else
+			reg->key = sa_key;
+	}
+	pr->aptpl = aptpl;
+	pr->generation++;
+	return SCSITGT_SR_OK;
+}
+
+/* SPC-5 §5.13.9 RESERVE. */
+static enum scsitgt__sense_reason pr_reserve(struct scsitgt__cmd *cmd, struct scsitgt__pr_reg *reg,
+					     uint8_t type, uint8_t scope)
+{
+	struct scsitgt__pr *pr = cmd->lun->pr;
+
+	if (pr->held) {
+		/* The holder may repeat itself; anything else conflicts (SPC-5 §5.13.9). */
+		if (scsitgt__pr_is_holder(pr, reg) && pr->type == type && pr->scope == scope)
+			return SCSITGT_SR_OK;
+		return SCSITGT_SR_RESERVATION_CONFLICT;
+	}
+	pr->held = true;
+	pr->type = type;
+	pr->scope = scope;
+	pr->holder = scsitgt__pr_type_all_registrants(type) ? NULL : reg;
+	return SCSITGT_SR_OK;
+}
+
+/* SPC-5 §5.13.11.2 RELEASE. */
+static enum scsitgt__sense_reason pr_release(struct scsitgt__cmd *cmd, struct scsitgt__pr_reg *reg,
+					     uint8_t type, uint8_t scope)
+{
+	struct scsitgt__pr *pr = cmd->lun->pr;
+
+	if (!pr->held || !scsitgt__pr_is_holder(pr, reg))
+		return SCSITGT_SR_OK;
+	if (pr->type != type || pr->scope != scope)
+		return SCSITGT_SR_INVALID_RELEASE_OF_PR;
+	pr_release_reservation(cmd->lun, cmd->sess, true);
+	return SCSITGT_SR_OK;
+}
+
+/* SPC-5 §5.13.11.3 CLEAR. */
+static enum scsitgt__sense_reason pr_clear(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt__pr *pr = cmd->lun->pr;
+	struct scsitgt__list *pos, *tmp;
+
+	ua_registrants(cmd->lun, cmd->sess, SCSITGT_SR_UA_RESERVATIONS_PREEMPTED);
+	pr->held = false;
+	pr->holder = NULL;
+	pr->type = 0;
+	pr->scope = 0;
+	scsitgt__list_foreach_safe(pos, tmp, &pr->regs)
+	{
+		scsitgt__list_remove(pos);
+		free(scsitgt__container_of(pos, struct scsitgt__pr_reg, node));
+	}
+	pr->nregs = 0;
+	pr->generation++;
+	return SCSITGT_SR_OK;
+}
+
+/* SPC-5 §5.13.11.4 PREEMPT and §5.13.11.5 PREEMPT AND ABORT. */
+static enum scsitgt__sense_reason pr_preempt(struct scsitgt__cmd *cmd, struct scsitgt__pr_reg *reg,
+					     uint8_t type, uint8_t scope, bool abort)
+{
+	struct scsitgt__pr *pr = cmd->lun->pr;
+	uint64_t sa_key = get_be64(&((const uint8_t *)cmd->buf)[PRP_SA_KEY]);
+
+	if (!pr->held || (!scsitgt__pr_type_all_registrants(pr->type) &&
+			  pr->holder->key != sa_key)) {
+		/* No reservation, or the key names non-holders: only registrations go. */
+		if (sa_key == 0)
+			return scsitgt__cmd_bad_param_field(cmd, PRP_SA_KEY, -1);
+		if (preempt_regs(cmd, sa_key, false, NULL, abort) == 0)
+			return SCSITGT_SR_RESERVATION_CONFLICT;
+	} else if (scsitgt__pr_type_all_registrants(pr->type) && sa_key != 0) {
+		/* §5.13.11.4.4: a non-zero key under all-registrants removes registrations. */
+		if (preempt_regs(cmd, sa_key, false, NULL, abort) == 0)
+			return SCSITGT_SR_RESERVATION_CONFLICT;
+	} else {
+		/* The holder is preempted (or, under all-registrants, key 0 = everyone): its
+		 * registrations go, and the preempting nexus holds a new reservation. */
+		bool changed = pr->type != type || pr->scope != scope;
+
+		preempt_regs(cmd, sa_key, scsitgt__pr_type_all_registrants(pr->type), reg, abort);
+		pr->held = true;
+		pr->type = type;
+		pr->scope = scope;
+		pr->holder = scsitgt__pr_type_all_registrants(type) ? NULL : reg;
+		if (changed)
+			ua_registrants(cmd->lun, cmd->sess, SCSITGT_SR_UA_RESERVATIONS_RELEASED);
+	}
+	pr->generation++;
+	return SCSITGT_SR_OK;
+}
+
+/* SPC-5 §5.13.8 REGISTER AND MOVE. */
+static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
+						       struct scsitgt__pr_reg *reg)
+{
+	struct scsitgt__pr *pr = cmd->lun->pr;
+	const uint8_t *d = cmd->buf;
+	uint64_t key = get_be64(&d[PRP_KEY]), sa_key = get_be64(&d[PRP_SA_KEY]);
+	bool unreg = d[PRM_FLAGS] & 0x02, aptpl = d[PRM_FLAGS] & 0x01;
+	uint16_t rel = get_be16(&d[PRM_REL_PORT]);
+	uint32_t tlen = get_be32(&d[PRM_TID_LEN]);
+	struct scsitgt__pr_reg cand, *dest = NULL;
+	enum scsitgt__sense_reason r;
+
+	if (tlen > cmd->xfer_len - PRM_TID)
+		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+	if (reg == NULL || key != reg->key)
+		return SCSITGT_SR_RESERVATION_CONFLICT;
+	/* Only the holder of a single-holder reservation can move it. */
+	if (!pr->held || scsitgt__pr_type_all_registrants(pr->type) || pr->holder != reg)
+		return SCSITGT_SR_RESERVATION_CONFLICT;
+	if (sa_key == 0)
+		return scsitgt__cmd_bad_param_field(cmd, PRP_SA_KEY, -1);
+	memset(&cand, 0, sizeof(cand));
+	if (tid_parse(&d[PRM_TID], tlen, &cand) == 0)
+		return scsitgt__cmd_bad_param_field(cmd, PRM_TID, -1);
+	if (rel == 0)
+		return scsitgt__cmd_bad_param_field(cmd, PRM_REL_PORT, -1);
+	cand.rel_port_id = rel;
+	if (scsitgt__pr_reg_matches(&cand, cmd->sess))
+		return scsitgt__cmd_bad_param_field(cmd, PRM_TID, -1);
+	r = check_aptpl(cmd, aptpl, PRM_FLAGS);
+	if (r != SCSITGT_SR_OK)
+		return r;
+	for (struct scsitgt__list *p = pr->regs.next; p != &pr->regs; p = p->next) {
+		struct scsitgt__pr_reg *x = scsitgt__container_of(p, struct scsitgt__pr_reg, node);
+
+		if (x != reg && reg_overlap(&cand, x)) {
+			dest = x;
+			break;
+		}
+	}
+	if (dest == NULL) {
+		if (pr->nregs >= SCSITGT__PR_MAX_REGS)
+			return SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+		dest = reg_alloc(cand.iport, cand.any_isid, false, rel, cand.protocol_id, sa_key);
+		if (dest == NULL)
+			return SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+		reg_insert(pr, dest);
+	}
+	dest->key = sa_key;
+	pr->holder = dest;
+	if (unreg)
+		reg_remove(cmd->lun, reg, cmd->sess, false);
+	pr->aptpl = aptpl;
+	pr->generation++;
+	return SCSITGT_SR_OK;
+}
+
+/* SPC-5 §5.13.12 REPLACE LOST RESERVATION: a registrant re-establishes a reservation. */
+static enum scsitgt__sense_reason pr_replace_lost(struct scsitgt__cmd *cmd,
+						  struct scsitgt__pr_reg *reg, uint8_t type,
+						  uint8_t scope)
+{
+	struct scsitgt__pr *pr = cmd->lun->pr;
+
+	if (pr->held && !scsitgt__pr_is_holder(pr, reg))
+		return SCSITGT_SR_RESERVATION_CONFLICT;
+	pr->held = true;
+	pr->type = type;
+	pr->scope = scope;
+	pr->holder = scsitgt__pr_type_all_registrants(type) ? NULL : reg;
+	return SCSITGT_SR_OK;
+}
+
+static enum scsitgt__sense_reason pr_out_run(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt__pr *pr = scsitgt__pr_get(cmd->lun);
+	const uint8_t *d = cmd->buf;
+	uint8_t sa = cmd->cdb[1] & 0x1f, scope = cmd->cdb[2] >> 4, type = cmd->cdb[2] & 0x0f;
+	struct scsitgt__pr_reg *reg;
+
+	if (pr == NULL)
+		return SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+	reg = scsitgt__pr_find(pr, cmd->sess);
+	if (sa == PR_OUT_REGISTER_AND_MOVE)
+		return pr_register_and_move(cmd, reg);
+	/* SPC-5 §6.17.3: exactly 24 bytes unless SPEC_I_PT adds TransportIDs. */
+	if (!(d[PRP_FLAGS] & PRP_SPEC_I_PT) && cmd->xfer_len != PR_PARAM_LEN)
+		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+	if (sa == PR_OUT_REGISTER || sa == PR_OUT_REGISTER_AND_IGNORE)
+		return pr_register(cmd, reg, sa == PR_OUT_REGISTER_AND_IGNORE);
+	/* SPEC_I_PT and ALL_TG_PT belong to the register actions only. */
+	if (d[PRP_FLAGS] & PRP_SPEC_I_PT)
+		return scsitgt__cmd_bad_param_field(cmd, PRP_FLAGS, 3);
+	if (d[PRP_FLAGS] & PRP_ALL_TG_PT)
+		return scsitgt__cmd_bad_param_field(cmd, PRP_FLAGS, 2);
+	/* Every other action needs a registered nexus presenting its key (SPC-5 §5.13.9). */
+	if (reg == NULL || get_be64(&d[PRP_KEY]) != reg->key)
+		return SCSITGT_SR_RESERVATION_CONFLICT;
+	switch (sa) {
+	case PR_OUT_RESERVE:
+		return pr_reserve(cmd, reg, type, scope);
+	case PR_OUT_RELEASE:
+		return pr_release(cmd, reg, type, scope);
+	case PR_OUT_CLEAR:
+		return pr_clear(cmd);
+	case PR_OUT_PREEMPT:
+	case PR_OUT_PREEMPT_AND_ABORT:
+		return pr_preempt(cmd, reg, type, scope, sa == PR_OUT_PREEMPT_AND_ABORT);
+	case PR_OUT_REPLACE_LOST:
+		return pr_replace_lost(cmd, reg, type, scope);
+	default:
+		return scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
+	}
+}
+
+void scsitgt__pr_out(struct scsitgt__cmd *cmd)
+{
+	enum scsitgt__sense_reason r = pr_out_run(cmd);
+
+	if (r == SCSITGT_SR_OK)
+		scsitgt__pr_changed(cmd->lun);
+	scsitgt__cmd_complete(cmd, r);
+}

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit attention conditions (SAM-5 §5.14, SPC-5 §5.14).
+ *
+ * Each I_T nexus keeps, per LUN, a short FIFO of pending conditions. The first command of a
+ * nexus to a LUN finds POWER ON, RESET, OR BUS DEVICE RESET OCCURRED (29h/00h): for that nexus
+ * the logical unit has just come into being. Precedence when queueing:
+ *   - a reset-class condition (29h/xx) supersedes everything pending: the reset it reports
+ *     makes the older conditions moot (SAM-5 §6.3: resets clear unit attentions);
+ *   - the same condition is never queued twice;
+ *   - a full queue keeps its oldest conditions and drops the new one (SAM-5 §5.14 lets the
+ *     device server discard conditions it cannot queue, as long as one is reported).
+ * Reporting (SPC-5 §5.14, SAM-5 §5.14): INQUIRY and REPORT LUNS run normally and leave the
+ * condition pending (REPORT LUNS clears REPORTED LUNS DATA HAS CHANGED, SPC-5 §6.33);
+ * REQUEST SENSE returns the condition as its sense data and clears it; any other command ends
+ * with CHECK CONDITION, UNIT ATTENTION and clears it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cdb.h"
+#include "core/scsi_spec.h"
+#include "core/ua.h"
+
+/* LUN ids are below 16384 (scsitgt_lun_create), so "seen" is a bitmap. */
+#define UA_LUN_IDS 16384u
+
+struct ua_lun {
+	struct scsitgt__list node;
+	uint64_t lun_id;
+	uint8_t n;
+	uint8_t q[SCSITGT__UA_QUEUE_MAX]; /* enum scsitgt__sense_reason, oldest first */
+};
+
+struct scsitgt__ua_sess {
+	uint64_t seen[UA_LUN_IDS / 64];
+	struct scsitgt__list luns; /* struct ua_lun with n > 0 */
+	unsigned int pending;	   /* sum of n: the fast path of ua_check */
+};
+
+static bool ua_reset_class(enum scsitgt__sense_reason r)
+{
+	return r == SCSITGT_SR_UA_POWER_ON_RESET || r == SCSITGT_SR_UA_BUS_RESET ||
+	       r == SCSITGT_SR_UA_LUN_RESET || r == SCSITGT_SR_UA_NEXUS_LOSS;
+}
+
+static struct scsitgt__ua_sess *ua_state(struct scsitgt__session *sess)
+{
+	if (sess->ua == NULL)
+		sess->ua = calloc(1, sizeof(*sess->ua));
+	if (sess->ua && sess->ua->luns.next == NULL)
+		scsitgt__list_init(&sess->ua->luns);
+	return sess->ua;
+}
+
+static struct ua_lun *ua_find(const struct scsitgt__ua_sess *ua, uint64_t lun_id)
+{
+	for (struct scsitgt__list *p = ua->luns.next; p != &ua->luns; p = p->next) {
+		struct ua_lun *l = scsitgt__container_of(p, struct ua_lun, node);
+
+		if (l->lun_id == lun_id)
+			return l;
+	}
+	return NULL;
+}
+
+static bool ua_seen(const struct scsitgt__session *sess, uint64_t lun_id)
+{
+	if (sess->ua_no_power_on || lun_id >= UA_LUN_IDS)
+		return true;
+	return sess->ua && (sess->ua->seen[lun_id / 64] >> (lun_id % 64) & 1);
+}
+
+static void ua_drop_lun(struct scsitgt__ua_sess *ua, struct ua_lun *l)
+{
+	ua->pending -= l->n;
+	scsitgt__list_remove(&l->node);
+	free(l);
+}
+
+/* Queue without the first-access logic. */
+static void ua_queue(struct scsitgt__ua_sess *ua, uint64_t lun_id, enum scsitgt__sense_reason r)
+{
+	struct ua_lun *l = ua_find(ua, lun_id);
+
+	if (l == NULL) {
+		/* Out of memory loses the condition; nothing else breaks. */
+		l = calloc(1, sizeof(*l));
+		if (l == NULL)
+			return;
+		l->lun_id = lun_id;
+		scsitgt__list_add_tail(&ua->luns, &l->node);
+	}
+	if (ua_reset_class(r)) {
+		ua->pending -= l->n;
+		l->n = 0;
+	}
+	for (unsigned int i = 0; i < l->n; i++)
+		if (l->q[i] == r)
+			return;
+	if (l->n == SCSITGT__UA_QUEUE_MAX)
+		return;
+	l->q[l->n++] = (uint8_t)r;
+	ua->pending++;
+}
+
+static enum scsitgt__sense_reason ua_pop(struct scsitgt__ua_sess *ua, struct ua_lun *l)
+{
+	enum scsitgt__sense_reason r = l->q[0];
+
+	memmove(&l->q[0], &l->q[1], (size_t)(l->n - 1));
+	l->n--;
+	ua->pending--;
+	if (l->n == 0)
+		ua_drop_lun(ua, l);
+	return r;
+}
+
+static void ua_remove(struct scsitgt__ua_sess *ua, struct ua_lun *l, enum scsitgt__sense_reason r)
+{
+	for (unsigned int i = 0; i < l->n; i++) {
+		if (l->q[i] != r)
+			continue;
+		memmove(&l->q[i], &l->q[i + 1], (size_t)(l->n - i - 1));
+		l->n--;
+		ua->pending--;
+		break;
+	}
+	if (l->n == 0)
+		ua_drop_lun(ua, l);
+}
+
+void scsitgt__ua_establish(struct scsitgt__session *sess, uint64_t lun_id,
+			   enum scsitgt__sense_reason reason)
+{
+	struct scsitgt__ua_sess *ua;
+
+	/* A nexus that has not seen the LUN yet will get POWER ON, which covers this. */
+	if (!ua_seen(sess, lun_id))
+		return;
+	ua = ua_state(sess);
+	if (ua)
+		ua_queue(ua, lun_id, reason);
+}
+
+void scsitgt__ua_establish_all(struct scsitgt_target *tgt, uint64_t lun_id,
+			       const struct scsitgt__session *except,
+			       enum scsitgt__sense_reason reason)
+{
+	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
+		struct scsitgt__session *s = scsitgt__container_of(p, struct scsitgt__session, node);
+
+		if (s != except)
+			scsitgt__ua_establish(s, lun_id, reason);
+	}
+}
+
+bool scsitgt__ua_pending(const struct scsitgt__session *sess, uint64_t lun_id,
+			 enum scsitgt__sense_reason *first)
+{
+	const struct ua_lun *l;
+
+	if (!ua_seen(sess, lun_id)) {
+		if (first)
+			*first = SCSITGT_SR_UA_POWER_ON_RESET;
+		return true;
+	}
+	if (sess->ua == NULL || sess->ua->pending == 0)
+		return false;
+	l = ua_find(sess->ua, lun_id);
+	if (l == NULL)
+		return false;
+	if (first)
+		*first = l->q[0];
+	return true;
+}
+
+/* SPC-5 §6.39: REQUEST SENSE reports the condition as sense data, with GOOD status. */
+static void ua_request_sense(struct scsitgt__cmd *cmd)
+{
+	const struct scsitgt__sense_info *si = scsitgt__sense_lookup(cmd->step_arg[0]);
+	uint8_t buf[SCSITGT_SENSE_BUF_SIZE];
+	size_t len;
+
+	len = scsitgt__sense_encode(buf, cmd->cdb[1] & 0x01, si->key, si->asc, si->ascq, NULL);
+	scsitgt__cmd_respond(cmd, buf, len);
+	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+}
+
+enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt__session *sess = cmd->sess;
+	const struct scsitgt__cdb_def *row = cmd->def;
+	uint64_t id = cmd->lun_id;
+	struct scsitgt__ua_sess *ua;
+	struct ua_lun *l;
+
+	if (cmd->lun == NULL)
+		return SCSITGT_SR_OK;
+	if (!ua_seen(sess, id)) {
+		ua = ua_state(sess);
+		if (ua == NULL)
+			return SCSITGT_SR_OK;
+		ua->seen[id / 64] |= 1ull << (id % 64);
+		ua_queue(ua, id, SCSITGT_SR_UA_POWER_ON_RESET);
+	}
+	ua = sess->ua;
+	if (ua == NULL || ua->pending == 0)
+		return SCSITGT_SR_OK;
+	l = ua_find(ua, id);
+	if (l == NULL)
+		return SCSITGT_SR_OK;
+	if (row && row->exec == scsitgt__spc_report_luns) {
+		ua_remove(ua, l, SCSITGT_SR_UA_REPORTED_LUNS_CHANGED);
+		return SCSITGT_SR_OK;
+	}
+	if (row && row->exec == scsitgt__spc_request_sense) {
+		cmd->step_arg[0] = ua_pop(ua, l);
+		cmd->exec = ua_request_sense;
+		return SCSITGT_SR_OK;
+	}
+	if (row && (row->flags & SCSITGT__CDB_F_ALLOW_UA))
+		return SCSITGT_SR_OK;
+	return ua_pop(ua, l);
+}
+
+void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool removed)
+{
+	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
+		struct scsitgt__session *s = scsitgt__container_of(p, struct scsitgt__session, node);
+		struct scsitgt__ua_sess *ua = s->ua;
+
+		if (s->ua_no_power_on)
+			continue;
+		if (removed && ua && lun_id < UA_LUN_IDS) {
+			struct ua_lun *l = ua_find(ua, lun_id);
+
+			/* A LUN created later under this id starts afresh: POWER ON again. */
+			if (l)
+				ua_drop_lun(ua, l);
+			ua->seen[lun_id / 64] &= ~(1ull << (lun_id % 64));
+		}
+		/* SPC-5 §5.14: the condition goes to every LUN the nexus still reaches. */
+		for (size_t i = 0; i < tgt->nluns; i++)
+			if (!tgt->luns[i]->destroying)
+				scsitgt__ua_establish(s, tgt->luns[i]->id,
+						      SCSITGT_SR_UA_REPORTED_LUNS_CHANGED);
+	}
+}
+
+void scsitgt__ua_mode_params_changed(struct scsitgt__cmd *cmd)
+{
+	/* SPC-5 §7.5.1: the other I_T nexuses learn of the change by MODE PARAMETERS CHANGED. */
+	if (cmd->lun)
+		scsitgt__ua_establish_all(cmd->sess->tgt, cmd->lun_id, cmd->sess,
+					  SCSITGT_SR_UA_MODE_PARAMS_CHANGED);
+}
+
+void scsitgt__ua_session_free(struct scsitgt__session *sess)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	if (sess->ua == NULL)
+		return;
+	if (sess->ua->luns.next) {
+		scsitgt__list_foreach_safe(pos, tmp, &sess->ua->luns)
+		{
+			free(scsitgt__container_of(pos, struct ua_lun, node));
+		}
+	}
+	free(sess->ua);
+	sess->ua = NULL;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit attention conditions (SAM-5 §5.14, SPC-5 §5.14): one queue per I_T nexus per LUN.
+ * A nexus's first command to a LUN finds POWER ON, RESET, OR BUS DEVICE RESET OCCURRED.
+ */
+#ifndef SCSITGT_CORE_UA_H
+#define SCSITGT_CORE_UA_H
+
+#include "core/fabric.h"
+
+/* Conditions kept per nexus and LUN; more are merged per the precedence rules in ua.c. */
+#define SCSITGT__UA_QUEUE_MAX 8
+
+/*
+ * The unit attention step of CDB parsing, after the row is known and the CDB checked.
+ * Returns the unit attention to report (and clears it), or SCSITGT_SR_OK. For REQUEST SENSE
+ * the pending condition becomes the command's sense data instead (cmd->exec is replaced).
+ */
+enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd);
+
+/* Establish @reason for nexus @sess on LUN @lun_id. */
+void scsitgt__ua_establish(struct scsitgt__session *sess, uint64_t lun_id,
+			   enum scsitgt__sense_reason reason);
+/* Establish @reason on LUN @lun_id for every nexus of @tgt except @except (may be NULL). */
+void scsitgt__ua_establish_all(struct scsitgt_target *tgt, uint64_t lun_id,
+			       const struct scsitgt__session *except,
+			       enum scsitgt__sense_reason reason);
+/* Whether @sess has a condition pending on @lun_id (QUERY ASYNCHRONOUS EVENT, tests). */
+bool scsitgt__ua_pending(const struct scsitgt__session *sess, uint64_t lun_id,
+			 enum scsitgt__sense_reason *first);
+
+/* Hooks. */
+/* A LUN was added to or removed from @tgt: REPORTED LUNS DATA HAS CHANGED on the others. */
+void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool removed);
+/* MODE SELECT on @cmd's nexus changed parameters: MODE PARAMETERS CHANGED for the others. */
+void scsitgt__ua_mode_params_changed(struct scsitgt__cmd *cmd);
+/* The nexus is going away: free its state. */
+void scsitgt__ua_session_free(struct scsitgt__session *sess);
+
+#endif /* SCSITGT_CORE_UA_H */

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit attention conditions (SAM-5 §5.14, SPC-5 §5.14). */
+#include <errno.h>
+
+#include "core/ua.h"
+#include "test_pr_common.h"
+
+static void test_power_on_once_per_lun(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	struct scsitgt__session *c;
+	struct fake_backend *fb1;
+	struct fake_backend_opts fbo;
+	uint8_t cdb[CDB_BUF];
+	struct lf_result *r;
+
+	(void)state;
+	fake_backend_opts_init(&fbo);
+	assert_int_equal(fake_backend_lun_create(NULL, &fb1, t->lf->tgt, 1, 0,
+						 &fbo),
+			 0);
+	assert_int_equal(loop_fabric_add_session(t->lf, "iqn.x:c,i,0x000000000001", 1, &c), 0);
+	/* INQUIRY and REPORT LUNS run and leave the condition pending. */
+	ok(prt_run(t, c, cdb, cdb_inquiry(cdb, false, 0, 36), NULL, 0));
+	ok(prt_run(t, c, cdb, cdb_report_luns(cdb, 0, 64), NULL, 0));
+	ua(prt_run(t, c, cdb, cdb_tur(cdb), NULL, 0), 0x29, 0x00);
+	ok(prt_run(t, c, cdb, cdb_tur(cdb), NULL, 0));
+	/* LUN 1 is a logical unit of its own: POWER ON again, there. REQUEST SENSE returns it
+	 * as sense data with GOOD status and clears it. */
+	lf_result_clear(&t->r);
+	loop_fabric_run_on(t->lf, c, 1, cdb, cdb_request_sense(cdb, false, 252), NULL, 0, &t->r);
+	r = &t->r;
+	assert_int_equal(r->status, 0);
+	assert_int_equal(r->data[2] & 0x0f, SENSE_UNIT_ATTENTION);
+	assert_int_equal(r->data[12], 0x29);
+	lf_result_clear(&t->r);
+	loop_fabric_run_on(t->lf, c, 1, cdb, cdb_tur(cdb), NULL, 0, &t->r);
+	assert_good(&t->r);
+	/* An unsupported opcode still reports the pending condition first. */
+	assert_int_equal(loop_fabric_add_session(t->lf, "iqn.x:d,i,0x000000000001", 1, &c), 0);
+	cdb[0] = 0xff;
+	ua(prt_run(t, c, cdb, 6, NULL, 0), 0x29, 0x00);
+	prt_destroy(t);
+}
+
+static void test_capacity_and_luns_changed(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	struct scsitgt_lun *l1;
+	struct fake_backend *fb1;
+	struct fake_backend_opts fbo;
+	uint8_t cdb[CDB_BUF];
+
+	(void)state;
+	fake_backend_opts_init(&fbo);
+	assert_int_equal(scsitgt_lun_resize(t->lun, 0), -EINVAL);
+	assert_int_equal(scsitgt_lun_resize(t->lun, t->lun->geo.num_blocks), 0);
+	ok(prt_read(t, t->b));
+	assert_int_equal(scsitgt_lun_resize(t->lun, t->lun->geo.num_blocks / 2), 0);
+	ua(prt_read(t, t->b), 0x2a, 0x09);
+	ua(prt_read(t, t->a2), 0x2a, 0x09);
+	ok(prt_read(t, t->b));
+	/* A new LUN: REPORTED LUNS DATA HAS CHANGED on the LUNs the nexuses know. REPORT LUNS
+	 * clears it; other commands report it. */
+	assert_int_equal(fake_backend_lun_create(&l1, &fb1, t->lf->tgt, 1, 0,
+						 &fbo),
+			 0);
+	ok(prt_run(t, t->b, cdb, cdb_report_luns(cdb, 0, 64), NULL, 0));
+	ok(prt_read(t, t->b));
+	ua(prt_read(t, t->a2), 0x3f, 0x0e);
+	scsitgt_lun_destroy(l1, NULL, NULL);
+	ua(prt_read(t, t->b), 0x3f, 0x0e);
+	ua(prt_read(t, t->a2), 0x3f, 0x0e);
+	/* MODE PARAMETERS CHANGED: the other nexuses, not the one that changed them. */
+	{
+		struct scsitgt__cmd fake = { .sess = t->b, .lun = t->lun, .lun_id = 0 };
+
+		scsitgt__ua_mode_params_changed(&fake);
+	}
+	ok(prt_read(t, t->b));
+	ua(prt_read(t, t->a2), 0x2a, 0x01);
+	prt_destroy(t);
+}
+
+static void test_queue_precedence(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	enum scsitgt__sense_reason first;
+	static const enum scsitgt__sense_reason many[] = {
+		SCSITGT_SR_UA_MODE_PARAMS_CHANGED,	  SCSITGT_SR_UA_RESERVATIONS_PREEMPTED,
+		SCSITGT_SR_UA_RESERVATIONS_RELEASED,	  SCSITGT_SR_UA_REGISTRATIONS_PREEMPTED,
+		SCSITGT_SR_UA_ASYMMETRIC_ACCESS_CHANGED, SCSITGT_SR_UA_CAPACITY_CHANGED,
+		SCSITGT_SR_UA_REPORTED_LUNS_CHANGED,	  SCSITGT_SR_UA_COMMANDS_CLEARED_BY_OTHER,
+		SCSITGT_SR_UA_MEDIUM_CHANGED,
+	};
+
+	(void)state;
+	assert_false(scsitgt__ua_pending(t->b, 0, NULL));
+	/* Nine distinct conditions into a queue of eight: the oldest eight stay, in order;
+	 * duplicates are merged. */
+	for (size_t i = 0; i < 9; i++)
+		scsitgt__ua_establish(t->b, 0, many[i]);
+	scsitgt__ua_establish(t->b, 0, many[0]);
+	assert_true(scsitgt__ua_pending(t->b, 0, &first));
+	assert_int_equal(first, many[0]);
+	ua(prt_read(t, t->b), 0x2a, 0x01);
+	ua(prt_read(t, t->b), 0x2a, 0x03);
+	for (size_t i = 2; i < 8; i++) {
+		struct lf_result *r = prt_read(t, t->b);
+
+		assert_int_equal(r->status, SAM_STAT_CHECK_CONDITION);
+		assert_int_equal(r->sense[12], scsitgt__sense_lookup(many[i])->asc);
+		assert_int_equal(r->sense[13], scsitgt__sense_lookup(many[i])->ascq);
+	}
+	ok(prt_read(t, t->b));
+	/* A reset supersedes what is pending. */
+	scsitgt__ua_establish(t->b, 0, SCSITGT_SR_UA_CAPACITY_CHANGED);
+	scsitgt__ua_establish(t->b, 0, SCSITGT_SR_UA_LUN_RESET);
+	scsitgt__ua_establish(t->b, 0, SCSITGT_SR_UA_MODE_PARAMS_CHANGED);
+	ua(prt_read(t, t->b), 0x29, 0x03);
+	ua(prt_read(t, t->b), 0x2a, 0x01);
+	ok(prt_read(t, t->b));
+	prt_destroy(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_power_on_once_per_lun),
+		cmocka_unit_test(test_capacity_and_luns_changed),
+		cmocka_unit_test(test_queue_precedence),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
