@@ -14,7 +14,11 @@
 #   --runs N      runs per test and side; the table shows medians (default 3)
 #   --ramp S      unmeasured warm-up per run (default 0.5)
 #   --pin         targets on CPU 0, the initiator (and iperf3 client) on CPU 1; default: no pinning
-#   --luns LIST   which LUN types: null, ram (default both)
+#   --luns LIST   which LUN types: null, ram, file (default "null ram"); file is one regular
+#                 file served by both sides: ours through the aio backend, tgtd through its
+#                 aio store (--bstype aio)
+#   --file PATH   the file of the file LUN (default /var/tmp/scsitgt-compare.img; created with
+#                 --size, allocated, and removed at the end)
 #   --tests LIST  subset of: 4k-randread-qd1 4k-randread-qd32 4k-randwrite-qd1
 #                 4k-randwrite-qd32 1m-read-qd8 1m-write-qd8 (default all)
 #   --size SIZE   LUN size used on both sides (default 1G)
@@ -50,6 +54,7 @@ PORT_OURS=3295
 PORT_TGTD=3296
 PORT_IPERF=3297
 OUT=
+FILE=/var/tmp/scsitgt-compare.img
 INSTALL=1
 TGTD_PARAMS=()
 IQN_TGTD=iqn.2026-11.org.libscsitgt.bench:tgtd
@@ -74,6 +79,7 @@ while [[ $# -gt 0 ]]; do
 	--out) OUT=$2; shift 2 ;;
 	--no-install) INSTALL=0; shift ;;
 	--tgtd-param) TGTD_PARAMS+=("$2"); shift 2 ;;
+	--file) FILE=$2; shift 2 ;;
 	-h|--help) usage 0 ;;
 	*) say "unknown option $1"; usage ;;
 	esac
@@ -82,7 +88,9 @@ done
 for p in "$PORT_OURS" "$PORT_TGTD" "$PORT_IPERF"; do
 	[[ "$p" =~ ^[0-9]+$ ]] || die "bad port '$p'"
 done
-for l in $LUNS; do [[ $l == null || $l == ram ]] || die "unknown LUN type '$l'"; done
+for l in $LUNS; do [[ $l == null || $l == ram || $l == file ]] || die "unknown LUN type '$l'"; done
+WANT_FILE=0
+[[ " $LUNS " == *" file "* ]] && WANT_FILE=1
 for t in $TESTS; do [[ " $ALL_TESTS " == *" $t "* ]] || die "unknown test '$t'"; done
 
 MINITARGET=$BUILD/examples/minitarget
@@ -109,16 +117,24 @@ port_busy() { ss -Hltn "sport = :$1" | grep -q .; }
 # --- our side: minitarget prints one URL per LUN once it listens ---
 start_ours() {
 	port_busy "$PORT_OURS" && die "port $PORT_OURS is in use"
+	local extra=() nurls=2
+	if [[ $WANT_FILE == 1 ]]; then
+		extra=(--lun "2:file:$FILE")
+		nurls=3
+	fi
 	"${PIN_TGT[@]}" "$MINITARGET" --portal "127.0.0.1:$PORT_OURS" \
-		--lun "0:null:$SIZE" --lun "1:ram:$SIZE" >"$OUT/ours.urls" 2>"$OUT/ours.log" &
+		--lun "0:null:$SIZE" --lun "1:ram:$SIZE" "${extra[@]}" \
+		>"$OUT/ours.urls" 2>"$OUT/ours.log" &
 	OURS_PID=$!
 	for _ in $(seq 100); do
-		[[ $(grep -c '^iscsi://' "$OUT/ours.urls") == 2 ]] && break
+		[[ $(grep -c '^iscsi://' "$OUT/ours.urls") == "$nurls" ]] && break
 		kill -0 "$OURS_PID" 2>/dev/null || die "minitarget exited: $(tail -3 "$OUT/ours.log")"
 		sleep 0.1
 	done
 	URL_ours_null=$(grep '/0$' "$OUT/ours.urls")
 	URL_ours_ram=$(grep '/1$' "$OUT/ours.urls")
+	# shellcheck disable=SC2034 # read through side_url's ${!v}
+	URL_ours_file=$(grep '/2$' "$OUT/ours.urls")
 	[[ -n $URL_ours_null && -n $URL_ours_ram ]] || die "minitarget did not print its URLs"
 }
 
@@ -163,6 +179,11 @@ start_tgtd() {
 	# LUN 2: the null store (reads move no data from a medium, writes are dropped).
 	adm --lld iscsi --mode logicalunit --op new --tid 1 --lun 2 --bstype null \
 		--backing-store /dev/null || die "tgtadm: null LUN failed"
+	# LUN 3: the same regular file as our file LUN, through tgtd's libaio store.
+	if [[ $WANT_FILE == 1 ]]; then
+		adm --lld iscsi --mode logicalunit --op new --tid 1 --lun 3 --bstype aio \
+			--backing-store "$FILE" || die "tgtadm: aio LUN on $FILE failed"
+	fi
 	for kv in "${TGTD_PARAMS[@]}"; do
 		adm --lld iscsi --mode target --op update --tid 1 --name "${kv%%=*}" \
 			--value "${kv#*=}" || die "tgtadm: parameter $kv refused"
@@ -174,6 +195,8 @@ start_tgtd() {
 	# shellcheck disable=SC2034 # URL_<side>_<lun> are read through side_url's ${!v}
 	URL_tgtd_ram=iscsi://127.0.0.1:$PORT_TGTD/$IQN_TGTD/1
 	URL_tgtd_null=iscsi://127.0.0.1:$PORT_TGTD/$IQN_TGTD/2
+	# shellcheck disable=SC2034 # read through side_url's ${!v}
+	URL_tgtd_file=iscsi://127.0.0.1:$PORT_TGTD/$IQN_TGTD/3
 }
 
 stop_tgtd() {
@@ -203,6 +226,7 @@ stop_tgtd() {
 cleanup() {
 	stop_ours
 	stop_tgtd
+	[[ $WANT_FILE == 1 ]] && rm -f "$FILE"
 	[[ -n ${IPERF_PID:-} ]] && kill "$IPERF_PID" 2>/dev/null
 	[[ -n ${TSHARK_PID:-} ]] && kill "$TSHARK_PID" 2>/dev/null
 }
@@ -333,6 +357,12 @@ have_iperf() {
 T0=$(date +%s)
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 say "results in $OUT"
+if [[ $WANT_FILE == 1 ]]; then
+	# Written, not just allocated: reads of unwritten extents would never reach the disk.
+	say "writing $SIZE to $FILE for the file LUN"
+	dd if=/dev/zero of="$FILE" bs=1M count=$(($(numfmt --from=iec "$SIZE") >> 20)) \
+		conv=fsync status=none || die "cannot write $FILE"
+fi
 start_ours
 start_tgtd
 say "minitarget pid $OURS_PID on $PORT_OURS, tgtd pid $TGTD_PID on $PORT_TGTD"
@@ -405,7 +435,7 @@ fmt() { awk -v v="$1" -v f="$2" 'BEGIN { if (v == "-") print "-"; else printf f,
 		"${CEIL_128K} GiB/s with 128 KiB writes."
 	echo
 	echo "Negotiated (the target's Login Response keys; libiscsi offered" \
-		"MaxRecvDataSegmentLength=262144, FirstBurstLength=262144, MaxBurstLength=16776192," \
+		"MaxRecvDataSegmentLength=262144, FirstBurstLength=262144, MaxBurstLength=262144," \
 		"InitialR2T=No, ImmediateData=Yes):"
 	echo
 	echo "| key | ours | tgtd | ours on the wire | tgtd on the wire |"
