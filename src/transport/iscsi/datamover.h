@@ -3,8 +3,11 @@
  * The data-mover seam of the iSCSI transport. Login, text keys, sessions, CmdSN ordering, task
  * management and SCSI handling are shared; a data mover only moves bytes:
  *  - TCP (tcp.c): PDUs over a uv_tcp_t stream; Data-In, R2T and Data-Out are PDUs.
- *  - iSER (later): PDUs in RDMA SENDs; it will supply put_data/get_data to push Data-In with
- *    RDMA WRITE and pull Data-Out with RDMA READ instead of the PDU-based defaults.
+ *  - iSER (src/transport/iser): PDUs in RDMA SENDs with the iSER header. Its xmit turns the
+ *    Data-In PDUs of a batch into RDMA WRITEs posted before the SEND of the response (a
+ *    status-carrying Data-In becomes a SCSI Response, RFC 7145 §7.3.5), and R2Ts into RDMA
+ *    READs whose data is handed back as the Data-Out PDUs the R2T solicited, so scsi.c keeps
+ *    one code path for its accounting. put_data/get_data remain for a zero-copy mover.
  *
  * Ownership: the iSCSI connection (conn.c) owns the data mover's context and calls close()
  * exactly once; the data mover calls scsitgt__iscsi_conn_dm_closed() once it released every
@@ -41,6 +44,13 @@ struct scsitgt__iscsi_dm_ops {
 	 * scsitgt__iscsi_task_data_done(). NULL means R2T PDUs over xmit (scsi.c).
 	 */
 	void (*get_data)(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_task *task);
+	/*
+	 * iSER (RFC 7145 §6.3): login offers RDMAExtensions=Yes, forces digests to None, and
+	 * declares max_recv_dsl as MaxRecvDataSegmentLength / TargetRecvDataSegmentLength (the
+	 * size of the posted receive buffers).
+	 */
+	bool rdma;
+	uint32_t max_recv_dsl;
 };
 
 #endif /* SCSITGT_ISCSI_DATAMOVER_H */

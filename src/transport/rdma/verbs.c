@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-device PD and shared CQ on the libuv loop, QP creation. See rdma.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/rdma/rdma.h"
+
+/* Completions taken per ibv_poll_cq call. */
+#define RDMA_POLL_BATCH 32
+/* Shared CQ size wanted; capped by the device. */
+#define RDMA_CQ_SIZE 16384
+/* CQ events acknowledged in batches (ibv_ack_cq_events takes a mutex). */
+#define RDMA_ACK_BATCH 64u
+
+static int dev_drain(struct scsitgt__rdma_dev *dev)
+{
+	struct ibv_wc wc[RDMA_POLL_BATCH];
+	int n, total = 0;
+
+	do {
+		n = ibv_poll_cq(dev->cq, RDMA_POLL_BATCH, wc);
+		for (int i = 0; i < n; i++) {
+			struct scsitgt__rdma_wr *w = (struct scsitgt__rdma_wr *)(uintptr_t)wc[i].wr_id;
+
+			if (w && w->done)
+				w->done(w, &wc[i]);
+		}
+		if (n > 0)
+			total += n;
+	} while (n == RDMA_POLL_BATCH && !dev->closing);
+	return n < 0 ? n : total;
+}
+
+static void dev_poll_cb(uv_poll_t *h, int status, int events)
+{
+	struct scsitgt__rdma_dev *dev = h->data;
+	struct ibv_cq *cq;
+	void *ctx;
+
+	(void)events;
+	if (status < 0 || dev->closing)
+		return;
+	if (ibv_get_cq_event(dev->ch, &cq, &ctx) == 0) {
+		if (++dev->unacked >= RDMA_ACK_BATCH) {
+			ibv_ack_cq_events(dev->cq, dev->unacked);
+			dev->unacked = 0;
+		}
+	}
+	/*
+	 * Poll until empty, re-arm, then poll again: a completion that arrived between the last
+	 * empty poll and the re-arm raises no event, so it must be picked up here.
+	 */
+	for (;;) {
+		if (dev_drain(dev) < 0 || dev->closing)
+			return;
+		if (ibv_req_notify_cq(dev->cq, 0) != 0)
+			return;
+		if (dev_drain(dev) <= 0)
+			return;
+	}
+}
+
+static void dev_poll_closed(uv_handle_t *h)
+{
+	struct scsitgt__rdma_dev *dev = h->data;
+	void (*gone)(void *) = dev->gone;
+	void *arg = dev->gone_arg;
+
+	if (dev->unacked)
+		ibv_ack_cq_events(dev->cq, dev->unacked);
+	ibv_destroy_cq(dev->cq);
+	ibv_destroy_comp_channel(dev->ch);
+	ibv_dealloc_pd(dev->pd);
+	free(dev);
+	if (gone)
+		gone(arg);
+}
+
+int scsitgt__rdma_dev_get(struct scsitgt__rdma_dev **out, struct scsitgt__list *list,
+			  uv_loop_t *loop, struct ibv_context *verbs, void (*gone)(void *),
+			  void *gone_arg)
+{
+	struct scsitgt__list *pos, *tmp;
+	struct scsitgt__rdma_dev *dev;
+	int flags, rc = -ENOMEM;
+
+	if (verbs == NULL)
+		return -ENODEV;
+	scsitgt__list_foreach_safe(pos, tmp, list)
+	{
+		dev = scsitgt__container_of(pos, struct scsitgt__rdma_dev, node);
+		if (dev->verbs == verbs && !dev->closing) {
+			dev->refs++;
+			*out = dev;
+			return 0;
+		}
+	}
+	dev = calloc(1, sizeof(*dev));
+	if (dev == NULL)
+		return -ENOMEM;
+	dev->verbs = verbs;
+	dev->gone = gone;
+	dev->gone_arg = gone_arg;
+	if (ibv_query_device(verbs, &dev->attr) != 0) {
+		rc = -ENODEV;
+		goto fail;
+	}
+	dev->pd = ibv_alloc_pd(verbs);
+	if (dev->pd == NULL)
+		goto fail;
+	dev->ch = ibv_create_comp_channel(verbs);
+	if (dev->ch == NULL)
+		goto fail;
+	flags = fcntl(dev->ch->fd, F_GETFL);
+	if (flags < 0 || fcntl(dev->ch->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	dev->cq_size = dev->attr.max_cqe < RDMA_CQ_SIZE ? dev->attr.max_cqe : RDMA_CQ_SIZE;
+	dev->cq = ibv_create_cq(verbs, dev->cq_size, dev, dev->ch, 0);
+	if (dev->cq == NULL)
+		goto fail;
+	if (ibv_req_notify_cq(dev->cq, 0) != 0) {
+		rc = -EIO;
+		goto fail;
+	}
+	rc = uv_poll_init(loop, &dev->poll, dev->ch->fd);
+	if (rc < 0)
+		goto fail;
+	dev->poll.data = dev;
+	rc = uv_poll_start(&dev->poll, UV_READABLE, dev_poll_cb);
+	if (rc < 0) {
+		dev->gone = NULL;
+		uv_close((uv_handle_t *)&dev->poll, dev_poll_closed);
+		return rc;
+	}
+	dev->refs = 1;
+	dev->owner_list = list;
+	scsitgt__list_add_tail(list, &dev->node);
+	*out = dev;
+	return 0;
+fail:
+	if (dev->cq)
+		ibv_destroy_cq(dev->cq);
+	if (dev->ch)
+		ibv_destroy_comp_channel(dev->ch);
+	if (dev->pd)
+		ibv_dealloc_pd(dev->pd);
+	free(dev);
+	return rc;
+}
+
+void scsitgt__rdma_dev_put(struct scsitgt__rdma_dev *dev)
+{
+	if (--dev->refs)
+		return;
+	dev->closing = true;
+	scsitgt__list_remove(&dev->node);
+	uv_poll_stop(&dev->poll);
+	uv_close((uv_handle_t *)&dev->poll, dev_poll_closed);
+}
+
+int scsitgt__rdma_dev_reserve(struct scsitgt__rdma_dev *dev, int n)
+{
+	if (n <= 0 || dev->cq_used + n > dev->cq_size)
+		return -ENOSPC;
+	dev->cq_used += n;
+	return 0;
+}
+
+void scsitgt__rdma_dev_unreserve(struct scsitgt__rdma_dev *dev, int n)
+{
+	dev->cq_used -= n;
+}
+
+int scsitgt__rdma_qp_create(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev,
+			    uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge)
+{
+	struct ibv_qp_init_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.send_cq = dev->cq;
+	a.recv_cq = dev->cq;
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = send_wr;
+	a.cap.max_recv_wr = recv_wr;
+	a.cap.max_send_sge = send_sge;
+	a.cap.max_recv_sge = 1;
+	/* Every WR is signaled: completions release buffers and count the drain. */
+	a.sq_sig_all = 1;
+	if (rdma_create_qp(id, dev->pd, &a) != 0)
+		return errno ? -errno : -EIO;
+	return 0;
+}

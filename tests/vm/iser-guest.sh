@@ -1,0 +1,116 @@
+#!/bin/bash
+# iser-guest.sh - guest side of tests/vm/iser.sh (runs as root inside the rig's guest).
+# Soft-RoCE (rdma_rxe on a dummy netdev, 192.0.2.1), our iSER target from /host, the kernel
+# iSER initiator (ib_iser via iscsiadm, iface transport iser): login, mkfs.ext4, mount,
+# files of 1 MiB..64 MiB written with direct I/O and checksummed, fsck -f, logout, a second
+# login to the same (still running) target, fio, logout, and the target stops cleanly.
+#   iser-guest.sh TARGET_BIN [TARGET_ARGS...]
+set -Eeuo pipefail
+T0=$(date +%s.%N)
+ts() { awk -v s="$T0" -v e="$(date +%s.%N)" 'BEGIN{printf "[%6.2fs]", e-s}'; }
+step() { echo "$(ts) == $*"; }
+IQN=${IQN:-iqn.2026-11.org.libscsitgt:iser}
+RXE_IP=192.0.2.1 # RFC 5737 TEST-NET-1, only on the guest's dummy device
+PORTAL=$RXE_IP:3260
+save_logs() { cp /tmp/target.log /rig/ 2>/dev/null; dmesg > /rig/dmesg.log; }
+trap 'set +e; echo "--- FAILED at line $LINENO"; save_logs; grep -v "\] iscsi: conn.*SEND of" /tmp/target.log | tail -n 40; dmesg | grep -v "speed is unknown" | tail -n 30; exit 1' ERR
+[ $# -ge 1 ] || { echo "usage: $0 TARGET_BIN [ARGS...]"; exit 2; }
+
+step "soft-RoCE rxe0 on rig0 ($RXE_IP)"
+modprobe rdma_rxe; modprobe ib_uverbs; modprobe rdma_ucm
+ip link add rig0 type dummy
+ip addr add $RXE_IP/24 dev rig0
+ip link set rig0 up
+rdma link add rxe0 type rxe netdev rig0
+for i in $(seq 50); do [ -e /sys/class/infiniband/rxe0/ports/1/gids/1 ] && break; sleep 0.1; done
+
+step "target: $*"
+truncate -s ${LUN_SIZE:-512M} /tmp/lun0.img
+"$@" > /tmp/target.log 2>&1 &
+TPID=$!
+for i in $(seq 100); do grep -q "serving" /tmp/target.log && break; sleep 0.1; done
+kill -0 $TPID
+
+step "ib_iser + iscsid"
+modprobe ib_iser debug_level=${ISER_DEBUG:-0}
+modprobe sd_mod
+iscsid
+sleep 0.5
+
+login() {
+	timeout 45 iscsiadm -m node -T "$IQN" -p $PORTAL -I iser --login
+	DEV=
+	for i in $(seq 150); do
+		for b in /sys/class/iscsi_session/session*/device/target*/*:*:*:*/block/*; do
+			[ -e "$b" ] && DEV=/dev/$(basename "$b") && break
+		done
+		[ -n "$DEV" ] && [ -b "$DEV" ] && break
+		sleep 0.1
+	done
+	[ -n "$DEV" ] || { echo "no block device appeared"; false; }
+	iscsiadm -m session -P 3 | grep -E 'Iface Transport|iSCSI Connection State|HeaderDigest|DataDigest|MaxRecvDataSegmentLength|FirstBurst|MaxBurst|ImmediateData|InitialR2T' | sed 's/^\s*/  /'
+}
+logout() { iscsiadm -m node -T "$IQN" -p $PORTAL -I iser --logout; }
+
+step "discovery (SendTargets over iSER)"
+iscsiadm -m discovery -t sendtargets -p $PORTAL -I iser
+step "login 1"
+login
+sg_readcap "$DEV" | head -3
+
+step "mkfs.ext4 + mount + direct-I/O files 1..64 MiB + fsck"
+mkfs.ext4 -q -F "$DEV"
+mkdir -p /mnt/lun
+mount "$DEV" /mnt/lun
+declare -A SUM
+for mb in 1 4 16 64; do
+	dd if=/dev/urandom of=/tmp/blob$mb bs=1M count=$mb status=none
+	SUM[$mb]=$(sha256sum < /tmp/blob$mb)
+	dd if=/tmp/blob$mb of=/mnt/lun/file$mb bs=1M oflag=direct status=none
+done
+for i in $(seq 100); do head -c $((i * 37)) /tmp/blob1 > /mnt/lun/small$i; done
+sync
+umount /mnt/lun
+echo 3 > /proc/sys/vm/drop_caches
+fsck.ext4 -fn "$DEV"
+mount -o ro "$DEV" /mnt/lun
+for mb in 1 4 16 64; do
+	got=$(dd if=/mnt/lun/file$mb bs=1M iflag=direct status=none | sha256sum)
+	[ "$got" = "${SUM[$mb]}" ] || { echo "file$mb checksum mismatch"; exit 1; }
+	echo "  file$mb ($mb MiB) checksum ok"
+done
+umount /mnt/lun
+step "logout 1"
+logout
+kill -0 $TPID
+
+step "login 2 (same target process)"
+login
+mount -o ro "$DEV" /mnt/lun
+[ "$(sha256sum < /mnt/lun/file16)" = "${SUM[16]}" ]
+umount /mnt/lun
+step "fio 10 s randrw 4k QD8 + 5 s seq read 256k + 5 s seq write 256k (direct I/O)"
+fio --name=rw --filename="$DEV" --direct=1 --rw=randrw --bs=4k --iodepth=8 \
+	--ioengine=libaio --runtime=10 --time_based --size=256M --group_reporting \
+	--output-format=terse --terse-version=3 |
+	awk -F';' '{printf "fio randrw 4k QD8: read %s IOPS, write %s IOPS\n", $8, $49}'
+fio --name=seqr --filename="$DEV" --direct=1 --rw=read --bs=256k --iodepth=4 \
+	--ioengine=libaio --runtime=5 --time_based --size=256M \
+	--output-format=terse --terse-version=3 |
+	awk -F';' '{printf "fio seq read 256k QD4: %s KiB/s\n", $7}'
+fio --name=seqw --filename="$DEV" --direct=1 --rw=write --bs=256k --iodepth=4 \
+	--ioengine=libaio --runtime=5 --time_based --size=256M \
+	--output-format=terse --terse-version=3 |
+	awk -F';' '{printf "fio seq write 256k QD4: %s KiB/s\n", $48}'
+step "logout 2"
+logout
+dmesg | grep -iE 'iser' | tail -8 || true
+
+step "stop the target"
+kill -TERM $TPID
+for i in $(seq 100); do kill -0 $TPID 2>/dev/null || break; sleep 0.1; done
+if kill -0 $TPID 2>/dev/null; then echo "target did not stop"; exit 1; fi
+wait $TPID
+grep -ciE 'error|warning' /tmp/target.log || true
+save_logs
+step "PASS iser"
