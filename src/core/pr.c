@@ -20,6 +20,7 @@ struct scsitgt__pr *scsitgt__pr_get(struct scsitgt_lun *lun)
 		if (lun->pr == NULL)
 			return NULL;
 		scsitgt__list_init(&lun->pr->regs);
+		scsitgt__list_init(&lun->pr->lost);
 	}
 	return lun->pr;
 }
@@ -33,6 +34,10 @@ void scsitgt__pr_free(struct scsitgt_lun *lun)
 	scsitgt__list_foreach_safe(pos, tmp, &lun->pr->regs)
 	{
 		free(scsitgt__container_of(pos, struct scsitgt__pr_reg, node));
+	}
+	scsitgt__list_foreach_safe(pos, tmp, &lun->pr->lost)
+	{
+		free(scsitgt__container_of(pos, struct scsitgt__pr_lost, node));
 	}
 	free(lun->pr->file_path);
 	free(lun->pr);

@@ -79,8 +79,20 @@ struct scsitgt__pr {
 	/* The host's store (include/libscsitgt/pr.h); file_path for the default file store. */
 	scsitgt_pr_save_cb save;
 	void *save_arg;
-	char *file_path;
+	char *file_path;	/* I_T nexuses that ended after they had seen this LUN (core/ua.c, struct
+	 * scsitgt__pr_lost), oldest first: one that comes back finds I_T NEXUS LOSS OCCURRED
+	 * instead of POWER ON (SAM-5 §6.3.4). */
+	struct scsitgt__list lost;
+	unsigned int nlost;
 };
+
+/* A lost nexus of a LUN: "<initiator port>\n<target port>". */
+struct scsitgt__pr_lost {
+	struct scsitgt__list node;
+	char nexus[];
+};
+/* Lost nexuses remembered per LUN; older ones are forgotten (and get POWER ON). */
+#define SCSITGT__PR_MAX_LOST 64
 
 /* The reservation conflict step of CDB parsing (.pr column of the CDB table). */
 enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd);

@@ -10,15 +10,22 @@
  *   - the same condition is never queued twice;
  *   - a full queue keeps its oldest conditions and drops the new one (SAM-5 §5.14 lets the
  *     device server discard conditions it cannot queue, as long as one is reported).
+ * A nexus that ends is remembered by every LUN it had seen (initiator port and target port);
+ * when the same nexus comes back (a reconnect with the same ISID through the same portal
+ * group), its first command to such a LUN finds I_T NEXUS LOSS OCCURRED (29h/07h) instead of
+ * POWER ON (SAM-5 §6.3.4): the initiator learns that its tasks are gone while its
+ * registrations are not.
  * Reporting (SPC-5 §5.14, SAM-5 §5.14): INQUIRY and REPORT LUNS run normally and leave the
  * condition pending (REPORT LUNS clears REPORTED LUNS DATA HAS CHANGED, SPC-5 §6.33);
  * REQUEST SENSE returns the condition as its sense data and clears it; any other command ends
  * with CHECK CONDITION, UNIT ATTENTION and clears it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/cdb.h"
+#include "core/pr.h"
 #include "core/scsi_spec.h"
 #include "core/ua.h"
 
@@ -130,6 +137,76 @@ static void ua_remove(struct scsitgt__ua_sess *ua, struct ua_lun *l, enum scsitg
 		ua_drop_lun(ua, l);
 }
 
+/* Whether @e names the nexus of @sess. */
+static bool lost_matches(const struct scsitgt__pr_lost *e, const struct scsitgt__session *sess)
+{
+	size_t n = strlen(sess->initiator_port);
+
+	return strncmp(e->nexus, sess->initiator_port, n) == 0 && e->nexus[n] == '\n' &&
+	       strcmp(&e->nexus[n + 1], sess->target_port) == 0;
+}
+
+static struct scsitgt__pr_lost *lost_find(const struct scsitgt_lun *lun,
+					  const struct scsitgt__session *sess)
+{
+	const struct scsitgt__pr *pr = lun->pr;
+
+	if (pr == NULL)
+		return NULL;
+	for (struct scsitgt__list *p = pr->lost.next; p != &pr->lost; p = p->next) {
+		struct scsitgt__pr_lost *e =
+			scsitgt__container_of(p, struct scsitgt__pr_lost, node);
+
+		if (lost_matches(e, sess))
+			return e;
+	}
+	return NULL;
+}
+
+static void lost_drop(struct scsitgt_lun *lun, struct scsitgt__pr_lost *e)
+{
+	scsitgt__list_remove(&e->node);
+	lun->pr->nlost--;
+	free(e);
+}
+
+/* Remember that the nexus of @sess, which had seen @lun, is gone. */
+static void lost_record(struct scsitgt_lun *lun, const struct scsitgt__session *sess)
+{
+	struct scsitgt__pr *pr = scsitgt__pr_get(lun);
+	struct scsitgt__pr_lost *e;
+	size_t a, b;
+
+	/* Out of memory only costs the distinction: the nexus gets POWER ON. */
+	if (pr == NULL || lost_find(lun, sess))
+		return;
+	a = strlen(sess->initiator_port);
+	b = strlen(sess->target_port);
+	e = malloc(sizeof(*e) + a + b + 2);
+	if (e == NULL)
+		return;
+	memcpy(e->nexus, sess->initiator_port, a);
+	e->nexus[a] = '\n';
+	memcpy(&e->nexus[a + 1], sess->target_port, b + 1);
+	if (pr->nlost == SCSITGT__PR_MAX_LOST)
+		lost_drop(lun, scsitgt__container_of(pr->lost.next, struct scsitgt__pr_lost, node));
+	scsitgt__list_add_tail(&pr->lost, &e->node);
+	pr->nlost++;
+}
+
+/* The condition of a nexus's first access to @lun: NEXUS LOSS if it is a lost one back. */
+static enum scsitgt__sense_reason ua_first_reason(struct scsitgt_lun *lun,
+						  const struct scsitgt__session *sess, bool consume)
+{
+	struct scsitgt__pr_lost *e = lost_find(lun, sess);
+
+	if (e == NULL)
+		return SCSITGT_SR_UA_POWER_ON_RESET;
+	if (consume)
+		lost_drop(lun, e);
+	return SCSITGT_SR_UA_NEXUS_LOSS;
+}
+
 void scsitgt__ua_establish(struct scsitgt__session *sess, uint64_t lun_id,
 			   enum scsitgt__sense_reason reason)
 {
@@ -161,8 +238,11 @@ bool scsitgt__ua_pending(const struct scsitgt__session *sess, uint64_t lun_id,
 	const struct ua_lun *l;
 
 	if (!ua_seen(sess, lun_id)) {
+		struct scsitgt_lun *lun = scsitgt__target_find_lun(sess->tgt, lun_id);
+
 		if (first)
-			*first = SCSITGT_SR_UA_POWER_ON_RESET;
+			*first = lun ? ua_first_reason(lun, sess, false)
+				     : SCSITGT_SR_UA_POWER_ON_RESET;
 		return true;
 	}
 	if (sess->ua == NULL || sess->ua->pending == 0)
@@ -202,7 +282,7 @@ enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd)
 		if (ua == NULL)
 			return SCSITGT_SR_OK;
 		ua->seen[id / 64] |= 1ull << (id % 64);
-		ua_queue(ua, id, SCSITGT_SR_UA_POWER_ON_RESET);
+		ua_queue(ua, id, ua_first_reason(cmd->lun, sess, true));
 	}
 	ua = sess->ua;
 	if (ua == NULL || ua->pending == 0)
@@ -262,6 +342,17 @@ void scsitgt__ua_session_free(struct scsitgt__session *sess)
 
 	if (sess->ua == NULL)
 		return;
+	/* SAM-5 §6.3.4: the LUNs this nexus saw remember it, for I_T NEXUS LOSS OCCURRED. */
+	if (!sess->ua_no_power_on) {
+		struct scsitgt_target *tgt = sess->tgt;
+
+		for (size_t i = 0; i < tgt->nluns; i++) {
+			uint64_t id = tgt->luns[i]->id;
+
+			if (id < UA_LUN_IDS && (sess->ua->seen[id / 64] >> (id % 64) & 1))
+				lost_record(tgt->luns[i], sess);
+		}
+	}
 	if (sess->ua->luns.next) {
 		scsitgt__list_foreach_safe(pos, tmp, &sess->ua->luns)
 		{

@@ -79,8 +79,9 @@ static void test_registration_survives_reconnect(void **state)
 	ok(prt_out(t, t->b, PR_OUT_RESERVE, PR_TYPE_WE, 0x21, 0, 0));
 	scsitgt__session_destroy(t->b);
 	assert_int_equal(loop_fabric_add_session(t->lf, PORT_B, 1, &t->b), 0);
-	/* The same I_T nexus is back: its registration and reservation are still there. */
-	ua(prt_read(t, t->b), 0x29, 0x00);
+	/* The same I_T nexus is back: it finds I_T NEXUS LOSS OCCURRED (SAM-5 §6.3.4), and its
+	 * registration and reservation are still there. */
+	ua(prt_read(t, t->b), 0x29, 0x07);
 	ok(prt_write(t, t->b));
 	conflict(prt_write(t, t->a));
 	assert_reservation(t, 0x21, PR_TYPE_WE);

@@ -123,12 +123,70 @@ static void test_queue_precedence(void **state)
 	prt_destroy(t);
 }
 
+/*
+ * SAM-5 §6.3.4: a nexus that comes back (same initiator port, same target port) after it ended
+ * finds I_T NEXUS LOSS OCCURRED, once per LUN it had seen; other nexuses get POWER ON.
+ */
+static void test_nexus_loss(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	struct scsitgt__session *s, *other_port, *fresh;
+	struct scsitgt_lun *lun1;
+	struct fake_backend *fb1;
+	struct fake_backend_opts o;
+	uint8_t cdb[CDB_BUF];
+	enum scsitgt__sense_reason first;
+
+	(void)state;
+	fake_backend_opts_init(&o);
+	assert_int_equal(fake_backend_lun_create(&lun1, &fb1, t->lf->tgt, 1, 0, &o), 0);
+	/* B saw LUN 0 (prt_create) but not LUN 1, whose creation it hears of. */
+	ua(prt_read(t, t->b), 0x3f, 0x0e);
+	ok(prt_out(t, t->b, PR_OUT_REGISTER, 0, 0, 0x77, 0));
+	scsitgt__session_destroy(t->b);
+	assert_int_equal(loop_fabric_add_session(t->lf, PORT_B, 1, &t->b), 0);
+	/* QUERY ASYNCHRONOUS EVENT sees it before any command consumes it. */
+	assert_true(scsitgt__ua_pending(t->b, 0, &first));
+	assert_int_equal(first, SCSITGT_SR_UA_NEXUS_LOSS);
+	ua(prt_read(t, t->b), 0x29, 0x07);
+	ok(prt_read(t, t->b));
+	/* The registration survived. */
+	ok(prt_out(t, t->b, PR_OUT_REGISTER, 0, 0x77, 0, 0));
+	/* LUN 1 was never seen through that nexus: POWER ON. */
+	lf_result_clear(&t->r);
+	loop_fabric_run_on(t->lf, t->b, 1, cdb, cdb_tur(cdb), NULL, 0, &t->r);
+	ua(&t->r, 0x29, 0x00);
+	/* Reported once: a second loss and return reports it again, though. */
+	scsitgt__session_destroy(t->b);
+	assert_int_equal(loop_fabric_add_session(t->lf, PORT_B, 1, &t->b), 0);
+	ua(prt_read(t, t->b), 0x29, 0x07);
+	lf_result_clear(&t->r);
+	loop_fabric_run_on(t->lf, t->b, 1, cdb, cdb_tur(cdb), NULL, 0, &t->r);
+	ua(&t->r, 0x29, 0x07);
+	/* The same initiator port through another target port is another nexus. */
+	scsitgt__session_destroy(t->b);
+	assert_int_equal(loop_fabric_add_session(t->lf, PORT_B, 2, &other_port), 0);
+	ua(prt_read(t, other_port), 0x29, 0x00);
+	/* So is another ISID of the same initiator. */
+	assert_int_equal(loop_fabric_add_session(t->lf,
+						 "iqn.2024-01.org.example:other,i,0x23d0000000ff",
+						 1, &fresh),
+			 0);
+	ua(prt_read(t, fresh), 0x29, 0x00);
+	/* The original nexus is still remembered. */
+	assert_int_equal(loop_fabric_add_session(t->lf, PORT_B, 1, &s), 0);
+	ua(prt_read(t, s), 0x29, 0x07);
+	(void)fb1;
+	prt_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_power_on_once_per_lun),
 		cmocka_unit_test(test_capacity_and_luns_changed),
 		cmocka_unit_test(test_queue_precedence),
+		cmocka_unit_test(test_nexus_loss),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

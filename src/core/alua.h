@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Asymmetric logical unit access (SPC-5 §5.16) inside the core: the target's port groups
+ * (public API in include/libscsitgt/alua.h), the access-state check of CDB parsing, REPORT
+ * TARGET PORT GROUPS and SET TARGET PORT GROUPS.
+ */
+#ifndef SCSITGT_CORE_ALUA_H
+#define SCSITGT_CORE_ALUA_H
+
+#include "core/cdb.h"
+#include "core/fabric.h"
+#include "libscsitgt/alua.h"
+
+/* MAINTENANCE OUT service actions (SPC-5 Table E.?). */
+enum {
+	SPC_MO_SET_TARGET_PORT_GROUPS = 0x0a,
+};
+
+/* TPGS field of standard INQUIRY (SPC-5 §6.7.2), 0 when ALUA is off. */
+uint8_t scsitgt__alua_tpgs(const struct scsitgt_target *tgt);
+
+/*
+ * The target port group VPD 83h reports for @sess (SPC-5 §7.7.6.8): with ALUA on, the group of
+ * the nexus's port (false when it has none); with ALUA off, the fabric's portal group.
+ */
+bool scsitgt__alua_port_group(const struct scsitgt__session *sess, uint16_t *group_id);
+
+/* The ALUA step of CDB parsing: refuse @row through a port in standby, unavailable or
+ * transitioning state (SPC-5 §5.16.2.4). */
+enum scsitgt__sense_reason scsitgt__alua_check(const struct scsitgt__cmd *cmd,
+					       const struct scsitgt__cdb_def *row);
+
+/* REPORT TARGET PORT GROUPS (SPC-5 §6.36) and SET TARGET PORT GROUPS (SPC-5 §6.50). */
+enum scsitgt__sense_reason scsitgt__alua_parse_rtpg(struct scsitgt__cmd *cmd);
+void scsitgt__alua_rtpg(struct scsitgt__cmd *cmd);
+enum scsitgt__sense_reason scsitgt__alua_parse_stpg(struct scsitgt__cmd *cmd);
+void scsitgt__alua_stpg(struct scsitgt__cmd *cmd);
+
+#endif /* SCSITGT_CORE_ALUA_H */

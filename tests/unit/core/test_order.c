@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Task attributes (SAM-5 §8.6) on one LUN's task set, with a backend that holds every io until
+ * the test releases it (FAKE_MANUAL): SIMPLE tasks run together, ORDERED waits for every older
+ * task and holds back the newer ones, HEAD OF QUEUE starts at once and goes ahead of waiting
+ * tasks, ACA is refused. A small fabric of its own passes the task attribute and records the
+ * order of completions.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cdb_build.h"
+#include "core/order.h"
+#include "core/scsi_spec.h"
+#include "fake_backend.h"
+#include "loop_fabric.h"
+
+struct task {
+	bool done;
+	bool aborted;
+	uint8_t status;
+	uint8_t sense_key, asc;
+	struct scsitgt__cmd *cmd;
+};
+
+struct ot {
+	struct loop_fabric *lf;
+	struct fake_backend *fb;
+	struct scsitgt__session *s1, *s2;
+	/* Tags in completion order. */
+	uint64_t order[32];
+	unsigned int norder;
+};
+
+struct priv {
+	struct ot *t;
+	struct task *task;
+};
+
+static void ot_done(struct scsitgt__cmd *cmd)
+{
+	struct priv *p = scsitgt__cmd_fabric_priv(cmd);
+
+	p->task->done = true;
+	p->task->status = cmd->status;
+	if (cmd->sense_len >= 14) {
+		p->task->sense_key = cmd->sense[2] & 0x0f;
+		p->task->asc = cmd->sense[12];
+	}
+	p->task->cmd = NULL;
+	if (p->t->norder < 32)
+		p->t->order[p->t->norder++] = cmd->tag;
+	scsitgt__cmd_destroy(cmd);
+}
+
+static void ot_aborted(struct scsitgt__cmd *cmd)
+{
+	struct priv *p = scsitgt__cmd_fabric_priv(cmd);
+
+	p->task->done = true;
+	p->task->aborted = true;
+	p->task->cmd = NULL;
+	scsitgt__cmd_destroy(cmd);
+}
+
+static void ot_shutdown(struct scsitgt__session *sess)
+{
+	scsitgt__session_destroy(sess);
+}
+
+static const struct scsitgt__fabric_ops ot_ops = {
+	.name = "order-test",
+	.cmd_done = ot_done,
+	.cmd_aborted = ot_aborted,
+	.session_shutdown = ot_shutdown,
+};
+
+static struct scsitgt__session *ot_session(struct ot *t, const char *iport)
+{
+	struct scsitgt__nexus_info ni = {
+		.protocol_id = SCSITGT__PROTO_ISCSI,
+		.initiator_name = "iqn.2024-01.org.example:order",
+		.initiator_port = iport,
+		.target_port = "t,t,0x0001",
+		.rel_port_id = 1,
+		.tpg_id = 1,
+	};
+	struct scsitgt__session *s;
+
+	assert_int_equal(scsitgt__session_create(&s, t->lf->tgt, &ni, &ot_ops, t), 0);
+	/* These tests are about ordering, not unit attentions. */
+	s->ua_no_power_on = true;
+	return s;
+}
+
+static struct ot *ot_create(void)
+{
+	struct ot *t = calloc(1, sizeof(*t));
+	struct fake_backend_opts o;
+	struct scsitgt_lun *lun;
+
+	assert_non_null(t);
+	assert_int_equal(loop_fabric_create(&t->lf, NULL), 0);
+	fake_backend_opts_init(&o);
+	o.mode = FAKE_MANUAL;
+	o.store = true;
+	assert_int_equal(fake_backend_lun_create(&lun, &t->fb, t->lf->tgt, 0, 0, &o), 0);
+	t->s1 = ot_session(t, "iqn.2024-01.org.example:order,i,0x000000000001");
+	t->s2 = ot_session(t, "iqn.2024-01.org.example:order,i,0x000000000002");
+	return t;
+}
+
+static void ot_destroy(struct ot *t)
+{
+	fake_backend_complete_pending(t->fb);
+	loop_fabric_destroy(t->lf);
+	free(t);
+}
+
+/* Start a READ (10) or WRITE (10) of one block at @lba with task attribute @attr. */
+static void start(struct ot *t, struct scsitgt__session *s, uint8_t opcode, uint64_t lba,
+		  uint8_t attr, uint64_t tag, struct task *task)
+{
+	uint8_t cdb[CDB_BUF], lun[8];
+	struct scsitgt__cmd *cmd;
+	struct priv *p;
+	size_t len = cdb_rw(cdb, opcode, lba, 1, 0);
+
+	memset(task, 0, sizeof(*task));
+	assert_int_equal(scsitgt__cmd_create(&cmd, s, sizeof(*p)), 0);
+	p = scsitgt__cmd_fabric_priv(cmd);
+	p->t = t;
+	p->task = task;
+	task->cmd = cmd;
+	scsitgt__lun_encode(0, lun);
+	scsitgt__cmd_setup(cmd, lun, cdb, len, attr, tag);
+	if (cmd->state == SCSITGT__CMD_NEED_DATA)
+		memset(cmd->buf, (int)(tag & 0xff), cmd->xfer_len);
+	scsitgt__cmd_execute(cmd);
+}
+
+/* Run the loop until the backend holds @n ios (the deferred start pass runs there). */
+static void wait_pending(struct ot *t, size_t n)
+{
+	while (t->fb->npending < n)
+		uv_run(&t->lf->loop, UV_RUN_ONCE);
+}
+
+/* Let the loop run what it has queued, without blocking. */
+static void settle(struct ot *t)
+{
+	for (int i = 0; i < 4; i++)
+		uv_run(&t->lf->loop, UV_RUN_NOWAIT);
+}
+
+static void test_simple_concurrent(void **state)
+{
+	struct ot *t = ot_create();
+	struct task a, b, c;
+
+	(void)state;
+	start(t, t->s1, SBC_READ_10, 0, SCSITGT__TASK_SIMPLE, 1, &a);
+	start(t, t->s1, SBC_WRITE_10, 1, SCSITGT__TASK_SIMPLE, 2, &b);
+	/* Untagged counts as SIMPLE. */
+	start(t, t->s2, SBC_READ_10, 2, SCSITGT__TASK_UNTAGGED, 3, &c);
+	assert_int_equal(t->fb->npending, 3);
+	fake_backend_complete_pending(t->fb);
+	assert_true(a.done && b.done && c.done);
+	assert_int_equal(a.status, SAM_STAT_GOOD);
+	assert_int_equal(t->norder, 3);
+	ot_destroy(t);
+}
+
+static void test_ordered(void **state)
+{
+	struct ot *t = ot_create();
+	struct task s1, s2, o, s3, o2;
+
+	(void)state;
+	start(t, t->s1, SBC_READ_10, 0, SCSITGT__TASK_SIMPLE, 1, &s1);
+	start(t, t->s2, SBC_READ_10, 1, SCSITGT__TASK_SIMPLE, 2, &s2);
+	/* ORDERED waits for both older tasks, of either nexus (one shared task set). */
+	start(t, t->s1, SBC_WRITE_10, 0, SCSITGT__TASK_ORDERED, 3, &o);
+	/* A newer SIMPLE and a newer ORDERED wait for it. */
+	start(t, t->s2, SBC_READ_10, 0, SCSITGT__TASK_SIMPLE, 4, &s3);
+	start(t, t->s1, SBC_WRITE_10, 5, SCSITGT__TASK_ORDERED, 5, &o2);
+	settle(t);
+	assert_int_equal(t->fb->npending, 2);
+	assert_false(o.done || s3.done || o2.done);
+
+	fake_backend_complete_pending(t->fb);
+	assert_true(s1.done && s2.done);
+	/* Now the ORDERED task alone. */
+	wait_pending(t, 1);
+	settle(t);
+	assert_int_equal(t->fb->npending, 1);
+	assert_false(s3.done);
+	fake_backend_complete_pending(t->fb);
+	assert_true(o.done);
+	/* Then the SIMPLE behind it; the second ORDERED waits for that one too. */
+	wait_pending(t, 1);
+	settle(t);
+	assert_int_equal(t->fb->npending, 1);
+	fake_backend_complete_pending(t->fb);
+	assert_true(s3.done);
+	wait_pending(t, 1);
+	fake_backend_complete_pending(t->fb);
+	assert_true(o2.done);
+	assert_int_equal(t->norder, 5);
+	assert_int_equal(t->order[2], 3);
+	assert_int_equal(t->order[3], 4);
+	assert_int_equal(t->order[4], 5);
+	/* The READ behind the ORDERED WRITE of block 0 saw its data. */
+	assert_int_equal(s3.status, SAM_STAT_GOOD);
+	assert_int_equal(t->fb->data[0], 3);
+	ot_destroy(t);
+}
+
+static void test_head_of_queue(void **state)
+{
+	struct ot *t = ot_create();
+	struct task s1, o, h, s2, h2;
+
+	(void)state;
+	start(t, t->s1, SBC_READ_10, 0, SCSITGT__TASK_SIMPLE, 1, &s1);
+	start(t, t->s1, SBC_WRITE_10, 0, SCSITGT__TASK_ORDERED, 2, &o);
+	assert_int_equal(t->fb->npending, 1);
+	/* HEAD OF QUEUE runs at once, ahead of the waiting ORDERED task. */
+	start(t, t->s2, SBC_READ_10, 3, SCSITGT__TASK_HEAD_OF_QUEUE, 3, &h);
+	assert_int_equal(t->fb->npending, 2);
+	/* A newer SIMPLE waits (behind both). */
+	start(t, t->s2, SBC_READ_10, 4, SCSITGT__TASK_SIMPLE, 4, &s2);
+	/* A second HEAD OF QUEUE does not wait for the first. */
+	start(t, t->s1, SBC_READ_10, 5, SCSITGT__TASK_HEAD_OF_QUEUE, 5, &h2);
+	assert_int_equal(t->fb->npending, 3);
+	fake_backend_complete_pending(t->fb);
+	assert_true(s1.done && h.done && h2.done);
+	assert_false(o.done || s2.done);
+	wait_pending(t, 1);
+	settle(t);
+	assert_int_equal(t->fb->npending, 1);
+	fake_backend_complete_pending(t->fb);
+	assert_true(o.done);
+	wait_pending(t, 1);
+	fake_backend_complete_pending(t->fb);
+	assert_true(s2.done);
+	assert_int_equal(t->order[3], 2);
+	assert_int_equal(t->order[4], 4);
+	ot_destroy(t);
+}
+
+static void test_aca_refused(void **state)
+{
+	struct ot *t = ot_create();
+	struct task a;
+
+	(void)state;
+	start(t, t->s1, SBC_READ_10, 0, SCSITGT__TASK_ACA, 1, &a);
+	assert_true(a.done);
+	assert_int_equal(a.status, SAM_STAT_CHECK_CONDITION);
+	assert_int_equal(a.sense_key, SENSE_ILLEGAL_REQUEST);
+	assert_int_equal(a.asc, 0x24);
+	assert_int_equal(t->fb->npending, 0);
+	ot_destroy(t);
+}
+
+static void tmf_cb(void *arg, enum scsitgt__tmf_response response)
+{
+	*(int *)arg = (int)response;
+}
+
+/* A held-back task can be aborted; the others go on, and nothing starts it later. */
+static void test_abort_parked(void **state)
+{
+	struct ot *t = ot_create();
+	struct task o, s, s2;
+	uint8_t lun[8];
+	int resp = -1;
+
+	(void)state;
+	start(t, t->s1, SBC_WRITE_10, 0, SCSITGT__TASK_ORDERED, 1, &o);
+	start(t, t->s1, SBC_READ_10, 0, SCSITGT__TASK_SIMPLE, 2, &s);
+	start(t, t->s2, SBC_READ_10, 1, SCSITGT__TASK_SIMPLE, 3, &s2);
+	assert_int_equal(t->fb->npending, 1);
+	scsitgt__lun_encode(0, lun);
+	scsitgt__tmf_execute(t->s1, SCSITGT__TMF_ABORT_TASK, lun, 2, tmf_cb, &resp);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	assert_true(s.aborted);
+	assert_false(o.done);
+	fake_backend_complete_pending(t->fb);
+	assert_true(o.done);
+	wait_pending(t, 1);
+	fake_backend_complete_pending(t->fb);
+	assert_true(s2.done);
+	settle(t);
+	assert_int_equal(t->fb->npending, 0);
+	assert_int_equal(t->norder, 2);
+	ot_destroy(t);
+}
+
+/* A nexus that ends with tasks held back and in the backend leaks nothing and blocks nobody. */
+static void test_session_gone(void **state)
+{
+	struct ot *t = ot_create();
+	struct task o, s, s2;
+
+	(void)state;
+	start(t, t->s1, SBC_WRITE_10, 0, SCSITGT__TASK_ORDERED, 1, &o);
+	start(t, t->s1, SBC_READ_10, 0, SCSITGT__TASK_SIMPLE, 2, &s);
+	start(t, t->s2, SBC_READ_10, 0, SCSITGT__TASK_SIMPLE, 3, &s2);
+	scsitgt__session_destroy(t->s1);
+	t->s1 = NULL;
+	/* The ORDERED write is still in the backend: s2 waits for it. */
+	settle(t);
+	assert_false(s2.done);
+	fake_backend_complete_pending(t->fb);
+	wait_pending(t, 1);
+	fake_backend_complete_pending(t->fb);
+	assert_true(s2.done);
+	assert_int_equal(s2.status, SAM_STAT_GOOD);
+	ot_destroy(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_simple_concurrent),
+		cmocka_unit_test(test_ordered),
+		cmocka_unit_test(test_head_of_queue),
+		cmocka_unit_test(test_aca_refused),
+		cmocka_unit_test(test_abort_parked),
+		cmocka_unit_test(test_session_gone),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
