@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/* The engine's event callback (include/libscsitgt/events.h) and the internal emitters. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/fabric.h"
+#include "core/stats.h"
+
+SCSITGT_EXPORT int scsitgt_engine_set_event_cb(struct scsitgt_engine *engine, scsitgt_event_cb cb,
+					       void *cb_arg)
+{
+	if (engine == NULL)
+		return -EINVAL;
+	engine->event_cb = cb;
+	engine->event_arg = cb ? cb_arg : NULL;
+	return 0;
+}
+
+SCSITGT_EXPORT const char *scsitgt_event_type_name(enum scsitgt_event_type type)
+{
+	switch (type) {
+	case SCSITGT_EVENT_SESSION_LOGIN:
+		return "session-login";
+	case SCSITGT_EVENT_SESSION_LOGOUT:
+		return "session-logout";
+	case SCSITGT_EVENT_RESERVATION_CHANGED:
+		return "reservation-changed";
+	case SCSITGT_EVENT_ALUA_STATE_CHANGED:
+		return "alua-state-changed";
+	case SCSITGT_EVENT_LUN_ERROR:
+		return "lun-error";
+	case SCSITGT_EVENT_LUN_OFFLINE:
+		return "lun-offline";
+	case SCSITGT_EVENT_LUN_ONLINE:
+		return "lun-online";
+	}
+	return "unknown";
+}
+
+void scsitgt__event_emit(struct scsitgt_engine *engine, struct scsitgt_event *ev)
+{
+	if (engine == NULL || engine->event_cb == NULL)
+		return;
+	ev->size = sizeof(*ev);
+	if (ev->initiator_addr == NULL)
+		ev->initiator_addr = "";
+	engine->event_cb(engine->event_arg, ev);
+}
+
+void scsitgt__event_session(struct scsitgt__session *sess, enum scsitgt_event_type type,
+			    const char *addr)
+{
+	struct scsitgt_event ev;
+
+	if (addr)
+		snprintf(sess->initiator_addr, sizeof(sess->initiator_addr), "%s", addr);
+	memset(&ev, 0, sizeof(ev));
+	ev.type = type;
+	ev.target = sess->tgt;
+	ev.initiator_name = sess->initiator_name;
+	ev.initiator_port = sess->initiator_port;
+	ev.initiator_addr = sess->initiator_addr;
+	scsitgt__event_emit(sess->tgt->engine, &ev);
+}
+
+void scsitgt__event_lun_state(struct scsitgt_lun *lun, enum scsitgt_event_type type)
+{
+	struct scsitgt_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.type = type;
+	ev.target = lun->tgt;
+	ev.lun = lun;
+	ev.lun_id = lun->id;
+	scsitgt__event_emit(lun->tgt->engine, &ev);
+}
+
+void scsitgt__event_alua_changed(struct scsitgt_target *tgt, struct scsitgt_lun *lun,
+				 uint16_t group, uint8_t old_state, uint8_t new_state)
+{
+	struct scsitgt_event ev;
+
+	if (tgt == NULL && lun)
+		tgt = lun->tgt;
+	if (tgt == NULL)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = SCSITGT_EVENT_ALUA_STATE_CHANGED;
+	ev.target = tgt;
+	ev.lun = lun;
+	ev.lun_id = lun ? lun->id : 0;
+	ev.alua_group = group;
+	ev.alua_old_state = old_state;
+	ev.alua_new_state = new_state;
+	scsitgt__event_emit(tgt->engine, &ev);
+}

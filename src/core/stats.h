@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Observability hooks of the core (core/stats.c, core/events.c): command counters and latency
+ * of LUNs and sessions, and the engine's event callback. Counting is plain increments on the
+ * home loop, so the hooks are cheap and need no locks.
+ */
+#ifndef SCSITGT_CORE_STATS_H
+#define SCSITGT_CORE_STATS_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/cmd.h"
+#include "core/core.h"
+
+struct scsitgt__session;
+
+/* A command entered the core (setup): stamp it for the latency histogram. */
+static inline void scsitgt__stats_cmd_start(struct scsitgt__cmd *cmd)
+{
+	cmd->start_ns = uv_hrtime();
+}
+
+/* A command's status is ready and goes to the fabric: count it on its LUN and session. */
+void scsitgt__stats_cmd_done(struct scsitgt__cmd *cmd);
+/* A command is destroyed without having been delivered (aborted, nexus lost). */
+void scsitgt__stats_cmd_aborted(struct scsitgt__cmd *cmd);
+/* A task management function arrived on @sess for the SAM-5 LUN field @lun (may be NULL). */
+void scsitgt__stats_tmf(struct scsitgt__session *sess, const uint8_t lun[8]);
+/* The latency bucket of @us microseconds (exposed for tests). */
+unsigned int scsitgt__stats_bucket(uint64_t us);
+
+/* events.c: emit an event to the engine's callback, if any. @ev->size is set here. */
+void scsitgt__event_emit(struct scsitgt_engine *engine, struct scsitgt_event *ev);
+/* Session events: @type is SCSITGT_EVENT_SESSION_LOGIN or _LOGOUT. @addr may be NULL (keeps
+ * what an earlier login event recorded on the session). */
+void scsitgt__event_session(struct scsitgt__session *sess, enum scsitgt_event_type type,
+			    const char *addr);
+/* LUN state events (offline/online), no nexus. */
+void scsitgt__event_lun_state(struct scsitgt_lun *lun, enum scsitgt_event_type type);
+/*
+ * ALUA: target port group @group of @lun went from access state @old_state to @new_state
+ * (SPC-5 Table 149 codes). For core/alua.c; @lun may be NULL for a target-wide group change,
+ * then @tgt names the target.
+ */
+void scsitgt__event_alua_changed(struct scsitgt_target *tgt, struct scsitgt_lun *lun,
+				 uint16_t group, uint8_t old_state, uint8_t new_state);
+
+#endif /* SCSITGT_CORE_STATS_H */
