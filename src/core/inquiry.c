@@ -2,6 +2,7 @@
 /* SPC-5 §6.7 INQUIRY: standard inquiry data, and the dispatch to the VPD pages of vpd.c. */
 #include <string.h>
 
+#include "core/alua.h"
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
@@ -21,6 +22,7 @@ _Static_assert(58 + 8 * 2 <= INQ_STD_LEN, "version descriptors fit the standard 
 enum {
 	VD_SAM5 = 0x00a0,
 	VD_SPC5 = 0x05c0,
+	VD_SBC3 = 0x04c0,
 	VD_SBC4 = 0x0600,
 	VD_SRP = 0x0940,
 	VD_ISCSI = 0x0960,
@@ -65,8 +67,9 @@ static void inq_standard(struct scsitgt__cmd *cmd)
 	d[3] = INQ_RESPONSE_FORMAT;
 	/* ADDITIONAL LENGTH: the bytes after byte 4, i.e. n - 4 with n = 95 the last byte. */
 	d[4] = INQ_STD_LEN - 5;
-	/* Byte 5: SCCS, ACC, TPGS 00b (no ALUA yet), 3PC and PROTECT all zero. */
-	d[5] = 0x00;
+	/* Byte 5: SCCS, ACC, 3PC and PROTECT zero; TPGS (bits 5..4) from the target's ALUA
+	 * modes (SPC-5 §6.7.2, core/alua.c). */
+	d[5] = (uint8_t)(scsitgt__alua_tpgs(cmd->sess->tgt) << 4);
 	d[6] = 0x00;
 	/* Byte 7: CMDQUE, we queue commands (SAM-5 §8.6 task attributes). */
 	d[7] = 0x02;
@@ -80,10 +83,13 @@ static void inq_standard(struct scsitgt__cmd *cmd)
 	put_be16(&vd[0], VD_SAM5);
 	put_be16(&vd[2], VD_SPC5);
 	put_be16(&vd[4], VD_SBC4);
+	/* SBC-4 keeps every SBC-3 command and page we implement (the SBC-3 form of the block
+	 * limits page included); initiators that look for SBC-3 by its descriptor find it. */
+	put_be16(&vd[6], VD_SBC3);
 	if (cmd->sess->protocol_id == SCSITGT__PROTO_ISCSI)
-		put_be16(&vd[6], VD_ISCSI);
+		put_be16(&vd[8], VD_ISCSI);
 	else if (cmd->sess->protocol_id == SCSITGT__PROTO_SRP)
-		put_be16(&vd[6], VD_SRP);
+		put_be16(&vd[8], VD_SRP);
 	scsitgt__cmd_respond(cmd, d, sizeof(d));
 	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
 }

@@ -276,15 +276,50 @@ void scsitgt__sbc_sync_cache(struct scsitgt__cmd *cmd)
 		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
 }
 
+/* SBC-4 §5.25 Table 62: POWER CONDITION values. 5h is obsolete, the rest reserved. */
+enum {
+	SSU_PC_START_VALID = 0x0,
+	SSU_PC_ACTIVE = 0x1,
+	SSU_PC_IDLE = 0x2,
+	SSU_PC_STANDBY = 0x3,
+	SSU_PC_LU_CONTROL = 0x7,
+	SSU_PC_FORCE_IDLE_0 = 0xa,
+	SSU_PC_FORCE_STANDBY_0 = 0xb,
+};
+
+/* The largest POWER CONDITION MODIFIER of each power condition (SBC-4 §5.25: idle_a..c are
+ * modifiers 0..2, standby_z/y 0..1); -1 for a reserved or obsolete power condition. */
+static int ssu_max_modifier(uint8_t pc)
+{
+	switch (pc) {
+	case SSU_PC_START_VALID:
+	case SSU_PC_ACTIVE:
+	case SSU_PC_LU_CONTROL:
+		return 0;
+	case SSU_PC_IDLE:
+	case SSU_PC_FORCE_IDLE_0:
+		return 2;
+	case SSU_PC_STANDBY:
+	case SSU_PC_FORCE_STANDBY_0:
+		return 1;
+	default:
+		return -1;
+	}
+}
+
 /* SBC-4 §5.25 START STOP UNIT. */
 enum scsitgt__sense_reason scsitgt__sbc_parse_start_stop(struct scsitgt__cmd *cmd)
 {
-	/* POWER CONDITION 0h (START_VALID) is the only one we support: there is no power
-	 * condition mode page, so ACTIVE/IDLE/STANDBY and the rest are invalid fields. */
-	if (cmd->cdb[4] >> 4)
+	uint8_t pc = cmd->cdb[4] >> 4;
+	int max_mod = ssu_max_modifier(pc);
+
+	/* A reserved (or the obsolete 5h) POWER CONDITION is an invalid field (SPC-5 §4.2.5.1:
+	 * reserved code values are reported as errors). */
+	if (max_mod < 0)
 		return scsitgt__cmd_bad_cdb_field(cmd, 4, 7);
-	/* The POWER CONDITION MODIFIER qualifies power conditions we do not support. */
-	if (cmd->cdb[3] & 0x0f)
+	/* The POWER CONDITION MODIFIER selects idle_a..c / standby_z..y; anything above the
+	 * modifiers of the requested condition is invalid. */
+	if ((cmd->cdb[3] & 0x0f) > max_mod)
 		return scsitgt__cmd_bad_cdb_field(cmd, 3, 3);
 	return SCSITGT_SR_OK;
 }
@@ -324,8 +359,21 @@ void scsitgt__sbc_start_stop(struct scsitgt__cmd *cmd)
 	bool loej = cmd->cdb[4] & 0x02;
 	bool no_flush = cmd->cdb[4] & 0x04;
 
-	/* SBC-4 §5.25 and PREVENT ALLOW MEDIUM REMOVAL: a prevented unload is refused. */
-	if (!start && loej && (lun->flags & SCSITGT_LUN_REMOVABLE) && lun->prevent_removal) {
+	/*
+	 * SBC-4 §5.25: with a POWER CONDITION other than START_VALID the START and LOEJ bits are
+	 * ignored and the logical unit moves to that power condition. There is no power to save
+	 * behind an emulated unit: ACTIVE, IDLE and STANDBY (forced or under LU_CONTROL, with no
+	 * Power Condition mode page timers) all leave it ready, and a stopped unit becomes active
+	 * (SBC-4 §4.20: each of these conditions processes media access commands).
+	 */
+	if (cmd->cdb[4] >> 4) {
+		lun->stopped = false;
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		return;
+	}
+	/* SBC-4 §5.25 and §5.16 PREVENT ALLOW MEDIUM REMOVAL: while removal is prevented the
+	 * medium can be neither unloaded nor loaded (the mechanism is locked). */
+	if (loej && (lun->flags & SCSITGT_LUN_REMOVABLE) && lun->prevent_removal) {
 		scsitgt__cmd_complete(cmd, SCSITGT_SR_MEDIUM_REMOVAL_PREVENTED);
 		return;
 	}

@@ -49,9 +49,14 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_caw(struct scsitgt__cmd *cmd)
 	cmd->lba = lba;
 	cmd->nblocks = n;
 	cmd->io_flags = at_fua(cmd);
-	/* Data-Out: the verify instance, then the write instance (2 * n blocks). */
+	/*
+	 * Data-Out: the verify instance, then the write instance (2 * n blocks). Even for n 0
+	 * the command is a write whose Data-Out length is fixed by the CDB: a fabric that gets a
+	 * different amount refuses it like any non-media write (iSCSI: scsi.c task_execute, RFC
+	 * 7143 §11.4.5.2), instead of silently dropping blocks the initiator meant to compare.
+	 */
 	cmd->xfer_len = 2 * n * lun->geo.block_size;
-	cmd->dir = n ? SCSITGT__DIR_OUT : SCSITGT__DIR_NONE;
+	cmd->dir = SCSITGT__DIR_OUT;
 	return SCSITGT_SR_OK;
 }
 

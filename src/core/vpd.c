@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Vital product data pages (SPC-5 §7.7, SBC-4 §6.6): 00h supported pages, 80h unit serial
- * number, 83h device identification, B0h block limits, B1h block device characteristics and
- * B2h logical block provisioning (thin LUNs only).
+ * number, 83h device identification, 86h extended INQUIRY data, B0h block limits, B1h block
+ * device characteristics and B2h logical block provisioning (thin LUNs only).
  */
 #include <string.h>
 
+#include "core/alua.h"
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
@@ -15,6 +16,7 @@ enum {
 	VPD_SUPPORTED_PAGES = 0x00,
 	VPD_UNIT_SERIAL = 0x80,
 	VPD_DEVICE_ID = 0x83,
+	VPD_EXTENDED_INQUIRY = 0x86,
 	VPD_BLOCK_LIMITS = 0xb0,
 	VPD_BLOCK_DEV_CHARS = 0xb1,
 	VPD_LB_PROVISIONING = 0xb2,
@@ -43,6 +45,8 @@ enum {
 /* SBC-4 §6.6.3 and §6.6.2: both pages have PAGE LENGTH 003Ch. */
 #define VPD_B0_LEN 0x40
 #define VPD_B1_LEN 0x40
+/* SPC-5 §7.7.7: PAGE LENGTH 003Ch. */
+#define VPD_86_LEN 0x40
 /* SBC-4 §6.6.4: 4 bytes after the header, no provisioning group descriptor. */
 #define VPD_B2_LEN 0x08
 
@@ -69,6 +73,7 @@ static size_t vpd_supported_pages(const struct scsitgt_lun *lun, uint8_t *buf)
 	buf[n++] = VPD_SUPPORTED_PAGES;
 	buf[n++] = VPD_UNIT_SERIAL;
 	buf[n++] = VPD_DEVICE_ID;
+	buf[n++] = VPD_EXTENDED_INQUIRY;
 	buf[n++] = VPD_BLOCK_LIMITS;
 	buf[n++] = VPD_BLOCK_DEV_CHARS;
 	if (vpd_has_b2(lun))
@@ -125,6 +130,7 @@ static size_t vpd_device_id(const struct scsitgt__cmd *cmd, uint8_t *buf)
 	uint8_t proto = sess->protocol_id & 0x0f;
 	uint8_t tmp[8 + 16 + sizeof(lun->serial)];
 	size_t n = 4, len;
+	uint16_t tpg;
 
 	/* NAA IEEE Registered, SPC-5 §7.7.6.6.5 (lun.c forces NAA 5 into the top nibble). */
 	put_be64(tmp, lun->naa);
@@ -153,10 +159,11 @@ static size_t vpd_device_id(const struct scsitgt__cmd *cmd, uint8_t *buf)
 	n += vpd_designator(&buf[n], proto, true, CODE_SET_BINARY, ASSOC_TARGET_PORT,
 			    DESIG_REL_TARGET_PORT, tmp, 4);
 
-	/* Target port group, SPC-5 §7.7.6.8, when the nexus belongs to one. */
-	if (sess->tpg_id) {
+	/* Target port group, SPC-5 §7.7.6.8, when the nexus belongs to one (its ALUA group when
+	 * ALUA is on, core/alua.c). */
+	if (scsitgt__alua_port_group(sess, &tpg)) {
 		memset(tmp, 0, 4);
-		put_be16(&tmp[2], sess->tpg_id);
+		put_be16(&tmp[2], tpg);
 		n += vpd_designator(&buf[n], proto, true, CODE_SET_BINARY, ASSOC_TARGET_PORT,
 				    DESIG_TARGET_PORT_GROUP, tmp, 4);
 	}
@@ -167,6 +174,26 @@ static size_t vpd_device_id(const struct scsitgt__cmd *cmd, uint8_t *buf)
 
 	vpd_header(buf, VPD_DEVICE_ID, n);
 	return n;
+}
+
+/*
+ * SPC-5 §7.7.7 extended INQUIRY data. No protection information (SPT, GRD_CHK, APP_CHK,
+ * REF_CHK 0), no microcode download, no ACA. What is set: the task attributes the task set
+ * honours (HEADSUP, ORDSUP, SIMPSUP: core/order.c), V_SUP when a volatile cache exists
+ * (FUA and SYNCHRONIZE CACHE reach it, sbc.c), LUICLR (unit attentions are kept and cleared
+ * per I_T nexus, core/ua.c; SPC-5 requires it set), and the largest sense data we return.
+ */
+static size_t vpd_extended_inquiry(const struct scsitgt_lun *lun, uint8_t *buf)
+{
+	memset(buf, 0, VPD_86_LEN);
+	vpd_header(buf, VPD_EXTENDED_INQUIRY, VPD_86_LEN);
+	buf[5] = 0x04 | 0x02 | 0x01; /* HEADSUP, ORDSUP, SIMPSUP */
+	if (scsitgt__sbc_has_cache(lun))
+		buf[6] |= 0x01; /* V_SUP */
+	buf[7] = 0x01; /* LUICLR */
+	/* MAXIMUM SUPPORTED SENSE DATA LENGTH (byte 13). */
+	buf[13] = SCSITGT_SENSE_BUF_SIZE;
+	return VPD_86_LEN;
 }
 
 /* SBC-4 §6.6.3 block limits. */
@@ -242,6 +269,8 @@ size_t scsitgt__vpd_build(const struct scsitgt__cmd *cmd, uint8_t page, uint8_t 
 		return vpd_unit_serial(lun, buf);
 	case VPD_DEVICE_ID:
 		return vpd_device_id(cmd, buf);
+	case VPD_EXTENDED_INQUIRY:
+		return vpd_extended_inquiry(lun, buf);
 	case VPD_BLOCK_LIMITS:
 		return vpd_block_limits(lun, buf);
 	case VPD_BLOCK_DEV_CHARS:

@@ -33,6 +33,15 @@ for u in "$u0" "$u1"; do
 		grep -qi "^Page:$p " <<<"$pages" || it_fail "VPD page $p not listed for $u"
 	done
 	for p in $(sed -n 's/^Page:\(0x[0-9a-fA-F]*\) .*/\1/p' <<<"$pages"); do
+		# libiscsi 1.19 decodes only these pages ("failed to unmarshall" for others, e.g.
+		# 0x86 extended INQUIRY); the unit tests check the rest byte by byte.
+		case $p in
+		0x00 | 0x80 | 0x83 | 0xb0 | 0xb1 | 0xb2) ;;
+		*)
+			it_log "VPD page $p: listed; iscsi-inq 1.19 cannot decode it"
+			continue
+			;;
+		esac
 		out=$(inq -e 1 -c $((p)) "$u")
 		[[ -n "$out" ]] || it_fail "VPD page $p of $u is empty"
 		echo "--- page $p"

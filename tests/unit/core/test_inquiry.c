@@ -38,12 +38,13 @@ static void test_standard_data(void **state)
 	assert_memory_equal(&d[8], "LIBSCSI ", 8);
 	assert_memory_equal(&d[16], "fake            ", 16);
 	assert_memory_equal(&d[32], "0.1 ", 4);
-	/* VERSION DESCRIPTORS: SAM-5, SPC-5, SBC-4, iSCSI, then zero. */
+	/* VERSION DESCRIPTORS: SAM-5, SPC-5, SBC-4, SBC-3, iSCSI, then zero. */
 	assert_int_equal(get_be16(&d[58]), 0x00a0);
 	assert_int_equal(get_be16(&d[60]), 0x05c0);
 	assert_int_equal(get_be16(&d[62]), 0x0600);
-	assert_int_equal(get_be16(&d[64]), 0x0960);
-	assert_int_equal(get_be16(&d[66]), 0x0000);
+	assert_int_equal(get_be16(&d[64]), 0x04c0);
+	assert_int_equal(get_be16(&d[66]), 0x0960);
+	assert_int_equal(get_be16(&d[68]), 0x0000);
 }
 
 static void test_removable(void **state)

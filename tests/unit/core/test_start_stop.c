@@ -67,19 +67,43 @@ static void test_power_conditions(void **state)
 	struct lf_result *r;
 
 	(void)state;
-	/* Only POWER CONDITION 0h (START_VALID) is supported. */
+	/* SBC-4 Table 62: 1h, 2h, 3h, 7h, Ah, Bh are power conditions; the rest reserved, 5h
+	 * obsolete: invalid field at the POWER CONDITION field. */
+	static const int8_t max_mod[16] = { 0, 0, 2, 1, -1, -1, -1, 0, -1, -1, 2, 1, -1, -1, -1, -1 };
+
 	for (uint8_t pc = 1; pc < 16; pc++) {
 		r = tctx_run(t, cdb_start_stop(t->cdb, pc, false, true));
-		assert_bad_cdb(r, 4, 7);
+		if (max_mod[pc] < 0) {
+			assert_bad_cdb(r, 4, 7);
+			continue;
+		}
+		assert_good(r);
+		/* Each modifier up to the condition's last one is accepted, one more is not. */
+		for (int m = 0; m <= max_mod[pc] + 1 && m < 16; m++) {
+			cdb_start_stop(t->cdb, pc, false, true);
+			t->cdb[3] = (uint8_t)m;
+			r = tctx_run(t, 6);
+			if (m <= max_mod[pc])
+				assert_good(r);
+			else
+				assert_bad_cdb(r, 3, 3);
+		}
 	}
 	cdb_start_stop(t->cdb, 0, false, true);
-	t->cdb[3] = 0x01; /* POWER CONDITION MODIFIER */
+	t->cdb[3] = 0x01; /* POWER CONDITION MODIFIER of START_VALID */
 	r = tctx_run(t, 6);
 	assert_bad_cdb(r, 3, 3);
 	cdb_start_stop(t->cdb, 0, false, true);
 	t->cdb[2] = 0x01; /* reserved */
 	r = tctx_run(t, 6);
 	assert_bad_cdb(r, 2, 0);
+	/* A power condition ignores START and LOEJ (SBC-4 §5.25): a stopped unit becomes
+	 * ready, and LOEJ with START 0 does not unload a removable medium. */
+	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0, false, false)));
+	assert_sense(tctx_run(t, cdb_tur(t->cdb)), 0x2, 0x04, 0x02);
+	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0x3, true, false)));
+	assert_good(tctx_run(t, cdb_tur(t->cdb)));
+	assert_true(t->lun->medium_present);
 	/* IMMED and NO_FLUSH are accepted. */
 	cdb_start_stop(t->cdb, 0, false, true);
 	t->cdb[1] = 0x01;
@@ -131,6 +155,17 @@ static void test_prevent_allow(void **state)
 	assert_good(tctx_run(t, cdb_prevent_allow(t->cdb, 0)));
 	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0, true, false)));
 	assert_false(t->lun->medium_present);
+	/* A prevented load is refused too, and a power condition is not a load. */
+	assert_good(tctx_run(t, cdb_prevent_allow(t->cdb, 1)));
+	r = tctx_run(t, cdb_start_stop(t->cdb, 0, true, true));
+	assert_sense(r, 0x5, 0x53, 0x02);
+	assert_false(t->lun->medium_present);
+	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0x1, true, true)));
+	assert_false(t->lun->medium_present);
+	assert_good(tctx_run(t, cdb_prevent_allow(t->cdb, 0)));
+	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0, true, true)));
+	assert_true(t->lun->medium_present);
+	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0, true, false)));
 	/* PREVENT 10b/11b are obsolete (medium changers). */
 	r = tctx_run(t, cdb_prevent_allow(t->cdb, 2));
 	assert_bad_cdb(r, 4, 1);

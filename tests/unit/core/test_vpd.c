@@ -15,7 +15,7 @@ static struct lf_result *vpd(struct tctx *t, uint8_t page, uint16_t alloc)
 static void test_supported_pages(void **state)
 {
 	struct tctx *t = tctx_create(0, NULL);
-	const uint8_t want[] = { 0x00, 0x80, 0x83, 0xb0, 0xb1 };
+	const uint8_t want[] = { 0x00, 0x80, 0x83, 0x86, 0xb0, 0xb1 };
 	struct lf_result *r;
 
 	(void)state;
@@ -42,7 +42,7 @@ static struct tctx *thin_lun(uint32_t geo_flags)
 static void test_supported_pages_thin(void **state)
 {
 	struct tctx *t = thin_lun(0);
-	const uint8_t want[] = { 0x00, 0x80, 0x83, 0xb0, 0xb1, 0xb2 };
+	const uint8_t want[] = { 0x00, 0x80, 0x83, 0x86, 0xb0, 0xb1, 0xb2 };
 	struct lf_result *r;
 
 	(void)state;
@@ -288,6 +288,46 @@ static void test_lb_provisioning(void **state)
 	tctx_destroy(t);
 }
 
+/* SPC-5 §7.7.7 extended INQUIRY data. */
+static void test_extended_inquiry(void **state)
+{
+	struct fake_backend_opts o;
+	struct tctx *t = tctx_create(0, NULL);
+	struct lf_result *r;
+
+	(void)state;
+	r = vpd(t, 0x86, 255);
+	assert_good(r);
+	assert_int_equal(r->data_len, 0x40);
+	assert_int_equal(r->data[0], 0x00);
+	assert_int_equal(r->data[1], 0x86);
+	assert_int_equal(get_be16(&r->data[2]), 0x3c);
+	/* No protection information, no microcode activation. */
+	assert_int_equal(r->data[4], 0x00);
+	/* HEADSUP, ORDSUP, SIMPSUP; no UASK_SUP, GROUP_SUP, PRIOR_SUP. */
+	assert_int_equal(r->data[5], 0x07);
+	/* No volatile cache on the plain fake backend: V_SUP 0, NV_SUP 0. */
+	assert_int_equal(r->data[6], 0x00);
+	/* LUICLR. */
+	assert_int_equal(r->data[7], 0x01);
+	assert_int_equal(r->data[13], SCSITGT_SENSE_BUF_SIZE);
+	/* The allocation length truncates. */
+	r = vpd(t, 0x86, 6);
+	assert_good(r);
+	assert_int_equal(r->data_len, 6);
+	tctx_destroy(t);
+
+	/* A write cache the core can flush: V_SUP. */
+	fake_backend_opts_init(&o);
+	o.geo_flags = SCSITGT_GEOMETRY_WRITE_CACHE;
+	o.supports = 1u << SCSITGT_IO_FLUSH;
+	t = tctx_create(SCSITGT_LUN_WRITE_CACHE, &o);
+	r = vpd(t, 0x86, 255);
+	assert_good(r);
+	assert_int_equal(r->data[6], 0x01);
+	tctx_destroy(t);
+}
+
 static void test_unsupported_page(void **state)
 {
 	struct tctx *t = tctx_create(0, NULL);
@@ -312,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_block_limits),
 		cmocka_unit_test(test_block_dev_chars),
 		cmocka_unit_test(test_lb_provisioning),
+		cmocka_unit_test(test_extended_inquiry),
 		cmocka_unit_test(test_unsupported_page),
 	};
 
