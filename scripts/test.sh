@@ -6,6 +6,9 @@
 #                                abi, pkgconfig
 #   scripts/test.sh --sanitize   build in build-asan/ with -Db_sanitize=address,undefined and
 #                                run the unit and fuzz suites there
+#   scripts/test.sh --tsan       build in build-tsan/ with -Db_sanitize=thread and run the
+#                                unit suite there (the multi-threaded tests: io completion
+#                                from backend threads, scsitgt_io_complete_threadsafe)
 #   scripts/test.sh --valgrind   in build/, run the integration suite with minitarget under
 #                                valgrind (memcheck errors or definite leaks fail the test)
 #   scripts/test.sh -- ARGS...   extra arguments for `meson test` (e.g. --suite integration)
@@ -16,12 +19,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SANITIZE=0
+TSAN=0
 VALGRIND=0
 EXTRA=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--sanitize)
 		SANITIZE=1
+		shift
+		;;
+	--tsan)
+		TSAN=1
 		shift
 		;;
 	--valgrind)
@@ -34,7 +42,7 @@ while [[ $# -gt 0 ]]; do
 		break
 		;;
 	-h | --help)
-		sed -n '2,15s/^# \{0,1\}//p' "$0"
+		sed -n '2,18s/^# \{0,1\}//p' "$0"
 		exit 0
 		;;
 	*)
@@ -55,6 +63,13 @@ if [[ $SANITIZE -eq 1 ]]; then
 	# Any sanitizer report fails the test that triggered it.
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
+elif [[ $TSAN -eq 1 ]]; then
+	BUILD=build-tsan
+	# shellcheck disable=SC2054
+	OPTS=(-Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false)
+	SUITES=(--suite unit)
+	# A data race or lock-order report fails the test that triggered it.
+	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 else
 	BUILD=build
 	OPTS=(-Dbuildtype=debugoptimized)

@@ -35,6 +35,8 @@ MIB = 1 << 20
 RSS_SLACK = 64 * MIB       # resident memory allowed over the baseline after any attack
 VM_SLACK = 768 * MIB       # address space allowed over the baseline while a 1 GiB EDTL waits
 LOGIN_TIMEOUT_BOUND = 45   # seconds after which an unfinished login must have been dropped
+                           # (--login-timeout-bound: hostile.sh starts the target with a
+                           # short login timeout so that the background attacks end sooner)
 BS = 512
 CHECK_REGION = 1 * MIB     # bytes [0, 1 MiB) of the LUN: written only by the health checks
 SLOT = 64 * 1024
@@ -680,13 +682,10 @@ def a_abort_mid_data_out(t):
     return "20 cut WRITEs of 8 MiB, no data written"
 
 
-# BUG: a WRITE pins its whole data buffer (up to 8 MiB, SCSITGT__MAX_XFER_BYTES) from the
-# moment its CDB arrives (scsitgt__cmd_setup() mallocs xfer_len), whether or not any data ever
-# comes. A session may hold queue_depth (128) such commands: 1 GiB; with the CmdSN bug above,
-# any number (256 here: VmRSS +2 GiB when allocations are touched, as with MALLOC_PERTURB_;
-# 130 MiB stay resident after the disconnect). Sessions are not limited either. Kept out of
-# ATTACKS until buffers are bounded (allocate on the first Data-Out, or cap the bytes a
-# session/engine reserves for pending writes); run it with --bugs.
+# Was a bug: a WRITE pinned its whole data buffer (up to 8 MiB) from the moment its CDB
+# arrived, so a session could make the target hold queue_depth x 8 MiB for data it never sent.
+# Now buffers are allocated when data can arrive, and R2Ts wait while the session holds
+# max_write_buffer_bytes (32 MiB) of write buffers (src/transport/iscsi/scsi.c).
 def a_many_pending_writes(t):
     """256 of the largest WRITEs, each without data, then a disconnect: the memory reserved
     for commands that never get their data must stay bounded."""
@@ -746,16 +745,17 @@ ATTACKS = [
     a_abort_mid_data_out,
     a_login_logout_loop,
     a_cmd_window_closed,
+    a_many_pending_writes,
 ]
 BACKGROUND = [HalfBhs, IdleConns, SlowDrip]
 # Attacks that expose a target bug not fixed yet (see the # BUG: comment on each); --bugs
 # runs them too.
 BUGS = [
-    a_many_pending_writes,
 ]
 
 
 def main():
+    global LOGIN_TIMEOUT_BOUND
     ap = argparse.ArgumentParser()
     ap.add_argument("--pid", type=int, required=True)
     ap.add_argument("--url", required=True)
@@ -763,7 +763,10 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated attack names")
     ap.add_argument("--skip", default="", help="comma-separated attack names")
     ap.add_argument("--bugs", action="store_true", help="also run the known-bug attacks")
+    ap.add_argument("--login-timeout-bound", type=float, default=LOGIN_TIMEOUT_BOUND,
+                    help="seconds after which an unfinished login must be gone")
     args = ap.parse_args()
+    LOGIN_TIMEOUT_BOUND = args.login_timeout_bound
     t = Target(args.pid, args.url, args.readback)
     only = set(filter(None, args.only.split(",")))
     skip = set(filter(None, args.skip.split(",")))

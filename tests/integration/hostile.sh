@@ -27,10 +27,12 @@ export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-131072}
 # count against the memory bound; keep it small.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=16"
 
-it_start --lun 0:ram:64M
+# A 5 s login timeout (default 15 s): the idle and half-header connections go sooner; the
+# bound hostile.py allows for it keeps a wide margin for slow (sanitizer, valgrind) runs.
+it_start --lun 0:ram:64M --login-timeout 5000
 st=0
 python3 "$(dirname "$0")/hostile.py" --pid "$IT_PID" --url "${IT_URLS[0]}" \
-	--readback "$READBACK" "$@" || st=$?
+	--readback "$READBACK" --login-timeout-bound 30 "$@" || st=$?
 it_alive || it_fail "the target is gone"
 [[ $st -eq 0 ]] || it_fail "hostile.py failed (status $st)"
 st=0

@@ -126,16 +126,28 @@ int scsitgt__iscsi_conn_create(struct scsitgt__iscsi_conn **out, struct scsitgt_
 		uv_timer_start(&conn->timer, conn_timer_cb, p->login_timeout_ms, 0);
 	scsitgt__list_add_tail(&ie->conns, &conn->node);
 	portal->nconns++;
+	portal->nlogin++;
+	conn->login_counted = true;
 	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_DEBUG, "connection accepted on portal %s:%u",
 				portal->address, portal->port);
 	*out = conn;
 	return 0;
 }
 
+/* The connection no longer counts against the portal's limit of connections in login. */
+static void conn_login_uncount(struct scsitgt__iscsi_conn *conn)
+{
+	if (conn->login_counted) {
+		conn->login_counted = false;
+		conn->portal->nlogin--;
+	}
+}
+
 static void conn_free(struct scsitgt__iscsi_conn *conn)
 {
 	struct scsitgt_portal *portal = conn->portal;
 
+	conn_login_uncount(conn);
 	scsitgt__iscsi_tasks_release(conn);
 	scsitgt__iscsi_text_reset(conn);
 	scsitgt__iscsi_login_destroy(conn);
@@ -236,6 +248,7 @@ int scsitgt__iscsi_conn_recv(struct scsitgt__iscsi_conn *conn, const uint8_t *da
 {
 	if (conn->state == SCSITGT__CONN_CLOSING)
 		return -ECONNABORTED;
+	conn->stat_rx_bytes += len;
 	return conn_rx_result(conn, scsitgt__iscsi_rx_feed(&conn->rx, data, len));
 }
 
@@ -243,6 +256,7 @@ int scsitgt__iscsi_conn_recv_direct(struct scsitgt__iscsi_conn *conn, size_t n)
 {
 	if (conn->state == SCSITGT__CONN_CLOSING)
 		return -ECONNABORTED;
+	conn->stat_rx_bytes += n;
 	return conn_rx_result(conn, scsitgt__iscsi_rx_direct_done(&conn->rx, n));
 }
 
@@ -332,6 +346,8 @@ void scsitgt__iscsi_conn_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 		return;
 	}
 	scsitgt__iscsi_tx_seal(tx, conn->header_digest, conn->data_digest);
+	conn->stat_tx_pdus += tx->npdus;
+	conn->stat_tx_bytes += tx->bytes;
 	conn->tx_pending++;
 	conn->dm->xmit(conn, tx);
 }
@@ -451,6 +467,7 @@ static void conn_timer_cb(uv_timer_t *t)
 void scsitgt__iscsi_conn_enter_ffp(struct scsitgt__iscsi_conn *conn)
 {
 	conn->state = SCSITGT__CONN_FFP;
+	conn_login_uncount(conn);
 	uv_timer_stop(&conn->timer);
 	conn->last_rx = uv_now(conn->ie->engine->loop);
 	conn_arm_idle(conn);
@@ -568,6 +585,7 @@ static int conn_rx_pdu(void *arg, struct scsitgt__iscsi_pdu *pdu)
 	uint8_t op = scsitgt__bhs_opcode(pdu->bhs);
 
 	conn->last_rx = uv_now(conn->ie->engine->loop);
+	conn->stat_rx_pdus++;
 	if (conn->state == SCSITGT__CONN_CLOSING)
 		return -ECONNABORTED;
 	if (conn->state == SCSITGT__CONN_LOGIN) {

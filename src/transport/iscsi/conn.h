@@ -66,9 +66,20 @@ struct scsitgt_portal {
 	unsigned int nconns;
 	bool closing;
 	bool listener_closed;
+	/* H17: limits (scsitgt_portal_opts) and connections still in login. */
+	uint32_t max_conns;
+	uint32_t max_login_conns;
+	unsigned int nlogin;
+	uint64_t refused; /* connections closed at accept for a limit */
 	scsitgt_done_cb done_cb;
 	void *done_arg;
 	struct scsitgt__deferred done_d;
+	/*
+	 * A listener other than `listener` (iSER over rdma_cm): portal_stop() calls this instead
+	 * of closing the TCP handle; it calls scsitgt__iscsi_portal_listener_gone() when done.
+	 */
+	void (*stop_listener)(struct scsitgt_portal *portal);
+	void *listener_ctx;
 };
 
 /* Buckets of a connection's ITT index (a power of two). */
@@ -140,6 +151,13 @@ struct scsitgt__iscsi_conn {
 	uint8_t rx_reject; /* Reject reason to send once the PDU is complete, 0 for none */
 	bool rx_ignore;	   /* drop the PDU silently (CmdSN outside the window) */
 	bool rx_data_err;  /* the Data-Out broke its sequence: fail rx_task */
+	/* H16: traffic counters, wire bytes incl. digests (transport/iscsi/stats.c). */
+	uint64_t stat_rx_pdus;
+	uint64_t stat_tx_pdus;
+	uint64_t stat_rx_bytes;
+	uint64_t stat_tx_bytes;
+	/* H17: counted in portal->nlogin (until full feature phase or close). */
+	bool login_counted;
 };
 
 /* A SCSI command on a connection: the fabric-private part of a core command. */
@@ -190,6 +208,10 @@ struct scsitgt__iscsi_task {
 	unsigned int r2t_outstanding;
 	unsigned int r2t_max;
 	struct scsitgt__iscsi_task *itt_next; /* conn->itt_hash chain */
+	/* H17: write buffer budget (scsi.c): in sess->budget_wait while the first R2T waits for
+	 * budget; bytes of the session's budget the command's buffer holds. */
+	struct scsitgt__list budget_node;
+	uint32_t charged;
 	struct scsitgt__iscsi_r2t r2t[];
 };
 
@@ -213,6 +235,11 @@ struct scsitgt__iscsi_sess {
 	unsigned int active; /* non-immediate commands holding window slots */
 	struct scsitgt__list pending; /* tasks waiting for their CmdSN, in CmdSN order */
 	bool closing;
+	/* H17: bytes of write buffers held by this session's tasks, and the tasks waiting to
+	 * solicit data until that falls below max_write_buffer_bytes (scsi.c), oldest first. */
+	uint64_t write_bytes;
+	struct scsitgt__list budget_wait;
+	bool budget_kicking;
 };
 
 /* conn.c */
@@ -324,6 +351,11 @@ void scsitgt__iscsi_portal_conn_gone(struct scsitgt_portal *portal);
 /* "host:port" of a portal as seen by @conn (the local address for wildcard portals). */
 int scsitgt__iscsi_portal_address(const struct scsitgt_portal *portal,
 				  const struct scsitgt__iscsi_conn *conn, char *buf, size_t size);
+
+/* Put a portal with its own listener (stop_listener set) in service, as a TCP one. */
+void scsitgt__iscsi_portal_register(struct scsitgt_portal *portal);
+/* Its listener finished closing (stop_listener portals). */
+void scsitgt__iscsi_portal_listener_gone(struct scsitgt_portal *portal);
 
 /* tcp.c */
 int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal);

@@ -106,6 +106,7 @@ SCSITGT_EXPORT void scsitgt_iscsi_params_init(struct scsitgt_iscsi_params *param
 		.nop_timeout_ms = 15000,
 		.login_timeout_ms = 15000,
 		.chap_algorithms = SCSITGT_ISCSI_CHAP_ALL,
+		.max_write_buffer_bytes = 32u * 1024u * 1024u,
 	};
 
 	if (params == NULL || size == 0)
@@ -326,6 +327,8 @@ SCSITGT_EXPORT void scsitgt_portal_opts_init(struct scsitgt_portal_opts *opts, s
 		.port = 3260,
 		.tpgt = 1,
 		.backlog = 128,
+		.max_connections = 1024,
+		.max_login_connections = 256,
 	};
 
 	if (opts == NULL || size == 0)
@@ -346,7 +349,17 @@ static void portal_on_connection(uv_stream_t *server, int status)
 	if (status < 0 || portal->closing)
 		return;
 	rc = scsitgt__iscsi_tcp_accept(portal);
-	if (rc < 0)
+	if (rc == -ECONNREFUSED) {
+		/* A connection limit: say so on the 1st, 2nd, 4th, 8th... refusal, not each. */
+		portal->refused++;
+		if ((portal->refused & (portal->refused - 1)) == 0)
+			scsitgt__log(&portal->ie->engine->log, SCSITGT_LOG_WARNING,
+				     SCSITGT__ISCSI_SUBSYS,
+				     "portal %s:%u: connection limit reached (%u connections, %u "
+				     "in login): %llu connections refused so far",
+				     portal->address, portal->port, portal->nconns, portal->nlogin,
+				     (unsigned long long)portal->refused);
+	} else if (rc < 0)
 		scsitgt__log(&portal->ie->engine->log, SCSITGT_LOG_WARNING, SCSITGT__ISCSI_SUBSYS,
 			     "portal %s:%u: cannot accept a connection: %s", portal->address,
 			     portal->port, scsitgt_strerror(rc));
@@ -398,7 +411,10 @@ static void portal_stop(struct scsitgt_portal *portal, scsitgt_done_cb cb, void 
 	scsitgt__log(&ie->engine->log, SCSITGT_LOG_INFO, SCSITGT__ISCSI_SUBSYS,
 		     "portal %s:%u stopping (%u connections)", portal->address, portal->port,
 		     portal->nconns);
-	uv_close((uv_handle_t *)&portal->listener, portal_listener_closed);
+	if (portal->stop_listener)
+		portal->stop_listener(portal);
+	else
+		uv_close((uv_handle_t *)&portal->listener, portal_listener_closed);
 	scsitgt__list_foreach_safe(pos, tmp, &ie->conns)
 	{
 		struct scsitgt__iscsi_conn *c =
@@ -412,6 +428,19 @@ static void portal_stop(struct scsitgt_portal *portal, scsitgt_done_cb cb, void 
 static void portal_svc_shutdown(struct scsitgt__service *svc, scsitgt_done_cb cb, void *cb_arg)
 {
 	portal_stop(scsitgt__container_of(svc, struct scsitgt_portal, svc), cb, cb_arg);
+}
+
+void scsitgt__iscsi_portal_listener_gone(struct scsitgt_portal *portal)
+{
+	portal->listener_closed = true;
+	portal_check_done(portal);
+}
+
+void scsitgt__iscsi_portal_register(struct scsitgt_portal *portal)
+{
+	portal->svc.shutdown = portal_svc_shutdown;
+	scsitgt__engine_add_service(portal->ie->engine, &portal->svc);
+	scsitgt__list_add_tail(&portal->ie->portals, &portal->node);
 }
 
 static void portal_failed_closed(uv_handle_t *h)
@@ -451,6 +480,8 @@ SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scs
 		return -ENOMEM;
 	portal->ie = ie;
 	portal->tpgt = o.tpgt;
+	portal->max_conns = o.max_connections;
+	portal->max_login_conns = o.max_login_connections;
 	portal->ipv6 = sa.ss_family == AF_INET6;
 	snprintf(portal->address, sizeof(portal->address), "%s", o.address);
 	portal->wildcard = strcmp(o.address, "0.0.0.0") == 0 || strcmp(o.address, "::") == 0;

@@ -9,6 +9,19 @@
  *
  * Data-Out lands straight in the command's buffer: the header callback points the receiver
  * at cmd->buf + BufferOffset, so the TCP data mover reads payload there without a copy.
+ *
+ * Write buffers and the session's write budget. A WRITE's buffer (up to 8 MiB) is not
+ * allocated with its CDB (cmd->defer_buf) but when its data can first arrive: with immediate
+ * data, with its first unsolicited Data-Out, or before its first R2T. Unsolicited data is at
+ * most FirstBurstLength per command and is on the wire already: it is always taken. Solicited
+ * data is what an initiator could make us reserve without ever sending it, so the first R2T of
+ * a task waits while the session holds max_write_buffer_bytes of write buffers (unless it holds
+ * none: a lone WRITE always proceeds). Waiting tasks get budget in arrival order and never
+ * overtake each other, so a holder never waits for a waiter (task attributes only make a task
+ * wait for earlier ones): no deadlock. A buffer returns to the budget when its task ends. Once
+ * a task has its buffer, its R2Ts are pipelined (MaxOutstandingR2T) and Data-Out is still
+ * received in place. The per-engine bound is this budget times the sessions the portals'
+ * connection limits allow.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -73,8 +86,26 @@ static void task_release_slot(struct scsitgt__iscsi_task *task)
 	}
 }
 
+static void sess_budget_kick(struct scsitgt__iscsi_sess *sess);
+
+/* Give the task's buffer bytes back to @sess's write budget; leave the budget queue. */
+static void task_budget_put(struct scsitgt__iscsi_task *task, struct scsitgt__iscsi_sess *sess)
+{
+	if (!scsitgt__list_empty(&task->budget_node)) {
+		scsitgt__list_remove(&task->budget_node);
+		scsitgt__list_init(&task->budget_node);
+	}
+	if (task->charged && sess) {
+		sess->write_bytes -= task->charged;
+		task->charged = 0;
+		sess_budget_kick(sess);
+	}
+	task->charged = 0;
+}
+
 static void task_destroy(struct scsitgt__iscsi_task *task)
 {
+	task_budget_put(task, task->conn ? task->conn->sess : NULL);
 	task_release_slot(task);
 	if (task->conn) {
 		scsitgt__list_remove(&task->node);
@@ -147,6 +178,60 @@ static void task_send_r2ts(struct scsitgt__iscsi_task *task)
 		scsitgt__iscsi_conn_xmit(conn, tx);
 }
 
+/* Allocate the task's write buffer, charged to its session's budget. */
+static int task_buf_get(struct scsitgt__iscsi_task *task)
+{
+	struct scsitgt__cmd *cmd = task->cmd;
+
+	if (cmd->buf)
+		return 0;
+	if (scsitgt__cmd_alloc_buf(cmd) < 0)
+		return -ENOMEM;
+	task->charged = cmd->xfer_len;
+	task->conn->sess->write_bytes += task->charged;
+	return 0;
+}
+
+static bool sess_budget_fits(const struct scsitgt__iscsi_sess *sess,
+			     const struct scsitgt__iscsi_task *task)
+{
+	uint64_t max = scsitgt__iscsi_params_for(sess->ie, sess->tgt)->max_write_buffer_bytes;
+
+	return max == 0 || sess->write_bytes == 0 ||
+	       sess->write_bytes + task->cmd->xfer_len <= max;
+}
+
+/*
+ * Before soliciting data: the task's buffer. Returns 0 when it has one, 1 when it waits in
+ * the session's budget queue (sess_budget_kick() resumes it), -ENOMEM.
+ */
+static int task_want_buf(struct scsitgt__iscsi_task *task)
+{
+	struct scsitgt__iscsi_sess *sess = task->conn->sess;
+
+	if (task->cmd->buf)
+		return 0;
+	if (!scsitgt__list_empty(&task->budget_node))
+		return 1;
+	if (!scsitgt__list_empty(&sess->budget_wait) || !sess_budget_fits(sess, task)) {
+		scsitgt__list_add_tail(&sess->budget_wait, &task->budget_node);
+		return 1;
+	}
+	return task_buf_get(task);
+}
+
+/* Stop taking data for a task (broken sequence, no buffer); it fails in its turn. */
+static void task_stop_data(struct scsitgt__iscsi_task *task)
+{
+	task->data_failed = true;
+	task->unsol_pending = false;
+	task->solicit_end = task->received;
+	task->r2t_offset = task->received;
+	for (unsigned int i = 0; i < task->r2t_max; i++)
+		task->r2t[i].used = false;
+	task->r2t_outstanding = 0;
+}
+
 /* Decide, once all Data-Out is in and the CmdSN turn came, how the command runs. */
 static void task_execute(struct scsitgt__iscsi_task *task)
 {
@@ -192,15 +277,44 @@ static void task_progress(struct scsitgt__iscsi_task *task)
 		if (task->unsol_pending)
 			return;
 		if (task->received < task->solicit_end) {
-			if (task->r2t_offset < task->received)
-				task->r2t_offset = task->received;
-			task_send_r2ts(task);
-			return;
+			int rc = task_want_buf(task);
+
+			if (rc > 0)
+				return;
+			if (rc == 0) {
+				if (task->r2t_offset < task->received)
+					task->r2t_offset = task->received;
+				task_send_r2ts(task);
+				return;
+			}
+			task_stop_data(task);
 		}
 		task->state = SCSITGT__TASK_WAIT_SN;
 	}
 	if (task->state == SCSITGT__TASK_WAIT_SN && task->in_order)
 		task_execute(task);
+}
+
+/* Buffer bytes came back: let waiting tasks solicit their data, oldest first. */
+static void sess_budget_kick(struct scsitgt__iscsi_sess *sess)
+{
+	if (sess->budget_kicking)
+		return;
+	sess->budget_kicking = true;
+	while (!scsitgt__list_empty(&sess->budget_wait) && !sess->closing) {
+		struct scsitgt__iscsi_task *t = scsitgt__container_of(
+			sess->budget_wait.next, struct scsitgt__iscsi_task, budget_node);
+
+		if (t->conn == NULL || t->conn->state == SCSITGT__CONN_CLOSING ||
+		    !sess_budget_fits(sess, t))
+			break;
+		scsitgt__list_remove(&t->budget_node);
+		scsitgt__list_init(&t->budget_node);
+		if (task_buf_get(t) < 0)
+			task_stop_data(t);
+		task_progress(t);
+	}
+	sess->budget_kicking = false;
 }
 
 void scsitgt__iscsi_task_ordered(struct scsitgt__iscsi_task *task)
@@ -337,6 +451,8 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_OUT_OF_RESOURCES);
 	task = task_of(cmd); /* zeroed by scsitgt__cmd_create() */
 	task->cmd = cmd;
+	scsitgt__list_init(&task->budget_node);
+	cmd->defer_buf = true; /* see the top of this file */
 	task->conn = conn;
 	task->itt = itt;
 	task->cmd_sn = get_be32(&h[ISCSI_BHS_CMDSN]);
@@ -365,6 +481,12 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 	if (task->solicit_end < task->unsol_end)
 		task->solicit_end = task->unsol_end;
 	task->r2t_offset = task->unsol_end;
+	if (pdu->data_len && cmd->state != SCSITGT__CMD_DONE && cmd->dir == SCSITGT__DIR_OUT &&
+	    task_buf_get(task) < 0) {
+		/* No memory for the data: drain it, fail the command in its turn. */
+		task->data_failed = true;
+		task->solicit_end = task->unsol_end;
+	}
 	if (pdu->data_len && cmd->buf && cmd->dir == SCSITGT__DIR_OUT) {
 		pdu->dest = cmd->buf;
 		pdu->dest_len = pdu->data_len < cmd->xfer_len ? pdu->data_len : cmd->xfer_len;
@@ -421,13 +543,7 @@ int scsitgt__iscsi_scsi_cmd_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 /* A Data-Out broke its sequence: stop taking data; the command fails in its turn. */
 static void task_data_error(struct scsitgt__iscsi_task *task)
 {
-	task->data_failed = true;
-	task->unsol_pending = false;
-	task->solicit_end = task->received;
-	task->r2t_offset = task->received;
-	for (unsigned int i = 0; i < task->r2t_max; i++)
-		task->r2t[i].used = false;
-	task->r2t_outstanding = 0;
+	task_stop_data(task);
 	task_progress(task);
 }
 
@@ -478,6 +594,12 @@ int scsitgt__iscsi_data_out_header(struct scsitgt__iscsi_conn *conn, struct scsi
 		}
 	}
 	cmd = task->cmd;
+	if (len && cmd->state != SCSITGT__CMD_DONE && cmd->dir == SCSITGT__DIR_OUT &&
+	    !task->data_failed && task_buf_get(task) < 0) {
+		/* Unsolicited data and no memory for it: drain it, fail the command. */
+		task->data_failed = true;
+		task->solicit_end = task->unsol_end;
+	}
 	if (len && cmd->buf && cmd->dir == SCSITGT__DIR_OUT && offset < cmd->xfer_len &&
 	    !task->data_failed) {
 		pdu->discard = false;
@@ -691,6 +813,7 @@ void scsitgt__iscsi_tasks_release(struct scsitgt__iscsi_conn *conn)
 		case SCSITGT__TASK_EXEC:
 			/* In a backend: cmd_done() frees it, or the core detaches it when the
 			 * session goes. Either way it no longer belongs to this connection. */
+			task_budget_put(t, conn->sess);
 			task_release_slot(t);
 			t->state = SCSITGT__TASK_ABORTED;
 			scsitgt__list_remove(&t->node);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/stats.h"
 #include "transport/iscsi/conn.h"
 
 static void sess_shutdown(struct scsitgt__session *core)
@@ -43,6 +44,7 @@ int scsitgt__iscsi_sess_create(struct scsitgt__iscsi_sess **out, struct scsitgt_
 	snprintf(sess->initiator_name, sizeof(sess->initiator_name), "%s", p->initiator_name);
 	scsitgt__list_init(&sess->conns);
 	scsitgt__list_init(&sess->pending);
+	scsitgt__list_init(&sess->budget_wait);
 	if (tgt) {
 		struct scsitgt__nexus_info info;
 		char iport[SCSITGT__ISCSI_NAME_MAX + 32];
@@ -119,8 +121,10 @@ void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 		     SCSITGT__ISCSI_SUBSYS, "%s session closed: initiator %s, TSIH %u",
 		     sess->discovery ? "discovery" : "normal", sess->initiator_name, sess->tsih);
 	scsitgt__list_remove(&sess->node);
-	if (sess->core)
+	if (sess->core) {
+		scsitgt__event_session(sess->core, SCSITGT_EVENT_SESSION_LOGOUT, NULL);
 		scsitgt__session_destroy(sess->core);
+	}
 	free(sess);
 }
 

@@ -20,6 +20,12 @@
 
 /* Read buffer for headers and small PDUs; big payloads bypass it. */
 #define TCP_RBUF_SIZE (256u * 1024u)
+/*
+ * Before login completes a connection reads through a small buffer (one login PDU header and
+ * its 8 KiB data segment, RFC 7143 §6.2), so that connections that never log in cost little;
+ * it grows to TCP_RBUF_SIZE in full feature phase.
+ */
+#define TCP_RBUF_LOGIN (8192u + 48u)
 /* Payload remainders at least this long are read in place rather than copied. */
 #define TCP_DIRECT_MIN 2048u
 /* One writev takes at most this many iovecs (IOV_MAX is 1024 on Linux) ... */
@@ -32,6 +38,7 @@ struct tcp_conn {
 	uv_prepare_t flusher; /* flushes batches queued outside the read callback */
 	struct scsitgt__iscsi_conn *conn;
 	uint8_t *rbuf;
+	size_t rbuf_size;
 	/* Batches not handed to the kernel yet, oldest first. */
 	struct scsitgt__iscsi_tx *outq;
 	struct scsitgt__iscsi_tx **outq_tail;
@@ -327,7 +334,17 @@ static void tcp_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 		*buf = uv_buf_init((char *)dst, (unsigned int)n);
 		return;
 	}
-	*buf = uv_buf_init((char *)tc->rbuf, TCP_RBUF_SIZE);
+	if (tc->rbuf_size < TCP_RBUF_SIZE && tc->conn && tc->conn->state == SCSITGT__CONN_FFP) {
+		/* Logged in: the full buffer. Nothing in the old one is needed between reads. */
+		uint8_t *big = malloc(TCP_RBUF_SIZE);
+
+		if (big) {
+			free(tc->rbuf);
+			tc->rbuf = big;
+			tc->rbuf_size = TCP_RBUF_SIZE;
+		}
+	}
+	*buf = uv_buf_init((char *)tc->rbuf, (unsigned int)tc->rbuf_size);
 }
 
 static void tcp_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -372,13 +389,18 @@ int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal)
 	rc = uv_prepare_init(portal->ie->engine->loop, &tc->flusher);
 	if (rc == 0)
 		tc->handles++;
-	tc->rbuf = rc == 0 ? malloc(TCP_RBUF_SIZE) : NULL;
+	tc->rbuf_size = TCP_RBUF_LOGIN;
+	tc->rbuf = rc == 0 ? malloc(tc->rbuf_size) : NULL;
 	if (rc == 0)
 		rc = tc->rbuf ? uv_accept((uv_stream_t *)&portal->listener,
 					  (uv_stream_t *)&tc->handle)
 			      : -ENOMEM;
 	if (rc == 0 && portal->closing)
 		rc = -ESHUTDOWN;
+	/* Over a limit: accepted (so the backlog drains) and closed at once. */
+	if (rc == 0 && ((portal->max_conns && portal->nconns >= portal->max_conns) ||
+			(portal->max_login_conns && portal->nlogin >= portal->max_login_conns)))
+		rc = -ECONNREFUSED;
 	if (rc == 0) {
 		memset(&peer, 0, sizeof(peer));
 		memset(&local, 0, sizeof(local));
