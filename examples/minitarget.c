@@ -5,7 +5,7 @@
  *   minitarget [--portal HOST:PORT]... [--iqn NAME]
  *              [--lun N:ram:SIZE[,flag...] | N:null:SIZE[,flag...] | N:file:PATH[,flag...]]...
  *              [--chap USER:SECRET] [--mutual-chap USER:SECRET] [--initiator NAME]...
- *              [--header-digest] [--data-digest] [-v]
+ *              [--header-digest] [--data-digest] [--login-timeout MS] [-v]
  *
  * SIZE takes K/M/G/T suffixes (powers of 1024); LUN flags: thin, ro, removable, bs=512|4096.
  * Prints one "iscsi://HOST:PORT/IQN/LUN" line per LUN once listening; logs go to stderr.
@@ -51,7 +51,9 @@ static void usage(FILE *f)
 		"                  [--lun N:ram|null:SIZE[,thin][,ro][,removable][,bs=N]]...\n"
 		"                  [--lun N:file:PATH[,thin][,ro][,removable][,bs=N]]...\n"
 		"                  [--chap USER:SECRET] [--mutual-chap USER:SECRET]\n"
-		"                  [--initiator NAME]... [--header-digest] [--data-digest] [-v]\n");
+		"                  [--initiator NAME]... [--header-digest] [--data-digest] [-v]\n"
+		"                  [--pr-dir DIR] [--login-timeout MS] [--alua STATE]\n"
+		"                  [--iser-portal HOST:PORT]...\n");
 }
 
 static void log_cb(void *arg, enum scsitgt_log_level level, const char *subsystem,
@@ -222,10 +224,19 @@ int main(int argc, char **argv)
 	struct app app;
 	const char *iqn = "iqn.2026-11.org.libscsitgt:minitarget";
 	const char *portals[MAX_ITEMS], *initiators[MAX_ITEMS];
+	/* iSER portals (scsitgt_iser_portal_create(): needs rdma-core and an RDMA device). */
+	const char *iser_portals[MAX_ITEMS];
+	size_t niser = 0;
 	struct lun_spec luns[MAX_ITEMS];
 	size_t nportals = 0, nluns = 0, ninit = 0;
 	const char *chap = NULL, *mutual = NULL;
+	/* Persistent reservation state files, "<DIR>/lun<N>.pr" (the default file store). */
+	const char *pr_dir = NULL;
+	/* ALUA: one target port group (id 1, the portals' TPGT 1) in this state (SPC-5 Table 241
+	 * value), implicit and explicit; -1: ALUA off. */
+	long alua_state = -1;
 	bool hdig = false, ddig = false;
+	long login_timeout = -1; /* ms; -1: the library's default */
 	struct scsitgt_engine_opts eo;
 	struct scsitgt_target_opts to;
 	struct scsitgt_iscsi_params ip;
@@ -251,6 +262,9 @@ int main(int argc, char **argv)
 		} else if (v && strcmp(a, "--portal") == 0 && nportals < MAX_ITEMS) {
 			portals[nportals++] = v;
 			i++;
+		} else if (v && strcmp(a, "--iser-portal") == 0 && niser < MAX_ITEMS) {
+			iser_portals[niser++] = v;
+			i++;
 		} else if (v && strcmp(a, "--iqn") == 0) {
 			iqn = v;
 			i++;
@@ -266,6 +280,27 @@ int main(int argc, char **argv)
 			i++;
 		} else if (v && strcmp(a, "--mutual-chap") == 0) {
 			mutual = v;
+			i++;
+		} else if (v && strcmp(a, "--login-timeout") == 0) {
+			char *end;
+
+			login_timeout = strtol(v, &end, 10);
+			if (*end || login_timeout < 0 || login_timeout > 3600000) {
+				fprintf(stderr, "minitarget: bad --login-timeout '%s'\n", v);
+				return 2;
+			}
+			i++;
+		} else if (v && strcmp(a, "--alua") == 0) {
+			char *end;
+
+			alua_state = strtol(v, &end, 0);
+			if (*end || alua_state < 0 || alua_state > 15) {
+				fprintf(stderr, "minitarget: bad --alua '%s'\n", v);
+				return 2;
+			}
+			i++;
+		} else if (v && strcmp(a, "--pr-dir") == 0) {
+			pr_dir = v;
 			i++;
 		} else if (v && strcmp(a, "--initiator") == 0 && ninit < MAX_ITEMS) {
 			initiators[ninit++] = v;
@@ -307,6 +342,8 @@ int main(int argc, char **argv)
 		ip.header_digest = SCSITGT_ISCSI_DIGEST_CRC32C;
 	if (ddig)
 		ip.data_digest = SCSITGT_ISCSI_DIGEST_CRC32C;
+	if (login_timeout >= 0)
+		ip.login_timeout_ms = (uint32_t)login_timeout;
 	rc = scsitgt_iscsi_target_set_params(tgt, &ip);
 	for (size_t i = 0; rc == 0 && i < ninit; i++)
 		rc = scsitgt_target_add_initiator(tgt, initiators[i]);
@@ -374,6 +411,33 @@ int main(int argc, char **argv)
 				(unsigned long long)luns[i].id, scsitgt_strerror(rc));
 			goto fail;
 		}
+		if (pr_dir) {
+			char path[4096];
+
+			snprintf(path, sizeof(path), "%s/lun%llu.pr", pr_dir,
+				 (unsigned long long)luns[i].id);
+			rc = scsitgt_lun_use_pr_file(lun, path);
+			if (rc < 0) {
+				fprintf(stderr, "minitarget: PR file %s: %s\n", path,
+					scsitgt_strerror(rc));
+				goto fail;
+			}
+		}
+	}
+	if (alua_state >= 0) {
+		struct scsitgt_alua_opts ao;
+
+		scsitgt_alua_opts_init(&ao, sizeof(ao));
+		ao.modes = SCSITGT_ALUA_IMPLICIT | SCSITGT_ALUA_EXPLICIT;
+		rc = scsitgt_alua_configure(tgt, &ao);
+		if (rc == 0)
+			rc = scsitgt_alua_group_create(tgt, 1, (enum scsitgt_alua_state)alua_state);
+		if (rc == 0)
+			rc = scsitgt_alua_group_add_port(tgt, 1, 1);
+		if (rc < 0) {
+			fprintf(stderr, "minitarget: ALUA: %s\n", scsitgt_strerror(rc));
+			goto fail;
+		}
 	}
 	for (size_t i = 0; i < nportals; i++) {
 		struct scsitgt_portal_opts po;
@@ -402,6 +466,29 @@ int main(int argc, char **argv)
 		if (i == 0) {
 			snprintf(url_host, sizeof(url_host), strchr(host, ':') ? "[%s]" : "%s", host);
 			url_port = scsitgt_portal_get_port(portal);
+		}
+	}
+
+	for (size_t i = 0; i < niser; i++) {
+		struct scsitgt_portal_opts po;
+		struct scsitgt_portal *portal;
+		uint16_t port;
+		char host[64];
+
+		if (parse_portal(iser_portals[i], host, sizeof(host), &port) < 0) {
+			fprintf(stderr, "minitarget: bad --iser-portal '%s'\n", iser_portals[i]);
+			rc = -EINVAL;
+			goto fail;
+		}
+		scsitgt_portal_opts_init(&po, sizeof(po));
+		po.address = host;
+		po.port = port;
+		po.tpgt = 1;
+		rc = scsitgt_iser_portal_create(&portal, app.engine, &po);
+		if (rc < 0) {
+			fprintf(stderr, "minitarget: cannot listen (iSER) on %s: %s\n",
+				iser_portals[i], scsitgt_strerror(rc));
+			goto fail;
 		}
 	}
 

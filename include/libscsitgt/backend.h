@@ -219,6 +219,19 @@ SCSITGT_EXPORT struct scsitgt_lun *scsitgt_io_get_lun(const struct scsitgt_io *i
 SCSITGT_EXPORT void scsitgt_io_complete(struct scsitgt_io *io, int status);
 
 /**
+ * Complete a failed io and say where it failed: as scsitgt_io_complete(), and the sense data's
+ * INFORMATION field reports @p lba, the first logical block in error (SBC-4 §4.18.1), which
+ * initiators use to retry or remap around a bad block.
+ *
+ * @param io     The io.
+ * @param status As for scsitgt_io_complete(); with 0 @p lba is ignored.
+ * @param lba    The first failing logical block, within the io's range.
+ *
+ * Loop: home of the LUN (may be called from inside submit()).
+ */
+SCSITGT_EXPORT void scsitgt_io_complete_at(struct scsitgt_io *io, int status, uint64_t lba);
+
+/**
  * Complete an io with exact sense data (CHECK CONDITION).
  *
  * @param io   The io.

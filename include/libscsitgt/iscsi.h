@@ -64,6 +64,17 @@ struct scsitgt_portal_opts {
 	uint16_t tpgt;
 	/** listen(2) backlog. Default 128. */
 	int backlog;
+	/**
+	 * Connections the portal serves at once; further ones are accepted and closed at once.
+	 * 0: no limit. Default 1024.
+	 */
+	uint32_t max_connections;
+	/**
+	 * Of those, connections that have not completed login (each holds a small buffer and a
+	 * login timer, see scsitgt_iscsi_params::login_timeout_ms); further ones are closed at
+	 * once. 0: no limit. Default 256.
+	 */
+	uint32_t max_login_connections;
 };
 
 /**
@@ -107,6 +118,13 @@ struct scsitgt_iscsi_params {
 	uint32_t login_timeout_ms;
 	/** CHAP algorithms accepted, SCSITGT_ISCSI_CHAP_* bits. Default ::SCSITGT_ISCSI_CHAP_ALL. */
 	uint32_t chap_algorithms;
+	/**
+	 * Bytes of write data buffers a session may hold before further WRITEs wait for their
+	 * first R2T (their buffers are allocated only when data can arrive; unsolicited data,
+	 * at most FirstBurstLength per command, is always taken, and one WRITE may always
+	 * proceed). 0: no limit. Default 33554432 (32 MiB).
+	 */
+	uint64_t max_write_buffer_bytes;
 };
 
 /** Answer of a redirect hook (RFC 7143 §11.13.5, Status-Class 1). */
@@ -165,6 +183,26 @@ SCSITGT_EXPORT void scsitgt_portal_opts_init(struct scsitgt_portal_opts *opts, s
  */
 SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scsitgt_engine *engine,
 					 const struct scsitgt_portal_opts *opts);
+
+/**
+ * Create an iSER portal (RFC 7145: iSCSI over RDMA): listen with rdma_cm on the address and
+ * port of @p opts (default 0.0.0.0:3260, an RDMA port space of its own, so it may share the
+ * number with a TCP portal). Logins, keys (RDMAExtensions=Yes, TargetRecvDataSegmentLength;
+ * digests forced to None), sessions and SCSI handling are those of the TCP portals; Data-In
+ * is pushed with RDMA WRITE and solicited Data-Out pulled with RDMA READ. Destroy it with
+ * scsitgt_portal_destroy(); SendTargets lists it like any portal.
+ *
+ * @param out    Receives the portal.
+ * @param engine The engine.
+ * @param opts   Options (backlog and tpgt as for TCP), or NULL for the defaults.
+ * @return 0; -ENOTSUP when the library was built without rdma-core; -ENODEV when no RDMA
+ *         device owns the address (or the RDMA stack is not loaded); -EINVAL; -EADDRINUSE.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_iser_portal_create(struct scsitgt_portal **out,
+					      struct scsitgt_engine *engine,
+					      const struct scsitgt_portal_opts *opts);
 
 /**
  * Destroy a portal: stop listening and close the connections accepted through it (their
@@ -294,6 +332,66 @@ SCSITGT_EXPORT int scsitgt_iscsi_initiator_set_chap(struct scsitgt_target *tgt,
  */
 SCSITGT_EXPORT int scsitgt_iscsi_target_set_redirect(struct scsitgt_target *tgt,
 						     scsitgt_iscsi_redirect_cb cb, void *cb_arg);
+
+/**
+ * Snapshot of one iSCSI connection, passed to a ::scsitgt_iscsi_conn_stats_cb. The struct and
+ * its strings are valid only during the callback. Byte counts are wire bytes (headers, data,
+ * padding and digests).
+ */
+struct scsitgt_iscsi_conn_stats {
+	/** sizeof(struct scsitgt_iscsi_conn_stats) as the library fills it. */
+	size_t size;
+	/** The initiator's address, "ip:port". */
+	const char *peer_addr;
+	/** InitiatorName once the login said it, else "". */
+	const char *initiator_name;
+	/** The target's name for a normal session, "" for discovery or during login. */
+	const char *target_name;
+	/** Connection ID (CID) and the session's TSIH (0 during login). */
+	uint16_t cid;
+	/** See @c cid. */
+	uint16_t tsih;
+	/** Whether the connection is in full feature phase. */
+	bool full_feature;
+	/** Whether it belongs to a discovery session. */
+	bool discovery;
+	/** PDUs received and sent. */
+	uint64_t rx_pdus;
+	/** See @c rx_pdus. */
+	uint64_t tx_pdus;
+	/** Bytes received and sent. */
+	uint64_t rx_bytes;
+	/** See @c rx_bytes. */
+	uint64_t tx_bytes;
+};
+
+/**
+ * Visitor of scsitgt_iscsi_engine_foreach_conn().
+ *
+ * @param cb_arg The argument given to scsitgt_iscsi_engine_foreach_conn().
+ * @param stats  One connection; valid only during the call.
+ * @return 0 to continue, anything else to stop the walk.
+ *
+ * It must not create or destroy portals, targets or connections.
+ */
+typedef int (*scsitgt_iscsi_conn_stats_cb)(void *cb_arg,
+					   const struct scsitgt_iscsi_conn_stats *stats);
+
+/**
+ * Walk the engine's iSCSI connections (logging in, logged in, closing), calling @p cb with a
+ * snapshot of each.
+ *
+ * @param engine The engine.
+ * @param cb     The visitor; called synchronously, once per connection.
+ * @param cb_arg Argument of @p cb.
+ * @return 0 after visiting every connection (also when the engine has no iSCSI portal yet);
+ *         the visitor's non-zero return value if it stopped the walk; -EINVAL if @p engine or
+ *         @p cb is NULL.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_iscsi_engine_foreach_conn(struct scsitgt_engine *engine,
+						     scsitgt_iscsi_conn_stats_cb cb, void *cb_arg);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 #ifndef LIBSCSITGT_LUN_H
 #define LIBSCSITGT_LUN_H
 
+#include <stdbool.h>
+
 #include "backend.h"
 #include "common.h"
 #include "target.h"
@@ -142,6 +144,32 @@ SCSITGT_EXPORT void *scsitgt_lun_get_backend_ctx(const struct scsitgt_lun *lun);
  * Loop: home.
  */
 SCSITGT_EXPORT int scsitgt_lun_resize(struct scsitgt_lun *lun, uint64_t num_blocks);
+
+/**
+ * Take a LUN offline or bring it back. While offline the LUN stays in REPORT LUNS and answers
+ * INQUIRY, REPORT LUNS, REQUEST SENSE and the other commands that need no medium, but every
+ * command that needs the medium (TEST UNIT READY, reads, writes, READ CAPACITY, ...) ends in
+ * CHECK CONDITION, NOT READY, LOGICAL UNIT NOT READY, OFFLINE (04h/12h, SPC-5 Annex F), so
+ * initiators fail over or retry. Commands already running finish normally. The engine's event
+ * callback gets ::SCSITGT_EVENT_LUN_OFFLINE / ::SCSITGT_EVENT_LUN_ONLINE on a change.
+ *
+ * @param lun     The LUN.
+ * @param offline true to take it offline, false to bring it online.
+ * @return 0 (also when nothing changes); -EINVAL for a NULL @p lun.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_lun_set_offline(struct scsitgt_lun *lun, bool offline);
+
+/**
+ * Whether the LUN is offline.
+ *
+ * @param lun The LUN.
+ * @return true if scsitgt_lun_set_offline() took it offline; false otherwise or for NULL.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT bool scsitgt_lun_get_offline(const struct scsitgt_lun *lun);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,9 @@
 #include "backend_aio.h"
 #include "lun.h"
 #include "pr.h"
+#include "alua.h"
 #include "iscsi.h"
+#include "stats.h"
+#include "events.h"
 
 #endif /* LIBSCSITGT_SCSITGT_H */

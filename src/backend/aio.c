@@ -629,6 +629,11 @@ static void aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status)
 	}
 	free(req->bounce);
 	req->bounce = NULL;
+	if (status < 0 && (req->type == SCSITGT_IO_READ || req->type == SCSITGT_IO_WRITE)) {
+		/* Short transfers were resubmitted, so the failure starts where the data stopped. */
+		scsitgt_io_complete_at(io, status, (req->off + req->done) / ac->block_size);
+		return;
+	}
 	scsitgt_io_complete(io, status);
 }
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include <string.h>
 
+#include "core/alua.h"
 #include "core/cdb.h"
 #include "core/fabric.h"
+#include "core/order.h"
 #include "core/pr.h"
 #include "core/scsi_spec.h"
 #include "core/ua.h"
@@ -59,6 +61,16 @@ static const struct scsitgt__cdb_def maint_in_rows[0x20] = {
 		.parse = scsitgt__spc_parse_rsoc,
 		.exec = scsitgt__spc_rsoc,
 	},
+	/* SPC-5 §6.36 (H15): PARAMETER DATA FORMAT in byte 1, ALLOCATION LENGTH. */
+	[SPC_MI_REPORT_TARGET_PORT_GROUPS] = {
+		.name = "REPORT TARGET PORT GROUPS",
+		.cdb_len = 12,
+		.usage = { 0xa3, 0xea, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00 },
+		.flags = SCSITGT__CDB_F_ALLOW_STANDBY,
+		.pr = SCSITGT__PR_ALLOWED,
+		.parse = scsitgt__alua_parse_rtpg,
+		.exec = scsitgt__alua_rtpg,
+	},
 	/* SPC-5 §6.36: REPD in byte 2, ALLOCATION LENGTH. */
 	[SPC_MI_REPORT_SUPPORTED_TMFS] = {
 		.name = "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS",
@@ -91,6 +103,20 @@ static const struct scsitgt__cdb_def sanitize_rows[0x20] = {
 		SANITIZE_ROW("SANITIZE EXIT FAILURE MODE", SBC_SANITIZE_EXIT_FAILURE_MODE, 0),
 };
 
+/* MAINTENANCE OUT rows (H15), indexed by service action. SPC-5 §6.50 SET TARGET PORT GROUPS:
+ * PARAMETER LIST LENGTH in bytes 6..9. */
+static const struct scsitgt__cdb_def maint_out_rows[0x20] = {
+	[SPC_MO_SET_TARGET_PORT_GROUPS] = {
+		.name = "SET TARGET PORT GROUPS",
+		.cdb_len = 12,
+		.usage = { 0xa4, 0x0a, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00 },
+		.flags = SCSITGT__CDB_F_ALLOW_STANDBY,
+		.pr = SCSITGT__PR_WRITE,
+		.parse = scsitgt__alua_parse_stpg,
+		.exec = scsitgt__alua_stpg,
+	},
+};
+
 /* PERSISTENT RESERVE IN rows (SPC-5 §6.16): ALLOCATION LENGTH in bytes 7..8. */
 #define PR_IN_ROW(nm, sa)                                                                          \
 	{                                                                                          \
@@ -115,7 +141,8 @@ static const struct scsitgt__cdb_def pr_in_rows[0x20] = {
 	{                                                                                          \
 		.name = (nm), .cdb_len = 10,                                                       \
 		.usage = { 0x5f, 0x1f, 0xff, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00 },          \
-		.pr = SCSITGT__PR_OUT, .parse = scsitgt__pr_parse_out, .exec = scsitgt__pr_out,    \
+		.flags = SCSITGT__CDB_F_ALLOW_STANDBY, .pr = SCSITGT__PR_OUT,                      \
+		.parse = scsitgt__pr_parse_out, .exec = scsitgt__pr_out,                           \
 	}
 static const struct scsitgt__cdb_def pr_out_rows[0x20] = {
 	[PR_OUT_REGISTER] = PR_OUT_ROW("PERSISTENT RESERVE OUT REGISTER"),
@@ -522,6 +549,13 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.sa_count = 0x20,
 		.has_sa = true,
 	},
+	[SPC_MAINTENANCE_OUT] = {
+		.name = "MAINTENANCE OUT",
+		.cdb_len = 12,
+		.sa_rows = maint_out_rows,
+		.sa_count = 0x20,
+		.has_sa = true,
+	},
 	[SBC_READ_12] = {
 		.name = "READ (12)",
 		.cdb_len = 12,
@@ -699,6 +733,13 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 	r = scsitgt__ua_check(cmd);
 	if (r != SCSITGT_SR_OK)
 		return r;
+	/* SAM-5 §8.6.5: ACA tasks need an ACA condition, which never exists without NACA. */
+	if (cmd->task_attr == SCSITGT__TASK_ACA)
+		return SCSITGT_SR_INVALID_FIELD_IN_CDB;
+	/* SPC-5 §5.16.2.4: the access state of the target port group. */
+	r = scsitgt__alua_check(cmd, row);
+	if (r != SCSITGT_SR_OK)
+		return r;
 	r = scsitgt__pr_check(cmd);
 	if (r != SCSITGT_SR_OK)
 		return r;
@@ -728,6 +769,8 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 	if (cmd->lun && (row->flags & SCSITGT__CDB_F_WRITE) &&
 	    ((cmd->lun->flags & SCSITGT_LUN_READ_ONLY) || cmd->lun->mode.swp))
 		return SCSITGT_SR_WRITE_PROTECTED;
+	/* Accepted: the command joins the LUN's task set (SAM-5 §8.6, core/order.c). */
+	scsitgt__order_enter(cmd);
 	return SCSITGT_SR_OK;
 }
 

@@ -18,7 +18,9 @@
 #include "core/cache.h"
 #include "core/cdb.h"
 #include "core/fabric.h"
+#include "core/order.h"
 #include "core/scsi_spec.h"
+#include "core/stats.h"
 #include "core/tmf.h"
 
 int scsitgt__cmd_create(struct scsitgt__cmd **out, struct scsitgt__session *sess,
@@ -71,6 +73,7 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 	enum scsitgt__sense_reason r;
 
 	assert(cmd->state == SCSITGT__CMD_NEW);
+	scsitgt__stats_cmd_start(cmd);
 	cmd->tag = tag;
 	cmd->task_attr = task_attr;
 	cmd->lun_id = scsitgt__lun_decode(lun);
@@ -91,16 +94,19 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 	cmd->cdb_len = (uint8_t)cdb_len;
 
 	r = scsitgt__cdb_parse(cmd);
-	if (r == SCSITGT_SR_OK && cmd->xfer_len) {
-		size_t cap;
-
-		/* Not zeroed: Data-Out or the backend fills it, and Data-In sends data_len. */
-		cmd->buf = scsitgt__cache_alloc(cmd->cache, cmd->xfer_len, &cap);
-		if (cmd->buf == NULL)
-			r = SCSITGT_SR_TASK_SET_FULL;
-		else
-			cmd->buf_cap = (uint32_t)cap;
+	/* H16: an offline LUN refuses media commands with NOT READY, LOGICAL UNIT NOT READY,
+	 * OFFLINE (SPC-5 Annex F, 04h/12h); a pending unit attention or a reservation conflict
+	 * is still reported first (SAM-5 §5.14). */
+	if (cmd->lun && cmd->lun->offline && cmd->def &&
+	    (cmd->def->flags & SCSITGT__CDB_F_MEDIUM) && r != SCSITGT_SR_RESERVATION_CONFLICT &&
+	    !(r >= SCSITGT_SR_UA_POWER_ON_RESET && r <= SCSITGT_SR_UA_MEDIUM_CHANGED)) {
+		memset(&cmd->detail, 0, sizeof(cmd->detail));
+		r = SCSITGT_SR_NOT_READY_OFFLINE;
 	}
+	/* A deferred write buffer waits for its data (scsitgt__cmd_alloc_buf()). */
+	if (r == SCSITGT_SR_OK && cmd->xfer_len &&
+	    !(cmd->defer_buf && cmd->dir == SCSITGT__DIR_OUT) && scsitgt__cmd_alloc_buf(cmd) < 0)
+		r = SCSITGT_SR_TASK_SET_FULL;
 	if (r != SCSITGT_SR_OK) {
 		cmd->state = SCSITGT__CMD_DONE;
 		cmd_set_reason(cmd, r, &cmd->detail);
@@ -109,14 +115,41 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 	cmd->state = cmd->dir == SCSITGT__DIR_OUT ? SCSITGT__CMD_NEED_DATA : SCSITGT__CMD_READY;
 }
 
+int scsitgt__cmd_alloc_buf(struct scsitgt__cmd *cmd)
+{
+	size_t cap;
+
+	if (cmd->buf || cmd->xfer_len == 0)
+		return 0;
+	/* Not zeroed: Data-Out or the backend fills it, and Data-In sends data_len. */
+	cmd->buf = scsitgt__cache_alloc(cmd->cache, cmd->xfer_len, &cap);
+	if (cmd->buf == NULL)
+		return -ENOMEM;
+	cmd->buf_cap = (uint32_t)cap;
+	return 0;
+}
+
 void scsitgt__cmd_execute(struct scsitgt__cmd *cmd)
 {
 	if (cmd->state == SCSITGT__CMD_DONE) {
+		scsitgt__stats_cmd_done(cmd);
 		cmd->sess->ops->cmd_done(cmd);
 		return;
 	}
 	assert(cmd->state == SCSITGT__CMD_READY || cmd->state == SCSITGT__CMD_NEED_DATA);
+	if (cmd->buf == NULL && cmd->xfer_len) {
+		/* A deferred write buffer that never got its data: refuse rather than write
+		 * whatever a fresh buffer holds. */
+		cmd->state = SCSITGT__CMD_DONE;
+		cmd_set_reason(cmd, SCSITGT_SR_TASK_SET_FULL, NULL);
+		scsitgt__stats_cmd_done(cmd);
+		cmd->sess->ops->cmd_done(cmd);
+		return;
+	}
 	cmd->state = SCSITGT__CMD_EXEC;
+	/* H15: ORDERED / HEAD OF QUEUE tasks may hold it back (core/order.c starts it later). */
+	if (!scsitgt__order_may_start(cmd))
+		return;
 	cmd->exec(cmd);
 }
 
@@ -129,6 +162,8 @@ void scsitgt__cmd_fail(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reas
 
 static void cmd_finish(struct scsitgt__cmd *cmd)
 {
+	/* H15: the task leaves the LUN's task set; tasks it held back may start. */
+	scsitgt__order_done(cmd);
 	if (cmd->state == SCSITGT__CMD_ABORTED) {
 		/* The backend gave the command back: the TMF that aborted it may now answer
 		 * (SAM-5 §7: no response before the aborted task has left the backend). */
@@ -143,6 +178,7 @@ static void cmd_finish(struct scsitgt__cmd *cmd)
 	}
 	assert(cmd->state == SCSITGT__CMD_EXEC);
 	cmd->state = SCSITGT__CMD_DONE;
+	scsitgt__stats_cmd_done(cmd);
 	cmd->sess->ops->cmd_done(cmd);
 }
 
@@ -192,6 +228,9 @@ enum scsitgt__sense_reason scsitgt__cmd_bad_param_field(struct scsitgt__cmd *cmd
 
 void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd)
 {
+	scsitgt__order_done(cmd);
+	if (!cmd->stats_done)
+		scsitgt__stats_cmd_aborted(cmd);
 	if (cmd->sess) {
 		scsitgt__list_remove(&cmd->sess_node);
 		cmd->sess->ncmds--;

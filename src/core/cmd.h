@@ -84,6 +84,19 @@ struct scsitgt__cmd {
 	/* H12: the TMF waiting for this aborted command to leave its backend (core/tmf.c). */
 	struct scsitgt__tmf_op *tmf_wait;
 
+	/* H16: uv_hrtime() at setup, for the LUN latency histogram; counted already. */
+	uint64_t start_ns;
+	bool stats_done;
+
+	/* H17: set by the fabric before setup: leave buf to scsitgt__cmd_alloc_buf() for a
+	 * write, so that no data buffer is pinned before its data can arrive. */
+	bool defer_buf;
+
+	/* H15: place in the LUN's task set (core/order.c) and whether execution waits there. */
+	struct scsitgt__list order_node;
+	bool in_task_set;
+	bool order_parked;
+
 	_Alignas(16) uint8_t fabric_priv[];
 };
 
@@ -122,7 +135,9 @@ struct scsitgt_io {
 	int iovcnt;
 	int status;
 	struct scsitgt__sense_info raw; /* set by scsitgt_io_complete_sense */
-	bool completed;
+	/* Set by scsitgt_io_complete_at(): the first block in error, for INFORMATION. */
+	bool error_lba_valid;
+	uint64_t error_lba;
 	struct iovec iov_inline[2];
 	const struct iovec *iov;
 	uint32_t alloc_size; /* H13: bytes of this object as allocated (engine cache) */

@@ -20,6 +20,8 @@
 enum scsitgt__ext_id {
 	SCSITGT__EXT_ISCSI = 0,
 	SCSITGT__EXT_SRP = 1,
+	/* H15: the target's ALUA port groups (core/alua.c). */
+	SCSITGT__EXT_ALUA = 2,
 	SCSITGT__EXT_COUNT_
 };
 
@@ -67,6 +69,9 @@ struct scsitgt_engine {
 	/* How long a TMF waits for aborted commands to leave their backends (core/tmf.c);
 	 * 0 means the default. */
 	uint32_t tmf_timeout_ms;
+	/* H16: the host's event callback (core/events.c). */
+	scsitgt_event_cb event_cb;
+	void *event_arg;
 };
 
 struct scsitgt__acl_entry {
@@ -141,12 +146,24 @@ struct scsitgt_lun {
 	uint8_t sanitize_state;
 	bool sanitize_ause;
 	uint16_t sanitize_progress;
+	/* H16: counters and latency histogram (core/stats.c); offline: media commands get
+	 * NOT READY, LOGICAL UNIT NOT READY, OFFLINE (scsitgt_lun_set_offline()). */
+	struct scsitgt_cmd_counters stats;
+	uint64_t lat_us[SCSITGT_LATENCY_BUCKETS];
+	bool offline;	/* H15: the task set's ordering (SAM-5 §8.6, core/order.c): commands in arrival order,
+	 * how many of them are ORDERED or HEAD OF QUEUE, and the pass that starts the commands
+	 * they held back. */
+	struct scsitgt__list task_set;
+	unsigned int task_barriers;
+	bool order_kick_pending;
+	struct scsitgt__deferred order_kick;
 };
 
 /* Largest data transfer of one command (VPD B0 MAXIMUM TRANSFER LENGTH in bytes). */
 #define SCSITGT__MAX_XFER_BYTES (8u << 20)
-/* UNMAP limits of thin LUNs (VPD B0 MAXIMUM UNMAP LBA COUNT / BLOCK DESCRIPTOR COUNT). */
-#define SCSITGT__MAX_UNMAP_LBA_COUNT (1u << 22)
+/* UNMAP limits of thin LUNs (VPD B0 MAXIMUM UNMAP LBA COUNT / BLOCK DESCRIPTOR COUNT). 1 Mi
+ * blocks: libiscsi's conformance suite takes a larger explicit limit for a bogus value. */
+#define SCSITGT__MAX_UNMAP_LBA_COUNT (1u << 20)
 #define SCSITGT__MAX_UNMAP_DESCRIPTORS 256u
 
 /* engine.c */

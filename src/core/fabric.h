@@ -77,6 +77,9 @@ struct scsitgt__session {
 	/* No POWER ON on first access and no REPORTED LUNS DATA HAS CHANGED (in-process test
 	 * fabrics, which build their LUNs after the nexus). */
 	bool ua_no_power_on;
+	/* H16: counters of this nexus and the initiator's transport address (core/stats.c). */
+	struct scsitgt_cmd_counters stats;
+	char initiator_addr[64];
 };
 
 /*
@@ -100,6 +103,11 @@ int scsitgt__cmd_create(struct scsitgt__cmd **out, struct scsitgt__session *sess
 void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const uint8_t *cdb,
 			size_t cdb_len, uint8_t task_attr, uint64_t tag);
 void scsitgt__cmd_execute(struct scsitgt__cmd *cmd);
+/*
+ * Allocate the data buffer of a write set up with cmd->defer_buf (a no-op when it has one or
+ * needs none). Returns 0 or -ENOMEM. Must run before execute for a write that gets data.
+ */
+int scsitgt__cmd_alloc_buf(struct scsitgt__cmd *cmd);
 /* Refuse a command that has not executed yet (e.g. the transport saw a data length error). */
 void scsitgt__cmd_fail(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason);
 void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd);

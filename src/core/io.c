@@ -71,6 +71,13 @@ static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
 	cmd->ios_inflight--;
 	if (reason == SCSITGT_SR_RAW)
 		cmd->io_raw = io->raw;
+	/* SBC-4 §4.18.1: a medium error reports the LBA of the first block in error. The first
+	 * failing io of the command supplies it. */
+	if (reason != SCSITGT_SR_OK && io->error_lba_valid && cmd->io_reason == SCSITGT_SR_OK &&
+	    !cmd->detail.info_valid) {
+		cmd->detail.info_valid = true;
+		cmd->detail.info = io->error_lba;
+	}
 	io->done(cmd, io, reason);
 	scsitgt__cache_free(cache, io, io->alloc_size);
 }
@@ -94,6 +101,15 @@ void scsitgt__io_done_complete_cmd(struct scsitgt__cmd *cmd, struct scsitgt_io *
 SCSITGT_EXPORT void scsitgt_io_complete(struct scsitgt_io *io, int status)
 {
 	io_finish(io, io_errno_reason(io, status));
+}
+
+SCSITGT_EXPORT void scsitgt_io_complete_at(struct scsitgt_io *io, int status, uint64_t lba)
+{
+	if (status < 0) {
+		io->error_lba_valid = true;
+		io->error_lba = lba;
+	}
+	scsitgt_io_complete(io, status);
 }
 
 SCSITGT_EXPORT void scsitgt_io_complete_sense(struct scsitgt_io *io, uint8_t key, uint8_t asc,

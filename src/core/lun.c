@@ -7,6 +7,7 @@
 #include "core/core.h"
 #include "core/fabric.h"
 #include "core/pr.h"
+#include "core/stats.h"
 #include "core/ua.h"
 #include "util/be.h"
 
@@ -214,6 +215,24 @@ SCSITGT_EXPORT int scsitgt_lun_resize(struct scsitgt_lun *lun, uint64_t num_bloc
 		scsitgt__ua_establish(scsitgt__container_of(p, struct scsitgt__session, node),
 				      lun->id, SCSITGT_SR_UA_CAPACITY_CHANGED);
 	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_lun_set_offline(struct scsitgt_lun *lun, bool offline)
+{
+	if (lun == NULL)
+		return -EINVAL;
+	if (lun->offline == offline)
+		return 0;
+	lun->offline = offline;
+	scsitgt__log(&lun->tgt->engine->log, SCSITGT_LOG_NOTICE, "core", "%s LUN %llu: %s",
+		     lun->tgt->name, (unsigned long long)lun->id, offline ? "offline" : "online");
+	scsitgt__event_lun_state(lun, offline ? SCSITGT_EVENT_LUN_OFFLINE : SCSITGT_EVENT_LUN_ONLINE);
+	return 0;
+}
+
+SCSITGT_EXPORT bool scsitgt_lun_get_offline(const struct scsitgt_lun *lun)
+{
+	return lun && lun->offline;
 }
 
 SCSITGT_EXPORT uint64_t scsitgt_lun_get_id(const struct scsitgt_lun *lun)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/stats.h"
 #include "transport/iscsi/conn.h"
 
 enum login_chap_state {
@@ -288,6 +289,19 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 	cfg.error_recovery_level = 0;
 	cfg.tpgt = conn->portal->tpgt;
 	cfg.target_alias = l->tgt ? l->tgt->alias : NULL;
+	if (conn->dm->rdma) {
+		/* RFC 7145 §6.3, §13.1: iSER offers RDMAExtensions; no digests over RDMA. */
+		cfg.rdma_extensions = true;
+		cfg.header_digests = SCSITGT__ISCSI_DIGEST_MASK_NONE;
+		cfg.data_digests = SCSITGT__ISCSI_DIGEST_MASK_NONE;
+		cfg.max_recv_dsl = conn->dm->max_recv_dsl;
+		/*
+		 * No proposals of our own: Linux ib_iser posts its full-feature receive
+		 * buffers when it sends the login request that transits to FFP, so it needs
+		 * the login to end with our answer to that request, without another round.
+		 */
+		cfg.propose = false;
+	}
 	scsitgt__iscsi_neg_init(&conn->neg, &cfg, l->tsih == 0);
 	l->have_neg = true;
 	return 0;
@@ -494,6 +508,9 @@ static int login_respond(struct scsitgt__iscsi_conn *conn)
 				l->discovery ? "" : "target ", l->discovery ? "" : l->tgt->name,
 				tsih, conn->header_digest ? ", header digest" : "",
 				conn->data_digest ? ", data digest" : "");
+	/* H16: tell the host (events.h) about the new I_T nexus and where it comes from. */
+	if (!l->discovery && conn->sess && conn->sess->core)
+		scsitgt__event_session(conn->sess->core, SCSITGT_EVENT_SESSION_LOGIN, conn->peer);
 	scsitgt__iscsi_login_destroy(conn);
 	scsitgt__iscsi_conn_enter_ffp(conn);
 	return 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stats.h"
 #include "transport/iscsi/conn.h"
 
 struct tmf_ctx {
@@ -141,6 +142,7 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	scsitgt__iscsi_conn_hold(conn);
 	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_INFO, "task management function %u (RTT 0x%08x)",
 				func, rtt);
+	scsitgt__stats_tmf(sess->core, &h[ISCSI_BHS_LUN]);
 	scsitgt__tmf_execute(sess->core, type, &h[ISCSI_BHS_LUN], rtt, tmf_done, ctx);
 	return 0;
 }
