@@ -211,7 +211,8 @@ static void lf_start(struct loop_fabric *lf, const uint8_t lun[8], const uint8_t
 	p->res = res;
 	res->cmd = cmd;
 	scsitgt__cmd_setup(cmd, lun, cdb, cdb_len, 0, 0x1000 + lf->ndone);
-	if (cmd->state == SCSITGT__CMD_NEED_DATA) {
+	/* A write of zero bytes (e.g. COMPARE AND WRITE of 0 blocks) has no buffer. */
+	if (cmd->state == SCSITGT__CMD_NEED_DATA && cmd->xfer_len) {
 		size_t n = dout_len < cmd->xfer_len ? dout_len : cmd->xfer_len;
 
 		memset(cmd->buf, 0, cmd->xfer_len);
