@@ -42,6 +42,29 @@ bool scsitgt__sbc_has_cache(const struct scsitgt_lun *lun)
 	       scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH);
 }
 
+void scsitgt__sbc_decode_range(const uint8_t *cdb, size_t cdb_len, uint64_t *lba,
+			       uint32_t *nblocks, uint16_t *len_off)
+{
+	/* SBC-4 §4.2.2: the 10-, 12- and 16-byte media CDBs share these field positions. */
+	switch (cdb_len) {
+	case 10:
+		*lba = get_be32(&cdb[2]);
+		*nblocks = get_be16(&cdb[7]);
+		*len_off = 7;
+		break;
+	case 12:
+		*lba = get_be32(&cdb[2]);
+		*nblocks = get_be32(&cdb[6]);
+		*len_off = 6;
+		break;
+	default:
+		*lba = get_be64(&cdb[2]);
+		*nblocks = get_be32(&cdb[10]);
+		*len_off = 10;
+		break;
+	}
+}
+
 enum scsitgt__sense_reason scsitgt__sbc_check_range(struct scsitgt__cmd *cmd, uint64_t lba,
 						    uint32_t nblocks, uint16_t len_off)
 {

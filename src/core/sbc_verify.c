@@ -33,23 +33,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_verify(struct scsitgt__cmd *
 	uint32_t nblocks;
 	uint16_t len_off;
 
-	switch (cdb[0]) {
-	case SBC_WRITE_AND_VERIFY_10:
-		lba = get_be32(&cdb[2]);
-		nblocks = get_be16(&cdb[7]);
-		len_off = 7;
-		break;
-	case SBC_WRITE_AND_VERIFY_12:
-		lba = get_be32(&cdb[2]);
-		nblocks = get_be32(&cdb[6]);
-		len_off = 6;
-		break;
-	default: /* WRITE AND VERIFY (16) */
-		lba = get_be64(&cdb[2]);
-		nblocks = get_be32(&cdb[10]);
-		len_off = 10;
-		break;
-	}
+	scsitgt__sbc_decode_range(cdb, cmd->def->cdb_len, &lba, &nblocks, &len_off);
 	/* SBC-4 Table 38: BYTCHK 00b verifies the medium, 01b compares; 10b and 11b are
 	 * reserved for WRITE AND VERIFY. */
 	if (bytchk > 1)
@@ -170,23 +154,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_verify(struct scsitgt__cmd *cmd)
 	uint32_t nblocks;
 	uint16_t len_off;
 
-	switch (cdb[0]) {
-	case SBC_VERIFY_10:
-		lba = get_be32(&cdb[2]);
-		nblocks = get_be16(&cdb[7]);
-		len_off = 7;
-		break;
-	case SBC_VERIFY_12:
-		lba = get_be32(&cdb[2]);
-		nblocks = get_be32(&cdb[6]);
-		len_off = 6;
-		break;
-	default: /* VERIFY (16) */
-		lba = get_be64(&cdb[2]);
-		nblocks = get_be32(&cdb[10]);
-		len_off = 10;
-		break;
-	}
+	scsitgt__sbc_decode_range(cdb, cmd->def->cdb_len, &lba, &nblocks, &len_off);
 	/* VRPROTECT was refused by the usage mask (no protection information, SBC-4 §4.22). */
 	if (bytchk == VRFY_RESERVED)
 		return scsitgt__cmd_bad_cdb_field(cmd, 1, 2);
