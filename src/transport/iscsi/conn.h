@@ -354,6 +354,12 @@ int scsitgt__iscsi_portal_address(const struct scsitgt_portal *portal,
 
 /* Put a portal with its own listener (stop_listener set) in service, as a TCP one. */
 void scsitgt__iscsi_portal_register(struct scsitgt_portal *portal);
+/*
+ * Portal options as scsitgt_portal_create() takes them (TCP and iSER): copy min(size) bytes over
+ * the defaults into @o, check them and parse the address into @sa. 0 or -EINVAL.
+ */
+int scsitgt__iscsi_portal_opts_check(struct scsitgt_portal_opts *o, struct sockaddr_storage *sa,
+				     const struct scsitgt_portal_opts *opts);
 /* Its listener finished closing (stop_listener portals). */
 void scsitgt__iscsi_portal_listener_gone(struct scsitgt_portal *portal);
 

@@ -448,6 +448,25 @@ static void portal_failed_closed(uv_handle_t *h)
 	free(h->data);
 }
 
+int scsitgt__iscsi_portal_opts_check(struct scsitgt_portal_opts *o, struct sockaddr_storage *sa,
+				     const struct scsitgt_portal_opts *opts)
+{
+	scsitgt_portal_opts_init(o, sizeof(*o));
+	if (opts) {
+		if (opts->size == 0)
+			return -EINVAL;
+		memcpy(o, opts, opts->size < sizeof(*o) ? opts->size : sizeof(*o));
+		o->size = sizeof(*o);
+	}
+	if (o->address == NULL || o->tpgt == 0 || o->backlog < 1 || strlen(o->address) >= 64)
+		return -EINVAL;
+	memset(sa, 0, sizeof(*sa));
+	if (uv_ip4_addr(o->address, o->port, (struct sockaddr_in *)sa) != 0 &&
+	    uv_ip6_addr(o->address, o->port, (struct sockaddr_in6 *)sa) != 0)
+		return -EINVAL;
+	return 0;
+}
+
 SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scsitgt_engine *engine,
 					 const struct scsitgt_portal_opts *opts)
 {
@@ -460,18 +479,9 @@ SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scs
 
 	if (out == NULL || engine == NULL || engine->destroying)
 		return -EINVAL;
-	scsitgt_portal_opts_init(&o, sizeof(o));
-	if (opts) {
-		if (opts->size == 0)
-			return -EINVAL;
-		memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
-	}
-	if (o.address == NULL || o.tpgt == 0 || o.backlog < 1 || strlen(o.address) >= 64)
-		return -EINVAL;
-	memset(&sa, 0, sizeof(sa));
-	if (uv_ip4_addr(o.address, o.port, (struct sockaddr_in *)&sa) != 0 &&
-	    uv_ip6_addr(o.address, o.port, (struct sockaddr_in6 *)&sa) != 0)
-		return -EINVAL;
+	rc = scsitgt__iscsi_portal_opts_check(&o, &sa, opts);
+	if (rc < 0)
+		return rc;
 	ie = scsitgt__iscsi_engine_get(engine);
 	if (ie == NULL)
 		return -ENOMEM;

@@ -1026,18 +1026,9 @@ SCSITGT_EXPORT int scsitgt_iser_portal_create(struct scsitgt_portal **out,
 
 	if (out == NULL || engine == NULL || engine->destroying)
 		return -EINVAL;
-	scsitgt_portal_opts_init(&o, sizeof(o));
-	if (opts) {
-		if (opts->size == 0)
-			return -EINVAL;
-		memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
-	}
-	if (o.address == NULL || o.tpgt == 0 || o.backlog < 1 || strlen(o.address) >= 64)
-		return -EINVAL;
-	memset(&sa, 0, sizeof(sa));
-	if (uv_ip4_addr(o.address, o.port, (struct sockaddr_in *)&sa) != 0 &&
-	    uv_ip6_addr(o.address, o.port, (struct sockaddr_in6 *)&sa) != 0)
-		return -EINVAL;
+	rc = scsitgt__iscsi_portal_opts_check(&o, &sa, opts);
+	if (rc < 0)
+		return rc;
 	ie = scsitgt__iscsi_engine_get(engine);
 	if (ie == NULL)
 		return -ENOMEM;
