@@ -1,0 +1,880 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SRP target ports over RDMA/CM: listening, logins (SRP r16a §6.2), nexuses and channels.
+ *
+ * A login is an RDMA/CM CONNECT_REQUEST whose private data is the 56-byte compact
+ * SRP_LOGIN_REQ. It is checked (scsitgt__srp_login_check), then its multi-channel action is
+ * applied (§6.2.2): SINGLE logs out every channel of the same I_T nexus (SRP_T_LOGOUT with
+ * reason "multi-channel action SINGLE") and starts a new nexus; MULTI adds the channel to the
+ * live nexus of the same initiator port, within max_channels. The channel gets its QP on the
+ * device's shared CQ, receive buffers for the request limit plus room for the answers to our
+ * own requests, and is accepted with the SRP_LOGIN_RSP as CM private data; a refusal is
+ * rdma_reject() with an SRP_LOGIN_REJ.
+ *
+ * Teardown: a channel is closed by the initiator (disconnect, SRP_I_LOGOUT) or by us
+ * (SRP_T_LOGOUT, delivered before we disconnect). The QP goes to error and every posted work
+ * request completes; once none is left, the tasks are released, and the last channel of a
+ * nexus ends the nexus (the core session).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/stats.h"
+#include "transport/srp/srp_int.h"
+#include "util/be.h"
+
+/* RNR NAK timer the initiator waits before resending to an empty receive queue (IBTA
+ * encoding 12: 0.64 ms). */
+#define SRP_MIN_RNR_TIMER 12
+
+/* ---- logging ---- */
+
+void scsitgt__srp_ch_log(const struct srp_ch *ch, enum scsitgt_log_level level, const char *fmt,
+			 ...)
+{
+	const struct scsitgt__logger *lg = &ch->port->engine->log;
+	char msg[256];
+	va_list ap;
+
+	if (!scsitgt__log_enabled(lg, level))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	scsitgt__log(lg, level, SCSITGT__SRP_SUBSYS, "channel %s%s%s: %s", ch->peer,
+		     ch->nx ? " of " : "", ch->nx ? ch->nx->name : "", msg);
+}
+
+static void hex16(char *out, const uint8_t id[16])
+{
+	out[0] = '0';
+	out[1] = 'x';
+	for (int i = 0; i < 16; i++)
+		snprintf(&out[2 + 2 * i], 3, "%02x", id[i]);
+}
+
+/* ---- receive buffers and our own sends ---- */
+
+static int ch_post_recv(struct srp_ch *ch, uint32_t idx)
+{
+	struct ibv_recv_wr wr, *bad;
+	struct ibv_sge sge;
+
+	sge.addr = (uintptr_t)scsitgt__rdma_pool_buf(&ch->rxp, idx);
+	sge.length = ch->rxp.buf_size;
+	sge.lkey = ch->rxp.mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uintptr_t)&ch->recvs[idx].w;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	if (ibv_post_recv(ch->id->qp, &wr, &bad) != 0)
+		return -EIO;
+	ch->posted++;
+	return 0;
+}
+
+/* End of a handler: free when drained after a close, else post what became possible. */
+void scsitgt__srp_ch_leave(struct srp_ch *ch)
+{
+	if (--ch->busy)
+		return;
+	if (ch->disconnect)
+		scsitgt__srp_ch_check_drained(ch);
+	else
+		scsitgt__srp_ch_pump(ch);
+}
+
+static void ch_recv_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
+{
+	struct srp_recv *r = scsitgt__container_of(w, struct srp_recv, w);
+	struct srp_ch *ch = r->ch;
+
+	ch->posted--;
+	ch->busy++;
+	if (wc->status != IBV_WC_SUCCESS || ch->disconnect) {
+		if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
+			scsitgt__srp_ch_close(ch, -1, ibv_wc_status_str(wc->status));
+		scsitgt__srp_ch_leave(ch);
+		return;
+	}
+	/* The IU is consumed (copied or acted on) before its buffer is posted again. */
+	if (scsitgt__srp_ch_recv(ch, scsitgt__rdma_pool_buf(&ch->rxp, r->idx), wc->byte_len) == 0 &&
+	    !ch->disconnect && ch_post_recv(ch, r->idx) < 0)
+		scsitgt__srp_ch_close(ch, -1, "cannot repost a receive buffer");
+	scsitgt__srp_ch_leave(ch);
+}
+
+static void ch_disconnect(struct srp_ch *ch);
+
+static void slot_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
+{
+	struct srp_slot *s = scsitgt__container_of(w, struct srp_slot, w);
+	struct srp_ch *ch = s->ch;
+	bool logout = s->logout;
+
+	ch->posted--;
+	ch->sq_free++;
+	ch->busy++;
+	s->logout = false;
+	scsitgt__rdma_pool_put(&ch->txp, s->idx);
+	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
+		scsitgt__srp_ch_close(ch, -1, ibv_wc_status_str(wc->status));
+	/* SRP_T_LOGOUT reached the initiator (or failed): now the channel goes. */
+	if (logout)
+		ch_disconnect(ch);
+	scsitgt__srp_ch_leave(ch);
+}
+
+int scsitgt__srp_ch_send_own(struct srp_ch *ch, const uint8_t *iu, size_t len, bool logout)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	uint8_t *buf;
+	int idx;
+
+	if (ch->disconnect || !ch->accepted || len > ch->ti_iu_len)
+		return -ENOTCONN;
+	if (ch->sq_free == 0)
+		return -EAGAIN;
+	idx = scsitgt__rdma_pool_get(&ch->txp);
+	if (idx < 0)
+		return -EAGAIN;
+	buf = scsitgt__rdma_pool_buf(&ch->txp, (uint32_t)idx);
+	memcpy(buf, iu, len);
+	sge.addr = (uintptr_t)buf;
+	sge.length = (uint32_t)len;
+	sge.lkey = ch->txp.mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uintptr_t)&ch->slots[idx].w;
+	wr.opcode = IBV_WR_SEND;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	if (ibv_post_send(ch->id->qp, &wr, &bad) != 0) {
+		scsitgt__rdma_pool_put(&ch->txp, (uint32_t)idx);
+		return -EIO;
+	}
+	ch->slots[idx].logout = logout;
+	ch->posted++;
+	ch->sq_free--;
+	return 0;
+}
+
+/* ---- teardown ---- */
+
+static void port_check_done(struct scsitgt_srp_portal *port);
+
+static void nexus_free(struct srp_nexus *nx)
+{
+	struct scsitgt_srp_portal *port = nx->port;
+
+	scsitgt__list_remove(&nx->node);
+	if (nx->core) {
+		scsitgt__log(&port->engine->log, SCSITGT_LOG_NOTICE, SCSITGT__SRP_SUBSYS,
+			     "I_T nexus %s ended", nx->name);
+		scsitgt__event_session(nx->core, SCSITGT_EVENT_SESSION_LOGOUT, NULL);
+		scsitgt__session_destroy(nx->core);
+	}
+	free(nx);
+}
+
+static void ch_free(struct srp_ch *ch)
+{
+	struct scsitgt_srp_portal *port = ch->port;
+	struct srp_nexus *nx = ch->nx;
+
+	scsitgt__srp_ch_release_tasks(ch);
+	if (ch->qp_created)
+		rdma_destroy_qp(ch->id);
+	if (ch->id)
+		rdma_destroy_id(ch->id);
+	if (ch->pools) {
+		scsitgt__rdma_pool_destroy(&ch->rxp);
+		scsitgt__rdma_pool_destroy(&ch->txp);
+	}
+	if (ch->cq_reserved)
+		scsitgt__rdma_dev_unreserve(ch->dev, (int)(ch->nrecv + ch->sq_depth));
+	if (ch->dev)
+		scsitgt__rdma_dev_put(ch->dev);
+	if (ch->up_counted)
+		port->nchans_up--;
+	free(ch->recvs);
+	free(ch->slots);
+	scsitgt__list_remove(&ch->node);
+	if (nx) {
+		scsitgt__list_remove(&ch->nx_node);
+		if (--nx->nchans == 0)
+			nexus_free(nx); /* the last channel: I_T nexus loss */
+	}
+	free(ch);
+	port_check_done(port);
+}
+
+void scsitgt__srp_ch_check_drained(struct srp_ch *ch)
+{
+	if (!ch->disconnect || ch->posted || ch->busy || ch->holds)
+		return;
+	ch_free(ch);
+}
+
+static void ch_disconnect(struct srp_ch *ch)
+{
+	if (ch->disconnect)
+		return;
+	ch->closing = true;
+	ch->disconnect = true;
+	scsitgt__srp_ch_drop_queued(ch);
+	/* The QP goes to error: every posted work request completes as flushed. */
+	if (!ch->accepted || rdma_disconnect(ch->id) != 0) {
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+
+		if (ch->qp_created)
+			ibv_modify_qp(ch->id->qp, &a, IBV_QP_STATE);
+	}
+	ch->busy++;
+	scsitgt__srp_ch_leave(ch);
+}
+
+void scsitgt__srp_ch_close(struct srp_ch *ch, int tlo_reason, const char *why)
+{
+	uint8_t iu[SRP_T_LOGOUT_LEN];
+
+	if (ch->closing)
+		return;
+	ch->closing = true;
+	scsitgt__srp_ch_log(ch, tlo_reason >= 0 ? SCSITGT_LOG_NOTICE : SCSITGT_LOG_INFO,
+			    "closing: %s", why);
+	/* §6.4: a target logout is an SRP_T_LOGOUT, then the channel goes. */
+	if (tlo_reason >= 0 && ch->connected && !ch->disconnect) {
+		scsitgt__srp_t_logout_encode(iu, 0, (uint32_t)tlo_reason, ch->next_tag++);
+		if (scsitgt__srp_ch_send_own(ch, iu, sizeof(iu), true) == 0) {
+			scsitgt__srp_ch_drop_queued(ch);
+			return;
+		}
+	}
+	ch_disconnect(ch);
+}
+
+/* ---- channel events ---- */
+
+static void ch_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt__rdma_cm_event *ev)
+{
+	struct srp_ch *ch = scsitgt__container_of(h, struct srp_ch, cmh);
+
+	scsitgt__srp_ch_log(ch, SCSITGT_LOG_DEBUG, "rdma_cm %s (status %d)",
+			    scsitgt__rdma_cm_event_name(ev->type), ev->status);
+	switch (ev->type) {
+	case RDMA_CM_EVENT_ESTABLISHED: {
+		struct ibv_qp_attr a;
+
+		ch->connected = true;
+		/* rdma_cm leaves the RNR NAK timer at 0 (655 ms); RTS -> RTS may change it. */
+		memset(&a, 0, sizeof(a));
+		a.min_rnr_timer = SRP_MIN_RNR_TIMER;
+		if (ibv_modify_qp(ch->id->qp, &a, IBV_QP_MIN_RNR_TIMER) != 0)
+			scsitgt__srp_ch_log(ch, SCSITGT_LOG_DEBUG, "cannot set the RNR timer");
+		if (!ch->up_counted) {
+			ch->up_counted = true;
+			ch->port->nchans_up++;
+		}
+		ch->busy++;
+		scsitgt__srp_ch_leave(ch);
+		break;
+	}
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		ch->connected = false;
+		ch->closing = true;
+		ch_disconnect(ch);
+		break;
+	default:
+		break; /* TIMEWAIT_EXIT: the QP is drained by counting completions */
+	}
+}
+
+/* ---- login ---- */
+
+static struct srp_nexus *nexus_find(struct scsitgt_srp_portal *port, const uint8_t iport[16])
+{
+	for (struct scsitgt__list *p = port->nexuses.next; p != &port->nexuses; p = p->next) {
+		struct srp_nexus *nx = scsitgt__container_of(p, struct srp_nexus, node);
+
+		if (!nx->closing && memcmp(nx->iport, iport, 16) == 0)
+			return nx;
+	}
+	return NULL;
+}
+
+static int nexus_create(struct srp_nexus **out, struct scsitgt_srp_portal *port,
+			const struct scsitgt__srp_login_req *req)
+{
+	struct scsitgt__nexus_info info;
+	struct srp_nexus *nx;
+	char iname[40], tname[40];
+	int rc;
+
+	nx = calloc(1, sizeof(*nx));
+	if (nx == NULL)
+		return -ENOMEM;
+	nx->port = port;
+	memcpy(nx->iport, req->initiator_port_id, 16);
+	scsitgt__list_init(&nx->chans);
+	/* SPC-5 §7.6.4.5 (SCSI RDMA Protocol): ports are named by their 128-bit identifiers. */
+	hex16(iname, req->initiator_port_id);
+	hex16(tname, req->target_port_id);
+	snprintf(nx->name, sizeof(nx->name), "%s", iname);
+	memset(&info, 0, sizeof(info));
+	info.protocol_id = SCSITGT__PROTO_SRP;
+	info.initiator_name = iname;
+	info.initiator_port = iname;
+	info.target_port = tname;
+	info.rel_port_id = port->opts.rel_port_id;
+	info.tpg_id = port->opts.rel_port_id;
+	rc = scsitgt__session_create(&nx->core, port->tgt, &info, &scsitgt__srp_fabric_ops, nx);
+	if (rc < 0) {
+		free(nx);
+		return rc;
+	}
+	scsitgt__list_add_tail(&port->nexuses, &nx->node);
+	*out = nx;
+	return 0;
+}
+
+/* §6.2.2 MULTI-CHANNEL ACTION: SINGLE ends the other channels of the nexus. */
+static void nexus_terminate(struct srp_nexus *nx)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	nx->closing = true;
+	scsitgt__list_foreach_safe(pos, tmp, &nx->chans)
+	{
+		struct srp_ch *c = scsitgt__container_of(pos, struct srp_ch, nx_node);
+
+		scsitgt__srp_ch_close(c, SRP_TLO_MULTICHAN_SINGLE,
+				      "a new login with multi-channel action SINGLE");
+	}
+}
+
+static void ch_reject(struct srp_ch *ch, struct rdma_cm_id *id, uint32_t reason, uint64_t tag)
+{
+	uint8_t rej[SRP_LOGIN_REJ_LEN];
+
+	scsitgt__log(&ch->port->engine->log, SCSITGT_LOG_WARNING, SCSITGT__SRP_SUBSYS,
+		     "login from %s rejected: %s (0x%08x)", ch->peer,
+		     scsitgt__srp_rej_reason_name(reason), reason);
+	scsitgt__srp_login_rej_encode(rej, reason, tag, SRP_BUF_FMT_DIRECT | SRP_BUF_FMT_INDIRECT);
+	rdma_reject(id, rej, sizeof(rej));
+}
+
+/* The port's registered command buffers on @dev, created on first use; NULL without. */
+static struct scsitgt__rdma_mem *port_mem_get(struct scsitgt_srp_portal *port,
+					      struct scsitgt__rdma_dev *dev)
+{
+	struct srp_mem *e;
+	int rc;
+
+	for (struct scsitgt__list *p = port->mems.next; p != &port->mems; p = p->next) {
+		e = scsitgt__container_of(p, struct srp_mem, node);
+		if (e->dev == dev)
+			return e->mem;
+	}
+	if (port->opts.buffer_bytes == 0)
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return NULL;
+	rc = scsitgt__rdma_mem_create(&e->mem, dev, (size_t)port->opts.buffer_bytes,
+				      IBV_ACCESS_LOCAL_WRITE);
+	if (rc < 0) {
+		scsitgt__log(&port->engine->log, SCSITGT_LOG_WARNING, SCSITGT__SRP_SUBSYS,
+			     "cannot register %llu bytes of command buffers (%s): each command "
+			     "registers its own",
+			     (unsigned long long)port->opts.buffer_bytes, scsitgt_strerror(rc));
+		free(e);
+		return NULL;
+	}
+	e->dev = dev;
+	scsitgt__list_add_tail(&port->mems, &e->node);
+	return e->mem;
+}
+
+static void port_mems_put(struct scsitgt_srp_portal *port)
+{
+	while (!scsitgt__list_empty(&port->mems)) {
+		struct srp_mem *e = scsitgt__container_of(port->mems.next, struct srp_mem, node);
+
+		scsitgt__list_remove(&e->node);
+		/* Buffers of commands still in a backend keep the memory until they return. */
+		scsitgt__rdma_mem_put(e->mem);
+		free(e);
+	}
+}
+
+/* QP, buffers and receives of an accepted login. */
+static int ch_resources(struct srp_ch *ch)
+{
+	struct scsitgt_srp_portal *port = ch->port;
+	uint32_t q = port->opts.queue_size;
+	int rc;
+
+	rc = scsitgt__rdma_dev_get(&ch->dev, &port->devs, port->engine->loop, ch->id->verbs, NULL,
+				   NULL);
+	if (rc < 0)
+		return rc;
+	ch->mem = port_mem_get(port, ch->dev);
+	ch->nrecv = q + SRP_RECV_EXTRA;
+	ch->nsend = q + SRP_SEND_EXTRA;
+	/* A command's Data-In may take one RDMA WRITE per descriptor, then its response. */
+	ch->sq_depth = q * 4u < SRP_MAX_DESCRIPTORS + 8u ? SRP_MAX_DESCRIPTORS + 8u : q * 4u;
+	ch->sq_depth += SRP_SEND_EXTRA;
+	if (ch->sq_depth > (unsigned int)ch->dev->attr.max_qp_wr)
+		ch->sq_depth = (unsigned int)ch->dev->attr.max_qp_wr;
+	if (ch->nrecv > (uint32_t)ch->dev->attr.max_qp_wr || ch->sq_depth < ch->nsend)
+		return -ENOSPC;
+	rc = scsitgt__rdma_dev_reserve(ch->dev, (int)(ch->nrecv + ch->sq_depth));
+	if (rc < 0)
+		return rc;
+	ch->cq_reserved = true;
+	rc = scsitgt__rdma_qp_create(ch->id, ch->dev, ch->sq_depth, ch->nrecv, 1);
+	if (rc < 0)
+		return rc;
+	ch->qp_created = true;
+	rc = scsitgt__rdma_pool_init(&ch->rxp, ch->dev->pd, ch->nrecv, ch->it_iu_len,
+				     IBV_ACCESS_LOCAL_WRITE);
+	if (rc == 0) {
+		rc = scsitgt__rdma_pool_init(&ch->txp, ch->dev->pd, ch->nsend, ch->ti_iu_len, 0);
+		if (rc < 0)
+			scsitgt__rdma_pool_destroy(&ch->rxp);
+	}
+	if (rc < 0)
+		return rc;
+	ch->pools = true;
+	ch->recvs = calloc(ch->nrecv, sizeof(*ch->recvs));
+	ch->slots = calloc(ch->nsend, sizeof(*ch->slots));
+	if (ch->recvs == NULL || ch->slots == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < ch->nsend; i++) {
+		ch->slots[i].w.done = slot_done;
+		ch->slots[i].ch = ch;
+		ch->slots[i].idx = i;
+	}
+	/* Receives are posted before the login is accepted: the initiator may send at once. */
+	for (uint32_t i = 0; i < ch->nrecv; i++) {
+		ch->recvs[i].w.done = ch_recv_done;
+		ch->recvs[i].ch = ch;
+		ch->recvs[i].idx = i;
+		rc = ch_post_recv(ch, i);
+		if (rc < 0)
+			return rc;
+	}
+	ch->sq_free = ch->sq_depth;
+	return 0;
+}
+
+/*
+ * Handle a login. Returns 0 when accepted, else the SRP_LOGIN_REJ reason (the caller rejects
+ * and frees the channel).
+ */
+static uint32_t ch_login(struct srp_ch *ch, const struct scsitgt__rdma_cm_event *ev,
+			 uint64_t *tag)
+{
+	struct scsitgt_srp_portal *port = ch->port;
+	const struct scsitgt_srp_portal_opts *o = &port->opts;
+	struct scsitgt__srp_login_limits lim;
+	struct scsitgt__srp_login_verdict v;
+	struct scsitgt__srp_login_req req;
+	struct scsitgt__srp_login_rsp rsp;
+	struct rdma_conn_param cp;
+	uint8_t rbuf[SRP_LOGIN_RSP_LEN];
+	struct srp_nexus *nx;
+	enum scsitgt__srp_mc_action action;
+	uint8_t mc_result;
+	uint32_t reason;
+	int rc;
+
+	*tag = 0;
+	if (scsitgt__srp_login_req_decode(ev->conn.private_data, ev->conn.private_data_len, true,
+					  &req) < 0)
+		return SRP_REJ_UNABLE_ESTABLISH;
+	*tag = req.tag;
+	memset(&lim, 0, sizeof(lim));
+	lim.id_ext = o->id_ext;
+	lim.ioc_guid = o->ioc_guid;
+	lim.max_it_iu_len = o->max_it_iu_len;
+	lim.min_it_iu_len = SRP_CMD_LEN + SRP_DIRECT_DESC_LEN;
+	lim.buf_fmt = SRP_BUF_FMT_DIRECT | SRP_BUF_FMT_INDIRECT;
+	lim.immediate_data = o->immediate_data;
+	reason = scsitgt__srp_login_check(&req, &lim, &v);
+	if (reason)
+		return reason;
+	if (port->tgt == NULL || port->tgt->destroying)
+		return SRP_REJ_UNABLE_ESTABLISH;
+	ch->it_iu_len = v.it_iu_len;
+	ch->ti_iu_len = o->max_ti_iu_len;
+	ch->imm_off = v.imm_data_offset;
+
+	nx = nexus_find(port, req.initiator_port_id);
+	reason = scsitgt__srp_multichannel(v.multi, nx ? nx->nchans : 0, o->max_channels, &action,
+					   &mc_result);
+	if (reason)
+		return reason;
+	if (action != SRP_MC_JOIN) {
+		if (action == SRP_MC_NEW_TERMINATE)
+			nexus_terminate(nx);
+		nx = NULL;
+	}
+	if (ch_resources(ch) < 0)
+		return SRP_REJ_INSUFFICIENT_RESOURCES;
+	if (nx == NULL) {
+		rc = nexus_create(&nx, port, &req);
+		if (rc == -ENOMEM)
+			return SRP_REJ_INSUFFICIENT_RESOURCES;
+		if (rc < 0) {
+			scsitgt__log(&port->engine->log, SCSITGT_LOG_WARNING, SCSITGT__SRP_SUBSYS,
+				     "no I_T nexus for %s: %s", ch->peer, scsitgt_strerror(rc));
+			return SRP_REJ_UNABLE_ESTABLISH;
+		}
+		scsitgt__event_session(nx->core, SCSITGT_EVENT_SESSION_LOGIN, ch->peer);
+	}
+	ch->nx = nx;
+	nx->nchans++;
+	scsitgt__list_add_tail(&nx->chans, &ch->nx_node);
+
+	memset(&rsp, 0, sizeof(rsp));
+	rsp.req_lim_delta = scsitgt__srp_credits_init(&ch->cred, o->queue_size);
+	rsp.tag = req.tag;
+	rsp.max_it_iu_len = ch->it_iu_len;
+	rsp.max_ti_iu_len = ch->ti_iu_len;
+	rsp.buf_fmt = SRP_BUF_FMT_DIRECT | SRP_BUF_FMT_INDIRECT;
+	rsp.flags = mc_result | (ch->imm_off ? SRP_LOGIN_RSP_IMMED_SUPP : 0);
+	scsitgt__srp_login_rsp_encode(rbuf, &rsp);
+	/*
+	 * Our RDMA READ depth: the initiator's responder resources, which the passive side's
+	 * CONNECT_REQUEST reports as initiator_depth (ib_srp offers 4), within the device.
+	 */
+	ch->rd_depth = ev->conn.initiator_depth;
+	if (ch->rd_depth > (unsigned int)ch->dev->attr.max_qp_init_rd_atom)
+		ch->rd_depth = (unsigned int)ch->dev->attr.max_qp_init_rd_atom;
+	if (ch->rd_depth == 0)
+		ch->rd_depth = 1;
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = rbuf;
+	cp.private_data_len = sizeof(rbuf);
+	cp.responder_resources = ev->conn.responder_resources;
+	if (cp.responder_resources > ch->dev->attr.max_qp_rd_atom)
+		cp.responder_resources = (uint8_t)ch->dev->attr.max_qp_rd_atom;
+	cp.initiator_depth = (uint8_t)ch->rd_depth;
+	cp.rnr_retry_count = 7;
+	cp.flow_control = 1;
+	if (rdma_accept(ch->id, &cp) != 0)
+		return SRP_REJ_INSUFFICIENT_RESOURCES;
+	ch->accepted = true;
+	scsitgt__srp_ch_log(ch, SCSITGT_LOG_NOTICE,
+			    "login accepted: %s, IU %u/%u bytes, request limit %u, immediate data "
+			    "offset %u, RDMA READ depth %u, %u channel(s)",
+			    mc_result == SRP_LOGIN_RSP_MAINTAINED ? "MULTI"
+			    : mc_result == SRP_LOGIN_RSP_TERMINATED ? "SINGLE (old channels ended)"
+								     : "new nexus",
+			    ch->it_iu_len, ch->ti_iu_len, o->queue_size,
+			    ch->imm_off, ch->rd_depth, nx->nchans);
+	return 0;
+}
+
+static void port_connect_request(struct scsitgt_srp_portal *port,
+				 const struct scsitgt__rdma_cm_event *ev)
+{
+	const struct sockaddr *sa;
+	struct srp_ch *ch;
+	uint32_t reason;
+	uint64_t tag;
+
+	if (port->stopping) {
+		rdma_reject(ev->id, NULL, 0);
+		rdma_destroy_id(ev->id);
+		return;
+	}
+	ch = calloc(1, sizeof(*ch));
+	if (ch == NULL) {
+		rdma_reject(ev->id, NULL, 0);
+		rdma_destroy_id(ev->id);
+		return;
+	}
+	ch->cmh.event = ch_cm_event;
+	ch->port = port;
+	ch->id = ev->id;
+	ch->id->context = &ch->cmh;
+	ch->next_tag = 1;
+	scsitgt__list_init(&ch->tasks);
+	scsitgt__list_init(&ch->rdq);
+	scsitgt__list_init(&ch->sendq);
+	scsitgt__list_init(&ch->tmfq);
+	scsitgt__list_init(&ch->nx_node);
+	sa = rdma_get_peer_addr(ch->id);
+	snprintf(ch->peer, sizeof(ch->peer), "?");
+	if (sa && sa->sa_family == AF_INET)
+		uv_ip4_name((const struct sockaddr_in *)(const void *)sa, ch->peer, sizeof(ch->peer));
+	else if (sa && sa->sa_family == AF_INET6)
+		uv_ip6_name((const struct sockaddr_in6 *)(const void *)sa, ch->peer,
+			    sizeof(ch->peer));
+	scsitgt__list_add_tail(&port->chans, &ch->node);
+	reason = ch_login(ch, ev, &tag);
+	if (reason == 0)
+		return;
+	ch_reject(ch, ch->id, reason, tag);
+	ch->closing = true;
+	ch->disconnect = true;
+	if (ch->qp_created && ch->posted) {
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+
+		ibv_modify_qp(ch->id->qp, &a, IBV_QP_STATE);
+	}
+	scsitgt__srp_ch_check_drained(ch);
+}
+
+static void port_cm_event(struct scsitgt__rdma_cm_handler *h,
+			  const struct scsitgt__rdma_cm_event *ev)
+{
+	struct scsitgt_srp_portal *port = scsitgt__container_of(h, struct scsitgt_srp_portal, cmh);
+
+	if (ev->type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		/* The new id inherited the listener's context: it is ours until the login. */
+		port_connect_request(port, ev);
+		return;
+	}
+	scsitgt__log(&port->engine->log, SCSITGT_LOG_DEBUG, SCSITGT__SRP_SUBSYS, "port: %s",
+		     scsitgt__rdma_cm_event_name(ev->type));
+}
+
+/* ---- the target's list of ports ---- */
+
+struct srp_tgt_ext {
+	struct scsitgt__list ports;
+};
+
+static void tgt_ext_destroy(void *data)
+{
+	struct srp_tgt_ext *x = data;
+
+	/* The target is freed: its ports stay up but refuse logins. */
+	while (!scsitgt__list_empty(&x->ports)) {
+		struct scsitgt_srp_portal *p =
+			scsitgt__container_of(x->ports.next, struct scsitgt_srp_portal, tgt_node);
+
+		scsitgt__list_remove(&p->tgt_node);
+		scsitgt__list_init(&p->tgt_node);
+		p->tgt = NULL;
+	}
+	free(x);
+}
+
+static int tgt_attach(struct scsitgt_srp_portal *port, struct scsitgt_target *tgt)
+{
+	struct srp_tgt_ext *x = tgt->ext[SCSITGT__EXT_SRP].data;
+
+	if (x == NULL) {
+		x = calloc(1, sizeof(*x));
+		if (x == NULL)
+			return -ENOMEM;
+		scsitgt__list_init(&x->ports);
+		tgt->ext[SCSITGT__EXT_SRP].data = x;
+		tgt->ext[SCSITGT__EXT_SRP].destroy = tgt_ext_destroy;
+	}
+	port->tgt = tgt;
+	scsitgt__list_add_tail(&x->ports, &port->tgt_node);
+	return 0;
+}
+
+/* ---- port life cycle ---- */
+
+static void port_done_deferred(struct scsitgt__deferred *d)
+{
+	struct scsitgt_srp_portal *port = scsitgt__container_of(d, struct scsitgt_srp_portal, done_d);
+	scsitgt_done_cb cb = port->done_cb;
+	void *arg = port->done_arg;
+
+	free(port);
+	if (cb)
+		cb(arg, 0);
+}
+
+static void port_cm_closed(struct scsitgt__rdma_cm *cm)
+{
+	struct scsitgt_srp_portal *port = cm->data;
+
+	port->done_d.fn = port_done_deferred;
+	scsitgt__engine_defer(port->engine, &port->done_d);
+}
+
+static void port_check_done(struct scsitgt_srp_portal *port)
+{
+	if (!port->stopping || !scsitgt__list_empty(&port->chans) || port->cm.ch == NULL ||
+	    port->cm.closed)
+		return;
+	/* Devices close on their own once their last channel and buffer released them. */
+	port_mems_put(port);
+	scsitgt__rdma_cm_close(&port->cm, port_cm_closed);
+}
+
+static void port_stop(struct scsitgt_srp_portal *port, scsitgt_done_cb cb, void *cb_arg)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	port->stopping = true;
+	port->done_cb = cb;
+	port->done_arg = cb_arg;
+	scsitgt__engine_remove_service(port->engine, &port->svc);
+	scsitgt__list_remove(&port->tgt_node);
+	scsitgt__list_init(&port->tgt_node);
+	scsitgt__log(&port->engine->log, SCSITGT_LOG_INFO, SCSITGT__SRP_SUBSYS,
+		     "SRP port %s:%u stopping (%u channels)", port->address, port->port,
+		     port->nchans_up);
+	if (port->listen) {
+		rdma_destroy_id(port->listen);
+		port->listen = NULL;
+	}
+	scsitgt__list_foreach_safe(pos, tmp, &port->nexuses)
+	{
+		struct srp_nexus *nx = scsitgt__container_of(pos, struct srp_nexus, node);
+
+		nx->closing = true;
+	}
+	scsitgt__list_foreach_safe(pos, tmp, &port->chans)
+	{
+		struct srp_ch *c = scsitgt__container_of(pos, struct srp_ch, node);
+
+		scsitgt__srp_ch_close(c, SRP_TLO_NO_REASON, "SRP target port stopping");
+	}
+	port_check_done(port);
+}
+
+static void port_svc_shutdown(struct scsitgt__service *svc, scsitgt_done_cb cb, void *cb_arg)
+{
+	port_stop(scsitgt__container_of(svc, struct scsitgt_srp_portal, svc), cb, cb_arg);
+}
+
+static int opts_check(struct scsitgt_srp_portal_opts *o, struct sockaddr_storage *sa,
+		      const struct scsitgt_srp_portal_opts *opts)
+{
+	scsitgt_srp_portal_opts_init(o, sizeof(*o));
+	if (opts == NULL || opts->size == 0)
+		return -EINVAL;
+	memcpy(o, opts, opts->size < sizeof(*o) ? opts->size : sizeof(*o));
+	o->size = sizeof(*o);
+	if (o->address == NULL || strlen(o->address) >= 64 || o->ioc_guid == 0 ||
+	    o->max_channels < 1 || o->max_channels > 64 || o->queue_size < 2 ||
+	    o->queue_size > 4096 || o->max_it_iu_len < 64 || o->max_it_iu_len > (1u << 20) ||
+	    o->max_ti_iu_len < 64 || o->max_ti_iu_len > 65536 || o->rel_port_id == 0 ||
+	    o->backlog < 1)
+		return -EINVAL;
+	memset(sa, 0, sizeof(*sa));
+	if (uv_ip4_addr(o->address, o->port, (struct sockaddr_in *)sa) != 0 &&
+	    uv_ip6_addr(o->address, o->port, (struct sockaddr_in6 *)sa) != 0)
+		return -EINVAL;
+	return 0;
+}
+
+static void port_failed_cm_closed(struct scsitgt__rdma_cm *cm)
+{
+	free(cm->data);
+}
+
+SCSITGT_EXPORT int scsitgt_srp_portal_create(struct scsitgt_srp_portal **out,
+					     struct scsitgt_target *tgt,
+					     const struct scsitgt_srp_portal_opts *opts)
+{
+	struct scsitgt_srp_portal *port;
+	struct sockaddr_storage sa;
+	struct scsitgt_srp_portal_opts o;
+	struct scsitgt_engine *engine;
+	int rc;
+
+	if (out == NULL || tgt == NULL || tgt->destroying || tgt->engine->destroying)
+		return -EINVAL;
+	*out = NULL;
+	engine = tgt->engine;
+	rc = opts_check(&o, &sa, opts);
+	if (rc < 0)
+		return rc;
+	port = calloc(1, sizeof(*port));
+	if (port == NULL)
+		return -ENOMEM;
+	port->engine = engine;
+	port->opts = o;
+	snprintf(port->address, sizeof(port->address), "%s", o.address);
+	port->opts.address = port->address;
+	port->cmh.event = port_cm_event;
+	port->cm.data = port;
+	scsitgt__list_init(&port->devs);
+	scsitgt__list_init(&port->chans);
+	scsitgt__list_init(&port->nexuses);
+	scsitgt__list_init(&port->mems);
+	scsitgt__list_init(&port->tgt_node);
+	rc = scsitgt__rdma_cm_open(&port->cm, engine->loop);
+	if (rc < 0) {
+		free(port);
+		return rc == -ENOENT ? -ENODEV : rc;
+	}
+	if (rdma_create_id(port->cm.ch, &port->listen, &port->cmh, RDMA_PS_TCP) != 0)
+		rc = errno ? -errno : -ENODEV;
+	else if (rdma_bind_addr(port->listen, (struct sockaddr *)&sa) != 0)
+		rc = errno ? -errno : -EADDRNOTAVAIL;
+	else if (port->listen->verbs == NULL && strcmp(o.address, "0.0.0.0") != 0 &&
+		 strcmp(o.address, "::") != 0)
+		rc = -ENODEV; /* the address is not on an RDMA device */
+	else if (rdma_listen(port->listen, o.backlog) != 0)
+		rc = errno ? -errno : -EIO;
+	if (rc == 0)
+		rc = tgt_attach(port, tgt);
+	if (rc < 0) {
+		if (port->listen)
+			rdma_destroy_id(port->listen);
+		port->listen = NULL;
+		scsitgt__rdma_cm_close(&port->cm, port_failed_cm_closed);
+		return rc == -EADDRNOTAVAIL ? -ENODEV : rc;
+	}
+	port->port = ntohs(rdma_get_src_port(port->listen));
+	port->svc.shutdown = port_svc_shutdown;
+	scsitgt__engine_add_service(engine, &port->svc);
+	scsitgt__log(&engine->log, SCSITGT_LOG_INFO, SCSITGT__SRP_SUBSYS,
+		     "SRP port %s:%u listening for target port 0x%016" PRIx64 "%016" PRIx64
+		     " (target %s)",
+		     port->address, port->port, o.id_ext, o.ioc_guid, tgt->name);
+	*out = port;
+	return 0;
+}
+
+SCSITGT_EXPORT void scsitgt_srp_portal_destroy(struct scsitgt_srp_portal *portal,
+					       scsitgt_done_cb cb, void *cb_arg)
+{
+	if (portal == NULL || portal->stopping)
+		return;
+	port_stop(portal, cb, cb_arg);
+}
+
+SCSITGT_EXPORT uint16_t scsitgt_srp_portal_get_port(const struct scsitgt_srp_portal *portal)
+{
+	return portal ? portal->port : 0;
+}
+
+SCSITGT_EXPORT void scsitgt_srp_portal_get_counts(const struct scsitgt_srp_portal *portal,
+						  uint32_t *channels, uint32_t *nexuses)
+{
+	uint32_t n = 0;
+
+	if (portal) {
+		for (struct scsitgt__list *p = portal->nexuses.next; p != &portal->nexuses;
+		     p = p->next)
+			n++;
+	}
+	if (channels)
+		*channels = portal ? portal->nchans_up : 0;
+	if (nexuses)
+		*nexuses = n;
+}
