@@ -21,6 +21,7 @@
 
 #include "transport/iscsi/pdu.h"
 
+struct scsitgt__cmd;
 struct scsitgt__iscsi_conn;
 struct scsitgt__iscsi_task;
 
@@ -51,6 +52,11 @@ struct scsitgt__iscsi_dm_ops {
 	 */
 	bool rdma;
 	uint32_t max_recv_dsl;
+	/*
+	 * Optional: a SCSI command was created on @conn, before its CDB is parsed (iSER: its
+	 * data buffer comes from registered memory, cmd->buf_ops).
+	 */
+	void (*cmd_init)(struct scsitgt__iscsi_conn *conn, struct scsitgt__cmd *cmd);
 };
 
 #endif /* SCSITGT_ISCSI_DATAMOVER_H */

@@ -1,205 +1,53 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * iSER data mover (RFC 7145) for the iSCSI transport, over rdma_cm and verbs (rdma.h).
+ * iSER data mover (RFC 7145) for the iSCSI transport, over rdma_cm and verbs (rdma.h): the
+ * portal (an rdma_cm listener), connection set-up and teardown, and receive credits. The data
+ * path is in iser_io.c.
  *
- * A connection: CONNECT_REQUEST -> QP on the device's shared CQ, receive buffers posted, the
- * iSCSI connection created, rdma_accept() with the iSER CM REP private data (§9.1.2). Every
- * received SEND carries one iSCSI PDU behind the iSER header (§9.2); the PDU is fed to the
- * shared iSCSI receiver. The STags and base offsets a SCSI Command advertises are kept by ITT.
- *
- * Output (xmit): each PDU of a batch becomes
- *  - Data-In: an RDMA WRITE to the initiator's Read STag (the buffer of a SCSI read) at Read
- *    Base Offset + BufferOffset (§7.3.5); a status-carrying Data-In becomes a SCSI Response;
- *  - R2T: an RDMA READ from the Write STag (§7.3.6), queued behind the negotiated read depth
- *    (the initiator's responder resources); the data comes back to the iSCSI receiver as the
- *    Data-Out PDUs that R2T solicited;
- *  - anything else: a SEND of iSER header + BHS + data from the registered send pool.
- * WRITEs of a batch are posted in the same chain ahead of its SEND, so the RC ordering rule
- * places the data before the initiator sees the response. The batch is finished (its payload
- * released) when every WR of it completed.
+ * A connection: CONNECT_REQUEST -> QP on the device's shared CQ, receive buffers for the login
+ * posted, the iSCSI connection created, rdma_accept() with the iSER CM REP private data
+ * (§9.1.2). Before the final Login Response goes out, the receive buffers the negotiated
+ * session needs are posted and the CmdSN window is cut to what they cover (iser_flow.h). The
+ * commands of the connection take their data buffers from registered memory (one region per
+ * device and portal, registered once, sized by scsitgt_portal_opts::rdma_buffer_bytes).
  *
  * Teardown: rdma_disconnect() moves the QP to error, every posted WR completes (flushed);
  * when none is left the QP, id and buffers are destroyed and the iSCSI connection is told.
+ * DEVICE_REMOVAL closes the connections of the device and drops its listener and memory;
+ * ADDR_CHANGE closes connections and makes the listener bind again.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "libscsitgt/iscsi.h"
-#include "transport/iscsi/conn.h"
-#include "transport/iser/iser_proto.h"
-#include "transport/rdma/rdma.h"
+#include "transport/iser/iser_int.h"
 #include "util/be.h"
 
-/* Our receive data segment limit: TargetRecvDataSegmentLength and MaxRecvDataSegmentLength. */
-#define ISER_RECV_DSL 8192u
-#define ISER_RECV_SLOT (SCSITGT__ISER_HDR_LEN + ISCSI_BHS_LEN + ISCSI_AHS_MAX + ISER_RECV_DSL + 4u)
-/* Login responses carry up to 8192 bytes (RFC 7143 §6.2). */
-#define ISER_SEND_SLOT (SCSITGT__ISER_HDR_LEN + ISCSI_BHS_LEN + 8192u)
-#define ISER_NRECV 256u
-#define ISER_NSEND 128u
-#define ISER_SQ_DEPTH 512u
-#define ISER_ITT_BUCKETS 256u
-/* Commands with advertised STags tracked at once before we call it abuse. */
-#define ISER_ITT_MAX 4096u
+/* RNR NAK timer we ask the initiator to wait before resending to an empty receive queue
+ * (IBTA encoding 12: 0.64 ms). rdma_cm leaves it at 0, which means 655 ms. */
+#define ISER_MIN_RNR_TIMER 12
 
-struct iser_portal;
+static void ip_check_done(struct iser_portal *ip);
 
-struct iser_itt {
-	struct iser_itt *next;
-	uint32_t itt;
-	bool wsv, rsv;
-	bool sol_base_set;
-	uint32_t sol_base; /* buffer offset of the first solicited byte (first R2T) */
-	uint32_t write_stag, read_stag;
-	uint64_t write_va, read_va;
-};
-
-struct iser_recv {
-	struct scsitgt__rdma_wr w;
-	struct iser_conn *ic;
-	uint32_t idx;
-};
-
-struct iser_slot {
-	struct scsitgt__rdma_wr w;
-	struct iser_conn *ic;
-	struct iser_txop *op;
-	uint32_t idx;
-};
-
-/* What one batch became: its WRs, the MR over its Data-In payload. */
-struct iser_txop {
-	struct scsitgt__rdma_wr w; /* the WRITEs */
-	struct iser_conn *ic;
-	struct scsitgt__iscsi_tx *tx;
-	struct ibv_mr *mr;
-	unsigned int pending;
-	int status;
-};
-
-struct iser_read {
-	struct scsitgt__rdma_wr w;
-	struct iser_read *next;
-	struct iser_conn *ic;
-	uint8_t lun[8];
-	uint32_t itt, ttt, offset, len;
-	uint32_t rkey;
-	uint64_t raddr;
-	uint8_t *buf;
-	struct ibv_mr *mr;
-};
-
-struct iser_conn {
-	struct scsitgt__rdma_cm_handler cmh;
-	struct scsitgt__list node; /* ip->conns */
-	struct iser_portal *ip;
-	struct rdma_cm_id *id;
-	struct scsitgt__rdma_dev *dev;
-	struct scsitgt__iscsi_conn *conn;
-	struct scsitgt__rdma_pool rxp, txp;
-	struct iser_recv *recvs;
-	struct iser_slot *slots;
-	bool qp_created, pools, cq_reserved;
-	bool connected, closing, dm_close;
-	unsigned int posted; /* WRs not completed yet (receives + sends) */
-	unsigned int busy;   /* handlers running: no freeing under them */
-	unsigned int sq_free;
-	unsigned int rd_depth, rd_busy;
-	struct scsitgt__iscsi_tx *outq, **outq_tail;
-	struct iser_read *rdq, **rdq_tail;
-	struct iser_itt *itt[ISER_ITT_BUCKETS];
-	unsigned int nitt;
-};
-
-struct iser_portal {
-	struct scsitgt__rdma_cm_handler cmh;
-	struct scsitgt_portal *portal;
-	struct scsitgt__rdma_cm cm;
-	struct rdma_cm_id *listen;
-	struct scsitgt__list devs;
-	struct scsitgt__list conns;
-	unsigned int ndevs;
-	bool stopping, cm_closed;
-};
-
-static void ic_check_drained(struct iser_conn *ic);
-static void ic_pump(struct iser_conn *ic);
-static void ic_pump_once(struct iser_conn *ic);
-
-/* End of a handler: free when drained after a close, else post what became possible. */
-static void ic_leave(struct iser_conn *ic)
+void scsitgt__iser_conn_leave(struct iser_conn *ic)
 {
 	if (--ic->busy)
 		return;
 	if (ic->dm_close)
-		ic_check_drained(ic);
+		scsitgt__iser_conn_check_drained(ic);
 	else
-		ic_pump(ic);
+		scsitgt__iser_pump(ic);
 }
 
-/* ---- ITT table: the STags each SCSI Command advertised ---- */
-
-static struct iser_itt **itt_slot(struct iser_conn *ic, uint32_t itt)
+void scsitgt__iser_conn_fail(struct iser_conn *ic, int err, const char *why)
 {
-	struct iser_itt **pp = &ic->itt[(itt ^ (itt >> 8) ^ (itt >> 24)) % ISER_ITT_BUCKETS];
-
-	while (*pp && (*pp)->itt != itt)
-		pp = &(*pp)->next;
-	return pp;
+	if (ic->conn == NULL || ic->dm_close)
+		return;
+	scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_WARNING, "iSER: %s", why);
+	scsitgt__iscsi_conn_dm_error(ic->conn, err);
 }
 
-static int itt_set(struct iser_conn *ic, uint32_t itt, const struct scsitgt__iser_hdr *h)
-{
-	struct iser_itt **pp = itt_slot(ic, itt), *e = *pp;
-
-	if (e == NULL) {
-		if (ic->nitt >= ISER_ITT_MAX)
-			return -ENOSPC;
-		e = calloc(1, sizeof(*e));
-		if (e == NULL)
-			return -ENOMEM;
-		e->itt = itt;
-		*pp = e;
-		ic->nitt++;
-	}
-	e->wsv = h->wsv;
-	e->rsv = h->rsv;
-	e->write_stag = h->write_stag;
-	e->write_va = h->write_va;
-	e->read_stag = h->read_stag;
-	e->read_va = h->read_va;
-	e->sol_base_set = false;
-	return 0;
-}
-
-static void itt_drop(struct iser_conn *ic, uint32_t itt)
-{
-	struct iser_itt **pp = itt_slot(ic, itt), *e = *pp;
-
-	if (e) {
-		*pp = e->next;
-		free(e);
-		ic->nitt--;
-	}
-}
-
-static void itt_clear(struct iser_conn *ic)
-{
-	for (unsigned int b = 0; b < ISER_ITT_BUCKETS; b++) {
-		while (ic->itt[b]) {
-			struct iser_itt *e = ic->itt[b];
-
-			ic->itt[b] = e->next;
-			free(e);
-		}
-	}
-	ic->nitt = 0;
-}
-
-/* ---- receive ---- */
-
-static int ic_post_recv(struct iser_conn *ic, uint32_t idx)
+int scsitgt__iser_post_recv(struct iser_conn *ic, uint32_t idx)
 {
 	struct ibv_recv_wr wr, *bad;
 	struct ibv_sge sge;
@@ -214,525 +62,70 @@ static int ic_post_recv(struct iser_conn *ic, uint32_t idx)
 	if (ibv_post_recv(ic->id->qp, &wr, &bad) != 0)
 		return -EIO;
 	ic->posted++;
+	ic->recvs_posted++;
 	return 0;
 }
 
-static void ic_fail(struct iser_conn *ic, int err, const char *why)
+/* Post receive buffers not posted yet until @want are with the QP. */
+static int ic_post_more(struct iser_conn *ic, uint32_t want)
 {
-	if (ic->conn == NULL || ic->dm_close)
-		return;
-	scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_WARNING, "iSER: %s", why);
-	scsitgt__iscsi_conn_dm_error(ic->conn, err);
-}
+	if (want > ISER_NRECV_MAX)
+		want = ISER_NRECV_MAX;
+	while (ic->recvs_posted < want && ic->recvs_used < ISER_NRECV_MAX) {
+		int rc = scsitgt__iser_post_recv(ic, ic->recvs_used);
 
-/* One received SEND: iSER header + one iSCSI PDU. */
-static int ic_recv_pdu(struct iser_conn *ic, const uint8_t *buf, size_t len)
-{
-	static const uint8_t zeros[4];
-	struct scsitgt__iser_hdr h;
-	const uint8_t *pdu;
-	uint32_t pad;
-	long n;
-	int rc;
-
-	rc = scsitgt__iser_hdr_decode(buf, len, &h);
-	if (rc < 0)
-		return rc;
-	/* §5.1.3: Hello messages are iWARP-only; an IB/RoCE peer must not send them. */
-	if (h.opcode != SCSITGT__ISER_OP_ISCSI)
-		return -EPROTO;
-	pdu = buf + SCSITGT__ISER_HDR_LEN;
-	n = scsitgt__iser_pdu_span(pdu, len - SCSITGT__ISER_HDR_LEN, &pad);
-	if (n < 0)
-		return (int)n;
-	if (scsitgt__bhs_opcode(pdu) == ISCSI_OP_SCSI_CMD && (h.wsv || h.rsv)) {
-		rc = itt_set(ic, scsitgt__bhs_itt(pdu), &h);
 		if (rc < 0)
 			return rc;
-	}
-	rc = scsitgt__iscsi_conn_recv(ic->conn, pdu, (size_t)n);
-	if (rc >= 0 && pad)
-		rc = scsitgt__iscsi_conn_recv(ic->conn, zeros, pad);
-	return rc < 0 ? rc : 0;
-}
-
-static void ic_recv_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
-{
-	struct iser_recv *r = scsitgt__container_of(w, struct iser_recv, w);
-	struct iser_conn *ic = r->ic;
-	int rc;
-
-	ic->posted--;
-	ic->busy++;
-	if (wc->status != IBV_WC_SUCCESS || ic->dm_close) {
-		if (wc->status != IBV_WC_WR_FLUSH_ERR && wc->status != IBV_WC_SUCCESS)
-			ic_fail(ic, -EIO, ibv_wc_status_str(wc->status));
-		ic_leave(ic);
-		return;
-	}
-	rc = ic_recv_pdu(ic, scsitgt__rdma_pool_buf(&ic->rxp, r->idx), wc->byte_len);
-	if (rc < 0)
-		ic_fail(ic, rc, "malformed SEND from the initiator");
-	else if (!ic->dm_close && ic_post_recv(ic, r->idx) < 0)
-		ic_fail(ic, -EIO, "cannot repost a receive buffer");
-	ic_leave(ic);
-}
-
-/* ---- RDMA READ for R2T-solicited data ---- */
-
-static void rd_free(struct iser_read *rd)
-{
-	if (rd->mr)
-		ibv_dereg_mr(rd->mr);
-	free(rd->buf);
-	free(rd);
-}
-
-/* Hand the read data to the iSCSI receiver as the Data-Out PDUs of the R2T. */
-static int rd_deliver(struct iser_conn *ic, struct iser_read *rd)
-{
-	struct scsitgt__iscsi_conn *conn = ic->conn;
-	uint32_t seg = conn->rx.max_dsl ? conn->rx.max_dsl : 8192u;
-	uint32_t off = 0, datasn = 0;
-	static const uint8_t zeros[4];
-
-	while (off < rd->len) {
-		uint8_t bhs[ISCSI_BHS_LEN];
-		uint32_t n = rd->len - off < seg ? rd->len - off : seg;
-		int rc;
-
-		scsitgt__bhs_init(bhs, ISCSI_OP_DATA_OUT, off + n == rd->len ? ISCSI_FLAG_FINAL : 0);
-		scsitgt__bhs_set_dsl(bhs, n);
-		memcpy(&bhs[ISCSI_BHS_LUN], rd->lun, 8);
-		put_be32(&bhs[ISCSI_BHS_ITT], rd->itt);
-		put_be32(&bhs[ISCSI_BHS_TTT], rd->ttt);
-		put_be32(&bhs[ISCSI_BHS_EXPSTATSN], conn->stat_sn);
-		put_be32(&bhs[ISCSI_BHS_DATASN], datasn++);
-		put_be32(&bhs[ISCSI_BHS_BUFFER_OFFSET], rd->offset + off);
-		rc = scsitgt__iscsi_conn_recv(conn, bhs, sizeof(bhs));
-		if (rc >= 0)
-			rc = scsitgt__iscsi_conn_recv(conn, rd->buf + off, n);
-		if (rc >= 0 && scsitgt__iscsi_pad(n))
-			rc = scsitgt__iscsi_conn_recv(conn, zeros, scsitgt__iscsi_pad(n));
-		if (rc < 0)
-			return rc;
-		off += n;
+		ic->recvs_used++;
 	}
 	return 0;
 }
 
-static void rd_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
+void scsitgt__iser_conn_enter_ffp(struct iser_conn *ic, uint8_t *bhs)
 {
-	struct iser_read *rd = scsitgt__container_of(w, struct iser_read, w);
-	struct iser_conn *ic = rd->ic;
+	struct scsitgt__iscsi_sess *sess = ic->conn->sess;
+	struct scsitgt__iser_credit_params cp;
+	uint32_t want, window, unexp;
 
-	ic->posted--;
-	ic->sq_free++;
-	ic->rd_busy--;
-	ic->busy++;
-	if (wc->status == IBV_WC_SUCCESS && !ic->dm_close) {
-		if (rd_deliver(ic, rd) < 0 && !ic->dm_close)
-			ic_fail(ic, -EPROTO, "solicited data rejected");
-	} else if (wc->status != IBV_WC_WR_FLUSH_ERR && wc->status != IBV_WC_SUCCESS) {
-		ic_fail(ic, -EIO, ibv_wc_status_str(wc->status));
-	}
-	rd_free(rd);
-	ic_leave(ic);
-}
-
-static int rd_post(struct iser_conn *ic, struct iser_read *rd)
-{
-	struct ibv_send_wr wr, *bad;
-	struct ibv_sge sge;
-
-	rd->buf = malloc(rd->len ? rd->len : 1);
-	if (rd->buf == NULL)
-		return -ENOMEM;
-	rd->mr = ibv_reg_mr(ic->dev->pd, rd->buf, rd->len ? rd->len : 1, IBV_ACCESS_LOCAL_WRITE);
-	if (rd->mr == NULL)
-		return -ENOMEM;
-	sge.addr = (uintptr_t)rd->buf;
-	sge.length = rd->len;
-	sge.lkey = rd->mr->lkey;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = (uintptr_t)&rd->w;
-	wr.opcode = IBV_WR_RDMA_READ;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = rd->raddr;
-	wr.wr.rdma.rkey = rd->rkey;
-	if (ibv_post_send(ic->id->qp, &wr, &bad) != 0)
-		return -EIO;
-	ic->posted++;
-	ic->sq_free--;
-	ic->rd_busy++;
-	return 0;
-}
-
-/* ---- transmit ---- */
-
-static void txop_finish(struct iser_txop *op)
-{
-	struct iser_conn *ic = op->ic;
-
-	if (--op->pending)
+	ic->ffp = true;
+	if (sess == NULL)
 		return;
-	if (op->mr)
-		ibv_dereg_mr(op->mr);
-	scsitgt__iscsi_conn_tx_complete(ic->conn, op->tx, op->status);
-	free(op);
-}
-
-static void txop_write_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
-{
-	struct iser_txop *op = scsitgt__container_of(w, struct iser_txop, w);
-	struct iser_conn *ic = op->ic;
-
-	ic->posted--;
-	ic->sq_free++;
-	ic->busy++;
-	if (wc->status != IBV_WC_SUCCESS) {
-		op->status = -EIO;
-		if (wc->status != IBV_WC_WR_FLUSH_ERR)
-			ic_fail(ic, -EIO, ibv_wc_status_str(wc->status));
-	}
-	txop_finish(op);
-	ic_leave(ic);
-}
-
-static void slot_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
-{
-	struct iser_slot *s = scsitgt__container_of(w, struct iser_slot, w);
-	struct iser_conn *ic = s->ic;
-	struct iser_txop *op = s->op;
-
-	ic->posted--;
-	ic->sq_free++;
-	ic->busy++;
-	s->op = NULL;
-	scsitgt__rdma_pool_put(&ic->txp, s->idx);
-	if (wc->status != IBV_WC_SUCCESS) {
-		op->status = -EIO;
-		if (wc->status != IBV_WC_WR_FLUSH_ERR)
-			ic_fail(ic, -EIO, ibv_wc_status_str(wc->status));
-	}
-	txop_finish(op);
-	ic_leave(ic);
-}
-
-/* Turn a status-carrying Data-In into the SCSI Response iSER requires (RFC 7145 §7.3.5). */
-static void datain_to_response(uint8_t *bhs, uint32_t datasn)
-{
-	uint8_t flags = bhs[ISCSI_BHS_FLAGS];
-	uint8_t status = bhs[ISCSI_DATAIN_STATUS];
-	uint32_t resid = get_be32(&bhs[ISCSI_BHS_RESIDUAL]);
-	uint8_t sn[12];
-
-	memcpy(sn, &bhs[ISCSI_BHS_STATSN], 12); /* StatSN, ExpCmdSN, MaxCmdSN */
-	uint32_t itt = get_be32(&bhs[ISCSI_BHS_ITT]);
-
-	/* Data-In O/U bits (0x04/0x02) sit where the SCSI Response keeps them. */
-	scsitgt__bhs_init(bhs, ISCSI_OP_SCSI_RSP, ISCSI_FLAG_FINAL | (flags & 0x06u));
-	bhs[ISCSI_RSP_RESPONSE] = ISCSI_RSP_COMPLETED;
-	bhs[ISCSI_RSP_STATUS] = status;
-	put_be32(&bhs[ISCSI_BHS_ITT], itt);
-	memcpy(&bhs[ISCSI_BHS_STATSN], sn, 12);
-	put_be32(&bhs[ISCSI_BHS_DATASN], datasn); /* ExpDataSN */
-	put_be32(&bhs[ISCSI_BHS_RESIDUAL], resid);
-}
-
-/* Resources a batch needs: SEND slots and SQ entries. */
-static void tx_needs(const struct scsitgt__iscsi_tx *tx, unsigned int *sends, unsigned int *wrs)
-{
-	*sends = 0;
-	*wrs = 0;
-	for (unsigned int i = 0; i < tx->npdus; i++) {
-		const uint8_t *bhs = tx->pdus[i].hdr;
-		uint8_t op = scsitgt__bhs_opcode(bhs);
-
-		if (op == ISCSI_OP_R2T)
-			continue;
-		if (op == ISCSI_OP_DATA_IN) {
-			(*wrs)++;
-			if (bhs[ISCSI_BHS_FLAGS] & ISCSI_DATAIN_FLAG_STATUS) {
-				(*sends)++;
-				(*wrs)++;
-			}
-			continue;
-		}
-		(*sends)++;
-		(*wrs)++;
-	}
-}
-
-/* Queue the RDMA READ an R2T asks for. */
-static int tx_r2t(struct iser_conn *ic, const uint8_t *bhs)
-{
-	uint32_t itt = scsitgt__bhs_itt(bhs);
-	struct iser_itt *e = *itt_slot(ic, itt);
-	struct iser_read *rd;
-	uint32_t off = get_be32(&bhs[ISCSI_BHS_BUFFER_OFFSET]);
-
-	if (e == NULL || !e->wsv)
-		return -EPROTO; /* a write without a Write STag cannot be solicited */
-	if (!e->sol_base_set) {
-		/* Linux ib_iser advertises write_va at the first solicited byte. */
-		e->sol_base = off;
-		e->sol_base_set = true;
-	}
-	if (off < e->sol_base)
-		return -EPROTO;
-	rd = calloc(1, sizeof(*rd));
-	if (rd == NULL)
-		return -ENOMEM;
-	rd->w.done = rd_done;
-	rd->ic = ic;
-	memcpy(rd->lun, &bhs[ISCSI_BHS_LUN], 8);
-	rd->itt = itt;
-	rd->ttt = get_be32(&bhs[ISCSI_BHS_TTT]);
-	rd->offset = off;
-	rd->len = get_be32(&bhs[ISCSI_R2T_DESIRED_LEN]);
-	rd->rkey = e->write_stag;
-	rd->raddr = e->write_va + (off - e->sol_base);
-	*ic->rdq_tail = rd;
-	ic->rdq_tail = &rd->next;
-	return 0;
-}
-
-/* Post one batch; -EAGAIN when the send pool or SQ lacks room (it stays queued). */
-static int tx_post(struct iser_conn *ic, struct scsitgt__iscsi_tx *tx)
-{
-	unsigned int sends, wrs, nwr = 0, nsge = 0;
-	struct ibv_send_wr *wr, *bad;
-	struct ibv_sge *sge;
-	struct iser_txop *op;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	uint32_t datasn = 0;
-	int rc = 0;
-
-	tx_needs(tx, &sends, &wrs);
-	if (wrs > ISER_SQ_DEPTH || sends > ISER_NSEND)
-		return -E2BIG;
-	if (sends > ic->txp.nfree || wrs > ic->sq_free)
-		return -EAGAIN;
-	op = calloc(1, sizeof(*op) + wrs * (sizeof(*wr) + sizeof(*sge)) + 1);
-	if (op == NULL)
-		return -ENOMEM;
-	wr = (struct ibv_send_wr *)(op + 1);
-	sge = (struct ibv_sge *)(wr + wrs);
-	op->w.done = txop_write_done;
-	op->ic = ic;
-	op->tx = tx;
-	op->pending = 1; /* dropped at the end of this function */
-
-	/* One MR over the span of Data-In payload (one command buffer). */
-	for (unsigned int i = 0; i < tx->npdus; i++) {
-		const struct scsitgt__iscsi_tx_pdu *p = &tx->pdus[i];
-
-		if (scsitgt__bhs_opcode(p->hdr) == ISCSI_OP_DATA_IN && p->len) {
-			if ((uintptr_t)p->data < lo)
-				lo = (uintptr_t)p->data;
-			if ((uintptr_t)p->data + p->len > hi)
-				hi = (uintptr_t)p->data + p->len;
-		}
-	}
-	if (hi > lo) {
-		op->mr = ibv_reg_mr(ic->dev->pd, (void *)lo, hi - lo, 0);
-		if (op->mr == NULL) {
-			free(op);
-			return -ENOMEM;
-		}
-	}
-	for (unsigned int i = 0; i < tx->npdus && rc == 0; i++) {
-		struct scsitgt__iscsi_tx_pdu *p = &tx->pdus[i];
-		uint8_t *bhs = p->hdr;
-		uint8_t opc = scsitgt__bhs_opcode(bhs);
-		uint32_t itt = scsitgt__bhs_itt(bhs);
-		struct scsitgt__iser_hdr ih;
-		uint8_t *buf;
-		int idx;
-
-		if (opc == ISCSI_OP_R2T) {
-			rc = tx_r2t(ic, bhs);
-			continue;
-		}
-		if (opc == ISCSI_OP_DATA_IN) {
-			struct iser_itt *e = *itt_slot(ic, itt);
-			uint32_t off = get_be32(&bhs[ISCSI_BHS_BUFFER_OFFSET]);
-
-			if (e == NULL || !e->rsv) {
-				rc = -EPROTO;
-				break;
-			}
-			datasn = get_be32(&bhs[ISCSI_BHS_DATASN]) + 1;
-			if (p->len) {
-				struct ibv_send_wr *prev = nwr ? &wr[nwr - 1] : NULL;
-
-				/* Contiguous with the previous WRITE: extend it. */
-				if (prev && prev->opcode == IBV_WR_RDMA_WRITE &&
-				    prev->sg_list->addr + prev->sg_list->length == (uintptr_t)p->data &&
-				    prev->wr.rdma.remote_addr + prev->sg_list->length ==
-					    e->read_va + off) {
-					prev->sg_list->length += p->len;
-				} else {
-					struct ibv_send_wr *w = &wr[nwr++];
-
-					sge[nsge].addr = (uintptr_t)p->data;
-					sge[nsge].length = p->len;
-					sge[nsge].lkey = op->mr->lkey;
-					memset(w, 0, sizeof(*w));
-					w->wr_id = (uintptr_t)&op->w;
-					w->opcode = IBV_WR_RDMA_WRITE;
-					w->sg_list = &sge[nsge++];
-					w->num_sge = 1;
-					w->wr.rdma.remote_addr = e->read_va + off;
-					w->wr.rdma.rkey = e->read_stag;
-					op->pending++;
-				}
-			}
-			if (!(bhs[ISCSI_BHS_FLAGS] & ISCSI_DATAIN_FLAG_STATUS))
-				continue;
-			datain_to_response(bhs, datasn);
-			p->data = NULL;
-			p->len = 0;
-			opc = ISCSI_OP_SCSI_RSP;
-		}
-		if (opc == ISCSI_OP_SCSI_RSP)
-			itt_drop(ic, itt);
-		if (p->len > ISER_SEND_SLOT - SCSITGT__ISER_HDR_LEN - ISCSI_BHS_LEN) {
-			rc = -EMSGSIZE;
-			break;
-		}
-		idx = scsitgt__rdma_pool_get(&ic->txp);
-		if (idx < 0) {
-			rc = idx;
-			break;
-		}
-		buf = scsitgt__rdma_pool_buf(&ic->txp, (uint32_t)idx);
-		memset(&ih, 0, sizeof(ih));
-		scsitgt__iser_hdr_encode(buf, &ih);
-		memcpy(buf + SCSITGT__ISER_HDR_LEN, bhs, ISCSI_BHS_LEN);
-		scsitgt__bhs_set_dsl(buf + SCSITGT__ISER_HDR_LEN, p->len);
-		if (p->len)
-			memcpy(buf + SCSITGT__ISER_HDR_LEN + ISCSI_BHS_LEN, p->data, p->len);
-		ic->slots[idx].op = op;
-		sge[nsge].addr = (uintptr_t)buf;
-		sge[nsge].length = SCSITGT__ISER_HDR_LEN + ISCSI_BHS_LEN + p->len;
-		sge[nsge].lkey = ic->txp.mr->lkey;
-		memset(&wr[nwr], 0, sizeof(wr[nwr]));
-		wr[nwr].wr_id = (uintptr_t)&ic->slots[idx].w;
-		wr[nwr].opcode = IBV_WR_SEND;
-		wr[nwr].sg_list = &sge[nsge++];
-		wr[nwr].num_sge = 1;
-		nwr++;
-		op->pending++;
-	}
-	if (rc == 0 && nwr) {
-		for (unsigned int i = 0; i + 1 < nwr; i++)
-			wr[i].next = &wr[i + 1];
-		if (ibv_post_send(ic->id->qp, wr, &bad) != 0)
-			rc = -EIO;
-		else {
-			ic->posted += nwr;
-			ic->sq_free -= nwr;
-		}
-	}
-	if (rc < 0) {
-		/* Nothing of the chain was posted: give slots back. */
-		for (unsigned int i = 0; i < nwr; i++) {
-			if (wr[i].opcode == IBV_WR_SEND) {
-				struct iser_slot *s = (struct iser_slot *)(uintptr_t)wr[i].wr_id;
-
-				s->op = NULL;
-				scsitgt__rdma_pool_put(&ic->txp, s->idx);
-			}
-		}
-		op->pending = 1;
-		op->status = rc;
-	}
-	txop_finish(op);
-	return rc;
-}
-
-/* Post what resources allow: queued batches in order, then RDMA READs within the depth. */
-static void ic_pump(struct iser_conn *ic)
-{
-	ic->busy++;
-	ic_pump_once(ic);
-	if (--ic->busy == 0 && ic->dm_close)
-		ic_check_drained(ic);
-}
-
-static void ic_pump_once(struct iser_conn *ic)
-{
-	while (ic->outq && !ic->dm_close) {
-		struct scsitgt__iscsi_tx *tx = ic->outq;
-		int rc;
-
-		ic->outq = tx->next;
-		if (ic->outq == NULL)
-			ic->outq_tail = &ic->outq;
-		tx->next = NULL;
-		rc = tx_post(ic, tx);
-		if (rc == -EAGAIN) {
-			tx->next = ic->outq;
-			ic->outq = tx;
-			if (ic->outq_tail == &ic->outq)
-				ic->outq_tail = &tx->next;
-			break;
-		}
-		if (rc < 0) {
-			scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_WARNING,
-					"iSER: cannot send %s: %s",
-					scsitgt__iscsi_opcode_name(scsitgt__bhs_opcode(tx->pdus[0].hdr)),
-					scsitgt_strerror(rc));
-		ic_fail(ic, rc, "cannot post a send");
-			return;
-		}
-	}
-	while (ic->rdq && !ic->dm_close && ic->rd_busy < ic->rd_depth && ic->sq_free > 0) {
-		struct iser_read *rd = ic->rdq;
-		int rc;
-
-		ic->rdq = rd->next;
-		if (ic->rdq == NULL)
-			ic->rdq_tail = &ic->rdq;
-		rc = rd_post(ic, rd);
-		if (rc < 0) {
-			rd_free(rd);
-			ic_fail(ic, rc, "cannot post an RDMA READ");
-			return;
-		}
-	}
-}
-
-static void iser_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx)
-{
-	struct iser_conn *ic = conn->dm_ctx;
-
-	tx->next = NULL;
-	if (ic->dm_close) {
-		scsitgt__iscsi_conn_tx_complete(conn, tx, -ECANCELED);
+	/*
+	 * RFC 7145 §8 (the target's receive buffers): every command in the CmdSN window may
+	 * arrive with its unsolicited Data-Out, and immediate and unexpected PDUs come besides.
+	 * Post what that takes (RFC 7145 §7.3.1: before the final Login Response) and cut the
+	 * window to what the buffers we have cover.
+	 */
+	unexp = sess->params.max_outstanding_unexpected_pdus;
+	memset(&cp, 0, sizeof(cp));
+	cp.queue_depth = sess->queue_depth;
+	cp.recv_dsl = ISER_RECV_DSL;
+	cp.first_burst = sess->params.first_burst;
+	cp.initial_r2t = sess->params.initial_r2t;
+	cp.immediate_data = sess->params.immediate_data;
+	cp.unexpected = unexp ? unexp : ISER_UNEXP_RESERVE;
+	want = scsitgt__iser_credit_recvs(&cp);
+	if (ic_post_more(ic, want) < 0) {
+		scsitgt__iser_conn_fail(ic, -EIO, "cannot post receive buffers");
 		return;
 	}
-	*ic->outq_tail = tx;
-	ic->outq_tail = &tx->next;
-	ic->busy++;
-	ic_leave(ic);
+	window = scsitgt__iser_credit_window(&cp, ic->recvs_posted);
+	scsitgt__iser_unexp_init(&ic->unexp, unexp);
+	if (window < sess->queue_depth) {
+		/* The response carries ExpCmdSN; MaxCmdSN = ExpCmdSN + window - 1. */
+		uint32_t max = get_be32(&bhs[ISCSI_BHS_EXPCMDSN]) + window - 1;
+
+		sess->queue_depth = window;
+		sess->max_cmd_sn = max;
+		put_be32(&bhs[ISCSI_BHS_MAXCMDSN], max);
+	}
+	scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_DEBUG,
+				"iSER: %u receive buffers posted, CmdSN window %u (%u per command)",
+				ic->recvs_posted, sess->queue_depth,
+				scsitgt__iser_credit_per_cmd(&cp));
 }
 
 /* ---- teardown ---- */
-
-static void ic_free(struct iser_conn *ic);
-
-static void ic_check_drained(struct iser_conn *ic)
-{
-	if (!ic->dm_close || ic->posted || ic->busy)
-		return;
-	ic_free(ic);
-}
-
-static void ip_check_done(struct iser_portal *ip);
 
 static void ic_free(struct iser_conn *ic)
 {
@@ -748,10 +141,10 @@ static void ic_free(struct iser_conn *ic)
 		scsitgt__rdma_pool_destroy(&ic->txp);
 	}
 	if (ic->cq_reserved)
-		scsitgt__rdma_dev_unreserve(ic->dev, ISER_NRECV + ISER_SQ_DEPTH);
+		scsitgt__rdma_dev_unreserve(ic->dev, ISER_NRECV_MAX + ISER_SQ_DEPTH);
 	if (ic->dev)
 		scsitgt__rdma_dev_put(ic->dev);
-	itt_clear(ic);
+	scsitgt__iser_itt_clear(ic);
 	free(ic->recvs);
 	free(ic->slots);
 	scsitgt__list_remove(&ic->node);
@@ -761,27 +154,21 @@ static void ic_free(struct iser_conn *ic)
 	ip_check_done(ip);
 }
 
+void scsitgt__iser_conn_check_drained(struct iser_conn *ic)
+{
+	if (!ic->dm_close || ic->posted || ic->busy)
+		return;
+	ic_free(ic);
+}
+
 static void iser_close(struct scsitgt__iscsi_conn *conn)
 {
 	struct iser_conn *ic = conn->dm_ctx;
-	struct scsitgt__iscsi_tx *tx;
 
 	if (ic->dm_close)
 		return;
 	ic->dm_close = true;
-	while ((tx = ic->outq) != NULL) {
-		ic->outq = tx->next;
-		tx->next = NULL;
-		scsitgt__iscsi_conn_tx_complete(conn, tx, -ECANCELED);
-	}
-	ic->outq_tail = &ic->outq;
-	while (ic->rdq) {
-		struct iser_read *rd = ic->rdq;
-
-		ic->rdq = rd->next;
-		rd_free(rd);
-	}
-	ic->rdq_tail = &ic->rdq;
+	scsitgt__iser_io_cancel(ic);
 	/* The QP goes to error: every posted WR completes as flushed. */
 	if (!ic->connected || rdma_disconnect(ic->id) != 0) {
 		struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
@@ -789,18 +176,93 @@ static void iser_close(struct scsitgt__iscsi_conn *conn)
 		if (ic->qp_created)
 			ibv_modify_qp(ic->id->qp, &a, IBV_QP_STATE);
 	}
-	ic_check_drained(ic);
+	if (conn->dm_ctx && (ic->st_direct || ic->st_bounce || ic->st_reg))
+		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_DEBUG,
+					"iSER: RDMA transfers: %llu in place, %llu copied, %llu "
+					"registered per io",
+					(unsigned long long)ic->st_direct,
+					(unsigned long long)ic->st_bounce,
+					(unsigned long long)ic->st_reg);
+	scsitgt__iser_conn_check_drained(ic);
 }
 
 static const struct scsitgt__iscsi_dm_ops iser_dm_ops = {
 	.name = "iser",
-	.xmit = iser_xmit,
+	.xmit = scsitgt__iser_xmit,
 	.close = iser_close,
 	.rdma = true,
 	.max_recv_dsl = ISER_RECV_DSL,
+	.cmd_init = scsitgt__iser_cmd_init,
 };
 
-/* ---- connection setup ---- */
+/* ---- registered memory of the portal, per device ---- */
+
+static void ip_mem_drop(struct iser_portal *ip, struct scsitgt__rdma_dev *dev)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	scsitgt__list_foreach_safe(pos, tmp, &ip->mems)
+	{
+		struct iser_mem *m = scsitgt__container_of(pos, struct iser_mem, node);
+
+		if (dev && m->dev != dev)
+			continue;
+		scsitgt__list_remove(&m->node);
+		scsitgt__rdma_mem_put(m->mem);
+		free(m);
+	}
+}
+
+/* The portal's registered memory on @dev, registered on first use. */
+static int ip_mem_get(struct iser_portal *ip, struct scsitgt__rdma_dev *dev,
+		      struct scsitgt__rdma_mem **out)
+{
+	struct scsitgt__list *pos, *tmp;
+	struct iser_mem *m;
+	int rc;
+
+	scsitgt__list_foreach_safe(pos, tmp, &ip->mems)
+	{
+		m = scsitgt__container_of(pos, struct iser_mem, node);
+		if (m->dev == dev) {
+			*out = m->mem;
+			return 0;
+		}
+	}
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return -ENOMEM;
+	rc = scsitgt__rdma_mem_create(&m->mem, dev, (size_t)ip->mem_bytes, IBV_ACCESS_LOCAL_WRITE);
+	if (rc < 0) {
+		free(m);
+		scsitgt__log(&ip->portal->ie->engine->log, SCSITGT_LOG_ERROR, SCSITGT__ISCSI_SUBSYS,
+			     "iSER portal %s:%u: cannot register %llu bytes of buffer memory "
+			     "on %s: %s",
+			     ip->portal->address, ip->portal->port,
+			     (unsigned long long)ip->mem_bytes,
+			     ibv_get_device_name(dev->verbs->device), scsitgt_strerror(rc));
+		return rc;
+	}
+	m->dev = dev;
+	scsitgt__list_add_tail(&ip->mems, &m->node);
+	*out = m->mem;
+	return 0;
+}
+
+/* ---- connection set-up ---- */
+
+static void ic_established(struct iser_conn *ic)
+{
+	struct ibv_qp_attr a;
+
+	ic->connected = true;
+	/* RTS -> RTS may change the RNR timer (IBTA 11.2.4.2 / ibv_modify_qp(3)). */
+	memset(&a, 0, sizeof(a));
+	a.min_rnr_timer = ISER_MIN_RNR_TIMER;
+	if (ibv_modify_qp(ic->id->qp, &a, IBV_QP_MIN_RNR_TIMER) != 0 && ic->conn)
+		scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_DEBUG,
+					"iSER: cannot set the RNR timer (errno %d)", errno);
+}
 
 static void ic_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt__rdma_cm_event *ev)
 {
@@ -811,15 +273,25 @@ static void ic_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt
 					scsitgt__rdma_cm_event_name(ev->type), ev->status);
 	switch (ev->type) {
 	case RDMA_CM_EVENT_ESTABLISHED:
-		ic->connected = true;
+		ic_established(ic);
 		break;
-	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		/*
+		 * The device goes (its resources must be released: the QP, CQ, PD and memory
+		 * follow as the connection drains), or the address moved to another port: the
+		 * initiator logs in again over the new path.
+		 */
+		if (ic->conn)
+			scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_WARNING,
+						"iSER: %s: closing the connection",
+						scsitgt__rdma_cm_event_name(ev->type));
+		/* fall through */
+	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_REJECTED:
-	case RDMA_CM_EVENT_ADDR_CHANGE:
-		if (ev->type == RDMA_CM_EVENT_DISCONNECTED)
+		if (ev->type != RDMA_CM_EVENT_ADDR_CHANGE)
 			ic->connected = false;
 		if (!ic->dm_close && ic->conn)
 			scsitgt__iscsi_conn_dm_error(ic->conn, -ECONNRESET);
@@ -835,7 +307,9 @@ static int ic_setup(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *e
 	struct scsitgt_portal *portal = ip->portal;
 	struct scsitgt__iser_cm req;
 	struct rdma_conn_param cp;
+	struct ibv_port_attr pa;
 	uint8_t rep[SCSITGT__ISER_CM_LEN];
+	unsigned int rd_depth;
 	int rc;
 
 	rc = scsitgt__iser_cm_req_decode(ev->conn.private_data, ev->conn.private_data_len, &req);
@@ -845,16 +319,25 @@ static int ic_setup(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *e
 				   NULL, NULL);
 	if (rc < 0)
 		return rc;
-	ip->ndevs = 0; /* recomputed at stop */
-	rc = scsitgt__rdma_dev_reserve(ic->dev, ISER_NRECV + ISER_SQ_DEPTH);
+	rc = ip_mem_get(ip, ic->dev, &ic->mem);
+	if (rc < 0)
+		return rc;
+	rc = scsitgt__rdma_dev_reserve(ic->dev, ISER_NRECV_MAX + ISER_SQ_DEPTH);
 	if (rc < 0)
 		return rc;
 	ic->cq_reserved = true;
-	rc = scsitgt__rdma_qp_create(ic->id, ic->dev, ISER_SQ_DEPTH, ISER_NRECV, 2);
+	/* Selective signaling: Data-In WRITEs complete with the SEND of their response. */
+	rc = scsitgt__rdma_qp_create_sel(ic->id, ic->dev, ISER_SQ_DEPTH, ISER_NRECV_MAX, 2);
 	if (rc < 0)
 		return rc;
 	ic->qp_created = true;
-	rc = scsitgt__rdma_pool_init(&ic->rxp, ic->dev->pd, ISER_NRECV, ISER_RECV_SLOT,
+	ic->max_msg = 1u << 30;
+	if (ibv_query_port(ic->id->verbs, ic->id->port_num, &pa) == 0 && pa.max_msg_sz &&
+	    pa.max_msg_sz < ic->max_msg)
+		ic->max_msg = pa.max_msg_sz;
+	if (ic->max_msg < ISER_RECV_DSL)
+		ic->max_msg = ISER_RECV_DSL;
+	rc = scsitgt__rdma_pool_init(&ic->rxp, ic->dev->pd, ISER_NRECV_MAX, ISER_RECV_SLOT,
 				     IBV_ACCESS_LOCAL_WRITE);
 	if (rc == 0) {
 		rc = scsitgt__rdma_pool_init(&ic->txp, ic->dev->pd, ISER_NSEND, ISER_SEND_SLOT, 0);
@@ -864,31 +347,36 @@ static int ic_setup(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *e
 	if (rc < 0)
 		return rc;
 	ic->pools = true;
-	ic->recvs = calloc(ISER_NRECV, sizeof(*ic->recvs));
+	ic->recvs = calloc(ISER_NRECV_MAX, sizeof(*ic->recvs));
 	ic->slots = calloc(ISER_NSEND, sizeof(*ic->slots));
 	if (ic->recvs == NULL || ic->slots == NULL)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < ISER_NSEND; i++) {
-		ic->slots[i].w.done = slot_done;
+		ic->slots[i].w.done = scsitgt__iser_slot_done;
 		ic->slots[i].ic = ic;
 		ic->slots[i].idx = i;
 	}
-	/* RFC 7145 §5.1.3: receive buffers are posted before the connection is accepted. */
-	for (uint32_t i = 0; i < ISER_NRECV; i++) {
-		ic->recvs[i].w.done = ic_recv_done;
+	for (uint32_t i = 0; i < ISER_NRECV_MAX; i++) {
+		ic->recvs[i].w.done = scsitgt__iser_recv_done;
 		ic->recvs[i].ic = ic;
 		ic->recvs[i].idx = i;
-		rc = ic_post_recv(ic, i);
-		if (rc < 0)
-			return rc;
 	}
+	/* RFC 7145 §5.1.3: receive buffers are posted before the connection is accepted. */
+	rc = ic_post_more(ic, ISER_NRECV_LOGIN);
+	if (rc < 0)
+		return rc;
 	ic->sq_free = ISER_SQ_DEPTH;
-	/* Our RDMA READ depth: what the initiator grants as responder, within the device. */
-	ic->rd_depth = ev->conn.responder_resources;
-	if (ic->rd_depth > (unsigned int)ic->dev->attr.max_qp_init_rd_atom)
-		ic->rd_depth = (unsigned int)ic->dev->attr.max_qp_init_rd_atom;
-	if (ic->rd_depth == 0)
-		ic->rd_depth = 1;
+	/*
+	 * Our RDMA READ depth: the responder resources the initiator offers. The IB CM hands a
+	 * REQ's values over from the receiver's point of view (initiator_depth is what we may
+	 * initiate), within what our device can keep outstanding.
+	 */
+	rd_depth = ev->conn.initiator_depth;
+	if (rd_depth > (unsigned int)ic->dev->attr.max_qp_init_rd_atom)
+		rd_depth = (unsigned int)ic->dev->attr.max_qp_init_rd_atom;
+	if (rd_depth == 0)
+		rd_depth = 1;
+	scsitgt__iser_rdq_init(&ic->rdq, rd_depth);
 	rc = scsitgt__iscsi_conn_create(&ic->conn, portal, &iser_dm_ops, ic,
 					rdma_get_peer_addr(ic->id), rdma_get_local_addr(ic->id));
 	if (rc < 0)
@@ -897,10 +385,11 @@ static int ic_setup(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *e
 	memset(&cp, 0, sizeof(cp));
 	cp.private_data = rep;
 	cp.private_data_len = sizeof(rep);
-	cp.responder_resources = ev->conn.initiator_depth;
+	/* RDMA READs the initiator may issue to us (ib_iser issues none). */
+	cp.responder_resources = ev->conn.responder_resources;
 	if (cp.responder_resources > ic->dev->attr.max_qp_rd_atom)
 		cp.responder_resources = (uint8_t)ic->dev->attr.max_qp_rd_atom;
-	cp.initiator_depth = (uint8_t)ic->rd_depth;
+	cp.initiator_depth = (uint8_t)rd_depth;
 	cp.rnr_retry_count = 7;
 	cp.flow_control = 1;
 	if (rdma_accept(ic->id, &cp) != 0) {
@@ -909,7 +398,7 @@ static int ic_setup(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *e
 		return 1;
 	}
 	scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_DEBUG,
-				"iSER connection accepted (read depth %u, ZBVA %s)", ic->rd_depth,
+				"iSER connection accepted (RDMA READ depth %u, ZBVA %s)", rd_depth,
 				req.zbva_not_sup ? "not supported" : "supported");
 	return 0;
 }
@@ -935,7 +424,7 @@ static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdm
 	ic->id = ev->id;
 	ic->id->context = &ic->cmh;
 	ic->outq_tail = &ic->outq;
-	ic->rdq_tail = &ic->rdq;
+	scsitgt__iser_rdq_init(&ic->rdq, 1);
 	scsitgt__list_add_tail(&ip->conns, &ic->node);
 	rc = ic_setup(ic, ev);
 	if (rc == 0 || rc == 1)
@@ -955,42 +444,121 @@ static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdm
 
 		ibv_modify_qp(ic->id->qp, &a, IBV_QP_STATE);
 	}
-	ic_check_drained(ic);
+	scsitgt__iser_conn_check_drained(ic);
+}
+
+/* ---- portal ---- */
+
+static int ip_listen(struct iser_portal *ip)
+{
+	int rc = 0;
+
+	if (rdma_create_id(ip->cm.ch, &ip->listen, &ip->cmh, RDMA_PS_TCP) != 0)
+		rc = errno ? -errno : -ENODEV;
+	else if (rdma_bind_addr(ip->listen, (struct sockaddr *)&ip->sa) != 0)
+		rc = errno ? -errno : -EADDRNOTAVAIL;
+	else if (ip->listen->verbs == NULL && !ip->portal->wildcard)
+		rc = -ENODEV; /* the address is not on an RDMA device */
+	else if (rdma_listen(ip->listen, ip->backlog) != 0)
+		rc = errno ? -errno : -EIO;
+	if (rc < 0 && ip->listen) {
+		rdma_destroy_id(ip->listen);
+		ip->listen = NULL;
+	}
+	return rc;
+}
+
+static void ip_relisten_cb(uv_timer_t *t)
+{
+	struct iser_portal *ip = t->data;
+
+	if (ip->stopping || ip->listen || ip_listen(ip) == 0) {
+		uv_timer_stop(t);
+		if (!ip->stopping && ip->listen)
+			scsitgt__log(&ip->portal->ie->engine->log, SCSITGT_LOG_NOTICE,
+				     SCSITGT__ISCSI_SUBSYS, "iSER portal %s:%u: listening again",
+				     ip->portal->address, ip->portal->port);
+	}
 }
 
 static void ip_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt__rdma_cm_event *ev)
 {
 	struct iser_portal *ip = scsitgt__container_of(h, struct iser_portal, cmh);
+	struct scsitgt__logger *log = &ip->portal->ie->engine->log;
+	int rc;
 
-	if (ev->type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+	switch (ev->type) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		/* The new id inherited the listener's context: it is ours until ic_setup. */
 		ip_connect_request(ip, ev);
 		return;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		if (ev->id != ip->listen || ip->stopping)
+			break;
+		/*
+		 * The listener's device goes away, or its address moved: let go of the id (the
+		 * kernel waits for that before removing a device) and of the memory registered
+		 * there, then listen again on the address wherever it lives now.
+		 */
+		if (ev->type == RDMA_CM_EVENT_DEVICE_REMOVAL && ip->listen->verbs)
+			ip_mem_drop(ip, NULL);
+		rdma_destroy_id(ip->listen);
+		ip->listen = NULL;
+		rc = ip_listen(ip);
+		scsitgt__log(log, rc < 0 ? SCSITGT_LOG_ERROR : SCSITGT_LOG_WARNING,
+			     SCSITGT__ISCSI_SUBSYS, "iSER portal %s:%u: %s; listening again: %s",
+			     ip->portal->address, ip->portal->port,
+			     scsitgt__rdma_cm_event_name(ev->type),
+			     rc < 0 ? scsitgt_strerror(rc) : "ok");
+		if (rc < 0)
+			uv_timer_start(&ip->relisten, ip_relisten_cb, 1000, 1000);
+		return;
+	default:
+		break;
 	}
-	scsitgt__log(&ip->portal->ie->engine->log, SCSITGT_LOG_DEBUG, SCSITGT__ISCSI_SUBSYS,
-		     "iSER portal: %s", scsitgt__rdma_cm_event_name(ev->type));
+	scsitgt__log(log, SCSITGT_LOG_DEBUG, SCSITGT__ISCSI_SUBSYS, "iSER portal: %s",
+		     scsitgt__rdma_cm_event_name(ev->type));
 }
 
-/* ---- portal ---- */
+static void ip_free(struct iser_portal *ip)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	ip_mem_drop(ip, NULL);
+	/* Devices still held (by memory with buffers out) outlive the list head: unlink them. */
+	scsitgt__list_foreach_safe(pos, tmp, &ip->devs)
+	{
+		scsitgt__list_remove(pos);
+	}
+	free(ip);
+}
 
 static void ip_cm_closed(struct scsitgt__rdma_cm *cm)
 {
 	struct iser_portal *ip = cm->data;
 	struct scsitgt_portal *portal = ip->portal;
 
-	ip->cm_closed = true;
 	portal->listener_ctx = NULL;
-	free(ip);
+	ip_free(ip);
 	scsitgt__iscsi_portal_listener_gone(portal);
 }
 
 static void ip_check_done(struct iser_portal *ip)
 {
-	if (!ip->stopping || !scsitgt__list_empty(&ip->conns) || ip->cm.ch == NULL ||
-	    ip->cm.closed)
+	if (!ip->stopping || !ip->relisten_closed || !scsitgt__list_empty(&ip->conns) ||
+	    ip->cm.ch == NULL || ip->cm.closed)
 		return;
-	/* Devices close on their own once their last connection released them. */
+	/* Devices close on their own once their last connection and buffer released them. */
 	scsitgt__rdma_cm_close(&ip->cm, ip_cm_closed);
+}
+
+static void ip_relisten_closed(uv_handle_t *h)
+{
+	struct iser_portal *ip = h->data;
+
+	ip->relisten_closed = true;
+	ip_check_done(ip);
 }
 
 static void ip_stop(struct scsitgt_portal *portal)
@@ -1002,7 +570,7 @@ static void ip_stop(struct scsitgt_portal *portal)
 		rdma_destroy_id(ip->listen);
 		ip->listen = NULL;
 	}
-	ip_check_done(ip);
+	uv_close((uv_handle_t *)&ip->relisten, ip_relisten_closed);
 }
 
 static void ip_failed_cm_closed(struct scsitgt__rdma_cm *cm)
@@ -1010,7 +578,14 @@ static void ip_failed_cm_closed(struct scsitgt__rdma_cm *cm)
 	struct iser_portal *ip = cm->data;
 
 	free(ip->portal);
-	free(ip);
+	ip_free(ip);
+}
+
+static void ip_failed_timer_closed(uv_handle_t *h)
+{
+	struct iser_portal *ip = h->data;
+
+	scsitgt__rdma_cm_close(&ip->cm, ip_failed_cm_closed);
 }
 
 SCSITGT_EXPORT int scsitgt_iser_portal_create(struct scsitgt_portal **out,
@@ -1049,7 +624,11 @@ SCSITGT_EXPORT int scsitgt_iser_portal_create(struct scsitgt_portal **out,
 	ip->portal = portal;
 	ip->cmh.event = ip_cm_event;
 	ip->cm.data = ip;
+	ip->backlog = o.backlog;
+	ip->mem_bytes = o.rdma_buffer_bytes ? o.rdma_buffer_bytes : ISER_MEM_DEFAULT;
+	memcpy(&ip->sa, &sa, sizeof(sa));
 	scsitgt__list_init(&ip->devs);
+	scsitgt__list_init(&ip->mems);
 	scsitgt__list_init(&ip->conns);
 	rc = scsitgt__rdma_cm_open(&ip->cm, engine->loop);
 	if (rc < 0) {
@@ -1057,19 +636,27 @@ SCSITGT_EXPORT int scsitgt_iser_portal_create(struct scsitgt_portal **out,
 		free(ip);
 		return rc == -ENOENT ? -ENODEV : rc;
 	}
-	if (rdma_create_id(ip->cm.ch, &ip->listen, &ip->cmh, RDMA_PS_TCP) != 0)
-		rc = errno ? -errno : -ENODEV;
-	else if (rdma_bind_addr(ip->listen, (struct sockaddr *)&sa) != 0)
-		rc = errno ? -errno : -EADDRNOTAVAIL;
-	else if (ip->listen->verbs == NULL && !portal->wildcard)
-		rc = -ENODEV; /* the address is not on an RDMA device */
-	else if (rdma_listen(ip->listen, o.backlog) != 0)
-		rc = errno ? -errno : -EIO;
-	if (rc < 0) {
-		if (ip->listen)
+	uv_timer_init(engine->loop, &ip->relisten);
+	ip->relisten.data = ip;
+	rc = ip_listen(ip);
+	if (rc == 0 && ip->listen->verbs) {
+		/* Bound to one device: register its buffer memory now, failing cleanly here. */
+		struct scsitgt__rdma_dev *dev;
+		struct scsitgt__rdma_mem *mem;
+
+		rc = scsitgt__rdma_dev_get(&dev, &ip->devs, engine->loop, ip->listen->verbs, NULL,
+					   NULL);
+		if (rc == 0) {
+			rc = ip_mem_get(ip, dev, &mem);
+			scsitgt__rdma_dev_put(dev);
+		}
+		if (rc < 0) {
 			rdma_destroy_id(ip->listen);
-		ip->listen = NULL;
-		scsitgt__rdma_cm_close(&ip->cm, ip_failed_cm_closed);
+			ip->listen = NULL;
+		}
+	}
+	if (rc < 0) {
+		uv_close((uv_handle_t *)&ip->relisten, ip_failed_timer_closed);
 		return rc;
 	}
 	portal->port = ntohs(rdma_get_src_port(ip->listen));

@@ -61,3 +61,98 @@ void scsitgt__rdma_pool_put(struct scsitgt__rdma_pool *p, uint32_t idx)
 	if (idx < p->count && p->nfree < p->count)
 		p->free_stack[p->nfree++] = idx;
 }
+
+/* ---- registered buffer memory for command data (see rdma.h) ---- */
+
+/* 4 KiB units; blocks up to 2^12 units = 16 MiB (MaxBurstLength is below 16 MiB). */
+#define MEM_UNIT_SHIFT 12u
+
+static void mem_check_gone(struct scsitgt__rdma_mem *m)
+{
+	struct scsitgt__rdma_dev *dev = m->dev;
+
+	if (m->owned || m->bp.live_blocks)
+		return;
+	ibv_dereg_mr(m->mr);
+	scsitgt__bufpool_fini(&m->bp);
+	free(m->mem);
+	free(m);
+	scsitgt__rdma_dev_put(dev);
+}
+
+int scsitgt__rdma_mem_create(struct scsitgt__rdma_mem **out, struct scsitgt__rdma_dev *dev,
+			     size_t bytes, int access)
+{
+	struct scsitgt__rdma_mem *m;
+	int rc;
+
+	bytes &= ~(((size_t)1 << MEM_UNIT_SHIFT) - 1);
+	if (bytes == 0)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return -ENOMEM;
+	if (posix_memalign((void **)&m->mem, (size_t)1 << MEM_UNIT_SHIFT, bytes) != 0) {
+		free(m);
+		return -ENOMEM;
+	}
+	rc = scsitgt__bufpool_init(&m->bp, m->mem, bytes, MEM_UNIT_SHIFT,
+				   SCSITGT__BUFPOOL_MAX_ORDER);
+	if (rc < 0) {
+		free(m->mem);
+		free(m);
+		return rc;
+	}
+	errno = 0;
+	m->mr = ibv_reg_mr(dev->pd, m->mem, bytes, access);
+	if (m->mr == NULL) {
+		rc = errno ? -errno : -ENOMEM;
+		scsitgt__bufpool_fini(&m->bp);
+		free(m->mem);
+		free(m);
+		return rc;
+	}
+	m->size = bytes;
+	m->dev = dev;
+	m->owned = true;
+	scsitgt__rdma_dev_hold(dev);
+	*out = m;
+	return 0;
+}
+
+void scsitgt__rdma_mem_put(struct scsitgt__rdma_mem *m)
+{
+	m->owned = false;
+	mem_check_gone(m);
+}
+
+void *scsitgt__rdma_mem_alloc(struct scsitgt__rdma_mem *m, size_t size, size_t *cap)
+{
+	return scsitgt__bufpool_alloc(&m->bp, size, cap);
+}
+
+void scsitgt__rdma_mem_free(struct scsitgt__rdma_mem *m, void *p)
+{
+	if (scsitgt__bufpool_free(&m->bp, p) == 0)
+		mem_check_gone(m);
+}
+
+bool scsitgt__rdma_mem_lookup(const struct scsitgt__rdma_mem *m, const void *p, size_t len,
+			      uint32_t *lkey)
+{
+	if (m == NULL || !scsitgt__bufpool_owns(&m->bp, p, len))
+		return false;
+	*lkey = m->mr->lkey;
+	return true;
+}
+
+int scsitgt__rdma_mem_hold(struct scsitgt__rdma_mem *m, const void *p)
+{
+	return scsitgt__bufpool_hold(&m->bp, p);
+}
+
+void scsitgt__rdma_mem_release(struct scsitgt__rdma_mem *m, const void *p)
+{
+	scsitgt__bufpool_release(&m->bp, p);
+	mem_check_gone(m);
+}

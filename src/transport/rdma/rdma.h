@@ -5,8 +5,10 @@
  *    private data) and acknowledged before dispatch, so handlers may destroy cm ids freely.
  *  - verbs.c: per device a PD and one CQ with its completion channel on a uv_poll_t, shared
  *    by every QP of the owner; batched ibv_poll_cq with the re-arm race closed (poll until
- *    empty, request notification, poll again); QP creation through rdma_create_qp.
- *  - mr.c: a pool of equal buffers registered once, handed out by index.
+ *    empty, request notification, poll again), and while completions keep coming the CQ is
+ *    polled once per loop iteration without re-arming; QP creation through rdma_create_qp.
+ *  - mr.c: a pool of equal buffers registered once, handed out by index; and registered
+ *    buffer memory (struct scsitgt__rdma_mem) for command data, looked up per io by address.
  * Completions carry a struct scsitgt__rdma_wr pointer in wr_id; its done() runs on the loop.
  */
 #ifndef SCSITGT_RDMA_H
@@ -18,6 +20,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "transport/rdma/bufpool.h"
 #include "util/list.h"
 
 /* Largest CM private data we keep (RDMA_PS_TCP REQ allows 196 bytes over IB). */
@@ -71,6 +74,10 @@ struct scsitgt__rdma_dev {
 	bool closing;
 	void (*gone)(void *arg); /* after the last put finished destroying */
 	void *gone_arg;
+	/* Adaptive polling (verbs.c): polled from an idle handle while completions keep coming. */
+	uv_idle_t idle;
+	bool polling;
+	unsigned int closing_handles;
 };
 
 /* Find or create the device state for @verbs in @list (refs + 1). */
@@ -78,12 +85,21 @@ int scsitgt__rdma_dev_get(struct scsitgt__rdma_dev **out, struct scsitgt__list *
 			  uv_loop_t *loop, struct ibv_context *verbs, void (*gone)(void *),
 			  void *gone_arg);
 void scsitgt__rdma_dev_put(struct scsitgt__rdma_dev *dev);
+/* Take one more reference on a device (dropped with scsitgt__rdma_dev_put()). */
+void scsitgt__rdma_dev_hold(struct scsitgt__rdma_dev *dev);
 /* Reserve CQ entries for a QP; -ENOSPC when the shared CQ is full. */
 int scsitgt__rdma_dev_reserve(struct scsitgt__rdma_dev *dev, int n);
 void scsitgt__rdma_dev_unreserve(struct scsitgt__rdma_dev *dev, int n);
 /* An RC QP on @id using the device's PD and CQ. */
 int scsitgt__rdma_qp_create(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev,
 			    uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge);
+/*
+ * The same with selective signaling: only send WRs posted with IBV_SEND_SIGNALED complete when
+ * they succeed (an unsignaled WR's send queue slot is free once a later signaled one
+ * completed); unsignaled WRs still complete when they fail or are flushed, with their wr_id.
+ */
+int scsitgt__rdma_qp_create_sel(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev,
+				uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge);
 
 /* --- mr.c --- */
 struct scsitgt__rdma_pool {
@@ -106,5 +122,44 @@ static inline uint8_t *scsitgt__rdma_pool_buf(const struct scsitgt__rdma_pool *p
 {
 	return p->mem + (size_t)idx * p->buf_size;
 }
+
+/*
+ * Registered buffer memory: one region of a device's PD, registered once (ibv_reg_mr) and cut
+ * by a buddy allocator (bufpool.h) into command data buffers, so that the per-io path only
+ * looks the lkey up by address instead of registering. The object lives while its owner
+ * keeps it (scsitgt__rdma_mem_put() drops that) or any block is allocated or held, so buffers
+ * of commands that outlive their connection stay valid; it holds a reference on the device.
+ */
+struct scsitgt__rdma_mem {
+	struct scsitgt__bufpool bp;
+	struct scsitgt__rdma_dev *dev;
+	uint8_t *mem;
+	size_t size;
+	struct ibv_mr *mr;
+	bool owned; /* the owner has not called put yet */
+};
+
+/*
+ * Allocate @bytes (rounded down to 4 KiB units, at least one) and register them on @dev's PD
+ * with @access. Returns 0; -EINVAL (@bytes below 4 KiB); -ENOMEM; or the errno of
+ * ibv_reg_mr() (e.g. -ENOMEM or -EPERM when RLIMIT_MEMLOCK is too small).
+ */
+int scsitgt__rdma_mem_create(struct scsitgt__rdma_mem **out, struct scsitgt__rdma_dev *dev,
+			     size_t bytes, int access);
+/* The owner is done; the memory goes once no block is left. */
+void scsitgt__rdma_mem_put(struct scsitgt__rdma_mem *m);
+/* A registered buffer of at least @size bytes (block size in *@cap), or NULL when none is free. */
+void *scsitgt__rdma_mem_alloc(struct scsitgt__rdma_mem *m, size_t size, size_t *cap);
+/* Give back a buffer from scsitgt__rdma_mem_alloc(). */
+void scsitgt__rdma_mem_free(struct scsitgt__rdma_mem *m, void *p);
+/*
+ * The per-io lookup: true and the lkey when [@p, @p + @len) lies in one live buffer of @m (a
+ * NULL @m never matches).
+ */
+bool scsitgt__rdma_mem_lookup(const struct scsitgt__rdma_mem *m, const void *p, size_t len,
+			      uint32_t *lkey);
+/* Pin the buffer holding @p while an RDMA operation targets it (0 or -ENOENT); unpin. */
+int scsitgt__rdma_mem_hold(struct scsitgt__rdma_mem *m, const void *p);
+void scsitgt__rdma_mem_release(struct scsitgt__rdma_mem *m, const void *p);
 
 #endif /* SCSITGT_RDMA_H */

@@ -14,6 +14,8 @@
 /* CQ events acknowledged in batches (ibv_ack_cq_events takes a mutex). */
 #define RDMA_ACK_BATCH 64u
 
+static void dev_idle_cb(uv_idle_t *h);
+
 static int dev_drain(struct scsitgt__rdma_dev *dev)
 {
 	struct ibv_wc wc[RDMA_POLL_BATCH];
@@ -33,6 +35,8 @@ static int dev_drain(struct scsitgt__rdma_dev *dev)
 	return n < 0 ? n : total;
 }
 
+static void dev_poll_more(struct scsitgt__rdma_dev *dev);
+
 static void dev_poll_cb(uv_poll_t *h, int status, int events)
 {
 	struct scsitgt__rdma_dev *dev = h->data;
@@ -42,24 +46,60 @@ static void dev_poll_cb(uv_poll_t *h, int status, int events)
 	(void)events;
 	if (status < 0 || dev->closing)
 		return;
-	if (ibv_get_cq_event(dev->ch, &cq, &ctx) == 0) {
+	/*
+	 * Take every pending event (the channel is non-blocking): a re-arm below may have raised
+	 * one more that the polls already covered, and a stale one would only wake us again.
+	 */
+	while (ibv_get_cq_event(dev->ch, &cq, &ctx) == 0) {
 		if (++dev->unacked >= RDMA_ACK_BATCH) {
 			ibv_ack_cq_events(dev->cq, dev->unacked);
 			dev->unacked = 0;
 		}
 	}
-	/*
-	 * Poll until empty, re-arm, then poll again: a completion that arrived between the last
-	 * empty poll and the re-arm raises no event, so it must be picked up here.
-	 */
-	for (;;) {
-		if (dev_drain(dev) < 0 || dev->closing)
-			return;
+	dev_poll_more(dev);
+}
+
+/*
+ * Adaptive polling: a pass that found completions polls again on the next loop iteration (an
+ * idle handle: the loop does not sleep) instead of re-arming, so a busy device costs no
+ * notification round trip (re-arm, event, wake-up) per completion. A pass that finds none
+ * re-arms: poll until empty, request notification, then poll again, since a completion that
+ * arrived between the last empty poll and the re-arm raises no event and must be taken here.
+ */
+static void dev_poll_more(struct scsitgt__rdma_dev *dev)
+{
+	int n = dev_drain(dev);
+
+	if (n < 0 || dev->closing)
+		return;
+	if (n == 0) {
 		if (ibv_req_notify_cq(dev->cq, 0) != 0)
 			return;
-		if (dev_drain(dev) <= 0)
+		n = dev_drain(dev);
+		if (n <= 0 || dev->closing) {
+			if (dev->polling) {
+				uv_idle_stop(&dev->idle);
+				dev->polling = false;
+			}
 			return;
+		}
 	}
+	if (!dev->polling) {
+		uv_idle_start(&dev->idle, dev_idle_cb);
+		dev->polling = true;
+	}
+}
+
+static void dev_idle_cb(uv_idle_t *h)
+{
+	struct scsitgt__rdma_dev *dev = h->data;
+
+	if (dev->closing) {
+		uv_idle_stop(&dev->idle);
+		dev->polling = false;
+		return;
+	}
+	dev_poll_more(dev);
 }
 
 static void dev_poll_closed(uv_handle_t *h)
@@ -67,6 +107,10 @@ static void dev_poll_closed(uv_handle_t *h)
 	struct scsitgt__rdma_dev *dev = h->data;
 	void (*gone)(void *) = dev->gone;
 	void *arg = dev->gone_arg;
+
+	/* Two handles close (the poll and the idle); the second one frees. */
+	if (--dev->closing_handles)
+		return;
 
 	if (dev->unacked)
 		ibv_ack_cq_events(dev->cq, dev->unacked);
@@ -130,10 +174,14 @@ int scsitgt__rdma_dev_get(struct scsitgt__rdma_dev **out, struct scsitgt__list *
 	if (rc < 0)
 		goto fail;
 	dev->poll.data = dev;
+	uv_idle_init(loop, &dev->idle);
+	dev->idle.data = dev;
 	rc = uv_poll_start(&dev->poll, UV_READABLE, dev_poll_cb);
 	if (rc < 0) {
 		dev->gone = NULL;
+		dev->closing_handles = 2;
 		uv_close((uv_handle_t *)&dev->poll, dev_poll_closed);
+		uv_close((uv_handle_t *)&dev->idle, dev_poll_closed);
 		return rc;
 	}
 	dev->refs = 1;
@@ -152,6 +200,11 @@ fail:
 	return rc;
 }
 
+void scsitgt__rdma_dev_hold(struct scsitgt__rdma_dev *dev)
+{
+	dev->refs++;
+}
+
 void scsitgt__rdma_dev_put(struct scsitgt__rdma_dev *dev)
 {
 	if (--dev->refs)
@@ -159,7 +212,10 @@ void scsitgt__rdma_dev_put(struct scsitgt__rdma_dev *dev)
 	dev->closing = true;
 	scsitgt__list_remove(&dev->node);
 	uv_poll_stop(&dev->poll);
+	uv_idle_stop(&dev->idle);
+	dev->closing_handles = 2;
 	uv_close((uv_handle_t *)&dev->poll, dev_poll_closed);
+	uv_close((uv_handle_t *)&dev->idle, dev_poll_closed);
 }
 
 int scsitgt__rdma_dev_reserve(struct scsitgt__rdma_dev *dev, int n)
@@ -175,8 +231,8 @@ void scsitgt__rdma_dev_unreserve(struct scsitgt__rdma_dev *dev, int n)
 	dev->cq_used -= n;
 }
 
-int scsitgt__rdma_qp_create(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev,
-			    uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge)
+static int qp_create(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev, uint32_t send_wr,
+		     uint32_t recv_wr, uint32_t send_sge, bool sig_all)
 {
 	struct ibv_qp_init_attr a;
 
@@ -188,9 +244,21 @@ int scsitgt__rdma_qp_create(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev
 	a.cap.max_recv_wr = recv_wr;
 	a.cap.max_send_sge = send_sge;
 	a.cap.max_recv_sge = 1;
-	/* Every WR is signaled: completions release buffers and count the drain. */
-	a.sq_sig_all = 1;
+	a.sq_sig_all = sig_all;
 	if (rdma_create_qp(id, dev->pd, &a) != 0)
 		return errno ? -errno : -EIO;
 	return 0;
+}
+
+int scsitgt__rdma_qp_create(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev,
+			    uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge)
+{
+	/* Every WR is signaled: completions release buffers and count the drain. */
+	return qp_create(id, dev, send_wr, recv_wr, send_sge, true);
+}
+
+int scsitgt__rdma_qp_create_sel(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev,
+				uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge)
+{
+	return qp_create(id, dev, send_wr, recv_wr, send_sge, false);
 }

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals of the iSER data mover, shared by iser.c (portal, rdma_cm, connection set-up and
+ * teardown, receive credits) and iser_io.c (the data path: received SENDs, Data-In by RDMA
+ * WRITE, solicited data by RDMA READ, SENDs).
+ */
+#ifndef SCSITGT_ISER_INT_H
+#define SCSITGT_ISER_INT_H
+
+#include "libscsitgt/iscsi.h"
+#include "transport/iscsi/conn.h"
+#include "transport/iser/iser_flow.h"
+#include "transport/iser/iser_map.h"
+#include "transport/iser/iser_proto.h"
+#include "transport/rdma/rdma.h"
+
+/* Our receive data segment limit: TargetRecvDataSegmentLength and MaxRecvDataSegmentLength. */
+#define ISER_RECV_DSL 8192u
+#define ISER_RECV_SLOT (SCSITGT__ISER_HDR_LEN + ISCSI_BHS_LEN + ISCSI_AHS_MAX + ISER_RECV_DSL + 4u)
+/* Login responses carry up to 8192 bytes (RFC 7143 §6.2). */
+#define ISER_SEND_SLOT (SCSITGT__ISER_HDR_LEN + ISCSI_BHS_LEN + 8192u)
+/* Receive buffers: allocated per connection, posted as the credits require. */
+#define ISER_NRECV_MAX 512u
+/* Posted before accept: enough for the login phase (one request at a time) and a margin. */
+#define ISER_NRECV_LOGIN 16u
+/* Reserve for immediate and unexpected PDUs (NOP-Out, TMF, Text, Logout) when the initiator
+ * declared no MaxOutstandingUnexpectedPDUs. */
+#define ISER_UNEXP_RESERVE 16u
+#define ISER_NSEND 128u
+#define ISER_SQ_DEPTH 512u
+#define ISER_ITT_BUCKETS 256u
+/* Commands with advertised STags tracked at once before we call it abuse. */
+#define ISER_ITT_MAX 4096u
+/* Registered buffer memory per device and portal when the options leave it at 0. */
+#define ISER_MEM_DEFAULT ((uint64_t)64 << 20)
+
+struct iser_portal;
+struct iser_conn;
+
+struct iser_itt {
+	struct iser_itt *next;
+	uint32_t itt;
+	bool wsv, rsv;
+	bool sol_base_set;
+	uint32_t sol_base; /* buffer offset of the first solicited byte (first R2T) */
+	uint32_t write_stag, read_stag;
+	uint64_t write_va, read_va;
+};
+
+struct iser_recv {
+	struct scsitgt__rdma_wr w;
+	struct iser_conn *ic;
+	uint32_t idx;
+};
+
+struct iser_slot {
+	struct scsitgt__rdma_wr w;
+	struct iser_conn *ic;
+	struct iser_txop *op;
+	uint32_t idx;
+};
+
+/* What one batch became: its WRs and what its Data-In needed besides registered memory. */
+struct iser_txop {
+	struct scsitgt__rdma_wr w;  /* a signaled WRITE (only when the batch has no SEND) */
+	struct scsitgt__rdma_wr wu; /* unsignaled WRITEs: complete only when they fail */
+	unsigned int unsig;	    /* unsignaled WRs: their SQ slots return with the batch */
+	struct iser_conn *ic;
+	struct scsitgt__iscsi_tx *tx;
+	struct scsitgt__rdma_mem *mem; /* bounce buffers below came from it */
+	unsigned int pending;
+	int status;
+	unsigned int nmr, nbounce;
+	struct ibv_mr **mrs; /* per-io registrations (no registered memory to be had) */
+	void **bounces;	     /* copies of unregistered Data-In in registered memory */
+};
+
+/* One RDMA READ of solicited data (an R2T, or a piece of one longer than a message). */
+struct iser_read {
+	struct scsitgt__rdma_wr w;
+	struct scsitgt__iser_rdq_item q;
+	struct iser_conn *ic;
+	uint8_t lun[8];
+	uint32_t itt, ttt, offset, len;
+	uint32_t datasn; /* DataSN of its first Data-Out (pieces of one R2T continue) */
+	bool final;	 /* the last piece of its R2T */
+	uint32_t rkey;
+	uint64_t raddr;
+	uint8_t *buf;	/* where the data lands */
+	uint32_t lkey;
+	bool inplace;	/* buf is the command's own (held) registered buffer */
+	struct scsitgt__rdma_mem *mem; /* inplace hold or bounce block from here */
+	bool bounce;
+	struct ibv_mr *mr; /* per-io registration of a malloc'ed buf */
+};
+
+struct iser_conn {
+	struct scsitgt__rdma_cm_handler cmh;
+	struct scsitgt__list node; /* ip->conns */
+	struct iser_portal *ip;
+	struct rdma_cm_id *id;
+	struct scsitgt__rdma_dev *dev;
+	struct scsitgt__rdma_mem *mem; /* registered command buffers (NULL: none to be had) */
+	struct scsitgt__iscsi_conn *conn;
+	struct scsitgt__rdma_pool rxp, txp;
+	struct iser_recv *recvs;
+	struct iser_slot *slots;
+	bool qp_created, pools, cq_reserved;
+	bool connected, dm_close;
+	bool ffp; /* the final Login Response went out: credits sized */
+	unsigned int posted;	/* WRs not completed yet (receives + sends) */
+	unsigned int recvs_posted; /* receive buffers handed to the QP (credits) */
+	unsigned int recvs_used;   /* slots 0..recvs_used-1 have been posted (reposted as used) */
+	unsigned int busy;	/* handlers running: no freeing under them */
+	unsigned int sq_free;
+	uint32_t max_msg;	/* the port's largest message */
+	struct scsitgt__iser_rdq rdq;
+	struct scsitgt__iser_unexp unexp;
+	struct scsitgt__iscsi_tx *outq, **outq_tail;
+	struct iser_itt *itt[ISER_ITT_BUCKETS];
+	unsigned int nitt;
+	/* Statistics: how Data-In and solicited data moved. */
+	uint64_t st_direct, st_bounce, st_reg;
+};
+
+/* Registered buffer memory of one device, for the connections of one portal on it. */
+struct iser_mem {
+	struct scsitgt__list node; /* ip->mems */
+	struct scsitgt__rdma_dev *dev;
+	struct scsitgt__rdma_mem *mem;
+};
+
+struct iser_portal {
+	struct scsitgt__rdma_cm_handler cmh;
+	struct scsitgt_portal *portal;
+	struct scsitgt__rdma_cm cm;
+	struct rdma_cm_id *listen;
+	struct sockaddr_storage sa; /* the bound address, to listen again after ADDR_CHANGE */
+	int backlog;
+	uint64_t mem_bytes;
+	struct scsitgt__list devs;
+	struct scsitgt__list mems;
+	struct scsitgt__list conns;
+	bool stopping;
+	/* After DEVICE_REMOVAL or ADDR_CHANGE took the listener and binding again failed (the
+	 * device is not back yet): try again every second. */
+	uv_timer_t relisten;
+	bool relisten_closed;
+};
+
+/* iser.c */
+/* End of a handler (busy--): free when drained after a close, else post what became possible. */
+void scsitgt__iser_conn_leave(struct iser_conn *ic);
+/* Free the connection once closed, with no WR posted and no handler running. */
+void scsitgt__iser_conn_check_drained(struct iser_conn *ic);
+void scsitgt__iser_conn_fail(struct iser_conn *ic, int err, const char *why);
+/* Size the receive credits as the final Login Response goes out; patch its MaxCmdSN. */
+void scsitgt__iser_conn_enter_ffp(struct iser_conn *ic, uint8_t *bhs);
+int scsitgt__iser_post_recv(struct iser_conn *ic, uint32_t idx);
+
+/* iser_io.c */
+void scsitgt__iser_recv_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc);
+void scsitgt__iser_slot_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc);
+void scsitgt__iser_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx);
+/* Post what resources allow: queued batches in order, then RDMA READs within the depth. */
+void scsitgt__iser_pump(struct iser_conn *ic);
+/* Teardown: drop queued batches and READs. */
+void scsitgt__iser_io_cancel(struct iser_conn *ic);
+void scsitgt__iser_itt_clear(struct iser_conn *ic);
+void scsitgt__iser_cmd_init(struct scsitgt__iscsi_conn *conn, struct scsitgt__cmd *cmd);
+
+#endif /* SCSITGT_ISER_INT_H */
