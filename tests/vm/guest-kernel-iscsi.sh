@@ -1,12 +1,13 @@
 #!/bin/bash
-# Runs INSIDE the rig guest (as /rig/script, via run-in-guest.sh); started by kernel-iscsi.sh.
+# Runs INSIDE the vm suite's guest (via vm-test.sh / run-guest.sh); the meson test vm/iscsi_tcp
+# and kernel-iscsi.sh start it.
 #
 #   guest-kernel-iscsi.sh PORTAL MINITARGET-ARGS...
 #
 # /host is the staging dir prepared by kernel-iscsi.sh:
 #   /host/examples/minitarget, /host/libscsitgt.so.0 (minitarget's RUNPATH is $ORIGIN/..),
-#   /host/iscsi-tcp-ext4.sh (the rig's guest script), /host/out/ (logs written here).
-# Starts minitarget -v on PORTAL, runs the rig's iscsi-tcp-ext4.sh against it (kernel
+#   /host/guest/iscsi-tcp-ext4.sh, /host/out/ (logs written here).
+# Starts minitarget -v on PORTAL, runs guest/iscsi-tcp-ext4.sh against it (kernel
 # iscsi_tcp initiator: discovery, login, mkfs.ext4, write/fsck/verify, fio, logout), then
 # stops the target with SIGTERM and checks the kernel log. Exit 0 only if everything passed.
 # Environment: DIGEST=1 makes the initiator ask for CRC32C header and data digests (and checks
@@ -42,7 +43,7 @@ if ! kill -0 "$TPID" 2>/dev/null; then
 	exit 1
 fi
 
-# Snapshot what the kernel made of the disk while it exists (the rig script logs out at the end).
+# Snapshot what the kernel made of the disk while it exists (iscsi-tcp-ext4.sh logs out at the end).
 (
 	for i in $(seq 600); do
 		for b in /sys/class/iscsi_session/session*/device/target*/*:*:*:*/block/*; do
@@ -84,9 +85,9 @@ fi
 ) &
 WPID=$!
 
-bash /host/iscsi-tcp-ext4.sh "$PORTAL"
+bash /host/guest/iscsi-tcp-ext4.sh "$PORTAL"
 rc=$?
-[ $rc = 0 ] || { echo "== rig script FAILED (exit $rc)"; fail=1; }
+[ $rc = 0 ] || { echo "== iscsi-tcp-ext4.sh FAILED (exit $rc)"; fail=1; }
 kill "$WPID" 2>/dev/null
 wait "$WPID" 2>/dev/null
 

@@ -1,0 +1,69 @@
+#!/bin/bash
+# iscsi-tcp-ext4.sh PORTAL - in the guest: the kernel's iSCSI/TCP initiator (iscsi_tcp,
+# iscsid/iscsiadm) against the target listening on PORTAL: SendTargets discovery, login,
+# mkfs.ext4, mount, 4 x 16 MiB files and 200 small files, fsck.ext4 -f, remount read-only and
+# compare checksums, 5 s of fio 4k random read/write at QD 8 (direct I/O), logout.
+set -Eeuo pipefail
+PORTAL=$1
+T0=$(date +%s.%N)
+ts() { awk -v s="$T0" -v e="$(date +%s.%N)" 'BEGIN {printf "[%6.2fs]", e - s}'; }
+step() { echo "$(ts) == $*"; }
+trap 'echo "--- iscsi-tcp-ext4.sh FAILED at line $LINENO"; dmesg | tail -n 25' ERR
+
+step "iscsi_tcp + iscsid"
+modprobe iscsi_tcp
+modprobe sd_mod
+iscsid
+sleep 0.5
+
+step "discovery on $PORTAL"
+iscsiadm -m discovery -t sendtargets -p "$PORTAL"
+IQN=$(iscsiadm -m node | awk -v p="$PORTAL" 'index($1, p) == 1 {print $2; exit}')
+[ -n "$IQN" ] || { echo "no target discovered"; false; }
+step "login to $IQN"
+iscsiadm -m node -T "$IQN" -p "$PORTAL" --login
+DEV=
+for i in $(seq 150); do
+	for b in /sys/class/iscsi_session/session*/device/target*/*:*:*:*/block/*; do
+		[ -e "$b" ] && DEV=/dev/$(basename "$b") && break
+	done
+	[ -n "$DEV" ] && [ -b "$DEV" ] && break
+	sleep 0.1
+done
+[ -n "$DEV" ] && [ -b "$DEV" ] || { echo "no block device appeared"; false; }
+sg_inq "$DEV" | sed -n '1,8p'
+sg_readcap "$DEV" | head -3
+
+step "mkfs.ext4 + files + fsck -f on $DEV"
+mkfs.ext4 -q -F "$DEV"
+mkdir -p /mnt/lun
+mount "$DEV" /mnt/lun
+dd if=/dev/urandom of=/tmp/blob bs=1M count=16 status=none
+want=$(sha256sum < /tmp/blob)
+for n in 1 2 3 4; do
+	cp /tmp/blob /mnt/lun/file$n
+done
+mkdir /mnt/lun/dir
+for n in $(seq 200); do
+	echo "$n" > /mnt/lun/dir/f$n
+done
+sync
+umount /mnt/lun
+echo 3 > /proc/sys/vm/drop_caches
+fsck.ext4 -fn "$DEV"
+mount -o ro "$DEV" /mnt/lun
+for n in 1 2 3 4; do
+	[ "$(sha256sum < /mnt/lun/file$n)" = "$want" ] || { echo "file$n: checksum mismatch"; false; }
+done
+[ "$(cat /mnt/lun/dir/f200)" = 200 ]
+umount /mnt/lun
+
+step "fio 5 s randrw 4k QD8 (direct I/O)"
+fio --name=rw --filename="$DEV" --direct=1 --rw=randrw --bs=4k --iodepth=8 \
+	--ioengine=libaio --runtime=5 --time_based --size=64M --group_reporting \
+	--output-format=terse --terse-version=3 |
+	awk -F';' '{printf "fio: read %s IOPS, write %s IOPS\n", $8, $49}'
+
+step "logout"
+iscsiadm -m node -T "$IQN" -p "$PORTAL" --logout
+step "PASS iscsi-tcp-ext4"

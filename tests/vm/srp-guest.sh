@@ -1,0 +1,219 @@
+#!/bin/bash
+# srp-guest.sh - the vm suite's SRP test (meson test vm/srp); runs as root inside the guest
+# (vm-test.sh + run-guest.sh, or the shared rig's run-in-guest.sh).
+# Soft-RoCE (rdma_rxe on a dummy netdev, 192.0.2.1) and our target from /host, exporting one
+# RAM LUN over SRP (RDMA/CM, 192.0.2.1:5555) and over iSER (192.0.2.1:3260) at once. The Linux
+# SRP initiator (ib_srp, add_target with dest=IP:PORT) logs in with two channels; mkfs.ext4,
+# mount, files of 1..64 MiB written with direct I/O plus small files, fsck -f clean, checksums;
+# the target port is removed (srp_remote_ports/*/delete) and logged in to again, and the data is
+# still there; a LUN reset (sg_reset -d: SRP_TSK_MGMT) is answered and the unit attention it
+# leaves is reported with an SRP_AER_REQ (ib_srp logs "ignoring AER"). Then fio measures 4 KiB random reads at QD 32 and 1 MiB sequential reads, over
+# SRP and over our iSER (ib_iser) against the same LUN of the same process; the figures are
+# printed for information, never checked. Finally the target must stop cleanly on SIGTERM.
+#   srp-guest.sh TARGET_BIN [EXTRA_TARGET_ARGS...]
+# TARGET_BIN is examples/minitarget (the script adds --srp-portal, --srp-guid, --iser-portal
+# and --lun). Environment: SRP_GUID (default 0x0002c90300abcdef), FIO_SECONDS (default 10),
+# SRP_DEBUG=1 (ib_srp dynamic debug into dmesg).
+set -Eeuo pipefail
+T0=$(date +%s.%N)
+ts() { awk -v s="$T0" -v e="$(date +%s.%N)" 'BEGIN{printf "[%6.2fs]", e-s}'; }
+step() { echo "$(ts) == $*"; }
+RXE_IP=192.0.2.1 # RFC 5737 TEST-NET-1, only on the guest's dummy device
+SRP_PORT=5555
+G=${SRP_GUID:-0x0002c90300abcdef}
+IQN=iqn.2026-11.org.libscsitgt:minitarget
+FIO_SECONDS=${FIO_SECONDS:-10}
+OUT=/host/out
+[ -d $OUT ] || OUT=/ctl
+[ -d $OUT ] || OUT=/tmp
+save_logs() { cp /tmp/target.log $OUT/ 2>/dev/null; dmesg > $OUT/dmesg.log; }
+trap 'set +e; echo "--- FAILED at line $LINENO"; save_logs; tail -n 40 /tmp/target.log; dmesg | grep -v "speed is unknown" | tail -n 30; exit 1' ERR
+[ $# -ge 1 ] || { echo "usage: $0 TARGET_BIN [ARGS...]"; exit 2; }
+
+step "soft-RoCE rxe0 on rig0 ($RXE_IP)"
+modprobe rdma_rxe; modprobe ib_uverbs; modprobe rdma_ucm
+ip link add rig0 type dummy
+ip addr add $RXE_IP/24 dev rig0
+ip link set rig0 up
+rdma link add rxe0 type rxe netdev rig0
+for i in $(seq 50); do [ -e /sys/class/infiniband/rxe0/ports/1/gids/1 ] && break; sleep 0.1; done
+GID0=$(cat /sys/class/infiniband/rxe0/ports/1/gids/0)
+GIDHEX=${GID0//:/}
+
+step "target: $* (SRP $RXE_IP:$SRP_PORT, iSER $RXE_IP:3260, one RAM LUN)"
+"$@" --srp-portal $RXE_IP:$SRP_PORT --srp-guid "$G" --iser-portal $RXE_IP:3260 \
+	--lun 0:ram:${LUN_SIZE:-512M} > /tmp/target.log 2>&1 &
+TPID=$!
+for i in $(seq 150); do grep -q "srp://" /tmp/target.log && break; sleep 0.1; done
+kill -0 $TPID
+grep "srp://" /tmp/target.log
+
+step "ib_srp (initiator)"
+modprobe sd_mod # no udev in the guest: nothing autoloads it for new LUNs
+modprobe ib_srp
+[ -n "${SRP_DEBUG:-}" ] && echo 'module ib_srp +p' > /sys/kernel/debug/dynamic_debug/control
+SRPDEV=/sys/class/infiniband_srp/srp-rxe0-1
+LOGIN="id_ext=$G,ioc_guid=$G,dest=$RXE_IP:$SRP_PORT,initiator_ext=${GIDHEX:0:16},ch_count=2"
+
+srp_login() {
+	local n
+	n=$(dmesg | wc -l)
+	echo "  add_target: $LOGIN"
+	timeout 60 bash -c "echo '$LOGIN' > $SRPDEV/add_target"
+	DEV=
+	for i in $(seq 150); do
+		for b in /sys/class/scsi_host/host*/device/target*/*:*:*:*/block/*; do
+			[ -e "$b" ] || continue
+			h=${b#/sys/class/scsi_host/}
+			h=${h%%/*}
+			[ -e /sys/class/scsi_host/$h/ch_count ] && DEV=/dev/$(basename "$b") && HOST=$h &&
+				break
+		done
+		[ -n "$DEV" ] && [ -b "$DEV" ] && break
+		sleep 0.1
+	done
+	[ -n "$DEV" ] || { echo "no SRP disk appeared"; false; }
+	dmesg | awk -v n="$n" 'NR>n' | grep -E 'ib_srp|SRP|immediate' | sed 's/^/  dmesg: /' | head -8
+	for a in ch_count req_lim zero_req_lim; do
+		echo "  $HOST/$a = $(cat /sys/class/scsi_host/$HOST/$a)"
+	done
+	[ "$(cat /sys/class/scsi_host/$HOST/ch_count)" = 2 ] || { echo "expected 2 channels"; false; }
+	echo "  logins accepted by the target so far: $(grep -c "login accepted" /tmp/target.log || true)"
+}
+
+srp_logout() {
+	for p in /sys/class/srp_remote_ports/*; do echo 1 > "$p/delete"; done
+	for i in $(seq 100); do [ -z "$(ls /sys/class/srp_remote_ports/)" ] && break; sleep 0.1; done
+	[ -z "$(ls /sys/class/srp_remote_ports/)" ] || { echo "remote port still there"; false; }
+	for i in $(seq 100); do grep -q "I_T nexus .* ended" /tmp/target.log && break; sleep 0.1; done
+	grep "I_T nexus .* ended" /tmp/target.log | tail -1 | sed 's/^/  target: /'
+}
+
+# Soft-RoCE counters that explain slow runs (retransmissions, RNR, sequence errors).
+rxe_counters() {
+	local d=/sys/class/infiniband/rxe0/ports/1/hw_counters
+	[ -d $d ] || return 0
+	(cd $d && grep -H . * 2>/dev/null | awk -F: '$2 != 0 {printf " %s=%s", $1, $2}') |
+		sed 's/^/  rxe counters:/'
+	echo
+}
+
+cpu_ticks() { awk '{print $14 + $15}' /proc/$1/stat; }
+
+# fio against DEV; prints IOPS or MiB/s and the target's CPU time per I/O (TCG: compare
+# ratios only, and only within one run).
+fio_one() {
+	local what=$1 dev=$2 name=$3 rw=$4 bs=$5 qd=$6 c0 c1
+	c0=$(cpu_ticks $TPID)
+	fio --name="$name" --filename="$dev" --direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
+		--ioengine=libaio --runtime="$FIO_SECONDS" --time_based --size=256M \
+		--output-format=terse --terse-version=3 > /tmp/fio.out
+	c1=$(cpu_ticks $TPID)
+	awk -F';' -v w="$what" -v n="$name" -v bs="$bs" -v qd="$qd" -v cpu=$((c1 - c0)) '{
+		ios = $8 * $9 / 1000
+		printf "FIO %s %s %s QD%s: %s IOPS, %.1f MiB/s, target CPU %.0f us/IO\n", w, n, bs,
+			qd, $8, $7 / 1024, (ios > 0 ? cpu * 10000 / ios : 0) }' /tmp/fio.out
+}
+
+fio_pair() {
+	fio_one "$1" "$2" randread randread 4k 32
+	fio_one "$1" "$2" seqread read 1M 4
+}
+
+step "SRP login 1 (two channels)"
+srp_login
+sg_inq "$DEV" | grep -E 'Vendor|Product' | sed 's/^/  /'
+sg_readcap "$DEV" | head -3 | sed 's/^/  /'
+
+step "mkfs.ext4 + mount + direct-I/O files 1..64 MiB + 100 small files"
+mkfs.ext4 -q -F "$DEV"
+mkdir -p /mnt/lun
+mount "$DEV" /mnt/lun
+declare -A SUM
+for mb in 1 4 16 64; do
+	dd if=/dev/urandom of=/tmp/blob$mb bs=1M count=$mb status=none
+	SUM[$mb]=$(sha256sum < /tmp/blob$mb)
+	dd if=/tmp/blob$mb of=/mnt/lun/file$mb bs=1M oflag=direct status=none
+done
+for i in $(seq 100); do head -c $((i * 37)) /tmp/blob1 > /mnt/lun/small$i; done
+SMALL=$(cat /mnt/lun/small* | sha256sum)
+sync
+umount /mnt/lun
+echo 3 > /proc/sys/vm/drop_caches
+step "fsck -f"
+fsck.ext4 -fn "$DEV"
+step "checksums"
+mount -o ro "$DEV" /mnt/lun
+for mb in 1 4 16 64; do
+	got=$(dd if=/mnt/lun/file$mb bs=1M iflag=direct status=none | sha256sum)
+	[ "$got" = "${SUM[$mb]}" ] || { echo "file$mb checksum mismatch"; false; }
+	echo "  file$mb ($mb MiB) checksum ok"
+done
+[ "$(cat /mnt/lun/small* | sha256sum)" = "$SMALL" ] || { echo "small files differ"; false; }
+echo "  100 small files ok"
+umount /mnt/lun
+
+step "remove the target port (srp_remote_ports/*/delete)"
+srp_logout
+kill -0 $TPID
+
+step "SRP login 2 (same target process)"
+srp_login
+echo 3 > /proc/sys/vm/drop_caches
+mount -o ro "$DEV" /mnt/lun
+[ "$(dd if=/mnt/lun/file64 bs=1M iflag=direct status=none | sha256sum)" = "${SUM[64]}" ]
+echo "  file64 checksum ok after the new login"
+umount /mnt/lun
+fsck.ext4 -fn "$DEV" > /dev/null
+
+step "LUN reset over SRP (SRP_TSK_MGMT) and the asynchronous event report it causes"
+n=$(dmesg | wc -l)
+sg_reset -d "$DEV"
+for i in $(seq 100); do dmesg | awk -v n="$n" 'NR>n' | grep -q "AER for LUN" && break; sleep 0.1; done
+dmesg | awk -v n="$n" 'NR>n' | grep -iE "reset|AER" | sed 's/^/  dmesg: /'
+dmesg | awk -v n="$n" 'NR>n' | grep -q "AER for LUN 0" || { echo "no SRP_AER_REQ seen"; false; }
+dd if="$DEV" of=/dev/null bs=1M count=4 iflag=direct status=none
+echo "  I/O after the reset ok"
+
+c0=$(cpu_ticks $TPID)
+sleep 5
+echo "  target CPU while idle with two channels up: $(($(cpu_ticks $TPID) - c0)) ticks in 5 s"
+step "fio over SRP (${FIO_SECONDS} s each)"
+fio_pair SRP "$DEV"
+rxe_counters
+srp_logout
+
+step "fio over iSER, same LUN of the same target process"
+modprobe ib_iser
+iscsid
+sleep 0.5
+timeout 45 iscsiadm -m discovery -t sendtargets -p $RXE_IP:3260 -I iser > /dev/null
+timeout 45 iscsiadm -m node -T $IQN -p $RXE_IP:3260 -I iser --login > /dev/null
+IDEV=
+for i in $(seq 150); do
+	for b in /sys/class/iscsi_session/session*/device/target*/*:*:*:*/block/*; do
+		[ -e "$b" ] && IDEV=/dev/$(basename "$b") && break
+	done
+	[ -n "$IDEV" ] && [ -b "$IDEV" ] && break
+	sleep 0.1
+done
+[ -n "$IDEV" ] || { echo "no iSER disk appeared"; false; }
+mount -o ro "$IDEV" /mnt/lun
+[ "$(sha256sum < /mnt/lun/file16)" = "${SUM[16]}" ]
+echo "  file16 written over SRP reads back over iSER"
+umount /mnt/lun
+fio_pair iSER "$IDEV"
+rxe_counters
+iscsiadm -m node -T $IQN -p $RXE_IP:3260 -I iser --logout > /dev/null
+
+step "stop the target"
+kill -TERM $TPID
+for i in $(seq 100); do kill -0 $TPID 2>/dev/null || break; sleep 0.1; done
+if kill -0 $TPID 2>/dev/null; then echo "target did not stop"; false; fi
+wait $TPID
+if dmesg | grep -E 'ib_srp.*(failed|error|timeout)|abort|I/O error|Sense Key' | grep -v 'Connection 0/2 to .*5556'; then
+	echo "kernel log shows SCSI or SRP errors"
+	false
+fi
+save_logs
+step "PASS srp-guest"
