@@ -10,6 +10,7 @@
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
+#include "core/xcopy.h"
 #include "util/be.h"
 
 enum {
@@ -17,6 +18,7 @@ enum {
 	VPD_UNIT_SERIAL = 0x80,
 	VPD_DEVICE_ID = 0x83,
 	VPD_EXTENDED_INQUIRY = 0x86,
+	VPD_THIRD_PARTY_COPY = 0x8f, /* W3: core/xcopy_results.c */
 	VPD_BLOCK_LIMITS = 0xb0,
 	VPD_BLOCK_DEV_CHARS = 0xb1,
 	VPD_LB_PROVISIONING = 0xb2,
@@ -74,6 +76,8 @@ static size_t vpd_supported_pages(const struct scsitgt_lun *lun, uint8_t *buf)
 	buf[n++] = VPD_UNIT_SERIAL;
 	buf[n++] = VPD_DEVICE_ID;
 	buf[n++] = VPD_EXTENDED_INQUIRY;
+	if (scsitgt__cdb_supported(SPC_EXTENDED_COPY, 0))
+		buf[n++] = VPD_THIRD_PARTY_COPY;
 	buf[n++] = VPD_BLOCK_LIMITS;
 	buf[n++] = VPD_BLOCK_DEV_CHARS;
 	if (vpd_has_b2(lun))
@@ -269,6 +273,9 @@ size_t scsitgt__vpd_build(const struct scsitgt__cmd *cmd, uint8_t page, uint8_t 
 		return vpd_unit_serial(lun, buf);
 	case VPD_DEVICE_ID:
 		return vpd_device_id(cmd, buf);
+	case VPD_THIRD_PARTY_COPY:
+		return scsitgt__cdb_supported(SPC_EXTENDED_COPY, 0) ? scsitgt__xcopy_vpd(cmd, buf)
+								     : 0;
 	case VPD_EXTENDED_INQUIRY:
 		return vpd_extended_inquiry(lun, buf);
 	case VPD_BLOCK_LIMITS:
