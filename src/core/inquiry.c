@@ -13,14 +13,17 @@
 #define INQ_STD_LEN 96
 _Static_assert(58 + 8 * 2 <= INQ_STD_LEN, "version descriptors fit the standard data");
 
-/* SPC-5 §6.7.2: VERSION 07h claims conformance to SPC-5. */
+/* SPC-5 §6.7.2: VERSION 07h claims conformance to SPC-5, 06h to SPC-4 (LUN flag
+ * SCSITGT_LUN_CLAIM_SPC4, for initiators that refuse a VERSION newer than they know). */
 #define INQ_VERSION_SPC5 0x07
+#define INQ_VERSION_SPC4 0x06
 /* RESPONSE DATA FORMAT 2: the only value SPC-5 allows. */
 #define INQ_RESPONSE_FORMAT 0x02
 
 /* Version descriptors (SPC-5 §6.7.2 Table 150), "no version claimed" variants. */
 enum {
 	VD_SAM5 = 0x00a0,
+	VD_SPC4 = 0x0460,
 	VD_SPC5 = 0x05c0,
 	VD_SBC3 = 0x04c0,
 	VD_SBC4 = 0x0600,
@@ -52,6 +55,7 @@ static void inq_standard(struct scsitgt__cmd *cmd)
 	const struct scsitgt_lun *lun = cmd->lun;
 	uint8_t d[INQ_STD_LEN];
 	uint8_t *vd = &d[58];
+	bool spc4 = lun && (lun->flags & SCSITGT_LUN_CLAIM_SPC4);
 
 	memset(d, 0, sizeof(d));
 	if (lun == NULL) {
@@ -62,7 +66,7 @@ static void inq_standard(struct scsitgt__cmd *cmd)
 		d[0] = SPC_PDT_DIRECT_ACCESS;
 		d[1] = (lun->flags & SCSITGT_LUN_REMOVABLE) ? 0x80 : 0x00; /* RMB */
 	}
-	d[2] = INQ_VERSION_SPC5;
+	d[2] = spc4 ? INQ_VERSION_SPC4 : INQ_VERSION_SPC5;
 	/* NORMACA 0 (no ACA), HISUP 0 (flat single-level LUNs only), RESPONSE DATA FORMAT 2. */
 	d[3] = INQ_RESPONSE_FORMAT;
 	/* ADDITIONAL LENGTH: the bytes after byte 4, i.e. n - 4 with n = 95 the last byte. */
@@ -70,6 +74,9 @@ static void inq_standard(struct scsitgt__cmd *cmd)
 	/* Byte 5: SCCS, ACC, 3PC and PROTECT zero; TPGS (bits 5..4) from the target's ALUA
 	 * modes (SPC-5 §6.7.2, core/alua.c). */
 	d[5] = (uint8_t)(scsitgt__alua_tpgs(cmd->sess->tgt) << 4);
+	/* W3: 3PC, the LUN is a copy manager (EXTENDED COPY, core/xcopy.c; SPC-5 §6.7.2). */
+	if (lun && scsitgt__cdb_supported(SPC_EXTENDED_COPY, 0))
+		d[5] |= 0x08;
 	d[6] = 0x00;
 	/* Byte 7: CMDQUE, we queue commands (SAM-5 §8.6 task attributes). */
 	d[7] = 0x02;
@@ -81,7 +88,7 @@ static void inq_standard(struct scsitgt__cmd *cmd)
 		memset(&d[8], ' ', 28);
 	}
 	put_be16(&vd[0], VD_SAM5);
-	put_be16(&vd[2], VD_SPC5);
+	put_be16(&vd[2], spc4 ? VD_SPC4 : VD_SPC5);
 	put_be16(&vd[4], VD_SBC4);
 	/* SBC-4 keeps every SBC-3 command and page we implement (the SBC-3 form of the block
 	 * limits page included); initiators that look for SBC-3 by its descriptor find it. */

@@ -5,6 +5,7 @@
  * Media commands reach the backend as one io over cmd->buf.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -413,9 +414,11 @@ void scsitgt__sbc_start_stop(struct scsitgt__cmd *cmd)
 }
 
 /*
- * SBC-4 / SPC-5 PREVENT ALLOW MEDIUM REMOVAL: PREVENT 00b allows, 01b prevents; 10b and 11b
- * (medium changer) are obsolete. Accepted on every LUN; only a removable one can be unloaded.
- * TODO(#5): SPC-5 keeps the prevention per I_T nexus and clears it on nexus loss.
+ * SPC-5 §6.15 PREVENT ALLOW MEDIUM REMOVAL: PREVENT 00b allows, 01b prevents; 10b and 11b
+ * (medium changer) are obsolete. The prevention is kept per I_T nexus: the medium stays
+ * locked while any nexus prevents its removal, and ends for a nexus when it allows removal or
+ * is lost, and for every nexus on a reset. Accepted on every LUN; only a removable medium can
+ * be unloaded (START STOP UNIT with LOEJ), which a prevention refuses.
  */
 enum scsitgt__sense_reason scsitgt__sbc_parse_prevent_allow(struct scsitgt__cmd *cmd)
 {
@@ -424,8 +427,54 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_prevent_allow(struct scsitgt__cmd 
 	return SCSITGT_SR_OK;
 }
 
+void scsitgt__sbc_prevent_release(struct scsitgt_lun *lun, const struct scsitgt__session *sess)
+{
+	for (uint32_t i = 0; i < lun->nprevent;) {
+		if (sess == NULL || lun->prevent_by[i] == sess)
+			lun->prevent_by[i] = lun->prevent_by[--lun->nprevent];
+		else
+			i++;
+	}
+	lun->prevent_removal = lun->nprevent > 0;
+}
+
+void scsitgt__sbc_prevent_session_gone(const struct scsitgt__session *sess)
+{
+	struct scsitgt_target *tgt = sess->tgt;
+
+	for (size_t i = 0; i < tgt->nluns; i++)
+		scsitgt__sbc_prevent_release(tgt->luns[i], sess);
+}
+
 void scsitgt__sbc_prevent_allow(struct scsitgt__cmd *cmd)
 {
-	cmd->lun->prevent_removal = cmd->cdb[4] & 0x01;
+	struct scsitgt_lun *lun = cmd->lun;
+	bool prevent = cmd->cdb[4] & 0x01;
+	uint32_t i;
+
+	if (!prevent) {
+		scsitgt__sbc_prevent_release(lun, cmd->sess);
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		return;
+	}
+	for (i = 0; i < lun->nprevent && lun->prevent_by[i] != cmd->sess; i++)
+		;
+	if (i == lun->nprevent) {
+		/* One entry per nexus: bounded by the target's sessions. */
+		if (lun->nprevent == lun->prevent_cap) {
+			uint32_t cap = lun->prevent_cap ? 2 * lun->prevent_cap : 4;
+			struct scsitgt__session **p =
+				realloc(lun->prevent_by, cap * sizeof(*lun->prevent_by));
+
+			if (p == NULL) {
+				scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+				return;
+			}
+			lun->prevent_by = p;
+			lun->prevent_cap = cap;
+		}
+		lun->prevent_by[lun->nprevent++] = cmd->sess;
+	}
+	lun->prevent_removal = true;
 	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
 }

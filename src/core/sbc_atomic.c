@@ -78,6 +78,16 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_orwrite(struct scsitgt__cmd *cmd)
 	return SCSITGT_SR_OK;
 }
 
+uint32_t scsitgt__sbc_atomic_granularity(const struct scsitgt_lun *lun)
+{
+	unsigned int e = lun->geo.physical_block_exponent;
+
+	/* SBC-4 §4.29.2: an atomic write of whole physical blocks is what a medium can make
+	 * atomic; lun.c keeps the host's exponent within one atomic transfer, and a backend's
+	 * larger one is clamped to it. */
+	return 1u << (e > SCSITGT__LUN_MAX_PBE ? SCSITGT__LUN_MAX_PBE : e);
+}
+
 /* WRITE ATOMIC (16): SBC-4 §5.49. ATOMIC BOUNDARY at bytes 10..11, TRANSFER LENGTH 12..13. */
 enum scsitgt__sense_reason scsitgt__sbc_parse_write_atomic(struct scsitgt__cmd *cmd)
 {
@@ -94,10 +104,10 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_atomic(struct scsitgt__cmd *
 		return scsitgt__cmd_bad_cdb_field(cmd, 10, 7);
 	/* Above MAXIMUM ATOMIC TRANSFER LENGTH, or not a multiple of the ATOMIC TRANSFER
 	 * LENGTH GRANULARITY: invalid field (§5.49). */
-	if (n > SCSITGT__SBC_MAX_ATOMIC_BLOCKS || n % SCSITGT__SBC_ATOMIC_GRANULARITY)
+	if (n > SCSITGT__SBC_MAX_ATOMIC_BLOCKS || n % scsitgt__sbc_atomic_granularity(lun))
 		return scsitgt__cmd_bad_cdb_field(cmd, 12, 7);
 	/* An LBA off the ATOMIC ALIGNMENT: invalid field. */
-	if (lba % SCSITGT__SBC_ATOMIC_ALIGNMENT)
+	if (lba % scsitgt__sbc_atomic_granularity(lun))
 		return scsitgt__cmd_bad_cdb_field(cmd, 2, 7);
 	cmd->lba = lba;
 	cmd->nblocks = n;

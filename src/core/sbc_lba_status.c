@@ -127,19 +127,19 @@ void scsitgt__sbc_prefetch(struct scsitgt__cmd *cmd)
  * §6.6.3), each advertised only when its command is in the CDB table. */
 void scsitgt__sbc_block_limits(const struct scsitgt_lun *lun, uint8_t *b0)
 {
-	(void)lun;
 	if (scsitgt__cdb_supported(SBC_COMPARE_AND_WRITE, 0))
 		b0[5] = SCSITGT__SBC_MAX_CAW_BLOCKS;
 	if (scsitgt__cdb_supported(SBC_WRITE_SAME_16, 0) ||
 	    scsitgt__cdb_supported(SBC_WRITE_SAME_10, 0)) {
-		/* Byte 4 bit 0 WSNZ: a zero NUMBER OF LOGICAL BLOCKS is refused. */
-		b0[4] |= 0x01;
+		/* Byte 4 bit 0 WSNZ stays zero: NUMBER OF LOGICAL BLOCKS 0 writes through the
+		 * last LBA (sbc_write_same.c). */
 		put_be64(&b0[36], SCSITGT__SBC_MAX_WRITE_SAME_BLOCKS);
 	}
 	if (scsitgt__cdb_supported(SBC_WRITE_ATOMIC_16, 0)) {
 		put_be32(&b0[44], SCSITGT__SBC_MAX_ATOMIC_BLOCKS);
-		put_be32(&b0[48], SCSITGT__SBC_ATOMIC_ALIGNMENT);
-		put_be32(&b0[52], SCSITGT__SBC_ATOMIC_GRANULARITY);
+		/* ATOMIC ALIGNMENT and ATOMIC TRANSFER LENGTH GRANULARITY: a physical block. */
+		put_be32(&b0[48], scsitgt__sbc_atomic_granularity(lun));
+		put_be32(&b0[52], scsitgt__sbc_atomic_granularity(lun));
 		/* Bytes 56..63: no atomic boundary support (both 0). */
 	}
 }

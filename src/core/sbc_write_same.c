@@ -7,8 +7,10 @@
  *   - a zero block otherwise: one SCSITGT_IO_WRITE_ZEROES when the backend has it;
  *   - anything else: WRITE ios of at most SCSITGT__SBC_CHUNK_BYTES from one pattern buffer.
  * ANCHOR is refused (VPD B2 ANC_SUP is 0), and UNMAP on a fully provisioned LUN (LBPWS 0).
- * NUMBER OF LOGICAL BLOCKS 0 is refused (WSNZ 1 in VPD B0), and so is one above MAXIMUM WRITE
- * SAME LENGTH (65535 blocks: each command's emulated writes stay bounded).
+ * NUMBER OF LOGICAL BLOCKS 0 writes from the LBA through the last LBA (WSNZ 0 in VPD B0), and
+ * a range above MAXIMUM WRITE SAME LENGTH is refused. However long the range, memory stays
+ * bounded (one pattern buffer of at most SCSITGT__SBC_CHUNK_BYTES, one io in flight) and an
+ * abort stops the walk at the next piece.
  */
 #include <stdint.h>
 #include <string.h>
@@ -32,6 +34,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_same(struct scsitgt__cmd *cm
 	uint64_t lba;
 	uint32_t nblocks;
 	uint16_t len_off;
+	uint64_t count;
 	bool ndob = false;
 
 	if (cdb[0] == SBC_WRITE_SAME_10) {
@@ -53,12 +56,13 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_same(struct scsitgt__cmd *cm
 	/* The range first: past the end is LBA OUT OF RANGE whatever the length. */
 	if (lba >= lun->geo.num_blocks || nblocks > lun->geo.num_blocks - lba)
 		return SCSITGT_SR_LBA_OUT_OF_RANGE;
-	/* WSNZ 1: a zero NUMBER OF LOGICAL BLOCKS is an invalid field (SBC-4 §5.51), and so is
-	 * one above MAXIMUM WRITE SAME LENGTH. */
-	if (nblocks == 0 || nblocks > SCSITGT__SBC_MAX_WRITE_SAME_BLOCKS)
+	/* SBC-4 §5.50/§5.51 with WSNZ 0: NUMBER OF LOGICAL BLOCKS 0 means through the last
+	 * LBA. The blocks to write, counted so, may not exceed MAXIMUM WRITE SAME LENGTH. */
+	count = nblocks ? nblocks : lun->geo.num_blocks - lba;
+	if (count > SCSITGT__SBC_MAX_WRITE_SAME_BLOCKS)
 		return scsitgt__cmd_bad_cdb_field(cmd, len_off, 7);
 	cmd->lba = lba;
-	cmd->nblocks = nblocks;
+	cmd->nblocks = (uint32_t)count;
 	/* No FUA bit: like WRITE with FUA 0, only a disabled write cache forces the medium. */
 	cmd->io_flags = 0;
 	if (scsitgt__sbc_has_cache(lun) && (lun->geo.flags & SCSITGT_GEOMETRY_WRITE_CACHE) &&

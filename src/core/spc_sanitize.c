@@ -12,8 +12,16 @@
  * (sense_cmds.c). A failed sanitize leaves media access commands failing with MEDIUM ERROR,
  * SANITIZE COMMAND FAILED until a sanitize succeeds (or EXIT FAILURE MODE, if AUSE allowed it).
  *
- * IMMED is refused (bit 7 of byte 1 is not in the usage mask): the operation runs within the
- * command, one bounded io at a time. ZNR concerns zoned devices and is refused as well.
+ * The operation runs one bounded io at a time on a command of the LUN's own that no nexus
+ * owns, so that task management, resets and nexus loss leave it running (SBC-4 §4.11: an I_T
+ * nexus loss does not suspend it, a logical unit reset only pauses it). It yields to the loop
+ * between two pieces: every other command meets it in progress, and TEST UNIT READY and
+ * REQUEST SENSE report how far it got (sense key specific progress indication, SPC-5
+ * §4.4.2.4.2). With IMMED 1 (SBC-4 §5.28.1) the SANITIZE command returns GOOD once its
+ * parameters are checked; with IMMED 0 it waits for the end of the operation, held by a pseudo
+ * io like a command waiting for the range lock (range_lock.h), and an abort of the command
+ * (ABORT TASK, a reset, nexus loss) ends the wait at the next piece, not the operation. A
+ * LUN being removed stops the operation. ZNR concerns zoned devices and is refused.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -46,7 +54,23 @@ struct sz_walk {
 	struct iovec iov;
 	enum scsitgt__sense_reason reason;
 	bool pumping, io_done;
+	/* cmd is the LUN's own background command; each piece runs from the loop. */
+	struct scsitgt__deferred next_piece;
+	/* IMMED 0: the SANITIZE command waiting for the end (one pseudo io), or NULL. */
+	struct scsitgt__cmd *waiter;
 };
+
+/* End the wait of an IMMED 0 SANITIZE command: drop its pseudo io, finish it. */
+static void sz_release_waiter(struct sz_walk *w, enum scsitgt__sense_reason r)
+{
+	struct scsitgt__cmd *fg = w->waiter;
+
+	if (fg == NULL)
+		return;
+	w->waiter = NULL;
+	fg->ios_inflight--;
+	scsitgt__cmd_complete(fg, r);
+}
 
 /* SBC-4 §5.28.1: the parameter list length rules depend on the service action. */
 enum scsitgt__sense_reason scsitgt__sbc_parse_sanitize(struct scsitgt__cmd *cmd)
@@ -72,7 +96,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_sanitize(struct scsitgt__cmd *cmd)
 	return SCSITGT_SR_OK;
 }
 
-enum scsitgt__sense_reason scsitgt__sanitize_check(const struct scsitgt__cmd *cmd,
+enum scsitgt__sense_reason scsitgt__sanitize_check(struct scsitgt__cmd *cmd,
 						   const struct scsitgt__cdb_def *row)
 {
 	if (cmd->lun->sanitize_state == SCSITGT__SANITIZE_RUNNING) {
@@ -80,6 +104,12 @@ enum scsitgt__sense_reason scsitgt__sanitize_check(const struct scsitgt__cmd *cm
 		 * also serve absent LUNs). */
 		if (row->flags & SCSITGT__CDB_F_NO_LUN)
 			return SCSITGT_SR_OK;
+		/* NOT READY, SANITIZE IN PROGRESS with the progress indication (SPC-5
+		 * §4.4.2.4.2: SKSV, then a fraction of 65536 where the field pointer would be). */
+		cmd->detail.sks_valid = true;
+		cmd->detail.sks_cdb = false;
+		cmd->detail.sks_bpv = false;
+		cmd->detail.sks_field = cmd->lun->sanitize_progress;
 		return SCSITGT_SR_NOT_READY_SANITIZE;
 	}
 	if (cmd->lun->sanitize_state == SCSITGT__SANITIZE_FAILED && cmd->cdb[0] != SBC_SANITIZE &&
@@ -104,19 +134,20 @@ static void sz_finish(struct sz_walk *w)
 	struct scsitgt_lun *lun = cmd->lun;
 	enum scsitgt__sense_reason r = w->reason;
 
+	sz_release_waiter(w, r == SCSITGT_SR_OK ? SCSITGT_SR_OK : SCSITGT_SR_SANITIZE_FAILED);
 	free(w->buf);
 	free(w);
 	lun->sanitize_progress = 0;
 	if (r == SCSITGT_SR_OK) {
 		lun->sanitize_state = SCSITGT__SANITIZE_IDLE;
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
-		return;
+	} else {
+		/* SBC-4 §4.33.2: the operation failed; media stays unusable until a sanitize
+		 * succeeds, or EXIT FAILURE MODE if this command had AUSE set. */
+		lun->sanitize_state = SCSITGT__SANITIZE_FAILED;
+		lun->sanitize_ause = cmd->cdb[1] & 0x20;
 	}
-	/* SBC-4 §4.33.2: the operation failed; media stays unusable until a sanitize succeeds,
-	 * or EXIT FAILURE MODE if this command had AUSE set. */
-	lun->sanitize_state = SCSITGT__SANITIZE_FAILED;
-	lun->sanitize_ause = cmd->cdb[1] & 0x20;
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_SANITIZE_FAILED);
+	free(cmd);
+	scsitgt__lun_inflight_drop(lun);
 }
 
 static void sz_pump(struct sz_walk *w);
@@ -141,8 +172,14 @@ static void sz_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	}
 	sz_progress(w);
 	w->io_done = true;
+	/* Yield to the loop between two pieces: other commands see the progress. */
 	if (!w->pumping)
-		sz_pump(w);
+		scsitgt__engine_defer(cmd->lun->tgt->engine, &w->next_piece);
+}
+
+static void sz_next_piece(struct scsitgt__deferred *d)
+{
+	sz_pump(scsitgt__container_of(d, struct sz_walk, next_piece));
 }
 
 /* One io at a time; a backend completing inside submit() loops here instead of recursing. */
@@ -154,7 +191,11 @@ static void sz_pump(struct sz_walk *w)
 	for (;;) {
 		uint64_t left = w->total - w->next;
 
-		if (cmd->state == SCSITGT__CMD_ABORTED && w->reason == SCSITGT_SR_OK)
+		/* An aborted SANITIZE command stops waiting; the operation goes on. */
+		if (w->waiter && w->waiter->state == SCSITGT__CMD_ABORTED)
+			sz_release_waiter(w, SCSITGT_SR_ABORTED);
+		/* A LUN being removed does not wait for the sanitize. */
+		if (cmd->lun->destroying && w->reason == SCSITGT_SR_OK)
 			w->reason = SCSITGT_SR_ABORTED;
 		if (w->reason != SCSITGT_SR_OK || w->pass == w->passes) {
 			w->pumping = false;
@@ -170,10 +211,11 @@ static void sz_pump(struct sz_walk *w)
 			w->reason = SCSITGT_SR_BUSY;
 			continue;
 		}
-		if (!w->io_done) {
-			w->pumping = false;
-			return;
-		}
+		/* A piece completed inside submit(): the loop runs the next one. */
+		w->pumping = false;
+		if (w->io_done)
+			scsitgt__engine_defer(cmd->lun->tgt->engine, &w->next_piece);
+		return;
 	}
 }
 
@@ -255,6 +297,7 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
 	struct scsitgt_lun *lun = cmd->lun;
 	uint8_t sa = cmd->cdb[1] & 0x1f;
 	enum scsitgt__sense_reason r;
+	struct scsitgt__cmd *bg;
 	struct sz_walk *w;
 
 	if (sa == SBC_SANITIZE_EXIT_FAILURE_MODE) {
@@ -284,8 +327,32 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
 	}
 	if (w->piece_blocks > w->total)
 		w->piece_blocks = (uint32_t)w->total;
-	cmd->step_arg[0] = (uint64_t)(uintptr_t)w;
+	/* The walk runs on a command of the LUN's own (sessionless, so no TMF or nexus loss
+	 * reaches it), which holds the LUN like any command. */
+	bg = calloc(1, sizeof(*bg));
+	if (bg == NULL) {
+		free(w->buf);
+		free(w);
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		return;
+	}
+	bg->lun = lun;
+	bg->lun_id = lun->id;
+	bg->alloc_size = sizeof(*bg);
+	bg->state = SCSITGT__CMD_EXEC;
+	bg->cdb_len = cmd->cdb_len;
+	memcpy(bg->cdb, cmd->cdb, cmd->cdb_len);
+	bg->step_arg[0] = (uint64_t)(uintptr_t)w;
+	lun->inflight++;
+	w->cmd = bg;
+	w->next_piece.fn = sz_next_piece;
 	lun->sanitize_state = SCSITGT__SANITIZE_RUNNING;
 	lun->sanitize_progress = 0;
-	sz_pump(w);
+	scsitgt__engine_defer(lun->tgt->engine, &w->next_piece);
+	if (cmd->cdb[1] & 0x80) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		return;
+	}
+	w->waiter = cmd;
+	cmd->ios_inflight++;
 }

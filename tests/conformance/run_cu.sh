@@ -3,7 +3,8 @@
 #
 # CONFIG names a line of configs.txt (next to this script): the LUN spec minitarget serves and
 # the tests (name prefixes) run against it; a prefix written !PREFIX takes those tests out of
-# this configuration (they run in another one).
+# this configuration (they run in another one), and a word --OPTION=VALUE is passed to
+# minitarget as --OPTION VALUE.
 #   iSCSI tests: a gate: every test must pass; a failure, a skip or an incomplete run fails.
 #   SCSI tests:  a gate on failures: any failed test, an incomplete run, a dead target (or one
 #                that did not exit cleanly on SIGTERM) or a crashed iscsi-test-cu fails; tests
@@ -37,8 +38,11 @@ read -r -a CONF < <(grep -Ev '^[[:space:]]*(#|$)' "$HERE/configs.txt" | awk -v n
 LUN_SPEC=${CONF[1]}
 PREFIXES=()
 EXCLUDES=()
+TARGET_OPTS=()
 for p in "${CONF[@]:2}"; do
-	if [[ $p == !* ]]; then
+	if [[ $p == --*=* ]]; then
+		TARGET_OPTS+=("${p%%=*}" "${p#*=}")
+	elif [[ $p == !* ]]; then
 		EXCLUDES+=("${p#!}")
 	else
 		PREFIXES+=("$p")
@@ -87,7 +91,7 @@ if [[ -s "$IT_TMP/rest.txt" ]]; then
 	batches+=(rest)
 fi
 
-it_start --lun "$LUN_SPEC"
+it_start --lun "$LUN_SPEC" "${TARGET_OPTS[@]}"
 url=${IT_URLS[0]}
 it_log "$(wc -l <"$IT_TMP/run.txt") $FAMILY tests against $url"
 

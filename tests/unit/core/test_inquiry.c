@@ -33,7 +33,7 @@ static void test_standard_data(void **state)
 	assert_int_equal(d[2], 0x07);	/* VERSION: SPC-5 */
 	assert_int_equal(d[3], 0x02);	/* NORMACA 0, HISUP 0, RESPONSE DATA FORMAT 2 */
 	assert_int_equal(d[4], 96 - 5); /* ADDITIONAL LENGTH */
-	assert_int_equal(d[5], 0x00);	/* TPGS 0, PROTECT 0, 3PC 0 */
+	assert_int_equal(d[5], 0x08);	/* TPGS 0, PROTECT 0, 3PC 1 (EXTENDED COPY, W3) */
 	assert_int_equal(d[7], 0x02);	/* CMDQUE */
 	assert_memory_equal(&d[8], "LIBSCSI ", 8);
 	assert_memory_equal(&d[16], "fake            ", 16);
@@ -157,9 +157,28 @@ static void test_descriptor_sense(void **state)
 	t->lun->mode.d_sense = false;
 }
 
+/* W4: SCSITGT_LUN_CLAIM_SPC4: VERSION 06h and the SPC-4 version descriptor. */
+static void test_claim_spc4(void **state)
+{
+	struct tctx *t = tctx_create(SCSITGT_LUN_CLAIM_SPC4, NULL);
+	struct lf_result *r;
+
+	(void)state;
+	r = tctx_run(t, cdb_inquiry(t->cdb, false, 0, 255));
+	assert_good(r);
+	assert_int_equal(r->data[2], 0x06);
+	assert_int_equal(get_be16(&r->data[60]), 0x0460);
+	/* A 16-bit allocation length: the same data as with 255. */
+	r = tctx_run(t, cdb_inquiry(t->cdb, false, 0, 256));
+	assert_good(r);
+	assert_int_equal(r->data_len, 96);
+	tctx_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_claim_spc4),
 		cmocka_unit_test_setup_teardown(test_standard_data, setup, teardown),
 		cmocka_unit_test(test_removable),
 		cmocka_unit_test_setup_teardown(test_allocation_length, setup, teardown),

@@ -5,7 +5,14 @@
 
 #include "test_util.h"
 
+#include "core/fabric.h"
 #include "core/scsi_spec.h"
+#include "core/tmf.h"
+
+static void tmf_done(void *arg, enum scsitgt__tmf_response response)
+{
+	*(int *)arg = (int)response;
+}
 
 static size_t cdb_sanitize(uint8_t *cdb, uint8_t sa, bool ause, uint16_t len)
 {
@@ -122,11 +129,13 @@ static void test_overwrite_bad(void **state)
 	r = tctx_run_lun(t, 0, cdb_sanitize(t->cdb, SBC_SANITIZE_OVERWRITE, false, (uint16_t)len),
 			 list, len);
 	assert_sks(r, 0, 0, 6);
-	/* IMMED and ZNR are refused; so is a parameter list for BLOCK ERASE. */
-	cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0);
+	/* ZNR is refused; so is a parameter list for BLOCK ERASE. A bad parameter list is
+	 * refused before an IMMED sanitize starts. */
+	len = ow_list(list, false, 0, 512, 1);
+	cdb_sanitize(t->cdb, SBC_SANITIZE_OVERWRITE, false, (uint16_t)len);
 	t->cdb[1] |= 0x80;
-	r = tctx_run(t, 10);
-	assert_bad_cdb(r, 1, 7);
+	r = tctx_run_lun(t, 0, 10, list, len);
+	assert_sks(r, 0, 0, 4);
 	t->cdb[1] = 0x40 | SBC_SANITIZE_CRYPTO_ERASE;
 	r = tctx_run(t, 10);
 	assert_bad_cdb(r, 1, 6);
@@ -188,6 +197,13 @@ static void test_erase(void **state)
 	tctx_destroy(t);
 }
 
+/* Let the loop run the deferred pieces of a background sanitize. */
+static void spin(struct tctx *t)
+{
+	for (int i = 0; i < 8; i++)
+		uv_run(&t->lf->loop, UV_RUN_NOWAIT);
+}
+
 static void test_in_progress(void **state)
 {
 	struct tctx *t = ctx(0, 4096, 0, FAKE_MANUAL);
@@ -216,9 +232,11 @@ static void test_in_progress(void **state)
 	assert_int_equal(get_be16(&r->data[16]), 0);
 	/* Half done after the first of two pieces (completed by hand, without its data: only
 	 * the progress is looked at). */
+	spin(t);
 	assert_int_equal(t->fb->npending, 1);
 	t->fb->npending = 0;
 	scsitgt_io_complete(t->fb->pending[0], 0);
+	spin(t);
 	assert_false(s.done);
 	assert_int_equal(t->fb->npending, 1);
 	r = tctx_run(t, cdb_request_sense(t->cdb, false, 18));
@@ -232,6 +250,122 @@ static void test_in_progress(void **state)
 	assert_good(r);
 	r = tctx_run(t, cdb_request_sense(t->cdb, false, 18));
 	assert_int_equal(r->data[2] & 0x0f, SENSE_NO_SENSE);
+	tctx_destroy(t);
+}
+
+/* W4: SBC-4 §4.11: aborting the SANITIZE command (IMMED 0) or losing its nexus ends the
+ * command, not the sanitize operation. */
+static void test_abort_keeps_running(void **state)
+{
+	struct tctx *t = ctx(0, 6144, 0, FAKE_MANUAL);
+	struct lf_result s, *r;
+	uint8_t cdb[CDB_BUF], lun[8];
+	size_t len = cdb_sanitize(cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0);
+	int resp = -1;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	loop_fabric_start(t->lf, 0, cdb, len, NULL, 0, &s);
+	spin(t);
+	assert_int_equal(t->fb->npending, 1);
+	scsitgt__lun_encode(0, lun);
+	scsitgt__tmf_execute(t->lf->sess, SCSITGT__TMF_ABORT_TASK, lun, s.cmd->tag, tmf_done,
+			     &resp);
+	/* The TMF answers once the piece in the backend is back. */
+	spin(t);
+	assert_int_equal(resp, -1);
+	t->fb->npending = 0;
+	scsitgt_io_complete(t->fb->pending[0], 0);
+	spin(t);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	assert_true(s.aborted);
+	/* The operation goes on: a third of it done. */
+	assert_int_equal(t->fb->npending, 1);
+	r = tctx_run(t, cdb_tur(t->cdb));
+	assert_sense(r, SENSE_NOT_READY, 0x04, 0x1b);
+	assert_sks(r, 0, 0x5555, -1);
+	t->fb->npending = 0;
+	scsitgt_io_complete(t->fb->pending[0], 0);
+	spin(t);
+	fake_backend_complete_pending(t->fb);
+	spin(t);
+	assert_good(tctx_run(t, cdb_tur(t->cdb)));
+	lf_result_clear(&s);
+	tctx_destroy(t);
+}
+
+/* W4: IMMED 1 (SBC-4 §5.28.1): GOOD at once, the operation goes on in the background. */
+static void test_immed(void **state)
+{
+	struct tctx *t = ctx(0, 4096, 0, FAKE_MANUAL);
+	struct lf_result *r;
+	uint8_t lun[8];
+	int resp = -1;
+
+	(void)state;
+	cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0);
+	t->cdb[1] |= 0x80;
+	assert_good(tctx_run(t, 10));
+	spin(t);
+	assert_int_equal(t->fb->npending, 1);
+	/* TEST UNIT READY: NOT READY, SANITIZE IN PROGRESS, with the progress indication. */
+	r = tctx_run(t, cdb_tur(t->cdb));
+	assert_sense(r, SENSE_NOT_READY, 0x04, 0x1b);
+	assert_sks(r, 0, 0, -1);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0));
+	assert_sense(r, SENSE_NOT_READY, 0x04, 0x1b);
+	/* Another SANITIZE meets the one in progress. */
+	r = tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0));
+	assert_sense(r, SENSE_NOT_READY, 0x04, 0x1b);
+	/* Half done after the first of two pieces. */
+	t->fb->npending = 0;
+	scsitgt_io_complete(t->fb->pending[0], 0);
+	spin(t);
+	assert_int_equal(t->fb->npending, 1);
+	r = tctx_run(t, cdb_request_sense(t->cdb, false, 18));
+	assert_good(r);
+	assert_int_equal(r->data[12], 0x04);
+	assert_int_equal(r->data[13], 0x1b);
+	assert_int_equal(r->data[15], 0x80);
+	assert_int_equal(get_be16(&r->data[16]), 0x8000);
+	r = tctx_run(t, cdb_tur(t->cdb));
+	assert_sks(r, 0, 0x8000, -1);
+	/* A logical unit reset does not stop it (SBC-4 §4.33.1). */
+	scsitgt__lun_encode(0, lun);
+	scsitgt__tmf_execute(t->lf->sess, SCSITGT__TMF_LUN_RESET, lun, 0, tmf_done, &resp);
+	while (resp == -1)
+		uv_run(&t->lf->loop, UV_RUN_ONCE);
+	r = tctx_run(t, cdb_tur(t->cdb));
+	assert_sense(r, SENSE_UNIT_ATTENTION, 0x29, 0x03);
+	r = tctx_run(t, cdb_tur(t->cdb));
+	assert_sense(r, SENSE_NOT_READY, 0x04, 0x1b);
+	fake_backend_complete_pending(t->fb);
+	spin(t);
+	assert_good(tctx_run(t, cdb_tur(t->cdb)));
+	r = tctx_run(t, cdb_request_sense(t->cdb, false, 18));
+	assert_int_equal(r->data[2] & 0x0f, SENSE_NO_SENSE);
+	tctx_destroy(t);
+
+	/* A failing background sanitize leaves the failure state behind. */
+	t = ctx(0, 2048, 0, FAKE_SYNC);
+	fake_backend_fail_next(t->fb, -EIO, 1);
+	cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0);
+	t->cdb[1] |= 0x80;
+	assert_good(tctx_run(t, 10));
+	spin(t);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0));
+	assert_sense(r, SENSE_MEDIUM_ERROR, 0x31, 0x03);
+	tctx_destroy(t);
+
+	/* A LUN removed during a background sanitize stops it and goes away. */
+	t = ctx(0, 4096, 0, FAKE_MANUAL);
+	cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0);
+	t->cdb[1] |= 0x80;
+	assert_good(tctx_run(t, 10));
+	spin(t);
+	scsitgt_lun_destroy(t->lun, NULL, NULL);
+	fake_backend_complete_pending(t->fb);
+	spin(t);
 	tctx_destroy(t);
 }
 
@@ -273,6 +407,8 @@ int main(void)
 		cmocka_unit_test(test_overwrite_bad),
 		cmocka_unit_test(test_erase),
 		cmocka_unit_test(test_in_progress),
+		cmocka_unit_test(test_abort_keeps_running),
+		cmocka_unit_test(test_immed),
 		cmocka_unit_test(test_failure_mode),
 	};
 

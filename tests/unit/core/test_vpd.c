@@ -15,7 +15,8 @@ static struct lf_result *vpd(struct tctx *t, uint8_t page, uint16_t alloc)
 static void test_supported_pages(void **state)
 {
 	struct tctx *t = tctx_create(0, NULL);
-	const uint8_t want[] = { 0x00, 0x80, 0x83, 0x86, 0xb0, 0xb1 };
+	/* 8Fh (third-party copy) with EXTENDED COPY (W3, core/xcopy*.c). */
+	const uint8_t want[] = { 0x00, 0x80, 0x83, 0x86, 0x8f, 0xb0, 0xb1 };
 	struct lf_result *r;
 
 	(void)state;
@@ -42,7 +43,7 @@ static struct tctx *thin_lun(uint32_t geo_flags)
 static void test_supported_pages_thin(void **state)
 {
 	struct tctx *t = thin_lun(0);
-	const uint8_t want[] = { 0x00, 0x80, 0x83, 0x86, 0xb0, 0xb1, 0xb2 };
+	const uint8_t want[] = { 0x00, 0x80, 0x83, 0x86, 0x8f, 0xb0, 0xb1, 0xb2 };
 	struct lf_result *r;
 
 	(void)state;
@@ -210,7 +211,7 @@ static void test_block_limits(void **state)
 	assert_int_equal(r->data_len, 64);
 	assert_int_equal(r->data[1], 0xb0);
 	assert_int_equal(get_be16(&r->data[2]), 0x3c);
-	assert_int_equal(r->data[4] & 0x01, 0x01);		/* WSNZ: WRITE SAME needs a length */
+	assert_int_equal(r->data[4] & 0x01, 0x00);		/* WSNZ 0: 0 means to the end */
 	assert_int_equal(r->data[5], SCSITGT__SBC_MAX_CAW_BLOCKS); /* MAX COMPARE AND WRITE */
 	assert_int_equal(get_be16(&r->data[6]), 8);		/* granularity: a physical block */
 	assert_int_equal(get_be32(&r->data[8]), (8u << 20) / 512); /* MAXIMUM TRANSFER LENGTH */

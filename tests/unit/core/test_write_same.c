@@ -160,11 +160,6 @@ static void test_bad_fields(void **state)
 
 	(void)state;
 	for (int sixteen = 0; sixteen < 2; sixteen++) {
-		uint16_t len_off = sixteen ? 10 : 7;
-
-		/* WSNZ: NUMBER OF LOGICAL BLOCKS 0 is refused. */
-		r = tctx_run(t, cdb_ws(t->cdb, sixteen, 0, 0, 0));
-		assert_bad_cdb(r, len_off, 7);
 		/* ANCHOR: not supported (ANC_SUP 0). */
 		r = tctx_run(t, cdb_ws(t->cdb, sixteen, 0, 1, 0x10));
 		assert_bad_cdb(r, 1, 4);
@@ -218,15 +213,60 @@ static void test_backend_error(void **state)
 	tctx_destroy(t);
 }
 
+/* W4: SBC-4 §5.50 with WSNZ 0: NUMBER OF LOGICAL BLOCKS 0 writes through the last LBA, as
+ * long as that range fits MAXIMUM WRITE SAME LENGTH. */
+static void test_zero_blocks_to_end(void **state)
+{
+	struct tctx *t = lun_with(0, 0, 2048, false);
+	uint8_t blk[BS], zero[BS] = { 0 };
+	struct lf_result *r;
+
+	(void)state;
+	memset(blk, 0x3c, sizeof(blk));
+	for (int sixteen = 0; sixteen < 2; sixteen++) {
+		uint64_t lba = sixteen ? 1000 : 2000;
+
+		t->fb->nrecs = 0;
+		assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, sixteen, lba, 0, 0), blk, BS));
+		assert_int_equal(t->fb->nrecs, 1);
+		assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_WRITE);
+		assert_int_equal(t->fb->recs[0].lba, lba);
+		assert_int_equal(t->fb->recs[0].num_blocks, 2048 - lba);
+		read_back(t, lba, (uint32_t)(2048 - lba), blk);
+		read_back(t, lba - 1, 1, zero);
+		/* Past the end: LBA OUT OF RANGE, whatever the length. */
+		r = tctx_run_lun(t, 0, cdb_ws(t->cdb, sixteen, 2048, 0, 0), blk, BS);
+		assert_sense(r, 0x5, 0x21, 0x00);
+	}
+	tctx_destroy(t);
+
+	/* More blocks to the end than MAXIMUM WRITE SAME LENGTH: invalid length field. */
+	t = lun_with(0, 0, SCSITGT__SBC_MAX_WRITE_SAME_BLOCKS + 2, false);
+	for (int sixteen = 0; sixteen < 2; sixteen++) {
+		r = tctx_run_lun(t, 0, cdb_ws(t->cdb, sixteen, 1, 0, 0), blk, BS);
+		assert_bad_cdb(r, sixteen ? 10 : 7, 7);
+		t->fb->nrecs = 0;
+		assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, sixteen, 2, 0, 0), blk, BS));
+		/* In bounded pieces, from LBA 2 through the last LBA. */
+		assert_true(t->fb->nrecs > 1);
+		assert_int_equal(t->fb->recs[0].lba, 2);
+		assert_int_equal(t->fb->recs[t->fb->nrecs - 1].lba +
+					 t->fb->recs[t->fb->nrecs - 1].num_blocks,
+				 SCSITGT__SBC_MAX_WRITE_SAME_BLOCKS + 2);
+	}
+	tctx_destroy(t);
+}
+
 static void test_block_limits(void **state)
 {
+	struct tctx *t = lun_with(0, 0, 2048, false);
 	uint8_t b0[64];
 
 	(void)state;
 	memset(b0, 0, sizeof(b0));
-	scsitgt__sbc_block_limits(NULL, b0);
-	/* WSNZ, MAXIMUM WRITE SAME LENGTH, MAXIMUM COMPARE AND WRITE LENGTH, atomic limits. */
-	assert_int_equal(b0[4] & 0x01, 0x01);
+	scsitgt__sbc_block_limits(t->lun, b0);
+	/* WSNZ 0, MAXIMUM WRITE SAME LENGTH, MAXIMUM COMPARE AND WRITE LENGTH, atomic limits. */
+	assert_int_equal(b0[4] & 0x01, 0x00);
 	assert_int_equal(get_be64(&b0[36]), SCSITGT__SBC_MAX_WRITE_SAME_BLOCKS);
 	assert_int_equal(b0[5], SCSITGT__SBC_MAX_CAW_BLOCKS);
 	assert_true(b0[5] > 1);
@@ -235,6 +275,7 @@ static void test_block_limits(void **state)
 	assert_int_equal(get_be32(&b0[52]), 1);
 	assert_int_equal(get_be32(&b0[56]), 0);
 	assert_int_equal(get_be32(&b0[60]), 0);
+	tctx_destroy(t);
 }
 
 int main(void)
@@ -245,6 +286,7 @@ int main(void)
 		cmocka_unit_test(test_zero_offload_and_unmap),
 		cmocka_unit_test(test_bad_fields),
 		cmocka_unit_test(test_backend_error),
+		cmocka_unit_test(test_zero_blocks_to_end),
 		cmocka_unit_test(test_block_limits),
 	};
 

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SPC-5 §6.42 SEND DIAGNOSTIC and §6.29 RECEIVE DIAGNOSTIC RESULTS.
+ *
+ * The default self-test (SELFTEST 1) reads the first and the last logical block through the
+ * backend: a LUN whose medium cannot be read fails it with HARDWARE ERROR, LOGICAL UNIT
+ * FAILED SELF-TEST (3Eh/03h). The short and extended self-tests of the SELF-TEST CODE field
+ * report their results in the Self-Test Results log page (10h), which we do not keep, so those
+ * codes are refused as an invalid field, as SPC-5 §6.42 allows a device server that does not
+ * implement them. The only diagnostic page is Supported Diagnostic Pages (00h, §7.2.2): a
+ * SEND DIAGNOSTIC may send it (PF 1) and RECEIVE DIAGNOSTIC RESULTS returns it.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "core/cdb.h"
+#include "core/fabric.h"
+#include "core/scsi_spec.h"
+#include "util/be.h"
+
+#define DIAG_HDR_LEN 4
+#define DIAG_SUPPORTED_PAGES 0x00
+
+/* SPC-5 §6.42: SELF-TEST CODE (byte 1 bits 7..5), PF (bit 4), SELFTEST (bit 2), DEVOFFL and
+ * UNITOFFL (bits 1..0); PARAMETER LIST LENGTH in bytes 3..4. */
+enum scsitgt__sense_reason scsitgt__spc_parse_send_diag(struct scsitgt__cmd *cmd)
+{
+	uint8_t code = cmd->cdb[1] >> 5;
+	bool pf = cmd->cdb[1] & 0x10, selftest = cmd->cdb[1] & 0x04;
+	uint16_t len = get_be16(&cmd->cdb[3]);
+
+	if (selftest) {
+		/* The default self-test takes no SELF-TEST CODE and no parameter list. */
+		if (code)
+			return scsitgt__cmd_bad_cdb_field(cmd, 1, 7);
+		if (len)
+			return scsitgt__cmd_bad_cdb_field(cmd, 3, 7);
+		return SCSITGT_SR_OK;
+	}
+	/* Short/extended, background/foreground self-tests and their abort: not
+	 * implemented (no Self-Test Results log page); 011b and 111b are reserved. */
+	if (code)
+		return scsitgt__cmd_bad_cdb_field(cmd, 1, 7);
+	if (len == 0)
+		return SCSITGT_SR_OK;
+	/* A parameter list in a vendor specific format (PF 0) is not one we know. */
+	if (!pf)
+		return scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
+	cmd->dir = SCSITGT__DIR_OUT;
+	cmd->xfer_len = len;
+	return SCSITGT_SR_OK;
+}
+
+/* The default self-test's reads: block 0, then the last block. */
+static void diag_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+			   enum scsitgt__sense_reason reason);
+
+static void diag_read(struct scsitgt__cmd *cmd, uint64_t lba)
+{
+	struct iovec iov = { (void *)(uintptr_t)cmd->step_arg[0], cmd->lun->geo.block_size };
+
+	cmd->step_arg[1] = lba;
+	if (scsitgt__io_submit(cmd, SCSITGT_IO_READ, lba, 1, &iov, 1, 0, diag_read_done) < 0) {
+		free((void *)(uintptr_t)cmd->step_arg[0]);
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+	}
+}
+
+static void diag_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+			   enum scsitgt__sense_reason reason)
+{
+	uint64_t last = cmd->lun->geo.num_blocks - 1;
+
+	(void)io;
+	if (reason == SCSITGT_SR_OK && cmd->step_arg[1] != last &&
+	    cmd->state != SCSITGT__CMD_ABORTED) {
+		diag_read(cmd, last);
+		return;
+	}
+	free((void *)(uintptr_t)cmd->step_arg[0]);
+	if (cmd->state == SCSITGT__CMD_ABORTED) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_ABORTED);
+		return;
+	}
+	if (reason == SCSITGT_SR_OK || reason == SCSITGT_SR_BUSY) {
+		scsitgt__cmd_complete(cmd, reason);
+		return;
+	}
+	/* SPC-5 §5.9.2: a failed default self-test. */
+	scsitgt__cmd_complete_raw(cmd, SENSE_HARDWARE_ERROR, 0x3e, 0x03);
+}
+
+void scsitgt__spc_send_diag(struct scsitgt__cmd *cmd)
+{
+	const uint8_t *p = cmd->buf;
+	void *blk;
+
+	if (cmd->xfer_len) {
+		/* SPC-5 §7.2.2: the Supported Diagnostic Pages page, header only, PAGE LENGTH 0
+		 * (it asks for nothing; we answer it anyway). Any other page is not supported. */
+		if (cmd->xfer_len < DIAG_HDR_LEN) {
+			scsitgt__cmd_complete(cmd, SCSITGT_SR_PARAM_LIST_LENGTH_ERROR);
+			return;
+		}
+		if (p[0] != DIAG_SUPPORTED_PAGES) {
+			scsitgt__cmd_bad_param_field(cmd, 0, 7);
+			scsitgt__cmd_complete(cmd, SCSITGT_SR_INVALID_FIELD_IN_PARAM_LIST);
+			return;
+		}
+		if (get_be16(&p[2]) != 0 || cmd->xfer_len != DIAG_HDR_LEN) {
+			scsitgt__cmd_bad_param_field(cmd, 2, 7);
+			scsitgt__cmd_complete(cmd, SCSITGT_SR_INVALID_FIELD_IN_PARAM_LIST);
+			return;
+		}
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		return;
+	}
+	if (!(cmd->cdb[1] & 0x04)) {
+		/* SELFTEST 0, SELF-TEST CODE 000b, no list: nothing to do. */
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		return;
+	}
+	blk = malloc(cmd->lun->geo.block_size);
+	if (blk == NULL) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		return;
+	}
+	cmd->step_arg[0] = (uintptr_t)blk;
+	diag_read(cmd, 0);
+}
+
+/* SPC-5 §6.29: PCV (byte 1 bit 0), PAGE CODE (byte 2), ALLOCATION LENGTH (bytes 3..4). */
+enum scsitgt__sense_reason scsitgt__spc_parse_receive_diag(struct scsitgt__cmd *cmd)
+{
+	/* With PCV 1 the page must be one we have; with PCV 0 the answer is the page the last
+	 * SEND DIAGNOSTIC asked for, which can only be Supported Diagnostic Pages. */
+	if ((cmd->cdb[1] & 0x01) && cmd->cdb[2] != DIAG_SUPPORTED_PAGES)
+		return scsitgt__cmd_bad_cdb_field(cmd, 2, 7);
+	return scsitgt__parse_alloc16(cmd, 3);
+}
+
+void scsitgt__spc_receive_diag(struct scsitgt__cmd *cmd)
+{
+	uint8_t d[DIAG_HDR_LEN + 1] = { DIAG_SUPPORTED_PAGES, 0, 0, 1, DIAG_SUPPORTED_PAGES };
+
+	scsitgt__cmd_respond(cmd, d, sizeof(d));
+	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+}
