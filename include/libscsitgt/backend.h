@@ -95,7 +95,11 @@ struct scsitgt_backend_ops {
 	 */
 	int (*open)(void *bctx, struct scsitgt_lun_geometry *geo);
 	/**
-	 * Close the medium and free @p bctx. Required. Called once, after every io completed.
+	 * Close the medium and free @p bctx. Required. Called at most once, on the home loop,
+	 * never while the backend holds an io: after every io it was given was completed. If the
+	 * engine is destroyed while the backend still holds ios (scsitgt_engine_set_drain_timeout()
+	 * expired), close() is never called: the host owns @p bctx again and frees it once its
+	 * backend has completed every io it held (docs/threading.md, "Teardown").
 	 *
 	 * @param bctx   The backend context.
 	 * @param cb     Call it once when closed (may be from inside close()). May be NULL.
@@ -206,6 +210,10 @@ SCSITGT_EXPORT struct scsitgt_lun *scsitgt_io_get_lun(const struct scsitgt_io *i
 
 /**
  * Complete an io. The backend must not touch the io or its buffers afterwards.
+ *
+ * An io the library gave up on when its engine was destroyed (an orphan, docs/threading.md)
+ * may be completed with this function, or any other completion call, from any thread, also
+ * after the engine and its loop are gone; that only frees the io and its buffers.
  *
  * @param io     The io.
  * @param status 0 on success, or a negative errno the core maps to sense data: -EIO ->

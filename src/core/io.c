@@ -36,6 +36,8 @@ int scsitgt__io_submit(struct scsitgt__cmd *cmd, enum scsitgt_io_type type, uint
 		io->iov = iov;
 	}
 	cmd->ios_inflight++;
+	/* W5: the LUN knows what its backend holds, so a timed-out teardown can give it up. */
+	scsitgt__list_add_tail(&lun->ios, &io->lun_node);
 	lun->ops.submit(lun->bctx, io);
 	return 0;
 }
@@ -64,10 +66,19 @@ static enum scsitgt__sense_reason io_errno_reason(const struct scsitgt_io *io, i
 
 static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
 {
-	struct scsitgt__cmd *cmd = io->cmd;
-	/* done may free the command (an aborted one); keep what the io's release needs. */
-	struct scsitgt__cache *cache = cmd->cache;
+	struct scsitgt__cmd *cmd;
+	struct scsitgt__cache *cache;
 
+	/* W5: an io an engine shutdown gave up on may come back on any thread, after the
+	 * engine is gone: it only frees its own memory (core/drain.c). */
+	if (atomic_load(&io->tstate) == SCSITGT__IO_ORPHAN || io->cmd->orphaned) {
+		scsitgt__drain_io_orphan_done(io);
+		return;
+	}
+	cmd = io->cmd;
+	/* done may free the command (an aborted one); keep what the io's release needs. */
+	cache = cmd->cache;
+	scsitgt__list_remove(&io->lun_node);
 	cmd->ios_inflight--;
 	if (reason == SCSITGT_SR_RAW)
 		cmd->io_raw = io->raw;
@@ -128,11 +139,22 @@ SCSITGT_EXPORT void scsitgt_io_complete_sense(struct scsitgt_io *io, uint8_t key
 
 SCSITGT_EXPORT void scsitgt_io_complete_threadsafe(struct scsitgt_io *io, int status)
 {
-	struct scsitgt_engine *engine = io->lun->tgt->engine;
+	struct scsitgt_engine *engine;
+	int lent = SCSITGT__IO_LENT;
 
+	/* W5: an orphan (its engine gave up on it, and may be gone) is finished right here. */
+	if (!atomic_compare_exchange_strong(&io->tstate, &lent, SCSITGT__IO_QUEUED)) {
+		scsitgt__drain_io_orphan_done(io);
+		return;
+	}
+	/* A QUEUED io keeps its engine alive until drained; tsq_senders keeps it alive until
+	 * the wake-up below is sent, even if the loop drains the io before that. */
+	engine = io->lun->engine;
+	atomic_fetch_add(&engine->tsq_senders, 1);
 	io->status = status;
 	if (scsitgt__mpsc_push(&engine->tsq, &io->tsq_node))
 		uv_async_send(&engine->tsq_async);
+	atomic_fetch_sub(&engine->tsq_senders, 1);
 }
 
 void scsitgt__io_drain_threadsafe(struct scsitgt_engine *engine)

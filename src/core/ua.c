@@ -85,8 +85,8 @@ static void ua_drop_lun(struct scsitgt__ua_sess *ua, struct ua_lun *l)
 	free(l);
 }
 
-/* Queue without the first-access logic. */
-static void ua_queue(struct scsitgt__ua_sess *ua, uint64_t lun_id, enum scsitgt__sense_reason r)
+/* Queue without the first-access logic. Returns whether @r was queued. */
+static bool ua_queue(struct scsitgt__ua_sess *ua, uint64_t lun_id, enum scsitgt__sense_reason r)
 {
 	struct ua_lun *l = ua_find(ua, lun_id);
 
@@ -94,7 +94,7 @@ static void ua_queue(struct scsitgt__ua_sess *ua, uint64_t lun_id, enum scsitgt_
 		/* Out of memory loses the condition; nothing else breaks. */
 		l = calloc(1, sizeof(*l));
 		if (l == NULL)
-			return;
+			return false;
 		l->lun_id = lun_id;
 		scsitgt__list_add_tail(&ua->luns, &l->node);
 	}
@@ -104,11 +104,12 @@ static void ua_queue(struct scsitgt__ua_sess *ua, uint64_t lun_id, enum scsitgt_
 	}
 	for (unsigned int i = 0; i < l->n; i++)
 		if (l->q[i] == r)
-			return;
+			return false;
 	if (l->n == SCSITGT__UA_QUEUE_MAX)
-		return;
+		return false;
 	l->q[l->n++] = (uint8_t)r;
 	ua->pending++;
+	return true;
 }
 
 static enum scsitgt__sense_reason ua_pop(struct scsitgt__ua_sess *ua, struct ua_lun *l)
@@ -216,8 +217,9 @@ void scsitgt__ua_establish(struct scsitgt__session *sess, uint64_t lun_id,
 	if (!ua_seen(sess, lun_id))
 		return;
 	ua = ua_state(sess);
-	if (ua)
-		ua_queue(ua, lun_id, reason);
+	/* W5: the fabric may also announce it (iSCSI Async Message, transport/iscsi/async.c). */
+	if (ua && ua_queue(ua, lun_id, reason) && sess->ops->unit_attention)
+		sess->ops->unit_attention(sess, lun_id, reason);
 }
 
 void scsitgt__ua_establish_all(struct scsitgt_target *tgt, uint64_t lun_id,

@@ -1,9 +1,39 @@
 /* SPDX-License-Identifier: MIT */
-/* Logout (RFC 7143 §11.14, §11.15) at ErrorRecoveryLevel 0. */
+/*
+ * Logout (RFC 7143 §11.14, §11.15) at ErrorRecoveryLevel 0. A logout that ends the session
+ * first ends its tasks: the Logout Response says that the cleanup is complete (RFC 7143
+ * §3.5.3.3), so it waits for the commands still inside backends, at most the target's
+ * logout_timeout_ms, so that a backend that never completes cannot hold it (issue 5).
+ */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "transport/iscsi/conn.h"
+
+struct logout_wait {
+	struct scsitgt__iscsi_conn *conn;
+	uint8_t bhs[ISCSI_BHS_LEN];
+};
+
+static int logout_respond(struct scsitgt__iscsi_conn *conn, uint8_t *bhs, bool close_after)
+{
+	scsitgt__iscsi_conn_fill_sn(conn, bhs, true);
+	return scsitgt__iscsi_conn_send_simple(conn, bhs, NULL, 0, close_after);
+}
+
+static void logout_quiesced(void *arg, enum scsitgt__tmf_response r)
+{
+	struct logout_wait *w = arg;
+	struct scsitgt__iscsi_conn *conn = w->conn;
+
+	(void)r;
+	/* Unless the initiator dropped the connection meanwhile. */
+	if (conn->state == SCSITGT__CONN_LOGGED_OUT)
+		logout_respond(conn, w->bhs, true);
+	free(w);
+	scsitgt__iscsi_conn_put(conn);
+}
 
 int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
 {
@@ -48,7 +78,6 @@ int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 	scsitgt__bhs_init(bhs, ISCSI_OP_LOGOUT_RSP, ISCSI_FLAG_FINAL);
 	bhs[ISCSI_LOGOUT_RSP_RESPONSE] = response;
 	put_be32(&bhs[ISCSI_BHS_ITT], scsitgt__bhs_itt(h));
-	scsitgt__iscsi_conn_fill_sn(conn, bhs, true);
 	if (response == ISCSI_LOGOUT_RSP_RECOVERY_UNSUPPORTED) {
 		put_be16(&bhs[ISCSI_LOGOUT_RSP_TIME2WAIT], (uint16_t)sess->params.default_time2wait);
 		put_be16(&bhs[ISCSI_LOGOUT_RSP_TIME2RETAIN], 0);
@@ -62,6 +91,21 @@ int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 		conn->state = SCSITGT__CONN_LOGGED_OUT;
 		conn->rx.stop = true;
 		uv_timer_stop(&conn->timer);
+		if (sess->core) {
+			const struct scsitgt_iscsi_params *p =
+				scsitgt__iscsi_params_for(conn->ie, sess->tgt);
+			struct logout_wait *w = malloc(sizeof(*w));
+
+			/* Without memory, answer now: the tasks end with the connection. */
+			if (w) {
+				w->conn = conn;
+				memcpy(w->bhs, bhs, ISCSI_BHS_LEN);
+				scsitgt__iscsi_conn_hold(conn);
+				scsitgt__tmf_quiesce(sess->core, p->logout_timeout_ms,
+						     logout_quiesced, w);
+				return 0;
+			}
+		}
 	}
-	return scsitgt__iscsi_conn_send_simple(conn, bhs, NULL, 0, close_after);
+	return logout_respond(conn, bhs, close_after);
 }

@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bounded teardown when a backend never completes (issue 5: "a backend that never completes
+ * cannot hang the TMF, logout or shutdown beyond a configurable timeout").
+ *
+ * LUN removal. scsitgt_lun_destroy() lets the LUN's commands finish, then closes the backend.
+ * When the engine's drain timeout expires first:
+ *   1. the LUN's commands that are not inside the backend are aborted (no response, like a
+ *      LUN RESET without unit attention), those inside it are marked aborted;
+ *   2. the LUN becomes a zombie: out of the target (it already was), off the task set, its
+ *      destroy callback runs now. The backend keeps the ios, and their buffers, it holds;
+ *   3. when the backend completes the last of them, the core closes the backend (on the home
+ *      loop, with no io outstanding, as always) and frees the LUN.
+ * Engine shutdown. The engine's callback waits for its LUNs' callbacks, so it is bounded by
+ * the same timeout. Zombies that still hold ios when the engine closes become orphans: each
+ * io still in the backend, its command and data buffer are detached from every engine
+ * structure, and the backend's late completion (any completion call, on any thread, even
+ * after the engine and its loop are gone) frees exactly those and, with the last one, the
+ * LUN's remaining shell. The backend is then never called again: no close(); the host owns
+ * backend_ctx again once its backend has completed every io it held (docs/threading.md).
+ *
+ * Races with scsitgt_io_complete_threadsafe() are settled per io by io->tstate: a backend
+ * thread moves LENT to QUEUED before it pushes the io on the engine's queue, the engine moves
+ * LENT to ORPHAN; whoever wins decides who finishes the io. The engine waits for the QUEUED
+ * ones (and for completions still inside the push) before it frees itself.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "core/cache.h"
+#include "core/cmd.h"
+#include "core/core.h"
+#include "core/fabric.h"
+#include "core/order.h"
+#include "core/pr.h"
+#include "core/tmf.h"
+
+/* The engine re-checks every DRAIN_RETRY_MS, at most DRAIN_RETRY_MAX times, for zombies to
+ * leave: after that a zombie still held by something other than an io is left to leak. */
+#define DRAIN_RETRY_MS 10u
+#define DRAIN_RETRY_MAX 100u
+
+static void zombies_init(struct scsitgt_engine *engine)
+{
+	if (engine->zombies.next == NULL)
+		scsitgt__list_init(&engine->zombies);
+}
+
+static void drain_timer_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+void scsitgt__drain_lun_stop(struct scsitgt_lun *lun)
+{
+	if (lun->drain_timer == NULL)
+		return;
+	uv_timer_stop(lun->drain_timer);
+	uv_close((uv_handle_t *)lun->drain_timer, drain_timer_closed);
+	lun->drain_timer = NULL;
+}
+
+void scsitgt__drain_lun_gone(struct scsitgt_lun *lun)
+{
+	scsitgt__drain_lun_stop(lun);
+	if (lun->zombie) {
+		scsitgt__list_remove(&lun->zombie_node);
+		lun->zombie = false;
+	}
+}
+
+static bool cmd_live(const struct scsitgt__cmd *c)
+{
+	return c->state == SCSITGT__CMD_NEED_DATA || c->state == SCSITGT__CMD_READY ||
+	       c->state == SCSITGT__CMD_EXEC;
+}
+
+/* Whether @tgt still exists: a LUN being removed outlives its target when the host destroys
+ * the target (or the engine) meanwhile. */
+static bool target_alive(struct scsitgt_engine *engine, const struct scsitgt_target *tgt)
+{
+	for (struct scsitgt__list *p = engine->targets.next; p != &engine->targets; p = p->next)
+		if (scsitgt__container_of(p, struct scsitgt_target, node) == tgt)
+			return true;
+	return false;
+}
+
+/* The drain timeout expired (or the engine is closing): give up waiting for the backend. */
+static void drain_expire(struct scsitgt_lun *lun)
+{
+	struct scsitgt_engine *engine = lun->engine;
+	struct scsitgt_target *tgt = lun->tgt;
+	bool alive = target_alive(engine, tgt);
+	struct scsitgt__list *p, *pos, *tmp;
+	scsitgt_done_cb cb;
+	void *cb_arg;
+	unsigned int held = 0;
+
+	scsitgt__drain_lun_stop(lun);
+	lun->drain_expired = true;
+	/* Hold the LUN across the aborts: they may drop its last command. */
+	lun->inflight++;
+	/* Without its target, the LUN's commands have lost their sessions already. */
+	for (p = alive ? tgt->sessions.next : NULL; alive && p != &tgt->sessions; p = p->next) {
+		struct scsitgt__session *s = scsitgt__container_of(p, struct scsitgt__session, node);
+
+		scsitgt__list_foreach_safe(pos, tmp, &s->cmds)
+		{
+			struct scsitgt__cmd *c =
+				scsitgt__container_of(pos, struct scsitgt__cmd, sess_node);
+
+			if (c->lun != lun || !cmd_live(c))
+				continue;
+			/* As an abort (SAM-5 §7): in a backend it is freed when it comes back. */
+			if (c->state == SCSITGT__CMD_EXEC && c->ios_inflight) {
+				c->state = SCSITGT__CMD_ABORTED;
+			} else {
+				c->state = SCSITGT__CMD_ABORTED;
+				s->ops->cmd_aborted(c);
+			}
+		}
+	}
+	cb = lun->destroy_cb;
+	cb_arg = lun->destroy_cb_arg;
+	if (lun->inflight == 1) {
+		/* Everything left was outside the backend: an ordinary close, which calls back. */
+		scsitgt__lun_inflight_drop(lun);
+		return;
+	}
+	/* The rest is in the backend. Off the task set now: the target may be gone when they
+	 * come back, and nothing may wait for them. */
+	for (p = lun->ios.next; p != &lun->ios; p = p->next) {
+		struct scsitgt_io *io = scsitgt__container_of(p, struct scsitgt_io, lun_node);
+
+		scsitgt__order_done(io->cmd);
+		held++;
+	}
+	scsitgt__log(&engine->log, SCSITGT_LOG_WARNING, "core",
+		     "%s LUN %llu removed with %u ios still in backend '%s' after %u ms; it is "
+		     "closed when they return",
+		     alive ? tgt->name : "target", (unsigned long long)lun->id, held,
+		     lun->ops.name ? lun->ops.name : "?",
+		     engine->drain_timeout_ms ? engine->drain_timeout_ms
+					      : SCSITGT__DRAIN_TIMEOUT_MS_DEFAULT);
+	lun->destroy_cb = NULL;
+	scsitgt__lun_inflight_drop(lun);
+	if (cb)
+		cb(cb_arg, 0);
+}
+
+static void drain_timeout(uv_timer_t *t)
+{
+	drain_expire(t->data);
+}
+
+void scsitgt__drain_lun_start(struct scsitgt_lun *lun)
+{
+	struct scsitgt_engine *engine = lun->engine;
+	uint32_t ms = engine->drain_timeout_ms ? engine->drain_timeout_ms
+					       : SCSITGT__DRAIN_TIMEOUT_MS_DEFAULT;
+	uv_timer_t *t;
+
+	/* Known to the engine from now on: an engine destroyed first must not leave it behind
+	 * (its target may not wait for it either). */
+	zombies_init(engine);
+	lun->zombie = true;
+	scsitgt__list_add_tail(&engine->zombies, &lun->zombie_node);
+	t = malloc(sizeof(*t));
+	/* Without a timer the removal waits for the backend, or for the engine's shutdown. */
+	if (t == NULL)
+		return;
+	if (uv_timer_init(engine->loop, t) < 0) {
+		free(t);
+		return;
+	}
+	t->data = lun;
+	lun->drain_timer = t;
+	uv_timer_start(t, drain_timeout, ms, 0);
+}
+
+/* Drop one reference on an orphaned LUN's shell; the last frees it. Any thread. */
+static void shell_unref(struct scsitgt_lun *lun)
+{
+	if (atomic_fetch_sub(&lun->orphan_cmds, 1) == 1)
+		free(lun);
+}
+
+void scsitgt__drain_io_orphan_done(struct scsitgt_io *io)
+{
+	struct scsitgt__cmd *cmd = io->cmd;
+	struct scsitgt_lun *lun = io->lun;
+
+	/* A QUEUED io of an orphaned command comes through the engine's queue, on the loop. */
+	if (atomic_load(&io->tstate) != SCSITGT__IO_ORPHAN)
+		lun->engine->orphan_queued--;
+	scsitgt__cache_free(NULL, io, io->alloc_size);
+	if (atomic_fetch_sub(&cmd->orphan_ios, 1) != 1)
+		return;
+	/* A buffer lent by a fabric's pool (cmd->buf_ext, iSER's registered memory) is not cache
+	 * memory: its pool may be gone with the engine, so it is left to the pool's owner. */
+	if (!cmd->buf_ext)
+		scsitgt__cache_free(NULL, cmd->buf, cmd->buf_cap);
+	scsitgt__cache_free(NULL, cmd, cmd->alloc_size);
+	shell_unref(lun);
+}
+
+/* Give up on every io a zombie's backend still holds. */
+static void drain_orphan_lun(struct scsitgt_engine *engine, struct scsitgt_lun *lun)
+{
+	struct scsitgt__list *p, *pos, *tmp;
+	unsigned int ncmds = 0;
+
+	lun->orphaning = true;
+	/* The engine's own reference, dropped when it lets go of the shell. */
+	atomic_store(&lun->orphan_cmds, 1);
+	/* Each command's count first: once an io is an orphan, a thread may finish it. */
+	for (p = lun->ios.next; p != &lun->ios; p = p->next) {
+		struct scsitgt__cmd *cmd = scsitgt__container_of(p, struct scsitgt_io, lun_node)->cmd;
+
+		if (cmd->orphaned)
+			continue;
+		if (cmd->tmf_wait)
+			scsitgt__tmf_cmd_released(cmd);
+		scsitgt__order_done(cmd);
+		if (cmd->sess) {
+			scsitgt__list_remove(&cmd->sess_node);
+			cmd->sess->ncmds--;
+			cmd->sess = NULL;
+		}
+		atomic_store(&cmd->orphan_ios, cmd->ios_inflight);
+		cmd->orphaned = true;
+		ncmds++;
+	}
+	atomic_fetch_add(&lun->orphan_cmds, ncmds);
+	lun->inflight -= ncmds;
+	scsitgt__list_foreach_safe(pos, tmp, &lun->ios)
+	{
+		struct scsitgt_io *io = scsitgt__container_of(pos, struct scsitgt_io, lun_node);
+		int lent = SCSITGT__IO_LENT;
+
+		scsitgt__list_remove(&io->lun_node);
+		if (!atomic_compare_exchange_strong(&io->tstate, &lent, SCSITGT__IO_ORPHAN))
+			engine->orphan_queued++;
+	}
+	scsitgt__log(&engine->log, SCSITGT_LOG_WARNING, "core",
+		     "engine shutdown: %u commands of LUN %llu left to backend '%s' (it will not "
+		     "be closed)",
+		     ncmds, (unsigned long long)lun->id, lun->ops.name ? lun->ops.name : "?");
+}
+
+static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
+{
+	struct scsitgt__list *pos, *tmp;
+	bool ready = true;
+
+	zombies_init(engine);
+	/* LUNs still within their drain timeout: the engine cannot wait that long for them. */
+	scsitgt__list_foreach_safe(pos, tmp, &engine->zombies)
+	{
+		struct scsitgt_lun *lun = scsitgt__container_of(pos, struct scsitgt_lun, zombie_node);
+
+		if (!lun->drain_expired && !lun->closing_started)
+			drain_expire(lun);
+	}
+	scsitgt__list_foreach_safe(pos, tmp, &engine->zombies)
+	{
+		struct scsitgt_lun *lun = scsitgt__container_of(pos, struct scsitgt_lun, zombie_node);
+
+		if (!lun->orphaning && !lun->closing_started && !scsitgt__list_empty(&lun->ios))
+			drain_orphan_lun(engine, lun);
+	}
+	/* Completions on their way through the queue finish first. */
+	if (engine->orphan_queued || atomic_load(&engine->tsq_senders))
+		return false;
+	scsitgt__list_foreach_safe(pos, tmp, &engine->zombies)
+	{
+		struct scsitgt_lun *lun = scsitgt__container_of(pos, struct scsitgt_lun, zombie_node);
+
+		if (lun->closing_started) {
+			/* Its backend is closing (close() must call back): lun_free() ends it. */
+			ready = false;
+			continue;
+		}
+		if (lun->inflight) {
+			/* An order pass, or a command the range lock holds back, still holds it. */
+			if (!force) {
+				ready = false;
+				continue;
+			}
+			scsitgt__list_remove(&lun->zombie_node);
+			lun->zombie = false;
+			scsitgt__log(&engine->log, SCSITGT_LOG_WARNING, "core",
+				     "engine shutdown: LUN %llu still held; left behind",
+				     (unsigned long long)lun->id);
+			continue;
+		}
+		if (!lun->orphaning || atomic_load(&lun->orphan_cmds) == 1) {
+			/* Everything came back: close the backend as usual and wait for it. */
+			scsitgt__lun_close_backend(lun);
+			ready = false;
+			continue;
+		}
+		/* Let go: the shell stays for the orphans, the last of which frees it. */
+		scsitgt__list_remove(&lun->zombie_node);
+		lun->zombie = false;
+		scsitgt__pr_free(lun);
+		scsitgt__log_free(lun);
+		free(lun->prevent_by);
+		lun->prevent_by = NULL;
+		shell_unref(lun);
+	}
+	return ready;
+}
+
+struct drain_retry {
+	uv_timer_t timer;
+	struct scsitgt_engine *engine;
+	void (*again)(struct scsitgt_engine *engine);
+};
+
+static void drain_retry_closed(uv_handle_t *h)
+{
+	struct drain_retry *r = h->data;
+	struct scsitgt_engine *engine = r->engine;
+	void (*again)(struct scsitgt_engine *engine) = r->again;
+
+	free(r);
+	again(engine);
+}
+
+static void drain_retry_fire(uv_timer_t *t)
+{
+	/* Run the step once the timer handle is gone, so the engine may close then. */
+	uv_close((uv_handle_t *)t, drain_retry_closed);
+}
+
+bool scsitgt__drain_engine_ready(struct scsitgt_engine *engine,
+				 void (*again)(struct scsitgt_engine *engine))
+{
+	struct drain_retry *r;
+
+	if (drain_engine_check(engine, engine->drain_retries >= DRAIN_RETRY_MAX))
+		return true;
+	r = malloc(sizeof(*r));
+	if (r == NULL || uv_timer_init(engine->loop, &r->timer) < 0) {
+		free(r);
+		/* No way to wait: let go of what can be let go of now. */
+		return drain_engine_check(engine, true);
+	}
+	engine->drain_retries++;
+	r->engine = engine;
+	r->again = again;
+	r->timer.data = r;
+	uv_timer_start(&r->timer, drain_retry_fire, DRAIN_RETRY_MS, 0);
+	return false;
+}
+
+SCSITGT_EXPORT int scsitgt_engine_set_drain_timeout(struct scsitgt_engine *engine,
+						    uint32_t timeout_ms)
+{
+	if (engine == NULL || timeout_ms == 0)
+		return -EINVAL;
+	engine->drain_timeout_ms = timeout_ms;
+	return 0;
+}
