@@ -6,6 +6,9 @@
 #ifndef LIBSCSITGT_TARGET_H
 #define LIBSCSITGT_TARGET_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "common.h"
 #include "engine.h"
 
@@ -27,6 +30,27 @@ struct scsitgt_target_opts {
 	const char *name;
 	/** Human-readable alias (iSCSI TargetAlias). Optional, may be NULL. Copied. */
 	const char *alias;
+	/**
+	 * Sessions (I_T nexuses) the target serves at once, over every portal and initiator;
+	 * further logins fail (iSCSI: "out of resources"). A login that reinstates one of the
+	 * initiator's own sessions is not refused. 0: no limit. Default 256.
+	 */
+	uint32_t max_sessions;
+	/**
+	 * Commands each LUN of the target holds at once, all nexuses together; a new command
+	 * beyond that ends with TASK SET FULL status (SAM-5 §5.3) without running. 0: no limit.
+	 * Default 1024.
+	 */
+	uint32_t max_lun_commands;
+	/**
+	 * Bytes of Data-In buffers the commands of one session (I_T nexus) may hold at once:
+	 * READs and other commands returning data allocate their buffer when they arrive and keep
+	 * it until the initiator has taken the data, so an initiator that stops reading would
+	 * otherwise pin its whole command window of large transfers. A command that would exceed
+	 * the limit ends with TASK SET FULL status without running; one command always proceeds.
+	 * 0: no limit. Default 268435456 (256 MiB).
+	 */
+	uint64_t max_read_buffer_bytes;
 };
 
 /**
@@ -98,6 +122,119 @@ SCSITGT_EXPORT int scsitgt_target_add_initiator(struct scsitgt_target *tgt,
  */
 SCSITGT_EXPORT int scsitgt_target_remove_initiator(struct scsitgt_target *tgt,
 						   const char *initiator_name);
+
+/**
+ * Restrict the source addresses logins to @p tgt may come from. While the target's address
+ * list is empty any address may log in; once it holds a range, only connections from an
+ * address inside one of its ranges may (others get "authorization failure"). This applies to
+ * every initiator, in addition to the name list (scsitgt_target_add_initiator()) and to the
+ * initiator's own ranges (scsitgt_target_add_initiator_address()). Nexuses without a network
+ * address (SRP) are refused while an address list applies. SendTargets leaves out targets a
+ * discovery session's initiator may not log in to from its address.
+ *
+ * @param tgt  The target.
+ * @param cidr A numeric IPv4 or IPv6 address with an optional prefix length, e.g.
+ *             "192.0.2.0/24", "127.0.0.2", "2001:db8::/32", "::1". Host bits beyond the
+ *             prefix are ignored. IPv4 ranges also match IPv4-mapped IPv6 peers.
+ * @return 0; -EINVAL for a NULL argument or a malformed range; -EEXIST if the same range is
+ *         listed already; -ENOMEM.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_target_add_address(struct scsitgt_target *tgt, const char *cidr);
+
+/**
+ * Remove a range from the target's address list. Existing sessions stay up.
+ *
+ * @param tgt  The target.
+ * @param cidr The range as given to scsitgt_target_add_address() (compared after parsing).
+ * @return 0; -EINVAL for a NULL argument or a malformed range; -ENOENT if not listed.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_target_remove_address(struct scsitgt_target *tgt, const char *cidr);
+
+/**
+ * Restrict the source addresses one initiator may log in to @p tgt from. While the
+ * initiator has no range of its own it may come from any address the target allows; once it
+ * has one, only from inside its ranges. This does not put the name on the login list.
+ *
+ * @param tgt            The target.
+ * @param initiator_name The initiator name, compared case-insensitively. Copied.
+ * @param cidr           A range as for scsitgt_target_add_address().
+ * @return 0; -EINVAL for a NULL or empty argument or a malformed range; -EEXIST if that range
+ *         is listed already for the initiator; -ENOMEM.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_target_add_initiator_address(struct scsitgt_target *tgt,
+							const char *initiator_name,
+							const char *cidr);
+
+/**
+ * Remove a range from an initiator's own address list. Existing sessions stay up.
+ *
+ * @param tgt            The target.
+ * @param initiator_name The initiator name.
+ * @param cidr           The range.
+ * @return 0; -EINVAL for a NULL argument or a malformed range; -ENOENT if not listed.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_target_remove_initiator_address(struct scsitgt_target *tgt,
+							   const char *initiator_name,
+							   const char *cidr);
+
+/**
+ * Map LUN @p lun_id of @p tgt to an initiator (LUN masking). The first mapping turns masking
+ * on for the target (see scsitgt_target_set_lun_masking()): from then on each initiator sees
+ * only the LUNs mapped to it or to every initiator. A LUN it does not see is absent from its
+ * REPORT LUNS data, its standard INQUIRY reports peripheral qualifier 011b, every other
+ * command to it ends with ILLEGAL REQUEST, LOGICAL UNIT NOT SUPPORTED, and task management
+ * functions addressed to it answer "LUN does not exist". The LUN need not exist yet. The
+ * initiator's nexuses get REPORTED LUNS DATA HAS CHANGED (SPC-5 §5.14).
+ *
+ * @param tgt            The target.
+ * @param initiator_name The initiator name (compared case-insensitively; copied), or NULL to
+ *                       map the LUN to every initiator.
+ * @param lun_id         The LUN number, 0..16383. The LUN keeps this number.
+ * @return 0; -EINVAL for a NULL target, an empty name or a LUN number above 16383; -EEXIST if
+ *         the LUN is mapped to that initiator already; -ENOMEM.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_target_map_lun(struct scsitgt_target *tgt, const char *initiator_name,
+					  uint64_t lun_id);
+
+/**
+ * Undo scsitgt_target_map_lun(). Commands the initiator already sent to the LUN finish;
+ * new ones are refused. Masking stays on. The initiator's nexuses get REPORTED LUNS DATA HAS
+ * CHANGED on the LUNs they still see.
+ *
+ * @param tgt            The target.
+ * @param initiator_name The initiator name, or NULL for the every-initiator mapping.
+ * @param lun_id         The LUN number.
+ * @return 0; -EINVAL for a NULL target or an empty name; -ENOENT if the LUN is not mapped
+ *         that way.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_target_unmap_lun(struct scsitgt_target *tgt, const char *initiator_name,
+					    uint64_t lun_id);
+
+/**
+ * Turn LUN masking on or off. Off (the default until the first scsitgt_target_map_lun()),
+ * every initiator that may log in sees every LUN. On, an initiator sees only the LUNs mapped
+ * to it or to every initiator, and none while nothing is mapped. Mappings are kept either
+ * way. Every nexus of the target gets REPORTED LUNS DATA HAS CHANGED when the setting changes.
+ *
+ * @param tgt     The target.
+ * @param enabled Whether masking applies.
+ * @return 0; -EINVAL for a NULL target.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_target_set_lun_masking(struct scsitgt_target *tgt, bool enabled);
 
 /**
  * Attach a host pointer to the target.

@@ -32,17 +32,23 @@ void scsitgt__spc_report_luns(struct scsitgt__cmd *cmd)
 {
 	const struct scsitgt_target *tgt = cmd->sess->tgt;
 	uint8_t select = cmd->cdb[2];
-	size_t n = (select == 0x01 || select == 0x11) ? 0 : tgt->nluns;
-	size_t len = 8 + 8 * n;
-	uint8_t *p = calloc(1, len);
+	size_t n = 0, len;
+	uint8_t *p;
 
+	/* W6: only the LUNs this nexus sees (LUN masking, core/acl.c), none being destroyed. */
+	if (select != 0x01 && select != 0x11)
+		for (size_t i = 0; i < tgt->nluns; i++)
+			n += scsitgt__session_find_lun(cmd->sess, tgt->luns[i]->id) != NULL;
+	len = 8 + 8 * n;
+	p = calloc(1, len);
 	if (p == NULL) {
 		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
 		return;
 	}
 	put_be32(p, (uint32_t)(8 * n));
-	for (size_t i = 0; i < n; i++)
-		scsitgt__lun_encode(tgt->luns[i]->id, &p[8 + 8 * i]);
+	for (size_t i = 0, j = 0; i < tgt->nluns && j < n; i++)
+		if (scsitgt__session_find_lun(cmd->sess, tgt->luns[i]->id))
+			scsitgt__lun_encode(tgt->luns[i]->id, &p[8 + 8 * j++]);
 	scsitgt__cmd_respond(cmd, p, len);
 	free(p);
 	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);

@@ -9,7 +9,12 @@
 
 SCSITGT_EXPORT void scsitgt_target_opts_init(struct scsitgt_target_opts *opts, size_t size)
 {
-	struct scsitgt_target_opts def = { .size = sizeof(def) };
+	struct scsitgt_target_opts def = {
+		.size = sizeof(def),
+		.max_sessions = 256,
+		.max_lun_commands = 1024,
+		.max_read_buffer_bytes = 256ull << 20,
+	};
 
 	if (opts == NULL || size == 0)
 		return;
@@ -69,6 +74,9 @@ SCSITGT_EXPORT int scsitgt_target_create(struct scsitgt_target **out, struct scs
 	}
 	scsitgt__list_init(&tgt->sessions);
 	scsitgt__list_init(&tgt->acl);
+	tgt->max_sessions = o.max_sessions;
+	tgt->max_lun_commands = o.max_lun_commands;
+	tgt->max_read_buffer_bytes = o.max_read_buffer_bytes;
 	scsitgt__list_add_tail(&engine->targets, &tgt->node);
 	*out = tgt;
 	return 0;
@@ -81,15 +89,8 @@ static void target_free(struct scsitgt__deferred *d)
 	struct scsitgt_target *tgt = scsitgt__container_of(d, struct scsitgt_target, destroy_done);
 	scsitgt_done_cb cb = tgt->destroy_cb;
 	void *cb_arg = tgt->destroy_cb_arg;
-	struct scsitgt__list *pos, *tmp;
 
-	scsitgt__list_foreach_safe(pos, tmp, &tgt->acl)
-	{
-		struct scsitgt__acl_entry *e = scsitgt__container_of(pos, struct scsitgt__acl_entry, node);
-
-		free(e->name);
-		free(e);
-	}
+	scsitgt__acl_free(tgt);
 	for (int i = 0; i < SCSITGT__EXT_COUNT_; i++)
 		if (tgt->ext[i].destroy)
 			tgt->ext[i].destroy(tgt->ext[i].data);
@@ -161,61 +162,7 @@ SCSITGT_EXPORT const char *scsitgt_target_get_name(const struct scsitgt_target *
 	return tgt ? tgt->name : NULL;
 }
 
-static struct scsitgt__acl_entry *acl_find(const struct scsitgt_target *tgt, const char *name)
-{
-	struct scsitgt__list *pos;
-
-	for (pos = tgt->acl.next; pos != &tgt->acl; pos = pos->next) {
-		struct scsitgt__acl_entry *e = scsitgt__container_of(pos, struct scsitgt__acl_entry, node);
-
-		if (strcasecmp(e->name, name) == 0)
-			return e;
-	}
-	return NULL;
-}
-
-SCSITGT_EXPORT int scsitgt_target_add_initiator(struct scsitgt_target *tgt,
-						const char *initiator_name)
-{
-	struct scsitgt__acl_entry *e;
-
-	if (tgt == NULL || initiator_name == NULL || initiator_name[0] == '\0' ||
-	    strlen(initiator_name) > 223)
-		return -EINVAL;
-	if (acl_find(tgt, initiator_name))
-		return -EEXIST;
-	e = calloc(1, sizeof(*e));
-	if (e == NULL)
-		return -ENOMEM;
-	e->name = strdup(initiator_name);
-	if (e->name == NULL) {
-		free(e);
-		return -ENOMEM;
-	}
-	scsitgt__list_add_tail(&tgt->acl, &e->node);
-	return 0;
-}
-
-SCSITGT_EXPORT int scsitgt_target_remove_initiator(struct scsitgt_target *tgt,
-						   const char *initiator_name)
-{
-	struct scsitgt__acl_entry *e;
-
-	if (tgt == NULL || initiator_name == NULL)
-		return -EINVAL;
-	e = acl_find(tgt, initiator_name);
-	if (e == NULL)
-		return -ENOENT;
-	scsitgt__list_remove(&e->node);
-	free(e->name);
-	free(e);
-	return 0;
-}
-
-bool scsitgt__target_initiator_allowed(const struct scsitgt_target *tgt, const char *initiator)
-{
-	return scsitgt__list_empty(&tgt->acl) || (initiator && acl_find(tgt, initiator) != NULL);
-}
+/* The initiator list, address ranges and LUN masking are in acl.c. */
 
 /* Index of the first LUN with id >= @id. */
 static size_t target_lun_index(const struct scsitgt_target *tgt, uint64_t id)

@@ -163,18 +163,16 @@ static void lun_reset(struct scsitgt_lun *lun, enum scsitgt__sense_reason ua,
 		abort_matching(s, lun->id, false, false, 0, NULL, op);
 	}
 	scsitgt__pr_reset(lun);
-	/* SBC-4 §5.16: a reset releases PREVENT ALLOW MEDIUM REMOVAL. */
-	lun->prevent_removal = false;
+	/* SBC-4 §5.16: a reset releases PREVENT ALLOW MEDIUM REMOVAL (every nexus's). */
+	scsitgt__sbc_prevent_release(lun, NULL);
 	scsitgt__ua_establish_all(tgt, lun->id, NULL, ua);
 }
 
 static struct scsitgt__tmf_op *op_new(struct scsitgt__session *sess, scsitgt__tmf_cb cb,
-				      void *cb_arg)
+				      void *cb_arg, uint32_t ms)
 {
 	struct scsitgt__tmf_op *op = calloc(1, sizeof(*op));
 	struct scsitgt_engine *engine = sess->tgt->engine;
-	uint32_t ms = engine->tmf_timeout_ms ? engine->tmf_timeout_ms
-					     : SCSITGT__TMF_TIMEOUT_MS_DEFAULT;
 
 	if (op == NULL)
 		return NULL;
@@ -196,10 +194,11 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 	uint64_t lun_id = scsitgt__lun_decode(lun);
 	bool lun_scoped = type != SCSITGT__TMF_TARGET_WARM_RESET &&
 			  type != SCSITGT__TMF_TARGET_COLD_RESET;
-	struct scsitgt_lun *l = scsitgt__target_find_lun(tgt, lun_id);
+	/* W6: a LUN masked from this initiator does not exist for it (core/acl.c). */
+	struct scsitgt_lun *l = scsitgt__session_find_lun(sess, lun_id);
 	struct scsitgt__tmf_op *op;
 
-	if (lun_scoped && (l == NULL || l->destroying)) {
+	if (lun_scoped && l == NULL) {
 		cb(cb_arg, SCSITGT__TMF_LUN_NOT_FOUND);
 		return;
 	}
@@ -224,7 +223,9 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 		break;
 	}
 
-	op = op_new(sess, cb, cb_arg);
+	op = op_new(sess, cb, cb_arg,
+		    sess->tgt->engine->tmf_timeout_ms ? sess->tgt->engine->tmf_timeout_ms
+						      : SCSITGT__TMF_TIMEOUT_MS_DEFAULT);
 	if (op == NULL) {
 		cb(cb_arg, SCSITGT__TMF_REJECTED);
 		return;
@@ -268,6 +269,24 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 		op->response = SCSITGT__TMF_NOT_SUPPORTED;
 		break;
 	}
+	if (op->waiting == 0)
+		op_answer(op);
+	op_maybe_free(op);
+}
+
+void scsitgt__tmf_quiesce(struct scsitgt__session *sess, uint32_t timeout_ms, scsitgt__tmf_cb cb,
+			  void *cb_arg)
+{
+	struct scsitgt__tmf_op *op = op_new(sess, cb, cb_arg, timeout_ms);
+
+	/* Without memory the nexus ends at once, as it would on a dropped connection. */
+	if (op == NULL) {
+		cb(cb_arg, SCSITGT__TMF_COMPLETE);
+		return;
+	}
+	/* Every task of the nexus, on every LUN (the effect of an I_T nexus loss, SAM-5
+	 * §6.3.4, without its unit attention: the nexus is ending anyway). */
+	abort_matching(sess, 0, true, false, 0, NULL, op);
 	if (op->waiting == 0)
 		op_answer(op);
 	op_maybe_free(op);

@@ -47,6 +47,13 @@ static int text_add_target(struct scsitgt__iscsi_conn *conn, struct scsitgt_targ
 	return 0;
 }
 
+/* W6: SendTargets lists only targets this initiator may log in to from where it is. */
+static bool text_may_log_in(const struct scsitgt__iscsi_conn *conn, const struct scsitgt_target *t,
+			    const char *iname)
+{
+	return scsitgt__acl_login_allowed(t, iname, (const struct sockaddr *)&conn->peer_sa);
+}
+
 int scsitgt__iscsi_send_targets(struct scsitgt__iscsi_conn *conn, const char *value,
 				struct scsitgt__iscsi_textbuf *resp)
 {
@@ -61,7 +68,7 @@ int scsitgt__iscsi_send_targets(struct scsitgt__iscsi_conn *conn, const char *va
 			struct scsitgt_target *t =
 				scsitgt__container_of(pos, struct scsitgt_target, node);
 
-			if (t->destroying || !scsitgt__target_initiator_allowed(t, iname))
+			if (t->destroying || !text_may_log_in(conn, t, iname))
 				continue;
 			rc = text_add_target(conn, t, resp);
 			if (rc < 0)
@@ -76,7 +83,7 @@ int scsitgt__iscsi_send_targets(struct scsitgt__iscsi_conn *conn, const char *va
 	{
 		struct scsitgt_target *t = scsitgt__engine_find_target(engine, value);
 
-		if (t && !t->destroying && scsitgt__target_initiator_allowed(t, iname))
+		if (t && !t->destroying && text_may_log_in(conn, t, iname))
 			return text_add_target(conn, t, resp);
 	}
 	return 0;

@@ -292,9 +292,17 @@ static void test_itt_index(void **state)
 
 	(void)state;
 	assert_int_equal(h_init(&h, true), 0);
+	/* Immediate commands hold CmdSN window slots too (W6): a window for all of them. */
+	{
+		struct scsitgt_iscsi_params p;
+
+		scsitgt_iscsi_params_init(&p, sizeof(p));
+		p.queue_depth = 2 * NTASKS;
+		assert_int_equal(scsitgt_iscsi_target_set_params(h.tgt, &p), 0);
+	}
 	assert_int_equal(h_login(&h, "Normal"), 0);
 	memset(blk, 0x5a, sizeof(blk));
-	/* Immediate writes (outside the CmdSN window), each waiting for its Data-Out. */
+	/* Immediate writes (no CmdSN of their own), each waiting for its Data-Out. */
 	for (unsigned int i = 0; i < NTASKS; i++) {
 		cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 512, 0x2a, i, 1);
 		bhs[ISCSI_BHS_OPCODE] |= ISCSI_FLAG_IMMEDIATE;

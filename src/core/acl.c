@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Access control of a target: the initiator name list, source address ranges (target-wide and
+ * per initiator) and LUN masking (which LUNs each initiator sees).
+ *
+ * Every initiator name the host configured anything for has one entry in tgt->acl; the LUNs
+ * mapped to every initiator live in tgt->acl_any. Sessions point at their initiator's entry
+ * (sess->acl) so that the per-command visibility check is two bit tests. An entry goes away
+ * when nothing is left in it, after the sessions pointing at it are detached.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/types.h>
+
+#include "core/core.h"
+#include "core/fabric.h"
+#include "core/ua.h"
+
+#define ACL_MAP_WORDS (SCSITGT__ACL_LUN_IDS / 64)
+
+/* Parse "address[/prefix]" into the 128-bit form (IPv4 as ::ffff:a.b.c.d, prefix + 96). */
+static int acl_parse_cidr(const char *cidr, struct scsitgt__acl_net *out)
+{
+	char host[INET6_ADDRSTRLEN + 1];
+	const char *slash;
+	size_t hlen;
+	unsigned int max, prefix;
+	bool v4;
+
+	if (cidr == NULL)
+		return -EINVAL;
+	slash = strchr(cidr, '/');
+	hlen = slash ? (size_t)(slash - cidr) : strlen(cidr);
+	if (hlen == 0 || hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, cidr, hlen);
+	host[hlen] = '\0';
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, host, &out->addr[12]) == 1) {
+		v4 = true;
+		out->addr[10] = 0xff;
+		out->addr[11] = 0xff;
+		max = 32;
+	} else if (inet_pton(AF_INET6, host, out->addr) == 1) {
+		v4 = false;
+		max = 128;
+	} else {
+		return -EINVAL;
+	}
+	prefix = max;
+	if (slash) {
+		const char *p = slash + 1;
+
+		/* Decimal digits only, no sign, no spaces, at most three of them. */
+		if (*p == '\0' || strlen(p) > 3)
+			return -EINVAL;
+		prefix = 0;
+		for (; *p; p++) {
+			if (*p < '0' || *p > '9')
+				return -EINVAL;
+			prefix = prefix * 10 + (unsigned int)(*p - '0');
+		}
+		if (prefix > max)
+			return -EINVAL;
+	}
+	out->prefix = (uint8_t)(v4 ? prefix + 96 : prefix);
+	/* Clear the host bits so that equal ranges compare equal. */
+	for (unsigned int bit = out->prefix; bit < 128; bit++)
+		out->addr[bit / 8] &= (uint8_t)~(0x80u >> (bit % 8));
+	return 0;
+}
+
+/* The peer address in the 128-bit form; false for families without one. */
+static bool acl_sockaddr(const struct sockaddr *sa, uint8_t addr[16])
+{
+	if (sa == NULL)
+		return false;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+
+		memset(addr, 0, 10);
+		addr[10] = 0xff;
+		addr[11] = 0xff;
+		memcpy(&addr[12], &in->sin_addr, 4);
+		return true;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+
+		/* IPv4-mapped peers of dual-stack sockets land on the IPv4 ranges this way. */
+		memcpy(addr, &in6->sin6_addr, 16);
+		return true;
+	}
+	return false;
+}
+
+static bool acl_net_match(const struct scsitgt__acl_net *n, const uint8_t addr[16])
+{
+	unsigned int full = n->prefix / 8, rest = n->prefix % 8;
+
+	if (memcmp(n->addr, addr, full) != 0)
+		return false;
+	if (rest == 0)
+		return true;
+	return ((addr[full] ^ n->addr[full]) & (uint8_t)(0xff00u >> rest)) == 0;
+}
+
+/* Whether @sa falls in one of @nets; an empty list allows everything. */
+static bool acl_nets_allow(const struct scsitgt__acl_net *nets, size_t n, const struct sockaddr *sa)
+{
+	uint8_t addr[16];
+
+	if (n == 0)
+		return true;
+	if (!acl_sockaddr(sa, addr))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (acl_net_match(&nets[i], addr))
+			return true;
+	return false;
+}
+
+static ssize_t acl_nets_find(const struct scsitgt__acl_net *nets, size_t n,
+			     const struct scsitgt__acl_net *net)
+{
+	for (size_t i = 0; i < n; i++)
+		if (nets[i].prefix == net->prefix && memcmp(nets[i].addr, net->addr, 16) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+static int acl_nets_add(struct scsitgt__acl_net **nets, size_t *n, const char *cidr)
+{
+	struct scsitgt__acl_net net, *grown;
+
+	if (acl_parse_cidr(cidr, &net) < 0)
+		return -EINVAL;
+	if (acl_nets_find(*nets, *n, &net) >= 0)
+		return -EEXIST;
+	grown = realloc(*nets, (*n + 1) * sizeof(**nets));
+	if (grown == NULL)
+		return -ENOMEM;
+	grown[*n] = net;
+	*nets = grown;
+	(*n)++;
+	return 0;
+}
+
+static int acl_nets_remove(struct scsitgt__acl_net **nets, size_t *n, const char *cidr)
+{
+	struct scsitgt__acl_net net;
+	ssize_t i;
+
+	if (acl_parse_cidr(cidr, &net) < 0)
+		return -EINVAL;
+	i = acl_nets_find(*nets, *n, &net);
+	if (i < 0)
+		return -ENOENT;
+	memmove(&(*nets)[i], &(*nets)[i + 1], (*n - (size_t)i - 1) * sizeof(**nets));
+	if (--(*n) == 0) {
+		free(*nets);
+		*nets = NULL;
+	}
+	return 0;
+}
+
+struct scsitgt__acl_entry *scsitgt__acl_find(const struct scsitgt_target *tgt,
+					     const char *initiator)
+{
+	struct scsitgt__list *pos;
+
+	if (initiator == NULL)
+		return NULL;
+	for (pos = tgt->acl.next; pos != &tgt->acl; pos = pos->next) {
+		struct scsitgt__acl_entry *e =
+			scsitgt__container_of(pos, struct scsitgt__acl_entry, node);
+
+		if (strcasecmp(e->name, initiator) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+static bool acl_valid_name(const char *name)
+{
+	return name && name[0] != '\0' && strlen(name) <= 223;
+}
+
+/* The entry of @name, created (and attached to the name's live sessions) when missing. */
+static struct scsitgt__acl_entry *acl_entry_get(struct scsitgt_target *tgt, const char *name)
+{
+	struct scsitgt__acl_entry *e = scsitgt__acl_find(tgt, name);
+
+	if (e)
+		return e;
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return NULL;
+	e->name = strdup(name);
+	if (e->name == NULL) {
+		free(e);
+		return NULL;
+	}
+	scsitgt__list_add_tail(&tgt->acl, &e->node);
+	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
+		struct scsitgt__session *s =
+			scsitgt__container_of(p, struct scsitgt__session, node);
+
+		if (strcasecmp(s->initiator_name, name) == 0)
+			s->acl = e;
+	}
+	return e;
+}
+
+static void acl_entry_free(struct scsitgt__acl_entry *e)
+{
+	free(e->nets);
+	free(e->lun_map);
+	free(e->name);
+	free(e);
+}
+
+/* Drop an entry that no longer says anything; sessions forget it first. */
+static void acl_entry_put(struct scsitgt_target *tgt, struct scsitgt__acl_entry *e)
+{
+	if (e->allowed || e->nnets || e->nmapped)
+		return;
+	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
+		struct scsitgt__session *s =
+			scsitgt__container_of(p, struct scsitgt__session, node);
+
+		if (s->acl == e)
+			s->acl = NULL;
+	}
+	scsitgt__list_remove(&e->node);
+	acl_entry_free(e);
+}
+
+void scsitgt__acl_free(struct scsitgt_target *tgt)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	scsitgt__list_foreach_safe(pos, tmp, &tgt->acl)
+	{
+		acl_entry_free(scsitgt__container_of(pos, struct scsitgt__acl_entry, node));
+	}
+	scsitgt__list_init(&tgt->acl);
+	if (tgt->acl_any)
+		acl_entry_free(tgt->acl_any);
+	tgt->acl_any = NULL;
+	free(tgt->nets);
+	tgt->nets = NULL;
+	tgt->nnets = 0;
+}
+
+void scsitgt__acl_session_attach(struct scsitgt__session *sess)
+{
+	sess->acl = scsitgt__acl_find(sess->tgt, sess->initiator_name);
+}
+
+bool scsitgt__acl_login_allowed(const struct scsitgt_target *tgt, const char *initiator,
+				const struct sockaddr *sa)
+{
+	const struct scsitgt__acl_entry *e = scsitgt__acl_find(tgt, initiator);
+
+	if (tgt->nallowed && (e == NULL || !e->allowed))
+		return false;
+	if (!acl_nets_allow(tgt->nets, tgt->nnets, sa))
+		return false;
+	return e == NULL || acl_nets_allow(e->nets, e->nnets, sa);
+}
+
+bool scsitgt__target_initiator_allowed(const struct scsitgt_target *tgt, const char *initiator)
+{
+	const struct scsitgt__acl_entry *e = scsitgt__acl_find(tgt, initiator);
+
+	return tgt->nallowed == 0 || (e && e->allowed);
+}
+
+static bool acl_map_has(const struct scsitgt__acl_entry *e, uint64_t id)
+{
+	return e && e->lun_map && (e->lun_map[id / 64] >> (id % 64) & 1);
+}
+
+bool scsitgt__session_lun_visible(const struct scsitgt__session *sess, uint64_t lun_id)
+{
+	const struct scsitgt_target *tgt = sess->tgt;
+
+	if (!tgt->lun_masking)
+		return true;
+	if (lun_id >= SCSITGT__ACL_LUN_IDS)
+		return false;
+	return acl_map_has(tgt->acl_any, lun_id) || acl_map_has(sess->acl, lun_id);
+}
+
+struct scsitgt_lun *scsitgt__session_find_lun(const struct scsitgt__session *sess,
+					      uint64_t lun_id)
+{
+	struct scsitgt_lun *lun = scsitgt__target_find_lun(sess->tgt, lun_id);
+
+	if (lun == NULL || lun->destroying || !scsitgt__session_lun_visible(sess, lun_id))
+		return NULL;
+	return lun;
+}
+
+/*
+ * SPC-5 §5.14: the inventory a nexus sees changed; it learns of it on the LUNs it still sees
+ * (@e NULL: every nexus of the target, else the nexuses of that initiator).
+ */
+static void acl_luns_changed(struct scsitgt_target *tgt, const struct scsitgt__acl_entry *e)
+{
+	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
+		struct scsitgt__session *s =
+			scsitgt__container_of(p, struct scsitgt__session, node);
+
+		if (s->ua_no_power_on || (e && s->acl != e))
+			continue;
+		for (size_t i = 0; i < tgt->nluns; i++) {
+			uint64_t id = tgt->luns[i]->id;
+
+			if (!tgt->luns[i]->destroying && scsitgt__session_lun_visible(s, id))
+				scsitgt__ua_establish(s, id, SCSITGT_SR_UA_REPORTED_LUNS_CHANGED);
+		}
+	}
+}
+
+SCSITGT_EXPORT int scsitgt_target_add_initiator(struct scsitgt_target *tgt,
+						const char *initiator_name)
+{
+	struct scsitgt__acl_entry *e;
+
+	if (tgt == NULL || !acl_valid_name(initiator_name))
+		return -EINVAL;
+	e = scsitgt__acl_find(tgt, initiator_name);
+	if (e && e->allowed)
+		return -EEXIST;
+	e = acl_entry_get(tgt, initiator_name);
+	if (e == NULL)
+		return -ENOMEM;
+	e->allowed = true;
+	tgt->nallowed++;
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_target_remove_initiator(struct scsitgt_target *tgt,
+						   const char *initiator_name)
+{
+	struct scsitgt__acl_entry *e;
+
+	if (tgt == NULL || initiator_name == NULL)
+		return -EINVAL;
+	e = scsitgt__acl_find(tgt, initiator_name);
+	if (e == NULL || !e->allowed)
+		return -ENOENT;
+	e->allowed = false;
+	tgt->nallowed--;
+	acl_entry_put(tgt, e);
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_target_add_address(struct scsitgt_target *tgt, const char *cidr)
+{
+	if (tgt == NULL)
+		return -EINVAL;
+	return acl_nets_add(&tgt->nets, &tgt->nnets, cidr);
+}
+
+SCSITGT_EXPORT int scsitgt_target_remove_address(struct scsitgt_target *tgt, const char *cidr)
+{
+	if (tgt == NULL)
+		return -EINVAL;
+	return acl_nets_remove(&tgt->nets, &tgt->nnets, cidr);
+}
+
+SCSITGT_EXPORT int scsitgt_target_add_initiator_address(struct scsitgt_target *tgt,
+							const char *initiator_name,
+							const char *cidr)
+{
+	struct scsitgt__acl_net net;
+	struct scsitgt__acl_entry *e;
+	int rc;
+
+	if (tgt == NULL || !acl_valid_name(initiator_name) || acl_parse_cidr(cidr, &net) < 0)
+		return -EINVAL;
+	e = acl_entry_get(tgt, initiator_name);
+	if (e == NULL)
+		return -ENOMEM;
+	rc = acl_nets_add(&e->nets, &e->nnets, cidr);
+	acl_entry_put(tgt, e);
+	return rc;
+}
+
+SCSITGT_EXPORT int scsitgt_target_remove_initiator_address(struct scsitgt_target *tgt,
+							   const char *initiator_name,
+							   const char *cidr)
+{
+	struct scsitgt__acl_entry *e;
+	int rc;
+
+	if (tgt == NULL || initiator_name == NULL || cidr == NULL)
+		return -EINVAL;
+	e = scsitgt__acl_find(tgt, initiator_name);
+	if (e == NULL) {
+		struct scsitgt__acl_net net;
+
+		return acl_parse_cidr(cidr, &net) < 0 ? -EINVAL : -ENOENT;
+	}
+	rc = acl_nets_remove(&e->nets, &e->nnets, cidr);
+	acl_entry_put(tgt, e);
+	return rc;
+}
+
+SCSITGT_EXPORT int scsitgt_target_map_lun(struct scsitgt_target *tgt, const char *initiator_name,
+					  uint64_t lun_id)
+{
+	struct scsitgt__acl_entry *e;
+	bool was_masking;
+
+	if (tgt == NULL || lun_id >= SCSITGT__ACL_LUN_IDS ||
+	    (initiator_name && !acl_valid_name(initiator_name)))
+		return -EINVAL;
+	if (initiator_name) {
+		e = acl_entry_get(tgt, initiator_name);
+	} else {
+		if (tgt->acl_any == NULL)
+			tgt->acl_any = calloc(1, sizeof(*tgt->acl_any));
+		e = tgt->acl_any;
+	}
+	if (e == NULL)
+		return -ENOMEM;
+	if (acl_map_has(e, lun_id))
+		return -EEXIST;
+	if (e->lun_map == NULL) {
+		e->lun_map = calloc(ACL_MAP_WORDS, sizeof(*e->lun_map));
+		if (e->lun_map == NULL) {
+			if (e != tgt->acl_any)
+				acl_entry_put(tgt, e);
+			return -ENOMEM;
+		}
+	}
+	e->lun_map[lun_id / 64] |= 1ull << (lun_id % 64);
+	e->nmapped++;
+	was_masking = tgt->lun_masking;
+	tgt->lun_masking = true;
+	/* Turning masking on changes every nexus's view; one mapping only its initiator's. */
+	acl_luns_changed(tgt, was_masking && e != tgt->acl_any ? e : NULL);
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_target_unmap_lun(struct scsitgt_target *tgt, const char *initiator_name,
+					    uint64_t lun_id)
+{
+	struct scsitgt__acl_entry *e;
+
+	if (tgt == NULL || (initiator_name && initiator_name[0] == '\0'))
+		return -EINVAL;
+	e = initiator_name ? scsitgt__acl_find(tgt, initiator_name) : tgt->acl_any;
+	if (lun_id >= SCSITGT__ACL_LUN_IDS || !acl_map_has(e, lun_id))
+		return -ENOENT;
+	e->lun_map[lun_id / 64] &= ~(1ull << (lun_id % 64));
+	if (--e->nmapped == 0) {
+		free(e->lun_map);
+		e->lun_map = NULL;
+	}
+	if (tgt->lun_masking)
+		acl_luns_changed(tgt, e == tgt->acl_any ? NULL : e);
+	if (e != tgt->acl_any)
+		acl_entry_put(tgt, e);
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_target_set_lun_masking(struct scsitgt_target *tgt, bool enabled)
+{
+	if (tgt == NULL)
+		return -EINVAL;
+	if (tgt->lun_masking == enabled)
+		return 0;
+	tgt->lun_masking = enabled;
+	acl_luns_changed(tgt, NULL);
+	return 0;
+}
