@@ -5,8 +5,8 @@
 #
 # Usage: bench/compare.sh [--build DIR] [--seconds S] [--runs N] [--ramp S] [--pin]
 #                         [--luns "null ram"] [--tests "NAME ..."] [--size SIZE]
-#                         [--ports OURS,TGTD,IPERF] [--out DIR] [--no-install]
-#                         [--tgtd-param KEY=VALUE]...
+#                         [--ports OURS,TGTD,IPERF[,OURS_WORKERS]] [--out DIR] [--no-install]
+#                         [--tgtd-param KEY=VALUE]... [--workers N|auto]
 #
 #   --build DIR   meson build directory holding examples/minitarget and bench/scsitgt-bench
 #                 (default: <source>/build)
@@ -22,8 +22,10 @@
 #   --tests LIST  subset of: 4k-randread-qd1 4k-randread-qd32 4k-randwrite-qd1
 #                 4k-randwrite-qd32 1m-read-qd8 1m-write-qd8 (default all)
 #   --size SIZE   LUN size used on both sides (default 1G)
-#   --ports A,B,C TCP ports of minitarget, tgtd (also its control port) and iperf3
-#                 (default 3295,3296,3297)
+#   --ports A,B,C[,D] TCP ports of minitarget, tgtd (also its control port), iperf3 and the
+#                 minitarget with workers (default 3295,3296,3297,3298)
+#   --workers N   also run a second minitarget with --workers N (N or auto) through every test;
+#                 the table then has a row for each of our two targets
 #   --out DIR     keep raw results there (default: a new directory under /tmp)
 #   --no-install  do not apt-get install iperf3 when it is missing (the ceiling shows n/a)
 #   --tgtd-param K=V  set a tgtd iSCSI parameter (tgtadm target update), e.g.
@@ -53,6 +55,8 @@ SIZE=1G
 PORT_OURS=3295
 PORT_TGTD=3296
 PORT_IPERF=3297
+PORT_OURSW=3298
+WORKERS=
 OUT=
 FILE=/var/tmp/scsitgt-compare.img
 INSTALL=1
@@ -61,7 +65,7 @@ IQN_TGTD=iqn.2026-11.org.libscsitgt.bench:tgtd
 TGTD=${TGTD:-/usr/sbin/tgtd}
 TGTADM=${TGTADM:-/usr/sbin/tgtadm}
 
-usage() { sed -n '3,28{s/^# \{0,1\}//;p}' "$0" >&2; exit "${1:-2}"; }
+usage() { sed -n '3,33{s/^# \{0,1\}//;p}' "$0" >&2; exit "${1:-2}"; }
 say() { echo "compare: $*" >&2; }
 die() { say "$*"; exit 1; }
 
@@ -75,7 +79,11 @@ while [[ $# -gt 0 ]]; do
 	--luns) LUNS=$2; shift 2 ;;
 	--tests) TESTS=$2; shift 2 ;;
 	--size) SIZE=$2; shift 2 ;;
-	--ports) IFS=, read -r PORT_OURS PORT_TGTD PORT_IPERF <<<"$2"; shift 2 ;;
+	--ports)
+		IFS=, read -r PORT_OURS PORT_TGTD PORT_IPERF p4 <<<"$2"
+		PORT_OURSW=${p4:-$PORT_OURSW}
+		shift 2 ;;
+	--workers) WORKERS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--no-install) INSTALL=0; shift ;;
 	--tgtd-param) TGTD_PARAMS+=("$2"); shift 2 ;;
@@ -85,7 +93,12 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || die "--runs must be a positive integer"
-for p in "$PORT_OURS" "$PORT_TGTD" "$PORT_IPERF"; do
+[[ -z $WORKERS || $WORKERS == auto || $WORKERS =~ ^[1-9][0-9]*$ ]] ||
+	die "--workers takes a positive number or auto"
+# Our sides: "ours" (everything on one loop) and, with --workers, "oursw".
+OUR_SIDES=ours
+[[ -n $WORKERS ]] && OUR_SIDES="ours oursw"
+for p in "$PORT_OURS" "$PORT_TGTD" "$PORT_IPERF" "$PORT_OURSW"; do
 	[[ "$p" =~ ^[0-9]+$ ]] || die "bad port '$p'"
 done
 for l in $LUNS; do [[ $l == null || $l == ram || $l == file ]] || die "unknown LUN type '$l'"; done
@@ -110,41 +123,53 @@ if [[ $PIN == 1 ]]; then
 fi
 
 OURS_PID=
+OURSW_PID=
 TGTD_PID=
 
 port_busy() { ss -Hltn "sport = :$1" | grep -q .; }
 
 # --- our side: minitarget prints one URL per LUN once it listens ---
+# start_ours [oursw]: the plain minitarget, or (oursw) the one with --workers.
 start_ours() {
-	port_busy "$PORT_OURS" && die "port $PORT_OURS is in use"
-	local extra=() nurls=2
+	local side=${1:-ours} port=$PORT_OURS extra=() nurls=2 pid
+	if [[ $side == oursw ]]; then
+		port=$PORT_OURSW
+		extra=(--workers "$WORKERS")
+	fi
+	port_busy "$port" && die "port $port is in use"
 	if [[ $WANT_FILE == 1 ]]; then
-		extra=(--lun "2:file:$FILE")
+		extra+=(--lun "2:file:$FILE")
 		nurls=3
 	fi
-	"${PIN_TGT[@]}" "$MINITARGET" --portal "127.0.0.1:$PORT_OURS" \
+	"${PIN_TGT[@]}" "$MINITARGET" --portal "127.0.0.1:$port" \
 		--lun "0:null:$SIZE" --lun "1:ram:$SIZE" "${extra[@]}" \
-		>"$OUT/ours.urls" 2>"$OUT/ours.log" &
-	OURS_PID=$!
+		>"$OUT/$side.urls" 2>"$OUT/$side.log" &
+	pid=$!
+	if [[ $side == oursw ]]; then OURSW_PID=$pid; else OURS_PID=$pid; fi
 	for _ in $(seq 100); do
-		[[ $(grep -c '^iscsi://' "$OUT/ours.urls") == "$nurls" ]] && break
-		kill -0 "$OURS_PID" 2>/dev/null || die "minitarget exited: $(tail -3 "$OUT/ours.log")"
+		[[ $(grep -c '^iscsi://' "$OUT/$side.urls") == "$nurls" ]] && break
+		kill -0 "$pid" 2>/dev/null || die "minitarget exited: $(tail -3 "$OUT/$side.log")"
 		sleep 0.1
 	done
-	URL_ours_null=$(grep '/0$' "$OUT/ours.urls")
-	URL_ours_ram=$(grep '/1$' "$OUT/ours.urls")
-	# shellcheck disable=SC2034 # read through side_url's ${!v}
-	URL_ours_file=$(grep '/2$' "$OUT/ours.urls")
-	[[ -n $URL_ours_null && -n $URL_ours_ram ]] || die "minitarget did not print its URLs"
+	# shellcheck disable=SC2034 # URL_<side>_<lun> are read through side_url's ${!v}
+	printf -v "URL_${side}_null" '%s' "$(grep '/0$' "$OUT/$side.urls")"
+	printf -v "URL_${side}_ram" '%s' "$(grep '/1$' "$OUT/$side.urls")"
+	printf -v "URL_${side}_file" '%s' "$(grep '/2$' "$OUT/$side.urls")"
+	[[ -n $(side_url "$side" null) && -n $(side_url "$side" ram) ]] ||
+		die "minitarget did not print its URLs"
 }
 
 stop_ours() {
-	[[ -n $OURS_PID ]] || return 0
-	kill -TERM "$OURS_PID" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "$OURS_PID" 2>/dev/null || break; sleep 0.1; done
-	kill -0 "$OURS_PID" 2>/dev/null && kill -KILL "$OURS_PID" 2>/dev/null
-	wait "$OURS_PID" 2>/dev/null
+	local pid
+	for pid in "$OURS_PID" "$OURSW_PID"; do
+		[[ -n $pid ]] || continue
+		kill -TERM "$pid" 2>/dev/null
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
 	OURS_PID=
+	OURSW_PID=
 }
 
 # --- tgtd: foreground process we own, control socket numbered like its port ---
@@ -255,7 +280,13 @@ test_params() { # name -> "bs qd rw"
 	esac
 }
 
-side_pid() { if [[ $1 == ours ]]; then echo "$OURS_PID"; else echo "$TGTD_PID"; fi; }
+side_pid() {
+	case "$1" in
+	ours) echo "$OURS_PID" ;;
+	oursw) echo "$OURSW_PID" ;;
+	*) echo "$TGTD_PID" ;;
+	esac
+}
 side_url() { local v="URL_$1_$2"; echo "${!v}"; }
 
 run_bench() { # side lun test run
@@ -273,7 +304,7 @@ run_bench() { # side lun test run
 		"$(jnum p50 "$json")" "$(jnum target_cpu_us_per_io "$json")" \
 		"$(jnum errors "$json")" >>"$OUT/raw/${side}_${lun}_${t}"
 	[[ -f $OUT/neg_$side ]] || echo "$json" >"$OUT/neg_$side"
-	say "$(printf '%-5s %-4s %-18s run %d: %9.0f IOPS %8.1f MiB/s p50 %7.1f us cpu %s us/IO' \
+	say "$(printf '%-6s %-4s %-18s run %d: %9.0f IOPS %8.1f MiB/s p50 %7.1f us cpu %s us/IO' \
 		"$side" "$lun" "$t" "$run" "$(jnum iops "$json")" "$(jnum mibs "$json")" \
 		"$(jnum p50 "$json")" "$(jnum target_cpu_us_per_io "$json")")"
 }
@@ -364,14 +395,16 @@ if [[ $WANT_FILE == 1 ]]; then
 		conv=fsync status=none || die "cannot write $FILE"
 fi
 start_ours
+[[ -n $WORKERS ]] && start_ours oursw
 start_tgtd
 say "minitarget pid $OURS_PID on $PORT_OURS, tgtd pid $TGTD_PID on $PORT_TGTD"
+[[ -n $WORKERS ]] && say "minitarget --workers $WORKERS pid $OURSW_PID on $PORT_OURSW"
 
 WIRE_ours=$(capture_login ours "$PORT_OURS" "$URL_ours_null")
 WIRE_tgtd=$(capture_login tgtd "$PORT_TGTD" "$URL_tgtd_null")
 
 if [[ " $LUNS " == *" ram "* ]]; then
-	for side in ours tgtd; do
+	for side in $OUR_SIDES tgtd; do
 		say "writing $side's RAM LUN once in full"
 		"$BENCH" --url "$(side_url "$side" ram)" --fill --bs 1m --qd 8 --size "$SIZE" \
 			>>"$OUT/fill.log" 2>&1 || say "fill of $side's RAM LUN failed (see fill.log)"
@@ -381,7 +414,7 @@ fi
 for lun in $LUNS; do
 	for t in $TESTS; do
 		for run in $(seq "$RUNS"); do
-			for side in ours tgtd; do
+			for side in $OUR_SIDES tgtd; do
 				run_bench "$side" "$lun" "$t" "$run"
 			done
 		done
@@ -410,24 +443,36 @@ fmt() { awk -v v="$1" -v f="$2" 'BEGIN { if (v == "-") print "-"; else printf f,
 		"(+${RAMP}s ramp), medians; LUN size $SIZE; pinning: $([[ $PIN == 1 ]] &&
 		echo 'targets CPU 0, initiator CPU 1' || echo none)"
 	echo
-	echo "| test | LUN | ours IOPS | ours MiB/s | ours p50 us | ours CPU us/IO |" \
+	[[ -n $WORKERS ]] && echo "ours: minitarget (workers 0: one loop); ours-w$WORKERS:" \
+		"minitarget --workers $WORKERS. Each row compares that target with the same tgtd runs." &&
+		echo
+	echo "| test | LUN | ours | ours IOPS | ours MiB/s | ours p50 us | ours CPU us/IO |" \
 		"tgtd IOPS | tgtd MiB/s | tgtd p50 us | tgtd CPU us/IO | IOPS ours/tgtd |" \
 		"CPU/IO ours/tgtd |"
-	echo "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	echo "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 	errs=0
 	for lun in $LUNS; do
 		for t in $TESTS; do
-			o="ours_${lun}_$t"
 			g="tgtd_${lun}_$t"
-			oi=$(col "$o" 1); gi=$(col "$g" 1)
-			oc=$(col "$o" 4); gc=$(col "$g" 4)
-			echo "| $t | $lun | $(fmt "$oi" %.0f) | $(fmt "$(col "$o" 2)" %.1f) |" \
-				"$(fmt "$(col "$o" 3)" %.1f) | $(fmt "$oc" %.1f) |" \
-				"$(fmt "$gi" %.0f) | $(fmt "$(col "$g" 2)" %.1f) |" \
-				"$(fmt "$(col "$g" 3)" %.1f) | $(fmt "$gc" %.1f) |" \
-				"$(ratio "$oi" "$gi") | $(ratio "$oc" "$gc") |"
-			e=$(( $(col "$o" 5 | sed 's/-/0/') + $(col "$g" 5 | sed 's/-/0/') ))
+			gi=$(col "$g" 1)
+			gc=$(col "$g" 4)
+			e=$(col "$g" 5 | sed 's/-/0/')
 			errs=$((errs + e))
+			for side in $OUR_SIDES; do
+				o="${side}_${lun}_$t"
+				oi=$(col "$o" 1)
+				oc=$(col "$o" 4)
+				name=ours
+				[[ $side == oursw ]] && name="ours-w$WORKERS"
+				echo "| $t | $lun | $name | $(fmt "$oi" %.0f) |" \
+					"$(fmt "$(col "$o" 2)" %.1f) |" \
+					"$(fmt "$(col "$o" 3)" %.1f) | $(fmt "$oc" %.1f) |" \
+					"$(fmt "$gi" %.0f) | $(fmt "$(col "$g" 2)" %.1f) |" \
+					"$(fmt "$(col "$g" 3)" %.1f) | $(fmt "$gc" %.1f) |" \
+					"$(ratio "$oi" "$gi") | $(ratio "$oc" "$gc") |"
+				e=$(col "$o" 5 | sed 's/-/0/')
+				errs=$((errs + e))
+			done
 		done
 	done
 	echo

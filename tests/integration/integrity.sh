@@ -6,12 +6,13 @@
 # is compared again. LUN 1 has 4096-byte blocks.
 # With "digest", both initiators negotiate HeaderDigest=CRC32C (RFC 7143 §13.1). libiscsi
 # offers DataDigest=None only, so data digests are not reachable from these initiators.
+# With "workers", the target runs its connections on two worker threads (--workers 2).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init "${1:-}"
 READBACK=${2:-}
 MODE=${3:-plain}
-[[ -x "$READBACK" ]] || it_fail "usage: $0 MINITARGET ISCSI_READBACK [digest]"
+[[ -x "$READBACK" ]] || it_fail "usage: $0 MINITARGET ISCSI_READBACK [digest|workers]"
 it_need qemu-img sha256sum python3
 
 # qemu-img's iSCSI support lives in a module (Debian: qemu-block-extra).
@@ -19,7 +20,9 @@ qemu-img --help 2>/dev/null | grep -Eq '^Supported formats:.* iscsi( |$)' ||
 	it_skip "qemu-img has no iscsi driver (install qemu-block-extra)"
 
 SIZE=$((64 * 1024 * 1024))
-it_start --lun 0:ram:64M --lun 1:ram:64M,bs=4096
+target_args=()
+[[ "$MODE" == workers ]] && target_args=(--workers 2)
+it_start "${target_args[@]}" --lun 0:ram:64M --lun 1:ram:64M,bs=4096
 iqn=$(it_iqn "${IT_URLS[0]}")
 
 if [[ "$MODE" == digest ]]; then

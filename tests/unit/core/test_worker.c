@@ -1,0 +1,690 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Worker loops (core/worker.c) and the hand-off of iSCSI/TCP connections to them
+ * (transport/iscsi/tcp_worker.c): the lock-free queue under several producer threads, messages
+ * to and from workers, placement on the least-loaded worker, clean shutdown (threads joined,
+ * the host loop left without handles), and real connections on a loopback portal served
+ * through workers: logins, writes with immediate data and reads, verified byte for byte,
+ * several sessions at once, with a burst large enough to make a worker stop reading for a
+ * while. Part of the TSan suite (scripts/test.sh --tsan).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/core.h"
+#include "core/worker.h"
+#include "libscsitgt/scsitgt.h"
+#include "util/be.h"
+
+/* ---------------------------------------------------------------- the queue ------------ */
+
+#define MPSC_PRODUCERS 4
+#define MPSC_PER_PRODUCER 20000
+
+struct item {
+	struct scsitgt__mpsc_node node;
+	unsigned int producer;
+	unsigned int seq;
+};
+
+struct producer {
+	uv_thread_t thread;
+	struct scsitgt__mpsc *q;
+	struct item *items;
+	unsigned int id;
+	atomic_uint *wakeups;
+};
+
+static void producer_main(void *arg)
+{
+	struct producer *p = arg;
+
+	for (unsigned int i = 0; i < MPSC_PER_PRODUCER; i++) {
+		p->items[i].producer = p->id;
+		p->items[i].seq = i;
+		if (scsitgt__mpsc_push(p->q, &p->items[i].node))
+			atomic_fetch_add(p->wakeups, 1);
+	}
+}
+
+/* Every node arrives once, and each producer's nodes in the order it pushed them. */
+static void test_mpsc_producers(void **state)
+{
+	struct producer prod[MPSC_PRODUCERS];
+	unsigned int next[MPSC_PRODUCERS] = { 0 };
+	struct scsitgt__mpsc q;
+	atomic_uint wakeups;
+	unsigned int got = 0, takes = 0;
+
+	(void)state;
+	scsitgt__mpsc_init(&q);
+	atomic_init(&wakeups, 0);
+	for (unsigned int i = 0; i < MPSC_PRODUCERS; i++) {
+		prod[i].q = &q;
+		prod[i].id = i;
+		prod[i].wakeups = &wakeups;
+		prod[i].items = calloc(MPSC_PER_PRODUCER, sizeof(struct item));
+		assert_non_null(prod[i].items);
+		assert_int_equal(uv_thread_create(&prod[i].thread, producer_main, &prod[i]), 0);
+	}
+	while (got < MPSC_PRODUCERS * MPSC_PER_PRODUCER) {
+		struct scsitgt__mpsc_node *n = scsitgt__mpsc_take_all(&q);
+
+		if (n)
+			takes++;
+		while (n) {
+			struct item *it = scsitgt__container_of(n, struct item, node);
+
+			n = n->next;
+			assert_true(it->producer < MPSC_PRODUCERS);
+			assert_int_equal(it->seq, next[it->producer]);
+			next[it->producer]++;
+			got++;
+		}
+	}
+	for (unsigned int i = 0; i < MPSC_PRODUCERS; i++) {
+		uv_thread_join(&prod[i].thread);
+		assert_int_equal(next[i], MPSC_PER_PRODUCER);
+		free(prod[i].items);
+	}
+	assert_null(scsitgt__mpsc_take_all(&q));
+	/* A push that found the queue empty asked for a wake-up: one per non-empty take. */
+	assert_int_equal(atomic_load(&wakeups), takes);
+}
+
+/* ---------------------------------------------------------------- engine options ------- */
+
+static void destroyed(void *arg, int status)
+{
+	assert_int_equal(status, 0);
+	(*(int *)arg)++;
+}
+
+static void run_to_end(uv_loop_t *loop, struct scsitgt_engine *engine)
+{
+	int done = 0;
+
+	scsitgt_engine_destroy(engine, destroyed, &done);
+	uv_run(loop, UV_RUN_DEFAULT);
+	assert_int_equal(done, 1);
+	/* Every handle of the engine is closed, worker threads joined. */
+	assert_int_equal(uv_loop_close(loop), 0);
+}
+
+static void test_opts(void **state)
+{
+	struct scsitgt_engine_opts o;
+	struct scsitgt_engine *engine;
+	uv_loop_t loop;
+	unsigned int cpus = uv_available_parallelism();
+
+	(void)state;
+	scsitgt_engine_opts_init(&o, sizeof(o));
+	assert_int_equal(o.workers, 0);
+	assert_int_equal(uv_loop_init(&loop), 0);
+	o.workers = -2;
+	assert_int_equal(scsitgt_engine_create(&engine, &loop, &o), -EINVAL);
+	o.workers = SCSITGT_ENGINE_WORKERS_MAX + 1;
+	assert_int_equal(scsitgt_engine_create(&engine, &loop, &o), -EINVAL);
+
+	o.workers = 0;
+	assert_int_equal(scsitgt_engine_create(&engine, &loop, &o), 0);
+	assert_int_equal(scsitgt_engine_get_workers(engine), 0);
+	assert_null(scsitgt__worker_pick(engine));
+	run_to_end(&loop, engine);
+
+	assert_int_equal(uv_loop_init(&loop), 0);
+	o.workers = SCSITGT_ENGINE_WORKERS_AUTO;
+	assert_int_equal(scsitgt_engine_create(&engine, &loop, &o), 0);
+	assert_int_equal(scsitgt_engine_get_workers(engine),
+			 cpus > SCSITGT_ENGINE_WORKERS_MAX ? SCSITGT_ENGINE_WORKERS_MAX : cpus);
+	run_to_end(&loop, engine);
+	assert_int_equal(scsitgt_engine_get_workers(NULL), 0);
+}
+
+/* ---------------------------------------------------------------- messages ------------- */
+
+#define NWORKERS 3
+#define ROUNDS 50
+
+struct ping {
+	struct scsitgt__msg msg;
+	struct scsitgt_engine *engine;
+	struct scsitgt__worker *w;
+	uv_thread_t worker_thread;
+	int hops;
+	struct pings *all;
+};
+
+struct pings {
+	uv_thread_t home;
+	unsigned int back;
+	unsigned int wrong_thread;
+	uv_thread_t seen[NWORKERS];
+	bool seen_set[NWORKERS];
+};
+
+static void ping_home(struct scsitgt__msg *msg);
+
+/* On a worker: note the thread, go home. */
+static void ping_worker(struct scsitgt__msg *msg)
+{
+	struct ping *p = scsitgt__container_of(msg, struct ping, msg);
+	uv_thread_t self = uv_thread_self();
+
+	p->worker_thread = self;
+	p->hops++;
+	p->msg.fn = ping_home;
+	scsitgt__engine_post(p->engine, &p->msg);
+}
+
+/* On the home loop: check, and send it out again for another round. */
+static void ping_home(struct scsitgt__msg *msg)
+{
+	struct ping *p = scsitgt__container_of(msg, struct ping, msg);
+	struct pings *all = p->all;
+	uv_thread_t self = uv_thread_self();
+
+	if (!uv_thread_equal(&self, &all->home) || uv_thread_equal(&p->worker_thread, &self))
+		all->wrong_thread++;
+	if (all->seen_set[p->w->index]) {
+		if (!uv_thread_equal(&all->seen[p->w->index], &p->worker_thread))
+			all->wrong_thread++;
+	} else {
+		all->seen[p->w->index] = p->worker_thread;
+		all->seen_set[p->w->index] = true;
+	}
+	if (p->hops < ROUNDS) {
+		p->msg.fn = ping_worker;
+		scsitgt__worker_post(p->w, &p->msg);
+		return;
+	}
+	all->back++;
+}
+
+/* Messages run on the worker they were posted to and come back home, in order, many times;
+ * destroying the engine joins the threads and leaves the loop empty. */
+static void test_messages(void **state)
+{
+	struct scsitgt_engine_opts o;
+	struct scsitgt_engine *engine;
+	struct ping pings[NWORKERS * 4];
+	struct pings all;
+	uv_loop_t loop;
+
+	(void)state;
+	memset(&all, 0, sizeof(all));
+	all.home = uv_thread_self();
+	assert_int_equal(uv_loop_init(&loop), 0);
+	scsitgt_engine_opts_init(&o, sizeof(o));
+	o.workers = NWORKERS;
+	assert_int_equal(scsitgt_engine_create(&engine, &loop, &o), 0);
+	assert_int_equal(scsitgt_engine_get_workers(engine), NWORKERS);
+	for (unsigned int i = 0; i < NWORKERS * 4; i++) {
+		memset(&pings[i], 0, sizeof(pings[i]));
+		pings[i].engine = engine;
+		pings[i].all = &all;
+		pings[i].w = &engine->workers[i % NWORKERS];
+		pings[i].msg.fn = ping_worker;
+		scsitgt__worker_post(pings[i].w, &pings[i].msg);
+	}
+	while (all.back < NWORKERS * 4)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_int_equal(all.wrong_thread, 0);
+	for (unsigned int i = 0; i < NWORKERS; i++) {
+		assert_true(all.seen_set[i]);
+		for (unsigned int j = 0; j < i; j++)
+			assert_false(uv_thread_equal(&all.seen[i], &all.seen[j]));
+	}
+	run_to_end(&loop, engine);
+}
+
+/* Placement goes to the worker with the fewest connections. */
+static void test_pick(void **state)
+{
+	struct scsitgt_engine_opts o;
+	struct scsitgt_engine *engine;
+	struct scsitgt__worker *a, *b, *c, *d;
+	uv_loop_t loop;
+
+	(void)state;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	scsitgt_engine_opts_init(&o, sizeof(o));
+	o.workers = 3;
+	assert_int_equal(scsitgt_engine_create(&engine, &loop, &o), 0);
+	a = scsitgt__worker_pick(engine);
+	b = scsitgt__worker_pick(engine);
+	c = scsitgt__worker_pick(engine);
+	assert_true(a != b && b != c && a != c);
+	scsitgt__worker_unpick(b);
+	d = scsitgt__worker_pick(engine);
+	assert_ptr_equal(d, b);
+	d = scsitgt__worker_pick(engine);
+	assert_int_equal(d->nconns, 2);
+	for (unsigned int i = 0; i < 3; i++)
+		while (engine->workers[i].nconns)
+			scsitgt__worker_unpick(&engine->workers[i]);
+	run_to_end(&loop, engine);
+}
+
+/* ---------------------------------------------------------------- TCP hand-off -------- */
+
+#define T_IQN "iqn.2026-11.org.libscsitgt:workers"
+#define T_CLIENTS 4
+#define T_BLOCKS 128 /* 512-byte blocks per write: 64 KiB of immediate data */
+#define T_BURST 96 /* writes one client sends before it reads a response */
+
+struct client {
+	uv_thread_t thread;
+	uint16_t port;
+	unsigned int id;
+	int fd;
+	uint32_t cmd_sn;
+	uint32_t itt;
+	char error[160];
+};
+
+struct tcp_test {
+	uv_loop_t loop;
+	struct scsitgt_engine *engine;
+	uv_async_t logged_in; /* a client thread logged in */
+	uv_sem_t go;	      /* the home loop checked placement */
+	atomic_uint nlogged;
+	struct client clients[T_CLIENTS];
+	unsigned int max_on_worker[2];
+	bool checked;
+};
+
+static int cfail(struct client *c, const char *what)
+{
+	if (c->error[0] == '\0')
+		snprintf(c->error, sizeof(c->error), "client %u: %s (%s)", c->id, what,
+			 strerror(errno));
+	return -1;
+}
+
+static int xwrite(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int xread(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Read one PDU: its header, and its data segment (padded) into @data (may be NULL). */
+static int read_pdu(int fd, uint8_t bhs[48], uint8_t *data, size_t cap, uint32_t *dlen)
+{
+	uint32_t len, padded;
+	uint8_t skip[512];
+
+	if (xread(fd, bhs, 48) < 0)
+		return -1;
+	len = ((uint32_t)bhs[5] << 16) | ((uint32_t)bhs[6] << 8) | bhs[7];
+	padded = (len + 3) & ~3u;
+	*dlen = len;
+	if (data && padded <= cap)
+		return xread(fd, data, padded);
+	while (padded) {
+		uint32_t n = padded < sizeof(skip) ? padded : (uint32_t)sizeof(skip);
+
+		if (xread(fd, skip, n) < 0)
+			return -1;
+		padded -= n;
+	}
+	return 0;
+}
+
+static int client_login(struct client *c)
+{
+	char keys[512];
+	uint8_t pdu[48 + 512], rsp[48], rdata[8192];
+	uint32_t dlen;
+	int n;
+
+	n = snprintf(keys, sizeof(keys),
+		     "InitiatorName=iqn.2026-11.org.libscsitgt:client%u%cTargetName=%s%c"
+		     "SessionType=Normal%cHeaderDigest=None%cDataDigest=None%c"
+		     "ImmediateData=Yes%cInitialR2T=No%cMaxRecvDataSegmentLength=262144%c",
+		     c->id, 0, T_IQN, 0, 0, 0, 0, 0, 0, 0);
+	memset(pdu, 0, sizeof(pdu));
+	pdu[0] = 0x40 | 0x03; /* immediate Login Request */
+	/* RFC 7143 §11.12: T=1, CSG=1 (operational), NSG=3 (full feature phase). */
+	pdu[1] = 0x80 | (1 << 2) | 3;
+	pdu[5] = 0;
+	pdu[6] = (uint8_t)(n >> 8);
+	pdu[7] = (uint8_t)n;
+	pdu[8] = 0x80; /* ISID: random format */
+	pdu[13] = (uint8_t)(c->id + 1);
+	put_be32(&pdu[16], 0x1000 + c->id); /* ITT */
+	memcpy(&pdu[48], keys, (size_t)n);
+	if (xwrite(c->fd, pdu, 48 + (((size_t)n + 3) & ~(size_t)3)) < 0)
+		return cfail(c, "login send");
+	if (read_pdu(c->fd, rsp, rdata, sizeof(rdata), &dlen) < 0)
+		return cfail(c, "login response");
+	if (rsp[0] != 0x23 || rsp[36] != 0 || (rsp[1] & 0x83) != 0x83)
+		return cfail(c, "login refused");
+	c->cmd_sn = get_be32(&rsp[24]); /* ExpCmdSN */
+	return 0;
+}
+
+/* WRITE(10) or READ(10) of T_BLOCKS at @lba; a write carries its data as immediate data. */
+static int send_rw(struct client *c, bool write, uint32_t lba, const uint8_t *data)
+{
+	uint8_t pdu[48];
+	uint32_t len = T_BLOCKS * 512;
+
+	memset(pdu, 0, sizeof(pdu));
+	pdu[0] = 0x01; /* SCSI Command */
+	pdu[1] = 0x80 | (write ? 0x20 : 0x40) | 0x01; /* F, W or R, SIMPLE */
+	if (write) {
+		pdu[5] = (uint8_t)(len >> 16);
+		pdu[6] = (uint8_t)(len >> 8);
+		pdu[7] = (uint8_t)len;
+	}
+	put_be32(&pdu[16], ++c->itt);
+	put_be32(&pdu[20], len); /* EDTL */
+	put_be32(&pdu[24], c->cmd_sn++);
+	pdu[32] = write ? 0x2a : 0x28;
+	put_be32(&pdu[34], lba);
+	put_be16(&pdu[39], T_BLOCKS);
+	if (xwrite(c->fd, pdu, sizeof(pdu)) < 0)
+		return -1;
+	return write ? xwrite(c->fd, data, len) : 0;
+}
+
+static void fill(uint8_t *buf, unsigned int client, uint32_t lba)
+{
+	for (uint32_t i = 0; i < T_BLOCKS * 512; i++)
+		buf[i] = (uint8_t)(client * 131 + lba * 7 + i * 13 + (i >> 9));
+}
+
+static int client_io(struct client *c)
+{
+	static _Thread_local uint8_t buf[T_BLOCKS * 512], want[T_BLOCKS * 512];
+	uint32_t base = c->id * T_BURST * T_BLOCKS;
+	uint8_t rsp[48];
+	uint32_t dlen;
+
+	/* TEST UNIT READY takes the power-on unit attention of the new nexus (SAM-5 §5.14). */
+	memset(rsp, 0, sizeof(rsp));
+	rsp[0] = 0x01;
+	rsp[1] = 0x80 | 0x01;
+	put_be32(&rsp[16], ++c->itt);
+	put_be32(&rsp[24], c->cmd_sn++);
+	if (xwrite(c->fd, rsp, sizeof(rsp)) < 0 || read_pdu(c->fd, rsp, NULL, 0, &dlen) < 0)
+		return cfail(c, "TEST UNIT READY");
+	if (rsp[0] != 0x21 || (rsp[3] != 0 && rsp[3] != 0x02))
+		return cfail(c, "TEST UNIT READY status");
+	/* A burst of writes before any response is read: megabytes queue up on the worker. */
+	for (uint32_t i = 0; i < T_BURST; i++) {
+		fill(buf, c->id, base + i * T_BLOCKS);
+		if (send_rw(c, true, base + i * T_BLOCKS, buf) < 0)
+			return cfail(c, "write send");
+	}
+	for (uint32_t i = 0; i < T_BURST; i++) {
+		if (read_pdu(c->fd, rsp, NULL, 0, &dlen) < 0)
+			return cfail(c, "write response");
+		if (rsp[0] != 0x21 || rsp[2] != 0 || rsp[3] != 0)
+			return cfail(c, "write failed");
+	}
+	/* Read every range back, one command at a time, Data-In possibly in several PDUs. */
+	for (uint32_t i = 0; i < T_BURST; i++) {
+		uint32_t got = 0;
+		bool status = false;
+
+		if (send_rw(c, false, base + i * T_BLOCKS, NULL) < 0)
+			return cfail(c, "read send");
+		while (!status) {
+			if (read_pdu(c->fd, rsp, buf + got, sizeof(buf) - got, &dlen) < 0)
+				return cfail(c, "read response");
+			if (rsp[0] == 0x25) { /* Data-In */
+				if (get_be32(&rsp[40]) != got)
+					return cfail(c, "Data-In offset");
+				got += dlen;
+				status = rsp[1] & 0x01;
+				if (status && rsp[3] != 0)
+					return cfail(c, "read status");
+			} else if (rsp[0] == 0x21) {
+				status = true;
+				if (rsp[3] != 0)
+					return cfail(c, "read status");
+			} else {
+				return cfail(c, "unexpected PDU");
+			}
+		}
+		fill(want, c->id, base + i * T_BLOCKS);
+		if (got != sizeof(buf) || memcmp(buf, want, sizeof(buf)) != 0)
+			return cfail(c, "data read back differs");
+	}
+	return 0;
+}
+
+static struct tcp_test *g_tt;
+
+static void client_main(void *arg)
+{
+	struct client *c = arg;
+	struct sockaddr_in sa;
+	int one = 1;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(c->port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	c->fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		cfail(c, "connect");
+	} else {
+		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		client_login(c);
+	}
+	/* Logged in (or failed): wait until the home loop has seen every client placed. */
+	atomic_fetch_add(&g_tt->nlogged, 1);
+	uv_async_send(&g_tt->logged_in);
+	uv_sem_wait(&g_tt->go);
+	if (c->error[0] == '\0')
+		client_io(c);
+	if (c->fd >= 0)
+		close(c->fd);
+}
+
+static unsigned int worker_conns(struct tcp_test *tt, unsigned int i)
+{
+	return tt->engine->workers[i].nconns;
+}
+
+static void logged_in_cb(uv_async_t *h)
+{
+	struct tcp_test *tt = h->data;
+
+	if (tt->checked || atomic_load(&tt->nlogged) < T_CLIENTS)
+		return;
+	tt->checked = true;
+	tt->max_on_worker[0] = worker_conns(tt, 0);
+	tt->max_on_worker[1] = worker_conns(tt, 1);
+	for (unsigned int i = 0; i < T_CLIENTS; i++)
+		uv_sem_post(&tt->go);
+	uv_close((uv_handle_t *)h, NULL);
+}
+
+static void ram_lun(struct scsitgt_target *tgt, uint64_t id)
+{
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_lun *lun;
+	void *bctx;
+
+	assert_int_equal(scsitgt_backend_ram_create(&bctx), 0);
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.id = id;
+	lo.block_size = 512;
+	lo.num_blocks = T_CLIENTS * T_BURST * T_BLOCKS;
+	lo.backend = scsitgt_backend_ram_ops();
+	lo.backend_ctx = bctx;
+	assert_int_equal(scsitgt_lun_create(&lun, tgt, &lo), 0);
+}
+
+/* Sessions through a portal of an engine with two workers: each connection is placed on the
+ * least-loaded worker, and data written through one is read back intact. */
+static void test_tcp_sessions(void **state)
+{
+	struct tcp_test *tt = calloc(1, sizeof(*tt));
+	struct scsitgt_engine_opts o;
+	struct scsitgt_target_opts to;
+	struct scsitgt_portal_opts po;
+	struct scsitgt_target *tgt;
+	struct scsitgt_portal *portal;
+
+	(void)state;
+	assert_non_null(tt);
+	g_tt = tt;
+	assert_int_equal(uv_loop_init(&tt->loop), 0);
+	scsitgt_engine_opts_init(&o, sizeof(o));
+	o.workers = 2;
+	assert_int_equal(scsitgt_engine_create(&tt->engine, &tt->loop, &o), 0);
+	scsitgt_target_opts_init(&to, sizeof(to));
+	to.name = T_IQN;
+	assert_int_equal(scsitgt_target_create(&tgt, tt->engine, &to), 0);
+	ram_lun(tgt, 0);
+	scsitgt_portal_opts_init(&po, sizeof(po));
+	po.address = "127.0.0.1";
+	po.port = 0;
+	assert_int_equal(scsitgt_portal_create(&portal, tt->engine, &po), 0);
+	assert_int_equal(uv_async_init(&tt->loop, &tt->logged_in, logged_in_cb), 0);
+	tt->logged_in.data = tt;
+	assert_int_equal(uv_sem_init(&tt->go, 0), 0);
+	atomic_init(&tt->nlogged, 0);
+	for (unsigned int i = 0; i < T_CLIENTS; i++) {
+		tt->clients[i].id = i;
+		tt->clients[i].fd = -1;
+		tt->clients[i].port = scsitgt_portal_get_port(portal);
+		assert_int_equal(uv_thread_create(&tt->clients[i].thread, client_main,
+						  &tt->clients[i]),
+				 0);
+	}
+	/* Runs until the clients are done and every connection is gone from the workers. */
+	while (!tt->checked || worker_conns(tt, 0) + worker_conns(tt, 1) > 0)
+		uv_run(&tt->loop, UV_RUN_ONCE);
+	for (unsigned int i = 0; i < T_CLIENTS; i++) {
+		uv_thread_join(&tt->clients[i].thread);
+		if (tt->clients[i].error[0])
+			fail_msg("%s", tt->clients[i].error);
+	}
+	/* Four logged-in connections, two per worker. */
+	assert_int_equal(tt->max_on_worker[0], T_CLIENTS / 2);
+	assert_int_equal(tt->max_on_worker[1], T_CLIENTS / 2);
+	run_to_end(&tt->loop, tt->engine);
+	uv_sem_destroy(&tt->go);
+	free(tt);
+}
+
+/* Shutdown with connections still open on the workers: the engine logs them out / drops
+ * them, closes the sockets on their workers, then joins the workers. */
+static void test_shutdown_with_conns(void **state)
+{
+	struct scsitgt_engine_opts o;
+	struct scsitgt_target_opts to;
+	struct scsitgt_portal_opts po;
+	struct scsitgt_engine *engine;
+	struct scsitgt_target *tgt;
+	struct scsitgt_portal *portal;
+	struct client c[3];
+	struct sockaddr_in sa;
+	uv_loop_t loop;
+	int done = 0;
+
+	(void)state;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	scsitgt_engine_opts_init(&o, sizeof(o));
+	o.workers = 2;
+	assert_int_equal(scsitgt_engine_create(&engine, &loop, &o), 0);
+	scsitgt_target_opts_init(&to, sizeof(to));
+	to.name = T_IQN;
+	assert_int_equal(scsitgt_target_create(&tgt, engine, &to), 0);
+	ram_lun(tgt, 0);
+	scsitgt_portal_opts_init(&po, sizeof(po));
+	po.address = "127.0.0.1";
+	po.port = 0;
+	assert_int_equal(scsitgt_portal_create(&portal, engine, &po), 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(scsitgt_portal_get_port(portal));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (unsigned int i = 0; i < 3; i++) {
+		memset(&c[i], 0, sizeof(c[i]));
+		c[i].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		assert_true(c[i].fd >= 0);
+		assert_true(connect(c[i].fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ||
+			    errno == EINPROGRESS);
+	}
+	/* Let the portal accept and place them (never logged in: they are in login). */
+	while (engine->workers[0].nconns + engine->workers[1].nconns < 3)
+		uv_run(&loop, UV_RUN_ONCE);
+	scsitgt_engine_destroy(engine, destroyed, &done);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(done, 1);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	for (unsigned int i = 0; i < 3; i++) {
+		/* A safety net, not a timing: the target has closed its end already. */
+		struct timeval tv = { .tv_sec = 10 };
+		ssize_t n;
+		char b;
+
+		assert_int_equal(fcntl(c[i].fd, F_SETFL, 0), 0);
+		setsockopt(c[i].fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		n = read(c[i].fd, &b, 1);
+		/* EOF, or a reset if the target had unread bytes: closed either way. */
+		assert_true(n == 0 || (n < 0 && errno == ECONNRESET));
+		close(c[i].fd);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mpsc_producers),
+		cmocka_unit_test(test_opts),
+		cmocka_unit_test(test_messages),
+		cmocka_unit_test(test_pick),
+		cmocka_unit_test(test_tcp_sessions),
+		cmocka_unit_test(test_shutdown_with_conns),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
