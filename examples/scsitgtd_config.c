@@ -1,43 +1,42 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The scsitgtd configuration parser (format in docs/scsitgtd.md). Pure: text in, a struct or a
- * "line N: ..." message out. Every string is bounded by SCSITGTD_MAX_LINE and every list by a
- * SCSITGTD_MAX_* cap, so memory stays proportional to the input.
+ * The scsitgtd configuration parser (format in docs/scsitgtd.md). libinih does the lexing
+ * (sections, "key = value" pairs, comments, line ends); this file keeps the meaning: which
+ * sections and keys exist, their values and ranges, and the checks that need a whole section
+ * or the whole file. Pure: text in, a struct or a "line N: ..." message out. Every line is
+ * bounded by SCSITGTD_MAX_LINE and every list by a SCSITGTD_MAX_* cap, so memory stays
+ * proportional to the input.
  */
-#include "scsitgtd_config.h"
+#include "scsitgtd_config_int.h"
 
 #include <errno.h>
-#include <limits.h>
+#include <ini.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum section {
-	SEC_NONE,
-	SEC_ENGINE,
-	SEC_PORTAL,
-	SEC_TARGET,
-	SEC_LUN,
-};
+/*
+ * libinih calls its handler for "key = value" pairs only (the Debian build leaves
+ * INI_CALL_HANDLER_ON_NEW_SECTION off), so an empty section would go unseen and two
+ * sections of one name would merge. The reader therefore hands libinih one extra pair after
+ * every section header line: this key, which no file can contain (a control character), with
+ * an empty value. Its handler call opens the section, with libinih's own reading of the name.
+ */
+#define MARKER_KEY "\x01section"
+#define MARKER_LINE MARKER_KEY " =\n"
 
-struct parser {
-	struct scsitgtd_config *cfg;
-	enum section sec;
-	unsigned int line;
-	char *err;
-	size_t err_size;
-	bool nomem;
-};
-
-static int perr(struct parser *p, const char *fmt, ...)
+int cfg_err_at(struct parser *p, unsigned int line, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
 
+	if (p->failed)
+		return -EINVAL;
+	p->failed = true;
 	if (p->err == NULL || p->err_size == 0)
 		return -EINVAL;
-	n = snprintf(p->err, p->err_size, "line %u: ", p->line);
+	n = snprintf(p->err, p->err_size, "line %u: ", line);
 	if (n < 0 || (size_t)n >= p->err_size)
 		return -EINVAL;
 	va_start(ap, fmt);
@@ -46,227 +45,183 @@ static int perr(struct parser *p, const char *fmt, ...)
 	return -EINVAL;
 }
 
-static int pnomem(struct parser *p)
+int cfg_nomem(struct parser *p)
 {
-	p->nomem = true;
-	if (p->err && p->err_size)
+	if (!p->failed && p->err && p->err_size)
 		snprintf(p->err, p->err_size, "line %u: out of memory", p->line);
+	p->failed = true;
+	p->nomem = true;
 	return -ENOMEM;
 }
 
-static bool is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r';
-}
-
-/* Trim in place; returns the trimmed start. */
-static char *trim(char *s)
-{
-	size_t n;
-
-	while (is_space(*s))
-		s++;
-	n = strlen(s);
-	while (n && is_space(s[n - 1]))
-		s[--n] = '\0';
-	return s;
-}
-
-static int set_str(struct parser *p, char **dst, const char *v)
+int cfg_set_str(struct parser *p, char **dst, const char *v)
 {
 	char *c = strdup(v);
 
 	if (c == NULL)
-		return pnomem(p);
+		return cfg_nomem(p);
 	free(*dst);
 	*dst = c;
 	return 0;
 }
 
-static int parse_u64(const char *v, uint64_t max, uint64_t *out)
+/* ---- sections ---- */
+
+/* The checks that need the whole section: run when the next section starts and at EOF. */
+static int section_end(struct parser *p)
 {
-	uint64_t x = 0;
+	struct scsitgtd_target *t;
+	struct scsitgtd_lun *l;
 
-	if (*v == '\0')
-		return -EINVAL;
-	for (; *v; v++) {
-		if (*v < '0' || *v > '9')
-			return -EINVAL;
-		if (x > (max - (uint64_t)(*v - '0')) / 10)
-			return -ERANGE;
-		x = x * 10 + (uint64_t)(*v - '0');
-	}
-	*out = x;
-	return 0;
-}
-
-/* "64M", "1G", "4096": a byte count with an optional K/M/G/T (powers of 1024) suffix. */
-static int parse_size(const char *v, uint64_t *out)
-{
-	char num[32];
-	size_t n = strlen(v);
-	unsigned int shift = 0;
-	uint64_t x;
-
-	if (n == 0 || n >= sizeof(num))
-		return -EINVAL;
-	memcpy(num, v, n + 1);
-	switch (num[n - 1]) {
-	case 'k': case 'K': shift = 10; break;
-	case 'm': case 'M': shift = 20; break;
-	case 'g': case 'G': shift = 30; break;
-	case 't': case 'T': shift = 40; break;
-	default: break;
-	}
-	if (shift)
-		num[--n] = '\0';
-	if (parse_u64(num, UINT64_MAX >> shift, &x) < 0)
-		return -EINVAL;
-	*out = x << shift;
-	return 0;
-}
-
-static int parse_bool(const char *v, bool *out)
-{
-	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1")) {
-		*out = true;
+	switch (p->sec) {
+	case SEC_ENGINE:
+		if (p->cfg->discovery_secret && p->cfg->discovery_mutual_secret &&
+		    !strcmp(p->cfg->discovery_secret, p->cfg->discovery_mutual_secret))
+			return cfg_err_at(p, p->engine_line,
+					  "[engine]: discovery_mutual_chap must use a secret other "
+					  "than discovery_chap's (RFC 7143 §12.1.3)");
+		return 0;
+	case SEC_TARGET:
+		t = cur_target(p);
+		if (t->name == NULL)
+			return cfg_err_at(p, t->line,
+					  "[target]: name missing (the target's iSCSI name, "
+					  "e.g. name = iqn.2024-01.org.example:disk)");
+		if (t->chap_secret && t->mutual_secret && !strcmp(t->chap_secret, t->mutual_secret))
+			return cfg_err_at(p, t->line,
+					  "[target]: mutual_chap must use a secret other "
+					  "than chap's (RFC 7143 §12.1.3)");
+		return 0;
+	case SEC_SRP:
+		if (cur_srp(p)->ioc_guid == 0)
+			return cfg_err_at(p, cur_srp(p)->line,
+					  "[srp]: ioc_guid missing (the I/O "
+					  "controller GUID initiators address)");
+		return 0;
+	case SEC_LUN:
+		l = cur_lun(p);
+		if ((int)l->backend == -1)
+			return cfg_err_at(p, l->line,
+					  "[lun %llu]: backend missing (ram, null, file or "
+					  "block)",
+					  (unsigned long long)l->id);
+		if ((l->backend == SCSITGTD_BACKEND_RAM || l->backend == SCSITGTD_BACKEND_NULL) &&
+		    l->size == 0)
+			return cfg_err_at(p, l->line, "[lun %llu]: size missing (needed by the %s "
+						   "backend)", (unsigned long long)l->id,
+				       l->backend == SCSITGTD_BACKEND_RAM ? "ram" : "null");
+		if ((l->backend == SCSITGTD_BACKEND_FILE || l->backend == SCSITGTD_BACKEND_BLOCK) &&
+		    l->path == NULL)
+			return cfg_err_at(p, l->line, "[lun %llu]: path missing (needed by the %s "
+						   "backend)", (unsigned long long)l->id,
+				       l->backend == SCSITGTD_BACKEND_FILE ? "file" : "block");
+		if ((l->backend == SCSITGTD_BACKEND_RAM || l->backend == SCSITGTD_BACKEND_NULL) &&
+		    (l->path || cfg_key_seen(p, "direct") || cfg_key_seen(p, "write_through") ||
+		     cfg_key_seen(p, "aio_queue_depth")))
+			return cfg_err_at(p, l->line,
+					  "[lun %llu]: path, direct, write_through and "
+					  "aio_queue_depth are only for the file and block "
+					  "backends",
+					  (unsigned long long)l->id);
+		if (l->backend == SCSITGTD_BACKEND_BLOCK && l->size)
+			return cfg_err_at(p, l->line,
+					  "[lun %llu]: a block device's size is its own; "
+					  "remove size",
+					  (unsigned long long)l->id);
+		if (l->size % (l->block_size ? l->block_size : 512))
+			return cfg_err_at(p, l->line,
+					  "[lun %llu]: size is not a multiple of the block "
+					  "size",
+					  (unsigned long long)l->id);
+		return 0;
+	default:
 		return 0;
 	}
-	if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0")) {
-		*out = false;
-		return 0;
-	}
-	return -EINVAL;
 }
 
-/* "user:secret"; both parts non-empty. */
-static int parse_cred(struct parser *p, const char *key, const char *v, char **user,
-		      char **secret)
-{
-	const char *colon = strchr(v, ':');
-	char *u;
-
-	if (colon == NULL || colon == v || colon[1] == '\0')
-		return perr(p, "%s: expected user:secret", key);
-	u = strndup(v, (size_t)(colon - v));
-	if (u == NULL)
-		return pnomem(p);
-	free(*user);
-	*user = u;
-	return set_str(p, secret, colon + 1);
-}
-
-static struct scsitgtd_target *cur_target(struct parser *p)
-{
-	return &p->cfg->targets[p->cfg->ntargets - 1];
-}
-
-static struct scsitgtd_lun *cur_lun(struct parser *p)
-{
-	struct scsitgtd_target *t = cur_target(p);
-
-	return &t->luns[t->nluns - 1];
-}
-
-/* Grow an array of @n elements of @size by one zeroed element; bounded by @max. */
-static int grow(struct parser *p, void **arr, size_t *n, size_t size, size_t max,
-		const char *what)
-{
-	void *a;
-
-	if (*n >= max)
-		return perr(p, "too many %s (at most %zu)", what, max);
-	a = realloc(*arr, (*n + 1) * size);
-	if (a == NULL)
-		return pnomem(p);
-	memset((char *)a + *n * size, 0, size);
-	*arr = a;
-	(*n)++;
-	return 0;
-}
-
-/* RFC 7143 §4.2.7.2: names use a restricted character set; we check the printable subset. */
-static bool name_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 223)
-		return false;
-	for (; *s; s++) {
-		char c = *s;
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '-' || c == '.' || c == ':'))
-			return false;
-	}
-	return true;
-}
-
-static int section_start(struct parser *p, char *hdr)
+static int section_open(struct parser *p, const char *hdr)
 {
 	struct scsitgtd_config *cfg = p->cfg;
-	char *kind = trim(hdr), *arg;
+	char kind[16];
+	const char *arg;
+	size_t n = strcspn(hdr, " \t");
+	uint64_t id;
 	int rc;
 
-	arg = kind;
-	while (*arg && !is_space(*arg))
-		arg++;
-	if (*arg)
-		*arg++ = '\0';
-	arg = trim(arg);
+	rc = section_end(p);
+	if (rc < 0)
+		return rc;
+	p->sec = SEC_NONE;
+	p->seen = 0;
+	arg = hdr + n + strspn(hdr + n, " \t");
+	if (n >= sizeof(kind))
+		n = sizeof(kind) - 1;
+	memcpy(kind, hdr, n);
+	kind[n] = '\0';
+	if (*hdr == '\0')
+		return cfg_err(p, "empty section name []");
+	/* libinih keeps 49 bytes of a section name; ours are far shorter. */
+	if (strlen(hdr) >= 49)
+		return cfg_err(p, "section header longer than 48 characters");
 
-	if (!strcmp(kind, "engine")) {
+	if (!strcmp(kind, "engine") || !strcmp(kind, "portal") || !strcmp(kind, "target") ||
+	    !strcmp(kind, "srp")) {
 		if (*arg)
-			return perr(p, "[engine] takes no argument");
+			return cfg_err(p, "[%s] takes no argument (\"%s\")", kind, arg);
+	}
+	if (!strcmp(kind, "engine")) {
+		if (p->engine_seen)
+			return cfg_err(p, "[engine] given twice");
+		p->engine_seen = true;
+		p->engine_line = p->line;
 		p->sec = SEC_ENGINE;
 		return 0;
 	}
 	if (!strcmp(kind, "portal")) {
 		struct scsitgtd_portal *po;
 
-		if (*arg)
-			return perr(p, "[portal] takes no argument");
-		rc = grow(p, (void **)&cfg->portals, &cfg->nportals, sizeof(*cfg->portals),
+		rc = cfg_grow(p, (void **)&cfg->portals, &cfg->nportals, sizeof(*cfg->portals),
 			  SCSITGTD_MAX_PORTALS, "portals");
 		if (rc < 0)
 			return rc;
-		po = &cfg->portals[cfg->nportals - 1];
+		po = cur_portal(p);
 		po->line = p->line;
 		po->port = 3260;
 		po->tpgt = 1;
+		po->max_connections = -1;
+		po->max_login_connections = -1;
+		po->max_connections_per_initiator = -1;
 		p->sec = SEC_PORTAL;
-		return set_str(p, &po->address, "0.0.0.0");
+		return cfg_set_str(p, &po->address, "0.0.0.0");
 	}
 	if (!strcmp(kind, "target")) {
 		struct scsitgtd_target *t;
 
-		if (!name_ok(arg))
-			return perr(p, "[target NAME]: missing or invalid target name \"%s\"", arg);
-		if (scsitgtd_config_find_target(cfg, arg))
-			return perr(p, "target %s defined twice", arg);
-		rc = grow(p, (void **)&cfg->targets, &cfg->ntargets, sizeof(*cfg->targets),
+		rc = cfg_grow(p, (void **)&cfg->targets, &cfg->ntargets, sizeof(*cfg->targets),
 			  SCSITGTD_MAX_TARGETS, "targets");
 		if (rc < 0)
 			return rc;
 		t = cur_target(p);
 		t->line = p->line;
+		t->max_sessions = -1;
+		t->max_lun_commands = -1;
 		p->sec = SEC_TARGET;
-		return set_str(p, &t->name, arg);
+		return 0;
 	}
 	if (!strcmp(kind, "lun")) {
 		struct scsitgtd_target *t;
 		struct scsitgtd_lun *l;
-		uint64_t id;
 
 		if (cfg->ntargets == 0)
-			return perr(p, "[lun N] before any [target NAME]");
-		if (parse_u64(arg, SCSITGTD_MAX_LUN_ID, &id) < 0)
-			return perr(p, "[lun N]: N must be a LUN number 0..%u", SCSITGTD_MAX_LUN_ID);
+			return cfg_err(p, "[lun N] before any [target]");
+		if (cfg_parse_u64(arg, SCSITGTD_MAX_LUN_ID, &id) < 0)
+			return cfg_err(p, "[lun N]: N must be a LUN number 0..%u",
+				       SCSITGTD_MAX_LUN_ID);
 		t = cur_target(p);
 		if (scsitgtd_config_find_lun(t, id))
-			return perr(p, "LUN %llu of target %s defined twice", (unsigned long long)id,
-				    t->name);
-		rc = grow(p, (void **)&t->luns, &t->nluns, sizeof(*t->luns), SCSITGTD_MAX_LUNS,
+			return cfg_err(p, "LUN %llu of this target defined twice",
+				       (unsigned long long)id);
+		rc = cfg_grow(p, (void **)&t->luns, &t->nluns, sizeof(*t->luns), SCSITGTD_MAX_LUNS,
 			  "LUNs in one target");
 		if (rc < 0)
 			return rc;
@@ -274,237 +229,206 @@ static int section_start(struct parser *p, char *hdr)
 		l->id = id;
 		l->line = p->line;
 		l->backend = (enum scsitgtd_backend)-1;
+		l->direct = true;
+		l->physical_block_exponent = -1;
 		p->sec = SEC_LUN;
 		return 0;
 	}
-	return perr(p, "unknown section [%s] (engine, portal, target NAME, lun N)", kind);
+	if (!strcmp(kind, "alua_group")) {
+		struct scsitgtd_target *t;
+		struct scsitgtd_alua_group *g;
+
+		if (cfg->ntargets == 0)
+			return cfg_err(p, "[alua_group N] before any [target]");
+		if (cfg_parse_u64(arg, 65535, &id) < 0 || id == 0)
+			return cfg_err(p, "[alua_group N]: N must be a group number 1..65535");
+		t = cur_target(p);
+		if (scsitgtd_config_find_group(t, (uint16_t)id))
+			return cfg_err(p, "alua_group %llu of this target defined twice",
+				    (unsigned long long)id);
+		rc = cfg_grow(p, (void **)&t->groups, &t->ngroups, sizeof(*t->groups),
+			  SCSITGTD_MAX_ALUA_GROUPS, "ALUA groups in one target");
+		if (rc < 0)
+			return rc;
+		g = cur_group(p);
+		g->id = (uint16_t)id;
+		g->line = p->line;
+		p->sec = SEC_ALUA_GROUP;
+		return 0;
+	}
+	if (!strcmp(kind, "srp")) {
+		struct scsitgtd_target *t;
+		struct scsitgtd_srp *s;
+
+		if (cfg->ntargets == 0)
+			return cfg_err(p, "[srp] before any [target]");
+		t = cur_target(p);
+		rc = cfg_grow(p, (void **)&t->srps, &t->nsrps, sizeof(*t->srps), SCSITGTD_MAX_SRP,
+			      "SRP ports in one target");
+		if (rc < 0)
+			return rc;
+		s = cur_srp(p);
+		s->line = p->line;
+		s->port = 5555;
+		s->immediate_data = -1;
+		p->sec = SEC_SRP;
+		return cfg_set_str(p, &s->address, "0.0.0.0");
+	}
+	return cfg_err(p, "unknown section [%s] (engine, portal, target, alua_group N, lun N, srp)",
+		       hdr);
 }
 
-static int kv_engine(struct parser *p, const char *k, const char *v)
+/* The libinih handler: non-zero to go on. */
+static int on_pair(void *user, const char *section, const char *key, const char *value)
 {
-	static const char *const levels[] = { "error", "warning", "notice", "info", "debug" };
+	struct parser *p = user;
 
-	if (!strcmp(k, "log_level")) {
-		for (int i = 0; i < 5; i++) {
-			if (!strcmp(v, levels[i])) {
-				p->cfg->log_level = 3 + i;
-				return 0;
+	if (p->failed)
+		return 0;
+	if (p->marker_due) {
+		p->marker_due = false;
+		return section_open(p, section) == 0;
+	}
+	return cfg_key(p, key, value) == 0;
+}
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
+
+/*
+ * libinih's line source (fgets-like): the next line of the text, or the marker pair after a
+ * section header. It enforces what libinih leaves to its caller: the line length limit and
+ * no NUL bytes (libinih would cut the line there).
+ */
+static char *reader(char *str, int num, void *stream)
+{
+	struct parser *p = stream;
+	const char *s, *nl;
+	size_t n, body;
+
+	if (p->failed || num < (int)sizeof(MARKER_LINE))
+		return NULL;
+	if (p->inject) {
+		p->inject = false;
+		p->marker_due = true;
+		memcpy(str, MARKER_LINE, sizeof(MARKER_LINE));
+		return str;
+	}
+	if (p->pos >= p->len)
+		return NULL;
+	s = p->text + p->pos;
+	nl = memchr(s, '\n', p->len - p->pos);
+	n = nl ? (size_t)(nl - s) + 1 : p->len - p->pos;
+	body = nl ? n - 1 : n;
+	p->line++;
+	p->line_text = s;
+	p->line_len = body;
+	if (body > SCSITGTD_MAX_LINE || n + 1 > (size_t)num) {
+		cfg_err(p, "line longer than %d bytes", SCSITGTD_MAX_LINE);
+		return NULL;
+	}
+	if (memchr(s, '\0', n)) {
+		cfg_err(p, "NUL byte in the text");
+		return NULL;
+	}
+	memcpy(str, s, n);
+	str[n] = '\0';
+	p->pos += n;
+	/* libinih's rule: after leading white space (and a UTF-8 BOM on line 1), '[' opens a
+	 * section header. (The text need not end in NUL: look at the copy.) */
+	s = str;
+	if (p->line == 1 && n >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))
+		s += 3;
+	while (is_blank(*s))
+		s++;
+	p->inject = *s == '[';
+	return str;
+}
+
+/* libinih's settings: process-wide variables in Debian's build. */
+static void inih_setup(void)
+{
+	ini_use_stack = false;	  /* a heap buffer, so that lines may be long */
+	ini_allow_realloc = false;
+	ini_max_line = SCSITGTD_MAX_LINE + 3; /* text, "\r\n", NUL */
+	ini_initial_alloc = SCSITGTD_MAX_LINE + 3;
+	ini_allow_multiline = false;	   /* indented lines are ordinary lines */
+	ini_allow_inline_comments = false; /* secrets may contain ';' and '#' */
+	ini_allow_no_value = false;
+	ini_stop_on_first_error = true;
+	ini_allow_bom = true;
+}
+
+/* The first syntax error libinih found: on the last line read (it stops on the first). */
+static int syntax_error(struct parser *p)
+{
+	const char *s = p->line_text;
+	size_t n = p->line_len;
+
+	while (n && is_blank(*s)) {
+		s++;
+		n--;
+	}
+	if (n && *s == '[')
+		return cfg_err(p, "section header without closing ']'");
+	return cfg_err(p, "expected \"key = value\", \"[section]\" or a comment (# or ;)");
+}
+
+/* Checks across sections. */
+static int file_end(struct parser *p)
+{
+	struct scsitgtd_config *cfg = p->cfg;
+
+	for (size_t i = 0; i < cfg->nportals; i++) {
+		for (size_t j = 0; j < i; j++) {
+			if (scsitgtd_portal_same(&cfg->portals[i], &cfg->portals[j]))
+				return cfg_err_at(p, cfg->portals[i].line,
+						  "portal %s port %u defined "
+						  "twice (first on line %u)",
+						  cfg->portals[i].address, cfg->portals[i].port,
+						  cfg->portals[j].line);
+		}
+	}
+	for (size_t i = 0; i < cfg->nportals; i++)
+		if (cfg->portals[i].rdma_buffer &&
+		    cfg->portals[i].transport != SCSITGTD_TRANSPORT_ISER)
+			return cfg_err_at(p, cfg->portals[i].line,
+					  "[portal]: rdma_buffer is only for "
+					  "transport = iser");
+	for (size_t i = 0; i < cfg->ntargets; i++) {
+		struct scsitgtd_target *t = &cfg->targets[i];
+
+		/* RDMA/CM ports are per address, whichever target listens on them. */
+		for (size_t j = 0; j < t->nsrps; j++) {
+			for (size_t k = 0; k <= i; k++) {
+				const struct scsitgtd_target *u = &cfg->targets[k];
+
+				for (size_t m = 0; m < (k == i ? j : u->nsrps); m++)
+					if (u->srps[m].port == t->srps[j].port &&
+					    !strcmp(u->srps[m].address, t->srps[j].address))
+						return cfg_err_at(
+							p, t->srps[j].line,
+							"[srp]: %s port %u is used by the "
+							"[srp] on line %u already",
+							t->srps[j].address, t->srps[j].port,
+							u->srps[m].line);
 			}
 		}
-		return perr(p, "log_level: expected error, warning, notice, info or debug");
+		/* ALUA groups need ALUA: default to implicit (the host, i.e. this file, drives
+		 * the states). */
+		if (t->ngroups && t->alua_modes == 0)
+			t->alua_modes = 1;
 	}
-	return perr(p, "unknown key \"%s\" in [engine]", k);
-}
-
-static int kv_portal(struct parser *p, const char *k, const char *v)
-{
-	struct scsitgtd_portal *po = &p->cfg->portals[p->cfg->nportals - 1];
-	uint64_t x;
-
-	if (!strcmp(k, "address")) {
-		if (*v == '\0' || strlen(v) > 45)
-			return perr(p, "address: expected a numeric IPv4 or IPv6 address");
-		return set_str(p, &po->address, v);
-	}
-	if (!strcmp(k, "port")) {
-		if (parse_u64(v, 65535, &x) < 0 || x == 0)
-			return perr(p, "port: expected 1..65535");
-		po->port = (uint16_t)x;
-		return 0;
-	}
-	if (!strcmp(k, "tpgt")) {
-		if (parse_u64(v, 65535, &x) < 0 || x == 0)
-			return perr(p, "tpgt: expected 1..65535");
-		po->tpgt = (uint16_t)x;
-		return 0;
-	}
-	return perr(p, "unknown key \"%s\" in [portal]", k);
-}
-
-static int kv_target(struct parser *p, const char *k, const char *v)
-{
-	struct scsitgtd_target *t = cur_target(p);
-	int rc;
-
-	if (!strcmp(k, "alias")) {
-		if (*v == '\0' || strlen(v) > 255)
-			return perr(p, "alias: 1..255 characters");
-		return set_str(p, &t->alias, v);
-	}
-	if (!strcmp(k, "initiator")) {
-		if (!name_ok(v))
-			return perr(p, "initiator: invalid initiator name \"%s\"", v);
-		for (size_t i = 0; i < t->ninitiators; i++)
-			if (!strcmp(t->initiators[i], v))
-				return perr(p, "initiator %s listed twice", v);
-		rc = grow(p, (void **)&t->initiators, &t->ninitiators, sizeof(char *),
-			  SCSITGTD_MAX_INITIATORS, "initiators in one target");
-		if (rc < 0)
-			return rc;
-		return set_str(p, &t->initiators[t->ninitiators - 1], v);
-	}
-	if (!strcmp(k, "chap"))
-		return parse_cred(p, k, v, &t->chap_user, &t->chap_secret);
-	if (!strcmp(k, "mutual_chap"))
-		return parse_cred(p, k, v, &t->mutual_user, &t->mutual_secret);
-	return perr(p, "unknown key \"%s\" in [target]", k);
-}
-
-static int kv_lun(struct parser *p, const char *k, const char *v)
-{
-	struct scsitgtd_lun *l = cur_lun(p);
-	static const struct {
-		const char *key;
-		uint32_t flag;
-	} flags[] = {
-		{ "read_only", SCSITGTD_LUN_READ_ONLY },
-		{ "thin", SCSITGTD_LUN_THIN },
-		{ "removable", SCSITGTD_LUN_REMOVABLE },
-		{ "write_cache", SCSITGTD_LUN_WRITE_CACHE },
-	};
-	uint64_t x;
-	bool b;
-
-	if (!strcmp(k, "backend")) {
-		if (!strcmp(v, "ram"))
-			l->backend = SCSITGTD_BACKEND_RAM;
-		else if (!strcmp(v, "null"))
-			l->backend = SCSITGTD_BACKEND_NULL;
-		else if (!strcmp(v, "file"))
-			l->backend = SCSITGTD_BACKEND_FILE;
-		else
-			return perr(p, "backend: expected ram, null or file");
-		return 0;
-	}
-	if (!strcmp(k, "size")) {
-		if (parse_size(v, &x) < 0 || x == 0)
-			return perr(p, "size: expected a byte count like 4096, 64M or 2G");
-		l->size = x;
-		return 0;
-	}
-	if (!strcmp(k, "block_size")) {
-		if (parse_u64(v, 4096, &x) < 0 || (x != 512 && x != 4096))
-			return perr(p, "block_size: expected 512 or 4096");
-		l->block_size = (uint32_t)x;
-		return 0;
-	}
-	if (!strcmp(k, "path")) {
-		if (*v == '\0')
-			return perr(p, "path: empty");
-		return set_str(p, &l->path, v);
-	}
-	if (!strcmp(k, "vendor") || !strcmp(k, "product") || !strcmp(k, "serial")) {
-		size_t max = k[0] == 'v' ? 8 : k[0] == 'p' ? 16 : 32;
-
-		if (*v == '\0' || strlen(v) > max)
-			return perr(p, "%s: 1..%zu characters", k, max);
-		for (const char *c = v; *c; c++)
-			if (*c < 0x20 || *c > 0x7e)
-				return perr(p, "%s: printable ASCII only", k);
-		return set_str(p, k[0] == 'v' ? &l->vendor : k[0] == 'p' ? &l->product : &l->serial,
-			       v);
-	}
-	if (!strcmp(k, "pr_file")) {
-		if (*v == '\0')
-			return perr(p, "pr_file: empty");
-		return set_str(p, &l->pr_file, v);
-	}
-	if (!strcmp(k, "offline")) {
-		if (parse_bool(v, &l->offline) < 0)
-			return perr(p, "offline: expected yes or no");
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
-		if (strcmp(k, flags[i].key))
-			continue;
-		if (parse_bool(v, &b) < 0)
-			return perr(p, "%s: expected yes or no", k);
-		l->flags = b ? l->flags | flags[i].flag : l->flags & ~flags[i].flag;
-		return 0;
-	}
-	return perr(p, "unknown key \"%s\" in [lun]", k);
-}
-
-/* The checks that need the whole section: run when the next section starts and at EOF. */
-static int section_end(struct parser *p)
-{
-	unsigned int line = p->line;
-	struct scsitgtd_lun *l;
-	int rc = 0;
-
-	if (p->sec != SEC_LUN)
-		return 0;
-	l = cur_lun(p);
-	p->line = l->line;
-	if ((int)l->backend == -1)
-		rc = perr(p, "[lun %llu]: backend missing (ram, null or file)",
-			  (unsigned long long)l->id);
-	else if (l->backend != SCSITGTD_BACKEND_FILE && l->size == 0)
-		rc = perr(p, "[lun %llu]: size missing (needed by the %s backend)",
-			  (unsigned long long)l->id, l->backend == SCSITGTD_BACKEND_RAM ? "ram" : "null");
-	else if (l->backend == SCSITGTD_BACKEND_FILE && l->path == NULL)
-		rc = perr(p, "[lun %llu]: path missing (needed by the file backend)",
-			  (unsigned long long)l->id);
-	else if (l->backend != SCSITGTD_BACKEND_FILE && l->path)
-		rc = perr(p, "[lun %llu]: path is only for the file backend",
-			  (unsigned long long)l->id);
-	else if (l->size % (l->block_size ? l->block_size : 512))
-		rc = perr(p, "[lun %llu]: size is not a multiple of the block size",
-			  (unsigned long long)l->id);
-	p->line = line;
-	return rc;
-}
-
-static int parse_line(struct parser *p, char *s)
-{
-	char *eq, *k, *v;
-	size_t n;
-
-	s = trim(s);
-	if (*s == '\0' || *s == '#' || *s == ';')
-		return 0;
-	if (*s == '[') {
-		int rc;
-
-		n = strlen(s);
-		if (s[n - 1] != ']')
-			return perr(p, "section header without closing ']'");
-		s[n - 1] = '\0';
-		rc = section_end(p);
-		if (rc < 0)
-			return rc;
-		return section_start(p, s + 1);
-	}
-	eq = strchr(s, '=');
-	if (eq == NULL)
-		return perr(p, "expected \"key = value\" or \"[section]\"");
-	*eq = '\0';
-	k = trim(s);
-	v = trim(eq + 1);
-	if (*k == '\0')
-		return perr(p, "empty key");
-	switch (p->sec) {
-	case SEC_ENGINE:
-		return kv_engine(p, k, v);
-	case SEC_PORTAL:
-		return kv_portal(p, k, v);
-	case SEC_TARGET:
-		return kv_target(p, k, v);
-	case SEC_LUN:
-		return kv_lun(p, k, v);
-	case SEC_NONE:
-	default:
-		return perr(p, "\"%s\" outside of any section", k);
-	}
+	return 0;
 }
 
 int scsitgtd_config_parse(const char *text, size_t len, struct scsitgtd_config **out, char *err,
 			  size_t err_size)
 {
-	struct parser p = { .err = err, .err_size = err_size };
-	char line[SCSITGTD_MAX_LINE + 1];
-	size_t pos = 0;
-	int rc = 0;
+	struct parser p = { .err = err, .err_size = err_size, .text = text, .len = len };
+	int rc;
 
 	if (out == NULL || (text == NULL && len))
 		return -EINVAL;
@@ -513,34 +437,22 @@ int scsitgtd_config_parse(const char *text, size_t len, struct scsitgtd_config *
 		err[0] = '\0';
 	p.cfg = calloc(1, sizeof(*p.cfg));
 	if (p.cfg == NULL)
-		return pnomem(&p);
+		return cfg_nomem(&p);
 	p.cfg->log_level = 5;
-	while (pos < len && rc == 0) {
-		size_t start = pos, n;
-
-		while (pos < len && text[pos] != '\n')
-			pos++;
-		n = pos - start;
-		if (pos < len)
-			pos++;
-		p.line++;
-		if (n > SCSITGTD_MAX_LINE) {
-			rc = perr(&p, "line longer than %d bytes", SCSITGTD_MAX_LINE);
-			break;
-		}
-		if (memchr(text + start, '\0', n)) {
-			rc = perr(&p, "NUL byte in the text");
-			break;
-		}
-		memcpy(line, text + start, n);
-		line[n] = '\0';
-		rc = parse_line(&p, line);
-	}
-	if (rc == 0)
-		rc = section_end(&p);
-	if (rc < 0) {
+	p.cfg->workers = -2;
+	inih_setup();
+	rc = ini_parse_stream(reader, &p, on_pair, &p);
+	if (rc == -2)
+		cfg_nomem(&p);
+	else if (rc != 0 && !p.failed)
+		syntax_error(&p);
+	if (!p.failed)
+		section_end(&p);
+	if (!p.failed)
+		file_end(&p);
+	if (p.failed) {
 		scsitgtd_config_free(p.cfg);
-		return p.nomem ? -ENOMEM : rc;
+		return p.nomem ? -ENOMEM : -EINVAL;
 	}
 	*out = p.cfg;
 	return 0;
@@ -565,16 +477,43 @@ void scsitgtd_config_free(struct scsitgtd_config *cfg)
 		free(t->chap_secret);
 		free(t->mutual_user);
 		free(t->mutual_secret);
+		for (size_t j = 0; j < t->nichap; j++) {
+			free(t->ichap[j].initiator);
+			free(t->ichap[j].user);
+			free(t->ichap[j].secret);
+		}
+		free(t->ichap);
+		for (size_t j = 0; j < t->ngroups; j++)
+			free(t->groups[j].ports);
+		free(t->groups);
+		for (size_t j = 0; j < t->naddresses; j++) {
+			free(t->addresses[j].initiator);
+			free(t->addresses[j].cidr);
+		}
+		free(t->addresses);
+		for (size_t j = 0; j < t->nsrps; j++)
+			free(t->srps[j].address);
+		free(t->srps);
 		for (size_t j = 0; j < t->nluns; j++) {
 			free(t->luns[j].path);
 			free(t->luns[j].vendor);
 			free(t->luns[j].product);
+			free(t->luns[j].revision);
 			free(t->luns[j].serial);
 			free(t->luns[j].pr_file);
+			free(t->luns[j].fault);
+			for (size_t k = 0; k < t->luns[j].nvisible_to; k++)
+				free(t->luns[j].visible_to[k]);
+			free(t->luns[j].visible_to);
 		}
 		free(t->luns);
 	}
 	free(cfg->targets);
+	free(cfg->pr_dir);
+	free(cfg->discovery_user);
+	free(cfg->discovery_secret);
+	free(cfg->discovery_mutual_user);
+	free(cfg->discovery_mutual_secret);
 	free(cfg);
 }
 
@@ -595,18 +534,103 @@ const struct scsitgtd_lun *scsitgtd_config_find_lun(const struct scsitgtd_target
 	return NULL;
 }
 
+const struct scsitgtd_alua_group *scsitgtd_config_find_group(const struct scsitgtd_target *t,
+							     uint16_t id)
+{
+	for (size_t i = 0; t && i < t->ngroups; i++)
+		if (t->groups[i].id == id)
+			return &t->groups[i];
+	return NULL;
+}
+
+const struct scsitgtd_initiator_chap *scsitgtd_config_find_ichap(const struct scsitgtd_target *t,
+								 const char *initiator)
+{
+	for (size_t i = 0; t && i < t->nichap; i++)
+		if (t->ichap[i].initiator && !strcmp(t->ichap[i].initiator, initiator))
+			return &t->ichap[i];
+	return NULL;
+}
+
+bool scsitgtd_group_has_port(const struct scsitgtd_alua_group *g, uint16_t port)
+{
+	for (size_t i = 0; g && i < g->nports; i++)
+		if (g->ports[i] == port)
+			return true;
+	return false;
+}
+
 static bool str_eq(const char *a, const char *b)
 {
 	return (a == NULL && b == NULL) || (a && b && !strcmp(a, b));
 }
 
+const struct scsitgtd_address *scsitgtd_config_find_address(const struct scsitgtd_target *t,
+							     const char *initiator,
+							     const char *cidr)
+{
+	for (size_t i = 0; t && i < t->naddresses; i++)
+		if (str_eq(t->addresses[i].initiator, initiator) &&
+		    !strcmp(t->addresses[i].cidr, cidr))
+			return &t->addresses[i];
+	return NULL;
+}
+
+bool scsitgtd_lun_visible_to(const struct scsitgtd_lun *l, const char *initiator)
+{
+	if (l->nvisible_to == 0)
+		return true;
+	for (size_t i = 0; i < l->nvisible_to; i++)
+		if (!strcmp(l->visible_to[i], initiator))
+			return true;
+	return false;
+}
+
+bool scsitgtd_target_masks_luns(const struct scsitgtd_target *t)
+{
+	for (size_t i = 0; t && i < t->nluns; i++)
+		if (t->luns[i].nvisible_to)
+			return true;
+	return false;
+}
+
+bool scsitgtd_srp_equal(const struct scsitgtd_srp *a, const struct scsitgtd_srp *b)
+{
+	return !strcmp(a->address, b->address) && a->port == b->port && a->id_ext == b->id_ext &&
+	       a->ioc_guid == b->ioc_guid && a->max_channels == b->max_channels &&
+	       a->queue_size == b->queue_size && a->max_it_iu_len == b->max_it_iu_len &&
+	       a->max_ti_iu_len == b->max_ti_iu_len && a->immediate_data == b->immediate_data &&
+	       a->rel_port_id == b->rel_port_id && a->backlog == b->backlog;
+}
+
 bool scsitgtd_lun_needs_recreate(const struct scsitgtd_lun *a, const struct scsitgtd_lun *b)
 {
-	/* Size changes of ram/null LUNs and offline changes apply in place; all else needs a new
-	 * LUN. A file LUN's size follows its file. */
+	/* Size changes of ram/null LUNs, offline, fault rules and masking apply in place; all else
+	 * needs a new LUN. A file or block LUN's size follows its medium (re-read on every
+	 * reload). Adding or removing fault injection wraps or unwraps the backend: a new LUN. */
 	return a->backend != b->backend || a->block_size != b->block_size || a->flags != b->flags ||
-	       !str_eq(a->path, b->path) || !str_eq(a->vendor, b->vendor) ||
-	       !str_eq(a->product, b->product) || !str_eq(a->serial, b->serial) ||
+	       a->direct != b->direct || a->write_through != b->write_through ||
+	       a->aio_queue_depth != b->aio_queue_depth || !str_eq(a->path, b->path) ||
+	       !str_eq(a->vendor, b->vendor) || !str_eq(a->product, b->product) ||
+	       !str_eq(a->revision, b->revision) || !str_eq(a->serial, b->serial) ||
 	       !str_eq(a->pr_file, b->pr_file) ||
+	       a->physical_block_exponent != b->physical_block_exponent ||
+	       (a->fault == NULL) != (b->fault == NULL) ||
 	       (a->backend == SCSITGTD_BACKEND_FILE && a->size != b->size);
+}
+
+bool scsitgtd_params_equal(const struct scsitgtd_params *a, const struct scsitgtd_params *b)
+{
+	if (a->set != b->set)
+		return false;
+	for (unsigned int i = 0; i < SCSITGTD_P_COUNT; i++)
+		if ((a->set & (1u << i)) && a->v[i] != b->v[i])
+			return false;
+	return true;
+}
+
+bool scsitgtd_portal_same(const struct scsitgtd_portal *a, const struct scsitgtd_portal *b)
+{
+	return a->transport == b->transport && a->port == b->port &&
+	       !strcmp(a->address, b->address);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * scsitgtd's configuration file (docs/scsitgtd.md): an INI-like text parsed by a pure function
- * (no I/O, no libuv, no libscsitgt calls), so that it can be fuzzed and unit tested alone.
+ * scsitgtd's configuration file (docs/scsitgtd.md): INI, lexed by libinih (Debian's libinih,
+ * pkg-config "inih"), validated here. The parser is a pure function of the text (no file I/O,
+ * no libuv, no libscsitgt calls), so that it can be fuzzed and unit tested alone; the daemon
+ * maps the result onto the library (scsitgtd_apply.c).
  */
 #ifndef SCSITGTD_CONFIG_H
 #define SCSITGTD_CONFIG_H
@@ -15,13 +17,23 @@
 #define SCSITGTD_MAX_PORTALS 64
 #define SCSITGTD_MAX_TARGETS 256
 #define SCSITGTD_MAX_LUNS 1024	     /* per target */
-#define SCSITGTD_MAX_INITIATORS 1024 /* per target */
+#define SCSITGTD_MAX_INITIATORS 1024 /* per target, also per-initiator CHAP entries */
 #define SCSITGTD_MAX_LUN_ID 16383
+#define SCSITGTD_MAX_ALUA_GROUPS 32 /* per target, as SCSITGT_ALUA_MAX_GROUPS */
+#define SCSITGTD_MAX_ALUA_PORTS 32  /* per group, as SCSITGT_ALUA_MAX_PORTS */
+#define SCSITGTD_MAX_ADDRESSES 1024 /* per target: address ranges, per-initiator ones too */
+#define SCSITGTD_MAX_SRP 16	    /* SRP target ports per target */
 
 enum scsitgtd_backend {
 	SCSITGTD_BACKEND_RAM,
 	SCSITGTD_BACKEND_NULL,
-	SCSITGTD_BACKEND_FILE,
+	SCSITGTD_BACKEND_FILE,	/* a regular file, libaio */
+	SCSITGTD_BACKEND_BLOCK, /* a block device, libaio */
+};
+
+enum scsitgtd_transport {
+	SCSITGTD_TRANSPORT_TCP,
+	SCSITGTD_TRANSPORT_ISER,
 };
 
 /* LUN flags, as SCSITGT_LUN_* of lun.h (the daemon maps them). */
@@ -30,21 +42,100 @@ enum {
 	SCSITGTD_LUN_THIN = 1u << 1,
 	SCSITGTD_LUN_REMOVABLE = 1u << 2,
 	SCSITGTD_LUN_WRITE_CACHE = 1u << 3,
+	SCSITGTD_LUN_CLAIM_SPC4 = 1u << 4,
 };
+
+/* The iSCSI parameters of struct scsitgt_iscsi_params a file may set ([engine], [target]). */
+enum scsitgtd_param {
+	SCSITGTD_P_MAX_RECV_DATA_SEGMENT_LENGTH,
+	SCSITGTD_P_MAX_BURST_LENGTH,
+	SCSITGTD_P_FIRST_BURST_LENGTH,
+	SCSITGTD_P_IMMEDIATE_DATA,
+	SCSITGTD_P_INITIAL_R2T,
+	SCSITGTD_P_MAX_OUTSTANDING_R2T,
+	SCSITGTD_P_HEADER_DIGEST, /* 0 any, 1 none, 2 crc32c: enum scsitgt_iscsi_digest */
+	SCSITGTD_P_DATA_DIGEST,
+	SCSITGTD_P_DEFAULT_TIME2WAIT,
+	SCSITGTD_P_DEFAULT_TIME2RETAIN,
+	SCSITGTD_P_QUEUE_DEPTH,
+	SCSITGTD_P_NOP_INTERVAL_MS,
+	SCSITGTD_P_NOP_TIMEOUT_MS,
+	SCSITGTD_P_LOGIN_TIMEOUT_MS,
+	SCSITGTD_P_CHAP_ALGORITHMS, /* SCSITGT_ISCSI_CHAP_* bits */
+	SCSITGTD_P_MAX_WRITE_BUFFER,
+	SCSITGTD_P_LOGOUT_TIMEOUT_MS,
+	SCSITGTD_P_ASYNC_EVENTS, /* SCSITGT_ISCSI_ASYNC_* bits */
+	SCSITGTD_P_COUNT
+};
+
+/* Parameters given in a section: bit i of @set says v[i] was given. */
+struct scsitgtd_params {
+	uint32_t set;
+	uint64_t v[SCSITGTD_P_COUNT];
+};
+
+/* The key naming parameter @p in the file ("max_burst_length"...). */
+const char *scsitgtd_param_name(enum scsitgtd_param p);
 
 struct scsitgtd_lun {
 	uint64_t id;
 	unsigned int line; /* where its section starts, for messages */
 	enum scsitgtd_backend backend;
-	uint64_t size;	   /* bytes; 0 = backend decides (file) */
+	uint64_t size;	     /* bytes; 0 = backend decides (file, block) */
 	uint32_t block_size; /* 0 = default */
-	uint32_t flags;	   /* SCSITGTD_LUN_* */
+	uint32_t flags;	     /* SCSITGTD_LUN_* */
 	bool offline;
-	char *path;	   /* file backend */
-	char *vendor;	   /* NULL = library default */
+	bool direct;	       /* file/block: try O_DIRECT (default yes) */
+	bool write_through;    /* file/block: O_DSYNC, no volatile cache */
+	uint32_t aio_queue_depth; /* 0 = backend default */
+	char *path;		  /* file/block */
+	char *vendor;		  /* NULL = library default */
 	char *product;
+	char *revision;
 	char *serial;
-	char *pr_file;	   /* persistent reservations kept in this file; NULL = in memory */
+	char *pr_file; /* persistent reservations kept in this file; NULL = see pr_dir */
+	int16_t physical_block_exponent; /* -1 = what the backend reports */
+	char **visible_to; /* LUN masking: the initiators that see it; none = every initiator */
+	size_t nvisible_to;
+	char *fault;		 /* fault injection rules (backend_fault.h spec); NULL = none */
+	unsigned int fault_line; /* where they are, for messages */
+};
+
+struct scsitgtd_initiator_chap {
+	char *initiator;
+	char *user;
+	char *secret;
+};
+
+/* An address range a login must come from, for every initiator (initiator NULL) or one. */
+struct scsitgtd_address {
+	char *initiator;
+	char *cidr;
+};
+
+/* An SRP target port of a target (srp.h); 0 / -1 members mean the library's default. */
+struct scsitgtd_srp {
+	unsigned int line;
+	char *address;
+	uint16_t port;
+	uint64_t id_ext;
+	uint64_t ioc_guid;
+	uint32_t max_channels;
+	uint32_t queue_size;
+	uint32_t max_it_iu_len;
+	uint32_t max_ti_iu_len;
+	int8_t immediate_data; /* -1 default, 0 no, 1 yes */
+	uint16_t rel_port_id;
+	uint32_t backlog;
+};
+
+struct scsitgtd_alua_group {
+	uint16_t id;
+	unsigned int line;
+	uint8_t state; /* SPC-5 wire value: enum scsitgt_alua_state */
+	bool preferred;
+	uint16_t *ports; /* relative target port identifiers: portal TPGTs */
+	size_t nports;
 };
 
 struct scsitgtd_target {
@@ -57,19 +148,47 @@ struct scsitgtd_target {
 	char *chap_secret;
 	char *mutual_user;
 	char *mutual_secret;
+	struct scsitgtd_initiator_chap *ichap; /* per-initiator CHAP credentials */
+	size_t nichap;
+	struct scsitgtd_params params;
+	uint32_t alua_modes; /* SCSITGT_ALUA_IMPLICIT (1) | SCSITGT_ALUA_EXPLICIT (2) */
+	struct scsitgtd_alua_group *groups;
+	size_t ngroups;
 	struct scsitgtd_lun *luns;
 	size_t nluns;
+	struct scsitgtd_address *addresses; /* ACL by source address */
+	size_t naddresses;
+	int64_t max_sessions;	  /* -1 = library default, 0 = no limit */
+	int64_t max_lun_commands; /* -1 = library default, 0 = no limit */
+	struct scsitgtd_srp *srps;
+	size_t nsrps;
 };
 
 struct scsitgtd_portal {
+	enum scsitgtd_transport transport;
 	char *address;
 	uint16_t port;
 	uint16_t tpgt;
+	uint32_t backlog;		/* 0 = library default */
+	int64_t max_connections;	/* -1 = library default, 0 = no limit */
+	int64_t max_login_connections;	/* -1 = library default, 0 = no limit */
+	int64_t max_connections_per_initiator; /* -1 = library default, 0 = no limit */
+	uint64_t rdma_buffer;		/* iSER: registered buffer bytes; 0 = library default */
 	unsigned int line;
 };
 
 struct scsitgtd_config {
-	int log_level; /* syslog level 3..7 (enum scsitgt_log_level) */
+	int log_level;		 /* syslog level 3..7 (enum scsitgt_log_level) */
+	uint32_t tmf_timeout_ms; /* 0 = library default */
+	char *pr_dir;		 /* LUNs without pr_file keep reservations in this directory */
+	int workers;		 /* engine worker threads: -2 = not given, -1 = auto, 0..256 */
+	uint32_t drain_timeout_ms; /* 0 = library default */
+	char *discovery_user;	   /* CHAP required of discovery sessions; NULL = none */
+	char *discovery_secret;
+	char *discovery_mutual_user; /* the target's answer to mutual CHAP in discovery */
+	char *discovery_mutual_secret;
+	struct scsitgtd_params
+		params; /* discovery sessions and logins before the target is known */
 	struct scsitgtd_portal *portals;
 	size_t nportals;
 	struct scsitgtd_target *targets;
@@ -80,6 +199,7 @@ struct scsitgtd_config {
  * Parse @len bytes of configuration text. On success *out receives a new configuration (free
  * it with scsitgtd_config_free()) and 0 is returned. On failure returns -EINVAL (the text is
  * wrong: @err receives "line N: what is wrong") or -ENOMEM, and *out is NULL. @err may be NULL.
+ * Not thread-safe (libinih's settings are process-wide variables).
  */
 int scsitgtd_config_parse(const char *text, size_t len, struct scsitgtd_config **out, char *err,
 			  size_t err_size);
@@ -89,7 +209,20 @@ void scsitgtd_config_free(struct scsitgtd_config *cfg);
 const struct scsitgtd_target *scsitgtd_config_find_target(const struct scsitgtd_config *cfg,
 							  const char *name);
 const struct scsitgtd_lun *scsitgtd_config_find_lun(const struct scsitgtd_target *t, uint64_t id);
+const struct scsitgtd_alua_group *scsitgtd_config_find_group(const struct scsitgtd_target *t,
+							     uint16_t id);
+const struct scsitgtd_initiator_chap *scsitgtd_config_find_ichap(const struct scsitgtd_target *t,
+								 const char *initiator);
+bool scsitgtd_group_has_port(const struct scsitgtd_alua_group *g, uint16_t port);
+const struct scsitgtd_address *scsitgtd_config_find_address(const struct scsitgtd_target *t,
+							     const char *initiator,
+							     const char *cidr);
+bool scsitgtd_lun_visible_to(const struct scsitgtd_lun *l, const char *initiator);
+bool scsitgtd_target_masks_luns(const struct scsitgtd_target *t);
+bool scsitgtd_srp_equal(const struct scsitgtd_srp *a, const struct scsitgtd_srp *b);
 /* Whether two LUN definitions need the LUN re-created (backend, path, block size, identity). */
 bool scsitgtd_lun_needs_recreate(const struct scsitgtd_lun *a, const struct scsitgtd_lun *b);
+bool scsitgtd_params_equal(const struct scsitgtd_params *a, const struct scsitgtd_params *b);
+bool scsitgtd_portal_same(const struct scsitgtd_portal *a, const struct scsitgtd_portal *b);
 
 #endif /* SCSITGTD_CONFIG_H */

@@ -108,6 +108,8 @@ SCSITGT_EXPORT void scsitgt_alua_opts_init(struct scsitgt_alua_opts *opts, size_
 /**
  * Turn ALUA on or off for a target and set its modes and hook. Groups stay as they are.
  *
+ * @param tgt  The target.
+ * @param opts The modes and the hook. Copied.
  * @return 0; -EINVAL on NULL arguments or unknown mode bits; -ENOMEM.
  */
 SCSITGT_EXPORT int scsitgt_alua_configure(struct scsitgt_target *tgt,
@@ -128,6 +130,8 @@ SCSITGT_EXPORT int scsitgt_alua_group_create(struct scsitgt_target *tgt, uint16_
 /**
  * Destroy a target port group; its ports belong to no group afterwards.
  *
+ * @param tgt      The target.
+ * @param group_id The group.
  * @return 0; -EINVAL on NULL; -ENOENT if there is no such group.
  */
 SCSITGT_EXPORT int scsitgt_alua_group_destroy(struct scsitgt_target *tgt, uint16_t group_id);
@@ -148,6 +152,10 @@ SCSITGT_EXPORT int scsitgt_alua_group_add_port(struct scsitgt_target *tgt, uint1
 /**
  * Take a target port out of its group.
  *
+ * @param tgt         The target.
+ * @param group_id    The group.
+ * @param rel_port_id The relative target port identifier given to
+ *                    scsitgt_alua_group_add_port().
  * @return 0; -EINVAL on NULL; -ENOENT if the port is not in @p group_id.
  */
 SCSITGT_EXPORT int scsitgt_alua_group_remove_port(struct scsitgt_target *tgt, uint16_t group_id,
@@ -157,6 +165,9 @@ SCSITGT_EXPORT int scsitgt_alua_group_remove_port(struct scsitgt_target *tgt, ui
  * Change the state of a group (an implicit transition, SPC-5 §5.16.2.6). A change establishes
  * ASYMMETRIC ACCESS STATE CHANGED for every nexus; setting the current state again does not.
  *
+ * @param tgt      The target.
+ * @param group_id The group.
+ * @param state    The new state.
  * @return 0; -EINVAL on a bad argument or state; -ENOENT if there is no such group.
  */
 SCSITGT_EXPORT int scsitgt_alua_set_state(struct scsitgt_target *tgt, uint16_t group_id,
@@ -165,6 +176,9 @@ SCSITGT_EXPORT int scsitgt_alua_set_state(struct scsitgt_target *tgt, uint16_t g
 /**
  * The state of a group.
  *
+ * @param tgt      The target.
+ * @param group_id The group.
+ * @param state    Receives the state.
  * @return 0 and *@p state; -EINVAL on NULL; -ENOENT if there is no such group.
  */
 SCSITGT_EXPORT int scsitgt_alua_get_state(const struct scsitgt_target *tgt, uint16_t group_id,
@@ -173,6 +187,9 @@ SCSITGT_EXPORT int scsitgt_alua_get_state(const struct scsitgt_target *tgt, uint
 /**
  * Set or clear the PREF bit of a group (preferred target port group, SPC-5 §6.36.2).
  *
+ * @param tgt       The target.
+ * @param group_id  The group.
+ * @param preferred Whether REPORT TARGET PORT GROUPS sets PREF for it.
  * @return 0; -EINVAL on NULL; -ENOENT if there is no such group.
  */
 SCSITGT_EXPORT int scsitgt_alua_set_preferred(struct scsitgt_target *tgt, uint16_t group_id,

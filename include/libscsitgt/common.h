@@ -17,6 +17,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/**
+ * @def SCSITGT_EXPORT
+ * Marks a declaration as part of the library's exported ABI (default symbol visibility on
+ * GCC and Clang; the library builds with hidden visibility otherwise).
+ */
+/**
+ * @def SCSITGT_DEPRECATED
+ * Marks a declaration that will go away at the next major version; the compiler warns on use.
+ */
+/**
+ * @def SCSITGT_PRINTF(f, a)
+ * Lets the compiler check a printf-style format: argument @p f is the format, arguments from
+ * @p a on are its values.
+ */
 #if defined(_WIN32)
 #define SCSITGT_EXPORT
 #elif defined(__GNUC__) || defined(__clang__)
@@ -58,10 +72,15 @@ typedef void (*scsitgt_done_cb)(void *cb_arg, int status);
 
 /** Severity of a log message, lowest number most severe (syslog order). */
 enum scsitgt_log_level {
+	/** Something failed: an operation, a connection, a backend call. */
 	SCSITGT_LOG_ERROR = 3,
+	/** Something unexpected that the library coped with (a peer's protocol error...). */
 	SCSITGT_LOG_WARNING = 4,
+	/** Normal but significant: portals listening, logins, LUNs going offline. */
 	SCSITGT_LOG_NOTICE = 5,
+	/** Informational: object creation, negotiated parameters. */
 	SCSITGT_LOG_INFO = 6,
+	/** Per-command and per-PDU detail, for debugging. */
 	SCSITGT_LOG_DEBUG = 7,
 };
 

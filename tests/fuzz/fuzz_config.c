@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target of scsitgtd's configuration parser (examples/scsitgtd_config.c): any text must be
- * parsed or refused with a "line N: ..." message, never crash or leak. The parser lives with the
- * example (it is not part of the library), so it is compiled into this target directly.
+ * Fuzz target of scsitgtd's configuration parser (examples/scsitgtd_config.c on libinih): any
+ * text must be parsed or refused with a "line N: ..." message, never crash or leak. The parser
+ * lives with the example (it is not part of the library), so it is compiled into this target
+ * directly; libinih comes from the system (tests/fuzz/meson.build).
  */
 #include <stdlib.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "../../examples/scsitgtd_config.c"
+#include "../../examples/scsitgtd_config_keys.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -35,8 +37,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				const struct scsitgtd_lun *l = &cfg->targets[i].luns[j];
 
 				CHECK(l->id <= SCSITGTD_MAX_LUN_ID);
-				CHECK(l->backend == SCSITGTD_BACKEND_FILE ? l->path != NULL
-									   : l->size > 0);
+				if (l->backend == SCSITGTD_BACKEND_FILE ||
+				    l->backend == SCSITGTD_BACKEND_BLOCK)
+					CHECK(l->path != NULL);
+				else
+					CHECK(l->size > 0 && l->path == NULL);
+			}
+			CHECK(cfg->targets[i].name != NULL);
+			for (size_t j = 0; j < cfg->targets[i].ngroups; j++) {
+				CHECK(cfg->targets[i].groups[j].id > 0);
+				CHECK(cfg->targets[i].groups[j].nports <= SCSITGTD_MAX_ALUA_PORTS);
 			}
 		}
 		scsitgtd_config_free(cfg);

@@ -25,7 +25,8 @@ static struct scsitgtd_config *parse_ok(const char *text)
 	return cfg;
 }
 
-/* Parse @text expecting a refusal whose message starts with @prefix ("line N: ..."). */
+/* Parse @text expecting a refusal whose message starts with @prefix ("line N: ...") and
+ * contains @needle. */
 static void parse_bad(const char *text, const char *prefix, const char *needle)
 {
 	struct scsitgtd_config *cfg = (struct scsitgtd_config *)1;
@@ -45,18 +46,39 @@ static void test_full(void **state)
 		"; another\n"
 		"[engine]\n"
 		"log_level = debug\n"
+		"tmf_timeout_ms = 5000\n"
+		"pr_dir = /var/lib/scsitgtd\n"
+		"login_timeout_ms = 3000\n"
 		"\n"
 		"[portal]\n"
 		"address = 127.0.0.1\n"
 		"port = 3360\n"
 		"tpgt = 7\n"
+		"max_connections = 0\n"
 		"[portal]\n"
-		"[target iqn.2024-01.org.example:a]\n"
+		"[portal]\n"
+		"transport = iser\n"
+		"  [target]\n"
+		"  name = iqn.2024-01.org.example:a\n"
 		"  alias =  Disk A  \n"
 		"initiator = iqn.1994-05.com.redhat:c1\n"
 		"initiator = iqn.1994-05.com.redhat:c2\n"
-		"chap = user:secret:with:colons#and hash\n"
+		"chap = user:secret:with:colons#and ;semicolon\n"
 		"mutual_chap = tgt:tsecret-123456\n"
+		"initiator_chap = iqn.1994-05.com.redhat:c2 c2user:c2-secret-0001\n"
+		"queue_depth = 64\n"
+		"header_digest = crc32c\n"
+		"immediate_data = no\n"
+		"max_recv_data_segment_length = 64K\n"
+		"chap_algorithms = sha256, sha3-256\n"
+		"max_write_buffer = 0\n"
+		"alua = implicit explicit\n"
+		"[alua_group 1]\n"
+		"ports = 7, 8\n"
+		"preferred = yes\n"
+		"[alua_group 2]\n"
+		"state = standby\n"
+		"ports = 1\n"
 		"[lun 3]\n"
 		"backend = ram\n"
 		"size = 64M\n"
@@ -65,37 +87,78 @@ static void test_full(void **state)
 		"thin = true\n"
 		"offline = on\n"
 		"vendor = ACME\n"
+		"revision = 1.0\n"
 		"pr_file = /var/lib/pr/lun3\n"
 		"[lun 0]\r\n"
 		"backend = file\r\n"
 		"path = /tmp/disk.img\r\n"
-		"[target iqn.2024-01.org.example:b]\n"
+		"direct = no\r\n"
+		"write_through = yes\r\n"
+		"aio_queue_depth = 32\r\n"
+		"[target]\n"
+		"name = iqn.2024-01.org.example:b\n"
 		"[lun 16383]\n"
 		"backend = null\n"
-		"size = 2T";
+		"size = 2T\n"
+		"[lun 1]\n"
+		"backend = block\n"
+		"path = /dev/null";
 	struct scsitgtd_config *cfg = parse_ok(text);
 	const struct scsitgtd_target *a, *b;
+	const struct scsitgtd_alua_group *g;
 	const struct scsitgtd_lun *l;
 
 	(void)state;
 	assert_int_equal(cfg->log_level, 7);
-	assert_int_equal(cfg->nportals, 2);
+	assert_int_equal(cfg->tmf_timeout_ms, 5000);
+	assert_string_equal(cfg->pr_dir, "/var/lib/scsitgtd");
+	assert_int_equal(cfg->params.set, 1u << SCSITGTD_P_LOGIN_TIMEOUT_MS);
+	assert_int_equal(cfg->params.v[SCSITGTD_P_LOGIN_TIMEOUT_MS], 3000);
+	assert_int_equal(cfg->nportals, 3);
 	assert_string_equal(cfg->portals[0].address, "127.0.0.1");
 	assert_int_equal(cfg->portals[0].port, 3360);
 	assert_int_equal(cfg->portals[0].tpgt, 7);
+	assert_int_equal(cfg->portals[0].max_connections, 0);
+	assert_int_equal(cfg->portals[0].max_login_connections, -1);
+	/* An empty section still counts: libinih never reports it, our marker does. */
 	assert_string_equal(cfg->portals[1].address, "0.0.0.0");
 	assert_int_equal(cfg->portals[1].port, 3260);
 	assert_int_equal(cfg->portals[1].tpgt, 1);
+	assert_int_equal(cfg->portals[1].transport, SCSITGTD_TRANSPORT_TCP);
+	assert_int_equal(cfg->portals[2].transport, SCSITGTD_TRANSPORT_ISER);
 	assert_int_equal(cfg->ntargets, 2);
 	a = scsitgtd_config_find_target(cfg, "iqn.2024-01.org.example:a");
 	assert_non_null(a);
 	assert_string_equal(a->alias, "Disk A");
 	assert_int_equal(a->ninitiators, 2);
 	assert_string_equal(a->initiators[1], "iqn.1994-05.com.redhat:c2");
-	/* The user ends at the first colon; the secret keeps the rest verbatim. */
+	/* The user ends at the first colon; the secret keeps the rest verbatim (no inline
+	 * comments). */
 	assert_string_equal(a->chap_user, "user");
-	assert_string_equal(a->chap_secret, "secret:with:colons#and hash");
+	assert_string_equal(a->chap_secret, "secret:with:colons#and ;semicolon");
 	assert_string_equal(a->mutual_user, "tgt");
+	assert_int_equal(a->nichap, 1);
+	assert_string_equal(scsitgtd_config_find_ichap(a, "iqn.1994-05.com.redhat:c2")->secret,
+			    "c2-secret-0001");
+	assert_null(scsitgtd_config_find_ichap(a, "iqn.1994-05.com.redhat:c1"));
+	assert_int_equal(a->params.v[SCSITGTD_P_QUEUE_DEPTH], 64);
+	assert_int_equal(a->params.v[SCSITGTD_P_HEADER_DIGEST], 2);
+	assert_int_equal(a->params.v[SCSITGTD_P_IMMEDIATE_DATA], 0);
+	assert_true(a->params.set & (1u << SCSITGTD_P_IMMEDIATE_DATA));
+	assert_int_equal(a->params.v[SCSITGTD_P_MAX_RECV_DATA_SEGMENT_LENGTH], 65536);
+	assert_int_equal(a->params.v[SCSITGTD_P_CHAP_ALGORITHMS], 0xc);
+	assert_false(a->params.set & (1u << SCSITGTD_P_DATA_DIGEST));
+	assert_int_equal(a->alua_modes, 3);
+	assert_int_equal(a->ngroups, 2);
+	g = scsitgtd_config_find_group(a, 1);
+	assert_non_null(g);
+	assert_int_equal(g->state, 0);
+	assert_true(g->preferred);
+	assert_int_equal(g->nports, 2);
+	assert_true(scsitgtd_group_has_port(g, 8));
+	g = scsitgtd_config_find_group(a, 2);
+	assert_int_equal(g->state, 2);
+	assert_false(g->preferred);
 	assert_int_equal(a->nluns, 2);
 	l = scsitgtd_config_find_lun(a, 3);
 	assert_non_null(l);
@@ -104,18 +167,25 @@ static void test_full(void **state)
 	assert_int_equal(l->block_size, 4096);
 	assert_int_equal(l->flags, SCSITGTD_LUN_READ_ONLY | SCSITGTD_LUN_THIN);
 	assert_true(l->offline);
+	assert_true(l->direct);
 	assert_string_equal(l->vendor, "ACME");
+	assert_string_equal(l->revision, "1.0");
 	assert_string_equal(l->pr_file, "/var/lib/pr/lun3");
 	assert_null(l->product);
 	l = scsitgtd_config_find_lun(a, 0);
 	assert_non_null(l);
 	assert_int_equal(l->backend, SCSITGTD_BACKEND_FILE);
 	assert_string_equal(l->path, "/tmp/disk.img");
+	assert_false(l->direct);
+	assert_true(l->write_through);
+	assert_int_equal(l->aio_queue_depth, 32);
 	assert_null(scsitgtd_config_find_lun(a, 1));
 	b = scsitgtd_config_find_target(cfg, "iqn.2024-01.org.example:b");
 	assert_non_null(b);
+	assert_int_equal(b->alua_modes, 0);
 	assert_int_equal(b->luns[0].id, 16383);
 	assert_int_equal(b->luns[0].size, 2ull << 40);
+	assert_int_equal(b->luns[1].backend, SCSITGTD_BACKEND_BLOCK);
 	assert_null(scsitgtd_config_find_target(cfg, "iqn.2024-01.org.example:c"));
 	scsitgtd_config_free(cfg);
 }
@@ -132,6 +202,15 @@ static void test_empty(void **state)
 	scsitgtd_config_free(cfg);
 	cfg = parse_ok("\n\n# nothing\n   \n");
 	scsitgtd_config_free(cfg);
+	/* A UTF-8 byte order mark before the first section is fine. */
+	cfg = parse_ok("\xef\xbb\xbf[engine]\nlog_level = error\n");
+	assert_int_equal(cfg->log_level, 3);
+	scsitgtd_config_free(cfg);
+	/* ALUA groups without an alua key default to implicit ALUA. */
+	cfg = parse_ok("[target]\nname = iqn.x\n[alua_group 5]\n");
+	assert_int_equal(cfg->targets[0].alua_modes, 1);
+	assert_int_equal(cfg->targets[0].groups[0].id, 5);
+	scsitgtd_config_free(cfg);
 	assert_int_equal(scsitgtd_config_parse(NULL, 0, &cfg, NULL, 0), 0);
 	scsitgtd_config_free(cfg);
 	assert_int_equal(scsitgtd_config_parse("", 0, NULL, NULL, 0), -EINVAL);
@@ -140,45 +219,95 @@ static void test_empty(void **state)
 static void test_errors(void **state)
 {
 	(void)state;
+	/* Lexing errors libinih finds, with our line and message. */
 	parse_bad("key = v\n", "line 1:", "outside of any section");
-	parse_bad("\n[bogus]\n", "line 2:", "unknown section [bogus]");
 	parse_bad("[engine\n", "line 1:", "closing ']'");
-	parse_bad("[engine]\nlog_level = loud\n", "line 2:", "log_level");
-	parse_bad("[engine]\ncolour = red\n", "line 2:", "unknown key \"colour\"");
 	parse_bad("[engine]\njust words\n", "line 2:", "key = value");
-	parse_bad("[engine]\n = x\n", "line 2:", "empty key");
+	parse_bad("[engine]\n\n  ;c\n[portal]\nport 3260\n", "line 5:", "key = value");
+	/* Sections. */
+	parse_bad("\n[bogus]\n", "line 2:", "unknown section [bogus]");
+	parse_bad("[]\n", "line 1:", "empty section");
+	parse_bad("[engine]\n[engine]\n", "line 2:", "[engine] given twice");
+	parse_bad("[engine x]\n", "line 1:", "takes no argument");
+	parse_bad("[lun 000000000000000000000000000000000000000000000000001]\n", "line 1:",
+		  "longer than 48");
+	/* Keys. */
+	parse_bad("[engine]\nlog_level = loud\n", "line 2:", "log_level");
+	parse_bad("[engine]\ncolour = red\n", "line 2:", "unknown key \"colour\" in [engine]");
+	parse_bad("[engine]\nlog_level = info\nlog_level = debug\n", "line 3:", "given twice");
+	parse_bad("[engine]\ntmf_timeout_ms = 0\n", "line 2:", "1..3600000");
+	parse_bad("[engine]\nqueue_depth = 5000\n", "line 2:", "queue_depth");
+	parse_bad("[engine]\nheader_digest = md5\n", "line 2:", "any, none or crc32c");
+	parse_bad("[engine]\nchap_algorithms = md4\n", "line 2:", "unknown algorithm \"md4\"");
+	parse_bad("[engine]\nchap_algorithms = ,\n", "line 2:", "at least one");
+	parse_bad("[engine]\nmax_burst_length = 100\n", "line 2:", "512..16777215");
 	parse_bad("[portal]\nport = 0\n", "line 2:", "port");
 	parse_bad("[portal]\nport = 65536\n", "line 2:", "port");
 	parse_bad("[portal]\nport = 12a\n", "line 2:", "port");
 	parse_bad("[portal]\ntpgt = 0\n", "line 2:", "tpgt");
-	parse_bad("[target]\n", "line 1:", "target name");
-	parse_bad("[target bad name]\n", "line 1:", "target name");
-	parse_bad("[target iqn.x]\n[target iqn.x]\n", "line 2:", "defined twice");
-	parse_bad("[lun 0]\n", "line 1:", "before any [target NAME]");
-	parse_bad("[target iqn.x]\n[lun 16384]\n", "line 2:", "LUN number");
-	parse_bad("[target iqn.x]\n[lun -1]\n", "line 2:", "LUN number");
-	parse_bad("[target iqn.x]\n[lun 99999999999999999999999]\n", "line 2:", "LUN number");
-	parse_bad("[target iqn.x]\nchap = user\n", "line 2:", "user:secret");
-	parse_bad("[target iqn.x]\nchap = :secret\n", "line 2:", "user:secret");
-	parse_bad("[target iqn.x]\ninitiator = a b\n", "line 2:", "initiator name");
-	parse_bad("[target iqn.x]\ninitiator = iqn.a\ninitiator = iqn.a\n", "line 3:", "twice");
+	parse_bad("[portal]\ntransport = fc\n", "line 2:", "tcp or iser");
+	parse_bad("[portal]\naddress = localhost\n", "line 2:", "numeric");
+	parse_bad("[portal]\n[portal]\naddress=0.0.0.0\n",
+		  "line 2:", "defined twice (first on line 1)");
+	parse_bad("[target]\nalias = x\n", "line 1:", "name missing");
+	parse_bad("[target]\nname = bad name\n", "line 2:", "not an iSCSI name");
+	parse_bad("[target]\nname = iqn.x\n[target]\nname = iqn.x\n", "line 4:", "defined twice");
+	parse_bad("[lun 0]\n", "line 1:", "before any [target]");
+	parse_bad("[alua_group 1]\n", "line 1:", "before any [target]");
+	parse_bad("[target]\nname = iqn.x\n[lun 16384]\n", "line 3:", "LUN number");
+	parse_bad("[target]\nname = iqn.x\n[lun -1]\n", "line 3:", "LUN number");
+	parse_bad("[target]\nname = iqn.x\n[lun 99999999999999999999999]\n",
+		  "line 3:", "LUN number");
+	parse_bad("[target]\nname = iqn.x\nchap = user\n", "line 3:", "user:secret");
+	parse_bad("[target]\nname = iqn.x\nchap = :secret-secret\n", "line 3:", "user:secret");
+	parse_bad("[target]\nname = iqn.x\nchap = u:short\n", "line 3:", "12..256");
+	parse_bad("[target]\nname = iqn.x\nchap = u:same-secret-1\nmutual_chap = t:same-secret-1\n",
+		  "line 1:", "other than chap's");
+	parse_bad("[target]\nname = iqn.x\ninitiator_chap = iqn.i\n", "line 3:", "INITIATOR-NAME");
+	parse_bad("[target]\nname = iqn.x\ninitiator_chap = iqn.i u:secret-secret\n"
+		  "initiator_chap = iqn.i v:secret-secret\n", "line 4:", "given twice");
+	parse_bad("[target]\nname = iqn.x\ninitiator = a b\n", "line 3:", "initiator name");
+	parse_bad("[target]\nname = iqn.x\ninitiator = iqn.a\ninitiator = iqn.a\n", "line 4:",
+		  "twice");
+	parse_bad("[target]\nname = iqn.x\nalua = sometimes\n", "line 3:", "implicit");
+	parse_bad("[target]\nname = iqn.x\n[alua_group 0]\n", "line 3:", "1..65535");
+	parse_bad("[target]\nname = iqn.x\n[alua_group 1]\n[alua_group 1]\n", "line 4:",
+		  "defined twice");
+	parse_bad("[target]\nname = iqn.x\n[alua_group 1]\nstate = sleepy\n", "line 4:", "standby");
+	parse_bad("[target]\nname = iqn.x\n[alua_group 1]\nports = 1 x\n", "line 4:",
+		  "portal group tag");
+	parse_bad("[target]\nname = iqn.x\n[alua_group 1]\nports = 1\n[alua_group 2]\nports = 1\n",
+		  "line 6:", "in alua_group 1 already");
 	/* Section-wide checks name the line of the [lun] header. */
-	parse_bad("[target iqn.x]\n[lun 0]\nsize = 1M\n", "line 2:", "backend missing");
-	parse_bad("[target iqn.x]\n[lun 0]\nbackend = ram\n[lun 1]\n", "line 2:", "size missing");
-	parse_bad("[target iqn.x]\n[lun 0]\nbackend = file\n", "line 2:", "path missing");
-	parse_bad("[target iqn.x]\n[lun 0]\nbackend = null\nsize = 1M\npath = /x\n", "line 2:",
-		  "only for the file backend");
-	parse_bad("[target iqn.x]\n[lun 0]\nbackend = ram\nsize = 1000\n", "line 2:",
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nsize = 1M\n", "line 3:", "backend missing");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\n[lun 1]\n", "line 3:",
+		  "size missing");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = file\n", "line 3:", "path missing");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = block\n", "line 3:", "path missing");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = block\npath = /dev/sda\nsize = 1M\n",
+		  "line 3:", "remove size");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = null\nsize = 1M\npath = /x\n",
+		  "line 3:", "only for the file and block backends");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 1M\ndirect = no\n",
+		  "line 3:", "only for the file and block backends");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 1000\n", "line 3:",
 		  "multiple of the block size");
-	parse_bad("[target iqn.x]\n[lun 0]\nbackend = ram\nsize = 8K\nblock_size = 4096\n"
-		  "[lun 0]\n", "line 6:", "defined twice");
-	parse_bad("[target iqn.x]\n[lun 0]\nbackend = tape\n", "line 3:", "ram, null or file");
-	parse_bad("[target iqn.x]\n[lun 0]\nsize = 0\n", "line 3:", "size");
-	parse_bad("[target iqn.x]\n[lun 0]\nsize = 99999999999T\n", "line 3:", "size");
-	parse_bad("[target iqn.x]\n[lun 0]\nblock_size = 1024\n", "line 3:", "512 or 4096");
-	parse_bad("[target iqn.x]\n[lun 0]\nthin = maybe\n", "line 3:", "yes or no");
-	parse_bad("[target iqn.x]\n[lun 0]\nvendor = TOOLONGVENDOR\n", "line 3:", "1..8");
-	parse_bad("[target iqn.x]\n[lun 0]\nspeed = fast\n", "line 3:", "unknown key");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 8K\nblock_size = 4096\n"
+		  "[lun 0]\n", "line 7:", "defined twice");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = tape\n", "line 4:",
+		  "ram, null, file or block");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nsize = 0\n", "line 4:", "size");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nsize = 99999999999T\n", "line 4:", "size");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nblock_size = 1024\n", "line 4:", "512 or 4096");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nthin = maybe\n", "line 4:", "yes or no");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nvendor = TOOLONGVENDOR\n", "line 4:", "1..8");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nserial = a\x01b\n", "line 4:", "printable");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nspeed = fast\n", "line 4:",
+		  "unknown key \"speed\" in [lun]");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nsize = 1M\nsize = 2M\n", "line 5:",
+		  "given twice");
+	/* The marker key cannot be forged: control characters make a key unknown. */
+	parse_bad("[engine]\n\x01section = x\n", "line 2:", "unknown key");
 }
 
 static void test_binary_and_limits(void **state)
@@ -201,6 +330,21 @@ static void test_binary_and_limits(void **state)
 	assert_int_equal(scsitgtd_config_parse(big, n, &cfg, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "line 1: line longer than"));
 	free(big);
+	/* A line of exactly the limit reaches our checks (here: too long a secret). */
+	{
+		static const char head[] = "[target]\nname = iqn.x\nchap = u:";
+		size_t hl = sizeof(head) - 1, sl = SCSITGTD_MAX_LINE - strlen("chap = u:");
+
+		big = malloc(hl + sl + 1);
+		assert_non_null(big);
+		memcpy(big, head, hl);
+		memset(big + hl, 's', sl);
+		big[hl + sl] = '\0';
+		assert_int_equal(scsitgtd_config_parse(big, hl + sl, &cfg, err, sizeof(err)),
+				 -EINVAL);
+		assert_non_null(strstr(err, "line 3: chap: the secret must be 12..256"));
+		free(big);
+	}
 	/* A tiny error buffer is still terminated, and NULL works too. */
 	assert_int_equal(scsitgtd_config_parse("x", 1, &cfg, err, 4), -EINVAL);
 	assert_true(strlen(err) < 4);
@@ -208,12 +352,12 @@ static void test_binary_and_limits(void **state)
 
 	/* The portal cap. */
 	{
-		size_t len = (SCSITGTD_MAX_PORTALS + 1) * 9 + 1;
+		size_t len = (SCSITGTD_MAX_PORTALS + 1) * 30 + 1;
 		char *t = malloc(len), *p = t;
 
 		assert_non_null(t);
 		for (int i = 0; i <= SCSITGTD_MAX_PORTALS; i++)
-			p += sprintf(p, "[portal]\n");
+			p += sprintf(p, "[portal]\nport = %d\n", 1000 + i);
 		assert_int_equal(scsitgtd_config_parse(t, strlen(t), &cfg, err, sizeof(err)),
 				 -EINVAL);
 		assert_non_null(strstr(err, "too many portals"));
@@ -223,21 +367,163 @@ static void test_binary_and_limits(void **state)
 
 static void test_recreate(void **state)
 {
-	struct scsitgtd_config *c1 = parse_ok("[target iqn.x]\n[lun 0]\nbackend = ram\nsize = 1M\n"
-					      "[lun 1]\nbackend = ram\nsize = 1M\n");
-	struct scsitgtd_config *c2 = parse_ok("[target iqn.x]\n[lun 0]\nbackend = ram\nsize = 2M\n"
+	struct scsitgtd_config *c1 = parse_ok("[target]\nname = iqn.x\n"
+					      "[lun 0]\nbackend = ram\nsize = 1M\n"
+					      "[lun 1]\nbackend = ram\nsize = 1M\n"
+					      "[lun 2]\nbackend = file\npath = /a\n");
+	struct scsitgtd_config *c2 = parse_ok("[target]\nname = iqn.x\nqueue_depth = 4\n"
+					      "[lun 0]\nbackend = ram\nsize = 2M\n"
 					      "offline = yes\n"
-					      "[lun 1]\nbackend = null\nsize = 1M\n");
+					      "[lun 1]\nbackend = null\nsize = 1M\n"
+					      "[lun 2]\nbackend = file\npath = /a\ndirect = no\n");
 	const struct scsitgtd_target *t1 = &c1->targets[0], *t2 = &c2->targets[0];
 
 	(void)state;
-	/* Size and offline change in place; a new backend needs a new LUN. */
+	/* Size and offline change in place; a new backend or I/O mode needs a new LUN. */
 	assert_false(scsitgtd_lun_needs_recreate(scsitgtd_config_find_lun(t1, 0),
 						 scsitgtd_config_find_lun(t2, 0)));
 	assert_true(scsitgtd_lun_needs_recreate(scsitgtd_config_find_lun(t1, 1),
 						scsitgtd_config_find_lun(t2, 1)));
+	assert_true(scsitgtd_lun_needs_recreate(scsitgtd_config_find_lun(t1, 2),
+						scsitgtd_config_find_lun(t2, 2)));
+	assert_false(scsitgtd_params_equal(&t1->params, &t2->params));
+	assert_true(scsitgtd_params_equal(&t1->params, &t1->params));
+	assert_string_equal(scsitgtd_param_name(SCSITGTD_P_QUEUE_DEPTH), "queue_depth");
 	scsitgtd_config_free(c1);
 	scsitgtd_config_free(c2);
+}
+
+static void test_access_srp_limits(void **state)
+{
+	static const char text[] =
+		"[engine]\n"
+		"discovery_chap = disc:disc-secret-0001\n"
+		"discovery_mutual_chap = tdisc:tdisc-secret-01\n"
+		"workers = auto\n"
+		"drain_timeout_ms = 2000\n"
+		"logout_timeout_ms = 500\n"
+		"async_events = luns_changed, other\n"
+		"[portal]\n"
+		"transport = iser\n"
+		"max_connections_per_initiator = 4\n"
+		"rdma_buffer = 16M\n"
+		"[target]\n"
+		"name = iqn.2024-01.org.example:a\n"
+		"address = 192.0.2.0/24\n"
+		"address = 2001:db8::/32\n"
+		"initiator_address = iqn.1994-05.com.redhat:c1 127.0.0.1\n"
+		"max_sessions = 8\n"
+		"max_lun_commands = 0\n"
+		"async_events = none\n"
+		"[srp]\n"
+		"ioc_guid = 0x0002c90300a1b2c3\n"
+		"id_ext = 7\n"
+		"port = 5556\n"
+		"queue_size = 64\n"
+		"immediate_data = no\n"
+		"rel_port_id = 300\n"
+		"[lun 0]\n"
+		"backend = null\n"
+		"size = 1G\n"
+		"physical_block_exponent = 3\n"
+		"claim_spc4 = yes\n"
+		"visible_to = iqn.1994-05.com.redhat:c1\n"
+		"visible_to = iqn.1994-05.com.redhat:c2\n"
+		"fault = delay=250@read+write;hang@flush:skip=2\n"
+		"[lun 1]\n"
+		"backend = null\n"
+		"size = 1G\n";
+	struct scsitgtd_config *cfg = parse_ok(text);
+	const struct scsitgtd_target *t = &cfg->targets[0];
+	const struct scsitgtd_lun *l0 = &t->luns[0], *l1 = &t->luns[1];
+
+	(void)state;
+	assert_int_equal(cfg->workers, -1);
+	assert_string_equal(cfg->discovery_user, "disc");
+	assert_string_equal(cfg->discovery_secret, "disc-secret-0001");
+	assert_string_equal(cfg->discovery_mutual_user, "tdisc");
+	assert_int_equal(cfg->drain_timeout_ms, 2000);
+	assert_int_equal(cfg->params.v[SCSITGTD_P_LOGOUT_TIMEOUT_MS], 500);
+	assert_int_equal(cfg->params.v[SCSITGTD_P_ASYNC_EVENTS], 0x5);
+	assert_int_equal(cfg->portals[0].max_connections_per_initiator, 4);
+	assert_int_equal(cfg->portals[0].rdma_buffer, 16u << 20);
+	assert_int_equal(t->naddresses, 3);
+	assert_non_null(scsitgtd_config_find_address(t, NULL, "2001:db8::/32"));
+	assert_null(scsitgtd_config_find_address(t, NULL, "127.0.0.1"));
+	assert_non_null(scsitgtd_config_find_address(t, "iqn.1994-05.com.redhat:c1", "127.0.0.1"));
+	assert_int_equal(t->max_sessions, 8);
+	assert_int_equal(t->max_lun_commands, 0);
+	assert_true(t->params.set & (1u << SCSITGTD_P_ASYNC_EVENTS));
+	assert_int_equal(t->params.v[SCSITGTD_P_ASYNC_EVENTS], 0);
+	assert_int_equal(t->nsrps, 1);
+	assert_int_equal(t->srps[0].ioc_guid, 0x0002c90300a1b2c3ull);
+	assert_int_equal(t->srps[0].id_ext, 7);
+	assert_int_equal(t->srps[0].port, 5556);
+	assert_string_equal(t->srps[0].address, "0.0.0.0");
+	assert_int_equal(t->srps[0].immediate_data, 0);
+	assert_int_equal(t->srps[0].rel_port_id, 300);
+	assert_int_equal(t->srps[0].max_channels, 0);
+	assert_int_equal(l0->physical_block_exponent, 3);
+	assert_int_equal(l1->physical_block_exponent, -1);
+	assert_true(l0->flags & SCSITGTD_LUN_CLAIM_SPC4);
+	assert_string_equal(l0->fault, "delay=250@read+write;hang@flush:skip=2");
+	assert_int_equal(l0->fault_line, 34);
+	assert_null(l1->fault);
+	assert_true(scsitgtd_lun_needs_recreate(l0, l1));
+	assert_true(scsitgtd_target_masks_luns(t));
+	assert_true(scsitgtd_lun_visible_to(l0, "iqn.1994-05.com.redhat:c2"));
+	assert_false(scsitgtd_lun_visible_to(l0, "iqn.1994-05.com.redhat:c3"));
+	assert_true(scsitgtd_lun_visible_to(l1, "iqn.1994-05.com.redhat:c3"));
+	assert_true(scsitgtd_srp_equal(&t->srps[0], &t->srps[0]));
+	scsitgtd_config_free(cfg);
+
+	cfg = parse_ok("[engine]\nworkers = 0\n[target]\nname = iqn.x\n");
+	assert_int_equal(cfg->workers, 0);
+	assert_false(scsitgtd_target_masks_luns(&cfg->targets[0]));
+	scsitgtd_config_free(cfg);
+	cfg = parse_ok("");
+	assert_int_equal(cfg->workers, -2);
+	scsitgtd_config_free(cfg);
+
+	parse_bad("[engine]\nworkers = many\n", "line 2:", "auto or a number 0..256");
+	parse_bad("[engine]\ndiscovery_chap = u:short\n", "line 2:", "12..256");
+	parse_bad("\n[engine]\ndiscovery_chap = u:same-secret-1\n"
+		  "discovery_mutual_chap = t:same-secret-1\n", "line 2:", "other than discovery_chap");
+	parse_bad("[engine]\nworkers = 257\n", "line 2:", "0..256");
+	parse_bad("[engine]\nasync_events = luns\n", "line 2:", "unknown event \"luns\"");
+	parse_bad("[engine]\nasync_events =\n", "line 2:", "list of events");
+	parse_bad("[portal]\nrdma_buffer = 16M\n", "line 1:", "only for transport = iser");
+	parse_bad("[portal]\ntransport = iser\nrdma_buffer = 1K\n", "line 3:", "1M..64G");
+	parse_bad("[target]\nname = iqn.x\naddress = 300.0.0.1\n", "line 3:", "ADDRESS[/PREFIX]");
+	parse_bad("[target]\nname = iqn.x\naddress = 10.0.0.0/33\n", "line 3:", "ADDRESS[/PREFIX]");
+	parse_bad("[target]\nname = iqn.x\naddress = ::1/129\n", "line 3:", "ADDRESS[/PREFIX]");
+	parse_bad("[target]\nname = iqn.x\naddress = 10.0.0.0/8\naddress = 10.0.0.0/8\n", "line 4:",
+		  "listed twice");
+	parse_bad("[target]\nname = iqn.x\ninitiator_address = 10.0.0.1\n", "line 3:",
+		  "INITIATOR-NAME ADDRESS");
+	parse_bad("[target]\nname = iqn.x\ninitiator_address = bad! 10.0.0.1\n", "line 3:",
+		  "invalid initiator name");
+	parse_bad("[target]\nname = iqn.x\nmax_sessions = -1\n", "line 3:", "0..1000000");
+	parse_bad("[srp]\n", "line 1:", "[srp] before any [target]");
+	parse_bad("[target]\nname = iqn.x\n[srp]\nport = 1\n", "line 3:", "ioc_guid missing");
+	parse_bad("[target]\nname = iqn.x\n[srp x]\n", "line 3:", "takes no argument");
+	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 0\n", "line 4:", "must not be 0");
+	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 0x12345678901234567\n", "line 4:",
+		  "64-bit number");
+	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 0xg\n", "line 4:", "64-bit number");
+	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 1\nqueue_size = 1\n", "line 5:",
+		  "2..4096");
+	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 1\naddress = any\n", "line 5:",
+		  "numeric");
+	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 1\n[target]\nname = iqn.y\n"
+		  "[srp]\nioc_guid = 2\n", "line 7:", "used by the [srp] on line 3");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = null\nsize = 1M\n"
+		  "physical_block_exponent = 9\n", "line 6:", "0..8");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nvisible_to = iqn.a\nvisible_to = iqn.a\n",
+		  "line 5:", "listed twice");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nvisible_to = no way\n", "line 4:",
+		  "invalid initiator name");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nfault =\n", "line 4:", "empty");
 }
 
 int main(void)
@@ -248,6 +534,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_binary_and_limits),
 		cmocka_unit_test(test_recreate),
+		cmocka_unit_test(test_access_srp_limits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

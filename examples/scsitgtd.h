@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scsitgtd's daemon state, shared by scsitgtd.c (main loop, signals, stats) and
+ * scsitgtd_apply.c (bringing the engine to a configuration, as a diff on reload).
+ */
+#ifndef SCSITGTD_H
+#define SCSITGTD_H
+
+#include <stdbool.h>
+#include <uv.h>
+
+#include <libscsitgt/scsitgt.h>
+
+#include "scsitgtd_config.h"
+
+/* A running target and the SRP ports of its configuration (parallel to its srps). */
+struct scsitgtd_tgt {
+	struct scsitgt_target *tgt; /* NULL: creation failed */
+	struct scsitgt_srp_portal **srps;
+};
+
+struct scsitgtd {
+	uv_loop_t *loop;
+	const char *path;
+	struct scsitgt_engine *engine;
+	struct scsitgtd_config *cfg;	 /* the configuration applied; NULL before the first */
+	struct scsitgtd_tgt *tgts;	 /* cfg->ntargets targets */
+	struct scsitgt_portal **portals; /* cfg->nportals handles (NULL: creation failed) */
+	int log_level;
+	uv_signal_t sig_hup, sig_term, sig_int, sig_usr1;
+	bool stopping;
+	int exit_code;
+};
+
+void scsitgtd_log(struct scsitgtd *d, enum scsitgt_log_level level, const char *fmt, ...)
+	SCSITGT_PRINTF(3, 4);
+
+/*
+ * Make the engine serve @nc: a diff against d->cfg (NULL on the first call). d adopts @nc on
+ * success. Failures of single objects are logged and the rest goes on, as an operator would
+ * want. Returns 0 or -ENOMEM (then nothing changed and the caller still owns @nc).
+ */
+int scsitgtd_apply(struct scsitgtd *d, struct scsitgtd_config *nc);
+
+/* Whether the library accepts a LUN's fault specification: 0 or its negative errno. */
+int scsitgtd_fault_spec_check(const char *spec);
+
+/* Free what scsitgtd_apply() allocated (after the engine is gone). */
+void scsitgtd_free(struct scsitgtd *d);
+
+#endif /* SCSITGTD_H */
