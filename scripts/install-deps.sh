@@ -14,6 +14,10 @@ PKGS=(
 	qemu-utils qemu-block-extra
 	clang libclang-rt-14-dev
 	valgrind abigail-tools tshark
+	# examples/scsitgtd's configuration lexer (libinih); the 'docs' suite's Doxygen build.
+	libinih-dev doxygen
+	# tests/vm (suite 'vm'): the guest image is built from Debian packages and booted by QEMU.
+	qemu-system-x86 debootstrap busybox-static cpio e2fsprogs
 )
 
 # One dpkg-query for all: "name status" for every package dpkg knows; unknown ones print nothing.
