@@ -6,13 +6,26 @@
  *              [--lun N:ram:SIZE[,flag...] | N:null:SIZE[,flag...] | N:file:PATH[,flag...]]...
  *              [--chap USER:SECRET] [--mutual-chap USER:SECRET] [--initiator NAME]...
  *              [--header-digest] [--data-digest] [--login-timeout MS] [-v]
+ *              [--workers N|auto] [--srp-portal HOST:PORT]... [--srp-guid 0xHEX]
+ *              [--acl-address CIDR]... [--initiator-address NAME=CIDR]...
+ *              [--map NAME:LUN | *:LUN]... [--max-sessions N] [--max-lun-commands N]
+ *              [--max-initiator-conns N] [--queue-depth N]
+ *              [--discovery-chap USER:SECRET] [--discovery-mutual-chap USER:SECRET]
  *
- * SIZE takes K/M/G/T suffixes (powers of 1024); LUN flags: thin, ro, removable, bs=512|4096.
+ * Access control (W6): --acl-address limits the source addresses of logins (target-wide),
+ * --initiator-address those of one initiator; --map shows LUN N only to initiator NAME ('*':
+ * every initiator; the LUN number is after the last ':'), and turns LUN masking on.
+ * SIZE takes K/M/G/T suffixes (powers of 1024); LUN flags: thin, ro, removable, bs=512|4096,
+ * pbe=N (2^N logical blocks per physical block, 0..8), spc4 (claim SPC-4 in INQUIRY).
  * Prints one "iscsi://HOST:PORT/IQN/LUN" line per LUN once listening; logs go to stderr.
+ * --srp-portal listens for SRP logins over RDMA/CM (Linux ib_srp's dest=HOST:PORT) with the
+ * target port identifier id_ext = ioc_guid = --srp-guid (default 0x0002c90300abcdef); one
+ * "srp://HOST:PORT id_ext=0x... ioc_guid=0x..." line per SRP port is printed at start-up.
  * SIGINT or SIGTERM shut it down cleanly (exit status 0).
  * Defaults: one 1 GiB RAM LUN 0 on 127.0.0.1:3260, target iqn.2026-11.org.libscsitgt:minitarget.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +46,13 @@ struct lun_spec {
 	bool bs_given;
 	uint32_t bs;
 	uint32_t flags;
+	uint8_t pbe; /* logical blocks per physical block exponent */
+	/* W5: fault=SPEC wraps the backend in the fault-injection backend (backend_fault.h);
+	 * its close is tracked, so that a context the library abandoned is freed at exit. */
+	char fault[128];
+	void *fault_ctx;
+	struct scsitgt_backend_ops fault_ops;
+	bool fault_closed;
 };
 
 struct app {
@@ -48,12 +68,23 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: minitarget [--portal HOST:PORT]... [--iqn NAME]\n"
-		"                  [--lun N:ram|null:SIZE[,thin][,ro][,removable][,bs=N]]...\n"
-		"                  [--lun N:file:PATH[,thin][,ro][,removable][,bs=N]]...\n"
+		"                  [--lun N:ram|null:SIZE[,thin][,ro][,removable][,bs=N][,pbe=N]\n"
+		"                         [,spc4]]...\n"
+		"                  [--lun N:file:PATH[,thin][,ro][,removable][,bs=N][,pbe=N][,spc4]]...\n"
 		"                  [--chap USER:SECRET] [--mutual-chap USER:SECRET]\n"
 		"                  [--initiator NAME]... [--header-digest] [--data-digest] [-v]\n"
 		"                  [--pr-dir DIR] [--login-timeout MS] [--alua STATE]\n"
-		"                  [--iser-portal HOST:PORT]...\n");
+		"                  [--nop-interval MS]\n"
+		"                  [--iser-portal HOST:PORT]... [--workers N|auto]\n"
+		"                  [--srp-portal HOST:PORT]... [--srp-guid 0xHEX]\n"
+		"                  [--acl-address CIDR]... [--initiator-address NAME=CIDR]...\n"
+		"                  [--map NAME:LUN | *:LUN]... [--max-sessions N]\n"
+		"                  [--max-lun-commands N] [--max-initiator-conns N]\n"
+		"                  [--queue-depth N] [--discovery-chap USER:SECRET]\n"
+		"                  [--discovery-mutual-chap USER:SECRET]\n"
+		"                  [--drain-timeout MS] [--tmf-timeout MS] [--logout-timeout MS]\n"
+		"  LUN flag fault=SPEC injects faults, e.g. fault=hang@write, fault=error=EIO@read:every=3\n"
+		"  (rules joined by ';', see backend_fault.h).\n");
 }
 
 static void log_cb(void *arg, enum scsitgt_log_level level, const char *subsystem,
@@ -133,6 +164,20 @@ static int parse_lun(const char *arg, struct lun_spec *l)
 			l->flags |= SCSITGT_LUN_READ_ONLY;
 		else if (strcmp(tok, "removable") == 0)
 			l->flags |= SCSITGT_LUN_REMOVABLE;
+		else if (strcmp(tok, "spc4") == 0)
+			l->flags |= SCSITGT_LUN_CLAIM_SPC4;
+		else if (strncmp(tok, "fault=", 6) == 0) {
+			if (tok[6] == '\0' || strlen(tok + 6) >= sizeof(l->fault))
+				return -1;
+			strcpy(l->fault, tok + 6);
+		}
+		else if (strncmp(tok, "pbe=", 4) == 0) {
+			unsigned long v = strtoul(tok + 4, &end, 10);
+
+			if (end == tok + 4 || *end != '\0' || v > 8)
+				return -1;
+			l->pbe = (uint8_t)v;
+		}
 		else if (strncmp(tok, "bs=", 3) == 0) {
 			l->bs = (uint32_t)strtoul(tok + 3, NULL, 10);
 			l->bs_given = true;
@@ -198,6 +243,30 @@ static int split_cred(const char *arg, char *user, char *secret, size_t size)
 	return 0;
 }
 
+/* W5: fault-wrapped LUNs, whose close() minitarget watches. */
+static struct lun_spec *g_luns;
+static size_t g_nluns;
+
+static void fault_tracked_close(void *bctx, scsitgt_done_cb cb, void *cb_arg)
+{
+	for (size_t i = 0; i < g_nluns; i++)
+		if (g_luns[i].fault_ctx == bctx)
+			g_luns[i].fault_closed = true;
+	scsitgt_backend_fault_ops(bctx)->close(bctx, cb, cb_arg);
+}
+
+/* After shutdown: a fault context the engine gave up on (it held ios) is the host's. */
+static void fault_cleanup(void)
+{
+	for (size_t i = 0; i < g_nluns; i++) {
+		if (g_luns[i].fault_ctx == NULL || g_luns[i].fault_closed)
+			continue;
+		scsitgt_backend_fault_release(g_luns[i].fault_ctx, 0, -EIO);
+		if (scsitgt_backend_fault_destroy(g_luns[i].fault_ctx) == 0)
+			g_luns[i].fault_ctx = NULL;
+	}
+}
+
 static void engine_destroyed(void *arg, int status)
 {
 	struct app *app = arg;
@@ -227,6 +296,11 @@ int main(int argc, char **argv)
 	/* iSER portals (scsitgt_iser_portal_create(): needs rdma-core and an RDMA device). */
 	const char *iser_portals[MAX_ITEMS];
 	size_t niser = 0;
+	/* SRP target ports (scsitgt_srp_portal_create()); the GUID names both halves of the
+	 * target port identifier (id_ext and ioc_guid). */
+	const char *srp_portals[MAX_ITEMS];
+	size_t nsrp = 0;
+	uint64_t srp_guid = 0x0002c90300abcdefull;
 	struct lun_spec luns[MAX_ITEMS];
 	size_t nportals = 0, nluns = 0, ninit = 0;
 	const char *chap = NULL, *mutual = NULL;
@@ -237,6 +311,15 @@ int main(int argc, char **argv)
 	long alua_state = -1;
 	bool hdig = false, ddig = false;
 	long login_timeout = -1; /* ms; -1: the library's default */
+	long nop_interval = -1;	 /* ms; -1: the library's default, 0: no NOP-In pings */
+	int workers = 0;	 /* W8: worker threads (engine opts), SCSITGT_ENGINE_WORKERS_AUTO */
+	/* W6: access control and limits; -1: the library's default. */
+	const char *acl_addrs[MAX_ITEMS], *init_addrs[MAX_ITEMS], *maps[MAX_ITEMS];
+	size_t nacl_addrs = 0, ninit_addrs = 0, nmaps = 0;
+	long max_sessions = -1, max_lun_cmds = -1, max_init_conns = -1, queue_depth = -1;
+	const char *disc_chap = NULL, *disc_mutual = NULL;
+	/* W5: bounded teardown (ms; -1: the library's defaults). */
+	long drain_timeout = -1, tmf_timeout = -1, logout_timeout = -1;
 	struct scsitgt_engine_opts eo;
 	struct scsitgt_target_opts to;
 	struct scsitgt_iscsi_params ip;
@@ -265,6 +348,18 @@ int main(int argc, char **argv)
 		} else if (v && strcmp(a, "--iser-portal") == 0 && niser < MAX_ITEMS) {
 			iser_portals[niser++] = v;
 			i++;
+		} else if (v && strcmp(a, "--srp-portal") == 0 && nsrp < MAX_ITEMS) {
+			srp_portals[nsrp++] = v;
+			i++;
+		} else if (v && strcmp(a, "--srp-guid") == 0) {
+			char *end;
+
+			srp_guid = strtoull(v, &end, 16);
+			if (*end || end == v || srp_guid == 0) {
+				fprintf(stderr, "minitarget: bad --srp-guid '%s'\n", v);
+				return 2;
+			}
+			i++;
 		} else if (v && strcmp(a, "--iqn") == 0) {
 			iqn = v;
 			i++;
@@ -281,12 +376,38 @@ int main(int argc, char **argv)
 		} else if (v && strcmp(a, "--mutual-chap") == 0) {
 			mutual = v;
 			i++;
+		} else if (v && (strcmp(a, "--drain-timeout") == 0 ||
+				 strcmp(a, "--tmf-timeout") == 0 ||
+				 strcmp(a, "--logout-timeout") == 0)) {
+			char *end;
+			long n = strtol(v, &end, 10);
+
+			if (*end || end == v || n < 1 || n > 3600000) {
+				fprintf(stderr, "minitarget: bad %s '%s'\n", a, v);
+				return 2;
+			}
+			if (strcmp(a, "--drain-timeout") == 0)
+				drain_timeout = n;
+			else if (strcmp(a, "--tmf-timeout") == 0)
+				tmf_timeout = n;
+			else
+				logout_timeout = n;
+			i++;
 		} else if (v && strcmp(a, "--login-timeout") == 0) {
 			char *end;
 
 			login_timeout = strtol(v, &end, 10);
 			if (*end || login_timeout < 0 || login_timeout > 3600000) {
 				fprintf(stderr, "minitarget: bad --login-timeout '%s'\n", v);
+				return 2;
+			}
+			i++;
+		} else if (v && strcmp(a, "--nop-interval") == 0) {
+			char *end;
+
+			nop_interval = strtol(v, &end, 10);
+			if (*end || nop_interval < 0 || nop_interval > 3600000) {
+				fprintf(stderr, "minitarget: bad --nop-interval '%s'\n", v);
 				return 2;
 			}
 			i++;
@@ -299,11 +420,59 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			i++;
+		} else if (v && strcmp(a, "--workers") == 0) {
+			char *end;
+			long n = strtol(v, &end, 10);
+
+			if (strcmp(v, "auto") == 0) {
+				workers = SCSITGT_ENGINE_WORKERS_AUTO;
+			} else if (*end || end == v || n < 0 || n > SCSITGT_ENGINE_WORKERS_MAX) {
+				fprintf(stderr, "minitarget: bad --workers '%s'\n", v);
+				return 2;
+			} else {
+				workers = (int)n;
+			}
+			i++;
 		} else if (v && strcmp(a, "--pr-dir") == 0) {
 			pr_dir = v;
 			i++;
 		} else if (v && strcmp(a, "--initiator") == 0 && ninit < MAX_ITEMS) {
 			initiators[ninit++] = v;
+			i++;
+		} else if (v && strcmp(a, "--acl-address") == 0 && nacl_addrs < MAX_ITEMS) {
+			acl_addrs[nacl_addrs++] = v;
+			i++;
+		} else if (v && strcmp(a, "--initiator-address") == 0 && ninit_addrs < MAX_ITEMS) {
+			init_addrs[ninit_addrs++] = v;
+			i++;
+		} else if (v && strcmp(a, "--discovery-chap") == 0) {
+			disc_chap = v;
+			i++;
+		} else if (v && strcmp(a, "--discovery-mutual-chap") == 0) {
+			disc_mutual = v;
+			i++;
+		} else if (v && strcmp(a, "--map") == 0 && nmaps < MAX_ITEMS) {
+			maps[nmaps++] = v;
+			i++;
+		} else if (v && (strcmp(a, "--max-sessions") == 0 ||
+				 strcmp(a, "--max-lun-commands") == 0 ||
+				 strcmp(a, "--max-initiator-conns") == 0 ||
+				 strcmp(a, "--queue-depth") == 0)) {
+			char *end;
+			long n = strtol(v, &end, 10);
+
+			if (*end || end == v || n < 0 || n > 1000000) {
+				fprintf(stderr, "minitarget: bad %s '%s'\n", a, v);
+				return 2;
+			}
+			if (strcmp(a, "--max-sessions") == 0)
+				max_sessions = n;
+			else if (strcmp(a, "--max-lun-commands") == 0)
+				max_lun_cmds = n;
+			else if (strcmp(a, "--max-initiator-conns") == 0)
+				max_init_conns = n;
+			else
+				queue_depth = n;
 			i++;
 		} else {
 			usage(stderr);
@@ -324,14 +493,25 @@ int main(int argc, char **argv)
 	scsitgt_engine_opts_init(&eo, sizeof(eo));
 	eo.log_cb = log_cb;
 	eo.log_level = app.verbose ? SCSITGT_LOG_DEBUG : SCSITGT_LOG_NOTICE;
+	eo.workers = workers;
 	rc = scsitgt_engine_create(&app.engine, &app.loop, &eo);
 	if (rc < 0) {
 		fprintf(stderr, "minitarget: engine: %s\n", scsitgt_strerror(rc));
 		return 1;
 	}
+	if (drain_timeout > 0)
+		scsitgt_engine_set_drain_timeout(app.engine, (uint32_t)drain_timeout);
+	if (tmf_timeout > 0)
+		scsitgt_engine_set_tmf_timeout(app.engine, (uint32_t)tmf_timeout);
+	g_luns = luns;
+	g_nluns = nluns;
 	scsitgt_target_opts_init(&to, sizeof(to));
 	to.name = iqn;
 	to.alias = "minitarget";
+	if (max_sessions >= 0)
+		to.max_sessions = (uint32_t)max_sessions;
+	if (max_lun_cmds >= 0)
+		to.max_lun_commands = (uint32_t)max_lun_cmds;
 	rc = scsitgt_target_create(&tgt, app.engine, &to);
 	if (rc < 0) {
 		fprintf(stderr, "minitarget: target '%s': %s\n", iqn, scsitgt_strerror(rc));
@@ -344,14 +524,62 @@ int main(int argc, char **argv)
 		ip.data_digest = SCSITGT_ISCSI_DIGEST_CRC32C;
 	if (login_timeout >= 0)
 		ip.login_timeout_ms = (uint32_t)login_timeout;
+	if (nop_interval >= 0)
+		ip.nop_interval_ms = (uint32_t)nop_interval;
+	if (queue_depth >= 0)
+		ip.queue_depth = (uint32_t)queue_depth;
+	if (logout_timeout > 0)
+		ip.logout_timeout_ms = (uint32_t)logout_timeout;
 	rc = scsitgt_iscsi_target_set_params(tgt, &ip);
 	for (size_t i = 0; rc == 0 && i < ninit; i++)
 		rc = scsitgt_target_add_initiator(tgt, initiators[i]);
+	for (size_t i = 0; rc == 0 && i < nacl_addrs; i++)
+		rc = scsitgt_target_add_address(tgt, acl_addrs[i]);
+	for (size_t i = 0; rc == 0 && i < ninit_addrs; i++) {
+		char name[256];
+		const char *eq = strrchr(init_addrs[i], '=');
+		size_t n = eq ? (size_t)(eq - init_addrs[i]) : 0;
+
+		rc = -EINVAL;
+		if (n > 0 && n < sizeof(name)) {
+			memcpy(name, init_addrs[i], n);
+			name[n] = '\0';
+			rc = scsitgt_target_add_initiator_address(tgt, name, eq + 1);
+		}
+	}
+	for (size_t i = 0; rc == 0 && i < nmaps; i++) {
+		/* NAME:LUN with the LUN after the last ':' (iSCSI names hold colons). */
+		char name[256], *end;
+		const char *colon = strrchr(maps[i], ':');
+		size_t n = colon ? (size_t)(colon - maps[i]) : 0;
+		unsigned long long id = colon ? strtoull(colon + 1, &end, 10) : 0;
+
+		rc = -EINVAL;
+		if (n > 0 && n < sizeof(name) && colon[1] && *end == '\0') {
+			memcpy(name, maps[i], n);
+			name[n] = '\0';
+			rc = scsitgt_target_map_lun(tgt, strcmp(name, "*") == 0 ? NULL : name, id);
+		}
+	}
 	if (rc == 0 && chap) {
 		char u[512], s[512];
 
 		rc = split_cred(chap, u, s, sizeof(u)) < 0 ? -EINVAL
 							   : scsitgt_iscsi_target_set_chap(tgt, u, s);
+	}
+	if (rc == 0 && disc_chap) {
+		char u[512], s[512];
+
+		rc = split_cred(disc_chap, u, s, sizeof(u)) < 0
+			     ? -EINVAL
+			     : scsitgt_iscsi_engine_set_discovery_chap(app.engine, u, s);
+	}
+	if (rc == 0 && disc_mutual) {
+		char u[512], s[512];
+
+		rc = split_cred(disc_mutual, u, s, sizeof(u)) < 0
+			     ? -EINVAL
+			     : scsitgt_iscsi_engine_set_discovery_mutual_chap(app.engine, u, s);
 	}
 	if (rc == 0 && mutual) {
 		char u[512], s[512];
@@ -396,12 +624,36 @@ int main(int argc, char **argv)
 			fprintf(stderr, "minitarget: backend: %s\n", scsitgt_strerror(rc));
 			goto fail;
 		}
+		if (luns[i].fault[0]) {
+			void *inner = bctx;
+
+			rc = scsitgt_backend_fault_create(&bctx, &app.loop, ops, inner);
+			if (rc == 0) {
+				rc = scsitgt_backend_fault_add_spec(bctx, luns[i].fault);
+				luns[i].fault_ops = *scsitgt_backend_fault_ops(bctx);
+				luns[i].fault_ops.close = fault_tracked_close;
+				luns[i].fault_ctx = bctx;
+				ops = &luns[i].fault_ops;
+			} else {
+				ops->close(inner, NULL, NULL);
+			}
+			if (rc < 0) {
+				if (luns[i].fault_ctx)
+					scsitgt_backend_fault_destroy(bctx);
+				luns[i].fault_ctx = NULL;
+				fprintf(stderr, "minitarget: LUN %llu: fault '%s': %s\n",
+					(unsigned long long)luns[i].id, luns[i].fault,
+					scsitgt_strerror(rc));
+				goto fail;
+			}
+		}
 		scsitgt_lun_opts_init(&lo, sizeof(lo));
 		lo.id = luns[i].id;
 		/* Files and devices report their own size, and devices their block size. */
 		lo.block_size = luns[i].kind == LUN_FILE && !luns[i].bs_given ? 0 : luns[i].bs;
 		lo.num_blocks = luns[i].kind == LUN_FILE ? 0 : luns[i].size / luns[i].bs;
 		lo.flags = luns[i].flags;
+		lo.physical_block_exponent = luns[i].pbe;
 		lo.backend = ops;
 		lo.backend_ctx = bctx;
 		rc = scsitgt_lun_create(&lun, tgt, &lo);
@@ -457,6 +709,8 @@ int main(int argc, char **argv)
 		}
 		po.address = host;
 		po.tpgt = 1;
+		if (max_init_conns >= 0)
+			po.max_connections_per_initiator = (uint32_t)max_init_conns;
 		rc = scsitgt_portal_create(&portal, app.engine, &po);
 		if (rc < 0) {
 			fprintf(stderr, "minitarget: cannot listen on %s: %s\n", portals[i],
@@ -492,6 +746,32 @@ int main(int argc, char **argv)
 		}
 	}
 
+	for (size_t i = 0; i < nsrp; i++) {
+		struct scsitgt_srp_portal_opts so;
+		struct scsitgt_srp_portal *sp;
+		uint16_t port;
+		char host[64];
+
+		if (parse_portal(srp_portals[i], host, sizeof(host), &port) < 0) {
+			fprintf(stderr, "minitarget: bad --srp-portal '%s'\n", srp_portals[i]);
+			rc = -EINVAL;
+			goto fail;
+		}
+		scsitgt_srp_portal_opts_init(&so, sizeof(so));
+		so.address = host;
+		so.port = port;
+		so.id_ext = srp_guid;
+		so.ioc_guid = srp_guid;
+		rc = scsitgt_srp_portal_create(&sp, tgt, &so);
+		if (rc < 0) {
+			fprintf(stderr, "minitarget: cannot listen (SRP) on %s: %s\n", srp_portals[i],
+				scsitgt_strerror(rc));
+			goto fail;
+		}
+		printf("srp://%s:%u id_ext=0x%016" PRIx64 " ioc_guid=0x%016" PRIx64 "\n", host,
+		       scsitgt_srp_portal_get_port(sp), srp_guid, srp_guid);
+	}
+
 	app.sigint.data = &app;
 	app.sigterm.data = &app;
 	uv_signal_init(&app.loop, &app.sigint);
@@ -506,6 +786,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	uv_run(&app.loop, UV_RUN_DEFAULT);
+	fault_cleanup();
 	rc = uv_loop_close(&app.loop);
 	if (rc != 0) {
 		fprintf(stderr, "minitarget: loop still has handles at exit\n");

@@ -27,7 +27,21 @@ struct scsitgt_engine_opts {
 	void *log_arg;
 	/** Most verbose level passed to @ref log_cb. Default ::SCSITGT_LOG_NOTICE. */
 	enum scsitgt_log_level log_level;
+	/**
+	 * Worker threads (docs/threading.md). 0, the default: none, everything runs on the
+	 * home loop. N > 0: the engine starts N threads, each running its own uv loop, and
+	 * places every accepted iSCSI/TCP connection on the least-loaded one, where its socket
+	 * is read and written; the protocol, the core and the backends stay on the home loop,
+	 * and every callback still runs there. ::SCSITGT_ENGINE_WORKERS_AUTO: one per CPU
+	 * (uv_available_parallelism()). At most ::SCSITGT_ENGINE_WORKERS_MAX.
+	 */
+	int workers;
 };
+
+/** scsitgt_engine_opts::workers: as many worker threads as the process may use CPUs. */
+#define SCSITGT_ENGINE_WORKERS_AUTO (-1)
+/** The largest scsitgt_engine_opts::workers. */
+#define SCSITGT_ENGINE_WORKERS_MAX 256
 
 /**
  * Fill @p opts with the defaults.
@@ -49,8 +63,9 @@ SCSITGT_EXPORT void scsitgt_engine_opts_init(struct scsitgt_engine_opts *opts, s
  * @param loop The host's loop. It must outlive the engine.
  * @param opts Options, or NULL for the defaults. Copied.
  * @return 0 on success; -EINVAL if @p out or @p loop is NULL or @p opts is malformed
- *         (size 0 or a bad log level); -ENOMEM when out of memory; another negative errno if
- *         libuv refuses the async handle.
+ *         (size 0, a bad log level, or workers below ::SCSITGT_ENGINE_WORKERS_AUTO or above
+ *         ::SCSITGT_ENGINE_WORKERS_MAX); -ENOMEM when out of memory; another negative errno
+ *         if libuv refuses the async handle or a worker thread cannot start.
  *
  * Loop: @p loop's thread.
  */
@@ -59,9 +74,9 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 
 /**
  * Destroy an engine: stop every portal, close every connection and session, let in-flight
- * backend I/O drain, destroy every target and LUN (closing their backends), then close the
- * engine's handles and free it. The engine is dead after the call: no other function may be
- * called on it or its children.
+ * backend I/O drain, destroy every target and LUN (closing their backends), stop and join the
+ * worker threads (scsitgt_engine_opts::workers), then close the engine's handles and free it.
+ * The engine is dead after the call: no other function may be called on it or its children.
  *
  * @param engine The engine.
  * @param cb     Called exactly once when everything is freed, from the loop (never from
@@ -80,6 +95,14 @@ SCSITGT_EXPORT void scsitgt_engine_destroy(struct scsitgt_engine *engine, scsitg
  * @return The loop given to scsitgt_engine_create(). Thread-safe.
  */
 SCSITGT_EXPORT uv_loop_t *scsitgt_engine_get_loop(const struct scsitgt_engine *engine);
+
+/**
+ * The number of worker threads the engine runs (scsitgt_engine_opts::workers resolved).
+ *
+ * @param engine The engine.
+ * @return 0 when everything runs on the home loop, or for a NULL engine. Thread-safe.
+ */
+SCSITGT_EXPORT unsigned int scsitgt_engine_get_workers(const struct scsitgt_engine *engine);
 
 /**
  * Attach a host pointer to the engine.
@@ -112,6 +135,27 @@ SCSITGT_EXPORT void *scsitgt_engine_get_userdata(const struct scsitgt_engine *en
  */
 SCSITGT_EXPORT int scsitgt_engine_set_tmf_timeout(struct scsitgt_engine *engine,
 						  uint32_t timeout_ms);
+
+/**
+ * How long scsitgt_lun_destroy() (also when scsitgt_target_destroy() or
+ * scsitgt_engine_destroy() removes the LUN) waits for the LUN's commands to come back from its
+ * backend before it calls back anyway. On expiry the LUN's remaining commands are aborted
+ * without a response; those the backend still holds stay lent to it, with their buffers,
+ * and the backend's close() is called once it has completed the last of them. If the engine
+ * is destroyed before that, close() is never called: the late completions only free the
+ * library's memory, from any thread, and the host owns backend_ctx again once its backend
+ * has completed every io it held (docs/threading.md, "Teardown"). So the callback of
+ * scsitgt_engine_destroy() runs within this timeout (plus the initiators' logout grace),
+ * whatever the backends do.
+ *
+ * @param engine     The engine.
+ * @param timeout_ms The limit in milliseconds, > 0. The default is 30000.
+ * @return 0; -EINVAL for a NULL engine or a zero timeout.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_engine_set_drain_timeout(struct scsitgt_engine *engine,
+						    uint32_t timeout_ms);
 
 #ifdef __cplusplus
 }

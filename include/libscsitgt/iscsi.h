@@ -75,6 +75,21 @@ struct scsitgt_portal_opts {
 	 * once. 0: no limit. Default 256.
 	 */
 	uint32_t max_login_connections;
+	/**
+	 * Connections one initiator (by InitiatorName, discovery sessions included) may hold on
+	 * this portal at once; a login beyond that fails with "out of resources" (RFC 7143
+	 * §11.13.5, 0x0302). 0: no limit. Default 64.
+	 */
+	uint32_t max_connections_per_initiator;
+	/**
+	 * iSER portals only (scsitgt_iser_portal_create()): bytes of command data buffers
+	 * registered once per RDMA device (ibv_reg_mr), from which the commands of the portal's
+	 * connections take their buffers, so that data moves by RDMA READ and WRITE without a
+	 * registration or a copy per io. The memory is pinned (mind RLIMIT_MEMLOCK). Commands
+	 * that find it exhausted fall back to unregistered buffers, copied through it or
+	 * registered alone. 0: the default, 64 MiB. Ignored by TCP portals.
+	 */
+	uint64_t rdma_buffer_bytes;
 };
 
 /**
@@ -125,7 +140,34 @@ struct scsitgt_iscsi_params {
 	 * proceed). 0: no limit. Default 33554432 (32 MiB).
 	 */
 	uint64_t max_write_buffer_bytes;
+	/**
+	 * How long a Logout Request that closes the session or connection waits for the
+	 * session's commands still inside backends before the Logout Response goes out anyway
+	 * (RFC 7143 §3.5.3.3: the response says that the cleanup is complete). The commands are
+	 * aborted at once, without responses; those still in a backend when the limit expires
+	 * are left to it (freed when it returns them). Milliseconds, > 0. Default 10000.
+	 */
+	uint32_t logout_timeout_ms;
+	/**
+	 * Which unit attentions are also sent as iSCSI Async Messages (RFC 7143 §11.9,
+	 * AsyncEvent 0, "SCSI asynchronous event", the sense data in the data segment) on the
+	 * connections of the nexuses that get them: SCSITGT_ISCSI_ASYNC_* bits. The unit
+	 * attention stays pending either way and is reported on the next command as usual, so
+	 * initiators that ignore these messages lose nothing (docs/iscsi.md, "Async messages").
+	 * Default ::SCSITGT_ISCSI_ASYNC_LUNS_CHANGED | ::SCSITGT_ISCSI_ASYNC_CAPACITY_CHANGED;
+	 * 0 sends none.
+	 */
+	uint32_t async_events;
 };
+
+/** scsitgt_iscsi_params::async_events: REPORTED LUNS DATA HAS CHANGED (3Fh/0Eh). */
+#define SCSITGT_ISCSI_ASYNC_LUNS_CHANGED (1u << 0)
+/** scsitgt_iscsi_params::async_events: CAPACITY DATA HAS CHANGED (2Ah/09h). */
+#define SCSITGT_ISCSI_ASYNC_CAPACITY_CHANGED (1u << 1)
+/** scsitgt_iscsi_params::async_events: every other unit attention of the nexus. */
+#define SCSITGT_ISCSI_ASYNC_OTHER_UA (1u << 2)
+/** scsitgt_iscsi_params::async_events: all of the above. */
+#define SCSITGT_ISCSI_ASYNC_ALL 0x7u
 
 /** Answer of a redirect hook (RFC 7143 §11.13.5, Status-Class 1). */
 enum scsitgt_iscsi_redirect {
@@ -194,9 +236,14 @@ SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scs
  *
  * @param out    Receives the portal.
  * @param engine The engine.
- * @param opts   Options (backlog and tpgt as for TCP), or NULL for the defaults.
+ * @param opts   Options (backlog, tpgt as for TCP; rdma_buffer_bytes), or NULL for the
+ *               defaults.
  * @return 0; -ENOTSUP when the library was built without rdma-core; -ENODEV when no RDMA
- *         device owns the address (or the RDMA stack is not loaded); -EINVAL; -EADDRINUSE.
+ *         device owns the address (or the RDMA stack is not loaded); -EINVAL; -EADDRINUSE;
+ *         for an address of one device, the error of registering its buffer memory (-ENOMEM;
+ *         -EPERM or -ENOMEM from ibv_reg_mr() when RLIMIT_MEMLOCK is too low). On a wildcard
+ *         address each device's memory is registered with its first connection; a failure
+ *         there refuses that connection and is logged.
  *
  * Loop: home.
  */
@@ -301,6 +348,41 @@ SCSITGT_EXPORT int scsitgt_iscsi_target_set_chap(struct scsitgt_target *tgt, con
  */
 SCSITGT_EXPORT int scsitgt_iscsi_target_set_mutual_chap(struct scsitgt_target *tgt,
 							const char *user, const char *secret);
+
+/**
+ * Require CHAP on discovery sessions (SessionType=Discovery, RFC 7143 §12.1.3): initiators
+ * must authenticate with this user name and secret before SendTargets. Normal sessions are
+ * not affected (see scsitgt_iscsi_target_set_chap()).
+ *
+ * @param engine The engine.
+ * @param user   CHAP_N the initiator must send, 1..255 bytes; NULL together with @p secret
+ *               NULL turns the requirement off. Copied.
+ * @param secret The shared secret, 12..256 bytes. Copied.
+ * @return 0; -EINVAL for a NULL engine, only one of @p user / @p secret NULL, or a length out
+ *         of range; -ENOMEM.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_iscsi_engine_set_discovery_chap(struct scsitgt_engine *engine,
+							  const char *user, const char *secret);
+
+/**
+ * Set the target side's credentials for mutual CHAP in discovery sessions: an initiator that
+ * challenges back (CHAP_I and CHAP_C) gets this user name and the response computed with this
+ * secret. Without them such a discovery login fails with "authentication failure".
+ *
+ * @param engine The engine.
+ * @param user   CHAP_N sent to the initiator, 1..255 bytes; NULL with @p secret NULL clears.
+ *               Copied.
+ * @param secret The secret, 12..256 bytes; it must differ from the initiators' secrets
+ *               (RFC 7143 §12.1.3). Copied.
+ * @return As scsitgt_iscsi_engine_set_discovery_chap().
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_iscsi_engine_set_discovery_mutual_chap(struct scsitgt_engine *engine,
+								 const char *user,
+								 const char *secret);
 
 /**
  * Give one initiator its own CHAP credentials for @p tgt, and require CHAP from it. They take

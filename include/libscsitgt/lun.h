@@ -27,6 +27,12 @@ struct scsitgt_lun;
 #define SCSITGT_LUN_REMOVABLE (1u << 2)
 /** LUN flag: enable the write cache (WCE) when the backend has a volatile cache. */
 #define SCSITGT_LUN_WRITE_CACHE (1u << 3)
+/**
+ * LUN flag: claim SPC-4 (standard INQUIRY VERSION 06h and the SPC-4 version descriptor)
+ * instead of SPC-5 (07h), for initiators written before SPC-5 that refuse a VERSION they do
+ * not know. The commands behave the same: what we implement of SPC-5 is SPC-4 plus additions.
+ */
+#define SCSITGT_LUN_CLAIM_SPC4 (1u << 4)
 
 /** Options of scsitgt_lun_create(). Initialise with scsitgt_lun_opts_init(). */
 struct scsitgt_lun_opts {
@@ -59,6 +65,15 @@ struct scsitgt_lun_opts {
 	const struct scsitgt_backend_ops *backend;
 	/** The backend's context, passed to every backend call. Owned by the LUN on success. */
 	void *backend_ctx;
+	/**
+	 * LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT (SBC-4 §5.21.2): the medium has 2^N logical
+	 * blocks per physical block, N from 0 to 8 (so that one physical block fits the
+	 * MAXIMUM ATOMIC TRANSFER LENGTH of 256 blocks). READ CAPACITY (16) reports it, VPD B0
+	 * derives OPTIMAL TRANSFER LENGTH GRANULARITY, OPTIMAL UNMAP GRANULARITY and the WRITE
+	 * ATOMIC (16) alignment and granularity from it, and WRITE ATOMIC (16) must cover whole
+	 * physical blocks. 0 keeps what the backend's open() reported.
+	 */
+	uint8_t physical_block_exponent;
 };
 
 /**
@@ -80,9 +95,10 @@ SCSITGT_EXPORT void scsitgt_lun_opts_init(struct scsitgt_lun_opts *opts, size_t 
  * @param opts Options (backend required).
  * @return 0 on success, and the LUN owns backend_ctx; on failure the caller still owns it.
  *         -EINVAL for a NULL argument, an id above 16383, a block size other than 0, 512 or
- *         4096, a backend table without open/close/submit, or a geometry the backend leaves
- *         incomplete; -EEXIST if the target already has that LUN id; -ENOTSUP for
- *         SCSITGT_LUN_THIN on a backend without UNMAP; -ENOMEM; any error of ops->open.
+ *         4096, a physical_block_exponent above 8, a backend table without
+ *         open/close/submit, or a geometry the backend leaves incomplete; -EEXIST if the
+ *         target already has that LUN id; -ENOTSUP for SCSITGT_LUN_THIN on a backend
+ *         without UNMAP; -ENOMEM; any error of ops->open.
  *
  * Loop: home of the target's engine.
  */
@@ -91,11 +107,15 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 
 /**
  * Remove a LUN: new commands to it fail with LOGICAL UNIT NOT SUPPORTED, in-flight ones
- * complete, then the backend is closed and the LUN freed.
+ * complete, then the backend is closed and the LUN freed. When they have not completed within
+ * the engine's drain timeout (scsitgt_engine_set_drain_timeout()), the LUN's remaining
+ * commands are aborted without a response, @p cb runs, and the ios the backend still holds
+ * stay lent to it: the backend is closed when it has completed the last of them
+ * (docs/threading.md, "Teardown").
  *
  * @param lun    The LUN. Dead after the call.
- * @param cb     Called once after the backend's close completed, from the loop, status 0.
- *               Optional, may be NULL.
+ * @param cb     Called once, from the loop, status 0: after the backend's close completed, or
+ *               when the drain timeout expired. Optional, may be NULL.
  * @param cb_arg Argument of @p cb.
  *
  * Loop: home.

@@ -12,10 +12,12 @@
 #include "target.h"
 #include "backend.h"
 #include "backend_aio.h"
+#include "backend_fault.h"
 #include "lun.h"
 #include "pr.h"
 #include "alua.h"
 #include "iscsi.h"
+#include "srp.h"
 #include "stats.h"
 #include "events.h"
 

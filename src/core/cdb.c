@@ -8,6 +8,7 @@
 #include "core/pr.h"
 #include "core/scsi_spec.h"
 #include "core/ua.h"
+#include "core/xcopy.h"
 #include "util/be.h"
 
 /*
@@ -82,12 +83,12 @@ static const struct scsitgt__cdb_def maint_in_rows[0x20] = {
 	},
 };
 
-/* SANITIZE rows (SBC-4 §5.28): AUSE in byte 1 with the service action, PARAMETER LIST LENGTH
- * in bytes 7..8. IMMED and ZNR are refused (spc_sanitize.c says why). */
+/* SANITIZE rows (SBC-4 §5.28): IMMED and AUSE in byte 1 with the service action, PARAMETER
+ * LIST LENGTH in bytes 7..8. ZNR is refused (spc_sanitize.c says why). */
 #define SANITIZE_ROW(nm, sa, fl)                                                                   \
 	{                                                                                          \
 		.name = (nm), .cdb_len = 10,                                                       \
-		.usage = { 0x48, 0x20 | (sa), 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00 },   \
+		.usage = { 0x48, 0xa0 | (sa), 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00 },   \
 		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE | (fl),                     \
 		.parse = scsitgt__sbc_parse_sanitize, .exec = scsitgt__sbc_sanitize,               \
 	}
@@ -155,6 +156,41 @@ static const struct scsitgt__cdb_def pr_out_rows[0x20] = {
 		PR_OUT_ROW("PERSISTENT RESERVE OUT REGISTER AND IGNORE EXISTING KEY"),
 	[PR_OUT_REGISTER_AND_MOVE] = PR_OUT_ROW("PERSISTENT RESERVE OUT REGISTER AND MOVE"),
 	[PR_OUT_REPLACE_LOST] = PR_OUT_ROW("PERSISTENT RESERVE OUT REPLACE LOST RESERVATION"),
+};
+
+/*
+ * W3: third-party copy (core/xcopy*.c). SPC-4 r37 §6.4 EXTENDED COPY(LID1): service action
+ * 00h of 83h, PARAMETER LIST LENGTH in bytes 10..13. The copy manager's own LUN is checked
+ * for nothing but the command: each copy source and destination is checked (reservations,
+ * write protection, readiness) as the LUN it is when the segments are processed.
+ */
+static const struct scsitgt__cdb_def xcopy_out_rows[0x20] = {
+	[0x00] = {
+		.name = "EXTENDED COPY (LID1)",
+		.cdb_len = 16,
+		.usage = { 0x83, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+			   0xff, 0xff, 0xff, 0xff, 0x00, 0x00 },
+		.pr = SCSITGT__PR_ALLOWED,
+		.parse = scsitgt__xcopy_parse_cdb,
+		.exec = scsitgt__xcopy_exec,
+	},
+};
+
+/* W3: RECEIVE COPY RESULTS (84h) service actions: LIST IDENTIFIER in byte 2 (reserved for
+ * OPERATING PARAMETERS), ALLOCATION LENGTH in bytes 10..13. 01h RECEIVE DATA is absent: no
+ * data is ever held. */
+#define RCR_ROW(nm, sa, lid)                                                                       \
+	{                                                                                          \
+		.name = (nm), .cdb_len = 16,                                                       \
+		.usage = { 0x84, (sa), (lid), 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,           \
+			   0xff, 0xff, 0xff, 0xff, 0x00, 0x00 },                                   \
+		.pr = SCSITGT__PR_ALLOWED,                                                         \
+		.parse = scsitgt__xcopy_parse_rcr, .exec = scsitgt__xcopy_rcr,                     \
+	}
+static const struct scsitgt__cdb_def xcopy_in_rows[0x20] = {
+	[0x00] = RCR_ROW("RECEIVE COPY RESULTS COPY STATUS", 0x00, 0xff),
+	[0x03] = RCR_ROW("RECEIVE COPY RESULTS OPERATING PARAMETERS", 0x03, 0x00),
+	[0x04] = RCR_ROW("RECEIVE COPY RESULTS FAILED SEGMENT DETAILS", 0x04, 0xff),
 };
 
 static const struct scsitgt__cdb_def cdb_table[256] = {
@@ -368,6 +404,49 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.sa_count = 0x20,
 		.has_sa = true,
 	},
+	/* W4: SPC-5 §6.7 LOG SELECT: PCR and SP; PC and PAGE CODE; SUBPAGE CODE; PARAMETER
+	 * LIST LENGTH (spc_log.c). */
+	[SPC_LOG_SELECT] = {
+		.name = "LOG SELECT",
+		.cdb_len = 10,
+		.pr = SCSITGT__PR_WRITE,
+		.usage = { 0x4c, 0x03, 0xff, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00 },
+		.flags = SCSITGT__CDB_F_ALLOW_STANDBY,
+		.parse = scsitgt__spc_parse_log_select,
+		.exec = scsitgt__spc_log_select,
+	},
+	/* W4: SPC-5 §6.8 LOG SENSE: SP (the obsolete PPC is refused); PC and PAGE CODE; SUBPAGE
+	 * CODE; PARAMETER POINTER; ALLOCATION LENGTH. */
+	[SPC_LOG_SENSE] = {
+		.name = "LOG SENSE",
+		.cdb_len = 10,
+		.pr = SCSITGT__PR_ALLOWED,
+		.usage = { 0x4d, 0x01, 0xff, 0xff, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00 },
+		.flags = SCSITGT__CDB_F_ALLOW_STANDBY,
+		.parse = scsitgt__spc_parse_log_sense,
+		.exec = scsitgt__spc_log_sense,
+	},
+	/* W4: SPC-5 §6.42 SEND DIAGNOSTIC: SELF-TEST CODE, PF, SELFTEST, DEVOFFL, UNITOFFL;
+	 * PARAMETER LIST LENGTH (spc_diag.c). */
+	[SPC_SEND_DIAGNOSTIC] = {
+		.name = "SEND DIAGNOSTIC",
+		.cdb_len = 6,
+		.pr = SCSITGT__PR_WRITE,
+		.usage = { 0x1d, 0xf7, 0x00, 0xff, 0xff, 0x00 },
+		.flags = SCSITGT__CDB_F_ALLOW_STANDBY,
+		.parse = scsitgt__spc_parse_send_diag,
+		.exec = scsitgt__spc_send_diag,
+	},
+	/* W4: SPC-5 §6.29 RECEIVE DIAGNOSTIC RESULTS: PCV; PAGE CODE; ALLOCATION LENGTH. */
+	[SPC_RECEIVE_DIAGNOSTIC_RESULTS] = {
+		.name = "RECEIVE DIAGNOSTIC RESULTS",
+		.cdb_len = 6,
+		.pr = SCSITGT__PR_WRITE,
+		.usage = { 0x1c, 0x01, 0xff, 0xff, 0xff, 0x00 },
+		.flags = SCSITGT__CDB_F_ALLOW_STANDBY,
+		.parse = scsitgt__spc_parse_receive_diag,
+		.exec = scsitgt__spc_receive_diag,
+	},
 	[SPC_MODE_SELECT_10] = {
 		.name = "MODE SELECT (10)",
 		.cdb_len = 10,
@@ -529,6 +608,21 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.name = "PERSISTENT RESERVE OUT",
 		.cdb_len = 10,
 		.sa_rows = pr_out_rows,
+		.sa_count = 0x20,
+		.has_sa = true,
+	},
+	/* W3: third-party copy. */
+	[SPC_EXTENDED_COPY] = {
+		.name = "EXTENDED COPY",
+		.cdb_len = 16,
+		.sa_rows = xcopy_out_rows,
+		.sa_count = 0x20,
+		.has_sa = true,
+	},
+	[SPC_RECEIVE_COPY_RESULTS] = {
+		.name = "RECEIVE COPY RESULTS",
+		.cdb_len = 16,
+		.sa_rows = xcopy_in_rows,
 		.sa_count = 0x20,
 		.has_sa = true,
 	},

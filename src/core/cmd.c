@@ -77,11 +77,19 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 	cmd->tag = tag;
 	cmd->task_attr = task_attr;
 	cmd->lun_id = scsitgt__lun_decode(lun);
-	cmd->lun = scsitgt__target_find_lun(tgt, cmd->lun_id);
-	if (cmd->lun && cmd->lun->destroying)
-		cmd->lun = NULL;
+	/* W6: a LUN masked from this initiator is treated as absent (core/acl.c). */
+	cmd->lun = scsitgt__session_find_lun(cmd->sess, cmd->lun_id);
 	if (cmd->lun)
 		cmd->lun->inflight++;
+	/* W6: SAM-5 §5.3: a LUN holding its limit of commands refuses more with TASK SET
+	 * FULL, before the CDB is looked at. */
+	if (cmd->lun && tgt->max_lun_commands && cmd->lun->inflight > tgt->max_lun_commands) {
+		memcpy(cmd->cdb, cdb, cdb_len < SCSITGT__CDB_MAX ? cdb_len : SCSITGT__CDB_MAX);
+		cmd->cdb_len = (uint8_t)(cdb_len < SCSITGT__CDB_MAX ? cdb_len : SCSITGT__CDB_MAX);
+		cmd->state = SCSITGT__CMD_DONE;
+		cmd_set_reason(cmd, SCSITGT_SR_TASK_SET_FULL, NULL);
+		return;
+	}
 
 	if (cdb_len > SCSITGT__CDB_MAX) {
 		/* Longer CDBs (iSCSI extended CDB AHS) name no command we support. */
@@ -121,12 +129,44 @@ int scsitgt__cmd_alloc_buf(struct scsitgt__cmd *cmd)
 
 	if (cmd->buf || cmd->xfer_len == 0)
 		return 0;
+	/*
+	 * W6: a session's Data-In buffers are bounded (the initiator may stop reading while its
+	 * CmdSN window is full of large READs); beyond the limit a command is refused with TASK
+	 * SET FULL by the caller (SAM-5 §5.3). One command may always proceed.
+	 */
+	if (cmd->dir == SCSITGT__DIR_IN && cmd->sess && cmd->sess->read_bytes &&
+	    cmd->sess->tgt->max_read_buffer_bytes &&
+	    cmd->sess->read_bytes + cmd->xfer_len > cmd->sess->tgt->max_read_buffer_bytes)
+		return -EBUSY;
 	/* Not zeroed: Data-Out or the backend fills it, and Data-In sends data_len. */
-	cmd->buf = scsitgt__cache_alloc(cmd->cache, cmd->xfer_len, &cap);
+	if (cmd->buf_ops) {
+		cmd->buf = cmd->buf_ops->alloc(cmd->buf_ctx, cmd->xfer_len, &cap);
+		cmd->buf_ext = cmd->buf != NULL;
+	}
+	if (cmd->buf == NULL)
+		cmd->buf = scsitgt__cache_alloc(cmd->cache, cmd->xfer_len, &cap);
 	if (cmd->buf == NULL)
 		return -ENOMEM;
 	cmd->buf_cap = (uint32_t)cap;
+	if (cmd->dir == SCSITGT__DIR_IN && cmd->sess) {
+		cmd->read_charged = cmd->xfer_len;
+		cmd->sess->read_bytes += cmd->xfer_len;
+	}
 	return 0;
+}
+
+void scsitgt__cmd_free_buf(struct scsitgt__cmd *cmd)
+{
+	/* W6: a detached command (cmd->sess NULL) outlived its session and its count. */
+	if (cmd->read_charged && cmd->sess)
+		cmd->sess->read_bytes -= cmd->read_charged;
+	cmd->read_charged = 0;
+	if (cmd->buf_ext)
+		cmd->buf_ops->free(cmd->buf_ctx, cmd->buf, cmd->buf_cap);
+	else
+		scsitgt__cache_free(cmd->cache, cmd->buf, cmd->buf_cap);
+	cmd->buf = NULL;
+	cmd->buf_ext = false;
 }
 
 void scsitgt__cmd_execute(struct scsitgt__cmd *cmd)
@@ -204,6 +244,21 @@ void scsitgt__cmd_complete_raw(struct scsitgt__cmd *cmd, uint8_t key, uint8_t as
 	cmd_finish(cmd);
 }
 
+void scsitgt__cmd_complete_sense(struct scsitgt__cmd *cmd, uint8_t status, const uint8_t *sense,
+				 size_t sense_len)
+{
+	/* W3: sense built by the command itself (EXTENDED COPY's COPY ABORTED, xcopy.c). */
+	if (cmd->state != SCSITGT__CMD_ABORTED) {
+		if (sense_len > sizeof(cmd->sense))
+			sense_len = sizeof(cmd->sense);
+		cmd->data_len = 0;
+		cmd->status = status;
+		memcpy(cmd->sense, sense, sense_len);
+		cmd->sense_len = (uint8_t)sense_len;
+	}
+	cmd_finish(cmd);
+}
+
 enum scsitgt__sense_reason scsitgt__cmd_bad_cdb_field(struct scsitgt__cmd *cmd, uint16_t byte,
 						      int bit)
 {
@@ -237,6 +292,35 @@ void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd)
 	}
 	if (cmd->lun)
 		scsitgt__lun_inflight_drop(cmd->lun);
-	scsitgt__cache_free(cmd->cache, cmd->buf, cmd->buf_cap);
+	scsitgt__cmd_free_buf(cmd);
 	scsitgt__cache_free(cmd->cache, cmd, cmd->alloc_size);
+}
+
+/*
+ * W6: SAM-5 §5.4.3 and SBC-4 §4.2 (via RFC 7143 §11.4.5.2, SRP's data descriptors likewise):
+ * when the initiator moves a different amount than the CDB asks for, a media write is cut to
+ * the whole logical blocks that arrive (the residual tells the initiator what was not
+ * written) and any other write, whose parameter list cannot be cut, is refused.
+ */
+uint32_t scsitgt__cmd_fit_data_out(struct scsitgt__cmd *cmd, uint32_t edtl)
+{
+	uint32_t spdtl = cmd->xfer_len;
+	uint32_t have = edtl < cmd->xfer_len ? edtl : cmd->xfer_len;
+	uint32_t bs = cmd->lun ? cmd->lun->geo.block_size : 0;
+
+	if (cmd->state == SCSITGT__CMD_DONE || cmd->dir != SCSITGT__DIR_OUT || edtl == spdtl)
+		return spdtl;
+	/* SBC-4 §5.50, §5.51: WRITE SAME carries one block whatever its NUMBER OF LOGICAL
+	 * BLOCKS; a one-block WRITE SAME only looks like a media write and cannot be cut. */
+	if (bs && cmd->nblocks && (uint64_t)cmd->nblocks * bs == cmd->xfer_len &&
+	    cmd->cdb[0] != SBC_WRITE_SAME_10 && cmd->cdb[0] != SBC_WRITE_SAME_16) {
+		cmd->nblocks = have / bs;
+		cmd->xfer_len = cmd->nblocks * bs;
+		/* Nothing to write: GOOD, and the whole length is the residual. */
+		if (cmd->nblocks == 0)
+			scsitgt__cmd_fail(cmd, SCSITGT_SR_OK);
+	} else {
+		scsitgt__cmd_fail(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
+	}
+	return spdtl;
 }

@@ -13,6 +13,7 @@
 struct scsitgt__session;
 struct scsitgt__cdb_def;
 struct scsitgt__cmd;
+struct scsitgt__buf_ops;
 
 /* The explicit state machine of a command (transitions in cmd.c). */
 enum scsitgt__cmd_state {
@@ -97,8 +98,36 @@ struct scsitgt__cmd {
 	bool in_task_set;
 	bool order_parked;
 
+	/* W5: given up by an engine shutdown while in a backend (core/drain.c): no longer
+	 * counted anywhere; its last io to come back frees it and its buffer. */
+	bool orphaned;
+	_Atomic unsigned int orphan_ios;
+
+	/* W2: where buf comes from when a fabric supplies it (an RDMA-registered pool, set
+	 * before setup); NULL: the engine cache. buf_ext: this buf came from buf_ops. */
+	const struct scsitgt__buf_ops *buf_ops;
+	void *buf_ctx;
+	bool buf_ext;
+
+	/* W6: bytes of this Data-In buffer counted in sess->read_bytes (cmd.c). */
+	uint32_t read_charged;
+
 	_Alignas(16) uint8_t fabric_priv[];
 };
+
+/*
+ * W2: a fabric's data buffer allocator (iSER and SRP: buffers from registered memory, so the
+ * data moves without a per-io registration). alloc() may return NULL: the core then takes the
+ * buffer from its cache, and the fabric copes with an unregistered buffer. Loop: home.
+ */
+struct scsitgt__buf_ops {
+	void *(*alloc)(void *ctx, size_t size, size_t *cap);
+	void (*free)(void *ctx, void *p, size_t cap);
+};
+
+/* W2: give back cmd->buf to where it came from (the engine cache or cmd->buf_ops); on the home
+ * loop. */
+void scsitgt__cmd_free_buf(struct scsitgt__cmd *cmd);
 
 /*
  * Finish a command with a reason. For CHECK CONDITION reasons the sense data is encoded here
@@ -109,6 +138,10 @@ void scsitgt__cmd_complete_detail(struct scsitgt__cmd *cmd, enum scsitgt__sense_
 				  const struct scsitgt__sense_detail *detail);
 /* Finish with raw sense (from a backend). */
 void scsitgt__cmd_complete_raw(struct scsitgt__cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq);
+
+/* W3: finish with @status and @sense_len bytes of sense data the command built itself. */
+void scsitgt__cmd_complete_sense(struct scsitgt__cmd *cmd, uint8_t status, const uint8_t *sense,
+				 size_t sense_len);
 
 /* Parse helpers returning INVALID FIELD IN CDB with the field pointer set on the command. */
 enum scsitgt__sense_reason scsitgt__cmd_bad_cdb_field(struct scsitgt__cmd *cmd, uint16_t byte,
@@ -141,6 +174,11 @@ struct scsitgt_io {
 	struct iovec iov_inline[2];
 	const struct iovec *iov;
 	uint32_t alloc_size; /* H13: bytes of this object as allocated (engine cache) */
+	/* W5: place in lun->ios while lent to the backend, and who completes it (enum
+	 * scsitgt__io_tstate): a thread-safe completion moves LENT to QUEUED, an engine shutdown
+	 * that gives up on the io moves LENT to ORPHAN (core/drain.c). */
+	struct scsitgt__list lun_node;
+	_Atomic int tstate;
 	_Alignas(16) uint8_t ctx[];
 };
 
@@ -155,6 +193,13 @@ int scsitgt__io_submit(struct scsitgt__cmd *cmd, enum scsitgt_io_type type, uint
 /* The default done function: complete the command when its last io returns. */
 void scsitgt__io_done_complete_cmd(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 				   enum scsitgt__sense_reason reason);
+
+/* W5: states of scsitgt_io.tstate. */
+enum scsitgt__io_tstate {
+	SCSITGT__IO_LENT = 0,	/* with the backend */
+	SCSITGT__IO_QUEUED = 1,	/* completed through the thread-safe queue, not drained yet */
+	SCSITGT__IO_ORPHAN = 2,	/* given up by an engine shutdown: its completion only frees */
+};
 
 /* Drain the engine's thread-safe completion queue (engine.c calls it from its async). */
 void scsitgt__io_drain_threadsafe(struct scsitgt_engine *engine);

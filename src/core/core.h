@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "core/range_lock.h"
+#include "core/worker.h"
 #include "libscsitgt/scsitgt.h"
 #include "util/list.h"
 #include "util/log.h"
@@ -72,11 +73,46 @@ struct scsitgt_engine {
 	/* H16: the host's event callback (core/events.c). */
 	scsitgt_event_cb event_cb;
 	void *event_arg;
+	/* W8: worker loops (core/worker.c), none with opts.workers == 0; messages from them to
+	 * the home loop arrive in home_inbox (set up only with workers). */
+	struct scsitgt__worker *workers;
+	unsigned int nworkers;
+	unsigned int workers_running;
+	struct scsitgt__inbox *home_inbox;
+	void (*workers_stop_cb)(void *cb_arg, int status);
+	void *workers_stop_arg;
+	/* W5: how long a LUN removal waits for its backend's ios (0: the default), the LUNs
+	 * whose removal timed out with ios still in the backend, thread-safe completions being
+	 * pushed right now and orphaned ios still in the queue (core/drain.c). */
+	uint32_t drain_timeout_ms;
+	struct scsitgt__list zombies;
+	_Atomic unsigned int tsq_senders;
+	unsigned int orphan_queued;
+	unsigned int drain_retries;
 };
 
+/* W6: a source address range of an ACL (core/acl.c); IPv4 is kept as IPv4-mapped IPv6. */
+struct scsitgt__acl_net {
+	uint8_t addr[16];
+	uint8_t prefix; /* 0..128, counted on the 128-bit form */
+};
+
+/* Number of LUN ids a mapping bitmap covers (SAM-5 flat space: 0..16383). */
+#define SCSITGT__ACL_LUN_IDS 16384u
+
+/*
+ * W6: what the target knows about one initiator name (core/acl.c): whether it is on the login
+ * list, the addresses it may come from, and the LUNs mapped to it. The entry with name NULL
+ * (tgt->acl_any) holds the LUNs mapped to every initiator.
+ */
 struct scsitgt__acl_entry {
 	struct scsitgt__list node;
 	char *name;
+	bool allowed;			/* listed by scsitgt_target_add_initiator() */
+	struct scsitgt__acl_net *nets;	/* scsitgt_target_add_initiator_address() */
+	size_t nnets;
+	uint64_t *lun_map;		/* SCSITGT__ACL_LUN_IDS bits, NULL while none is mapped */
+	size_t nmapped;
 };
 
 struct scsitgt_target {
@@ -97,6 +133,19 @@ struct scsitgt_target {
 	scsitgt_done_cb destroy_cb;
 	void *destroy_cb_arg;
 	struct scsitgt__deferred destroy_done;
+	/* W6: access control and limits (core/acl.c). Initiator names on the login list, the
+	 * target-wide source address list, LUN masking and the wildcard mapping entry. */
+	unsigned int nallowed;
+	struct scsitgt__acl_net *nets;
+	size_t nnets;
+	bool lun_masking;
+	struct scsitgt__acl_entry *acl_any;
+	/* Sessions the target takes (0: no limit) and commands each LUN holds at once beyond
+	 * which new ones get TASK SET FULL (0: no limit). */
+	uint32_t max_sessions;
+	uint32_t max_lun_commands;
+	/* Bytes of Data-In buffers one session may hold (0: no limit), see cmd.c. */
+	uint64_t max_read_buffer_bytes;
 };
 
 /* Mode parameters a LUN keeps (SPC-5 §7.5, SBC-4 §6.5). */
@@ -157,6 +206,28 @@ struct scsitgt_lun {
 	unsigned int task_barriers;
 	bool order_kick_pending;
 	struct scsitgt__deferred order_kick;
+	/* W5: bounded removal (core/drain.c). The backend ios in flight (scsitgt_io.lun_node);
+	 * the engine, which outlives the target; the timer of a destroy waiting for ios. A
+	 * destroyed LUN with commands left is in engine->zombies (zombie) until freed; once its
+	 * drain timeout expired (its callback ran) it waits there for its backend to return the
+	 * last io; an engine shutdown turns the rest into orphans, counted in orphan_cmds (plus
+	 * one while the engine still holds the LUN). */
+	struct scsitgt__list ios;
+	struct scsitgt_engine *engine;
+	uv_timer_t *drain_timer;
+	bool zombie;
+	bool drain_expired;
+	bool orphaning;
+	bool closing_started;
+	struct scsitgt__list zombie_node;
+	_Atomic unsigned int orphan_cmds;
+	/* W4: log page state (core/spc_log.c), allocated on first use; freed with the LUN. */
+	struct scsitgt__log *log;
+	/* W4: the I_T nexuses that prevent medium removal (SPC-5 §6.15, sbc.c); the removal is
+	 * prevented (prevent_removal) while there is at least one. */
+	struct scsitgt__session **prevent_by;
+	uint32_t nprevent;
+	uint32_t prevent_cap;
 };
 
 /* Largest data transfer of one command (VPD B0 MAXIMUM TRANSFER LENGTH in bytes). */
@@ -165,6 +236,8 @@ struct scsitgt_lun {
  * blocks: libiscsi's conformance suite takes a larger explicit limit for a bogus value. */
 #define SCSITGT__MAX_UNMAP_LBA_COUNT (1u << 20)
 #define SCSITGT__MAX_UNMAP_DESCRIPTORS 256u
+/* W4: the largest LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT of scsitgt_lun_opts (lun.h). */
+#define SCSITGT__LUN_MAX_PBE 8u
 
 /* engine.c */
 void scsitgt__engine_add_service(struct scsitgt_engine *engine, struct scsitgt__service *svc);
@@ -182,9 +255,51 @@ void scsitgt__target_lun_removed(struct scsitgt_target *tgt, struct scsitgt_lun 
 /* A session of a destroying target went away (session.c calls it). */
 void scsitgt__target_session_gone(struct scsitgt_target *tgt);
 
+/* acl.c (W6) */
+/* Whether @initiator may log in to @tgt from @sa (NULL: no address known, e.g. SRP or an
+ * in-process fabric; it passes only when no address list applies). */
+bool scsitgt__acl_login_allowed(const struct scsitgt_target *tgt, const char *initiator,
+				const struct sockaddr *sa);
+/* The entry of @initiator (NULL when the target knows nothing about that name). */
+struct scsitgt__acl_entry *scsitgt__acl_find(const struct scsitgt_target *tgt,
+					     const char *initiator);
+/* Free every ACL entry and address list of a dying target. */
+void scsitgt__acl_free(struct scsitgt_target *tgt);
+struct scsitgt__session;
+/* Point a new nexus at its initiator's entry (session.c calls it). */
+void scsitgt__acl_session_attach(struct scsitgt__session *sess);
+
+/* W4: spc_log.c: free a LUN's log page state (lun.c, when the LUN is freed). */
+void scsitgt__log_free(struct scsitgt_lun *lun);
+
+/* W4: sbc.c: end the medium removal prevention of @sess on @lun, or of every nexus when
+ * @sess is NULL (a reset); scsitgt__sbc_prevent_session_gone() does it on every LUN of the
+ * session's target (I_T nexus loss). */
+void scsitgt__sbc_prevent_release(struct scsitgt_lun *lun, const struct scsitgt__session *sess);
+void scsitgt__sbc_prevent_session_gone(const struct scsitgt__session *sess);
+
 /* lun.c */
 bool scsitgt__lun_supports(const struct scsitgt_lun *lun, enum scsitgt_io_type type);
 /* Drop a command's hold on its LUN; the last one lets a pending destroy proceed. */
 void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun);
+/* W5: close the backend of a destroyed LUN that has no command left (lun.c). */
+void scsitgt__lun_close_backend(struct scsitgt_lun *lun);
+
+/* drain.c (W5): bounded LUN removal and engine shutdown when backends do not complete. */
+/* Default of scsitgt_engine_set_drain_timeout(). */
+#define SCSITGT__DRAIN_TIMEOUT_MS_DEFAULT 30000u
+/* A destroy found commands on the LUN: start its drain timer. */
+void scsitgt__drain_lun_start(struct scsitgt_lun *lun);
+/* The destroyed LUN has no command left: stop its drain timer. */
+void scsitgt__drain_lun_stop(struct scsitgt_lun *lun);
+/* The destroyed LUN is being freed: leave the engine's zombie list. */
+void scsitgt__drain_lun_gone(struct scsitgt_lun *lun);
+/* The engine is about to close its handles: give up on the ios zombies still hold. Returns
+ * false while it must wait (a thread-safe completion in progress, a backend closing); it
+ * then calls @again(engine) from the loop a little later. */
+bool scsitgt__drain_engine_ready(struct scsitgt_engine *engine,
+				 void (*again)(struct scsitgt_engine *engine));
+/* An io that was given up (ORPHAN) or belongs to an orphaned command came back. */
+void scsitgt__drain_io_orphan_done(struct scsitgt_io *io);
 
 #endif /* SCSITGT_CORE_CORE_H */

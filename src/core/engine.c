@@ -65,6 +65,14 @@ void scsitgt__engine_defer(struct scsitgt_engine *engine, struct scsitgt__deferr
 	uv_async_send(&engine->tsq_async);
 }
 
+static void engine_failed_closed(uv_handle_t *h)
+{
+	struct scsitgt_engine *engine = h->data;
+
+	free(engine->cache);
+	free(engine);
+}
+
 SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t *loop,
 					 const struct scsitgt_engine_opts *opts)
 {
@@ -83,6 +91,14 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 	}
 	if (o.log_level < SCSITGT_LOG_ERROR || o.log_level > SCSITGT_LOG_DEBUG)
 		return -EINVAL;
+	if (o.workers < SCSITGT_ENGINE_WORKERS_AUTO || o.workers > SCSITGT_ENGINE_WORKERS_MAX)
+		return -EINVAL;
+	if (o.workers == SCSITGT_ENGINE_WORKERS_AUTO) {
+		unsigned int n = uv_available_parallelism();
+
+		o.workers = n < 1 ? 1 : n > SCSITGT_ENGINE_WORKERS_MAX ? SCSITGT_ENGINE_WORKERS_MAX
+								     : (int)n;
+	}
 
 	engine = calloc(1, sizeof(*engine));
 	if (engine == NULL)
@@ -109,6 +125,12 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 	}
 	/* The async handle stays referenced: a live engine keeps its loop running. */
 	engine->tsq_async.data = engine;
+	/* W8: worker loops, each with an inbox, and one for the home loop (core/worker.c). */
+	rc = scsitgt__workers_start(engine, (unsigned int)o.workers);
+	if (rc < 0) {
+		uv_close((uv_handle_t *)&engine->tsq_async, engine_failed_closed);
+		return rc;
+	}
 	*out = engine;
 	return 0;
 }
@@ -140,8 +162,9 @@ struct scsitgt_target *scsitgt__engine_find_target(struct scsitgt_engine *engine
 	return NULL;
 }
 
-/* Destruction runs in phases: services, then targets, then the engine's own handle. */
-enum { ENGINE_PHASE_SERVICES = 1, ENGINE_PHASE_TARGETS, ENGINE_PHASE_CLOSE };
+/* Destruction runs in phases: services, then targets, then the worker threads (every
+ * connection on them is closed by then), then the engine's own handle. */
+enum { ENGINE_PHASE_SERVICES = 1, ENGINE_PHASE_TARGETS, ENGINE_PHASE_WORKERS, ENGINE_PHASE_CLOSE };
 
 static void engine_destroy_step(struct scsitgt_engine *engine);
 
@@ -198,7 +221,7 @@ static void engine_destroy_step(struct scsitgt_engine *engine)
 		engine_child_done(engine, 0);
 		break;
 	case ENGINE_PHASE_TARGETS:
-		engine->destroy_phase = ENGINE_PHASE_CLOSE;
+		engine->destroy_phase = ENGINE_PHASE_WORKERS;
 		engine->destroy_pending = 1;
 		scsitgt__list_foreach_safe(pos, tmp, &engine->targets)
 		{
@@ -210,9 +233,19 @@ static void engine_destroy_step(struct scsitgt_engine *engine)
 		}
 		engine_child_done(engine, 0);
 		break;
+	case ENGINE_PHASE_WORKERS:
+		engine->destroy_phase = ENGINE_PHASE_CLOSE;
+		engine->destroy_pending = 1;
+		/* Joined from the home inbox; calls back at once without workers. */
+		scsitgt__workers_stop(engine, engine_child_done, engine);
+		break;
 	case ENGINE_PHASE_CLOSE:
 		/* Deferred items of destroyed children have all run: their callbacks fired. */
 		scsitgt__io_drain_threadsafe(engine);
+		/* W5: ios that LUNs whose removal timed out still hold become orphans; wait for
+		 * completions on their way and backends closing (core/drain.c). */
+		if (!scsitgt__drain_engine_ready(engine, engine_destroy_step))
+			break;
 		uv_close((uv_handle_t *)&engine->tsq_async, engine_closed);
 		break;
 	}
@@ -233,6 +266,11 @@ SCSITGT_EXPORT void scsitgt_engine_destroy(struct scsitgt_engine *engine, scsitg
 SCSITGT_EXPORT uv_loop_t *scsitgt_engine_get_loop(const struct scsitgt_engine *engine)
 {
 	return engine ? engine->loop : NULL;
+}
+
+SCSITGT_EXPORT unsigned int scsitgt_engine_get_workers(const struct scsitgt_engine *engine)
+{
+	return engine ? engine->nworkers : 0;
 }
 
 SCSITGT_EXPORT void scsitgt_engine_set_userdata(struct scsitgt_engine *engine, void *userdata)

@@ -75,6 +75,9 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 		return -EINVAL;
 	if (o.block_size != 0 && o.block_size != 512 && o.block_size != 4096)
 		return -EINVAL;
+	/* One physical block must fit a WRITE ATOMIC (16) (SCSITGT__SBC_MAX_ATOMIC_BLOCKS). */
+	if (o.physical_block_exponent > SCSITGT__LUN_MAX_PBE)
+		return -EINVAL;
 	if (scsitgt__target_find_lun(tgt, o.id))
 		return -EEXIST;
 
@@ -102,6 +105,8 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 			 (unsigned long long)lun_hash(tgt->name, o.id));
 
 	lun->tgt = tgt;
+	lun->engine = tgt->engine;
+	scsitgt__list_init(&lun->ios);
 	lun->id = o.id;
 	lun->flags = o.flags;
 	lun->bctx = o.backend_ctx;
@@ -124,6 +129,9 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	if ((lun->geo.block_size != 512 && lun->geo.block_size != 4096) ||
 	    lun->geo.num_blocks == 0)
 		goto fail_close;
+	/* The host's LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT wins over the backend's. */
+	if (o.physical_block_exponent)
+		lun->geo.physical_block_exponent = o.physical_block_exponent;
 	for (int t = 0; t <= SCSITGT_IO_WRITE_ZEROES; t++)
 		lun->supports[t] = t <= SCSITGT_IO_WRITE ||
 				   (lun->ops.supports && lun->ops.supports(lun->bctx, t));
@@ -162,7 +170,11 @@ static void lun_free(struct scsitgt__deferred *d)
 	scsitgt_done_cb cb = lun->destroy_cb;
 	void *cb_arg = lun->destroy_cb_arg;
 
+	/* W5: a zombie's callback ran when its removal timed out (core/drain.c). */
+	scsitgt__drain_lun_gone(lun);
 	scsitgt__pr_free(lun);
+	scsitgt__log_free(lun);
+	free(lun->prevent_by);
 	free(lun);
 	if (cb)
 		cb(cb_arg, 0);
@@ -174,18 +186,24 @@ static void lun_backend_closed(void *arg, int status)
 
 	(void)status;
 	lun->destroy_done.fn = lun_free;
-	scsitgt__engine_defer(lun->tgt->engine, &lun->destroy_done);
+	/* The engine, not the target: a zombie LUN outlives its target (core/drain.c). */
+	scsitgt__engine_defer(lun->engine, &lun->destroy_done);
 }
 
-static void lun_close_backend(struct scsitgt_lun *lun)
+void scsitgt__lun_close_backend(struct scsitgt_lun *lun)
 {
+	/* W5: close() never runs while the backend holds ios (backend.h). */
+	scsitgt__drain_lun_stop(lun);
+	if (lun->closing_started)
+		return;
+	lun->closing_started = true;
 	lun->ops.close(lun->bctx, lun_backend_closed, lun);
 }
 
 void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun)
 {
 	if (--lun->inflight == 0 && lun->destroying)
-		lun_close_backend(lun);
+		scsitgt__lun_close_backend(lun);
 }
 
 SCSITGT_EXPORT void scsitgt_lun_destroy(struct scsitgt_lun *lun, scsitgt_done_cb cb, void *cb_arg)
@@ -198,7 +216,9 @@ SCSITGT_EXPORT void scsitgt_lun_destroy(struct scsitgt_lun *lun, scsitgt_done_cb
 	scsitgt__target_lun_removed(lun->tgt, lun);
 	scsitgt__ua_luns_changed(lun->tgt, lun->id, true);
 	if (lun->inflight == 0)
-		lun_close_backend(lun);
+		scsitgt__lun_close_backend(lun);
+	else
+		scsitgt__drain_lun_start(lun);
 }
 
 SCSITGT_EXPORT int scsitgt_lun_resize(struct scsitgt_lun *lun, uint64_t num_blocks)

@@ -159,10 +159,9 @@ void scsitgt__pr_session_gone(struct scsitgt__session *sess)
 
 		if (pr && r2_mine(pr, sess))
 			pr->r2_held = false;
-		/* SBC-4 §5.16: nexus loss releases medium removal prevention. The state is kept
-		 * per LUN, not per nexus, so any nexus loss releases it. */
-		tgt->luns[i]->prevent_removal = false;
 	}
+	/* SPC-5 §6.15: the lost nexus's medium removal prevention ends (W4, sbc.c). */
+	scsitgt__sbc_prevent_session_gone(sess);
 }
 
 void scsitgt__pr_reset(struct scsitgt_lun *lun)

@@ -7,6 +7,7 @@
 #include "core/fabric.h"
 #include "core/pr.h"
 #include "core/ua.h"
+#include "core/xcopy.h"
 
 int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target *tgt,
 			    const struct scsitgt__nexus_info *info,
@@ -20,7 +21,8 @@ int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target
 		return -EINVAL;
 	if (tgt->destroying)
 		return -ESHUTDOWN;
-	if (!scsitgt__target_initiator_allowed(tgt, info->initiator_name))
+	/* W6: names, then source addresses (core/acl.c). */
+	if (!scsitgt__acl_login_allowed(tgt, info->initiator_name, info->initiator_sa))
 		return -EACCES;
 	sess = calloc(1, sizeof(*sess));
 	if (sess == NULL)
@@ -42,6 +44,7 @@ int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target
 	sess->ops = ops;
 	sess->fabric_ctx = fabric_ctx;
 	scsitgt__list_init(&sess->cmds);
+	scsitgt__acl_session_attach(sess);
 	scsitgt__list_add_tail(&tgt->sessions, &sess->node);
 	*out = sess;
 	return 0;
@@ -68,6 +71,8 @@ void scsitgt__session_destroy(struct scsitgt__session *sess)
 	/* SPC-2 reservations end with the nexus; its unit attentions go with it. */
 	scsitgt__pr_session_gone(sess);
 	scsitgt__ua_session_free(sess);
+	/* W3: its EXTENDED COPY list identifiers (SPC-4: discarded on I_T nexus loss). */
+	scsitgt__xcopy_session_gone(sess);
 	scsitgt__list_remove(&sess->node);
 	free(sess->initiator_name);
 	free(sess->initiator_port);

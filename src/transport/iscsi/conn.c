@@ -94,6 +94,10 @@ int scsitgt__iscsi_conn_create(struct scsitgt__iscsi_conn **out, struct scsitgt_
 	conn->id = ++ie->next_conn_id;
 	conn->state = SCSITGT__CONN_LOGIN;
 	sockaddr_text(peer, conn->peer, sizeof(conn->peer));
+	if (peer && (peer->sa_family == AF_INET || peer->sa_family == AF_INET6))
+		memcpy(&conn->peer_sa, peer,
+		       peer->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						   : sizeof(struct sockaddr_in));
 	if (local) {
 		size_t l = local->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 							: sizeof(struct sockaddr_in);

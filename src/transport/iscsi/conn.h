@@ -21,6 +21,13 @@
 
 #define SCSITGT__ISCSI_SUBSYS "iscsi"
 
+struct scsitgt__iscsi_cred {
+	struct scsitgt__list node;
+	char *initiator; /* NULL for the target-wide entry */
+	char *user;
+	char *secret;
+};
+
 /* Per-engine iSCSI state (engine->ext[SCSITGT__EXT_ISCSI]). */
 struct scsitgt__iscsi_engine {
 	struct scsitgt_engine *engine;
@@ -33,13 +40,10 @@ struct scsitgt__iscsi_engine {
 	/* Random source for CHAP challenges (tests replace it). */
 	scsitgt__chap_random_cb rnd;
 	void *rnd_arg;
-};
-
-struct scsitgt__iscsi_cred {
-	struct scsitgt__list node;
-	char *initiator; /* NULL for the target-wide entry */
-	char *user;
-	char *secret;
+	/* W6: discovery session CHAP (user NULL: none required) and the target's own
+	 * credentials for mutual CHAP in discovery sessions. */
+	struct scsitgt__iscsi_cred disc_chap;
+	struct scsitgt__iscsi_cred disc_mutual;
 };
 
 /* Per-target iSCSI state (tgt->ext[SCSITGT__EXT_ISCSI]). */
@@ -80,6 +84,15 @@ struct scsitgt_portal {
 	 */
 	void (*stop_listener)(struct scsitgt_portal *portal);
 	void *listener_ctx;
+	/* W6: connections one initiator name may hold on this portal (0: no limit). */
+	uint32_t max_conns_per_initiator;
+};
+
+/* W5: unit attentions one connection keeps to announce (async.c); more are dropped. */
+#define SCSITGT__ISCSI_ASYNC_QUEUE 8
+struct scsitgt__iscsi_async_ev {
+	uint64_t lun_id;
+	uint16_t reason; /* enum scsitgt__sense_reason */
 };
 
 /* Buckets of a connection's ITT index (a power of two). */
@@ -158,6 +171,14 @@ struct scsitgt__iscsi_conn {
 	uint64_t stat_tx_bytes;
 	/* H17: counted in portal->nlogin (until full feature phase or close). */
 	bool login_counted;
+	/* W6: the initiator's address, for address ACLs (core/acl.c); family 0 when unknown. */
+	struct sockaddr_storage peer_sa;
+	/* W5: unit attentions to announce by Async Message (async.c), sent once per loop turn
+	 * so that one change reaching many LUNs makes one message. */
+	struct scsitgt__deferred async_flush;
+	bool async_flush_pending;
+	uint8_t async_n;
+	struct scsitgt__iscsi_async_ev async_q[SCSITGT__ISCSI_ASYNC_QUEUE];
 };
 
 /* A SCSI command on a connection: the fabric-private part of a core command. */
@@ -341,6 +362,19 @@ struct scsitgt__iscsi_tx *scsitgt__iscsi_build_response(struct scsitgt__iscsi_co
 /* tmf.c */
 int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
 
+/* async.c (W5): Async Messages (RFC 7143 §11.9). */
+/*
+ * Build an Async Message reporting a SCSI asynchronous event (AsyncEvent 0) on LUN @lun_id:
+ * the BHS (StatSN, ExpCmdSN, MaxCmdSN and DataSegmentLength left to the sender) and, in
+ * @data, the data segment: SenseLength and fixed-format sense data with @key/@asc/@ascq.
+ * Returns the data segment's length, 0 if @cap is too small.
+ */
+size_t scsitgt__iscsi_async_scsi_event(uint8_t *bhs, uint8_t *data, size_t cap, uint64_t lun_id,
+				       uint8_t key, uint8_t asc, uint8_t ascq);
+/* The core's unit_attention hook (core/fabric.h). */
+void scsitgt__iscsi_async_ua(struct scsitgt__session *core, uint64_t lun_id,
+			     enum scsitgt__sense_reason reason);
+
 /* logout.c */
 int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
 
@@ -365,5 +399,8 @@ void scsitgt__iscsi_portal_listener_gone(struct scsitgt_portal *portal);
 
 /* tcp.c */
 int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal);
+/* tcp_worker.c: run an accepted socket (a duplicate of @fd is taken) on a worker loop. */
+int scsitgt__iscsi_tcpw_adopt(struct scsitgt_portal *portal, uv_os_sock_t fd,
+			      const struct sockaddr *peer, const struct sockaddr *local);
 
 #endif /* SCSITGT_ISCSI_CONN_H */

@@ -216,6 +216,52 @@ static const struct scsitgt__iscsi_cred *login_cred(struct scsitgt__iscsi_target
 	return it->chap.user ? &it->chap : NULL;
 }
 
+/* W6: connections of initiator @iname on @conn's portal other than @conn, not closing. */
+static unsigned int login_initiator_conns(const struct scsitgt__iscsi_conn *conn,
+					  const char *iname)
+{
+	const struct scsitgt__list *pos;
+	unsigned int n = 0;
+
+	for (pos = conn->ie->conns.next; pos != &conn->ie->conns; pos = pos->next) {
+		const struct scsitgt__iscsi_conn *c =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_conn, node);
+		const char *name = c->sess ? c->sess->initiator_name
+				   : c->login ? c->login->initiator_name : "";
+
+		if (c != conn && c->portal == conn->portal && c->state != SCSITGT__CONN_CLOSING &&
+		    strcasecmp(name, iname) == 0)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * W6: whether @tgt has room for one more session of @iname/@isid: sessions that are not
+ * closing count, except the one this login would reinstate (RFC 7143 §6.3.5).
+ */
+static bool login_target_has_room(const struct scsitgt__iscsi_conn *conn,
+				  const struct scsitgt_target *tgt, const char *iname,
+				  const uint8_t isid[6])
+{
+	const struct scsitgt__list *pos;
+	unsigned int n = 0;
+
+	if (tgt->max_sessions == 0)
+		return true;
+	for (pos = conn->ie->sessions.next; pos != &conn->ie->sessions; pos = pos->next) {
+		const struct scsitgt__iscsi_sess *s =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_sess, node);
+
+		if (s->tgt != tgt || s->closing)
+			continue;
+		if (memcmp(s->isid, isid, 6) == 0 && strcasecmp(s->initiator_name, iname) == 0)
+			continue;
+		n++;
+	}
+	return n < tgt->max_sessions;
+}
+
 /*
  * The first complete text names the initiator, the target and the session type: decide
  * which target settings apply, and refuse early what cannot succeed.
@@ -233,6 +279,14 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 	if (iname == NULL || iname[0] == '\0' || strlen(iname) > SCSITGT__ISCSI_NAME_MAX)
 		return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
 	snprintf(l->initiator_name, sizeof(l->initiator_name), "%s", iname);
+	/* W6: one initiator may not take every connection of the portal. */
+	if (conn->portal->max_conns_per_initiator &&
+	    login_initiator_conns(conn, iname) >= conn->portal->max_conns_per_initiator) {
+		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_WARNING,
+					"initiator %s holds %u connections on this portal already",
+					iname, conn->portal->max_conns_per_initiator);
+		return ISCSI_LOGIN_STATUS_NO_RESOURCES;
+	}
 	if (stype && strcmp(stype, "Discovery") == 0) {
 		l->discovery = true;
 	} else if (stype && strcmp(stype, "Normal") != 0) {
@@ -241,6 +295,8 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 	if (l->discovery) {
 		if (l->tsih != 0)
 			return ISCSI_LOGIN_STATUS_NO_SESSION;
+		/* W6: discovery sessions authenticate when the engine says so. */
+		l->auth_required = conn->ie->disc_chap.user != NULL;
 	} else {
 		struct scsitgt_target *tgt;
 
@@ -272,8 +328,20 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 				return -1;
 			}
 		}
-		if (!scsitgt__target_initiator_allowed(tgt, iname))
+		/* W6: the name and the source address (core/acl.c). */
+		if (!scsitgt__acl_login_allowed(tgt, iname,
+						(const struct sockaddr *)&conn->peer_sa)) {
+			scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_NOTICE,
+						"initiator %s may not log in to %s from here",
+						iname, tgt->name);
 			return ISCSI_LOGIN_STATUS_TGT_FORBIDDEN;
+		}
+		if (l->tsih == 0 && !login_target_has_room(conn, tgt, iname, l->isid)) {
+			scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_WARNING,
+						"target %s has %u sessions already", tgt->name,
+						tgt->max_sessions);
+			return ISCSI_LOGIN_STATUS_NO_RESOURCES;
+		}
 		if (l->tsih != 0) {
 			/* Adding a connection to a session: only one per session is supported. */
 			if (scsitgt__iscsi_sess_find(conn->ie, iname, l->isid, tgt, l->tsih) == NULL)
@@ -295,6 +363,13 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 		cfg.header_digests = SCSITGT__ISCSI_DIGEST_MASK_NONE;
 		cfg.data_digests = SCSITGT__ISCSI_DIGEST_MASK_NONE;
 		cfg.max_recv_dsl = conn->dm->max_recv_dsl;
+		/*
+		 * W2, RFC 7145 §8: each unsolicited Data-Out costs the target a posted receive
+		 * buffer; keep the first burst to one of them (the immediate data), and let
+		 * RDMA READ fetch the rest (transport/iser/iser_flow.h).
+		 */
+		if (cfg.first_burst > cfg.max_recv_dsl)
+			cfg.first_burst = cfg.max_recv_dsl;
 		/*
 		 * No proposals of our own: Linux ib_iser posts its full-feature receive
 		 * buffers when it sends the login request that transits to FFP, so it needs
@@ -367,7 +442,12 @@ static int login_auth(struct scsitgt__iscsi_conn *conn, const struct scsitgt__is
 		return 0;
 	}
 	if (l->chap_state == LOGIN_CHAP_WAIT_R && (ck->n || ck->r)) {
-		const struct scsitgt__iscsi_cred *cred = login_cred(it, l->initiator_name);
+		/* W6: a discovery session uses the engine's credentials. */
+		const struct scsitgt__iscsi_cred *cred =
+			l->discovery ? (conn->ie->disc_chap.user ? &conn->ie->disc_chap : NULL)
+				     : login_cred(it, l->initiator_name);
+		const struct scsitgt__iscsi_cred *mutual =
+			l->discovery ? &conn->ie->disc_mutual : it ? &it->mutual : NULL;
 		char r[SCSITGT__CHAP_RESPONSE_TEXT_SIZE];
 
 		if (ck->a || ck->n == NULL || ck->r == NULL || cred == NULL)
@@ -378,13 +458,14 @@ static int login_auth(struct scsitgt__iscsi_conn *conn, const struct scsitgt__is
 			return ISCSI_LOGIN_STATUS_AUTH_FAILED;
 		if (ck->i || ck->c) {
 			/* Mutual CHAP: the initiator authenticates the target too. */
-			if (ck->i == NULL || ck->c == NULL || it == NULL || it->mutual.user == NULL)
+			if (ck->i == NULL || ck->c == NULL || mutual == NULL ||
+			    mutual->user == NULL)
 				return ISCSI_LOGIN_STATUS_AUTH_FAILED;
 			if (scsitgt__chap_mutual_respond(r, sizeof(r), &l->chap, ck->i, ck->c,
-							 it->mutual.secret,
-							 strlen(it->mutual.secret)) != 0)
+							 mutual->secret,
+							 strlen(mutual->secret)) != 0)
 				return ISCSI_LOGIN_STATUS_AUTH_FAILED;
-			if (scsitgt__iscsi_textbuf_add(&l->resp, "CHAP_N", it->mutual.user) < 0 ||
+			if (scsitgt__iscsi_textbuf_add(&l->resp, "CHAP_N", mutual->user) < 0 ||
 			    scsitgt__iscsi_textbuf_add(&l->resp, "CHAP_R", r) < 0)
 				return ISCSI_LOGIN_STATUS_TARGET_ERROR;
 		}
@@ -429,6 +510,9 @@ static int login_finish(struct scsitgt__iscsi_conn *conn, uint16_t *tsih)
 		return ISCSI_LOGIN_STATUS_AUTH_FAILED;
 	if (scsitgt__iscsi_neg_finish(&conn->neg) < 0)
 		return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
+	/* W6: other logins may have filled the target since this one started. */
+	if (!l->discovery && !login_target_has_room(conn, l->tgt, l->initiator_name, l->isid))
+		return ISCSI_LOGIN_STATUS_NO_RESOURCES;
 	if (!l->discovery) {
 		/* RFC 7143 §6.3.5: same initiator, ISID and target with TSIH 0 reinstates. */
 		old = scsitgt__iscsi_sess_find(conn->ie, l->initiator_name, l->isid, l->tgt, 0);

@@ -13,9 +13,15 @@
 
 #include "transport/iscsi/conn.h"
 
+static void cred_clear(struct scsitgt__iscsi_cred *c);
+
 static void engine_ext_destroy(void *data)
 {
-	free(data);
+	struct scsitgt__iscsi_engine *ie = data;
+
+	cred_clear(&ie->disc_chap);
+	cred_clear(&ie->disc_mutual);
+	free(ie);
 }
 
 struct scsitgt__iscsi_engine *scsitgt__iscsi_engine_get(struct scsitgt_engine *engine)
@@ -40,8 +46,9 @@ struct scsitgt__iscsi_engine *scsitgt__iscsi_engine_get(struct scsitgt_engine *e
 
 static void cred_clear(struct scsitgt__iscsi_cred *c)
 {
+	/* W6: explicit_bzero, a memset before free() may be optimised away. */
 	if (c->secret)
-		memset(c->secret, 0, strlen(c->secret));
+		explicit_bzero(c->secret, strlen(c->secret));
 	free(c->secret);
 	free(c->user);
 	free(c->initiator);
@@ -107,6 +114,8 @@ SCSITGT_EXPORT void scsitgt_iscsi_params_init(struct scsitgt_iscsi_params *param
 		.login_timeout_ms = 15000,
 		.chap_algorithms = SCSITGT_ISCSI_CHAP_ALL,
 		.max_write_buffer_bytes = 32u * 1024u * 1024u,
+		.logout_timeout_ms = 10000,
+		.async_events = SCSITGT_ISCSI_ASYNC_LUNS_CHANGED | SCSITGT_ISCSI_ASYNC_CAPACITY_CHANGED,
 	};
 
 	if (params == NULL || size == 0)
@@ -139,7 +148,8 @@ static int params_check(struct scsitgt_iscsi_params *out, const struct scsitgt_i
 	    !in_range(p.max_outstanding_r2t, 1, 65535) || p.header_digest > 2 ||
 	    p.data_digest > 2 || p.default_time2wait > 3600 || p.default_time2retain > 3600 ||
 	    !in_range(p.max_connections, 1, 65535) || !in_range(p.queue_depth, 1, 4096) ||
-	    p.chap_algorithms == 0 || (p.chap_algorithms & ~SCSITGT_ISCSI_CHAP_ALL))
+	    p.chap_algorithms == 0 || (p.chap_algorithms & ~SCSITGT_ISCSI_CHAP_ALL) ||
+	    p.logout_timeout_ms == 0 || (p.async_events & ~SCSITGT_ISCSI_ASYNC_ALL))
 		return -EINVAL;
 	if (p.error_recovery_level > 0 || p.max_connections > 1)
 		return -ENOTSUP;
@@ -213,8 +223,9 @@ static int cred_set(struct scsitgt__iscsi_cred *c, const char *user, const char 
 			return -ENOMEM;
 		}
 	}
+	/* W6: explicit_bzero, a memset before free() may be optimised away. */
 	if (c->secret)
-		memset(c->secret, 0, strlen(c->secret));
+		explicit_bzero(c->secret, strlen(c->secret));
 	free(c->secret);
 	free(c->user);
 	c->user = u;
@@ -254,6 +265,37 @@ SCSITGT_EXPORT int scsitgt_iscsi_target_set_mutual_chap(struct scsitgt_target *t
 	if (it == NULL)
 		return -ENOMEM;
 	return cred_set(&it->mutual, user, secret);
+}
+
+/* Discovery sessions' credentials live on the engine's iSCSI state (one-way or mutual). */
+static int disc_cred_set(struct scsitgt_engine *engine, bool mutual, const char *user,
+			 const char *secret)
+{
+	struct scsitgt__iscsi_engine *ie;
+	int rc;
+
+	if (engine == NULL)
+		return -EINVAL;
+	rc = cred_check(user, secret);
+	if (rc < 0)
+		return rc;
+	ie = scsitgt__iscsi_engine_get(engine);
+	if (ie == NULL)
+		return -ENOMEM;
+	return cred_set(mutual ? &ie->disc_mutual : &ie->disc_chap, user, secret);
+}
+
+SCSITGT_EXPORT int scsitgt_iscsi_engine_set_discovery_chap(struct scsitgt_engine *engine,
+							  const char *user, const char *secret)
+{
+	return disc_cred_set(engine, false, user, secret);
+}
+
+SCSITGT_EXPORT int scsitgt_iscsi_engine_set_discovery_mutual_chap(struct scsitgt_engine *engine,
+								 const char *user,
+								 const char *secret)
+{
+	return disc_cred_set(engine, true, user, secret);
 }
 
 SCSITGT_EXPORT int scsitgt_iscsi_initiator_set_chap(struct scsitgt_target *tgt,
@@ -329,6 +371,7 @@ SCSITGT_EXPORT void scsitgt_portal_opts_init(struct scsitgt_portal_opts *opts, s
 		.backlog = 128,
 		.max_connections = 1024,
 		.max_login_connections = 256,
+		.max_connections_per_initiator = 64,
 	};
 
 	if (opts == NULL || size == 0)
@@ -492,6 +535,7 @@ SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scs
 	portal->tpgt = o.tpgt;
 	portal->max_conns = o.max_connections;
 	portal->max_login_conns = o.max_login_connections;
+	portal->max_conns_per_initiator = o.max_connections_per_initiator;
 	portal->ipv6 = sa.ss_family == AF_INET6;
 	snprintf(portal->address, sizeof(portal->address), "%s", o.address);
 	portal->wildcard = strcmp(o.address, "0.0.0.0") == 0 || strcmp(o.address, "::") == 0;

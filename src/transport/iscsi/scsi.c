@@ -245,26 +245,16 @@ static void task_execute(struct scsitgt__iscsi_task *task)
 		} else if (w && r) {
 			/* Bidirectional commands: none of the CDBs we implement has two buffers. */
 			scsitgt__cmd_fail(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
-		} else if (cmd->dir == SCSITGT__DIR_OUT && (!w || task->edtl != cmd->xfer_len)) {
+		} else if (cmd->dir == SCSITGT__DIR_OUT && (w ? task->edtl : 0) != cmd->xfer_len) {
 			/*
-			 * The initiator sent a different amount than the CDB describes (RFC 7143
-			 * §11.4.5.2). A media write gets the whole blocks the initiator did send
-			 * and the response reports the residual against the CDB's length; any
-			 * other write cannot be cut short and is refused.
+			 * The initiator sends a different amount than the CDB describes (RFC 7143
+			 * §11.4.5.2): the core fits the command to it (whole blocks of a media
+			 * write, or a refusal), and the residual is reported against the CDB's
+			 * length. W=0 with EDTL 0 matches a CDB that moves nothing (a 0-block
+			 * COMPARE AND WRITE).
 			 */
-			uint32_t have = w ? (task->edtl < cmd->xfer_len ? task->edtl : cmd->xfer_len) : 0;
-			uint32_t bs = cmd->lun ? cmd->lun->geo.block_size : 0;
-
-			task->spdtl = cmd->xfer_len;
+			task->spdtl = scsitgt__cmd_fit_data_out(cmd, w ? task->edtl : 0);
 			task->spdtl_set = true;
-			if (bs && cmd->nblocks && (uint64_t)cmd->nblocks * bs == cmd->xfer_len) {
-				cmd->nblocks = have / bs;
-				cmd->xfer_len = cmd->nblocks * bs;
-				if (cmd->nblocks == 0)
-					scsitgt__cmd_fail(cmd, SCSITGT_SR_OK);
-			} else {
-				scsitgt__cmd_fail(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
-			}
 		}
 	}
 	scsitgt__cmd_execute(cmd);
@@ -432,6 +422,11 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 	}
 	if (scsitgt__iscsi_task_find(conn, itt))
 		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_TASK_IN_PROGRESS);
+	/* W6: immediate commands take window slots too (scsitgt__iscsi_scsi_cmd_pdu), and one
+	 * that finds the window full is refused (RFC 7143 §3.2.2.1, §11.17.1 reason 0x06):
+	 * otherwise an initiator could run any number of commands at once. */
+	if (scsitgt__bhs_immediate(h) && sess->active >= sess->queue_depth)
+		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_IMM_CMD_REJECT);
 	/* RFC 7143 §4.2.5.2, §13.10, §13.11, §13.14: unsolicited data limits. */
 	first_burst = sess->params.first_burst;
 	unsol_max = edtl < first_burst ? edtl : first_burst;
@@ -453,6 +448,8 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 	task->cmd = cmd;
 	scsitgt__list_init(&task->budget_node);
 	cmd->defer_buf = true; /* see the top of this file */
+	if (conn->dm->cmd_init)
+		conn->dm->cmd_init(conn, cmd); /* W2: e.g. iSER's registered buffers */
 	task->conn = conn;
 	task->itt = itt;
 	task->cmd_sn = get_be32(&h[ISCSI_BHS_CMDSN]);
@@ -521,10 +518,9 @@ int scsitgt__iscsi_scsi_cmd_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 		return 0;
 	task->received = pdu->data_len;
 	v = scsitgt__iscsi_sn_check(sess, task->cmd_sn, task->immediate);
-	if (!task->immediate) {
-		task->counted = true;
-		sess->active++;
-	}
+	/* W6: immediate commands hold a slot as well, so MaxCmdSN shrinks while they run. */
+	task->counted = true;
+	sess->active++;
 	if (v == SCSITGT__SN_NOW) {
 		if (!task->immediate)
 			scsitgt__iscsi_sn_advance(sess);

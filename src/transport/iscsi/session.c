@@ -25,6 +25,7 @@ const struct scsitgt__fabric_ops scsitgt__iscsi_fabric_ops = {
 	.cmd_done = scsitgt__iscsi_cmd_done,
 	.cmd_aborted = scsitgt__iscsi_cmd_aborted,
 	.session_shutdown = sess_shutdown,
+	.unit_attention = scsitgt__iscsi_async_ua,
 };
 
 int scsitgt__iscsi_sess_create(struct scsitgt__iscsi_sess **out, struct scsitgt__iscsi_engine *ie,
@@ -61,6 +62,9 @@ int scsitgt__iscsi_sess_create(struct scsitgt__iscsi_sess **out, struct scsitgt_
 		info.target_port = tport;
 		info.rel_port_id = conn->portal->tpgt ? conn->portal->tpgt : 1;
 		info.tpg_id = conn->portal->tpgt;
+		/* W6: address ACLs (core/acl.c). */
+		info.initiator_sa = conn->peer_sa.ss_family ? (const struct sockaddr *)&conn->peer_sa
+							    : NULL;
 		rc = scsitgt__session_create(&sess->core, tgt, &info, &scsitgt__iscsi_fabric_ops,
 					     sess);
 		if (rc < 0) {

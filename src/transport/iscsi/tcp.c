@@ -367,6 +367,22 @@ static void tcp_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	tcp_flush(tc);
 }
 
+/* W8: with worker loops, the socket goes to one of them (tcp_worker.c); this loop's handles
+ * close, the worker keeps its own descriptor of the socket. */
+static int tcp_hand_off(struct tcp_conn *tc, struct scsitgt_portal *portal,
+			const struct sockaddr *peer, const struct sockaddr *local)
+{
+	uv_os_fd_t fd;
+	int rc = uv_fileno((uv_handle_t *)&tc->handle, &fd);
+
+	if (rc == 0)
+		rc = scsitgt__iscsi_tcpw_adopt(portal, fd, peer, local);
+	tc->closing = true;
+	uv_close((uv_handle_t *)&tc->flusher, tcp_handle_closed);
+	uv_close((uv_handle_t *)&tc->handle, tcp_handle_closed);
+	return rc;
+}
+
 int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal)
 {
 	struct sockaddr_storage peer, local;
@@ -407,6 +423,9 @@ int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal)
 		uv_tcp_getpeername(&tc->handle, (struct sockaddr *)&peer, &plen);
 		uv_tcp_getsockname(&tc->handle, (struct sockaddr *)&local, &llen);
 		uv_tcp_nodelay(&tc->handle, 1);
+		if (portal->ie->engine->nworkers)
+			return tcp_hand_off(tc, portal, (struct sockaddr *)&peer,
+					    (struct sockaddr *)&local);
 		rc = scsitgt__iscsi_conn_create(&tc->conn, portal, &tcp_dm_ops, tc,
 						(struct sockaddr *)&peer, (struct sockaddr *)&local);
 	}

@@ -20,11 +20,16 @@ _Static_assert(offsetof(struct scsitgt_engine_opts, log_cb) == 8, "engine_opts A
 _Static_assert(offsetof(struct scsitgt_engine_opts, log_arg) == 16, "engine_opts ABI");
 _Static_assert(offsetof(struct scsitgt_engine_opts, log_level) == 24, "engine_opts ABI");
 
-_Static_assert(sizeof(struct scsitgt_target_opts) == 24, "target_opts ABI");
+_Static_assert(sizeof(struct scsitgt_target_opts) == 40, "target_opts ABI");
 _Static_assert(offsetof(struct scsitgt_target_opts, name) == 8, "target_opts ABI");
 _Static_assert(offsetof(struct scsitgt_target_opts, alias) == 16, "target_opts ABI");
+/* W6: appended limits. */
+_Static_assert(offsetof(struct scsitgt_target_opts, max_sessions) == 24, "target_opts ABI");
+_Static_assert(offsetof(struct scsitgt_target_opts, max_lun_commands) == 28, "target_opts ABI");
+_Static_assert(offsetof(struct scsitgt_target_opts, max_read_buffer_bytes) == 32,
+	       "target_opts ABI");
 
-_Static_assert(sizeof(struct scsitgt_lun_opts) == 104, "lun_opts ABI");
+_Static_assert(sizeof(struct scsitgt_lun_opts) == 112, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, id) == 8, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, block_size) == 16, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, num_blocks) == 24, "lun_opts ABI");
@@ -37,6 +42,9 @@ _Static_assert(offsetof(struct scsitgt_lun_opts, naa) == 72, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, eui64) == 80, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, backend) == 88, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, backend_ctx) == 96, "lun_opts ABI");
+/* W4: appended. */
+_Static_assert(offsetof(struct scsitgt_lun_opts, physical_block_exponent) == 104,
+	       "lun_opts ABI");
 
 _Static_assert(sizeof(struct scsitgt_backend_ops) == 64, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, name) == 8, "backend_ops ABI");

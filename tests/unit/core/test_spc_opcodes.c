@@ -111,7 +111,7 @@ static void test_rsoc_one(void **state)
 	assert_int_equal(r->data[1], 0x03);
 	assert_int_equal(get_be16(&r->data[2]), 10);
 	assert_int_equal(r->data[4], SBC_SANITIZE);
-	assert_int_equal(r->data[5], 0x20 | SBC_SANITIZE_CRYPTO_ERASE);
+	assert_int_equal(r->data[5], 0x80 | 0x20 | SBC_SANITIZE_CRYPTO_ERASE); /* IMMED, AUSE */
 	/* 011b: the same as 010b for it, as 001b for READ (16). */
 	r = tctx_run(t, cdb_rsoc(t->cdb, false, 3, SBC_SANITIZE, SBC_SANITIZE_OVERWRITE, 512));
 	assert_good(r);
