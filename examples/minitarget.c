@@ -12,7 +12,7 @@
  *              [--max-initiator-conns N] [--queue-depth N]
  *              [--discovery-chap USER:SECRET] [--discovery-mutual-chap USER:SECRET]
  *
- * Access control (W6): --acl-address limits the source addresses of logins (target-wide),
+ * Access control: --acl-address limits the source addresses of logins (target-wide),
  * --initiator-address those of one initiator; --map shows LUN N only to initiator NAME ('*':
  * every initiator; the LUN number is after the last ':'), and turns LUN masking on.
  * SIZE takes K/M/G/T suffixes (powers of 1024); LUN flags: thin, ro, removable, bs=512|4096,
@@ -47,7 +47,7 @@ struct lun_spec {
 	uint32_t bs;
 	uint32_t flags;
 	uint8_t pbe; /* logical blocks per physical block exponent */
-	/* W5: fault=SPEC wraps the backend in the fault-injection backend (backend_fault.h);
+	/* fault=SPEC wraps the backend in the fault-injection backend (backend_fault.h);
 	 * its close is tracked, so that a context the library abandoned is freed at exit. */
 	char fault[128];
 	void *fault_ctx;
@@ -243,7 +243,7 @@ static int split_cred(const char *arg, char *user, char *secret, size_t size)
 	return 0;
 }
 
-/* W5: fault-wrapped LUNs, whose close() minitarget watches. */
+/* fault-wrapped LUNs, whose close() minitarget watches. */
 static struct lun_spec *g_luns;
 static size_t g_nluns;
 
@@ -312,13 +312,13 @@ int main(int argc, char **argv)
 	bool hdig = false, ddig = false;
 	long login_timeout = -1; /* ms; -1: the library's default */
 	long nop_interval = -1;	 /* ms; -1: the library's default, 0: no NOP-In pings */
-	int workers = 0;	 /* W8: worker threads (engine opts), SCSITGT_ENGINE_WORKERS_AUTO */
-	/* W6: access control and limits; -1: the library's default. */
+	int workers = 0;	 /* worker threads (engine opts), SCSITGT_ENGINE_WORKERS_AUTO */
+	/* access control and limits; -1: the library's default. */
 	const char *acl_addrs[MAX_ITEMS], *init_addrs[MAX_ITEMS], *maps[MAX_ITEMS];
 	size_t nacl_addrs = 0, ninit_addrs = 0, nmaps = 0;
 	long max_sessions = -1, max_lun_cmds = -1, max_init_conns = -1, queue_depth = -1;
 	const char *disc_chap = NULL, *disc_mutual = NULL;
-	/* W5: bounded teardown (ms; -1: the library's defaults). */
+	/* bounded teardown (ms; -1: the library's defaults). */
 	long drain_timeout = -1, tmf_timeout = -1, logout_timeout = -1;
 	struct scsitgt_engine_opts eo;
 	struct scsitgt_target_opts to;

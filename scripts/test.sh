@@ -68,7 +68,7 @@ if [[ $SANITIZE -eq 1 ]]; then
 	BUILD=build-asan
 	# shellcheck disable=SC2054
 	OPTS=(-Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false)
-	# W6: the integration and conformance suites too, slower under ASan: longer timeouts.
+	# the integration and conformance suites too, slower under ASan: longer timeouts.
 	SUITES=(--suite unit --suite fuzz --suite integration --suite conformance
 		--timeout-multiplier 3)
 	# Any sanitizer report fails the test that triggered it; a target that leaks exits

@@ -77,7 +77,7 @@ static int cache_class(size_t size)
 		return -1;
 	if (size <= ((size_t)1 << SCSITGT__CACHE_MIN_SHIFT))
 		return 0;
-	/* W8: ceil(log2(size)) in one instruction rather than a loop over the classes (this
+	/* ceil(log2(size)) in one instruction rather than a loop over the classes (this
 	 * runs three times per command: command, io, data buffer). */
 	shift = (unsigned int)(sizeof(unsigned long long) * 8) -
 		(unsigned int)__builtin_clzll((unsigned long long)size - 1);

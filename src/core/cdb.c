@@ -62,7 +62,7 @@ static const struct scsitgt__cdb_def maint_in_rows[0x20] = {
 		.parse = scsitgt__spc_parse_rsoc,
 		.exec = scsitgt__spc_rsoc,
 	},
-	/* SPC-5 §6.36 (H15): PARAMETER DATA FORMAT in byte 1, ALLOCATION LENGTH. */
+	/* SPC-5 §6.36: PARAMETER DATA FORMAT in byte 1, ALLOCATION LENGTH. */
 	[SPC_MI_REPORT_TARGET_PORT_GROUPS] = {
 		.name = "REPORT TARGET PORT GROUPS",
 		.cdb_len = 12,
@@ -104,7 +104,7 @@ static const struct scsitgt__cdb_def sanitize_rows[0x20] = {
 		SANITIZE_ROW("SANITIZE EXIT FAILURE MODE", SBC_SANITIZE_EXIT_FAILURE_MODE, 0),
 };
 
-/* MAINTENANCE OUT rows (H15), indexed by service action. SPC-5 §6.50 SET TARGET PORT GROUPS:
+/* MAINTENANCE OUT rows, indexed by service action. SPC-5 §6.50 SET TARGET PORT GROUPS:
  * PARAMETER LIST LENGTH in bytes 6..9. */
 static const struct scsitgt__cdb_def maint_out_rows[0x20] = {
 	[SPC_MO_SET_TARGET_PORT_GROUPS] = {
@@ -159,7 +159,7 @@ static const struct scsitgt__cdb_def pr_out_rows[0x20] = {
 };
 
 /*
- * W3: third-party copy (core/xcopy*.c). SPC-4 r37 §6.4 EXTENDED COPY(LID1): service action
+ * third-party copy (core/xcopy*.c). SPC-4 r37 §6.4 EXTENDED COPY(LID1): service action
  * 00h of 83h, PARAMETER LIST LENGTH in bytes 10..13. The copy manager's own LUN is checked
  * for nothing but the command: each copy source and destination is checked (reservations,
  * write protection, readiness) as the LUN it is when the segments are processed.
@@ -176,7 +176,7 @@ static const struct scsitgt__cdb_def xcopy_out_rows[0x20] = {
 	},
 };
 
-/* W3: RECEIVE COPY RESULTS (84h) service actions: LIST IDENTIFIER in byte 2 (reserved for
+/* RECEIVE COPY RESULTS (84h) service actions: LIST IDENTIFIER in byte 2 (reserved for
  * OPERATING PARAMETERS), ALLOCATION LENGTH in bytes 10..13. 01h RECEIVE DATA is absent: no
  * data is ever held. */
 #define RCR_ROW(nm, sa, lid)                                                                       \
@@ -404,7 +404,7 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.sa_count = 0x20,
 		.has_sa = true,
 	},
-	/* W4: SPC-5 §6.7 LOG SELECT: PCR and SP; PC and PAGE CODE; SUBPAGE CODE; PARAMETER
+	/* SPC-5 §6.7 LOG SELECT: PCR and SP; PC and PAGE CODE; SUBPAGE CODE; PARAMETER
 	 * LIST LENGTH (spc_log.c). */
 	[SPC_LOG_SELECT] = {
 		.name = "LOG SELECT",
@@ -415,7 +415,7 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.parse = scsitgt__spc_parse_log_select,
 		.exec = scsitgt__spc_log_select,
 	},
-	/* W4: SPC-5 §6.8 LOG SENSE: SP (the obsolete PPC is refused); PC and PAGE CODE; SUBPAGE
+	/* SPC-5 §6.8 LOG SENSE: SP (the obsolete PPC is refused); PC and PAGE CODE; SUBPAGE
 	 * CODE; PARAMETER POINTER; ALLOCATION LENGTH. */
 	[SPC_LOG_SENSE] = {
 		.name = "LOG SENSE",
@@ -426,7 +426,7 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.parse = scsitgt__spc_parse_log_sense,
 		.exec = scsitgt__spc_log_sense,
 	},
-	/* W4: SPC-5 §6.42 SEND DIAGNOSTIC: SELF-TEST CODE, PF, SELFTEST, DEVOFFL, UNITOFFL;
+	/* SPC-5 §6.42 SEND DIAGNOSTIC: SELF-TEST CODE, PF, SELFTEST, DEVOFFL, UNITOFFL;
 	 * PARAMETER LIST LENGTH (spc_diag.c). */
 	[SPC_SEND_DIAGNOSTIC] = {
 		.name = "SEND DIAGNOSTIC",
@@ -437,7 +437,7 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.parse = scsitgt__spc_parse_send_diag,
 		.exec = scsitgt__spc_send_diag,
 	},
-	/* W4: SPC-5 §6.29 RECEIVE DIAGNOSTIC RESULTS: PCV; PAGE CODE; ALLOCATION LENGTH. */
+	/* SPC-5 §6.29 RECEIVE DIAGNOSTIC RESULTS: PCV; PAGE CODE; ALLOCATION LENGTH. */
 	[SPC_RECEIVE_DIAGNOSTIC_RESULTS] = {
 		.name = "RECEIVE DIAGNOSTIC RESULTS",
 		.cdb_len = 6,
@@ -611,7 +611,7 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.sa_count = 0x20,
 		.has_sa = true,
 	},
-	/* W3: third-party copy. */
+	/* third-party copy. */
 	[SPC_EXTENDED_COPY] = {
 		.name = "EXTENDED COPY",
 		.cdb_len = 16,

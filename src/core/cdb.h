@@ -136,7 +136,7 @@ enum {
 enum scsitgt__sense_reason scsitgt__sbc_parse_sanitize(struct scsitgt__cmd *cmd);
 void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd);
 /* What a command meets on a LUN whose sanitize_state is not idle (called by cdb_parse). */
-/* W4: sets the progress indication in cmd->detail while a sanitize runs. */
+/* sets the progress indication in cmd->detail while a sanitize runs. */
 enum scsitgt__sense_reason scsitgt__sanitize_check(struct scsitgt__cmd *cmd,
 						   const struct scsitgt__cdb_def *row);
 
@@ -146,12 +146,12 @@ void scsitgt__sbc_read_defect(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__sbc_parse_format_unit(struct scsitgt__cmd *cmd);
 void scsitgt__sbc_format_unit(struct scsitgt__cmd *cmd);
 
-/* W4: spc_log.c: LOG SENSE and LOG SELECT (SPC-5 §6.8, §6.7). */
+/* spc_log.c: LOG SENSE and LOG SELECT (SPC-5 §6.8, §6.7). */
 enum scsitgt__sense_reason scsitgt__spc_parse_log_sense(struct scsitgt__cmd *cmd);
 void scsitgt__spc_log_sense(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__spc_parse_log_select(struct scsitgt__cmd *cmd);
 void scsitgt__spc_log_select(struct scsitgt__cmd *cmd);
-/* W4: spc_diag.c: SEND DIAGNOSTIC and RECEIVE DIAGNOSTIC RESULTS (SPC-5 §6.42, §6.29). */
+/* spc_diag.c: SEND DIAGNOSTIC and RECEIVE DIAGNOSTIC RESULTS (SPC-5 §6.42, §6.29). */
 enum scsitgt__sense_reason scsitgt__spc_parse_send_diag(struct scsitgt__cmd *cmd);
 void scsitgt__spc_send_diag(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__spc_parse_receive_diag(struct scsitgt__cmd *cmd);
@@ -208,7 +208,7 @@ void scsitgt__sbc_block_limits(const struct scsitgt_lun *lun, uint8_t *b0);
 #define SCSITGT__SBC_MAX_CAW_BLOCKS 128u
 #define SCSITGT__SBC_MAX_WRITE_SAME_BLOCKS 0xffffu
 #define SCSITGT__SBC_MAX_ATOMIC_BLOCKS 256u
-/* W4: ATOMIC ALIGNMENT and ATOMIC TRANSFER LENGTH GRANULARITY: one physical block (the
+/* ATOMIC ALIGNMENT and ATOMIC TRANSFER LENGTH GRANULARITY: one physical block (the
  * LUN's LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT, sbc_atomic.c). */
 uint32_t scsitgt__sbc_atomic_granularity(const struct scsitgt_lun *lun);
 void scsitgt__sbc_rw(struct scsitgt__cmd *cmd);

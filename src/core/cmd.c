@@ -77,11 +77,11 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 	cmd->tag = tag;
 	cmd->task_attr = task_attr;
 	cmd->lun_id = scsitgt__lun_decode(lun);
-	/* W6: a LUN masked from this initiator is treated as absent (core/acl.c). */
+	/* a LUN masked from this initiator is treated as absent (core/acl.c). */
 	cmd->lun = scsitgt__session_find_lun(cmd->sess, cmd->lun_id);
 	if (cmd->lun)
 		cmd->lun->inflight++;
-	/* W6: SAM-5 §5.3: a LUN holding its limit of commands refuses more with TASK SET
+	/* SAM-5 §5.3: a LUN holding its limit of commands refuses more with TASK SET
 	 * FULL, before the CDB is looked at. */
 	if (cmd->lun && tgt->max_lun_commands && cmd->lun->inflight > tgt->max_lun_commands) {
 		memcpy(cmd->cdb, cdb, cdb_len < SCSITGT__CDB_MAX ? cdb_len : SCSITGT__CDB_MAX);
@@ -102,7 +102,7 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 	cmd->cdb_len = (uint8_t)cdb_len;
 
 	r = scsitgt__cdb_parse(cmd);
-	/* H16: an offline LUN refuses media commands with NOT READY, LOGICAL UNIT NOT READY,
+	/* an offline LUN refuses media commands with NOT READY, LOGICAL UNIT NOT READY,
 	 * OFFLINE (SPC-5 Annex F, 04h/12h); a pending unit attention or a reservation conflict
 	 * is still reported first (SAM-5 §5.14). */
 	if (cmd->lun && cmd->lun->offline && cmd->def &&
@@ -130,7 +130,7 @@ int scsitgt__cmd_alloc_buf(struct scsitgt__cmd *cmd)
 	if (cmd->buf || cmd->xfer_len == 0)
 		return 0;
 	/*
-	 * W6: a session's Data-In buffers are bounded (the initiator may stop reading while its
+	 * a session's Data-In buffers are bounded (the initiator may stop reading while its
 	 * CmdSN window is full of large READs); beyond the limit a command is refused with TASK
 	 * SET FULL by the caller (SAM-5 §5.3). One command may always proceed.
 	 */
@@ -157,7 +157,7 @@ int scsitgt__cmd_alloc_buf(struct scsitgt__cmd *cmd)
 
 void scsitgt__cmd_free_buf(struct scsitgt__cmd *cmd)
 {
-	/* W6: a detached command (cmd->sess NULL) outlived its session and its count. */
+	/* a detached command (cmd->sess NULL) outlived its session and its count. */
 	if (cmd->read_charged && cmd->sess)
 		cmd->sess->read_bytes -= cmd->read_charged;
 	cmd->read_charged = 0;
@@ -187,7 +187,7 @@ void scsitgt__cmd_execute(struct scsitgt__cmd *cmd)
 		return;
 	}
 	cmd->state = SCSITGT__CMD_EXEC;
-	/* H15: ORDERED / HEAD OF QUEUE tasks may hold it back (core/order.c starts it later). */
+	/* ORDERED / HEAD OF QUEUE tasks may hold it back (core/order.c starts it later). */
 	if (!scsitgt__order_may_start(cmd))
 		return;
 	cmd->exec(cmd);
@@ -202,7 +202,7 @@ void scsitgt__cmd_fail(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reas
 
 static void cmd_finish(struct scsitgt__cmd *cmd)
 {
-	/* H15: the task leaves the LUN's task set; tasks it held back may start. */
+	/* the task leaves the LUN's task set; tasks it held back may start. */
 	scsitgt__order_done(cmd);
 	if (cmd->state == SCSITGT__CMD_ABORTED) {
 		/* The backend gave the command back: the TMF that aborted it may now answer
@@ -247,7 +247,7 @@ void scsitgt__cmd_complete_raw(struct scsitgt__cmd *cmd, uint8_t key, uint8_t as
 void scsitgt__cmd_complete_sense(struct scsitgt__cmd *cmd, uint8_t status, const uint8_t *sense,
 				 size_t sense_len)
 {
-	/* W3: sense built by the command itself (EXTENDED COPY's COPY ABORTED, xcopy.c). */
+	/* sense built by the command itself (EXTENDED COPY's COPY ABORTED, xcopy.c). */
 	if (cmd->state != SCSITGT__CMD_ABORTED) {
 		if (sense_len > sizeof(cmd->sense))
 			sense_len = sizeof(cmd->sense);
@@ -297,7 +297,7 @@ void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd)
 }
 
 /*
- * W6: SAM-5 §5.4.3 and SBC-4 §4.2 (via RFC 7143 §11.4.5.2, SRP's data descriptors likewise):
+ * SAM-5 §5.4.3 and SBC-4 §4.2 (via RFC 7143 §11.4.5.2, SRP's data descriptors likewise):
  * when the initiator moves a different amount than the CDB asks for, a media write is cut to
  * the whole logical blocks that arrive (the residual tells the initiator what was not
  * written) and any other write, whose parameter list cannot be cut, is refused.

@@ -77,46 +77,46 @@ struct scsitgt__cmd {
 	/* Scratch for multi-step emulations (compare-and-write, unmap descriptors, ...). */
 	uint64_t step_arg[4];
 
-	/* H13: where this command and its buf came from (engine cache); buf is owned by cmd.c. */
+	/* where this command and its buf came from (engine cache); buf is owned by cmd.c. */
 	struct scsitgt__cache *cache;
 	uint32_t alloc_size; /* bytes of this object as allocated */
 	uint32_t buf_cap;    /* capacity of buf as allocated */
 
-	/* H12: the TMF waiting for this aborted command to leave its backend (core/tmf.c). */
+	/* the TMF waiting for this aborted command to leave its backend (core/tmf.c). */
 	struct scsitgt__tmf_op *tmf_wait;
 
-	/* H16: uv_hrtime() at setup, for the LUN latency histogram; counted already. */
+	/* uv_hrtime() at setup, for the LUN latency histogram; counted already. */
 	uint64_t start_ns;
 	bool stats_done;
 
-	/* H17: set by the fabric before setup: leave buf to scsitgt__cmd_alloc_buf() for a
+	/* set by the fabric before setup: leave buf to scsitgt__cmd_alloc_buf() for a
 	 * write, so that no data buffer is pinned before its data can arrive. */
 	bool defer_buf;
 
-	/* H15: place in the LUN's task set (core/order.c) and whether execution waits there. */
+	/* place in the LUN's task set (core/order.c) and whether execution waits there. */
 	struct scsitgt__list order_node;
 	bool in_task_set;
 	bool order_parked;
 
-	/* W5: given up by an engine shutdown while in a backend (core/drain.c): no longer
+	/* given up by an engine shutdown while in a backend (core/drain.c): no longer
 	 * counted anywhere; its last io to come back frees it and its buffer. */
 	bool orphaned;
 	_Atomic unsigned int orphan_ios;
 
-	/* W2: where buf comes from when a fabric supplies it (an RDMA-registered pool, set
+	/* where buf comes from when a fabric supplies it (an RDMA-registered pool, set
 	 * before setup); NULL: the engine cache. buf_ext: this buf came from buf_ops. */
 	const struct scsitgt__buf_ops *buf_ops;
 	void *buf_ctx;
 	bool buf_ext;
 
-	/* W6: bytes of this Data-In buffer counted in sess->read_bytes (cmd.c). */
+	/* bytes of this Data-In buffer counted in sess->read_bytes (cmd.c). */
 	uint32_t read_charged;
 
 	_Alignas(16) uint8_t fabric_priv[];
 };
 
 /*
- * W2: a fabric's data buffer allocator (iSER and SRP: buffers from registered memory, so the
+ * a fabric's data buffer allocator (iSER and SRP: buffers from registered memory, so the
  * data moves without a per-io registration). alloc() may return NULL: the core then takes the
  * buffer from its cache, and the fabric copes with an unregistered buffer. Loop: home.
  */
@@ -125,7 +125,7 @@ struct scsitgt__buf_ops {
 	void (*free)(void *ctx, void *p, size_t cap);
 };
 
-/* W2: give back cmd->buf to where it came from (the engine cache or cmd->buf_ops); on the home
+/* give back cmd->buf to where it came from (the engine cache or cmd->buf_ops); on the home
  * loop. */
 void scsitgt__cmd_free_buf(struct scsitgt__cmd *cmd);
 
@@ -139,7 +139,7 @@ void scsitgt__cmd_complete_detail(struct scsitgt__cmd *cmd, enum scsitgt__sense_
 /* Finish with raw sense (from a backend). */
 void scsitgt__cmd_complete_raw(struct scsitgt__cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq);
 
-/* W3: finish with @status and @sense_len bytes of sense data the command built itself. */
+/* finish with @status and @sense_len bytes of sense data the command built itself. */
 void scsitgt__cmd_complete_sense(struct scsitgt__cmd *cmd, uint8_t status, const uint8_t *sense,
 				 size_t sense_len);
 
@@ -173,8 +173,8 @@ struct scsitgt_io {
 	uint64_t error_lba;
 	struct iovec iov_inline[2];
 	const struct iovec *iov;
-	uint32_t alloc_size; /* H13: bytes of this object as allocated (engine cache) */
-	/* W5: place in lun->ios while lent to the backend, and who completes it (enum
+	uint32_t alloc_size; /* bytes of this object as allocated (engine cache) */
+	/* place in lun->ios while lent to the backend, and who completes it (enum
 	 * scsitgt__io_tstate): a thread-safe completion moves LENT to QUEUED, an engine shutdown
 	 * that gives up on the io moves LENT to ORPHAN (core/drain.c). */
 	struct scsitgt__list lun_node;
@@ -194,7 +194,7 @@ int scsitgt__io_submit(struct scsitgt__cmd *cmd, enum scsitgt_io_type type, uint
 void scsitgt__io_done_complete_cmd(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 				   enum scsitgt__sense_reason reason);
 
-/* W5: states of scsitgt_io.tstate. */
+/* states of scsitgt_io.tstate. */
 enum scsitgt__io_tstate {
 	SCSITGT__IO_LENT = 0,	/* with the backend */
 	SCSITGT__IO_QUEUED = 1,	/* completed through the thread-safe queue, not drained yet */

@@ -21,7 +21,7 @@
 enum scsitgt__ext_id {
 	SCSITGT__EXT_ISCSI = 0,
 	SCSITGT__EXT_SRP = 1,
-	/* H15: the target's ALUA port groups (core/alua.c). */
+	/* the target's ALUA port groups (core/alua.c). */
 	SCSITGT__EXT_ALUA = 2,
 	SCSITGT__EXT_COUNT_
 };
@@ -65,15 +65,15 @@ struct scsitgt_engine {
 	unsigned int destroy_pending;
 	scsitgt_done_cb destroy_cb;
 	void *destroy_cb_arg;
-	/* H13: free lists for commands, backend ios and data buffers (core/cache.h). */
+	/* free lists for commands, backend ios and data buffers (core/cache.h). */
 	struct scsitgt__cache *cache;
 	/* How long a TMF waits for aborted commands to leave their backends (core/tmf.c);
 	 * 0 means the default. */
 	uint32_t tmf_timeout_ms;
-	/* H16: the host's event callback (core/events.c). */
+	/* the host's event callback (core/events.c). */
 	scsitgt_event_cb event_cb;
 	void *event_arg;
-	/* W8: worker loops (core/worker.c), none with opts.workers == 0; messages from them to
+	/* worker loops (core/worker.c), none with opts.workers == 0; messages from them to
 	 * the home loop arrive in home_inbox (set up only with workers). */
 	struct scsitgt__worker *workers;
 	unsigned int nworkers;
@@ -81,7 +81,7 @@ struct scsitgt_engine {
 	struct scsitgt__inbox *home_inbox;
 	void (*workers_stop_cb)(void *cb_arg, int status);
 	void *workers_stop_arg;
-	/* W5: how long a LUN removal waits for its backend's ios (0: the default), the LUNs
+	/* how long a LUN removal waits for its backend's ios (0: the default), the LUNs
 	 * whose removal timed out with ios still in the backend, thread-safe completions being
 	 * pushed right now and orphaned ios still in the queue (core/drain.c). */
 	uint32_t drain_timeout_ms;
@@ -91,7 +91,7 @@ struct scsitgt_engine {
 	unsigned int drain_retries;
 };
 
-/* W6: a source address range of an ACL (core/acl.c); IPv4 is kept as IPv4-mapped IPv6. */
+/* a source address range of an ACL (core/acl.c); IPv4 is kept as IPv4-mapped IPv6. */
 struct scsitgt__acl_net {
 	uint8_t addr[16];
 	uint8_t prefix; /* 0..128, counted on the 128-bit form */
@@ -101,7 +101,7 @@ struct scsitgt__acl_net {
 #define SCSITGT__ACL_LUN_IDS 16384u
 
 /*
- * W6: what the target knows about one initiator name (core/acl.c): whether it is on the login
+ * what the target knows about one initiator name (core/acl.c): whether it is on the login
  * list, the addresses it may come from, and the LUNs mapped to it. The entry with name NULL
  * (tgt->acl_any) holds the LUNs mapped to every initiator.
  */
@@ -133,7 +133,7 @@ struct scsitgt_target {
 	scsitgt_done_cb destroy_cb;
 	void *destroy_cb_arg;
 	struct scsitgt__deferred destroy_done;
-	/* W6: access control and limits (core/acl.c). Initiator names on the login list, the
+	/* access control and limits (core/acl.c). Initiator names on the login list, the
 	 * target-wide source address list, LUN masking and the wildcard mapping entry. */
 	unsigned int nallowed;
 	struct scsitgt__acl_net *nets;
@@ -195,18 +195,19 @@ struct scsitgt_lun {
 	uint8_t sanitize_state;
 	bool sanitize_ause;
 	uint16_t sanitize_progress;
-	/* H16: counters and latency histogram (core/stats.c); offline: media commands get
+	/* counters and latency histogram (core/stats.c); offline: media commands get
 	 * NOT READY, LOGICAL UNIT NOT READY, OFFLINE (scsitgt_lun_set_offline()). */
 	struct scsitgt_cmd_counters stats;
 	uint64_t lat_us[SCSITGT_LATENCY_BUCKETS];
-	bool offline;	/* H15: the task set's ordering (SAM-5 §8.6, core/order.c): commands in arrival order,
+	bool offline;
+	/* The task set's ordering (SAM-5 §8.6, core/order.c): commands in arrival order,
 	 * how many of them are ORDERED or HEAD OF QUEUE, and the pass that starts the commands
 	 * they held back. */
 	struct scsitgt__list task_set;
 	unsigned int task_barriers;
 	bool order_kick_pending;
 	struct scsitgt__deferred order_kick;
-	/* W5: bounded removal (core/drain.c). The backend ios in flight (scsitgt_io.lun_node);
+	/* bounded removal (core/drain.c). The backend ios in flight (scsitgt_io.lun_node);
 	 * the engine, which outlives the target; the timer of a destroy waiting for ios. A
 	 * destroyed LUN with commands left is in engine->zombies (zombie) until freed; once its
 	 * drain timeout expired (its callback ran) it waits there for its backend to return the
@@ -221,9 +222,9 @@ struct scsitgt_lun {
 	bool closing_started;
 	struct scsitgt__list zombie_node;
 	_Atomic unsigned int orphan_cmds;
-	/* W4: log page state (core/spc_log.c), allocated on first use; freed with the LUN. */
+	/* log page state (core/spc_log.c), allocated on first use; freed with the LUN. */
 	struct scsitgt__log *log;
-	/* W4: the I_T nexuses that prevent medium removal (SPC-5 §6.15, sbc.c); the removal is
+	/* the I_T nexuses that prevent medium removal (SPC-5 §6.15, sbc.c); the removal is
 	 * prevented (prevent_removal) while there is at least one. */
 	struct scsitgt__session **prevent_by;
 	uint32_t nprevent;
@@ -236,7 +237,7 @@ struct scsitgt_lun {
  * blocks: libiscsi's conformance suite takes a larger explicit limit for a bogus value. */
 #define SCSITGT__MAX_UNMAP_LBA_COUNT (1u << 20)
 #define SCSITGT__MAX_UNMAP_DESCRIPTORS 256u
-/* W4: the largest LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT of scsitgt_lun_opts (lun.h). */
+/* the largest LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT of scsitgt_lun_opts (lun.h). */
 #define SCSITGT__LUN_MAX_PBE 8u
 
 /* engine.c */
@@ -255,7 +256,7 @@ void scsitgt__target_lun_removed(struct scsitgt_target *tgt, struct scsitgt_lun 
 /* A session of a destroying target went away (session.c calls it). */
 void scsitgt__target_session_gone(struct scsitgt_target *tgt);
 
-/* acl.c (W6) */
+/* acl.c */
 /* Whether @initiator may log in to @tgt from @sa (NULL: no address known, e.g. SRP or an
  * in-process fabric; it passes only when no address list applies). */
 bool scsitgt__acl_login_allowed(const struct scsitgt_target *tgt, const char *initiator,
@@ -269,10 +270,10 @@ struct scsitgt__session;
 /* Point a new nexus at its initiator's entry (session.c calls it). */
 void scsitgt__acl_session_attach(struct scsitgt__session *sess);
 
-/* W4: spc_log.c: free a LUN's log page state (lun.c, when the LUN is freed). */
+/* spc_log.c: free a LUN's log page state (lun.c, when the LUN is freed). */
 void scsitgt__log_free(struct scsitgt_lun *lun);
 
-/* W4: sbc.c: end the medium removal prevention of @sess on @lun, or of every nexus when
+/* sbc.c: end the medium removal prevention of @sess on @lun, or of every nexus when
  * @sess is NULL (a reset); scsitgt__sbc_prevent_session_gone() does it on every LUN of the
  * session's target (I_T nexus loss). */
 void scsitgt__sbc_prevent_release(struct scsitgt_lun *lun, const struct scsitgt__session *sess);
@@ -282,10 +283,10 @@ void scsitgt__sbc_prevent_session_gone(const struct scsitgt__session *sess);
 bool scsitgt__lun_supports(const struct scsitgt_lun *lun, enum scsitgt_io_type type);
 /* Drop a command's hold on its LUN; the last one lets a pending destroy proceed. */
 void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun);
-/* W5: close the backend of a destroyed LUN that has no command left (lun.c). */
+/* close the backend of a destroyed LUN that has no command left (lun.c). */
 void scsitgt__lun_close_backend(struct scsitgt_lun *lun);
 
-/* drain.c (W5): bounded LUN removal and engine shutdown when backends do not complete. */
+/* drain.c: bounded LUN removal and engine shutdown when backends do not complete. */
 /* Default of scsitgt_engine_set_drain_timeout(). */
 #define SCSITGT__DRAIN_TIMEOUT_MS_DEFAULT 30000u
 /* A destroy found commands on the LUN: start its drain timer. */

@@ -125,7 +125,7 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 	}
 	/* The async handle stays referenced: a live engine keeps its loop running. */
 	engine->tsq_async.data = engine;
-	/* W8: worker loops, each with an inbox, and one for the home loop (core/worker.c). */
+	/* worker loops, each with an inbox, and one for the home loop (core/worker.c). */
 	rc = scsitgt__workers_start(engine, (unsigned int)o.workers);
 	if (rc < 0) {
 		uv_close((uv_handle_t *)&engine->tsq_async, engine_failed_closed);
@@ -242,7 +242,7 @@ static void engine_destroy_step(struct scsitgt_engine *engine)
 	case ENGINE_PHASE_CLOSE:
 		/* Deferred items of destroyed children have all run: their callbacks fired. */
 		scsitgt__io_drain_threadsafe(engine);
-		/* W5: ios that LUNs whose removal timed out still hold become orphans; wait for
+		/* ios that LUNs whose removal timed out still hold become orphans; wait for
 		 * completions on their way and backends closing (core/drain.c). */
 		if (!scsitgt__drain_engine_ready(engine, engine_destroy_step))
 			break;

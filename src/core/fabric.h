@@ -37,7 +37,7 @@ struct scsitgt__fabric_ops {
 	 */
 	void (*session_shutdown)(struct scsitgt__session *sess);
 	/*
-	 * W5: a unit attention was just queued for the nexus on LUN @lun_id (core/ua.c), so the
+	 * a unit attention was just queued for the nexus on LUN @lun_id (core/ua.c), so the
 	 * fabric may announce it asynchronously (iSCSI Async Message). The condition stays
 	 * pending and is reported on the next command all the same. Optional, may be NULL;
 	 * called on the home loop, possibly from inside any core call, so it must not call back
@@ -66,7 +66,7 @@ struct scsitgt__nexus_info {
 	uint16_t rel_port_id;
 	/* Target port group (iSCSI TPGT). */
 	uint16_t tpg_id;
-	/* W6: the initiator's transport address for address ACLs; NULL when it has none
+	/* the initiator's transport address for address ACLs; NULL when it has none
 	 * (address lists then refuse the nexus). */
 	const struct sockaddr *initiator_sa;
 };
@@ -89,16 +89,16 @@ struct scsitgt__session {
 	/* No POWER ON on first access and no REPORTED LUNS DATA HAS CHANGED (in-process test
 	 * fabrics, which build their LUNs after the nexus). */
 	bool ua_no_power_on;
-	/* H16: counters of this nexus and the initiator's transport address (core/stats.c). */
+	/* counters of this nexus and the initiator's transport address (core/stats.c). */
 	struct scsitgt_cmd_counters stats;
 	char initiator_addr[64];
-	/* W6: this initiator's ACL entry (LUN mapping), NULL when the target has none for it
+	/* this initiator's ACL entry (LUN mapping), NULL when the target has none for it
 	 * (core/acl.c keeps it current). */
 	struct scsitgt__acl_entry *acl;
-	/* W3: the EXTENDED COPY list identifiers of this nexus (core/xcopy_results.c),
+	/* the EXTENDED COPY list identifiers of this nexus (core/xcopy_results.c),
 	 * allocated on first use. */
 	struct scsitgt__xcopy_sess *xcopy;
-	/* W6: bytes of Data-In buffers this nexus's commands hold (tgt->max_read_buffer_bytes). */
+	/* bytes of Data-In buffers this nexus's commands hold (tgt->max_read_buffer_bytes). */
 	uint64_t read_bytes;
 };
 
@@ -118,7 +118,7 @@ int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target
 void scsitgt__session_destroy(struct scsitgt__session *sess);
 
 /*
- * W6: whether LUN @lun_id exists for this nexus under LUN masking (core/acl.c). Commands to a
+ * whether LUN @lun_id exists for this nexus under LUN masking (core/acl.c). Commands to a
  * LUN it does not see behave as for a LUN that does not exist; REPORT LUNS leaves it out.
  */
 bool scsitgt__session_lun_visible(const struct scsitgt__session *sess, uint64_t lun_id);
@@ -140,7 +140,7 @@ int scsitgt__cmd_alloc_buf(struct scsitgt__cmd *cmd);
 /* Refuse a command that has not executed yet (e.g. the transport saw a data length error). */
 void scsitgt__cmd_fail(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason);
 /*
- * W6: fit a parsed write (cmd->dir OUT, not executed yet) to the @edtl bytes of Data-Out the
+ * fit a parsed write (cmd->dir OUT, not executed yet) to the @edtl bytes of Data-Out the
  * initiator announced, when that differs from the CDB's cmd->xfer_len (SAM-5 §5.4.3, RFC 7143
  * §11.4.5.2). A media write keeps the whole blocks that arrive (nblocks and xfer_len shrink;
  * none at all: GOOD without a transfer); any other write is refused with INVALID FIELD IN
@@ -190,7 +190,7 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 			  const uint8_t lun[8], uint64_t ref_tag, scsitgt__tmf_cb cb, void *cb_arg);
 
 /*
- * W5: end every task of a nexus that is going away (iSCSI logout): each live command is
+ * end every task of a nexus that is going away (iSCSI logout): each live command is
  * aborted (ops->cmd_aborted(), no response); @cb follows when all of them have left their
  * backends, or after @timeout_ms, whichever comes first (those still in a backend are freed
  * when it returns them). @cb may be called from inside this call.

@@ -74,7 +74,7 @@ static void inq_standard(struct scsitgt__cmd *cmd)
 	/* Byte 5: SCCS, ACC, 3PC and PROTECT zero; TPGS (bits 5..4) from the target's ALUA
 	 * modes (SPC-5 §6.7.2, core/alua.c). */
 	d[5] = (uint8_t)(scsitgt__alua_tpgs(cmd->sess->tgt) << 4);
-	/* W3: 3PC, the LUN is a copy manager (EXTENDED COPY, core/xcopy.c; SPC-5 §6.7.2). */
+	/* 3PC, the LUN is a copy manager (EXTENDED COPY, core/xcopy.c; SPC-5 §6.7.2). */
 	if (lun && scsitgt__cdb_supported(SPC_EXTENDED_COPY, 0))
 		d[5] |= 0x08;
 	d[6] = 0x00;

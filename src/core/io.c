@@ -36,7 +36,7 @@ int scsitgt__io_submit(struct scsitgt__cmd *cmd, enum scsitgt_io_type type, uint
 		io->iov = iov;
 	}
 	cmd->ios_inflight++;
-	/* W5: the LUN knows what its backend holds, so a timed-out teardown can give it up. */
+	/* the LUN knows what its backend holds, so a timed-out teardown can give it up. */
 	scsitgt__list_add_tail(&lun->ios, &io->lun_node);
 	lun->ops.submit(lun->bctx, io);
 	return 0;
@@ -69,7 +69,7 @@ static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
 	struct scsitgt__cmd *cmd;
 	struct scsitgt__cache *cache;
 
-	/* W5: an io an engine shutdown gave up on may come back on any thread, after the
+	/* an io an engine shutdown gave up on may come back on any thread, after the
 	 * engine is gone: it only frees its own memory (core/drain.c). */
 	if (atomic_load(&io->tstate) == SCSITGT__IO_ORPHAN || io->cmd->orphaned) {
 		scsitgt__drain_io_orphan_done(io);
@@ -142,7 +142,7 @@ SCSITGT_EXPORT void scsitgt_io_complete_threadsafe(struct scsitgt_io *io, int st
 	struct scsitgt_engine *engine;
 	int lent = SCSITGT__IO_LENT;
 
-	/* W5: an orphan (its engine gave up on it, and may be gone) is finished right here. */
+	/* an orphan (its engine gave up on it, and may be gone) is finished right here. */
 	if (!atomic_compare_exchange_strong(&io->tstate, &lent, SCSITGT__IO_QUEUED)) {
 		scsitgt__drain_io_orphan_done(io);
 		return;

@@ -170,7 +170,7 @@ static void lun_free(struct scsitgt__deferred *d)
 	scsitgt_done_cb cb = lun->destroy_cb;
 	void *cb_arg = lun->destroy_cb_arg;
 
-	/* W5: a zombie's callback ran when its removal timed out (core/drain.c). */
+	/* a zombie's callback ran when its removal timed out (core/drain.c). */
 	scsitgt__drain_lun_gone(lun);
 	scsitgt__pr_free(lun);
 	scsitgt__log_free(lun);
@@ -192,7 +192,7 @@ static void lun_backend_closed(void *arg, int status)
 
 void scsitgt__lun_close_backend(struct scsitgt_lun *lun)
 {
-	/* W5: close() never runs while the backend holds ios (backend.h). */
+	/* close() never runs while the backend holds ios (backend.h). */
 	scsitgt__drain_lun_stop(lun);
 	if (lun->closing_started)
 		return;

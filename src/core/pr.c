@@ -160,7 +160,7 @@ void scsitgt__pr_session_gone(struct scsitgt__session *sess)
 		if (pr && r2_mine(pr, sess))
 			pr->r2_held = false;
 	}
-	/* SPC-5 §6.15: the lost nexus's medium removal prevention ends (W4, sbc.c). */
+	/* SPC-5 §6.15: the lost nexus's medium removal prevention ends (sbc.c). */
 	scsitgt__sbc_prevent_session_gone(sess);
 }
 

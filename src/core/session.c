@@ -21,7 +21,7 @@ int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target
 		return -EINVAL;
 	if (tgt->destroying)
 		return -ESHUTDOWN;
-	/* W6: names, then source addresses (core/acl.c). */
+	/* names, then source addresses (core/acl.c). */
 	if (!scsitgt__acl_login_allowed(tgt, info->initiator_name, info->initiator_sa))
 		return -EACCES;
 	sess = calloc(1, sizeof(*sess));
@@ -71,7 +71,7 @@ void scsitgt__session_destroy(struct scsitgt__session *sess)
 	/* SPC-2 reservations end with the nexus; its unit attentions go with it. */
 	scsitgt__pr_session_gone(sess);
 	scsitgt__ua_session_free(sess);
-	/* W3: its EXTENDED COPY list identifiers (SPC-4: discarded on I_T nexus loss). */
+	/* its EXTENDED COPY list identifiers (SPC-4: discarded on I_T nexus loss). */
 	scsitgt__xcopy_session_gone(sess);
 	scsitgt__list_remove(&sess->node);
 	free(sess->initiator_name);

@@ -35,7 +35,7 @@ void scsitgt__spc_report_luns(struct scsitgt__cmd *cmd)
 	size_t n = 0, len;
 	uint8_t *p;
 
-	/* W6: only the LUNs this nexus sees (LUN masking, core/acl.c), none being destroyed. */
+	/* only the LUNs this nexus sees (LUN masking, core/acl.c), none being destroyed. */
 	if (select != 0x01 && select != 0x11)
 		for (size_t i = 0; i < tgt->nluns; i++)
 			n += scsitgt__session_find_lun(cmd->sess, tgt->luns[i]->id) != NULL;

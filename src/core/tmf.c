@@ -194,7 +194,7 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 	uint64_t lun_id = scsitgt__lun_decode(lun);
 	bool lun_scoped = type != SCSITGT__TMF_TARGET_WARM_RESET &&
 			  type != SCSITGT__TMF_TARGET_COLD_RESET;
-	/* W6: a LUN masked from this initiator does not exist for it (core/acl.c). */
+	/* a LUN masked from this initiator does not exist for it (core/acl.c). */
 	struct scsitgt_lun *l = scsitgt__session_find_lun(sess, lun_id);
 	struct scsitgt__tmf_op *op;
 

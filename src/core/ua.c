@@ -217,7 +217,7 @@ void scsitgt__ua_establish(struct scsitgt__session *sess, uint64_t lun_id,
 	if (!ua_seen(sess, lun_id))
 		return;
 	ua = ua_state(sess);
-	/* W5: the fabric may also announce it (iSCSI Async Message, transport/iscsi/async.c). */
+	/* the fabric may also announce it (iSCSI Async Message, transport/iscsi/async.c). */
 	if (ua && ua_queue(ua, lun_id, reason) && sess->ops->unit_attention)
 		sess->ops->unit_attention(sess, lun_id, reason);
 }

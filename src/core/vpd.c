@@ -18,7 +18,7 @@ enum {
 	VPD_UNIT_SERIAL = 0x80,
 	VPD_DEVICE_ID = 0x83,
 	VPD_EXTENDED_INQUIRY = 0x86,
-	VPD_THIRD_PARTY_COPY = 0x8f, /* W3: core/xcopy_results.c */
+	VPD_THIRD_PARTY_COPY = 0x8f, /* core/xcopy_results.c */
 	VPD_BLOCK_LIMITS = 0xb0,
 	VPD_BLOCK_DEV_CHARS = 0xb1,
 	VPD_LB_PROVISIONING = 0xb2,

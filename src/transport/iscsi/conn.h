@@ -40,7 +40,7 @@ struct scsitgt__iscsi_engine {
 	/* Random source for CHAP challenges (tests replace it). */
 	scsitgt__chap_random_cb rnd;
 	void *rnd_arg;
-	/* W6: discovery session CHAP (user NULL: none required) and the target's own
+	/* discovery session CHAP (user NULL: none required) and the target's own
 	 * credentials for mutual CHAP in discovery sessions. */
 	struct scsitgt__iscsi_cred disc_chap;
 	struct scsitgt__iscsi_cred disc_mutual;
@@ -70,7 +70,7 @@ struct scsitgt_portal {
 	unsigned int nconns;
 	bool closing;
 	bool listener_closed;
-	/* H17: limits (scsitgt_portal_opts) and connections still in login. */
+	/* limits (scsitgt_portal_opts) and connections still in login. */
 	uint32_t max_conns;
 	uint32_t max_login_conns;
 	unsigned int nlogin;
@@ -84,11 +84,11 @@ struct scsitgt_portal {
 	 */
 	void (*stop_listener)(struct scsitgt_portal *portal);
 	void *listener_ctx;
-	/* W6: connections one initiator name may hold on this portal (0: no limit). */
+	/* connections one initiator name may hold on this portal (0: no limit). */
 	uint32_t max_conns_per_initiator;
 };
 
-/* W5: unit attentions one connection keeps to announce (async.c); more are dropped. */
+/* unit attentions one connection keeps to announce (async.c); more are dropped. */
 #define SCSITGT__ISCSI_ASYNC_QUEUE 8
 struct scsitgt__iscsi_async_ev {
 	uint64_t lun_id;
@@ -164,16 +164,16 @@ struct scsitgt__iscsi_conn {
 	uint8_t rx_reject; /* Reject reason to send once the PDU is complete, 0 for none */
 	bool rx_ignore;	   /* drop the PDU silently (CmdSN outside the window) */
 	bool rx_data_err;  /* the Data-Out broke its sequence: fail rx_task */
-	/* H16: traffic counters, wire bytes incl. digests (transport/iscsi/stats.c). */
+	/* traffic counters, wire bytes incl. digests (transport/iscsi/stats.c). */
 	uint64_t stat_rx_pdus;
 	uint64_t stat_tx_pdus;
 	uint64_t stat_rx_bytes;
 	uint64_t stat_tx_bytes;
-	/* H17: counted in portal->nlogin (until full feature phase or close). */
+	/* counted in portal->nlogin (until full feature phase or close). */
 	bool login_counted;
-	/* W6: the initiator's address, for address ACLs (core/acl.c); family 0 when unknown. */
+	/* the initiator's address, for address ACLs (core/acl.c); family 0 when unknown. */
 	struct sockaddr_storage peer_sa;
-	/* W5: unit attentions to announce by Async Message (async.c), sent once per loop turn
+	/* unit attentions to announce by Async Message (async.c), sent once per loop turn
 	 * so that one change reaching many LUNs makes one message. */
 	struct scsitgt__deferred async_flush;
 	bool async_flush_pending;
@@ -229,7 +229,7 @@ struct scsitgt__iscsi_task {
 	unsigned int r2t_outstanding;
 	unsigned int r2t_max;
 	struct scsitgt__iscsi_task *itt_next; /* conn->itt_hash chain */
-	/* H17: write buffer budget (scsi.c): in sess->budget_wait while the first R2T waits for
+	/* write buffer budget (scsi.c): in sess->budget_wait while the first R2T waits for
 	 * budget; bytes of the session's budget the command's buffer holds. */
 	struct scsitgt__list budget_node;
 	uint32_t charged;
@@ -256,7 +256,7 @@ struct scsitgt__iscsi_sess {
 	unsigned int active; /* non-immediate commands holding window slots */
 	struct scsitgt__list pending; /* tasks waiting for their CmdSN, in CmdSN order */
 	bool closing;
-	/* H17: bytes of write buffers held by this session's tasks, and the tasks waiting to
+	/* bytes of write buffers held by this session's tasks, and the tasks waiting to
 	 * solicit data until that falls below max_write_buffer_bytes (scsi.c), oldest first. */
 	uint64_t write_bytes;
 	struct scsitgt__list budget_wait;
@@ -362,7 +362,7 @@ struct scsitgt__iscsi_tx *scsitgt__iscsi_build_response(struct scsitgt__iscsi_co
 /* tmf.c */
 int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
 
-/* async.c (W5): Async Messages (RFC 7143 §11.9). */
+/* async.c: Async Messages (RFC 7143 §11.9). */
 /*
  * Build an Async Message reporting a SCSI asynchronous event (AsyncEvent 0) on LUN @lun_id:
  * the BHS (StatSN, ExpCmdSN, MaxCmdSN and DataSegmentLength left to the sender) and, in

@@ -216,7 +216,7 @@ static const struct scsitgt__iscsi_cred *login_cred(struct scsitgt__iscsi_target
 	return it->chap.user ? &it->chap : NULL;
 }
 
-/* W6: connections of initiator @iname on @conn's portal other than @conn, not closing. */
+/* connections of initiator @iname on @conn's portal other than @conn, not closing. */
 static unsigned int login_initiator_conns(const struct scsitgt__iscsi_conn *conn,
 					  const char *iname)
 {
@@ -237,7 +237,7 @@ static unsigned int login_initiator_conns(const struct scsitgt__iscsi_conn *conn
 }
 
 /*
- * W6: whether @tgt has room for one more session of @iname/@isid: sessions that are not
+ * whether @tgt has room for one more session of @iname/@isid: sessions that are not
  * closing count, except the one this login would reinstate (RFC 7143 §6.3.5).
  */
 static bool login_target_has_room(const struct scsitgt__iscsi_conn *conn,
@@ -279,7 +279,7 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 	if (iname == NULL || iname[0] == '\0' || strlen(iname) > SCSITGT__ISCSI_NAME_MAX)
 		return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
 	snprintf(l->initiator_name, sizeof(l->initiator_name), "%s", iname);
-	/* W6: one initiator may not take every connection of the portal. */
+	/* one initiator may not take every connection of the portal. */
 	if (conn->portal->max_conns_per_initiator &&
 	    login_initiator_conns(conn, iname) >= conn->portal->max_conns_per_initiator) {
 		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_WARNING,
@@ -295,7 +295,7 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 	if (l->discovery) {
 		if (l->tsih != 0)
 			return ISCSI_LOGIN_STATUS_NO_SESSION;
-		/* W6: discovery sessions authenticate when the engine says so. */
+		/* discovery sessions authenticate when the engine says so. */
 		l->auth_required = conn->ie->disc_chap.user != NULL;
 	} else {
 		struct scsitgt_target *tgt;
@@ -328,7 +328,7 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 				return -1;
 			}
 		}
-		/* W6: the name and the source address (core/acl.c). */
+		/* the name and the source address (core/acl.c). */
 		if (!scsitgt__acl_login_allowed(tgt, iname,
 						(const struct sockaddr *)&conn->peer_sa)) {
 			scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_NOTICE,
@@ -364,7 +364,7 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 		cfg.data_digests = SCSITGT__ISCSI_DIGEST_MASK_NONE;
 		cfg.max_recv_dsl = conn->dm->max_recv_dsl;
 		/*
-		 * W2, RFC 7145 §8: each unsolicited Data-Out costs the target a posted receive
+		 * RFC 7145 §8: each unsolicited Data-Out costs the target a posted receive
 		 * buffer; keep the first burst to one of them (the immediate data), and let
 		 * RDMA READ fetch the rest (transport/iser/iser_flow.h).
 		 */
@@ -442,7 +442,7 @@ static int login_auth(struct scsitgt__iscsi_conn *conn, const struct scsitgt__is
 		return 0;
 	}
 	if (l->chap_state == LOGIN_CHAP_WAIT_R && (ck->n || ck->r)) {
-		/* W6: a discovery session uses the engine's credentials. */
+		/* a discovery session uses the engine's credentials. */
 		const struct scsitgt__iscsi_cred *cred =
 			l->discovery ? (conn->ie->disc_chap.user ? &conn->ie->disc_chap : NULL)
 				     : login_cred(it, l->initiator_name);
@@ -510,7 +510,7 @@ static int login_finish(struct scsitgt__iscsi_conn *conn, uint16_t *tsih)
 		return ISCSI_LOGIN_STATUS_AUTH_FAILED;
 	if (scsitgt__iscsi_neg_finish(&conn->neg) < 0)
 		return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
-	/* W6: other logins may have filled the target since this one started. */
+	/* other logins may have filled the target since this one started. */
 	if (!l->discovery && !login_target_has_room(conn, l->tgt, l->initiator_name, l->isid))
 		return ISCSI_LOGIN_STATUS_NO_RESOURCES;
 	if (!l->discovery) {
@@ -592,7 +592,7 @@ static int login_respond(struct scsitgt__iscsi_conn *conn)
 				l->discovery ? "" : "target ", l->discovery ? "" : l->tgt->name,
 				tsih, conn->header_digest ? ", header digest" : "",
 				conn->data_digest ? ", data digest" : "");
-	/* H16: tell the host (events.h) about the new I_T nexus and where it comes from. */
+	/* tell the host (events.h) about the new I_T nexus and where it comes from. */
 	if (!l->discovery && conn->sess && conn->sess->core)
 		scsitgt__event_session(conn->sess->core, SCSITGT_EVENT_SESSION_LOGIN, conn->peer);
 	scsitgt__iscsi_login_destroy(conn);

@@ -46,7 +46,7 @@ struct scsitgt__iscsi_engine *scsitgt__iscsi_engine_get(struct scsitgt_engine *e
 
 static void cred_clear(struct scsitgt__iscsi_cred *c)
 {
-	/* W6: explicit_bzero, a memset before free() may be optimised away. */
+	/* explicit_bzero, a memset before free() may be optimised away. */
 	if (c->secret)
 		explicit_bzero(c->secret, strlen(c->secret));
 	free(c->secret);
@@ -223,7 +223,7 @@ static int cred_set(struct scsitgt__iscsi_cred *c, const char *user, const char 
 			return -ENOMEM;
 		}
 	}
-	/* W6: explicit_bzero, a memset before free() may be optimised away. */
+	/* explicit_bzero, a memset before free() may be optimised away. */
 	if (c->secret)
 		explicit_bzero(c->secret, strlen(c->secret));
 	free(c->secret);

@@ -422,7 +422,7 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 	}
 	if (scsitgt__iscsi_task_find(conn, itt))
 		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_TASK_IN_PROGRESS);
-	/* W6: immediate commands take window slots too (scsitgt__iscsi_scsi_cmd_pdu), and one
+	/* immediate commands take window slots too (scsitgt__iscsi_scsi_cmd_pdu), and one
 	 * that finds the window full is refused (RFC 7143 §3.2.2.1, §11.17.1 reason 0x06):
 	 * otherwise an initiator could run any number of commands at once. */
 	if (scsitgt__bhs_immediate(h) && sess->active >= sess->queue_depth)
@@ -449,7 +449,7 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 	scsitgt__list_init(&task->budget_node);
 	cmd->defer_buf = true; /* see the top of this file */
 	if (conn->dm->cmd_init)
-		conn->dm->cmd_init(conn, cmd); /* W2: e.g. iSER's registered buffers */
+		conn->dm->cmd_init(conn, cmd); /* e.g. iSER's registered buffers */
 	task->conn = conn;
 	task->itt = itt;
 	task->cmd_sn = get_be32(&h[ISCSI_BHS_CMDSN]);
@@ -518,7 +518,7 @@ int scsitgt__iscsi_scsi_cmd_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 		return 0;
 	task->received = pdu->data_len;
 	v = scsitgt__iscsi_sn_check(sess, task->cmd_sn, task->immediate);
-	/* W6: immediate commands hold a slot as well, so MaxCmdSN shrinks while they run. */
+	/* immediate commands hold a slot as well, so MaxCmdSN shrinks while they run. */
 	task->counted = true;
 	sess->active++;
 	if (v == SCSITGT__SN_NOW) {

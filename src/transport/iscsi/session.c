@@ -62,7 +62,7 @@ int scsitgt__iscsi_sess_create(struct scsitgt__iscsi_sess **out, struct scsitgt_
 		info.target_port = tport;
 		info.rel_port_id = conn->portal->tpgt ? conn->portal->tpgt : 1;
 		info.tpg_id = conn->portal->tpgt;
-		/* W6: address ACLs (core/acl.c). */
+		/* address ACLs (core/acl.c). */
 		info.initiator_sa = conn->peer_sa.ss_family ? (const struct sockaddr *)&conn->peer_sa
 							    : NULL;
 		rc = scsitgt__session_create(&sess->core, tgt, &info, &scsitgt__iscsi_fabric_ops,

@@ -367,7 +367,7 @@ static void tcp_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	tcp_flush(tc);
 }
 
-/* W8: with worker loops, the socket goes to one of them (tcp_worker.c); this loop's handles
+/* with worker loops, the socket goes to one of them (tcp_worker.c); this loop's handles
  * close, the worker keeps its own descriptor of the socket. */
 static int tcp_hand_off(struct tcp_conn *tc, struct scsitgt_portal *portal,
 			const struct sockaddr *peer, const struct sockaddr *local)

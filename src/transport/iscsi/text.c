@@ -47,7 +47,7 @@ static int text_add_target(struct scsitgt__iscsi_conn *conn, struct scsitgt_targ
 	return 0;
 }
 
-/* W6: SendTargets lists only targets this initiator may log in to from where it is. */
+/* SendTargets lists only targets this initiator may log in to from where it is. */
 static bool text_may_log_in(const struct scsitgt__iscsi_conn *conn, const struct scsitgt_target *t,
 			    const char *iname)
 {

@@ -23,7 +23,7 @@ _Static_assert(offsetof(struct scsitgt_engine_opts, log_level) == 24, "engine_op
 _Static_assert(sizeof(struct scsitgt_target_opts) == 40, "target_opts ABI");
 _Static_assert(offsetof(struct scsitgt_target_opts, name) == 8, "target_opts ABI");
 _Static_assert(offsetof(struct scsitgt_target_opts, alias) == 16, "target_opts ABI");
-/* W6: appended limits. */
+/* appended limits. */
 _Static_assert(offsetof(struct scsitgt_target_opts, max_sessions) == 24, "target_opts ABI");
 _Static_assert(offsetof(struct scsitgt_target_opts, max_lun_commands) == 28, "target_opts ABI");
 _Static_assert(offsetof(struct scsitgt_target_opts, max_read_buffer_bytes) == 32,
@@ -42,7 +42,7 @@ _Static_assert(offsetof(struct scsitgt_lun_opts, naa) == 72, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, eui64) == 80, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, backend) == 88, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, backend_ctx) == 96, "lun_opts ABI");
-/* W4: appended. */
+/* appended. */
 _Static_assert(offsetof(struct scsitgt_lun_opts, physical_block_exponent) == 104,
 	       "lun_opts ABI");
 

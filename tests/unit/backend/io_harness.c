@@ -51,7 +51,7 @@ void harness_init(struct harness *h)
 	to.name = "iqn.2024-01.test:h";
 	assert_int_equal(scsitgt_target_create(&h->tgt, h->engine, &to), 0);
 	assert_int_equal(scsitgt__session_create(&h->sess, h->tgt, &info, &harness_fabric, h), 0);
-	/* H12: no POWER ON unit attention before the first command (core/ua.c). */
+	/* no POWER ON unit attention before the first command (core/ua.c). */
 	h->sess->ua_no_power_on = true;
 }
 

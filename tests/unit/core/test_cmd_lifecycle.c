@@ -351,7 +351,7 @@ static void test_tmf_abort_inflight(void **state)
 	loop_fabric_start(lf, 0, cdb, len, NULL, 0, &r);
 	scsitgt__lun_encode(0, lun);
 	scsitgt__tmf_execute(lf->sess, SCSITGT__TMF_LUN_RESET, lun, 0, tmf_done, &response);
-	/* The io still runs: the TMF answers (H12, SAM-5 §7) and the command is reported
+	/* The io still runs: the TMF answers (SAM-5 §7) and the command is reported
 	 * aborted once it returns. */
 	assert_int_equal(response, -1);
 	assert_false(r.done);

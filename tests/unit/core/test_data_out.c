@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * scsitgt__cmd_fit_data_out() (W6): a write whose Data-Out length differs from its CDB's
+ * scsitgt__cmd_fit_data_out(): a write whose Data-Out length differs from its CDB's
  * (SAM-5 §5.4.3, SBC-4, RFC 7143 §11.4.5.2). Media writes keep the whole blocks that arrive;
  * WRITE SAME and parameter-list writes are refused; zero for a CDB that moves nothing matches.
  */

@@ -33,7 +33,7 @@ static void test_standard_data(void **state)
 	assert_int_equal(d[2], 0x07);	/* VERSION: SPC-5 */
 	assert_int_equal(d[3], 0x02);	/* NORMACA 0, HISUP 0, RESPONSE DATA FORMAT 2 */
 	assert_int_equal(d[4], 96 - 5); /* ADDITIONAL LENGTH */
-	assert_int_equal(d[5], 0x08);	/* TPGS 0, PROTECT 0, 3PC 1 (EXTENDED COPY, W3) */
+	assert_int_equal(d[5], 0x08);	/* TPGS 0, PROTECT 0, 3PC 1 (EXTENDED COPY) */
 	assert_int_equal(d[7], 0x02);	/* CMDQUE */
 	assert_memory_equal(&d[8], "LIBSCSI ", 8);
 	assert_memory_equal(&d[16], "fake            ", 16);
@@ -157,7 +157,7 @@ static void test_descriptor_sense(void **state)
 	t->lun->mode.d_sense = false;
 }
 
-/* W4: SCSITGT_LUN_CLAIM_SPC4: VERSION 06h and the SPC-4 version descriptor. */
+/* SCSITGT_LUN_CLAIM_SPC4: VERSION 06h and the SPC-4 version descriptor. */
 static void test_claim_spc4(void **state)
 {
 	struct tctx *t = tctx_create(SCSITGT_LUN_CLAIM_SPC4, NULL);

@@ -253,7 +253,7 @@ static void test_in_progress(void **state)
 	tctx_destroy(t);
 }
 
-/* W4: SBC-4 §4.11: aborting the SANITIZE command (IMMED 0) or losing its nexus ends the
+/* SBC-4 §4.11: aborting the SANITIZE command (IMMED 0) or losing its nexus ends the
  * command, not the sanitize operation. */
 static void test_abort_keeps_running(void **state)
 {
@@ -294,7 +294,7 @@ static void test_abort_keeps_running(void **state)
 	tctx_destroy(t);
 }
 
-/* W4: IMMED 1 (SBC-4 §5.28.1): GOOD at once, the operation goes on in the background. */
+/* IMMED 1 (SBC-4 §5.28.1): GOOD at once, the operation goes on in the background. */
 static void test_immed(void **state)
 {
 	struct tctx *t = ctx(0, 4096, 0, FAKE_MANUAL);

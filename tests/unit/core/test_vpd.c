@@ -15,7 +15,7 @@ static struct lf_result *vpd(struct tctx *t, uint8_t page, uint16_t alloc)
 static void test_supported_pages(void **state)
 {
 	struct tctx *t = tctx_create(0, NULL);
-	/* 8Fh (third-party copy) with EXTENDED COPY (W3, core/xcopy*.c). */
+	/* 8Fh (third-party copy) with EXTENDED COPY (core/xcopy*.c). */
 	const uint8_t want[] = { 0x00, 0x80, 0x83, 0x86, 0x8f, 0xb0, 0xb1 };
 	struct lf_result *r;
 

@@ -213,7 +213,7 @@ static void test_backend_error(void **state)
 	tctx_destroy(t);
 }
 
-/* W4: SBC-4 §5.50 with WSNZ 0: NUMBER OF LOGICAL BLOCKS 0 writes through the last LBA, as
+/* SBC-4 §5.50 with WSNZ 0: NUMBER OF LOGICAL BLOCKS 0 writes through the last LBA, as
  * long as that range fits MAXIMUM WRITE SAME LENGTH. */
 static void test_zero_blocks_to_end(void **state)
 {

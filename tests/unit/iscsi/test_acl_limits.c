@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * iSCSI side of access control and limits (W6): logins refused by source address ("authorization
+ * iSCSI side of access control and limits: logins refused by source address ("authorization
  * failure", RFC 7143 §11.13.5 0x0202), SendTargets filtered by address, the session limit of a
  * target ("out of resources", 0x0302), immediate commands bounded by the CmdSN window
  * (Reject reason 0x06, RFC 7143 §11.17.1), discovery CHAP, and writes whose EDTL differs from
@@ -229,7 +229,7 @@ static void test_discovery_chap(void **state)
 }
 
 /*
- * W6: EDTL against the CDB (RFC 7143 §11.4.5.2, scsitgt__cmd_fit_data_out()). A COMPARE AND
+ * EDTL against the CDB (RFC 7143 §11.4.5.2, scsitgt__cmd_fit_data_out()). A COMPARE AND
  * WRITE of 0 blocks with W=0 and EDTL 0 moves nothing and succeeds; a WRITE (10) of 4 blocks
  * with an EDTL of 3 writes 3 and reports a residual overflow of one block (the CDB wanted more).
  */

@@ -292,7 +292,7 @@ static void test_itt_index(void **state)
 
 	(void)state;
 	assert_int_equal(h_init(&h, true), 0);
-	/* Immediate commands hold CmdSN window slots too (W6): a window for all of them. */
+	/* Immediate commands hold CmdSN window slots too: a window for all of them. */
 	{
 		struct scsitgt_iscsi_params p;
 
