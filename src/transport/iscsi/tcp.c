@@ -13,10 +13,12 @@
  * common case also keeps libuv from re-arming the socket in epoll after every write.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "transport/iscsi/conn.h"
+#include "transport/iscsi/txq.h"
 
 /* Read buffer for headers and small PDUs; big payloads bypass it. */
 #define TCP_RBUF_SIZE (256u * 1024u)
@@ -28,10 +30,6 @@
 #define TCP_RBUF_LOGIN (8192u + 48u)
 /* Payload remainders at least this long are read in place rather than copied. */
 #define TCP_DIRECT_MIN 2048u
-/* One writev takes at most this many iovecs (IOV_MAX is 1024 on Linux) ... */
-#define TCP_BATCH_IOV 512u
-/* ... and stops adding batches once it holds this many bytes. */
-#define TCP_BATCH_BYTES (4u * 1024u * 1024u)
 
 struct tcp_conn {
 	uv_tcp_t handle;
@@ -40,8 +38,7 @@ struct tcp_conn {
 	uint8_t *rbuf;
 	size_t rbuf_size;
 	/* Batches not handed to the kernel yet, oldest first. */
-	struct scsitgt__iscsi_tx *outq;
-	struct scsitgt__iscsi_tx **outq_tail;
+	struct scsitgt__iscsi_txq outq;
 	/* The one uv_write in flight, with the batches it carries (in order). */
 	uv_write_t wr;
 	struct scsitgt__iscsi_tx *wr_txs;
@@ -52,12 +49,6 @@ struct tcp_conn {
 	unsigned int close_written; /* head batches the last write at close took whole */
 	unsigned int handles;	    /* open uv handles; freed at 0 */
 };
-
-static void tcp_outq_init(struct tcp_conn *tc)
-{
-	tc->outq = NULL;
-	tc->outq_tail = &tc->outq;
-}
 
 /* Finish a chain of batches (linked by next) in order. */
 static void tcp_complete_chain(struct tcp_conn *tc, struct scsitgt__iscsi_tx *tx, int status)
@@ -89,83 +80,21 @@ static void tcp_write_cb(uv_write_t *req, int status)
 	tcp_flush(tc);
 }
 
-/*
- * Gather up to TCP_BATCH_IOV iovecs from the head of the queue, always at least one whole
- * batch. Returns the number of buffers and sets *ntx to the number of batches and *total to
- * their bytes; *big is set when the head batch alone has more iovecs than fit.
- */
-static unsigned int tcp_gather(struct tcp_conn *tc, uv_buf_t *bufs, unsigned int *ntx,
-			       size_t *total, bool *big)
-{
-	unsigned int nb = 0;
-
-	*ntx = 0;
-	*total = 0;
-	*big = false;
-	for (struct scsitgt__iscsi_tx *tx = tc->outq; tx; tx = tx->next) {
-		if ((unsigned int)tx->iovcnt > TCP_BATCH_IOV) {
-			*big = *ntx == 0;
-			break;
-		}
-		if (nb + (unsigned int)tx->iovcnt > TCP_BATCH_IOV || *total >= TCP_BATCH_BYTES)
-			break;
-		for (int i = 0; i < tx->iovcnt; i++) {
-			bufs[nb++] = uv_buf_init(tx->iov[i].iov_base,
-						 (unsigned int)tx->iov[i].iov_len);
-		}
-		*total += tx->bytes;
-		(*ntx)++;
-	}
-	return nb;
-}
-
-/* Take the first @n batches off the queue; returns them as a chain. */
-static struct scsitgt__iscsi_tx *tcp_dequeue(struct tcp_conn *tc, unsigned int n)
-{
-	struct scsitgt__iscsi_tx *head = tc->outq, **link = &tc->outq;
-
-	while (n--)
-		link = &(*link)->next;
-	tc->outq = *link;
-	*link = NULL;
-	if (tc->outq == NULL)
-		tc->outq_tail = &tc->outq;
-	return head;
-}
-
 /* Hand the unwritten rest of @chain (after @skip bytes) to uv_write. */
 static int tcp_write_rest(struct tcp_conn *tc, struct scsitgt__iscsi_tx *chain, size_t skip)
 {
-	uv_buf_t small[TCP_BATCH_IOV];
-	uv_buf_t *bufs = small;
-	unsigned int nb = 0, cap = TCP_BATCH_IOV;
-	int rc;
+	uv_buf_t small[SCSITGT__ISCSI_TXQ_IOV];
+	uv_buf_t *bufs;
+	int nb, rc;
 
-	/* A batch above TCP_BATCH_IOV iovecs travels alone; size its array. */
-	if (chain->next == NULL && (unsigned int)chain->iovcnt > cap) {
-		cap = (unsigned int)chain->iovcnt;
-		bufs = malloc(cap * sizeof(*bufs));
-		if (bufs == NULL)
-			return -ENOMEM;
-	}
-	for (struct scsitgt__iscsi_tx *tx = chain; tx; tx = tx->next) {
-		for (int i = 0; i < tx->iovcnt; i++) {
-			size_t len = tx->iov[i].iov_len;
-			char *base = tx->iov[i].iov_base;
-
-			if (skip >= len) {
-				skip -= len;
-				continue;
-			}
-			bufs[nb++] = uv_buf_init(base + skip, (unsigned int)(len - skip));
-			skip = 0;
-		}
-	}
+	nb = scsitgt__iscsi_txq_rest(chain, skip, small, &bufs);
+	if (nb < 0)
+		return nb;
 	tc->wr.data = tc;
 	tc->wr_txs = chain;
 	tc->wr_busy = true;
 	/* libuv copies the buffer array; the payloads stay where they are. */
-	rc = uv_write(&tc->wr, (uv_stream_t *)&tc->handle, bufs, nb, tcp_write_cb);
+	rc = uv_write(&tc->wr, (uv_stream_t *)&tc->handle, bufs, (unsigned int)nb, tcp_write_cb);
 	if (bufs != small)
 		free(bufs);
 	if (rc < 0) {
@@ -184,12 +113,12 @@ static void tcp_fail_output(struct tcp_conn *tc, struct scsitgt__iscsi_tx *chain
 
 static void tcp_flush(struct tcp_conn *tc)
 {
-	uv_buf_t bufs[TCP_BATCH_IOV];
+	uv_buf_t bufs[SCSITGT__ISCSI_TXQ_IOV];
 
 	if (tc->flushing)
 		return;
 	tc->flushing = true;
-	while (tc->outq && !tc->wr_busy && !tc->closing) {
+	while (tc->outq.head && !tc->wr_busy && !tc->closing) {
 		struct scsitgt__iscsi_tx *chain, *tx;
 		unsigned int ntx, nb;
 		size_t total;
@@ -197,10 +126,10 @@ static void tcp_flush(struct tcp_conn *tc)
 		bool big;
 		int rc;
 
-		nb = tcp_gather(tc, bufs, &ntx, &total, &big);
+		nb = scsitgt__iscsi_txq_gather(&tc->outq, bufs, &ntx, &total, &big);
 		if (big) {
 			/* Too many iovecs for one writev: let libuv write it in steps. */
-			chain = tcp_dequeue(tc, 1);
+			chain = scsitgt__iscsi_txq_take(&tc->outq, 1);
 			rc = tcp_write_rest(tc, chain, 0);
 			if (rc < 0)
 				tcp_fail_output(tc, chain, rc);
@@ -209,7 +138,7 @@ static void tcp_flush(struct tcp_conn *tc)
 		n = uv_try_write((uv_stream_t *)&tc->handle, bufs, nb);
 		if (n == UV_EAGAIN)
 			n = 0;
-		chain = tcp_dequeue(tc, ntx);
+		chain = scsitgt__iscsi_txq_take(&tc->outq, ntx);
 		if (n < 0) {
 			tcp_fail_output(tc, chain, (int)n);
 			break;
@@ -234,7 +163,7 @@ static void tcp_flush(struct tcp_conn *tc)
 			tcp_fail_output(tc, chain, rc);
 	}
 	tc->flushing = false;
-	if (tc->outq == NULL || tc->wr_busy || tc->closing)
+	if (tc->outq.head == NULL || tc->wr_busy || tc->closing)
 		uv_prepare_stop(&tc->flusher);
 }
 
@@ -247,9 +176,7 @@ static void tcp_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx 
 {
 	struct tcp_conn *tc = conn->dm_ctx;
 
-	tx->next = NULL;
-	*tc->outq_tail = tx;
-	tc->outq_tail = &tx->next;
+	scsitgt__iscsi_txq_push(&tc->outq, tx);
 	/* The read callback flushes when it ends; anything else waits for the prepare phase. */
 	if (!tc->in_read && !tc->wr_busy)
 		uv_prepare_start(&tc->flusher, tcp_flusher_cb);
@@ -262,9 +189,8 @@ static void tcp_handle_closed(uv_handle_t *h)
 	if (--tc->handles)
 		return;
 	if (tc->conn) {
-		struct scsitgt__iscsi_tx *chain = tc->outq;
+		struct scsitgt__iscsi_tx *chain = scsitgt__iscsi_txq_take(&tc->outq, UINT_MAX);
 
-		tcp_outq_init(tc);
 		while (chain) {
 			struct scsitgt__iscsi_tx *tx = chain;
 
@@ -292,16 +218,16 @@ static void tcp_close(struct scsitgt__iscsi_conn *conn)
 	 * write, as an immediate uv_write would have done. Batches it took whole are finished
 	 * as written once the handles are closed; the rest is dropped then.
 	 */
-	if (tc->outq && !tc->wr_busy && !tc->flushing) {
-		uv_buf_t bufs[TCP_BATCH_IOV];
+	if (tc->outq.head && !tc->wr_busy && !tc->flushing) {
+		uv_buf_t bufs[SCSITGT__ISCSI_TXQ_IOV];
 		unsigned int ntx, nb;
 		size_t total;
 		bool big;
 		ssize_t n;
 
-		nb = tcp_gather(tc, bufs, &ntx, &total, &big);
+		nb = scsitgt__iscsi_txq_gather(&tc->outq, bufs, &ntx, &total, &big);
 		n = nb ? uv_try_write((uv_stream_t *)&tc->handle, bufs, nb) : 0;
-		for (struct scsitgt__iscsi_tx *tx = tc->outq; tx && n > 0 && (size_t)n >= tx->bytes;
+		for (struct scsitgt__iscsi_tx *tx = tc->outq.head; tx && n > 0 && (size_t)n >= tx->bytes;
 		     tx = tx->next) {
 			n -= (ssize_t)tx->bytes;
 			tc->close_written++;
@@ -393,7 +319,7 @@ int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal)
 	tc = calloc(1, sizeof(*tc));
 	if (tc == NULL)
 		return -ENOMEM;
-	tcp_outq_init(tc);
+	scsitgt__iscsi_txq_init(&tc->outq);
 	tc->handle.data = tc;
 	tc->flusher.data = tc;
 	rc = uv_tcp_init(portal->ie->engine->loop, &tc->handle);

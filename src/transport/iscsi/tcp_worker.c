@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@
 
 #include "core/worker.h"
 #include "transport/iscsi/conn.h"
+#include "transport/iscsi/txq.h"
 
 /* Read buffers handed home whole; smaller reads are copied into a message of their size. */
 #define WORKER_RX_CHUNK (64u * 1024u)
@@ -40,9 +42,6 @@
 /* Flow control of received bytes waiting for the home loop. */
 #define WORKER_RX_HIGH (4u * 1024u * 1024u)
 #define WORKER_RX_LOW (1u * 1024u * 1024u)
-/* As in tcp.c: iovecs of one writev, and bytes after which gathering stops. */
-#define WORKER_BATCH_IOV 512u
-#define WORKER_BATCH_BYTES (4u * 1024u * 1024u)
 
 struct tcpw {
 	/* Set before START, read-only afterwards. */
@@ -72,8 +71,7 @@ struct tcpw {
 	bool w_eof;
 	bool w_closing;
 	bool w_flushing;
-	struct scsitgt__iscsi_tx *w_outq;
-	struct scsitgt__iscsi_tx **w_outq_tail;
+	struct scsitgt__iscsi_txq w_outq;
 	uv_write_t w_wr;
 	struct scsitgt__iscsi_tx *w_wr_txs;
 	bool w_wr_busy;
@@ -320,7 +318,7 @@ static void worker_fail_chain(struct tcpw *tc, struct scsitgt__iscsi_tx *chain, 
 	if (m == NULL || tc->w_done) {
 		/* Keep them: CLOSED gives back whatever is still queued. */
 		free(m);
-		chain_append(&tc->w_outq_tail, chain);
+		scsitgt__iscsi_txq_append(&tc->w_outq, chain);
 		return;
 	}
 	m->msg.fn = home_tx_done_fn;
@@ -383,74 +381,21 @@ static void worker_write_cb(uv_write_t *req, int status)
 	worker_post_done(tc);
 }
 
-/* As tcp_gather() in tcp.c: up to WORKER_BATCH_IOV buffers from the head of the queue. */
-static unsigned int worker_gather(struct tcpw *tc, uv_buf_t *bufs, unsigned int *ntx,
-				  bool *big)
-{
-	size_t total = 0;
-	unsigned int nb = 0;
-
-	*ntx = 0;
-	*big = false;
-	for (struct scsitgt__iscsi_tx *tx = tc->w_outq; tx; tx = tx->next) {
-		if ((unsigned int)tx->iovcnt > WORKER_BATCH_IOV) {
-			*big = *ntx == 0;
-			break;
-		}
-		if (nb + (unsigned int)tx->iovcnt > WORKER_BATCH_IOV || total >= WORKER_BATCH_BYTES)
-			break;
-		for (int i = 0; i < tx->iovcnt; i++)
-			bufs[nb++] = uv_buf_init(tx->iov[i].iov_base,
-						 (unsigned int)tx->iov[i].iov_len);
-		total += tx->bytes;
-		(*ntx)++;
-	}
-	return nb;
-}
-
-static struct scsitgt__iscsi_tx *worker_dequeue(struct tcpw *tc, unsigned int n)
-{
-	struct scsitgt__iscsi_tx *head = tc->w_outq, **link = &tc->w_outq;
-
-	while (n--)
-		link = &(*link)->next;
-	tc->w_outq = *link;
-	*link = NULL;
-	if (tc->w_outq == NULL)
-		tc->w_outq_tail = &tc->w_outq;
-	return head;
-}
-
 /* Hand the unwritten rest of @chain (after @skip bytes) to uv_write. */
 static int worker_write_rest(struct tcpw *tc, struct scsitgt__iscsi_tx *chain, size_t skip)
 {
-	uv_buf_t small[WORKER_BATCH_IOV];
-	uv_buf_t *bufs = small;
-	unsigned int nb = 0;
-	int rc;
+	uv_buf_t small[SCSITGT__ISCSI_TXQ_IOV];
+	uv_buf_t *bufs;
+	int nb, rc;
 
-	if (chain->next == NULL && (unsigned int)chain->iovcnt > WORKER_BATCH_IOV) {
-		bufs = malloc((size_t)chain->iovcnt * sizeof(*bufs));
-		if (bufs == NULL)
-			return -ENOMEM;
-	}
-	for (struct scsitgt__iscsi_tx *tx = chain; tx; tx = tx->next) {
-		for (int i = 0; i < tx->iovcnt; i++) {
-			size_t len = tx->iov[i].iov_len;
-			char *base = tx->iov[i].iov_base;
-
-			if (skip >= len) {
-				skip -= len;
-				continue;
-			}
-			bufs[nb++] = uv_buf_init(base + skip, (unsigned int)(len - skip));
-			skip = 0;
-		}
-	}
+	nb = scsitgt__iscsi_txq_rest(chain, skip, small, &bufs);
+	if (nb < 0)
+		return nb;
 	tc->w_wr.data = tc;
 	tc->w_wr_txs = chain;
 	tc->w_wr_busy = true;
-	rc = uv_write(&tc->w_wr, (uv_stream_t *)&tc->w_handle, bufs, nb, worker_write_cb);
+	rc = uv_write(&tc->w_wr, (uv_stream_t *)&tc->w_handle, bufs, (unsigned int)nb,
+		      worker_write_cb);
 	if (bufs != small)
 		free(bufs);
 	if (rc < 0) {
@@ -462,21 +407,22 @@ static int worker_write_rest(struct tcpw *tc, struct scsitgt__iscsi_tx *chain, s
 
 static void worker_flush(struct tcpw *tc)
 {
-	uv_buf_t bufs[WORKER_BATCH_IOV];
+	uv_buf_t bufs[SCSITGT__ISCSI_TXQ_IOV];
 
 	if (tc->w_flushing || !tc->w_open)
 		return;
 	tc->w_flushing = true;
-	while (tc->w_outq && !tc->w_wr_busy && !tc->w_closing && !tc->w_eof) {
+	while (tc->w_outq.head && !tc->w_wr_busy && !tc->w_closing && !tc->w_eof) {
 		struct scsitgt__iscsi_tx *chain;
 		unsigned int ntx, nb;
+		size_t total;
 		ssize_t n;
 		bool big;
 		int rc;
 
-		nb = worker_gather(tc, bufs, &ntx, &big);
+		nb = scsitgt__iscsi_txq_gather(&tc->w_outq, bufs, &ntx, &total, &big);
 		if (big) {
-			chain = worker_dequeue(tc, 1);
+			chain = scsitgt__iscsi_txq_take(&tc->w_outq, 1);
 			rc = worker_write_rest(tc, chain, 0);
 			if (rc < 0) {
 				worker_fail_chain(tc, chain, rc);
@@ -487,7 +433,7 @@ static void worker_flush(struct tcpw *tc)
 		n = uv_try_write((uv_stream_t *)&tc->w_handle, bufs, nb);
 		if (n == UV_EAGAIN)
 			n = 0;
-		chain = worker_dequeue(tc, ntx);
+		chain = scsitgt__iscsi_txq_take(&tc->w_outq, ntx);
 		if (n < 0) {
 			worker_fail_chain(tc, chain, (int)n);
 			worker_error(tc, (int)n);
@@ -516,7 +462,7 @@ static void worker_xmit_fn(struct scsitgt__msg *msg)
 	struct tcpw_tx *m = scsitgt__container_of(msg, struct tcpw_tx, msg);
 	struct tcpw *tc = m->tc;
 
-	chain_append(&tc->w_outq_tail, m->chain);
+	scsitgt__iscsi_txq_append(&tc->w_outq, m->chain);
 	free(m);
 	worker_flush(tc);
 	worker_post_done(tc);
@@ -605,13 +551,11 @@ static void worker_handle_closed(uv_handle_t *h)
 	worker_post_done(tc);
 	for (struct scsitgt__iscsi_tx *t = tc->w_done; t; t = t->next)
 		written++;
-	chain_append(&tc->w_done_tail, tc->w_outq);
+	chain_append(&tc->w_done_tail, scsitgt__iscsi_txq_take(&tc->w_outq, UINT_MAX));
 	tc->closed_chain = tc->w_done;
 	tc->closed_written = written;
 	tc->w_done = NULL;
 	tc->w_done_tail = &tc->w_done;
-	tc->w_outq = NULL;
-	tc->w_outq_tail = &tc->w_outq;
 	if (tc->w_fd_owned)
 		close(tc->fd);
 	free(tc->w_chunk);
@@ -625,20 +569,21 @@ static void worker_close_fn(struct scsitgt__msg *msg)
 {
 	struct tcpw *tc = scsitgt__container_of(msg, struct tcpw, close_msg);
 
-	chain_append(&tc->w_outq_tail, tc->close_chain);
+	scsitgt__iscsi_txq_append(&tc->w_outq, tc->close_chain);
 	tc->close_chain = NULL;
 	tc->w_close_written = 0;
 	if (tc->w_open && !tc->w_eof && !tc->w_flushing) {
 		/* Last chance for what is queued, as tcp.c: one write that never blocks. */
-		if (tc->w_outq && !tc->w_wr_busy) {
-			uv_buf_t bufs[WORKER_BATCH_IOV];
+		if (tc->w_outq.head && !tc->w_wr_busy) {
+			uv_buf_t bufs[SCSITGT__ISCSI_TXQ_IOV];
 			unsigned int ntx, nb;
+			size_t total;
 			ssize_t n;
 			bool big;
 
-			nb = worker_gather(tc, bufs, &ntx, &big);
+			nb = scsitgt__iscsi_txq_gather(&tc->w_outq, bufs, &ntx, &total, &big);
 			n = nb ? uv_try_write((uv_stream_t *)&tc->w_handle, bufs, nb) : 0;
-			for (struct scsitgt__iscsi_tx *tx = tc->w_outq;
+			for (struct scsitgt__iscsi_tx *tx = tc->w_outq.head;
 			     tx && n > 0 && (size_t)n >= tx->bytes; tx = tx->next) {
 				n -= (ssize_t)tx->bytes;
 				tc->w_close_written++;
@@ -703,7 +648,7 @@ int scsitgt__iscsi_tcpw_adopt(struct scsitgt_portal *portal, uv_os_sock_t fd,
 	tc->engine = engine;
 	tc->w_fd_owned = true;
 	tc->h_pending_tail = &tc->h_pending;
-	tc->w_outq_tail = &tc->w_outq;
+	scsitgt__iscsi_txq_init(&tc->w_outq);
 	tc->w_done_tail = &tc->w_done;
 	atomic_init(&tc->rx_queued, 0);
 	atomic_init(&tc->rx_want_resume, false);
