@@ -2,13 +2,16 @@
 /*
  * core-bench: the core's command path alone, with no sockets and no transport.
  *
- *   core-bench [--seconds S] [--op read|write] [--bs BYTES] [--json]
+ *   core-bench [--seconds S] [--op read|write] [--bs BYTES] [--copy] [--json]
  *
  * One engine on a private uv loop, one target with a null LUN, one I_T nexus created through
  * the internal fabric interface (core/fabric.h). A trivial fabric runs READ(10) (or WRITE(10))
  * commands back to back on this thread: cmd_done destroys the command and the next one is
- * created, set up and executed. It prints commands per second, nanoseconds per command (wall
- * and this thread's CPU time) and heap allocations per command.
+ * created, set up and executed. Like iSCSI over TCP, the fabric takes READ data the backend
+ * lends (scsitgt_io_lend_data(): the null backend's zero region); --copy makes it a fabric
+ * that needs the data in the command's buffer (iSER, SRP), so the null backend zeroes it.
+ * It prints commands per second, nanoseconds per command (wall and this thread's CPU time)
+ * and heap allocations per command.
  *
  * Allocations are counted by wrapping malloc, calloc, realloc, posix_memalign, aligned_alloc
  * and free at link time (-Wl,--wrap=...): this binary links the library's static archive, so
@@ -103,6 +106,8 @@ struct bench {
 	uint64_t next_lba;
 	uint64_t max_lba;
 	bool write;
+	/* READ data copied into the command's buffer instead of lent (--copy). */
+	bool copy;
 	/* The trampoline: completions inside a submit ask for the next one instead of recursing. */
 	bool in_submit;
 	bool want_next;
@@ -293,6 +298,7 @@ static int bench_setup(struct bench *b)
 	ni.target_port = "iqn.2026-11.org.libscsitgt:core-bench,t,0x0001";
 	ni.rel_port_id = 1;
 	ni.tpg_id = 1;
+	ni.lend_data_in = !b->copy;
 	rc = scsitgt__session_create(&b->sess, b->tgt, &ni, &bench_ops, b);
 	if (rc < 0) {
 		return rc;
@@ -322,8 +328,9 @@ static void bench_teardown(struct bench *b)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: core-bench [--seconds S] [--op read|write] [--bs BYTES] [--json]\n"
-		   "  runs READ(10)/WRITE(10) of BYTES (default 4096) on a null LUN back to back\n");
+	fprintf(f, "usage: core-bench [--seconds S] [--op read|write] [--bs BYTES] [--copy] [--json]\n"
+		   "  runs READ(10)/WRITE(10) of BYTES (default 4096) on a null LUN back to back;\n"
+		   "  --copy: READ data is zeroed into the command's buffer instead of lent\n");
 }
 
 int main(int argc, char **argv)
@@ -333,6 +340,7 @@ int main(int argc, char **argv)
 		{ "op", required_argument, NULL, 'o' },
 		{ "bs", required_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "copy", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -373,6 +381,9 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			json = true;
+			break;
+		case 'c':
+			b.copy = true;
 			break;
 		case 'h':
 			usage(stdout);

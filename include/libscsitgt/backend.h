@@ -47,6 +47,13 @@ enum scsitgt_io_type {
 
 /** io flag: Force Unit Access; the write must be durable before the io completes. */
 #define SCSITGT_IO_FLAG_FUA (1u << 0)
+/**
+ * io flag (READ only): the data goes to the initiator as it is, so the backend may lend its
+ * own memory with scsitgt_io_lend_data() instead of copying into the io's iovecs. Set on plain
+ * READ commands of transports that send from any memory (iSCSI over TCP); never on reads the
+ * core inspects (COMPARE AND WRITE, VERIFY, EXTENDED COPY, ...).
+ */
+#define SCSITGT_IO_FLAG_MAY_LEND (1u << 1)
 
 /** Geometry flag: the backend has a volatile write cache (FLUSH is meaningful). */
 #define SCSITGT_GEOMETRY_WRITE_CACHE (1u << 0)
@@ -207,6 +214,33 @@ SCSITGT_EXPORT void *scsitgt_io_get_ctx(struct scsitgt_io *io);
  * @return The LUN. Loop: home of the LUN.
  */
 SCSITGT_EXPORT struct scsitgt_lun *scsitgt_io_get_lun(const struct scsitgt_io *io);
+
+/**
+ * Lend the backend's own memory as a READ's data instead of filling the io's iovecs: the
+ * transport sends straight from @p data, so the only copy left is the kernel's (no memcpy or
+ * memset of a RAM-like medium into a bounce buffer). Allowed only when the io carries
+ * SCSITGT_IO_FLAG_MAY_LEND; call it before completing the io with status 0.
+ *
+ * The memory must stay valid and unchanged until @p release runs: the medium's later writes
+ * must go elsewhere (copy on write), or a read could send data newer than its own completion
+ * and break SAM-5 ordering (an ORDERED write after it) and COMPARE AND WRITE atomicity.
+ *
+ * @param io      A READ io with SCSITGT_IO_FLAG_MAY_LEND.
+ * @param data    num_blocks * block_size bytes of the io's data.
+ * @param len     Must equal num_blocks * block_size.
+ * @param release Called exactly once when the library no longer reads @p data: after the
+ *                transport handed the last byte to the kernel, or the command ended
+ *                otherwise (failed io, abort, lost connection). On the LUN's home loop; for an
+ *                io its engine gave up on (an orphan), from inside the completion call. May be
+ *                NULL for memory that never changes (a static zero region).
+ * @param arg     Passed to @p release.
+ * @return 0, or -EINVAL (not a READ with the flag, wrong length, lent already); then nothing
+ *         was lent and the backend fills the iovecs as usual.
+ *
+ * Loop: home of the LUN (before the completion call).
+ */
+SCSITGT_EXPORT int scsitgt_io_lend_data(struct scsitgt_io *io, const void *data, size_t len,
+					void (*release)(void *arg), void *arg);
 
 /**
  * Complete an io. The backend must not touch the io or its buffers afterwards.

@@ -2,7 +2,9 @@
 /*
  * The null backend: any capacity, writes are discarded and reads return zeros. It is the
  * baseline for benchmarks of the command path, so every io completes synchronously from
- * submit() (allowed by backend.h: the core copes with completion from inside submit).
+ * submit() (allowed by backend.h: the core copes with completion from inside submit). Reads
+ * the transport may send from any memory lend the process's read-only zero region
+ * (zero_region.h) instead of zeroing a buffer.
  *
  * Like every in-tree backend it uses only the public backend.h, proving the host-backend API.
  */
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/zero_region.h"
 #include "libscsitgt/backend.h"
 
 struct null_ctx {
@@ -62,6 +65,8 @@ static void null_submit(void *bctx, struct scsitgt_io *io)
 	uint64_t lba = scsitgt_io_get_lba(io);
 	uint32_t nblocks = scsitgt_io_get_num_blocks(io);
 	const struct iovec *iov;
+	const void *zeros;
+	uint64_t len;
 	int iovcnt;
 
 	/* The core checks ranges (SBC-4 LBA OUT OF RANGE); refuse anyway rather than trust it. */
@@ -71,8 +76,16 @@ static void null_submit(void *bctx, struct scsitgt_io *io)
 	}
 	switch (scsitgt_io_get_type(io)) {
 	case SCSITGT_IO_READ:
-		iov = scsitgt_io_get_iov(io, &iovcnt);
-		null_zero_iov(iov, iovcnt, (uint64_t)nblocks * nc->block_size);
+		len = (uint64_t)nblocks * nc->block_size;
+		/* Lend the shared zero region when the transport sends from any memory: no
+		 * memset per read, and the data never changes, so nothing to release. */
+		zeros = (scsitgt_io_get_flags(io) & SCSITGT_IO_FLAG_MAY_LEND)
+				? scsitgt__zero_region((size_t)len)
+				: NULL;
+		if (zeros == NULL || scsitgt_io_lend_data(io, zeros, (size_t)len, NULL, NULL) < 0) {
+			iov = scsitgt_io_get_iov(io, &iovcnt);
+			null_zero_iov(iov, iovcnt, len);
+		}
 		scsitgt_io_complete(io, 0);
 		break;
 	case SCSITGT_IO_WRITE:

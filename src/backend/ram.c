@@ -13,6 +13,12 @@
  * There is no volatile cache: a write is in memory when it completes, so FLUSH and FUA need no
  * work and the geometry does not claim a write cache. Every io completes synchronously.
  *
+ * Zero copy: a READ within one chunk that the transport may send from any memory
+ * (SCSITGT_IO_FLAG_MAY_LEND) lends the chunk itself (never-written ranges lend the process's
+ * zero region). A lent chunk must not change until it is released, so a write, UNMAP or WRITE
+ * ZEROES that touches it copies the chunk first and changes the copy (copy on write), and a
+ * lent chunk leaving the tree (freed, replaced, LUN closed) is freed by its last release.
+ *
  * Like every in-tree backend it uses only the public backend.h, proving the host-backend API.
  */
 #include <errno.h>
@@ -20,6 +26,7 @@
 #include <string.h>
 
 #include "backend/ram_hooks.h"
+#include "backend/zero_region.h"
 #include "libscsitgt/backend.h"
 
 #define RAM_CHUNK_SHIFT 20
@@ -28,6 +35,52 @@
 #define RAM_FANOUT (1u << RAM_FANOUT_SHIFT)
 /* 2^64 bytes / 1 MiB chunks = 2^44 chunks, 9 index bits per level: 5 levels at most. */
 #define RAM_MAX_LEVELS 5
+
+/*
+ * In front of each chunk's bytes (the tree's slots point at the bytes): the reads that hold it
+ * lent, and whether it left the tree while lent, so that its last release frees it.
+ */
+struct ram_chunk_hdr {
+	uint32_t lent;
+	bool detached;
+};
+/* A multiple of the largest alignment malloc gives, so the bytes stay as aligned. */
+#define RAM_HDR_SIZE 64
+
+static struct ram_chunk_hdr *ram_hdr(uint8_t *chunk)
+{
+	return (struct ram_chunk_hdr *)(void *)(chunk - RAM_HDR_SIZE);
+}
+
+/* A zeroed chunk of @len bytes with its header, or NULL. */
+static uint8_t *ram_chunk_alloc(size_t len)
+{
+	uint8_t *p = calloc(1, RAM_HDR_SIZE + len);
+
+	return p ? p + RAM_HDR_SIZE : NULL;
+}
+
+/* A chunk leaves the tree: freed now, or by its last release while reads hold it lent. */
+static void ram_chunk_drop(uint8_t *chunk)
+{
+	struct ram_chunk_hdr *h = ram_hdr(chunk);
+
+	if (h->lent) {
+		h->detached = true;
+	} else {
+		free(h);
+	}
+}
+
+/* scsitgt_io_lend_data() release: one read fewer holds the chunk. */
+static void ram_lend_release(void *arg)
+{
+	struct ram_chunk_hdr *h = arg;
+
+	if (--h->lent == 0 && h->detached) {
+		free(h);
+	}
+}
 
 /* An index node: RAM_FANOUT pointers to child nodes, or to chunks on the lowest level. */
 struct ram_node {
@@ -49,6 +102,8 @@ struct ram_ctx {
 	uint64_t nodes;
 	/* Test hook: most chunks allowed (0: no limit). */
 	uint64_t max_chunks;
+	/* chunks copied because a write met them lent to a read (ram_chunk_unshare()). */
+	uint64_t cow_copies;
 };
 
 /* Slot of chunk @c in its node on level @lvl (0: the node that points at chunks). */
@@ -95,6 +150,39 @@ static uint8_t *ram_chunk_find_span(const struct ram_ctx *rc, uint64_t c, uint64
 static uint8_t *ram_chunk_find(const struct ram_ctx *rc, uint64_t c)
 {
 	return ram_chunk_find_span(rc, c, NULL);
+}
+
+/*
+ * Make chunk @c (which exists) safe to change: when reads hold it lent, put a copy in its slot
+ * and leave the original to them. -ENOSPC when the copy cannot be allocated.
+ */
+static int ram_chunk_unshare(struct ram_ctx *rc, uint64_t c)
+{
+	struct ram_node *n = rc->root;
+	unsigned int lvl = rc->levels;
+	uint8_t *old, *copy;
+	size_t len;
+
+	while (lvl > 1) {
+		lvl--;
+		n = n->slot[ram_slot_index(c, lvl)];
+	}
+	old = n->slot[ram_slot_index(c, 0)];
+	if (ram_hdr(old)->lent == 0) {
+		return 0;
+	}
+	len = ram_chunk_len(rc, c);
+	copy = malloc(RAM_HDR_SIZE + len);
+	if (copy == NULL) {
+		return -ENOSPC;
+	}
+	copy += RAM_HDR_SIZE;
+	memset(ram_hdr(copy), 0, sizeof(struct ram_chunk_hdr));
+	memcpy(copy, old, len);
+	n->slot[ram_slot_index(c, 0)] = copy;
+	ram_chunk_drop(old);
+	rc->cow_copies++;
+	return 0;
 }
 
 /*
@@ -159,7 +247,7 @@ static int ram_chunk_get(struct ram_ctx *rc, uint64_t c, uint8_t **out)
 	if (*slotp == NULL) {
 		chunk = NULL;
 		if (rc->max_chunks == 0 || rc->chunks < rc->max_chunks) {
-			chunk = calloc(1, ram_chunk_len(rc, c));
+			chunk = ram_chunk_alloc(ram_chunk_len(rc, c));
 		}
 		if (chunk == NULL) {
 			ram_prune(rc, c);
@@ -185,7 +273,7 @@ static void ram_chunk_free(struct ram_ctx *rc, uint64_t c)
 	if (n == NULL || n->slot[i] == NULL) {
 		return;
 	}
-	free(n->slot[i]);
+	ram_chunk_drop(n->slot[i]);
 	n->slot[i] = NULL;
 	n->used--;
 	rc->chunks--;
@@ -204,7 +292,7 @@ static void ram_tree_free(void *node, unsigned int lvl)
 			continue;
 		}
 		if (lvl == 0) {
-			free(n->slot[i]);
+			ram_chunk_drop(n->slot[i]);
 		} else {
 			ram_tree_free(n->slot[i], lvl - 1);
 		}
@@ -283,6 +371,40 @@ static void ram_read(struct ram_ctx *rc, uint64_t off, uint64_t len, struct ram_
 	}
 }
 
+/*
+ * Lend a READ's data instead of copying it: a range inside one chunk lends the chunk's bytes,
+ * a range where nothing was ever written lends the zero region. false: copy as usual.
+ */
+static bool ram_lend(struct ram_ctx *rc, struct scsitgt_io *io, uint64_t off, uint64_t len)
+{
+	uint64_t first = off >> RAM_CHUNK_SHIFT;
+	uint64_t last = (off + len - 1) >> RAM_CHUNK_SHIFT;
+	uint64_t span = 1;
+	uint8_t *chunk = ram_chunk_find_span(rc, first, &span);
+	const void *zeros;
+
+	if (chunk != NULL) {
+		struct ram_chunk_hdr *h = ram_hdr(chunk);
+
+		if (first != last) {
+			return false;
+		}
+		h->lent++;
+		if (scsitgt_io_lend_data(io, chunk + (off & (RAM_CHUNK_SIZE - 1)), (size_t)len,
+					 ram_lend_release, h) < 0) {
+			h->lent--;
+			return false;
+		}
+		return true;
+	}
+	/* Absent: every chunk of the range must be absent (span counts from first). */
+	if (last - first >= span) {
+		return false;
+	}
+	zeros = scsitgt__zero_region((size_t)len);
+	return zeros != NULL && scsitgt_io_lend_data(io, zeros, (size_t)len, NULL, NULL) == 0;
+}
+
 static int ram_write(struct ram_ctx *rc, uint64_t off, uint64_t len, struct ram_iov_iter *it)
 {
 	uint64_t first = off >> RAM_CHUNK_SHIFT;
@@ -290,9 +412,13 @@ static int ram_write(struct ram_ctx *rc, uint64_t off, uint64_t len, struct ram_
 	uint8_t *chunk;
 	int err;
 
-	/* Allocate every chunk first, so that a failed write leaves the medium unchanged. */
+	/* Allocate (or unshare) every chunk first, so that a failed write leaves the medium
+	 * unchanged. */
 	for (uint64_t c = first; c <= last; c++) {
 		err = ram_chunk_get(rc, c, &chunk);
+		if (err == 0) {
+			err = ram_chunk_unshare(rc, c);
+		}
 		if (err < 0) {
 			return err;
 		}
@@ -312,8 +438,12 @@ static int ram_write(struct ram_ctx *rc, uint64_t off, uint64_t len, struct ram_
 	return 0;
 }
 
-/* UNMAP and WRITE ZEROES: afterwards the range reads as zeros and whole chunks are freed. */
-static void ram_zero(struct ram_ctx *rc, uint64_t off, uint64_t len)
+/*
+ * UNMAP and WRITE ZEROES: afterwards the range reads as zeros and whole chunks are freed.
+ * -ENOSPC when a lent chunk cannot be copied to zero part of it (the chunks before it are
+ * zeroed already, which an UNMAP that fails may leave: SBC-4 §5.32 gives no atomicity).
+ */
+static int ram_zero(struct ram_ctx *rc, uint64_t off, uint64_t len)
 {
 	while (len > 0) {
 		uint64_t c = off >> RAM_CHUNK_SHIFT;
@@ -342,6 +472,10 @@ static void ram_zero(struct ram_ctx *rc, uint64_t off, uint64_t len)
 		}
 		if (chunk != NULL) {
 			if (n < clen) {
+				if (ram_chunk_unshare(rc, c) < 0) {
+					return -ENOSPC;
+				}
+				chunk = ram_chunk_find(rc, c);
 				memset(chunk + in, 0, n);
 			}
 			/* A chunk left all zeros is as good as an unallocated one. */
@@ -352,6 +486,7 @@ static void ram_zero(struct ram_ctx *rc, uint64_t off, uint64_t len)
 		off += n;
 		len -= n;
 	}
+	return 0;
 }
 
 static int ram_open(void *bctx, struct scsitgt_lun_geometry *geo)
@@ -427,7 +562,10 @@ static void ram_submit(void *bctx, struct scsitgt_io *io)
 	}
 	switch (type) {
 	case SCSITGT_IO_READ:
-		ram_read(rc, off, len, &it);
+		if (!(scsitgt_io_get_flags(io) & SCSITGT_IO_FLAG_MAY_LEND) ||
+		    !ram_lend(rc, io, off, len)) {
+			ram_read(rc, off, len, &it);
+		}
 		break;
 	case SCSITGT_IO_WRITE:
 		if (len) {
@@ -439,7 +577,7 @@ static void ram_submit(void *bctx, struct scsitgt_io *io)
 		break;
 	case SCSITGT_IO_UNMAP:
 	case SCSITGT_IO_WRITE_ZEROES:
-		ram_zero(rc, off, len);
+		status = ram_zero(rc, off, len);
 		break;
 	default:
 		status = -ENOTSUP;
@@ -545,6 +683,11 @@ uint64_t scsitgt__backend_ram_chunk_count(const void *bctx)
 uint64_t scsitgt__backend_ram_node_count(const void *bctx)
 {
 	return ((const struct ram_ctx *)bctx)->nodes;
+}
+
+uint64_t scsitgt__backend_ram_cow_copies(const void *bctx)
+{
+	return ((const struct ram_ctx *)bctx)->cow_copies;
 }
 
 uint64_t scsitgt__backend_ram_chunk_size(void)

@@ -15,6 +15,8 @@ void scsitgt__backend_ram_set_max_chunks(void *bctx, uint64_t max_chunks);
 uint64_t scsitgt__backend_ram_chunk_count(const void *bctx);
 /* Index nodes currently allocated. */
 uint64_t scsitgt__backend_ram_node_count(const void *bctx);
+/* Chunks copied so far because a write met them lent to a read (copy on write). */
+uint64_t scsitgt__backend_ram_cow_copies(const void *bctx);
 /* Bytes of one data chunk. */
 uint64_t scsitgt__backend_ram_chunk_size(void);
 

@@ -161,6 +161,11 @@ void scsitgt__cmd_free_buf(struct scsitgt__cmd *cmd)
 	if (cmd->read_charged && cmd->sess)
 		cmd->sess->read_bytes -= cmd->read_charged;
 	cmd->read_charged = 0;
+	if (cmd->lent_data) {
+		cmd->lent_data = NULL;
+		if (cmd->lent_release)
+			cmd->lent_release(cmd->lent_arg);
+	}
 	if (cmd->buf_ext)
 		cmd->buf_ops->free(cmd->buf_ctx, cmd->buf, cmd->buf_cap);
 	else

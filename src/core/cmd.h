@@ -112,6 +112,12 @@ struct scsitgt__cmd {
 	/* bytes of this Data-In buffer counted in sess->read_bytes (cmd.c). */
 	uint32_t read_charged;
 
+	/* Data-In lent by the backend instead of filling buf (scsitgt_io_lend_data()): the
+	 * fabric sends data_len bytes from here; lent_release runs when buf is given back. */
+	const uint8_t *lent_data;
+	void (*lent_release)(void *arg);
+	void *lent_arg;
+
 	_Alignas(16) uint8_t fabric_priv[];
 };
 
@@ -125,9 +131,15 @@ struct scsitgt__buf_ops {
 	void (*free)(void *ctx, void *p, size_t cap);
 };
 
-/* give back cmd->buf to where it came from (the engine cache or cmd->buf_ops); on the home
- * loop. */
+/* give back cmd->buf to where it came from (the engine cache or cmd->buf_ops), and lent
+ * Data-In to its backend; on the home loop. */
 void scsitgt__cmd_free_buf(struct scsitgt__cmd *cmd);
+
+/* Where a finished command's Data-In bytes are: memory the backend lent, or buf. */
+static inline const uint8_t *scsitgt__cmd_data_in(const struct scsitgt__cmd *cmd)
+{
+	return cmd->lent_data ? cmd->lent_data : cmd->buf;
+}
 
 /*
  * Finish a command with a reason. For CHECK CONDITION reasons the sense data is encoded here
@@ -179,6 +191,11 @@ struct scsitgt_io {
 	 * that gives up on the io moves LENT to ORPHAN (core/drain.c). */
 	struct scsitgt__list lun_node;
 	_Atomic int tstate;
+	/* a READ's data lent by the backend (scsitgt_io_lend_data()), handed to the command at
+	 * completion. */
+	const void *lent_data;
+	void (*lent_release)(void *arg);
+	void *lent_arg;
 	_Alignas(16) uint8_t ctx[];
 };
 

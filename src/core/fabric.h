@@ -27,7 +27,8 @@ struct scsitgt__session;
 
 struct scsitgt__fabric_ops {
 	const char *name;
-	/* The command finished; send Data-In (cmd->data_len bytes of cmd->buf) and status. */
+	/* The command finished; send Data-In (cmd->data_len bytes at scsitgt__cmd_data_in())
+	 * and status. */
 	void (*cmd_done)(struct scsitgt__cmd *cmd);
 	/* The command was aborted (TMF, nexus loss); free it without a response. */
 	void (*cmd_aborted)(struct scsitgt__cmd *cmd);
@@ -69,6 +70,9 @@ struct scsitgt__nexus_info {
 	/* the initiator's transport address for address ACLs; NULL when it has none
 	 * (address lists then refuse the nexus). */
 	const struct sockaddr *initiator_sa;
+	/* the fabric sends Data-In from any memory (scsitgt__cmd_data_in()), so plain READs may
+	 * take memory the backend lends (SCSITGT_IO_FLAG_MAY_LEND). */
+	bool lend_data_in;
 };
 
 struct scsitgt__session {
@@ -100,6 +104,8 @@ struct scsitgt__session {
 	struct scsitgt__xcopy_sess *xcopy;
 	/* bytes of Data-In buffers this nexus's commands hold (tgt->max_read_buffer_bytes). */
 	uint64_t read_bytes;
+	/* scsitgt__nexus_info.lend_data_in. */
+	bool lend_data_in;
 };
 
 /*

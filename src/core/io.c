@@ -64,6 +64,26 @@ static enum scsitgt__sense_reason io_errno_reason(const struct scsitgt_io *io, i
 	}
 }
 
+static void io_lend_release(struct scsitgt_io *io)
+{
+	if (io->lent_data && io->lent_release)
+		io->lent_release(io->lent_arg);
+	io->lent_data = NULL;
+}
+
+SCSITGT_EXPORT int scsitgt_io_lend_data(struct scsitgt_io *io, const void *data, size_t len,
+					void (*release)(void *arg), void *arg)
+{
+	if (io == NULL || data == NULL || io->type != SCSITGT_IO_READ ||
+	    !(io->flags & SCSITGT_IO_FLAG_MAY_LEND) || io->lent_data ||
+	    len != (uint64_t)io->num_blocks * io->lun->geo.block_size)
+		return -EINVAL;
+	io->lent_data = data;
+	io->lent_release = release;
+	io->lent_arg = arg;
+	return 0;
+}
+
 static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
 {
 	struct scsitgt__cmd *cmd;
@@ -72,10 +92,24 @@ static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
 	/* an io an engine shutdown gave up on may come back on any thread, after the
 	 * engine is gone: it only frees its own memory (core/drain.c). */
 	if (atomic_load(&io->tstate) == SCSITGT__IO_ORPHAN || io->cmd->orphaned) {
+		io_lend_release(io);
 		scsitgt__drain_io_orphan_done(io);
 		return;
 	}
 	cmd = io->cmd;
+	/* lent Data-In goes with a good READ to its command (only a plain READ, one io, is
+	 * allowed to lend); anything else gives it back now. */
+	if (io->lent_data) {
+		if (reason == SCSITGT_SR_OK && cmd->lent_data == NULL &&
+		    cmd->state != SCSITGT__CMD_ABORTED) {
+			cmd->lent_data = io->lent_data;
+			cmd->lent_release = io->lent_release;
+			cmd->lent_arg = io->lent_arg;
+			io->lent_data = NULL;
+		} else {
+			io_lend_release(io);
+		}
+	}
 	/* done may free the command (an aborted one); keep what the io's release needs. */
 	cache = cmd->cache;
 	scsitgt__list_remove(&io->lun_node);

@@ -161,7 +161,9 @@ static void sbc_rw_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 
 static void sbc_rw_submit(struct scsitgt__cmd *cmd)
 {
+	uint32_t flags = cmd->io_flags;
 	struct iovec iov;
+	bool write;
 	int rc;
 
 	if (cmd->state == SCSITGT__CMD_ABORTED) {
@@ -171,8 +173,13 @@ static void sbc_rw_submit(struct scsitgt__cmd *cmd)
 	}
 	iov.iov_base = cmd->buf;
 	iov.iov_len = cmd->xfer_len;
-	rc = scsitgt__io_submit(cmd, sbc_is_write(cmd->cdb[0]) ? SCSITGT_IO_WRITE : SCSITGT_IO_READ,
-				cmd->lba, cmd->nblocks, &iov, 1, cmd->io_flags, sbc_rw_done);
+	write = sbc_is_write(cmd->cdb[0]);
+	/* a plain READ's data goes out untouched: a fabric that sends from any memory lets the
+	 * backend lend its own (scsitgt_io_lend_data()) instead of copying into buf. */
+	if (!write && cmd->sess && cmd->sess->lend_data_in)
+		flags |= SCSITGT_IO_FLAG_MAY_LEND;
+	rc = scsitgt__io_submit(cmd, write ? SCSITGT_IO_WRITE : SCSITGT_IO_READ, cmd->lba,
+				cmd->nblocks, &iov, 1, flags, sbc_rw_done);
 	/* After a successful submit the command may already be complete and gone. */
 	if (rc < 0) {
 		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[RW_TOKEN]);

@@ -41,6 +41,7 @@ int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target
 	sess->protocol_id = info->protocol_id;
 	sess->rel_port_id = info->rel_port_id;
 	sess->tpg_id = info->tpg_id;
+	sess->lend_data_in = info->lend_data_in;
 	sess->ops = ops;
 	sess->fabric_ctx = fabric_ctx;
 	scsitgt__list_init(&sess->cmds);

@@ -675,6 +675,7 @@ struct scsitgt__iscsi_tx *scsitgt__iscsi_build_response(struct scsitgt__iscsi_co
 	uint32_t seg = conn->max_xmit_dsl ? conn->max_xmit_dsl : 8192;
 	uint32_t burst = sess->params.max_burst ? sess->params.max_burst : seg;
 	uint32_t send = 0, off = 0, datasn = 0, resid;
+	const uint8_t *data = scsitgt__cmd_data_in(cmd);
 	uint8_t rflags;
 	bool collapse;
 	unsigned int npdus;
@@ -700,7 +701,7 @@ struct scsitgt__iscsi_tx *scsitgt__iscsi_build_response(struct scsitgt__iscsi_co
 			n = burst_end - off;
 		last = off + n == send;
 		burst_last = last || off + n == burst_end;
-		bhs = scsitgt__iscsi_tx_add(tx, cmd->buf + off, n);
+		bhs = scsitgt__iscsi_tx_add(tx, data + off, n);
 		bhs[ISCSI_BHS_OPCODE] = ISCSI_OP_DATA_IN;
 		/* F ends each Data-In sequence of at most MaxBurstLength (RFC 7143 §13.13). */
 		bhs[ISCSI_BHS_FLAGS] = burst_last ? ISCSI_FLAG_FINAL : 0;

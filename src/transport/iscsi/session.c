@@ -65,6 +65,9 @@ int scsitgt__iscsi_sess_create(struct scsitgt__iscsi_sess **out, struct scsitgt_
 		/* address ACLs (core/acl.c). */
 		info.initiator_sa = conn->peer_sa.ss_family ? (const struct sockaddr *)&conn->peer_sa
 							    : NULL;
+		/* TCP sends Data-In from any memory; iSER wants registered memory, which lent
+		 * backend memory is not (it would cost a copy into the pool instead). */
+		info.lend_data_in = !conn->dm->rdma;
 		rc = scsitgt__session_create(&sess->core, tgt, &info, &scsitgt__iscsi_fabric_ops,
 					     sess);
 		if (rc < 0) {

@@ -66,4 +66,13 @@ enum scsitgt__sense_reason harness_io(struct harness *h, uint64_t lun_id,
 				      const struct iovec *iov, int iovcnt,
 				      struct harness_result *res_out);
 
+/* xorshift64*: a deterministic generator, so any failure replays exactly. */
+static inline uint64_t harness_rng(uint64_t *state)
+{
+	*state ^= *state >> 12;
+	*state ^= *state << 25;
+	*state ^= *state >> 27;
+	return *state * 0x2545f4914f6cdd1dull;
+}
+
 #endif /* TESTS_UNIT_BACKEND_IO_HARNESS_H */

@@ -19,15 +19,11 @@
 
 #define BS 512u
 
-/* xorshift64*: a deterministic generator, so any failure replays exactly. */
 static uint64_t rng_state;
 
 static uint64_t rng(void)
 {
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dull;
+	return harness_rng(&rng_state);
 }
 
 static void fill_pattern(uint8_t *p, size_t len, uint64_t seed)
