@@ -257,13 +257,16 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 	case SCSITGT__TMF_TARGET_WARM_RESET:
 	case SCSITGT__TMF_TARGET_COLD_RESET:
 		/* SAM-5 §7.12, §7.13: a logical unit reset of every LUN; a cold reset looks like a
-		 * power cycle. */
+		 * power cycle. Only of the LUNs this initiator may see: a masked LUN does not exist
+		 * for it (not in its REPORT LUNS, INQUIRY peripheral qualifier 011b), so its reset
+		 * must not disturb the initiators the LUN is mapped to. */
 		for (size_t i = 0; i < tgt->nluns; i++)
-			lun_reset(tgt->luns[i],
-				  type == SCSITGT__TMF_TARGET_COLD_RESET
-					  ? SCSITGT_SR_UA_POWER_ON_RESET
-					  : SCSITGT_SR_UA_LUN_RESET,
-				  op);
+			if (scsitgt__session_lun_visible(sess, tgt->luns[i]->id))
+				lun_reset(tgt->luns[i],
+					  type == SCSITGT__TMF_TARGET_COLD_RESET
+						  ? SCSITGT_SR_UA_POWER_ON_RESET
+						  : SCSITGT_SR_UA_LUN_RESET,
+					  op);
 		break;
 	default:
 		op->response = SCSITGT__TMF_NOT_SUPPORTED;

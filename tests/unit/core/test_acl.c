@@ -361,6 +361,48 @@ static void test_masking_tmf(void **state)
 	tctx_destroy(t);
 }
 
+/* TARGET RESET resets only the LUNs the requester sees: B's LUN keeps its state. */
+static void test_masking_target_reset(void **state)
+{
+	struct scsitgt__session *a, *b;
+	struct tctx *t = masking_ctx(&a, &b);
+	struct lf_result r = { 0 };
+	uint8_t lun[8];
+	int resp = -1;
+
+	(void)state;
+	assert_int_equal(scsitgt_target_map_lun(t->lf->tgt, INAME_A, 1), 0);
+	assert_int_equal(scsitgt_target_map_lun(t->lf->tgt, INAME_B, 2), 0);
+	/* take the REPORTED LUNS DATA HAS CHANGED of the mapping first */
+	run_on(t, a, 1, cdb_tur(t->cdb), &r);
+	run_on(t, b, 2, cdb_tur(t->cdb), &r);
+	run_on(t, a, 1, cdb_tur(t->cdb), &r);
+	assert_good(&r);
+	run_on(t, b, 2, cdb_tur(t->cdb), &r);
+	assert_good(&r);
+
+	scsitgt__lun_encode(0, lun);
+	scsitgt__tmf_execute(a, SCSITGT__TMF_TARGET_WARM_RESET, lun, 0, tmf_cb, &resp);
+	loop_fabric_run_until(t->lf, &(bool){ true });
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	/* A's LUN was reset (29h/03h), B's was not. */
+	run_on(t, a, 1, cdb_tur(t->cdb), &r);
+	assert_sense(&r, 0x6, 0x29, 0x03);
+	run_on(t, b, 2, cdb_tur(t->cdb), &r);
+	assert_good(&r);
+	/* a cold reset from B: its LUN reports POWER ON, RESET (29h/00h), A's is untouched */
+	resp = -1;
+	scsitgt__tmf_execute(b, SCSITGT__TMF_TARGET_COLD_RESET, lun, 0, tmf_cb, &resp);
+	loop_fabric_run_until(t->lf, &(bool){ true });
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	run_on(t, b, 2, cdb_tur(t->cdb), &r);
+	assert_sense(&r, 0x6, 0x29, 0x00);
+	run_on(t, a, 1, cdb_tur(t->cdb), &r);
+	assert_good(&r);
+	lf_result_clear(&r);
+	tctx_destroy(t);
+}
+
 static void test_lun_command_limit(void **state)
 {
 	struct fake_backend_opts o;
@@ -451,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_masking),
 		cmocka_unit_test(test_masking_late_session),
 		cmocka_unit_test(test_masking_tmf),
+		cmocka_unit_test(test_masking_target_reset),
 		cmocka_unit_test(test_lun_command_limit),
 		cmocka_unit_test(test_read_buffer_limit),
 	};
