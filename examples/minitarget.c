@@ -738,6 +738,8 @@ int main(int argc, char **argv)
 		po.address = host;
 		po.port = port;
 		po.tpgt = 1;
+		if (max_init_conns >= 0)
+			po.max_connections_per_initiator = (uint32_t)max_init_conns;
 		rc = scsitgt_iser_portal_create(&portal, app.engine, &po);
 		if (rc < 0) {
 			fprintf(stderr, "minitarget: cannot listen (iSER) on %s: %s\n",

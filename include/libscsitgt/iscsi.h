@@ -236,8 +236,9 @@ SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scs
  *
  * @param out    Receives the portal.
  * @param engine The engine.
- * @param opts   Options (backlog, tpgt as for TCP; rdma_buffer_bytes), or NULL for the
- *               defaults.
+ * @param opts   Options (backlog, tpgt and the connection limits as for TCP, a connection
+ *               over max_connections or max_login_connections being rejected at its
+ *               connect request; rdma_buffer_bytes), or NULL for the defaults.
  * @return 0; -ENOTSUP when the library was built without rdma-core; -ENODEV when no RDMA
  *         device owns the address (or the RDMA stack is not loaded); -EINVAL; -EADDRINUSE;
  *         for an address of one device, the error of registering its buffer memory (-ENOMEM;

@@ -7,6 +7,8 @@
 # a second login to the same (still running) target process, fio, a LUN RESET (TMF), and the
 # target stops cleanly while the session is still logged in (it asks for a logout, Async
 # Message). ISER_DEVICE_REMOVAL=1 also removes the RDMA device and adds it back before login 2.
+# With --max-initiator-conns 1 among the target's arguments, a second session of the same
+# initiator must be refused (the portal's per-initiator connection limit applies to iSER).
 #   iser-guest.sh TARGET_BIN [TARGET_ARGS...]
 # The target must serve IQN (default minitarget's) on an iSER portal at 192.0.2.1:3260 and print
 # a line containing "iscsi://" once it listens; its LUN 0 may be a file at /tmp/lun0.img, which
@@ -111,6 +113,24 @@ login
 mount -o ro "$DEV" /mnt/lun
 [ "$(sha256sum < /mnt/lun/file16)" = "${SUM[16]}" ]
 umount /mnt/lun
+if grep -q -- "--max-initiator-conns 1" <<< "$*"; then
+	step "a second session of the same initiator is refused (--max-initiator-conns 1)"
+	SID=$(iscsiadm -m session | sed -n 's/^[^[]*\[\([0-9]*\)\].*/\1/p' | head -1)
+	if timeout 60 iscsiadm -m session -r "$SID" --op new; then
+		echo "a second connection of the initiator was accepted"
+		false
+	fi
+	grep "connections on this portal already\|refused: out of resources" /tmp/target.log | head -2
+	grep -q "holds 1 connections on this portal already" /tmp/target.log
+	# iscsid keeps the failed session's record (and may retry it): one session is logged in,
+	# and the disk is still the only one.
+	iscsiadm -m session -P 1 | grep -E "Target:|Session State" | sed 's/^\s*/  /'
+	[ "$(iscsiadm -m session -P 1 | grep -c 'iSCSI Session State: LOGGED_IN')" = 1 ]
+	[ "$(ls -d /sys/class/iscsi_session/session*/device/target*/*:*:*:*/block/* | wc -l)" = 1 ]
+	for s in $(iscsiadm -m session | sed -n 's/^[^[]*\[\([0-9]*\)\].*/\1/p'); do
+		[ "$s" = "$SID" ] || iscsiadm -m session -r "$s" -u > /dev/null 2>&1 || true
+	done
+fi
 step "fio 5 s randrw 4k QD8 + 3 s seq read 256k + 3 s seq write 256k (direct I/O)"
 fio --name=rw --filename="$DEV" --direct=1 --rw=randrw --bs=4k --iodepth=8 \
 	--ioengine=libaio --runtime=5 --time_based --size=256M --group_reporting \
