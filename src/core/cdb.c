@@ -851,6 +851,12 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 			if (r != SCSITGT_SR_OK)
 				return r;
 		}
+		/* SPC-5 §6.42: a self-test in progress (spc_selftest.c). */
+		if (cmd->lun->selftest) {
+			r = scsitgt__selftest_check(cmd, row);
+			if (r != SCSITGT_SR_OK)
+				return r;
+		}
 	}
 	cmd->dir = SCSITGT__DIR_NONE;
 	cmd->xfer_len = 0;

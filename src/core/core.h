@@ -229,6 +229,10 @@ struct scsitgt_lun {
 	struct scsitgt__session **prevent_by;
 	uint32_t nprevent;
 	uint32_t prevent_cap;
+	/* self-tests (core/spc_selftest.c): the Self-Test Results log and the test running,
+	 * allocated on first use; uv_hrtime() at creation, for the log's power-on hours. */
+	struct scsitgt__selftest *selftest;
+	uint64_t created_ns;
 };
 
 /* Largest data transfer of one command (VPD B0 MAXIMUM TRANSFER LENGTH in bytes). */
@@ -272,6 +276,8 @@ void scsitgt__acl_session_attach(struct scsitgt__session *sess);
 
 /* spc_log.c: free a LUN's log page state (lun.c, when the LUN is freed). */
 void scsitgt__log_free(struct scsitgt_lun *lun);
+/* spc_selftest.c: the self-test state of a LUN being freed (no test runs any more). */
+void scsitgt__selftest_free(struct scsitgt_lun *lun);
 
 /* sbc.c: end the medium removal prevention of @sess on @lun, or of every nexus when
  * @sess is NULL (a reset); scsitgt__sbc_prevent_session_gone() does it on every LUN of the

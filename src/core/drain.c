@@ -305,6 +305,7 @@ static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
 		lun->zombie = false;
 		scsitgt__pr_free(lun);
 		scsitgt__log_free(lun);
+		scsitgt__selftest_free(lun);
 		free(lun->prevent_by);
 		lun->prevent_by = NULL;
 		shell_unref(lun);

@@ -108,6 +108,7 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	lun->engine = tgt->engine;
 	scsitgt__list_init(&lun->ios);
 	lun->id = o.id;
+	lun->created_ns = uv_hrtime();
 	lun->flags = o.flags;
 	lun->bctx = o.backend_ctx;
 	/* NAA IEEE Registered (type 5, SPC-5 §7.7.6.6.5): top nibble 5, then 60 bits. */
@@ -174,6 +175,7 @@ static void lun_free(struct scsitgt__deferred *d)
 	scsitgt__drain_lun_gone(lun);
 	scsitgt__pr_free(lun);
 	scsitgt__log_free(lun);
+	scsitgt__selftest_free(lun);
 	free(lun->prevent_by);
 	free(lun);
 	if (cb)

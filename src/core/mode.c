@@ -84,7 +84,8 @@ static void mp_caching_apply(struct scsitgt_lun *lun, const uint8_t *p)
 /*
  * SPC-5 §7.5.10 control mode page. Byte 2: TST (7..5) 000b one task set, D_SENSE (2),
  * GLTSD (1) set: we keep no log parameters to save. Byte 3: QUEUE ALGORITHM MODIFIER 1h
- * (commands may be reordered) and QERR (2..1). Byte 4: SWP (3).
+ * (commands may be reordered) and QERR (2..1). Byte 4: SWP (3). Bytes 10..11: EXTENDED
+ * SELF-TEST COMPLETION TIME in seconds (advisory, spc_selftest.c), FFFFh beyond.
  */
 static void mp_control_build(const struct scsitgt_lun *lun, enum mode_pc pc, uint8_t *p)
 {
@@ -104,6 +105,11 @@ static void mp_control_build(const struct scsitgt_lun *lun, enum mode_pc pc, uin
 		p[2] = 0x02;
 		p[3] = 0x10;
 		break;
+	}
+	if (pc != PC_CHANGEABLE) {
+		uint32_t s = scsitgt__selftest_extended_seconds(lun);
+
+		put_be16(&p[10], (uint16_t)(s > 0xffff ? 0xffff : s));
 	}
 }
 
@@ -315,6 +321,10 @@ static enum scsitgt__sense_reason mode_walk_pages(struct scsitgt__cmd *cmd, size
 			for (size_t i = 2; i < plen; i++) {
 				uint8_t bad = (uint8_t)((p[off + i] ^ cur[i]) & ~chg[i]);
 
+				/* advisory, and it follows the capacity: an older copy of the
+				 * page sent back is not an error */
+				if (mp->code == MP_CONTROL && (i == 10 || i == 11))
+					continue;
 				if (bad)
 					return scsitgt__cmd_bad_param_field(
 						cmd, (uint16_t)(off + i), mode_leftmost_bit(bad));

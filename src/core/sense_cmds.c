@@ -3,7 +3,8 @@
  * SPC-5 §6.39 REQUEST SENSE. Sense data always travels with the status it belongs to
  * (autosense, SAM-5 §5.14), so no sense is ever left pending: the command reports NO SENSE,
  * LOGICAL UNIT NOT SUPPORTED for a LUN that does not exist, or the progress of a sanitize
- * in progress (SPC-5 §6.39.2 pollable sense data), with GOOD status in each case.
+ * or a self-test in progress (SPC-5 §6.39.2 pollable sense data), with GOOD status in each
+ * case.
  */
 #include "core/cdb.h"
 #include "core/fabric.h"
@@ -21,6 +22,7 @@ void scsitgt__spc_request_sense(struct scsitgt__cmd *cmd)
 	/* DESC selects descriptor format (SPC-5 §4.4.2) over fixed format (§4.4.3). */
 	bool desc = cmd->cdb[1] & 0x01;
 	uint8_t buf[SCSITGT_SENSE_BUF_SIZE];
+	uint16_t progress;
 	size_t len;
 
 	if (cmd->lun == NULL) {
@@ -40,6 +42,15 @@ void scsitgt__spc_request_sense(struct scsitgt__cmd *cmd)
 		};
 
 		len = scsitgt__sense_encode(buf, desc, SENSE_NOT_READY, 0x04, 0x1b, &d);
+	} else if (scsitgt__selftest_progress(cmd->lun, &progress)) {
+		/* SPC-5 §6.42: NOT READY, SELF-TEST IN PROGRESS, with the progress indication,
+		 * in the background mode as in the foreground. */
+		struct scsitgt__sense_detail d = {
+			.sks_valid = true,
+			.sks_field = progress,
+		};
+
+		len = scsitgt__sense_encode(buf, desc, SENSE_NOT_READY, 0x04, 0x09, &d);
 	} else {
 		len = scsitgt__sense_encode(buf, desc, SENSE_NO_SENSE, 0x00, 0x00, NULL);
 	}

@@ -4,11 +4,11 @@
  *
  * The default self-test (SELFTEST 1) reads the first and the last logical block through the
  * backend: a LUN whose medium cannot be read fails it with HARDWARE ERROR, LOGICAL UNIT
- * FAILED SELF-TEST (3Eh/03h). The short and extended self-tests of the SELF-TEST CODE field
- * report their results in the Self-Test Results log page (10h), which we do not keep, so those
- * codes are refused as an invalid field, as SPC-5 §6.42 allows a device server that does not
- * implement them. The only diagnostic page is Supported Diagnostic Pages (00h, §7.2.2): a
- * SEND DIAGNOSTIC may send it (PF 1) and RECEIVE DIAGNOSTIC RESULTS returns it.
+ * FAILED SELF-TEST (3Eh/03h). The short and extended self-tests of the SELF-TEST CODE field,
+ * in the background or the foreground, and the abort of a background one, are
+ * spc_selftest.c's; they report in the Self-Test Results log page (10h). The only diagnostic
+ * page is Supported Diagnostic Pages (00h, §7.2.2): a SEND DIAGNOSTIC may send it (PF 1) and
+ * RECEIVE DIAGNOSTIC RESULTS returns it.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,10 +39,15 @@ enum scsitgt__sense_reason scsitgt__spc_parse_send_diag(struct scsitgt__cmd *cmd
 			return scsitgt__cmd_bad_cdb_field(cmd, 3, 7);
 		return SCSITGT_SR_OK;
 	}
-	/* Short/extended, background/foreground self-tests and their abort: not
-	 * implemented (no Self-Test Results log page); 011b and 111b are reserved. */
-	if (code)
+	/* Short/extended, background/foreground self-tests and the abort of a background
+	 * one take no parameter list; 011b and 111b are reserved. */
+	if (code == 3 || code == 7)
 		return scsitgt__cmd_bad_cdb_field(cmd, 1, 7);
+	if (code) {
+		if (len)
+			return scsitgt__cmd_bad_cdb_field(cmd, 3, 7);
+		return SCSITGT_SR_OK;
+	}
 	if (len == 0)
 		return SCSITGT_SR_OK;
 	/* A parameter list in a vendor specific format (PF 0) is not one we know. */
@@ -115,6 +120,10 @@ void scsitgt__spc_send_diag(struct scsitgt__cmd *cmd)
 			return;
 		}
 		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		return;
+	}
+	if (!(cmd->cdb[1] & 0x04) && (cmd->cdb[1] >> 5)) {
+		scsitgt__selftest_start(cmd, cmd->cdb[1] >> 5);
 		return;
 	}
 	if (!(cmd->cdb[1] & 0x04)) {

@@ -5,6 +5,8 @@
  *   00h/FFh  Supported Log Pages and Subpages (§7.3.19), and xxh/FFh the subpages of page xxh
  *   0Dh/00h  Temperature (§7.3.21): there is no sensor behind an emulated unit, so both the
  *            TEMPERATURE and the REFERENCE TEMPERATURE read FFh, "not available"
+ *   10h/00h  Self-Test Results: the 20 most recent self-tests of SEND DIAGNOSTIC
+ *            (spc_selftest.c), newest first, parameters 0001h..0014h; not reset by PCR
  *   0Fh/00h  Application Client (§7.3.3): 64 general usage parameters (0000h..003Fh, the
  *            minimum SPC-5 asks of a device that has any), written by LOG SELECT, kept in
  *            memory (16 KiB per LUN, allocated on the first write)
@@ -28,6 +30,7 @@ enum {
 	LOG_SUPPORTED = 0x00,
 	LOG_TEMPERATURE = 0x0d,
 	LOG_APP_CLIENT = 0x0f,
+	LOG_SELF_TEST = 0x10,
 	LOG_GENERAL_STATS = 0x19,
 	LOG_INFO_EXCEPTIONS = 0x2f,
 };
@@ -70,6 +73,7 @@ static const struct log_page_id log_pages[] = {
 	{ LOG_SUPPORTED, 0x00 },       { LOG_SUPPORTED, LOG_SUBPAGES_ALL },
 	{ LOG_TEMPERATURE, 0x00 },     { LOG_TEMPERATURE, LOG_SUBPAGES_ALL },
 	{ LOG_APP_CLIENT, 0x00 },      { LOG_APP_CLIENT, LOG_SUBPAGES_ALL },
+	{ LOG_SELF_TEST, 0x00 },       { LOG_SELF_TEST, LOG_SUBPAGES_ALL },
 	{ LOG_GENERAL_STATS, 0x00 },   { LOG_GENERAL_STATS, LOG_SUBPAGES_ALL },
 	{ LOG_INFO_EXCEPTIONS, 0x00 }, { LOG_INFO_EXCEPTIONS, LOG_SUBPAGES_ALL },
 };
@@ -220,6 +224,8 @@ static uint16_t log_max_param(uint8_t page, uint8_t sub)
 		return 1;
 	case LOG_APP_CLIENT:
 		return LOG_APP_PARAMS - 1;
+	case LOG_SELF_TEST:
+		return 20;
 	case LOG_GENERAL_STATS:
 		return 1;
 	default:
@@ -267,6 +273,10 @@ void scsitgt__spc_log_sense(struct scsitgt__cmd *cmd)
 			break;
 		case LOG_APP_CLIENT:
 			len = log_app_client(lun->log, buf, first);
+			break;
+		case LOG_SELF_TEST:
+			len = log_header(buf, LOG_SELF_TEST, 0,
+					 scsitgt__selftest_log_page(lun, buf, LOG_MAX_PAGE, first));
 			break;
 		case LOG_GENERAL_STATS:
 			len = log_general_stats(lun, buf, pc);

@@ -13,7 +13,7 @@
  * SANITIZE COMMAND FAILED until a sanitize succeeds (or EXIT FAILURE MODE, if AUSE allowed it).
  *
  * The operation runs one bounded io at a time on a command of the LUN's own that no nexus
- * owns, so that task management, resets and nexus loss leave it running (SBC-4 §4.11: an I_T
+ * owns (bg_walk.h), so that task management, resets and nexus loss leave it running (SBC-4 §4.11: an I_T
  * nexus loss does not suspend it, a logical unit reset only pauses it). It yields to the loop
  * between two pieces: every other command meets it in progress, and TEST UNIT READY and
  * REQUEST SENSE report how far it got (sense key specific progress indication, SPC-5
@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bg_walk.h"
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
@@ -40,7 +41,7 @@
 #define SZ_NODATA_BLOCKS SCSITGT__MAX_UNMAP_LBA_COUNT
 
 struct sz_walk {
-	struct scsitgt__cmd *cmd;
+	struct scsitgt__bg_walk bg; /* on the LUN's own command (bg_walk.h) */
 	enum scsitgt_io_type type;
 	uint64_t total;	   /* blocks of the LUN */
 	uint64_t next;	   /* first block of the current pass not yet done */
@@ -50,26 +51,16 @@ struct sz_walk {
 	uint8_t *buf;	   /* the pattern (or zeros) for buf_blocks blocks; NULL for no-data ios */
 	uint32_t buf_blocks;
 	uint32_t piece_blocks;
-	uint32_t cur;	   /* blocks of the io in flight */
-	struct iovec iov;
 	enum scsitgt__sense_reason reason;
-	bool pumping, io_done;
-	/* cmd is the LUN's own background command; each piece runs from the loop. */
-	struct scsitgt__deferred next_piece;
-	/* IMMED 0: the SANITIZE command waiting for the end (one pseudo io), or NULL. */
-	struct scsitgt__cmd *waiter;
 };
 
 /* End the wait of an IMMED 0 SANITIZE command: drop its pseudo io, finish it. */
 static void sz_release_waiter(struct sz_walk *w, enum scsitgt__sense_reason r)
 {
-	struct scsitgt__cmd *fg = w->waiter;
+	struct scsitgt__cmd *fg = scsitgt__bg_walk_take_waiter(&w->bg);
 
-	if (fg == NULL)
-		return;
-	w->waiter = NULL;
-	fg->ios_inflight--;
-	scsitgt__cmd_complete(fg, r);
+	if (fg)
+		scsitgt__cmd_complete(fg, r);
 }
 
 /* SBC-4 §5.28.1: the parameter list length rules depend on the service action. */
@@ -124,19 +115,17 @@ static void sz_progress(struct sz_walk *w)
 	uint64_t all = (uint64_t)w->passes * w->total;
 
 	/* PROGRESS INDICATION is a fraction of 65536 (SPC-5 §4.4.2.4.2). */
-	w->cmd->lun->sanitize_progress =
+	w->bg.cmd->lun->sanitize_progress =
 		(uint16_t)(all ? (done >= all ? 0xffff : (done * 65536) / all) : 0);
 }
 
-static void sz_finish(struct sz_walk *w)
+static void sz_finish(struct scsitgt__bg_walk *bg)
 {
-	struct scsitgt__cmd *cmd = w->cmd;
-	struct scsitgt_lun *lun = cmd->lun;
+	struct sz_walk *w = scsitgt__container_of(bg, struct sz_walk, bg);
+	struct scsitgt_lun *lun = bg->cmd->lun;
 	enum scsitgt__sense_reason r = w->reason;
 
 	sz_release_waiter(w, r == SCSITGT_SR_OK ? SCSITGT_SR_OK : SCSITGT_SR_SANITIZE_FAILED);
-	free(w->buf);
-	free(w);
 	lun->sanitize_progress = 0;
 	if (r == SCSITGT_SR_OK) {
 		lun->sanitize_state = SCSITGT__SANITIZE_IDLE;
@@ -144,80 +133,65 @@ static void sz_finish(struct sz_walk *w)
 		/* SBC-4 §4.33.2: the operation failed; media stays unusable until a sanitize
 		 * succeeds, or EXIT FAILURE MODE if this command had AUSE set. */
 		lun->sanitize_state = SCSITGT__SANITIZE_FAILED;
-		lun->sanitize_ause = cmd->cdb[1] & 0x20;
+		lun->sanitize_ause = bg->cmd->cdb[1] & 0x20;
 	}
-	free(cmd);
-	scsitgt__lun_inflight_drop(lun);
+	free(w->buf);
+	free(w);
 }
 
-static void sz_pump(struct sz_walk *w);
-
-static void sz_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
-		       enum scsitgt__sense_reason reason)
+static void sz_done(struct scsitgt__bg_walk *bg, enum scsitgt__sense_reason reason)
 {
-	struct sz_walk *w = (struct sz_walk *)(uintptr_t)cmd->step_arg[0];
+	struct sz_walk *w = scsitgt__container_of(bg, struct sz_walk, bg);
 
-	(void)io;
 	if (reason != SCSITGT_SR_OK && w->reason == SCSITGT_SR_OK)
 		w->reason = reason;
-	w->next += w->cur;
+	w->next += bg->blocks;
 	if (w->next == w->total) {
 		w->next = 0;
 		w->pass++;
 		/* SBC-4 §5.28.2: INVERT flips every bit between consecutive passes. */
 		if (w->invert && w->buf) {
-			for (size_t i = 0; i < (size_t)w->buf_blocks * cmd->lun->geo.block_size; i++)
+			for (size_t i = 0; i < (size_t)w->buf_blocks * bg->cmd->lun->geo.block_size;
+			     i++)
 				w->buf[i] = (uint8_t)~w->buf[i];
 		}
 	}
 	sz_progress(w);
-	w->io_done = true;
-	/* Yield to the loop between two pieces: other commands see the progress. */
-	if (!w->pumping)
-		scsitgt__engine_defer(cmd->lun->tgt->engine, &w->next_piece);
 }
 
-static void sz_next_piece(struct scsitgt__deferred *d)
+static bool sz_stop(struct scsitgt__bg_walk *bg)
 {
-	sz_pump(scsitgt__container_of(d, struct sz_walk, next_piece));
+	struct sz_walk *w = scsitgt__container_of(bg, struct sz_walk, bg);
+
+	/* An aborted SANITIZE command stops waiting; the operation goes on. */
+	if (bg->waiter && bg->waiter->state == SCSITGT__CMD_ABORTED)
+		sz_release_waiter(w, SCSITGT_SR_ABORTED);
+	/* A LUN being removed does not wait for the sanitize. */
+	if (bg->cmd->lun->destroying && w->reason == SCSITGT_SR_OK)
+		w->reason = SCSITGT_SR_ABORTED;
+	return w->reason != SCSITGT_SR_OK || w->pass == w->passes;
 }
 
-/* One io at a time; a backend completing inside submit() loops here instead of recursing. */
-static void sz_pump(struct sz_walk *w)
+static bool sz_next(struct scsitgt__bg_walk *bg)
 {
-	struct scsitgt__cmd *cmd = w->cmd;
+	struct sz_walk *w = scsitgt__container_of(bg, struct sz_walk, bg);
+	uint64_t left = w->total - w->next;
 
-	w->pumping = true;
-	for (;;) {
-		uint64_t left = w->total - w->next;
-
-		/* An aborted SANITIZE command stops waiting; the operation goes on. */
-		if (w->waiter && w->waiter->state == SCSITGT__CMD_ABORTED)
-			sz_release_waiter(w, SCSITGT_SR_ABORTED);
-		/* A LUN being removed does not wait for the sanitize. */
-		if (cmd->lun->destroying && w->reason == SCSITGT_SR_OK)
-			w->reason = SCSITGT_SR_ABORTED;
-		if (w->reason != SCSITGT_SR_OK || w->pass == w->passes) {
-			w->pumping = false;
-			sz_finish(w);
-			return;
-		}
-		w->cur = left < w->piece_blocks ? (uint32_t)left : w->piece_blocks;
-		w->io_done = false;
-		w->iov.iov_base = w->buf;
-		w->iov.iov_len = (size_t)w->cur * cmd->lun->geo.block_size;
-		if (scsitgt__io_submit(cmd, w->type, w->next, w->cur, w->buf ? &w->iov : NULL,
-				       w->buf ? 1 : 0, 0, sz_io_done) < 0) {
-			w->reason = SCSITGT_SR_BUSY;
-			continue;
-		}
-		/* A piece completed inside submit(): the loop runs the next one. */
-		w->pumping = false;
-		if (w->io_done)
-			scsitgt__engine_defer(cmd->lun->tgt->engine, &w->next_piece);
-		return;
-	}
+	bg->type = w->type;
+	bg->lba = w->next;
+	bg->blocks = left < w->piece_blocks ? (uint32_t)left : w->piece_blocks;
+	bg->data = w->buf != NULL;
+	bg->iov.iov_base = w->buf;
+	bg->iov.iov_len = (size_t)bg->blocks * bg->cmd->lun->geo.block_size;
+	return true;
 }
+
+static const struct scsitgt__bg_ops sz_ops = {
+	.stop = sz_stop,
+	.next = sz_next,
+	.done = sz_done,
+	.finish = sz_finish,
+};
 
 /* Fill each block of @buf with the pattern, repeated from the block's first byte. */
 static void sz_fill(uint8_t *buf, uint32_t blocks, uint32_t bs, const uint8_t *pat,
@@ -297,7 +271,6 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
 	struct scsitgt_lun *lun = cmd->lun;
 	uint8_t sa = cmd->cdb[1] & 0x1f;
 	enum scsitgt__sense_reason r;
-	struct scsitgt__cmd *bg;
 	struct sz_walk *w;
 
 	if (sa == SBC_SANITIZE_EXIT_FAILURE_MODE) {
@@ -316,7 +289,6 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
 		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
 		return;
 	}
-	w->cmd = cmd;
 	w->total = lun->geo.num_blocks;
 	r = sa == SBC_SANITIZE_OVERWRITE ? sz_overwrite_setup(cmd, w) : sz_erase_setup(cmd, w);
 	if (r != SCSITGT_SR_OK) {
@@ -327,32 +299,17 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
 	}
 	if (w->piece_blocks > w->total)
 		w->piece_blocks = (uint32_t)w->total;
-	/* The walk runs on a command of the LUN's own (sessionless, so no TMF or nexus loss
-	 * reaches it), which holds the LUN like any command. */
-	bg = calloc(1, sizeof(*bg));
-	if (bg == NULL) {
+	if (scsitgt__bg_walk_start(&w->bg, &sz_ops, cmd) < 0) {
 		free(w->buf);
 		free(w);
 		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
 		return;
 	}
-	bg->lun = lun;
-	bg->lun_id = lun->id;
-	bg->alloc_size = sizeof(*bg);
-	bg->state = SCSITGT__CMD_EXEC;
-	bg->cdb_len = cmd->cdb_len;
-	memcpy(bg->cdb, cmd->cdb, cmd->cdb_len);
-	bg->step_arg[0] = (uint64_t)(uintptr_t)w;
-	lun->inflight++;
-	w->cmd = bg;
-	w->next_piece.fn = sz_next_piece;
 	lun->sanitize_state = SCSITGT__SANITIZE_RUNNING;
 	lun->sanitize_progress = 0;
-	scsitgt__engine_defer(lun->tgt->engine, &w->next_piece);
 	if (cmd->cdb[1] & 0x80) {
 		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
 		return;
 	}
-	w->waiter = cmd;
-	cmd->ios_inflight++;
+	scsitgt__bg_walk_wait(&w->bg, cmd);
 }

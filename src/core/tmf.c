@@ -163,6 +163,8 @@ static void lun_reset(struct scsitgt_lun *lun, enum scsitgt__sense_reason ua,
 		abort_matching(s, lun->id, false, false, 0, NULL, op);
 	}
 	scsitgt__pr_reset(lun);
+	/* SPC-5 §6.42: a reset aborts a self-test in progress. */
+	scsitgt__selftest_reset(lun);
 	/* SBC-4 §5.16: a reset releases PREVENT ALLOW MEDIUM REMOVAL (every nexus's). */
 	scsitgt__sbc_prevent_release(lun, NULL);
 	scsitgt__ua_establish_all(tgt, lun->id, NULL, ua);

@@ -189,12 +189,17 @@ static size_t vpd_device_id(const struct scsitgt__cmd *cmd, uint8_t *buf)
  */
 static size_t vpd_extended_inquiry(const struct scsitgt_lun *lun, uint8_t *buf)
 {
+	uint32_t minutes;
+
 	memset(buf, 0, VPD_86_LEN);
 	vpd_header(buf, VPD_EXTENDED_INQUIRY, VPD_86_LEN);
 	buf[5] = 0x04 | 0x02 | 0x01; /* HEADSUP, ORDSUP, SIMPSUP */
 	if (scsitgt__sbc_has_cache(lun))
 		buf[6] |= 0x01; /* V_SUP */
 	buf[7] = 0x01; /* LUICLR */
+	/* EXTENDED SELF-TEST COMPLETION MINUTES (bytes 10..11, spc_selftest.c). */
+	minutes = (scsitgt__selftest_extended_seconds(lun) + 59) / 60;
+	put_be16(&buf[10], (uint16_t)(minutes > 0xffff ? 0xffff : minutes));
 	/* MAXIMUM SUPPORTED SENSE DATA LENGTH (byte 13). */
 	buf[13] = SCSITGT_SENSE_BUF_SIZE;
 	return VPD_86_LEN;

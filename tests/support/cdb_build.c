@@ -165,3 +165,25 @@ size_t cdb_prevent_allow(uint8_t *cdb, uint8_t prevent)
 	cdb[4] = prevent;
 	return 6;
 }
+
+size_t cdb_log_sense(uint8_t *cdb, uint8_t b1, uint8_t pc, uint8_t page, uint8_t sub, uint16_t ptr,
+		     uint16_t alloc)
+{
+	memset(cdb, 0, CDB_BUF);
+	cdb[0] = SPC_LOG_SENSE;
+	cdb[1] = b1;
+	cdb[2] = (uint8_t)(pc << 6 | page);
+	cdb[3] = sub;
+	put_be16(&cdb[5], ptr);
+	put_be16(&cdb[7], alloc);
+	return 10;
+}
+
+size_t cdb_send_diag(uint8_t *cdb, uint8_t b1, uint16_t len)
+{
+	memset(cdb, 0, CDB_BUF);
+	cdb[0] = SPC_SEND_DIAGNOSTIC;
+	cdb[1] = b1;
+	put_be16(&cdb[3], len);
+	return 6;
+}

@@ -28,5 +28,9 @@ size_t cdb_mode_select6(uint8_t *cdb, bool pf, bool sp, uint8_t len);
 size_t cdb_mode_select10(uint8_t *cdb, bool pf, bool sp, uint16_t len);
 size_t cdb_start_stop(uint8_t *cdb, uint8_t power_condition, bool loej, bool start);
 size_t cdb_prevent_allow(uint8_t *cdb, uint8_t prevent);
+size_t cdb_log_sense(uint8_t *cdb, uint8_t b1, uint8_t pc, uint8_t page, uint8_t sub, uint16_t ptr,
+		     uint16_t alloc);
+/* SEND DIAGNOSTIC: @b1 holds SELF-TEST CODE, PF, SELFTEST, DEVOFFL, UNITOFFL. */
+size_t cdb_send_diag(uint8_t *cdb, uint8_t b1, uint16_t len);
 
 #endif /* SCSITGT_TESTS_CDB_BUILD_H */

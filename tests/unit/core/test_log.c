@@ -6,19 +6,6 @@
 
 #include "core/scsi_spec.h"
 
-static size_t cdb_log_sense(uint8_t *cdb, uint8_t b1, uint8_t pc, uint8_t page, uint8_t sub,
-			    uint16_t ptr, uint16_t alloc)
-{
-	memset(cdb, 0, CDB_BUF);
-	cdb[0] = SPC_LOG_SENSE;
-	cdb[1] = b1;
-	cdb[2] = (uint8_t)(pc << 6 | page);
-	cdb[3] = sub;
-	put_be16(&cdb[5], ptr);
-	put_be16(&cdb[7], alloc);
-	return 10;
-}
-
 static size_t cdb_log_select(uint8_t *cdb, uint8_t b1, uint8_t pc, uint8_t page, uint8_t sub,
 			     uint16_t len)
 {
@@ -39,7 +26,7 @@ static struct lf_result *run_dout(struct tctx *t, size_t len, const void *d, siz
 static void test_supported_pages(void **state)
 {
 	struct tctx *t = tctx_create(0, NULL);
-	static const uint8_t pages[] = { 0x00, 0x0d, 0x0f, 0x19, 0x2f };
+	static const uint8_t pages[] = { 0x00, 0x0d, 0x0f, 0x10, 0x19, 0x2f };
 	struct lf_result *r;
 
 	(void)state;

@@ -7,15 +7,6 @@
 
 #include "core/scsi_spec.h"
 
-static size_t cdb_send_diag(uint8_t *cdb, uint8_t b1, uint16_t len)
-{
-	memset(cdb, 0, CDB_BUF);
-	cdb[0] = SPC_SEND_DIAGNOSTIC;
-	cdb[1] = b1;
-	put_be16(&cdb[3], len);
-	return 6;
-}
-
 static size_t cdb_recv_diag(uint8_t *cdb, uint8_t b1, uint8_t page, uint16_t alloc)
 {
 	memset(cdb, 0, CDB_BUF);
@@ -63,11 +54,18 @@ static void test_send_diag_fields(void **state)
 	assert_bad_cdb(r, 1, 7);
 	r = tctx_run_lun(t, 0, cdb_send_diag(t->cdb, 0x10 | 0x04, 4), page, 4);
 	assert_bad_cdb(r, 3, 7);
-	/* Short/extended, background/foreground self-tests, abort, reserved codes: not
-	 * implemented (no Self-Test Results log page). */
-	for (uint8_t code = 1; code < 8; code++) {
+	/* The reserved SELF-TEST CODEs 011b and 111b; the others take no parameter list
+	 * (test_spc_selftest.c tests what they do). */
+	for (uint8_t code = 3; code < 8; code += 4) {
 		r = tctx_run(t, cdb_send_diag(t->cdb, (uint8_t)(code << 5), 0));
 		assert_bad_cdb(r, 1, 7);
+	}
+	for (uint8_t code = 1; code < 7; code++) {
+		if (code == 3)
+			continue;
+		r = tctx_run_lun(t, 0, cdb_send_diag(t->cdb, (uint8_t)(code << 5 | 0x10), 4), page,
+				 4);
+		assert_bad_cdb(r, 3, 7);
 	}
 	/* The reserved bit 3 of byte 1 and byte 2. */
 	r = tctx_run(t, cdb_send_diag(t->cdb, 0x08, 0));

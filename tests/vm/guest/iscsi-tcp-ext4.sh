@@ -2,7 +2,8 @@
 # iscsi-tcp-ext4.sh PORTAL - in the guest: the kernel's iSCSI/TCP initiator (iscsi_tcp,
 # iscsid/iscsiadm) against the target listening on PORTAL: SendTargets discovery, login,
 # mkfs.ext4, mount, 4 x 16 MiB files and 200 small files, fsck.ext4 -f, remount read-only and
-# compare checksums, 5 s of fio 4k random read/write at QD 8 (direct I/O), logout.
+# compare checksums, 5 s of fio 4k random read/write at QD 8 (direct I/O), a background short
+# and a foreground extended self-test read back through sg_logs (Self-Test Results), logout.
 set -Eeuo pipefail
 PORTAL=$1
 T0=$(date +%s.%N)
@@ -63,6 +64,19 @@ fio --name=rw --filename="$DEV" --direct=1 --rw=randrw --bs=4k --iodepth=8 \
 	--ioengine=libaio --runtime=5 --time_based --size=64M --group_reporting \
 	--output-format=terse --terse-version=3 |
 	awk -F';' '{printf "fio: read %s IOPS, write %s IOPS\n", $8, $49}'
+
+step "self-tests (sg3_utils): background short, foreground extended, log page 10h"
+sg_senddiag --selftest=1 "$DEV"
+for i in $(seq 50); do
+	sg_logs --page=0x10 "$DEV" | grep -qi "in progress" || break
+	sleep 0.2
+done
+sg_senddiag --selftest=6 "$DEV"
+sg_logs --page=0x10 "$DEV" > /tmp/selftest.txt
+sed -n '1,12p' /tmp/selftest.txt
+grep -qi "foreground extended" /tmp/selftest.txt
+grep -qi "background short" /tmp/selftest.txt
+[ "$(grep -ci 'completed without error' /tmp/selftest.txt)" = 2 ]
 
 step "logout"
 iscsiadm -m node -T "$IQN" -p "$PORTAL" --logout

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/* A LUN's background operation, one backend io at a time (bg_walk.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/bg_walk.h"
+#include "core/fabric.h"
+
+static void bg_end(struct scsitgt__bg_walk *w)
+{
+	struct scsitgt__cmd *cmd = w->cmd;
+	struct scsitgt_lun *lun = cmd->lun;
+
+	/* finish() frees the owner, and @w with it */
+	w->ops->finish(w);
+	free(cmd);
+	scsitgt__lun_inflight_drop(lun);
+}
+
+static void bg_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+		       enum scsitgt__sense_reason reason)
+{
+	struct scsitgt__bg_walk *w = (struct scsitgt__bg_walk *)(uintptr_t)cmd->step_arg[0];
+
+	(void)io;
+	w->ops->done(w, reason);
+	w->io_done = true;
+	/* Yield to the loop between two pieces: other commands see the progress. */
+	if (!w->pumping)
+		scsitgt__engine_defer(cmd->lun->tgt->engine, &w->next_piece);
+}
+
+/* One io at a time; a backend completing inside submit() loops here instead of recursing. */
+static void bg_pump(struct scsitgt__bg_walk *w)
+{
+	w->pumping = true;
+	for (;;) {
+		if (w->ops->stop(w) || !w->ops->next(w)) {
+			w->pumping = false;
+			bg_end(w);
+			return;
+		}
+		w->io_done = false;
+		if (scsitgt__io_submit(w->cmd, w->type, w->lba, w->blocks, w->data ? &w->iov : NULL,
+				       w->data ? 1 : 0, 0, bg_io_done) < 0) {
+			w->ops->done(w, SCSITGT_SR_BUSY);
+			continue;
+		}
+		/* A piece completed inside submit(): the loop runs the next one. */
+		w->pumping = false;
+		if (w->io_done)
+			scsitgt__engine_defer(w->cmd->lun->tgt->engine, &w->next_piece);
+		return;
+	}
+}
+
+static void bg_next_piece(struct scsitgt__deferred *d)
+{
+	bg_pump(scsitgt__container_of(d, struct scsitgt__bg_walk, next_piece));
+}
+
+int scsitgt__bg_walk_start(struct scsitgt__bg_walk *w, const struct scsitgt__bg_ops *ops,
+			   const struct scsitgt__cmd *origin)
+{
+	struct scsitgt_lun *lun = origin->lun;
+	struct scsitgt__cmd *bg = calloc(1, sizeof(*bg));
+
+	if (bg == NULL)
+		return -ENOMEM;
+	bg->lun = lun;
+	bg->lun_id = lun->id;
+	bg->alloc_size = sizeof(*bg);
+	bg->state = SCSITGT__CMD_EXEC;
+	bg->cdb_len = origin->cdb_len;
+	memcpy(bg->cdb, origin->cdb, origin->cdb_len);
+	bg->step_arg[0] = (uint64_t)(uintptr_t)w;
+	lun->inflight++;
+	w->ops = ops;
+	w->cmd = bg;
+	w->next_piece.fn = bg_next_piece;
+	scsitgt__engine_defer(lun->tgt->engine, &w->next_piece);
+	return 0;
+}
+
+void scsitgt__bg_walk_wait(struct scsitgt__bg_walk *w, struct scsitgt__cmd *cmd)
+{
+	w->waiter = cmd;
+	cmd->ios_inflight++;
+}
+
+struct scsitgt__cmd *scsitgt__bg_walk_take_waiter(struct scsitgt__bg_walk *w)
+{
+	struct scsitgt__cmd *fg = w->waiter;
+
+	if (fg == NULL)
+		return NULL;
+	w->waiter = NULL;
+	fg->ios_inflight--;
+	return fg;
+}
