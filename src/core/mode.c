@@ -9,7 +9,7 @@
  *   control:  D_SENSE (sense format of this LUN) and SWP (software write protect, honoured by
  *             the CDB dispatch like a read-only LUN).
  * RCD, QERR, TST, MRIE, DEXCPT and the rest describe fixed behaviour and are not changeable.
- * TODO(#5): MODE SELECT should raise MODE PARAMETERS CHANGED for the other I_T nexuses.
+ * A MODE SELECT that changes a value raises MODE PARAMETERS CHANGED on the other I_T nexuses.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +17,7 @@
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
+#include "core/ua.h"
 #include "util/be.h"
 
 /* SPC-5 §6.13: PAGE CONTROL field. */
@@ -340,6 +341,7 @@ static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd)
 	const uint8_t *p = cmd->buf;
 	size_t len = cmd->xfer_len, hdr, bdlen;
 	bool is6 = mode_is6(cmd), longlba = false;
+	struct scsitgt__mode_state before;
 	enum scsitgt__sense_reason r;
 
 	if (len == 0)
@@ -370,7 +372,13 @@ static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd)
 	r = mode_walk_pages(cmd, hdr + bdlen, false);
 	if (r != SCSITGT_SR_OK)
 		return r;
-	return mode_walk_pages(cmd, hdr + bdlen, true);
+	before = cmd->lun->mode;
+	r = mode_walk_pages(cmd, hdr + bdlen, true);
+	/* SPC-5 §7.5.1: the parameters are the LUN's, shared by every I_T nexus; the others
+	 * learn of a change by MODE PARAMETERS CHANGED. */
+	if (r == SCSITGT_SR_OK && memcmp(&before, &cmd->lun->mode, sizeof(before)) != 0)
+		scsitgt__ua_mode_params_changed(cmd);
+	return r;
 }
 
 void scsitgt__spc_mode_select(struct scsitgt__cmd *cmd)

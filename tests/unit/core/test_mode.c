@@ -250,6 +250,37 @@ static void test_select_d_sense(void **state)
 	tctx_destroy(t);
 }
 
+/* SPC-5 §7.5.1: a change by one nexus is a MODE PARAMETERS CHANGED for the others. */
+static void test_select_raises_ua(void **state)
+{
+	struct tctx *t = tctx_create(0, NULL);
+	struct scsitgt__session *b;
+	struct lf_result r = { 0 };
+	uint8_t page[12];
+
+	(void)state;
+	assert_int_equal(loop_fabric_add_session(t->lf, "iqn.2024-01.test:b,i,0x000000000002", 1,
+						 &b),
+			 0);
+	/* B's POWER ON first */
+	loop_fabric_run_on(t->lf, b, 0, t->cdb, cdb_tur(t->cdb), NULL, 0, &r);
+	assert_sense(&r, 0x6, 0x29, 0x00);
+	lf_result_clear(&r);
+	control_page(page, false, true); /* SWP: sense stays in fixed format */
+	assert_good(select10(t, page, sizeof(page)));
+	loop_fabric_run_on(t->lf, b, 0, t->cdb, cdb_tur(t->cdb), NULL, 0, &r);
+	assert_sense(&r, 0x6, 0x2a, 0x01);
+	lf_result_clear(&r);
+	/* not for the nexus that made the change */
+	assert_good(tctx_run(t, cdb_tur(t->cdb)));
+	/* the same values again change nothing: no unit attention */
+	assert_good(select10(t, page, sizeof(page)));
+	loop_fabric_run_on(t->lf, b, 0, t->cdb, cdb_tur(t->cdb), NULL, 0, &r);
+	assert_good(&r);
+	lf_result_clear(&r);
+	tctx_destroy(t);
+}
+
 static void test_select_swp(void **state)
 {
 	struct tctx *t = tctx_create(0, NULL);
@@ -437,6 +468,7 @@ int main(void)
 		cmocka_unit_test(test_page_control),
 		cmocka_unit_test(test_sense_bad_fields),
 		cmocka_unit_test(test_select_d_sense),
+		cmocka_unit_test(test_select_raises_ua),
 		cmocka_unit_test(test_select_swp),
 		cmocka_unit_test(test_select_wce),
 		cmocka_unit_test(test_select_bad_lists),
