@@ -140,7 +140,7 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__sanitize_check(struct scsitgt__cmd *cmd,
 						   const struct scsitgt__cdb_def *row);
 
-/* spc_media.c: READ DEFECT DATA (10)/(12) and FORMAT UNIT (SBC-4 §5.9, §5.3). */
+/* spc_media.c: READ DEFECT DATA (10)/(12) and FORMAT UNIT (SBC-4). */
 enum scsitgt__sense_reason scsitgt__sbc_parse_read_defect(struct scsitgt__cmd *cmd);
 void scsitgt__sbc_read_defect(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__sbc_parse_format_unit(struct scsitgt__cmd *cmd);

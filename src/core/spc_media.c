@@ -2,9 +2,9 @@
 /*
  * Medium maintenance commands of a disk that has no physical medium to maintain:
  * READ DEFECT DATA (10)/(12) (SBC-4 §5.18/§5.19) report empty defect lists, and FORMAT UNIT
- * (SBC-4 §5.3) validates its fields and parameter list header and completes at once.
+ * (SBC-4) validates its fields and parameter list header and completes at once.
  *
- * FORMAT UNIT and the data: without an initialization pattern (IP 0) SBC-4 §5.3.1 leaves the
+ * FORMAT UNIT and the data: without an initialization pattern (IP 0) SBC-4 leaves the
  * contents of the logical blocks after a format vendor specific; ours keep their data, since
  * a backend file is not reformatted. Initialization patterns are not supported (IP refused).
  */
