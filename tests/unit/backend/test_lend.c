@@ -107,7 +107,7 @@ static void test_core_lend_rules(void **state)
 {
 	static struct probe p;
 	struct harness h;
-	struct harness_result res;
+	struct harness_result res = { 0 };
 	struct scsitgt__cmd *cmd;
 	uint8_t buf[8 * BS];
 
@@ -157,7 +157,7 @@ static void test_core_lend_rules(void **state)
 static void test_null_lends_zeros(void **state)
 {
 	struct harness h;
-	struct harness_result res;
+	struct harness_result res = { 0 };
 	struct scsitgt__cmd *cmd;
 	void *bctx;
 	static uint8_t buf[1 << 20];
@@ -234,7 +234,7 @@ static struct scsitgt__cmd *ram_lend_read(struct ram_fx *f, uint64_t lba, uint32
 static void test_ram_lend_snapshot(void **state)
 {
 	static uint8_t a[8 * BS], b[8 * BS], got[8 * BS], scratch[8 * BS];
-	struct harness_result res;
+	struct harness_result res = { 0 };
 	struct scsitgt__cmd *c1, *c2, *c3;
 	struct ram_fx f;
 
@@ -293,7 +293,7 @@ static void test_ram_lend_snapshot(void **state)
 static void test_ram_lend_shapes(void **state)
 {
 	static uint8_t a[16 * BS], got[16 * BS];
-	struct harness_result res;
+	struct harness_result res = { 0 };
 	struct scsitgt__cmd *cmd;
 	struct ram_fx f;
 
@@ -331,7 +331,7 @@ static void test_ram_lend_random(void **state)
 	} *slot;
 	uint8_t *model = calloc(1, blocks * BS);
 	static uint8_t buf[MAXB * BS];
-	struct harness_result res;
+	struct harness_result res = { 0 };
 	struct ram_fx f;
 	unsigned int lent = 0;
 
