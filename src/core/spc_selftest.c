@@ -110,7 +110,7 @@ static uint16_t st_hours(const struct scsitgt_lun *lun)
 {
 	uint64_t h = (uv_hrtime() - lun->created_ns) / (3600ull * 1000000000ull);
 
-	return h > 0xfffe ? 0xfffe : (uint16_t)h;
+	return h > 0xffff ? 0xffff : (uint16_t)h;
 }
 
 /* Blocks the test reads in all, for the progress indication. */
