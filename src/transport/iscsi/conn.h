@@ -389,11 +389,13 @@ int scsitgt__iscsi_portal_address(const struct scsitgt_portal *portal,
 /* Put a portal with its own listener (stop_listener set) in service, as a TCP one. */
 void scsitgt__iscsi_portal_register(struct scsitgt_portal *portal);
 /*
- * Portal options as scsitgt_portal_create() takes them (TCP and iSER): copy min(size) bytes over
- * the defaults into @o, check them and parse the address into @sa. 0 or -EINVAL.
+ * What creating a TCP or an iSER portal shares: copy min(size) bytes of @opts over the defaults
+ * into @o, check them, parse the address into @sa, and allocate the portal with its engine,
+ * TPGT, connection limits and address filled in. 0 and *out, -EINVAL or -ENOMEM.
  */
-int scsitgt__iscsi_portal_opts_check(struct scsitgt_portal_opts *o, struct sockaddr_storage *sa,
-				     const struct scsitgt_portal_opts *opts);
+int scsitgt__iscsi_portal_new(struct scsitgt_portal **out, struct scsitgt_engine *engine,
+			      const struct scsitgt_portal_opts *opts, struct scsitgt_portal_opts *o,
+			      struct sockaddr_storage *sa);
 /* Its listener finished closing (stop_listener portals). */
 void scsitgt__iscsi_portal_listener_gone(struct scsitgt_portal *portal);
 

@@ -491,8 +491,8 @@ static void portal_failed_closed(uv_handle_t *h)
 	free(h->data);
 }
 
-int scsitgt__iscsi_portal_opts_check(struct scsitgt_portal_opts *o, struct sockaddr_storage *sa,
-				     const struct scsitgt_portal_opts *opts)
+static int portal_opts_check(struct scsitgt_portal_opts *o, struct sockaddr_storage *sa,
+			     const struct scsitgt_portal_opts *opts)
 {
 	scsitgt_portal_opts_init(o, sizeof(*o));
 	if (opts) {
@@ -510,19 +510,17 @@ int scsitgt__iscsi_portal_opts_check(struct scsitgt_portal_opts *o, struct socka
 	return 0;
 }
 
-SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scsitgt_engine *engine,
-					 const struct scsitgt_portal_opts *opts)
+int scsitgt__iscsi_portal_new(struct scsitgt_portal **out, struct scsitgt_engine *engine,
+			      const struct scsitgt_portal_opts *opts, struct scsitgt_portal_opts *o,
+			      struct sockaddr_storage *sa)
 {
-	struct scsitgt_portal_opts o;
 	struct scsitgt__iscsi_engine *ie;
 	struct scsitgt_portal *portal;
-	struct sockaddr_storage sa;
-	int salen = sizeof(sa);
 	int rc;
 
 	if (out == NULL || engine == NULL || engine->destroying)
 		return -EINVAL;
-	rc = scsitgt__iscsi_portal_opts_check(&o, &sa, opts);
+	rc = portal_opts_check(o, sa, opts);
 	if (rc < 0)
 		return rc;
 	ie = scsitgt__iscsi_engine_get(engine);
@@ -532,13 +530,29 @@ SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scs
 	if (portal == NULL)
 		return -ENOMEM;
 	portal->ie = ie;
-	portal->tpgt = o.tpgt;
-	portal->max_conns = o.max_connections;
-	portal->max_login_conns = o.max_login_connections;
-	portal->max_conns_per_initiator = o.max_connections_per_initiator;
-	portal->ipv6 = sa.ss_family == AF_INET6;
-	snprintf(portal->address, sizeof(portal->address), "%s", o.address);
-	portal->wildcard = strcmp(o.address, "0.0.0.0") == 0 || strcmp(o.address, "::") == 0;
+	portal->tpgt = o->tpgt;
+	portal->max_conns = o->max_connections;
+	portal->max_login_conns = o->max_login_connections;
+	portal->max_conns_per_initiator = o->max_connections_per_initiator;
+	portal->ipv6 = sa->ss_family == AF_INET6;
+	snprintf(portal->address, sizeof(portal->address), "%s", o->address);
+	portal->wildcard = strcmp(o->address, "0.0.0.0") == 0 || strcmp(o->address, "::") == 0;
+	*out = portal;
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scsitgt_engine *engine,
+					 const struct scsitgt_portal_opts *opts)
+{
+	struct scsitgt_portal_opts o;
+	struct scsitgt_portal *portal;
+	struct sockaddr_storage sa;
+	int salen = sizeof(sa);
+	int rc;
+
+	rc = scsitgt__iscsi_portal_new(&portal, engine, opts, &o, &sa);
+	if (rc < 0)
+		return rc;
 	rc = uv_tcp_init(engine->loop, &portal->listener);
 	if (rc < 0) {
 		free(portal);
@@ -558,7 +572,7 @@ SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scs
 					  : ((struct sockaddr_in *)&portal->sa)->sin_port);
 	portal->svc.shutdown = portal_svc_shutdown;
 	scsitgt__engine_add_service(engine, &portal->svc);
-	scsitgt__list_add_tail(&ie->portals, &portal->node);
+	scsitgt__list_add_tail(&portal->ie->portals, &portal->node);
 	scsitgt__log(&engine->log, SCSITGT_LOG_INFO, SCSITGT__ISCSI_SUBSYS,
 		     "portal %s%s%s:%u (TPGT %u) listening", portal->ipv6 ? "[" : "",
 		     portal->address, portal->ipv6 ? "]" : "", portal->port, portal->tpgt);

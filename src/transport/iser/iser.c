@@ -618,36 +618,20 @@ SCSITGT_EXPORT int scsitgt_iser_portal_create(struct scsitgt_portal **out,
 					      const struct scsitgt_portal_opts *opts)
 {
 	struct scsitgt_portal_opts o;
-	struct scsitgt__iscsi_engine *ie;
 	struct scsitgt_portal *portal;
 	struct iser_portal *ip;
 	struct sockaddr_storage sa;
 	int rc;
 
-	if (out == NULL || engine == NULL || engine->destroying)
-		return -EINVAL;
-	rc = scsitgt__iscsi_portal_opts_check(&o, &sa, opts);
+	/* engine, TPGT, address and the connection limits, as for a TCP portal */
+	rc = scsitgt__iscsi_portal_new(&portal, engine, opts, &o, &sa);
 	if (rc < 0)
 		return rc;
-	ie = scsitgt__iscsi_engine_get(engine);
-	if (ie == NULL)
-		return -ENOMEM;
-	portal = calloc(1, sizeof(*portal));
 	ip = calloc(1, sizeof(*ip));
-	if (portal == NULL || ip == NULL) {
+	if (ip == NULL) {
 		free(portal);
-		free(ip);
 		return -ENOMEM;
 	}
-	portal->ie = ie;
-	portal->tpgt = o.tpgt;
-	/* the same connection limits as a TCP portal (scsitgt_portal_opts). */
-	portal->max_conns = o.max_connections;
-	portal->max_login_conns = o.max_login_connections;
-	portal->max_conns_per_initiator = o.max_connections_per_initiator;
-	portal->ipv6 = sa.ss_family == AF_INET6;
-	snprintf(portal->address, sizeof(portal->address), "%s", o.address);
-	portal->wildcard = strcmp(o.address, "0.0.0.0") == 0 || strcmp(o.address, "::") == 0;
 	portal->stop_listener = ip_stop;
 	portal->listener_ctx = ip;
 	ip->portal = portal;
