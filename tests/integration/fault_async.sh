@@ -57,30 +57,10 @@ for ((i = 0; i < IT_START_TIMEOUT * 10; i++)); do
 done
 grep -q "scsitgtd: ready" "$IT_TMP/target.out" || it_fail "scsitgtd never became ready"
 
-RELOADS=0
-reload() {
-	RELOADS=$((RELOADS + 1))
-	kill -HUP "$IT_PID"
-	for ((i = 0; i < 300; i++)); do
-		[[ $(grep -c "scsitgtd: reloaded" "$IT_TMP/target.out") -ge $RELOADS ]] && return 0
-		sleep 0.1
-	done
-	it_fail "reload $RELOADS not applied: $(tail -5 "$IT_TMP/target.err")"
-}
-
-coproc CL { exec "$CLIENT" "iscsi://127.0.0.1:$PORT/$IQN/0" 2>>"$IT_TMP/client.err"; }
-IT_HELPER_PIDS+=("$CL_PID")
-CL_IN=${CL[1]}
-CL_OUT=${CL[0]}
-read -r -t 60 ANSWER <&"$CL_OUT" || it_fail "client: no answer: $(cat "$IT_TMP/client.err")"
-[[ "$ANSWER" == ready ]] || it_fail "client: $ANSWER"
-ask() {
-	echo "$*" >&"$CL_IN"
-	read -r -t 60 ANSWER <&"$CL_OUT" || it_fail "client did not answer \"$*\""
-}
+it_client_start "$CLIENT" "iscsi://127.0.0.1:$PORT/$IQN/0"
 # Clear POWER ON: from here on the nexus has seen LUN 0.
 for ((i = 0; i < 8; i++)); do
-	ask tur 0
+	it_ask tur 0
 	[[ "$ANSWER" == "status 0" ]] && break
 done
 [[ "$ANSWER" == "status 0" ]] || it_fail "LUN 0 not ready: $ANSWER"
@@ -88,16 +68,16 @@ done
 # 1. A LUN appears: the nexus gets REPORTED LUNS DATA HAS CHANGED on LUN 0, still reported
 # on the next command although an Async Message announced it.
 printf '\n[lun 1]\nbackend = ram\nsize = 16M\n' >>"$CONF"
-reload
-ask tur 0
+it_reload
+it_ask tur 0
 [[ "$ANSWER" == "status 2 sense 6/3f0e" ]] || it_fail "after adding a LUN, TUR said '$ANSWER'"
 # 2. LUN 0 grows: CAPACITY DATA HAS CHANGED.
 sed -i '0,/^size = 16M$/s//size = 32M/' "$CONF"
-reload
-ask tur 0
+it_reload
+it_ask tur 0
 [[ "$ANSWER" == "status 2 sense 6/2a09" ]] || it_fail "after the resize, TUR said '$ANSWER'"
 it_log "ok: both unit attentions reported on the next command"
-ask quit
+it_ask quit
 st=0
 it_stop || st=$?
 [[ $st -eq 0 ]] || it_fail "scsitgtd exit status $st"

@@ -214,3 +214,35 @@ it_lun() {
 it_with_cred() {
 	echo "iscsi://$2%$3@${1#iscsi://}"
 }
+
+# ---- scsitgtd and its line client (scsitgtd.sh, fault_async.sh) ----
+
+IT_RELOADS=0
+# it_reload: SIGHUP the daemon ($IT_PID) and wait until it says it applied the file
+# ("scsitgtd: reloaded" in $IT_TMP/target.out).
+it_reload() {
+	IT_RELOADS=$((IT_RELOADS + 1))
+	kill -HUP "$IT_PID"
+	for ((i = 0; i < 300; i++)); do
+		[[ $(grep -c "scsitgtd: reloaded" "$IT_TMP/target.out") -ge $IT_RELOADS ]] && return 0
+		sleep 0.1
+	done
+	it_fail "reload $IT_RELOADS not applied: $(tail -5 "$IT_TMP/target.err")"
+}
+
+# it_client_start CLIENT URL: start the line client (tests/integration/scsitgtd_client.c) as a
+# coprocess logged in to URL, and wait for its "ready".
+it_client_start() {
+	coproc CL { exec "$1" "$2" 2>>"$IT_TMP/client.err"; }
+	IT_HELPER_PIDS+=("$CL_PID")
+	CL_IN=${CL[1]}
+	CL_OUT=${CL[0]}
+	read -r -t 60 ANSWER <&"$CL_OUT" || it_fail "client: no answer: $(cat "$IT_TMP/client.err")"
+	[[ "$ANSWER" == ready ]] || it_fail "client: $ANSWER"
+}
+
+# it_ask WORDS...: one request to the client; its answer line lands in $ANSWER.
+it_ask() {
+	echo "$*" >&"$CL_IN"
+	read -r -t 60 ANSWER <&"$CL_OUT" || it_fail "client did not answer \"$*\""
+}

@@ -75,36 +75,14 @@ grep -q "sample-lun0" <<<"$inq" || it_fail "iscsi-inq: no serial sample-lun0 in:
 
 # ---- a logged-in libiscsi initiator across reloads ----
 
-RELOADS=0
-# reload: SIGHUP, wait until scsitgtd says it applied the file.
-reload() {
-	RELOADS=$((RELOADS + 1))
-	kill -HUP "$IT_PID"
-	for ((i = 0; i < 300; i++)); do
-		[[ $(grep -c "scsitgtd: reloaded" "$IT_TMP/target.out") -ge $RELOADS ]] && return 0
-		sleep 0.1
-	done
-	it_fail "reload $RELOADS not applied: $(tail -5 "$IT_TMP/target.err")"
-}
-
-coproc CL { exec "$CLIENT" "iscsi://127.0.0.1:$PORT/$IQN/0" 2>>"$IT_TMP/client.err"; }
-IT_HELPER_PIDS+=("$CL_PID")
-CL_IN=${CL[1]}
-CL_OUT=${CL[0]}
-read -r -t 60 ANSWER <&"$CL_OUT" || it_fail "client: no answer: $(cat "$IT_TMP/client.err")"
-[[ "$ANSWER" == ready ]] || it_fail "client: $ANSWER"
-
-ask() {
-	echo "$*" >&"$CL_IN"
-	read -r -t 60 ANSWER <&"$CL_OUT" || it_fail "client did not answer \"$*\""
-}
+it_client_start "$CLIENT" "iscsi://127.0.0.1:$PORT/$IQN/0"
 
 # expect LUN SENSE: TEST UNIT READY until it reports SENSE (other unit attentions first are
 # fine: changes may raise several); fail on GOOD or anything else.
 expect() {
 	local lun=$1 want="status 2 sense $2" i
 	for ((i = 0; i < 8; i++)); do
-		ask tur "$lun"
+		it_ask tur "$lun"
 		[[ "$ANSWER" == "$want" ]] && return 0
 		[[ "$ANSWER" == "status 2 sense 6/"* ]] || break
 	done
@@ -115,7 +93,7 @@ expect() {
 drain() {
 	local i
 	for ((i = 0; i < 8; i++)); do
-		ask tur "$1"
+		it_ask tur "$1"
 		[[ "$ANSWER" == "status 0" ]] && return 0
 		[[ "$ANSWER" == "status 2 sense 6/"* ]] || break
 	done
@@ -123,7 +101,7 @@ drain() {
 }
 
 drain 0
-ask luns
+it_ask luns
 [[ "$ANSWER" == "luns 0" ]] || it_fail "REPORT LUNS before reload: $ANSWER"
 
 # 1. New LUNs: the logged-in nexus learns by REPORTED LUNS DATA HAS CHANGED (3Fh/0Eh).
@@ -138,41 +116,41 @@ backend = null
 size = 16M
 offline = yes
 EOF
-reload
+it_reload
 expect 0 6/3f0e
-ask luns
+it_ask luns
 [[ "$ANSWER" == "luns 0 1 2" ]] || it_fail "REPORT LUNS after adding LUNs: $ANSWER"
 it_log "ok: LUNs 1 and 2 appeared for the logged-in initiator with REPORTED LUNS DATA HAS CHANGED"
 # The offline LUN: NOT READY, LOGICAL UNIT NOT READY, OFFLINE (04h/12h).
 expect 2 2/0412
 drain 1
-ask write 1 100 8
+it_ask write 1 100 8
 [[ "$ANSWER" == "status 0" ]] || it_fail "WRITE to LUN 1: $ANSWER"
 
 # 2. Resize in place: CAPACITY DATA HAS CHANGED (2Ah/09h), the data stays.
 sed -i '/^\[lun 1\]$/,/^$/s/^size = 32M$/size = 48M/' "$CONF"
-reload
+it_reload
 expect 1 6/2a09
-ask cap 1
+it_ask cap 1
 [[ "$ANSWER" == "cap 98304 512" ]] || it_fail "READ CAPACITY after resize: $ANSWER"
-ask read 1 100 8
+it_ask read 1 100 8
 [[ "$ANSWER" == "status 0" ]] || it_fail "data of LUN 1 after resize: $ANSWER"
 it_log "ok: LUN 1 resized with CAPACITY DATA HAS CHANGED, data kept"
 
 # 3. ALUA state: ASYMMETRIC ACCESS STATE CHANGED (2Ah/06h), REPORT TARGET PORT GROUPS agrees.
 drain 0
-ask rtpg 0
+it_ask rtpg 0
 [[ "$ANSWER" == "groups 1:0" ]] || it_fail "REPORT TARGET PORT GROUPS: $ANSWER"
 sed -i 's/^state = active_optimized$/state = active_non_optimized/' "$CONF"
-reload
+it_reload
 expect 0 6/2a06
-ask rtpg 0
+it_ask rtpg 0
 [[ "$ANSWER" == "groups 1:1" ]] || it_fail "REPORT TARGET PORT GROUPS after reload: $ANSWER"
 it_log "ok: ALUA group 1 active/non-optimized with ASYMMETRIC ACCESS STATE CHANGED"
 
 # 4. LUN 2 online again, then removed.
 sed -i 's/^offline = yes$/offline = no/' "$CONF"
-reload
+it_reload
 drain 2
 python3 - "$CONF" <<'PY'
 import re, sys
@@ -182,52 +160,52 @@ t2 = re.sub(r"\n\[lun 2\]\n(?:[^\n\[]+\n)*", "\n", t)
 assert t2 != t
 open(p, "w").write(t2)
 PY
-reload
+it_reload
 expect 0 6/3f0e
-ask luns
+it_ask luns
 [[ "$ANSWER" == "luns 0 1" ]] || it_fail "REPORT LUNS after removing LUN 2: $ANSWER"
 it_log "ok: LUN 2 back online, then removed with REPORTED LUNS DATA HAS CHANGED"
 
 # 5. LUN masking: LUN 1 visible to another initiator only, then to this one, then to all.
 ME=iqn.2026-11.org.libscsitgt:scsitgtd-client
 sed -i 's/^\[lun 1\]$/[lun 1]\nvisible_to = iqn.2024-01.org.libscsitgt:someone-else/' "$CONF"
-reload
+it_reload
 expect 0 6/3f0e
-ask tur 1
+it_ask tur 1
 [[ "$ANSWER" == "status 2 sense 5/2500" ]] || it_fail "masked LUN 1 answered: $ANSWER"
-ask luns
+it_ask luns
 [[ "$ANSWER" == "luns 0" ]] || it_fail "REPORT LUNS with LUN 1 masked: $ANSWER"
 sed -i "s/^visible_to = .*/visible_to = $ME/" "$CONF"
-reload
+it_reload
 expect 0 6/3f0e
-ask luns
+it_ask luns
 [[ "$ANSWER" == "luns 0 1" ]] || it_fail "REPORT LUNS with LUN 1 mapped to us: $ANSWER"
 sed -i '/^visible_to = /d' "$CONF"
-reload
+it_reload
 drain 0
 drain 1
-ask luns
+it_ask luns
 [[ "$ANSWER" == "luns 0 1" ]] || it_fail "REPORT LUNS with masking off: $ANSWER"
 it_log "ok: LUN masking by visible_to changed by SIGHUP"
 
 # A file LUN follows its file: it grows, a reload re-reads it (CAPACITY DATA HAS CHANGED).
 truncate -s 8M "$IT_TMP/lun3.img"
 printf '\n[lun 3]\nbackend = file\npath = %s\n' "$IT_TMP/lun3.img" >>"$CONF"
-reload
+it_reload
 expect 0 6/3f0e
 drain 3
-ask cap 3
+it_ask cap 3
 [[ "$ANSWER" == "cap 16384 512" ]] || it_fail "READ CAPACITY of the file LUN: $ANSWER"
 truncate -s 16M "$IT_TMP/lun3.img"
-reload
+it_reload
 expect 3 6/2a09
-ask cap 3
+it_ask cap 3
 [[ "$ANSWER" == "cap 32768 512" ]] || it_fail "READ CAPACITY after the file grew: $ANSWER"
 it_log "ok: a file LUN added, and resized by SIGHUP after its file grew"
 
 # 6. A reservation with APTPL lands in pr_dir (SPC-5 §5.13.5).
 drain 0
-ask register 0 1234605616436508552
+it_ask register 0 1234605616436508552
 [[ "$ANSWER" == "status 0" ]] || it_fail "PR OUT REGISTER: $ANSWER"
 [[ -s "$IT_TMP/pr/$IQN.lun0.pr" ]] || it_fail "no reservations file in pr_dir: $(ls "$IT_TMP/pr")"
 grep -q "event reservation-changed: $IQN LUN 0 by iqn.2026-11.org.libscsitgt:scsitgtd-client" \
@@ -250,20 +228,20 @@ it_log "ok: reservation in pr_dir, session and connection counters"
 # 7. Fault injection: wrapping LUN 1 re-creates it (REPORTED LUNS DATA HAS CHANGED); new rules
 # then apply live. A medium error names its LBA (MEDIUM ERROR, UNRECOVERED READ ERROR).
 sed -i 's/^\[lun 1\]$/[lun 1]\nfault = medium@read:lba=100:len=8/' "$CONF"
-reload
+it_reload
 expect 0 6/3f0e
 drain 1
-ask write 1 96 8
+it_ask write 1 96 8
 [[ "$ANSWER" == "status 0" ]] || it_fail "WRITE under a read fault rule: $ANSWER"
-ask read 1 96 8
+it_ask read 1 96 8
 [[ "$ANSWER" == "status 2 sense 3/1100" ]] || it_fail "READ over the faulty blocks: $ANSWER"
 sed -i 's/^fault = .*/fault = medium@read:lba=5000:len=1/' "$CONF"
-reload
-ask read 1 96 8
+it_reload
+it_ask read 1 96 8
 [[ "$ANSWER" == "status 0" ]] || it_fail "READ after the fault rule moved: $ANSWER"
 grep -q "event lun-error: $IQN LUN 1 opcode 88h sense 3h/11h/00h" "$IT_TMP/target.err" ||
 	it_fail "no lun-error event for the injected medium error"
-ask quit
+it_ask quit
 it_log "ok: fault injection added and changed by SIGHUP"
 
 # ---- refused and accepted reloads without a session ----
@@ -296,7 +274,7 @@ target_add() {
 }
 target_add "chap = it-user:it-secret-0123" "initiator = $ALLOWED" "initiator = $OWN" \
 	"initiator_chap = $OWN own-user:own-secret-4567"
-reload
+it_reload
 U0="iscsi://127.0.0.1:$PORT/$IQN/0"
 UC="iscsi://it-user%it-secret-0123@127.0.0.1:$PORT/$IQN/0"
 if iscsi-inq -i "$ALLOWED" "$U0" >/dev/null 2>&1; then
@@ -315,18 +293,18 @@ it_log "ok: CHAP, per-initiator CHAP and the access list changed by SIGHUP"
 
 # Access by source address: a range we are outside of, then one we are inside.
 target_add "address = 192.0.2.0/24"
-reload
+it_reload
 if iscsi-inq -i "$ALLOWED" "$UC" >/dev/null 2>&1; then
 	it_fail "a login from 127.0.0.1 passed address = 192.0.2.0/24"
 fi
 sed -i 's|^address = 192.0.2.0/24$|address = 127.0.0.0/8|' "$CONF"
-reload
+it_reload
 iscsi-inq -i "$ALLOWED" "$UC" >/dev/null || it_fail "a login from 127.0.0.1 refused by 127.0.0.0/8"
 it_log "ok: access by source address changed by SIGHUP"
 
 # Discovery CHAP: SendTargets needs the discovery secret once [engine] asks for it.
 sed -i 's|^\[engine\]$|[engine]\ndiscovery_chap = disc-user:disc-secret-0123|' "$CONF"
-reload
+it_reload
 if iscsi-ls -i "$ALLOWED" "iscsi://127.0.0.1:$PORT" >/dev/null 2>&1; then
 	it_fail "discovery without CHAP accepted after discovery_chap was configured"
 fi
