@@ -14,6 +14,8 @@
 # a line containing "iscsi://" once it listens; its LUN 0 may be a file at /tmp/lun0.img, which
 # this script creates (LUN_SIZE, default 512M).
 set -Eeuo pipefail
+# fs_write_files / fs_check_files (tests/vm/guest/fs-files.sh, staged at /host/guest)
+. /host/guest/fs-files.sh
 T0=$(date +%s.%N)
 ts() { awk -v s="$T0" -v e="$(date +%s.%N)" 'BEGIN{printf "[%6.2fs]", e-s}'; }
 step() { echo "$(ts) == $*"; }
@@ -69,27 +71,9 @@ login
 sg_readcap "$DEV" | head -3
 
 step "mkfs.ext4 + mount + direct-I/O files 1..64 MiB + fsck"
-mkfs.ext4 -q -F "$DEV"
-mkdir -p /mnt/lun
-mount "$DEV" /mnt/lun
-declare -A SUM
-for mb in 1 4 16 64; do
-	dd if=/dev/urandom of=/tmp/blob$mb bs=1M count=$mb status=none
-	SUM[$mb]=$(sha256sum < /tmp/blob$mb)
-	dd if=/tmp/blob$mb of=/mnt/lun/file$mb bs=1M oflag=direct status=none
-done
-for i in $(seq 100); do head -c $((i * 37)) /tmp/blob1 > /mnt/lun/small$i; done
-sync
-umount /mnt/lun
-echo 3 > /proc/sys/vm/drop_caches
+fs_write_files "$DEV"
 fsck.ext4 -fn "$DEV"
-mount -o ro "$DEV" /mnt/lun
-for mb in 1 4 16 64; do
-	got=$(dd if=/mnt/lun/file$mb bs=1M iflag=direct status=none | sha256sum)
-	[ "$got" = "${SUM[$mb]}" ] || { echo "file$mb checksum mismatch"; exit 1; }
-	echo "  file$mb ($mb MiB) checksum ok"
-done
-umount /mnt/lun
+fs_check_files "$DEV"
 step "logout 1"
 logout
 kill -0 $TPID
@@ -111,7 +95,7 @@ fi
 step "login 2 (same target process)"
 login
 mount -o ro "$DEV" /mnt/lun
-[ "$(sha256sum < /mnt/lun/file16)" = "${SUM[16]}" ]
+[ "$(sha256sum < /mnt/lun/file16)" = "${FS_SUM[16]}" ]
 umount /mnt/lun
 if grep -q -- "--max-initiator-conns 1" <<< "$*"; then
 	step "a second session of the same initiator is refused (--max-initiator-conns 1)"

@@ -15,6 +15,8 @@
 # and --lun). Environment: SRP_GUID (default 0x0002c90300abcdef), FIO_SECONDS (default 10),
 # SRP_DEBUG=1 (ib_srp dynamic debug into dmesg).
 set -Eeuo pipefail
+# fs_write_files / fs_check_files (tests/vm/guest/fs-files.sh, staged at /host/guest)
+. /host/guest/fs-files.sh
 T0=$(date +%s.%N)
 ts() { awk -v s="$T0" -v e="$(date +%s.%N)" 'BEGIN{printf "[%6.2fs]", e-s}'; }
 step() { echo "$(ts) == $*"; }
@@ -126,32 +128,11 @@ sg_inq "$DEV" | grep -E 'Vendor|Product' | sed 's/^/  /'
 sg_readcap "$DEV" | head -3 | sed 's/^/  /'
 
 step "mkfs.ext4 + mount + direct-I/O files 1..64 MiB + 100 small files"
-mkfs.ext4 -q -F "$DEV"
-mkdir -p /mnt/lun
-mount "$DEV" /mnt/lun
-declare -A SUM
-for mb in 1 4 16 64; do
-	dd if=/dev/urandom of=/tmp/blob$mb bs=1M count=$mb status=none
-	SUM[$mb]=$(sha256sum < /tmp/blob$mb)
-	dd if=/tmp/blob$mb of=/mnt/lun/file$mb bs=1M oflag=direct status=none
-done
-for i in $(seq 100); do head -c $((i * 37)) /tmp/blob1 > /mnt/lun/small$i; done
-SMALL=$(cat /mnt/lun/small* | sha256sum)
-sync
-umount /mnt/lun
-echo 3 > /proc/sys/vm/drop_caches
+fs_write_files "$DEV"
 step "fsck -f"
 fsck.ext4 -fn "$DEV"
 step "checksums"
-mount -o ro "$DEV" /mnt/lun
-for mb in 1 4 16 64; do
-	got=$(dd if=/mnt/lun/file$mb bs=1M iflag=direct status=none | sha256sum)
-	[ "$got" = "${SUM[$mb]}" ] || { echo "file$mb checksum mismatch"; false; }
-	echo "  file$mb ($mb MiB) checksum ok"
-done
-[ "$(cat /mnt/lun/small* | sha256sum)" = "$SMALL" ] || { echo "small files differ"; false; }
-echo "  100 small files ok"
-umount /mnt/lun
+fs_check_files "$DEV"
 
 step "remove the target port (srp_remote_ports/*/delete)"
 srp_logout
@@ -161,7 +142,7 @@ step "SRP login 2 (same target process)"
 srp_login
 echo 3 > /proc/sys/vm/drop_caches
 mount -o ro "$DEV" /mnt/lun
-[ "$(dd if=/mnt/lun/file64 bs=1M iflag=direct status=none | sha256sum)" = "${SUM[64]}" ]
+[ "$(dd if=/mnt/lun/file64 bs=1M iflag=direct status=none | sha256sum)" = "${FS_SUM[64]}" ]
 echo "  file64 checksum ok after the new login"
 umount /mnt/lun
 fsck.ext4 -fn "$DEV" > /dev/null
@@ -199,7 +180,7 @@ for i in $(seq 150); do
 done
 [ -n "$IDEV" ] || { echo "no iSER disk appeared"; false; }
 mount -o ro "$IDEV" /mnt/lun
-[ "$(sha256sum < /mnt/lun/file16)" = "${SUM[16]}" ]
+[ "$(sha256sum < /mnt/lun/file16)" = "${FS_SUM[16]}" ]
 echo "  file16 written over SRP reads back over iSER"
 umount /mnt/lun
 fio_pair iSER "$IDEV"
