@@ -84,12 +84,14 @@ static const struct scsitgt__cdb_def maint_in_rows[0x20] = {
 };
 
 /* SANITIZE rows (SBC-4 §5.28): IMMED and AUSE in byte 1 with the service action, PARAMETER
- * LIST LENGTH in bytes 7..8. ZNR is refused (spc_sanitize.c says why). */
+ * LIST LENGTH in bytes 7..8. ZNR is refused (spc_sanitize.c says why). The command "shall be
+ * processed as if it has a HEAD OF QUEUE task attribute" (§5.28.1). */
 #define SANITIZE_ROW(nm, sa, fl)                                                                   \
 	{                                                                                          \
 		.name = (nm), .cdb_len = 10,                                                       \
 		.usage = { 0x48, 0xa0 | (sa), 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00 },   \
-		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE | (fl),                     \
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE |                           \
+			 SCSITGT__CDB_F_HEAD_OF_QUEUE | (fl),                                      \
 		.parse = scsitgt__sbc_parse_sanitize, .exec = scsitgt__sbc_sanitize,               \
 	}
 static const struct scsitgt__cdb_def sanitize_rows[0x20] = {

@@ -28,6 +28,9 @@ enum {
 	/* Offered only on LUNs with logical block provisioning (LBPME): REPORT SUPPORTED
 	 * OPERATION CODES leaves the row out elsewhere, and its parse refuses it. */
 	SCSITGT__CDB_F_THIN = 1u << 5,
+	/* Starts ahead of the waiting tasks as HEAD OF QUEUE does, whatever attribute the
+	 * initiator sent (SBC-4 SANITIZE; core/order.c). */
+	SCSITGT__CDB_F_HEAD_OF_QUEUE = 1u << 6,
 };
 
 /*

@@ -15,12 +15,24 @@
  * common case) a command starts without looking at the list. Held-back commands start from a
  * deferred pass on the loop, never from inside another command's completion.
  */
+#include "core/cdb.h"
 #include "core/order.h"
 
 static bool cmd_is_barrier(const struct scsitgt__cmd *cmd)
 {
 	return cmd->task_attr == SCSITGT__TASK_ORDERED ||
 	       cmd->task_attr == SCSITGT__TASK_HEAD_OF_QUEUE;
+}
+
+/*
+ * A command the standard puts at the head whatever attribute it was sent with: SANITIZE (SBC-4
+ * §5.28.1 "as if it has a HEAD OF QUEUE task attribute"). It starts at once, but holds no newer
+ * task back: while it runs every media command is refused NOT READY before it joins the task
+ * set, and INQUIRY, REPORT LUNS and REQUEST SENSE must go on (SBC-4 §4.33).
+ */
+static bool cmd_forced_head(const struct scsitgt__cmd *cmd)
+{
+	return cmd->def && (cmd->def->flags & SCSITGT__CDB_F_HEAD_OF_QUEUE);
 }
 
 static void task_set_init(struct scsitgt_lun *lun)
@@ -36,7 +48,7 @@ void scsitgt__order_enter(struct scsitgt__cmd *cmd)
 	if (lun == NULL || cmd->in_task_set)
 		return;
 	task_set_init(lun);
-	if (cmd->task_attr == SCSITGT__TASK_HEAD_OF_QUEUE)
+	if (cmd->task_attr == SCSITGT__TASK_HEAD_OF_QUEUE || cmd_forced_head(cmd))
 		/* Inserted before the first task: at the head. */
 		scsitgt__list_add_tail(lun->task_set.next, &cmd->order_node);
 	else
@@ -51,7 +63,7 @@ static bool order_eligible(const struct scsitgt__cmd *cmd)
 {
 	const struct scsitgt_lun *lun = cmd->lun;
 
-	if (cmd->task_attr == SCSITGT__TASK_HEAD_OF_QUEUE)
+	if (cmd->task_attr == SCSITGT__TASK_HEAD_OF_QUEUE || cmd_forced_head(cmd))
 		return true;
 	for (const struct scsitgt__list *p = lun->task_set.next; p != &cmd->order_node;
 	     p = p->next) {

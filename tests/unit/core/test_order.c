@@ -122,14 +122,13 @@ static void ot_destroy(struct ot *t)
 	free(t);
 }
 
-/* Start a READ (10) or WRITE (10) of one block at @lba with task attribute @attr. */
-static void start(struct ot *t, struct scsitgt__session *s, uint8_t opcode, uint64_t lba,
-		  uint8_t attr, uint64_t tag, struct task *task)
+/* Start the command @cdb on LUN 0 of @s with task attribute @attr. */
+static void start_cdb(struct ot *t, struct scsitgt__session *s, const uint8_t *cdb, size_t len,
+		      uint8_t attr, uint64_t tag, struct task *task)
 {
-	uint8_t cdb[CDB_BUF], lun[8];
+	uint8_t lun[8];
 	struct scsitgt__cmd *cmd;
 	struct priv *p;
-	size_t len = cdb_rw(cdb, opcode, lba, 1, 0);
 
 	memset(task, 0, sizeof(*task));
 	assert_int_equal(scsitgt__cmd_create(&cmd, s, sizeof(*p)), 0);
@@ -142,6 +141,16 @@ static void start(struct ot *t, struct scsitgt__session *s, uint8_t opcode, uint
 	if (cmd->state == SCSITGT__CMD_NEED_DATA)
 		memset(cmd->buf, (int)(tag & 0xff), cmd->xfer_len);
 	scsitgt__cmd_execute(cmd);
+}
+
+/* Start a READ (10) or WRITE (10) of one block at @lba with task attribute @attr. */
+static void start(struct ot *t, struct scsitgt__session *s, uint8_t opcode, uint64_t lba,
+		  uint8_t attr, uint64_t tag, struct task *task)
+{
+	uint8_t cdb[CDB_BUF];
+	size_t len = cdb_rw(cdb, opcode, lba, 1, 0);
+
+	start_cdb(t, s, cdb, len, attr, tag, task);
 }
 
 /* Run the loop until the backend holds @n ios (the deferred start pass runs there). */
@@ -254,6 +263,33 @@ static void test_head_of_queue(void **state)
 	ot_destroy(t);
 }
 
+/* SBC-4 §5.28.1: SANITIZE is processed as HEAD OF QUEUE whatever attribute it was sent with. */
+static void test_sanitize_head_of_queue(void **state)
+{
+	struct ot *t = ot_create();
+	struct task s1, o, z;
+	uint8_t cdb[CDB_BUF] = { 0 };
+
+	(void)state;
+	start(t, t->s1, SBC_READ_10, 0, SCSITGT__TASK_SIMPLE, 1, &s1);
+	start(t, t->s1, SBC_WRITE_10, 0, SCSITGT__TASK_ORDERED, 2, &o);
+	assert_int_equal(t->fb->npending, 1);
+	/* sent SIMPLE behind a waiting ORDERED task, it still runs at once (IMMED: GOOD) */
+	cdb[0] = SBC_SANITIZE;
+	cdb[1] = 0x80 | SBC_SANITIZE_CRYPTO_ERASE;
+	start_cdb(t, t->s2, cdb, 10, SCSITGT__TASK_SIMPLE, 3, &z);
+	assert_true(z.done);
+	assert_int_equal(z.status, SAM_STAT_GOOD);
+	assert_false(o.done);
+	/* the read, the sanitize's piece, then the ORDERED write */
+	for (int i = 0; i < 6 && !(s1.done && o.done); i++) {
+		fake_backend_complete_pending(t->fb);
+		settle(t);
+	}
+	assert_true(s1.done && o.done);
+	ot_destroy(t);
+}
+
 static void test_aca_refused(void **state)
 {
 	struct ot *t = ot_create();
@@ -332,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_simple_concurrent),
 		cmocka_unit_test(test_ordered),
 		cmocka_unit_test(test_head_of_queue),
+		cmocka_unit_test(test_sanitize_head_of_queue),
 		cmocka_unit_test(test_aca_refused),
 		cmocka_unit_test(test_abort_parked),
 		cmocka_unit_test(test_session_gone),
