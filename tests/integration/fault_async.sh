@@ -45,17 +45,7 @@ for ((i = 0; i < 300; i++)); do
 done
 grep -q "Capturing on" "$IT_TMP/tshark.err" || it_skip "tshark did not start capturing"
 
-: >"$IT_TMP/target.out"
-# shellcheck disable=SC2086 # the wrapper is a command line
-${IT_TARGET_WRAPPER:-} "$IT_TARGET" "$CONF" </dev/null >"$IT_TMP/target.out" \
-	2>"$IT_TMP/target.err" &
-IT_PID=$!
-for ((i = 0; i < IT_START_TIMEOUT * 10; i++)); do
-	grep -q "scsitgtd: ready" "$IT_TMP/target.out" && break
-	kill -0 "$IT_PID" 2>/dev/null || it_fail "scsitgtd exited at start"
-	sleep 0.1
-done
-grep -q "scsitgtd: ready" "$IT_TMP/target.out" || it_fail "scsitgtd never became ready"
+it_scsitgtd_start "$CONF"
 
 it_client_start "$CLIENT" "iscsi://127.0.0.1:$PORT/$IQN/0"
 # Clear POWER ON: from here on the nexus has seen LUN 0.

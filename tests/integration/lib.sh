@@ -217,6 +217,22 @@ it_with_cred() {
 
 # ---- scsitgtd and its line client (scsitgtd.sh, fault_async.sh) ----
 
+# it_scsitgtd_start CONF: run scsitgtd ($IT_TARGET, under $IT_TARGET_WRAPPER if set) on CONF in
+# the background as $IT_PID, and wait until it prints "scsitgtd: ready".
+it_scsitgtd_start() {
+	: >"$IT_TMP/target.out"
+	# shellcheck disable=SC2086 # the wrapper is a command line
+	${IT_TARGET_WRAPPER:-} "$IT_TARGET" "$1" </dev/null >"$IT_TMP/target.out" \
+		2>"$IT_TMP/target.err" &
+	IT_PID=$!
+	for ((i = 0; i < IT_START_TIMEOUT * 10; i++)); do
+		grep -q "scsitgtd: ready" "$IT_TMP/target.out" && break
+		kill -0 "$IT_PID" 2>/dev/null || it_fail "scsitgtd exited at start"
+		sleep 0.1
+	done
+	grep -q "scsitgtd: ready" "$IT_TMP/target.out" || it_fail "scsitgtd never became ready"
+}
+
 IT_RELOADS=0
 # it_reload: SIGHUP the daemon ($IT_PID) and wait until it says it applied the file
 # ("scsitgtd: reloaded" in $IT_TMP/target.out).

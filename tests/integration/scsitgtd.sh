@@ -54,17 +54,7 @@ fi
 grep -q "bad.conf:1: \[lun N\] before any \[target\]" "$IT_TMP/bad.err" ||
 	it_fail "no file:line: message in: $(cat "$IT_TMP/bad.err")"
 
-: >"$IT_TMP/target.out"
-# shellcheck disable=SC2086 # the wrapper is a command line
-${IT_TARGET_WRAPPER:-} "$IT_TARGET" "$CONF" </dev/null >"$IT_TMP/target.out" \
-	2>"$IT_TMP/target.err" &
-IT_PID=$!
-for ((i = 0; i < IT_START_TIMEOUT * 10; i++)); do
-	grep -q "scsitgtd: ready" "$IT_TMP/target.out" && break
-	kill -0 "$IT_PID" 2>/dev/null || it_fail "scsitgtd exited at start"
-	sleep 0.1
-done
-grep -q "scsitgtd: ready" "$IT_TMP/target.out" || it_fail "scsitgtd never became ready"
+it_scsitgtd_start "$CONF"
 it_log "scsitgtd pid $IT_PID serves the sample on 127.0.0.1:$PORT"
 
 ls_out=$(iscsi-ls -s "iscsi://127.0.0.1:$PORT") || it_fail "iscsi-ls failed"
