@@ -220,6 +220,22 @@ static inline void h_send(struct harness *h, uint8_t *bhs, const void *data, uin
 }
 
 /* The next PDU the target sent, or NULL. */
+/* Value of @key in a response's text data segment, or NULL. */
+static inline const char *h_find_key(const struct h_pdu *r, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (uint32_t off = 0; r->data && off < r->len;) {
+		const char *kv = (const char *)r->data + off;
+		size_t l = strnlen(kv, r->len - off);
+
+		if (l > kl && memcmp(kv, key, kl) == 0 && kv[kl] == '=')
+			return kv + kl + 1;
+		off += (uint32_t)l + 1;
+	}
+	return NULL;
+}
+
 static inline struct h_pdu *h_take(struct harness *h)
 {
 	return h->next < h->npdus ? &h->pdus[h->next++] : NULL;

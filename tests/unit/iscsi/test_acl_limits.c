@@ -26,21 +26,6 @@ static void set_peer(struct harness *h, const char *v4)
 	assert_int_equal(inet_pton(AF_INET, v4, &in->sin_addr), 1);
 }
 
-static const char *find_key(const struct h_pdu *r, const char *key)
-{
-	size_t kl = strlen(key);
-
-	for (uint32_t off = 0; r->data && off < r->len;) {
-		const char *kv = (const char *)r->data + off;
-		size_t l = strnlen(kv, r->len - off);
-
-		if (l > kl && memcmp(kv, key, kl) == 0 && kv[kl] == '=')
-			return kv + kl + 1;
-		off += (uint32_t)l + 1;
-	}
-	return NULL;
-}
-
 static void test_address_login(void **state)
 {
 	struct harness h;
@@ -98,22 +83,22 @@ static void test_send_targets_by_address(void **state)
 	assert_int_equal(h_login(&h, "Discovery"), 0);
 	r = send_targets(&h, 9);
 	assert_non_null(r);
-	assert_string_equal(find_key(r, "TargetName"), H_TARGET);
+	assert_string_equal(h_find_key(r, "TargetName"), H_TARGET);
 	/* Discovery itself is open; the target is listed only where a login could succeed. */
 	assert_int_equal(scsitgt_target_add_address(h.tgt, "198.51.100.0/24"), 0);
 	r = send_targets(&h, 10);
 	assert_non_null(r);
 	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_TEXT_RSP);
-	assert_null(find_key(r, "TargetName"));
+	assert_null(h_find_key(r, "TargetName"));
 	assert_int_equal(scsitgt_target_add_address(h.tgt, "192.0.2.0/30"), 0);
 	r = send_targets(&h, 11);
 	assert_non_null(r);
-	assert_string_equal(find_key(r, "TargetName"), H_TARGET);
+	assert_string_equal(h_find_key(r, "TargetName"), H_TARGET);
 	/* Per-initiator ranges count too. */
 	assert_int_equal(scsitgt_target_add_initiator_address(h.tgt, H_INITIATOR, "192.0.2.2"), 0);
 	r = send_targets(&h, 12);
 	assert_non_null(r);
-	assert_null(find_key(r, "TargetName"));
+	assert_null(h_find_key(r, "TargetName"));
 	h_fini(&h);
 }
 

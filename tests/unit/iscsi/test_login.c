@@ -18,22 +18,6 @@ static int status_of(const struct h_pdu *r)
 	return r->bhs[ISCSI_LOGIN_STATUS_CLASS] << 8 | r->bhs[ISCSI_LOGIN_STATUS_DETAIL];
 }
 
-/* Value of @key in a response text, or NULL. */
-static const char *find_key(const struct h_pdu *r, const char *key)
-{
-	size_t kl = strlen(key);
-
-	for (uint32_t off = 0; r->data && off < r->len;) {
-		const char *kv = (const char *)r->data + off;
-		size_t l = strnlen(kv, r->len - off);
-
-		if (l > kl && memcmp(kv, key, kl) == 0 && kv[kl] == '=')
-			return kv + kl + 1;
-		off += (uint32_t)l + 1;
-	}
-	return NULL;
-}
-
 static void test_login_none(void **state)
 {
 	struct harness h;
@@ -46,8 +30,8 @@ static void test_login_none(void **state)
 	assert_true(r->bhs[ISCSI_BHS_FLAGS] & ISCSI_LOGIN_FLAG_TRANSIT);
 	assert_int_equal(r->bhs[ISCSI_BHS_FLAGS] & 3, 3);
 	assert_int_not_equal(get_be16(&r->bhs[ISCSI_LOGIN_TSIH]), 0);
-	assert_string_equal(find_key(r, "TargetPortalGroupTag"), "1");
-	assert_non_null(find_key(r, "MaxRecvDataSegmentLength"));
+	assert_string_equal(h_find_key(r, "TargetPortalGroupTag"), "1");
+	assert_non_null(h_find_key(r, "MaxRecvDataSegmentLength"));
 	assert_int_equal(h.conn->state, SCSITGT__CONN_FFP);
 	/* ExpCmdSN = the login's CmdSN; the window is the queue depth (128). */
 	assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_EXPCMDSN]), 1);
@@ -76,8 +60,8 @@ static void test_discovery_send_targets(void **state)
 	assert_non_null(r);
 	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_TEXT_RSP);
 	assert_int_equal(scsitgt__bhs_itt(r->bhs), 9);
-	assert_string_equal(find_key(r, "TargetName"), H_TARGET);
-	assert_string_equal(find_key(r, "TargetAddress"), "127.0.0.1:3260,1");
+	assert_string_equal(h_find_key(r, "TargetName"), H_TARGET);
+	assert_string_equal(h_find_key(r, "TargetAddress"), "127.0.0.1:3260,1");
 
 	/* ACL-filtered: an initiator not on the list sees nothing. */
 	assert_int_equal(scsitgt_target_add_initiator(h.tgt, "iqn.2026-11.org.example:other"), 0);
@@ -85,7 +69,7 @@ static void test_discovery_send_targets(void **state)
 	h_send(&h, bhs, text, len);
 	r = h_take(&h);
 	assert_non_null(r);
-	assert_null(find_key(r, "TargetName"));
+	assert_null(h_find_key(r, "TargetName"));
 
 	/* SCSI commands are not allowed in a discovery session: Reject. */
 	scsitgt__bhs_init(bhs, ISCSI_OP_SCSI_CMD, ISCSI_FLAG_FINAL);
@@ -200,7 +184,7 @@ static int chap_login(struct harness *h, const char *user, const char *secret, b
 	r = h_take(h);
 	if (r == NULL || status_of(r))
 		return r ? status_of(r) : -1;
-	assert_string_equal(find_key(r, "AuthMethod"), "CHAP");
+	assert_string_equal(h_find_key(r, "AuthMethod"), "CHAP");
 
 	len = h_text(text, sizeof(text), "CHAP_A=5");
 	h_login_bhs(h, bhs, 0, 0);
@@ -208,11 +192,11 @@ static int chap_login(struct harness *h, const char *user, const char *secret, b
 	r = h_take(h);
 	if (r == NULL || status_of(r))
 		return r ? status_of(r) : -1;
-	assert_string_equal(find_key(r, "CHAP_A"), "5");
-	v = find_key(r, "CHAP_I");
+	assert_string_equal(h_find_key(r, "CHAP_A"), "5");
+	v = h_find_key(r, "CHAP_I");
 	assert_non_null(v);
 	id = atoi(v);
-	v = find_key(r, "CHAP_C");
+	v = h_find_key(r, "CHAP_C");
 	assert_non_null(v);
 	clen = scsitgt__chap_decode(chal, sizeof(chal), v, strlen(v));
 	assert_true(clen >= 16);
@@ -236,8 +220,8 @@ static int chap_login(struct harness *h, const char *user, const char *secret, b
 	if (mutual) {
 		uint8_t want[16];
 
-		assert_string_equal(find_key(r, "CHAP_N"), "target-user");
-		v = find_key(r, "CHAP_R");
+		assert_string_equal(h_find_key(r, "CHAP_N"), "target-user");
+		v = h_find_key(r, "CHAP_R");
 		assert_non_null(v);
 		n = scsitgt__chap_response(want, sizeof(want), 5, 7, tsecret, strlen(tsecret), mchal,
 					   sizeof(mchal));
