@@ -46,7 +46,9 @@ missing_tool() { log "$*"; exit 3; }
 for t in debootstrap cpio mkfs.ext4 dpkg apt-get sha256sum flock; do
 	command -v "$t" > /dev/null || missing_tool "missing host tool: $t (scripts/install-deps.sh)"
 done
-[ -x /bin/busybox ] && /bin/busybox --list | grep -qx depmod ||
+# Not `busybox --list | grep -q`: under pipefail, grep -q leaving early makes busybox die of
+# SIGPIPE now and then, and the pipeline (and with it this check) fail.
+[ -x /bin/busybox ] && [[ $'\n'"$(/bin/busybox --list)"$'\n' == *$'\n'depmod$'\n'* ]] ||
 	missing_tool "missing /bin/busybox with depmod (package busybox-static)"
 [ "$(id -u)" = 0 ] || missing_tool "debootstrap and chroot need root"
 
