@@ -15,8 +15,9 @@
  * A data digest covers the data segment and its pad bytes (RFC 7143 §11.1): continue the CRC
  * over the 0..3 zero pad bytes, e.g. scsitgt__crc32c(crc, scsitgt__crc32c_zero_pad, pad).
  *
- * All functions are pure and thread-safe. On x86-64 the SSE4.2 crc32 instruction is used when
- * the CPU has it (checked at run time); otherwise a slicing-by-8 table implementation.
+ * All functions are pure and thread-safe. Built with ISA-L, scsitgt__crc32c() is ISA-L's
+ * crc32_iscsi; otherwise (scsitgt__crc32c_builtin()) the SSE4.2 crc32 instruction on x86-64 when
+ * the CPU has it (checked at run time), else a slicing-by-8 table implementation.
  */
 #ifndef SCSITGT_UTIL_CRC32C_H
 #define SCSITGT_UTIL_CRC32C_H
@@ -73,10 +74,23 @@ uint32_t scsitgt__crc32c_iov_at(uint32_t crc, const struct iovec *iov, int cnt, 
 uint32_t scsitgt__crc32c_sw(uint32_t crc, const void *buf, size_t len);
 
 /**
- * Whether scsitgt__crc32c() uses the CPU's crc32 instruction.
+ * The project's own implementation (SSE4.2 or slicing-by-8), same convention as
+ * scsitgt__crc32c(); what scsitgt__crc32c() is when the library is built without ISA-L.
+ */
+uint32_t scsitgt__crc32c_builtin(uint32_t crc, const void *buf, size_t len);
+
+/**
+ * Whether scsitgt__crc32c_builtin() uses the CPU's crc32 instruction.
  *
  * @return true on x86-64 with SSE4.2, false otherwise.
  */
 bool scsitgt__crc32c_hw_available(void);
+
+/**
+ * Which implementation scsitgt__crc32c() runs, for logs and benchmarks.
+ *
+ * @return "isa-l", "sse4.2" or "table" (a static string).
+ */
+const char *scsitgt__crc32c_impl(void);
 
 #endif /* SCSITGT_UTIL_CRC32C_H */
