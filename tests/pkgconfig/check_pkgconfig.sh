@@ -24,11 +24,25 @@ echo "installed $pc"
 find "$dest" -path '*/include/libscsitgt/scsitgt.h' | grep -q . ||
 	{ echo "scsitgt.h not installed"; exit 1; }
 
-PKG_CONFIG_PATH=$(dirname "$pc")
-export PKG_CONFIG_PATH
+# A clean environment: pkg-config sees only libscsitgt.pc and libuv.pc (the one public
+# dependency), as on a host without nettle, rdma-core, libnl or ISA-L development files. Any
+# Requires.private naming them would make the query fail here.
+uvpc=$(pkg-config --variable=pcfiledir libuv)/libuv.pc
+[[ -f "$uvpc" ]] || { echo "libuv.pc not found"; exit 1; }
+mkdir "$tmp/pc"
+cp "$pc" "$uvpc" "$tmp/pc/"
+unset PKG_CONFIG_PATH
+export PKG_CONFIG_LIBDIR=$tmp/pc
 export PKG_CONFIG_SYSROOT_DIR=$dest
-flags=$(pkg-config --cflags --libs libscsitgt)
+flags=$(pkg-config --cflags --libs libscsitgt) || { echo "pkg-config failed in a clean environment"; exit 1; }
 echo "pkg-config: $flags"
+case " $flags " in
+*libnl* | *nettle* | *rdma* | *verbs*) echo "private dependencies leak into the flags"; exit 1 ;;
+esac
+static_flags=$(pkg-config --static --libs libscsitgt) ||
+	{ echo "pkg-config --static failed in a clean environment"; exit 1; }
+echo "pkg-config --static: $static_flags"
+grep -q -- "-lscsitgt" <<<"$static_flags" || { echo "static flags lack -lscsitgt"; exit 1; }
 # shellcheck disable=SC2086
 $CC -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -o "$tmp/consumer" \
 	"$SRCDIR/consumer.c" $flags
