@@ -66,14 +66,24 @@ enum {
  * @param group_id  The target port group.
  * @param old_state Its current state.
  * @param new_state The state requested.
- * @return 0 to accept; a negative errno to veto: the command then fails with HARDWARE ERROR,
- *         SET TARGET PORT GROUPS COMMAND FAILED (67h/0Ah) and no group changes. When one
+ * @return 0 to accept; SCSITGT_ALUA_REQUEST_DEFERRED to accept while the host drives the
+ *         transition itself; a negative errno to veto: the command then fails with HARDWARE
+ *         ERROR, SET TARGET PORT GROUPS COMMAND FAILED (67h/0Ah) and no group changes. When one
  *         command names several groups the hook is asked for each before any is changed, so
  *         it may have accepted some of them when it vetoes another.
  *
- * Runs on the home loop, inside the command. To drive a transition itself (e.g. through
- * SCSITGT_ALUA_TRANSITIONING), the host vetoes and calls scsitgt_alua_set_state() later.
+ * Runs on the home loop, inside the command. A transition that takes time (a cluster lock to
+ * take first, say) is driven by the host: it either vetoes and calls scsitgt_alua_set_state()
+ * later, or, so that the initiator's request succeeds, it moves the group to
+ * SCSITGT_ALUA_TRANSITIONING with scsitgt_alua_set_state() inside the hook and returns
+ * SCSITGT_ALUA_REQUEST_DEFERRED: the command then completes with GOOD once every group named
+ * was accepted, the deferred group keeps the state the host gave it (the initiator sees
+ * TRANSITIONING in REPORT TARGET PORT GROUPS, SPC-5 §5.16.2.5), and the host sets the final
+ * state later (an implicit change, with its unit attention).
  */
+/** Return value of a scsitgt_alua_request_cb: accepted; the host sets the state itself. */
+#define SCSITGT_ALUA_REQUEST_DEFERRED 1
+
 typedef int (*scsitgt_alua_request_cb)(void *arg, struct scsitgt_target *tgt, uint16_t group_id,
 				       enum scsitgt_alua_state old_state,
 				       enum scsitgt_alua_state new_state);

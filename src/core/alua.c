@@ -444,6 +444,8 @@ void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
 	struct alua *a = alua_get(tgt);
 	const uint8_t *d = cmd->buf;
 	size_t ndesc = cmd->xfer_len ? (cmd->xfer_len - STPG_HDR_LEN) / STPG_DESC_LEN : 0;
+	uint16_t deferred[SCSITGT_ALUA_MAX_GROUPS];
+	size_t ndeferred = 0;
 	bool changed = false;
 
 	/* The ALUA state may have been turned off between parse and execution. */
@@ -491,17 +493,23 @@ void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
 			}
 		}
 	}
-	/* The cluster manager may veto; nothing has changed yet. */
+	/* The cluster manager may veto; nothing has changed yet. A group whose change the host
+	 * defers keeps the state the host gives it (alua.h). */
 	for (size_t i = 0; i < ndesc && a->request_cb; i++) {
 		const uint8_t *p = &d[STPG_HDR_LEN + i * STPG_DESC_LEN];
 		const struct alua_group *g = group_find(a, get_be16(&p[2]));
+		int r;
 
-		if (a->request_cb(a->request_arg, tgt, g->id, (enum scsitgt_alua_state)g->state,
-				  (enum scsitgt_alua_state)(p[0] & 0x0f)) < 0) {
+		r = a->request_cb(a->request_arg, tgt, g->id, (enum scsitgt_alua_state)g->state,
+				  (enum scsitgt_alua_state)(p[0] & 0x0f));
+		if (r < 0) {
 			/* SPC-5 §6.50: SET TARGET PORT GROUPS COMMAND FAILED. */
 			scsitgt__cmd_complete_raw(cmd, SENSE_HARDWARE_ERROR, 0x67, 0x0a);
 			return;
 		}
+		/* Descriptors name distinct existing groups: at most SCSITGT_ALUA_MAX_GROUPS. */
+		if (r == SCSITGT_ALUA_REQUEST_DEFERRED && ndeferred < SCSITGT_ALUA_MAX_GROUPS)
+			deferred[ndeferred++] = g->id;
 		/* The hook may have reconfigured the target. */
 		a = alua_get(tgt);
 		if (!alua_on(a)) {
@@ -513,8 +521,12 @@ void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
 		const uint8_t *p = &d[STPG_HDR_LEN + i * STPG_DESC_LEN];
 		struct alua_group *g = group_find(a, get_be16(&p[2]));
 
-		/* A group the hook removed meanwhile is skipped. */
-		if (g == NULL || g->state == (p[0] & 0x0f))
+		bool skip = false;
+
+		for (size_t j = 0; g != NULL && j < ndeferred; j++)
+			skip = skip || deferred[j] == g->id;
+		/* A group the hook removed meanwhile is skipped, and one the host moves itself. */
+		if (g == NULL || skip || g->state == (p[0] & 0x0f))
 			continue;
 		g->state = p[0] & 0x0f;
 		g->status = ALUA_STATUS_BY_STPG;

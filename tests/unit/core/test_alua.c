@@ -24,6 +24,8 @@ struct at {
 	int hook_ret;
 	uint16_t hook_group;
 	int hook_old, hook_new;
+	/* The group whose change the hook defers (through transitioning); 0: none. */
+	uint16_t hook_defer;
 };
 
 static int hook(void *arg, struct scsitgt_target *tgt, uint16_t group_id,
@@ -36,6 +38,11 @@ static int hook(void *arg, struct scsitgt_target *tgt, uint16_t group_id,
 	t->hook_group = group_id;
 	t->hook_old = (int)old_state;
 	t->hook_new = (int)new_state;
+	if (group_id != 0 && group_id == t->hook_defer) {
+		assert_int_equal(scsitgt_alua_set_state(tgt, group_id, SCSITGT_ALUA_TRANSITIONING),
+				 0);
+		return SCSITGT_ALUA_REQUEST_DEFERRED;
+	}
 	return t->hook_ret;
 }
 
@@ -123,6 +130,19 @@ static struct lf_result *stpg(struct at *t, struct scsitgt__session *s, uint8_t 
 
 	p[4] = state;
 	put_be16(&p[6], group);
+	return run(t, s, cdb, cdb_stpg(cdb, sizeof(p)), p, sizeof(p));
+}
+
+/* SET TARGET PORT GROUPS with two descriptors. */
+static struct lf_result *stpg2(struct at *t, struct scsitgt__session *s, uint8_t state1,
+			       uint16_t group1, uint8_t state2, uint16_t group2)
+{
+	uint8_t cdb[12], p[12] = { 0 };
+
+	p[4] = state1;
+	put_be16(&p[6], group1);
+	p[8] = state2;
+	put_be16(&p[10], group2);
 	return run(t, s, cdb, cdb_stpg(cdb, sizeof(p)), p, sizeof(p));
 }
 
@@ -432,12 +452,8 @@ static void test_stpg(void **state)
 	ua(prt_read(t->p, t->c), 0x2a, 0x06);
 	sense(prt_read(t->p, t->c), SENSE_NOT_READY, 0x04, 0x0b);
 	/* Through the standby port itself, back to active/optimized; two groups at once. */
-	memset(p, 0, sizeof(p));
-	p[4] = SCSITGT_ALUA_ACTIVE_OPTIMIZED;
-	put_be16(&p[6], 20);
-	p[8] = SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED;
-	put_be16(&p[10], 10);
-	ok(run(t, t->c, cdb, cdb_stpg(cdb, 12), p, 12));
+	ok(stpg2(t, t->c, SCSITGT_ALUA_ACTIVE_OPTIMIZED, 20, SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED,
+		 10));
 	assert_int_equal(rtpg_state(t, t->c, 20, NULL), SCSITGT_ALUA_ACTIVE_OPTIMIZED);
 	assert_int_equal(rtpg_state(t, t->c, 10, NULL), SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED);
 	ua(prt_read(t->p, t->p->b), 0x2a, 0x06);
@@ -506,6 +522,40 @@ static void test_stpg_veto_and_modes(void **state)
 	at_destroy(t);
 }
 
+/* The host accepts a request but drives the group itself, through transitioning. */
+static void test_stpg_deferred(void **state)
+{
+	struct at *t = at_create(true);
+	uint8_t status;
+
+	(void)state;
+	configure(t, SCSITGT_ALUA_IMPLICIT | SCSITGT_ALUA_EXPLICIT, 0);
+	assert_int_equal(scsitgt_alua_set_state(t->p->lf->tgt, 20, SCSITGT_ALUA_STANDBY), 0);
+	ua(prt_read(t->p, t->c), 0x2a, 0x06);
+	clear_ua(t, t->p->b);
+	t->hook_defer = 20;
+	/* Through C (group 20): 20 to active/optimized (deferred), 10 to active/non-optimized. */
+	ok(stpg2(t, t->c, SCSITGT_ALUA_ACTIVE_OPTIMIZED, 20, SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED,
+		 10));
+	assert_int_equal(t->hook_calls, 2);
+	/* The host's change inside the hook was an implicit one: C hears of it too. */
+	ua(prt_read(t->p, t->c), 0x2a, 0x06);
+	assert_int_equal(rtpg_state(t, t->c, 20, &status), SCSITGT_ALUA_TRANSITIONING);
+	assert_int_equal(status, 0x02);
+	assert_int_equal(rtpg_state(t, t->c, 10, &status), SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED);
+	assert_int_equal(status, 0x01);
+	sense(prt_read(t->p, t->c), SENSE_NOT_READY, 0x04, 0x0a);
+	/* The host finishes the transition: an implicit change everybody hears of. */
+	assert_int_equal(scsitgt_alua_set_state(t->p->lf->tgt, 20, SCSITGT_ALUA_ACTIVE_OPTIMIZED),
+			 0);
+	ua(prt_read(t->p, t->c), 0x2a, 0x06);
+	ok(prt_read(t->p, t->c));
+	ua(prt_read(t->p, t->p->b), 0x2a, 0x06);
+	clear_ua(t, t->p->b);
+	ok(prt_read(t->p, t->p->b));
+	at_destroy(t);
+}
+
 static void test_api_errors(void **state)
 {
 	struct at *t = at_create(false);
@@ -561,6 +611,7 @@ int main(void)
 		cmocka_unit_test(test_every_transition),
 		cmocka_unit_test(test_stpg),
 		cmocka_unit_test(test_stpg_veto_and_modes),
+		cmocka_unit_test(test_stpg_deferred),
 		cmocka_unit_test(test_api_errors),
 	};
 
