@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The multi-gateway model's decisions (rbd_ha.h; docs/rbd.md, "Several gateways: the HA
+ * model").
+ *
+ * Rules, in order of importance:
+ *  1. Only the owner of the image's exclusive lock writes (librbd refuses the others' writes
+ *     with -EROFS once a client took the lock with rbd_lock_acquire()), so at most one group
+ *     is active/optimized per image, and a lock change fences the former owner (breaking a
+ *     lock blocklists its client).
+ *  2. No gateway takes the lock from a live owner, except for an initiator's SET TARGET PORT
+ *     GROUPS, and not during the owner's hold-down: no ping-pong.
+ *  3. An owner that misses cfg.misses probes in a row is dead: one standby breaks its lock
+ *     and takes it (the preferred one, else the lowest group among the live standbys; any
+ *     standby after twice as many misses, in case that one is stuck too).
+ *  4. A free lock (a clean shutdown released it) goes the same way.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libscsitgt/alua.h"
+#include "rbd_ha.h"
+
+void scsitgt__rbd_ha_init(struct scsitgt__rbd_ha *ha, const struct scsitgt__rbd_ha_cfg *cfg)
+{
+	memset(ha, 0, sizeof(*ha));
+	ha->cfg = *cfg;
+	if (ha->cfg.misses == 0)
+		ha->cfg.misses = 1;
+	if (ha->cfg.npeer_groups > SCSITGT__RBD_HA_MAX_PEERS)
+		ha->cfg.npeer_groups = SCSITGT__RBD_HA_MAX_PEERS;
+	ha->state = SCSITGT__RBD_HA_JOINING;
+}
+
+const char *scsitgt__rbd_ha_state_name(enum scsitgt__rbd_ha_state s)
+{
+	switch (s) {
+	case SCSITGT__RBD_HA_JOINING:
+		return "joining";
+	case SCSITGT__RBD_HA_STANDBY:
+		return "standby";
+	case SCSITGT__RBD_HA_ACQUIRING:
+		return "acquiring";
+	case SCSITGT__RBD_HA_OWNER:
+		return "owner";
+	case SCSITGT__RBD_HA_FENCED:
+		return "fenced";
+	}
+	return "?";
+}
+
+static uint8_t alua_of(uint8_t s)
+{
+	switch (s) {
+	case SCSITGT__RBD_HA_OWNER:
+		return SCSITGT_ALUA_ACTIVE_OPTIMIZED;
+	case SCSITGT__RBD_HA_ACQUIRING:
+		return SCSITGT_ALUA_TRANSITIONING;
+	case SCSITGT__RBD_HA_FENCED:
+		return SCSITGT_ALUA_UNAVAILABLE;
+	default:
+		return SCSITGT_ALUA_STANDBY;
+	}
+}
+
+uint8_t scsitgt__rbd_ha_alua(const struct scsitgt__rbd_ha *ha, uint16_t group)
+{
+	if (group == ha->cfg.group)
+		return alua_of((uint8_t)ha->state);
+	/* A peer: active/optimized if it owns the lock and answers; as it describes itself if
+	 * it answered; unavailable if it did not (dead, cut off, or not started). */
+	if (ha->state != SCSITGT__RBD_HA_OWNER && ha->owner_alive && group == ha->owner_group)
+		return SCSITGT_ALUA_ACTIVE_OPTIMIZED;
+	for (size_t i = 0; i < ha->npeers; i++) {
+		if (ha->peers[i].group != group)
+			continue;
+		/* Only one owner: a peer claiming it while this gateway owns the lock is stale. */
+		if (ha->peers[i].state == SCSITGT__RBD_HA_OWNER)
+			return ha->state == SCSITGT__RBD_HA_OWNER ? SCSITGT_ALUA_UNAVAILABLE
+								  : SCSITGT_ALUA_ACTIVE_OPTIMIZED;
+		return alua_of(ha->peers[i].state);
+	}
+	return SCSITGT_ALUA_UNAVAILABLE;
+}
+
+/* Is this gateway the one to take the lock now, among itself and the live standbys? The
+ * preferred gateway first, then the lowest group. */
+static bool first_in_line(const struct scsitgt__rbd_ha *ha)
+{
+	for (size_t i = 0; i < ha->npeers; i++) {
+		const struct scsitgt__rbd_ha_peer *p = &ha->peers[i];
+
+		if (p->state != SCSITGT__RBD_HA_STANDBY && p->state != SCSITGT__RBD_HA_JOINING)
+			continue;
+		if (p->preferred != ha->cfg.preferred) {
+			if (p->preferred)
+				return false;
+			continue;
+		}
+		if (p->group < ha->cfg.group)
+			return false;
+	}
+	return true;
+}
+
+static unsigned int start_acquire(struct scsitgt__rbd_ha *ha, unsigned int how)
+{
+	ha->state = SCSITGT__RBD_HA_ACQUIRING;
+	return how;
+}
+
+unsigned int scsitgt__rbd_ha_probed(struct scsitgt__rbd_ha *ha,
+				    const struct scsitgt__rbd_ha_probe *p)
+{
+	if (p->rc < 0)
+		return 0;
+	/* The view of the others, whatever this gateway's state. */
+	ha->probed = true;
+	ha->npeers = p->npeers < SCSITGT__RBD_HA_MAX_PEERS ? p->npeers : SCSITGT__RBD_HA_MAX_PEERS;
+	memcpy(ha->peers, p->peers, ha->npeers * sizeof(ha->peers[0]));
+	ha->locked = p->locked;
+	ha->owner_alive = p->locked && !p->mine && p->owner_alive;
+	ha->owner_group = ha->owner_alive ? p->owner_group : 0;
+	ha->owner_held_ms = ha->owner_alive ? p->owner_held_ms : 0;
+
+	switch (ha->state) {
+	case SCSITGT__RBD_HA_OWNER:
+		/* The lock went elsewhere: another gateway broke it, so this client is
+		 * blocklisted (or will be). Stop writing and start again as a standby. */
+		if (!p->mine)
+			return scsitgt__rbd_ha_fenced(ha);
+		return 0;
+	case SCSITGT__RBD_HA_JOINING:
+	case SCSITGT__RBD_HA_STANDBY:
+		break;
+	default:
+		/* Acquiring or fenced: the running job decides. */
+		return 0;
+	}
+	ha->state = SCSITGT__RBD_HA_STANDBY;
+	if (p->mine) {
+		/* Cannot happen with a fresh client; trust the lock. */
+		ha->state = SCSITGT__RBD_HA_OWNER;
+		return 0;
+	}
+	if (!p->locked) {
+		ha->missed = 0;
+		ha->free_seen++;
+		if (first_in_line(ha) || ha->free_seen > 2 * ha->cfg.misses)
+			return start_acquire(ha, SCSITGT__RBD_HA_DO_ACQUIRE);
+		return 0;
+	}
+	ha->free_seen = 0;
+	if (p->owner_alive) {
+		ha->missed = 0;
+		return 0;
+	}
+	ha->missed++;
+	if (ha->missed >= 2 * ha->cfg.misses || (ha->missed >= ha->cfg.misses && first_in_line(ha)))
+		return start_acquire(ha, SCSITGT__RBD_HA_DO_BREAK);
+	return 0;
+}
+
+unsigned int scsitgt__rbd_ha_acquired(struct scsitgt__rbd_ha *ha, int rc, uint64_t now_ms)
+{
+	if (ha->state != SCSITGT__RBD_HA_ACQUIRING)
+		return 0;
+	ha->missed = 0;
+	ha->free_seen = 0;
+	if (rc == 0) {
+		ha->state = SCSITGT__RBD_HA_OWNER;
+		ha->owned_since = now_ms;
+		ha->owner_alive = false;
+		ha->owner_group = 0;
+		return 0;
+	}
+	/* -ESHUTDOWN: this client itself was blocklisted meanwhile. */
+	if (rc == -ESHUTDOWN)
+		return scsitgt__rbd_ha_fenced(ha);
+	/* Another gateway was faster, or the owner refused: a standby again. */
+	ha->state = SCSITGT__RBD_HA_STANDBY;
+	return 0;
+}
+
+unsigned int scsitgt__rbd_ha_fenced(struct scsitgt__rbd_ha *ha)
+{
+	if (ha->state == SCSITGT__RBD_HA_FENCED)
+		return 0;
+	ha->state = SCSITGT__RBD_HA_FENCED;
+	ha->missed = 0;
+	ha->free_seen = 0;
+	ha->owner_alive = false;
+	return SCSITGT__RBD_HA_DO_RECONNECT;
+}
+
+unsigned int scsitgt__rbd_ha_reconnected(struct scsitgt__rbd_ha *ha, int rc)
+{
+	if (ha->state != SCSITGT__RBD_HA_FENCED)
+		return 0;
+	if (rc < 0)
+		return SCSITGT__RBD_HA_DO_RECONNECT;
+	ha->state = SCSITGT__RBD_HA_JOINING;
+	ha->probed = false;
+	return 0;
+}
+
+static bool is_peer(const struct scsitgt__rbd_ha *ha, uint16_t group)
+{
+	for (size_t i = 0; i < ha->cfg.npeer_groups; i++)
+		if (ha->cfg.peer_groups[i] == group)
+			return true;
+	return false;
+}
+
+int scsitgt__rbd_ha_request(struct scsitgt__rbd_ha *ha, uint16_t group, uint8_t alua_state,
+			    uint64_t now_ms, unsigned int *actions)
+{
+	bool active = alua_state == SCSITGT_ALUA_ACTIVE_OPTIMIZED ||
+		      alua_state == SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED;
+
+	(void)now_ms;
+	*actions = 0;
+	if (group != ha->cfg.group) {
+		/* Another gateway's group: this gateway cannot move it. Asking it to step down
+		 * is accepted (it does when this or another gateway takes over); asking it to
+		 * become active is not something this gateway can do for it. */
+		if (!is_peer(ha, group))
+			return -ENOENT;
+		if (active && scsitgt__rbd_ha_alua(ha, group) != SCSITGT_ALUA_ACTIVE_OPTIMIZED)
+			return -EREMOTE;
+		return 1;
+	}
+	if (!active) {
+		/* The owner gives the lock up only to another gateway's takeover: stepping down
+		 * on request would leave the image without a writer. */
+		if (ha->state == SCSITGT__RBD_HA_OWNER || ha->state == SCSITGT__RBD_HA_ACQUIRING)
+			return -EBUSY;
+		return 1;
+	}
+	switch (ha->state) {
+	case SCSITGT__RBD_HA_OWNER:
+	case SCSITGT__RBD_HA_ACQUIRING:
+		return 1;
+	case SCSITGT__RBD_HA_STANDBY:
+		if (!ha->probed)
+			return -EAGAIN;
+		/* Hold-down: a live owner that took the lock moments ago keeps it. */
+		if (ha->owner_alive && ha->owner_held_ms < ha->cfg.holddown_ms)
+			return -EBUSY;
+		*actions = start_acquire(ha, ha->locked ? SCSITGT__RBD_HA_DO_BREAK
+							: SCSITGT__RBD_HA_DO_ACQUIRE);
+		return 1;
+	default:
+		/* Joining or fenced: not ready to own anything. */
+		return -EAGAIN;
+	}
+}
+
+int scsitgt__rbd_ha_ack_format(char *buf, size_t size, const struct scsitgt__rbd_ha *ha,
+			       uint64_t now_ms, const char *addr)
+{
+	uint64_t held = ha->state == SCSITGT__RBD_HA_OWNER ? now_ms - ha->owned_since : 0;
+	int n = snprintf(buf, size, "g=%u s=%u p=%u h=%" PRIu64 " a=%s", ha->cfg.group,
+			 (unsigned int)ha->state, ha->cfg.preferred ? 1u : 0u, held,
+			 addr ? addr : "-");
+
+	return n < 0 || (size_t)n >= size ? -ENOSPC : n;
+}
+
+int scsitgt__rbd_ha_ack_parse(const char *buf, size_t len, struct scsitgt__rbd_ha_peer *peer,
+			      uint64_t *held_ms, char *addr, size_t addr_size)
+{
+	char tmp[256], a[160];
+	unsigned int g, s, pref;
+	unsigned long long h;
+	int end = 0;
+
+	if (buf == NULL || len == 0 || len >= sizeof(tmp))
+		return -EINVAL;
+	memcpy(tmp, buf, len);
+	tmp[len] = '\0';
+	if (sscanf(tmp, "g=%u s=%u p=%u h=%llu a=%159s%n", &g, &s, &pref, &h, a, &end) != 5 ||
+	    (size_t)end != len || g == 0 || g > UINT16_MAX || s > SCSITGT__RBD_HA_FENCED ||
+	    pref > 1)
+		return -EINVAL;
+	peer->group = (uint16_t)g;
+	peer->state = (uint8_t)s;
+	peer->preferred = pref != 0;
+	*held_ms = h;
+	if (addr) {
+		if (strlen(a) >= addr_size)
+			return -EINVAL;
+		strcpy(addr, a);
+	}
+	return 0;
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The decisions of the multi-gateway model (docs/rbd.md, "Several gateways: the HA model"),
+ * as a pure state machine: no librbd, no libuv, no clock of its own. rbd_gateway.c feeds it
+ * what it observed (a probe of the lock and of the other gateways, the end of a lock
+ * acquisition, a fence, a reconnection, an initiator's SET TARGET PORT GROUPS) and carries
+ * out the actions it returns; tests/unit/backend/test_rbd_ha.c drives it directly.
+ *
+ * One gateway, one image: the gateway that owns the image's exclusive lock is the only one
+ * that writes it, and its target port group is active/optimized. The others are standby.
+ */
+#ifndef SCSITGT_BACKEND_RBD_HA_H
+#define SCSITGT_BACKEND_RBD_HA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Most gateways (target port groups) of one image the model keeps track of. */
+#define SCSITGT__RBD_HA_MAX_PEERS 16
+
+enum scsitgt__rbd_ha_state {
+	/* Connected, the first probe not seen yet. ALUA: standby. */
+	SCSITGT__RBD_HA_JOINING,
+	/* Another gateway owns the lock (or nobody, and another gateway is to take it). */
+	SCSITGT__RBD_HA_STANDBY,
+	/* A lock acquisition (after breaking the owner's lock, perhaps) is running. ALUA:
+	 * transitioning. */
+	SCSITGT__RBD_HA_ACQUIRING,
+	/* This gateway owns the lock. ALUA: active/optimized. */
+	SCSITGT__RBD_HA_OWNER,
+	/* Blocklisted or lost the lock: reconnecting. ALUA: unavailable. */
+	SCSITGT__RBD_HA_FENCED,
+};
+
+/* Actions for the caller (bits). */
+enum {
+	/* Take the lock (rbd_lock_acquire); nobody owns it. */
+	SCSITGT__RBD_HA_DO_ACQUIRE = 1u << 0,
+	/* Break the lock of the owner seen by the last probe, then take it. */
+	SCSITGT__RBD_HA_DO_BREAK = 1u << 1,
+	/* Replace the dead client: shut it down, connect a fresh one, reopen the image. */
+	SCSITGT__RBD_HA_DO_RECONNECT = 1u << 2,
+};
+
+/* Another gateway as its answer to a probe describes it. */
+struct scsitgt__rbd_ha_peer {
+	uint16_t group;
+	uint8_t state; /* enum scsitgt__rbd_ha_state */
+	bool preferred;
+};
+
+/* What one probe found. */
+struct scsitgt__rbd_ha_probe {
+	/* < 0: the probe failed (the cluster did not answer); nothing else is valid. */
+	int rc;
+	/* The lock has an owner, and it is this gateway's client. */
+	bool locked;
+	bool mine;
+	/* The owner answered the probe (its client address was among the answers): its group,
+	 * and how long it has owned the lock, by its own clock. */
+	bool owner_alive;
+	uint16_t owner_group;
+	uint64_t owner_held_ms;
+	/* The other gateways that answered. */
+	size_t npeers;
+	struct scsitgt__rbd_ha_peer peers[SCSITGT__RBD_HA_MAX_PEERS];
+};
+
+struct scsitgt__rbd_ha_cfg {
+	/* This gateway's target port group, and the other gateways' (as configured). */
+	uint16_t group;
+	size_t npeer_groups;
+	uint16_t peer_groups[SCSITGT__RBD_HA_MAX_PEERS];
+	/* Taken first when nobody owns the lock. */
+	bool preferred;
+	/* Probes in a row the owner misses before it counts as dead (>= 1). */
+	uint32_t misses;
+	/* A live owner keeps the lock this long against SET TARGET PORT GROUPS elsewhere. */
+	uint64_t holddown_ms;
+};
+
+struct scsitgt__rbd_ha {
+	struct scsitgt__rbd_ha_cfg cfg;
+	enum scsitgt__rbd_ha_state state;
+	/* Probes in a row that found the lock held by a silent owner, or free. */
+	uint32_t missed;
+	uint32_t free_seen;
+	/* When this gateway took the lock (caller's clock, ms). */
+	uint64_t owned_since;
+	/* The last probe's view: whether the lock had an owner, that owner's group (0: unknown
+	 * or none) if it answered, and the peers. */
+	bool locked;
+	uint16_t owner_group;
+	bool owner_alive;
+	uint64_t owner_held_ms;
+	size_t npeers;
+	struct scsitgt__rbd_ha_peer peers[SCSITGT__RBD_HA_MAX_PEERS];
+	bool probed;
+};
+
+void scsitgt__rbd_ha_init(struct scsitgt__rbd_ha *ha, const struct scsitgt__rbd_ha_cfg *cfg);
+
+/* A probe's result; returns the actions to take. */
+unsigned int scsitgt__rbd_ha_probed(struct scsitgt__rbd_ha *ha,
+				    const struct scsitgt__rbd_ha_probe *p);
+
+/* The acquisition started for DO_ACQUIRE or DO_BREAK ended with @rc (0: this gateway owns the
+ * lock) at @now_ms. */
+unsigned int scsitgt__rbd_ha_acquired(struct scsitgt__rbd_ha *ha, int rc, uint64_t now_ms);
+
+/* The client was blocklisted, or the owner found it no longer owns the lock. */
+unsigned int scsitgt__rbd_ha_fenced(struct scsitgt__rbd_ha *ha);
+
+/* The reconnection started for DO_RECONNECT ended with @rc. On failure the caller retries
+ * later (DO_RECONNECT is returned again). */
+unsigned int scsitgt__rbd_ha_reconnected(struct scsitgt__rbd_ha *ha, int rc);
+
+/*
+ * An initiator's SET TARGET PORT GROUPS asks for @group to go to ALUA state @alua_state.
+ * Returns 0 (nothing to do), SCSITGT_ALUA_REQUEST_DEFERRED's value 1 (accepted; the caller
+ * sets the ALUA states from scsitgt__rbd_ha_alua()), or a negative errno to veto, and sets
+ * *@actions.
+ */
+int scsitgt__rbd_ha_request(struct scsitgt__rbd_ha *ha, uint16_t group, uint8_t alua_state,
+			    uint64_t now_ms, unsigned int *actions);
+
+/* The ALUA state (SPC-5 Table 241 value) this gateway reports for @group: its own group from
+ * its state, a peer's from the last probe. */
+uint8_t scsitgt__rbd_ha_alua(const struct scsitgt__rbd_ha *ha, uint16_t group);
+
+const char *scsitgt__rbd_ha_state_name(enum scsitgt__rbd_ha_state s);
+
+/* The probe answer of this gateway ("g=GROUP s=STATE p=PREF h=HELD_MS a=ADDR"), and its
+ * parser; a parse failure returns -EINVAL. */
+int scsitgt__rbd_ha_ack_format(char *buf, size_t size, const struct scsitgt__rbd_ha *ha,
+			       uint64_t now_ms, const char *addr);
+int scsitgt__rbd_ha_ack_parse(const char *buf, size_t len, struct scsitgt__rbd_ha_peer *peer,
+			      uint64_t *held_ms, char *addr, size_t addr_size);
+
+#endif /* SCSITGT_BACKEND_RBD_HA_H */
