@@ -288,7 +288,7 @@ static int bench_setup(struct bench *b)
 	lo.backend_ctx = bctx;
 	rc = scsitgt_lun_create(&lun, b->tgt, &lo);
 	if (rc < 0) {
-		free(bctx);
+		lo.backend->close(bctx, NULL, NULL); /* still ours (lun.h) */
 		return rc;
 	}
 	memset(&ni, 0, sizeof(ni));

@@ -98,15 +98,22 @@ struct scsitgt_backend_ops {
 	 *
 	 * @param bctx The backend context.
 	 * @param geo  Pre-filled from the LUN options; block_size or num_blocks 0 means "tell me".
-	 * @return 0, or a negative errno that fails scsitgt_lun_create() with it.
+	 * @return 0, or a negative errno that fails scsitgt_lun_create() with it. Even after
+	 *         open() returned 0, scsitgt_lun_create() may still fail (the geometry or the
+	 *         LUN flags are refused); the context is then the caller's again, who
+	 *         releases it with close() (lun.h).
 	 */
 	int (*open)(void *bctx, struct scsitgt_lun_geometry *geo);
 	/**
-	 * Close the medium and free @p bctx. Required. Called at most once, on the home loop,
-	 * never while the backend holds an io: after every io it was given was completed. If the
-	 * engine is destroyed while the backend still holds ios (scsitgt_engine_set_drain_timeout()
-	 * expired), close() is never called: the host owns @p bctx again and frees it once its
-	 * backend has completed every io it held (docs/threading.md, "Teardown").
+	 * Close the medium and free @p bctx. Required. Ownership rule: the library calls it
+	 * only for a LUN that scsitgt_lun_create() created; when scsitgt_lun_create() fails the
+	 * caller calls it instead, on a context whose open() may have succeeded, failed or never
+	 * run, so close() must release whatever the context holds in each of these states.
+	 * Called at most once, on the home loop, never while the backend holds an io: after
+	 * every io it was given was completed. If the engine is destroyed while the backend
+	 * still holds ios (scsitgt_engine_set_drain_timeout() expired), close() is never called:
+	 * the host owns @p bctx again and frees it once its backend has completed every io it
+	 * held (docs/threading.md, "Teardown").
 	 *
 	 * @param bctx   The backend context.
 	 * @param cb     Call it once when closed (may be from inside close()). May be NULL.

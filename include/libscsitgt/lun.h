@@ -63,7 +63,11 @@ struct scsitgt_lun_opts {
 	uint64_t eui64;
 	/** The backend. Required. Copied (min(size, sizeof) bytes). */
 	const struct scsitgt_backend_ops *backend;
-	/** The backend's context, passed to every backend call. Owned by the LUN on success. */
+	/**
+	 * The backend's context, passed to every backend call. Ownership: the LUN owns it once
+	 * scsitgt_lun_create() returned 0; until then (on every failure, whether open() ran or
+	 * not) it is the caller's, and the caller releases it with the backend's close().
+	 */
 	void *backend_ctx;
 	/**
 	 * LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT (SBC-4 §5.21.2): the medium has 2^N logical
@@ -90,10 +94,14 @@ SCSITGT_EXPORT void scsitgt_lun_opts_init(struct scsitgt_lun_opts *opts, size_t 
  * Create a LUN in @p tgt and open its backend (synchronously, through ops->open). From then on
  * initiators see it in REPORT LUNS.
  *
+ * Ownership, the same on every path: on success the LUN owns backend_ctx (and closes it at
+ * scsitgt_lun_destroy()); on any failure, before or after ops->open() ran, the library has
+ * not called ops->close() and the caller releases backend_ctx with ops->close().
+ *
  * @param out  Receives the LUN.
  * @param tgt  The target.
  * @param opts Options (backend required).
- * @return 0 on success, and the LUN owns backend_ctx; on failure the caller still owns it.
+ * @return 0 on success. On failure:
  *         -EINVAL for a NULL argument, an id above 16383, a block size other than 0, 512 or
  *         4096, a physical_block_exponent above 8, a backend table without
  *         open/close/submit, or a geometry the backend leaves incomplete; -EEXIST if the

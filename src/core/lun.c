@@ -151,10 +151,11 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	return 0;
 
 fail_close:
-	/* The caller keeps backend_ctx on failure, so the medium is closed but not freed:
-	 * backends free bctx in close(), which we must therefore not call. Report instead. */
+	/* lun.h: on failure backend_ctx stays the caller's, also after open() ran; close()
+	 * frees it, so the library must not call it: the caller does. */
 	scsitgt__log(&tgt->engine->log, SCSITGT_LOG_WARNING, "core",
-		     "LUN %llu: backend geometry refused (rc %d)", (unsigned long long)o.id, rc);
+		     "LUN %llu: refused after the backend opened (%s); the caller closes it",
+		     (unsigned long long)o.id, scsitgt_strerror(rc));
 fail:
 	free(lun);
 	return rc;

@@ -4,6 +4,7 @@
  * options structs of older and newer callers, the destroy-callback contract (never from inside
  * the call, exactly once from the loop), userdata, strerror and version queries.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,9 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "libscsitgt/backend_aio.h"
 #include "libscsitgt/scsitgt.h"
 #include "probe_backend.h"
 
@@ -361,6 +364,233 @@ static void test_lun_create_errors(void **state)
 	assert_int_equal(p.close_calls, 1);
 }
 
+/*
+ * Issue 17, defect 8. Who owns backend_ctx when scsitgt_lun_create() fails (lun.h, backend.h): the caller, on
+ * every failure path, before or after open() ran; the library never calls close() then, and
+ * the caller's close() releases whatever open() acquired. A backend that counts its opens and
+ * closes and holds a resource between them checks each failure path; the aio backend (a file
+ * descriptor and a poll handle after open()) checks the case of issue 17: a THIN LUN on a
+ * medium without UNMAP, refused after open().
+ */
+/* A backend whose open() acquires a resource that only close() gives back. */
+struct counted {
+	int open_rc;
+	uint32_t geo_block_size;
+	uint64_t geo_num_blocks;
+	bool unmap;
+	unsigned int opens, closes;
+	void *resource; /* held from a successful open() to close() */
+};
+
+static int counted_open(void *bctx, struct scsitgt_lun_geometry *geo)
+{
+	struct counted *c = bctx;
+
+	c->opens++;
+	if (c->open_rc < 0)
+		return c->open_rc;
+	c->resource = malloc(64);
+	if (c->resource == NULL)
+		return -ENOMEM;
+	geo->block_size = c->geo_block_size;
+	geo->num_blocks = c->geo_num_blocks;
+	return 0;
+}
+
+static void counted_close(void *bctx, scsitgt_done_cb cb, void *cb_arg)
+{
+	struct counted *c = bctx;
+
+	/* Accepts a context whatever open() did, as backend.h requires. */
+	c->closes++;
+	free(c->resource);
+	c->resource = NULL;
+	if (cb)
+		cb(cb_arg, 0);
+}
+
+static void counted_submit(void *bctx, struct scsitgt_io *io)
+{
+	(void)bctx;
+	scsitgt_io_complete(io, 0);
+}
+
+static bool counted_supports(void *bctx, enum scsitgt_io_type type)
+{
+	const struct counted *c = bctx;
+
+	return type == SCSITGT_IO_UNMAP && c->unmap;
+}
+
+static const struct scsitgt_backend_ops counted_ops = {
+	.size = sizeof(struct scsitgt_backend_ops),
+	.name = "counted",
+	.open = counted_open,
+	.close = counted_close,
+	.submit = counted_submit,
+	.supports = counted_supports,
+};
+
+static unsigned int failures;
+
+/*
+ * One failing create: it returns @want, the library did not close the backend, and the
+ * caller's close (the rule of lun.h) leaves nothing open. @opened: whether open() ran.
+ */
+static void fail_once(struct scsitgt_target *tgt, const struct scsitgt_lun_opts *lo,
+		      struct counted *c, int want, bool opened)
+{
+	unsigned int opens = c->opens, closes = c->closes;
+	struct scsitgt_lun *lun = NULL;
+
+	assert_int_equal(scsitgt_lun_create(&lun, tgt, lo), want);
+	assert_null(lun);
+	assert_int_equal(c->opens, opens + (opened ? 1 : 0));
+	assert_int_equal(c->closes, closes);
+	failures++;
+	counted_close(c, NULL, NULL);
+	assert_null(c->resource);
+}
+
+static void test_every_failure_path(void **state)
+{
+	struct env e;
+	struct counted c = {.geo_block_size = 512, .geo_num_blocks = 100};
+	struct scsitgt_backend_ops bad;
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_lun *lun;
+
+	(void)state;
+	env_init(&e);
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.backend = &counted_ops;
+	lo.backend_ctx = &c;
+
+	/* Refused before open(). */
+	assert_int_equal(scsitgt_lun_create(NULL, e.tgt, &lo), -EINVAL);
+	assert_int_equal(scsitgt_lun_create(&lun, NULL, &lo), -EINVAL);
+	assert_int_equal(c.opens, 0);
+	lo.size = 0;
+	fail_once(e.tgt, &lo, &c, -EINVAL, false);
+	lo.size = sizeof(lo);
+	bad = counted_ops;
+	bad.submit = NULL;
+	lo.backend = &bad;
+	fail_once(e.tgt, &lo, &c, -EINVAL, false);
+	lo.backend = &counted_ops;
+	lo.id = 16384;
+	fail_once(e.tgt, &lo, &c, -EINVAL, false);
+	lo.id = 0;
+	lo.block_size = 1024;
+	fail_once(e.tgt, &lo, &c, -EINVAL, false);
+	lo.block_size = 0;
+	lo.physical_block_exponent = 9;
+	fail_once(e.tgt, &lo, &c, -EINVAL, false);
+	lo.physical_block_exponent = 0;
+	lo.vendor = "TOO-LONG-VENDOR";
+	fail_once(e.tgt, &lo, &c, -EINVAL, false);
+	lo.vendor = NULL;
+
+	/* open() itself fails. */
+	c.open_rc = -EIO;
+	fail_once(e.tgt, &lo, &c, -EIO, true);
+	c.open_rc = 0;
+
+	/* Refused after a successful open(): the geometry, then THIN without UNMAP.
+	 */
+	c.geo_block_size = 1024;
+	fail_once(e.tgt, &lo, &c, -EINVAL, true);
+	c.geo_block_size = 512;
+	c.geo_num_blocks = 0;
+	fail_once(e.tgt, &lo, &c, -EINVAL, true);
+	c.geo_num_blocks = 100;
+	lo.flags = SCSITGT_LUN_THIN;
+	fail_once(e.tgt, &lo, &c, -ENOTSUP, true);
+	lo.flags = 0;
+
+	/* A LUN that exists already: refused before open(). */
+	{
+		struct counted first = {.geo_block_size = 512, .geo_num_blocks = 8};
+		struct scsitgt_lun_opts o2 = lo;
+
+		o2.backend_ctx = &first;
+		assert_int_equal(scsitgt_lun_create(&lun, e.tgt, &o2), 0);
+		fail_once(e.tgt, &lo, &c, -EEXIST, false);
+		/* On success the LUN owns it: closed once, by the library, at teardown. */
+		env_fini(&e);
+		assert_int_equal(first.opens, 1);
+		assert_int_equal(first.closes, 1);
+		assert_null(first.resource);
+	}
+	/* The library closed nothing of the failed creates: every close was the
+	 * caller's. */
+	assert_int_equal(c.closes, failures);
+}
+
+/* Open file descriptors of this process. */
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static void closed_cb(void *arg, int status)
+{
+	(void)status;
+	*(bool *)arg = true;
+}
+
+/* Issue 17: THIN on a read-only aio file (no UNMAP) fails after open(); nothing leaks. */
+static void test_aio_thin_refused(void **state)
+{
+	const struct scsitgt_backend_ops *ops = scsitgt_backend_aio_ops();
+	char path[] = "/tmp/scsitgt-ownership-XXXXXX";
+	struct scsitgt_backend_aio_opts ao;
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_lun *lun;
+	struct env e;
+	void *bctx;
+	bool closed = false;
+	int fd, fds;
+
+	(void)state;
+	if (ops == NULL)
+		skip();
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 1 << 20), 0);
+	close(fd);
+	env_init(&e);
+	fds = count_fds();
+	scsitgt_backend_aio_opts_init(&ao, sizeof(ao));
+	ao.loop = &e.loop;
+	ao.path = path;
+	ao.read_only = true;
+	assert_int_equal(scsitgt_backend_aio_create(&bctx, &ao), 0);
+	assert_true(count_fds() > fds);
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.backend = ops;
+	lo.backend_ctx = bctx;
+	lo.flags = SCSITGT_LUN_THIN;
+	assert_int_equal(scsitgt_lun_create(&lun, e.tgt, &lo), -ENOTSUP);
+	/* Still the caller's: its close() releases the file, the eventfd and the
+	 * poll. */
+	ops->close(bctx, closed_cb, &closed);
+	while (!closed)
+		assert_true(uv_run(&e.loop, UV_RUN_ONCE) >= 0);
+	assert_int_equal(count_fds(), fds);
+	env_fini(&e);
+	unlink(path);
+}
+
 /* The library copies min(size, sizeof) bytes of the table: entries past the size do not exist. */
 static void test_lun_old_ops_table(void **state)
 {
@@ -587,6 +817,8 @@ int main(void)
 		cmocka_unit_test(test_target_create_errors),
 		cmocka_unit_test(test_target_acl),
 		cmocka_unit_test(test_lun_create_errors),
+		cmocka_unit_test(test_every_failure_path),
+		cmocka_unit_test(test_aio_thin_refused),
 		cmocka_unit_test(test_lun_old_ops_table),
 		cmocka_unit_test(test_lun_get_geometry_sizes),
 		cmocka_unit_test(test_destroy_callbacks_deferred),
