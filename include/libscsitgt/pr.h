@@ -25,6 +25,26 @@
  * without a terminating NUL. Readers refuse other versions, trailing bytes and bad fields.
  *
  * When APTPL is off the saved state carries no registrations: nothing survives a restart.
+ *
+ * Version 2 (SCSITGT_PR_STATE_VERSION_SHARED) is the state shared between engines through a
+ * cluster store (scsitgt_lun_set_pr_cluster()). Its first 24 bytes and its registrations are
+ * laid out as in version 1, with the version field 2, and the registrations are always present
+ * (APTPL on or off: the engines share the state of one logical unit). A trailer follows them:
+ *
+ * | size | field                                                                        |
+ * |------|------------------------------------------------------------------------------|
+ * | 8    | change sequence: +1 with every committed PERSISTENT RESERVE OUT              |
+ * | 2    | relative target port identifier of the I_T nexus that made the change        |
+ * | 2    | its initiator port name length E (0: none), then E bytes of the name          |
+ * | 4    | number of events M, then M events                                            |
+ *
+ * An event is what the change did to other I_T nexuses, so that every engine raises the same
+ * unit attentions (SPC-5 §5.13.11) on its own nexuses: code (1), flags (1: bit 0 the name
+ * matches every ISID, bit 1 every target port), relative target port identifier (2), name
+ * length L (2), L bytes of initiator port name. Codes: 1 REGISTRATIONS PREEMPTED (2Ah/05h),
+ * 2 RESERVATIONS PREEMPTED (2Ah/03h), 3 RESERVATIONS RELEASED (2Ah/04h), 4 abort the tasks of
+ * the nexus on this logical unit (PREEMPT AND ABORT, SPC-5 §5.13.11.5). The nexus that made the
+ * change never gets its own events. Readers of version 2 accept version 1 (no events).
  */
 #ifndef LIBSCSITGT_PR_H
 #define LIBSCSITGT_PR_H
@@ -36,8 +56,11 @@
 extern "C" {
 #endif
 
-/** Current version of the state format described above. */
+/** Version of the state format given to a save callback and returned by
+ * scsitgt_lun_save_pr_state(). */
 #define SCSITGT_PR_STATE_VERSION 1
+/** Version of the state a cluster store commits and delivers (the trailer above). */
+#define SCSITGT_PR_STATE_VERSION_SHARED 2
 
 /**
  * Called after every change of a LUN's persistent reservation state, with the new state.
@@ -110,6 +133,151 @@ SCSITGT_EXPORT int scsitgt_lun_save_pr_state(struct scsitgt_lun *lun, void *buf,
  * Loop: home. The writes are synchronous.
  */
 SCSITGT_EXPORT int scsitgt_lun_use_pr_file(struct scsitgt_lun *lun, const char *path);
+
+/**
+ * @defgroup pr_cluster Persistent reservations shared by several engines
+ *
+ * Several engines (gateways, usually on several machines) export one logical unit of a shared
+ * store. Each keeps a copy of the reservation state and checks every command against it with
+ * no round trip; a cluster store keeps the authoritative state (version 2 above) and a version
+ * that changes with every commit (a RADOS object version, an etcd revision...).
+ *
+ * A PERSISTENT RESERVE OUT then runs as follows (one at a time per LUN and engine; others wait
+ * in order):
+ *
+ * 1. the core calls @c fetch; the store answers with scsitgt_pr_req_complete_fetch(): the
+ *    newest state and its version. The core applies it (as scsitgt_lun_apply_pr_state());
+ * 2. the core executes the command against that state and, when it changes something, calls
+ *    @c commit with the new state (sequence + 1, with the unit attentions the command
+ *    raises as events) and the version fetched. Local state does not change yet;
+ * 3. the store writes it only if its version is still the one fetched (compare and swap),
+ *    delivers it to every other engine (which call scsitgt_lun_apply_pr_state()) and then
+ *    answers scsitgt_pr_req_complete_commit() with 0. The core applies the state, raises the
+ *    unit attentions on its own nexuses and sends the command's status: by then every engine
+ *    that answered enforces the change;
+ * 4. -ESTALE or -ECANCELED from the commit (another engine committed first): the core starts
+ *    again at 1, up to SCSITGT_PR_CLUSTER_RETRIES times, then ends the command with BUSY. Any
+ *    other error ends the command with HARDWARE ERROR, LOGICAL UNIT COMMUNICATION FAILURE
+ *    (08h/00h) for -ETIMEDOUT, -ENOTCONN, -ESHUTDOWN, -ECONNREFUSED, -EHOSTUNREACH, INTERNAL
+ *    TARGET FAILURE (44h/00h) otherwise, BUSY for -EBUSY and -EAGAIN; the local state stays
+ *    as it was. A fetch error ends the command the same way.
+ *
+ * A PERSISTENT RESERVE OUT that changes nothing (a refused one, RESERVE by the holder) commits
+ * nothing. PERSISTENT RESERVE IN and the reservation conflict checks use the local copy.
+ * SPC-2 RESERVE/RELEASE reservations stay local to each engine.
+ * @{
+ */
+
+/** A fetch or commit the core asked a cluster store for. Opaque; owned by the core. */
+struct scsitgt_pr_req;
+
+/** Commits that found a newer version are retried this many times. */
+#define SCSITGT_PR_CLUSTER_RETRIES 16
+
+/**
+ * A cluster store. Every callback runs on the LUN's home loop and must not complete its
+ * request from inside the call: it answers later, on the home loop, exactly once per request
+ * (also when the LUN is being removed: the command waits for it).
+ */
+struct scsitgt_pr_cluster_ops {
+	/** sizeof(struct scsitgt_pr_cluster_ops). */
+	size_t size;
+	/**
+	 * Read the newest state; answer with scsitgt_pr_req_complete_fetch().
+	 *
+	 * @param arg The argument given to scsitgt_lun_set_pr_cluster().
+	 * @param lun The LUN.
+	 * @param req The request.
+	 */
+	void (*fetch)(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req);
+	/**
+	 * Store @p data if the stored version is still @p version, deliver it to the other
+	 * engines, answer with scsitgt_pr_req_complete_commit().
+	 *
+	 * @param arg     The argument given to scsitgt_lun_set_pr_cluster().
+	 * @param lun     The LUN.
+	 * @param req     The request.
+	 * @param data    The new state (version 2), valid until the request is completed.
+	 * @param len     Its length.
+	 * @param version The version the fetch returned.
+	 */
+	void (*commit)(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req,
+		       const void *data, size_t len, uint64_t version);
+	/**
+	 * The store is no longer used (replaced, or the LUN is freed); no request is pending.
+	 * May be NULL.
+	 *
+	 * @param arg The argument given to scsitgt_lun_set_pr_cluster().
+	 * @param lun The LUN.
+	 */
+	void (*detach)(void *arg, struct scsitgt_lun *lun);
+};
+
+/**
+ * Install a cluster store for a LUN's reservation state (it replaces a save callback's role:
+ * with it the LUN reports PTPL_C). The host applies the current stored state first with
+ * scsitgt_lun_apply_pr_state().
+ *
+ * @param lun  The LUN.
+ * @param ops  The store; NULL removes it. Copied (@c size bytes).
+ * @param arg  Its argument.
+ * @return 0; -EINVAL for a NULL @p lun, a bad @c size or a missing callback; -EBUSY while a
+ *         PERSISTENT RESERVE OUT waits for the store; -ENOMEM.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_lun_set_pr_cluster(struct scsitgt_lun *lun,
+					      const struct scsitgt_pr_cluster_ops *ops, void *arg);
+
+/**
+ * Answer a fetch.
+ *
+ * @param req     The request (dead after the call).
+ * @param status  0, or a negative errno (the command fails, see above).
+ * @param data    The stored state (version 1 or 2); NULL with @p len 0 when nothing is
+ *                stored yet (an empty state). Valid during the call only.
+ * @param len     Its length.
+ * @param version The store's version of it, given back to @c commit.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, int status,
+						  const void *data, size_t len, uint64_t version);
+
+/**
+ * Answer a commit.
+ *
+ * @param req    The request (dead after the call).
+ * @param status 0 once stored and delivered; -ESTALE or -ECANCELED when the stored version
+ *               had changed (nothing stored); another negative errno when the store failed
+ *               (nothing stored, or the store cannot tell: the next fetch finds out).
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT void scsitgt_pr_req_complete_commit(struct scsitgt_pr_req *req, int status);
+
+/**
+ * Apply a state committed by another engine (a cluster store delivers it). A version 2 state
+ * whose change sequence is not newer than the applied one changes nothing (a duplicate or a
+ * late delivery). A newer one replaces the registrations and the persistent reservation and
+ * raises its events as unit attentions on this engine's I_T nexuses; when changes were missed
+ * (the sequence jumped by more than one), the unit attentions are derived from the difference
+ * instead: REGISTRATIONS PREEMPTED for the nexuses whose registration went, RESERVATIONS
+ * RELEASED for the remaining registrants when a registrants-only or all-registrants
+ * reservation went. A version 1 state replaces the state without unit attentions.
+ *
+ * @param lun  The LUN.
+ * @param data The state.
+ * @param len  Its length.
+ * @return 0; -EINVAL for a NULL argument or malformed data (nothing changes); -ENOTSUP for an
+ *         unknown version; -ENOMEM.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_lun_apply_pr_state(struct scsitgt_lun *lun, const void *data,
+					      size_t len);
+
+/** @} */
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,7 @@ struct scsitgt__pr *scsitgt__pr_get(struct scsitgt_lun *lun)
 			return NULL;
 		scsitgt__list_init(&lun->pr->regs);
 		scsitgt__list_init(&lun->pr->lost);
+		scsitgt__list_init(&lun->pr->cl_queue);
 	}
 	return lun->pr;
 }
@@ -31,6 +32,7 @@ void scsitgt__pr_free(struct scsitgt_lun *lun)
 
 	if (lun->pr == NULL)
 		return;
+	scsitgt__pr_cluster_free(lun);
 	scsitgt__list_foreach_safe(pos, tmp, &lun->pr->regs)
 	{
 		free(scsitgt__container_of(pos, struct scsitgt__pr_reg, node));

@@ -61,6 +61,37 @@ struct scsitgt__pr_reg {
 	uint8_t protocol_id;
 };
 
+/*
+ * What a PERSISTENT RESERVE OUT did to other nexuses, carried in a shared (version 2) state
+ * so that every engine raises the same unit attentions (include/libscsitgt/pr.h).
+ */
+enum {
+	SCSITGT__PR_EV_REGS_PREEMPTED = 1, /* 2Ah/05h */
+	SCSITGT__PR_EV_RESV_PREEMPTED = 2, /* 2Ah/03h */
+	SCSITGT__PR_EV_RESV_RELEASED = 3,  /* 2Ah/04h */
+	SCSITGT__PR_EV_ABORT = 4,	   /* PREEMPT AND ABORT: abort the nexus's tasks */
+};
+
+struct scsitgt__pr_event {
+	struct scsitgt__list node;
+	uint8_t code;
+	/* The nexuses concerned: those scsitgt__pr_reg_matches() accepts (iport, any_isid,
+	 * all_tg_pt, rel_port_id). */
+	struct scsitgt__pr_reg who;
+};
+
+/* The trailer of a version 2 state: the change sequence, who made it, its events. */
+struct scsitgt__pr_change {
+	uint64_t seq;
+	uint16_t by_rel_port_id;
+	char by_port[SCSITGT__PR_PORT_MAX]; /* "" for none */
+	struct scsitgt__list events;
+	unsigned int nevents;
+	bool failed; /* an event could not be recorded (no memory) */
+};
+
+struct scsitgt_pr_req;
+
 struct scsitgt__pr {
 	struct scsitgt__list regs;
 	unsigned int nregs;
@@ -79,7 +110,17 @@ struct scsitgt__pr {
 	/* The host's store (include/libscsitgt/pr.h); file_path for the default file store. */
 	scsitgt_pr_save_cb save;
 	void *save_arg;
-	char *file_path;	/* I_T nexuses that ended after they had seen this LUN (core/ua.c, struct
+	char *file_path;
+	/* The cluster store (pr_cluster.c): its ops, the change sequence of the applied shared
+	 * state, the PERSISTENT RESERVE OUT commands in its protocol (the first one runs). While
+	 * one executes, @capture records the unit attentions instead of raising them. */
+	bool cl_on;
+	struct scsitgt_pr_cluster_ops cl;
+	void *cl_arg;
+	uint64_t seq;
+	struct scsitgt__list cl_queue;
+	struct scsitgt__pr_change *capture;
+	/* I_T nexuses that ended after they had seen this LUN (core/ua.c, struct
 	 * scsitgt__pr_lost), oldest first: one that comes back finds I_T NEXUS LOSS OCCURRED
 	 * instead of POWER ON (SAM-5 §6.3.4). */
 	struct scsitgt__list lost;
@@ -126,6 +167,32 @@ void scsitgt__pr_reset(struct scsitgt_lun *lun);
 void scsitgt__pr_changed(struct scsitgt_lun *lun);
 /* Whether the LUN can persist through power loss (a store is set). */
 bool scsitgt__pr_ptpl_capable(const struct scsitgt_lun *lun);
+
+/* The state format (pr_store.c). @ch NULL: version 1 (registrations only with APTPL);
+ * otherwise version 2 with @ch as trailer. @b NULL only measures. */
+size_t scsitgt__pr_encode(const struct scsitgt__pr *pr, uint8_t *b,
+			  const struct scsitgt__pr_change *ch);
+/* Decode into @out (registrations in a fresh list) and, for version 2, @ch (events in a fresh
+ * list; its seq is 0 for version 1); *@version receives the version. On error the lists may
+ * hold entries: free them with scsitgt__pr_regs_free() and scsitgt__pr_change_clear(). */
+int scsitgt__pr_decode(const uint8_t *b, size_t len, struct scsitgt__pr *out,
+		       struct scsitgt__pr_change *ch, uint16_t *version);
+/* Replace @pr's registrations and persistent reservation with @from's (moved; @from's list is
+ * left empty). */
+void scsitgt__pr_replace(struct scsitgt__pr *pr, struct scsitgt__pr *from);
+void scsitgt__pr_regs_free(struct scsitgt__list *regs);
+void scsitgt__pr_change_init(struct scsitgt__pr_change *ch);
+void scsitgt__pr_change_clear(struct scsitgt__pr_change *ch);
+/* Record event @code for the nexuses of @reg in @ch. */
+void scsitgt__pr_change_add(struct scsitgt__pr_change *ch, uint8_t code,
+			    const struct scsitgt__pr_reg *reg);
+
+/* The cluster protocol (pr_cluster.c). */
+bool scsitgt__pr_cluster_on(const struct scsitgt_lun *lun);
+/* Run PERSISTENT RESERVE OUT @cmd through the cluster store; pr_out_run() executes it. */
+void scsitgt__pr_cluster_out(struct scsitgt__cmd *cmd,
+			     enum scsitgt__sense_reason (*run)(struct scsitgt__cmd *cmd));
+void scsitgt__pr_cluster_free(struct scsitgt_lun *lun);
 
 /* Commands (pr_out.c, pr_in.c, pr_spc2.c). */
 enum scsitgt__sense_reason scsitgt__pr_parse_out(struct scsitgt__cmd *cmd);

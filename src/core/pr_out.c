@@ -180,6 +180,17 @@ static void ua_reg(struct scsitgt_lun *lun, const struct scsitgt__pr_reg *reg,
 {
 	struct scsitgt_target *tgt = lun->tgt;
 
+	if (lun->pr->capture) {
+		/* A cluster store commits first (pr_cluster.c): record it for every engine. */
+		scsitgt__pr_change_add(lun->pr->capture,
+				       reason == SCSITGT_SR_UA_REGISTRATIONS_PREEMPTED ?
+					       SCSITGT__PR_EV_REGS_PREEMPTED :
+				       reason == SCSITGT_SR_UA_RESERVATIONS_PREEMPTED ?
+					       SCSITGT__PR_EV_RESV_PREEMPTED :
+					       SCSITGT__PR_EV_RESV_RELEASED,
+				       reg);
+		return;
+	}
 	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
 		struct scsitgt__session *s = scsitgt__container_of(p, struct scsitgt__session, node);
 
@@ -250,7 +261,9 @@ static unsigned int preempt_regs(struct scsitgt__cmd *cmd, uint64_t key, bool ke
 			continue;
 		n++;
 		ua_reg(lun, r, cmd->sess, SCSITGT_SR_UA_REGISTRATIONS_PREEMPTED);
-		if (abort) {
+		if (abort && lun->pr->capture) {
+			scsitgt__pr_change_add(lun->pr->capture, SCSITGT__PR_EV_ABORT, r);
+		} else if (abort) {
 			for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions;
 			     p = p->next) {
 				struct scsitgt__session *s =
@@ -609,7 +622,13 @@ static enum scsitgt__sense_reason pr_out_run(struct scsitgt__cmd *cmd)
 
 void scsitgt__pr_out(struct scsitgt__cmd *cmd)
 {
-	enum scsitgt__sense_reason r = pr_out_run(cmd);
+	enum scsitgt__sense_reason r;
+
+	if (scsitgt__pr_cluster_on(cmd->lun)) {
+		scsitgt__pr_cluster_out(cmd, pr_out_run);
+		return;
+	}
+	r = pr_out_run(cmd);
 
 	if (r == SCSITGT_SR_OK)
 		scsitgt__pr_changed(cmd->lun);

@@ -15,6 +15,9 @@
 
 #define ST_HDR_LEN 24
 #define ST_REG_LEN 14 /* before the name */
+#define ST_EV_LEN 6   /* before the name */
+/* Events of one change: at most three per registration (UA, abort, release), and a few. */
+#define ST_MAX_EVENTS (3 * SCSITGT__PR_MAX_REGS + 8)
 #define ST_NO_HOLDER 0xffffffffu
 /* The largest state: every registration with the longest name. */
 #define ST_MAX_LEN (ST_HDR_LEN + SCSITGT__PR_MAX_REGS * (ST_REG_LEN + SCSITGT__PR_PORT_MAX))
@@ -23,25 +26,97 @@ static const uint8_t st_magic[4] = { 'S', 'G', 'P', 'R' };
 
 bool scsitgt__pr_ptpl_capable(const struct scsitgt_lun *lun)
 {
-	return lun->pr && lun->pr->save;
+	return lun->pr && (lun->pr->save || lun->pr->cl_on);
 }
 
-/* Serialise into @b (NULL: only measure). APTPL off saves no registrations. */
-static size_t st_encode(const struct scsitgt__pr *pr, uint8_t *b)
+void scsitgt__pr_change_init(struct scsitgt__pr_change *ch)
 {
-	bool keep = pr && pr->aptpl;
+	memset(ch, 0, sizeof(*ch));
+	scsitgt__list_init(&ch->events);
+}
+
+void scsitgt__pr_change_clear(struct scsitgt__pr_change *ch)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	scsitgt__list_foreach_safe(pos, tmp, &ch->events)
+	{
+		free(scsitgt__container_of(pos, struct scsitgt__pr_event, node));
+	}
+	scsitgt__list_init(&ch->events);
+	ch->nevents = 0;
+}
+
+void scsitgt__pr_change_add(struct scsitgt__pr_change *ch, uint8_t code,
+			    const struct scsitgt__pr_reg *reg)
+{
+	struct scsitgt__pr_event *ev;
+
+	if (ch->nevents >= ST_MAX_EVENTS) {
+		ch->failed = true;
+		return;
+	}
+	ev = calloc(1, sizeof(*ev));
+	if (ev == NULL) {
+		ch->failed = true;
+		return;
+	}
+	ev->code = code;
+	memcpy(ev->who.iport, reg->iport, sizeof(ev->who.iport));
+	ev->who.any_isid = reg->any_isid;
+	ev->who.all_tg_pt = reg->all_tg_pt;
+	ev->who.rel_port_id = reg->rel_port_id;
+	ev->who.protocol_id = reg->protocol_id;
+	scsitgt__list_add_tail(&ch->events, &ev->node);
+	ch->nevents++;
+}
+
+/* Version 2 trailer (include/libscsitgt/pr.h). */
+static size_t st_encode_change(const struct scsitgt__pr_change *ch, uint8_t *b)
+{
+	size_t bl = strlen(ch->by_port), n = 16 + bl;
+
+	if (b) {
+		put_be64(&b[0], ch->seq);
+		put_be16(&b[8], ch->by_rel_port_id);
+		put_be16(&b[10], (uint16_t)bl);
+		memcpy(&b[12], ch->by_port, bl);
+		put_be32(&b[12 + bl], ch->nevents);
+	}
+	for (struct scsitgt__list *p = ch->events.next; p != &ch->events; p = p->next) {
+		const struct scsitgt__pr_event *ev =
+			scsitgt__container_of(p, struct scsitgt__pr_event, node);
+		size_t nl = strlen(ev->who.iport);
+
+		if (b) {
+			b[n] = ev->code;
+			b[n + 1] = (uint8_t)((ev->who.any_isid ? 1 : 0) | (ev->who.all_tg_pt ? 2 : 0));
+			put_be16(&b[n + 2], ev->who.rel_port_id);
+			put_be16(&b[n + 4], (uint16_t)nl);
+			memcpy(&b[n + ST_EV_LEN], ev->who.iport, nl);
+		}
+		n += ST_EV_LEN + nl;
+	}
+	return n;
+}
+
+/* Serialise into @b (NULL: only measure). Version 1 (@ch NULL) with APTPL off saves no
+ * registrations; version 2 always does. */
+size_t scsitgt__pr_encode(const struct scsitgt__pr *pr, uint8_t *b,
+			  const struct scsitgt__pr_change *ch)
+{
+	bool keep = pr && (pr->aptpl || ch);
 	size_t n = ST_HDR_LEN;
 	uint32_t i = 0, holder = ST_NO_HOLDER;
 
 	if (b) {
 		memset(b, 0, ST_HDR_LEN);
 		memcpy(b, st_magic, 4);
-		put_be16(&b[4], SCSITGT_PR_STATE_VERSION);
+		put_be16(&b[4], ch ? SCSITGT_PR_STATE_VERSION_SHARED : SCSITGT_PR_STATE_VERSION);
 		put_be32(&b[16], ST_NO_HOLDER);
 	}
-	if (!keep)
-		return n;
-	for (struct scsitgt__list *p = pr->regs.next; p != &pr->regs; p = p->next, i++) {
+	for (struct scsitgt__list *p = keep ? pr->regs.next : NULL; keep && p != &pr->regs;
+	     p = p->next, i++) {
 		const struct scsitgt__pr_reg *r =
 			scsitgt__container_of(p, struct scsitgt__pr_reg, node);
 		size_t nl = strlen(r->iport);
@@ -58,14 +133,16 @@ static size_t st_encode(const struct scsitgt__pr *pr, uint8_t *b)
 		}
 		n += ST_REG_LEN + nl;
 	}
-	if (b) {
-		put_be16(&b[6], (uint16_t)(1 | (pr->held ? 2 : 0)));
+	if (b && keep) {
+		put_be16(&b[6], (uint16_t)((pr->aptpl ? 1 : 0) | (pr->held ? 2 : 0)));
 		put_be32(&b[8], pr->generation);
 		b[12] = pr->held ? pr->type : 0;
 		b[13] = pr->held ? pr->scope : 0;
 		put_be32(&b[16], holder);
 		put_be32(&b[20], i);
 	}
+	if (ch)
+		n += st_encode_change(ch, b ? &b[n] : NULL);
 	return n;
 }
 
@@ -77,7 +154,7 @@ void scsitgt__pr_changed(struct scsitgt_lun *lun)
 
 	if (pr == NULL || pr->save == NULL)
 		return;
-	n = st_encode(pr, NULL);
+	n = scsitgt__pr_encode(pr, NULL, NULL);
 	b = malloc(n);
 	if (b == NULL) {
 		scsitgt__log(&lun->tgt->engine->log, SCSITGT_LOG_ERROR, "core",
@@ -85,7 +162,7 @@ void scsitgt__pr_changed(struct scsitgt_lun *lun)
 			     (unsigned long long)lun->id);
 		return;
 	}
-	st_encode(pr, b);
+	scsitgt__pr_encode(pr, b, NULL);
 	pr->save(pr->save_arg, lun, b, n);
 	free(b);
 }
@@ -110,10 +187,10 @@ SCSITGT_EXPORT int scsitgt_lun_save_pr_state(struct scsitgt_lun *lun, void *buf,
 {
 	if (lun == NULL || len == NULL)
 		return -EINVAL;
-	*len = st_encode(lun->pr, NULL);
+	*len = scsitgt__pr_encode(lun->pr, NULL, NULL);
 	if (cap < *len || buf == NULL)
 		return -ENOSPC;
-	st_encode(lun->pr, buf);
+	scsitgt__pr_encode(lun->pr, buf, NULL);
 	return 0;
 }
 
@@ -127,17 +204,62 @@ static bool st_name_valid(const uint8_t *s, size_t n)
 	return true;
 }
 
-/* Decode into a fresh list; nothing of the LUN changes until the whole input is valid. */
-static int st_decode(const uint8_t *b, size_t len, struct scsitgt__pr *out)
+static int st_decode_change(const uint8_t *b, size_t len, struct scsitgt__pr_change *ch)
 {
-	uint16_t flags;
+	size_t off, bl;
+	uint32_t nev;
+
+	if (len < 16)
+		return -EINVAL;
+	ch->seq = get_be64(&b[0]);
+	ch->by_rel_port_id = get_be16(&b[8]);
+	bl = get_be16(&b[10]);
+	if (len - 16 < bl || (bl && !st_name_valid(&b[12], bl)))
+		return -EINVAL;
+	memcpy(ch->by_port, &b[12], bl);
+	ch->by_port[bl] = '\0';
+	nev = get_be32(&b[12 + bl]);
+	if (nev > ST_MAX_EVENTS)
+		return -EINVAL;
+	off = 16 + bl;
+	for (uint32_t i = 0; i < nev; i++) {
+		struct scsitgt__pr_reg who;
+		uint16_t nl;
+
+		if (len - off < ST_EV_LEN)
+			return -EINVAL;
+		nl = get_be16(&b[off + 4]);
+		if (b[off] < SCSITGT__PR_EV_REGS_PREEMPTED || b[off] > SCSITGT__PR_EV_ABORT ||
+		    (b[off + 1] & ~3u) || len - off - ST_EV_LEN < nl ||
+		    !st_name_valid(&b[off + ST_EV_LEN], nl))
+			return -EINVAL;
+		memset(&who, 0, sizeof(who));
+		memcpy(who.iport, &b[off + ST_EV_LEN], nl);
+		who.any_isid = b[off + 1] & 1;
+		who.all_tg_pt = b[off + 1] & 2;
+		who.rel_port_id = get_be16(&b[off + 2]);
+		scsitgt__pr_change_add(ch, b[off], &who);
+		if (ch->failed)
+			return -ENOMEM;
+		off += ST_EV_LEN + nl;
+	}
+	return off == len ? 0 : -EINVAL;
+}
+
+/* Decode into a fresh list; nothing of the LUN changes until the whole input is valid. */
+int scsitgt__pr_decode(const uint8_t *b, size_t len, struct scsitgt__pr *out,
+		       struct scsitgt__pr_change *ch, uint16_t *version)
+{
+	uint16_t flags, ver;
 	uint32_t nregs, holder;
 	size_t off = ST_HDR_LEN;
 
 	if (len < ST_HDR_LEN || memcmp(b, st_magic, 4) != 0)
 		return -EINVAL;
-	if (get_be16(&b[4]) != SCSITGT_PR_STATE_VERSION)
+	ver = get_be16(&b[4]);
+	if (ver != SCSITGT_PR_STATE_VERSION && ver != SCSITGT_PR_STATE_VERSION_SHARED)
 		return -ENOTSUP;
+	*version = ver;
 	flags = get_be16(&b[6]);
 	holder = get_be32(&b[16]);
 	nregs = get_be32(&b[20]);
@@ -181,10 +303,12 @@ static int st_decode(const uint8_t *b, size_t len, struct scsitgt__pr *out)
 			out->holder = r;
 		off += ST_REG_LEN + nl;
 	}
-	return off == len ? 0 : -EINVAL;
+	if (ver == SCSITGT_PR_STATE_VERSION)
+		return off == len ? 0 : -EINVAL;
+	return st_decode_change(&b[off], len - off, ch);
 }
 
-static void st_free_regs(struct scsitgt__list *regs)
+void scsitgt__pr_regs_free(struct scsitgt__list *regs)
 {
 	struct scsitgt__list *pos, *tmp;
 
@@ -195,43 +319,55 @@ static void st_free_regs(struct scsitgt__list *regs)
 	scsitgt__list_init(regs);
 }
 
+void scsitgt__pr_replace(struct scsitgt__pr *pr, struct scsitgt__pr *from)
+{
+	/* Registrations and the persistent reservation are replaced; the SPC-2 reservation and
+	 * the store stay. */
+	scsitgt__pr_regs_free(&pr->regs);
+	pr->nregs = 0;
+	while (!scsitgt__list_empty(&from->regs)) {
+		struct scsitgt__list *n = from->regs.next;
+
+		scsitgt__list_remove(n);
+		scsitgt__list_add_tail(&pr->regs, n);
+		pr->nregs++;
+	}
+	from->nregs = 0;
+	pr->generation = from->generation;
+	pr->aptpl = from->aptpl;
+	pr->held = from->held;
+	pr->type = from->type;
+	pr->scope = 0;
+	pr->holder = from->holder;
+}
+
 SCSITGT_EXPORT int scsitgt_lun_load_pr_state(struct scsitgt_lun *lun, const void *data,
 					     size_t len)
 {
 	struct scsitgt__pr tmp, *pr;
+	struct scsitgt__pr_change ch;
+	uint16_t ver = 0;
 	int rc;
 
 	if (lun == NULL || data == NULL)
 		return -EINVAL;
 	memset(&tmp, 0, sizeof(tmp));
 	scsitgt__list_init(&tmp.regs);
-	rc = st_decode(data, len, &tmp);
+	scsitgt__pr_change_init(&ch);
+	rc = scsitgt__pr_decode(data, len, &tmp, &ch, &ver);
+	scsitgt__pr_change_clear(&ch);
 	if (rc < 0) {
-		st_free_regs(&tmp.regs);
+		scsitgt__pr_regs_free(&tmp.regs);
 		return rc;
 	}
 	pr = scsitgt__pr_get(lun);
 	if (pr == NULL) {
-		st_free_regs(&tmp.regs);
+		scsitgt__pr_regs_free(&tmp.regs);
 		return -ENOMEM;
 	}
-	/* Registrations and the persistent reservation are replaced; the SPC-2 reservation and
-	 * the store stay. */
-	st_free_regs(&pr->regs);
-	pr->nregs = 0;
-	while (!scsitgt__list_empty(&tmp.regs)) {
-		struct scsitgt__list *n = tmp.regs.next;
-
-		scsitgt__list_remove(n);
-		scsitgt__list_add_tail(&pr->regs, n);
-		pr->nregs++;
-	}
-	pr->generation = tmp.generation;
-	pr->aptpl = tmp.aptpl;
-	pr->held = tmp.held;
-	pr->type = tmp.type;
-	pr->scope = 0;
-	pr->holder = tmp.holder;
+	scsitgt__pr_replace(pr, &tmp);
+	if (ver == SCSITGT_PR_STATE_VERSION_SHARED)
+		pr->seq = ch.seq;
 	return 0;
 }
 

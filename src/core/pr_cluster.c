@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Persistent reservations shared by several engines through a cluster store
+ * (include/libscsitgt/pr.h, "pr_cluster"): PERSISTENT RESERVE OUT as fetch, execute,
+ * compare-and-swap commit; states committed elsewhere applied with their unit attentions
+ * (SPC-5 §5.13.11) on this engine's nexuses.
+ *
+ * A PERSISTENT RESERVE OUT executes against the freshly fetched state with its unit
+ * attentions captured (pr->capture), is serialised with them, and the local state is put back
+ * until the commit succeeds: no nexus of this engine ever sees an uncommitted change.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/pr.h"
+#include "core/scsi_spec.h"
+#include "core/tmf.h"
+#include "core/ua.h"
+
+struct scsitgt_pr_req {
+	struct scsitgt__list node; /* pr->cl_queue */
+	struct scsitgt_lun *lun;
+	struct scsitgt__cmd *cmd;
+	enum scsitgt__sense_reason (*run)(struct scsitgt__cmd *cmd);
+	unsigned int tries;
+	bool busy;   /* at the store (fetch or commit) */
+	bool commit; /* the store has our commit */
+	/* The state committed (version 2), kept until the commit is answered. */
+	uint8_t *data;
+	size_t len;
+};
+
+bool scsitgt__pr_cluster_on(const struct scsitgt_lun *lun)
+{
+	return lun->pr && lun->pr->cl_on;
+}
+
+static void cl_log(struct scsitgt_lun *lun, const char *what, int status)
+{
+	scsitgt__log(&lun->tgt->engine->log, SCSITGT_LOG_ERROR, "core",
+		     "LUN %llu: reservation store: %s: %s", (unsigned long long)lun->id, what,
+		     strerror(status < 0 ? -status : status));
+}
+
+/* Whether session @s is the nexus named in a change (by name and target port). */
+static bool is_by(const struct scsitgt__pr_change *ch, const struct scsitgt__session *s)
+{
+	return ch->by_port[0] && s->rel_port_id == ch->by_rel_port_id &&
+	       strcasecmp(s->initiator_port, ch->by_port) == 0;
+}
+
+/* Raise the events of @ch on this engine's nexuses, except the one that made the change. */
+static void raise_events(struct scsitgt_lun *lun, const struct scsitgt__pr_change *ch,
+			 const struct scsitgt__cmd *by_cmd)
+{
+	struct scsitgt_target *tgt = lun->tgt;
+
+	for (const struct scsitgt__list *e = ch->events.next; e != &ch->events; e = e->next) {
+		const struct scsitgt__pr_event *ev =
+			scsitgt__container_of(e, struct scsitgt__pr_event, node);
+
+		for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions;
+		     p = p->next) {
+			struct scsitgt__session *s =
+				scsitgt__container_of(p, struct scsitgt__session, node);
+
+			if (is_by(ch, s) || !scsitgt__pr_reg_matches(&ev->who, s))
+				continue;
+			switch (ev->code) {
+			case SCSITGT__PR_EV_REGS_PREEMPTED:
+				scsitgt__ua_establish(s, lun->id,
+						      SCSITGT_SR_UA_REGISTRATIONS_PREEMPTED);
+				break;
+			case SCSITGT__PR_EV_RESV_PREEMPTED:
+				scsitgt__ua_establish(s, lun->id,
+						      SCSITGT_SR_UA_RESERVATIONS_PREEMPTED);
+				break;
+			case SCSITGT__PR_EV_RESV_RELEASED:
+				scsitgt__ua_establish(s, lun->id,
+						      SCSITGT_SR_UA_RESERVATIONS_RELEASED);
+				break;
+			default: /* SCSITGT__PR_EV_ABORT */
+				scsitgt__tmf_abort_nexus_lun(s, lun->id, by_cmd);
+				break;
+			}
+		}
+	}
+}
+
+static bool same_nexus(const struct scsitgt__pr_reg *a, const struct scsitgt__pr_reg *b)
+{
+	return a->any_isid == b->any_isid && a->all_tg_pt == b->all_tg_pt &&
+	       a->rel_port_id == b->rel_port_id && strcasecmp(a->iport, b->iport) == 0;
+}
+
+static bool has_nexus(const struct scsitgt__pr *pr, const struct scsitgt__pr_reg *r)
+{
+	for (const struct scsitgt__list *p = pr->regs.next; p != &pr->regs; p = p->next)
+		if (same_nexus(r, scsitgt__container_of(p, struct scsitgt__pr_reg, node)))
+			return true;
+	return false;
+}
+
+/*
+ * Changes were missed (the sequence jumped): derive the unit attentions from the difference
+ * between the applied state @old and the new one @new (include/libscsitgt/pr.h).
+ */
+static void derive_events(const struct scsitgt__pr *old, const struct scsitgt__pr *new,
+			  struct scsitgt__pr_change *ch)
+{
+	for (const struct scsitgt__list *p = old->regs.next; p != &old->regs; p = p->next) {
+		const struct scsitgt__pr_reg *r =
+			scsitgt__container_of(p, struct scsitgt__pr_reg, node);
+
+		if (!has_nexus(new, r))
+			scsitgt__pr_change_add(ch, SCSITGT__PR_EV_REGS_PREEMPTED, r);
+	}
+	/* SPC-5 §5.13.11.2.2: only registrants-only and all-registrants reservations tell. */
+	if (old->held && old->type != PR_TYPE_WE && old->type != PR_TYPE_EA &&
+	    (!new->held || new->type != old->type)) {
+		for (const struct scsitgt__list *p = new->regs.next; p != &new->regs; p = p->next)
+			scsitgt__pr_change_add(ch, SCSITGT__PR_EV_RESV_RELEASED,
+					       scsitgt__container_of(p, struct scsitgt__pr_reg,
+								     node));
+	}
+}
+
+/*
+ * Apply a state: replace the local one when it is newer and raise its unit attentions
+ * (@by_cmd: the command that made it, on this engine, or NULL).
+ */
+static int cl_apply(struct scsitgt_lun *lun, const void *data, size_t len,
+		    const struct scsitgt__cmd *by_cmd)
+{
+	struct scsitgt__pr tmp, *pr;
+	struct scsitgt__pr_change ch;
+	uint16_t ver = 0;
+	int rc;
+
+	memset(&tmp, 0, sizeof(tmp));
+	scsitgt__list_init(&tmp.regs);
+	scsitgt__pr_change_init(&ch);
+	rc = scsitgt__pr_decode(data, len, &tmp, &ch, &ver);
+	pr = rc < 0 ? NULL : scsitgt__pr_get(lun);
+	if (rc == 0 && pr == NULL)
+		rc = -ENOMEM;
+	if (rc == 0 && ver == SCSITGT_PR_STATE_VERSION_SHARED) {
+		if (ch.seq <= pr->seq) {
+			/* A duplicate, or older than what we have: nothing to do. */
+			goto out;
+		}
+		if (ch.seq != pr->seq + 1) {
+			scsitgt__pr_change_clear(&ch);
+			ch.by_port[0] = '\0';
+			derive_events(pr, &tmp, &ch);
+		}
+		pr->seq = ch.seq;
+	} else if (rc == 0) {
+		scsitgt__pr_change_clear(&ch);
+	}
+	if (rc == 0) {
+		scsitgt__pr_replace(pr, &tmp);
+		raise_events(lun, &ch, by_cmd);
+	}
+out:
+	scsitgt__pr_regs_free(&tmp.regs);
+	scsitgt__pr_change_clear(&ch);
+	return rc;
+}
+
+SCSITGT_EXPORT int scsitgt_lun_apply_pr_state(struct scsitgt_lun *lun, const void *data,
+					      size_t len)
+{
+	if (lun == NULL || data == NULL)
+		return -EINVAL;
+	return cl_apply(lun, data, len, NULL);
+}
+
+/* An empty shared state (nothing stored yet). */
+static void cl_apply_empty(struct scsitgt_lun *lun)
+{
+	struct scsitgt__pr tmp;
+
+	memset(&tmp, 0, sizeof(tmp));
+	scsitgt__list_init(&tmp.regs);
+	scsitgt__pr_replace(lun->pr, &tmp);
+	lun->pr->seq = 0;
+}
+
+/* Encode the local state as version 2 with @ch; NULL on allocation failure. */
+static uint8_t *cl_encode(const struct scsitgt__pr *pr, const struct scsitgt__pr_change *ch,
+			  size_t *len)
+{
+	uint8_t *b;
+
+	*len = scsitgt__pr_encode(pr, NULL, ch);
+	b = malloc(*len);
+	if (b)
+		scsitgt__pr_encode(pr, b, ch);
+	return b;
+}
+
+/* Put back a state cl_encode() made (it decodes: it cannot fail but for memory). */
+static void cl_restore(struct scsitgt_lun *lun, const uint8_t *b, size_t len)
+{
+	struct scsitgt__pr tmp;
+	struct scsitgt__pr_change ch;
+	uint16_t ver;
+
+	memset(&tmp, 0, sizeof(tmp));
+	scsitgt__list_init(&tmp.regs);
+	scsitgt__pr_change_init(&ch);
+	if (scsitgt__pr_decode(b, len, &tmp, &ch, &ver) == 0)
+		scsitgt__pr_replace(lun->pr, &tmp);
+	else
+		cl_log(lun, "cannot restore the state", ENOMEM);
+	scsitgt__pr_regs_free(&tmp.regs);
+	scsitgt__pr_change_clear(&ch);
+}
+
+static void cl_start(struct scsitgt_lun *lun);
+
+/* The sense of a store failure (include/libscsitgt/pr.h). */
+static void cl_fail(struct scsitgt__cmd *cmd, int status)
+{
+	switch (status) {
+	case -EBUSY:
+	case -EAGAIN:
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		break;
+	case -ETIMEDOUT:
+	case -ENOTCONN:
+	case -ESHUTDOWN:
+	case -ECONNREFUSED:
+	case -EHOSTUNREACH:
+		/* HARDWARE ERROR, LOGICAL UNIT COMMUNICATION FAILURE (SPC-5 Table F.1). */
+		scsitgt__cmd_complete_raw(cmd, SENSE_HARDWARE_ERROR, 0x08, 0x00);
+		break;
+	default:
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_INTERNAL_FAILURE);
+		break;
+	}
+}
+
+/* End the request at the head of the queue; the next one starts. @status < 0: a store error,
+ * else @reason. */
+static void cl_finish(struct scsitgt_pr_req *req, int status, enum scsitgt__sense_reason reason)
+{
+	struct scsitgt_lun *lun = req->lun;
+	struct scsitgt__cmd *cmd = req->cmd;
+
+	scsitgt__list_remove(&req->node);
+	free(req->data);
+	free(req);
+	/* Drop the pseudo io that kept the waiting command alive (as core/range_lock.c). */
+	cmd->ios_inflight--;
+	if (status < 0)
+		cl_fail(cmd, status);
+	else
+		scsitgt__cmd_complete(cmd, reason);
+	if (lun->pr && lun->pr->cl_on)
+		cl_start(lun);
+}
+
+static void cl_fetch(struct scsitgt_pr_req *req)
+{
+	struct scsitgt__pr *pr = req->lun->pr;
+
+	req->busy = true;
+	req->commit = false;
+	pr->cl.fetch(pr->cl_arg, req->lun, req);
+}
+
+/* Start the request at the head of the queue, if it is not running yet. */
+static void cl_start(struct scsitgt_lun *lun)
+{
+	struct scsitgt__pr *pr = lun->pr;
+	struct scsitgt_pr_req *req;
+
+	if (scsitgt__list_empty(&pr->cl_queue))
+		return;
+	req = scsitgt__container_of(pr->cl_queue.next, struct scsitgt_pr_req, node);
+	if (req->busy)
+		return;
+	if (req->cmd->state == SCSITGT__CMD_ABORTED) {
+		cl_finish(req, 0, SCSITGT_SR_ABORTED);
+		return;
+	}
+	cl_fetch(req);
+}
+
+void scsitgt__pr_cluster_out(struct scsitgt__cmd *cmd,
+			     enum scsitgt__sense_reason (*run)(struct scsitgt__cmd *cmd))
+{
+	struct scsitgt__pr *pr = cmd->lun->pr;
+	struct scsitgt_pr_req *req = calloc(1, sizeof(*req));
+
+	if (req == NULL) {
+		scsitgt__cmd_complete(cmd, SCSITGT_SR_INSUFFICIENT_REG_RESOURCES);
+		return;
+	}
+	req->lun = cmd->lun;
+	req->cmd = cmd;
+	req->run = run;
+	/* A pseudo io: a TMF or a session teardown marks the command aborted, never frees it
+	 * while the store has it. */
+	cmd->ios_inflight++;
+	scsitgt__list_add_tail(&pr->cl_queue, &req->node);
+	cl_start(cmd->lun);
+}
+
+SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, int status,
+						  const void *data, size_t len, uint64_t version)
+{
+	struct scsitgt_lun *lun;
+	struct scsitgt__cmd *cmd;
+	struct scsitgt__pr *pr;
+	struct scsitgt__pr_change ch;
+	enum scsitgt__sense_reason r;
+	uint8_t *before, *after;
+	size_t blen, alen;
+	int rc;
+
+	if (req == NULL || !req->busy || req->commit)
+		return;
+	lun = req->lun;
+	cmd = req->cmd;
+	pr = lun->pr;
+	req->busy = false;
+	if (status < 0) {
+		cl_log(lun, "fetch", status);
+		cl_finish(req, status, SCSITGT_SR_OK);
+		return;
+	}
+	if (data && len) {
+		rc = cl_apply(lun, data, len, NULL);
+		if (rc < 0) {
+			cl_log(lun, "the stored state is unreadable", rc);
+			cl_finish(req, rc == -ENOMEM ? -ENOMEM : -EIO, SCSITGT_SR_OK);
+			return;
+		}
+	} else {
+		cl_apply_empty(lun);
+	}
+	if (cmd->state == SCSITGT__CMD_ABORTED) {
+		cl_finish(req, 0, SCSITGT_SR_ABORTED);
+		return;
+	}
+	/* Execute with the unit attentions captured; compare before and after (same sequence,
+	 * no events) to see whether anything changed. */
+	scsitgt__pr_change_init(&ch);
+	ch.seq = pr->seq;
+	before = cl_encode(pr, &ch, &blen);
+	ch.seq = 0;
+	if (before == NULL) {
+		cl_finish(req, -ENOMEM, SCSITGT_SR_OK);
+		return;
+	}
+	pr->capture = &ch;
+	r = req->run(cmd);
+	pr->capture = NULL;
+	{
+		struct scsitgt__pr_change same;
+
+		scsitgt__pr_change_init(&same);
+		same.seq = pr->seq;
+		after = cl_encode(pr, &same, &alen);
+	}
+	if (r != SCSITGT_SR_OK || ch.failed || after == NULL ||
+	    (alen == blen && memcmp(after, before, blen) == 0)) {
+		/* Refused (nothing changed), or no change to commit. */
+		if (after == NULL || alen != blen || memcmp(after, before, blen) != 0)
+			cl_restore(lun, before, blen);
+		free(before);
+		free(after);
+		scsitgt__pr_change_clear(&ch);
+		if (ch.failed && r == SCSITGT_SR_OK)
+			r = SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+		cl_finish(req, 0, r);
+		return;
+	}
+	free(after);
+	/* The change to commit: the next sequence, who made it, its events. */
+	ch.seq = pr->seq + 1;
+	ch.by_rel_port_id = cmd->sess->rel_port_id;
+	snprintf(ch.by_port, sizeof(ch.by_port), "%s", cmd->sess->initiator_port);
+	req->data = cl_encode(pr, &ch, &req->len);
+	scsitgt__pr_change_clear(&ch);
+	/* The local state stays the committed one until the store says yes. */
+	cl_restore(lun, before, blen);
+	free(before);
+	if (req->data == NULL) {
+		cl_finish(req, -ENOMEM, SCSITGT_SR_OK);
+		return;
+	}
+	req->busy = true;
+	req->commit = true;
+	pr->cl.commit(pr->cl_arg, lun, req, req->data, req->len, version);
+}
+
+SCSITGT_EXPORT void scsitgt_pr_req_complete_commit(struct scsitgt_pr_req *req, int status)
+{
+	struct scsitgt_lun *lun;
+	struct scsitgt__cmd *cmd;
+	int rc;
+
+	if (req == NULL || !req->busy || !req->commit)
+		return;
+	lun = req->lun;
+	cmd = req->cmd;
+	req->busy = false;
+	req->commit = false;
+	if (status == 0) {
+		rc = cl_apply(lun, req->data, req->len, cmd);
+		if (rc < 0)
+			cl_log(lun, "cannot apply the committed state", rc);
+		/* Saved for APTPL as well when the host also installed a save callback. */
+		scsitgt__pr_changed(lun);
+		cl_finish(req, 0, SCSITGT_SR_OK);
+		return;
+	}
+	free(req->data);
+	req->data = NULL;
+	if (status == -ESTALE || status == -ECANCELED) {
+		/* Another engine committed first: fetch its state and execute again. */
+		if (cmd->state == SCSITGT__CMD_ABORTED) {
+			cl_finish(req, 0, SCSITGT_SR_ABORTED);
+		} else if (++req->tries > SCSITGT_PR_CLUSTER_RETRIES) {
+			cl_log(lun, "too many concurrent changes", status);
+			cl_finish(req, -EBUSY, SCSITGT_SR_OK);
+		} else {
+			cl_fetch(req);
+		}
+		return;
+	}
+	cl_log(lun, "commit", status);
+	cl_finish(req, status, SCSITGT_SR_OK);
+}
+
+SCSITGT_EXPORT int scsitgt_lun_set_pr_cluster(struct scsitgt_lun *lun,
+					      const struct scsitgt_pr_cluster_ops *ops, void *arg)
+{
+	struct scsitgt_pr_cluster_ops cl;
+	struct scsitgt__pr *pr;
+
+	if (lun == NULL)
+		return -EINVAL;
+	memset(&cl, 0, sizeof(cl));
+	if (ops) {
+		size_t n = ops->size < sizeof(cl) ? ops->size : sizeof(cl);
+
+		if (ops->size < offsetof(struct scsitgt_pr_cluster_ops, commit) + sizeof(ops->commit))
+			return -EINVAL;
+		memcpy(&cl, ops, n);
+		if (cl.fetch == NULL || cl.commit == NULL)
+			return -EINVAL;
+	}
+	pr = scsitgt__pr_get(lun);
+	if (pr == NULL)
+		return -ENOMEM;
+	if (!scsitgt__list_empty(&pr->cl_queue))
+		return -EBUSY;
+	if (pr->cl_on && pr->cl.detach)
+		pr->cl.detach(pr->cl_arg, lun);
+	pr->cl = cl;
+	pr->cl_arg = ops ? arg : NULL;
+	pr->cl_on = ops != NULL;
+	return 0;
+}
+
+void scsitgt__pr_cluster_free(struct scsitgt_lun *lun)
+{
+	struct scsitgt__pr *pr = lun->pr;
+
+	if (pr == NULL || !pr->cl_on)
+		return;
+	pr->cl_on = false;
+	if (pr->cl.detach)
+		pr->cl.detach(pr->cl_arg, lun);
+}

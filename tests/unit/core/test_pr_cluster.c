@@ -1,0 +1,720 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Persistent reservations shared by two engines (two gateways) through a cluster store
+ * (include/libscsitgt/pr.h): a fake in-memory store with a version, compare-and-swap commits,
+ * delivery to the other engine, requests held until the test releases them (delays,
+ * reordering) and injected errors.
+ *
+ * Gateway A's nexuses use relative target port 1, gateway B's port 2: one initiator reaching
+ * the logical unit through both gateways has two I_T nexuses, as with ALUA.
+ */
+#include <errno.h>
+
+#include "libscsitgt/pr.h"
+#include "test_pr_common.h"
+
+#define MAX_OPS 64
+
+struct gw;
+
+struct fop {
+	bool commit;
+	struct gw *gw;
+	struct scsitgt_pr_req *req;
+	uint8_t *data;
+	size_t len;
+	uint64_t version;
+};
+
+struct fstore {
+	uint8_t *data;
+	size_t len;
+	uint64_t version;
+	/* Requests waiting for fs_release() (all of them: the store never answers inside a
+	 * call). */
+	struct fop q[MAX_OPS];
+	unsigned int nq;
+	/* Injected: the next fetch / commit answer this error. always_stale: every commit. */
+	int fetch_err, commit_err;
+	bool always_stale;
+	unsigned int nfetch, ncommit, nstale, ndelivered;
+	struct gw *gws[2];
+	unsigned int ngws;
+};
+
+struct gw {
+	struct fstore *st;
+	struct loop_fabric *lf;
+	struct fake_backend *fb;
+	struct scsitgt_lun *lun;
+	/* Nexuses: initiator A, initiator B, an observer that never registers. */
+	struct scsitgt__session *a, *b, *obs;
+	struct lf_result r;
+	bool detached;
+};
+
+static void fs_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req)
+{
+	struct gw *g = arg;
+	struct fstore *st = g->st;
+
+	(void)lun;
+	assert_true(st->nq < MAX_OPS);
+	st->q[st->nq++] = (struct fop){ .commit = false, .gw = g, .req = req };
+}
+
+static void fs_commit(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req,
+		      const void *data, size_t len, uint64_t version)
+{
+	struct gw *g = arg;
+	struct fstore *st = g->st;
+	struct fop *op;
+
+	(void)lun;
+	assert_true(st->nq < MAX_OPS);
+	op = &st->q[st->nq++];
+	*op = (struct fop){ .commit = true, .gw = g, .req = req, .len = len, .version = version };
+	/* The data stays valid until the answer; keep a copy anyway to check that claim. */
+	op->data = malloc(len);
+	assert_non_null(op->data);
+	memcpy(op->data, data, len);
+	assert_memory_equal(op->data, data, len);
+}
+
+static void fs_detach(void *arg, struct scsitgt_lun *lun)
+{
+	(void)lun;
+	((struct gw *)arg)->detached = true;
+}
+
+static const struct scsitgt_pr_cluster_ops fs_ops = {
+	.size = sizeof(struct scsitgt_pr_cluster_ops),
+	.fetch = fs_fetch,
+	.commit = fs_commit,
+	.detach = fs_detach,
+};
+
+/* Answer request @i of the queue (0: the oldest). */
+static void fs_release(struct fstore *st, unsigned int i)
+{
+	struct fop op;
+
+	assert_true(i < st->nq);
+	op = st->q[i];
+	memmove(&st->q[i], &st->q[i + 1], (st->nq - i - 1) * sizeof(op));
+	st->nq--;
+	if (!op.commit) {
+		int err = st->fetch_err;
+
+		st->nfetch++;
+		st->fetch_err = 0;
+		scsitgt_pr_req_complete_fetch(op.req, err, err ? NULL : st->data,
+					      err ? 0 : st->len, st->version);
+		return;
+	}
+	st->ncommit++;
+	if (st->commit_err) {
+		int err = st->commit_err;
+
+		st->commit_err = 0;
+		scsitgt_pr_req_complete_commit(op.req, err);
+	} else if (st->always_stale || op.version != st->version) {
+		st->nstale++;
+		scsitgt_pr_req_complete_commit(op.req, -ESTALE);
+	} else {
+		free(st->data);
+		st->data = op.data;
+		st->len = op.len;
+		op.data = NULL;
+		st->version++;
+		/* Deliver to the other engine before answering (the notify round trip). */
+		for (unsigned int k = 0; k < st->ngws; k++) {
+			if (st->gws[k] == op.gw)
+				continue;
+			assert_int_equal(scsitgt_lun_apply_pr_state(st->gws[k]->lun, st->data,
+								     st->len),
+					 0);
+			st->ndelivered++;
+		}
+		scsitgt_pr_req_complete_commit(op.req, 0);
+	}
+	free(op.data);
+}
+
+static void pump(struct fstore *st)
+{
+	for (unsigned int k = 0; k < st->ngws; k++)
+		uv_run(&st->gws[k]->lf->loop, UV_RUN_NOWAIT);
+}
+
+/* Answer requests in order until @res is done. */
+static void fs_run_until(struct fstore *st, struct lf_result *res)
+{
+	for (int guard = 0; !res->done; guard++) {
+		assert_true(guard < 10000);
+		if (st->nq)
+			fs_release(st, 0);
+		pump(st);
+	}
+}
+
+static void tur(struct gw *g, struct scsitgt__session *s)
+{
+	uint8_t cdb[CDB_BUF];
+
+	lf_result_clear(&g->r);
+	loop_fabric_run_on(g->lf, s, 0, cdb, cdb_tur(cdb), NULL, 0, &g->r);
+	lf_result_clear(&g->r);
+}
+
+static void gw_init(struct gw *g, struct fstore *st, uint16_t port)
+{
+	struct fake_backend_opts o;
+
+	memset(g, 0, sizeof(*g));
+	g->st = st;
+	assert_int_equal(loop_fabric_create(&g->lf, NULL), 0);
+	fake_backend_opts_init(&o);
+	o.mode = FAKE_SYNC;
+	assert_int_equal(fake_backend_lun_create(&g->lun, &g->fb, g->lf->tgt, 0, 0, &o), 0);
+	assert_int_equal(loop_fabric_add_session(g->lf, PORT_A, port, &g->a), 0);
+	assert_int_equal(loop_fabric_add_session(g->lf, PORT_B, port, &g->b), 0);
+	assert_int_equal(loop_fabric_add_session(g->lf, PORT_OBS, port, &g->obs), 0);
+	tur(g, g->a);
+	tur(g, g->b);
+	tur(g, g->obs);
+	assert_int_equal(scsitgt_lun_set_pr_cluster(g->lun, &fs_ops, g), 0);
+	st->gws[st->ngws++] = g;
+}
+
+struct two {
+	struct fstore st;
+	struct gw ga, gb;
+	/* Commands started on A and on B that run concurrently. */
+	struct lf_result ra, rb;
+};
+
+static struct two *two_create(void)
+{
+	struct two *t = calloc(1, sizeof(*t));
+
+	assert_non_null(t);
+	gw_init(&t->ga, &t->st, 1);
+	gw_init(&t->gb, &t->st, 2);
+	return t;
+}
+
+static void two_destroy(struct two *t)
+{
+	assert_int_equal(t->st.nq, 0);
+	lf_result_clear(&t->ga.r);
+	lf_result_clear(&t->gb.r);
+	lf_result_clear(&t->ra);
+	lf_result_clear(&t->rb);
+	loop_fabric_destroy(t->ga.lf);
+	loop_fabric_destroy(t->gb.lf);
+	assert_true(t->ga.detached);
+	assert_true(t->gb.detached);
+	free(t->st.data);
+	free(t);
+}
+
+/* Start a command on gateway @g's nexus @s; finish with fs_run_until(). */
+static struct lf_result *start(struct gw *g, struct scsitgt__session *s, const uint8_t *cdb,
+			       size_t len, const void *dout, size_t dlen, struct lf_result *res)
+{
+	lf_result_clear(res);
+	loop_fabric_start_on(g->lf, s, 0, cdb, len, dout, dlen, res);
+	return res;
+}
+
+static size_t pr_out_cdb(uint8_t *cdb, uint8_t *p, uint8_t sa, uint8_t type, uint64_t key,
+			 uint64_t sa_key)
+{
+	memset(cdb, 0, 10);
+	memset(p, 0, 24);
+	cdb[0] = SPC_PERSISTENT_RESERVE_OUT;
+	cdb[1] = sa;
+	cdb[2] = type;
+	put_be32(&cdb[5], 24);
+	put_be64(&p[0], key);
+	put_be64(&p[8], sa_key);
+	return 10;
+}
+
+static struct lf_result *out_start(struct gw *g, struct scsitgt__session *s, uint8_t sa,
+				   uint8_t type, uint64_t key, uint64_t sa_key,
+				   struct lf_result *res)
+{
+	uint8_t cdb[10], p[24];
+
+	return start(g, s, cdb, pr_out_cdb(cdb, p, sa, type, key, sa_key), p, sizeof(p), res);
+}
+
+/* PERSISTENT RESERVE OUT through gateway @g, the store answering in order. */
+static struct lf_result *out(struct gw *g, struct scsitgt__session *s, uint8_t sa,
+			     uint8_t type, uint64_t key, uint64_t sa_key)
+{
+	out_start(g, s, sa, type, key, sa_key, &g->r);
+	fs_run_until(g->st, &g->r);
+	return &g->r;
+}
+
+static struct lf_result *run(struct gw *g, struct scsitgt__session *s, const uint8_t *cdb,
+			     size_t len, const void *dout, size_t dlen)
+{
+	start(g, s, cdb, len, dout, dlen, &g->r);
+	fs_run_until(g->st, &g->r);
+	return &g->r;
+}
+
+static struct lf_result *in(struct gw *g, struct scsitgt__session *s, uint8_t sa)
+{
+	uint8_t cdb[10] = { SPC_PERSISTENT_RESERVE_IN, sa };
+
+	put_be16(&cdb[7], 1024);
+	return run(g, s, cdb, 10, NULL, 0);
+}
+
+static struct lf_result *wr(struct gw *g, struct scsitgt__session *s)
+{
+	uint8_t cdb[CDB_BUF], blk[512] = { 0x5a };
+
+	return run(g, s, cdb, cdb_rw(cdb, SBC_WRITE_10, 0, 1, 0), blk, sizeof(blk));
+}
+
+static struct lf_result *rd(struct gw *g, struct scsitgt__session *s)
+{
+	uint8_t cdb[CDB_BUF];
+
+	return run(g, s, cdb, cdb_rw(cdb, SBC_READ_10, 0, 1, 0), NULL, 0);
+}
+
+/* READ KEYS through @g's observer: PRgeneration and the number of keys. */
+static void keys(struct gw *g, uint32_t *gen, unsigned int *n)
+{
+	struct lf_result *r = in(g, g->obs, PR_IN_READ_KEYS);
+
+	assert_good(r);
+	*gen = get_be32(r->data);
+	*n = get_be32(&r->data[4]) / 8;
+}
+
+static bool has_key(struct gw *g, uint64_t key)
+{
+	struct lf_result *r = in(g, g->obs, PR_IN_READ_KEYS);
+
+	assert_good(r);
+	for (uint32_t i = 0; i < get_be32(&r->data[4]) / 8; i++)
+		if (get_be64(&r->data[8 + 8 * i]) == key)
+			return true;
+	return false;
+}
+
+/* READ RESERVATION through @g: the holder's key and the type, 0 when none. */
+static uint8_t resv(struct gw *g, uint64_t *key)
+{
+	struct lf_result *r = in(g, g->obs, PR_IN_READ_RESERVATION);
+
+	assert_good(r);
+	if (get_be32(&r->data[4]) == 0)
+		return 0;
+	*key = get_be64(&r->data[8]);
+	return r->data[21];
+}
+
+/* A reservation taken through A is enforced through B, with no store round trip for I/O. */
+static void test_reservation_enforced_on_other_gateway(void **state)
+{
+	struct two *t = two_create();
+	uint64_t key = 0;
+	unsigned int fetches;
+
+	(void)state;
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	ok(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_EA, 0xa1, 0));
+	assert_int_equal(t->st.ncommit, 2);
+	assert_int_equal(t->st.ndelivered, 2);
+	/* B sees it in PERSISTENT RESERVE IN and enforces it. */
+	assert_int_equal(resv(&t->gb, &key), PR_TYPE_EA);
+	assert_int_equal(key, 0xa1);
+	fetches = t->st.nfetch;
+	conflict(wr(&t->gb, t->gb.b));
+	conflict(rd(&t->gb, t->gb.b));
+	/* Initiator A through B is another I_T nexus (port 2), not registered: conflict too. */
+	conflict(wr(&t->gb, t->gb.a));
+	ok(wr(&t->ga, t->ga.a));
+	assert_int_equal(t->st.nfetch, fetches);
+	/* A PERSISTENT RESERVE OUT through B against the holder's reservation conflicts. */
+	ok(out(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 0xb1));
+	conflict(out(&t->gb, t->gb.b, PR_OUT_RESERVE, PR_TYPE_EA, 0xb1, 0));
+	/* Registered now, B still may not access an EXCLUSIVE ACCESS reservation. */
+	conflict(wr(&t->gb, t->gb.b));
+	/* Released through A: B may write. */
+	ok(out(&t->ga, t->ga.a, PR_OUT_RELEASE, PR_TYPE_EA, 0xa1, 0));
+	ok(wr(&t->gb, t->gb.b));
+	two_destroy(t);
+}
+
+/* Two registrations racing through A and B: both land, PRgeneration +2, one stale retry. */
+static void test_concurrent_registers_both_land(void **state)
+{
+	struct two *t = two_create();
+	uint32_t gen;
+	unsigned int n;
+
+	(void)state;
+	out_start(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1, &t->ra);
+	out_start(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 0xb1, &t->rb);
+	assert_int_equal(t->st.nq, 2);
+	/* Both fetch version 0, both commit against it. */
+	fs_release(&t->st, 0);
+	fs_release(&t->st, 0);
+	assert_int_equal(t->st.nq, 2);
+	assert_true(t->st.q[0].commit && t->st.q[1].commit);
+	/* Nothing is visible before the commit: A's own PERSISTENT RESERVE IN still sees
+	 * nothing (no uncommitted state on any gateway). */
+	keys(&t->ga, &gen, &n);
+	assert_int_equal(n, 0);
+	/* B's commit lands first (reordered), A's is stale and is executed again. */
+	fs_release(&t->st, 1);
+	assert_true(t->rb.done);
+	assert_good(&t->rb);
+	assert_false(t->ra.done);
+	fs_release(&t->st, 0);
+	assert_int_equal(t->st.nstale, 1);
+	assert_false(t->ra.done);
+	fs_run_until(&t->st, &t->ra);
+	assert_good(&t->ra);
+	for (int k = 0; k < 2; k++) {
+		struct gw *g = k ? &t->gb : &t->ga;
+
+		keys(g, &gen, &n);
+		assert_int_equal(gen, 2);
+		assert_int_equal(n, 2);
+		assert_true(has_key(g, 0xa1));
+		assert_true(has_key(g, 0xb1));
+	}
+	two_destroy(t);
+}
+
+/* Many interleaved changes through both gateways: PRgeneration counts every one of them. */
+static void test_interleaved_changes_never_lost(void **state)
+{
+	struct two *t = two_create();
+	uint32_t gen;
+	unsigned int n;
+
+	(void)state;
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 1));
+	ok(out(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 1));
+	/* Each round changes both keys at once, the store answering newest request first. */
+	for (uint64_t k = 1; k <= 10; k++) {
+		out_start(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, k, k + 1, &t->ra);
+		out_start(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, k, k + 1, &t->rb);
+		for (int guard = 0; !(t->ra.done && t->rb.done); guard++) {
+			assert_true(guard < 1000);
+			unsigned int i = 0;
+
+			/* Fetches in order, then the newest commit first: stale commits. */
+			while (i < t->st.nq && t->st.q[i].commit)
+				i++;
+			if (i == t->st.nq)
+				i = t->st.nq - 1;
+			if (t->st.nq)
+				fs_release(&t->st, i);
+			pump(&t->st);
+		}
+		assert_good(&t->ra);
+		assert_good(&t->rb);
+	}
+	assert_true(t->st.nstale > 0);
+	keys(&t->gb, &gen, &n);
+	assert_int_equal(gen, 22);
+	assert_int_equal(n, 2);
+	assert_true(has_key(&t->gb, 11));
+	keys(&t->ga, &gen, &n);
+	assert_int_equal(gen, 22);
+	two_destroy(t);
+}
+
+/* PREEMPT through A: REGISTRATIONS PREEMPTED for the preempted nexus logged in through B. */
+static void test_preempt_ua_on_other_gateway(void **state)
+{
+	struct two *t = two_create();
+	uint64_t key = 0;
+
+	(void)state;
+	ok(out(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 0xb1));
+	ok(out(&t->gb, t->gb.b, PR_OUT_RESERVE, PR_TYPE_WE, 0xb1, 0));
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	conflict(wr(&t->ga, t->ga.a));
+	ok(out(&t->ga, t->ga.a, PR_OUT_PREEMPT, PR_TYPE_WE, 0xa1, 0xb1));
+	/* The preempted nexus on B finds the unit attention first (SPC-5 §5.13.11.4). */
+	ua(wr(&t->gb, t->gb.b), 0x2a, 0x05);
+	conflict(wr(&t->gb, t->gb.b));
+	ok(wr(&t->ga, t->ga.a));
+	/* Nexuses that were not registered find nothing; neither does the preempting one. */
+	ok(rd(&t->gb, t->gb.obs));
+	ok(rd(&t->ga, t->ga.a));
+	assert_int_equal(resv(&t->gb, &key), PR_TYPE_WE);
+	assert_int_equal(key, 0xa1);
+	two_destroy(t);
+}
+
+/* RELEASE of a registrants-only reservation and CLEAR through A, seen by B's registrant. */
+static void test_release_and_clear_ua_on_other_gateway(void **state)
+{
+	struct two *t = two_create();
+
+	(void)state;
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	ok(out(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 0xb1));
+	ok(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_WE_RO, 0xa1, 0));
+	ok(out(&t->ga, t->ga.a, PR_OUT_RELEASE, PR_TYPE_WE_RO, 0xa1, 0));
+	ua(rd(&t->gb, t->gb.b), 0x2a, 0x04);
+	ok(rd(&t->gb, t->gb.b));
+	ok(rd(&t->ga, t->ga.a));
+	ok(out(&t->ga, t->ga.a, PR_OUT_CLEAR, 0, 0xa1, 0));
+	ua(rd(&t->gb, t->gb.b), 0x2a, 0x03);
+	ok(rd(&t->ga, t->ga.a));
+	two_destroy(t);
+}
+
+/* PREEMPT AND ABORT through A aborts the preempted nexus's tasks on B. */
+static void test_preempt_and_abort_on_other_gateway(void **state)
+{
+	struct two *t = two_create();
+	struct lf_result slow;
+	uint8_t cdb[CDB_BUF];
+
+	(void)state;
+	memset(&slow, 0, sizeof(slow));
+	ok(out(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 0xb1));
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	/* A task of B's nexus in flight on B: a PERSISTENT RESERVE OUT held by the store. */
+	start(&t->gb, t->gb.b, cdb, cdb_tur(cdb), NULL, 0, &slow);
+	assert_true(slow.done);
+	lf_result_clear(&slow);
+	out_start(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0xb1, 0xb2, &slow);
+	assert_int_equal(t->st.nq, 1);
+	out_start(&t->ga, t->ga.a, PR_OUT_PREEMPT_AND_ABORT, PR_TYPE_EA, 0xa1, 0xb1, &t->ga.r);
+	/* A's fetch and commit go first; B's queued request then sees the preempted state. */
+	fs_release(&t->st, 1);
+	fs_release(&t->st, 1);
+	assert_true(t->ga.r.done);
+	assert_good(&t->ga.r);
+	assert_false(slow.done);
+	fs_run_until(&t->st, &slow);
+	assert_true(slow.aborted);
+	ua(rd(&t->gb, t->gb.b), 0x2a, 0x05);
+	assert_false(has_key(&t->gb, 0xb1) || has_key(&t->gb, 0xb2));
+	lf_result_clear(&slow);
+	two_destroy(t);
+}
+
+/* Store errors fail the command with sense and change nothing anywhere. */
+static void test_store_errors_change_nothing(void **state)
+{
+	struct two *t = two_create();
+	uint32_t gen;
+	unsigned int n;
+
+	(void)state;
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	t->st.fetch_err = -ETIMEDOUT;
+	sense(out(&t->ga, t->ga.b, PR_OUT_REGISTER, 0, 0, 0xb1), SENSE_HARDWARE_ERROR, 0x08,
+	      0x00);
+	t->st.commit_err = -EIO;
+	sense(out(&t->ga, t->ga.b, PR_OUT_REGISTER, 0, 0, 0xb1), SENSE_HARDWARE_ERROR, 0x44,
+	      0x00);
+	t->st.commit_err = -ENOTCONN;
+	sense(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_WE, 0xa1, 0), SENSE_HARDWARE_ERROR,
+	      0x08, 0x00);
+	t->st.commit_err = -EBUSY;
+	assert_int_equal(out(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 0xb1)->status,
+			 SAM_STAT_BUSY);
+	for (int k = 0; k < 2; k++) {
+		struct gw *g = k ? &t->gb : &t->ga;
+		uint64_t key;
+
+		keys(g, &gen, &n);
+		assert_int_equal(gen, 1);
+		assert_int_equal(n, 1);
+		assert_int_equal(resv(g, &key), 0);
+	}
+	/* The reservation the failed commit would have taken is not enforced anywhere. */
+	ok(wr(&t->ga, t->ga.b));
+	ok(wr(&t->gb, t->gb.b));
+	/* A stored state that does not decode: HARDWARE ERROR too. */
+	{
+		uint8_t junk[30] = "SGPR junk";
+
+		free(t->st.data);
+		t->st.data = malloc(sizeof(junk));
+		memcpy(t->st.data, junk, sizeof(junk));
+		t->st.len = sizeof(junk);
+		t->st.version++;
+		sense(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_WE, 0xa1, 0),
+		      SENSE_HARDWARE_ERROR, 0x44, 0x00);
+		assert_true(has_key(&t->ga, 0xa1));
+	}
+	two_destroy(t);
+}
+
+/* A store that always finds a newer version: retried a bounded number of times, then BUSY. */
+static void test_stale_retries_bounded(void **state)
+{
+	struct two *t = two_create();
+
+	(void)state;
+	t->st.always_stale = true;
+	assert_int_equal(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1)->status,
+			 SAM_STAT_BUSY);
+	assert_int_equal(t->st.ncommit, SCSITGT_PR_CLUSTER_RETRIES + 1);
+	assert_false(has_key(&t->ga, 0xa1));
+	t->st.always_stale = false;
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	assert_true(has_key(&t->gb, 0xa1));
+	two_destroy(t);
+}
+
+/* Commands that change nothing commit nothing; refused ones neither. */
+static void test_no_change_no_commit(void **state)
+{
+	struct two *t = two_create();
+
+	(void)state;
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	ok(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_WE, 0xa1, 0));
+	assert_int_equal(t->st.ncommit, 2);
+	ok(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_WE, 0xa1, 0));
+	conflict(out(&t->ga, t->ga.b, PR_OUT_RESERVE, PR_TYPE_WE, 0xb1, 0));
+	ok(out(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 0));
+	assert_int_equal(t->st.ncommit, 2);
+	/* REPORT CAPABILITIES: a cluster store persists, so PTPL_C. */
+	assert_int_equal(in(&t->gb, t->gb.b, PR_IN_REPORT_CAPABILITIES)->data[2] & 1, 1);
+	two_destroy(t);
+}
+
+/* Delivered states: duplicates and late ones change nothing; a gap derives the unit
+ * attentions; version 1 states still apply; version 2 states load. */
+static void test_apply_versions(void **state)
+{
+	struct two *t = two_create();
+	uint8_t *old;
+	size_t old_len;
+	uint8_t v1[4096];
+	size_t v1_len;
+	uint32_t gen;
+	unsigned int n;
+
+	(void)state;
+	ok(out(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 0xb1));
+	old_len = t->st.len;
+	old = malloc(old_len);
+	memcpy(old, t->st.data, old_len);
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	ok(out(&t->ga, t->ga.a, PR_OUT_PREEMPT, PR_TYPE_WE, 0xa1, 0xb1));
+	ua(rd(&t->gb, t->gb.b), 0x2a, 0x05);
+	/* The same state again (a duplicate notify), or an older one: nothing. */
+	assert_int_equal(scsitgt_lun_apply_pr_state(t->gb.lun, t->st.data, t->st.len), 0);
+	assert_int_equal(scsitgt_lun_apply_pr_state(t->gb.lun, old, old_len), 0);
+	ok(rd(&t->gb, t->gb.b));
+	keys(&t->gb, &gen, &n);
+	assert_int_equal(gen, 3);
+	assert_int_equal(n, 1);
+	/* Malformed: refused, nothing changes. */
+	assert_int_equal(scsitgt_lun_apply_pr_state(t->gb.lun, old, old_len - 1), -EINVAL);
+	old[5] = 9;
+	assert_int_equal(scsitgt_lun_apply_pr_state(t->gb.lun, old, old_len), -ENOTSUP);
+	free(old);
+	/* A gap: B misses two changes (B registers again through A's nexus... through its own
+	 * gateway, then A preempts it); the state that finally arrives is two ahead. */
+	ok(out(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 0xb2));
+	t->st.ngws = 1; /* deliveries to B are lost */
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0xa1, 0xa2));
+	ok(out(&t->ga, t->ga.a, PR_OUT_PREEMPT, PR_TYPE_WE, 0xa2, 0xb2));
+	t->st.ngws = 2;
+	ok(rd(&t->gb, t->gb.b));
+	assert_int_equal(scsitgt_lun_apply_pr_state(t->gb.lun, t->st.data, t->st.len), 0);
+	ua(rd(&t->gb, t->gb.b), 0x2a, 0x05);
+	assert_false(has_key(&t->gb, 0xb2));
+	/* Version 1 (the save hook's format) applies and loads; version 2 loads. */
+	assert_int_equal(scsitgt_lun_save_pr_state(t->ga.lun, v1, sizeof(v1), &v1_len), 0);
+	assert_int_equal(get_be16(&v1[4]), SCSITGT_PR_STATE_VERSION);
+	assert_int_equal(scsitgt_lun_apply_pr_state(t->gb.lun, v1, v1_len), 0);
+	assert_int_equal(scsitgt_lun_load_pr_state(t->gb.lun, t->st.data, t->st.len), 0);
+	assert_true(has_key(&t->gb, 0xa2));
+	two_destroy(t);
+}
+
+/* An aborted PERSISTENT RESERVE OUT waiting for the store is answered and ends aborted. */
+static void test_abort_while_waiting(void **state)
+{
+	struct two *t = two_create();
+	struct lf_result r;
+	int resp = -1;
+	uint8_t lun[8];
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+
+	out_start(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1, &r);
+	assert_int_equal(t->st.nq, 1);
+	scsitgt__lun_encode(0, lun);
+	scsitgt__tmf_execute(t->ga.a, SCSITGT__TMF_ABORT_TASK, lun, r.cmd->tag, tmf_resp, &resp);
+	/* The TMF waits for the command to come back from the store. */
+	assert_int_equal(resp, -1);
+	fs_run_until(&t->st, &r);
+	assert_true(r.aborted);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	/* Nothing was committed. */
+	assert_int_equal(t->st.ncommit, 0);
+	assert_false(has_key(&t->ga, 0xa1));
+	lf_result_clear(&r);
+	two_destroy(t);
+}
+
+static void test_set_cluster_args(void **state)
+{
+	struct two *t = two_create();
+	struct scsitgt_pr_cluster_ops bad = fs_ops;
+
+	(void)state;
+	assert_int_equal(scsitgt_lun_set_pr_cluster(NULL, &fs_ops, NULL), -EINVAL);
+	bad.size = 8;
+	assert_int_equal(scsitgt_lun_set_pr_cluster(t->ga.lun, &bad, &t->ga), -EINVAL);
+	bad = fs_ops;
+	bad.commit = NULL;
+	assert_int_equal(scsitgt_lun_set_pr_cluster(t->ga.lun, &bad, &t->ga), -EINVAL);
+	assert_int_equal(scsitgt_lun_apply_pr_state(t->ga.lun, NULL, 0), -EINVAL);
+	/* Removing the store detaches it; PERSISTENT RESERVE OUT is local again. */
+	assert_int_equal(scsitgt_lun_set_pr_cluster(t->ga.lun, NULL, NULL), 0);
+	assert_true(t->ga.detached);
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	assert_int_equal(t->st.ncommit, 0);
+	assert_int_equal(scsitgt_lun_set_pr_cluster(t->ga.lun, &fs_ops, &t->ga), 0);
+	t->ga.detached = false;
+	two_destroy(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reservation_enforced_on_other_gateway),
+		cmocka_unit_test(test_concurrent_registers_both_land),
+		cmocka_unit_test(test_interleaved_changes_never_lost),
+		cmocka_unit_test(test_preempt_ua_on_other_gateway),
+		cmocka_unit_test(test_release_and_clear_ua_on_other_gateway),
+		cmocka_unit_test(test_preempt_and_abort_on_other_gateway),
+		cmocka_unit_test(test_store_errors_change_nothing),
+		cmocka_unit_test(test_stale_retries_bounded),
+		cmocka_unit_test(test_no_change_no_commit),
+		cmocka_unit_test(test_apply_versions),
+		cmocka_unit_test(test_abort_while_waiting),
+		cmocka_unit_test(test_set_cluster_args),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
