@@ -105,6 +105,35 @@ SCSITGT_EXPORT uv_loop_t *scsitgt_engine_get_loop(const struct scsitgt_engine *e
 SCSITGT_EXPORT unsigned int scsitgt_engine_get_workers(const struct scsitgt_engine *engine);
 
 /**
+ * A function run on the engine's home loop by scsitgt_engine_post().
+ *
+ * @param arg The argument given to scsitgt_engine_post().
+ */
+typedef void (*scsitgt_post_fn)(void *arg);
+
+/**
+ * Run @p fn(@p arg) on the engine's home loop. This is the one way for a host's other threads
+ * to make the calls documented "Loop: home" (add a LUN, change an ACL, read statistics...):
+ * post a function that makes them.
+ *
+ * Posted functions run in a later iteration of the home loop, never inside this call; those
+ * posted by one thread run in the order it posted them. A function posted before the callback
+ * of scsitgt_engine_destroy() starts is run, at the latest just before that callback (during
+ * destruction the engine's targets may already be gone: the function should check what it
+ * finds), so a host that frees @p arg in @p fn leaks nothing. Posting once the destroy
+ * callback has started is a use after free: stop the posting threads first.
+ *
+ * @param engine The engine.
+ * @param fn     The function.
+ * @param arg    Its argument.
+ * @return 0; -EINVAL if @p engine or @p fn is NULL; -ENOMEM.
+ *
+ * Thread-safe.
+ */
+SCSITGT_EXPORT int scsitgt_engine_post(struct scsitgt_engine *engine, scsitgt_post_fn fn,
+				       void *arg);
+
+/**
  * Attach a host pointer to the engine.
  *
  * @param engine   The engine.

@@ -81,6 +81,15 @@ struct scsitgt_lun_opts {
 };
 
 /**
+ * Visitor of scsitgt_target_foreach_lun().
+ *
+ * @param arg The argument given to scsitgt_target_foreach_lun().
+ * @param lun One LUN.
+ * @return 0 to continue, anything else to stop the walk.
+ */
+typedef int (*scsitgt_lun_visit_cb)(void *arg, struct scsitgt_lun *lun);
+
+/**
  * Fill @p opts with the defaults.
  *
  * @param opts The options to fill.
@@ -137,6 +146,22 @@ SCSITGT_EXPORT void scsitgt_lun_destroy(struct scsitgt_lun *lun, scsitgt_done_cb
  * @return Its id. Loop: home.
  */
 SCSITGT_EXPORT uint64_t scsitgt_lun_get_id(const struct scsitgt_lun *lun);
+
+/**
+ * Walk a target's LUNs in ascending LUN number. LUNs being destroyed are skipped. The visitor
+ * may create or destroy LUNs, the one it is given included: the walk goes on with the next
+ * LUN number above the last one visited.
+ *
+ * @param tgt The target.
+ * @param cb  The visitor, called synchronously.
+ * @param arg Its argument.
+ * @return 0 after visiting every LUN; the visitor's non-zero return value if it stopped the
+ *         walk; -EINVAL if @p tgt or @p cb is NULL.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_target_foreach_lun(struct scsitgt_target *tgt, scsitgt_lun_visit_cb cb,
+					      void *arg);
 
 /**
  * The LUN's geometry after open.

@@ -91,6 +91,44 @@ SCSITGT_EXPORT void scsitgt_target_destroy(struct scsitgt_target *tgt, scsitgt_d
 					   void *cb_arg);
 
 /**
+ * Visitor of scsitgt_engine_foreach_target().
+ *
+ * @param arg The argument given to scsitgt_engine_foreach_target().
+ * @param tgt One target.
+ * @return 0 to continue, anything else to stop the walk.
+ */
+typedef int (*scsitgt_target_visit_cb)(void *arg, struct scsitgt_target *tgt);
+
+/**
+ * Walk the engine's targets in creation order. Targets being destroyed are skipped. The
+ * visitor may destroy the target it is given (the walk continues with the next one), and may
+ * create targets (they may or may not be visited).
+ *
+ * @param engine The engine.
+ * @param cb     The visitor, called synchronously.
+ * @param arg    Its argument.
+ * @return 0 after visiting every target; the visitor's non-zero return value if it stopped the
+ *         walk; -EINVAL if @p engine or @p cb is NULL.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_engine_foreach_target(struct scsitgt_engine *engine,
+						 scsitgt_target_visit_cb cb, void *arg);
+
+/**
+ * Find a target by name. iSCSI names compare case-insensitively (RFC 7143 §4.2.7.1).
+ *
+ * @param engine The engine.
+ * @param name   The target name.
+ * @return The target; NULL if there is none by that name (or it is being destroyed) or an
+ *         argument is NULL.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT struct scsitgt_target *scsitgt_engine_find_target(struct scsitgt_engine *engine,
+								  const char *name);
+
+/**
  * The target's name.
  *
  * @param tgt The target.

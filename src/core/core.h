@@ -57,6 +57,8 @@ struct scsitgt_engine {
 	/* Thread-safe io completions arrive here and are drained by tsq_async. */
 	struct scsitgt__mpsc tsq;
 	uv_async_t tsq_async;
+	/* functions posted by scsitgt_engine_post() from any thread, run from tsq_async. */
+	struct scsitgt__mpsc posts;
 	/* struct scsitgt__deferred items, run from tsq_async. */
 	struct scsitgt__list deferred;
 	struct scsitgt__ext ext[SCSITGT__EXT_COUNT_];

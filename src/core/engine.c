@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,11 +36,56 @@ SCSITGT_EXPORT void scsitgt_engine_opts_init(struct scsitgt_engine_opts *opts, s
 	memcpy(opts, &def, size);
 }
 
+/* One scsitgt_engine_post() call, queued until the home loop runs it. */
+struct engine_post {
+	struct scsitgt__mpsc_node node;
+	scsitgt_post_fn fn;
+	void *arg;
+};
+
+/* Run the functions posted so far, oldest first; later posts wake another pass. */
+static void engine_run_posts(struct scsitgt_engine *engine)
+{
+	struct scsitgt__mpsc_node *n = scsitgt__mpsc_take_all(&engine->posts);
+
+	while (n) {
+		struct engine_post *p = scsitgt__container_of(n, struct engine_post, node);
+		scsitgt_post_fn fn = p->fn;
+		void *arg = p->arg;
+
+		n = n->next;
+		free(p);
+		fn(arg);
+	}
+}
+
+SCSITGT_EXPORT int scsitgt_engine_post(struct scsitgt_engine *engine, scsitgt_post_fn fn,
+				       void *arg)
+{
+	struct engine_post *p;
+
+	if (engine == NULL || fn == NULL)
+		return -EINVAL;
+	p = malloc(sizeof(*p));
+	if (p == NULL)
+		return -ENOMEM;
+	p->fn = fn;
+	p->arg = arg;
+	/* Counted as a sender, like a thread-safe completion, so that destruction does not
+	 * close the async handle between the push and the wake-up (core/drain.c). */
+	atomic_fetch_add(&engine->tsq_senders, 1);
+	if (scsitgt__mpsc_push(&engine->posts, &p->node))
+		uv_async_send(&engine->tsq_async);
+	atomic_fetch_sub(&engine->tsq_senders, 1);
+	return 0;
+}
+
 static void engine_async_cb(uv_async_t *h)
 {
 	struct scsitgt_engine *engine = h->data;
 
 	scsitgt__io_drain_threadsafe(engine);
+	engine_run_posts(engine);
 	/* Run only what was queued before this pass; new items wake another pass. */
 	struct scsitgt__list batch;
 	scsitgt__list_init(&batch);
@@ -117,6 +163,7 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 	scsitgt__list_init(&engine->services);
 	scsitgt__list_init(&engine->deferred);
 	scsitgt__mpsc_init(&engine->tsq);
+	scsitgt__mpsc_init(&engine->posts);
 	rc = uv_async_init(loop, &engine->tsq_async, engine_async_cb);
 	if (rc < 0) {
 		free(engine->cache);
@@ -162,6 +209,38 @@ struct scsitgt_target *scsitgt__engine_find_target(struct scsitgt_engine *engine
 	return NULL;
 }
 
+SCSITGT_EXPORT int scsitgt_engine_foreach_target(struct scsitgt_engine *engine,
+						 scsitgt_target_visit_cb cb, void *arg)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	if (engine == NULL || cb == NULL)
+		return -EINVAL;
+	scsitgt__list_foreach_safe(pos, tmp, &engine->targets)
+	{
+		struct scsitgt_target *tgt = scsitgt__container_of(pos, struct scsitgt_target, node);
+		int rc;
+
+		if (tgt->destroying)
+			continue;
+		rc = cb(arg, tgt);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+SCSITGT_EXPORT struct scsitgt_target *scsitgt_engine_find_target(struct scsitgt_engine *engine,
+								  const char *name)
+{
+	struct scsitgt_target *tgt;
+
+	if (engine == NULL || name == NULL)
+		return NULL;
+	tgt = scsitgt__engine_find_target(engine, name);
+	return tgt && !tgt->destroying ? tgt : NULL;
+}
+
 /* Destruction runs in phases: services, then targets, then the worker threads (every
  * connection on them is closed by then), then the engine's own handle. */
 enum { ENGINE_PHASE_SERVICES = 1, ENGINE_PHASE_TARGETS, ENGINE_PHASE_WORKERS, ENGINE_PHASE_CLOSE };
@@ -183,6 +262,8 @@ static void engine_closed(uv_handle_t *h)
 	scsitgt_done_cb cb = engine->destroy_cb;
 	void *cb_arg = engine->destroy_cb_arg;
 
+	/* Functions posted after the last async pass still run, before the callback. */
+	engine_run_posts(engine);
 	/* Items deferred after the last async pass (e.g. a backend's late close) still run. */
 	while (!scsitgt__list_empty(&engine->deferred)) {
 		struct scsitgt__list *n = engine->deferred.next;

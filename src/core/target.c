@@ -187,6 +187,31 @@ struct scsitgt_lun *scsitgt__target_find_lun(const struct scsitgt_target *tgt, u
 	return i < tgt->nluns && tgt->luns[i]->id == id ? tgt->luns[i] : NULL;
 }
 
+SCSITGT_EXPORT int scsitgt_target_foreach_lun(struct scsitgt_target *tgt, scsitgt_lun_visit_cb cb,
+					      void *arg)
+{
+	size_t i;
+
+	if (tgt == NULL || cb == NULL)
+		return -EINVAL;
+	/* By LUN number, looked up again after each visit: the visitor may change the array. */
+	for (i = 0; i < tgt->nluns;) {
+		struct scsitgt_lun *lun = tgt->luns[i];
+		uint64_t id = lun->id;
+		int rc;
+
+		if (!lun->destroying) {
+			rc = cb(arg, lun);
+			if (rc != 0)
+				return rc;
+		}
+		if (id == UINT64_MAX)
+			break;
+		i = target_lun_index(tgt, id + 1);
+	}
+	return 0;
+}
+
 int scsitgt__target_insert_lun(struct scsitgt_target *tgt, struct scsitgt_lun *lun)
 {
 	size_t i = target_lun_index(tgt, lun->id);
