@@ -20,6 +20,9 @@ PKGS=(
 	libinih-dev doxygen
 	# tests/vm (suite 'vm'): the guest image is built from Debian packages and booted by QEMU.
 	qemu-system-x86 debootstrap busybox-static cpio e2fsprogs
+	# the RBD backend (meson feature 'rbd') and its tests: librbd/librados to build, and a
+	# throwaway cluster on 127.0.0.1 (tests/ceph/micro-ceph.sh: monitor, OSD, the rbd CLI).
+	librbd-dev librados-dev ceph-mon ceph-osd ceph-common
 )
 
 # One dpkg-query for all: "name status" for every package dpkg knows; unknown ones print nothing.
