@@ -3,7 +3,8 @@
  * minitarget: a small iSCSI target built on libscsitgt.
  *
  *   minitarget [--portal HOST:PORT]... [--iqn NAME]
- *              [--lun N:ram:SIZE[,flag...] | N:null:SIZE[,flag...] | N:file:PATH[,flag...]]...
+ *              [--lun N:ram:SIZE[,flag...] | N:null:SIZE[,flag...] | N:file:PATH[,flag...]
+ *                     | N:rbd:POOL/IMAGE[,flag...]]...
  *              [--chap USER:SECRET] [--mutual-chap USER:SECRET] [--initiator NAME]...
  *              [--header-digest] [--data-digest] [--login-timeout MS] [-v]
  *              [--workers N|auto] [--srp-portal HOST:PORT]... [--srp-guid 0xHEX]
@@ -17,6 +18,11 @@
  * every initiator; the LUN number is after the last ':'), and turns LUN masking on.
  * SIZE takes K/M/G/T suffixes (powers of 1024); LUN flags: thin, ro, removable, bs=512|4096,
  * pbe=N (2^N logical blocks per physical block, 0..8), spc4 (claim SPC-4 in INQUIRY).
+ * rbd: a Ceph RBD image (backend_rbd.h), its size from the image; flags ns=NAMESPACE,
+ * id=CLIENT (default admin), conf=CEPH.CONF (default $CEPH_CONF), timeout=SECONDS (RADOS
+ * operation timeout, 0 = none), nocache (rbd_cache=false: no volatile write cache), ro. Its
+ * serial and NAA come from the image (cluster fsid, pool, image id), so that every gateway
+ * exporting the image shows the same device.
  * Prints one "iscsi://HOST:PORT/IQN/LUN" line per LUN once listening; logs go to stderr.
  * --srp-portal listens for SRP logins over RDMA/CM (Linux ib_srp's dest=HOST:PORT) with the
  * target port identifier id_ext = ioc_guid = --srp-guid (default 0x0002c90300abcdef); one
@@ -36,13 +42,19 @@
 
 #define MAX_ITEMS 32
 
-enum lun_kind { LUN_RAM, LUN_NULL, LUN_FILE };
+enum lun_kind { LUN_RAM, LUN_NULL, LUN_FILE, LUN_RBD };
 
 struct lun_spec {
 	uint64_t id;
 	enum lun_kind kind;
 	uint64_t size;     /* ram and null */
-	char path[200];    /* file: a regular file or a block device */
+	char path[200];    /* file: a regular file or a block device; rbd: POOL/IMAGE */
+	/* rbd: namespace, client id, ceph.conf, operation timeout, client cache off */
+	char rbd_ns[64];
+	char rbd_id[64];
+	char rbd_conf[200];
+	long rbd_timeout; /* -1: the backend's default */
+	bool rbd_nocache;
 	bool bs_given;
 	uint32_t bs;
 	uint32_t flags;
@@ -71,6 +83,8 @@ static void usage(FILE *f)
 		"                  [--lun N:ram|null:SIZE[,thin][,ro][,removable][,bs=N][,pbe=N]\n"
 		"                         [,spc4]]...\n"
 		"                  [--lun N:file:PATH[,thin][,ro][,removable][,bs=N][,pbe=N][,spc4]]...\n"
+		"                  [--lun N:rbd:POOL/IMAGE[,ns=NS][,id=CLIENT][,conf=FILE]\n"
+		"                         [,timeout=S][,nocache][,ro][,bs=N]]...\n"
 		"                  [--chap USER:SECRET] [--mutual-chap USER:SECRET]\n"
 		"                  [--initiator NAME]... [--header-digest] [--data-digest] [-v]\n"
 		"                  [--pr-dir DIR] [--login-timeout MS] [--alua STATE]\n"
@@ -131,6 +145,7 @@ static int parse_lun(const char *arg, struct lun_spec *l)
 	strcpy(buf, arg);
 	memset(l, 0, sizeof(*l));
 	l->bs = 512;
+	l->rbd_timeout = -1;
 	tok = strtok_r(buf, ",", &save);
 	if (tok == NULL)
 		return -1;
@@ -152,10 +167,21 @@ static int parse_lun(const char *arg, struct lun_spec *l)
 		if (*p == '\0' || strlen(p) >= sizeof(l->path))
 			return -1;
 		strcpy(l->path, p);
+	} else if (strncmp(p, "rbd:", 4) == 0) {
+		/* POOL/IMAGE: both non-empty, one slash. */
+		const char *slash;
+
+		l->kind = LUN_RBD;
+		p += 4;
+		slash = strchr(p, '/');
+		if (slash == NULL || slash == p || slash[1] == '\0' || strchr(slash + 1, '/') ||
+		    strlen(p) >= sizeof(l->path))
+			return -1;
+		strcpy(l->path, p);
 	} else {
 		return -1;
 	}
-	if (l->kind != LUN_FILE && parse_size(p, &l->size) < 0)
+	if (l->kind != LUN_FILE && l->kind != LUN_RBD && parse_size(p, &l->size) < 0)
 		return -1;
 	while ((tok = strtok_r(NULL, ",", &save)) != NULL) {
 		if (strcmp(tok, "thin") == 0)
@@ -171,6 +197,30 @@ static int parse_lun(const char *arg, struct lun_spec *l)
 				return -1;
 			strcpy(l->fault, tok + 6);
 		}
+		else if (l->kind == LUN_RBD && strncmp(tok, "ns=", 3) == 0) {
+			if (strlen(tok + 3) >= sizeof(l->rbd_ns))
+				return -1;
+			strcpy(l->rbd_ns, tok + 3);
+		}
+		else if (l->kind == LUN_RBD && strncmp(tok, "id=", 3) == 0) {
+			if (tok[3] == '\0' || strlen(tok + 3) >= sizeof(l->rbd_id))
+				return -1;
+			strcpy(l->rbd_id, tok + 3);
+		}
+		else if (l->kind == LUN_RBD && strncmp(tok, "conf=", 5) == 0) {
+			if (tok[5] == '\0' || strlen(tok + 5) >= sizeof(l->rbd_conf))
+				return -1;
+			strcpy(l->rbd_conf, tok + 5);
+		}
+		else if (l->kind == LUN_RBD && strncmp(tok, "timeout=", 8) == 0) {
+			unsigned long v = strtoul(tok + 8, &end, 10);
+
+			if (end == tok + 8 || *end != '\0' || v > 86400)
+				return -1;
+			l->rbd_timeout = (long)v;
+		}
+		else if (l->kind == LUN_RBD && strcmp(tok, "nocache") == 0)
+			l->rbd_nocache = true;
 		else if (strncmp(tok, "pbe=", 4) == 0) {
 			unsigned long v = strtoul(tok + 4, &end, 10);
 
@@ -187,9 +237,59 @@ static int parse_lun(const char *arg, struct lun_spec *l)
 	}
 	if (l->bs != 512 && l->bs != 4096)
 		return -1;
-	if (l->kind != LUN_FILE && l->size < l->bs)
+	if (l->kind != LUN_FILE && l->kind != LUN_RBD && l->size < l->bs)
 		return -1;
 	return 0;
+}
+
+/* An RBD image, opened off the loop (scsitgt_backend_rbd_create_async()); minitarget waits
+ * for it before it listens, running the loop meanwhile as a serving host would. */
+struct rbd_wait {
+	bool done;
+	int status;
+	void *bctx;
+};
+
+static void rbd_opened(void *arg, int status, void *bctx)
+{
+	struct rbd_wait *w = arg;
+
+	w->done = true;
+	w->status = status;
+	w->bctx = bctx;
+}
+
+static int rbd_open_lun(uv_loop_t *loop, const struct lun_spec *l, void **bctx)
+{
+	struct scsitgt_backend_rbd_opts ro;
+	struct rbd_wait w = { 0 };
+	char pool[200];
+	char *slash;
+	int rc;
+
+	strcpy(pool, l->path);
+	slash = strchr(pool, '/');
+	*slash = '\0';
+	scsitgt_backend_rbd_opts_init(&ro, sizeof(ro));
+	ro.loop = loop;
+	ro.pool = pool;
+	ro.image = slash + 1;
+	ro.pool_namespace = l->rbd_ns[0] ? l->rbd_ns : NULL;
+	if (l->rbd_id[0])
+		ro.client_id = l->rbd_id;
+	ro.conf_file = l->rbd_conf[0] ? l->rbd_conf : NULL;
+	ro.read_only = (l->flags & SCSITGT_LUN_READ_ONLY) != 0;
+	ro.write_through = l->rbd_nocache;
+	if (l->rbd_timeout >= 0)
+		ro.op_timeout_s = (uint32_t)l->rbd_timeout;
+	ro.log_cb = log_cb;
+	rc = scsitgt_backend_rbd_create_async(&ro, rbd_opened, &w);
+	if (rc < 0)
+		return rc;
+	while (!w.done)
+		uv_run(loop, UV_RUN_ONCE);
+	*bctx = w.bctx;
+	return w.status;
 }
 
 /* "HOST:PORT", "[V6]:PORT" or "HOST" (port 3260). */
@@ -597,6 +697,8 @@ int main(int argc, char **argv)
 		struct scsitgt_lun_opts lo;
 		struct scsitgt_lun *lun;
 		void *bctx = NULL;
+		void *rbd_ctx = NULL; /* the RBD context (bctx may be a fault wrapper around it) */
+		char serial[40];
 
 		switch (luns[i].kind) {
 		case LUN_NULL:
@@ -619,6 +721,11 @@ int main(int argc, char **argv)
 			rc = scsitgt_backend_aio_create(&bctx, &ao);
 			break;
 		}
+		case LUN_RBD:
+			ops = scsitgt_backend_rbd_ops();
+			rc = ops ? rbd_open_lun(&app.loop, &luns[i], &bctx) : -ENOTSUP;
+			rbd_ctx = rc == 0 ? bctx : NULL;
+			break;
 		}
 		if (rc < 0) {
 			fprintf(stderr, "minitarget: backend: %s\n", scsitgt_strerror(rc));
@@ -651,7 +758,16 @@ int main(int argc, char **argv)
 		lo.id = luns[i].id;
 		/* Files and devices report their own size, and devices their block size. */
 		lo.block_size = luns[i].kind == LUN_FILE && !luns[i].bs_given ? 0 : luns[i].bs;
-		lo.num_blocks = luns[i].kind == LUN_FILE ? 0 : luns[i].size / luns[i].bs;
+		lo.num_blocks = luns[i].kind == LUN_FILE || luns[i].kind == LUN_RBD
+					? 0
+					: luns[i].size / luns[i].bs;
+		if (rbd_ctx) {
+			/* One device for multipath, whichever gateway exports the image. */
+			scsitgt_backend_rbd_get_ident(rbd_ctx, &lo.naa, serial, sizeof(serial));
+			lo.serial = serial;
+			/* WCE on when librbd caches writes (SBC-4 §4.14): the initiator flushes. */
+			luns[i].flags |= SCSITGT_LUN_WRITE_CACHE;
+		}
 		lo.flags = luns[i].flags;
 		lo.physical_block_exponent = luns[i].pbe;
 		lo.backend = ops;
@@ -663,6 +779,8 @@ int main(int argc, char **argv)
 				(unsigned long long)luns[i].id, scsitgt_strerror(rc));
 			goto fail;
 		}
+		if (rbd_ctx)
+			scsitgt_backend_rbd_set_lun(rbd_ctx, lun);
 		if (pr_dir) {
 			char path[4096];
 

@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "backend_aio.h"
 #include "backend_fault.h"
+#include "backend_rbd.h"
 #include "lun.h"
 #include "pr.h"
 #include "alua.h"

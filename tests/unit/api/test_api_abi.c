@@ -63,6 +63,25 @@ _Static_assert(offsetof(struct scsitgt_lun_geometry, physical_block_exponent) ==
 _Static_assert(offsetof(struct scsitgt_lun_geometry, optimal_transfer_blocks) == 28,
 	       "lun_geometry ABI");
 _Static_assert(offsetof(struct scsitgt_lun_geometry, flags) == 32, "lun_geometry ABI");
+
+_Static_assert(sizeof(struct scsitgt_backend_rbd_opts) == 80, "backend_rbd_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, loop) == 8, "backend_rbd_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, pool) == 16, "backend_rbd_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, image) == 24, "backend_rbd_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, pool_namespace) == 32,
+	       "backend_rbd_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, client_id) == 40,
+	       "backend_rbd_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, conf_file) == 48,
+	       "backend_rbd_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, read_only) == 56,
+	       "backend_rbd_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, write_through) == 57,
+	       "backend_rbd_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, op_timeout_s) == 60,
+	       "backend_rbd_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, log_cb) == 64, "backend_rbd_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, log_arg) == 72, "backend_rbd_opts ABI");
 #endif
 
 /* Enum values and flags are part of the ABI too. */

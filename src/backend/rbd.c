@@ -1,0 +1,1055 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RBD backend: a LUN on a Ceph RBD image through librbd (docs/rbd.md).
+ *
+ * I/O. READ and WRITE become rbd_aio_readv() / rbd_aio_writev() on the io's own iovecs (no
+ * copy). Completions are created without a callback: librbd queues them on the image and
+ * signals an eventfd (rbd_set_image_notification, EVENT_TYPE_EVENTFD), which a uv_poll_t on
+ * the home loop watches; the poll callback drains rbd_poll_io_events() in batches and
+ * completes the ios on the loop. That costs one eventfd write per burst of completions and no
+ * lock, queue or callback of ours on librbd's threads (the alternative,
+ * scsitgt_io_complete_threadsafe() from a completion callback, runs our code on librbd's
+ * finisher thread and pays a uv_async hop per io).
+ *
+ * Slow calls. rados_connect, rbd_open, rbd_close, rados_shutdown, rbd_get_size and the like
+ * block for network round trips (or forever, on a dead cluster without timeouts). They run on
+ * one worker thread per context that takes jobs from a FIFO (scsitgt__rbd_queue_work), never
+ * on the loop; a finished job comes back to the loop through a uv_async_t. The first job
+ * opens the image, the last one closes it.
+ *
+ * Durability (SBC-4 §4.14, §5.24). librbd's client cache (rbd_cache, on by default) acknowledges
+ * writes before the OSDs have them: the geometry then reports a volatile write cache, FLUSH is
+ * rbd_aio_flush() and a FUA write is the write followed by rbd_aio_flush() before the io
+ * completes. With write_through (rbd_cache=false) every write is on the OSDs when it completes
+ * and no cache is reported.
+ *
+ * Errors are never a silent success: a failed librbd call, a short read or a blocklisted
+ * client fail the io with sense data that says what happened (scsitgt__rbd_io_fail()).
+ *
+ * Like every in-tree backend it uses only the public headers and util/.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "backend/rbd_int.h"
+#include "libscsitgt/lun.h"
+
+/* Completions taken from librbd per rbd_poll_io_events() call. */
+#define RBD_EVENT_BATCH 64
+/* librbd refuses iovec arrays longer than IOV_MAX; longer lists are bounced. */
+#define RBD_IOV_MAX IOV_MAX
+
+/* What an in-flight request waits for. */
+enum rbd_phase {
+	RBD_PHASE_IO,
+	/* The flush after a FUA write. */
+	RBD_PHASE_FUA_FLUSH,
+};
+
+/* Per-io private area (io_ctx_size). */
+struct rbd_req {
+	struct scsitgt_io *io;
+	enum scsitgt_io_type type;
+	enum rbd_phase phase;
+	uint64_t off;
+	size_t len;
+	/* A contiguous copy for iovec lists longer than librbd takes. */
+	void *bounce;
+};
+
+static void rbd_async_cb(uv_async_t *handle);
+
+/* ---- options (scsitgt_backend_rbd_opts_init() is in rbd_opts.c) ---- */
+
+static void rbd_ctx_free(struct scsitgt__rbd_ctx *rc)
+{
+	if (rc->efd >= 0) {
+		close(rc->efd);
+	}
+	pthread_mutex_destroy(&rc->mu);
+	pthread_cond_destroy(&rc->cv);
+	free(rc->pool);
+	free(rc->image_name);
+	free(rc->pool_namespace);
+	free(rc->client_id);
+	free(rc->conf_file);
+	free(rc);
+}
+
+static char *rbd_strdup_or(const char *s, const char *def)
+{
+	return strdup(s && s[0] ? s : def);
+}
+
+static int rbd_ctx_create(struct scsitgt__rbd_ctx **out, const struct scsitgt_backend_rbd_opts *opts)
+{
+	struct scsitgt_backend_rbd_opts o;
+	struct scsitgt__rbd_ctx *rc;
+
+	if (out == NULL || opts == NULL || opts->size == 0) {
+		return -EINVAL;
+	}
+	scsitgt_backend_rbd_opts_init(&o, sizeof(o));
+	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
+	if (o.loop == NULL || o.pool == NULL || o.pool[0] == '\0' || o.image == NULL ||
+	    o.image[0] == '\0') {
+		return -EINVAL;
+	}
+	rc = calloc(1, sizeof(*rc));
+	if (rc == NULL) {
+		return -ENOMEM;
+	}
+	rc->efd = -1;
+	pthread_mutex_init(&rc->mu, NULL);
+	pthread_cond_init(&rc->cv, NULL);
+	atomic_init(&rc->update_pending, false);
+	rc->loop = o.loop;
+	rc->log.cb = o.log_cb;
+	rc->log.arg = o.log_arg;
+	rc->log.level = SCSITGT_LOG_DEBUG;
+	rc->read_only = o.read_only;
+	rc->write_through = o.write_through;
+	rc->op_timeout_s = o.op_timeout_s;
+	rc->pool = strdup(o.pool);
+	rc->image_name = strdup(o.image);
+	rc->pool_namespace = rbd_strdup_or(o.pool_namespace, "");
+	rc->client_id = rbd_strdup_or(o.client_id, "admin");
+	rc->conf_file = o.conf_file && o.conf_file[0] ? strdup(o.conf_file) : NULL;
+	if (rc->pool == NULL || rc->image_name == NULL || rc->pool_namespace == NULL ||
+	    rc->client_id == NULL || (o.conf_file && o.conf_file[0] && rc->conf_file == NULL)) {
+		rbd_ctx_free(rc);
+		return -ENOMEM;
+	}
+	*out = rc;
+	return 0;
+}
+
+/* ---- identification ---- */
+
+/* FNV-1a, 64 bits, continued from @h. */
+static uint64_t rbd_fnv1a(uint64_t h, const char *s)
+{
+	for (; *s; s++) {
+		h ^= (uint8_t)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/*
+ * The same image on the same cluster gives the same identification on every gateway: the
+ * cluster fsid, the pool id, the namespace and the image id (stable across renames), never the
+ * target name or the host. SPC-5 §7.7.6.6.1 (NAA IEEE Registered, type 5): the core forces
+ * the top nibble; the 60 bits below come from the hash.
+ */
+static void rbd_derive_ident(struct scsitgt__rbd_ctx *rc)
+{
+	char key[256];
+	uint64_t h1, h2;
+
+	snprintf(key, sizeof(key), "%s/%" PRId64 "/%s/%s", rc->fsid, rc->pool_id,
+		 rc->pool_namespace, rc->image_id);
+	h1 = rbd_fnv1a(0xcbf29ce484222325ull, key);
+	h2 = rbd_fnv1a(0x84222325cbf29ce4ull ^ h1, key);
+	rc->naa = (5ull << 60) | (h1 & 0x0fffffffffffffffull);
+	snprintf(rc->serial, sizeof(rc->serial), "%016" PRIx64 "%016" PRIx64, h1, h2);
+}
+
+SCSITGT_EXPORT int scsitgt_backend_rbd_get_ident(void *bctx, uint64_t *naa_out, char *serial,
+						 size_t serial_size)
+{
+	struct scsitgt__rbd_ctx *rc = bctx;
+
+	if (rc == NULL || rc->image == NULL || (serial && serial_size < sizeof(rc->serial))) {
+		return -EINVAL;
+	}
+	if (naa_out) {
+		*naa_out = rc->naa;
+	}
+	if (serial) {
+		memcpy(serial, rc->serial, sizeof(rc->serial));
+	}
+	return 0;
+}
+
+/* ---- connect, open, close (blocking: worker thread or the creating thread) ---- */
+
+static void rbd_update_watch_cb(void *arg)
+{
+	struct scsitgt__rbd_ctx *rc = arg;
+
+	/* librbd's thread: only flag it and wake the loop. */
+	atomic_store(&rc->update_pending, true);
+	if (rc->async_inited) {
+		uv_async_send(&rc->async);
+	}
+}
+
+/* Whether librbd caches writes for this image: rbd_cache from the client's configuration,
+ * overridden by an image-level "conf_rbd_cache" (rbd config image set). */
+static bool rbd_cache_enabled(struct scsitgt__rbd_ctx *rc)
+{
+	char buf[32];
+	size_t len = sizeof(buf);
+	bool cache = true;
+
+	if (rados_conf_get(rc->cluster, "rbd_cache", buf, sizeof(buf)) == 0) {
+		cache = strcmp(buf, "false") != 0 && strcmp(buf, "0") != 0;
+	}
+	if (rbd_metadata_get(rc->image, "conf_rbd_cache", buf, &len) == 0) {
+		cache = strcmp(buf, "false") != 0 && strcmp(buf, "0") != 0;
+	}
+	return cache;
+}
+
+/* Tear down whatever rbd_connect_open() set up. Blocking. */
+static void rbd_disconnect(struct scsitgt__rbd_ctx *rc)
+{
+	if (rc->watching) {
+		rbd_update_unwatch(rc->image, rc->watch_handle);
+		rc->watching = false;
+	}
+	if (rc->image) {
+		int r = rbd_close(rc->image);
+
+		if (r < 0) {
+			scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+				     "%s/%s: rbd_close: %s", rc->pool, rc->image_name, strerror(-r));
+		}
+		rc->image = NULL;
+	}
+	if (rc->ioctx) {
+		rados_ioctx_destroy(rc->ioctx);
+		rc->ioctx = NULL;
+	}
+	if (rc->cluster) {
+		rados_shutdown(rc->cluster);
+		rc->cluster = NULL;
+	}
+	rc->connected = false;
+}
+
+static int rbd_conf_set_u32(struct scsitgt__rbd_ctx *rc, const char *key, uint32_t v)
+{
+	char buf[16];
+
+	snprintf(buf, sizeof(buf), "%" PRIu32, v);
+	return rados_conf_set(rc->cluster, key, buf);
+}
+
+/* Connect, open the image, read its identity and size. Blocking; on failure nothing is left
+ * open. Logging from here runs on the calling thread (the host's logger is told so). */
+static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
+{
+	char name[128], buf[32];
+	const char *step;
+	rbd_image_info_t info;
+	int r;
+
+	snprintf(name, sizeof(name), "client.%s", rc->client_id);
+	step = "rados_create2";
+	r = rados_create2(&rc->cluster, "ceph", name, 0);
+	if (r < 0) {
+		rc->cluster = NULL;
+		goto fail;
+	}
+	step = "rados_conf_read_file";
+	r = rados_conf_read_file(rc->cluster, rc->conf_file);
+	if (r < 0 && rc->conf_file != NULL) {
+		goto fail;
+	}
+	/* CEPH_ARGS, as the ceph tools honour it. */
+	rados_conf_parse_env(rc->cluster, NULL);
+	if (rc->op_timeout_s) {
+		rbd_conf_set_u32(rc, "rados_osd_op_timeout", rc->op_timeout_s);
+		rbd_conf_set_u32(rc, "rados_mon_op_timeout", rc->op_timeout_s);
+		rbd_conf_set_u32(rc, "client_mount_timeout", rc->op_timeout_s);
+	}
+	if (rc->write_through) {
+		rados_conf_set(rc->cluster, "rbd_cache", "false");
+	}
+	step = "rados_connect";
+	r = rados_connect(rc->cluster);
+	if (r < 0) {
+		goto fail;
+	}
+	rc->connected = true;
+	step = "rados_ioctx_create";
+	r = rados_ioctx_create(rc->cluster, rc->pool, &rc->ioctx);
+	if (r < 0) {
+		rc->ioctx = NULL;
+		goto fail;
+	}
+	rados_ioctx_set_namespace(rc->ioctx, rc->pool_namespace);
+	rc->pool_id = rados_ioctx_get_id(rc->ioctx);
+	step = "rbd_open";
+	if (rc->read_only) {
+		r = rbd_open_read_only(rc->ioctx, rc->image_name, &rc->image, NULL);
+	} else {
+		r = rbd_open(rc->ioctx, rc->image_name, &rc->image, NULL);
+	}
+	if (r < 0) {
+		rc->image = NULL;
+		goto fail;
+	}
+	step = "rbd_get_id";
+	r = rbd_get_id(rc->image, rc->image_id, sizeof(rc->image_id));
+	if (r < 0) {
+		goto fail;
+	}
+	step = "rados_cluster_fsid";
+	r = rados_cluster_fsid(rc->cluster, rc->fsid, sizeof(rc->fsid));
+	if (r < 0) {
+		goto fail;
+	}
+	step = "rbd_stat";
+	r = rbd_stat(rc->image, &info, sizeof(info));
+	if (r < 0) {
+		goto fail;
+	}
+	rc->size_bytes = info.size;
+	rc->obj_size = info.obj_size;
+	rc->cache = !rc->read_only && rbd_cache_enabled(rc);
+	rc->discard_granularity = 64 * 1024;
+	if (rados_conf_get(rc->cluster, "rbd_discard_granularity_bytes", buf, sizeof(buf)) == 0) {
+		rc->discard_granularity = strtoull(buf, NULL, 10);
+	}
+	step = "eventfd";
+	rc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (rc->efd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	step = "rbd_set_image_notification";
+	r = rbd_set_image_notification(rc->image, rc->efd, EVENT_TYPE_EVENTFD);
+	if (r < 0) {
+		goto fail;
+	}
+	step = "rbd_update_watch";
+	r = rbd_update_watch(rc->image, &rc->watch_handle, rbd_update_watch_cb, rc);
+	if (r < 0) {
+		goto fail;
+	}
+	rc->watching = true;
+	rbd_derive_ident(rc);
+	scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
+		     "%s/%s%s%s: opened as %s, id %s, %" PRIu64 " bytes, objects of %" PRIu64
+		     " bytes, %s%s",
+		     rc->pool, rc->pool_namespace[0] ? rc->pool_namespace : "",
+		     rc->pool_namespace[0] ? "/" : "", rc->image_name, name, rc->image_id,
+		     rc->size_bytes, rc->obj_size,
+		     rc->cache ? "client cache (volatile)" : "no client cache",
+		     rc->read_only ? ", read-only" : "");
+	return 0;
+
+fail:
+	scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS, "%s/%s: %s: %s", rc->pool,
+		     rc->image_name, step, strerror(-r));
+	rbd_disconnect(rc);
+	if (rc->efd >= 0) {
+		close(rc->efd);
+		rc->efd = -1;
+	}
+	return r < 0 ? r : -EIO;
+}
+
+/* ---- the worker thread ---- */
+
+static void rbd_worker_main(void *arg)
+{
+	struct scsitgt__rbd_ctx *rc = arg;
+	struct scsitgt__rbd_job *job;
+	bool exit_now = false;
+
+	while (!exit_now) {
+		pthread_mutex_lock(&rc->mu);
+		while (rc->todo_head == NULL) {
+			pthread_cond_wait(&rc->cv, &rc->mu);
+		}
+		job = rc->todo_head;
+		rc->todo_head = job->next;
+		if (rc->todo_head == NULL) {
+			rc->todo_tail = NULL;
+		}
+		pthread_mutex_unlock(&rc->mu);
+
+		job->work(job);
+
+		pthread_mutex_lock(&rc->mu);
+		job->next = NULL;
+		if (rc->done_tail) {
+			rc->done_tail->next = job;
+		} else {
+			rc->done_head = job;
+		}
+		rc->done_tail = job;
+		exit_now = rc->worker_exit;
+		pthread_mutex_unlock(&rc->mu);
+		uv_async_send(&rc->async);
+	}
+}
+
+/* Start the worker and the loop's wake-up handle. Loop: home. */
+static int rbd_worker_start(struct scsitgt__rbd_ctx *rc)
+{
+	int r;
+
+	if (rc->thread_started) {
+		return 0;
+	}
+	if (!rc->async_inited) {
+		r = uv_async_init(rc->loop, &rc->async, rbd_async_cb);
+		if (r < 0) {
+			return r;
+		}
+		rc->async.data = rc;
+		rc->async_inited = true;
+	}
+	r = uv_thread_create(&rc->thread, rbd_worker_main, rc);
+	if (r < 0) {
+		return r;
+	}
+	rc->thread_started = true;
+	return 0;
+}
+
+static void rbd_job_push(struct scsitgt__rbd_ctx *rc, struct scsitgt__rbd_job *job)
+{
+	job->rc = rc;
+	job->next = NULL;
+	pthread_mutex_lock(&rc->mu);
+	if (rc->todo_tail) {
+		rc->todo_tail->next = job;
+	} else {
+		rc->todo_head = job;
+	}
+	rc->todo_tail = job;
+	pthread_cond_signal(&rc->cv);
+	pthread_mutex_unlock(&rc->mu);
+}
+
+int scsitgt__rbd_queue_work(struct scsitgt__rbd_ctx *rc, struct scsitgt__rbd_job *job)
+{
+	int r;
+
+	if (rc->closing) {
+		return -ECANCELED;
+	}
+	r = rbd_worker_start(rc);
+	if (r < 0) {
+		return r;
+	}
+	rbd_job_push(rc, job);
+	return 0;
+}
+
+/* ---- closing ---- */
+
+struct rbd_close_job {
+	struct scsitgt__rbd_job job;
+};
+
+static void rbd_handle_closed(uv_handle_t *handle)
+{
+	struct scsitgt__rbd_ctx *rc = handle->data;
+	scsitgt_done_cb cb;
+	void *cb_arg;
+
+	if (handle == (uv_handle_t *)&rc->poll) {
+		rc->poll_inited = false;
+	} else {
+		rc->async_inited = false;
+	}
+	if (rc->poll_inited || rc->async_inited) {
+		return;
+	}
+	cb = rc->close_cb;
+	cb_arg = rc->close_cb_arg;
+	rbd_ctx_free(rc);
+	if (cb) {
+		cb(cb_arg, 0);
+	}
+}
+
+/* The image is closed and the worker has exited: release the loop's handles, then free. */
+static void rbd_close_finish(struct scsitgt__rbd_ctx *rc)
+{
+	if (rc->thread_started) {
+		uv_thread_join(&rc->thread);
+		rc->thread_started = false;
+	}
+	if (!rc->poll_inited && !rc->async_inited) {
+		/* Nothing to close on the loop (a context created synchronously and closed
+		 * without a LUN): still never call back from inside close() itself. */
+		rbd_handle_closed(NULL);
+		return;
+	}
+	if (rc->poll_inited) {
+		uv_close((uv_handle_t *)&rc->poll, rbd_handle_closed);
+	}
+	if (rc->async_inited) {
+		uv_close((uv_handle_t *)&rc->async, rbd_handle_closed);
+	}
+}
+
+static void rbd_close_work(struct scsitgt__rbd_job *job)
+{
+	struct scsitgt__rbd_ctx *rc = job->rc;
+
+	rbd_disconnect(rc);
+	pthread_mutex_lock(&rc->mu);
+	rc->worker_exit = true;
+	pthread_mutex_unlock(&rc->mu);
+	job->status = 0;
+}
+
+static void rbd_close_done(struct scsitgt__rbd_job *job)
+{
+	struct scsitgt__rbd_ctx *rc = job->rc;
+
+	free(job);
+	scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS, "%s/%s: closed", rc->pool,
+		     rc->image_name);
+	rbd_close_finish(rc);
+}
+
+/* Close the image on the worker thread, then free the context and call @cb on the loop. */
+static void rbd_close_start(struct scsitgt__rbd_ctx *rc, scsitgt_done_cb cb, void *cb_arg)
+{
+	struct scsitgt__rbd_job *job;
+
+	rc->closing = true;
+	rc->close_cb = cb;
+	rc->close_cb_arg = cb_arg;
+	if (rc->poll_inited) {
+		uv_poll_stop(&rc->poll);
+	}
+	job = calloc(1, sizeof(*job));
+	if (job == NULL || rbd_worker_start(rc) < 0) {
+		/* Out of memory or threads: close here rather than leak the cluster handle. This
+		 * blocks the loop once, for a context that is going away. */
+		free(job);
+		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: no worker; closing on the loop", rc->pool, rc->image_name);
+		rbd_disconnect(rc);
+		rbd_close_finish(rc);
+		return;
+	}
+	job->work = rbd_close_work;
+	job->done = rbd_close_done;
+	rbd_job_push(rc, job);
+}
+
+static void rbd_op_close(void *bctx, scsitgt_done_cb cb, void *cb_arg)
+{
+	rbd_close_start(bctx, cb, cb_arg);
+}
+
+/* ---- creating ---- */
+
+SCSITGT_EXPORT int scsitgt_backend_rbd_create(void **bctx_out,
+					      const struct scsitgt_backend_rbd_opts *opts)
+{
+	struct scsitgt__rbd_ctx *rc;
+	int r;
+
+	if (bctx_out == NULL) {
+		return -EINVAL;
+	}
+	r = rbd_ctx_create(&rc, opts);
+	if (r < 0) {
+		return r;
+	}
+	r = rbd_connect_open(rc);
+	if (r < 0) {
+		rbd_ctx_free(rc);
+		return r;
+	}
+	*bctx_out = rc;
+	return 0;
+}
+
+struct rbd_open_job {
+	struct scsitgt__rbd_job job;
+	scsitgt_backend_rbd_open_cb cb;
+	void *cb_arg;
+};
+
+static void rbd_open_work(struct scsitgt__rbd_job *job)
+{
+	job->status = rbd_connect_open(job->rc);
+}
+
+static void rbd_open_done(struct scsitgt__rbd_job *job)
+{
+	struct rbd_open_job *oj = (struct rbd_open_job *)job;
+	struct scsitgt__rbd_ctx *rc = job->rc;
+	scsitgt_backend_rbd_open_cb cb = oj->cb;
+	void *cb_arg = oj->cb_arg;
+	int status = job->status;
+
+	free(oj);
+	if (status < 0) {
+		/* Nothing is open; stop the worker and free the context behind the callback. */
+		rbd_close_start(rc, NULL, NULL);
+		cb(cb_arg, status, NULL);
+		return;
+	}
+	cb(cb_arg, 0, rc);
+}
+
+SCSITGT_EXPORT int scsitgt_backend_rbd_create_async(const struct scsitgt_backend_rbd_opts *opts,
+						    scsitgt_backend_rbd_open_cb cb, void *cb_arg)
+{
+	struct scsitgt__rbd_ctx *rc;
+	struct rbd_open_job *oj;
+	int r;
+
+	if (cb == NULL) {
+		return -EINVAL;
+	}
+	r = rbd_ctx_create(&rc, opts);
+	if (r < 0) {
+		return r;
+	}
+	oj = calloc(1, sizeof(*oj));
+	if (oj == NULL) {
+		rbd_ctx_free(rc);
+		return -ENOMEM;
+	}
+	oj->job.work = rbd_open_work;
+	oj->job.done = rbd_open_done;
+	oj->cb = cb;
+	oj->cb_arg = cb_arg;
+	r = scsitgt__rbd_queue_work(rc, &oj->job);
+	if (r < 0) {
+		free(oj);
+		if (rc->async_inited) {
+			/* The handle exists but no thread: close it, then free. */
+			rc->closing = true;
+			rbd_close_finish(rc);
+		} else {
+			rbd_ctx_free(rc);
+		}
+		return r == -ENOMEM ? r : -EAGAIN;
+	}
+	return 0;
+}
+
+/* ---- the loop's side: finished jobs, the update watch ---- */
+
+struct rbd_size_job {
+	struct scsitgt__rbd_job job;
+	uint64_t size;
+};
+
+static void rbd_size_work(struct scsitgt__rbd_job *job)
+{
+	struct rbd_size_job *sj = (struct rbd_size_job *)job;
+
+	job->status = rbd_get_size(job->rc->image, &sj->size);
+}
+
+static void rbd_size_done(struct scsitgt__rbd_job *job)
+{
+	struct rbd_size_job *sj = (struct rbd_size_job *)job;
+	struct scsitgt__rbd_ctx *rc = job->rc;
+	uint64_t blocks;
+
+	if (job->status == 0 && sj->size != rc->size_bytes) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: resized from %" PRIu64 " to %" PRIu64 " bytes", rc->pool,
+			     rc->image_name, rc->size_bytes, sj->size);
+		rc->size_bytes = sj->size;
+		blocks = rc->block_size ? sj->size / rc->block_size : 0;
+		if (rc->opened && blocks > 0 && blocks != rc->num_blocks) {
+			rc->num_blocks = blocks;
+			/* SBC-4 §4.6: CAPACITY DATA HAS CHANGED on every I_T nexus. */
+			if (rc->lun) {
+				scsitgt_lun_resize(rc->lun, blocks);
+			}
+		}
+	} else if (job->status < 0 && job->status != -ECANCELED) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: size after an update: %s", rc->pool, rc->image_name,
+			     strerror(-job->status));
+	}
+	free(sj);
+	if (rc->hooks.updated && !rc->closing) {
+		rc->hooks.updated(rc, rc->hooks.arg);
+	}
+}
+
+static void rbd_async_cb(uv_async_t *handle)
+{
+	struct scsitgt__rbd_ctx *rc = handle->data;
+	struct scsitgt__rbd_job *job, *next;
+
+	pthread_mutex_lock(&rc->mu);
+	job = rc->done_head;
+	rc->done_head = rc->done_tail = NULL;
+	pthread_mutex_unlock(&rc->mu);
+	for (; job; job = next) {
+		next = job->next;
+		/* May free the context (the close job is the last one). */
+		job->done(job);
+	}
+	if (rc->closing || !rc->opened) {
+		return;
+	}
+	if (atomic_exchange(&rc->update_pending, false)) {
+		struct rbd_size_job *sj = calloc(1, sizeof(*sj));
+
+		if (sj == NULL) {
+			atomic_store(&rc->update_pending, true);
+			return;
+		}
+		sj->job.work = rbd_size_work;
+		sj->job.done = rbd_size_done;
+		if (scsitgt__rbd_queue_work(rc, &sj->job) < 0) {
+			free(sj);
+		}
+	}
+}
+
+/* ---- I/O ---- */
+
+static void rbd_drain(struct scsitgt__rbd_ctx *rc);
+
+static void rbd_poll_cb(uv_poll_t *handle, int status, int events)
+{
+	struct scsitgt__rbd_ctx *rc = handle->data;
+	uint64_t cnt;
+
+	(void)status;
+	(void)events;
+	if (read(rc->efd, &cnt, sizeof(cnt)) < 0) {
+		/* EAGAIN: already drained; still look at the queue. */
+	}
+	rbd_drain(rc);
+}
+
+static int rbd_op_open(void *bctx, struct scsitgt_lun_geometry *geo)
+{
+	struct scsitgt__rbd_ctx *rc = bctx;
+	uint64_t blocks;
+	uint32_t bs;
+	int r;
+
+	if (rc->opened || rc->closing || rc->image == NULL) {
+		return -EBUSY;
+	}
+	bs = geo->block_size ? geo->block_size : 512;
+	if (bs != 512 && bs != 4096) {
+		return -EINVAL;
+	}
+	blocks = rc->size_bytes / bs;
+	if (blocks == 0) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: %" PRIu64 " bytes is less than one block", rc->pool,
+			     rc->image_name, rc->size_bytes);
+		return -EINVAL;
+	}
+	if (geo->num_blocks != 0 && geo->num_blocks != blocks) {
+		/* The LUN follows the image: a different size would go stale on a resize. */
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: holds %" PRIu64 " blocks, %" PRIu64 " asked", rc->pool,
+			     rc->image_name, blocks, geo->num_blocks);
+		return -EINVAL;
+	}
+	r = rbd_worker_start(rc);
+	if (r < 0) {
+		return r;
+	}
+	r = uv_poll_init(rc->loop, &rc->poll, rc->efd);
+	if (r < 0) {
+		return r;
+	}
+	rc->poll.data = rc;
+	rc->poll_inited = true;
+	r = uv_poll_start(&rc->poll, UV_READABLE, rbd_poll_cb);
+	if (r < 0) {
+		return r;
+	}
+	geo->block_size = bs;
+	geo->num_blocks = blocks;
+	geo->flags &= ~(SCSITGT_GEOMETRY_WRITE_CACHE | SCSITGT_GEOMETRY_LBPRZ |
+			SCSITGT_GEOMETRY_NON_ROTATIONAL);
+	if (rc->cache) {
+		geo->flags |= SCSITGT_GEOMETRY_WRITE_CACHE;
+	}
+	if (rc->obj_size >= bs && rc->obj_size / bs <= UINT32_MAX) {
+		geo->optimal_transfer_blocks = (uint32_t)(rc->obj_size / bs);
+	}
+	rc->block_size = bs;
+	rc->num_blocks = blocks;
+	rc->opened = true;
+	/* A resize seen between the open job and now is picked up on the next wake-up. */
+	if (atomic_load(&rc->update_pending)) {
+		uv_async_send(&rc->async);
+	}
+	return 0;
+}
+
+static void rbd_req_done(struct scsitgt__rbd_ctx *rc, struct rbd_req *req, ssize_t ret)
+{
+	struct scsitgt_io *io = req->io;
+
+	if (ret >= 0 && req->type == SCSITGT_IO_READ && (size_t)ret != req->len) {
+		/* Never report success for data we do not have. */
+		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: short read at byte %" PRIu64 ": %zd of %zu", rc->pool,
+			     rc->image_name, req->off, ret, req->len);
+		ret = -EIO;
+	}
+	if (ret >= 0 && req->bounce && req->type == SCSITGT_IO_READ) {
+		int iovcnt;
+		const struct iovec *iov = scsitgt_io_get_iov(io, &iovcnt);
+		size_t done = 0;
+
+		for (int i = 0; i < iovcnt; i++) {
+			memcpy(iov[i].iov_base, (char *)req->bounce + done, iov[i].iov_len);
+			done += iov[i].iov_len;
+		}
+	}
+	free(req->bounce);
+	req->bounce = NULL;
+	if (ret < 0) {
+		scsitgt__rbd_io_fail(rc, io, (int)ret);
+		return;
+	}
+	scsitgt_io_complete(io, 0);
+}
+
+static int rbd_req_issue(struct scsitgt__rbd_ctx *rc, struct rbd_req *req);
+
+static void rbd_drain(struct scsitgt__rbd_ctx *rc)
+{
+	rbd_completion_t comps[RBD_EVENT_BATCH];
+	int n;
+
+	do {
+		n = rbd_poll_io_events(rc->image, comps, RBD_EVENT_BATCH);
+		for (int i = 0; i < n; i++) {
+			struct rbd_req *req = rbd_aio_get_arg(comps[i]);
+			ssize_t ret = rbd_aio_get_return_value(comps[i]);
+
+			rbd_aio_release(comps[i]);
+			rc->inflight--;
+			if (ret >= 0 && req->type == SCSITGT_IO_WRITE &&
+			    req->phase == RBD_PHASE_IO &&
+			    (scsitgt_io_get_flags(req->io) & SCSITGT_IO_FLAG_FUA) && rc->cache) {
+				/* SBC-4 §5.47: FUA, the write reaches the medium before GOOD. */
+				req->phase = RBD_PHASE_FUA_FLUSH;
+				ret = rbd_req_issue(rc, req);
+				if (ret == 0) {
+					continue;
+				}
+			}
+			rbd_req_done(rc, req, ret);
+		}
+	} while (n == RBD_EVENT_BATCH);
+}
+
+/* Start the request's current librbd operation; 0 or a negative errno (nothing started). */
+static int rbd_req_issue(struct scsitgt__rbd_ctx *rc, struct rbd_req *req)
+{
+	struct scsitgt_io *io = req->io;
+	rbd_completion_t c;
+	const struct iovec *iov;
+	int iovcnt;
+	int r;
+
+	r = rbd_aio_create_completion(req, NULL, &c);
+	if (r < 0) {
+		return r;
+	}
+	if (req->phase == RBD_PHASE_FUA_FLUSH) {
+		r = rbd_aio_flush(rc->image, c);
+		goto out;
+	}
+	switch (req->type) {
+	case SCSITGT_IO_READ:
+	case SCSITGT_IO_WRITE:
+		iov = scsitgt_io_get_iov(io, &iovcnt);
+		if (iovcnt > RBD_IOV_MAX) {
+			struct iovec one;
+			size_t done = 0;
+
+			req->bounce = malloc(req->len);
+			if (req->bounce == NULL) {
+				r = -ENOMEM;
+				break;
+			}
+			if (req->type == SCSITGT_IO_WRITE) {
+				for (int i = 0; i < iovcnt; i++) {
+					memcpy((char *)req->bounce + done, iov[i].iov_base,
+					       iov[i].iov_len);
+					done += iov[i].iov_len;
+				}
+			}
+			one.iov_base = req->bounce;
+			one.iov_len = req->len;
+			r = req->type == SCSITGT_IO_READ
+				    ? rbd_aio_readv(rc->image, &one, 1, req->off, c)
+				    : rbd_aio_writev(rc->image, &one, 1, req->off, c);
+		} else if (req->type == SCSITGT_IO_READ) {
+			r = rbd_aio_readv(rc->image, iov, iovcnt, req->off, c);
+		} else {
+			r = rbd_aio_writev(rc->image, iov, iovcnt, req->off, c);
+		}
+		break;
+	case SCSITGT_IO_FLUSH:
+		r = rbd_aio_flush(rc->image, c);
+		break;
+	default:
+		r = -ENOTSUP;
+		break;
+	}
+out:
+	if (r < 0) {
+		rbd_aio_release(c);
+		free(req->bounce);
+		req->bounce = NULL;
+		return r;
+	}
+	rc->inflight++;
+	return 0;
+}
+
+static void rbd_submit(void *bctx, struct scsitgt_io *io)
+{
+	struct scsitgt__rbd_ctx *rc = bctx;
+	struct rbd_req *req = scsitgt_io_get_ctx(io);
+	int r;
+
+	memset(req, 0, sizeof(*req));
+	req->io = io;
+	req->type = scsitgt_io_get_type(io);
+	req->phase = RBD_PHASE_IO;
+	req->off = scsitgt_io_get_lba(io) * rc->block_size;
+	req->len = (size_t)scsitgt_io_get_num_blocks(io) * rc->block_size;
+	if (rc->fenced) {
+		scsitgt__rbd_io_fail(rc, io, -ESHUTDOWN);
+		return;
+	}
+	if (rc->read_only && req->type != SCSITGT_IO_READ) {
+		scsitgt_io_complete(io, -EROFS);
+		return;
+	}
+	r = rbd_req_issue(rc, req);
+	if (r < 0) {
+		scsitgt__rbd_io_fail(rc, io, r);
+	}
+}
+
+static bool rbd_supports(void *bctx, enum scsitgt_io_type type)
+{
+	struct scsitgt__rbd_ctx *rc = bctx;
+
+	switch (type) {
+	case SCSITGT_IO_READ:
+		return true;
+	case SCSITGT_IO_WRITE:
+		return !rc->read_only;
+	case SCSITGT_IO_FLUSH:
+		return rc->cache;
+	default:
+		return false;
+	}
+}
+
+/* ---- errors ---- */
+
+void scsitgt__rbd_io_fail(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, int err)
+{
+	if (rc->hooks.io_failed && rc->hooks.io_failed(rc, io, err, rc->hooks.arg)) {
+		return;
+	}
+	if (err != -EROFS || !rc->read_only) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: io type %d at block %" PRIu64 " (+%" PRIu32 ") failed: %s",
+			     rc->pool, rc->image_name, (int)scsitgt_io_get_type(io),
+			     scsitgt_io_get_lba(io), scsitgt_io_get_num_blocks(io),
+			     strerror(-err));
+	}
+	switch (err) {
+	case -EROFS:
+		if (rc->read_only) {
+			/* Our own read-only open: DATA PROTECT, WRITE PROTECTED. */
+			scsitgt_io_complete(io, -EROFS);
+			return;
+		}
+		/*
+		 * Another client owns the image's exclusive lock (another gateway is active):
+		 * this path is not the one to write through. SPC-5 §5.16.2.4.4 / Table 52:
+		 * NOT READY, LOGICAL UNIT NOT ACCESSIBLE, TARGET PORT IN STANDBY STATE; a
+		 * multipath initiator retries on another path. Not a medium error.
+		 */
+		scsitgt_io_complete_sense(io, 0x02, 0x04, 0x0b);
+		return;
+	case -ESHUTDOWN:
+		/*
+		 * This client was blocklisted (fenced by a gateway that took the lock over): the
+		 * io did not happen and never will through this connection. NOT READY, LOGICAL
+		 * UNIT NOT ACCESSIBLE, ASYMMETRIC ACCESS STATE TRANSITION: retry elsewhere.
+		 */
+		if (!rc->fenced) {
+			rc->fenced = true;
+			scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
+				     "%s/%s: this client was blocklisted (fenced)", rc->pool,
+				     rc->image_name);
+			if (rc->hooks.fenced) {
+				rc->hooks.fenced(rc, rc->hooks.arg);
+			}
+		}
+		scsitgt_io_complete_sense(io, 0x02, 0x04, 0x0a);
+		return;
+	case -ETIMEDOUT:
+		/* The cluster did not answer within op_timeout_s: NOT READY, LOGICAL UNIT IS IN
+		 * PROCESS OF BECOMING READY, which initiators retry after a delay. */
+		scsitgt_io_complete_sense(io, 0x02, 0x04, 0x01);
+		return;
+	default:
+		break;
+	}
+	if (scsitgt_io_get_type(io) == SCSITGT_IO_READ || scsitgt_io_get_type(io) == SCSITGT_IO_WRITE) {
+		scsitgt_io_complete_at(io, err, scsitgt_io_get_lba(io));
+		return;
+	}
+	scsitgt_io_complete(io, err);
+}
+
+/* ---- the table and the host's calls ---- */
+
+static const struct scsitgt_backend_ops rbd_ops = {
+	.size = sizeof(struct scsitgt_backend_ops),
+	.name = "rbd",
+	.io_ctx_size = sizeof(struct rbd_req),
+	.open = rbd_op_open,
+	.close = rbd_op_close,
+	.submit = rbd_submit,
+	.supports = rbd_supports,
+};
+
+SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_rbd_ops(void)
+{
+	return &rbd_ops;
+}
+
+SCSITGT_EXPORT int scsitgt_backend_rbd_set_lun(void *bctx, struct scsitgt_lun *lun)
+{
+	struct scsitgt__rbd_ctx *rc = bctx;
+
+	if (rc == NULL) {
+		return -EINVAL;
+	}
+	rc->lun = lun;
+	return 0;
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RBD backend's context, shared by the backend's files (rbd.c: the I/O path; rbd_pr.c:
+ * persistent reservations in RADOS; rbd_lock.c / rbd_gateway.c: the exclusive lock and the
+ * multi-gateway model). Not a public header: hosts see only include/libscsitgt/backend_rbd.h.
+ *
+ * Threads. Every field is owned by the LUN's home loop unless its comment says otherwise.
+ * Blocking librados/librbd calls never run on the loop: each context has one worker thread
+ * (started when the context is created asynchronously, or at open()) that runs jobs in FIFO
+ * order, one at a time, and hands each finished job back to the loop (scsitgt__rbd_queue_work).
+ * The image is opened by the first job and closed by the last one. librbd's own threads only
+ * signal the loop: io completions through the image's eventfd, everything else (the update
+ * watch) through the context's uv_async_t.
+ */
+#ifndef SCSITGT_BACKEND_RBD_INT_H
+#define SCSITGT_BACKEND_RBD_INT_H
+
+#include <pthread.h>
+#include <rados/librados.h>
+#include <rbd/librbd.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "libscsitgt/backend_rbd.h"
+#include "util/log.h"
+
+#define SCSITGT__RBD_SUBSYS "rbd"
+
+struct scsitgt__rbd_ctx;
+
+/*
+ * A blocking operation run on the context's worker thread. The caller owns the memory (embed
+ * it in a larger struct and get back to it with container_of-style arithmetic or @arg).
+ */
+struct scsitgt__rbd_job {
+	/* Runs on the worker thread; may block (rbd_lock_acquire, rados_write_op_operate...).
+	 * Must not touch loop-owned state. Sets @status. */
+	void (*work)(struct scsitgt__rbd_job *job);
+	/* Runs on the loop afterwards, exactly once (also with status -ECANCELED when the
+	 * context closed before @work could run: then @work is skipped). */
+	void (*done)(struct scsitgt__rbd_job *job);
+	void *arg;
+	int status;
+	/* The context, set by scsitgt__rbd_queue_work(). */
+	struct scsitgt__rbd_ctx *rc;
+	struct scsitgt__rbd_job *next; /* private */
+};
+
+/*
+ * Hooks for the HA and PR code. Each is optional (NULL: the backend's default) and is called
+ * on the loop with @arg.
+ */
+struct scsitgt__rbd_hooks {
+	void *arg;
+	/*
+	 * This client was blocklisted (an operation returned -ESHUTDOWN / -EBLOCKLISTED,
+	 * 108): the rados_t is dead for good (README of tools/ceph: shut it down and reconnect).
+	 * Called once per context; from then on every io fails (NOT READY, ASYMMETRIC ACCESS
+	 * STATE TRANSITION, never acknowledged) until the hook's owner replaces the connection
+	 * and clears rc->fenced.
+	 */
+	void (*fenced)(struct scsitgt__rbd_ctx *rc, void *arg);
+	/*
+	 * The image header changed (librbd's update watch fired: a resize, a lock owner change,
+	 * a feature or snapshot change), on this or another gateway. Called after the backend
+	 * handled a size change itself.
+	 */
+	void (*updated)(struct scsitgt__rbd_ctx *rc, void *arg);
+	/*
+	 * An io failed with @err (negative errno from librbd: -EROFS when another client owns
+	 * the exclusive lock, -ETIMEDOUT, -EIO...). Return true after completing @io yourself
+	 * (e.g. with the ALUA state the gateway model knows); false lets the backend map @err
+	 * (docs/rbd.md, "Errors").
+	 */
+	bool (*io_failed)(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, int err, void *arg);
+};
+
+struct scsitgt__rbd_ctx {
+	uv_loop_t *loop;
+	struct scsitgt__logger log;
+	/* The options, copied (strings owned). */
+	char *pool;
+	char *image_name;
+	char *pool_namespace; /* "" for the default namespace */
+	char *client_id;
+	char *conf_file; /* NULL: librados' default */
+	bool read_only;
+	bool write_through;
+	uint32_t op_timeout_s;
+
+	/* librados/librbd handles: set by the open job, used by I/O on the loop afterwards
+	 * (librbd's aio calls are thread-safe), closed by the close job. */
+	rados_t cluster;
+	rados_ioctx_t ioctx;
+	rbd_image_t image;
+	bool connected; /* rados_connect() succeeded */
+	int64_t pool_id;
+	char image_id[64];
+	char fsid[40];
+	/* Device identification derived from fsid, pool id, namespace and image id. */
+	uint64_t naa;
+	char serial[33];
+	/* librbd's rbd_cache at open (a volatile write cache) and the discard granularity. */
+	bool cache;
+	uint64_t discard_granularity;
+	/* RADOS object size of the image (rbd_stat), the optimal transfer length. */
+	uint64_t obj_size;
+	/* Image size in bytes as last read (the open job, then the update watch's refresh). */
+	uint64_t size_bytes;
+
+	/* The LUN: geometry adopted at open(), and the LUN once the host attached it. */
+	bool opened;
+	uint32_t block_size;
+	uint64_t num_blocks;
+	struct scsitgt_lun *lun;
+	unsigned int inflight;
+
+	/* Set (on the loop) when an operation reported this client blocklisted. */
+	bool fenced;
+	struct scsitgt__rbd_hooks hooks;
+
+	/* io completions: librbd writes the eventfd, the loop drains rbd_poll_io_events(). */
+	int efd;
+	uv_poll_t poll;
+	bool poll_inited;
+
+	/* The worker thread and its job queue (mutex-protected), and the loop's wake-up. */
+	uv_thread_t thread;
+	bool thread_started;
+	uv_async_t async;
+	bool async_inited;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct scsitgt__rbd_job *todo_head, *todo_tail; /* under mu */
+	struct scsitgt__rbd_job *done_head, *done_tail; /* under mu */
+	bool worker_exit;				/* under mu: the close job ran */
+	/* Set by librbd's update watch callback (any thread), consumed on the loop. */
+	atomic_bool update_pending;
+	uint64_t watch_handle;
+	bool watching;
+
+	/* Closing: no new jobs; the close job is the last one. */
+	bool closing;
+	scsitgt_done_cb close_cb;
+	void *close_cb_arg;
+};
+
+/*
+ * Run @job on the context's worker thread, then @job->done on the loop. Returns 0, or
+ * -ECANCELED when the context is closing (then nothing is called), -ENOMEM/-EAGAIN when the
+ * worker could not be started. Loop: home.
+ */
+int scsitgt__rbd_queue_work(struct scsitgt__rbd_ctx *rc, struct scsitgt__rbd_job *job);
+
+/*
+ * Complete a failed io with the sense its librbd error @err deserves (docs/rbd.md, "Errors"):
+ * -EROFS -> NOT READY, LOGICAL UNIT NOT ACCESSIBLE, TARGET PORT IN STANDBY STATE; -ESHUTDOWN
+ * (blocklisted) -> NOT READY, ASYMMETRIC ACCESS STATE TRANSITION and the fenced hook;
+ * -ETIMEDOUT -> NOT READY, BECOMING READY (retried); others as scsitgt_io_complete(). Calls
+ * the io_failed hook first. Loop: home.
+ */
+void scsitgt__rbd_io_fail(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, int err);
+
+#endif /* SCSITGT_BACKEND_RBD_INT_H */

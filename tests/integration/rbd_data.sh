@@ -1,0 +1,88 @@
+#!/bin/bash
+# rbd_data.sh MINITARGET READBACK - a LUN on a Ceph RBD image (micro-ceph on 127.0.0.1):
+# qemu-img writes a random image into it over iSCSI, iscsi_readback reads it back, and both
+# must equal `rbd export` of the image (what the cluster really holds). A second LUN on
+# another image has 4096-byte blocks. A second target (another gateway, another IQN) on the
+# same image reports the same device identification (VPD 80h serial, 83h designators), and
+# the identification differs between images. Skipped without the Ceph packages.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/rbd_lib.sh"
+it_init "${1:-}"
+READBACK=${2:-}
+[[ -x "$READBACK" ]] || it_fail "usage: $0 MINITARGET ISCSI_READBACK"
+it_need qemu-img sha256sum iscsi-inq python3
+qemu-img --help 2>/dev/null | grep -Eq '^Supported formats:.* iscsi( |$)' ||
+	it_skip "qemu-img has no iscsi driver (install qemu-block-extra)"
+rbd_need
+rbd_cluster_up -S 32M
+
+pool=$MICRO_CEPH_POOL
+rbd create --size 16M "$pool/img4k" || it_fail "rbd create img4k"
+it_start --lun "0:rbd:$pool/$MICRO_CEPH_IMAGE" --lun "1:rbd:$pool/img4k,bs=4096"
+
+check_lun() { # LUN IMAGE BYTES
+	local lun=$1 image=$2 size=$3 url=${IT_URLS[$1]} want got
+	head -c "$size" /dev/urandom >"$IT_TMP/random.img"
+	want=$(sha256sum <"$IT_TMP/random.img" | cut -d' ' -f1)
+	it_log "LUN $lun ($image): writing $size random bytes with qemu-img"
+	qemu-img convert -n -f raw -O raw "$IT_TMP/random.img" "$url" ||
+		it_fail "qemu-img convert to LUN $lun failed"
+	it_alive || it_fail "target died during the write"
+	"$READBACK" -o "$IT_TMP/back.img" "$url" "$size" || it_fail "readback of LUN $lun failed"
+	got=$(sha256sum <"$IT_TMP/back.img" | cut -d' ' -f1)
+	[[ "$got" == "$want" ]] || it_fail "LUN $lun: read back $got, wrote $want"
+	# qemu-img ended with SYNCHRONIZE CACHE: the cluster holds the data, whatever librbd's
+	# client cache did.
+	rbd export "$pool/$image" "$IT_TMP/export.img" >/dev/null 2>&1 ||
+		it_fail "rbd export $pool/$image failed"
+	got=$(head -c "$size" "$IT_TMP/export.img" | sha256sum | cut -d' ' -f1)
+	[[ "$got" == "$want" ]] || it_fail "LUN $lun: rbd export has $got, wrote $want"
+	rm -f "$IT_TMP/random.img" "$IT_TMP/back.img" "$IT_TMP/export.img"
+}
+check_lun 0 "$MICRO_CEPH_IMAGE" $((32 * 1024 * 1024))
+check_lun 1 img4k $((16 * 1024 * 1024))
+
+# READ CAPACITY follows the image: 32 MiB of 512-byte blocks, 16 MiB of 4096-byte ones.
+if command -v iscsi-readcapacity16 >/dev/null 2>&1; then
+	cap=$(iscsi-readcapacity16 "${IT_URLS[1]}" 2>&1) || it_fail "READ CAPACITY (16): $cap"
+	grep -q "LOGICAL BLOCK LENGTH IN BYTES:4096" <<<"$cap" || it_fail "LUN 1 block size: $cap"
+	grep -q "RETURNED LOGICAL BLOCK ADDRESS:4095" <<<"$cap" || it_fail "LUN 1 capacity: $cap"
+fi
+
+# Device identification: derived from the image, not from the target.
+# URL -> the serial number, then the logical unit's VPD 83h designators (association 0; the
+# target port ones differ between gateways by design), in hex: NAA designators are binary.
+ident() {
+	iscsi-inq -e 1 -c 128 "$1" | sed -n 's/^Unit Serial Number:\[ *\(.*\)\]$/\1/p'
+	iscsi-inq -e 1 -c 131 "$1" |
+		awk '/^Association:\(0\)/ {lu = 1; next} lu && /^Designator:/ {print; lu = 0}' |
+		od -An -tx1 | tr -d ' \n'
+	echo
+}
+a0=$(ident "${IT_URLS[0]}")
+a1=$(ident "${IT_URLS[1]}")
+[[ -n "$(head -n 1 <<<"$a0")" && -n "$(sed -n 2p <<<"$a0")" ]] ||
+	it_fail "LUN 0 lacks a serial number or a logical unit designator: $a0"
+[[ "$a0" != "$a1" ]] || it_fail "two images share the identification: $a0"
+
+port2=$(it_free_port)
+"$IT_TARGET" --portal "127.0.0.1:$port2" --iqn iqn.2026-11.org.libscsitgt:gateway-b \
+	--lun "0:rbd:$pool/$MICRO_CEPH_IMAGE" >"$IT_TMP/b.out" 2>"$IT_TMP/b.err" </dev/null &
+IT_HELPER_PIDS+=("$!")
+for ((i = 0; i < 600; i++)); do
+	grep -q '^iscsi://' "$IT_TMP/b.out" && break
+	kill -0 "${IT_HELPER_PIDS[0]}" 2>/dev/null || it_fail "gateway B exited: $(cat "$IT_TMP/b.err")"
+	sleep 0.1
+done
+url_b=$(grep -o 'iscsi://[^[:space:]]*' "$IT_TMP/b.out" | head -n 1)
+[[ -n "$url_b" ]] || it_fail "gateway B printed no URL"
+b0=$(ident "$url_b")
+it_log "identification on A: $(tr '\n' ' ' <<<"$a0")"
+[[ "$a0" == "$b0" ]] || it_fail "gateways A and B report different identifications: $a0 / $b0"
+kill -TERM "${IT_HELPER_PIDS[0]}"
+wait "${IT_HELPER_PIDS[0]}" || it_fail "gateway B exited with status $? on SIGTERM"
+IT_HELPER_PIDS=()
+
+it_stop || it_fail "target exited with status $? on SIGTERM"
+it_log "PASS"
