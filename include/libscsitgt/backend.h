@@ -281,6 +281,29 @@ SCSITGT_EXPORT void scsitgt_io_complete(struct scsitgt_io *io, int status);
 SCSITGT_EXPORT void scsitgt_io_complete_at(struct scsitgt_io *io, int status, uint64_t lba);
 
 /**
+ * Complete an io that failed part way, and say how far it got: the blocks from the io's first
+ * LBA up to @p lba (excluded) were transferred, the block at @p lba failed. A READ's iovecs
+ * hold the data of those blocks (a lent buffer, scsitgt_io_lend_data(), is not used for a
+ * failed io), a WRITE wrote them to the medium. The initiator receives the good blocks of a
+ * READ with the CHECK CONDITION and a residual for the rest, and the sense data's INFORMATION
+ * field reports @p lba (SBC-4 §4.18.1), so that it completes the blocks before it, as Linux
+ * does with the INFORMATION field and the residual (sd_completed_bytes()).
+ *
+ * A backend that knows only where the error is calls scsitgt_io_complete_at() instead: for a
+ * plain READ or WRITE command the core then transfers the blocks before @p lba again with an
+ * io of their own, so that the answer is the same.
+ *
+ * @param io     A READ or WRITE io (for other types this is scsitgt_io_complete_at()).
+ * @param status A negative errno, mapped as for scsitgt_io_complete(); 0 completes the whole
+ *               io successfully and ignores @p lba.
+ * @param lba    The first failing block, within the io's range (at its first block: nothing
+ *               was transferred).
+ *
+ * Loop: home of the LUN (may be called from inside submit()).
+ */
+SCSITGT_EXPORT void scsitgt_io_complete_partial(struct scsitgt_io *io, int status, uint64_t lba);
+
+/**
  * Complete an io with exact sense data (CHECK CONDITION).
  *
  * @param io   The io.

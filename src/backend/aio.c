@@ -617,6 +617,8 @@ static void aio_close_maybe(struct aio_ctx *ac)
 	}
 }
 
+static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in);
+
 static void aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status)
 {
 	struct scsitgt_io *io = req->io;
@@ -627,11 +629,19 @@ static void aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status)
 			     "%s: io type %d at byte %" PRIu64 " (+%zu) failed: %s", ac->path,
 			     (int)req->type, req->off, req->len, strerror(-status));
 	}
+	if (status < 0 && req->type == SCSITGT_IO_READ && req->bounce && req->done) {
+		/* The blocks read before the failure go to the initiator (complete_partial). */
+		int iovcnt;
+		const struct iovec *iov = scsitgt_io_get_iov(io, &iovcnt);
+
+		aio_bounce_copy(req, iov, iovcnt, false);
+	}
 	free(req->bounce);
 	req->bounce = NULL;
 	if (status < 0 && (req->type == SCSITGT_IO_READ || req->type == SCSITGT_IO_WRITE)) {
-		/* Short transfers were resubmitted, so the failure starts where the data stopped. */
-		scsitgt_io_complete_at(io, status, (req->off + req->done) / ac->block_size);
+		/* Short transfers were resubmitted, so the failure starts where the data stopped,
+		 * and the whole blocks before it were read into the iovecs or written. */
+		scsitgt_io_complete_partial(io, status, (req->off + req->done) / ac->block_size);
 		return;
 	}
 	scsitgt_io_complete(io, status);

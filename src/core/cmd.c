@@ -63,7 +63,7 @@ static void cmd_set_reason(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason 
 	if (si->status == SAM_STAT_CHECK_CONDITION)
 		cmd_set_sense(cmd, si->key, si->asc, si->ascq, detail);
 	if (reason != SCSITGT_SR_OK)
-		cmd->data_len = 0;
+		cmd->data_len = cmd->partial_len;
 }
 
 void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const uint8_t *cdb,

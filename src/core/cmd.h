@@ -54,6 +54,9 @@ struct scsitgt__cmd {
 	uint32_t xfer_len;
 	uint8_t *buf;      /* xfer_len bytes, allocated by setup */
 	uint32_t data_len; /* Data-In bytes valid in buf after execution (<= xfer_len) */
+	/* Data-In bytes sent with a CHECK CONDITION: the good blocks before a medium error
+	 * (scsitgt_io_complete_partial(), sbc.c); 0 for every other failure. */
+	uint32_t partial_len;
 
 	/* Decoded block range of media commands. */
 	uint64_t lba;
@@ -183,6 +186,8 @@ struct scsitgt_io {
 	/* Set by scsitgt_io_complete_at(): the first block in error, for INFORMATION. */
 	bool error_lba_valid;
 	uint64_t error_lba;
+	/* Set by scsitgt_io_complete_partial(): the blocks before error_lba were transferred. */
+	bool partial;
 	struct iovec iov_inline[2];
 	const struct iovec *iov;
 	uint32_t alloc_size; /* bytes of this object as allocated (engine cache) */

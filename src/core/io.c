@@ -157,6 +157,13 @@ SCSITGT_EXPORT void scsitgt_io_complete_at(struct scsitgt_io *io, int status, ui
 	scsitgt_io_complete(io, status);
 }
 
+SCSITGT_EXPORT void scsitgt_io_complete_partial(struct scsitgt_io *io, int status, uint64_t lba)
+{
+	if (status < 0 && lba >= io->lba && lba - io->lba < io->num_blocks)
+		io->partial = true;
+	scsitgt_io_complete_at(io, status, lba);
+}
+
 SCSITGT_EXPORT void scsitgt_io_complete_sense(struct scsitgt_io *io, uint8_t key, uint8_t asc,
 					      uint8_t ascq)
 {

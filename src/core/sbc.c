@@ -152,9 +152,73 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd)
 /* cmd->step_arg slot of the range lock token (range_lock.h) of READ and WRITE. */
 #define RW_TOKEN 3
 
+/* The io again over the blocks before a medium error has come back (sbc_rw_done()). */
+static void sbc_rw_prefix_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+			       enum scsitgt__sense_reason reason)
+{
+	if (reason == SCSITGT_SR_OK) {
+		if (io->type == SCSITGT_IO_READ)
+			cmd->partial_len = io->num_blocks * cmd->lun->geo.block_size;
+	} else {
+		/* The earlier blocks failed too: theirs is the error to report, and INFORMATION
+		 * only where this io says where (else the initiator would take the blocks
+		 * before the first error for good). */
+		cmd->io_reason = reason;
+		cmd->detail.info_valid = io->error_lba_valid;
+		cmd->detail.info = io->error_lba;
+		if (io->partial && io->type == SCSITGT_IO_READ)
+			cmd->partial_len =
+				(uint32_t)(io->error_lba - io->lba) * cmd->lun->geo.block_size;
+	}
+	scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[RW_TOKEN]);
+	scsitgt__io_done_complete_cmd(cmd, io, SCSITGT_SR_OK);
+}
+
+/*
+ * A READ or WRITE failed at a known block (SBC-4 §4.18.1 INFORMATION). Initiators take the
+ * blocks before it for transferred: Linux completes (INFORMATION - LBA) blocks of a failed
+ * command, bounded by the bytes the residual says moved (sd_completed_bytes()). So the blocks
+ * before it must really be done: a READ sends them with the CHECK CONDITION (partial_len) and
+ * a WRITE has written them. A backend that says so completes with scsitgt_io_complete_partial();
+ * for one that only says where (scsitgt_io_complete_at(), the fault backend's medium errors)
+ * the core moves those blocks again with an io of their own. Returns true when that io went.
+ */
+static bool sbc_rw_partial(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+			   enum scsitgt__sense_reason reason)
+{
+	uint32_t bs = cmd->lun->geo.block_size, good;
+	struct iovec iov;
+
+	if (reason == SCSITGT_SR_OK || reason == SCSITGT_SR_RAW || !io->error_lba_valid ||
+	    io->error_lba <= io->lba || io->error_lba - io->lba >= io->num_blocks)
+		return false;
+	good = (uint32_t)(io->error_lba - io->lba);
+	if (io->partial) {
+		if (io->type == SCSITGT_IO_READ)
+			cmd->partial_len = good * bs;
+		return false;
+	}
+	if (cmd->state == SCSITGT__CMD_ABORTED)
+		return false;
+	/* The first failure is the one reported; io_finish() set INFORMATION from it. */
+	cmd->io_reason = reason;
+	iov.iov_base = cmd->buf;
+	iov.iov_len = (size_t)good * bs;
+	if (scsitgt__io_submit(cmd, io->type, io->lba, good, &iov, 1, io->flags,
+			       sbc_rw_prefix_done) == 0)
+		return true;
+	/* No io for it: a WRITE must not claim the blocks before INFORMATION written. */
+	cmd->io_reason = SCSITGT_SR_OK;
+	if (io->type == SCSITGT_IO_WRITE)
+		cmd->detail.info_valid = false;
+	return false;
+}
+
 static void sbc_rw_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 			enum scsitgt__sense_reason reason)
 {
+	if (sbc_rw_partial(cmd, io, reason))
+		return;
 	scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[RW_TOKEN]);
 	scsitgt__io_done_complete_cmd(cmd, io, reason);
 }

@@ -71,7 +71,11 @@ static inline struct lf_result *tctx_run(struct tctx *t, size_t len)
 	} while (0)
 
 /* CHECK CONDITION with fixed-format sense (SPC-5 §4.4.3) of @key/@asc/@ascq. */
-#define assert_sense(res, key, asc, ascq)                                                          \
+#define assert_sense(res, key, asc, ascq) assert_sense_data(res, key, asc, ascq, 0)
+
+/* CHECK CONDITION that still carries @len bytes of Data-In (the good blocks of a READ that
+ * failed part way, scsitgt_io_complete_partial()). */
+#define assert_sense_data(res, key, asc, ascq, len)                                                \
 	do {                                                                                       \
 		const struct lf_result *tu_sense_ = (res);                                            \
 		assert_int_equal(tu_sense_->status, 0x02);                                            \
@@ -81,7 +85,7 @@ static inline struct lf_result *tctx_run(struct tctx *t, size_t len)
 		assert_int_equal(tu_sense_->sense[7], 10);                                            \
 		assert_int_equal(tu_sense_->sense[12], (asc));                                        \
 		assert_int_equal(tu_sense_->sense[13], (ascq));                                       \
-		assert_int_equal(tu_sense_->data_len, 0);                                             \
+		assert_int_equal(tu_sense_->data_len, (len));                                         \
 	} while (0)
 
 /* Fixed-format SENSE KEY SPECIFIC field pointer: C/D @cd, FIELD POINTER @field, BIT POINTER

@@ -470,31 +470,20 @@ static int task_post_reads(struct srp_ch *ch, struct srp_task *t)
 
 /* ---- responses ---- */
 
-/* Residuals of a finished command (§5.9 Table 27). */
+/* Residuals of a finished command (§5.9 Table 27), srp_proto.c. */
 static void task_residuals(const struct srp_task *t, struct scsitgt__srp_rsp *r, uint32_t *send)
 {
 	const struct scsitgt__cmd *cmd = t->cmd;
-	uint32_t out_buf = t->out ? t->edtl : 0, in_buf = t->out ? 0 : t->edtl;
-	uint32_t out_need = t->spdtl_set ? t->spdtl
-			    : cmd->dir == SCSITGT__DIR_OUT ? cmd->xfer_len : 0;
-	uint32_t in_need = cmd->dir == SCSITGT__DIR_IN ? cmd->data_len : 0;
-	uint32_t out_done = t->want;
+	struct scsitgt__srp_xfer x = {
+		.out_buf = t->out ? t->edtl : 0,
+		.in_buf = t->out ? 0 : t->edtl,
+		.out_need = t->spdtl_set ? t->spdtl
+			    : cmd->dir == SCSITGT__DIR_OUT ? cmd->xfer_len : 0,
+		.out_done = t->want,
+		.in_have = cmd->dir == SCSITGT__DIR_IN ? cmd->data_len : 0,
+	};
 
-	*send = in_need < in_buf ? in_need : in_buf;
-	if (out_need > out_buf) {
-		r->flags |= SRP_RSP_DOOVER;
-		r->data_out_res = out_need - out_buf;
-	} else if (out_done < out_buf) {
-		r->flags |= SRP_RSP_DOUNDER;
-		r->data_out_res = out_buf - out_done;
-	}
-	if (in_need > in_buf) {
-		r->flags |= SRP_RSP_DIOVER;
-		r->data_in_res = in_need - in_buf;
-	} else if (*send < in_buf) {
-		r->flags |= SRP_RSP_DIUNDER;
-		r->data_in_res = in_buf - *send;
-	}
+	*send = scsitgt__srp_residuals(r, &x);
 }
 
 /* RDMA WRITEs of @send bytes of Data-In across the descriptors, into @wr/@sge. */

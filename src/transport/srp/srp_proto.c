@@ -687,3 +687,24 @@ uint32_t scsitgt__srp_credits_grant(struct scsitgt__srp_credits *c)
 	c->held += d;
 	return d;
 }
+
+uint32_t scsitgt__srp_residuals(struct scsitgt__srp_rsp *r, const struct scsitgt__srp_xfer *x)
+{
+	uint32_t send = x->in_have < x->in_buf ? x->in_have : x->in_buf;
+
+	if (x->out_need > x->out_buf) {
+		r->flags |= SRP_RSP_DOOVER;
+		r->data_out_res = x->out_need - x->out_buf;
+	} else if (x->out_done < x->out_buf) {
+		r->flags |= SRP_RSP_DOUNDER;
+		r->data_out_res = x->out_buf - x->out_done;
+	}
+	if (x->in_have > x->in_buf) {
+		r->flags |= SRP_RSP_DIOVER;
+		r->data_in_res = x->in_have - x->in_buf;
+	} else if (send < x->in_buf) {
+		r->flags |= SRP_RSP_DIUNDER;
+		r->data_in_res = x->in_buf - send;
+	}
+	return send;
+}

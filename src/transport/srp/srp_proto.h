@@ -355,6 +355,22 @@ struct scsitgt__srp_rsp {
  * and the response data.
  */
 size_t scsitgt__srp_rsp_encode(uint8_t *buf, size_t cap, const struct scsitgt__srp_rsp *r);
+
+/* What a finished command moved, against the initiator's buffers. */
+struct scsitgt__srp_xfer {
+	uint32_t out_buf;  /* bytes of the data-out buffer (its descriptors' total) */
+	uint32_t in_buf;   /* bytes of the data-in buffer */
+	uint32_t out_need; /* bytes of Data-Out the CDB asked for (SPDTL) */
+	uint32_t out_done; /* bytes of Data-Out read from the initiator */
+	uint32_t in_have;  /* bytes of Data-In the command produced: all of a GOOD read, the
+			    * good blocks before a medium error (sent with the CHECK CONDITION) */
+};
+
+/*
+ * Set the DO/DI OVER/UNDER flags and residual counts of @r for @x (SRP r16a §5.9 Table 27)
+ * and return how many bytes of Data-In to send.
+ */
+uint32_t scsitgt__srp_residuals(struct scsitgt__srp_rsp *r, const struct scsitgt__srp_xfer *x);
 int scsitgt__srp_rsp_decode(const uint8_t *buf, size_t len, struct scsitgt__srp_rsp *out);
 
 /* ---- request limit (credits, SRP r16a §5.5.2) ---- */

@@ -97,10 +97,15 @@ static void test_medium_lba(void **state)
 	struct fctx *f = *state;
 	struct lf_result *res;
 
+	for (unsigned int i = 0; i < sizeof(f->buf); i++)
+		f->buf[i] = (uint8_t)(i * 13 + 1);
+	assert_good(run_rw(f, SBC_WRITE_10, 96, 8));
 	assert_int_equal(scsitgt_backend_fault_add_spec(f->fault, "medium@read:lba=100:len=8"), 1);
-	/* Blocks 96..103 overlap 100..107: the error is reported at 100. */
+	/* Blocks 96..103 overlap 100..107: the error is reported at 100, and the four good
+	 * blocks before it come with the CHECK CONDITION (issue 17, defect 10). */
 	res = run_rw(f, SBC_READ_10, 96, 8);
-	assert_sense(res, 0x3, 0x11, 0x00);
+	assert_sense_data(res, 0x3, 0x11, 0x00, 4 * 512);
+	assert_memory_equal(res->data, f->buf, 4 * 512);
 	assert_int_equal(res->sense[0] & 0x80, 0x80); /* VALID: INFORMATION holds the LBA */
 	assert_int_equal(get_be32(&res->sense[3]), 100);
 	/* Blocks 104..107 start inside the range: reported at their first block. */
@@ -112,6 +117,41 @@ static void test_medium_lba(void **state)
 	assert_good(run_rw(f, SBC_READ_10, 108, 8));
 	assert_good(run_rw(f, SBC_WRITE_10, 100, 1));
 	assert_int_equal(stats(f).medium_errors, 2);
+}
+
+/*
+ * A WRITE that fails at a block reports it in INFORMATION, and initiators take the blocks
+ * before it for written (Linux's sd_completed_bytes()): they must be on the medium.
+ */
+static void test_medium_write_prefix(void **state)
+{
+	struct fctx *f = *state;
+	struct lf_result *res;
+	uint8_t old[8 * 512];
+
+	for (unsigned int i = 0; i < sizeof(f->buf); i++)
+		f->buf[i] = (uint8_t)(i * 7 + 3);
+	assert_good(run_rw(f, SBC_WRITE_10, 200, 8));
+	memcpy(old, f->buf, sizeof(old));
+	assert_int_equal(scsitgt_backend_fault_add_spec(f->fault, "medium@write:lba=205:len=1"), 1);
+	memset(f->buf, 0x5a, sizeof(f->buf));
+	res = run_rw(f, SBC_WRITE_10, 200, 8);
+	/* SBC-4 MEDIUM ERROR, WRITE ERROR (0Ch/00h) at block 205. */
+	assert_sense(res, 0x3, 0x0c, 0x00);
+	assert_int_equal(res->sense[0] & 0x80, 0x80);
+	assert_int_equal(get_be32(&res->sense[3]), 205);
+	res = run_rw(f, SBC_READ_10, 200, 8);
+	assert_good(res);
+	/* 200..204 hold the new data, 205..207 the old. */
+	for (unsigned int i = 0; i < 5 * 512; i++)
+		assert_int_equal(res->data[i], 0x5a);
+	assert_memory_equal(res->data + 5 * 512, old + 5 * 512, 3 * 512);
+	/* A rule that hits the io's first block: nothing is good, nothing is written again. */
+	assert_int_equal(scsitgt_backend_fault_clear_rules(f->fault), 0);
+	assert_int_equal(scsitgt_backend_fault_add_spec(f->fault, "medium@read"), 1);
+	res = run_rw(f, SBC_READ_10, 200, 8);
+	assert_sense(res, 0x3, 0x11, 0x00);
+	assert_int_equal(get_be32(&res->sense[3]), 200);
 }
 
 static void test_every_skip_count(void **state)
@@ -276,6 +316,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_error_rule, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_medium_lba, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_medium_write_prefix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_every_skip_count, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delay, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hang_release, setup, teardown),

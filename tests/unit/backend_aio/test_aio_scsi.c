@@ -125,9 +125,15 @@ static void test_medium_error(void **state)
 	/* SPC-5 sense key MEDIUM ERROR, UNRECOVERED READ ERROR. */
 	assert_sense(r, 0x3, 0x11, 0x00);
 	/* SBC-4 §4.18.1: INFORMATION holds the first LBA in error, here the new end of the
-	 * file for a read that starts two blocks before it. */
+	 * file for a read that starts two blocks before it; the two blocks the file still has
+	 * come with the CHECK CONDITION (scsitgt_io_complete_partial()). */
+	aio_test_pattern(data, sizeof(data), 24);
+	r = run(s, AIO_LUN, cdb_rw(s->cdb, SBC_WRITE_10, FILE_BYTES / 4 / 512 - 2, 2, 0), data,
+		2 * 512);
+	assert_good(r);
 	r = run(s, AIO_LUN, cdb_rw(s->cdb, SBC_READ_10, FILE_BYTES / 4 / 512 - 2, 4, 0), NULL, 0);
-	assert_sense(r, 0x3, 0x11, 0x00);
+	assert_sense_data(r, 0x3, 0x11, 0x00, 2 * 512);
+	assert_memory_equal(r->data, data, 2 * 512);
 	assert_int_equal(r->sense[0] & 0x80, 0x80);
 	assert_int_equal(get_be32(&r->sense[3]), FILE_BYTES / 4 / 512);
 	r = run(s, AIO_LUN, cdb_rw(s->cdb, SBC_READ_10, 0, 4, 0), NULL, 0);

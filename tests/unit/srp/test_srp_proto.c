@@ -593,6 +593,42 @@ static void test_rsp_status_and_residuals(void **state)
 	assert_int_equal(buf[18], 0x3c);
 }
 
+/* Issue 17: residuals and the Data-In to send (§5.9 Table 27), for the data-length cases. */
+static void test_residuals(void **state)
+{
+	static const struct {
+		struct scsitgt__srp_xfer x;
+		uint32_t send;
+		uint8_t flags;
+		uint32_t do_res, di_res;
+	} cases[] = {
+		/* READ: buffer equal to, larger than, smaller than the data, and not whole blocks. */
+		{ { .in_buf = 4096, .in_have = 4096 }, 4096, 0, 0, 0 },
+		{ { .in_buf = 8192, .in_have = 4096 }, 4096, SRP_RSP_DIUNDER, 0, 4096 },
+		{ { .in_buf = 1024, .in_have = 4096 }, 1024, SRP_RSP_DIOVER, 0, 3072 },
+		{ { .in_buf = 200, .in_have = 512 }, 200, SRP_RSP_DIOVER, 0, 312 },
+		/* A 64 KiB READ that failed after 40 good blocks: they go, the rest is DIUNDER. */
+		{ { .in_buf = 65536, .in_have = 40 * 512 }, 40 * 512, SRP_RSP_DIUNDER, 0, 88 * 512 },
+		/* WRITE: equal; buffer of one block fewer (written, overflow); larger (underflow);
+		 * shorter than a block (refused before reading: overflow of the rest). */
+		{ { .out_buf = 4096, .out_need = 4096, .out_done = 4096 }, 0, 0, 0, 0 },
+		{ { .out_buf = 3584, .out_need = 4096, .out_done = 3584 }, 0, SRP_RSP_DOOVER, 512, 0 },
+		{ { .out_buf = 8192, .out_need = 4096, .out_done = 4096 }, 0, SRP_RSP_DOUNDER, 4096, 0 },
+		{ { .out_buf = 200, .out_need = 512, .out_done = 0 }, 0, SRP_RSP_DOOVER, 312, 0 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct scsitgt__srp_rsp r;
+
+		memset(&r, 0, sizeof(r));
+		assert_int_equal(scsitgt__srp_residuals(&r, &cases[i].x), cases[i].send);
+		assert_int_equal(r.flags, cases[i].flags);
+		assert_int_equal(r.data_out_res, cases[i].do_res);
+		assert_int_equal(r.data_in_res, cases[i].di_res);
+	}
+}
+
 static void test_rsp_sense_truncated(void **state)
 {
 	uint8_t sense[252];
@@ -743,6 +779,7 @@ int main(void)
 		cmocka_unit_test(test_cmd_indirect_full_and_partial),
 		cmocka_unit_test(test_cmd_immediate),
 		cmocka_unit_test(test_rsp_status_and_residuals),
+		cmocka_unit_test(test_residuals),
 		cmocka_unit_test(test_rsp_sense_truncated),
 		cmocka_unit_test(test_rsp_tmf_data),
 		cmocka_unit_test(test_credits_model),
