@@ -399,6 +399,9 @@ int main(int argc, char **argv)
 		/* A portal or SRP port that cannot listen at start is a configuration error. */
 		stop(&d);
 	} else {
+		/* RBD images open off the loop: "ready" once every LUN of the file exists. */
+		while (scsitgtd_opening(&d))
+			uv_run(d.loop, UV_RUN_ONCE);
 		printf("scsitgtd: ready (%zu targets)\n", d.cfg->ntargets);
 		fflush(stdout);
 	}

@@ -30,6 +30,8 @@ struct scsitgtd {
 	uv_signal_t sig_hup, sig_term, sig_int, sig_usr1;
 	bool stopping;
 	int exit_code;
+	/* RBD LUNs whose image is being opened off the loop (scsitgtd_apply.c). */
+	struct scsitgtd_rbd_open *rbd_opens;
 };
 
 void scsitgtd_log(struct scsitgtd *d, enum scsitgt_log_level level, const char *fmt, ...)
@@ -44,6 +46,9 @@ int scsitgtd_apply(struct scsitgtd *d, struct scsitgtd_config *nc);
 
 /* Whether the library accepts a LUN's fault specification: 0 or its negative errno. */
 int scsitgtd_fault_spec_check(const char *spec);
+
+/* Whether RBD images are still being opened for LUNs of the configuration. */
+bool scsitgtd_opening(const struct scsitgtd *d);
 
 /* Free what scsitgtd_apply() allocated (after the engine is gone). */
 void scsitgtd_free(struct scsitgtd *d);

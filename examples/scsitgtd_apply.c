@@ -201,25 +201,23 @@ int scsitgtd_fault_spec_check(const char *spec)
 	return rc < 0 ? rc : 0;
 }
 
-static int lun_create(struct scsitgtd *d, struct scsitgt_target *tgt,
-		      const struct scsitgtd_config *cfg, const struct scsitgtd_lun *l)
+/*
+ * Create the LUN on the opened backend @ops/@bctx (the caller's; freed here on failure).
+ * @rbd_ctx is the RBD context when the backend is one (bctx may be a fault wrapper around
+ * it): the identification then comes from the image, the same on every gateway.
+ */
+static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
+		      const struct scsitgtd_config *cfg, const struct scsitgtd_lun *l,
+		      const struct scsitgt_backend_ops *ops, void *bctx, void *rbd_ctx)
 {
 	const char *tname = scsitgt_target_get_name(tgt);
-	const struct scsitgt_backend_ops *ops = NULL;
 	struct scsitgt_lun_opts o;
 	struct scsitgt_lun *lun;
 	uint32_t bs = l->block_size ? l->block_size : 512;
-	char prbuf[4096];
+	char prbuf[4096], serial[40];
 	const char *pr;
-	void *bctx = NULL;
 	int rc;
 
-	rc = backend_open(d, tname, l, &ops, &bctx);
-	if (rc < 0) {
-		scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: backend: %s", tname,
-			     (unsigned long long)l->id, scsitgt_strerror(rc));
-		return rc;
-	}
 	if (l->fault) {
 		rc = fault_wrap(d, tname, l, &ops, &bctx);
 		if (rc < 0)
@@ -240,6 +238,13 @@ static int lun_create(struct scsitgtd *d, struct scsitgt_target *tgt,
 		  ((l->flags & SCSITGTD_LUN_REMOVABLE) ? SCSITGT_LUN_REMOVABLE : 0) |
 		  ((l->flags & SCSITGTD_LUN_WRITE_CACHE) ? SCSITGT_LUN_WRITE_CACHE : 0) |
 		  ((l->flags & SCSITGTD_LUN_CLAIM_SPC4) ? SCSITGT_LUN_CLAIM_SPC4 : 0);
+	if (rbd_ctx) {
+		/* One device for multipath on every gateway; WCE when librbd caches writes. */
+		scsitgt_backend_rbd_get_ident(rbd_ctx, &o.naa, serial, sizeof(serial));
+		if (l->serial == NULL)
+			o.serial = serial;
+		o.flags |= SCSITGT_LUN_WRITE_CACHE;
+	}
 	if (l->physical_block_exponent >= 0)
 		o.physical_block_exponent = (uint8_t)l->physical_block_exponent;
 	rc = scsitgt_lun_create(&lun, tgt, &o);
@@ -254,6 +259,8 @@ static int lun_create(struct scsitgtd *d, struct scsitgt_target *tgt,
 			     (unsigned long long)l->id, scsitgt_strerror(rc));
 		return rc;
 	}
+	if (rbd_ctx)
+		scsitgt_backend_rbd_set_lun(rbd_ctx, lun);
 	/* SPC-5 §5.13.5 APTPL: reservations survive a restart in this file. */
 	pr = pr_path(cfg, tname, l, prbuf, sizeof(prbuf));
 	if (pr && (rc = scsitgt_lun_use_pr_file(lun, pr)) < 0)
@@ -263,6 +270,181 @@ static int lun_create(struct scsitgtd *d, struct scsitgt_target *tgt,
 		scsitgt_lun_set_offline(lun, true);
 	scsitgtd_log(d, SCSITGT_LOG_INFO, "%s LUN %llu: created", tname, (unsigned long long)l->id);
 	return 0;
+}
+
+/*
+ * RBD LUNs: the image is opened off the loop (scsitgt_backend_rbd_create_async()), so a
+ * reload that adds one never stalls the initiators already served. The LUN is created when
+ * the open finishes, if the configuration applied by then still asks for the same LUN; a
+ * reload meanwhile that changes it makes this open stale (closed when it finishes) and starts
+ * another one.
+ */
+struct scsitgtd_rbd_open {
+	struct scsitgtd_rbd_open *next;
+	struct scsitgtd *d;
+	char *tname;
+	/* The LUN definition the open was started for (its strings copied). */
+	struct scsitgtd_lun want;
+	bool stale;
+};
+
+static void rbd_open_free(struct scsitgtd_rbd_open *po)
+{
+	char **strs[] = { &po->want.path, &po->want.vendor, &po->want.product,
+			  &po->want.revision, &po->want.serial, &po->want.pr_file,
+			  &po->want.rbd_namespace, &po->want.rbd_client_id, &po->want.rbd_conf };
+
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		free(*strs[i]);
+	free(po->tname);
+	free(po);
+}
+
+static struct scsitgtd_rbd_open *rbd_open_copy(const char *tname, const struct scsitgtd_lun *l)
+{
+	struct scsitgtd_rbd_open *po = calloc(1, sizeof(*po));
+	bool nomem;
+
+	if (po == NULL)
+		return NULL;
+	po->want = *l;
+	/* Only what scsitgtd_lun_needs_recreate() compares; the fault rules by presence. */
+	po->want.fault = l->fault ? (char *)"" : NULL;
+	po->want.visible_to = NULL;
+	po->want.nvisible_to = 0;
+#define RBD_DUP(f) (po->want.f = l->f ? strdup(l->f) : NULL, l->f && po->want.f == NULL)
+	nomem = RBD_DUP(path) | RBD_DUP(vendor) | RBD_DUP(product) | RBD_DUP(revision) |
+		RBD_DUP(serial) | RBD_DUP(pr_file) | RBD_DUP(rbd_namespace) |
+		RBD_DUP(rbd_client_id) | RBD_DUP(rbd_conf);
+#undef RBD_DUP
+	po->tname = strdup(tname);
+	if (nomem || po->tname == NULL) {
+		rbd_open_free(po);
+		return NULL;
+	}
+	return po;
+}
+
+static struct scsitgtd_rbd_open *rbd_open_find(struct scsitgtd *d, const char *tname,
+					       uint64_t id)
+{
+	for (struct scsitgtd_rbd_open *po = d->rbd_opens; po; po = po->next)
+		if (!po->stale && po->want.id == id && !strcmp(po->tname, tname))
+			return po;
+	return NULL;
+}
+
+bool scsitgtd_opening(const struct scsitgtd *d)
+{
+	return d->rbd_opens != NULL;
+}
+
+static void rbd_opened(void *arg, int status, void *bctx)
+{
+	struct scsitgtd_rbd_open *po = arg;
+	struct scsitgtd *d = po->d;
+	const struct scsitgtd_target *t = NULL;
+	const struct scsitgtd_lun *nl = NULL;
+	struct scsitgt_target *tgt = NULL;
+
+	for (struct scsitgtd_rbd_open **pp = &d->rbd_opens; *pp; pp = &(*pp)->next) {
+		if (*pp == po) {
+			*pp = po->next;
+			break;
+		}
+	}
+	if (status < 0) {
+		scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: backend: rbd %s: %s", po->tname,
+			     (unsigned long long)po->want.id, po->want.path,
+			     scsitgt_strerror(status));
+		rbd_open_free(po);
+		return;
+	}
+	if (!d->stopping && !po->stale && d->cfg)
+		t = scsitgtd_config_find_target(d->cfg, po->tname);
+	if (t) {
+		nl = scsitgtd_config_find_lun(t, po->want.id);
+		tgt = d->tgts[t - d->cfg->targets].tgt;
+	}
+	if (nl == NULL || tgt == NULL || scsitgtd_lun_needs_recreate(&po->want, nl) ||
+	    scsitgt_target_get_lun(tgt, po->want.id)) {
+		/* The configuration moved on while the image opened. */
+		scsitgt_backend_rbd_ops()->close(bctx, noop_done, NULL);
+		rbd_open_free(po);
+		return;
+	}
+	lun_finish(d, tgt, d->cfg, nl, scsitgt_backend_rbd_ops(), bctx, bctx);
+	rbd_open_free(po);
+}
+
+static int rbd_lun_start(struct scsitgtd *d, const char *tname, const struct scsitgtd_lun *l)
+{
+	struct scsitgt_backend_rbd_opts ro;
+	struct scsitgtd_rbd_open *po;
+	char pool[4096];
+	const char *slash = strchr(l->path, '/');
+	int rc;
+
+	if (scsitgt_backend_rbd_ops() == NULL)
+		return -ENOTSUP;
+	if ((size_t)(slash - l->path) >= sizeof(pool))
+		return -EINVAL;
+	memcpy(pool, l->path, (size_t)(slash - l->path));
+	pool[slash - l->path] = '\0';
+	po = rbd_open_copy(tname, l);
+	if (po == NULL)
+		return -ENOMEM;
+	po->d = d;
+	scsitgt_backend_rbd_opts_init(&ro, sizeof(ro));
+	ro.loop = d->loop;
+	ro.pool = pool;
+	ro.image = slash + 1;
+	ro.pool_namespace = l->rbd_namespace;
+	if (l->rbd_client_id)
+		ro.client_id = l->rbd_client_id;
+	ro.conf_file = l->rbd_conf;
+	if (l->rbd_op_timeout >= 0)
+		ro.op_timeout_s = (uint32_t)l->rbd_op_timeout;
+	ro.read_only = (l->flags & SCSITGTD_LUN_READ_ONLY) != 0;
+	ro.write_through = l->write_through;
+	rc = scsitgt_backend_rbd_create_async(&ro, rbd_opened, po);
+	if (rc < 0) {
+		rbd_open_free(po);
+		return rc;
+	}
+	po->next = d->rbd_opens;
+	d->rbd_opens = po;
+	scsitgtd_log(d, SCSITGT_LOG_INFO, "%s LUN %llu: opening rbd %s", tname,
+		     (unsigned long long)l->id, l->path);
+	return 0;
+}
+
+static int lun_create(struct scsitgtd *d, struct scsitgt_target *tgt,
+		      const struct scsitgtd_config *cfg, const struct scsitgtd_lun *l)
+{
+	const char *tname = scsitgt_target_get_name(tgt);
+	const struct scsitgt_backend_ops *ops = NULL;
+	struct scsitgtd_rbd_open *po;
+	void *bctx = NULL;
+	int rc;
+
+	if (l->backend == SCSITGTD_BACKEND_RBD) {
+		po = rbd_open_find(d, tname, l->id);
+		if (po && !scsitgtd_lun_needs_recreate(&po->want, l))
+			return 0; /* already on its way */
+		if (po)
+			po->stale = true;
+		rc = rbd_lun_start(d, tname, l);
+		if (rc == 0)
+			return 0;
+	} else {
+		rc = backend_open(d, tname, l, &ops, &bctx);
+		if (rc == 0)
+			return lun_finish(d, tgt, cfg, l, ops, bctx, NULL);
+	}
+	scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: backend: %s", tname,
+		     (unsigned long long)l->id, scsitgt_strerror(rc));
+	return rc;
 }
 
 /* A LUN that stays: capacity and the offline state change in place. */
@@ -278,6 +460,9 @@ static void lun_update(struct scsitgtd *d, const char *tname, struct scsitgt_lun
 		return;
 	if (nl->backend == SCSITGTD_BACKEND_RAM || nl->backend == SCSITGTD_BACKEND_NULL) {
 		nb = nl->size / geo.block_size;
+	} else if (nl->backend == SCSITGTD_BACKEND_RBD) {
+		/* The backend follows the image itself (librbd's update watch). */
+		nb = 0;
 	} else if (nl->size == 0 && nl->fault == NULL) {
 		/* A file or device follows its medium: it may have grown since. (Behind fault
 		 * injection the backend context is the fault backend's: no re-read then.) */

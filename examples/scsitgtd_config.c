@@ -102,8 +102,8 @@ static int section_end(struct parser *p)
 		l = cur_lun(p);
 		if ((int)l->backend == -1)
 			return cfg_err_at(p, l->line,
-					  "[lun %llu]: backend missing (ram, null, file or "
-					  "block)",
+					  "[lun %llu]: backend missing (ram, null, file, "
+					  "block or rbd)",
 					  (unsigned long long)l->id);
 		if ((l->backend == SCSITGTD_BACKEND_RAM || l->backend == SCSITGTD_BACKEND_NULL) &&
 		    l->size == 0)
@@ -115,6 +115,27 @@ static int section_end(struct parser *p)
 			return cfg_err_at(p, l->line, "[lun %llu]: path missing (needed by the %s "
 						   "backend)", (unsigned long long)l->id,
 				       l->backend == SCSITGTD_BACKEND_FILE ? "file" : "block");
+		if (l->backend == SCSITGTD_BACKEND_RBD) {
+			const char *slash = l->path ? strchr(l->path, '/') : NULL;
+
+			if (slash == NULL || slash == l->path || slash[1] == '\0' ||
+			    strchr(slash + 1, '/'))
+				return cfg_err_at(p, l->line,
+						  "[lun %llu]: path must be POOL/IMAGE for the "
+						  "rbd backend",
+						  (unsigned long long)l->id);
+			if (l->size || cfg_key_seen(p, "direct") ||
+			    cfg_key_seen(p, "aio_queue_depth"))
+				return cfg_err_at(p, l->line,
+						  "[lun %llu]: an RBD image has its own size and "
+						  "no direct or aio_queue_depth; remove them",
+						  (unsigned long long)l->id);
+		} else if (l->rbd_namespace || l->rbd_client_id || l->rbd_conf ||
+			   l->rbd_op_timeout >= 0) {
+			return cfg_err_at(p, l->line,
+					  "[lun %llu]: rbd_* keys are only for the rbd backend",
+					  (unsigned long long)l->id);
+		}
 		if ((l->backend == SCSITGTD_BACKEND_RAM || l->backend == SCSITGTD_BACKEND_NULL) &&
 		    (l->path || cfg_key_seen(p, "direct") || cfg_key_seen(p, "write_through") ||
 		     cfg_key_seen(p, "aio_queue_depth")))
@@ -231,6 +252,7 @@ static int section_open(struct parser *p, const char *hdr)
 		l->backend = (enum scsitgtd_backend)-1;
 		l->direct = true;
 		l->physical_block_exponent = -1;
+		l->rbd_op_timeout = -1;
 		p->sec = SEC_LUN;
 		return 0;
 	}
@@ -496,6 +518,9 @@ void scsitgtd_config_free(struct scsitgtd_config *cfg)
 		free(t->srps);
 		for (size_t j = 0; j < t->nluns; j++) {
 			free(t->luns[j].path);
+			free(t->luns[j].rbd_namespace);
+			free(t->luns[j].rbd_client_id);
+			free(t->luns[j].rbd_conf);
 			free(t->luns[j].vendor);
 			free(t->luns[j].product);
 			free(t->luns[j].revision);
@@ -613,7 +638,9 @@ bool scsitgtd_lun_needs_recreate(const struct scsitgtd_lun *a, const struct scsi
 	       a->aio_queue_depth != b->aio_queue_depth || !str_eq(a->path, b->path) ||
 	       !str_eq(a->vendor, b->vendor) || !str_eq(a->product, b->product) ||
 	       !str_eq(a->revision, b->revision) || !str_eq(a->serial, b->serial) ||
-	       !str_eq(a->pr_file, b->pr_file) ||
+	       !str_eq(a->pr_file, b->pr_file) || !str_eq(a->rbd_namespace, b->rbd_namespace) ||
+	       !str_eq(a->rbd_client_id, b->rbd_client_id) || !str_eq(a->rbd_conf, b->rbd_conf) ||
+	       a->rbd_op_timeout != b->rbd_op_timeout ||
 	       a->physical_block_exponent != b->physical_block_exponent ||
 	       (a->fault == NULL) != (b->fault == NULL) ||
 	       (a->backend == SCSITGTD_BACKEND_FILE && a->size != b->size);

@@ -29,6 +29,7 @@ enum scsitgtd_backend {
 	SCSITGTD_BACKEND_NULL,
 	SCSITGTD_BACKEND_FILE,	/* a regular file, libaio */
 	SCSITGTD_BACKEND_BLOCK, /* a block device, libaio */
+	SCSITGTD_BACKEND_RBD,	/* a Ceph RBD image (path POOL/IMAGE), librbd */
 };
 
 enum scsitgtd_transport {
@@ -88,7 +89,13 @@ struct scsitgtd_lun {
 	bool direct;	       /* file/block: try O_DIRECT (default yes) */
 	bool write_through;    /* file/block: O_DSYNC, no volatile cache */
 	uint32_t aio_queue_depth; /* 0 = backend default */
-	char *path;		  /* file/block */
+	char *path;		  /* file/block; rbd: POOL/IMAGE */
+	/* rbd: namespace, client id, ceph.conf (NULL: defaults), RADOS operation timeout in
+	 * seconds (-1: the backend's default) */
+	char *rbd_namespace;
+	char *rbd_client_id;
+	char *rbd_conf;
+	int32_t rbd_op_timeout;
 	char *vendor;		  /* NULL = library default */
 	char *product;
 	char *revision;

@@ -762,15 +762,15 @@ static const struct key group_keys[] = {
 
 static int k_backend(struct parser *p, const char *key, const char *v)
 {
-	static const char *const names[] = { "ram", "null", "file", "block" };
+	static const char *const names[] = { "ram", "null", "file", "block", "rbd" };
 
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		if (!strcmp(v, names[i])) {
 			cur_lun(p)->backend = (enum scsitgtd_backend)i;
 			return 0;
 		}
 	}
-	return cfg_err(p, "%s: expected ram, null, file or block", key);
+	return cfg_err(p, "%s: expected ram, null, file, block or rbd", key);
 }
 
 static int k_size(struct parser *p, const char *key, const char *v)
@@ -806,6 +806,9 @@ static int k_lun_str(struct parser *p, const char *key, const char *v)
 		{ "product", offsetof(struct scsitgtd_lun, product), 16 },
 		{ "revision", offsetof(struct scsitgtd_lun, revision), 4 },
 		{ "serial", offsetof(struct scsitgtd_lun, serial), 32 },
+		{ "rbd_namespace", offsetof(struct scsitgtd_lun, rbd_namespace), 0 },
+		{ "rbd_client_id", offsetof(struct scsitgtd_lun, rbd_client_id), 0 },
+		{ "rbd_conf", offsetof(struct scsitgtd_lun, rbd_conf), 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
@@ -868,6 +871,15 @@ static int k_aio_qd(struct parser *p, const char *key, const char *v)
 	return rc;
 }
 
+static int k_rbd_timeout(struct parser *p, const char *key, const char *v)
+{
+	uint64_t x;
+	int rc = set_uint(p, key, v, 0, 86400, &x);
+
+	cur_lun(p)->rbd_op_timeout = (int32_t)x;
+	return rc;
+}
+
 static int k_pbe(struct parser *p, const char *key, const char *v)
 {
 	uint64_t x;
@@ -916,6 +928,10 @@ static const struct key lun_keys[] = {
 	{ "product", k_lun_str, false },
 	{ "revision", k_lun_str, false },
 	{ "serial", k_lun_str, false },
+	{ "rbd_namespace", k_lun_str, false },
+	{ "rbd_client_id", k_lun_str, false },
+	{ "rbd_conf", k_lun_str, false },
+	{ "rbd_op_timeout", k_rbd_timeout, false },
 	{ "read_only", k_lun_bool, false },
 	{ "thin", k_lun_bool, false },
 	{ "removable", k_lun_bool, false },

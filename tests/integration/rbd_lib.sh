@@ -38,6 +38,8 @@ rbd_cleanup() {
 		fi
 		"$RBD_MICRO_CEPH" down "$RBD_DIR" >/dev/null 2>&1 || true
 	fi
+	# it_cleanup takes the test's exit status from $?.
+	(exit "$rc")
 	it_cleanup
 }
 

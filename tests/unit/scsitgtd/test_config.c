@@ -295,7 +295,23 @@ static void test_errors(void **state)
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 8K\nblock_size = 4096\n"
 		  "[lun 0]\n", "line 7:", "defined twice");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = tape\n", "line 4:",
-		  "ram, null, file or block");
+		  "ram, null, file, block or rbd");
+	/* rbd: path is POOL/IMAGE; the size is the image's; rbd_* keys only for rbd. */
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\n", "line 3:", "POOL/IMAGE");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = img\n", "line 3:",
+		  "POOL/IMAGE");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = p/a/b\n", "line 3:",
+		  "POOL/IMAGE");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = p/\n", "line 3:",
+		  "POOL/IMAGE");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = p/i\nsize = 1M\n",
+		  "line 3:", "own size");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 1M\n"
+		  "rbd_namespace = ns\n",
+		  "line 3:", "only for the rbd backend");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = p/i\n"
+		  "rbd_op_timeout = 86401\n",
+		  "line 6:", "rbd_op_timeout");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nsize = 0\n", "line 4:", "size");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nsize = 99999999999T\n", "line 4:", "size");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nblock_size = 1024\n", "line 4:", "512 or 4096");
@@ -389,6 +405,41 @@ static void test_recreate(void **state)
 	assert_false(scsitgtd_params_equal(&t1->params, &t2->params));
 	assert_true(scsitgtd_params_equal(&t1->params, &t1->params));
 	assert_string_equal(scsitgtd_param_name(SCSITGTD_P_QUEUE_DEPTH), "queue_depth");
+	scsitgtd_config_free(c1);
+	scsitgtd_config_free(c2);
+}
+
+static void test_rbd(void **state)
+{
+	struct scsitgtd_config *c1 = parse_ok("[target]\nname = iqn.x\n"
+					      "[lun 0]\nbackend = rbd\npath = rbd/img\n"
+					      "rbd_namespace = ns1\nrbd_client_id = gw\n"
+					      "rbd_conf = /etc/ceph/c.conf\nrbd_op_timeout = 0\n"
+					      "write_through = yes\n"
+					      "[lun 1]\nbackend = rbd\npath = rbd/img2\n");
+	struct scsitgtd_config *c2 = parse_ok("[target]\nname = iqn.x\n"
+					      "[lun 0]\nbackend = rbd\npath = rbd/img\n"
+					      "rbd_namespace = ns2\nrbd_client_id = gw\n"
+					      "rbd_conf = /etc/ceph/c.conf\nrbd_op_timeout = 0\n"
+					      "write_through = yes\n"
+					      "[lun 1]\nbackend = rbd\npath = rbd/img2\noffline = yes\n");
+	const struct scsitgtd_lun *l0 = scsitgtd_config_find_lun(&c1->targets[0], 0);
+	const struct scsitgtd_lun *l1 = scsitgtd_config_find_lun(&c1->targets[0], 1);
+
+	(void)state;
+	assert_int_equal(l0->backend, SCSITGTD_BACKEND_RBD);
+	assert_string_equal(l0->path, "rbd/img");
+	assert_string_equal(l0->rbd_namespace, "ns1");
+	assert_string_equal(l0->rbd_client_id, "gw");
+	assert_string_equal(l0->rbd_conf, "/etc/ceph/c.conf");
+	assert_int_equal(l0->rbd_op_timeout, 0);
+	assert_true(l0->write_through);
+	assert_null(l1->rbd_namespace);
+	assert_int_equal(l1->rbd_op_timeout, -1);
+	/* Another namespace is another image; offline changes in place. */
+	assert_true(scsitgtd_lun_needs_recreate(l0, scsitgtd_config_find_lun(&c2->targets[0], 0)));
+	assert_false(
+		scsitgtd_lun_needs_recreate(l1, scsitgtd_config_find_lun(&c2->targets[0], 1)));
 	scsitgtd_config_free(c1);
 	scsitgtd_config_free(c2);
 }
@@ -534,6 +585,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_binary_and_limits),
 		cmocka_unit_test(test_recreate),
+		cmocka_unit_test(test_rbd),
 		cmocka_unit_test(test_access_srp_limits),
 	};
 

@@ -1,0 +1,85 @@
+#!/bin/bash
+# rbd_scsitgtd.sh SCSITGTD READBACK - scsitgtd adds an RBD LUN on SIGHUP without stalling the
+# LUNs it serves: the image is opened off the loop. First the new LUN names a cluster that does
+# not answer (a monitor address nobody listens on): while that open hangs until its timeout,
+# LUN 0 (RAM) is read in full, and the open is still pending afterwards, so the loop kept
+# serving (no timing is measured: the order of events proves it). The open then fails with an
+# error in the log and no LUN. Then the LUN names the real cluster: it appears, and data
+# written with qemu-img equals `rbd export`. Skipped without Ceph or libinih.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/rbd_lib.sh"
+it_init "${1:-}"
+READBACK=${2:-}
+[[ -x "$READBACK" ]] || it_fail "usage: $0 SCSITGTD ISCSI_READBACK"
+it_need qemu-img sha256sum python3
+rbd_need
+rbd_cluster_up -S 16M
+
+PORT=$(it_free_port)
+IQN=iqn.2026-11.org.libscsitgt:rbd-daemon
+CONF=$IT_TMP/scsitgtd.conf
+URL0=iscsi://127.0.0.1:$PORT/$IQN/0
+URL1=iscsi://127.0.0.1:$PORT/$IQN/1
+base_conf() {
+	printf '[engine]\nlog_level = info\n\n[portal]\naddress = 127.0.0.1\nport = %s\n\n' "$PORT"
+	printf '[target]\nname = %s\n\n[lun 0]\nbackend = ram\nsize = 16M\n\n' "$IQN"
+}
+base_conf >"$CONF"
+it_scsitgtd_start "$CONF"
+
+# A ceph.conf whose monitor is a port nothing listens on: rados_connect waits for the
+# operation timeout (rbd_op_timeout) and fails.
+dead_port=$(it_free_port)
+printf '[global]\nmon_host = 127.0.0.1:%s\nkeyring = %s\n' "$dead_port" "$CEPH_KEYRING" \
+	>"$IT_TMP/dead.conf"
+{
+	base_conf
+	printf '[lun 1]\nbackend = rbd\npath = %s/%s\nrbd_conf = %s\nrbd_op_timeout = 20\n' \
+		"$MICRO_CEPH_POOL" "$MICRO_CEPH_IMAGE" "$IT_TMP/dead.conf"
+} >"$CONF"
+it_reload
+grep -q "LUN 1: opening rbd" "$IT_TMP/target.err" || it_fail "no open started: $(tail -5 "$IT_TMP/target.err")"
+"$READBACK" -o "$IT_TMP/lun0.img" "$URL0" || it_fail "LUN 0 unreadable while LUN 1 opens"
+if grep -Eq "LUN 1: (created|backend)" "$IT_TMP/target.err"; then
+	it_fail "the open of LUN 1 ended before LUN 0 was read: did it block the loop?"
+fi
+it_log "LUN 0 served in full while LUN 1's image was still opening"
+for ((i = 0; i < 600; i++)); do
+	grep -q "LUN 1: backend" "$IT_TMP/target.err" && break
+	sleep 0.1
+done
+grep -q "LUN 1: backend: rbd" "$IT_TMP/target.err" || it_fail "the hanging open never failed"
+it_log "failed open: $(grep "LUN 1: backend" "$IT_TMP/target.err" | tail -n 1)"
+if "$READBACK" -o /dev/null "$URL1" 4096 2>/dev/null; then
+	it_fail "LUN 1 exists although its open failed"
+fi
+
+# The real cluster ($CEPH_CONF): the LUN appears.
+{
+	base_conf
+	printf '[lun 1]\nbackend = rbd\npath = %s/%s\n' "$MICRO_CEPH_POOL" "$MICRO_CEPH_IMAGE"
+} >"$CONF"
+seen=$(wc -l <"$IT_TMP/target.err")
+it_reload
+since() { tail -n "+$((seen + 1))" "$IT_TMP/target.err"; }
+for ((i = 0; i < 600; i++)); do
+	since | grep -Eq "LUN 1: (created|backend)" && break
+	sleep 0.1
+done
+since | grep -q "LUN 1: created" || it_fail "LUN 1 not created: $(since | tail -5)"
+
+size=$((16 * 1024 * 1024))
+head -c "$size" /dev/urandom >"$IT_TMP/random.img"
+want=$(sha256sum <"$IT_TMP/random.img" | cut -d' ' -f1)
+qemu-img convert -n -f raw -O raw "$IT_TMP/random.img" "$URL1" || it_fail "qemu-img to LUN 1"
+"$READBACK" -o "$IT_TMP/back.img" "$URL1" "$size" || it_fail "readback of LUN 1"
+got=$(sha256sum <"$IT_TMP/back.img" | cut -d' ' -f1)
+[[ "$got" == "$want" ]] || it_fail "LUN 1: read back $got, wrote $want"
+rbd export "$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE" "$IT_TMP/export.img" >/dev/null 2>&1 ||
+	it_fail "rbd export failed"
+got=$(sha256sum <"$IT_TMP/export.img" | cut -d' ' -f1)
+[[ "$got" == "$want" ]] || it_fail "rbd export has $got, wrote $want"
+
+it_stop || it_fail "scsitgtd exited with status $? on SIGTERM"
+it_log "PASS"
