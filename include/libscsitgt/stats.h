@@ -83,6 +83,9 @@ struct scsitgt_lun_stats {
 	uint64_t latency_us[SCSITGT_LATENCY_BUCKETS];
 };
 
+/** An I_T nexus (opaque), handed out by scsitgt_target_foreach_session(). */
+struct scsitgt_session;
+
 /**
  * Snapshot of one I_T nexus, passed to a ::scsitgt_session_stats_cb. The strings and the
  * struct are valid only during the callback.
@@ -102,6 +105,11 @@ struct scsitgt_session_stats {
 	struct scsitgt_cmd_counters cmds;
 	/** Commands of this nexus in the core right now. */
 	uint64_t inflight;
+	/**
+	 * The nexus itself, for scsitgt_session_kick(). Valid until the visitor returns; look
+	 * it up again (visit the sessions) before a later call.
+	 */
+	struct scsitgt_session *session;
 };
 
 /**
@@ -138,6 +146,24 @@ SCSITGT_EXPORT int scsitgt_lun_get_stats(const struct scsitgt_lun *lun,
  * Loop: home.
  */
 SCSITGT_EXPORT int scsitgt_lun_reset_stats(struct scsitgt_lun *lun);
+
+/**
+ * End an I_T nexus ("kick" an initiator): the fabric asks the initiator to log out (iSCSI:
+ * an Async Message, AsyncEvent 1 "target requests logout", RFC 7143 §11.9.1, with
+ * DefaultTime2Wait clamped to 1..5 s as the time to do it; SRP: SRP_T_LOGOUT) and closes the
+ * connections when the initiator has not logged out after that time plus one second. Its
+ * commands then end as on any nexus loss, and the session-logout event follows. An initiator
+ * that is still allowed may log in again at once: to keep it out, remove it from the ACL
+ * (scsitgt_target_remove_initiator()) first.
+ *
+ * @param session The nexus, from scsitgt_session_stats::session during a
+ *                scsitgt_target_foreach_session() walk (the call may be made from the visitor).
+ * @return 0; -EINVAL if @p session is NULL; -EALREADY if the nexus is already being ended
+ *         (kicked before, or its target is being destroyed).
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_session_kick(struct scsitgt_session *session);
 
 /**
  * Walk the target's I_T nexuses (logged-in sessions), calling @p cb with a snapshot of each.

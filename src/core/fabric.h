@@ -38,6 +38,12 @@ struct scsitgt__fabric_ops {
 	 */
 	void (*session_shutdown)(struct scsitgt__session *sess);
 	/*
+	 * The host asked to end this nexus (scsitgt_session_kick()): ask the initiator to log
+	 * out and close the nexus after a grace period if it does not; scsitgt__session_destroy()
+	 * follows as for session_shutdown. Optional: without it session_shutdown is called.
+	 */
+	void (*session_kick)(struct scsitgt__session *sess);
+	/*
 	 * a unit attention was just queued for the nexus on LUN @lun_id (core/ua.c), so the
 	 * fabric may announce it asynchronously (iSCSI Async Message). The condition stays
 	 * pending and is reported on the next command all the same. Optional, may be NULL;
@@ -106,6 +112,8 @@ struct scsitgt__session {
 	uint64_t read_bytes;
 	/* scsitgt__nexus_info.lend_data_in. */
 	bool lend_data_in;
+	/* scsitgt_session_kick() was called: the fabric is ending the nexus. */
+	bool kicked;
 };
 
 /*

@@ -223,10 +223,29 @@ SCSITGT_EXPORT int scsitgt_target_foreach_session(struct scsitgt_target *tgt,
 		s.target_port = sess->target_port;
 		s.cmds = sess->stats;
 		s.inflight = sess->ncmds;
+		s.session = (struct scsitgt_session *)sess;
 		rc = cb(cb_arg, &s);
 		if (rc != 0)
 			return rc;
 	}
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_session_kick(struct scsitgt_session *session)
+{
+	struct scsitgt__session *sess = (struct scsitgt__session *)session;
+
+	if (sess == NULL)
+		return -EINVAL;
+	if (sess->kicked || sess->tgt->destroying)
+		return -EALREADY;
+	sess->kicked = true;
+	scsitgt__log(&sess->tgt->engine->log, SCSITGT_LOG_NOTICE, "core",
+		     "ending the session of %s on host request", sess->initiator_port);
+	if (sess->ops->session_kick)
+		sess->ops->session_kick(sess);
+	else
+		sess->ops->session_shutdown(sess);
 	return 0;
 }
 

@@ -20,11 +20,28 @@ static void sess_shutdown(struct scsitgt__session *core)
 	scsitgt__iscsi_sess_close(sess, "target removed");
 }
 
+/* scsitgt_session_kick(): ask for a logout on every connection (AsyncEvent 1), closing
+ * each after its grace period if the initiator does not comply. */
+static void sess_kick(struct scsitgt__session *core)
+{
+	struct scsitgt__iscsi_sess *sess = core->fabric_ctx;
+	struct scsitgt__list *pos, *tmp;
+
+	scsitgt__list_foreach_safe(pos, tmp, &sess->conns)
+	{
+		struct scsitgt__iscsi_conn *c =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_conn, sess_node);
+
+		scsitgt__iscsi_conn_request_logout(c);
+	}
+}
+
 const struct scsitgt__fabric_ops scsitgt__iscsi_fabric_ops = {
 	.name = "iscsi",
 	.cmd_done = scsitgt__iscsi_cmd_done,
 	.cmd_aborted = scsitgt__iscsi_cmd_aborted,
 	.session_shutdown = sess_shutdown,
+	.session_kick = sess_kick,
 	.unit_attention = scsitgt__iscsi_async_ua,
 };
 

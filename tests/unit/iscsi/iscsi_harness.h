@@ -302,4 +302,16 @@ static inline int h_login(struct harness *h, const char *session_type)
 	return 0;
 }
 
+/* Send an immediate Logout (close the session) with @itt. */
+static inline void h_logout(struct harness *h, uint32_t itt)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+
+	scsitgt__bhs_init(bhs, ISCSI_OP_LOGOUT_REQ | ISCSI_FLAG_IMMEDIATE,
+			  ISCSI_FLAG_FINAL | ISCSI_LOGOUT_CLOSE_SESSION);
+	put_be32(&bhs[ISCSI_BHS_ITT], itt);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], h->cmd_sn);
+	h_send(h, bhs, NULL, 0);
+}
+
 #endif /* SCSITGT_TEST_ISCSI_HARNESS_H */

@@ -158,17 +158,6 @@ static void test_async_ua(void **state)
 	h_fini(&h);
 }
 
-static void logout(struct harness *h, uint32_t itt)
-{
-	uint8_t bhs[ISCSI_BHS_LEN];
-
-	scsitgt__bhs_init(bhs, ISCSI_OP_LOGOUT_REQ | ISCSI_FLAG_IMMEDIATE,
-			  ISCSI_FLAG_FINAL | ISCSI_LOGOUT_CLOSE_SESSION);
-	put_be32(&bhs[ISCSI_BHS_ITT], itt);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], h->cmd_sn);
-	h_send(h, bhs, NULL, 0);
-}
-
 /* A Logout waits for the session's write that a backend holds, but only logout_timeout_ms;
  * the write's late return afterwards frees it. */
 static void test_logout_bounded(void **state)
@@ -212,7 +201,7 @@ static void test_logout_bounded(void **state)
 	st.size = sizeof(st);
 	assert_int_equal(scsitgt_backend_fault_get_stats(fault, &st), 0);
 	assert_int_equal(st.held, 1);
-	logout(&h, 0x700);
+	h_logout(&h, 0x700);
 	/* No response while the write is in the backend... */
 	assert_null(h_take(&h));
 	assert_false(h_conn_gone(&h));
@@ -241,7 +230,7 @@ static void test_logout_immediate(void **state)
 	(void)state;
 	assert_int_equal(h_init(&h, true), 0);
 	assert_int_equal(h_login(&h, "Normal"), 0);
-	logout(&h, 0x701);
+	h_logout(&h, 0x701);
 	r = h_take(&h);
 	assert_non_null(r);
 	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_LOGOUT_RSP);

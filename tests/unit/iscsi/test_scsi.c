@@ -410,11 +410,7 @@ static void test_tmf_logout(void **state)
 	assert_non_null(r);
 	assert_int_equal(r->bhs[ISCSI_RSP_RESPONSE], ISCSI_TMF_RSP_NO_REASSIGN);
 	/* Logout: response, then the connection closes. */
-	scsitgt__bhs_init(bhs, ISCSI_OP_LOGOUT_REQ | ISCSI_FLAG_IMMEDIATE,
-			  ISCSI_FLAG_FINAL | ISCSI_LOGOUT_CLOSE_SESSION);
-	put_be32(&bhs[ISCSI_BHS_ITT], 0x600);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], h.cmd_sn);
-	h_send(&h, bhs, NULL, 0);
+	h_logout(&h, 0x600);
 	r = h_take(&h);
 	assert_non_null(r);
 	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_LOGOUT_RSP);
