@@ -6,6 +6,7 @@
  *              [--lun N:ram:SIZE[,flag...] | N:null:SIZE[,flag...] | N:file:PATH[,flag...]
  *                     | N:rbd:POOL/IMAGE[,flag...]]...
  *              [--chap USER:SECRET] [--mutual-chap USER:SECRET] [--initiator NAME]...
+ *              [--chap-algorithms LIST]
  *              [--header-digest] [--data-digest] [--login-timeout MS] [-v]
  *              [--workers N|auto] [--srp-portal HOST:PORT]... [--srp-guid 0xHEX]
  *              [--acl-address CIDR]... [--initiator-address NAME=CIDR]...
@@ -86,6 +87,7 @@ static void usage(FILE *f)
 		"                  [--lun N:rbd:POOL/IMAGE[,ns=NS][,id=CLIENT][,conf=FILE]\n"
 		"                         [,timeout=S][,nocache][,ro][,bs=N]]...\n"
 		"                  [--chap USER:SECRET] [--mutual-chap USER:SECRET]\n"
+		"                  [--chap-algorithms md5,sha1,sha256,sha3-256]\n"
 		"                  [--initiator NAME]... [--header-digest] [--data-digest] [-v]\n"
 		"                  [--pr-dir DIR] [--login-timeout MS] [--alua STATE]\n"
 		"                  [--nop-interval MS]\n"
@@ -344,6 +346,34 @@ static int split_cred(const char *arg, char *user, char *secret, size_t size)
 }
 
 /* fault-wrapped LUNs, whose close() minitarget watches. */
+/* "md5,sha1,sha256,sha3-256" (any subset) to SCSITGT_ISCSI_CHAP_* bits; 0 when malformed. */
+static uint32_t parse_chap_algs(const char *arg)
+{
+	static const struct {
+		const char *name;
+		uint32_t bit;
+	} algs[] = {
+		{ "md5", SCSITGT_ISCSI_CHAP_MD5 },
+		{ "sha1", SCSITGT_ISCSI_CHAP_SHA1 },
+		{ "sha256", SCSITGT_ISCSI_CHAP_SHA256 },
+		{ "sha3-256", SCSITGT_ISCSI_CHAP_SHA3_256 },
+	};
+	uint32_t mask = 0;
+
+	while (*arg) {
+		size_t n = strcspn(arg, ","), i;
+
+		for (i = 0; i < sizeof(algs) / sizeof(algs[0]); i++)
+			if (strlen(algs[i].name) == n && strncmp(arg, algs[i].name, n) == 0)
+				break;
+		if (i == sizeof(algs) / sizeof(algs[0]))
+			return 0;
+		mask |= algs[i].bit;
+		arg += n + (arg[n] == ',');
+	}
+	return mask;
+}
+
 static struct lun_spec *g_luns;
 static size_t g_nluns;
 
@@ -410,6 +440,8 @@ int main(int argc, char **argv)
 	 * value), implicit and explicit; -1: ALUA off. */
 	long alua_state = -1;
 	bool hdig = false, ddig = false;
+	/* CHAP algorithms allowed, SCSITGT_ISCSI_CHAP_* bits; 0: the library's default. */
+	uint32_t chap_algs = 0;
 	long login_timeout = -1; /* ms; -1: the library's default */
 	long nop_interval = -1;	 /* ms; -1: the library's default, 0: no NOP-In pings */
 	int workers = 0;	 /* worker threads (engine opts), SCSITGT_ENGINE_WORKERS_AUTO */
@@ -475,6 +507,13 @@ int main(int argc, char **argv)
 			i++;
 		} else if (v && strcmp(a, "--mutual-chap") == 0) {
 			mutual = v;
+			i++;
+		} else if (v && strcmp(a, "--chap-algorithms") == 0) {
+			chap_algs = parse_chap_algs(v);
+			if (chap_algs == 0) {
+				fprintf(stderr, "minitarget: bad --chap-algorithms '%s'\n", v);
+				return 2;
+			}
 			i++;
 		} else if (v && (strcmp(a, "--drain-timeout") == 0 ||
 				 strcmp(a, "--tmf-timeout") == 0 ||
@@ -622,6 +661,8 @@ int main(int argc, char **argv)
 		ip.header_digest = SCSITGT_ISCSI_DIGEST_CRC32C;
 	if (ddig)
 		ip.data_digest = SCSITGT_ISCSI_DIGEST_CRC32C;
+	if (chap_algs)
+		ip.chap_algorithms = chap_algs;
 	if (login_timeout >= 0)
 		ip.login_timeout_ms = (uint32_t)login_timeout;
 	if (nop_interval >= 0)

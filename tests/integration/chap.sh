@@ -59,4 +59,14 @@ expect_ok "$cu" "one-way CHAP against a target that also offers mutual CHAP"
 LIBISCSI_CHAP_TARGET_USERNAME=$TUSER LIBISCSI_CHAP_TARGET_PASSWORD=$TSECRET expect_ok "$cu" \
 	"mutual CHAP, target credentials from LIBISCSI_CHAP_TARGET_* variables"
 it_stop || it_fail "target exited with status $? on SIGTERM"
+# --- the algorithms a target allows (RFC 7143 §6.2.1, §12.1.3) ---
+# libiscsi offers CHAP_A=5 (MD5) only: a target that refuses MD5 must refuse its login, one
+# that allows MD5 (alone) must let it in.
+it_start --lun 0:ram:64M --chap "$IUSER:$ISECRET" --chap-algorithms sha256,sha3-256
+expect_refused "$(it_with_cred "${IT_URLS[0]}" "$IUSER" "$ISECRET")" \
+	"MD5 offered to a target that allows only SHA-256 and SHA3-256"
+it_stop || it_fail "target exited with status $? on SIGTERM"
+it_start --lun 0:ram:64M --chap "$IUSER:$ISECRET" --chap-algorithms md5
+expect_ok "$(it_with_cred "${IT_URLS[0]}" "$IUSER" "$ISECRET")" "MD5 offered, MD5 allowed"
+it_stop || it_fail "target exited with status $? on SIGTERM"
 it_log "PASS"

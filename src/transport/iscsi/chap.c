@@ -101,8 +101,8 @@ static int parse_alg_item(const char *s, size_t len)
 	return v;
 }
 
-int scsitgt__chap_alg_select(const char *list, const enum scsitgt__chap_alg *prefs,
-			     size_t nprefs)
+int scsitgt__chap_alg_select(const char *list, const enum scsitgt__chap_alg *allowed,
+			     size_t nallowed)
 {
 	int offered[CHAP_A_ITEMS_MAX];
 	size_t n = 0;
@@ -111,10 +111,10 @@ int scsitgt__chap_alg_select(const char *list, const enum scsitgt__chap_alg *pre
 	if (len > CHAP_A_LIST_MAX) {
 		return -EINVAL;
 	}
-	if (prefs == NULL) {
-		prefs = scsitgt__chap_default_prefs;
-		nprefs = sizeof(scsitgt__chap_default_prefs) /
-			 sizeof(scsitgt__chap_default_prefs[0]);
+	if (allowed == NULL) {
+		allowed = scsitgt__chap_default_prefs;
+		nallowed = sizeof(scsitgt__chap_default_prefs) /
+			   sizeof(scsitgt__chap_default_prefs[0]);
 	}
 	for (size_t start = 0; start <= len;) {
 		const char *comma = memchr(list + start, ',', len - start);
@@ -126,14 +126,18 @@ int scsitgt__chap_alg_select(const char *list, const enum scsitgt__chap_alg *pre
 		offered[n++] = parse_alg_item(list + start, end - start);
 		start = end + 1;
 	}
-	/* The target's preference decides among the offered values (RFC 7143 §12.1.3). */
-	for (size_t p = 0; p < nprefs; p++) {
-		if (scsitgt__chap_digest_len((int)prefs[p]) == 0) {
+	/*
+	 * RFC 7143 §6.2.1 (list negotiation), §12.1.3: the answer is the first value of the
+	 * initiator's list that the target supports and allows; the order of @p allowed does
+	 * not matter.
+	 */
+	for (size_t i = 0; i < n; i++) {
+		if (scsitgt__chap_digest_len(offered[i]) == 0) {
 			continue;
 		}
-		for (size_t i = 0; i < n; i++) {
-			if (offered[i] == (int)prefs[p]) {
-				return (int)prefs[p];
+		for (size_t p = 0; p < nallowed; p++) {
+			if (offered[i] == (int)allowed[p]) {
+				return offered[i];
 			}
 		}
 	}

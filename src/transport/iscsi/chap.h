@@ -60,7 +60,7 @@ enum scsitgt__chap_alg {
 /** Longest secret we accept (a sanity bound, not from the RFC). */
 #define SCSITGT__CHAP_SECRET_MAX 256
 
-/** Default preference, strongest first: SHA3-256, SHA-256, SHA-1, MD5. */
+/** Every algorithm implemented: SHA3-256, SHA-256, SHA-1, MD5. */
 extern const enum scsitgt__chap_alg scsitgt__chap_default_prefs[4];
 
 /** Encoding of a binary value (RFC 7143 §6.1). */
@@ -103,20 +103,21 @@ size_t scsitgt__chap_digest_len(int alg);
 const char *scsitgt__chap_alg_name(int alg);
 
 /**
- * Pick the algorithm for a CHAP_A offer (RFC 7143 §12.1.3: the target answers with one of the
- * initiator's values). The target's preference decides among the values the initiator offered
- * (strongest first by default); values we do not know, non-numbers and empty items are skipped.
+ * Pick the algorithm for a CHAP_A offer: the first value of the initiator's list that the
+ * target implements and allows (RFC 7143 §6.2.1 list negotiation, §12.1.3; the initiator's
+ * order decides, not the target's). Values we do not know, non-numbers and empty items are
+ * skipped.
  *
- * @param list  The CHAP_A value, a comma-separated list of decimal numbers, NUL-terminated.
- * @param prefs Acceptable algorithms in the target's order of preference; NULL means
- *              scsitgt__chap_default_prefs.
- * @param nprefs Number of entries in @p prefs.
+ * @param list     The CHAP_A value, a comma-separated list of decimal numbers, NUL-terminated.
+ * @param allowed  The algorithms the target allows, in any order; NULL means
+ *                 scsitgt__chap_default_prefs.
+ * @param nallowed Number of entries in @p allowed.
  * @return The chosen CHAP_A number (> 0); -ENOENT when no offered value is acceptable (answer
  *         "CHAP_A=Reject" and fail the login with an authentication error); -EINVAL when
  *         @p list is longer than 255 bytes or has more than 64 items.
  */
-int scsitgt__chap_alg_select(const char *list, const enum scsitgt__chap_alg *prefs,
-			     size_t nprefs);
+int scsitgt__chap_alg_select(const char *list, const enum scsitgt__chap_alg *allowed,
+			     size_t nallowed);
 
 /**
  * CHAP response: H(id || secret || challenge) (RFC 1994 §4.1).

@@ -382,11 +382,11 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 	return 0;
 }
 
-static size_t chap_prefs(uint32_t mask, enum scsitgt__chap_alg *prefs)
+/* The CHAP algorithms a target allows (scsitgt_iscsi_params::chap_algorithms), as a set. */
+static size_t chap_allowed(uint32_t mask, enum scsitgt__chap_alg *allowed)
 {
 	size_t n = 0;
 
-	/* Strongest first (chap.h's default order), filtered by the target's mask. */
 	for (size_t i = 0; i < 4; i++) {
 		enum scsitgt__chap_alg a = scsitgt__chap_default_prefs[i];
 		uint32_t bit = a == SCSITGT__CHAP_MD5	     ? SCSITGT_ISCSI_CHAP_MD5
@@ -395,7 +395,7 @@ static size_t chap_prefs(uint32_t mask, enum scsitgt__chap_alg *prefs)
 							     : SCSITGT_ISCSI_CHAP_SHA3_256;
 
 		if (mask & bit)
-			prefs[n++] = a;
+			allowed[n++] = a;
 	}
 	return n;
 }
@@ -420,15 +420,15 @@ static int login_auth(struct scsitgt__iscsi_conn *conn, const struct scsitgt__is
 	if (l->chap_state == LOGIN_CHAP_IDLE)
 		l->chap_state = LOGIN_CHAP_WAIT_A;
 	if (l->chap_state == LOGIN_CHAP_WAIT_A && ck->a) {
-		enum scsitgt__chap_alg prefs[4];
-		size_t np = chap_prefs(scsitgt__iscsi_params_for(conn->ie, l->tgt)->chap_algorithms,
-				       prefs);
+		enum scsitgt__chap_alg allowed[4];
+		size_t na = chap_allowed(
+			scsitgt__iscsi_params_for(conn->ie, l->tgt)->chap_algorithms, allowed);
 		char a[4], i[4], c[SCSITGT__CHAP_CHALLENGE_TEXT_SIZE];
 		int alg;
 
 		if (ck->n || ck->r || ck->i || ck->c)
 			return ISCSI_LOGIN_STATUS_INIT_ERR;
-		alg = np ? scsitgt__chap_alg_select(ck->a, prefs, np) : -ENOENT;
+		alg = na ? scsitgt__chap_alg_select(ck->a, allowed, na) : -ENOENT;
 		if (alg < 0)
 			return ISCSI_LOGIN_STATUS_AUTH_FAILED;
 		if (scsitgt__chap_server_start(&l->chap, alg, 0, conn->ie->rnd, conn->ie->rnd_arg) < 0 ||

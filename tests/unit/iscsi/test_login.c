@@ -291,6 +291,82 @@ static void test_chap(void **state)
 	h_fini(&h);
 }
 
+/*
+ * Start a CHAP login up to the target's CHAP_A answer to @p offer; returns the answer, or
+ * NULL when the login was refused (the status in *status).
+ */
+static const char *chap_a_answer(struct harness *h, const char *offer, int *status)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	char text[512], keys[512];
+	struct h_pdu *r;
+	uint32_t len;
+
+	*status = 0;
+	snprintf(keys, sizeof(keys), "InitiatorName=%s|TargetName=%s|AuthMethod=CHAP", H_INITIATOR,
+		 H_TARGET);
+	len = h_text(text, sizeof(text), keys);
+	h_login_bhs(h, bhs, 0, 0);
+	h_send(h, bhs, text, len);
+	r = h_take(h);
+	assert_non_null(r);
+	assert_int_equal(status_of(r), 0);
+	snprintf(keys, sizeof(keys), "CHAP_A=%s", offer);
+	len = h_text(text, sizeof(text), keys);
+	h_login_bhs(h, bhs, 0, 0);
+	h_send(h, bhs, text, len);
+	r = h_take(h);
+	assert_non_null(r);
+	*status = status_of(r);
+	return *status ? NULL : h_find_key(r, "CHAP_A");
+}
+
+/*
+ * RFC 7143 §6.2.1, §12.1.3: the target answers CHAP_A with the first algorithm of the
+ * initiator's list that it allows (scsitgt_iscsi_params::chap_algorithms), not with its own
+ * favourite.
+ */
+static void test_chap_a_initiator_order(void **state)
+{
+	static const struct {
+		uint32_t allowed;
+		const char *offer;
+		const char *answer; /* NULL: refused (authentication failure) */
+	} cases[] = {
+		{ SCSITGT_ISCSI_CHAP_ALL, "5,7", "5" },
+		{ SCSITGT_ISCSI_CHAP_ALL, "6,7,5", "6" },
+		{ SCSITGT_ISCSI_CHAP_ALL, "99,7,5", "7" },
+		{ SCSITGT_ISCSI_CHAP_ALL, "8,5", "8" },
+		/* an operator who refuses MD5 */
+		{ SCSITGT_ISCSI_CHAP_ALL & ~SCSITGT_ISCSI_CHAP_MD5, "5,7,6", "7" },
+		{ SCSITGT_ISCSI_CHAP_ALL & ~SCSITGT_ISCSI_CHAP_MD5, "5", NULL },
+		{ SCSITGT_ISCSI_CHAP_SHA256, "5,6,8", NULL },
+		{ SCSITGT_ISCSI_CHAP_SHA256 | SCSITGT_ISCSI_CHAP_MD5, "8,5,7", "5" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct scsitgt_iscsi_params p;
+		struct harness h;
+		const char *a;
+		int st;
+
+		assert_int_equal(h_init(&h, false), 0);
+		assert_int_equal(scsitgt_iscsi_target_set_chap(h.tgt, "user", "secret-of-16byte"), 0);
+		scsitgt_iscsi_params_init(&p, sizeof(p));
+		p.chap_algorithms = cases[i].allowed;
+		assert_int_equal(scsitgt_iscsi_target_set_params(h.tgt, &p), 0);
+		a = chap_a_answer(&h, cases[i].offer, &st);
+		if (cases[i].answer == NULL) {
+			assert_int_equal(st, ISCSI_LOGIN_STATUS_AUTH_FAILED);
+		} else {
+			assert_non_null(a);
+			assert_string_equal(a, cases[i].answer);
+		}
+		h_fini(&h);
+	}
+}
+
 static void test_api_checks(void **state)
 {
 	struct scsitgt_iscsi_params p;
@@ -325,6 +401,7 @@ int main(void)
 		cmocka_unit_test(test_login_refusals),
 		cmocka_unit_test(test_login_bad_stages),
 		cmocka_unit_test(test_chap),
+		cmocka_unit_test(test_chap_a_initiator_order),
 		cmocka_unit_test(test_api_checks),
 	};
 

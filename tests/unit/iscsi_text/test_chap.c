@@ -82,14 +82,19 @@ static void test_vectors(void **state)
 
 static void test_alg_select(void **state)
 {
-	static const enum scsitgt__chap_alg md5_first[] = {SCSITGT__CHAP_MD5, SCSITGT__CHAP_SHA256};
+	static const enum scsitgt__chap_alg md5_sha256[] = {SCSITGT__CHAP_MD5, SCSITGT__CHAP_SHA256};
+	static const enum scsitgt__chap_alg no_md5[] = {SCSITGT__CHAP_SHA256, SCSITGT__CHAP_SHA1};
 
+	/* RFC 7143 §6.2.1: the first value of the initiator's list that is allowed. */
 	assert_int_equal(scsitgt__chap_alg_select("5", NULL, 0), 5);
-	assert_int_equal(scsitgt__chap_alg_select("5,7", NULL, 0), 7);
-	assert_int_equal(scsitgt__chap_alg_select("7,5,6,8", NULL, 0), 8);
+	assert_int_equal(scsitgt__chap_alg_select("5,7", NULL, 0), 5);
+	assert_int_equal(scsitgt__chap_alg_select("7,5,6,8", NULL, 0), 7);
 	assert_int_equal(scsitgt__chap_alg_select("6,5", NULL, 0), 6);
-	assert_int_equal(scsitgt__chap_alg_select("5,7", md5_first, 2), 5);
-	assert_int_equal(scsitgt__chap_alg_select("6,8", md5_first, 2), -ENOENT);
+	assert_int_equal(scsitgt__chap_alg_select("8,7", NULL, 0), 8);
+	assert_int_equal(scsitgt__chap_alg_select("7,5", md5_sha256, 2), 7);
+	assert_int_equal(scsitgt__chap_alg_select("6,8", md5_sha256, 2), -ENOENT);
+	assert_int_equal(scsitgt__chap_alg_select("5,6,7", no_md5, 2), 6);
+	assert_int_equal(scsitgt__chap_alg_select("5", no_md5, 2), -ENOENT);
 	/* Unknown values and junk items are skipped, not fatal. */
 	assert_int_equal(scsitgt__chap_alg_select("99,abc,,5", NULL, 0), 5);
 	assert_int_equal(scsitgt__chap_alg_select("1,2,3", NULL, 0), -ENOENT);
