@@ -275,9 +275,15 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 	struct scsitgt__iscsi_target *it = NULL;
 
 	login_scan(text, len, &iname, &tname, &stype);
-	/* RFC 7143 §13.5.1: InitiatorName is required on the first login request. */
-	if (iname == NULL || iname[0] == '\0' || strlen(iname) > SCSITGT__ISCSI_NAME_MAX)
+	/*
+	 * RFC 7143 §13.11: InitiatorName is required on the first login request (missing:
+	 * 0x0207); a name that breaks RFC 7143 §4.2.7 / RFC 3722 is an initiator error (0x0200),
+	 * refused before it is logged, matched or handed to a callback.
+	 */
+	if (iname == NULL || iname[0] == '\0')
 		return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
+	if (scsitgt__iscsi_name_check(iname, strlen(iname)) < 0)
+		return ISCSI_LOGIN_STATUS_INIT_ERR;
 	snprintf(l->initiator_name, sizeof(l->initiator_name), "%s", iname);
 	/* one initiator may not take every connection of the portal. */
 	if (conn->portal->max_conns_per_initiator &&
@@ -302,6 +308,8 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 
 		if (tname == NULL || tname[0] == '\0')
 			return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
+		if (scsitgt__iscsi_name_check(tname, strlen(tname)) < 0)
+			return ISCSI_LOGIN_STATUS_INIT_ERR;
 		tgt = scsitgt__engine_find_target(conn->ie->engine, tname);
 		if (tgt == NULL)
 			return ISCSI_LOGIN_STATUS_TGT_NOT_FOUND;

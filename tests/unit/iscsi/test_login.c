@@ -367,6 +367,62 @@ static void test_chap_a_initiator_order(void **state)
 	}
 }
 
+/* Send one leading login request with @p keys ('|'-separated); the status of the answer. */
+static int login_status(const char *keys)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	char text[1024];
+	struct harness h;
+	struct h_pdu *r;
+	uint32_t len;
+	int st;
+
+	assert_int_equal(h_init(&h, false), 0);
+	len = h_text(text, sizeof(text), keys);
+	h_login_bhs(&h, bhs, ISCSI_LOGIN_FLAG_TRANSIT | (1 << ISCSI_LOGIN_CSG_SHIFT) | 3, 0);
+	h_send(&h, bhs, text, len);
+	r = h_take(&h);
+	assert_non_null(r);
+	st = status_of(r);
+	h_fini(&h);
+	return st;
+}
+
+/*
+ * RFC 7143 §4.2.7, §11.13.5, §13.11: a missing or empty InitiatorName is 0x0207 (missing
+ * parameter); one with characters an iSCSI name cannot hold (a forged log line, a terminal
+ * escape) is 0x0200 (initiator error), refused before it is logged or matched. Same for
+ * TargetName.
+ */
+static void test_login_bad_names(void **state)
+{
+	(void)state;
+	assert_int_equal(login_status("TargetName=" H_TARGET "|SessionType=Normal"),
+			 ISCSI_LOGIN_STATUS_MISSING_FIELDS);
+	assert_int_equal(login_status("InitiatorName=|TargetName=" H_TARGET),
+			 ISCSI_LOGIN_STATUS_MISSING_FIELDS);
+	assert_int_equal(login_status("InitiatorName=iqn.x\n2026-12-01 login of iqn.admin ok|"
+				      "TargetName=" H_TARGET),
+			 ISCSI_LOGIN_STATUS_INIT_ERR);
+	assert_int_equal(login_status("InitiatorName=iqn.x\x1b[2K|TargetName=" H_TARGET),
+			 ISCSI_LOGIN_STATUS_INIT_ERR);
+	assert_int_equal(login_status("InitiatorName=iqn.x\xe2\x80\xa8y|TargetName=" H_TARGET),
+			 ISCSI_LOGIN_STATUS_INIT_ERR);
+	assert_int_equal(login_status("InitiatorName=not-an-iqn|TargetName=" H_TARGET),
+			 ISCSI_LOGIN_STATUS_INIT_ERR);
+	assert_int_equal(login_status("InitiatorName=" H_INITIATOR "|TargetName=iqn.t\r\nx"),
+			 ISCSI_LOGIN_STATUS_INIT_ERR);
+	assert_int_equal(login_status("InitiatorName=" H_INITIATOR "|SessionType=Discovery|"
+				      "TargetName=iqn.t\x07"),
+			 ISCSI_LOGIN_STATUS_INIT_ERR);
+	assert_int_equal(login_status("InitiatorName=" H_INITIATOR "|TargetName="),
+			 ISCSI_LOGIN_STATUS_MISSING_FIELDS);
+	/* The same names, well formed, log in (upper case and UTF-8 are valid). */
+	assert_int_equal(login_status("InitiatorName=IQN.2026-11.ORG.EXAMPLE:M\xc3\xbcLLER|"
+				      "TargetName=" H_TARGET "|" H_OP_KEYS),
+			 0);
+}
+
 static void test_api_checks(void **state)
 {
 	struct scsitgt_iscsi_params p;
@@ -402,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_login_bad_stages),
 		cmocka_unit_test(test_chap),
 		cmocka_unit_test(test_chap_a_initiator_order),
+		cmocka_unit_test(test_login_bad_names),
 		cmocka_unit_test(test_api_checks),
 	};
 

@@ -605,6 +605,63 @@ static void test_numeric_keys(void **state)
 	assert_string_equal(resp_get(&f->resp, "IFMarkInt"), "Reject");
 }
 
+/* RFC 7143 §4.2.7, RFC 3722 §6: which names a login may carry. */
+static void test_name_check(void **state)
+{
+	static const char *const good[] = {
+		"iqn.2026-11.org.libscsitgt:disk-1.a",
+		"iqn.1994-05.com.redhat:c7bb74ede1a",
+		"IQN.1991-05.COM.MICROSOFT:WIN-7",     /* ASCII upper case maps to lower case */
+		"eui.02004567a425678d",
+		"naa.52004567ba64678d",
+		"iqn.2026-11.jp.example:\xe6\x97\xa5\xe6\x9c\xac", /* UTF-8 Japanese */
+		"iqn.2026-11.de.example:m\xc3\xbcller",
+		"iqn.a",
+	};
+	static const char *const bad[] = {
+		"iqn.x\n2026 iscsi: login of iqn.admin accepted", /* a forged log line */
+		"iqn.x\r", "iqn.x\x1b[31m", "iqn.x\x7f", "iqn.x\t", "iqn.x y", "iqn.x/y",
+		"iqn.x\\y", "iqn.x\"", "iqn.x_y", "iqn.x,y", "iqn.x=y", "iqn.x%s", "iqn.x@y",
+		"iqn.x\xc2\x85",         /* NEL (C1) */
+		"iqn.x\xc2\x9b",         /* CSI (C1) */
+		"iqn.x\xc2\xa0",         /* NO-BREAK SPACE */
+		"iqn.x\xe2\x80\xa8",     /* LINE SEPARATOR */
+		"iqn.x\xe2\x80\xae",     /* RIGHT-TO-LEFT OVERRIDE */
+		"iqn.x\xe2\x80\x8b",     /* ZERO WIDTH SPACE */
+		"iqn.x\xe3\x80\x80",     /* IDEOGRAPHIC SPACE */
+		"iqn.x\xee\x80\x80",     /* private use */
+		"iqn.x\xef\xbb\xbf",     /* BOM */
+		"iqn.x\xef\xbf\xbe",     /* non-character */
+		"iqn.x\xf3\xa0\x80\x81", /* LANGUAGE TAG */
+		"iqn.x\xff", "iqn.x\xc0\xae", "iqn.x\xe6\x97", "iqn.x\xed\xa0\x80", /* bad UTF-8 */
+		"iqn.", "iqn", "x.2026-11.org.example:a", "2026-11.org.example", "iqn-x",
+	};
+	char big[300];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		assert_int_equal(scsitgt__iscsi_name_check(good[i], strlen(good[i])), 0);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(scsitgt__iscsi_name_check(bad[i], strlen(bad[i])), -EINVAL);
+	}
+	assert_int_equal(scsitgt__iscsi_name_check("iqn.a\0b", 7), -EINVAL);
+	assert_int_equal(scsitgt__iscsi_name_check("", 0), -ENOENT);
+	memset(big, 'a', sizeof(big));
+	memcpy(big, "iqn.", 4);
+	assert_int_equal(scsitgt__iscsi_name_check(big, 223), 0);
+	assert_int_equal(scsitgt__iscsi_name_check(big, 224), -ENAMETOOLONG);
+
+	/* Through the negotiation: a bad InitiatorName or TargetName is a protocol error. */
+	struct fixture *f = *state;
+
+	assert_int_equal(run(f, SEC, "InitiatorName=iqn.x\x1b]0;owned\x07\n"), -EPROTO);
+	reinit(f, true);
+	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nTargetName=iqn.b c\n"), -EPROTO);
+	reinit(f, true);
+	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nTargetName=iqn.b\n"), 0);
+}
+
 static void test_first_burst_fixup(void **state)
 {
 	struct fixture *f = *state;
@@ -728,6 +785,7 @@ static void test_malformed(void **state)
 	reinit(f, true);
 	strcpy(big, "InitiatorName=");
 	memset(big + 14, 'n', 224);
+	memcpy(big + 14, "iqn.", 4);
 	strcpy(big + 238, "\n");
 	assert_int_equal(run(f, SEC, big), -EPROTO);
 	reinit(f, true);
@@ -998,6 +1056,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bool_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_numeric_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_first_burst_fixup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_name_check, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_understood, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicates, setup, teardown),

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <strings.h>
 
 /* Per-key state bits of struct scsitgt__iscsi_neg.key_state. */
 enum {
@@ -257,6 +258,120 @@ int scsitgt__iscsi_parse_number(const char *s, size_t len, uint64_t *out)
 		v = v * 10 + d;
 	}
 	*out = v;
+	return 0;
+}
+
+/* Code points RFC 3722 §6 prohibits in names (RFC 3454 C.1.2, C.2.2, C.3-C.9), non-ASCII. */
+static bool name_cp_prohibited(uint32_t c)
+{
+	static const struct {
+		uint32_t lo, hi;
+	} bad[] = {
+		{ 0x0080, 0x00a0 },   /* C.2.2 C1 controls; C.1.2 no-break space */
+		{ 0x0340, 0x0341 },   /* C.8 */
+		{ 0x06dd, 0x06dd },   /* C.2.2 */
+		{ 0x070f, 0x070f },   /* C.2.2 */
+		{ 0x1680, 0x1680 },   /* C.1.2 */
+		{ 0x180e, 0x180e },   /* C.2.2 */
+		{ 0x2000, 0x200f },   /* C.1.2 spaces; C.2.2 ZWNJ, ZWJ; C.8 LRM, RLM */
+		{ 0x2028, 0x202f },   /* C.2.2 line/paragraph separators; C.8 embeddings; C.1.2 */
+		{ 0x205f, 0x2063 },   /* C.1.2; C.2.2 */
+		{ 0x206a, 0x206f },   /* C.2.2, C.8 */
+		{ 0x2ff0, 0x2ffb },   /* C.7 */
+		{ 0x3000, 0x3000 },   /* C.1.2 */
+		{ 0xd800, 0xf8ff },   /* C.5 surrogates; C.3 private use */
+		{ 0xfdd0, 0xfdef },   /* C.4 */
+		{ 0xfeff, 0xfeff },   /* C.2.2 */
+		{ 0xfff9, 0xfffd },   /* C.2.2, C.6 */
+		{ 0x1d173, 0x1d17a }, /* C.2.2 */
+		{ 0xe0001, 0xe0001 }, /* C.9 */
+		{ 0xe0020, 0xe007f }, /* C.9 */
+		{ 0xf0000, 0x10ffff }, /* C.3 */
+	};
+
+	if ((c & 0xfffe) == 0xfffe) {
+		return true; /* C.4: U+xFFFE and U+xFFFF of every plane */
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (c >= bad[i].lo && c <= bad[i].hi) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Decode one UTF-8 sequence (strict: no overlong forms, no surrogates); its length, or 0. */
+static size_t utf8_next(const uint8_t *s, size_t len, uint32_t *cp)
+{
+	static const uint32_t min[4] = { 0, 0x80, 0x800, 0x10000 };
+	size_t n;
+	uint32_t c;
+
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if ((s[0] & 0xe0) == 0xc0) {
+		n = 2;
+		c = s[0] & 0x1fu;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		n = 3;
+		c = s[0] & 0x0fu;
+	} else if ((s[0] & 0xf8) == 0xf0) {
+		n = 4;
+		c = s[0] & 0x07u;
+	} else {
+		return 0;
+	}
+	if (n > len) {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80) {
+			return 0;
+		}
+		c = c << 6 | (s[i] & 0x3fu);
+	}
+	if (c < min[n - 1] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+		return 0;
+	}
+	*cp = c;
+	return n;
+}
+
+int scsitgt__iscsi_name_check(const char *name, size_t len)
+{
+	const uint8_t *s = (const uint8_t *)name;
+
+	if (len == 0) {
+		return -ENOENT;
+	}
+	if (len > SCSITGT__ISCSI_NAME_MAX) {
+		return -ENAMETOOLONG;
+	}
+	/* RFC 7143 §4.2.7.3-§4.2.7.5: the type designator. */
+	if (len < 5 || (strncasecmp(name, "iqn.", 4) != 0 && strncasecmp(name, "eui.", 4) != 0 &&
+			strncasecmp(name, "naa.", 4) != 0)) {
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < len;) {
+		uint32_t c;
+		size_t n = utf8_next(s + i, len - i, &c);
+
+		if (n == 0) {
+			return -EINVAL;
+		}
+		if (c < 0x80) {
+			/* RFC 7143 §4.2.7.2: '-', '.', ':', letters and digits only. */
+			if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			      (c >= '0' && c <= '9') || c == '-' || c == '.' || c == ':')) {
+				return -EINVAL;
+			}
+		} else if (name_cp_prohibited(c)) {
+			return -EINVAL;
+		}
+		i += n;
+	}
 	return 0;
 }
 
@@ -638,7 +753,8 @@ static int neg_unknown(struct scsitgt__iscsi_neg *n, const struct scsitgt__iscsi
 
 static int copy_name(char *dst, size_t dst_size, const struct scsitgt__iscsi_kv *kv)
 {
-	if (kv->value_len == 0 || kv->value_len >= dst_size) {
+	/* RFC 7143 §4.2.7: a name outside the rules is an initiator error (login 0x0200). */
+	if (kv->value_len >= dst_size || scsitgt__iscsi_name_check(kv->value, kv->value_len) < 0) {
 		return -EPROTO;
 	}
 	memcpy(dst, kv->value, kv->value_len);

@@ -291,6 +291,25 @@ int scsitgt__iscsi_key_lookup(const char *name, size_t len);
 int scsitgt__iscsi_parse_number(const char *s, size_t len, uint64_t *out);
 
 /**
+ * Check an iSCSI name from the wire (InitiatorName, TargetName, a SendTargets name) against
+ * RFC 7143 §4.2.7 and the stringprep profile of RFC 3722 §6:
+ *  - 1 to 223 bytes of valid UTF-8 (RFC 7143 §4.2.7.1), a type designator "iqn.", "eui." or
+ *    "naa." (§4.2.7.3-§4.2.7.5);
+ *  - ASCII limited to '-', '.', ':', letters and digits (§4.2.7.2): no control characters,
+ *    whitespace, '/', '\', '"', ... Upper-case ASCII letters are accepted: the profile maps
+ *    them to lower case and names compare without case;
+ *  - none of the code points RFC 3722 §6 prohibits (RFC 3454 tables C.1.2, C.2.2, C.3-C.9: C1
+ *    controls, non-ASCII spaces, line and paragraph separators, bidirectional and format
+ *    controls, private use, surrogates, non-characters, tags). Unassigned code points
+ *    (table A.1) are not checked.
+ *
+ * @param name The name (need not be NUL-terminated; a NUL inside is refused).
+ * @param len  Its length.
+ * @return 0 when valid; -ENOENT when empty; -ENAMETOOLONG above 223 bytes; -EINVAL otherwise.
+ */
+int scsitgt__iscsi_name_check(const char *name, size_t len);
+
+/**
  * Start a login negotiation.
  *
  * @param n       State to initialise.
