@@ -83,7 +83,10 @@ void scsitgt__iscsi_neg_cfg_from(struct scsitgt__iscsi_neg_params *cfg,
 	cfg->first_burst = p->first_burst_length;
 	cfg->default_time2wait = p->default_time2wait;
 	cfg->default_time2retain = p->default_time2retain;
-	cfg->max_outstanding_r2t = p->max_outstanding_r2t;
+	/* answer only what a task can track (scsi.c): the answer is the value in force. */
+	cfg->max_outstanding_r2t = p->max_outstanding_r2t < SCSITGT__ISCSI_R2T_MAX
+					   ? p->max_outstanding_r2t
+					   : SCSITGT__ISCSI_R2T_MAX;
 	cfg->error_recovery_level = p->error_recovery_level;
 }
 

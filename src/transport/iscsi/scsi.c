@@ -439,8 +439,8 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
 
 	r2t_max = sess->params.max_outstanding_r2t ? sess->params.max_outstanding_r2t : 1;
-	if (r2t_max > 64)
-		r2t_max = 64;
+	if (r2t_max > SCSITGT__ISCSI_R2T_MAX)
+		r2t_max = SCSITGT__ISCSI_R2T_MAX;
 	if (scsitgt__cmd_create(&cmd, sess->core,
 				sizeof(*task) + r2t_max * sizeof(struct scsitgt__iscsi_r2t)) < 0)
 		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_OUT_OF_RESOURCES);

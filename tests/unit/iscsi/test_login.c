@@ -423,6 +423,46 @@ static void test_login_bad_names(void **state)
 			 0);
 }
 
+/*
+ * Numeric keys answer the value in force (RFC 7143 §6.2.2, §13.14): FirstBurstLength offered
+ * above MaxBurstLength is answered as MaxBurstLength, and MaxOutstandingR2T above what a task
+ * tracks as that; the session then uses exactly the answers.
+ */
+static void test_login_answers_in_force(void **state)
+{
+	struct scsitgt_iscsi_params p;
+	uint8_t bhs[ISCSI_BHS_LEN];
+	char text[1024];
+	struct harness h;
+	struct h_pdu *r;
+	uint32_t len;
+
+	(void)state;
+	assert_int_equal(h_init(&h, false), 0);
+	scsitgt_iscsi_params_init(&p, sizeof(p));
+	p.max_outstanding_r2t = 1000;
+	assert_int_equal(scsitgt_iscsi_target_set_params(h.tgt, &p), 0);
+	len = h_text(text, sizeof(text),
+		     "InitiatorName=" H_INITIATOR "|TargetName=" H_TARGET "|FirstBurstLength=262144|"
+		     "ImmediateData=Yes|InitialR2T=No|MaxBurstLength=16384|MaxOutstandingR2T=500|"
+		     "MaxRecvDataSegmentLength=8192|DataPDUInOrder=Yes|DataSequenceInOrder=Yes|"
+		     "MaxConnections=1|ErrorRecoveryLevel=0|DefaultTime2Wait=2|"
+		     "DefaultTime2Retain=20");
+	h_login_bhs(&h, bhs, ISCSI_LOGIN_FLAG_TRANSIT | (1 << ISCSI_LOGIN_CSG_SHIFT) | 3, 0);
+	h_send(&h, bhs, text, len);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(status_of(r), 0);
+	assert_string_equal(h_find_key(r, "FirstBurstLength"), "16384");
+	assert_string_equal(h_find_key(r, "MaxBurstLength"), "16384");
+	assert_string_equal(h_find_key(r, "MaxOutstandingR2T"), "64");
+	assert_non_null(h.conn->sess);
+	assert_int_equal(h.conn->sess->params.first_burst, 16384);
+	assert_int_equal(h.conn->sess->params.max_burst, 16384);
+	assert_int_equal(h.conn->sess->params.max_outstanding_r2t, 64);
+	h_fini(&h);
+}
+
 static void test_api_checks(void **state)
 {
 	struct scsitgt_iscsi_params p;
@@ -459,6 +499,7 @@ int main(void)
 		cmocka_unit_test(test_chap),
 		cmocka_unit_test(test_chap_a_initiator_order),
 		cmocka_unit_test(test_login_bad_names),
+		cmocka_unit_test(test_login_answers_in_force),
 		cmocka_unit_test(test_api_checks),
 	};
 

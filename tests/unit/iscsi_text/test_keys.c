@@ -662,16 +662,69 @@ static void test_name_check(void **state)
 	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nTargetName=iqn.b\n"), 0);
 }
 
+/*
+ * RFC 7143 §13.14: FirstBurstLength must not exceed MaxBurstLength, and the value answered is
+ * the value in force, in either order of the two keys and across exchanges.
+ */
 static void test_first_burst_fixup(void **state)
 {
 	struct fixture *f = *state;
 
 	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nTargetName=iqn.b\n"), 0);
 	assert_int_equal(run(f, OP, "MaxBurstLength=65536\nFirstBurstLength=131072\n"), 0);
+	assert_string_equal(resp_get(&f->resp, "MaxBurstLength"), "65536");
+	assert_string_equal(resp_get(&f->resp, "FirstBurstLength"), "65536");
 	assert_int_equal(f->neg.params.max_burst, 65536);
-	assert_int_equal(f->neg.params.first_burst, 131072);
+	assert_int_equal(f->neg.params.first_burst, 65536);
 	assert_int_equal(scsitgt__iscsi_neg_finish(&f->neg), 0);
 	assert_int_equal(f->neg.params.first_burst, 65536);
+
+	/* The case: FirstBurstLength first in the text, far above MaxBurstLength. */
+	reinit(f, true);
+	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nTargetName=iqn.b\n"), 0);
+	assert_int_equal(run(f, OP, "FirstBurstLength=262144\nImmediateData=Yes\n"
+				    "MaxBurstLength=16384\n"), 0);
+	assert_string_equal(resp_get(&f->resp, "FirstBurstLength"), "16384");
+	assert_string_equal(resp_get(&f->resp, "MaxBurstLength"), "16384");
+	assert_int_equal(scsitgt__iscsi_neg_finish(&f->neg), 0);
+	assert_int_equal(f->neg.params.first_burst, 16384);
+
+	/* MaxBurstLength settled in an earlier exchange bounds a later FirstBurstLength. */
+	reinit(f, true);
+	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nTargetName=iqn.b\n"), 0);
+	assert_int_equal(run(f, OP, "MaxBurstLength=8192\n"), 0);
+	assert_int_equal(run(f, OP, "FirstBurstLength=65536\n"), 0);
+	assert_string_equal(resp_get(&f->resp, "FirstBurstLength"), "8192");
+
+	/* MaxBurstLength not offered: the RFC default (262144) is in force and bounds it. */
+	f->cfg.first_burst = 1048576;
+	reinit(f, true);
+	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nTargetName=iqn.b\n"), 0);
+	assert_int_equal(run(f, OP, "FirstBurstLength=16777215\n"), 0);
+	assert_string_equal(resp_get(&f->resp, "FirstBurstLength"), "262144");
+
+	/* The target's own MaxBurstLength below its FirstBurstLength. */
+	f->cfg.first_burst = 262144;
+	f->cfg.max_burst = 32768;
+	reinit(f, true);
+	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nTargetName=iqn.b\n"), 0);
+	assert_int_equal(run(f, OP, "FirstBurstLength=131072\nMaxBurstLength=1048576\n"), 0);
+	assert_string_equal(resp_get(&f->resp, "MaxBurstLength"), "32768");
+	assert_string_equal(resp_get(&f->resp, "FirstBurstLength"), "32768");
+
+	/* ... and when the target proposes both, the proposals agree with each other. */
+	reinit(f, true);
+	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nTargetName=iqn.b\n"), 0);
+	assert_int_equal(run(f, OP, "HeaderDigest=None\n"), 0);
+	scsitgt__iscsi_neg_set_transit(&f->neg, true);
+	assert_int_equal(scsitgt__iscsi_neg_declare(&f->neg, &f->resp), 0);
+	assert_string_equal(resp_get(&f->resp, "MaxBurstLength"), "32768");
+	assert_string_equal(resp_get(&f->resp, "FirstBurstLength"), "32768");
+
+	/* A FirstBurstLength offered twice in one text is still a protocol error. */
+	reinit(f, true);
+	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nTargetName=iqn.b\n"), 0);
+	assert_int_equal(run(f, OP, "FirstBurstLength=4096\nFirstBurstLength=4096\n"), -EPROTO);
 }
 
 static void test_discovery(void **state)

@@ -442,6 +442,25 @@ static int answer(struct scsitgt__iscsi_textbuf *resp, enum scsitgt__iscsi_key_i
 	return scsitgt__iscsi_textbuf_add(resp, key_table[id].name, value);
 }
 
+/*
+ * The largest FirstBurstLength the target may answer or propose: its own value, and never
+ * more than MaxBurstLength (RFC 7143 §13.14). Once MaxBurstLength is settled (offered by the
+ * initiator, or the target's proposal answered), its result bounds it; before that, the value
+ * in force so far (the RFC default) and the target's own MaxBurstLength do. What is announced
+ * is what the session uses: scsitgt__iscsi_neg_text() settles MaxBurstLength before
+ * FirstBurstLength when both come in one text.
+ */
+static uint32_t first_burst_ceiling(const struct scsitgt__iscsi_neg *n)
+{
+	uint8_t ks = n->key_state[SCSITGT__ISCSI_KEY_MAX_BURST_LENGTH];
+	uint32_t v = n->cfg.first_burst, mbl = n->params.max_burst;
+
+	if (!(ks & (KS_OFFERED | KS_TGT_DONE)) && n->cfg.max_burst < mbl) {
+		mbl = n->cfg.max_burst;
+	}
+	return v < mbl ? v : mbl;
+}
+
 /* The target's own value of a numeric key. */
 static uint32_t target_number(const struct scsitgt__iscsi_neg *n, enum scsitgt__iscsi_key_id id)
 {
@@ -455,7 +474,7 @@ static uint32_t target_number(const struct scsitgt__iscsi_neg *n, enum scsitgt__
 	case SCSITGT__ISCSI_KEY_MAX_BURST_LENGTH:
 		return c->max_burst;
 	case SCSITGT__ISCSI_KEY_FIRST_BURST_LENGTH:
-		return c->first_burst;
+		return first_burst_ceiling(n);
 	case SCSITGT__ISCSI_KEY_DEFAULT_TIME2WAIT:
 		return c->default_time2wait;
 	case SCSITGT__ISCSI_KEY_DEFAULT_TIME2RETAIN:
@@ -914,7 +933,8 @@ int scsitgt__iscsi_neg_text(struct scsitgt__iscsi_neg *n, const uint8_t *text, s
 			    struct scsitgt__iscsi_textbuf *resp,
 			    struct scsitgt__iscsi_chap_keys *chap)
 {
-	struct scsitgt__iscsi_kv kv;
+	struct scsitgt__iscsi_kv kv, fbl = { 0 };
+	bool fbl_seen = false;
 	size_t pos = 0;
 	int rc;
 
@@ -938,7 +958,28 @@ int scsitgt__iscsi_neg_text(struct scsitgt__iscsi_neg *n, const uint8_t *text, s
 		return -EINVAL;
 	}
 	pos = 0;
-	while (scsitgt__iscsi_text_next(text, len, &pos, &kv) == 1) {
+	for (;;) {
+		if (scsitgt__iscsi_text_next(text, len, &pos, &kv) != 1) {
+			/* The FirstBurstLength held back below, now that MaxBurstLength is known. */
+			if (fbl.key == NULL) {
+				break;
+			}
+			kv = fbl;
+			fbl.key = NULL;
+			pos = len;
+		} else if (!fbl_seen &&
+			   scsitgt__iscsi_key_lookup(kv.key, kv.key_len) ==
+				   SCSITGT__ISCSI_KEY_FIRST_BURST_LENGTH) {
+			/*
+			 * RFC 7143 §13.14: the FirstBurstLength answered must be the one in force,
+			 * at most MaxBurstLength: negotiate it after the MaxBurstLength of the
+			 * same text, wherever that is. A second copy is handled in place (and
+			 * is a duplicate offer).
+			 */
+			fbl = kv;
+			fbl_seen = true;
+			continue;
+		}
 		rc = scsitgt__iscsi_neg_key(n, &kv, resp);
 		if (rc < 0) {
 			return rc;
@@ -1097,7 +1138,12 @@ int scsitgt__iscsi_neg_finish(struct scsitgt__iscsi_neg *n)
 {
 	struct scsitgt__iscsi_session_params *p = &n->params;
 
-	/* RFC 7143 §13.14: FirstBurstLength must not exceed MaxBurstLength. */
+	/*
+	 * RFC 7143 §13.14: FirstBurstLength must not exceed MaxBurstLength. The answers already
+	 * respect it (first_burst_ceiling()); this only catches an initiator that settled
+	 * MaxBurstLength below the FirstBurstLength it had agreed in an earlier exchange, or
+	 * one that negotiated MaxBurstLength below the default FirstBurstLength.
+	 */
 	if (p->first_burst > p->max_burst) {
 		p->first_burst = p->max_burst;
 	}

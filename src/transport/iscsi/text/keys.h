@@ -154,6 +154,8 @@ enum scsitgt__iscsi_neg_stage {
 #define SCSITGT__ISCSI_DSL_MAX 16777215u
 /** Smallest value of the length keys. */
 #define SCSITGT__ISCSI_DSL_MIN 512u
+/** Most R2Ts one task tracks: MaxOutstandingR2T is never answered above it. */
+#define SCSITGT__ISCSI_R2T_MAX 64
 /** iSCSIProtocolLevel we implement (RFC 7144 §2.1: 1 = RFC 7143). */
 #define SCSITGT__ISCSI_PROTOCOL_LEVEL 1
 
