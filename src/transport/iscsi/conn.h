@@ -163,7 +163,8 @@ struct scsitgt__iscsi_conn {
 	int rx_r2t;	   /* index of the R2T a Data-Out answers, -1 for unsolicited data */
 	uint8_t rx_reject; /* Reject reason to send once the PDU is complete, 0 for none */
 	bool rx_ignore;	   /* drop the PDU silently (CmdSN outside the window) */
-	bool rx_data_err;  /* the Data-Out broke its sequence: fail rx_task */
+	uint8_t rx_data_err; /* the Data-Out broke its sequence: fail rx_task with this
+			      * enum scsitgt__sense_reason (RFC 7143 §11.4.7.2), 0 for none */
 	/* traffic counters, wire bytes incl. digests (transport/iscsi/stats.c). */
 	uint64_t stat_rx_pdus;
 	uint64_t stat_tx_pdus;
@@ -214,7 +215,8 @@ struct scsitgt__iscsi_task {
 	bool immediate;
 	bool in_order;	  /* passed CmdSN ordering */
 	bool counted;	  /* holds a slot of the CmdSN window */
-	bool data_failed; /* a Data-Out error; the command completes with a check condition */
+	bool data_failed; /* a Data-Out error; the command completes with data_fail_reason */
+	uint8_t data_fail_reason; /* enum scsitgt__sense_reason of the first such error */
 	bool spdtl_set;	  /* the CDB's length before a short write was cut to the data sent */
 	uint32_t spdtl;
 	/* Data-Out accounting (RFC 7143 §4.2.5.2, §11.7, §11.8). */

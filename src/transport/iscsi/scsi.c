@@ -220,9 +220,14 @@ static int task_want_buf(struct scsitgt__iscsi_task *task)
 	return task_buf_get(task);
 }
 
-/* Stop taking data for a task (broken sequence, no buffer); it fails in its turn. */
-static void task_stop_data(struct scsitgt__iscsi_task *task)
+/*
+ * Stop taking data for a task (broken sequence, no buffer); it fails in its turn with
+ * @reason (the first one given, if several).
+ */
+static void task_stop_data(struct scsitgt__iscsi_task *task, enum scsitgt__sense_reason reason)
 {
+	if (!task->data_failed)
+		task->data_fail_reason = (uint8_t)reason;
 	task->data_failed = true;
 	task->unsol_pending = false;
 	task->solicit_end = task->received;
@@ -241,7 +246,7 @@ static void task_execute(struct scsitgt__iscsi_task *task)
 	task->state = SCSITGT__TASK_EXEC;
 	if (cmd->state != SCSITGT__CMD_DONE) {
 		if (task->data_failed) {
-			scsitgt__cmd_fail(cmd, SCSITGT_SR_DATA_PHASE_ERROR);
+			scsitgt__cmd_fail(cmd, (enum scsitgt__sense_reason)task->data_fail_reason);
 		} else if (w && r) {
 			/* Bidirectional commands: none of the CDBs we implement has two buffers. */
 			scsitgt__cmd_fail(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
@@ -277,7 +282,8 @@ static void task_progress(struct scsitgt__iscsi_task *task)
 				task_send_r2ts(task);
 				return;
 			}
-			task_stop_data(task);
+			/* No memory for the data: BUSY, the initiator may retry (SAM-5 §5.3.1). */
+			task_stop_data(task, SCSITGT_SR_BUSY);
 		}
 		task->state = SCSITGT__TASK_WAIT_SN;
 	}
@@ -301,7 +307,7 @@ static void sess_budget_kick(struct scsitgt__iscsi_sess *sess)
 		scsitgt__list_remove(&t->budget_node);
 		scsitgt__list_init(&t->budget_node);
 		if (task_buf_get(t) < 0)
-			task_stop_data(t);
+			task_stop_data(t, SCSITGT_SR_BUSY);
 		task_progress(t);
 	}
 	sess->budget_kicking = false;
@@ -352,7 +358,7 @@ static void rx_verdict_reset(struct scsitgt__iscsi_conn *conn)
 	conn->rx_r2t = -1;
 	conn->rx_reject = 0;
 	conn->rx_ignore = false;
-	conn->rx_data_err = false;
+	conn->rx_data_err = 0;
 }
 
 static int cmd_reject_at_header(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu,
@@ -480,8 +486,9 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 	task->r2t_offset = task->unsol_end;
 	if (pdu->data_len && cmd->state != SCSITGT__CMD_DONE && cmd->dir == SCSITGT__DIR_OUT &&
 	    task_buf_get(task) < 0) {
-		/* No memory for the data: drain it, fail the command in its turn. */
+		/* No memory for the data: drain it, fail the command in its turn (BUSY). */
 		task->data_failed = true;
+		task->data_fail_reason = SCSITGT_SR_BUSY;
 		task->solicit_end = task->unsol_end;
 	}
 	if (pdu->data_len && cmd->buf && cmd->dir == SCSITGT__DIR_OUT) {
@@ -537,10 +544,24 @@ int scsitgt__iscsi_scsi_cmd_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 }
 
 /* A Data-Out broke its sequence: stop taking data; the command fails in its turn. */
-static void task_data_error(struct scsitgt__iscsi_task *task)
+static void task_data_error(struct scsitgt__iscsi_task *task, enum scsitgt__sense_reason reason)
 {
-	task_stop_data(task);
+	task_stop_data(task, reason);
 	task_progress(task);
+}
+
+/*
+ * How a Data-Out that breaks its sequence fails its command at ErrorRecoveryLevel 0 (RFC 7143
+ * §11.4.7.2): a DataSN or BufferOffset out of order means a PDU went missing, which RFC 7143
+ * §7.9 treats as an implied digest error, "protocol service CRC error" (47h/05h, §7.8.1);
+ * unsolicited data the command may not have is "unexpected unsolicited data" (0Ch/0Ch);
+ * more data than the R2T or the first burst allows is "incorrect amount of data" (0Ch/0Dh).
+ */
+static int data_out_broken(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu,
+			   enum scsitgt__sense_reason reason)
+{
+	conn->rx_data_err = (uint8_t)reason;
+	return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
 }
 
 int scsitgt__iscsi_data_out_header(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
@@ -564,11 +585,12 @@ int scsitgt__iscsi_data_out_header(struct scsitgt__iscsi_conn *conn, struct scsi
 	conn->rx_task = task;
 	if (ttt == ISCSI_RESERVED_TAG) {
 		/* Unsolicited data (RFC 7143 §11.7.5): in order, within the first burst. */
-		if (!task->unsol_pending || datasn != task->unsol_datasn ||
-		    offset != task->received || len > task->unsol_end - offset) {
-			conn->rx_data_err = true;
-			return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
-		}
+		if (!task->unsol_pending)
+			return data_out_broken(conn, pdu, SCSITGT_SR_UNEXPECTED_UNSOLICITED_DATA);
+		if (datasn != task->unsol_datasn || offset != task->received)
+			return data_out_broken(conn, pdu, SCSITGT_SR_PROTOCOL_CRC_ERROR);
+		if (len > task->unsol_end - offset)
+			return data_out_broken(conn, pdu, SCSITGT_SR_INCORRECT_DATA_AMOUNT);
 		conn->rx_r2t = -1;
 	} else {
 		struct scsitgt__iscsi_r2t *r = NULL;
@@ -583,17 +605,17 @@ int scsitgt__iscsi_data_out_header(struct scsitgt__iscsi_conn *conn, struct scsi
 		if (r == NULL)
 			return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_INVALID_PDU_FIELD);
 		/* DataPDUInOrder=Yes: DataSN counts from 0 per R2T, offsets contiguous. */
-		if (datasn != r->next_datasn || offset != r->offset + r->received ||
-		    len > r->len - r->received) {
-			conn->rx_data_err = true;
-			return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
-		}
+		if (datasn != r->next_datasn || offset != r->offset + r->received)
+			return data_out_broken(conn, pdu, SCSITGT_SR_PROTOCOL_CRC_ERROR);
+		if (len > r->len - r->received)
+			return data_out_broken(conn, pdu, SCSITGT_SR_INCORRECT_DATA_AMOUNT);
 	}
 	cmd = task->cmd;
 	if (len && cmd->state != SCSITGT__CMD_DONE && cmd->dir == SCSITGT__DIR_OUT &&
 	    !task->data_failed && task_buf_get(task) < 0) {
-		/* Unsolicited data and no memory for it: drain it, fail the command. */
+		/* Unsolicited data and no memory for it: drain it, fail the command (BUSY). */
 		task->data_failed = true;
+		task->data_fail_reason = SCSITGT_SR_BUSY;
 		task->solicit_end = task->unsol_end;
 	}
 	if (len && cmd->buf && cmd->dir == SCSITGT__DIR_OUT && offset < cmd->xfer_len &&
@@ -612,12 +634,12 @@ int scsitgt__iscsi_data_out_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 	int ri = conn->rx_r2t;
 
 	if (conn->rx_reject) {
-		bool data_err = conn->rx_data_err;
+		uint8_t data_err = conn->rx_data_err;
 
 		scsitgt__iscsi_conn_reject(conn, pdu->bhs, conn->rx_reject);
 		rx_verdict_reset(conn);
 		if (data_err && task)
-			task_data_error(task);
+			task_data_error(task, (enum scsitgt__sense_reason)data_err);
 		return 0;
 	}
 	rx_verdict_reset(conn);

@@ -184,6 +184,96 @@ static void test_residuals_and_sense(void **state)
 	h_fini(&h);
 }
 
+/* Key, ASC and ASCQ of a SCSI Response's sense data (fixed or descriptor format). */
+static uint32_t rsp_sense(const struct h_pdu *r)
+{
+	const uint8_t *sd;
+
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_SCSI_RSP);
+	assert_int_equal(r->bhs[ISCSI_RSP_STATUS], 0x02);
+	assert_true(r->len >= 2 + 14);
+	sd = r->data + 2;
+	if ((sd[0] & 0x7f) >= 0x72)
+		return (uint32_t)(sd[1] & 0x0f) << 16 | (uint32_t)sd[2] << 8 | sd[3];
+	return (uint32_t)(sd[2] & 0x0f) << 16 | (uint32_t)sd[12] << 8 | sd[13];
+}
+
+/* The Reject of a broken Data-Out, then the command's SCSI Response: its sense. */
+static uint32_t broken_data_out_sense(struct harness *h)
+{
+	struct h_pdu *r = h_take(h);
+
+	assert_non_null(r);
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_REJECT);
+	assert_int_equal(r->bhs[2], ISCSI_REJECT_PROTOCOL_ERROR);
+	r = h_take(h);
+	assert_non_null(r);
+	return rsp_sense(r);
+}
+
+/* A 16 KiB WRITE(10) without data; returns the TTT of its R2T. */
+static uint32_t write_wait_r2t(struct harness *h, uint32_t lba)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	struct h_pdu *r;
+
+	cmd_bhs(h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 16384, 0x2a, lba, 32);
+	h_send(h, bhs, NULL, 0);
+	r = h_take(h);
+	assert_non_null(r);
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_R2T);
+	assert_int_equal(get_be32(&r->bhs[ISCSI_R2T_DESIRED_LEN]), 16384);
+	return get_be32(&r->bhs[ISCSI_BHS_TTT]);
+}
+
+/*
+ * RFC 7143 §11.4.7.2 sense data of the transport conditions at ErrorRecoveryLevel 0: a Data-Out
+ * out of sequence (DataSN or BufferOffset: a PDU went missing, §7.9) fails its command with
+ * ABORTED COMMAND, PROTOCOL SERVICE CRC ERROR (47h/05h, §7.8.1); unsolicited data a command
+ * may not have, with 0Ch/0Ch; more data than asked for, with 0Ch/0Dh. Never DATA PHASE ERROR.
+ */
+static void test_data_out_sense(void **state)
+{
+	static uint8_t buf[131072];
+	uint8_t bhs[ISCSI_BHS_LEN];
+	struct harness h;
+	uint32_t ttt;
+
+	(void)state;
+	memset(buf, 0x3c, sizeof(buf));
+	assert_int_equal(h_init(&h, true), 0);
+	assert_int_equal(h_login(&h, "Normal"), 0);
+
+	/* Solicited data: wrong DataSN, wrong BufferOffset, too much. */
+	ttt = write_wait_r2t(&h, 100);
+	data_out(&h, h.itt, ttt, 5, 0, buf, 8192, false);
+	assert_int_equal(broken_data_out_sense(&h), 0x0b4705);
+	ttt = write_wait_r2t(&h, 200);
+	data_out(&h, h.itt, ttt, 0, 4096, buf, 8192, false);
+	assert_int_equal(broken_data_out_sense(&h), 0x0b4705);
+	ttt = write_wait_r2t(&h, 300);
+	data_out(&h, h.itt, ttt, 0, 0, buf, 16384 + 512, true);
+	assert_int_equal(broken_data_out_sense(&h), 0x0b0c0d);
+
+	/* Unsolicited data: after F=1 (none allowed), out of order, beyond the first burst. */
+	ttt = write_wait_r2t(&h, 400);
+	data_out(&h, h.itt, ISCSI_RESERVED_TAG, 0, 0, buf, 8192, false);
+	assert_int_equal(broken_data_out_sense(&h), 0x0b0c0c);
+	cmd_bhs(&h, bhs, ISCSI_CMD_FLAG_WRITE, 16384, 0x2a, 500, 32);
+	h_send(&h, bhs, buf, 4096);
+	data_out(&h, h.itt, ISCSI_RESERVED_TAG, 1, 4096, buf, 4096, false);
+	assert_int_equal(broken_data_out_sense(&h), 0x0b4705);
+	cmd_bhs(&h, bhs, ISCSI_CMD_FLAG_WRITE, 131072, 0x2a, 600, 256);
+	h_send(&h, bhs, buf, 4096);
+	data_out(&h, h.itt, ISCSI_RESERVED_TAG, 0, 4096, buf, 65536 - 4096 + 512, true);
+	assert_int_equal(broken_data_out_sense(&h), 0x0b0c0d);
+
+	/* The session goes on. */
+	assert_null(h_take(&h));
+	assert_false(h_conn_gone(&h));
+	h_fini(&h);
+}
+
 static void test_cmdsn_nop_reject(void **state)
 {
 	uint8_t bhs[ISCSI_BHS_LEN], ping[10] = "ping-data";
@@ -424,6 +514,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_r2t),
 		cmocka_unit_test(test_residuals_and_sense),
+		cmocka_unit_test(test_data_out_sense),
 		cmocka_unit_test(test_cmdsn_nop_reject),
 		cmocka_unit_test(test_tmf_logout),
 		cmocka_unit_test(test_itt_index),
