@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Task Management Function requests (RFC 7143 §11.5, §11.6), mapped onto the core's SAM-5
- * task management. TARGET COLD RESET drops the connection after its response (§11.5.1).
+ * task management. TARGET COLD RESET closes, once its response is out, every connection of
+ * every session of the target, the issuing one included (§11.5.1, §11.6.1); TARGET WARM
+ * RESET resets the logical units the issuing initiator knows and closes nothing.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -48,11 +50,48 @@ static uint8_t tmf_map(enum scsitgt__tmf_response r)
 	}
 }
 
+/*
+ * RFC 7143 §11.5.1: after a TARGET COLD RESET "the target MUST terminate all of its TCP
+ * connections to all initiators (all sessions are terminated)": those of the target the
+ * issuing session is logged in to (other target nodes of the engine are other SCSI target
+ * devices). The issuing connection closes once its response is written (tmf_respond()).
+ */
+static void tmf_cold_close_all(struct scsitgt__iscsi_conn *conn)
+{
+	struct scsitgt__iscsi_sess *own = conn->sess;
+	struct scsitgt__list *pos, *tmp;
+
+	if (own == NULL || own->tgt == NULL)
+		return;
+	scsitgt__list_foreach_safe(pos, tmp, &conn->ie->sessions)
+	{
+		struct scsitgt__iscsi_sess *s =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_sess, node);
+
+		if (s != own && s->tgt == own->tgt && !s->closing)
+			scsitgt__iscsi_sess_close(s, "target cold reset");
+	}
+	/* Other connections of the issuing session (none while MaxConnections is 1). */
+	scsitgt__list_foreach_safe(pos, tmp, &own->conns)
+	{
+		struct scsitgt__iscsi_conn *c =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_conn, sess_node);
+
+		if (c != conn)
+			scsitgt__iscsi_conn_close(c, "target cold reset");
+	}
+}
+
 static void tmf_done(void *arg, enum scsitgt__tmf_response r)
 {
 	struct tmf_ctx *ctx = arg;
 
 	tmf_respond(ctx->conn, ctx->itt, tmf_map(r), ctx->cold);
+	if (ctx->cold && r == SCSITGT__TMF_COMPLETE) {
+		scsitgt__iscsi_conn_log(ctx->conn, SCSITGT_LOG_NOTICE,
+					"target cold reset: closing every session of the target");
+		tmf_cold_close_all(ctx->conn);
+	}
 	scsitgt__iscsi_conn_put(ctx->conn);
 	free(ctx);
 }
