@@ -58,6 +58,9 @@ enum {
 /** Most target ports per group. */
 #define SCSITGT_ALUA_MAX_PORTS 32
 
+/** Return value of a scsitgt_alua_request_cb: accepted; the host sets the state itself. */
+#define SCSITGT_ALUA_REQUEST_DEFERRED 1
+
 /**
  * Asked before an initiator's SET TARGET PORT GROUPS changes the state of a group.
  *
@@ -81,9 +84,6 @@ enum {
  * TRANSITIONING in REPORT TARGET PORT GROUPS, SPC-5 §5.16.2.5), and the host sets the final
  * state later (an implicit change, with its unit attention).
  */
-/** Return value of a scsitgt_alua_request_cb: accepted; the host sets the state itself. */
-#define SCSITGT_ALUA_REQUEST_DEFERRED 1
-
 typedef int (*scsitgt_alua_request_cb)(void *arg, struct scsitgt_target *tgt, uint16_t group_id,
 				       enum scsitgt_alua_state old_state,
 				       enum scsitgt_alua_state new_state);
