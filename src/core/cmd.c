@@ -307,25 +307,62 @@ void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd)
  * the whole logical blocks that arrive (the residual tells the initiator what was not
  * written) and any other write, whose parameter list cannot be cut, is refused.
  */
+/*
+ * The writes that may be cut to the whole blocks the initiator sends: each block is written
+ * on its own. Not WRITE SAME (one block, whatever its NUMBER OF LOGICAL BLOCKS), COMPARE AND
+ * WRITE (the compare and the write halves) or WRITE ATOMIC (16) (all of it or nothing, in
+ * whole atomic granules), nor parameter lists.
+ */
+static bool cmd_write_may_cut(uint8_t opcode)
+{
+	switch (opcode) {
+	case SBC_WRITE_6:
+	case SBC_WRITE_10:
+	case SBC_WRITE_12:
+	case SBC_WRITE_16:
+	case SBC_WRITE_AND_VERIFY_10:
+	case SBC_WRITE_AND_VERIFY_12:
+	case SBC_WRITE_AND_VERIFY_16:
+	case SBC_ORWRITE_16:
+		return true;
+	default:
+		return false;
+	}
+}
+
 uint32_t scsitgt__cmd_fit_data_out(struct scsitgt__cmd *cmd, uint32_t edtl)
 {
 	uint32_t spdtl = cmd->xfer_len;
-	uint32_t have = edtl < cmd->xfer_len ? edtl : cmd->xfer_len;
 	uint32_t bs = cmd->lun ? cmd->lun->geo.block_size : 0;
 
 	if (cmd->state == SCSITGT__CMD_DONE || cmd->dir != SCSITGT__DIR_OUT || edtl == spdtl)
 		return spdtl;
-	/* SBC-4 §5.50, §5.51: WRITE SAME carries one block whatever its NUMBER OF LOGICAL
-	 * BLOCKS; a one-block WRITE SAME only looks like a media write and cannot be cut. */
-	if (bs && cmd->nblocks && (uint64_t)cmd->nblocks * bs == cmd->xfer_len &&
-	    cmd->cdb[0] != SBC_WRITE_SAME_10 && cmd->cdb[0] != SBC_WRITE_SAME_16) {
-		cmd->nblocks = have / bs;
-		cmd->xfer_len = cmd->nblocks * bs;
-		/* Nothing to write: GOOD, and the whole length is the residual. */
-		if (cmd->nblocks == 0)
-			scsitgt__cmd_fail(cmd, SCSITGT_SR_OK);
-	} else {
-		scsitgt__cmd_fail(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
+	/*
+	 * A length that ends inside a logical block: part of a block cannot be written without
+	 * mixing old and new data in it, so the command is refused before anything is written,
+	 * for the data length of the command IU (docs/scsi.md, "Data lengths").
+	 */
+	if (bs && cmd->nblocks && cmd->xfer_len % bs == 0 && edtl % bs != 0 && edtl < spdtl) {
+		scsitgt__cmd_fail(cmd, SCSITGT_SR_INVALID_FIELD_IN_CMD_IU);
+		return spdtl;
 	}
+	/*
+	 * More offered than the CDB asks for: the CDB's length stands and the rest is the
+	 * underflow residual. Fewer whole blocks: a media write keeps those (overflow residual
+	 * for the rest; none at all: GOOD, nothing written).
+	 */
+	if (bs && cmd->nblocks && cmd_write_may_cut(cmd->cdb[0]) &&
+	    (uint64_t)cmd->nblocks * bs == cmd->xfer_len) {
+		if (edtl < spdtl) {
+			cmd->nblocks = edtl / bs;
+			cmd->xfer_len = edtl;
+			if (cmd->nblocks == 0)
+				scsitgt__cmd_fail(cmd, SCSITGT_SR_OK);
+		}
+		return spdtl;
+	}
+	/* Any other write whose data the CDB's length field contradicts (WRITE SAME's one
+	 * block, COMPARE AND WRITE's two halves, a parameter list). */
+	scsitgt__cmd_fail(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
 	return spdtl;
 }

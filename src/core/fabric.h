@@ -156,10 +156,14 @@ void scsitgt__cmd_fail(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reas
 /*
  * fit a parsed write (cmd->dir OUT, not executed yet) to the @edtl bytes of Data-Out the
  * initiator announced, when that differs from the CDB's cmd->xfer_len (SAM-5 §5.4.3, RFC 7143
- * §11.4.5.2). A media write keeps the whole blocks that arrive (nblocks and xfer_len shrink;
- * none at all: GOOD without a transfer); any other write is refused with INVALID FIELD IN
- * CDB. Zero announced for a CDB that moves no data matches. Returns the CDB's own length (the
- * SPDTL against which the fabric reports the residual).
+ * §11.4.5.2). A plain WRITE, WRITE AND VERIFY or ORWRITE keeps the CDB's length when more is
+ * announced, and the whole blocks that arrive when less is (nblocks and xfer_len shrink;
+ * none at all: GOOD without a transfer). Less than the CDB's length ending inside a block is
+ * refused with INVALID FIELD IN COMMAND INFORMATION UNIT (0Eh/03h), any other write of a
+ * length its CDB contradicts with INVALID FIELD IN CDB, before any data is written. Zero
+ * announced for a CDB that moves no data matches.
+ * Returns the CDB's own length (the SPDTL against which the fabric reports the residual).
+ * Call it before soliciting data, so that a refused command is not sent R2Ts or RDMA READs.
  */
 uint32_t scsitgt__cmd_fit_data_out(struct scsitgt__cmd *cmd, uint32_t edtl);
 void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd);

@@ -16,6 +16,7 @@ enum scsitgt__sense_reason {
 	SCSITGT_SR_INVALID_OPCODE,		/* 20h/00h */
 	SCSITGT_SR_INVALID_FIELD_IN_CDB,	/* 24h/00h, with field pointer */
 	SCSITGT_SR_INVALID_FIELD_IN_PARAM_LIST, /* 26h/00h, with field pointer */
+	SCSITGT_SR_INVALID_FIELD_IN_CMD_IU,	/* 0Eh/03h: the transport's data length */
 	SCSITGT_SR_PARAM_LIST_LENGTH_ERROR,	/* 1Ah/00h */
 	SCSITGT_SR_LBA_OUT_OF_RANGE,		/* 21h/00h */
 	SCSITGT_SR_LUN_NOT_SUPPORTED,		/* 25h/00h */

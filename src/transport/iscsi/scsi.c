@@ -250,14 +250,9 @@ static void task_execute(struct scsitgt__iscsi_task *task)
 		} else if (w && r) {
 			/* Bidirectional commands: none of the CDBs we implement has two buffers. */
 			scsitgt__cmd_fail(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
-		} else if (cmd->dir == SCSITGT__DIR_OUT && (w ? task->edtl : 0) != cmd->xfer_len) {
-			/*
-			 * The initiator sends a different amount than the CDB describes (RFC 7143
-			 * §11.4.5.2): the core fits the command to it (whole blocks of a media
-			 * write, or a refusal), and the residual is reported against the CDB's
-			 * length. W=0 with EDTL 0 matches a CDB that moves nothing (a 0-block
-			 * COMPARE AND WRITE).
-			 */
+		} else if (cmd->dir == SCSITGT__DIR_OUT && !task->spdtl_set &&
+			   (w ? task->edtl : 0) != cmd->xfer_len) {
+			/* Fitted when the command arrived (scsitgt__iscsi_scsi_cmd_header()). */
 			task->spdtl = scsitgt__cmd_fit_data_out(cmd, w ? task->edtl : 0);
 			task->spdtl_set = true;
 		}
@@ -472,6 +467,18 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 
 	/* An over-long CDB (cdb_len > SCSITGT__CDB_MAX) is refused by setup. */
 	scsitgt__cmd_setup(cmd, task->lun, cdb, cdb_len, flags & ISCSI_CMD_ATTR_MASK, itt);
+	/*
+	 * The initiator sends a different amount than the CDB describes (RFC 7143 §11.4.5.2):
+	 * the core fits the command to it (whole blocks of a media write, or a refusal) before
+	 * any data is solicited, and the residual is reported against the CDB's length. W=0
+	 * with EDTL 0 matches a CDB that moves nothing (a 0-block COMPARE AND WRITE).
+	 * Bidirectional commands are refused in task_execute().
+	 */
+	if (cmd->state != SCSITGT__CMD_DONE && cmd->dir == SCSITGT__DIR_OUT &&
+	    !(flags & ISCSI_CMD_FLAG_READ) && (w ? edtl : 0) != cmd->xfer_len) {
+		task->spdtl = scsitgt__cmd_fit_data_out(cmd, w ? edtl : 0);
+		task->spdtl_set = true;
+	}
 
 	task->want = w ? edtl : 0;
 	task->unsol_pending = !fin;

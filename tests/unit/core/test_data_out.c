@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * scsitgt__cmd_fit_data_out(): a write whose Data-Out length differs from its CDB's
- * (SAM-5 §5.4.3, SBC-4, RFC 7143 §11.4.5.2). Media writes keep the whole blocks that arrive;
- * WRITE SAME and parameter-list writes are refused; zero for a CDB that moves nothing matches.
+ * (SAM-5 §5.4.3, SBC-4, RFC 7143 §11.4.5.2). Plain media writes keep the whole blocks that
+ * arrive; a shorter length ending inside a block is refused with INVALID FIELD IN COMMAND
+ * INFORMATION UNIT (issue 17), WRITE SAME, WRITE ATOMIC and parameter-list writes of another
+ * whole length with INVALID FIELD IN CDB; zero for a CDB that moves nothing matches.
  */
 #include "test_util.h"
 
@@ -21,12 +23,26 @@ static struct scsitgt__cmd *setup(struct tctx *t, const uint8_t *cdb, size_t len
 	return cmd;
 }
 
-static void assert_invalid_field(const struct scsitgt__cmd *cmd)
+/* Refused with ILLEGAL REQUEST and @asc/@ascq. */
+static void assert_refused(const struct scsitgt__cmd *cmd, uint8_t asc, uint8_t ascq)
 {
 	assert_int_equal(cmd->state, SCSITGT__CMD_DONE);
 	assert_int_equal(cmd->status, 0x02);
 	assert_int_equal(cmd->sense[2] & 0x0f, 0x5);
-	assert_int_equal(cmd->sense[12], 0x24);
+	assert_int_equal(cmd->sense[12], asc);
+	assert_int_equal(cmd->sense[13], ascq);
+}
+
+/* A length ending inside a block: INVALID FIELD IN COMMAND INFORMATION UNIT (0Eh/03h). */
+static void assert_invalid_field(const struct scsitgt__cmd *cmd)
+{
+	assert_refused(cmd, 0x0e, 0x03);
+}
+
+/* A whole-block (or parameter list) length the CDB contradicts: INVALID FIELD IN CDB. */
+static void assert_invalid_cdb(const struct scsitgt__cmd *cmd)
+{
+	assert_refused(cmd, 0x24, 0x00);
 }
 
 static void test_media_write(void **state)
@@ -36,22 +52,49 @@ static void test_media_write(void **state)
 	uint8_t cdb[CDB_BUF];
 
 	(void)state;
-	/* Underflow: 3 whole blocks and part of a 4th arrive; 3 are written. */
+	/* Less, in whole blocks: 3 of 4 arrive and are written. */
 	cmd = setup(t, cdb, cdb_rw(cdb, SBC_WRITE_10, 8, 4, 0));
 	assert_int_equal(cmd->state, SCSITGT__CMD_NEED_DATA);
-	assert_int_equal(scsitgt__cmd_fit_data_out(cmd, 3 * 512 + 100), 4 * 512);
+	assert_int_equal(scsitgt__cmd_fit_data_out(cmd, 3 * 512), 4 * 512);
 	assert_int_equal(cmd->state, SCSITGT__CMD_NEED_DATA);
 	assert_int_equal(cmd->nblocks, 3);
 	assert_int_equal(cmd->xfer_len, 3 * 512);
 	assert_int_equal(cmd->lba, 8);
 	scsitgt__cmd_destroy(cmd);
 
-	/* Less than a block: nothing to write, GOOD at once. */
+	/* 3 whole blocks and part of a 4th: the part cannot be written, so nothing is. */
+	cmd = setup(t, cdb, cdb_rw(cdb, SBC_WRITE_10, 8, 4, 0));
+	assert_int_equal(scsitgt__cmd_fit_data_out(cmd, 3 * 512 + 100), 4 * 512);
+	assert_invalid_field(cmd);
+	scsitgt__cmd_destroy(cmd);
+
+	/* Less than a block (issue 17: 200 bytes of a 512-byte block were dropped with GOOD). */
 	cmd = setup(t, cdb, cdb_rw(cdb, SBC_WRITE_16, 8, 4, 0));
 	assert_int_equal(scsitgt__cmd_fit_data_out(cmd, 511), 4 * 512);
+	assert_invalid_field(cmd);
+	scsitgt__cmd_destroy(cmd);
+	cmd = setup(t, cdb, cdb_rw(cdb, SBC_WRITE_10, 8, 1, 0));
+	assert_int_equal(scsitgt__cmd_fit_data_out(cmd, 200), 512);
+	assert_invalid_field(cmd);
+	scsitgt__cmd_destroy(cmd);
+
+	/* Nothing at all: nothing to write, nothing dropped; GOOD at once. */
+	cmd = setup(t, cdb, cdb_rw(cdb, SBC_WRITE_16, 8, 4, 0));
+	assert_int_equal(scsitgt__cmd_fit_data_out(cmd, 0), 4 * 512);
 	assert_int_equal(cmd->state, SCSITGT__CMD_DONE);
 	assert_int_equal(cmd->status, 0x00);
 	assert_int_equal(cmd->sense_len, 0);
+	scsitgt__cmd_destroy(cmd);
+
+	/* WRITE ATOMIC (16) is all or nothing: never cut. */
+	memset(cdb, 0, sizeof(cdb));
+	cdb[0] = SBC_WRITE_ATOMIC_16;
+	put_be64(&cdb[2], 8);
+	put_be16(&cdb[12], 8);
+	cmd = setup(t, cdb, 16);
+	assert_int_equal(cmd->state, SCSITGT__CMD_NEED_DATA);
+	assert_int_equal(scsitgt__cmd_fit_data_out(cmd, 4 * 512), 8 * 512);
+	assert_invalid_cdb(cmd);
 	scsitgt__cmd_destroy(cmd);
 
 	/* Overflow: the initiator offers more; the CDB's length stands. */
@@ -104,7 +147,7 @@ static void test_not_cut(void **state)
 	cmd = setup(t, cdb, 10);
 	assert_int_equal(cmd->state, SCSITGT__CMD_NEED_DATA);
 	assert_int_equal(scsitgt__cmd_fit_data_out(cmd, 12), 24);
-	assert_invalid_field(cmd);
+	assert_invalid_cdb(cmd);
 	scsitgt__cmd_destroy(cmd);
 
 	/* COMPARE AND WRITE of 0 blocks moves nothing: 0 announced bytes match. */
