@@ -800,6 +800,35 @@ static enum scsitgt__sense_reason cdb_check_reserved(struct scsitgt__cmd *cmd,
 	return SCSITGT_SR_OK;
 }
 
+/*
+ * Whether a medium-write command meets a write-protected LUN (SBC-4 §4.11: the LUN's
+ * read-only flag, or SWP of the control mode page, SPC-5 §7.5.8). A LUN without its medium
+ * answers NOT READY instead, further on.
+ */
+static bool cdb_write_protected(const struct scsitgt__cmd *cmd, const struct scsitgt__cdb_def *row)
+{
+	const struct scsitgt_lun *lun = cmd->lun;
+
+	return lun && (row->flags & SCSITGT__CDB_F_WRITE) && lun->medium_present &&
+	       ((lun->flags & SCSITGT_LUN_READ_ONLY) || lun->mode.swp);
+}
+
+/*
+ * The order in which a command's conditions are checked, in this one place (docs/scsi.md,
+ * "Order of checks"):
+ *  1. the addressed LUN exists (or the opcode needs none), SPC-5 §4.5.5.2;
+ *  2. the opcode and service action are known, the CDB is long enough;
+ *  3. unit attention (SAM-5 §5.14), ACA task attribute;
+ *  4. ALUA access state of the port group (SPC-5 §5.16.2.4);
+ *  5. reservation conflict (SPC-5 §5.13);
+ *  6. write protection of a medium-write command (DATA PROTECT, WRITE PROTECTED), before any
+ *     field of the CDB is looked at, as LIO and libiscsi's ReadOnly tests expect;
+ *  7. reserved bits and unsupported flags (INVALID FIELD IN CDB with the field pointer);
+ *  8. the medium: absent, stopped, sanitize or self-test in progress (NOT READY ...);
+ *  9. the command's own fields: parse (LBA range, lengths, modes);
+ * then the command joins the LUN's task set. The transport's data length is checked after
+ * this (scsitgt__cmd_fit_data_out()), and the backend may still refuse a write (-EROFS).
+ */
 enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 {
 	const struct scsitgt__cdb_def *row;
@@ -839,6 +868,8 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 	r = scsitgt__pr_check(cmd);
 	if (r != SCSITGT_SR_OK)
 		return r;
+	if (cdb_write_protected(cmd, row))
+		return SCSITGT_SR_WRITE_PROTECTED;
 	r = cdb_check_reserved(cmd, row);
 	if (r != SCSITGT_SR_OK)
 		return r;
@@ -867,10 +898,6 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 		if (r != SCSITGT_SR_OK)
 			return r;
 	}
-	/* Write protection is checked after parse so that bad fields are reported first. */
-	if (cmd->lun && (row->flags & SCSITGT__CDB_F_WRITE) &&
-	    ((cmd->lun->flags & SCSITGT_LUN_READ_ONLY) || cmd->lun->mode.swp))
-		return SCSITGT_SR_WRITE_PROTECTED;
 	/* Accepted: the command joins the LUN's task set (SAM-5 §8.6, core/order.c). */
 	scsitgt__order_enter(cmd);
 	return SCSITGT_SR_OK;

@@ -2,6 +2,7 @@
 /* SBC-4 READ and WRITE (6)/(10)/(12)/(16) through the fake backend. */
 #include "test_util.h"
 
+#include "core/cdb.h"
 #include "core/scsi_spec.h"
 
 static int setup(void **state)
@@ -257,12 +258,64 @@ static void test_read_only(void **state)
 		assert_no_sks(r);
 	}
 	assert_int_equal(t->fb->nrecs, 0);
-	/* An invalid field is reported before the write protection. */
+	/* Write protection comes before the fields (issue 17): a WRPROTECT value, an LBA out
+	 * of range. */
 	r = tctx_run(t, cdb_rw(t->cdb, SBC_WRITE_10, 0, 1, 0x20));
+	assert_sense(r, 0x7, 0x27, 0x00);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_WRITE_16, 1ull << 40, 1, 0));
+	assert_sense(r, 0x7, 0x27, 0x00);
+	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0x20));
 	assert_bad_cdb(r, 1, 7);
 	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0));
 	assert_good(r);
 	tctx_destroy(t);
+}
+
+/*
+ * Issue 17, defect 7: every medium-write command of the CDB table (WRITE, WRITE AND VERIFY,
+ * WRITE SAME with and without UNMAP, UNMAP, COMPARE AND WRITE, ORWRITE, WRITE ATOMIC, FORMAT
+ * UNIT, SANITIZE) on a write-protected, fully provisioned LUN answers DATA PROTECT, WRITE
+ * PROTECTED whatever its fields hold: every other bit set (reserved bits, UNMAP on a LUN
+ * without provisioning, LBAs beyond the end, lengths above the limits). By the LUN's flag and
+ * by SWP of the control mode page.
+ */
+static void test_write_protect_before_fields(void **state)
+{
+	unsigned int written = 0;
+
+	(void)state;
+	for (int swp = 0; swp < 2; swp++) {
+		struct tctx *t = tctx_create(swp ? 0 : SCSITGT_LUN_READ_ONLY, NULL);
+		const struct scsitgt__cdb_def *row;
+		unsigned int it = 0;
+		uint8_t op;
+		uint16_t sa;
+
+		t->lun->mode.swp = swp;
+		while ((row = scsitgt__cdb_iter(&it, &op, &sa)) != NULL) {
+			struct lf_result *r;
+
+			if (!(row->flags & SCSITGT__CDB_F_WRITE))
+				continue;
+			memset(t->cdb, 0xff, row->cdb_len);
+			t->cdb[0] = op;
+			if (scsitgt__cdb_has_sa(op))
+				t->cdb[1] = (uint8_t)(0xe0 | sa);
+			t->cdb[row->cdb_len - 1] = 0; /* CONTROL: no NACA, no link */
+			r = tctx_run(t, row->cdb_len);
+			if (r->status != 0x02 || (r->sense[2] & 0x0f) != 0x7 || r->sense[12] != 0x27)
+				fail_msg("%s: status %02x sense %x/%02x/%02x, not DATA PROTECT",
+					 row->name, r->status, r->sense[2] & 0x0f, r->sense[12],
+					 r->sense[13]);
+			assert_sense(r, 0x7, 0x27, 0x00);
+			written++;
+		}
+		assert_int_equal(t->fb->nrecs, 0);
+		tctx_destroy(t);
+	}
+	/* 4 WRITEs, 3 WRITE AND VERIFY, 2 WRITE SAME, UNMAP, COMPARE AND WRITE, ORWRITE,
+	 * WRITE ATOMIC, FORMAT UNIT, 4 SANITIZE service actions; twice. */
+	assert_int_equal(written, 2 * 18);
 }
 
 static void test_software_write_protect(void **state)
@@ -314,6 +367,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_protect_fields, setup, teardown),
 		cmocka_unit_test(test_fua),
 		cmocka_unit_test(test_read_only),
+		cmocka_unit_test(test_write_protect_before_fields),
 		cmocka_unit_test_setup_teardown(test_software_write_protect, setup, teardown),
 		cmocka_unit_test(test_block_size_4096),
 	};
