@@ -4,7 +4,8 @@
 # must equal `rbd export` of the image (what the cluster really holds). A second LUN on
 # another image has 4096-byte blocks. A second target (another gateway, another IQN) on the
 # same image reports the same device identification (VPD 80h serial, 83h designators), and
-# the identification differs between images. Skipped without the Ceph packages.
+# the identification differs between images. A resize with the rbd tool reaches both
+# gateways' READ CAPACITY. Skipped without the Ceph packages.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/rbd_lib.sh"
@@ -80,6 +81,22 @@ url_b=$(grep -o 'iscsi://[^[:space:]]*' "$IT_TMP/b.out" | head -n 1)
 b0=$(ident "$url_b")
 it_log "identification on A: $(tr '\n' ' ' <<<"$a0")"
 [[ "$a0" == "$b0" ]] || it_fail "gateways A and B report different identifications: $a0 / $b0"
+
+# A resize seen by every gateway (librbd's update watch -> scsitgt_lun_resize(), CAPACITY DATA
+# HAS CHANGED): grow the image with the rbd tool, both targets report the new capacity.
+it_need iscsi-readcapacity16
+rbd resize --size 48M "$pool/$MICRO_CEPH_IMAGE" >/dev/null 2>&1 || it_fail "rbd resize failed"
+last=$((48 * 1024 * 1024 / 512 - 1))
+for url in "${IT_URLS[0]}" "$url_b"; do
+	for ((i = 0; i < 300; i++)); do
+		iscsi-readcapacity16 "$url" 2>/dev/null |
+			grep -q "RETURNED LOGICAL BLOCK ADDRESS:$last$" && break
+		sleep 0.1
+	done
+	iscsi-readcapacity16 "$url" | grep -q "RETURNED LOGICAL BLOCK ADDRESS:$last$" ||
+		it_fail "$url does not report the resized image: $(iscsi-readcapacity16 "$url" 2>&1)"
+done
+it_log "both gateways report the grown image (last LBA $last)"
 kill -TERM "${IT_HELPER_PIDS[0]}"
 wait "${IT_HELPER_PIDS[0]}" || it_fail "gateway B exited with status $? on SIGTERM"
 IT_HELPER_PIDS=()
