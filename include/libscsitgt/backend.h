@@ -79,6 +79,13 @@ struct scsitgt_lun_geometry {
 	uint32_t optimal_transfer_blocks;
 	/** SCSITGT_GEOMETRY_* flags. */
 	uint32_t flags;
+	/**
+	 * Smallest unit, in logical blocks, in which the backend really deallocates (VPD B0
+	 * OPTIMAL UNMAP GRANULARITY, with UGAVALID and alignment 0): unmapping less, or off
+	 * that alignment, may leave the data in place. 0: one physical block. Appended after
+	 * the first release; the library keeps 0 for backends that do not set it.
+	 */
+	uint32_t unmap_granularity_blocks;
 };
 
 /**

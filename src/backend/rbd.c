@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -787,6 +788,13 @@ static int rbd_op_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	if (rc->obj_size >= bs && rc->obj_size / bs <= UINT32_MAX) {
 		geo->optimal_transfer_blocks = (uint32_t)(rc->obj_size / bs);
 	}
+	/* Discards below rbd_discard_granularity_bytes change nothing: say so in VPD B0. No
+	 * LBPRZ: zeros come from WRITE ZEROES (rbd_aio_write_zeroes), never from a discard. */
+	if (geo->size >= offsetof(struct scsitgt_lun_geometry, unmap_granularity_blocks) +
+				sizeof(geo->unmap_granularity_blocks) &&
+	    rc->discard_granularity > bs && rc->discard_granularity / bs <= UINT32_MAX) {
+		geo->unmap_granularity_blocks = (uint32_t)(rc->discard_granularity / bs);
+	}
 	rc->block_size = bs;
 	rc->num_blocks = blocks;
 	rc->opened = true;
@@ -908,6 +916,15 @@ static int rbd_req_issue(struct scsitgt__rbd_ctx *rc, struct rbd_req *req)
 	case SCSITGT_IO_FLUSH:
 		r = rbd_aio_flush(rc->image, c);
 		break;
+	case SCSITGT_IO_UNMAP:
+		/* librbd drops what is below rbd_discard_granularity_bytes or off its alignment
+		 * (the data stays): fine for UNMAP, which is advisory with LBPRZ 0. */
+		r = rbd_aio_discard(rc->image, req->off, req->len, c);
+		break;
+	case SCSITGT_IO_WRITE_ZEROES:
+		/* Zeros guaranteed (librbd may deallocate whole objects to get them). */
+		r = rbd_aio_write_zeroes(rc->image, req->off, req->len, c, 0, 0);
+		break;
 	default:
 		r = -ENOTSUP;
 		break;
@@ -960,6 +977,9 @@ static bool rbd_supports(void *bctx, enum scsitgt_io_type type)
 		return !rc->read_only;
 	case SCSITGT_IO_FLUSH:
 		return rc->cache;
+	case SCSITGT_IO_UNMAP:
+	case SCSITGT_IO_WRITE_ZEROES:
+		return !rc->read_only;
 	default:
 		return false;
 	}

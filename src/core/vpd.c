@@ -220,8 +220,16 @@ static size_t vpd_block_limits(const struct scsitgt_lun *lun, uint8_t *buf)
 	if (scsitgt__sbc_lbpme(lun) && scsitgt__cdb_supported(SBC_UNMAP, 0)) {
 		put_be32(&buf[20], SCSITGT__MAX_UNMAP_LBA_COUNT);
 		put_be32(&buf[24], SCSITGT__MAX_UNMAP_DESCRIPTORS);
-		/* OPTIMAL UNMAP GRANULARITY: a physical block; UGAVALID stays zero. */
-		put_be32(&buf[28], granularity);
+		if (lun->geo.unmap_granularity_blocks > 1) {
+			/* The backend's deallocation unit (e.g. RBD's discard granularity):
+			 * OPTIMAL UNMAP GRANULARITY, and UGAVALID with UNMAP GRANULARITY
+			 * ALIGNMENT 0 (SBC-4 §6.6.3), so initiators send aligned ranges. */
+			put_be32(&buf[28], lun->geo.unmap_granularity_blocks);
+			buf[32] = 0x80;
+		} else {
+			/* OPTIMAL UNMAP GRANULARITY: a physical block; UGAVALID stays zero. */
+			put_be32(&buf[28], granularity);
+		}
 	}
 	/* WSNZ, MAXIMUM COMPARE AND WRITE LENGTH, MAXIMUM WRITE SAME LENGTH and the atomic
 	 * limits belong to the commands that honour them (sbc_lba_status.c). */

@@ -4,7 +4,7 @@
 # must equal `rbd export` of the image (what the cluster really holds). A second LUN on
 # another image has 4096-byte blocks. A second target (another gateway, another IQN) on the
 # same image reports the same device identification (VPD 80h serial, 83h designators), and
-# the identification differs between images. A resize with the rbd tool reaches both
+# the identification differs between images. UNMAP and WRITE SAME on LUN 0 (thin). A resize with the rbd tool reaches both
 # gateways' READ CAPACITY. Skipped without the Ceph packages.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -20,7 +20,7 @@ rbd_cluster_up -S 32M
 
 pool=$MICRO_CEPH_POOL
 rbd create --size 16M "$pool/img4k" || it_fail "rbd create img4k"
-it_start --lun "0:rbd:$pool/$MICRO_CEPH_IMAGE" --lun "1:rbd:$pool/img4k,bs=4096"
+it_start --lun "0:rbd:$pool/$MICRO_CEPH_IMAGE,thin" --lun "1:rbd:$pool/img4k,bs=4096"
 
 check_lun() { # LUN IMAGE BYTES
 	local lun=$1 image=$2 size=$3 url=${IT_URLS[$1]} want got
@@ -43,6 +43,26 @@ check_lun() { # LUN IMAGE BYTES
 }
 check_lun 0 "$MICRO_CEPH_IMAGE" $((32 * 1024 * 1024))
 check_lun 1 img4k $((16 * 1024 * 1024))
+
+# Thin provisioning (LUN 0): VPD B0 states librbd's discard granularity (64 KiB = 128 blocks;
+# smaller discards leave the data), an UNMAP of a whole 4 MiB object deallocates it in the
+# cluster, WRITE SAME of zeros (rbd_aio_write_zeroes) reads back as zeros, neighbours keep
+# their data. qemu-io sends UNMAP for "discard" and WRITE SAME for "write -z".
+if command -v qemu-io >/dev/null 2>&1; then
+	iscsi-inq -e 1 -c 176 "${IT_URLS[0]}" | grep -qi "optimal unmap granularity:128$" ||
+		it_fail "VPD B0: $(iscsi-inq -e 1 -c 176 "${IT_URLS[0]}" 2>&1 | grep -i unmap)"
+	qemu-io -f raw -c "write -P 0x55 0 12M" -c "discard 0 4M" -c "write -z 4M 1M" \
+		"${IT_URLS[0]}" >"$IT_TMP/qemu-io.log" || it_fail "qemu-io: $(cat "$IT_TMP/qemu-io.log")"
+	rbd diff --whole-object "$pool/$MICRO_CEPH_IMAGE" >"$IT_TMP/diff.txt" ||
+		it_fail "rbd diff failed"
+	if grep -q '^0 ' "$IT_TMP/diff.txt"; then
+		it_fail "UNMAP of object 0 left it allocated: $(cat "$IT_TMP/diff.txt")"
+	fi
+	grep -q '^4194304 ' "$IT_TMP/diff.txt" || it_fail "object 1 gone: $(cat "$IT_TMP/diff.txt")"
+	qemu-io -f raw -c "read -P 0 4M 1M" -c "read -P 0x55 5M 7M" "${IT_URLS[0]}" \
+		>"$IT_TMP/qemu-io.log" || it_fail "read back after UNMAP/WRITE SAME: $(cat "$IT_TMP/qemu-io.log")"
+	it_log "UNMAP deallocated object 0; WRITE SAME wrote zeros; the rest kept its data"
+fi
 
 # READ CAPACITY follows the image: 32 MiB of 512-byte blocks, 16 MiB of 4096-byte ones.
 if command -v iscsi-readcapacity16 >/dev/null 2>&1; then

@@ -33,6 +33,7 @@ static int fb_open(void *bctx, struct scsitgt_lun_geometry *geo)
 		return -EINVAL;
 	geo->physical_block_exponent = fb->o.phys_exp;
 	geo->optimal_transfer_blocks = fb->o.opt_blocks;
+	geo->unmap_granularity_blocks = fb->o.unmap_gran;
 	geo->flags = fb->o.geo_flags;
 	return 0;
 }

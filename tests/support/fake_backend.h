@@ -27,6 +27,7 @@ struct fake_backend_opts {
 	uint32_t geo_flags;     /* SCSITGT_GEOMETRY_* */
 	uint8_t phys_exp;
 	uint32_t opt_blocks;
+	uint32_t unmap_gran; /* geometry unmap_granularity_blocks */
 	bool store;             /* keep data (block_size * num_blocks bytes) */
 	uint32_t supports;      /* (1u << SCSITGT_IO_x) the backend claims, READ/WRITE implied */
 	bool no_supports_cb;    /* leave ops.supports NULL */

@@ -63,6 +63,8 @@ _Static_assert(offsetof(struct scsitgt_lun_geometry, physical_block_exponent) ==
 _Static_assert(offsetof(struct scsitgt_lun_geometry, optimal_transfer_blocks) == 28,
 	       "lun_geometry ABI");
 _Static_assert(offsetof(struct scsitgt_lun_geometry, flags) == 32, "lun_geometry ABI");
+_Static_assert(offsetof(struct scsitgt_lun_geometry, unmap_granularity_blocks) == 36,
+	       "lun_geometry ABI");
 
 _Static_assert(sizeof(struct scsitgt_backend_rbd_opts) == 80, "backend_rbd_opts ABI");
 _Static_assert(offsetof(struct scsitgt_backend_rbd_opts, loop) == 8, "backend_rbd_opts ABI");

@@ -233,6 +233,26 @@ static void test_block_limits(void **state)
 	assert_int_equal(get_be32(&r->data[12]), (8u << 20) / 4096);
 	assert_int_equal(get_be16(&r->data[6]), 1);
 	tctx_destroy(t);
+
+	/* A backend's own deallocation unit (RBD: 64 KiB): OPTIMAL UNMAP GRANULARITY 128 with
+	 * UGAVALID and alignment 0; without it a physical block and no UGAVALID. */
+	fake_backend_opts_init(&o);
+	o.supports = 1u << SCSITGT_IO_UNMAP;
+	o.unmap_gran = 128;
+	t = tctx_create(SCSITGT_LUN_THIN, &o);
+	r = vpd(t, 0xb0, 255);
+	assert_good(r);
+	assert_int_equal(get_be32(&r->data[28]), 128);
+	assert_int_equal(get_be32(&r->data[32]), 0x80000000u);
+	tctx_destroy(t);
+	o.unmap_gran = 0;
+	o.phys_exp = 3;
+	t = tctx_create(SCSITGT_LUN_THIN, &o);
+	r = vpd(t, 0xb0, 255);
+	assert_good(r);
+	assert_int_equal(get_be32(&r->data[28]), 8);
+	assert_int_equal(get_be32(&r->data[32]), 0);
+	tctx_destroy(t);
 }
 
 static void test_block_dev_chars(void **state)
