@@ -65,6 +65,7 @@ struct rbd_req {
 };
 
 static void rbd_async_cb(uv_async_t *handle);
+static void rbd_set_fenced(struct scsitgt__rbd_ctx *rc);
 
 /* ---- options (scsitgt_backend_rbd_opts_init() is in rbd_opts.c) ---- */
 
@@ -676,6 +677,8 @@ static void rbd_size_done(struct scsitgt__rbd_job *job)
 				scsitgt_lun_resize(rc->lun, blocks);
 			}
 		}
+	} else if (job->status == -ESHUTDOWN) {
+		rbd_set_fenced(rc);
 	} else if (job->status < 0 && job->status != -ECANCELED) {
 		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
 			     "%s/%s: size after an update: %s", rc->pool, rc->image_name,
@@ -987,6 +990,20 @@ static bool rbd_supports(void *bctx, enum scsitgt_io_type type)
 
 /* ---- errors ---- */
 
+/* An operation said this client is blocklisted: note it once and tell the hook. Loop: home. */
+static void rbd_set_fenced(struct scsitgt__rbd_ctx *rc)
+{
+	if (rc->fenced) {
+		return;
+	}
+	rc->fenced = true;
+	scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
+		     "%s/%s: this client was blocklisted (fenced)", rc->pool, rc->image_name);
+	if (rc->hooks.fenced) {
+		rc->hooks.fenced(rc, rc->hooks.arg);
+	}
+}
+
 void scsitgt__rbd_io_fail(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, int err)
 {
 	if (rc->hooks.io_failed && rc->hooks.io_failed(rc, io, err, rc->hooks.arg)) {
@@ -1020,15 +1037,7 @@ void scsitgt__rbd_io_fail(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, in
 		 * io did not happen and never will through this connection. NOT READY, LOGICAL
 		 * UNIT NOT ACCESSIBLE, ASYMMETRIC ACCESS STATE TRANSITION: retry elsewhere.
 		 */
-		if (!rc->fenced) {
-			rc->fenced = true;
-			scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
-				     "%s/%s: this client was blocklisted (fenced)", rc->pool,
-				     rc->image_name);
-			if (rc->hooks.fenced) {
-				rc->hooks.fenced(rc, rc->hooks.arg);
-			}
-		}
+		rbd_set_fenced(rc);
 		scsitgt_io_complete_sense(io, 0x02, 0x04, 0x0a);
 		return;
 	case -ETIMEDOUT:

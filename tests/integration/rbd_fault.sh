@@ -1,0 +1,130 @@
+#!/bin/bash
+# rbd_fault.sh MINITARGET PR_CLIENT RBD_LOCK_CLIENT - an RBD LUN (minitarget, client cache off,
+# 3 s RADOS operation timeout) when the cluster or another gateway gets in the way. Every
+# failure must reach the initiator as sense data that tells it what to do, never as GOOD:
+# - another client takes the exclusive lock (rbd_lock_client hold: a second gateway): writes
+#   fail with NOT READY, LOGICAL UNIT NOT ACCESSIBLE, TARGET PORT IN STANDBY STATE (2/04/0b);
+#   once it lets go, writes work again;
+# - another client breaks the lock (rbd_lock_client break: a failover): this client is
+#   blocklisted, its writes fail with NOT READY, ASYMMETRIC ACCESS STATE TRANSITION (2/04/0a)
+#   and keep failing (fenced), also the writes in flight when it happened;
+# - the OSD stops (SIGSTOP) under I/O: reads and writes fail within the timeout with NOT READY,
+#   BECOMING READY (2/04/01), which initiators retry; after SIGCONT they work, the acknowledged
+#   data reads back and equals `rbd export`, the unacknowledged write is all or nothing.
+# Skipped without the Ceph packages.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/rbd_lib.sh"
+it_init "${1:-}"
+PC=${2:-}
+LOCKER=${3:-}
+[[ -x "$PC" && -x "$LOCKER" ]] || it_fail "usage: $0 MINITARGET PR_CLIENT RBD_LOCK_CLIENT"
+it_need python3
+rbd_need
+# A killed client's watch lingers only 5 s (micro-ceph -w).
+rbd_cluster_up -S 16M -w 5
+IMG=$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE
+lun_args=(--lun "0:rbd:$IMG,nocache,timeout=3")
+
+# write START COUNT PAT: 0 when acknowledged; the sense of a failure lands in $SENSE.
+SENSE=
+write() {
+	SENSE=
+	if "$PC" "${IT_URLS[0]}" write "$1" "$2" "$3" 1 >/dev/null 2>"$IT_TMP/pc.err"; then
+		return 0
+	fi
+	SENSE=$(sed -n 's/.*sense \([0-9a-f]*\/[0-9a-f]*\/[0-9a-f]*\).*/\1/p' "$IT_TMP/pc.err")
+	[[ -n "$SENSE" ]] || it_fail "write failed without sense: $(cat "$IT_TMP/pc.err")"
+	return 1
+}
+
+# ---- another gateway holds the lock, then breaks it ----
+it_start "${lun_args[@]}"
+write 0 64 17 || it_fail "first write: sense $SENSE"
+coproc HOLD { exec "$LOCKER" "$IMG" hold 2>>"$IT_TMP/locker.err"; }
+IT_HELPER_PIDS+=("$HOLD_PID")
+read -r -t 60 line <&"${HOLD[0]}" || it_fail "locker: $(cat "$IT_TMP/locker.err")"
+[[ "$line" == locked ]] || it_fail "locker said $line"
+if write 0 64 18; then
+	it_fail "a write succeeded while another client owned the exclusive lock"
+fi
+[[ "$SENSE" == 2/04/0b ]] || it_fail "write under another owner's lock: sense $SENSE, want 2/04/0b"
+it_log "another owner: writes fail with 2/04/0b (standby)"
+echo >&"${HOLD[1]}"
+wait "$HOLD_PID" || it_fail "locker hold exited with $?"
+IT_HELPER_PIDS=()
+write 0 64 19 || it_fail "write after the other owner let go: sense $SENSE"
+
+# A writer in flight, then the lock broken under it: blocklisted.
+"$PC" "${IT_URLS[0]}" write 64 64 33 0 >"$IT_TMP/loop.out" 2>"$IT_TMP/loop.err" &
+loop_pid=$!
+IT_HELPER_PIDS+=("$loop_pid")
+for ((i = 0; i < 300; i++)); do
+	grep -q "pass 2" "$IT_TMP/loop.out" && break
+	sleep 0.1
+done
+grep -q "pass 2" "$IT_TMP/loop.out" || it_fail "the writer made no progress: $(cat "$IT_TMP/loop.err")"
+coproc BRK { exec "$LOCKER" "$IMG" break 2>>"$IT_TMP/locker.err"; }
+IT_HELPER_PIDS+=("$BRK_PID")
+read -r -t 60 line <&"${BRK[0]}" || it_fail "locker break: $(cat "$IT_TMP/locker.err")"
+[[ "$line" == locked ]] || it_fail "locker said $line"
+st=0
+wait "$loop_pid" || st=$?
+[[ $st -ne 0 ]] || it_fail "the writer ended well although its client was blocklisted"
+grep -q "sense 2/04/0a" "$IT_TMP/loop.err" ||
+	it_fail "in-flight writer after the blocklist: $(cat "$IT_TMP/loop.err")"
+if write 0 64 20; then
+	it_fail "a blocklisted client acknowledged a write"
+fi
+[[ "$SENSE" == 2/04/0a ]] || it_fail "fenced write: sense $SENSE, want 2/04/0a"
+grep -q "blocklisted (fenced)" "$IT_TMP/target.err" || it_fail "no fenced message in the log"
+it_log "lock broken by another client: in-flight and later writes fail with 2/04/0a (fenced)"
+echo >&"${BRK[1]}"
+wait "$BRK_PID" || it_fail "locker break exited with $?"
+IT_HELPER_PIDS=()
+it_stop || it_fail "fenced target exited with status $? on SIGTERM"
+
+# ---- the OSD stops under I/O ----
+it_start "${lun_args[@]}"
+write 0 64 40 || it_fail "write before the OSD stop: sense $SENSE"
+osd=$(awk '$1 == "osd.0" { print $2 }' "$RBD_DIR/pids")
+[[ -n "$osd" ]] && kill -0 "$osd" || it_fail "no OSD pid in $RBD_DIR/pids"
+kill -STOP "$osd"
+if write 0 64 41; then
+	kill -CONT "$osd"
+	it_fail "a write was acknowledged while the only OSD was stopped"
+fi
+[[ "$SENSE" == 2/04/01 ]] || { kill -CONT "$osd"; it_fail "write, OSD stopped: sense $SENSE"; }
+if "$PC" "${IT_URLS[0]}" verify 0 64 40 >/dev/null 2>"$IT_TMP/pc.err"; then
+	kill -CONT "$osd"
+	it_fail "a read succeeded while the only OSD was stopped"
+fi
+grep -q "sense 2/04/01" "$IT_TMP/pc.err" || { kill -CONT "$osd"; it_fail "read: $(cat "$IT_TMP/pc.err")"; }
+kill -CONT "$osd"
+it_log "OSD stopped: reads and writes fail with 2/04/01 (becoming ready)"
+ok=
+for ((i = 0; i < 60; i++)); do
+	if write 64 64 42; then
+		ok=1
+		break
+	fi
+	sleep 0.5
+done
+[[ -n "$ok" ]] || it_fail "no recovery after SIGCONT: sense $SENSE"
+"$PC" "${IT_URLS[0]}" verify 64 64 42 >/dev/null || it_fail "acknowledged blocks 64..127 differ"
+# The write that failed is one RADOS object op: all of it landed or none of it.
+"$PC" "${IT_URLS[0]}" verify 0 64 40 >/dev/null 2>&1 ||
+	"$PC" "${IT_URLS[0]}" verify 0 64 41 >/dev/null 2>&1 ||
+	it_fail "blocks 0..63 are neither the acknowledged nor the failed write's data"
+rbd export "$IMG" "$IT_TMP/export.img" >/dev/null 2>&1 || it_fail "rbd export failed"
+python3 - "$IT_TMP/export.img" <<'PY' || it_fail "rbd export lacks the acknowledged blocks 64..127"
+import sys
+d = open(sys.argv[1], "rb").read()
+for lba in range(64, 128):
+    want = bytes([(42 + lba) & 0xff]) * 512
+    if d[lba * 512:(lba + 1) * 512] != want:
+        sys.exit(1)
+PY
+it_log "after SIGCONT: I/O recovered, acknowledged data intact in the cluster"
+it_stop || it_fail "target exited with status $? on SIGTERM"
+it_log "PASS"
