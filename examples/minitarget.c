@@ -23,7 +23,9 @@
  * id=CLIENT (default admin), conf=CEPH.CONF (default $CEPH_CONF), timeout=SECONDS (RADOS
  * operation timeout, 0 = none), nocache (rbd_cache=false: no volatile write cache), ro. Its
  * serial and NAA come from the image (cluster fsid, pool, image id), so that every gateway
- * exporting the image shows the same device.
+ * exporting the image shows the same device. Its persistent reservations are shared with
+ * every gateway through a RADOS object (scsitgt_backend_rbd_use_pr()) unless the flag nopr
+ * keeps them local (then --pr-dir applies as to other LUNs).
  * Prints one "iscsi://HOST:PORT/IQN/LUN" line per LUN once listening; logs go to stderr.
  * --srp-portal listens for SRP logins over RDMA/CM (Linux ib_srp's dest=HOST:PORT) with the
  * target port identifier id_ext = ioc_guid = --srp-guid (default 0x0002c90300abcdef); one
@@ -56,6 +58,7 @@ struct lun_spec {
 	char rbd_conf[200];
 	long rbd_timeout; /* -1: the backend's default */
 	bool rbd_nocache;
+	bool rbd_nopr; /* reservations local to this process instead of shared in RADOS */
 	bool bs_given;
 	uint32_t bs;
 	uint32_t flags;
@@ -85,7 +88,7 @@ static void usage(FILE *f)
 		"                         [,spc4]]...\n"
 		"                  [--lun N:file:PATH[,thin][,ro][,removable][,bs=N][,pbe=N][,spc4]]...\n"
 		"                  [--lun N:rbd:POOL/IMAGE[,ns=NS][,id=CLIENT][,conf=FILE]\n"
-		"                         [,timeout=S][,nocache][,ro][,bs=N]]...\n"
+		"                         [,timeout=S][,nocache][,nopr][,ro][,bs=N]]...\n"
 		"                  [--chap USER:SECRET] [--mutual-chap USER:SECRET]\n"
 		"                  [--chap-algorithms md5,sha1,sha256,sha3-256]\n"
 		"                  [--initiator NAME]... [--header-digest] [--data-digest] [-v]\n"
@@ -223,6 +226,8 @@ static int parse_lun(const char *arg, struct lun_spec *l)
 		}
 		else if (l->kind == LUN_RBD && strcmp(tok, "nocache") == 0)
 			l->rbd_nocache = true;
+		else if (l->kind == LUN_RBD && strcmp(tok, "nopr") == 0)
+			l->rbd_nopr = true;
 		else if (strncmp(tok, "pbe=", 4) == 0) {
 			unsigned long v = strtoul(tok + 4, &end, 10);
 
@@ -291,6 +296,28 @@ static int rbd_open_lun(uv_loop_t *loop, const struct lun_spec *l, void **bctx)
 	while (!w.done)
 		uv_run(loop, UV_RUN_ONCE);
 	*bctx = w.bctx;
+	return w.status;
+}
+
+static void rbd_pr_attached(void *arg, int status)
+{
+	struct rbd_wait *w = arg;
+
+	w->done = true;
+	w->status = status;
+}
+
+/* Share the image's reservations with the other gateways (a RADOS object, watch/notify);
+ * waits for the first read and the watch before the target listens. */
+static int rbd_share_pr(uv_loop_t *loop, void *rbd_ctx)
+{
+	struct rbd_wait w = { 0 };
+	int rc = scsitgt_backend_rbd_use_pr(rbd_ctx, NULL, rbd_pr_attached, &w);
+
+	if (rc < 0)
+		return rc;
+	while (!w.done)
+		uv_run(loop, UV_RUN_ONCE);
 	return w.status;
 }
 
@@ -822,7 +849,14 @@ int main(int argc, char **argv)
 		}
 		if (rbd_ctx)
 			scsitgt_backend_rbd_set_lun(rbd_ctx, lun);
-		if (pr_dir) {
+		if (rbd_ctx && !luns[i].rbd_nopr) {
+			rc = rbd_share_pr(&app.loop, rbd_ctx);
+			if (rc < 0) {
+				fprintf(stderr, "minitarget: LUN %llu: shared reservations: %s\n",
+					(unsigned long long)luns[i].id, scsitgt_strerror(rc));
+				goto fail;
+			}
+		} else if (pr_dir) {
 			char path[4096];
 
 			snprintf(path, sizeof(path), "%s/lun%llu.pr", pr_dir,

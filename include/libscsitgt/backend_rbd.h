@@ -179,6 +179,57 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_get_ident(void *bctx, uint64_t *naa_out, 
  */
 SCSITGT_EXPORT int scsitgt_backend_rbd_set_lun(void *bctx, struct scsitgt_lun *lun);
 
+/**
+ * Options of scsitgt_backend_rbd_use_pr(). Initialise with scsitgt_backend_rbd_pr_opts_init().
+ */
+struct scsitgt_backend_rbd_pr_opts {
+	/** sizeof(struct scsitgt_backend_rbd_pr_opts). */
+	size_t size;
+	/**
+	 * How long a PERSISTENT RESERVE OUT waits for the other gateways to acknowledge a change
+	 * (rados_aio_notify), in milliseconds. Default 5000. A gateway that died keeps a watch
+	 * on the object until Ceph's watch timeout (osd_client_watch_timeout, 30 s by default);
+	 * meanwhile every change waits this long, then completes (the state is stored).
+	 */
+	uint32_t notify_timeout_ms;
+};
+
+/**
+ * Fill @p opts with the defaults.
+ * @param opts The options to fill.
+ * @param size sizeof(*opts) as the caller was compiled.
+ * Thread-safe.
+ */
+SCSITGT_EXPORT void scsitgt_backend_rbd_pr_opts_init(struct scsitgt_backend_rbd_pr_opts *opts,
+						     size_t size);
+
+/**
+ * Share the LUN's persistent reservations with every gateway that exports the image: the
+ * state lives in the RADOS object "scsitgt_pr.<image id>" in the image's pool and namespace,
+ * changed with compare-and-swap and announced by watch/notify (docs/rbd.md, "Persistent
+ * reservations across gateways"; the cluster store of pr.h). The connection, the first read
+ * and the watch run on the backend's thread; @p cb reports the result on the loop. Until it
+ * is called the LUN's reservations are local: call it before the LUN is exported.
+ *
+ * APTPL: the object persists, so "power loss" is every gateway gone: a gateway that attaches
+ * while no other gateway watches the object clears a state stored with APTPL off.
+ *
+ * The backend stops sharing (unwatches) when it closes.
+ *
+ * @param bctx   An opened context, attached to its LUN with scsitgt_backend_rbd_set_lun().
+ * @param opts   Options; NULL for the defaults. Copied.
+ * @param cb     Called once on the loop with 0 or a negative errno (librados'), never from
+ *               inside this call. Required.
+ * @param cb_arg Argument of @p cb.
+ * @return 0 (then @p cb is called); -EINVAL (no LUN set, a NULL argument, bad opts size);
+ *         -EALREADY; -ENOMEM; -ECANCELED (closing); -ENOTSUP when built without librbd.
+ *
+ * Loop: home of the LUN.
+ */
+SCSITGT_EXPORT int scsitgt_backend_rbd_use_pr(void *bctx,
+					      const struct scsitgt_backend_rbd_pr_opts *opts,
+					      scsitgt_done_cb cb, void *cb_arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -526,6 +526,8 @@ static void rbd_close_start(struct scsitgt__rbd_ctx *rc, scsitgt_done_cb cb, voi
 {
 	struct scsitgt__rbd_job *job;
 
+	/* Shared reservations first: their teardown job runs before the close job. */
+	scsitgt__rbd_pr_stop(rc);
 	rc->closing = true;
 	rc->close_cb = cb;
 	rc->close_cb_arg = cb_arg;

@@ -141,6 +141,10 @@ struct scsitgt__rbd_ctx {
 	uint64_t watch_handle;
 	bool watching;
 
+	/* Shared persistent reservations (rbd_pr.c), when attached: stopped (unwatched) before
+	 * the close job runs. */
+	struct scsitgt__rbd_pr *pr;
+
 	/* Closing: no new jobs; the close job is the last one. */
 	bool closing;
 	scsitgt_done_cb close_cb;
@@ -162,5 +166,10 @@ int scsitgt__rbd_queue_work(struct scsitgt__rbd_ctx *rc, struct scsitgt__rbd_job
  * the io_failed hook first. Loop: home.
  */
 void scsitgt__rbd_io_fail(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, int err);
+
+/* Stop sharing persistent reservations (rbd_pr.c): unwatch and release on the worker thread,
+ * queued ahead of the close job. Loop: home. */
+struct scsitgt__rbd_pr;
+void scsitgt__rbd_pr_stop(struct scsitgt__rbd_ctx *rc);
 
 #endif /* SCSITGT_BACKEND_RBD_INT_H */

@@ -46,3 +46,14 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_set_lun(void *bctx, struct scsitgt_lun *l
 	(void)lun;
 	return -ENOTSUP;
 }
+
+SCSITGT_EXPORT int scsitgt_backend_rbd_use_pr(void *bctx,
+					      const struct scsitgt_backend_rbd_pr_opts *opts,
+					      scsitgt_done_cb cb, void *cb_arg)
+{
+	(void)bctx;
+	(void)opts;
+	(void)cb;
+	(void)cb_arg;
+	return -ENOTSUP;
+}

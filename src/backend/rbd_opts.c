@@ -23,3 +23,16 @@ SCSITGT_EXPORT void scsitgt_backend_rbd_opts_init(struct scsitgt_backend_rbd_opt
 	def.size = size;
 	memcpy(opts, &def, size);
 }
+
+SCSITGT_EXPORT void scsitgt_backend_rbd_pr_opts_init(struct scsitgt_backend_rbd_pr_opts *opts,
+						     size_t size)
+{
+	struct scsitgt_backend_rbd_pr_opts d;
+
+	if (opts == NULL || size < sizeof(size_t))
+		return;
+	memset(&d, 0, sizeof(d));
+	d.size = size < sizeof(d) ? size : sizeof(d);
+	d.notify_timeout_ms = 5000;
+	memcpy(opts, &d, d.size);
+}

@@ -2,11 +2,14 @@
 /*
  * pr_client - a small libiscsi initiator for the reservation and multipath integration tests.
  *
- * Usage: pr_client [-i INITIATOR-IQN] [-q ISID-QUALIFIER] URL COMMAND [ARGS]
+ * Usage: pr_client [-i INITIATOR-IQN] [-q ISID-QUALIFIER] [-w FILE] URL COMMAND [ARGS]
  *   tur                       TEST UNIT READY once; prints "good" or "sense K/ASC/ASCQ"
  *   register KEY [aptpl]      PERSISTENT RESERVE OUT REGISTER with service action key KEY
  *   reserve KEY TYPE          PERSISTENT RESERVE OUT RESERVE
+ *   rekey OLD NEW             PERSISTENT RESERVE OUT REGISTER changing key OLD to NEW
+ *   preempt KEY SAKEY TYPE    PERSISTENT RESERVE OUT PREEMPT
  *   readkeys                  PERSISTENT RESERVE IN READ KEYS; prints one key per line (hex)
+ *   readgen                   PERSISTENT RESERVE IN READ KEYS; prints the PRgeneration
  *   readres                   PERSISTENT RESERVE IN READ RESERVATION; "KEY TYPE" or "none"
  *   write START COUNT PAT [PASSES]
  *                             write blocks START..START+COUNT-1, each filled with byte
@@ -18,6 +21,9 @@
  *   rtpg                      INQUIRY TPGS and REPORT TARGET PORT GROUPS (extended format):
  *                             "tpgs N", then "group ID state S status C ports P,..." lines
  *   stpg STATE GROUP          SET TARGET PORT GROUPS with one descriptor
+ *
+ * -w FILE: after logging in, print "ready" and wait until FILE exists (polled) before the
+ * command, so that several clients can start a command at the same moment.
  *
  * The session logs in without the TEST UNIT READY libiscsi's full connect sends, so that the
  * first command sees any pending unit attention; the other commands retry past unit
@@ -45,8 +51,9 @@ static int lun;
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: pr_client [-i IQN] [-q ISID-QUALIFIER] URL "
-			"tur|tur-after|register|reserve|readkeys|readres|write|verify|rtpg|stpg [ARGS]\n");
+	fprintf(stderr, "usage: pr_client [-i IQN] [-q ISID-QUALIFIER] [-w FILE] URL "
+			"tur|tur-after|register|rekey|reserve|preempt|readkeys|readgen|readres|write|"
+			"verify|rtpg|stpg [ARGS]\n");
 	exit(2);
 }
 
@@ -159,7 +166,7 @@ static int cmd_prout(int sa, uint64_t key, uint64_t sa_key, int type, bool aptpl
 	return 0;
 }
 
-static int cmd_readkeys(void)
+static int cmd_readkeys(bool gen_only)
 {
 	struct scsi_persistent_reserve_in_read_keys *rk;
 	struct scsi_task *t;
@@ -174,7 +181,9 @@ static int cmd_readkeys(void)
 		fprintf(stderr, "pr_client: READ KEYS: cannot decode\n");
 		return 1;
 	}
-	for (int i = 0; i < rk->num_keys; i++)
+	if (gen_only)
+		printf("%" PRIu32 "\n", rk->prgeneration);
+	for (int i = 0; !gen_only && i < rk->num_keys; i++)
 		printf("0x%016" PRIx64 "\n", rk->keys[i]);
 	scsi_free_scsi_task(t);
 	return 0;
@@ -362,20 +371,28 @@ int main(int argc, char **argv)
 {
 	const char *initiator = DEFAULT_INITIATOR;
 	uint32_t qualifier = (uint32_t)getpid() & 0xffff;
-	const char *cmd;
+	const char *cmd, *wait_file = NULL;
 	int opt, rc;
 
-	while ((opt = getopt(argc, argv, "i:q:")) != -1) {
+	while ((opt = getopt(argc, argv, "i:q:w:")) != -1) {
 		if (opt == 'i')
 			initiator = optarg;
 		else if (opt == 'q')
 			qualifier = (uint32_t)num(optarg);
+		else if (opt == 'w')
+			wait_file = optarg;
 		else
 			usage();
 	}
 	if (argc - optind < 2)
 		usage();
 	connect_or_die(initiator, qualifier, argv[optind]);
+	if (wait_file) {
+		printf("ready\n");
+		fflush(stdout);
+	}
+	while (wait_file && access(wait_file, F_OK) != 0)
+		usleep(1000);
 	cmd = argv[optind + 1];
 	argv += optind + 2;
 	argc -= optind + 2;
@@ -387,8 +404,16 @@ int main(int argc, char **argv)
 	else if (strcmp(cmd, "reserve") == 0 && argc == 2)
 		rc = cmd_prout(SCSI_PERSISTENT_RESERVE_RESERVE, num(argv[0]), 0,
 			       (int)num(argv[1]), false);
+	else if (strcmp(cmd, "rekey") == 0 && argc == 2)
+		rc = cmd_prout(SCSI_PERSISTENT_RESERVE_REGISTER, num(argv[0]), num(argv[1]), 0,
+			       false);
+	else if (strcmp(cmd, "preempt") == 0 && argc == 3)
+		rc = cmd_prout(SCSI_PERSISTENT_RESERVE_PREEMPT, num(argv[0]), num(argv[1]),
+			       (int)num(argv[2]), false);
 	else if (strcmp(cmd, "readkeys") == 0 && argc == 0)
-		rc = cmd_readkeys();
+		rc = cmd_readkeys(false);
+	else if (strcmp(cmd, "readgen") == 0 && argc == 0)
+		rc = cmd_readkeys(true);
 	else if (strcmp(cmd, "readres") == 0 && argc == 0)
 		rc = cmd_readres();
 	else if (strcmp(cmd, "write") == 0 && (argc == 3 || argc == 4))

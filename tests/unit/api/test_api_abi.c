@@ -84,6 +84,11 @@ _Static_assert(offsetof(struct scsitgt_backend_rbd_opts, op_timeout_s) == 60,
 	       "backend_rbd_opts ABI");
 _Static_assert(offsetof(struct scsitgt_backend_rbd_opts, log_cb) == 64, "backend_rbd_opts ABI");
 _Static_assert(offsetof(struct scsitgt_backend_rbd_opts, log_arg) == 72, "backend_rbd_opts ABI");
+_Static_assert(sizeof(struct scsitgt_backend_rbd_pr_opts) == 16, "backend_rbd_pr_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_pr_opts, notify_timeout_ms) == 8,
+	       "backend_rbd_pr_opts ABI");
+_Static_assert(sizeof(struct scsitgt_pr_cluster_ops) == 32, "pr_cluster_ops ABI");
+_Static_assert(offsetof(struct scsitgt_pr_cluster_ops, detach) == 24, "pr_cluster_ops ABI");
 #endif
 
 /* Enum values and flags are part of the ABI too. */

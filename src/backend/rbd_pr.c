@@ -1,0 +1,839 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Persistent reservations of an RBD LUN shared by every gateway that exports the image: the
+ * cluster store of include/libscsitgt/pr.h on a RADOS object next to the image (docs/rbd.md,
+ * "Persistent reservations across gateways").
+ *
+ * - The object "scsitgt_pr.<image id>" in the image's pool and namespace holds the shared
+ *   state (format version 2 of pr.h); its RADOS object version is the store's version.
+ * - fetch: rados_aio_read_op_operate (read the whole object; the completion's version).
+ * - commit: rados_aio_write_op_operate of write_full guarded by rados_write_op_assert_version
+ *   (or an exclusive create when the object is missing), so that a commit made on an older
+ *   version fails (-ERANGE/-EOVERFLOW/-EEXIST, reported as -ESTALE); then rados_aio_notify
+ *   with the state as payload and a bounded timeout. Every gateway watches the object
+ *   (rados_watch2); its watch callback hands the payload to the loop, which applies it
+ *   (scsitgt_lun_apply_pr_state) and only then acknowledges the notify: when the notify
+ *   completes, every gateway that acknowledged enforces the change.
+ * - librados completes on its own threads: completions and watch events are queued under a
+ *   mutex and the loop is woken through a uv_async_t. Blocking calls (attach: creating the
+ *   object, the first read, rados_watch2; re-watching; unwatching) run on the backend's worker
+ *   thread (scsitgt__rbd_queue_work), never on the loop.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/rbd_int.h"
+#include "libscsitgt/lun.h"
+#include "libscsitgt/pr.h"
+#include "util/be.h"
+
+/* The largest state read back: 256 registrations of the longest names, events, margin. */
+#define PR_READ_MAX (256u * 1024)
+/* Payload of the attach probe (not a state: receivers only acknowledge it). */
+static const char probe_payload[] = "scsitgt-pr-probe";
+
+enum pr_op_kind {
+	PR_OP_FETCH,
+	PR_OP_WRITE,
+	PR_OP_NOTIFY,
+	PR_OP_EVENT,  /* a notify received by the watch */
+	PR_OP_WERROR, /* the watch broke */
+};
+
+struct pr_op {
+	struct pr_op *next;
+	struct scsitgt__rbd_pr *st;
+	enum pr_op_kind kind;
+	rados_completion_t comp;
+	rados_read_op_t rop;
+	rados_write_op_t wop;
+	struct scsitgt_pr_req *req;
+	/* fetch: the read buffer; event: the payload (owned) */
+	char *buf;
+	size_t len;
+	int prval;
+	/* commit: the state to notify (owned by the core until the request is answered) */
+	const void *data;
+	/* notify: the reply */
+	char *reply;
+	size_t reply_len;
+	uint64_t notify_id;
+	int err;
+};
+
+struct scsitgt__rbd_pr {
+	struct scsitgt__rbd_ctx *rc;
+	struct scsitgt_lun *lun; /* NULL once stopping */
+	rados_ioctx_t io;
+	bool io_ok;
+	char oid[96];
+	uint32_t notify_timeout_ms;
+	uint64_t cookie;
+	bool watching;
+	/* librados threads -> loop */
+	uv_async_t async;
+	pthread_mutex_t mu;
+	struct pr_op *done_head, *done_tail; /* under mu */
+	unsigned int inflight;		     /* aio ops not yet back on the loop */
+	bool stopping, rewatching;
+	/* attach, and teardown (unwatch, flush, destroy the ioctx): both on the worker, in
+	 * order, before the backend's close job shuts the cluster handle down */
+	struct scsitgt__rbd_job job, stop_job;
+	bool attaching;
+	scsitgt_done_cb attach_cb;
+	void *attach_cb_arg;
+	uint8_t *init_state;
+	size_t init_len;
+	bool cleared; /* attach found every gateway gone with APTPL off and cleared the state */
+};
+
+static void pr_log(struct scsitgt__rbd_pr *st, enum scsitgt_log_level level, const char *fmt,
+		   const char *what, int err)
+{
+	scsitgt__log(&st->rc->log, level, SCSITGT__RBD_SUBSYS, fmt, st->rc->pool, st->oid, what,
+		     strerror(err < 0 ? -err : err));
+}
+
+/* librados thread: hand @op to the loop. */
+static void pr_post(struct scsitgt__rbd_pr *st, struct pr_op *op)
+{
+	pthread_mutex_lock(&st->mu);
+	op->next = NULL;
+	if (st->done_tail)
+		st->done_tail->next = op;
+	else
+		st->done_head = op;
+	st->done_tail = op;
+	pthread_mutex_unlock(&st->mu);
+	uv_async_send(&st->async);
+}
+
+static void pr_aio_done(rados_completion_t c, void *arg)
+{
+	struct pr_op *op = arg;
+
+	(void)c;
+	pr_post(op->st, op);
+}
+
+static void pr_watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t notifier_id,
+			void *data, size_t data_len)
+{
+	struct scsitgt__rbd_pr *st = arg;
+	struct pr_op *op = calloc(1, sizeof(*op));
+
+	(void)handle;
+	(void)notifier_id;
+	if (op && data_len) {
+		op->buf = malloc(data_len);
+		if (op->buf)
+			memcpy(op->buf, data, data_len);
+	}
+	if (op == NULL || (data_len && op->buf == NULL)) {
+		/* No memory to carry it: acknowledge at once; the next fetch catches up. */
+		if (op)
+			free(op);
+		rados_notify_ack(st->io, st->oid, notify_id, st->cookie, NULL, 0);
+		return;
+	}
+	op->st = st;
+	op->kind = PR_OP_EVENT;
+	op->len = data_len;
+	op->notify_id = notify_id;
+	pr_post(st, op);
+}
+
+static void pr_watch_err_cb(void *arg, uint64_t cookie, int err)
+{
+	struct scsitgt__rbd_pr *st = arg;
+	struct pr_op *op = calloc(1, sizeof(*op));
+
+	(void)cookie;
+	if (op == NULL)
+		return;
+	op->st = st;
+	op->kind = PR_OP_WERROR;
+	op->err = err;
+	pr_post(st, op);
+}
+
+static struct pr_op *pr_op_create(struct scsitgt__rbd_pr *st, enum pr_op_kind kind,
+				  struct scsitgt_pr_req *req)
+{
+	struct pr_op *op = calloc(1, sizeof(*op));
+
+	if (op == NULL)
+		return NULL;
+	op->st = st;
+	op->kind = kind;
+	op->req = req;
+	if (rados_aio_create_completion2(op, pr_aio_done, &op->comp) < 0) {
+		free(op);
+		return NULL;
+	}
+	return op;
+}
+
+static void pr_op_free(struct pr_op *op)
+{
+	if (op->comp)
+		rados_aio_release(op->comp);
+	if (op->rop)
+		rados_release_read_op(op->rop);
+	if (op->wop)
+		rados_release_write_op(op->wop);
+	if (op->reply)
+		rados_buffer_free(op->reply);
+	free(op->buf);
+	free(op);
+}
+
+/* ---- the store's callbacks (loop) ---- */
+
+/* A request that could not be started: answer it from the loop, never from inside the call. */
+static void pr_post_error(struct scsitgt__rbd_pr *st, enum pr_op_kind kind,
+			  struct scsitgt_pr_req *req, int err)
+{
+	struct pr_op *op = calloc(1, sizeof(*op));
+
+	if (op == NULL) {
+		/* No memory even for that: answering here breaks the contract less than never. */
+		if (kind == PR_OP_FETCH)
+			scsitgt_pr_req_complete_fetch(req, -ENOMEM, NULL, 0, 0);
+		else
+			scsitgt_pr_req_complete_commit(req, -ENOMEM);
+		return;
+	}
+	op->st = st;
+	op->kind = kind;
+	op->req = req;
+	op->err = err;
+	pr_post(st, op);
+}
+
+static void pr_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req)
+{
+	struct scsitgt__rbd_pr *st = arg;
+	struct pr_op *op = pr_op_create(st, PR_OP_FETCH, req);
+	int r = -ENOMEM;
+
+	(void)lun;
+	if (op)
+		op->buf = malloc(PR_READ_MAX);
+	if (op && op->buf) {
+		op->rop = rados_create_read_op();
+		if (op->rop) {
+			rados_read_op_read(op->rop, 0, PR_READ_MAX, op->buf, &op->len, &op->prval);
+			r = rados_aio_read_op_operate(op->rop, st->io, op->comp, st->oid, 0);
+		}
+	}
+	if (r == 0) {
+		st->inflight++;
+		return;
+	}
+	if (op)
+		pr_op_free(op);
+	pr_post_error(st, PR_OP_FETCH, req, r);
+}
+
+static void pr_commit(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req,
+		      const void *data, size_t len, uint64_t version)
+{
+	struct scsitgt__rbd_pr *st = arg;
+	struct pr_op *op = pr_op_create(st, PR_OP_WRITE, req);
+	int r = -ENOMEM;
+
+	(void)lun;
+	if (op) {
+		op->data = data;
+		op->len = len;
+		op->wop = rados_create_write_op();
+	}
+	if (op && op->wop) {
+		/* Compare and swap on the object version (version 0: the object is missing). */
+		if (version == 0)
+			rados_write_op_create(op->wop, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+		else
+			rados_write_op_assert_version(op->wop, version);
+		rados_write_op_write_full(op->wop, data, len);
+		r = rados_aio_write_op_operate(op->wop, st->io, op->comp, st->oid, NULL, 0);
+	}
+	if (r == 0) {
+		st->inflight++;
+		return;
+	}
+	if (op)
+		pr_op_free(op);
+	pr_post_error(st, PR_OP_WRITE, req, r);
+}
+
+static void pr_detach(void *arg, struct scsitgt_lun *lun)
+{
+	(void)arg;
+	(void)lun;
+	/* Stopping is driven by the backend's close (scsitgt__rbd_pr_stop). */
+}
+
+static const struct scsitgt_pr_cluster_ops pr_ops = {
+	.size = sizeof(struct scsitgt_pr_cluster_ops),
+	.fetch = pr_fetch,
+	.commit = pr_commit,
+	.detach = pr_detach,
+};
+
+/* ---- completions on the loop ---- */
+
+static void pr_rewatch(struct scsitgt__rbd_pr *st);
+
+static void pr_fetch_done(struct pr_op *op)
+{
+	int r = op->err;
+	uint64_t ver = 0;
+
+	if (r == 0)
+		r = rados_aio_get_return_value(op->comp);
+	if (r >= 0) {
+		ver = rados_aio_get_version(op->comp);
+		r = op->prval < 0 ? op->prval : 0;
+	}
+	if (r == -ENOENT) {
+		/* Deleted (by an administrator): an empty state, created again by the commit. */
+		scsitgt_pr_req_complete_fetch(op->req, 0, NULL, 0, 0);
+	} else if (r < 0) {
+		pr_log(op->st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "read", r);
+		scsitgt_pr_req_complete_fetch(op->req, r, NULL, 0, 0);
+	} else if (op->len >= PR_READ_MAX) {
+		pr_log(op->st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "read", EFBIG);
+		scsitgt_pr_req_complete_fetch(op->req, -EFBIG, NULL, 0, 0);
+	} else {
+		scsitgt_pr_req_complete_fetch(op->req, 0, op->buf, op->len, ver);
+	}
+}
+
+static void pr_write_done(struct pr_op *op)
+{
+	struct scsitgt__rbd_pr *st = op->st;
+	struct pr_op *nop;
+	int r = op->err;
+
+	if (r == 0)
+		r = rados_aio_get_return_value(op->comp);
+	if (r == -ERANGE || r == -EOVERFLOW || r == -EEXIST) {
+		/* The object changed since our fetch (assert_version), or appeared. */
+		scsitgt_pr_req_complete_commit(op->req, -ESTALE);
+		return;
+	}
+	if (r < 0) {
+		pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "write", r);
+		scsitgt_pr_req_complete_commit(op->req, r);
+		return;
+	}
+	/* Stored. Tell the other gateways and wait (bounded) for them to apply it. */
+	nop = pr_op_create(st, PR_OP_NOTIFY, op->req);
+	r = nop ? rados_aio_notify(st->io, st->oid, nop->comp, op->data, (int)op->len,
+				   st->notify_timeout_ms, &nop->reply, &nop->reply_len) :
+		  -ENOMEM;
+	if (r < 0) {
+		if (nop)
+			pr_op_free(nop);
+		pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "notify", r);
+		/* The state is stored: the command succeeded. Others catch up at their next
+		 * fetch or watch reconnection. */
+		scsitgt_pr_req_complete_commit(op->req, 0);
+		return;
+	}
+	st->inflight++;
+}
+
+static void pr_notify_done(struct pr_op *op)
+{
+	struct scsitgt__rbd_pr *st = op->st;
+	int r = rados_aio_get_return_value(op->comp);
+
+	if (r < 0) {
+		struct notify_ack_t *acks = NULL;
+		struct notify_timeout_t *tos = NULL;
+		size_t nacks = 0, ntos = 0;
+
+		if (op->reply &&
+		    rados_decode_notify_response(op->reply, op->reply_len, &acks, &nacks, &tos,
+						 &ntos) == 0) {
+			scsitgt__log(&st->rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+				     "%s/%s: reservation change stored; %zu gateway(s) did not "
+				     "acknowledge it within %" PRIu32 " ms (%zu did): a dead "
+				     "gateway's watch lingers until Ceph's watch timeout",
+				     st->rc->pool, st->oid, ntos, st->notify_timeout_ms, nacks);
+			rados_free_notify_response(acks, nacks, tos);
+		} else {
+			pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "notify", r);
+		}
+	}
+	/* Stored either way: the command succeeded. */
+	scsitgt_pr_req_complete_commit(op->req, 0);
+}
+
+static void pr_event_done(struct pr_op *op)
+{
+	struct scsitgt__rbd_pr *st = op->st;
+
+	/* Apply first, acknowledge after: the notifier's command completes once we enforce
+	 * it. The attach probe is no state (-EINVAL): only acknowledged. */
+	if (st->lun && op->len && (op->len != sizeof(probe_payload) - 1 ||
+				   memcmp(op->buf, probe_payload, op->len) != 0)) {
+		int r = scsitgt_lun_apply_pr_state(st->lun, op->buf, op->len);
+
+		if (r < 0)
+			pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", r);
+	}
+	if (st->io_ok)
+		rados_notify_ack(st->io, st->oid, op->notify_id, st->cookie, NULL, 0);
+}
+
+/* Loop: what librados handed over so far. */
+static struct pr_op *pr_take(struct scsitgt__rbd_pr *st)
+{
+	struct pr_op *list;
+
+	pthread_mutex_lock(&st->mu);
+	list = st->done_head;
+	st->done_head = st->done_tail = NULL;
+	pthread_mutex_unlock(&st->mu);
+	return list;
+}
+
+static void pr_async_cb(uv_async_t *h)
+{
+	struct scsitgt__rbd_pr *st = h->data;
+	struct pr_op *list = pr_take(st);
+
+	while (list) {
+		struct pr_op *op = list;
+
+		list = op->next;
+		if (op->comp)
+			st->inflight--;
+		switch (op->kind) {
+		case PR_OP_FETCH:
+			pr_fetch_done(op);
+			break;
+		case PR_OP_WRITE:
+			pr_write_done(op);
+			break;
+		case PR_OP_NOTIFY:
+			pr_notify_done(op);
+			break;
+		case PR_OP_EVENT:
+			pr_event_done(op);
+			break;
+		case PR_OP_WERROR:
+			pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "watch lost", op->err);
+			pr_rewatch(st);
+			break;
+		}
+		pr_op_free(op);
+	}
+}
+
+/* ---- blocking parts, on the backend's worker thread ---- */
+
+/* Read the object: *@buf (malloc'd, NULL when empty or missing), its length and version. */
+static int pr_read_sync(struct scsitgt__rbd_pr *st, uint8_t **buf, size_t *len, uint64_t *ver)
+{
+	rados_read_op_t rop = rados_create_read_op();
+	char *b = malloc(PR_READ_MAX);
+	size_t n = 0;
+	int prval = 0, r;
+
+	*buf = NULL;
+	*len = 0;
+	*ver = 0;
+	if (rop == NULL || b == NULL) {
+		if (rop)
+			rados_release_read_op(rop);
+		free(b);
+		return -ENOMEM;
+	}
+	rados_read_op_read(rop, 0, PR_READ_MAX, b, &n, &prval);
+	r = rados_read_op_operate(rop, st->io, st->oid, 0);
+	rados_release_read_op(rop);
+	if (r == 0 && prval < 0)
+		r = prval;
+	if (r == -ENOENT) {
+		free(b);
+		return 0;
+	}
+	if (r == 0 && n >= PR_READ_MAX)
+		r = -EFBIG;
+	if (r < 0) {
+		free(b);
+		return r;
+	}
+	*ver = rados_get_last_version(st->io);
+	if (n == 0) {
+		free(b);
+		return 0;
+	}
+	*buf = (uint8_t *)b;
+	*len = n;
+	return 0;
+}
+
+/*
+ * The state's APTPL bit, whether it holds anything, and its change sequence (pr.h formats:
+ * version 1 has no sequence). Returns false when it is not a state this code can read.
+ */
+static bool pr_peek(const uint8_t *b, size_t len, bool *aptpl, bool *empty, uint64_t *seq)
+{
+	size_t off = 24;
+	uint32_t nregs;
+
+	if (len < 24 || memcmp(b, "SGPR", 4) != 0)
+		return false;
+	*aptpl = get_be16(&b[6]) & 1;
+	nregs = get_be32(&b[20]);
+	*empty = nregs == 0 && !(get_be16(&b[6]) & 2);
+	*seq = 0;
+	if (get_be16(&b[4]) != SCSITGT_PR_STATE_VERSION_SHARED)
+		return get_be16(&b[4]) == SCSITGT_PR_STATE_VERSION;
+	for (uint32_t i = 0; i < nregs; i++) {
+		if (len - off < 14)
+			return false;
+		off += 14u + get_be16(&b[off + 12]);
+		if (off > len)
+			return false;
+	}
+	if (len - off < 8)
+		return false;
+	*seq = get_be64(&b[off]);
+	return true;
+}
+
+/* How many other gateways watch the object (answer a probe notify), or < 0. */
+static int pr_count_gateways(struct scsitgt__rbd_pr *st)
+{
+	char *reply = NULL;
+	size_t reply_len = 0, nacks = 0, ntos = 0;
+	struct notify_ack_t *acks = NULL;
+	struct notify_timeout_t *tos = NULL;
+	int r;
+
+	r = rados_notify2(st->io, st->oid, probe_payload, (int)sizeof(probe_payload) - 1,
+			  st->notify_timeout_ms, &reply, &reply_len);
+	if (reply && rados_decode_notify_response(reply, reply_len, &acks, &nacks, &tos, &ntos) == 0) {
+		rados_free_notify_response(acks, nacks, tos);
+		r = (int)nacks;
+	} else if (r == 0) {
+		r = 0;
+	}
+	if (reply)
+		rados_buffer_free(reply);
+	return r;
+}
+
+/*
+ * SPC-5 §5.13.5: without APTPL, registrations do not survive a power loss. The logical unit
+ * of several gateways loses power when every gateway is gone: a gateway that starts and
+ * finds no other gateway watching the object clears a state stored with APTPL off (change
+ * sequence + 1, PRgeneration 0), once, with compare-and-swap.
+ */
+static int pr_clear_if_alone(struct scsitgt__rbd_pr *st, const uint8_t *b, size_t len,
+			     uint64_t ver)
+{
+	bool aptpl, empty;
+	uint64_t seq;
+	uint8_t s[40];
+	rados_write_op_t wop;
+	int n, r;
+
+	if (b == NULL || !pr_peek(b, len, &aptpl, &empty, &seq) || aptpl || empty)
+		return 0;
+	n = pr_count_gateways(st);
+	if (n != 0)
+		return 0; /* someone is there (or we cannot tell): the state stays */
+	memset(s, 0, sizeof(s));
+	memcpy(s, "SGPR", 4);
+	put_be16(&s[4], SCSITGT_PR_STATE_VERSION_SHARED);
+	put_be32(&s[16], 0xffffffffu);
+	put_be64(&s[24], seq + 1);
+	wop = rados_create_write_op();
+	if (wop == NULL)
+		return -ENOMEM;
+	rados_write_op_assert_version(wop, ver);
+	rados_write_op_write_full(wop, (const char *)s, sizeof(s));
+	r = rados_write_op_operate(wop, st->io, st->oid, NULL, 0);
+	rados_release_write_op(wop);
+	if (r == -ERANGE || r == -EOVERFLOW)
+		return 0; /* another gateway started and wrote first: its state stands */
+	if (r == 0)
+		st->cleared = true;
+	return r;
+}
+
+static void pr_attach_work(struct scsitgt__rbd_job *job)
+{
+	struct scsitgt__rbd_pr *st = job->arg;
+	struct scsitgt__rbd_ctx *rc = st->rc;
+	rados_write_op_t wop;
+	uint64_t ver;
+	int r;
+
+	r = rados_ioctx_create2(rc->cluster, rc->pool_id, &st->io);
+	if (r < 0)
+		goto out;
+	st->io_ok = true;
+	rados_ioctx_set_namespace(st->io, rc->pool_namespace ? rc->pool_namespace : "");
+	/* A watch needs the object: create it empty if missing (an empty object is an empty
+	 * state). */
+	wop = rados_create_write_op();
+	if (wop == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	rados_write_op_create(wop, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+	r = rados_write_op_operate(wop, st->io, st->oid, NULL, 0);
+	rados_release_write_op(wop);
+	if (r < 0)
+		goto out;
+	r = pr_read_sync(st, &st->init_state, &st->init_len, &ver);
+	if (r < 0)
+		goto out;
+	r = pr_clear_if_alone(st, st->init_state, st->init_len, ver);
+	if (r < 0)
+		goto out;
+	r = rados_watch2(st->io, st->oid, &st->cookie, pr_watch_cb, pr_watch_err_cb, st);
+	if (r < 0)
+		goto out;
+	st->watching = true;
+	/* Read again: a change committed between the first read and the watch. */
+	free(st->init_state);
+	r = pr_read_sync(st, &st->init_state, &st->init_len, &ver);
+out:
+	job->status = r;
+}
+
+static void pr_free(struct scsitgt__rbd_pr *st)
+{
+	pthread_mutex_destroy(&st->mu);
+	free(st->init_state);
+	free(st);
+}
+
+static void pr_async_closed(uv_handle_t *h)
+{
+	pr_free(h->data);
+}
+
+static void pr_teardown_work(struct scsitgt__rbd_job *job)
+{
+	struct scsitgt__rbd_pr *st = job->arg;
+
+	if (st->watching)
+		rados_unwatch2(st->io, st->cookie);
+	st->watching = false;
+	if (st->io_ok) {
+		/* Every callback and completion of ours has run (they only queued to us). */
+		rados_watch_flush(st->rc->cluster);
+		rados_aio_flush(st->io);
+	}
+	job->status = 0;
+}
+
+static void pr_teardown_done(struct scsitgt__rbd_job *job)
+{
+	struct scsitgt__rbd_pr *st = job->arg;
+	struct pr_op *list = pr_take(st);
+
+	while (list) {
+		struct pr_op *op = list;
+
+		list = op->next;
+		pr_op_free(op);
+	}
+	if (st->io_ok)
+		rados_ioctx_destroy(st->io);
+	st->io_ok = false;
+	uv_close((uv_handle_t *)&st->async, pr_async_closed);
+}
+
+/* Unwatch and release on the worker thread (before the backend's close job), then free. */
+static void pr_stop(struct scsitgt__rbd_pr *st)
+{
+	st->lun = NULL;
+	st->stopping = true;
+	st->stop_job.work = pr_teardown_work;
+	st->stop_job.done = pr_teardown_done;
+	st->stop_job.arg = st;
+	if (scsitgt__rbd_queue_work(st->rc, &st->stop_job) < 0) {
+		/* No worker: block the loop once, for a context that is going away. */
+		pr_teardown_work(&st->stop_job);
+		pr_teardown_done(&st->stop_job);
+	}
+}
+
+static void pr_attach_done(struct scsitgt__rbd_job *job)
+{
+	struct scsitgt__rbd_pr *st = job->arg;
+	struct scsitgt__rbd_ctx *rc = st->rc;
+	scsitgt_done_cb cb = st->attach_cb;
+	void *cb_arg = st->attach_cb_arg;
+	int r = job->status;
+
+	st->attaching = false;
+	if (st->stopping) {
+		/* The backend closed meanwhile: the teardown job, queued after us, frees it. */
+		if (cb)
+			cb(cb_arg, -ECANCELED);
+		return;
+	}
+	if (r == 0 && st->lun && st->init_len)
+		r = scsitgt_lun_load_pr_state(st->lun, st->init_state, st->init_len);
+	if (r == 0 && st->lun)
+		r = scsitgt_lun_set_pr_cluster(st->lun, &pr_ops, st);
+	if (r == 0 && st->lun) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: persistent reservations shared%s", rc->pool, st->oid,
+			     st->cleared ? " (state without APTPL cleared: no other gateway)" : "");
+	} else {
+		if (r == 0)
+			r = -ECANCELED;
+		pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "attach", r);
+		if (rc->pr == st)
+			rc->pr = NULL;
+		/* Undo on the worker thread (unwatch), then free. */
+		pr_stop(st);
+	}
+	if (cb)
+		cb(cb_arg, r);
+}
+
+void scsitgt__rbd_pr_stop(struct scsitgt__rbd_ctx *rc)
+{
+	struct scsitgt__rbd_pr *st = rc->pr;
+
+	if (st == NULL)
+		return;
+	rc->pr = NULL;
+	if (st->lun && !st->attaching)
+		scsitgt_lun_set_pr_cluster(st->lun, NULL, NULL);
+	pr_stop(st);
+}
+
+/* Watch lost (the OSD restarted, the client was cut off longer than the watch timeout):
+ * watch again and apply the state as it is now. */
+struct pr_rewatch_job {
+	struct scsitgt__rbd_job job;
+	struct scsitgt__rbd_pr *st;
+	uint8_t *state;
+	size_t len;
+};
+
+static void pr_rewatch_work(struct scsitgt__rbd_job *job)
+{
+	struct pr_rewatch_job *j = (struct pr_rewatch_job *)job;
+	struct scsitgt__rbd_pr *st = j->st;
+	uint64_t ver;
+	int r;
+
+	if (st->watching)
+		rados_unwatch2(st->io, st->cookie);
+	st->watching = false;
+	r = rados_watch2(st->io, st->oid, &st->cookie, pr_watch_cb, pr_watch_err_cb, st);
+	if (r == 0) {
+		st->watching = true;
+		r = pr_read_sync(st, &j->state, &j->len, &ver);
+	}
+	job->status = r;
+}
+
+static void pr_rewatch_done(struct scsitgt__rbd_job *job)
+{
+	struct pr_rewatch_job *j = (struct pr_rewatch_job *)job;
+	struct scsitgt__rbd_pr *st = j->st;
+
+	st->rewatching = false;
+	if (job->status < 0)
+		pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "watch again", job->status);
+	else if (st->lun && j->len)
+		scsitgt_lun_apply_pr_state(st->lun, j->state, j->len);
+	free(j->state);
+	free(j);
+}
+
+static void pr_rewatch(struct scsitgt__rbd_pr *st)
+{
+	struct pr_rewatch_job *j;
+
+	if (st->rewatching || st->stopping)
+		return;
+	j = calloc(1, sizeof(*j));
+	if (j == NULL)
+		return;
+	j->st = st;
+	j->job.work = pr_rewatch_work;
+	j->job.done = pr_rewatch_done;
+	j->job.arg = j;
+	st->rewatching = true;
+	if (scsitgt__rbd_queue_work(st->rc, &j->job) < 0) {
+		st->rewatching = false;
+		free(j);
+	}
+}
+
+/* ---- public ---- */
+
+SCSITGT_EXPORT int scsitgt_backend_rbd_use_pr(void *bctx,
+					      const struct scsitgt_backend_rbd_pr_opts *opts,
+					      scsitgt_done_cb cb, void *cb_arg)
+{
+	struct scsitgt_backend_rbd_pr_opts o;
+	struct scsitgt__rbd_ctx *rc = bctx;
+	struct scsitgt__rbd_pr *st;
+	int r;
+
+	if (rc == NULL || cb == NULL || rc->lun == NULL || !rc->opened)
+		return -EINVAL;
+	if (rc->closing)
+		return -ECANCELED;
+	if (rc->pr)
+		return -EALREADY;
+	scsitgt_backend_rbd_pr_opts_init(&o, sizeof(o));
+	if (opts) {
+		if (opts->size < sizeof(size_t) || opts->size > sizeof(o))
+			return -EINVAL;
+		memcpy(&o, opts, opts->size);
+	}
+	if (o.notify_timeout_ms == 0)
+		o.notify_timeout_ms = 5000;
+	st = calloc(1, sizeof(*st));
+	if (st == NULL)
+		return -ENOMEM;
+	st->rc = rc;
+	st->lun = rc->lun;
+	st->notify_timeout_ms = o.notify_timeout_ms;
+	/* Keyed by the image id: stable across renames, unique in the pool and namespace. */
+	snprintf(st->oid, sizeof(st->oid), "scsitgt_pr.%s", rc->image_id);
+	pthread_mutex_init(&st->mu, NULL);
+	r = uv_async_init(rc->loop, &st->async, pr_async_cb);
+	if (r < 0) {
+		pthread_mutex_destroy(&st->mu);
+		free(st);
+		return r;
+	}
+	st->async.data = st;
+	st->attach_cb = cb;
+	st->attach_cb_arg = cb_arg;
+	st->job.work = pr_attach_work;
+	st->job.done = pr_attach_done;
+	st->job.arg = st;
+	st->attaching = true;
+	r = scsitgt__rbd_queue_work(rc, &st->job);
+	if (r < 0) {
+		uv_close((uv_handle_t *)&st->async, pr_async_closed);
+		return r;
+	}
+	rc->pr = st;
+	return 0;
+}

@@ -1,0 +1,197 @@
+#!/bin/bash
+# rbd_pr.sh MINITARGET PR_CLIENT - persistent reservations shared by two gateways (two
+# minitarget processes on two ports) exporting the same RBD images (micro-ceph on 127.0.0.1);
+# docs/rbd.md, "Persistent reservations across gateways". ALUA is off: both gateways serve
+# data commands, so the conflicts below are the reservation's, not a standby path's.
+#
+# 1. libiscsi's iscsi-test-cu reservation families (SCSI.Prin*, SCSI.Prout*) and
+#    SCSI.MultipathIO.Simple with its first URL on gateway A and its second on gateway B: the
+#    second initiator of every reservation test logs in through B only.
+# 2. pr_client on a second image:
+#    - a reservation taken through A is enforced through B: a write by a non-holder through B
+#      gets RESERVATION CONFLICT, READ RESERVATION through B shows it, the holder writes
+#      through A;
+#    - PREEMPT through B: the preempted nexus, logged in through A, gets REGISTRATIONS
+#      PREEMPTED (2Ah/05h) on its next command, then RESERVATION CONFLICT;
+#    - registrations racing through A and B (released together): all land, PRgeneration
+#      advances by exactly 2 per round;
+# 3. APTPL (SPC-5 §5.13.5): a restart of one gateway keeps the state; a restart of every
+#    gateway clears a state without APTPL; a state with APTPL survives it.
+# Skipped without the Ceph packages.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/rbd_lib.sh"
+it_init "${1:-}"
+CLIENT=${2:-}
+[[ -x "$CLIENT" ]] || it_fail "usage: $0 MINITARGET PR_CLIENT"
+it_need iscsi-test-cu python3 timeout
+rbd_need
+rbd_cluster_up -w 5 -S 32M
+CU_REPORT=$(cd "$(dirname "$0")/../conformance" && pwd)/cu_report.py
+
+pool=$MICRO_CEPH_POOL
+rbd create --size 16M "$pool/primg" || it_fail "rbd create primg"
+GW_IQN=iqn.2026-11.org.libscsitgt:rbd-pr
+LUNS=(--lun "0:rbd:$pool/$MICRO_CEPH_IMAGE" --lun "1:rbd:$pool/primg")
+
+# Gateway B: a second minitarget on another port (gateway A is lib.sh's target).
+B_PID=
+b_start() {
+	local port i
+	port=$(it_free_port)
+	: >"$IT_TMP/b.out"
+	"$IT_TARGET" --portal "127.0.0.1:$port" --iqn "$GW_IQN" "${LUNS[@]}" \
+		>"$IT_TMP/b.out" 2>>"$IT_TMP/b.err" </dev/null &
+	B_PID=$!
+	IT_HELPER_PIDS=("$B_PID")
+	for ((i = 0; i < IT_START_TIMEOUT * 10; i++)); do
+		[[ $(grep -c '^iscsi://' "$IT_TMP/b.out") -ge 2 ]] && break
+		kill -0 "$B_PID" 2>/dev/null || it_fail "gateway B exited: $(tail -n 5 "$IT_TMP/b.err")"
+		sleep 0.1
+	done
+	mapfile -t B_URLS < <(grep -o 'iscsi://[^[:space:]]*' "$IT_TMP/b.out")
+	[[ ${#B_URLS[@]} -ge 2 ]] || it_fail "gateway B printed no URLs"
+}
+b_stop() {
+	kill -TERM "$B_PID"
+	wait "$B_PID" || it_fail "gateway B exited with status $? on SIGTERM"
+	IT_HELPER_PIDS=()
+	B_PID=
+}
+a_start() {
+	it_start --iqn "$GW_IQN" "${LUNS[@]}"
+	A_URLS=("${IT_URLS[@]}")
+}
+
+# Wait until FILE has a "ready" line (a pr_client logged in), bounded.
+wait_ready() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		grep -q '^ready' "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	it_fail "client never logged in: $(cat "$1" 2>/dev/null)"
+}
+
+a_start
+b_start
+grep -q "persistent reservations shared" "$IT_TMP/target.err" ||
+	it_fail "gateway A does not share reservations: $(tail -n 5 "$IT_TMP/target.err")"
+
+# ---- 1. iscsi-test-cu, first URL on A, second on B ----
+iscsi-test-cu -l | grep -E '^SCSI\.(Prin|Prout)[^.]*\.[^.]+$' >"$IT_TMP/cu.txt"
+echo SCSI.MultipathIO.Simple >>"$IT_TMP/cu.txt"
+it_log "iscsi-test-cu: $(wc -l <"$IT_TMP/cu.txt") tests, ${A_URLS[0]} and ${B_URLS[0]}"
+st=0
+env -u MALLOC_PERTURB_ timeout -k 10 600 iscsi-test-cu -V --dataloss \
+	-i iqn.2026-11.org.libscsitgt:conformance-a -I iqn.2026-11.org.libscsitgt:conformance-b \
+	-t "$IT_TMP/cu.txt" "${A_URLS[0]}" "${B_URLS[0]}" </dev/null >"$IT_TMP/cu.log" 2>&1 || st=$?
+[[ $st -le 128 ]] || it_fail "iscsi-test-cu died (status $st)"
+it_alive || it_fail "gateway A died during iscsi-test-cu"
+kill -0 "$B_PID" || it_fail "gateway B died during iscsi-test-cu"
+python3 "$CU_REPORT" --family SCSI --results "$IT_TMP/cu-results.txt" \
+	--failures "$IT_TMP/cu-failures.txt" "$IT_TMP/cu.log" >&2 ||
+	{ cat "$IT_TMP/cu-failures.txt" >&2; it_fail "iscsi-test-cu across gateways: failures"; }
+[[ $(wc -l <"$IT_TMP/cu-results.txt") -eq $(wc -l <"$IT_TMP/cu.txt") ]] ||
+	it_fail "iscsi-test-cu reported $(wc -l <"$IT_TMP/cu-results.txt") of $(wc -l <"$IT_TMP/cu.txt") tests"
+# The second initiator really went through gateway B, and only there.
+grep -q "initiator iqn.2026-11.org.libscsitgt:conformance-b" "$IT_TMP/b.err" ||
+	it_fail "the second initiator never logged in through gateway B"
+if grep -q "initiator iqn.2026-11.org.libscsitgt:conformance-b" "$IT_TMP/target.err"; then
+	it_fail "the second initiator logged in through gateway A"
+fi
+it_log "iscsi-test-cu reservation tests pass across gateways"
+
+# ---- 2. pr_client on LUN 1 ----
+A=${A_URLS[1]}
+B=${B_URLS[1]}
+X=(-i iqn.2026-11.org.libscsitgt:pr-x -q 1)
+Y=(-i iqn.2026-11.org.libscsitgt:pr-y -q 2)
+
+# A reservation taken through A is enforced through B.
+"$CLIENT" "${X[@]}" "$A" register 0xa1
+"$CLIENT" "${X[@]}" "$A" reserve 0xa1 1 # WRITE EXCLUSIVE
+res=$("$CLIENT" "${Y[@]}" "$B" readres)
+[[ "$res" == "0x00000000000000a1 1" ]] || it_fail "READ RESERVATION through B: $res"
+if "$CLIENT" "${Y[@]}" "$B" write 0 8 1 1 >/dev/null 2>"$IT_TMP/conflict.err"; then
+	it_fail "a non-holder wrote through B despite the reservation taken through A"
+fi
+grep -q "status 0x18" "$IT_TMP/conflict.err" ||
+	it_fail "expected RESERVATION CONFLICT through B: $(cat "$IT_TMP/conflict.err")"
+"$CLIENT" "${X[@]}" "$A" write 0 8 1 1 >/dev/null || it_fail "the holder cannot write through A"
+it_log "reservation through A enforced through B"
+
+# PREEMPT through B, seen on A: X stays logged in through A and looks after the preempt.
+rm -f "$IT_TMP/go1"
+"$CLIENT" "${X[@]}" "$A" tur-after "$IT_TMP/go1" >"$IT_TMP/x.out" &
+xpid=$!
+wait_ready "$IT_TMP/x.out"
+"$CLIENT" "${Y[@]}" "$B" register 0xb1
+"$CLIENT" "${Y[@]}" "$B" preempt 0xb1 0xa1 1
+touch "$IT_TMP/go1"
+wait "$xpid" || it_fail "pr_client on A failed"
+[[ $(tail -n 1 "$IT_TMP/x.out") == "sense 6/2a/05" ]] ||
+	it_fail "expected REGISTRATIONS PREEMPTED on A, got: $(tail -n 1 "$IT_TMP/x.out")"
+if "$CLIENT" "${X[@]}" "$A" write 0 8 1 1 >/dev/null 2>"$IT_TMP/conflict.err"; then
+	it_fail "the preempted initiator still writes through A"
+fi
+grep -q "status 0x18" "$IT_TMP/conflict.err" ||
+	it_fail "expected RESERVATION CONFLICT through A: $(cat "$IT_TMP/conflict.err")"
+res=$("$CLIENT" "${X[@]}" "$A" readres)
+[[ "$res" == "0x00000000000000b1 1" ]] || it_fail "READ RESERVATION through A: $res"
+it_log "PREEMPT through B raised REGISTRATIONS PREEMPTED through A"
+
+# Registrations racing through A and B: every change lands.
+g0=$("$CLIENT" "${Y[@]}" "$A" readgen)
+race() { # CMD-ON-A... -- CMD-ON-B...
+	local n=$1 a b
+	rm -f "$IT_TMP/go" "$IT_TMP/ra.out" "$IT_TMP/rb.out"
+	shift
+	"$CLIENT" -i iqn.2026-11.org.libscsitgt:pr-c -q 11 -w "$IT_TMP/go" "$A" "${@:1:n}" \
+		>"$IT_TMP/ra.out" &
+	a=$!
+	"$CLIENT" -i iqn.2026-11.org.libscsitgt:pr-d -q 12 -w "$IT_TMP/go" "$B" "${@:n+1}" \
+		>"$IT_TMP/rb.out" &
+	b=$!
+	wait_ready "$IT_TMP/ra.out"
+	wait_ready "$IT_TMP/rb.out"
+	touch "$IT_TMP/go"
+	wait "$a" || it_fail "racing command through A failed"
+	wait "$b" || it_fail "racing command through B failed"
+}
+race 2 register 0x100 register 0x200
+for ((k = 1; k <= 10; k++)); do
+	race 3 rekey $((0x100 + k - 1)) $((0x100 + k)) rekey $((0x200 + k - 1)) $((0x200 + k))
+done
+g1=$("$CLIENT" "${Y[@]}" "$B" readgen)
+[[ $g1 -eq $((g0 + 22)) ]] || it_fail "PRgeneration went from $g0 to $g1, expected +22"
+keys=$("$CLIENT" "${Y[@]}" "$A" readkeys | LC_ALL=C sort | tr '\n' ' ')
+[[ "$keys" == "0x00000000000000b1 0x000000000000010a 0x000000000000020a " ]] ||
+	it_fail "keys after the races: $keys"
+it_log "11 rounds of racing registrations: PRgeneration $g0 -> $g1, no change lost"
+
+# ---- 3. APTPL ----
+# One gateway restarts, the other stays: the logical unit kept power; the state stays.
+b_stop
+b_start
+keys=$("$CLIENT" "${Y[@]}" "${B_URLS[1]}" readkeys | LC_ALL=C sort | tr '\n' ' ')
+[[ "$keys" == "0x00000000000000b1 0x000000000000010a 0x000000000000020a " ]] ||
+	it_fail "keys after restarting B alone: $keys"
+# Every gateway gone: without APTPL nothing survives.
+b_stop
+it_stop || it_fail "gateway A exited with status $? on SIGTERM"
+a_start
+keys=$("$CLIENT" "${Y[@]}" "${A_URLS[1]}" readkeys)
+[[ -z "$keys" ]] || it_fail "registrations without APTPL survived a restart of every gateway: $keys"
+grep -q "state without APTPL cleared" "$IT_TMP/target.err" || it_fail "no clearing logged"
+# With APTPL they do.
+"$CLIENT" "${Y[@]}" "${A_URLS[1]}" register 0xc1 aptpl
+"$CLIENT" "${Y[@]}" "${A_URLS[1]}" reserve 0xc1 3
+it_stop || it_fail "gateway A exited with status $? on SIGTERM"
+a_start
+b_start
+res=$("$CLIENT" "${X[@]}" "${B_URLS[1]}" readres)
+[[ "$res" == "0x00000000000000c1 3" ]] || it_fail "APTPL reservation after a full restart: $res"
+b_stop
+it_stop || it_fail "gateway A exited with status $? on SIGTERM"
+it_log "PASS"
