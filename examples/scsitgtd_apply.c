@@ -201,6 +201,58 @@ int scsitgtd_fault_spec_check(const char *spec)
 	return rc < 0 ? rc : 0;
 }
 
+/* A LUN waiting for its shared reservations (scsitgt_backend_rbd_use_pr()). */
+struct rbd_pr_wait {
+	struct scsitgtd *d;
+	struct scsitgt_lun *lun;
+	uint64_t id;
+	bool offline;
+	char tname[224];
+};
+
+static void rbd_pr_attached(void *arg, int status)
+{
+	struct rbd_pr_wait *w = arg;
+
+	if (status == -ECANCELED) {
+		/* The LUN went away meanwhile (a reload, shutdown): nothing to do. */
+	} else if (status < 0) {
+		scsitgtd_log(w->d, SCSITGT_LOG_ERROR,
+			     "%s LUN %llu: shared reservations: %s; the LUN stays offline (reload to "
+			     "retry)",
+			     w->tname, (unsigned long long)w->id, scsitgt_strerror(status));
+	} else {
+		if (!w->offline)
+			scsitgt_lun_set_offline(w->lun, false);
+		scsitgtd_log(w->d, SCSITGT_LOG_INFO, "%s LUN %llu: reservations shared in RADOS",
+			     w->tname, (unsigned long long)w->id);
+	}
+	free(w);
+}
+
+static void rbd_share_pr(struct scsitgtd *d, const char *tname, const struct scsitgtd_lun *l,
+			 struct scsitgt_lun *lun, void *rbd_ctx)
+{
+	struct rbd_pr_wait *w = calloc(1, sizeof(*w));
+	int rc = w ? 0 : -ENOMEM;
+
+	if (w) {
+		w->d = d;
+		w->lun = lun;
+		w->id = l->id;
+		w->offline = l->offline;
+		snprintf(w->tname, sizeof(w->tname), "%s", tname);
+		scsitgt_lun_set_offline(lun, true);
+		rc = scsitgt_backend_rbd_use_pr(rbd_ctx, NULL, rbd_pr_attached, w);
+	}
+	if (rc < 0) {
+		free(w);
+		scsitgtd_log(d, SCSITGT_LOG_ERROR,
+			     "%s LUN %llu: shared reservations: %s; the LUN stays offline", tname,
+			     (unsigned long long)l->id, scsitgt_strerror(rc));
+	}
+}
+
 /*
  * Create the LUN on the opened backend @ops/@bctx (the caller's; freed here on failure).
  * @rbd_ctx is the RBD context when the backend is one (bctx may be a fault wrapper around
@@ -261,8 +313,15 @@ static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
 	}
 	if (rbd_ctx)
 		scsitgt_backend_rbd_set_lun(rbd_ctx, lun);
-	/* SPC-5 §5.13.5 APTPL: reservations survive a restart in this file. */
-	pr = pr_path(cfg, tname, l, prbuf, sizeof(prbuf));
+	if (rbd_ctx && l->rbd_shared_pr) {
+		/* Reservations shared with every gateway of the image (RADOS); offline until the
+		 * shared state is read and watched. */
+		rbd_share_pr(d, tname, l, lun, rbd_ctx);
+		pr = NULL;
+	} else {
+		/* SPC-5 §5.13.5 APTPL: reservations survive a restart in this file. */
+		pr = pr_path(cfg, tname, l, prbuf, sizeof(prbuf));
+	}
 	if (pr && (rc = scsitgt_lun_use_pr_file(lun, pr)) < 0)
 		scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: reservations file %s: %s", tname,
 			     (unsigned long long)l->id, pr, scsitgt_strerror(rc));

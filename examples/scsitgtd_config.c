@@ -131,7 +131,7 @@ static int section_end(struct parser *p)
 						  "no direct or aio_queue_depth; remove them",
 						  (unsigned long long)l->id);
 		} else if (l->rbd_namespace || l->rbd_client_id || l->rbd_conf ||
-			   l->rbd_op_timeout >= 0) {
+			   l->rbd_op_timeout >= 0 || cfg_key_seen(p, "rbd_shared_pr")) {
 			return cfg_err_at(p, l->line,
 					  "[lun %llu]: rbd_* keys are only for the rbd backend",
 					  (unsigned long long)l->id);
@@ -253,6 +253,7 @@ static int section_open(struct parser *p, const char *hdr)
 		l->direct = true;
 		l->physical_block_exponent = -1;
 		l->rbd_op_timeout = -1;
+		l->rbd_shared_pr = true;
 		p->sec = SEC_LUN;
 		return 0;
 	}
@@ -640,7 +641,7 @@ bool scsitgtd_lun_needs_recreate(const struct scsitgtd_lun *a, const struct scsi
 	       !str_eq(a->revision, b->revision) || !str_eq(a->serial, b->serial) ||
 	       !str_eq(a->pr_file, b->pr_file) || !str_eq(a->rbd_namespace, b->rbd_namespace) ||
 	       !str_eq(a->rbd_client_id, b->rbd_client_id) || !str_eq(a->rbd_conf, b->rbd_conf) ||
-	       a->rbd_op_timeout != b->rbd_op_timeout ||
+	       a->rbd_op_timeout != b->rbd_op_timeout || a->rbd_shared_pr != b->rbd_shared_pr ||
 	       a->physical_block_exponent != b->physical_block_exponent ||
 	       (a->fault == NULL) != (b->fault == NULL) ||
 	       (a->backend == SCSITGTD_BACKEND_FILE && a->size != b->size);

@@ -96,6 +96,7 @@ struct scsitgtd_lun {
 	char *rbd_client_id;
 	char *rbd_conf;
 	int32_t rbd_op_timeout;
+	bool rbd_shared_pr; /* reservations in RADOS, shared with every gateway (default) */
 	char *vendor;		  /* NULL = library default */
 	char *product;
 	char *revision;

@@ -856,6 +856,10 @@ static int k_lun_bool(struct parser *p, const char *key, const char *v)
 		l->write_through = b;
 		return 0;
 	}
+	if (!strcmp(key, "rbd_shared_pr")) {
+		l->rbd_shared_pr = b;
+		return 0;
+	}
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		if (!strcmp(key, flags[i].key))
 			l->flags = b ? l->flags | flags[i].flag : l->flags & ~flags[i].flag;
@@ -932,6 +936,7 @@ static const struct key lun_keys[] = {
 	{ "rbd_client_id", k_lun_str, false },
 	{ "rbd_conf", k_lun_str, false },
 	{ "rbd_op_timeout", k_rbd_timeout, false },
+	{ "rbd_shared_pr", k_lun_bool, false },
 	{ "read_only", k_lun_bool, false },
 	{ "thin", k_lun_bool, false },
 	{ "removable", k_lun_bool, false },

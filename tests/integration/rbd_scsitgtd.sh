@@ -5,7 +5,8 @@
 # LUN 0 (RAM) is read in full, and the open is still pending afterwards, so the loop kept
 # serving (no timing is measured: the order of events proves it). The open then fails with an
 # error in the log and no LUN. Then the LUN names the real cluster: it appears, and data
-# written with qemu-img equals `rbd export`. Skipped without Ceph or libinih.
+# written with qemu-img equals `rbd export`; its reservations are shared in RADOS. Skipped
+# without Ceph or libinih.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/rbd_lib.sh"
@@ -68,6 +69,13 @@ for ((i = 0; i < 600; i++)); do
 	sleep 0.1
 done
 since | grep -q "LUN 1: created" || it_fail "LUN 1 not created: $(since | tail -5)"
+# Its reservations are shared through RADOS (rbd_shared_pr, default yes): offline until then.
+for ((i = 0; i < 600; i++)); do
+	since | grep -Eq "LUN 1: (reservations shared|shared reservations)" && break
+	sleep 0.1
+done
+since | grep -q "LUN 1: reservations shared in RADOS" ||
+	it_fail "LUN 1's reservations are not shared: $(since | tail -5)"
 
 size=$((16 * 1024 * 1024))
 head -c "$size" /dev/urandom >"$IT_TMP/random.img"

@@ -309,6 +309,12 @@ static void test_errors(void **state)
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 1M\n"
 		  "rbd_namespace = ns\n",
 		  "line 3:", "only for the rbd backend");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 1M\n"
+		  "rbd_shared_pr = no\n",
+		  "line 3:", "only for the rbd backend");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = p/i\n"
+		  "rbd_shared_pr = maybe\n",
+		  "line 6:", "yes or no");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = p/i\n"
 		  "rbd_op_timeout = 86401\n",
 		  "line 6:", "rbd_op_timeout");
@@ -415,13 +421,13 @@ static void test_rbd(void **state)
 					      "[lun 0]\nbackend = rbd\npath = rbd/img\n"
 					      "rbd_namespace = ns1\nrbd_client_id = gw\n"
 					      "rbd_conf = /etc/ceph/c.conf\nrbd_op_timeout = 0\n"
-					      "write_through = yes\n"
+					      "write_through = yes\nrbd_shared_pr = no\n"
 					      "[lun 1]\nbackend = rbd\npath = rbd/img2\n");
 	struct scsitgtd_config *c2 = parse_ok("[target]\nname = iqn.x\n"
 					      "[lun 0]\nbackend = rbd\npath = rbd/img\n"
 					      "rbd_namespace = ns2\nrbd_client_id = gw\n"
 					      "rbd_conf = /etc/ceph/c.conf\nrbd_op_timeout = 0\n"
-					      "write_through = yes\n"
+					      "write_through = yes\nrbd_shared_pr = no\n"
 					      "[lun 1]\nbackend = rbd\npath = rbd/img2\noffline = yes\n");
 	const struct scsitgtd_lun *l0 = scsitgtd_config_find_lun(&c1->targets[0], 0);
 	const struct scsitgtd_lun *l1 = scsitgtd_config_find_lun(&c1->targets[0], 1);
@@ -436,6 +442,9 @@ static void test_rbd(void **state)
 	assert_true(l0->write_through);
 	assert_null(l1->rbd_namespace);
 	assert_int_equal(l1->rbd_op_timeout, -1);
+	/* Reservations are shared through RADOS unless the LUN says no. */
+	assert_false(l0->rbd_shared_pr);
+	assert_true(l1->rbd_shared_pr);
 	/* Another namespace is another image; offline changes in place. */
 	assert_true(scsitgtd_lun_needs_recreate(l0, scsitgtd_config_find_lun(&c2->targets[0], 0)));
 	assert_false(
