@@ -213,6 +213,8 @@ static bool rbd_cache_enabled(struct scsitgt__rbd_ctx *rc)
 /* Tear down whatever rbd_connect_open() set up. Blocking. */
 static void rbd_disconnect(struct scsitgt__rbd_ctx *rc)
 {
+	/* Shared reservations use the cluster handle too (rbd_pr.c). */
+	scsitgt__rbd_pr_disconnect(rc);
 	if (rc->watching) {
 		rbd_update_unwatch(rc->image, rc->watch_handle);
 		rc->watching = false;
@@ -348,6 +350,8 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 		     rc->size_bytes, rc->obj_size,
 		     rc->cache ? "client cache (volatile)" : "no client cache",
 		     rc->read_only ? ", read-only" : "");
+	/* A reconnection: shared reservations watch again on the new handle. */
+	scsitgt__rbd_pr_connected(rc);
 	return 0;
 
 fail:

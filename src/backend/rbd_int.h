@@ -142,7 +142,8 @@ struct scsitgt__rbd_ctx {
 	bool watching;
 
 	/* Shared persistent reservations (rbd_pr.c), when attached: stopped (unwatched) before
-	 * the close job runs. */
+	 * the close job runs. Set and cleared on the loop with __atomic stores; the worker reads it
+	 * (__atomic_load_n) around a reconnection. */
 	struct scsitgt__rbd_pr *pr;
 
 	/* Closing: no new jobs; the close job is the last one. */
@@ -171,5 +172,10 @@ void scsitgt__rbd_io_fail(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, in
  * queued ahead of the close job. Loop: home. */
 struct scsitgt__rbd_pr;
 void scsitgt__rbd_pr_stop(struct scsitgt__rbd_ctx *rc);
+/* The cluster handle is about to be shut down / was connected again (a reconnection): the
+ * shared reservations let go of their ioctx and watch, then take new ones and re-read the
+ * state. Worker thread; no-ops without shared reservations. */
+void scsitgt__rbd_pr_disconnect(struct scsitgt__rbd_ctx *rc);
+void scsitgt__rbd_pr_connected(struct scsitgt__rbd_ctx *rc);
 
 #endif /* SCSITGT_BACKEND_RBD_INT_H */

@@ -41,6 +41,7 @@ enum pr_op_kind {
 	PR_OP_NOTIFY,
 	PR_OP_EVENT,  /* a notify received by the watch */
 	PR_OP_WERROR, /* the watch broke */
+	PR_OP_RELOAD, /* the state read after a reconnection (buf) */
 };
 
 struct pr_op {
@@ -67,6 +68,9 @@ struct pr_op {
 struct scsitgt__rbd_pr {
 	struct scsitgt__rbd_ctx *rc;
 	struct scsitgt_lun *lun; /* NULL once stopping */
+	/* The ioctx: created and destroyed on the worker thread (attach, a reconnection of the
+	 * backend's client, teardown); the loop uses it under io_mu while io_ok. */
+	pthread_mutex_t io_mu;
 	rados_ioctx_t io;
 	bool io_ok;
 	char oid[96];
@@ -227,7 +231,11 @@ static void pr_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *
 		op->rop = rados_create_read_op();
 		if (op->rop) {
 			rados_read_op_read(op->rop, 0, PR_READ_MAX, op->buf, &op->len, &op->prval);
-			r = rados_aio_read_op_operate(op->rop, st->io, op->comp, st->oid, 0);
+			pthread_mutex_lock(&st->io_mu);
+			r = st->io_ok ? rados_aio_read_op_operate(op->rop, st->io, op->comp,
+								  st->oid, 0) :
+					-ENOTCONN;
+			pthread_mutex_unlock(&st->io_mu);
 		}
 	}
 	if (r == 0) {
@@ -259,7 +267,11 @@ static void pr_commit(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req 
 		else
 			rados_write_op_assert_version(op->wop, version);
 		rados_write_op_write_full(op->wop, data, len);
-		r = rados_aio_write_op_operate(op->wop, st->io, op->comp, st->oid, NULL, 0);
+		pthread_mutex_lock(&st->io_mu);
+		r = st->io_ok ? rados_aio_write_op_operate(op->wop, st->io, op->comp, st->oid, NULL,
+							   0) :
+				-ENOTCONN;
+		pthread_mutex_unlock(&st->io_mu);
 	}
 	if (r == 0) {
 		st->inflight++;
@@ -333,9 +345,15 @@ static void pr_write_done(struct pr_op *op)
 	}
 	/* Stored. Tell the other gateways and wait (bounded) for them to apply it. */
 	nop = pr_op_create(st, PR_OP_NOTIFY, op->req);
-	r = nop ? rados_aio_notify(st->io, st->oid, nop->comp, op->data, (int)op->len,
-				   st->notify_timeout_ms, &nop->reply, &nop->reply_len) :
-		  -ENOMEM;
+	r = -ENOMEM;
+	if (nop) {
+		pthread_mutex_lock(&st->io_mu);
+		r = st->io_ok ? rados_aio_notify(st->io, st->oid, nop->comp, op->data, (int)op->len,
+						 st->notify_timeout_ms, &nop->reply,
+						 &nop->reply_len) :
+				-ENOTCONN;
+		pthread_mutex_unlock(&st->io_mu);
+	}
 	if (r < 0) {
 		if (nop)
 			pr_op_free(nop);
@@ -388,8 +406,10 @@ static void pr_event_done(struct pr_op *op)
 		if (r < 0)
 			pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", r);
 	}
+	pthread_mutex_lock(&st->io_mu);
 	if (st->io_ok)
 		rados_notify_ack(st->io, st->oid, op->notify_id, st->cookie, NULL, 0);
+	pthread_mutex_unlock(&st->io_mu);
 }
 
 /* Loop: what librados handed over so far. */
@@ -431,6 +451,11 @@ static void pr_async_cb(uv_async_t *h)
 		case PR_OP_WERROR:
 			pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "watch lost", op->err);
 			pr_rewatch(st);
+			break;
+		case PR_OP_RELOAD:
+			if (st->lun && op->len &&
+			    scsitgt_lun_apply_pr_state(st->lun, op->buf, op->len) < 0)
+				pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", EINVAL);
 			break;
 		}
 		pr_op_free(op);
@@ -572,51 +597,87 @@ static int pr_clear_if_alone(struct scsitgt__rbd_pr *st, const uint8_t *b, size_
 	return r;
 }
 
-static void pr_attach_work(struct scsitgt__rbd_job *job)
+/* Worker: take the ioctx away from the loop, unwatch, let every callback run, destroy it. */
+static void pr_io_close(struct scsitgt__rbd_pr *st)
 {
-	struct scsitgt__rbd_pr *st = job->arg;
+	rados_ioctx_t io;
+	bool ok;
+
+	pthread_mutex_lock(&st->io_mu);
+	ok = st->io_ok;
+	io = st->io;
+	st->io_ok = false;
+	pthread_mutex_unlock(&st->io_mu);
+	if (!ok)
+		return;
+	if (st->watching)
+		rados_unwatch2(io, st->cookie);
+	st->watching = false;
+	/* Every callback and completion of ours has run (they only queued to us). */
+	rados_watch_flush(st->rc->cluster);
+	rados_aio_flush(io);
+	rados_ioctx_destroy(io);
+}
+
+/*
+ * Worker: an ioctx on the image's pool and namespace, the object (created empty if missing:
+ * a watch needs it; an empty object is an empty state), then, with @probe, the attach's
+ * check for a restart of every gateway, then the watch.
+ */
+static int pr_io_open(struct scsitgt__rbd_pr *st, bool probe)
+{
 	struct scsitgt__rbd_ctx *rc = st->rc;
 	rados_write_op_t wop;
+	rados_ioctx_t io;
 	uint64_t ver;
 	int r;
 
-	r = rados_ioctx_create2(rc->cluster, rc->pool_id, &st->io);
+	r = rados_ioctx_create2(rc->cluster, rc->pool_id, &io);
 	if (r < 0)
-		goto out;
+		return r;
+	rados_ioctx_set_namespace(io, rc->pool_namespace ? rc->pool_namespace : "");
+	pthread_mutex_lock(&st->io_mu);
+	st->io = io;
 	st->io_ok = true;
-	rados_ioctx_set_namespace(st->io, rc->pool_namespace ? rc->pool_namespace : "");
-	/* A watch needs the object: create it empty if missing (an empty object is an empty
-	 * state). */
+	pthread_mutex_unlock(&st->io_mu);
 	wop = rados_create_write_op();
-	if (wop == NULL) {
-		r = -ENOMEM;
-		goto out;
-	}
+	if (wop == NULL)
+		return -ENOMEM;
 	rados_write_op_create(wop, LIBRADOS_CREATE_IDEMPOTENT, NULL);
-	r = rados_write_op_operate(wop, st->io, st->oid, NULL, 0);
+	r = rados_write_op_operate(wop, io, st->oid, NULL, 0);
 	rados_release_write_op(wop);
+	if (r == 0 && probe) {
+		r = pr_read_sync(st, &st->init_state, &st->init_len, &ver);
+		if (r == 0)
+			r = pr_clear_if_alone(st, st->init_state, st->init_len, ver);
+	}
 	if (r < 0)
-		goto out;
-	r = pr_read_sync(st, &st->init_state, &st->init_len, &ver);
-	if (r < 0)
-		goto out;
-	r = pr_clear_if_alone(st, st->init_state, st->init_len, ver);
-	if (r < 0)
-		goto out;
-	r = rados_watch2(st->io, st->oid, &st->cookie, pr_watch_cb, pr_watch_err_cb, st);
-	if (r < 0)
-		goto out;
-	st->watching = true;
-	/* Read again: a change committed between the first read and the watch. */
-	free(st->init_state);
-	r = pr_read_sync(st, &st->init_state, &st->init_len, &ver);
-out:
+		return r;
+	r = rados_watch2(io, st->oid, &st->cookie, pr_watch_cb, pr_watch_err_cb, st);
+	if (r == 0)
+		st->watching = true;
+	return r;
+}
+
+static void pr_attach_work(struct scsitgt__rbd_job *job)
+{
+	struct scsitgt__rbd_pr *st = job->arg;
+	uint64_t ver;
+	int r;
+
+	r = pr_io_open(st, true);
+	if (r == 0) {
+		/* Read again: a change committed between the first read and the watch. */
+		free(st->init_state);
+		r = pr_read_sync(st, &st->init_state, &st->init_len, &ver);
+	}
 	job->status = r;
 }
 
 static void pr_free(struct scsitgt__rbd_pr *st)
 {
 	pthread_mutex_destroy(&st->mu);
+	pthread_mutex_destroy(&st->io_mu);
 	free(st->init_state);
 	free(st);
 }
@@ -628,16 +689,7 @@ static void pr_async_closed(uv_handle_t *h)
 
 static void pr_teardown_work(struct scsitgt__rbd_job *job)
 {
-	struct scsitgt__rbd_pr *st = job->arg;
-
-	if (st->watching)
-		rados_unwatch2(st->io, st->cookie);
-	st->watching = false;
-	if (st->io_ok) {
-		/* Every callback and completion of ours has run (they only queued to us). */
-		rados_watch_flush(st->rc->cluster);
-		rados_aio_flush(st->io);
-	}
+	pr_io_close(job->arg);
 	job->status = 0;
 }
 
@@ -652,9 +704,6 @@ static void pr_teardown_done(struct scsitgt__rbd_job *job)
 		list = op->next;
 		pr_op_free(op);
 	}
-	if (st->io_ok)
-		rados_ioctx_destroy(st->io);
-	st->io_ok = false;
 	uv_close((uv_handle_t *)&st->async, pr_async_closed);
 }
 
@@ -701,7 +750,7 @@ static void pr_attach_done(struct scsitgt__rbd_job *job)
 			r = -ECANCELED;
 		pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "attach", r);
 		if (rc->pr == st)
-			rc->pr = NULL;
+			__atomic_store_n(&rc->pr, NULL, __ATOMIC_RELEASE);
 		/* Undo on the worker thread (unwatch), then free. */
 		pr_stop(st);
 	}
@@ -715,7 +764,7 @@ void scsitgt__rbd_pr_stop(struct scsitgt__rbd_ctx *rc)
 
 	if (st == NULL)
 		return;
-	rc->pr = NULL;
+	__atomic_store_n(&rc->pr, NULL, __ATOMIC_RELEASE);
 	if (st->lun && !st->attaching)
 		scsitgt_lun_set_pr_cluster(st->lun, NULL, NULL);
 	pr_stop(st);
@@ -737,6 +786,11 @@ static void pr_rewatch_work(struct scsitgt__rbd_job *job)
 	uint64_t ver;
 	int r;
 
+	if (!st->io_ok) {
+		/* Reconnecting (scsitgt__rbd_pr_connected watches again). */
+		job->status = 0;
+		return;
+	}
 	if (st->watching)
 		rados_unwatch2(st->io, st->cookie);
 	st->watching = false;
@@ -816,9 +870,11 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_use_pr(void *bctx,
 	/* Keyed by the image id: stable across renames, unique in the pool and namespace. */
 	snprintf(st->oid, sizeof(st->oid), "scsitgt_pr.%s", rc->image_id);
 	pthread_mutex_init(&st->mu, NULL);
+	pthread_mutex_init(&st->io_mu, NULL);
 	r = uv_async_init(rc->loop, &st->async, pr_async_cb);
 	if (r < 0) {
 		pthread_mutex_destroy(&st->mu);
+		pthread_mutex_destroy(&st->io_mu);
 		free(st);
 		return r;
 	}
@@ -834,6 +890,50 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_use_pr(void *bctx,
 		uv_close((uv_handle_t *)&st->async, pr_async_closed);
 		return r;
 	}
-	rc->pr = st;
+	__atomic_store_n(&rc->pr, st, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/*
+ * Worker thread: the backend replaces its cluster handle (a blocklisted client reconnects):
+ * our ioctx belongs to the old one. Until scsitgt__rbd_pr_connected() the store answers
+ * -ENOTCONN (HARDWARE ERROR, LOGICAL UNIT COMMUNICATION FAILURE) and the watch is gone.
+ */
+void scsitgt__rbd_pr_disconnect(struct scsitgt__rbd_ctx *rc)
+{
+	struct scsitgt__rbd_pr *st = __atomic_load_n(&rc->pr, __ATOMIC_ACQUIRE);
+
+	if (st && !st->attaching)
+		pr_io_close(st);
+}
+
+/* Worker thread: the new cluster handle is up: watch again and apply the state as it is now
+ * (a change missed meanwhile raises the unit attentions derived from the difference). */
+void scsitgt__rbd_pr_connected(struct scsitgt__rbd_ctx *rc)
+{
+	struct scsitgt__rbd_pr *st = __atomic_load_n(&rc->pr, __ATOMIC_ACQUIRE);
+	struct pr_op *op;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	uint64_t ver;
+	int r;
+
+	if (st == NULL || st->attaching || st->io_ok)
+		return;
+	r = pr_io_open(st, false);
+	if (r == 0)
+		r = pr_read_sync(st, &buf, &len, &ver);
+	op = r == 0 ? calloc(1, sizeof(*op)) : NULL;
+	if (op == NULL) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: reservations after the reconnection: %s", rc->pool, st->oid,
+			     strerror(r < 0 ? -r : ENOMEM));
+		free(buf);
+		return;
+	}
+	op->st = st;
+	op->kind = PR_OP_RELOAD;
+	op->buf = (char *)buf;
+	op->len = len;
+	pr_post(st, op);
 }
