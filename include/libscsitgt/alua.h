@@ -58,7 +58,7 @@ enum {
 /** Most target ports per group. */
 #define SCSITGT_ALUA_MAX_PORTS 32
 
-/** Return value of a scsitgt_alua_request_cb: accepted; the host sets the state itself. */
+/** Return value of the SET TARGET PORT GROUPS hook: accepted; the host sets the state itself. */
 #define SCSITGT_ALUA_REQUEST_DEFERRED 1
 
 /**

@@ -27,7 +27,12 @@ if [ ! -f "$baseline" ]; then
 fi
 # --no-added-syms: additions are compatible. Exit status bits (abidiff(1)): 1 error, 2 usage
 # error, 4 ABI change, 8 incompatible ABI change; after the filters any change is a break.
-abidiff --no-added-syms --headers-dir2 "$headers" --suppressions "$supp" "$baseline" "$lib"
+# --drop-private-types: types the public headers do not define (struct scsitgt_io, the core's
+# objects) are not ABI and are left out entirely; it also keeps libabigail 2.2 (Debian 12)
+# from crashing while it applies the suppressions to them (SIGSEGV in get_last_data_member once
+# struct scsitgt_backend_ops grew members). Inserted or retyped public members still fail.
+abidiff --drop-private-types --no-added-syms --headers-dir2 "$headers" --suppressions "$supp" \
+	"$baseline" "$lib"
 rc=$?
 if [ "$rc" -ne 0 ]; then
 	echo "abidiff: exit status $rc: the ABI of $lib is not compatible with $baseline"
