@@ -162,6 +162,33 @@ struct scsitgt_backend_ops {
 	 */
 	int (*get_lba_status)(void *bctx, uint64_t lba, uint64_t *num_blocks_out,
 			      bool *mapped_out);
+	/**
+	 * The command an io belongs to was aborted (ABORT TASK, ABORT TASK SET, CLEAR TASK SET,
+	 * a reset, the nexus ending). Optional, may be NULL: the library then waits for the io
+	 * as usual, a task management function at most the engine's TMF timeout
+	 * (scsitgt_engine_set_tmf_timeout()). A backend that can cancel the io does so and
+	 * completes it soon, with any status (the initiator never sees it; -ECANCELED is
+	 * customary), but never from inside abort() itself. A backend that cannot cancel it
+	 * ignores the call and completes the io whenever it finishes: the io stays lent to it
+	 * either way. Called at most once per io, on the home loop, possibly for an io the
+	 * backend has just completed through scsitgt_io_complete_threadsafe() whose completion
+	 * has not reached the loop yet: then there is nothing to cancel. Appended after the
+	 * first release; older tables leave it NULL.
+	 *
+	 * @param bctx The backend context.
+	 * @param io   The io, still lent to the backend.
+	 */
+	void (*abort)(void *bctx, struct scsitgt_io *io);
+	/**
+	 * The logical unit was reset (LOGICAL UNIT RESET, TARGET WARM or COLD RESET, SAM-5
+	 * §6.3.2): called once per reset, after abort() was called for each of the LUN's ios.
+	 * A backend with state of its own to reset (a pass-through device, a session with a
+	 * remote volume) resets it here; the library does not wait for it. Optional, may be
+	 * NULL. Appended after the first release; older tables leave it NULL.
+	 *
+	 * @param bctx The backend context.
+	 */
+	void (*reset)(void *bctx);
 };
 
 /**

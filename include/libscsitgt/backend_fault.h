@@ -65,6 +65,14 @@ struct scsitgt_fault_rule {
 	int error;
 	/** ::SCSITGT_FAULT_DELAY: milliseconds to wait. Default 100. */
 	uint32_t delay_ms;
+	/**
+	 * ::SCSITGT_FAULT_HANG and ::SCSITGT_FAULT_DELAY: an io this rule holds is cancelled
+	 * when its command is aborted (the backend's abort(), backend.h): it completes at once
+	 * with -ECANCELED, as on a device that honours aborts. Default false: held ios ignore
+	 * aborts, as on a hung device, and the task management function waits for the TMF
+	 * timeout. Spec key `abortable=1`.
+	 */
+	bool abortable;
 };
 
 /** Counters of a fault backend (scsitgt_backend_fault_get_stats()). */
@@ -89,6 +97,10 @@ struct scsitgt_fault_stats {
 	uint32_t held;
 	/** ios waiting for their delay right now. */
 	uint32_t delaying;
+	/** ios cancelled by an abort (rules with abortable set). */
+	uint64_t cancelled;
+	/** Resets of the logical unit seen (the backend's reset()). */
+	uint64_t resets;
 };
 
 /**

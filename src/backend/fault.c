@@ -30,12 +30,18 @@ struct fault_rule {
 struct fault_held {
 	struct scsitgt__list node;
 	struct scsitgt_io *io;
+	bool abortable;
 };
 
+/* A delayed io on its timer; also an aborted io waiting to be completed (never from inside
+ * abort(), backend.h), on a zero timeout. */
 struct fault_delay {
 	uv_timer_t timer;
+	struct scsitgt__list node; /* in fault.delays */
 	struct fault *f;
 	struct scsitgt_io *io;
+	bool abortable;
+	bool cancelled;
 };
 
 struct fault {
@@ -47,6 +53,7 @@ struct fault {
 	unsigned int nrules;
 	int next_id;
 	struct scsitgt__list held;
+	struct scsitgt__list delays;
 	struct scsitgt_fault_stats st;
 	/* Completions from inside scsitgt_backend_fault_release() may close the LUN: the
 	 * context is then freed when the release returns, not under it. */
@@ -174,10 +181,83 @@ static void delay_fire(uv_timer_t *t)
 	struct fault_delay *d = t->data;
 	struct fault *f = d->f;
 	struct scsitgt_io *io = d->io;
+	bool cancelled = d->cancelled;
 
 	f->st.delaying--;
+	scsitgt__list_remove(&d->node);
 	uv_close((uv_handle_t *)&d->timer, delay_closed);
-	f->inner.submit(f->inner_ctx, io);
+	if (cancelled)
+		scsitgt_io_complete(io, -ECANCELED);
+	else
+		f->inner.submit(f->inner_ctx, io);
+}
+
+/* Start @io's timer; false without memory. */
+static bool delay_start(struct fault *f, struct scsitgt_io *io, uint64_t ms, bool abortable,
+			bool cancelled)
+{
+	struct fault_delay *d = malloc(sizeof(*d));
+
+	if (d == NULL || uv_timer_init(f->loop, &d->timer) < 0) {
+		free(d);
+		return false;
+	}
+	d->f = f;
+	d->io = io;
+	d->abortable = abortable;
+	d->cancelled = cancelled;
+	d->timer.data = d;
+	scsitgt__list_add_tail(&f->delays, &d->node);
+	f->st.delaying++;
+	uv_timer_start(&d->timer, delay_fire, ms, 0);
+	return true;
+}
+
+/* backend.h abort(): an abortable held or delayed io completes with -ECANCELED on the next
+ * loop pass; any other io is the wrapped backend's to cancel, or not. */
+static void fault_abort(void *bctx, struct scsitgt_io *io)
+{
+	struct fault *f = bctx;
+	struct scsitgt__list *pos, *tmp;
+
+	scsitgt__list_foreach_safe(pos, tmp, &f->held)
+	{
+		struct fault_held *h = scsitgt__container_of(pos, struct fault_held, node);
+
+		if (h->io != io)
+			continue;
+		if (!h->abortable || !delay_start(f, io, 0, false, true))
+			return;
+		scsitgt__list_remove(&h->node);
+		free(h);
+		f->st.held--;
+		f->st.cancelled++;
+		return;
+	}
+	scsitgt__list_foreach_safe(pos, tmp, &f->delays)
+	{
+		struct fault_delay *d = scsitgt__container_of(pos, struct fault_delay, node);
+
+		if (d->io != io)
+			continue;
+		if (d->abortable && !d->cancelled) {
+			d->cancelled = true;
+			f->st.cancelled++;
+			uv_timer_start(&d->timer, delay_fire, 0, 0);
+		}
+		return;
+	}
+	if (f->inner.abort)
+		f->inner.abort(f->inner_ctx, io);
+}
+
+static void fault_reset(void *bctx)
+{
+	struct fault *f = bctx;
+
+	f->st.resets++;
+	if (f->inner.reset)
+		f->inner.reset(f->inner_ctx);
 }
 
 static void fault_submit(void *bctx, struct scsitgt_io *io)
@@ -207,24 +287,15 @@ static void fault_submit(void *bctx, struct scsitgt_io *io)
 		scsitgt_io_complete_at(io, -EIO, lba);
 		return;
 	}
-	case SCSITGT_FAULT_DELAY: {
-		struct fault_delay *d = malloc(sizeof(*d));
-
+	case SCSITGT_FAULT_DELAY:
 		/* Without memory for the timer the io goes through undelayed. */
-		if (d == NULL || uv_timer_init(f->loop, &d->timer) < 0) {
-			free(d);
+		if (!delay_start(f, io, fr->r.delay_ms, fr->r.abortable, false)) {
 			f->st.passed++;
 			f->inner.submit(f->inner_ctx, io);
 			return;
 		}
-		d->f = f;
-		d->io = io;
-		d->timer.data = d;
 		f->st.delayed++;
-		f->st.delaying++;
-		uv_timer_start(&d->timer, delay_fire, fr->r.delay_ms, 0);
 		return;
-	}
 	case SCSITGT_FAULT_HANG: {
 		struct fault_held *h = malloc(sizeof(*h));
 
@@ -233,6 +304,7 @@ static void fault_submit(void *bctx, struct scsitgt_io *io)
 			return;
 		}
 		h->io = io;
+		h->abortable = fr->r.abortable;
 		scsitgt__list_add_tail(&f->held, &h->node);
 		f->st.hung++;
 		f->st.held++;
@@ -264,6 +336,7 @@ SCSITGT_EXPORT int scsitgt_backend_fault_create(void **bctx_out, uv_loop_t *loop
 	f->inner_ctx = inner_ctx;
 	f->loop = loop;
 	scsitgt__list_init(&f->held);
+	scsitgt__list_init(&f->delays);
 	f->ops.size = sizeof(f->ops);
 	f->ops.name = f->inner.name ? f->inner.name : "fault";
 	f->ops.io_ctx_size = f->inner.io_ctx_size;
@@ -272,6 +345,8 @@ SCSITGT_EXPORT int scsitgt_backend_fault_create(void **bctx_out, uv_loop_t *loop
 	f->ops.submit = fault_submit;
 	f->ops.supports = fault_supports;
 	f->ops.get_lba_status = f->inner.get_lba_status ? fault_get_lba_status : NULL;
+	f->ops.abort = fault_abort;
+	f->ops.reset = fault_reset;
 	f->st.size = sizeof(f->st);
 	*bctx_out = f;
 	return 0;
@@ -476,6 +551,10 @@ static int parse_rule(const char *s, const char *e, struct scsitgt_fault_rule *r
 			if (parse_u64(ke + 1, ve, UINT64_MAX / 2, &r->lba_count) < 0 ||
 			    r->lba_count == 0)
 				return -EINVAL;
+		} else if (word_is(s, ke, "abortable")) {
+			if (parse_u64(ke + 1, ve, 1, &v) < 0)
+				return -EINVAL;
+			r->abortable = v != 0;
 		} else if (word_is(s, ke, "skip") || word_is(s, ke, "every") ||
 			   word_is(s, ke, "count")) {
 			if (parse_u64(ke + 1, ve, UINT32_MAX, &v) < 0)

@@ -223,6 +223,9 @@ enum scsitgt__io_tstate {
 	SCSITGT__IO_ORPHAN = 2,	/* given up by an engine shutdown: its completion only frees */
 };
 
+/* Tell the backend about each io of an aborted command it still holds (backend.h abort()). */
+void scsitgt__io_abort_cmd(struct scsitgt__cmd *cmd);
+
 /* Drain the engine's thread-safe completion queue (engine.c calls it from its async). */
 void scsitgt__io_drain_threadsafe(struct scsitgt_engine *engine);
 

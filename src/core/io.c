@@ -198,6 +198,25 @@ SCSITGT_EXPORT void scsitgt_io_complete_threadsafe(struct scsitgt_io *io, int st
 	atomic_fetch_sub(&engine->tsq_senders, 1);
 }
 
+void scsitgt__io_abort_cmd(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt_lun *lun = cmd->lun;
+	struct scsitgt__list *pos, *tmp;
+
+	if (lun == NULL || lun->ops.abort == NULL)
+		return;
+	/* abort() never completes the io from inside (backend.h); the safe walk still copes
+	 * with one that does. */
+	scsitgt__list_foreach_safe(pos, tmp, &lun->ios)
+	{
+		struct scsitgt_io *io = scsitgt__container_of(pos, struct scsitgt_io, lun_node);
+
+		/* One the backend already completed from its thread has nothing to cancel. */
+		if (io->cmd == cmd && atomic_load(&io->tstate) == SCSITGT__IO_LENT)
+			lun->ops.abort(lun->bctx, io);
+	}
+}
+
 void scsitgt__io_drain_threadsafe(struct scsitgt_engine *engine)
 {
 	struct scsitgt__mpsc_node *n = scsitgt__mpsc_take_all(&engine->tsq);

@@ -97,6 +97,8 @@ static void abort_cmd(struct scsitgt__cmd *c, struct scsitgt__tmf_op *op)
 			c->tmf_wait = op;
 			op->waiting++;
 		}
+		/* A backend that can cancel its ios returns them sooner (backend.h abort()). */
+		scsitgt__io_abort_cmd(c);
 	} else {
 		c->state = SCSITGT__CMD_ABORTED;
 		c->sess->ops->cmd_aborted(c);
@@ -167,6 +169,9 @@ static void lun_reset(struct scsitgt_lun *lun, enum scsitgt__sense_reason ua,
 	scsitgt__selftest_reset(lun);
 	/* SBC-4 §5.16: a reset releases PREVENT ALLOW MEDIUM REMOVAL (every nexus's). */
 	scsitgt__sbc_prevent_release(lun, NULL);
+	/* The backend's own state (backend.h reset()), after its ios were aborted. */
+	if (lun->ops.reset)
+		lun->ops.reset(lun->bctx);
 	scsitgt__ua_establish_all(tgt, lun->id, NULL, ua);
 }
 
