@@ -60,4 +60,18 @@ case "$loaded" in
 "$dest"/*) echo "loaded $loaded" ;;
 *) echo "consumer resolved libscsitgt to '$loaded', not the installed copy"; exit 1 ;;
 esac
+# The same installed files from C++17: enumeration, lookup, events, scsitgt_engine_post().
+CXX=${CXX:-}
+if [[ -n "$CXX" ]]; then
+	# shellcheck disable=SC2086
+	$CXX -std=c++17 -Wall -Wextra -Werror -o "$tmp/consumer-cxx" "$SRCDIR/consumer.cpp" \
+		$flags -pthread
+	out=$(LD_LIBRARY_PATH=$libdir "$tmp/consumer-cxx")
+	echo "$out"
+	grep -qx "targets 1 luns 2 4 7" <<<"$out" || { echo "C++: wrong enumeration"; exit 1; }
+	grep -qx "post on home, offline event lun 4" <<<"$out" ||
+		{ echo "C++: post or event wrong"; exit 1; }
+else
+	echo "no C++ compiler: the C++ consumer is skipped"
+fi
 echo "pkgconfig: ok"
