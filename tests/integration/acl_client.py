@@ -29,6 +29,7 @@ import argparse
 import os
 import socket
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostile_iscsi as hi  # noqa: E402
@@ -45,7 +46,7 @@ def bind_source(src):
 
 def try_login(args, initiator):
     """A Session in full feature phase, or the login status (int) that refused it."""
-    s = hi.Session("127.0.0.1", args.port, args.iqn, initiator=initiator, timeout=15.0)
+    s = hi.Session("127.0.0.1", args.port, args.iqn, initiator=initiator, timeout=hi.WAIT)
     try:
         s.login()
         return s
@@ -73,7 +74,7 @@ def cmd_login(args):
 
 
 def cmd_luns(args):
-    s = hi.Session("127.0.0.1", args.port, args.iqn, initiator=args.initiator, timeout=15.0)
+    s = hi.Session("127.0.0.1", args.port, args.iqn, initiator=args.initiator, timeout=hi.WAIT)
     # The nexus may see no LUN 0: no TEST UNIT READY after login. REPORT LUNS needs no
     # existing LUN (SPC-5 §6.33); a unit attention it may still report is taken and retried.
     s.clear_unit_attention = lambda: None
@@ -99,7 +100,7 @@ def cmd_luns(args):
 
 
 def cmd_immediate(args):
-    s = hi.Session("127.0.0.1", args.port, args.iqn, initiator=args.initiator, timeout=15.0)
+    s = hi.Session("127.0.0.1", args.port, args.iqn, initiator=args.initiator, timeout=hi.WAIT)
     s.login(initial_r2t="Yes", immediate="No")
     pending, rejects = {}, 0
     for i in range(args.count):
@@ -133,7 +134,7 @@ def cmd_immediate(args):
 
 
 def cmd_discover(args):
-    s = hi.Session("127.0.0.1", args.port, "", initiator=args.initiator, timeout=15.0)
+    s = hi.Session("127.0.0.1", args.port, "", initiator=args.initiator, timeout=hi.WAIT)
     s.next_itt()
     text = hi.text_keys([("InitiatorName", args.initiator), ("SessionType", "Discovery"),
                          ("AuthMethod", "None")])
@@ -182,12 +183,13 @@ def cmd_hold(args):
             held.pop(0).close()
             name = "%s-new" % args.initiator if args.distinct_names else args.initiator
             r = None
-            # The target notices the closed connection a moment later: retry briefly.
-            for _ in range(50):
+            # The target notices the closed connection a moment later: retry until it has
+            # (bounded generously: a loaded machine may take seconds).
+            deadline = time.monotonic() + 60
+            while True:
                 r = try_login(args, name)
-                if not isinstance(r, int):
+                if not isinstance(r, int) or time.monotonic() > deadline:
                     break
-                import time
                 time.sleep(0.1)
             if isinstance(r, int):
                 print("FAIL: the freed place was not given to a new login (0x%04x)" % r)

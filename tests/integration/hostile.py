@@ -96,7 +96,7 @@ class Target:
         s = hi.Session(self.host, self.port, self.iqn, self.lun, **kw)
         return s
 
-    def raw(self, timeout=10.0):
+    def raw(self, timeout=hi.WAIT):
         return hi.Conn(self.host, self.port, timeout)
 
     def run(self, argv, timeout=60, binary=False):
@@ -223,7 +223,7 @@ class SlowDrip:
 # --------------------------------------------------------------------------------------------
 # Pre-login attacks.
 
-def expect_drop_or_login_reject(c, what, timeout=10.0):
+def expect_drop_or_login_reject(c, what, timeout=hi.WAIT):
     """After a bad pre-login PDU: EOF, or a Login Response with a failure status then EOF."""
     try:
         p = c.recv_pdu(timeout)
@@ -309,14 +309,14 @@ def a_prelogin_random(t):
         c = t.raw()
         c.send(hi.pdu_bytes(bytes(b), text, rnd.randbytes(4 * ahs_words)))
         try:
-            p = c.recv_pdu(10)
+            p = c.recv_pdu(hi.WAIT)
             check(p.opcode == hi.OP_LOGIN_RSP, "random login: answer %r" % p)
             answered += 1
         except hi.Closed:
             dropped += 1
         except socket.timeout:
-            raise Failure("random login PDU %s...: no answer and no drop within 10 s"
-                          % bytes(b).hex())
+            raise Failure("random login PDU %s...: no answer and no drop within %.0f s"
+                          % (bytes(b).hex(), hi.WAIT))
         c.close()
     return "40 random headers; 60 random login PDUs: %d answered, %d dropped" % (
         answered, dropped)
@@ -333,7 +333,7 @@ def a_login_text_flood(t):
         data = first if i == 0 else chunk
         try:
             s.send(s.login_pdu(hi.STAGE_SECURITY, hi.STAGE_OPERATIONAL, False, data, cont=True))
-            p = s.recv_pdu(10)
+            p = s.recv_pdu(hi.WAIT)
         except hi.Closed:
             s.close()
             raise Failure("text flood: dropped without a Login Response after %d PDUs" % i)
@@ -343,7 +343,7 @@ def a_login_text_flood(t):
             check(not p.data, "text flood: a partial text is answered with keys")
             continue
         check(cls in (2, 3), "text flood: status 0x%02x%02x" % (cls, det))
-        check(s.wait_closed(10), "text flood: still open after the Login Reject")
+        check(s.wait_closed(hi.WAIT), "text flood: still open after the Login Reject")
         s.close()
         return "Login Reject 0x%02x%02x after %d KiB of text" % (cls, det, (i + 1) * 8)
     s.close()
@@ -373,7 +373,7 @@ def a_login_dsl_over_8k(t):
 # --------------------------------------------------------------------------------------------
 # Attacks in full feature phase.
 
-def expect_reject(s, sent_bhs, reasons, what, timeout=10.0):
+def expect_reject(s, sent_bhs, reasons, what, timeout=hi.WAIT):
     """A Reject (RFC 7143 §11.17) with one of @reasons carrying the header we sent."""
     p = s.recv(timeout)
     check(p.opcode == hi.OP_REJECT, "%s: expected a Reject, got %r" % (what, p))
@@ -471,7 +471,7 @@ def write_cmd_wait_r2t(s, lba, nbytes):
     return itt, p
 
 
-def expect_failed_response(s, itt, what, timeout=10.0):
+def expect_failed_response(s, itt, what, timeout=hi.WAIT):
     """After a broken Data-Out sequence: the command must not succeed (SCSI Response with a
     status other than GOOD), or the connection is dropped (ERL0 recovery)."""
     try:
@@ -557,7 +557,7 @@ def a_dsl_over_mrdsl(t):
     except hi.Closed:
         pass
     try:
-        p = s.recv(10)
+        p = s.recv(hi.WAIT)
     except hi.Closed:
         s.close()
         return "dropped (MRDSL %d)" % s.mrdsl_target
@@ -633,7 +633,7 @@ def a_nop_big(t):
         s.close()
         return "%d-byte ping echoed; 1 MiB ping: dropped" % n
     try:
-        p = s.recv(10)
+        p = s.recv(hi.WAIT)
     except hi.Closed:
         s.close()
         return "%d-byte ping echoed; 1 MiB ping: dropped" % n
@@ -720,7 +720,7 @@ def a_login_logout_loop(t):
         s.login()
         s.read(i, 1)
         s.logout()
-        check(s.wait_closed(10), "session %d: not closed after the Logout Response" % i)
+        check(s.wait_closed(hi.WAIT), "session %d: not closed after the Logout Response" % i)
         s.close()
     for i in range(20):
         s = t.session()

@@ -7,6 +7,7 @@ numbers outside the window, Data-Out that breaks its sequence. No digests are ne
 PDU on the wire is BHS (48 bytes), AHS, data segment and pad (RFC 7143 §11.1).
 """
 
+import os
 import socket
 import struct
 import time
@@ -53,6 +54,9 @@ SAM_GOOD = 0x00
 SAM_CHECK_CONDITION = 0x02
 
 INITIATOR_BASE = "iqn.2026-11.org.libscsitgt:hostile"
+# How long to wait for something the target must do (an answer, a close): an upper bound for
+# a slow, loaded machine, never a measurement; a passing test never waits for it.
+WAIT = float(os.environ.get("IT_WAIT_BOUND", "60"))
 
 
 class ProtocolError(AssertionError):
@@ -155,7 +159,7 @@ def cdb_tur():
 class Conn:
     """One TCP connection to the target, with a bounded-wait PDU reader."""
 
-    def __init__(self, host, port, timeout=10.0):
+    def __init__(self, host, port, timeout=WAIT):
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.default_timeout = timeout
@@ -253,7 +257,7 @@ class Session(Conn):
 
     _isid_counter = 0
 
-    def __init__(self, host, port, iqn, lun=0, initiator=None, timeout=10.0):
+    def __init__(self, host, port, iqn, lun=0, initiator=None, timeout=WAIT):
         super().__init__(host, port, timeout)
         Session._isid_counter += 1
         self.iqn = iqn
@@ -381,17 +385,23 @@ class Session(Conn):
 
     # --- full feature phase ---
 
+    def answer_ping(self, p):
+        """If @p is a target's NOP-In ping (RFC 7143 §11.19: a NOP-In with a TTT asks for a
+        NOP-Out echo), answer it and return True."""
+        if p.opcode != OP_NOP_IN or p.itt != RESERVED_TAG or p.ttt == RESERVED_TAG:
+            return False
+        self.send(pdu_bytes(bhs_build(
+            OP_NOP_OUT, FINAL, immediate=True, lun=struct.unpack_from(">Q", p.bhs, 8)[0],
+            itt=RESERVED_TAG, fields={20: p.ttt, 24: self.cmd_sn, 28: self.exp_stat_sn})))
+        self.pings_answered += 1
+        return True
+
     def recv(self, timeout=None):
-        """The next PDU other than the target's NOP-In pings, which are answered here
-        (RFC 7143 §11.19: a NOP-In with a TTT asks for a NOP-Out echo)."""
+        """The next PDU other than the target's NOP-In pings, which are answered here, and
+        Async Messages, which are dropped."""
         while True:
             p = self.recv_pdu(timeout)
-            if p.opcode == OP_NOP_IN and p.itt == RESERVED_TAG and p.ttt != RESERVED_TAG:
-                self.send(pdu_bytes(bhs_build(
-                    OP_NOP_OUT, FINAL, immediate=True, lun=struct.unpack_from(">Q", p.bhs, 8)[0],
-                    itt=RESERVED_TAG, fields={20: p.ttt, 24: self.cmd_sn,
-                                              28: self.exp_stat_sn})))
-                self.pings_answered += 1
+            if self.answer_ping(p):
                 continue
             if p.opcode == OP_ASYNC:
                 continue

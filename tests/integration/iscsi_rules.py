@@ -8,6 +8,7 @@ Every wait is a bounded poll for the event it needs; no timing is asserted.
 
   chap-a   --offer LIST --expect ANSWER|refused   CHAP_A answer (RFC 7143 §6.2.1, §12.1.3)
   bad-name                   an InitiatorName with a line break: login 0x0200 (§4.2.7)
+  forged-chap-login          a CHAP login refused for its response, InitiatorName with a line break
   chap-forged                a refused CHAP login whose CHAP_N and alias hold a forged line
   first-burst                FirstBurstLength above MaxBurstLength (§13.14): answer = in force
   resets                     TARGET WARM RESET keeps sessions, COLD RESET closes all (§11.5.1)
@@ -19,12 +20,13 @@ import os
 import socket
 import struct
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostile_iscsi as hi  # noqa: E402
 
 FORGED = "FORGED-LINE iscsi: login of iqn.2026-11.org.admin accepted"
-WAIT = 30.0  # bound of every wait for an answer or a close, generous for a loaded machine
+WAIT = hi.WAIT  # bound of every wait for an answer or a close (hostile_iscsi.py)
 
 
 class Failure(AssertionError):
@@ -97,6 +99,27 @@ def cmd_bad_name(a):
         ("TargetName", a.iqn + "\n" + FORGED), ("AuthMethod", "None,CHAP")])
     expect_refused(s, rsp, 0x0200, "TargetName with a line feed")
     print("ok: TargetName with a line feed: 0x0200")
+
+
+def cmd_forged_chap_login(a):
+    """The issue's case: an InitiatorName holding a forged line in a CHAP login that fails for
+    a wrong response. Refused either way: at the name (0x0200) or at the response (0x0201);
+    iscsi_rules.sh then checks that no log line starts with the forged text."""
+    name = "iqn.2026-11.org.libscsitgt:evil\n" + FORGED
+    s = hi.Session(a.host, a.port, a.iqn, initiator=name, timeout=WAIT)
+    rsp = login_step(s, hi.STAGE_SECURITY, hi.STAGE_OPERATIONAL, False, [
+        ("InitiatorName", name), ("SessionType", "Normal"), ("TargetName", s.iqn),
+        ("AuthMethod", "CHAP")])
+    if status_of(rsp) != 0:
+        expect_refused(s, rsp, 0x0200, "CHAP login of a forged InitiatorName")
+        print("ok: CHAP login of a forged InitiatorName refused at the name (0x0200)")
+        return
+    rsp = login_step(s, hi.STAGE_SECURITY, hi.STAGE_OPERATIONAL, False, [("CHAP_A", "5")])
+    check(status_of(rsp) == 0, "CHAP_A=5: 0x%04x" % status_of(rsp))
+    rsp = login_step(s, hi.STAGE_SECURITY, hi.STAGE_OPERATIONAL, True, [
+        ("CHAP_N", "it-user"), ("CHAP_R", "0x" + "00" * 16)])
+    expect_refused(s, rsp, 0x0201, "wrong CHAP response")
+    print("ok: CHAP login of a forged InitiatorName refused at the response (0x0201)")
 
 
 def cmd_chap_forged(a):
@@ -192,6 +215,24 @@ def tur_sense(s):
     return st, (sense[2] & 0x0F, sense[12], sense[13])
 
 
+def wait_closed(s):
+    """True when the target closes @s within WAIT; its NOP-In pings are answered meanwhile, so
+    that only what the test does can close the connection."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:
+            # recv_pdu, not Session.recv: that one waits afresh after each ping it answers.
+            p = s.recv_pdu(left)
+        except hi.Closed:
+            return True
+        except socket.timeout:
+            return False
+        s.answer_ping(p)
+
+
 def cmd_resets(a):
     # WARM RESET (function 6): both sessions stay; the other one sees the reset.
     s1 = hi.Session(a.host, a.port, a.iqn, timeout=WAIT)
@@ -214,7 +255,7 @@ def cmd_resets(a):
     p = tmf(s1, 7)
     check(p.bhs[2] == 0, "TARGET COLD RESET: response %d, expected 0 (complete)" % p.bhs[2])
     for name, s in (("issuing", s1), ("second", s2), ("third", s3)):
-        check(s.wait_closed(WAIT), "TARGET COLD RESET: the %s session's connection stays "
+        check(wait_closed(s), "TARGET COLD RESET: the %s session's connection stays "
               "open (RFC 7143 §11.5.1)" % name)
         s.close()
     print("ok: TARGET COLD RESET: function complete, then all three sessions closed")
@@ -269,6 +310,7 @@ def main():
     ap.add_argument("--expect")
     a = ap.parse_args()
     cmds = {"chap-a": cmd_chap_a, "bad-name": cmd_bad_name, "chap-forged": cmd_chap_forged,
+            "forged-chap-login": cmd_forged_chap_login,
             "first-burst": cmd_first_burst, "resets": cmd_resets,
             "data-out-sense": cmd_data_out_sense}
     try:

@@ -34,6 +34,7 @@ rules chap-a --offer 5,7 --expect 5
 rules chap-a --offer 6,7,5 --expect 6
 rules chap-a --offer 99,8,5 --expect 8
 rules bad-name
+rules forged-chap-login
 rules chap-forged
 no_forged_line "CHAP target"
 it_stop || it_fail "target exited with status $? on SIGTERM"
