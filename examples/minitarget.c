@@ -30,7 +30,9 @@
  * --srp-portal listens for SRP logins over RDMA/CM (Linux ib_srp's dest=HOST:PORT) with the
  * target port identifier id_ext = ioc_guid = --srp-guid (default 0x0002c90300abcdef); one
  * "srp://HOST:PORT id_ext=0x... ioc_guid=0x..." line per SRP port is printed at start-up.
- * SIGINT or SIGTERM shut it down cleanly (exit status 0).
+ * SIGINT or SIGTERM shut it down cleanly (exit status 0). SIGUSR1 prints the counters of every
+ * fault= LUN to stdout, one "fault lun N: submitted S passed P delayed D hung H held H'
+ * delaying D'" line each (backend_fault.h), for tests that wait until an io is held.
  * Defaults: one 1 GiB RAM LUN 0 on 127.0.0.1:3260, target iqn.2026-11.org.libscsitgt:minitarget.
  */
 #include <errno.h>
@@ -75,6 +77,7 @@ struct app {
 	uv_loop_t loop;
 	uv_signal_t sigint;
 	uv_signal_t sigterm;
+	uv_signal_t sigusr1;
 	struct scsitgt_engine *engine;
 	bool verbose;
 	bool stopping;
@@ -432,6 +435,27 @@ static void engine_destroyed(void *arg, int status)
 	app->engine = NULL;
 	uv_close((uv_handle_t *)&app->sigint, NULL);
 	uv_close((uv_handle_t *)&app->sigterm, NULL);
+	uv_close((uv_handle_t *)&app->sigusr1, NULL);
+}
+
+/* SIGUSR1: the fault backends' counters, so that a test can wait for a held io. */
+static void on_sigusr1(uv_signal_t *h, int signum)
+{
+	(void)h;
+	(void)signum;
+	for (size_t i = 0; i < g_nluns; i++) {
+		struct scsitgt_fault_stats st = { .size = sizeof(st) };
+
+		if (g_luns[i].fault_ctx == NULL || g_luns[i].fault_closed ||
+		    scsitgt_backend_fault_get_stats(g_luns[i].fault_ctx, &st) < 0)
+			continue;
+		printf("fault lun %llu: submitted %llu passed %llu delayed %llu hung %llu held %u "
+		       "delaying %u\n",
+		       (unsigned long long)g_luns[i].id, (unsigned long long)st.submitted,
+		       (unsigned long long)st.passed, (unsigned long long)st.delayed,
+		       (unsigned long long)st.hung, st.held, st.delaying);
+	}
+	fflush(stdout);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -973,6 +997,8 @@ int main(int argc, char **argv)
 	uv_signal_init(&app.loop, &app.sigterm);
 	uv_signal_start(&app.sigint, on_signal, SIGINT);
 	uv_signal_start(&app.sigterm, on_signal, SIGTERM);
+	uv_signal_init(&app.loop, &app.sigusr1);
+	uv_signal_start(&app.sigusr1, on_sigusr1, SIGUSR1);
 	signal(SIGPIPE, SIG_IGN);
 
 	for (size_t i = 0; i < nluns; i++)

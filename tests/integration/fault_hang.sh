@@ -23,12 +23,17 @@ URL1=${IT_URLS[1]}
 	2>"$IT_TMP/hung.err" &
 hung=$!
 IT_HELPER_PIDS+=("$hung")
-# Its connection is up once the target logs the session; then give the WRITE time to land.
-for ((i = 0; i < 300; i++)); do
-	grep -q "iqn.2026-11.org.libscsitgt:hung" "$IT_TMP/target.err" 2>/dev/null && break
+# The WRITE is in the backend once the fault backend holds it: minitarget prints the fault
+# counters on SIGUSR1; ask until they show the held io (bounded).
+held() { grep -q "^fault lun 0: .* held 1 " "$IT_TMP/target.out"; }
+for ((i = 0; i < 600; i++)); do
+	kill -USR1 "$IT_PID"
+	held && break
 	kill -0 "$hung" 2>/dev/null || it_fail "the writer exited: $(cat "$IT_TMP/hung.err")"
 	sleep 0.1
 done
+held || it_fail "the write never reached the backend: $(grep '^fault' "$IT_TMP/target.out" | tail -n 1)"
+it_log "$(grep '^fault lun 0' "$IT_TMP/target.out" | tail -n 1)"
 
 # 2. Initiator B is served meanwhile: LUN 1 written and verified, LUN 0 answers.
 OTHER=iqn.2026-11.org.libscsitgt:other
