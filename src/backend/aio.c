@@ -49,6 +49,7 @@
 #include <limits.h>
 #include <linux/fs.h>
 #include <linux/magic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -461,6 +462,26 @@ static void aio_probe_fallocate(struct aio_ctx *ac, uint64_t bytes)
 
 static void aio_poll_cb(uv_poll_t *handle, int status, int events);
 
+/*
+ * What a deallocation frees as a unit: a file gives back whole file-system blocks (a hole
+ * punched into part of one only zeroes it), a device its discard granularity. 0: unknown.
+ */
+static uint32_t aio_unmap_granularity(struct aio_ctx *ac)
+{
+	struct statfs sfs;
+	uint64_t v;
+
+	if (ac->blockdev) {
+		return aio_sysfs_queue_u64(ac->rdev, "discard_granularity", &v) && v <= UINT32_MAX
+			       ? (uint32_t)v
+			       : 0;
+	}
+	if (fstatfs(ac->fd, &sfs) == 0 && sfs.f_bsize > 0 && (uint64_t)sfs.f_bsize <= UINT32_MAX) {
+		return (uint32_t)sfs.f_bsize;
+	}
+	return 0;
+}
+
 static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 {
 	struct aio_ctx *ac = bctx;
@@ -559,6 +580,11 @@ static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	}
 	if (aio_sysfs_queue_u64(ac->rdev, "rotational", &v) && v == 0) {
 		geo->flags |= SCSITGT_GEOMETRY_NON_ROTATIONAL;
+	}
+	if (ac->can_unmap &&
+	    geo->size >= offsetof(struct scsitgt_lun_geometry, unmap_granularity_blocks) +
+				 sizeof(geo->unmap_granularity_blocks)) {
+		geo->unmap_granularity_blocks = aio_unmap_granularity(ac) / bs;
 	}
 
 	rc = uv_poll_init(ac->loop, &ac->poll, ac->efd);

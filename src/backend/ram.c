@@ -22,6 +22,7 @@
  * Like every in-tree backend it uses only the public backend.h, proving the host-backend API.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -520,6 +521,11 @@ static int ram_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	}
 	/* SBC-4 §4.7.4.5: unmapped blocks read as zeros; memory does not rotate. */
 	geo->flags |= SCSITGT_GEOMETRY_LBPRZ | SCSITGT_GEOMETRY_NON_ROTATIONAL;
+	/* Memory is given back in whole chunks only (ram_unmap()). */
+	if (geo->size >= offsetof(struct scsitgt_lun_geometry, unmap_granularity_blocks) +
+				sizeof(geo->unmap_granularity_blocks)) {
+		geo->unmap_granularity_blocks = (uint32_t)(RAM_CHUNK_SIZE / geo->block_size);
+	}
 	geo->flags &= ~SCSITGT_GEOMETRY_WRITE_CACHE;
 	return 0;
 }

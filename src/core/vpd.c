@@ -220,10 +220,11 @@ static size_t vpd_block_limits(const struct scsitgt_lun *lun, uint8_t *buf)
 	if (scsitgt__sbc_lbpme(lun) && scsitgt__cdb_supported(SBC_UNMAP, 0)) {
 		put_be32(&buf[20], SCSITGT__MAX_UNMAP_LBA_COUNT);
 		put_be32(&buf[24], SCSITGT__MAX_UNMAP_DESCRIPTORS);
-		if (lun->geo.unmap_granularity_blocks > 1) {
-			/* The backend's deallocation unit (e.g. RBD's discard granularity):
-			 * OPTIMAL UNMAP GRANULARITY, and UGAVALID with UNMAP GRANULARITY
-			 * ALIGNMENT 0 (SBC-4 §6.6.3), so initiators send aligned ranges. */
+		if (lun->geo.unmap_granularity_blocks > granularity) {
+			/* The backend's deallocation unit (RBD's discard granularity, the RAM
+			 * backend's chunk, a file system's block): OPTIMAL UNMAP GRANULARITY,
+			 * and UGAVALID with UNMAP GRANULARITY ALIGNMENT 0 (SBC-4 §6.6.3), so
+			 * initiators send aligned ranges that free something (issue 17). */
 			put_be32(&buf[28], lun->geo.unmap_granularity_blocks);
 			buf[32] = 0x80;
 		} else {

@@ -165,6 +165,49 @@ static void test_capacity(void **state)
 	assert_int_equal(get_be32(&r->data[8]), 4096);
 }
 
+/*
+ * Issue 17, defect 11: VPD B0 OPTIMAL UNMAP GRANULARITY is what the backend frees as a unit:
+ * the RAM backend's 1 MiB chunk (2048 blocks of 512 bytes, aligned at LBA 0: UGAVALID 1,
+ * UNMAP GRANULARITY ALIGNMENT 0); the null backend frees nothing, so a physical block.
+ * Defect 9: VPD B1 WABEREQ and WACEREQ 01b, a read after BLOCK ERASE or CRYPTO ERASE completes
+ * GOOD (both backends return zeros then; spc_sanitize.c erases with zeros).
+ */
+static void test_vpd_what_backends_do(void **state)
+{
+	struct sctx *s = *state;
+	struct lf_result *r;
+
+	r = run(s, RAM_LUN, cdb_inquiry(s->cdb, true, 0xb0, 64), NULL, 0);
+	assert_good(r);
+	assert_int_equal(get_be32(&r->data[28]), (1u << 20) / 512);
+	assert_int_equal(r->data[32] & 0x80, 0x80);
+	assert_int_equal(get_be32(&r->data[32]) & 0x7fffffff, 0);
+	r = run(s, NULL_LUN, cdb_inquiry(s->cdb, true, 0xb0, 64), NULL, 0);
+	assert_good(r);
+	assert_int_equal(get_be32(&r->data[28]), 1);
+	assert_int_equal(r->data[32] & 0x80, 0);
+	for (uint64_t lun = RAM_LUN; lun <= NULL_LUN; lun++) {
+		r = run(s, lun, cdb_inquiry(s->cdb, true, 0xb1, 64), NULL, 0);
+		assert_good(r);
+		assert_int_equal((r->data[7] >> 6) & 3, 1); /* WABEREQ */
+		assert_int_equal((r->data[7] >> 4) & 3, 1); /* WACEREQ */
+	}
+	/* Erased blocks read GOOD and zero: what 01b promises and more. */
+	{
+		uint8_t cdb_san[10] = { 0x48, 0x03 /* CRYPTO ERASE */ };
+		uint8_t data[4096];
+
+		fill(data, sizeof(data), 5);
+		assert_good(run(s, RAM_LUN, cdb_rw(s->cdb, SBC_WRITE_10, 8, 8, 0), data, 4096));
+		memcpy(s->cdb, cdb_san, sizeof(cdb_san));
+		assert_good(run(s, RAM_LUN, sizeof(cdb_san), NULL, 0));
+		r = run(s, RAM_LUN, cdb_rw(s->cdb, SBC_READ_10, 8, 8, 0), NULL, 0);
+		assert_good(r);
+		for (size_t i = 0; i < 4096; i++)
+			assert_int_equal(r->data[i], 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -172,6 +215,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ram_fua_and_sync, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_null_rw_cdbs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_capacity, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vpd_what_backends_do, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -484,7 +485,12 @@ static void thin_suite(struct fx *f)
 	if (!f->ops->supports(f->bctx, SCSITGT_IO_UNMAP)) {
 		print_message("%s: no hole punching here; UNMAP not tested\n", f->path);
 	} else {
+		struct statfs sfs;
+
 		assert_true(fx_geo(f).flags & SCSITGT_GEOMETRY_LBPRZ);
+		/* Issue 17, defect 11: holes free whole file-system blocks; VPD B0 says so. */
+		assert_int_equal(statfs(f->path, &sfs), 0);
+		assert_int_equal(fx_geo(f).unmap_granularity_blocks, (uint32_t)sfs.f_bsize / 512);
 		aio_test_pattern(src, len, 5);
 		assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, (uint32_t)(len / 512), src,
 					SCSITGT_IO_FLAG_FUA),
