@@ -307,14 +307,25 @@ bool scsitgt__alua_port_group(const struct scsitgt__session *sess, uint16_t *gro
 	const struct alua *a = alua_get(sess->tgt);
 	const struct alua_group *g;
 
-	if (!alua_on(a)) {
-		*group_id = sess->tpg_id;
-		return sess->tpg_id != 0;
-	}
+	/* Without ALUA there are no target port groups to name: INQUIRY says TPGS 00b and
+	 * REPORT TARGET PORT GROUPS is refused, so VPD 83h lists no such designator either. */
+	if (!alua_on(a))
+		return false;
 	g = group_of_port(a, sess->rel_port_id);
 	if (g == NULL)
 		return false;
 	*group_id = g->id;
+	return true;
+}
+
+bool scsitgt__alua_offers(const struct scsitgt_target *tgt, const struct scsitgt__cdb_def *row)
+{
+	const struct alua *a = alua_get(tgt);
+
+	if (row->exec == scsitgt__alua_rtpg)
+		return alua_on(a);
+	if (row->exec == scsitgt__alua_stpg)
+		return alua_on(a) && (a->modes & SCSITGT_ALUA_EXPLICIT);
 	return true;
 }
 

@@ -21,9 +21,12 @@ uint8_t scsitgt__alua_tpgs(const struct scsitgt_target *tgt);
 
 /*
  * The target port group VPD 83h reports for @sess (SPC-5 §7.7.6.8): with ALUA on, the group of
- * the nexus's port (false when it has none); with ALUA off, the fabric's portal group.
+ * the nexus's port (false when it has none); with ALUA off, none (false): TPGS 00b.
  */
 bool scsitgt__alua_port_group(const struct scsitgt__session *sess, uint16_t *group_id);
+/* Whether the target offers @row's command: REPORT TARGET PORT GROUPS only with ALUA (TPGS
+ * not 00b), SET TARGET PORT GROUPS only with explicit ALUA; every other row. */
+bool scsitgt__alua_offers(const struct scsitgt_target *tgt, const struct scsitgt__cdb_def *row);
 
 /* The ALUA step of CDB parsing: refuse @row through a port in standby, unavailable or
  * transitioning state (SPC-5 §5.16.2.4). */

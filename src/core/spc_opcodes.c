@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alua.h"
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
@@ -62,10 +63,12 @@ enum scsitgt__sense_reason scsitgt__spc_parse_rsoc(struct scsitgt__cmd *cmd)
 	return scsitgt__parse_alloc32(cmd, 6);
 }
 
-/* Rows this LUN offers (SCSITGT__CDB_F_THIN rows need logical block provisioning). */
+/* Rows this LUN offers: SCSITGT__CDB_F_THIN rows need logical block provisioning, the target
+ * port group commands ALUA (what their parse refuses is not listed either). */
 static bool rsoc_offered(const struct scsitgt__cmd *cmd, const struct scsitgt__cdb_def *row)
 {
-	return !(row->flags & SCSITGT__CDB_F_THIN) || scsitgt__sbc_lbpme(cmd->lun);
+	return (!(row->flags & SCSITGT__CDB_F_THIN) || scsitgt__sbc_lbpme(cmd->lun)) &&
+	       scsitgt__alua_offers(cmd->sess->tgt, row);
 }
 
 static void rsoc_all(struct scsitgt__cmd *cmd, bool rctd)

@@ -198,6 +198,19 @@ static int vpd83_tpg(struct at *t, struct scsitgt__session *s)
 	return -1;
 }
 
+/* SUPPORT field of REPORT SUPPORTED OPERATION CODES for one command (SPC-5 §6.35.3). */
+static uint8_t rsoc_support(struct at *t, uint8_t op, uint16_t sa)
+{
+	uint8_t cdb[12] = { 0xa3, 0x0c, 0x02 /* one command, with service action */, op };
+	struct lf_result *r;
+
+	put_be16(&cdb[4], sa);
+	put_be32(&cdb[6], 64);
+	r = run(t, t->c, cdb, sizeof(cdb), NULL, 0);
+	assert_int_equal(r->status, SAM_STAT_GOOD);
+	return r->data[1] & 0x07;
+}
+
 static void test_off_by_default(void **state)
 {
 	struct at *t = at_create(true);
@@ -211,8 +224,19 @@ static void test_off_by_default(void **state)
 	/* Nor do states refuse anything while it is off. */
 	assert_int_equal(scsitgt_alua_set_state(t->p->lf->tgt, 20, SCSITGT_ALUA_STANDBY), 0);
 	ok(prt_read(t->p, t->c));
-	/* VPD 83h keeps the fabric's portal group. */
-	assert_int_equal(vpd83_tpg(t, t->c), 2);
+	/* Issue 17, defect 12: without ALUA, VPD 83h names no target port group either (it
+	 * named the portal group tag while TPGS said 00b and RTPG was refused), and REPORT
+	 * SUPPORTED OPERATION CODES does not offer the target port group commands. */
+	assert_int_equal(vpd83_tpg(t, t->c), -1);
+	assert_int_equal(rsoc_support(t, 0xa3, 0x0a), 0x1);
+	assert_int_equal(rsoc_support(t, 0xa4, 0x0a), 0x1);
+	/* Implicit ALUA: REPORT TARGET PORT GROUPS is offered, SET TARGET PORT GROUPS not. */
+	configure(t, SCSITGT_ALUA_IMPLICIT, 0);
+	assert_int_equal(vpd83_tpg(t, t->c), 20);
+	assert_int_equal(rsoc_support(t, 0xa3, 0x0a), 0x3);
+	assert_int_equal(rsoc_support(t, 0xa4, 0x0a), 0x1);
+	configure(t, SCSITGT_ALUA_IMPLICIT | SCSITGT_ALUA_EXPLICIT, 0);
+	assert_int_equal(rsoc_support(t, 0xa4, 0x0a), 0x3);
 	at_destroy(t);
 }
 

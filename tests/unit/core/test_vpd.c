@@ -130,10 +130,9 @@ static void test_device_id(void **state)
 	assert_int_equal(p[1], 0x80 | 0x10 | 0x4);
 	assert_int_equal(p[3], 4);
 	assert_int_equal(get_be16(&p[6]), 1);
-	/* Target port group. */
-	p = find_desig(r->data, len, 0x5, 1);
-	assert_non_null(p);
-	assert_int_equal(get_be16(&p[6]), 1);
+	/* No target port group without ALUA (INQUIRY TPGS 00b, issue 17): test_alua.c. */
+	assert_null(find_desig(r->data, len, 0x5, 1));
+	assert_int_equal(t->lf->sess->rel_port_id, 1);
 	/* SCSI name string of the target port: UTF-8, null-terminated, padded to 4. */
 	p = find_desig(r->data, len, 0x8, 1);
 	assert_non_null(p);
