@@ -13,6 +13,8 @@
  *              [--map NAME:LUN | *:LUN]... [--max-sessions N] [--max-lun-commands N]
  *              [--max-initiator-conns N] [--queue-depth N]
  *              [--discovery-chap USER:SECRET] [--discovery-mutual-chap USER:SECRET]
+ *              [--tpgt N] [--alua-group G [--alua-peer G[:PORT]]... [--alua-preferred]
+ *               [--gw-holddown MS] [--gw-probe MS]]
  *
  * Access control: --acl-address limits the source addresses of logins (target-wide),
  * --initiator-address those of one initiator; --map shows LUN N only to initiator NAME ('*':
@@ -30,6 +32,13 @@
  * --srp-portal listens for SRP logins over RDMA/CM (Linux ib_srp's dest=HOST:PORT) with the
  * target port identifier id_ext = ioc_guid = --srp-guid (default 0x0002c90300abcdef); one
  * "srp://HOST:PORT id_ext=0x... ioc_guid=0x..." line per SRP port is printed at start-up.
+ * --tpgt sets the portal group tag of every portal (default 1), the relative target port id.
+ * --alua-group makes this process one gateway of the first RBD LUN's image
+ * (backend_rbd_gateway.h; docs/rbd.md, "Several gateways: the HA model"): target port group G
+ * holds this process's portals (port --tpgt), --alua-peer names another gateway's group (and
+ * its port, default G), --alua-preferred makes this one take a free lock first; ALUA is
+ * implicit and explicit. --gw-holddown and --gw-probe set the hold-down against takeovers and
+ * the probe interval.
  * SIGINT or SIGTERM shut it down cleanly (exit status 0). SIGUSR1 prints the counters of every
  * fault= LUN to stdout, one "fault lun N: submitted S passed P delayed D hung H held H'
  * delaying D'" line each (backend_fault.h), for tests that wait until an io is held.
@@ -79,6 +88,8 @@ struct app {
 	uv_signal_t sigterm;
 	uv_signal_t sigusr1;
 	struct scsitgt_engine *engine;
+	/* --alua-group: this process is a gateway of an RBD image. */
+	struct scsitgt_rbd_gateway *gateway;
 	bool verbose;
 	bool stopping;
 };
@@ -105,6 +116,8 @@ static void usage(FILE *f)
 		"                  [--queue-depth N] [--discovery-chap USER:SECRET]\n"
 		"                  [--discovery-mutual-chap USER:SECRET]\n"
 		"                  [--drain-timeout MS] [--tmf-timeout MS] [--logout-timeout MS]\n"
+		"                  [--tpgt N] [--alua-group G [--alua-peer G[:PORT]]...\n"
+		"                   [--alua-preferred] [--gw-holddown MS] [--gw-probe MS]]\n"
 		"  LUN flag fault=SPEC injects faults, e.g. fault=hang@write, fault=error=EIO@read:every=3\n"
 		"  (rules joined by ';', see backend_fault.h).\n");
 }
@@ -458,6 +471,16 @@ static void on_sigusr1(uv_signal_t *h, int signum)
 	fflush(stdout);
 }
 
+/* The gateway goes first: it releases the lock, so that a standby takes it at once. */
+static void gateway_destroyed(void *arg, int status)
+{
+	struct app *app = arg;
+
+	(void)status;
+	app->gateway = NULL;
+	scsitgt_engine_destroy(app->engine, engine_destroyed, app);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
 	struct app *app = h->data;
@@ -466,7 +489,33 @@ static void on_signal(uv_signal_t *h, int signum)
 		return;
 	app->stopping = true;
 	fprintf(stderr, "minitarget: signal %d, shutting down\n", signum);
-	scsitgt_engine_destroy(app->engine, engine_destroyed, app);
+	if (app->gateway)
+		scsitgt_rbd_gateway_destroy(app->gateway, gateway_destroyed, app);
+	else
+		scsitgt_engine_destroy(app->engine, engine_destroyed, app);
+}
+
+/* "G" or "G:PORT", each 1..65535. */
+static int parse_peer(const char *arg, struct scsitgt_rbd_gateway_peer *peer)
+{
+	char *end;
+	unsigned long g = strtoul(arg, &end, 10), port;
+
+	if (end == arg || g == 0 || g > 65535)
+		return -1;
+	port = g;
+	if (*end == ':') {
+		const char *p = end + 1;
+
+		port = strtoul(p, &end, 10);
+		if (end == p || port == 0 || port > 65535)
+			return -1;
+	}
+	if (*end != '\0')
+		return -1;
+	peer->group_id = (uint16_t)g;
+	peer->rel_port_id = (uint16_t)port;
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -490,6 +539,12 @@ int main(int argc, char **argv)
 	/* ALUA: one target port group (id 1, the portals' TPGT 1) in this state (SPC-5 Table 241
 	 * value), implicit and explicit; -1: ALUA off. */
 	long alua_state = -1;
+	/* Portal group tag of the portals; RBD gateway: its group, peers and timings. */
+	long tpgt = 1, alua_group = 0, gw_holddown = -1, gw_probe = -1;
+	struct scsitgt_rbd_gateway_peer gw_peers[15];
+	size_t ngw_peers = 0;
+	bool gw_preferred = false;
+	void *gw_rbd = NULL;
 	bool hdig = false, ddig = false;
 	/* CHAP algorithms allowed, SCSITGT_ISCSI_CHAP_* bits; 0: the library's default. */
 	uint32_t chap_algs = 0;
@@ -610,6 +665,35 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			i++;
+		} else if (v && (strcmp(a, "--tpgt") == 0 || strcmp(a, "--alua-group") == 0 ||
+				 strcmp(a, "--gw-holddown") == 0 || strcmp(a, "--gw-probe") == 0)) {
+			char *end;
+			long n = strtol(v, &end, 10);
+			bool ms = a[2] == 'g';
+
+			if (*end || end == v || n < (ms ? 0 : 1) || n > (ms ? 3600000 : 65535)) {
+				fprintf(stderr, "minitarget: bad %s '%s'\n", a, v);
+				return 2;
+			}
+			if (strcmp(a, "--tpgt") == 0)
+				tpgt = n;
+			else if (strcmp(a, "--alua-group") == 0)
+				alua_group = n;
+			else if (strcmp(a, "--gw-holddown") == 0)
+				gw_holddown = n;
+			else
+				gw_probe = n;
+			i++;
+		} else if (v && strcmp(a, "--alua-peer") == 0) {
+			if (ngw_peers == sizeof(gw_peers) / sizeof(gw_peers[0]) ||
+			    parse_peer(v, &gw_peers[ngw_peers]) < 0) {
+				fprintf(stderr, "minitarget: bad --alua-peer '%s'\n", v);
+				return 2;
+			}
+			ngw_peers++;
+			i++;
+		} else if (strcmp(a, "--alua-preferred") == 0) {
+			gw_preferred = true;
 		} else if (v && strcmp(a, "--workers") == 0) {
 			char *end;
 			long n = strtol(v, &end, 10);
@@ -873,6 +957,8 @@ int main(int argc, char **argv)
 		}
 		if (rbd_ctx)
 			scsitgt_backend_rbd_set_lun(rbd_ctx, lun);
+		if (rbd_ctx && gw_rbd == NULL)
+			gw_rbd = rbd_ctx;
 		if (rbd_ctx && !luns[i].rbd_nopr) {
 			rc = rbd_share_pr(&app.loop, rbd_ctx);
 			if (rc < 0) {
@@ -908,6 +994,32 @@ int main(int argc, char **argv)
 			goto fail;
 		}
 	}
+	if (alua_group > 0) {
+		struct scsitgt_rbd_gateway_opts go;
+		uint16_t port = (uint16_t)tpgt;
+
+		if (gw_rbd == NULL || alua_state >= 0) {
+			fprintf(stderr, "minitarget: --alua-group needs an rbd LUN and no --alua\n");
+			rc = -EINVAL;
+			goto fail;
+		}
+		scsitgt_rbd_gateway_opts_init(&go, sizeof(go));
+		go.group_id = (uint16_t)alua_group;
+		go.rel_port_ids = &port;
+		go.nrel_port_ids = 1;
+		go.peers = gw_peers;
+		go.npeers = ngw_peers;
+		go.preferred = gw_preferred;
+		if (gw_holddown >= 0)
+			go.holddown_ms = (uint32_t)gw_holddown;
+		if (gw_probe > 0)
+			go.probe_interval_ms = (uint32_t)gw_probe;
+		rc = scsitgt_rbd_gateway_create(&app.gateway, tgt, gw_rbd, &go);
+		if (rc < 0) {
+			fprintf(stderr, "minitarget: RBD gateway: %s\n", scsitgt_strerror(rc));
+			goto fail;
+		}
+	}
 	for (size_t i = 0; i < nportals; i++) {
 		struct scsitgt_portal_opts po;
 		struct scsitgt_portal *portal;
@@ -925,7 +1037,7 @@ int main(int argc, char **argv)
 			po.port = port;
 		}
 		po.address = host;
-		po.tpgt = 1;
+		po.tpgt = (uint16_t)tpgt;
 		if (max_init_conns >= 0)
 			po.max_connections_per_initiator = (uint32_t)max_init_conns;
 		rc = scsitgt_portal_create(&portal, app.engine, &po);
@@ -954,7 +1066,7 @@ int main(int argc, char **argv)
 		scsitgt_portal_opts_init(&po, sizeof(po));
 		po.address = host;
 		po.port = port;
-		po.tpgt = 1;
+		po.tpgt = (uint16_t)tpgt;
 		if (max_init_conns >= 0)
 			po.max_connections_per_initiator = (uint32_t)max_init_conns;
 		rc = scsitgt_iser_portal_create(&portal, app.engine, &po);
@@ -1016,6 +1128,8 @@ int main(int argc, char **argv)
 	return 0;
 
 fail:
+	if (app.gateway)
+		scsitgt_rbd_gateway_destroy(app.gateway, NULL, NULL);
 	scsitgt_engine_destroy(app.engine, NULL, NULL);
 	uv_run(&app.loop, UV_RUN_DEFAULT);
 	uv_loop_close(&app.loop);

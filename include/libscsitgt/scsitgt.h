@@ -14,6 +14,7 @@
 #include "backend_aio.h"
 #include "backend_fault.h"
 #include "backend_rbd.h"
+#include "backend_rbd_gateway.h"
 #include "lun.h"
 #include "pr.h"
 #include "alua.h"

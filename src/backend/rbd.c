@@ -182,6 +182,8 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_get_ident(void *bctx, uint64_t *naa_out, 
 
 /* ---- connect, open, close (blocking: worker thread or the creating thread) ---- */
 
+static void rbd_poll_cb(uv_poll_t *handle, int status, int events);
+
 static void rbd_update_watch_cb(void *arg)
 {
 	struct scsitgt__rbd_ctx *rc = arg;
@@ -254,6 +256,7 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	char name[128], buf[32];
 	const char *step;
 	rbd_image_info_t info;
+	bool own_efd = false;
 	int r;
 
 	snprintf(name, sizeof(name), "client.%s", rc->client_id);
@@ -324,11 +327,15 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	if (rados_conf_get(rc->cluster, "rbd_discard_granularity_bytes", buf, sizeof(buf)) == 0) {
 		rc->discard_granularity = strtoull(buf, NULL, 10);
 	}
-	step = "eventfd";
-	rc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	/* A reconnection (scsitgt__rbd_reconnect()) keeps the eventfd the loop polls. */
 	if (rc->efd < 0) {
-		r = -errno;
-		goto fail;
+		step = "eventfd";
+		rc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (rc->efd < 0) {
+			r = -errno;
+			goto fail;
+		}
+		own_efd = true;
 	}
 	step = "rbd_set_image_notification";
 	r = rbd_set_image_notification(rc->image, rc->efd, EVENT_TYPE_EVENTFD);
@@ -358,11 +365,29 @@ fail:
 	scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS, "%s/%s: %s: %s", rc->pool,
 		     rc->image_name, step, strerror(-r));
 	rbd_disconnect(rc);
-	if (rc->efd >= 0) {
+	if (own_efd && rc->efd >= 0) {
 		close(rc->efd);
 		rc->efd = -1;
 	}
 	return r < 0 ? r : -EIO;
+}
+
+int scsitgt__rbd_reconnect(struct scsitgt__rbd_ctx *rc)
+{
+	rbd_disconnect(rc);
+	return rbd_connect_open(rc);
+}
+
+void scsitgt__rbd_pause_io(struct scsitgt__rbd_ctx *rc)
+{
+	if (rc->poll_inited)
+		uv_poll_stop(&rc->poll);
+}
+
+void scsitgt__rbd_resume_io(struct scsitgt__rbd_ctx *rc)
+{
+	if (rc->poll_inited && !rc->closing)
+		uv_poll_start(&rc->poll, UV_READABLE, rbd_poll_cb);
 }
 
 /* ---- the worker thread ---- */

@@ -178,4 +178,16 @@ void scsitgt__rbd_pr_stop(struct scsitgt__rbd_ctx *rc);
 void scsitgt__rbd_pr_disconnect(struct scsitgt__rbd_ctx *rc);
 void scsitgt__rbd_pr_connected(struct scsitgt__rbd_ctx *rc);
 
+/*
+ * Replace a blocklisted client (rc->fenced): close the image, shut the rados_t down, connect a
+ * fresh client and reopen the image, keeping the eventfd. Blocking: a job's work, with the
+ * loop's polling paused (scsitgt__rbd_pause_io()) and no io in flight. 0 or a negative errno
+ * (then rc->image is NULL and the caller retries later).
+ */
+int scsitgt__rbd_reconnect(struct scsitgt__rbd_ctx *rc);
+
+/* Stop and restart draining the image's completions (around a reconnection). Loop: home. */
+void scsitgt__rbd_pause_io(struct scsitgt__rbd_ctx *rc);
+void scsitgt__rbd_resume_io(struct scsitgt__rbd_ctx *rc);
+
 #endif /* SCSITGT_BACKEND_RBD_INT_H */

@@ -21,6 +21,9 @@
  *   rtpg                      INQUIRY TPGS and REPORT TARGET PORT GROUPS (extended format):
  *                             "tpgs N", then "group ID state S status C ports P,..." lines
  *   stpg STATE GROUP          SET TARGET PORT GROUPS with one descriptor
+ *   ident                     the logical unit's identification: "serial S" (VPD 80h), then
+ *                             one "lu TYPE HEX" line per logical-unit designator of VPD 83h
+ *                             (the target port and port group designators are left out)
  *
  * -w FILE: after logging in, print "ready" and wait until FILE exists (polled) before the
  * command, so that several clients can start a command at the same moment.
@@ -53,7 +56,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: pr_client [-i IQN] [-q ISID-QUALIFIER] [-w FILE] URL "
 			"tur|tur-after|register|rekey|reserve|preempt|readkeys|readgen|readres|write|"
-			"verify|rtpg|stpg [ARGS]\n");
+			"verify|rtpg|stpg|ident [ARGS]\n");
 	exit(2);
 }
 
@@ -352,6 +355,43 @@ static int cmd_rtpg(void)
 	return 0;
 }
 
+/* SPC-5 §7.7.4 Unit Serial Number and §7.7.6 Device Identification, LU designators only
+ * (ASSOCIATION 00b): what a multipath host compares to see one device behind two paths. */
+static int cmd_ident(void)
+{
+	unsigned char c80[6] = { 0x12, 0x01, 0x80, 0x01, 0x00, 0 };
+	unsigned char c83[6] = { 0x12, 0x01, 0x83, 0x01, 0x00, 0 };
+	const unsigned char *d;
+	struct scsi_task *t;
+	size_t len, n;
+
+	clear_ua();
+	t = run_cdb(c80, 6, SCSI_XFER_READ, 256, NULL, "INQUIRY VPD 80h");
+	must_be_good(t, "INQUIRY VPD 80h");
+	d = t->datain.data;
+	len = (size_t)t->datain.size;
+	if (len < 4 || (size_t)4 + d[3] > len)
+		return 1;
+	printf("serial %.*s\n", (int)d[3], (const char *)&d[4]);
+	scsi_free_scsi_task(t);
+	t = run_cdb(c83, 6, SCSI_XFER_READ, 256, NULL, "INQUIRY VPD 83h");
+	must_be_good(t, "INQUIRY VPD 83h");
+	d = t->datain.data;
+	len = (size_t)t->datain.size;
+	if (len >= 4 && (size_t)4 + (d[2] << 8 | d[3]) < len)
+		len = (size_t)4 + (d[2] << 8 | d[3]);
+	for (n = 4; n + 4 <= len && n + 4 + d[n + 3] <= len; n += 4 + (size_t)d[n + 3]) {
+		if (((d[n + 1] >> 4) & 3) != 0)
+			continue;
+		printf("lu %u ", d[n + 1] & 0x0f);
+		for (unsigned int i = 0; i < d[n + 3]; i++)
+			printf("%02x", d[n + 4 + i]);
+		printf("\n");
+	}
+	scsi_free_scsi_task(t);
+	return 0;
+}
+
 /* SPC-5 §6.50 SET TARGET PORT GROUPS. */
 static int cmd_stpg(unsigned int state, unsigned int group)
 {
@@ -432,6 +472,8 @@ int main(int argc, char **argv)
 		rc = cmd_rtpg();
 	else if (strcmp(cmd, "stpg") == 0 && argc == 2)
 		rc = cmd_stpg((unsigned)num(argv[0]), (unsigned)num(argv[1]));
+	else if (strcmp(cmd, "ident") == 0 && argc == 0)
+		rc = cmd_ident();
 	else
 		usage();
 	iscsi_logout_sync(iscsi);

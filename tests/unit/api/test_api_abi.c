@@ -92,6 +92,16 @@ _Static_assert(offsetof(struct scsitgt_backend_rbd_pr_opts, notify_timeout_ms) =
 	       "backend_rbd_pr_opts ABI");
 _Static_assert(sizeof(struct scsitgt_pr_cluster_ops) == 32, "pr_cluster_ops ABI");
 _Static_assert(offsetof(struct scsitgt_pr_cluster_ops, detach) == 24, "pr_cluster_ops ABI");
+_Static_assert(sizeof(struct scsitgt_rbd_gateway_opts) == 72, "rbd_gateway_opts ABI");
+_Static_assert(offsetof(struct scsitgt_rbd_gateway_opts, group_id) == 8, "rbd_gateway_opts ABI");
+_Static_assert(offsetof(struct scsitgt_rbd_gateway_opts, rel_port_ids) == 16,
+	       "rbd_gateway_opts ABI");
+_Static_assert(offsetof(struct scsitgt_rbd_gateway_opts, peers) == 32, "rbd_gateway_opts ABI");
+_Static_assert(offsetof(struct scsitgt_rbd_gateway_opts, preferred) == 48,
+	       "rbd_gateway_opts ABI");
+_Static_assert(offsetof(struct scsitgt_rbd_gateway_opts, holddown_ms) == 64,
+	       "rbd_gateway_opts ABI");
+_Static_assert(sizeof(struct scsitgt_rbd_gateway_peer) == 4, "rbd_gateway_peer ABI");
 #endif
 
 /* Enum values and flags are part of the ABI too. */

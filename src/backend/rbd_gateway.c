@@ -1,0 +1,908 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Several gateways, one RBD image (backend_rbd_gateway.h; docs/rbd.md, "Several gateways:
+ * the HA model"). rbd_ha.c decides; this file observes and acts:
+ *
+ *  - a probe every probe_interval_ms, on the RBD context's worker thread (every librbd lock
+ *    call blocks): rbd_lock_get_owners(), rbd_is_exclusive_lock_owner(), and a notify on the
+ *    gateway object "rbd_gateway.<image id>" that every gateway watches. Each gateway answers
+ *    with its group, state and client address (rbd_ha.h's ack format); the owner is alive
+ *    when an answer carries the address rbd_lock_get_owners() names.
+ *  - answers come from librados' watch callback thread, but only while the loop is alive: the
+ *    loop refreshes the answer and a heartbeat at every tick, and a stalled loop answers
+ *    nothing a peer accepts, so a gateway whose loop hangs loses the lock like a dead one.
+ *  - lock acquisitions (with rbd_lock_break() of the dead or displaced owner first) and the
+ *    reconnection of a fenced client run on the same worker thread, in order.
+ *  - the ALUA states of the target's groups follow the model after every event
+ *    (scsitgt_alua_set_state(): an implicit change, ASYMMETRIC ACCESS STATE CHANGED).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libscsitgt/alua.h"
+#include "libscsitgt/backend_rbd_gateway.h"
+#include "rbd_ha.h"
+#include "rbd_int.h"
+
+#define GW_OBJ_PREFIX "rbd_gateway."
+#define GW_ADDR_MAX 160
+#define GW_ACK_MAX 256
+/* Between reconnection attempts, and while waiting for a fenced client's ios to end. */
+#define GW_RETRY_MS 1000
+#define GW_DRAIN_POLL_MS 10
+
+/* One connection's watch on the gateway object; lives until the connection is shut down. */
+struct gw_watch {
+	struct scsitgt_rbd_gateway *gw;
+	rados_ioctx_t io;
+	uint64_t handle;
+	bool active;
+};
+
+struct scsitgt_rbd_gateway {
+	struct scsitgt__rbd_ctx *rc;
+	struct scsitgt_target *tgt;
+	uv_loop_t *loop;
+	struct scsitgt__rbd_ha ha;
+	uint16_t ports[SCSITGT_ALUA_MAX_PORTS];
+	size_t nports;
+	struct scsitgt_rbd_gateway_peer peers[SCSITGT__RBD_HA_MAX_PEERS];
+	size_t npeers;
+	uint32_t interval_ms, timeout_ms;
+	char obj[96];
+
+	uv_timer_t tick;
+	uv_timer_t retry;
+	/* Jobs queued and not done yet; a probe and an acquisition at most one each. */
+	unsigned int jobs;
+	bool probing;
+	/* A tick came while probing: probe again as soon as that probe ends. */
+	bool probe_due;
+	bool acquiring;
+	bool reconnecting;
+	/* The owner seen by the last probe ("" none), for the takeover's check. */
+	char owner[GW_ADDR_MAX];
+	/* This client's address (rados_getaddrs), set by the watch job. */
+	char addr[GW_ADDR_MAX];
+
+	/* The answer to probes, refreshed by the loop; read by librados' watch callback. */
+	pthread_mutex_t ack_mu;
+	char ack[GW_ACK_MAX];
+	size_t ack_len;
+	atomic_uint_fast64_t heartbeat_ms;
+	struct gw_watch *watch;
+
+	enum scsitgt__rbd_ha_state logged_state;
+	bool destroying;
+	scsitgt_done_cb destroy_cb;
+	void *destroy_cb_arg;
+	bool handles_closed;
+	unsigned int handles_open;
+};
+
+static uint64_t now_ms(void)
+{
+	return uv_hrtime() / 1000000u;
+}
+
+static void gw_log(struct scsitgt_rbd_gateway *gw, enum scsitgt_log_level lvl, const char *fmt,
+		   const char *a, const char *b)
+{
+	scsitgt__log(&gw->rc->log, lvl, SCSITGT__RBD_SUBSYS, "%s/%s: gateway %u: %s%s%s",
+		     gw->rc->pool, gw->rc->image_name, gw->ha.cfg.group, fmt, a ? a : "",
+		     b ? b : "");
+}
+
+/* ---- the answer to probes ---- */
+
+static void ack_refresh(struct scsitgt_rbd_gateway *gw)
+{
+	char buf[GW_ACK_MAX];
+	int n = scsitgt__rbd_ha_ack_format(buf, sizeof(buf), &gw->ha, now_ms(),
+					   gw->addr[0] ? gw->addr : "-");
+
+	pthread_mutex_lock(&gw->ack_mu);
+	if (n > 0) {
+		memcpy(gw->ack, buf, (size_t)n);
+		gw->ack_len = (size_t)n;
+	}
+	pthread_mutex_unlock(&gw->ack_mu);
+	atomic_store(&gw->heartbeat_ms, now_ms());
+}
+
+/* librados' thread. A loop silent for three intervals answers nothing usable. */
+static void watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t notifier_id,
+		     void *data, size_t data_len)
+{
+	struct gw_watch *w = arg;
+	struct scsitgt_rbd_gateway *gw = w->gw;
+	char buf[GW_ACK_MAX];
+	size_t len = 0;
+
+	(void)notifier_id;
+	(void)data;
+	(void)data_len;
+	if (now_ms() - atomic_load(&gw->heartbeat_ms) < 3 * (uint64_t)gw->interval_ms) {
+		pthread_mutex_lock(&gw->ack_mu);
+		memcpy(buf, gw->ack, gw->ack_len);
+		len = gw->ack_len;
+		pthread_mutex_unlock(&gw->ack_mu);
+	}
+	rados_notify_ack(w->io, gw->obj, notify_id, handle, len ? buf : NULL, (unsigned)len);
+}
+
+static void watch_err_cb(void *arg, uint64_t handle, int err)
+{
+	/* The next probe finds out what happened (blocklisted: -ESHUTDOWN). */
+	(void)arg;
+	(void)handle;
+	(void)err;
+}
+
+/* Worker: create the gateway object if needed and watch it with the current client. */
+static int watch_start(struct scsitgt_rbd_gateway *gw, char *addr, size_t addr_size)
+{
+	struct scsitgt__rbd_ctx *rc = gw->rc;
+	rados_write_op_t op;
+	struct gw_watch *w;
+	char *a = NULL;
+	int r;
+
+	if (rc->ioctx == NULL)
+		return -ENOTCONN;
+	op = rados_create_write_op();
+	if (op == NULL)
+		return -ENOMEM;
+	rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+	r = rados_write_op_operate(op, rc->ioctx, gw->obj, NULL, 0);
+	rados_release_write_op(op);
+	if (r < 0)
+		return r;
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return -ENOMEM;
+	w->gw = gw;
+	w->io = rc->ioctx;
+	r = rados_watch3(rc->ioctx, gw->obj, &w->handle, watch_cb, watch_err_cb, 0, w);
+	if (r < 0) {
+		free(w);
+		return r;
+	}
+	w->active = true;
+	r = rados_getaddrs(rc->cluster, &a);
+	if (r == 0 && a) {
+		snprintf(addr, addr_size, "%s", a);
+		rados_buffer_free(a);
+	}
+	/* The loop reads gw->watch only to hand it back to a worker job. */
+	gw->watch = w;
+	return 0;
+}
+
+/* Worker: stop watching with the current (perhaps dead) client. */
+static void watch_stop(struct scsitgt_rbd_gateway *gw)
+{
+	struct gw_watch *w = gw->watch;
+
+	if (w == NULL)
+		return;
+	if (w->active)
+		rados_unwatch2(w->io, w->handle);
+	/* No callback runs after this (rados_watch_flush waits for them). */
+	if (gw->rc->cluster)
+		rados_watch_flush(gw->rc->cluster);
+	free(w);
+	gw->watch = NULL;
+}
+
+/* ---- ALUA ---- */
+
+/*
+ * Make the target's groups say what the model says, and gate the backend: it passes ios to
+ * librbd only while this gateway owns the lock (rc->fenced set fails them with NOT READY).
+ * Besides the blocklisted client, this keeps a write that slipped past the ALUA check (queued
+ * before a state change) from reaching librbd on a client without the lock: librbd would ask
+ * the owner for the lock, the very ping-pong this model avoids, or take a free lock behind the
+ * model's back.
+ */
+static void apply(struct scsitgt_rbd_gateway *gw)
+{
+	const struct scsitgt__rbd_ha *ha = &gw->ha;
+
+	gw->rc->fenced = ha->state != SCSITGT__RBD_HA_OWNER;
+
+	scsitgt_alua_set_state(gw->tgt, ha->cfg.group,
+			       (enum scsitgt_alua_state)scsitgt__rbd_ha_alua(ha, ha->cfg.group));
+	for (size_t i = 0; i < gw->npeers; i++)
+		scsitgt_alua_set_state(gw->tgt, gw->peers[i].group_id,
+				       (enum scsitgt_alua_state)scsitgt__rbd_ha_alua(
+					       ha, gw->peers[i].group_id));
+	if (ha->state != gw->logged_state) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "%s -> ", scsitgt__rbd_ha_state_name(gw->logged_state));
+		gw_log(gw,
+		       ha->state == SCSITGT__RBD_HA_FENCED ? SCSITGT_LOG_WARNING
+							   : SCSITGT_LOG_NOTICE,
+		       msg, scsitgt__rbd_ha_state_name(ha->state), NULL);
+		gw->logged_state = ha->state;
+	}
+	ack_refresh(gw);
+}
+
+static void act(struct scsitgt_rbd_gateway *gw, unsigned int actions);
+static void probe_start(struct scsitgt_rbd_gateway *gw);
+
+/* ---- jobs ---- */
+
+struct gw_job {
+	struct scsitgt__rbd_job job;
+	struct scsitgt_rbd_gateway *gw;
+	/* probe, and how long its lock queries took */
+	struct scsitgt__rbd_ha_probe probe;
+	uint64_t lock_ms;
+	char owner[GW_ADDR_MAX];
+	/* acquire */
+	bool do_break;
+	uint64_t started_ms;
+	char broke[GW_ADDR_MAX];
+	/* watch (re)start */
+	char addr[GW_ADDR_MAX];
+};
+
+static void gw_maybe_finish(struct scsitgt_rbd_gateway *gw);
+
+static struct gw_job *job_new(struct scsitgt_rbd_gateway *gw, void (*work)(struct scsitgt__rbd_job *),
+			      void (*done)(struct scsitgt__rbd_job *))
+{
+	struct gw_job *j = calloc(1, sizeof(*j));
+
+	if (j == NULL)
+		return NULL;
+	j->gw = gw;
+	j->job.work = work;
+	j->job.done = done;
+	j->job.arg = j;
+	return j;
+}
+
+static int job_queue(struct gw_job *j)
+{
+	int r = scsitgt__rbd_queue_work(j->gw->rc, &j->job);
+
+	if (r < 0) {
+		free(j);
+		return r;
+	}
+	j->gw->jobs++;
+	return 0;
+}
+
+/* Back on the loop: true when the gateway is going away (the job is freed). */
+static bool job_end(struct gw_job *j)
+{
+	struct scsitgt_rbd_gateway *gw = j->gw;
+
+	gw->jobs--;
+	if (gw->destroying) {
+		free(j);
+		gw_maybe_finish(gw);
+		return true;
+	}
+	return false;
+}
+
+/* Worker: the lock's owner ("" when none); 0 or a negative errno. */
+static int lock_owner(rbd_image_t img, rbd_lock_mode_t *mode, char *owner, size_t size)
+{
+	char *owners[4];
+	size_t n = 4;
+	int r;
+
+	owner[0] = '\0';
+	r = rbd_lock_get_owners(img, mode, owners, &n);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	if (n > 0)
+		snprintf(owner, size, "%s", owners[0]);
+	rbd_lock_get_owners_cleanup(owners, n);
+	return 0;
+}
+
+static void probe_work(struct scsitgt__rbd_job *job)
+{
+	struct gw_job *j = job->arg;
+	struct scsitgt_rbd_gateway *gw = j->gw;
+	struct scsitgt__rbd_ctx *rc = job->rc;
+	struct scsitgt__rbd_ha_probe *p = &j->probe;
+	struct notify_ack_t *acks = NULL;
+	struct notify_timeout_t *tos = NULL;
+	size_t nacks = 0, ntos = 0, rlen = 0;
+	rbd_lock_mode_t mode;
+	char *reply = NULL;
+	int mine = 0, r;
+
+	if (rc->image == NULL) {
+		p->rc = -ENOTCONN;
+		return;
+	}
+	r = lock_owner(rc->image, &mode, j->owner, sizeof(j->owner));
+	if (r == 0)
+		r = rbd_is_exclusive_lock_owner(rc->image, &mine);
+	if (r < 0) {
+		p->rc = r;
+		return;
+	}
+	p->locked = j->owner[0] != '\0';
+	p->mine = mine != 0;
+	j->lock_ms = now_ms() - j->started_ms;
+	r = rados_notify2(rc->ioctx, gw->obj, "probe", 5, gw->timeout_ms, &reply, &rlen);
+	if (r < 0 && r != -ETIMEDOUT) {
+		p->rc = r;
+		if (reply)
+			rados_buffer_free(reply);
+		return;
+	}
+	if (reply && rados_decode_notify_response(reply, rlen, &acks, &nacks, &tos, &ntos) == 0) {
+		for (size_t i = 0; i < nacks; i++) {
+			struct scsitgt__rbd_ha_peer peer;
+			char addr[GW_ADDR_MAX];
+			uint64_t held;
+
+			if (scsitgt__rbd_ha_ack_parse(acks[i].payload, acks[i].payload_len, &peer,
+						      &held, addr, sizeof(addr)) < 0)
+				continue;
+			if (p->locked && strcmp(addr, j->owner) == 0 && !p->mine) {
+				p->owner_alive = true;
+				p->owner_group = peer.group;
+				p->owner_held_ms = held;
+			}
+			if (peer.group != gw->ha.cfg.group && p->npeers < SCSITGT__RBD_HA_MAX_PEERS)
+				p->peers[p->npeers++] = peer;
+		}
+		rados_free_notify_response(acks, nacks, tos);
+	}
+	if (reply)
+		rados_buffer_free(reply);
+}
+
+static void probe_done(struct scsitgt__rbd_job *job)
+{
+	struct gw_job *j = job->arg;
+	struct scsitgt_rbd_gateway *gw = j->gw;
+	unsigned int actions;
+
+	gw->probing = false;
+	if (job_end(j))
+		return;
+	if (job->status == -ECANCELED) {
+		free(j);
+		return;
+	}
+	snprintf(gw->owner, sizeof(gw->owner), "%s", j->owner);
+	scsitgt__log(&gw->rc->log, SCSITGT_LOG_DEBUG, SCSITGT__RBD_SUBSYS,
+		     "%s/%s: gateway %u: probe in %" PRIu64 " ms (lock %" PRIu64
+		     " ms): %d, owner %s%s, %zu peer(s)",
+		     gw->rc->pool, gw->rc->image_name, gw->ha.cfg.group, now_ms() - j->started_ms,
+		     j->lock_ms,
+		     j->probe.rc, j->owner[0] ? j->owner : "none",
+		     j->probe.mine ? " (this gateway)"
+				   : j->probe.owner_alive ? " (answered)" : " (silent)",
+		     j->probe.npeers);
+	if (j->probe.rc == -ESHUTDOWN) {
+		gw_log(gw, SCSITGT_LOG_WARNING,
+		       "this client was blocklisted: another gateway took the lock over", NULL,
+		       NULL);
+		actions = scsitgt__rbd_ha_fenced(&gw->ha);
+	} else {
+		actions = scsitgt__rbd_ha_probed(&gw->ha, &j->probe);
+		if (actions & SCSITGT__RBD_HA_DO_RECONNECT)
+			gw_log(gw, SCSITGT_LOG_WARNING, "lost the lock to ",
+			       j->owner[0] ? j->owner : "nobody", NULL);
+	}
+	free(j);
+	apply(gw);
+	act(gw, actions);
+	if (gw->probe_due && !gw->destroying)
+		probe_start(gw);
+}
+
+static void acquire_work(struct scsitgt__rbd_job *job)
+{
+	struct gw_job *j = job->arg;
+	struct scsitgt__rbd_ctx *rc = job->rc;
+	rbd_lock_mode_t mode = RBD_LOCK_MODE_EXCLUSIVE;
+	char owner[GW_ADDR_MAX];
+	int mine = 0, r;
+
+	if (rc->image == NULL) {
+		job->status = -ENOTCONN;
+		return;
+	}
+	if (j->do_break) {
+		r = lock_owner(rc->image, &mode, owner, sizeof(owner));
+		if (r < 0) {
+			job->status = r;
+			return;
+		}
+		/* A takeover of a dead owner breaks that owner only: if the lock moved meanwhile
+		 * (another standby was faster), this gateway stands by. */
+		if (j->owner[0] && owner[0] && strcmp(owner, j->owner) != 0) {
+			job->status = -EAGAIN;
+			return;
+		}
+		if (owner[0]) {
+			/* Blocklists the owner's client (fencing it), then removes its lock. */
+			r = rbd_lock_break(rc->image, mode, owner);
+			if (r < 0 && r != -ENOENT) {
+				job->status = r;
+				return;
+			}
+			snprintf(j->broke, sizeof(j->broke), "%s", owner);
+		}
+	}
+	r = rbd_lock_acquire(rc->image, RBD_LOCK_MODE_EXCLUSIVE);
+	if (r == 0)
+		r = rbd_is_exclusive_lock_owner(rc->image, &mine);
+	if (r == 0 && !mine)
+		r = -EROFS;
+	job->status = r;
+}
+
+static void acquire_done(struct scsitgt__rbd_job *job)
+{
+	struct gw_job *j = job->arg;
+	struct scsitgt_rbd_gateway *gw = j->gw;
+	unsigned int actions;
+	char msg[GW_ADDR_MAX + 64];
+
+	gw->acquiring = false;
+	if (job_end(j))
+		return;
+	if (job->status == 0) {
+		snprintf(msg, sizeof(msg), " in %" PRIu64 " ms%s%s", now_ms() - j->started_ms,
+			 j->broke[0] ? ", broke the lock of " : "", j->broke);
+		gw_log(gw, SCSITGT_LOG_NOTICE, "took the lock", msg, NULL);
+	} else {
+		gw_log(gw, SCSITGT_LOG_NOTICE, "did not take the lock: ",
+		       strerror(-job->status), NULL);
+	}
+	actions = scsitgt__rbd_ha_acquired(&gw->ha, job->status == -ECANCELED ? -EAGAIN
+									   : job->status,
+					   now_ms());
+	free(j);
+	apply(gw);
+	act(gw, actions);
+}
+
+/* Worker: replace the blocklisted client with a fresh one, then watch again. */
+static void reconnect_work(struct scsitgt__rbd_job *job)
+{
+	struct gw_job *j = job->arg;
+	struct scsitgt_rbd_gateway *gw = j->gw;
+	int r;
+
+	watch_stop(gw);
+	r = scsitgt__rbd_reconnect(job->rc);
+	if (r == 0)
+		r = watch_start(gw, j->addr, sizeof(j->addr));
+	job->status = r;
+}
+
+static void reconnect_done(struct scsitgt__rbd_job *job)
+{
+	struct gw_job *j = job->arg;
+	struct scsitgt_rbd_gateway *gw = j->gw;
+	unsigned int actions;
+
+	gw->reconnecting = false;
+	if (job->status == 0) {
+		snprintf(gw->addr, sizeof(gw->addr), "%s", j->addr);
+		gw_log(gw, SCSITGT_LOG_NOTICE, "reconnected as ", gw->addr, NULL);
+	} else {
+		gw_log(gw, SCSITGT_LOG_WARNING, "reconnection failed: ", strerror(-job->status),
+		       NULL);
+	}
+	scsitgt__rbd_resume_io(gw->rc);
+	if (job_end(j))
+		return;
+	actions = scsitgt__rbd_ha_reconnected(&gw->ha, job->status == -ECANCELED ? -EAGAIN
+										: job->status);
+	free(j);
+	apply(gw);
+	if (actions & SCSITGT__RBD_HA_DO_RECONNECT)
+		uv_timer_start(&gw->retry, NULL, GW_RETRY_MS, 0);
+}
+
+/* ---- actions ---- */
+
+static void start_acquire(struct scsitgt_rbd_gateway *gw, bool do_break, bool any_owner)
+{
+	struct gw_job *j;
+
+	if (gw->acquiring)
+		return;
+	j = job_new(gw, acquire_work, acquire_done);
+	if (j == NULL)
+		goto fail;
+	j->do_break = do_break;
+	j->started_ms = now_ms();
+	if (!any_owner)
+		snprintf(j->owner, sizeof(j->owner), "%s", gw->owner);
+	if (job_queue(j) < 0)
+		goto fail;
+	gw->acquiring = true;
+	return;
+fail:
+	scsitgt__rbd_ha_acquired(&gw->ha, -ENOMEM, now_ms());
+	apply(gw);
+}
+
+static void reconnect_try(uv_timer_t *t);
+
+static void start_reconnect(struct scsitgt_rbd_gateway *gw)
+{
+	struct gw_job *j;
+
+	if (gw->reconnecting || gw->destroying)
+		return;
+	/* The old client's ios must all have ended (they fail: blocklisted) before its image
+	 * is closed; the core sends no new ones (the group is unavailable). */
+	if (gw->rc->inflight > 0) {
+		uv_timer_start(&gw->retry, reconnect_try, GW_DRAIN_POLL_MS, 0);
+		return;
+	}
+	j = job_new(gw, reconnect_work, reconnect_done);
+	if (j == NULL) {
+		uv_timer_start(&gw->retry, reconnect_try, GW_RETRY_MS, 0);
+		return;
+	}
+	scsitgt__rbd_pause_io(gw->rc);
+	if (job_queue(j) < 0) {
+		scsitgt__rbd_resume_io(gw->rc);
+		uv_timer_start(&gw->retry, reconnect_try, GW_RETRY_MS, 0);
+		return;
+	}
+	gw->reconnecting = true;
+}
+
+static void reconnect_try(uv_timer_t *t)
+{
+	struct scsitgt_rbd_gateway *gw = t->data;
+
+	if (gw->ha.state == SCSITGT__RBD_HA_FENCED)
+		start_reconnect(gw);
+}
+
+static void act(struct scsitgt_rbd_gateway *gw, unsigned int actions)
+{
+	if (gw->destroying)
+		return;
+	if (actions & SCSITGT__RBD_HA_DO_RECONNECT)
+		start_reconnect(gw);
+	if (actions & SCSITGT__RBD_HA_DO_BREAK)
+		start_acquire(gw, true, false);
+	else if (actions & SCSITGT__RBD_HA_DO_ACQUIRE)
+		start_acquire(gw, false, false);
+}
+
+static void probe_start(struct scsitgt_rbd_gateway *gw)
+{
+	struct gw_job *j;
+
+	gw->probe_due = false;
+	if (gw->reconnecting || gw->ha.state == SCSITGT__RBD_HA_FENCED)
+		return;
+	j = job_new(gw, probe_work, probe_done);
+	if (j == NULL)
+		return;
+	j->started_ms = now_ms();
+	if (job_queue(j) < 0)
+		return;
+	gw->probing = true;
+}
+
+/* Every interval: a probe, or, if the last one is still waiting for answers (a dead owner's
+ * lingering watch makes it last probe_timeout_ms), one right after it. */
+static void tick_cb(uv_timer_t *t)
+{
+	struct scsitgt_rbd_gateway *gw = t->data;
+
+	ack_refresh(gw);
+	if (gw->probing) {
+		gw->probe_due = true;
+		return;
+	}
+	probe_start(gw);
+}
+
+/* ---- hooks ---- */
+
+static void hook_fenced(struct scsitgt__rbd_ctx *rc, void *arg)
+{
+	struct scsitgt_rbd_gateway *gw = arg;
+	unsigned int actions;
+
+	(void)rc;
+	actions = scsitgt__rbd_ha_fenced(&gw->ha);
+	apply(gw);
+	act(gw, actions);
+}
+
+static bool hook_io_failed(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, int err,
+			   void *arg)
+{
+	struct scsitgt_rbd_gateway *gw = arg;
+
+	(void)io;
+	/* -EROFS while this gateway believes it owns the lock: it does not any more. The io
+	 * fails as the backend maps it (NOT READY), and the gateway starts over as fenced. */
+	(void)rc;
+	if (err == -EROFS && gw->ha.state == SCSITGT__RBD_HA_OWNER) {
+		unsigned int actions;
+
+		gw_log(gw, SCSITGT_LOG_WARNING, "a write was refused (-EROFS): lost the lock", NULL,
+		       NULL);
+		actions = scsitgt__rbd_ha_fenced(&gw->ha);
+		apply(gw);
+		act(gw, actions);
+	}
+	return false;
+}
+
+/* SET TARGET PORT GROUPS (SPC-5 §6.50) through this gateway. */
+static int hook_request(void *arg, struct scsitgt_target *tgt, uint16_t group_id,
+			enum scsitgt_alua_state old_state, enum scsitgt_alua_state new_state)
+{
+	struct scsitgt_rbd_gateway *gw = arg;
+	unsigned int actions = 0;
+	int r;
+
+	(void)tgt;
+	(void)old_state;
+	if (gw->destroying)
+		return -ESHUTDOWN;
+	r = scsitgt__rbd_ha_request(&gw->ha, group_id, (uint8_t)new_state, now_ms(), &actions);
+	if (r < 0) {
+		gw_log(gw, SCSITGT_LOG_NOTICE, "SET TARGET PORT GROUPS refused: ", strerror(-r),
+		       NULL);
+		return r;
+	}
+	if (actions)
+		gw_log(gw, SCSITGT_LOG_NOTICE, "SET TARGET PORT GROUPS: taking the lock over", NULL,
+		       NULL);
+	/* The requester wants this gateway active whoever owns the lock now. */
+	if (actions & SCSITGT__RBD_HA_DO_BREAK) {
+		start_acquire(gw, true, true);
+		actions &= ~(unsigned int)SCSITGT__RBD_HA_DO_BREAK;
+	}
+	apply(gw);
+	act(gw, actions);
+	return SCSITGT_ALUA_REQUEST_DEFERRED;
+}
+
+/* ---- create, destroy ---- */
+
+static void watch_first_work(struct scsitgt__rbd_job *job)
+{
+	struct gw_job *j = job->arg;
+
+	job->status = watch_start(j->gw, j->addr, sizeof(j->addr));
+}
+
+static void watch_first_done(struct scsitgt__rbd_job *job)
+{
+	struct gw_job *j = job->arg;
+	struct scsitgt_rbd_gateway *gw = j->gw;
+	int status = job->status;
+
+	if (job_end(j))
+		return;
+	if (status == 0)
+		snprintf(gw->addr, sizeof(gw->addr), "%s", j->addr);
+	free(j);
+	/* The first probe at once, then every interval. */
+	uv_timer_start(&gw->tick, tick_cb, 0, gw->interval_ms);
+	if (status < 0) {
+		/* Unwatched, this gateway's answers would never reach the others, and they would
+		 * take the lock from it: start over with a fresh client instead. */
+		gw_log(gw, SCSITGT_LOG_ERROR, "cannot watch the gateway object: ", strerror(-status),
+		       NULL);
+		unsigned int actions = scsitgt__rbd_ha_fenced(&gw->ha);
+
+		apply(gw);
+		act(gw, actions);
+		return;
+	}
+	ack_refresh(gw);
+	gw_log(gw, SCSITGT_LOG_NOTICE, "joined as ", gw->addr, NULL);
+}
+
+static int alua_setup(struct scsitgt_rbd_gateway *gw, const struct scsitgt_rbd_gateway_opts *o)
+{
+	struct scsitgt_alua_opts ao;
+	uint64_t itt;
+	int r;
+
+	scsitgt_alua_opts_init(&ao, sizeof(ao));
+	ao.modes = SCSITGT_ALUA_IMPLICIT | SCSITGT_ALUA_EXPLICIT;
+	/* IMPLICIT TRANSITION TIME: detecting a dead owner and taking its lock, with margin. */
+	itt = ((uint64_t)o->probe_misses * 2 * o->probe_interval_ms + o->probe_timeout_ms) / 1000 +
+	      5;
+	ao.implicit_transition_secs = (uint8_t)(itt > 255 ? 255 : itt);
+	ao.request_cb = hook_request;
+	ao.request_arg = gw;
+	r = scsitgt_alua_configure(gw->tgt, &ao);
+	if (r == 0)
+		r = scsitgt_alua_group_create(gw->tgt, o->group_id, SCSITGT_ALUA_STANDBY);
+	for (size_t i = 0; r == 0 && i < o->nrel_port_ids; i++)
+		r = scsitgt_alua_group_add_port(gw->tgt, o->group_id, o->rel_port_ids[i]);
+	if (r == 0)
+		r = scsitgt_alua_set_preferred(gw->tgt, o->group_id, o->preferred);
+	for (size_t i = 0; r == 0 && i < o->npeers; i++) {
+		r = scsitgt_alua_group_create(gw->tgt, o->peers[i].group_id,
+					      SCSITGT_ALUA_UNAVAILABLE);
+		if (r == 0 && o->peers[i].rel_port_id)
+			r = scsitgt_alua_group_add_port(gw->tgt, o->peers[i].group_id,
+							o->peers[i].rel_port_id);
+	}
+	return r;
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+	struct scsitgt_rbd_gateway *gw = h->data;
+
+	if (--gw->handles_open > 0)
+		return;
+	if (gw->destroy_cb)
+		gw->destroy_cb(gw->destroy_cb_arg, 0);
+	pthread_mutex_destroy(&gw->ack_mu);
+	free(gw);
+}
+
+static void gw_free(struct scsitgt_rbd_gateway *gw)
+{
+	gw->handles_open = 2;
+	uv_close((uv_handle_t *)&gw->tick, handle_closed);
+	uv_close((uv_handle_t *)&gw->retry, handle_closed);
+}
+
+SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_out,
+					      struct scsitgt_target *tgt, void *bctx,
+					      const struct scsitgt_rbd_gateway_opts *opts)
+{
+	struct scsitgt__rbd_ctx *rc = bctx;
+	struct scsitgt_rbd_gateway_opts o;
+	struct scsitgt__rbd_ha_cfg cfg;
+	struct scsitgt_rbd_gateway *gw;
+	struct gw_job *j;
+	int r;
+
+	if (gw_out == NULL || tgt == NULL || rc == NULL || opts == NULL || opts->size == 0)
+		return -EINVAL;
+	scsitgt_rbd_gateway_opts_init(&o, sizeof(o));
+	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
+	if (o.group_id == 0 || o.npeers >= SCSITGT__RBD_HA_MAX_PEERS ||
+	    o.nrel_port_ids > SCSITGT_ALUA_MAX_PORTS || (o.npeers && o.peers == NULL) ||
+	    (o.nrel_port_ids && o.rel_port_ids == NULL) || o.probe_interval_ms == 0 ||
+	    o.probe_timeout_ms == 0)
+		return -EINVAL;
+	for (size_t i = 0; i < o.npeers; i++)
+		if (o.peers[i].group_id == 0 || o.peers[i].group_id == o.group_id)
+			return -EINVAL;
+	if (!rc->opened || rc->closing || rc->hooks.arg != NULL)
+		return -EBUSY;
+	gw = calloc(1, sizeof(*gw));
+	if (gw == NULL)
+		return -ENOMEM;
+	gw->rc = rc;
+	gw->tgt = tgt;
+	gw->loop = rc->loop;
+	gw->interval_ms = o.probe_interval_ms;
+	/* RADOS counts a notify's timeout in whole seconds, rounded down, and 0 means its
+	 * default (osd_default_notify_timeout, 30 s): below a second, a probe of a dead owner
+	 * would wait for the owner's watch to expire. */
+	gw->timeout_ms = o.probe_timeout_ms < 1000 ? 1000 : o.probe_timeout_ms;
+	gw->npeers = o.npeers;
+	memcpy(gw->peers, o.peers, o.npeers * sizeof(o.peers[0]));
+	snprintf(gw->obj, sizeof(gw->obj), GW_OBJ_PREFIX "%s", rc->image_id);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.group = o.group_id;
+	cfg.preferred = o.preferred;
+	cfg.misses = o.probe_misses;
+	cfg.holddown_ms = o.holddown_ms;
+	cfg.npeer_groups = o.npeers;
+	for (size_t i = 0; i < o.npeers; i++)
+		cfg.peer_groups[i] = o.peers[i].group_id;
+	scsitgt__rbd_ha_init(&gw->ha, &cfg);
+	gw->logged_state = gw->ha.state;
+	pthread_mutex_init(&gw->ack_mu, NULL);
+	uv_timer_init(gw->loop, &gw->tick);
+	uv_timer_init(gw->loop, &gw->retry);
+	gw->tick.data = gw;
+	gw->retry.data = gw;
+	r = alua_setup(gw, &o);
+	if (r < 0)
+		goto fail;
+	j = job_new(gw, watch_first_work, watch_first_done);
+	if (j == NULL) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = job_queue(j);
+	if (r < 0)
+		goto fail;
+	rc->hooks.arg = gw;
+	rc->hooks.fenced = hook_fenced;
+	rc->hooks.io_failed = hook_io_failed;
+	apply(gw);
+	*gw_out = gw;
+	return 0;
+fail:
+	gw_free(gw);
+	return r;
+}
+
+/* Worker: the last job. */
+static void leave_work(struct scsitgt__rbd_job *job)
+{
+	struct gw_job *j = job->arg;
+	struct scsitgt_rbd_gateway *gw = j->gw;
+	int mine = 0;
+
+	if (job->rc->image && rbd_is_exclusive_lock_owner(job->rc->image, &mine) == 0 && mine)
+		rbd_lock_release(job->rc->image);
+	watch_stop(gw);
+}
+
+static void leave_done(struct scsitgt__rbd_job *job)
+{
+	struct gw_job *j = job->arg;
+	struct scsitgt_rbd_gateway *gw = j->gw;
+
+	free(j);
+	gw->jobs--;
+	gw->handles_closed = true;
+	gw_free(gw);
+}
+
+static void gw_maybe_finish(struct scsitgt_rbd_gateway *gw)
+{
+	struct gw_job *j;
+
+	if (gw->jobs > 0 || gw->handles_closed)
+		return;
+	j = job_new(gw, leave_work, leave_done);
+	if (j == NULL || scsitgt__rbd_queue_work(gw->rc, &j->job) < 0) {
+		free(j);
+		gw->handles_closed = true;
+		gw_free(gw);
+		return;
+	}
+	gw->jobs++;
+}
+
+SCSITGT_EXPORT void scsitgt_rbd_gateway_destroy(struct scsitgt_rbd_gateway *gw,
+						scsitgt_done_cb cb, void *cb_arg)
+{
+	if (gw == NULL || gw->destroying)
+		return;
+	gw->destroying = true;
+	gw->destroy_cb = cb;
+	gw->destroy_cb_arg = cb_arg;
+	uv_timer_stop(&gw->tick);
+	uv_timer_stop(&gw->retry);
+	if (gw->rc->hooks.arg == gw)
+		memset(&gw->rc->hooks, 0, sizeof(gw->rc->hooks));
+	/* The target is going away; nothing more reaches librbd through this gateway. */
+	gw->rc->fenced = true;
+	gw_maybe_finish(gw);
+}

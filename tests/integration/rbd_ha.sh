@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# rbd_ha.sh MINITARGET PR_CLIENT MPATH_WRITER MODE: two gateways (two minitarget processes on
+# two ports, target port groups 1 and 2) export one RBD image of a throwaway Ceph cluster
+# (docs/rbd.md, "Several gateways: the HA model").
+#
+#   basic  the lock owner (A) is active/optimized, the other (B) standby through REPORT TARGET
+#          PORT GROUPS on both paths; B refuses data commands with NOT READY 04h/0Bh; both show
+#          the same device identification; libiscsi's MultipathIO tests pass with their first
+#          URL on A and their second on B (tests/conformance/skip-rbd-ha.txt: those that cannot
+#          apply to an active/standby pair, with the reason).
+#   kill   a multipath writer (mpath_writer.c: fails over by ALUA state) writes verified data
+#          through A and B while A is SIGKILLed: no error reaches its write loop, every
+#          acknowledged block reads back, and the failover time (the kill to the first write
+#          completed through B) is printed. A restarted A rejoins as standby.
+#   stpg   SET TARGET PORT GROUPS through B asks B to take over while A has writes in flight
+#          (held back by A's fault-injection delay): B breaks A's lock, A's in-flight writes
+#          fail (not acknowledged: NOT READY), the writer moves to B, and A reconnects and
+#          rejoins as standby.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/lib.sh"
+source "$HERE/rbd_lib.sh"
+MODE=${4:-}
+IT_NAME=rbd_ha-$MODE
+it_init "$1"
+CLIENT=${2:?usage: rbd_ha.sh MINITARGET PR_CLIENT MPATH_WRITER MODE}
+WRITER=${3:?usage: rbd_ha.sh MINITARGET PR_CLIENT MPATH_WRITER MODE}
+[[ $MODE == basic || $MODE == kill || $MODE == stpg ]] || it_fail "unknown mode '$MODE'"
+rbd_need
+it_need python3
+IQN=iqn.2026-11.org.libscsitgt:rbd-ha
+HOST_IQN=iqn.2026-11.org.libscsitgt:rbd-ha-host
+
+declare -A GW_PID GW_URL GW_PORT
+
+# Gateways are stopped before the cluster goes down (they are its clients).
+gw_cleanup() {
+	local rc=$? n
+	for n in "${!GW_PID[@]}"; do
+		kill -KILL "${GW_PID[$n]}" 2>/dev/null || true
+		wait "${GW_PID[$n]}" 2>/dev/null || true
+	done
+	if [[ $rc -ne 0 && $rc -ne 77 ]]; then
+		for n in "${!GW_PID[@]}"; do
+			it_log "--- gateway $n stderr (last 30 lines) ---"
+			tail -n 30 "$IT_TMP/gw-$n.err" >&2 || true
+		done
+	fi
+	(exit $rc)
+	rbd_cleanup
+}
+
+# gw_start NAME GROUP PEER [minitarget options...]: a gateway in group GROUP (its portal
+# group tag too), listing group PEER (port PEER); waits for its URL.
+gw_start() {
+	local name=$1 group=$2 peer=$3 i port
+	shift 3
+	port=${GW_PORT[$name]:-$(it_free_port)}
+	GW_PORT[$name]=$port
+	: >"$IT_TMP/gw-$name.out"
+	"$IT_TARGET" --portal "127.0.0.1:$port" --iqn "$IQN" --tpgt "$group" \
+		--alua-group "$group" --alua-peer "$peer:$peer" --gw-holddown 1000 -v \
+		--lun "0:rbd:$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE,nocache${GW_LUN_FLAGS:-}" "$@" \
+		</dev/null >"$IT_TMP/gw-$name.out" 2>>"$IT_TMP/gw-$name.err" &
+	GW_PID[$name]=$!
+	for ((i = 0; i < 600; i++)); do
+		GW_URL[$name]=$(grep -o 'iscsi://[^[:space:]]*' "$IT_TMP/gw-$name.out" || true)
+		[[ -n "${GW_URL[$name]}" ]] && break
+		kill -0 "${GW_PID[$name]}" 2>/dev/null || it_fail "gateway $name exited at start"
+		sleep 0.1
+	done
+	[[ -n "${GW_URL[$name]}" ]] || it_fail "gateway $name printed no URL"
+	it_log "gateway $name (group $group): ${GW_URL[$name]} pid ${GW_PID[$name]}"
+}
+
+# gw_wait NAME STATE: wait until the gateway's log says it reached STATE (bounded).
+gw_wait() {
+	local name=$1 state=$2 n=${3:-1} i
+	for ((i = 0; i < 600; i++)); do
+		[[ $(grep -c -- "-> $state\$" "$IT_TMP/gw-$name.err") -ge $n ]] && return 0
+		kill -0 "${GW_PID[$name]}" 2>/dev/null || it_fail "gateway $name died"
+		sleep 0.1
+	done
+	it_fail "gateway $name never became $state: $(tail -5 "$IT_TMP/gw-$name.err")"
+}
+
+# rtpg NAME: "G:S G:S" (group:state) from REPORT TARGET PORT GROUPS through the gateway.
+rtpg() {
+	"$CLIENT" -i "$HOST_IQN" -q 7 "${GW_URL[$1]}" rtpg |
+		awk '$1 == "group" { print $2 ":" $4 }' | sort -n | paste -sd ' '
+}
+
+# tur NAME: TEST UNIT READY through the gateway, once the new nexus's unit attentions are
+# cleared.
+tur() {
+	: >"$IT_TMP/go"
+	"$CLIENT" -i "$HOST_IQN" -q 8 "${GW_URL[$1]}" tur-after "$IT_TMP/go" | tail -n 1
+}
+
+# rtpg_wait NAME WANT: poll REPORT TARGET PORT GROUPS through NAME until it says WANT.
+rtpg_wait() {
+	local got i
+	for ((i = 0; i < 300; i++)); do
+		got=$(rtpg "$1" 2>/dev/null || true)
+		[[ "$got" == "$2" ]] && return 0
+		sleep 0.1
+	done
+	it_fail "REPORT TARGET PORT GROUPS through $1: '$got', expected '$2'"
+}
+
+# writer_start COUNT: the multipath writer over blocks 0..COUNT-1 through A and B.
+writer_start() {
+	"$WRITER" -i "$HOST_IQN" "${GW_URL[A]}" "${GW_URL[B]}" -- write 0 "$1" "$IT_TMP/stop" \
+		>"$IT_TMP/writer.out" 2>"$IT_TMP/writer.err" &
+	WPID=$!
+	IT_HELPER_PIDS+=("$WPID")
+}
+
+# writer_finish COUNT: stop the writer after its pass, check it saw no error and verified.
+writer_finish() {
+	: >"$IT_TMP/stop"
+	wait "$WPID" || it_fail "the writer saw an error: $(tail -5 "$IT_TMP/writer.err")"
+	grep -q "^verified $1 blocks" "$IT_TMP/writer.out" || it_fail "not verified"
+}
+
+# writer_wait PATTERN [N]: wait until the writer printed N (default 1) lines matching PATTERN.
+writer_wait() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		[[ $(grep -c -- "$1" "$IT_TMP/writer.out") -ge ${2:-1} ]] && return 0
+		kill -0 "$WPID" 2>/dev/null || it_fail "writer ended: $(cat "$IT_TMP/writer.err")"
+		sleep 0.1
+	done
+	it_fail "the writer never printed '$1': $(tail -5 "$IT_TMP/writer.err")"
+}
+
+rbd_cluster_up -w 5 -S 64M
+trap gw_cleanup EXIT
+
+# Gateway A starts first and takes the free lock; B joins as standby. In stpg mode every write
+# A receives is held back 1.5 s by its fault layer, so that a write is in flight in A when B
+# takes over.
+[[ $MODE == stpg ]] && GW_LUN_FLAGS=",fault=delay=1500@write"
+gw_start A 1 2
+GW_LUN_FLAGS=
+gw_wait A owner
+gw_start B 2 1
+gw_wait B standby
+rtpg_wait A "1:0 2:2"
+rtpg_wait B "1:0 2:2"
+
+case $MODE in
+basic)
+	# Only the owner writes.
+	"$CLIENT" -i "$HOST_IQN" -q 1 "${GW_URL[A]}" write 0 256 11 1 >/dev/null
+	if "$CLIENT" -i "$HOST_IQN" -q 2 "${GW_URL[B]}" write 0 8 3 1 >/dev/null \
+		2>"$IT_TMP/w.err"; then
+		it_fail "a WRITE went through the standby gateway"
+	fi
+	grep -q "sense 2/04/0b" "$IT_TMP/w.err" ||
+		it_fail "standby WRITE: expected NOT READY, 04h/0Bh: $(cat "$IT_TMP/w.err")"
+	out=$(tur B)
+	[[ "$out" == "sense 2/04/0b" ]] || it_fail "standby TEST UNIT READY: $out"
+	"$CLIENT" -i "$HOST_IQN" -q 1 "${GW_URL[A]}" verify 0 256 11 >/dev/null ||
+		it_fail "the owner's data is wrong"
+	# One device: the same unit serial number and logical unit designators (NAA, T10) on
+	# both paths (VPD 83h's target port and port group designators are each path's own).
+	"$CLIENT" -i "$HOST_IQN" -q 9 "${GW_URL[A]}" ident >"$IT_TMP/ident-A.txt"
+	"$CLIENT" -i "$HOST_IQN" -q 9 "${GW_URL[B]}" ident >"$IT_TMP/ident-B.txt"
+	grep -q "^lu 3 " "$IT_TMP/ident-A.txt" || it_fail "no NAA: $(cat "$IT_TMP/ident-A.txt")"
+	grep -q "^serial ." "$IT_TMP/ident-A.txt" || it_fail "no serial number"
+	cmp -s "$IT_TMP/ident-A.txt" "$IT_TMP/ident-B.txt" ||
+		it_fail "the gateways show different devices: $(cat "$IT_TMP/ident-"[AB].txt)"
+	# libiscsi's multipath tests, first URL on A, second on B: those that can apply to an
+	# active/standby pair (tests/conformance/skip-rbd-ha.txt says why the others cannot).
+	it_need iscsi-test-cu
+	skip="$HERE/../conformance/skip-rbd-ha.txt"
+	iscsi-test-cu -l | grep -E '^SCSI\.MultipathIO\.[^.]+$' | sort >"$IT_TMP/mp.txt"
+	grep -Ev '^[[:space:]]*(#|$)' "$skip" | awk '{ print $1 }' | sort >"$IT_TMP/skip.txt"
+	comm -23 "$IT_TMP/mp.txt" "$IT_TMP/skip.txt" >"$IT_TMP/run.txt"
+	if [[ -s "$IT_TMP/run.txt" ]]; then
+		st=0
+		env -u MALLOC_PERTURB_ timeout -k 10 300 iscsi-test-cu -V --dataloss \
+			-i "$HOST_IQN" -I "$HOST_IQN-b" -t "$IT_TMP/run.txt" \
+			"${GW_URL[A]}" "${GW_URL[B]}" </dev/null >"$IT_TMP/cu.log" 2>&1 || st=$?
+		[[ $st -eq 0 ]] || { tail -40 "$IT_TMP/cu.log" >&2; it_fail "iscsi-test-cu: $st"; }
+		it_log "MultipathIO through A and B passed: $(tr '\n' ' ' <"$IT_TMP/run.txt")"
+	fi
+	it_log "MultipathIO not run (skip-rbd-ha.txt): $(tr '\n' ' ' <"$IT_TMP/skip.txt")"
+	# What keeps them from running: libiscsi's connect gives up on a standby path.
+	iscsi-inq "${GW_URL[B]}" >/dev/null 2>"$IT_TMP/inq.err" &&
+		it_fail "libiscsi's connect to the standby path worked: run the MultipathIO tests"
+	grep -q "0x040b" "$IT_TMP/inq.err" || it_fail "iscsi-inq on B: $(cat "$IT_TMP/inq.err")"
+	;;
+kill)
+	writer_start 1024
+	writer_wait "^pass 3 path 0"
+	t_kill=$(date +%s.%N)
+	kill -KILL "${GW_PID[A]}"
+	wait "${GW_PID[A]}" 2>/dev/null || true
+	unset 'GW_PID[A]'
+	it_log "killed gateway A"
+	writer_wait "^failover"
+	writer_wait "path 1$" 2
+	writer_finish 1024
+	t_fo=$(awk '/^failover/ { print $6; exit }' "$IT_TMP/writer.out")
+	ms=$(awk -v a="$t_kill" -v b="$t_fo" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+	it_log "failover: SIGKILL of A to the first write completed through B: $ms ms"
+	it_log "B: $(grep -o 'took the lock.*' "$IT_TMP/gw-B.err" | tail -1)"
+	echo "failover_ms $ms"
+	rtpg_wait B "1:3 2:0"
+	# A comes back: it finds B owning the lock and stands by (no failback, no ping-pong).
+	gw_start A 1 2
+	gw_wait A standby
+	rtpg_wait A "1:2 2:0"
+	"$WRITER" -i "$HOST_IQN" "${GW_URL[A]}" "${GW_URL[B]}" -- verify 0 1024 \
+		"$(awk '/^pass/ { p = $2 } END { print p }' "$IT_TMP/writer.out")" >/dev/null ||
+		it_fail "data read back through the pair is wrong"
+	;;
+stpg)
+	writer_start 64
+	writer_wait "^pass 1 path 0"
+	# Explicit takeover through B (A has held the lock longer than the 1 s hold-down): GOOD,
+	# B transitions, breaks A's lock and owns it.
+	"$CLIENT" -i "$HOST_IQN" -q 4 "${GW_URL[B]}" stpg 0 2
+	gw_wait B owner
+	gw_wait A fenced
+	writer_wait "path 1$" 2
+	writer_finish 64
+	# The write in flight in A when it was fenced failed (NOT READY), not acknowledged.
+	grep -Eq "path 0: sense 2/04/0[abc]" "$IT_TMP/writer.err" ||
+		it_fail "no write of A failed at the takeover: $(cat "$IT_TMP/writer.err")"
+	grep -q "blocklisted" "$IT_TMP/gw-A.err" || it_fail "A does not say it was blocklisted"
+	# A replaced its client and stands by.
+	gw_wait A standby
+	grep -q "reconnected as" "$IT_TMP/gw-A.err" || it_fail "A did not reconnect"
+	rtpg_wait A "1:2 2:0"
+	rtpg_wait B "1:2 2:0"
+	;;
+esac
+
+for n in B A; do
+	[[ -n "${GW_PID[$n]:-}" ]] || continue
+	kill -TERM "${GW_PID[$n]}"
+	st=0
+	wait "${GW_PID[$n]}" || st=$?
+	unset "GW_PID[$n]"
+	[[ $st -eq 0 ]] || it_fail "gateway $n exited with status $st on SIGTERM"
+done
+it_log "PASS"
