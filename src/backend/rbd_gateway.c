@@ -237,6 +237,7 @@ static void apply(struct scsitgt_rbd_gateway *gw)
 
 static void act(struct scsitgt_rbd_gateway *gw, unsigned int actions);
 static void probe_start(struct scsitgt_rbd_gateway *gw);
+static void reconnect_try(uv_timer_t *t);
 
 /* ---- jobs ---- */
 
@@ -518,7 +519,7 @@ static void reconnect_done(struct scsitgt__rbd_job *job)
 	free(j);
 	apply(gw);
 	if (actions & SCSITGT__RBD_HA_DO_RECONNECT)
-		uv_timer_start(&gw->retry, NULL, GW_RETRY_MS, 0);
+		uv_timer_start(&gw->retry, reconnect_try, GW_RETRY_MS, 0);
 }
 
 /* ---- actions ---- */
@@ -544,8 +545,6 @@ fail:
 	scsitgt__rbd_ha_acquired(&gw->ha, -ENOMEM, now_ms());
 	apply(gw);
 }
-
-static void reconnect_try(uv_timer_t *t);
 
 static void start_reconnect(struct scsitgt_rbd_gateway *gw)
 {
