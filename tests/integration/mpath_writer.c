@@ -386,6 +386,7 @@ static int cmd_write(uint64_t start, uint64_t count, const char *stopfile)
 	uint64_t *pass = calloc(count, sizeof(*pass));
 	unsigned char buf[CHUNK * BS], cdb[16];
 	uint64_t p = 0;
+	int rc;
 
 	if (pass == NULL)
 		return 1;
@@ -406,6 +407,7 @@ static int cmd_write(uint64_t start, uint64_t count, const char *stopfile)
 					start + off, t ? (unsigned)t->status : 0u,
 					t ? (unsigned)t->sense.key : 0u, t ? (unsigned)t->sense.ascq >> 8 : 0u,
 					t ? (unsigned)t->sense.ascq & 0xffu : 0u);
+				free(pass);
 				return 1;
 			}
 			scsi_free_scsi_task(t);
@@ -415,7 +417,9 @@ static int cmd_write(uint64_t start, uint64_t count, const char *stopfile)
 		printf("pass %" PRIu64 " path %d\n", p, cur);
 		fflush(stdout);
 	} while (access(stopfile, F_OK) != 0);
-	return verify(start, count, pass, 0);
+	rc = verify(start, count, pass, 0);
+	free(pass);
+	return rc;
 }
 
 static int cmd_state(void)
