@@ -13,6 +13,8 @@
  *                   configuration stays;
  *   SIGUSR1         prints the counters of every LUN, session and connection to stdout;
  *   SIGTERM/SIGINT  stops cleanly (initiators are asked to log out, I/O drains).
+ * With control_socket = PATH in [engine] it also answers JSON-RPC 2.0 requests on that unix
+ * socket (scsitgtd_control.c; the client is scsitgtctl).
  * With -t it only checks CONFIG and exits 0 (valid) or 1 (the message says file and line).
  */
 #include <errno.h>
@@ -24,6 +26,7 @@
 #include <uv.h>
 
 #include "scsitgtd.h"
+#include "scsitgtd_control.h"
 
 static const char *level_name(enum scsitgt_log_level l)
 {
@@ -175,6 +178,11 @@ static struct scsitgtd_config *load(const char *path, char *err, size_t err_size
 	return cfg;
 }
 
+static bool str_same(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a && b && !strcmp(a, b));
+}
+
 /* ---- SIGUSR1: print the counters ---- */
 
 static void print_counters(const char *who, const struct scsitgt_cmd_counters *c)
@@ -279,6 +287,7 @@ static void stop(struct scsitgtd *d)
 	uv_close((uv_handle_t *)&d->sig_term, NULL);
 	uv_close((uv_handle_t *)&d->sig_int, NULL);
 	uv_close((uv_handle_t *)&d->sig_usr1, NULL);
+	scsitgtd_control_stop(d);
 	scsitgt_engine_destroy(d->engine, engine_gone, d);
 }
 
@@ -288,24 +297,9 @@ static void on_signal(uv_signal_t *h, int signum)
 	char err[600];
 
 	switch (signum) {
-	case SIGHUP: {
-		struct scsitgtd_config *nc = load(d->path, err, sizeof(err));
-
-		if (nc == NULL) {
-			scsitgtd_log(d, SCSITGT_LOG_ERROR, "reload refused, configuration kept: %s",
-				     err);
-			return;
-		}
-		if (scsitgtd_apply(d, nc) < 0) {
-			scsitgtd_config_free(nc);
-			scsitgtd_log(d, SCSITGT_LOG_ERROR, "reload: out of memory");
-			return;
-		}
-		scsitgtd_log(d, SCSITGT_LOG_NOTICE, "reloaded %s", d->path);
-		printf("scsitgtd: reloaded\n");
-		fflush(stdout);
+	case SIGHUP:
+		scsitgtd_reload(d, err, sizeof(err));
 		break;
-	}
 	case SIGUSR1:
 		print_stats(d);
 		break;
@@ -313,6 +307,28 @@ static void on_signal(uv_signal_t *h, int signum)
 		stop(d);
 		break;
 	}
+}
+
+int scsitgtd_reload(struct scsitgtd *d, char *err, size_t err_size)
+{
+	struct scsitgtd_config *nc = load(d->path, err, err_size);
+
+	if (nc == NULL) {
+		scsitgtd_log(d, SCSITGT_LOG_ERROR, "reload refused, configuration kept: %s", err);
+		return -EINVAL;
+	}
+	if (!str_same(nc->control_socket, d->cfg->control_socket))
+		scsitgtd_log(d, SCSITGT_LOG_WARNING, "control_socket: takes effect at the next start");
+	if (scsitgtd_apply(d, nc) < 0) {
+		scsitgtd_config_free(nc);
+		snprintf(err, err_size, "out of memory");
+		scsitgtd_log(d, SCSITGT_LOG_ERROR, "reload: out of memory");
+		return -ENOMEM;
+	}
+	scsitgtd_log(d, SCSITGT_LOG_NOTICE, "reloaded %s", d->path);
+	printf("scsitgtd: reloaded\n");
+	fflush(stdout);
+	return 0;
 }
 
 static int signal_start(struct scsitgtd *d, uv_signal_t *h, int signum)
@@ -394,6 +410,14 @@ int main(int argc, char **argv)
 		for (size_t j = 0; j < d.cfg->targets[i].nsrps; j++)
 			if (d.tgts[i].srps[j] == NULL)
 				d.exit_code = 1;
+	}
+	if (!d.exit_code && d.cfg->control_socket) {
+		rc = scsitgtd_control_start(&d, d.cfg->control_socket, err, sizeof(err));
+		if (rc < 0) {
+			scsitgtd_log(&d, SCSITGT_LOG_ERROR, "control_socket %s: %s",
+				     d.cfg->control_socket, err);
+			d.exit_code = 1;
+		}
 	}
 	if (d.exit_code) {
 		/* A portal or SRP port that cannot listen at start is a configuration error. */

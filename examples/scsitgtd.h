@@ -32,6 +32,8 @@ struct scsitgtd {
 	int exit_code;
 	/* RBD LUNs whose image is being opened off the loop (scsitgtd_apply.c). */
 	struct scsitgtd_rbd_open *rbd_opens;
+	/* The management socket (scsitgtd_control.c); NULL without one. */
+	struct scsitgtd_control *control;
 };
 
 void scsitgtd_log(struct scsitgtd *d, enum scsitgt_log_level level, const char *fmt, ...)
@@ -43,6 +45,13 @@ void scsitgtd_log(struct scsitgtd *d, enum scsitgt_log_level level, const char *
  * want. Returns 0 or -ENOMEM (then nothing changed and the caller still owns @nc).
  */
 int scsitgtd_apply(struct scsitgtd *d, struct scsitgtd_config *nc);
+
+/*
+ * Re-read the configuration file and apply it (SIGHUP, the control socket's "reload").
+ * Returns 0, or -EINVAL (the file is wrong: @err says where; the running configuration stays)
+ * or -ENOMEM.
+ */
+int scsitgtd_reload(struct scsitgtd *d, char *err, size_t err_size);
 
 /* Whether the library accepts a LUN's fault specification: 0 or its negative errno. */
 int scsitgtd_fault_spec_check(const char *spec);

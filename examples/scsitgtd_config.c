@@ -536,6 +536,7 @@ void scsitgtd_config_free(struct scsitgtd_config *cfg)
 	}
 	free(cfg->targets);
 	free(cfg->pr_dir);
+	free(cfg->control_socket);
 	free(cfg->discovery_user);
 	free(cfg->discovery_secret);
 	free(cfg->discovery_mutual_user);

@@ -23,6 +23,7 @@
 #define SCSITGTD_MAX_ALUA_PORTS 32  /* per group, as SCSITGT_ALUA_MAX_PORTS */
 #define SCSITGTD_MAX_ADDRESSES 1024 /* per target: address ranges, per-initiator ones too */
 #define SCSITGTD_MAX_SRP 16	    /* SRP target ports per target */
+#define SCSITGTD_MAX_SOCKET_PATH 108 /* control_socket: sizeof(sockaddr_un.sun_path) */
 
 enum scsitgtd_backend {
 	SCSITGTD_BACKEND_RAM,
@@ -189,6 +190,7 @@ struct scsitgtd_config {
 	int log_level;		 /* syslog level 3..7 (enum scsitgt_log_level) */
 	uint32_t tmf_timeout_ms; /* 0 = library default */
 	char *pr_dir;		 /* LUNs without pr_file keep reservations in this directory */
+	char *control_socket;	 /* the management socket's path; NULL = none */
 	int workers;		 /* engine worker threads: -2 = not given, -1 = auto, 0..256 */
 	uint32_t drain_timeout_ms; /* 0 = library default */
 	char *discovery_user;	   /* CHAP required of discovery sessions; NULL = none */

@@ -257,6 +257,16 @@ static int k_pr_dir(struct parser *p, const char *key, const char *v)
 	return cfg_set_str(p, &p->cfg->pr_dir, v);
 }
 
+/* The management socket (scsitgtd_control.c): a path, at most what sockaddr_un holds. */
+static int k_control_socket(struct parser *p, const char *key, const char *v)
+{
+	if (*v == '\0')
+		return cfg_err(p, "%s: empty", key);
+	if (strlen(v) >= SCSITGTD_MAX_SOCKET_PATH)
+		return cfg_err(p, "%s: longer than %d bytes", key, SCSITGTD_MAX_SOCKET_PATH - 1);
+	return cfg_set_str(p, &p->cfg->control_socket, v);
+}
+
 static int k_workers(struct parser *p, const char *key, const char *v)
 {
 	uint64_t x;
@@ -297,6 +307,7 @@ static const struct key engine_keys[] = {
 	{ "discovery_mutual_chap", k_discovery_chap, false },
 	{ "tmf_timeout_ms", k_tmf_timeout, false },
 	{ "pr_dir", k_pr_dir, false },
+	{ "control_socket", k_control_socket, false },
 };
 
 /* iSCSI parameters ([engine] and [target]); ranges of struct scsitgt_iscsi_params. */

@@ -18,6 +18,9 @@ PKGS=(
 	valgrind abigail-tools tshark
 	# examples/scsitgtd's configuration lexer (libinih); the 'docs' suite's Doxygen build.
 	libinih-dev doxygen
+	# scsitgtd's control socket and scsitgtctl (JSON-RPC with json-c); promtool (package
+	# prometheus) checks `scsitgtctl metrics` in tests/integration/scsitgtctl.sh.
+	libjson-c-dev prometheus
 	# tests/vm (suite 'vm'): the guest image is built from Debian packages and booted by QEMU.
 	qemu-system-x86 debootstrap busybox-static cpio e2fsprogs
 	# the RBD backend (meson feature 'rbd') and its tests: librbd/librados to build, and a

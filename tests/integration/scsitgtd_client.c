@@ -13,6 +13,9 @@
  *   register LUN KEY    PERSISTENT RESERVE OUT REGISTER with APTPL -> "status ..."
  *   write LUN LBA N     WRITE (16) of N blocks of a pattern -> "status ..."
  *   read LUN LBA N      READ (16), checks the pattern -> "status 0" | "status ..." | "mismatch"
+ *   wait_logout SECS    services the connection without commands until the session ends
+ *                       (the target asked for a logout, or closed it: scsitgtctl kick) ->
+ *                       "logged_out" | "still_logged_in" after SECS seconds
  *   quit                logs out                -> "bye"
  *
  * K is the sense key in hex, ASCQ the additional sense code and qualifier as 4 hex digits
@@ -24,7 +27,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <time.h>
 
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
@@ -48,6 +53,40 @@ static int print_status(struct scsi_task *task)
 	else
 		printf("status %d\n", task->status);
 	return 0;
+}
+
+/*
+ * Let libiscsi read what the target sends (an Async Message asking for a logout, RFC 7143
+ * §11.9.1, then the connection's end) without reconnecting, until the session is gone or
+ * @secs pass.
+ */
+static void cmd_wait_logout(unsigned long long secs)
+{
+	struct timespec now, end;
+
+	iscsi_set_noautoreconnect(iscsi, 1);
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += (time_t)secs;
+	for (;;) {
+		struct pollfd pfd = { .fd = iscsi_get_fd(iscsi), .events = iscsi_which_events(iscsi) };
+
+		if (!iscsi_is_logged_in(iscsi) || pfd.fd < 0) {
+			printf("logged_out\n");
+			return;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > end.tv_sec ||
+		    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec)) {
+			printf("still_logged_in\n");
+			return;
+		}
+		if (poll(&pfd, 1, 100) < 0)
+			continue;
+		if (iscsi_service(iscsi, pfd.revents) < 0) {
+			printf("logged_out\n");
+			return;
+		}
+	}
 }
 
 static void fill(unsigned char *buf, size_t len, uint64_t lba)
@@ -229,6 +268,8 @@ int main(int argc, char **argv)
 			cmd_register((int)a, b);
 		} else if ((!strcmp(cmd, "write") || !strcmp(cmd, "read")) && n == 4 && c <= 256) {
 			cmd_rw(cmd[0] == 'w', (int)a, b, (uint32_t)c);
+		} else if (!strcmp(cmd, "wait_logout") && n == 2) {
+			cmd_wait_logout(a);
 		} else if (!strcmp(cmd, "quit")) {
 			iscsi_logout_sync(iscsi);
 			printf("bye\n");

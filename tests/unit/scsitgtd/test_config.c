@@ -211,6 +211,17 @@ static void test_empty(void **state)
 	assert_int_equal(cfg->targets[0].alua_modes, 1);
 	assert_int_equal(cfg->targets[0].groups[0].id, 5);
 	scsitgtd_config_free(cfg);
+	/* The control socket: a path that fits in sockaddr_un. */
+	cfg = parse_ok("[engine]\ncontrol_socket = /run/scsitgtd/ctl.sock\n");
+	assert_string_equal(cfg->control_socket, "/run/scsitgtd/ctl.sock");
+	scsitgtd_config_free(cfg);
+	parse_bad("[engine]\ncontrol_socket =\n", "line 2:", "control_socket: empty");
+	{
+		char text[300];
+
+		snprintf(text, sizeof(text), "[engine]\ncontrol_socket = /%0120d\n", 0);
+		parse_bad(text, "line 2:", "control_socket: longer than 107 bytes");
+	}
 	assert_int_equal(scsitgtd_config_parse(NULL, 0, &cfg, NULL, 0), 0);
 	scsitgtd_config_free(cfg);
 	assert_int_equal(scsitgtd_config_parse("", 0, NULL, NULL, 0), -EINVAL);

@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scsitgtctl: drive a running scsitgtd through its control socket (docs/scsitgtd.md).
+ *
+ *   scsitgtctl [-s PATH] VERB [ARGS]
+ *
+ * It sends one JSON-RPC 2.0 request (one line), reads the one-line answer and prints its
+ * result as indented JSON on stdout; an error object goes to stderr and the exit status is 1
+ * (2: usage, 3: no daemon at PATH or a broken answer).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#define DEFAULT_SOCKET "/run/scsitgtd.sock"
+#define MAX_ANSWER (64u << 20)
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: scsitgtctl [-s PATH] VERB [ARGS]\n"
+		"  show                          targets, LUNs, ACLs, portals, sessions\n"
+		"  stats                         counters of LUNs, sessions, connections\n"
+		"  metrics                       the counters in Prometheus text format\n"
+		"  kick TARGET INITIATOR_PORT    end a session (the initiator may log in again)\n"
+		"  reload                        re-read the configuration file (as SIGHUP)\n"
+		"  add-lun TARGET ID KEY=VALUE...  a LUN, keys as in a [lun] section\n"
+		"  remove-lun TARGET ID\n"
+		"  add-initiator TARGET NAME     remove-initiator TARGET NAME\n"
+		"  add-address TARGET CIDR [INITIATOR]   remove-address TARGET CIDR [INITIATOR]\n"
+		"  save FILE                     write the running configuration to FILE\n"
+		"PATH defaults to %s.\n",
+		DEFAULT_SOCKET);
+	exit(2);
+}
+
+static void die(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "scsitgtctl: ");
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	exit(3);
+}
+
+/* Send @req on the socket at @path; returns the parsed answer. */
+static json_object *call(const char *path, json_object *req)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	size_t n = strlen(text), cap = 4096, len = 0;
+	char *buf = malloc(cap), *nl = NULL;
+	json_object *resp;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		die("%s: path too long", path);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("%s: cannot connect (is scsitgtd running with control_socket?)", path);
+	for (size_t off = 0; off <= n;) {
+		/* The request, then its newline. */
+		ssize_t w = off < n ? write(fd, text + off, n - off) : write(fd, "\n", 1);
+
+		if (w <= 0)
+			die("%s: write failed", path);
+		off += (size_t)w;
+	}
+	while (buf && nl == NULL) {
+		ssize_t r;
+
+		if (len == cap) {
+			if (cap >= MAX_ANSWER)
+				die("%s: answer too long", path);
+			cap *= 2;
+			buf = realloc(buf, cap);
+			if (buf == NULL)
+				break;
+		}
+		r = read(fd, buf + len, cap - len);
+		if (r <= 0)
+			die("%s: the daemon closed the connection without an answer", path);
+		nl = memchr(buf + len, '\n', (size_t)r);
+		len += (size_t)r;
+	}
+	if (buf == NULL)
+		die("%s", "out of memory");
+	close(fd);
+	*nl = '\0';
+	resp = json_tokener_parse(buf);
+	if (resp == NULL)
+		die("%s: the answer is not JSON", path);
+	free(buf);
+	return resp;
+}
+
+/* ---- metrics: the stats result in the Prometheus text exposition format ---- */
+
+/* Label values escape \, " and newline (exposition format). */
+static void label(const char *name, const char *v)
+{
+	printf("%s=\"", name);
+	for (; v && *v; v++) {
+		if (*v == '\\' || *v == '"')
+			printf("\\%c", *v);
+		else if (*v == '\n')
+			printf("\\n");
+		else
+			putchar(*v);
+	}
+	putchar('"');
+}
+
+static uint64_t get_u64(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) ? json_object_get_uint64(v) : 0;
+}
+
+static const char *get_str(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : "";
+}
+
+static json_object *get(json_object *o, const char *k)
+{
+	json_object *v = NULL;
+
+	json_object_object_get_ex(o, k, &v);
+	return v;
+}
+
+static const struct {
+	const char *key, *metric, *help;
+} counters[] = {
+	{ "read_cmds", "read_commands_total", "Media read commands" },
+	{ "write_cmds", "write_commands_total", "Media write commands" },
+	{ "other_cmds", "other_commands_total", "Other commands" },
+	{ "bytes_read", "read_bytes_total", "Bytes of successful media reads" },
+	{ "bytes_written", "written_bytes_total", "Bytes of successful media writes" },
+	{ "reservation_conflicts", "reservation_conflicts_total", "RESERVATION CONFLICT statuses" },
+	{ "busy", "busy_total", "BUSY and TASK SET FULL statuses" },
+	{ "aborted", "aborted_total", "Commands aborted" },
+	{ "tmfs", "task_management_functions_total", "Task management functions received" },
+};
+
+/* One family per counter over every LUN (@kind "lun") or session ("session"). */
+static void metrics_counters(json_object *targets, const char *kind)
+{
+	char arr[16];
+
+	snprintf(arr, sizeof(arr), "%ss", kind);
+	for (size_t m = 0; m <= sizeof(counters) / sizeof(counters[0]); m++) {
+		bool cc = m == sizeof(counters) / sizeof(counters[0]);
+
+		if (cc)
+			printf("# HELP scsitgt_%s_check_conditions_total CHECK CONDITION statuses by "
+			       "sense key\n# TYPE scsitgt_%s_check_conditions_total counter\n",
+			       kind, kind);
+		else
+			printf("# HELP scsitgt_%s_%s %s\n# TYPE scsitgt_%s_%s counter\n", kind,
+			       counters[m].metric, counters[m].help, kind, counters[m].metric);
+		for (size_t t = 0; t < json_object_array_length(targets); t++) {
+			json_object *tgt = json_object_array_get_idx(targets, t);
+			json_object *items = get(tgt, arr);
+
+			for (size_t i = 0; items && i < json_object_array_length(items); i++) {
+				json_object *it = json_object_array_get_idx(items, i);
+				json_object *cmds = get(it, "cmds");
+
+				for (int k = 0; k < (cc ? 16 : 1); k++) {
+					uint64_t v = cc ? json_object_get_uint64(json_object_array_get_idx(
+								  get(cmds, "check_conditions"), k))
+							: get_u64(cmds, counters[m].key);
+
+					printf("scsitgt_%s_%s{", kind,
+					       cc ? "check_conditions_total" : counters[m].metric);
+					label("target", get_str(tgt, "name"));
+					if (!strcmp(kind, "lun"))
+						printf(",lun=\"%llu\"",
+						       (unsigned long long)get_u64(it, "id"));
+					else
+						putchar(','), label("initiator_port",
+								    get_str(it, "initiator_port"));
+					if (cc)
+						printf(",sense_key=\"%x\"", k);
+					printf("} %llu\n", (unsigned long long)v);
+				}
+			}
+		}
+	}
+}
+
+static void metrics(json_object *st)
+{
+	json_object *targets = get(st, "targets"), *conns = get(st, "connections");
+	static const char *const conn_ctr[][2] = {
+		{ "rx_pdus", "received_pdus_total" }, { "tx_pdus", "sent_pdus_total" },
+		{ "rx_bytes", "received_bytes_total" }, { "tx_bytes", "sent_bytes_total" },
+	};
+
+	metrics_counters(targets, "lun");
+	printf("# HELP scsitgt_lun_inflight_commands Commands on the LUN now\n"
+	       "# TYPE scsitgt_lun_inflight_commands gauge\n");
+	for (size_t t = 0; t < json_object_array_length(targets); t++) {
+		json_object *tgt = json_object_array_get_idx(targets, t), *luns = get(tgt, "luns");
+
+		for (size_t i = 0; i < json_object_array_length(luns); i++) {
+			json_object *l = json_object_array_get_idx(luns, i);
+
+			printf("scsitgt_lun_inflight_commands{");
+			label("target", get_str(tgt, "name"));
+			printf(",lun=\"%llu\"} %llu\n", (unsigned long long)get_u64(l, "id"),
+			       (unsigned long long)get_u64(l, "inflight"));
+		}
+	}
+	/* Latency: the library's log2 microsecond buckets as a histogram in seconds. Bucket b
+	 * holds [2^b, 2^(b+1)) us (b 0: below 2 us), so its upper bound is 2^(b+1) us; the
+	 * last one is +Inf. The sum is not kept by the library: estimated from bucket
+	 * midpoints, and said so in HELP. */
+	printf("# HELP scsitgt_lun_latency_seconds Command latency (sum estimated from log2 "
+	       "buckets)\n# TYPE scsitgt_lun_latency_seconds histogram\n");
+	for (size_t t = 0; t < json_object_array_length(targets); t++) {
+		json_object *tgt = json_object_array_get_idx(targets, t), *luns = get(tgt, "luns");
+
+		for (size_t i = 0; i < json_object_array_length(luns); i++) {
+			json_object *l = json_object_array_get_idx(luns, i), *lat = get(l, "latency_us");
+			size_t nb = json_object_array_length(lat);
+			uint64_t cum = 0;
+			double sum = 0;
+
+			for (size_t b = 0; b < nb; b++) {
+				uint64_t c = json_object_get_uint64(json_object_array_get_idx(lat, b));
+
+				cum += c;
+				sum += (double)c * 1.5 * (double)(1ull << b) / 1e6;
+				printf("scsitgt_lun_latency_seconds_bucket{");
+				label("target", get_str(tgt, "name"));
+				if (b + 1 < nb)
+					printf(",lun=\"%llu\",le=\"%g\"} %llu\n",
+					       (unsigned long long)get_u64(l, "id"),
+					       (double)(1ull << (b + 1)) / 1e6, (unsigned long long)cum);
+				else
+					printf(",lun=\"%llu\",le=\"+Inf\"} %llu\n",
+					       (unsigned long long)get_u64(l, "id"),
+					       (unsigned long long)cum);
+			}
+			printf("scsitgt_lun_latency_seconds_sum{");
+			label("target", get_str(tgt, "name"));
+			printf(",lun=\"%llu\"} %.9f\n", (unsigned long long)get_u64(l, "id"), sum);
+			printf("scsitgt_lun_latency_seconds_count{");
+			label("target", get_str(tgt, "name"));
+			printf(",lun=\"%llu\"} %llu\n", (unsigned long long)get_u64(l, "id"),
+			       (unsigned long long)cum);
+		}
+	}
+	metrics_counters(targets, "session");
+	for (size_t m = 0; m < 4; m++) {
+		printf("# HELP scsitgt_connection_%s iSCSI connection %s\n"
+		       "# TYPE scsitgt_connection_%s counter\n",
+		       conn_ctr[m][1], conn_ctr[m][0], conn_ctr[m][1]);
+		for (size_t i = 0; i < json_object_array_length(conns); i++) {
+			json_object *c = json_object_array_get_idx(conns, i);
+
+			printf("scsitgt_connection_%s{", conn_ctr[m][1]);
+			label("peer", get_str(c, "peer_addr"));
+			printf(",cid=\"%llu\",tsih=\"%llu\"} %llu\n",
+			       (unsigned long long)get_u64(c, "cid"),
+			       (unsigned long long)get_u64(c, "tsih"),
+			       (unsigned long long)get_u64(c, conn_ctr[m][0]));
+		}
+	}
+}
+
+/* ---- verbs ---- */
+
+static json_object *target_params(int argc, char **argv, int need)
+{
+	json_object *p = json_object_new_object();
+
+	if (argc < need)
+		usage();
+	json_object_object_add(p, "target", json_object_new_string(argv[1]));
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = getenv("SCSITGTD_SOCKET") ? getenv("SCSITGTD_SOCKET") : DEFAULT_SOCKET;
+	const char *verb, *method;
+	json_object *req, *resp, *params = NULL, *v;
+	bool is_metrics = false;
+	int rc = 0;
+
+	if (argc >= 3 && !strcmp(argv[1], "-s")) {
+		path = argv[2];
+		argc -= 2;
+		argv += 2;
+	}
+	if (argc < 2)
+		usage();
+	argc--;
+	argv++;
+	verb = argv[0];
+	method = verb;
+	if (!strcmp(verb, "show") || !strcmp(verb, "stats") || !strcmp(verb, "reload")) {
+		if (argc != 1)
+			usage();
+	} else if (!strcmp(verb, "metrics")) {
+		if (argc != 1)
+			usage();
+		method = "stats";
+		is_metrics = true;
+	} else if (!strcmp(verb, "kick")) {
+		if (argc != 3)
+			usage();
+		params = target_params(argc, argv, 3);
+		json_object_object_add(params, "initiator_port", json_object_new_string(argv[2]));
+	} else if (!strcmp(verb, "add-lun") || !strcmp(verb, "remove-lun")) {
+		char *end;
+		unsigned long long id;
+
+		if (argc < 3 || (!strcmp(verb, "remove-lun") && argc != 3))
+			usage();
+		params = target_params(argc, argv, 3);
+		errno = 0;
+		id = strtoull(argv[2], &end, 10);
+		if (errno || *end || argv[2][0] == '\0' || argv[2][0] == '-')
+			usage();
+		json_object_object_add(params, "id", json_object_new_uint64(id));
+		method = verb[0] == 'a' ? "add_lun" : "remove_lun";
+		for (int i = 3; i < argc; i++) {
+			/* KEY=VALUE: the keys of a [lun] section (docs/scsitgtd.md). */
+			char *eq = strchr(argv[i], '=');
+
+			if (eq == NULL || eq == argv[i])
+				usage();
+			*eq = '\0';
+			json_object_object_add(params, argv[i], json_object_new_string(eq + 1));
+		}
+	} else if (!strcmp(verb, "add-initiator") || !strcmp(verb, "remove-initiator")) {
+		if (argc != 3)
+			usage();
+		params = target_params(argc, argv, 3);
+		json_object_object_add(params, "initiator", json_object_new_string(argv[2]));
+		method = verb[0] == 'a' ? "add_initiator" : "remove_initiator";
+	} else if (!strcmp(verb, "add-address") || !strcmp(verb, "remove-address")) {
+		if (argc != 3 && argc != 4)
+			usage();
+		params = target_params(argc, argv, 3);
+		json_object_object_add(params, "cidr", json_object_new_string(argv[2]));
+		if (argc == 4)
+			json_object_object_add(params, "initiator", json_object_new_string(argv[3]));
+		method = verb[0] == 'a' ? "add_address" : "remove_address";
+	} else if (!strcmp(verb, "save")) {
+		if (argc != 2)
+			usage();
+		method = "save";
+		params = json_object_new_object();
+		json_object_object_add(params, "file", json_object_new_string(argv[1]));
+	} else {
+		usage();
+	}
+	req = json_object_new_object();
+	json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(req, "method", json_object_new_string(method));
+	if (params)
+		json_object_object_add(req, "params", params);
+	json_object_object_add(req, "id", json_object_new_int(1));
+	resp = call(path, req);
+	if (json_object_object_get_ex(resp, "error", &v)) {
+		fprintf(stderr, "%s\n",
+			json_object_to_json_string_ext(v, JSON_C_TO_STRING_PRETTY |
+								  JSON_C_TO_STRING_SPACED));
+		rc = 1;
+	} else if (!json_object_object_get_ex(resp, "result", &v)) {
+		die("%s: an answer with neither result nor error", path);
+	} else if (is_metrics) {
+		metrics(v);
+	} else {
+		printf("%s\n", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PRETTY |
+								     JSON_C_TO_STRING_SPACED |
+								     JSON_C_TO_STRING_NOSLASHESCAPE));
+	}
+	json_object_put(req);
+	json_object_put(resp);
+	return rc;
+}

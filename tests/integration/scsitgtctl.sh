@@ -1,0 +1,252 @@
+#!/bin/bash
+# scsitgtctl.sh SCSITGTD SCSITGTCTL CLIENT - scsitgtd's control socket (JSON-RPC 2.0, one object
+# per line; docs/scsitgtd.md) driven through scsitgtctl: the socket is 0600, a live one is not
+# taken over and a stale one is replaced; show lists portals, targets, LUNs, ACLs and the
+# session of a logged-in libiscsi initiator (CLIENT, scsitgtd_client.c); stats counts its
+# commands; metrics passes promtool; kick makes the initiator see its session end; reload
+# applies a changed file and refuses a broken one (FILE:LINE); the runtime changes (LUN,
+# initiator, address) act on the initiator; save writes a file that, served after a restart,
+# gives the same show; protocol errors come back as JSON-RPC error objects.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+it_init "${1:-}"
+CTL=${2:-}
+CLIENT=${3:-}
+[[ -x "$CTL" && -x "$CLIENT" ]] || it_fail "usage: scsitgtctl.sh SCSITGTD SCSITGTCTL CLIENT"
+it_need python3 jq
+
+IQN=iqn.2024-01.org.example:ctl
+CLIENT_IQN=iqn.2026-11.org.libscsitgt:scsitgtd-client
+SOCK=$IT_TMP/ctl.sock
+CONF=$IT_TMP/scsitgtd.conf
+
+ctl() { "$CTL" -s "$SOCK" "$@"; }
+
+# write_conf PORT [EXTRA-LUN-SECTION]
+write_conf() {
+	cat >"$CONF" <<CONF
+[engine]
+log_level = info
+control_socket = $SOCK
+
+[portal]
+address = 127.0.0.1
+port = $1
+tpgt = 1
+
+[target]
+name = $IQN
+initiator = $CLIENT_IQN
+address = 127.0.0.0/8
+
+[lun 0]
+backend = ram
+size = 16M
+serial = ctl-lun0
+${2:-}
+CONF
+}
+
+# try_start CONF: run scsitgtd on CONF as $IT_PID; wait until it is ready (0) or exited (1).
+try_start() {
+	local i
+	: >"$IT_TMP/target.out"
+	"$IT_TARGET" "$1" </dev/null >"$IT_TMP/target.out" 2>"$IT_TMP/target.err" &
+	IT_PID=$!
+	for ((i = 0; i < IT_START_TIMEOUT * 10; i++)); do
+		grep -q "scsitgtd: ready" "$IT_TMP/target.out" && return 0
+		if ! kill -0 "$IT_PID" 2>/dev/null; then
+			wait "$IT_PID" || true
+			IT_PID=
+			return 1
+		fi
+		sleep 0.1
+	done
+	it_fail "scsitgtd never became ready"
+}
+
+# start: the daemon on a free port (another process may take the port first: try again).
+start() {
+	local try
+	for ((try = 0; try < 5; try++)); do
+		PORT=$(it_free_port)
+		write_conf "$PORT"
+		try_start "$CONF" && return 0
+		grep -q "Address already in use" "$IT_TMP/target.err" ||
+			it_fail "scsitgtd exited at start: $(tail -5 "$IT_TMP/target.err")"
+	done
+	it_fail "no free port after 5 tries"
+}
+
+# wait_for WHAT CMD...: run CMD until it succeeds (bounded).
+wait_for() {
+	local what=$1 i
+	shift
+	for ((i = 0; i < 300; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	it_fail "timed out waiting for $what"
+}
+
+# rpc LINE: send raw LINE on the socket, print the answer line ("" if the daemon sent none
+# before closing or within the bound).
+rpc() {
+	python3 - "$SOCK" "$1" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)
+s.connect(sys.argv[1])
+buf = b""
+try:
+    # The daemon may answer and hang up before it read everything (an oversized request).
+    s.sendall(sys.argv[2].encode() + b"\n")
+    s.shutdown(socket.SHUT_WR)
+except OSError:
+    pass
+try:
+    while b"\n" not in buf:
+        d = s.recv(65536)
+        if not d:
+            break
+        buf += d
+except OSError:
+    pass
+print(buf.split(b"\n")[0].decode())
+PY
+}
+
+# ---- the socket ----
+
+start
+it_log "scsitgtd pid $IT_PID on 127.0.0.1:$PORT, control socket $SOCK"
+[[ -S "$SOCK" ]] || it_fail "no socket at $SOCK"
+[[ $(stat -c %a "$SOCK") == 600 ]] || it_fail "socket mode $(stat -c %a "$SOCK"), want 600"
+
+# A second daemon on the same socket (another portal) must not take it over.
+FIRST_PID=$IT_PID
+sed -e "s/^port = $PORT$/port = $(it_free_port)/" "$CONF" >"$IT_TMP/second.conf"
+if "$IT_TARGET" "$IT_TMP/second.conf" </dev/null >"$IT_TMP/second.out" 2>"$IT_TMP/second.err"
+then
+	it_fail "a second scsitgtd started on a live control socket"
+fi
+grep -q "another process listens there" "$IT_TMP/second.err" ||
+	it_fail "second daemon: no clear message: $(tail -3 "$IT_TMP/second.err")"
+[[ -S "$SOCK" ]] && ctl show >/dev/null || it_fail "the second daemon broke the first's socket"
+IT_PID=$FIRST_PID
+
+# ---- show, with a logged-in initiator ----
+
+show=$(ctl show)
+[[ $(jq -r '.portals[0].port' <<<"$show") == "$PORT" ]] || it_fail "show: portal: $show"
+[[ $(jq -r '.targets[0].name' <<<"$show") == "$IQN" ]] || it_fail "show: target: $show"
+[[ $(jq -r '.targets[0].luns[0] | "\(.id) \(.backend) \(.size) \(.offline)"' <<<"$show") == \
+	"0 ram 16777216 false" ]] || it_fail "show: LUN 0: $show"
+[[ $(jq -r '.targets[0].initiators[0]' <<<"$show") == "$CLIENT_IQN" ]] ||
+	it_fail "show: initiators: $show"
+[[ $(jq -r '.targets[0].addresses[0].cidr' <<<"$show") == 127.0.0.0/8 ]] ||
+	it_fail "show: addresses: $show"
+
+it_client_start "$CLIENT" "iscsi://127.0.0.1:$PORT/$IQN/0"
+sessions() { ctl show | jq -r '.targets[0].sessions | length'; }
+[[ $(sessions) == 1 ]] || it_fail "show: no session: $(ctl show)"
+session=$(ctl show | jq -c '.targets[0].sessions[0]')
+IPORT=$(jq -r .initiator_port <<<"$session")
+[[ $(jq -r .initiator_name <<<"$session") == "$CLIENT_IQN" && "$IPORT" == "$CLIENT_IQN,i,0x"* &&
+	$(jq -r .address <<<"$session") == 127.0.0.1:* ]] || it_fail "show: session: $session"
+
+# ---- stats and metrics ----
+
+it_ask write 0 0 8
+[[ "$ANSWER" == "status 0" ]] || it_fail "write: $ANSWER"
+it_ask read 0 0 8
+[[ "$ANSWER" == "status 0" ]] || it_fail "read: $ANSWER"
+stats=$(ctl stats)
+[[ $(jq -r '.targets[0].luns[0].cmds | "\(.write_cmds) \(.read_cmds) \(.bytes_written)"' \
+	<<<"$stats") == "1 1 4096" ]] || it_fail "stats: LUN 0 counters: $stats"
+[[ $(jq -r '.targets[0].sessions[0].cmds.write_cmds' <<<"$stats") == 1 ]] ||
+	it_fail "stats: session counters: $stats"
+[[ $(jq -r '[.targets[0].luns[0].latency_us[]] | add' <<<"$stats") -ge 2 ]] ||
+	it_fail "stats: latency histogram: $stats"
+[[ $(jq -r '[.connections[] | select(.full_feature)] | length' <<<"$stats") == 1 ]] ||
+	it_fail "stats: connections: $stats"
+ctl metrics >"$IT_TMP/metrics.txt"
+grep -q "^scsitgt_lun_write_commands_total{target=\"$IQN\",lun=\"0\"} 1$" "$IT_TMP/metrics.txt" ||
+	it_fail "metrics: no write counter: $(head -20 "$IT_TMP/metrics.txt")"
+grep -q "^scsitgt_lun_latency_seconds_count{target=\"$IQN\",lun=\"0\"} [1-9]" "$IT_TMP/metrics.txt" ||
+	it_fail "metrics: no latency histogram"
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$IT_TMP/metrics.txt" >&2 || it_fail "promtool check metrics failed"
+else
+	it_log "promtool not installed (Debian: prometheus): metrics format not checked"
+fi
+
+# ---- reload ----
+
+write_conf "$PORT" $'[lun 1]\nbackend = ram\nsize = 8M'
+ctl reload >"$IT_TMP/reload.json" || it_fail "reload failed: $(cat "$IT_TMP/reload.json")"
+[[ $(ctl show | jq -c '[.targets[0].luns[].id]') == "[0,1]" ]] ||
+	it_fail "reload: LUN 1 not added: $(ctl show)"
+it_ask luns
+[[ "$ANSWER" == "status 2 sense 6/3f0e" || "$ANSWER" == "luns 0 1" ]] ||
+	it_fail "client after reload: $ANSWER"
+cp "$CONF" "$IT_TMP/good.conf"
+printf '[lun 2]\nbackend = bogus\n' >>"$CONF"
+if ctl reload 2>"$IT_TMP/reload.err"; then
+	it_fail "reload accepted a broken file"
+fi
+[[ $(jq -r .code "$IT_TMP/reload.err") == -32003 ]] &&
+	grep -q "scsitgtd.conf:[0-9]*:" "$IT_TMP/reload.err" ||
+	it_fail "reload of a broken file: $(cat "$IT_TMP/reload.err")"
+[[ $(ctl show | jq -c '[.targets[0].luns[].id]') == "[0,1]" ]] ||
+	it_fail "a refused reload changed the LUNs"
+cp "$IT_TMP/good.conf" "$CONF"
+
+# ---- kick: the initiator sees its session end ----
+
+if ctl kick "$IQN" "iqn.1999-01.example:nobody,i,0x1" 2>"$IT_TMP/kick.err"; then
+	it_fail "kick of a session that does not exist succeeded"
+fi
+[[ $(jq -r .code "$IT_TMP/kick.err") == -32001 ]] || it_fail "kick: $(cat "$IT_TMP/kick.err")"
+ctl kick "$IQN" "$IPORT" >"$IT_TMP/kick.json" || it_fail "kick failed"
+[[ $(jq -r .kicked "$IT_TMP/kick.json") == "$IPORT" ]] || it_fail "kick: $(cat "$IT_TMP/kick.json")"
+it_ask wait_logout 60
+[[ "$ANSWER" == logged_out ]] || it_fail "the kicked initiator: $ANSWER"
+no_session() { [[ $(sessions) == 0 ]]; }
+wait_for "the kicked session to go" no_session
+it_log "kick: the initiator saw its session end"
+
+# ---- protocol errors ----
+
+code() { jq -r '.error.code' <<<"$1"; }
+a=$(rpc 'not json')
+[[ $(code "$a") == -32700 ]] || it_fail "bad JSON: $a"
+a=$(rpc '{"jsonrpc":"2.0","method":"nope","id":7}')
+[[ $(code "$a") == -32601 && $(jq -r .id <<<"$a") == 7 ]] || it_fail "unknown method: $a"
+a=$(rpc '{"jsonrpc":"1.0","method":"show","id":1}')
+[[ $(code "$a") == -32600 ]] || it_fail "wrong version: $a"
+a=$(rpc '{"jsonrpc":"2.0","method":"kick","params":[1],"id":1}')
+[[ $(code "$a") == -32602 ]] || it_fail "params not an object: $a"
+a=$(rpc '{"jsonrpc":"2.0","method":"kick","params":{},"id":"x"}')
+[[ $(code "$a") == -32602 && $(jq -r .id <<<"$a") == x ]] || it_fail "kick without params: $a"
+a=$(rpc '{"jsonrpc":"2.0","method":"show"}')
+[[ -z "$a" ]] || it_fail "a notification was answered: $a"
+a=$(rpc "$(head -c 70000 /dev/zero | tr '\0' ' ')")
+[[ $(code "$a") == -32600 ]] || it_fail "oversized request: $a"
+ctl show >/dev/null || it_fail "the daemon stopped answering after bad requests"
+
+# ---- stop: the socket goes; after a crash a stale one is replaced ----
+
+it_stop || it_fail "scsitgtd exited with $?"
+IT_PID=
+[[ ! -e "$SOCK" ]] || it_fail "the socket outlived the daemon"
+try_start "$CONF" || it_fail "restart failed: $(tail -3 "$IT_TMP/target.err")"
+kill -KILL "$IT_PID"
+wait "$IT_PID" 2>/dev/null || true
+[[ -S "$SOCK" ]] || it_fail "no socket left by the killed daemon (the stale case is untested)"
+try_start "$CONF" || it_fail "a stale socket stopped the start: $(tail -3 "$IT_TMP/target.err")"
+grep -q "removed a stale socket" "$IT_TMP/target.err" || it_fail "stale socket: no message"
+ctl show >/dev/null || it_fail "no answer after replacing a stale socket"
+it_stop || it_fail "scsitgtd exited with $?"
+IT_PID=
+it_log "PASS"
