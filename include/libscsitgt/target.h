@@ -261,6 +261,29 @@ SCSITGT_EXPORT int scsitgt_target_unmap_lun(struct scsitgt_target *tgt, const ch
 					    uint64_t lun_id);
 
 /**
+ * Make LUN @p lun_id read-only for one initiator, or for every initiator (a read-only mapping,
+ * as LIO's write-protected mapped LUNs): its medium-write commands (WRITE, WRITE SAME, UNMAP,
+ * COMPARE AND WRITE, FORMAT UNIT, EXTENDED COPY into the LUN, ...) end with DATA PROTECT,
+ * WRITE PROTECTED (07h/27h/00h) before any field is checked, and MODE SENSE reports WP; other
+ * initiators write as usual. Independent of LUN masking; the LUN need not exist yet. Applies
+ * to commands received from then on; no unit attention is raised.
+ *
+ * @param tgt            The target.
+ * @param initiator_name The initiator name (compared case-insensitively; copied), or NULL for
+ *                       every initiator.
+ * @param lun_id         The LUN number, 0..16383.
+ * @param read_only      true to make it read-only, false to lift a read-only mapping made
+ *                       with the same name (or NULL).
+ * @return 0 (also when nothing changes); -EINVAL for a NULL target, an invalid name or a LUN
+ *         number above 16383; -ENOMEM.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_target_set_lun_read_only(struct scsitgt_target *tgt,
+						 const char *initiator_name, uint64_t lun_id,
+						 bool read_only);
+
+/**
  * Turn LUN masking on or off. Off (the default until the first scsitgt_target_map_lun()),
  * every initiator that may log in sees every LUN. On, an initiator sees only the LUNs mapped
  * to it or to every initiator, and none while nothing is mapped. Mappings are kept either

@@ -220,6 +220,7 @@ static void acl_entry_free(struct scsitgt__acl_entry *e)
 {
 	free(e->nets);
 	free(e->lun_map);
+	free(e->ro_map);
 	free(e->name);
 	free(e);
 }
@@ -227,7 +228,7 @@ static void acl_entry_free(struct scsitgt__acl_entry *e)
 /* Drop an entry that no longer says anything; sessions forget it first. */
 static void acl_entry_put(struct scsitgt_target *tgt, struct scsitgt__acl_entry *e)
 {
-	if (e->allowed || e->nnets || e->nmapped)
+	if (e->allowed || e->nnets || e->nmapped || e->nro)
 		return;
 	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
 		struct scsitgt__session *s =
@@ -284,6 +285,23 @@ bool scsitgt__target_initiator_allowed(const struct scsitgt_target *tgt, const c
 static bool acl_map_has(const struct scsitgt__acl_entry *e, uint64_t id)
 {
 	return e && e->lun_map && (e->lun_map[id / 64] >> (id % 64) & 1);
+}
+
+static bool acl_ro_has(const struct scsitgt__acl_entry *e, uint64_t id)
+{
+	return e && e->ro_map && id < SCSITGT__ACL_LUN_IDS && (e->ro_map[id / 64] >> (id % 64) & 1);
+}
+
+bool scsitgt__session_lun_read_only(const struct scsitgt__session *sess, uint64_t lun_id)
+{
+	return acl_ro_has(sess->tgt->acl_any, lun_id) || acl_ro_has(sess->acl, lun_id);
+}
+
+bool scsitgt__lun_write_protected(const struct scsitgt_lun *lun,
+				  const struct scsitgt__session *sess)
+{
+	return (lun->flags & SCSITGT_LUN_READ_ONLY) || lun->mode.swp ||
+	       (sess && scsitgt__session_lun_read_only(sess, lun->id));
 }
 
 bool scsitgt__session_lun_visible(const struct scsitgt__session *sess, uint64_t lun_id)
@@ -414,6 +432,33 @@ SCSITGT_EXPORT int scsitgt_target_remove_initiator_address(struct scsitgt_target
 	return rc;
 }
 
+/* The entry of @name, created if need be, or the every-initiator entry for NULL. */
+static struct scsitgt__acl_entry *acl_entry_for(struct scsitgt_target *tgt, const char *name)
+{
+	if (name)
+		return acl_entry_get(tgt, name);
+	if (tgt->acl_any == NULL)
+		tgt->acl_any = calloc(1, sizeof(*tgt->acl_any));
+	return tgt->acl_any;
+}
+
+/* Set @lun_id's bit in the LUN bitmap *@map of @e, allocating it on first use; without memory
+ * a new, otherwise empty entry is dropped again. */
+static int acl_bit_set(struct scsitgt_target *tgt, struct scsitgt__acl_entry *e, uint64_t **map,
+		       uint64_t lun_id)
+{
+	if (*map == NULL) {
+		*map = calloc(ACL_MAP_WORDS, sizeof(**map));
+		if (*map == NULL) {
+			if (e != tgt->acl_any)
+				acl_entry_put(tgt, e);
+			return -ENOMEM;
+		}
+	}
+	(*map)[lun_id / 64] |= 1ull << (lun_id % 64);
+	return 0;
+}
+
 SCSITGT_EXPORT int scsitgt_target_map_lun(struct scsitgt_target *tgt, const char *initiator_name,
 					  uint64_t lun_id)
 {
@@ -423,26 +468,13 @@ SCSITGT_EXPORT int scsitgt_target_map_lun(struct scsitgt_target *tgt, const char
 	if (tgt == NULL || lun_id >= SCSITGT__ACL_LUN_IDS ||
 	    (initiator_name && !acl_valid_name(initiator_name)))
 		return -EINVAL;
-	if (initiator_name) {
-		e = acl_entry_get(tgt, initiator_name);
-	} else {
-		if (tgt->acl_any == NULL)
-			tgt->acl_any = calloc(1, sizeof(*tgt->acl_any));
-		e = tgt->acl_any;
-	}
+	e = acl_entry_for(tgt, initiator_name);
 	if (e == NULL)
 		return -ENOMEM;
 	if (acl_map_has(e, lun_id))
 		return -EEXIST;
-	if (e->lun_map == NULL) {
-		e->lun_map = calloc(ACL_MAP_WORDS, sizeof(*e->lun_map));
-		if (e->lun_map == NULL) {
-			if (e != tgt->acl_any)
-				acl_entry_put(tgt, e);
-			return -ENOMEM;
-		}
-	}
-	e->lun_map[lun_id / 64] |= 1ull << (lun_id % 64);
+	if (acl_bit_set(tgt, e, &e->lun_map, lun_id) < 0)
+		return -ENOMEM;
 	e->nmapped++;
 	was_masking = tgt->lun_masking;
 	tgt->lun_masking = true;
@@ -470,6 +502,39 @@ SCSITGT_EXPORT int scsitgt_target_unmap_lun(struct scsitgt_target *tgt, const ch
 		acl_luns_changed(tgt, e == tgt->acl_any ? NULL : e);
 	if (e != tgt->acl_any)
 		acl_entry_put(tgt, e);
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_target_set_lun_read_only(struct scsitgt_target *tgt,
+						 const char *initiator_name, uint64_t lun_id,
+						 bool read_only)
+{
+	struct scsitgt__acl_entry *e;
+
+	if (tgt == NULL || lun_id >= SCSITGT__ACL_LUN_IDS ||
+	    (initiator_name && !acl_valid_name(initiator_name)))
+		return -EINVAL;
+	if (!read_only) {
+		e = initiator_name ? scsitgt__acl_find(tgt, initiator_name) : tgt->acl_any;
+		if (!acl_ro_has(e, lun_id))
+			return 0;
+		e->ro_map[lun_id / 64] &= ~(1ull << (lun_id % 64));
+		if (--e->nro == 0) {
+			free(e->ro_map);
+			e->ro_map = NULL;
+		}
+		if (e != tgt->acl_any)
+			acl_entry_put(tgt, e);
+		return 0;
+	}
+	e = acl_entry_for(tgt, initiator_name);
+	if (e == NULL)
+		return -ENOMEM;
+	if (acl_ro_has(e, lun_id))
+		return 0;
+	if (acl_bit_set(tgt, e, &e->ro_map, lun_id) < 0)
+		return -ENOMEM;
+	e->nro++;
 	return 0;
 }
 

@@ -802,7 +802,8 @@ static enum scsitgt__sense_reason cdb_check_reserved(struct scsitgt__cmd *cmd,
 
 /*
  * Whether a medium-write command meets a write-protected LUN (SBC-4 §4.11: the LUN's
- * read-only flag, or SWP of the control mode page, SPC-5 §7.5.8). A LUN without its medium
+ * read-only flag, SWP of the control mode page, SPC-5 §7.5.8, or a read-only mapping for the
+ * initiator). A LUN without its medium
  * answers NOT READY instead, further on.
  */
 static bool cdb_write_protected(const struct scsitgt__cmd *cmd, const struct scsitgt__cdb_def *row)
@@ -810,7 +811,7 @@ static bool cdb_write_protected(const struct scsitgt__cmd *cmd, const struct scs
 	const struct scsitgt_lun *lun = cmd->lun;
 
 	return lun && (row->flags & SCSITGT__CDB_F_WRITE) && lun->medium_present &&
-	       ((lun->flags & SCSITGT_LUN_READ_ONLY) || lun->mode.swp);
+	       scsitgt__lun_write_protected(lun, cmd->sess);
 }
 
 /*

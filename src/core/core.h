@@ -115,6 +115,8 @@ struct scsitgt__acl_entry {
 	size_t nnets;
 	uint64_t *lun_map;		/* SCSITGT__ACL_LUN_IDS bits, NULL while none is mapped */
 	size_t nmapped;
+	uint64_t *ro_map;		/* LUNs read-only for it, same layout, NULL while none */
+	size_t nro;
 };
 
 struct scsitgt_target {

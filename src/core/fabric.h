@@ -136,6 +136,15 @@ void scsitgt__session_destroy(struct scsitgt__session *sess);
  * LUN it does not see behave as for a LUN that does not exist; REPORT LUNS leaves it out.
  */
 bool scsitgt__session_lun_visible(const struct scsitgt__session *sess, uint64_t lun_id);
+/* Whether LUN @lun_id is read-only for this nexus's initiator (scsitgt_target_set_lun_read_only). */
+bool scsitgt__session_lun_read_only(const struct scsitgt__session *sess, uint64_t lun_id);
+/*
+ * Whether medium writes to @lun through @sess are refused as write-protected (SBC-4 §4.11): the
+ * LUN's read-only flag, SWP of the control mode page (SPC-5 §7.5.8), or a read-only mapping
+ * for the initiator. @sess may be NULL (no nexus: background work).
+ */
+bool scsitgt__lun_write_protected(const struct scsitgt_lun *lun,
+				  const struct scsitgt__session *sess);
 /* The LUN @lun_id if it exists, is not being destroyed and is visible to @sess; else NULL. */
 struct scsitgt_lun *scsitgt__session_find_lun(const struct scsitgt__session *sess,
 					      uint64_t lun_id);

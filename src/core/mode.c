@@ -208,7 +208,7 @@ void scsitgt__spc_mode_sense(struct scsitgt__cmd *cmd)
 	memset(d, 0, sizeof(d));
 	/* SBC-4 §6.4.1 DEVICE-SPECIFIC PARAMETER: WP (7) and DPOFUA (4). */
 	dsp = 0x10;
-	if ((lun->flags & SCSITGT_LUN_READ_ONLY) || lun->mode.swp)
+	if (scsitgt__lun_write_protected(lun, cmd->sess))
 		dsp |= 0x80;
 	if (!dbd) {
 		bdlen = mode_block_descriptor(lun, pc, llbaa, &d[n]);

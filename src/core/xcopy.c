@@ -344,7 +344,7 @@ static enum scsitgt__sense_reason xc_access(const struct xc_op *op, struct scsit
 		if (r != SCSITGT_SR_OK)
 			return r;
 	}
-	if (write && ((lun->flags & SCSITGT_LUN_READ_ONLY) || lun->mode.swp))
+	if (write && scsitgt__lun_write_protected(lun, op->cmd->sess))
 		return SCSITGT_SR_WRITE_PROTECTED;
 	return SCSITGT_SR_OK;
 }
