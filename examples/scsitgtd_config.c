@@ -481,6 +481,24 @@ int scsitgtd_config_parse(const char *text, size_t len, struct scsitgtd_config *
 	return 0;
 }
 
+void scsitgtd_lun_clear(struct scsitgtd_lun *l)
+{
+	free(l->path);
+	free(l->rbd_namespace);
+	free(l->rbd_client_id);
+	free(l->rbd_conf);
+	free(l->vendor);
+	free(l->product);
+	free(l->revision);
+	free(l->serial);
+	free(l->pr_file);
+	free(l->fault);
+	for (size_t k = 0; k < l->nvisible_to; k++)
+		free(l->visible_to[k]);
+	free(l->visible_to);
+	memset(l, 0, sizeof(*l));
+}
+
 void scsitgtd_config_free(struct scsitgtd_config *cfg)
 {
 	if (cfg == NULL)
@@ -517,21 +535,8 @@ void scsitgtd_config_free(struct scsitgtd_config *cfg)
 		for (size_t j = 0; j < t->nsrps; j++)
 			free(t->srps[j].address);
 		free(t->srps);
-		for (size_t j = 0; j < t->nluns; j++) {
-			free(t->luns[j].path);
-			free(t->luns[j].rbd_namespace);
-			free(t->luns[j].rbd_client_id);
-			free(t->luns[j].rbd_conf);
-			free(t->luns[j].vendor);
-			free(t->luns[j].product);
-			free(t->luns[j].revision);
-			free(t->luns[j].serial);
-			free(t->luns[j].pr_file);
-			free(t->luns[j].fault);
-			for (size_t k = 0; k < t->luns[j].nvisible_to; k++)
-				free(t->luns[j].visible_to[k]);
-			free(t->luns[j].visible_to);
-		}
+		for (size_t j = 0; j < t->nluns; j++)
+			scsitgtd_lun_clear(&t->luns[j]);
 		free(t->luns);
 	}
 	free(cfg->targets);
@@ -542,6 +547,113 @@ void scsitgtd_config_free(struct scsitgtd_config *cfg)
 	free(cfg->discovery_mutual_user);
 	free(cfg->discovery_mutual_secret);
 	free(cfg);
+}
+
+/* ---- a deep copy (the control socket changes a copy, then applies it as a reload) ---- */
+
+static bool dup_str(char **s)
+{
+	if (*s == NULL)
+		return true;
+	*s = strdup(*s);
+	return *s != NULL;
+}
+
+/* Replace *@arr (@n elements of @size) by a copy; false on failure (then *arr is NULL). */
+static bool dup_arr(void *arr, size_t n, size_t size)
+{
+	void **a = arr, *c;
+
+	if (*a == NULL || n == 0) {
+		*a = NULL;
+		return true;
+	}
+	c = malloc(n * size);
+	if (c)
+		memcpy(c, *a, n * size);
+	*a = c;
+	return c != NULL;
+}
+
+static bool dup_strv(char ***v, size_t *n)
+{
+	bool ok = dup_arr(v, *n, sizeof(**v));
+
+	if (!ok)
+		*n = 0;
+	for (size_t i = 0; i < *n; i++)
+		if (!dup_str(&(*v)[i]))
+			ok = false; /* the failed one is NULL: free() of the copy copes */
+	return ok;
+}
+
+/* Copy every pointer of @l in place (the struct itself already copied). */
+static bool dup_lun(struct scsitgtd_lun *l)
+{
+	bool ok = true;
+	char **strs[] = { &l->path,    &l->rbd_namespace, &l->rbd_client_id, &l->rbd_conf,
+			  &l->vendor,  &l->product,	  &l->revision,	     &l->serial,
+			  &l->pr_file, &l->fault };
+
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		ok &= dup_str(strs[i]);
+	return dup_strv(&l->visible_to, &l->nvisible_to) && ok;
+}
+
+static bool dup_target(struct scsitgtd_target *t)
+{
+	bool ok = dup_str(&t->name) & dup_str(&t->alias) & dup_str(&t->chap_user) &
+		  dup_str(&t->chap_secret) & dup_str(&t->mutual_user) & dup_str(&t->mutual_secret);
+
+	ok &= dup_strv(&t->initiators, &t->ninitiators);
+#define DUP_ARR(a, n) (dup_arr(&t->a, t->n, sizeof(*t->a)) ? true : (t->n = 0, false))
+	ok &= DUP_ARR(ichap, nichap);
+	for (size_t j = 0; j < t->nichap; j++)
+		ok &= dup_str(&t->ichap[j].initiator) & dup_str(&t->ichap[j].user) &
+		      dup_str(&t->ichap[j].secret);
+	ok &= DUP_ARR(groups, ngroups);
+	for (size_t j = 0; j < t->ngroups; j++)
+		if (!dup_arr(&t->groups[j].ports, t->groups[j].nports, sizeof(uint16_t)))
+			ok = false, t->groups[j].nports = 0;
+	ok &= DUP_ARR(addresses, naddresses);
+	for (size_t j = 0; j < t->naddresses; j++)
+		ok &= dup_str(&t->addresses[j].initiator) & dup_str(&t->addresses[j].cidr);
+	ok &= DUP_ARR(srps, nsrps);
+	for (size_t j = 0; j < t->nsrps; j++)
+		ok &= dup_str(&t->srps[j].address);
+	ok &= DUP_ARR(luns, nluns);
+	for (size_t j = 0; j < t->nluns; j++)
+		ok &= dup_lun(&t->luns[j]);
+#undef DUP_ARR
+	return ok;
+}
+
+struct scsitgtd_config *scsitgtd_config_dup(const struct scsitgtd_config *cfg)
+{
+	struct scsitgtd_config *c = malloc(sizeof(*c));
+	bool ok;
+
+	if (c == NULL)
+		return NULL;
+	*c = *cfg;
+	/* Every pointer is copied in place; on a failure the copy holds NULLs (and counts that
+	 * match what was copied), which scsitgtd_config_free() handles. */
+	ok = dup_str(&c->pr_dir) & dup_str(&c->control_socket) & dup_str(&c->discovery_user) &
+	     dup_str(&c->discovery_secret) & dup_str(&c->discovery_mutual_user) &
+	     dup_str(&c->discovery_mutual_secret);
+	if (!dup_arr(&c->portals, c->nportals, sizeof(*c->portals)))
+		ok = false, c->nportals = 0;
+	for (size_t i = 0; i < c->nportals; i++)
+		ok &= dup_str(&c->portals[i].address);
+	if (!dup_arr(&c->targets, c->ntargets, sizeof(*c->targets)))
+		ok = false, c->ntargets = 0;
+	for (size_t i = 0; i < c->ntargets; i++)
+		ok &= dup_target(&c->targets[i]);
+	if (!ok) {
+		scsitgtd_config_free(c);
+		return NULL;
+	}
+	return c;
 }
 
 const struct scsitgtd_target *scsitgtd_config_find_target(const struct scsitgtd_config *cfg,

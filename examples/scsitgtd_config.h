@@ -214,6 +214,13 @@ struct scsitgtd_config {
 int scsitgtd_config_parse(const char *text, size_t len, struct scsitgtd_config **out, char *err,
 			  size_t err_size);
 void scsitgtd_config_free(struct scsitgtd_config *cfg);
+/* Free what a LUN definition points to (the control socket removes LUNs from a copy). */
+void scsitgtd_lun_clear(struct scsitgtd_lun *l);
+/*
+ * A deep copy of @cfg (NULL when out of memory). It copies every pointer member: a member
+ * added to these structures must be added here as in scsitgtd_config_free().
+ */
+struct scsitgtd_config *scsitgtd_config_dup(const struct scsitgtd_config *cfg);
 
 /* Lookups used by the reload diff. */
 const struct scsitgtd_target *scsitgtd_config_find_target(const struct scsitgtd_config *cfg,

@@ -51,7 +51,9 @@ CONF
 try_start() {
 	local i
 	: >"$IT_TMP/target.out"
-	"$IT_TARGET" "$1" </dev/null >"$IT_TMP/target.out" 2>"$IT_TMP/target.err" &
+	# shellcheck disable=SC2086 # the wrapper is a command line
+	${IT_TARGET_WRAPPER:-} "$IT_TARGET" "$1" </dev/null >"$IT_TMP/target.out" \
+		2>"$IT_TMP/target.err" &
 	IT_PID=$!
 	for ((i = 0; i < IT_START_TIMEOUT * 10; i++)); do
 		grep -q "scsitgtd: ready" "$IT_TMP/target.out" && return 0
@@ -201,6 +203,72 @@ fi
 [[ $(ctl show | jq -c '[.targets[0].luns[].id]') == "[0,1]" ]] ||
 	it_fail "a refused reload changed the LUNs"
 cp "$IT_TMP/good.conf" "$CONF"
+
+# ---- runtime changes: LUNs, initiators, addresses ----
+
+luns() { ctl show | jq -c '[.targets[0].luns[].id]'; }
+ctl add-lun "$IQN" 2 backend=ram size=4M serial=ctl-lun2 >"$IT_TMP/add.json" ||
+	it_fail "add-lun failed"
+[[ $(luns) == "[0,1,2]" ]] || it_fail "add-lun: $(ctl show)"
+[[ $(ctl show | jq -r '.targets[0].luns[2].size') == 4194304 ]] || it_fail "add-lun: size"
+expect_luns() {
+	local i
+	for ((i = 0; i < 4; i++)); do
+		it_ask luns
+		[[ "$ANSWER" == "luns $1" ]] && return 0
+		[[ "$ANSWER" == "status 2 sense 6/"* ]] || break
+	done
+	it_fail "client: expected \"luns $1\", got \"$ANSWER\""
+}
+expect_luns "0 1 2"
+if ctl add-lun "$IQN" 2 backend=ram size=4M 2>"$IT_TMP/err.json"; then
+	it_fail "add-lun of an existing LUN succeeded"
+fi
+[[ $(jq -r .code "$IT_TMP/err.json") == -32004 ]] || it_fail "add-lun twice: $(cat "$IT_TMP/err.json")"
+if ctl add-lun "$IQN" 3 backend=ram 2>"$IT_TMP/err.json"; then
+	it_fail "add-lun without a size succeeded"
+fi
+[[ $(jq -r .code "$IT_TMP/err.json") == -32602 ]] && grep -q "size missing" "$IT_TMP/err.json" ||
+	it_fail "add-lun without size: $(cat "$IT_TMP/err.json")"
+if ctl add-lun "$IQN" 3 backend=file path="$IT_TMP/missing.img" 2>"$IT_TMP/err.json"; then
+	it_fail "add-lun of a missing file succeeded"
+fi
+[[ $(jq -r .code "$IT_TMP/err.json") == -32002 && $(luns) == "[0,1,2]" ]] ||
+	it_fail "add-lun of a missing file: $(cat "$IT_TMP/err.json"); $(luns)"
+ctl remove-lun "$IQN" 1 >/dev/null || it_fail "remove-lun failed"
+[[ $(luns) == "[0,2]" ]] || it_fail "remove-lun: $(luns)"
+expect_luns "0 2"
+if ctl remove-lun "$IQN" 7 2>"$IT_TMP/err.json"; then it_fail "remove-lun 7 succeeded"; fi
+[[ $(jq -r .code "$IT_TMP/err.json") == -32001 ]] || it_fail "remove-lun 7: $(cat "$IT_TMP/err.json")"
+
+# A login from an initiator the lists do not allow is refused; allowed again, it works.
+login() { "$CLIENT" "iscsi://127.0.0.1:$PORT/$IQN/0" </dev/null 2>/dev/null | head -1; }
+[[ $(login) == ready ]] || it_fail "second login refused before any change"
+ctl add-initiator "$IQN" iqn.1999-01.example:other >/dev/null || it_fail "add-initiator failed"
+ctl remove-initiator "$IQN" "$CLIENT_IQN" >/dev/null || it_fail "remove-initiator failed"
+[[ $(ctl show | jq -c '.targets[0].initiators') == '["iqn.1999-01.example:other"]' ]] ||
+	it_fail "initiators: $(ctl show | jq -c '.targets[0].initiators')"
+[[ $(login) == "login failed" ]] || it_fail "a removed initiator logged in"
+ctl add-initiator "$IQN" "$CLIENT_IQN" >/dev/null || it_fail "add-initiator failed"
+[[ $(login) == ready ]] || it_fail "an added initiator cannot log in"
+if ctl add-initiator "$IQN" "bad name" 2>"$IT_TMP/err.json"; then
+	it_fail "add-initiator of an invalid name succeeded"
+fi
+[[ $(jq -r .code "$IT_TMP/err.json") == -32602 ]] || it_fail "bad name: $(cat "$IT_TMP/err.json")"
+ctl add-address "$IQN" 192.0.2.0/24 >/dev/null || it_fail "add-address failed"
+ctl remove-address "$IQN" 127.0.0.0/8 >/dev/null || it_fail "remove-address failed"
+[[ $(login) == "login failed" ]] || it_fail "a login from an address not listed succeeded"
+# The target-wide ranges and the initiator's own apply together.
+ctl add-address "$IQN" 127.0.0.1 "$CLIENT_IQN" >/dev/null || it_fail "add-address INITIATOR failed"
+[[ $(ctl show | jq -c '.targets[0].addresses') == \
+	'[{"cidr":"192.0.2.0/24"},{"initiator":"'"$CLIENT_IQN"'","cidr":"127.0.0.1"}]' ]] ||
+	it_fail "addresses: $(ctl show | jq -c '.targets[0].addresses')"
+[[ $(login) == "login failed" ]] || it_fail "the target-wide ranges were not applied"
+ctl remove-address "$IQN" 192.0.2.0/24 >/dev/null || it_fail "remove-address failed"
+[[ $(login) == ready ]] || it_fail "a login from an address listed for the initiator failed"
+ctl remove-address "$IQN" 127.0.0.1 "$CLIENT_IQN" >/dev/null || it_fail "remove-address failed"
+ctl add-address "$IQN" 127.0.0.0/8 >/dev/null || it_fail "add-address failed"
+[[ $(login) == ready ]] || it_fail "login after restoring the addresses failed"
 
 # ---- kick: the initiator sees its session end ----
 

@@ -187,6 +187,30 @@ static void test_full(void **state)
 	assert_int_equal(b->luns[0].size, 2ull << 40);
 	assert_int_equal(b->luns[1].backend, SCSITGTD_BACKEND_BLOCK);
 	assert_null(scsitgtd_config_find_target(cfg, "iqn.2024-01.org.example:c"));
+	/* A deep copy (the control socket changes copies): equal values, no shared pointer;
+	 * each frees alone (the sanitizer builds see a shared or leaked one). */
+	{
+		struct scsitgtd_config *c = scsitgtd_config_dup(cfg);
+		const struct scsitgtd_target *ca;
+
+		assert_non_null(c);
+		assert_int_equal(c->ntargets, cfg->ntargets);
+		assert_int_equal(c->nportals, cfg->nportals);
+		assert_ptr_not_equal(c->portals, cfg->portals);
+		assert_string_equal(c->pr_dir, cfg->pr_dir);
+		assert_ptr_not_equal(c->pr_dir, cfg->pr_dir);
+		ca = scsitgtd_config_find_target(c, "iqn.2024-01.org.example:a");
+		assert_non_null(ca);
+		assert_ptr_not_equal(ca->name, a->name);
+		assert_int_equal(ca->nluns, a->nluns);
+		assert_ptr_not_equal(ca->luns, a->luns);
+		assert_string_equal(scsitgtd_config_find_lun(ca, 0)->path, "/tmp/disk.img");
+		assert_false(scsitgtd_lun_needs_recreate(scsitgtd_config_find_lun(ca, 0),
+							 scsitgtd_config_find_lun(a, 0)));
+		assert_int_equal(ca->ngroups, a->ngroups);
+		scsitgtd_config_free(cfg);
+		cfg = c;
+	}
 	scsitgtd_config_free(cfg);
 }
 
