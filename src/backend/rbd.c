@@ -516,9 +516,15 @@ static void rbd_close_finish(struct scsitgt__rbd_ctx *rc)
 		rc->thread_started = false;
 	}
 	if (!rc->poll_inited && !rc->async_inited) {
-		/* Nothing to close on the loop (a context created synchronously and closed
-		 * without a LUN): still never call back from inside close() itself. */
-		rbd_handle_closed(NULL);
+		/* Nothing on the loop to close: only when close() could start neither a job
+		 * nor the wake-up handle (out of memory or threads). Then it ends here. */
+		scsitgt_done_cb cb = rc->close_cb;
+		void *cb_arg = rc->close_cb_arg;
+
+		rbd_ctx_free(rc);
+		if (cb) {
+			cb(cb_arg, 0);
+		}
 		return;
 	}
 	if (rc->poll_inited) {
