@@ -33,8 +33,10 @@ echo "== starting: minitarget -v --portal $PORTAL $*"
 TPID=$!
 h=${PORTAL%:*}
 p=${PORTAL##*:}
-for i in $(seq 100); do
+# (bounded at 60 s: the guest runs under TCG on a host that may be loaded)
+for i in $(seq 600); do
 	(exec 3<>"/dev/tcp/$h/$p") 2>/dev/null && break
+	kill -0 "$TPID" 2>/dev/null || break
 	sleep 0.1
 done
 if ! kill -0 "$TPID" 2>/dev/null; then

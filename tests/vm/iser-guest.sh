@@ -16,6 +16,8 @@
 set -Eeuo pipefail
 # fs_write_files / fs_check_files (tests/vm/guest/fs-files.sh, staged at /host/guest)
 . /host/guest/fs-files.sh
+# iscsid_start (tests/vm/guest/iscsid-start.sh)
+. /host/guest/iscsid-start.sh
 T0=$(date +%s.%N)
 ts() { awk -v s="$T0" -v e="$(date +%s.%N)" 'BEGIN{printf "[%6.2fs]", e-s}'; }
 step() { echo "$(ts) == $*"; }
@@ -46,8 +48,7 @@ kill -0 $TPID
 step "ib_iser + iscsid"
 modprobe ib_iser debug_level=${ISER_DEBUG:-0}
 modprobe sd_mod
-iscsid
-sleep 0.5
+iscsid_start
 
 login() {
 	timeout 45 iscsiadm -m node -T "$IQN" -p $PORTAL -I iser --login

@@ -89,7 +89,12 @@ tail -n +1 -F --pid=$QPID "$RUN/output.log" 2> /dev/null &
 TPID=$!
 wait $QPID
 qrc=$?
-sleep 0.3
+# tail --pid prints what is left of the output and exits once QEMU is gone (it checks every
+# second); wait for that rather than for a fixed time, bounded at 10 s.
+for i in $(seq 100); do
+	kill -0 $TPID 2> /dev/null || break
+	sleep 0.1
+done
 kill $TPID 2> /dev/null
 wait $TPID 2> /dev/null
 secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN {printf "%.1f", e - s}')

@@ -17,6 +17,8 @@
 set -Eeuo pipefail
 # fs_write_files / fs_check_files (tests/vm/guest/fs-files.sh, staged at /host/guest)
 . /host/guest/fs-files.sh
+# iscsid_start (tests/vm/guest/iscsid-start.sh)
+. /host/guest/iscsid-start.sh
 T0=$(date +%s.%N)
 ts() { awk -v s="$T0" -v e="$(date +%s.%N)" 'BEGIN{printf "[%6.2fs]", e-s}'; }
 step() { echo "$(ts) == $*"; }
@@ -166,8 +168,7 @@ srp_logout
 
 step "fio over iSER, same LUN of the same target process"
 modprobe ib_iser
-iscsid
-sleep 0.5
+iscsid_start
 timeout 45 iscsiadm -m discovery -t sendtargets -p $RXE_IP:3260 -I iser > /dev/null
 timeout 45 iscsiadm -m node -T $IQN -p $RXE_IP:3260 -I iser --login > /dev/null
 IDEV=

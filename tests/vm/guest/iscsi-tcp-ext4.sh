@@ -4,6 +4,8 @@
 # mkfs.ext4, mount, 4 x 16 MiB files and 200 small files, fsck.ext4 -f, remount read-only and
 # compare checksums, 5 s of fio 4k random read/write at QD 8 (direct I/O), a background short
 # and a foreground extended self-test read back through sg_logs (Self-Test Results), logout.
+# iscsid_start (tests/vm/guest/iscsid-start.sh)
+. /host/guest/iscsid-start.sh
 set -Eeuo pipefail
 PORTAL=$1
 T0=$(date +%s.%N)
@@ -14,8 +16,7 @@ trap 'echo "--- iscsi-tcp-ext4.sh FAILED at line $LINENO"; dmesg | tail -n 25' E
 step "iscsi_tcp + iscsid"
 modprobe iscsi_tcp
 modprobe sd_mod
-iscsid
-sleep 0.5
+iscsid_start
 
 step "discovery on $PORTAL"
 iscsiadm -m discovery -t sendtargets -p "$PORTAL"
@@ -67,7 +68,8 @@ fio --name=rw --filename="$DEV" --direct=1 --rw=randrw --bs=4k --iodepth=8 \
 
 step "self-tests (sg3_utils): background short, foreground extended, log page 10h"
 sg_senddiag --selftest=1 "$DEV"
-for i in $(seq 50); do
+# The background test must be over before the foreground one starts (bounded at 60 s).
+for i in $(seq 300); do
 	sg_logs --page=0x10 "$DEV" | grep -qi "in progress" || break
 	sleep 0.2
 done

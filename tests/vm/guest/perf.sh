@@ -8,6 +8,8 @@
 #   perf.sh MINITARGET [SECONDS]
 # Environment: LUN_SIZE (default 512M), TARGETS (default "tgtd-iser iser tcp"; "other-iser" runs
 # the iSER test with /host/other/examples/minitarget, see vm-test.sh VM_OTHER_BUILD).
+# iscsid_start (tests/vm/guest/iscsid-start.sh)
+. /host/guest/iscsid-start.sh
 set -Eeuo pipefail
 BIN=$1
 SECS=${2:-8}
@@ -47,8 +49,7 @@ esac
 modprobe ib_iser
 modprobe iscsi_tcp
 modprobe sd_mod
-iscsid
-sleep 0.5
+iscsid_start
 
 wait_dev() {
 	DEV=
