@@ -627,6 +627,7 @@ static void test_name_check(void **state)
 		"iqn.x\xc2\xa0",         /* NO-BREAK SPACE */
 		"iqn.x\xe2\x80\xa8",     /* LINE SEPARATOR */
 		"iqn.x\xe2\x80\xae",     /* RIGHT-TO-LEFT OVERRIDE */
+		"iqn.x\xe2\x81\xa8",     /* FIRST STRONG ISOLATE (found by fuzz_names) */
 		"iqn.x\xe2\x80\x8b",     /* ZERO WIDTH SPACE */
 		"iqn.x\xe3\x80\x80",     /* IDEOGRAPHIC SPACE */
 		"iqn.x\xee\x80\x80",     /* private use */

@@ -276,6 +276,7 @@ static bool name_cp_prohibited(uint32_t c)
 		{ 0x2000, 0x200f },   /* C.1.2 spaces; C.2.2 ZWNJ, ZWJ; C.8 LRM, RLM */
 		{ 0x2028, 0x202f },   /* C.2.2 line/paragraph separators; C.8 embeddings; C.1.2 */
 		{ 0x205f, 0x2063 },   /* C.1.2; C.2.2 */
+		{ 0x2066, 0x2069 },   /* bidi isolates: unassigned in Unicode 3.2 (A.1) */
 		{ 0x206a, 0x206f },   /* C.2.2, C.8 */
 		{ 0x2ff0, 0x2ffb },   /* C.7 */
 		{ 0x3000, 0x3000 },   /* C.1.2 */

@@ -302,8 +302,9 @@ int scsitgt__iscsi_parse_number(const char *s, size_t len, uint64_t *out);
  *    them to lower case and names compare without case;
  *  - none of the code points RFC 3722 §6 prohibits (RFC 3454 tables C.1.2, C.2.2, C.3-C.9: C1
  *    controls, non-ASCII spaces, line and paragraph separators, bidirectional and format
- *    controls, private use, surrogates, non-characters, tags). Unassigned code points
- *    (table A.1) are not checked.
+ *    controls, private use, surrogates, non-characters, tags), and the bidirectional isolates
+ *    U+2066-U+2069 (unassigned in Unicode 3.2, table A.1). Other unassigned code points are
+ *    not checked.
  *
  * @param name The name (need not be NUL-terminated; a NUL inside is refused).
  * @param len  Its length.
