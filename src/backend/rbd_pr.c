@@ -936,4 +936,6 @@ void scsitgt__rbd_pr_connected(struct scsitgt__rbd_ctx *rc)
 	op->buf = (char *)buf;
 	op->len = len;
 	pr_post(st, op);
+	scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
+		     "%s/%s: reservations watched again on the new client", rc->pool, st->oid);
 }

@@ -15,7 +15,8 @@
 #   stpg   SET TARGET PORT GROUPS through B asks B to take over while A has writes in flight
 #          (held back by A's fault-injection delay): B breaks A's lock, A's in-flight writes
 #          fail (not acknowledged: NOT READY), the writer moves to B, and A reconnects and
-#          rejoins as standby.
+#          rejoins as standby; reservations registered through either gateway afterwards are
+#          seen through the other (A's shared reservations moved to its new client).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
@@ -238,6 +239,17 @@ stpg)
 	grep -q "reconnected as" "$IT_TMP/gw-A.err" || it_fail "A did not reconnect"
 	rtpg_wait A "1:2 2:0"
 	rtpg_wait B "1:2 2:0"
+	# Shared reservations (rbd_pr.c) followed A's new client: a registration through B (the
+	# owner) reaches A, and one through A (standby: PERSISTENT RESERVE IN/OUT are allowed,
+	# SPC-5 §5.16.2.4.4) reaches B.
+	grep -q "reservations watched again on the new client" "$IT_TMP/gw-A.err" ||
+		it_fail "A's shared reservations did not follow the reconnection"
+	"$CLIENT" -i "$HOST_IQN.p" -q 21 "${GW_URL[B]}" register 0xe1
+	keys=$("$CLIENT" -i "$HOST_IQN.p" -q 22 "${GW_URL[A]}" readkeys | tr '\n' ' ')
+	[[ "$keys" == *0x00000000000000e1* ]] || it_fail "A misses B's registration: $keys"
+	"$CLIENT" -i "$HOST_IQN.q" -q 23 "${GW_URL[A]}" register 0xe2
+	keys=$("$CLIENT" -i "$HOST_IQN.p" -q 22 "${GW_URL[B]}" readkeys | tr '\n' ' ')
+	[[ "$keys" == *0x00000000000000e2* ]] || it_fail "B misses A's registration: $keys"
 	;;
 esac
 
