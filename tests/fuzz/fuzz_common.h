@@ -116,6 +116,20 @@ static inline void fuzz_env_init(struct fuzz_env *env, unsigned int cfg)
 	fuzz_alloc_hold--;
 }
 
+/* A second I_T nexus on relative target port 2, past its POWER ON unit attention. */
+static inline struct scsitgt__session *fuzz_add_other(struct fuzz_env *env)
+{
+	struct scsitgt__session *other = NULL;
+
+	fuzz_alloc_hold++;
+	if (loop_fabric_add_session(env->lf, "iqn.2024-01.org.example:other,i,0x23d000000002", 2,
+				    &other) != 0)
+		abort();
+	other->ua_no_power_on = true;
+	fuzz_alloc_hold--;
+	return other;
+}
+
 static inline void fuzz_env_fini(struct fuzz_env *env)
 {
 	fuzz_alloc_hold++;

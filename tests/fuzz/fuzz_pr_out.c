@@ -17,19 +17,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct scsitgt__session *other = NULL;
+	struct scsitgt__session *other;
 	struct fuzz_env env;
 	size_t off = 1;
 
 	if (size < 1)
 		return 0;
 	fuzz_env_init(&env, data[0] & ~FUZZ_LUN_READ_ONLY);
-	fuzz_alloc_hold++;
-	if (loop_fabric_add_session(env.lf, "iqn.2024-01.org.example:other,i,0x23d000000002", 2,
-				    &other) != 0)
-		abort();
-	other->ua_no_power_on = true;
-	fuzz_alloc_hold--;
+	other = fuzz_add_other(&env);
 	for (int n = 0; n < 32 && size - off >= 5; n++) {
 		uint8_t cdb[10] = { 0x5f }, in[10] = { 0x5e }, rw[10] = { 0x2a };
 		uint8_t flags = data[off + 2];

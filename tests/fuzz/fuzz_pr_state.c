@@ -13,18 +13,13 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t in[10] = { 0x5e, 0x03 }, rw[10] = { 0x2a }, tur[6] = { 0 };
-	struct scsitgt__session *other = NULL;
+	struct scsitgt__session *other;
 	struct fuzz_env env;
 	uint8_t *saved;
 	size_t len = 0;
 
 	fuzz_env_init(&env, FUZZ_LUN_STORE);
-	fuzz_alloc_hold++;
-	if (loop_fabric_add_session(env.lf, "iqn.2024-01.org.example:other,i,0x23d000000002", 2,
-				    &other) != 0)
-		abort();
-	other->ua_no_power_on = true;
-	fuzz_alloc_hold--;
+	other = fuzz_add_other(&env);
 	fuzz_put_be16(&in[7], 8192);
 	rw[8] = 1;
 	if (scsitgt_lun_apply_pr_state(env.lun, data, size) == 0) {
