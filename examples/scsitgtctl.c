@@ -301,6 +301,7 @@ int main(int argc, char **argv)
 	const char *verb, *method;
 	json_object *req, *resp, *params = NULL, *v;
 	bool is_metrics = false;
+	char *file;
 	int rc = 0;
 
 	if (argc >= 3 && !strcmp(argv[1], "-s")) {
@@ -367,8 +368,26 @@ int main(int argc, char **argv)
 		if (argc != 2)
 			usage();
 		method = "save";
+		/* The daemon resolves paths in its own directory: send an absolute one. */
+		file = realpath(argv[1], NULL);
+		if (file == NULL) {
+			char *dir = strdup(argv[1]), *slash = strrchr(dir, '/'), *rdir;
+
+			if (slash == dir)
+				rdir = strdup("/");
+			else
+				rdir = realpath(slash ? (*slash = '\0', dir) : ".", NULL);
+			if (rdir == NULL)
+				die("%s: no such directory", argv[1]);
+			if (asprintf(&file, "%s/%s", strcmp(rdir, "/") ? rdir : "",
+				     slash ? strrchr(argv[1], '/') + 1 : argv[1]) < 0)
+				die("%s", "out of memory");
+			free(rdir);
+			free(dir);
+		}
 		params = json_object_new_object();
-		json_object_object_add(params, "file", json_object_new_string(argv[1]));
+		json_object_object_add(params, "file", json_object_new_string(file));
+		free(file);
 	} else {
 		usage();
 	}

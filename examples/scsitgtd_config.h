@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Bounds that keep memory proportional to (and far below) the input. */
 #define SCSITGTD_MAX_LINE 4096
@@ -221,6 +222,12 @@ void scsitgtd_lun_clear(struct scsitgtd_lun *l);
  * added to these structures must be added here as in scsitgtd_config_free().
  */
 struct scsitgtd_config *scsitgtd_config_dup(const struct scsitgtd_config *cfg);
+
+/*
+ * Write @cfg to @f as INI text that scsitgtd_config_parse() reads back to the same
+ * configuration (scsitgtd_config_write.c). 0, or -1 on a write error (ferror).
+ */
+int scsitgtd_config_write(const struct scsitgtd_config *cfg, FILE *f);
 
 /* Lookups used by the reload diff. */
 const struct scsitgtd_target *scsitgtd_config_find_target(const struct scsitgtd_config *cfg,

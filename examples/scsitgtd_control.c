@@ -787,6 +787,55 @@ out:
 	scsitgtd_config_free(snip);
 	scsitgtd_config_free(nc);
 }
+/* ---- save ---- */
+
+/*
+ * Write the running configuration (with the runtime changes) to params.file, as INI that
+ * scsitgtd reads back to the same state. The file may hold CHAP secrets: it is made 0600,
+ * written beside and renamed over, so a reader never sees half of it.
+ */
+static void m_save(struct scsitgtd *d, json_object *params, struct rpc_reply *r)
+{
+	const char *file = param_str(params, "file", r);
+	char tmp[4096];
+	FILE *f;
+	int fd, rc;
+
+	if (file == NULL)
+		return;
+	if (file[0] != '/') {
+		rpc_error(r, SCSITGTD_RPC_INVALID_PARAMS, "params.file: an absolute path (the "
+			  "daemon's working directory is not the client's)");
+		return;
+	}
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", file) >= sizeof(tmp)) {
+		rpc_error(r, SCSITGTD_RPC_INVALID_PARAMS, "params.file: too long");
+		return;
+	}
+	fd = mkstemp(tmp); /* mode 0600 */
+	if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
+		rpc_error(r, SCSITGTD_RPC_FAILED, "%s: %s", file, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		return;
+	}
+	rc = scsitgtd_config_write(d->cfg, f);
+	if (fflush(f) != 0 || fsync(fd) != 0)
+		rc = -1;
+	if (fclose(f) != 0)
+		rc = -1;
+	if (rc < 0 || rename(tmp, file) < 0) {
+		rpc_error(r, SCSITGTD_RPC_FAILED, "%s: %s", file, strerror(errno));
+		unlink(tmp);
+		return;
+	}
+	scsitgtd_log(d, SCSITGT_LOG_NOTICE, "control: configuration saved to %s", file);
+	r->result = json_object_new_object();
+	json_object_object_add(r->result, "saved", jstr(file));
+}
+
 /* ---- dispatch ---- */
 
 static const struct method {
@@ -803,6 +852,7 @@ static const struct method {
 	{ "remove_initiator", m_remove_initiator },
 	{ "add_address", m_add_address },
 	{ "remove_address", m_remove_address },
+	{ "save", m_save },
 };
 
 /* Handle one request line; returns the response (NULL for a notification). */

@@ -39,6 +39,68 @@ static void parse_bad(const char *text, const char *prefix, const char *needle)
 		fail_msg("message \"%s\" lacks \"%s\"...\"%s\"", err, prefix, needle);
 }
 
+/*
+ * scsitgtd_config_write() of @cfg parses back to a configuration that writes the same text,
+ * with the same objects: what the control socket's save promises.
+ */
+static void roundtrip(const struct scsitgtd_config *cfg)
+{
+	char *t1 = NULL, *t2 = NULL, err[256];
+	size_t n1 = 0, n2 = 0;
+	FILE *f = open_memstream(&t1, &n1);
+	struct scsitgtd_config *c2 = NULL;
+
+	assert_non_null(f);
+	assert_int_equal(scsitgtd_config_write(cfg, f), 0);
+	fclose(f);
+	if (scsitgtd_config_parse(t1, n1, &c2, err, sizeof(err)) != 0)
+		fail_msg("written text does not parse: %s\n%s", err, t1);
+	f = open_memstream(&t2, &n2);
+	assert_int_equal(scsitgtd_config_write(c2, f), 0);
+	fclose(f);
+	assert_string_equal(t1, t2);
+	assert_int_equal(c2->log_level, cfg->log_level);
+	assert_int_equal(c2->workers, cfg->workers);
+	assert_true(scsitgtd_params_equal(&c2->params, &cfg->params));
+	assert_int_equal(c2->nportals, cfg->nportals);
+	for (size_t i = 0; i < cfg->nportals; i++) {
+		assert_true(scsitgtd_portal_same(&c2->portals[i], &cfg->portals[i]));
+		assert_int_equal(c2->portals[i].tpgt, cfg->portals[i].tpgt);
+		assert_int_equal(c2->portals[i].max_connections, cfg->portals[i].max_connections);
+	}
+	assert_int_equal(c2->ntargets, cfg->ntargets);
+	for (size_t i = 0; i < cfg->ntargets; i++) {
+		const struct scsitgtd_target *a = &cfg->targets[i], *b = &c2->targets[i];
+
+		assert_string_equal(a->name, b->name);
+		assert_int_equal(a->ninitiators, b->ninitiators);
+		assert_int_equal(a->nichap, b->nichap);
+		assert_int_equal(a->naddresses, b->naddresses);
+		assert_int_equal(a->ngroups, b->ngroups);
+		assert_int_equal(a->alua_modes, b->alua_modes);
+		assert_int_equal(a->max_sessions, b->max_sessions);
+		assert_true(scsitgtd_params_equal(&a->params, &b->params));
+		for (size_t j = 0; j < a->ngroups; j++) {
+			assert_int_equal(a->groups[j].state, b->groups[j].state);
+			assert_int_equal(a->groups[j].nports, b->groups[j].nports);
+		}
+		assert_int_equal(a->nluns, b->nluns);
+		for (size_t j = 0; j < a->nluns; j++) {
+			assert_false(scsitgtd_lun_needs_recreate(&a->luns[j], &b->luns[j]));
+			assert_int_equal(a->luns[j].size, b->luns[j].size);
+			assert_int_equal(a->luns[j].flags, b->luns[j].flags);
+			assert_int_equal(a->luns[j].offline, b->luns[j].offline);
+			assert_int_equal(a->luns[j].nvisible_to, b->luns[j].nvisible_to);
+		}
+		assert_int_equal(a->nsrps, b->nsrps);
+		for (size_t j = 0; j < a->nsrps; j++)
+			assert_true(scsitgtd_srp_equal(&a->srps[j], &b->srps[j]));
+	}
+	scsitgtd_config_free(c2);
+	free(t1);
+	free(t2);
+}
+
 static void test_full(void **state)
 {
 	static const char text[] =
@@ -211,6 +273,7 @@ static void test_full(void **state)
 		scsitgtd_config_free(cfg);
 		cfg = c;
 	}
+	roundtrip(cfg);
 	scsitgtd_config_free(cfg);
 }
 
@@ -484,6 +547,8 @@ static void test_rbd(void **state)
 	assert_true(scsitgtd_lun_needs_recreate(l0, scsitgtd_config_find_lun(&c2->targets[0], 0)));
 	assert_false(
 		scsitgtd_lun_needs_recreate(l1, scsitgtd_config_find_lun(&c2->targets[0], 1)));
+	roundtrip(c1);
+	roundtrip(c2);
 	scsitgtd_config_free(c1);
 	scsitgtd_config_free(c2);
 }
@@ -570,6 +635,7 @@ static void test_access_srp_limits(void **state)
 	assert_false(scsitgtd_lun_visible_to(l0, "iqn.1994-05.com.redhat:c3"));
 	assert_true(scsitgtd_lun_visible_to(l1, "iqn.1994-05.com.redhat:c3"));
 	assert_true(scsitgtd_srp_equal(&t->srps[0], &t->srps[0]));
+	roundtrip(cfg);
 	scsitgtd_config_free(cfg);
 
 	cfg = parse_ok("[engine]\nworkers = 0\n[target]\nname = iqn.x\n");
