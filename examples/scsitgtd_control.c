@@ -788,6 +788,7 @@ out:
 	scsitgtd_config_free(nc);
 }
 /* ---- save ---- */
+#ifndef SCSITGTD_CONTROL_NO_SAVE
 
 /*
  * Write the running configuration (with the runtime changes) to params.file, as INI that
@@ -835,6 +836,7 @@ static void m_save(struct scsitgtd *d, json_object *params, struct rpc_reply *r)
 	r->result = json_object_new_object();
 	json_object_object_add(r->result, "saved", jstr(file));
 }
+#endif
 
 /* ---- dispatch ---- */
 
@@ -852,11 +854,12 @@ static const struct method {
 	{ "remove_initiator", m_remove_initiator },
 	{ "add_address", m_add_address },
 	{ "remove_address", m_remove_address },
+#ifndef SCSITGTD_CONTROL_NO_SAVE /* the fuzz target writes no files */
 	{ "save", m_save },
+#endif
 };
 
-/* Handle one request line; returns the response (NULL for a notification). */
-static json_object *handle(struct scsitgtd *d, const char *line, size_t len)
+json_object *scsitgtd_control_handle(struct scsitgtd *d, const char *line, size_t len)
 {
 	struct rpc_reply r = { 0 };
 	json_tokener *tok = json_tokener_new();
@@ -1035,7 +1038,7 @@ static void conn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		if (c->buf[i] != '\n')
 			continue;
 		if (i > start) {
-			resp = handle(d, c->buf + start, i - start);
+			resp = scsitgtd_control_handle(d, c->buf + start, i - start);
 			if (resp) {
 				send_json(c, resp);
 				json_object_put(resp);

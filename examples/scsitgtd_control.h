@@ -35,6 +35,12 @@ enum {
  * errno, @err saying why.
  */
 int scsitgtd_control_start(struct scsitgtd *d, const char *path, char *err, size_t err_size);
+/*
+ * Handle one request line (@len bytes, no newline): the JSON-RPC response to send, or NULL for
+ * a notification (or when out of memory). The caller puts the object. Home loop.
+ */
+struct json_object;
+struct json_object *scsitgtd_control_handle(struct scsitgtd *d, const char *line, size_t len);
 /* Close the socket and every connection, remove the path. Idempotent. */
 void scsitgtd_control_stop(struct scsitgtd *d);
 #else
