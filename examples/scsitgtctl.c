@@ -20,7 +20,7 @@
 
 #include <json-c/json.h>
 
-#define DEFAULT_SOCKET "/run/scsitgtd.sock"
+#define DEFAULT_SOCKET "/run/scsitgtd/control.sock" /* examples/scsitgtd.service */
 #define MAX_ANSWER (64u << 20)
 
 static void usage(void)

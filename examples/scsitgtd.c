@@ -27,6 +27,7 @@
 
 #include "scsitgtd.h"
 #include "scsitgtd_control.h"
+#include "scsitgtd_notify.h"
 
 static const char *level_name(enum scsitgt_log_level l)
 {
@@ -282,6 +283,7 @@ static void stop(struct scsitgtd *d)
 	if (d->stopping)
 		return;
 	d->stopping = true;
+	scsitgtd_notify_stopping();
 	scsitgtd_log(d, SCSITGT_LOG_NOTICE, "stopping");
 	uv_close((uv_handle_t *)&d->sig_hup, NULL);
 	uv_close((uv_handle_t *)&d->sig_term, NULL);
@@ -311,20 +313,25 @@ static void on_signal(uv_signal_t *h, int signum)
 
 int scsitgtd_reload(struct scsitgtd *d, char *err, size_t err_size)
 {
-	struct scsitgtd_config *nc = load(d->path, err, err_size);
+	struct scsitgtd_config *nc;
 
+	scsitgtd_notify_reloading();
+	nc = load(d->path, err, err_size);
 	if (nc == NULL) {
+		scsitgtd_notify_ready();
 		scsitgtd_log(d, SCSITGT_LOG_ERROR, "reload refused, configuration kept: %s", err);
 		return -EINVAL;
 	}
 	if (!str_same(nc->control_socket, d->cfg->control_socket))
 		scsitgtd_log(d, SCSITGT_LOG_WARNING, "control_socket: takes effect at the next start");
 	if (scsitgtd_apply(d, nc) < 0) {
+		scsitgtd_notify_ready();
 		scsitgtd_config_free(nc);
 		snprintf(err, err_size, "out of memory");
 		scsitgtd_log(d, SCSITGT_LOG_ERROR, "reload: out of memory");
 		return -ENOMEM;
 	}
+	scsitgtd_notify_ready();
 	scsitgtd_log(d, SCSITGT_LOG_NOTICE, "reloaded %s", d->path);
 	printf("scsitgtd: reloaded\n");
 	fflush(stdout);
@@ -426,6 +433,7 @@ int main(int argc, char **argv)
 		/* RBD images open off the loop: "ready" once every LUN of the file exists. */
 		while (scsitgtd_opening(&d))
 			uv_run(d.loop, UV_RUN_ONCE);
+		scsitgtd_notify_ready();
 		printf("scsitgtd: ready (%zu targets)\n", d.cfg->ntargets);
 		fflush(stdout);
 	}

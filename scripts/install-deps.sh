@@ -21,6 +21,8 @@ PKGS=(
 	# scsitgtd's control socket and scsitgtctl (JSON-RPC with json-c); promtool (package
 	# prometheus) checks `scsitgtctl metrics` in tests/integration/scsitgtctl.sh.
 	libjson-c-dev prometheus
+	# scsitgtd's sd_notify() under systemd (Type=notify).
+	libsystemd-dev
 	# tests/vm (suite 'vm'): the guest image is built from Debian packages and booted by QEMU.
 	qemu-system-x86 debootstrap busybox-static cpio e2fsprogs
 	# the RBD backend (meson feature 'rbd') and its tests: librbd/librados to build, and a

@@ -6,7 +6,8 @@
 # commands; metrics passes promtool; kick makes the initiator see its session end; reload
 # applies a changed file and refuses a broken one (FILE:LINE); the runtime changes (LUN,
 # initiator, address) act on the initiator; save writes a file that, served after a restart,
-# gives the same show; protocol errors come back as JSON-RPC error objects.
+# gives the same show; protocol errors come back as JSON-RPC error objects; systemd hears
+# READY=1, RELOADING=1 and STOPPING=1 (sd_notify) when scsitgtd is built with libsystemd.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init "${1:-}"
@@ -119,9 +120,33 @@ print(buf.split(b"\n")[0].decode())
 PY
 }
 
+# ---- systemd's readiness protocol (sd_notify) on a socket of ours, when built with it ----
+
+NOTIFY=no
+if ldd "$IT_TARGET" 2>/dev/null | grep libsystemd >/dev/null; then
+	NOTIFY=yes
+	python3 - "$IT_TMP/notify.sock" "$IT_TMP/notify.log" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a", buffering=1) as log:
+    while True:
+        log.write(s.recv(4096).decode().replace("\n", " ") + "\n")
+PY
+	IT_HELPER_PIDS+=($!)
+	notify_up() { [[ -S "$IT_TMP/notify.sock" ]]; }
+	wait_for "the notify listener" notify_up
+	export NOTIFY_SOCKET=$IT_TMP/notify.sock
+else
+	it_log "scsitgtd built without libsystemd: sd_notify not checked"
+fi
+# notified N WORD: the notify log has at least N messages with WORD.
+notified() { [[ $NOTIFY == no ]] || [[ $(grep -c "$2" "$IT_TMP/notify.log" 2>/dev/null) -ge $1 ]]; }
+
 # ---- the socket ----
 
 start
+wait_for "READY=1" notified 1 READY=1
 it_log "scsitgtd pid $IT_PID on 127.0.0.1:$PORT, control socket $SOCK"
 [[ -S "$SOCK" ]] || it_fail "no socket at $SOCK"
 [[ $(stat -c %a "$SOCK") == 600 ]] || it_fail "socket mode $(stat -c %a "$SOCK"), want 600"
@@ -190,6 +215,8 @@ write_conf "$PORT" $'[lun 1]\nbackend = ram\nsize = 8M'
 ctl reload >"$IT_TMP/reload.json" || it_fail "reload failed: $(cat "$IT_TMP/reload.json")"
 [[ $(ctl show | jq -c '[.targets[0].luns[].id]') == "[0,1]" ]] ||
 	it_fail "reload: LUN 1 not added: $(ctl show)"
+wait_for "RELOADING=1 then READY=1" notified 2 READY=1
+notified 1 RELOADING=1 || it_fail "no RELOADING=1: $(cat "$IT_TMP/notify.log")"
 it_ask luns
 [[ "$ANSWER" == "status 2 sense 6/3f0e" || "$ANSWER" == "luns 0 1" ]] ||
 	it_fail "client after reload: $ANSWER"
@@ -329,6 +356,9 @@ echo "quit" >&"$CL_IN" || true
 it_stop || it_fail "scsitgtd exited with $?"
 IT_PID=
 [[ ! -e "$SOCK" ]] || it_fail "the socket outlived the daemon"
+# Two: the second daemon refused above stopped too.
+notified 2 STOPPING=1 || it_fail "no STOPPING=1: $(cat "$IT_TMP/notify.log")"
+unset NOTIFY_SOCKET
 try_start "$IT_TMP/saved.conf" || it_fail "the saved file does not start"
 state >"$IT_TMP/after.json"
 diff -u "$IT_TMP/before.json" "$IT_TMP/after.json" >&2 ||
