@@ -33,7 +33,11 @@ struct scsitgtd_control {
 	uv_pipe_t server;
 	char *path;
 	struct ctl_conn *conns;
+	unsigned int nconns;
 };
+
+/* Connections served at once (each holds a request buffer); more are answered and closed. */
+#define CTL_MAX_CONNS 16
 
 /* A method's outcome: a result, or an error code and message. */
 struct rpc_reply {
@@ -959,6 +963,7 @@ static void conn_close(struct ctl_conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
+	c->ctl->nconns--;
 	for (struct ctl_conn **pp = &c->ctl->conns; *pp; pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
@@ -1077,9 +1082,15 @@ static void on_connection(uv_stream_t *server, int status)
 	c->pipe.data = c;
 	c->next = ctl->conns;
 	ctl->conns = c;
-	if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0 ||
-	    uv_read_start((uv_stream_t *)&c->pipe, conn_alloc, conn_read) < 0)
+	ctl->nconns++;
+	if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0) {
 		conn_close(c);
+	} else if (ctl->nconns > CTL_MAX_CONNS) {
+		send_error(c, SCSITGTD_RPC_INTERNAL_ERROR, "too many control connections");
+		conn_close(c);
+	} else if (uv_read_start((uv_stream_t *)&c->pipe, conn_alloc, conn_read) < 0) {
+		conn_close(c);
+	}
 }
 
 /* ---- the listening socket ---- */

@@ -329,6 +329,21 @@ a=$(rpc '{"jsonrpc":"2.0","method":"show"}')
 [[ -z "$a" ]] || it_fail "a notification was answered: $a"
 a=$(rpc "$(head -c 70000 /dev/zero | tr '\0' ' ')")
 [[ $(code "$a") == -32600 ]] || it_fail "oversized request: $a"
+# 16 idle connections held open: the 17th is turned away, and served again once they close.
+a=$(python3 - "$SOCK" <<'PY'
+import socket, sys
+held = []
+for i in range(16):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    held.append(s)
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)
+s.connect(sys.argv[1])
+print(s.makefile().readline().strip())
+PY
+)
+[[ $(code "$a") == -32603 ]] || it_fail "17th connection: $a"
 ctl show >/dev/null || it_fail "the daemon stopped answering after bad requests"
 
 # ---- save: the running configuration (with the runtime changes) loads back the same ----
