@@ -306,7 +306,7 @@ fi
 [[ $(jq -r .code "$IT_TMP/kick.err") == -32001 ]] || it_fail "kick: $(cat "$IT_TMP/kick.err")"
 ctl kick "$IQN" "$IPORT" >"$IT_TMP/kick.json" || it_fail "kick failed"
 [[ $(jq -r .kicked "$IT_TMP/kick.json") == "$IPORT" ]] || it_fail "kick: $(cat "$IT_TMP/kick.json")"
-it_ask wait_logout 60
+it_ask wait_logout 40 # it_ask waits 60 s for the answer
 [[ "$ANSWER" == logged_out ]] || it_fail "the kicked initiator: $ANSWER"
 no_session() { [[ $(sessions) == 0 ]]; }
 wait_for "the kicked session to go" no_session
