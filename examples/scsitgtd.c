@@ -73,6 +73,17 @@ static void event_cb(void *arg, const struct scsitgt_event *ev)
 		     scsitgt_event_type_name(ev->type), ev->initiator_name, ev->initiator_addr,
 		     tname);
 		break;
+	case SCSITGT_EVENT_LOGIN_FAILED:
+		scsitgtd_log(d, SCSITGT_LOG_NOTICE, "event %s: %s from %s to %s: %s (0x%04x)",
+			     scsitgt_event_type_name(ev->type),
+			     ev->initiator_name ? ev->initiator_name : "-", ev->initiator_addr,
+			     ev->target_name ? ev->target_name : "-", ev->reason, ev->login_status);
+		break;
+	case SCSITGT_EVENT_TMF:
+		scsitgtd_log(d, SCSITGT_LOG_NOTICE, "event %s: function %u on %s LUN %llu by %s",
+			     scsitgt_event_type_name(ev->type), ev->tmf_function, tname,
+			     (unsigned long long)ev->lun_id, ev->initiator_port);
+		break;
 	case SCSITGT_EVENT_LUN_ERROR:
 		scsitgtd_log(d, SCSITGT_LOG_WARNING,
 		     "event %s: %s LUN %llu opcode %02xh sense %xh/%02xh/%02xh (%s)",

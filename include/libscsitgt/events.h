@@ -40,6 +40,37 @@ enum scsitgt_event_type {
 	SCSITGT_EVENT_LUN_OFFLINE = 6,
 	/** The LUN came back online. */
 	SCSITGT_EVENT_LUN_ONLINE = 7,
+	/**
+	 * A login was refused (not redirected): @c login_status is the iSCSI status class and
+	 * detail (RFC 7143 §11.13.5, e.g. 0x0201 authentication failure, 0x0202 authorization
+	 * failure, 0x0203 target not found, 0x0206 too many connections), @c reason its text,
+	 * @c initiator_addr the peer, @c initiator_name and @c target_name the names as sent
+	 * (escaped: control characters and invalid UTF-8 as "\xNN"; NULL when not sent),
+	 * @c target the target when one by that name exists.
+	 */
+	SCSITGT_EVENT_LOGIN_FAILED = 8,
+	/**
+	 * A task management function arrived, before it runs: @c tmf_function says which,
+	 * @c lun_id the LUN it names (@c lun when it exists), initiator_* the nexus.
+	 */
+	SCSITGT_EVENT_TMF = 9,
+};
+
+/** Task management functions in ::SCSITGT_EVENT_TMF (RFC 7143 §11.5.1 codes; SAM-5 §7). */
+enum scsitgt_tmf_function {
+	SCSITGT_TMF_ABORT_TASK = 1,
+	SCSITGT_TMF_ABORT_TASK_SET = 2,
+	SCSITGT_TMF_CLEAR_ACA = 3,
+	SCSITGT_TMF_CLEAR_TASK_SET = 4,
+	SCSITGT_TMF_LOGICAL_UNIT_RESET = 5,
+	SCSITGT_TMF_TARGET_WARM_RESET = 6,
+	SCSITGT_TMF_TARGET_COLD_RESET = 7,
+	/** SAM-5 §7.8 (SRP; iSCSI has no code for it). */
+	SCSITGT_TMF_QUERY_TASK = 0x80,
+	/** SAM-5 §7.9. */
+	SCSITGT_TMF_QUERY_TASK_SET = 0x81,
+	/** SAM-5 §7.10. */
+	SCSITGT_TMF_QUERY_ASYNC_EVENT = 0x82,
 };
 
 /**
@@ -62,7 +93,10 @@ struct scsitgt_event {
 	const char *initiator_name;
 	/** Initiator port name of the nexus ("<name>,i,0x<ISID>" for iSCSI). */
 	const char *initiator_port;
-	/** Initiator transport address ("ip:port"), "" when unknown. */
+	/**
+	 * Initiator transport address ("ip:port") of session, login and TMF events, "" when the
+	 * fabric did not say; NULL for events without a nexus (LUN state, ALUA).
+	 */
 	const char *initiator_addr;
 	/** LUN errors: the operation code; reservation events: RESERVE/RELEASE/PR OUT opcode. */
 	uint8_t opcode;
@@ -80,6 +114,15 @@ struct scsitgt_event {
 	uint8_t alua_old_state;
 	/** ALUA events: new asymmetric access state. */
 	uint8_t alua_new_state;
+	/* Appended after the first release. */
+	/** ::SCSITGT_EVENT_LOGIN_FAILED: the login status (class << 8 | detail). */
+	uint16_t login_status;
+	/** ::SCSITGT_EVENT_TMF: the function (enum scsitgt_tmf_function). */
+	uint8_t tmf_function;
+	/** ::SCSITGT_EVENT_LOGIN_FAILED: why, in words. */
+	const char *reason;
+	/** ::SCSITGT_EVENT_LOGIN_FAILED: the TargetName sent (escaped), NULL for none. */
+	const char *target_name;
 };
 
 /**

@@ -34,6 +34,10 @@ SCSITGT_EXPORT const char *scsitgt_event_type_name(enum scsitgt_event_type type)
 		return "lun-offline";
 	case SCSITGT_EVENT_LUN_ONLINE:
 		return "lun-online";
+	case SCSITGT_EVENT_LOGIN_FAILED:
+		return "login-failed";
+	case SCSITGT_EVENT_TMF:
+		return "tmf";
 	}
 	return "unknown";
 }
@@ -43,8 +47,6 @@ void scsitgt__event_emit(struct scsitgt_engine *engine, struct scsitgt_event *ev
 	if (engine == NULL || engine->event_cb == NULL)
 		return;
 	ev->size = sizeof(*ev);
-	if (ev->initiator_addr == NULL)
-		ev->initiator_addr = "";
 	engine->event_cb(engine->event_arg, ev);
 }
 
@@ -62,6 +64,40 @@ void scsitgt__event_session(struct scsitgt__session *sess, enum scsitgt_event_ty
 	ev.initiator_port = sess->initiator_port;
 	ev.initiator_addr = sess->initiator_addr;
 	scsitgt__event_emit(sess->tgt->engine, &ev);
+}
+
+void scsitgt__event_tmf(struct scsitgt__session *sess, struct scsitgt_lun *lun, uint64_t lun_id,
+			uint8_t function)
+{
+	struct scsitgt_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.type = SCSITGT_EVENT_TMF;
+	ev.target = sess->tgt;
+	ev.lun = lun;
+	ev.lun_id = lun_id;
+	ev.initiator_name = sess->initiator_name;
+	ev.initiator_port = sess->initiator_port;
+	ev.initiator_addr = sess->initiator_addr;
+	ev.tmf_function = function;
+	scsitgt__event_emit(sess->tgt->engine, &ev);
+}
+
+void scsitgt__event_login_failed(struct scsitgt_engine *engine, struct scsitgt_target *tgt,
+				 const char *initiator_name, const char *target_name,
+				 const char *addr, uint16_t status, const char *reason)
+{
+	struct scsitgt_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.type = SCSITGT_EVENT_LOGIN_FAILED;
+	ev.target = tgt;
+	ev.initiator_name = initiator_name;
+	ev.target_name = target_name;
+	ev.initiator_addr = addr ? addr : "";
+	ev.login_status = status;
+	ev.reason = reason;
+	scsitgt__event_emit(engine, &ev);
 }
 
 void scsitgt__event_lun_state(struct scsitgt_lun *lun, enum scsitgt_event_type type)

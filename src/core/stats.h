@@ -36,6 +36,14 @@ void scsitgt__event_emit(struct scsitgt_engine *engine, struct scsitgt_event *ev
  * what an earlier login event recorded on the session). */
 void scsitgt__event_session(struct scsitgt__session *sess, enum scsitgt_event_type type,
 			    const char *addr);
+/* A TMF arrived on @sess for LUN @lun_id (@lun when it exists); @function is an enum
+ * scsitgt_tmf_function code. */
+void scsitgt__event_tmf(struct scsitgt__session *sess, struct scsitgt_lun *lun, uint64_t lun_id,
+			uint8_t function);
+/* A fabric refused a login: names as sent, already escaped (NULL when none), @addr the peer. */
+void scsitgt__event_login_failed(struct scsitgt_engine *engine, struct scsitgt_target *tgt,
+				 const char *initiator_name, const char *target_name,
+				 const char *addr, uint16_t status, const char *reason);
 /* LUN state events (offline/online), no nexus. */
 void scsitgt__event_lun_state(struct scsitgt_lun *lun, enum scsitgt_event_type type);
 /*

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "core/pr.h"
+#include "core/stats.h"
 #include "core/tmf.h"
 #include "core/ua.h"
 
@@ -205,6 +206,21 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 	struct scsitgt_lun *l = scsitgt__session_find_lun(sess, lun_id);
 	struct scsitgt__tmf_op *op;
 
+	static const uint8_t function[] = {
+		[SCSITGT__TMF_ABORT_TASK] = SCSITGT_TMF_ABORT_TASK,
+		[SCSITGT__TMF_ABORT_TASK_SET] = SCSITGT_TMF_ABORT_TASK_SET,
+		[SCSITGT__TMF_CLEAR_TASK_SET] = SCSITGT_TMF_CLEAR_TASK_SET,
+		[SCSITGT__TMF_LUN_RESET] = SCSITGT_TMF_LOGICAL_UNIT_RESET,
+		[SCSITGT__TMF_TARGET_WARM_RESET] = SCSITGT_TMF_TARGET_WARM_RESET,
+		[SCSITGT__TMF_TARGET_COLD_RESET] = SCSITGT_TMF_TARGET_COLD_RESET,
+		[SCSITGT__TMF_CLEAR_ACA] = SCSITGT_TMF_CLEAR_ACA,
+		[SCSITGT__TMF_QUERY_TASK] = SCSITGT_TMF_QUERY_TASK,
+		[SCSITGT__TMF_QUERY_TASK_SET] = SCSITGT_TMF_QUERY_TASK_SET,
+		[SCSITGT__TMF_QUERY_ASYNC_EVENT] = SCSITGT_TMF_QUERY_ASYNC_EVENT,
+	};
+
+	if ((size_t)type < sizeof(function))
+		scsitgt__event_tmf(sess, l, lun_id, function[type]);
 	if (lun_scoped && l == NULL) {
 		cb(cb_arg, SCSITGT__TMF_LUN_NOT_FOUND);
 		return;

@@ -47,6 +47,9 @@ struct scsitgt__iscsi_login {
 	uint8_t resp_csg;
 	uint8_t resp_nsg;
 	char initiator_name[SCSITGT__ISCSI_NAME_MAX + 1];
+	/* The names as sent, escaped, for a login-failed event (events.h); "" until seen. */
+	char sent_iname[SCSITGT__ISCSI_NAME_MAX + 32];
+	char sent_tname[SCSITGT__ISCSI_NAME_MAX + 32];
 };
 
 const struct scsitgt_iscsi_params *scsitgt__iscsi_params_for(struct scsitgt__iscsi_engine *ie,
@@ -178,6 +181,12 @@ static int login_fail(struct scsitgt__iscsi_conn *conn, uint16_t status, const c
 				"login of %s refused: %s (0x%04x)",
 				l->initiator_name[0] ? l->initiator_name : "?",
 				login_status_text(status), status);
+	/* A redirection (class 1) is no failure; anything else is reported to the host. */
+	if (status >> 8 != 1)
+		scsitgt__event_login_failed(conn->ie->engine, l->tgt,
+					    l->sent_iname[0] ? l->sent_iname : NULL,
+					    l->sent_tname[0] ? l->sent_tname : NULL, conn->peer, status,
+					    login_status_text(status));
 	login_rsp_init(conn, bhs, 0, status, l->tsih);
 	/* The connection stops reading: nothing after a failed login is processed. */
 	conn->rx.stop = true;
@@ -278,6 +287,10 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 	struct scsitgt__iscsi_target *it = NULL;
 
 	login_scan(text, len, &iname, &tname, &stype);
+	if (iname)
+		scsitgt__log_escape(l->sent_iname, sizeof(l->sent_iname), iname, strlen(iname));
+	if (tname)
+		scsitgt__log_escape(l->sent_tname, sizeof(l->sent_tname), tname, strlen(tname));
 	/*
 	 * RFC 7143 §13.11: InitiatorName is required on the first login request (missing:
 	 * 0x0207); a name that breaks RFC 7143 §4.2.7 / RFC 3722 is an initiator error (0x0200),
