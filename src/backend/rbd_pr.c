@@ -218,6 +218,20 @@ static void pr_post_error(struct scsitgt__rbd_pr *st, enum pr_op_kind kind,
 	pr_post(st, op);
 }
 
+/* After handing @op to librados with result @r: count it in flight, or free it (NULL if it
+ * could not be allocated) and answer @req with the error on the loop. */
+static void pr_op_submitted(struct scsitgt__rbd_pr *st, struct pr_op *op,
+			    enum pr_op_kind kind, struct scsitgt_pr_req *req, int r)
+{
+	if (r == 0) {
+		st->inflight++;
+		return;
+	}
+	if (op)
+		pr_op_free(op);
+	pr_post_error(st, kind, req, r);
+}
+
 static void pr_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req)
 {
 	struct scsitgt__rbd_pr *st = arg;
@@ -238,13 +252,7 @@ static void pr_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *
 			pthread_mutex_unlock(&st->io_mu);
 		}
 	}
-	if (r == 0) {
-		st->inflight++;
-		return;
-	}
-	if (op)
-		pr_op_free(op);
-	pr_post_error(st, PR_OP_FETCH, req, r);
+	pr_op_submitted(st, op, PR_OP_FETCH, req, r);
 }
 
 static void pr_commit(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req,
@@ -273,13 +281,7 @@ static void pr_commit(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req 
 				-ENOTCONN;
 		pthread_mutex_unlock(&st->io_mu);
 	}
-	if (r == 0) {
-		st->inflight++;
-		return;
-	}
-	if (op)
-		pr_op_free(op);
-	pr_post_error(st, PR_OP_WRITE, req, r);
+	pr_op_submitted(st, op, PR_OP_WRITE, req, r);
 }
 
 static void pr_detach(void *arg, struct scsitgt_lun *lun)
