@@ -158,7 +158,8 @@ static void bench_cmd_done(struct scsitgt__cmd *cmd)
 	} else if (cmd->status != SAM_STAT_GOOD) {
 		b->errors++;
 		if (b->errors == 1) {
-			fprintf(stderr, "core-bench: command failed, status 0x%02x sense %02x/%02x/%02x\n",
+			fprintf(stderr,
+				"core-bench: command failed, status 0x%02x sense %02x/%02x/%02x\n",
 				cmd->status, cmd->sense_len > 2 ? cmd->sense[2] & 0x0f : 0,
 				cmd->sense_len > 12 ? cmd->sense[12] : 0,
 				cmd->sense_len > 13 ? cmd->sense[13] : 0);
@@ -328,9 +329,10 @@ static void bench_teardown(struct bench *b)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: core-bench [--seconds S] [--op read|write] [--bs BYTES] [--copy] [--json]\n"
-		   "  runs READ(10)/WRITE(10) of BYTES (default 4096) on a null LUN back to back;\n"
-		   "  --copy: READ data is zeroed into the command's buffer instead of lent\n");
+	fprintf(f,
+		"usage: core-bench [--seconds S] [--op read|write] [--bs BYTES] [--copy] [--json]\n"
+		"  runs READ(10)/WRITE(10) of BYTES (default 4096) on a null LUN back to back;\n"
+		"  --copy: READ data is zeroed into the command's buffer instead of lent\n");
 }
 
 int main(int argc, char **argv)
@@ -374,7 +376,8 @@ int main(int argc, char **argv)
 		case 'b':
 			bs = strtoul(optarg, &end, 10);
 			if (*end || bs == 0 || bs % LUN_BLOCK_SIZE || bs > (1u << 20)) {
-				fprintf(stderr, "core-bench: --bs must be a multiple of %u up to 1 MiB\n",
+				fprintf(stderr,
+					"core-bench: --bs must be a multiple of %u up to 1 MiB\n",
 					LUN_BLOCK_SIZE);
 				return 2;
 			}

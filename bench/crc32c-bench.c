@@ -49,7 +49,9 @@ static double rate(crc_fn fn, const uint8_t *buf, size_t len, double secs)
 
 int main(int argc, char **argv)
 {
-	static const size_t sizes[] = {48, 128, 256, 512, 1024, 4096, 8192, 65536, 262144, 1048576};
+	static const size_t sizes[] = {
+		48, 128, 256, 512, 1024, 4096, 8192, 65536, 262144, 1048576
+	};
 	double secs = argc > 1 ? atof(argv[1]) : 0.2;
 	uint8_t *buf = malloc(1048576);
 

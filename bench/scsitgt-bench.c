@@ -54,9 +54,19 @@ struct hist {
 	long double sum;
 };
 
-enum rw_mode { RW_READ, RW_WRITE, RW_RANDREAD, RW_RANDWRITE, RW_MIX };
+enum rw_mode {
+	RW_READ,
+	RW_WRITE,
+	RW_RANDREAD,
+	RW_RANDWRITE,
+	RW_MIX
+};
 
-enum phase { PHASE_RAMP, PHASE_MEASURE, PHASE_DRAIN };
+enum phase {
+	PHASE_RAMP,
+	PHASE_MEASURE,
+	PHASE_DRAIN
+};
 
 struct session;
 
@@ -125,8 +135,14 @@ static struct {
  * target's MaxRecvDataSegmentLength is what it declares it accepts per PDU (§13.12).
  */
 static const char *const neg_key_names[NEG_KEYS] = {
-	"MaxRecvDataSegmentLength", "FirstBurstLength", "MaxBurstLength", "InitialR2T",
-	"ImmediateData", "MaxOutstandingR2T", "HeaderDigest", "DataDigest",
+	"MaxRecvDataSegmentLength",
+	"FirstBurstLength",
+	"MaxBurstLength",
+	"InitialR2T",
+	"ImmediateData",
+	"MaxOutstandingR2T",
+	"HeaderDigest",
+	"DataDigest",
 };
 
 /*
@@ -348,8 +364,8 @@ static int slot_submit(struct slot *sl)
 
 	sl->t_submit = now_ns();
 	if (rd) {
-		task = iscsi_read16_iov_task(s->iscsi, s->lun, lba, g.o.bs, (int)s->block_size, 0, 0,
-					     0, 0, 0, io_done, sl, &sl->iov, 1);
+		task = iscsi_read16_iov_task(s->iscsi, s->lun, lba, g.o.bs, (int)s->block_size, 0,
+					     0, 0, 0, 0, io_done, sl, &sl->iov, 1);
 	} else {
 		task = iscsi_write16_iov_task(s->iscsi, s->lun, lba, NULL, g.o.bs,
 					      (int)s->block_size, 0, 0, 0, 0, 0, io_done, sl,
@@ -366,8 +382,7 @@ static int slot_submit(struct slot *sl)
 	return 0;
 }
 
-static void io_done(struct iscsi_context *iscsi, int status, void *command_data,
-		    void *private_data)
+static void io_done(struct iscsi_context *iscsi, int status, void *command_data, void *private_data)
 {
 	struct scsi_task *task = command_data;
 	struct slot *sl = private_data;
@@ -387,7 +402,8 @@ static void io_done(struct iscsi_context *iscsi, int status, void *command_data,
 					s->url_text, scsi_sense_key_str(task->sense.key),
 					task->sense.key, task->sense.ascq);
 			} else {
-				fprintf(stderr, "scsitgt-bench: %s: command failed, status 0x%x: %s\n",
+				fprintf(stderr,
+					"scsitgt-bench: %s: command failed, status 0x%x: %s\n",
 					s->url_text, status, iscsi_get_error(s->iscsi));
 			}
 		}
@@ -427,11 +443,28 @@ static int parse_size(const char *str, uint64_t *out)
 		return -EINVAL;
 	}
 	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if ((*end == 'i' || *end == 'I') && shift) {
 		end++;
@@ -776,8 +809,8 @@ static void report(double secs, uint64_t tgt_cpu_us, bool have_tgt_cpu, uint64_t
 		       "\"iops\":%.1f,\"mibs\":%.2f,\"lat_us\":{\"min\":%.1f,\"mean\":%.1f,"
 		       "\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,\"max\":%.1f},"
 		       "\"errors\":%" PRIu64 ",",
-		       rw_name(g.o.rw), g.o.bs, g.o.qd, g.nsess, secs, g.ios, g.reads, g.writes, iops,
-		       mibs, (double)g.lat.min / 1000.0, mean, p50, p99, p999,
+		       rw_name(g.o.rw), g.o.bs, g.o.qd, g.nsess, secs, g.ios, g.reads, g.writes,
+		       iops, mibs, (double)g.lat.min / 1000.0, mean, p50, p99, p999,
 		       (double)g.lat.max / 1000.0, g.errors);
 		if (tgt_us_io >= 0) {
 			printf("\"target_cpu_us_per_io\":%.2f,", tgt_us_io);
@@ -788,7 +821,8 @@ static void report(double secs, uint64_t tgt_cpu_us, bool have_tgt_cpu, uint64_t
 		printf("\"negotiated\":{");
 		for (int i = 0, first = 1; i < NEG_KEYS; i++) {
 			if (g.keys[i][0]) {
-				printf("%s\"%s\":\"%s\"", first ? "" : ",", neg_key_names[i], g.keys[i]);
+				printf("%s\"%s\":\"%s\"", first ? "" : ",", neg_key_names[i],
+				       g.keys[i]);
 				first = 0;
 			}
 		}

@@ -83,8 +83,8 @@ static int file_transfer(struct file_backend *fb, const struct file_job *job)
 		size_t n = job->iov[i].iov_len < left ? job->iov[i].iov_len : left;
 
 		while (n > 0) {
-			ssize_t r = job->type == SCSITGT_IO_READ ? pread(fb->fd, p, n, off)
-								 : pwrite(fb->fd, p, n, off);
+			ssize_t r = job->type == SCSITGT_IO_READ ? pread(fb->fd, p, n, off) :
+								   pwrite(fb->fd, p, n, off);
 
 			if (r < 0 && errno == EINTR) {
 				continue;
@@ -304,8 +304,8 @@ struct app {
 	bool engine_gone;
 };
 
-static void app_log(void *arg, enum scsitgt_log_level level, const char *subsystem,
-		    const char *fmt, va_list ap)
+static void app_log(void *arg, enum scsitgt_log_level level, const char *subsystem, const char *fmt,
+		    va_list ap)
 {
 	(void)arg;
 	fprintf(stderr, "[%d %s] ", (int)level, subsystem);

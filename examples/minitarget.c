@@ -56,13 +56,18 @@
 
 #define MAX_ITEMS 32
 
-enum lun_kind { LUN_RAM, LUN_NULL, LUN_FILE, LUN_RBD };
+enum lun_kind {
+	LUN_RAM,
+	LUN_NULL,
+	LUN_FILE,
+	LUN_RBD
+};
 
 struct lun_spec {
 	uint64_t id;
 	enum lun_kind kind;
-	uint64_t size;     /* ram and null */
-	char path[200];    /* file: a regular file or a block device; rbd: POOL/IMAGE */
+	uint64_t size;	/* ram and null */
+	char path[200]; /* file: a regular file or a block device; rbd: POOL/IMAGE */
 	/* rbd: namespace, client id, ceph.conf, operation timeout, client cache off */
 	char rbd_ns[64];
 	char rbd_id[64];
@@ -122,8 +127,8 @@ static void usage(FILE *f)
 		"  (rules joined by ';', see backend_fault.h).\n");
 }
 
-static void log_cb(void *arg, enum scsitgt_log_level level, const char *subsystem,
-		   const char *fmt, va_list ap)
+static void log_cb(void *arg, enum scsitgt_log_level level, const char *subsystem, const char *fmt,
+		   va_list ap)
 {
 	static const char *names[] = { "", "", "", "error", "warning", "notice", "info", "debug" };
 
@@ -144,11 +149,28 @@ static int parse_size(const char *s, uint64_t *out)
 	if (errno || end == s)
 		return -1;
 	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end != '\0' || v == 0 || v > (UINT64_MAX >> shift))
 		return -1;
@@ -217,30 +239,25 @@ static int parse_lun(const char *arg, struct lun_spec *l)
 			if (tok[6] == '\0' || strlen(tok + 6) >= sizeof(l->fault))
 				return -1;
 			strcpy(l->fault, tok + 6);
-		}
-		else if (l->kind == LUN_RBD && strncmp(tok, "ns=", 3) == 0) {
+		} else if (l->kind == LUN_RBD && strncmp(tok, "ns=", 3) == 0) {
 			if (strlen(tok + 3) >= sizeof(l->rbd_ns))
 				return -1;
 			strcpy(l->rbd_ns, tok + 3);
-		}
-		else if (l->kind == LUN_RBD && strncmp(tok, "id=", 3) == 0) {
+		} else if (l->kind == LUN_RBD && strncmp(tok, "id=", 3) == 0) {
 			if (tok[3] == '\0' || strlen(tok + 3) >= sizeof(l->rbd_id))
 				return -1;
 			strcpy(l->rbd_id, tok + 3);
-		}
-		else if (l->kind == LUN_RBD && strncmp(tok, "conf=", 5) == 0) {
+		} else if (l->kind == LUN_RBD && strncmp(tok, "conf=", 5) == 0) {
 			if (tok[5] == '\0' || strlen(tok + 5) >= sizeof(l->rbd_conf))
 				return -1;
 			strcpy(l->rbd_conf, tok + 5);
-		}
-		else if (l->kind == LUN_RBD && strncmp(tok, "timeout=", 8) == 0) {
+		} else if (l->kind == LUN_RBD && strncmp(tok, "timeout=", 8) == 0) {
 			unsigned long v = strtoul(tok + 8, &end, 10);
 
 			if (end == tok + 8 || *end != '\0' || v > 86400)
 				return -1;
 			l->rbd_timeout = (long)v;
-		}
-		else if (l->kind == LUN_RBD && strcmp(tok, "nocache") == 0)
+		} else if (l->kind == LUN_RBD && strcmp(tok, "nocache") == 0)
 			l->rbd_nocache = true;
 		else if (l->kind == LUN_RBD && strcmp(tok, "nopr") == 0)
 			l->rbd_nopr = true;
@@ -250,12 +267,10 @@ static int parse_lun(const char *arg, struct lun_spec *l)
 			if (end == tok + 4 || *end != '\0' || v > 8)
 				return -1;
 			l->pbe = (uint8_t)v;
-		}
-		else if (strncmp(tok, "bs=", 3) == 0) {
+		} else if (strncmp(tok, "bs=", 3) == 0) {
 			l->bs = (uint32_t)strtoul(tok + 3, NULL, 10);
 			l->bs_given = true;
-		}
-		else
+		} else
 			return -1;
 	}
 	if (l->bs != 512 && l->bs != 4096)
@@ -621,9 +636,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			i++;
-		} else if (v && (strcmp(a, "--drain-timeout") == 0 ||
-				 strcmp(a, "--tmf-timeout") == 0 ||
-				 strcmp(a, "--logout-timeout") == 0)) {
+		} else if (v &&
+			   (strcmp(a, "--drain-timeout") == 0 || strcmp(a, "--tmf-timeout") == 0 ||
+			    strcmp(a, "--logout-timeout") == 0)) {
 			char *end;
 			long n = strtol(v, &end, 10);
 
@@ -840,29 +855,30 @@ int main(int argc, char **argv)
 	if (rc == 0 && chap) {
 		char u[512], s[512];
 
-		rc = split_cred(chap, u, s, sizeof(u)) < 0 ? -EINVAL
-							   : scsitgt_iscsi_target_set_chap(tgt, u, s);
+		rc = split_cred(chap, u, s, sizeof(u)) < 0 ?
+			     -EINVAL :
+			     scsitgt_iscsi_target_set_chap(tgt, u, s);
 	}
 	if (rc == 0 && disc_chap) {
 		char u[512], s[512];
 
-		rc = split_cred(disc_chap, u, s, sizeof(u)) < 0
-			     ? -EINVAL
-			     : scsitgt_iscsi_engine_set_discovery_chap(app.engine, u, s);
+		rc = split_cred(disc_chap, u, s, sizeof(u)) < 0 ?
+			     -EINVAL :
+			     scsitgt_iscsi_engine_set_discovery_chap(app.engine, u, s);
 	}
 	if (rc == 0 && disc_mutual) {
 		char u[512], s[512];
 
-		rc = split_cred(disc_mutual, u, s, sizeof(u)) < 0
-			     ? -EINVAL
-			     : scsitgt_iscsi_engine_set_discovery_mutual_chap(app.engine, u, s);
+		rc = split_cred(disc_mutual, u, s, sizeof(u)) < 0 ?
+			     -EINVAL :
+			     scsitgt_iscsi_engine_set_discovery_mutual_chap(app.engine, u, s);
 	}
 	if (rc == 0 && mutual) {
 		char u[512], s[512];
 
-		rc = split_cred(mutual, u, s, sizeof(u)) < 0
-			     ? -EINVAL
-			     : scsitgt_iscsi_target_set_mutual_chap(tgt, u, s);
+		rc = split_cred(mutual, u, s, sizeof(u)) < 0 ?
+			     -EINVAL :
+			     scsitgt_iscsi_target_set_mutual_chap(tgt, u, s);
 	}
 	if (rc < 0) {
 		fprintf(stderr, "minitarget: target settings: %s\n", scsitgt_strerror(rc));
@@ -934,9 +950,9 @@ int main(int argc, char **argv)
 		lo.id = luns[i].id;
 		/* Files and devices report their own size, and devices their block size. */
 		lo.block_size = luns[i].kind == LUN_FILE && !luns[i].bs_given ? 0 : luns[i].bs;
-		lo.num_blocks = luns[i].kind == LUN_FILE || luns[i].kind == LUN_RBD
-					? 0
-					: luns[i].size / luns[i].bs;
+		lo.num_blocks = luns[i].kind == LUN_FILE || luns[i].kind == LUN_RBD ?
+					0 :
+					luns[i].size / luns[i].bs;
 		if (rbd_ctx) {
 			/* One device for multipath, whichever gateway exports the image. */
 			scsitgt_backend_rbd_get_ident(rbd_ctx, &lo.naa, serial, sizeof(serial));
@@ -999,7 +1015,8 @@ int main(int argc, char **argv)
 		uint16_t port = (uint16_t)tpgt;
 
 		if (gw_rbd == NULL || alua_state >= 0) {
-			fprintf(stderr, "minitarget: --alua-group needs an rbd LUN and no --alua\n");
+			fprintf(stderr,
+				"minitarget: --alua-group needs an rbd LUN and no --alua\n");
 			rc = -EINVAL;
 			goto fail;
 		}
@@ -1047,7 +1064,8 @@ int main(int argc, char **argv)
 			goto fail;
 		}
 		if (i == 0) {
-			snprintf(url_host, sizeof(url_host), strchr(host, ':') ? "[%s]" : "%s", host);
+			snprintf(url_host, sizeof(url_host), strchr(host, ':') ? "[%s]" : "%s",
+				 host);
 			url_port = scsitgt_portal_get_port(portal);
 		}
 	}
@@ -1095,8 +1113,8 @@ int main(int argc, char **argv)
 		so.ioc_guid = srp_guid;
 		rc = scsitgt_srp_portal_create(&sp, tgt, &so);
 		if (rc < 0) {
-			fprintf(stderr, "minitarget: cannot listen (SRP) on %s: %s\n", srp_portals[i],
-				scsitgt_strerror(rc));
+			fprintf(stderr, "minitarget: cannot listen (SRP) on %s: %s\n",
+				srp_portals[i], scsitgt_strerror(rc));
 			goto fail;
 		}
 		printf("srp://%s:%u id_ext=0x%016" PRIx64 " ioc_guid=0x%016" PRIx64 "\n", host,

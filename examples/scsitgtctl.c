@@ -180,9 +180,12 @@ static void metrics_counters(json_object *targets, const char *kind)
 				json_object *cmds = get(it, "cmds");
 
 				for (int k = 0; k < (cc ? 16 : 1); k++) {
-					uint64_t v = cc ? json_object_get_uint64(json_object_array_get_idx(
-								  get(cmds, "check_conditions"), k))
-							: get_u64(cmds, counters[m].key);
+					uint64_t v =
+						cc ? json_object_get_uint64(
+							     json_object_array_get_idx(
+								     get(cmds, "check_conditions"),
+								     k)) :
+						     get_u64(cmds, counters[m].key);
 
 					printf("scsitgt_%s_%s{", kind,
 					       cc ? "check_conditions_total" : counters[m].metric);
@@ -206,8 +209,10 @@ static void metrics(json_object *st)
 {
 	json_object *targets = get(st, "targets"), *conns = get(st, "connections");
 	static const char *const conn_ctr[][2] = {
-		{ "rx_pdus", "received_pdus_total" }, { "tx_pdus", "sent_pdus_total" },
-		{ "rx_bytes", "received_bytes_total" }, { "tx_bytes", "sent_bytes_total" },
+		{ "rx_pdus", "received_pdus_total" },
+		{ "tx_pdus", "sent_pdus_total" },
+		{ "rx_bytes", "received_bytes_total" },
+		{ "tx_bytes", "sent_bytes_total" },
 	};
 
 	metrics_counters(targets, "lun");
@@ -235,13 +240,15 @@ static void metrics(json_object *st)
 		json_object *tgt = json_object_array_get_idx(targets, t), *luns = get(tgt, "luns");
 
 		for (size_t i = 0; i < json_object_array_length(luns); i++) {
-			json_object *l = json_object_array_get_idx(luns, i), *lat = get(l, "latency_us");
+			json_object *l = json_object_array_get_idx(luns, i),
+				    *lat = get(l, "latency_us");
 			size_t nb = json_object_array_length(lat);
 			uint64_t cum = 0;
 			double sum = 0;
 
 			for (size_t b = 0; b < nb; b++) {
-				uint64_t c = json_object_get_uint64(json_object_array_get_idx(lat, b));
+				uint64_t c =
+					json_object_get_uint64(json_object_array_get_idx(lat, b));
 
 				cum += c;
 				sum += (double)c * 1.5 * (double)(1ull << b) / 1e6;
@@ -250,7 +257,8 @@ static void metrics(json_object *st)
 				if (b + 1 < nb)
 					printf(",lun=\"%llu\",le=\"%g\"} %llu\n",
 					       (unsigned long long)get_u64(l, "id"),
-					       (double)(1ull << (b + 1)) / 1e6, (unsigned long long)cum);
+					       (double)(1ull << (b + 1)) / 1e6,
+					       (unsigned long long)cum);
 				else
 					printf(",lun=\"%llu\",le=\"+Inf\"} %llu\n",
 					       (unsigned long long)get_u64(l, "id"),
@@ -362,7 +370,8 @@ int main(int argc, char **argv)
 		params = target_params(argc, argv, 3);
 		json_object_object_add(params, "cidr", json_object_new_string(argv[2]));
 		if (argc == 4)
-			json_object_object_add(params, "initiator", json_object_new_string(argv[3]));
+			json_object_object_add(params, "initiator",
+					       json_object_new_string(argv[3]));
 		method = verb[0] == 'a' ? "add_address" : "remove_address";
 	} else if (!strcmp(verb, "save")) {
 		if (argc != 2)
@@ -408,9 +417,9 @@ int main(int argc, char **argv)
 	} else if (is_metrics) {
 		metrics(v);
 	} else {
-		printf("%s\n", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PRETTY |
-								     JSON_C_TO_STRING_SPACED |
-								     JSON_C_TO_STRING_NOSLASHESCAPE));
+		printf("%s\n", json_object_to_json_string_ext(
+				       v, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+						  JSON_C_TO_STRING_NOSLASHESCAPE));
 	}
 	json_object_put(req);
 	json_object_put(resp);

@@ -32,16 +32,21 @@
 static const char *level_name(enum scsitgt_log_level l)
 {
 	switch (l) {
-	case SCSITGT_LOG_ERROR: return "error";
-	case SCSITGT_LOG_WARNING: return "warning";
-	case SCSITGT_LOG_NOTICE: return "notice";
-	case SCSITGT_LOG_INFO: return "info";
-	default: return "debug";
+	case SCSITGT_LOG_ERROR:
+		return "error";
+	case SCSITGT_LOG_WARNING:
+		return "warning";
+	case SCSITGT_LOG_NOTICE:
+		return "notice";
+	case SCSITGT_LOG_INFO:
+		return "info";
+	default:
+		return "debug";
 	}
 }
 
-static void log_cb(void *arg, enum scsitgt_log_level level, const char *subsystem,
-		   const char *fmt, va_list ap)
+static void log_cb(void *arg, enum scsitgt_log_level level, const char *subsystem, const char *fmt,
+		   va_list ap)
 {
 	struct scsitgtd *d = arg;
 
@@ -70,8 +75,8 @@ static void event_cb(void *arg, const struct scsitgt_event *ev)
 	case SCSITGT_EVENT_SESSION_LOGIN:
 	case SCSITGT_EVENT_SESSION_LOGOUT:
 		scsitgtd_log(d, SCSITGT_LOG_NOTICE, "event %s: %s from %s on %s",
-		     scsitgt_event_type_name(ev->type), ev->initiator_name, ev->initiator_addr,
-		     tname);
+			     scsitgt_event_type_name(ev->type), ev->initiator_name,
+			     ev->initiator_addr, tname);
 		break;
 	case SCSITGT_EVENT_LOGIN_FAILED:
 		scsitgtd_log(d, SCSITGT_LOG_NOTICE, "event %s: %s from %s to %s: %s (0x%04x)",
@@ -86,9 +91,10 @@ static void event_cb(void *arg, const struct scsitgt_event *ev)
 		break;
 	case SCSITGT_EVENT_LUN_ERROR:
 		scsitgtd_log(d, SCSITGT_LOG_WARNING,
-		     "event %s: %s LUN %llu opcode %02xh sense %xh/%02xh/%02xh (%s)",
-		     scsitgt_event_type_name(ev->type), tname, (unsigned long long)ev->lun_id,
-		     ev->opcode, ev->sense_key, ev->asc, ev->ascq, ev->initiator_name);
+			     "event %s: %s LUN %llu opcode %02xh sense %xh/%02xh/%02xh (%s)",
+			     scsitgt_event_type_name(ev->type), tname,
+			     (unsigned long long)ev->lun_id, ev->opcode, ev->sense_key, ev->asc,
+			     ev->ascq, ev->initiator_name);
 		break;
 	case SCSITGT_EVENT_ALUA_STATE_CHANGED:
 		scsitgtd_log(d, SCSITGT_LOG_NOTICE, "event %s: %s group %u %#x -> %#x%s%s",
@@ -173,8 +179,10 @@ static struct scsitgtd_config *load(const char *path, char *err, size_t err_size
 			const struct scsitgtd_lun *l = &cfg->targets[i].luns[j];
 
 			if (l->fault && scsitgtd_fault_spec_check(l->fault) < 0) {
-				snprintf(msg, sizeof(msg), "line %u: fault: \"%s\" is not a fault "
-					 "specification (backend_fault.h)", l->fault_line, l->fault);
+				snprintf(msg, sizeof(msg),
+					 "line %u: fault: \"%s\" is not a fault "
+					 "specification (backend_fault.h)",
+					 l->fault_line, l->fault);
 				scsitgtd_config_free(cfg);
 				cfg = NULL;
 				rc = -EINVAL;
@@ -334,7 +342,8 @@ int scsitgtd_reload(struct scsitgtd *d, char *err, size_t err_size)
 		return -EINVAL;
 	}
 	if (!str_same(nc->control_socket, d->cfg->control_socket))
-		scsitgtd_log(d, SCSITGT_LOG_WARNING, "control_socket: takes effect at the next start");
+		scsitgtd_log(d, SCSITGT_LOG_WARNING,
+			     "control_socket: takes effect at the next start");
 	if (scsitgtd_apply(d, nc) < 0) {
 		scsitgtd_notify_ready();
 		scsitgtd_config_free(nc);

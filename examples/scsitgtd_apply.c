@@ -135,12 +135,12 @@ static int backend_open(struct scsitgtd *d, const char *tname, const struct scsi
 				     (unsigned long long)l->id, l->path, strerror(errno));
 			return -errno;
 		}
-		if (l->backend == SCSITGTD_BACKEND_BLOCK ? !S_ISBLK(st.st_mode)
-							 : !S_ISREG(st.st_mode)) {
+		if (l->backend == SCSITGTD_BACKEND_BLOCK ? !S_ISBLK(st.st_mode) :
+							   !S_ISREG(st.st_mode)) {
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: %s is not a %s", tname,
 				     (unsigned long long)l->id, l->path,
-				     l->backend == SCSITGTD_BACKEND_BLOCK ? "block device"
-									  : "regular file");
+				     l->backend == SCSITGTD_BACKEND_BLOCK ? "block device" :
+									    "regular file");
 			return -EINVAL;
 		}
 		scsitgt_backend_aio_opts_init(&ao, sizeof(ao));
@@ -217,10 +217,11 @@ static void rbd_pr_attached(void *arg, int status)
 	if (status == -ECANCELED) {
 		/* The LUN went away meanwhile (a reload, shutdown): nothing to do. */
 	} else if (status < 0) {
-		scsitgtd_log(w->d, SCSITGT_LOG_ERROR,
-			     "%s LUN %llu: shared reservations: %s; the LUN stays offline (reload to "
-			     "retry)",
-			     w->tname, (unsigned long long)w->id, scsitgt_strerror(status));
+		scsitgtd_log(
+			w->d, SCSITGT_LOG_ERROR,
+			"%s LUN %llu: shared reservations: %s; the LUN stays offline (reload to "
+			"retry)",
+			w->tname, (unsigned long long)w->id, scsitgt_strerror(status));
 	} else {
 		if (!w->offline)
 			scsitgt_lun_set_offline(w->lun, false);
@@ -349,8 +350,8 @@ struct scsitgtd_rbd_open {
 
 static void rbd_open_free(struct scsitgtd_rbd_open *po)
 {
-	char **strs[] = { &po->want.path, &po->want.vendor, &po->want.product,
-			  &po->want.revision, &po->want.serial, &po->want.pr_file,
+	char **strs[] = { &po->want.path,	   &po->want.vendor,	    &po->want.product,
+			  &po->want.revision,	   &po->want.serial,	    &po->want.pr_file,
 			  &po->want.rbd_namespace, &po->want.rbd_client_id, &po->want.rbd_conf };
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
@@ -384,8 +385,7 @@ static struct scsitgtd_rbd_open *rbd_open_copy(const char *tname, const struct s
 	return po;
 }
 
-static struct scsitgtd_rbd_open *rbd_open_find(struct scsitgtd *d, const char *tname,
-					       uint64_t id)
+static struct scsitgtd_rbd_open *rbd_open_find(struct scsitgtd *d, const char *tname, uint64_t id)
 {
 	for (struct scsitgtd_rbd_open *po = d->rbd_opens; po; po = po->next)
 		if (!po->stale && po->want.id == id && !strcmp(po->tname, tname))
@@ -546,8 +546,8 @@ static void lun_update(struct scsitgtd *d, const char *tname, struct scsitgt_lun
 		scsitgt_backend_fault_clear_rules(fctx);
 		rc = scsitgt_backend_fault_add_spec(fctx, nl->fault);
 		if (rc < 0)
-			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: fault (line %u): %s", tname,
-				     (unsigned long long)nl->id, nl->fault_line,
+			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: fault (line %u): %s",
+				     tname, (unsigned long long)nl->id, nl->fault_line,
 				     scsitgt_strerror(rc));
 	}
 }
@@ -702,8 +702,9 @@ static void address_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 		a = &nt->addresses[i];
 		if (scsitgtd_config_find_address(old, a->initiator, a->cidr))
 			continue;
-		rc = a->initiator ? scsitgt_target_add_initiator_address(tgt, a->initiator, a->cidr)
-				  : scsitgt_target_add_address(tgt, a->cidr);
+		rc = a->initiator ?
+			     scsitgt_target_add_initiator_address(tgt, a->initiator, a->cidr) :
+			     scsitgt_target_add_address(tgt, a->cidr);
 		if (rc < 0)
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s: address %s%s%s: %s", nt->name,
 				     a->initiator ? a->initiator : "", a->initiator ? " " : "",
@@ -841,8 +842,10 @@ static void target_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 
 	if (old && (!str_eq(old->alias, nt->alias) || old->max_sessions != nt->max_sessions ||
 		    old->max_lun_commands != nt->max_lun_commands))
-		scsitgtd_log(d, SCSITGT_LOG_WARNING, "%s: alias, max_sessions and max_lun_commands "
-						     "take effect at the next start", nt->name);
+		scsitgtd_log(d, SCSITGT_LOG_WARNING,
+			     "%s: alias, max_sessions and max_lun_commands "
+			     "take effect at the next start",
+			     nt->name);
 	acl_apply(d, tgt, old, nt);
 	address_apply(d, tgt, old, nt);
 	chap_apply(d, tgt, old, nt);
@@ -1014,13 +1017,13 @@ static void engine_apply(struct scsitgtd *d, const struct scsitgtd_config *oc,
 		rc = scsitgt_iscsi_engine_set_discovery_chap(d->engine, nc->discovery_user,
 							     nc->discovery_secret);
 		if (rc < 0)
-			scsitgtd_log(d, SCSITGT_LOG_ERROR, "discovery_chap: %s", scsitgt_strerror(rc));
+			scsitgtd_log(d, SCSITGT_LOG_ERROR, "discovery_chap: %s",
+				     scsitgt_strerror(rc));
 	}
 	if (!oc || !str_eq(oc->discovery_mutual_user, nc->discovery_mutual_user) ||
 	    !str_eq(oc->discovery_mutual_secret, nc->discovery_mutual_secret)) {
-		rc = scsitgt_iscsi_engine_set_discovery_mutual_chap(d->engine,
-								    nc->discovery_mutual_user,
-								    nc->discovery_mutual_secret);
+		rc = scsitgt_iscsi_engine_set_discovery_mutual_chap(
+			d->engine, nc->discovery_mutual_user, nc->discovery_mutual_secret);
 		if (rc < 0)
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "discovery_mutual_chap: %s",
 				     scsitgt_strerror(rc));

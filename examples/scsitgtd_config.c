@@ -107,14 +107,18 @@ static int section_end(struct parser *p)
 					  (unsigned long long)l->id);
 		if ((l->backend == SCSITGTD_BACKEND_RAM || l->backend == SCSITGTD_BACKEND_NULL) &&
 		    l->size == 0)
-			return cfg_err_at(p, l->line, "[lun %llu]: size missing (needed by the %s "
-						   "backend)", (unsigned long long)l->id,
-				       l->backend == SCSITGTD_BACKEND_RAM ? "ram" : "null");
+			return cfg_err_at(p, l->line,
+					  "[lun %llu]: size missing (needed by the %s "
+					  "backend)",
+					  (unsigned long long)l->id,
+					  l->backend == SCSITGTD_BACKEND_RAM ? "ram" : "null");
 		if ((l->backend == SCSITGTD_BACKEND_FILE || l->backend == SCSITGTD_BACKEND_BLOCK) &&
 		    l->path == NULL)
-			return cfg_err_at(p, l->line, "[lun %llu]: path missing (needed by the %s "
-						   "backend)", (unsigned long long)l->id,
-				       l->backend == SCSITGTD_BACKEND_FILE ? "file" : "block");
+			return cfg_err_at(p, l->line,
+					  "[lun %llu]: path missing (needed by the %s "
+					  "backend)",
+					  (unsigned long long)l->id,
+					  l->backend == SCSITGTD_BACKEND_FILE ? "file" : "block");
 		if (l->backend == SCSITGTD_BACKEND_RBD) {
 			const char *slash = l->path ? strchr(l->path, '/') : NULL;
 
@@ -202,7 +206,7 @@ static int section_open(struct parser *p, const char *hdr)
 		struct scsitgtd_portal *po;
 
 		rc = cfg_grow(p, (void **)&cfg->portals, &cfg->nportals, sizeof(*cfg->portals),
-			  SCSITGTD_MAX_PORTALS, "portals");
+			      SCSITGTD_MAX_PORTALS, "portals");
 		if (rc < 0)
 			return rc;
 		po = cur_portal(p);
@@ -219,7 +223,7 @@ static int section_open(struct parser *p, const char *hdr)
 		struct scsitgtd_target *t;
 
 		rc = cfg_grow(p, (void **)&cfg->targets, &cfg->ntargets, sizeof(*cfg->targets),
-			  SCSITGTD_MAX_TARGETS, "targets");
+			      SCSITGTD_MAX_TARGETS, "targets");
 		if (rc < 0)
 			return rc;
 		t = cur_target(p);
@@ -243,13 +247,13 @@ static int section_open(struct parser *p, const char *hdr)
 			return cfg_err(p, "LUN %llu of this target defined twice",
 				       (unsigned long long)id);
 		rc = cfg_grow(p, (void **)&t->luns, &t->nluns, sizeof(*t->luns), SCSITGTD_MAX_LUNS,
-			  "LUNs in one target");
+			      "LUNs in one target");
 		if (rc < 0)
 			return rc;
 		l = cur_lun(p);
 		l->id = id;
 		l->line = p->line;
-		l->backend = (enum scsitgtd_backend)-1;
+		l->backend = (enum scsitgtd_backend) - 1;
 		l->direct = true;
 		l->physical_block_exponent = -1;
 		l->rbd_op_timeout = -1;
@@ -268,9 +272,9 @@ static int section_open(struct parser *p, const char *hdr)
 		t = cur_target(p);
 		if (scsitgtd_config_find_group(t, (uint16_t)id))
 			return cfg_err(p, "alua_group %llu of this target defined twice",
-				    (unsigned long long)id);
+				       (unsigned long long)id);
 		rc = cfg_grow(p, (void **)&t->groups, &t->ngroups, sizeof(*t->groups),
-			  SCSITGTD_MAX_ALUA_GROUPS, "ALUA groups in one target");
+			      SCSITGTD_MAX_ALUA_GROUPS, "ALUA groups in one target");
 		if (rc < 0)
 			return rc;
 		g = cur_group(p);
@@ -373,7 +377,7 @@ static char *reader(char *str, int num, void *stream)
 /* libinih's settings: process-wide variables in Debian's build. */
 static void inih_setup(void)
 {
-	ini_use_stack = false;	  /* a heap buffer, so that lines may be long */
+	ini_use_stack = false; /* a heap buffer, so that lines may be long */
 	ini_allow_realloc = false;
 	ini_max_line = SCSITGTD_MAX_LINE + 3; /* text, "\r\n", NUL */
 	ini_initial_alloc = SCSITGTD_MAX_LINE + 3;
@@ -705,8 +709,7 @@ static bool str_eq(const char *a, const char *b)
 }
 
 const struct scsitgtd_address *scsitgtd_config_find_address(const struct scsitgtd_target *t,
-							     const char *initiator,
-							     const char *cidr)
+							    const char *initiator, const char *cidr)
 {
 	for (size_t i = 0; t && i < t->naddresses; i++)
 		if (str_eq(t->addresses[i].initiator, initiator) &&

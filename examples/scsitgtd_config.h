@@ -20,10 +20,10 @@
 #define SCSITGTD_MAX_LUNS 1024	     /* per target */
 #define SCSITGTD_MAX_INITIATORS 1024 /* per target, also per-initiator CHAP entries */
 #define SCSITGTD_MAX_LUN_ID 16383
-#define SCSITGTD_MAX_ALUA_GROUPS 32 /* per target, as SCSITGT_ALUA_MAX_GROUPS */
-#define SCSITGTD_MAX_ALUA_PORTS 32  /* per group, as SCSITGT_ALUA_MAX_PORTS */
-#define SCSITGTD_MAX_ADDRESSES 1024 /* per target: address ranges, per-initiator ones too */
-#define SCSITGTD_MAX_SRP 16	    /* SRP target ports per target */
+#define SCSITGTD_MAX_ALUA_GROUPS 32  /* per target, as SCSITGT_ALUA_MAX_GROUPS */
+#define SCSITGTD_MAX_ALUA_PORTS 32   /* per group, as SCSITGT_ALUA_MAX_PORTS */
+#define SCSITGTD_MAX_ADDRESSES 1024  /* per target: address ranges, per-initiator ones too */
+#define SCSITGTD_MAX_SRP 16	     /* SRP target ports per target */
 #define SCSITGTD_MAX_SOCKET_PATH 108 /* control_socket: sizeof(sockaddr_un.sun_path) */
 
 enum scsitgtd_backend {
@@ -88,8 +88,8 @@ struct scsitgtd_lun {
 	uint32_t block_size; /* 0 = default */
 	uint32_t flags;	     /* SCSITGTD_LUN_* */
 	bool offline;
-	bool direct;	       /* file/block: try O_DIRECT (default yes) */
-	bool write_through;    /* file/block: O_DSYNC, no volatile cache */
+	bool direct;		  /* file/block: try O_DIRECT (default yes) */
+	bool write_through;	  /* file/block: O_DSYNC, no volatile cache */
 	uint32_t aio_queue_depth; /* 0 = backend default */
 	char *path;		  /* file/block; rbd: POOL/IMAGE */
 	/* rbd: namespace, client id, ceph.conf (NULL: defaults), RADOS operation timeout in
@@ -99,7 +99,7 @@ struct scsitgtd_lun {
 	char *rbd_conf;
 	int32_t rbd_op_timeout;
 	bool rbd_shared_pr; /* reservations in RADOS, shared with every gateway (default) */
-	char *vendor;		  /* NULL = library default */
+	char *vendor;	    /* NULL = library default */
 	char *product;
 	char *revision;
 	char *serial;
@@ -179,27 +179,26 @@ struct scsitgtd_portal {
 	char *address;
 	uint16_t port;
 	uint16_t tpgt;
-	uint32_t backlog;		/* 0 = library default */
-	int64_t max_connections;	/* -1 = library default, 0 = no limit */
-	int64_t max_login_connections;	/* -1 = library default, 0 = no limit */
+	uint32_t backlog;		       /* 0 = library default */
+	int64_t max_connections;	       /* -1 = library default, 0 = no limit */
+	int64_t max_login_connections;	       /* -1 = library default, 0 = no limit */
 	int64_t max_connections_per_initiator; /* -1 = library default, 0 = no limit */
-	uint64_t rdma_buffer;		/* iSER: registered buffer bytes; 0 = library default */
+	uint64_t rdma_buffer; /* iSER: registered buffer bytes; 0 = library default */
 	unsigned int line;
 };
 
 struct scsitgtd_config {
-	int log_level;		 /* syslog level 3..7 (enum scsitgt_log_level) */
-	uint32_t tmf_timeout_ms; /* 0 = library default */
-	char *pr_dir;		 /* LUNs without pr_file keep reservations in this directory */
-	char *control_socket;	 /* the management socket's path; NULL = none */
-	int workers;		 /* engine worker threads: -2 = not given, -1 = auto, 0..256 */
+	int log_level;		   /* syslog level 3..7 (enum scsitgt_log_level) */
+	uint32_t tmf_timeout_ms;   /* 0 = library default */
+	char *pr_dir;		   /* LUNs without pr_file keep reservations in this directory */
+	char *control_socket;	   /* the management socket's path; NULL = none */
+	int workers;		   /* engine worker threads: -2 = not given, -1 = auto, 0..256 */
 	uint32_t drain_timeout_ms; /* 0 = library default */
 	char *discovery_user;	   /* CHAP required of discovery sessions; NULL = none */
 	char *discovery_secret;
 	char *discovery_mutual_user; /* the target's answer to mutual CHAP in discovery */
 	char *discovery_mutual_secret;
-	struct scsitgtd_params
-		params; /* discovery sessions and logins before the target is known */
+	struct scsitgtd_params params; /* discovery sessions and logins before the target is known */
 	struct scsitgtd_portal *portals;
 	size_t nportals;
 	struct scsitgtd_target *targets;
@@ -239,8 +238,8 @@ const struct scsitgtd_initiator_chap *scsitgtd_config_find_ichap(const struct sc
 								 const char *initiator);
 bool scsitgtd_group_has_port(const struct scsitgtd_alua_group *g, uint16_t port);
 const struct scsitgtd_address *scsitgtd_config_find_address(const struct scsitgtd_target *t,
-							     const char *initiator,
-							     const char *cidr);
+							    const char *initiator,
+							    const char *cidr);
 bool scsitgtd_lun_visible_to(const struct scsitgtd_lun *l, const char *initiator);
 bool scsitgtd_target_masks_luns(const struct scsitgtd_target *t);
 bool scsitgtd_srp_equal(const struct scsitgtd_srp *a, const struct scsitgtd_srp *b);

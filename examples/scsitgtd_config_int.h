@@ -27,7 +27,7 @@ enum section {
 struct parser {
 	struct scsitgtd_config *cfg;
 	enum section sec;
-	uint64_t seen;	       /* keys given in the current section (bit per table row) */
+	uint64_t seen; /* keys given in the current section (bit per table row) */
 	bool engine_seen;
 	unsigned int engine_line;
 	/* The reader's position in the text. */

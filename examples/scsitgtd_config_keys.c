@@ -44,11 +44,24 @@ static int parse_size(const char *v, uint64_t *out)
 		return -EINVAL;
 	memcpy(num, v, n + 1);
 	switch (num[n - 1]) {
-	case 'k': case 'K': shift = 10; break;
-	case 'm': case 'M': shift = 20; break;
-	case 'g': case 'G': shift = 30; break;
-	case 't': case 'T': shift = 40; break;
-	default: break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		break;
+	default:
+		break;
 	}
 	if (shift)
 		num[--n] = '\0';
@@ -116,8 +129,7 @@ static bool name_ok(const char *s)
 }
 
 /* "user:secret": the user ends at the first colon; RFC 7143 §12.1.3 lengths (iscsi.h). */
-static int parse_cred(struct parser *p, const char *key, const char *v, char **user,
-		      char **secret)
+static int parse_cred(struct parser *p, const char *key, const char *v, char **user, char **secret)
 {
 	const char *colon = strchr(v, ':');
 	size_t ulen = colon ? (size_t)(colon - v) : 0, slen = colon ? strlen(colon + 1) : 0;
@@ -139,8 +151,7 @@ static int parse_cred(struct parser *p, const char *key, const char *v, char **u
 	return cfg_set_str(p, secret, colon + 1);
 }
 
-int cfg_grow(struct parser *p, void **arr, size_t *n, size_t size, size_t max,
-		const char *what)
+int cfg_grow(struct parser *p, void **arr, size_t *n, size_t size, size_t max, const char *what)
 {
 	void *a;
 
@@ -171,7 +182,7 @@ static int set_uint(struct parser *p, const char *key, const char *v, uint64_t m
 
 	if (cfg_parse_u64(v, UINT64_MAX, &x) < 0 || x < min || x > max)
 		return cfg_err(p, "%s: expected a number %llu..%llu", key, (unsigned long long)min,
-			    (unsigned long long)max);
+			       (unsigned long long)max);
 	*out = x;
 	return 0;
 }
@@ -214,7 +225,8 @@ static int parse_id64(const char *v, uint64_t *out)
 	for (v += 2; *v; v++, digits++) {
 		int d = (*v >= '0' && *v <= '9') ? *v - '0' :
 			(*v >= 'a' && *v <= 'f') ? *v - 'a' + 10 :
-			(*v >= 'A' && *v <= 'F') ? *v - 'A' + 10 : -1;
+			(*v >= 'A' && *v <= 'F') ? *v - 'A' + 10 :
+						   -1;
 
 		if (d < 0 || digits == 16)
 			return -EINVAL;
@@ -295,7 +307,8 @@ static int k_discovery_chap(struct parser *p, const char *key, const char *v)
 	struct scsitgtd_config *c = p->cfg;
 
 	if (!strcmp(key, "discovery_mutual_chap"))
-		return parse_cred(p, key, v, &c->discovery_mutual_user, &c->discovery_mutual_secret);
+		return parse_cred(p, key, v, &c->discovery_mutual_user,
+				  &c->discovery_mutual_secret);
 	return parse_cred(p, key, v, &c->discovery_user, &c->discovery_secret);
 }
 
@@ -312,7 +325,14 @@ static const struct key engine_keys[] = {
 
 /* iSCSI parameters ([engine] and [target]); ranges of struct scsitgt_iscsi_params. */
 
-enum pkind { PK_UINT, PK_SIZE, PK_BOOL, PK_DIGEST, PK_CHAP, PK_ASYNC };
+enum pkind {
+	PK_UINT,
+	PK_SIZE,
+	PK_BOOL,
+	PK_DIGEST,
+	PK_CHAP,
+	PK_ASYNC
+};
 
 static const struct {
 	const char *name;
@@ -377,8 +397,10 @@ static int async_word(struct parser *p, const char *key, const char *w, void *ar
 			return 0;
 		}
 	}
-	return cfg_err(p, "%s: unknown event \"%s\" (luns_changed, capacity_changed, other, all, "
-			  "none)", key, w);
+	return cfg_err(p,
+		       "%s: unknown event \"%s\" (luns_changed, capacity_changed, other, all, "
+		       "none)",
+		       key, w);
 }
 
 /* 1: @key is no parameter; 0: set; < 0: error. */
@@ -537,8 +559,10 @@ static const struct key portal_keys[] = {
 static int k_name(struct parser *p, const char *key, const char *v)
 {
 	if (!name_ok(v))
-		return cfg_err(p, "%s: \"%s\" is not an iSCSI name (iqn./eui./naa., at most 223 of "
-			       "a-z A-Z 0-9 - . :)", key, v);
+		return cfg_err(p,
+			       "%s: \"%s\" is not an iSCSI name (iqn./eui./naa., at most 223 of "
+			       "a-z A-Z 0-9 - . :)",
+			       key, v);
 	if (scsitgtd_config_find_target(p->cfg, v))
 		return cfg_err(p, "target %s defined twice", v);
 	return cfg_set_str(p, &cur_target(p)->name, v);
@@ -562,7 +586,7 @@ static int k_initiator(struct parser *p, const char *key, const char *v)
 		if (!strcmp(t->initiators[i], v))
 			return cfg_err(p, "initiator %s listed twice", v);
 	rc = cfg_grow(p, (void **)&t->initiators, &t->ninitiators, sizeof(char *),
-		  SCSITGTD_MAX_INITIATORS, "initiators in one target");
+		      SCSITGTD_MAX_INITIATORS, "initiators in one target");
 	if (rc < 0)
 		return rc;
 	return cfg_set_str(p, &t->initiators[t->ninitiators - 1], v);
@@ -602,7 +626,7 @@ static int k_initiator_chap(struct parser *p, const char *key, const char *v)
 		return rc;
 	}
 	rc = cfg_grow(p, (void **)&t->ichap, &t->nichap, sizeof(*t->ichap), SCSITGTD_MAX_INITIATORS,
-		  "per-initiator CHAP entries in one target");
+		      "per-initiator CHAP entries in one target");
 	if (rc < 0) {
 		free(name);
 		return rc;
@@ -727,8 +751,10 @@ static int k_state(struct parser *p, const char *key, const char *v)
 			return 0;
 		}
 	}
-	return cfg_err(p, "%s: expected active_optimized, active_non_optimized, standby, "
-		       "unavailable or transitioning", key);
+	return cfg_err(p,
+		       "%s: expected active_optimized, active_non_optimized, standby, "
+		       "unavailable or transitioning",
+		       key);
 }
 
 static int port_word(struct parser *p, const char *key, const char *w, void *arg)
@@ -743,9 +769,9 @@ static int port_word(struct parser *p, const char *key, const char *w, void *arg
 	for (size_t i = 0; i < t->ngroups; i++)
 		if (scsitgtd_group_has_port(&t->groups[i], (uint16_t)x))
 			return cfg_err(p, "%s: port %llu is in alua_group %u already", key,
-				    (unsigned long long)x, t->groups[i].id);
+				       (unsigned long long)x, t->groups[i].id);
 	rc = cfg_grow(p, (void **)&g->ports, &g->nports, sizeof(*g->ports), SCSITGTD_MAX_ALUA_PORTS,
-		  "ports in one ALUA group");
+		      "ports in one ALUA group");
 	if (rc == 0)
 		g->ports[g->nports - 1] = (uint16_t)x;
 	return rc;
@@ -970,8 +996,8 @@ static int k_srp_num(struct parser *p, const char *key, const char *v)
 		const char *key;
 		uint64_t min, max;
 	} nums[] = {
-		{ "port", 1, 65535 },	      { "max_channels", 1, 64 },
-		{ "queue_size", 2, 4096 },    { "max_it_iu_len", 64, 1048576 },
+		{ "port", 1, 65535 },		{ "max_channels", 1, 64 },
+		{ "queue_size", 2, 4096 },	{ "max_it_iu_len", 64, 1048576 },
 		{ "max_ti_iu_len", 64, 65536 }, { "rel_port_id", 1, 65535 },
 		{ "backlog", 1, 65535 },
 	};
@@ -987,13 +1013,27 @@ static int k_srp_num(struct parser *p, const char *key, const char *v)
 	if (rc < 0)
 		return rc;
 	switch (i) {
-	case 0: s->port = (uint16_t)x; break;
-	case 1: s->max_channels = (uint32_t)x; break;
-	case 2: s->queue_size = (uint32_t)x; break;
-	case 3: s->max_it_iu_len = (uint32_t)x; break;
-	case 4: s->max_ti_iu_len = (uint32_t)x; break;
-	case 5: s->rel_port_id = (uint16_t)x; break;
-	default: s->backlog = (uint32_t)x; break;
+	case 0:
+		s->port = (uint16_t)x;
+		break;
+	case 1:
+		s->max_channels = (uint32_t)x;
+		break;
+	case 2:
+		s->queue_size = (uint32_t)x;
+		break;
+	case 3:
+		s->max_it_iu_len = (uint32_t)x;
+		break;
+	case 4:
+		s->max_ti_iu_len = (uint32_t)x;
+		break;
+	case 5:
+		s->rel_port_id = (uint16_t)x;
+		break;
+	default:
+		s->backlog = (uint32_t)x;
+		break;
 	}
 	return 0;
 }

@@ -84,8 +84,10 @@ static void lun_write(FILE *f, const struct scsitgtd_lun *l)
 		uint32_t flag;
 		const char *key;
 	} flags[] = {
-		{ SCSITGTD_LUN_READ_ONLY, "read_only" },     { SCSITGTD_LUN_THIN, "thin" },
-		{ SCSITGTD_LUN_REMOVABLE, "removable" },     { SCSITGTD_LUN_WRITE_CACHE, "write_cache" },
+		{ SCSITGTD_LUN_READ_ONLY, "read_only" },
+		{ SCSITGTD_LUN_THIN, "thin" },
+		{ SCSITGTD_LUN_REMOVABLE, "removable" },
+		{ SCSITGTD_LUN_WRITE_CACHE, "write_cache" },
 		{ SCSITGTD_LUN_CLAIM_SPC4, "claim_spc4" },
 	};
 
@@ -131,10 +133,10 @@ static void lun_write(FILE *f, const struct scsitgtd_lun *l)
 static void target_write(FILE *f, const struct scsitgtd_target *t)
 {
 	static const char *const states[16] = { [0x0] = "active_optimized",
-						 [0x1] = "active_non_optimized",
-						 [0x2] = "standby",
-						 [0x3] = "unavailable",
-						 [0xf] = "transitioning" };
+						[0x1] = "active_non_optimized",
+						[0x2] = "standby",
+						[0x3] = "unavailable",
+						[0xf] = "transitioning" };
 
 	fprintf(f, "\n[target]\n");
 	kv_str(f, "name", t->name);

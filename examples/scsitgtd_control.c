@@ -76,8 +76,8 @@ static const char *param_str(json_object *params, const char *name, struct rpc_r
 
 	if (params == NULL || !json_object_object_get_ex(params, name, &v) ||
 	    !json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0) {
-		rpc_error(r, SCSITGTD_RPC_INVALID_PARAMS, "params.%s: a non-empty string is required",
-			  name);
+		rpc_error(r, SCSITGTD_RPC_INVALID_PARAMS,
+			  "params.%s: a non-empty string is required", name);
 		return NULL;
 	}
 	return json_object_get_string(v);
@@ -85,8 +85,7 @@ static const char *param_str(json_object *params, const char *name, struct rpc_r
 
 /* The running target named by params.target (and its configuration), or NULL. */
 static struct scsitgt_target *param_target(struct scsitgtd *d, json_object *params,
-					   const struct scsitgtd_target **conf,
-					   struct rpc_reply *r)
+					   const struct scsitgtd_target **conf, struct rpc_reply *r)
 {
 	const char *name = param_str(params, "target", r);
 	struct scsitgt_target *tgt;
@@ -107,12 +106,18 @@ static struct scsitgt_target *param_target(struct scsitgtd *d, json_object *para
 static const char *backend_name(enum scsitgtd_backend b)
 {
 	switch (b) {
-	case SCSITGTD_BACKEND_RAM: return "ram";
-	case SCSITGTD_BACKEND_NULL: return "null";
-	case SCSITGTD_BACKEND_FILE: return "file";
-	case SCSITGTD_BACKEND_BLOCK: return "block";
-	case SCSITGTD_BACKEND_RBD: return "rbd";
-	default: return "?";
+	case SCSITGTD_BACKEND_RAM:
+		return "ram";
+	case SCSITGTD_BACKEND_NULL:
+		return "null";
+	case SCSITGTD_BACKEND_FILE:
+		return "file";
+	case SCSITGTD_BACKEND_BLOCK:
+		return "block";
+	case SCSITGTD_BACKEND_RBD:
+		return "rbd";
+	default:
+		return "?";
 	}
 }
 
@@ -232,13 +237,15 @@ static void m_show(struct scsitgtd *d, json_object *params, struct rpc_reply *r)
 		json_object *x = json_object_new_object();
 
 		json_object_object_add(
-			x, "transport", jstr(p->transport == SCSITGTD_TRANSPORT_ISER ? "iser" : "tcp"));
+			x, "transport",
+			jstr(p->transport == SCSITGTD_TRANSPORT_ISER ? "iser" : "tcp"));
 		json_object_object_add(x, "address", jstr(p->address));
-		json_object_object_add(x, "port",
-				       ju64(d->portals[i] ? scsitgt_portal_get_port(d->portals[i])
-							  : p->port));
+		json_object_object_add(
+			x, "port",
+			ju64(d->portals[i] ? scsitgt_portal_get_port(d->portals[i]) : p->port));
 		json_object_object_add(x, "tpgt", ju64(p->tpgt));
-		json_object_object_add(x, "listening", json_object_new_boolean(d->portals[i] != NULL));
+		json_object_object_add(x, "listening",
+				       json_object_new_boolean(d->portals[i] != NULL));
 		json_object_array_add(a, x);
 	}
 	json_object_object_add(o, "portals", a);
@@ -417,7 +424,8 @@ static void m_reload(struct scsitgtd *d, json_object *params, struct rpc_reply *
 	(void)params;
 	rc = scsitgtd_reload(d, err, sizeof(err));
 	if (rc < 0) {
-		rpc_error(r, rc == -EINVAL ? SCSITGTD_RPC_CONFIG_INVALID : SCSITGTD_RPC_INTERNAL_ERROR,
+		rpc_error(r,
+			  rc == -EINVAL ? SCSITGTD_RPC_CONFIG_INVALID : SCSITGTD_RPC_INTERNAL_ERROR,
 			  "%s", err);
 		return;
 	}
@@ -466,8 +474,9 @@ static bool add_line(char *buf, size_t size, const char *key, json_object *v, st
 			  key);
 		return false;
 	}
-	val = json_object_is_type(v, json_type_boolean) ? (json_object_get_boolean(v) ? "yes" : "no")
-							 : json_object_get_string(v);
+	val = json_object_is_type(v, json_type_boolean) ?
+		      (json_object_get_boolean(v) ? "yes" : "no") :
+		      json_object_get_string(v);
 	if (strpbrk(key, "\r\n=[]#;") || strpbrk(val, "\r\n") || *key == '\0') {
 		rpc_error(r, SCSITGTD_RPC_INVALID_PARAMS, "params.%s: one line, no section syntax",
 			  key);
@@ -514,8 +523,9 @@ static bool param_lun_id(json_object *params, uint64_t *id, struct rpc_reply *r)
 {
 	json_object *v;
 
-	if (!json_object_object_get_ex(params, "id", &v) || !json_object_is_type(v, json_type_int) ||
-	    json_object_get_int64(v) < 0 || json_object_get_int64(v) > SCSITGTD_MAX_LUN_ID) {
+	if (!json_object_object_get_ex(params, "id", &v) ||
+	    !json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
+	    json_object_get_int64(v) > SCSITGTD_MAX_LUN_ID) {
 		rpc_error(r, SCSITGTD_RPC_INVALID_PARAMS, "params.id: a LUN number 0..%d",
 			  SCSITGTD_MAX_LUN_ID);
 		return false;
@@ -660,11 +670,13 @@ static void acl_change(struct scsitgtd *d, json_object *params, struct rpc_reply
 			goto out;
 		}
 		if (!add && have == NULL) {
-			rpc_error(r, SCSITGTD_RPC_NOT_FOUND, "address %s is not in the list", sa->cidr);
+			rpc_error(r, SCSITGTD_RPC_NOT_FOUND, "address %s is not in the list",
+				  sa->cidr);
 			goto out;
 		}
-		snprintf(what, sizeof(what), "address %s%s%s %s", sa->initiator ? sa->initiator : "",
-			 sa->initiator ? " " : "", sa->cidr, add ? "added" : "removed");
+		snprintf(what, sizeof(what), "address %s%s%s %s",
+			 sa->initiator ? sa->initiator : "", sa->initiator ? " " : "", sa->cidr,
+			 add ? "added" : "removed");
 		if (add) {
 			struct scsitgtd_address *a =
 				realloc(t->addresses, (t->naddresses + 1) * sizeof(*a));
@@ -743,7 +755,8 @@ static void m_add_lun(struct scsitgtd *d, json_object *params, struct rpc_reply 
 	}
 	/* Every other member is a key of [lun N]. */
 	snprintf(body, sizeof(body), "[lun %llu]\n", (unsigned long long)id);
-	json_object_object_foreach(params, key, v) {
+	json_object_object_foreach(params, key, v)
+	{
 		if (strcmp(key, "target") && strcmp(key, "id") &&
 		    !add_line(body, sizeof(body), key, v, r)) {
 			scsitgtd_config_free(nc);
@@ -757,8 +770,8 @@ static void m_add_lun(struct scsitgtd *d, json_object *params, struct rpc_reply 
 	}
 	l = &snip->targets[0].luns[0];
 	if (l->fault && scsitgtd_fault_spec_check(l->fault) < 0) {
-		rpc_error(r, SCSITGTD_RPC_INVALID_PARAMS, "fault: \"%s\" is not a fault specification",
-			  l->fault);
+		rpc_error(r, SCSITGTD_RPC_INVALID_PARAMS,
+			  "fault: \"%s\" is not a fault specification", l->fault);
 		goto out;
 	}
 	l = realloc(t->luns, (t->nluns + 1) * sizeof(*t->luns));
@@ -809,7 +822,8 @@ static void m_save(struct scsitgtd *d, json_object *params, struct rpc_reply *r)
 	if (file == NULL)
 		return;
 	if (file[0] != '/') {
-		rpc_error(r, SCSITGTD_RPC_INVALID_PARAMS, "params.file: an absolute path (the "
+		rpc_error(r, SCSITGTD_RPC_INVALID_PARAMS,
+			  "params.file: an absolute path (the "
 			  "daemon's working directory is not the client's)");
 		return;
 	}
@@ -877,7 +891,8 @@ json_object *scsitgtd_control_handle(struct scsitgtd *d, const char *line, size_
 	if (req == NULL || json_tokener_get_error(tok) != json_tokener_success ||
 	    tok->char_offset != (int)len) {
 		rpc_error(&r, SCSITGTD_RPC_PARSE_ERROR, "parse error: %s",
-			  req ? "trailing data" : json_tokener_error_desc(json_tokener_get_error(tok)));
+			  req ? "trailing data" :
+				json_tokener_error_desc(json_tokener_get_error(tok)));
 		goto reply;
 	}
 	if (!json_object_is_type(req, json_type_object)) {
@@ -907,7 +922,8 @@ json_object *scsitgtd_control_handle(struct scsitgtd *d, const char *line, size_
 	mname = json_object_get_string(v);
 	if (json_object_object_get_ex(req, "params", &params) && params &&
 	    !json_object_is_type(params, json_type_object)) {
-		rpc_error(&r, SCSITGTD_RPC_INVALID_PARAMS, "params: an object (by name) is required");
+		rpc_error(&r, SCSITGTD_RPC_INVALID_PARAMS,
+			  "params: an object (by name) is required");
 		goto reply;
 	}
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
@@ -1131,12 +1147,14 @@ int scsitgtd_control_start(struct scsitgtd *d, const char *path, char *err, size
 			return -EEXIST;
 		}
 		if (socket_live(path)) {
-			snprintf(err, err_size, "another process listens there (another scsitgtd?)");
+			snprintf(err, err_size,
+				 "another process listens there (another scsitgtd?)");
 			return -EADDRINUSE;
 		}
 		if (unlink(path) < 0) {
 			rc = -errno;
-			snprintf(err, err_size, "stale socket, cannot remove it: %s", strerror(errno));
+			snprintf(err, err_size, "stale socket, cannot remove it: %s",
+				 strerror(errno));
 			return rc;
 		}
 		scsitgtd_log(d, SCSITGT_LOG_NOTICE, "control_socket %s: removed a stale socket",

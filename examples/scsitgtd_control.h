@@ -22,10 +22,10 @@ enum {
 	SCSITGTD_RPC_METHOD_NOT_FOUND = -32601,
 	SCSITGTD_RPC_INVALID_PARAMS = -32602,
 	SCSITGTD_RPC_INTERNAL_ERROR = -32603,
-	SCSITGTD_RPC_NOT_FOUND = -32001,     /* no such target, LUN, session, ACL entry */
-	SCSITGTD_RPC_FAILED = -32002,	     /* the library refused; data: its message */
+	SCSITGTD_RPC_NOT_FOUND = -32001,      /* no such target, LUN, session, ACL entry */
+	SCSITGTD_RPC_FAILED = -32002,	      /* the library refused; data: its message */
 	SCSITGTD_RPC_CONFIG_INVALID = -32003, /* reload: the file is wrong (message: FILE:LINE) */
-	SCSITGTD_RPC_EXISTS = -32004,	     /* add_*: already there */
+	SCSITGTD_RPC_EXISTS = -32004,	      /* add_*: already there */
 };
 
 #ifdef SCSITGTD_HAVE_CONTROL

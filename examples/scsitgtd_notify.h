@@ -26,7 +26,8 @@ static inline void scsitgtd_notify_reloading(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
-		   (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000);
+		   (unsigned long long)ts.tv_sec * 1000000ull +
+			   (unsigned long long)ts.tv_nsec / 1000);
 }
 
 static inline void scsitgtd_notify_stopping(void)

@@ -160,8 +160,7 @@ struct scsitgt_backend_ops {
 	 * @param mapped_out     Receives true for mapped blocks, false for deallocated ones.
 	 * @return 0, or a negative errno mapped as for scsitgt_io_complete().
 	 */
-	int (*get_lba_status)(void *bctx, uint64_t lba, uint64_t *num_blocks_out,
-			      bool *mapped_out);
+	int (*get_lba_status)(void *bctx, uint64_t lba, uint64_t *num_blocks_out, bool *mapped_out);
 	/**
 	 * The command an io belongs to was aborted (ABORT TASK, ABORT TASK SET, CLEAR TASK SET,
 	 * a reset, the nexus ending). Optional, may be NULL: the library then waits for the io

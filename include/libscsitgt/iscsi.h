@@ -194,10 +194,10 @@ enum scsitgt_iscsi_redirect {
  * Loop: home (called synchronously during login).
  */
 typedef enum scsitgt_iscsi_redirect (*scsitgt_iscsi_redirect_cb)(void *cb_arg,
-								   struct scsitgt_target *tgt,
-								   const char *initiator_name,
-								   char *address,
-								   size_t address_size);
+								 struct scsitgt_target *tgt,
+								 const char *initiator_name,
+								 char *address,
+								 size_t address_size);
 
 /**
  * Fill @p opts with the defaults.
@@ -365,7 +365,7 @@ SCSITGT_EXPORT int scsitgt_iscsi_target_set_mutual_chap(struct scsitgt_target *t
  * Loop: home.
  */
 SCSITGT_EXPORT int scsitgt_iscsi_engine_set_discovery_chap(struct scsitgt_engine *engine,
-							  const char *user, const char *secret);
+							   const char *user, const char *secret);
 
 /**
  * Set the target side's credentials for mutual CHAP in discovery sessions: an initiator that
@@ -382,8 +382,8 @@ SCSITGT_EXPORT int scsitgt_iscsi_engine_set_discovery_chap(struct scsitgt_engine
  * Loop: home.
  */
 SCSITGT_EXPORT int scsitgt_iscsi_engine_set_discovery_mutual_chap(struct scsitgt_engine *engine,
-								 const char *user,
-								 const char *secret);
+								  const char *user,
+								  const char *secret);
 
 /**
  * Give one initiator its own CHAP credentials for @p tgt, and require CHAP from it. They take

@@ -102,8 +102,7 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_store(struct scsitgt_lun *lun, scsitgt_pr_
  *
  * Loop: home.
  */
-SCSITGT_EXPORT int scsitgt_lun_load_pr_state(struct scsitgt_lun *lun, const void *data,
-					     size_t len);
+SCSITGT_EXPORT int scsitgt_lun_load_pr_state(struct scsitgt_lun *lun, const void *data, size_t len);
 
 /**
  * Serialise a LUN's current reservation state.

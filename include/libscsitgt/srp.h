@@ -86,8 +86,7 @@ struct scsitgt_srp_portal_opts {
  *
  * Loop: any. Thread-safe.
  */
-SCSITGT_EXPORT void scsitgt_srp_portal_opts_init(struct scsitgt_srp_portal_opts *opts,
-						 size_t size);
+SCSITGT_EXPORT void scsitgt_srp_portal_opts_init(struct scsitgt_srp_portal_opts *opts, size_t size);
 
 /**
  * Start an SRP target port for @p tgt: listen through RDMA/CM on opts->address and

@@ -126,7 +126,7 @@ SCSITGT_EXPORT int scsitgt_engine_foreach_target(struct scsitgt_engine *engine,
  * Loop: home.
  */
 SCSITGT_EXPORT struct scsitgt_target *scsitgt_engine_find_target(struct scsitgt_engine *engine,
-								  const char *name);
+								 const char *name);
 
 /**
  * The target's name.
@@ -280,8 +280,8 @@ SCSITGT_EXPORT int scsitgt_target_unmap_lun(struct scsitgt_target *tgt, const ch
  * Loop: home.
  */
 SCSITGT_EXPORT int scsitgt_target_set_lun_read_only(struct scsitgt_target *tgt,
-						 const char *initiator_name, uint64_t lun_id,
-						 bool read_only);
+						    const char *initiator_name, uint64_t lun_id,
+						    bool read_only);
 
 /**
  * Turn LUN masking on or off. Off (the default until the first scsitgt_target_map_lun()),

@@ -14,7 +14,7 @@
 #define SCSITGT_VERSION_PATCH 0
 
 /** The version as one integer: major << 16 | minor << 8 | patch. */
-#define SCSITGT_VERSION_HEX                                                                        \
+#define SCSITGT_VERSION_HEX \
 	((SCSITGT_VERSION_MAJOR << 16) | (SCSITGT_VERSION_MINOR << 8) | SCSITGT_VERSION_PATCH)
 
 #endif /* LIBSCSITGT_VERSION_H */

@@ -119,7 +119,7 @@ struct aio_ctx {
 	uv_poll_t poll;
 	bool poll_inited;
 	bool blockdev;
-	dev_t rdev;	/* the device (block devices) or the file's device (files) */
+	dev_t rdev; /* the device (block devices) or the file's device (files) */
 	bool read_only;
 	bool write_through;
 	bool direct;
@@ -472,9 +472,9 @@ static uint32_t aio_unmap_granularity(struct aio_ctx *ac)
 	uint64_t v;
 
 	if (ac->blockdev) {
-		return aio_sysfs_queue_u64(ac->rdev, "discard_granularity", &v) && v <= UINT32_MAX
-			       ? (uint32_t)v
-			       : 0;
+		return aio_sysfs_queue_u64(ac->rdev, "discard_granularity", &v) && v <= UINT32_MAX ?
+			       (uint32_t)v :
+			       0;
 	}
 	if (fstatfs(ac->fd, &sfs) == 0 && sfs.f_bsize > 0 && (uint64_t)sfs.f_bsize <= UINT32_MAX) {
 		return (uint32_t)sfs.f_bsize;
@@ -513,8 +513,8 @@ static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	if (ac->blockdev && bs % ac->dev_lbs != 0) {
 		/* A block smaller than the device's sector cannot be written as a unit. */
 		scsitgt__log(&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
-			     "%s: block size %" PRIu32 " below the device's %" PRIu32, ac->path,
-			     bs, ac->dev_lbs);
+			     "%s: block size %" PRIu32 " below the device's %" PRIu32, ac->path, bs,
+			     ac->dev_lbs);
 		return -EINVAL;
 	}
 	blocks = bytes / bs;
@@ -967,8 +967,8 @@ static bool aio_iov_usable(const struct aio_ctx *ac, const struct iovec *iov, in
 		if (++used > AIO_IOV_MAX) {
 			return false;
 		}
-		if (ac->direct && (((uintptr_t)iov[i].iov_base % ac->mem_align) != 0 ||
-				   l % ac->mem_align != 0)) {
+		if (ac->direct &&
+		    (((uintptr_t)iov[i].iov_base % ac->mem_align) != 0 || l % ac->mem_align != 0)) {
 			return false;
 		}
 		left -= l;
@@ -987,8 +987,7 @@ static bool aio_iov_covers(const struct iovec *iov, int iovcnt, size_t len)
 }
 
 /* UNMAP and WRITE ZEROES: synchronous fallocate / ioctl (see the file comment). */
-static int aio_deallocate(struct aio_ctx *ac, enum scsitgt_io_type type, uint64_t off,
-			  uint64_t len)
+static int aio_deallocate(struct aio_ctx *ac, enum scsitgt_io_type type, uint64_t off, uint64_t len)
 {
 	uint64_t range[2] = { off, len };
 	int rc;
@@ -1000,15 +999,15 @@ static int aio_deallocate(struct aio_ctx *ac, enum scsitgt_io_type type, uint64_
 		if (!ac->can_unmap) {
 			return -ENOTSUP;
 		}
-		rc = ac->blockdev ? ioctl(ac->fd, BLKDISCARD, range)
-				  : fallocate(ac->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		rc = ac->blockdev ? ioctl(ac->fd, BLKDISCARD, range) :
+				    fallocate(ac->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 					      (off_t)off, (off_t)len);
 	} else {
 		if (!ac->can_write_zeroes) {
 			return -ENOTSUP;
 		}
-		rc = ac->blockdev ? ioctl(ac->fd, BLKZEROOUT, range)
-				  : fallocate(ac->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+		rc = ac->blockdev ? ioctl(ac->fd, BLKZEROOUT, range) :
+				    fallocate(ac->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
 					      (off_t)off, (off_t)len);
 	}
 	if (rc < 0) {
@@ -1133,8 +1132,7 @@ static bool aio_supports(void *bctx, enum scsitgt_io_type type)
  * deallocated only when all of it lies in a hole. Block devices, and file systems without
  * hole reporting, answer "mapped".
  */
-static int aio_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out,
-			      bool *mapped_out)
+static int aio_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out, bool *mapped_out)
 {
 	const struct aio_ctx *ac = bctx;
 	uint64_t rest, bs = ac->block_size;

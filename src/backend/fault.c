@@ -379,7 +379,8 @@ static int rule_check(struct scsitgt_fault_rule *out, const struct scsitgt_fault
 	scsitgt_fault_rule_init(out, sizeof(*out));
 	memcpy(out, in, in->size < sizeof(*out) ? in->size : sizeof(*out));
 	out->size = sizeof(*out);
-	if ((unsigned)out->action > SCSITGT_FAULT_HANG || (out->io_types & SCSITGT_FAULT_IO_ALL) == 0 ||
+	if ((unsigned)out->action > SCSITGT_FAULT_HANG ||
+	    (out->io_types & SCSITGT_FAULT_IO_ALL) == 0 ||
 	    (out->io_types & ~SCSITGT_FAULT_IO_ALL) || out->error >= 0)
 		return -EINVAL;
 	if (out->lba_count && out->lba + out->lba_count < out->lba)

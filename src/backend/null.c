@@ -79,9 +79,9 @@ static void null_submit(void *bctx, struct scsitgt_io *io)
 		len = (uint64_t)nblocks * nc->block_size;
 		/* Lend the shared zero region when the transport sends from any memory: no
 		 * memset per read, and the data never changes, so nothing to release. */
-		zeros = (scsitgt_io_get_flags(io) & SCSITGT_IO_FLAG_MAY_LEND)
-				? scsitgt__zero_region((size_t)len)
-				: NULL;
+		zeros = (scsitgt_io_get_flags(io) & SCSITGT_IO_FLAG_MAY_LEND) ?
+				scsitgt__zero_region((size_t)len) :
+				NULL;
 		if (zeros == NULL || scsitgt_io_lend_data(io, zeros, (size_t)len, NULL, NULL) < 0) {
 			iov = scsitgt_io_get_iov(io, &iovcnt);
 			null_zero_iov(iov, iovcnt, len);
@@ -116,8 +116,7 @@ static bool null_supports(void *bctx, enum scsitgt_io_type type)
 
 /* GET LBA STATUS: nothing is ever stored, and every block reads as zeros (LBPRZ), so on a
  * thin LUN every block is honestly deallocated. (Fully provisioned LUNs never ask.) */
-static int null_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out,
-			       bool *mapped_out)
+static int null_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out, bool *mapped_out)
 {
 	const struct null_ctx *nc = bctx;
 

@@ -523,7 +523,7 @@ static int ram_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	geo->flags |= SCSITGT_GEOMETRY_LBPRZ | SCSITGT_GEOMETRY_NON_ROTATIONAL;
 	/* Memory is given back in whole chunks only (ram_unmap()). */
 	if (geo->size >= offsetof(struct scsitgt_lun_geometry, unmap_granularity_blocks) +
-				sizeof(geo->unmap_granularity_blocks)) {
+				 sizeof(geo->unmap_granularity_blocks)) {
 		geo->unmap_granularity_blocks = (uint32_t)(RAM_CHUNK_SIZE / geo->block_size);
 	}
 	geo->flags &= ~SCSITGT_GEOMETRY_WRITE_CACHE;
@@ -611,8 +611,7 @@ static bool ram_supports(void *bctx, enum scsitgt_io_type type)
  * deallocated. The answer has chunk granularity: a chunk partly unmapped (zeroed) stays
  * mapped until all of it is zero, which SBC-4 §4.7.4.5 allows (an LBA may stay mapped).
  */
-static int ram_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out,
-			      bool *mapped_out)
+static int ram_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out, bool *mapped_out)
 {
 	const struct ram_ctx *rc = bctx;
 	uint64_t off, c, end_c, last_c, span = 1;

@@ -89,7 +89,8 @@ static char *rbd_strdup_or(const char *s, const char *def)
 	return strdup(s && s[0] ? s : def);
 }
 
-static int rbd_ctx_create(struct scsitgt__rbd_ctx **out, const struct scsitgt_backend_rbd_opts *opts)
+static int rbd_ctx_create(struct scsitgt__rbd_ctx **out,
+			  const struct scsitgt_backend_rbd_opts *opts)
 {
 	struct scsitgt_backend_rbd_opts o;
 	struct scsitgt__rbd_ctx *rc;
@@ -226,7 +227,8 @@ static void rbd_disconnect(struct scsitgt__rbd_ctx *rc)
 
 		if (r < 0) {
 			scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
-				     "%s/%s: rbd_close: %s", rc->pool, rc->image_name, strerror(-r));
+				     "%s/%s: rbd_close: %s", rc->pool, rc->image_name,
+				     strerror(-r));
 		}
 		rc->image = NULL;
 	}
@@ -831,7 +833,7 @@ static int rbd_op_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	/* Discards below rbd_discard_granularity_bytes change nothing: say so in VPD B0. No
 	 * LBPRZ: zeros come from WRITE ZEROES (rbd_aio_write_zeroes), never from a discard. */
 	if (geo->size >= offsetof(struct scsitgt_lun_geometry, unmap_granularity_blocks) +
-				sizeof(geo->unmap_granularity_blocks) &&
+				 sizeof(geo->unmap_granularity_blocks) &&
 	    rc->discard_granularity > bs && rc->discard_granularity / bs <= UINT32_MAX) {
 		geo->unmap_granularity_blocks = (uint32_t)(rc->discard_granularity / bs);
 	}
@@ -944,9 +946,9 @@ static int rbd_req_issue(struct scsitgt__rbd_ctx *rc, struct rbd_req *req)
 			}
 			one.iov_base = req->bounce;
 			one.iov_len = req->len;
-			r = req->type == SCSITGT_IO_READ
-				    ? rbd_aio_readv(rc->image, &one, 1, req->off, c)
-				    : rbd_aio_writev(rc->image, &one, 1, req->off, c);
+			r = req->type == SCSITGT_IO_READ ?
+				    rbd_aio_readv(rc->image, &one, 1, req->off, c) :
+				    rbd_aio_writev(rc->image, &one, 1, req->off, c);
 		} else if (req->type == SCSITGT_IO_READ) {
 			r = rbd_aio_readv(rc->image, iov, iovcnt, req->off, c);
 		} else {
@@ -1050,8 +1052,7 @@ void scsitgt__rbd_io_fail(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, in
 		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
 			     "%s/%s: io type %d at block %" PRIu64 " (+%" PRIu32 ") failed: %s",
 			     rc->pool, rc->image_name, (int)scsitgt_io_get_type(io),
-			     scsitgt_io_get_lba(io), scsitgt_io_get_num_blocks(io),
-			     strerror(-err));
+			     scsitgt_io_get_lba(io), scsitgt_io_get_num_blocks(io), strerror(-err));
 	}
 	switch (err) {
 	case -EROFS:
@@ -1085,7 +1086,8 @@ void scsitgt__rbd_io_fail(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, in
 	default:
 		break;
 	}
-	if (scsitgt_io_get_type(io) == SCSITGT_IO_READ || scsitgt_io_get_type(io) == SCSITGT_IO_WRITE) {
+	if (scsitgt_io_get_type(io) == SCSITGT_IO_READ ||
+	    scsitgt_io_get_type(io) == SCSITGT_IO_WRITE) {
 		scsitgt_io_complete_at(io, err, scsitgt_io_get_lba(io));
 		return;
 	}

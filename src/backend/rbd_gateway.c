@@ -219,16 +219,16 @@ static void apply(struct scsitgt_rbd_gateway *gw)
 	scsitgt_alua_set_state(gw->tgt, ha->cfg.group,
 			       (enum scsitgt_alua_state)scsitgt__rbd_ha_alua(ha, ha->cfg.group));
 	for (size_t i = 0; i < gw->npeers; i++)
-		scsitgt_alua_set_state(gw->tgt, gw->peers[i].group_id,
-				       (enum scsitgt_alua_state)scsitgt__rbd_ha_alua(
-					       ha, gw->peers[i].group_id));
+		scsitgt_alua_set_state(
+			gw->tgt, gw->peers[i].group_id,
+			(enum scsitgt_alua_state)scsitgt__rbd_ha_alua(ha, gw->peers[i].group_id));
 	if (ha->state != gw->logged_state) {
 		char msg[96];
 
 		snprintf(msg, sizeof(msg), "%s -> ", scsitgt__rbd_ha_state_name(gw->logged_state));
 		gw_log(gw,
-		       ha->state == SCSITGT__RBD_HA_FENCED ? SCSITGT_LOG_WARNING
-							   : SCSITGT_LOG_NOTICE,
+		       ha->state == SCSITGT__RBD_HA_FENCED ? SCSITGT_LOG_WARNING :
+							     SCSITGT_LOG_NOTICE,
 		       msg, scsitgt__rbd_ha_state_name(ha->state), NULL);
 		gw->logged_state = ha->state;
 	}
@@ -258,7 +258,8 @@ struct gw_job {
 
 static void gw_maybe_finish(struct scsitgt_rbd_gateway *gw);
 
-static struct gw_job *job_new(struct scsitgt_rbd_gateway *gw, void (*work)(struct scsitgt__rbd_job *),
+static struct gw_job *job_new(struct scsitgt_rbd_gateway *gw,
+			      void (*work)(struct scsitgt__rbd_job *),
 			      void (*done)(struct scsitgt__rbd_job *))
 {
 	struct gw_job *j = calloc(1, sizeof(*j));
@@ -392,10 +393,10 @@ static void probe_done(struct scsitgt__rbd_job *job)
 		     "%s/%s: gateway %u: probe in %" PRIu64 " ms (lock %" PRIu64
 		     " ms): %d, owner %s%s, %zu peer(s)",
 		     gw->rc->pool, gw->rc->image_name, gw->ha.cfg.group, now_ms() - j->started_ms,
-		     j->lock_ms,
-		     j->probe.rc, j->owner[0] ? j->owner : "none",
-		     j->probe.mine ? " (this gateway)"
-				   : j->probe.owner_alive ? " (answered)" : " (silent)",
+		     j->lock_ms, j->probe.rc, j->owner[0] ? j->owner : "none",
+		     j->probe.mine	  ? " (this gateway)" :
+		     j->probe.owner_alive ? " (answered)" :
+					    " (silent)",
 		     j->probe.npeers);
 	if (j->probe.rc == -ESHUTDOWN) {
 		gw_log(gw, SCSITGT_LOG_WARNING,
@@ -472,12 +473,11 @@ static void acquire_done(struct scsitgt__rbd_job *job)
 			 j->broke[0] ? ", broke the lock of " : "", j->broke);
 		gw_log(gw, SCSITGT_LOG_NOTICE, "took the lock", msg, NULL);
 	} else {
-		gw_log(gw, SCSITGT_LOG_NOTICE, "did not take the lock: ",
-		       strerror(-job->status), NULL);
+		gw_log(gw, SCSITGT_LOG_NOTICE, "did not take the lock: ", strerror(-job->status),
+		       NULL);
 	}
-	actions = scsitgt__rbd_ha_acquired(&gw->ha, job->status == -ECANCELED ? -EAGAIN
-									   : job->status,
-					   now_ms());
+	actions = scsitgt__rbd_ha_acquired(
+		&gw->ha, job->status == -ECANCELED ? -EAGAIN : job->status, now_ms());
 	free(j);
 	apply(gw);
 	act(gw, actions);
@@ -514,8 +514,8 @@ static void reconnect_done(struct scsitgt__rbd_job *job)
 	scsitgt__rbd_resume_io(gw->rc);
 	if (job_end(j))
 		return;
-	actions = scsitgt__rbd_ha_reconnected(&gw->ha, job->status == -ECANCELED ? -EAGAIN
-										: job->status);
+	actions = scsitgt__rbd_ha_reconnected(&gw->ha,
+					      job->status == -ECANCELED ? -EAGAIN : job->status);
 	free(j);
 	apply(gw);
 	if (actions & SCSITGT__RBD_HA_DO_RECONNECT)
@@ -635,8 +635,7 @@ static void hook_fenced(struct scsitgt__rbd_ctx *rc, void *arg)
 	act(gw, actions);
 }
 
-static bool hook_io_failed(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, int err,
-			   void *arg)
+static bool hook_io_failed(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, int err, void *arg)
 {
 	struct scsitgt_rbd_gateway *gw = arg;
 
@@ -712,8 +711,8 @@ static void watch_first_done(struct scsitgt__rbd_job *job)
 	if (status < 0) {
 		/* Unwatched, this gateway's answers would never reach the others, and they would
 		 * take the lock from it: start over with a fresh client instead. */
-		gw_log(gw, SCSITGT_LOG_ERROR, "cannot watch the gateway object: ", strerror(-status),
-		       NULL);
+		gw_log(gw, SCSITGT_LOG_ERROR,
+		       "cannot watch the gateway object: ", strerror(-status), NULL);
 		unsigned int actions = scsitgt__rbd_ha_fenced(&gw->ha);
 
 		apply(gw);
@@ -889,8 +888,8 @@ static void gw_maybe_finish(struct scsitgt_rbd_gateway *gw)
 	gw->jobs++;
 }
 
-SCSITGT_EXPORT void scsitgt_rbd_gateway_destroy(struct scsitgt_rbd_gateway *gw,
-						scsitgt_done_cb cb, void *cb_arg)
+SCSITGT_EXPORT void scsitgt_rbd_gateway_destroy(struct scsitgt_rbd_gateway *gw, scsitgt_done_cb cb,
+						void *cb_arg)
 {
 	if (gw == NULL || gw->destroying)
 		return;

@@ -15,8 +15,8 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
 	return -ENOTSUP;
 }
 
-SCSITGT_EXPORT void scsitgt_rbd_gateway_destroy(struct scsitgt_rbd_gateway *gw,
-						scsitgt_done_cb cb, void *cb_arg)
+SCSITGT_EXPORT void scsitgt_rbd_gateway_destroy(struct scsitgt_rbd_gateway *gw, scsitgt_done_cb cb,
+						void *cb_arg)
 {
 	(void)gw;
 	(void)cb;

@@ -79,8 +79,8 @@ uint8_t scsitgt__rbd_ha_alua(const struct scsitgt__rbd_ha *ha, uint16_t group)
 			continue;
 		/* Only one owner: a peer claiming it while this gateway owns the lock is stale. */
 		if (ha->peers[i].state == SCSITGT__RBD_HA_OWNER)
-			return ha->state == SCSITGT__RBD_HA_OWNER ? SCSITGT_ALUA_UNAVAILABLE
-								  : SCSITGT_ALUA_ACTIVE_OPTIMIZED;
+			return ha->state == SCSITGT__RBD_HA_OWNER ? SCSITGT_ALUA_UNAVAILABLE :
+								    SCSITGT_ALUA_ACTIVE_OPTIMIZED;
 		return alua_of(ha->peers[i].state);
 	}
 	return SCSITGT_ALUA_UNAVAILABLE;
@@ -250,8 +250,8 @@ int scsitgt__rbd_ha_request(struct scsitgt__rbd_ha *ha, uint16_t group, uint8_t 
 		/* Hold-down: a live owner that took the lock moments ago keeps it. */
 		if (ha->owner_alive && ha->owner_held_ms < ha->cfg.holddown_ms)
 			return -EBUSY;
-		*actions = start_acquire(ha, ha->locked ? SCSITGT__RBD_HA_DO_BREAK
-							: SCSITGT__RBD_HA_DO_ACQUIRE);
+		*actions = start_acquire(ha, ha->locked ? SCSITGT__RBD_HA_DO_BREAK :
+							  SCSITGT__RBD_HA_DO_ACQUIRE);
 		return 1;
 	default:
 		/* Joining or fenced: not ready to own anything. */

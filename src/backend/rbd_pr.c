@@ -220,8 +220,8 @@ static void pr_post_error(struct scsitgt__rbd_pr *st, enum pr_op_kind kind,
 
 /* After handing @op to librados with result @r: count it in flight, or free it (NULL if it
  * could not be allocated) and answer @req with the error on the loop. */
-static void pr_op_submitted(struct scsitgt__rbd_pr *st, struct pr_op *op,
-			    enum pr_op_kind kind, struct scsitgt_pr_req *req, int r)
+static void pr_op_submitted(struct scsitgt__rbd_pr *st, struct pr_op *op, enum pr_op_kind kind,
+			    struct scsitgt_pr_req *req, int r)
 {
 	if (r == 0) {
 		st->inflight++;
@@ -350,10 +350,10 @@ static void pr_write_done(struct pr_op *op)
 	r = -ENOMEM;
 	if (nop) {
 		pthread_mutex_lock(&st->io_mu);
-		r = st->io_ok ? rados_aio_notify(st->io, st->oid, nop->comp, op->data, (int)op->len,
-						 st->notify_timeout_ms, &nop->reply,
-						 &nop->reply_len) :
-				-ENOTCONN;
+		r = st->io_ok ?
+			    rados_aio_notify(st->io, st->oid, nop->comp, op->data, (int)op->len,
+					     st->notify_timeout_ms, &nop->reply, &nop->reply_len) :
+			    -ENOTCONN;
 		pthread_mutex_unlock(&st->io_mu);
 	}
 	if (r < 0) {
@@ -378,9 +378,8 @@ static void pr_notify_done(struct pr_op *op)
 		struct notify_timeout_t *tos = NULL;
 		size_t nacks = 0, ntos = 0;
 
-		if (op->reply &&
-		    rados_decode_notify_response(op->reply, op->reply_len, &acks, &nacks, &tos,
-						 &ntos) == 0) {
+		if (op->reply && rados_decode_notify_response(op->reply, op->reply_len, &acks,
+							      &nacks, &tos, &ntos) == 0) {
 			scsitgt__log(&st->rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
 				     "%s/%s: reservation change stored; %zu gateway(s) did not "
 				     "acknowledge it within %" PRIu32 " ms (%zu did): a dead "
@@ -401,8 +400,9 @@ static void pr_event_done(struct pr_op *op)
 
 	/* Apply first, acknowledge after: the notifier's command completes once we enforce
 	 * it. The attach probe is no state (-EINVAL): only acknowledged. */
-	if (st->lun && op->len && (op->len != sizeof(probe_payload) - 1 ||
-				   memcmp(op->buf, probe_payload, op->len) != 0)) {
+	if (st->lun && op->len &&
+	    (op->len != sizeof(probe_payload) - 1 ||
+	     memcmp(op->buf, probe_payload, op->len) != 0)) {
 		int r = scsitgt_lun_apply_pr_state(st->lun, op->buf, op->len);
 
 		if (r < 0)
@@ -549,7 +549,8 @@ static int pr_count_gateways(struct scsitgt__rbd_pr *st)
 
 	r = rados_notify2(st->io, st->oid, probe_payload, (int)sizeof(probe_payload) - 1,
 			  st->notify_timeout_ms, &reply, &reply_len);
-	if (reply && rados_decode_notify_response(reply, reply_len, &acks, &nacks, &tos, &ntos) == 0) {
+	if (reply &&
+	    rados_decode_notify_response(reply, reply_len, &acks, &nacks, &tos, &ntos) == 0) {
 		rados_free_notify_response(acks, nacks, tos);
 		r = (int)nacks;
 	} else if (r == 0) {
@@ -566,8 +567,7 @@ static int pr_count_gateways(struct scsitgt__rbd_pr *st)
  * finds no other gateway watching the object clears a state stored with APTPL off (change
  * sequence + 1, PRgeneration 0), once, with compare-and-swap.
  */
-static int pr_clear_if_alone(struct scsitgt__rbd_pr *st, const uint8_t *b, size_t len,
-			     uint64_t ver)
+static int pr_clear_if_alone(struct scsitgt__rbd_pr *st, const uint8_t *b, size_t len, uint64_t ver)
 {
 	bool aptpl, empty;
 	uint64_t seq;

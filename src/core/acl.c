@@ -70,7 +70,7 @@ static int acl_parse_cidr(const char *cidr, struct scsitgt__acl_net *out)
 	out->prefix = (uint8_t)(v4 ? prefix + 96 : prefix);
 	/* Clear the host bits so that equal ranges compare equal. */
 	for (unsigned int bit = out->prefix; bit < 128; bit++)
-		out->addr[bit / 8] &= (uint8_t)~(0x80u >> (bit % 8));
+		out->addr[bit / 8] &= (uint8_t) ~(0x80u >> (bit % 8));
 	return 0;
 }
 
@@ -315,8 +315,7 @@ bool scsitgt__session_lun_visible(const struct scsitgt__session *sess, uint64_t 
 	return acl_map_has(tgt->acl_any, lun_id) || acl_map_has(sess->acl, lun_id);
 }
 
-struct scsitgt_lun *scsitgt__session_find_lun(const struct scsitgt__session *sess,
-					      uint64_t lun_id)
+struct scsitgt_lun *scsitgt__session_find_lun(const struct scsitgt__session *sess, uint64_t lun_id)
 {
 	struct scsitgt_lun *lun = scsitgt__target_find_lun(sess->tgt, lun_id);
 
@@ -506,8 +505,8 @@ SCSITGT_EXPORT int scsitgt_target_unmap_lun(struct scsitgt_target *tgt, const ch
 }
 
 SCSITGT_EXPORT int scsitgt_target_set_lun_read_only(struct scsitgt_target *tgt,
-						 const char *initiator_name, uint64_t lun_id,
-						 bool read_only)
+						    const char *initiator_name, uint64_t lun_id,
+						    bool read_only)
 {
 	struct scsitgt__acl_entry *e;
 

@@ -473,27 +473,25 @@ void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
 		struct alua_group *g = group_find(a, get_be16(&p[2]));
 
 		if (p[0] & 0xf0) {
-			scsitgt__cmd_complete(cmd, scsitgt__cmd_bad_param_field(cmd, (uint16_t)off,
-										 7));
+			scsitgt__cmd_complete(cmd,
+					      scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, 7));
 			return;
 		}
 		if (state != SCSITGT_ALUA_ACTIVE_OPTIMIZED &&
 		    state != SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED && state != SCSITGT_ALUA_STANDBY &&
 		    state != SCSITGT_ALUA_UNAVAILABLE) {
-			scsitgt__cmd_complete(cmd, scsitgt__cmd_bad_param_field(cmd, (uint16_t)off,
-										 3));
+			scsitgt__cmd_complete(cmd,
+					      scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, 3));
 			return;
 		}
 		if (p[1]) {
-			scsitgt__cmd_complete(cmd,
-					      scsitgt__cmd_bad_param_field(cmd, (uint16_t)(off + 1),
-									   -1));
+			scsitgt__cmd_complete(
+				cmd, scsitgt__cmd_bad_param_field(cmd, (uint16_t)(off + 1), -1));
 			return;
 		}
 		if (g == NULL) {
-			scsitgt__cmd_complete(cmd,
-					      scsitgt__cmd_bad_param_field(cmd, (uint16_t)(off + 2),
-									   -1));
+			scsitgt__cmd_complete(
+				cmd, scsitgt__cmd_bad_param_field(cmd, (uint16_t)(off + 2), -1));
 			return;
 		}
 		for (size_t j = 0; j < i; j++) {

@@ -48,7 +48,10 @@ static const struct scsitgt__cdb_def sai16_rows[0x20] = {
  * RDPROTECT/WRPROTECT is the 3-bit field topped by bit 7 of byte 1. */
 #define RW_FLAGS 0x1a
 #define GROUP 0x3f
-#define RW_FIELDS { 0x00, 0x80 }
+#define RW_FIELDS          \
+	{                  \
+		0x00, 0x80 \
+	}
 
 /* MAINTENANCE IN rows, indexed by service action (SPC-5 Table E.?). */
 static const struct scsitgt__cdb_def maint_in_rows[0x20] = {
@@ -86,20 +89,18 @@ static const struct scsitgt__cdb_def maint_in_rows[0x20] = {
 /* SANITIZE rows (SBC-4 §5.28): IMMED and AUSE in byte 1 with the service action, PARAMETER
  * LIST LENGTH in bytes 7..8. ZNR is refused (spc_sanitize.c says why). The command "shall be
  * processed as if it has a HEAD OF QUEUE task attribute" (§5.28.1). */
-#define SANITIZE_ROW(nm, sa, fl)                                                                   \
-	{                                                                                          \
-		.name = (nm), .cdb_len = 10,                                                       \
-		.usage = { 0x48, 0xa0 | (sa), 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00 },   \
-		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE |                           \
-			 SCSITGT__CDB_F_HEAD_OF_QUEUE | (fl),                                      \
-		.parse = scsitgt__sbc_parse_sanitize, .exec = scsitgt__sbc_sanitize,               \
+#define SANITIZE_ROW(nm, sa, fl)                                                                \
+	{                                                                                       \
+		.name = (nm), .cdb_len = 10,                                                    \
+		.usage = { 0x48, 0xa0 | (sa), 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00 }, \
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE |                         \
+			 SCSITGT__CDB_F_HEAD_OF_QUEUE | (fl),                                   \
+		.parse = scsitgt__sbc_parse_sanitize, .exec = scsitgt__sbc_sanitize,            \
 	}
 static const struct scsitgt__cdb_def sanitize_rows[0x20] = {
-	[SBC_SANITIZE_OVERWRITE] =
-		SANITIZE_ROW("SANITIZE OVERWRITE", SBC_SANITIZE_OVERWRITE, 0),
+	[SBC_SANITIZE_OVERWRITE] = SANITIZE_ROW("SANITIZE OVERWRITE", SBC_SANITIZE_OVERWRITE, 0),
 	[SBC_SANITIZE_BLOCK_ERASE] =
-		SANITIZE_ROW("SANITIZE BLOCK ERASE", SBC_SANITIZE_BLOCK_ERASE,
-			     SCSITGT__CDB_F_THIN),
+		SANITIZE_ROW("SANITIZE BLOCK ERASE", SBC_SANITIZE_BLOCK_ERASE, SCSITGT__CDB_F_THIN),
 	[SBC_SANITIZE_CRYPTO_ERASE] =
 		SANITIZE_ROW("SANITIZE CRYPTO ERASE", SBC_SANITIZE_CRYPTO_ERASE, 0),
 	[SBC_SANITIZE_EXIT_FAILURE_MODE] =
@@ -121,12 +122,12 @@ static const struct scsitgt__cdb_def maint_out_rows[0x20] = {
 };
 
 /* PERSISTENT RESERVE IN rows (SPC-5 §6.16): ALLOCATION LENGTH in bytes 7..8. */
-#define PR_IN_ROW(nm, sa)                                                                          \
-	{                                                                                          \
-		.name = (nm), .cdb_len = 10,                                                       \
-		.usage = { 0x5e, 0x1f, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00 },          \
-		.flags = SCSITGT__CDB_F_ALLOW_STANDBY, .pr = SCSITGT__PR_ALLOWED,                  \
-		.parse = scsitgt__pr_parse_in, .exec = scsitgt__pr_in,                             \
+#define PR_IN_ROW(nm, sa)                                                                \
+	{                                                                                \
+		.name = (nm), .cdb_len = 10,                                             \
+		.usage = { 0x5e, 0x1f, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x00 }, \
+		.flags = SCSITGT__CDB_F_ALLOW_STANDBY, .pr = SCSITGT__PR_ALLOWED,        \
+		.parse = scsitgt__pr_parse_in, .exec = scsitgt__pr_in,                   \
 	}
 static const struct scsitgt__cdb_def pr_in_rows[0x20] = {
 	[PR_IN_READ_KEYS] = PR_IN_ROW("PERSISTENT RESERVE IN READ KEYS", PR_IN_READ_KEYS),
@@ -140,12 +141,12 @@ static const struct scsitgt__cdb_def pr_in_rows[0x20] = {
 
 /* PERSISTENT RESERVE OUT rows (SPC-5 §6.17): SCOPE and TYPE in byte 2, PARAMETER LIST LENGTH
  * in bytes 5..8. */
-#define PR_OUT_ROW(nm)                                                                             \
-	{                                                                                          \
-		.name = (nm), .cdb_len = 10,                                                       \
-		.usage = { 0x5f, 0x1f, 0xff, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00 },          \
-		.flags = SCSITGT__CDB_F_ALLOW_STANDBY, .pr = SCSITGT__PR_OUT,                      \
-		.parse = scsitgt__pr_parse_out, .exec = scsitgt__pr_out,                           \
+#define PR_OUT_ROW(nm)                                                                   \
+	{                                                                                \
+		.name = (nm), .cdb_len = 10,                                             \
+		.usage = { 0x5f, 0x1f, 0xff, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00 }, \
+		.flags = SCSITGT__CDB_F_ALLOW_STANDBY, .pr = SCSITGT__PR_OUT,            \
+		.parse = scsitgt__pr_parse_out, .exec = scsitgt__pr_out,                 \
 	}
 static const struct scsitgt__cdb_def pr_out_rows[0x20] = {
 	[PR_OUT_REGISTER] = PR_OUT_ROW("PERSISTENT RESERVE OUT REGISTER"),
@@ -181,13 +182,13 @@ static const struct scsitgt__cdb_def xcopy_out_rows[0x20] = {
 /* RECEIVE COPY RESULTS (84h) service actions: LIST IDENTIFIER in byte 2 (reserved for
  * OPERATING PARAMETERS), ALLOCATION LENGTH in bytes 10..13. 01h RECEIVE DATA is absent: no
  * data is ever held. */
-#define RCR_ROW(nm, sa, lid)                                                                       \
-	{                                                                                          \
-		.name = (nm), .cdb_len = 16,                                                       \
-		.usage = { 0x84, (sa), (lid), 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,           \
-			   0xff, 0xff, 0xff, 0xff, 0x00, 0x00 },                                   \
-		.pr = SCSITGT__PR_ALLOWED,                                                         \
-		.parse = scsitgt__xcopy_parse_rcr, .exec = scsitgt__xcopy_rcr,                     \
+#define RCR_ROW(nm, sa, lid)                                                  \
+	{                                                                     \
+		.name = (nm), .cdb_len = 16,                                  \
+		.usage = { 0x84, (sa), (lid), 0x00, 0x00, 0x00, 0x00, 0x00,   \
+			   0x00, 0x00, 0xff,  0xff, 0xff, 0xff, 0x00, 0x00 }, \
+		.pr = SCSITGT__PR_ALLOWED, .parse = scsitgt__xcopy_parse_rcr, \
+		.exec = scsitgt__xcopy_rcr,                                   \
 	}
 static const struct scsitgt__cdb_def xcopy_in_rows[0x20] = {
 	[0x00] = RCR_ROW("RECEIVE COPY RESULTS COPY STATUS", 0x00, 0xff),

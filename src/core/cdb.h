@@ -199,8 +199,8 @@ void scsitgt__spc_mode_select(struct scsitgt__cmd *cmd);
 /* sbc.c: block commands. */
 enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd);
 /* LBA, NUMBER OF LOGICAL BLOCKS and that field's offset of a 10/12/16-byte media CDB. */
-void scsitgt__sbc_decode_range(const uint8_t *cdb, size_t cdb_len, uint64_t *lba,
-			       uint32_t *nblocks, uint16_t *len_off);
+void scsitgt__sbc_decode_range(const uint8_t *cdb, size_t cdb_len, uint64_t *lba, uint32_t *nblocks,
+			       uint16_t *len_off);
 /* Transfer-length cap and LBA range check of a media command (SBC-4 §4.5, §6.6.3). */
 enum scsitgt__sense_reason scsitgt__sbc_check_range(struct scsitgt__cmd *cmd, uint64_t lba,
 						    uint32_t nblocks, uint16_t len_off);

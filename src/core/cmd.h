@@ -18,7 +18,7 @@ struct scsitgt__buf_ops;
 /* The explicit state machine of a command (transitions in cmd.c). */
 enum scsitgt__cmd_state {
 	SCSITGT__CMD_NEW,	/* created, CDB not seen yet */
-	SCSITGT__CMD_NEED_DATA,	/* parsed; waiting for the fabric to deliver Data-Out */
+	SCSITGT__CMD_NEED_DATA, /* parsed; waiting for the fabric to deliver Data-Out */
 	SCSITGT__CMD_READY,	/* parsed; may execute */
 	SCSITGT__CMD_EXEC,	/* executing (emulation or backend io in flight) */
 	SCSITGT__CMD_DONE,	/* status set; the fabric owns the response */
@@ -52,7 +52,7 @@ struct scsitgt__cmd {
 	/* Data transfer, set by parse: direction and length the CDB implies. */
 	enum scsitgt__data_dir dir;
 	uint32_t xfer_len;
-	uint8_t *buf;      /* xfer_len bytes, allocated by setup */
+	uint8_t *buf;	   /* xfer_len bytes, allocated by setup */
 	uint32_t data_len; /* Data-In bytes valid in buf after execution (<= xfer_len) */
 	/* Data-In bytes sent with a CHECK CONDITION: the good blocks before a medium error
 	 * (scsitgt_io_complete_partial(), sbc.c); 0 for every other failure. */
@@ -219,8 +219,8 @@ void scsitgt__io_done_complete_cmd(struct scsitgt__cmd *cmd, struct scsitgt_io *
 /* states of scsitgt_io.tstate. */
 enum scsitgt__io_tstate {
 	SCSITGT__IO_LENT = 0,	/* with the backend */
-	SCSITGT__IO_QUEUED = 1,	/* completed through the thread-safe queue, not drained yet */
-	SCSITGT__IO_ORPHAN = 2,	/* given up by an engine shutdown: its completion only frees */
+	SCSITGT__IO_QUEUED = 1, /* completed through the thread-safe queue, not drained yet */
+	SCSITGT__IO_ORPHAN = 2, /* given up by an engine shutdown: its completion only frees */
 };
 
 /* Tell the backend about each io of an aborted command it still holds (backend.h abort()). */

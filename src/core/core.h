@@ -110,12 +110,12 @@ struct scsitgt__acl_net {
 struct scsitgt__acl_entry {
 	struct scsitgt__list node;
 	char *name;
-	bool allowed;			/* listed by scsitgt_target_add_initiator() */
-	struct scsitgt__acl_net *nets;	/* scsitgt_target_add_initiator_address() */
+	bool allowed;		       /* listed by scsitgt_target_add_initiator() */
+	struct scsitgt__acl_net *nets; /* scsitgt_target_add_initiator_address() */
 	size_t nnets;
-	uint64_t *lun_map;		/* SCSITGT__ACL_LUN_IDS bits, NULL while none is mapped */
+	uint64_t *lun_map; /* SCSITGT__ACL_LUN_IDS bits, NULL while none is mapped */
 	size_t nmapped;
-	uint64_t *ro_map;		/* LUNs read-only for it, same layout, NULL while none */
+	uint64_t *ro_map; /* LUNs read-only for it, same layout, NULL while none */
 	size_t nro;
 };
 
@@ -154,13 +154,13 @@ struct scsitgt_target {
 
 /* Mode parameters a LUN keeps (SPC-5 §7.5, SBC-4 §6.5). */
 struct scsitgt__mode_state {
-	bool wce;	/* caching page: write cache enable */
-	bool rcd;	/* caching page: read cache disable */
-	bool d_sense;	/* control page: descriptor-format sense */
-	bool swp;	/* control page: software write protect */
-	uint8_t qerr;	/* control page: queue error management */
-	uint8_t mrie;	/* informational exceptions page: method of reporting */
-	bool dexcpt;	/* informational exceptions page: disable exception control */
+	bool wce;     /* caching page: write cache enable */
+	bool rcd;     /* caching page: read cache disable */
+	bool d_sense; /* control page: descriptor-format sense */
+	bool swp;     /* control page: software write protect */
+	uint8_t qerr; /* control page: queue error management */
+	uint8_t mrie; /* informational exceptions page: method of reporting */
+	bool dexcpt;  /* informational exceptions page: disable exception control */
 };
 
 struct scsitgt_lun {
@@ -253,8 +253,7 @@ void scsitgt__engine_add_service(struct scsitgt_engine *engine, struct scsitgt__
 void scsitgt__engine_remove_service(struct scsitgt_engine *engine, struct scsitgt__service *svc);
 /* Run d->fn(d) from the engine's loop soon (never from inside this call). */
 void scsitgt__engine_defer(struct scsitgt_engine *engine, struct scsitgt__deferred *d);
-struct scsitgt_target *scsitgt__engine_find_target(struct scsitgt_engine *engine,
-						   const char *name);
+struct scsitgt_target *scsitgt__engine_find_target(struct scsitgt_engine *engine, const char *name);
 
 /* target.c */
 struct scsitgt_lun *scsitgt__target_find_lun(const struct scsitgt_target *tgt, uint64_t id);

@@ -102,7 +102,8 @@ static void drain_expire(struct scsitgt_lun *lun)
 	lun->inflight++;
 	/* Without its target, the LUN's commands have lost their sessions already. */
 	for (p = alive ? tgt->sessions.next : NULL; alive && p != &tgt->sessions; p = p->next) {
-		struct scsitgt__session *s = scsitgt__container_of(p, struct scsitgt__session, node);
+		struct scsitgt__session *s =
+			scsitgt__container_of(p, struct scsitgt__session, node);
 
 		scsitgt__list_foreach_safe(pos, tmp, &s->cmds)
 		{
@@ -140,8 +141,8 @@ static void drain_expire(struct scsitgt_lun *lun)
 		     "closed when they return",
 		     alive ? tgt->name : "target", (unsigned long long)lun->id, held,
 		     lun->ops.name ? lun->ops.name : "?",
-		     engine->drain_timeout_ms ? engine->drain_timeout_ms
-					      : SCSITGT__DRAIN_TIMEOUT_MS_DEFAULT);
+		     engine->drain_timeout_ms ? engine->drain_timeout_ms :
+						SCSITGT__DRAIN_TIMEOUT_MS_DEFAULT);
 	lun->destroy_cb = NULL;
 	scsitgt__lun_inflight_drop(lun);
 	if (cb)
@@ -156,8 +157,8 @@ static void drain_timeout(uv_timer_t *t)
 void scsitgt__drain_lun_start(struct scsitgt_lun *lun)
 {
 	struct scsitgt_engine *engine = lun->engine;
-	uint32_t ms = engine->drain_timeout_ms ? engine->drain_timeout_ms
-					       : SCSITGT__DRAIN_TIMEOUT_MS_DEFAULT;
+	uint32_t ms = engine->drain_timeout_ms ? engine->drain_timeout_ms :
+						 SCSITGT__DRAIN_TIMEOUT_MS_DEFAULT;
 	uv_timer_t *t;
 
 	/* Known to the engine from now on: an engine destroyed first must not leave it behind
@@ -215,7 +216,8 @@ static void drain_orphan_lun(struct scsitgt_engine *engine, struct scsitgt_lun *
 	atomic_store(&lun->orphan_cmds, 1);
 	/* Each command's count first: once an io is an orphan, a thread may finish it. */
 	for (p = lun->ios.next; p != &lun->ios; p = p->next) {
-		struct scsitgt__cmd *cmd = scsitgt__container_of(p, struct scsitgt_io, lun_node)->cmd;
+		struct scsitgt__cmd *cmd =
+			scsitgt__container_of(p, struct scsitgt_io, lun_node)->cmd;
 
 		if (cmd->orphaned)
 			continue;
@@ -257,14 +259,16 @@ static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
 	/* LUNs still within their drain timeout: the engine cannot wait that long for them. */
 	scsitgt__list_foreach_safe(pos, tmp, &engine->zombies)
 	{
-		struct scsitgt_lun *lun = scsitgt__container_of(pos, struct scsitgt_lun, zombie_node);
+		struct scsitgt_lun *lun =
+			scsitgt__container_of(pos, struct scsitgt_lun, zombie_node);
 
 		if (!lun->drain_expired && !lun->closing_started)
 			drain_expire(lun);
 	}
 	scsitgt__list_foreach_safe(pos, tmp, &engine->zombies)
 	{
-		struct scsitgt_lun *lun = scsitgt__container_of(pos, struct scsitgt_lun, zombie_node);
+		struct scsitgt_lun *lun =
+			scsitgt__container_of(pos, struct scsitgt_lun, zombie_node);
 
 		if (!lun->orphaning && !lun->closing_started && !scsitgt__list_empty(&lun->ios))
 			drain_orphan_lun(engine, lun);
@@ -274,7 +278,8 @@ static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
 		return false;
 	scsitgt__list_foreach_safe(pos, tmp, &engine->zombies)
 	{
-		struct scsitgt_lun *lun = scsitgt__container_of(pos, struct scsitgt_lun, zombie_node);
+		struct scsitgt_lun *lun =
+			scsitgt__container_of(pos, struct scsitgt_lun, zombie_node);
 
 		if (lun->closing_started) {
 			/* Its backend is closing (close() must call back): lun_free() ends it. */
@@ -323,7 +328,7 @@ static void drain_retry_closed(uv_handle_t *h)
 {
 	struct drain_retry *r = h->data;
 	struct scsitgt_engine *engine = r->engine;
-	void (*again)(struct scsitgt_engine *engine) = r->again;
+	void (*again)(struct scsitgt_engine * engine) = r->again;
 
 	free(r);
 	again(engine);

@@ -59,8 +59,7 @@ static void engine_run_posts(struct scsitgt_engine *engine)
 	}
 }
 
-SCSITGT_EXPORT int scsitgt_engine_post(struct scsitgt_engine *engine, scsitgt_post_fn fn,
-				       void *arg)
+SCSITGT_EXPORT int scsitgt_engine_post(struct scsitgt_engine *engine, scsitgt_post_fn fn, void *arg)
 {
 	struct engine_post *p;
 
@@ -98,7 +97,8 @@ static void engine_async_cb(uv_async_t *h)
 	}
 	while (!scsitgt__list_empty(&batch)) {
 		struct scsitgt__list *n = batch.next;
-		struct scsitgt__deferred *d = scsitgt__container_of(n, struct scsitgt__deferred, node);
+		struct scsitgt__deferred *d =
+			scsitgt__container_of(n, struct scsitgt__deferred, node);
 
 		scsitgt__list_remove(n);
 		d->fn(d);
@@ -142,8 +142,9 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 	if (o.workers == SCSITGT_ENGINE_WORKERS_AUTO) {
 		unsigned int n = uv_available_parallelism();
 
-		o.workers = n < 1 ? 1 : n > SCSITGT_ENGINE_WORKERS_MAX ? SCSITGT_ENGINE_WORKERS_MAX
-								     : (int)n;
+		o.workers = n < 1			   ? 1 :
+			    n > SCSITGT_ENGINE_WORKERS_MAX ? SCSITGT_ENGINE_WORKERS_MAX :
+							     (int)n;
 	}
 
 	engine = calloc(1, sizeof(*engine));
@@ -199,7 +200,8 @@ struct scsitgt_target *scsitgt__engine_find_target(struct scsitgt_engine *engine
 
 	scsitgt__list_foreach_safe(pos, tmp, &engine->targets)
 	{
-		struct scsitgt_target *tgt = scsitgt__container_of(pos, struct scsitgt_target, node);
+		struct scsitgt_target *tgt =
+			scsitgt__container_of(pos, struct scsitgt_target, node);
 
 		/* RFC 7143 §4.2.7.1: iSCSI names compare case-insensitively after stringprep,
 		 * which maps to lower case; our names are validated lower-case ASCII. */
@@ -218,7 +220,8 @@ SCSITGT_EXPORT int scsitgt_engine_foreach_target(struct scsitgt_engine *engine,
 		return -EINVAL;
 	scsitgt__list_foreach_safe(pos, tmp, &engine->targets)
 	{
-		struct scsitgt_target *tgt = scsitgt__container_of(pos, struct scsitgt_target, node);
+		struct scsitgt_target *tgt =
+			scsitgt__container_of(pos, struct scsitgt_target, node);
 		int rc;
 
 		if (tgt->destroying)
@@ -231,7 +234,7 @@ SCSITGT_EXPORT int scsitgt_engine_foreach_target(struct scsitgt_engine *engine,
 }
 
 SCSITGT_EXPORT struct scsitgt_target *scsitgt_engine_find_target(struct scsitgt_engine *engine,
-								  const char *name)
+								 const char *name)
 {
 	struct scsitgt_target *tgt;
 
@@ -243,7 +246,12 @@ SCSITGT_EXPORT struct scsitgt_target *scsitgt_engine_find_target(struct scsitgt_
 
 /* Destruction runs in phases: services, then targets, then the worker threads (every
  * connection on them is closed by then), then the engine's own handle. */
-enum { ENGINE_PHASE_SERVICES = 1, ENGINE_PHASE_TARGETS, ENGINE_PHASE_WORKERS, ENGINE_PHASE_CLOSE };
+enum {
+	ENGINE_PHASE_SERVICES = 1,
+	ENGINE_PHASE_TARGETS,
+	ENGINE_PHASE_WORKERS,
+	ENGINE_PHASE_CLOSE
+};
 
 static void engine_destroy_step(struct scsitgt_engine *engine);
 
@@ -269,8 +277,8 @@ static void engine_closed(uv_handle_t *h)
 		struct scsitgt__list *n = engine->deferred.next;
 
 		scsitgt__list_remove(n);
-		scsitgt__container_of(n, struct scsitgt__deferred, node)->fn(
-			scsitgt__container_of(n, struct scsitgt__deferred, node));
+		scsitgt__container_of(n, struct scsitgt__deferred, node)
+			->fn(scsitgt__container_of(n, struct scsitgt__deferred, node));
 	}
 	for (int i = 0; i < SCSITGT__EXT_COUNT_; i++)
 		if (engine->ext[i].destroy)

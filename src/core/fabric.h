@@ -146,8 +146,7 @@ bool scsitgt__session_lun_read_only(const struct scsitgt__session *sess, uint64_
 bool scsitgt__lun_write_protected(const struct scsitgt_lun *lun,
 				  const struct scsitgt__session *sess);
 /* The LUN @lun_id if it exists, is not being destroyed and is visible to @sess; else NULL. */
-struct scsitgt_lun *scsitgt__session_find_lun(const struct scsitgt__session *sess,
-					      uint64_t lun_id);
+struct scsitgt_lun *scsitgt__session_find_lun(const struct scsitgt__session *sess, uint64_t lun_id);
 
 /* Command lifecycle, see the top of this file. */
 int scsitgt__cmd_create(struct scsitgt__cmd **out, struct scsitgt__session *sess,

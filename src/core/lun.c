@@ -127,8 +127,7 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	if (lun->geo.block_size == 0)
 		lun->geo.block_size = 512;
 	rc = -EINVAL;
-	if ((lun->geo.block_size != 512 && lun->geo.block_size != 4096) ||
-	    lun->geo.num_blocks == 0)
+	if ((lun->geo.block_size != 512 && lun->geo.block_size != 4096) || lun->geo.num_blocks == 0)
 		goto fail_close;
 	/* The host's LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT wins over the backend's. */
 	if (o.physical_block_exponent)
@@ -249,7 +248,8 @@ SCSITGT_EXPORT int scsitgt_lun_set_offline(struct scsitgt_lun *lun, bool offline
 	lun->offline = offline;
 	scsitgt__log(&lun->tgt->engine->log, SCSITGT_LOG_NOTICE, "core", "%s LUN %llu: %s",
 		     lun->tgt->name, (unsigned long long)lun->id, offline ? "offline" : "online");
-	scsitgt__event_lun_state(lun, offline ? SCSITGT_EVENT_LUN_OFFLINE : SCSITGT_EVENT_LUN_ONLINE);
+	scsitgt__event_lun_state(lun,
+				 offline ? SCSITGT_EVENT_LUN_OFFLINE : SCSITGT_EVENT_LUN_ONLINE);
 	return 0;
 }
 

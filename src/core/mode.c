@@ -70,8 +70,8 @@ static void mp_caching_build(const struct scsitgt_lun *lun, enum mode_pc pc, uin
 		break;
 	default:
 		/* The default is what scsitgt_lun_create() chose (lun.c). */
-		p[2] = ((lun->flags & SCSITGT_LUN_WRITE_CACHE) && mode_wce_changeable(lun)) ? 0x04
-											      : 0;
+		p[2] = ((lun->flags & SCSITGT_LUN_WRITE_CACHE) && mode_wce_changeable(lun)) ? 0x04 :
+											      0;
 		break;
 	}
 }
@@ -256,7 +256,7 @@ static int mode_leftmost_bit(uint8_t v)
 
 /* SBC-4 §6.4.2: a block descriptor may repeat the current values but change nothing. */
 static enum scsitgt__sense_reason mode_check_descriptor(struct scsitgt__cmd *cmd, size_t off,
-							 bool longlba)
+							bool longlba)
 {
 	const struct scsitgt_lun *lun = cmd->lun;
 	const uint8_t *p = &cmd->buf[off];
@@ -285,8 +285,7 @@ static enum scsitgt__sense_reason mode_check_descriptor(struct scsitgt__cmd *cmd
  * changeable values (SPC-5 §6.11: a non-changeable field set to another value than its
  * current one is an invalid field); with @apply true, take the changeable bits.
  */
-static enum scsitgt__sense_reason mode_walk_pages(struct scsitgt__cmd *cmd, size_t off,
-						  bool apply)
+static enum scsitgt__sense_reason mode_walk_pages(struct scsitgt__cmd *cmd, size_t off, bool apply)
 {
 	struct scsitgt_lun *lun = cmd->lun;
 	const uint8_t *p = cmd->buf;

@@ -46,8 +46,7 @@ void scsitgt__pr_free(struct scsitgt_lun *lun)
 	lun->pr = NULL;
 }
 
-bool scsitgt__pr_reg_matches(const struct scsitgt__pr_reg *reg,
-			     const struct scsitgt__session *sess)
+bool scsitgt__pr_reg_matches(const struct scsitgt__pr_reg *reg, const struct scsitgt__session *sess)
 {
 	if (!reg->all_tg_pt && reg->rel_port_id != sess->rel_port_id)
 		return false;

@@ -123,9 +123,9 @@ static void derive_events(const struct scsitgt__pr *old, const struct scsitgt__p
 	if (old->held && old->type != PR_TYPE_WE && old->type != PR_TYPE_EA &&
 	    (!new->held || new->type != old->type)) {
 		for (const struct scsitgt__list *p = new->regs.next; p != &new->regs; p = p->next)
-			scsitgt__pr_change_add(ch, SCSITGT__PR_EV_RESV_RELEASED,
-					       scsitgt__container_of(p, struct scsitgt__pr_reg,
-								     node));
+			scsitgt__pr_change_add(
+				ch, SCSITGT__PR_EV_RESV_RELEASED,
+				scsitgt__container_of(p, struct scsitgt__pr_reg, node));
 	}
 }
 
@@ -172,8 +172,7 @@ out:
 	return rc;
 }
 
-SCSITGT_EXPORT int scsitgt_lun_apply_pr_state(struct scsitgt_lun *lun, const void *data,
-					      size_t len)
+SCSITGT_EXPORT int scsitgt_lun_apply_pr_state(struct scsitgt_lun *lun, const void *data, size_t len)
 {
 	if (lun == NULL || data == NULL)
 		return -EINVAL;
@@ -453,7 +452,8 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_cluster(struct scsitgt_lun *lun,
 	if (ops) {
 		size_t n = ops->size < sizeof(cl) ? ops->size : sizeof(cl);
 
-		if (ops->size < offsetof(struct scsitgt_pr_cluster_ops, commit) + sizeof(ops->commit))
+		if (ops->size <
+		    offsetof(struct scsitgt_pr_cluster_ops, commit) + sizeof(ops->commit))
 			return -EINVAL;
 		memcpy(&cl, ops, n);
 		if (cl.fetch == NULL || cl.commit == NULL)

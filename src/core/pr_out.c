@@ -192,7 +192,8 @@ static void ua_reg(struct scsitgt_lun *lun, const struct scsitgt__pr_reg *reg,
 		return;
 	}
 	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
-		struct scsitgt__session *s = scsitgt__container_of(p, struct scsitgt__session, node);
+		struct scsitgt__session *s =
+			scsitgt__container_of(p, struct scsitgt__session, node);
 
 		if (s != except && scsitgt__pr_reg_matches(reg, s))
 			scsitgt__ua_establish(s, lun->id, reason);
@@ -234,8 +235,8 @@ static void reg_remove(struct scsitgt_lun *lun, struct scsitgt__pr_reg *r,
 
 	scsitgt__list_remove(&r->node);
 	pr->nregs--;
-	if (pr->held && (pr->holder == r ||
-			 (scsitgt__pr_type_all_registrants(pr->type) && pr->nregs == 0)))
+	if (pr->held &&
+	    (pr->holder == r || (scsitgt__pr_type_all_registrants(pr->type) && pr->nregs == 0)))
 		pr_release_reservation(lun, by, notify_release);
 	free(r);
 }
@@ -255,7 +256,8 @@ static unsigned int preempt_regs(struct scsitgt__cmd *cmd, uint64_t key, bool ke
 
 	scsitgt__list_foreach_safe(pos, tmp, &lun->pr->regs)
 	{
-		struct scsitgt__pr_reg *r = scsitgt__container_of(pos, struct scsitgt__pr_reg, node);
+		struct scsitgt__pr_reg *r =
+			scsitgt__container_of(pos, struct scsitgt__pr_reg, node);
 
 		if (r == keep || (!key_any && r->key != key))
 			continue;
@@ -321,9 +323,11 @@ static enum scsitgt__sense_reason spec_i_pt_collect(struct scsitgt__cmd *cmd,
 		cand.rel_port_id = cmd->sess->rel_port_id;
 		dup = reg_overlap(&cand, &self);
 		for (struct scsitgt__list *p = pr->regs.next; !dup && p != &pr->regs; p = p->next)
-			dup = reg_overlap(&cand, scsitgt__container_of(p, struct scsitgt__pr_reg, node));
+			dup = reg_overlap(&cand,
+					  scsitgt__container_of(p, struct scsitgt__pr_reg, node));
 		for (struct scsitgt__list *p = out->next; !dup && p != out; p = p->next)
-			dup = reg_overlap(&cand, scsitgt__container_of(p, struct scsitgt__pr_reg, node));
+			dup = reg_overlap(&cand,
+					  scsitgt__container_of(p, struct scsitgt__pr_reg, node));
 		if (dup)
 			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, -1);
 		if (pr->nregs + *count + 1 >= SCSITGT__PR_MAX_REGS)
@@ -476,8 +480,8 @@ static enum scsitgt__sense_reason pr_preempt(struct scsitgt__cmd *cmd, struct sc
 	struct scsitgt__pr *pr = cmd->lun->pr;
 	uint64_t sa_key = get_be64(&((const uint8_t *)cmd->buf)[PRP_SA_KEY]);
 
-	if (!pr->held || (!scsitgt__pr_type_all_registrants(pr->type) &&
-			  pr->holder->key != sa_key)) {
+	if (!pr->held ||
+	    (!scsitgt__pr_type_all_registrants(pr->type) && pr->holder->key != sa_key)) {
 		/* No reservation, or the key names non-holders: only registrations go. */
 		if (sa_key == 0)
 			return scsitgt__cmd_bad_param_field(cmd, PRP_SA_KEY, -1);

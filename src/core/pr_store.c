@@ -90,7 +90,8 @@ static size_t st_encode_change(const struct scsitgt__pr_change *ch, uint8_t *b)
 
 		if (b) {
 			b[n] = ev->code;
-			b[n + 1] = (uint8_t)((ev->who.any_isid ? 1 : 0) | (ev->who.all_tg_pt ? 2 : 0));
+			b[n + 1] =
+				(uint8_t)((ev->who.any_isid ? 1 : 0) | (ev->who.all_tg_pt ? 2 : 0));
 			put_be16(&b[n + 2], ev->who.rel_port_id);
 			put_be16(&b[n + 4], (uint16_t)nl);
 			memcpy(&b[n + ST_EV_LEN], ev->who.iport, nl);
@@ -341,8 +342,7 @@ void scsitgt__pr_replace(struct scsitgt__pr *pr, struct scsitgt__pr *from)
 	pr->holder = from->holder;
 }
 
-SCSITGT_EXPORT int scsitgt_lun_load_pr_state(struct scsitgt_lun *lun, const void *data,
-					     size_t len)
+SCSITGT_EXPORT int scsitgt_lun_load_pr_state(struct scsitgt_lun *lun, const void *data, size_t len)
 {
 	struct scsitgt__pr tmp, *pr;
 	struct scsitgt__pr_change ch;

@@ -43,8 +43,8 @@ bool scsitgt__sbc_has_cache(const struct scsitgt_lun *lun)
 	       scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH);
 }
 
-void scsitgt__sbc_decode_range(const uint8_t *cdb, size_t cdb_len, uint64_t *lba,
-			       uint32_t *nblocks, uint16_t *len_off)
+void scsitgt__sbc_decode_range(const uint8_t *cdb, size_t cdb_len, uint64_t *lba, uint32_t *nblocks,
+			       uint16_t *len_off)
 {
 	/* SBC-4 §4.2.2: the 10-, 12- and 16-byte media CDBs share these field positions. */
 	switch (cdb_len) {

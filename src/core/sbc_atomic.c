@@ -20,7 +20,10 @@
 #include "util/be.h"
 
 /* cmd->step_arg slots used here. */
-enum { AT_ENTRY = 0, AT_READBACK = 1 };
+enum {
+	AT_ENTRY = 0,
+	AT_READBACK = 1
+};
 
 static uint32_t at_fua(const struct scsitgt__cmd *cmd)
 {

@@ -88,8 +88,8 @@ static void chunk_pump(struct scsitgt__sbc_chunker *ch)
 void scsitgt__sbc_chunk_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 				enum scsitgt__sense_reason reason)
 {
-	struct scsitgt__sbc_chunker *ch = (struct scsitgt__sbc_chunker *)(uintptr_t)
-		cmd->step_arg[CHUNK_SLOT];
+	struct scsitgt__sbc_chunker *ch =
+		(struct scsitgt__sbc_chunker *)(uintptr_t)cmd->step_arg[CHUNK_SLOT];
 
 	(void)io;
 	if (reason != SCSITGT_SR_OK && ch->reason == SCSITGT_SR_OK)

@@ -22,7 +22,7 @@ struct scsitgt__sbc_chunker;
 typedef int (*scsitgt__chunk_issue_fn)(struct scsitgt__sbc_chunker *ch, uint64_t lba, uint32_t n);
 /* The piece's io succeeded: check it (compare); a reason other than OK ends the walk. */
 typedef enum scsitgt__sense_reason (*scsitgt__chunk_check_fn)(struct scsitgt__sbc_chunker *ch,
-							       uint64_t lba, uint32_t n);
+							      uint64_t lba, uint32_t n);
 
 struct scsitgt__sbc_chunker {
 	struct scsitgt__cmd *cmd;
@@ -33,9 +33,9 @@ struct scsitgt__sbc_chunker {
 	uint32_t cur_n;
 	scsitgt__chunk_issue_fn issue;
 	scsitgt__chunk_check_fn check; /* may be NULL */
-	uint8_t *buf;                   /* freed at the end */
+	uint8_t *buf;		       /* freed at the end */
 	uint32_t buf_len;
-	const uint8_t *ref;             /* caller data for check (not freed) */
+	const uint8_t *ref; /* caller data for check (not freed) */
 	enum scsitgt__sense_reason reason;
 	struct scsitgt__sense_detail detail;
 	uint64_t token; /* range lock of the plain path */

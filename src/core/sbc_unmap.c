@@ -62,8 +62,9 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 		uint32_t n = get_be32(&d[8]);
 
 		if (n > SCSITGT__MAX_UNMAP_LBA_COUNT) {
-			scsitgt__cmd_complete(cmd, scsitgt__cmd_bad_param_field(
-							   cmd, (uint16_t)(UNMAP_HDR_LEN + i * 16 + 8), -1));
+			scsitgt__cmd_complete(
+				cmd, scsitgt__cmd_bad_param_field(
+					     cmd, (uint16_t)(UNMAP_HDR_LEN + i * 16 + 8), -1));
 			return;
 		}
 		/* §5.30.2: only LBA + NUMBER past the capacity is out of range, so an empty

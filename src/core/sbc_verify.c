@@ -21,7 +21,11 @@
 #include "util/be.h"
 
 /* cmd->step_arg slots used here. */
-enum { WV_BYTCHK = 0, WV_READBACK = 1, WV_TOKEN = 2 };
+enum {
+	WV_BYTCHK = 0,
+	WV_READBACK = 1,
+	WV_TOKEN = 2
+};
 
 enum scsitgt__sense_reason scsitgt__sbc_parse_write_verify(struct scsitgt__cmd *cmd)
 {
@@ -142,7 +146,12 @@ void scsitgt__sbc_write_verify(struct scsitgt__cmd *cmd)
 }
 
 /* VERIFY's BYTCHK (SBC-4 Table 50 / §5.38): 10b is reserved. */
-enum { VRFY_MEDIUM = 0, VRFY_COMPARE = 1, VRFY_RESERVED = 2, VRFY_SAME = 3 };
+enum {
+	VRFY_MEDIUM = 0,
+	VRFY_COMPARE = 1,
+	VRFY_RESERVED = 2,
+	VRFY_SAME = 3
+};
 
 enum scsitgt__sense_reason scsitgt__sbc_parse_verify(struct scsitgt__cmd *cmd)
 {

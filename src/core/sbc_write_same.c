@@ -23,9 +23,15 @@
 #include "util/be.h"
 
 /* cmd->step_arg slots used here (3 is the chunker's). */
-enum { WS_MODE = 0 };
+enum {
+	WS_MODE = 0
+};
 
-enum ws_mode { WS_WRITE = 0, WS_ZEROES = 1, WS_UNMAP = 2 };
+enum ws_mode {
+	WS_WRITE = 0,
+	WS_ZEROES = 1,
+	WS_UNMAP = 2
+};
 
 enum scsitgt__sense_reason scsitgt__sbc_parse_write_same(struct scsitgt__cmd *cmd)
 {
@@ -110,7 +116,8 @@ void scsitgt__sbc_write_same(struct scsitgt__cmd *cmd)
 	struct scsitgt__sbc_chunker *ch;
 	enum ws_mode mode = WS_WRITE;
 
-	if (zero && unmap && scsitgt__sbc_lbprz(lun) && scsitgt__lun_supports(lun, SCSITGT_IO_UNMAP))
+	if (zero && unmap && scsitgt__sbc_lbprz(lun) &&
+	    scsitgt__lun_supports(lun, SCSITGT_IO_UNMAP))
 		mode = WS_UNMAP;
 	else if (zero && scsitgt__lun_supports(lun, SCSITGT_IO_WRITE_ZEROES))
 		mode = WS_ZEROES;

@@ -138,7 +138,7 @@ enum {
 enum {
 	SPC_PDT_DIRECT_ACCESS = 0x00,
 	SPC_PQ_NOT_CONNECTED = 0x1, /* qualifier 001b */
-	SPC_PQ_NO_LUN = 0x3,        /* qualifier 011b, device type 1Fh */
+	SPC_PQ_NO_LUN = 0x3,	    /* qualifier 011b, device type 1Fh */
 };
 
 #endif /* SCSITGT_CORE_SCSI_SPEC_H */

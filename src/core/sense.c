@@ -5,7 +5,10 @@
 #include "core/sense.h"
 #include "util/be.h"
 
-#define CC(k, a, q) { SAM_STAT_CHECK_CONDITION, (k), (a), (q) }
+#define CC(k, a, q)                                     \
+	{                                               \
+		SAM_STAT_CHECK_CONDITION, (k), (a), (q) \
+	}
 
 /* One row per reason; SPC-5 Annex D (ASC/ASCQ assignments). */
 static const struct scsitgt__sense_info sense_table[SCSITGT_SR_COUNT_] = {

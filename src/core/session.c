@@ -58,7 +58,8 @@ void scsitgt__session_destroy(struct scsitgt__session *sess)
 
 	scsitgt__list_foreach_safe(pos, tmp, &sess->cmds)
 	{
-		struct scsitgt__cmd *cmd = scsitgt__container_of(pos, struct scsitgt__cmd, sess_node);
+		struct scsitgt__cmd *cmd =
+			scsitgt__container_of(pos, struct scsitgt__cmd, sess_node);
 
 		if (cmd->ios_inflight) {
 			/* Detach: the backend still holds the buffers; the last io frees it. */

@@ -54,7 +54,12 @@ enum {
 #define LOG_GAS_LEN 0x40u
 
 /* LOG SENSE PC field (SPC-5 §6.8 Table 160). */
-enum { PC_THRESHOLD = 0, PC_CUMULATIVE = 1, PC_DEFAULT_THRESHOLD = 2, PC_DEFAULT_CUMULATIVE = 3 };
+enum {
+	PC_THRESHOLD = 0,
+	PC_CUMULATIVE = 1,
+	PC_DEFAULT_THRESHOLD = 2,
+	PC_DEFAULT_CUMULATIVE = 3
+};
 
 struct scsitgt__log {
 	/* The command counters when the statistics were last reset (LOG SELECT PCR). */

@@ -17,14 +17,14 @@
 /* SPC-5 §6.35.1 Table 257 REPORTING OPTIONS. */
 enum {
 	RSOC_ALL = 0x0,
-	RSOC_OPCODE = 0x1,       /* one command, no service action */
-	RSOC_OPCODE_SA = 0x2,    /* one command with a service action */
+	RSOC_OPCODE = 0x1,	 /* one command, no service action */
+	RSOC_OPCODE_SA = 0x2,	 /* one command with a service action */
 	RSOC_OPCODE_ANY_SA = 0x3 /* one command, service action used only when it has them */
 };
 
 /* SPC-5 §6.35.3 Table 261 SUPPORT field. */
 enum {
-	RSOC_SUPPORT_NOT = 0x1,      /* not supported */
+	RSOC_SUPPORT_NOT = 0x1,	     /* not supported */
 	RSOC_SUPPORT_STANDARD = 0x3, /* supported, conforming to a SCSI standard */
 };
 
@@ -209,7 +209,7 @@ void scsitgt__spc_rstmf(struct scsitgt__cmd *cmd)
 	 * ASYNCHRONOUS EVENT are answered "not supported" there, and iSCSI has no I_T NEXUS
 	 * RESET function (RFC 7143 §11.5.1). */
 	d[0] = 0x80 | 0x40 | 0x10 | 0x08 | 0x04 | 0x02; /* ATS ATSS CTSS LURS QTS TRS */
-	d[1] = 0x02;					  /* QTSS */
+	d[1] = 0x02;					/* QTSS */
 	if (repd)
 		d[3] = RSTMF_EXT_LEN - 4; /* ADDITIONAL DATA LENGTH 0Ch */
 	scsitgt__cmd_respond(cmd, d, repd ? RSTMF_EXT_LEN : RSTMF_LEN);

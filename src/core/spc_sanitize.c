@@ -43,12 +43,12 @@
 struct sz_walk {
 	struct scsitgt__bg_walk bg; /* on the LUN's own command (bg_walk.h) */
 	enum scsitgt_io_type type;
-	uint64_t total;	   /* blocks of the LUN */
-	uint64_t next;	   /* first block of the current pass not yet done */
+	uint64_t total; /* blocks of the LUN */
+	uint64_t next;	/* first block of the current pass not yet done */
 	unsigned int pass;
 	unsigned int passes;
 	bool invert;
-	uint8_t *buf;	   /* the pattern (or zeros) for buf_blocks blocks; NULL for no-data ios */
+	uint8_t *buf; /* the pattern (or zeros) for buf_blocks blocks; NULL for no-data ios */
 	uint32_t buf_blocks;
 	uint32_t piece_blocks;
 	enum scsitgt__sense_reason reason;
@@ -194,8 +194,7 @@ static const struct scsitgt__bg_ops sz_ops = {
 };
 
 /* Fill each block of @buf with the pattern, repeated from the block's first byte. */
-static void sz_fill(uint8_t *buf, uint32_t blocks, uint32_t bs, const uint8_t *pat,
-		    uint16_t plen)
+static void sz_fill(uint8_t *buf, uint32_t blocks, uint32_t bs, const uint8_t *pat, uint16_t plen)
 {
 	for (uint32_t b = 0; b < blocks; b++) {
 		uint8_t *blk = &buf[(size_t)b * bs];

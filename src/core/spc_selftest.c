@@ -76,7 +76,7 @@ struct st_walk {
 	uint64_t seq;
 	uint8_t code;
 	bool foreground;
-	uint8_t stop_result; /* ST_RES_OK while going on, else why it was stopped */
+	uint8_t stop_result;  /* ST_RES_OK while going on, else why it was stopped */
 	unsigned int segment; /* 1 or 2 */
 	unsigned int step;    /* piece within the segment */
 	uint64_t done_blocks, plan_blocks;
@@ -309,9 +309,9 @@ void scsitgt__selftest_start(struct scsitgt__cmd *cmd, uint8_t code)
 		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
 		return;
 	}
-	buf_len = code == SCSITGT__SELFTEST_BG_EXTENDED || code == SCSITGT__SELFTEST_FG_EXTENDED
-			  ? ST_PIECE_BYTES
-			  : ST_SAMPLE_BYTES;
+	buf_len = code == SCSITGT__SELFTEST_BG_EXTENDED || code == SCSITGT__SELFTEST_FG_EXTENDED ?
+			  ST_PIECE_BYTES :
+			  ST_SAMPLE_BYTES;
 	if (buf_len < lun->geo.block_size)
 		buf_len = lun->geo.block_size;
 	w = st ? calloc(1, sizeof(*w)) : NULL;
@@ -362,8 +362,8 @@ enum scsitgt__sense_reason scsitgt__selftest_check(struct scsitgt__cmd *cmd,
 		/* another test while one runs in the background (SELFTEST, or a code other
 		 * than 000b and 100b) */
 		if (cmd->cdb[0] != SPC_SEND_DIAGNOSTIC ||
-		    (!(cmd->cdb[1] & 0x04) && ((cmd->cdb[1] >> 5) == 0 ||
-					       (cmd->cdb[1] >> 5) == SCSITGT__SELFTEST_ABORT)))
+		    (!(cmd->cdb[1] & 0x04) &&
+		     ((cmd->cdb[1] >> 5) == 0 || (cmd->cdb[1] >> 5) == SCSITGT__SELFTEST_ABORT)))
 			return SCSITGT_SR_OK;
 	} else if (row->flags & SCSITGT__CDB_F_NO_LUN) {
 		/* INQUIRY, REPORT LUNS and REQUEST SENSE go on during a foreground test */

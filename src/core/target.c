@@ -150,7 +150,8 @@ SCSITGT_EXPORT void scsitgt_target_destroy(struct scsitgt_target *tgt, scsitgt_d
 	tgt->destroy_cb_arg = cb_arg;
 	scsitgt__list_foreach_safe(pos, tmp, &tgt->sessions)
 	{
-		struct scsitgt__session *s = scsitgt__container_of(pos, struct scsitgt__session, node);
+		struct scsitgt__session *s =
+			scsitgt__container_of(pos, struct scsitgt__session, node);
 
 		s->ops->session_shutdown(s);
 	}
@@ -238,7 +239,8 @@ void scsitgt__target_lun_removed(struct scsitgt_target *tgt, struct scsitgt_lun 
 	size_t i = target_lun_index(tgt, lun->id);
 
 	if (i < tgt->nluns && tgt->luns[i] == lun) {
-		memmove(&tgt->luns[i], &tgt->luns[i + 1], (tgt->nluns - i - 1) * sizeof(*tgt->luns));
+		memmove(&tgt->luns[i], &tgt->luns[i + 1],
+			(tgt->nluns - i - 1) * sizeof(*tgt->luns));
 		tgt->nluns--;
 	}
 }

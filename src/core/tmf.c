@@ -143,7 +143,8 @@ static unsigned int count_matching(struct scsitgt__session *sess, uint64_t lun_i
 	unsigned int n = 0;
 
 	for (struct scsitgt__list *p = sess->cmds.next; p != &sess->cmds; p = p->next) {
-		const struct scsitgt__cmd *c = scsitgt__container_of(p, struct scsitgt__cmd, sess_node);
+		const struct scsitgt__cmd *c =
+			scsitgt__container_of(p, struct scsitgt__cmd, sess_node);
 
 		if (cmd_is_live(c) && c->lun_id == lun_id && (!by_tag || c->tag == tag))
 			n++;
@@ -161,7 +162,8 @@ static void lun_reset(struct scsitgt_lun *lun, enum scsitgt__sense_reason ua,
 	struct scsitgt_target *tgt = lun->tgt;
 
 	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
-		struct scsitgt__session *s = scsitgt__container_of(p, struct scsitgt__session, node);
+		struct scsitgt__session *s =
+			scsitgt__container_of(p, struct scsitgt__session, node);
 
 		abort_matching(s, lun->id, false, false, 0, NULL, op);
 	}
@@ -229,14 +231,14 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 	case SCSITGT__TMF_QUERY_TASK:
 	case SCSITGT__TMF_QUERY_TASK_SET:
 		/* SAM-5 §7.8, §7.9: FUNCTION SUCCEEDED when the task (any task) is in the set. */
-		cb(cb_arg, count_matching(sess, lun_id, type == SCSITGT__TMF_QUERY_TASK, ref_tag)
-				   ? SCSITGT__TMF_SUCCEEDED
-				   : SCSITGT__TMF_COMPLETE);
+		cb(cb_arg, count_matching(sess, lun_id, type == SCSITGT__TMF_QUERY_TASK, ref_tag) ?
+				   SCSITGT__TMF_SUCCEEDED :
+				   SCSITGT__TMF_COMPLETE);
 		return;
 	case SCSITGT__TMF_QUERY_ASYNC_EVENT:
 		/* SAM-5 §7.10: FUNCTION SUCCEEDED while a unit attention is pending. */
-		cb(cb_arg, scsitgt__ua_pending(sess, lun_id, NULL) ? SCSITGT__TMF_SUCCEEDED
-								   : SCSITGT__TMF_COMPLETE);
+		cb(cb_arg, scsitgt__ua_pending(sess, lun_id, NULL) ? SCSITGT__TMF_SUCCEEDED :
+								     SCSITGT__TMF_COMPLETE);
 		return;
 	case SCSITGT__TMF_CLEAR_ACA:
 		/* NACA is refused in every CDB, so ACA never exists (SAM-5 §5.9.1). */
@@ -247,8 +249,8 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 	}
 
 	op = op_new(sess, cb, cb_arg,
-		    sess->tgt->engine->tmf_timeout_ms ? sess->tgt->engine->tmf_timeout_ms
-						      : SCSITGT__TMF_TIMEOUT_MS_DEFAULT);
+		    sess->tgt->engine->tmf_timeout_ms ? sess->tgt->engine->tmf_timeout_ms :
+							SCSITGT__TMF_TIMEOUT_MS_DEFAULT);
 	if (op == NULL) {
 		cb(cb_arg, SCSITGT__TMF_REJECTED);
 		return;
@@ -265,7 +267,8 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 		break;
 	case SCSITGT__TMF_CLEAR_TASK_SET:
 		/* SAM-5 §7.4: the whole (shared) task set; nexuses that lost tasks are told. */
-		for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
+		for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions;
+		     p = p->next) {
 			struct scsitgt__session *s =
 				scsitgt__container_of(p, struct scsitgt__session, node);
 
@@ -286,9 +289,9 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 		for (size_t i = 0; i < tgt->nluns; i++)
 			if (scsitgt__session_lun_visible(sess, tgt->luns[i]->id))
 				lun_reset(tgt->luns[i],
-					  type == SCSITGT__TMF_TARGET_COLD_RESET
-						  ? SCSITGT_SR_UA_POWER_ON_RESET
-						  : SCSITGT_SR_UA_LUN_RESET,
+					  type == SCSITGT__TMF_TARGET_COLD_RESET ?
+						  SCSITGT_SR_UA_POWER_ON_RESET :
+						  SCSITGT_SR_UA_LUN_RESET,
 					  op);
 		break;
 	default:

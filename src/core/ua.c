@@ -227,7 +227,8 @@ void scsitgt__ua_establish_all(struct scsitgt_target *tgt, uint64_t lun_id,
 			       enum scsitgt__sense_reason reason)
 {
 	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
-		struct scsitgt__session *s = scsitgt__container_of(p, struct scsitgt__session, node);
+		struct scsitgt__session *s =
+			scsitgt__container_of(p, struct scsitgt__session, node);
 
 		if (s != except)
 			scsitgt__ua_establish(s, lun_id, reason);
@@ -243,8 +244,8 @@ bool scsitgt__ua_pending(const struct scsitgt__session *sess, uint64_t lun_id,
 		struct scsitgt_lun *lun = scsitgt__target_find_lun(sess->tgt, lun_id);
 
 		if (first)
-			*first = lun ? ua_first_reason(lun, sess, false)
-				     : SCSITGT_SR_UA_POWER_ON_RESET;
+			*first = lun ? ua_first_reason(lun, sess, false) :
+				       SCSITGT_SR_UA_POWER_ON_RESET;
 		return true;
 	}
 	if (sess->ua == NULL || sess->ua->pending == 0)
@@ -309,7 +310,8 @@ enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd)
 void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool removed)
 {
 	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
-		struct scsitgt__session *s = scsitgt__container_of(p, struct scsitgt__session, node);
+		struct scsitgt__session *s =
+			scsitgt__container_of(p, struct scsitgt__session, node);
 		struct scsitgt__ua_sess *ua = s->ua;
 
 		if (s->ua_no_power_on)

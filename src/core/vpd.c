@@ -196,7 +196,7 @@ static size_t vpd_extended_inquiry(const struct scsitgt_lun *lun, uint8_t *buf)
 	buf[5] = 0x04 | 0x02 | 0x01; /* HEADSUP, ORDSUP, SIMPSUP */
 	if (scsitgt__sbc_has_cache(lun))
 		buf[6] |= 0x01; /* V_SUP */
-	buf[7] = 0x01; /* LUICLR */
+	buf[7] = 0x01;		/* LUICLR */
 	/* EXTENDED SELF-TEST COMPLETION MINUTES (bytes 10..11, spc_selftest.c). */
 	minutes = (scsitgt__selftest_extended_seconds(lun) + 59) / 60;
 	put_be16(&buf[10], (uint16_t)(minutes > 0xffff ? 0xffff : minutes));
@@ -288,8 +288,8 @@ size_t scsitgt__vpd_build(const struct scsitgt__cmd *cmd, uint8_t page, uint8_t 
 	case VPD_DEVICE_ID:
 		return vpd_device_id(cmd, buf);
 	case VPD_THIRD_PARTY_COPY:
-		return scsitgt__cdb_supported(SPC_EXTENDED_COPY, 0) ? scsitgt__xcopy_vpd(cmd, buf)
-								     : 0;
+		return scsitgt__cdb_supported(SPC_EXTENDED_COPY, 0) ? scsitgt__xcopy_vpd(cmd, buf) :
+								      0;
 	case VPD_EXTENDED_INQUIRY:
 		return vpd_extended_inquiry(lun, buf);
 	case VPD_BLOCK_LIMITS:

@@ -65,8 +65,7 @@ struct scsitgt__worker {
 /* Set up @inbox on @loop (its thread drains it); 0 or a negative errno. */
 int scsitgt__inbox_init(struct scsitgt__inbox *inbox, uv_loop_t *loop);
 /* Close it (from its loop); @cb runs once its handle is closed. */
-void scsitgt__inbox_close(struct scsitgt__inbox *inbox,
-			  void (*cb)(struct scsitgt__inbox *inbox));
+void scsitgt__inbox_close(struct scsitgt__inbox *inbox, void (*cb)(struct scsitgt__inbox *inbox));
 /* Run every message of @inbox queued so far, in posting order. */
 void scsitgt__inbox_drain(struct scsitgt__inbox *inbox);
 

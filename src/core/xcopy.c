@@ -39,15 +39,19 @@
 
 /* SPC-5 Annex D: additional sense codes of COPY ABORTED. */
 enum {
-	XC_ASC_NONE = 0x00,        /* 00h/00h: the CSCD's own status and sense tell */
+	XC_ASC_NONE = 0x00,	   /* 00h/00h: the CSCD's own status and sense tell */
 	XC_ASC_UNREACHABLE = 0x08, /* 08h/04h UNREACHABLE COPY TARGET */
 	XC_ASC_THIRD_PARTY = 0x0d, /* 0Dh/02h COPY TARGET DEVICE NOT REACHABLE,
 				    * 0Dh/03h INCORRECT COPY TARGET DEVICE TYPE */
-	XC_ASC_PARAM = 0x26,       /* 26h/0Ah UNEXPECTED INEXACT SEGMENT */
+	XC_ASC_PARAM = 0x26,	   /* 26h/0Ah UNEXPECTED INEXACT SEGMENT */
 };
 
 /* Designator types and code sets (SPC-5 §7.7.6.1) that name our LUNs. */
-enum { DESIG_EUI64 = 0x2, DESIG_NAA = 0x3, CODE_SET_BINARY = 0x1 };
+enum {
+	DESIG_EUI64 = 0x2,
+	DESIG_NAA = 0x3,
+	CODE_SET_BINARY = 0x1
+};
 
 /* Fixed-format sense: where the CSCD's status and sense go (SPC-4, errors detected during
  * processing of segment descriptors). */
@@ -87,19 +91,19 @@ struct xc_op {
 	struct scsitgt_lun *home; /* the copy manager, cmd->lun */
 	struct scsitgt__xcopy_entry *entry;
 	struct scsitgt_lun *cscd[SCSITGT__XCOPY_MAX_CSCD]; /* resolved, each holding inflight */
-	uint16_t seg;        /* the segment being processed */
-	uint64_t total;      /* bytes written by the whole command */
+	uint16_t seg;					   /* the segment being processed */
+	uint64_t total;					   /* bytes written by the whole command */
 	/* The current segment. */
 	struct scsitgt_lun *src, *dst;
-	uint64_t seg_bytes;  /* bytes the segment moves */
-	uint64_t seg_done;   /* bytes of it written */
+	uint64_t seg_bytes; /* bytes the segment moves */
+	uint64_t seg_done;  /* bytes of it written */
 	bool backward;
 	/* The current piece, as a byte offset into the segment. */
 	uint64_t piece_off;
 	uint32_t piece_len;
 	uint8_t *buf;
 	uint32_t buf_cap;
-	uint64_t token;      /* plain-path range lock (range_lock.h) */
+	uint64_t token; /* plain-path range lock (range_lock.h) */
 	enum xc_step step;
 	bool granted, io_done;
 	enum scsitgt__sense_reason io_reason;
@@ -573,8 +577,8 @@ static bool xc_step(struct xc_op *op)
 		    !xc_submit(op, op->src, SCSITGT_IO_READ, s->src_lba + op->piece_off / sbs,
 			       op->piece_len / sbs, 0)) {
 			scsitgt__range_plain_end(op->src, &op->token);
-			op->reason = op->cmd->state == SCSITGT__CMD_ABORTED ? SCSITGT_SR_ABORTED
-									   : SCSITGT_SR_BUSY;
+			op->reason = op->cmd->state == SCSITGT__CMD_ABORTED ? SCSITGT_SR_ABORTED :
+									      SCSITGT_SR_BUSY;
 			op->step = XC_END;
 		}
 		return true;
@@ -604,8 +608,8 @@ static bool xc_step(struct xc_op *op)
 		    !xc_submit(op, op->dst, SCSITGT_IO_WRITE, s->dst_lba + op->piece_off / dbs,
 			       op->piece_len / dbs, xc_write_flags(op->dst))) {
 			scsitgt__range_plain_end(op->dst, &op->token);
-			op->reason = op->cmd->state == SCSITGT__CMD_ABORTED ? SCSITGT_SR_ABORTED
-									   : SCSITGT_SR_BUSY;
+			op->reason = op->cmd->state == SCSITGT__CMD_ABORTED ? SCSITGT_SR_ABORTED :
+									      SCSITGT_SR_BUSY;
 			op->step = XC_END;
 		}
 		return true;

@@ -27,8 +27,8 @@
 #define SCSITGT__XCOPY_SEG_B2B_LEN 28u
 #define SCSITGT__XCOPY_HDR_LEN 16u
 /* MAXIMUM DESCRIPTOR LIST LENGTH: exactly the largest list of supported descriptors. */
-#define SCSITGT__XCOPY_MAX_DESC_LIST                                                               \
-	(SCSITGT__XCOPY_MAX_CSCD * SCSITGT__XCOPY_CSCD_LEN +                                       \
+#define SCSITGT__XCOPY_MAX_DESC_LIST                         \
+	(SCSITGT__XCOPY_MAX_CSCD * SCSITGT__XCOPY_CSCD_LEN + \
 	 SCSITGT__XCOPY_MAX_SEGS * SCSITGT__XCOPY_SEG_B2B_LEN)
 /* The largest parameter list taken in (no inline data is supported). */
 #define SCSITGT__XCOPY_MAX_PARAM (SCSITGT__XCOPY_HDR_LEN + SCSITGT__XCOPY_MAX_DESC_LIST)
@@ -68,7 +68,7 @@ enum {
  * descriptor naming a LU. */
 struct scsitgt__xcopy_cscd {
 	uint8_t type;
-	uint8_t pdt;       /* PERIPHERAL DEVICE TYPE */
+	uint8_t pdt; /* PERIPHERAL DEVICE TYPE */
 	uint8_t code_set;
 	uint8_t desig_type;
 	uint8_t desig_len; /* at most 20 */
@@ -137,12 +137,10 @@ bool scsitgt__xcopy_entry_begin(struct scsitgt__cmd *cmd, uint8_t list_id, bool 
 				struct scsitgt__xcopy_entry **slot, uint8_t *asc, uint8_t *ascq,
 				bool *busy);
 /* The copy ended: record status, sense, progress (NULL @e is a no-op). */
-void scsitgt__xcopy_entry_end(struct scsitgt__xcopy_entry *e, uint8_t status,
-			      const uint8_t *sense, size_t sense_len, uint16_t segs,
-			      uint64_t bytes);
+void scsitgt__xcopy_entry_end(struct scsitgt__xcopy_entry *e, uint8_t status, const uint8_t *sense,
+			      size_t sense_len, uint16_t segs, uint64_t bytes);
 /* Progress of a running copy, for COPY STATUS. */
-void scsitgt__xcopy_entry_progress(struct scsitgt__xcopy_entry *e, uint16_t segs,
-				   uint64_t bytes);
+void scsitgt__xcopy_entry_progress(struct scsitgt__xcopy_entry *e, uint16_t segs, uint64_t bytes);
 /* The nexus ended: forget its lists (copies still running keep going without an entry). */
 void scsitgt__xcopy_session_gone(struct scsitgt__session *sess);
 

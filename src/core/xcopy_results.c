@@ -127,8 +127,7 @@ bool scsitgt__xcopy_entry_begin(struct scsitgt__cmd *cmd, uint8_t list_id, bool 
 	return true;
 }
 
-void scsitgt__xcopy_entry_progress(struct scsitgt__xcopy_entry *e, uint16_t segs,
-				   uint64_t bytes)
+void scsitgt__xcopy_entry_progress(struct scsitgt__xcopy_entry *e, uint16_t segs, uint64_t bytes)
 {
 	if (e == NULL)
 		return;
@@ -136,9 +135,8 @@ void scsitgt__xcopy_entry_progress(struct scsitgt__xcopy_entry *e, uint16_t segs
 	e->bytes = bytes;
 }
 
-void scsitgt__xcopy_entry_end(struct scsitgt__xcopy_entry *e, uint8_t status,
-			      const uint8_t *sense, size_t sense_len, uint16_t segs,
-			      uint64_t bytes)
+void scsitgt__xcopy_entry_end(struct scsitgt__xcopy_entry *e, uint8_t status, const uint8_t *sense,
+			      size_t sense_len, uint16_t segs, uint64_t bytes)
 {
 	if (e == NULL)
 		return;
@@ -199,8 +197,8 @@ static void rcr_operating_parameters(struct scsitgt__cmd *cmd)
 	put_be32(&d[16], SCSITGT__XCOPY_MAX_SEG_BYTES);
 	/* MAXIMUM INLINE DATA LENGTH, HELD DATA LIMIT, MAXIMUM STREAM DEVICE TRANSFER SIZE: 0. */
 	put_be16(&d[34], SCSITGT__XCOPY_MAX_ACTIVE); /* TOTAL CONCURRENT COPIES */
-	d[36] = SCSITGT__XCOPY_MAX_ACTIVE;           /* MAXIMUM CONCURRENT COPIES */
-	d[37] = gran;                               /* DATA SEGMENT GRANULARITY (log 2) */
+	d[36] = SCSITGT__XCOPY_MAX_ACTIVE;	     /* MAXIMUM CONCURRENT COPIES */
+	d[37] = gran;				     /* DATA SEGMENT GRANULARITY (log 2) */
 	/* IMPLEMENTED DESCRIPTOR LIST: the type codes, in ascending order. */
 	d[43] = 2;
 	d[44] = XCOPY_SEG_BLOCK_TO_BLOCK;
@@ -357,8 +355,8 @@ size_t scsitgt__xcopy_vpd(const struct scsitgt__cmd *cmd, uint8_t *buf)
 
 	/* General Copy Operations (8001h). */
 	p = &buf[n];
-	put_be32(&p[4], SCSITGT__XCOPY_MAX_ACTIVE);  /* TOTAL CONCURRENT COPIES */
-	put_be32(&p[8], SCSITGT__XCOPY_MAX_ACTIVE);  /* MAXIMUM IDENTIFIED CONCURRENT COPIES */
+	put_be32(&p[4], SCSITGT__XCOPY_MAX_ACTIVE);	/* TOTAL CONCURRENT COPIES */
+	put_be32(&p[8], SCSITGT__XCOPY_MAX_ACTIVE);	/* MAXIMUM IDENTIFIED CONCURRENT COPIES */
 	put_be32(&p[12], SCSITGT__XCOPY_MAX_SEG_BYTES); /* MAXIMUM SEGMENT LENGTH */
 	{
 		uint32_t bs = cmd->lun->geo.block_size;

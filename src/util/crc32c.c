@@ -424,7 +424,7 @@ static uint32_t gf2_mulmod(uint32_t a, uint32_t b)
 }
 
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hw_small(uint32_t crc, const uint8_t *p,
-								   size_t len)
+								  size_t len)
 {
 	uint64_t c = crc;
 	uint64_t v;
@@ -450,9 +450,8 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw_small(uint32_t crc, 
  * Consume blocks of three lanes: three independent crc32 chains, then
  * CRC(A||B||C) = shift(CRC(A), 2 lanes) ^ shift(CRC0(B), 1 lane) ^ CRC0(C).
  */
-__attribute__((target("sse4.2"), always_inline)) static inline uint32_t
-crc32c_hw_3way(uint32_t crc, const uint8_t **pp, size_t *lenp, size_t lane, uint32_t k1,
-	       uint32_t k2)
+__attribute__((target("sse4.2"), always_inline)) static inline uint32_t crc32c_hw_3way(
+	uint32_t crc, const uint8_t **pp, size_t *lenp, size_t lane, uint32_t k1, uint32_t k2)
 {
 	const uint8_t *p = *pp;
 	size_t len = *lenp;
@@ -480,7 +479,7 @@ crc32c_hw_3way(uint32_t crc, const uint8_t **pp, size_t *lenp, size_t lane, uint
 
 /* Raw update with the crc32 instruction. */
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hw_raw(uint32_t crc, const uint8_t *p,
-								 size_t len)
+								size_t len)
 {
 	while (len > 0 && ((uintptr_t)p & 7) != 0) {
 		crc = _mm_crc32_u8(crc, *p++);

@@ -11,7 +11,7 @@ struct scsitgt__list {
 	struct scsitgt__list *prev;
 };
 
-#define scsitgt__container_of(ptr, type, member)                                                   \
+#define scsitgt__container_of(ptr, type, member) \
 	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 static inline void scsitgt__list_init(struct scsitgt__list *head)
@@ -42,8 +42,8 @@ static inline void scsitgt__list_remove(struct scsitgt__list *node)
 }
 
 /* Iterate; the body may remove the current node (the next one is fetched first). */
-#define scsitgt__list_foreach_safe(pos, tmp, head)                                                 \
-	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head);                           \
+#define scsitgt__list_foreach_safe(pos, tmp, head)                       \
+	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); \
 	     (pos) = (tmp), (tmp) = (pos)->next)
 
 #endif /* SCSITGT_UTIL_LIST_H */

@@ -12,7 +12,10 @@
 static size_t utf8_seq(const uint8_t *s, size_t len, uint32_t *cp)
 {
 	static const uint32_t min[4] = { 0, 0x80, 0x800, 0x10000 };
-	size_t n = (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+	size_t n = (s[0] & 0xe0) == 0xc0 ? 2 :
+		   (s[0] & 0xf0) == 0xe0 ? 3 :
+		   (s[0] & 0xf8) == 0xf0 ? 4 :
+					   0;
 	uint32_t c;
 
 	if (n == 0 || n > len)

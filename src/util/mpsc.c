@@ -21,7 +21,8 @@ _Bool scsitgt__mpsc_push(struct scsitgt__mpsc *q, struct scsitgt__mpsc_node *nod
 
 struct scsitgt__mpsc_node *scsitgt__mpsc_take_all(struct scsitgt__mpsc *q)
 {
-	struct scsitgt__mpsc_node *n = atomic_exchange_explicit(&q->head, NULL, memory_order_acquire);
+	struct scsitgt__mpsc_node *n =
+		atomic_exchange_explicit(&q->head, NULL, memory_order_acquire);
 	struct scsitgt__mpsc_node *rev = NULL;
 
 	/* The stack holds newest first; reverse it so completions run in arrival order. */

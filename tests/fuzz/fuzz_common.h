@@ -143,8 +143,7 @@ static inline void fuzz_env_fini(struct fuzz_env *env)
  * SCSI status, or -1 when the library could not allocate the command.
  */
 static inline int fuzz_run_on(struct fuzz_env *env, struct scsitgt__session *sess,
-			      const uint8_t *cdb, size_t cdb_len, const void *dout,
-			      size_t dout_len)
+			      const uint8_t *cdb, size_t cdb_len, const void *dout, size_t dout_len)
 {
 	struct loop_fabric *lf = env->lf;
 	struct lf_result res;

@@ -16,10 +16,10 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Checked in every build type (CHECK() vanishes under NDEBUG). */
-#define CHECK(c)                                                                                   \
-	do {                                                                                       \
-		if (!(c))                                                                          \
-			abort();                                                                   \
+#define CHECK(c)                 \
+	do {                     \
+		if (!(c))        \
+			abort(); \
 	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -20,17 +20,18 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(c)                                                                                   \
-	do {                                                                                       \
-		if (!(c))                                                                          \
-			abort();                                                                   \
+#define CHECK(c)                 \
+	do {                     \
+		if (!(c))        \
+			abort(); \
 	} while (0)
 
-static const char base_text[] = "[engine]\nlog_level = error\n"
-				"[target]\nname = iqn.2026-12.org.example:fuzz\n"
-				"initiator = iqn.2026-12.org.example:ini\naddress = 127.0.0.0/8\n"
-				"[lun 0]\nbackend = ram\nsize = 1M\n"
-				"[lun 1]\nbackend = null\nsize = 1M\nvisible_to = iqn.2026-12.org.example:ini\n";
+static const char base_text[] =
+	"[engine]\nlog_level = error\n"
+	"[target]\nname = iqn.2026-12.org.example:fuzz\n"
+	"initiator = iqn.2026-12.org.example:ini\naddress = 127.0.0.0/8\n"
+	"[lun 0]\nbackend = ram\nsize = 1M\n"
+	"[lun 1]\nbackend = null\nsize = 1M\nvisible_to = iqn.2026-12.org.example:ini\n";
 
 static struct scsitgtd d;
 static struct scsitgtd_config *base;

@@ -47,8 +47,8 @@ static void use_chap(const struct scsitgt__iscsi_chap_keys *chap)
 	}
 }
 
-static void negotiate(struct scsitgt__iscsi_neg *n, const uint8_t *text, size_t len,
-		      size_t pdu, bool transit)
+static void negotiate(struct scsitgt__iscsi_neg *n, const uint8_t *text, size_t len, size_t pdu,
+		      bool transit)
 {
 	struct scsitgt__iscsi_text_acc acc;
 	struct scsitgt__iscsi_textbuf resp;
@@ -97,9 +97,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	uint8_t flags = data[0];
 	size_t pdu = (size_t)data[1] + 1;
-	static const enum scsitgt__iscsi_neg_stage stages[4] = {
-		SCSITGT__ISCSI_STAGE_SECURITY, SCSITGT__ISCSI_STAGE_OPERATIONAL,
-		SCSITGT__ISCSI_STAGE_FFP, SCSITGT__ISCSI_STAGE_FFP};
+	static const enum scsitgt__iscsi_neg_stage stages[4] = { SCSITGT__ISCSI_STAGE_SECURITY,
+								 SCSITGT__ISCSI_STAGE_OPERATIONAL,
+								 SCSITGT__ISCSI_STAGE_FFP,
+								 SCSITGT__ISCSI_STAGE_FFP };
 
 	scsitgt__iscsi_neg_params_init(&cfg);
 	cfg.rdma_extensions = (flags & 0x10) != 0;

@@ -46,7 +46,7 @@ static void check_buf(const uint8_t *data, size_t size, const struct scsitgt__sr
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const uint16_t imm_offsets[] = {0, 52, 68};
+	static const uint16_t imm_offsets[] = { 0, 52, 68 };
 	struct scsitgt__srp_login_limits lim = {
 		.id_ext = 0x0002c90300abcdefull,
 		.ioc_guid = 0x0002c90300abcdefull,

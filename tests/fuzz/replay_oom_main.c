@@ -30,7 +30,7 @@ int __wrap_posix_memalign(void **p, size_t align, size_t n);
 
 /* volatile: compilers know malloc() reads no globals and would fold the raise around it. */
 volatile int fuzz_alloc_hold;
-static unsigned long alloc_count;  /* allocations of the library in this run */
+static unsigned long alloc_count;   /* allocations of the library in this run */
 static unsigned long alloc_fail_at; /* 0: none fails */
 static unsigned long alloc_failed;
 

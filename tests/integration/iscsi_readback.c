@@ -79,8 +79,7 @@ static int read_capacity(struct iscsi_context *iscsi, int lun, uint32_t *block_s
 	return 0;
 }
 
-static int read_lun(struct iscsi_context *iscsi, int lun, uint64_t bytes, uint32_t chunk,
-		    FILE *out)
+static int read_lun(struct iscsi_context *iscsi, int lun, uint64_t bytes, uint32_t chunk, FILE *out)
 {
 	uint32_t bs;
 	uint64_t nblocks;
@@ -98,8 +97,10 @@ static int read_lun(struct iscsi_context *iscsi, int lun, uint64_t bytes, uint32
 		return -EINVAL;
 	}
 	if (bytes % bs != 0) {
-		fprintf(stderr, "iscsi_readback: %" PRIu64 " is not a multiple of the block size %"
-				PRIu32 "\n", bytes, bs);
+		fprintf(stderr,
+			"iscsi_readback: %" PRIu64 " is not a multiple of the block size %" PRIu32
+			"\n",
+			bytes, bs);
 		return -EINVAL;
 	}
 	chunk -= chunk % bs;
@@ -110,8 +111,8 @@ static int read_lun(struct iscsi_context *iscsi, int lun, uint64_t bytes, uint32
 	uint64_t done = 0;
 	while (done < bytes) {
 		uint32_t len = bytes - done < chunk ? (uint32_t)(bytes - done) : chunk;
-		struct scsi_task *task = iscsi_read16_sync(iscsi, lun, done / bs, len, (int)bs, 0, 0,
-							   0, 0, 0);
+		struct scsi_task *task =
+			iscsi_read16_sync(iscsi, lun, done / bs, len, (int)bs, 0, 0, 0, 0, 0);
 		if (task == NULL || task->status != SCSI_STATUS_GOOD) {
 			fprintf(stderr, "iscsi_readback: READ(16) at LBA %" PRIu64 " failed: %s\n",
 				done / bs, iscsi_get_error(iscsi));
@@ -121,8 +122,10 @@ static int read_lun(struct iscsi_context *iscsi, int lun, uint64_t bytes, uint32
 			return -EIO;
 		}
 		if (task->datain.size < 0 || (uint32_t)task->datain.size != len) {
-			fprintf(stderr, "iscsi_readback: READ(16) at LBA %" PRIu64 " returned %d bytes, "
-					"expected %" PRIu32 "\n", done / bs, task->datain.size, len);
+			fprintf(stderr,
+				"iscsi_readback: READ(16) at LBA %" PRIu64 " returned %d bytes, "
+				"expected %" PRIu32 "\n",
+				done / bs, task->datain.size, len);
 			scsi_free_scsi_task(task);
 			return -EIO;
 		}

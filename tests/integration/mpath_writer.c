@@ -287,8 +287,7 @@ static bool path_error(const struct scsi_task *t)
  * One command with failover: the "application" sees only success or, when no path comes
  * back within the deadline, failure. Returns the task (GOOD or a real error), NULL if no path.
  */
-static struct scsi_task *mp_cmd(unsigned char *cdb, int len, int dir, int xfer,
-				unsigned char *dout)
+static struct scsi_task *mp_cmd(unsigned char *cdb, int len, int dir, int xfer, unsigned char *dout)
 {
 	int from = cur;
 	double failed_at = 0;
@@ -405,7 +404,8 @@ static int cmd_write(uint64_t start, uint64_t count, const char *stopfile)
 					"mpath_writer: WRITE at %" PRIu64 " failed (status 0x%x, "
 					"sense %x/%02x/%02x): the application saw an I/O error\n",
 					start + off, t ? (unsigned)t->status : 0u,
-					t ? (unsigned)t->sense.key : 0u, t ? (unsigned)t->sense.ascq >> 8 : 0u,
+					t ? (unsigned)t->sense.key : 0u,
+					t ? (unsigned)t->sense.ascq >> 8 : 0u,
 					t ? (unsigned)t->sense.ascq & 0xffu : 0u);
 				free(pass);
 				return 1;

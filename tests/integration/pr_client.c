@@ -54,9 +54,10 @@ static int lun;
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: pr_client [-i IQN] [-q ISID-QUALIFIER] [-w FILE] URL "
-			"tur|tur-after|register|rekey|reserve|preempt|readkeys|readgen|readres|write|"
-			"verify|rtpg|stpg|ident [ARGS]\n");
+	fprintf(stderr,
+		"usage: pr_client [-i IQN] [-q ISID-QUALIFIER] [-w FILE] URL "
+		"tur|tur-after|register|rekey|reserve|preempt|readkeys|readgen|readres|write|"
+		"verify|rtpg|stpg|ident [ARGS]\n");
 	exit(2);
 }
 
@@ -249,9 +250,9 @@ static int cmd_write(uint64_t start, uint64_t count, unsigned pat, uint64_t pass
 		return 1;
 	for (uint64_t p = 0; passes == 0 || p < passes; p++) {
 		for (uint64_t lba = start; lba < start + count; lba += CHUNK_BLOCKS) {
-			uint32_t n = (uint32_t)(start + count - lba < CHUNK_BLOCKS
-							? start + count - lba
-							: CHUNK_BLOCKS);
+			uint32_t n = (uint32_t)(start + count - lba < CHUNK_BLOCKS ?
+							start + count - lba :
+							CHUNK_BLOCKS);
 			struct scsi_task *t;
 
 			fill(buf, lba, n, bs, pat);
@@ -276,18 +277,17 @@ static int cmd_verify(uint64_t start, uint64_t count, unsigned pat)
 	if (want == NULL)
 		return 1;
 	for (uint64_t lba = start; lba < start + count; lba += CHUNK_BLOCKS) {
-		uint32_t n = (uint32_t)(start + count - lba < CHUNK_BLOCKS ? start + count - lba
-									   : CHUNK_BLOCKS);
-		struct scsi_task *t = check(iscsi_read16_sync(iscsi, lun, lba, n * bs, (int)bs, 0,
-							      0, 0, 0, 0),
-					    "READ");
+		uint32_t n = (uint32_t)(start + count - lba < CHUNK_BLOCKS ? start + count - lba :
+									     CHUNK_BLOCKS);
+		struct scsi_task *t = check(
+			iscsi_read16_sync(iscsi, lun, lba, n * bs, (int)bs, 0, 0, 0, 0, 0), "READ");
 
 		must_be_good(t, "READ");
 		fill(want, lba, n, bs, pat);
 		if (t->datain.size != (int)(n * bs) ||
 		    memcmp(t->datain.data, want, (size_t)n * bs) != 0) {
-			fprintf(stderr, "pr_client: data mismatch in blocks %" PRIu64 "..%" PRIu64
-					"\n",
+			fprintf(stderr,
+				"pr_client: data mismatch in blocks %" PRIu64 "..%" PRIu64 "\n",
 				lba, lba + n - 1);
 			scsi_free_scsi_task(t);
 			free(want);
@@ -396,7 +396,13 @@ static int cmd_ident(void)
 static int cmd_stpg(unsigned int state, unsigned int group)
 {
 	unsigned char cdb[12] = { 0xa4, 0x0a, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0 };
-	unsigned char p[8] = { 0, 0, 0, 0, (unsigned char)state, 0, (unsigned char)(group >> 8),
+	unsigned char p[8] = { 0,
+			       0,
+			       0,
+			       0,
+			       (unsigned char)state,
+			       0,
+			       (unsigned char)(group >> 8),
 			       (unsigned char)group };
 	struct scsi_task *t;
 
@@ -442,8 +448,8 @@ int main(int argc, char **argv)
 		rc = cmd_prout(SCSI_PERSISTENT_RESERVE_REGISTER, 0, num(argv[0]), 0,
 			       argc == 2 && strcmp(argv[1], "aptpl") == 0);
 	else if (strcmp(cmd, "reserve") == 0 && argc == 2)
-		rc = cmd_prout(SCSI_PERSISTENT_RESERVE_RESERVE, num(argv[0]), 0,
-			       (int)num(argv[1]), false);
+		rc = cmd_prout(SCSI_PERSISTENT_RESERVE_RESERVE, num(argv[0]), 0, (int)num(argv[1]),
+			       false);
 	else if (strcmp(cmd, "rekey") == 0 && argc == 2)
 		rc = cmd_prout(SCSI_PERSISTENT_RESERVE_REGISTER, num(argv[0]), num(argv[1]), 0,
 			       false);

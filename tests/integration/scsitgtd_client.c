@@ -68,7 +68,8 @@ static void cmd_wait_logout(unsigned long long secs)
 	clock_gettime(CLOCK_MONOTONIC, &end);
 	end.tv_sec += (time_t)secs;
 	for (;;) {
-		struct pollfd pfd = { .fd = iscsi_get_fd(iscsi), .events = iscsi_which_events(iscsi) };
+		struct pollfd pfd = { .fd = iscsi_get_fd(iscsi),
+				      .events = iscsi_which_events(iscsi) };
 
 		if (!iscsi_is_logged_in(iscsi) || pfd.fd < 0) {
 			printf("logged_out\n");
@@ -150,8 +151,8 @@ static void cmd_rtpg(int lun)
 	}
 	if (print_status(t)) {
 		d = t->datain.data;
-		len = t->datain.size >= 4 ? ((uint32_t)d[0] << 24 | d[1] << 16 | d[2] << 8 | d[3])
-					  : 0;
+		len = t->datain.size >= 4 ? ((uint32_t)d[0] << 24 | d[1] << 16 | d[2] << 8 | d[3]) :
+					    0;
 		printf("groups");
 		/* Descriptors of 8 bytes plus 4 per port (SPC-5 Table 240). */
 		for (off = 4; off + 8 <= len + 4 && off + 8 <= (uint32_t)t->datain.size;) {

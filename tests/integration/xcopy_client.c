@@ -79,12 +79,12 @@ static void seg(unsigned char *d, int src, int dst, int n, uint64_t slba, uint64
 	put_be(&d[20], dlba, 8);
 }
 
-static void rw(struct iscsi_context *iscsi, int lun, uint64_t lba, unsigned char *buf,
-	       uint32_t len, int write)
+static void rw(struct iscsi_context *iscsi, int lun, uint64_t lba, unsigned char *buf, uint32_t len,
+	       int write)
 {
-	struct scsi_task *t = write ? iscsi_write16_sync(iscsi, lun, lba, buf, len, BS, 0, 0, 0, 0,
-							 0)
-				    : iscsi_read16_sync(iscsi, lun, lba, len, BS, 0, 0, 0, 0, 0);
+	struct scsi_task *t =
+		write ? iscsi_write16_sync(iscsi, lun, lba, buf, len, BS, 0, 0, 0, 0, 0) :
+			iscsi_read16_sync(iscsi, lun, lba, len, BS, 0, 0, 0, 0, 0);
 
 	if (t == NULL || t->status != SCSI_STATUS_GOOD)
 		fail("%s LUN %d LBA %llu: %s", write ? "WRITE" : "READ", lun,
@@ -101,9 +101,8 @@ static void rw(struct iscsi_context *iscsi, int lun, uint64_t lba, unsigned char
 static void copy_status(struct iscsi_context *iscsi, int lun, int list_id, int want_status,
 			int want_segs, uint64_t want_bytes)
 {
-	struct scsi_task *t = iscsi_receive_copy_results_sync(iscsi, lun,
-							      SCSI_COPY_RESULTS_COPY_STATUS,
-							      list_id, 64);
+	struct scsi_task *t = iscsi_receive_copy_results_sync(
+		iscsi, lun, SCSI_COPY_RESULTS_COPY_STATUS, list_id, 64);
 	struct scsi_copy_results_copy_status *cs;
 	uint64_t bytes;
 
@@ -183,9 +182,9 @@ int main(int argc, char **argv)
 
 	/* One list, sent to A: A[0..NBLK) -> B[100..), then B[100..108) -> A[NBLK..). */
 	memset(list, 0, 16);
-	list[0] = 5;                    /* LIST IDENTIFIER, LIST ID USAGE 00b */
-	put_be(&list[2], 64, 2);        /* CSCD DESCRIPTOR LIST LENGTH */
-	put_be(&list[8], 56, 4);        /* SEGMENT DESCRIPTOR LIST LENGTH */
+	list[0] = 5;		 /* LIST IDENTIFIER, LIST ID USAGE 00b */
+	put_be(&list[2], 64, 2); /* CSCD DESCRIPTOR LIST LENGTH */
+	put_be(&list[8], 56, 4); /* SEGMENT DESCRIPTOR LIST LENGTH */
 	cscd_of(iscsi, la, &list[16]);
 	cscd_of(iscsi, lb, &list[48]);
 	seg(&list[80], 0, 1, NBLK, 0, 100);

@@ -140,8 +140,7 @@ static void fb_transfer(struct fake_backend *fb, struct scsitgt_io *io)
 	pthread_mutex_unlock(&fb->lock);
 }
 
-static int fb_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out,
-			     bool *mapped_out)
+static int fb_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out, bool *mapped_out)
 {
 	struct fake_backend *fb = bctx;
 	uint64_t n = 1;
@@ -360,8 +359,7 @@ void fake_backend_fail_next(struct fake_backend *fb, int err, unsigned int count
 	fb->fail_count = count;
 }
 
-void fake_backend_fail_next_sense(struct fake_backend *fb, uint8_t key, uint8_t asc,
-				  uint8_t ascq)
+void fake_backend_fail_next_sense(struct fake_backend *fb, uint8_t key, uint8_t asc, uint8_t ascq)
 {
 	fb->fail_sense = true;
 	fb->fail_key = key;

@@ -22,17 +22,17 @@ enum fake_mode {
 };
 
 struct fake_backend_opts {
-	uint32_t block_size;    /* geometry answered by open() */
+	uint32_t block_size; /* geometry answered by open() */
 	uint64_t num_blocks;
-	uint32_t geo_flags;     /* SCSITGT_GEOMETRY_* */
+	uint32_t geo_flags; /* SCSITGT_GEOMETRY_* */
 	uint8_t phys_exp;
 	uint32_t opt_blocks;
 	uint32_t unmap_gran; /* geometry unmap_granularity_blocks */
-	bool store;             /* keep data (block_size * num_blocks bytes) */
-	uint32_t supports;      /* (1u << SCSITGT_IO_x) the backend claims, READ/WRITE implied */
-	bool no_supports_cb;    /* leave ops.supports NULL */
+	bool store;	     /* keep data (block_size * num_blocks bytes) */
+	uint32_t supports;   /* (1u << SCSITGT_IO_x) the backend claims, READ/WRITE implied */
+	bool no_supports_cb; /* leave ops.supports NULL */
 	enum fake_mode mode;
-	uv_loop_t *loop;        /* required for FAKE_ASYNC */
+	uv_loop_t *loop; /* required for FAKE_ASYNC */
 	/* Track mapped blocks (needs store): WRITE/WRITE ZEROES map, UNMAP deallocates and
 	 * zeroes; answered through ops.get_lba_status. */
 	bool lba_status;
@@ -85,8 +85,7 @@ int fake_backend_lun_create(struct scsitgt_lun **lun_out, struct fake_backend **
 /* Fail the next @count ios with @err (a negative errno). */
 void fake_backend_fail_next(struct fake_backend *fb, int err, unsigned int count);
 /* Fail the next io with exact sense data. */
-void fake_backend_fail_next_sense(struct fake_backend *fb, uint8_t key, uint8_t asc,
-				  uint8_t ascq);
+void fake_backend_fail_next_sense(struct fake_backend *fb, uint8_t key, uint8_t asc, uint8_t ascq);
 /* Complete every held io (MANUAL mode), on the calling (loop) thread. */
 void fake_backend_complete_pending(struct fake_backend *fb);
 /* The last recorded io, or NULL. */

@@ -152,9 +152,9 @@ void loop_fabric_run_on(struct loop_fabric *lf, struct scsitgt__session *sess, u
 	loop_fabric_wait(lf, res);
 }
 
-void loop_fabric_start_on(struct loop_fabric *lf, struct scsitgt__session *sess,
-			  uint64_t lun_id, const uint8_t *cdb, size_t cdb_len, const void *dout,
-			  size_t dout_len, struct lf_result *res)
+void loop_fabric_start_on(struct loop_fabric *lf, struct scsitgt__session *sess, uint64_t lun_id,
+			  const uint8_t *cdb, size_t cdb_len, const void *dout, size_t dout_len,
+			  struct lf_result *res)
 {
 	struct scsitgt__session *saved = lf->sess;
 
@@ -222,8 +222,8 @@ static void lf_start(struct loop_fabric *lf, const uint8_t lun[8], const uint8_t
 	scsitgt__cmd_execute(cmd);
 }
 
-void loop_fabric_start(struct loop_fabric *lf, uint64_t lun_id, const uint8_t *cdb,
-		       size_t cdb_len, const void *dout, size_t dout_len, struct lf_result *res)
+void loop_fabric_start(struct loop_fabric *lf, uint64_t lun_id, const uint8_t *cdb, size_t cdb_len,
+		       const void *dout, size_t dout_len, struct lf_result *res)
 {
 	uint8_t lun[8];
 

@@ -53,8 +53,8 @@ void loop_fabric_run_raw_lun(struct loop_fabric *lf, const uint8_t lun[8], const
  * Start a command without waiting: the result fills @res (which must stay valid) when it
  * completes. Returns after scsitgt__cmd_execute(); @res->done may already be true.
  */
-void loop_fabric_start(struct loop_fabric *lf, uint64_t lun_id, const uint8_t *cdb,
-		       size_t cdb_len, const void *dout, size_t dout_len, struct lf_result *res);
+void loop_fabric_start(struct loop_fabric *lf, uint64_t lun_id, const uint8_t *cdb, size_t cdb_len,
+		       const void *dout, size_t dout_len, struct lf_result *res);
 /* Run the loop until @res is done. */
 void loop_fabric_wait(struct loop_fabric *lf, struct lf_result *res);
 /* Run the loop until @flag becomes true. */
@@ -73,9 +73,9 @@ int loop_fabric_add_session(struct loop_fabric *lf, const char *initiator_port,
 void loop_fabric_run_on(struct loop_fabric *lf, struct scsitgt__session *sess, uint64_t lun_id,
 			const uint8_t *cdb, size_t cdb_len, const void *dout, size_t dout_len,
 			struct lf_result *res);
-void loop_fabric_start_on(struct loop_fabric *lf, struct scsitgt__session *sess,
-			  uint64_t lun_id, const uint8_t *cdb, size_t cdb_len, const void *dout,
-			  size_t dout_len, struct lf_result *res);
+void loop_fabric_start_on(struct loop_fabric *lf, struct scsitgt__session *sess, uint64_t lun_id,
+			  const uint8_t *cdb, size_t cdb_len, const void *dout, size_t dout_len,
+			  struct lf_result *res);
 
 /* Free the data of a result (keeps the struct reusable). */
 void lf_result_clear(struct lf_result *res);

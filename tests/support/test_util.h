@@ -63,11 +63,11 @@ static inline struct lf_result *tctx_run(struct tctx *t, size_t len)
 }
 
 /* Evaluates @res once: callers pass tctx_run(...) directly. */
-#define assert_good(res)                                                                           \
-	do {                                                                                       \
-		const struct lf_result *tu_good_ = (res);                                             \
-		assert_int_equal(tu_good_->status, 0x00);                                             \
-		assert_int_equal(tu_good_->sense_len, 0);                                             \
+#define assert_good(res)                                  \
+	do {                                              \
+		const struct lf_result *tu_good_ = (res); \
+		assert_int_equal(tu_good_->status, 0x00); \
+		assert_int_equal(tu_good_->sense_len, 0); \
 	} while (0)
 
 /* CHECK CONDITION with fixed-format sense (SPC-5 §4.4.3) of @key/@asc/@ascq. */
@@ -75,42 +75,42 @@ static inline struct lf_result *tctx_run(struct tctx *t, size_t len)
 
 /* CHECK CONDITION that still carries @len bytes of Data-In (the good blocks of a READ that
  * failed part way, scsitgt_io_complete_partial()). */
-#define assert_sense_data(res, key, asc, ascq, len)                                                \
-	do {                                                                                       \
-		const struct lf_result *tu_sense_ = (res);                                            \
-		assert_int_equal(tu_sense_->status, 0x02);                                            \
-		assert_int_equal(tu_sense_->sense_len, 18);                                           \
-		assert_int_equal(tu_sense_->sense[0] & 0x7f, 0x70);                                   \
-		assert_int_equal(tu_sense_->sense[2] & 0x0f, (key));                                  \
-		assert_int_equal(tu_sense_->sense[7], 10);                                            \
-		assert_int_equal(tu_sense_->sense[12], (asc));                                        \
-		assert_int_equal(tu_sense_->sense[13], (ascq));                                       \
-		assert_int_equal(tu_sense_->data_len, (len));                                         \
+#define assert_sense_data(res, key, asc, ascq, len)                  \
+	do {                                                         \
+		const struct lf_result *tu_sense_ = (res);           \
+		assert_int_equal(tu_sense_->status, 0x02);           \
+		assert_int_equal(tu_sense_->sense_len, 18);          \
+		assert_int_equal(tu_sense_->sense[0] & 0x7f, 0x70);  \
+		assert_int_equal(tu_sense_->sense[2] & 0x0f, (key)); \
+		assert_int_equal(tu_sense_->sense[7], 10);           \
+		assert_int_equal(tu_sense_->sense[12], (asc));       \
+		assert_int_equal(tu_sense_->sense[13], (ascq));      \
+		assert_int_equal(tu_sense_->data_len, (len));        \
 	} while (0)
 
 /* Fixed-format SENSE KEY SPECIFIC field pointer: C/D @cd, FIELD POINTER @field, BIT POINTER
  * @bit (-1: BPV zero). */
-#define assert_sks(res, cd, field, bit)                                                            \
-	do {                                                                                       \
-		const uint8_t *s_ = &(res)->sense[15];                                             \
-		assert_int_equal(s_[0] & 0x80, 0x80);                                              \
-		assert_int_equal(!!(s_[0] & 0x40), !!(cd));                                        \
-		if ((bit) < 0) {                                                                   \
-			assert_int_equal(s_[0] & 0x08, 0);                                         \
-		} else {                                                                           \
-			assert_int_equal(s_[0] & 0x08, 0x08);                                      \
-			assert_int_equal(s_[0] & 0x07, (bit));                                     \
-		}                                                                                  \
-		assert_int_equal(get_be16(&s_[1]), (field));                                       \
+#define assert_sks(res, cd, field, bit)                        \
+	do {                                                   \
+		const uint8_t *s_ = &(res)->sense[15];         \
+		assert_int_equal(s_[0] & 0x80, 0x80);          \
+		assert_int_equal(!!(s_[0] & 0x40), !!(cd));    \
+		if ((bit) < 0) {                               \
+			assert_int_equal(s_[0] & 0x08, 0);     \
+		} else {                                       \
+			assert_int_equal(s_[0] & 0x08, 0x08);  \
+			assert_int_equal(s_[0] & 0x07, (bit)); \
+		}                                              \
+		assert_int_equal(get_be16(&s_[1]), (field));   \
 	} while (0)
 
 #define assert_no_sks(res) assert_int_equal((res)->sense[15] & 0x80, 0)
 
 /* INVALID FIELD IN CDB with the field pointer at @field/@bit. */
-#define assert_bad_cdb(res, field, bit)                                                            \
-	do {                                                                                       \
-		assert_sense((res), 0x5, 0x24, 0x00);                                              \
-		assert_sks((res), 1, (field), (bit));                                              \
+#define assert_bad_cdb(res, field, bit)               \
+	do {                                          \
+		assert_sense((res), 0x5, 0x24, 0x00); \
+		assert_sks((res), 1, (field), (bit)); \
 	} while (0)
 
 #endif /* SCSITGT_TESTS_TEST_UTIL_H */

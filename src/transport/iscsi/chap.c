@@ -144,9 +144,8 @@ int scsitgt__chap_alg_select(const char *list, const enum scsitgt__chap_alg *all
 	return -ENOENT;
 }
 
-int scsitgt__chap_response(uint8_t *out, size_t out_size, int alg, uint8_t id,
-			   const void *secret, size_t secret_len, const uint8_t *challenge,
-			   size_t challenge_len)
+int scsitgt__chap_response(uint8_t *out, size_t out_size, int alg, uint8_t id, const void *secret,
+			   size_t secret_len, const uint8_t *challenge, size_t challenge_len)
 {
 	size_t dlen = scsitgt__chap_digest_len(alg);
 
@@ -409,8 +408,9 @@ int scsitgt__chap_parse_id(const char *value)
 		i = 2;
 	}
 	for (; i < len; i++) {
-		int d = (base == 16) ? hex_value(value[i]) :
-			(value[i] >= '0' && value[i] <= '9') ? value[i] - '0' : -1;
+		int d = (base == 16)			     ? hex_value(value[i]) :
+			(value[i] >= '0' && value[i] <= '9') ? value[i] - '0' :
+							       -1;
 
 		if (d < 0) {
 			return -EINVAL;
@@ -457,8 +457,8 @@ int scsitgt__chap_server_start(struct scsitgt__chap_server *s, int alg, size_t c
 	return 0;
 }
 
-int scsitgt__chap_server_format(const struct scsitgt__chap_server *s, char a_out[4],
-				char i_out[4], char *c_out, size_t c_size)
+int scsitgt__chap_server_format(const struct scsitgt__chap_server *s, char a_out[4], char i_out[4],
+				char *c_out, size_t c_size)
 {
 	int rc;
 
@@ -504,9 +504,9 @@ int scsitgt__chap_server_verify(const struct scsitgt__chap_server *s, const char
 	return ok ? 0 : SCSITGT_EAUTH;
 }
 
-int scsitgt__chap_mutual_respond(char *r_out, size_t r_size,
-				 const struct scsitgt__chap_server *s, const char *i_value,
-				 const char *c_value, const void *secret, size_t secret_len)
+int scsitgt__chap_mutual_respond(char *r_out, size_t r_size, const struct scsitgt__chap_server *s,
+				 const char *i_value, const char *c_value, const void *secret,
+				 size_t secret_len)
 {
 	uint8_t challenge[SCSITGT__CHAP_CHALLENGE_MAX];
 	uint8_t digest[SCSITGT__CHAP_DIGEST_MAX];

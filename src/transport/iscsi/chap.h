@@ -65,7 +65,7 @@ extern const enum scsitgt__chap_alg scsitgt__chap_default_prefs[4];
 
 /** Encoding of a binary value (RFC 7143 §6.1). */
 enum scsitgt__chap_enc {
-	SCSITGT__CHAP_ENC_HEX,    /**< "0x" + hex digits (lower case on output). */
+	SCSITGT__CHAP_ENC_HEX,	  /**< "0x" + hex digits (lower case on output). */
 	SCSITGT__CHAP_ENC_BASE64, /**< "0b" + base64 with padding. */
 };
 
@@ -132,9 +132,8 @@ int scsitgt__chap_alg_select(const char *list, const enum scsitgt__chap_alg *all
  * @param challenge_len Its length.
  * @return The digest length; -EINVAL for an unsupported @p alg; -ENOSPC when @p out is small.
  */
-int scsitgt__chap_response(uint8_t *out, size_t out_size, int alg, uint8_t id,
-			   const void *secret, size_t secret_len, const uint8_t *challenge,
-			   size_t challenge_len);
+int scsitgt__chap_response(uint8_t *out, size_t out_size, int alg, uint8_t id, const void *secret,
+			   size_t secret_len, const uint8_t *challenge, size_t challenge_len);
 
 /**
  * Compare two byte strings in time independent of their contents.
@@ -181,9 +180,9 @@ int scsitgt__chap_parse_id(const char *value);
 
 /** Target-side state of one CHAP exchange. Plain data; no destroy needed. */
 struct scsitgt__chap_server {
-	int alg;                /**< Chosen CHAP_A number, 0 before start. */
-	uint8_t id;             /**< The CHAP_I we sent. */
-	size_t challenge_len;   /**< Bytes of @ref challenge in use. */
+	int alg;	      /**< Chosen CHAP_A number, 0 before start. */
+	uint8_t id;	      /**< The CHAP_I we sent. */
+	size_t challenge_len; /**< Bytes of @ref challenge in use. */
 	uint8_t challenge[SCSITGT__CHAP_CHALLENGE_MAX]; /**< The CHAP_C we sent. */
 };
 
@@ -213,8 +212,8 @@ int scsitgt__chap_server_start(struct scsitgt__chap_server *s, int alg, size_t c
  * @param c_size  Size of @p c_out (::SCSITGT__CHAP_CHALLENGE_TEXT_SIZE always suffices).
  * @return 0; -EINVAL when @p s was not started; -ENOSPC when @p c_out is too small.
  */
-int scsitgt__chap_server_format(const struct scsitgt__chap_server *s, char a_out[4],
-				char i_out[4], char *c_out, size_t c_size);
+int scsitgt__chap_server_format(const struct scsitgt__chap_server *s, char a_out[4], char i_out[4],
+				char *c_out, size_t c_size);
 
 /**
  * Check the initiator's CHAP_R against the expected H(id || secret || challenge).
@@ -245,9 +244,9 @@ int scsitgt__chap_server_verify(const struct scsitgt__chap_server *s, const char
  *         values or an unstarted @p s; -EMSGSIZE for a too long challenge; -ENOSPC when
  *         @p r_out is too small.
  */
-int scsitgt__chap_mutual_respond(char *r_out, size_t r_size,
-				 const struct scsitgt__chap_server *s, const char *i_value,
-				 const char *c_value, const void *secret, size_t secret_len);
+int scsitgt__chap_mutual_respond(char *r_out, size_t r_size, const struct scsitgt__chap_server *s,
+				 const char *i_value, const char *c_value, const void *secret,
+				 size_t secret_len);
 
 /**
  * Check a pair of secrets for mutual CHAP. RFC 7143 §12.1.3 forbids using a secret configured

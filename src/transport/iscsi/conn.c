@@ -96,11 +96,11 @@ int scsitgt__iscsi_conn_create(struct scsitgt__iscsi_conn **out, struct scsitgt_
 	sockaddr_text(peer, conn->peer, sizeof(conn->peer));
 	if (peer && (peer->sa_family == AF_INET || peer->sa_family == AF_INET6))
 		memcpy(&conn->peer_sa, peer,
-		       peer->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-						   : sizeof(struct sockaddr_in));
+		       peer->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+						     sizeof(struct sockaddr_in));
 	if (local) {
-		size_t l = local->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-							: sizeof(struct sockaddr_in);
+		size_t l = local->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+							  sizeof(struct sockaddr_in);
 		memcpy(&conn->local_sa, local, l);
 	}
 	scsitgt__list_init(&conn->tasks);
@@ -197,9 +197,9 @@ void scsitgt__iscsi_conn_close(struct scsitgt__iscsi_conn *conn, const char *why
 	conn->state = SCSITGT__CONN_CLOSING;
 	conn->close_reason = why;
 	conn->rx.stop = true;
-	scsitgt__iscsi_conn_log(conn, conn->sess && !conn->sess->discovery ? SCSITGT_LOG_INFO
-									    : SCSITGT_LOG_DEBUG,
-				"closing connection: %s", why);
+	scsitgt__iscsi_conn_log(
+		conn, conn->sess && !conn->sess->discovery ? SCSITGT_LOG_INFO : SCSITGT_LOG_DEBUG,
+		"closing connection: %s", why);
 	uv_timer_stop(&conn->timer);
 	uv_close((uv_handle_t *)&conn->timer, conn_timer_closed);
 	/* Tasks that never reached a backend go now; the rest when their ios return. */
@@ -212,8 +212,8 @@ void scsitgt__iscsi_conn_dm_error(struct scsitgt__iscsi_conn *conn, int err)
 {
 	if (conn->state == SCSITGT__CONN_CLOSING)
 		return;
-	scsitgt__iscsi_conn_close(conn, err == UV_EOF ? "connection closed by the initiator"
-						      : "connection error");
+	scsitgt__iscsi_conn_close(conn, err == UV_EOF ? "connection closed by the initiator" :
+							"connection error");
 }
 
 static int conn_rx_result(struct scsitgt__iscsi_conn *conn, ssize_t n)
@@ -233,12 +233,13 @@ static int conn_rx_result(struct scsitgt__iscsi_conn *conn, ssize_t n)
 			 * slot would stay taken: we send the Reject for the initiator's diagnosis
 			 * and then drop the connection, which is the ERL0 recovery (§7.1.5).
 			 */
-			scsitgt__iscsi_conn_reject(conn, conn->rx.pdu.bhs, ISCSI_REJECT_DATA_DIGEST);
+			scsitgt__iscsi_conn_reject(conn, conn->rx.pdu.bhs,
+						   ISCSI_REJECT_DATA_DIGEST);
 			scsitgt__iscsi_conn_close(conn, "data digest error");
 			break;
 		case SCSITGT__RX_ETOOBIG:
-			scsitgt__iscsi_conn_close(conn,
-				"DataSegmentLength above MaxRecvDataSegmentLength");
+			scsitgt__iscsi_conn_close(
+				conn, "DataSegmentLength above MaxRecvDataSegmentLength");
 			break;
 		default:
 			scsitgt__iscsi_conn_close(conn, "protocol error");
@@ -336,9 +337,9 @@ void scsitgt__iscsi_conn_tx_complete(struct scsitgt__iscsi_conn *conn, struct sc
 		tx->done(tx, status);
 	conn_tx_put(conn, tx);
 	if (close_after && status == 0)
-		scsitgt__iscsi_conn_close(conn, conn->state == SCSITGT__CONN_LOGGED_OUT
-							? "logged out"
-							: "closed after the last response");
+		scsitgt__iscsi_conn_close(conn, conn->state == SCSITGT__CONN_LOGGED_OUT ?
+							"logged out" :
+							"closed after the last response");
 }
 
 void scsitgt__iscsi_conn_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx)
@@ -461,8 +462,8 @@ static void conn_timer_cb(uv_timer_t *t)
 		return;
 	if (idle >= p->nop_interval_ms) {
 		conn_send_ping(conn);
-		uv_timer_start(&conn->timer, conn_timer_cb, p->nop_timeout_ms ? p->nop_timeout_ms : 1,
-			       0);
+		uv_timer_start(&conn->timer, conn_timer_cb,
+			       p->nop_timeout_ms ? p->nop_timeout_ms : 1, 0);
 		return;
 	}
 	uv_timer_start(&conn->timer, conn_timer_cb, p->nop_interval_ms - idle, 0);
@@ -550,10 +551,9 @@ static int conn_nop_out(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_
 	put_be32(&bhs[ISCSI_BHS_TTT], ISCSI_RESERVED_TAG);
 	scsitgt__iscsi_conn_fill_sn(conn, bhs, true);
 	/* The ping data is echoed back (RFC 7143 §11.19.2), capped by what the peer accepts. */
-	return scsitgt__iscsi_conn_send_simple(conn, bhs, pdu->data,
-					       pdu->data_len < conn->max_xmit_dsl ? pdu->data_len
-										  : conn->max_xmit_dsl,
-					       false);
+	return scsitgt__iscsi_conn_send_simple(
+		conn, bhs, pdu->data,
+		pdu->data_len < conn->max_xmit_dsl ? pdu->data_len : conn->max_xmit_dsl, false);
 }
 
 static int conn_rx_header(void *arg, struct scsitgt__iscsi_pdu *pdu)

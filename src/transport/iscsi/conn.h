@@ -126,7 +126,7 @@ struct scsitgt__iscsi_conn {
 	void *dm_ctx;
 	uint64_t id;
 	enum scsitgt__iscsi_conn_state state;
-	char peer[80];	/* "ip:port" for logs */
+	char peer[80]; /* "ip:port" for logs */
 	struct sockaddr_storage local_sa;
 	struct scsitgt__iscsi_rx rx;
 	struct scsitgt__iscsi_login *login;
@@ -146,23 +146,23 @@ struct scsitgt__iscsi_conn {
 	uint32_t next_ttt;
 	struct scsitgt__iscsi_text_xchg text;
 	uv_timer_t timer;
-	uint64_t last_rx;	/* uv_now() of the last input */
-	bool nop_outstanding;	/* our NOP-In ping waits for its NOP-Out */
+	uint64_t last_rx;     /* uv_now() of the last input */
+	bool nop_outstanding; /* our NOP-In ping waits for its NOP-Out */
 	uint32_t nop_ttt;
 	bool async_logout_sent;
 	unsigned int tx_pending; /* batches given to the data mover, not done yet */
 	/* Small batches kept for reuse (scsitgt__iscsi_conn_tx_get), chained by next. */
 	struct scsitgt__iscsi_tx *tx_cache;
 	unsigned int tx_cache_n;
-	unsigned int refs;	 /* timer + data mover */
+	unsigned int refs; /* timer + data mover */
 	bool dm_closing;
 	bool freed;
 	const char *close_reason;
 	/* Decisions of the header callback for the PDU being received. */
 	struct scsitgt__iscsi_task *rx_task;
-	int rx_r2t;	   /* index of the R2T a Data-Out answers, -1 for unsolicited data */
-	uint8_t rx_reject; /* Reject reason to send once the PDU is complete, 0 for none */
-	bool rx_ignore;	   /* drop the PDU silently (CmdSN outside the window) */
+	int rx_r2t;	     /* index of the R2T a Data-Out answers, -1 for unsolicited data */
+	uint8_t rx_reject;   /* Reject reason to send once the PDU is complete, 0 for none */
+	bool rx_ignore;	     /* drop the PDU silently (CmdSN outside the window) */
 	uint8_t rx_data_err; /* the Data-Out broke its sequence: fail rx_task with this
 			      * enum scsitgt__sense_reason (RFC 7143 §11.4.7.2), 0 for none */
 	/* traffic counters, wire bytes incl. digests (transport/iscsi/stats.c). */
@@ -194,15 +194,15 @@ struct scsitgt__iscsi_r2t {
 };
 
 enum scsitgt__iscsi_task_state {
-	SCSITGT__TASK_DATA_OUT,	 /* receiving Data-Out */
-	SCSITGT__TASK_WAIT_SN,	 /* data complete; waiting for its CmdSN turn */
-	SCSITGT__TASK_EXEC,	 /* in the core */
-	SCSITGT__TASK_SENDING,	 /* response queued */
-	SCSITGT__TASK_ABORTED,	 /* aborted by a TMF or teardown; freed without response */
+	SCSITGT__TASK_DATA_OUT, /* receiving Data-Out */
+	SCSITGT__TASK_WAIT_SN,	/* data complete; waiting for its CmdSN turn */
+	SCSITGT__TASK_EXEC,	/* in the core */
+	SCSITGT__TASK_SENDING,	/* response queued */
+	SCSITGT__TASK_ABORTED,	/* aborted by a TMF or teardown; freed without response */
 };
 
 struct scsitgt__iscsi_task {
-	struct scsitgt__list node; /* conn->tasks */
+	struct scsitgt__list node;    /* conn->tasks */
 	struct scsitgt__list sn_node; /* sess->pending while it waits for its CmdSN */
 	struct scsitgt__iscsi_conn *conn;
 	struct scsitgt__cmd *cmd;
@@ -217,13 +217,13 @@ struct scsitgt__iscsi_task {
 	bool counted;	  /* holds a slot of the CmdSN window */
 	bool data_failed; /* a Data-Out error; the command completes with data_fail_reason */
 	uint8_t data_fail_reason; /* enum scsitgt__sense_reason of the first such error */
-	bool spdtl_set;	  /* the CDB's length before a short write was cut to the data sent */
+	bool spdtl_set; /* the CDB's length before a short write was cut to the data sent */
 	uint32_t spdtl;
 	/* Data-Out accounting (RFC 7143 §4.2.5.2, §11.7, §11.8). */
-	uint32_t want;	     /* bytes the initiator will send (EDTL of a write) */
-	uint32_t received;   /* bytes received so far, in order */
-	bool unsol_pending;  /* unsolicited Data-Out announced (F bit clear on the command) */
-	uint32_t unsol_end;  /* end offset of the unsolicited burst */
+	uint32_t want;	    /* bytes the initiator will send (EDTL of a write) */
+	uint32_t received;  /* bytes received so far, in order */
+	bool unsol_pending; /* unsolicited Data-Out announced (F bit clear on the command) */
+	uint32_t unsol_end; /* end offset of the unsolicited burst */
 	uint32_t unsol_datasn;
 	uint32_t solicit_end; /* bytes to solicit with R2T in total */
 	uint32_t r2t_offset;  /* next offset to solicit */
@@ -255,7 +255,7 @@ struct scsitgt__iscsi_sess {
 	uint32_t exp_cmd_sn;
 	uint32_t max_cmd_sn;
 	uint32_t queue_depth;
-	unsigned int active; /* non-immediate commands holding window slots */
+	unsigned int active;	      /* non-immediate commands holding window slots */
 	struct scsitgt__list pending; /* tasks waiting for their CmdSN, in CmdSN order */
 	bool closing;
 	/* bytes of write buffers held by this session's tasks, and the tasks waiting to
@@ -311,7 +311,7 @@ void scsitgt__iscsi_login_destroy(struct scsitgt__iscsi_conn *conn);
 int scsitgt__iscsi_login_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
 /* The parameters that apply to @tgt (the engine's defaults when NULL). */
 const struct scsitgt_iscsi_params *scsitgt__iscsi_params_for(struct scsitgt__iscsi_engine *ie,
-							   struct scsitgt_target *tgt);
+							     struct scsitgt_target *tgt);
 void scsitgt__iscsi_neg_cfg_from(struct scsitgt__iscsi_neg_params *cfg,
 				 const struct scsitgt_iscsi_params *p);
 
@@ -325,7 +325,8 @@ int scsitgt__iscsi_send_targets(struct scsitgt__iscsi_conn *conn, const char *va
 /* session.c */
 int scsitgt__iscsi_sess_create(struct scsitgt__iscsi_sess **out, struct scsitgt__iscsi_engine *ie,
 			       struct scsitgt__iscsi_conn *conn, struct scsitgt_target *tgt,
-			       const uint8_t isid[6], const struct scsitgt__iscsi_session_params *p);
+			       const uint8_t isid[6],
+			       const struct scsitgt__iscsi_session_params *p);
 void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 				   struct scsitgt__iscsi_conn *conn);
 struct scsitgt__iscsi_sess *scsitgt__iscsi_sess_find(struct scsitgt__iscsi_engine *ie,
@@ -346,11 +347,14 @@ void scsitgt__iscsi_sess_update_window(struct scsitgt__iscsi_sess *sess);
 extern const struct scsitgt__fabric_ops scsitgt__iscsi_fabric_ops;
 
 /* scsi.c */
-int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
+int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn,
+				   struct scsitgt__iscsi_pdu *pdu);
 int scsitgt__iscsi_scsi_cmd_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
-int scsitgt__iscsi_data_out_header(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
+int scsitgt__iscsi_data_out_header(struct scsitgt__iscsi_conn *conn,
+				   struct scsitgt__iscsi_pdu *pdu);
 int scsitgt__iscsi_data_out_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
-struct scsitgt__iscsi_task *scsitgt__iscsi_task_find(struct scsitgt__iscsi_conn *conn, uint32_t itt);
+struct scsitgt__iscsi_task *scsitgt__iscsi_task_find(struct scsitgt__iscsi_conn *conn,
+						     uint32_t itt);
 /* Release every task of a closing connection. */
 void scsitgt__iscsi_tasks_release(struct scsitgt__iscsi_conn *conn);
 /* A task's turn came (CmdSN order): execute when its data is complete. */

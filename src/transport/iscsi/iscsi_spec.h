@@ -47,7 +47,7 @@
 #define ISCSI_BHS_DSL 5 /* 3 bytes */
 #define ISCSI_BHS_LUN 8 /* 8 bytes; ISID+TSIH in login PDUs */
 #define ISCSI_BHS_ITT 16
-#define ISCSI_BHS_TTT 20 /* also EDTL (SCSI Command), RTT (TMF), CID (login/logout) */
+#define ISCSI_BHS_TTT 20   /* also EDTL (SCSI Command), RTT (TMF), CID (login/logout) */
 #define ISCSI_BHS_CMDSN 24 /* initiator PDUs; StatSN in target PDUs */
 #define ISCSI_BHS_STATSN 24
 #define ISCSI_BHS_EXPSTATSN 28 /* initiator PDUs; ExpCmdSN in target PDUs */

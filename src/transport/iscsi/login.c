@@ -53,7 +53,7 @@ struct scsitgt__iscsi_login {
 };
 
 const struct scsitgt_iscsi_params *scsitgt__iscsi_params_for(struct scsitgt__iscsi_engine *ie,
-							   struct scsitgt_target *tgt)
+							     struct scsitgt_target *tgt)
 {
 	struct scsitgt__iscsi_target *it = tgt ? scsitgt__iscsi_target_get(tgt, false) : NULL;
 
@@ -87,9 +87,9 @@ void scsitgt__iscsi_neg_cfg_from(struct scsitgt__iscsi_neg_params *cfg,
 	cfg->default_time2wait = p->default_time2wait;
 	cfg->default_time2retain = p->default_time2retain;
 	/* answer only what a task can track (scsi.c): the answer is the value in force. */
-	cfg->max_outstanding_r2t = p->max_outstanding_r2t < SCSITGT__ISCSI_R2T_MAX
-					   ? p->max_outstanding_r2t
-					   : SCSITGT__ISCSI_R2T_MAX;
+	cfg->max_outstanding_r2t = p->max_outstanding_r2t < SCSITGT__ISCSI_R2T_MAX ?
+					   p->max_outstanding_r2t :
+					   SCSITGT__ISCSI_R2T_MAX;
 	cfg->error_recovery_level = p->error_recovery_level;
 }
 
@@ -149,24 +149,42 @@ static void login_rsp_init(struct scsitgt__iscsi_conn *conn, uint8_t *bhs, uint8
 static const char *login_status_text(uint16_t status)
 {
 	switch (status) {
-	case ISCSI_LOGIN_STATUS_TGT_MOVED_TEMP: return "target moved temporarily";
-	case ISCSI_LOGIN_STATUS_TGT_MOVED_PERM: return "target moved permanently";
-	case ISCSI_LOGIN_STATUS_INIT_ERR: return "initiator error";
-	case ISCSI_LOGIN_STATUS_AUTH_FAILED: return "authentication failure";
-	case ISCSI_LOGIN_STATUS_TGT_FORBIDDEN: return "authorization failure";
-	case ISCSI_LOGIN_STATUS_TGT_NOT_FOUND: return "target not found";
-	case ISCSI_LOGIN_STATUS_TGT_REMOVED: return "target removed";
-	case ISCSI_LOGIN_STATUS_NO_VERSION: return "unsupported version";
-	case ISCSI_LOGIN_STATUS_TOO_MANY_CONN: return "too many connections";
-	case ISCSI_LOGIN_STATUS_MISSING_FIELDS: return "missing parameter";
-	case ISCSI_LOGIN_STATUS_CONN_ADD_FAILED: return "cannot include in session";
-	case ISCSI_LOGIN_STATUS_NO_SESSION_TYPE: return "session type not supported";
-	case ISCSI_LOGIN_STATUS_NO_SESSION: return "session does not exist";
-	case ISCSI_LOGIN_STATUS_INVALID_REQUEST: return "invalid during login";
-	case ISCSI_LOGIN_STATUS_TARGET_ERROR: return "target error";
-	case ISCSI_LOGIN_STATUS_SVC_UNAVAILABLE: return "service unavailable";
-	case ISCSI_LOGIN_STATUS_NO_RESOURCES: return "out of resources";
-	default: return "login failure";
+	case ISCSI_LOGIN_STATUS_TGT_MOVED_TEMP:
+		return "target moved temporarily";
+	case ISCSI_LOGIN_STATUS_TGT_MOVED_PERM:
+		return "target moved permanently";
+	case ISCSI_LOGIN_STATUS_INIT_ERR:
+		return "initiator error";
+	case ISCSI_LOGIN_STATUS_AUTH_FAILED:
+		return "authentication failure";
+	case ISCSI_LOGIN_STATUS_TGT_FORBIDDEN:
+		return "authorization failure";
+	case ISCSI_LOGIN_STATUS_TGT_NOT_FOUND:
+		return "target not found";
+	case ISCSI_LOGIN_STATUS_TGT_REMOVED:
+		return "target removed";
+	case ISCSI_LOGIN_STATUS_NO_VERSION:
+		return "unsupported version";
+	case ISCSI_LOGIN_STATUS_TOO_MANY_CONN:
+		return "too many connections";
+	case ISCSI_LOGIN_STATUS_MISSING_FIELDS:
+		return "missing parameter";
+	case ISCSI_LOGIN_STATUS_CONN_ADD_FAILED:
+		return "cannot include in session";
+	case ISCSI_LOGIN_STATUS_NO_SESSION_TYPE:
+		return "session type not supported";
+	case ISCSI_LOGIN_STATUS_NO_SESSION:
+		return "session does not exist";
+	case ISCSI_LOGIN_STATUS_INVALID_REQUEST:
+		return "invalid during login";
+	case ISCSI_LOGIN_STATUS_TARGET_ERROR:
+		return "target error";
+	case ISCSI_LOGIN_STATUS_SVC_UNAVAILABLE:
+		return "service unavailable";
+	case ISCSI_LOGIN_STATUS_NO_RESOURCES:
+		return "out of resources";
+	default:
+		return "login failure";
 	}
 }
 
@@ -185,8 +203,8 @@ static int login_fail(struct scsitgt__iscsi_conn *conn, uint16_t status, const c
 	if (status >> 8 != 1)
 		scsitgt__event_login_failed(conn->ie->engine, l->tgt,
 					    l->sent_iname[0] ? l->sent_iname : NULL,
-					    l->sent_tname[0] ? l->sent_tname : NULL, conn->peer, status,
-					    login_status_text(status));
+					    l->sent_tname[0] ? l->sent_tname : NULL, conn->peer,
+					    status, login_status_text(status));
 	login_rsp_init(conn, bhs, 0, status, l->tsih);
 	/* The connection stops reading: nothing after a failed login is processed. */
 	conn->rx.stop = true;
@@ -229,8 +247,7 @@ static const struct scsitgt__iscsi_cred *login_cred(struct scsitgt__iscsi_target
 }
 
 /* connections of initiator @iname on @conn's portal other than @conn, not closing. */
-static unsigned int login_initiator_conns(const struct scsitgt__iscsi_conn *conn,
-					  const char *iname)
+static unsigned int login_initiator_conns(const struct scsitgt__iscsi_conn *conn, const char *iname)
 {
 	const struct scsitgt__list *pos;
 	unsigned int n = 0;
@@ -238,8 +255,9 @@ static unsigned int login_initiator_conns(const struct scsitgt__iscsi_conn *conn
 	for (pos = conn->ie->conns.next; pos != &conn->ie->conns; pos = pos->next) {
 		const struct scsitgt__iscsi_conn *c =
 			scsitgt__container_of(pos, struct scsitgt__iscsi_conn, node);
-		const char *name = c->sess ? c->sess->initiator_name
-				   : c->login ? c->login->initiator_name : "";
+		const char *name = c->sess  ? c->sess->initiator_name :
+				   c->login ? c->login->initiator_name :
+					      "";
 
 		if (c != conn && c->portal == conn->portal && c->state != SCSITGT__CONN_CLOSING &&
 		    strcasecmp(name, iname) == 0)
@@ -345,9 +363,9 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 				int n = snprintf(kv, sizeof(kv), "TargetAddress=%s", addr);
 
 				login_fail(conn,
-					   r == SCSITGT_ISCSI_REDIRECT_PERMANENT
-						   ? ISCSI_LOGIN_STATUS_TGT_MOVED_PERM
-						   : ISCSI_LOGIN_STATUS_TGT_MOVED_TEMP,
+					   r == SCSITGT_ISCSI_REDIRECT_PERMANENT ?
+						   ISCSI_LOGIN_STATUS_TGT_MOVED_PERM :
+						   ISCSI_LOGIN_STATUS_TGT_MOVED_TEMP,
 					   kv, (size_t)n + 1);
 				return -1;
 			}
@@ -368,15 +386,16 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 		}
 		if (l->tsih != 0) {
 			/* Adding a connection to a session: only one per session is supported. */
-			if (scsitgt__iscsi_sess_find(conn->ie, iname, l->isid, tgt, l->tsih) == NULL)
+			if (scsitgt__iscsi_sess_find(conn->ie, iname, l->isid, tgt, l->tsih) ==
+			    NULL)
 				return ISCSI_LOGIN_STATUS_NO_SESSION;
 			return ISCSI_LOGIN_STATUS_TOO_MANY_CONN;
 		}
 		l->auth_required = login_cred(it, iname) != NULL;
 	}
 	scsitgt__iscsi_neg_cfg_from(&cfg, scsitgt__iscsi_params_for(conn->ie, l->tgt));
-	cfg.auth_methods =
-		l->auth_required ? SCSITGT__ISCSI_AUTH_MASK_CHAP : SCSITGT__ISCSI_AUTH_MASK_NONE;
+	cfg.auth_methods = l->auth_required ? SCSITGT__ISCSI_AUTH_MASK_CHAP :
+					      SCSITGT__ISCSI_AUTH_MASK_NONE;
 	cfg.max_connections = 1;
 	cfg.error_recovery_level = 0;
 	cfg.tpgt = conn->portal->tpgt;
@@ -413,10 +432,10 @@ static size_t chap_allowed(uint32_t mask, enum scsitgt__chap_alg *allowed)
 
 	for (size_t i = 0; i < 4; i++) {
 		enum scsitgt__chap_alg a = scsitgt__chap_default_prefs[i];
-		uint32_t bit = a == SCSITGT__CHAP_MD5	     ? SCSITGT_ISCSI_CHAP_MD5
-			       : a == SCSITGT__CHAP_SHA1     ? SCSITGT_ISCSI_CHAP_SHA1
-			       : a == SCSITGT__CHAP_SHA256   ? SCSITGT_ISCSI_CHAP_SHA256
-							     : SCSITGT_ISCSI_CHAP_SHA3_256;
+		uint32_t bit = a == SCSITGT__CHAP_MD5	 ? SCSITGT_ISCSI_CHAP_MD5 :
+			       a == SCSITGT__CHAP_SHA1	 ? SCSITGT_ISCSI_CHAP_SHA1 :
+			       a == SCSITGT__CHAP_SHA256 ? SCSITGT_ISCSI_CHAP_SHA256 :
+							   SCSITGT_ISCSI_CHAP_SHA3_256;
 
 		if (mask & bit)
 			allowed[n++] = a;
@@ -455,7 +474,8 @@ static int login_auth(struct scsitgt__iscsi_conn *conn, const struct scsitgt__is
 		alg = na ? scsitgt__chap_alg_select(ck->a, allowed, na) : -ENOENT;
 		if (alg < 0)
 			return ISCSI_LOGIN_STATUS_AUTH_FAILED;
-		if (scsitgt__chap_server_start(&l->chap, alg, 0, conn->ie->rnd, conn->ie->rnd_arg) < 0 ||
+		if (scsitgt__chap_server_start(&l->chap, alg, 0, conn->ie->rnd, conn->ie->rnd_arg) <
+			    0 ||
 		    scsitgt__chap_server_format(&l->chap, a, i, c, sizeof(c)) < 0)
 			return ISCSI_LOGIN_STATUS_TARGET_ERROR;
 		if (scsitgt__iscsi_textbuf_add(&l->resp, "CHAP_A", a) < 0 ||
@@ -468,10 +488,11 @@ static int login_auth(struct scsitgt__iscsi_conn *conn, const struct scsitgt__is
 	if (l->chap_state == LOGIN_CHAP_WAIT_R && (ck->n || ck->r)) {
 		/* a discovery session uses the engine's credentials. */
 		const struct scsitgt__iscsi_cred *cred =
-			l->discovery ? (conn->ie->disc_chap.user ? &conn->ie->disc_chap : NULL)
-				     : login_cred(it, l->initiator_name);
-		const struct scsitgt__iscsi_cred *mutual =
-			l->discovery ? &conn->ie->disc_mutual : it ? &it->mutual : NULL;
+			l->discovery ? (conn->ie->disc_chap.user ? &conn->ie->disc_chap : NULL) :
+				       login_cred(it, l->initiator_name);
+		const struct scsitgt__iscsi_cred *mutual = l->discovery ? &conn->ie->disc_mutual :
+							   it		? &it->mutual :
+									  NULL;
 		char r[SCSITGT__CHAP_RESPONSE_TEXT_SIZE];
 
 		if (ck->a || ck->n == NULL || ck->r == NULL || cred == NULL)
@@ -547,8 +568,8 @@ static int login_finish(struct scsitgt__iscsi_conn *conn, uint16_t *tsih)
 			scsitgt__iscsi_sess_close(old, "session reinstatement");
 		}
 	}
-	rc = scsitgt__iscsi_sess_create(&sess, conn->ie, conn, l->discovery ? NULL : l->tgt, l->isid,
-					&conn->neg.params);
+	rc = scsitgt__iscsi_sess_create(&sess, conn->ie, conn, l->discovery ? NULL : l->tgt,
+					l->isid, &conn->neg.params);
 	if (rc == -EACCES)
 		return ISCSI_LOGIN_STATUS_TGT_FORBIDDEN;
 	if (rc == -ESHUTDOWN)
@@ -674,8 +695,9 @@ int scsitgt__iscsi_login_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__i
 
 	rc = scsitgt__iscsi_text_acc_add(&l->acc, pdu->data, pdu->data_len, cont);
 	if (rc < 0)
-		return login_fail(conn, rc == -ENOMEM ? ISCSI_LOGIN_STATUS_NO_RESOURCES
-						      : ISCSI_LOGIN_STATUS_INIT_ERR,
+		return login_fail(conn,
+				  rc == -ENOMEM ? ISCSI_LOGIN_STATUS_NO_RESOURCES :
+						  ISCSI_LOGIN_STATUS_INIT_ERR,
 				  NULL, 0);
 	if (rc == 0) {
 		/* More text follows (C bit): acknowledge with an empty response. */
@@ -693,9 +715,9 @@ int scsitgt__iscsi_login_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__i
 		if (st > 0)
 			return login_fail(conn, (uint16_t)st, NULL, 0);
 	}
-	scsitgt__iscsi_neg_set_stage(&conn->neg, csg == ISCSI_STAGE_SECURITY
-							 ? SCSITGT__ISCSI_STAGE_SECURITY
-							 : SCSITGT__ISCSI_STAGE_OPERATIONAL);
+	scsitgt__iscsi_neg_set_stage(&conn->neg, csg == ISCSI_STAGE_SECURITY ?
+							 SCSITGT__ISCSI_STAGE_SECURITY :
+							 SCSITGT__ISCSI_STAGE_OPERATIONAL);
 	scsitgt__iscsi_textbuf_reset(&l->resp);
 	memset(&ck, 0, sizeof(ck));
 	rc = scsitgt__iscsi_neg_text(&conn->neg, text, len, &l->resp,

@@ -79,7 +79,8 @@ int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 	bhs[ISCSI_LOGOUT_RSP_RESPONSE] = response;
 	put_be32(&bhs[ISCSI_BHS_ITT], scsitgt__bhs_itt(h));
 	if (response == ISCSI_LOGOUT_RSP_RECOVERY_UNSUPPORTED) {
-		put_be16(&bhs[ISCSI_LOGOUT_RSP_TIME2WAIT], (uint16_t)sess->params.default_time2wait);
+		put_be16(&bhs[ISCSI_LOGOUT_RSP_TIME2WAIT],
+			 (uint16_t)sess->params.default_time2wait);
 		put_be16(&bhs[ISCSI_LOGOUT_RSP_TIME2RETAIN], 0);
 	}
 	if (close_after) {

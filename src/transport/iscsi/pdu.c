@@ -35,25 +35,44 @@ void scsitgt__bhs_set_dsl(uint8_t *bhs, uint32_t len)
 const char *scsitgt__iscsi_opcode_name(uint8_t opcode)
 {
 	switch (opcode) {
-	case ISCSI_OP_NOP_OUT: return "NOP-Out";
-	case ISCSI_OP_SCSI_CMD: return "SCSI Command";
-	case ISCSI_OP_TMF_REQ: return "Task Management Function Request";
-	case ISCSI_OP_LOGIN_REQ: return "Login Request";
-	case ISCSI_OP_TEXT_REQ: return "Text Request";
-	case ISCSI_OP_DATA_OUT: return "SCSI Data-Out";
-	case ISCSI_OP_LOGOUT_REQ: return "Logout Request";
-	case ISCSI_OP_SNACK_REQ: return "SNACK Request";
-	case ISCSI_OP_NOP_IN: return "NOP-In";
-	case ISCSI_OP_SCSI_RSP: return "SCSI Response";
-	case ISCSI_OP_TMF_RSP: return "Task Management Function Response";
-	case ISCSI_OP_LOGIN_RSP: return "Login Response";
-	case ISCSI_OP_TEXT_RSP: return "Text Response";
-	case ISCSI_OP_DATA_IN: return "SCSI Data-In";
-	case ISCSI_OP_LOGOUT_RSP: return "Logout Response";
-	case ISCSI_OP_R2T: return "Ready To Transfer";
-	case ISCSI_OP_ASYNC_MSG: return "Asynchronous Message";
-	case ISCSI_OP_REJECT: return "Reject";
-	default: return "unknown";
+	case ISCSI_OP_NOP_OUT:
+		return "NOP-Out";
+	case ISCSI_OP_SCSI_CMD:
+		return "SCSI Command";
+	case ISCSI_OP_TMF_REQ:
+		return "Task Management Function Request";
+	case ISCSI_OP_LOGIN_REQ:
+		return "Login Request";
+	case ISCSI_OP_TEXT_REQ:
+		return "Text Request";
+	case ISCSI_OP_DATA_OUT:
+		return "SCSI Data-Out";
+	case ISCSI_OP_LOGOUT_REQ:
+		return "Logout Request";
+	case ISCSI_OP_SNACK_REQ:
+		return "SNACK Request";
+	case ISCSI_OP_NOP_IN:
+		return "NOP-In";
+	case ISCSI_OP_SCSI_RSP:
+		return "SCSI Response";
+	case ISCSI_OP_TMF_RSP:
+		return "Task Management Function Response";
+	case ISCSI_OP_LOGIN_RSP:
+		return "Login Response";
+	case ISCSI_OP_TEXT_RSP:
+		return "Text Response";
+	case ISCSI_OP_DATA_IN:
+		return "SCSI Data-In";
+	case ISCSI_OP_LOGOUT_RSP:
+		return "Logout Response";
+	case ISCSI_OP_R2T:
+		return "Ready To Transfer";
+	case ISCSI_OP_ASYNC_MSG:
+		return "Asynchronous Message";
+	case ISCSI_OP_REJECT:
+		return "Reject";
+	default:
+		return "unknown";
 	}
 }
 

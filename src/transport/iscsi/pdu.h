@@ -178,11 +178,11 @@ typedef void (*scsitgt__iscsi_tx_done_fn)(struct scsitgt__iscsi_tx *tx, int stat
 struct scsitgt__iscsi_tx {
 	scsitgt__iscsi_tx_done_fn done; /* optional; called once written or dropped */
 	void *arg;
-	void *owned;		/* freed with the batch (e.g. a copy of response data) */
-	bool close_after;	/* close the connection once written */
+	void *owned;	  /* freed with the batch (e.g. a copy of response data) */
+	bool close_after; /* close the connection once written */
 	unsigned int npdus;
 	unsigned int cap;
-	struct iovec *iov;	/* 3 * cap entries, filled by seal */
+	struct iovec *iov; /* 3 * cap entries, filled by seal */
 	int iovcnt;
 	size_t bytes;
 	/* Owned by the data mover between xmit and done (its output queue). */

@@ -64,7 +64,8 @@ static void target_ext_destroy(void *data)
 	cred_clear(&it->mutual);
 	scsitgt__list_foreach_safe(pos, tmp, &it->creds)
 	{
-		struct scsitgt__iscsi_cred *c = scsitgt__container_of(pos, struct scsitgt__iscsi_cred, node);
+		struct scsitgt__iscsi_cred *c =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_cred, node);
 
 		cred_clear(c);
 		free(c);
@@ -115,7 +116,8 @@ SCSITGT_EXPORT void scsitgt_iscsi_params_init(struct scsitgt_iscsi_params *param
 		.chap_algorithms = SCSITGT_ISCSI_CHAP_ALL,
 		.max_write_buffer_bytes = 32u * 1024u * 1024u,
 		.logout_timeout_ms = 10000,
-		.async_events = SCSITGT_ISCSI_ASYNC_LUNS_CHANGED | SCSITGT_ISCSI_ASYNC_CAPACITY_CHANGED,
+		.async_events = SCSITGT_ISCSI_ASYNC_LUNS_CHANGED |
+				SCSITGT_ISCSI_ASYNC_CAPACITY_CHANGED,
 	};
 
 	if (params == NULL || size == 0)
@@ -286,14 +288,14 @@ static int disc_cred_set(struct scsitgt_engine *engine, bool mutual, const char 
 }
 
 SCSITGT_EXPORT int scsitgt_iscsi_engine_set_discovery_chap(struct scsitgt_engine *engine,
-							  const char *user, const char *secret)
+							   const char *user, const char *secret)
 {
 	return disc_cred_set(engine, false, user, secret);
 }
 
 SCSITGT_EXPORT int scsitgt_iscsi_engine_set_discovery_mutual_chap(struct scsitgt_engine *engine,
-								 const char *user,
-								 const char *secret)
+								  const char *user,
+								  const char *secret)
 {
 	return disc_cred_set(engine, true, user, secret);
 }
@@ -317,7 +319,8 @@ SCSITGT_EXPORT int scsitgt_iscsi_initiator_set_chap(struct scsitgt_target *tgt,
 	if (it == NULL)
 		return -ENOMEM;
 	for (pos = it->creds.next; pos != &it->creds; pos = pos->next) {
-		struct scsitgt__iscsi_cred *e = scsitgt__container_of(pos, struct scsitgt__iscsi_cred, node);
+		struct scsitgt__iscsi_cred *e =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_cred, node);
 
 		if (strcasecmp(e->initiator, initiator_name) == 0) {
 			c = e;
@@ -568,8 +571,8 @@ SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scs
 		uv_close((uv_handle_t *)&portal->listener, portal_failed_closed);
 		return rc;
 	}
-	portal->port = ntohs(portal->ipv6 ? ((struct sockaddr_in6 *)&portal->sa)->sin6_port
-					  : ((struct sockaddr_in *)&portal->sa)->sin_port);
+	portal->port = ntohs(portal->ipv6 ? ((struct sockaddr_in6 *)&portal->sa)->sin6_port :
+					    ((struct sockaddr_in *)&portal->sa)->sin_port);
 	portal->svc.shutdown = portal_svc_shutdown;
 	scsitgt__engine_add_service(engine, &portal->svc);
 	scsitgt__list_add_tail(&portal->ie->portals, &portal->node);
@@ -611,11 +614,13 @@ int scsitgt__iscsi_portal_address(const struct scsitgt_portal *portal,
 		const struct sockaddr *sa = (const struct sockaddr *)&conn->local_sa;
 
 		if (sa->sa_family == AF_INET) {
-			inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
-				  host, sizeof(host));
+			inet_ntop(AF_INET,
+				  &((const struct sockaddr_in *)(const void *)sa)->sin_addr, host,
+				  sizeof(host));
 			v6 = false;
 		} else if (sa->sa_family == AF_INET6) {
-			const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+			const struct sockaddr_in6 *in6 =
+				(const struct sockaddr_in6 *)(const void *)sa;
 
 			if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
 				inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], host, sizeof(host));

@@ -197,8 +197,7 @@ static bool sess_budget_fits(const struct scsitgt__iscsi_sess *sess,
 {
 	uint64_t max = scsitgt__iscsi_params_for(sess->ie, sess->tgt)->max_write_buffer_bytes;
 
-	return max == 0 || sess->write_bytes == 0 ||
-	       sess->write_bytes + task->cmd->xfer_len <= max;
+	return max == 0 || sess->write_bytes == 0 || sess->write_bytes + task->cmd->xfer_len <= max;
 }
 
 /*
@@ -415,8 +414,8 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
 	if (itt == ISCSI_RESERVED_TAG)
 		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
-	if (scsitgt__iscsi_sn_check(sess, get_be32(&h[ISCSI_BHS_CMDSN]), scsitgt__bhs_immediate(h)) ==
-	    SCSITGT__SN_IGNORE) {
+	if (scsitgt__iscsi_sn_check(sess, get_be32(&h[ISCSI_BHS_CMDSN]),
+				    scsitgt__bhs_immediate(h)) == SCSITGT__SN_IGNORE) {
 		conn->rx_ignore = true;
 		pdu->discard = true;
 		return 0;
@@ -515,10 +514,9 @@ int scsitgt__iscsi_scsi_cmd_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 	enum scsitgt__sn_verdict v;
 
 	if (conn->rx_ignore) {
-		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_DEBUG,
-					"command CmdSN %u outside [%u, %u]: ignored",
-					get_be32(&pdu->bhs[ISCSI_BHS_CMDSN]), sess->exp_cmd_sn,
-					sess->max_cmd_sn);
+		scsitgt__iscsi_conn_log(
+			conn, SCSITGT_LOG_DEBUG, "command CmdSN %u outside [%u, %u]: ignored",
+			get_be32(&pdu->bhs[ISCSI_BHS_CMDSN]), sess->exp_cmd_sn, sess->max_cmd_sn);
 		rx_verdict_reset(conn);
 		return 0;
 	}

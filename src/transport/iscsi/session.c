@@ -80,8 +80,8 @@ int scsitgt__iscsi_sess_create(struct scsitgt__iscsi_sess **out, struct scsitgt_
 		info.rel_port_id = conn->portal->tpgt ? conn->portal->tpgt : 1;
 		info.tpg_id = conn->portal->tpgt;
 		/* address ACLs (core/acl.c). */
-		info.initiator_sa = conn->peer_sa.ss_family ? (const struct sockaddr *)&conn->peer_sa
-							    : NULL;
+		info.initiator_sa =
+			conn->peer_sa.ss_family ? (const struct sockaddr *)&conn->peer_sa : NULL;
 		/* TCP sends Data-In from any memory; iSER wants registered memory, which lent
 		 * backend memory is not (it would cost a copy into the pool instead). */
 		info.lend_data_in = !conn->dm->rdma;
@@ -141,7 +141,8 @@ void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 	if (--sess->nconns > 0)
 		return;
 	/* ERL0: the session ends with its last connection (RFC 7143 §6.3.6). */
-	scsitgt__log(&sess->ie->engine->log, sess->discovery ? SCSITGT_LOG_DEBUG : SCSITGT_LOG_NOTICE,
+	scsitgt__log(&sess->ie->engine->log,
+		     sess->discovery ? SCSITGT_LOG_DEBUG : SCSITGT_LOG_NOTICE,
 		     SCSITGT__ISCSI_SUBSYS, "%s session closed: initiator %s, TSIH %u",
 		     sess->discovery ? "discovery" : "normal", sess->initiator_name, sess->tsih);
 	scsitgt__list_remove(&sess->node);
@@ -170,7 +171,8 @@ enum scsitgt__sn_verdict scsitgt__iscsi_sn_check(const struct scsitgt__iscsi_ses
 
 void scsitgt__iscsi_sess_update_window(struct scsitgt__iscsi_sess *sess)
 {
-	uint32_t free_slots = sess->active < sess->queue_depth ? sess->queue_depth - sess->active : 0;
+	uint32_t free_slots = sess->active < sess->queue_depth ? sess->queue_depth - sess->active :
+								 0;
 	uint32_t max = sess->exp_cmd_sn - 1 + free_slots;
 
 	/* MaxCmdSN never moves back (RFC 7143 §4.2.2.1 lets the initiator ignore that). */

@@ -227,8 +227,8 @@ static void tcp_close(struct scsitgt__iscsi_conn *conn)
 
 		nb = scsitgt__iscsi_txq_gather(&tc->outq, bufs, &ntx, &total, &big);
 		n = nb ? uv_try_write((uv_stream_t *)&tc->handle, bufs, nb) : 0;
-		for (struct scsitgt__iscsi_tx *tx = tc->outq.head; tx && n > 0 && (size_t)n >= tx->bytes;
-		     tx = tx->next) {
+		for (struct scsitgt__iscsi_tx *tx = tc->outq.head;
+		     tx && n > 0 && (size_t)n >= tx->bytes; tx = tx->next) {
 			n -= (ssize_t)tx->bytes;
 			tc->close_written++;
 		}
@@ -335,8 +335,8 @@ int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal)
 	tc->rbuf = rc == 0 ? malloc(tc->rbuf_size) : NULL;
 	if (rc == 0)
 		rc = tc->rbuf ? uv_accept((uv_stream_t *)&portal->listener,
-					  (uv_stream_t *)&tc->handle)
-			      : -ENOMEM;
+					  (uv_stream_t *)&tc->handle) :
+				-ENOMEM;
 	if (rc == 0 && portal->closing)
 		rc = -ESHUTDOWN;
 	/* Over a limit: accepted (so the backlog drains) and closed at once. */
@@ -353,7 +353,8 @@ int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal)
 			return tcp_hand_off(tc, portal, (struct sockaddr *)&peer,
 					    (struct sockaddr *)&local);
 		rc = scsitgt__iscsi_conn_create(&tc->conn, portal, &tcp_dm_ops, tc,
-						(struct sockaddr *)&peer, (struct sockaddr *)&local);
+						(struct sockaddr *)&peer,
+						(struct sockaddr *)&local);
 	}
 	if (rc == 0)
 		rc = uv_read_start((uv_stream_t *)&tc->handle, tcp_alloc, tcp_read);

@@ -65,7 +65,7 @@ struct tcpw {
 
 	/* Worker loop only. */
 	uv_tcp_t w_handle;
-	bool w_open;	/* w_handle initialised */
+	bool w_open;	 /* w_handle initialised */
 	bool w_fd_owned; /* fd not adopted by w_handle: close it ourselves */
 	bool w_reading;
 	bool w_eof;
@@ -77,7 +77,7 @@ struct tcpw {
 	bool w_wr_busy;
 	struct scsitgt__iscsi_tx *w_done; /* written batches to report home */
 	struct scsitgt__iscsi_tx **w_done_tail;
-	struct tcpw_rx *w_chunk;	  /* the read buffer */
+	struct tcpw_rx *w_chunk; /* the read buffer */
 	unsigned int w_close_written;
 
 	/* Embedded messages (each in flight at most once). */
@@ -87,7 +87,7 @@ struct tcpw {
 	struct scsitgt__iscsi_tx *close_chain; /* with close_msg */
 	struct scsitgt__msg closed_msg;
 	struct scsitgt__iscsi_tx *closed_chain; /* with closed_msg */
-	unsigned int closed_written;	       /* head batches of closed_chain that were written */
+	unsigned int closed_written;		/* head batches of closed_chain that were written */
 };
 
 /* RX: bytes read. */

@@ -99,7 +99,8 @@ static int text_respond(struct scsitgt__iscsi_conn *conn, const uint8_t *req)
 	int rc;
 
 	n = scsitgt__iscsi_textbuf_next_chunk(&x->resp, &chunk, conn->max_xmit_dsl, &more);
-	scsitgt__bhs_init(bhs, ISCSI_OP_TEXT_RSP, more ? ISCSI_TEXT_FLAG_CONTINUE : ISCSI_FLAG_FINAL);
+	scsitgt__bhs_init(bhs, ISCSI_OP_TEXT_RSP,
+			  more ? ISCSI_TEXT_FLAG_CONTINUE : ISCSI_FLAG_FINAL);
 	memcpy(&bhs[ISCSI_BHS_LUN], &req[ISCSI_BHS_LUN], 8);
 	put_be32(&bhs[ISCSI_BHS_ITT], x->itt);
 	if (more) {

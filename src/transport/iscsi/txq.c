@@ -22,8 +22,8 @@ unsigned int scsitgt__iscsi_txq_gather(const struct scsitgt__iscsi_txq *q, uv_bu
 		    *total >= SCSITGT__ISCSI_TXQ_BYTES)
 			break;
 		for (int i = 0; i < tx->iovcnt; i++) {
-			bufs[nb++] = uv_buf_init(tx->iov[i].iov_base,
-						 (unsigned int)tx->iov[i].iov_len);
+			bufs[nb++] =
+				uv_buf_init(tx->iov[i].iov_base, (unsigned int)tx->iov[i].iov_len);
 		}
 		*total += tx->bytes;
 		(*ntx)++;

@@ -171,7 +171,7 @@ static void iser_close(struct scsitgt__iscsi_conn *conn)
 	scsitgt__iser_io_cancel(ic);
 	/* The QP goes to error: every posted WR completes as flushed. */
 	if (!ic->connected || rdma_disconnect(ic->id) != 0) {
-		struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
 		if (ic->qp_created)
 			ibv_modify_qp(ic->id->qp, &a, IBV_QP_STATE);
@@ -465,7 +465,7 @@ static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdm
 	/* Drain the receives we posted before freeing. */
 	ic->dm_close = true;
 	if (ic->qp_created && ic->posted) {
-		struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
 		ibv_modify_qp(ic->id->qp, &a, IBV_QP_STATE);
 	}

@@ -26,9 +26,9 @@ struct scsitgt__iser_rdq_item {
 
 struct scsitgt__iser_rdq {
 	struct scsitgt__iser_rdq_item *head, **tail;
-	unsigned int depth;  /* READs allowed in flight (>= 1) */
-	unsigned int busy;   /* READs in flight */
-	unsigned int queued; /* READs waiting */
+	unsigned int depth;    /* READs allowed in flight (>= 1) */
+	unsigned int busy;     /* READs in flight */
+	unsigned int queued;   /* READs waiting */
 	unsigned int max_busy; /* statistics: the most ever in flight */
 };
 
@@ -48,12 +48,12 @@ struct scsitgt__iser_rdq_item *scsitgt__iser_rdq_flush(struct scsitgt__iser_rdq 
 /* ---- receive credits ---- */
 
 struct scsitgt__iser_credit_params {
-	uint32_t queue_depth;	/* the CmdSN window we would like (commands) */
-	uint32_t recv_dsl;	/* TargetRecvDataSegmentLength: data per received SEND */
-	uint32_t first_burst;	/* negotiated FirstBurstLength */
-	bool initial_r2t;	/* negotiated InitialR2T */
-	bool immediate_data;	/* negotiated ImmediateData */
-	uint32_t unexpected;	/* reserve for immediate and unexpected PDUs (>= 1) */
+	uint32_t queue_depth; /* the CmdSN window we would like (commands) */
+	uint32_t recv_dsl;    /* TargetRecvDataSegmentLength: data per received SEND */
+	uint32_t first_burst; /* negotiated FirstBurstLength */
+	bool initial_r2t;     /* negotiated InitialR2T */
+	bool immediate_data;  /* negotiated ImmediateData */
+	uint32_t unexpected;  /* reserve for immediate and unexpected PDUs (>= 1) */
 };
 
 /* Receive buffers one command may consume at most: its PDU and its unsolicited Data-Outs. */
@@ -71,7 +71,7 @@ struct scsitgt__iser_unexp {
 	uint32_t limit; /* the initiator's MaxOutstandingUnexpectedPDUs; 0: no limit */
 	uint32_t n;	/* outstanding, tracked below (at most TRACK) */
 	struct {
-		bool ping;    /* NOP-In ping (value: its TTT) or Async Message (value: StatSN) */
+		bool ping; /* NOP-In ping (value: its TTT) or Async Message (value: StatSN) */
 		uint32_t value;
 	} out[SCSITGT__ISER_UNEXP_TRACK];
 };

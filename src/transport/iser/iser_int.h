@@ -86,9 +86,9 @@ struct iser_read {
 	bool final;	 /* the last piece of its R2T */
 	uint32_t rkey;
 	uint64_t raddr;
-	uint8_t *buf;	/* where the data lands */
+	uint8_t *buf; /* where the data lands */
 	uint32_t lkey;
-	bool inplace;	/* buf is the command's own (held) registered buffer */
+	bool inplace;		       /* buf is the command's own (held) registered buffer */
 	struct scsitgt__rdma_mem *mem; /* inplace hold or bounce block from here */
 	bool bounce;
 	struct ibv_mr *mr; /* per-io registration of a malloc'ed buf */
@@ -107,13 +107,13 @@ struct iser_conn {
 	struct iser_slot *slots;
 	bool qp_created, pools, cq_reserved;
 	bool connected, dm_close;
-	bool ffp; /* the final Login Response went out: credits sized */
-	unsigned int posted;	/* WRs not completed yet (receives + sends) */
+	bool ffp;		   /* the final Login Response went out: credits sized */
+	unsigned int posted;	   /* WRs not completed yet (receives + sends) */
 	unsigned int recvs_posted; /* receive buffers handed to the QP (credits) */
 	unsigned int recvs_used;   /* slots 0..recvs_used-1 have been posted (reposted as used) */
-	unsigned int busy;	/* handlers running: no freeing under them */
+	unsigned int busy;	   /* handlers running: no freeing under them */
 	unsigned int sq_free;
-	uint32_t max_msg;	/* the port's largest message */
+	uint32_t max_msg; /* the port's largest message */
 	struct scsitgt__iser_rdq rdq;
 	struct scsitgt__iser_unexp unexp;
 	struct scsitgt__iscsi_tx *outq, **outq_tail;

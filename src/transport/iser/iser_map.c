@@ -20,8 +20,8 @@ int scsitgt__iser_map_remote(uint64_t va, uint32_t base, uint32_t offset, uint32
 	return 0;
 }
 
-int scsitgt__iser_map_coalesce(const struct scsitgt__iser_seg *in, unsigned int n,
-			       uint32_t max_len, struct scsitgt__iser_seg *out, unsigned int cap)
+int scsitgt__iser_map_coalesce(const struct scsitgt__iser_seg *in, unsigned int n, uint32_t max_len,
+			       struct scsitgt__iser_seg *out, unsigned int cap)
 {
 	unsigned int k = 0;
 

@@ -37,7 +37,7 @@ int scsitgt__iser_map_remote(uint64_t va, uint32_t base, uint32_t offset, uint32
  * than @max_len (0: no limit) and empty pieces vanish. Returns the number of requests, or
  * -ENOSPC when @cap is too small (nothing in @out is then meaningful).
  */
-int scsitgt__iser_map_coalesce(const struct scsitgt__iser_seg *in, unsigned int n,
-			       uint32_t max_len, struct scsitgt__iser_seg *out, unsigned int cap);
+int scsitgt__iser_map_coalesce(const struct scsitgt__iser_seg *in, unsigned int n, uint32_t max_len,
+			       struct scsitgt__iser_seg *out, unsigned int cap);
 
 #endif /* SCSITGT_ISER_MAP_H */

@@ -55,12 +55,13 @@ struct scsitgt__iser_hdr {
  */
 int scsitgt__iser_hdr_decode(const uint8_t *buf, size_t len, struct scsitgt__iser_hdr *out);
 /* Encode a header for a target SEND (opcode iSCSI control-type, STags only when flagged). */
-void scsitgt__iser_hdr_encode(uint8_t buf[SCSITGT__ISER_HDR_LEN], const struct scsitgt__iser_hdr *h);
+void scsitgt__iser_hdr_encode(uint8_t buf[SCSITGT__ISER_HDR_LEN],
+			      const struct scsitgt__iser_hdr *h);
 
 struct scsitgt__iser_cm {
-	bool zbva_not_sup;  /* REQ: initiator cannot use zero-based VAs */
-	bool sie_not_sup;   /* REQ: initiator does not accept Send with Invalidate */
-	bool given;	    /* private data was present */
+	bool zbva_not_sup; /* REQ: initiator cannot use zero-based VAs */
+	bool sie_not_sup;  /* REQ: initiator does not accept Send with Invalidate */
+	bool given;	   /* private data was present */
 };
 
 /*

@@ -91,8 +91,8 @@ void scsitgt__rdma_dev_hold(struct scsitgt__rdma_dev *dev);
 int scsitgt__rdma_dev_reserve(struct scsitgt__rdma_dev *dev, int n);
 void scsitgt__rdma_dev_unreserve(struct scsitgt__rdma_dev *dev, int n);
 /* An RC QP on @id using the device's PD and CQ. */
-int scsitgt__rdma_qp_create(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev,
-			    uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge);
+int scsitgt__rdma_qp_create(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev, uint32_t send_wr,
+			    uint32_t recv_wr, uint32_t send_sge);
 /*
  * The same with selective signaling: only send WRs posted with IBV_SEND_SIGNALED complete when
  * they succeed (an unsignaled WR's send queue slot is free once a later signaled one

@@ -24,7 +24,8 @@ static int dev_drain(struct scsitgt__rdma_dev *dev)
 	do {
 		n = ibv_poll_cq(dev->cq, RDMA_POLL_BATCH, wc);
 		for (int i = 0; i < n; i++) {
-			struct scsitgt__rdma_wr *w = (struct scsitgt__rdma_wr *)(uintptr_t)wc[i].wr_id;
+			struct scsitgt__rdma_wr *w =
+				(struct scsitgt__rdma_wr *)(uintptr_t)wc[i].wr_id;
 
 			if (w && w->done)
 				w->done(w, &wc[i]);
@@ -250,8 +251,8 @@ static int qp_create(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev, uint3
 	return 0;
 }
 
-int scsitgt__rdma_qp_create(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev,
-			    uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge)
+int scsitgt__rdma_qp_create(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev, uint32_t send_wr,
+			    uint32_t recv_wr, uint32_t send_sge)
 {
 	/* Every WR is signaled: completions release buffers and count the drain. */
 	return qp_create(id, dev, send_wr, recv_wr, send_sge, true);

@@ -72,10 +72,9 @@ void scsitgt__srp_ch_send_aers(struct srp_ch *ch)
 		/* Fixed format (SPC-5 §4.4.3): what every initiator parses. */
 		slen = scsitgt__sense_encode(sense, false, si->key, si->asc, si->ascq, NULL);
 		scsitgt__lun_encode(ch->aerq[0].lun_id, lun);
-		n = scsitgt__srp_aer_req_encode(iu, ch->ti_iu_len < sizeof(iu) ? ch->ti_iu_len
-									: sizeof(iu),
-						0, scsitgt__srp_credits_grant(&ch->cred),
-						ch->next_tag++, lun, sense, slen);
+		n = scsitgt__srp_aer_req_encode(
+			iu, ch->ti_iu_len < sizeof(iu) ? ch->ti_iu_len : sizeof(iu), 0,
+			scsitgt__srp_credits_grant(&ch->cred), ch->next_tag++, lun, sense, slen);
 		if (n == 0 || scsitgt__srp_ch_send_own(ch, iu, n, false) < 0) {
 			ch->cred = saved; /* retried on the next pump */
 			return;

@@ -477,8 +477,9 @@ static void task_residuals(const struct srp_task *t, struct scsitgt__srp_rsp *r,
 	struct scsitgt__srp_xfer x = {
 		.out_buf = t->out ? t->edtl : 0,
 		.in_buf = t->out ? 0 : t->edtl,
-		.out_need = t->spdtl_set ? t->spdtl
-			    : cmd->dir == SCSITGT__DIR_OUT ? cmd->xfer_len : 0,
+		.out_need = t->spdtl_set		 ? t->spdtl :
+			    cmd->dir == SCSITGT__DIR_OUT ? cmd->xfer_len :
+							   0,
 		.out_done = t->want,
 		.in_have = cmd->dir == SCSITGT__DIR_IN ? cmd->data_len : 0,
 	};
@@ -604,7 +605,7 @@ static uint8_t tmf_code(enum scsitgt__tmf_response r)
 static int tmf_send(struct srp_ch *ch, struct srp_tmf *m)
 {
 	uint8_t iu[SRP_RSP_LEN + SRP_RSP_DATA_LEN];
-	uint8_t data[SRP_RSP_DATA_LEN] = {0, 0, 0, m->code};
+	uint8_t data[SRP_RSP_DATA_LEN] = { 0, 0, 0, m->code };
 	struct scsitgt__srp_credits saved = ch->cred;
 	struct scsitgt__srp_rsp r;
 	int rc;
@@ -651,8 +652,8 @@ static void tmf_answer_now(struct srp_ch *ch, uint64_t tag, uint8_t code)
 	m->ch = ch;
 	m->tag = tag;
 	ch->holds++;
-	tmf_done(m, code == SRP_RSP_CODE_NOT_SUPPORTED ? SCSITGT__TMF_NOT_SUPPORTED
-						       : SCSITGT__TMF_COMPLETE);
+	tmf_done(m, code == SRP_RSP_CODE_NOT_SUPPORTED ? SCSITGT__TMF_NOT_SUPPORTED :
+							 SCSITGT__TMF_COMPLETE);
 }
 
 static struct srp_task *nexus_find_task(struct srp_nexus *nx, uint64_t tag)

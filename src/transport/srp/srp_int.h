@@ -42,7 +42,7 @@ struct scsitgt_srp_portal {
 	struct scsitgt__rdma_cm cm;
 	struct rdma_cm_id *listen;
 	struct scsitgt__list devs;
-	struct scsitgt__list chans;   /* every channel, connected or not */
+	struct scsitgt__list chans; /* every channel, connected or not */
 	struct scsitgt__list nexuses;
 	struct scsitgt__list mems; /* struct srp_mem: registered buffers per device */
 	uint32_t nchans_up;
@@ -138,14 +138,14 @@ struct srp_task {
 	enum srp_task_state state;
 	uint64_t tag;
 	uint8_t sol_not;
-	bool out;	    /* descriptors describe data-out */
-	bool counted;	    /* holds a credit */
-	bool failed_data;   /* the write data could not be read */
-	uint8_t rflags;	    /* residual flags known before execution (data-out) */
+	bool out;	  /* descriptors describe data-out */
+	bool counted;	  /* holds a credit */
+	bool failed_data; /* the write data could not be read */
+	uint8_t rflags;	  /* residual flags known before execution (data-out) */
 	uint32_t do_res;
-	uint32_t edtl;	    /* bytes of the initiator's buffer */
-	uint32_t want;	    /* bytes of write data to read */
-	uint32_t spdtl;	    /* the CDB's own write length, when fitted to the buffer */
+	uint32_t edtl;	/* bytes of the initiator's buffer */
+	uint32_t want;	/* bytes of write data to read */
+	uint32_t spdtl; /* the CDB's own write length, when fitted to the buffer */
 	bool spdtl_set;
 	struct scsitgt__srp_desc one;
 	struct scsitgt__srp_desc *descs; /* &one, or allocated */
@@ -155,11 +155,11 @@ struct srp_task {
 	struct ibv_mr *tbl_mr;
 	uint32_t next_desc, next_off, desc_off; /* RDMA READ posting progress */
 	unsigned int rd_out;			/* RDMA READs outstanding */
-	struct ibv_mr *mr;	      /* over cmd->buf when it is not in registered memory */
-	uint32_t lkey;		      /* of cmd->buf, once keyed */
+	struct ibv_mr *mr; /* over cmd->buf when it is not in registered memory */
+	uint32_t lkey;	   /* of cmd->buf, once keyed */
 	bool keyed;
-	unsigned int pending;	      /* work requests posted, not completed */
-	int slot;		      /* send buffer of the response, -1 */
+	unsigned int pending; /* work requests posted, not completed */
+	int slot;	      /* send buffer of the response, -1 */
 };
 
 /* srp_portal.c */

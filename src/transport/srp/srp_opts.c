@@ -4,8 +4,7 @@
 
 #include "libscsitgt/srp.h"
 
-SCSITGT_EXPORT void scsitgt_srp_portal_opts_init(struct scsitgt_srp_portal_opts *opts,
-						 size_t size)
+SCSITGT_EXPORT void scsitgt_srp_portal_opts_init(struct scsitgt_srp_portal_opts *opts, size_t size)
 {
 	struct scsitgt_srp_portal_opts d;
 

@@ -229,7 +229,7 @@ static void ch_disconnect(struct srp_ch *ch)
 	scsitgt__srp_ch_drop_queued(ch);
 	/* The QP goes to error: every posted work request completes as flushed. */
 	if (!ch->accepted || rdma_disconnect(ch->id) != 0) {
-		struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
 		if (ch->qp_created)
 			ibv_modify_qp(ch->id->qp, &a, IBV_QP_STATE);
@@ -482,8 +482,7 @@ static int ch_resources(struct srp_ch *ch)
  * Handle a login. Returns 0 when accepted, else the SRP_LOGIN_REJ reason (the caller rejects
  * and frees the channel).
  */
-static uint32_t ch_login(struct srp_ch *ch, const struct scsitgt__rdma_cm_event *ev,
-			 uint64_t *tag)
+static uint32_t ch_login(struct srp_ch *ch, const struct scsitgt__rdma_cm_event *ev, uint64_t *tag)
 {
 	struct scsitgt_srp_portal *port = ch->port;
 	const struct scsitgt_srp_portal_opts *o = &port->opts;
@@ -579,11 +578,11 @@ static uint32_t ch_login(struct srp_ch *ch, const struct scsitgt__rdma_cm_event 
 	scsitgt__srp_ch_log(ch, SCSITGT_LOG_NOTICE,
 			    "login accepted: %s, IU %u/%u bytes, request limit %u, immediate data "
 			    "offset %u, RDMA READ depth %u, %u channel(s)",
-			    mc_result == SRP_LOGIN_RSP_MAINTAINED ? "MULTI"
-			    : mc_result == SRP_LOGIN_RSP_TERMINATED ? "SINGLE (old channels ended)"
-								     : "new nexus",
-			    ch->it_iu_len, ch->ti_iu_len, o->queue_size,
-			    ch->imm_off, ch->rd_depth, nx->nchans);
+			    mc_result == SRP_LOGIN_RSP_MAINTAINED ? "MULTI" :
+			    mc_result == SRP_LOGIN_RSP_TERMINATED ? "SINGLE (old channels ended)" :
+								    "new nexus",
+			    ch->it_iu_len, ch->ti_iu_len, o->queue_size, ch->imm_off, ch->rd_depth,
+			    nx->nchans);
 	return 0;
 }
 
@@ -619,7 +618,8 @@ static void port_connect_request(struct scsitgt_srp_portal *port,
 	sa = rdma_get_peer_addr(ch->id);
 	snprintf(ch->peer, sizeof(ch->peer), "?");
 	if (sa && sa->sa_family == AF_INET)
-		uv_ip4_name((const struct sockaddr_in *)(const void *)sa, ch->peer, sizeof(ch->peer));
+		uv_ip4_name((const struct sockaddr_in *)(const void *)sa, ch->peer,
+			    sizeof(ch->peer));
 	else if (sa && sa->sa_family == AF_INET6)
 		uv_ip6_name((const struct sockaddr_in6 *)(const void *)sa, ch->peer,
 			    sizeof(ch->peer));
@@ -631,7 +631,7 @@ static void port_connect_request(struct scsitgt_srp_portal *port,
 	ch->closing = true;
 	ch->disconnect = true;
 	if (ch->qp_created && ch->posted) {
-		struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
 		ibv_modify_qp(ch->id->qp, &a, IBV_QP_STATE);
 	}
@@ -695,7 +695,8 @@ static int tgt_attach(struct scsitgt_srp_portal *port, struct scsitgt_target *tg
 
 static void port_done_deferred(struct scsitgt__deferred *d)
 {
-	struct scsitgt_srp_portal *port = scsitgt__container_of(d, struct scsitgt_srp_portal, done_d);
+	struct scsitgt_srp_portal *port =
+		scsitgt__container_of(d, struct scsitgt_srp_portal, done_d);
 	scsitgt_done_cb cb = port->done_cb;
 	void *arg = port->done_arg;
 

@@ -594,8 +594,8 @@ size_t scsitgt__srp_rsp_encode(uint8_t *buf, size_t cap, const struct scsitgt__s
 {
 	uint32_t sense_len = r->sense ? r->sense_len : 0;
 	uint32_t resp_len = r->resp_data ? r->resp_len : 0;
-	uint8_t flags = r->flags & (SRP_RSP_DOOVER | SRP_RSP_DOUNDER | SRP_RSP_DIOVER |
-				    SRP_RSP_DIUNDER);
+	uint8_t flags = r->flags &
+			(SRP_RSP_DOOVER | SRP_RSP_DOUNDER | SRP_RSP_DIOVER | SRP_RSP_DIUNDER);
 
 	if (cap < SRP_RSP_LEN || resp_len > cap - SRP_RSP_LEN)
 		return 0;

@@ -25,8 +25,8 @@ enum probe_mode {
 struct probe {
 	/* Behaviour. */
 	int open_rc;
-	uint32_t open_block_size;  /* written into the geometry when not 0 */
-	uint64_t open_num_blocks;  /* written into the geometry when not 0 */
+	uint32_t open_block_size; /* written into the geometry when not 0 */
+	uint64_t open_num_blocks; /* written into the geometry when not 0 */
 	bool supports_unmap;
 	enum probe_mode mode;
 	int status;

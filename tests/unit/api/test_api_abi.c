@@ -43,8 +43,7 @@ _Static_assert(offsetof(struct scsitgt_lun_opts, eui64) == 80, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, backend) == 88, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, backend_ctx) == 96, "lun_opts ABI");
 /* appended. */
-_Static_assert(offsetof(struct scsitgt_lun_opts, physical_block_exponent) == 104,
-	       "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, physical_block_exponent) == 104, "lun_opts ABI");
 
 _Static_assert(sizeof(struct scsitgt_backend_ops) == 80, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, name) == 8, "backend_ops ABI");
@@ -75,12 +74,9 @@ _Static_assert(offsetof(struct scsitgt_backend_rbd_opts, pool) == 16, "backend_r
 _Static_assert(offsetof(struct scsitgt_backend_rbd_opts, image) == 24, "backend_rbd_opts ABI");
 _Static_assert(offsetof(struct scsitgt_backend_rbd_opts, pool_namespace) == 32,
 	       "backend_rbd_opts ABI");
-_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, client_id) == 40,
-	       "backend_rbd_opts ABI");
-_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, conf_file) == 48,
-	       "backend_rbd_opts ABI");
-_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, read_only) == 56,
-	       "backend_rbd_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, client_id) == 40, "backend_rbd_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, conf_file) == 48, "backend_rbd_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, read_only) == 56, "backend_rbd_opts ABI");
 _Static_assert(offsetof(struct scsitgt_backend_rbd_opts, write_through) == 57,
 	       "backend_rbd_opts ABI");
 _Static_assert(offsetof(struct scsitgt_backend_rbd_opts, op_timeout_s) == 60,
@@ -97,8 +93,7 @@ _Static_assert(offsetof(struct scsitgt_rbd_gateway_opts, group_id) == 8, "rbd_ga
 _Static_assert(offsetof(struct scsitgt_rbd_gateway_opts, rel_port_ids) == 16,
 	       "rbd_gateway_opts ABI");
 _Static_assert(offsetof(struct scsitgt_rbd_gateway_opts, peers) == 32, "rbd_gateway_opts ABI");
-_Static_assert(offsetof(struct scsitgt_rbd_gateway_opts, preferred) == 48,
-	       "rbd_gateway_opts ABI");
+_Static_assert(offsetof(struct scsitgt_rbd_gateway_opts, preferred) == 48, "rbd_gateway_opts ABI");
 _Static_assert(offsetof(struct scsitgt_rbd_gateway_opts, holddown_ms) == 64,
 	       "rbd_gateway_opts ABI");
 _Static_assert(sizeof(struct scsitgt_rbd_gateway_peer) == 4, "rbd_gateway_peer ABI");

@@ -55,9 +55,9 @@ static void test_io_accessors(void **state)
 	memset(&ops, 0, sizeof(ops));
 
 	cmd = harness_cmd_begin(&h, 7);
-	assert_int_equal(harness_submit(cmd, &res, SCSITGT_IO_WRITE, 990, 3, iov3, 3,
-					SCSITGT_IO_FLAG_FUA),
-			 0);
+	assert_int_equal(
+		harness_submit(cmd, &res, SCSITGT_IO_WRITE, 990, 3, iov3, 3, SCSITGT_IO_FLAG_FUA),
+		0);
 	assert_int_equal(res.done, 1);
 	assert_int_equal(res.reason, SCSITGT_SR_OK);
 	assert_int_equal(p.submit_calls, 1);
@@ -177,7 +177,9 @@ static void test_io_complete_sense(void **state)
 /* Completions from other threads come back on the loop thread, each exactly once. */
 static void test_io_complete_threadsafe(void **state)
 {
-	enum { N = 48 };
+	enum {
+		N = 48
+	};
 	struct harness h;
 	struct probe p = { .open_num_blocks = 100, .mode = PROBE_THREAD };
 	struct scsitgt_backend_ops ops = probe_ops(true);

@@ -81,32 +81,32 @@ static int lun_create(struct env *e, struct scsitgt_lun **out, uint64_t id,
 
 /* ---- options structs: older (smaller) and newer (larger) callers ---- */
 
-#define OPTS_INIT_CHECK(type, init_fn, last_field)                                                 \
-	do {                                                                                       \
-		_Alignas(16) unsigned char raw[sizeof(type) + 32];                                 \
-		size_t small = offsetof(type, last_field);                                         \
-		type *o = (type *)(void *)raw;                                                     \
-                                                                                                   \
-		/* An older caller: only its bytes are written. */                                 \
-		memset(raw, 0xcc, sizeof(raw));                                                    \
-		init_fn(o, small);                                                                 \
-		assert_int_equal(o->size, small);                                                  \
-		for (size_t i = small; i < sizeof(raw); i++)                                       \
-			assert_int_equal(raw[i], 0xcc);                                            \
-		/* A newer caller: its unknown tail is zeroed. */                                  \
-		memset(raw, 0xcc, sizeof(raw));                                                    \
-		init_fn(o, sizeof(raw));                                                           \
-		assert_true(o->size >= sizeof(type) && o->size <= sizeof(raw));                    \
-		for (size_t i = sizeof(type); i < sizeof(raw); i++)                                \
-			assert_int_equal(raw[i], 0);                                               \
-		/* The exact size. */                                                              \
-		init_fn(o, sizeof(type));                                                          \
-		assert_int_equal(o->size, sizeof(type));                                           \
-		/* NULL and size 0 are ignored. */                                                 \
-		init_fn(NULL, sizeof(type));                                                       \
-		memset(raw, 0xcc, sizeof(raw));                                                    \
-		init_fn(o, 0);                                                                     \
-		assert_int_equal(raw[0], 0xcc);                                                    \
+#define OPTS_INIT_CHECK(type, init_fn, last_field)                              \
+	do {                                                                    \
+		_Alignas(16) unsigned char raw[sizeof(type) + 32];              \
+		size_t small = offsetof(type, last_field);                      \
+		type *o = (type *)(void *)raw;                                  \
+                                                                                \
+		/* An older caller: only its bytes are written. */              \
+		memset(raw, 0xcc, sizeof(raw));                                 \
+		init_fn(o, small);                                              \
+		assert_int_equal(o->size, small);                               \
+		for (size_t i = small; i < sizeof(raw); i++)                    \
+			assert_int_equal(raw[i], 0xcc);                         \
+		/* A newer caller: its unknown tail is zeroed. */               \
+		memset(raw, 0xcc, sizeof(raw));                                 \
+		init_fn(o, sizeof(raw));                                        \
+		assert_true(o->size >= sizeof(type) && o->size <= sizeof(raw)); \
+		for (size_t i = sizeof(type); i < sizeof(raw); i++)             \
+			assert_int_equal(raw[i], 0);                            \
+		/* The exact size. */                                           \
+		init_fn(o, sizeof(type));                                       \
+		assert_int_equal(o->size, sizeof(type));                        \
+		/* NULL and size 0 are ignored. */                              \
+		init_fn(NULL, sizeof(type));                                    \
+		memset(raw, 0xcc, sizeof(raw));                                 \
+		init_fn(o, 0);                                                  \
+		assert_int_equal(raw[0], 0xcc);                                 \
 	} while (0)
 
 static void test_opts_init_sizes(void **state)
@@ -355,9 +355,9 @@ static void test_lun_create_errors(void **state)
 		void *bctx;
 
 		assert_int_equal(scsitgt_backend_null_create(&bctx), 0);
-		assert_int_equal(lun_create(&e, &lun, 16383, scsitgt_backend_null_ops(), bctx,
-					    4096, 10, 0),
-				 0);
+		assert_int_equal(
+			lun_create(&e, &lun, 16383, scsitgt_backend_null_ops(), bctx, 4096, 10, 0),
+			0);
 		assert_int_equal(scsitgt_lun_get_id(lun), 16383);
 	}
 	env_fini(&e);
@@ -455,7 +455,7 @@ static void fail_once(struct scsitgt_target *tgt, const struct scsitgt_lun_opts 
 static void test_every_failure_path(void **state)
 {
 	struct env e;
-	struct counted c = {.geo_block_size = 512, .geo_num_blocks = 100};
+	struct counted c = { .geo_block_size = 512, .geo_num_blocks = 100 };
 	struct scsitgt_backend_ops bad;
 	struct scsitgt_lun_opts lo;
 	struct scsitgt_lun *lun;
@@ -510,7 +510,7 @@ static void test_every_failure_path(void **state)
 
 	/* A LUN that exists already: refused before open(). */
 	{
-		struct counted first = {.geo_block_size = 512, .geo_num_blocks = 8};
+		struct counted first = { .geo_block_size = 512, .geo_num_blocks = 8 };
 		struct scsitgt_lun_opts o2 = lo;
 
 		o2.backend_ctx = &first;
@@ -711,7 +711,8 @@ static void test_destroy_callbacks_deferred(void **state)
 static void test_engine_destroy_frees_everything(void **state)
 {
 	struct env e;
-	struct probe p[3] = { { .open_num_blocks = 8 }, { .open_num_blocks = 8 },
+	struct probe p[3] = { { .open_num_blocks = 8 },
+			      { .open_num_blocks = 8 },
 			      { .open_num_blocks = 8 } };
 	struct scsitgt_backend_ops ops = probe_ops(true);
 	struct scsitgt_target_opts to;

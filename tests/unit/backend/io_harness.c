@@ -154,10 +154,9 @@ void harness_wait(struct harness *h, const struct harness_result *res, unsigned 
 	}
 }
 
-enum scsitgt__sense_reason harness_io(struct harness *h, uint64_t lun_id,
-				      enum scsitgt_io_type type, uint64_t lba, uint32_t num_blocks,
-				      const struct iovec *iov, int iovcnt,
-				      struct harness_result *res_out)
+enum scsitgt__sense_reason harness_io(struct harness *h, uint64_t lun_id, enum scsitgt_io_type type,
+				      uint64_t lba, uint32_t num_blocks, const struct iovec *iov,
+				      int iovcnt, struct harness_result *res_out)
 {
 	struct harness_result res = { 0 };
 	struct scsitgt__cmd *cmd = harness_cmd_begin(h, lun_id);

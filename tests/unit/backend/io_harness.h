@@ -61,10 +61,9 @@ int harness_submit(struct scsitgt__cmd *cmd, struct harness_result *res, enum sc
 void harness_wait(struct harness *h, const struct harness_result *res, unsigned int n);
 
 /* Submit one io on a fresh command of LUN @lun_id, wait for it and return its reason. */
-enum scsitgt__sense_reason harness_io(struct harness *h, uint64_t lun_id,
-				      enum scsitgt_io_type type, uint64_t lba, uint32_t num_blocks,
-				      const struct iovec *iov, int iovcnt,
-				      struct harness_result *res_out);
+enum scsitgt__sense_reason harness_io(struct harness *h, uint64_t lun_id, enum scsitgt_io_type type,
+				      uint64_t lba, uint32_t num_blocks, const struct iovec *iov,
+				      int iovcnt, struct harness_result *res_out);
 
 /* xorshift64*: a deterministic generator, so any failure replays exactly. */
 static inline uint64_t harness_rng(uint64_t *state)

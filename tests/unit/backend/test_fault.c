@@ -159,9 +159,9 @@ static void test_every_skip_count(void **state)
 	struct fctx *f = *state;
 	static const bool fails[] = { false, true, false, true, false, false, false };
 
-	assert_int_equal(scsitgt_backend_fault_add_spec(f->fault,
-							"error=EIO@read:skip=1:every=2:count=2"),
-			 1);
+	assert_int_equal(
+		scsitgt_backend_fault_add_spec(f->fault, "error=EIO@read:skip=1:every=2:count=2"),
+		1);
 	for (unsigned int i = 0; i < sizeof(fails) / sizeof(fails[0]); i++) {
 		struct lf_result *res = run_rw(f, SBC_READ_10, i, 1);
 
@@ -235,11 +235,27 @@ static void test_spec_parser(void **state)
 {
 	struct fctx *f = *state;
 	static const char *bad[] = {
-		"", "hang", "hang@", "@write", "hang@writ", "hang@write+", "hang=3@write",
-		"medium=1@read", "error=0@read", "error=EBOGUS@read", "error=99999@read",
-		"delay=x@read", "delay=3600001@read", "hang@read:lba", "hang@read:len=0",
-		"hang@read:every=", "hang@read:foo=1", "hang@read;", ";hang@read",
-		"hang@read:lba=18446744073709551615", "hang@read:skip=4294967296",
+		"",
+		"hang",
+		"hang@",
+		"@write",
+		"hang@writ",
+		"hang@write+",
+		"hang=3@write",
+		"medium=1@read",
+		"error=0@read",
+		"error=EBOGUS@read",
+		"error=99999@read",
+		"delay=x@read",
+		"delay=3600001@read",
+		"hang@read:lba",
+		"hang@read:len=0",
+		"hang@read:every=",
+		"hang@read:foo=1",
+		"hang@read;",
+		";hang@read",
+		"hang@read:lba=18446744073709551615",
+		"hang@read:skip=4294967296",
 		"hang@read;bogus@write",
 	};
 	struct scsitgt_fault_rule r;
@@ -283,9 +299,9 @@ static void test_create_args(void **state)
 	struct scsitgt_lun *lun;
 	void *ctx, *ram;
 
-	assert_int_equal(scsitgt_backend_fault_create(NULL, &f->lf->loop,
-						      scsitgt_backend_ram_ops(), NULL),
-			 -EINVAL);
+	assert_int_equal(
+		scsitgt_backend_fault_create(NULL, &f->lf->loop, scsitgt_backend_ram_ops(), NULL),
+		-EINVAL);
 	assert_int_equal(scsitgt_backend_fault_create(&ctx, NULL, scsitgt_backend_ram_ops(), NULL),
 			 -EINVAL);
 	memset(&bad, 0, sizeof(bad));
@@ -297,9 +313,9 @@ static void test_create_args(void **state)
 	assert_int_equal(scsitgt_backend_fault_get_stats(f->fault, &st), -EINVAL);
 	/* A context whose LUN was refused is freed with scsitgt_backend_fault_destroy(). */
 	assert_int_equal(scsitgt_backend_ram_create(&ram), 0);
-	assert_int_equal(scsitgt_backend_fault_create(&ctx, &f->lf->loop,
-						      scsitgt_backend_ram_ops(), ram),
-			 0);
+	assert_int_equal(
+		scsitgt_backend_fault_create(&ctx, &f->lf->loop, scsitgt_backend_ram_ops(), ram),
+		0);
 	assert_string_equal(scsitgt_backend_fault_ops(ctx)->name, scsitgt_backend_ram_ops()->name);
 	scsitgt_lun_opts_init(&lo, sizeof(lo));
 	lo.id = 0; /* taken */

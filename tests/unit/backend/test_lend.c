@@ -47,7 +47,7 @@ static bool all_zero(const uint8_t *p, size_t len)
 struct probe {
 	uint8_t data[8 * BS];
 	int lend_rc[5];
-	int status;       /* completion status */
+	int status; /* completion status */
 	unsigned int released;
 };
 
@@ -166,8 +166,7 @@ static void test_null_lends_zeros(void **state)
 	(void)state;
 	harness_init(&h);
 	assert_int_equal(scsitgt_backend_null_create(&bctx), 0);
-	assert_int_equal(harness_lun(&h, NULL, 0, scsitgt_backend_null_ops(), bctx, BS, 1 << 20,
-				     0),
+	assert_int_equal(harness_lun(&h, NULL, 0, scsitgt_backend_null_ops(), bctx, BS, 1 << 20, 0),
 			 0);
 	memset(buf, 0xa5, sizeof(buf));
 	cmd = harness_cmd_begin(&h, 0);
@@ -201,13 +200,13 @@ static void ram_fx_init(struct ram_fx *f, uint64_t blocks)
 {
 	harness_init(&f->h);
 	assert_int_equal(scsitgt_backend_ram_create(&f->bctx), 0);
-	assert_int_equal(harness_lun(&f->h, NULL, 0, scsitgt_backend_ram_ops(), f->bctx, BS,
-				     blocks, SCSITGT_LUN_THIN),
+	assert_int_equal(harness_lun(&f->h, NULL, 0, scsitgt_backend_ram_ops(), f->bctx, BS, blocks,
+				     SCSITGT_LUN_THIN),
 			 0);
 }
 
-static enum scsitgt__sense_reason ram_io(struct ram_fx *f, enum scsitgt_io_type type,
-					 uint64_t lba, uint32_t n, uint8_t *buf)
+static enum scsitgt__sense_reason ram_io(struct ram_fx *f, enum scsitgt_io_type type, uint64_t lba,
+					 uint32_t n, uint8_t *buf)
 {
 	struct iovec iov = { buf, (size_t)n * BS };
 
@@ -215,8 +214,8 @@ static enum scsitgt__sense_reason ram_io(struct ram_fx *f, enum scsitgt_io_type 
 }
 
 /* A READ that may lend; the command stays alive (holding the data) until harness_cmd_end(). */
-static struct scsitgt__cmd *ram_lend_read(struct ram_fx *f, uint64_t lba, uint32_t n,
-					  uint8_t *buf, struct harness_result *res)
+static struct scsitgt__cmd *ram_lend_read(struct ram_fx *f, uint64_t lba, uint32_t n, uint8_t *buf,
+					  struct harness_result *res)
 {
 	struct scsitgt__cmd *cmd = harness_cmd_begin(&f->h, 0);
 	struct iovec iov = { buf, (size_t)n * BS };
@@ -277,8 +276,7 @@ static void test_ram_lend_snapshot(void **state)
 	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, CHUNK_BLOCKS, 8, b), SCSITGT_SR_OK);
 	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, CHUNK_BLOCKS + 100, 8, a), SCSITGT_SR_OK);
 	c3 = ram_lend_read(&f, CHUNK_BLOCKS, 8, scratch, &res);
-	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE_ZEROES, CHUNK_BLOCKS, 4, NULL),
-			 SCSITGT_SR_OK);
+	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE_ZEROES, CHUNK_BLOCKS, 4, NULL), SCSITGT_SR_OK);
 	assert_int_equal(scsitgt__backend_ram_cow_copies(f.bctx), 2);
 	assert_memory_equal(c3->lent_data, b, sizeof(b));
 	assert_int_equal(ram_io(&f, SCSITGT_IO_READ, CHUNK_BLOCKS, 8, got), SCSITGT_SR_OK);
@@ -322,13 +320,16 @@ static void test_ram_lend_shapes(void **state)
  */
 static void test_ram_lend_random(void **state)
 {
-	enum { SLOTS = 24, MAXB = 64 };
+	enum {
+		SLOTS = 24,
+		MAXB = 64
+	};
 	const uint64_t blocks = 3ull * CHUNK_BLOCKS;
 	struct {
 		struct scsitgt__cmd *cmd;
 		uint32_t n;
 		uint8_t snap[MAXB * BS];
-	} *slot;
+	} * slot;
 	uint8_t *model = calloc(1, blocks * BS);
 	static uint8_t buf[MAXB * BS];
 	struct harness_result res = { 0 };
@@ -349,8 +350,9 @@ static void test_ram_lend_random(void **state)
 		switch (rng() % 5) {
 		case 0: /* lend a read into slot k (releasing what it held) */
 			if (slot[k].cmd) {
-				assert_memory_equal(slot[k].cmd->lent_data ? slot[k].cmd->lent_data
-									   : slot[k].snap,
+				assert_memory_equal(slot[k].cmd->lent_data ?
+							    slot[k].cmd->lent_data :
+							    slot[k].snap,
 						    slot[k].snap, slot[k].n * BS);
 				harness_cmd_end(slot[k].cmd);
 				slot[k].cmd = NULL;
@@ -376,10 +378,10 @@ static void test_ram_lend_random(void **state)
 				n = CHUNK_BLOCKS;
 				lba = (rng() % 3) * CHUNK_BLOCKS;
 			}
-			assert_int_equal(ram_io(&f, rng() % 2 ? SCSITGT_IO_UNMAP
-							      : SCSITGT_IO_WRITE_ZEROES,
-						lba, n, NULL),
-					 SCSITGT_SR_OK);
+			assert_int_equal(
+				ram_io(&f, rng() % 2 ? SCSITGT_IO_UNMAP : SCSITGT_IO_WRITE_ZEROES,
+				       lba, n, NULL),
+				SCSITGT_SR_OK);
 			memset(model + lba * BS, 0, (size_t)n * BS);
 			break;
 		default: /* plain read */
@@ -406,10 +408,8 @@ static void test_ram_lend_random(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_core_lend_rules),
-		cmocka_unit_test(test_null_lends_zeros),
-		cmocka_unit_test(test_ram_lend_snapshot),
-		cmocka_unit_test(test_ram_lend_shapes),
+		cmocka_unit_test(test_core_lend_rules),	  cmocka_unit_test(test_null_lends_zeros),
+		cmocka_unit_test(test_ram_lend_snapshot), cmocka_unit_test(test_ram_lend_shapes),
 		cmocka_unit_test(test_ram_lend_random),
 	};
 

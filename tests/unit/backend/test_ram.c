@@ -269,8 +269,8 @@ static void test_ram_random_model(void **state)
 				SCSITGT_SR_OK);
 			assert_memory_equal(buf, shadow + lba * BS, len);
 		} else {
-			enum scsitgt_io_type t =
-				op == 8 ? SCSITGT_IO_UNMAP : SCSITGT_IO_WRITE_ZEROES;
+			enum scsitgt_io_type t = op == 8 ? SCSITGT_IO_UNMAP :
+							   SCSITGT_IO_WRITE_ZEROES;
 
 			assert_int_equal(harness_io(&f.h, 0, t, lba, n, NULL, 0, NULL),
 					 SCSITGT_SR_OK);
@@ -404,9 +404,9 @@ static void test_ram_one_tib_sparse(void **state)
 		fill_pattern(wbuf, sizeof(wbuf), lba);
 		assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, lba, 1, rbuf, 4096), SCSITGT_SR_OK);
 		assert_memory_equal(rbuf, wbuf, sizeof(wbuf));
-		assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, lba + (i == 15 ? -1 : 1), 1, rbuf,
-				     4096),
-				 SCSITGT_SR_OK);
+		assert_int_equal(
+			ram_rw(&f, SCSITGT_IO_READ, lba + (i == 15 ? -1 : 1), 1, rbuf, 4096),
+			SCSITGT_SR_OK);
 		assert_true(all_bytes(rbuf, sizeof(rbuf), 0));
 	}
 	/* Unmapping the whole medium, 8 GiB at a time, returns every allocation. */
@@ -426,9 +426,9 @@ static void test_ram_one_tib_sparse(void **state)
 		fill_pattern(wbuf, sizeof(wbuf), lba);
 		assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, lba, 1, wbuf, 4096), SCSITGT_SR_OK);
 	}
-	assert_int_equal(harness_io(&f.h, 0, SCSITGT_IO_UNMAP, 1, (uint32_t)(nblocks - 2), NULL,
-				    0, NULL),
-			 SCSITGT_SR_OK);
+	assert_int_equal(
+		harness_io(&f.h, 0, SCSITGT_IO_UNMAP, 1, (uint32_t)(nblocks - 2), NULL, 0, NULL),
+		SCSITGT_SR_OK);
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 2);
 	fill_pattern(wbuf, sizeof(wbuf), 0);
 	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 0, 1, rbuf, 4096), SCSITGT_SR_OK);
@@ -436,9 +436,9 @@ static void test_ram_one_tib_sparse(void **state)
 	fill_pattern(wbuf, sizeof(wbuf), nblocks - 1);
 	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, nblocks - 1, 1, rbuf, 4096), SCSITGT_SR_OK);
 	assert_memory_equal(rbuf, wbuf, sizeof(wbuf));
-	assert_int_equal(harness_io(&f.h, 0, SCSITGT_IO_WRITE_ZEROES, 0, (uint32_t)nblocks, NULL,
-				    0, NULL),
-			 SCSITGT_SR_OK);
+	assert_int_equal(
+		harness_io(&f.h, 0, SCSITGT_IO_WRITE_ZEROES, 0, (uint32_t)nblocks, NULL, 0, NULL),
+		SCSITGT_SR_OK);
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 0);
 	assert_int_equal(scsitgt__backend_ram_node_count(f.bctx), 0);
 	harness_fini(&f.h);

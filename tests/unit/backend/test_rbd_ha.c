@@ -16,13 +16,18 @@
 #include "backend/rbd_ha.h"
 #include "libscsitgt/alua.h"
 
-enum { AO = SCSITGT_ALUA_ACTIVE_OPTIMIZED, SB = SCSITGT_ALUA_STANDBY,
-       UN = SCSITGT_ALUA_UNAVAILABLE, TR = SCSITGT_ALUA_TRANSITIONING };
+enum {
+	AO = SCSITGT_ALUA_ACTIVE_OPTIMIZED,
+	SB = SCSITGT_ALUA_STANDBY,
+	UN = SCSITGT_ALUA_UNAVAILABLE,
+	TR = SCSITGT_ALUA_TRANSITIONING
+};
 
 static void ha_init(struct scsitgt__rbd_ha *ha, uint16_t group, bool preferred)
 {
-	struct scsitgt__rbd_ha_cfg cfg = { .group = group, .preferred = preferred, .misses = 3,
-					   .holddown_ms = 5000 };
+	struct scsitgt__rbd_ha_cfg cfg = {
+		.group = group, .preferred = preferred, .misses = 3, .holddown_ms = 5000
+	};
 
 	/* Groups 1, 2 and 3; each gateway lists the two others. */
 	for (uint16_t g = 1; g <= 3; g++)
@@ -195,8 +200,7 @@ static void test_fenced_owner_rejoins_as_standby(void **state)
 	/* A blocklisted acquisition fences too. */
 	p = probe(&a, 0, false, 0);
 	assert_int_equal(scsitgt__rbd_ha_probed(&a, &p), SCSITGT__RBD_HA_DO_ACQUIRE);
-	assert_int_equal(scsitgt__rbd_ha_acquired(&a, -ESHUTDOWN, 0),
-			 SCSITGT__RBD_HA_DO_RECONNECT);
+	assert_int_equal(scsitgt__rbd_ha_acquired(&a, -ESHUTDOWN, 0), SCSITGT__RBD_HA_DO_RECONNECT);
 }
 
 static void test_stpg(void **state)
@@ -276,16 +280,21 @@ static void test_ack_format(void **state)
 	assert_string_equal(addr, "127.0.0.1:0/1234");
 	assert_int_equal(scsitgt__rbd_ha_ack_format(buf, 10, &ha, 0, "x"), -ENOSPC);
 	/* Anything else another client might answer is not a gateway. */
-	static const char *bad[] = { "", "g=0 s=1 p=0 h=0 a=x", "g=1 s=9 p=0 h=0 a=x",
-				     "g=1 s=1 p=2 h=0 a=x", "g=1 s=1 p=0 h=0", "hello",
-				     "g=1 s=1 p=0 h=0 a=x trailing", "g=70000 s=1 p=0 h=0 a=x" };
+	static const char *bad[] = { "",
+				     "g=0 s=1 p=0 h=0 a=x",
+				     "g=1 s=9 p=0 h=0 a=x",
+				     "g=1 s=1 p=2 h=0 a=x",
+				     "g=1 s=1 p=0 h=0",
+				     "hello",
+				     "g=1 s=1 p=0 h=0 a=x trailing",
+				     "g=70000 s=1 p=0 h=0 a=x" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(scsitgt__rbd_ha_ack_parse(bad[i], strlen(bad[i]), &pe, &held,
-							   addr, sizeof(addr)),
+		assert_int_equal(scsitgt__rbd_ha_ack_parse(bad[i], strlen(bad[i]), &pe, &held, addr,
+							   sizeof(addr)),
 				 -EINVAL);
-	assert_int_equal(scsitgt__rbd_ha_ack_parse("g=1 s=1 p=0 h=0 a=0123456789", 28, &pe, &held,
-						   addr, 4),
-			 -EINVAL);
+	assert_int_equal(
+		scsitgt__rbd_ha_ack_parse("g=1 s=1 p=0 h=0 a=0123456789", 28, &pe, &held, addr, 4),
+		-EINVAL);
 }
 
 int main(void)

@@ -129,7 +129,7 @@ static void *aligned_buf(size_t len)
 }
 
 /* Reads of the file bytes at @off equal @expect. */
-#define assert_file_equals(f, off, expect, len)                                                    \
+#define assert_file_equals(f, off, expect, len) \
 	assert_true(aio_test_file_equals((f)->path, (off), (expect), (len)))
 
 /*
@@ -141,8 +141,7 @@ static bool backing_equals(struct fx *f, const char *backing, off_t off, const v
 {
 	if ((f->path == NULL || strcmp(backing, f->path) != 0) &&
 	    f->ops->supports(f->bctx, SCSITGT_IO_FLUSH)) {
-		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
-				 SCSITGT_SR_OK);
+		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL), SCSITGT_SR_OK);
 	}
 	return aio_test_file_equals(backing, off, expect, len);
 }
@@ -207,17 +206,17 @@ static void roundtrip_suite(struct fx *f, const char *backing)
 	for (int i = 0; i < nmany; i++) {
 		many[i] = (struct iovec){ tiny + 2 * i, 2 };
 	}
-	assert_int_equal(fx_io(f, SCSITGT_IO_WRITE, 200, (uint32_t)(nmany * 2 / bs), many, nmany, 0,
-			       NULL),
-			 SCSITGT_SR_OK);
+	assert_int_equal(
+		fx_io(f, SCSITGT_IO_WRITE, 200, (uint32_t)(nmany * 2 / bs), many, nmany, 0, NULL),
+		SCSITGT_SR_OK);
 	memset(dst, 0, len);
 	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 200, (uint32_t)(nmany * 2 / bs), dst, 0),
 			 SCSITGT_SR_OK);
 	assert_memory_equal(tiny, dst, (size_t)nmany * 2);
 	memset(tiny, 0, (size_t)nmany * 2);
-	assert_int_equal(fx_io(f, SCSITGT_IO_READ, 200, (uint32_t)(nmany * 2 / bs), many, nmany, 0,
-			       NULL),
-			 SCSITGT_SR_OK);
+	assert_int_equal(
+		fx_io(f, SCSITGT_IO_READ, 200, (uint32_t)(nmany * 2 / bs), many, nmany, 0, NULL),
+		SCSITGT_SR_OK);
 	assert_memory_equal(tiny, dst, (size_t)nmany * 2);
 
 	/* FUA write and FLUSH complete, and the data is there. */
@@ -225,8 +224,7 @@ static void roundtrip_suite(struct fx *f, const char *backing)
 	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 300, 8, src, SCSITGT_IO_FLAG_FUA),
 			 SCSITGT_SR_OK);
 	if (f->ops->supports(f->bctx, SCSITGT_IO_FLUSH)) {
-		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
-				 SCSITGT_SR_OK);
+		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL), SCSITGT_SR_OK);
 	}
 	if (backing) {
 		assert_true(backing_equals(f, backing, 300 * (off_t)bs, src, len));
@@ -495,8 +493,7 @@ static void thin_suite(struct fx *f)
 		assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, (uint32_t)(len / 512), src,
 					SCSITGT_IO_FLAG_FUA),
 				 SCSITGT_SR_OK);
-		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
-				 SCSITGT_SR_OK);
+		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL), SCSITGT_SR_OK);
 		before = file_blocks(f->path);
 		/* The middle MiB, 4 KiB aligned so that whole file system blocks go. */
 		assert_int_equal(fx_io(f, SCSITGT_IO_UNMAP, 1024, 2048, NULL, 0, 0, NULL),
@@ -577,9 +574,9 @@ static void test_read_past_eof(void **state)
 	/* After resize the backend refuses the range itself: LBA OUT OF RANGE. */
 	assert_int_equal(scsitgt_backend_aio_resize(f->bctx, &nb), 0);
 	assert_int_equal(nb, 1024);
-	assert_int_equal(fx_io(f, SCSITGT_IO_READ, 1500, 8,
-			       &(struct iovec){ buf, 8 * 512 }, 1, 0, &res),
-			 SCSITGT_SR_RAW);
+	assert_int_equal(
+		fx_io(f, SCSITGT_IO_READ, 1500, 8, &(struct iovec){ buf, 8 * 512 }, 1, 0, &res),
+		SCSITGT_SR_RAW);
 	assert_int_equal(res.raw.key, 0x5);
 	assert_int_equal(res.raw.asc, 0x21);
 	free(buf);
@@ -599,9 +596,9 @@ static void test_resize(void **state)
 	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
 	aio_test_pattern(buf, 4096, 8);
 	/* Beyond the capacity: LBA OUT OF RANGE from the backend. */
-	assert_int_equal(fx_io(f, SCSITGT_IO_WRITE, 3000, 8, &(struct iovec){ buf, 4096 }, 1, 0,
-			       &res),
-			 SCSITGT_SR_RAW);
+	assert_int_equal(
+		fx_io(f, SCSITGT_IO_WRITE, 3000, 8, &(struct iovec){ buf, 4096 }, 1, 0, &res),
+		SCSITGT_SR_RAW);
 	assert_int_equal(res.raw.asc, 0x21);
 	/* Grown from outside (not to a whole block: rounded down). */
 	assert_int_equal(truncate(f->path, 2 * MiB + 100), 0);
@@ -656,7 +653,9 @@ static void test_short_write_then_enospc(void **state)
 /* More ios than the kernel queue holds: the rest wait and all complete. */
 static void test_queue_depth(void **state)
 {
-	enum { N = 40 };
+	enum {
+		N = 40
+	};
 	struct fx *f = fx_new();
 	struct harness_result res[N];
 	struct scsitgt__cmd *cmd[N];
@@ -728,8 +727,7 @@ static void test_kernel_fallbacks(void **state)
 				       SCSITGT_IO_FLAG_FUA, NULL),
 				 SCSITGT_SR_OK);
 		assert_file_equals(f, 40 * 512, buf, 8 * 512);
-		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
-				 SCSITGT_SR_OK);
+		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL), SCSITGT_SR_OK);
 		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 40, 8, back, 0), SCSITGT_SR_OK);
 		assert_memory_equal(buf, back, 8 * 512);
 	}
@@ -775,8 +773,7 @@ static bool loop_attach(const char *file, unsigned int ss)
 		 file);
 	if (run_cmd(cmdline, out, sizeof(out)) < 0 || strncmp(out, "/dev/loop", 9) != 0 ||
 	    strlen(out) >= sizeof(loop_dev)) {
-		print_message("losetup does not work here (%s): block device test skipped\n",
-			      out);
+		print_message("losetup does not work here (%s): block device test skipped\n", out);
 		return false;
 	}
 	memcpy(loop_dev, out, strlen(out) + 1);

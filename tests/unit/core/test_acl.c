@@ -88,9 +88,21 @@ static void test_cidr_parse(void **state)
 	struct tctx *t = tctx_create(0, NULL);
 	struct scsitgt_target *tgt = t->lf->tgt;
 	static const char *const bad[] = {
-		"", "/24", "10.0.0.0/", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/+8", "10.0.0/8",
-		"::1/129", "10.0.0.0/ 8", "10.0.0.0/8x", "host.example", "1.2.3.4/0008",
-		"fe80::1%lo", "[::1]", "10.0.0.1 ",
+		"",
+		"/24",
+		"10.0.0.0/",
+		"10.0.0.0/33",
+		"10.0.0.0/-1",
+		"10.0.0.0/+8",
+		"10.0.0/8",
+		"::1/129",
+		"10.0.0.0/ 8",
+		"10.0.0.0/8x",
+		"host.example",
+		"1.2.3.4/0008",
+		"fe80::1%lo",
+		"[::1]",
+		"10.0.0.1 ",
 	};
 
 	(void)state;
@@ -289,8 +301,7 @@ static void test_masking(void **state)
 	clear_power_on(t, a);
 	assert_int_equal(scsitgt_target_unmap_lun(tgt, INAME_B, 2), 0);
 	assert_int_equal(scsitgt_target_unmap_lun(tgt, INAME_B, 2), -ENOENT);
-	assert_int_equal(scsitgt_target_unmap_lun(tgt, "iqn.2024-01.org.example:none", 2),
-			 -ENOENT);
+	assert_int_equal(scsitgt_target_unmap_lun(tgt, "iqn.2024-01.org.example:none", 2), -ENOENT);
 	run_on(t, b, 2, cdb_tur(t->cdb), &r);
 	assert_sense(&r, 0x5, 0x25, 0x00);
 	assert_int_equal(report(t, b, ids, 8), 0);

@@ -16,8 +16,8 @@
 static bool mode_wp(struct prt *t, struct scsitgt__session *s)
 {
 	uint8_t cdb[CDB_BUF];
-	struct lf_result *r = prt_run(t, s, cdb, cdb_mode_sense6(cdb, true, 0, 0x3f, 0, 255),
-				      NULL, 0);
+	struct lf_result *r =
+		prt_run(t, s, cdb, cdb_mode_sense6(cdb, true, 0, 0x3f, 0, 255), NULL, 0);
 
 	ok(r);
 	assert_true(r->data_len >= 4);

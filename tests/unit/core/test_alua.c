@@ -89,9 +89,8 @@ static struct at *at_create(bool groups)
 	if (groups) {
 		assert_int_equal(scsitgt_alua_group_create(tgt, 10, SCSITGT_ALUA_ACTIVE_OPTIMIZED),
 				 0);
-		assert_int_equal(scsitgt_alua_group_create(tgt, 20,
-							   SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED),
-				 0);
+		assert_int_equal(
+			scsitgt_alua_group_create(tgt, 20, SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED), 0);
 		assert_int_equal(scsitgt_alua_group_add_port(tgt, 10, 1), 0);
 		assert_int_equal(scsitgt_alua_group_add_port(tgt, 20, 2), 0);
 	}
@@ -332,9 +331,9 @@ static void test_rtpg_formats(void **state)
 static void check_state(struct at *t, enum scsitgt_alua_state st)
 {
 	uint8_t cdb[CDB_BUF + 16];
-	uint8_t asc_q = st == SCSITGT_ALUA_STANDBY       ? 0x0b
-			: st == SCSITGT_ALUA_UNAVAILABLE ? 0x0c
-							 : 0x0a;
+	uint8_t asc_q = st == SCSITGT_ALUA_STANDBY     ? 0x0b :
+			st == SCSITGT_ALUA_UNAVAILABLE ? 0x0c :
+							 0x0a;
 	bool active = st == SCSITGT_ALUA_ACTIVE_OPTIMIZED ||
 		      st == SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED;
 	struct lf_result *r;
@@ -401,8 +400,10 @@ static void check_state(struct at *t, enum scsitgt_alua_state st)
 static void test_each_state(void **state)
 {
 	static const enum scsitgt_alua_state states[] = {
-		SCSITGT_ALUA_STANDBY,	   SCSITGT_ALUA_UNAVAILABLE,
-		SCSITGT_ALUA_TRANSITIONING, SCSITGT_ALUA_ACTIVE_OPTIMIZED,
+		SCSITGT_ALUA_STANDBY,
+		SCSITGT_ALUA_UNAVAILABLE,
+		SCSITGT_ALUA_TRANSITIONING,
+		SCSITGT_ALUA_ACTIVE_OPTIMIZED,
 		SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED,
 	};
 	struct at *t = at_create(true);
@@ -488,8 +489,7 @@ static void test_stpg(void **state)
 	sense(prt_read(t->p, t->c), SENSE_NOT_READY, 0x04, 0x0c);
 	ok(stpg(t, t->c, SCSITGT_ALUA_ACTIVE_OPTIMIZED, 20));
 	/* Transitioning: it does not. */
-	assert_int_equal(scsitgt_alua_set_state(t->p->lf->tgt, 20, SCSITGT_ALUA_TRANSITIONING),
-			 0);
+	assert_int_equal(scsitgt_alua_set_state(t->p->lf->tgt, 20, SCSITGT_ALUA_TRANSITIONING), 0);
 	ua(prt_read(t->p, t->c), 0x2a, 0x06);
 	sense(stpg(t, t->c, SCSITGT_ALUA_ACTIVE_OPTIMIZED, 20), SENSE_NOT_READY, 0x04, 0x0a);
 	ua(prt_read(t->p, t->p->b), 0x2a, 0x06);
@@ -529,8 +529,7 @@ static void test_stpg_veto_and_modes(void **state)
 	assert_int_equal(rtpg_state(t, t->p->b, 20, NULL), SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED);
 	ok(prt_read(t->p, t->c));
 	/* The cluster manager drives the change itself instead, through transitioning. */
-	assert_int_equal(scsitgt_alua_set_state(t->p->lf->tgt, 20, SCSITGT_ALUA_TRANSITIONING),
-			 0);
+	assert_int_equal(scsitgt_alua_set_state(t->p->lf->tgt, 20, SCSITGT_ALUA_TRANSITIONING), 0);
 	ua(prt_read(t->p, t->c), 0x2a, 0x06);
 	sense(prt_read(t->p, t->c), SENSE_NOT_READY, 0x04, 0x0a);
 	assert_int_equal(scsitgt_alua_set_state(t->p->lf->tgt, 20, SCSITGT_ALUA_STANDBY), 0);
@@ -602,9 +601,9 @@ static void test_api_errors(void **state)
 	assert_int_equal(scsitgt_alua_get_state(tgt, 1, &st), -ENOENT);
 	assert_int_equal(scsitgt_alua_group_add_port(tgt, 1, 1), -ENOENT);
 	for (unsigned int i = 1; i <= SCSITGT_ALUA_MAX_GROUPS; i++)
-		assert_int_equal(scsitgt_alua_group_create(tgt, (uint16_t)i,
-							   SCSITGT_ALUA_ACTIVE_OPTIMIZED),
-				 0);
+		assert_int_equal(
+			scsitgt_alua_group_create(tgt, (uint16_t)i, SCSITGT_ALUA_ACTIVE_OPTIMIZED),
+			0);
 	assert_int_equal(scsitgt_alua_group_create(tgt, 999, SCSITGT_ALUA_STANDBY), -ENOSPC);
 	assert_int_equal(scsitgt_alua_group_create(tgt, 1, SCSITGT_ALUA_STANDBY), -EEXIST);
 	assert_int_equal(scsitgt_alua_group_add_port(tgt, 1, 0), -EINVAL);
@@ -628,14 +627,10 @@ static void test_api_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_off_by_default),
-		cmocka_unit_test(test_tpgs_and_vpd83),
-		cmocka_unit_test(test_rtpg_formats),
-		cmocka_unit_test(test_each_state),
-		cmocka_unit_test(test_every_transition),
-		cmocka_unit_test(test_stpg),
-		cmocka_unit_test(test_stpg_veto_and_modes),
-		cmocka_unit_test(test_stpg_deferred),
+		cmocka_unit_test(test_off_by_default),	    cmocka_unit_test(test_tpgs_and_vpd83),
+		cmocka_unit_test(test_rtpg_formats),	    cmocka_unit_test(test_each_state),
+		cmocka_unit_test(test_every_transition),    cmocka_unit_test(test_stpg),
+		cmocka_unit_test(test_stpg_veto_and_modes), cmocka_unit_test(test_stpg_deferred),
 		cmocka_unit_test(test_api_errors),
 	};
 

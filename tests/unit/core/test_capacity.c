@@ -104,9 +104,9 @@ static void test_rc16(void **state)
 	assert_int_equal(r->data_len, 32);
 	assert_true(get_be64(&r->data[0]) == 4095);
 	assert_int_equal(get_be32(&r->data[8]), 512);
-	assert_int_equal(r->data[12], 0);    /* no protection information */
-	assert_int_equal(r->data[13], 3);    /* 8 logical blocks per physical block */
-	assert_int_equal(r->data[14], 0);    /* LBPME 0, LBPRZ 0 */
+	assert_int_equal(r->data[12], 0); /* no protection information */
+	assert_int_equal(r->data[13], 3); /* 8 logical blocks per physical block */
+	assert_int_equal(r->data[14], 0); /* LBPME 0, LBPRZ 0 */
 	assert_int_equal(r->data[15], 0);
 	/* Allocation length truncates. */
 	r = tctx_run(t, cdb_read_capacity16(t->cdb, 12));
@@ -183,12 +183,9 @@ static void test_service_actions(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rc10),
-		cmocka_unit_test(test_rc10_large),
-		cmocka_unit_test(test_rc10_pmi),
-		cmocka_unit_test(test_rc16),
-		cmocka_unit_test(test_rc16_thin),
-		cmocka_unit_test(test_service_actions),
+		cmocka_unit_test(test_rc10),	  cmocka_unit_test(test_rc10_large),
+		cmocka_unit_test(test_rc10_pmi),  cmocka_unit_test(test_rc16),
+		cmocka_unit_test(test_rc16_thin), cmocka_unit_test(test_service_actions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

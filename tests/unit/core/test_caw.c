@@ -12,7 +12,6 @@
 
 #define BS 512u
 
-
 static size_t cdb_caw(uint8_t *cdb, uint64_t lba, uint8_t n, uint8_t byte1)
 {
 	memset(cdb, 0, CDB_BUF);
@@ -33,8 +32,7 @@ static size_t cdb_orwrite(uint8_t *cdb, uint64_t lba, uint32_t n, uint8_t byte1)
 	return 16;
 }
 
-static size_t cdb_atomic(uint8_t *cdb, uint64_t lba, uint16_t boundary, uint16_t n,
-			 uint8_t byte1)
+static size_t cdb_atomic(uint8_t *cdb, uint64_t lba, uint16_t boundary, uint16_t n, uint8_t byte1)
 {
 	memset(cdb, 0, CDB_BUF);
 	cdb[0] = SBC_WRITE_ATOMIC_16;
@@ -60,8 +58,8 @@ static void put_blocks(struct tctx *t, uint64_t lba, uint32_t n, uint8_t v)
 	uint8_t buf[8 * BS];
 
 	memset(buf, v, (size_t)n * BS);
-	assert_good(tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_10, lba, n, 0), buf,
-				 (size_t)n * BS));
+	assert_good(
+		tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_10, lba, n, 0), buf, (size_t)n * BS));
 }
 
 static void test_caw_match_and_miscompare(void **state)

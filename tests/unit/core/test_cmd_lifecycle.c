@@ -133,7 +133,9 @@ static void test_complete_threadsafe(void **state)
 
 static void test_threadsafe_many(void **state)
 {
-	enum { N = 16 };
+	enum {
+		N = 16
+	};
 	struct loop_fabric *lf;
 	struct fake_backend_opts o;
 	struct fake_backend *fb;

@@ -8,7 +8,6 @@
 
 #define BS 512u
 
-
 static size_t cdb_gls(uint8_t *cdb, uint64_t lba, uint32_t alloc)
 {
 	memset(cdb, 0, CDB_BUF);
@@ -62,8 +61,8 @@ static void test_mapped_and_deallocated(void **state)
 	(void)state;
 	memset(data, 1, sizeof(data));
 	/* Blocks 100..115 written, the rest never. */
-	assert_good(tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_16, 100, 16, 0), data,
-				 sizeof(data)));
+	assert_good(
+		tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_16, 100, 16, 0), data, sizeof(data)));
 	r = tctx_run(t, cdb_gls(t->cdb, 0, 1024));
 	assert_good(r);
 	assert_int_equal(get_be32(&r->data[0]), 4 + 3 * 16);

@@ -148,9 +148,9 @@ static void test_general_stats_and_reset(void **state)
 	assert_int_equal(get_be16(&r->data[4]), 0x0001);
 	assert_int_equal(r->data[6], 0x02);
 	assert_int_equal(r->data[7], 0x40);
-	assert_int_equal(get_be64(&r->data[8]), 2);	 /* NUMBER OF READ COMMANDS */
-	assert_int_equal(get_be64(&r->data[16]), 0);	 /* NUMBER OF WRITE COMMANDS */
-	assert_int_equal(get_be64(&r->data[32]), 6);	 /* LOGICAL BLOCKS TRANSMITTED */
+	assert_int_equal(get_be64(&r->data[8]), 2);  /* NUMBER OF READ COMMANDS */
+	assert_int_equal(get_be64(&r->data[16]), 0); /* NUMBER OF WRITE COMMANDS */
+	assert_int_equal(get_be64(&r->data[32]), 6); /* LOGICAL BLOCKS TRANSMITTED */
 	/* Default cumulative values are zero; threshold values are the counters' maximum. */
 	r = tctx_run(t, cdb_log_sense(t->cdb, 0, 3, 0x19, 0x00, 0, 255));
 	assert_good(r);

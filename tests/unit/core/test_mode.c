@@ -4,7 +4,12 @@
 
 #include "core/scsi_spec.h"
 
-enum { PC_CUR, PC_CHG, PC_DEF, PC_SAVED };
+enum {
+	PC_CUR,
+	PC_CHG,
+	PC_DEF,
+	PC_SAVED
+};
 
 /* Locate page @code in a MODE SENSE answer after @hdr header bytes; NULL if absent. */
 static const uint8_t *find_page(const struct lf_result *r, size_t start, uint8_t code)
@@ -40,9 +45,9 @@ static void test_sense6_all(void **state)
 	assert_good(r);
 	assert_int_equal(r->data_len, 4 + 8 + 20 + 12 + 12);
 	assert_int_equal(r->data[0], r->data_len - 1); /* MODE DATA LENGTH */
-	assert_int_equal(r->data[1], 0x00);		/* MEDIUM TYPE */
-	assert_int_equal(r->data[2], 0x10);		/* DPOFUA, not WP */
-	assert_int_equal(r->data[3], 8);		/* BLOCK DESCRIPTOR LENGTH */
+	assert_int_equal(r->data[1], 0x00);	       /* MEDIUM TYPE */
+	assert_int_equal(r->data[2], 0x10);	       /* DPOFUA, not WP */
+	assert_int_equal(r->data[3], 8);	       /* BLOCK DESCRIPTOR LENGTH */
 	assert_int_equal(get_be32(&r->data[4]), 2048);
 	assert_int_equal(r->data[8], 0);
 	assert_int_equal(get_be24(&r->data[9]), 512);
@@ -56,7 +61,7 @@ static void test_sense6_all(void **state)
 	p = find_page(r, 12, 0x08);
 	assert_int_equal(p[2] & 0x05, 0); /* WCE 0, RCD 0 */
 	p = find_page(r, 12, 0x0a);
-	assert_int_equal(p[2] & 0xe4, 0); /* TST 000b, D_SENSE 0 */
+	assert_int_equal(p[2] & 0xe4, 0);    /* TST 000b, D_SENSE 0 */
 	assert_int_equal(p[3] & 0xf0, 0x10); /* QUEUE ALGORITHM MODIFIER 1 */
 	assert_int_equal(p[3] & 0x06, 0);    /* QERR 00b */
 	assert_int_equal(p[4] & 0x08, 0);    /* SWP 0 */
@@ -259,9 +264,8 @@ static void test_select_raises_ua(void **state)
 	uint8_t page[12];
 
 	(void)state;
-	assert_int_equal(loop_fabric_add_session(t->lf, "iqn.2024-01.test:b,i,0x000000000002", 1,
-						 &b),
-			 0);
+	assert_int_equal(
+		loop_fabric_add_session(t->lf, "iqn.2024-01.test:b,i,0x000000000002", 1, &b), 0);
 	/* B's POWER ON first */
 	loop_fabric_run_on(t->lf, b, 0, t->cdb, cdb_tur(t->cdb), NULL, 0, &r);
 	assert_sense(&r, 0x6, 0x29, 0x00);

@@ -100,13 +100,12 @@ struct access_row {
 };
 
 static const struct access_row access_rows[] = {
-	{ PR_TYPE_WE, true, false, true, false },     { PR_TYPE_EA, false, false, false, false },
-	{ PR_TYPE_WE_RO, true, true, true, false },   { PR_TYPE_EA_RO, true, true, false, false },
-	{ PR_TYPE_WE_AR, true, true, true, false },   { PR_TYPE_EA_AR, true, true, false, false },
+	{ PR_TYPE_WE, true, false, true, false },   { PR_TYPE_EA, false, false, false, false },
+	{ PR_TYPE_WE_RO, true, true, true, false }, { PR_TYPE_EA_RO, true, true, false, false },
+	{ PR_TYPE_WE_AR, true, true, true, false }, { PR_TYPE_EA_AR, true, true, false, false },
 };
 
-static void check_access(struct prt *t, struct scsitgt__session *s, bool can_read,
-			 bool can_write)
+static void check_access(struct prt *t, struct scsitgt__session *s, bool can_read, bool can_write)
 {
 	uint8_t cdb[CDB_BUF];
 	struct lf_result *r;
@@ -184,9 +183,9 @@ static void test_reserve(void **state)
 
 		put_be64(p, 0x11);
 		sense(prt_out_raw(t, t->a, PR_OUT_RESERVE, PR_TYPE_EA, p, 32),
-			     SENSE_ILLEGAL_REQUEST, 0x1a, 0x00);
+		      SENSE_ILLEGAL_REQUEST, 0x1a, 0x00);
 		sense(prt_out_raw(t, t->a, PR_OUT_RESERVE, PR_TYPE_EA, p, 16),
-			     SENSE_ILLEGAL_REQUEST, 0x1a, 0x00);
+		      SENSE_ILLEGAL_REQUEST, 0x1a, 0x00);
 	}
 	/* Unknown service action (SPC-5 Table 230 stops at 08h). */
 	{
@@ -210,8 +209,8 @@ static void test_release(void **state)
 	/* A non-holder's RELEASE is a no-op; the wrong type is INVALID RELEASE. */
 	ok(prt_out(t, t->b, PR_OUT_RELEASE, PR_TYPE_WE_RO, 0x22, 0, 0));
 	assert_reservation(t, 0x11, PR_TYPE_WE_RO);
-	sense(prt_out(t, t->a, PR_OUT_RELEASE, PR_TYPE_WE, 0x11, 0, 0),
-		     SENSE_ILLEGAL_REQUEST, 0x26, 0x04);
+	sense(prt_out(t, t->a, PR_OUT_RELEASE, PR_TYPE_WE, 0x11, 0, 0), SENSE_ILLEGAL_REQUEST, 0x26,
+	      0x04);
 	conflict(prt_out(t, t->a, PR_OUT_RELEASE, PR_TYPE_WE_RO, 0x99, 0, 0));
 	ok(prt_out(t, t->a, PR_OUT_RELEASE, PR_TYPE_WE_RO, 0x11, 0, 0));
 	assert_reservation(t, 0, 0);
@@ -363,18 +362,15 @@ static void test_register_and_move(void **state)
 	ok(prt_out(t, t->a, PR_OUT_RESERVE, PR_TYPE_EA, 0x11, 0, 0));
 	/* A short list, a bad TransportID, port 0, the nexus itself. */
 	sense(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n - 4)),
-		     SENSE_ILLEGAL_REQUEST, 0x1a, 0x00);
+	      SENSE_ILLEGAL_REQUEST, 0x1a, 0x00);
 	p[24] = 0x44;
-	bad_param(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)),
-			 24);
+	bad_param(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)), 24);
 	p[24] = 0x45;
 	put_be16(&p[18], 0);
-	bad_param(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)),
-			 18);
+	bad_param(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)), 18);
 	put_be16(&p[18], 1);
 	n = tid(&p[24], PORT_A, true);
-	bad_param(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)),
-			 24);
+	bad_param(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)), 24);
 	/* Move to B, and unregister A (UNREG). */
 	n = tid(&p[24], PORT_B, true);
 	p[17] = 0x02;
@@ -416,18 +412,15 @@ static void test_spec_i_pt_all_tg_pt(void **state)
 	put_be32(&p[24], (uint32_t)n);
 	/* TRANSPORTID PARAMETER DATA LENGTH beyond the list. */
 	sense(prt_out_raw(t, t->a, PR_OUT_REGISTER, 0, p, (uint32_t)(28 + n - 4)),
-		     SENSE_ILLEGAL_REQUEST, 0x1a, 0x00);
+	      SENSE_ILLEGAL_REQUEST, 0x1a, 0x00);
 	/* SPEC_I_PT with REGISTER AND IGNORE EXISTING KEY is invalid. */
-	bad_param(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_IGNORE, 0, p,
-				     (uint32_t)(28 + n)),
-			 20);
+	bad_param(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_IGNORE, 0, p, (uint32_t)(28 + n)), 20);
 	ok(prt_out_raw(t, t->a, PR_OUT_REGISTER, 0, p, (uint32_t)(28 + n)));
 	assert_keys(t, 3, (uint64_t[]){ 0x55, 0x55, 0x55 });
 	/* B was registered by A; the device-name TransportID covers any ISID. */
 	ok(prt_out(t, t->b, PR_OUT_RESERVE, PR_TYPE_WE, 0x55, 0, 0));
-	assert_int_equal(loop_fabric_add_session(t->lf,
-						 "iqn.2024-01.org.example:third,i,0x400000000007",
-						 1, &b2),
+	assert_int_equal(loop_fabric_add_session(
+				 t->lf, "iqn.2024-01.org.example:third,i,0x400000000007", 1, &b2),
 			 0);
 	ua(prt_read(t, b2), 0x29, 0x00);
 	ok(prt_out(t, b2, PR_OUT_RELEASE, PR_TYPE_WE, 0x55, 0, 0));

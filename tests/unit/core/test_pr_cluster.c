@@ -108,8 +108,8 @@ static void fs_release(struct fstore *st, unsigned int i)
 
 		st->nfetch++;
 		st->fetch_err = 0;
-		scsitgt_pr_req_complete_fetch(op.req, err, err ? NULL : st->data,
-					      err ? 0 : st->len, st->version);
+		scsitgt_pr_req_complete_fetch(op.req, err, err ? NULL : st->data, err ? 0 : st->len,
+					      st->version);
 		return;
 	}
 	st->ncommit++;
@@ -131,9 +131,8 @@ static void fs_release(struct fstore *st, unsigned int i)
 		for (unsigned int k = 0; k < st->ngws; k++) {
 			if (st->gws[k] == op.gw)
 				continue;
-			assert_int_equal(scsitgt_lun_apply_pr_state(st->gws[k]->lun, st->data,
-								     st->len),
-					 0);
+			assert_int_equal(
+				scsitgt_lun_apply_pr_state(st->gws[k]->lun, st->data, st->len), 0);
 			st->ndelivered++;
 		}
 		scsitgt_pr_req_complete_commit(op.req, 0);
@@ -252,8 +251,8 @@ static struct lf_result *out_start(struct gw *g, struct scsitgt__session *s, uin
 }
 
 /* PERSISTENT RESERVE OUT through gateway @g, the store answering in order. */
-static struct lf_result *out(struct gw *g, struct scsitgt__session *s, uint8_t sa,
-			     uint8_t type, uint64_t key, uint64_t sa_key)
+static struct lf_result *out(struct gw *g, struct scsitgt__session *s, uint8_t sa, uint8_t type,
+			     uint64_t key, uint64_t sa_key)
 {
 	out_start(g, s, sa, type, key, sa_key, &g->r);
 	fs_run_until(g->st, &g->r);
@@ -523,17 +522,14 @@ static void test_store_errors_change_nothing(void **state)
 	(void)state;
 	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
 	t->st.fetch_err = -ETIMEDOUT;
-	sense(out(&t->ga, t->ga.b, PR_OUT_REGISTER, 0, 0, 0xb1), SENSE_HARDWARE_ERROR, 0x08,
-	      0x00);
+	sense(out(&t->ga, t->ga.b, PR_OUT_REGISTER, 0, 0, 0xb1), SENSE_HARDWARE_ERROR, 0x08, 0x00);
 	t->st.commit_err = -EIO;
-	sense(out(&t->ga, t->ga.b, PR_OUT_REGISTER, 0, 0, 0xb1), SENSE_HARDWARE_ERROR, 0x44,
-	      0x00);
+	sense(out(&t->ga, t->ga.b, PR_OUT_REGISTER, 0, 0, 0xb1), SENSE_HARDWARE_ERROR, 0x44, 0x00);
 	t->st.commit_err = -ENOTCONN;
-	sense(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_WE, 0xa1, 0), SENSE_HARDWARE_ERROR,
-	      0x08, 0x00);
+	sense(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_WE, 0xa1, 0), SENSE_HARDWARE_ERROR, 0x08,
+	      0x00);
 	t->st.commit_err = -EBUSY;
-	assert_int_equal(out(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 0xb1)->status,
-			 SAM_STAT_BUSY);
+	assert_int_equal(out(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 0xb1)->status, SAM_STAT_BUSY);
 	for (int k = 0; k < 2; k++) {
 		struct gw *g = k ? &t->gb : &t->ga;
 		uint64_t key;
@@ -569,8 +565,7 @@ static void test_stale_retries_bounded(void **state)
 
 	(void)state;
 	t->st.always_stale = true;
-	assert_int_equal(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1)->status,
-			 SAM_STAT_BUSY);
+	assert_int_equal(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1)->status, SAM_STAT_BUSY);
 	assert_int_equal(t->st.ncommit, SCSITGT_PR_CLUSTER_RETRIES + 1);
 	assert_false(has_key(&t->ga, 0xa1));
 	t->st.always_stale = false;

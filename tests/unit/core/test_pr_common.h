@@ -79,8 +79,7 @@ static inline struct lf_result *prt_run(struct prt *t, struct scsitgt__session *
 
 /* PERSISTENT RESERVE OUT with the basic 24-byte parameter list. */
 static inline struct lf_result *prt_out(struct prt *t, struct scsitgt__session *s, uint8_t sa,
-					uint8_t type, uint64_t key, uint64_t sa_key,
-					uint8_t flags)
+					uint8_t type, uint64_t key, uint64_t sa_key, uint8_t flags)
 {
 	uint8_t cdb[10] = { SPC_PERSISTENT_RESERVE_OUT, sa, type };
 	uint8_t p[24] = { 0 };
@@ -93,9 +92,8 @@ static inline struct lf_result *prt_out(struct prt *t, struct scsitgt__session *
 }
 
 /* PERSISTENT RESERVE OUT with a raw parameter list. */
-static inline struct lf_result *prt_out_raw(struct prt *t, struct scsitgt__session *s,
-					    uint8_t sa, uint8_t type, const uint8_t *p,
-					    uint32_t len)
+static inline struct lf_result *prt_out_raw(struct prt *t, struct scsitgt__session *s, uint8_t sa,
+					    uint8_t type, const uint8_t *p, uint32_t len)
 {
 	uint8_t cdb[10] = { SPC_PERSISTENT_RESERVE_OUT, sa, type };
 
@@ -127,30 +125,30 @@ static inline struct lf_result *prt_write(struct prt *t, struct scsitgt__session
 }
 
 /* These evaluate @x (which runs a command) exactly once. */
-#define ok(x)                                                                                      \
-	do {                                                                                       \
-		struct lf_result *r_ = (x);                                                        \
-		assert_good(r_);                                                                   \
+#define ok(x)                               \
+	do {                                \
+		struct lf_result *r_ = (x); \
+		assert_good(r_);            \
 	} while (0)
 #define conflict(x) assert_int_equal((x)->status, SAM_STAT_RESERVATION_CONFLICT)
-#define sense(x, key, asc, ascq)                                                                   \
-	do {                                                                                       \
-		struct lf_result *r_ = (x);                                                        \
-		assert_sense(r_, key, asc, ascq);                                                  \
+#define sense(x, key, asc, ascq)                  \
+	do {                                      \
+		struct lf_result *r_ = (x);       \
+		assert_sense(r_, key, asc, ascq); \
 	} while (0)
 #define ua(x, asc, ascq) sense(x, SENSE_UNIT_ATTENTION, asc, ascq)
-#define bad_cdb(x, field, bit)                                                                     \
-	do {                                                                                       \
-		struct lf_result *r_ = (x);                                                        \
-		assert_bad_cdb(r_, field, bit);                                                    \
+#define bad_cdb(x, field, bit)                  \
+	do {                                    \
+		struct lf_result *r_ = (x);     \
+		assert_bad_cdb(r_, field, bit); \
 	} while (0)
 /* INVALID FIELD IN PARAMETER LIST pointing at byte @field. */
-#define bad_param(x, field)                                                                        \
-	do {                                                                                       \
-		struct lf_result *r_ = (x);                                                        \
-		assert_sense(r_, SENSE_ILLEGAL_REQUEST, 0x26, 0x00);                               \
-		assert_int_equal(r_->sense[15] & 0xc0, 0x80);                                      \
-		assert_int_equal(get_be16(&r_->sense[16]), (field));                               \
+#define bad_param(x, field)                                          \
+	do {                                                         \
+		struct lf_result *r_ = (x);                          \
+		assert_sense(r_, SENSE_ILLEGAL_REQUEST, 0x26, 0x00); \
+		assert_int_equal(r_->sense[15] & 0xc0, 0x80);        \
+		assert_int_equal(get_be16(&r_->sense[16]), (field)); \
 	} while (0)
 
 static inline void tmf_resp(void *arg, enum scsitgt__tmf_response response)

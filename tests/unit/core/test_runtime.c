@@ -186,8 +186,7 @@ static void test_acl(void **state)
 
 	(void)state;
 	/* Once the list holds a name, only listed initiators may log in; existing nexuses stay. */
-	assert_int_equal(scsitgt_target_add_initiator(t->lf->tgt, "iqn.2024-01.org.example:a"),
-			 0);
+	assert_int_equal(scsitgt_target_add_initiator(t->lf->tgt, "iqn.2024-01.org.example:a"), 0);
 	assert_int_equal(loop_fabric_add_session(t->lf, OTHER, 1, &s), -EACCES);
 	assert_good(tctx_run(t, cdb_tur(t->cdb)));
 	assert_int_equal(scsitgt_target_add_initiator(t->lf->tgt, "iqn.2024-01.org.example:other"),

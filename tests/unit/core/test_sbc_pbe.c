@@ -72,9 +72,9 @@ static void test_capacity_and_limits(void **state)
 	assert_int_equal(get_be16(&r->data[14]) & 0x3fff, 0); /* LOWEST ALIGNED LBA */
 	r = tctx_run(t, cdb_inquiry(t->cdb, true, 0xb0, 255));
 	assert_good(r);
-	assert_int_equal(get_be16(&r->data[6]), 8);  /* OPTIMAL TRANSFER LENGTH GRANULARITY */
-	assert_int_equal(get_be32(&r->data[48]), 8); /* ATOMIC ALIGNMENT */
-	assert_int_equal(get_be32(&r->data[52]), 8); /* ATOMIC TRANSFER LENGTH GRANULARITY */
+	assert_int_equal(get_be16(&r->data[6]), 8);	 /* OPTIMAL TRANSFER LENGTH GRANULARITY */
+	assert_int_equal(get_be32(&r->data[48]), 8);	 /* ATOMIC ALIGNMENT */
+	assert_int_equal(get_be32(&r->data[52]), 8);	 /* ATOMIC TRANSFER LENGTH GRANULARITY */
 	assert_int_equal(get_be32(&r->data[44]) % 8, 0); /* MAXIMUM ATOMIC: whole blocks */
 	tctx_destroy(t);
 

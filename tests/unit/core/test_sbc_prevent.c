@@ -55,7 +55,7 @@ static void test_two_nexuses(void **state)
 	assert_good(run_on(t, a, cdb_prevent_allow(t->cdb, 1))); /* twice: one entry */
 	assert_good(run_on(t, a, cdb_prevent_allow(t->cdb, 0)));
 	r = eject(t, a);
-	assert_sense(r, 0x5, 0x53, 0x02);	/* MEDIUM REMOVAL PREVENTED */
+	assert_sense(r, 0x5, 0x53, 0x02); /* MEDIUM REMOVAL PREVENTED */
 	r = eject(t, b);
 	assert_sense(r, 0x5, 0x53, 0x02);
 	/* B allows: the medium can go, and come back. */

@@ -303,7 +303,8 @@ static void test_write_protect_before_fields(void **state)
 				t->cdb[1] = (uint8_t)(0xe0 | sa);
 			t->cdb[row->cdb_len - 1] = 0; /* CONTROL: no NACA, no link */
 			r = tctx_run(t, row->cdb_len);
-			if (r->status != 0x02 || (r->sense[2] & 0x0f) != 0x7 || r->sense[12] != 0x27)
+			if (r->status != 0x02 || (r->sense[2] & 0x0f) != 0x7 ||
+			    r->sense[12] != 0x27)
 				fail_msg("%s: status %02x sense %x/%02x/%02x, not DATA PROTECT",
 					 row->name, r->status, r->sense[2] & 0x0f, r->sense[12],
 					 r->sense[13]);

@@ -59,7 +59,10 @@ static void test_fixed_plain(void **state)
 static void test_fixed_field_pointer(void **state)
 {
 	struct scsitgt__sense_detail d = {
-		.sks_valid = true, .sks_cdb = true, .sks_bpv = true, .sks_bit = 5,
+		.sks_valid = true,
+		.sks_cdb = true,
+		.sks_bpv = true,
+		.sks_bit = 5,
 		.sks_field = 0x0102,
 	};
 	uint8_t b[SCSITGT_SENSE_BUF_SIZE];
@@ -94,8 +97,13 @@ static void test_fixed_information(void **state)
 static void test_descriptor(void **state)
 {
 	struct scsitgt__sense_detail d = {
-		.info_valid = true, .info = 0x1122334455667788ull,
-		.sks_valid = true, .sks_cdb = true, .sks_bpv = true, .sks_bit = 7, .sks_field = 2,
+		.info_valid = true,
+		.info = 0x1122334455667788ull,
+		.sks_valid = true,
+		.sks_cdb = true,
+		.sks_bpv = true,
+		.sks_bit = 7,
+		.sks_field = 2,
 	};
 	uint8_t b[SCSITGT_SENSE_BUF_SIZE];
 	size_t n;

@@ -59,7 +59,7 @@ static void check_all(struct lf_result *r, bool rctd)
 		assert_int_equal(d[0], op);
 		assert_int_equal(get_be16(&d[2]), sa);
 		assert_int_equal(d[5] & 0x01, scsitgt__cdb_has_sa(op) ? 1 : 0); /* SERVACTV */
-		assert_int_equal(!!(d[5] & 0x02), rctd);			   /* CTDP */
+		assert_int_equal(!!(d[5] & 0x02), rctd);			/* CTDP */
 		assert_int_equal(get_be16(&d[6]), row->cdb_len);
 		if (rctd)
 			assert_int_equal(get_be16(&d[8]), 0x0a);

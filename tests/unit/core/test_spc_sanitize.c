@@ -33,8 +33,7 @@ static size_t ow_list(uint8_t *p, bool invert, uint8_t count, uint16_t plen, uin
 	return 4u + plen;
 }
 
-static struct tctx *ctx(uint32_t lun_flags, uint64_t blocks, uint32_t supports,
-			enum fake_mode mode)
+static struct tctx *ctx(uint32_t lun_flags, uint64_t blocks, uint32_t supports, enum fake_mode mode)
 {
 	struct fake_backend_opts o;
 
@@ -103,8 +102,7 @@ static void test_overwrite_bad(void **state)
 				 l);
 		assert_bad_cdb(r, 7, -1);
 	}
-	r = tctx_run_lun(t, 0, cdb_sanitize(t->cdb, SBC_SANITIZE_OVERWRITE, false, 517), list,
-			 517);
+	r = tctx_run_lun(t, 0, cdb_sanitize(t->cdb, SBC_SANITIZE_OVERWRITE, false, 517), list, 517);
 	assert_bad_cdb(r, 7, -1);
 	/* OVERWRITE COUNT 0 (reserved): byte 0 of the list. */
 	len = ow_list(list, false, 0, 512, 1);

@@ -69,7 +69,9 @@ static void test_power_conditions(void **state)
 	(void)state;
 	/* SBC-4 Table 62: 1h, 2h, 3h, 7h, Ah, Bh are power conditions; the rest reserved, 5h
 	 * obsolete: invalid field at the POWER CONDITION field. */
-	static const int8_t max_mod[16] = { 0, 0, 2, 1, -1, -1, -1, 0, -1, -1, 2, 1, -1, -1, -1, -1 };
+	static const int8_t max_mod[16] = {
+		0, 0, 2, 1, -1, -1, -1, 0, -1, -1, 2, 1, -1, -1, -1, -1
+	};
 
 	for (uint8_t pc = 1; pc < 16; pc++) {
 		r = tctx_run(t, cdb_start_stop(t->cdb, pc, false, true));
@@ -181,10 +183,8 @@ static void test_prevent_allow(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_eject_and_load),
-		cmocka_unit_test(test_stop_and_start),
-		cmocka_unit_test(test_power_conditions),
-		cmocka_unit_test(test_stop_flushes),
+		cmocka_unit_test(test_eject_and_load),	 cmocka_unit_test(test_stop_and_start),
+		cmocka_unit_test(test_power_conditions), cmocka_unit_test(test_stop_flushes),
 		cmocka_unit_test(test_prevent_allow),
 	};
 

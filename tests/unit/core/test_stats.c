@@ -179,9 +179,9 @@ static void test_sessions_and_events(void **state)
 	memset(&r, 0, sizeof(r));
 	assert_int_equal(scsitgt_engine_set_event_cb(NULL, ev_cb, &log), -EINVAL);
 	assert_int_equal(scsitgt_engine_set_event_cb(t->lf->engine, ev_cb, &log), 0);
-	assert_int_equal(loop_fabric_add_session(t->lf, "iqn.2024-01.org.example:other,i,0x1",
-						 1, &other),
-			 0);
+	assert_int_equal(
+		loop_fabric_add_session(t->lf, "iqn.2024-01.org.example:other,i,0x1", 1, &other),
+		0);
 	/* The other nexus sees POWER ON first; clear it. */
 	loop_fabric_run_on(t->lf, other, 0, cdb, cdb_tur(cdb), NULL, 0, &r);
 	lf_result_clear(&r);

@@ -103,8 +103,7 @@ static void test_clear_task_set_and_queries(void **state)
 	(void)state;
 	scsitgt_engine_set_tmf_timeout(t->lf->engine, 1);
 	loop_fabric_start_on(t->lf, t->b, 0, cdb, cdb_rw(cdb, SBC_READ_10, 0, 1, 0), NULL, 0, &rb);
-	loop_fabric_start_on(t->lf, t->a2, 0, cdb, cdb_rw(cdb, SBC_READ_10, 0, 1, 0), NULL, 0,
-			     &ra);
+	loop_fabric_start_on(t->lf, t->a2, 0, cdb, cdb_rw(cdb, SBC_READ_10, 0, 1, 0), NULL, 0, &ra);
 	scsitgt__lun_encode(0, lun);
 	/* QUERY TASK / TASK SET see B's READ; QUERY ASYNCHRONOUS EVENT sees no condition. */
 	scsitgt__tmf_execute(t->b, SCSITGT__TMF_QUERY_TASK, lun, rb.cmd->tag, tmf_resp, &resp);

@@ -63,8 +63,7 @@ static void test_abort_cancels(void **state)
 	loop_fabric_start(t.lf, 0, cdb, cdb_rw(cdb, SBC_READ_10, 0, 8, 0), NULL, 0, &r);
 	assert_int_equal(tb_stats(&t).held, 1);
 	scsitgt__lun_encode(0, lun);
-	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_ABORT_TASK, lun, r.cmd->tag, tmf_resp,
-			     &resp);
+	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_ABORT_TASK, lun, r.cmd->tag, tmf_resp, &resp);
 	/* Never completed from inside abort(). */
 	assert_int_equal(resp, -1);
 	assert_false(r.aborted);
@@ -93,8 +92,7 @@ static void test_abort_ignored(void **state)
 	tb_create(&t, "hang@read");
 	loop_fabric_start(t.lf, 0, cdb, cdb_rw(cdb, SBC_READ_10, 0, 8, 0), NULL, 0, &r);
 	scsitgt__lun_encode(0, lun);
-	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_ABORT_TASK, lun, r.cmd->tag, tmf_resp,
-			     &resp);
+	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_ABORT_TASK, lun, r.cmd->tag, tmf_resp, &resp);
 	for (int i = 0; i < 10; i++)
 		uv_run(&t.lf->loop, UV_RUN_NOWAIT);
 	assert_int_equal(resp, -1);
@@ -119,8 +117,7 @@ static void test_lun_reset_calls_reset(void **state)
 	(void)state;
 	memset(data, 0x5a, sizeof(data));
 	tb_create(&t, "delay=600000@write:abortable=1");
-	loop_fabric_start(t.lf, 0, cdb, cdb_rw(cdb, SBC_WRITE_10, 0, 8, 0), data, sizeof(data),
-			  &r);
+	loop_fabric_start(t.lf, 0, cdb, cdb_rw(cdb, SBC_WRITE_10, 0, 8, 0), data, sizeof(data), &r);
 	assert_int_equal(tb_stats(&t).delaying, 1);
 	scsitgt__lun_encode(0, lun);
 	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_LUN_RESET, lun, 0, tmf_resp, &resp);

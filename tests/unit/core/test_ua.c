@@ -16,9 +16,7 @@ static void test_power_on_once_per_lun(void **state)
 
 	(void)state;
 	fake_backend_opts_init(&fbo);
-	assert_int_equal(fake_backend_lun_create(NULL, &fb1, t->lf->tgt, 1, 0,
-						 &fbo),
-			 0);
+	assert_int_equal(fake_backend_lun_create(NULL, &fb1, t->lf->tgt, 1, 0, &fbo), 0);
 	assert_int_equal(loop_fabric_add_session(t->lf, "iqn.x:c,i,0x000000000001", 1, &c), 0);
 	/* INQUIRY and REPORT LUNS run and leave the condition pending. */
 	ok(prt_run(t, c, cdb, cdb_inquiry(cdb, false, 0, 36), NULL, 0));
@@ -62,9 +60,7 @@ static void test_capacity_and_luns_changed(void **state)
 	ok(prt_read(t, t->b));
 	/* A new LUN: REPORTED LUNS DATA HAS CHANGED on the LUNs the nexuses know. REPORT LUNS
 	 * clears it; other commands report it. */
-	assert_int_equal(fake_backend_lun_create(&l1, &fb1, t->lf->tgt, 1, 0,
-						 &fbo),
-			 0);
+	assert_int_equal(fake_backend_lun_create(&l1, &fb1, t->lf->tgt, 1, 0, &fbo), 0);
 	ok(prt_run(t, t->b, cdb, cdb_report_luns(cdb, 0, 64), NULL, 0));
 	ok(prt_read(t, t->b));
 	ua(prt_read(t, t->a2), 0x3f, 0x0e);
@@ -87,10 +83,14 @@ static void test_queue_precedence(void **state)
 	struct prt *t = prt_create(FAKE_SYNC);
 	enum scsitgt__sense_reason first;
 	static const enum scsitgt__sense_reason many[] = {
-		SCSITGT_SR_UA_MODE_PARAMS_CHANGED,	  SCSITGT_SR_UA_RESERVATIONS_PREEMPTED,
-		SCSITGT_SR_UA_RESERVATIONS_RELEASED,	  SCSITGT_SR_UA_REGISTRATIONS_PREEMPTED,
-		SCSITGT_SR_UA_ASYMMETRIC_ACCESS_CHANGED, SCSITGT_SR_UA_CAPACITY_CHANGED,
-		SCSITGT_SR_UA_REPORTED_LUNS_CHANGED,	  SCSITGT_SR_UA_COMMANDS_CLEARED_BY_OTHER,
+		SCSITGT_SR_UA_MODE_PARAMS_CHANGED,
+		SCSITGT_SR_UA_RESERVATIONS_PREEMPTED,
+		SCSITGT_SR_UA_RESERVATIONS_RELEASED,
+		SCSITGT_SR_UA_REGISTRATIONS_PREEMPTED,
+		SCSITGT_SR_UA_ASYMMETRIC_ACCESS_CHANGED,
+		SCSITGT_SR_UA_CAPACITY_CHANGED,
+		SCSITGT_SR_UA_REPORTED_LUNS_CHANGED,
+		SCSITGT_SR_UA_COMMANDS_CLEARED_BY_OTHER,
 		SCSITGT_SR_UA_MEDIUM_CHANGED,
 	};
 

@@ -9,7 +9,6 @@
 
 #define BS 512u
 
-
 static size_t cdb_verify(uint8_t *cdb, uint8_t opcode, uint64_t lba, uint32_t n, uint8_t byte1)
 {
 	memset(cdb, 0, CDB_BUF);
@@ -38,8 +37,8 @@ static void fill(struct tctx *t, uint64_t lba, uint32_t n, uint8_t *data)
 {
 	for (size_t i = 0; i < (size_t)n * BS; i++)
 		data[i] = (uint8_t)(i * 13 + lba);
-	assert_good(tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_16, lba, n, 0), data,
-				 (size_t)n * BS));
+	assert_good(
+		tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_16, lba, n, 0), data, (size_t)n * BS));
 }
 
 static void test_compare_good_and_miscompare(void **state)
@@ -76,15 +75,15 @@ static void test_bytchk_same_block(void **state)
 	memset(blk, 0x5a, sizeof(blk));
 	for (int b = 0; b < 4; b++)
 		memcpy(many + b * BS, blk, BS);
-	assert_good(tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_10, 100, 4, 0), many,
-				 sizeof(many)));
+	assert_good(
+		tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_10, 100, 4, 0), many, sizeof(many)));
 	/* BYTCHK 11b: one block of Data-Out against each of the 4 blocks. */
 	r = tctx_run_lun(t, 0, cdb_verify(t->cdb, SBC_VERIFY_16, 100, 4, 0x06), blk, sizeof(blk));
 	assert_good(r);
 	/* The third block differs at byte 9: INFORMATION is the offset inside the block. */
 	many[2 * BS + 9] = 0;
-	assert_good(tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_10, 100, 4, 0), many,
-				 sizeof(many)));
+	assert_good(
+		tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_10, 100, 4, 0), many, sizeof(many)));
 	r = tctx_run_lun(t, 0, cdb_verify(t->cdb, SBC_VERIFY_10, 100, 4, 0x06), blk, sizeof(blk));
 	assert_sense(r, SENSE_MISCOMPARE, 0x1d, 0x00);
 	assert_int_equal(get_be32(&r->sense[3]), 9);

@@ -210,12 +210,12 @@ static void test_block_limits(void **state)
 	assert_int_equal(r->data_len, 64);
 	assert_int_equal(r->data[1], 0xb0);
 	assert_int_equal(get_be16(&r->data[2]), 0x3c);
-	assert_int_equal(r->data[4] & 0x01, 0x00);		/* WSNZ 0: 0 means to the end */
+	assert_int_equal(r->data[4] & 0x01, 0x00);		   /* WSNZ 0: 0 means to the end */
 	assert_int_equal(r->data[5], SCSITGT__SBC_MAX_CAW_BLOCKS); /* MAX COMPARE AND WRITE */
-	assert_int_equal(get_be16(&r->data[6]), 8);		/* granularity: a physical block */
+	assert_int_equal(get_be16(&r->data[6]), 8); /* granularity: a physical block */
 	assert_int_equal(get_be32(&r->data[8]), (8u << 20) / 512); /* MAXIMUM TRANSFER LENGTH */
-	assert_int_equal(get_be32(&r->data[12]), 128);		/* OPTIMAL TRANSFER LENGTH */
-	assert_int_equal(get_be32(&r->data[20]), 0);		/* no UNMAP on a full LUN */
+	assert_int_equal(get_be32(&r->data[12]), 128);		   /* OPTIMAL TRANSFER LENGTH */
+	assert_int_equal(get_be32(&r->data[20]), 0);		   /* no UNMAP on a full LUN */
 	assert_int_equal(get_be32(&r->data[24]), 0);
 	assert_true(get_be64(&r->data[36]) == SCSITGT__SBC_MAX_WRITE_SAME_BLOCKS);
 	assert_int_equal(get_be32(&r->data[44]), SCSITGT__SBC_MAX_ATOMIC_BLOCKS);

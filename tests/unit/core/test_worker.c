@@ -287,7 +287,7 @@ static void test_pick(void **state)
 #define T_IQN "iqn.2026-11.org.libscsitgt:workers"
 #define T_CLIENTS 4
 #define T_BLOCKS 128 /* 512-byte blocks per write: 64 KiB of immediate data */
-#define T_BURST 96 /* writes one client sends before it reads a response */
+#define T_BURST 96   /* writes one client sends before it reads a response */
 
 struct client {
 	uv_thread_t thread;
@@ -411,7 +411,7 @@ static int send_rw(struct client *c, bool write, uint32_t lba, const uint8_t *da
 	uint32_t len = T_BLOCKS * 512;
 
 	memset(pdu, 0, sizeof(pdu));
-	pdu[0] = 0x01; /* SCSI Command */
+	pdu[0] = 0x01;				      /* SCSI Command */
 	pdu[1] = 0x80 | (write ? 0x20 : 0x40) | 0x01; /* F, W or R, SIMPLE */
 	if (write) {
 		pdu[5] = (uint8_t)(len >> 16);
@@ -594,9 +594,8 @@ static void test_tcp_sessions(void **state)
 		tt->clients[i].id = i;
 		tt->clients[i].fd = -1;
 		tt->clients[i].port = scsitgt_portal_get_port(portal);
-		assert_int_equal(uv_thread_create(&tt->clients[i].thread, client_main,
-						  &tt->clients[i]),
-				 0);
+		assert_int_equal(
+			uv_thread_create(&tt->clients[i].thread, client_main, &tt->clients[i]), 0);
 	}
 	/* Runs until the clients are done and every connection is gone from the workers. */
 	while (!tt->checked || worker_conns(tt, 0) + worker_conns(tt, 1) > 0)
@@ -678,12 +677,9 @@ static void test_shutdown_with_conns(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mpsc_producers),
-		cmocka_unit_test(test_opts),
-		cmocka_unit_test(test_messages),
-		cmocka_unit_test(test_pick),
-		cmocka_unit_test(test_tcp_sessions),
-		cmocka_unit_test(test_shutdown_with_conns),
+		cmocka_unit_test(test_mpsc_producers), cmocka_unit_test(test_opts),
+		cmocka_unit_test(test_messages),       cmocka_unit_test(test_pick),
+		cmocka_unit_test(test_tcp_sessions),   cmocka_unit_test(test_shutdown_with_conns),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

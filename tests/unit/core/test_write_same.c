@@ -10,7 +10,6 @@
 
 #define BS 512u
 
-
 static size_t cdb_ws(uint8_t *cdb, bool sixteen, uint64_t lba, uint32_t n, uint8_t byte1)
 {
 	memset(cdb, 0, CDB_BUF);
@@ -83,8 +82,7 @@ static void test_large_range_chunks(void **state)
 	(void)state;
 	memset(blk, 0x11, sizeof(blk));
 	/* 2.5 chunks: bounded writes one after another, never one huge buffer. */
-	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, true, 1, 2 * chunk + chunk / 2, 0), blk,
-				 BS));
+	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, true, 1, 2 * chunk + chunk / 2, 0), blk, BS));
 	assert_int_equal(t->fb->nrecs, 3);
 	for (size_t i = 0; i < 3; i++) {
 		assert_int_equal(t->fb->recs[i].type, SCSITGT_IO_WRITE);

@@ -150,8 +150,7 @@ static void assert_bad_list(const struct lf_result *r, uint8_t asc, uint8_t ascq
 }
 
 /* COPY ABORTED, fixed format, @asc/@ascq, segment @seg in COMMAND-SPECIFIC INFORMATION. */
-static void assert_copy_aborted(const struct lf_result *r, uint8_t asc, uint8_t ascq,
-				uint16_t seg)
+static void assert_copy_aborted(const struct lf_result *r, uint8_t asc, uint8_t ascq, uint16_t seg)
 {
 	assert_int_equal(r->status, SAM_STAT_CHECK_CONDITION);
 	assert_int_equal(r->sense[0] & 0x7f, 0x70);
@@ -579,8 +578,9 @@ static void test_reservation_conflict(void **state)
 
 	(void)state;
 	add_lun(t, 1, 0, BS, FAKE_SYNC, &l1);
-	assert_int_equal(loop_fabric_add_session(t->lf, "iqn.2024-01.org.example:other,i,0x23d0",
-						 1, &other), 0);
+	assert_int_equal(
+		loop_fabric_add_session(t->lf, "iqn.2024-01.org.example:other,i,0x23d0", 1, &other),
+		0);
 	/* The other nexus's first command to LUN 1 reports POWER ON; then it reserves. */
 	loop_fabric_run_on(t->lf, other, 1, cdb, sizeof(cdb), NULL, 0, &ro);
 	lf_result_clear(&ro);
@@ -606,8 +606,8 @@ static void test_reservation_conflict(void **state)
 	xl_cscd(&x, t->lun);
 	xl_cscd(&x, l1);
 	xl_seg(&x, 0, 1, 4, 0, 0);
-	loop_fabric_run_on(t->lf, other, 1, t->cdb, cdb_xcopy(t->cdb, (uint32_t)xl_done(&x)),
-			   x.b, xl_done(&x), &ro);
+	loop_fabric_run_on(t->lf, other, 1, t->cdb, cdb_xcopy(t->cdb, (uint32_t)xl_done(&x)), x.b,
+			   xl_done(&x), &ro);
 	assert_good(&ro);
 	lf_result_clear(&ro);
 	tctx_destroy(t);
@@ -800,8 +800,9 @@ static void test_session_gone(void **state)
 	size_t len;
 
 	(void)state;
-	assert_int_equal(loop_fabric_add_session(t->lf, "iqn.2024-01.org.example:other,i,0x23d0",
-						 1, &other), 0);
+	assert_int_equal(
+		loop_fabric_add_session(t->lf, "iqn.2024-01.org.example:other,i,0x23d0", 1, &other),
+		0);
 	loop_fabric_run_on(t->lf, other, 0, tur, sizeof(tur), NULL, 0, &r);
 	lf_result_clear(&r);
 	xl_init(&x, 1, 0);
@@ -921,8 +922,8 @@ static void test_table_bounded(void **state)
 	}
 	tctx_run_lun(t, 0, cdb_rcr(t->cdb, 0x00, 0, 12), NULL, 0);
 	assert_bad_cdb(&t->r, 2, 7);
-	d = tctx_run_lun(t, 0, cdb_rcr(t->cdb, 0x00, 2 * SCSITGT__XCOPY_MAX_LISTS - 1, 12), NULL,
-			 0)->data;
+	d = tctx_run_lun(t, 0, cdb_rcr(t->cdb, 0x00, 2 * SCSITGT__XCOPY_MAX_LISTS - 1, 12), NULL, 0)
+		    ->data;
 	assert_good(&t->r);
 	assert_int_equal(d[4], 0x01);
 	/* LIST ID USAGE 11b is not tracked at all. */

@@ -115,7 +115,8 @@ static inline void h_pump(struct harness *h)
 
 			memmove(&h->txq[0], &h->txq[1], (h->ntx - 1) * sizeof(h->txq[0]));
 			h->ntx--;
-			scsitgt__iscsi_conn_tx_complete(h->conn, tx, h->close_requested ? -ECANCELED : 0);
+			scsitgt__iscsi_conn_tx_complete(h->conn, tx,
+							h->close_requested ? -ECANCELED : 0);
 		}
 		if (h->close_requested && !h->dm_closed_sent) {
 			h->dm_closed_sent = true;
@@ -266,10 +267,10 @@ static inline uint32_t h_text(char *buf, size_t size, const char *list)
 	return (uint32_t)n + 1;
 }
 
-#define H_OP_KEYS                                                                                  \
-	"HeaderDigest=None|DataDigest=None|InitialR2T=No|ImmediateData=Yes|"                       \
-	"DataPDUInOrder=Yes|DataSequenceInOrder=Yes|MaxConnections=1|MaxBurstLength=131072|"       \
-	"FirstBurstLength=65536|DefaultTime2Wait=2|DefaultTime2Retain=0|MaxOutstandingR2T=4|"      \
+#define H_OP_KEYS                                                                             \
+	"HeaderDigest=None|DataDigest=None|InitialR2T=No|ImmediateData=Yes|"                  \
+	"DataPDUInOrder=Yes|DataSequenceInOrder=Yes|MaxConnections=1|MaxBurstLength=131072|"  \
+	"FirstBurstLength=65536|DefaultTime2Wait=2|DefaultTime2Retain=0|MaxOutstandingR2T=4|" \
 	"ErrorRecoveryLevel=0|MaxRecvDataSegmentLength=8192"
 
 /* A complete AuthMethod=None login straight to full feature phase; returns the status. */
@@ -281,8 +282,8 @@ static inline int h_login(struct harness *h, const char *session_type)
 	struct h_pdu *r;
 
 	if (strcmp(session_type, "Discovery") == 0)
-		snprintf(keys, sizeof(keys), "InitiatorName=%s|SessionType=Discovery|%s", H_INITIATOR,
-			 H_OP_KEYS);
+		snprintf(keys, sizeof(keys), "InitiatorName=%s|SessionType=Discovery|%s",
+			 H_INITIATOR, H_OP_KEYS);
 	else
 		snprintf(keys, sizeof(keys), "InitiatorName=%s|TargetName=%s|SessionType=Normal|%s",
 			 H_INITIATOR, H_TARGET, H_OP_KEYS);

@@ -193,7 +193,7 @@ static void test_discovery_chap(void **state)
 	assert_int_equal(
 		scsitgt_iscsi_engine_set_discovery_chap(h.engine, "disc", "discovery-secret-1"), 0);
 	assert_int_equal(scsitgt_iscsi_engine_set_discovery_mutual_chap(h.engine, "tgt",
-									 "target-secret-2222"),
+									"target-secret-2222"),
 			 0);
 	/* A discovery login that skips authentication fails. */
 	assert_int_equal(h_login(&h, "Discovery"), 0x0201);

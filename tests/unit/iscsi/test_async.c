@@ -19,31 +19,31 @@
 static void test_pdu_bytes(void **state)
 {
 	static const uint8_t want_bhs[ISCSI_BHS_LEN] = {
-		0x32, 0x80, 0, 0, 0, 0, 0, 0,	      /* opcode, F, reserved, AHS, DSL (sender) */
-		0x00, 0x05, 0, 0, 0, 0, 0, 0,	      /* LUN 5, peripheral addressing */
-		0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,   /* ITT reserved, reserved */
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* StatSN, ExpCmdSN, MaxCmdSN (sender) */
-		0x00, 0x00, 0, 0, 0, 0, 0, 0,	      /* AsyncEvent 0, AsyncVCode, Parameter1-3 */
-		0, 0, 0, 0,			      /* reserved */
+		0x32, 0x80, 0,	  0,	0, 0, 0, 0, /* opcode, F, reserved, AHS, DSL (sender) */
+		0x00, 0x05, 0,	  0,	0, 0, 0, 0, /* LUN 5, peripheral addressing */
+		0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, /* ITT reserved, reserved */
+		0,    0,    0,	  0,	0, 0, 0, 0,
+		0,    0,    0,	  0,		    /* StatSN, ExpCmdSN, MaxCmdSN (sender) */
+		0x00, 0x00, 0,	  0,	0, 0, 0, 0, /* AsyncEvent 0, AsyncVCode, Parameter1-3 */
+		0,    0,    0,	  0,		    /* reserved */
 	};
 	static const uint8_t want_data[20] = {
-		0x00, 0x12,			    /* SenseLength 18 */
-		0x70, 0x00, 0x06, 0, 0, 0, 0, 0x0a, /* fixed, current; UNIT ATTENTION; ADD. LEN */
-		0, 0, 0, 0, 0x3f, 0x0e, 0, 0, 0, 0, /* ASC/ASCQ 3Fh/0Eh */
+		0x00, 0x12,				  /* SenseLength 18 */
+		0x70, 0x00, 0x06, 0, 0,	   0,	 0, 0x0a, /* fixed, current; UNIT ATTENTION; ADD. LEN */
+		0,    0,    0,	  0, 0x3f, 0x0e, 0, 0,	  0, 0, /* ASC/ASCQ 3Fh/0Eh */
 	};
 	uint8_t bhs[ISCSI_BHS_LEN], data[64];
 
 	(void)state;
 	memset(bhs, 0xee, sizeof(bhs));
-	assert_int_equal(scsitgt__iscsi_async_scsi_event(bhs, data, sizeof(data), 5, 0x6, 0x3f,
-							 0x0e),
-			 sizeof(want_data));
+	assert_int_equal(
+		scsitgt__iscsi_async_scsi_event(bhs, data, sizeof(data), 5, 0x6, 0x3f, 0x0e),
+		sizeof(want_data));
 	assert_memory_equal(bhs, want_bhs, sizeof(want_bhs));
 	assert_memory_equal(data, want_data, sizeof(want_data));
 	/* Flat addressing above 255; too small a buffer builds nothing. */
-	assert_int_equal(scsitgt__iscsi_async_scsi_event(bhs, data, sizeof(data), 300, 0x6, 0x2a,
-							 0x09),
-			 20);
+	assert_int_equal(
+		scsitgt__iscsi_async_scsi_event(bhs, data, sizeof(data), 300, 0x6, 0x2a, 0x09), 20);
 	assert_int_equal(get_be16(&bhs[ISCSI_BHS_LUN]), 0x4000 | 300);
 	assert_int_equal(data[14], 0x2a);
 	assert_int_equal(scsitgt__iscsi_async_scsi_event(bhs, data, 19, 0, 0x6, 0x3f, 0x0e), 0);
@@ -174,9 +174,8 @@ static void test_logout_bounded(void **state)
 	(void)state;
 	assert_int_equal(h_init(&h, false), 0);
 	assert_int_equal(scsitgt_backend_ram_create(&ram), 0);
-	assert_int_equal(scsitgt_backend_fault_create(&fault, &h.loop, scsitgt_backend_ram_ops(),
-						      ram),
-			 0);
+	assert_int_equal(
+		scsitgt_backend_fault_create(&fault, &h.loop, scsitgt_backend_ram_ops(), ram), 0);
 	assert_int_equal(scsitgt_backend_fault_add_spec(fault, "hang@write"), 1);
 	scsitgt_lun_opts_init(&lo, sizeof(lo));
 	lo.block_size = 512;

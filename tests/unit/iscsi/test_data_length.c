@@ -21,12 +21,12 @@
 
 /* What the target answered to one command. */
 struct answer {
-	uint32_t datain;     /* Data-In bytes, in order from offset 0 */
+	uint32_t datain; /* Data-In bytes, in order from offset 0 */
 	uint8_t data[1u << 17];
 	unsigned int datain_pdus;
-	bool have_rsp;       /* a SCSI Response, or status in the last Data-In */
+	bool have_rsp; /* a SCSI Response, or status in the last Data-In */
 	uint8_t status;
-	uint8_t flags;       /* O/U flags of the status-carrying PDU */
+	uint8_t flags; /* O/U flags of the status-carrying PDU */
 	uint32_t residual;
 	uint8_t sense[64];
 	uint32_t sense_len;
@@ -184,12 +184,12 @@ static void test_read_medium_error_partial(void **state)
 /* One EDTL against a CDB, and what must come of it. */
 struct len_case {
 	uint32_t edtl;
-	uint32_t imm;	   /* immediate data sent with the command */
-	uint8_t status;	   /* 0 GOOD, or CHECK CONDITION: */
-	uint8_t asc;	   /* 0Eh INVALID FIELD IN COMMAND IU (03h), 24h INVALID FIELD IN CDB */
-	uint8_t flags;	   /* ISCSI_RSP_FLAG_OVERFLOW / _UNDERFLOW */
+	uint32_t imm;	/* immediate data sent with the command */
+	uint8_t status; /* 0 GOOD, or CHECK CONDITION: */
+	uint8_t asc;	/* 0Eh INVALID FIELD IN COMMAND IU (03h), 24h INVALID FIELD IN CDB */
+	uint8_t flags;	/* ISCSI_RSP_FLAG_OVERFLOW / _UNDERFLOW */
 	uint32_t residual;
-	uint32_t written;  /* blocks of the new data on the medium afterwards (writes) */
+	uint32_t written; /* blocks of the new data on the medium afterwards (writes) */
 };
 
 static void assert_outcome(const struct len_case *c, uint32_t datain)

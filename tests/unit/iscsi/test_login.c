@@ -207,7 +207,8 @@ static int chap_login(struct harness *h, const char *user, const char *secret, b
 	memset(mchal, 0xa5, sizeof(mchal));
 	assert_true(scsitgt__chap_encode(mhex, sizeof(mhex), mchal, 16, SCSITGT__CHAP_ENC_HEX) > 0);
 	if (mutual)
-		snprintf(keys, sizeof(keys), "CHAP_N=%s|CHAP_R=%s|CHAP_I=7|CHAP_C=%s", user, hex, mhex);
+		snprintf(keys, sizeof(keys), "CHAP_N=%s|CHAP_R=%s|CHAP_I=7|CHAP_C=%s", user, hex,
+			 mhex);
 	else
 		snprintf(keys, sizeof(keys), "CHAP_N=%s|CHAP_R=%s", user, hex);
 	len = h_text(text, sizeof(text), keys);
@@ -223,8 +224,8 @@ static int chap_login(struct harness *h, const char *user, const char *secret, b
 		assert_string_equal(h_find_key(r, "CHAP_N"), "target-user");
 		v = h_find_key(r, "CHAP_R");
 		assert_non_null(v);
-		n = scsitgt__chap_response(want, sizeof(want), 5, 7, tsecret, strlen(tsecret), mchal,
-					   sizeof(mchal));
+		n = scsitgt__chap_response(want, sizeof(want), 5, 7, tsecret, strlen(tsecret),
+					   mchal, sizeof(mchal));
 		assert_int_equal(n, 16);
 		assert_int_equal(scsitgt__chap_decode(resp, sizeof(resp), v, strlen(v)), 16);
 		assert_memory_equal(resp, want, 16);
@@ -264,8 +265,8 @@ static void test_chap(void **state)
 	/* Mutual CHAP. */
 	assert_int_equal(h_init(&h, false), 0);
 	assert_int_equal(scsitgt_iscsi_target_set_chap(h.tgt, "user", "secret-of-16byte"), 0);
-	assert_int_equal(scsitgt_iscsi_target_set_mutual_chap(h.tgt, "target-user",
-							      "target-secret-16"), 0);
+	assert_int_equal(
+		scsitgt_iscsi_target_set_mutual_chap(h.tgt, "target-user", "target-secret-16"), 0);
 	assert_int_equal(chap_login(&h, "user", "secret-of-16byte", true, "target-secret-16"), 0);
 	h_fini(&h);
 
@@ -279,8 +280,8 @@ static void test_chap(void **state)
 	/* Per-initiator credentials take precedence. */
 	assert_int_equal(h_init(&h, false), 0);
 	assert_int_equal(scsitgt_iscsi_target_set_chap(h.tgt, "user", "secret-of-16byte"), 0);
-	assert_int_equal(scsitgt_iscsi_initiator_set_chap(h.tgt, H_INITIATOR, "me", "my-own-secret-1"),
-			 0);
+	assert_int_equal(
+		scsitgt_iscsi_initiator_set_chap(h.tgt, H_INITIATOR, "me", "my-own-secret-1"), 0);
 	assert_int_equal(chap_login(&h, "me", "my-own-secret-1", false, NULL), 0);
 	h_fini(&h);
 
@@ -352,7 +353,8 @@ static void test_chap_a_initiator_order(void **state)
 		int st;
 
 		assert_int_equal(h_init(&h, false), 0);
-		assert_int_equal(scsitgt_iscsi_target_set_chap(h.tgt, "user", "secret-of-16byte"), 0);
+		assert_int_equal(scsitgt_iscsi_target_set_chap(h.tgt, "user", "secret-of-16byte"),
+				 0);
 		scsitgt_iscsi_params_init(&p, sizeof(p));
 		p.chap_algorithms = cases[i].allowed;
 		assert_int_equal(scsitgt_iscsi_target_set_params(h.tgt, &p), 0);
@@ -443,7 +445,8 @@ static void test_login_answers_in_force(void **state)
 	p.max_outstanding_r2t = 1000;
 	assert_int_equal(scsitgt_iscsi_target_set_params(h.tgt, &p), 0);
 	len = h_text(text, sizeof(text),
-		     "InitiatorName=" H_INITIATOR "|TargetName=" H_TARGET "|FirstBurstLength=262144|"
+		     "InitiatorName=" H_INITIATOR "|TargetName=" H_TARGET
+		     "|FirstBurstLength=262144|"
 		     "ImmediateData=Yes|InitialR2T=No|MaxBurstLength=16384|MaxOutstandingR2T=500|"
 		     "MaxRecvDataSegmentLength=8192|DataPDUInOrder=Yes|DataSequenceInOrder=Yes|"
 		     "MaxConnections=1|ErrorRecoveryLevel=0|DefaultTime2Wait=2|"

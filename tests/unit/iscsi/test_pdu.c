@@ -141,7 +141,7 @@ static void test_rx_splits(void **state)
 	(void)state;
 	for (int hd = 0; hd < 2; hd++) {
 		for (int dd = 0; dd < 2; dd++) {
-			run_split(hd, dd, 1);	 /* byte by byte */
+			run_split(hd, dd, 1); /* byte by byte */
 			run_split(hd, dd, 3);
 			run_split(hd, dd, 47);
 			run_split(hd, dd, 4096); /* all PDUs in one read */
@@ -267,12 +267,9 @@ static void test_tx_seal(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_serial),
-		cmocka_unit_test(test_rx_splits),
-		cmocka_unit_test(test_rx_digest_errors),
-		cmocka_unit_test(test_rx_limits_and_ahs),
-		cmocka_unit_test(test_rx_direct),
-		cmocka_unit_test(test_tx_seal),
+		cmocka_unit_test(test_serial),		 cmocka_unit_test(test_rx_splits),
+		cmocka_unit_test(test_rx_digest_errors), cmocka_unit_test(test_rx_limits_and_ahs),
+		cmocka_unit_test(test_rx_direct),	 cmocka_unit_test(test_tx_seal),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,8 +26,8 @@ static void cmd_bhs(struct harness *h, uint8_t *bhs, uint8_t flags, uint32_t edt
 	put_be16(&bhs[ISCSI_CMD_CDB + 7], blocks);
 }
 
-static void data_out(struct harness *h, uint32_t itt, uint32_t ttt, uint32_t datasn,
-		     uint32_t off, const uint8_t *data, uint32_t len, bool fin)
+static void data_out(struct harness *h, uint32_t itt, uint32_t ttt, uint32_t datasn, uint32_t off,
+		     const uint8_t *data, uint32_t len, bool fin)
 {
 	uint8_t bhs[ISCSI_BHS_LEN];
 
@@ -52,7 +52,9 @@ static void test_write_r2t(void **state)
 	struct harness h;
 	struct h_pdu *r;
 	uint32_t itt, off;
-	struct { uint32_t ttt, off, len; } r2t[16];
+	struct {
+		uint32_t ttt, off, len;
+	} r2t[16];
 	unsigned int nr2t = 0, done = 0;
 
 	(void)state;
@@ -146,8 +148,8 @@ static void test_residuals_and_sense(void **state)
 	r = h_take(&h);
 	assert_non_null(r);
 	assert_int_equal(r->len, 512);
-	assert_int_equal(r->bhs[ISCSI_BHS_FLAGS], ISCSI_FLAG_FINAL | ISCSI_DATAIN_FLAG_STATUS |
-							  ISCSI_DATAIN_FLAG_UNDERFLOW);
+	assert_int_equal(r->bhs[ISCSI_BHS_FLAGS],
+			 ISCSI_FLAG_FINAL | ISCSI_DATAIN_FLAG_STATUS | ISCSI_DATAIN_FLAG_UNDERFLOW);
 	assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_RESIDUAL]), 512);
 	/* Overflow: 2 blocks read, EDTL 512. */
 	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_READ, 512, 0x28, 0, 2);
@@ -374,7 +376,9 @@ static void test_cmdsn_nop_reject(void **state)
  */
 static void test_itt_index(void **state)
 {
-	enum { NTASKS = 300 };
+	enum {
+		NTASKS = 300
+	};
 	uint8_t bhs[ISCSI_BHS_LEN], blk[512];
 	uint32_t itts[NTASKS], ttts[NTASKS];
 	struct harness h;
@@ -512,12 +516,9 @@ static void test_tmf_logout(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_write_r2t),
-		cmocka_unit_test(test_residuals_and_sense),
-		cmocka_unit_test(test_data_out_sense),
-		cmocka_unit_test(test_cmdsn_nop_reject),
-		cmocka_unit_test(test_tmf_logout),
-		cmocka_unit_test(test_itt_index),
+		cmocka_unit_test(test_write_r2t),      cmocka_unit_test(test_residuals_and_sense),
+		cmocka_unit_test(test_data_out_sense), cmocka_unit_test(test_cmdsn_nop_reject),
+		cmocka_unit_test(test_tmf_logout),     cmocka_unit_test(test_itt_index),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

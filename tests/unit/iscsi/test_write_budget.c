@@ -22,7 +22,9 @@ struct wr {
 	uint32_t lba;
 	uint32_t len;
 	/* R2Ts seen and not answered yet */
-	struct { uint32_t ttt, off, len; } r2t[64];
+	struct {
+		uint32_t ttt, off, len;
+	} r2t[64];
 	unsigned int nr2t, next;
 	int status; /* -1 until the response */
 };
@@ -92,7 +94,8 @@ static void answer(struct harness *h, struct wr *w, struct wr *all, unsigned int
 
 			for (uint32_t i = 0; i < k; i++)
 				seg[i] = pattern(w->lba, o + i);
-			scsitgt__bhs_init(bhs, ISCSI_OP_DATA_OUT, o + k == end ? ISCSI_FLAG_FINAL : 0);
+			scsitgt__bhs_init(bhs, ISCSI_OP_DATA_OUT,
+					  o + k == end ? ISCSI_FLAG_FINAL : 0);
 			put_be32(&bhs[ISCSI_BHS_ITT], w->itt);
 			put_be32(&bhs[ISCSI_BHS_TTT], ttt);
 			put_be32(&bhs[ISCSI_BHS_DATASN], sn++);

@@ -82,8 +82,9 @@ static void test_vectors(void **state)
 
 static void test_alg_select(void **state)
 {
-	static const enum scsitgt__chap_alg md5_sha256[] = {SCSITGT__CHAP_MD5, SCSITGT__CHAP_SHA256};
-	static const enum scsitgt__chap_alg no_md5[] = {SCSITGT__CHAP_SHA256, SCSITGT__CHAP_SHA1};
+	static const enum scsitgt__chap_alg md5_sha256[] = { SCSITGT__CHAP_MD5,
+							     SCSITGT__CHAP_SHA256 };
+	static const enum scsitgt__chap_alg no_md5[] = { SCSITGT__CHAP_SHA256, SCSITGT__CHAP_SHA1 };
 
 	/* RFC 7143 §6.2.1: the first value of the initiator's list that is allowed. */
 	assert_int_equal(scsitgt__chap_alg_select("5", NULL, 0), 5);
@@ -158,11 +159,11 @@ static void test_decode(void **state)
 	assert_int_equal(dec(out, sizeof(out), "0x12g4"), -EINVAL);
 	assert_int_equal(dec(out, sizeof(out), "0x12 4"), -EINVAL);
 	assert_int_equal(dec(out, sizeof(out), "0bAQID BAU="), -EINVAL);
-	assert_int_equal(dec(out, sizeof(out), "0bAQIDBAU"), -EINVAL);   /* missing padding */
-	assert_int_equal(dec(out, sizeof(out), "0bAQ=DBAU="), -EINVAL);  /* '=' inside */
+	assert_int_equal(dec(out, sizeof(out), "0bAQIDBAU"), -EINVAL);	/* missing padding */
+	assert_int_equal(dec(out, sizeof(out), "0bAQ=DBAU="), -EINVAL); /* '=' inside */
 	assert_int_equal(dec(out, sizeof(out), "0b=AAA"), -EINVAL);
 	assert_int_equal(dec(out, sizeof(out), "0bA==="), -EINVAL);
-	assert_int_equal(dec(out, sizeof(out), "0b/x=="), -EINVAL);      /* non-zero spare bits */
+	assert_int_equal(dec(out, sizeof(out), "0b/x=="), -EINVAL); /* non-zero spare bits */
 	assert_int_equal(dec(out, sizeof(out), "0b+/9="), -EINVAL);
 	assert_int_equal(dec(out, sizeof(out), "0b===="), -EINVAL);
 	assert_int_equal(scsitgt__chap_decode(out, sizeof(out), "0x1\0002", 5), -EINVAL);
@@ -197,7 +198,7 @@ static void test_encode_roundtrip(void **state)
 		}
 	}
 	const enum scsitgt__chap_enc hex = SCSITGT__CHAP_ENC_HEX, b64 = SCSITGT__CHAP_ENC_BASE64;
-	static const uint8_t five[5] = {1, 2, 3, 4, 5};
+	static const uint8_t five[5] = { 1, 2, 3, 4, 5 };
 
 	assert_int_equal(scsitgt__chap_encode(text, sizeof(text), bin, 2, hex), 6);
 	assert_string_equal(text, "0x0b30");
@@ -248,9 +249,9 @@ static void test_server_exchange(void **state)
 	uint8_t seed = 0x2a; /* id 0x2a, then challenge 0x2b.. */
 	char a[4], i[4], c[SCSITGT__CHAP_CHALLENGE_TEXT_SIZE];
 
-	assert_int_equal(scsitgt__chap_server_start(&s, SCSITGT__CHAP_SHA256, 32, counting_random,
-						    &seed),
-			 0);
+	assert_int_equal(
+		scsitgt__chap_server_start(&s, SCSITGT__CHAP_SHA256, 32, counting_random, &seed),
+		0);
 	assert_int_equal(s.id, 0x2a);
 	assert_int_equal(scsitgt__chap_server_format(&s, a, i, c, sizeof(c)), 0);
 	assert_string_equal(a, "7");
@@ -321,9 +322,9 @@ static void test_server_start(void **state)
 	const int md5 = SCSITGT__CHAP_MD5, sha1 = SCSITGT__CHAP_SHA1;
 
 	assert_int_equal(scsitgt__chap_server_start(&s, md5, 15, NULL, NULL), -EINVAL);
-	assert_int_equal(scsitgt__chap_server_start(&s, md5, SCSITGT__CHAP_CHALLENGE_MAX + 1, NULL,
-						    NULL),
-			 -EINVAL);
+	assert_int_equal(
+		scsitgt__chap_server_start(&s, md5, SCSITGT__CHAP_CHALLENGE_MAX + 1, NULL, NULL),
+		-EINVAL);
 	assert_int_equal(scsitgt__chap_server_start(&s, md5, 0, failing_random, NULL), -EIO);
 	assert_int_equal(s.challenge_len, 0);
 	assert_int_equal(scsitgt__chap_server_start(&s, md5, 0, counting_random, &seed), 0);
@@ -333,9 +334,8 @@ static void test_server_start(void **state)
 	assert_int_equal(scsitgt__chap_server_start(&s, sha1, 0, NULL, NULL), 0);
 	assert_int_equal(scsitgt__chap_server_start(&s2, sha1, 0, NULL, NULL), 0);
 	assert_memory_not_equal(s.challenge, s2.challenge, 32);
-	assert_int_equal(scsitgt__chap_server_start(&s, sha1, SCSITGT__CHAP_CHALLENGE_MAX, NULL,
-						    NULL),
-			 0);
+	assert_int_equal(
+		scsitgt__chap_server_start(&s, sha1, SCSITGT__CHAP_CHALLENGE_MAX, NULL, NULL), 0);
 	char big[SCSITGT__CHAP_CHALLENGE_TEXT_SIZE];
 	assert_int_equal(scsitgt__chap_server_format(&s, a, i, big, sizeof(big)), 0);
 	assert_int_equal(strlen(big), sizeof(big) - 1);

@@ -182,8 +182,8 @@ static void test_iterate(void **state)
 	assert_int_equal(scsitgt__iscsi_text_next(t, n, &pos, &kv), 0);
 
 	static const char *bad[] = {
-		"NoEquals\n", "=value\n", "1Key=v\n", "Ke y=v\n", "Ke#y=v\n", "Key=v",
-		"K\xc3\xa9=v\n",
+		"NoEquals\n", "=value\n", "1Key=v\n",	   "Ke y=v\n",
+		"Ke#y=v\n",   "Key=v",	  "K\xc3\xa9=v\n",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		pos = 0;
@@ -336,10 +336,11 @@ static void test_open_iscsi_login(void **state)
 	struct fixture *f = *state;
 	struct scsitgt__iscsi_session_params *p = &f->neg.params;
 
-	assert_int_equal(run(f, SEC, "InitiatorName=iqn.2004-10.com.ubuntu:01:abc\n"
-				     "InitiatorAlias=host1\n"
-				     "TargetName=iqn.2024-01.org.example:disk1\n"
-				     "SessionType=Normal\nAuthMethod=None\n"),
+	assert_int_equal(run(f, SEC,
+			     "InitiatorName=iqn.2004-10.com.ubuntu:01:abc\n"
+			     "InitiatorAlias=host1\n"
+			     "TargetName=iqn.2024-01.org.example:disk1\n"
+			     "SessionType=Normal\nAuthMethod=None\n"),
 			 0);
 	assert_string_equal(resp_get(&f->resp, "AuthMethod"), "None");
 	assert_int_equal(p->auth_method, SCSITGT__ISCSI_AUTH_NONE);
@@ -351,12 +352,13 @@ static void test_open_iscsi_login(void **state)
 	assert_string_equal(p->initiator_alias, "host1");
 	assert_string_equal(p->target_name, "iqn.2024-01.org.example:disk1");
 
-	assert_int_equal(run(f, OP, "HeaderDigest=None\nDataDigest=None\nDefaultTime2Wait=2\n"
-				    "DefaultTime2Retain=0\nIFMarker=No\nOFMarker=No\n"
-				    "ErrorRecoveryLevel=0\nInitialR2T=No\nImmediateData=Yes\n"
-				    "MaxBurstLength=16776192\nFirstBurstLength=262144\n"
-				    "MaxOutstandingR2T=1\nMaxConnections=1\nDataPDUInOrder=Yes\n"
-				    "DataSequenceInOrder=Yes\nMaxRecvDataSegmentLength=262144\n"),
+	assert_int_equal(run(f, OP,
+			     "HeaderDigest=None\nDataDigest=None\nDefaultTime2Wait=2\n"
+			     "DefaultTime2Retain=0\nIFMarker=No\nOFMarker=No\n"
+			     "ErrorRecoveryLevel=0\nInitialR2T=No\nImmediateData=Yes\n"
+			     "MaxBurstLength=16776192\nFirstBurstLength=262144\n"
+			     "MaxOutstandingR2T=1\nMaxConnections=1\nDataPDUInOrder=Yes\n"
+			     "DataSequenceInOrder=Yes\nMaxRecvDataSegmentLength=262144\n"),
 			 0);
 	scsitgt__iscsi_neg_set_transit(&f->neg, true);
 	assert_int_equal(scsitgt__iscsi_neg_declare(&f->neg, &f->resp), 0);
@@ -500,9 +502,10 @@ static void test_bool_keys(void **state)
 	struct fixture *f = *state;
 
 	/* AND: our Yes with their No is No. OR: our No with their Yes is Yes. */
-	assert_int_equal(run(f, OP, "ImmediateData=No\nInitialR2T=Yes\nDataPDUInOrder=No\n"
-				    "DataSequenceInOrder=No\nRDMAExtensions=Yes\nOFMarker=Yes\n"
-				    "IFMarker=No\n"),
+	assert_int_equal(run(f, OP,
+			     "ImmediateData=No\nInitialR2T=Yes\nDataPDUInOrder=No\n"
+			     "DataSequenceInOrder=No\nRDMAExtensions=Yes\nOFMarker=Yes\n"
+			     "IFMarker=No\n"),
 			 0);
 	assert_string_equal(resp_get(&f->resp, "ImmediateData"), "No");
 	assert_string_equal(resp_get(&f->resp, "InitialR2T"), "Yes");
@@ -541,10 +544,11 @@ static void test_numeric_keys(void **state)
 	struct fixture *f = *state;
 	struct scsitgt__iscsi_session_params *p = &f->neg.params;
 
-	assert_int_equal(run(f, OP, "MaxBurstLength=262144\nFirstBurstLength=0x100000\n"
-				    "DefaultTime2Wait=0\nDefaultTime2Retain=3600\n"
-				    "MaxOutstandingR2T=64\nErrorRecoveryLevel=2\nMaxConnections=8\n"
-				    "iSCSIProtocolLevel=2\n"),
+	assert_int_equal(run(f, OP,
+			     "MaxBurstLength=262144\nFirstBurstLength=0x100000\n"
+			     "DefaultTime2Wait=0\nDefaultTime2Retain=3600\n"
+			     "MaxOutstandingR2T=64\nErrorRecoveryLevel=2\nMaxConnections=8\n"
+			     "iSCSIProtocolLevel=2\n"),
 			 0);
 	assert_string_equal(resp_get(&f->resp, "MaxBurstLength"), "262144");
 	assert_string_equal(resp_get(&f->resp, "FirstBurstLength"), "262144");
@@ -568,11 +572,12 @@ static void test_numeric_keys(void **state)
 
 	/* Out of range and malformed values: Reject, default kept. */
 	reinit(f, true);
-	assert_int_equal(run(f, OP, "MaxBurstLength=16777216\nFirstBurstLength=511\n"
-				    "DefaultTime2Wait=3601\nMaxOutstandingR2T=0\n"
-				    "ErrorRecoveryLevel=3\nMaxConnections=65536\n"
-				    "DefaultTime2Retain=-1\niSCSIProtocolLevel=32\n"
-				    "MaxRecvDataSegmentLength=511\n"),
+	assert_int_equal(run(f, OP,
+			     "MaxBurstLength=16777216\nFirstBurstLength=511\n"
+			     "DefaultTime2Wait=3601\nMaxOutstandingR2T=0\n"
+			     "ErrorRecoveryLevel=3\nMaxConnections=65536\n"
+			     "DefaultTime2Retain=-1\niSCSIProtocolLevel=32\n"
+			     "MaxRecvDataSegmentLength=511\n"),
 			 0);
 	assert_string_equal(resp_get(&f->resp, "MaxBurstLength"), "Reject");
 	assert_string_equal(resp_get(&f->resp, "FirstBurstLength"), "Reject");
@@ -611,7 +616,7 @@ static void test_name_check(void **state)
 	static const char *const good[] = {
 		"iqn.2026-11.org.libscsitgt:disk-1.a",
 		"iqn.1994-05.com.redhat:c7bb74ede1a",
-		"IQN.1991-05.COM.MICROSOFT:WIN-7",     /* ASCII upper case maps to lower case */
+		"IQN.1991-05.COM.MICROSOFT:WIN-7", /* ASCII upper case maps to lower case */
 		"eui.02004567a425678d",
 		"naa.52004567ba64678d",
 		"iqn.2026-11.jp.example:\xe6\x97\xa5\xe6\x9c\xac", /* UTF-8 Japanese */
@@ -620,22 +625,40 @@ static void test_name_check(void **state)
 	};
 	static const char *const bad[] = {
 		"iqn.x\n2026 iscsi: login of iqn.admin accepted", /* a forged log line */
-		"iqn.x\r", "iqn.x\x1b[31m", "iqn.x\x7f", "iqn.x\t", "iqn.x y", "iqn.x/y",
-		"iqn.x\\y", "iqn.x\"", "iqn.x_y", "iqn.x,y", "iqn.x=y", "iqn.x%s", "iqn.x@y",
-		"iqn.x\xc2\x85",         /* NEL (C1) */
-		"iqn.x\xc2\x9b",         /* CSI (C1) */
-		"iqn.x\xc2\xa0",         /* NO-BREAK SPACE */
-		"iqn.x\xe2\x80\xa8",     /* LINE SEPARATOR */
-		"iqn.x\xe2\x80\xae",     /* RIGHT-TO-LEFT OVERRIDE */
-		"iqn.x\xe2\x81\xa8",     /* FIRST STRONG ISOLATE (found by fuzz_names) */
-		"iqn.x\xe2\x80\x8b",     /* ZERO WIDTH SPACE */
-		"iqn.x\xe3\x80\x80",     /* IDEOGRAPHIC SPACE */
-		"iqn.x\xee\x80\x80",     /* private use */
-		"iqn.x\xef\xbb\xbf",     /* BOM */
-		"iqn.x\xef\xbf\xbe",     /* non-character */
+		"iqn.x\r",
+		"iqn.x\x1b[31m",
+		"iqn.x\x7f",
+		"iqn.x\t",
+		"iqn.x y",
+		"iqn.x/y",
+		"iqn.x\\y",
+		"iqn.x\"",
+		"iqn.x_y",
+		"iqn.x,y",
+		"iqn.x=y",
+		"iqn.x%s",
+		"iqn.x@y",
+		"iqn.x\xc2\x85",	 /* NEL (C1) */
+		"iqn.x\xc2\x9b",	 /* CSI (C1) */
+		"iqn.x\xc2\xa0",	 /* NO-BREAK SPACE */
+		"iqn.x\xe2\x80\xa8",	 /* LINE SEPARATOR */
+		"iqn.x\xe2\x80\xae",	 /* RIGHT-TO-LEFT OVERRIDE */
+		"iqn.x\xe2\x81\xa8",	 /* FIRST STRONG ISOLATE (found by fuzz_names) */
+		"iqn.x\xe2\x80\x8b",	 /* ZERO WIDTH SPACE */
+		"iqn.x\xe3\x80\x80",	 /* IDEOGRAPHIC SPACE */
+		"iqn.x\xee\x80\x80",	 /* private use */
+		"iqn.x\xef\xbb\xbf",	 /* BOM */
+		"iqn.x\xef\xbf\xbe",	 /* non-character */
 		"iqn.x\xf3\xa0\x80\x81", /* LANGUAGE TAG */
-		"iqn.x\xff", "iqn.x\xc0\xae", "iqn.x\xe6\x97", "iqn.x\xed\xa0\x80", /* bad UTF-8 */
-		"iqn.", "iqn", "x.2026-11.org.example:a", "2026-11.org.example", "iqn-x",
+		"iqn.x\xff",
+		"iqn.x\xc0\xae",
+		"iqn.x\xe6\x97",
+		"iqn.x\xed\xa0\x80", /* bad UTF-8 */
+		"iqn.",
+		"iqn",
+		"x.2026-11.org.example:a",
+		"2026-11.org.example",
+		"iqn-x",
 	};
 	char big[300];
 
@@ -683,8 +706,10 @@ static void test_first_burst_fixup(void **state)
 	/* The issue's case: FirstBurstLength first in the text, far above MaxBurstLength. */
 	reinit(f, true);
 	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nTargetName=iqn.b\n"), 0);
-	assert_int_equal(run(f, OP, "FirstBurstLength=262144\nImmediateData=Yes\n"
-				    "MaxBurstLength=16384\n"), 0);
+	assert_int_equal(run(f, OP,
+			     "FirstBurstLength=262144\nImmediateData=Yes\n"
+			     "MaxBurstLength=16384\n"),
+			 0);
 	assert_string_equal(resp_get(&f->resp, "FirstBurstLength"), "16384");
 	assert_string_equal(resp_get(&f->resp, "MaxBurstLength"), "16384");
 	assert_int_equal(scsitgt__iscsi_neg_finish(&f->neg), 0);
@@ -733,12 +758,13 @@ static void test_discovery(void **state)
 	struct fixture *f = *state;
 
 	/* SessionType comes last, yet the session keys before it are already irrelevant. */
-	assert_int_equal(run(f, SEC, "InitiatorName=iqn.1994-05.com.redhat:c7bb74ede1a\n"
-				     "InitialR2T=No\nMaxBurstLength=65536\nImmediateData=Yes\n"
-				     "MaxConnections=1\niSCSIProtocolLevel=1\n"
-				     "HeaderDigest=None\nErrorRecoveryLevel=0\n"
-				     "DefaultTime2Wait=2\nSessionType=Discovery\n"
-				     "AuthMethod=None\n"),
+	assert_int_equal(run(f, SEC,
+			     "InitiatorName=iqn.1994-05.com.redhat:c7bb74ede1a\n"
+			     "InitialR2T=No\nMaxBurstLength=65536\nImmediateData=Yes\n"
+			     "MaxConnections=1\niSCSIProtocolLevel=1\n"
+			     "HeaderDigest=None\nErrorRecoveryLevel=0\n"
+			     "DefaultTime2Wait=2\nSessionType=Discovery\n"
+			     "AuthMethod=None\n"),
 			 0);
 	assert_string_equal(resp_get(&f->resp, "InitialR2T"), "Irrelevant");
 	assert_string_equal(resp_get(&f->resp, "MaxBurstLength"), "Irrelevant");
@@ -770,8 +796,9 @@ static void test_not_understood(void **state)
 {
 	struct fixture *f = *state;
 
-	assert_int_equal(run(f, OP, "X-com.example.Foo=bar\nX#ieee.Thing=1\nFrobnicate=Yes\n"
-				    "headerdigest=None\n"),
+	assert_int_equal(run(f, OP,
+			     "X-com.example.Foo=bar\nX#ieee.Thing=1\nFrobnicate=Yes\n"
+			     "headerdigest=None\n"),
 			 0);
 	assert_string_equal(resp_get(&f->resp, "X-com.example.Foo"), "NotUnderstood");
 	assert_string_equal(resp_get(&f->resp, "X#ieee.Thing"), "NotUnderstood");
@@ -856,11 +883,13 @@ static void test_non_leading(void **state)
 	struct fixture *f = *state;
 
 	reinit(f, false);
-	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nTargetName=iqn.b\nSessionType=Normal\n"
-				     "AuthMethod=None\n"),
+	assert_int_equal(run(f, SEC,
+			     "InitiatorName=iqn.a\nTargetName=iqn.b\nSessionType=Normal\n"
+			     "AuthMethod=None\n"),
 			 0);
-	assert_int_equal(run(f, OP, "HeaderDigest=CRC32C\nMaxRecvDataSegmentLength=65536\n"
-				    "InitialR2T=No\nMaxBurstLength=65536\nErrorRecoveryLevel=0\n"),
+	assert_int_equal(run(f, OP,
+			     "HeaderDigest=CRC32C\nMaxRecvDataSegmentLength=65536\n"
+			     "InitialR2T=No\nMaxBurstLength=65536\nErrorRecoveryLevel=0\n"),
 			 0);
 	/* Connection-scoped keys negotiate; session-wide (LO) keys are irrelevant here. */
 	assert_string_equal(resp_get(&f->resp, "HeaderDigest"), "CRC32C");
@@ -882,9 +911,10 @@ static void test_iser_keys(void **state)
 {
 	struct fixture *f = *state;
 
-	assert_int_equal(run(f, OP, "RDMAExtensions=Yes\nTargetRecvDataSegmentLength=8192\n"
-				    "InitiatorRecvDataSegmentLength=65536\n"
-				    "MaxOutstandingUnexpectedPDUs=32\n"),
+	assert_int_equal(run(f, OP,
+			     "RDMAExtensions=Yes\nTargetRecvDataSegmentLength=8192\n"
+			     "InitiatorRecvDataSegmentLength=65536\n"
+			     "MaxOutstandingUnexpectedPDUs=32\n"),
 			 0);
 	assert_string_equal(resp_get(&f->resp, "RDMAExtensions"), "No");
 	assert_string_equal(resp_get(&f->resp, "TargetRecvDataSegmentLength"), "Irrelevant");
@@ -893,9 +923,10 @@ static void test_iser_keys(void **state)
 
 	f->cfg.rdma_extensions = true;
 	reinit(f, true);
-	assert_int_equal(run(f, OP, "RDMAExtensions=Yes\nTargetRecvDataSegmentLength=1048576\n"
-				    "InitiatorRecvDataSegmentLength=65536\n"
-				    "MaxOutstandingUnexpectedPDUs=32\n"),
+	assert_int_equal(run(f, OP,
+			     "RDMAExtensions=Yes\nTargetRecvDataSegmentLength=1048576\n"
+			     "InitiatorRecvDataSegmentLength=65536\n"
+			     "MaxOutstandingUnexpectedPDUs=32\n"),
 			 0);
 	assert_string_equal(resp_get(&f->resp, "RDMAExtensions"), "Yes");
 	assert_string_equal(resp_get(&f->resp, "TargetRecvDataSegmentLength"), "262144");
@@ -995,8 +1026,9 @@ static void test_declarations(void **state)
 	assert_null(resp_get(&f->resp, "MaxRecvDataSegmentLength"));
 	assert_int_equal(f->neg.params.max_recv_dsl, 8192);
 	/* An initiator's copy of target-only keys is ignored. */
-	assert_int_equal(run(f, SEC, "TargetAlias=x\nTargetPortalGroupTag=9\n"
-				     "TargetAddress=a:1,1\n"),
+	assert_int_equal(run(f, SEC,
+			     "TargetAlias=x\nTargetPortalGroupTag=9\n"
+			     "TargetAddress=a:1,1\n"),
 			 0);
 	assert_int_equal(resp_count(&f->resp), 0);
 	assert_int_equal(run(f, OP, ""), 0);

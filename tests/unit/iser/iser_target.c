@@ -94,8 +94,10 @@ int main(int argc, char **argv)
 		else if (i + 1 < argc && strcmp(argv[i], "--ram") == 0)
 			ram_mib = strtoul(argv[++i], NULL, 10);
 		else {
-			fprintf(stderr, "usage: %s --iser HOST:PORT [--tcp HOST:PORT] --iqn IQN "
-					"(--file PATH | --ram MIB) [-v]\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s --iser HOST:PORT [--tcp HOST:PORT] --iqn IQN "
+				"(--file PATH | --ram MIB) [-v]\n",
+				argv[0]);
 			return 2;
 		}
 	}

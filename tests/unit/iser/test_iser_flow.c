@@ -71,7 +71,7 @@ static void test_rdq_depth_and_order(void **state)
 static void test_rdq_depth_zero_is_one(void **state)
 {
 	struct scsitgt__iser_rdq q;
-	struct item a = {.id = 1}, b = {.id = 2};
+	struct item a = { .id = 1 }, b = { .id = 2 };
 
 	(void)state;
 	scsitgt__iser_rdq_init(&q, 0);

@@ -35,9 +35,9 @@ static void test_coalesce_contiguous(void **state)
 {
 	/* Three Data-In PDUs of one command: 8 KiB each, contiguous on both sides. */
 	const struct scsitgt__iser_seg in[] = {
-		{.laddr = 0x10000, .lkey = 7, .len = 8192, .raddr = 0x900000, .rkey = 3},
-		{.laddr = 0x12000, .lkey = 7, .len = 8192, .raddr = 0x902000, .rkey = 3},
-		{.laddr = 0x14000, .lkey = 7, .len = 100, .raddr = 0x904000, .rkey = 3},
+		{ .laddr = 0x10000, .lkey = 7, .len = 8192, .raddr = 0x900000, .rkey = 3 },
+		{ .laddr = 0x12000, .lkey = 7, .len = 8192, .raddr = 0x902000, .rkey = 3 },
+		{ .laddr = 0x14000, .lkey = 7, .len = 100, .raddr = 0x904000, .rkey = 3 },
 	};
 	struct scsitgt__iser_seg out[4];
 
@@ -53,17 +53,17 @@ static void test_coalesce_contiguous(void **state)
 static void test_coalesce_breaks(void **state)
 {
 	const struct scsitgt__iser_seg in[] = {
-		{.laddr = 0x10000, .lkey = 7, .len = 4096, .raddr = 0x900000, .rkey = 3},
+		{ .laddr = 0x10000, .lkey = 7, .len = 4096, .raddr = 0x900000, .rkey = 3 },
 		/* remote gap */
-		{.laddr = 0x11000, .lkey = 7, .len = 4096, .raddr = 0x902000, .rkey = 3},
+		{ .laddr = 0x11000, .lkey = 7, .len = 4096, .raddr = 0x902000, .rkey = 3 },
 		/* other command: other rkey, although contiguous */
-		{.laddr = 0x12000, .lkey = 7, .len = 4096, .raddr = 0x903000, .rkey = 4},
+		{ .laddr = 0x12000, .lkey = 7, .len = 4096, .raddr = 0x903000, .rkey = 4 },
 		/* local gap */
-		{.laddr = 0x20000, .lkey = 7, .len = 4096, .raddr = 0x904000, .rkey = 4},
+		{ .laddr = 0x20000, .lkey = 7, .len = 4096, .raddr = 0x904000, .rkey = 4 },
 		/* other lkey (a bounce copy) */
-		{.laddr = 0x21000, .lkey = 8, .len = 4096, .raddr = 0x905000, .rkey = 4},
+		{ .laddr = 0x21000, .lkey = 8, .len = 4096, .raddr = 0x905000, .rkey = 4 },
 		/* empty pieces vanish */
-		{.laddr = 0x22000, .lkey = 8, .len = 0, .raddr = 0x906000, .rkey = 4},
+		{ .laddr = 0x22000, .lkey = 8, .len = 0, .raddr = 0x906000, .rkey = 4 },
 	};
 	struct scsitgt__iser_seg out[8];
 
@@ -83,9 +83,12 @@ static void test_coalesce_max_message(void **state)
 {
 	/* One 10000-byte piece and a contiguous 5000-byte one, 4096-byte messages at most. */
 	const struct scsitgt__iser_seg in[] = {
-		{.laddr = 0x10000, .lkey = 1, .len = 10000, .raddr = 0x500000, .rkey = 2},
-		{.laddr = 0x10000 + 10000, .lkey = 1, .len = 5000, .raddr = 0x500000 + 10000,
-		 .rkey = 2},
+		{ .laddr = 0x10000, .lkey = 1, .len = 10000, .raddr = 0x500000, .rkey = 2 },
+		{ .laddr = 0x10000 + 10000,
+		  .lkey = 1,
+		  .len = 5000,
+		  .raddr = 0x500000 + 10000,
+		  .rkey = 2 },
 	};
 	struct scsitgt__iser_seg out[8];
 	uint64_t total = 0;

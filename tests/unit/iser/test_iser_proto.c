@@ -21,7 +21,7 @@
 
 static void test_hdr_roundtrip(void **state)
 {
-	struct scsitgt__iser_hdr h = {.wsv = true, .rsv = true}, d;
+	struct scsitgt__iser_hdr h = { .wsv = true, .rsv = true }, d;
 	uint8_t buf[SCSITGT__ISER_HDR_LEN];
 
 	(void)state;
@@ -62,7 +62,7 @@ static void test_hdr_target_send(void **state)
 
 static void test_hdr_bad(void **state)
 {
-	uint8_t buf[SCSITGT__ISER_HDR_LEN] = {0x10};
+	uint8_t buf[SCSITGT__ISER_HDR_LEN] = { 0x10 };
 	struct scsitgt__iser_hdr d;
 
 	(void)state;
@@ -78,7 +78,7 @@ static void test_hdr_bad(void **state)
 
 static void test_hdr_hello(void **state)
 {
-	uint8_t buf[SCSITGT__ISER_HDR_LEN] = {0x20, 0x11, 0x00, 0x10};
+	uint8_t buf[SCSITGT__ISER_HDR_LEN] = { 0x20, 0x11, 0x00, 0x10 };
 	struct scsitgt__iser_hdr d;
 
 	(void)state;
@@ -97,7 +97,7 @@ static void test_hdr_hello(void **state)
 
 static void test_cm(void **state)
 {
-	uint8_t req[4] = {0xc0, 0, 0, 0}, rep[4];
+	uint8_t req[4] = { 0xc0, 0, 0, 0 }, rep[4];
 	struct scsitgt__iser_cm c;
 
 	(void)state;
@@ -108,7 +108,7 @@ static void test_cm(void **state)
 	assert_false(c.zbva_not_sup);
 	assert_true(c.sie_not_sup);
 	/* Longer private data (rdma_cm pads it) is fine; reserved bits are ignored. */
-	uint8_t big[56] = {0x80 | 0x01};
+	uint8_t big[56] = { 0x80 | 0x01 };
 	assert_int_equal(scsitgt__iser_cm_req_decode(big, sizeof(big), &c), 0);
 	assert_true(c.zbva_not_sup && !c.sie_not_sup);
 	assert_int_equal(scsitgt__iser_cm_req_decode(NULL, 0, &c), 0);
@@ -123,7 +123,7 @@ static void test_cm(void **state)
 
 static void test_pdu_span(void **state)
 {
-	uint8_t pdu[48 + 8 + 12] = {0};
+	uint8_t pdu[48 + 8 + 12] = { 0 };
 	uint32_t pad;
 
 	(void)state;

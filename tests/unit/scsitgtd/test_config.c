@@ -327,8 +327,8 @@ static void test_errors(void **state)
 	parse_bad("[]\n", "line 1:", "empty section");
 	parse_bad("[engine]\n[engine]\n", "line 2:", "[engine] given twice");
 	parse_bad("[engine x]\n", "line 1:", "takes no argument");
-	parse_bad("[lun 000000000000000000000000000000000000000000000000001]\n", "line 1:",
-		  "longer than 48");
+	parse_bad("[lun 000000000000000000000000000000000000000000000000001]\n",
+		  "line 1:", "longer than 48");
 	/* Keys. */
 	parse_bad("[engine]\nlog_level = loud\n", "line 2:", "log_level");
 	parse_bad("[engine]\ncolour = red\n", "line 2:", "unknown key \"colour\" in [engine]");
@@ -363,23 +363,24 @@ static void test_errors(void **state)
 		  "line 1:", "other than chap's");
 	parse_bad("[target]\nname = iqn.x\ninitiator_chap = iqn.i\n", "line 3:", "INITIATOR-NAME");
 	parse_bad("[target]\nname = iqn.x\ninitiator_chap = iqn.i u:secret-secret\n"
-		  "initiator_chap = iqn.i v:secret-secret\n", "line 4:", "given twice");
+		  "initiator_chap = iqn.i v:secret-secret\n",
+		  "line 4:", "given twice");
 	parse_bad("[target]\nname = iqn.x\ninitiator = a b\n", "line 3:", "initiator name");
-	parse_bad("[target]\nname = iqn.x\ninitiator = iqn.a\ninitiator = iqn.a\n", "line 4:",
-		  "twice");
+	parse_bad("[target]\nname = iqn.x\ninitiator = iqn.a\ninitiator = iqn.a\n",
+		  "line 4:", "twice");
 	parse_bad("[target]\nname = iqn.x\nalua = sometimes\n", "line 3:", "implicit");
 	parse_bad("[target]\nname = iqn.x\n[alua_group 0]\n", "line 3:", "1..65535");
-	parse_bad("[target]\nname = iqn.x\n[alua_group 1]\n[alua_group 1]\n", "line 4:",
-		  "defined twice");
+	parse_bad("[target]\nname = iqn.x\n[alua_group 1]\n[alua_group 1]\n",
+		  "line 4:", "defined twice");
 	parse_bad("[target]\nname = iqn.x\n[alua_group 1]\nstate = sleepy\n", "line 4:", "standby");
-	parse_bad("[target]\nname = iqn.x\n[alua_group 1]\nports = 1 x\n", "line 4:",
-		  "portal group tag");
+	parse_bad("[target]\nname = iqn.x\n[alua_group 1]\nports = 1 x\n",
+		  "line 4:", "portal group tag");
 	parse_bad("[target]\nname = iqn.x\n[alua_group 1]\nports = 1\n[alua_group 2]\nports = 1\n",
 		  "line 6:", "in alua_group 1 already");
 	/* Section-wide checks name the line of the [lun] header. */
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nsize = 1M\n", "line 3:", "backend missing");
-	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\n[lun 1]\n", "line 3:",
-		  "size missing");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\n[lun 1]\n",
+		  "line 3:", "size missing");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = file\n", "line 3:", "path missing");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = block\n", "line 3:", "path missing");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = block\npath = /dev/sda\nsize = 1M\n",
@@ -388,20 +389,21 @@ static void test_errors(void **state)
 		  "line 3:", "only for the file and block backends");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 1M\ndirect = no\n",
 		  "line 3:", "only for the file and block backends");
-	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 1000\n", "line 3:",
-		  "multiple of the block size");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 1000\n",
+		  "line 3:", "multiple of the block size");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 8K\nblock_size = 4096\n"
-		  "[lun 0]\n", "line 7:", "defined twice");
-	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = tape\n", "line 4:",
-		  "ram, null, file, block or rbd");
+		  "[lun 0]\n",
+		  "line 7:", "defined twice");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = tape\n",
+		  "line 4:", "ram, null, file, block or rbd");
 	/* rbd: path is POOL/IMAGE; the size is the image's; rbd_* keys only for rbd. */
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\n", "line 3:", "POOL/IMAGE");
-	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = img\n", "line 3:",
-		  "POOL/IMAGE");
-	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = p/a/b\n", "line 3:",
-		  "POOL/IMAGE");
-	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = p/\n", "line 3:",
-		  "POOL/IMAGE");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = img\n",
+		  "line 3:", "POOL/IMAGE");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = p/a/b\n",
+		  "line 3:", "POOL/IMAGE");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = p/\n",
+		  "line 3:", "POOL/IMAGE");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = p/i\nsize = 1M\n",
 		  "line 3:", "own size");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 1M\n"
@@ -422,10 +424,10 @@ static void test_errors(void **state)
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nthin = maybe\n", "line 4:", "yes or no");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nvendor = TOOLONGVENDOR\n", "line 4:", "1..8");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nserial = a\x01b\n", "line 4:", "printable");
-	parse_bad("[target]\nname = iqn.x\n[lun 0]\nspeed = fast\n", "line 4:",
-		  "unknown key \"speed\" in [lun]");
-	parse_bad("[target]\nname = iqn.x\n[lun 0]\nsize = 1M\nsize = 2M\n", "line 5:",
-		  "given twice");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nspeed = fast\n",
+		  "line 4:", "unknown key \"speed\" in [lun]");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nsize = 1M\nsize = 2M\n",
+		  "line 5:", "given twice");
 	/* The marker key cannot be forged: control characters make a key unknown. */
 	parse_bad("[engine]\n\x01section = x\n", "line 2:", "unknown key");
 }
@@ -439,9 +441,9 @@ static void test_binary_and_limits(void **state)
 
 	(void)state;
 	/* A NUL byte and an overlong line are refused, with their line. */
-	assert_int_equal(scsitgtd_config_parse("[engine]\nlog\0_level = info\n", 27, &cfg, err,
-					       sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+		scsitgtd_config_parse("[engine]\nlog\0_level = info\n", 27, &cfg, err, sizeof(err)),
+		-EINVAL);
 	assert_string_equal(err, "line 2: NUL byte in the text");
 	big = malloc(n + 1);
 	assert_non_null(big);
@@ -521,12 +523,13 @@ static void test_rbd(void **state)
 					      "rbd_conf = /etc/ceph/c.conf\nrbd_op_timeout = 0\n"
 					      "write_through = yes\nrbd_shared_pr = no\n"
 					      "[lun 1]\nbackend = rbd\npath = rbd/img2\n");
-	struct scsitgtd_config *c2 = parse_ok("[target]\nname = iqn.x\n"
-					      "[lun 0]\nbackend = rbd\npath = rbd/img\n"
-					      "rbd_namespace = ns2\nrbd_client_id = gw\n"
-					      "rbd_conf = /etc/ceph/c.conf\nrbd_op_timeout = 0\n"
-					      "write_through = yes\nrbd_shared_pr = no\n"
-					      "[lun 1]\nbackend = rbd\npath = rbd/img2\noffline = yes\n");
+	struct scsitgtd_config *c2 =
+		parse_ok("[target]\nname = iqn.x\n"
+			 "[lun 0]\nbackend = rbd\npath = rbd/img\n"
+			 "rbd_namespace = ns2\nrbd_client_id = gw\n"
+			 "rbd_conf = /etc/ceph/c.conf\nrbd_op_timeout = 0\n"
+			 "write_through = yes\nrbd_shared_pr = no\n"
+			 "[lun 1]\nbackend = rbd\npath = rbd/img2\noffline = yes\n");
 	const struct scsitgtd_lun *l0 = scsitgtd_config_find_lun(&c1->targets[0], 0);
 	const struct scsitgtd_lun *l1 = scsitgtd_config_find_lun(&c1->targets[0], 1);
 
@@ -545,8 +548,7 @@ static void test_rbd(void **state)
 	assert_true(l1->rbd_shared_pr);
 	/* Another namespace is another image; offline changes in place. */
 	assert_true(scsitgtd_lun_needs_recreate(l0, scsitgtd_config_find_lun(&c2->targets[0], 0)));
-	assert_false(
-		scsitgtd_lun_needs_recreate(l1, scsitgtd_config_find_lun(&c2->targets[0], 1)));
+	assert_false(scsitgtd_lun_needs_recreate(l1, scsitgtd_config_find_lun(&c2->targets[0], 1)));
 	roundtrip(c1);
 	roundtrip(c2);
 	scsitgtd_config_free(c1);
@@ -555,44 +557,43 @@ static void test_rbd(void **state)
 
 static void test_access_srp_limits(void **state)
 {
-	static const char text[] =
-		"[engine]\n"
-		"discovery_chap = disc:disc-secret-0001\n"
-		"discovery_mutual_chap = tdisc:tdisc-secret-01\n"
-		"workers = auto\n"
-		"drain_timeout_ms = 2000\n"
-		"logout_timeout_ms = 500\n"
-		"async_events = luns_changed, other\n"
-		"[portal]\n"
-		"transport = iser\n"
-		"max_connections_per_initiator = 4\n"
-		"rdma_buffer = 16M\n"
-		"[target]\n"
-		"name = iqn.2024-01.org.example:a\n"
-		"address = 192.0.2.0/24\n"
-		"address = 2001:db8::/32\n"
-		"initiator_address = iqn.1994-05.com.redhat:c1 127.0.0.1\n"
-		"max_sessions = 8\n"
-		"max_lun_commands = 0\n"
-		"async_events = none\n"
-		"[srp]\n"
-		"ioc_guid = 0x0002c90300a1b2c3\n"
-		"id_ext = 7\n"
-		"port = 5556\n"
-		"queue_size = 64\n"
-		"immediate_data = no\n"
-		"rel_port_id = 300\n"
-		"[lun 0]\n"
-		"backend = null\n"
-		"size = 1G\n"
-		"physical_block_exponent = 3\n"
-		"claim_spc4 = yes\n"
-		"visible_to = iqn.1994-05.com.redhat:c1\n"
-		"visible_to = iqn.1994-05.com.redhat:c2\n"
-		"fault = delay=250@read+write;hang@flush:skip=2\n"
-		"[lun 1]\n"
-		"backend = null\n"
-		"size = 1G\n";
+	static const char text[] = "[engine]\n"
+				   "discovery_chap = disc:disc-secret-0001\n"
+				   "discovery_mutual_chap = tdisc:tdisc-secret-01\n"
+				   "workers = auto\n"
+				   "drain_timeout_ms = 2000\n"
+				   "logout_timeout_ms = 500\n"
+				   "async_events = luns_changed, other\n"
+				   "[portal]\n"
+				   "transport = iser\n"
+				   "max_connections_per_initiator = 4\n"
+				   "rdma_buffer = 16M\n"
+				   "[target]\n"
+				   "name = iqn.2024-01.org.example:a\n"
+				   "address = 192.0.2.0/24\n"
+				   "address = 2001:db8::/32\n"
+				   "initiator_address = iqn.1994-05.com.redhat:c1 127.0.0.1\n"
+				   "max_sessions = 8\n"
+				   "max_lun_commands = 0\n"
+				   "async_events = none\n"
+				   "[srp]\n"
+				   "ioc_guid = 0x0002c90300a1b2c3\n"
+				   "id_ext = 7\n"
+				   "port = 5556\n"
+				   "queue_size = 64\n"
+				   "immediate_data = no\n"
+				   "rel_port_id = 300\n"
+				   "[lun 0]\n"
+				   "backend = null\n"
+				   "size = 1G\n"
+				   "physical_block_exponent = 3\n"
+				   "claim_spc4 = yes\n"
+				   "visible_to = iqn.1994-05.com.redhat:c1\n"
+				   "visible_to = iqn.1994-05.com.redhat:c2\n"
+				   "fault = delay=250@read+write;hang@flush:skip=2\n"
+				   "[lun 1]\n"
+				   "backend = null\n"
+				   "size = 1G\n";
 	struct scsitgtd_config *cfg = parse_ok(text);
 	const struct scsitgtd_target *t = &cfg->targets[0];
 	const struct scsitgtd_lun *l0 = &t->luns[0], *l1 = &t->luns[1];
@@ -649,7 +650,8 @@ static void test_access_srp_limits(void **state)
 	parse_bad("[engine]\nworkers = many\n", "line 2:", "auto or a number 0..256");
 	parse_bad("[engine]\ndiscovery_chap = u:short\n", "line 2:", "12..256");
 	parse_bad("\n[engine]\ndiscovery_chap = u:same-secret-1\n"
-		  "discovery_mutual_chap = t:same-secret-1\n", "line 2:", "other than discovery_chap");
+		  "discovery_mutual_chap = t:same-secret-1\n",
+		  "line 2:", "other than discovery_chap");
 	parse_bad("[engine]\nworkers = 257\n", "line 2:", "0..256");
 	parse_bad("[engine]\nasync_events = luns\n", "line 2:", "unknown event \"luns\"");
 	parse_bad("[engine]\nasync_events =\n", "line 2:", "list of events");
@@ -658,32 +660,34 @@ static void test_access_srp_limits(void **state)
 	parse_bad("[target]\nname = iqn.x\naddress = 300.0.0.1\n", "line 3:", "ADDRESS[/PREFIX]");
 	parse_bad("[target]\nname = iqn.x\naddress = 10.0.0.0/33\n", "line 3:", "ADDRESS[/PREFIX]");
 	parse_bad("[target]\nname = iqn.x\naddress = ::1/129\n", "line 3:", "ADDRESS[/PREFIX]");
-	parse_bad("[target]\nname = iqn.x\naddress = 10.0.0.0/8\naddress = 10.0.0.0/8\n", "line 4:",
-		  "listed twice");
-	parse_bad("[target]\nname = iqn.x\ninitiator_address = 10.0.0.1\n", "line 3:",
-		  "INITIATOR-NAME ADDRESS");
-	parse_bad("[target]\nname = iqn.x\ninitiator_address = bad! 10.0.0.1\n", "line 3:",
-		  "invalid initiator name");
+	parse_bad("[target]\nname = iqn.x\naddress = 10.0.0.0/8\naddress = 10.0.0.0/8\n",
+		  "line 4:", "listed twice");
+	parse_bad("[target]\nname = iqn.x\ninitiator_address = 10.0.0.1\n",
+		  "line 3:", "INITIATOR-NAME ADDRESS");
+	parse_bad("[target]\nname = iqn.x\ninitiator_address = bad! 10.0.0.1\n",
+		  "line 3:", "invalid initiator name");
 	parse_bad("[target]\nname = iqn.x\nmax_sessions = -1\n", "line 3:", "0..1000000");
 	parse_bad("[srp]\n", "line 1:", "[srp] before any [target]");
 	parse_bad("[target]\nname = iqn.x\n[srp]\nport = 1\n", "line 3:", "ioc_guid missing");
 	parse_bad("[target]\nname = iqn.x\n[srp x]\n", "line 3:", "takes no argument");
 	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 0\n", "line 4:", "must not be 0");
-	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 0x12345678901234567\n", "line 4:",
-		  "64-bit number");
+	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 0x12345678901234567\n",
+		  "line 4:", "64-bit number");
 	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 0xg\n", "line 4:", "64-bit number");
-	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 1\nqueue_size = 1\n", "line 5:",
-		  "2..4096");
-	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 1\naddress = any\n", "line 5:",
-		  "numeric");
+	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 1\nqueue_size = 1\n",
+		  "line 5:", "2..4096");
+	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 1\naddress = any\n",
+		  "line 5:", "numeric");
 	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 1\n[target]\nname = iqn.y\n"
-		  "[srp]\nioc_guid = 2\n", "line 7:", "used by the [srp] on line 3");
+		  "[srp]\nioc_guid = 2\n",
+		  "line 7:", "used by the [srp] on line 3");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = null\nsize = 1M\n"
-		  "physical_block_exponent = 9\n", "line 6:", "0..8");
+		  "physical_block_exponent = 9\n",
+		  "line 6:", "0..8");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nvisible_to = iqn.a\nvisible_to = iqn.a\n",
 		  "line 5:", "listed twice");
-	parse_bad("[target]\nname = iqn.x\n[lun 0]\nvisible_to = no way\n", "line 4:",
-		  "invalid initiator name");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nvisible_to = no way\n",
+		  "line 4:", "invalid initiator name");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nfault =\n", "line 4:", "empty");
 }
 

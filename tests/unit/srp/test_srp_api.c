@@ -166,8 +166,8 @@ static void zero_size(struct scsitgt_srp_portal_opts *o)
 static void test_create_checks(void **state)
 {
 	void (*bad[])(struct scsitgt_srp_portal_opts *) = {
-		no_guid,     zero_channels, many_channels, tiny_queue,    huge_queue, small_it_iu,
-		big_ti_iu,   bad_address,   no_address,	   zero_rel_port, zero_size,
+		no_guid,   zero_channels, many_channels, tiny_queue,	huge_queue, small_it_iu,
+		big_ti_iu, bad_address,	  no_address,	 zero_rel_port, zero_size,
 	};
 	struct scsitgt_srp_portal *p;
 	struct env e;

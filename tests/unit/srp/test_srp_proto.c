@@ -56,7 +56,7 @@ static void test_login_req_linux(void **state)
 	assert_int_equal(r.target_port_id[2], 0xc9);
 	assert_int_equal(r.target_port_id[15], 0xef);
 	/* CM pads private data: longer buffers are fine; shorter ones are not. */
-	uint8_t padded[92] = {0};
+	uint8_t padded[92] = { 0 };
 
 	memcpy(padded, linux_login, sizeof(linux_login));
 	assert_int_equal(scsitgt__srp_login_req_decode(padded, sizeof(padded), true, &r), 0);
@@ -108,12 +108,13 @@ static void test_login_req_forms_roundtrip(void **state)
 
 static void test_login_rsp(void **state)
 {
-	struct scsitgt__srp_login_rsp a = {.req_lim_delta = 128,
-					   .tag = 7,
-					   .max_it_iu_len = 8260,
-					   .max_ti_iu_len = 512,
-					   .buf_fmt = 6,
-					   .flags = SRP_LOGIN_RSP_MAINTAINED | SRP_LOGIN_RSP_IMMED_SUPP};
+	struct scsitgt__srp_login_rsp a = { .req_lim_delta = 128,
+					    .tag = 7,
+					    .max_it_iu_len = 8260,
+					    .max_ti_iu_len = 512,
+					    .buf_fmt = 6,
+					    .flags = SRP_LOGIN_RSP_MAINTAINED |
+						     SRP_LOGIN_RSP_IMMED_SUPP };
 	struct scsitgt__srp_login_rsp b;
 	uint8_t buf[SRP_LOGIN_RSP_LEN];
 
@@ -297,8 +298,8 @@ static void test_logouts(void **state)
 
 static void test_cred_and_aer(void **state)
 {
-	uint8_t buf[64], lun[8] = {0, 3}, lun2[8];
-	const uint8_t sense[18] = {0x70, 0, 6, [7] = 10, [12] = 0x2a, [13] = 0x09};
+	uint8_t buf[64], lun[8] = { 0, 3 }, lun2[8];
+	const uint8_t sense[18] = { 0x70, 0, 6, [7] = 10, [12] = 0x2a, [13] = 0x09 };
 	const uint8_t *s;
 	uint32_t delta, slen;
 	uint64_t tag;
@@ -315,8 +316,7 @@ static void test_cred_and_aer(void **state)
 	assert_int_equal(scsitgt__srp_simple_rsp_decode(buf, 16, SRP_IU_CRED_RSP, &tag), 0);
 	assert_int_equal(tag, 0x42);
 	assert_int_equal(scsitgt__srp_simple_rsp_decode(buf, 16, SRP_IU_AER_RSP, &tag), -EPROTO);
-	assert_int_equal(scsitgt__srp_simple_rsp_decode(buf, 12, SRP_IU_CRED_RSP, &tag),
-			 -EMSGSIZE);
+	assert_int_equal(scsitgt__srp_simple_rsp_decode(buf, 12, SRP_IU_CRED_RSP, &tag), -EMSGSIZE);
 	/* AER_REQ: LUN at 20, SENSE DATA LIST LENGTH at 28, sense at 36; cut to the room. */
 	n = scsitgt__srp_aer_req_encode(buf, sizeof(buf), 0, 2, 0x77, lun, sense, sizeof(sense));
 	assert_int_equal(n, 36 + 18);
@@ -342,8 +342,9 @@ static void test_cred_and_aer(void **state)
 
 static void test_tsk_mgmt(void **state)
 {
-	struct scsitgt__srp_tsk_mgmt a = {.sol_not = 0, .tag = 0x1000, .func = SRP_TSK_ABORT_TASK,
-					  .task_tag = 0xdead};
+	struct scsitgt__srp_tsk_mgmt a = {
+		.sol_not = 0, .tag = 0x1000, .func = SRP_TSK_ABORT_TASK, .task_tag = 0xdead
+	};
 	struct scsitgt__srp_tsk_mgmt b;
 	uint8_t buf[SRP_TSK_MGMT_LEN];
 
@@ -368,14 +369,18 @@ static void test_tsk_mgmt(void **state)
 
 /* ---- SRP_CMD and descriptors ---- */
 
-static const uint8_t read10[16] = {0x28, 0, 0, 0, 0, 8, 0, 0, 8, 0};
+static const uint8_t read10[16] = { 0x28, 0, 0, 0, 0, 8, 0, 0, 8, 0 };
 
 static void test_cmd_direct(void **state)
 {
-	struct scsitgt__srp_desc d = {.va = 0x1000200030004000ull, .key = 0xabcd, .len = 4096};
-	struct scsitgt__srp_cmd_spec s = {.tag = 3, .task_attr = SRP_ATTR_ORDERED, .cdb = read10,
-					  .cdb_len = 16, .in_fmt = SRP_DESC_DIRECT, .descs = &d,
-					  .ndescs = 1};
+	struct scsitgt__srp_desc d = { .va = 0x1000200030004000ull, .key = 0xabcd, .len = 4096 };
+	struct scsitgt__srp_cmd_spec s = { .tag = 3,
+					   .task_attr = SRP_ATTR_ORDERED,
+					   .cdb = read10,
+					   .cdb_len = 16,
+					   .in_fmt = SRP_DESC_DIRECT,
+					   .descs = &d,
+					   .ndescs = 1 };
 	struct scsitgt__srp_cmd c;
 	uint8_t buf[128];
 	uint32_t tlo;
@@ -425,10 +430,11 @@ static void test_cmd_direct(void **state)
 
 static void test_cmd_additional_cdb(void **state)
 {
-	uint8_t cdb[32] = {0x7f, 0, 0, 0, 0, 0, 0, 0x18};
-	struct scsitgt__srp_desc d = {.va = 1, .key = 2, .len = 512};
-	struct scsitgt__srp_cmd_spec s = {.cdb = cdb, .cdb_len = 32, .out_fmt = SRP_DESC_DIRECT,
-					  .descs = &d, .ndescs = 1};
+	uint8_t cdb[32] = { 0x7f, 0, 0, 0, 0, 0, 0, 0x18 };
+	struct scsitgt__srp_desc d = { .va = 1, .key = 2, .len = 512 };
+	struct scsitgt__srp_cmd_spec s = {
+		.cdb = cdb, .cdb_len = 32, .out_fmt = SRP_DESC_DIRECT, .descs = &d, .ndescs = 1
+	};
 	struct scsitgt__srp_cmd c;
 	uint8_t buf[128];
 	uint32_t tlo;
@@ -467,13 +473,16 @@ static void test_cmd_additional_cdb(void **state)
 
 static void test_cmd_indirect_full_and_partial(void **state)
 {
-	struct scsitgt__srp_desc d[3] = {{.va = 0x1000, .key = 1, .len = 4096},
-					 {.va = 0x9000, .key = 2, .len = 8192},
-					 {.va = 0x20000, .key = 3, .len = 512}};
-	struct scsitgt__srp_cmd_spec s = {.cdb = read10, .cdb_len = 16,
-					  .out_fmt = SRP_DESC_INDIRECT, .descs = d, .ndescs = 3,
-					  .table = {.va = 0x77000, .key = 9, .len = 48},
-					  .total_len = 4096 + 8192 + 512};
+	struct scsitgt__srp_desc d[3] = { { .va = 0x1000, .key = 1, .len = 4096 },
+					  { .va = 0x9000, .key = 2, .len = 8192 },
+					  { .va = 0x20000, .key = 3, .len = 512 } };
+	struct scsitgt__srp_cmd_spec s = { .cdb = read10,
+					   .cdb_len = 16,
+					   .out_fmt = SRP_DESC_INDIRECT,
+					   .descs = d,
+					   .ndescs = 3,
+					   .table = { .va = 0x77000, .key = 9, .len = 48 },
+					   .total_len = 4096 + 8192 + 512 };
 	struct scsitgt__srp_cmd c;
 	struct scsitgt__srp_desc got;
 	uint8_t buf[256];
@@ -526,11 +535,14 @@ static void test_cmd_indirect_full_and_partial(void **state)
 
 static void test_cmd_immediate(void **state)
 {
-	static const uint8_t write10[16] = {0x2a, 0, 0, 0, 0, 0, 0, 0, 1};
+	static const uint8_t write10[16] = { 0x2a, 0, 0, 0, 0, 0, 0, 0, 1 };
 	uint8_t data[512];
-	struct scsitgt__srp_cmd_spec s = {.cdb = write10, .cdb_len = 16,
-					  .out_fmt = SRP_DESC_IMMEDIATE, .imm = data,
-					  .imm_len = sizeof(data), .imm_data_offset = 68};
+	struct scsitgt__srp_cmd_spec s = { .cdb = write10,
+					   .cdb_len = 16,
+					   .out_fmt = SRP_DESC_IMMEDIATE,
+					   .imm = data,
+					   .imm_len = sizeof(data),
+					   .imm_data_offset = 68 };
 	struct scsitgt__srp_cmd c;
 	uint8_t buf[1024];
 	uint32_t tlo;
@@ -567,8 +579,11 @@ static void test_cmd_immediate(void **state)
 
 static void test_rsp_status_and_residuals(void **state)
 {
-	struct scsitgt__srp_rsp r = {.req_lim_delta = 3, .tag = 0x99, .status = 0,
-				     .flags = SRP_RSP_DIUNDER, .data_in_res = 512};
+	struct scsitgt__srp_rsp r = { .req_lim_delta = 3,
+				      .tag = 0x99,
+				      .status = 0,
+				      .flags = SRP_RSP_DIUNDER,
+				      .data_in_res = 512 };
 	struct scsitgt__srp_rsp d;
 	uint8_t buf[64];
 	size_t n;
@@ -612,8 +627,16 @@ static void test_residuals(void **state)
 		/* WRITE: equal; buffer of one block fewer (written, overflow); larger (underflow);
 		 * shorter than a block (refused before reading: overflow of the rest). */
 		{ { .out_buf = 4096, .out_need = 4096, .out_done = 4096 }, 0, 0, 0, 0 },
-		{ { .out_buf = 3584, .out_need = 4096, .out_done = 3584 }, 0, SRP_RSP_DOOVER, 512, 0 },
-		{ { .out_buf = 8192, .out_need = 4096, .out_done = 4096 }, 0, SRP_RSP_DOUNDER, 4096, 0 },
+		{ { .out_buf = 3584, .out_need = 4096, .out_done = 3584 },
+		  0,
+		  SRP_RSP_DOOVER,
+		  512,
+		  0 },
+		{ { .out_buf = 8192, .out_need = 4096, .out_done = 4096 },
+		  0,
+		  SRP_RSP_DOUNDER,
+		  4096,
+		  0 },
 		{ { .out_buf = 200, .out_need = 512, .out_done = 0 }, 0, SRP_RSP_DOOVER, 312, 0 },
 	};
 
@@ -632,8 +655,9 @@ static void test_residuals(void **state)
 static void test_rsp_sense_truncated(void **state)
 {
 	uint8_t sense[252];
-	struct scsitgt__srp_rsp r = {.tag = 1, .status = 2, .sense = sense,
-				     .sense_len = sizeof(sense)};
+	struct scsitgt__srp_rsp r = {
+		.tag = 1, .status = 2, .sense = sense, .sense_len = sizeof(sense)
+	};
 	struct scsitgt__srp_rsp d;
 	uint8_t buf[300];
 	size_t n;
@@ -662,10 +686,11 @@ static void test_rsp_sense_truncated(void **state)
 
 static void test_rsp_tmf_data(void **state)
 {
-	const uint8_t data[4] = {0, 0, 0, SRP_RSP_CODE_NOT_SUPPORTED};
-	uint8_t sense[8] = {0x70};
-	struct scsitgt__srp_rsp r = {.tag = 5, .resp_data = data, .resp_len = 4, .sense = sense,
-				     .sense_len = 8};
+	const uint8_t data[4] = { 0, 0, 0, SRP_RSP_CODE_NOT_SUPPORTED };
+	uint8_t sense[8] = { 0x70 };
+	struct scsitgt__srp_rsp r = {
+		.tag = 5, .resp_data = data, .resp_len = 4, .sense = sense, .sense_len = 8
+	};
 	struct scsitgt__srp_rsp d;
 	uint8_t buf[64];
 	size_t n;

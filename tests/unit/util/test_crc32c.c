@@ -39,17 +39,17 @@ static void test_rfc3720_b4(void **state)
 	uint8_t buf[32];
 
 	memset(buf, 0, sizeof(buf));
-	check_vector(buf, 32, (const uint8_t[]){0xaa, 0x36, 0x91, 0x8a});
+	check_vector(buf, 32, (const uint8_t[]){ 0xaa, 0x36, 0x91, 0x8a });
 	memset(buf, 0xff, sizeof(buf));
-	check_vector(buf, 32, (const uint8_t[]){0x43, 0xab, 0xa8, 0x62});
+	check_vector(buf, 32, (const uint8_t[]){ 0x43, 0xab, 0xa8, 0x62 });
 	for (int i = 0; i < 32; i++) {
 		buf[i] = (uint8_t)i;
 	}
-	check_vector(buf, 32, (const uint8_t[]){0x4e, 0x79, 0xdd, 0x46});
+	check_vector(buf, 32, (const uint8_t[]){ 0x4e, 0x79, 0xdd, 0x46 });
 	for (int i = 0; i < 32; i++) {
 		buf[i] = (uint8_t)(31 - i);
 	}
-	check_vector(buf, 32, (const uint8_t[]){0x5c, 0xdb, 0x3f, 0x11});
+	check_vector(buf, 32, (const uint8_t[]){ 0x5c, 0xdb, 0x3f, 0x11 });
 
 	static const uint8_t read_pdu[48] = {
 		0x01, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -57,7 +57,7 @@ static void test_rfc3720_b4(void **state)
 		0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x18, 0x28, 0x00, 0x00, 0x00,
 		0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 	};
-	check_vector(read_pdu, sizeof(read_pdu), (const uint8_t[]){0x56, 0x3a, 0x96, 0xd9});
+	check_vector(read_pdu, sizeof(read_pdu), (const uint8_t[]){ 0x56, 0x3a, 0x96, 0xd9 });
 }
 
 /* The usual CRC-32C check value, CRC("123456789") = 0xE3069283, and the empty input. */
@@ -146,7 +146,7 @@ static void test_large_buffers(void **state)
 {
 	size_t max = 64 * 1024 + 64;
 	uint8_t *buf = malloc(max);
-	static const size_t lens[] = {3071, 3072, 3073, 6144, 6151, 9216 + 5, 65536, 65536 + 7};
+	static const size_t lens[] = { 3071, 3072, 3073, 6144, 6151, 9216 + 5, 65536, 65536 + 7 };
 
 	assert_non_null(buf);
 	for (size_t i = 0; i < max; i++) {
@@ -191,7 +191,7 @@ static void test_chaining(void **state)
 		assert_int_equal(scsitgt__crc32c_sw(c, buf + split, sizeof(buf) - split), whole);
 	}
 	/* Pad bytes: a 5-byte segment's digest covers 3 zero pad bytes. */
-	uint8_t padded[8] = {1, 2, 3, 4, 5, 0, 0, 0};
+	uint8_t padded[8] = { 1, 2, 3, 4, 5, 0, 0, 0 };
 	uint32_t c = scsitgt__crc32c(0, padded, 5);
 	assert_int_equal(scsitgt__crc32c(c, scsitgt__crc32c_zero_pad, 3),
 			 scsitgt__crc32c(0, padded, 8));
@@ -205,10 +205,10 @@ static void test_iov(void **state)
 		buf[i] = (uint8_t)rng();
 	}
 	struct iovec iov[4] = {
-		{.iov_base = buf, .iov_len = 1},
-		{.iov_base = buf + 1, .iov_len = 0},
-		{.iov_base = buf + 1, .iov_len = 499},
-		{.iov_base = buf + 500, .iov_len = 500},
+		{ .iov_base = buf, .iov_len = 1 },
+		{ .iov_base = buf + 1, .iov_len = 0 },
+		{ .iov_base = buf + 1, .iov_len = 499 },
+		{ .iov_base = buf + 500, .iov_len = 500 },
 	};
 	assert_int_equal(scsitgt__crc32c_iov(iov, 4, 1000), scsitgt__crc32c(0, buf, 1000));
 	assert_int_equal(scsitgt__crc32c_iov(iov, 4, 700), scsitgt__crc32c(0, buf, 700));
@@ -229,14 +229,10 @@ static void test_iov(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rfc3720_b4),
-		cmocka_unit_test(test_check_value),
-		cmocka_unit_test(test_impl),
-		cmocka_unit_test(test_single_bytes),
-		cmocka_unit_test(test_hw_sw_agree),
-		cmocka_unit_test(test_large_buffers),
-		cmocka_unit_test(test_chaining),
-		cmocka_unit_test(test_iov),
+		cmocka_unit_test(test_rfc3720_b4),  cmocka_unit_test(test_check_value),
+		cmocka_unit_test(test_impl),	    cmocka_unit_test(test_single_bytes),
+		cmocka_unit_test(test_hw_sw_agree), cmocka_unit_test(test_large_buffers),
+		cmocka_unit_test(test_chaining),    cmocka_unit_test(test_iov),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -87,7 +87,9 @@ static void test_escape(void **state)
 	esc("\xe2\x80\xa8", 3, "\\xe2\\x80\\xa8");
 	esc("\xe2\x80\xae", 3, "\\xe2\\x80\\xae");
 	/* A raw 8-bit CSI byte. */
-	esc("\x9b" "31m", 4, "\\x9b31m");
+	esc("\x9b"
+	    "31m",
+	    4, "\\x9b31m");
 
 	/* Too small: cut, marked, NUL-terminated, never overrun. */
 	char small[8];

@@ -11,10 +11,10 @@
 
 /* Per-key state bits of struct scsitgt__iscsi_neg.key_state. */
 enum {
-	KS_OFFERED = 1u << 0,     /* the initiator offered (or declared) the key */
+	KS_OFFERED = 1u << 0,	  /* the initiator offered (or declared) the key */
 	KS_TGT_OFFERED = 1u << 1, /* the target proposed the key, waiting for the answer */
-	KS_TGT_DONE = 1u << 2,    /* the initiator answered the target's proposal */
-	KS_DECLARED = 1u << 3,    /* the target declared the key */
+	KS_TGT_DONE = 1u << 2,	  /* the initiator answered the target's proposal */
+	KS_DECLARED = 1u << 3,	  /* the target declared the key */
 };
 
 #define SEC SCSITGT__ISCSI_KP_SECURITY
@@ -37,103 +37,208 @@ enum {
  * INI: an initiator's copy is ignored.
  */
 static const struct scsitgt__iscsi_key_desc key_table[SCSITGT__ISCSI_KEY_COUNT] = {
-	[SCSITGT__ISCSI_KEY_HEADER_DIGEST] = {.name = "HeaderDigest",
-		.type = SCSITGT__ISCSI_KT_LIST, .phase = OPER | INI, .value_max = LMAX},
-	[SCSITGT__ISCSI_KEY_DATA_DIGEST] = {.name = "DataDigest", .type = SCSITGT__ISCSI_KT_LIST,
-		.phase = OPER | INI, .value_max = LMAX},
-	[SCSITGT__ISCSI_KEY_MAX_CONNECTIONS] = {.name = "MaxConnections",
-		.type = SCSITGT__ISCSI_KT_NUM_MIN, .phase = OPER | LO | NODISC | INI, .min = 1,
-		.max = 65535, .rfc_default = 1, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_SEND_TARGETS] = {.name = "SendTargets", .type = SCSITGT__ISCSI_KT_DECL,
-		.phase = FFP | INI, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_TARGET_NAME] = {.name = "TargetName", .type = SCSITGT__ISCSI_KT_DECL,
-		.phase = OPER | INI, .value_max = SCSITGT__ISCSI_NAME_MAX},
-	[SCSITGT__ISCSI_KEY_INITIATOR_NAME] = {.name = "InitiatorName",
-		.type = SCSITGT__ISCSI_KT_DECL, .phase = OPER | INI,
-		.value_max = SCSITGT__ISCSI_NAME_MAX},
-	[SCSITGT__ISCSI_KEY_TARGET_ALIAS] = {.name = "TargetAlias", .type = SCSITGT__ISCSI_KT_DECL,
-		.phase = OPER | FFP, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_INITIATOR_ALIAS] = {.name = "InitiatorAlias",
-		.type = SCSITGT__ISCSI_KT_DECL, .phase = OPER | FFP | INI, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_TARGET_ADDRESS] = {.name = "TargetAddress",
-		.type = SCSITGT__ISCSI_KT_DECL, .phase = OPER | FFP, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_TARGET_PORTAL_GROUP_TAG] = {.name = "TargetPortalGroupTag",
-		.type = SCSITGT__ISCSI_KT_DECL, .phase = OPER, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_INITIAL_R2T] = {.name = "InitialR2T", .type = SCSITGT__ISCSI_KT_BOOL_OR,
-		.phase = OPER | LO | NODISC | INI, .rfc_default = 1, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_IMMEDIATE_DATA] = {.name = "ImmediateData",
-		.type = SCSITGT__ISCSI_KT_BOOL_AND, .phase = OPER | LO | NODISC | INI,
-		.rfc_default = 1, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_MAX_RECV_DSL] = {.name = "MaxRecvDataSegmentLength",
-		.type = SCSITGT__ISCSI_KT_NUM_DECL, .phase = OPER | FFP | INI, .min = DSLMIN,
-		.max = DSLMAX, .rfc_default = 8192, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_MAX_BURST_LENGTH] = {.name = "MaxBurstLength",
-		.type = SCSITGT__ISCSI_KT_NUM_MIN, .phase = OPER | LO | NODISC | INI, .min = DSLMIN,
-		.max = DSLMAX, .rfc_default = 262144, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_FIRST_BURST_LENGTH] = {.name = "FirstBurstLength",
-		.type = SCSITGT__ISCSI_KT_NUM_MIN, .phase = OPER | LO | NODISC | INI, .min = DSLMIN,
-		.max = DSLMAX, .rfc_default = 65536, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_DEFAULT_TIME2WAIT] = {.name = "DefaultTime2Wait",
-		.type = SCSITGT__ISCSI_KT_NUM_MAX, .phase = OPER | LO | INI, .min = 0, .max = 3600,
-		.rfc_default = 2, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_DEFAULT_TIME2RETAIN] = {.name = "DefaultTime2Retain",
-		.type = SCSITGT__ISCSI_KT_NUM_MIN, .phase = OPER | LO | INI, .min = 0, .max = 3600,
-		.rfc_default = 20, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_MAX_OUTSTANDING_R2T] = {.name = "MaxOutstandingR2T",
-		.type = SCSITGT__ISCSI_KT_NUM_MIN, .phase = OPER | LO | NODISC | INI, .min = 1,
-		.max = 65535, .rfc_default = 1, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_DATA_PDU_IN_ORDER] = {.name = "DataPDUInOrder",
-		.type = SCSITGT__ISCSI_KT_BOOL_OR, .phase = OPER | LO | NODISC | INI,
-		.rfc_default = 1, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_DATA_SEQUENCE_IN_ORDER] = {.name = "DataSequenceInOrder",
-		.type = SCSITGT__ISCSI_KT_BOOL_OR, .phase = OPER | LO | NODISC | INI,
-		.rfc_default = 1, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_ERROR_RECOVERY_LEVEL] = {.name = "ErrorRecoveryLevel",
-		.type = SCSITGT__ISCSI_KT_NUM_MIN, .phase = OPER | LO | INI, .min = 0, .max = 2,
-		.rfc_default = 0, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_SESSION_TYPE] = {.name = "SessionType", .type = SCSITGT__ISCSI_KT_DECL,
-		.phase = OPER | LO | INI, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_AUTH_METHOD] = {.name = "AuthMethod", .type = SCSITGT__ISCSI_KT_LIST,
-		.phase = SEC | INI, .value_max = LMAX},
-	[SCSITGT__ISCSI_KEY_CHAP_A] = {.name = "CHAP_A", .type = SCSITGT__ISCSI_KT_AUTH,
-		.phase = SEC | INI, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_CHAP_I] = {.name = "CHAP_I", .type = SCSITGT__ISCSI_KT_AUTH,
-		.phase = SEC | INI, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_CHAP_C] = {.name = "CHAP_C", .type = SCSITGT__ISCSI_KT_AUTH,
-		.phase = SEC | INI, .value_max = LMAX},
-	[SCSITGT__ISCSI_KEY_CHAP_N] = {.name = "CHAP_N", .type = SCSITGT__ISCSI_KT_AUTH,
-		.phase = SEC | INI, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_CHAP_R] = {.name = "CHAP_R", .type = SCSITGT__ISCSI_KT_AUTH,
-		.phase = SEC | INI, .value_max = LMAX},
+	[SCSITGT__ISCSI_KEY_HEADER_DIGEST] = { .name = "HeaderDigest",
+					       .type = SCSITGT__ISCSI_KT_LIST,
+					       .phase = OPER | INI,
+					       .value_max = LMAX },
+	[SCSITGT__ISCSI_KEY_DATA_DIGEST] = { .name = "DataDigest",
+					     .type = SCSITGT__ISCSI_KT_LIST,
+					     .phase = OPER | INI,
+					     .value_max = LMAX },
+	[SCSITGT__ISCSI_KEY_MAX_CONNECTIONS] = { .name = "MaxConnections",
+						 .type = SCSITGT__ISCSI_KT_NUM_MIN,
+						 .phase = OPER | LO | NODISC | INI,
+						 .min = 1,
+						 .max = 65535,
+						 .rfc_default = 1,
+						 .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_SEND_TARGETS] = { .name = "SendTargets",
+					      .type = SCSITGT__ISCSI_KT_DECL,
+					      .phase = FFP | INI,
+					      .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_TARGET_NAME] = { .name = "TargetName",
+					     .type = SCSITGT__ISCSI_KT_DECL,
+					     .phase = OPER | INI,
+					     .value_max = SCSITGT__ISCSI_NAME_MAX },
+	[SCSITGT__ISCSI_KEY_INITIATOR_NAME] = { .name = "InitiatorName",
+						.type = SCSITGT__ISCSI_KT_DECL,
+						.phase = OPER | INI,
+						.value_max = SCSITGT__ISCSI_NAME_MAX },
+	[SCSITGT__ISCSI_KEY_TARGET_ALIAS] = { .name = "TargetAlias",
+					      .type = SCSITGT__ISCSI_KT_DECL,
+					      .phase = OPER | FFP,
+					      .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_INITIATOR_ALIAS] = { .name = "InitiatorAlias",
+						 .type = SCSITGT__ISCSI_KT_DECL,
+						 .phase = OPER | FFP | INI,
+						 .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_TARGET_ADDRESS] = { .name = "TargetAddress",
+						.type = SCSITGT__ISCSI_KT_DECL,
+						.phase = OPER | FFP,
+						.value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_TARGET_PORTAL_GROUP_TAG] = { .name = "TargetPortalGroupTag",
+							 .type = SCSITGT__ISCSI_KT_DECL,
+							 .phase = OPER,
+							 .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_INITIAL_R2T] = { .name = "InitialR2T",
+					     .type = SCSITGT__ISCSI_KT_BOOL_OR,
+					     .phase = OPER | LO | NODISC | INI,
+					     .rfc_default = 1,
+					     .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_IMMEDIATE_DATA] = { .name = "ImmediateData",
+						.type = SCSITGT__ISCSI_KT_BOOL_AND,
+						.phase = OPER | LO | NODISC | INI,
+						.rfc_default = 1,
+						.value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_MAX_RECV_DSL] = { .name = "MaxRecvDataSegmentLength",
+					      .type = SCSITGT__ISCSI_KT_NUM_DECL,
+					      .phase = OPER | FFP | INI,
+					      .min = DSLMIN,
+					      .max = DSLMAX,
+					      .rfc_default = 8192,
+					      .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_MAX_BURST_LENGTH] = { .name = "MaxBurstLength",
+						  .type = SCSITGT__ISCSI_KT_NUM_MIN,
+						  .phase = OPER | LO | NODISC | INI,
+						  .min = DSLMIN,
+						  .max = DSLMAX,
+						  .rfc_default = 262144,
+						  .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_FIRST_BURST_LENGTH] = { .name = "FirstBurstLength",
+						    .type = SCSITGT__ISCSI_KT_NUM_MIN,
+						    .phase = OPER | LO | NODISC | INI,
+						    .min = DSLMIN,
+						    .max = DSLMAX,
+						    .rfc_default = 65536,
+						    .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_DEFAULT_TIME2WAIT] = { .name = "DefaultTime2Wait",
+						   .type = SCSITGT__ISCSI_KT_NUM_MAX,
+						   .phase = OPER | LO | INI,
+						   .min = 0,
+						   .max = 3600,
+						   .rfc_default = 2,
+						   .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_DEFAULT_TIME2RETAIN] = { .name = "DefaultTime2Retain",
+						     .type = SCSITGT__ISCSI_KT_NUM_MIN,
+						     .phase = OPER | LO | INI,
+						     .min = 0,
+						     .max = 3600,
+						     .rfc_default = 20,
+						     .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_MAX_OUTSTANDING_R2T] = { .name = "MaxOutstandingR2T",
+						     .type = SCSITGT__ISCSI_KT_NUM_MIN,
+						     .phase = OPER | LO | NODISC | INI,
+						     .min = 1,
+						     .max = 65535,
+						     .rfc_default = 1,
+						     .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_DATA_PDU_IN_ORDER] = { .name = "DataPDUInOrder",
+						   .type = SCSITGT__ISCSI_KT_BOOL_OR,
+						   .phase = OPER | LO | NODISC | INI,
+						   .rfc_default = 1,
+						   .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_DATA_SEQUENCE_IN_ORDER] = { .name = "DataSequenceInOrder",
+							.type = SCSITGT__ISCSI_KT_BOOL_OR,
+							.phase = OPER | LO | NODISC | INI,
+							.rfc_default = 1,
+							.value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_ERROR_RECOVERY_LEVEL] = { .name = "ErrorRecoveryLevel",
+						      .type = SCSITGT__ISCSI_KT_NUM_MIN,
+						      .phase = OPER | LO | INI,
+						      .min = 0,
+						      .max = 2,
+						      .rfc_default = 0,
+						      .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_SESSION_TYPE] = { .name = "SessionType",
+					      .type = SCSITGT__ISCSI_KT_DECL,
+					      .phase = OPER | LO | INI,
+					      .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_AUTH_METHOD] = { .name = "AuthMethod",
+					     .type = SCSITGT__ISCSI_KT_LIST,
+					     .phase = SEC | INI,
+					     .value_max = LMAX },
+	[SCSITGT__ISCSI_KEY_CHAP_A] = { .name = "CHAP_A",
+					.type = SCSITGT__ISCSI_KT_AUTH,
+					.phase = SEC | INI,
+					.value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_CHAP_I] = { .name = "CHAP_I",
+					.type = SCSITGT__ISCSI_KT_AUTH,
+					.phase = SEC | INI,
+					.value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_CHAP_C] = { .name = "CHAP_C",
+					.type = SCSITGT__ISCSI_KT_AUTH,
+					.phase = SEC | INI,
+					.value_max = LMAX },
+	[SCSITGT__ISCSI_KEY_CHAP_N] = { .name = "CHAP_N",
+					.type = SCSITGT__ISCSI_KT_AUTH,
+					.phase = SEC | INI,
+					.value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_CHAP_R] = { .name = "CHAP_R",
+					.type = SCSITGT__ISCSI_KT_AUTH,
+					.phase = SEC | INI,
+					.value_max = LMAX },
 	/* RFC 3720 markers, obsoleted by RFC 7143 §13.25: we never use them. */
-	[SCSITGT__ISCSI_KEY_OF_MARKER] = {.name = "OFMarker", .type = SCSITGT__ISCSI_KT_BOOL_AND,
-		.phase = OPER | INI, .rfc_default = 0, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_IF_MARKER] = {.name = "IFMarker", .type = SCSITGT__ISCSI_KT_BOOL_AND,
-		.phase = OPER | INI, .rfc_default = 0, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_OF_MARK_INT] = {.name = "OFMarkInt", .type = SCSITGT__ISCSI_KT_RANGE,
-		.phase = OPER | INI, .min = 1, .max = 65535, .rfc_default = 2048,
-		.value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_IF_MARK_INT] = {.name = "IFMarkInt", .type = SCSITGT__ISCSI_KT_RANGE,
-		.phase = OPER | INI, .min = 1, .max = 65535, .rfc_default = 2048,
-		.value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_TASK_REPORTING] = {.name = "TaskReporting",
-		.type = SCSITGT__ISCSI_KT_LIST, .phase = OPER | LO | NODISC | INI,
-		.value_max = LMAX},
-	[SCSITGT__ISCSI_KEY_PROTOCOL_LEVEL] = {.name = "iSCSIProtocolLevel",
-		.type = SCSITGT__ISCSI_KT_NUM_MIN, .phase = OPER | LO | NODISC | INI, .min = 0,
-		.max = 31, .rfc_default = 0, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_RDMA_EXTENSIONS] = {.name = "RDMAExtensions",
-		.type = SCSITGT__ISCSI_KT_BOOL_AND, .phase = OPER | LO | INI, .rfc_default = 0,
-		.value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_TARGET_RECV_DSL] = {.name = "TargetRecvDataSegmentLength",
-		.type = SCSITGT__ISCSI_KT_NUM_MIN, .phase = OPER | ISER | INI, .min = DSLMIN,
-		.max = DSLMAX, .rfc_default = 8192, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_INITIATOR_RECV_DSL] = {.name = "InitiatorRecvDataSegmentLength",
-		.type = SCSITGT__ISCSI_KT_NUM_MIN, .phase = OPER | ISER | INI, .min = DSLMIN,
-		.max = DSLMAX, .rfc_default = 8192, .value_max = VMAX},
-	[SCSITGT__ISCSI_KEY_MAX_OUT_UNEXPECTED_PDUS] = {.name = "MaxOutstandingUnexpectedPDUs",
-		.type = SCSITGT__ISCSI_KT_NUM_MIN, .phase = OPER | LO | ISER | INI, .min = 0,
-		.max = UINT32_MAX, .rfc_default = 0, .value_max = VMAX},
+	[SCSITGT__ISCSI_KEY_OF_MARKER] = { .name = "OFMarker",
+					   .type = SCSITGT__ISCSI_KT_BOOL_AND,
+					   .phase = OPER | INI,
+					   .rfc_default = 0,
+					   .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_IF_MARKER] = { .name = "IFMarker",
+					   .type = SCSITGT__ISCSI_KT_BOOL_AND,
+					   .phase = OPER | INI,
+					   .rfc_default = 0,
+					   .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_OF_MARK_INT] = { .name = "OFMarkInt",
+					     .type = SCSITGT__ISCSI_KT_RANGE,
+					     .phase = OPER | INI,
+					     .min = 1,
+					     .max = 65535,
+					     .rfc_default = 2048,
+					     .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_IF_MARK_INT] = { .name = "IFMarkInt",
+					     .type = SCSITGT__ISCSI_KT_RANGE,
+					     .phase = OPER | INI,
+					     .min = 1,
+					     .max = 65535,
+					     .rfc_default = 2048,
+					     .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_TASK_REPORTING] = { .name = "TaskReporting",
+						.type = SCSITGT__ISCSI_KT_LIST,
+						.phase = OPER | LO | NODISC | INI,
+						.value_max = LMAX },
+	[SCSITGT__ISCSI_KEY_PROTOCOL_LEVEL] = { .name = "iSCSIProtocolLevel",
+						.type = SCSITGT__ISCSI_KT_NUM_MIN,
+						.phase = OPER | LO | NODISC | INI,
+						.min = 0,
+						.max = 31,
+						.rfc_default = 0,
+						.value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_RDMA_EXTENSIONS] = { .name = "RDMAExtensions",
+						 .type = SCSITGT__ISCSI_KT_BOOL_AND,
+						 .phase = OPER | LO | INI,
+						 .rfc_default = 0,
+						 .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_TARGET_RECV_DSL] = { .name = "TargetRecvDataSegmentLength",
+						 .type = SCSITGT__ISCSI_KT_NUM_MIN,
+						 .phase = OPER | ISER | INI,
+						 .min = DSLMIN,
+						 .max = DSLMAX,
+						 .rfc_default = 8192,
+						 .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_INITIATOR_RECV_DSL] = { .name = "InitiatorRecvDataSegmentLength",
+						    .type = SCSITGT__ISCSI_KT_NUM_MIN,
+						    .phase = OPER | ISER | INI,
+						    .min = DSLMIN,
+						    .max = DSLMAX,
+						    .rfc_default = 8192,
+						    .value_max = VMAX },
+	[SCSITGT__ISCSI_KEY_MAX_OUT_UNEXPECTED_PDUS] = { .name = "MaxOutstandingUnexpectedPDUs",
+							 .type = SCSITGT__ISCSI_KT_NUM_MIN,
+							 .phase = OPER | LO | ISER | INI,
+							 .min = 0,
+							 .max = UINT32_MAX,
+							 .rfc_default = 0,
+							 .value_max = VMAX },
 };
 
 void scsitgt__iscsi_neg_params_init(struct scsitgt__iscsi_neg_params *cfg)
@@ -267,26 +372,26 @@ static bool name_cp_prohibited(uint32_t c)
 	static const struct {
 		uint32_t lo, hi;
 	} bad[] = {
-		{ 0x0080, 0x00a0 },   /* C.2.2 C1 controls; C.1.2 no-break space */
-		{ 0x0340, 0x0341 },   /* C.8 */
-		{ 0x06dd, 0x06dd },   /* C.2.2 */
-		{ 0x070f, 0x070f },   /* C.2.2 */
-		{ 0x1680, 0x1680 },   /* C.1.2 */
-		{ 0x180e, 0x180e },   /* C.2.2 */
-		{ 0x2000, 0x200f },   /* C.1.2 spaces; C.2.2 ZWNJ, ZWJ; C.8 LRM, RLM */
-		{ 0x2028, 0x202f },   /* C.2.2 line/paragraph separators; C.8 embeddings; C.1.2 */
-		{ 0x205f, 0x2063 },   /* C.1.2; C.2.2 */
-		{ 0x2066, 0x2069 },   /* bidi isolates: unassigned in Unicode 3.2 (A.1) */
-		{ 0x206a, 0x206f },   /* C.2.2, C.8 */
-		{ 0x2ff0, 0x2ffb },   /* C.7 */
-		{ 0x3000, 0x3000 },   /* C.1.2 */
-		{ 0xd800, 0xf8ff },   /* C.5 surrogates; C.3 private use */
-		{ 0xfdd0, 0xfdef },   /* C.4 */
-		{ 0xfeff, 0xfeff },   /* C.2.2 */
-		{ 0xfff9, 0xfffd },   /* C.2.2, C.6 */
-		{ 0x1d173, 0x1d17a }, /* C.2.2 */
-		{ 0xe0001, 0xe0001 }, /* C.9 */
-		{ 0xe0020, 0xe007f }, /* C.9 */
+		{ 0x0080, 0x00a0 },    /* C.2.2 C1 controls; C.1.2 no-break space */
+		{ 0x0340, 0x0341 },    /* C.8 */
+		{ 0x06dd, 0x06dd },    /* C.2.2 */
+		{ 0x070f, 0x070f },    /* C.2.2 */
+		{ 0x1680, 0x1680 },    /* C.1.2 */
+		{ 0x180e, 0x180e },    /* C.2.2 */
+		{ 0x2000, 0x200f },    /* C.1.2 spaces; C.2.2 ZWNJ, ZWJ; C.8 LRM, RLM */
+		{ 0x2028, 0x202f },    /* C.2.2 line/paragraph separators; C.8 embeddings; C.1.2 */
+		{ 0x205f, 0x2063 },    /* C.1.2; C.2.2 */
+		{ 0x2066, 0x2069 },    /* bidi isolates: unassigned in Unicode 3.2 (A.1) */
+		{ 0x206a, 0x206f },    /* C.2.2, C.8 */
+		{ 0x2ff0, 0x2ffb },    /* C.7 */
+		{ 0x3000, 0x3000 },    /* C.1.2 */
+		{ 0xd800, 0xf8ff },    /* C.5 surrogates; C.3 private use */
+		{ 0xfdd0, 0xfdef },    /* C.4 */
+		{ 0xfeff, 0xfeff },    /* C.2.2 */
+		{ 0xfff9, 0xfffd },    /* C.2.2, C.6 */
+		{ 0x1d173, 0x1d17a },  /* C.2.2 */
+		{ 0xe0001, 0xe0001 },  /* C.9 */
+		{ 0xe0020, 0xe007f },  /* C.9 */
 		{ 0xf0000, 0x10ffff }, /* C.3 */
 	};
 
@@ -386,8 +491,7 @@ void scsitgt__iscsi_neg_init(struct scsitgt__iscsi_neg *n,
 	n->stage = SCSITGT__ISCSI_STAGE_SECURITY;
 }
 
-void scsitgt__iscsi_neg_set_stage(struct scsitgt__iscsi_neg *n,
-				  enum scsitgt__iscsi_neg_stage stage)
+void scsitgt__iscsi_neg_set_stage(struct scsitgt__iscsi_neg *n, enum scsitgt__iscsi_neg_stage stage)
 {
 	n->stage = stage;
 	n->transit = false;
@@ -658,8 +762,8 @@ static void store_list(struct scsitgt__iscsi_neg *n, enum scsitgt__iscsi_key_id 
 		       size_t len)
 {
 	enum scsitgt__iscsi_digest dg = (len == 6 && memcmp(v, "CRC32C", 6) == 0) ?
-						 SCSITGT__ISCSI_DIGEST_CRC32C :
-						 SCSITGT__ISCSI_DIGEST_NONE;
+						SCSITGT__ISCSI_DIGEST_CRC32C :
+						SCSITGT__ISCSI_DIGEST_NONE;
 
 	switch (id) {
 	case SCSITGT__ISCSI_KEY_HEADER_DIGEST:
@@ -917,9 +1021,8 @@ int scsitgt__iscsi_neg_key(struct scsitgt__iscsi_neg *n, const struct scsitgt__i
 
 		if (tilde == NULL ||
 		    scsitgt__iscsi_parse_number(kv->value, (size_t)(tilde - kv->value), &lo) < 0 ||
-		    scsitgt__iscsi_parse_number(tilde + 1,
-						kv->value_len - (size_t)(tilde - kv->value) - 1,
-						&hi) < 0 ||
+		    scsitgt__iscsi_parse_number(
+			    tilde + 1, kv->value_len - (size_t)(tilde - kv->value) - 1, &hi) < 0 ||
 		    lo < d->min || hi > d->max || lo > hi) {
 			return answer(resp, id, "Reject");
 		}
@@ -968,9 +1071,8 @@ int scsitgt__iscsi_neg_text(struct scsitgt__iscsi_neg *n, const uint8_t *text, s
 			kv = fbl;
 			fbl.key = NULL;
 			pos = len;
-		} else if (!fbl_seen &&
-			   scsitgt__iscsi_key_lookup(kv.key, kv.key_len) ==
-				   SCSITGT__ISCSI_KEY_FIRST_BURST_LENGTH) {
+		} else if (!fbl_seen && scsitgt__iscsi_key_lookup(kv.key, kv.key_len) ==
+						SCSITGT__ISCSI_KEY_FIRST_BURST_LENGTH) {
 			/*
 			 * RFC 7143 §13.14: the FirstBurstLength answered must be the one in force,
 			 * at most MaxBurstLength: negotiate it after the MaxBurstLength of the
@@ -1096,12 +1198,9 @@ int scsitgt__iscsi_neg_declare(struct scsitgt__iscsi_neg *n, struct scsitgt__isc
 		SCSITGT__ISCSI_KEY_DATA_SEQUENCE_IN_ORDER,
 	};
 	static const enum scsitgt__iscsi_key_id nums[] = {
-		SCSITGT__ISCSI_KEY_MAX_CONNECTIONS,
-		SCSITGT__ISCSI_KEY_MAX_BURST_LENGTH,
-		SCSITGT__ISCSI_KEY_FIRST_BURST_LENGTH,
-		SCSITGT__ISCSI_KEY_DEFAULT_TIME2WAIT,
-		SCSITGT__ISCSI_KEY_DEFAULT_TIME2RETAIN,
-		SCSITGT__ISCSI_KEY_MAX_OUTSTANDING_R2T,
+		SCSITGT__ISCSI_KEY_MAX_CONNECTIONS,	 SCSITGT__ISCSI_KEY_MAX_BURST_LENGTH,
+		SCSITGT__ISCSI_KEY_FIRST_BURST_LENGTH,	 SCSITGT__ISCSI_KEY_DEFAULT_TIME2WAIT,
+		SCSITGT__ISCSI_KEY_DEFAULT_TIME2RETAIN,	 SCSITGT__ISCSI_KEY_MAX_OUTSTANDING_R2T,
 		SCSITGT__ISCSI_KEY_ERROR_RECOVERY_LEVEL,
 	};
 	for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++) {

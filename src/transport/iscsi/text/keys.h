@@ -85,37 +85,37 @@ enum scsitgt__iscsi_key_id {
 
 /** How a key's result is computed (RFC 7143 §6.2). */
 enum scsitgt__iscsi_key_type {
-	SCSITGT__ISCSI_KT_LIST,       /**< First value of the offer the responder accepts. */
-	SCSITGT__ISCSI_KT_BOOL_AND,   /**< Yes only if both say Yes. */
-	SCSITGT__ISCSI_KT_BOOL_OR,    /**< Yes if either says Yes. */
-	SCSITGT__ISCSI_KT_NUM_MIN,    /**< Smaller of the two numbers. */
-	SCSITGT__ISCSI_KT_NUM_MAX,    /**< Larger of the two numbers. */
-	SCSITGT__ISCSI_KT_NUM_DECL,   /**< Declared number, one per direction; no answer. */
-	SCSITGT__ISCSI_KT_DECL,       /**< Declared string; no answer. */
-	SCSITGT__ISCSI_KT_RANGE,      /**< Numeric range "n1~n2" (obsolete marker intervals). */
-	SCSITGT__ISCSI_KT_AUTH,       /**< CHAP_* keys: handed to the caller (login.c). */
+	SCSITGT__ISCSI_KT_LIST,	    /**< First value of the offer the responder accepts. */
+	SCSITGT__ISCSI_KT_BOOL_AND, /**< Yes only if both say Yes. */
+	SCSITGT__ISCSI_KT_BOOL_OR,  /**< Yes if either says Yes. */
+	SCSITGT__ISCSI_KT_NUM_MIN,  /**< Smaller of the two numbers. */
+	SCSITGT__ISCSI_KT_NUM_MAX,  /**< Larger of the two numbers. */
+	SCSITGT__ISCSI_KT_NUM_DECL, /**< Declared number, one per direction; no answer. */
+	SCSITGT__ISCSI_KT_DECL,	    /**< Declared string; no answer. */
+	SCSITGT__ISCSI_KT_RANGE,    /**< Numeric range "n1~n2" (obsolete marker intervals). */
+	SCSITGT__ISCSI_KT_AUTH,	    /**< CHAP_* keys: handed to the caller (login.c). */
 };
 
 /** Where a key may appear (bit mask). */
 enum scsitgt__iscsi_key_phase {
-	SCSITGT__ISCSI_KP_SECURITY = 1u << 0,    /**< Security negotiation stage. */
-	SCSITGT__ISCSI_KP_OPERATIONAL = 1u << 1, /**< Operational negotiation stage. */
-	SCSITGT__ISCSI_KP_FFP = 1u << 2,         /**< Text Request in full feature phase. */
-	SCSITGT__ISCSI_KP_LO = 1u << 3,          /**< Leading connection only (RFC 7143 §6.3). */
+	SCSITGT__ISCSI_KP_SECURITY = 1u << 0,	  /**< Security negotiation stage. */
+	SCSITGT__ISCSI_KP_OPERATIONAL = 1u << 1,  /**< Operational negotiation stage. */
+	SCSITGT__ISCSI_KP_FFP = 1u << 2,	  /**< Text Request in full feature phase. */
+	SCSITGT__ISCSI_KP_LO = 1u << 3,		  /**< Leading connection only (RFC 7143 §6.3). */
 	SCSITGT__ISCSI_KP_NO_DISCOVERY = 1u << 4, /**< Irrelevant when SessionType=Discovery. */
-	SCSITGT__ISCSI_KP_INITIATOR = 1u << 5,   /**< The initiator may send it. */
-	SCSITGT__ISCSI_KP_ISER = 1u << 6,        /**< iSER only (Irrelevant without RDMA). */
+	SCSITGT__ISCSI_KP_INITIATOR = 1u << 5,	  /**< The initiator may send it. */
+	SCSITGT__ISCSI_KP_ISER = 1u << 6,	  /**< iSER only (Irrelevant without RDMA). */
 };
 
 /** One row of the key table. */
 struct scsitgt__iscsi_key_desc {
-	const char *name;                /**< Key name as on the wire. */
+	const char *name; /**< Key name as on the wire. */
 	enum scsitgt__iscsi_key_type type;
-	unsigned int phase;              /**< enum scsitgt__iscsi_key_phase bits. */
-	uint32_t min;                    /**< Numeric keys: smallest valid value. */
-	uint32_t max;                    /**< Numeric keys: largest valid value. */
-	uint32_t rfc_default;            /**< Numeric and boolean keys: value if not negotiated. */
-	uint16_t value_max;              /**< Longest value text accepted. */
+	unsigned int phase;   /**< enum scsitgt__iscsi_key_phase bits. */
+	uint32_t min;	      /**< Numeric keys: smallest valid value. */
+	uint32_t max;	      /**< Numeric keys: largest valid value. */
+	uint32_t rfc_default; /**< Numeric and boolean keys: value if not negotiated. */
+	uint16_t value_max;   /**< Longest value text accepted. */
 };
 
 /** Digest values (HeaderDigest, DataDigest). */
@@ -128,7 +128,7 @@ enum scsitgt__iscsi_digest {
 
 /** AuthMethod values the target implements. */
 enum scsitgt__iscsi_auth {
-	SCSITGT__ISCSI_AUTH_UNSET = 0,  /**< Not negotiated (yet). */
+	SCSITGT__ISCSI_AUTH_UNSET = 0, /**< Not negotiated (yet). */
 	SCSITGT__ISCSI_AUTH_NONE = 1,
 	SCSITGT__ISCSI_AUTH_CHAP = 2,
 	SCSITGT__ISCSI_AUTH_REJECTED = 3, /**< Offered, but nothing acceptable: fail the login. */
@@ -168,20 +168,20 @@ struct scsitgt__iscsi_neg_params {
 	unsigned int data_digests;     /**< Same for DataDigest. */
 	unsigned int auth_methods;     /**< SCSITGT__ISCSI_AUTH_MASK_* the target accepts. */
 	uint32_t max_connections;      /**< Default 1. */
-	bool initial_r2t;              /**< Default false (No). */
-	bool immediate_data;           /**< Default true. */
-	uint32_t max_recv_dsl;         /**< Declared MaxRecvDataSegmentLength, default 262144. */
-	uint32_t max_burst;            /**< Default 16776192 (16 MiB - 1 KiB). */
-	uint32_t first_burst;          /**< Default 262144. */
+	bool initial_r2t;	       /**< Default false (No). */
+	bool immediate_data;	       /**< Default true. */
+	uint32_t max_recv_dsl;	       /**< Declared MaxRecvDataSegmentLength, default 262144. */
+	uint32_t max_burst;	       /**< Default 16776192 (16 MiB - 1 KiB). */
+	uint32_t first_burst;	       /**< Default 262144. */
 	uint32_t default_time2wait;    /**< Default 2. */
 	uint32_t default_time2retain;  /**< Default 20. */
 	uint32_t max_outstanding_r2t;  /**< Default 16. */
-	bool data_pdu_in_order;        /**< Default true (we support only in-order). */
-	bool data_seq_in_order;        /**< Default true. */
+	bool data_pdu_in_order;	       /**< Default true (we support only in-order). */
+	bool data_seq_in_order;	       /**< Default true. */
 	uint32_t error_recovery_level; /**< Default 0. */
-	uint16_t tpgt;                 /**< TargetPortalGroupTag declared on leading logins. */
+	uint16_t tpgt;		       /**< TargetPortalGroupTag declared on leading logins. */
 	const char *target_alias;      /**< Declared TargetAlias, or NULL. Not copied. */
-	bool rdma_extensions;          /**< iSER: accept RDMAExtensions=Yes. Default false. */
+	bool rdma_extensions;	       /**< iSER: accept RDMAExtensions=Yes. Default false. */
 	uint32_t max_outstanding_unexpected_pdus; /**< iSER, 0 = no limit. Default 0. */
 	/**
 	 * Propose operational keys the initiator did not offer when our value differs from the
@@ -200,8 +200,8 @@ struct scsitgt__iscsi_session_params {
 	uint32_t max_connections;
 	bool initial_r2t;
 	bool immediate_data;
-	uint32_t max_recv_dsl;         /**< Ours: the largest data segment we accept. */
-	uint32_t max_xmit_dsl;         /**< Initiator's MaxRecvDataSegmentLength: we may send. */
+	uint32_t max_recv_dsl; /**< Ours: the largest data segment we accept. */
+	uint32_t max_xmit_dsl; /**< Initiator's MaxRecvDataSegmentLength: we may send. */
 	uint32_t max_burst;
 	uint32_t first_burst;
 	uint32_t default_time2wait;
@@ -212,14 +212,14 @@ struct scsitgt__iscsi_session_params {
 	uint32_t error_recovery_level;
 	enum scsitgt__iscsi_session_type session_type;
 	enum scsitgt__iscsi_auth auth_method;
-	uint32_t protocol_level;       /**< Negotiated iSCSIProtocolLevel (0 = RFC 3720). */
-	bool rdma_extensions;          /**< iSER. */
-	uint32_t target_recv_dsl;      /**< iSER TargetRecvDataSegmentLength (ours). */
-	uint32_t initiator_recv_dsl;   /**< iSER InitiatorRecvDataSegmentLength (theirs). */
+	uint32_t protocol_level;     /**< Negotiated iSCSIProtocolLevel (0 = RFC 3720). */
+	bool rdma_extensions;	     /**< iSER. */
+	uint32_t target_recv_dsl;    /**< iSER TargetRecvDataSegmentLength (ours). */
+	uint32_t initiator_recv_dsl; /**< iSER InitiatorRecvDataSegmentLength (theirs). */
 	uint32_t max_outstanding_unexpected_pdus; /**< iSER, 0 = no limit. */
-	bool has_initiator_name;       /**< InitiatorName was declared. */
-	bool has_target_name;          /**< TargetName was declared. */
-	bool has_session_type;         /**< SessionType was declared. */
+	bool has_initiator_name;		  /**< InitiatorName was declared. */
+	bool has_target_name;			  /**< TargetName was declared. */
+	bool has_session_type;			  /**< SessionType was declared. */
 	char initiator_name[SCSITGT__ISCSI_NAME_MAX + 1];
 	char initiator_alias[SCSITGT__ISCSI_VALUE_MAX + 1];
 	char target_name[SCSITGT__ISCSI_NAME_MAX + 1];
@@ -239,16 +239,16 @@ struct scsitgt__iscsi_chap_keys {
 
 /** Negotiation state of one login (or one Text exchange). Plain data; no destroy. */
 struct scsitgt__iscsi_neg {
-	struct scsitgt__iscsi_neg_params cfg;         /**< Copy of the target's wishes. */
-	struct scsitgt__iscsi_session_params params;  /**< Results so far. */
+	struct scsitgt__iscsi_neg_params cfg;	     /**< Copy of the target's wishes. */
+	struct scsitgt__iscsi_session_params params; /**< Results so far. */
 	enum scsitgt__iscsi_neg_stage stage;
-	bool leading;                 /**< Leading connection of a new session (TSIH 0). */
-	bool transit;                 /**< The current request has the T bit set. */
-	bool first_response_done;     /**< The first response's declarations were made. */
-	uint8_t key_state[SCSITGT__ISCSI_KEY_COUNT];  /**< SCSITGT__ISCSI_KS_* bits, private. */
+	bool leading;		  /**< Leading connection of a new session (TSIH 0). */
+	bool transit;		  /**< The current request has the T bit set. */
+	bool first_response_done; /**< The first response's declarations were made. */
+	uint8_t key_state[SCSITGT__ISCSI_KEY_COUNT]; /**< SCSITGT__ISCSI_KS_* bits, private. */
 	uint64_t unknown_seen[SCSITGT__ISCSI_NEG_UNKNOWN_MAX]; /**< Hashes of unknown keys. */
 	unsigned int unknown_count;
-	bool has_send_targets;        /**< A SendTargets key came (Text Request, FFP). */
+	bool has_send_targets; /**< A SendTargets key came (Text Request, FFP). */
 	char send_targets[SCSITGT__ISCSI_VALUE_MAX + 1]; /**< Its value ("All", a name or ""). */
 };
 

@@ -40,8 +40,8 @@ void scsitgt__iscsi_text_acc_init(struct scsitgt__iscsi_text_acc *acc, size_t li
 	acc->limit = limit ? limit : SCSITGT__ISCSI_TEXT_LIMIT_DEFAULT;
 }
 
-int scsitgt__iscsi_text_acc_add(struct scsitgt__iscsi_text_acc *acc, const void *data,
-				size_t len, bool cont)
+int scsitgt__iscsi_text_acc_add(struct scsitgt__iscsi_text_acc *acc, const void *data, size_t len,
+				bool cont)
 {
 	int rc;
 
@@ -82,8 +82,7 @@ int scsitgt__iscsi_text_acc_add(struct scsitgt__iscsi_text_acc *acc, const void 
 	return 1;
 }
 
-const uint8_t *scsitgt__iscsi_text_acc_data(const struct scsitgt__iscsi_text_acc *acc,
-					    size_t *len)
+const uint8_t *scsitgt__iscsi_text_acc_data(const struct scsitgt__iscsi_text_acc *acc, size_t *len)
 {
 	*len = acc->len;
 	return acc->len ? acc->buf : NULL;
@@ -168,8 +167,8 @@ void scsitgt__iscsi_textbuf_init(struct scsitgt__iscsi_textbuf *tb, size_t limit
 	tb->limit = limit ? limit : SCSITGT__ISCSI_TEXT_LIMIT_DEFAULT;
 }
 
-int scsitgt__iscsi_textbuf_add_n(struct scsitgt__iscsi_textbuf *tb, const char *key,
-				 size_t key_len, const char *value, size_t value_len)
+int scsitgt__iscsi_textbuf_add_n(struct scsitgt__iscsi_textbuf *tb, const char *key, size_t key_len,
+				 const char *value, size_t value_len)
 {
 	int rc;
 

@@ -29,11 +29,11 @@
 
 /** Joins continued text data segments. Zero-initialise or use _init(). */
 struct scsitgt__iscsi_text_acc {
-	uint8_t *buf;   /**< Joined text (owned, grown up to @ref limit). */
-	size_t len;     /**< Bytes held. */
-	size_t cap;     /**< Bytes allocated. */
-	size_t limit;   /**< Largest text accepted. */
-	bool complete;  /**< The last segment (C bit clear) has been added. */
+	uint8_t *buf;  /**< Joined text (owned, grown up to @ref limit). */
+	size_t len;    /**< Bytes held. */
+	size_t cap;    /**< Bytes allocated. */
+	size_t limit;  /**< Largest text accepted. */
+	bool complete; /**< The last segment (C bit clear) has been added. */
 };
 
 /**
@@ -57,8 +57,8 @@ void scsitgt__iscsi_text_acc_init(struct scsitgt__iscsi_text_acc *acc, size_t li
  *         dropped); -EINVAL when the complete text does not end in a NUL (RFC 7143 §6.1: every
  *         pair ends with one) or a continued segment is empty; -ENOMEM.
  */
-int scsitgt__iscsi_text_acc_add(struct scsitgt__iscsi_text_acc *acc, const void *data,
-				size_t len, bool cont);
+int scsitgt__iscsi_text_acc_add(struct scsitgt__iscsi_text_acc *acc, const void *data, size_t len,
+				bool cont);
 
 /**
  * The joined text. Valid until the next add, reset or destroy.
@@ -67,8 +67,7 @@ int scsitgt__iscsi_text_acc_add(struct scsitgt__iscsi_text_acc *acc, const void 
  * @param len Receives the text length.
  * @return The bytes (NULL when empty).
  */
-const uint8_t *scsitgt__iscsi_text_acc_data(const struct scsitgt__iscsi_text_acc *acc,
-					    size_t *len);
+const uint8_t *scsitgt__iscsi_text_acc_data(const struct scsitgt__iscsi_text_acc *acc, size_t *len);
 
 /** Drop the held text, keeping the allocation. */
 void scsitgt__iscsi_text_acc_reset(struct scsitgt__iscsi_text_acc *acc);
@@ -78,7 +77,7 @@ void scsitgt__iscsi_text_acc_destroy(struct scsitgt__iscsi_text_acc *acc);
 
 /** One pair of a text. @ref value is NUL-terminated in the text; @ref key is not. */
 struct scsitgt__iscsi_kv {
-	const char *key;   /**< Key name, @ref key_len bytes, followed by '='. */
+	const char *key; /**< Key name, @ref key_len bytes, followed by '='. */
 	size_t key_len;
 	const char *value; /**< Value, NUL-terminated, @ref value_len bytes. */
 	size_t value_len;
@@ -107,11 +106,11 @@ bool scsitgt__iscsi_key_name_valid(const char *key, size_t len);
 
 /** Bounded builder of a response text. Zero-initialise or use _init(). */
 struct scsitgt__iscsi_textbuf {
-	uint8_t *buf;  /**< The text (owned). */
-	size_t len;    /**< Bytes written. */
-	size_t cap;    /**< Bytes allocated. */
-	size_t limit;  /**< Largest text. */
-	size_t taken;  /**< Bytes already handed out by scsitgt__iscsi_textbuf_next_chunk(). */
+	uint8_t *buf; /**< The text (owned). */
+	size_t len;   /**< Bytes written. */
+	size_t cap;   /**< Bytes allocated. */
+	size_t limit; /**< Largest text. */
+	size_t taken; /**< Bytes already handed out by scsitgt__iscsi_textbuf_next_chunk(). */
 };
 
 /**
@@ -139,8 +138,8 @@ int scsitgt__iscsi_textbuf_add(struct scsitgt__iscsi_textbuf *tb, const char *ke
  *
  * @return As scsitgt__iscsi_textbuf_add().
  */
-int scsitgt__iscsi_textbuf_add_n(struct scsitgt__iscsi_textbuf *tb, const char *key,
-				 size_t key_len, const char *value, size_t value_len);
+int scsitgt__iscsi_textbuf_add_n(struct scsitgt__iscsi_textbuf *tb, const char *key, size_t key_len,
+				 const char *value, size_t value_len);
 
 /**
  * Append "key=<decimal>\0".
