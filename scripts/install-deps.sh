@@ -15,6 +15,8 @@ PKGS=(
 	libiscsi-bin libiscsi-dev
 	qemu-utils qemu-block-extra
 	clang libclang-rt-14-dev
+	# scripts/check-format.sh (suite "format"): the style in .clang-format, checked by clang-format 14.
+	clang-format
 	valgrind abigail-tools tshark
 	# examples/scsitgtd's configuration lexer (libinih); the 'docs' suite's Doxygen build.
 	libinih-dev doxygen

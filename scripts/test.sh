@@ -3,7 +3,7 @@
 #
 #   scripts/test.sh              build in build/ (debugoptimized) and run every suite:
 #                                unit, fuzz (corpus replay), integration, conformance, headers,
-#                                abi, pkgconfig, docs; all but 'vm'
+#                                abi, pkgconfig, docs, format; all but 'vm'
 #   scripts/test.sh --sanitize   build in build-asan/ with -Db_sanitize=address,undefined and
 #                                run the unit, fuzz, integration and conformance suites there
 #                                (the integration and conformance scripts start the ASan
