@@ -340,7 +340,7 @@ static void acl_luns_changed(struct scsitgt_target *tgt, const struct scsitgt__a
 			uint64_t id = tgt->luns[i]->id;
 
 			if (!tgt->luns[i]->destroying && scsitgt__session_lun_visible(s, id))
-				scsitgt__ua_establish(s, id, SCSITGT_SR_UA_REPORTED_LUNS_CHANGED);
+				scsitgt__ua_establish(s, id, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
 		}
 	}
 }

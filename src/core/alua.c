@@ -130,7 +130,7 @@ static void alua_announce(struct scsitgt_target *tgt, const struct scsitgt__sess
 	for (size_t i = 0; i < tgt->nluns; i++)
 		if (!tgt->luns[i]->destroying)
 			scsitgt__ua_establish_all(tgt, tgt->luns[i]->id, except,
-						  SCSITGT_SR_UA_ASYMMETRIC_ACCESS_CHANGED);
+						  SCSITGT__SR_UA_ASYMMETRIC_ACCESS_CHANGED);
 }
 
 SCSITGT_EXPORT void scsitgt_alua_opts_init(struct scsitgt_alua_opts *opts, size_t size)
@@ -343,14 +343,14 @@ enum scsitgt__sense_reason scsitgt__alua_check(const struct scsitgt__cmd *cmd,
 	const struct alua_group *g;
 
 	if (!alua_on(a) || cmd->lun == NULL)
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	g = group_of_port(a, cmd->sess->rel_port_id);
 	if (g == NULL)
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	switch (g->state) {
 	case SCSITGT_ALUA_ACTIVE_OPTIMIZED:
 	case SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED:
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	case SCSITGT_ALUA_STANDBY:
 		/* SPC-5 §5.16.2.4.4: INQUIRY, LOG and MODE SENSE/SELECT, REPORT LUNS, REPORT and
 		 * SET TARGET PORT GROUPS, REQUEST SENSE, PERSISTENT RESERVE IN/OUT and diagnostics
@@ -358,22 +358,22 @@ enum scsitgt__sense_reason scsitgt__alua_check(const struct scsitgt__cmd *cmd,
 		 * path). TEST UNIT READY is not in the list: path checkers rely on its NOT READY
 		 * to see a standby path. */
 		if (row->exec == scsitgt__spc_test_unit_ready)
-			return SCSITGT_SR_NOT_READY_STANDBY;
+			return SCSITGT__SR_NOT_READY_STANDBY;
 		if ((row->flags & SCSITGT__CDB_F_ALLOW_STANDBY) || alua_always_allowed(row) ||
 		    row->exec == scsitgt__alua_stpg || row->exec == scsitgt__spc_mode_select ||
 		    row->pr == SCSITGT__PR_OUT)
-			return SCSITGT_SR_OK;
-		return SCSITGT_SR_NOT_READY_STANDBY;
+			return SCSITGT__SR_OK;
+		return SCSITGT__SR_NOT_READY_STANDBY;
 	case SCSITGT_ALUA_UNAVAILABLE:
 		/* SPC-5 §5.16.2.4.5: SET TARGET PORT GROUPS may bring the group back. */
 		if (alua_always_allowed(row) || row->exec == scsitgt__alua_stpg)
-			return SCSITGT_SR_OK;
-		return SCSITGT_SR_NOT_READY_UNAVAILABLE;
+			return SCSITGT__SR_OK;
+		return SCSITGT__SR_NOT_READY_UNAVAILABLE;
 	default:
 		/* SPC-5 §5.16.2.5: while transitioning, only the reporting commands. */
 		if (alua_always_allowed(row))
-			return SCSITGT_SR_OK;
-		return SCSITGT_SR_NOT_READY_TRANSITIONING;
+			return SCSITGT__SR_OK;
+		return SCSITGT__SR_NOT_READY_TRANSITIONING;
 	}
 }
 
@@ -381,7 +381,7 @@ enum scsitgt__sense_reason scsitgt__alua_parse_rtpg(struct scsitgt__cmd *cmd)
 {
 	/* Without ALUA the device server does not support the command (TPGS 00b). */
 	if (!alua_on(alua_get(cmd->sess->tgt)))
-		return SCSITGT_SR_INVALID_OPCODE;
+		return SCSITGT__SR_INVALID_OPCODE;
 	if ((cmd->cdb[1] >> 5) > RTPG_FMT_EXTENDED)
 		return scsitgt__cmd_bad_cdb_field(cmd, 1, 7);
 	return scsitgt__parse_alloc32(cmd, 6);
@@ -399,7 +399,7 @@ void scsitgt__alua_rtpg(struct scsitgt__cmd *cmd)
 		len += RTPG_DESC_LEN + (size_t)a->groups[i].nports * RTPG_PORT_LEN;
 	d = calloc(1, len);
 	if (d == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_TASK_SET_FULL);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_TASK_SET_FULL);
 		return;
 	}
 	/* SPC-5 §6.36.1: RETURN DATA LENGTH counts the bytes after itself, whatever the
@@ -429,7 +429,7 @@ void scsitgt__alua_rtpg(struct scsitgt__cmd *cmd)
 	}
 	scsitgt__cmd_respond(cmd, d, len);
 	free(d);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 enum scsitgt__sense_reason scsitgt__alua_parse_stpg(struct scsitgt__cmd *cmd)
@@ -439,14 +439,14 @@ enum scsitgt__sense_reason scsitgt__alua_parse_stpg(struct scsitgt__cmd *cmd)
 
 	/* SPC-5 §6.50: only where TPGS says explicit ALUA is supported. */
 	if (!alua_on(a) || !(a->modes & SCSITGT_ALUA_EXPLICIT))
-		return SCSITGT_SR_INVALID_OPCODE;
+		return SCSITGT__SR_INVALID_OPCODE;
 	if (len == 0)
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	if (len < STPG_HDR_LEN || (len - STPG_HDR_LEN) % STPG_DESC_LEN || len > STPG_MAX_LEN)
-		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	cmd->dir = SCSITGT__DIR_OUT;
 	cmd->xfer_len = len;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
@@ -461,7 +461,7 @@ void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
 
 	/* The ALUA state may have been turned off between parse and execution. */
 	if (!alua_on(a) || !(a->modes & SCSITGT_ALUA_EXPLICIT)) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_INVALID_OPCODE);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_INVALID_OPCODE);
 		return;
 	}
 	/* Check every descriptor before anything changes (SPC-5 §6.50: the command fails as a
@@ -543,5 +543,5 @@ void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
 	}
 	if (changed)
 		alua_announce(tgt, cmd->sess);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }

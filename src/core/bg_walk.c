@@ -44,7 +44,7 @@ static void bg_pump(struct scsitgt__bg_walk *w)
 		w->io_done = false;
 		if (scsitgt__io_submit(w->cmd, w->type, w->lba, w->blocks, w->data ? &w->iov : NULL,
 				       w->data ? 1 : 0, 0, bg_io_done) < 0) {
-			w->ops->done(w, SCSITGT_SR_BUSY);
+			w->ops->done(w, SCSITGT__SR_BUSY);
 			continue;
 		}
 		/* A piece completed inside submit(): the loop runs the next one. */

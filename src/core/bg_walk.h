@@ -26,7 +26,7 @@ struct scsitgt__bg_ops {
 	/* Set up the next piece: w->type, w->lba, w->blocks, and w->iov when w->data. False:
 	 * nothing left, the walk ends. */
 	bool (*next)(struct scsitgt__bg_walk *w);
-	/* The piece came back with @reason (SCSITGT_SR_BUSY when it could not be submitted). */
+	/* The piece came back with @reason (SCSITGT__SR_BUSY when it could not be submitted). */
 	void (*done)(struct scsitgt__bg_walk *w, enum scsitgt__sense_reason reason);
 	/* The walk ended: deal with the waiter, free the owner (the walk included). */
 	void (*finish)(struct scsitgt__bg_walk *w);

@@ -798,7 +798,7 @@ static enum scsitgt__sense_reason cdb_check_reserved(struct scsitgt__cmd *cmd,
 			return scsitgt__cmd_bad_cdb_field(cmd, (uint16_t)i, bit);
 		}
 	}
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /*
@@ -840,56 +840,56 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 	if (row == NULL) {
 		/* A missing LUN takes precedence over an unknown opcode (SPC-5 §4.5.5.2). */
 		if (cmd->lun == NULL && cmd->cdb_len && cmd->cdb[0] != SPC_INQUIRY)
-			return SCSITGT_SR_LUN_NOT_SUPPORTED;
+			return SCSITGT__SR_LUN_NOT_SUPPORTED;
 		/* A pending unit attention comes before the opcode (SAM-5 §5.14). */
 		r = scsitgt__ua_check(cmd);
-		if (r != SCSITGT_SR_OK)
+		if (r != SCSITGT__SR_OK)
 			return r;
 		if (cmd->cdb_len > 1 && cdb_table[cmd->cdb[0]].has_sa)
 			return scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
-		return SCSITGT_SR_INVALID_OPCODE;
+		return SCSITGT__SR_INVALID_OPCODE;
 	}
 	cmd->def = row;
 	if (cmd->lun == NULL && !(row->flags & SCSITGT__CDB_F_NO_LUN))
-		return SCSITGT_SR_LUN_NOT_SUPPORTED;
+		return SCSITGT__SR_LUN_NOT_SUPPORTED;
 	if (cmd->cdb_len < row->cdb_len)
-		return SCSITGT_SR_INVALID_OPCODE;
+		return SCSITGT__SR_INVALID_OPCODE;
 	cmd->exec = row->exec;
 	/* SAM-5 §5.14, SPC-5 §5.13: unit attentions, then reservations; the
 	 * UA step may replace cmd->exec (REQUEST SENSE reports the condition). */
 	r = scsitgt__ua_check(cmd);
-	if (r != SCSITGT_SR_OK)
+	if (r != SCSITGT__SR_OK)
 		return r;
 	/* SAM-5 §8.6.5: ACA tasks need an ACA condition, which never exists without NACA. */
 	if (cmd->task_attr == SCSITGT__TASK_ACA)
-		return SCSITGT_SR_INVALID_FIELD_IN_CDB;
+		return SCSITGT__SR_INVALID_FIELD_IN_CDB;
 	/* SPC-5 §5.16.2.4: the access state of the target port group. */
 	r = scsitgt__alua_check(cmd, row);
-	if (r != SCSITGT_SR_OK)
+	if (r != SCSITGT__SR_OK)
 		return r;
 	r = scsitgt__pr_check(cmd);
-	if (r != SCSITGT_SR_OK)
+	if (r != SCSITGT__SR_OK)
 		return r;
 	if (cdb_write_protected(cmd, row))
-		return SCSITGT_SR_WRITE_PROTECTED;
+		return SCSITGT__SR_WRITE_PROTECTED;
 	r = cdb_check_reserved(cmd, row);
-	if (r != SCSITGT_SR_OK)
+	if (r != SCSITGT__SR_OK)
 		return r;
 	if (cmd->lun) {
 		if ((row->flags & SCSITGT__CDB_F_MEDIUM) && !cmd->lun->medium_present)
-			return SCSITGT_SR_NOT_READY_MEDIUM_ABSENT;
+			return SCSITGT__SR_NOT_READY_MEDIUM_ABSENT;
 		if ((row->flags & SCSITGT__CDB_F_MEDIUM) && cmd->lun->stopped)
-			return SCSITGT_SR_NOT_READY_INIT_REQUIRED;
+			return SCSITGT__SR_NOT_READY_INIT_REQUIRED;
 		/* SBC-4 §4.33: a sanitize in progress or failed (spc_sanitize.c). */
 		if (cmd->lun->sanitize_state) {
 			r = scsitgt__sanitize_check(cmd, row);
-			if (r != SCSITGT_SR_OK)
+			if (r != SCSITGT__SR_OK)
 				return r;
 		}
 		/* SPC-5 §6.42: a self-test in progress (spc_selftest.c). */
 		if (cmd->lun->selftest) {
 			r = scsitgt__selftest_check(cmd, row);
-			if (r != SCSITGT_SR_OK)
+			if (r != SCSITGT__SR_OK)
 				return r;
 		}
 	}
@@ -897,19 +897,19 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 	cmd->xfer_len = 0;
 	if (row->parse) {
 		r = row->parse(cmd);
-		if (r != SCSITGT_SR_OK)
+		if (r != SCSITGT__SR_OK)
 			return r;
 	}
 	/* Accepted: the command joins the LUN's task set (SAM-5 §8.6, core/order.c). */
 	scsitgt__order_enter(cmd);
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 enum scsitgt__sense_reason scsitgt__parse_alloc16(struct scsitgt__cmd *cmd, unsigned off)
 {
 	cmd->dir = SCSITGT__DIR_IN;
 	cmd->xfer_len = get_be16(&cmd->cdb[off]);
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 enum scsitgt__sense_reason scsitgt__parse_alloc32(struct scsitgt__cmd *cmd, unsigned off)
@@ -919,7 +919,7 @@ enum scsitgt__sense_reason scsitgt__parse_alloc32(struct scsitgt__cmd *cmd, unsi
 	cmd->dir = SCSITGT__DIR_IN;
 	/* Responses we build are small; larger allocation lengths just mean "all of it". */
 	cmd->xfer_len = len > SCSITGT__MAX_XFER_BYTES ? SCSITGT__MAX_XFER_BYTES : len;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 void scsitgt__cmd_respond(struct scsitgt__cmd *cmd, const void *data, size_t len)

@@ -62,7 +62,7 @@ static void cmd_set_reason(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason 
 	cmd->status = si->status;
 	if (si->status == SAM_STAT_CHECK_CONDITION)
 		cmd_set_sense(cmd, si->key, si->asc, si->ascq, detail);
-	if (reason != SCSITGT_SR_OK)
+	if (reason != SCSITGT__SR_OK)
 		cmd->data_len = cmd->partial_len;
 }
 
@@ -87,7 +87,7 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 		memcpy(cmd->cdb, cdb, cdb_len < SCSITGT__CDB_MAX ? cdb_len : SCSITGT__CDB_MAX);
 		cmd->cdb_len = (uint8_t)(cdb_len < SCSITGT__CDB_MAX ? cdb_len : SCSITGT__CDB_MAX);
 		cmd->state = SCSITGT__CMD_DONE;
-		cmd_set_reason(cmd, SCSITGT_SR_TASK_SET_FULL, NULL);
+		cmd_set_reason(cmd, SCSITGT__SR_TASK_SET_FULL, NULL);
 		return;
 	}
 
@@ -95,7 +95,7 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 		/* Longer CDBs (iSCSI extended CDB AHS) name no command we support. */
 		cmd->cdb_len = 0;
 		cmd->state = SCSITGT__CMD_DONE;
-		cmd_set_reason(cmd, SCSITGT_SR_INVALID_OPCODE, NULL);
+		cmd_set_reason(cmd, SCSITGT__SR_INVALID_OPCODE, NULL);
 		return;
 	}
 	memcpy(cmd->cdb, cdb, cdb_len);
@@ -106,16 +106,16 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 	 * OFFLINE (SPC-5 Annex F, 04h/12h); a pending unit attention or a reservation conflict
 	 * is still reported first (SAM-5 §5.14). */
 	if (cmd->lun && cmd->lun->offline && cmd->def &&
-	    (cmd->def->flags & SCSITGT__CDB_F_MEDIUM) && r != SCSITGT_SR_RESERVATION_CONFLICT &&
-	    !(r >= SCSITGT_SR_UA_POWER_ON_RESET && r <= SCSITGT_SR_UA_MEDIUM_CHANGED)) {
+	    (cmd->def->flags & SCSITGT__CDB_F_MEDIUM) && r != SCSITGT__SR_RESERVATION_CONFLICT &&
+	    !(r >= SCSITGT__SR_UA_POWER_ON_RESET && r <= SCSITGT__SR_UA_MEDIUM_CHANGED)) {
 		memset(&cmd->detail, 0, sizeof(cmd->detail));
-		r = SCSITGT_SR_NOT_READY_OFFLINE;
+		r = SCSITGT__SR_NOT_READY_OFFLINE;
 	}
 	/* A deferred write buffer waits for its data (scsitgt__cmd_alloc_buf()). */
-	if (r == SCSITGT_SR_OK && cmd->xfer_len &&
+	if (r == SCSITGT__SR_OK && cmd->xfer_len &&
 	    !(cmd->defer_buf && cmd->dir == SCSITGT__DIR_OUT) && scsitgt__cmd_alloc_buf(cmd) < 0)
-		r = SCSITGT_SR_TASK_SET_FULL;
-	if (r != SCSITGT_SR_OK) {
+		r = SCSITGT__SR_TASK_SET_FULL;
+	if (r != SCSITGT__SR_OK) {
 		cmd->state = SCSITGT__CMD_DONE;
 		cmd_set_reason(cmd, r, &cmd->detail);
 		return;
@@ -186,7 +186,7 @@ void scsitgt__cmd_execute(struct scsitgt__cmd *cmd)
 		/* A deferred write buffer that never got its data: refuse rather than write
 		 * whatever a fresh buffer holds. */
 		cmd->state = SCSITGT__CMD_DONE;
-		cmd_set_reason(cmd, SCSITGT_SR_TASK_SET_FULL, NULL);
+		cmd_set_reason(cmd, SCSITGT__SR_TASK_SET_FULL, NULL);
 		scsitgt__stats_cmd_done(cmd);
 		cmd->sess->ops->cmd_done(cmd);
 		return;
@@ -272,7 +272,7 @@ enum scsitgt__sense_reason scsitgt__cmd_bad_cdb_field(struct scsitgt__cmd *cmd, 
 	cmd->detail.sks_field = byte;
 	cmd->detail.sks_bpv = bit >= 0;
 	cmd->detail.sks_bit = bit >= 0 ? (uint8_t)bit : 0;
-	return SCSITGT_SR_INVALID_FIELD_IN_CDB;
+	return SCSITGT__SR_INVALID_FIELD_IN_CDB;
 }
 
 enum scsitgt__sense_reason scsitgt__cmd_bad_param_field(struct scsitgt__cmd *cmd, uint16_t byte,
@@ -283,7 +283,7 @@ enum scsitgt__sense_reason scsitgt__cmd_bad_param_field(struct scsitgt__cmd *cmd
 	cmd->detail.sks_field = byte;
 	cmd->detail.sks_bpv = bit >= 0;
 	cmd->detail.sks_bit = bit >= 0 ? (uint8_t)bit : 0;
-	return SCSITGT_SR_INVALID_FIELD_IN_PARAM_LIST;
+	return SCSITGT__SR_INVALID_FIELD_IN_PARAM_LIST;
 }
 
 void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd)
@@ -343,7 +343,7 @@ uint32_t scsitgt__cmd_fit_data_out(struct scsitgt__cmd *cmd, uint32_t edtl)
 	 * for the data length of the command IU (docs/scsi.md, "Data lengths").
 	 */
 	if (bs && cmd->nblocks && cmd->xfer_len % bs == 0 && edtl % bs != 0 && edtl < spdtl) {
-		scsitgt__cmd_fail(cmd, SCSITGT_SR_INVALID_FIELD_IN_CMD_IU);
+		scsitgt__cmd_fail(cmd, SCSITGT__SR_INVALID_FIELD_IN_CMD_IU);
 		return spdtl;
 	}
 	/*
@@ -357,12 +357,12 @@ uint32_t scsitgt__cmd_fit_data_out(struct scsitgt__cmd *cmd, uint32_t edtl)
 			cmd->nblocks = edtl / bs;
 			cmd->xfer_len = edtl;
 			if (cmd->nblocks == 0)
-				scsitgt__cmd_fail(cmd, SCSITGT_SR_OK);
+				scsitgt__cmd_fail(cmd, SCSITGT__SR_OK);
 		}
 		return spdtl;
 	}
 	/* Any other write whose data the CDB's length field contradicts (WRITE SAME's one
 	 * block, COMPARE AND WRITE's two halves, a parameter list). */
-	scsitgt__cmd_fail(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
+	scsitgt__cmd_fail(cmd, SCSITGT__SR_INVALID_FIELD_IN_CDB);
 	return spdtl;
 }

@@ -166,7 +166,7 @@ enum scsitgt__sense_reason scsitgt__cmd_bad_param_field(struct scsitgt__cmd *cmd
 
 /*
  * Backend ios. An exec function submits one or more; each completion calls @done on the home
- * loop with the io's outcome (SCSITGT_SR_OK or a reason), then the io is freed.
+ * loop with the io's outcome (SCSITGT__SR_OK or a reason), then the io is freed.
  */
 typedef void (*scsitgt__io_done_fn)(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 				    enum scsitgt__sense_reason reason);

@@ -98,7 +98,7 @@ static void inq_standard(struct scsitgt__cmd *cmd)
 	else if (cmd->sess->protocol_id == SCSITGT__PROTO_SRP)
 		put_be16(&vd[8], VD_SRP);
 	scsitgt__cmd_respond(cmd, d, sizeof(d));
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 static void inq_vpd(struct scsitgt__cmd *cmd)
@@ -109,18 +109,18 @@ static void inq_vpd(struct scsitgt__cmd *cmd)
 	if (cmd->lun == NULL) {
 		/* VPD pages describe a logical unit; there is none to describe. The standard data
 		 * above is the SPC-5 §6.7.2 answer for a missing LUN, and only it. */
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_LUN_NOT_SUPPORTED);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_LUN_NOT_SUPPORTED);
 		return;
 	}
 	len = scsitgt__vpd_build(cmd, cmd->cdb[2], buf);
 	if (len == 0) {
 		/* SPC-5 §6.7.1: an unsupported VPD page is an invalid PAGE CODE field. */
 		scsitgt__cmd_bad_cdb_field(cmd, 2, 7);
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_INVALID_FIELD_IN_CDB);
 		return;
 	}
 	scsitgt__cmd_respond(cmd, buf, len);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 void scsitgt__spc_inquiry(struct scsitgt__cmd *cmd)

@@ -47,20 +47,21 @@ static enum scsitgt__sense_reason io_errno_reason(const struct scsitgt_io *io, i
 {
 	switch (status) {
 	case 0:
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	case -EIO:
-		return io->type == SCSITGT_IO_READ ? SCSITGT_SR_READ_ERROR : SCSITGT_SR_WRITE_ERROR;
+		return io->type == SCSITGT_IO_READ ? SCSITGT__SR_READ_ERROR :
+						     SCSITGT__SR_WRITE_ERROR;
 	case -ENOSPC:
-		return SCSITGT_SR_SPACE_ALLOC_FAILED;
+		return SCSITGT__SR_SPACE_ALLOC_FAILED;
 	case -EROFS:
-		return SCSITGT_SR_WRITE_PROTECTED;
+		return SCSITGT__SR_WRITE_PROTECTED;
 	case -ENOMEM:
 	case -EAGAIN:
-		return SCSITGT_SR_BUSY;
+		return SCSITGT__SR_BUSY;
 	case -ENOTSUP:
-		return SCSITGT_SR_INVALID_OPCODE;
+		return SCSITGT__SR_INVALID_OPCODE;
 	default:
-		return SCSITGT_SR_INTERNAL_FAILURE;
+		return SCSITGT__SR_INTERNAL_FAILURE;
 	}
 }
 
@@ -100,7 +101,7 @@ static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
 	/* lent Data-In goes with a good READ to its command (only a plain READ, one io, is
 	 * allowed to lend); anything else gives it back now. */
 	if (io->lent_data) {
-		if (reason == SCSITGT_SR_OK && cmd->lent_data == NULL &&
+		if (reason == SCSITGT__SR_OK && cmd->lent_data == NULL &&
 		    cmd->state != SCSITGT__CMD_ABORTED) {
 			cmd->lent_data = io->lent_data;
 			cmd->lent_release = io->lent_release;
@@ -114,11 +115,11 @@ static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
 	cache = cmd->cache;
 	scsitgt__list_remove(&io->lun_node);
 	cmd->ios_inflight--;
-	if (reason == SCSITGT_SR_RAW)
+	if (reason == SCSITGT__SR_RAW)
 		cmd->io_raw = io->raw;
 	/* SBC-4 §4.18.1: a medium error reports the LBA of the first block in error. The first
 	 * failing io of the command supplies it. */
-	if (reason != SCSITGT_SR_OK && io->error_lba_valid && cmd->io_reason == SCSITGT_SR_OK &&
+	if (reason != SCSITGT__SR_OK && io->error_lba_valid && cmd->io_reason == SCSITGT__SR_OK &&
 	    !cmd->detail.info_valid) {
 		cmd->detail.info_valid = true;
 		cmd->detail.info = io->error_lba;
@@ -130,15 +131,15 @@ static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
 void scsitgt__io_done_complete_cmd(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 				   enum scsitgt__sense_reason reason)
 {
-	if (reason != SCSITGT_SR_OK && cmd->io_reason == SCSITGT_SR_OK)
+	if (reason != SCSITGT__SR_OK && cmd->io_reason == SCSITGT__SR_OK)
 		cmd->io_reason = reason;
 	if (cmd->ios_inflight)
 		return;
-	if (cmd->io_reason == SCSITGT_SR_RAW) {
+	if (cmd->io_reason == SCSITGT__SR_RAW) {
 		scsitgt__cmd_complete_raw(cmd, cmd->io_raw.key, cmd->io_raw.asc, cmd->io_raw.ascq);
 		return;
 	}
-	if (cmd->io_reason == SCSITGT_SR_OK && cmd->dir == SCSITGT__DIR_IN)
+	if (cmd->io_reason == SCSITGT__SR_OK && cmd->dir == SCSITGT__DIR_IN)
 		cmd->data_len = cmd->xfer_len;
 	scsitgt__cmd_complete(cmd, cmd->io_reason);
 }
@@ -168,14 +169,14 @@ SCSITGT_EXPORT void scsitgt_io_complete_sense(struct scsitgt_io *io, uint8_t key
 					      uint8_t ascq)
 {
 	if (key == 0) {
-		io_finish(io, SCSITGT_SR_OK);
+		io_finish(io, SCSITGT__SR_OK);
 		return;
 	}
 	io->raw.status = 0x02;
 	io->raw.key = key & 0x0f;
 	io->raw.asc = asc;
 	io->raw.ascq = ascq;
-	io_finish(io, SCSITGT_SR_RAW);
+	io_finish(io, SCSITGT__SR_RAW);
 }
 
 SCSITGT_EXPORT void scsitgt_io_complete_threadsafe(struct scsitgt_io *io, int status)

@@ -235,7 +235,7 @@ SCSITGT_EXPORT int scsitgt_lun_resize(struct scsitgt_lun *lun, uint64_t num_bloc
 	/* SBC-4 §4.6: every nexus learns of it by CAPACITY DATA HAS CHANGED. */
 	for (p = lun->tgt->sessions.next; p != &lun->tgt->sessions; p = p->next)
 		scsitgt__ua_establish(scsitgt__container_of(p, struct scsitgt__session, node),
-				      lun->id, SCSITGT_SR_UA_CAPACITY_CHANGED);
+				      lun->id, SCSITGT__SR_UA_CAPACITY_CHANGED);
 	return 0;
 }
 

@@ -158,7 +158,7 @@ enum scsitgt__sense_reason scsitgt__spc_parse_mode_sense(struct scsitgt__cmd *cm
 	if (pc == PC_SAVED) {
 		/* SPC-5 §6.13: saved values of a LUN that saves nothing. */
 		scsitgt__cmd_bad_cdb_field(cmd, 2, 7);
-		return SCSITGT_SR_SAVING_PARAMS_UNSUPPORTED;
+		return SCSITGT__SR_SAVING_PARAMS_UNSUPPORTED;
 	}
 	if (page != MP_ALL && mode_page_find(page) == NULL)
 		return scsitgt__cmd_bad_cdb_field(cmd, 2, 5);
@@ -168,7 +168,7 @@ enum scsitgt__sense_reason scsitgt__spc_parse_mode_sense(struct scsitgt__cmd *cm
 	if (mode_is6(cmd)) {
 		cmd->dir = SCSITGT__DIR_IN;
 		cmd->xfer_len = cmd->cdb[4];
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	}
 	return scsitgt__parse_alloc16(cmd, 7);
 }
@@ -232,7 +232,7 @@ void scsitgt__spc_mode_sense(struct scsitgt__cmd *cmd)
 		put_be16(&d[6], (uint16_t)bdlen);
 	}
 	scsitgt__cmd_respond(cmd, d, n);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 enum scsitgt__sense_reason scsitgt__spc_parse_mode_select(struct scsitgt__cmd *cmd)
@@ -242,7 +242,7 @@ enum scsitgt__sense_reason scsitgt__spc_parse_mode_select(struct scsitgt__cmd *c
 	/* PF is accepted either way: our pages are the standard ones. */
 	cmd->dir = len ? SCSITGT__DIR_OUT : SCSITGT__DIR_NONE;
 	cmd->xfer_len = len;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 static int mode_leftmost_bit(uint8_t v)
@@ -277,7 +277,7 @@ static enum scsitgt__sense_reason mode_check_descriptor(struct scsitgt__cmd *cmd
 		return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, 7);
 	if (bsize != lun->geo.block_size)
 		return scsitgt__cmd_bad_param_field(cmd, (uint16_t)(off + (longlba ? 12 : 5)), 7);
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /*
@@ -297,7 +297,7 @@ static enum scsitgt__sense_reason mode_walk_pages(struct scsitgt__cmd *cmd, size
 		size_t plen;
 
 		if (len - off < 2)
-			return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+			return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 		/* SPF (bit 6): the sub_page format; none of our pages has subpages. */
 		if (p[off] & 0x40)
 			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, 6);
@@ -308,7 +308,7 @@ static enum scsitgt__sense_reason mode_walk_pages(struct scsitgt__cmd *cmd, size
 		if (plen != mp->len)
 			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)(off + 1), 7);
 		if (len - off < plen)
-			return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+			return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 		if (apply) {
 			if (mp->apply)
 				mp->apply(lun, &p[off]);
@@ -332,7 +332,7 @@ static enum scsitgt__sense_reason mode_walk_pages(struct scsitgt__cmd *cmd, size
 		}
 		off += plen;
 	}
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd)
@@ -344,10 +344,10 @@ static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd)
 	enum scsitgt__sense_reason r;
 
 	if (len == 0)
-		return SCSITGT_SR_OK; /* SPC-5 §6.11: nothing to change is not an error */
+		return SCSITGT__SR_OK; /* SPC-5 §6.11: nothing to change is not an error */
 	hdr = is6 ? 4 : 8;
 	if (len < hdr)
-		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	/* The MODE DATA LENGTH field is reserved in MODE SELECT; it is ignored. MEDIUM TYPE
 	 * must be 00h (SBC-4 §6.4.1); DEVICE-SPECIFIC PARAMETER bits are reserved here. */
 	if (p[is6 ? 1 : 2] != 0)
@@ -361,21 +361,21 @@ static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd)
 	if (bdlen != 0 && bdlen != (longlba ? 16u : 8u))
 		return scsitgt__cmd_bad_param_field(cmd, is6 ? 3 : 6, 7);
 	if (len < hdr + bdlen)
-		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	if (bdlen) {
 		r = mode_check_descriptor(cmd, hdr, longlba);
-		if (r != SCSITGT_SR_OK)
+		if (r != SCSITGT__SR_OK)
 			return r;
 	}
 	/* Validate every page before changing any, so a refused list changes nothing. */
 	r = mode_walk_pages(cmd, hdr + bdlen, false);
-	if (r != SCSITGT_SR_OK)
+	if (r != SCSITGT__SR_OK)
 		return r;
 	before = cmd->lun->mode;
 	r = mode_walk_pages(cmd, hdr + bdlen, true);
 	/* SPC-5 §7.5.1: the parameters are the LUN's, shared by every I_T nexus; the others
 	 * learn of a change by MODE PARAMETERS CHANGED. */
-	if (r == SCSITGT_SR_OK && memcmp(&before, &cmd->lun->mode, sizeof(before)) != 0)
+	if (r == SCSITGT__SR_OK && memcmp(&before, &cmd->lun->mode, sizeof(before)) != 0)
 		scsitgt__ua_mode_params_changed(cmd);
 	return r;
 }

@@ -116,7 +116,7 @@ enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
 	uint8_t cls;
 
 	if (pr == NULL || row == NULL)
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	cls = row->pr;
 	if (cls == SCSITGT__PR_DEFAULT)
 		cls = (row->flags & SCSITGT__CDB_F_WRITE) ? SCSITGT__PR_WRITE : SCSITGT__PR_READ;
@@ -125,29 +125,29 @@ enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
 	 * unit (INQUIRY, REPORT LUNS, REQUEST SENSE) and RELEASE (a no-op) get through. */
 	if (pr->r2_held && !r2_mine(pr, cmd->sess) && cls != SCSITGT__PR_RELEASE &&
 	    !(row->flags & SCSITGT__CDB_F_NO_LUN))
-		return SCSITGT_SR_RESERVATION_CONFLICT;
+		return SCSITGT__SR_RESERVATION_CONFLICT;
 	/* SPC-2 §5.5.1: while any nexus is registered, RESERVE and RELEASE conflict. */
 	if (cls == SCSITGT__PR_RESERVE || cls == SCSITGT__PR_RELEASE)
-		return pr->nregs ? SCSITGT_SR_RESERVATION_CONFLICT : SCSITGT_SR_OK;
+		return pr->nregs ? SCSITGT__SR_RESERVATION_CONFLICT : SCSITGT__SR_OK;
 	if (!pr->held || cls == SCSITGT__PR_ALLOWED || cls == SCSITGT__PR_OUT)
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	reg = scsitgt__pr_find(pr, cmd->sess);
 	if (scsitgt__pr_is_holder(pr, reg))
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	switch (pr->type) {
 	case PR_TYPE_WE:
-		return cls == SCSITGT__PR_WRITE ? SCSITGT_SR_RESERVATION_CONFLICT : SCSITGT_SR_OK;
+		return cls == SCSITGT__PR_WRITE ? SCSITGT__SR_RESERVATION_CONFLICT : SCSITGT__SR_OK;
 	case PR_TYPE_WE_RO:
 	case PR_TYPE_WE_AR:
 		if (reg)
-			return SCSITGT_SR_OK;
-		return cls == SCSITGT__PR_WRITE ? SCSITGT_SR_RESERVATION_CONFLICT : SCSITGT_SR_OK;
+			return SCSITGT__SR_OK;
+		return cls == SCSITGT__PR_WRITE ? SCSITGT__SR_RESERVATION_CONFLICT : SCSITGT__SR_OK;
 	case PR_TYPE_EA_RO:
 	case PR_TYPE_EA_AR:
-		return reg ? SCSITGT_SR_OK : SCSITGT_SR_RESERVATION_CONFLICT;
+		return reg ? SCSITGT__SR_OK : SCSITGT__SR_RESERVATION_CONFLICT;
 	case PR_TYPE_EA:
 	default:
-		return SCSITGT_SR_RESERVATION_CONFLICT;
+		return SCSITGT__SR_RESERVATION_CONFLICT;
 	}
 }
 
@@ -178,7 +178,7 @@ void scsitgt__pr_reset(struct scsitgt_lun *lun)
 enum scsitgt__sense_reason scsitgt__pr_parse_reserve(struct scsitgt__cmd *cmd)
 {
 	(void)cmd;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 void scsitgt__pr_reserve(struct scsitgt__cmd *cmd)
@@ -186,14 +186,14 @@ void scsitgt__pr_reserve(struct scsitgt__cmd *cmd)
 	struct scsitgt__pr *pr = scsitgt__pr_get(cmd->lun);
 
 	if (pr == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_INSUFFICIENT_REG_RESOURCES);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_INSUFFICIENT_REG_RESOURCES);
 		return;
 	}
 	/* The conflict check let us through: free, or already ours (a no-op, SPC-2 §5.5.1). */
 	pr->r2_held = true;
 	snprintf(pr->r2_iport, sizeof(pr->r2_iport), "%s", cmd->sess->initiator_port);
 	pr->r2_rel_port_id = cmd->sess->rel_port_id;
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 void scsitgt__pr_release(struct scsitgt__cmd *cmd)
@@ -203,5 +203,5 @@ void scsitgt__pr_release(struct scsitgt__cmd *cmd)
 	/* Releasing a reservation held by another nexus, or none, is GOOD and changes nothing. */
 	if (pr && r2_mine(pr, cmd->sess))
 		pr->r2_held = false;
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }

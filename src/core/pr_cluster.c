@@ -73,15 +73,15 @@ static void raise_events(struct scsitgt_lun *lun, const struct scsitgt__pr_chang
 			switch (ev->code) {
 			case SCSITGT__PR_EV_REGS_PREEMPTED:
 				scsitgt__ua_establish(s, lun->id,
-						      SCSITGT_SR_UA_REGISTRATIONS_PREEMPTED);
+						      SCSITGT__SR_UA_REGISTRATIONS_PREEMPTED);
 				break;
 			case SCSITGT__PR_EV_RESV_PREEMPTED:
 				scsitgt__ua_establish(s, lun->id,
-						      SCSITGT_SR_UA_RESERVATIONS_PREEMPTED);
+						      SCSITGT__SR_UA_RESERVATIONS_PREEMPTED);
 				break;
 			case SCSITGT__PR_EV_RESV_RELEASED:
 				scsitgt__ua_establish(s, lun->id,
-						      SCSITGT_SR_UA_RESERVATIONS_RELEASED);
+						      SCSITGT__SR_UA_RESERVATIONS_RELEASED);
 				break;
 			default: /* SCSITGT__PR_EV_ABORT */
 				scsitgt__tmf_abort_nexus_lun(s, lun->id, by_cmd);
@@ -229,7 +229,7 @@ static void cl_fail(struct scsitgt__cmd *cmd, int status)
 	switch (status) {
 	case -EBUSY:
 	case -EAGAIN:
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		break;
 	case -ETIMEDOUT:
 	case -ENOTCONN:
@@ -240,7 +240,7 @@ static void cl_fail(struct scsitgt__cmd *cmd, int status)
 		scsitgt__cmd_complete_raw(cmd, SENSE_HARDWARE_ERROR, 0x08, 0x00);
 		break;
 	default:
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_INTERNAL_FAILURE);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_INTERNAL_FAILURE);
 		break;
 	}
 }
@@ -286,7 +286,7 @@ static void cl_start(struct scsitgt_lun *lun)
 	if (req->busy)
 		return;
 	if (req->cmd->state == SCSITGT__CMD_ABORTED) {
-		cl_finish(req, 0, SCSITGT_SR_ABORTED);
+		cl_finish(req, 0, SCSITGT__SR_ABORTED);
 		return;
 	}
 	cl_fetch(req);
@@ -299,7 +299,7 @@ void scsitgt__pr_cluster_out(struct scsitgt__cmd *cmd,
 	struct scsitgt_pr_req *req = calloc(1, sizeof(*req));
 
 	if (req == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_INSUFFICIENT_REG_RESOURCES);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_INSUFFICIENT_REG_RESOURCES);
 		return;
 	}
 	req->lun = cmd->lun;
@@ -332,21 +332,21 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 	req->busy = false;
 	if (status < 0) {
 		cl_log(lun, "fetch", status);
-		cl_finish(req, status, SCSITGT_SR_OK);
+		cl_finish(req, status, SCSITGT__SR_OK);
 		return;
 	}
 	if (data && len) {
 		rc = cl_apply(lun, data, len, NULL);
 		if (rc < 0) {
 			cl_log(lun, "the stored state is unreadable", rc);
-			cl_finish(req, rc == -ENOMEM ? -ENOMEM : -EIO, SCSITGT_SR_OK);
+			cl_finish(req, rc == -ENOMEM ? -ENOMEM : -EIO, SCSITGT__SR_OK);
 			return;
 		}
 	} else {
 		cl_apply_empty(lun);
 	}
 	if (cmd->state == SCSITGT__CMD_ABORTED) {
-		cl_finish(req, 0, SCSITGT_SR_ABORTED);
+		cl_finish(req, 0, SCSITGT__SR_ABORTED);
 		return;
 	}
 	/* Execute with the unit attentions captured; compare before and after (same sequence,
@@ -356,7 +356,7 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 	before = cl_encode(pr, &ch, &blen);
 	ch.seq = 0;
 	if (before == NULL) {
-		cl_finish(req, -ENOMEM, SCSITGT_SR_OK);
+		cl_finish(req, -ENOMEM, SCSITGT__SR_OK);
 		return;
 	}
 	pr->capture = &ch;
@@ -369,7 +369,7 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 		same.seq = pr->seq;
 		after = cl_encode(pr, &same, &alen);
 	}
-	if (r != SCSITGT_SR_OK || ch.failed || after == NULL ||
+	if (r != SCSITGT__SR_OK || ch.failed || after == NULL ||
 	    (alen == blen && memcmp(after, before, blen) == 0)) {
 		/* Refused (nothing changed), or no change to commit. */
 		if (after == NULL || alen != blen || memcmp(after, before, blen) != 0)
@@ -377,8 +377,8 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 		free(before);
 		free(after);
 		scsitgt__pr_change_clear(&ch);
-		if (ch.failed && r == SCSITGT_SR_OK)
-			r = SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+		if (ch.failed && r == SCSITGT__SR_OK)
+			r = SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
 		cl_finish(req, 0, r);
 		return;
 	}
@@ -393,7 +393,7 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 	cl_restore(lun, before, blen);
 	free(before);
 	if (req->data == NULL) {
-		cl_finish(req, -ENOMEM, SCSITGT_SR_OK);
+		cl_finish(req, -ENOMEM, SCSITGT__SR_OK);
 		return;
 	}
 	req->busy = true;
@@ -419,7 +419,7 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_commit(struct scsitgt_pr_req *req, i
 			cl_log(lun, "cannot apply the committed state", rc);
 		/* Saved for APTPL as well when the host also installed a save callback. */
 		scsitgt__pr_changed(lun);
-		cl_finish(req, 0, SCSITGT_SR_OK);
+		cl_finish(req, 0, SCSITGT__SR_OK);
 		return;
 	}
 	free(req->data);
@@ -427,17 +427,17 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_commit(struct scsitgt_pr_req *req, i
 	if (status == -ESTALE || status == -ECANCELED) {
 		/* Another engine committed first: fetch its state and execute again. */
 		if (cmd->state == SCSITGT__CMD_ABORTED) {
-			cl_finish(req, 0, SCSITGT_SR_ABORTED);
+			cl_finish(req, 0, SCSITGT__SR_ABORTED);
 		} else if (++req->tries > SCSITGT_PR_CLUSTER_RETRIES) {
 			cl_log(lun, "too many concurrent changes", status);
-			cl_finish(req, -EBUSY, SCSITGT_SR_OK);
+			cl_finish(req, -EBUSY, SCSITGT__SR_OK);
 		} else {
 			cl_fetch(req);
 		}
 		return;
 	}
 	cl_log(lun, "commit", status);
-	cl_finish(req, status, SCSITGT_SR_OK);
+	cl_finish(req, status, SCSITGT__SR_OK);
 }
 
 SCSITGT_EXPORT int scsitgt_lun_set_pr_cluster(struct scsitgt_lun *lun,

@@ -107,7 +107,7 @@ void scsitgt__pr_in(struct scsitgt__cmd *cmd)
 	size_t n;
 
 	if (b == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_INTERNAL_FAILURE);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_INTERNAL_FAILURE);
 		return;
 	}
 	switch (cmd->cdb[1] & 0x1f) {
@@ -127,5 +127,5 @@ void scsitgt__pr_in(struct scsitgt__cmd *cmd)
 	}
 	scsitgt__cmd_respond(cmd, b, n);
 	free(b);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }

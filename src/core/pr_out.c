@@ -69,10 +69,10 @@ enum scsitgt__sense_reason scsitgt__pr_parse_out(struct scsitgt__cmd *cmd)
 	}
 	/* SPC-5 §6.17.1: at least the 24 fixed bytes; longer lists carry TransportIDs. */
 	if (len < PR_PARAM_LEN || len > SCSITGT__PR_MAX_PARAM)
-		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	cmd->dir = SCSITGT__DIR_OUT;
 	cmd->xfer_len = len;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* iSCSI names use printable ASCII without spaces (RFC 3722); a port name adds ",i,0x<ISID>". */
@@ -183,9 +183,9 @@ static void ua_reg(struct scsitgt_lun *lun, const struct scsitgt__pr_reg *reg,
 	if (lun->pr->capture) {
 		/* A cluster store commits first (pr_cluster.c): record it for every engine. */
 		scsitgt__pr_change_add(lun->pr->capture,
-				       reason == SCSITGT_SR_UA_REGISTRATIONS_PREEMPTED ?
+				       reason == SCSITGT__SR_UA_REGISTRATIONS_PREEMPTED ?
 					       SCSITGT__PR_EV_REGS_PREEMPTED :
-				       reason == SCSITGT_SR_UA_RESERVATIONS_PREEMPTED ?
+				       reason == SCSITGT__SR_UA_RESERVATIONS_PREEMPTED ?
 					       SCSITGT__PR_EV_RESV_PREEMPTED :
 					       SCSITGT__PR_EV_RESV_RELEASED,
 				       reg);
@@ -221,7 +221,7 @@ static void pr_release_reservation(struct scsitgt_lun *lun, const struct scsitgt
 	pr->type = 0;
 	pr->scope = 0;
 	if (notify && type != PR_TYPE_WE && type != PR_TYPE_EA)
-		ua_registrants(lun, by, SCSITGT_SR_UA_RESERVATIONS_RELEASED);
+		ua_registrants(lun, by, SCSITGT__SR_UA_RESERVATIONS_RELEASED);
 }
 
 /*
@@ -262,7 +262,7 @@ static unsigned int preempt_regs(struct scsitgt__cmd *cmd, uint64_t key, bool ke
 		if (r == keep || (!key_any && r->key != key))
 			continue;
 		n++;
-		ua_reg(lun, r, cmd->sess, SCSITGT_SR_UA_REGISTRATIONS_PREEMPTED);
+		ua_reg(lun, r, cmd->sess, SCSITGT__SR_UA_REGISTRATIONS_PREEMPTED);
 		if (abort && lun->pr->capture) {
 			scsitgt__pr_change_add(lun->pr->capture, SCSITGT__PR_EV_ABORT, r);
 		} else if (abort) {
@@ -285,7 +285,7 @@ static enum scsitgt__sense_reason check_aptpl(struct scsitgt__cmd *cmd, bool apt
 	/* SPC-5 §6.17.3: APTPL without the capability is an invalid parameter. */
 	if (aptpl && !scsitgt__pr_ptpl_capable(cmd->lun))
 		return scsitgt__cmd_bad_param_field(cmd, byte, 0);
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /*
@@ -302,10 +302,10 @@ static enum scsitgt__sense_reason spec_i_pt_collect(struct scsitgt__cmd *cmd,
 	struct scsitgt__pr_reg self;
 
 	if (len < PRP_TIDS)
-		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	tlen = get_be32(&d[PRP_TID_LEN]);
 	if (tlen > len - PRP_TIDS)
-		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	memset(&self, 0, sizeof(self));
 	snprintf(self.iport, sizeof(self.iport), "%s", cmd->sess->initiator_port);
 	self.rel_port_id = cmd->sess->rel_port_id;
@@ -331,16 +331,16 @@ static enum scsitgt__sense_reason spec_i_pt_collect(struct scsitgt__cmd *cmd,
 		if (dup)
 			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, -1);
 		if (pr->nregs + *count + 1 >= SCSITGT__PR_MAX_REGS)
-			return SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+			return SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
 		r = reg_alloc(cand.iport, cand.any_isid, all_tg_pt, cand.rel_port_id,
 			      cand.protocol_id, key);
 		if (r == NULL)
-			return SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+			return SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
 		scsitgt__list_add_tail(out, &r->node);
 		(*count)++;
 		off += (uint32_t)n;
 	}
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 static void free_list(struct scsitgt__list *l)
@@ -373,18 +373,18 @@ static enum scsitgt__sense_reason pr_register(struct scsitgt__cmd *cmd, struct s
 		struct scsitgt__pr_reg *self;
 
 		if (!ignore_key && key != 0)
-			return SCSITGT_SR_RESERVATION_CONFLICT;
+			return SCSITGT__SR_RESERVATION_CONFLICT;
 		if (sa_key == 0)
-			return SCSITGT_SR_OK; /* unregistering an unregistered nexus: no-op */
+			return SCSITGT__SR_OK; /* unregistering an unregistered nexus: no-op */
 		r = check_aptpl(cmd, aptpl, PRP_FLAGS);
-		if (r != SCSITGT_SR_OK)
+		if (r != SCSITGT__SR_OK)
 			return r;
 		if (pr->nregs >= SCSITGT__PR_MAX_REGS)
-			return SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+			return SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
 		scsitgt__list_init(&extra);
 		if (spec_i_pt) {
 			r = spec_i_pt_collect(cmd, &extra, &nextra, sa_key, all_tg_pt);
-			if (r != SCSITGT_SR_OK) {
+			if (r != SCSITGT__SR_OK) {
 				free_list(&extra);
 				return r;
 			}
@@ -393,7 +393,7 @@ static enum scsitgt__sense_reason pr_register(struct scsitgt__cmd *cmd, struct s
 				 cmd->sess->rel_port_id, cmd->sess->protocol_id, sa_key);
 		if (self == NULL) {
 			free_list(&extra);
-			return SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+			return SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
 		}
 		reg_insert(pr, self);
 		while (!scsitgt__list_empty(&extra)) {
@@ -405,9 +405,9 @@ static enum scsitgt__sense_reason pr_register(struct scsitgt__cmd *cmd, struct s
 		}
 	} else {
 		if (!ignore_key && key != reg->key)
-			return SCSITGT_SR_RESERVATION_CONFLICT;
+			return SCSITGT__SR_RESERVATION_CONFLICT;
 		r = check_aptpl(cmd, aptpl, PRP_FLAGS);
-		if (r != SCSITGT_SR_OK)
+		if (r != SCSITGT__SR_OK)
 			return r;
 		if (sa_key == 0)
 			reg_remove(cmd->lun, reg, cmd->sess, true);
@@ -416,7 +416,7 @@ static enum scsitgt__sense_reason pr_register(struct scsitgt__cmd *cmd, struct s
 	}
 	pr->aptpl = aptpl;
 	pr->generation++;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* SPC-5 §5.13.9 RESERVE. */
@@ -428,14 +428,14 @@ static enum scsitgt__sense_reason pr_reserve(struct scsitgt__cmd *cmd, struct sc
 	if (pr->held) {
 		/* The holder may repeat itself; anything else conflicts (SPC-5 §5.13.9). */
 		if (scsitgt__pr_is_holder(pr, reg) && pr->type == type && pr->scope == scope)
-			return SCSITGT_SR_OK;
-		return SCSITGT_SR_RESERVATION_CONFLICT;
+			return SCSITGT__SR_OK;
+		return SCSITGT__SR_RESERVATION_CONFLICT;
 	}
 	pr->held = true;
 	pr->type = type;
 	pr->scope = scope;
 	pr->holder = scsitgt__pr_type_all_registrants(type) ? NULL : reg;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* SPC-5 §5.13.11.2 RELEASE. */
@@ -445,11 +445,11 @@ static enum scsitgt__sense_reason pr_release(struct scsitgt__cmd *cmd, struct sc
 	struct scsitgt__pr *pr = cmd->lun->pr;
 
 	if (!pr->held || !scsitgt__pr_is_holder(pr, reg))
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	if (pr->type != type || pr->scope != scope)
-		return SCSITGT_SR_INVALID_RELEASE_OF_PR;
+		return SCSITGT__SR_INVALID_RELEASE_OF_PR;
 	pr_release_reservation(cmd->lun, cmd->sess, true);
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* SPC-5 §5.13.11.3 CLEAR. */
@@ -458,7 +458,7 @@ static enum scsitgt__sense_reason pr_clear(struct scsitgt__cmd *cmd)
 	struct scsitgt__pr *pr = cmd->lun->pr;
 	struct scsitgt__list *pos, *tmp;
 
-	ua_registrants(cmd->lun, cmd->sess, SCSITGT_SR_UA_RESERVATIONS_PREEMPTED);
+	ua_registrants(cmd->lun, cmd->sess, SCSITGT__SR_UA_RESERVATIONS_PREEMPTED);
 	pr->held = false;
 	pr->holder = NULL;
 	pr->type = 0;
@@ -470,7 +470,7 @@ static enum scsitgt__sense_reason pr_clear(struct scsitgt__cmd *cmd)
 	}
 	pr->nregs = 0;
 	pr->generation++;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* SPC-5 §5.13.11.4 PREEMPT and §5.13.11.5 PREEMPT AND ABORT. */
@@ -486,11 +486,11 @@ static enum scsitgt__sense_reason pr_preempt(struct scsitgt__cmd *cmd, struct sc
 		if (sa_key == 0)
 			return scsitgt__cmd_bad_param_field(cmd, PRP_SA_KEY, -1);
 		if (preempt_regs(cmd, sa_key, false, NULL, abort) == 0)
-			return SCSITGT_SR_RESERVATION_CONFLICT;
+			return SCSITGT__SR_RESERVATION_CONFLICT;
 	} else if (scsitgt__pr_type_all_registrants(pr->type) && sa_key != 0) {
 		/* §5.13.11.4.4: a non-zero key under all-registrants removes registrations. */
 		if (preempt_regs(cmd, sa_key, false, NULL, abort) == 0)
-			return SCSITGT_SR_RESERVATION_CONFLICT;
+			return SCSITGT__SR_RESERVATION_CONFLICT;
 	} else {
 		/* The holder is preempted (or, under all-registrants, key 0 = everyone): its
 		 * registrations go, and the preempting nexus holds a new reservation. */
@@ -502,10 +502,10 @@ static enum scsitgt__sense_reason pr_preempt(struct scsitgt__cmd *cmd, struct sc
 		pr->scope = scope;
 		pr->holder = scsitgt__pr_type_all_registrants(type) ? NULL : reg;
 		if (changed)
-			ua_registrants(cmd->lun, cmd->sess, SCSITGT_SR_UA_RESERVATIONS_RELEASED);
+			ua_registrants(cmd->lun, cmd->sess, SCSITGT__SR_UA_RESERVATIONS_RELEASED);
 	}
 	pr->generation++;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* SPC-5 §5.13.8 REGISTER AND MOVE. */
@@ -522,12 +522,12 @@ static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 	enum scsitgt__sense_reason r;
 
 	if (tlen > cmd->xfer_len - PRM_TID)
-		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	if (reg == NULL || key != reg->key)
-		return SCSITGT_SR_RESERVATION_CONFLICT;
+		return SCSITGT__SR_RESERVATION_CONFLICT;
 	/* Only the holder of a single-holder reservation can move it. */
 	if (!pr->held || scsitgt__pr_type_all_registrants(pr->type) || pr->holder != reg)
-		return SCSITGT_SR_RESERVATION_CONFLICT;
+		return SCSITGT__SR_RESERVATION_CONFLICT;
 	if (sa_key == 0)
 		return scsitgt__cmd_bad_param_field(cmd, PRP_SA_KEY, -1);
 	memset(&cand, 0, sizeof(cand));
@@ -539,7 +539,7 @@ static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 	if (scsitgt__pr_reg_matches(&cand, cmd->sess))
 		return scsitgt__cmd_bad_param_field(cmd, PRM_TID, -1);
 	r = check_aptpl(cmd, aptpl, PRM_FLAGS);
-	if (r != SCSITGT_SR_OK)
+	if (r != SCSITGT__SR_OK)
 		return r;
 	for (struct scsitgt__list *p = pr->regs.next; p != &pr->regs; p = p->next) {
 		struct scsitgt__pr_reg *x = scsitgt__container_of(p, struct scsitgt__pr_reg, node);
@@ -551,10 +551,10 @@ static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 	}
 	if (dest == NULL) {
 		if (pr->nregs >= SCSITGT__PR_MAX_REGS)
-			return SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+			return SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
 		dest = reg_alloc(cand.iport, cand.any_isid, false, rel, cand.protocol_id, sa_key);
 		if (dest == NULL)
-			return SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+			return SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
 		reg_insert(pr, dest);
 	}
 	dest->key = sa_key;
@@ -563,7 +563,7 @@ static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 		reg_remove(cmd->lun, reg, cmd->sess, false);
 	pr->aptpl = aptpl;
 	pr->generation++;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* SPC-5 §5.13.12 REPLACE LOST RESERVATION: a registrant re-establishes a reservation. */
@@ -574,12 +574,12 @@ static enum scsitgt__sense_reason pr_replace_lost(struct scsitgt__cmd *cmd,
 	struct scsitgt__pr *pr = cmd->lun->pr;
 
 	if (pr->held && !scsitgt__pr_is_holder(pr, reg))
-		return SCSITGT_SR_RESERVATION_CONFLICT;
+		return SCSITGT__SR_RESERVATION_CONFLICT;
 	pr->held = true;
 	pr->type = type;
 	pr->scope = scope;
 	pr->holder = scsitgt__pr_type_all_registrants(type) ? NULL : reg;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 static enum scsitgt__sense_reason pr_out_run(struct scsitgt__cmd *cmd)
@@ -590,13 +590,13 @@ static enum scsitgt__sense_reason pr_out_run(struct scsitgt__cmd *cmd)
 	struct scsitgt__pr_reg *reg;
 
 	if (pr == NULL)
-		return SCSITGT_SR_INSUFFICIENT_REG_RESOURCES;
+		return SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
 	reg = scsitgt__pr_find(pr, cmd->sess);
 	if (sa == PR_OUT_REGISTER_AND_MOVE)
 		return pr_register_and_move(cmd, reg);
 	/* SPC-5 §6.17.3: exactly 24 bytes unless SPEC_I_PT adds TransportIDs. */
 	if (!(d[PRP_FLAGS] & PRP_SPEC_I_PT) && cmd->xfer_len != PR_PARAM_LEN)
-		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	if (sa == PR_OUT_REGISTER || sa == PR_OUT_REGISTER_AND_IGNORE)
 		return pr_register(cmd, reg, sa == PR_OUT_REGISTER_AND_IGNORE);
 	/* SPEC_I_PT and ALL_TG_PT belong to the register actions only. */
@@ -606,7 +606,7 @@ static enum scsitgt__sense_reason pr_out_run(struct scsitgt__cmd *cmd)
 		return scsitgt__cmd_bad_param_field(cmd, PRP_FLAGS, 2);
 	/* Every other action needs a registered nexus presenting its key (SPC-5 §5.13.9). */
 	if (reg == NULL || get_be64(&d[PRP_KEY]) != reg->key)
-		return SCSITGT_SR_RESERVATION_CONFLICT;
+		return SCSITGT__SR_RESERVATION_CONFLICT;
 	switch (sa) {
 	case PR_OUT_RESERVE:
 		return pr_reserve(cmd, reg, type, scope);
@@ -634,7 +634,7 @@ void scsitgt__pr_out(struct scsitgt__cmd *cmd)
 	}
 	r = pr_out_run(cmd);
 
-	if (r == SCSITGT_SR_OK)
+	if (r == SCSITGT__SR_OK)
 		scsitgt__pr_changed(cmd->lun);
 	scsitgt__cmd_complete(cmd, r);
 }

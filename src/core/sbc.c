@@ -75,8 +75,8 @@ enum scsitgt__sense_reason scsitgt__sbc_check_range(struct scsitgt__cmd *cmd, ui
 	if ((uint64_t)nblocks * lun->geo.block_size > SCSITGT__MAX_XFER_BYTES)
 		return scsitgt__cmd_bad_cdb_field(cmd, len_off, 7);
 	if (sbc_range_bad(lun, lba, nblocks))
-		return SCSITGT_SR_LBA_OUT_OF_RANGE;
-	return SCSITGT_SR_OK;
+		return SCSITGT__SR_LBA_OUT_OF_RANGE;
+	return SCSITGT__SR_OK;
 }
 
 static bool sbc_is_write(uint8_t opcode)
@@ -130,7 +130,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd)
 		break;
 	}
 	r = scsitgt__sbc_check_range(cmd, lba, nblocks, len_off);
-	if (r != SCSITGT_SR_OK)
+	if (r != SCSITGT__SR_OK)
 		return r;
 
 	cmd->lba = lba;
@@ -146,7 +146,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd)
 		cmd->io_flags |= SCSITGT_IO_FLAG_FUA;
 	cmd->dir = nblocks == 0 ? SCSITGT__DIR_NONE : write ? SCSITGT__DIR_OUT : SCSITGT__DIR_IN;
 	cmd->xfer_len = nblocks * lun->geo.block_size;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* cmd->step_arg slot of the range lock token (range_lock.h) of READ and WRITE. */
@@ -156,7 +156,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd)
 static void sbc_rw_prefix_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 			       enum scsitgt__sense_reason reason)
 {
-	if (reason == SCSITGT_SR_OK) {
+	if (reason == SCSITGT__SR_OK) {
 		if (io->type == SCSITGT_IO_READ)
 			cmd->partial_len = io->num_blocks * cmd->lun->geo.block_size;
 	} else {
@@ -171,7 +171,7 @@ static void sbc_rw_prefix_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 				(uint32_t)(io->error_lba - io->lba) * cmd->lun->geo.block_size;
 	}
 	scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[RW_TOKEN]);
-	scsitgt__io_done_complete_cmd(cmd, io, SCSITGT_SR_OK);
+	scsitgt__io_done_complete_cmd(cmd, io, SCSITGT__SR_OK);
 }
 
 /*
@@ -189,7 +189,7 @@ static bool sbc_rw_partial(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	uint32_t bs = cmd->lun->geo.block_size, good;
 	struct iovec iov;
 
-	if (reason == SCSITGT_SR_OK || reason == SCSITGT_SR_RAW || !io->error_lba_valid ||
+	if (reason == SCSITGT__SR_OK || reason == SCSITGT__SR_RAW || !io->error_lba_valid ||
 	    io->error_lba <= io->lba || io->error_lba - io->lba >= io->num_blocks)
 		return false;
 	good = (uint32_t)(io->error_lba - io->lba);
@@ -208,7 +208,7 @@ static bool sbc_rw_partial(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 			       sbc_rw_prefix_done) == 0)
 		return true;
 	/* No io for it: a WRITE must not claim the blocks before INFORMATION written. */
-	cmd->io_reason = SCSITGT_SR_OK;
+	cmd->io_reason = SCSITGT__SR_OK;
 	if (io->type == SCSITGT_IO_WRITE)
 		cmd->detail.info_valid = false;
 	return false;
@@ -232,7 +232,7 @@ static void sbc_rw_submit(struct scsitgt__cmd *cmd)
 
 	if (cmd->state == SCSITGT__CMD_ABORTED) {
 		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[RW_TOKEN]);
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_ABORTED);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_ABORTED);
 		return;
 	}
 	iov.iov_base = cmd->buf;
@@ -247,7 +247,7 @@ static void sbc_rw_submit(struct scsitgt__cmd *cmd)
 	/* After a successful submit the command may already be complete and gone. */
 	if (rc < 0) {
 		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[RW_TOKEN]);
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 	}
 }
 
@@ -255,14 +255,14 @@ void scsitgt__sbc_rw(struct scsitgt__cmd *cmd)
 {
 	/* SBC-4 READ (10): a TRANSFER LENGTH of zero transfers nothing and is not an error. */
 	if (cmd->nblocks == 0) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	/* Counted (or, while COMPARE AND WRITE / WRITE ATOMIC hold ranges, locked shared) so
 	 * that those see this io whole or not at all (range_lock.h). */
 	if (!scsitgt__range_plain_begin(cmd, cmd->lba, cmd->nblocks, &cmd->step_arg[RW_TOKEN],
 					sbc_rw_submit))
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 }
 
 /* SBC-3 READ CAPACITY: with PMI zero the LOGICAL BLOCK ADDRESS shall be zero (SBC-4 made
@@ -271,7 +271,7 @@ static enum scsitgt__sense_reason sbc_check_pmi(struct scsitgt__cmd *cmd, uint64
 {
 	if (!pmi && lba != 0)
 		return scsitgt__cmd_bad_cdb_field(cmd, 2, 7);
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* SBC-4 §5.20 READ CAPACITY (10). */
@@ -280,11 +280,11 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_read_capacity10(struct scsitgt__cm
 	enum scsitgt__sense_reason r;
 
 	r = sbc_check_pmi(cmd, get_be32(&cmd->cdb[2]), cmd->cdb[8] & 0x01);
-	if (r != SCSITGT_SR_OK)
+	if (r != SCSITGT__SR_OK)
 		return r;
 	cmd->dir = SCSITGT__DIR_IN;
 	cmd->xfer_len = 8;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 void scsitgt__sbc_read_capacity10(struct scsitgt__cmd *cmd)
@@ -297,7 +297,7 @@ void scsitgt__sbc_read_capacity10(struct scsitgt__cmd *cmd)
 	put_be32(&d[0], last > 0xfffffffeull ? 0xffffffffu : (uint32_t)last);
 	put_be32(&d[4], lun->geo.block_size);
 	scsitgt__cmd_respond(cmd, d, sizeof(d));
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 /* SBC-4 §5.21 READ CAPACITY (16), SERVICE ACTION IN (16) service action 10h. */
@@ -306,7 +306,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_read_capacity16(struct scsitgt__cm
 	enum scsitgt__sense_reason r;
 
 	r = sbc_check_pmi(cmd, get_be64(&cmd->cdb[2]), cmd->cdb[14] & 0x01);
-	if (r != SCSITGT_SR_OK)
+	if (r != SCSITGT__SR_OK)
 		return r;
 	return scsitgt__parse_alloc32(cmd, 10);
 }
@@ -329,7 +329,7 @@ void scsitgt__sbc_read_capacity16(struct scsitgt__cmd *cmd)
 	if (scsitgt__sbc_lbprz(lun))
 		d[14] |= 0x40;
 	scsitgt__cmd_respond(cmd, d, sizeof(d));
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 /* SBC-4 §5.28 SYNCHRONIZE CACHE (10) and §5.29 (16). */
@@ -348,10 +348,10 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_sync_cache(struct scsitgt__cmd *cm
 	}
 	/* NUMBER OF LOGICAL BLOCKS 0 means "through the last LBA"; the LBA is still checked. */
 	if (sbc_range_bad(cmd->lun, lba, nblocks))
-		return SCSITGT_SR_LBA_OUT_OF_RANGE;
+		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	cmd->lba = lba;
 	cmd->nblocks = nblocks;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 void scsitgt__sbc_sync_cache(struct scsitgt__cmd *cmd)
@@ -363,12 +363,12 @@ void scsitgt__sbc_sync_cache(struct scsitgt__cmd *cmd)
 	 * durable: GOOD at once. IMMED is accepted; status simply follows the flush.
 	 */
 	if (!lun->mode.wce || !scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH)) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, cmd->lba, cmd->nblocks, NULL, 0, 0,
 			       scsitgt__io_done_complete_cmd) < 0)
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 }
 
 /* SBC-4 §5.25 Table 62: POWER CONDITION values. 5h is obsolete, the rest reserved. */
@@ -416,7 +416,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_start_stop(struct scsitgt__cmd *cm
 	 * modifiers of the requested condition is invalid. */
 	if ((cmd->cdb[3] & 0x0f) > max_mod)
 		return scsitgt__cmd_bad_cdb_field(cmd, 3, 3);
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 static void sbc_start_stop_apply(struct scsitgt__cmd *cmd)
@@ -442,7 +442,7 @@ static void sbc_start_stop_flushed(struct scsitgt__cmd *cmd, struct scsitgt_io *
 				   enum scsitgt__sense_reason reason)
 {
 	(void)io;
-	if (reason == SCSITGT_SR_OK && cmd->state == SCSITGT__CMD_EXEC)
+	if (reason == SCSITGT__SR_OK && cmd->state == SCSITGT__CMD_EXEC)
 		sbc_start_stop_apply(cmd);
 	scsitgt__io_done_complete_cmd(cmd, io, reason);
 }
@@ -463,13 +463,13 @@ void scsitgt__sbc_start_stop(struct scsitgt__cmd *cmd)
 	 */
 	if (cmd->cdb[4] >> 4) {
 		lun->stopped = false;
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	/* SBC-4 §5.25 and §5.16 PREVENT ALLOW MEDIUM REMOVAL: while removal is prevented the
 	 * medium can be neither unloaded nor loaded (the mechanism is locked). */
 	if (loej && (lun->flags & SCSITGT_LUN_REMOVABLE) && lun->prevent_removal) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_MEDIUM_REMOVAL_PREVENTED);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_MEDIUM_REMOVAL_PREVENTED);
 		return;
 	}
 	/* NO_FLUSH zero: cached data reaches the medium before the unit stops. */
@@ -477,11 +477,11 @@ void scsitgt__sbc_start_stop(struct scsitgt__cmd *cmd)
 	    lun->medium_present) {
 		if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0,
 				       sbc_start_stop_flushed) < 0)
-			scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+			scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
 	sbc_start_stop_apply(cmd);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 /*
@@ -495,7 +495,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_prevent_allow(struct scsitgt__cmd 
 {
 	if (cmd->cdb[4] & 0x02)
 		return scsitgt__cmd_bad_cdb_field(cmd, 4, 1);
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 void scsitgt__sbc_prevent_release(struct scsitgt_lun *lun, const struct scsitgt__session *sess)
@@ -525,7 +525,7 @@ void scsitgt__sbc_prevent_allow(struct scsitgt__cmd *cmd)
 
 	if (!prevent) {
 		scsitgt__sbc_prevent_release(lun, cmd->sess);
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	for (i = 0; i < lun->nprevent && lun->prevent_by[i] != cmd->sess; i++)
@@ -538,7 +538,7 @@ void scsitgt__sbc_prevent_allow(struct scsitgt__cmd *cmd)
 				realloc(lun->prevent_by, cap * sizeof(*lun->prevent_by));
 
 			if (p == NULL) {
-				scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+				scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 				return;
 			}
 			lun->prevent_by = p;
@@ -547,5 +547,5 @@ void scsitgt__sbc_prevent_allow(struct scsitgt__cmd *cmd)
 		lun->prevent_by[lun->nprevent++] = cmd->sess;
 	}
 	lun->prevent_removal = true;
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }

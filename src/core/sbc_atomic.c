@@ -48,7 +48,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_caw(struct scsitgt__cmd *cmd)
 	if (n > SCSITGT__SBC_MAX_CAW_BLOCKS)
 		return scsitgt__cmd_bad_cdb_field(cmd, 13, 7);
 	if (lba >= lun->geo.num_blocks || n > lun->geo.num_blocks - lba)
-		return SCSITGT_SR_LBA_OUT_OF_RANGE;
+		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	cmd->lba = lba;
 	cmd->nblocks = n;
 	cmd->io_flags = at_fua(cmd);
@@ -60,7 +60,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_caw(struct scsitgt__cmd *cmd)
 	 */
 	cmd->xfer_len = 2 * n * lun->geo.block_size;
 	cmd->dir = SCSITGT__DIR_OUT;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* ORWRITE (16): SBC-4 §5.9; TRANSFER LENGTH at byte 10. */
@@ -71,14 +71,14 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_orwrite(struct scsitgt__cmd *cmd)
 	enum scsitgt__sense_reason r;
 
 	r = scsitgt__sbc_check_range(cmd, lba, n, 10);
-	if (r != SCSITGT_SR_OK)
+	if (r != SCSITGT__SR_OK)
 		return r;
 	cmd->lba = lba;
 	cmd->nblocks = n;
 	cmd->io_flags = at_fua(cmd);
 	cmd->xfer_len = n * cmd->lun->geo.block_size;
 	cmd->dir = n ? SCSITGT__DIR_OUT : SCSITGT__DIR_NONE;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 uint32_t scsitgt__sbc_atomic_granularity(const struct scsitgt_lun *lun)
@@ -101,7 +101,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_atomic(struct scsitgt__cmd *
 
 	/* The range first: a write past the end is LBA OUT OF RANGE whatever its length. */
 	if (lba >= lun->geo.num_blocks || n > lun->geo.num_blocks - lba)
-		return SCSITGT_SR_LBA_OUT_OF_RANGE;
+		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	/* MAXIMUM ATOMIC BOUNDARY SIZE is 0 in VPD B0: a non-zero boundary is not supported. */
 	if (boundary)
 		return scsitgt__cmd_bad_cdb_field(cmd, 10, 7);
@@ -117,7 +117,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_atomic(struct scsitgt__cmd *
 	cmd->io_flags = at_fua(cmd);
 	cmd->xfer_len = n * lun->geo.block_size;
 	cmd->dir = n ? SCSITGT__DIR_OUT : SCSITGT__DIR_NONE;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* Release the range and the read-back buffer, then finish with @reason. */
@@ -129,7 +129,7 @@ static void at_end(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason,
 	scsitgt__range_unlock(cmd->lun,
 			      (struct scsitgt__range_entry *)(uintptr_t)cmd->step_arg[AT_ENTRY]);
 	cmd->step_arg[AT_ENTRY] = 0;
-	if (reason == SCSITGT_SR_RAW) {
+	if (reason == SCSITGT__SR_RAW) {
 		scsitgt__cmd_complete_raw(cmd, cmd->io_raw.key, cmd->io_raw.asc, cmd->io_raw.ascq);
 		return;
 	}
@@ -149,7 +149,7 @@ static void at_write(struct scsitgt__cmd *cmd, uint8_t *data)
 
 	if (scsitgt__io_submit(cmd, SCSITGT_IO_WRITE, cmd->lba, cmd->nblocks, &iov, 1,
 			       cmd->io_flags, at_write_done) < 0)
-		at_end(cmd, SCSITGT_SR_BUSY, NULL);
+		at_end(cmd, SCSITGT__SR_BUSY, NULL);
 }
 
 static void at_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
@@ -160,7 +160,7 @@ static void at_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	struct scsitgt__sense_detail detail = { 0 };
 
 	(void)io;
-	if (reason != SCSITGT_SR_OK || cmd->state == SCSITGT__CMD_ABORTED) {
+	if (reason != SCSITGT__SR_OK || cmd->state == SCSITGT__CMD_ABORTED) {
 		at_end(cmd, reason, NULL);
 		return;
 	}
@@ -171,7 +171,7 @@ static void at_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 				 * the offset of the first differing byte in the Data-Out. */
 				detail.info_valid = true;
 				detail.info = i;
-				at_end(cmd, SCSITGT_SR_MISCOMPARE, &detail);
+				at_end(cmd, SCSITGT__SR_MISCOMPARE, &detail);
 				return;
 			}
 		}
@@ -191,7 +191,7 @@ static void at_granted(struct scsitgt__cmd *cmd)
 	uint8_t *rb;
 
 	if (cmd->state == SCSITGT__CMD_ABORTED) {
-		at_end(cmd, SCSITGT_SR_ABORTED, NULL);
+		at_end(cmd, SCSITGT__SR_ABORTED, NULL);
 		return;
 	}
 	if (cmd->cdb[0] == SBC_WRITE_ATOMIC_16) {
@@ -200,7 +200,7 @@ static void at_granted(struct scsitgt__cmd *cmd)
 	}
 	rb = malloc(len);
 	if (rb == NULL) {
-		at_end(cmd, SCSITGT_SR_BUSY, NULL);
+		at_end(cmd, SCSITGT__SR_BUSY, NULL);
 		return;
 	}
 	cmd->step_arg[AT_READBACK] = (uintptr_t)rb;
@@ -208,18 +208,18 @@ static void at_granted(struct scsitgt__cmd *cmd)
 	iov.iov_len = len;
 	if (scsitgt__io_submit(cmd, SCSITGT_IO_READ, cmd->lba, cmd->nblocks, &iov, 1, 0,
 			       at_read_done) < 0)
-		at_end(cmd, SCSITGT_SR_BUSY, NULL);
+		at_end(cmd, SCSITGT__SR_BUSY, NULL);
 }
 
 void scsitgt__sbc_atomic_exec(struct scsitgt__cmd *cmd)
 {
 	if (cmd->nblocks == 0) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	cmd->step_arg[AT_READBACK] = 0;
 	/* The grant (maybe inside the call) stores the entry in AT_ENTRY before at_granted. */
 	if (!scsitgt__range_lock(cmd, cmd->lba, cmd->nblocks, true, at_granted,
 				 &cmd->step_arg[AT_ENTRY]))
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 }

@@ -30,7 +30,7 @@ struct scsitgt__sbc_chunker *scsitgt__sbc_chunker_new(struct scsitgt__cmd *cmd, 
 	ch->next = lba;
 	ch->end = lba + nblocks;
 	ch->max_blocks = SCSITGT__SBC_CHUNK_BYTES / bs;
-	ch->reason = SCSITGT_SR_OK;
+	ch->reason = SCSITGT__SR_OK;
 	return ch;
 }
 
@@ -44,7 +44,7 @@ static void chunk_end(struct scsitgt__sbc_chunker *ch)
 	scsitgt__range_plain_end(cmd->lun, &ch->token);
 	free(ch->buf);
 	free(ch);
-	if (r == SCSITGT_SR_RAW) {
+	if (r == SCSITGT__SR_RAW) {
 		scsitgt__cmd_complete_raw(cmd, cmd->io_raw.key, cmd->io_raw.asc, cmd->io_raw.ascq);
 		return;
 	}
@@ -64,10 +64,10 @@ static void chunk_pump(struct scsitgt__sbc_chunker *ch)
 		ch->again = false;
 		if (ch->io_done) {
 			ch->io_done = false;
-			if (ch->reason == SCSITGT_SR_OK && ch->check)
+			if (ch->reason == SCSITGT__SR_OK && ch->check)
 				ch->reason = ch->check(ch, ch->cur_lba, ch->cur_n);
 		}
-		if (ch->reason != SCSITGT_SR_OK || ch->next >= ch->end ||
+		if (ch->reason != SCSITGT__SR_OK || ch->next >= ch->end ||
 		    ch->cmd->state == SCSITGT__CMD_ABORTED) {
 			chunk_end(ch);
 			return;
@@ -78,7 +78,7 @@ static void chunk_pump(struct scsitgt__sbc_chunker *ch)
 		ch->cur_n = left < ch->max_blocks ? (uint32_t)left : ch->max_blocks;
 		ch->next += ch->cur_n;
 		if (ch->issue(ch, ch->cur_lba, ch->cur_n) < 0) {
-			ch->reason = SCSITGT_SR_BUSY;
+			ch->reason = SCSITGT__SR_BUSY;
 			ch->again = true;
 		}
 	} while (ch->again);
@@ -92,7 +92,7 @@ void scsitgt__sbc_chunk_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 		(struct scsitgt__sbc_chunker *)(uintptr_t)cmd->step_arg[CHUNK_SLOT];
 
 	(void)io;
-	if (reason != SCSITGT_SR_OK && ch->reason == SCSITGT_SR_OK)
+	if (reason != SCSITGT__SR_OK && ch->reason == SCSITGT__SR_OK)
 		ch->reason = reason;
 	ch->io_done = true;
 	chunk_pump(ch);
@@ -110,7 +110,7 @@ void scsitgt__sbc_chunker_start(struct scsitgt__sbc_chunker *ch)
 	cmd->step_arg[CHUNK_SLOT] = (uintptr_t)ch;
 	if (!scsitgt__range_plain_begin(cmd, ch->next, ch->end - ch->next, &ch->token,
 					chunk_granted)) {
-		ch->reason = SCSITGT_SR_BUSY;
+		ch->reason = SCSITGT__SR_BUSY;
 		chunk_end(ch);
 	}
 }

@@ -32,7 +32,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_get_lba_status(struct scsitgt__cmd
 
 	/* SBC-4 §5.17.1: a STARTING LOGICAL BLOCK ADDRESS past the last LBA is refused. */
 	if (lba >= cmd->lun->geo.num_blocks)
-		return SCSITGT_SR_LBA_OUT_OF_RANGE;
+		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	cmd->lba = lba;
 	return scsitgt__parse_alloc32(cmd, 10);
 }
@@ -76,7 +76,7 @@ void scsitgt__sbc_get_lba_status(struct scsitgt__cmd *cmd)
 		/* Merge the backend's pieces of one status, up to the 32-bit field. */
 		while (lba + total < lun->geo.num_blocks && total < UINT32_MAX) {
 			if (lbas_query(lun, lba + total, &n, &mapped) < 0) {
-				scsitgt__cmd_complete(cmd, SCSITGT_SR_INTERNAL_FAILURE);
+				scsitgt__cmd_complete(cmd, SCSITGT__SR_INTERNAL_FAILURE);
 				return;
 			}
 			if (total == 0)
@@ -96,7 +96,7 @@ void scsitgt__sbc_get_lba_status(struct scsitgt__cmd *cmd)
 	/* PARAMETER DATA LENGTH: the bytes after itself. */
 	put_be32(&d[0], (uint32_t)(4 + ndesc * LBAS_DESC_LEN));
 	scsitgt__cmd_respond(cmd, d, LBAS_HDR_LEN + ndesc * LBAS_DESC_LEN);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 enum scsitgt__sense_reason scsitgt__sbc_parse_prefetch(struct scsitgt__cmd *cmd)
@@ -115,15 +115,15 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_prefetch(struct scsitgt__cmd *cmd)
 	}
 	/* PREFETCH LENGTH 0 means "through the last LBA"; the LBA is checked regardless. */
 	if (lba >= lun->geo.num_blocks || n > lun->geo.num_blocks - lba)
-		return SCSITGT_SR_LBA_OUT_OF_RANGE;
+		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	cmd->lba = lba;
 	cmd->nblocks = n;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 void scsitgt__sbc_prefetch(struct scsitgt__cmd *cmd)
 {
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 /* The VPD B0 fields of the commands above and of sbc_write_same.c / sbc_atomic.c (SBC-4

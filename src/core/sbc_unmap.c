@@ -19,11 +19,11 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_unmap(struct scsitgt__cmd *cmd)
 
 	/* SBC-4 §4.7.3.4: without logical block provisioning there is nothing to unmap. */
 	if (!scsitgt__sbc_lbpme(cmd->lun))
-		return SCSITGT_SR_INVALID_OPCODE;
+		return SCSITGT__SR_INVALID_OPCODE;
 	/* A PARAMETER LIST LENGTH of zero is not an error: nothing is unmapped. */
 	cmd->dir = len ? SCSITGT__DIR_OUT : SCSITGT__DIR_NONE;
 	cmd->xfer_len = len;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
@@ -35,18 +35,18 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 	uint32_t ndesc;
 
 	if (len == 0) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	/* SBC-4 §5.30.2: a list too short for its header is a length error. */
 	if (len < UNMAP_HDR_LEN) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_PARAM_LIST_LENGTH_ERROR);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_PARAM_LIST_LENGTH_ERROR);
 		return;
 	}
 	data_len = get_be16(&p[0]);
 	bd_len = get_be16(&p[2]);
 	if ((uint32_t)data_len + 2 > len || (uint32_t)bd_len + UNMAP_HDR_LEN > len) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_PARAM_LIST_LENGTH_ERROR);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_PARAM_LIST_LENGTH_ERROR);
 		return;
 	}
 	/* Trailing bytes short of a whole descriptor are ignored (§5.30.2). */
@@ -70,7 +70,7 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 		/* §5.30.2: only LBA + NUMBER past the capacity is out of range, so an empty
 		 * descriptor at the capacity itself is accepted. */
 		if (lba > lun->geo.num_blocks || n > lun->geo.num_blocks - lba) {
-			scsitgt__cmd_complete(cmd, SCSITGT_SR_LBA_OUT_OF_RANGE);
+			scsitgt__cmd_complete(cmd, SCSITGT__SR_LBA_OUT_OF_RANGE);
 			return;
 		}
 	}
@@ -85,11 +85,11 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 			continue;
 		if (scsitgt__io_submit(cmd, SCSITGT_IO_UNMAP, get_be64(d), n, NULL, 0, 0,
 				       scsitgt__io_done_complete_cmd) < 0) {
-			if (cmd->io_reason == SCSITGT_SR_OK)
-				cmd->io_reason = SCSITGT_SR_BUSY;
+			if (cmd->io_reason == SCSITGT__SR_OK)
+				cmd->io_reason = SCSITGT__SR_BUSY;
 			break;
 		}
 	}
 	cmd->ios_inflight--;
-	scsitgt__io_done_complete_cmd(cmd, NULL, SCSITGT_SR_OK);
+	scsitgt__io_done_complete_cmd(cmd, NULL, SCSITGT__SR_OK);
 }

@@ -43,7 +43,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_verify(struct scsitgt__cmd *
 	if (bytchk > 1)
 		return scsitgt__cmd_bad_cdb_field(cmd, 1, 2);
 	r = scsitgt__sbc_check_range(cmd, lba, nblocks, len_off);
-	if (r != SCSITGT_SR_OK)
+	if (r != SCSITGT__SR_OK)
 		return r;
 	cmd->lba = lba;
 	cmd->nblocks = nblocks;
@@ -51,7 +51,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_verify(struct scsitgt__cmd *
 	cmd->step_arg[WV_BYTCHK] = bytchk;
 	cmd->dir = nblocks ? SCSITGT__DIR_OUT : SCSITGT__DIR_NONE;
 	cmd->xfer_len = nblocks * lun->geo.block_size;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 static void wv_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
@@ -63,20 +63,20 @@ static void wv_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	(void)io;
 	cmd->step_arg[WV_READBACK] = 0;
 	scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
-	if (reason == SCSITGT_SR_OK && cmd->step_arg[WV_BYTCHK]) {
+	if (reason == SCSITGT__SR_OK && cmd->step_arg[WV_BYTCHK]) {
 		for (uint32_t i = 0; i < cmd->xfer_len; i++) {
 			if (readback[i] != cmd->buf[i]) {
 				/* SBC-4 §5.42: INFORMATION is the offset of the first
 				 * miscompared byte in the Data-Out buffer. */
 				detail.info_valid = true;
 				detail.info = i;
-				reason = SCSITGT_SR_MISCOMPARE;
+				reason = SCSITGT__SR_MISCOMPARE;
 				break;
 			}
 		}
 	}
 	free(readback);
-	if (reason == SCSITGT_SR_RAW) {
+	if (reason == SCSITGT__SR_RAW) {
 		scsitgt__cmd_complete_raw(cmd, cmd->io_raw.key, cmd->io_raw.asc, cmd->io_raw.ascq);
 		return;
 	}
@@ -90,20 +90,20 @@ static void wv_write_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	uint8_t *readback;
 
 	(void)io;
-	if (reason != SCSITGT_SR_OK || cmd->state == SCSITGT__CMD_ABORTED)
+	if (reason != SCSITGT__SR_OK || cmd->state == SCSITGT__CMD_ABORTED)
 		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
-	if (reason == SCSITGT_SR_RAW) {
+	if (reason == SCSITGT__SR_RAW) {
 		scsitgt__cmd_complete_raw(cmd, cmd->io_raw.key, cmd->io_raw.asc, cmd->io_raw.ascq);
 		return;
 	}
-	if (reason != SCSITGT_SR_OK || cmd->state == SCSITGT__CMD_ABORTED) {
+	if (reason != SCSITGT__SR_OK || cmd->state == SCSITGT__CMD_ABORTED) {
 		scsitgt__cmd_complete(cmd, reason);
 		return;
 	}
 	readback = malloc(cmd->xfer_len);
 	if (readback == NULL) {
 		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
 	cmd->step_arg[WV_READBACK] = (uintptr_t)readback;
@@ -114,7 +114,7 @@ static void wv_write_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 		cmd->step_arg[WV_READBACK] = 0;
 		free(readback);
 		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 	}
 }
 
@@ -128,21 +128,21 @@ static void wv_start(struct scsitgt__cmd *cmd)
 	    scsitgt__io_submit(cmd, SCSITGT_IO_WRITE, cmd->lba, cmd->nblocks, &iov, 1,
 			       cmd->io_flags, wv_write_done) < 0) {
 		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 	}
 }
 
 void scsitgt__sbc_write_verify(struct scsitgt__cmd *cmd)
 {
 	if (cmd->nblocks == 0) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	/* Written and read back under the range lock, so COMPARE AND WRITE and WRITE ATOMIC
 	 * see all of it or none. */
 	if (!scsitgt__range_plain_begin(cmd, cmd->lba, cmd->nblocks, &cmd->step_arg[WV_TOKEN],
 					wv_start))
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 }
 
 /* VERIFY's BYTCHK (SBC-4 Table 50 / §5.38): 10b is reserved. */
@@ -170,11 +170,11 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_verify(struct scsitgt__cmd *cmd)
 	if (bytchk == VRFY_COMPARE) {
 		/* The whole range travels in Data-Out: MAXIMUM TRANSFER LENGTH applies. */
 		r = scsitgt__sbc_check_range(cmd, lba, nblocks, len_off);
-		if (r != SCSITGT_SR_OK)
+		if (r != SCSITGT__SR_OK)
 			return r;
 	} else if (lba >= lun->geo.num_blocks || nblocks > lun->geo.num_blocks - lba) {
 		/* SBC-4 §4.5: the LBA is checked even for a zero VERIFICATION LENGTH. */
-		return SCSITGT_SR_LBA_OUT_OF_RANGE;
+		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	}
 	cmd->lba = lba;
 	cmd->nblocks = nblocks;
@@ -188,7 +188,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_verify(struct scsitgt__cmd *cmd)
 		cmd->xfer_len = lun->geo.block_size;
 	if (cmd->xfer_len)
 		cmd->dir = SCSITGT__DIR_OUT;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 static int verify_issue(struct scsitgt__sbc_chunker *ch, uint64_t lba, uint32_t n)
@@ -211,7 +211,7 @@ static enum scsitgt__sense_reason verify_check(struct scsitgt__sbc_chunker *ch, 
 	bool same = cmd->step_arg[WV_BYTCHK] == VRFY_SAME;
 
 	if (cmd->step_arg[WV_BYTCHK] == VRFY_MEDIUM)
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	for (uint32_t b = 0; b < n; b++) {
 		const uint8_t *got = ch->buf + (size_t)b * bs;
 		const uint8_t *want = same ? cmd->buf : cmd->buf + (lba - cmd->lba + b) * bs;
@@ -222,11 +222,11 @@ static enum scsitgt__sense_reason verify_check(struct scsitgt__sbc_chunker *ch, 
 			if (got[i] != want[i]) {
 				ch->detail.info_valid = true;
 				ch->detail.info = same ? i : (lba - cmd->lba + b) * bs + i;
-				return SCSITGT_SR_MISCOMPARE;
+				return SCSITGT__SR_MISCOMPARE;
 			}
 		}
 	}
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 void scsitgt__sbc_verify(struct scsitgt__cmd *cmd)
@@ -236,13 +236,13 @@ void scsitgt__sbc_verify(struct scsitgt__cmd *cmd)
 	struct scsitgt__sbc_chunker *ch;
 
 	if (cmd->nblocks == 0) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	ch = scsitgt__sbc_chunker_new(cmd, cmd->lba, cmd->nblocks,
 				      (uint32_t)(n * cmd->lun->geo.block_size));
 	if (ch == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
 	ch->issue = verify_issue;

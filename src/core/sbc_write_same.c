@@ -61,7 +61,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_same(struct scsitgt__cmd *cm
 		return scsitgt__cmd_bad_cdb_field(cmd, 1, 3);
 	/* The range first: past the end is LBA OUT OF RANGE whatever the length. */
 	if (lba >= lun->geo.num_blocks || nblocks > lun->geo.num_blocks - lba)
-		return SCSITGT_SR_LBA_OUT_OF_RANGE;
+		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	/* SBC-4 §5.50/§5.51 with WSNZ 0: NUMBER OF LOGICAL BLOCKS 0 means through the last
 	 * LBA. The blocks to write, counted so, may not exceed MAXIMUM WRITE SAME LENGTH. */
 	count = nblocks ? nblocks : lun->geo.num_blocks - lba;
@@ -76,7 +76,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_same(struct scsitgt__cmd *cm
 		cmd->io_flags |= SCSITGT_IO_FLAG_FUA;
 	cmd->dir = ndob ? SCSITGT__DIR_NONE : SCSITGT__DIR_OUT;
 	cmd->xfer_len = ndob ? 0 : lun->geo.block_size;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 static int ws_issue(struct scsitgt__sbc_chunker *ch, uint64_t lba, uint32_t n)
@@ -125,7 +125,7 @@ void scsitgt__sbc_write_same(struct scsitgt__cmd *cmd)
 	ch = scsitgt__sbc_chunker_new(cmd, cmd->lba, cmd->nblocks,
 				      mode == WS_WRITE ? (uint32_t)(pattern_blocks * bs) : 0);
 	if (ch == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
 	if (mode != WS_WRITE) {

@@ -14,7 +14,7 @@ enum scsitgt__sense_reason scsitgt__spc_parse_request_sense(struct scsitgt__cmd 
 {
 	cmd->dir = SCSITGT__DIR_IN;
 	cmd->xfer_len = cmd->cdb[4];
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 void scsitgt__spc_request_sense(struct scsitgt__cmd *cmd)
@@ -29,7 +29,7 @@ void scsitgt__spc_request_sense(struct scsitgt__cmd *cmd)
 		/* SPC-5 §6.39.1: a REQUEST SENSE to an unsupported LUN returns GOOD status with
 		 * the sense data ILLEGAL REQUEST, LOGICAL UNIT NOT SUPPORTED. */
 		const struct scsitgt__sense_info *si =
-			scsitgt__sense_lookup(SCSITGT_SR_LUN_NOT_SUPPORTED);
+			scsitgt__sense_lookup(SCSITGT__SR_LUN_NOT_SUPPORTED);
 
 		len = scsitgt__sense_encode(buf, desc, si->key, si->asc, si->ascq, NULL);
 	} else if (cmd->lun->sanitize_state == SCSITGT__SANITIZE_RUNNING) {
@@ -55,5 +55,5 @@ void scsitgt__spc_request_sense(struct scsitgt__cmd *cmd)
 		len = scsitgt__sense_encode(buf, desc, SENSE_NO_SENSE, 0x00, 0x00, NULL);
 	}
 	scsitgt__cmd_respond(cmd, buf, len);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }

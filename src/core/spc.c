@@ -11,7 +11,7 @@
 /* SPC-5 §6.37 TEST UNIT READY: medium state was checked by the table flags. */
 void scsitgt__spc_test_unit_ready(struct scsitgt__cmd *cmd)
 {
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 /* SPC-5 §6.33 REPORT LUNS: SELECT REPORT 00h, 01h (none well known), 02h; ALLOCATION LENGTH
@@ -42,7 +42,7 @@ void scsitgt__spc_report_luns(struct scsitgt__cmd *cmd)
 	len = 8 + 8 * n;
 	p = calloc(1, len);
 	if (p == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
 	put_be32(p, (uint32_t)(8 * n));
@@ -51,5 +51,5 @@ void scsitgt__spc_report_luns(struct scsitgt__cmd *cmd)
 			scsitgt__lun_encode(tgt->luns[i]->id, &p[8 + 8 * j++]);
 	scsitgt__cmd_respond(cmd, p, len);
 	free(p);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }

@@ -37,7 +37,7 @@ enum scsitgt__sense_reason scsitgt__spc_parse_send_diag(struct scsitgt__cmd *cmd
 			return scsitgt__cmd_bad_cdb_field(cmd, 1, 7);
 		if (len)
 			return scsitgt__cmd_bad_cdb_field(cmd, 3, 7);
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	}
 	/* Short/extended, background/foreground self-tests and the abort of a background
 	 * one take no parameter list; 011b and 111b are reserved. */
@@ -46,16 +46,16 @@ enum scsitgt__sense_reason scsitgt__spc_parse_send_diag(struct scsitgt__cmd *cmd
 	if (code) {
 		if (len)
 			return scsitgt__cmd_bad_cdb_field(cmd, 3, 7);
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	}
 	if (len == 0)
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	/* A parameter list in a vendor specific format (PF 0) is not one we know. */
 	if (!pf)
 		return scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
 	cmd->dir = SCSITGT__DIR_OUT;
 	cmd->xfer_len = len;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* The default self-test's reads: block 0, then the last block. */
@@ -69,7 +69,7 @@ static void diag_read(struct scsitgt__cmd *cmd, uint64_t lba)
 	cmd->step_arg[1] = lba;
 	if (scsitgt__io_submit(cmd, SCSITGT_IO_READ, lba, 1, &iov, 1, 0, diag_read_done) < 0) {
 		free((void *)(uintptr_t)cmd->step_arg[0]);
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 	}
 }
 
@@ -79,17 +79,17 @@ static void diag_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	uint64_t last = cmd->lun->geo.num_blocks - 1;
 
 	(void)io;
-	if (reason == SCSITGT_SR_OK && cmd->step_arg[1] != last &&
+	if (reason == SCSITGT__SR_OK && cmd->step_arg[1] != last &&
 	    cmd->state != SCSITGT__CMD_ABORTED) {
 		diag_read(cmd, last);
 		return;
 	}
 	free((void *)(uintptr_t)cmd->step_arg[0]);
 	if (cmd->state == SCSITGT__CMD_ABORTED) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_ABORTED);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_ABORTED);
 		return;
 	}
-	if (reason == SCSITGT_SR_OK || reason == SCSITGT_SR_BUSY) {
+	if (reason == SCSITGT__SR_OK || reason == SCSITGT__SR_BUSY) {
 		scsitgt__cmd_complete(cmd, reason);
 		return;
 	}
@@ -106,20 +106,20 @@ void scsitgt__spc_send_diag(struct scsitgt__cmd *cmd)
 		/* SPC-5 §7.2.2: the Supported Diagnostic Pages page, header only, PAGE LENGTH 0
 		 * (it asks for nothing; we answer it anyway). Any other page is not supported. */
 		if (cmd->xfer_len < DIAG_HDR_LEN) {
-			scsitgt__cmd_complete(cmd, SCSITGT_SR_PARAM_LIST_LENGTH_ERROR);
+			scsitgt__cmd_complete(cmd, SCSITGT__SR_PARAM_LIST_LENGTH_ERROR);
 			return;
 		}
 		if (p[0] != DIAG_SUPPORTED_PAGES) {
 			scsitgt__cmd_bad_param_field(cmd, 0, 7);
-			scsitgt__cmd_complete(cmd, SCSITGT_SR_INVALID_FIELD_IN_PARAM_LIST);
+			scsitgt__cmd_complete(cmd, SCSITGT__SR_INVALID_FIELD_IN_PARAM_LIST);
 			return;
 		}
 		if (get_be16(&p[2]) != 0 || cmd->xfer_len != DIAG_HDR_LEN) {
 			scsitgt__cmd_bad_param_field(cmd, 2, 7);
-			scsitgt__cmd_complete(cmd, SCSITGT_SR_INVALID_FIELD_IN_PARAM_LIST);
+			scsitgt__cmd_complete(cmd, SCSITGT__SR_INVALID_FIELD_IN_PARAM_LIST);
 			return;
 		}
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	if (!(cmd->cdb[1] & 0x04) && (cmd->cdb[1] >> 5)) {
@@ -128,12 +128,12 @@ void scsitgt__spc_send_diag(struct scsitgt__cmd *cmd)
 	}
 	if (!(cmd->cdb[1] & 0x04)) {
 		/* SELFTEST 0, SELF-TEST CODE 000b, no list: nothing to do. */
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	blk = malloc(cmd->lun->geo.block_size);
 	if (blk == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
 	cmd->step_arg[0] = (uintptr_t)blk;
@@ -155,5 +155,5 @@ void scsitgt__spc_receive_diag(struct scsitgt__cmd *cmd)
 	uint8_t d[DIAG_HDR_LEN + 1] = { DIAG_SUPPORTED_PAGES, 0, 0, 1, DIAG_SUPPORTED_PAGES };
 
 	scsitgt__cmd_respond(cmd, d, sizeof(d));
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }

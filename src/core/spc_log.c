@@ -265,7 +265,7 @@ void scsitgt__spc_log_sense(struct scsitgt__cmd *cmd)
 	size_t len;
 
 	if (buf == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
 	memset(buf, 0, LOG_MAX_PAGE);
@@ -293,7 +293,7 @@ void scsitgt__spc_log_sense(struct scsitgt__cmd *cmd)
 	}
 	scsitgt__cmd_respond(cmd, buf, len);
 	free(buf);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 /* SPC-5 §6.7 LOG SELECT: PCR and SP (byte 1), PC and PAGE CODE (byte 2), SUBPAGE CODE (byte
@@ -318,14 +318,14 @@ enum scsitgt__sense_reason scsitgt__spc_parse_log_select(struct scsitgt__cmd *cm
 			return scsitgt__cmd_bad_cdb_field(cmd, 3, 7);
 		cmd->dir = SCSITGT__DIR_OUT;
 		cmd->xfer_len = len;
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	}
 	/* SPC-5 §6.7.1 Table 156: 00h/00h names every page, xxh/FFh every subpage of xxh, any
 	 * other pair one page, which must exist. */
 	if (!(page == 0 && sub == 0) && !(sub == LOG_SUBPAGES_ALL && log_page_exists(page, 0)) &&
 	    !log_page_exists(page, sub))
 		return scsitgt__cmd_bad_cdb_field(cmd, sub ? 3 : 2, sub ? 7 : 5);
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* Check one page of a LOG SELECT parameter list at @off (page header included), @end the
@@ -340,7 +340,7 @@ static enum scsitgt__sense_reason log_select_page(struct scsitgt__cmd *cmd, size
 	int32_t prev = -1;
 
 	if (end - off < LOG_HDR_LEN)
-		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	page = p[off] & 0x3f;
 	sub = p[off + 1];
 	spf = p[off] & 0x40;
@@ -380,7 +380,7 @@ static enum scsitgt__sense_reason log_select_page(struct scsitgt__cmd *cmd, size
 		q += LOG_PARAM_HDR_LEN + LOG_APP_PARAM_LEN;
 	}
 	*next = pend;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* Reset the cumulative values of the pages @page/@sub names (only the statistics have any). */
@@ -389,19 +389,19 @@ static enum scsitgt__sense_reason log_reset(struct scsitgt_lun *lun, uint8_t pag
 	struct scsitgt__log *lg;
 
 	if (!(page == 0 && sub == 0) && page != LOG_GENERAL_STATS)
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	lg = log_state(lun);
 	if (lg == NULL)
-		return SCSITGT_SR_BUSY;
+		return SCSITGT__SR_BUSY;
 	lg->base = lun->stats;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 void scsitgt__spc_log_select(struct scsitgt__cmd *cmd)
 {
 	struct scsitgt_lun *lun = cmd->lun;
 	uint8_t pc = cmd->cdb[2] >> 6;
-	enum scsitgt__sense_reason r = SCSITGT_SR_OK;
+	enum scsitgt__sense_reason r = SCSITGT__SR_OK;
 	size_t off, next;
 
 	if (cmd->xfer_len == 0) {
@@ -414,16 +414,16 @@ void scsitgt__spc_log_select(struct scsitgt__cmd *cmd)
 		return;
 	}
 	/* Check the whole list before changing anything. */
-	for (off = 0; off < cmd->xfer_len && r == SCSITGT_SR_OK; off = next)
+	for (off = 0; off < cmd->xfer_len && r == SCSITGT__SR_OK; off = next)
 		r = log_select_page(cmd, off, cmd->xfer_len, false, &next);
-	if (r == SCSITGT_SR_OK && log_state(lun) == NULL)
-		r = SCSITGT_SR_BUSY;
-	if (r == SCSITGT_SR_OK && lun->log->app == NULL) {
+	if (r == SCSITGT__SR_OK && log_state(lun) == NULL)
+		r = SCSITGT__SR_BUSY;
+	if (r == SCSITGT__SR_OK && lun->log->app == NULL) {
 		lun->log->app = calloc(LOG_APP_PARAMS, LOG_APP_PARAM_LEN);
 		if (lun->log->app == NULL)
-			r = SCSITGT_SR_BUSY;
+			r = SCSITGT__SR_BUSY;
 	}
-	for (off = 0; off < cmd->xfer_len && r == SCSITGT_SR_OK; off = next)
+	for (off = 0; off < cmd->xfer_len && r == SCSITGT__SR_OK; off = next)
 		r = log_select_page(cmd, off, cmd->xfer_len, true, &next);
 	scsitgt__cmd_complete(cmd, r);
 }

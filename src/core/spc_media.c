@@ -46,7 +46,7 @@ void scsitgt__sbc_read_defect(struct scsitgt__cmd *cmd)
 	 * LENGTH, like the (10) one, is zero. */
 	d[1] = b & 0x1f;
 	scsitgt__cmd_respond(cmd, d, ten ? RDD10_HDR : RDD12_HDR);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 /*
@@ -64,11 +64,11 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_format_unit(struct scsitgt__cmd *c
 			return scsitgt__cmd_bad_cdb_field(cmd, 1, 5);
 		if (b1 & 0x07)
 			return scsitgt__cmd_bad_cdb_field(cmd, 1, 2);
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	}
 	cmd->dir = SCSITGT__DIR_OUT;
 	cmd->xfer_len = (b1 & 0x20) ? FMT_LONG_HDR : FMT_SHORT_HDR;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 static enum scsitgt__sense_reason fmt_check_header(struct scsitgt__cmd *cmd)
@@ -98,12 +98,12 @@ static enum scsitgt__sense_reason fmt_check_header(struct scsitgt__cmd *cmd)
 	/* A defect list would name defects in a medium we do not have. */
 	if (dll)
 		return scsitgt__cmd_bad_param_field(cmd, longlist ? 4 : 2, -1);
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 void scsitgt__sbc_format_unit(struct scsitgt__cmd *cmd)
 {
-	enum scsitgt__sense_reason r = SCSITGT_SR_OK;
+	enum scsitgt__sense_reason r = SCSITGT__SR_OK;
 
 	if (cmd->cdb[1] & 0x10)
 		r = fmt_check_header(cmd);

@@ -86,7 +86,7 @@ static void rsoc_all(struct scsitgt__cmd *cmd, bool rctd)
 	len = 4 + n * dlen;
 	p = calloc(1, len);
 	if (p == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
 	put_be32(p, (uint32_t)(len - 4));
@@ -109,7 +109,7 @@ static void rsoc_all(struct scsitgt__cmd *cmd, bool rctd)
 	}
 	scsitgt__cmd_respond(cmd, p, len);
 	free(p);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 static void rsoc_one(struct scsitgt__cmd *cmd, uint8_t opts, bool rctd)
@@ -165,12 +165,12 @@ static void rsoc_one(struct scsitgt__cmd *cmd, uint8_t opts, bool rctd)
 		}
 	}
 	scsitgt__cmd_respond(cmd, d, len);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 	return;
 
 bad_opcode:
 	scsitgt__cmd_bad_cdb_field(cmd, 3, 7);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_INVALID_FIELD_IN_CDB);
 }
 
 void scsitgt__spc_rsoc(struct scsitgt__cmd *cmd)
@@ -213,5 +213,5 @@ void scsitgt__spc_rstmf(struct scsitgt__cmd *cmd)
 	if (repd)
 		d[3] = RSTMF_EXT_LEN - 4; /* ADDITIONAL DATA LENGTH 0Ch */
 	scsitgt__cmd_respond(cmd, d, repd ? RSTMF_EXT_LEN : RSTMF_LEN);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }

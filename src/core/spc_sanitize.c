@@ -75,7 +75,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_sanitize(struct scsitgt__cmd *cmd)
 			return scsitgt__cmd_bad_cdb_field(cmd, 7, -1);
 		cmd->dir = SCSITGT__DIR_OUT;
 		cmd->xfer_len = len;
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	}
 	/* BLOCK ERASE is offered on thin LUNs only (SBC-4 §4.33.3 ties it to logical block
 	 * provisioning: erased blocks become deallocated); see the row flag. */
@@ -84,7 +84,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_sanitize(struct scsitgt__cmd *cmd)
 	/* §5.28.3-§5.28.5: the other service actions have no parameter list. */
 	if (len != 0)
 		return scsitgt__cmd_bad_cdb_field(cmd, 7, -1);
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 enum scsitgt__sense_reason scsitgt__sanitize_check(struct scsitgt__cmd *cmd,
@@ -94,19 +94,19 @@ enum scsitgt__sense_reason scsitgt__sanitize_check(struct scsitgt__cmd *cmd,
 		/* SBC-4 §4.33: only INQUIRY, REPORT LUNS and REQUEST SENSE go on (the rows that
 		 * also serve absent LUNs). */
 		if (row->flags & SCSITGT__CDB_F_NO_LUN)
-			return SCSITGT_SR_OK;
+			return SCSITGT__SR_OK;
 		/* NOT READY, SANITIZE IN PROGRESS with the progress indication (SPC-5
 		 * §4.4.2.4.2: SKSV, then a fraction of 65536 where the field pointer would be). */
 		cmd->detail.sks_valid = true;
 		cmd->detail.sks_cdb = false;
 		cmd->detail.sks_bpv = false;
 		cmd->detail.sks_field = cmd->lun->sanitize_progress;
-		return SCSITGT_SR_NOT_READY_SANITIZE;
+		return SCSITGT__SR_NOT_READY_SANITIZE;
 	}
 	if (cmd->lun->sanitize_state == SCSITGT__SANITIZE_FAILED && cmd->cdb[0] != SBC_SANITIZE &&
 	    (row->flags & SCSITGT__CDB_F_MEDIUM) && cmd->cdb[0] != SPC_TEST_UNIT_READY)
-		return SCSITGT_SR_SANITIZE_FAILED;
-	return SCSITGT_SR_OK;
+		return SCSITGT__SR_SANITIZE_FAILED;
+	return SCSITGT__SR_OK;
 }
 
 static void sz_progress(struct sz_walk *w)
@@ -125,9 +125,9 @@ static void sz_finish(struct scsitgt__bg_walk *bg)
 	struct scsitgt_lun *lun = bg->cmd->lun;
 	enum scsitgt__sense_reason r = w->reason;
 
-	sz_release_waiter(w, r == SCSITGT_SR_OK ? SCSITGT_SR_OK : SCSITGT_SR_SANITIZE_FAILED);
+	sz_release_waiter(w, r == SCSITGT__SR_OK ? SCSITGT__SR_OK : SCSITGT__SR_SANITIZE_FAILED);
 	lun->sanitize_progress = 0;
-	if (r == SCSITGT_SR_OK) {
+	if (r == SCSITGT__SR_OK) {
 		lun->sanitize_state = SCSITGT__SANITIZE_IDLE;
 	} else {
 		/* SBC-4 §4.33.2: the operation failed; media stays unusable until a sanitize
@@ -143,7 +143,7 @@ static void sz_done(struct scsitgt__bg_walk *bg, enum scsitgt__sense_reason reas
 {
 	struct sz_walk *w = scsitgt__container_of(bg, struct sz_walk, bg);
 
-	if (reason != SCSITGT_SR_OK && w->reason == SCSITGT_SR_OK)
+	if (reason != SCSITGT__SR_OK && w->reason == SCSITGT__SR_OK)
 		w->reason = reason;
 	w->next += bg->blocks;
 	if (w->next == w->total) {
@@ -165,11 +165,11 @@ static bool sz_stop(struct scsitgt__bg_walk *bg)
 
 	/* An aborted SANITIZE command stops waiting; the operation goes on. */
 	if (bg->waiter && bg->waiter->state == SCSITGT__CMD_ABORTED)
-		sz_release_waiter(w, SCSITGT_SR_ABORTED);
+		sz_release_waiter(w, SCSITGT__SR_ABORTED);
 	/* A LUN being removed does not wait for the sanitize. */
-	if (bg->cmd->lun->destroying && w->reason == SCSITGT_SR_OK)
-		w->reason = SCSITGT_SR_ABORTED;
-	return w->reason != SCSITGT_SR_OK || w->pass == w->passes;
+	if (bg->cmd->lun->destroying && w->reason == SCSITGT__SR_OK)
+		w->reason = SCSITGT__SR_ABORTED;
+	return w->reason != SCSITGT__SR_OK || w->pass == w->passes;
 }
 
 static bool sz_next(struct scsitgt__bg_walk *bg)
@@ -228,10 +228,10 @@ static enum scsitgt__sense_reason sz_overwrite_setup(struct scsitgt__cmd *cmd, s
 		w->buf_blocks = (uint32_t)w->total;
 	w->buf = malloc((size_t)w->buf_blocks * bs);
 	if (w->buf == NULL)
-		return SCSITGT_SR_BUSY;
+		return SCSITGT__SR_BUSY;
 	sz_fill(w->buf, w->buf_blocks, bs, &p[SZ_OW_HDR], plen);
 	w->piece_blocks = w->buf_blocks;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* BLOCK ERASE and CRYPTO ERASE: the cheapest io that leaves every block reading zeros. */
@@ -247,12 +247,12 @@ static enum scsitgt__sense_reason sz_erase_setup(struct scsitgt__cmd *cmd, struc
 	    scsitgt__sbc_lbprz(lun)) {
 		w->type = SCSITGT_IO_UNMAP;
 		w->piece_blocks = SZ_NODATA_BLOCKS;
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	}
 	if (scsitgt__lun_supports(lun, SCSITGT_IO_WRITE_ZEROES)) {
 		w->type = SCSITGT_IO_WRITE_ZEROES;
 		w->piece_blocks = SZ_NODATA_BLOCKS;
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	}
 	w->type = SCSITGT_IO_WRITE;
 	w->buf_blocks = SZ_CHUNK_BYTES / bs ? SZ_CHUNK_BYTES / bs : 1;
@@ -260,9 +260,9 @@ static enum scsitgt__sense_reason sz_erase_setup(struct scsitgt__cmd *cmd, struc
 		w->buf_blocks = (uint32_t)w->total;
 	w->buf = calloc(w->buf_blocks, bs);
 	if (w->buf == NULL)
-		return SCSITGT_SR_BUSY;
+		return SCSITGT__SR_BUSY;
 	w->piece_blocks = w->buf_blocks;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
@@ -276,21 +276,21 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
 		/* SBC-4 §5.28.5: allowed only after a failed sanitize whose AUSE was one. */
 		if (lun->sanitize_state == SCSITGT__SANITIZE_FAILED && !lun->sanitize_ause) {
 			scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
-			scsitgt__cmd_complete(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
+			scsitgt__cmd_complete(cmd, SCSITGT__SR_INVALID_FIELD_IN_CDB);
 			return;
 		}
 		lun->sanitize_state = SCSITGT__SANITIZE_IDLE;
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	w = calloc(1, sizeof(*w));
 	if (w == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
 	w->total = lun->geo.num_blocks;
 	r = sa == SBC_SANITIZE_OVERWRITE ? sz_overwrite_setup(cmd, w) : sz_erase_setup(cmd, w);
-	if (r != SCSITGT_SR_OK) {
+	if (r != SCSITGT__SR_OK) {
 		free(w->buf);
 		free(w);
 		scsitgt__cmd_complete(cmd, r);
@@ -301,13 +301,13 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
 	if (scsitgt__bg_walk_start(&w->bg, &sz_ops, cmd) < 0) {
 		free(w->buf);
 		free(w);
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
 	lun->sanitize_state = SCSITGT__SANITIZE_RUNNING;
 	lun->sanitize_progress = 0;
 	if (cmd->cdb[1] & 0x80) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	scsitgt__bg_walk_wait(&w->bg, cmd);

@@ -143,7 +143,7 @@ static void st_release_waiter(struct st_walk *w, enum scsitgt__sense_reason r)
 
 	if (fg == NULL)
 		return;
-	if (r == SCSITGT_SR_RAW) {
+	if (r == SCSITGT__SR_RAW) {
 		/* a failed foreground self-test: HARDWARE ERROR, LOGICAL UNIT FAILED SELF-TEST */
 		scsitgt__cmd_complete_raw(fg, SENSE_HARDWARE_ERROR, 0x3e, 0x03);
 		return;
@@ -174,22 +174,22 @@ static void st_finish(struct scsitgt__bg_walk *bg)
 	struct st_walk *w = scsitgt__container_of(bg, struct st_walk, bg);
 	struct scsitgt__cmd *cmd = bg->cmd;
 	struct scsitgt_lun *lun = cmd->lun;
-	enum scsitgt__sense_reason fg_reason = SCSITGT_SR_OK;
+	enum scsitgt__sense_reason fg_reason = SCSITGT__SR_OK;
 
 	if (w->stop_result != ST_RES_OK) {
 		st_record(lun, w->seq, w->stop_result, 0, UINT64_MAX, NULL);
-		fg_reason = SCSITGT_SR_ABORTED;
-	} else if (w->reason != SCSITGT_SR_OK) {
+		fg_reason = SCSITGT__SR_ABORTED;
+	} else if (w->reason != SCSITGT__SR_OK) {
 		struct scsitgt__sense_info si;
 		uint64_t lba = cmd->detail.info_valid ? cmd->detail.info : bg->lba;
 
-		if (w->reason == SCSITGT_SR_RAW)
+		if (w->reason == SCSITGT__SR_RAW)
 			si = cmd->io_raw;
 		else
 			si = *scsitgt__sense_lookup(w->reason);
 		st_record(lun, w->seq, w->segment == 1 ? ST_RES_FAILED_SEG1 : ST_RES_FAILED_SEG2,
 			  (uint8_t)w->segment, lba, &si);
-		fg_reason = SCSITGT_SR_RAW;
+		fg_reason = SCSITGT__SR_RAW;
 	} else {
 		st_record(lun, w->seq, ST_RES_OK, 0, UINT64_MAX, NULL);
 	}
@@ -250,7 +250,7 @@ static void st_done(struct scsitgt__bg_walk *bg, enum scsitgt__sense_reason reas
 {
 	struct st_walk *w = scsitgt__container_of(bg, struct st_walk, bg);
 
-	if (reason != SCSITGT_SR_OK && w->reason == SCSITGT_SR_OK)
+	if (reason != SCSITGT__SR_OK && w->reason == SCSITGT__SR_OK)
 		w->reason = reason;
 	w->done_blocks += bg->blocks;
 }
@@ -263,7 +263,7 @@ static bool st_stop_now(struct scsitgt__bg_walk *bg)
 	if (w->stop_result == ST_RES_OK &&
 	    ((bg->waiter && bg->waiter->state == SCSITGT__CMD_ABORTED) || bg->cmd->lun->destroying))
 		w->stop_result = ST_RES_ABORTED_OTHER;
-	return w->stop_result != ST_RES_OK || w->reason != SCSITGT_SR_OK;
+	return w->stop_result != ST_RES_OK || w->reason != SCSITGT__SR_OK;
 }
 
 static const struct scsitgt__bg_ops st_ops = {
@@ -302,11 +302,11 @@ void scsitgt__selftest_start(struct scsitgt__cmd *cmd, uint8_t code)
 		/* SPC-5 §6.42: valid only while a background test runs. */
 		if (st == NULL || st->running == NULL || st->running->foreground) {
 			scsitgt__cmd_bad_cdb_field(cmd, 1, 7);
-			scsitgt__cmd_complete(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
+			scsitgt__cmd_complete(cmd, SCSITGT__SR_INVALID_FIELD_IN_CDB);
 			return;
 		}
 		st_stop(lun, ST_RES_ABORTED_SEND_DIAG);
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	buf_len = code == SCSITGT__SELFTEST_BG_EXTENDED || code == SCSITGT__SELFTEST_FG_EXTENDED ?
@@ -321,7 +321,7 @@ void scsitgt__selftest_start(struct scsitgt__cmd *cmd, uint8_t code)
 		if (w)
 			free(w->buf);
 		free(w);
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
 	/* the newest entry first; the oldest of twenty falls off */
@@ -339,7 +339,7 @@ void scsitgt__selftest_start(struct scsitgt__cmd *cmd, uint8_t code)
 	w->plan_blocks = st_plan(lun, code);
 	st->running = w;
 	if (!w->foreground) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	scsitgt__bg_walk_wait(&w->bg, cmd);
@@ -352,29 +352,29 @@ enum scsitgt__sense_reason scsitgt__selftest_check(struct scsitgt__cmd *cmd,
 	uint16_t progress = 0;
 
 	if (w == NULL)
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	if (!w->foreground) {
 		/* START STOP UNIT and FORMAT UNIT end a background test, then run. */
 		if (cmd->cdb[0] == SBC_START_STOP_UNIT || cmd->cdb[0] == SBC_FORMAT_UNIT) {
 			st_stop(cmd->lun, ST_RES_ABORTED_OTHER);
-			return SCSITGT_SR_OK;
+			return SCSITGT__SR_OK;
 		}
 		/* another test while one runs in the background (SELFTEST, or a code other
 		 * than 000b and 100b) */
 		if (cmd->cdb[0] != SPC_SEND_DIAGNOSTIC ||
 		    (!(cmd->cdb[1] & 0x04) &&
 		     ((cmd->cdb[1] >> 5) == 0 || (cmd->cdb[1] >> 5) == SCSITGT__SELFTEST_ABORT)))
-			return SCSITGT_SR_OK;
+			return SCSITGT__SR_OK;
 	} else if (row->flags & SCSITGT__CDB_F_NO_LUN) {
 		/* INQUIRY, REPORT LUNS and REQUEST SENSE go on during a foreground test */
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	}
 	scsitgt__selftest_progress(cmd->lun, &progress);
 	cmd->detail.sks_valid = true;
 	cmd->detail.sks_cdb = false;
 	cmd->detail.sks_bpv = false;
 	cmd->detail.sks_field = progress;
-	return SCSITGT_SR_NOT_READY_SELF_TEST;
+	return SCSITGT__SR_NOT_READY_SELF_TEST;
 }
 
 /* One Self-Test Results parameter (log page 10h). */

@@ -274,11 +274,11 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 
 			if (abort_matching(s, lun_id, false, false, 0, NULL, op) && s != sess)
 				scsitgt__ua_establish(s, lun_id,
-						      SCSITGT_SR_UA_COMMANDS_CLEARED_BY_OTHER);
+						      SCSITGT__SR_UA_COMMANDS_CLEARED_BY_OTHER);
 		}
 		break;
 	case SCSITGT__TMF_LUN_RESET:
-		lun_reset(l, SCSITGT_SR_UA_LUN_RESET, op);
+		lun_reset(l, SCSITGT__SR_UA_LUN_RESET, op);
 		break;
 	case SCSITGT__TMF_TARGET_WARM_RESET:
 	case SCSITGT__TMF_TARGET_COLD_RESET:
@@ -290,8 +290,8 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 			if (scsitgt__session_lun_visible(sess, tgt->luns[i]->id))
 				lun_reset(tgt->luns[i],
 					  type == SCSITGT__TMF_TARGET_COLD_RESET ?
-						  SCSITGT_SR_UA_POWER_ON_RESET :
-						  SCSITGT_SR_UA_LUN_RESET,
+						  SCSITGT__SR_UA_POWER_ON_RESET :
+						  SCSITGT__SR_UA_LUN_RESET,
 					  op);
 		break;
 	default:

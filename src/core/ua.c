@@ -47,8 +47,8 @@ struct scsitgt__ua_sess {
 
 static bool ua_reset_class(enum scsitgt__sense_reason r)
 {
-	return r == SCSITGT_SR_UA_POWER_ON_RESET || r == SCSITGT_SR_UA_BUS_RESET ||
-	       r == SCSITGT_SR_UA_LUN_RESET || r == SCSITGT_SR_UA_NEXUS_LOSS;
+	return r == SCSITGT__SR_UA_POWER_ON_RESET || r == SCSITGT__SR_UA_BUS_RESET ||
+	       r == SCSITGT__SR_UA_LUN_RESET || r == SCSITGT__SR_UA_NEXUS_LOSS;
 }
 
 static struct scsitgt__ua_sess *ua_state(struct scsitgt__session *sess)
@@ -202,10 +202,10 @@ static enum scsitgt__sense_reason ua_first_reason(struct scsitgt_lun *lun,
 	struct scsitgt__pr_lost *e = lost_find(lun, sess);
 
 	if (e == NULL)
-		return SCSITGT_SR_UA_POWER_ON_RESET;
+		return SCSITGT__SR_UA_POWER_ON_RESET;
 	if (consume)
 		lost_drop(lun, e);
-	return SCSITGT_SR_UA_NEXUS_LOSS;
+	return SCSITGT__SR_UA_NEXUS_LOSS;
 }
 
 void scsitgt__ua_establish(struct scsitgt__session *sess, uint64_t lun_id,
@@ -245,7 +245,7 @@ bool scsitgt__ua_pending(const struct scsitgt__session *sess, uint64_t lun_id,
 
 		if (first)
 			*first = lun ? ua_first_reason(lun, sess, false) :
-				       SCSITGT_SR_UA_POWER_ON_RESET;
+				       SCSITGT__SR_UA_POWER_ON_RESET;
 		return true;
 	}
 	if (sess->ua == NULL || sess->ua->pending == 0)
@@ -267,7 +267,7 @@ static void ua_request_sense(struct scsitgt__cmd *cmd)
 
 	len = scsitgt__sense_encode(buf, cmd->cdb[1] & 0x01, si->key, si->asc, si->ascq, NULL);
 	scsitgt__cmd_respond(cmd, buf, len);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd)
@@ -279,31 +279,31 @@ enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd)
 	struct ua_lun *l;
 
 	if (cmd->lun == NULL)
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	if (!ua_seen(sess, id)) {
 		ua = ua_state(sess);
 		if (ua == NULL)
-			return SCSITGT_SR_OK;
+			return SCSITGT__SR_OK;
 		ua->seen[id / 64] |= 1ull << (id % 64);
 		ua_queue(ua, id, ua_first_reason(cmd->lun, sess, true));
 	}
 	ua = sess->ua;
 	if (ua == NULL || ua->pending == 0)
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	l = ua_find(ua, id);
 	if (l == NULL)
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	if (row && row->exec == scsitgt__spc_report_luns) {
-		ua_remove(ua, l, SCSITGT_SR_UA_REPORTED_LUNS_CHANGED);
-		return SCSITGT_SR_OK;
+		ua_remove(ua, l, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+		return SCSITGT__SR_OK;
 	}
 	if (row && row->exec == scsitgt__spc_request_sense) {
 		cmd->step_arg[0] = ua_pop(ua, l);
 		cmd->exec = ua_request_sense;
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	}
 	if (row && (row->flags & SCSITGT__CDB_F_ALLOW_UA))
-		return SCSITGT_SR_OK;
+		return SCSITGT__SR_OK;
 	return ua_pop(ua, l);
 }
 
@@ -328,7 +328,7 @@ void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool 
 		for (size_t i = 0; i < tgt->nluns; i++)
 			if (!tgt->luns[i]->destroying)
 				scsitgt__ua_establish(s, tgt->luns[i]->id,
-						      SCSITGT_SR_UA_REPORTED_LUNS_CHANGED);
+						      SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
 	}
 }
 
@@ -337,7 +337,7 @@ void scsitgt__ua_mode_params_changed(struct scsitgt__cmd *cmd)
 	/* SPC-5 §7.5.1: the other I_T nexuses learn of the change by MODE PARAMETERS CHANGED. */
 	if (cmd->lun)
 		scsitgt__ua_establish_all(cmd->sess->tgt, cmd->lun_id, cmd->sess,
-					  SCSITGT_SR_UA_MODE_PARAMS_CHANGED);
+					  SCSITGT__SR_UA_MODE_PARAMS_CHANGED);
 }
 
 void scsitgt__ua_session_free(struct scsitgt__session *sess)

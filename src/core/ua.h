@@ -13,7 +13,7 @@
 
 /*
  * The unit attention step of CDB parsing, after the row is known and the CDB checked.
- * Returns the unit attention to report (and clears it), or SCSITGT_SR_OK. For REQUEST SENSE
+ * Returns the unit attention to report (and clears it), or SCSITGT__SR_OK. For REQUEST SENSE
  * the pending condition becomes the command's sense data instead (cmd->exec is replaced).
  */
 enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd);

@@ -132,10 +132,10 @@ enum scsitgt__sense_reason scsitgt__xcopy_parse_cdb(struct scsitgt__cmd *cmd)
 	 * exceed MAXIMUM DESCRIPTOR LIST LENGTH (or carry inline data, which we refuse). Refuse
 	 * it before its data is taken in. */
 	if (len > SCSITGT__XCOPY_MAX_PARAM)
-		return SCSITGT_SR_PARAM_LIST_LENGTH_ERROR;
+		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	cmd->xfer_len = len;
 	cmd->dir = len ? SCSITGT__DIR_OUT : SCSITGT__DIR_NONE;
-	return SCSITGT_SR_OK;
+	return SCSITGT__SR_OK;
 }
 
 /* Sense data of the copy manager (its LUN's D_SENSE) for a failure (SPC-4, errors detected during
@@ -209,7 +209,7 @@ static void xc_end(struct xc_op *op)
 	if (op->failed) {
 		status = SAM_STAT_CHECK_CONDITION;
 		sense_len = xc_sense(op, sense);
-	} else if (op->reason != SCSITGT_SR_OK) {
+	} else if (op->reason != SCSITGT__SR_OK) {
 		const struct scsitgt__sense_info *si = scsitgt__sense_lookup(op->reason);
 
 		status = si->status;
@@ -221,7 +221,7 @@ static void xc_end(struct xc_op *op)
 				 (uint16_t)(op->seg + (status != SAM_STAT_GOOD)), op->total);
 	free(op);
 	if (status == SAM_STAT_GOOD)
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 	else
 		scsitgt__cmd_complete_sense(cmd, status, sense, sense_len);
 }
@@ -250,17 +250,18 @@ static void xc_pointer(struct xc_fail *f, bool sd, uint16_t field, int bit)
 static struct xc_fail *xc_cscd_failed(struct xc_op *op, bool dst, enum scsitgt__sense_reason r,
 				      const struct scsitgt__sense_info *raw)
 {
-	const struct scsitgt__sense_info *si = r == SCSITGT_SR_RAW ? raw : scsitgt__sense_lookup(r);
+	const struct scsitgt__sense_info *si = r == SCSITGT__SR_RAW ? raw :
+								      scsitgt__sense_lookup(r);
 	struct xc_fail *f;
 
-	if (r == SCSITGT_SR_ABORTED || op->cmd->state == SCSITGT__CMD_ABORTED) {
-		op->reason = SCSITGT_SR_ABORTED;
+	if (r == SCSITGT__SR_ABORTED || op->cmd->state == SCSITGT__CMD_ABORTED) {
+		op->reason = SCSITGT__SR_ABORTED;
 		op->step = XC_END;
 		return NULL;
 	}
 	f = xc_abort(op, XC_ASC_NONE, 0x00);
 	f->area = dst ? 1 : 0;
-	f->cscd_status = r == SCSITGT_SR_RAW ? SAM_STAT_CHECK_CONDITION : si->status;
+	f->cscd_status = r == SCSITGT__SR_RAW ? SAM_STAT_CHECK_CONDITION : si->status;
 	if (f->cscd_status == SAM_STAT_CHECK_CONDITION) {
 		f->cscd_sense = true;
 		f->cscd_key = si->key;
@@ -330,27 +331,27 @@ static enum scsitgt__sense_reason xc_access(const struct xc_op *op, struct scsit
 	probe.cdb_len = 16;
 	row = scsitgt__cdb_lookup(probe.cdb, probe.cdb_len);
 	if (row == NULL)
-		return SCSITGT_SR_INVALID_OPCODE;
+		return SCSITGT__SR_INVALID_OPCODE;
 	probe.def = row;
 	r = scsitgt__alua_check(&probe, row);
-	if (r == SCSITGT_SR_OK)
+	if (r == SCSITGT__SR_OK)
 		r = scsitgt__pr_check(&probe);
-	if (r != SCSITGT_SR_OK)
+	if (r != SCSITGT__SR_OK)
 		return r;
 	if (!lun->medium_present)
-		return SCSITGT_SR_NOT_READY_MEDIUM_ABSENT;
+		return SCSITGT__SR_NOT_READY_MEDIUM_ABSENT;
 	if (lun->stopped)
-		return SCSITGT_SR_NOT_READY_INIT_REQUIRED;
+		return SCSITGT__SR_NOT_READY_INIT_REQUIRED;
 	if (lun->offline)
-		return SCSITGT_SR_NOT_READY_OFFLINE;
+		return SCSITGT__SR_NOT_READY_OFFLINE;
 	if (lun->sanitize_state) {
 		r = scsitgt__sanitize_check(&probe, row);
-		if (r != SCSITGT_SR_OK)
+		if (r != SCSITGT__SR_OK)
 			return r;
 	}
 	if (write && scsitgt__lun_write_protected(lun, op->cmd->sess))
-		return SCSITGT_SR_WRITE_PROTECTED;
-	return SCSITGT_SR_OK;
+		return SCSITGT__SR_WRITE_PROTECTED;
+	return SCSITGT__SR_OK;
 }
 
 /* The CSCD of index @i for segment field @field (4: source, 6: destination), or NULL with
@@ -416,24 +417,24 @@ static bool xc_seg_setup(struct xc_op *op)
 	dblocks = op->seg_bytes / dbs;
 	/* The checks the CSCDs' device servers would make, source first. */
 	r = xc_access(op, op->src, false);
-	if (r == SCSITGT_SR_OK && (s->src_lba > op->src->geo.num_blocks ||
-				   sblocks > op->src->geo.num_blocks - s->src_lba))
-		r = SCSITGT_SR_LBA_OUT_OF_RANGE;
-	if (r != SCSITGT_SR_OK) {
+	if (r == SCSITGT__SR_OK && (s->src_lba > op->src->geo.num_blocks ||
+				    sblocks > op->src->geo.num_blocks - s->src_lba))
+		r = SCSITGT__SR_LBA_OUT_OF_RANGE;
+	if (r != SCSITGT__SR_OK) {
 		struct xc_fail *f = xc_cscd_failed(op, false, r, NULL);
 
-		if (f && r == SCSITGT_SR_LBA_OUT_OF_RANGE)
+		if (f && r == SCSITGT__SR_LBA_OUT_OF_RANGE)
 			xc_pointer(f, true, 12, 7);
 		return false;
 	}
 	r = xc_access(op, op->dst, true);
-	if (r == SCSITGT_SR_OK && (s->dst_lba > op->dst->geo.num_blocks ||
-				   dblocks > op->dst->geo.num_blocks - s->dst_lba))
-		r = SCSITGT_SR_LBA_OUT_OF_RANGE;
-	if (r != SCSITGT_SR_OK) {
+	if (r == SCSITGT__SR_OK && (s->dst_lba > op->dst->geo.num_blocks ||
+				    dblocks > op->dst->geo.num_blocks - s->dst_lba))
+		r = SCSITGT__SR_LBA_OUT_OF_RANGE;
+	if (r != SCSITGT__SR_OK) {
 		struct xc_fail *f = xc_cscd_failed(op, true, r, NULL);
 
-		if (f && r == SCSITGT_SR_LBA_OUT_OF_RANGE)
+		if (f && r == SCSITGT__SR_LBA_OUT_OF_RANGE)
 			xc_pointer(f, true, 20, 7);
 		return false;
 	}
@@ -461,7 +462,7 @@ static void xc_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 
 	op->io_done = true;
 	op->io_reason = reason;
-	if (reason == SCSITGT_SR_RAW)
+	if (reason == SCSITGT__SR_RAW)
 		op->io_raw = io->raw;
 	xc_pump(op);
 }
@@ -513,7 +514,7 @@ static bool xc_step(struct xc_op *op)
 	switch (op->step) {
 	case XC_SEG_START:
 		if (op->cmd->state == SCSITGT__CMD_ABORTED) {
-			op->reason = SCSITGT_SR_ABORTED;
+			op->reason = SCSITGT__SR_ABORTED;
 			op->step = XC_END;
 			return true;
 		}
@@ -535,7 +536,7 @@ static bool xc_step(struct xc_op *op)
 			return true;
 		}
 		if (op->cmd->state == SCSITGT__CMD_ABORTED) {
-			op->reason = SCSITGT_SR_ABORTED;
+			op->reason = SCSITGT__SR_ABORTED;
 			op->step = XC_END;
 			return true;
 		}
@@ -553,7 +554,7 @@ static bool xc_step(struct xc_op *op)
 			op->buf = malloc(op->piece_len);
 			op->buf_cap = op->buf ? op->piece_len : 0;
 			if (op->buf == NULL) {
-				op->reason = SCSITGT_SR_BUSY;
+				op->reason = SCSITGT__SR_BUSY;
 				op->step = XC_END;
 				return true;
 			}
@@ -562,7 +563,7 @@ static bool xc_step(struct xc_op *op)
 		sbs = op->src->geo.block_size;
 		op->step = XC_WAIT_SRC;
 		if (!xc_lock(op, op->src, s->src_lba + op->piece_off / sbs, op->piece_len / sbs)) {
-			op->reason = SCSITGT_SR_BUSY;
+			op->reason = SCSITGT__SR_BUSY;
 			op->step = XC_END;
 		}
 		return true;
@@ -577,8 +578,8 @@ static bool xc_step(struct xc_op *op)
 		    !xc_submit(op, op->src, SCSITGT_IO_READ, s->src_lba + op->piece_off / sbs,
 			       op->piece_len / sbs, 0)) {
 			scsitgt__range_plain_end(op->src, &op->token);
-			op->reason = op->cmd->state == SCSITGT__CMD_ABORTED ? SCSITGT_SR_ABORTED :
-									      SCSITGT_SR_BUSY;
+			op->reason = op->cmd->state == SCSITGT__CMD_ABORTED ? SCSITGT__SR_ABORTED :
+									      SCSITGT__SR_BUSY;
 			op->step = XC_END;
 		}
 		return true;
@@ -586,7 +587,7 @@ static bool xc_step(struct xc_op *op)
 		if (!op->io_done)
 			return false;
 		scsitgt__range_plain_end(op->src, &op->token);
-		if (op->io_reason != SCSITGT_SR_OK) {
+		if (op->io_reason != SCSITGT__SR_OK) {
 			xc_cscd_failed(op, false, op->io_reason, &op->io_raw);
 			return true;
 		}
@@ -594,7 +595,7 @@ static bool xc_step(struct xc_op *op)
 		dbs = op->dst->geo.block_size;
 		op->step = XC_WAIT_DST;
 		if (!xc_lock(op, op->dst, s->dst_lba + op->piece_off / dbs, op->piece_len / dbs)) {
-			op->reason = SCSITGT_SR_BUSY;
+			op->reason = SCSITGT__SR_BUSY;
 			op->step = XC_END;
 		}
 		return true;
@@ -608,8 +609,8 @@ static bool xc_step(struct xc_op *op)
 		    !xc_submit(op, op->dst, SCSITGT_IO_WRITE, s->dst_lba + op->piece_off / dbs,
 			       op->piece_len / dbs, xc_write_flags(op->dst))) {
 			scsitgt__range_plain_end(op->dst, &op->token);
-			op->reason = op->cmd->state == SCSITGT__CMD_ABORTED ? SCSITGT_SR_ABORTED :
-									      SCSITGT_SR_BUSY;
+			op->reason = op->cmd->state == SCSITGT__CMD_ABORTED ? SCSITGT__SR_ABORTED :
+									      SCSITGT__SR_BUSY;
 			op->step = XC_END;
 		}
 		return true;
@@ -617,7 +618,7 @@ static bool xc_step(struct xc_op *op)
 		if (!op->io_done)
 			return false;
 		scsitgt__range_plain_end(op->dst, &op->token);
-		if (op->io_reason != SCSITGT_SR_OK) {
+		if (op->io_reason != SCSITGT__SR_OK) {
 			xc_cscd_failed(op, true, op->io_reason, &op->io_raw);
 			return true;
 		}
@@ -674,12 +675,12 @@ void scsitgt__xcopy_exec(struct scsitgt__cmd *cmd)
 
 	/* SPC-4 §6.4: a PARAMETER LIST LENGTH of zero is not an error; nothing is copied. */
 	if (cmd->xfer_len == 0) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	op = calloc(1, sizeof(*op));
 	if (op == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
 	if (!scsitgt__xcopy_parse(cmd->buf, cmd->xfer_len, &op->list, &err)) {
@@ -698,7 +699,7 @@ void scsitgt__xcopy_exec(struct scsitgt__cmd *cmd)
 					&err.asc, &err.ascq, &busy)) {
 		free(op);
 		if (busy) {
-			scsitgt__cmd_complete(cmd, SCSITGT_SR_BUSY);
+			scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 			return;
 		}
 		err.sks_valid = false;

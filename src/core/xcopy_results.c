@@ -204,7 +204,7 @@ static void rcr_operating_parameters(struct scsitgt__cmd *cmd)
 	d[44] = XCOPY_SEG_BLOCK_TO_BLOCK;
 	d[45] = XCOPY_CSCD_IDENTIFICATION;
 	scsitgt__cmd_respond(cmd, d, sizeof(d));
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 /* TRANSFER COUNT and its units (00h bytes, 01h KiB, 02h MiB, ...) so that it fits 32 bits. */
@@ -244,7 +244,7 @@ static void rcr_copy_status(struct scsitgt__cmd *cmd, struct scsitgt__xcopy_entr
 		if (e->status == SAM_STAT_GOOD)
 			e->used = false;
 	}
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 /* SPC-4 RECEIVE COPY FAILURE DETAILS(LID1): 60 bytes, then the sense data of the failure. */
@@ -267,7 +267,7 @@ static void rcr_failed_details(struct scsitgt__cmd *cmd, struct scsitgt__xcopy_e
 			e->used = false;
 	}
 	scsitgt__cmd_respond(cmd, d, len);
-	scsitgt__cmd_complete(cmd, SCSITGT_SR_OK);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
 void scsitgt__xcopy_rcr(struct scsitgt__cmd *cmd)
@@ -283,7 +283,7 @@ void scsitgt__xcopy_rcr(struct scsitgt__cmd *cmd)
 	e = xr_find(cmd->sess->xcopy, cmd->lun_id, cmd->cdb[2]);
 	if (e == NULL) {
 		scsitgt__cmd_bad_cdb_field(cmd, 2, 7);
-		scsitgt__cmd_complete(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_INVALID_FIELD_IN_CDB);
 		return;
 	}
 	if (sa == XCOPY_RCR_COPY_STATUS)

@@ -54,9 +54,9 @@ size_t scsitgt__iscsi_async_scsi_event(uint8_t *bhs, uint8_t *data, size_t cap, 
 static uint32_t async_class(enum scsitgt__sense_reason reason)
 {
 	switch (reason) {
-	case SCSITGT_SR_UA_REPORTED_LUNS_CHANGED:
+	case SCSITGT__SR_UA_REPORTED_LUNS_CHANGED:
 		return SCSITGT_ISCSI_ASYNC_LUNS_CHANGED;
-	case SCSITGT_SR_UA_CAPACITY_CHANGED:
+	case SCSITGT__SR_UA_CAPACITY_CHANGED:
 		return SCSITGT_ISCSI_ASYNC_CAPACITY_CHANGED;
 	default:
 		return SCSITGT_ISCSI_ASYNC_OTHER_UA;
@@ -113,7 +113,7 @@ void scsitgt__iscsi_async_ua(struct scsitgt__session *core, uint64_t lun_id,
 		const struct scsitgt__iscsi_async_ev *e = &conn->async_q[i];
 
 		if (e->reason == reason &&
-		    (e->lun_id == lun_id || reason == SCSITGT_SR_UA_REPORTED_LUNS_CHANGED))
+		    (e->lun_id == lun_id || reason == SCSITGT__SR_UA_REPORTED_LUNS_CHANGED))
 			return;
 	}
 	if (conn->async_n == SCSITGT__ISCSI_ASYNC_QUEUE)

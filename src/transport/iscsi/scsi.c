@@ -248,7 +248,7 @@ static void task_execute(struct scsitgt__iscsi_task *task)
 			scsitgt__cmd_fail(cmd, (enum scsitgt__sense_reason)task->data_fail_reason);
 		} else if (w && r) {
 			/* Bidirectional commands: none of the CDBs we implement has two buffers. */
-			scsitgt__cmd_fail(cmd, SCSITGT_SR_INVALID_FIELD_IN_CDB);
+			scsitgt__cmd_fail(cmd, SCSITGT__SR_INVALID_FIELD_IN_CDB);
 		} else if (cmd->dir == SCSITGT__DIR_OUT && !task->spdtl_set &&
 			   (w ? task->edtl : 0) != cmd->xfer_len) {
 			/* Fitted when the command arrived (scsitgt__iscsi_scsi_cmd_header()). */
@@ -277,7 +277,7 @@ static void task_progress(struct scsitgt__iscsi_task *task)
 				return;
 			}
 			/* No memory for the data: BUSY, the initiator may retry (SAM-5 §5.3.1). */
-			task_stop_data(task, SCSITGT_SR_BUSY);
+			task_stop_data(task, SCSITGT__SR_BUSY);
 		}
 		task->state = SCSITGT__TASK_WAIT_SN;
 	}
@@ -301,7 +301,7 @@ static void sess_budget_kick(struct scsitgt__iscsi_sess *sess)
 		scsitgt__list_remove(&t->budget_node);
 		scsitgt__list_init(&t->budget_node);
 		if (task_buf_get(t) < 0)
-			task_stop_data(t, SCSITGT_SR_BUSY);
+			task_stop_data(t, SCSITGT__SR_BUSY);
 		task_progress(t);
 	}
 	sess->budget_kicking = false;
@@ -494,7 +494,7 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 	    task_buf_get(task) < 0) {
 		/* No memory for the data: drain it, fail the command in its turn (BUSY). */
 		task->data_failed = true;
-		task->data_fail_reason = SCSITGT_SR_BUSY;
+		task->data_fail_reason = SCSITGT__SR_BUSY;
 		task->solicit_end = task->unsol_end;
 	}
 	if (pdu->data_len && cmd->buf && cmd->dir == SCSITGT__DIR_OUT) {
@@ -591,11 +591,11 @@ int scsitgt__iscsi_data_out_header(struct scsitgt__iscsi_conn *conn, struct scsi
 	if (ttt == ISCSI_RESERVED_TAG) {
 		/* Unsolicited data (RFC 7143 §11.7.5): in order, within the first burst. */
 		if (!task->unsol_pending)
-			return data_out_broken(conn, pdu, SCSITGT_SR_UNEXPECTED_UNSOLICITED_DATA);
+			return data_out_broken(conn, pdu, SCSITGT__SR_UNEXPECTED_UNSOLICITED_DATA);
 		if (datasn != task->unsol_datasn || offset != task->received)
-			return data_out_broken(conn, pdu, SCSITGT_SR_PROTOCOL_CRC_ERROR);
+			return data_out_broken(conn, pdu, SCSITGT__SR_PROTOCOL_CRC_ERROR);
 		if (len > task->unsol_end - offset)
-			return data_out_broken(conn, pdu, SCSITGT_SR_INCORRECT_DATA_AMOUNT);
+			return data_out_broken(conn, pdu, SCSITGT__SR_INCORRECT_DATA_AMOUNT);
 		conn->rx_r2t = -1;
 	} else {
 		struct scsitgt__iscsi_r2t *r = NULL;
@@ -611,16 +611,16 @@ int scsitgt__iscsi_data_out_header(struct scsitgt__iscsi_conn *conn, struct scsi
 			return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_INVALID_PDU_FIELD);
 		/* DataPDUInOrder=Yes: DataSN counts from 0 per R2T, offsets contiguous. */
 		if (datasn != r->next_datasn || offset != r->offset + r->received)
-			return data_out_broken(conn, pdu, SCSITGT_SR_PROTOCOL_CRC_ERROR);
+			return data_out_broken(conn, pdu, SCSITGT__SR_PROTOCOL_CRC_ERROR);
 		if (len > r->len - r->received)
-			return data_out_broken(conn, pdu, SCSITGT_SR_INCORRECT_DATA_AMOUNT);
+			return data_out_broken(conn, pdu, SCSITGT__SR_INCORRECT_DATA_AMOUNT);
 	}
 	cmd = task->cmd;
 	if (len && cmd->state != SCSITGT__CMD_DONE && cmd->dir == SCSITGT__DIR_OUT &&
 	    !task->data_failed && task_buf_get(task) < 0) {
 		/* Unsolicited data and no memory for it: drain it, fail the command (BUSY). */
 		task->data_failed = true;
-		task->data_fail_reason = SCSITGT_SR_BUSY;
+		task->data_fail_reason = SCSITGT__SR_BUSY;
 		task->solicit_end = task->unsol_end;
 	}
 	if (len && cmd->buf && cmd->dir == SCSITGT__DIR_OUT && offset < cmd->xfer_len &&

@@ -170,12 +170,12 @@ static void task_descs_known(struct srp_task *t)
 		return;
 	}
 	if (scsitgt__cmd_alloc_buf(cmd) < 0) {
-		task_refuse(t, SCSITGT_SR_TASK_SET_FULL);
+		task_refuse(t, SCSITGT__SR_TASK_SET_FULL);
 		return;
 	}
 	t->want = cmd->xfer_len;
 	if (task_lkey(t, t->want) < 0) {
-		task_refuse(t, SCSITGT_SR_TASK_SET_FULL);
+		task_refuse(t, SCSITGT__SR_TASK_SET_FULL);
 		return;
 	}
 	t->state = SRP_TASK_DATA_OUT;
@@ -297,7 +297,7 @@ static int ch_cmd(struct srp_ch *ch, const uint8_t *iu, size_t len)
 
 	if (c.out.fmt != SRP_DESC_NONE && c.in.fmt != SRP_DESC_NONE) {
 		/* Bidirectional: none of the commands the core implements has two buffers. */
-		task_refuse(t, SCSITGT_SR_INVALID_FIELD_IN_CDB);
+		task_refuse(t, SCSITGT__SR_INVALID_FIELD_IN_CDB);
 		return 0;
 	}
 	t->out = c.out.fmt != SRP_DESC_NONE;
@@ -315,7 +315,7 @@ static int ch_cmd(struct srp_ch *ch, const uint8_t *iu, size_t len)
 		}
 		if (cmd->state != SCSITGT__CMD_DONE && cmd->dir == SCSITGT__DIR_OUT) {
 			if (scsitgt__cmd_alloc_buf(cmd) < 0) {
-				task_refuse(t, SCSITGT_SR_TASK_SET_FULL);
+				task_refuse(t, SCSITGT__SR_TASK_SET_FULL);
 				return 0;
 			}
 			memcpy(cmd->buf, b->imm, cmd->xfer_len);
@@ -331,7 +331,7 @@ static int ch_cmd(struct srp_ch *ch, const uint8_t *iu, size_t len)
 	}
 	rc = task_take_descs(t, b);
 	if (rc < 0) {
-		task_refuse(t, SCSITGT_SR_TASK_SET_FULL);
+		task_refuse(t, SCSITGT__SR_TASK_SET_FULL);
 		return 0;
 	}
 	if (rc == 1) {
@@ -359,7 +359,7 @@ static void task_wr_idle(struct srp_task *t)
 		if (ch->closing || t->failed_data || !scsitgt__list_empty(&t->qnode))
 			return; /* the channel releases it; or the table read is not posted yet */
 		if (task_table_arrived(t) < 0) {
-			task_refuse(t, SCSITGT_SR_TASK_SET_FULL);
+			task_refuse(t, SCSITGT__SR_TASK_SET_FULL);
 			return;
 		}
 		task_descs_known(t);

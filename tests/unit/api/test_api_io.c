@@ -59,7 +59,7 @@ static void test_io_accessors(void **state)
 		harness_submit(cmd, &res, SCSITGT_IO_WRITE, 990, 3, iov3, 3, SCSITGT_IO_FLAG_FUA),
 		0);
 	assert_int_equal(res.done, 1);
-	assert_int_equal(res.reason, SCSITGT_SR_OK);
+	assert_int_equal(res.reason, SCSITGT__SR_OK);
 	assert_int_equal(p.submit_calls, 1);
 	assert_int_equal(p.type, SCSITGT_IO_WRITE);
 	assert_int_equal(p.lba, 990);
@@ -102,7 +102,7 @@ static void test_io_ctx_absent(void **state)
 	(void)state;
 	harness_init(&h);
 	assert_int_equal(harness_lun(&h, NULL, 0, &ops, &p, 512, 0, 0), 0);
-	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, NULL), SCSITGT_SR_OK);
+	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, NULL), SCSITGT__SR_OK);
 	assert_null(p.ctx);
 	harness_fini(&h);
 }
@@ -115,16 +115,16 @@ static void test_io_complete_errno_mapping(void **state)
 		int status;
 		enum scsitgt__sense_reason reason;
 	} cases[] = {
-		{ SCSITGT_IO_READ, 0, SCSITGT_SR_OK },
-		{ SCSITGT_IO_READ, -EIO, SCSITGT_SR_READ_ERROR },
-		{ SCSITGT_IO_WRITE, -EIO, SCSITGT_SR_WRITE_ERROR },
-		{ SCSITGT_IO_WRITE, -ENOSPC, SCSITGT_SR_SPACE_ALLOC_FAILED },
-		{ SCSITGT_IO_WRITE, -EROFS, SCSITGT_SR_WRITE_PROTECTED },
-		{ SCSITGT_IO_READ, -ENOMEM, SCSITGT_SR_BUSY },
-		{ SCSITGT_IO_READ, -EAGAIN, SCSITGT_SR_BUSY },
-		{ SCSITGT_IO_FLUSH, -ENOTSUP, SCSITGT_SR_INVALID_OPCODE },
-		{ SCSITGT_IO_READ, -EPERM, SCSITGT_SR_INTERNAL_FAILURE },
-		{ SCSITGT_IO_READ, -12345, SCSITGT_SR_INTERNAL_FAILURE },
+		{ SCSITGT_IO_READ, 0, SCSITGT__SR_OK },
+		{ SCSITGT_IO_READ, -EIO, SCSITGT__SR_READ_ERROR },
+		{ SCSITGT_IO_WRITE, -EIO, SCSITGT__SR_WRITE_ERROR },
+		{ SCSITGT_IO_WRITE, -ENOSPC, SCSITGT__SR_SPACE_ALLOC_FAILED },
+		{ SCSITGT_IO_WRITE, -EROFS, SCSITGT__SR_WRITE_PROTECTED },
+		{ SCSITGT_IO_READ, -ENOMEM, SCSITGT__SR_BUSY },
+		{ SCSITGT_IO_READ, -EAGAIN, SCSITGT__SR_BUSY },
+		{ SCSITGT_IO_FLUSH, -ENOTSUP, SCSITGT__SR_INVALID_OPCODE },
+		{ SCSITGT_IO_READ, -EPERM, SCSITGT__SR_INTERNAL_FAILURE },
+		{ SCSITGT_IO_READ, -12345, SCSITGT__SR_INTERNAL_FAILURE },
 	};
 	struct harness h;
 	struct probe p = { .open_num_blocks = 10 };
@@ -160,17 +160,17 @@ static void test_io_complete_sense(void **state)
 	p.sense_key = 0x03;
 	p.sense_asc = 0x11;
 	p.sense_ascq = 0x04;
-	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, &res), SCSITGT_SR_RAW);
+	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, &res), SCSITGT__SR_RAW);
 	assert_int_equal(res.raw.key, 0x03);
 	assert_int_equal(res.raw.asc, 0x11);
 	assert_int_equal(res.raw.ascq, 0x04);
 	/* Only the low nibble is a sense key. */
 	p.sense_key = 0x1b;
-	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, &res), SCSITGT_SR_RAW);
+	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, &res), SCSITGT__SR_RAW);
 	assert_int_equal(res.raw.key, 0x0b);
 	/* NO SENSE is success. */
 	p.sense_key = 0;
-	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, NULL), SCSITGT_SR_OK);
+	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, NULL), SCSITGT__SR_OK);
 	harness_fini(&h);
 }
 
@@ -213,7 +213,7 @@ static void test_io_complete_threadsafe(void **state)
 		assert_int_equal(res[i].done, 1);
 		assert_true(uv_thread_equal(&res[i].thread, &self));
 		assert_int_equal(res[i].reason,
-				 i % 3 == 0 ? SCSITGT_SR_WRITE_ERROR : SCSITGT_SR_OK);
+				 i % 3 == 0 ? SCSITGT__SR_WRITE_ERROR : SCSITGT__SR_OK);
 		harness_cmd_end(cmds[i]);
 	}
 	harness_fini(&h);
@@ -242,7 +242,7 @@ static void test_io_complete_later(void **state)
 	assert_int_equal(res.done, 1);
 	scsitgt_io_complete(p.held[0], -ENOSPC);
 	assert_int_equal(res.done, 2);
-	assert_int_equal(res.reason, SCSITGT_SR_SPACE_ALLOC_FAILED);
+	assert_int_equal(res.reason, SCSITGT__SR_SPACE_ALLOC_FAILED);
 	harness_cmd_end(cmd);
 	harness_fini(&h);
 }

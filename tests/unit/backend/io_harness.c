@@ -127,7 +127,7 @@ static void harness_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	/* Every io of a harness command reports to the command's one result. */
 	memcpy(&res, scsitgt__cmd_fabric_priv(cmd), sizeof(res));
 	res->reason = reason;
-	if (reason == SCSITGT_SR_RAW) {
+	if (reason == SCSITGT__SR_RAW) {
 		res->raw = cmd->io_raw;
 	}
 	res->thread = uv_thread_self();

@@ -26,7 +26,7 @@ struct harness {
 /* What became of one io. */
 struct harness_result {
 	enum scsitgt__sense_reason reason;
-	/* Raw sense of a SCSITGT_SR_RAW reason. */
+	/* Raw sense of a SCSITGT__SR_RAW reason. */
 	struct scsitgt__sense_info raw;
 	/* Thread on which the core delivered the completion. */
 	uv_thread_t thread;

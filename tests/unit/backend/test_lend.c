@@ -118,7 +118,7 @@ static void test_core_lend_rules(void **state)
 	assert_int_equal(harness_lun(&h, NULL, 0, &probe_ops, &p, BS, 64, 0), 0);
 
 	cmd = probe_io(&h, &res, SCSITGT_IO_READ, SCSITGT_IO_FLAG_MAY_LEND, buf);
-	assert_int_equal(res.reason, SCSITGT_SR_OK);
+	assert_int_equal(res.reason, SCSITGT__SR_OK);
 	assert_int_equal(p.lend_rc[0], -EINVAL); /* short */
 	assert_int_equal(p.lend_rc[1], -EINVAL); /* NULL */
 	assert_int_equal(p.lend_rc[2], 0);
@@ -143,7 +143,7 @@ static void test_core_lend_rules(void **state)
 	/* A failed READ gives the lent memory back at once: no Data-In will be sent. */
 	p.status = -EIO;
 	cmd = probe_io(&h, &res, SCSITGT_IO_READ, SCSITGT_IO_FLAG_MAY_LEND, buf);
-	assert_int_equal(res.reason, SCSITGT_SR_READ_ERROR);
+	assert_int_equal(res.reason, SCSITGT__SR_READ_ERROR);
 	assert_int_equal(p.lend_rc[2], 0);
 	assert_null(cmd->lent_data);
 	assert_int_equal(p.released, 2);
@@ -174,7 +174,7 @@ static void test_null_lends_zeros(void **state)
 					SCSITGT_IO_FLAG_MAY_LEND),
 			 0);
 	harness_wait(&h, &res, 1);
-	assert_int_equal(res.reason, SCSITGT_SR_OK);
+	assert_int_equal(res.reason, SCSITGT__SR_OK);
 	assert_non_null(cmd->lent_data);
 	assert_true(all_zero(cmd->lent_data, sizeof(buf)));
 	/* the io's own buffer was not touched: nothing was copied or zeroed */
@@ -184,7 +184,7 @@ static void test_null_lends_zeros(void **state)
 
 	/* Without the flag the buffer is zeroed as before. */
 	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_READ, 5, sizeof(buf) / BS, &iov, 1, NULL),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	assert_true(all_zero(buf, sizeof(buf)));
 	harness_fini(&h);
 }
@@ -225,7 +225,7 @@ static struct scsitgt__cmd *ram_lend_read(struct ram_fx *f, uint64_t lba, uint32
 					SCSITGT_IO_FLAG_MAY_LEND),
 			 0);
 	harness_wait(&f->h, res, 1);
-	assert_int_equal(res->reason, SCSITGT_SR_OK);
+	assert_int_equal(res->reason, SCSITGT__SR_OK);
 	return cmd;
 }
 
@@ -241,7 +241,7 @@ static void test_ram_lend_snapshot(void **state)
 	ram_fx_init(&f, 4ull * CHUNK_BLOCKS);
 	fill(a, sizeof(a), 1);
 	fill(b, sizeof(b), 2);
-	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, 8, 8, a), SCSITGT_SR_OK);
+	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, 8, 8, a), SCSITGT__SR_OK);
 
 	c1 = ram_lend_read(&f, 8, 8, scratch, &res);
 	assert_non_null(c1->lent_data);
@@ -252,34 +252,35 @@ static void test_ram_lend_snapshot(void **state)
 	assert_int_equal(scsitgt__backend_ram_cow_copies(f.bctx), 0);
 
 	/* The write goes to a copy; both lent reads still see a. */
-	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, 8, 8, b), SCSITGT_SR_OK);
+	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, 8, 8, b), SCSITGT__SR_OK);
 	assert_int_equal(scsitgt__backend_ram_cow_copies(f.bctx), 1);
 	assert_memory_equal(c1->lent_data, a, sizeof(a));
 	assert_memory_equal(c2->lent_data, a, sizeof(a));
-	assert_int_equal(ram_io(&f, SCSITGT_IO_READ, 8, 8, got), SCSITGT_SR_OK);
+	assert_int_equal(ram_io(&f, SCSITGT_IO_READ, 8, 8, got), SCSITGT__SR_OK);
 	assert_memory_equal(got, b, sizeof(b));
 	harness_cmd_end(c1);
 	harness_cmd_end(c2);
 
 	/* Nothing lent: a write goes in place. */
-	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, 8, 8, a), SCSITGT_SR_OK);
+	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, 8, 8, a), SCSITGT__SR_OK);
 	assert_int_equal(scsitgt__backend_ram_cow_copies(f.bctx), 1);
 
 	/* UNMAP of the whole chunk while lent: the chunk leaves the tree, the data stays. */
 	c1 = ram_lend_read(&f, 8, 8, scratch, &res);
-	assert_int_equal(ram_io(&f, SCSITGT_IO_UNMAP, 0, CHUNK_BLOCKS, NULL), SCSITGT_SR_OK);
+	assert_int_equal(ram_io(&f, SCSITGT_IO_UNMAP, 0, CHUNK_BLOCKS, NULL), SCSITGT__SR_OK);
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 0);
 	assert_memory_equal(c1->lent_data, a, sizeof(a));
 	harness_cmd_end(c1);
 
 	/* WRITE ZEROES of part of a lent chunk: copied, then zeroed. */
-	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, CHUNK_BLOCKS, 8, b), SCSITGT_SR_OK);
-	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, CHUNK_BLOCKS + 100, 8, a), SCSITGT_SR_OK);
+	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, CHUNK_BLOCKS, 8, b), SCSITGT__SR_OK);
+	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, CHUNK_BLOCKS + 100, 8, a), SCSITGT__SR_OK);
 	c3 = ram_lend_read(&f, CHUNK_BLOCKS, 8, scratch, &res);
-	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE_ZEROES, CHUNK_BLOCKS, 4, NULL), SCSITGT_SR_OK);
+	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE_ZEROES, CHUNK_BLOCKS, 4, NULL),
+			 SCSITGT__SR_OK);
 	assert_int_equal(scsitgt__backend_ram_cow_copies(f.bctx), 2);
 	assert_memory_equal(c3->lent_data, b, sizeof(b));
-	assert_int_equal(ram_io(&f, SCSITGT_IO_READ, CHUNK_BLOCKS, 8, got), SCSITGT_SR_OK);
+	assert_int_equal(ram_io(&f, SCSITGT_IO_READ, CHUNK_BLOCKS, 8, got), SCSITGT__SR_OK);
 	assert_true(all_zero(got, 4 * BS));
 	assert_memory_equal(got + 4 * BS, b + 4 * BS, 4 * BS);
 	harness_cmd_end(c3);
@@ -305,7 +306,7 @@ static void test_ram_lend_shapes(void **state)
 	harness_cmd_end(cmd);
 
 	fill(a, sizeof(a), 3);
-	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, CHUNK_BLOCKS - 8, 16, a), SCSITGT_SR_OK);
+	assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, CHUNK_BLOCKS - 8, 16, a), SCSITGT__SR_OK);
 	cmd = ram_lend_read(&f, CHUNK_BLOCKS - 8, 16, got, &res);
 	assert_null(cmd->lent_data);
 	assert_memory_equal(got, a, sizeof(a));
@@ -370,7 +371,7 @@ static void test_ram_lend_random(void **state)
 		case 1:
 		case 2: /* write */
 			fill(buf, (size_t)n * BS, step);
-			assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, lba, n, buf), SCSITGT_SR_OK);
+			assert_int_equal(ram_io(&f, SCSITGT_IO_WRITE, lba, n, buf), SCSITGT__SR_OK);
 			memcpy(model + lba * BS, buf, (size_t)n * BS);
 			break;
 		case 3: /* unmap or write zeroes, sometimes a whole chunk */
@@ -381,11 +382,11 @@ static void test_ram_lend_random(void **state)
 			assert_int_equal(
 				ram_io(&f, rng() % 2 ? SCSITGT_IO_UNMAP : SCSITGT_IO_WRITE_ZEROES,
 				       lba, n, NULL),
-				SCSITGT_SR_OK);
+				SCSITGT__SR_OK);
 			memset(model + lba * BS, 0, (size_t)n * BS);
 			break;
 		default: /* plain read */
-			assert_int_equal(ram_io(&f, SCSITGT_IO_READ, lba, n, buf), SCSITGT_SR_OK);
+			assert_int_equal(ram_io(&f, SCSITGT_IO_READ, lba, n, buf), SCSITGT__SR_OK);
 			assert_memory_equal(buf, model + lba * BS, (size_t)n * BS);
 			break;
 		}

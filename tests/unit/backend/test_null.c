@@ -83,18 +83,18 @@ static void test_null_reads_zero_after_write(void **state)
 	assert_int_equal(
 		harness_lun(&h, NULL, 3, scsitgt_backend_null_ops(), bctx, 4096, 1 << 20, 0), 0);
 	memset(buf, 0xab, sizeof(buf));
-	assert_int_equal(harness_io(&h, 3, SCSITGT_IO_WRITE, 100, 8, iov, 4, NULL), SCSITGT_SR_OK);
+	assert_int_equal(harness_io(&h, 3, SCSITGT_IO_WRITE, 100, 8, iov, 4, NULL), SCSITGT__SR_OK);
 	/* The written data is gone: a read returns zeros over the whole, oddly split buffer. */
-	assert_int_equal(harness_io(&h, 3, SCSITGT_IO_READ, 100, 8, iov, 4, NULL), SCSITGT_SR_OK);
+	assert_int_equal(harness_io(&h, 3, SCSITGT_IO_READ, 100, 8, iov, 4, NULL), SCSITGT__SR_OK);
 	assert_true(all_bytes(buf, sizeof(buf), 0));
 	/* Only the io's bytes are touched, even when the iovecs are longer. */
 	memset(buf, 0xab, sizeof(buf));
-	assert_int_equal(harness_io(&h, 3, SCSITGT_IO_READ, 0, 1, iov, 4, NULL), SCSITGT_SR_OK);
+	assert_int_equal(harness_io(&h, 3, SCSITGT_IO_READ, 0, 1, iov, 4, NULL), SCSITGT__SR_OK);
 	assert_true(all_bytes(buf, 4096, 0));
 	assert_true(all_bytes(buf + 4096, sizeof(buf) - 4096, 0xab));
 	/* The last block. */
 	assert_int_equal(harness_io(&h, 3, SCSITGT_IO_READ, (1 << 20) - 1, 1, iov, 4, NULL),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	harness_fini(&h);
 }
 
@@ -109,22 +109,22 @@ static void test_null_other_types(void **state)
 	assert_int_equal(scsitgt_backend_null_create(&bctx), 0);
 	assert_int_equal(harness_lun(&h, NULL, 0, scsitgt_backend_null_ops(), bctx, 512, 4096, 0),
 			 0);
-	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, NULL), SCSITGT_SR_OK);
+	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, NULL), SCSITGT__SR_OK);
 	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_UNMAP, 10, 100, NULL, 0, NULL),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_WRITE_ZEROES, 0, 4096, NULL, 0, NULL),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	/* Beyond the end: ILLEGAL REQUEST, LOGICAL BLOCK ADDRESS OUT OF RANGE. */
 	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_UNMAP, 4095, 2, NULL, 0, &res),
-			 SCSITGT_SR_RAW);
+			 SCSITGT__SR_RAW);
 	assert_int_equal(res.raw.key, 0x05);
 	assert_int_equal(res.raw.asc, 0x21);
 	assert_int_equal(res.raw.ascq, 0x00);
 	assert_int_equal(harness_io(&h, 0, SCSITGT_IO_READ, UINT64_MAX, 1, NULL, 0, &res),
-			 SCSITGT_SR_RAW);
+			 SCSITGT__SR_RAW);
 	/* An io type this backend does not know. */
 	assert_int_equal(harness_io(&h, 0, (enum scsitgt_io_type)6, 0, 1, NULL, 0, NULL),
-			 SCSITGT_SR_INVALID_OPCODE);
+			 SCSITGT__SR_INVALID_OPCODE);
 	harness_fini(&h);
 }
 
@@ -150,7 +150,7 @@ static void test_null_sync_completion_many(void **state)
 		assert_int_equal(harness_submit(cmd, &res, t, i, 1, &iov, 1, 0), 0);
 		/* Completed before submit returned. */
 		assert_int_equal(res.done, i + 1);
-		assert_int_equal(res.reason, SCSITGT_SR_OK);
+		assert_int_equal(res.reason, SCSITGT__SR_OK);
 	}
 	harness_cmd_end(cmd);
 	harness_fini(&h);

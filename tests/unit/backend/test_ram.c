@@ -157,11 +157,12 @@ static void test_ram_unwritten_reads_zero(void **state)
 	(void)state;
 	ram_setup(&f, 4096, 1 << 20);
 	memset(buf, 0xa5, 64 * 4096);
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 12345, 64, buf, 4096), SCSITGT_SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 12345, 64, buf, 4096), SCSITGT__SR_OK);
 	assert_true(all_bytes(buf, 64 * 4096, 0));
 	/* The last blocks of the medium too. */
 	memset(buf, 0xa5, 64 * 4096);
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, (1 << 20) - 64, 64, buf, 4096), SCSITGT_SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, (1 << 20) - 64, 64, buf, 4096),
+			 SCSITGT__SR_OK);
 	assert_true(all_bytes(buf, 64 * 4096, 0));
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 0);
 	free(buf);
@@ -186,22 +187,22 @@ static void test_ram_cross_chunk_round_trip(void **state)
 	fill_pattern(wbuf, len, 7);
 	wcnt = split_iov(wbuf, len, wiov, 64);
 	assert_int_equal(harness_io(&f.h, 0, SCSITGT_IO_WRITE, lba, n, wiov, wcnt, NULL),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	/* Chunks 0, 1 and 2 are touched; chunk 3 is not. */
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 3);
 
 	memset(rbuf, 0xee, len);
 	rcnt = split_iov(rbuf, len, riov, 64);
 	assert_int_equal(harness_io(&f.h, 0, SCSITGT_IO_READ, lba, n, riov, rcnt, NULL),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	assert_memory_equal(rbuf, wbuf, len);
 
 	/* One block before and after the write still read as zeros. */
 	memset(rbuf, 0xee, BS);
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, lba - 1, 1, rbuf, BS), SCSITGT_SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, lba - 1, 1, rbuf, BS), SCSITGT__SR_OK);
 	assert_true(all_bytes(rbuf, BS, 0));
 	memset(rbuf, 0xee, BS);
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, lba + n, 1, rbuf, BS), SCSITGT_SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, lba + n, 1, rbuf, BS), SCSITGT__SR_OK);
 	assert_true(all_bytes(rbuf, BS, 0));
 
 	/* Each block alone, through a three-piece iovec that splits it at odd offsets. */
@@ -214,7 +215,7 @@ static void test_ram_cross_chunk_round_trip(void **state)
 		};
 
 		assert_int_equal(harness_io(&f.h, 0, SCSITGT_IO_READ, lba + i, 1, three, 3, NULL),
-				 SCSITGT_SR_OK);
+				 SCSITGT__SR_OK);
 		assert_memory_equal(blk, wbuf + (size_t)i * BS, BS);
 	}
 	free(wbuf);
@@ -259,21 +260,21 @@ static void test_ram_random_model(void **state)
 			cnt = split_iov(buf, len, iov, 40);
 			assert_int_equal(
 				harness_io(&f.h, 0, SCSITGT_IO_WRITE, lba, n, iov, cnt, NULL),
-				SCSITGT_SR_OK);
+				SCSITGT__SR_OK);
 			memcpy(shadow + lba * BS, buf, len);
 		} else if (op < 8) {
 			memset(buf, 0x5c, len);
 			cnt = split_iov(buf, len, iov, 40);
 			assert_int_equal(
 				harness_io(&f.h, 0, SCSITGT_IO_READ, lba, n, iov, cnt, NULL),
-				SCSITGT_SR_OK);
+				SCSITGT__SR_OK);
 			assert_memory_equal(buf, shadow + lba * BS, len);
 		} else {
 			enum scsitgt_io_type t = op == 8 ? SCSITGT_IO_UNMAP :
 							   SCSITGT_IO_WRITE_ZEROES;
 
 			assert_int_equal(harness_io(&f.h, 0, t, lba, n, NULL, 0, NULL),
-					 SCSITGT_SR_OK);
+					 SCSITGT__SR_OK);
 			memset(shadow + lba * BS, 0, len);
 		}
 		assert_true(scsitgt__backend_ram_chunk_count(f.bctx) <= 6);
@@ -282,7 +283,7 @@ static void test_ram_random_model(void **state)
 	for (uint64_t lba = 0; lba < nblocks; lba += max_io) {
 		uint32_t n = (uint32_t)(nblocks - lba < max_io ? nblocks - lba : max_io);
 
-		assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, lba, n, buf, BS), SCSITGT_SR_OK);
+		assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, lba, n, buf, BS), SCSITGT__SR_OK);
 		assert_memory_equal(buf, shadow + lba * BS, (size_t)n * BS);
 	}
 	free(shadow);
@@ -301,44 +302,44 @@ static void unmap_like(enum scsitgt_io_type type)
 	ram_setup(&f, BS, 3 * cb);
 	fill_pattern(pat, len, 3);
 	assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, 0, (uint32_t)(3 * cb), pat, BS),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 3);
 	assert_int_equal(scsitgt__backend_ram_node_count(f.bctx), 1);
 
 	/* The tail of chunk 0, all of chunk 1, the head of chunk 2: one chunk freed. */
 	assert_int_equal(harness_io(&f.h, 0, type, cb - 5, (uint32_t)cb + 10, NULL, 0, NULL),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 2);
 	memset(pat + (cb - 5) * BS, 0, (cb + 10) * BS);
 	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 0, (uint32_t)(3 * cb), buf, BS),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	assert_memory_equal(buf, pat, len);
 
 	/* Zeroing the rest of chunk 0 leaves it all zeros, so it goes too. */
 	assert_int_equal(harness_io(&f.h, 0, type, 0, (uint32_t)cb - 5, NULL, 0, NULL),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 1);
 
 	/* One written block inside chunk 2: zeroed, and the chunk (still holding data) kept. */
-	assert_int_equal(harness_io(&f.h, 0, type, 2 * cb + 100, 1, NULL, 0, NULL), SCSITGT_SR_OK);
+	assert_int_equal(harness_io(&f.h, 0, type, 2 * cb + 100, 1, NULL, 0, NULL), SCSITGT__SR_OK);
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 1);
 	memset(pat + (2 * cb + 100) * BS, 0, BS);
 	memset(pat, 0, cb * BS);
 	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 0, (uint32_t)(3 * cb), buf, BS),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	assert_memory_equal(buf, pat, len);
 
 	/* An unmapped region stays unallocated. */
-	assert_int_equal(harness_io(&f.h, 0, type, cb, 8, NULL, 0, NULL), SCSITGT_SR_OK);
+	assert_int_equal(harness_io(&f.h, 0, type, cb, 8, NULL, 0, NULL), SCSITGT__SR_OK);
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 1);
 
 	/* Everything: the index goes too. */
 	assert_int_equal(harness_io(&f.h, 0, type, 0, (uint32_t)(3 * cb), NULL, 0, NULL),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 0);
 	assert_int_equal(scsitgt__backend_ram_node_count(f.bctx), 0);
 	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 0, (uint32_t)(3 * cb), buf, BS),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	assert_true(all_bytes(buf, len, 0));
 	free(buf);
 	free(pat);
@@ -388,7 +389,7 @@ static void test_ram_one_tib_sparse(void **state)
 		uint64_t lba = i == 15 ? nblocks - 1 : i * (nblocks / 15) + i * 3;
 
 		fill_pattern(wbuf, sizeof(wbuf), lba);
-		assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, lba, 1, wbuf, 4096), SCSITGT_SR_OK);
+		assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, lba, 1, wbuf, 4096), SCSITGT__SR_OK);
 	}
 	rss1 = rss_bytes();
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 16);
@@ -402,18 +403,18 @@ static void test_ram_one_tib_sparse(void **state)
 		uint64_t lba = i == 15 ? nblocks - 1 : i * (nblocks / 15) + i * 3;
 
 		fill_pattern(wbuf, sizeof(wbuf), lba);
-		assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, lba, 1, rbuf, 4096), SCSITGT_SR_OK);
+		assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, lba, 1, rbuf, 4096), SCSITGT__SR_OK);
 		assert_memory_equal(rbuf, wbuf, sizeof(wbuf));
 		assert_int_equal(
 			ram_rw(&f, SCSITGT_IO_READ, lba + (i == 15 ? -1 : 1), 1, rbuf, 4096),
-			SCSITGT_SR_OK);
+			SCSITGT__SR_OK);
 		assert_true(all_bytes(rbuf, sizeof(rbuf), 0));
 	}
 	/* Unmapping the whole medium, 8 GiB at a time, returns every allocation. */
 	for (uint64_t lba = 0; lba < nblocks; lba += 1u << 21) {
 		assert_int_equal(
 			harness_io(&f.h, 0, SCSITGT_IO_UNMAP, lba, 1u << 21, NULL, 0, NULL),
-			SCSITGT_SR_OK);
+			SCSITGT__SR_OK);
 	}
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 0);
 	assert_int_equal(scsitgt__backend_ram_node_count(f.bctx), 0);
@@ -424,21 +425,21 @@ static void test_ram_one_tib_sparse(void **state)
 		uint64_t lba = i == 15 ? nblocks - 1 : i * (nblocks / 15) + i * 3;
 
 		fill_pattern(wbuf, sizeof(wbuf), lba);
-		assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, lba, 1, wbuf, 4096), SCSITGT_SR_OK);
+		assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, lba, 1, wbuf, 4096), SCSITGT__SR_OK);
 	}
 	assert_int_equal(
 		harness_io(&f.h, 0, SCSITGT_IO_UNMAP, 1, (uint32_t)(nblocks - 2), NULL, 0, NULL),
-		SCSITGT_SR_OK);
+		SCSITGT__SR_OK);
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 2);
 	fill_pattern(wbuf, sizeof(wbuf), 0);
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 0, 1, rbuf, 4096), SCSITGT_SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 0, 1, rbuf, 4096), SCSITGT__SR_OK);
 	assert_memory_equal(rbuf, wbuf, sizeof(wbuf));
 	fill_pattern(wbuf, sizeof(wbuf), nblocks - 1);
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, nblocks - 1, 1, rbuf, 4096), SCSITGT_SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, nblocks - 1, 1, rbuf, 4096), SCSITGT__SR_OK);
 	assert_memory_equal(rbuf, wbuf, sizeof(wbuf));
 	assert_int_equal(
 		harness_io(&f.h, 0, SCSITGT_IO_WRITE_ZEROES, 0, (uint32_t)nblocks, NULL, 0, NULL),
-		SCSITGT_SR_OK);
+		SCSITGT__SR_OK);
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 0);
 	assert_int_equal(scsitgt__backend_ram_node_count(f.bctx), 0);
 	harness_fini(&f.h);
@@ -455,20 +456,20 @@ static void test_ram_unmap_skip_bounds(void **state)
 	/* 1 TiB: three index levels, each lowest node covering 512 chunks. */
 	ram_setup(&f, 4096, (1ull << 40) / 4096);
 	fill_pattern(wbuf, sizeof(wbuf), 1);
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, 0, 1, wbuf, 4096), SCSITGT_SR_OK);
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, 1024 * cb, 1, wbuf, 4096), SCSITGT_SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, 0, 1, wbuf, 4096), SCSITGT__SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, 1024 * cb, 1, wbuf, 4096), SCSITGT__SR_OK);
 	/* Chunks 512..1023 have no index node; end 10 blocks into chunk 1023. */
 	assert_int_equal(harness_io(&f.h, 0, SCSITGT_IO_UNMAP, 512 * cb, (uint32_t)(511 * cb + 10),
 				    NULL, 0, NULL),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	/* From inside chunk 1 (whose lowest node exists) to the end of chunk 1023. */
 	assert_int_equal(harness_io(&f.h, 0, SCSITGT_IO_UNMAP, cb + 7, (uint32_t)(1023 * cb - 7),
 				    NULL, 0, NULL),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 2);
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 1024 * cb, 1, rbuf, 4096), SCSITGT_SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 1024 * cb, 1, rbuf, 4096), SCSITGT__SR_OK);
 	assert_memory_equal(rbuf, wbuf, sizeof(wbuf));
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 0, 1, rbuf, 4096), SCSITGT_SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 0, 1, rbuf, 4096), SCSITGT__SR_OK);
 	assert_memory_equal(rbuf, wbuf, sizeof(wbuf));
 	harness_fini(&f.h);
 }
@@ -485,26 +486,26 @@ static void test_ram_enospc(void **state)
 	ram_setup(&f, BS, 8 * cb);
 	scsitgt__backend_ram_set_max_chunks(f.bctx, 2);
 	memset(buf, 0x11, len);
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, 0, 1, buf, BS), SCSITGT_SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, 0, 1, buf, BS), SCSITGT__SR_OK);
 	/* Needs chunks 3 and 4: one more than allowed. Nothing of it may land. */
 	memset(buf, 0x22, len);
 	assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, 4 * cb - 1, (uint32_t)cb + 2, buf, BS),
-			 SCSITGT_SR_SPACE_ALLOC_FAILED);
+			 SCSITGT__SR_SPACE_ALLOC_FAILED);
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 2);
 	memset(buf, 0x33, len);
 	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 4 * cb - 1, (uint32_t)cb + 2, buf, BS),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	assert_true(all_bytes(buf, len, 0));
 	/* Writes into allocated chunks still work, reads of them too. */
 	memset(buf, 0x44, len);
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, 1, 2, buf, BS), SCSITGT_SR_OK);
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 0, 3, buf, BS), SCSITGT_SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, 1, 2, buf, BS), SCSITGT__SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 0, 3, buf, BS), SCSITGT__SR_OK);
 	assert_true(all_bytes(buf, BS, 0x11));
 	assert_true(all_bytes(buf + BS, 2 * BS, 0x44));
 	/* Freeing space makes room again. */
 	assert_int_equal(harness_io(&f.h, 0, SCSITGT_IO_UNMAP, 0, (uint32_t)cb, NULL, 0, NULL),
-			 SCSITGT_SR_OK);
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, 5 * cb, 1, buf, BS), SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, 5 * cb, 1, buf, BS), SCSITGT__SR_OK);
 	free(buf);
 	harness_fini(&f.h);
 }
@@ -518,22 +519,23 @@ static void test_ram_flush_and_errors(void **state)
 
 	(void)state;
 	ram_setup(&f, BS, 64);
-	assert_int_equal(harness_io(&f.h, 0, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, NULL), SCSITGT_SR_OK);
+	assert_int_equal(harness_io(&f.h, 0, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, NULL),
+			 SCSITGT__SR_OK);
 	/* Beyond the end: ILLEGAL REQUEST, LOGICAL BLOCK ADDRESS OUT OF RANGE. */
 	assert_int_equal(harness_io(&f.h, 0, SCSITGT_IO_READ, 63, 2, NULL, 0, &res),
-			 SCSITGT_SR_RAW);
+			 SCSITGT__SR_RAW);
 	assert_int_equal(res.raw.key, 0x05);
 	assert_int_equal(res.raw.asc, 0x21);
 	assert_int_equal(harness_io(&f.h, 0, SCSITGT_IO_UNMAP, UINT64_MAX, 1, NULL, 0, &res),
-			 SCSITGT_SR_RAW);
+			 SCSITGT__SR_RAW);
 	/* Buffers shorter than the range are refused, not overrun. */
 	assert_int_equal(harness_io(&f.h, 0, SCSITGT_IO_WRITE, 0, 2, &short_iov, 1, NULL),
-			 SCSITGT_SR_INTERNAL_FAILURE);
+			 SCSITGT__SR_INTERNAL_FAILURE);
 	assert_int_equal(harness_io(&f.h, 0, SCSITGT_IO_READ, 0, 2, &short_iov, 1, NULL),
-			 SCSITGT_SR_INTERNAL_FAILURE);
+			 SCSITGT__SR_INTERNAL_FAILURE);
 	/* An io type this backend does not know. */
 	assert_int_equal(harness_io(&f.h, 0, (enum scsitgt_io_type)5, 0, 1, NULL, 0, NULL),
-			 SCSITGT_SR_INVALID_OPCODE);
+			 SCSITGT__SR_INVALID_OPCODE);
 	/* FUA needs nothing extra: there is no volatile cache. */
 	{
 		struct harness_result r2 = { 0 };
@@ -545,11 +547,11 @@ static void test_ram_flush_and_errors(void **state)
 						SCSITGT_IO_FLAG_FUA),
 				 0);
 		harness_wait(&f.h, &r2, 1);
-		assert_int_equal(r2.reason, SCSITGT_SR_OK);
+		assert_int_equal(r2.reason, SCSITGT__SR_OK);
 		harness_cmd_end(cmd);
 	}
 	memset(buf, 0, BS);
-	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 5, 1, buf, BS), SCSITGT_SR_OK);
+	assert_int_equal(ram_rw(&f, SCSITGT_IO_READ, 5, 1, buf, BS), SCSITGT__SR_OK);
 	assert_true(all_bytes(buf, BS, 0x77));
 	harness_fini(&f.h);
 }
@@ -564,7 +566,7 @@ static void test_ram_destroy_frees(void **state)
 	ram_setup(&f, BS, 1ull << 30);
 	memset(buf, 1, sizeof(buf));
 	for (uint64_t lba = 0; lba < (1ull << 30); lba += 1ull << 26) {
-		assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, lba, 1, buf, BS), SCSITGT_SR_OK);
+		assert_int_equal(ram_rw(&f, SCSITGT_IO_WRITE, lba, 1, buf, BS), SCSITGT__SR_OK);
 	}
 	assert_int_equal(scsitgt__backend_ram_chunk_count(f.bctx), 16);
 	scsitgt_lun_destroy(f.lun, NULL, NULL);

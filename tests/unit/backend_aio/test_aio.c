@@ -141,7 +141,8 @@ static bool backing_equals(struct fx *f, const char *backing, off_t off, const v
 {
 	if ((f->path == NULL || strcmp(backing, f->path) != 0) &&
 	    f->ops->supports(f->bctx, SCSITGT_IO_FLUSH)) {
-		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL), SCSITGT_SR_OK);
+		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
+				 SCSITGT__SR_OK);
 	}
 	return aio_test_file_equals(backing, off, expect, len);
 }
@@ -170,11 +171,11 @@ static void roundtrip_suite(struct fx *f, const char *backing)
 	aio_test_pattern(src, len, 1);
 	v[0] = (struct iovec){ src, len / 2 };
 	v[1] = (struct iovec){ src + len / 2, len / 2 };
-	assert_int_equal(fx_io(f, SCSITGT_IO_WRITE, 10, 8, v, 2, 0, NULL), SCSITGT_SR_OK);
+	assert_int_equal(fx_io(f, SCSITGT_IO_WRITE, 10, 8, v, 2, 0, NULL), SCSITGT__SR_OK);
 	memset(dst, 0, len);
 	v[0] = (struct iovec){ dst, len / 2 };
 	v[1] = (struct iovec){ dst + len / 2, len / 2 };
-	assert_int_equal(fx_io(f, SCSITGT_IO_READ, 10, 8, v, 2, 0, NULL), SCSITGT_SR_OK);
+	assert_int_equal(fx_io(f, SCSITGT_IO_READ, 10, 8, v, 2, 0, NULL), SCSITGT__SR_OK);
 	assert_memory_equal(src, dst, len);
 	if (backing) {
 		assert_true(backing_equals(f, backing, 10 * (off_t)bs, src, len));
@@ -186,12 +187,12 @@ static void roundtrip_suite(struct fx *f, const char *backing)
 	v[1] = (struct iovec){ u_src + 2, 511 };
 	v[2] = (struct iovec){ u_src + 513, 1000 };
 	v[3] = (struct iovec){ u_src + 1513, len - 1512 };
-	assert_int_equal(fx_io(f, SCSITGT_IO_WRITE, 100, 8, v, 4, 0, NULL), SCSITGT_SR_OK);
+	assert_int_equal(fx_io(f, SCSITGT_IO_WRITE, 100, 8, v, 4, 0, NULL), SCSITGT__SR_OK);
 	memset(u_dst, 0, len + 64);
 	v[0] = (struct iovec){ u_dst + 3, 7 };
 	v[1] = (struct iovec){ u_dst + 10, len - 72 };
 	v[2] = (struct iovec){ u_dst + 10 + len - 72, 65 };
-	assert_int_equal(fx_io(f, SCSITGT_IO_READ, 100, 8, v, 3, 0, NULL), SCSITGT_SR_OK);
+	assert_int_equal(fx_io(f, SCSITGT_IO_READ, 100, 8, v, 3, 0, NULL), SCSITGT__SR_OK);
 	assert_memory_equal(u_src + 1, u_dst + 3, len);
 	if (backing) {
 		assert_true(backing_equals(f, backing, 100 * (off_t)bs, u_src + 1, len));
@@ -208,23 +209,24 @@ static void roundtrip_suite(struct fx *f, const char *backing)
 	}
 	assert_int_equal(
 		fx_io(f, SCSITGT_IO_WRITE, 200, (uint32_t)(nmany * 2 / bs), many, nmany, 0, NULL),
-		SCSITGT_SR_OK);
+		SCSITGT__SR_OK);
 	memset(dst, 0, len);
 	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 200, (uint32_t)(nmany * 2 / bs), dst, 0),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	assert_memory_equal(tiny, dst, (size_t)nmany * 2);
 	memset(tiny, 0, (size_t)nmany * 2);
 	assert_int_equal(
 		fx_io(f, SCSITGT_IO_READ, 200, (uint32_t)(nmany * 2 / bs), many, nmany, 0, NULL),
-		SCSITGT_SR_OK);
+		SCSITGT__SR_OK);
 	assert_memory_equal(tiny, dst, (size_t)nmany * 2);
 
 	/* FUA write and FLUSH complete, and the data is there. */
 	aio_test_pattern(src, len, 4);
 	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 300, 8, src, SCSITGT_IO_FLAG_FUA),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	if (f->ops->supports(f->bctx, SCSITGT_IO_FLUSH)) {
-		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL), SCSITGT_SR_OK);
+		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
+				 SCSITGT__SR_OK);
 	}
 	if (backing) {
 		assert_true(backing_equals(f, backing, 300 * (off_t)bs, src, len));
@@ -413,7 +415,7 @@ static void test_tmpfs_buffered(void **state)
 	if (!zr) {
 		/* Not supported: the core would emulate; a stray one is refused cleanly. */
 		assert_int_equal(fx_io(f, SCSITGT_IO_WRITE_ZEROES, 0, 2, NULL, 0, 0, NULL),
-				 SCSITGT_SR_INVALID_OPCODE);
+				 SCSITGT__SR_INVALID_OPCODE);
 	}
 	fx_free(f);
 }
@@ -432,9 +434,9 @@ static void test_write_through(void **state)
 	assert_false(f->ops->supports(f->bctx, SCSITGT_IO_FLUSH));
 	aio_test_pattern(buf, 4096, 9);
 	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 8, 8, buf, SCSITGT_IO_FLAG_FUA),
-			 SCSITGT_SR_OK);
+			 SCSITGT__SR_OK);
 	assert_file_equals(f, 8 * 512, buf, 4096);
-	assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL), SCSITGT_SR_OK);
+	assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL), SCSITGT__SR_OK);
 	free(buf);
 	fx_free(f);
 }
@@ -452,10 +454,10 @@ static void test_read_only(void **state)
 	assert_false(f->ops->supports(f->bctx, SCSITGT_IO_WRITE));
 	assert_false(f->ops->supports(f->bctx, SCSITGT_IO_FLUSH));
 	assert_false(f->ops->supports(f->bctx, SCSITGT_IO_UNMAP));
-	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 0, 8, buf, 0), SCSITGT_SR_OK);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 0, 8, buf, 0), SCSITGT__SR_OK);
 	assert_memory_equal(buf, zero, 4096);
 	/* A write that reaches the backend anyway: DATA PROTECT, WRITE PROTECTED. */
-	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, 8, buf, 0), SCSITGT_SR_WRITE_PROTECTED);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, 8, buf, 0), SCSITGT__SR_WRITE_PROTECTED);
 	free(zero);
 	free(buf);
 	fx_free(f);
@@ -492,16 +494,17 @@ static void thin_suite(struct fx *f)
 		aio_test_pattern(src, len, 5);
 		assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, (uint32_t)(len / 512), src,
 					SCSITGT_IO_FLAG_FUA),
-				 SCSITGT_SR_OK);
-		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL), SCSITGT_SR_OK);
+				 SCSITGT__SR_OK);
+		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
+				 SCSITGT__SR_OK);
 		before = file_blocks(f->path);
 		/* The middle MiB, 4 KiB aligned so that whole file system blocks go. */
 		assert_int_equal(fx_io(f, SCSITGT_IO_UNMAP, 1024, 2048, NULL, 0, 0, NULL),
-				 SCSITGT_SR_OK);
+				 SCSITGT__SR_OK);
 		after = file_blocks(f->path);
 		assert_true(after < before);
 		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 0, (uint32_t)(len / 512), dst, 0),
-				 SCSITGT_SR_OK);
+				 SCSITGT__SR_OK);
 		assert_memory_equal(dst, src, 512 * 1024);
 		assert_memory_equal(dst + 512 * 1024, zero, MiB);
 		assert_memory_equal(dst + 512 * 3072, src + 512 * 3072, 512 * 1024);
@@ -512,11 +515,11 @@ static void thin_suite(struct fx *f)
 	} else {
 		aio_test_pattern(src, len, 6);
 		assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, (uint32_t)(len / 512), src, 0),
-				 SCSITGT_SR_OK);
+				 SCSITGT__SR_OK);
 		/* Unaligned to file system blocks on purpose: 7 blocks from LBA 3. */
 		assert_int_equal(fx_io(f, SCSITGT_IO_WRITE_ZEROES, 3, 7, NULL, 0, 0, NULL),
-				 SCSITGT_SR_OK);
-		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 0, 16, dst, 0), SCSITGT_SR_OK);
+				 SCSITGT__SR_OK);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 0, 16, dst, 0), SCSITGT__SR_OK);
 		assert_memory_equal(dst, src, 3 * 512);
 		assert_memory_equal(dst + 3 * 512, zero, 7 * 512);
 		assert_memory_equal(dst + 10 * 512, src + 10 * 512, 6 * 512);
@@ -562,21 +565,21 @@ static void test_read_past_eof(void **state)
 	fx_file(f, "/var/tmp", MiB);
 	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
 	aio_test_pattern(buf, 8 * 512, 7);
-	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 1500, 8, buf, 0), SCSITGT_SR_OK);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 1500, 8, buf, 0), SCSITGT__SR_OK);
 	assert_int_equal(truncate(f->path, MiB / 2), 0);
 	/* Wholly past the end: nothing is read. */
-	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 1500, 8, buf, 0), SCSITGT_SR_READ_ERROR);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 1500, 8, buf, 0), SCSITGT__SR_READ_ERROR);
 	assert_true(aio_test_log_has("Input/output error"));
 	/* Straddling the end: the first half arrives, the rest cannot. */
-	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 1020, 8, buf, 0), SCSITGT_SR_READ_ERROR);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 1020, 8, buf, 0), SCSITGT__SR_READ_ERROR);
 	/* Within the file: fine. */
-	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 1016, 8, buf, 0), SCSITGT_SR_OK);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 1016, 8, buf, 0), SCSITGT__SR_OK);
 	/* After resize the backend refuses the range itself: LBA OUT OF RANGE. */
 	assert_int_equal(scsitgt_backend_aio_resize(f->bctx, &nb), 0);
 	assert_int_equal(nb, 1024);
 	assert_int_equal(
 		fx_io(f, SCSITGT_IO_READ, 1500, 8, &(struct iovec){ buf, 8 * 512 }, 1, 0, &res),
-		SCSITGT_SR_RAW);
+		SCSITGT__SR_RAW);
 	assert_int_equal(res.raw.key, 0x5);
 	assert_int_equal(res.raw.asc, 0x21);
 	free(buf);
@@ -598,15 +601,15 @@ static void test_resize(void **state)
 	/* Beyond the capacity: LBA OUT OF RANGE from the backend. */
 	assert_int_equal(
 		fx_io(f, SCSITGT_IO_WRITE, 3000, 8, &(struct iovec){ buf, 4096 }, 1, 0, &res),
-		SCSITGT_SR_RAW);
+		SCSITGT__SR_RAW);
 	assert_int_equal(res.raw.asc, 0x21);
 	/* Grown from outside (not to a whole block: rounded down). */
 	assert_int_equal(truncate(f->path, 2 * MiB + 100), 0);
 	assert_int_equal(scsitgt_backend_aio_resize(f->bctx, &nb), 0);
 	assert_int_equal(nb, 2 * MiB / 512);
 	assert_true(aio_test_log_has("capacity 2048 -> 4096 blocks"));
-	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 3000, 8, buf, 0), SCSITGT_SR_OK);
-	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 3000, 8, back, 0), SCSITGT_SR_OK);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 3000, 8, buf, 0), SCSITGT__SR_OK);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 3000, 8, back, 0), SCSITGT__SR_OK);
 	assert_memory_equal(buf, back, 4096);
 	assert_file_equals(f, 3000 * 512, buf, 4096);
 	/* Shrunk below one block: refused, the capacity stays. */
@@ -643,7 +646,7 @@ static void test_short_write_then_enospc(void **state)
 	r = fx_buf(f, SCSITGT_IO_WRITE, MiB / 512 - 4, 4, buf, 0);
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 	signal(SIGXFSZ, old_sig);
-	assert_int_equal(r, SCSITGT_SR_SPACE_ALLOC_FAILED);
+	assert_int_equal(r, SCSITGT__SR_SPACE_ALLOC_FAILED);
 	/* The part below the limit was written (the short write was real). */
 	assert_file_equals(f, MiB - 2048, buf, 1024);
 	free(buf);
@@ -680,7 +683,7 @@ static void test_queue_depth(void **state)
 	}
 	for (int i = 0; i < N; i++) {
 		harness_wait(&f->h, &res[i], 1);
-		assert_int_equal(res[i].reason, SCSITGT_SR_OK);
+		assert_int_equal(res[i].reason, SCSITGT__SR_OK);
 		harness_cmd_end(cmd[i]);
 	}
 	memset(res, 0, sizeof(res));
@@ -693,7 +696,7 @@ static void test_queue_depth(void **state)
 	}
 	for (int i = 0; i < N; i++) {
 		harness_wait(&f->h, &res[i], 1);
-		assert_int_equal(res[i].reason, SCSITGT_SR_OK);
+		assert_int_equal(res[i].reason, SCSITGT__SR_OK);
 		harness_cmd_end(cmd[i]);
 	}
 	assert_memory_equal(buf, back, N * 512);
@@ -725,10 +728,11 @@ static void test_kernel_fallbacks(void **state)
 		assert_int_equal(fx_io(f, SCSITGT_IO_WRITE, 40, 8,
 				       (struct iovec[]){ { buf, 1000 }, { buf + 1000, 3096 } }, 2,
 				       SCSITGT_IO_FLAG_FUA, NULL),
-				 SCSITGT_SR_OK);
+				 SCSITGT__SR_OK);
 		assert_file_equals(f, 40 * 512, buf, 8 * 512);
-		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL), SCSITGT_SR_OK);
-		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 40, 8, back, 0), SCSITGT_SR_OK);
+		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
+				 SCSITGT__SR_OK);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 40, 8, back, 0), SCSITGT__SR_OK);
 		assert_memory_equal(buf, back, 8 * 512);
 	}
 	free(buf);
@@ -829,15 +833,15 @@ static void test_block_device(void **state)
 	roundtrip_suite(f, loop_backing);
 	if (f->ops->supports(f->bctx, SCSITGT_IO_UNMAP)) {
 		assert_int_equal(fx_io(f, SCSITGT_IO_UNMAP, 0, 2048, NULL, 0, 0, NULL),
-				 SCSITGT_SR_OK);
+				 SCSITGT__SR_OK);
 	}
 	if (f->ops->supports(f->bctx, SCSITGT_IO_WRITE_ZEROES)) {
 		uint8_t *buf = aligned_buf(4096);
 		uint8_t zero[4096] = { 0 };
 
 		assert_int_equal(fx_io(f, SCSITGT_IO_WRITE_ZEROES, 300, 8, NULL, 0, 0, NULL),
-				 SCSITGT_SR_OK);
-		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 300, 8, buf, 0), SCSITGT_SR_OK);
+				 SCSITGT__SR_OK);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 300, 8, buf, 0), SCSITGT__SR_OK);
 		assert_memory_equal(buf, zero, 4096);
 		free(buf);
 	}
@@ -877,7 +881,8 @@ static void durability_child(const char *path, int ackfd)
 	}
 	for (uint32_t i = 0;; i = (i + 1) % 2048) {
 		aio_test_pattern(buf, 512, i + 100);
-		if (fx_buf(&f, SCSITGT_IO_WRITE, i, 1, buf, SCSITGT_IO_FLAG_FUA) != SCSITGT_SR_OK) {
+		if (fx_buf(&f, SCSITGT_IO_WRITE, i, 1, buf, SCSITGT_IO_FLAG_FUA) !=
+		    SCSITGT__SR_OK) {
 			_exit(3);
 		}
 		/* Acknowledge only after the FUA write completed. */

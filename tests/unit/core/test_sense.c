@@ -10,30 +10,30 @@ static void test_table_rows(void **state)
 	const struct scsitgt__sense_info *si;
 
 	(void)state;
-	si = scsitgt__sense_lookup(SCSITGT_SR_OK);
+	si = scsitgt__sense_lookup(SCSITGT__SR_OK);
 	assert_int_equal(si->status, SAM_STAT_GOOD);
-	si = scsitgt__sense_lookup(SCSITGT_SR_INVALID_FIELD_IN_CDB);
+	si = scsitgt__sense_lookup(SCSITGT__SR_INVALID_FIELD_IN_CDB);
 	assert_int_equal(si->status, SAM_STAT_CHECK_CONDITION);
 	assert_int_equal(si->key, SENSE_ILLEGAL_REQUEST);
 	assert_int_equal(si->asc, 0x24);
 	assert_int_equal(si->ascq, 0x00);
-	si = scsitgt__sense_lookup(SCSITGT_SR_SPACE_ALLOC_FAILED);
+	si = scsitgt__sense_lookup(SCSITGT__SR_SPACE_ALLOC_FAILED);
 	assert_int_equal(si->key, SENSE_DATA_PROTECT);
 	assert_int_equal(si->asc, 0x27);
 	assert_int_equal(si->ascq, 0x07);
-	si = scsitgt__sense_lookup(SCSITGT_SR_BUSY);
+	si = scsitgt__sense_lookup(SCSITGT__SR_BUSY);
 	assert_int_equal(si->status, SAM_STAT_BUSY);
 	/* Every reason has a row: CHECK CONDITION rows carry a sense key (RAW excepted). */
-	for (int r = 1; r < SCSITGT_SR_COUNT_; r++) {
+	for (int r = 1; r < SCSITGT__SR_COUNT_; r++) {
 		si = scsitgt__sense_lookup((enum scsitgt__sense_reason)r);
-		if (r == SCSITGT_SR_RAW)
+		if (r == SCSITGT__SR_RAW)
 			continue;
 		assert_true(si->status != SAM_STAT_GOOD);
 		if (si->status == SAM_STAT_CHECK_CONDITION)
-			assert_true(si->key != 0 || r == SCSITGT_SR_ABORTED);
+			assert_true(si->key != 0 || r == SCSITGT__SR_ABORTED);
 	}
 	/* Out-of-range reasons map to an internal failure, never a NULL row. */
-	si = scsitgt__sense_lookup(SCSITGT_SR_COUNT_);
+	si = scsitgt__sense_lookup(SCSITGT__SR_COUNT_);
 	assert_int_equal(si->key, SENSE_HARDWARE_ERROR);
 	assert_int_equal(si->asc, 0x44);
 }

@@ -83,15 +83,15 @@ static void test_queue_precedence(void **state)
 	struct prt *t = prt_create(FAKE_SYNC);
 	enum scsitgt__sense_reason first;
 	static const enum scsitgt__sense_reason many[] = {
-		SCSITGT_SR_UA_MODE_PARAMS_CHANGED,
-		SCSITGT_SR_UA_RESERVATIONS_PREEMPTED,
-		SCSITGT_SR_UA_RESERVATIONS_RELEASED,
-		SCSITGT_SR_UA_REGISTRATIONS_PREEMPTED,
-		SCSITGT_SR_UA_ASYMMETRIC_ACCESS_CHANGED,
-		SCSITGT_SR_UA_CAPACITY_CHANGED,
-		SCSITGT_SR_UA_REPORTED_LUNS_CHANGED,
-		SCSITGT_SR_UA_COMMANDS_CLEARED_BY_OTHER,
-		SCSITGT_SR_UA_MEDIUM_CHANGED,
+		SCSITGT__SR_UA_MODE_PARAMS_CHANGED,
+		SCSITGT__SR_UA_RESERVATIONS_PREEMPTED,
+		SCSITGT__SR_UA_RESERVATIONS_RELEASED,
+		SCSITGT__SR_UA_REGISTRATIONS_PREEMPTED,
+		SCSITGT__SR_UA_ASYMMETRIC_ACCESS_CHANGED,
+		SCSITGT__SR_UA_CAPACITY_CHANGED,
+		SCSITGT__SR_UA_REPORTED_LUNS_CHANGED,
+		SCSITGT__SR_UA_COMMANDS_CLEARED_BY_OTHER,
+		SCSITGT__SR_UA_MEDIUM_CHANGED,
 	};
 
 	(void)state;
@@ -114,9 +114,9 @@ static void test_queue_precedence(void **state)
 	}
 	ok(prt_read(t, t->b));
 	/* A reset supersedes what is pending. */
-	scsitgt__ua_establish(t->b, 0, SCSITGT_SR_UA_CAPACITY_CHANGED);
-	scsitgt__ua_establish(t->b, 0, SCSITGT_SR_UA_LUN_RESET);
-	scsitgt__ua_establish(t->b, 0, SCSITGT_SR_UA_MODE_PARAMS_CHANGED);
+	scsitgt__ua_establish(t->b, 0, SCSITGT__SR_UA_CAPACITY_CHANGED);
+	scsitgt__ua_establish(t->b, 0, SCSITGT__SR_UA_LUN_RESET);
+	scsitgt__ua_establish(t->b, 0, SCSITGT__SR_UA_MODE_PARAMS_CHANGED);
 	ua(prt_read(t, t->b), 0x29, 0x03);
 	ua(prt_read(t, t->b), 0x2a, 0x01);
 	ok(prt_read(t, t->b));
@@ -147,7 +147,7 @@ static void test_nexus_loss(void **state)
 	assert_int_equal(loop_fabric_add_session(t->lf, PORT_B, 1, &t->b), 0);
 	/* QUERY ASYNCHRONOUS EVENT sees it before any command consumes it. */
 	assert_true(scsitgt__ua_pending(t->b, 0, &first));
-	assert_int_equal(first, SCSITGT_SR_UA_NEXUS_LOSS);
+	assert_int_equal(first, SCSITGT__SR_UA_NEXUS_LOSS);
 	ua(prt_read(t, t->b), 0x29, 0x07);
 	ok(prt_read(t, t->b));
 	/* The registration survived. */
