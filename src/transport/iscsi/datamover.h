@@ -7,7 +7,7 @@
  *    Data-In PDUs of a batch into RDMA WRITEs posted before the SEND of the response (a
  *    status-carrying Data-In becomes a SCSI Response, RFC 7145 §7.3.5), and R2Ts into RDMA
  *    READs whose data is handed back as the Data-Out PDUs the R2T solicited, so scsi.c keeps
- *    one code path for its accounting. put_data/get_data remain for a zero-copy mover.
+ *    one code path for its accounting.
  *
  * Ownership: the iSCSI connection (conn.c) owns the data mover's context and calls close()
  * exactly once; the data mover calls scsitgt__iscsi_conn_dm_closed() once it released every
@@ -23,7 +23,6 @@
 
 struct scsitgt__cmd;
 struct scsitgt__iscsi_conn;
-struct scsitgt__iscsi_task;
 
 struct scsitgt__iscsi_dm_ops {
 	const char *name;
@@ -35,16 +34,6 @@ struct scsitgt__iscsi_dm_ops {
 	void (*xmit)(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx);
 	/* Stop receiving, drop queued output, close. Called once. */
 	void (*close)(struct scsitgt__iscsi_conn *conn);
-	/*
-	 * Optional: move a command's Data-In and status (iSER: RDMA WRITE + SEND). NULL means
-	 * Data-In PDUs over xmit (scsi.c).
-	 */
-	void (*put_data)(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_task *task);
-	/*
-	 * Optional: fetch a command's solicited Data-Out (iSER: RDMA READ), then call
-	 * scsitgt__iscsi_task_data_done(). NULL means R2T PDUs over xmit (scsi.c).
-	 */
-	void (*get_data)(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_task *task);
 	/*
 	 * iSER (RFC 7145 §6.3): login offers RDMAExtensions=Yes, forces digests to None, and
 	 * declares max_recv_dsl as MaxRecvDataSegmentLength / TargetRecvDataSegmentLength (the

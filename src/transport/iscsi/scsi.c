@@ -798,10 +798,6 @@ void scsitgt__iscsi_cmd_done(struct scsitgt__cmd *cmd)
 	}
 	task->state = SCSITGT__TASK_SENDING;
 	task_release_slot(task);
-	if (conn->dm->put_data) {
-		conn->dm->put_data(conn, task);
-		return;
-	}
 	tx = scsitgt__iscsi_build_response(conn, task);
 	if (tx == NULL) {
 		task_destroy(task);
