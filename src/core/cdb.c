@@ -87,7 +87,7 @@ static const struct scsitgt__cdb_def maint_in_rows[0x20] = {
 };
 
 /* SANITIZE rows (SBC-4 §5.28): IMMED and AUSE in byte 1 with the service action, PARAMETER
- * LIST LENGTH in bytes 7..8. ZNR is refused (spc_sanitize.c says why). The command "shall be
+ * LIST LENGTH in bytes 7..8. ZNR is refused (sbc_sanitize.c says why). The command "shall be
  * processed as if it has a HEAD OF QUEUE task attribute" (§5.28.1). */
 #define SANITIZE_ROW(nm, sa, fl)                                                                \
 	{                                                                                       \
@@ -880,7 +880,7 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 			return SCSITGT__SR_NOT_READY_MEDIUM_ABSENT;
 		if ((row->flags & SCSITGT__CDB_F_MEDIUM) && cmd->lun->stopped)
 			return SCSITGT__SR_NOT_READY_INIT_REQUIRED;
-		/* SBC-4 §4.33: a sanitize in progress or failed (spc_sanitize.c). */
+		/* SBC-4 §4.33: a sanitize in progress or failed (sbc_sanitize.c). */
 		if (cmd->lun->sanitize_state) {
 			r = scsitgt__sanitize_check(cmd, row);
 			if (r != SCSITGT__SR_OK)

@@ -113,12 +113,12 @@ void scsitgt__spc_test_unit_ready(struct scsitgt__cmd *cmd);
 void scsitgt__spc_report_luns(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__spc_parse_report_luns(struct scsitgt__cmd *cmd);
 
-/* inquiry.c: standard INQUIRY data and the dispatch to VPD pages. */
+/* spc_inquiry.c: standard INQUIRY data and the dispatch to VPD pages. */
 enum scsitgt__sense_reason scsitgt__spc_parse_inquiry(struct scsitgt__cmd *cmd);
 void scsitgt__spc_inquiry(struct scsitgt__cmd *cmd);
 
 /*
- * vpd.c: build VPD page @page for @cmd's LUN into @buf (at least SCSITGT__VPD_MAX bytes).
+ * spc_vpd.c: build VPD page @page for @cmd's LUN into @buf (at least SCSITGT__VPD_MAX bytes).
  * Returns the page length in bytes, or 0 when the page is not supported.
  */
 #define SCSITGT__VPD_MAX 1024
@@ -130,7 +130,7 @@ void scsitgt__spc_rsoc(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__spc_parse_rstmf(struct scsitgt__cmd *cmd);
 void scsitgt__spc_rstmf(struct scsitgt__cmd *cmd);
 
-/* spc_sanitize.c: SANITIZE (SBC-4 §5.28) and the state it leaves on the LUN. */
+/* sbc_sanitize.c: SANITIZE (SBC-4 §5.28) and the state it leaves on the LUN. */
 enum {
 	SCSITGT__SANITIZE_IDLE = 0,
 	SCSITGT__SANITIZE_RUNNING = 1,
@@ -143,7 +143,7 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__sanitize_check(struct scsitgt__cmd *cmd,
 						   const struct scsitgt__cdb_def *row);
 
-/* spc_media.c: READ DEFECT DATA (10)/(12) and FORMAT UNIT (SBC-4). */
+/* sbc_format.c: READ DEFECT DATA (10)/(12) and FORMAT UNIT (SBC-4). */
 enum scsitgt__sense_reason scsitgt__sbc_parse_read_defect(struct scsitgt__cmd *cmd);
 void scsitgt__sbc_read_defect(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__sbc_parse_format_unit(struct scsitgt__cmd *cmd);
@@ -186,11 +186,11 @@ size_t scsitgt__selftest_log_page(const struct scsitgt_lun *lun, uint8_t *buf, s
 /* advisory seconds an extended self-test takes (control mode page, VPD 86h) */
 uint32_t scsitgt__selftest_extended_seconds(const struct scsitgt_lun *lun);
 
-/* sense_cmds.c: REQUEST SENSE. */
+/* spc_request_sense.c: REQUEST SENSE. */
 enum scsitgt__sense_reason scsitgt__spc_parse_request_sense(struct scsitgt__cmd *cmd);
 void scsitgt__spc_request_sense(struct scsitgt__cmd *cmd);
 
-/* mode.c: MODE SENSE (6)/(10) and MODE SELECT (6)/(10). */
+/* spc_mode.c: MODE SENSE (6)/(10) and MODE SELECT (6)/(10). */
 enum scsitgt__sense_reason scsitgt__spc_parse_mode_sense(struct scsitgt__cmd *cmd);
 void scsitgt__spc_mode_sense(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__spc_parse_mode_select(struct scsitgt__cmd *cmd);

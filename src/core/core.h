@@ -193,7 +193,7 @@ struct scsitgt_lun {
 	struct scsitgt__range_lock rlock;
 	/* Reservations (SPC-2 and persistent, core/pr.c), allocated on first use. */
 	struct scsitgt__pr *pr;
-	/* SANITIZE state (SBC-4 §4.33, spc_sanitize.c): in progress (progress in 1/65536ths for
+	/* SANITIZE state (SBC-4 §4.33, sbc_sanitize.c): in progress (progress in 1/65536ths for
 	 * REQUEST SENSE), or failed until a successful SANITIZE or EXIT FAILURE MODE; AUSE of the
 	 * failed command. */
 	uint8_t sanitize_state;

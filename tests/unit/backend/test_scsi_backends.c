@@ -170,7 +170,7 @@ static void test_capacity(void **state)
  * the RAM backend's 1 MiB chunk (2048 blocks of 512 bytes, aligned at LBA 0: UGAVALID 1,
  * UNMAP GRANULARITY ALIGNMENT 0); the null backend frees nothing, so a physical block.
  * Defect 9: VPD B1 WABEREQ and WACEREQ 01b, a read after BLOCK ERASE or CRYPTO ERASE completes
- * GOOD (both backends return zeros then; spc_sanitize.c erases with zeros).
+ * GOOD (both backends return zeros then; sbc_sanitize.c erases with zeros).
  */
 static void test_vpd_what_backends_do(void **state)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* SPC-5 §6.7 INQUIRY: standard inquiry data, and the dispatch to the VPD pages of vpd.c. */
+/* SPC-5 §6.7 INQUIRY: standard inquiry data, and the dispatch to the VPD pages of spc_vpd.c. */
 #include <string.h>
 
 #include "core/alua.h"

@@ -247,7 +247,7 @@ static size_t vpd_block_dev_chars(const struct scsitgt_lun *lun, uint8_t *buf)
 	if (lun->geo.flags & SCSITGT_GEOMETRY_NON_ROTATIONAL)
 		put_be16(&buf[4], 0x0001);
 	/* Byte 7: WABEREQ and WACEREQ 01b: a read after a block or crypto erase (SANITIZE,
-	 * spc_sanitize.c) completes with GOOD and returns zeros (SBC-4 Tables 229/230); block
+	 * sbc_sanitize.c) completes with GOOD and returns zeros (SBC-4 Tables 229/230); block
 	 * erase exists on thin LUNs only. NOMINAL FORM FACTOR 0: not reported. */
 	buf[7] = (uint8_t)((scsitgt__sbc_lbpme(lun) ? 0x01 << 6 : 0) | 0x01 << 4);
 	return VPD_B1_LEN;

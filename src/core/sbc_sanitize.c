@@ -9,7 +9,7 @@
  *   EXIT FAILURE MODE  leaves the failure state of a failed sanitize that had AUSE set.
  * While a sanitize runs, the LUN answers every command but INQUIRY, REPORT LUNS and REQUEST
  * SENSE with NOT READY, SANITIZE IN PROGRESS, and REQUEST SENSE reports the progress
- * (sense_cmds.c). A failed sanitize leaves media access commands failing with MEDIUM ERROR,
+ * (spc_request_sense.c). A failed sanitize leaves media access commands failing with MEDIUM ERROR,
  * SANITIZE COMMAND FAILED until a sanitize succeeds (or EXIT FAILURE MODE, if AUSE allowed it).
  *
  * The operation runs one bounded io at a time on a command of the LUN's own that no nexus
