@@ -482,26 +482,17 @@ static uint32_t aio_unmap_granularity(struct aio_ctx *ac)
 	return 0;
 }
 
-static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
+/*
+ * The LUN's block size and length on a medium of @bytes: files take the LUN's block size
+ * (default 512), devices their own logical block size; the length is the medium's unless the
+ * LUN asks for fewer blocks.
+ */
+static int aio_open_size(struct aio_ctx *ac, const struct scsitgt_lun_geometry *geo, uint64_t bytes,
+			 uint32_t *bs_out, uint64_t *blocks_out)
 {
-	struct aio_ctx *ac = bctx;
-	uint64_t bytes;
+	uint32_t bs = geo->block_size;
 	uint64_t blocks;
-	uint64_t v;
-	uint32_t bs;
-	bool cache;
-	int rc;
 
-	if (ac->opened || ac->closing) {
-		/* One context serves one LUN. */
-		return -EBUSY;
-	}
-	rc = aio_medium_bytes(ac, &bytes);
-	if (rc < 0) {
-		return rc;
-	}
-	/* Files take the LUN's block size; devices their own logical block size. */
-	bs = geo->block_size;
 	if (bs == 0) {
 		bs = ac->blockdev ? ac->dev_lbs : 512;
 	}
@@ -532,22 +523,37 @@ static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 		}
 		blocks = geo->num_blocks;
 	}
-	if (ac->direct && (bs % ac->off_align != 0 || bs % ac->mem_align != 0)) {
-		aio_go_buffered(ac, "block size below the direct I/O alignment");
+	*bs_out = bs;
+	*blocks_out = blocks;
+	return 0;
+}
+
+/* Whether UNMAP and WRITE ZEROES can be offered on a writable medium of @bytes. */
+static void aio_probe_thin(struct aio_ctx *ac, uint64_t bytes)
+{
+	uint64_t v;
+
+	if (ac->read_only) {
+		return;
 	}
-	if (!ac->read_only) {
-		if (ac->blockdev) {
-			ac->can_unmap = aio_sysfs_queue_u64(ac->rdev, "discard_max_bytes", &v) &&
-					v != 0;
-			/* Only where the device offloads it: BLKZEROOUT otherwise writes zeros
-			 * synchronously, which the core's emulation does without blocking. */
-			ac->can_write_zeroes =
-				aio_sysfs_queue_u64(ac->rdev, "write_zeroes_max_bytes", &v) &&
-				v != 0;
-		} else {
-			aio_probe_fallocate(ac, bytes);
-		}
+	if (!ac->blockdev) {
+		aio_probe_fallocate(ac, bytes);
+		return;
 	}
+	ac->can_unmap = aio_sysfs_queue_u64(ac->rdev, "discard_max_bytes", &v) && v != 0;
+	/* Only where the device offloads it: BLKZEROOUT otherwise writes zeros synchronously,
+	 * which the core's emulation does without blocking. */
+	ac->can_write_zeroes = aio_sysfs_queue_u64(ac->rdev, "write_zeroes_max_bytes", &v) &&
+			       v != 0;
+}
+
+/* What the LUN reports of the medium: size, physical blocks, cache, LBPRZ, rotation, unmap
+ * granularity. */
+static void aio_fill_geometry(struct aio_ctx *ac, struct scsitgt_lun_geometry *geo, uint32_t bs,
+			      uint64_t blocks)
+{
+	uint64_t v;
+	bool cache;
 
 	geo->block_size = bs;
 	geo->num_blocks = blocks;
@@ -586,14 +592,47 @@ static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 				 sizeof(geo->unmap_granularity_blocks)) {
 		geo->unmap_granularity_blocks = aio_unmap_granularity(ac) / bs;
 	}
+}
 
-	rc = uv_poll_init(ac->loop, &ac->poll, ac->efd);
+/* Completions arrive on the eventfd: watch it on the LUN's loop. */
+static int aio_poll_start(struct aio_ctx *ac)
+{
+	int rc = uv_poll_init(ac->loop, &ac->poll, ac->efd);
+
 	if (rc < 0) {
 		return rc;
 	}
 	ac->poll.data = ac;
 	ac->poll_inited = true;
-	rc = uv_poll_start(&ac->poll, UV_READABLE, aio_poll_cb);
+	return uv_poll_start(&ac->poll, UV_READABLE, aio_poll_cb);
+}
+
+static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
+{
+	struct aio_ctx *ac = bctx;
+	uint64_t bytes;
+	uint64_t blocks;
+	uint32_t bs;
+	int rc;
+
+	if (ac->opened || ac->closing) {
+		/* One context serves one LUN. */
+		return -EBUSY;
+	}
+	rc = aio_medium_bytes(ac, &bytes);
+	if (rc < 0) {
+		return rc;
+	}
+	rc = aio_open_size(ac, geo, bytes, &bs, &blocks);
+	if (rc < 0) {
+		return rc;
+	}
+	if (ac->direct && (bs % ac->off_align != 0 || bs % ac->mem_align != 0)) {
+		aio_go_buffered(ac, "block size below the direct I/O alignment");
+	}
+	aio_probe_thin(ac, bytes);
+	aio_fill_geometry(ac, geo, bs, blocks);
+	rc = aio_poll_start(ac);
 	if (rc < 0) {
 		return rc;
 	}
