@@ -20,6 +20,7 @@
 #include "core/alua.h"
 #include "core/scsi_spec.h"
 #include "core/ua.h"
+#include "core/spc.h"
 #include "util/be.h"
 
 /* STATUS CODE of a target port group descriptor (SPC-5 §6.36.2 Table 243). */

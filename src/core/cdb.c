@@ -9,6 +9,10 @@
 #include "core/scsi_spec.h"
 #include "core/ua.h"
 #include "core/xcopy.h"
+#include "core/sbc.h"
+#include "core/sbc_sanitize.h"
+#include "core/spc.h"
+#include "core/spc_selftest.h"
 #include "util/be.h"
 
 /*

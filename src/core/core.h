@@ -277,17 +277,6 @@ struct scsitgt__session;
 /* Point a new nexus at its initiator's entry (session.c calls it). */
 void scsitgt__acl_session_attach(struct scsitgt__session *sess);
 
-/* spc_log.c: free a LUN's log page state (lun.c, when the LUN is freed). */
-void scsitgt__log_free(struct scsitgt_lun *lun);
-/* spc_selftest.c: the self-test state of a LUN being freed (no test runs any more). */
-void scsitgt__selftest_free(struct scsitgt_lun *lun);
-
-/* sbc.c: end the medium removal prevention of @sess on @lun, or of every nexus when
- * @sess is NULL (a reset); scsitgt__sbc_prevent_session_gone() does it on every LUN of the
- * session's target (I_T nexus loss). */
-void scsitgt__sbc_prevent_release(struct scsitgt_lun *lun, const struct scsitgt__session *sess);
-void scsitgt__sbc_prevent_session_gone(const struct scsitgt__session *sess);
-
 /* lun.c */
 bool scsitgt__lun_supports(const struct scsitgt_lun *lun, enum scsitgt_io_type type);
 /* Drop a command's hold on its LUN; the last one lets a pending destroy proceed. */

@@ -34,6 +34,8 @@
 #include "core/order.h"
 #include "core/pr.h"
 #include "core/tmf.h"
+#include "core/spc.h"
+#include "core/spc_selftest.h"
 
 /* The engine re-checks every DRAIN_RETRY_MS, at most DRAIN_RETRY_MAX times, for zombies to
  * leave: after that a zombie still held by something other than an io is left to leak. */

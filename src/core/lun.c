@@ -9,6 +9,9 @@
 #include "core/pr.h"
 #include "core/stats.h"
 #include "core/ua.h"
+#include "core/sbc.h"
+#include "core/spc.h"
+#include "core/spc_selftest.h"
 #include "util/be.h"
 
 #define STR_(x) #x

@@ -11,6 +11,7 @@
 
 #include "core/pr.h"
 #include "core/scsi_spec.h"
+#include "core/sbc.h"
 #include "util/be.h"
 
 struct scsitgt__pr *scsitgt__pr_get(struct scsitgt_lun *lun)

@@ -13,6 +13,7 @@
 #include "core/fabric.h"
 #include "core/range_lock.h"
 #include "core/scsi_spec.h"
+#include "core/sbc.h"
 #include "util/be.h"
 
 bool scsitgt__sbc_lbpme(const struct scsitgt_lun *lun)

@@ -17,6 +17,7 @@
 #include "core/fabric.h"
 #include "core/range_lock.h"
 #include "core/scsi_spec.h"
+#include "core/sbc.h"
 #include "util/be.h"
 
 /* cmd->step_arg slots used here. */

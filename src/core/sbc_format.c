@@ -13,6 +13,7 @@
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
+#include "core/sbc.h"
 #include "util/be.h"
 
 /* SBC-4 Table 40 DEFECT LIST FORMAT: 111b is the only reserved value. */

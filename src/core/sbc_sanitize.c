@@ -31,6 +31,8 @@
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
+#include "core/sbc.h"
+#include "core/sbc_sanitize.h"
 #include "util/be.h"
 
 /* SBC-4 §5.28.2 Table 98: the OVERWRITE parameter list header. */

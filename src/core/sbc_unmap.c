@@ -8,6 +8,7 @@
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
+#include "core/sbc.h"
 #include "util/be.h"
 
 #define UNMAP_HDR_LEN 8

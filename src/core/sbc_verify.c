@@ -18,6 +18,7 @@
 #include "core/range_lock.h"
 #include "core/sbc_chunk.h"
 #include "core/scsi_spec.h"
+#include "core/sbc.h"
 #include "util/be.h"
 
 /* cmd->step_arg slots used here. */

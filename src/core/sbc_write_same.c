@@ -20,6 +20,7 @@
 #include "core/fabric.h"
 #include "core/sbc_chunk.h"
 #include "core/scsi_spec.h"
+#include "core/sbc.h"
 #include "util/be.h"
 
 /* cmd->step_arg slots used here (3 is the chunker's). */

@@ -6,6 +6,7 @@
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
+#include "core/spc.h"
 #include "util/be.h"
 
 /* SPC-5 §6.37 TEST UNIT READY: medium state was checked by the table flags. */

@@ -18,6 +18,8 @@
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
+#include "core/spc.h"
+#include "core/spc_selftest.h"
 #include "util/be.h"
 
 #define DIAG_HDR_LEN 4

@@ -6,6 +6,7 @@
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
+#include "core/spc.h"
 #include "util/be.h"
 
 /* SPC-5 §6.7.2 Table 148: we return the 96-byte form, which ends after the eight VERSION

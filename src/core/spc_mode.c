@@ -18,6 +18,8 @@
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
 #include "core/ua.h"
+#include "core/spc.h"
+#include "core/spc_selftest.h"
 #include "util/be.h"
 
 /* SPC-5 §6.13: PAGE CONTROL field. */

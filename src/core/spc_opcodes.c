@@ -12,6 +12,8 @@
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
+#include "core/sbc.h"
+#include "core/spc.h"
 #include "util/be.h"
 
 /* SPC-5 §6.35.1 Table 257 REPORTING OPTIONS. */

@@ -9,6 +9,9 @@
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
+#include "core/sbc_sanitize.h"
+#include "core/spc.h"
+#include "core/spc_selftest.h"
 
 enum scsitgt__sense_reason scsitgt__spc_parse_request_sense(struct scsitgt__cmd *cmd)
 {

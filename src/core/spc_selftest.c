@@ -34,6 +34,7 @@
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
+#include "core/spc_selftest.h"
 #include "util/be.h"
 
 /* SPC-5 Self-Test Results log page: twenty parameters of 10h bytes each. */

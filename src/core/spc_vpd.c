@@ -11,6 +11,9 @@
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
 #include "core/xcopy.h"
+#include "core/sbc.h"
+#include "core/spc.h"
+#include "core/spc_selftest.h"
 #include "util/be.h"
 
 enum {

@@ -17,6 +17,8 @@
 #include "core/stats.h"
 #include "core/tmf.h"
 #include "core/ua.h"
+#include "core/sbc.h"
+#include "core/spc_selftest.h"
 
 struct scsitgt__tmf_op {
 	scsitgt__tmf_cb cb;

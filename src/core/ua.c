@@ -28,6 +28,7 @@
 #include "core/pr.h"
 #include "core/scsi_spec.h"
 #include "core/ua.h"
+#include "core/spc.h"
 
 /* LUN ids are below 16384 (scsitgt_lun_create), so "seen" is a bitmap. */
 #define UA_LUN_IDS 16384u

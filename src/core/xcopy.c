@@ -32,6 +32,8 @@
 #include "core/range_lock.h"
 #include "core/scsi_spec.h"
 #include "core/xcopy.h"
+#include "core/sbc.h"
+#include "core/sbc_sanitize.h"
 #include "util/be.h"
 
 /* cmd->step_arg slot holding the copy while it runs. */

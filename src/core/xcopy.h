@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "core/cmd.h"
+#include "core/spc.h"
 
 /* Limits, reported by RECEIVE COPY OPERATING PARAMETERS and VPD 8Fh. */
 #define SCSITGT__XCOPY_MAX_CSCD 16u

@@ -19,6 +19,7 @@
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
 #include "core/xcopy.h"
+#include "core/spc.h"
 #include "util/be.h"
 
 struct scsitgt__xcopy_entry {

@@ -9,6 +9,7 @@
 
 #include "core/cdb.h"
 #include "core/scsi_spec.h"
+#include "core/sbc.h"
 
 #define BS 512u
 

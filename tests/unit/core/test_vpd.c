@@ -6,6 +6,7 @@
 
 #include "core/cdb.h"
 #include "core/scsi_spec.h"
+#include "core/sbc.h"
 
 static struct lf_result *vpd(struct tctx *t, uint8_t page, uint16_t alloc)
 {

@@ -7,6 +7,7 @@
 #include "core/cdb.h"
 #include "core/sbc_chunk.h"
 #include "core/scsi_spec.h"
+#include "core/sbc.h"
 
 #define BS 512u
 
