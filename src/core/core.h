@@ -172,12 +172,15 @@ struct scsitgt_lun {
 	uint32_t flags; /* SCSITGT_LUN_* */
 	/* Cached answers of ops.supports(), indexed by enum scsitgt_io_type. */
 	bool supports[SCSITGT_IO_WRITE_ZEROES + 1];
-	char vendor[9];
-	char product[17];
-	char revision[5];
-	char serial[33];
-	uint64_t naa;
-	uint64_t eui64;
+	/* Identification: standard INQUIRY (SPC-5 §6.7.2) and VPD 80h/83h (spc_vpd.c). */
+	struct {
+		char vendor[9];
+		char product[17];
+		char revision[5];
+		char serial[33];
+		uint64_t naa;
+		uint64_t eui64;
+	} ident;
 	struct scsitgt__mode_state mode;
 	/* Removable-medium state (SBC-4 START STOP UNIT, PREVENT ALLOW MEDIUM REMOVAL). */
 	bool medium_present;

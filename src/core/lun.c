@@ -96,15 +96,17 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	/* The default product is the backend's name, cut to the 16 bytes INQUIRY holds. */
 	char def_product[17];
 	snprintf(def_product, sizeof(def_product), "%s", lun->ops.name ? lun->ops.name : "DISK");
-	if (lun_copy_ascii(lun->vendor, sizeof(lun->vendor), o.vendor, "LIBSCSI") ||
-	    lun_copy_ascii(lun->product, sizeof(lun->product), o.product, def_product) ||
-	    lun_copy_ascii(lun->revision, sizeof(lun->revision), o.revision,
+	if (lun_copy_ascii(lun->ident.vendor, sizeof(lun->ident.vendor), o.vendor, "LIBSCSI") ||
+	    lun_copy_ascii(lun->ident.product, sizeof(lun->ident.product), o.product,
+			   def_product) ||
+	    lun_copy_ascii(lun->ident.revision, sizeof(lun->ident.revision), o.revision,
 			   STR(SCSITGT_VERSION_MAJOR) "." STR(SCSITGT_VERSION_MINOR)) ||
-	    (o.serial && lun_copy_ascii(lun->serial, sizeof(lun->serial), o.serial, "")))
+	    (o.serial &&
+	     lun_copy_ascii(lun->ident.serial, sizeof(lun->ident.serial), o.serial, "")))
 		goto fail;
 	/* The default serial is derived so that it is stable across restarts. */
 	if (o.serial == NULL)
-		snprintf(lun->serial, sizeof(lun->serial), "%016llx",
+		snprintf(lun->ident.serial, sizeof(lun->ident.serial), "%016llx",
 			 (unsigned long long)lun_hash(tgt->name, o.id));
 
 	lun->tgt = tgt;
@@ -115,9 +117,9 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	lun->flags = o.flags;
 	lun->bctx = o.backend_ctx;
 	/* NAA IEEE Registered (type 5, SPC-5 §7.7.6.6.5): top nibble 5, then 60 bits. */
-	lun->naa = (5ull << 60) |
-		   ((o.naa ? o.naa : lun_hash(tgt->name, o.id) ^ 0x5a5a) & 0x0fffffffffffffffull);
-	lun->eui64 = o.eui64;
+	lun->ident.naa = (5ull << 60) | ((o.naa ? o.naa : lun_hash(tgt->name, o.id) ^ 0x5a5a) &
+					 0x0fffffffffffffffull);
+	lun->ident.eui64 = o.eui64;
 	lun->medium_present = true;
 
 	lun->geo.size = sizeof(lun->geo);

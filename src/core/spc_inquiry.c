@@ -82,9 +82,9 @@ static void inq_standard(struct scsitgt__cmd *cmd)
 	/* Byte 7: CMDQUE, we queue commands (SAM-5 §8.6 task attributes). */
 	d[7] = 0x02;
 	if (lun) {
-		inq_put_ascii(&d[8], 8, lun->vendor);
-		inq_put_ascii(&d[16], 16, lun->product);
-		inq_put_ascii(&d[32], 4, lun->revision);
+		inq_put_ascii(&d[8], 8, lun->ident.vendor);
+		inq_put_ascii(&d[16], 16, lun->ident.product);
+		inq_put_ascii(&d[32], 4, lun->ident.revision);
 	} else {
 		memset(&d[8], ' ', 28);
 	}

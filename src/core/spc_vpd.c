@@ -92,9 +92,9 @@ static size_t vpd_supported_pages(const struct scsitgt_lun *lun, uint8_t *buf)
 /* SPC-5 §7.7.18: the PRODUCT SERIAL NUMBER, ASCII. */
 static size_t vpd_unit_serial(const struct scsitgt_lun *lun, uint8_t *buf)
 {
-	size_t len = strlen(lun->serial);
+	size_t len = strlen(lun->ident.serial);
 
-	memcpy(&buf[4], lun->serial, len);
+	memcpy(&buf[4], lun->ident.serial, len);
 	vpd_header(buf, VPD_UNIT_SERIAL, 4 + len);
 	return 4 + len;
 }
@@ -135,17 +135,17 @@ static size_t vpd_device_id(const struct scsitgt__cmd *cmd, uint8_t *buf)
 	const struct scsitgt_lun *lun = cmd->lun;
 	const struct scsitgt__session *sess = cmd->sess;
 	uint8_t proto = sess->protocol_id & 0x0f;
-	uint8_t tmp[8 + 16 + sizeof(lun->serial)];
+	uint8_t tmp[8 + 16 + sizeof(lun->ident.serial)];
 	size_t n = 4, len;
 	uint16_t tpg;
 
 	/* NAA IEEE Registered, SPC-5 §7.7.6.6.5 (lun.c forces NAA 5 into the top nibble). */
-	put_be64(tmp, lun->naa);
+	put_be64(tmp, lun->ident.naa);
 	n += vpd_designator(&buf[n], 0, false, CODE_SET_BINARY, ASSOC_LU, DESIG_NAA, tmp, 8);
 
 	/* EUI-64, SPC-5 §7.7.6.5, when the host gave one. */
-	if (lun->eui64) {
-		put_be64(tmp, lun->eui64);
+	if (lun->ident.eui64) {
+		put_be64(tmp, lun->ident.eui64);
 		n += vpd_designator(&buf[n], 0, false, CODE_SET_BINARY, ASSOC_LU, DESIG_EUI64, tmp,
 				    8);
 	}
@@ -153,10 +153,10 @@ static size_t vpd_device_id(const struct scsitgt__cmd *cmd, uint8_t *buf)
 	/* T10 vendor ID based, SPC-5 §7.7.6.4: T10 VENDOR IDENTIFICATION, then vendor specific
 	 * data (product identification and serial number) making it unique. */
 	memset(tmp, ' ', 24);
-	memcpy(tmp, lun->vendor, strlen(lun->vendor));
-	memcpy(&tmp[8], lun->product, strlen(lun->product));
-	len = strlen(lun->serial);
-	memcpy(&tmp[24], lun->serial, len);
+	memcpy(tmp, lun->ident.vendor, strlen(lun->ident.vendor));
+	memcpy(&tmp[8], lun->ident.product, strlen(lun->ident.product));
+	len = strlen(lun->ident.serial);
+	memcpy(&tmp[24], lun->ident.serial, len);
 	n += vpd_designator(&buf[n], 0, false, CODE_SET_ASCII, ASSOC_LU, DESIG_T10_VENDOR, tmp,
 			    24 + len);
 

@@ -285,9 +285,9 @@ static bool xc_names(const struct scsitgt__xcopy_cscd *c, const struct scsitgt_l
 	if (c->code_set != CODE_SET_BINARY || c->desig_len != 8)
 		return false;
 	if (c->desig_type == DESIG_NAA)
-		return get_be64(c->desig) == lun->naa;
+		return get_be64(c->desig) == lun->ident.naa;
 	if (c->desig_type == DESIG_EUI64)
-		return lun->eui64 && get_be64(c->desig) == lun->eui64;
+		return lun->ident.eui64 && get_be64(c->desig) == lun->ident.eui64;
 	return false;
 }
 

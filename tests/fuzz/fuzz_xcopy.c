@@ -29,7 +29,7 @@ static void fuzz_patch_designators(uint8_t *list, size_t len, const struct scsit
 		list[off + 4] = (uint8_t)((list[off + 4] & 0xf0) | 0x01);
 		list[off + 5] = (uint8_t)((list[off + 5] & 0xc0) | 0x03);
 		list[off + 7] = 8;
-		fuzz_put_be64(&list[off + 8], lun->naa);
+		fuzz_put_be64(&list[off + 8], lun->ident.naa);
 	}
 }
 

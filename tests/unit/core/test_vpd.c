@@ -66,10 +66,10 @@ static void test_unit_serial(void **state)
 	assert_good(r);
 	assert_int_equal(r->data[1], 0x80);
 	len = get_be16(&r->data[2]);
-	assert_int_equal(len, strlen(t->lun->serial));
+	assert_int_equal(len, strlen(t->lun->ident.serial));
 	assert_true(len > 0);
 	assert_int_equal(r->data_len, 4 + len);
-	assert_memory_equal(&r->data[4], t->lun->serial, len);
+	assert_memory_equal(&r->data[4], t->lun->ident.serial, len);
 	tctx_destroy(t);
 }
 
@@ -114,7 +114,7 @@ static void test_device_id(void **state)
 	assert_int_equal(p[1] & 0x80, 0); /* PIV 0 for LU designators */
 	assert_int_equal(p[3], 8);
 	assert_int_equal(p[4] >> 4, 5);
-	assert_true(get_be64(&p[4]) == t->lun->naa);
+	assert_true(get_be64(&p[4]) == t->lun->ident.naa);
 	/* No EUI-64 unless configured. */
 	assert_null(find_desig(r->data, len, 0x2, 0));
 	/* T10 vendor ID based: ASCII, vendor identification first. */
@@ -123,7 +123,7 @@ static void test_device_id(void **state)
 	assert_int_equal(p[0] & 0x0f, 0x2);
 	assert_memory_equal(&p[4], "LIBSCSI ", 8);
 	assert_memory_equal(&p[12], "fake            ", 16);
-	assert_memory_equal(&p[28], t->lun->serial, strlen(t->lun->serial));
+	assert_memory_equal(&p[28], t->lun->ident.serial, strlen(t->lun->ident.serial));
 	/* Relative target port: iSCSI protocol, PIV, target port association, id 1. */
 	p = find_desig(r->data, len, 0x4, 1);
 	assert_non_null(p);

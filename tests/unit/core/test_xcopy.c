@@ -49,7 +49,7 @@ static void xl_cscd_naa(struct xl *x, uint64_t naa, uint32_t block_len)
 
 static void xl_cscd(struct xl *x, const struct scsitgt_lun *lun)
 {
-	xl_cscd_naa(x, lun->naa, lun->geo.block_size);
+	xl_cscd_naa(x, lun->ident.naa, lun->geo.block_size);
 }
 
 static void xl_seg(struct xl *x, uint16_t src, uint16_t dst, uint16_t n, uint64_t slba,
@@ -440,7 +440,7 @@ static void test_copy_between_luns(void **state)
 	/* A DISK BLOCK LENGTH that is not the LUN's: INCORRECT COPY TARGET DEVICE TYPE. */
 	xl_init(&x, 7, 0);
 	xl_cscd(&x, t->lun);
-	xl_cscd_naa(&x, l2->naa, 512);
+	xl_cscd_naa(&x, l2->ident.naa, 512);
 	xl_seg(&x, 0, 1, 8, 0, 0);
 	assert_copy_aborted(run_xcopy(t, 0, &x), 0x0d, 0x03, 0);
 	assert_seg_pointer(&t->r, false, 16 + 32 + 29);
@@ -494,7 +494,7 @@ static void test_unreachable(void **state)
 	/* A designator no LUN has: COPY TARGET DEVICE NOT REACHABLE, pointing at it. */
 	xl_init(&x, 1, 0);
 	xl_cscd(&x, t->lun);
-	xl_cscd_naa(&x, t->lun->naa ^ 1, BS);
+	xl_cscd_naa(&x, t->lun->ident.naa ^ 1, BS);
 	xl_seg(&x, 1, 0, 1, 0, 1);
 	assert_copy_aborted(run_xcopy(t, 0, &x), 0x0d, 0x02, 0);
 	assert_seg_pointer(&t->r, false, 16 + 32 + 8);
