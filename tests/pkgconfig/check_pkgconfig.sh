@@ -23,6 +23,12 @@ pc=$(find "$dest" -name libscsitgt.pc | head -n 1)
 echo "installed $pc"
 find "$dest" -path '*/include/libscsitgt/scsitgt.h' | grep -q . ||
 	{ echo "scsitgt.h not installed"; exit 1; }
+# What users read: the API's manual pages (docs/man), and the Doxygen HTML when doxygen built it.
+find "$dest" -path '*/man/man3/scsitgt.3' | grep -q . || { echo "scsitgt(3) not installed"; exit 1; }
+if command -v doxygen >/dev/null; then
+	find "$dest" -path '*/doc/libscsitgt/html/index.html' | grep -q . ||
+		{ echo "the Doxygen HTML is not installed"; exit 1; }
+fi
 
 # A clean environment: pkg-config sees only libscsitgt.pc and libuv.pc (the one public
 # dependency), as on a host without nettle, rdma-core, libnl or ISA-L development files. Any
