@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """man.py SRCDIR [--minitarget EXE] [--scsitgtd EXE] [--scsitgtctl EXE]
+man.py --links SRCDIR
 
-The 'man' test (suite 'docs') of the manual pages in docs/man, so that they cannot drift from
+--links prints "FUNCTION PAGE" for every function in the SYNOPSIS of a section 3 page (meson
+installs FUNCTION.3 as a link to PAGE.3, so that `man FUNCTION` works). Otherwise it is
+the 'man' test (suite 'docs') of the manual pages in docs/man, so that they cannot drift from
 the code:
   - groff renders every page without a warning (-ww);
   - the SYNOPSIS of the section 3 pages lists every function the public headers export, each
@@ -83,8 +86,20 @@ def help_options(cmd):
     return sorted(opts)
 
 
+def print_links(src):
+    for p in sorted(glob.glob(os.path.join(src, 'docs', 'man', '*.3'))):
+        page = os.path.basename(p)[:-2]
+        for d in synopsis_decls(p):
+            m = re.search(r'\b(scsitgt_\w+)\(', d)
+            if m and m.group(1) != page:
+                print(m.group(1), page)
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ['--links']:
+        print_links(args[1])
+        return
     src = args.pop(0)
     exes = {}
     for flag, exe in zip(args[0::2], args[1::2]):
