@@ -21,7 +21,7 @@ static void bg_end(struct scsitgt__bg_walk *w)
 static void bg_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 		       enum scsitgt__sense_reason reason)
 {
-	struct scsitgt__bg_walk *w = (struct scsitgt__bg_walk *)(uintptr_t)cmd->step_arg[0];
+	struct scsitgt__bg_walk *w = cmd->ctx.bg_walk;
 
 	(void)io;
 	w->ops->done(w, reason);
@@ -74,7 +74,7 @@ int scsitgt__bg_walk_start(struct scsitgt__bg_walk *w, const struct scsitgt__bg_
 	bg->state = SCSITGT__CMD_EXEC;
 	bg->cdb_len = origin->cdb_len;
 	memcpy(bg->cdb, origin->cdb, origin->cdb_len);
-	bg->step_arg[0] = (uint64_t)(uintptr_t)w;
+	bg->ctx.bg_walk = w;
 	lun->inflight++;
 	w->ops = ops;
 	w->cmd = bg;

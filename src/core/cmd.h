@@ -8,7 +8,10 @@
 #include <sys/uio.h>
 
 #include "core/core.h"
+#include "core/range_lock.h"
+#include "core/sbc_ctx.h"
 #include "core/sense.h"
+#include "core/spc_ctx.h"
 
 struct scsitgt__session;
 struct scsitgt__cdb_def;
@@ -35,6 +38,40 @@ enum scsitgt__data_dir {
 #define SCSITGT__CDB_MAX 32
 
 typedef void (*scsitgt__exec_fn)(struct scsitgt__cmd *cmd);
+
+struct scsitgt__sbc_chunker;
+struct scsitgt__xcopy_op;
+struct scsitgt__bg_walk;
+
+/*
+ * What a command keeps between the steps of its execution (parse, exec, the callbacks of its
+ * ios and of the range lock): one member per command family, declared by the family and
+ * used only by the files named. A command belongs to one family, the one of its exec function
+ * (ua.c's REQUEST SENSE replaces the exec), so the members overlap. Nothing is zeroed for
+ * them: a family sets what it reads. VERIFY and WRITE SAME share the walk of sbc_chunk.c:
+ * what each needs besides the walk is in the walk (its issue and check functions), so the
+ * walk alone is their context.
+ */
+union scsitgt__cmd_ctx {
+	/* sbc.c READ, WRITE: the plain-path hold of the range lock. */
+	struct scsitgt__range_token rw;
+	/* sbc_verify.c WRITE AND VERIFY (sbc_ctx.h). */
+	struct scsitgt__sbc_write_verify_ctx write_verify;
+	/* sbc_chunk.c: the range walk of VERIFY (sbc_verify.c) and WRITE SAME
+	 * (sbc_write_same.c), found here by the walk's io and grant callbacks. */
+	struct scsitgt__sbc_chunker *chunker;
+	/* sbc_atomic.c COMPARE AND WRITE, ORWRITE, WRITE ATOMIC (sbc_ctx.h). */
+	struct scsitgt__sbc_atomic_ctx atomic;
+	/* spc_diag.c the default self-test of SEND DIAGNOSTIC (spc_ctx.h). */
+	struct scsitgt__spc_diag_ctx diag;
+	/* ua.c REQUEST SENSE with a unit attention pending: the condition it reports, taken
+	 * off the queue at parse (scsitgt__ua_check()). */
+	enum scsitgt__sense_reason ua;
+	/* xcopy.c EXTENDED COPY: the copy in progress. */
+	struct scsitgt__xcopy_op *xcopy;
+	/* bg_walk.c the LUN's own command of a background walk: the walk. */
+	struct scsitgt__bg_walk *bg_walk;
+};
 
 struct scsitgt__cmd {
 	struct scsitgt__session *sess;
@@ -77,8 +114,8 @@ struct scsitgt__cmd {
 	enum scsitgt__sense_reason io_reason;
 	struct scsitgt__sense_info io_raw;
 
-	/* Scratch for multi-step emulations (compare-and-write, unmap descriptors, ...). */
-	uint64_t step_arg[4];
+	/* The command family's own state between execution steps (see the union). */
+	union scsitgt__cmd_ctx ctx;
 
 	/* where this command and its buf came from (engine cache); buf is owned by cmd.c. */
 	struct scsitgt__cache *cache;

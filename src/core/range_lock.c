@@ -5,10 +5,6 @@
 #include "core/cmd.h"
 #include "core/range_lock.h"
 
-/* Tokens of the plain path besides an entry pointer. */
-#define RL_TOKEN_NONE 0u
-#define RL_TOKEN_UNTRACKED 1u
-
 static struct scsitgt__range_lock *rl_of(struct scsitgt_lun *lun)
 {
 	struct scsitgt__range_lock *rl = &lun->rlock;
@@ -62,8 +58,8 @@ static void rl_grant(struct scsitgt_lun *lun, struct scsitgt__range_entry *e)
 	scsitgt__list_remove(&e->node);
 	scsitgt__list_add_tail(&lun->rlock.held, &e->node);
 	e->granted = true;
-	if (e->token)
-		*e->token = (uintptr_t)e;
+	if (e->slot)
+		*e->slot = e;
 	/* Drop the pseudo io that kept the waiting command alive; fn sees an aborted command
 	 * and ends it (releasing the entry) instead of starting its ios. */
 	cmd->ios_inflight--;
@@ -101,7 +97,8 @@ static void rl_kick(struct scsitgt_lun *lun)
 
 static struct scsitgt__range_entry *rl_lock(struct scsitgt__cmd *cmd, uint64_t lba,
 					    uint64_t nblocks, bool excl,
-					    scsitgt__range_granted_fn fn, uint64_t *token)
+					    scsitgt__range_granted_fn fn,
+					    struct scsitgt__range_entry **slot)
 {
 	struct scsitgt_lun *lun = cmd->lun;
 	struct scsitgt__range_lock *rl = rl_of(lun);
@@ -114,7 +111,7 @@ static struct scsitgt__range_entry *rl_lock(struct scsitgt__cmd *cmd, uint64_t l
 	e->nblocks = nblocks;
 	e->excl = excl;
 	e->fn = fn;
-	e->token = token;
+	e->slot = slot;
 	if (excl)
 		rl->nexcl++;
 	cmd->ios_inflight++;
@@ -124,9 +121,9 @@ static struct scsitgt__range_entry *rl_lock(struct scsitgt__cmd *cmd, uint64_t l
 }
 
 bool scsitgt__range_lock(struct scsitgt__cmd *cmd, uint64_t lba, uint64_t nblocks, bool excl,
-			 scsitgt__range_granted_fn fn, uint64_t *slot)
+			 scsitgt__range_granted_fn fn, struct scsitgt__range_entry **slot)
 {
-	*slot = 0;
+	*slot = NULL;
 	return rl_lock(cmd, lba, nblocks, excl, fn, slot) != NULL;
 }
 
@@ -164,29 +161,30 @@ void scsitgt__range_untracked_put(struct scsitgt_lun *lun)
 }
 
 bool scsitgt__range_plain_begin(struct scsitgt__cmd *cmd, uint64_t lba, uint64_t nblocks,
-				uint64_t *token, scsitgt__range_granted_fn fn)
+				struct scsitgt__range_token *token, scsitgt__range_granted_fn fn)
 {
+	token->entry = NULL;
 	if (!scsitgt__range_lock_needed(cmd->lun)) {
-		*token = RL_TOKEN_UNTRACKED;
+		token->untracked = true;
 		scsitgt__range_untracked_get(cmd->lun);
 		fn(cmd);
 		return true;
 	}
-	/* The grant stores the entry in *token before it calls fn, which may end the command. */
-	*token = RL_TOKEN_NONE;
-	return rl_lock(cmd, lba, nblocks, false, fn, token) != NULL;
+	/* The grant stores the entry in the token before it calls fn, which may end the
+	 * command. */
+	token->untracked = false;
+	return rl_lock(cmd, lba, nblocks, false, fn, &token->entry) != NULL;
 }
 
-void scsitgt__range_plain_end(struct scsitgt_lun *lun, uint64_t *token)
+void scsitgt__range_plain_end(struct scsitgt_lun *lun, struct scsitgt__range_token *token)
 {
-	uint64_t t = *token;
+	struct scsitgt__range_entry *e = token->entry;
+	bool untracked = token->untracked;
 
-	*token = RL_TOKEN_NONE;
-	if (t == RL_TOKEN_NONE)
-		return;
-	if (t == RL_TOKEN_UNTRACKED) {
+	token->entry = NULL;
+	token->untracked = false;
+	if (untracked)
 		scsitgt__range_untracked_put(lun);
-		return;
-	}
-	scsitgt__range_unlock(lun, (struct scsitgt__range_entry *)(uintptr_t)t);
+	else
+		scsitgt__range_unlock(lun, e);
 }

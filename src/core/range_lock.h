@@ -41,6 +41,16 @@ struct scsitgt__range_lock {
 
 typedef void (*scsitgt__range_granted_fn)(struct scsitgt__cmd *cmd);
 
+/*
+ * What a command of the plain path holds (scsitgt__range_plain_begin()), released by
+ * scsitgt__range_plain_end(): nothing, its count among the untracked commands, or a shared
+ * entry (@entry is set by the grant, before the granted function runs).
+ */
+struct scsitgt__range_token {
+	struct scsitgt__range_entry *entry;
+	bool untracked;
+};
+
 struct scsitgt__range_entry {
 	struct scsitgt__list node;
 	struct scsitgt__cmd *cmd;
@@ -50,7 +60,7 @@ struct scsitgt__range_entry {
 	bool granted;
 	scsitgt__range_granted_fn fn;
 	/* Where the grant records the entry before calling fn. */
-	uint64_t *token;
+	struct scsitgt__range_entry **slot;
 };
 
 /*
@@ -61,7 +71,7 @@ struct scsitgt__range_entry {
  * Returns false on -ENOMEM (nothing done).
  */
 bool scsitgt__range_lock(struct scsitgt__cmd *cmd, uint64_t lba, uint64_t nblocks, bool excl,
-			 scsitgt__range_granted_fn fn, uint64_t *slot);
+			 scsitgt__range_granted_fn fn, struct scsitgt__range_entry **slot);
 /* Release a granted entry and wake the waiters it blocked. NULL is a no-op. */
 void scsitgt__range_unlock(struct scsitgt_lun *lun, struct scsitgt__range_entry *e);
 
@@ -80,7 +90,7 @@ void scsitgt__range_untracked_put(struct scsitgt_lun *lun);
  * Returns false on -ENOMEM (nothing done, the caller completes with BUSY).
  */
 bool scsitgt__range_plain_begin(struct scsitgt__cmd *cmd, uint64_t lba, uint64_t nblocks,
-				uint64_t *token, scsitgt__range_granted_fn fn);
-void scsitgt__range_plain_end(struct scsitgt_lun *lun, uint64_t *token);
+				struct scsitgt__range_token *token, scsitgt__range_granted_fn fn);
+void scsitgt__range_plain_end(struct scsitgt_lun *lun, struct scsitgt__range_token *token);
 
 #endif /* SCSITGT_CORE_RANGE_LOCK_H */

@@ -150,9 +150,6 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd)
 	return SCSITGT__SR_OK;
 }
 
-/* cmd->step_arg slot of the range lock token (range_lock.h) of READ and WRITE. */
-#define RW_TOKEN 3
-
 /* The io again over the blocks before a medium error has come back (sbc_rw_done()). */
 static void sbc_rw_prefix_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 			       enum scsitgt__sense_reason reason)
@@ -171,7 +168,7 @@ static void sbc_rw_prefix_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 			cmd->partial_len =
 				(uint32_t)(io->error_lba - io->lba) * cmd->lun->geo.block_size;
 	}
-	scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[RW_TOKEN]);
+	scsitgt__range_plain_end(cmd->lun, &cmd->ctx.rw);
 	scsitgt__io_done_complete_cmd(cmd, io, SCSITGT__SR_OK);
 }
 
@@ -220,7 +217,7 @@ static void sbc_rw_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 {
 	if (sbc_rw_partial(cmd, io, reason))
 		return;
-	scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[RW_TOKEN]);
+	scsitgt__range_plain_end(cmd->lun, &cmd->ctx.rw);
 	scsitgt__io_done_complete_cmd(cmd, io, reason);
 }
 
@@ -232,7 +229,7 @@ static void sbc_rw_submit(struct scsitgt__cmd *cmd)
 	int rc;
 
 	if (cmd->state == SCSITGT__CMD_ABORTED) {
-		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[RW_TOKEN]);
+		scsitgt__range_plain_end(cmd->lun, &cmd->ctx.rw);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_ABORTED);
 		return;
 	}
@@ -247,7 +244,7 @@ static void sbc_rw_submit(struct scsitgt__cmd *cmd)
 				cmd->nblocks, &iov, 1, flags, sbc_rw_done);
 	/* After a successful submit the command may already be complete and gone. */
 	if (rc < 0) {
-		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[RW_TOKEN]);
+		scsitgt__range_plain_end(cmd->lun, &cmd->ctx.rw);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 	}
 }
@@ -261,8 +258,7 @@ void scsitgt__sbc_rw(struct scsitgt__cmd *cmd)
 	}
 	/* Counted (or, while COMPARE AND WRITE / WRITE ATOMIC hold ranges, locked shared) so
 	 * that those see this io whole or not at all (range_lock.h). */
-	if (!scsitgt__range_plain_begin(cmd, cmd->lba, cmd->nblocks, &cmd->step_arg[RW_TOKEN],
-					sbc_rw_submit))
+	if (!scsitgt__range_plain_begin(cmd, cmd->lba, cmd->nblocks, &cmd->ctx.rw, sbc_rw_submit))
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 }
 

@@ -20,12 +20,6 @@
 #include "core/sbc.h"
 #include "util/be.h"
 
-/* cmd->step_arg slots used here. */
-enum {
-	AT_ENTRY = 0,
-	AT_READBACK = 1
-};
-
 static uint32_t at_fua(const struct scsitgt__cmd *cmd)
 {
 	const struct scsitgt_lun *lun = cmd->lun;
@@ -125,11 +119,12 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_atomic(struct scsitgt__cmd *
 static void at_end(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason,
 		   const struct scsitgt__sense_detail *detail)
 {
-	free((void *)(uintptr_t)cmd->step_arg[AT_READBACK]);
-	cmd->step_arg[AT_READBACK] = 0;
-	scsitgt__range_unlock(cmd->lun,
-			      (struct scsitgt__range_entry *)(uintptr_t)cmd->step_arg[AT_ENTRY]);
-	cmd->step_arg[AT_ENTRY] = 0;
+	struct scsitgt__sbc_atomic_ctx *at = &cmd->ctx.atomic;
+
+	free(at->readback);
+	at->readback = NULL;
+	scsitgt__range_unlock(cmd->lun, at->entry);
+	at->entry = NULL;
 	if (reason == SCSITGT__SR_RAW) {
 		scsitgt__cmd_complete_raw(cmd, cmd->io_raw.key, cmd->io_raw.asc, cmd->io_raw.ascq);
 		return;
@@ -156,7 +151,7 @@ static void at_write(struct scsitgt__cmd *cmd, uint8_t *data)
 static void at_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 			 enum scsitgt__sense_reason reason)
 {
-	uint8_t *rb = (uint8_t *)(uintptr_t)cmd->step_arg[AT_READBACK];
+	uint8_t *rb = cmd->ctx.atomic.readback;
 	size_t len = (size_t)cmd->nblocks * cmd->lun->geo.block_size;
 	struct scsitgt__sense_detail detail = { 0 };
 
@@ -204,7 +199,7 @@ static void at_granted(struct scsitgt__cmd *cmd)
 		at_end(cmd, SCSITGT__SR_BUSY, NULL);
 		return;
 	}
-	cmd->step_arg[AT_READBACK] = (uintptr_t)rb;
+	cmd->ctx.atomic.readback = rb;
 	iov.iov_base = rb;
 	iov.iov_len = len;
 	if (scsitgt__io_submit(cmd, SCSITGT_IO_READ, cmd->lba, cmd->nblocks, &iov, 1, 0,
@@ -218,9 +213,9 @@ void scsitgt__sbc_atomic_exec(struct scsitgt__cmd *cmd)
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
-	cmd->step_arg[AT_READBACK] = 0;
-	/* The grant (maybe inside the call) stores the entry in AT_ENTRY before at_granted. */
+	cmd->ctx.atomic.readback = NULL;
+	/* The grant (maybe inside the call) stores the entry in the context before at_granted. */
 	if (!scsitgt__range_lock(cmd, cmd->lba, cmd->nblocks, true, at_granted,
-				 &cmd->step_arg[AT_ENTRY]))
+				 &cmd->ctx.atomic.entry))
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 }

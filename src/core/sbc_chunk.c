@@ -7,9 +7,6 @@
 #include "core/range_lock.h"
 #include "core/sbc_chunk.h"
 
-/* cmd->step_arg slot holding the chunker while the walk runs. */
-#define CHUNK_SLOT 3
-
 struct scsitgt__sbc_chunker *scsitgt__sbc_chunker_new(struct scsitgt__cmd *cmd, uint64_t lba,
 						      uint64_t nblocks, uint32_t buf_len)
 {
@@ -40,7 +37,7 @@ static void chunk_end(struct scsitgt__sbc_chunker *ch)
 	enum scsitgt__sense_reason r = ch->reason;
 	struct scsitgt__sense_detail detail = ch->detail;
 
-	cmd->step_arg[CHUNK_SLOT] = 0;
+	cmd->ctx.chunker = NULL;
 	scsitgt__range_plain_end(cmd->lun, &ch->token);
 	free(ch->buf);
 	free(ch);
@@ -88,8 +85,7 @@ static void chunk_pump(struct scsitgt__sbc_chunker *ch)
 void scsitgt__sbc_chunk_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 				enum scsitgt__sense_reason reason)
 {
-	struct scsitgt__sbc_chunker *ch =
-		(struct scsitgt__sbc_chunker *)(uintptr_t)cmd->step_arg[CHUNK_SLOT];
+	struct scsitgt__sbc_chunker *ch = cmd->ctx.chunker;
 
 	(void)io;
 	if (reason != SCSITGT__SR_OK && ch->reason == SCSITGT__SR_OK)
@@ -100,14 +96,14 @@ void scsitgt__sbc_chunk_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 
 static void chunk_granted(struct scsitgt__cmd *cmd)
 {
-	chunk_pump((struct scsitgt__sbc_chunker *)(uintptr_t)cmd->step_arg[CHUNK_SLOT]);
+	chunk_pump(cmd->ctx.chunker);
 }
 
 void scsitgt__sbc_chunker_start(struct scsitgt__sbc_chunker *ch)
 {
 	struct scsitgt__cmd *cmd = ch->cmd;
 
-	cmd->step_arg[CHUNK_SLOT] = (uintptr_t)ch;
+	cmd->ctx.chunker = ch;
 	if (!scsitgt__range_plain_begin(cmd, ch->next, ch->end - ch->next, &ch->token,
 					chunk_granted)) {
 		ch->reason = SCSITGT__SR_BUSY;

@@ -3,7 +3,8 @@
  * A range walked with backend ios one bounded piece at a time (VERIFY's medium reads, WRITE
  * SAME and its WRITE ZEROES emulation): one buffer of at most SCSITGT__SBC_CHUNK_BYTES, one
  * io in flight, and a loop rather than recursion when the backend completes inside submit().
- * The walk holds the range for the plain path (range_lock.h) until it ends.
+ * The walk holds the range for the plain path (range_lock.h) until it ends. While it runs, the
+ * command's context (cmd->ctx.chunker) is the walk.
  */
 #ifndef SCSITGT_CORE_SBC_CHUNK_H
 #define SCSITGT_CORE_SBC_CHUNK_H
@@ -38,7 +39,7 @@ struct scsitgt__sbc_chunker {
 	const uint8_t *ref; /* caller data for check (not freed) */
 	enum scsitgt__sense_reason reason;
 	struct scsitgt__sense_detail detail;
-	uint64_t token; /* range lock of the plain path */
+	struct scsitgt__range_token token; /* range lock of the plain path */
 	bool pumping, again, io_done;
 };
 

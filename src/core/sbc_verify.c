@@ -21,18 +21,18 @@
 #include "core/sbc.h"
 #include "util/be.h"
 
-/* cmd->step_arg slots used here. */
-enum {
-	WV_BYTCHK = 0,
-	WV_READBACK = 1,
-	WV_TOKEN = 2
-};
+/* BYTCHK of WRITE AND VERIFY and VERIFY: SBC-4 §5.42, §5.38, byte 1 bits 2..1. Read from the
+ * CDB where it is needed: it does not change after parse. */
+static uint8_t sbc_bytchk(const struct scsitgt__cmd *cmd)
+{
+	return (cmd->cdb[1] >> 1) & 3;
+}
 
 enum scsitgt__sense_reason scsitgt__sbc_parse_write_verify(struct scsitgt__cmd *cmd)
 {
 	const uint8_t *cdb = cmd->cdb;
 	struct scsitgt_lun *lun = cmd->lun;
-	uint8_t bytchk = (cdb[1] >> 1) & 3;
+	uint8_t bytchk = sbc_bytchk(cmd);
 	enum scsitgt__sense_reason r;
 	uint64_t lba;
 	uint32_t nblocks;
@@ -49,7 +49,6 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_verify(struct scsitgt__cmd *
 	cmd->lba = lba;
 	cmd->nblocks = nblocks;
 	cmd->io_flags = scsitgt__sbc_has_cache(lun) ? SCSITGT_IO_FLAG_FUA : 0;
-	cmd->step_arg[WV_BYTCHK] = bytchk;
 	cmd->dir = nblocks ? SCSITGT__DIR_OUT : SCSITGT__DIR_NONE;
 	cmd->xfer_len = nblocks * lun->geo.block_size;
 	return SCSITGT__SR_OK;
@@ -58,13 +57,13 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_verify(struct scsitgt__cmd *
 static void wv_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 			 enum scsitgt__sense_reason reason)
 {
-	uint8_t *readback = (uint8_t *)(uintptr_t)cmd->step_arg[WV_READBACK];
+	uint8_t *readback = cmd->ctx.write_verify.readback;
 	struct scsitgt__sense_detail detail = { 0 };
 
 	(void)io;
-	cmd->step_arg[WV_READBACK] = 0;
-	scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
-	if (reason == SCSITGT__SR_OK && cmd->step_arg[WV_BYTCHK]) {
+	cmd->ctx.write_verify.readback = NULL;
+	scsitgt__range_plain_end(cmd->lun, &cmd->ctx.write_verify.range);
+	if (reason == SCSITGT__SR_OK && sbc_bytchk(cmd)) {
 		for (uint32_t i = 0; i < cmd->xfer_len; i++) {
 			if (readback[i] != cmd->buf[i]) {
 				/* SBC-4 §5.42: INFORMATION is the offset of the first
@@ -92,7 +91,7 @@ static void wv_write_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 
 	(void)io;
 	if (reason != SCSITGT__SR_OK || cmd->state == SCSITGT__CMD_ABORTED)
-		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
+		scsitgt__range_plain_end(cmd->lun, &cmd->ctx.write_verify.range);
 	if (reason == SCSITGT__SR_RAW) {
 		scsitgt__cmd_complete_raw(cmd, cmd->io_raw.key, cmd->io_raw.asc, cmd->io_raw.ascq);
 		return;
@@ -103,18 +102,18 @@ static void wv_write_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	}
 	readback = malloc(cmd->xfer_len);
 	if (readback == NULL) {
-		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
+		scsitgt__range_plain_end(cmd->lun, &cmd->ctx.write_verify.range);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
-	cmd->step_arg[WV_READBACK] = (uintptr_t)readback;
+	cmd->ctx.write_verify.readback = readback;
 	iov.iov_base = readback;
 	iov.iov_len = cmd->xfer_len;
 	if (scsitgt__io_submit(cmd, SCSITGT_IO_READ, cmd->lba, cmd->nblocks, &iov, 1, 0,
 			       wv_read_done) < 0) {
-		cmd->step_arg[WV_READBACK] = 0;
+		cmd->ctx.write_verify.readback = NULL;
 		free(readback);
-		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
+		scsitgt__range_plain_end(cmd->lun, &cmd->ctx.write_verify.range);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 	}
 }
@@ -128,7 +127,7 @@ static void wv_start(struct scsitgt__cmd *cmd)
 	if (cmd->state == SCSITGT__CMD_ABORTED ||
 	    scsitgt__io_submit(cmd, SCSITGT_IO_WRITE, cmd->lba, cmd->nblocks, &iov, 1,
 			       cmd->io_flags, wv_write_done) < 0) {
-		scsitgt__range_plain_end(cmd->lun, &cmd->step_arg[WV_TOKEN]);
+		scsitgt__range_plain_end(cmd->lun, &cmd->ctx.write_verify.range);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 	}
 }
@@ -141,7 +140,7 @@ void scsitgt__sbc_write_verify(struct scsitgt__cmd *cmd)
 	}
 	/* Written and read back under the range lock, so COMPARE AND WRITE and WRITE ATOMIC
 	 * see all of it or none. */
-	if (!scsitgt__range_plain_begin(cmd, cmd->lba, cmd->nblocks, &cmd->step_arg[WV_TOKEN],
+	if (!scsitgt__range_plain_begin(cmd, cmd->lba, cmd->nblocks, &cmd->ctx.write_verify.range,
 					wv_start))
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 }
@@ -158,7 +157,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_verify(struct scsitgt__cmd *cmd)
 {
 	const uint8_t *cdb = cmd->cdb;
 	struct scsitgt_lun *lun = cmd->lun;
-	uint8_t bytchk = (cdb[1] >> 1) & 3;
+	uint8_t bytchk = sbc_bytchk(cmd);
 	enum scsitgt__sense_reason r;
 	uint64_t lba;
 	uint32_t nblocks;
@@ -179,7 +178,6 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_verify(struct scsitgt__cmd *cmd)
 	}
 	cmd->lba = lba;
 	cmd->nblocks = nblocks;
-	cmd->step_arg[WV_BYTCHK] = bytchk;
 	/* A VERIFICATION LENGTH of zero verifies nothing and transfers nothing. */
 	cmd->dir = SCSITGT__DIR_NONE;
 	cmd->xfer_len = 0;
@@ -209,10 +207,8 @@ static enum scsitgt__sense_reason verify_check(struct scsitgt__sbc_chunker *ch, 
 {
 	struct scsitgt__cmd *cmd = ch->cmd;
 	uint32_t bs = cmd->lun->geo.block_size;
-	bool same = cmd->step_arg[WV_BYTCHK] == VRFY_SAME;
+	bool same = sbc_bytchk(cmd) == VRFY_SAME;
 
-	if (cmd->step_arg[WV_BYTCHK] == VRFY_MEDIUM)
-		return SCSITGT__SR_OK;
 	for (uint32_t b = 0; b < n; b++) {
 		const uint8_t *got = ch->buf + (size_t)b * bs;
 		const uint8_t *want = same ? cmd->buf : cmd->buf + (lba - cmd->lba + b) * bs;
@@ -247,6 +243,7 @@ void scsitgt__sbc_verify(struct scsitgt__cmd *cmd)
 		return;
 	}
 	ch->issue = verify_issue;
-	ch->check = verify_check;
+	/* BYTCHK 00b: the reads alone verify the medium. */
+	ch->check = sbc_bytchk(cmd) == VRFY_MEDIUM ? NULL : verify_check;
 	scsitgt__sbc_chunker_start(ch);
 }

@@ -23,17 +23,6 @@
 #include "core/sbc.h"
 #include "util/be.h"
 
-/* cmd->step_arg slots used here (3 is the chunker's). */
-enum {
-	WS_MODE = 0
-};
-
-enum ws_mode {
-	WS_WRITE = 0,
-	WS_ZEROES = 1,
-	WS_UNMAP = 2
-};
-
 enum scsitgt__sense_reason scsitgt__sbc_parse_write_same(struct scsitgt__cmd *cmd)
 {
 	const uint8_t *cdb = cmd->cdb;
@@ -80,22 +69,26 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_same(struct scsitgt__cmd *cm
 	return SCSITGT__SR_OK;
 }
 
-static int ws_issue(struct scsitgt__sbc_chunker *ch, uint64_t lba, uint32_t n)
+/* The walk's ios, one function per way to the backend (chosen by scsitgt__sbc_write_same()). */
+static int ws_issue_unmap(struct scsitgt__sbc_chunker *ch, uint64_t lba, uint32_t n)
+{
+	return scsitgt__io_submit(ch->cmd, SCSITGT_IO_UNMAP, lba, n, NULL, 0, 0,
+				  scsitgt__sbc_chunk_io_done);
+}
+
+static int ws_issue_zeroes(struct scsitgt__sbc_chunker *ch, uint64_t lba, uint32_t n)
+{
+	return scsitgt__io_submit(ch->cmd, SCSITGT_IO_WRITE_ZEROES, lba, n, NULL, 0,
+				  ch->cmd->io_flags, scsitgt__sbc_chunk_io_done);
+}
+
+static int ws_issue_write(struct scsitgt__sbc_chunker *ch, uint64_t lba, uint32_t n)
 {
 	struct scsitgt__cmd *cmd = ch->cmd;
 	struct iovec iov = { ch->buf, (size_t)n * cmd->lun->geo.block_size };
 
-	switch (cmd->step_arg[WS_MODE]) {
-	case WS_UNMAP:
-		return scsitgt__io_submit(cmd, SCSITGT_IO_UNMAP, lba, n, NULL, 0, 0,
-					  scsitgt__sbc_chunk_io_done);
-	case WS_ZEROES:
-		return scsitgt__io_submit(cmd, SCSITGT_IO_WRITE_ZEROES, lba, n, NULL, 0,
-					  cmd->io_flags, scsitgt__sbc_chunk_io_done);
-	default:
-		return scsitgt__io_submit(cmd, SCSITGT_IO_WRITE, lba, n, &iov, 1, cmd->io_flags,
-					  scsitgt__sbc_chunk_io_done);
-	}
+	return scsitgt__io_submit(cmd, SCSITGT_IO_WRITE, lba, n, &iov, 1, cmd->io_flags,
+				  scsitgt__sbc_chunk_io_done);
 }
 
 static bool ws_is_zero(const uint8_t *p, size_t len)
@@ -115,21 +108,21 @@ void scsitgt__sbc_write_same(struct scsitgt__cmd *cmd)
 	uint64_t chunk_blocks = SCSITGT__SBC_CHUNK_BYTES / bs;
 	uint64_t pattern_blocks = cmd->nblocks < chunk_blocks ? cmd->nblocks : chunk_blocks;
 	struct scsitgt__sbc_chunker *ch;
-	enum ws_mode mode = WS_WRITE;
+	scsitgt__chunk_issue_fn issue = ws_issue_write;
 
 	if (zero && unmap && scsitgt__sbc_lbprz(lun) &&
 	    scsitgt__lun_supports(lun, SCSITGT_IO_UNMAP))
-		mode = WS_UNMAP;
+		issue = ws_issue_unmap;
 	else if (zero && scsitgt__lun_supports(lun, SCSITGT_IO_WRITE_ZEROES))
-		mode = WS_ZEROES;
-	cmd->step_arg[WS_MODE] = mode;
+		issue = ws_issue_zeroes;
 	ch = scsitgt__sbc_chunker_new(cmd, cmd->lba, cmd->nblocks,
-				      mode == WS_WRITE ? (uint32_t)(pattern_blocks * bs) : 0);
+				      issue == ws_issue_write ? (uint32_t)(pattern_blocks * bs) :
+								0);
 	if (ch == NULL) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
-	if (mode != WS_WRITE) {
+	if (issue != ws_issue_write) {
 		/* One io for the whole range: the backend frees or zeroes it at once. */
 		ch->max_blocks = cmd->nblocks;
 	} else if (!zero) {
@@ -137,6 +130,6 @@ void scsitgt__sbc_write_same(struct scsitgt__cmd *cmd)
 		for (uint64_t b = 0; b < pattern_blocks; b++)
 			memcpy(ch->buf + b * bs, cmd->buf, bs);
 	}
-	ch->issue = ws_issue;
+	ch->issue = issue;
 	scsitgt__sbc_chunker_start(ch);
 }

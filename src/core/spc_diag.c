@@ -66,11 +66,11 @@ static void diag_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 
 static void diag_read(struct scsitgt__cmd *cmd, uint64_t lba)
 {
-	struct iovec iov = { (void *)(uintptr_t)cmd->step_arg[0], cmd->lun->geo.block_size };
+	struct iovec iov = { cmd->ctx.diag.blk, cmd->lun->geo.block_size };
 
-	cmd->step_arg[1] = lba;
+	cmd->ctx.diag.lba = lba;
 	if (scsitgt__io_submit(cmd, SCSITGT_IO_READ, lba, 1, &iov, 1, 0, diag_read_done) < 0) {
-		free((void *)(uintptr_t)cmd->step_arg[0]);
+		free(cmd->ctx.diag.blk);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 	}
 }
@@ -81,12 +81,12 @@ static void diag_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	uint64_t last = cmd->lun->geo.num_blocks - 1;
 
 	(void)io;
-	if (reason == SCSITGT__SR_OK && cmd->step_arg[1] != last &&
+	if (reason == SCSITGT__SR_OK && cmd->ctx.diag.lba != last &&
 	    cmd->state != SCSITGT__CMD_ABORTED) {
 		diag_read(cmd, last);
 		return;
 	}
-	free((void *)(uintptr_t)cmd->step_arg[0]);
+	free(cmd->ctx.diag.blk);
 	if (cmd->state == SCSITGT__CMD_ABORTED) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_ABORTED);
 		return;
@@ -102,7 +102,7 @@ static void diag_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 void scsitgt__spc_send_diag(struct scsitgt__cmd *cmd)
 {
 	const uint8_t *p = cmd->buf;
-	void *blk;
+	uint8_t *blk;
 
 	if (cmd->xfer_len) {
 		/* SPC-5 §7.2.2: the Supported Diagnostic Pages page, header only, PAGE LENGTH 0
@@ -138,7 +138,7 @@ void scsitgt__spc_send_diag(struct scsitgt__cmd *cmd)
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
-	cmd->step_arg[0] = (uintptr_t)blk;
+	cmd->ctx.diag.blk = blk;
 	diag_read(cmd, 0);
 }
 

@@ -262,7 +262,7 @@ bool scsitgt__ua_pending(const struct scsitgt__session *sess, uint64_t lun_id,
 /* SPC-5 §6.39: REQUEST SENSE reports the condition as sense data, with GOOD status. */
 static void ua_request_sense(struct scsitgt__cmd *cmd)
 {
-	const struct scsitgt__sense_info *si = scsitgt__sense_lookup(cmd->step_arg[0]);
+	const struct scsitgt__sense_info *si = scsitgt__sense_lookup(cmd->ctx.ua);
 	uint8_t buf[SCSITGT_SENSE_BUF_SIZE];
 	size_t len;
 
@@ -299,7 +299,7 @@ enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd)
 		return SCSITGT__SR_OK;
 	}
 	if (row && row->exec == scsitgt__spc_request_sense) {
-		cmd->step_arg[0] = ua_pop(ua, l);
+		cmd->ctx.ua = ua_pop(ua, l);
 		cmd->exec = ua_request_sense;
 		return SCSITGT__SR_OK;
 	}

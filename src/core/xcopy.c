@@ -36,9 +36,6 @@
 #include "core/sbc_sanitize.h"
 #include "util/be.h"
 
-/* cmd->step_arg slot holding the copy while it runs. */
-#define XC_SLOT 0
-
 /* SPC-5 Annex D: additional sense codes of COPY ABORTED. */
 enum {
 	XC_ASC_NONE = 0x00,	   /* 00h/00h: the CSCD's own status and sense tell */
@@ -88,7 +85,7 @@ struct xc_fail {
 	uint8_t cscd_key, cscd_asc, cscd_ascq;
 };
 
-struct xc_op {
+struct scsitgt__xcopy_op {
 	struct scsitgt__cmd *cmd;
 	struct scsitgt_lun *home; /* the copy manager, cmd->lun */
 	struct scsitgt__xcopy_entry *entry;
@@ -105,7 +102,7 @@ struct xc_op {
 	uint32_t piece_len;
 	uint8_t *buf;
 	uint32_t buf_cap;
-	uint64_t token; /* plain-path range lock (range_lock.h) */
+	struct scsitgt__range_token token; /* plain-path range lock (range_lock.h) */
 	enum xc_step step;
 	bool granted, io_done;
 	enum scsitgt__sense_reason io_reason;
@@ -119,11 +116,6 @@ struct xc_op {
 	uint64_t info;
 	struct scsitgt__xcopy_list list;
 };
-
-static struct xc_op *xc_of(struct scsitgt__cmd *cmd)
-{
-	return (struct xc_op *)(uintptr_t)cmd->step_arg[XC_SLOT];
-}
 
 /* SPC-4 §6.4: PARAMETER LIST LENGTH in bytes 10..13; zero copies nothing. */
 enum scsitgt__sense_reason scsitgt__xcopy_parse_cdb(struct scsitgt__cmd *cmd)
@@ -142,7 +134,7 @@ enum scsitgt__sense_reason scsitgt__xcopy_parse_cdb(struct scsitgt__cmd *cmd)
 
 /* Sense data of the copy manager (its LUN's D_SENSE) for a failure (SPC-4, errors detected during
  * processing of segment descriptors). */
-static size_t xc_sense(const struct xc_op *op, uint8_t *buf)
+static size_t xc_sense(const struct scsitgt__xcopy_op *op, uint8_t *buf)
 {
 	const struct xc_fail *f = &op->fail;
 	struct scsitgt__sense_detail d = { 0 };
@@ -194,7 +186,7 @@ static size_t xc_sense(const struct xc_op *op, uint8_t *buf)
 }
 
 /* Drop the CSCD holds, record the outcome, complete the command and free the copy. */
-static void xc_end(struct xc_op *op)
+static void xc_end(struct scsitgt__xcopy_op *op)
 {
 	struct scsitgt__cmd *cmd = op->cmd;
 	uint8_t sense[SCSITGT_SENSE_BUF_SIZE];
@@ -202,7 +194,7 @@ static void xc_end(struct xc_op *op)
 	uint8_t status = SAM_STAT_GOOD;
 
 	cmd->lun = op->home;
-	cmd->step_arg[XC_SLOT] = 0;
+	cmd->ctx.xcopy = NULL;
 	for (unsigned int i = 0; i < SCSITGT__XCOPY_MAX_CSCD; i++) {
 		if (op->cscd[i])
 			scsitgt__lun_inflight_drop(op->cscd[i]);
@@ -229,7 +221,7 @@ static void xc_end(struct xc_op *op)
 }
 
 /* A failure of the current segment: COPY ABORTED with @asc/@ascq. */
-static struct xc_fail *xc_abort(struct xc_op *op, uint8_t asc, uint8_t ascq)
+static struct xc_fail *xc_abort(struct scsitgt__xcopy_op *op, uint8_t asc, uint8_t ascq)
 {
 	op->failed = true;
 	memset(&op->fail, 0, sizeof(op->fail));
@@ -249,7 +241,8 @@ static void xc_pointer(struct xc_fail *f, bool sd, uint16_t field, int bit)
 }
 
 /* A CSCD answered @reason (or raw sense): COPY ABORTED 00h/00h carrying its answer. */
-static struct xc_fail *xc_cscd_failed(struct xc_op *op, bool dst, enum scsitgt__sense_reason r,
+static struct xc_fail *xc_cscd_failed(struct scsitgt__xcopy_op *op, bool dst,
+				      enum scsitgt__sense_reason r,
 				      const struct scsitgt__sense_info *raw)
 {
 	const struct scsitgt__sense_info *si = r == SCSITGT__SR_RAW ? raw :
@@ -292,7 +285,7 @@ static bool xc_names(const struct scsitgt__xcopy_cscd *c, const struct scsitgt_l
 }
 
 /* The LUN CSCD @i names among those of the nexus's target it may see, held; NULL if none. */
-static struct scsitgt_lun *xc_resolve(struct xc_op *op, uint16_t i)
+static struct scsitgt_lun *xc_resolve(struct scsitgt__xcopy_op *op, uint16_t i)
 {
 	const struct scsitgt__session *sess = op->cmd->sess;
 	const struct scsitgt_target *tgt = sess->tgt;
@@ -319,8 +312,8 @@ static struct scsitgt_lun *xc_resolve(struct xc_op *op, uint16_t i)
  * touching the medium: not ready, ALUA state, reservations, write protection (the checks of
  * scsitgt__cdb_parse and cmd.c for media commands).
  */
-static enum scsitgt__sense_reason xc_access(const struct xc_op *op, struct scsitgt_lun *lun,
-					    bool write)
+static enum scsitgt__sense_reason xc_access(const struct scsitgt__xcopy_op *op,
+					    struct scsitgt_lun *lun, bool write)
 {
 	struct scsitgt__cmd probe;
 	const struct scsitgt__cdb_def *row;
@@ -358,7 +351,7 @@ static enum scsitgt__sense_reason xc_access(const struct xc_op *op, struct scsit
 
 /* The CSCD of index @i for segment field @field (4: source, 6: destination), or NULL with
  * the copy failed. */
-static struct scsitgt_lun *xc_cscd(struct xc_op *op, uint16_t idx, uint16_t field)
+static struct scsitgt_lun *xc_cscd(struct scsitgt__xcopy_op *op, uint16_t idx, uint16_t field)
 {
 	const struct scsitgt__xcopy_cscd *c;
 	struct scsitgt_lun *lun;
@@ -391,7 +384,7 @@ static struct scsitgt_lun *xc_cscd(struct xc_op *op, uint16_t idx, uint16_t fiel
 }
 
 /* Set up segment op->seg; false when it failed (op->step is XC_END then). */
-static bool xc_seg_setup(struct xc_op *op)
+static bool xc_seg_setup(struct scsitgt__xcopy_op *op)
 {
 	const struct scsitgt__xcopy_seg *s = &op->list.seg[op->seg];
 	enum scsitgt__sense_reason r;
@@ -447,11 +440,11 @@ static bool xc_seg_setup(struct xc_op *op)
 	return true;
 }
 
-static void xc_pump(struct xc_op *op);
+static void xc_pump(struct scsitgt__xcopy_op *op);
 
 static void xc_granted(struct scsitgt__cmd *cmd)
 {
-	struct xc_op *op = xc_of(cmd);
+	struct scsitgt__xcopy_op *op = cmd->ctx.xcopy;
 
 	op->granted = true;
 	xc_pump(op);
@@ -460,7 +453,7 @@ static void xc_granted(struct scsitgt__cmd *cmd)
 static void xc_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 		       enum scsitgt__sense_reason reason)
 {
-	struct xc_op *op = xc_of(cmd);
+	struct scsitgt__xcopy_op *op = cmd->ctx.xcopy;
 
 	op->io_done = true;
 	op->io_reason = reason;
@@ -474,7 +467,7 @@ static void xc_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
  * io submission work on cmd->lun: it names the CSCD for the length of the call (the pump's
  * guard keeps a grant or completion inside the call from running anything else meanwhile).
  */
-static bool xc_lock(struct xc_op *op, struct scsitgt_lun *lun, uint64_t lba, uint64_t n)
+static bool xc_lock(struct scsitgt__xcopy_op *op, struct scsitgt_lun *lun, uint64_t lba, uint64_t n)
 {
 	bool ok;
 
@@ -485,8 +478,8 @@ static bool xc_lock(struct xc_op *op, struct scsitgt_lun *lun, uint64_t lba, uin
 	return ok;
 }
 
-static bool xc_submit(struct xc_op *op, struct scsitgt_lun *lun, enum scsitgt_io_type type,
-		      uint64_t lba, uint32_t n, uint32_t flags)
+static bool xc_submit(struct scsitgt__xcopy_op *op, struct scsitgt_lun *lun,
+		      enum scsitgt_io_type type, uint64_t lba, uint32_t n, uint32_t flags)
 {
 	struct iovec iov = { op->buf, op->piece_len };
 	int rc;
@@ -508,7 +501,7 @@ static uint32_t xc_write_flags(const struct scsitgt_lun *lun)
 }
 
 /* One step of the copy; false when it waits for a grant or an io. */
-static bool xc_step(struct xc_op *op)
+static bool xc_step(struct scsitgt__xcopy_op *op)
 {
 	const struct scsitgt__xcopy_seg *s;
 	uint32_t sbs, dbs;
@@ -636,7 +629,7 @@ static bool xc_step(struct xc_op *op)
 
 /* Run steps until the copy waits or ends. Completions and grants that arrive inside a step
  * only set their flag; the loop picks them up (no recursion, cmd->lun restored). */
-static void xc_pump(struct xc_op *op)
+static void xc_pump(struct scsitgt__xcopy_op *op)
 {
 	if (op->pumping) {
 		op->again = true;
@@ -672,7 +665,7 @@ static void xc_refuse(struct scsitgt__cmd *cmd, const struct scsitgt__xcopy_err 
 void scsitgt__xcopy_exec(struct scsitgt__cmd *cmd)
 {
 	struct scsitgt__xcopy_err err;
-	struct xc_op *op;
+	struct scsitgt__xcopy_op *op;
 	bool busy = false;
 
 	/* SPC-4 §6.4: a PARAMETER LIST LENGTH of zero is not an error; nothing is copied. */
@@ -709,6 +702,6 @@ void scsitgt__xcopy_exec(struct scsitgt__cmd *cmd)
 		xc_refuse(cmd, &err);
 		return;
 	}
-	cmd->step_arg[XC_SLOT] = (uintptr_t)op;
+	cmd->ctx.xcopy = op;
 	xc_pump(op);
 }
