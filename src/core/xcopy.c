@@ -500,127 +500,152 @@ static uint32_t xc_write_flags(const struct scsitgt_lun *lun)
 	return 0;
 }
 
+/* End the copy with @reason, a failure of the command itself rather than of a segment. */
+static void xc_stop(struct scsitgt__xcopy_op *op, enum scsitgt__sense_reason reason)
+{
+	op->reason = reason;
+	op->step = XC_END;
+}
+
+/* The current piece's blocks on the destination (@dst) or the source, and that LUN. */
+static struct scsitgt_lun *xc_piece_blocks(const struct scsitgt__xcopy_op *op, bool dst,
+					   uint64_t *lba, uint32_t *n)
+{
+	const struct scsitgt__xcopy_seg *s = &op->list.seg[op->seg];
+	struct scsitgt_lun *lun = dst ? op->dst : op->src;
+	uint32_t bs = lun->geo.block_size;
+
+	*lba = (dst ? s->dst_lba : s->src_lba) + op->piece_off / bs;
+	*n = op->piece_len / bs;
+	return lun;
+}
+
+/* Lock the piece's range on the destination (@dst) or the source: XC_WAIT_DST or _SRC. */
+static void xc_lock_piece(struct scsitgt__xcopy_op *op, bool dst)
+{
+	uint64_t lba;
+	uint32_t n;
+	struct scsitgt_lun *lun = xc_piece_blocks(op, dst, &lba, &n);
+
+	op->step = dst ? XC_WAIT_DST : XC_WAIT_SRC;
+	if (!xc_lock(op, lun, lba, n))
+		xc_stop(op, SCSITGT__SR_BUSY);
+}
+
+/* XC_SEG_START: set up the next segment, or end after the last. */
+static void xc_seg_start(struct scsitgt__xcopy_op *op)
+{
+	if (op->cmd->state == SCSITGT__CMD_ABORTED) {
+		xc_stop(op, SCSITGT__SR_ABORTED);
+		return;
+	}
+	if (op->seg >= op->list.nseg) {
+		op->step = XC_END;
+		return;
+	}
+	scsitgt__xcopy_entry_progress(op->entry, op->seg, op->total);
+	if (xc_seg_setup(op))
+		op->step = XC_PIECE_START;
+}
+
+/* XC_PIECE_START: size the next piece of the segment and lock its source range; after the
+ * last piece, the next segment. */
+static void xc_piece_start(struct scsitgt__xcopy_op *op)
+{
+	uint64_t left = op->seg_bytes - op->seg_done;
+	uint32_t bs;
+
+	if (left == 0) {
+		op->seg++;
+		op->step = XC_SEG_START;
+		return;
+	}
+	if (op->cmd->state == SCSITGT__CMD_ABORTED) {
+		xc_stop(op, SCSITGT__SR_ABORTED);
+		return;
+	}
+	/* Pieces are whole blocks on both sides (block sizes are powers of two). */
+	bs = op->src->geo.block_size;
+	if (op->dst->geo.block_size > bs)
+		bs = op->dst->geo.block_size;
+	op->piece_len = SCSITGT__XCOPY_CHUNK_BYTES / bs * bs;
+	if (left < op->piece_len)
+		op->piece_len = (uint32_t)left;
+	op->piece_off = op->backward ? left - op->piece_len : op->seg_done;
+	/* One buffer for the whole command, grown to the largest piece. */
+	if (op->buf_cap < op->piece_len) {
+		free(op->buf);
+		op->buf = malloc(op->piece_len);
+		op->buf_cap = op->buf ? op->piece_len : 0;
+		if (op->buf == NULL) {
+			xc_stop(op, SCSITGT__SR_BUSY);
+			return;
+		}
+	}
+	xc_lock_piece(op, false);
+}
+
+/* XC_WAIT_SRC, XC_WAIT_DST: once the range is granted, read the piece from the source or
+ * write it to the destination (@dst). False while the grant is awaited. */
+static bool xc_io_start(struct scsitgt__xcopy_op *op, bool dst)
+{
+	uint64_t lba;
+	uint32_t n;
+	struct scsitgt_lun *lun;
+	bool aborted;
+
+	if (!op->granted)
+		return false;
+	lun = xc_piece_blocks(op, dst, &lba, &n);
+	op->step = dst ? XC_WRITING : XC_READING;
+	aborted = op->cmd->state == SCSITGT__CMD_ABORTED;
+	if (aborted || !xc_submit(op, lun, dst ? SCSITGT_IO_WRITE : SCSITGT_IO_READ, lba, n,
+				  dst ? xc_write_flags(lun) : 0)) {
+		scsitgt__range_plain_end(lun, &op->token);
+		xc_stop(op, aborted ? SCSITGT__SR_ABORTED : SCSITGT__SR_BUSY);
+	}
+	return true;
+}
+
+/* XC_READING, XC_WRITING: the piece's io is back; release its range. After the read, lock
+ * the destination; after the write, the piece is done. False while the io is out. */
+static bool xc_io_back(struct scsitgt__xcopy_op *op, bool dst)
+{
+	if (!op->io_done)
+		return false;
+	scsitgt__range_plain_end(dst ? op->dst : op->src, &op->token);
+	if (op->io_reason != SCSITGT__SR_OK) {
+		xc_cscd_failed(op, dst, op->io_reason, &op->io_raw);
+		return true;
+	}
+	if (!dst) {
+		xc_lock_piece(op, true);
+		return true;
+	}
+	op->seg_done += op->piece_len;
+	op->total += op->piece_len;
+	op->step = XC_PIECE_START;
+	return true;
+}
+
 /* One step of the copy; false when it waits for a grant or an io. */
 static bool xc_step(struct scsitgt__xcopy_op *op)
 {
-	const struct scsitgt__xcopy_seg *s;
-	uint32_t sbs, dbs;
-
 	switch (op->step) {
 	case XC_SEG_START:
-		if (op->cmd->state == SCSITGT__CMD_ABORTED) {
-			op->reason = SCSITGT__SR_ABORTED;
-			op->step = XC_END;
-			return true;
-		}
-		if (op->seg >= op->list.nseg) {
-			op->step = XC_END;
-			return true;
-		}
-		scsitgt__xcopy_entry_progress(op->entry, op->seg, op->total);
-		if (xc_seg_setup(op))
-			op->step = XC_PIECE_START;
+		xc_seg_start(op);
 		return true;
-	case XC_PIECE_START: {
-		uint64_t left = op->seg_bytes - op->seg_done;
-		uint32_t bs;
-
-		if (left == 0) {
-			op->seg++;
-			op->step = XC_SEG_START;
-			return true;
-		}
-		if (op->cmd->state == SCSITGT__CMD_ABORTED) {
-			op->reason = SCSITGT__SR_ABORTED;
-			op->step = XC_END;
-			return true;
-		}
-		/* Pieces are whole blocks on both sides (block sizes are powers of two). */
-		bs = op->src->geo.block_size;
-		if (op->dst->geo.block_size > bs)
-			bs = op->dst->geo.block_size;
-		op->piece_len = SCSITGT__XCOPY_CHUNK_BYTES / bs * bs;
-		if (left < op->piece_len)
-			op->piece_len = (uint32_t)left;
-		op->piece_off = op->backward ? left - op->piece_len : op->seg_done;
-		/* One buffer for the whole command, grown to the largest piece. */
-		if (op->buf_cap < op->piece_len) {
-			free(op->buf);
-			op->buf = malloc(op->piece_len);
-			op->buf_cap = op->buf ? op->piece_len : 0;
-			if (op->buf == NULL) {
-				op->reason = SCSITGT__SR_BUSY;
-				op->step = XC_END;
-				return true;
-			}
-		}
-		s = &op->list.seg[op->seg];
-		sbs = op->src->geo.block_size;
-		op->step = XC_WAIT_SRC;
-		if (!xc_lock(op, op->src, s->src_lba + op->piece_off / sbs, op->piece_len / sbs)) {
-			op->reason = SCSITGT__SR_BUSY;
-			op->step = XC_END;
-		}
+	case XC_PIECE_START:
+		xc_piece_start(op);
 		return true;
-	}
 	case XC_WAIT_SRC:
-		if (!op->granted)
-			return false;
-		s = &op->list.seg[op->seg];
-		sbs = op->src->geo.block_size;
-		op->step = XC_READING;
-		if (op->cmd->state == SCSITGT__CMD_ABORTED ||
-		    !xc_submit(op, op->src, SCSITGT_IO_READ, s->src_lba + op->piece_off / sbs,
-			       op->piece_len / sbs, 0)) {
-			scsitgt__range_plain_end(op->src, &op->token);
-			op->reason = op->cmd->state == SCSITGT__CMD_ABORTED ? SCSITGT__SR_ABORTED :
-									      SCSITGT__SR_BUSY;
-			op->step = XC_END;
-		}
-		return true;
+		return xc_io_start(op, false);
 	case XC_READING:
-		if (!op->io_done)
-			return false;
-		scsitgt__range_plain_end(op->src, &op->token);
-		if (op->io_reason != SCSITGT__SR_OK) {
-			xc_cscd_failed(op, false, op->io_reason, &op->io_raw);
-			return true;
-		}
-		s = &op->list.seg[op->seg];
-		dbs = op->dst->geo.block_size;
-		op->step = XC_WAIT_DST;
-		if (!xc_lock(op, op->dst, s->dst_lba + op->piece_off / dbs, op->piece_len / dbs)) {
-			op->reason = SCSITGT__SR_BUSY;
-			op->step = XC_END;
-		}
-		return true;
+		return xc_io_back(op, false);
 	case XC_WAIT_DST:
-		if (!op->granted)
-			return false;
-		s = &op->list.seg[op->seg];
-		dbs = op->dst->geo.block_size;
-		op->step = XC_WRITING;
-		if (op->cmd->state == SCSITGT__CMD_ABORTED ||
-		    !xc_submit(op, op->dst, SCSITGT_IO_WRITE, s->dst_lba + op->piece_off / dbs,
-			       op->piece_len / dbs, xc_write_flags(op->dst))) {
-			scsitgt__range_plain_end(op->dst, &op->token);
-			op->reason = op->cmd->state == SCSITGT__CMD_ABORTED ? SCSITGT__SR_ABORTED :
-									      SCSITGT__SR_BUSY;
-			op->step = XC_END;
-		}
-		return true;
+		return xc_io_start(op, true);
 	case XC_WRITING:
-		if (!op->io_done)
-			return false;
-		scsitgt__range_plain_end(op->dst, &op->token);
-		if (op->io_reason != SCSITGT__SR_OK) {
-			xc_cscd_failed(op, true, op->io_reason, &op->io_raw);
-			return true;
-		}
-		op->seg_done += op->piece_len;
-		op->total += op->piece_len;
-		op->step = XC_PIECE_START;
-		return true;
+		return xc_io_back(op, true);
 	case XC_END:
 	default:
 		return false;
