@@ -23,6 +23,59 @@
 #include "core/stats.h"
 #include "core/tmf.h"
 
+/* One bit per state, for the from-sets of the transitions. */
+#define CMD_S(s) (1u << (s))
+
+/* The live states (scsitgt__cmd_is_live()). */
+#define CMD_LIVE \
+	(CMD_S(SCSITGT__CMD_NEED_DATA) | CMD_S(SCSITGT__CMD_READY) | CMD_S(SCSITGT__CMD_EXEC))
+
+/*
+ * The transitions of the diagram in cmd.h: cmd_next[from] has a bit for each state a command
+ * may move to from @from. cmd_move() checks every transition against it.
+ */
+static const uint16_t cmd_next[SCSITGT__CMD_NSTATES] = {
+	[SCSITGT__CMD_NEW] = CMD_S(SCSITGT__CMD_NEED_DATA) | CMD_S(SCSITGT__CMD_READY) |
+			     CMD_S(SCSITGT__CMD_DONE) | CMD_S(SCSITGT__CMD_FREED),
+	[SCSITGT__CMD_NEED_DATA] = CMD_S(SCSITGT__CMD_EXEC) | CMD_S(SCSITGT__CMD_DONE) |
+				   CMD_S(SCSITGT__CMD_ABORTED) | CMD_S(SCSITGT__CMD_FREED),
+	[SCSITGT__CMD_READY] = CMD_S(SCSITGT__CMD_EXEC) | CMD_S(SCSITGT__CMD_DONE) |
+			       CMD_S(SCSITGT__CMD_ABORTED) | CMD_S(SCSITGT__CMD_FREED),
+	[SCSITGT__CMD_EXEC] = CMD_S(SCSITGT__CMD_DONE) | CMD_S(SCSITGT__CMD_ABORTED) |
+			      CMD_S(SCSITGT__CMD_FREED),
+	[SCSITGT__CMD_DONE] = CMD_S(SCSITGT__CMD_FREED),
+	[SCSITGT__CMD_ABORTED] = CMD_S(SCSITGT__CMD_FREED),
+	[SCSITGT__CMD_FREED] = 0,
+};
+
+bool scsitgt__cmd_transition_allowed(enum scsitgt__cmd_state from, enum scsitgt__cmd_state to)
+{
+	return (unsigned int)from < SCSITGT__CMD_NSTATES &&
+	       (unsigned int)to < SCSITGT__CMD_NSTATES && (cmd_next[from] & CMD_S(to)) != 0;
+}
+
+#ifndef NDEBUG
+void (*scsitgt__cmd_transition_hook)(const struct scsitgt__cmd *cmd, enum scsitgt__cmd_state from,
+				     enum scsitgt__cmd_state to);
+#endif
+
+/*
+ * The only writer of cmd->state after creation. @from is the set of states the caller may
+ * move the command from: anything else is a programming error, caught by the assertions in
+ * debug and test builds.
+ */
+static void cmd_move(struct scsitgt__cmd *cmd, unsigned int from, enum scsitgt__cmd_state to)
+{
+	assert(from & CMD_S(cmd->state));
+	assert(scsitgt__cmd_transition_allowed(cmd->state, to));
+	(void)from;
+#ifndef NDEBUG
+	if (scsitgt__cmd_transition_hook)
+		scsitgt__cmd_transition_hook(cmd, cmd->state, to);
+#endif
+	cmd->state = to;
+}
+
 int scsitgt__cmd_create(struct scsitgt__cmd **out, struct scsitgt__session *sess,
 			size_t fabric_priv_size)
 {
@@ -86,7 +139,7 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 	if (cmd->lun && tgt->max_lun_commands && cmd->lun->inflight > tgt->max_lun_commands) {
 		memcpy(cmd->cdb, cdb, cdb_len < SCSITGT__CDB_MAX ? cdb_len : SCSITGT__CDB_MAX);
 		cmd->cdb_len = (uint8_t)(cdb_len < SCSITGT__CDB_MAX ? cdb_len : SCSITGT__CDB_MAX);
-		cmd->state = SCSITGT__CMD_DONE;
+		cmd_move(cmd, CMD_S(SCSITGT__CMD_NEW), SCSITGT__CMD_DONE);
 		cmd_set_reason(cmd, SCSITGT__SR_TASK_SET_FULL, NULL);
 		return;
 	}
@@ -94,7 +147,7 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 	if (cdb_len > SCSITGT__CDB_MAX) {
 		/* Longer CDBs (iSCSI extended CDB AHS) name no command we support. */
 		cmd->cdb_len = 0;
-		cmd->state = SCSITGT__CMD_DONE;
+		cmd_move(cmd, CMD_S(SCSITGT__CMD_NEW), SCSITGT__CMD_DONE);
 		cmd_set_reason(cmd, SCSITGT__SR_INVALID_OPCODE, NULL);
 		return;
 	}
@@ -116,11 +169,12 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 	    !(cmd->defer_buf && cmd->dir == SCSITGT__DIR_OUT) && scsitgt__cmd_alloc_buf(cmd) < 0)
 		r = SCSITGT__SR_TASK_SET_FULL;
 	if (r != SCSITGT__SR_OK) {
-		cmd->state = SCSITGT__CMD_DONE;
+		cmd_move(cmd, CMD_S(SCSITGT__CMD_NEW), SCSITGT__CMD_DONE);
 		cmd_set_reason(cmd, r, &cmd->detail);
 		return;
 	}
-	cmd->state = cmd->dir == SCSITGT__DIR_OUT ? SCSITGT__CMD_NEED_DATA : SCSITGT__CMD_READY;
+	cmd_move(cmd, CMD_S(SCSITGT__CMD_NEW),
+		 cmd->dir == SCSITGT__DIR_OUT ? SCSITGT__CMD_NEED_DATA : SCSITGT__CMD_READY);
 }
 
 int scsitgt__cmd_alloc_buf(struct scsitgt__cmd *cmd)
@@ -181,17 +235,17 @@ void scsitgt__cmd_execute(struct scsitgt__cmd *cmd)
 		cmd->sess->ops->cmd_done(cmd);
 		return;
 	}
-	assert(cmd->state == SCSITGT__CMD_READY || cmd->state == SCSITGT__CMD_NEED_DATA);
 	if (cmd->buf == NULL && cmd->xfer_len) {
 		/* A deferred write buffer that never got its data: refuse rather than write
 		 * whatever a fresh buffer holds. */
-		cmd->state = SCSITGT__CMD_DONE;
+		cmd_move(cmd, CMD_S(SCSITGT__CMD_READY) | CMD_S(SCSITGT__CMD_NEED_DATA),
+			 SCSITGT__CMD_DONE);
 		cmd_set_reason(cmd, SCSITGT__SR_TASK_SET_FULL, NULL);
 		scsitgt__stats_cmd_done(cmd);
 		cmd->sess->ops->cmd_done(cmd);
 		return;
 	}
-	cmd->state = SCSITGT__CMD_EXEC;
+	cmd_move(cmd, CMD_S(SCSITGT__CMD_READY) | CMD_S(SCSITGT__CMD_NEED_DATA), SCSITGT__CMD_EXEC);
 	/* ORDERED / HEAD OF QUEUE tasks may hold it back (core/order.c starts it later). */
 	if (!scsitgt__order_may_start(cmd))
 		return;
@@ -200,8 +254,10 @@ void scsitgt__cmd_execute(struct scsitgt__cmd *cmd)
 
 void scsitgt__cmd_fail(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason)
 {
-	assert(cmd->state != SCSITGT__CMD_EXEC && cmd->state != SCSITGT__CMD_ABORTED);
-	cmd->state = SCSITGT__CMD_DONE;
+	cmd_move(cmd,
+		 CMD_S(SCSITGT__CMD_NEW) | CMD_S(SCSITGT__CMD_NEED_DATA) |
+			 CMD_S(SCSITGT__CMD_READY),
+		 SCSITGT__CMD_DONE);
 	cmd_set_reason(cmd, reason, NULL);
 }
 
@@ -221,8 +277,7 @@ static void cmd_finish(struct scsitgt__cmd *cmd)
 		cmd->sess->ops->cmd_aborted(cmd);
 		return;
 	}
-	assert(cmd->state == SCSITGT__CMD_EXEC);
-	cmd->state = SCSITGT__CMD_DONE;
+	cmd_move(cmd, CMD_S(SCSITGT__CMD_EXEC), SCSITGT__CMD_DONE);
 	scsitgt__stats_cmd_done(cmd);
 	cmd->sess->ops->cmd_done(cmd);
 }
@@ -264,6 +319,63 @@ void scsitgt__cmd_complete_sense(struct scsitgt__cmd *cmd, uint8_t status, const
 	cmd_finish(cmd);
 }
 
+bool scsitgt__cmd_is_live(const struct scsitgt__cmd *cmd)
+{
+	return (CMD_LIVE & CMD_S(cmd->state)) != 0;
+}
+
+/* Whether something will still end @cmd: an io in its backend. */
+static bool cmd_held(const struct scsitgt__cmd *cmd)
+{
+	return cmd->ios_inflight != 0;
+}
+
+void scsitgt__cmd_abort(struct scsitgt__cmd *cmd, struct scsitgt__tmf_op *op, bool cancel_ios)
+{
+	if (cmd->state == SCSITGT__CMD_EXEC && cmd_held(cmd)) {
+		/* cmd_finish() hands it to cmd_aborted once its ios return. */
+		cmd_move(cmd, CMD_LIVE, SCSITGT__CMD_ABORTED);
+		if (op)
+			scsitgt__tmf_wait_for(op, cmd);
+		/* A backend that can cancel its ios returns them sooner (backend.h abort()). */
+		if (cancel_ios)
+			scsitgt__io_abort_cmd(cmd);
+		return;
+	}
+	cmd_move(cmd, CMD_LIVE, SCSITGT__CMD_ABORTED);
+	cmd->sess->ops->cmd_aborted(cmd);
+}
+
+void scsitgt__cmd_nexus_gone(struct scsitgt__cmd *cmd)
+{
+	if (!cmd_held(cmd)) {
+		scsitgt__cmd_destroy(cmd);
+		return;
+	}
+	/* Detach: the backend still holds the buffers; the last io frees it (cmd_finish). */
+	scsitgt__list_remove(&cmd->sess_node);
+	cmd->sess = NULL;
+	if (cmd->state != SCSITGT__CMD_ABORTED)
+		cmd_move(cmd, CMD_LIVE, SCSITGT__CMD_ABORTED);
+}
+
+bool scsitgt__cmd_abandon(struct scsitgt__cmd *cmd)
+{
+	if (cmd->orphaned)
+		return false;
+	if (cmd->tmf_wait)
+		scsitgt__tmf_cmd_released(cmd);
+	scsitgt__order_done(cmd);
+	if (cmd->sess) {
+		scsitgt__list_remove(&cmd->sess_node);
+		cmd->sess->ncmds--;
+		cmd->sess = NULL;
+	}
+	atomic_store(&cmd->orphan_ios, cmd->ios_inflight);
+	cmd->orphaned = true;
+	return true;
+}
+
 enum scsitgt__sense_reason scsitgt__cmd_bad_cdb_field(struct scsitgt__cmd *cmd, uint16_t byte,
 						      int bit)
 {
@@ -298,6 +410,8 @@ void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd)
 	if (cmd->lun)
 		scsitgt__lun_inflight_drop(cmd->lun);
 	scsitgt__cmd_free_buf(cmd);
+	/* From any state but FREED: destroying twice is caught here. */
+	cmd_move(cmd, ~0u, SCSITGT__CMD_FREED);
 	scsitgt__cache_free(cmd->cache, cmd, cmd->alloc_size);
 }
 

@@ -26,6 +26,8 @@ enum scsitgt__cmd_state {
 	SCSITGT__CMD_EXEC,	/* executing (emulation or backend io in flight) */
 	SCSITGT__CMD_DONE,	/* status set; the fabric owns the response */
 	SCSITGT__CMD_ABORTED,	/* aborted while executing; freed when its ios return */
+	SCSITGT__CMD_FREED,	/* destroyed (the memory goes back to the cache) */
+	SCSITGT__CMD_NSTATES
 };
 
 enum scsitgt__data_dir {
@@ -170,6 +172,42 @@ struct scsitgt__buf_ops {
 	void *(*alloc)(void *ctx, size_t size, size_t *cap);
 	void (*free)(void *ctx, void *p, size_t cap);
 };
+
+struct scsitgt__tmf_op;
+
+/* Whether the command may still run or is running: what a TMF aborts (SAM-5 §7). */
+bool scsitgt__cmd_is_live(const struct scsitgt__cmd *cmd);
+
+/*
+ * Abort a live command (TMF, LUN drain; no response is ever sent). One in its backend stays
+ * ABORTED until its ios return, then goes to ops->cmd_aborted; @op (may be NULL) is the TMF
+ * that waits for that, and with @cancel_ios the backend is asked to cancel them (backend.h
+ * abort()). Any other goes to ops->cmd_aborted now.
+ */
+void scsitgt__cmd_abort(struct scsitgt__cmd *cmd, struct scsitgt__tmf_op *op, bool cancel_ios);
+
+/*
+ * Its I_T nexus is gone (scsitgt__session_destroy()): the command is freed now, or, when a
+ * backend still holds it, detached from the session and freed when its last io returns.
+ */
+void scsitgt__cmd_nexus_gone(struct scsitgt__cmd *cmd);
+
+/*
+ * An engine shutdown gives up on the command, in a backend that never returned it
+ * (core/drain.c): it leaves every engine structure and its last io frees it, on any thread.
+ * False when it was given up already.
+ */
+bool scsitgt__cmd_abandon(struct scsitgt__cmd *cmd);
+
+/* Whether the diagram above allows a command to move from @from to @to. */
+bool scsitgt__cmd_transition_allowed(enum scsitgt__cmd_state from, enum scsitgt__cmd_state to);
+
+#ifndef NDEBUG
+/* Debug and test builds: called on each transition, before it happens (a test's observer). */
+extern void (*scsitgt__cmd_transition_hook)(const struct scsitgt__cmd *cmd,
+					    enum scsitgt__cmd_state from,
+					    enum scsitgt__cmd_state to);
+#endif
 
 /* give back cmd->buf to where it came from (the engine cache or cmd->buf_ops), and lent
  * Data-In to its backend; on the home loop. */

@@ -71,12 +71,6 @@ void scsitgt__drain_lun_gone(struct scsitgt_lun *lun)
 	}
 }
 
-static bool cmd_live(const struct scsitgt__cmd *c)
-{
-	return c->state == SCSITGT__CMD_NEED_DATA || c->state == SCSITGT__CMD_READY ||
-	       c->state == SCSITGT__CMD_EXEC;
-}
-
 /* Whether @tgt still exists: a LUN being removed outlives its target when the host destroys
  * the target (or the engine) meanwhile. */
 static bool target_alive(struct scsitgt_engine *engine, const struct scsitgt_target *tgt)
@@ -112,15 +106,11 @@ static void drain_expire(struct scsitgt_lun *lun)
 			struct scsitgt__cmd *c =
 				scsitgt__container_of(pos, struct scsitgt__cmd, sess_node);
 
-			if (c->lun != lun || !cmd_live(c))
+			if (c->lun != lun || !scsitgt__cmd_is_live(c))
 				continue;
-			/* As an abort (SAM-5 §7): in a backend it is freed when it comes back. */
-			if (c->state == SCSITGT__CMD_EXEC && c->ios_inflight) {
-				c->state = SCSITGT__CMD_ABORTED;
-			} else {
-				c->state = SCSITGT__CMD_ABORTED;
-				s->ops->cmd_aborted(c);
-			}
+			/* As an abort (SAM-5 §7): in a backend it is freed when it comes back.
+			 * The backend is being given up on: it is not asked to cancel. */
+			scsitgt__cmd_abort(c, NULL, false);
 		}
 	}
 	cb = lun->destroy_cb;
@@ -221,19 +211,8 @@ static void drain_orphan_lun(struct scsitgt_engine *engine, struct scsitgt_lun *
 		struct scsitgt__cmd *cmd =
 			scsitgt__container_of(p, struct scsitgt_io, lun_node)->cmd;
 
-		if (cmd->orphaned)
-			continue;
-		if (cmd->tmf_wait)
-			scsitgt__tmf_cmd_released(cmd);
-		scsitgt__order_done(cmd);
-		if (cmd->sess) {
-			scsitgt__list_remove(&cmd->sess_node);
-			cmd->sess->ncmds--;
-			cmd->sess = NULL;
-		}
-		atomic_store(&cmd->orphan_ios, cmd->ios_inflight);
-		cmd->orphaned = true;
-		ncmds++;
+		if (scsitgt__cmd_abandon(cmd))
+			ncmds++;
 	}
 	atomic_fetch_add(&lun->orphan_cmds, ncmds);
 	lun->inflight -= ncmds;

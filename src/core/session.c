@@ -58,17 +58,8 @@ void scsitgt__session_destroy(struct scsitgt__session *sess)
 
 	scsitgt__list_foreach_safe(pos, tmp, &sess->cmds)
 	{
-		struct scsitgt__cmd *cmd =
-			scsitgt__container_of(pos, struct scsitgt__cmd, sess_node);
-
-		if (cmd->ios_inflight) {
-			/* Detach: the backend still holds the buffers; the last io frees it. */
-			scsitgt__list_remove(&cmd->sess_node);
-			cmd->sess = NULL;
-			cmd->state = SCSITGT__CMD_ABORTED;
-		} else {
-			scsitgt__cmd_destroy(cmd);
-		}
+		/* freed now, or detached until its backend gives it back (cmd.c). */
+		scsitgt__cmd_nexus_gone(scsitgt__container_of(pos, struct scsitgt__cmd, sess_node));
 	}
 	/* SPC-2 reservations end with the nexus; its unit attentions go with it. */
 	scsitgt__pr_session_gone(sess);

@@ -31,12 +31,6 @@ struct scsitgt__tmf_op {
 	uv_timer_t timer;
 };
 
-static bool cmd_is_live(const struct scsitgt__cmd *cmd)
-{
-	return cmd->state == SCSITGT__CMD_NEED_DATA || cmd->state == SCSITGT__CMD_READY ||
-	       cmd->state == SCSITGT__CMD_EXEC;
-}
-
 static void op_maybe_free(struct scsitgt__tmf_op *op);
 
 static void op_closed(uv_handle_t *h)
@@ -90,22 +84,12 @@ void scsitgt__tmf_cmd_released(struct scsitgt__cmd *cmd)
 	op_maybe_free(op);
 }
 
-/* Abort one command; with @op, the TMF waits for it to leave its backend. */
-static void abort_cmd(struct scsitgt__cmd *c, struct scsitgt__tmf_op *op)
+void scsitgt__tmf_wait_for(struct scsitgt__tmf_op *op, struct scsitgt__cmd *cmd)
 {
-	if (c->state == SCSITGT__CMD_EXEC && c->ios_inflight) {
-		/* cmd_finish() hands it to cmd_aborted once its ios return. */
-		c->state = SCSITGT__CMD_ABORTED;
-		if (op && c->tmf_wait == NULL) {
-			c->tmf_wait = op;
-			op->waiting++;
-		}
-		/* A backend that can cancel its ios returns them sooner (backend.h abort()). */
-		scsitgt__io_abort_cmd(c);
-	} else {
-		c->state = SCSITGT__CMD_ABORTED;
-		c->sess->ops->cmd_aborted(c);
-	}
+	if (cmd->tmf_wait)
+		return;
+	cmd->tmf_wait = op;
+	op->waiting++;
 }
 
 /* Abort the live commands of @sess matching @lun_id (all LUNs when @all_luns) and, for ABORT
@@ -121,14 +105,15 @@ static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_i
 	{
 		struct scsitgt__cmd *c = scsitgt__container_of(pos, struct scsitgt__cmd, sess_node);
 
-		if (c == except || !cmd_is_live(c))
+		if (c == except || !scsitgt__cmd_is_live(c))
 			continue;
 		if (!all_luns && c->lun_id != lun_id)
 			continue;
 		if (by_tag && c->tag != tag)
 			continue;
 		n++;
-		abort_cmd(c, op);
+		/* with @op, the TMF waits for it to leave its backend. */
+		scsitgt__cmd_abort(c, op, true);
 	}
 	return n;
 }
@@ -148,7 +133,7 @@ static unsigned int count_matching(struct scsitgt__session *sess, uint64_t lun_i
 		const struct scsitgt__cmd *c =
 			scsitgt__container_of(p, struct scsitgt__cmd, sess_node);
 
-		if (cmd_is_live(c) && c->lun_id == lun_id && (!by_tag || c->tag == tag))
+		if (scsitgt__cmd_is_live(c) && c->lun_id == lun_id && (!by_tag || c->tag == tag))
 			n++;
 	}
 	return n;

@@ -21,4 +21,7 @@ unsigned int scsitgt__tmf_abort_nexus_lun(struct scsitgt__session *sess, uint64_
  */
 void scsitgt__tmf_cmd_released(struct scsitgt__cmd *cmd);
 
+/* The TMF @op waits for @cmd, just aborted inside its backend (scsitgt__cmd_abort()). */
+void scsitgt__tmf_wait_for(struct scsitgt__tmf_op *op, struct scsitgt__cmd *cmd);
+
 #endif /* SCSITGT_CORE_TMF_H */
