@@ -3,8 +3,8 @@
  * host_backend: how a host application plugs its own storage into libscsitgt.
  *
  * The backend here serves a regular file. Its I/O runs on a worker thread that the backend
- * owns (the library never creates threads), and each io is completed from that thread with
- * scsitgt_io_complete_threadsafe(), which hands the completion back to the loop.
+ * owns (the library calls a backend only on the home loop), and each io is completed from that
+ * thread with scsitgt_io_complete_threadsafe(), which hands the completion back to the loop.
  *
  * What it shows, in order:
  *   1. the backend's per-io private area (io_ctx_size, scsitgt_io_get_ctx());

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * minitarget's command line: a pure parser from argv to struct minitarget_opts, with no libuv
- * and no library calls, so that tests/unit/examples/test_minitarget_opts.c can drive it.
+ * and no library calls, so that tests/unit/minitarget/test_minitarget_opts.c can drive it.
  * minitarget.c turns the parsed options into engine, target, LUN and portal calls.
  */
 #ifndef MINITARGET_OPTS_H

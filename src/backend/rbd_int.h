@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The RBD backend's context, shared by the backend's files (rbd.c: the I/O path; rbd_pr.c:
- * persistent reservations in RADOS; rbd_lock.c / rbd_gateway.c: the exclusive lock and the
- * multi-gateway model). Not a public header: hosts see only include/libscsitgt/backend_rbd.h.
+ * persistent reservations in RADOS; rbd_gateway.c: the exclusive lock, probes and takeovers of
+ * the multi-gateway model, whose decisions rbd_ha.c makes). Not a public header: hosts see only include/libscsitgt/backend_rbd.h.
  *
  * Threads. Every field is owned by the LUN's home loop unless its comment says otherwise.
  * Blocking librados/librbd calls never run on the loop: each context has one worker thread

@@ -11,7 +11,7 @@
 #include "core/fabric.h"
 #include "libscsitgt/alua.h"
 
-/* MAINTENANCE OUT service actions (SPC-5 Table E.?). */
+/* MAINTENANCE OUT (A4h) service actions: SET TARGET PORT GROUPS (SPC-5 §6.50). */
 enum {
 	SPC_MO_SET_TARGET_PORT_GROUPS = 0x0a,
 };

@@ -57,7 +57,7 @@ static const struct scsitgt__cdb_def sai16_rows[0x20] = {
 		0x00, 0x80 \
 	}
 
-/* MAINTENANCE IN rows, indexed by service action (SPC-5 Table E.?). */
+/* MAINTENANCE IN (A3h) rows, indexed by service action (the SPC_MI_* values of scsi_spec.h). */
 static const struct scsitgt__cdb_def maint_in_rows[0x20] = {
 	/* SPC-5 §6.35: RCTD and REPORTING OPTIONS in byte 2, REQUESTED OPERATION CODE, REQUESTED
 	 * SERVICE ACTION, ALLOCATION LENGTH. */

@@ -194,7 +194,8 @@ void scsitgt__pr_cluster_out(struct scsitgt__cmd *cmd,
 			     enum scsitgt__sense_reason (*run)(struct scsitgt__cmd *cmd));
 void scsitgt__pr_cluster_free(struct scsitgt_lun *lun);
 
-/* Commands (pr_out.c, pr_in.c, pr_spc2.c). */
+/* Commands: PERSISTENT RESERVE OUT (pr_out.c) and IN (pr_in.c), SPC-2 RESERVE and RELEASE
+ * (pr.c). */
 enum scsitgt__sense_reason scsitgt__pr_parse_out(struct scsitgt__cmd *cmd);
 void scsitgt__pr_out(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__pr_parse_in(struct scsitgt__cmd *cmd);

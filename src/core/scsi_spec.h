@@ -81,7 +81,8 @@ enum {
 	SBC_SAI_GET_LBA_STATUS = 0x12,
 };
 
-/* MAINTENANCE IN service actions (SPC-5 Table E.?). */
+/* MAINTENANCE IN (A3h) service actions: the SERVICE ACTION field of each command's CDB as SPC-5
+ * clause 6 defines it. */
 enum {
 	SPC_MI_REPORT_TARGET_PORT_GROUPS = 0x0a,
 	SPC_MI_REPORT_SUPPORTED_OPCODES = 0x0c,

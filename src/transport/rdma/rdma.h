@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared RDMA layer (iSER now, SRP later), built only when rdma-core is found:
+ * Shared RDMA layer of iSER (transport/iser) and SRP (transport/srp), built only when
+ * rdma-core is found:
  *  - cm.c: an rdma_cm event channel watched by a uv_poll_t. Each event is copied (with its
  *    private data) and acknowledged before dispatch, so handlers may destroy cm ids freely.
  *  - verbs.c: per device a PD and one CQ with its completion channel on a uv_poll_t, shared
