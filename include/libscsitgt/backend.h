@@ -43,6 +43,44 @@ enum scsitgt_io_type {
 	 * from one bounded zeroed buffer.
 	 */
 	SCSITGT_IO_WRITE_ZEROES = 4,
+	/**
+	 * Write the one block the iovecs hold (block_size bytes) to each of the num_blocks
+	 * blocks from lba (SBC-4 §5.50 WRITE SAME), honouring SCSITGT_IO_FLAG_FUA. Optional:
+	 * without it the core writes the block repeated with WRITE ios of at most 1 MiB each,
+	 * one after another. A zero block still goes to SCSITGT_IO_WRITE_ZEROES (or UNMAP) when
+	 * the backend has it. Appended after the first release.
+	 */
+	SCSITGT_IO_WRITE_SAME = 5,
+	/**
+	 * Report the provisioning status (SBC-4 §5.17 GET LBA STATUS) of the blocks from lba on,
+	 * at most num_blocks of them, as extents in the array scsitgt_io_get_lba_extents()
+	 * returns; no data buffer. The asynchronous counterpart of the get_lba_status() op, for
+	 * backends whose answer needs a slow query (a remote allocation map): the core prefers
+	 * it when the backend supports both. Only asked on thin LUNs (SCSITGT_LUN_THIN).
+	 * Optional. Appended after the first release.
+	 */
+	SCSITGT_IO_GET_LBA_STATUS = 6,
+};
+
+/** Provisioning status of an extent (SBC-4 Table 57 PROVISIONING STATUS). */
+enum scsitgt_lba_status {
+	/** Mapped, or not known to be deallocated: always a correct answer. */
+	SCSITGT_LBA_MAPPED = 0,
+	/** Deallocated: the blocks hold no storage (unmapped, or never written). */
+	SCSITGT_LBA_DEALLOCATED = 1,
+};
+
+/**
+ * One extent of a SCSITGT_IO_GET_LBA_STATUS answer. Extents follow each other without gaps:
+ * the first one starts at the io's LBA, each next one where the previous one ended.
+ */
+struct scsitgt_lba_extent {
+	/** Blocks in the extent; 0 ends the list before the array's end. */
+	uint64_t num_blocks;
+	/** enum scsitgt_lba_status; unknown values count as SCSITGT_LBA_MAPPED. */
+	uint32_t status;
+	/** Zero. */
+	uint32_t reserved;
 };
 
 /** io flag: Force Unit Access; the write must be durable before the io completes. */
@@ -151,7 +189,8 @@ struct scsitgt_backend_ops {
 	 *
 	 * Synchronous: it is called on the home loop and must answer from what the backend knows
 	 * at once (an allocation map, SEEK_DATA/SEEK_HOLE); a backend whose answer needs a slow
-	 * query should leave it NULL.
+	 * query leaves it NULL and supports SCSITGT_IO_GET_LBA_STATUS instead, which the core
+	 * prefers when a backend has both.
 	 *
 	 * @param bctx           The backend context.
 	 * @param lba            First block asked about (below the capacity).
@@ -223,13 +262,31 @@ SCSITGT_EXPORT uint32_t scsitgt_io_get_num_blocks(const struct scsitgt_io *io);
 SCSITGT_EXPORT uint32_t scsitgt_io_get_block_size(const struct scsitgt_io *io);
 
 /**
- * The io's data buffers (READ and WRITE only; they hold num_blocks * block_size bytes).
+ * The io's data buffers (READ and WRITE: they hold num_blocks * block_size bytes; WRITE SAME:
+ * they hold one block).
  *
  * @param io     The io.
  * @param iovcnt Receives the number of iovecs (0 for types without data).
  * @return The iovec array, lent like the io. Loop: home of the LUN.
  */
 SCSITGT_EXPORT const struct iovec *scsitgt_io_get_iov(const struct scsitgt_io *io, int *iovcnt);
+
+/**
+ * Where a SCSITGT_IO_GET_LBA_STATUS io's answer goes: an array the backend fills with the
+ * extents from the io's LBA on, in order, before it completes the io with status 0. The array
+ * is zeroed at submit, belongs to the io, and may be written from any thread until the io is
+ * completed (e.g. by a worker that queries the medium, then scsitgt_io_complete_threadsafe()).
+ * The backend may describe fewer blocks than the io's num_blocks (the initiator asks again
+ * from where the answer ended) and may stop before the array's end (an extent of 0 blocks
+ * ends the list); blocks past num_blocks are ignored. An empty list answers the io's whole
+ * range as mapped.
+ *
+ * @param io        A SCSITGT_IO_GET_LBA_STATUS io.
+ * @param count_out Receives the number of extents the array holds (at least 1).
+ * @return The array; NULL (and 0 in @p count_out) for other io types. Loop: home of the LUN.
+ */
+SCSITGT_EXPORT struct scsitgt_lba_extent *scsitgt_io_get_lba_extents(struct scsitgt_io *io,
+								     size_t *count_out);
 
 /**
  * The io's SCSITGT_IO_FLAG_* flags.

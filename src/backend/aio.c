@@ -1162,8 +1162,10 @@ static bool aio_supports(void *bctx, enum scsitgt_io_type type)
 		return !ac->read_only && ac->can_unmap;
 	case SCSITGT_IO_WRITE_ZEROES:
 		return !ac->read_only && ac->can_write_zeroes;
+	default:
+		/* GET LBA STATUS: the synchronous aio_get_lba_status (SEEK_DATA/SEEK_HOLE). */
+		return false;
 	}
-	return false;
 }
 
 /*

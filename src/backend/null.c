@@ -110,8 +110,9 @@ static bool null_supports(void *bctx, enum scsitgt_io_type type)
 	case SCSITGT_IO_UNMAP:
 	case SCSITGT_IO_WRITE_ZEROES:
 		return true;
+	default:
+		return false;
 	}
-	return false;
 }
 
 /* GET LBA STATUS: nothing is ever stored, and every block reads as zeros (LBPRZ), so on a

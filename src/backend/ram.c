@@ -602,8 +602,10 @@ static bool ram_supports(void *bctx, enum scsitgt_io_type type)
 	case SCSITGT_IO_UNMAP:
 	case SCSITGT_IO_WRITE_ZEROES:
 		return true;
+	default:
+		/* GET LBA STATUS is answered at once from the chunk tree (ram_get_lba_status). */
+		return false;
 	}
-	return false;
 }
 
 /*

@@ -163,6 +163,9 @@ struct scsitgt__mode_state {
 	bool dexcpt;  /* informational exceptions page: disable exception control */
 };
 
+/* The last enum scsitgt_io_type value the core knows. */
+#define SCSITGT__IO_TYPE_LAST SCSITGT_IO_GET_LBA_STATUS
+
 struct scsitgt_lun {
 	struct scsitgt_target *tgt;
 	uint64_t id;
@@ -171,7 +174,7 @@ struct scsitgt_lun {
 	struct scsitgt_lun_geometry geo;
 	uint32_t flags; /* SCSITGT_LUN_* */
 	/* Cached answers of ops.supports(), indexed by enum scsitgt_io_type. */
-	bool supports[SCSITGT_IO_WRITE_ZEROES + 1];
+	bool supports[SCSITGT__IO_TYPE_LAST + 1];
 	/* Identification: standard INQUIRY (SPC-5 §6.7.2) and VPD 80h/83h (spc_vpd.c). */
 	struct {
 		char vendor[9];

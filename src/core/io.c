@@ -49,8 +49,9 @@ static enum scsitgt__sense_reason io_errno_reason(const struct scsitgt_io *io, i
 	case 0:
 		return SCSITGT__SR_OK;
 	case -EIO:
-		return io->type == SCSITGT_IO_READ ? SCSITGT__SR_READ_ERROR :
-						     SCSITGT__SR_WRITE_ERROR;
+		return io->type == SCSITGT_IO_READ || io->type == SCSITGT_IO_GET_LBA_STATUS ?
+			       SCSITGT__SR_READ_ERROR :
+			       SCSITGT__SR_WRITE_ERROR;
 	case -ENOSPC:
 		return SCSITGT__SR_SPACE_ALLOC_FAILED;
 	case -EROFS:
@@ -252,9 +253,22 @@ SCSITGT_EXPORT uint32_t scsitgt_io_get_block_size(const struct scsitgt_io *io)
 
 SCSITGT_EXPORT const struct iovec *scsitgt_io_get_iov(const struct scsitgt_io *io, int *iovcnt)
 {
+	/* GET LBA STATUS carries its extent array in the iovec: not data (below). */
+	bool data = io->type != SCSITGT_IO_GET_LBA_STATUS;
+
 	if (iovcnt)
-		*iovcnt = io->iovcnt;
-	return io->iov;
+		*iovcnt = data ? io->iovcnt : 0;
+	return data ? io->iov : NULL;
+}
+
+SCSITGT_EXPORT struct scsitgt_lba_extent *scsitgt_io_get_lba_extents(struct scsitgt_io *io,
+								     size_t *count_out)
+{
+	bool ok = io->type == SCSITGT_IO_GET_LBA_STATUS && io->iovcnt == 1;
+
+	if (count_out)
+		*count_out = ok ? io->iov[0].iov_len / sizeof(struct scsitgt_lba_extent) : 0;
+	return ok ? io->iov[0].iov_base : NULL;
 }
 
 SCSITGT_EXPORT uint32_t scsitgt_io_get_flags(const struct scsitgt_io *io)

@@ -137,7 +137,7 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	/* The host's LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT wins over the backend's. */
 	if (o.physical_block_exponent)
 		lun->geo.physical_block_exponent = o.physical_block_exponent;
-	for (int t = 0; t <= SCSITGT_IO_WRITE_ZEROES; t++)
+	for (int t = 0; t <= SCSITGT__IO_TYPE_LAST; t++)
 		lun->supports[t] = t <= SCSITGT_IO_WRITE ||
 				   (lun->ops.supports && lun->ops.supports(lun->bctx, t));
 	rc = -ENOTSUP;
@@ -167,7 +167,7 @@ fail:
 
 bool scsitgt__lun_supports(const struct scsitgt_lun *lun, enum scsitgt_io_type type)
 {
-	return (unsigned)type <= SCSITGT_IO_WRITE_ZEROES && lun->supports[type];
+	return (unsigned)type <= SCSITGT__IO_TYPE_LAST && lun->supports[type];
 }
 
 static void lun_free(struct scsitgt__deferred *d)

@@ -2,13 +2,15 @@
 /*
  * SBC-4 §5.17 GET LBA STATUS (SERVICE ACTION IN (16), service action 12h): the provisioning
  * status of the blocks from STARTING LOGICAL BLOCK ADDRESS on, as LBA status descriptors.
- * A fully provisioned LUN maps every block (SBC-4 §4.7.2); a thin one asks the backend's
- * get_lba_status() (every block mapped when the backend has none).
+ * A fully provisioned LUN maps every block (SBC-4 §4.7.2); a thin one asks the backend: its
+ * asynchronous SCSITGT_IO_GET_LBA_STATUS io when it supports one (one io, its extents become
+ * the descriptors), else its synchronous get_lba_status() op, else every block is mapped.
  *
  * Also SBC-4 §5.11/§5.12 PRE-FETCH (10)/(16): the range is checked and GOOD returned. The
  * core keeps no cache to load the blocks into, and backends get no pre-fetch io: SBC-4 says
  * GOOD (not CONDITION MET) when the blocks do not go to a cache, with IMMED 0 or 1 alike.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/cdb.h"
@@ -38,66 +40,155 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_get_lba_status(struct scsitgt__cmd
 	return scsitgt__parse_alloc32(cmd, 10);
 }
 
-/* The status of the blocks from @lba on: how many share it (>= 1), and whether mapped. */
-static int lbas_query(const struct scsitgt_lun *lun, uint64_t lba, uint64_t *n, bool *mapped)
-{
-	uint64_t rest = lun->geo.num_blocks - lba;
-	int rc;
+/* The answer being built: LBA status descriptors after the 8-byte header. */
+struct lbas_answer {
+	uint8_t d[LBAS_HDR_LEN + LBAS_MAX_DESC * LBAS_DESC_LEN];
+	size_t max_desc, ndesc;
+	uint64_t next; /* the LBA after the last descriptor */
+};
 
-	if (!scsitgt__sbc_lbpme(lun) || lun->ops.get_lba_status == NULL) {
-		*n = rest;
-		*mapped = true;
-		return 0;
+static void lbas_answer_init(struct lbas_answer *a, const struct scsitgt__cmd *cmd)
+{
+	memset(a->d, 0, sizeof(a->d));
+	a->max_desc = LBAS_MAX_DESC;
+	if (cmd->xfer_len > LBAS_HDR_LEN + LBAS_DESC_LEN &&
+	    (cmd->xfer_len - LBAS_HDR_LEN) / LBAS_DESC_LEN < a->max_desc)
+		a->max_desc = (cmd->xfer_len - LBAS_HDR_LEN) / LBAS_DESC_LEN;
+	a->ndesc = 0;
+	a->next = cmd->lba;
+}
+
+/*
+ * Append @n blocks of status @st from a->next on: merged into the last descriptor while it has
+ * the same status and room in its 32-bit length, else into new ones. Returns how many blocks
+ * it took (fewer than @n once the descriptors are used up).
+ */
+static uint64_t lbas_put(struct lbas_answer *a, uint64_t n, uint8_t st)
+{
+	uint64_t taken = 0;
+
+	while (taken < n) {
+		uint8_t *p = &a->d[LBAS_HDR_LEN + (a->ndesc ? a->ndesc - 1 : 0) * LBAS_DESC_LEN];
+		uint64_t room = 0, k;
+
+		if (a->ndesc && p[12] == st)
+			room = UINT32_MAX - get_be32(&p[8]);
+		if (room == 0) {
+			if (a->ndesc == a->max_desc)
+				break;
+			p = &a->d[LBAS_HDR_LEN + a->ndesc++ * LBAS_DESC_LEN];
+			put_be64(&p[0], a->next);
+			p[12] = st;
+			room = UINT32_MAX;
+		}
+		k = n - taken < room ? n - taken : room;
+		put_be32(&p[8], (uint32_t)(get_be32(&p[8]) + k));
+		a->next += k;
+		taken += k;
 	}
-	rc = lun->ops.get_lba_status(lun->bctx, lba, n, mapped);
-	if (rc < 0)
-		return rc;
-	/* Do not trust a broken answer to bound the loop. */
-	if (*n == 0 || *n > rest)
-		*n = *n ? rest : 1;
-	return 0;
+	return taken;
+}
+
+static void lbas_send(struct scsitgt__cmd *cmd, struct lbas_answer *a)
+{
+	/* PARAMETER DATA LENGTH: the bytes after itself. */
+	put_be32(&a->d[0], (uint32_t)(4 + a->ndesc * LBAS_DESC_LEN));
+	scsitgt__cmd_respond(cmd, a->d, LBAS_HDR_LEN + a->ndesc * LBAS_DESC_LEN);
+	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
+}
+
+/* The backend's SCSITGT_IO_GET_LBA_STATUS answered: its extents become descriptors. */
+static void lbas_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+			 enum scsitgt__sense_reason reason)
+{
+	size_t count;
+	struct scsitgt_lba_extent *ext = scsitgt_io_get_lba_extents(io, &count);
+	uint64_t left = io->num_blocks;
+	struct lbas_answer a;
+
+	lbas_answer_init(&a, cmd);
+	for (size_t i = 0; reason == SCSITGT__SR_OK && i < count && left; i++) {
+		uint64_t n = ext[i].num_blocks < left ? ext[i].num_blocks : left;
+
+		uint64_t took;
+
+		if (n == 0)
+			break;
+		/* Anything but DEALLOCATED is reported mapped, which is never wrong. */
+		took = lbas_put(&a, n,
+				ext[i].status == SCSITGT_LBA_DEALLOCATED ? LBAS_DEALLOCATED :
+									   LBAS_MAPPED);
+		left -= took;
+		if (took < n)
+			break; /* the descriptors are used up */
+	}
+	/* An empty list: the range is mapped as far as the backend knows. */
+	if (reason == SCSITGT__SR_OK && a.ndesc == 0)
+		lbas_put(&a, io->num_blocks, LBAS_MAPPED);
+	free(ext);
+	if (reason != SCSITGT__SR_OK) {
+		scsitgt__io_done_complete_cmd(cmd, io, reason);
+		return;
+	}
+	lbas_send(cmd, &a);
+}
+
+/* Ask the backend's asynchronous op; false when the io could not be submitted. The extent
+ * array has room for LBAS_MAX_DESC extents whatever the allocation length: a backend's extents
+ * may be finer than the descriptors they merge into. */
+static bool lbas_submit(struct scsitgt__cmd *cmd)
+{
+	const struct scsitgt_lun *lun = cmd->lun;
+	uint64_t rest = lun->geo.num_blocks - cmd->lba;
+	struct iovec iov;
+
+	iov.iov_len = LBAS_MAX_DESC * sizeof(struct scsitgt_lba_extent);
+	iov.iov_base = calloc(1, iov.iov_len);
+	if (iov.iov_base == NULL)
+		return false;
+	if (scsitgt__io_submit(cmd, SCSITGT_IO_GET_LBA_STATUS, cmd->lba,
+			       rest < UINT32_MAX ? (uint32_t)rest : UINT32_MAX, &iov, 1, 0,
+			       lbas_io_done) < 0) {
+		free(iov.iov_base);
+		return false;
+	}
+	return true;
 }
 
 void scsitgt__sbc_get_lba_status(struct scsitgt__cmd *cmd)
 {
 	const struct scsitgt_lun *lun = cmd->lun;
-	uint8_t d[LBAS_HDR_LEN + LBAS_MAX_DESC * LBAS_DESC_LEN];
-	size_t max_desc = LBAS_MAX_DESC, ndesc = 0;
-	uint64_t lba = cmd->lba;
+	struct lbas_answer a;
 
-	if (cmd->xfer_len > LBAS_HDR_LEN + LBAS_DESC_LEN &&
-	    (cmd->xfer_len - LBAS_HDR_LEN) / LBAS_DESC_LEN < max_desc)
-		max_desc = (cmd->xfer_len - LBAS_HDR_LEN) / LBAS_DESC_LEN;
-	memset(d, 0, sizeof(d));
-	while (ndesc < max_desc && lba < lun->geo.num_blocks) {
-		uint8_t *p = &d[LBAS_HDR_LEN + ndesc * LBAS_DESC_LEN];
-		uint64_t n, total = 0;
-		bool mapped, first_mapped = true;
-
-		/* Merge the backend's pieces of one status, up to the 32-bit field. */
-		while (lba + total < lun->geo.num_blocks && total < UINT32_MAX) {
-			if (lbas_query(lun, lba + total, &n, &mapped) < 0) {
-				scsitgt__cmd_complete(cmd, SCSITGT__SR_INTERNAL_FAILURE);
-				return;
-			}
-			if (total == 0)
-				first_mapped = mapped;
-			else if (mapped != first_mapped)
-				break;
-			total += n;
-		}
-		if (total > UINT32_MAX)
-			total = UINT32_MAX;
-		put_be64(&p[0], lba);
-		put_be32(&p[8], (uint32_t)total);
-		p[12] = first_mapped ? LBAS_MAPPED : LBAS_DEALLOCATED;
-		lba += total;
-		ndesc++;
+	lbas_answer_init(&a, cmd);
+	if (scsitgt__sbc_lbpme(lun) && scsitgt__lun_supports(lun, SCSITGT_IO_GET_LBA_STATUS)) {
+		if (!lbas_submit(cmd))
+			scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
+		return;
 	}
-	/* PARAMETER DATA LENGTH: the bytes after itself. */
-	put_be32(&d[0], (uint32_t)(4 + ndesc * LBAS_DESC_LEN));
-	scsitgt__cmd_respond(cmd, d, LBAS_HDR_LEN + ndesc * LBAS_DESC_LEN);
-	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
+	if (!scsitgt__sbc_lbpme(lun) || lun->ops.get_lba_status == NULL) {
+		/* SBC-4 §4.7.2: a fully provisioned LUN maps every block; and so does a thin one
+		 * whose backend cannot tell. */
+		lbas_put(&a, lun->geo.num_blocks - cmd->lba, LBAS_MAPPED);
+		lbas_send(cmd, &a);
+		return;
+	}
+	/* The synchronous op, asked piece by piece until the descriptors are used up. */
+	while (a.next < lun->geo.num_blocks) {
+		uint64_t rest = lun->geo.num_blocks - a.next, n;
+		bool mapped;
+
+		if (lun->ops.get_lba_status(lun->bctx, a.next, &n, &mapped) < 0) {
+			scsitgt__cmd_complete(cmd, SCSITGT__SR_INTERNAL_FAILURE);
+			return;
+		}
+		/* Do not trust a broken answer to bound the loop. */
+		if (n == 0 || n > rest)
+			n = n ? rest : 1;
+		if (lbas_put(&a, n, mapped ? LBAS_MAPPED : LBAS_DEALLOCATED) < n)
+			break;
+	}
+	lbas_send(cmd, &a);
 }
 
 enum scsitgt__sense_reason scsitgt__sbc_parse_prefetch(struct scsitgt__cmd *cmd)

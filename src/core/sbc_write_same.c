@@ -5,7 +5,9 @@
  *   - UNMAP set on a thin LUN whose unmapped blocks read as zeros (LBPRZ), and a zero block:
  *     one SCSITGT_IO_UNMAP (SBC-4 §4.7.3.4.3: the blocks then read back as the data sent);
  *   - a zero block otherwise: one SCSITGT_IO_WRITE_ZEROES when the backend has it;
- *   - anything else: WRITE ios of at most SCSITGT__SBC_CHUNK_BYTES from one pattern buffer.
+ *   - anything else: one SCSITGT_IO_WRITE_SAME of the block when the backend has it (the
+ *     backend repeats it: librbd's writesame), else WRITE ios of at most
+ *     SCSITGT__SBC_CHUNK_BYTES from one pattern buffer.
  * ANCHOR is refused (VPD B2 ANC_SUP is 0), and UNMAP on a fully provisioned LUN (LBPWS 0).
  * NUMBER OF LOGICAL BLOCKS 0 writes from the LBA through the last LBA (WSNZ 0 in VPD B0), and
  * a range above MAXIMUM WRITE SAME LENGTH is refused. However long the range, memory stays
@@ -91,6 +93,16 @@ static int ws_issue_write(struct scsitgt__sbc_chunker *ch, uint64_t lba, uint32_
 				  scsitgt__sbc_chunk_io_done);
 }
 
+/* The backend repeats the one block: the Data-Out buffer, or (NDOB) the chunker's zero block. */
+static int ws_issue_same(struct scsitgt__sbc_chunker *ch, uint64_t lba, uint32_t n)
+{
+	struct scsitgt__cmd *cmd = ch->cmd;
+	struct iovec iov = { ch->buf_len ? ch->buf : cmd->buf, cmd->lun->geo.block_size };
+
+	return scsitgt__io_submit(cmd, SCSITGT_IO_WRITE_SAME, lba, n, &iov, 1, cmd->io_flags,
+				  scsitgt__sbc_chunk_io_done);
+}
+
 static bool ws_is_zero(const uint8_t *p, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
@@ -115,15 +127,18 @@ void scsitgt__sbc_write_same(struct scsitgt__cmd *cmd)
 		issue = ws_issue_unmap;
 	else if (zero && scsitgt__lun_supports(lun, SCSITGT_IO_WRITE_ZEROES))
 		issue = ws_issue_zeroes;
+	else if (scsitgt__lun_supports(lun, SCSITGT_IO_WRITE_SAME))
+		issue = ws_issue_same;
 	ch = scsitgt__sbc_chunker_new(cmd, cmd->lba, cmd->nblocks,
 				      issue == ws_issue_write ? (uint32_t)(pattern_blocks * bs) :
-								0);
+				      issue == ws_issue_same && cmd->xfer_len == 0 ? bs :
+										     0);
 	if (ch == NULL) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
 	if (issue != ws_issue_write) {
-		/* One io for the whole range: the backend frees or zeroes it at once. */
+		/* One io for the whole range: the backend frees, zeroes or fills it at once. */
 		ch->max_blocks = cmd->nblocks;
 	} else if (!zero) {
 		/* The bounded buffer holds the block repeated (the zero case is calloc'ed). */

@@ -109,6 +109,30 @@ static bool fb_supports(void *bctx, enum scsitgt_io_type type)
 	return type <= SCSITGT_IO_WRITE || (fb->o.supports & (1u << type));
 }
 
+/* A SCSITGT_IO_GET_LBA_STATUS answer from the mapped bytes: at most o.lba_extent_max extents
+ * (0: as many as the array holds), each at most o.lba_extent_blocks long (0: unbounded). */
+static void fb_lba_extents(struct fake_backend *fb, struct scsitgt_io *io)
+{
+	size_t count, i = 0;
+	struct scsitgt_lba_extent *ext = scsitgt_io_get_lba_extents(io, &count);
+	uint64_t lba = scsitgt_io_get_lba(io);
+	uint64_t end = lba + scsitgt_io_get_num_blocks(io);
+
+	if (fb->o.lba_extent_max && fb->o.lba_extent_max < count)
+		count = fb->o.lba_extent_max;
+	while (fb->mapped && lba < end && i < count) {
+		uint64_t n = 1;
+
+		while (lba + n < end && fb->mapped[lba + n] == fb->mapped[lba] &&
+		       (fb->o.lba_extent_blocks == 0 || n < fb->o.lba_extent_blocks))
+			n++;
+		ext[i].num_blocks = n;
+		ext[i].status = fb->mapped[lba] ? SCSITGT_LBA_MAPPED : SCSITGT_LBA_DEALLOCATED;
+		i++;
+		lba += n;
+	}
+}
+
 /* Move the data of a READ or WRITE between the iovecs and the store. */
 static void fb_transfer(struct fake_backend *fb, struct scsitgt_io *io)
 {
@@ -119,6 +143,17 @@ static void fb_transfer(struct fake_backend *fb, struct scsitgt_io *io)
 
 	iov = scsitgt_io_get_iov(io, &iovcnt);
 	pthread_mutex_lock(&fb->lock);
+	if (type == SCSITGT_IO_GET_LBA_STATUS) {
+		fb_lba_extents(fb, io);
+		pthread_mutex_unlock(&fb->lock);
+		return;
+	}
+	if (type == SCSITGT_IO_WRITE_SAME) {
+		for (uint32_t b = 0; fb->data && b < scsitgt_io_get_num_blocks(io); b++)
+			memcpy(fb->data + off + (size_t)b * fb->o.block_size, iov[0].iov_base,
+			       fb->o.block_size);
+		iovcnt = 0; /* one block for the whole range, not data at off */
+	}
 	for (int i = 0; i < iovcnt; i++) {
 		if (type == SCSITGT_IO_READ) {
 			if (fb->data)
@@ -134,7 +169,7 @@ static void fb_transfer(struct fake_backend *fb, struct scsitgt_io *io)
 	    fb->data)
 		memset(fb->data + off, 0, (size_t)scsitgt_io_get_num_blocks(io) * fb->o.block_size);
 	if (fb->mapped && (type == SCSITGT_IO_WRITE || type == SCSITGT_IO_WRITE_ZEROES ||
-			   type == SCSITGT_IO_UNMAP))
+			   type == SCSITGT_IO_UNMAP || type == SCSITGT_IO_WRITE_SAME))
 		memset(fb->mapped + scsitgt_io_get_lba(io), type != SCSITGT_IO_UNMAP,
 		       scsitgt_io_get_num_blocks(io));
 	pthread_mutex_unlock(&fb->lock);

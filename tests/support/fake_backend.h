@@ -36,6 +36,10 @@ struct fake_backend_opts {
 	/* Track mapped blocks (needs store): WRITE/WRITE ZEROES map, UNMAP deallocates and
 	 * zeroes; answered through ops.get_lba_status. */
 	bool lba_status;
+	/* SCSITGT_IO_GET_LBA_STATUS answers (when claimed in supports): at most this many
+	 * extents (0: the array's size), each at most lba_extent_blocks long (0: unbounded). */
+	size_t lba_extent_max;
+	uint64_t lba_extent_blocks;
 };
 
 struct fake_io_rec {

@@ -103,6 +103,10 @@ _Static_assert(sizeof(struct scsitgt_rbd_gateway_peer) == 4, "rbd_gateway_peer A
 _Static_assert(SCSITGT_IO_READ == 0 && SCSITGT_IO_WRITE == 1 && SCSITGT_IO_FLUSH == 2 &&
 		       SCSITGT_IO_UNMAP == 3 && SCSITGT_IO_WRITE_ZEROES == 4,
 	       "io types");
+_Static_assert(SCSITGT_IO_WRITE_SAME == 5 && SCSITGT_IO_GET_LBA_STATUS == 6, "io types");
+_Static_assert(SCSITGT_LBA_MAPPED == 0 && SCSITGT_LBA_DEALLOCATED == 1, "lba status");
+_Static_assert(sizeof(struct scsitgt_lba_extent) == 16, "lba_extent ABI");
+_Static_assert(offsetof(struct scsitgt_lba_extent, status) == 8, "lba_extent ABI");
 _Static_assert(SCSITGT_IO_FLAG_FUA == 1u, "io flags");
 _Static_assert(SCSITGT_GEOMETRY_WRITE_CACHE == 1u && SCSITGT_GEOMETRY_LBPRZ == 2u &&
 		       SCSITGT_GEOMETRY_NON_ROTATIONAL == 4u,

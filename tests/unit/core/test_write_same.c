@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* SBC-4 §5.50/§5.51 WRITE SAME (10)/(16), and the VPD B0/B2 fields that describe it. */
+#include <errno.h>
 #include <string.h>
 
 #include "test_util.h"
@@ -151,6 +152,59 @@ static void test_zero_offload_and_unmap(void **state)
 	tctx_destroy(t);
 }
 
+/* A backend with its own WRITE SAME gets one io of the one block for the whole range. */
+static void test_backend_write_same(void **state)
+{
+	uint32_t chunk = SCSITGT__SBC_CHUNK_BYTES / BS;
+	uint32_t sup = 1u << SCSITGT_IO_WRITE_SAME;
+	struct tctx *t = lun_with(0, sup, 3 * chunk, false);
+	uint8_t blk[BS], zero[BS] = { 0 };
+
+	(void)state;
+	for (size_t i = 0; i < BS; i++)
+		blk[i] = (uint8_t)(i * 7 + 1);
+	/* More than a chunk: still one io, its iovec the one block. */
+	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, true, 3, 2 * chunk + 5, 0), blk, BS));
+	assert_int_equal(t->fb->nrecs, 1);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_WRITE_SAME);
+	assert_int_equal(t->fb->recs[0].lba, 3);
+	assert_int_equal(t->fb->recs[0].num_blocks, 2 * chunk + 5);
+	assert_int_equal(t->fb->recs[0].iovcnt, 1);
+	assert_int_equal(t->fb->recs[0].bytes, BS);
+	read_back(t, 3, 16, blk);
+	read_back(t, 3 + 2 * chunk + 5 - 16, 16, blk);
+	read_back(t, 2, 1, zero);
+	read_back(t, 3 + 2 * chunk + 5, 1, zero);
+	/* WRITE SAME (10) too. */
+	t->fb->nrecs = 0;
+	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, false, 0, 2, 0), blk, BS));
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_WRITE_SAME);
+	/* A zero block without WRITE ZEROES: the backend's WRITE SAME of zeros; with NDOB the
+	 * block is the core's own zeroed one. */
+	t->fb->nrecs = 0;
+	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, true, 3, 8, 0), zero, BS));
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_WRITE_SAME);
+	read_back(t, 3, 8, zero);
+	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, true, 0, 2, 0), blk, BS));
+	t->fb->nrecs = 0;
+	assert_good(tctx_run(t, cdb_ws(t->cdb, true, 0, 2, 0x01)));
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_WRITE_SAME);
+	assert_int_equal(t->fb->recs[0].bytes, BS);
+	read_back(t, 0, 2, zero);
+	tctx_destroy(t);
+	/* With WRITE ZEROES as well, zeros go there and patterns to WRITE SAME. */
+	t = lun_with(0, sup | 1u << SCSITGT_IO_WRITE_ZEROES, 2048, false);
+	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, true, 0, 8, 0), zero, BS));
+	assert_int_equal(fake_backend_last(t->fb)->type, SCSITGT_IO_WRITE_ZEROES);
+	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, true, 0, 8, 0), blk, BS));
+	assert_int_equal(fake_backend_last(t->fb)->type, SCSITGT_IO_WRITE_SAME);
+	/* A failure is reported, never GOOD. */
+	fake_backend_fail_next(t->fb, -EIO, 1);
+	assert_sense(tctx_run_lun(t, 0, cdb_ws(t->cdb, true, 0, 8, 0), blk, BS), SENSE_MEDIUM_ERROR,
+		     0x0c, 0x00);
+	tctx_destroy(t);
+}
+
 static void test_bad_fields(void **state)
 {
 	struct tctx *t = lun_with(0, 0, 2048, false);
@@ -283,6 +337,7 @@ int main(void)
 		cmocka_unit_test(test_pattern_written),
 		cmocka_unit_test(test_large_range_chunks),
 		cmocka_unit_test(test_zero_offload_and_unmap),
+		cmocka_unit_test(test_backend_write_same),
 		cmocka_unit_test(test_bad_fields),
 		cmocka_unit_test(test_backend_error),
 		cmocka_unit_test(test_zero_blocks_to_end),
