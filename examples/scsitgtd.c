@@ -297,6 +297,11 @@ static void engine_gone(void *arg, int status)
 	d->engine = NULL;
 }
 
+static void engine_stop(struct scsitgtd *d)
+{
+	scsitgt_engine_destroy(d->engine, engine_gone, d);
+}
+
 static void stop(struct scsitgtd *d)
 {
 	if (d->stopping)
@@ -309,7 +314,8 @@ static void stop(struct scsitgtd *d)
 	uv_close((uv_handle_t *)&d->sig_int, NULL);
 	uv_close((uv_handle_t *)&d->sig_usr1, NULL);
 	scsitgtd_control_stop(d);
-	scsitgt_engine_destroy(d->engine, engine_gone, d);
+	/* The gateways first: they release the lock (a standby takes it at once). */
+	scsitgtd_gateways_stop(d, engine_stop);
 }
 
 static void on_signal(uv_signal_t *h, int signum)

@@ -34,6 +34,10 @@ struct scsitgtd {
 	struct scsitgtd_rbd_open *rbd_opens;
 	/* The management socket (scsitgtd_control.c); NULL without one. */
 	struct scsitgtd_control *control;
+	/* The RBD gateways of targets with rbd_gateway (scsitgtd_apply.c), and what to call
+	 * once the last one is gone when stopping. */
+	struct scsitgtd_gw *gws;
+	void (*gws_stopped)(struct scsitgtd *d);
 };
 
 void scsitgtd_log(struct scsitgtd *d, enum scsitgt_log_level level, const char *fmt, ...)
@@ -58,6 +62,13 @@ int scsitgtd_fault_spec_check(const char *spec);
 
 /* Whether RBD images are still being opened for LUNs of the configuration. */
 bool scsitgtd_opening(const struct scsitgtd *d);
+
+/*
+ * Stop every RBD gateway (each releases the image's lock if it holds it, so that another
+ * gateway takes it over at once) and then call @cb: at once when there is none, else on the
+ * loop. Before the engine goes (a gateway must not outlive its LUN's backend).
+ */
+void scsitgtd_gateways_stop(struct scsitgtd *d, void (*cb)(struct scsitgtd *d));
 
 /* Free what scsitgtd_apply() allocated (after the engine is gone). */
 void scsitgtd_free(struct scsitgtd *d);

@@ -7,6 +7,7 @@
  * resize, ASYMMETRIC ACCESS STATE CHANGED on an ALUA state change).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,6 +334,147 @@ static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
 }
 
 /*
+ * RBD gateways (rbd_gateway in [target]; backend_rbd_gateway.h): one per target, on its one
+ * RBD LUN, created once the LUN is. A gateway must go before its LUN (it uses the backend
+ * context) and its destruction ends on the loop, so removing the LUN or the target waits for
+ * it: the entry says what to do then.
+ */
+struct scsitgtd_gw {
+	struct scsitgtd_gw *next;
+	struct scsitgtd *d;
+	struct scsitgt_target *tgt;
+	struct scsitgt_rbd_gateway *gw;
+	/* The ALUA groups it made (its own first), destroyed with it. */
+	uint16_t groups[1 + SCSITGTD_MAX_GW_PEERS];
+	size_t ngroups;
+	bool destroying;
+	/* Once it is gone: destroy the target; or destroy LUN lun_id and create it again if
+	 * the configuration applied by then has it. */
+	bool then_target;
+	bool then_lun;
+	uint64_t lun_id;
+};
+
+static int lun_create(struct scsitgtd *d, struct scsitgt_target *tgt,
+		      const struct scsitgtd_config *cfg, const struct scsitgtd_lun *l);
+
+static struct scsitgtd_gw *gw_find(struct scsitgtd *d, struct scsitgt_target *tgt)
+{
+	for (struct scsitgtd_gw *e = d->gws; e; e = e->next)
+		if (e->tgt == tgt)
+			return e;
+	return NULL;
+}
+
+static void gw_gone(void *arg, int status)
+{
+	struct scsitgtd_gw *e = arg;
+	struct scsitgtd *d = e->d;
+	const struct scsitgtd_target *t = NULL;
+	const struct scsitgtd_lun *nl = NULL;
+	struct scsitgt_lun *lun;
+
+	(void)status;
+	for (struct scsitgtd_gw **pp = &d->gws; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			break;
+		}
+	}
+	if (d->stopping) {
+		/* The engine takes everything down next. */
+	} else if (e->then_target) {
+		scsitgt_target_destroy(e->tgt, NULL, NULL);
+	} else {
+		for (size_t i = 0; i < e->ngroups; i++)
+			scsitgt_alua_group_destroy(e->tgt, e->groups[i]);
+		lun = e->then_lun ? scsitgt_target_get_lun(e->tgt, e->lun_id) : NULL;
+		if (lun)
+			scsitgt_lun_destroy(lun, NULL, NULL);
+		if (d->cfg)
+			t = scsitgtd_config_find_target(d->cfg, scsitgt_target_get_name(e->tgt));
+		if (t && d->tgts[t - d->cfg->targets].tgt == e->tgt)
+			nl = scsitgtd_config_find_lun(t, e->lun_id);
+		if (e->then_lun && nl && scsitgt_target_get_lun(e->tgt, nl->id) == NULL)
+			lun_create(d, e->tgt, d->cfg, nl);
+	}
+	free(e);
+	if (d->stopping && d->gws == NULL && d->gws_stopped) {
+		void (*cb)(struct scsitgtd *) = d->gws_stopped;
+
+		d->gws_stopped = NULL;
+		cb(d);
+	}
+}
+
+/* Start the destruction of the gateway @e (if not started yet). */
+static void gw_destroy(struct scsitgtd_gw *e)
+{
+	if (e->destroying)
+		return;
+	e->destroying = true;
+	scsitgt_rbd_gateway_destroy(e->gw, gw_gone, e);
+}
+
+void scsitgtd_gateways_stop(struct scsitgtd *d, void (*cb)(struct scsitgtd *d))
+{
+	if (d->gws == NULL) {
+		cb(d);
+		return;
+	}
+	d->gws_stopped = cb;
+	for (struct scsitgtd_gw *e = d->gws; e; e = e->next)
+		gw_destroy(e);
+}
+
+/* Make @tgt, whose RBD LUN (context @rbd_ctx) was just created, one gateway of the image. */
+static void gw_create(struct scsitgtd *d, struct scsitgt_target *tgt,
+		      const struct scsitgtd_target *t, void *rbd_ctx)
+{
+	const struct scsitgtd_gateway *g = &t->gw;
+	struct scsitgt_rbd_gateway_peer peers[SCSITGTD_MAX_GW_PEERS];
+	struct scsitgt_rbd_gateway_opts o;
+	struct scsitgtd_gw *e = calloc(1, sizeof(*e));
+	uint16_t port = g->group;
+	int rc = e ? 0 : -ENOMEM;
+
+	if (rc == 0) {
+		scsitgt_rbd_gateway_opts_init(&o, sizeof(o));
+		o.group_id = g->group;
+		o.rel_port_ids = g->nports ? g->ports : &port;
+		o.nrel_port_ids = g->nports ? g->nports : 1;
+		e->groups[e->ngroups++] = g->group;
+		for (size_t i = 0; i < g->npeers; i++) {
+			peers[i].group_id = g->peer_groups[i];
+			peers[i].rel_port_id = g->peer_ports[i] ? g->peer_ports[i] :
+								  g->peer_groups[i];
+			e->groups[e->ngroups++] = g->peer_groups[i];
+		}
+		o.peers = peers;
+		o.npeers = g->npeers;
+		o.preferred = g->preferred;
+		if (g->holddown_ms >= 0)
+			o.holddown_ms = (uint32_t)g->holddown_ms;
+		if (g->probe_ms >= 0)
+			o.probe_interval_ms = (uint32_t)g->probe_ms;
+		rc = scsitgt_rbd_gateway_create(&e->gw, tgt, rbd_ctx, &o);
+	}
+	if (rc < 0) {
+		free(e);
+		scsitgtd_log(d, SCSITGT_LOG_ERROR,
+			     "%s: rbd_gateway %u: %s; the LUN is served without ALUA", t->name,
+			     g->group, scsitgt_strerror(rc));
+		return;
+	}
+	e->d = d;
+	e->tgt = tgt;
+	e->next = d->gws;
+	d->gws = e;
+	scsitgtd_log(d, SCSITGT_LOG_INFO, "%s: gateway of target port group %u (%zu peer(s))",
+		     t->name, g->group, g->npeers);
+}
+
+/*
  * RBD LUNs: the image is opened off the loop (scsitgt_backend_rbd_create_async()), so a
  * reload that adds one never stalls the initiators already served. The LUN is created when
  * the open finishes, if the configuration applied by then still asks for the same LUN; a
@@ -432,8 +574,20 @@ static void rbd_opened(void *arg, int status, void *bctx)
 		rbd_open_free(po);
 		return;
 	}
-	lun_finish(d, tgt, d->cfg, nl, scsitgt_backend_rbd_ops(), bctx, bctx);
+	if (lun_finish(d, tgt, d->cfg, nl, scsitgt_backend_rbd_ops(), bctx, bctx) == 0 &&
+	    t->gw.group)
+		gw_create(d, tgt, t, bctx);
 	rbd_open_free(po);
+}
+
+/* The RBD backend's and its gateway's messages (the gateway's state changes among them). */
+static void rbd_log(void *arg, enum scsitgt_log_level level, const char *subsystem, const char *fmt,
+		    va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	scsitgtd_log(arg, level, "[%s] %s", subsystem, msg);
 }
 
 static int rbd_lun_start(struct scsitgtd *d, const char *tname, const struct scsitgtd_lun *l)
@@ -466,6 +620,8 @@ static int rbd_lun_start(struct scsitgtd *d, const char *tname, const struct scs
 		ro.op_timeout_s = (uint32_t)l->rbd_op_timeout;
 	ro.read_only = (l->flags & SCSITGTD_LUN_READ_ONLY) != 0;
 	ro.write_through = l->write_through;
+	ro.log_cb = rbd_log;
+	ro.log_arg = d;
 	rc = scsitgt_backend_rbd_create_async(&ro, rbd_opened, po);
 	if (rc < 0) {
 		rbd_open_free(po);
@@ -837,6 +993,7 @@ static void target_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 			 const struct scsitgtd_target *old, const struct scsitgtd_config *nc,
 			 const struct scsitgtd_target *nt)
 {
+	struct scsitgtd_gw *gw;
 	struct scsitgt_iscsi_params ip;
 	int rc;
 
@@ -856,7 +1013,15 @@ static void target_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s: iSCSI parameters: %s", nt->name,
 				     scsitgt_strerror(rc));
 	}
-	alua_apply(d, tgt, old, nt);
+	/* A gateway's target: the gateway drives the ALUA groups. */
+	if (old && !scsitgtd_gateway_equal(&old->gw, &nt->gw))
+		scsitgtd_log(d, SCSITGT_LOG_WARNING,
+			     "%s: rbd_gateway settings take effect when the gateway's LUN is "
+			     "created again (or at the next start)",
+			     nt->name);
+	gw = gw_find(d, tgt);
+	if (nt->gw.group == 0 && (!old || old->gw.group == 0))
+		alua_apply(d, tgt, old, nt);
 	/* LUNs that went, or that changed beyond what can change in place. Removing one raises
 	 * REPORTED LUNS DATA HAS CHANGED for every nexus (the library does). */
 	for (size_t i = 0; old && i < old->nluns; i++) {
@@ -867,13 +1032,22 @@ static void target_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 		if (lun && (nl == NULL || scsitgtd_lun_needs_recreate(ol, nl))) {
 			scsitgtd_log(d, SCSITGT_LOG_INFO, "%s LUN %llu: removed%s", nt->name,
 				     (unsigned long long)ol->id, nl ? " (to be re-created)" : "");
-			scsitgt_lun_destroy(lun, NULL, NULL);
+			if (gw) {
+				/* After its gateway, which re-creates it if still wanted. */
+				gw->then_lun = true;
+				gw->lun_id = ol->id;
+				gw_destroy(gw);
+			} else {
+				scsitgt_lun_destroy(lun, NULL, NULL);
+			}
 		}
 	}
 	for (size_t i = 0; i < nt->nluns; i++) {
 		const struct scsitgtd_lun *nl = &nt->luns[i];
 		struct scsitgt_lun *lun = scsitgt_target_get_lun(tgt, nl->id);
 
+		if (gw && gw->destroying)
+			continue; /* re-created, if at all, when the gateway is gone */
 		if (lun == NULL)
 			lun_create(d, tgt, nc, nl);
 		else
@@ -1068,8 +1242,16 @@ int scsitgtd_apply(struct scsitgtd *d, struct scsitgtd_config *nc)
 		if (d->tgts[i].tgt && !scsitgtd_config_find_target(nc, oc->targets[i].name)) {
 			scsitgtd_log(d, SCSITGT_LOG_INFO, "target %s: removed",
 				     oc->targets[i].name);
+			struct scsitgtd_gw *gw = gw_find(d, d->tgts[i].tgt);
+
 			tgt_release(&d->tgts[i], oc->targets[i].nsrps);
-			scsitgt_target_destroy(d->tgts[i].tgt, NULL, NULL);
+			if (gw) {
+				/* After its gateway. */
+				gw->then_target = true;
+				gw_destroy(gw);
+			} else {
+				scsitgt_target_destroy(d->tgts[i].tgt, NULL, NULL);
+			}
 			d->tgts[i].tgt = NULL;
 		}
 	}

@@ -91,6 +91,17 @@ static int section_end(struct parser *p)
 			return cfg_err_at(p, t->line,
 					  "[target]: mutual_chap must use a secret other "
 					  "than chap's (RFC 7143 §12.1.3)");
+		if (t->gw.group == 0 &&
+		    (t->gw.nports || t->gw.npeers || cfg_key_seen(p, "rbd_gateway_preferred") ||
+		     t->gw.holddown_ms >= 0 || t->gw.probe_ms >= 0))
+			return cfg_err_at(p, t->line,
+					  "[target]: rbd_gateway_* keys need rbd_gateway = GROUP");
+		for (size_t i = 0; i < t->gw.npeers; i++)
+			if (t->gw.peer_groups[i] == t->gw.group)
+				return cfg_err_at(p, t->gw.line,
+						  "[target]: rbd_gateway_peer %u is this "
+						  "gateway's own group",
+						  t->gw.group);
 		return 0;
 	case SEC_SRP:
 		if (cur_srp(p)->ioc_guid == 0)
@@ -230,6 +241,8 @@ static int section_open(struct parser *p, const char *hdr)
 		t->line = p->line;
 		t->max_sessions = -1;
 		t->max_lun_commands = -1;
+		t->gw.holddown_ms = -1;
+		t->gw.probe_ms = -1;
 		p->sec = SEC_TARGET;
 		return 0;
 	}
@@ -443,6 +456,16 @@ static int file_end(struct parser *p)
 							u->srps[m].line);
 			}
 		}
+		/* A gateway drives its target's ALUA groups itself, for its one RBD LUN
+		 * (backend_rbd_gateway.h: the ALUA state belongs to all LUNs of a target). */
+		if (t->gw.group && (t->nluns != 1 || t->luns[0].backend != SCSITGTD_BACKEND_RBD))
+			return cfg_err_at(p, t->gw.line,
+					  "[target]: rbd_gateway needs exactly one LUN, "
+					  "with backend = rbd");
+		if (t->gw.group && (t->ngroups || t->alua_modes))
+			return cfg_err_at(p, t->gw.line,
+					  "[target]: rbd_gateway sets the target's ALUA groups "
+					  "and modes itself: remove alua and [alua_group]");
 		/* ALUA groups need ALUA: default to implicit (the host, i.e. this file, drives
 		 * the states). */
 		if (t->ngroups && t->alua_modes == 0)
@@ -771,6 +794,16 @@ bool scsitgtd_params_equal(const struct scsitgtd_params *a, const struct scsitgt
 		if ((a->set & (1u << i)) && a->v[i] != b->v[i])
 			return false;
 	return true;
+}
+
+bool scsitgtd_gateway_equal(const struct scsitgtd_gateway *a, const struct scsitgtd_gateway *b)
+{
+	return a->group == b->group && a->nports == b->nports && a->npeers == b->npeers &&
+	       !memcmp(a->ports, b->ports, a->nports * sizeof(a->ports[0])) &&
+	       !memcmp(a->peer_groups, b->peer_groups, a->npeers * sizeof(a->peer_groups[0])) &&
+	       !memcmp(a->peer_ports, b->peer_ports, a->npeers * sizeof(a->peer_ports[0])) &&
+	       a->preferred == b->preferred && a->holddown_ms == b->holddown_ms &&
+	       a->probe_ms == b->probe_ms;
 }
 
 bool scsitgtd_portal_same(const struct scsitgtd_portal *a, const struct scsitgtd_portal *b)

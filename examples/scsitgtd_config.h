@@ -25,6 +25,7 @@
 #define SCSITGTD_MAX_ADDRESSES 1024  /* per target: address ranges, per-initiator ones too */
 #define SCSITGTD_MAX_SRP 16	     /* SRP target ports per target */
 #define SCSITGTD_MAX_SOCKET_PATH 108 /* control_socket: sizeof(sockaddr_un.sun_path) */
+#define SCSITGTD_MAX_GW_PEERS 15     /* rbd_gateway_peer: as backend_rbd_gateway.h */
 
 enum scsitgtd_backend {
 	SCSITGTD_BACKEND_RAM,
@@ -148,6 +149,23 @@ struct scsitgtd_alua_group {
 	size_t nports;
 };
 
+/*
+ * rbd_gateway*: the target is one gateway of its RBD LUN's image (backend_rbd_gateway.h;
+ * docs/rbd.md, "Several gateways: the HA model"), as minitarget's --alua-group and friends.
+ */
+struct scsitgtd_gateway {
+	uint16_t group;				 /* its target port group; 0: not a gateway */
+	uint16_t ports[SCSITGTD_MAX_ALUA_PORTS]; /* portal group tags of its portals; none: group */
+	size_t nports;
+	uint16_t peer_groups[SCSITGTD_MAX_GW_PEERS]; /* the other gateways' groups */
+	uint16_t peer_ports[SCSITGTD_MAX_GW_PEERS];  /* and their ports (0: the group's id) */
+	size_t npeers;
+	bool preferred;
+	int64_t holddown_ms; /* -1: the library's default */
+	int64_t probe_ms;    /* -1: the library's default */
+	unsigned int line;
+};
+
 struct scsitgtd_target {
 	char *name;
 	unsigned int line;
@@ -172,6 +190,7 @@ struct scsitgtd_target {
 	int64_t max_lun_commands; /* -1 = library default, 0 = no limit */
 	struct scsitgtd_srp *srps;
 	size_t nsrps;
+	struct scsitgtd_gateway gw;
 };
 
 struct scsitgtd_portal {
@@ -247,5 +266,6 @@ bool scsitgtd_srp_equal(const struct scsitgtd_srp *a, const struct scsitgtd_srp 
 bool scsitgtd_lun_needs_recreate(const struct scsitgtd_lun *a, const struct scsitgtd_lun *b);
 bool scsitgtd_params_equal(const struct scsitgtd_params *a, const struct scsitgtd_params *b);
 bool scsitgtd_portal_same(const struct scsitgtd_portal *a, const struct scsitgtd_portal *b);
+bool scsitgtd_gateway_equal(const struct scsitgtd_gateway *a, const struct scsitgtd_gateway *b);
 
 #endif /* SCSITGTD_CONFIG_H */

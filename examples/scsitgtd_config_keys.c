@@ -719,6 +719,97 @@ static int k_target_limit(struct parser *p, const char *key, const char *v)
 	return rc;
 }
 
+/* rbd_gateway* (docs/scsitgtd.md): the gateway of an RBD image, as minitarget's --alua-group,
+ * --alua-peer, --alua-preferred, --gw-holddown and --gw-probe. */
+static int k_gateway(struct parser *p, const char *key, const char *v)
+{
+	struct scsitgtd_gateway *g = &cur_target(p)->gw;
+	uint64_t x;
+	bool b;
+
+	if (!strcmp(key, "rbd_gateway")) {
+		int rc = set_uint(p, key, v, 1, 65535, &x);
+
+		g->group = (uint16_t)x;
+		g->line = p->line;
+		return rc;
+	}
+	if (!strcmp(key, "rbd_gateway_preferred")) {
+		if (parse_bool(v, &b) < 0)
+			return cfg_err(p, "%s: expected yes or no", key);
+		g->preferred = b;
+		return 0;
+	}
+	if (!strcmp(key, "rbd_gateway_holddown_ms")) {
+		int rc = set_uint(p, key, v, 0, 3600000, &x);
+
+		g->holddown_ms = (int64_t)x;
+		return rc;
+	}
+	{
+		int rc = set_uint(p, key, v, 10, 60000, &x);
+
+		g->probe_ms = (int64_t)x;
+		return rc;
+	}
+}
+
+static int gw_port_word(struct parser *p, const char *key, const char *w, void *arg)
+{
+	struct scsitgtd_gateway *g = arg;
+	uint64_t x;
+
+	if (cfg_parse_u64(w, 65535, &x) < 0 || x == 0)
+		return cfg_err(p, "%s: \"%s\" is not a portal group tag 1..65535", key, w);
+	for (size_t i = 0; i < g->nports; i++)
+		if (g->ports[i] == x)
+			return cfg_err(p, "%s: port %llu listed twice", key, (unsigned long long)x);
+	if (g->nports >= SCSITGTD_MAX_ALUA_PORTS)
+		return cfg_err(p, "%s: at most %d ports", key, SCSITGTD_MAX_ALUA_PORTS);
+	g->ports[g->nports++] = (uint16_t)x;
+	return 0;
+}
+
+static int k_gateway_ports(struct parser *p, const char *key, const char *v)
+{
+	int rc = for_each_word(p, v, key, gw_port_word, &cur_target(p)->gw);
+
+	if (rc == 0 && cur_target(p)->gw.nports == 0)
+		return cfg_err(p, "%s: expected one or more portal group tags", key);
+	return rc;
+}
+
+/* "GROUP[:PORT]": another gateway's target port group and its port (default GROUP). */
+static int k_gateway_peer(struct parser *p, const char *key, const char *v)
+{
+	struct scsitgtd_gateway *g = &cur_target(p)->gw;
+	char num[8];
+	size_t n = strcspn(v, ":");
+	uint64_t grp, port;
+
+	if (n == 0 || n >= sizeof(num))
+		goto bad;
+	memcpy(num, v, n);
+	num[n] = '\0';
+	if (cfg_parse_u64(num, 65535, &grp) < 0 || grp == 0)
+		goto bad;
+	port = grp;
+	if (v[n] == ':' && (cfg_parse_u64(v + n + 1, 65535, &port) < 0 || port == 0))
+		goto bad;
+	for (size_t i = 0; i < g->npeers; i++)
+		if (g->peer_groups[i] == grp)
+			return cfg_err(p, "%s: group %llu listed twice", key,
+				       (unsigned long long)grp);
+	if (g->npeers >= SCSITGTD_MAX_GW_PEERS)
+		return cfg_err(p, "%s: at most %d peers", key, SCSITGTD_MAX_GW_PEERS);
+	g->peer_groups[g->npeers] = (uint16_t)grp;
+	g->peer_ports[g->npeers] = (uint16_t)port;
+	g->npeers++;
+	return 0;
+bad:
+	return cfg_err(p, "%s: expected GROUP[:PORT] (1..65535 each), not \"%s\"", key, v);
+}
+
 static const struct key target_keys[] = {
 	{ "name", k_name, false },
 	{ "alias", k_alias, false },
@@ -731,6 +822,12 @@ static const struct key target_keys[] = {
 	{ "initiator_address", k_address_acl, true },
 	{ "max_sessions", k_target_limit, false },
 	{ "max_lun_commands", k_target_limit, false },
+	{ "rbd_gateway", k_gateway, false },
+	{ "rbd_gateway_ports", k_gateway_ports, false },
+	{ "rbd_gateway_peer", k_gateway_peer, true },
+	{ "rbd_gateway_preferred", k_gateway, false },
+	{ "rbd_gateway_holddown_ms", k_gateway, false },
+	{ "rbd_gateway_probe_ms", k_gateway, false },
 };
 
 /* [alua_group N] */

@@ -130,6 +130,27 @@ static void lun_write(FILE *f, const struct scsitgtd_lun *l)
 	kv_str(f, "fault", l->fault);
 }
 
+static void gateway_write(FILE *f, const struct scsitgtd_gateway *g)
+{
+	if (g->group == 0)
+		return;
+	kv_u64(f, "rbd_gateway", g->group);
+	if (g->nports) {
+		fprintf(f, "rbd_gateway_ports =");
+		for (size_t i = 0; i < g->nports; i++)
+			fprintf(f, " %u", g->ports[i]);
+		fprintf(f, "\n");
+	}
+	for (size_t i = 0; i < g->npeers; i++)
+		fprintf(f, "rbd_gateway_peer = %u:%u\n", g->peer_groups[i], g->peer_ports[i]);
+	if (g->preferred)
+		kv_bool(f, "rbd_gateway_preferred", true);
+	if (g->holddown_ms >= 0)
+		kv_u64(f, "rbd_gateway_holddown_ms", (uint64_t)g->holddown_ms);
+	if (g->probe_ms >= 0)
+		kv_u64(f, "rbd_gateway_probe_ms", (uint64_t)g->probe_ms);
+}
+
 static void target_write(FILE *f, const struct scsitgtd_target *t)
 {
 	static const char *const states[16] = { [0x0] = "active_optimized",
@@ -162,6 +183,7 @@ static void target_write(FILE *f, const struct scsitgtd_target *t)
 		kv_u64(f, "max_sessions", (uint64_t)t->max_sessions);
 	if (t->max_lun_commands >= 0)
 		kv_u64(f, "max_lun_commands", (uint64_t)t->max_lun_commands);
+	gateway_write(f, &t->gw);
 	params_write(f, &t->params);
 	for (size_t i = 0; i < t->ngroups; i++) {
 		const struct scsitgtd_alua_group *g = &t->groups[i];

@@ -40,10 +40,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				if (l->backend == SCSITGTD_BACKEND_FILE ||
 				    l->backend == SCSITGTD_BACKEND_BLOCK)
 					CHECK(l->path != NULL);
+				else if (l->backend == SCSITGTD_BACKEND_RBD)
+					CHECK(l->path != NULL && strchr(l->path, '/') &&
+					      l->size == 0);
 				else
 					CHECK(l->size > 0 && l->path == NULL);
 			}
 			CHECK(cfg->targets[i].name != NULL);
+			/* An RBD gateway's target: its one RBD LUN, no ALUA groups of its own. */
+			if (cfg->targets[i].gw.group) {
+				const struct scsitgtd_target *t = &cfg->targets[i];
+
+				CHECK(t->nluns == 1 && t->luns[0].backend == SCSITGTD_BACKEND_RBD);
+				CHECK(t->ngroups == 0 && t->alua_modes == 0);
+				CHECK(t->gw.npeers <= SCSITGTD_MAX_GW_PEERS);
+				for (size_t j = 0; j < t->gw.npeers; j++)
+					CHECK(t->gw.peer_groups[j] != t->gw.group);
+			}
 			for (size_t j = 0; j < cfg->targets[i].ngroups; j++) {
 				CHECK(cfg->targets[i].groups[j].id > 0);
 				CHECK(cfg->targets[i].groups[j].nports <= SCSITGTD_MAX_ALUA_PORTS);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# rbd_ha.sh MINITARGET PR_CLIENT MPATH_WRITER MODE: two gateways (two minitarget processes on
-# two ports, target port groups 1 and 2) export one RBD image of a throwaway Ceph cluster
-# (docs/rbd.md, "Several gateways: the HA model").
+# rbd_ha.sh MINITARGET|SCSITGTD PR_CLIENT MPATH_WRITER MODE: two gateways (two minitarget
+# processes on two ports, target port groups 1 and 2; or two scsitgtd processes with
+# rbd_gateway in their files: mode kill) export one RBD image of a throwaway Ceph cluster
+# (docs/rbd.md, "Several gateways: the HA model"). In kill and stpg mode, the owner stopped
+# by SIGTERM at the end hands the lock to the other at once (it releases it).
 #
 #   basic  the lock owner (A) is active/optimized, the other (B) standby through REPORT TARGET
 #          PORT GROUPS on both paths; B refuses data commands with NOT READY 04h/0Bh; both show
@@ -26,66 +28,11 @@ IT_NAME=rbd_ha-$MODE
 it_init "$1"
 CLIENT=${2:?usage: rbd_ha.sh MINITARGET PR_CLIENT MPATH_WRITER MODE}
 WRITER=${3:?usage: rbd_ha.sh MINITARGET PR_CLIENT MPATH_WRITER MODE}
-[[ $MODE == basic || $MODE == kill || $MODE == stpg ]] || it_fail "unknown mode '$MODE'"
+[[ $MODE =~ ^(basic|kill|stpg)$ ]] || it_fail "unknown mode '$MODE'"
 rbd_need
 it_need python3
 IQN=iqn.2026-11.org.libscsitgt:rbd-ha
 HOST_IQN=iqn.2026-11.org.libscsitgt:rbd-ha-host
-
-declare -A GW_PID GW_URL GW_PORT
-
-# Gateways are stopped before the cluster goes down (they are its clients).
-gw_cleanup() {
-	local rc=$? n
-	for n in "${!GW_PID[@]}"; do
-		kill -KILL "${GW_PID[$n]}" 2>/dev/null || true
-		wait "${GW_PID[$n]}" 2>/dev/null || true
-	done
-	if [[ $rc -ne 0 && $rc -ne 77 ]]; then
-		for n in "${!GW_PID[@]}"; do
-			it_log "--- gateway $n stderr (last 30 lines) ---"
-			tail -n 30 "$IT_TMP/gw-$n.err" >&2 || true
-		done
-	fi
-	# rbd_cleanup reads the exit status from $?; errexit must not end the trap here.
-	set +e
-	(exit $rc)
-	rbd_cleanup
-}
-
-# gw_start NAME GROUP PEER [minitarget options...]: a gateway in group GROUP (its portal
-# group tag too), listing group PEER (port PEER); waits for its URL.
-gw_start() {
-	local name=$1 group=$2 peer=$3 i port
-	shift 3
-	port=${GW_PORT[$name]:-$(it_free_port)}
-	GW_PORT[$name]=$port
-	: >"$IT_TMP/gw-$name.out"
-	"$IT_TARGET" --portal "127.0.0.1:$port" --iqn "$IQN" --tpgt "$group" \
-		--alua-group "$group" --alua-peer "$peer:$peer" --gw-holddown 1000 -v \
-		--lun "0:rbd:$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE,nocache${GW_LUN_FLAGS:-}" "$@" \
-		</dev/null >"$IT_TMP/gw-$name.out" 2>>"$IT_TMP/gw-$name.err" &
-	GW_PID[$name]=$!
-	for ((i = 0; i < 600; i++)); do
-		GW_URL[$name]=$(grep -o 'iscsi://[^[:space:]]*' "$IT_TMP/gw-$name.out" || true)
-		[[ -n "${GW_URL[$name]}" ]] && break
-		kill -0 "${GW_PID[$name]}" 2>/dev/null || it_fail "gateway $name exited at start"
-		sleep 0.1
-	done
-	[[ -n "${GW_URL[$name]}" ]] || it_fail "gateway $name printed no URL"
-	it_log "gateway $name (group $group): ${GW_URL[$name]} pid ${GW_PID[$name]}"
-}
-
-# gw_wait NAME STATE: wait until the gateway's log says it reached STATE (bounded).
-gw_wait() {
-	local name=$1 state=$2 n=${3:-1} i
-	for ((i = 0; i < 600; i++)); do
-		[[ $(grep -c -- "-> $state\$" "$IT_TMP/gw-$name.err") -ge $n ]] && return 0
-		kill -0 "${GW_PID[$name]}" 2>/dev/null || it_fail "gateway $name died"
-		sleep 0.1
-	done
-	it_fail "gateway $name never became $state: $(tail -5 "$IT_TMP/gw-$name.err")"
-}
 
 # rtpg NAME: "G:S G:S" (group:state) from REPORT TARGET PORT GROUPS through the gateway.
 rtpg() {
@@ -199,9 +146,7 @@ kill)
 	writer_start 1024
 	writer_wait "^pass 3 path 0"
 	t_kill=$(date +%s.%N)
-	kill -KILL "${GW_PID[A]}"
-	wait "${GW_PID[A]}" 2>/dev/null || true
-	unset 'GW_PID[A]'
+	gw_kill A
 	it_log "killed gateway A"
 	writer_wait "^failover"
 	writer_wait "path 1$" 2
@@ -260,5 +205,10 @@ for n in B A; do
 	wait "${GW_PID[$n]}" || st=$?
 	unset "GW_PID[$n]"
 	[[ $st -eq 0 ]] || it_fail "gateway $n exited with status $st on SIGTERM"
+	# B owned the lock: it released it going down, and A (standby) takes it.
+	if [[ $n == B && $MODE != basic ]]; then
+		gw_wait A owner 2
+		it_log "A: $(grep -o 'took the lock.*' "$IT_TMP/gw-A.err" | tail -1)"
+	fi
 done
 it_log "PASS"

@@ -8,11 +8,16 @@
 #                                   # CEPH_CONF CEPH_KEYRING MICRO_CEPH_POOL MICRO_CEPH_IMAGE...
 #   rbd ... / minitarget --lun 0:rbd:$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE
 #
+#   gw_start A 1 2 [options...]    # a minitarget gateway (docs/rbd.md, HA model) on $IQN
+#   gw_wait A owner                 # until its log says it reached a state
+#   trap gw_cleanup EXIT            # after rbd_cluster_up: gateways die before the cluster
+#
 # The cluster is torn down by the EXIT trap (after lib.sh's cleanup stopped the target), also
 # when the test fails or is interrupted. Tests whose clients get killed pass -w 5 (a short
 # watch timeout: a dead client's watch and exclusive lock linger that long).
 
 RBD_MICRO_CEPH=$(cd "$(dirname "${BASH_SOURCE[0]}")/../ceph" && pwd)/micro-ceph.sh
+RBD_GW_CONF=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../examples" && pwd)/scsitgtd-gateway.conf
 RBD_DIR=
 
 # rbd_need: skip unless the Ceph daemons and tools are installed (scripts/install-deps.sh).
@@ -59,4 +64,94 @@ rbd_cluster_up() {
 	export CEPH_CONF CEPH_KEYRING MICRO_CEPH_POOL MICRO_CEPH_IMAGE MICRO_CEPH_IMAGE_SIZE \
 		MICRO_CEPH_MON MICRO_CEPH_DIR
 	it_log "ceph cluster up in $RBD_DIR: $(tail -n 1 "$IT_TMP/micro-ceph.err")"
+}
+
+# ---- gateways: minitarget processes exporting the same image (docs/rbd.md, "Several
+# gateways: the HA model"). The caller sets IQN; GW_LUN_FLAGS adds LUN options. ----
+
+declare -A GW_PID GW_URL GW_PORT
+
+# Gateways are stopped before the cluster goes down (they are its clients).
+gw_cleanup() {
+	local rc=$? n
+	for n in "${!GW_PID[@]}"; do
+		kill -KILL "${GW_PID[$n]}" 2>/dev/null || true
+		wait "${GW_PID[$n]}" 2>/dev/null || true
+	done
+	if [[ $rc -ne 0 && $rc -ne 77 ]]; then
+		for n in "${!GW_PORT[@]}"; do
+			[[ -f "$IT_TMP/gw-$n.err" ]] || continue
+			it_log "--- gateway $n stderr (last 30 lines) ---"
+			tail -n 30 "$IT_TMP/gw-$n.err" >&2 || true
+		done
+	fi
+	# rbd_cleanup reads the exit status from $?; errexit must not end the trap here.
+	set +e
+	(exit $rc)
+	rbd_cleanup
+}
+
+# gw_start NAME GROUP PEER [minitarget options...]: a gateway in group GROUP (its portal
+# group tag too), listing group PEER (port PEER); waits for its URL. A gateway started again
+# keeps its port. When $IT_TARGET is scsitgtd, the gateway is a scsitgtd process with
+# rbd_gateway in its configuration file (docs/scsitgtd.md) and takes no options.
+gw_start() {
+	local name=$1 group=$2 peer=$3 i port
+	shift 3
+	port=${GW_PORT[$name]:-$(it_free_port)}
+	GW_PORT[$name]=$port
+	: >"$IT_TMP/gw-$name.out"
+	if [[ $(basename "$IT_TARGET") == scsitgtd* ]]; then
+		[[ $# -eq 0 && -z "${GW_LUN_FLAGS:-}" ]] || it_fail "gw_start: options for scsitgtd"
+		# examples/scsitgtd-gateway.conf with this gateway's port, group, peer and image.
+		sed -e "s/^address = .*/address = 127.0.0.1/" -e "s/^port = .*/port = $port/" \
+			-e "s/^tpgt = .*/tpgt = $group/" -e "s/^name = .*/name = $IQN/" \
+			-e "s/^rbd_gateway = .*/rbd_gateway = $group/" \
+			-e "s/^rbd_gateway_peer = .*/rbd_gateway_peer = $peer\nrbd_gateway_holddown_ms = 1000/" \
+			-e "s|^path = .*|path = $MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE|" \
+			"$RBD_GW_CONF" >"$IT_TMP/gw-$name.conf"
+		"$IT_TARGET" "$IT_TMP/gw-$name.conf" </dev/null >"$IT_TMP/gw-$name.out" \
+			2>>"$IT_TMP/gw-$name.err" &
+		GW_PID[$name]=$!
+		for ((i = 0; i < 600; i++)); do
+			grep -q "scsitgtd: ready" "$IT_TMP/gw-$name.out" && break
+			kill -0 "${GW_PID[$name]}" 2>/dev/null || it_fail "gateway $name exited at start"
+			sleep 0.1
+		done
+		grep -q "scsitgtd: ready" "$IT_TMP/gw-$name.out" || it_fail "gateway $name not ready"
+		GW_URL[$name]=iscsi://127.0.0.1:$port/$IQN/0
+		it_log "gateway $name (scsitgtd, group $group): ${GW_URL[$name]} pid ${GW_PID[$name]}"
+		return 0
+	fi
+	"$IT_TARGET" --portal "127.0.0.1:$port" --iqn "$IQN" --tpgt "$group" \
+		--alua-group "$group" --alua-peer "$peer:$peer" --gw-holddown 1000 -v \
+		--lun "0:rbd:$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE,nocache${GW_LUN_FLAGS:-}" "$@" \
+		</dev/null >"$IT_TMP/gw-$name.out" 2>>"$IT_TMP/gw-$name.err" &
+	GW_PID[$name]=$!
+	for ((i = 0; i < 600; i++)); do
+		GW_URL[$name]=$(grep -o 'iscsi://[^[:space:]]*' "$IT_TMP/gw-$name.out" || true)
+		[[ -n "${GW_URL[$name]}" ]] && break
+		kill -0 "${GW_PID[$name]}" 2>/dev/null || it_fail "gateway $name exited at start"
+		sleep 0.1
+	done
+	[[ -n "${GW_URL[$name]}" ]] || it_fail "gateway $name printed no URL"
+	it_log "gateway $name (group $group): ${GW_URL[$name]} pid ${GW_PID[$name]}"
+}
+
+# gw_wait NAME STATE [N]: wait until the gateway's log says it reached STATE (N times).
+gw_wait() {
+	local name=$1 state=$2 n=${3:-1} i
+	for ((i = 0; i < 600; i++)); do
+		[[ $(grep -c -- "-> $state\$" "$IT_TMP/gw-$name.err") -ge $n ]] && return 0
+		kill -0 "${GW_PID[$name]}" 2>/dev/null || it_fail "gateway $name died"
+		sleep 0.1
+	done
+	it_fail "gateway $name never became $state: $(tail -5 "$IT_TMP/gw-$name.err")"
+}
+
+# gw_kill NAME: SIGKILL the gateway (its port stays its own for gw_start).
+gw_kill() {
+	kill -KILL "${GW_PID[$1]}"
+	wait "${GW_PID[$1]}" 2>/dev/null || true
+	unset "GW_PID[$1]"
 }

@@ -555,6 +555,92 @@ static void test_rbd(void **state)
 	scsitgtd_config_free(c2);
 }
 
+/* rbd_gateway*: a target that is one gateway of its RBD LUN's image (docs/rbd.md). */
+static void test_rbd_gateway(void **state)
+{
+	static const char lun[] = "[lun 0]\nbackend = rbd\npath = rbd/img\n";
+	struct scsitgtd_config *c1 =
+		parse_ok("[portal]\ntpgt = 2\n"
+			 "[target]\nname = iqn.x:gw\nrbd_gateway = 2\n"
+			 "rbd_gateway_ports = 2 7\nrbd_gateway_peer = 1\n"
+			 "rbd_gateway_peer = 3:9\nrbd_gateway_preferred = yes\n"
+			 "rbd_gateway_holddown_ms = 0\nrbd_gateway_probe_ms = 250\n"
+			 "[lun 0]\nbackend = rbd\npath = rbd/img\n"
+			 "[target]\nname = iqn.x:plain\n"
+			 "[lun 0]\nbackend = rbd\npath = rbd/img\n");
+	struct scsitgtd_config *c2 = parse_ok("[target]\nname = iqn.x:gw\nrbd_gateway = 1\n"
+					      "[lun 0]\nbackend = rbd\npath = rbd/img\n");
+	const struct scsitgtd_gateway *g = &c1->targets[0].gw;
+	char text[512];
+
+	(void)state;
+	assert_int_equal(g->group, 2);
+	assert_int_equal(g->nports, 2);
+	assert_int_equal(g->ports[0], 2);
+	assert_int_equal(g->ports[1], 7);
+	assert_int_equal(g->npeers, 2);
+	assert_int_equal(g->peer_groups[0], 1);
+	assert_int_equal(g->peer_ports[0], 1); /* PORT defaults to GROUP */
+	assert_int_equal(g->peer_groups[1], 3);
+	assert_int_equal(g->peer_ports[1], 9);
+	assert_true(g->preferred);
+	assert_int_equal(g->holddown_ms, 0);
+	assert_int_equal(g->probe_ms, 250);
+	/* Not a gateway: group 0, the library's timings. */
+	assert_int_equal(c1->targets[1].gw.group, 0);
+	assert_int_equal(c1->targets[1].gw.holddown_ms, -1);
+	assert_int_equal(c2->targets[0].gw.probe_ms, -1);
+	assert_int_equal(c2->targets[0].gw.nports, 0);
+	assert_false(scsitgtd_gateway_equal(g, &c2->targets[0].gw));
+	assert_true(scsitgtd_gateway_equal(g, g));
+	roundtrip(c1);
+	roundtrip(c2);
+	scsitgtd_config_free(c1);
+	scsitgtd_config_free(c2);
+
+	/* One RBD LUN, no ALUA of its own; keys only with rbd_gateway; values in range. */
+	parse_bad("[target]\nname = iqn.x\nrbd_gateway = 1\n", "line 3:", "exactly one LUN");
+	parse_bad("[target]\nname = iqn.x\nrbd_gateway = 1\n[lun 0]\nbackend = ram\n"
+		  "size = 1M\n",
+		  "line 3:", "backend = rbd");
+	snprintf(text, sizeof(text),
+		 "[target]\nname = iqn.x\nrbd_gateway = 1\n%s[lun 1]\n"
+		 "backend = rbd\npath = rbd/i2\n",
+		 lun);
+	parse_bad(text, "line 3:", "exactly one LUN");
+	snprintf(text, sizeof(text), "[target]\nname = iqn.x\nrbd_gateway = 1\nalua = explicit\n%s",
+		 lun);
+	parse_bad(text, "line 3:", "remove alua");
+	snprintf(text, sizeof(text),
+		 "[target]\nname = iqn.x\nrbd_gateway = 1\n%s"
+		 "[alua_group 1]\nports = 1\n",
+		 lun);
+	parse_bad(text, "line 3:", "remove alua");
+	snprintf(text, sizeof(text), "[target]\nname = iqn.x\nrbd_gateway_peer = 2\n%s", lun);
+	parse_bad(text, "line 1:", "need rbd_gateway = GROUP");
+	snprintf(text, sizeof(text), "[target]\nname = iqn.x\nrbd_gateway_probe_ms = 100\n%s", lun);
+	parse_bad(text, "line 1:", "need rbd_gateway = GROUP");
+	snprintf(text, sizeof(text),
+		 "[target]\nname = iqn.x\nrbd_gateway = 2\n"
+		 "rbd_gateway_peer = 2\n%s",
+		 lun);
+	parse_bad(text, "line 3:", "own group");
+	parse_bad("[target]\nname = iqn.x\nrbd_gateway = 0\n", "line 3:", "1..65535");
+	parse_bad("[target]\nname = iqn.x\nrbd_gateway = 1\nrbd_gateway_peer = 2\n"
+		  "rbd_gateway_peer = 2:5\n",
+		  "line 5:", "listed twice");
+	parse_bad("[target]\nname = iqn.x\nrbd_gateway_peer = 2:\n", "line 3:", "GROUP[:PORT]");
+	parse_bad("[target]\nname = iqn.x\nrbd_gateway_peer = x\n", "line 3:", "GROUP[:PORT]");
+	parse_bad("[target]\nname = iqn.x\nrbd_gateway_peer = 70000\n", "line 3:", "GROUP[:PORT]");
+	parse_bad("[target]\nname = iqn.x\nrbd_gateway_ports = 1 1\n", "line 3:", "listed twice");
+	parse_bad("[target]\nname = iqn.x\nrbd_gateway_ports = ,\n", "line 3:", "one or more");
+	parse_bad("[target]\nname = iqn.x\nrbd_gateway_probe_ms = 5\n", "line 3:", "10..60000");
+	parse_bad("[target]\nname = iqn.x\nrbd_gateway_preferred = maybe\n",
+		  "line 3:", "yes or no");
+	parse_bad("[target]\nname = iqn.x\nrbd_gateway = 1\nrbd_gateway = 2\n",
+		  "line 4:", "given twice");
+}
+
 static void test_access_srp_limits(void **state)
 {
 	static const char text[] = "[engine]\n"
@@ -694,13 +780,10 @@ static void test_access_srp_limits(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_full),
-		cmocka_unit_test(test_empty),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_binary_and_limits),
-		cmocka_unit_test(test_recreate),
-		cmocka_unit_test(test_rbd),
-		cmocka_unit_test(test_access_srp_limits),
+		cmocka_unit_test(test_full),	    cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_errors),	    cmocka_unit_test(test_binary_and_limits),
+		cmocka_unit_test(test_recreate),    cmocka_unit_test(test_rbd),
+		cmocka_unit_test(test_rbd_gateway), cmocka_unit_test(test_access_srp_limits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
