@@ -14,6 +14,12 @@
 #          through A and B while A is SIGKILLed: no error reaches its write loop, every
 #          acknowledged block reads back, and the failover time (the kill to the first write
 #          completed through B) is printed. A restarted A rejoins as standby.
+#   mon    the monitor crashes (SIGKILL) under the writer: writes through A go on (OSD
+#          operations need no monitor) and both loops keep answering; then A is SIGKILLed
+#          too: B cannot fence it (a lock break blocklists, a monitor command), so it must not
+#          take the lock, and its loop answers REPORT TARGET PORT GROUPS while its takeover
+#          waits; the monitor comes back, B takes over, and no error reached the writer,
+#          every block verified.
 #   stpg   SET TARGET PORT GROUPS through B asks B to take over while A has writes in flight
 #          (held back by A's fault-injection delay): B breaks A's lock, A's in-flight writes
 #          fail (not acknowledged: NOT READY), the writer moves to B, and A reconnects and
@@ -28,7 +34,7 @@ IT_NAME=rbd_ha-$MODE
 it_init "$1"
 CLIENT=${2:?usage: rbd_ha.sh MINITARGET PR_CLIENT MPATH_WRITER MODE}
 WRITER=${3:?usage: rbd_ha.sh MINITARGET PR_CLIENT MPATH_WRITER MODE}
-[[ $MODE =~ ^(basic|kill|stpg)$ ]] || it_fail "unknown mode '$MODE'"
+[[ $MODE =~ ^(basic|kill|stpg|mon)$ ]] || it_fail "unknown mode '$MODE'"
 rbd_need
 it_need python3
 IQN=iqn.2026-11.org.libscsitgt:rbd-ha
@@ -164,6 +170,46 @@ kill)
 	"$WRITER" -i "$HOST_IQN" "${GW_URL[A]}" "${GW_URL[B]}" -- verify 0 1024 \
 		"$(awk '/^pass/ { p = $2 } END { print p }' "$IT_TMP/writer.out")" >/dev/null ||
 		it_fail "data read back through the pair is wrong"
+	;;
+mon)
+	writer_start 256
+	writer_wait "^pass 2 path 0"
+	rbd_mon_kill
+	it_log "killed the monitor"
+	n=$(grep -c "path 0$" "$IT_TMP/writer.out")
+	writer_wait "path 0$" $((n + 2))
+	it_log "two passes of writes through A completed with the monitor down"
+	rtpg_wait A "1:0 2:2"
+	rtpg_wait B "1:0 2:2"
+	gw_kill A
+	it_log "killed gateway A"
+	gw_wait B acquiring
+	# B's takeover waits for the monitor on B's worker thread; its loop answers meanwhile
+	# (A unavailable, B transitioning or standby between attempts).
+	got=$(rtpg B) || it_fail "B does not answer REPORT TARGET PORT GROUPS"
+	[[ "$got" =~ ^1:3\ 2:(15|2)$ ]] || it_fail "REPORT TARGET PORT GROUPS through B: $got"
+	it_log "B answers while its takeover waits: $got"
+	t_mon=$(date +%s.%N)
+	if grep -q -- "-> owner$" "$IT_TMP/gw-B.err"; then
+		it_fail "B took the lock without a monitor (A could not be fenced)"
+	fi
+	kill -0 "$WPID" 2>/dev/null || it_fail "the writer gave up: $(tail -5 "$IT_TMP/writer.err")"
+	rbd_mon_start
+	it_log "the monitor is back"
+	gw_wait B owner
+	writer_wait "path 1$" 2
+	writer_finish 256
+	t_fo=$(awk '/^failover/ { print $6; exit }' "$IT_TMP/writer.out")
+	ms=$(awk -v a="$t_mon" -v b="$t_fo" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
+	it_log "B: $(grep -o 'took the lock.*' "$IT_TMP/gw-B.err" | tail -1)"
+	it_log "first write through B $ms ms after the monitor's restart began"
+	# What the writer's retries met (each was a NOT READY or a lost connection, never an
+	# error that reached its write loop).
+	it_log "the writer retried after: $(sed -n 's/^mpath_writer: path \([0-9]\): \(sense [0-9a-f/]*\|down\).*/path \1 \2/p' \
+		"$IT_TMP/writer.err" | sort | uniq -c | paste -sd ',')"
+	rtpg_wait B "1:3 2:0"
+	gw_start A 1 2
+	gw_wait A standby
 	;;
 stpg)
 	writer_start 64

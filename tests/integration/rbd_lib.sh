@@ -66,6 +66,36 @@ rbd_cluster_up() {
 	it_log "ceph cluster up in $RBD_DIR: $(tail -n 1 "$IT_TMP/micro-ceph.err")"
 }
 
+# rbd_mon_kill: the monitor crashes (SIGKILL); returns once the process is gone.
+rbd_mon_kill() {
+	local pid i
+	pid=$(awk '$1 == "mon.a" { p = $2 } END { print p }' "$RBD_DIR/pids")
+	[[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || it_fail "no monitor in $RBD_DIR/pids"
+	kill -KILL "$pid"
+	for ((i = 0; i < 300; i++)); do
+		[[ -e /proc/$pid ]] || return 0
+		sleep 0.1
+	done
+	it_fail "the monitor (pid $pid) did not die"
+}
+
+# rbd_mon_start: the monitor again, on its store and addresses; returns once it answers.
+rbd_mon_start() {
+	local i pidf=$RBD_DIR/run/mon.a.pid
+	rm -f "$pidf"
+	ceph-mon -c "$RBD_DIR/ceph.conf" -i a || it_fail "ceph-mon did not start again"
+	for ((i = 0; i < 300; i++)); do
+		[[ -s "$pidf" ]] && break
+		sleep 0.1
+	done
+	[[ -s "$pidf" ]] || it_fail "ceph-mon wrote no pid file"
+	echo "mon.a $(cat "$pidf")" >>"$RBD_DIR/pids"
+	for ((i = 0; i < 60; i++)); do
+		timeout 10 ceph mon stat >/dev/null 2>&1 && return 0
+	done
+	it_fail "the monitor does not answer after its restart"
+}
+
 # ---- gateways: minitarget processes exporting the same image (docs/rbd.md, "Several
 # gateways: the HA model"). The caller sets IQN; GW_LUN_FLAGS adds LUN options. ----
 
