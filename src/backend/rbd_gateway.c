@@ -13,6 +13,9 @@
  *    nothing a peer accepts, so a gateway whose loop hangs loses the lock like a dead one.
  *  - lock acquisitions (with rbd_lock_break() of the dead or displaced owner first) and the
  *    reconnection of a fenced client run on the same worker thread, in order.
+ *  - a watch that breaks (librados' error callback: the OSD dropped it, e.g. its pings came
+ *    late on a loaded host, or the OSD restarted) is set up again at the next tick: a gateway
+ *    without its watch answers nobody, and an owner that answers nobody gets fenced.
  *  - the ALUA states of the target's groups follow the model after every event
  *    (scsitgt_alua_set_state(): an implicit change, ASYMMETRIC ACCESS STATE CHANGED).
  */
@@ -76,6 +79,9 @@ struct scsitgt_rbd_gateway {
 	size_t ack_len;
 	atomic_uint_fast64_t heartbeat_ms;
 	struct gw_watch *watch;
+	/* Set by librados' watch error callback; the loop watches again. */
+	atomic_bool watch_broken;
+	bool rewatching;
 
 	enum scsitgt__rbd_ha_state logged_state;
 	bool destroying;
@@ -138,10 +144,13 @@ static void watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t no
 
 static void watch_err_cb(void *arg, uint64_t handle, int err)
 {
-	/* The next probe finds out what happened (blocklisted: -ESHUTDOWN). */
-	(void)arg;
+	struct gw_watch *w = arg;
+
+	/* librados' thread. The next tick watches again (a blocklisted client fails to, and its
+	 * next probe says -ESHUTDOWN). */
 	(void)handle;
 	(void)err;
+	atomic_store(&w->gw->watch_broken, true);
 }
 
 /* Worker: create the gateway object if needed and watch it with the current client. */
@@ -492,8 +501,10 @@ static void reconnect_work(struct scsitgt__rbd_job *job)
 
 	watch_stop(gw);
 	r = scsitgt__rbd_reconnect(job->rc);
-	if (r == 0)
+	if (r == 0) {
+		atomic_store(&gw->watch_broken, false);
 		r = watch_start(gw, j->addr, sizeof(j->addr));
+	}
 	job->status = r;
 }
 
@@ -520,6 +531,56 @@ static void reconnect_done(struct scsitgt__rbd_job *job)
 	apply(gw);
 	if (actions & SCSITGT__RBD_HA_DO_RECONNECT)
 		uv_timer_start(&gw->retry, reconnect_try, GW_RETRY_MS, 0);
+}
+
+/* Worker: the watch broke; watch again with the same client. */
+static void rewatch_work(struct scsitgt__rbd_job *job)
+{
+	struct gw_job *j = job->arg;
+
+	watch_stop(j->gw);
+	job->status = watch_start(j->gw, j->addr, sizeof(j->addr));
+}
+
+static void rewatch_done(struct scsitgt__rbd_job *job)
+{
+	struct gw_job *j = job->arg;
+	struct scsitgt_rbd_gateway *gw = j->gw;
+	int status = job->status;
+
+	gw->rewatching = false;
+	if (job_end(j))
+		return;
+	free(j);
+	if (status == 0) {
+		gw_log(gw, SCSITGT_LOG_NOTICE, "watching the gateway object again", NULL, NULL);
+		ack_refresh(gw);
+		return;
+	}
+	/* Tried again at the next tick; a blocklisted client is found out by its probe. */
+	atomic_store(&gw->watch_broken, true);
+	gw_log(gw, SCSITGT_LOG_WARNING,
+	       "cannot watch the gateway object again: ", strerror(-status), NULL);
+}
+
+static void start_rewatch(struct scsitgt_rbd_gateway *gw)
+{
+	struct gw_job *j;
+
+	if (gw->rewatching || gw->reconnecting || gw->destroying ||
+	    gw->ha.state == SCSITGT__RBD_HA_FENCED)
+		return;
+	j = job_new(gw, rewatch_work, rewatch_done);
+	if (j == NULL)
+		return;
+	atomic_store(&gw->watch_broken, false);
+	if (job_queue(j) < 0) {
+		atomic_store(&gw->watch_broken, true);
+		return;
+	}
+	gw->rewatching = true;
+	gw_log(gw, SCSITGT_LOG_WARNING, "the watch of the gateway object broke: watching again",
+	       NULL, NULL);
 }
 
 /* ---- actions ---- */
@@ -615,6 +676,8 @@ static void tick_cb(uv_timer_t *t)
 	struct scsitgt_rbd_gateway *gw = t->data;
 
 	ack_refresh(gw);
+	if (atomic_load(&gw->watch_broken))
+		start_rewatch(gw);
 	if (gw->probing) {
 		gw->probe_due = true;
 		return;
