@@ -12,6 +12,9 @@
 #   VM_MEM=MiB        guest memory (default 2048)        VM_CPUS=N (default 2)
 #   VM_ACCEL=auto|kvm|tcg   auto: KVM only when kvm_intel/kvm_amd is loaded (a /dev/kvm of
 #                     a nested sandbox may not boot a stock kernel), TCG otherwise
+#   VM_NET=none|hostloop   hostloop: a virtio NIC on QEMU's user network (slirp), where the
+#                     guest reaches the host's 127.0.0.1 at 10.0.2.2 (the guest script brings
+#                     eth0 up: guest/net-hostloop.sh); targets on the host (default none)
 #   VM_ENV="A=1 B=2"  variables exported to the script
 #   VM_KEEP=1         keep the run directory (console.log, output.log, files of /ctl)
 #   SCSITGT_VM_CACHE  the image cache (see build-image.sh)
@@ -30,6 +33,7 @@ VM_TIMEOUT=${VM_TIMEOUT:-600}
 VM_MEM=${VM_MEM:-2048}
 VM_CPUS=${VM_CPUS:-2}
 VM_ACCEL=${VM_ACCEL:-auto}
+VM_NET=${VM_NET:-none}
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
 command -v qemu-system-x86_64 > /dev/null ||
@@ -81,8 +85,14 @@ if [ "$VM_SHARE" != none ]; then
 	ARGS+=(-virtfs "local,path=$(cd "$VM_SHARE" && pwd),mount_tag=host,security_model=none,id=host")
 fi
 
+case "$VM_NET" in
+none) ;;
+hostloop) ARGS+=(-netdev "user,id=n0,ipv6=off,net=10.0.2.0/24" -device virtio-net-pci,netdev=n0) ;;
+*) echo "run-guest: bad VM_NET=$VM_NET" >&2; exit 2 ;;
+esac
+
 start=$(date +%s.%N)
-echo "run-guest: accel $VM_ACCEL, $VM_CPUS CPUs, $VM_MEM MiB, timeout $VM_TIMEOUT s, run $RUN" >&2
+echo "run-guest: accel $VM_ACCEL, $VM_CPUS CPUs, $VM_MEM MiB, net $VM_NET, timeout $VM_TIMEOUT s, run $RUN" >&2
 timeout -k 10 "$VM_TIMEOUT" qemu-system-x86_64 "${ARGS[@]}" > "$RUN/qemu.log" 2>&1 &
 QPID=$!
 tail -n +1 -F --pid=$QPID "$RUN/output.log" 2> /dev/null &
