@@ -14,7 +14,8 @@
 #   scripts/test.sh --valgrind   in build/, run the integration suite with minitarget under
 #                                valgrind (memcheck errors or definite leaks fail the test)
 #   scripts/test.sh --vm         in build/, run the 'vm' suite: the Linux kernel's iscsi_tcp,
-#                                ib_iser and ib_srp initiators in a QEMU guest (tests/vm)
+#                                ib_iser and ib_srp initiators in a QEMU guest, and its
+#                                dm-multipath against two RBD gateways (tests/vm)
 #   scripts/test.sh -- ARGS...   extra arguments for `meson test` (e.g. --suite integration)
 #
 # Installs missing Debian packages first (scripts/install-deps.sh). The output ends with meson's

@@ -244,6 +244,40 @@ stpg)
 	;;
 esac
 
+# scsitgtd reloads (docs/scsitgtd.md): a gateway's LUN re-created and its target removed and
+# added again stop the gateway first (the owner releases the lock: the other takes it) and
+# start a new one, which joins as standby.
+gw_reload() {
+	local i n
+	n=$(grep -c "scsitgtd: reloaded" "$IT_TMP/gw-$1.out" || true)
+	n=$((n + 1))
+	kill -HUP "${GW_PID[$1]}"
+	for ((i = 0; i < 300; i++)); do
+		[[ $(grep -c "scsitgtd: reloaded" "$IT_TMP/gw-$1.out") -ge $n ]] && return 0
+		sleep 0.1
+	done
+	it_fail "gateway $1 did not reload: $(tail -5 "$IT_TMP/gw-$1.err")"
+}
+if [[ $(basename "$IT_TARGET") == scsitgtd* && $MODE == kill ]]; then
+	cp "$IT_TMP/gw-B.conf" "$IT_TMP/gw-B.full"
+	echo "rbd_op_timeout = 20" >>"$IT_TMP/gw-B.conf"
+	gw_reload B
+	gw_wait A owner 2
+	gw_wait B standby 2
+	rtpg_wait B "1:0 2:2"
+	it_log "B's LUN re-created: A took the released lock, B stands by again"
+	sed '/^\[target\]/,$d' "$IT_TMP/gw-B.full" >"$IT_TMP/gw-B.conf"
+	gw_reload B
+	grep -q "target $IQN: removed" "$IT_TMP/gw-B.err" || it_fail "B's target not removed"
+	rtpg_wait A "1:0 2:3"
+	cp "$IT_TMP/gw-B.full" "$IT_TMP/gw-B.conf"
+	gw_reload B
+	gw_wait B standby 3
+	rtpg_wait B "1:0 2:2"
+	rtpg_wait A "1:0 2:2"
+	it_log "B's target removed and added again: B stands by again"
+fi
+
 for n in B A; do
 	[[ -n "${GW_PID[$n]:-}" ]] || continue
 	kill -TERM "${GW_PID[$n]}"
