@@ -11,6 +11,10 @@
  * scsitgt_io_complete_threadsafe() from a completion callback, runs our code on librbd's
  * finisher thread and pays a uv_async hop per io).
  *
+ * WRITE SAME of a non-zero block is rbd_aio_writesame() over the range. GET LBA STATUS is a
+ * job on the worker thread (rbd_diff_iterate2() with whole objects) that fills the io's extent
+ * array, then completes the io on the loop.
+ *
  * Slow calls. rados_connect, rbd_open, rbd_close, rados_shutdown, rbd_get_size and the like
  * block for network round trips (or forever, on a dead cluster without timeouts). They run on
  * one worker thread per context that takes jobs from a FIFO (scsitgt__rbd_queue_work), never
@@ -892,7 +896,8 @@ static void rbd_drain(struct scsitgt__rbd_ctx *rc)
 
 			rbd_aio_release(comps[i]);
 			rc->inflight--;
-			if (ret >= 0 && req->type == SCSITGT_IO_WRITE &&
+			if (ret >= 0 &&
+			    (req->type == SCSITGT_IO_WRITE || req->type == SCSITGT_IO_WRITE_SAME) &&
 			    req->phase == RBD_PHASE_IO &&
 			    (scsitgt_io_get_flags(req->io) & SCSITGT_IO_FLAG_FUA) && rc->cache) {
 				/* SBC-4 §5.47: FUA, the write reaches the medium before GOOD. */
@@ -967,6 +972,17 @@ static int rbd_req_issue(struct scsitgt__rbd_ctx *rc, struct rbd_req *req)
 		/* Zeros guaranteed (librbd may deallocate whole objects to get them). */
 		r = rbd_aio_write_zeroes(rc->image, req->off, req->len, c, 0, 0);
 		break;
+	case SCSITGT_IO_WRITE_SAME:
+		/* The one block repeated over the range (len a multiple of it, as librbd wants);
+		 * the core sends zero blocks to WRITE ZEROES instead. */
+		iov = scsitgt_io_get_iov(io, &iovcnt);
+		if (iovcnt != 1 || iov[0].iov_len != rc->block_size) {
+			r = -EINVAL;
+			break;
+		}
+		r = rbd_aio_writesame(rc->image, req->off, req->len, iov[0].iov_base,
+				      iov[0].iov_len, c, 0);
+		break;
 	default:
 		r = -ENOTSUP;
 		break;
@@ -980,6 +996,140 @@ out:
 	}
 	rc->inflight++;
 	return 0;
+}
+
+/* ---- GET LBA STATUS: the image's allocation, on the worker thread ---- */
+
+/* Most of the image one query looks at, in RADOS objects: bounds the time a query holds the
+ * worker when the image has no object map (one RADOS listing per object). */
+#define RBD_LBAS_MAX_OBJECTS 4096
+
+struct rbd_lbas_job {
+	struct scsitgt__rbd_job job;
+	struct scsitgt_io *io;
+	/* The io's extent array (written on the worker, the io is lent to us until completed). */
+	struct scsitgt_lba_extent *ext;
+	size_t count, used;
+	uint32_t block_size;
+	uint64_t next; /* the block after the last extent */
+	uint64_t end;  /* the block after the range asked */
+};
+
+/* Extend the list with @n blocks of @status; false when the array is full. */
+static bool rbd_lbas_put(struct rbd_lbas_job *lj, uint64_t n, uint32_t status)
+{
+	if (n == 0) {
+		return true;
+	}
+	if (lj->used && lj->ext[lj->used - 1].status == status) {
+		lj->ext[lj->used - 1].num_blocks += n;
+	} else if (lj->used < lj->count) {
+		lj->ext[lj->used].num_blocks = n;
+		lj->ext[lj->used].status = status;
+		lj->used++;
+	} else {
+		return false;
+	}
+	lj->next += n;
+	return true;
+}
+
+/* rbd_diff_iterate2()'s callback (worker thread): one allocated region, in ascending order.
+ * Whatever lies between two regions holds no object: deallocated. Partly covered blocks
+ * count as mapped (never a wrong "deallocated"). */
+static int rbd_lbas_region(uint64_t off, size_t len, int exists, void *arg)
+{
+	struct rbd_lbas_job *lj = arg;
+	uint64_t first = off / lj->block_size;
+	uint64_t last = (off + len + lj->block_size - 1) / lj->block_size;
+
+	if (!exists || last <= lj->next) {
+		return 0;
+	}
+	if (first < lj->next) {
+		first = lj->next;
+	}
+	if (last > lj->end) {
+		last = lj->end;
+	}
+	if (!rbd_lbas_put(lj, first - lj->next, SCSITGT_LBA_DEALLOCATED) ||
+	    !rbd_lbas_put(lj, last - first, SCSITGT_LBA_MAPPED)) {
+		return -ENOBUFS; /* the answer is full: stop here */
+	}
+	return 0;
+}
+
+static void rbd_lbas_work(struct scsitgt__rbd_job *job)
+{
+	struct rbd_lbas_job *lj = (struct rbd_lbas_job *)job;
+	struct scsitgt__rbd_ctx *rc = job->rc;
+	uint64_t off = lj->next * lj->block_size;
+	int r;
+
+	if (rc->image == NULL) {
+		job->status = -ESHUTDOWN;
+		return;
+	}
+	job->status = 0;
+	if (lj->end <= lj->next) {
+		return; /* the image shrank under the query: nothing to say, the core says mapped */
+	}
+	/* Whole objects: answered from the object map when the image has one (fast-diff). */
+	r = rbd_diff_iterate2(rc->image, NULL, off, (lj->end - lj->next) * lj->block_size, 1, 1,
+			      rbd_lbas_region, lj);
+	if (r == -ENOBUFS) {
+		r = 0;
+	} else if (r == 0) {
+		/* No object after the last region up to the end of the range. */
+		rbd_lbas_put(lj, lj->end - lj->next, SCSITGT_LBA_DEALLOCATED);
+	}
+	job->status = r;
+}
+
+static void rbd_lbas_done(struct scsitgt__rbd_job *job)
+{
+	struct rbd_lbas_job *lj = (struct rbd_lbas_job *)job;
+	struct scsitgt__rbd_ctx *rc = job->rc;
+	struct scsitgt_io *io = lj->io;
+	int status = job->status;
+
+	free(lj);
+	if (status < 0) {
+		scsitgt__rbd_io_fail(rc, io, status);
+		return;
+	}
+	scsitgt_io_complete(io, 0);
+}
+
+/* Queue the io's allocation query on the worker; 0 or a negative errno (nothing queued). */
+static int rbd_lbas_start(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io)
+{
+	struct rbd_lbas_job *lj = calloc(1, sizeof(*lj));
+	uint64_t max_blocks;
+	int r;
+
+	if (lj == NULL) {
+		return -ENOMEM;
+	}
+	lj->io = io;
+	lj->ext = scsitgt_io_get_lba_extents(io, &lj->count);
+	lj->block_size = rc->block_size;
+	lj->next = scsitgt_io_get_lba(io);
+	lj->end = lj->next + scsitgt_io_get_num_blocks(io);
+	max_blocks = rc->obj_size ? RBD_LBAS_MAX_OBJECTS * (rc->obj_size / rc->block_size) : 0;
+	if (max_blocks && lj->end - lj->next > max_blocks) {
+		lj->end = lj->next + max_blocks;
+	}
+	if (lj->end > rc->num_blocks) {
+		lj->end = rc->num_blocks;
+	}
+	lj->job.work = rbd_lbas_work;
+	lj->job.done = rbd_lbas_done;
+	r = scsitgt__rbd_queue_work(rc, &lj->job);
+	if (r < 0) {
+		free(lj);
+	}
+	return r;
 }
 
 static void rbd_submit(void *bctx, struct scsitgt_io *io)
@@ -998,11 +1148,16 @@ static void rbd_submit(void *bctx, struct scsitgt_io *io)
 		scsitgt__rbd_io_fail(rc, io, -ESHUTDOWN);
 		return;
 	}
-	if (rc->read_only && req->type != SCSITGT_IO_READ) {
+	if (rc->read_only && req->type != SCSITGT_IO_READ &&
+	    req->type != SCSITGT_IO_GET_LBA_STATUS) {
 		scsitgt_io_complete(io, -EROFS);
 		return;
 	}
-	r = rbd_req_issue(rc, req);
+	if (req->type == SCSITGT_IO_GET_LBA_STATUS) {
+		r = rbd_lbas_start(rc, io);
+	} else {
+		r = rbd_req_issue(rc, req);
+	}
 	if (r < 0) {
 		scsitgt__rbd_io_fail(rc, io, r);
 	}
@@ -1021,7 +1176,10 @@ static bool rbd_supports(void *bctx, enum scsitgt_io_type type)
 		return rc->cache;
 	case SCSITGT_IO_UNMAP:
 	case SCSITGT_IO_WRITE_ZEROES:
+	case SCSITGT_IO_WRITE_SAME:
 		return !rc->read_only;
+	case SCSITGT_IO_GET_LBA_STATUS:
+		return true;
 	default:
 		return false;
 	}

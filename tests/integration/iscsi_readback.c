@@ -9,6 +9,11 @@
  *
  * Usage: iscsi_readback [-i INITIATOR-IQN] [-o FILE] [-c CHUNK-BYTES] URL [BYTES]
  * Without BYTES the whole LUN is read (size from READ CAPACITY(16)).
+ *        iscsi_readback -s LBA URL
+ * sends one GET LBA STATUS (SBC-4 §5.17) from LBA instead and prints its descriptors, one
+ * "LBA BLOCKS STATUS" line each (STATUS 0 mapped, 1 deallocated, 2 anchored).
+ *        iscsi_readback -w LBA,BLOCKS,BYTE URL
+ * sends one WRITE SAME(16) of a block filled with BYTE to BLOCKS blocks from LBA instead.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -29,7 +34,8 @@
 static void usage(void)
 {
 	fprintf(stderr, "usage: iscsi_readback [-i INITIATOR-IQN] [-o FILE] [-c CHUNK-BYTES] URL "
-			"[BYTES]\n");
+			"[BYTES]\n       iscsi_readback [-i INITIATOR-IQN] -s LBA URL\n"
+			"       iscsi_readback [-i INITIATOR-IQN] -w LBA,BLOCKS,BYTE URL\n");
 	exit(2);
 }
 
@@ -140,16 +146,88 @@ static int read_lun(struct iscsi_context *iscsi, int lun, uint64_t bytes, uint32
 	return 0;
 }
 
+/* GET LBA STATUS from @lba: one line per descriptor on @out. */
+static int lba_status(struct iscsi_context *iscsi, int lun, uint64_t lba, FILE *out)
+{
+	struct scsi_task *task = iscsi_get_lba_status_sync(iscsi, lun, lba, 65536);
+	struct scsi_get_lba_status *st;
+
+	if (task == NULL || task->status != SCSI_STATUS_GOOD) {
+		fprintf(stderr, "iscsi_readback: GET LBA STATUS failed: %s\n",
+			iscsi_get_error(iscsi));
+		if (task != NULL) {
+			scsi_free_scsi_task(task);
+		}
+		return -EIO;
+	}
+	st = scsi_datain_unmarshall(task);
+	if (st == NULL) {
+		fprintf(stderr, "iscsi_readback: cannot decode GET LBA STATUS data\n");
+		scsi_free_scsi_task(task);
+		return -EIO;
+	}
+	for (uint32_t i = 0; i < st->num_descriptors; i++) {
+		fprintf(out, "%" PRIu64 " %" PRIu32 " %d\n", st->descriptors[i].lba,
+			st->descriptors[i].num_blocks, (int)st->descriptors[i].provisioning);
+	}
+	scsi_free_scsi_task(task);
+	return 0;
+}
+
+/* WRITE SAME(16) of one block of @byte over @n blocks from @lba (SBC-4 §5.51). */
+static int write_same(struct iscsi_context *iscsi, int lun, uint64_t lba, uint32_t n, int byte)
+{
+	uint32_t bs;
+	uint64_t nblocks;
+	unsigned char *blk;
+	struct scsi_task *task;
+	int ret = 0;
+
+	if (read_capacity(iscsi, lun, &bs, &nblocks) < 0) {
+		return -EIO;
+	}
+	blk = malloc(bs);
+	if (blk == NULL) {
+		return -ENOMEM;
+	}
+	memset(blk, byte, bs);
+	task = iscsi_writesame16_sync(iscsi, lun, lba, blk, bs, n, 0, 0, 0, 0);
+	if (task == NULL || task->status != SCSI_STATUS_GOOD) {
+		fprintf(stderr, "iscsi_readback: WRITE SAME(16) failed: %s\n",
+			iscsi_get_error(iscsi));
+		ret = -EIO;
+	}
+	if (task != NULL) {
+		scsi_free_scsi_task(task);
+	}
+	free(blk);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	const char *initiator = DEFAULT_INITIATOR;
 	const char *outpath = NULL;
 	uint64_t chunk = DEFAULT_CHUNK;
 	uint64_t bytes = UINT64_MAX;
+	uint64_t status_lba = UINT64_MAX;
+	unsigned long long ws_lba = 0;
+	unsigned int ws_n = 0, ws_byte = 0;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "i:o:c:h")) != -1) {
+	while ((opt = getopt(argc, argv, "i:o:c:s:w:h")) != -1) {
 		switch (opt) {
+		case 'w':
+			if (sscanf(optarg, "%llu,%u,%u", &ws_lba, &ws_n, &ws_byte) != 3 ||
+			    ws_n == 0 || ws_byte > 255) {
+				usage();
+			}
+			break;
+		case 's':
+			if (parse_u64(optarg, &status_lba) < 0 || status_lba == UINT64_MAX) {
+				usage();
+			}
+			break;
 		case 'i':
 			initiator = optarg;
 			break;
@@ -204,7 +282,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "iscsi_readback: login to %s failed: %s\n", iurl->portal,
 			iscsi_get_error(iscsi));
 	} else {
-		ret = read_lun(iscsi, iurl->lun, bytes, (uint32_t)chunk, out);
+		if (ws_n) {
+			ret = write_same(iscsi, iurl->lun, ws_lba, ws_n, (int)ws_byte);
+		} else if (status_lba != UINT64_MAX) {
+			ret = lba_status(iscsi, iurl->lun, status_lba, out);
+		} else {
+			ret = read_lun(iscsi, iurl->lun, bytes, (uint32_t)chunk, out);
+		}
 		iscsi_logout_sync(iscsi);
 	}
 	iscsi_destroy_url(iurl);

@@ -4,7 +4,8 @@
 # must equal `rbd export` of the image (what the cluster really holds). A second LUN on
 # another image has 4096-byte blocks. A second target (another gateway, another IQN) on the
 # same image reports the same device identification (VPD 80h serial, 83h designators), and
-# the identification differs between images. UNMAP and WRITE SAME on LUN 0 (thin). A resize with the rbd tool reaches both
+# the identification differs between images. UNMAP, WRITE SAME (zeros: write_zeroes; other
+# blocks: writesame) and GET LBA STATUS (diff iterate) on LUN 0 (thin). A resize with the rbd tool reaches both
 # gateways' READ CAPACITY. Skipped without the Ceph packages.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -62,6 +63,47 @@ if command -v qemu-io >/dev/null 2>&1; then
 	qemu-io -f raw -c "read -P 0 4M 1M" -c "read -P 0x55 5M 7M" "${IT_URLS[0]}" \
 		>"$IT_TMP/qemu-io.log" || it_fail "read back after UNMAP/WRITE SAME: $(cat "$IT_TMP/qemu-io.log")"
 	it_log "UNMAP deallocated object 0; WRITE SAME wrote zeros; the rest kept its data"
+
+	# GET LBA STATUS from the image's allocation (rbd_diff_iterate2, whole objects): after
+	# discarding object 0 and object 6 (24-28 MiB) of the fully written 32 MiB image, objects
+	# 0 and 6 are deallocated, the others mapped. Asked from LBA 0 and from inside a run.
+	qemu-io -f raw -c "discard 24M 4M" "${IT_URLS[0]}" >"$IT_TMP/qemu-io.log" ||
+		it_fail "qemu-io discard: $(cat "$IT_TMP/qemu-io.log")"
+	"$READBACK" -s 0 "${IT_URLS[0]}" >"$IT_TMP/lbas.txt" || it_fail "GET LBA STATUS failed"
+	want=$'0 8192 1\n8192 40960 0\n49152 8192 1\n57344 8192 0'
+	[[ "$(cat "$IT_TMP/lbas.txt")" == "$want" ]] ||
+		it_fail "GET LBA STATUS from 0: $(tr '\n' ' ' <"$IT_TMP/lbas.txt"), want $(tr '\n' ' ' <<<"$want")"
+	"$READBACK" -s 50000 "${IT_URLS[0]}" >"$IT_TMP/lbas.txt" || it_fail "GET LBA STATUS failed"
+	want=$'50000 7344 1\n57344 8192 0'
+	[[ "$(cat "$IT_TMP/lbas.txt")" == "$want" ]] ||
+		it_fail "GET LBA STATUS from 50000: $(tr '\n' ' ' <"$IT_TMP/lbas.txt")"
+	it_log "GET LBA STATUS reports the discarded objects 0 and 6 deallocated"
+
+	# WRITE SAME of a non-zero block (rbd_aio_writesame): 3000 blocks of 0xa7 from LBA 20000,
+	# across an object boundary; the cluster holds exactly that, the neighbours are intact.
+	"$READBACK" -w 20000,3000,167 "${IT_URLS[0]}" || it_fail "WRITE SAME of 0xa7 failed"
+	rbd export "$pool/$MICRO_CEPH_IMAGE" "$IT_TMP/export.img" >/dev/null 2>&1 ||
+		it_fail "rbd export failed"
+	head -c $((3000 * 512)) /dev/zero | tr '\0' '\247' >"$IT_TMP/want.img"
+	cmp <(tail -c +$((20000 * 512 + 1)) "$IT_TMP/export.img" | head -c $((3000 * 512))) \
+		"$IT_TMP/want.img" || it_fail "WRITE SAME: the image does not hold the pattern"
+	cmp <(tail -c +$((19999 * 512 + 1)) "$IT_TMP/export.img" | head -c 512) \
+		<(head -c 512 /dev/zero | tr '\0' 'U') || it_fail "WRITE SAME: block 19999 changed"
+	cmp <(tail -c +$((23000 * 512 + 1)) "$IT_TMP/export.img" | head -c 512) \
+		<(head -c 512 /dev/zero | tr '\0' 'U') || it_fail "WRITE SAME: block 23000 changed"
+	rm -f "$IT_TMP/export.img" "$IT_TMP/want.img"
+	it_log "WRITE SAME of a non-zero block landed in the image as written"
+fi
+
+# libiscsi's own WRITE SAME (pattern write + read-back "Check" included) and GET LBA STATUS
+# families on the thin RBD LUN.
+if command -v iscsi-test-cu >/dev/null 2>&1; then
+	env -u MALLOC_PERTURB_ timeout -k 10 300 iscsi-test-cu --dataloss \
+		-t SCSI.WriteSame10,SCSI.WriteSame16,SCSI.GetLBAStatus "${IT_URLS[0]}" \
+		>"$IT_TMP/cu.log" 2>&1 || { tail -40 "$IT_TMP/cu.log" >&2; it_fail "iscsi-test-cu"; }
+	grep -Eq '^ +tests +[0-9]+ +[0-9]+ +[0-9]+ +0 ' "$IT_TMP/cu.log" ||
+		{ tail -20 "$IT_TMP/cu.log" >&2; it_fail "iscsi-test-cu reported failures"; }
+	it_log "iscsi-test-cu WriteSame10/16 and GetLBAStatus pass on the RBD LUN"
 fi
 
 # READ CAPACITY follows the image: 32 MiB of 512-byte blocks, 16 MiB of 4096-byte ones.
