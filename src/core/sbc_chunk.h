@@ -36,7 +36,6 @@ struct scsitgt__sbc_chunker {
 	scsitgt__chunk_check_fn check; /* may be NULL */
 	uint8_t *buf;		       /* freed at the end */
 	uint32_t buf_len;
-	const uint8_t *ref; /* caller data for check (not freed) */
 	enum scsitgt__sense_reason reason;
 	struct scsitgt__sense_detail detail;
 	struct scsitgt__range_token token; /* range lock of the plain path */
