@@ -74,6 +74,9 @@ union scsitgt__cmd_ctx {
 	/* bg_walk.c the LUN's own command of a background walk: the walk. */
 	struct scsitgt__bg_walk *bg_walk;
 };
+/* Every command carries the union: a family that needs more keeps a pointer to an allocation
+ * of its own (as xcopy and the range walk do), so that commands do not grow for it. */
+_Static_assert(sizeof(union scsitgt__cmd_ctx) <= 32, "the per-command context stays small");
 
 struct scsitgt__cmd {
 	struct scsitgt__session *sess;
