@@ -20,9 +20,19 @@
 #include <stdint.h>
 
 #include "transport/iscsi/pdu.h"
+#include "transport/iscsi/text/keys.h"
 
 struct scsitgt__cmd;
 struct scsitgt__iscsi_conn;
+
+/* What a successful login hands the data mover before the final Login Response. */
+struct scsitgt__iscsi_dm_login {
+	/* The session's negotiated keys (RFC 7143 §13, RFC 7145 §6). */
+	const struct scsitgt__iscsi_session_params *params;
+	/* The CmdSN window the session grants: MaxCmdSN - ExpCmdSN + 1 (RFC 7143 §4.2.2.1). */
+	uint32_t queue_depth;
+	bool discovery;
+};
 
 struct scsitgt__iscsi_dm_ops {
 	const char *name;
@@ -46,6 +56,18 @@ struct scsitgt__iscsi_dm_ops {
 	 * data buffer comes from registered memory, cmd->buf_ops).
 	 */
 	void (*cmd_init)(struct scsitgt__iscsi_conn *conn, struct scsitgt__cmd *cmd);
+	/*
+	 * Optional: login succeeded and its session exists. Called once per connection, after
+	 * the session is created and before the final Login Response (the one that transits to
+	 * full feature phase) is built, so before any full-feature PDU is sent or received.
+	 * The data mover gets ready for full feature phase (iSER, RFC 7145 §7.3.1: post the
+	 * receive buffers the session needs before that response) and may lower *@window (on
+	 * entry login->queue_depth) to the CmdSN window it can take: the session and the
+	 * response's MaxCmdSN then use it. Returns 0, or a negative errno: the connection is
+	 * closed without that response. NULL: the window stays.
+	 */
+	int (*login_complete)(struct scsitgt__iscsi_conn *conn,
+			      const struct scsitgt__iscsi_dm_login *login, uint32_t *window);
 };
 
 #endif /* SCSITGT_ISCSI_DATAMOVER_H */

@@ -44,6 +44,8 @@ struct scsitgt__iscsi_login {
 	/* A response text larger than one PDU is handed out over several (C bit). */
 	bool resp_pending;
 	bool resp_transit;
+	/* The CmdSN window the data mover cut the session's to (login_complete), 0 for none. */
+	uint32_t dm_window;
 	uint8_t resp_csg;
 	uint8_t resp_nsg;
 	char initiator_name[SCSITGT__ISCSI_NAME_MAX + 1];
@@ -140,8 +142,9 @@ static void login_rsp_init(struct scsitgt__iscsi_conn *conn, uint8_t *bhs, uint8
 	put_be32(&bhs[ISCSI_BHS_STATSN], conn->stat_sn++);
 	/* Login Requests are immediate: CmdSN is not advanced (RFC 7143 §11.12.6). */
 	put_be32(&bhs[ISCSI_BHS_EXPCMDSN], l->cmd_sn);
-	put_be32(&bhs[ISCSI_BHS_MAXCMDSN],
-		 status ? l->cmd_sn : l->cmd_sn + login_queue_depth(conn) - 1);
+	put_be32(&bhs[ISCSI_BHS_MAXCMDSN], status	? l->cmd_sn :
+					   l->dm_window ? l->cmd_sn + l->dm_window - 1 :
+							  l->cmd_sn + login_queue_depth(conn) - 1);
 	bhs[ISCSI_LOGIN_STATUS_CLASS] = (uint8_t)(status >> 8);
 	bhs[ISCSI_LOGIN_STATUS_DETAIL] = (uint8_t)status;
 }
@@ -586,6 +589,36 @@ static int login_finish(struct scsitgt__iscsi_conn *conn, uint16_t *tsih)
 	return 0;
 }
 
+/*
+ * The data mover's turn before the final Login Response (datamover.h login_complete): it gets
+ * ready for full feature phase and may cut the CmdSN window. Returns 0 or a negative errno.
+ */
+static int login_dm_complete(struct scsitgt__iscsi_conn *conn)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	struct scsitgt__iscsi_sess *sess = conn->sess;
+	struct scsitgt__iscsi_dm_login dl;
+	uint32_t window;
+	int rc;
+
+	if (conn->dm->login_complete == NULL)
+		return 0;
+	dl.params = &sess->params;
+	dl.queue_depth = sess->queue_depth;
+	dl.discovery = l->discovery;
+	window = sess->queue_depth;
+	rc = conn->dm->login_complete(conn, &dl, &window);
+	if (rc < 0)
+		return rc;
+	if (window < sess->queue_depth) {
+		/* The response carries ExpCmdSN; MaxCmdSN = ExpCmdSN + window - 1. */
+		sess->queue_depth = window;
+		sess->max_cmd_sn = l->cmd_sn + window - 1;
+		l->dm_window = window;
+	}
+	return 0;
+}
+
 /* Send the next chunk of the response text; on the last one, perform the stage transition. */
 static int login_respond(struct scsitgt__iscsi_conn *conn)
 {
@@ -612,6 +645,11 @@ static int login_respond(struct scsitgt__iscsi_conn *conn)
 				st = login_finish(conn, &tsih);
 				if (st)
 					return login_fail(conn, (uint16_t)st, NULL, 0);
+				if (login_dm_complete(conn) < 0) {
+					scsitgt__iscsi_conn_close(
+						conn, "data mover cannot enter full feature phase");
+					return 0;
+				}
 				ffp = true;
 			}
 		}

@@ -6,8 +6,9 @@
  *
  * A connection: CONNECT_REQUEST -> QP on the device's shared CQ, receive buffers for the login
  * posted, the iSCSI connection created, rdma_accept() with the iSER CM REP private data
- * (§9.1.2). Before the final Login Response goes out, the receive buffers the negotiated
- * session needs are posted and the CmdSN window is cut to what they cover (iser_flow.h). The
+ * (§9.1.2). When login completes, before the final Login Response is built, the receive
+ * buffers the negotiated session needs are posted and the CmdSN window is cut to what they
+ * cover (iser_flow.h, the login_complete hook of datamover.h). The
  * commands of the connection take their data buffers from registered memory (one region per
  * device and portal, registered once, sized by scsitgt_portal_opts::rdma_buffer_bytes).
  *
@@ -81,48 +82,43 @@ static int ic_post_more(struct iser_conn *ic, uint32_t want)
 	return 0;
 }
 
-void scsitgt__iser_conn_enter_ffp(struct iser_conn *ic, uint8_t *bhs)
+/*
+ * Login is complete (datamover.h login_complete), the final Login Response comes next. RFC 7145
+ * §8 (the target's receive buffers): every command in the CmdSN window may arrive with its
+ * unsolicited Data-Out, and immediate and unexpected PDUs come besides. Post what that takes
+ * (RFC 7145 §7.3.1: before the final Login Response) and cut the window to what the buffers
+ * we have cover.
+ */
+static int iser_login_complete(struct scsitgt__iscsi_conn *conn,
+			       const struct scsitgt__iscsi_dm_login *login, uint32_t *window)
 {
-	struct scsitgt__iscsi_sess *sess = ic->conn->sess;
+	struct iser_conn *ic = conn->dm_ctx;
+	const struct scsitgt__iscsi_session_params *p = login->params;
 	struct scsitgt__iser_credit_params cp;
-	uint32_t want, window, unexp;
+	uint32_t want, w, unexp;
 
-	ic->ffp = true;
-	if (sess == NULL)
-		return;
-	/*
-	 * RFC 7145 §8 (the target's receive buffers): every command in the CmdSN window may
-	 * arrive with its unsolicited Data-Out, and immediate and unexpected PDUs come besides.
-	 * Post what that takes (RFC 7145 §7.3.1: before the final Login Response) and cut the
-	 * window to what the buffers we have cover.
-	 */
-	unexp = sess->params.max_outstanding_unexpected_pdus;
+	unexp = p->max_outstanding_unexpected_pdus;
 	memset(&cp, 0, sizeof(cp));
-	cp.queue_depth = sess->queue_depth;
+	cp.queue_depth = login->queue_depth;
 	cp.recv_dsl = ISER_RECV_DSL;
-	cp.first_burst = sess->params.first_burst;
-	cp.initial_r2t = sess->params.initial_r2t;
-	cp.immediate_data = sess->params.immediate_data;
+	cp.first_burst = p->first_burst;
+	cp.initial_r2t = p->initial_r2t;
+	cp.immediate_data = p->immediate_data;
 	cp.unexpected = unexp ? unexp : ISER_UNEXP_RESERVE;
 	want = scsitgt__iser_credit_recvs(&cp);
 	if (ic_post_more(ic, want) < 0) {
-		scsitgt__iser_conn_fail(ic, -EIO, "cannot post receive buffers");
-		return;
+		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_WARNING,
+					"iSER: cannot post receive buffers");
+		return -EIO;
 	}
-	window = scsitgt__iser_credit_window(&cp, ic->recvs_posted);
+	w = scsitgt__iser_credit_window(&cp, ic->recvs_posted);
 	scsitgt__iser_unexp_init(&ic->unexp, unexp);
-	if (window < sess->queue_depth) {
-		/* The response carries ExpCmdSN; MaxCmdSN = ExpCmdSN + window - 1. */
-		uint32_t max = get_be32(&bhs[ISCSI_BHS_EXPCMDSN]) + window - 1;
-
-		sess->queue_depth = window;
-		sess->max_cmd_sn = max;
-		put_be32(&bhs[ISCSI_BHS_MAXCMDSN], max);
-	}
-	scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_DEBUG,
+	if (w < *window)
+		*window = w;
+	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_DEBUG,
 				"iSER: %u receive buffers posted, CmdSN window %u (%u per command)",
-				ic->recvs_posted, sess->queue_depth,
-				scsitgt__iser_credit_per_cmd(&cp));
+				ic->recvs_posted, *window, scsitgt__iser_credit_per_cmd(&cp));
+	return 0;
 }
 
 /* ---- teardown ---- */
@@ -193,6 +189,7 @@ static const struct scsitgt__iscsi_dm_ops iser_dm_ops = {
 	.rdma = true,
 	.max_recv_dsl = ISER_RECV_DSL,
 	.cmd_init = scsitgt__iser_cmd_init,
+	.login_complete = iser_login_complete,
 };
 
 /* ---- registered memory of the portal, per device ---- */

@@ -107,7 +107,6 @@ struct iser_conn {
 	struct iser_slot *slots;
 	bool qp_created, pools, cq_reserved;
 	bool connected, dm_close;
-	bool ffp;		   /* the final Login Response went out: credits sized */
 	unsigned int posted;	   /* WRs not completed yet (receives + sends) */
 	unsigned int recvs_posted; /* receive buffers handed to the QP (credits) */
 	unsigned int recvs_used;   /* slots 0..recvs_used-1 have been posted (reposted as used) */
@@ -154,8 +153,6 @@ void scsitgt__iser_conn_leave(struct iser_conn *ic);
 /* Free the connection once closed, with no WR posted and no handler running. */
 void scsitgt__iser_conn_check_drained(struct iser_conn *ic);
 void scsitgt__iser_conn_fail(struct iser_conn *ic, int err, const char *why);
-/* Size the receive credits as the final Login Response goes out; patch its MaxCmdSN. */
-void scsitgt__iser_conn_enter_ffp(struct iser_conn *ic, uint8_t *bhs);
 int scsitgt__iser_post_recv(struct iser_conn *ic, uint32_t idx);
 
 /* iser_io.c */

@@ -681,11 +681,6 @@ static int tx_post(struct iser_conn *ic, struct scsitgt__iscsi_tx *tx)
 		scsitgt__bhs_set_dsl(buf + SCSITGT__ISER_HDR_LEN, dlen);
 		if (dlen)
 			memcpy(buf + SCSITGT__ISER_HDR_LEN + ISCSI_BHS_LEN, data, dlen);
-		if (opc == ISCSI_OP_LOGIN_RSP && !ic->ffp &&
-		    (bhs[ISCSI_BHS_FLAGS] & ISCSI_LOGIN_FLAG_TRANSIT) &&
-		    (bhs[ISCSI_BHS_FLAGS] & ISCSI_LOGIN_STAGE_MASK) == ISCSI_STAGE_FFP &&
-		    bhs[ISCSI_LOGIN_STATUS_CLASS] == 0)
-			scsitgt__iser_conn_enter_ffp(ic, buf + SCSITGT__ISER_HDR_LEN);
 		if (pdu_unexpected(bhs, &ping, &value))
 			scsitgt__iser_unexp_sent(&ic->unexp, ping, value);
 		ic->slots[idx].op = op;

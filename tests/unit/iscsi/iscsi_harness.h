@@ -131,7 +131,9 @@ static inline bool h_conn_gone(const struct harness *h)
 	return h->portal.nconns == 0;
 }
 
-static inline int h_init(struct harness *h, bool with_lun)
+/* h_init() with the connection on data mover @dm (its xmit and close: h_xmit, h_close). */
+static inline int h_init_dm(struct harness *h, bool with_lun,
+			    const struct scsitgt__iscsi_dm_ops *dm)
 {
 	struct scsitgt_target_opts to;
 	struct scsitgt__iscsi_engine *ie;
@@ -172,10 +174,15 @@ static inline int h_init(struct harness *h, bool with_lun)
 	snprintf(h->portal.address, sizeof(h->portal.address), "127.0.0.1");
 	scsitgt__list_add_tail(&ie->portals, &h->portal.node);
 	scsitgt__iscsi_rx_init(&h->out_rx, &h_out_ops, h, 16u << 20);
-	rc = scsitgt__iscsi_conn_create(&h->conn, &h->portal, &h_dm_ops, h, NULL, NULL);
+	rc = scsitgt__iscsi_conn_create(&h->conn, &h->portal, dm, h, NULL, NULL);
 	h->cmd_sn = 1;
 	h->itt = 1;
 	return rc;
+}
+
+static inline int h_init(struct harness *h, bool with_lun)
+{
+	return h_init_dm(h, with_lun, &h_dm_ops);
 }
 
 static inline void h_fini(struct harness *h)
