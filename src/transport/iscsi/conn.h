@@ -402,6 +402,14 @@ void scsitgt__iscsi_portal_register(struct scsitgt_portal *portal);
 int scsitgt__iscsi_portal_new(struct scsitgt_portal **out, struct scsitgt_engine *engine,
 			      const struct scsitgt_portal_opts *opts, struct scsitgt_portal_opts *o,
 			      struct sockaddr_storage *sa);
+/*
+ * Whether @portal takes one more connection, asked by every data mover before it sets one up
+ * (TCP once accepted, so that the backlog drains; iSER at CONNECT_REQUEST, rejecting): not
+ * while the portal closes, nor over its limits (scsitgt_portal_opts max_connections,
+ * max_login_connections); a refusal for a limit is counted in portal->refused and logged on
+ * the 1st, 2nd, 4th, 8th... one. 0, -ESHUTDOWN or -ECONNREFUSED.
+ */
+int scsitgt__iscsi_portal_admit(struct scsitgt_portal *portal);
 /* Its listener finished closing (stop_listener portals). */
 void scsitgt__iscsi_portal_listener_gone(struct scsitgt_portal *portal);
 

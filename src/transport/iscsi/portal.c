@@ -387,6 +387,25 @@ SCSITGT_EXPORT void scsitgt_portal_opts_init(struct scsitgt_portal_opts *opts, s
 	memcpy(opts, &def, size);
 }
 
+int scsitgt__iscsi_portal_admit(struct scsitgt_portal *portal)
+{
+	if (portal->closing)
+		return -ESHUTDOWN;
+	if (!(portal->max_conns && portal->nconns >= portal->max_conns) &&
+	    !(portal->max_login_conns && portal->nlogin >= portal->max_login_conns))
+		return 0;
+	/* A connection limit: say so on the 1st, 2nd, 4th, 8th... refusal, not each. */
+	portal->refused++;
+	if ((portal->refused & (portal->refused - 1)) == 0)
+		scsitgt__log(
+			&portal->ie->engine->log, SCSITGT_LOG_WARNING, SCSITGT__ISCSI_SUBSYS,
+			"portal %s:%u: connection limit reached (%u connections, %u in login): "
+			"%llu connections refused so far",
+			portal->address, portal->port, portal->nconns, portal->nlogin,
+			(unsigned long long)portal->refused);
+	return -ECONNREFUSED;
+}
+
 static void portal_on_connection(uv_stream_t *server, int status)
 {
 	struct scsitgt_portal *portal = server->data;
@@ -395,17 +414,8 @@ static void portal_on_connection(uv_stream_t *server, int status)
 	if (status < 0 || portal->closing)
 		return;
 	rc = scsitgt__iscsi_tcp_accept(portal);
-	if (rc == -ECONNREFUSED) {
-		/* A connection limit: say so on the 1st, 2nd, 4th, 8th... refusal, not each. */
-		portal->refused++;
-		if ((portal->refused & (portal->refused - 1)) == 0)
-			scsitgt__log(&portal->ie->engine->log, SCSITGT_LOG_WARNING,
-				     SCSITGT__ISCSI_SUBSYS,
-				     "portal %s:%u: connection limit reached (%u connections, %u "
-				     "in login): %llu connections refused so far",
-				     portal->address, portal->port, portal->nconns, portal->nlogin,
-				     (unsigned long long)portal->refused);
-	} else if (rc < 0)
+	/* A refusal for a limit was said by scsitgt__iscsi_portal_admit(). */
+	if (rc < 0 && rc != -ECONNREFUSED)
 		scsitgt__log(&portal->ie->engine->log, SCSITGT_LOG_WARNING, SCSITGT__ISCSI_SUBSYS,
 			     "portal %s:%u: cannot accept a connection: %s", portal->address,
 			     portal->port, scsitgt_strerror(rc));

@@ -337,12 +337,9 @@ int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal)
 		rc = tc->rbuf ? uv_accept((uv_stream_t *)&portal->listener,
 					  (uv_stream_t *)&tc->handle) :
 				-ENOMEM;
-	if (rc == 0 && portal->closing)
-		rc = -ESHUTDOWN;
-	/* Over a limit: accepted (so the backlog drains) and closed at once. */
-	if (rc == 0 && ((portal->max_conns && portal->nconns >= portal->max_conns) ||
-			(portal->max_login_conns && portal->nlogin >= portal->max_login_conns)))
-		rc = -ECONNREFUSED;
+	/* Refused: accepted (so the backlog drains) and closed at once. */
+	if (rc == 0)
+		rc = scsitgt__iscsi_portal_admit(portal);
 	if (rc == 0) {
 		memset(&peer, 0, sizeof(peer));
 		memset(&local, 0, sizeof(local));

@@ -400,42 +400,14 @@ static int ic_setup(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *e
 	return 0;
 }
 
-/*
- * A connection limit of the portal (scsitgt_portal_opts max_connections, max_login_connections)
- * is reached: the request is rejected, as TCP closes the accepted socket. Said on the 1st, 2nd,
- * 4th, 8th... refusal, not each.
- */
-static bool ip_over_limit(struct scsitgt_portal *portal)
-{
-	if (!(portal->max_conns && portal->nconns >= portal->max_conns) &&
-	    !(portal->max_login_conns && portal->nlogin >= portal->max_login_conns))
-		return false;
-	portal->refused++;
-	if ((portal->refused & (portal->refused - 1)) == 0)
-		scsitgt__log(&portal->ie->engine->log, SCSITGT_LOG_WARNING, SCSITGT__ISCSI_SUBSYS,
-			     "iSER portal %s:%u: connection limit reached (%u connections, %u in "
-			     "login): %llu connections refused so far",
-			     portal->address, portal->port, portal->nconns, portal->nlogin,
-			     (unsigned long long)portal->refused);
-	return true;
-}
-
 static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdma_cm_event *ev)
 {
-	struct iser_conn *ic;
+	struct iser_conn *ic = NULL;
 	int rc;
 
-	if (ip->stopping || ip->portal->closing) {
-		rdma_reject(ev->id, NULL, 0);
-		rdma_destroy_id(ev->id);
-		return;
-	}
-	if (ip_over_limit(ip->portal)) {
-		rdma_reject(ev->id, NULL, 0);
-		rdma_destroy_id(ev->id);
-		return;
-	}
-	ic = calloc(1, sizeof(*ic));
+	/* The portal's admission, as for TCP; a refused request is rejected. */
+	if (!ip->stopping && scsitgt__iscsi_portal_admit(ip->portal) == 0)
+		ic = calloc(1, sizeof(*ic));
 	if (ic == NULL) {
 		rdma_reject(ev->id, NULL, 0);
 		rdma_destroy_id(ev->id);

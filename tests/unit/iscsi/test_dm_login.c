@@ -69,8 +69,8 @@ static struct h_pdu *login_req(struct harness *h, uint8_t csg, uint8_t nsg, cons
 	char text[2048];
 	uint32_t len = h_text(text, sizeof(text), keys);
 
-	h_login_bhs(h, bhs, (uint8_t)(ISCSI_LOGIN_FLAG_TRANSIT | csg << ISCSI_LOGIN_CSG_SHIFT | nsg),
-		    0);
+	h_login_bhs(h, bhs,
+		    (uint8_t)(ISCSI_LOGIN_FLAG_TRANSIT | csg << ISCSI_LOGIN_CSG_SHIFT | nsg), 0);
 	h_send(h, bhs, text, len);
 	return h_take(h);
 }
