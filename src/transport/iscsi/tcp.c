@@ -4,13 +4,14 @@
  * straight into the command buffer when the receiver is inside a data segment bound for one,
  * and coalesced output.
  *
- * Output: xmit() only queues a batch. The queue is written with one writev for every batch
- * that became ready in this loop iteration: at the end of the read callback (the responses
- * of every PDU of that read), and from a uv_prepare handle for batches queued elsewhere
- * (timers, backend completions), which runs before the loop can block. uv_try_write() goes
- * first; only what the kernel did not take goes to one uv_write() (the payloads are never
- * copied), and the queue waits for its callback. Writing without a uv_write request in the
- * common case also keeps libuv from re-arming the socket in epoll after every write.
+ * Output: xmit() only queues a batch. The queue is written (the writer of txq.h) with one
+ * writev for every batch that became ready in this loop iteration: at the end of the read
+ * callback (the responses of every PDU of that read), and from a uv_prepare handle for
+ * batches queued elsewhere (timers, backend completions), which runs before the loop can
+ * block. uv_try_write() goes first; only what the kernel did not take goes to one uv_write()
+ * (the payloads are never copied), and the queue waits for its callback. Writing without a
+ * uv_write request in the common case also keeps libuv from re-arming the socket in epoll
+ * after every write.
  */
 #include <errno.h>
 #include <limits.h>
@@ -37,14 +38,8 @@ struct tcp_conn {
 	struct scsitgt__iscsi_conn *conn;
 	uint8_t *rbuf;
 	size_t rbuf_size;
-	/* Batches not handed to the kernel yet, oldest first. */
-	struct scsitgt__iscsi_txq outq;
-	/* The one uv_write in flight, with the batches it carries (in order). */
-	uv_write_t wr;
-	struct scsitgt__iscsi_tx *wr_txs;
-	bool wr_busy;
-	bool in_read;  /* inside tcp_read: it flushes at its end */
-	bool flushing; /* completions may queue more; no recursion */
+	struct scsitgt__iscsi_writer w; /* the output queue and its uv_write (txq.h) */
+	bool in_read;			/* inside tcp_read: it flushes at its end */
 	bool closing;
 	unsigned int close_written; /* head batches the last write at close took whole */
 	unsigned int handles;	    /* open uv handles; freed at 0 */
@@ -62,110 +57,40 @@ static void tcp_complete_chain(struct tcp_conn *tc, struct scsitgt__iscsi_tx *tx
 	}
 }
 
-static void tcp_flush(struct tcp_conn *tc);
-
-static void tcp_write_cb(uv_write_t *req, int status)
+static void tcp_written(struct scsitgt__iscsi_writer *w, struct scsitgt__iscsi_tx *tx)
 {
-	struct tcp_conn *tc = req->data;
-	struct scsitgt__iscsi_tx *txs = tc->wr_txs;
+	struct tcp_conn *tc = scsitgt__container_of(w, struct tcp_conn, w);
 
-	tc->wr_txs = NULL;
-	tc->wr_busy = false;
-	tcp_complete_chain(tc, txs, status);
-	if (status < 0) {
-		if (!tc->closing)
-			scsitgt__iscsi_conn_dm_error(tc->conn, status);
-		return;
-	}
-	tcp_flush(tc);
+	scsitgt__iscsi_conn_tx_complete(tc->conn, tx, 0);
 }
 
-/* Hand the unwritten rest of @chain (after @skip bytes) to uv_write. */
-static int tcp_write_rest(struct tcp_conn *tc, struct scsitgt__iscsi_tx *chain, size_t skip)
+static void tcp_write_failed(struct scsitgt__iscsi_writer *w, struct scsitgt__iscsi_tx *chain,
+			     int status)
 {
-	uv_buf_t small[SCSITGT__ISCSI_TXQ_IOV];
-	uv_buf_t *bufs;
-	int nb, rc;
+	struct tcp_conn *tc = scsitgt__container_of(w, struct tcp_conn, w);
 
-	nb = scsitgt__iscsi_txq_rest(chain, skip, small, &bufs);
-	if (nb < 0)
-		return nb;
-	tc->wr.data = tc;
-	tc->wr_txs = chain;
-	tc->wr_busy = true;
-	/* libuv copies the buffer array; the payloads stay where they are. */
-	rc = uv_write(&tc->wr, (uv_stream_t *)&tc->handle, bufs, (unsigned int)nb, tcp_write_cb);
-	if (bufs != small)
-		free(bufs);
-	if (rc < 0) {
-		tc->wr_txs = NULL;
-		tc->wr_busy = false;
-	}
-	return rc;
-}
-
-static void tcp_fail_output(struct tcp_conn *tc, struct scsitgt__iscsi_tx *chain, int rc)
-{
-	tcp_complete_chain(tc, chain, rc);
+	tcp_complete_chain(tc, chain, status);
 	if (!tc->closing)
-		scsitgt__iscsi_conn_dm_error(tc->conn, rc);
+		scsitgt__iscsi_conn_dm_error(tc->conn, status);
 }
 
 static void tcp_flush(struct tcp_conn *tc)
 {
-	uv_buf_t bufs[SCSITGT__ISCSI_TXQ_IOV];
-
-	if (tc->flushing)
-		return;
-	tc->flushing = true;
-	while (tc->outq.head && !tc->wr_busy && !tc->closing) {
-		struct scsitgt__iscsi_tx *chain, *tx;
-		unsigned int ntx, nb;
-		size_t total;
-		ssize_t n;
-		bool big;
-		int rc;
-
-		nb = scsitgt__iscsi_txq_gather(&tc->outq, bufs, &ntx, &total, &big);
-		if (big) {
-			/* Too many iovecs for one writev: let libuv write it in steps. */
-			chain = scsitgt__iscsi_txq_take(&tc->outq, 1);
-			rc = tcp_write_rest(tc, chain, 0);
-			if (rc < 0)
-				tcp_fail_output(tc, chain, rc);
-			break;
-		}
-		n = uv_try_write((uv_stream_t *)&tc->handle, bufs, nb);
-		if (n == UV_EAGAIN)
-			n = 0;
-		chain = scsitgt__iscsi_txq_take(&tc->outq, ntx);
-		if (n < 0) {
-			tcp_fail_output(tc, chain, (int)n);
-			break;
-		}
-		/* Batches the kernel took whole are done; the rest goes to uv_write. */
-		while (chain && (size_t)n >= chain->bytes) {
-			tx = chain;
-			chain = chain->next;
-			n -= (ssize_t)tx->bytes;
-			tx->next = NULL;
-			scsitgt__iscsi_conn_tx_complete(tc->conn, tx, 0);
-		}
-		if (chain == NULL)
-			continue;
-		if (tc->closing) {
-			/* A completion closed the connection: the rest is dropped. */
-			tcp_complete_chain(tc, chain, -ECANCELED);
-			break;
-		}
-		rc = tcp_write_rest(tc, chain, (size_t)n);
-		if (rc < 0)
-			tcp_fail_output(tc, chain, rc);
-	}
-	tc->flushing = false;
-	if (tc->outq.head == NULL || tc->wr_busy || tc->closing)
+	scsitgt__iscsi_writer_flush(&tc->w);
+	if (tc->w.q.head == NULL || tc->w.busy || tc->closing)
 		uv_prepare_stop(&tc->flusher);
 }
+
+static void tcp_write_done(struct scsitgt__iscsi_writer *w)
+{
+	tcp_flush(scsitgt__container_of(w, struct tcp_conn, w));
+}
+
+static const struct scsitgt__iscsi_writer_ops tcp_writer_ops = {
+	.written = tcp_written,
+	.failed = tcp_write_failed,
+	.write_done = tcp_write_done,
+};
 
 static void tcp_flusher_cb(uv_prepare_t *p)
 {
@@ -176,9 +101,9 @@ static void tcp_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx 
 {
 	struct tcp_conn *tc = conn->dm_ctx;
 
-	scsitgt__iscsi_txq_push(&tc->outq, tx);
+	scsitgt__iscsi_txq_push(&tc->w.q, tx);
 	/* The read callback flushes when it ends; anything else waits for the prepare phase. */
-	if (!tc->in_read && !tc->wr_busy)
+	if (!tc->in_read && !tc->w.busy)
 		uv_prepare_start(&tc->flusher, tcp_flusher_cb);
 }
 
@@ -189,7 +114,7 @@ static void tcp_handle_closed(uv_handle_t *h)
 	if (--tc->handles)
 		return;
 	if (tc->conn) {
-		struct scsitgt__iscsi_tx *chain = scsitgt__iscsi_txq_take(&tc->outq, UINT_MAX);
+		struct scsitgt__iscsi_tx *chain = scsitgt__iscsi_txq_take(&tc->w.q, UINT_MAX);
 
 		while (chain) {
 			struct scsitgt__iscsi_tx *tx = chain;
@@ -214,26 +139,13 @@ static void tcp_close(struct scsitgt__iscsi_conn *conn)
 	if (tc->closing)
 		return;
 	/*
-	 * Last chance for what is queued (a Reject before the drop, say): one non-blocking
-	 * write, as an immediate uv_write would have done. Batches it took whole are finished
-	 * as written once the handles are closed; the rest is dropped then.
+	 * Last chance for what is queued (a Reject before the drop, say), as an immediate
+	 * uv_write would have done. Batches it took whole are finished as written once the
+	 * handles are closed; the rest is dropped then.
 	 */
-	if (tc->outq.head && !tc->wr_busy && !tc->flushing) {
-		uv_buf_t bufs[SCSITGT__ISCSI_TXQ_IOV];
-		unsigned int ntx, nb;
-		size_t total;
-		bool big;
-		ssize_t n;
-
-		nb = scsitgt__iscsi_txq_gather(&tc->outq, bufs, &ntx, &total, &big);
-		n = nb ? uv_try_write((uv_stream_t *)&tc->handle, bufs, nb) : 0;
-		for (struct scsitgt__iscsi_tx *tx = tc->outq.head;
-		     tx && n > 0 && (size_t)n >= tx->bytes; tx = tx->next) {
-			n -= (ssize_t)tx->bytes;
-			tc->close_written++;
-		}
-	}
+	tc->close_written = scsitgt__iscsi_writer_try_last(&tc->w);
 	tc->closing = true;
+	tc->w.stopped = true;
 	uv_read_stop((uv_stream_t *)&tc->handle);
 	uv_prepare_stop(&tc->flusher);
 	uv_close((uv_handle_t *)&tc->flusher, tcp_handle_closed);
@@ -319,7 +231,7 @@ int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal)
 	tc = calloc(1, sizeof(*tc));
 	if (tc == NULL)
 		return -ENOMEM;
-	scsitgt__iscsi_txq_init(&tc->outq);
+	scsitgt__iscsi_writer_init(&tc->w, (uv_stream_t *)&tc->handle, &tcp_writer_ops);
 	tc->handle.data = tc;
 	tc->flusher.data = tc;
 	rc = uv_tcp_init(portal->ie->engine->loop, &tc->handle);

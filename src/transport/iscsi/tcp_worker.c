@@ -21,8 +21,9 @@
  * bytes not yet consumed by the home loop are bounded: above WORKER_RX_HIGH the worker stops
  * reading until the home loop is below WORKER_RX_LOW again.
  *
- * Batches are written as tcp.c does: every batch that arrived in one inbox pass in one
- * writev (uv_try_write), the rest through one uv_write, payloads never copied.
+ * Batches are written by the writer tcp.c uses too (txq.h): every batch that arrived in one
+ * inbox pass in one writev (uv_try_write), the rest through one uv_write, payloads never
+ * copied.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -70,12 +71,8 @@ struct tcpw {
 	bool w_reading;
 	bool w_eof;
 	bool w_closing;
-	bool w_flushing;
-	struct scsitgt__iscsi_txq w_outq;
-	uv_write_t w_wr;
-	struct scsitgt__iscsi_tx *w_wr_txs;
-	bool w_wr_busy;
-	struct scsitgt__iscsi_tx *w_done; /* written batches to report home */
+	struct scsitgt__iscsi_writer w_out; /* the output queue and its uv_write (txq.h) */
+	struct scsitgt__iscsi_tx *w_done;   /* written batches to report home */
 	struct scsitgt__iscsi_tx **w_done_tail;
 	struct tcpw_rx *w_chunk; /* the read buffer */
 	unsigned int w_close_written;
@@ -318,7 +315,7 @@ static void worker_fail_chain(struct tcpw *tc, struct scsitgt__iscsi_tx *chain, 
 	if (m == NULL || tc->w_done) {
 		/* Keep them: CLOSED gives back whatever is still queued. */
 		free(m);
-		scsitgt__iscsi_txq_append(&tc->w_outq, chain);
+		scsitgt__iscsi_txq_append(&tc->w_out.q, chain);
 		return;
 	}
 	m->msg.fn = home_tx_done_fn;
@@ -335,6 +332,7 @@ static void worker_error(struct tcpw *tc, int status)
 	if (tc->w_eof)
 		return;
 	tc->w_eof = true;
+	tc->w_out.stopped = true;
 	if (tc->w_reading) {
 		uv_read_stop((uv_stream_t *)&tc->w_handle);
 		tc->w_reading = false;
@@ -349,120 +347,51 @@ static void worker_error(struct tcpw *tc, int status)
 	scsitgt__engine_post(tc->engine, &m->msg);
 }
 
-static void worker_written(struct tcpw *tc, struct scsitgt__iscsi_tx *tx)
+static void worker_written(struct scsitgt__iscsi_writer *w, struct scsitgt__iscsi_tx *tx)
 {
+	struct tcpw *tc = scsitgt__container_of(w, struct tcpw, w_out);
+
 	tx->next = NULL;
 	*tc->w_done_tail = tx;
 	tc->w_done_tail = &tx->next;
 }
 
-static void worker_flush(struct tcpw *tc);
-
-static void worker_write_cb(uv_write_t *req, int status)
+static void worker_write_failed(struct scsitgt__iscsi_writer *w, struct scsitgt__iscsi_tx *chain,
+				int status)
 {
-	struct tcpw *tc = req->data;
-	struct scsitgt__iscsi_tx *txs = tc->w_wr_txs;
+	struct tcpw *tc = scsitgt__container_of(w, struct tcpw, w_out);
 
-	tc->w_wr_txs = NULL;
-	tc->w_wr_busy = false;
-	if (status < 0) {
-		worker_fail_chain(tc, txs, status);
-		if (!tc->w_closing)
-			worker_error(tc, status);
-		return;
-	}
-	while (txs) {
-		struct scsitgt__iscsi_tx *next = txs->next;
-
-		worker_written(tc, txs);
-		txs = next;
-	}
-	worker_flush(tc);
-	worker_post_done(tc);
-}
-
-/* Hand the unwritten rest of @chain (after @skip bytes) to uv_write. */
-static int worker_write_rest(struct tcpw *tc, struct scsitgt__iscsi_tx *chain, size_t skip)
-{
-	uv_buf_t small[SCSITGT__ISCSI_TXQ_IOV];
-	uv_buf_t *bufs;
-	int nb, rc;
-
-	nb = scsitgt__iscsi_txq_rest(chain, skip, small, &bufs);
-	if (nb < 0)
-		return nb;
-	tc->w_wr.data = tc;
-	tc->w_wr_txs = chain;
-	tc->w_wr_busy = true;
-	rc = uv_write(&tc->w_wr, (uv_stream_t *)&tc->w_handle, bufs, (unsigned int)nb,
-		      worker_write_cb);
-	if (bufs != small)
-		free(bufs);
-	if (rc < 0) {
-		tc->w_wr_txs = NULL;
-		tc->w_wr_busy = false;
-	}
-	return rc;
+	worker_fail_chain(tc, chain, status);
+	if (!tc->w_closing)
+		worker_error(tc, status);
 }
 
 static void worker_flush(struct tcpw *tc)
 {
-	uv_buf_t bufs[SCSITGT__ISCSI_TXQ_IOV];
-
-	if (tc->w_flushing || !tc->w_open)
-		return;
-	tc->w_flushing = true;
-	while (tc->w_outq.head && !tc->w_wr_busy && !tc->w_closing && !tc->w_eof) {
-		struct scsitgt__iscsi_tx *chain;
-		unsigned int ntx, nb;
-		size_t total;
-		ssize_t n;
-		bool big;
-		int rc;
-
-		nb = scsitgt__iscsi_txq_gather(&tc->w_outq, bufs, &ntx, &total, &big);
-		if (big) {
-			chain = scsitgt__iscsi_txq_take(&tc->w_outq, 1);
-			rc = worker_write_rest(tc, chain, 0);
-			if (rc < 0) {
-				worker_fail_chain(tc, chain, rc);
-				worker_error(tc, rc);
-			}
-			break;
-		}
-		n = uv_try_write((uv_stream_t *)&tc->w_handle, bufs, nb);
-		if (n == UV_EAGAIN)
-			n = 0;
-		chain = scsitgt__iscsi_txq_take(&tc->w_outq, ntx);
-		if (n < 0) {
-			worker_fail_chain(tc, chain, (int)n);
-			worker_error(tc, (int)n);
-			break;
-		}
-		while (chain && (size_t)n >= chain->bytes) {
-			struct scsitgt__iscsi_tx *tx = chain;
-
-			chain = chain->next;
-			n -= (ssize_t)tx->bytes;
-			worker_written(tc, tx);
-		}
-		if (chain == NULL)
-			continue;
-		rc = worker_write_rest(tc, chain, (size_t)n);
-		if (rc < 0) {
-			worker_fail_chain(tc, chain, rc);
-			worker_error(tc, rc);
-		}
-	}
-	tc->w_flushing = false;
+	if (tc->w_open)
+		scsitgt__iscsi_writer_flush(&tc->w_out);
 }
+
+static void worker_write_done(struct scsitgt__iscsi_writer *w)
+{
+	struct tcpw *tc = scsitgt__container_of(w, struct tcpw, w_out);
+
+	worker_flush(tc);
+	worker_post_done(tc);
+}
+
+static const struct scsitgt__iscsi_writer_ops worker_writer_ops = {
+	.written = worker_written,
+	.failed = worker_write_failed,
+	.write_done = worker_write_done,
+};
 
 static void worker_xmit_fn(struct scsitgt__msg *msg)
 {
 	struct tcpw_tx *m = scsitgt__container_of(msg, struct tcpw_tx, msg);
 	struct tcpw *tc = m->tc;
 
-	scsitgt__iscsi_txq_append(&tc->w_outq, m->chain);
+	scsitgt__iscsi_txq_append(&tc->w_out.q, m->chain);
 	free(m);
 	worker_flush(tc);
 	worker_post_done(tc);
@@ -551,7 +480,7 @@ static void worker_handle_closed(uv_handle_t *h)
 	worker_post_done(tc);
 	for (struct scsitgt__iscsi_tx *t = tc->w_done; t; t = t->next)
 		written++;
-	chain_append(&tc->w_done_tail, scsitgt__iscsi_txq_take(&tc->w_outq, UINT_MAX));
+	chain_append(&tc->w_done_tail, scsitgt__iscsi_txq_take(&tc->w_out.q, UINT_MAX));
 	tc->closed_chain = tc->w_done;
 	tc->closed_written = written;
 	tc->w_done = NULL;
@@ -569,28 +498,12 @@ static void worker_close_fn(struct scsitgt__msg *msg)
 {
 	struct tcpw *tc = scsitgt__container_of(msg, struct tcpw, close_msg);
 
-	scsitgt__iscsi_txq_append(&tc->w_outq, tc->close_chain);
+	scsitgt__iscsi_txq_append(&tc->w_out.q, tc->close_chain);
 	tc->close_chain = NULL;
-	tc->w_close_written = 0;
-	if (tc->w_open && !tc->w_eof && !tc->w_flushing) {
-		/* Last chance for what is queued, as tcp.c: one write that never blocks. */
-		if (tc->w_outq.head && !tc->w_wr_busy) {
-			uv_buf_t bufs[SCSITGT__ISCSI_TXQ_IOV];
-			unsigned int ntx, nb;
-			size_t total;
-			ssize_t n;
-			bool big;
-
-			nb = scsitgt__iscsi_txq_gather(&tc->w_outq, bufs, &ntx, &total, &big);
-			n = nb ? uv_try_write((uv_stream_t *)&tc->w_handle, bufs, nb) : 0;
-			for (struct scsitgt__iscsi_tx *tx = tc->w_outq.head;
-			     tx && n > 0 && (size_t)n >= tx->bytes; tx = tx->next) {
-				n -= (ssize_t)tx->bytes;
-				tc->w_close_written++;
-			}
-		}
-	}
+	/* Last chance for what is queued, as tcp.c: one write that never blocks. */
+	tc->w_close_written = tc->w_open ? scsitgt__iscsi_writer_try_last(&tc->w_out) : 0;
 	tc->w_closing = true;
+	tc->w_out.stopped = true;
 	if (!tc->w_open) {
 		worker_handle_closed((uv_handle_t *)&tc->w_handle);
 		return;
@@ -648,7 +561,7 @@ int scsitgt__iscsi_tcpw_adopt(struct scsitgt_portal *portal, uv_os_sock_t fd,
 	tc->engine = engine;
 	tc->w_fd_owned = true;
 	tc->h_pending_tail = &tc->h_pending;
-	scsitgt__iscsi_txq_init(&tc->w_outq);
+	scsitgt__iscsi_writer_init(&tc->w_out, (uv_stream_t *)&tc->w_handle, &worker_writer_ops);
 	tc->w_done_tail = &tc->w_done;
 	atomic_init(&tc->rx_queued, 0);
 	atomic_init(&tc->rx_want_resume, false);

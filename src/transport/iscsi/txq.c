@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The output queue of a TCP connection, see txq.h. */
+/* The output queue of a TCP connection and its writer, see txq.h. */
 #include "transport/iscsi/txq.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 unsigned int scsitgt__iscsi_txq_gather(const struct scsitgt__iscsi_txq *q, uv_buf_t *bufs,
 				       unsigned int *ntx, size_t *total, bool *big)
@@ -71,4 +72,133 @@ int scsitgt__iscsi_txq_rest(const struct scsitgt__iscsi_tx *chain, size_t skip, 
 	}
 	*out = bufs;
 	return nb;
+}
+
+void scsitgt__iscsi_writer_init(struct scsitgt__iscsi_writer *w, uv_stream_t *stream,
+				const struct scsitgt__iscsi_writer_ops *ops)
+{
+	memset(w, 0, sizeof(*w));
+	w->stream = stream;
+	w->ops = ops;
+	w->wr.data = w;
+	scsitgt__iscsi_txq_init(&w->q);
+}
+
+static void writer_write_cb(uv_write_t *req, int status)
+{
+	struct scsitgt__iscsi_writer *w = req->data;
+	struct scsitgt__iscsi_tx *txs = w->wr_txs;
+
+	w->wr_txs = NULL;
+	w->busy = false;
+	if (status < 0) {
+		w->ops->failed(w, txs, status);
+		return;
+	}
+	while (txs) {
+		struct scsitgt__iscsi_tx *tx = txs;
+
+		txs = txs->next;
+		tx->next = NULL;
+		w->ops->written(w, tx);
+	}
+	w->ops->write_done(w);
+}
+
+/* Hand the unwritten rest of @chain (after @skip bytes) to uv_write. */
+static int writer_write_rest(struct scsitgt__iscsi_writer *w, struct scsitgt__iscsi_tx *chain,
+			     size_t skip)
+{
+	uv_buf_t small[SCSITGT__ISCSI_TXQ_IOV];
+	uv_buf_t *bufs;
+	int nb, rc;
+
+	nb = scsitgt__iscsi_txq_rest(chain, skip, small, &bufs);
+	if (nb < 0)
+		return nb;
+	w->wr_txs = chain;
+	w->busy = true;
+	/* libuv copies the buffer array; the payloads stay where they are. */
+	rc = uv_write(&w->wr, w->stream, bufs, (unsigned int)nb, writer_write_cb);
+	if (bufs != small)
+		free(bufs);
+	if (rc < 0) {
+		w->wr_txs = NULL;
+		w->busy = false;
+	}
+	return rc;
+}
+
+void scsitgt__iscsi_writer_flush(struct scsitgt__iscsi_writer *w)
+{
+	uv_buf_t bufs[SCSITGT__ISCSI_TXQ_IOV];
+
+	if (w->flushing)
+		return;
+	w->flushing = true;
+	while (w->q.head && !w->busy && !w->stopped) {
+		struct scsitgt__iscsi_tx *chain, *tx;
+		unsigned int ntx, nb;
+		size_t total;
+		ssize_t n;
+		bool big;
+		int rc;
+
+		nb = scsitgt__iscsi_txq_gather(&w->q, bufs, &ntx, &total, &big);
+		if (big) {
+			/* Too many iovecs for one writev: let libuv write it in steps. */
+			chain = scsitgt__iscsi_txq_take(&w->q, 1);
+			rc = writer_write_rest(w, chain, 0);
+			if (rc < 0)
+				w->ops->failed(w, chain, rc);
+			break;
+		}
+		n = uv_try_write(w->stream, bufs, nb);
+		if (n == UV_EAGAIN)
+			n = 0;
+		chain = scsitgt__iscsi_txq_take(&w->q, ntx);
+		if (n < 0) {
+			w->ops->failed(w, chain, (int)n);
+			break;
+		}
+		/* Batches the kernel took whole are done; the rest goes to uv_write. */
+		while (chain && (size_t)n >= chain->bytes) {
+			tx = chain;
+			chain = chain->next;
+			n -= (ssize_t)tx->bytes;
+			tx->next = NULL;
+			w->ops->written(w, tx);
+		}
+		if (chain == NULL)
+			continue;
+		if (w->stopped) {
+			/* A completion closed the connection: the rest is dropped. */
+			w->ops->failed(w, chain, -ECANCELED);
+			break;
+		}
+		rc = writer_write_rest(w, chain, (size_t)n);
+		if (rc < 0)
+			w->ops->failed(w, chain, rc);
+	}
+	w->flushing = false;
+}
+
+unsigned int scsitgt__iscsi_writer_try_last(struct scsitgt__iscsi_writer *w)
+{
+	uv_buf_t bufs[SCSITGT__ISCSI_TXQ_IOV];
+	unsigned int ntx, nb, whole = 0;
+	size_t total;
+	ssize_t n;
+	bool big;
+
+	if (w->q.head == NULL || w->busy || w->flushing || w->stopped)
+		return 0;
+	nb = scsitgt__iscsi_txq_gather(&w->q, bufs, &ntx, &total, &big);
+	n = nb ? uv_try_write(w->stream, bufs, nb) : 0;
+	for (struct scsitgt__iscsi_tx *tx = w->q.head; tx && n > 0 && (size_t)n >= tx->bytes;
+	     tx = tx->next) {
+		n -= (ssize_t)tx->bytes;
+		whole++;
+	}
+	return whole;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The output queue of a TCP connection: sealed batches (struct scsitgt__iscsi_tx) waiting for
- * the socket, turned into uv_buf_t arrays for one writev. Shared by the home-loop sender
- * (tcp.c) and the worker-loop sender (tcp_worker.c); each keeps its own queue and uv_write.
+ * The output of a TCP connection: a queue of sealed batches (struct scsitgt__iscsi_tx) waiting
+ * for the socket, turned into uv_buf_t arrays for one writev, and the one writer that empties
+ * it. Shared by the home-loop sender (tcp.c) and the worker-loop sender (tcp_worker.c): each
+ * has its own writer (queue and uv_write) and says what a written or failed batch means on
+ * its side (as libuv keeps one uv__write for every stream).
  */
 #ifndef SCSITGT_TRANSPORT_ISCSI_TXQ_H
 #define SCSITGT_TRANSPORT_ISCSI_TXQ_H
@@ -65,5 +67,47 @@ struct scsitgt__iscsi_tx *scsitgt__iscsi_txq_take(struct scsitgt__iscsi_txq *q, 
  */
 int scsitgt__iscsi_txq_rest(const struct scsitgt__iscsi_tx *chain, size_t skip, uv_buf_t *small,
 			    uv_buf_t **out);
+
+struct scsitgt__iscsi_writer;
+
+struct scsitgt__iscsi_writer_ops {
+	/* The kernel took batch @tx whole (tx->next is NULL). */
+	void (*written)(struct scsitgt__iscsi_writer *w, struct scsitgt__iscsi_tx *tx);
+	/*
+	 * The batches of @chain (NULL-terminated, in order) cannot be written: a socket error
+	 * (@status < 0), or -ECANCELED when the writer was stopped meanwhile.
+	 */
+	void (*failed)(struct scsitgt__iscsi_writer *w, struct scsitgt__iscsi_tx *chain,
+		       int status);
+	/* The uv_write in flight finished well (its batches went to written): flush again. */
+	void (*write_done)(struct scsitgt__iscsi_writer *w);
+};
+
+struct scsitgt__iscsi_writer {
+	uv_stream_t *stream;
+	const struct scsitgt__iscsi_writer_ops *ops;
+	struct scsitgt__iscsi_txq q;	  /* batches not handed to the kernel yet, oldest first */
+	uv_write_t wr;			  /* the one uv_write in flight ... */
+	struct scsitgt__iscsi_tx *wr_txs; /* ... with the batches it carries, in order */
+	bool busy;			  /* wr is in flight */
+	bool flushing;			  /* in flush: callbacks may queue more; no recursion */
+	bool stopped;			  /* closing or failed: nothing more is written */
+};
+
+void scsitgt__iscsi_writer_init(struct scsitgt__iscsi_writer *w, uv_stream_t *stream,
+				const struct scsitgt__iscsi_writer_ops *ops);
+/*
+ * Write the queue: every batch that fits in one writev (uv_try_write) at a time; what the
+ * kernel did not take goes to one uv_write (the payloads are never copied), and the queue
+ * waits for its callback. Returns when the queue is empty, a uv_write is in flight or the
+ * writer is stopped.
+ */
+void scsitgt__iscsi_writer_flush(struct scsitgt__iscsi_writer *w);
+/*
+ * At close, the last chance for what is queued (a Reject before the drop, say): one write
+ * that never blocks, when no uv_write is in flight. Returns how many head batches it took
+ * whole; they stay queued, for the caller to finish as written.
+ */
+unsigned int scsitgt__iscsi_writer_try_last(struct scsitgt__iscsi_writer *w);
 
 #endif /* SCSITGT_TRANSPORT_ISCSI_TXQ_H */
