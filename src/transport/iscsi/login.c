@@ -46,6 +46,9 @@ struct scsitgt__iscsi_login {
 	bool resp_transit;
 	/* The CmdSN window the data mover cut the session's to (login_complete), 0 for none. */
 	uint32_t dm_window;
+	/* "TargetAddress=..." with its NUL, for a redirection status from login_setup(). */
+	char redirect[300];
+	size_t redirect_len;
 	uint8_t resp_csg;
 	uint8_t resp_nsg;
 	char initiator_name[SCSITGT__ISCSI_NAME_MAX + 1];
@@ -296,27 +299,16 @@ static bool login_target_has_room(const struct scsitgt__iscsi_conn *conn,
 }
 
 /*
- * The first complete text names the initiator, the target and the session type: decide
- * which target settings apply, and refuse early what cannot succeed.
- * Returns 0 or a login status (> 0).
+ * The initiator of the first complete text (@iname, NULL when absent) and its session type:
+ * RFC 7143 §13.11: InitiatorName is required on the first login request (missing: 0x0207); a
+ * name that breaks RFC 7143 §4.2.7 / RFC 3722 is an initiator error (0x0200), refused before
+ * it is logged, matched or handed to a callback. Returns 0 or a login status.
  */
-static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, size_t len)
+static int login_setup_initiator(struct scsitgt__iscsi_conn *conn, const char *iname,
+				 const char *stype)
 {
 	struct scsitgt__iscsi_login *l = conn->login;
-	const char *iname = NULL, *tname = NULL, *stype = NULL;
-	struct scsitgt__iscsi_neg_params cfg;
-	struct scsitgt__iscsi_target *it = NULL;
 
-	login_scan(text, len, &iname, &tname, &stype);
-	if (iname)
-		scsitgt__log_escape(l->sent_iname, sizeof(l->sent_iname), iname, strlen(iname));
-	if (tname)
-		scsitgt__log_escape(l->sent_tname, sizeof(l->sent_tname), tname, strlen(tname));
-	/*
-	 * RFC 7143 §13.11: InitiatorName is required on the first login request (missing:
-	 * 0x0207); a name that breaks RFC 7143 §4.2.7 / RFC 3722 is an initiator error (0x0200),
-	 * refused before it is logged, matched or handed to a callback.
-	 */
 	if (iname == NULL || iname[0] == '\0')
 		return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
 	if (scsitgt__iscsi_name_check(iname, strlen(iname)) < 0)
@@ -330,72 +322,94 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 					iname, conn->portal->max_conns_per_initiator);
 		return ISCSI_LOGIN_STATUS_NO_RESOURCES;
 	}
-	if (stype && strcmp(stype, "Discovery") == 0) {
+	if (stype && strcmp(stype, "Discovery") == 0)
 		l->discovery = true;
-	} else if (stype && strcmp(stype, "Normal") != 0) {
+	else if (stype && strcmp(stype, "Normal") != 0)
 		return ISCSI_LOGIN_STATUS_NO_SESSION_TYPE;
+	return 0;
+}
+
+/*
+ * The host's redirection callback for @tgt: a status of class 1 with l->redirect set when it
+ * moves the target elsewhere, else 0.
+ */
+static int login_redirect(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_target *it,
+			  struct scsitgt_target *tgt, const char *iname)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	enum scsitgt_iscsi_redirect r;
+	char addr[256] = "";
+	int n;
+
+	if (it == NULL || it->redirect_cb == NULL)
+		return 0;
+	r = it->redirect_cb(it->redirect_arg, tgt, iname, addr, sizeof(addr));
+	addr[sizeof(addr) - 1] = '\0';
+	if (r == SCSITGT_ISCSI_REDIRECT_NONE || addr[0] == '\0')
+		return 0;
+	n = snprintf(l->redirect, sizeof(l->redirect), "TargetAddress=%s", addr);
+	l->redirect_len = (size_t)n + 1;
+	return r == SCSITGT_ISCSI_REDIRECT_PERMANENT ? ISCSI_LOGIN_STATUS_TGT_MOVED_PERM :
+						       ISCSI_LOGIN_STATUS_TGT_MOVED_TEMP;
+}
+
+/*
+ * The target a normal session's login names (@tname, NULL when absent): it exists, the host
+ * does not redirect the login, the ACLs let @iname in, and it has room for the session.
+ * Sets l->tgt and whether CHAP is required. Returns 0 or a login status.
+ */
+static int login_setup_target(struct scsitgt__iscsi_conn *conn, const char *iname,
+			      const char *tname)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	struct scsitgt__iscsi_target *it;
+	struct scsitgt_target *tgt;
+	int st;
+
+	if (tname == NULL || tname[0] == '\0')
+		return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
+	if (scsitgt__iscsi_name_check(tname, strlen(tname)) < 0)
+		return ISCSI_LOGIN_STATUS_INIT_ERR;
+	tgt = scsitgt__engine_find_target(conn->ie->engine, tname);
+	if (tgt == NULL)
+		return ISCSI_LOGIN_STATUS_TGT_NOT_FOUND;
+	if (tgt->destroying)
+		return ISCSI_LOGIN_STATUS_TGT_REMOVED;
+	l->tgt = tgt;
+	it = scsitgt__iscsi_target_get(tgt, false);
+	/* Redirection comes first: the host may move a target it does not serve here. */
+	st = login_redirect(conn, it, tgt, iname);
+	if (st)
+		return st;
+	/* the name and the source address (core/acl.c). */
+	if (!scsitgt__acl_login_allowed(tgt, iname, (const struct sockaddr *)&conn->peer_sa)) {
+		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_NOTICE,
+					"initiator %s may not log in to %s from here", iname,
+					tgt->name);
+		return ISCSI_LOGIN_STATUS_TGT_FORBIDDEN;
 	}
-	if (l->discovery) {
-		if (l->tsih != 0)
+	if (l->tsih == 0 && !login_target_has_room(conn, tgt, iname, l->isid)) {
+		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_WARNING,
+					"target %s has %u sessions already", tgt->name,
+					tgt->max_sessions);
+		return ISCSI_LOGIN_STATUS_NO_RESOURCES;
+	}
+	if (l->tsih != 0) {
+		/* Adding a connection to a session: only one per session is supported. */
+		if (scsitgt__iscsi_sess_find(conn->ie, iname, l->isid, tgt, l->tsih) == NULL)
 			return ISCSI_LOGIN_STATUS_NO_SESSION;
-		/* discovery sessions authenticate when the engine says so. */
-		l->auth_required = conn->ie->disc_chap.user != NULL;
-	} else {
-		struct scsitgt_target *tgt;
-
-		if (tname == NULL || tname[0] == '\0')
-			return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
-		if (scsitgt__iscsi_name_check(tname, strlen(tname)) < 0)
-			return ISCSI_LOGIN_STATUS_INIT_ERR;
-		tgt = scsitgt__engine_find_target(conn->ie->engine, tname);
-		if (tgt == NULL)
-			return ISCSI_LOGIN_STATUS_TGT_NOT_FOUND;
-		if (tgt->destroying)
-			return ISCSI_LOGIN_STATUS_TGT_REMOVED;
-		l->tgt = tgt;
-		it = scsitgt__iscsi_target_get(tgt, false);
-		/* Redirection comes first: the host may move a target it does not serve here. */
-		if (it && it->redirect_cb) {
-			char addr[256] = "";
-			enum scsitgt_iscsi_redirect r =
-				it->redirect_cb(it->redirect_arg, tgt, iname, addr, sizeof(addr));
-
-			addr[sizeof(addr) - 1] = '\0';
-			if (r != SCSITGT_ISCSI_REDIRECT_NONE && addr[0]) {
-				char kv[300];
-				int n = snprintf(kv, sizeof(kv), "TargetAddress=%s", addr);
-
-				login_fail(conn,
-					   r == SCSITGT_ISCSI_REDIRECT_PERMANENT ?
-						   ISCSI_LOGIN_STATUS_TGT_MOVED_PERM :
-						   ISCSI_LOGIN_STATUS_TGT_MOVED_TEMP,
-					   kv, (size_t)n + 1);
-				return -1;
-			}
-		}
-		/* the name and the source address (core/acl.c). */
-		if (!scsitgt__acl_login_allowed(tgt, iname,
-						(const struct sockaddr *)&conn->peer_sa)) {
-			scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_NOTICE,
-						"initiator %s may not log in to %s from here",
-						iname, tgt->name);
-			return ISCSI_LOGIN_STATUS_TGT_FORBIDDEN;
-		}
-		if (l->tsih == 0 && !login_target_has_room(conn, tgt, iname, l->isid)) {
-			scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_WARNING,
-						"target %s has %u sessions already", tgt->name,
-						tgt->max_sessions);
-			return ISCSI_LOGIN_STATUS_NO_RESOURCES;
-		}
-		if (l->tsih != 0) {
-			/* Adding a connection to a session: only one per session is supported. */
-			if (scsitgt__iscsi_sess_find(conn->ie, iname, l->isid, tgt, l->tsih) ==
-			    NULL)
-				return ISCSI_LOGIN_STATUS_NO_SESSION;
-			return ISCSI_LOGIN_STATUS_TOO_MANY_CONN;
-		}
-		l->auth_required = login_cred(it, iname) != NULL;
+		return ISCSI_LOGIN_STATUS_TOO_MANY_CONN;
 	}
+	l->auth_required = login_cred(it, iname) != NULL;
+	return 0;
+}
+
+/* Start the key negotiation with what the target, the portal and the data mover offer. */
+static void login_neg_start(struct scsitgt__iscsi_conn *conn)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	struct scsitgt__iscsi_neg_params cfg;
+
 	scsitgt__iscsi_neg_cfg_from(&cfg, scsitgt__iscsi_params_for(conn->ie, l->tgt));
 	cfg.auth_methods = l->auth_required ? SCSITGT__ISCSI_AUTH_MASK_CHAP :
 					      SCSITGT__ISCSI_AUTH_MASK_NONE;
@@ -425,6 +439,38 @@ static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, si
 	}
 	scsitgt__iscsi_neg_init(&conn->neg, &cfg, l->tsih == 0);
 	l->have_neg = true;
+}
+
+/*
+ * The first complete text names the initiator, the target and the session type: decide
+ * which target settings apply, refuse early what cannot succeed, and start the negotiation.
+ * Returns 0 or a login status (a redirection comes with l->redirect).
+ */
+static int login_setup(struct scsitgt__iscsi_conn *conn, const uint8_t *text, size_t len)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	const char *iname = NULL, *tname = NULL, *stype = NULL;
+	int st;
+
+	login_scan(text, len, &iname, &tname, &stype);
+	if (iname)
+		scsitgt__log_escape(l->sent_iname, sizeof(l->sent_iname), iname, strlen(iname));
+	if (tname)
+		scsitgt__log_escape(l->sent_tname, sizeof(l->sent_tname), tname, strlen(tname));
+	st = login_setup_initiator(conn, iname, stype);
+	if (st)
+		return st;
+	if (l->discovery) {
+		if (l->tsih != 0)
+			return ISCSI_LOGIN_STATUS_NO_SESSION;
+		/* discovery sessions authenticate when the engine says so. */
+		l->auth_required = conn->ie->disc_chap.user != NULL;
+	} else {
+		st = login_setup_target(conn, iname, tname);
+		if (st)
+			return st;
+	}
+	login_neg_start(conn);
 	return 0;
 }
 
@@ -748,10 +794,9 @@ int scsitgt__iscsi_login_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__i
 	text = scsitgt__iscsi_text_acc_data(&l->acc, &len);
 	if (!l->have_neg) {
 		st = login_setup(conn, text, len);
-		if (st < 0)
-			return 0; /* already answered (redirection) */
-		if (st > 0)
-			return login_fail(conn, (uint16_t)st, NULL, 0);
+		if (st)
+			return login_fail(conn, (uint16_t)st, l->redirect_len ? l->redirect : NULL,
+					  l->redirect_len);
 	}
 	scsitgt__iscsi_neg_set_stage(&conn->neg, csg == ISCSI_STAGE_SECURITY ?
 							 SCSITGT__ISCSI_STAGE_SECURITY :
