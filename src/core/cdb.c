@@ -815,7 +815,7 @@ static bool cdb_write_protected(const struct scsitgt__cmd *cmd, const struct scs
 {
 	const struct scsitgt_lun *lun = cmd->lun;
 
-	return lun && (row->flags & SCSITGT__CDB_F_WRITE) && lun->medium_present &&
+	return lun && (row->flags & SCSITGT__CDB_F_WRITE) && lun->medium.present &&
 	       scsitgt__lun_write_protected(lun, cmd->sess);
 }
 
@@ -880,9 +880,9 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 	if (r != SCSITGT__SR_OK)
 		return r;
 	if (cmd->lun) {
-		if ((row->flags & SCSITGT__CDB_F_MEDIUM) && !cmd->lun->medium_present)
+		if ((row->flags & SCSITGT__CDB_F_MEDIUM) && !cmd->lun->medium.present)
 			return SCSITGT__SR_NOT_READY_MEDIUM_ABSENT;
-		if ((row->flags & SCSITGT__CDB_F_MEDIUM) && cmd->lun->stopped)
+		if ((row->flags & SCSITGT__CDB_F_MEDIUM) && cmd->lun->medium.stopped)
 			return SCSITGT__SR_NOT_READY_INIT_REQUIRED;
 		/* SBC-4 §4.33: a sanitize in progress or failed (sbc_sanitize.c). */
 		if (cmd->lun->sanitize_state) {

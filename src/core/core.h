@@ -185,10 +185,19 @@ struct scsitgt_lun {
 		uint64_t eui64;
 	} ident;
 	struct scsitgt__mode_state mode;
-	/* Removable-medium state (SBC-4 START STOP UNIT, PREVENT ALLOW MEDIUM REMOVAL). */
-	bool medium_present;
-	bool stopped;
-	bool prevent_removal;
+	/*
+	 * Medium state (SBC-4 START STOP UNIT, PREVENT ALLOW MEDIUM REMOVAL; sbc.c): the medium
+	 * is present, the unit stopped; the I_T nexuses that prevent medium removal (SPC-5
+	 * §6.15), which is prevented (prevent_removal) while there is at least one.
+	 */
+	struct {
+		bool present;
+		bool stopped;
+		bool prevent_removal;
+		struct scsitgt__session **prevent_by;
+		uint32_t nprevent;
+		uint32_t prevent_cap;
+	} medium;
 	/* Commands in flight on this LUN; destroy waits for zero. */
 	unsigned int inflight;
 	bool destroying;
@@ -234,11 +243,6 @@ struct scsitgt_lun {
 	_Atomic unsigned int orphan_cmds;
 	/* log page state (core/spc_log.c), allocated on first use; freed with the LUN. */
 	struct scsitgt__log *log;
-	/* the I_T nexuses that prevent medium removal (SPC-5 §6.15, sbc.c); the removal is
-	 * prevented (prevent_removal) while there is at least one. */
-	struct scsitgt__session **prevent_by;
-	uint32_t nprevent;
-	uint32_t prevent_cap;
 	/* self-tests (core/spc_selftest.c): the Self-Test Results log and the test running,
 	 * allocated on first use; uv_hrtime() at creation, for the log's power-on hours. */
 	struct scsitgt__selftest *selftest;

@@ -292,8 +292,8 @@ static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
 		scsitgt__pr_free(lun);
 		scsitgt__log_free(lun);
 		scsitgt__selftest_free(lun);
-		free(lun->prevent_by);
-		lun->prevent_by = NULL;
+		free(lun->medium.prevent_by);
+		lun->medium.prevent_by = NULL;
 		shell_unref(lun);
 	}
 	return ready;

@@ -120,7 +120,7 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	lun->ident.naa = (5ull << 60) | ((o.naa ? o.naa : lun_hash(tgt->name, o.id) ^ 0x5a5a) &
 					 0x0fffffffffffffffull);
 	lun->ident.eui64 = o.eui64;
-	lun->medium_present = true;
+	lun->medium.present = true;
 
 	lun->geo.size = sizeof(lun->geo);
 	lun->geo.block_size = o.block_size;
@@ -181,7 +181,7 @@ static void lun_free(struct scsitgt__deferred *d)
 	scsitgt__pr_free(lun);
 	scsitgt__log_free(lun);
 	scsitgt__selftest_free(lun);
-	free(lun->prevent_by);
+	free(lun->medium.prevent_by);
 	free(lun);
 	if (cb)
 		cb(cb_arg, 0);

@@ -426,12 +426,12 @@ static void sbc_start_stop_apply(struct scsitgt__cmd *cmd)
 
 	if (start) {
 		if (loej)
-			lun->medium_present = true;
-		lun->stopped = false;
+			lun->medium.present = true;
+		lun->medium.stopped = false;
 	} else {
-		lun->stopped = true;
+		lun->medium.stopped = true;
 		if (loej)
-			lun->medium_present = false;
+			lun->medium.present = false;
 	}
 }
 
@@ -459,19 +459,19 @@ void scsitgt__sbc_start_stop(struct scsitgt__cmd *cmd)
 	 * (SBC-4 §4.20: each of these conditions processes media access commands).
 	 */
 	if (cmd->cdb[4] >> 4) {
-		lun->stopped = false;
+		lun->medium.stopped = false;
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
 	/* SBC-4 §5.25 and §5.16 PREVENT ALLOW MEDIUM REMOVAL: while removal is prevented the
 	 * medium can be neither unloaded nor loaded (the mechanism is locked). */
-	if (loej && (lun->flags & SCSITGT_LUN_REMOVABLE) && lun->prevent_removal) {
+	if (loej && (lun->flags & SCSITGT_LUN_REMOVABLE) && lun->medium.prevent_removal) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_MEDIUM_REMOVAL_PREVENTED);
 		return;
 	}
 	/* NO_FLUSH zero: cached data reaches the medium before the unit stops. */
 	if (!start && !no_flush && lun->mode.wce && scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH) &&
-	    lun->medium_present) {
+	    lun->medium.present) {
 		if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0,
 				       sbc_start_stop_flushed) < 0)
 			scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
@@ -497,13 +497,13 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_prevent_allow(struct scsitgt__cmd 
 
 void scsitgt__sbc_prevent_release(struct scsitgt_lun *lun, const struct scsitgt__session *sess)
 {
-	for (uint32_t i = 0; i < lun->nprevent;) {
-		if (sess == NULL || lun->prevent_by[i] == sess)
-			lun->prevent_by[i] = lun->prevent_by[--lun->nprevent];
+	for (uint32_t i = 0; i < lun->medium.nprevent;) {
+		if (sess == NULL || lun->medium.prevent_by[i] == sess)
+			lun->medium.prevent_by[i] = lun->medium.prevent_by[--lun->medium.nprevent];
 		else
 			i++;
 	}
-	lun->prevent_removal = lun->nprevent > 0;
+	lun->medium.prevent_removal = lun->medium.nprevent > 0;
 }
 
 void scsitgt__sbc_prevent_session_gone(const struct scsitgt__session *sess)
@@ -525,24 +525,24 @@ void scsitgt__sbc_prevent_allow(struct scsitgt__cmd *cmd)
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
-	for (i = 0; i < lun->nprevent && lun->prevent_by[i] != cmd->sess; i++)
+	for (i = 0; i < lun->medium.nprevent && lun->medium.prevent_by[i] != cmd->sess; i++)
 		;
-	if (i == lun->nprevent) {
+	if (i == lun->medium.nprevent) {
 		/* One entry per nexus: bounded by the target's sessions. */
-		if (lun->nprevent == lun->prevent_cap) {
-			uint32_t cap = lun->prevent_cap ? 2 * lun->prevent_cap : 4;
-			struct scsitgt__session **p =
-				realloc(lun->prevent_by, cap * sizeof(*lun->prevent_by));
+		if (lun->medium.nprevent == lun->medium.prevent_cap) {
+			uint32_t cap = lun->medium.prevent_cap ? 2 * lun->medium.prevent_cap : 4;
+			struct scsitgt__session **p = realloc(
+				lun->medium.prevent_by, cap * sizeof(*lun->medium.prevent_by));
 
 			if (p == NULL) {
 				scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 				return;
 			}
-			lun->prevent_by = p;
-			lun->prevent_cap = cap;
+			lun->medium.prevent_by = p;
+			lun->medium.prevent_cap = cap;
 		}
-		lun->prevent_by[lun->nprevent++] = cmd->sess;
+		lun->medium.prevent_by[lun->medium.nprevent++] = cmd->sess;
 	}
-	lun->prevent_removal = true;
+	lun->medium.prevent_removal = true;
 	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }

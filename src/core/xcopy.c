@@ -333,9 +333,9 @@ static enum scsitgt__sense_reason xc_access(const struct scsitgt__xcopy_op *op,
 		r = scsitgt__pr_check(&probe);
 	if (r != SCSITGT__SR_OK)
 		return r;
-	if (!lun->medium_present)
+	if (!lun->medium.present)
 		return SCSITGT__SR_NOT_READY_MEDIUM_ABSENT;
-	if (lun->stopped)
+	if (lun->medium.stopped)
 		return SCSITGT__SR_NOT_READY_INIT_REQUIRED;
 	if (lun->offline)
 		return SCSITGT__SR_NOT_READY_OFFLINE;

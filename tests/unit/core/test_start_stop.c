@@ -14,7 +14,7 @@ static void test_eject_and_load(void **state)
 	/* Unload: START 0, LOEJ 1. */
 	r = tctx_run(t, cdb_start_stop(t->cdb, 0, true, false));
 	assert_good(r);
-	assert_false(t->lun->medium_present);
+	assert_false(t->lun->medium.present);
 	/* Media commands: NOT READY, MEDIUM NOT PRESENT. */
 	r = tctx_run(t, cdb_tur(t->cdb));
 	assert_sense(r, 0x2, 0x3a, 0x00);
@@ -28,7 +28,7 @@ static void test_eject_and_load(void **state)
 	/* Load: START 1, LOEJ 1. */
 	r = tctx_run(t, cdb_start_stop(t->cdb, 0, true, true));
 	assert_good(r);
-	assert_true(t->lun->medium_present);
+	assert_true(t->lun->medium.present);
 	assert_good(tctx_run(t, cdb_tur(t->cdb)));
 	assert_good(tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0)));
 	tctx_destroy(t);
@@ -53,7 +53,7 @@ static void test_stop_and_start(void **state)
 	/* LOEJ on a fixed medium does not unload it (SBC-4 §5.25 "if removable"). */
 	r = tctx_run(t, cdb_start_stop(t->cdb, 0, true, false));
 	assert_good(r);
-	assert_true(t->lun->medium_present);
+	assert_true(t->lun->medium.present);
 	r = tctx_run(t, cdb_tur(t->cdb));
 	assert_sense(r, 0x2, 0x04, 0x02);
 	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0, true, true)));
@@ -105,7 +105,7 @@ static void test_power_conditions(void **state)
 	assert_sense(tctx_run(t, cdb_tur(t->cdb)), 0x2, 0x04, 0x02);
 	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0x3, true, false)));
 	assert_good(tctx_run(t, cdb_tur(t->cdb)));
-	assert_true(t->lun->medium_present);
+	assert_true(t->lun->medium.present);
 	/* IMMED and NO_FLUSH are accepted. */
 	cdb_start_stop(t->cdb, 0, false, true);
 	t->cdb[1] = 0x01;
@@ -130,7 +130,7 @@ static void test_stop_flushes(void **state)
 	assert_good(r);
 	assert_int_equal(t->fb->nrecs, 1);
 	assert_int_equal(fake_backend_last(t->fb)->type, SCSITGT_IO_FLUSH);
-	assert_true(t->lun->stopped);
+	assert_true(t->lun->medium.stopped);
 	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0, false, true)));
 	/* NO_FLUSH 1: no flush. */
 	cdb_start_stop(t->cdb, 0, false, false);
@@ -150,23 +150,23 @@ static void test_prevent_allow(void **state)
 	/* A prevented unload: ILLEGAL REQUEST, MEDIUM REMOVAL PREVENTED. */
 	r = tctx_run(t, cdb_start_stop(t->cdb, 0, true, false));
 	assert_sense(r, 0x5, 0x53, 0x02);
-	assert_true(t->lun->medium_present);
+	assert_true(t->lun->medium.present);
 	/* Stopping without unloading is still allowed. */
 	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0, false, false)));
 	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0, false, true)));
 	assert_good(tctx_run(t, cdb_prevent_allow(t->cdb, 0)));
 	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0, true, false)));
-	assert_false(t->lun->medium_present);
+	assert_false(t->lun->medium.present);
 	/* A prevented load is refused too, and a power condition is not a load. */
 	assert_good(tctx_run(t, cdb_prevent_allow(t->cdb, 1)));
 	r = tctx_run(t, cdb_start_stop(t->cdb, 0, true, true));
 	assert_sense(r, 0x5, 0x53, 0x02);
-	assert_false(t->lun->medium_present);
+	assert_false(t->lun->medium.present);
 	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0x1, true, true)));
-	assert_false(t->lun->medium_present);
+	assert_false(t->lun->medium.present);
 	assert_good(tctx_run(t, cdb_prevent_allow(t->cdb, 0)));
 	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0, true, true)));
-	assert_true(t->lun->medium_present);
+	assert_true(t->lun->medium.present);
 	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0, true, false)));
 	/* PREVENT 10b/11b are obsolete (medium changers). */
 	r = tctx_run(t, cdb_prevent_allow(t->cdb, 2));
