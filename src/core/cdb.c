@@ -885,7 +885,7 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 		if ((row->flags & SCSITGT__CDB_F_MEDIUM) && cmd->lun->medium.stopped)
 			return SCSITGT__SR_NOT_READY_INIT_REQUIRED;
 		/* SBC-4 §4.33: a sanitize in progress or failed (sbc_sanitize.c). */
-		if (cmd->lun->sanitize_state) {
+		if (cmd->lun->sanitize.state) {
 			r = scsitgt__sanitize_check(cmd, row);
 			if (r != SCSITGT__SR_OK)
 				return r;

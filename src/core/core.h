@@ -211,9 +211,11 @@ struct scsitgt_lun {
 	/* SANITIZE state (SBC-4 §4.33, sbc_sanitize.c): in progress (progress in 1/65536ths for
 	 * REQUEST SENSE), or failed until a successful SANITIZE or EXIT FAILURE MODE; AUSE of the
 	 * failed command. */
-	uint8_t sanitize_state;
-	bool sanitize_ause;
-	uint16_t sanitize_progress;
+	struct {
+		uint8_t state; /* SCSITGT__SANITIZE_* (sbc_sanitize.h) */
+		bool ause;
+		uint16_t progress;
+	} sanitize;
 	/* counters and latency histogram (core/stats.c); offline: media commands get
 	 * NOT READY, LOGICAL UNIT NOT READY, OFFLINE (scsitgt_lun_set_offline()). */
 	struct scsitgt_cmd_counters stats;

@@ -92,7 +92,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_sanitize(struct scsitgt__cmd *cmd)
 enum scsitgt__sense_reason scsitgt__sanitize_check(struct scsitgt__cmd *cmd,
 						   const struct scsitgt__cdb_def *row)
 {
-	if (cmd->lun->sanitize_state == SCSITGT__SANITIZE_RUNNING) {
+	if (cmd->lun->sanitize.state == SCSITGT__SANITIZE_RUNNING) {
 		/* SBC-4 §4.33: only INQUIRY, REPORT LUNS and REQUEST SENSE go on (the rows that
 		 * also serve absent LUNs). */
 		if (row->flags & SCSITGT__CDB_F_NO_LUN)
@@ -102,10 +102,10 @@ enum scsitgt__sense_reason scsitgt__sanitize_check(struct scsitgt__cmd *cmd,
 		cmd->detail.sks_valid = true;
 		cmd->detail.sks_cdb = false;
 		cmd->detail.sks_bpv = false;
-		cmd->detail.sks_field = cmd->lun->sanitize_progress;
+		cmd->detail.sks_field = cmd->lun->sanitize.progress;
 		return SCSITGT__SR_NOT_READY_SANITIZE;
 	}
-	if (cmd->lun->sanitize_state == SCSITGT__SANITIZE_FAILED && cmd->cdb[0] != SBC_SANITIZE &&
+	if (cmd->lun->sanitize.state == SCSITGT__SANITIZE_FAILED && cmd->cdb[0] != SBC_SANITIZE &&
 	    (row->flags & SCSITGT__CDB_F_MEDIUM) && cmd->cdb[0] != SPC_TEST_UNIT_READY)
 		return SCSITGT__SR_SANITIZE_FAILED;
 	return SCSITGT__SR_OK;
@@ -117,7 +117,7 @@ static void sz_progress(struct sz_walk *w)
 	uint64_t all = (uint64_t)w->passes * w->total;
 
 	/* PROGRESS INDICATION is a fraction of 65536 (SPC-5 §4.4.2.4.2). */
-	w->bg.cmd->lun->sanitize_progress =
+	w->bg.cmd->lun->sanitize.progress =
 		(uint16_t)(all ? (done >= all ? 0xffff : (done * 65536) / all) : 0);
 }
 
@@ -128,14 +128,14 @@ static void sz_finish(struct scsitgt__bg_walk *bg)
 	enum scsitgt__sense_reason r = w->reason;
 
 	sz_release_waiter(w, r == SCSITGT__SR_OK ? SCSITGT__SR_OK : SCSITGT__SR_SANITIZE_FAILED);
-	lun->sanitize_progress = 0;
+	lun->sanitize.progress = 0;
 	if (r == SCSITGT__SR_OK) {
-		lun->sanitize_state = SCSITGT__SANITIZE_IDLE;
+		lun->sanitize.state = SCSITGT__SANITIZE_IDLE;
 	} else {
 		/* SBC-4 §4.33.2: the operation failed; media stays unusable until a sanitize
 		 * succeeds, or EXIT FAILURE MODE if this command had AUSE set. */
-		lun->sanitize_state = SCSITGT__SANITIZE_FAILED;
-		lun->sanitize_ause = bg->cmd->cdb[1] & 0x20;
+		lun->sanitize.state = SCSITGT__SANITIZE_FAILED;
+		lun->sanitize.ause = bg->cmd->cdb[1] & 0x20;
 	}
 	free(w->buf);
 	free(w);
@@ -276,12 +276,12 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
 
 	if (sa == SBC_SANITIZE_EXIT_FAILURE_MODE) {
 		/* SBC-4 §5.28.5: allowed only after a failed sanitize whose AUSE was one. */
-		if (lun->sanitize_state == SCSITGT__SANITIZE_FAILED && !lun->sanitize_ause) {
+		if (lun->sanitize.state == SCSITGT__SANITIZE_FAILED && !lun->sanitize.ause) {
 			scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
 			scsitgt__cmd_complete(cmd, SCSITGT__SR_INVALID_FIELD_IN_CDB);
 			return;
 		}
-		lun->sanitize_state = SCSITGT__SANITIZE_IDLE;
+		lun->sanitize.state = SCSITGT__SANITIZE_IDLE;
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
@@ -306,8 +306,8 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
-	lun->sanitize_state = SCSITGT__SANITIZE_RUNNING;
-	lun->sanitize_progress = 0;
+	lun->sanitize.state = SCSITGT__SANITIZE_RUNNING;
+	lun->sanitize.progress = 0;
 	if (cmd->cdb[1] & 0x80) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;

@@ -35,13 +35,13 @@ void scsitgt__spc_request_sense(struct scsitgt__cmd *cmd)
 			scsitgt__sense_lookup(SCSITGT__SR_LUN_NOT_SUPPORTED);
 
 		len = scsitgt__sense_encode(buf, desc, si->key, si->asc, si->ascq, NULL);
-	} else if (cmd->lun->sanitize_state == SCSITGT__SANITIZE_RUNNING) {
+	} else if (cmd->lun->sanitize.state == SCSITGT__SANITIZE_RUNNING) {
 		/* SBC-4 §4.33.1: NOT READY, SANITIZE IN PROGRESS, with the progress indication
 		 * in the sense key specific bytes (SPC-5 §4.4.2.4.2: SKSV, then a fraction of
 		 * 65536; the field pointer encoding with C/D and BPV zero has that layout). */
 		struct scsitgt__sense_detail d = {
 			.sks_valid = true,
-			.sks_field = cmd->lun->sanitize_progress,
+			.sks_field = cmd->lun->sanitize.progress,
 		};
 
 		len = scsitgt__sense_encode(buf, desc, SENSE_NOT_READY, 0x04, 0x1b, &d);

@@ -339,7 +339,7 @@ static enum scsitgt__sense_reason xc_access(const struct scsitgt__xcopy_op *op,
 		return SCSITGT__SR_NOT_READY_INIT_REQUIRED;
 	if (lun->offline)
 		return SCSITGT__SR_NOT_READY_OFFLINE;
-	if (lun->sanitize_state) {
+	if (lun->sanitize.state) {
 		r = scsitgt__sanitize_check(&probe, row);
 		if (r != SCSITGT__SR_OK)
 			return r;
