@@ -218,8 +218,10 @@ struct scsitgt_lun {
 	} sanitize;
 	/* counters and latency histogram (core/stats.c); offline: media commands get
 	 * NOT READY, LOGICAL UNIT NOT READY, OFFLINE (scsitgt_lun_set_offline()). */
-	struct scsitgt_cmd_counters stats;
-	uint64_t lat_us[SCSITGT_LATENCY_BUCKETS];
+	struct {
+		struct scsitgt_cmd_counters cmds;
+		uint64_t lat_us[SCSITGT_LATENCY_BUCKETS];
+	} stats;
 	bool offline;
 	/* The task set's ordering (SAM-5 §8.6, core/order.c): commands in arrival order,
 	 * how many of them are ORDERED or HEAD OF QUEUE, and the pass that starts the commands

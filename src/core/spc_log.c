@@ -199,7 +199,7 @@ static size_t log_app_client(const struct scsitgt__log *lg, uint8_t *buf, uint16
  */
 static size_t log_general_stats(const struct scsitgt_lun *lun, uint8_t *buf, uint8_t pc)
 {
-	const struct scsitgt_cmd_counters *c = &lun->stats;
+	const struct scsitgt_cmd_counters *c = &lun->stats.cmds;
 	const struct scsitgt_cmd_counters *b = lun->log ? &lun->log->base : NULL;
 	uint64_t v[8] = { 0 };
 	uint8_t *p = log_param(&buf[LOG_HDR_LEN], 0x0001, LP_UNBOUNDED_COUNTER, LOG_GAS_LEN);
@@ -395,7 +395,7 @@ static enum scsitgt__sense_reason log_reset(struct scsitgt_lun *lun, uint8_t pag
 	lg = log_state(lun);
 	if (lg == NULL)
 		return SCSITGT__SR_BUSY;
-	lg->base = lun->stats;
+	lg->base = lun->stats.cmds;
 	return SCSITGT__SR_OK;
 }
 

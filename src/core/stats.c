@@ -143,8 +143,8 @@ void scsitgt__stats_cmd_done(struct scsitgt__cmd *cmd)
 	if (lun) {
 		uint64_t us = (uv_hrtime() - cmd->start_ns) / 1000u;
 
-		stats_count(&lun->stats, cmd, is_read, is_write, key);
-		lun->lat_us[scsitgt__stats_bucket(us)]++;
+		stats_count(&lun->stats.cmds, cmd, is_read, is_write, key);
+		lun->stats.lat_us[scsitgt__stats_bucket(us)]++;
 	}
 	if (cmd->sess && lun && lun->tgt->engine->event_cb)
 		stats_cmd_events(cmd, key);
@@ -158,7 +158,7 @@ void scsitgt__stats_cmd_aborted(struct scsitgt__cmd *cmd)
 	if (cmd->sess)
 		cmd->sess->stats.aborted++;
 	if (cmd->lun)
-		cmd->lun->stats.aborted++;
+		cmd->lun->stats.cmds.aborted++;
 }
 
 void scsitgt__stats_tmf(struct scsitgt__session *sess, const uint8_t lun[8])
@@ -170,7 +170,7 @@ void scsitgt__stats_tmf(struct scsitgt__session *sess, const uint8_t lun[8])
 	sess->stats.tmfs++;
 	l = lun ? scsitgt__target_find_lun(sess->tgt, scsitgt__lun_decode(lun)) : NULL;
 	if (l)
-		l->stats.tmfs++;
+		l->stats.cmds.tmfs++;
 }
 
 SCSITGT_EXPORT int scsitgt_lun_get_stats(const struct scsitgt_lun *lun,
@@ -182,10 +182,10 @@ SCSITGT_EXPORT int scsitgt_lun_get_stats(const struct scsitgt_lun *lun,
 	if (lun == NULL || stats == NULL || stats->size < sizeof(size_t))
 		return -EINVAL;
 	memset(&s, 0, sizeof(s));
-	s.cmds = lun->stats;
+	s.cmds = lun->stats.cmds;
 	s.inflight = lun->inflight;
 	s.offline = lun->offline;
-	memcpy(s.latency_us, lun->lat_us, sizeof(s.latency_us));
+	memcpy(s.latency_us, lun->stats.lat_us, sizeof(s.latency_us));
 	n = stats->size < sizeof(s) ? stats->size : sizeof(s);
 	s.size = n;
 	memcpy(stats, &s, n);
@@ -197,7 +197,6 @@ SCSITGT_EXPORT int scsitgt_lun_reset_stats(struct scsitgt_lun *lun)
 	if (lun == NULL)
 		return -EINVAL;
 	memset(&lun->stats, 0, sizeof(lun->stats));
-	memset(lun->lat_us, 0, sizeof(lun->lat_us));
 	return 0;
 }
 
