@@ -226,10 +226,12 @@ struct scsitgt_lun {
 	/* The task set's ordering (SAM-5 §8.6, core/order.c): commands in arrival order,
 	 * how many of them are ORDERED or HEAD OF QUEUE, and the pass that starts the commands
 	 * they held back. */
-	struct scsitgt__list task_set;
-	unsigned int task_barriers;
-	bool order_kick_pending;
-	struct scsitgt__deferred order_kick;
+	struct {
+		struct scsitgt__list tasks;
+		unsigned int barriers;
+		bool kick_pending;
+		struct scsitgt__deferred kick;
+	} order;
 	/* bounded removal (core/drain.c). The backend ios in flight (scsitgt_io.lun_node);
 	 * the engine, which outlives the target; the timer of a destroy waiting for ios. A
 	 * destroyed LUN with commands left is in engine->zombies (zombie) until freed; once its

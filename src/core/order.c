@@ -11,7 +11,7 @@
  *   - HEAD OF QUEUE starts at once, and holds back the newer tasks like ORDERED does.
  * ACA is refused at parse time: we support neither NACA nor ACA (SAM-5 §5.9).
  *
- * task_barriers counts the ORDERED and HEAD OF QUEUE tasks in the set, so that with none (the
+ * order.barriers counts the ORDERED and HEAD OF QUEUE tasks in the set, so that with none (the
  * common case) a command starts without looking at the list. Held-back commands start from a
  * deferred pass on the loop, never from inside another command's completion.
  */
@@ -37,8 +37,8 @@ static bool cmd_forced_head(const struct scsitgt__cmd *cmd)
 
 static void task_set_init(struct scsitgt_lun *lun)
 {
-	if (lun->task_set.next == NULL)
-		scsitgt__list_init(&lun->task_set);
+	if (lun->order.tasks.next == NULL)
+		scsitgt__list_init(&lun->order.tasks);
 }
 
 void scsitgt__order_enter(struct scsitgt__cmd *cmd)
@@ -50,12 +50,12 @@ void scsitgt__order_enter(struct scsitgt__cmd *cmd)
 	task_set_init(lun);
 	if (cmd->task_attr == SCSITGT__TASK_HEAD_OF_QUEUE || cmd_forced_head(cmd))
 		/* Inserted before the first task: at the head. */
-		scsitgt__list_add_tail(lun->task_set.next, &cmd->order_node);
+		scsitgt__list_add_tail(lun->order.tasks.next, &cmd->order_node);
 	else
-		scsitgt__list_add_tail(&lun->task_set, &cmd->order_node);
+		scsitgt__list_add_tail(&lun->order.tasks, &cmd->order_node);
 	cmd->in_task_set = true;
 	if (cmd_is_barrier(cmd))
-		lun->task_barriers++;
+		lun->order.barriers++;
 }
 
 /* Whether @cmd may start given the tasks ahead of it in the set. */
@@ -65,7 +65,7 @@ static bool order_eligible(const struct scsitgt__cmd *cmd)
 
 	if (cmd->task_attr == SCSITGT__TASK_HEAD_OF_QUEUE || cmd_forced_head(cmd))
 		return true;
-	for (const struct scsitgt__list *p = lun->task_set.next; p != &cmd->order_node;
+	for (const struct scsitgt__list *p = lun->order.tasks.next; p != &cmd->order_node;
 	     p = p->next) {
 		const struct scsitgt__cmd *older =
 			scsitgt__container_of(p, struct scsitgt__cmd, order_node);
@@ -78,7 +78,7 @@ static bool order_eligible(const struct scsitgt__cmd *cmd)
 
 bool scsitgt__order_may_start(struct scsitgt__cmd *cmd)
 {
-	if (!cmd->in_task_set || cmd->lun->task_barriers == 0 || order_eligible(cmd))
+	if (!cmd->in_task_set || cmd->lun->order.barriers == 0 || order_eligible(cmd))
 		return true;
 	cmd->order_parked = true;
 	return false;
@@ -87,7 +87,7 @@ bool scsitgt__order_may_start(struct scsitgt__cmd *cmd)
 /* Start the first parked command that may run now; false when there is none. */
 static bool order_start_one(struct scsitgt_lun *lun)
 {
-	for (struct scsitgt__list *p = lun->task_set.next; p != &lun->task_set; p = p->next) {
+	for (struct scsitgt__list *p = lun->order.tasks.next; p != &lun->order.tasks; p = p->next) {
 		struct scsitgt__cmd *c = scsitgt__container_of(p, struct scsitgt__cmd, order_node);
 
 		if (!c->order_parked)
@@ -109,9 +109,9 @@ static bool order_start_one(struct scsitgt_lun *lun)
 
 static void order_kick(struct scsitgt__deferred *d)
 {
-	struct scsitgt_lun *lun = scsitgt__container_of(d, struct scsitgt_lun, order_kick);
+	struct scsitgt_lun *lun = scsitgt__container_of(d, struct scsitgt_lun, order.kick);
 
-	lun->order_kick_pending = false;
+	lun->order.kick_pending = false;
 	while (order_start_one(lun))
 		;
 	/* The pass held the LUN (see order_schedule). */
@@ -120,14 +120,14 @@ static void order_kick(struct scsitgt__deferred *d)
 
 static void order_schedule(struct scsitgt_lun *lun)
 {
-	if (lun->order_kick_pending)
+	if (lun->order.kick_pending)
 		return;
-	lun->order_kick_pending = true;
+	lun->order.kick_pending = true;
 	/* Hold the LUN until the pass ran: the commands it would start may all be gone by then
 	 * and a LUN destroy must not free it under the pending pass. */
 	lun->inflight++;
-	lun->order_kick.fn = order_kick;
-	scsitgt__engine_defer(lun->tgt->engine, &lun->order_kick);
+	lun->order.kick.fn = order_kick;
+	scsitgt__engine_defer(lun->tgt->engine, &lun->order.kick);
 }
 
 void scsitgt__order_done(struct scsitgt__cmd *cmd)
@@ -142,9 +142,9 @@ void scsitgt__order_done(struct scsitgt__cmd *cmd)
 	scsitgt__list_remove(&cmd->order_node);
 	barrier = cmd_is_barrier(cmd);
 	if (barrier)
-		lun->task_barriers--;
+		lun->order.barriers--;
 	/* Only a barrier can hold a command back, so with none left and none removed there is
 	 * nobody to start. */
-	if (barrier || lun->task_barriers)
+	if (barrier || lun->order.barriers)
 		order_schedule(lun);
 }
