@@ -227,6 +227,22 @@ struct scsitgt_backend_ops {
 	 * @param bctx The backend context.
 	 */
 	void (*reset)(void *bctx);
+	/**
+	 * As reset(), for a backend that must finish something before the reset is answered:
+	 * one logical unit exported by several engines (gateways) tells the others, so that
+	 * their nexuses show the reset's unit attention (they call scsitgt_lun_apply_reset())
+	 * before the initiator learns that the reset is done (SAM-5 §6.3.3: the reset is the
+	 * logical unit's, every I_T nexus sees it). The task management function's response waits
+	 * until @p cb runs, at most the engine's TMF timeout. Called instead of reset() when
+	 * both are set, at the same point. @p cb may be called from inside, from the home loop
+	 * only, exactly once, with 0 or a negative errno (the reset is answered either way).
+	 * Optional, may be NULL. Appended after the first release; older tables leave it NULL.
+	 *
+	 * @param bctx   The backend context.
+	 * @param cb     Call it once when done.
+	 * @param cb_arg Argument of @p cb.
+	 */
+	void (*reset_async)(void *bctx, scsitgt_done_cb cb, void *cb_arg);
 };
 
 /**

@@ -224,6 +224,20 @@ SCSITGT_EXPORT int scsitgt_lun_set_offline(struct scsitgt_lun *lun, bool offline
  */
 SCSITGT_EXPORT bool scsitgt_lun_get_offline(const struct scsitgt_lun *lun);
 
+/**
+ * A LOGICAL UNIT RESET of this logical unit happened through another engine that exports the
+ * same logical unit (another gateway of one RBD image, told through the backend's
+ * reset_async()): do what SAM-5 §6.3.3 asks of this engine's side of it. Every task of the LUN
+ * on this engine's nexuses is aborted, the SPC-2 reservation held here ends, a PREVENT ALLOW
+ * MEDIUM REMOVAL and a self-test end, and every nexus finds the unit attention BUS DEVICE
+ * RESET FUNCTION OCCURRED (29h/03h), as after a local reset. The backend's reset() and
+ * reset_async() are not called (the reset did not start here).
+ *
+ * @param lun The LUN.
+ * @return 0; -EINVAL if @p lun is NULL. Loop: home of the LUN.
+ */
+SCSITGT_EXPORT int scsitgt_lun_apply_reset(struct scsitgt_lun *lun);
+
 #ifdef __cplusplus
 }
 #endif

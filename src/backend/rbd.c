@@ -1252,6 +1252,12 @@ void scsitgt__rbd_io_fail(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, in
 	scsitgt_io_complete(io, err);
 }
 
+/* SAM-5 §6.3.3: the reset is the logical unit's, which every gateway exports. */
+static void rbd_reset_async(void *bctx, scsitgt_done_cb cb, void *cb_arg)
+{
+	scsitgt__rbd_pr_reset(bctx, cb, cb_arg);
+}
+
 /* ---- the table and the host's calls ---- */
 
 static const struct scsitgt_backend_ops rbd_ops = {
@@ -1262,6 +1268,7 @@ static const struct scsitgt_backend_ops rbd_ops = {
 	.close = rbd_op_close,
 	.submit = rbd_submit,
 	.supports = rbd_supports,
+	.reset_async = rbd_reset_async,
 };
 
 SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_rbd_ops(void)

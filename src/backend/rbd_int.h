@@ -172,6 +172,10 @@ void scsitgt__rbd_io_fail(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, in
  * queued ahead of the close job. Loop: home. */
 struct scsitgt__rbd_pr;
 void scsitgt__rbd_pr_stop(struct scsitgt__rbd_ctx *rc);
+/* A LOGICAL UNIT RESET through this gateway: tell the other gateways sharing reservations
+ * (they call scsitgt_lun_apply_reset()) and call @cb once they acknowledged, or the notify
+ * timed out, or at once without shared reservations. Loop: home. */
+void scsitgt__rbd_pr_reset(struct scsitgt__rbd_ctx *rc, scsitgt_done_cb cb, void *cb_arg);
 /* The cluster handle is about to be shut down / was connected again (a reconnection): the
  * shared reservations let go of their ioctx and watch, then take new ones and re-read the
  * state. Worker thread; no-ops without shared reservations. */

@@ -34,6 +34,8 @@
 #define PR_READ_MAX (256u * 1024)
 /* Payload of the attach probe (not a state: receivers only acknowledge it). */
 static const char probe_payload[] = "scsitgt-pr-probe";
+/* A LOGICAL UNIT RESET through one gateway (scsitgt__rbd_pr_reset): the others apply it. */
+static const char reset_payload[] = "scsitgt-lun-reset";
 
 enum pr_op_kind {
 	PR_OP_FETCH,
@@ -42,6 +44,7 @@ enum pr_op_kind {
 	PR_OP_EVENT,  /* a notify received by the watch */
 	PR_OP_WERROR, /* the watch broke */
 	PR_OP_RELOAD, /* the state read after a reconnection (buf) */
+	PR_OP_RESET,  /* our notify of a LOGICAL UNIT RESET came back */
 };
 
 struct pr_op {
@@ -62,6 +65,11 @@ struct pr_op {
 	char *reply;
 	size_t reply_len;
 	uint64_t notify_id;
+	/* event: sent by this very client (librados delivers a notify to its sender's watch) */
+	bool own;
+	/* reset: the backend's reset_async() callback */
+	scsitgt_done_cb reset_cb;
+	void *reset_cb_arg;
 	int err;
 };
 
@@ -130,7 +138,6 @@ static void pr_watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t
 	struct pr_op *op = calloc(1, sizeof(*op));
 
 	(void)handle;
-	(void)notifier_id;
 	if (op && data_len) {
 		op->buf = malloc(data_len);
 		if (op->buf)
@@ -147,6 +154,7 @@ static void pr_watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t
 	op->kind = PR_OP_EVENT;
 	op->len = data_len;
 	op->notify_id = notify_id;
+	op->own = notifier_id == rados_get_instance_id(rados_ioctx_get_cluster(st->io));
 	pr_post(st, op);
 }
 
@@ -399,10 +407,20 @@ static void pr_event_done(struct pr_op *op)
 	struct scsitgt__rbd_pr *st = op->st;
 
 	/* Apply first, acknowledge after: the notifier's command completes once we enforce
-	 * it. The attach probe is no state (-EINVAL): only acknowledged. */
-	if (st->lun && op->len &&
-	    (op->len != sizeof(probe_payload) - 1 ||
-	     memcmp(op->buf, probe_payload, op->len) != 0)) {
+	 * it. The attach probe is no state (-EINVAL): only acknowledged. A LOGICAL UNIT RESET
+	 * through another gateway: its unit attention and aborts here too (SAM-5 §6.3.3), before
+	 * the acknowledgement that lets the other gateway answer the reset. */
+	if (st->lun && op->len == sizeof(reset_payload) - 1 &&
+	    memcmp(op->buf, reset_payload, op->len) == 0) {
+		if (!op->own) {
+			scsitgt__log(&st->rc->log, SCSITGT_LOG_NOTICE, SCSITGT__RBD_SUBSYS,
+				     "%s/%s: logical unit reset through another gateway",
+				     st->rc->pool, st->rc->image_name);
+			scsitgt_lun_apply_reset(st->lun);
+		}
+	} else if (st->lun && op->len &&
+		   (op->len != sizeof(probe_payload) - 1 ||
+		    memcmp(op->buf, probe_payload, op->len) != 0)) {
 		int r = scsitgt_lun_apply_pr_state(st->lun, op->buf, op->len);
 
 		if (r < 0)
@@ -449,6 +467,13 @@ static void pr_async_cb(uv_async_t *h)
 			break;
 		case PR_OP_EVENT:
 			pr_event_done(op);
+			break;
+		case PR_OP_RESET:
+			if (op->err == 0 && rados_aio_get_return_value(op->comp) < 0)
+				pr_log(st, SCSITGT_LOG_WARNING,
+				       "%s/%s: %s: %s (a gateway did not acknowledge the reset)",
+				       "reset notify", rados_aio_get_return_value(op->comp));
+			op->reset_cb(op->reset_cb_arg, op->err);
 			break;
 		case PR_OP_WERROR:
 			pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "watch lost", op->err);
@@ -940,4 +965,36 @@ void scsitgt__rbd_pr_connected(struct scsitgt__rbd_ctx *rc)
 	pr_post(st, op);
 	scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
 		     "%s/%s: reservations watched again on the new client", rc->pool, st->oid);
+}
+
+void scsitgt__rbd_pr_reset(struct scsitgt__rbd_ctx *rc, scsitgt_done_cb cb, void *cb_arg)
+{
+	struct scsitgt__rbd_pr *st = rc->pr;
+	struct pr_op *op;
+	int r = -ENOTCONN;
+
+	if (st == NULL || st->stopping || st->lun == NULL) {
+		cb(cb_arg, 0); /* no other gateway to tell */
+		return;
+	}
+	op = pr_op_create(st, PR_OP_RESET, NULL);
+	if (op == NULL) {
+		cb(cb_arg, -ENOMEM);
+		return;
+	}
+	op->reset_cb = cb;
+	op->reset_cb_arg = cb_arg;
+	pthread_mutex_lock(&st->io_mu);
+	if (st->io_ok)
+		r = rados_aio_notify(st->io, st->oid, op->comp, reset_payload,
+				     (int)sizeof(reset_payload) - 1, st->notify_timeout_ms,
+				     &op->reply, &op->reply_len);
+	pthread_mutex_unlock(&st->io_mu);
+	if (r < 0) {
+		pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "reset notify", r);
+		pr_op_free(op);
+		cb(cb_arg, r);
+		return;
+	}
+	st->inflight++;
 }

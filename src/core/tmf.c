@@ -143,6 +143,19 @@ static unsigned int count_matching(struct scsitgt__session *sess, uint64_t lun_i
  * SAM-5 §6.3.3 logical unit reset of @lun: the task set is cleared (every nexus), the SPC-2
  * reservation ends, and every nexus, the resetting one included, finds @ua.
  */
+/* The backend's reset_async() is done: one wait fewer for the TMF's answer. */
+static void reset_async_done(void *arg, int status)
+{
+	struct scsitgt__tmf_op *op = arg;
+
+	(void)status;
+	if (--op->waiting == 0)
+		op_answer(op);
+	op_maybe_free(op);
+}
+
+/* With @op (NULL: a reset applied from another engine, scsitgt_lun_apply_reset()), the backend
+ * is told and the TMF waits for its reset_async(). */
 static void lun_reset(struct scsitgt_lun *lun, enum scsitgt__sense_reason ua,
 		      struct scsitgt__tmf_op *op)
 {
@@ -160,9 +173,21 @@ static void lun_reset(struct scsitgt_lun *lun, enum scsitgt__sense_reason ua,
 	/* SBC-4 §5.16: a reset releases PREVENT ALLOW MEDIUM REMOVAL (every nexus's). */
 	scsitgt__sbc_prevent_release(lun, NULL);
 	/* The backend's own state (backend.h reset()), after its ios were aborted. */
-	if (lun->ops.reset)
+	if (op && lun->ops.reset_async) {
+		op->waiting++;
+		lun->ops.reset_async(lun->bctx, reset_async_done, op);
+	} else if (op && lun->ops.reset) {
 		lun->ops.reset(lun->bctx);
+	}
 	scsitgt__ua_establish_all(tgt, lun->id, NULL, ua);
+}
+
+SCSITGT_EXPORT int scsitgt_lun_apply_reset(struct scsitgt_lun *lun)
+{
+	if (lun == NULL)
+		return -EINVAL;
+	lun_reset(lun, SCSITGT__SR_UA_LUN_RESET, NULL);
+	return 0;
 }
 
 static struct scsitgt__tmf_op *op_new(struct scsitgt__session *sess, scsitgt__tmf_cb cb,
@@ -242,6 +267,8 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 		cb(cb_arg, SCSITGT__TMF_REJECTED);
 		return;
 	}
+	/* Held across the switch: a backend's reset_async() may finish inside it. */
+	op->waiting++;
 	switch (type) {
 	case SCSITGT__TMF_ABORT_TASK:
 		/* RFC 7143 §11.6.1: a task that already completed is "function complete"; the
@@ -285,7 +312,7 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 		op->response = SCSITGT__TMF_NOT_SUPPORTED;
 		break;
 	}
-	if (op->waiting == 0)
+	if (--op->waiting == 0)
 		op_answer(op);
 	op_maybe_free(op);
 }

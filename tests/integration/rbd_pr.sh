@@ -5,7 +5,7 @@
 # data commands, so the conflicts below are the reservation's, not a standby path's.
 #
 # 1. libiscsi's iscsi-test-cu reservation families (SCSI.Prin*, SCSI.Prout*) and
-#    SCSI.MultipathIO.Simple with its first URL on gateway A and its second on gateway B: the
+#    SCSI.MultipathIO.Simple and .Reset with its first URL on gateway A and its second on gateway B: the
 #    second initiator of every reservation test logs in through B only.
 # 2. pr_client on a second image:
 #    - a reservation taken through A is enforced through B: a write by a non-holder through B
@@ -80,7 +80,9 @@ grep -q "persistent reservations shared" "$IT_TMP/target.err" ||
 
 # ---- 1. iscsi-test-cu, first URL on A, second on B ----
 iscsi-test-cu -l | grep -E '^SCSI\.(Prin|Prout)[^.]*\.[^.]+$' >"$IT_TMP/cu.txt"
-echo SCSI.MultipathIO.Simple >>"$IT_TMP/cu.txt"
+# MultipathIO.Reset: a LOGICAL UNIT RESET through one gateway gives the other gateway's nexus
+# its unit attention too (SAM-5 §6.3.3, carried by the reservations' watch/notify).
+printf '%s\n' SCSI.MultipathIO.Simple SCSI.MultipathIO.Reset >>"$IT_TMP/cu.txt"
 it_log "iscsi-test-cu: $(wc -l <"$IT_TMP/cu.txt") tests, ${A_URLS[0]} and ${B_URLS[0]}"
 st=0
 env -u MALLOC_PERTURB_ timeout -k 10 600 iscsi-test-cu -V --dataloss \

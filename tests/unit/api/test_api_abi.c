@@ -45,7 +45,7 @@ _Static_assert(offsetof(struct scsitgt_lun_opts, backend_ctx) == 96, "lun_opts A
 /* appended. */
 _Static_assert(offsetof(struct scsitgt_lun_opts, physical_block_exponent) == 104, "lun_opts ABI");
 
-_Static_assert(sizeof(struct scsitgt_backend_ops) == 80, "backend_ops ABI");
+_Static_assert(sizeof(struct scsitgt_backend_ops) == 88, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, name) == 8, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, io_ctx_size) == 16, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, open) == 24, "backend_ops ABI");
@@ -56,6 +56,7 @@ _Static_assert(offsetof(struct scsitgt_backend_ops, get_lba_status) == 56, "back
 /* appended. */
 _Static_assert(offsetof(struct scsitgt_backend_ops, abort) == 64, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, reset) == 72, "backend_ops ABI");
+_Static_assert(offsetof(struct scsitgt_backend_ops, reset_async) == 80, "backend_ops ABI");
 
 _Static_assert(sizeof(struct scsitgt_lun_geometry) == 40, "lun_geometry ABI");
 _Static_assert(offsetof(struct scsitgt_lun_geometry, block_size) == 8, "lun_geometry ABI");

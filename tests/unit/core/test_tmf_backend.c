@@ -131,12 +131,99 @@ static void test_lun_reset_calls_reset(void **state)
 	loop_fabric_destroy(t.lf);
 }
 
+/* A backend whose reset_async() holds its callback until the test runs it. */
+struct held_reset {
+	unsigned int calls;
+	scsitgt_done_cb cb;
+	void *cb_arg;
+	bool inline_done;
+};
+
+static struct held_reset held;
+
+static void held_reset_async(void *bctx, scsitgt_done_cb cb, void *cb_arg)
+{
+	(void)bctx;
+	held.calls++;
+	if (held.inline_done) {
+		cb(cb_arg, 0);
+		return;
+	}
+	held.cb = cb;
+	held.cb_arg = cb_arg;
+}
+
+static void assert_reset_ua(struct prt *t, struct scsitgt__session *s)
+{
+	uint8_t cdb[CDB_BUF];
+
+	/* SAM-5 §6.3.3: BUS DEVICE RESET FUNCTION OCCURRED, once. */
+	assert_sense(prt_run(t, s, cdb, cdb_tur(cdb), NULL, 0), SENSE_UNIT_ATTENTION, 0x29, 0x03);
+	assert_good(prt_run(t, s, cdb, cdb_tur(cdb), NULL, 0));
+}
+
+/* LOGICAL UNIT RESET with reset_async(): answered only once the backend says it is done
+ * (the other gateways were told), whether it finishes later or inside the call. */
+static void test_lun_reset_waits_for_reset_async(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	uint8_t lun[8];
+	int resp = -1;
+
+	(void)state;
+	memset(&held, 0, sizeof(held));
+	t->lun->ops.reset_async = held_reset_async;
+	scsitgt__lun_encode(0, lun);
+	scsitgt__tmf_execute(t->a, SCSITGT__TMF_LUN_RESET, lun, 0, tmf_resp, &resp);
+	assert_int_equal(held.calls, 1);
+	/* Not answered while the backend holds it, however long the loop runs. */
+	uv_run(&t->lf->loop, UV_RUN_NOWAIT);
+	assert_int_equal(resp, -1);
+	held.cb(held.cb_arg, 0);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	assert_reset_ua(t, t->b);
+	/* Done inside the call: answered once, at once. */
+	resp = -1;
+	held.inline_done = true;
+	scsitgt__tmf_execute(t->a, SCSITGT__TMF_LUN_RESET, lun, 0, tmf_resp, &resp);
+	assert_int_equal(held.calls, 2);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	prt_destroy(t);
+}
+
+/* A reset applied from another gateway: every nexus's tasks of the LUN aborted, every nexus
+ * finds 29h/03h, and the backend is not told (the reset did not start here). */
+static void test_apply_reset(void **state)
+{
+	struct prt *t = prt_create(FAKE_MANUAL);
+	struct lf_result r = { 0 };
+	uint8_t cdb[CDB_BUF];
+
+	(void)state;
+	memset(&held, 0, sizeof(held));
+	t->lun->ops.reset_async = held_reset_async;
+	loop_fabric_start_on(t->lf, t->b, 0, cdb, cdb_rw(cdb, SBC_READ_10, 0, 8, 0), NULL, 0, &r);
+	assert_int_equal(scsitgt_lun_apply_reset(NULL), -EINVAL);
+	assert_int_equal(scsitgt_lun_apply_reset(t->lun), 0);
+	assert_int_equal(held.calls, 0);
+	fake_backend_complete_pending(t->fb);
+	assert_true(r.aborted);
+	lf_result_clear(&r);
+	t->fb->o.mode = FAKE_SYNC;
+	assert_reset_ua(t, t->b);
+	assert_reset_ua(t, t->a2);
+	assert_reset_ua(t, t->obs);
+	prt_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_abort_cancels),
 		cmocka_unit_test(test_abort_ignored),
 		cmocka_unit_test(test_lun_reset_calls_reset),
+		cmocka_unit_test(test_lun_reset_waits_for_reset_async),
+		cmocka_unit_test(test_apply_reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
