@@ -1,14 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The command state machine:
- *
- *   NEW --setup--> NEED_DATA --(fabric fills buf)--> READY --execute--> EXEC --> DONE
- *     \--setup ok, no data-out------------------------^        \
- *      \--setup refused (status set)---------------------------------------> DONE
- *                                                           EXEC --abort--> ABORTED
- *
- * DONE hands the command to the fabric (ops->cmd_done); ABORTED commands are freed when their
- * last backend io returns, without a response.
+ * A command's life: the only writer of cmd->state. The states and the moves between them are
+ * drawn in cmd.h; cmd_next[] below is that drawing as a table, and cmd_move() checks each move
+ * against it and against the caller's own from-states.
  */
 #include <assert.h>
 #include <errno.h>
@@ -27,8 +21,9 @@
 #define CMD_S(s) (1u << (s))
 
 /* The live states (scsitgt__cmd_is_live()). */
-#define CMD_LIVE \
-	(CMD_S(SCSITGT__CMD_NEED_DATA) | CMD_S(SCSITGT__CMD_READY) | CMD_S(SCSITGT__CMD_EXEC))
+#define CMD_LIVE                                                                                  \
+	(CMD_S(SCSITGT__CMD_NEED_DATA) | CMD_S(SCSITGT__CMD_READY) | CMD_S(SCSITGT__CMD_PARKED) | \
+	 CMD_S(SCSITGT__CMD_EXEC))
 
 /*
  * The transitions of the diagram in cmd.h: cmd_next[from] has a bit for each state a command
@@ -37,14 +32,24 @@
 static const uint16_t cmd_next[SCSITGT__CMD_NSTATES] = {
 	[SCSITGT__CMD_NEW] = CMD_S(SCSITGT__CMD_NEED_DATA) | CMD_S(SCSITGT__CMD_READY) |
 			     CMD_S(SCSITGT__CMD_DONE) | CMD_S(SCSITGT__CMD_FREED),
-	[SCSITGT__CMD_NEED_DATA] = CMD_S(SCSITGT__CMD_EXEC) | CMD_S(SCSITGT__CMD_DONE) |
-				   CMD_S(SCSITGT__CMD_ABORTED) | CMD_S(SCSITGT__CMD_FREED),
-	[SCSITGT__CMD_READY] = CMD_S(SCSITGT__CMD_EXEC) | CMD_S(SCSITGT__CMD_DONE) |
-			       CMD_S(SCSITGT__CMD_ABORTED) | CMD_S(SCSITGT__CMD_FREED),
+	[SCSITGT__CMD_NEED_DATA] = CMD_S(SCSITGT__CMD_PARKED) | CMD_S(SCSITGT__CMD_EXEC) |
+				   CMD_S(SCSITGT__CMD_DONE) | CMD_S(SCSITGT__CMD_ABORTED) |
+				   CMD_S(SCSITGT__CMD_ORPHANED) | CMD_S(SCSITGT__CMD_ABANDONED) |
+				   CMD_S(SCSITGT__CMD_FREED),
+	[SCSITGT__CMD_READY] = CMD_S(SCSITGT__CMD_PARKED) | CMD_S(SCSITGT__CMD_EXEC) |
+			       CMD_S(SCSITGT__CMD_DONE) | CMD_S(SCSITGT__CMD_ABORTED) |
+			       CMD_S(SCSITGT__CMD_ORPHANED) | CMD_S(SCSITGT__CMD_ABANDONED) |
+			       CMD_S(SCSITGT__CMD_FREED),
+	[SCSITGT__CMD_PARKED] = CMD_S(SCSITGT__CMD_EXEC) | CMD_S(SCSITGT__CMD_ABORTED) |
+				CMD_S(SCSITGT__CMD_FREED),
 	[SCSITGT__CMD_EXEC] = CMD_S(SCSITGT__CMD_DONE) | CMD_S(SCSITGT__CMD_ABORTED) |
+			      CMD_S(SCSITGT__CMD_ORPHANED) | CMD_S(SCSITGT__CMD_ABANDONED) |
 			      CMD_S(SCSITGT__CMD_FREED),
 	[SCSITGT__CMD_DONE] = CMD_S(SCSITGT__CMD_FREED),
-	[SCSITGT__CMD_ABORTED] = CMD_S(SCSITGT__CMD_FREED),
+	[SCSITGT__CMD_ABORTED] = CMD_S(SCSITGT__CMD_ORPHANED) | CMD_S(SCSITGT__CMD_ABANDONED) |
+				 CMD_S(SCSITGT__CMD_FREED),
+	[SCSITGT__CMD_ORPHANED] = CMD_S(SCSITGT__CMD_ABANDONED) | CMD_S(SCSITGT__CMD_FREED),
+	[SCSITGT__CMD_ABANDONED] = CMD_S(SCSITGT__CMD_FREED),
 	[SCSITGT__CMD_FREED] = 0,
 };
 
@@ -245,10 +250,19 @@ void scsitgt__cmd_execute(struct scsitgt__cmd *cmd)
 		cmd->sess->ops->cmd_done(cmd);
 		return;
 	}
-	cmd_move(cmd, CMD_S(SCSITGT__CMD_READY) | CMD_S(SCSITGT__CMD_NEED_DATA), SCSITGT__CMD_EXEC);
 	/* ORDERED / HEAD OF QUEUE tasks may hold it back (core/order.c starts it later). */
-	if (!scsitgt__order_may_start(cmd))
+	if (!scsitgt__order_may_start(cmd)) {
+		cmd_move(cmd, CMD_S(SCSITGT__CMD_READY) | CMD_S(SCSITGT__CMD_NEED_DATA),
+			 SCSITGT__CMD_PARKED);
 		return;
+	}
+	cmd_move(cmd, CMD_S(SCSITGT__CMD_READY) | CMD_S(SCSITGT__CMD_NEED_DATA), SCSITGT__CMD_EXEC);
+	cmd->exec(cmd);
+}
+
+void scsitgt__cmd_unpark(struct scsitgt__cmd *cmd)
+{
+	cmd_move(cmd, CMD_S(SCSITGT__CMD_PARKED), SCSITGT__CMD_EXEC);
 	cmd->exec(cmd);
 }
 
@@ -265,12 +279,13 @@ static void cmd_finish(struct scsitgt__cmd *cmd)
 {
 	/* the task leaves the LUN's task set; tasks it held back may start. */
 	scsitgt__order_done(cmd);
-	if (cmd->state == SCSITGT__CMD_ABORTED) {
+	if (cmd->state == SCSITGT__CMD_ABORTED || cmd->state == SCSITGT__CMD_ORPHANED) {
 		/* The backend gave the command back: the TMF that aborted it may now answer
 		 * (SAM-5 §7: no response before the aborted task has left the backend). */
 		if (cmd->tmf_wait)
 			scsitgt__tmf_cmd_released(cmd);
-		if (cmd->sess == NULL) {
+		/* Its nexus is gone: nobody else will free it. */
+		if (cmd->state == SCSITGT__CMD_ORPHANED) {
 			scsitgt__cmd_destroy(cmd);
 			return;
 		}
@@ -285,7 +300,7 @@ static void cmd_finish(struct scsitgt__cmd *cmd)
 void scsitgt__cmd_complete_detail(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason,
 				  const struct scsitgt__sense_detail *detail)
 {
-	if (cmd->state != SCSITGT__CMD_ABORTED)
+	if (!scsitgt__cmd_aborted(cmd))
 		cmd_set_reason(cmd, reason, detail);
 	cmd_finish(cmd);
 }
@@ -297,7 +312,7 @@ void scsitgt__cmd_complete(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason 
 
 void scsitgt__cmd_complete_raw(struct scsitgt__cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq)
 {
-	if (cmd->state != SCSITGT__CMD_ABORTED) {
+	if (!scsitgt__cmd_aborted(cmd)) {
 		cmd->data_len = 0;
 		cmd_set_sense(cmd, key, asc, ascq, NULL);
 	}
@@ -308,7 +323,7 @@ void scsitgt__cmd_complete_sense(struct scsitgt__cmd *cmd, uint8_t status, const
 				 size_t sense_len)
 {
 	/* sense built by the command itself (EXTENDED COPY's COPY ABORTED, xcopy.c). */
-	if (cmd->state != SCSITGT__CMD_ABORTED) {
+	if (!scsitgt__cmd_aborted(cmd)) {
 		if (sense_len > sizeof(cmd->sense))
 			sense_len = sizeof(cmd->sense);
 		cmd->data_len = 0;
@@ -355,13 +370,12 @@ void scsitgt__cmd_nexus_gone(struct scsitgt__cmd *cmd)
 	/* Detach: the backend still holds the buffers; the last io frees it (cmd_finish). */
 	scsitgt__list_remove(&cmd->sess_node);
 	cmd->sess = NULL;
-	if (cmd->state != SCSITGT__CMD_ABORTED)
-		cmd_move(cmd, CMD_LIVE, SCSITGT__CMD_ABORTED);
+	cmd_move(cmd, CMD_LIVE | CMD_S(SCSITGT__CMD_ABORTED), SCSITGT__CMD_ORPHANED);
 }
 
 bool scsitgt__cmd_abandon(struct scsitgt__cmd *cmd)
 {
-	if (cmd->orphaned)
+	if (cmd->state == SCSITGT__CMD_ABANDONED)
 		return false;
 	if (cmd->tmf_wait)
 		scsitgt__tmf_cmd_released(cmd);
@@ -372,8 +386,19 @@ bool scsitgt__cmd_abandon(struct scsitgt__cmd *cmd)
 		cmd->sess = NULL;
 	}
 	atomic_store(&cmd->orphan_ios, cmd->ios_inflight);
-	cmd->orphaned = true;
+	cmd_move(cmd, CMD_LIVE | CMD_S(SCSITGT__CMD_ABORTED) | CMD_S(SCSITGT__CMD_ORPHANED),
+		 SCSITGT__CMD_ABANDONED);
 	return true;
+}
+
+void scsitgt__cmd_abandoned_free(struct scsitgt__cmd *cmd)
+{
+	/* A buffer lent by a fabric's pool (cmd->buf_ext, iSER's registered memory) is not cache
+	 * memory: its pool may be gone with the engine, so it is left to the pool's owner. */
+	if (!cmd->buf_ext)
+		scsitgt__cache_free(NULL, cmd->buf, cmd->buf_cap);
+	cmd_move(cmd, CMD_S(SCSITGT__CMD_ABANDONED), SCSITGT__CMD_FREED);
+	scsitgt__cache_free(NULL, cmd, cmd->alloc_size);
 }
 
 enum scsitgt__sense_reason scsitgt__cmd_bad_cdb_field(struct scsitgt__cmd *cmd, uint16_t byte,

@@ -18,14 +18,44 @@ struct scsitgt__cdb_def;
 struct scsitgt__cmd;
 struct scsitgt__buf_ops;
 
-/* The explicit state machine of a command (transitions in cmd.c). */
+/*
+ * The life of a command. cmd.c alone moves it (cmd_move() asserts every move against this
+ * drawing, kept as a table there: scsitgt__cmd_transition_allowed()), and
+ * tests/unit/core/test_cmd_states.c checks the moves real commands make against its own copy.
+ *
+ *   NEW --setup: a write------> NEED_DATA --+
+ *    |                                      +--execute--> EXEC --last io back,---> DONE
+ *    +--setup: no Data-Out----> READY ------+               ^    emulation ends      |
+ *                                           |               | its turn came       destroy
+ *                                           +--execute,     | (core/order.c)         |
+ *                                              held back--> PARKED                   v
+ *                                              by an older ORDERED or              FREED
+ *                                              HEAD OF QUEUE task
+ *
+ *   setup refused, fail() before execute (status and sense set):
+ *     NEW, NEED_DATA, READY --> DONE
+ *   abort (TMF, LUN drain): no response; ops->cmd_aborted at once, or when its ios are back:
+ *     NEED_DATA, READY, PARKED, EXEC --> ABORTED --destroy--> FREED
+ *   nexus lost while a backend holds it (ios or a hold: core/range_lock.c, pr_cluster.c):
+ *     NEED_DATA, READY, EXEC, ABORTED --> ORPHANED --last io back--> FREED
+ *   engine shutdown gives it up inside a backend (core/drain.c):
+ *     NEED_DATA, READY, EXEC, ABORTED, ORPHANED --> ABANDONED --last io back, any thread--> FREED
+ *   destroy (the fabric; session end with nothing in a backend):
+ *     NEW, NEED_DATA, READY, PARKED, EXEC, DONE, ABORTED --> FREED
+ *
+ * (NEED_DATA and READY reach ORPHANED and ABANDONED only with ios a test submitted by hand.)
+ */
 enum scsitgt__cmd_state {
 	SCSITGT__CMD_NEW,	/* created, CDB not seen yet */
 	SCSITGT__CMD_NEED_DATA, /* parsed; waiting for the fabric to deliver Data-Out */
 	SCSITGT__CMD_READY,	/* parsed; may execute */
+	SCSITGT__CMD_PARKED,	/* executed, held back in the LUN's task set (core/order.c) */
 	SCSITGT__CMD_EXEC,	/* executing (emulation or backend io in flight) */
 	SCSITGT__CMD_DONE,	/* status set; the fabric owns the response */
-	SCSITGT__CMD_ABORTED,	/* aborted while executing; freed when its ios return */
+	SCSITGT__CMD_ABORTED,	/* aborted (no response); freed when its ios return */
+	SCSITGT__CMD_ORPHANED,	/* its nexus is gone (sess NULL); its last io frees it */
+	SCSITGT__CMD_ABANDONED, /* given up by an engine shutdown (core/drain.c): in no engine
+				 * structure any more; its last io frees it, on any thread */
 	SCSITGT__CMD_FREED,	/* destroyed (the memory goes back to the cache) */
 	SCSITGT__CMD_NSTATES
 };
@@ -130,28 +160,33 @@ struct scsitgt__cmd {
 	/* the TMF waiting for this aborted command to leave its backend (core/tmf.c). */
 	struct scsitgt__tmf_op *tmf_wait;
 
-	/* uv_hrtime() at setup, for the LUN latency histogram; counted already. */
+	/* uv_hrtime() at setup, for the LUN latency histogram. */
 	uint64_t start_ns;
-	bool stats_done;
 
-	/* set by the fabric before setup: leave buf to scsitgt__cmd_alloc_buf() for a
-	 * write, so that no data buffer is pinned before its data can arrive. */
-	bool defer_buf;
-
-	/* place in the LUN's task set (core/order.c) and whether execution waits there. */
+	/* place in the LUN's task set (core/order.c); PARKED is the state of one waiting there. */
 	struct scsitgt__list order_node;
-	bool in_task_set;
-	bool order_parked;
 
-	/* given up by an engine shutdown while in a backend (core/drain.c): no longer
-	 * counted anywhere; its last io to come back frees it and its buffer. */
-	bool orphaned;
+	/* ios still to come back from the backend of an ABANDONED command (core/drain.c). */
 	_Atomic unsigned int orphan_ios;
 
 	/* where buf comes from when a fabric supplies it (an RDMA-registered pool, set
-	 * before setup); NULL: the engine cache. buf_ext: this buf came from buf_ops. */
+	 * before setup); NULL: the engine cache. */
 	const struct scsitgt__buf_ops *buf_ops;
 	void *buf_ctx;
+
+	/*
+	 * Bookkeeping beside the state, none of it a state of its own:
+	 *   stats_done   the command was counted (core/stats.c: done or aborted), once.
+	 *   defer_buf    set by the fabric before setup: leave buf to scsitgt__cmd_alloc_buf()
+	 *                for a write, so that no data buffer is pinned before its data can
+	 *                arrive (a setup option).
+	 *   in_task_set  on lun->task_set through order_node, from an accepted CDB until it
+	 *                completes or leaves its backend (core/order.c).
+	 *   buf_ext      who owns buf: buf_ops (a fabric's registered pool), else the cache.
+	 */
+	bool stats_done;
+	bool defer_buf;
+	bool in_task_set;
 	bool buf_ext;
 
 	/* bytes of this Data-In buffer counted in sess->read_bytes (cmd.c). */
@@ -181,6 +216,17 @@ struct scsitgt__tmf_op;
 /* Whether the command may still run or is running: what a TMF aborts (SAM-5 §7). */
 bool scsitgt__cmd_is_live(const struct scsitgt__cmd *cmd);
 
+/* Whether the command was aborted, lost its nexus or was given up: its work stops and no
+ * response is sent (what a multi-step exec checks before its next step). */
+static inline bool scsitgt__cmd_aborted(const struct scsitgt__cmd *cmd)
+{
+	return cmd->state == SCSITGT__CMD_ABORTED || cmd->state == SCSITGT__CMD_ORPHANED ||
+	       cmd->state == SCSITGT__CMD_ABANDONED;
+}
+
+/* A PARKED command's turn came (core/order.c): it executes now. */
+void scsitgt__cmd_unpark(struct scsitgt__cmd *cmd);
+
 /*
  * Abort a live command (TMF, LUN drain; no response is ever sent). One in its backend stays
  * ABORTED until its ios return, then goes to ops->cmd_aborted; @op (may be NULL) is the TMF
@@ -201,6 +247,8 @@ void scsitgt__cmd_nexus_gone(struct scsitgt__cmd *cmd);
  * False when it was given up already.
  */
 bool scsitgt__cmd_abandon(struct scsitgt__cmd *cmd);
+/* The last io of an ABANDONED command came back: free it (any thread, no engine needed). */
+void scsitgt__cmd_abandoned_free(struct scsitgt__cmd *cmd);
 
 /* Whether the diagram above allows a command to move from @from to @to. */
 bool scsitgt__cmd_transition_allowed(enum scsitgt__cmd_state from, enum scsitgt__cmd_state to);

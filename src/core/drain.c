@@ -189,11 +189,7 @@ void scsitgt__drain_io_orphan_done(struct scsitgt_io *io)
 	scsitgt__cache_free(NULL, io, io->alloc_size);
 	if (atomic_fetch_sub(&cmd->orphan_ios, 1) != 1)
 		return;
-	/* A buffer lent by a fabric's pool (cmd->buf_ext, iSER's registered memory) is not cache
-	 * memory: its pool may be gone with the engine, so it is left to the pool's owner. */
-	if (!cmd->buf_ext)
-		scsitgt__cache_free(NULL, cmd->buf, cmd->buf_cap);
-	scsitgt__cache_free(NULL, cmd, cmd->alloc_size);
+	scsitgt__cmd_abandoned_free(cmd);
 	shell_unref(lun);
 }
 

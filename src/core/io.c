@@ -93,7 +93,8 @@ static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
 
 	/* an io an engine shutdown gave up on may come back on any thread, after the
 	 * engine is gone: it only frees its own memory (core/drain.c). */
-	if (atomic_load(&io->tstate) == SCSITGT__IO_ORPHAN || io->cmd->orphaned) {
+	if (atomic_load(&io->tstate) == SCSITGT__IO_ORPHAN ||
+	    io->cmd->state == SCSITGT__CMD_ABANDONED) {
 		io_lend_release(io);
 		scsitgt__drain_io_orphan_done(io);
 		return;
@@ -103,7 +104,7 @@ static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
 	 * allowed to lend); anything else gives it back now. */
 	if (io->lent_data) {
 		if (reason == SCSITGT__SR_OK && cmd->lent_data == NULL &&
-		    cmd->state != SCSITGT__CMD_ABORTED) {
+		    !scsitgt__cmd_aborted(cmd)) {
 			cmd->lent_data = io->lent_data;
 			cmd->lent_release = io->lent_release;
 			cmd->lent_arg = io->lent_arg;

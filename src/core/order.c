@@ -78,10 +78,7 @@ static bool order_eligible(const struct scsitgt__cmd *cmd)
 
 bool scsitgt__order_may_start(struct scsitgt__cmd *cmd)
 {
-	if (!cmd->in_task_set || cmd->lun->order.barriers == 0 || order_eligible(cmd))
-		return true;
-	cmd->order_parked = true;
-	return false;
+	return !cmd->in_task_set || cmd->lun->order.barriers == 0 || order_eligible(cmd);
 }
 
 /* Start the first parked command that may run now; false when there is none. */
@@ -90,18 +87,11 @@ static bool order_start_one(struct scsitgt_lun *lun)
 	for (struct scsitgt__list *p = lun->order.tasks.next; p != &lun->order.tasks; p = p->next) {
 		struct scsitgt__cmd *c = scsitgt__container_of(p, struct scsitgt__cmd, order_node);
 
-		if (!c->order_parked)
-			continue;
 		/* An aborted parked command is on its way out through cmd_aborted/destroy. */
-		if (c->state != SCSITGT__CMD_EXEC) {
-			c->order_parked = false;
+		if (c->state != SCSITGT__CMD_PARKED || !order_eligible(c))
 			continue;
-		}
-		if (!order_eligible(c))
-			continue;
-		c->order_parked = false;
 		/* Its completion may change the set: the caller scans again from the start. */
-		c->exec(c);
+		scsitgt__cmd_unpark(c);
 		return true;
 	}
 	return false;
@@ -138,7 +128,6 @@ void scsitgt__order_done(struct scsitgt__cmd *cmd)
 	if (!cmd->in_task_set)
 		return;
 	cmd->in_task_set = false;
-	cmd->order_parked = false;
 	scsitgt__list_remove(&cmd->order_node);
 	barrier = cmd_is_barrier(cmd);
 	if (barrier)

@@ -23,9 +23,9 @@ enum {
 /* A parsed command joins its LUN's task set (end of CDB parsing). HEAD OF QUEUE goes first. */
 void scsitgt__order_enter(struct scsitgt__cmd *cmd);
 /*
- * Whether @cmd (in state EXEC, about to run) may start now: SIMPLE once no older ORDERED or
- * HEAD OF QUEUE command is in the task set, ORDERED once no older command is, HEAD OF QUEUE
- * at once. A command that may not is parked and started later from the loop.
+ * Whether @cmd (about to run) may start now: SIMPLE once no older ORDERED or HEAD OF QUEUE
+ * command is in the task set, ORDERED once no older command is, HEAD OF QUEUE at once. One
+ * that may not is PARKED by cmd.c and started later from the loop (scsitgt__cmd_unpark()).
  */
 bool scsitgt__order_may_start(struct scsitgt__cmd *cmd);
 /* @cmd left the task set (completed, aborted out of its backend, or destroyed); idempotent. */

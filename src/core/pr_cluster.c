@@ -285,7 +285,7 @@ static void cl_start(struct scsitgt_lun *lun)
 	req = scsitgt__container_of(pr->cl_queue.next, struct scsitgt_pr_req, node);
 	if (req->busy)
 		return;
-	if (req->cmd->state == SCSITGT__CMD_ABORTED) {
+	if (scsitgt__cmd_aborted(req->cmd)) {
 		cl_finish(req, 0, SCSITGT__SR_ABORTED);
 		return;
 	}
@@ -345,7 +345,7 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 	} else {
 		cl_apply_empty(lun);
 	}
-	if (cmd->state == SCSITGT__CMD_ABORTED) {
+	if (scsitgt__cmd_aborted(cmd)) {
 		cl_finish(req, 0, SCSITGT__SR_ABORTED);
 		return;
 	}
@@ -426,7 +426,7 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_commit(struct scsitgt_pr_req *req, i
 	req->data = NULL;
 	if (status == -ESTALE || status == -ECANCELED) {
 		/* Another engine committed first: fetch its state and execute again. */
-		if (cmd->state == SCSITGT__CMD_ABORTED) {
+		if (scsitgt__cmd_aborted(cmd)) {
 			cl_finish(req, 0, SCSITGT__SR_ABORTED);
 		} else if (++req->tries > SCSITGT_PR_CLUSTER_RETRIES) {
 			cl_log(lun, "too many concurrent changes", status);

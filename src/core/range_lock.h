@@ -66,7 +66,7 @@ struct scsitgt__range_entry {
 /*
  * Take [lba, lba + nblocks) for @cmd (exclusive or shared) and call @fn(cmd) once granted,
  * possibly from inside this call. Before @fn runs, the entry is stored in *@slot (release it
- * with scsitgt__range_unlock). @fn must check for cmd->state == SCSITGT__CMD_ABORTED (a TMF
+ * with scsitgt__range_unlock). @fn must check for scsitgt__cmd_aborted(cmd) (a TMF
  * while it waited): then it releases the entry and completes the command without io.
  * Returns false on -ENOMEM (nothing done).
  */

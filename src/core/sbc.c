@@ -196,7 +196,7 @@ static bool sbc_rw_partial(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 			cmd->partial_len = good * bs;
 		return false;
 	}
-	if (cmd->state == SCSITGT__CMD_ABORTED)
+	if (scsitgt__cmd_aborted(cmd))
 		return false;
 	/* The first failure is the one reported; io_finish() set INFORMATION from it. */
 	cmd->io_reason = reason;
@@ -228,7 +228,7 @@ static void sbc_rw_submit(struct scsitgt__cmd *cmd)
 	bool write;
 	int rc;
 
-	if (cmd->state == SCSITGT__CMD_ABORTED) {
+	if (scsitgt__cmd_aborted(cmd)) {
 		scsitgt__range_plain_end(cmd->lun, &cmd->ctx.rw);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_ABORTED);
 		return;
@@ -439,7 +439,7 @@ static void sbc_start_stop_flushed(struct scsitgt__cmd *cmd, struct scsitgt_io *
 				   enum scsitgt__sense_reason reason)
 {
 	(void)io;
-	if (reason == SCSITGT__SR_OK && cmd->state == SCSITGT__CMD_EXEC)
+	if (reason == SCSITGT__SR_OK && !scsitgt__cmd_aborted(cmd))
 		sbc_start_stop_apply(cmd);
 	scsitgt__io_done_complete_cmd(cmd, io, reason);
 }

@@ -156,7 +156,7 @@ static void at_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	struct scsitgt__sense_detail detail = { 0 };
 
 	(void)io;
-	if (reason != SCSITGT__SR_OK || cmd->state == SCSITGT__CMD_ABORTED) {
+	if (reason != SCSITGT__SR_OK || scsitgt__cmd_aborted(cmd)) {
 		at_end(cmd, reason, NULL);
 		return;
 	}
@@ -186,7 +186,7 @@ static void at_granted(struct scsitgt__cmd *cmd)
 	struct iovec iov;
 	uint8_t *rb;
 
-	if (cmd->state == SCSITGT__CMD_ABORTED) {
+	if (scsitgt__cmd_aborted(cmd)) {
 		at_end(cmd, SCSITGT__SR_ABORTED, NULL);
 		return;
 	}

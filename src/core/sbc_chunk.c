@@ -65,7 +65,7 @@ static void chunk_pump(struct scsitgt__sbc_chunker *ch)
 				ch->reason = ch->check(ch, ch->cur_lba, ch->cur_n);
 		}
 		if (ch->reason != SCSITGT__SR_OK || ch->next >= ch->end ||
-		    ch->cmd->state == SCSITGT__CMD_ABORTED) {
+		    scsitgt__cmd_aborted(ch->cmd)) {
 			chunk_end(ch);
 			return;
 		}

@@ -166,7 +166,7 @@ static bool sz_stop(struct scsitgt__bg_walk *bg)
 	struct sz_walk *w = scsitgt__container_of(bg, struct sz_walk, bg);
 
 	/* An aborted SANITIZE command stops waiting; the operation goes on. */
-	if (bg->waiter && bg->waiter->state == SCSITGT__CMD_ABORTED)
+	if (bg->waiter && scsitgt__cmd_aborted(bg->waiter))
 		sz_release_waiter(w, SCSITGT__SR_ABORTED);
 	/* A LUN being removed does not wait for the sanitize. */
 	if (bg->cmd->lun->destroying && w->reason == SCSITGT__SR_OK)

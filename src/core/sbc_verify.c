@@ -90,13 +90,13 @@ static void wv_write_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	uint8_t *readback;
 
 	(void)io;
-	if (reason != SCSITGT__SR_OK || cmd->state == SCSITGT__CMD_ABORTED)
+	if (reason != SCSITGT__SR_OK || scsitgt__cmd_aborted(cmd))
 		scsitgt__range_plain_end(cmd->lun, &cmd->ctx.write_verify.range);
 	if (reason == SCSITGT__SR_RAW) {
 		scsitgt__cmd_complete_raw(cmd, cmd->io_raw.key, cmd->io_raw.asc, cmd->io_raw.ascq);
 		return;
 	}
-	if (reason != SCSITGT__SR_OK || cmd->state == SCSITGT__CMD_ABORTED) {
+	if (reason != SCSITGT__SR_OK || scsitgt__cmd_aborted(cmd)) {
 		scsitgt__cmd_complete(cmd, reason);
 		return;
 	}
@@ -124,7 +124,7 @@ static void wv_start(struct scsitgt__cmd *cmd)
 
 	iov.iov_base = cmd->buf;
 	iov.iov_len = cmd->xfer_len;
-	if (cmd->state == SCSITGT__CMD_ABORTED ||
+	if (scsitgt__cmd_aborted(cmd) ||
 	    scsitgt__io_submit(cmd, SCSITGT_IO_WRITE, cmd->lba, cmd->nblocks, &iov, 1,
 			       cmd->io_flags, wv_write_done) < 0) {
 		scsitgt__range_plain_end(cmd->lun, &cmd->ctx.write_verify.range);

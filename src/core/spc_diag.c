@@ -81,13 +81,12 @@ static void diag_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	uint64_t last = cmd->lun->geo.num_blocks - 1;
 
 	(void)io;
-	if (reason == SCSITGT__SR_OK && cmd->ctx.diag.lba != last &&
-	    cmd->state != SCSITGT__CMD_ABORTED) {
+	if (reason == SCSITGT__SR_OK && cmd->ctx.diag.lba != last && !scsitgt__cmd_aborted(cmd)) {
 		diag_read(cmd, last);
 		return;
 	}
 	free(cmd->ctx.diag.blk);
-	if (cmd->state == SCSITGT__CMD_ABORTED) {
+	if (scsitgt__cmd_aborted(cmd)) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_ABORTED);
 		return;
 	}

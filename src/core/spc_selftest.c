@@ -262,7 +262,7 @@ static bool st_stop_now(struct scsitgt__bg_walk *bg)
 
 	/* an aborted foreground command aborts its test; so does the LUN's removal */
 	if (w->stop_result == ST_RES_OK &&
-	    ((bg->waiter && bg->waiter->state == SCSITGT__CMD_ABORTED) || bg->cmd->lun->destroying))
+	    ((bg->waiter && scsitgt__cmd_aborted(bg->waiter)) || bg->cmd->lun->destroying))
 		w->stop_result = ST_RES_ABORTED_OTHER;
 	return w->stop_result != ST_RES_OK || w->reason != SCSITGT__SR_OK;
 }

@@ -249,7 +249,7 @@ static struct xc_fail *xc_cscd_failed(struct scsitgt__xcopy_op *op, bool dst,
 								      scsitgt__sense_lookup(r);
 	struct xc_fail *f;
 
-	if (r == SCSITGT__SR_ABORTED || op->cmd->state == SCSITGT__CMD_ABORTED) {
+	if (r == SCSITGT__SR_ABORTED || scsitgt__cmd_aborted(op->cmd)) {
 		op->reason = SCSITGT__SR_ABORTED;
 		op->step = XC_END;
 		return NULL;
@@ -535,7 +535,7 @@ static void xc_lock_piece(struct scsitgt__xcopy_op *op, bool dst)
 /* XC_SEG_START: set up the next segment, or end after the last. */
 static void xc_seg_start(struct scsitgt__xcopy_op *op)
 {
-	if (op->cmd->state == SCSITGT__CMD_ABORTED) {
+	if (scsitgt__cmd_aborted(op->cmd)) {
 		xc_stop(op, SCSITGT__SR_ABORTED);
 		return;
 	}
@@ -560,7 +560,7 @@ static void xc_piece_start(struct scsitgt__xcopy_op *op)
 		op->step = XC_SEG_START;
 		return;
 	}
-	if (op->cmd->state == SCSITGT__CMD_ABORTED) {
+	if (scsitgt__cmd_aborted(op->cmd)) {
 		xc_stop(op, SCSITGT__SR_ABORTED);
 		return;
 	}
@@ -598,7 +598,7 @@ static bool xc_io_start(struct scsitgt__xcopy_op *op, bool dst)
 		return false;
 	lun = xc_piece_blocks(op, dst, &lba, &n);
 	op->step = dst ? XC_WRITING : XC_READING;
-	aborted = op->cmd->state == SCSITGT__CMD_ABORTED;
+	aborted = scsitgt__cmd_aborted(op->cmd);
 	if (aborted || !xc_submit(op, lun, dst ? SCSITGT_IO_WRITE : SCSITGT_IO_READ, lba, n,
 				  dst ? xc_write_flags(lun) : 0)) {
 		scsitgt__range_plain_end(lun, &op->token);
