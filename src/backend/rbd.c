@@ -1004,6 +1004,11 @@ out:
  * worker when the image has no object map (one RADOS listing per object). */
 #define RBD_LBAS_MAX_OBJECTS 4096
 
+/* One allocated region from rbd_diff_iterate2(), in blocks: [first, last). */
+struct rbd_lbas_region {
+	uint64_t first, last;
+};
+
 struct rbd_lbas_job {
 	struct scsitgt__rbd_job job;
 	struct scsitgt_io *io;
@@ -1013,6 +1018,10 @@ struct rbd_lbas_job {
 	uint32_t block_size;
 	uint64_t next; /* the block after the last extent */
 	uint64_t end;  /* the block after the range asked */
+	/* The regions as librbd reported them (worker thread only). */
+	struct rbd_lbas_region *regions;
+	size_t nregions, cap;
+	int err;
 };
 
 /* Extend the list with @n blocks of @status; false when the array is full. */
@@ -1034,29 +1043,64 @@ static bool rbd_lbas_put(struct rbd_lbas_job *lj, uint64_t n, uint32_t status)
 	return true;
 }
 
-/* rbd_diff_iterate2()'s callback (worker thread): one allocated region, in ascending order.
- * Whatever lies between two regions holds no object: deallocated. Partly covered blocks
- * count as mapped (never a wrong "deallocated"). */
+/* rbd_diff_iterate2()'s callback (worker thread): one allocated region. Collected first:
+ * without an object map librbd lists objects concurrently, and the order of the callbacks
+ * is not promised. Partly covered blocks count as mapped (never a wrong "deallocated"). */
 static int rbd_lbas_region(uint64_t off, size_t len, int exists, void *arg)
 {
 	struct rbd_lbas_job *lj = arg;
-	uint64_t first = off / lj->block_size;
-	uint64_t last = (off + len + lj->block_size - 1) / lj->block_size;
+	struct rbd_lbas_region *r;
 
-	if (!exists || last <= lj->next) {
+	if (!exists || len == 0) {
 		return 0;
 	}
-	if (first < lj->next) {
-		first = lj->next;
+	if (lj->nregions == lj->cap) {
+		size_t cap = lj->cap ? lj->cap * 2 : 64;
+
+		r = realloc(lj->regions, cap * sizeof(*r));
+		if (r == NULL) {
+			lj->err = -ENOMEM;
+			return -ENOMEM;
+		}
+		lj->regions = r;
+		lj->cap = cap;
 	}
-	if (last > lj->end) {
-		last = lj->end;
-	}
-	if (!rbd_lbas_put(lj, first - lj->next, SCSITGT_LBA_DEALLOCATED) ||
-	    !rbd_lbas_put(lj, last - first, SCSITGT_LBA_MAPPED)) {
-		return -ENOBUFS; /* the answer is full: stop here */
-	}
+	r = &lj->regions[lj->nregions++];
+	r->first = off / lj->block_size;
+	r->last = (off + len + lj->block_size - 1) / lj->block_size;
 	return 0;
+}
+
+static int rbd_lbas_cmp(const void *a, const void *b)
+{
+	const struct rbd_lbas_region *x = a, *y = b;
+
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* The extents from the sorted regions: the gaps between them hold no object (deallocated). */
+static void rbd_lbas_fill(struct rbd_lbas_job *lj)
+{
+	qsort(lj->regions, lj->nregions, sizeof(*lj->regions), rbd_lbas_cmp);
+	for (size_t i = 0; i < lj->nregions; i++) {
+		uint64_t first = lj->regions[i].first, last = lj->regions[i].last;
+
+		if (last > lj->end) {
+			last = lj->end;
+		}
+		if (last <= lj->next) {
+			continue;
+		}
+		if (first < lj->next) {
+			first = lj->next;
+		}
+		if (!rbd_lbas_put(lj, first - lj->next, SCSITGT_LBA_DEALLOCATED) ||
+		    !rbd_lbas_put(lj, last - first, SCSITGT_LBA_MAPPED)) {
+			return; /* the answer is full: it ends here */
+		}
+	}
+	/* No object after the last region up to the end of the range. */
+	rbd_lbas_put(lj, lj->end - lj->next, SCSITGT_LBA_DEALLOCATED);
 }
 
 static void rbd_lbas_work(struct scsitgt__rbd_job *job)
@@ -1077,13 +1121,12 @@ static void rbd_lbas_work(struct scsitgt__rbd_job *job)
 	/* Whole objects: answered from the object map when the image has one (fast-diff). */
 	r = rbd_diff_iterate2(rc->image, NULL, off, (lj->end - lj->next) * lj->block_size, 1, 1,
 			      rbd_lbas_region, lj);
-	if (r == -ENOBUFS) {
-		r = 0;
-	} else if (r == 0) {
-		/* No object after the last region up to the end of the range. */
-		rbd_lbas_put(lj, lj->end - lj->next, SCSITGT_LBA_DEALLOCATED);
+	if (r == 0) {
+		rbd_lbas_fill(lj);
 	}
-	job->status = r;
+	free(lj->regions);
+	lj->regions = NULL;
+	job->status = lj->err ? lj->err : r;
 }
 
 static void rbd_lbas_done(struct scsitgt__rbd_job *job)

@@ -20,8 +20,10 @@ rbd_need
 rbd_cluster_up -S 32M
 
 pool=$MICRO_CEPH_POOL
-rbd create --size 16M "$pool/img4k" || it_fail "rbd create img4k"
-it_start --lun "0:rbd:$pool/$MICRO_CEPH_IMAGE,thin" --lun "1:rbd:$pool/img4k,bs=4096"
+# img4k without an object map: GET LBA STATUS there lists the objects instead.
+rbd create --size 16M --image-feature layering,exclusive-lock "$pool/img4k" ||
+	it_fail "rbd create img4k"
+it_start --lun "0:rbd:$pool/$MICRO_CEPH_IMAGE,thin" --lun "1:rbd:$pool/img4k,thin,bs=4096"
 
 check_lun() { # LUN IMAGE BYTES
 	local lun=$1 image=$2 size=$3 url=${IT_URLS[$1]} want got
@@ -78,6 +80,15 @@ if command -v qemu-io >/dev/null 2>&1; then
 	[[ "$(cat "$IT_TMP/lbas.txt")" == "$want" ]] ||
 		it_fail "GET LBA STATUS from 50000: $(tr '\n' ' ' <"$IT_TMP/lbas.txt")"
 	it_log "GET LBA STATUS reports the discarded objects 0 and 6 deallocated"
+	# The same without an object map (LUN 1, 4096-byte blocks: 1024 per object): object 2
+	# discarded.
+	qemu-io -f raw -c "discard 8M 4M" "${IT_URLS[1]}" >"$IT_TMP/qemu-io.log" ||
+		it_fail "qemu-io discard on LUN 1: $(cat "$IT_TMP/qemu-io.log")"
+	"$READBACK" -s 0 "${IT_URLS[1]}" >"$IT_TMP/lbas.txt" || it_fail "GET LBA STATUS failed"
+	want=$'0 2048 0\n2048 1024 1\n3072 1024 0'
+	[[ "$(cat "$IT_TMP/lbas.txt")" == "$want" ]] ||
+		it_fail "GET LBA STATUS without an object map: $(tr '\n' ' ' <"$IT_TMP/lbas.txt")"
+	it_log "GET LBA STATUS without an object map reports object 2 deallocated"
 
 	# WRITE SAME of a non-zero block (rbd_aio_writesame): 3000 blocks of 0xa7 from LBA 20000,
 	# across an object boundary; the cluster holds exactly that, the neighbours are intact.
