@@ -20,7 +20,8 @@ import sys
 ALLOWED = {'scsitgt_config.h'}
 TEXT_EXT = ('.c', '.h', '.md', '.sh', '.py', '.build', '.txt', '.in', '.conf', '.map')
 
-NAME_RE = re.compile(r'(?<![\w./$<-])((?:[\w-]+/)*[A-Za-z_][\w-]*\.[ch])(?![\w])(?!\.\w)')
+# Not inside a longer name, a path or a pattern ("*_stub.c", "<name>_none.c").
+NAME_RE = re.compile(r'(?<![\w./$<>*-])((?:[\w-]+/)*[A-Za-z_][\w-]*\.[ch])(?![\w])(?!\.\w)')
 
 
 def comments_only(code):
