@@ -15,18 +15,28 @@
  *   SIGTERM/SIGINT  stops cleanly (initiators are asked to log out, I/O drains).
  * With control_socket = PATH in [engine] it also answers JSON-RPC 2.0 requests on that unix
  * socket (scsitgtd_control.c; the client is scsitgtctl).
+ * With metrics = ADDRESS:PORT in [engine] it serves the counters in the Prometheus text format
+ * on GET /metrics (scsitgtd_metrics.c).
+ * With pidfile = PATH in [engine] it locks PATH at start (a second daemon on the same file is
+ * refused), writes its pid there once ready and removes it at a clean stop.
  * With -t it only checks CONFIG and exits 0 (valid) or 1 (the message says file and line).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "scsitgtd.h"
 #include "scsitgtd_control.h"
+#include "scsitgtd_log.h"
+#include "scsitgtd_metrics.h"
 #include "scsitgtd_notify.h"
 
 static const char *level_name(enum scsitgt_log_level l)
@@ -50,11 +60,29 @@ static void log_cb(void *arg, enum scsitgt_log_level level, const char *subsyste
 {
 	struct scsitgtd *d = arg;
 
+	struct timespec now = { 0, 0 };
+	char prefix[40];
+
 	if ((int)level > d->log_level)
 		return;
-	fprintf(stderr, "scsitgtd: %s: [%s] ", level_name(level), subsystem);
+	if (!d->log_journal)
+		clock_gettime(CLOCK_REALTIME, &now);
+	scsitgtd_log_prefix(prefix, sizeof(prefix), d->log_journal, (int)level, &now);
+	/* One write per line (stderr is unbuffered): lines of worker threads do not mix. */
+	flockfile(stderr);
+	fprintf(stderr, "%sscsitgtd: %s: [%s] ", prefix, level_name(level), subsystem);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	funlockfile(stderr);
+}
+
+/* Under systemd with stderr connected to journald (systemd.exec(5), JOURNAL_STREAM). */
+static bool stderr_is_journal(void)
+{
+	struct stat st;
+
+	return fstat(STDERR_FILENO, &st) == 0 &&
+	       scsitgtd_log_is_journal(getenv("JOURNAL_STREAM"), st.st_dev, st.st_ino);
 }
 
 void scsitgtd_log(struct scsitgtd *d, enum scsitgt_log_level level, const char *fmt, ...)
@@ -287,6 +315,48 @@ static void print_stats(struct scsitgtd *d)
 	fflush(stdout);
 }
 
+/* ---- pidfile ---- */
+
+/*
+ * Open and lock @path (flock, held until the process ends: a daemon that dies leaves a file
+ * nobody holds, which the next start takes over). The pid is written once ready.
+ * Returns the descriptor, or -1 with @err saying why.
+ */
+static int pidfile_lock(const char *path, char *err, size_t err_size)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	char buf[32];
+	ssize_t n;
+
+	if (fd < 0) {
+		snprintf(err, err_size, "pidfile %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	if (errno == EWOULDBLOCK) {
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		snprintf(err, err_size, "pidfile %s: held by a running scsitgtd (pid %s)", path,
+			 buf[0] ? buf : "not written yet");
+	} else {
+		snprintf(err, err_size, "pidfile %s: lock: %s", path, strerror(errno));
+	}
+	close(fd);
+	return -1;
+}
+
+static int pidfile_write(int fd)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
+		return -errno;
+	return 0;
+}
+
 /* ---- signals ---- */
 
 static void engine_gone(void *arg, int status)
@@ -314,6 +384,7 @@ static void stop(struct scsitgtd *d)
 	uv_close((uv_handle_t *)&d->sig_int, NULL);
 	uv_close((uv_handle_t *)&d->sig_usr1, NULL);
 	scsitgtd_control_stop(d);
+	scsitgtd_metrics_stop(d);
 	/* The gateways first: they release the lock (a standby takes it at once). */
 	scsitgtd_gateways_stop(d, engine_stop);
 }
@@ -350,6 +421,11 @@ int scsitgtd_reload(struct scsitgtd *d, char *err, size_t err_size)
 	if (!str_same(nc->control_socket, d->cfg->control_socket))
 		scsitgtd_log(d, SCSITGT_LOG_WARNING,
 			     "control_socket: takes effect at the next start");
+	if (!str_same(nc->metrics_address, d->cfg->metrics_address) ||
+	    nc->metrics_port != d->cfg->metrics_port)
+		scsitgtd_log(d, SCSITGT_LOG_WARNING, "metrics: takes effect at the next start");
+	if (!str_same(nc->pidfile, d->cfg->pidfile))
+		scsitgtd_log(d, SCSITGT_LOG_WARNING, "pidfile: takes effect at the next start");
 	if (scsitgtd_apply(d, nc) < 0) {
 		scsitgtd_notify_ready();
 		scsitgtd_config_free(nc);
@@ -381,7 +457,8 @@ int main(int argc, char **argv)
 	struct scsitgtd_config *cfg;
 	bool check_only = false;
 	char err[600];
-	int rc;
+	int rc, pid_fd = -1;
+	char *pid_path = NULL; /* the pidfile of the start (a reload does not move it) */
 
 	memset(&d, 0, sizeof(d));
 	if (argc == 3 && !strcmp(argv[1], "-t")) {
@@ -404,6 +481,19 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	d.log_level = cfg->log_level;
+	d.log_journal = stderr_is_journal();
+	if (cfg->pidfile) {
+		pid_path = strdup(cfg->pidfile);
+		pid_fd = pid_path ? pidfile_lock(pid_path, err, sizeof(err)) : -1;
+		if (pid_fd < 0) {
+			if (pid_path == NULL)
+				snprintf(err, sizeof(err), "out of memory");
+			free(pid_path);
+			fprintf(stderr, "scsitgtd: %s\n", err);
+			scsitgtd_config_free(cfg);
+			return 1;
+		}
+	}
 	d.loop = uv_default_loop();
 	signal(SIGPIPE, SIG_IGN);
 
@@ -452,6 +542,15 @@ int main(int argc, char **argv)
 			d.exit_code = 1;
 		}
 	}
+	if (!d.exit_code && d.cfg->metrics_address) {
+		rc = scsitgtd_metrics_start(&d, d.cfg->metrics_address, d.cfg->metrics_port, err,
+					    sizeof(err));
+		if (rc < 0) {
+			scsitgtd_log(&d, SCSITGT_LOG_ERROR, "metrics %s port %u: %s",
+				     d.cfg->metrics_address, d.cfg->metrics_port, err);
+			d.exit_code = 1;
+		}
+	}
 	if (d.exit_code) {
 		/* A portal or SRP port that cannot listen at start is a configuration error. */
 		stop(&d);
@@ -459,11 +558,22 @@ int main(int argc, char **argv)
 		/* RBD images open off the loop: "ready" once every LUN of the file exists. */
 		while (scsitgtd_opening(&d))
 			uv_run(d.loop, UV_RUN_ONCE);
+		if (pid_fd >= 0 && (rc = pidfile_write(pid_fd)) < 0)
+			scsitgtd_log(&d, SCSITGT_LOG_ERROR, "pidfile %s: %s", pid_path,
+				     strerror(-rc));
 		scsitgtd_notify_ready();
 		printf("scsitgtd: ready (%zu targets)\n", d.cfg->ntargets);
 		fflush(stdout);
 	}
 	uv_run(d.loop, UV_RUN_DEFAULT);
+	if (pid_fd >= 0) {
+		/* Removed while still locked: a new daemon cannot take it in between. */
+		if (unlink(pid_path) < 0)
+			scsitgtd_log(&d, SCSITGT_LOG_WARNING, "pidfile %s: %s", pid_path,
+				     strerror(errno));
+		close(pid_fd);
+		free(pid_path);
+	}
 	scsitgtd_free(&d);
 	uv_loop_close(d.loop);
 	return d.exit_code;

@@ -27,6 +27,7 @@ struct scsitgtd {
 	struct scsitgtd_tgt *tgts;	 /* cfg->ntargets targets */
 	struct scsitgt_portal **portals; /* cfg->nportals handles (NULL: creation failed) */
 	int log_level;
+	bool log_journal; /* stderr is journald's: "<N>" priority prefixes, no timestamps */
 	uv_signal_t sig_hup, sig_term, sig_int, sig_usr1;
 	bool stopping;
 	int exit_code;
@@ -34,6 +35,8 @@ struct scsitgtd {
 	struct scsitgtd_rbd_open *rbd_opens;
 	/* The management socket (scsitgtd_control.c); NULL without one. */
 	struct scsitgtd_control *control;
+	/* The HTTP metrics listener (scsitgtd_metrics.c); NULL without one. */
+	struct scsitgtd_metrics *metrics;
 	/* The RBD gateways of targets with rbd_gateway (scsitgtd_apply.c), and what to call
 	 * once the last one is gone when stopping. */
 	struct scsitgtd_gw *gws;

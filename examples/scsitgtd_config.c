@@ -569,6 +569,8 @@ void scsitgtd_config_free(struct scsitgtd_config *cfg)
 	free(cfg->targets);
 	free(cfg->pr_dir);
 	free(cfg->control_socket);
+	free(cfg->pidfile);
+	free(cfg->metrics_address);
 	free(cfg->discovery_user);
 	free(cfg->discovery_secret);
 	free(cfg->discovery_mutual_user);
@@ -665,7 +667,8 @@ struct scsitgtd_config *scsitgtd_config_dup(const struct scsitgtd_config *cfg)
 	*c = *cfg;
 	/* Every pointer is copied in place; on a failure the copy holds NULLs (and counts that
 	 * match what was copied), which scsitgtd_config_free() handles. */
-	ok = dup_str(&c->pr_dir) & dup_str(&c->control_socket) & dup_str(&c->discovery_user) &
+	ok = dup_str(&c->pr_dir) & dup_str(&c->control_socket) & dup_str(&c->pidfile) &
+	     dup_str(&c->metrics_address) & dup_str(&c->discovery_user) &
 	     dup_str(&c->discovery_secret) & dup_str(&c->discovery_mutual_user) &
 	     dup_str(&c->discovery_mutual_secret);
 	if (!dup_arr(&c->portals, c->nportals, sizeof(*c->portals)))

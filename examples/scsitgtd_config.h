@@ -207,10 +207,13 @@ struct scsitgtd_portal {
 };
 
 struct scsitgtd_config {
-	int log_level;		   /* syslog level 3..7 (enum scsitgt_log_level) */
-	uint32_t tmf_timeout_ms;   /* 0 = library default */
-	char *pr_dir;		   /* LUNs without pr_file keep reservations in this directory */
-	char *control_socket;	   /* the management socket's path; NULL = none */
+	int log_level;		 /* syslog level 3..7 (enum scsitgt_log_level) */
+	uint32_t tmf_timeout_ms; /* 0 = library default */
+	char *pr_dir;		 /* LUNs without pr_file keep reservations in this directory */
+	char *control_socket;	 /* the management socket's path; NULL = none */
+	char *pidfile;		 /* written once ready, locked while running; NULL = none */
+	char *metrics_address;	 /* the HTTP metrics listener (numeric); NULL = none */
+	uint16_t metrics_port;
 	int workers;		   /* engine worker threads: -2 = not given, -1 = auto, 0..256 */
 	uint32_t drain_timeout_ms; /* 0 = library default */
 	char *discovery_user;	   /* CHAP required of discovery sessions; NULL = none */

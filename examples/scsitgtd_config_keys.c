@@ -279,6 +279,44 @@ static int k_control_socket(struct parser *p, const char *key, const char *v)
 	return cfg_set_str(p, &p->cfg->control_socket, v);
 }
 
+/* The pidfile (scsitgtd.c): any path; relative ones are relative to the working directory. */
+static int k_pidfile(struct parser *p, const char *key, const char *v)
+{
+	if (*v == '\0')
+		return cfg_err(p, "%s: empty", key);
+	return cfg_set_str(p, &p->cfg->pidfile, v);
+}
+
+/* The metrics listener (scsitgtd_metrics.c): "IPV4:PORT" or "[IPV6]:PORT", numeric. */
+static int k_metrics(struct parser *p, const char *key, const char *v)
+{
+	const char *colon = strrchr(v, ':');
+	char addr[64];
+	size_t alen;
+	uint64_t port;
+	bool v6, bracket = v[0] == '[';
+
+	if (colon == NULL || colon == v)
+		return cfg_err(p, "%s: expected ADDRESS:PORT", key);
+	alen = (size_t)(colon - v);
+	if (bracket) {
+		if (alen < 3 || v[alen - 1] != ']')
+			return cfg_err(p, "%s: expected [IPV6]:PORT", key);
+		v++;
+		alen -= 2;
+	}
+	if (alen >= sizeof(addr))
+		return cfg_err(p, "%s: address too long", key);
+	memcpy(addr, v, alen);
+	addr[alen] = '\0';
+	if (!ip_ok(addr, &v6) || v6 != bracket)
+		return cfg_err(p, "%s: expected a numeric IPv4 address or [IPv6] address", key);
+	if (cfg_parse_u64(colon + 1, 65535, &port) < 0 || port == 0)
+		return cfg_err(p, "%s: port: expected 1..65535", key);
+	p->cfg->metrics_port = (uint16_t)port;
+	return cfg_set_str(p, &p->cfg->metrics_address, addr);
+}
+
 static int k_workers(struct parser *p, const char *key, const char *v)
 {
 	uint64_t x;
@@ -321,6 +359,8 @@ static const struct key engine_keys[] = {
 	{ "tmf_timeout_ms", k_tmf_timeout, false },
 	{ "pr_dir", k_pr_dir, false },
 	{ "control_socket", k_control_socket, false },
+	{ "pidfile", k_pidfile, false },
+	{ "metrics", k_metrics, false },
 };
 
 /* iSCSI parameters ([engine] and [target]); ranges of struct scsitgt_iscsi_params. */

@@ -248,6 +248,12 @@ int scsitgtd_config_write(const struct scsitgtd_config *cfg, FILE *f)
 		cfg->discovery_mutual_secret);
 	kv_str(f, "pr_dir", cfg->pr_dir);
 	kv_str(f, "control_socket", cfg->control_socket);
+	kv_str(f, "pidfile", cfg->pidfile);
+	if (cfg->metrics_address)
+		fprintf(f,
+			strchr(cfg->metrics_address, ':') ? "metrics = [%s]:%u\n" :
+							    "metrics = %s:%u\n",
+			cfg->metrics_address, cfg->metrics_port);
 	params_write(f, &cfg->params);
 	for (size_t i = 0; i < cfg->nportals; i++) {
 		const struct scsitgtd_portal *p = &cfg->portals[i];

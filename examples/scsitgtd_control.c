@@ -359,15 +359,20 @@ static int stats_conn(void *arg, const struct scsitgt_iscsi_conn_stats *s)
 	return 0;
 }
 
-static void m_stats(struct scsitgtd *d, json_object *params, struct rpc_reply *r)
+json_object *scsitgtd_control_stats(struct scsitgtd *d)
 {
 	json_object *o = json_object_new_object(), *a = json_object_new_array();
 
-	(void)params;
 	json_object_object_add(o, "targets", targets_json(d, stats_target));
 	scsitgt_iscsi_engine_foreach_conn(d->engine, stats_conn, a);
 	json_object_object_add(o, "connections", a);
-	r->result = o;
+	return o;
+}
+
+static void m_stats(struct scsitgtd *d, json_object *params, struct rpc_reply *r)
+{
+	(void)params;
+	r->result = scsitgtd_control_stats(d);
 }
 
 /* ---- kick ---- */

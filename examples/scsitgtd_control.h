@@ -41,6 +41,8 @@ int scsitgtd_control_start(struct scsitgtd *d, const char *path, char *err, size
  */
 struct json_object;
 struct json_object *scsitgtd_control_handle(struct scsitgtd *d, const char *line, size_t len);
+/* The result of the "stats" method (also what the metrics listener formats). Home loop. */
+struct json_object *scsitgtd_control_stats(struct scsitgtd *d);
 /* Close the socket and every connection, remove the path. Idempotent. */
 void scsitgtd_control_stop(struct scsitgtd *d);
 #else

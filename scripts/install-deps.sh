@@ -21,8 +21,9 @@ PKGS=(
 	# examples/scsitgtd's configuration lexer (libinih); the 'docs' suite's Doxygen build.
 	libinih-dev doxygen
 	# scsitgtd's control socket and scsitgtctl (JSON-RPC with json-c); promtool (package
-	# prometheus) checks `scsitgtctl metrics` in tests/integration/scsitgtctl.sh.
-	libjson-c-dev prometheus
+	# prometheus) checks `scsitgtctl metrics` in tests/integration/scsitgtctl.sh, and curl
+	# scrapes scsitgtd's metrics listener in tests/integration/scsitgtd_ops.sh.
+	libjson-c-dev prometheus curl
 	# scsitgtd's sd_notify() under systemd (Type=notify).
 	libsystemd-dev
 	# tests/vm (suite 'vm'): the guest image is built from Debian packages and booted by QEMU.

@@ -303,6 +303,33 @@ static void test_empty(void **state)
 	assert_string_equal(cfg->control_socket, "/run/scsitgtd/ctl.sock");
 	scsitgtd_config_free(cfg);
 	parse_bad("[engine]\ncontrol_socket =\n", "line 2:", "control_socket: empty");
+	/* The pidfile: any non-empty path, written back by save. */
+	cfg = parse_ok("[engine]\npidfile = /run/scsitgtd.pid\n");
+	assert_string_equal(cfg->pidfile, "/run/scsitgtd.pid");
+	roundtrip(cfg);
+	scsitgtd_config_free(cfg);
+	parse_bad("[engine]\npidfile =\n", "line 2:", "pidfile: empty");
+	/* The metrics listener: ADDRESS:PORT, IPv6 in brackets, written back the same way. */
+	cfg = parse_ok("[engine]\nmetrics = 127.0.0.1:9100\n");
+	assert_string_equal(cfg->metrics_address, "127.0.0.1");
+	assert_int_equal(cfg->metrics_port, 9100);
+	roundtrip(cfg);
+	scsitgtd_config_free(cfg);
+	cfg = parse_ok("[engine]\nmetrics = [::1]:65535\n");
+	assert_string_equal(cfg->metrics_address, "::1");
+	assert_int_equal(cfg->metrics_port, 65535);
+	roundtrip(cfg);
+	scsitgtd_config_free(cfg);
+	parse_bad("[engine]\nmetrics = 127.0.0.1\n", "line 2:", "metrics: expected ADDRESS:PORT");
+	parse_bad("[engine]\nmetrics = :9100\n", "line 2:", "expected ADDRESS:PORT");
+	parse_bad("[engine]\nmetrics = 127.0.0.1:0\n", "line 2:", "port: expected 1..65535");
+	parse_bad("[engine]\nmetrics = 127.0.0.1:65536\n", "line 2:", "1..65535");
+	parse_bad("[engine]\nmetrics = 127.0.0.1:\n", "line 2:", "1..65535");
+	parse_bad("[engine]\nmetrics = localhost:9100\n", "line 2:", "numeric");
+	parse_bad("[engine]\nmetrics = ::1:9100\n", "line 2:", "numeric");
+	parse_bad("[engine]\nmetrics = [127.0.0.1]:9100\n", "line 2:", "numeric");
+	parse_bad("[engine]\nmetrics = []:9100\n", "line 2:", "[IPV6]:PORT");
+	parse_bad("[engine]\nmetrics = [::1:9100\n", "line 2:", "[IPV6]:PORT");
 	{
 		char text[300];
 
