@@ -70,6 +70,7 @@ static void probe_submit(void *bctx, struct scsitgt_io *io)
 		p->iov[i] = iov[i];
 	}
 	p->flags = scsitgt_io_get_flags(io);
+	p->ext = scsitgt_io_get_lba_extents(io, &p->next);
 	p->lun = scsitgt_io_get_lun(io);
 	p->ctx = scsitgt_io_get_ctx(io);
 	p->ctx_zeroed = true;

@@ -44,6 +44,9 @@ struct probe {
 	struct iovec iov[4];
 	int iovcnt;
 	uint32_t flags;
+	/* scsitgt_io_get_lba_extents(): the array and its size (NULL and 0 for other types). */
+	struct scsitgt_lba_extent *ext;
+	size_t next;
 	void *ctx;
 	bool ctx_zeroed;
 	struct scsitgt_lun *lun;

@@ -82,12 +82,29 @@ static void test_io_accessors(void **state)
 	assert_true(p.ctx_zeroed);
 	assert_int_equal(p.flags, 0);
 
+	assert_null(p.ext);
+	assert_int_equal(p.next, 0);
+
 	/* Types without data have no iovecs. */
 	assert_int_equal(harness_submit(cmd, &res, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0), 0);
 	assert_int_equal(p.type, SCSITGT_IO_FLUSH);
 	assert_int_equal(p.iovcnt, 0);
 	assert_int_equal(p.num_blocks, 0);
 	assert_int_equal(res.done, 3);
+
+	/* GET LBA STATUS: its extent array through scsitgt_io_get_lba_extents(), no data. */
+	{
+		struct scsitgt_lba_extent ext[5];
+		struct iovec eiov = { ext, sizeof(ext) };
+
+		assert_int_equal(
+			harness_submit(cmd, &res, SCSITGT_IO_GET_LBA_STATUS, 8, 100, &eiov, 1, 0),
+			0);
+		assert_int_equal(p.type, SCSITGT_IO_GET_LBA_STATUS);
+		assert_int_equal(p.iovcnt, 0);
+		assert_ptr_equal(p.ext, ext);
+		assert_int_equal(p.next, 5);
+	}
 	harness_cmd_end(cmd);
 	harness_fini(&h);
 	assert_int_equal(p.close_calls, 1);
