@@ -86,7 +86,7 @@ int scsitgt__bg_walk_start(struct scsitgt__bg_walk *w, const struct scsitgt__bg_
 void scsitgt__bg_walk_wait(struct scsitgt__bg_walk *w, struct scsitgt__cmd *cmd)
 {
 	w->waiter = cmd;
-	cmd->ios_inflight++;
+	scsitgt__cmd_hold(cmd);
 }
 
 struct scsitgt__cmd *scsitgt__bg_walk_take_waiter(struct scsitgt__bg_walk *w)
@@ -96,6 +96,6 @@ struct scsitgt__cmd *scsitgt__bg_walk_take_waiter(struct scsitgt__bg_walk *w)
 	if (fg == NULL)
 		return NULL;
 	w->waiter = NULL;
-	fg->ios_inflight--;
+	scsitgt__cmd_unhold(fg);
 	return fg;
 }

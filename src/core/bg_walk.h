@@ -4,7 +4,7 @@
  * one at a time on a command of the LUN's own that no nexus owns, so task management and nexus
  * loss do not reach it, while it holds the LUN like any command. Between two pieces it yields
  * to the loop, so other commands meet the operation in progress. A command may wait for the
- * end (SANITIZE with IMMED 0, a foreground self-test), held by a pseudo io.
+ * end (SANITIZE with IMMED 0, a foreground self-test), held by scsitgt__cmd_hold().
  *
  * The owner embeds a struct scsitgt__bg_walk and supplies the ops; the walk owns its command
  * and frees it after the owner's finish().
@@ -36,7 +36,7 @@ struct scsitgt__bg_walk {
 	const struct scsitgt__bg_ops *ops;
 	/* the LUN's own command that owns the ios (cmd->lun is the LUN) */
 	struct scsitgt__cmd *cmd;
-	/* the command waiting for the end (one pseudo io), or NULL */
+	/* the command waiting for the end (one hold on it), or NULL */
 	struct scsitgt__cmd *waiter;
 	/* the piece in flight */
 	enum scsitgt_io_type type;
@@ -58,7 +58,7 @@ int scsitgt__bg_walk_start(struct scsitgt__bg_walk *w, const struct scsitgt__bg_
 /* Make @cmd wait for the end of @w (it completes when the owner takes it back). */
 void scsitgt__bg_walk_wait(struct scsitgt__bg_walk *w, struct scsitgt__cmd *cmd);
 
-/* The waiting command, its pseudo io dropped so that the caller may complete it; NULL when
+/* The waiting command, its hold dropped so that the caller may complete it; NULL when
  * none waits. */
 struct scsitgt__cmd *scsitgt__bg_walk_take_waiter(struct scsitgt__bg_walk *w);
 

@@ -339,10 +339,21 @@ bool scsitgt__cmd_is_live(const struct scsitgt__cmd *cmd)
 	return (CMD_LIVE & CMD_S(cmd->state)) != 0;
 }
 
-/* Whether something will still end @cmd: an io in its backend. */
+/* Whether something will still end @cmd: an io in its backend, or a hold. */
 static bool cmd_held(const struct scsitgt__cmd *cmd)
 {
-	return cmd->ios_inflight != 0;
+	return cmd->ios_inflight != 0 || cmd->holds != 0;
+}
+
+void scsitgt__cmd_hold(struct scsitgt__cmd *cmd)
+{
+	cmd->holds++;
+}
+
+void scsitgt__cmd_unhold(struct scsitgt__cmd *cmd)
+{
+	assert(cmd->holds > 0);
+	cmd->holds--;
 }
 
 void scsitgt__cmd_abort(struct scsitgt__cmd *cmd, struct scsitgt__tmf_op *op, bool cancel_ios)

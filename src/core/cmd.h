@@ -145,6 +145,8 @@ struct scsitgt__cmd {
 
 	/* Backend ios of this command still in flight. */
 	unsigned int ios_inflight;
+	/* Holds on it (scsitgt__cmd_hold()): waits of the core's own that will end it. */
+	unsigned int holds;
 	/* First failure among the ios of a multi-io command. */
 	enum scsitgt__sense_reason io_reason;
 	struct scsitgt__sense_info io_raw;
@@ -180,7 +182,7 @@ struct scsitgt__cmd {
 	 *   defer_buf    set by the fabric before setup: leave buf to scsitgt__cmd_alloc_buf()
 	 *                for a write, so that no data buffer is pinned before its data can
 	 *                arrive (a setup option).
-	 *   in_task_set  on lun->task_set through order_node, from an accepted CDB until it
+	 *   in_task_set  on lun->order's task set through order_node, from an accepted CDB until it
 	 *                completes or leaves its backend (core/order.c).
 	 *   buf_ext      who owns buf: buf_ops (a fabric's registered pool), else the cache.
 	 */
@@ -223,6 +225,15 @@ static inline bool scsitgt__cmd_aborted(const struct scsitgt__cmd *cmd)
 	return cmd->state == SCSITGT__CMD_ABORTED || cmd->state == SCSITGT__CMD_ORPHANED ||
 	       cmd->state == SCSITGT__CMD_ABANDONED;
 }
+
+/*
+ * Something of the core's own will end this executing command later (a range lock or the PR
+ * store it waits for, a background walk it waits on, a loop of submissions): like an io in
+ * its backend, a hold keeps an abort or a lost nexus from freeing it; the holder drops the
+ * hold, then completes it (an aborted one goes its aborted way). Loop: home.
+ */
+void scsitgt__cmd_hold(struct scsitgt__cmd *cmd);
+void scsitgt__cmd_unhold(struct scsitgt__cmd *cmd);
 
 /* A PARKED command's turn came (core/order.c): it executes now. */
 void scsitgt__cmd_unpark(struct scsitgt__cmd *cmd);

@@ -135,7 +135,7 @@ void scsitgt__io_done_complete_cmd(struct scsitgt__cmd *cmd, struct scsitgt_io *
 {
 	if (reason != SCSITGT__SR_OK && cmd->io_reason == SCSITGT__SR_OK)
 		cmd->io_reason = reason;
-	if (cmd->ios_inflight)
+	if (cmd->ios_inflight || cmd->holds)
 		return;
 	if (cmd->io_reason == SCSITGT__SR_RAW) {
 		scsitgt__cmd_complete_raw(cmd, cmd->io_raw.key, cmd->io_raw.asc, cmd->io_raw.ascq);

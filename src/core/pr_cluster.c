@@ -255,8 +255,8 @@ static void cl_finish(struct scsitgt_pr_req *req, int status, enum scsitgt__sens
 	scsitgt__list_remove(&req->node);
 	free(req->data);
 	free(req);
-	/* Drop the pseudo io that kept the waiting command alive (as core/range_lock.c). */
-	cmd->ios_inflight--;
+	/* Drop the hold that kept the waiting command alive (as core/range_lock.c). */
+	scsitgt__cmd_unhold(cmd);
 	if (status < 0)
 		cl_fail(cmd, status);
 	else
@@ -305,9 +305,9 @@ void scsitgt__pr_cluster_out(struct scsitgt__cmd *cmd,
 	req->lun = cmd->lun;
 	req->cmd = cmd;
 	req->run = run;
-	/* A pseudo io: a TMF or a session teardown marks the command aborted, never frees it
+	/* A hold (scsitgt__cmd_hold()): a TMF or a session teardown marks the command aborted, never frees it
 	 * while the store has it. */
-	cmd->ios_inflight++;
+	scsitgt__cmd_hold(cmd);
 	scsitgt__list_add_tail(&pr->cl_queue, &req->node);
 	cl_start(cmd->lun);
 }

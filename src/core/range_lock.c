@@ -60,9 +60,9 @@ static void rl_grant(struct scsitgt_lun *lun, struct scsitgt__range_entry *e)
 	e->granted = true;
 	if (e->slot)
 		*e->slot = e;
-	/* Drop the pseudo io that kept the waiting command alive; fn sees an aborted command
+	/* Drop the hold that kept the waiting command alive; fn sees an aborted command
 	 * and ends it (releasing the entry) instead of starting its ios. */
-	cmd->ios_inflight--;
+	scsitgt__cmd_unhold(cmd);
 	e->fn(cmd);
 }
 
@@ -114,7 +114,7 @@ static struct scsitgt__range_entry *rl_lock(struct scsitgt__cmd *cmd, uint64_t l
 	e->slot = slot;
 	if (excl)
 		rl->nexcl++;
-	cmd->ios_inflight++;
+	scsitgt__cmd_hold(cmd);
 	scsitgt__list_add_tail(&rl->waiting, &e->node);
 	rl_kick(lun);
 	return e;

@@ -12,7 +12,7 @@
  * those untracked commands are gone (they may touch any range), and new plain commands meet
  * the exclusive entry and register, so the count only goes down.
  *
- * A waiting command holds one pseudo io (cmd->ios_inflight), so that a TMF or a session
+ * A waiting command is held (scsitgt__cmd_hold()), so that a TMF or a session
  * teardown marks it aborted instead of freeing it under the lock.
  */
 #ifndef SCSITGT_CORE_RANGE_LOCK_H

@@ -56,7 +56,7 @@ struct sz_walk {
 	enum scsitgt__sense_reason reason;
 };
 
-/* End the wait of an IMMED 0 SANITIZE command: drop its pseudo io, finish it. */
+/* End the wait of an IMMED 0 SANITIZE command: drop its hold, finish it. */
 static void sz_release_waiter(struct sz_walk *w, enum scsitgt__sense_reason r)
 {
 	struct scsitgt__cmd *fg = scsitgt__bg_walk_take_waiter(&w->bg);

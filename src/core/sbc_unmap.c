@@ -77,7 +77,7 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 	}
 	/* Hold one count while submitting so that a backend completing inside submit cannot
 	 * finish the command before every range was handed over. */
-	cmd->ios_inflight++;
+	scsitgt__cmd_hold(cmd);
 	for (uint32_t i = 0; i < ndesc; i++) {
 		const uint8_t *d = &p[UNMAP_HDR_LEN + i * UNMAP_DESC_LEN];
 		uint32_t n = get_be32(&d[8]);
@@ -91,6 +91,6 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 			break;
 		}
 	}
-	cmd->ios_inflight--;
+	scsitgt__cmd_unhold(cmd);
 	scsitgt__io_done_complete_cmd(cmd, NULL, SCSITGT__SR_OK);
 }

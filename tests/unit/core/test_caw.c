@@ -319,9 +319,9 @@ static void test_lock_abort_waiter(void **state)
 	loop_fabric_start(t->lf, 0, t->cdb, len, dout, sizeof(dout), &r1);
 	loop_fabric_start(t->lf, 0, t->cdb, len, dout, sizeof(dout), &r2);
 	assert_int_equal(t->fb->nrecs, 1);
-	/* The second one waits; mark it aborted as a TMF does (it holds a pseudo io). */
+	/* The second one waits; mark it aborted as a TMF does (the range lock holds it). */
 	assert_non_null(r2.cmd);
-	assert_int_equal(r2.cmd->ios_inflight, 1);
+	assert_int_equal(r2.cmd->holds, 1);
 	r2.cmd->state = SCSITGT__CMD_ABORTED;
 	fake_backend_complete_pending(t->fb);
 	loop_fabric_wait(t->lf, &r1);
