@@ -54,6 +54,34 @@ enum scsitgt_event_type {
 	 * @c lun_id the LUN it names (@c lun when it exists), initiator_* the nexus.
 	 */
 	SCSITGT_EVENT_TMF = 9,
+	/**
+	 * An iSCSI connection (TCP or iSER) is being closed because of an error, before its
+	 * session hears of it: @c conn_error says which kind (enum scsitgt_conn_error),
+	 * @c reason the detail in words ("header digest error", "NOP-In ping timeout", ...),
+	 * @c initiator_addr the peer ("ip:port"). When the connection belongs to a normal
+	 * session, @c target, @c initiator_name and @c initiator_port name its nexus; during
+	 * login or in a discovery session they are NULL. An orderly close by the initiator (TCP
+	 * FIN) is no error: the session's end is reported by ::SCSITGT_EVENT_SESSION_LOGOUT.
+	 */
+	SCSITGT_EVENT_CONNECTION_ERROR = 10,
+};
+
+/** Kinds of connection errors in ::SCSITGT_EVENT_CONNECTION_ERROR. */
+enum scsitgt_conn_error {
+	/** A header or data digest did not match (RFC 7143 §7.8). */
+	SCSITGT_CONN_ERROR_DIGEST = 1,
+	/**
+	 * The initiator broke the protocol: a malformed PDU, a data segment above
+	 * MaxRecvDataSegmentLength, a non-login PDU during login (RFC 7143 §7.1).
+	 */
+	SCSITGT_CONN_ERROR_PROTOCOL = 2,
+	/** The transport failed under the connection: a TCP reset or another socket error. */
+	SCSITGT_CONN_ERROR_RESET = 3,
+	/**
+	 * The initiator did not answer in time: the login timeout, a NOP-In ping unanswered, a
+	 * requested logout (scsitgt_session_kick()) that did not come.
+	 */
+	SCSITGT_CONN_ERROR_TIMEOUT = 4,
 };
 
 /** Task management functions in ::SCSITGT_EVENT_TMF (RFC 7143 §11.5.1 codes; SAM-5 §7). */
@@ -94,8 +122,9 @@ struct scsitgt_event {
 	/** Initiator port name of the nexus ("<name>,i,0x<ISID>" for iSCSI). */
 	const char *initiator_port;
 	/**
-	 * Initiator transport address ("ip:port") of session, login and TMF events, "" when the
-	 * fabric did not say; NULL for events without a nexus (LUN state, ALUA).
+	 * Initiator transport address ("ip:port") of session, login, TMF and connection error
+	 * events, "" when the fabric did not say; NULL for events without a nexus (LUN state,
+	 * ALUA).
 	 */
 	const char *initiator_addr;
 	/** LUN errors: the operation code; reservation events: RESERVE/RELEASE/PR OUT opcode. */
@@ -119,10 +148,12 @@ struct scsitgt_event {
 	uint16_t login_status;
 	/** ::SCSITGT_EVENT_TMF: the function (enum scsitgt_tmf_function). */
 	uint8_t tmf_function;
-	/** ::SCSITGT_EVENT_LOGIN_FAILED: why, in words. */
+	/** ::SCSITGT_EVENT_LOGIN_FAILED and ::SCSITGT_EVENT_CONNECTION_ERROR: why, in words. */
 	const char *reason;
 	/** ::SCSITGT_EVENT_LOGIN_FAILED: the TargetName sent (escaped), NULL for none. */
 	const char *target_name;
+	/** ::SCSITGT_EVENT_CONNECTION_ERROR: the kind (enum scsitgt_conn_error). */
+	uint8_t conn_error;
 };
 
 /**

@@ -38,6 +38,8 @@ SCSITGT_EXPORT const char *scsitgt_event_type_name(enum scsitgt_event_type type)
 		return "login-failed";
 	case SCSITGT_EVENT_TMF:
 		return "tmf";
+	case SCSITGT_EVENT_CONNECTION_ERROR:
+		return "connection-error";
 	}
 	return "unknown";
 }
@@ -96,6 +98,25 @@ void scsitgt__event_login_failed(struct scsitgt_engine *engine, struct scsitgt_t
 	ev.target_name = target_name;
 	ev.initiator_addr = addr ? addr : "";
 	ev.login_status = status;
+	ev.reason = reason;
+	scsitgt__event_emit(engine, &ev);
+}
+
+void scsitgt__event_conn_error(struct scsitgt_engine *engine, struct scsitgt__session *sess,
+			       struct scsitgt_target *tgt, const char *addr, uint8_t kind,
+			       const char *reason)
+{
+	struct scsitgt_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.type = SCSITGT_EVENT_CONNECTION_ERROR;
+	ev.target = sess ? sess->tgt : tgt;
+	if (sess) {
+		ev.initiator_name = sess->initiator_name;
+		ev.initiator_port = sess->initiator_port;
+	}
+	ev.initiator_addr = addr ? addr : "";
+	ev.conn_error = kind;
 	ev.reason = reason;
 	scsitgt__event_emit(engine, &ev);
 }

@@ -44,6 +44,11 @@ void scsitgt__event_tmf(struct scsitgt__session *sess, struct scsitgt_lun *lun, 
 void scsitgt__event_login_failed(struct scsitgt_engine *engine, struct scsitgt_target *tgt,
 				 const char *initiator_name, const char *target_name,
 				 const char *addr, uint16_t status, const char *reason);
+/* A fabric closes a connection on an error (enum scsitgt_conn_error @kind): @sess its nexus
+ * (NULL during login or discovery), else @tgt the target the login named (or NULL). */
+void scsitgt__event_conn_error(struct scsitgt_engine *engine, struct scsitgt__session *sess,
+			       struct scsitgt_target *tgt, const char *addr, uint8_t kind,
+			       const char *reason);
 /* LUN state events (offline/online), no nexus. */
 void scsitgt__event_lun_state(struct scsitgt_lun *lun, enum scsitgt_event_type type);
 /*

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stats.h"
 #include "transport/iscsi/conn.h"
 
 void scsitgt__iscsi_conn_log(struct scsitgt__iscsi_conn *conn, enum scsitgt_log_level level,
@@ -208,12 +209,30 @@ void scsitgt__iscsi_conn_close(struct scsitgt__iscsi_conn *conn, const char *why
 	conn->dm->close(conn);
 }
 
+/* Close @conn on an error of @kind (enum scsitgt_conn_error), telling the host first
+ * (::SCSITGT_EVENT_CONNECTION_ERROR) while the nexus is still there to name. */
+static void conn_fail(struct scsitgt__iscsi_conn *conn, uint8_t kind, const char *why)
+{
+	struct scsitgt__iscsi_sess *sess = conn->sess;
+
+	if (conn->state == SCSITGT__CONN_CLOSING)
+		return;
+	scsitgt__event_conn_error(conn->ie->engine, sess ? sess->core : NULL, NULL, conn->peer,
+				  kind, why);
+	scsitgt__iscsi_conn_close(conn, why);
+}
+
 void scsitgt__iscsi_conn_dm_error(struct scsitgt__iscsi_conn *conn, int err)
 {
 	if (conn->state == SCSITGT__CONN_CLOSING)
 		return;
-	scsitgt__iscsi_conn_close(conn, err == UV_EOF ? "connection closed by the initiator" :
-							"connection error");
+	/* An orderly close (EOF) is no error; a reset or another socket error is. */
+	if (err == UV_EOF)
+		scsitgt__iscsi_conn_close(conn, "connection closed by the initiator");
+	else
+		conn_fail(conn, SCSITGT_CONN_ERROR_RESET,
+			  err == UV_ECONNRESET ? "connection reset by the initiator" :
+						 "connection error");
 }
 
 static int conn_rx_result(struct scsitgt__iscsi_conn *conn, ssize_t n)
@@ -223,7 +242,7 @@ static int conn_rx_result(struct scsitgt__iscsi_conn *conn, ssize_t n)
 		case SCSITGT__RX_EHDIGEST:
 			/* RFC 7143 §7.8: a header digest error leaves the PDU boundaries unknown;
 			 * the connection must go. */
-			scsitgt__iscsi_conn_close(conn, "header digest error");
+			conn_fail(conn, SCSITGT_CONN_ERROR_DIGEST, "header digest error");
 			break;
 		case SCSITGT__RX_EDDIGEST:
 			/*
@@ -235,14 +254,14 @@ static int conn_rx_result(struct scsitgt__iscsi_conn *conn, ssize_t n)
 			 */
 			scsitgt__iscsi_conn_reject(conn, conn->rx.pdu.bhs,
 						   ISCSI_REJECT_DATA_DIGEST);
-			scsitgt__iscsi_conn_close(conn, "data digest error");
+			conn_fail(conn, SCSITGT_CONN_ERROR_DIGEST, "data digest error");
 			break;
 		case SCSITGT__RX_ETOOBIG:
-			scsitgt__iscsi_conn_close(
-				conn, "DataSegmentLength above MaxRecvDataSegmentLength");
+			conn_fail(conn, SCSITGT_CONN_ERROR_PROTOCOL,
+				  "DataSegmentLength above MaxRecvDataSegmentLength");
 			break;
 		default:
-			scsitgt__iscsi_conn_close(conn, "protocol error");
+			conn_fail(conn, SCSITGT_CONN_ERROR_PROTOCOL, "protocol error");
 			break;
 		}
 	}
@@ -436,10 +455,10 @@ static void conn_timer_cb(uv_timer_t *t)
 
 	switch (conn->state) {
 	case SCSITGT__CONN_LOGIN:
-		scsitgt__iscsi_conn_close(conn, "login timeout");
+		conn_fail(conn, SCSITGT_CONN_ERROR_TIMEOUT, "login timeout");
 		return;
 	case SCSITGT__CONN_LOGGED_OUT:
-		scsitgt__iscsi_conn_close(conn, "logout response not delivered");
+		conn_fail(conn, SCSITGT_CONN_ERROR_TIMEOUT, "logout response not delivered");
 		return;
 	case SCSITGT__CONN_CLOSING:
 		return;
@@ -447,12 +466,12 @@ static void conn_timer_cb(uv_timer_t *t)
 		break;
 	}
 	if (conn->async_logout_sent) {
-		scsitgt__iscsi_conn_close(conn, "initiator did not log out in time");
+		conn_fail(conn, SCSITGT_CONN_ERROR_TIMEOUT, "initiator did not log out in time");
 		return;
 	}
 	if (conn->nop_outstanding) {
 		if (idle >= p->nop_timeout_ms) {
-			scsitgt__iscsi_conn_close(conn, "NOP-In ping timeout");
+			conn_fail(conn, SCSITGT_CONN_ERROR_TIMEOUT, "NOP-In ping timeout");
 			return;
 		}
 		uv_timer_start(&conn->timer, conn_timer_cb, p->nop_timeout_ms - idle, 0);
@@ -595,7 +614,7 @@ static int conn_rx_pdu(void *arg, struct scsitgt__iscsi_pdu *pdu)
 	if (conn->state == SCSITGT__CONN_LOGIN) {
 		if (op != ISCSI_OP_LOGIN_REQ) {
 			/* RFC 7143 §6.3: nothing but Login Requests before full feature phase. */
-			scsitgt__iscsi_conn_close(conn, "non-login PDU during login");
+			conn_fail(conn, SCSITGT_CONN_ERROR_PROTOCOL, "non-login PDU during login");
 			return -EPROTO;
 		}
 		return scsitgt__iscsi_login_pdu(conn, pdu);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Events a host gets from the iSCSI side (events.h): a refused login with its status, reason
- * and the names as sent, escaped; a task management function before it runs; and no
+ * and the names as sent, escaped; a task management function before it runs; a connection
+ * closed on an error, with its kind, the peer and the nexus when there is one; and no
  * initiator address on events without a nexus.
  */
 #include <setjmp.h>
@@ -18,6 +19,7 @@ struct seen {
 	enum scsitgt_event_type type;
 	uint16_t login_status;
 	uint8_t tmf_function;
+	uint8_t conn_error;
 	uint64_t lun_id;
 	bool has_target;
 	bool addr_null;
@@ -41,6 +43,7 @@ static void on_event(void *arg, const struct scsitgt_event *ev)
 	s->type = ev->type;
 	s->login_status = ev->login_status;
 	s->tmf_function = ev->tmf_function;
+	s->conn_error = ev->conn_error;
 	s->lun_id = ev->lun_id;
 	s->has_target = ev->target != NULL;
 	s->addr_null = ev->initiator_addr == NULL;
@@ -141,11 +144,102 @@ static void test_tmf_event(void **state)
 	h_fini(&h);
 }
 
+/* A NOP-Out BHS (any valid PDU of full feature phase). */
+static void nop_bhs(struct harness *h, uint8_t *bhs)
+{
+	scsitgt__bhs_init(bhs, ISCSI_OP_NOP_OUT | ISCSI_FLAG_IMMEDIATE, ISCSI_FLAG_FINAL);
+	put_be32(&bhs[ISCSI_BHS_ITT], 0x700);
+	put_be32(&bhs[ISCSI_BHS_TTT], ISCSI_RESERVED_TAG);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], h->cmd_sn);
+}
+
+/* A header digest error in a session: DIGEST, with the nexus and the peer. */
+static void test_conn_error_digest(void **state)
+{
+	uint8_t pdu[ISCSI_BHS_LEN + 4] = { 0 };
+	struct harness h;
+	struct seen s = { 0 };
+
+	(void)state;
+	assert_int_equal(h_init(&h, true), 0);
+	assert_int_equal(h_login(&h, "Normal"), 0);
+	assert_int_equal(scsitgt_engine_set_event_cb(h.engine, on_event, &s), 0);
+	/* As if HeaderDigest=CRC32C had been negotiated: a zero digest is wrong. */
+	h.conn->rx.header_digest = true;
+	nop_bhs(&h, pdu);
+	h_feed(&h, pdu, sizeof(pdu));
+	assert_true(h_conn_gone(&h));
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.type, SCSITGT_EVENT_CONNECTION_ERROR);
+	assert_int_equal(s.conn_error, SCSITGT_CONN_ERROR_DIGEST);
+	assert_string_equal(s.reason, "header digest error");
+	assert_string_equal(s.iname, H_INITIATOR);
+	assert_true(s.has_target);
+	assert_false(s.addr_null);
+	assert_string_equal(s.tname, "(null)");
+	h_fini(&h);
+}
+
+/* A non-login PDU during login: PROTOCOL, no nexus yet (NULL names and target). */
+static void test_conn_error_protocol(void **state)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	struct harness h;
+	struct seen s = { 0 };
+
+	(void)state;
+	assert_int_equal(h_init(&h, false), 0);
+	assert_int_equal(scsitgt_engine_set_event_cb(h.engine, on_event, &s), 0);
+	nop_bhs(&h, bhs);
+	h_send(&h, bhs, NULL, 0);
+	assert_true(h_conn_gone(&h));
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.type, SCSITGT_EVENT_CONNECTION_ERROR);
+	assert_int_equal(s.conn_error, SCSITGT_CONN_ERROR_PROTOCOL);
+	assert_string_equal(s.reason, "non-login PDU during login");
+	assert_string_equal(s.iname, "(null)");
+	assert_false(s.has_target);
+	assert_false(s.addr_null);
+	h_fini(&h);
+}
+
+/* A reset under a session is an error (RESET); an orderly close (EOF) is none. */
+static void test_conn_error_reset(void **state)
+{
+	struct harness h;
+	struct seen s = { 0 };
+
+	(void)state;
+	assert_int_equal(h_init(&h, true), 0);
+	assert_int_equal(h_login(&h, "Normal"), 0);
+	assert_int_equal(scsitgt_engine_set_event_cb(h.engine, on_event, &s), 0);
+	scsitgt__iscsi_conn_dm_error(h.conn, UV_ECONNRESET);
+	h_pump(&h);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.type, SCSITGT_EVENT_CONNECTION_ERROR);
+	assert_int_equal(s.conn_error, SCSITGT_CONN_ERROR_RESET);
+	assert_string_equal(s.reason, "connection reset by the initiator");
+	assert_string_equal(s.iname, H_INITIATOR);
+	h_fini(&h);
+
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(h_init(&h, true), 0);
+	assert_int_equal(h_login(&h, "Normal"), 0);
+	assert_int_equal(scsitgt_engine_set_event_cb(h.engine, on_event, &s), 0);
+	scsitgt__iscsi_conn_dm_error(h.conn, UV_EOF);
+	h_pump(&h);
+	assert_int_equal(s.n, 0);
+	h_fini(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_login_failed),
 		cmocka_unit_test(test_tmf_event),
+		cmocka_unit_test(test_conn_error_digest),
+		cmocka_unit_test(test_conn_error_protocol),
+		cmocka_unit_test(test_conn_error_reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
