@@ -10,6 +10,8 @@
  * is lost and none spins.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,7 +180,11 @@ static void worker_exit_fn(struct scsitgt__msg *msg)
 static void worker_main(void *arg)
 {
 	struct scsitgt__worker *w = arg;
+	char name[16];
 
+	/* "scsitgt-w<N>" in top -H, ps -L, /proc/<pid>/task/<tid>/comm (15 bytes at most). */
+	snprintf(name, sizeof(name), "scsitgt-w%u", w->index);
+	(void)pthread_setname_np(pthread_self(), name);
 	uv_run(&w->loop, UV_RUN_DEFAULT);
 	/* Every handle is closed (uv_run returned): the loop can go. */
 	uv_loop_close(&w->loop);

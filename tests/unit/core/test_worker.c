@@ -9,6 +9,7 @@
  * while. Part of the TSan suite (scripts/test.sh --tsan).
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -219,6 +220,33 @@ static void ping_home(struct scsitgt__msg *msg)
 
 /* Messages run on the worker they were posted to and come back home, in order, many times;
  * destroying the engine joins the threads and leaves the loop empty. */
+/* How many threads of this process are named @name (/proc/self/task/<tid>/comm). */
+static int count_threads_named(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		char path[300], comm[32] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue; /* the thread ended meanwhile */
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+		n += strcmp(comm, name) == 0;
+	}
+	closedir(d);
+	return n;
+}
+
 static void test_messages(void **state)
 {
 	struct scsitgt_engine_opts o;
@@ -250,6 +278,13 @@ static void test_messages(void **state)
 		assert_true(all.seen_set[i]);
 		for (unsigned int j = 0; j < i; j++)
 			assert_false(uv_thread_equal(&all.seen[i], &all.seen[j]));
+	}
+	/* Each worker answered, so it runs under its name: once each, as top -H shows it. */
+	for (unsigned int i = 0; i < NWORKERS; i++) {
+		char want[16];
+
+		snprintf(want, sizeof(want), "scsitgt-w%u", i);
+		assert_int_equal(count_threads_named(want), 1);
 	}
 	run_to_end(&loop, engine);
 }
