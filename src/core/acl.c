@@ -350,6 +350,7 @@ SCSITGT_EXPORT int scsitgt_target_add_initiator(struct scsitgt_target *tgt,
 {
 	struct scsitgt__acl_entry *e;
 
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || !acl_valid_name(initiator_name))
 		return -EINVAL;
 	e = scsitgt__acl_find(tgt, initiator_name);
@@ -368,6 +369,7 @@ SCSITGT_EXPORT int scsitgt_target_remove_initiator(struct scsitgt_target *tgt,
 {
 	struct scsitgt__acl_entry *e;
 
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || initiator_name == NULL)
 		return -EINVAL;
 	e = scsitgt__acl_find(tgt, initiator_name);
@@ -381,6 +383,7 @@ SCSITGT_EXPORT int scsitgt_target_remove_initiator(struct scsitgt_target *tgt,
 
 SCSITGT_EXPORT int scsitgt_target_add_address(struct scsitgt_target *tgt, const char *cidr)
 {
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL)
 		return -EINVAL;
 	return acl_nets_add(&tgt->nets, &tgt->nnets, cidr);
@@ -388,6 +391,7 @@ SCSITGT_EXPORT int scsitgt_target_add_address(struct scsitgt_target *tgt, const 
 
 SCSITGT_EXPORT int scsitgt_target_remove_address(struct scsitgt_target *tgt, const char *cidr)
 {
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL)
 		return -EINVAL;
 	return acl_nets_remove(&tgt->nets, &tgt->nnets, cidr);
@@ -401,6 +405,7 @@ SCSITGT_EXPORT int scsitgt_target_add_initiator_address(struct scsitgt_target *t
 	struct scsitgt__acl_entry *e;
 	int rc;
 
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || !acl_valid_name(initiator_name) || acl_parse_cidr(cidr, &net) < 0)
 		return -EINVAL;
 	e = acl_entry_get(tgt, initiator_name);
@@ -418,6 +423,7 @@ SCSITGT_EXPORT int scsitgt_target_remove_initiator_address(struct scsitgt_target
 	struct scsitgt__acl_entry *e;
 	int rc;
 
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || initiator_name == NULL || cidr == NULL)
 		return -EINVAL;
 	e = scsitgt__acl_find(tgt, initiator_name);
@@ -464,6 +470,7 @@ SCSITGT_EXPORT int scsitgt_target_map_lun(struct scsitgt_target *tgt, const char
 	struct scsitgt__acl_entry *e;
 	bool was_masking;
 
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || lun_id >= SCSITGT__ACL_LUN_IDS ||
 	    (initiator_name && !acl_valid_name(initiator_name)))
 		return -EINVAL;
@@ -487,6 +494,7 @@ SCSITGT_EXPORT int scsitgt_target_unmap_lun(struct scsitgt_target *tgt, const ch
 {
 	struct scsitgt__acl_entry *e;
 
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || (initiator_name && initiator_name[0] == '\0'))
 		return -EINVAL;
 	e = initiator_name ? scsitgt__acl_find(tgt, initiator_name) : tgt->acl_any;
@@ -510,6 +518,7 @@ SCSITGT_EXPORT int scsitgt_target_set_lun_read_only(struct scsitgt_target *tgt,
 {
 	struct scsitgt__acl_entry *e;
 
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || lun_id >= SCSITGT__ACL_LUN_IDS ||
 	    (initiator_name && !acl_valid_name(initiator_name)))
 		return -EINVAL;
@@ -539,6 +548,7 @@ SCSITGT_EXPORT int scsitgt_target_set_lun_read_only(struct scsitgt_target *tgt,
 
 SCSITGT_EXPORT int scsitgt_target_set_lun_masking(struct scsitgt_target *tgt, bool enabled)
 {
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL)
 		return -EINVAL;
 	if (tgt->lun_masking == enabled)

@@ -50,6 +50,8 @@ struct scsitgt__deferred {
 
 struct scsitgt_engine {
 	uv_loop_t *loop;
+	/* The thread that created the engine, which runs its loop: SCSITGT__ASSERT_HOME. */
+	uv_thread_t home_thread;
 	struct scsitgt__logger log;
 	void *userdata;
 	struct scsitgt__list targets;
@@ -263,6 +265,18 @@ struct scsitgt_lun {
 #define SCSITGT__MAX_UNMAP_DESCRIPTORS 256u
 /* the largest LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT of scsitgt_lun_opts (lun.h). */
 #define SCSITGT__LUN_MAX_PBE 8u
+
+/*
+ * `Loop: home` entry points check their calling thread in debug builds (NDEBUG unset): a call
+ * from another thread aborts at once with the function's name, rather than racing the loop
+ * (docs/threading.md). Release builds compile it out.
+ */
+#ifndef NDEBUG
+#define SCSITGT__ASSERT_HOME(engine) scsitgt__assert_home((engine), __func__)
+#else
+#define SCSITGT__ASSERT_HOME(engine) ((void)0)
+#endif
+void scsitgt__assert_home(const struct scsitgt_engine *engine, const char *fn);
 
 /* engine.c */
 void scsitgt__engine_add_service(struct scsitgt_engine *engine, struct scsitgt__service *svc);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,6 +120,19 @@ static void engine_failed_closed(uv_handle_t *h)
 	free(engine);
 }
 
+void scsitgt__assert_home(const struct scsitgt_engine *engine, const char *fn)
+{
+	uv_thread_t self = uv_thread_self();
+
+	if (engine == NULL || uv_thread_equal(&engine->home_thread, &self))
+		return;
+	fprintf(stderr,
+		"libscsitgt: %s() called off its engine's home thread; it is Loop: home "
+		"(docs/threading.md: use scsitgt_engine_post())\n",
+		fn);
+	abort();
+}
+
 SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t *loop,
 					 const struct scsitgt_engine_opts *opts)
 {
@@ -157,6 +171,7 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 	}
 	scsitgt__cache_init(engine->cache, engine_cache_bytes());
 	engine->loop = loop;
+	engine->home_thread = uv_thread_self();
 	engine->log.cb = o.log_cb;
 	engine->log.arg = o.log_arg;
 	engine->log.level = o.log_level;
@@ -216,6 +231,7 @@ SCSITGT_EXPORT int scsitgt_engine_foreach_target(struct scsitgt_engine *engine,
 {
 	struct scsitgt__list *pos, *tmp;
 
+	SCSITGT__ASSERT_HOME(engine);
 	if (engine == NULL || cb == NULL)
 		return -EINVAL;
 	scsitgt__list_foreach_safe(pos, tmp, &engine->targets)
@@ -238,6 +254,7 @@ SCSITGT_EXPORT struct scsitgt_target *scsitgt_engine_find_target(struct scsitgt_
 {
 	struct scsitgt_target *tgt;
 
+	SCSITGT__ASSERT_HOME(engine);
 	if (engine == NULL || name == NULL)
 		return NULL;
 	tgt = scsitgt__engine_find_target(engine, name);
@@ -343,6 +360,7 @@ static void engine_destroy_step(struct scsitgt_engine *engine)
 SCSITGT_EXPORT void scsitgt_engine_destroy(struct scsitgt_engine *engine, scsitgt_done_cb cb,
 					   void *cb_arg)
 {
+	SCSITGT__ASSERT_HOME(engine);
 	if (engine == NULL || engine->destroying)
 		return;
 	engine->destroying = true;

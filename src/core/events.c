@@ -10,6 +10,7 @@
 SCSITGT_EXPORT int scsitgt_engine_set_event_cb(struct scsitgt_engine *engine, scsitgt_event_cb cb,
 					       void *cb_arg)
 {
+	SCSITGT__ASSERT_HOME(engine);
 	if (engine == NULL)
 		return -EINVAL;
 	engine->event_cb = cb;

@@ -70,6 +70,7 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	size_t ops_size;
 	int rc;
 
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (out == NULL || tgt == NULL || opts == NULL || opts->size == 0 || tgt->destroying)
 		return -EINVAL;
 	scsitgt_lun_opts_init(&o, sizeof(o));
@@ -215,6 +216,7 @@ void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun)
 
 SCSITGT_EXPORT void scsitgt_lun_destroy(struct scsitgt_lun *lun, scsitgt_done_cb cb, void *cb_arg)
 {
+	SCSITGT__ASSERT_HOME(lun ? lun->engine : NULL);
 	if (lun == NULL || lun->destroying)
 		return;
 	lun->destroying = true;

@@ -194,6 +194,7 @@ SCSITGT_EXPORT int scsitgt_lun_get_stats(const struct scsitgt_lun *lun,
 
 SCSITGT_EXPORT int scsitgt_lun_reset_stats(struct scsitgt_lun *lun)
 {
+	SCSITGT__ASSERT_HOME(lun ? lun->engine : NULL);
 	if (lun == NULL)
 		return -EINVAL;
 	memset(&lun->stats, 0, sizeof(lun->stats));
@@ -205,6 +206,7 @@ SCSITGT_EXPORT int scsitgt_target_foreach_session(struct scsitgt_target *tgt,
 {
 	struct scsitgt__list *p, *next;
 
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || cb == NULL)
 		return -EINVAL;
 	for (p = tgt->sessions.next; p != &tgt->sessions; p = next) {

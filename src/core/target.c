@@ -49,6 +49,7 @@ SCSITGT_EXPORT int scsitgt_target_create(struct scsitgt_target **out, struct scs
 	struct scsitgt_target_opts o;
 	struct scsitgt_target *tgt;
 
+	SCSITGT__ASSERT_HOME(engine);
 	if (out == NULL || engine == NULL || opts == NULL || opts->size == 0 || engine->destroying)
 		return -EINVAL;
 	scsitgt_target_opts_init(&o, sizeof(o));
@@ -143,6 +144,7 @@ SCSITGT_EXPORT void scsitgt_target_destroy(struct scsitgt_target *tgt, scsitgt_d
 {
 	struct scsitgt__list *pos, *tmp;
 
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || tgt->destroying)
 		return;
 	tgt->destroying = true;
@@ -193,6 +195,7 @@ SCSITGT_EXPORT int scsitgt_target_foreach_lun(struct scsitgt_target *tgt, scsitg
 {
 	size_t i;
 
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || cb == NULL)
 		return -EINVAL;
 	/* By LUN number, looked up again after each visit: the visitor may change the array. */
