@@ -78,6 +78,76 @@ struct scsitgt_lun_opts {
 	 * physical blocks. 0 keeps what the backend's open() reported.
 	 */
 	uint8_t physical_block_exponent;
+	/*
+	 * Appended after the first release. The first appended member is 8-byte aligned so that
+	 * all of them lie past the padding of the older struct (112 bytes): a caller compiled
+	 * against it passes size 112 and gets the defaults below, whatever its padding held.
+	 * Every limit here is advertised in the Block Limits VPD page (SBC-4 §6.6.4, B0h) and
+	 * enforced by the commands it governs; 0 keeps the default.
+	 */
+	/**
+	 * MAXIMUM WRITE SAME LENGTH in logical blocks: WRITE SAME (10)/(16) over more blocks
+	 * (NUMBER OF LOGICAL BLOCKS 0 counts the blocks through the last LBA) ends with ILLEGAL
+	 * REQUEST, INVALID FIELD IN CDB. 1..4294967295; 0: 65535.
+	 */
+	uint64_t max_write_same_blocks;
+	/**
+	 * MAXIMUM TRANSFER LENGTH in logical blocks: READ, WRITE, VERIFY, WRITE AND VERIFY,
+	 * ORWRITE and WRITE ATOMIC with a longer transfer end with ILLEGAL REQUEST, INVALID
+	 * FIELD IN CDB. At most 8 MiB worth of blocks (the library's largest transfer);
+	 * 0: that largest transfer.
+	 */
+	uint32_t max_transfer_blocks;
+	/**
+	 * OPTIMAL TRANSFER LENGTH in logical blocks, at most the maximum transfer length and, when
+	 * @c optimal_transfer_granularity is given, a multiple of it. 0: the backend's
+	 * (geometry optimal_transfer_blocks, cut to the maximum transfer length).
+	 */
+	uint32_t optimal_transfer_blocks;
+	/**
+	 * OPTIMAL TRANSFER LENGTH GRANULARITY in logical blocks, 1..65535 and at most the
+	 * maximum transfer length. 0: one physical block (2^physical_block_exponent).
+	 */
+	uint32_t optimal_transfer_granularity;
+	/**
+	 * MAXIMUM UNMAP LBA COUNT: the blocks one UNMAP command may deallocate, all its
+	 * descriptors together (SBC-4 §5.30.2); more ends with ILLEGAL REQUEST, INVALID FIELD IN
+	 * PARAMETER LIST. 4294967295: no limit. Thin LUNs only (SCSITGT_LUN_THIN).
+	 * 0: 1048576.
+	 */
+	uint32_t max_unmap_blocks;
+	/**
+	 * MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT: more descriptors in one UNMAP end with ILLEGAL
+	 * REQUEST, INVALID FIELD IN PARAMETER LIST. 4294967295: no limit. Thin LUNs only.
+	 * 0: 256.
+	 */
+	uint32_t max_unmap_descriptors;
+	/**
+	 * OPTIMAL UNMAP GRANULARITY in logical blocks, reported with UGAVALID set and
+	 * @c unmap_granularity_alignment. Thin LUNs only. 0: the backend's deallocation unit
+	 * (geometry unmap_granularity_blocks) when larger than a physical block, else a
+	 * physical block with UGAVALID clear.
+	 */
+	uint32_t unmap_granularity;
+	/**
+	 * UNMAP GRANULARITY ALIGNMENT: the first LBA the granularity applies to (optimal unmap
+	 * ranges start at n * granularity + alignment, SBC-4 §6.6.4). Below
+	 * @c unmap_granularity, and only with it.
+	 */
+	uint32_t unmap_granularity_alignment;
+	/**
+	 * NAA IEEE Registered Extended designator (VPD 83h, NAA type 6, SPC-5 §7.7.6.6.6),
+	 * reported besides the type 5 one: byte 0's top nibble must be 6, then the 24-bit IEEE
+	 * COMPANY_ID, the 36-bit VENDOR SPECIFIC IDENTIFIER and the 64-bit extension, big
+	 * endian. All zeros: none.
+	 */
+	uint8_t naa_extended[16];
+	/**
+	 * UUID designator (VPD 83h, designator type 0Ah, SPC-5 §7.7.6.12: a locally assigned
+	 * UUID): the 16 bytes of an RFC 4122 UUID in network byte order; its variant must be
+	 * RFC 4122's (10b) and its version 1..8 (RFC 9562). All zeros: none.
+	 */
+	uint8_t uuid[16];
 };
 
 /**
@@ -113,7 +183,13 @@ SCSITGT_EXPORT void scsitgt_lun_opts_init(struct scsitgt_lun_opts *opts, size_t 
  * @return 0 on success. On failure:
  *         -EINVAL for a NULL argument, an id above 16383, a block size other than 0, 512 or
  *         4096, a physical_block_exponent above 8, a backend table without
- *         open/close/submit, or a geometry the backend leaves incomplete; -EEXIST if the
+ *         open/close/submit, a geometry the backend leaves incomplete, block limits that
+ *         contradict each other or the library's (a maximum transfer above 8 MiB or below
+ *         the optimal transfer length or its granularity, an optimal transfer length that is
+ *         not a multiple of the granularity given, a granularity above 65535, an unmap
+ *         alignment not below its granularity, unmap limits on a LUN that is not thin, a
+ *         maximum WRITE SAME length above 4294967295) or a malformed designator (NAA type
+ *         other than 6, a UUID of another variant or version); -EEXIST if the
  *         target already has that LUN id; -ENOTSUP for SCSITGT_LUN_THIN on a backend
  *         without UNMAP; -ENOMEM; any error of ops->open.
  *

@@ -168,6 +168,33 @@ struct scsitgt__mode_state {
 /* The last enum scsitgt_io_type value the core knows. */
 #define SCSITGT__IO_TYPE_LAST SCSITGT_IO_GET_LBA_STATUS
 
+/*
+ * A LUN's Block Limits (SBC-4 §6.6.4, VPD B0h) as scsitgt_lun_create() settled them from the
+ * LUN options, the backend's geometry and the library's own limits: what vpd.c advertises and
+ * what the commands enforce (sbc.c, sbc_unmap.c, sbc_write_same.c).
+ */
+struct scsitgt__lun_limits {
+	uint32_t max_transfer_blocks;
+	uint32_t opt_transfer_blocks;
+	uint16_t opt_granularity;
+	/* UINT32_MAX: no limit (the page's FFFFFFFFh). */
+	uint32_t max_unmap_blocks;
+	uint32_t max_unmap_descriptors;
+	/* OPTIMAL UNMAP GRANULARITY; ugavalid: UGAVALID and UNMAP GRANULARITY ALIGNMENT apply. */
+	uint32_t unmap_granularity;
+	uint32_t unmap_alignment;
+	bool ugavalid;
+	uint64_t max_write_same_blocks;
+};
+
+/* The optional LU designators of the Device Identification VPD page (SPC-5 §7.7.6). */
+struct scsitgt__lun_designators {
+	bool has_naa_extended;
+	bool has_uuid;
+	uint8_t naa_extended[16];
+	uint8_t uuid[16];
+};
+
 struct scsitgt_lun {
 	struct scsitgt_target *tgt;
 	uint64_t id;
@@ -186,6 +213,10 @@ struct scsitgt_lun {
 		uint64_t naa;
 		uint64_t eui64;
 	} ident;
+	/* Optional LU designators of VPD 83h and the Block Limits of VPD B0h, settled at
+	 * create from the LUN options (lun_limits.c). */
+	struct scsitgt__lun_designators desig;
+	struct scsitgt__lun_limits limits;
 	struct scsitgt__mode_state mode;
 	/*
 	 * Medium state (SBC-4 START STOP UNIT, PREVENT ALLOW MEDIUM REMOVAL; sbc.c): the medium
@@ -259,8 +290,8 @@ struct scsitgt_lun {
 
 /* Largest data transfer of one command (VPD B0 MAXIMUM TRANSFER LENGTH in bytes). */
 #define SCSITGT__MAX_XFER_BYTES (8u << 20)
-/* UNMAP limits of thin LUNs (VPD B0 MAXIMUM UNMAP LBA COUNT / BLOCK DESCRIPTOR COUNT). 1 Mi
- * blocks: libiscsi's conformance suite takes a larger explicit limit for a bogus value. */
+/* Default UNMAP limits of thin LUNs (VPD B0 MAXIMUM UNMAP LBA COUNT / BLOCK DESCRIPTOR COUNT).
+ * 1 Mi blocks: libiscsi's conformance suite takes a larger explicit limit for a bogus value. */
 #define SCSITGT__MAX_UNMAP_LBA_COUNT (1u << 20)
 #define SCSITGT__MAX_UNMAP_DESCRIPTORS 256u
 /* the largest LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT of scsitgt_lun_opts (lun.h). */
@@ -309,6 +340,11 @@ void scsitgt__acl_session_attach(struct scsitgt__session *sess);
 
 /* lun.c */
 bool scsitgt__lun_supports(const struct scsitgt_lun *lun, enum scsitgt_io_type type);
+/* lun_limits.c: settle a LUN's designators (before open) and its Block Limits (after open,
+ * with the geometry and flags final) from its options; -EINVAL for contradictory values. */
+int scsitgt__lun_designators_set(struct scsitgt__lun_designators *d,
+				 const struct scsitgt_lun_opts *o);
+int scsitgt__lun_limits_settle(struct scsitgt_lun *lun, const struct scsitgt_lun_opts *o);
 /* Drop a command's hold on its LUN; the last one lets a pending destroy proceed. */
 void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun);
 /* close the backend of a destroyed LUN that has no command left (lun.c). */

@@ -121,6 +121,8 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	lun->ident.naa = (5ull << 60) | ((o.naa ? o.naa : lun_hash(tgt->name, o.id) ^ 0x5a5a) &
 					 0x0fffffffffffffffull);
 	lun->ident.eui64 = o.eui64;
+	if (scsitgt__lun_designators_set(&lun->desig, &o) < 0)
+		goto fail;
 	lun->medium.present = true;
 
 	lun->geo.size = sizeof(lun->geo);
@@ -143,6 +145,9 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 				   (lun->ops.supports && lun->ops.supports(lun->bctx, t));
 	rc = -ENOTSUP;
 	if ((lun->flags & SCSITGT_LUN_THIN) && !lun->supports[SCSITGT_IO_UNMAP])
+		goto fail_close;
+	rc = scsitgt__lun_limits_settle(lun, &o);
+	if (rc < 0)
 		goto fail_close;
 	/* The write cache is on only where the backend has one to flush (SBC-4 §6.5.4). */
 	lun->mode.wce = (lun->flags & SCSITGT_LUN_WRITE_CACHE) &&

@@ -72,8 +72,9 @@ enum scsitgt__sense_reason scsitgt__sbc_check_range(struct scsitgt__cmd *cmd, ui
 {
 	const struct scsitgt_lun *lun = cmd->lun;
 
-	/* SBC-4 §6.6.3: a transfer above MAXIMUM TRANSFER LENGTH is an invalid field. */
-	if ((uint64_t)nblocks * lun->geo.block_size > SCSITGT__MAX_XFER_BYTES)
+	/* SBC-4 §6.6.3: a transfer above MAXIMUM TRANSFER LENGTH (the LUN's, lun_limits.c) is
+	 * an invalid field. */
+	if (nblocks > lun->limits.max_transfer_blocks)
 		return scsitgt__cmd_bad_cdb_field(cmd, len_off, 7);
 	if (sbc_range_bad(lun, lba, nblocks))
 		return SCSITGT__SR_LBA_OUT_OF_RANGE;

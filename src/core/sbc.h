@@ -69,6 +69,8 @@ void scsitgt__sbc_atomic_exec(struct scsitgt__cmd *cmd);
 /* ATOMIC ALIGNMENT and ATOMIC TRANSFER LENGTH GRANULARITY: one physical block (the
  * LUN's LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT). */
 uint32_t scsitgt__sbc_atomic_granularity(const struct scsitgt_lun *lun);
+/* MAXIMUM ATOMIC TRANSFER LENGTH of @lun (VPD B0), within its MAXIMUM TRANSFER LENGTH. */
+uint32_t scsitgt__sbc_max_atomic_blocks(const struct scsitgt_lun *lun);
 
 /* sbc_lba_status.c: GET LBA STATUS, PRE-FETCH (10)/(16), and their VPD B0 limits. */
 enum scsitgt__sense_reason scsitgt__sbc_parse_get_lba_status(struct scsitgt__cmd *cmd);

@@ -102,7 +102,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_atomic(struct scsitgt__cmd *
 		return scsitgt__cmd_bad_cdb_field(cmd, 10, 7);
 	/* Above MAXIMUM ATOMIC TRANSFER LENGTH, or not a multiple of the ATOMIC TRANSFER
 	 * LENGTH GRANULARITY: invalid field (§5.49). */
-	if (n > SCSITGT__SBC_MAX_ATOMIC_BLOCKS || n % scsitgt__sbc_atomic_granularity(lun))
+	if (n > scsitgt__sbc_max_atomic_blocks(lun) || n % scsitgt__sbc_atomic_granularity(lun))
 		return scsitgt__cmd_bad_cdb_field(cmd, 12, 7);
 	/* An LBA off the ATOMIC ALIGNMENT: invalid field. */
 	if (lba % scsitgt__sbc_atomic_granularity(lun))
@@ -218,4 +218,16 @@ void scsitgt__sbc_atomic_exec(struct scsitgt__cmd *cmd)
 	if (!scsitgt__range_lock(cmd, cmd->lba, cmd->nblocks, true, at_granted,
 				 &cmd->ctx.atomic.entry))
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
+}
+
+uint32_t scsitgt__sbc_max_atomic_blocks(const struct scsitgt_lun *lun)
+{
+	uint32_t g = scsitgt__sbc_atomic_granularity(lun);
+	uint32_t max = SCSITGT__SBC_MAX_ATOMIC_BLOCKS;
+
+	/* SBC-4 §6.6.3: MAXIMUM ATOMIC TRANSFER LENGTH is at most the MAXIMUM TRANSFER LENGTH,
+	 * and an atomic write is whole granules. */
+	if (lun->limits.max_transfer_blocks < max)
+		max = lun->limits.max_transfer_blocks - lun->limits.max_transfer_blocks % g;
+	return max;
 }

@@ -228,10 +228,10 @@ void scsitgt__sbc_block_limits(const struct scsitgt_lun *lun, uint8_t *b0)
 	    scsitgt__cdb_supported(SBC_WRITE_SAME_10, 0)) {
 		/* Byte 4 bit 0 WSNZ stays zero: NUMBER OF LOGICAL BLOCKS 0 writes through the
 		 * last LBA (sbc_write_same.c). */
-		put_be64(&b0[36], SCSITGT__SBC_MAX_WRITE_SAME_BLOCKS);
+		put_be64(&b0[36], lun->limits.max_write_same_blocks);
 	}
 	if (scsitgt__cdb_supported(SBC_WRITE_ATOMIC_16, 0)) {
-		put_be32(&b0[44], SCSITGT__SBC_MAX_ATOMIC_BLOCKS);
+		put_be32(&b0[44], scsitgt__sbc_max_atomic_blocks(lun));
 		/* ATOMIC ALIGNMENT and ATOMIC TRANSFER LENGTH GRANULARITY: a physical block. */
 		put_be32(&b0[48], scsitgt__sbc_atomic_granularity(lun));
 		put_be32(&b0[52], scsitgt__sbc_atomic_granularity(lun));

@@ -32,8 +32,10 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 	const struct scsitgt_lun *lun = cmd->lun;
 	const uint8_t *p = cmd->buf;
 	uint32_t len = cmd->xfer_len;
+	const struct scsitgt__lun_limits *lim = &lun->limits;
 	uint16_t data_len, bd_len;
 	uint32_t ndesc;
+	uint64_t total = 0;
 
 	if (len == 0) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
@@ -52,7 +54,10 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 	}
 	/* Trailing bytes short of a whole descriptor are ignored (§5.30.2). */
 	ndesc = bd_len / UNMAP_DESC_LEN;
-	if (ndesc > SCSITGT__MAX_UNMAP_DESCRIPTORS) {
+	/* SBC-4 §5.30.2: more descriptors than MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT, or more
+	 * blocks in all than MAXIMUM UNMAP LBA COUNT (the LUN's, lun_limits.c; FFFFFFFFh is no
+	 * limit), is INVALID FIELD IN PARAMETER LIST. */
+	if (lim->max_unmap_descriptors != UINT32_MAX && ndesc > lim->max_unmap_descriptors) {
 		scsitgt__cmd_complete(cmd, scsitgt__cmd_bad_param_field(cmd, 2, -1));
 		return;
 	}
@@ -62,7 +67,8 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 		uint64_t lba = get_be64(d);
 		uint32_t n = get_be32(&d[8]);
 
-		if (n > SCSITGT__MAX_UNMAP_LBA_COUNT) {
+		total += n;
+		if (lim->max_unmap_blocks != UINT32_MAX && total > lim->max_unmap_blocks) {
 			scsitgt__cmd_complete(
 				cmd, scsitgt__cmd_bad_param_field(
 					     cmd, (uint16_t)(UNMAP_HDR_LEN + i * 16 + 8), -1));

@@ -57,7 +57,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_same(struct scsitgt__cmd *cm
 	/* SBC-4 §5.50/§5.51 with WSNZ 0: NUMBER OF LOGICAL BLOCKS 0 means through the last
 	 * LBA. The blocks to write, counted so, may not exceed MAXIMUM WRITE SAME LENGTH. */
 	count = nblocks ? nblocks : lun->geo.num_blocks - lba;
-	if (count > SCSITGT__SBC_MAX_WRITE_SAME_BLOCKS)
+	if (count > lun->limits.max_write_same_blocks)
 		return scsitgt__cmd_bad_cdb_field(cmd, len_off, 7);
 	cmd->lba = lba;
 	cmd->nblocks = (uint32_t)count;

@@ -45,6 +45,7 @@ enum {
 	DESIG_REL_TARGET_PORT = 0x4,
 	DESIG_TARGET_PORT_GROUP = 0x5,
 	DESIG_SCSI_NAME = 0x8,
+	DESIG_UUID = 0xa,
 };
 
 /* SBC-4 §6.6.3 and §6.6.2: both pages have PAGE LENGTH 003Ch. */
@@ -143,6 +144,21 @@ static size_t vpd_device_id(const struct scsitgt__cmd *cmd, uint8_t *buf)
 	put_be64(tmp, lun->ident.naa);
 	n += vpd_designator(&buf[n], 0, false, CODE_SET_BINARY, ASSOC_LU, DESIG_NAA, tmp, 8);
 
+	/* NAA IEEE Registered Extended, SPC-5 §7.7.6.6.6, when the host gave one. */
+	if (lun->desig.has_naa_extended)
+		n += vpd_designator(&buf[n], 0, false, CODE_SET_BINARY, ASSOC_LU, DESIG_NAA,
+				    lun->desig.naa_extended, 16);
+
+	/* UUID, SPC-5 §7.7.6.12: UUID TYPE 1h (locally assigned, RFC 4122) in byte 0's top
+	 * nibble, a reserved byte, then the UUID. */
+	if (lun->desig.has_uuid) {
+		memset(tmp, 0, 2);
+		tmp[0] = 0x10;
+		memcpy(&tmp[2], lun->desig.uuid, 16);
+		n += vpd_designator(&buf[n], 0, false, CODE_SET_BINARY, ASSOC_LU, DESIG_UUID, tmp,
+				    18);
+	}
+
 	/* EUI-64, SPC-5 §7.7.6.5, when the host gave one. */
 	if (lun->ident.eui64) {
 		put_be64(tmp, lun->ident.eui64);
@@ -208,32 +224,24 @@ static size_t vpd_extended_inquiry(const struct scsitgt_lun *lun, uint8_t *buf)
 	return VPD_86_LEN;
 }
 
-/* SBC-4 §6.6.3 block limits. */
+/* SBC-4 §6.6.3 block limits: the values lun_limits.c settled at creation, which the commands
+ * enforce. */
 static size_t vpd_block_limits(const struct scsitgt_lun *lun, uint8_t *buf)
 {
-	uint32_t max_blocks = SCSITGT__MAX_XFER_BYTES / lun->geo.block_size;
-	uint32_t granularity = 1u << (lun->geo.physical_block_exponent & 0x0f);
-	uint32_t opt = lun->geo.optimal_transfer_blocks;
+	const struct scsitgt__lun_limits *l = &lun->limits;
 
 	memset(buf, 0, VPD_B0_LEN);
 	vpd_header(buf, VPD_BLOCK_LIMITS, VPD_B0_LEN);
-	put_be16(&buf[6], (uint16_t)(granularity > 0xffff ? 0xffff : granularity));
-	put_be32(&buf[8], max_blocks);
-	put_be32(&buf[12], opt > max_blocks ? max_blocks : opt);
+	put_be16(&buf[6], l->opt_granularity);
+	put_be32(&buf[8], l->max_transfer_blocks);
+	put_be32(&buf[12], l->opt_transfer_blocks);
 	if (scsitgt__sbc_lbpme(lun) && scsitgt__cdb_supported(SBC_UNMAP, 0)) {
-		put_be32(&buf[20], SCSITGT__MAX_UNMAP_LBA_COUNT);
-		put_be32(&buf[24], SCSITGT__MAX_UNMAP_DESCRIPTORS);
-		if (lun->geo.unmap_granularity_blocks > granularity) {
-			/* The backend's deallocation unit (RBD's discard granularity, the RAM
-			 * backend's chunk, a file system's block): OPTIMAL UNMAP GRANULARITY,
-			 * and UGAVALID with UNMAP GRANULARITY ALIGNMENT 0 (SBC-4 §6.6.3), so
-			 * initiators send aligned ranges that free something (issue 17). */
-			put_be32(&buf[28], lun->geo.unmap_granularity_blocks);
-			buf[32] = 0x80;
-		} else {
-			/* OPTIMAL UNMAP GRANULARITY: a physical block; UGAVALID stays zero. */
-			put_be32(&buf[28], granularity);
-		}
+		put_be32(&buf[20], l->max_unmap_blocks);
+		put_be32(&buf[24], l->max_unmap_descriptors);
+		/* OPTIMAL UNMAP GRANULARITY; with UGAVALID, UNMAP GRANULARITY ALIGNMENT. */
+		put_be32(&buf[28], l->unmap_granularity);
+		if (l->ugavalid)
+			put_be32(&buf[32], 0x80000000u | l->unmap_alignment);
 	}
 	/* WSNZ, MAXIMUM COMPARE AND WRITE LENGTH, MAXIMUM WRITE SAME LENGTH and the atomic
 	 * limits belong to the commands that honour them (sbc_lba_status.c). */

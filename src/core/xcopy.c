@@ -49,6 +49,7 @@ enum {
 enum {
 	DESIG_EUI64 = 0x2,
 	DESIG_NAA = 0x3,
+	DESIG_UUID = 0xa,
 	CODE_SET_BINARY = 0x1
 };
 
@@ -272,15 +273,23 @@ static struct xc_fail *xc_cscd_failed(struct scsitgt__xcopy_op *op, bool dst,
 	return f;
 }
 
-/* Whether identification descriptor @c names @lun (SPC-5 §7.7.6.5, §7.7.6.6). */
+/* Whether identification descriptor @c names @lun by one of the LU designators of its VPD
+ * page 83h (SPC-5 §7.7.6.5 EUI-64, §7.7.6.6 NAA types 5 and 6, §7.7.6.12 UUID). */
 static bool xc_names(const struct scsitgt__xcopy_cscd *c, const struct scsitgt_lun *lun)
 {
-	if (c->code_set != CODE_SET_BINARY || c->desig_len != 8)
+	const struct scsitgt__lun_designators *d = &lun->desig;
+
+	if (c->code_set != CODE_SET_BINARY)
 		return false;
-	if (c->desig_type == DESIG_NAA)
+	if (c->desig_type == DESIG_NAA && c->desig_len == 8)
 		return get_be64(c->desig) == lun->ident.naa;
-	if (c->desig_type == DESIG_EUI64)
+	if (c->desig_type == DESIG_NAA && c->desig_len == 16)
+		return d->has_naa_extended && memcmp(c->desig, d->naa_extended, 16) == 0;
+	if (c->desig_type == DESIG_EUI64 && c->desig_len == 8)
 		return lun->ident.eui64 && get_be64(c->desig) == lun->ident.eui64;
+	/* UUID TYPE (byte 0's top nibble) and the reserved byte are not compared. */
+	if (c->desig_type == DESIG_UUID && c->desig_len == 18)
+		return d->has_uuid && memcmp(&c->desig[2], d->uuid, 16) == 0;
 	return false;
 }
 

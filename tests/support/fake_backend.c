@@ -363,6 +363,18 @@ int fake_backend_lun_create(struct scsitgt_lun **lun_out, struct fake_backend **
 			    const struct fake_backend_opts *o)
 {
 	struct scsitgt_lun_opts lo;
+
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.id = id;
+	lo.flags = lun_flags;
+	return fake_backend_lun_create_opts(lun_out, fb_out, tgt, &lo, o);
+}
+
+int fake_backend_lun_create_opts(struct scsitgt_lun **lun_out, struct fake_backend **fb_out,
+				 struct scsitgt_target *tgt, const struct scsitgt_lun_opts *opts,
+				 const struct fake_backend_opts *o)
+{
+	struct scsitgt_lun_opts lo = *opts;
 	struct fake_backend *fb;
 	struct scsitgt_lun *lun;
 	int rc;
@@ -370,9 +382,6 @@ int fake_backend_lun_create(struct scsitgt_lun **lun_out, struct fake_backend **
 	rc = fake_backend_create(&fb, o);
 	if (rc < 0)
 		return rc;
-	scsitgt_lun_opts_init(&lo, sizeof(lo));
-	lo.id = id;
-	lo.flags = lun_flags;
 	lo.backend = &fb->ops;
 	lo.backend_ctx = fb;
 	rc = scsitgt_lun_create(&lun, tgt, &lo);

@@ -86,6 +86,10 @@ int fake_backend_create(struct fake_backend **out, const struct fake_backend_opt
 int fake_backend_lun_create(struct scsitgt_lun **lun_out, struct fake_backend **fb_out,
 			    struct scsitgt_target *tgt, uint64_t id, uint32_t lun_flags,
 			    const struct fake_backend_opts *o);
+/* The same with LUN options of the caller's (backend and backend_ctx are filled in). */
+int fake_backend_lun_create_opts(struct scsitgt_lun **lun_out, struct fake_backend **fb_out,
+				 struct scsitgt_target *tgt, const struct scsitgt_lun_opts *opts,
+				 const struct fake_backend_opts *o);
 /* Fail the next @count ios with @err (a negative errno). */
 void fake_backend_fail_next(struct fake_backend *fb, int err, unsigned int count);
 /* Fail the next io with exact sense data. */

@@ -29,7 +29,7 @@ _Static_assert(offsetof(struct scsitgt_target_opts, max_lun_commands) == 28, "ta
 _Static_assert(offsetof(struct scsitgt_target_opts, max_read_buffer_bytes) == 32,
 	       "target_opts ABI");
 
-_Static_assert(sizeof(struct scsitgt_lun_opts) == 112, "lun_opts ABI");
+_Static_assert(sizeof(struct scsitgt_lun_opts) == 184, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, id) == 8, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, block_size) == 16, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, num_blocks) == 24, "lun_opts ABI");
@@ -44,6 +44,19 @@ _Static_assert(offsetof(struct scsitgt_lun_opts, backend) == 88, "lun_opts ABI")
 _Static_assert(offsetof(struct scsitgt_lun_opts, backend_ctx) == 96, "lun_opts ABI");
 /* appended. */
 _Static_assert(offsetof(struct scsitgt_lun_opts, physical_block_exponent) == 104, "lun_opts ABI");
+/* Appended after the first release, all past the 112 bytes of the older struct. */
+_Static_assert(offsetof(struct scsitgt_lun_opts, max_write_same_blocks) == 112, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, max_transfer_blocks) == 120, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, optimal_transfer_blocks) == 124, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, optimal_transfer_granularity) == 128,
+	       "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, max_unmap_blocks) == 132, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, max_unmap_descriptors) == 136, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, unmap_granularity) == 140, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, unmap_granularity_alignment) == 144,
+	       "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, naa_extended) == 148, "lun_opts ABI");
+_Static_assert(offsetof(struct scsitgt_lun_opts, uuid) == 164, "lun_opts ABI");
 
 _Static_assert(sizeof(struct scsitgt_backend_ops) == 88, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, name) == 8, "backend_ops ABI");

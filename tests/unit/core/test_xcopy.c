@@ -514,6 +514,66 @@ static void test_unreachable(void **state)
 	tctx_destroy(t);
 }
 
+/* A CSCD given by a 16-byte designator (NAA 6 or UUID, the LUN options' naa_extended and
+ * uuid, lun_limits.c) at byte 8 of the descriptor, DESIGNATOR LENGTH @len. */
+static void xl_cscd_desig(struct xl *x, uint8_t type, const uint8_t *desig, uint8_t len,
+			  uint32_t block_len)
+{
+	uint8_t *d = &x->b[x->n];
+
+	d[0] = 0xe4;
+	d[4] = 0x01; /* binary */
+	d[5] = type; /* LU association */
+	d[7] = len;
+	memcpy(&d[8], desig, len);
+	put_be24(&d[29], block_len);
+	x->n += 32;
+	x->tdll += 32;
+}
+
+static void test_copy_by_naa6_and_uuid(void **state)
+{
+	static const uint8_t naa6[16] = { 0x60, 0x01, 0x40, 0x5f, 0xed, 0xcb, 0xa9, 0x87,
+					  0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef };
+	/* UUID designator: UUID TYPE 1h, reserved, then the UUID (SPC-5 §7.7.6.12). */
+	static const uint8_t uuid_desig[18] = { 0x10, 0x00, 0x1b, 0x4e, 0x28, 0xba,
+						0x2f, 0xa1, 0x41, 0xd2, 0x88, 0x3f,
+						0xb9, 0xa7, 0x6b, 0x1a, 0x5c, 0x0e };
+	struct tctx *t = setup(FAKE_SYNC);
+	struct scsitgt_lun *l1;
+	struct fake_backend *f1 = add_lun(t, 1, 0, BS, FAKE_SYNC, &l1);
+	struct xl x;
+
+	(void)state;
+	l1->desig.has_naa_extended = true;
+	memcpy(l1->desig.naa_extended, naa6, 16);
+	l1->desig.has_uuid = true;
+	memcpy(l1->desig.uuid, &uuid_desig[2], 16);
+	fill(t->fb, 0, 16 * BS, 0x33);
+	/* By NAA 6. */
+	xl_init(&x, 1, 0);
+	xl_cscd(&x, t->lun);
+	xl_cscd_desig(&x, 0x03, naa6, 16, BS);
+	xl_seg(&x, 0, 1, 8, 0, 200);
+	assert_good(run_xcopy(t, 0, &x));
+	assert_true(same(t->fb->data, f1->data + 200 * BS, 8 * BS));
+	/* By UUID. */
+	xl_init(&x, 2, 0);
+	xl_cscd(&x, t->lun);
+	xl_cscd_desig(&x, 0x0a, uuid_desig, 18, BS);
+	xl_seg(&x, 0, 1, 8, 8, 300);
+	assert_good(run_xcopy(t, 0, &x));
+	assert_true(same(t->fb->data + 8 * BS, f1->data + 300 * BS, 8 * BS));
+	/* A UUID no LUN has: COPY TARGET DEVICE NOT REACHABLE. */
+	xl_init(&x, 3, 0);
+	xl_cscd(&x, t->lun);
+	xl_cscd_desig(&x, 0x0a, uuid_desig, 18, BS);
+	x.b[16 + 32 + 8 + 17] ^= 1;
+	xl_seg(&x, 0, 1, 1, 0, 1);
+	assert_copy_aborted(run_xcopy(t, 0, &x), 0x0d, 0x02, 0);
+	tctx_destroy(t);
+}
+
 static void test_out_of_range(void **state)
 {
 	struct tctx *t = setup(FAKE_SYNC);
@@ -1041,6 +1101,7 @@ int main(void)
 		cmocka_unit_test(test_copy_between_luns),
 		cmocka_unit_test(test_copy_overlap),
 		cmocka_unit_test(test_unreachable),
+		cmocka_unit_test(test_copy_by_naa6_and_uuid),
 		cmocka_unit_test(test_out_of_range),
 		cmocka_unit_test(test_read_only_destination),
 		cmocka_unit_test(test_reservation_conflict),
