@@ -243,6 +243,30 @@ struct scsitgt_backend_ops {
 	 * @param cb_arg Argument of @p cb.
 	 */
 	void (*reset_async)(void *bctx, scsitgt_done_cb cb, void *cb_arg);
+	/**
+	 * Read the medium's current capacity again (a file grown with truncate(1), a block
+	 * device resized by lvextend or the storage array) and adopt it for the backend's own
+	 * range checks. Optional, may be NULL: then scsitgt_lun_resize_medium() cannot ask and
+	 * the host passes the size itself (scsitgt_lun_resize()). Synchronous, on the home loop.
+	 * Appended after the first release; older tables leave it NULL.
+	 *
+	 * @param bctx           The backend context.
+	 * @param num_blocks_out Receives the capacity in logical blocks of the LUN's block size.
+	 * @return 0, or a negative errno (scsitgt_lun_resize_medium() returns it).
+	 */
+	int (*get_size)(void *bctx, uint64_t *num_blocks_out);
+	/**
+	 * Change the medium's capacity to @p num_blocks (grow or shrink a file) and adopt it.
+	 * Optional, may be NULL: then scsitgt_lun_resize_medium() with a size answers -ENOTSUP.
+	 * Synchronous, on the home loop; called only while the new size passed the host's
+	 * in-use floor. Appended after the first release; older tables leave it NULL.
+	 *
+	 * @param bctx       The backend context.
+	 * @param num_blocks The new capacity in logical blocks, > 0.
+	 * @return 0, or a negative errno (-ENOTSUP where the medium cannot be resized from
+	 *         here, e.g. a block device); the medium then keeps its size.
+	 */
+	int (*resize)(void *bctx, uint64_t num_blocks);
 };
 
 /**

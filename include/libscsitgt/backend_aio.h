@@ -105,8 +105,9 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 
 /**
  * Read the size of the file or device again (after it grew or shrank) and adopt it: later ios
- * are checked against the new capacity. The core is not told (CAPACITY DATA HAS CHANGED is the
- * host's business for now).
+ * are checked against the new capacity. The core is not told; scsitgt_lun_resize_medium() does
+ * both in one step (it calls this through the backend's get_size() op, or grows or shrinks a
+ * file through resize(), and raises CAPACITY DATA HAS CHANGED).
  *
  * @param bctx           A context opened by a LUN.
  * @param num_blocks_out Receives the new capacity in logical blocks. May be NULL.

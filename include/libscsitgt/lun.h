@@ -275,6 +275,36 @@ SCSITGT_EXPORT void *scsitgt_lun_get_backend_ctx(const struct scsitgt_lun *lun);
 SCSITGT_EXPORT int scsitgt_lun_resize(struct scsitgt_lun *lun, uint64_t num_blocks);
 
 /**
+ * Resize a LUN in one step, through its backend: the medium changes (or is read again), the
+ * core adopts the new capacity, and every I_T nexus finds CAPACITY DATA HAS CHANGED (SBC-4
+ * §4.6) on its next command to the LUN, as with scsitgt_lun_resize().
+ *
+ * With @p num_blocks > 0 the backend's resize() op changes the medium to that size (the aio
+ * backend truncates or extends its file). With @p num_blocks 0 the backend's get_size() op
+ * says what the medium holds now, after it changed outside the library (truncate(1) on the
+ * file, a block device resized).
+ *
+ * A shrink below @p in_use_blocks is refused: the host names the blocks it knows to hold data
+ * still in use (0: no floor). Asked for, the medium is left untouched; read back (a medium that
+ * already shrank), the LUN keeps reporting its former capacity and the host decides (ios past
+ * the medium's end then fail).
+ *
+ * @param lun            The LUN.
+ * @param num_blocks     The new capacity in logical blocks, or 0 to ask the backend.
+ * @param in_use_blocks  The smallest capacity allowed; 0 for none.
+ * @param num_blocks_out Receives the LUN's capacity after the call (also on -EBUSY). May be
+ *                       NULL.
+ * @return 0 (also when the size is unchanged: then no unit attention is raised);
+ *         -EINVAL for a NULL @p lun; -ENOTSUP when the backend has no resize() (for a size) or
+ *         no get_size() (for 0); -EBUSY for a capacity below @p in_use_blocks; any error of the
+ *         backend's op.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_lun_resize_medium(struct scsitgt_lun *lun, uint64_t num_blocks,
+					     uint64_t in_use_blocks, uint64_t *num_blocks_out);
+
+/**
  * Take a LUN offline or bring it back. While offline the LUN stays in REPORT LUNS and answers
  * INQUIRY, REPORT LUNS, REQUEST SENSE and the other commands that need no medium, but every
  * command that needs the medium (TEST UNIT READY, reads, writes, READ CAPACITY, ...) ends in

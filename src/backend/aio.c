@@ -1213,6 +1213,28 @@ static int aio_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out
 	return 0;
 }
 
+static int aio_get_size(void *bctx, uint64_t *num_blocks_out)
+{
+	return scsitgt_backend_aio_resize(bctx, num_blocks_out);
+}
+
+/* Grow or shrink a regular file to @num_blocks; a block device is resized by its owner. */
+static int aio_resize(void *bctx, uint64_t num_blocks)
+{
+	struct aio_ctx *ac = bctx;
+
+	if (ac->blockdev) {
+		return -ENOTSUP;
+	}
+	if (num_blocks > (uint64_t)INT64_MAX / ac->block_size) {
+		return -EFBIG;
+	}
+	if (ftruncate(ac->fd, (off_t)(num_blocks * ac->block_size)) < 0) {
+		return -errno;
+	}
+	return scsitgt_backend_aio_resize(bctx, NULL);
+}
+
 static const struct scsitgt_backend_ops aio_ops = {
 	.size = sizeof(struct scsitgt_backend_ops),
 	.name = "aio",
@@ -1222,6 +1244,8 @@ static const struct scsitgt_backend_ops aio_ops = {
 	.submit = aio_submit,
 	.supports = aio_supports,
 	.get_lba_status = aio_get_lba_status,
+	.get_size = aio_get_size,
+	.resize = aio_resize,
 };
 
 SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_aio_ops(void)

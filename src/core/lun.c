@@ -235,24 +235,76 @@ SCSITGT_EXPORT void scsitgt_lun_destroy(struct scsitgt_lun *lun, scsitgt_done_cb
 		scsitgt__drain_lun_start(lun);
 }
 
-SCSITGT_EXPORT int scsitgt_lun_resize(struct scsitgt_lun *lun, uint64_t num_blocks)
+/* Adopt @num_blocks (> 0) as the LUN's capacity. */
+static void lun_apply_size(struct scsitgt_lun *lun, uint64_t num_blocks)
 {
 	struct scsitgt__list *p;
 
-	if (lun == NULL || num_blocks == 0)
-		return -EINVAL;
 	if (lun->geo.num_blocks == num_blocks)
-		return 0;
+		return;
+	scsitgt__log(&lun->engine->log, SCSITGT_LOG_NOTICE, "core",
+		     "%s LUN %llu: capacity %llu -> %llu blocks", lun->tgt->name,
+		     (unsigned long long)lun->id, (unsigned long long)lun->geo.num_blocks,
+		     (unsigned long long)num_blocks);
 	lun->geo.num_blocks = num_blocks;
 	/* SBC-4 §4.6: every nexus learns of it by CAPACITY DATA HAS CHANGED. */
 	for (p = lun->tgt->sessions.next; p != &lun->tgt->sessions; p = p->next)
 		scsitgt__ua_establish(scsitgt__container_of(p, struct scsitgt__session, node),
 				      lun->id, SCSITGT__SR_UA_CAPACITY_CHANGED);
+}
+
+SCSITGT_EXPORT int scsitgt_lun_resize(struct scsitgt_lun *lun, uint64_t num_blocks)
+{
+	SCSITGT__ASSERT_HOME(lun ? lun->engine : NULL);
+	if (lun == NULL || num_blocks == 0)
+		return -EINVAL;
+	lun_apply_size(lun, num_blocks);
 	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_lun_resize_medium(struct scsitgt_lun *lun, uint64_t num_blocks,
+					     uint64_t in_use_blocks, uint64_t *num_blocks_out)
+{
+	uint64_t n = num_blocks;
+	int rc;
+
+	SCSITGT__ASSERT_HOME(lun ? lun->engine : NULL);
+	if (lun == NULL)
+		return -EINVAL;
+	if (num_blocks) {
+		/* Asked for: refuse before the medium is touched. */
+		if (num_blocks < in_use_blocks)
+			rc = -EBUSY;
+		else if (lun->ops.resize == NULL)
+			rc = -ENOTSUP;
+		else
+			rc = lun->ops.resize(lun->bctx, num_blocks);
+	} else if (lun->ops.get_size == NULL) {
+		rc = -ENOTSUP;
+	} else {
+		rc = lun->ops.get_size(lun->bctx, &n);
+		if (rc == 0 && n == 0)
+			rc = -EINVAL;
+		if (rc == 0 && n < in_use_blocks) {
+			scsitgt__log(&lun->engine->log, SCSITGT_LOG_WARNING, "core",
+				     "%s LUN %llu: medium shrank to %llu blocks, below the %llu in "
+				     "use; capacity kept at %llu",
+				     lun->tgt->name, (unsigned long long)lun->id,
+				     (unsigned long long)n, (unsigned long long)in_use_blocks,
+				     (unsigned long long)lun->geo.num_blocks);
+			rc = -EBUSY;
+		}
+	}
+	if (rc == 0)
+		lun_apply_size(lun, n);
+	if (num_blocks_out)
+		*num_blocks_out = lun->geo.num_blocks;
+	return rc;
 }
 
 SCSITGT_EXPORT int scsitgt_lun_set_offline(struct scsitgt_lun *lun, bool offline)
 {
+	SCSITGT__ASSERT_HOME(lun ? lun->engine : NULL);
 	if (lun == NULL)
 		return -EINVAL;
 	if (lun->offline == offline)

@@ -2,9 +2,11 @@
 /*
  * The aio backend under SCSI commands (tests/support loop fabric): READ/WRITE with FUA,
  * SYNCHRONIZE CACHE, READ CAPACITY (16) provisioning bits, and a medium that fails (the file
- * shrank from outside) reporting MEDIUM ERROR while another LUN of the target carries on.
+ * shrank from outside) reporting MEDIUM ERROR while another LUN of the target carries on, and
+ * online resize in one step (scsitgt_lun_resize_medium()).
  */
 #include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "test_util.h"
@@ -147,12 +149,74 @@ static void test_medium_error(void **state)
 	assert_memory_equal(r->data, data, sizeof(data));
 }
 
+static off_t file_size(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_size;
+}
+
+/* scsitgt_lun_resize_medium(): the file resized outside and read back, resized through the
+ * backend, a shrink below the blocks in use refused either way; CAPACITY DATA HAS CHANGED. */
+static void test_resize_medium(void **state)
+{
+	struct sctx *s = *state;
+	struct scsitgt_lun *lun = scsitgt_target_get_lun(s->lf->tgt, AIO_LUN);
+	struct lf_result *r;
+	uint64_t n = 0;
+
+	/* Grown with truncate(1): asked for, the LUN adopts it; the nexus hears of it once. */
+	assert_int_equal(truncate(s->path, 2 * FILE_BYTES), 0);
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 0, 0, &n), 0);
+	assert_int_equal(n, 2 * FILE_BYTES / 512);
+	r = run(s, AIO_LUN, cdb_read_capacity16(s->cdb, 32), NULL, 0);
+	assert_sense(r, SENSE_UNIT_ATTENTION, 0x2a, 0x09);
+	r = run(s, AIO_LUN, cdb_read_capacity16(s->cdb, 32), NULL, 0);
+	assert_good(r);
+	assert_int_equal(get_be64(&r->data[0]), 2 * FILE_BYTES / 512 - 1);
+
+	/* A shrink below the blocks in use is refused before the file is touched. */
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 1024, 2048, &n), -EBUSY);
+	assert_int_equal(n, 2 * FILE_BYTES / 512);
+	assert_int_equal(file_size(s->path), 2 * FILE_BYTES);
+
+	/* Through the backend: the file is cut to the new size, the LUN follows. */
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 3072, 2048, &n), 0);
+	assert_int_equal(n, 3072);
+	assert_int_equal(file_size(s->path), 3072 * 512);
+	r = run(s, AIO_LUN, cdb_read_capacity16(s->cdb, 32), NULL, 0);
+	assert_sense(r, SENSE_UNIT_ATTENTION, 0x2a, 0x09);
+	r = run(s, AIO_LUN, cdb_read_capacity16(s->cdb, 32), NULL, 0);
+	assert_good(r);
+	assert_int_equal(get_be64(&r->data[0]), 3071);
+	/* The same size again: nothing to tell. */
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 3072, 0, NULL), 0);
+	r = run(s, AIO_LUN, cdb_read_capacity16(s->cdb, 32), NULL, 0);
+	assert_good(r);
+
+	/* Shrunk outside below what is in use: the LUN keeps its capacity, no attention. */
+	assert_int_equal(truncate(s->path, FILE_BYTES / 2), 0);
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 0, 2048, &n), -EBUSY);
+	assert_int_equal(n, 3072);
+	r = run(s, AIO_LUN, cdb_read_capacity16(s->cdb, 32), NULL, 0);
+	assert_good(r);
+	assert_int_equal(get_be64(&r->data[0]), 3071);
+
+	/* The RAM backend has neither op. */
+	lun = scsitgt_target_get_lun(s->lf->tgt, RAM_LUN);
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 0, 0, NULL), -ENOTSUP);
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 4096, 0, NULL), -ENOTSUP);
+	assert_int_equal(scsitgt_lun_resize_medium(NULL, 0, 0, NULL), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_rw_fua_sync, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_capacity, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_medium_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resize_medium, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
