@@ -88,6 +88,27 @@ size_t cdb_rw(uint8_t *cdb, uint8_t opcode, uint64_t lba, uint32_t nblocks, uint
 	}
 }
 
+size_t cdb_unmap(uint8_t *cdb, uint16_t len, uint8_t byte1)
+{
+	memset(cdb, 0, CDB_BUF);
+	cdb[0] = SBC_UNMAP;
+	cdb[1] = byte1;
+	put_be16(&cdb[7], len);
+	return 10;
+}
+
+size_t unmap_param_list(uint8_t *p, const uint64_t (*desc)[2], size_t n)
+{
+	memset(p, 0, 8 + 16 * n);
+	put_be16(&p[0], (uint16_t)(6 + 16 * n));
+	put_be16(&p[2], (uint16_t)(16 * n));
+	for (size_t i = 0; i < n; i++) {
+		put_be64(&p[8 + 16 * i], desc[i][0]);
+		put_be32(&p[8 + 16 * i + 8], (uint32_t)desc[i][1]);
+	}
+	return 8 + 16 * n;
+}
+
 size_t cdb_sync_cache10(uint8_t *cdb, uint32_t lba, uint16_t nblocks, bool immed)
 {
 	memset(cdb, 0, CDB_BUF);

@@ -18,6 +18,10 @@ size_t cdb_read_capacity16(uint8_t *cdb, uint32_t alloc);
 /* READ/WRITE of any size: @opcode picks it; @byte1 holds DPO/FUA/xxPROTECT. For the 6-byte
  * forms the LBA is truncated to 21 bits and @nblocks to 8 bits (0 means 256). */
 size_t cdb_rw(uint8_t *cdb, uint8_t opcode, uint64_t lba, uint32_t nblocks, uint8_t byte1);
+/* UNMAP (SBC-4 §5.30) with PARAMETER LIST LENGTH @len and byte 1 (ANCHOR) @byte1. */
+size_t cdb_unmap(uint8_t *cdb, uint16_t len, uint8_t byte1);
+/* An UNMAP parameter list of @n (lba, count) descriptors into @p; returns its length. */
+size_t unmap_param_list(uint8_t *p, const uint64_t (*desc)[2], size_t n);
 size_t cdb_sync_cache10(uint8_t *cdb, uint32_t lba, uint16_t nblocks, bool immed);
 size_t cdb_sync_cache16(uint8_t *cdb, uint64_t lba, uint32_t nblocks, bool immed);
 size_t cdb_mode_sense6(uint8_t *cdb, bool dbd, uint8_t pc, uint8_t page, uint8_t subpage,

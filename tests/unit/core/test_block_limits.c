@@ -88,26 +88,6 @@ static const uint8_t *b0(struct blctx *t)
 	return r->data;
 }
 
-static size_t cdb_unmap(uint8_t *cdb, uint16_t len)
-{
-	memset(cdb, 0, CDB_BUF);
-	cdb[0] = SBC_UNMAP;
-	put_be16(&cdb[7], len);
-	return 10;
-}
-
-static size_t unmap_list(uint8_t *p, const uint64_t (*desc)[2], size_t n)
-{
-	memset(p, 0, 8 + 16 * n);
-	put_be16(&p[0], (uint16_t)(6 + 16 * n));
-	put_be16(&p[2], (uint16_t)(16 * n));
-	for (size_t i = 0; i < n; i++) {
-		put_be64(&p[8 + 16 * i], desc[i][0]);
-		put_be32(&p[8 + 16 * i + 8], (uint32_t)desc[i][1]);
-	}
-	return 8 + 16 * n;
-}
-
 static size_t cdb_ws16(uint8_t *cdb, uint64_t lba, uint32_t n)
 {
 	memset(cdb, 0, CDB_BUF);
@@ -193,16 +173,16 @@ static void test_limits_reported_and_enforced(void **state)
 
 	/* MAXIMUM UNMAP LBA COUNT counts every descriptor together (SBC-4 §5.30.2): 600 + 500
 	 * is refused at the second descriptor's NUMBER OF LOGICAL BLOCKS, 600 + 400 passes. */
-	len = unmap_list(list, two, 2);
-	r = bl_run(t, cdb_unmap(t->cdb, (uint16_t)len), list, len);
+	len = unmap_param_list(list, two, 2);
+	r = bl_run(t, cdb_unmap(t->cdb, (uint16_t)len, 0), list, len);
 	assert_sense(r, SENSE_ILLEGAL_REQUEST, 0x26, 0x00);
 	assert_sks(r, 0, 8 + 16 + 8, -1);
-	len = unmap_list(list, ok, 2);
-	r = bl_run(t, cdb_unmap(t->cdb, (uint16_t)len), list, len);
+	len = unmap_param_list(list, ok, 2);
+	r = bl_run(t, cdb_unmap(t->cdb, (uint16_t)len, 0), list, len);
 	assert_good(r);
 	/* MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT: three descriptors are one too many. */
-	len = unmap_list(list, three, 3);
-	r = bl_run(t, cdb_unmap(t->cdb, (uint16_t)len), list, len);
+	len = unmap_param_list(list, three, 3);
+	r = bl_run(t, cdb_unmap(t->cdb, (uint16_t)len, 0), list, len);
 	assert_sense(r, SENSE_ILLEGAL_REQUEST, 0x26, 0x00);
 
 	/* MAXIMUM WRITE SAME LENGTH. */
@@ -230,8 +210,8 @@ static void test_unmap_unlimited(void **state)
 	t = bl_create(&lo);
 	p = b0(t);
 	assert_int_equal(get_be32(&p[20]), UINT32_MAX);
-	len = unmap_list(list, big, 2);
-	r = bl_run(t, cdb_unmap(t->cdb, (uint16_t)len), list, len);
+	len = unmap_param_list(list, big, 2);
+	r = bl_run(t, cdb_unmap(t->cdb, (uint16_t)len, 0), list, len);
 	assert_good(r);
 	bl_destroy(t);
 }

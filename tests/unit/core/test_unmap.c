@@ -6,28 +6,6 @@
 
 #include "core/scsi_spec.h"
 
-static size_t cdb_unmap(uint8_t *cdb, uint16_t len, uint8_t byte1)
-{
-	memset(cdb, 0, CDB_BUF);
-	cdb[0] = SBC_UNMAP;
-	cdb[1] = byte1;
-	put_be16(&cdb[7], len);
-	return 10;
-}
-
-/* A parameter list with @n descriptors (lba, count) pairs. */
-static size_t unmap_list(uint8_t *p, const uint64_t (*desc)[2], size_t n)
-{
-	memset(p, 0, 8 + 16 * n);
-	put_be16(&p[0], (uint16_t)(6 + 16 * n));
-	put_be16(&p[2], (uint16_t)(16 * n));
-	for (size_t i = 0; i < n; i++) {
-		put_be64(&p[8 + 16 * i], desc[i][0]);
-		put_be32(&p[8 + 16 * i + 8], (uint32_t)desc[i][1]);
-	}
-	return 8 + 16 * n;
-}
-
 static struct tctx *thin(bool thin_lun)
 {
 	struct fake_backend_opts o;
@@ -42,7 +20,7 @@ static void test_unmap_ranges(void **state)
 	static const uint64_t desc[][2] = { { 0, 8 }, { 2048, 0 }, { 64, 32 } };
 	struct tctx *t = thin(true);
 	uint8_t list[64];
-	size_t len = unmap_list(list, desc, 3);
+	size_t len = unmap_param_list(list, desc, 3);
 	struct lf_result *r;
 
 	(void)state;
@@ -76,19 +54,19 @@ static void test_unmap_bad_lists(void **state)
 	r = tctx_run_lun(t, 0, cdb_unmap(t->cdb, 4, 0), list, 4);
 	assert_sense(r, SENSE_ILLEGAL_REQUEST, 0x1a, 0x00);
 	/* BLOCK DESCRIPTOR DATA LENGTH beyond the list. */
-	len = unmap_list(list, past, 1);
+	len = unmap_param_list(list, past, 1);
 	put_be16(&list[2], 32);
 	r = tctx_run_lun(t, 0, cdb_unmap(t->cdb, (uint16_t)len, 0), list, len);
 	assert_sense(r, SENSE_ILLEGAL_REQUEST, 0x1a, 0x00);
 	/* A range past the end: nothing is unmapped, not even the good first range. */
 	past[1][0] = t->lun->geo.num_blocks - 1;
-	len = unmap_list(list, past, 2);
+	len = unmap_param_list(list, past, 2);
 	r = tctx_run_lun(t, 0, cdb_unmap(t->cdb, (uint16_t)len, 0), list, len);
 	assert_sense(r, SENSE_ILLEGAL_REQUEST, 0x21, 0x00);
 	/* A count above MAXIMUM UNMAP LBA COUNT points at the descriptor's count field. */
 	past[1][0] = 0;
 	past[1][1] = SCSITGT__MAX_UNMAP_LBA_COUNT + 1ull;
-	len = unmap_list(list, past, 2);
+	len = unmap_param_list(list, past, 2);
 	r = tctx_run_lun(t, 0, cdb_unmap(t->cdb, (uint16_t)len, 0), list, len);
 	assert_sense(r, SENSE_ILLEGAL_REQUEST, 0x26, 0x00);
 	assert_sks(r, 0, 8 + 16 + 8, -1);
