@@ -170,7 +170,7 @@ struct scsitgt__mode_state {
 
 /*
  * A LUN's Block Limits (SBC-4 §6.6.4, VPD B0h) as scsitgt_lun_create() settled them from the
- * LUN options, the backend's geometry and the library's own limits: what vpd.c advertises and
+ * LUN options, the backend's geometry and the library's own limits: what spc_vpd.c advertises and
  * what the commands enforce (sbc.c, sbc_unmap.c, sbc_write_same.c).
  */
 struct scsitgt__lun_limits {
