@@ -2,9 +2,9 @@
 /*
  * Asymmetric logical unit access (SPC-5 §5.16).
  *
- * The state lives in the target's ALUA extension slot, created on first use: the modes (the
- * INQUIRY TPGS field), the host's request hook and up to SCSITGT_ALUA_MAX_GROUPS target port
- * groups, each with its access state and its relative target port identifiers. A nexus is in
+ * The state lives in the target (tgt->alua, struct scsitgt__alua), created on first use: the
+ * modes (the INQUIRY TPGS field), the host's request hook and up to SCSITGT_ALUA_MAX_GROUPS
+ * target port groups, each with its access state and its relative target port identifiers. A nexus is in
  * the group that lists its rel_port_id; iSCSI sets rel_port_id to the portal group tag.
  *
  * States and transitions: any of active/optimized, active/non-optimized, standby, unavailable
@@ -58,7 +58,7 @@ struct alua_group {
 	uint16_t ports[SCSITGT_ALUA_MAX_PORTS];
 };
 
-struct alua {
+struct scsitgt__alua {
 	uint32_t modes;
 	uint8_t itt;
 	scsitgt_alua_request_cb request_cb;
@@ -67,31 +67,31 @@ struct alua {
 	struct alua_group groups[SCSITGT_ALUA_MAX_GROUPS];
 };
 
-static void alua_destroy(void *data)
+void scsitgt__alua_free(struct scsitgt_target *tgt)
 {
-	free(data);
+	free(tgt->alua);
+	tgt->alua = NULL;
 }
 
-static struct alua *alua_get(const struct scsitgt_target *tgt)
+static struct scsitgt__alua *alua_get(const struct scsitgt_target *tgt)
 {
-	return tgt->ext[SCSITGT__EXT_ALUA].data;
+	return tgt->alua;
 }
 
-static struct alua *alua_get_or_create(struct scsitgt_target *tgt)
+static struct scsitgt__alua *alua_get_or_create(struct scsitgt_target *tgt)
 {
-	struct alua *a = alua_get(tgt);
+	struct scsitgt__alua *a = alua_get(tgt);
 
 	if (a == NULL) {
 		a = calloc(1, sizeof(*a));
 		if (a == NULL)
 			return NULL;
-		tgt->ext[SCSITGT__EXT_ALUA].data = a;
-		tgt->ext[SCSITGT__EXT_ALUA].destroy = alua_destroy;
+		tgt->alua = a;
 	}
 	return a;
 }
 
-static bool alua_on(const struct alua *a)
+static bool alua_on(const struct scsitgt__alua *a)
 {
 	return a != NULL && a->modes != 0;
 }
@@ -103,7 +103,7 @@ static bool state_valid(unsigned int s)
 	       s == SCSITGT_ALUA_TRANSITIONING;
 }
 
-static struct alua_group *group_find(const struct alua *a, uint16_t id)
+static struct alua_group *group_find(const struct scsitgt__alua *a, uint16_t id)
 {
 	if (a == NULL)
 		return NULL;
@@ -113,7 +113,7 @@ static struct alua_group *group_find(const struct alua *a, uint16_t id)
 	return NULL;
 }
 
-static struct alua_group *group_of_port(const struct alua *a, uint16_t port)
+static struct alua_group *group_of_port(const struct scsitgt__alua *a, uint16_t port)
 {
 	if (a == NULL)
 		return NULL;
@@ -151,7 +151,7 @@ SCSITGT_EXPORT int scsitgt_alua_configure(struct scsitgt_target *tgt,
 					  const struct scsitgt_alua_opts *opts)
 {
 	struct scsitgt_alua_opts o;
-	struct alua *a;
+	struct scsitgt__alua *a;
 
 	if (tgt == NULL || opts == NULL || opts->size == 0)
 		return -EINVAL;
@@ -173,7 +173,7 @@ SCSITGT_EXPORT int scsitgt_alua_group_create(struct scsitgt_target *tgt, uint16_
 					     enum scsitgt_alua_state state)
 {
 	struct alua_group *g;
-	struct alua *a;
+	struct scsitgt__alua *a;
 
 	if (tgt == NULL || group_id == 0 || !state_valid(state))
 		return -EINVAL;
@@ -194,7 +194,7 @@ SCSITGT_EXPORT int scsitgt_alua_group_create(struct scsitgt_target *tgt, uint16_
 SCSITGT_EXPORT int scsitgt_alua_group_destroy(struct scsitgt_target *tgt, uint16_t group_id)
 {
 	struct alua_group *g;
-	struct alua *a;
+	struct scsitgt__alua *a;
 
 	if (tgt == NULL)
 		return -EINVAL;
@@ -212,7 +212,7 @@ SCSITGT_EXPORT int scsitgt_alua_group_add_port(struct scsitgt_target *tgt, uint1
 					       uint16_t rel_port_id)
 {
 	struct alua_group *g;
-	struct alua *a;
+	struct scsitgt__alua *a;
 
 	if (tgt == NULL || rel_port_id == 0)
 		return -EINVAL;
@@ -297,7 +297,7 @@ SCSITGT_EXPORT int scsitgt_alua_set_preferred(struct scsitgt_target *tgt, uint16
 
 uint8_t scsitgt__alua_tpgs(const struct scsitgt_target *tgt)
 {
-	const struct alua *a = alua_get(tgt);
+	const struct scsitgt__alua *a = alua_get(tgt);
 
 	/* SPC-5 §6.7.2 Table 150: 01b implicit only, 10b explicit only, 11b both. */
 	return a ? (uint8_t)(a->modes & 0x3) : 0;
@@ -305,7 +305,7 @@ uint8_t scsitgt__alua_tpgs(const struct scsitgt_target *tgt)
 
 bool scsitgt__alua_port_group(const struct scsitgt__session *sess, uint16_t *group_id)
 {
-	const struct alua *a = alua_get(sess->tgt);
+	const struct scsitgt__alua *a = alua_get(sess->tgt);
 	const struct alua_group *g;
 
 	/* Without ALUA there are no target port groups to name: INQUIRY says TPGS 00b and
@@ -321,7 +321,7 @@ bool scsitgt__alua_port_group(const struct scsitgt__session *sess, uint16_t *gro
 
 bool scsitgt__alua_offers(const struct scsitgt_target *tgt, const struct scsitgt__cdb_def *row)
 {
-	const struct alua *a = alua_get(tgt);
+	const struct scsitgt__alua *a = alua_get(tgt);
 
 	if (row->exec == scsitgt__alua_rtpg)
 		return alua_on(a);
@@ -340,7 +340,7 @@ static bool alua_always_allowed(const struct scsitgt__cdb_def *row)
 enum scsitgt__sense_reason scsitgt__alua_check(const struct scsitgt__cmd *cmd,
 					       const struct scsitgt__cdb_def *row)
 {
-	const struct alua *a = alua_get(cmd->sess->tgt);
+	const struct scsitgt__alua *a = alua_get(cmd->sess->tgt);
 	const struct alua_group *g;
 
 	if (!alua_on(a) || cmd->lun == NULL)
@@ -390,7 +390,7 @@ enum scsitgt__sense_reason scsitgt__alua_parse_rtpg(struct scsitgt__cmd *cmd)
 
 void scsitgt__alua_rtpg(struct scsitgt__cmd *cmd)
 {
-	const struct alua *a = alua_get(cmd->sess->tgt);
+	const struct scsitgt__alua *a = alua_get(cmd->sess->tgt);
 	bool ext = (cmd->cdb[1] >> 5) == RTPG_FMT_EXTENDED;
 	size_t hdr = ext ? RTPG_EXT_HDR_LEN : RTPG_HDR_LEN;
 	size_t len = hdr, n;
@@ -435,7 +435,7 @@ void scsitgt__alua_rtpg(struct scsitgt__cmd *cmd)
 
 enum scsitgt__sense_reason scsitgt__alua_parse_stpg(struct scsitgt__cmd *cmd)
 {
-	const struct alua *a = alua_get(cmd->sess->tgt);
+	const struct scsitgt__alua *a = alua_get(cmd->sess->tgt);
 	uint32_t len = get_be32(&cmd->cdb[6]);
 
 	/* SPC-5 §6.50: only where TPGS says explicit ALUA is supported. */
@@ -453,7 +453,7 @@ enum scsitgt__sense_reason scsitgt__alua_parse_stpg(struct scsitgt__cmd *cmd)
 void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
 {
 	struct scsitgt_target *tgt = cmd->sess->tgt;
-	struct alua *a = alua_get(tgt);
+	struct scsitgt__alua *a = alua_get(tgt);
 	const uint8_t *d = cmd->buf;
 	size_t ndesc = cmd->xfer_len ? (cmd->xfer_len - STPG_HDR_LEN) / STPG_DESC_LEN : 0;
 	uint16_t deferred[SCSITGT_ALUA_MAX_GROUPS];

@@ -16,6 +16,9 @@ enum {
 	SPC_MO_SET_TARGET_PORT_GROUPS = 0x0a,
 };
 
+/* Free the ALUA state of a target being freed (target.c). */
+void scsitgt__alua_free(struct scsitgt_target *tgt);
+
 /* TPGS field of standard INQUIRY (SPC-5 §6.7.2), 0 when ALUA is off. */
 uint8_t scsitgt__alua_tpgs(const struct scsitgt_target *tgt);
 

@@ -21,8 +21,6 @@
 enum scsitgt__ext_id {
 	SCSITGT__EXT_ISCSI = 0,
 	SCSITGT__EXT_SRP = 1,
-	/* the target's ALUA port groups (core/alua.c). */
-	SCSITGT__EXT_ALUA = 2,
 	SCSITGT__EXT_COUNT_
 };
 
@@ -134,6 +132,9 @@ struct scsitgt_target {
 	struct scsitgt__list sessions;
 	struct scsitgt__list acl;
 	struct scsitgt__ext ext[SCSITGT__EXT_COUNT_];
+	/* Asymmetric logical unit access (core/alua.c): the modes, the host's request hook and
+	 * the target port groups; NULL until the host first configures ALUA. */
+	struct scsitgt__alua *alua;
 	bool destroying;
 	unsigned int destroy_pending;
 	scsitgt_done_cb destroy_cb;

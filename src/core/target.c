@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/alua.h"
 #include "core/core.h"
 #include "core/fabric.h"
 
@@ -95,6 +96,7 @@ static void target_free(struct scsitgt__deferred *d)
 	for (int i = 0; i < SCSITGT__EXT_COUNT_; i++)
 		if (tgt->ext[i].destroy)
 			tgt->ext[i].destroy(tgt->ext[i].data);
+	scsitgt__alua_free(tgt);
 	free(tgt->luns);
 	free(tgt->name);
 	free(tgt->alias);
