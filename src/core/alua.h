@@ -9,12 +9,8 @@
 
 #include "core/cdb.h"
 #include "core/fabric.h"
+#include "core/scsi_spec.h"
 #include "libscsitgt/alua.h"
-
-/* MAINTENANCE OUT (A4h) service actions: SET TARGET PORT GROUPS (SPC-5 §6.50). */
-enum {
-	SPC_MO_SET_TARGET_PORT_GROUPS = 0x0a,
-};
 
 /* Free the ALUA state of a target being freed (target.c). */
 void scsitgt__alua_free(struct scsitgt_target *tgt);

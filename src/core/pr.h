@@ -9,38 +9,8 @@
 
 #include "core/cdb.h"
 #include "core/fabric.h"
+#include "core/scsi_spec.h"
 #include "libscsitgt/pr.h"
-
-/* PERSISTENT RESERVE OUT service actions (SPC-5 §6.17.2 Table 230). */
-enum {
-	PR_OUT_REGISTER = 0x00,
-	PR_OUT_RESERVE = 0x01,
-	PR_OUT_RELEASE = 0x02,
-	PR_OUT_CLEAR = 0x03,
-	PR_OUT_PREEMPT = 0x04,
-	PR_OUT_PREEMPT_AND_ABORT = 0x05,
-	PR_OUT_REGISTER_AND_IGNORE = 0x06,
-	PR_OUT_REGISTER_AND_MOVE = 0x07,
-	PR_OUT_REPLACE_LOST = 0x08,
-};
-
-/* PERSISTENT RESERVE IN service actions (SPC-5 §6.16.1 Table 215). */
-enum {
-	PR_IN_READ_KEYS = 0x00,
-	PR_IN_READ_RESERVATION = 0x01,
-	PR_IN_REPORT_CAPABILITIES = 0x02,
-	PR_IN_READ_FULL_STATUS = 0x03,
-};
-
-/* Persistent reservation types (SPC-5 §6.16.3.4 Table 221). */
-enum {
-	PR_TYPE_WE = 0x1,
-	PR_TYPE_EA = 0x3,
-	PR_TYPE_WE_RO = 0x5,
-	PR_TYPE_EA_RO = 0x6,
-	PR_TYPE_WE_AR = 0x7,
-	PR_TYPE_EA_AR = 0x8,
-};
 
 /* Registrations a LUN accepts; more get INSUFFICIENT REGISTRATION RESOURCES. */
 #define SCSITGT__PR_MAX_REGS 256

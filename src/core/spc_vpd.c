@@ -16,38 +16,6 @@
 #include "core/spc_selftest.h"
 #include "util/be.h"
 
-enum {
-	VPD_SUPPORTED_PAGES = 0x00,
-	VPD_UNIT_SERIAL = 0x80,
-	VPD_DEVICE_ID = 0x83,
-	VPD_EXTENDED_INQUIRY = 0x86,
-	VPD_THIRD_PARTY_COPY = 0x8f, /* core/xcopy_results.c */
-	VPD_BLOCK_LIMITS = 0xb0,
-	VPD_BLOCK_DEV_CHARS = 0xb1,
-	VPD_LB_PROVISIONING = 0xb2,
-};
-
-/* SPC-5 §7.7.6.1 Table 484 CODE SET, Table 486 ASSOCIATION, Table 487 DESIGNATOR TYPE. */
-enum {
-	CODE_SET_BINARY = 0x1,
-	CODE_SET_ASCII = 0x2,
-	CODE_SET_UTF8 = 0x3,
-};
-enum {
-	ASSOC_LU = 0x0,
-	ASSOC_TARGET_PORT = 0x1,
-	ASSOC_TARGET_DEVICE = 0x2,
-};
-enum {
-	DESIG_T10_VENDOR = 0x1,
-	DESIG_EUI64 = 0x2,
-	DESIG_NAA = 0x3,
-	DESIG_REL_TARGET_PORT = 0x4,
-	DESIG_TARGET_PORT_GROUP = 0x5,
-	DESIG_SCSI_NAME = 0x8,
-	DESIG_UUID = 0xa,
-};
-
 /* SBC-4 §6.6.3 and §6.6.2: both pages have PAGE LENGTH 003Ch. */
 #define VPD_B0_LEN 0x40
 #define VPD_B1_LEN 0x40

@@ -45,14 +45,6 @@ enum {
 	XC_ASC_PARAM = 0x26,	   /* 26h/0Ah UNEXPECTED INEXACT SEGMENT */
 };
 
-/* Designator types and code sets (SPC-5 §7.7.6.1) that name our LUNs. */
-enum {
-	DESIG_EUI64 = 0x2,
-	DESIG_NAA = 0x3,
-	DESIG_UUID = 0xa,
-	CODE_SET_BINARY = 0x1
-};
-
 /* Fixed-format sense: where the CSCD's status and sense go (SPC-4, errors detected during
  * processing of segment descriptors). */
 #define XC_AREA_OFF 18u

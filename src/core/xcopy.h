@@ -19,6 +19,7 @@
 
 #include "core/cmd.h"
 #include "core/spc.h"
+#include "core/scsi_spec.h"
 
 /* Limits, reported by RECEIVE COPY OPERATING PARAMETERS and VPD 8Fh. */
 #define SCSITGT__XCOPY_MAX_CSCD 16u
@@ -42,28 +43,6 @@
 #define SCSITGT__XCOPY_MAX_LISTS 32u
 /* The bounded piece of one read and one write of a copy. */
 #define SCSITGT__XCOPY_CHUNK_BYTES (1u << 20)
-
-/* Descriptor type codes (SPC-4 §6.4). */
-enum {
-	XCOPY_SEG_BLOCK_TO_BLOCK = 0x02,
-	XCOPY_CSCD_IDENTIFICATION = 0xe4,
-};
-
-/* LIST ID USAGE (SPC-4 §6.4). */
-enum {
-	XCOPY_LIST_ID_HOLD = 0x0,
-	XCOPY_LIST_ID_RESERVED = 0x1,
-	XCOPY_LIST_ID_NO_HOLD = 0x2,
-	XCOPY_LIST_ID_NONE = 0x3,
-};
-
-/* RECEIVE COPY RESULTS service actions (SPC-4 Table: 84h service actions). */
-enum {
-	XCOPY_RCR_COPY_STATUS = 0x00,
-	XCOPY_RCR_RECEIVE_DATA = 0x01,
-	XCOPY_RCR_OPERATING_PARAMETERS = 0x03,
-	XCOPY_RCR_FAILED_SEGMENT_DETAILS = 0x04,
-};
 
 /* An identification descriptor CSCD (SPC-4 §6.4, identification descriptor): a designation
  * descriptor naming a LU. */
