@@ -10,12 +10,9 @@
 static void bg_end(struct scsitgt__bg_walk *w)
 {
 	struct scsitgt__cmd *cmd = w->cmd;
-	struct scsitgt_lun *lun = cmd->lun;
-
 	/* finish() frees the owner, and @w with it */
 	w->ops->finish(w);
-	free(cmd);
-	scsitgt__lun_inflight_drop(lun);
+	scsitgt__cmd_end_internal(cmd);
 }
 
 static void bg_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
@@ -64,18 +61,15 @@ int scsitgt__bg_walk_start(struct scsitgt__bg_walk *w, const struct scsitgt__bg_
 			   const struct scsitgt__cmd *origin)
 {
 	struct scsitgt_lun *lun = origin->lun;
-	struct scsitgt__cmd *bg = calloc(1, sizeof(*bg));
+	struct scsitgt__cmd *bg;
 
-	if (bg == NULL)
+	/* The LUN's own nexus (core.h bg_sess), made by the first walk. */
+	if (lun->bg_sess == NULL)
+		lun->bg_sess = scsitgt__session_create_internal(lun->tgt);
+	if (lun->bg_sess == NULL || scsitgt__cmd_create(&bg, lun->bg_sess, 0) < 0)
 		return -ENOMEM;
-	bg->lun = lun;
-	bg->lun_id = lun->id;
-	bg->alloc_size = sizeof(*bg);
-	bg->state = SCSITGT__CMD_EXEC;
-	bg->cdb_len = origin->cdb_len;
-	memcpy(bg->cdb, origin->cdb, origin->cdb_len);
+	scsitgt__cmd_start_internal(bg, lun, origin->cdb, origin->cdb_len);
 	bg->ctx.bg_walk = w;
-	lun->inflight++;
 	w->ops = ops;
 	w->cmd = bg;
 	w->next_piece.fn = bg_next_piece;

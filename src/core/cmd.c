@@ -31,7 +31,8 @@
  */
 static const uint16_t cmd_next[SCSITGT__CMD_NSTATES] = {
 	[SCSITGT__CMD_NEW] = CMD_S(SCSITGT__CMD_NEED_DATA) | CMD_S(SCSITGT__CMD_READY) |
-			     CMD_S(SCSITGT__CMD_DONE) | CMD_S(SCSITGT__CMD_FREED),
+			     CMD_S(SCSITGT__CMD_EXEC) | CMD_S(SCSITGT__CMD_DONE) |
+			     CMD_S(SCSITGT__CMD_FREED),
 	[SCSITGT__CMD_NEED_DATA] = CMD_S(SCSITGT__CMD_PARKED) | CMD_S(SCSITGT__CMD_EXEC) |
 				   CMD_S(SCSITGT__CMD_DONE) | CMD_S(SCSITGT__CMD_ABORTED) |
 				   CMD_S(SCSITGT__CMD_ORPHANED) | CMD_S(SCSITGT__CMD_ABANDONED) |
@@ -258,6 +259,26 @@ void scsitgt__cmd_execute(struct scsitgt__cmd *cmd)
 	}
 	cmd_move(cmd, CMD_S(SCSITGT__CMD_READY) | CMD_S(SCSITGT__CMD_NEED_DATA), SCSITGT__CMD_EXEC);
 	cmd->exec(cmd);
+}
+
+void scsitgt__cmd_start_internal(struct scsitgt__cmd *cmd, struct scsitgt_lun *lun,
+				 const uint8_t *cdb, size_t cdb_len)
+{
+	cmd->lun = lun;
+	cmd->lun_id = lun->id;
+	cmd->cdb_len = (uint8_t)(cdb_len < SCSITGT__CDB_MAX ? cdb_len : SCSITGT__CDB_MAX);
+	memcpy(cmd->cdb, cdb, cmd->cdb_len);
+	/* no initiator's command: never counted (core/stats.c) */
+	cmd->stats_done = true;
+	/* it holds the LUN like any command; destroy drops it */
+	lun->inflight++;
+	cmd_move(cmd, CMD_S(SCSITGT__CMD_NEW), SCSITGT__CMD_EXEC);
+}
+
+void scsitgt__cmd_end_internal(struct scsitgt__cmd *cmd)
+{
+	cmd_move(cmd, CMD_S(SCSITGT__CMD_EXEC), SCSITGT__CMD_DONE);
+	scsitgt__cmd_destroy(cmd);
 }
 
 void scsitgt__cmd_unpark(struct scsitgt__cmd *cmd)

@@ -32,6 +32,8 @@ struct scsitgt__buf_ops;
  *                                              by an older ORDERED or              FREED
  *                                              HEAD OF QUEUE task
  *
+ *   a command of the core's own (core/bg_walk.c, on a LUN's internal nexus):
+ *     NEW --start_internal--> EXEC --end_internal--> DONE --destroy--> FREED
  *   setup refused, fail() before execute (status and sense set):
  *     NEW, NEED_DATA, READY --> DONE
  *   abort (TMF, LUN drain): no response; ops->cmd_aborted at once, or when its ios are back:
@@ -234,6 +236,15 @@ static inline bool scsitgt__cmd_aborted(const struct scsitgt__cmd *cmd)
  */
 void scsitgt__cmd_hold(struct scsitgt__cmd *cmd);
 void scsitgt__cmd_unhold(struct scsitgt__cmd *cmd);
+
+/*
+ * A command of the core's own (core/bg_walk.c), created with scsitgt__cmd_create() on an
+ * internal nexus: start it on @lun with a copy of @cdb (NEW to EXEC, no parse, never counted),
+ * and end it (EXEC to DONE, destroyed; no fabric is told). Loop: home.
+ */
+void scsitgt__cmd_start_internal(struct scsitgt__cmd *cmd, struct scsitgt_lun *lun,
+				 const uint8_t *cdb, size_t cdb_len);
+void scsitgt__cmd_end_internal(struct scsitgt__cmd *cmd);
 
 /* A PARKED command's turn came (core/order.c): it executes now. */
 void scsitgt__cmd_unpark(struct scsitgt__cmd *cmd);

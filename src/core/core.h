@@ -286,6 +286,10 @@ struct scsitgt_lun {
 	/* self-tests (core/spc_selftest.c): the Self-Test Results log and the test running,
 	 * allocated on first use; uv_hrtime() at creation, for the log's power-on hours. */
 	struct scsitgt__selftest *selftest;
+	/* the LUN's own nexus, for the commands of its background work (core/bg_walk.c): in no
+	 * target's session list, so task management and nexus loss never reach them. Created on
+	 * first use. */
+	struct scsitgt__session *bg_sess;
 	uint64_t created_ns;
 };
 

@@ -288,6 +288,8 @@ static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
 		scsitgt__pr_free(lun);
 		scsitgt__log_free(lun);
 		scsitgt__selftest_free(lun);
+		scsitgt__session_destroy_internal(lun->bg_sess);
+		lun->bg_sess = NULL;
 		free(lun->medium.prevent_by);
 		lun->medium.prevent_by = NULL;
 		shell_unref(lun);

@@ -132,6 +132,14 @@ int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target
 void scsitgt__session_destroy(struct scsitgt__session *sess);
 
 /*
+ * A nexus of the core's own (a LUN's background work, core/bg_walk.c): no initiator, no ACL,
+ * not in tgt->sessions, so no TMF, reset or nexus loss reaches its commands. NULL without
+ * memory. Destroy it once it has no command left.
+ */
+struct scsitgt__session *scsitgt__session_create_internal(struct scsitgt_target *tgt);
+void scsitgt__session_destroy_internal(struct scsitgt__session *sess);
+
+/*
  * whether LUN @lun_id exists for this nexus under LUN masking (core/acl.c). Commands to a
  * LUN it does not see behave as for a LUN that does not exist; REPORT LUNS leaves it out.
  */

@@ -187,6 +187,7 @@ static void lun_free(struct scsitgt__deferred *d)
 	scsitgt__pr_free(lun);
 	scsitgt__log_free(lun);
 	scsitgt__selftest_free(lun);
+	scsitgt__session_destroy_internal(lun->bg_sess);
 	free(lun->medium.prevent_by);
 	free(lun);
 	if (cb)

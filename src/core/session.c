@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* I_T nexus objects created by fabrics. */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,40 @@ int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target
 	scsitgt__list_add_tail(&tgt->sessions, &sess->node);
 	*out = sess;
 	return 0;
+}
+
+/* An internal nexus's commands never reach a fabric: they are not in any target's
+ * session list (nothing aborts them) and end through scsitgt__cmd_end_internal(). */
+static void internal_cmd_unexpected(struct scsitgt__cmd *cmd)
+{
+	(void)cmd;
+	assert(!"a command of an internal nexus went to its fabric");
+}
+
+static const struct scsitgt__fabric_ops internal_ops = {
+	.name = "internal",
+	.cmd_done = internal_cmd_unexpected,
+	.cmd_aborted = internal_cmd_unexpected,
+};
+
+struct scsitgt__session *scsitgt__session_create_internal(struct scsitgt_target *tgt)
+{
+	struct scsitgt__session *sess = calloc(1, sizeof(*sess));
+
+	if (sess == NULL)
+		return NULL;
+	sess->tgt = tgt;
+	sess->ops = &internal_ops;
+	scsitgt__list_init(&sess->cmds);
+	return sess;
+}
+
+void scsitgt__session_destroy_internal(struct scsitgt__session *sess)
+{
+	if (sess == NULL)
+		return;
+	assert(scsitgt__list_empty(&sess->cmds));
+	free(sess);
 }
 
 void scsitgt__session_destroy(struct scsitgt__session *sess)

@@ -59,6 +59,8 @@ static const struct edge {
 	{ NEW, DONE },
 	{ NEED_DATA, DONE },
 	{ READY, DONE },
+	/* a command of the core's own starts at once */
+	{ NEW, EXEC },
 	/* execute, or held back by an older ORDERED / HEAD OF QUEUE task */
 	{ NEED_DATA, EXEC },
 	{ READY, EXEC },
