@@ -78,9 +78,107 @@ int minitarget_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* "ram:SIZE", "null:SIZE", "file:PATH" or "rbd:POOL/IMAGE" after "N:". */
+static int lun_kind(struct minitarget_lun *l, const char *p)
+{
+	if (strncmp(p, "ram:", 4) == 0 || strncmp(p, "null:", 5) == 0) {
+		l->kind = p[0] == 'r' ? MINITARGET_LUN_RAM : MINITARGET_LUN_NULL;
+		return minitarget_parse_size(strchr(p, ':') + 1, &l->size);
+	}
+	if (strncmp(p, "file:", 5) == 0) {
+		/* The size comes from the file or device. Paths cannot contain commas here. */
+		l->kind = MINITARGET_LUN_FILE;
+		p += 5;
+		if (*p == '\0' || strlen(p) >= sizeof(l->path))
+			return -1;
+		strcpy(l->path, p);
+		return 0;
+	}
+	if (strncmp(p, "rbd:", 4) == 0) {
+		/* POOL/IMAGE: both non-empty, one slash. */
+		const char *slash;
+
+		l->kind = MINITARGET_LUN_RBD;
+		p += 4;
+		slash = strchr(p, '/');
+		if (slash == NULL || slash == p || slash[1] == '\0' || strchr(slash + 1, '/') ||
+		    strlen(p) >= sizeof(l->path))
+			return -1;
+		strcpy(l->path, p);
+		return 0;
+	}
+	return -1;
+}
+
+/* Copy "KEY=VALUE"'s value into @dst (@size bytes); empty only when @empty_ok. */
+static int lun_str_flag(char *dst, size_t size, const char *value, bool empty_ok)
+{
+	if ((!empty_ok && *value == '\0') || strlen(value) >= size)
+		return -1;
+	strcpy(dst, value);
+	return 0;
+}
+
+/* An rbd LUN's own flags: 1 when @tok is one (0 or -1 from its value), 0 when it is not. */
+static int lun_rbd_flag(struct minitarget_lun *l, const char *tok, int *rc)
+{
+	char *end;
+
+	if (strncmp(tok, "ns=", 3) == 0)
+		*rc = lun_str_flag(l->rbd_ns, sizeof(l->rbd_ns), tok + 3, true);
+	else if (strncmp(tok, "id=", 3) == 0)
+		*rc = lun_str_flag(l->rbd_id, sizeof(l->rbd_id), tok + 3, false);
+	else if (strncmp(tok, "conf=", 5) == 0)
+		*rc = lun_str_flag(l->rbd_conf, sizeof(l->rbd_conf), tok + 5, false);
+	else if (strncmp(tok, "timeout=", 8) == 0) {
+		unsigned long v = strtoul(tok + 8, &end, 10);
+
+		*rc = end == tok + 8 || *end != '\0' || v > 86400 ? -1 : 0;
+		if (*rc == 0)
+			l->rbd_timeout = (long)v;
+	} else if (strcmp(tok, "nocache") == 0)
+		l->rbd_nocache = true;
+	else if (strcmp(tok, "nopr") == 0)
+		l->rbd_nopr = true;
+	else
+		return 0;
+	return 1;
+}
+
+/* One ",flag" of a --lun; -1 when unknown or malformed. */
+static int lun_flag(struct minitarget_lun *l, const char *tok)
+{
+	char *end;
+	int rc = 0;
+
+	if (strcmp(tok, "thin") == 0)
+		l->flags |= SCSITGT_LUN_THIN;
+	else if (strcmp(tok, "ro") == 0)
+		l->flags |= SCSITGT_LUN_READ_ONLY;
+	else if (strcmp(tok, "removable") == 0)
+		l->flags |= SCSITGT_LUN_REMOVABLE;
+	else if (strcmp(tok, "spc4") == 0)
+		l->flags |= SCSITGT_LUN_CLAIM_SPC4;
+	else if (strncmp(tok, "fault=", 6) == 0)
+		rc = lun_str_flag(l->fault, sizeof(l->fault), tok + 6, false);
+	else if (l->kind == MINITARGET_LUN_RBD && lun_rbd_flag(l, tok, &rc))
+		return rc;
+	else if (strncmp(tok, "pbe=", 4) == 0) {
+		unsigned long v = strtoul(tok + 4, &end, 10);
+
+		rc = end == tok + 4 || *end != '\0' || v > 8 ? -1 : 0;
+		l->pbe = rc == 0 ? (uint8_t)v : l->pbe;
+	} else if (strncmp(tok, "bs=", 3) == 0) {
+		l->bs = (uint32_t)strtoul(tok + 3, NULL, 10);
+		l->bs_given = true;
+	} else
+		rc = -1;
+	return rc;
+}
+
 int minitarget_parse_lun(const char *arg, struct minitarget_lun *l)
 {
-	char buf[256], *save = NULL, *tok, *p;
+	char buf[256], *save = NULL, *tok;
 	char *end;
 
 	if (strlen(arg) >= sizeof(buf))
@@ -92,88 +190,13 @@ int minitarget_parse_lun(const char *arg, struct minitarget_lun *l)
 	tok = strtok_r(buf, ",", &save);
 	if (tok == NULL)
 		return -1;
-	/* N:type:SIZE */
+	/* N:type:ARG */
 	l->id = strtoull(tok, &end, 10);
-	if (end == tok || *end != ':')
+	if (end == tok || *end != ':' || lun_kind(l, end + 1) < 0)
 		return -1;
-	p = end + 1;
-	if (strncmp(p, "ram:", 4) == 0) {
-		l->kind = MINITARGET_LUN_RAM;
-		p += 4;
-	} else if (strncmp(p, "null:", 5) == 0) {
-		l->kind = MINITARGET_LUN_NULL;
-		p += 5;
-	} else if (strncmp(p, "file:", 5) == 0) {
-		/* The size comes from the file or device. Paths cannot contain commas here. */
-		l->kind = MINITARGET_LUN_FILE;
-		p += 5;
-		if (*p == '\0' || strlen(p) >= sizeof(l->path))
+	while ((tok = strtok_r(NULL, ",", &save)) != NULL)
+		if (lun_flag(l, tok) < 0)
 			return -1;
-		strcpy(l->path, p);
-	} else if (strncmp(p, "rbd:", 4) == 0) {
-		/* POOL/IMAGE: both non-empty, one slash. */
-		const char *slash;
-
-		l->kind = MINITARGET_LUN_RBD;
-		p += 4;
-		slash = strchr(p, '/');
-		if (slash == NULL || slash == p || slash[1] == '\0' || strchr(slash + 1, '/') ||
-		    strlen(p) >= sizeof(l->path))
-			return -1;
-		strcpy(l->path, p);
-	} else {
-		return -1;
-	}
-	if (l->kind != MINITARGET_LUN_FILE && l->kind != MINITARGET_LUN_RBD &&
-	    minitarget_parse_size(p, &l->size) < 0)
-		return -1;
-	while ((tok = strtok_r(NULL, ",", &save)) != NULL) {
-		if (strcmp(tok, "thin") == 0)
-			l->flags |= SCSITGT_LUN_THIN;
-		else if (strcmp(tok, "ro") == 0)
-			l->flags |= SCSITGT_LUN_READ_ONLY;
-		else if (strcmp(tok, "removable") == 0)
-			l->flags |= SCSITGT_LUN_REMOVABLE;
-		else if (strcmp(tok, "spc4") == 0)
-			l->flags |= SCSITGT_LUN_CLAIM_SPC4;
-		else if (strncmp(tok, "fault=", 6) == 0) {
-			if (tok[6] == '\0' || strlen(tok + 6) >= sizeof(l->fault))
-				return -1;
-			strcpy(l->fault, tok + 6);
-		} else if (l->kind == MINITARGET_LUN_RBD && strncmp(tok, "ns=", 3) == 0) {
-			if (strlen(tok + 3) >= sizeof(l->rbd_ns))
-				return -1;
-			strcpy(l->rbd_ns, tok + 3);
-		} else if (l->kind == MINITARGET_LUN_RBD && strncmp(tok, "id=", 3) == 0) {
-			if (tok[3] == '\0' || strlen(tok + 3) >= sizeof(l->rbd_id))
-				return -1;
-			strcpy(l->rbd_id, tok + 3);
-		} else if (l->kind == MINITARGET_LUN_RBD && strncmp(tok, "conf=", 5) == 0) {
-			if (tok[5] == '\0' || strlen(tok + 5) >= sizeof(l->rbd_conf))
-				return -1;
-			strcpy(l->rbd_conf, tok + 5);
-		} else if (l->kind == MINITARGET_LUN_RBD && strncmp(tok, "timeout=", 8) == 0) {
-			unsigned long v = strtoul(tok + 8, &end, 10);
-
-			if (end == tok + 8 || *end != '\0' || v > 86400)
-				return -1;
-			l->rbd_timeout = (long)v;
-		} else if (l->kind == MINITARGET_LUN_RBD && strcmp(tok, "nocache") == 0)
-			l->rbd_nocache = true;
-		else if (l->kind == MINITARGET_LUN_RBD && strcmp(tok, "nopr") == 0)
-			l->rbd_nopr = true;
-		else if (strncmp(tok, "pbe=", 4) == 0) {
-			unsigned long v = strtoul(tok + 4, &end, 10);
-
-			if (end == tok + 4 || *end != '\0' || v > 8)
-				return -1;
-			l->pbe = (uint8_t)v;
-		} else if (strncmp(tok, "bs=", 3) == 0) {
-			l->bs = (uint32_t)strtoul(tok + 3, NULL, 10);
-			l->bs_given = true;
-		} else
-			return -1;
-	}
 	if (l->bs != 512 && l->bs != 4096)
 		return -1;
 	if (l->kind != MINITARGET_LUN_FILE && l->kind != MINITARGET_LUN_RBD && l->size < l->bs)

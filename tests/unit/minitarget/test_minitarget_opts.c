@@ -310,6 +310,17 @@ static void test_parse_lun(void **state)
 	assert_int_equal(minitarget_parse_lun("1:rbd:a/b/c", &l), -1);
 	assert_int_equal(minitarget_parse_lun("1:rbd:a/b,id=", &l), -1);
 	assert_int_equal(minitarget_parse_lun("1:rbd:a/b,timeout=86401", &l), -1);
+	assert_int_equal(minitarget_parse_lun("1:rbd:a/b,timeout=x", &l), -1);
+	assert_int_equal(minitarget_parse_lun("1:rbd:a/b,conf=", &l), -1);
+	assert_int_equal(minitarget_parse_lun("1:ram:1M,ns=x", &l), -1); /* rbd only */
+	assert_int_equal(minitarget_parse_lun("1:null:1M,pbe=", &l), -1);
+	assert_int_equal(minitarget_parse_lun("1:null:1M,pbe=1x", &l), -1);
+	assert_int_equal(minitarget_parse_lun("1:ram:", &l), -1);
+	assert_int_equal(minitarget_parse_lun("1:rbd:a/b,ns=", &l), 0); /* the default namespace */
+	assert_string_equal(l.rbd_ns, "");
+	assert_int_equal(minitarget_parse_lun("1:null:1M,bs=4096,pbe=2,thin", &l), 0);
+	assert_int_equal(l.bs, 4096);
+	assert_int_equal(l.pbe, 2);
 }
 
 static void test_parse_portal(void **state)
