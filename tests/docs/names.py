@@ -10,6 +10,9 @@ relative to the top, src/, include/ or the naming file's directory or a parent o
 name ("cdb.c") must be the name of some tracked file. System and library headers (whatever a
 tracked file includes with <...>) and the generated scsitgt_config.h are allowed, and so are
 the names in ALLOWED.
+
+It also checks that docs/architecture.md carries the command state drawing of src/core/cmd.h
+as it is (the drawing above enum scsitgt__cmd_state).
 """
 import os
 import re
@@ -36,6 +39,24 @@ def comments_only(code):
         else:
             out.append(re.sub(r'[^\n]', ' ', t))
     return ''.join(out)
+
+
+def state_drawing_problem(src):
+    """None when docs/architecture.md has cmd.h's drawing of a command's life, else why."""
+    cmd_h = open(os.path.join(src, 'src', 'core', 'cmd.h'), encoding='utf-8').read()
+    m = re.search(r'/\*\n \* The life of a command\..*?\n \*/', cmd_h, flags=re.S)
+    if not m:
+        return 'src/core/cmd.h has no "The life of a command" drawing any more: update names.py'
+    body = [l[3:] if l.startswith(' * ') else l[2:] for l in m.group(0).split('\n')[1:-1]]
+    start = next((k for k, l in enumerate(body) if l.startswith('  ')), None)
+    if start is None:
+        return 'src/core/cmd.h: no drawing found in "The life of a command"'
+    drawing = '\n'.join(body[start:]).rstrip()
+    doc = open(os.path.join(src, 'docs', 'architecture.md'), encoding='utf-8').read()
+    if drawing not in doc:
+        return ('docs/architecture.md: its command state drawing differs from src/core/cmd.h\'s:'
+                ' copy it again')
+    return None
 
 
 def main():
@@ -92,12 +113,16 @@ def main():
                 elif base in basenames or base in system:
                     continue
                 stale.append('%s:%d: names %s, which is not in the tree' % (f, lineno, name))
+    problem = state_drawing_problem(src)
+    if problem:
+        stale.append(problem)
     if stale:
         print('\n'.join(stale), file=sys.stderr)
-        print('names.py: %d stale file name(s): rename them as the files were, or drop them'
-              % len(stale), file=sys.stderr)
+        print('names.py: %d problem(s) above: rename stale names as the files were (or drop '
+              'them), copy the drawing again' % len(stale), file=sys.stderr)
         sys.exit(1)
-    print('names: every C file named in %d tracked text files exists' % len(texts))
+    print('names: every C file named in %d tracked text files exists; architecture.md has '
+          'cmd.h\'s state drawing' % len(texts))
 
 
 if __name__ == '__main__':
