@@ -187,43 +187,88 @@ fail:
 	return NULL;
 }
 
+/* "line N: what" lines become "PATH:N: what" lines, the form editors jump to. */
+static void with_path(const char *path, const char *msg, char *err, size_t err_size)
+{
+	size_t off = 0;
+
+	err[0] = '\0';
+	while (*msg && off + 1 < err_size) {
+		size_t n = strcspn(msg, "\n");
+		int w;
+
+		if (strncmp(msg, "line ", 5) == 0)
+			w = snprintf(err + off, err_size - off, "%s%s:%.*s", off ? "\n" : "", path,
+				     (int)(n - 5), msg + 5);
+		else
+			w = snprintf(err + off, err_size - off, "%s%s: %.*s", off ? "\n" : "", path,
+				     (int)n, msg);
+		if (w < 0)
+			break;
+		off += (size_t)w < err_size - off ? (size_t)w : err_size - off - 1;
+		msg += n + (msg[n] == '\n');
+	}
+}
+
 static struct scsitgtd_config *load(const char *path, char *err, size_t err_size)
 {
 	struct scsitgtd_config *cfg = NULL;
-	char msg[512];
-	size_t len;
-	char *text = read_file(path, &len, msg, sizeof(msg));
+	char *msg = malloc(SCSITGTD_ERR_SIZE);
+	size_t len, off = 0;
+	char *text;
 	int rc;
 
+	if (msg == NULL) {
+		snprintf(err, err_size, "%s: out of memory", path);
+		return NULL;
+	}
+	text = read_file(path, &len, msg, SCSITGTD_ERR_SIZE);
 	if (text == NULL) {
 		snprintf(err, err_size, "%s: %s", path, msg);
+		free(msg);
 		return NULL;
 	}
-	rc = scsitgtd_config_parse(text, len, &cfg, msg, sizeof(msg));
+	rc = scsitgtd_config_parse(text, len, &cfg, msg, SCSITGTD_ERR_SIZE);
 	free(text);
-	/* The parser leaves fault specifications to the library that reads them. */
+	/* The parser leaves fault specifications to the library that reads them: every bad
+	 * one is listed too. */
 	for (size_t i = 0; rc == 0 && i < cfg->ntargets; i++) {
-		for (size_t j = 0; rc == 0 && j < cfg->targets[i].nluns; j++) {
+		for (size_t j = 0; j < cfg->targets[i].nluns; j++) {
 			const struct scsitgtd_lun *l = &cfg->targets[i].luns[j];
+			int w;
 
-			if (l->fault && scsitgtd_fault_spec_check(l->fault) < 0) {
-				snprintf(msg, sizeof(msg),
-					 "line %u: fault: \"%s\" is not a fault "
-					 "specification (backend_fault.h)",
-					 l->fault_line, l->fault);
-				scsitgtd_config_free(cfg);
-				cfg = NULL;
-				rc = -EINVAL;
-			}
+			if (l->fault == NULL || scsitgtd_fault_spec_check(l->fault) == 0)
+				continue;
+			w = snprintf(msg + off, SCSITGTD_ERR_SIZE - off,
+				     "%sline %u: fault: \"%s\" is not a fault "
+				     "specification (backend_fault.h)",
+				     off ? "\n" : "", l->fault_line, l->fault);
+			if (w > 0)
+				off += (size_t)w < SCSITGTD_ERR_SIZE - off ?
+					       (size_t)w :
+					       SCSITGTD_ERR_SIZE - off - 1;
 		}
 	}
-	if (rc < 0) {
-		/* "line N: what" becomes "PATH:N: what", the form editors jump to. */
-		snprintf(err, err_size, "%s:%s", path,
-			 strncmp(msg, "line ", 5) == 0 ? msg + 5 : " error");
-		return NULL;
+	if (rc == 0 && off) {
+		scsitgtd_config_free(cfg);
+		cfg = NULL;
+		rc = -EINVAL;
 	}
+	if (rc < 0)
+		with_path(path, msg, err, err_size);
+	free(msg);
 	return cfg;
+}
+
+/* Print each line of @err on stderr after "scsitgtd: ". */
+static void print_errors(const char *err)
+{
+	while (*err) {
+		size_t n = strcspn(err, "\n");
+
+		fprintf(stderr, "scsitgtd: %.*s\n", (int)n, err);
+		err += n + (err[n] == '\n');
+	}
 }
 
 static bool str_same(const char *a, const char *b)
@@ -392,7 +437,7 @@ static void stop(struct scsitgtd *d)
 static void on_signal(uv_signal_t *h, int signum)
 {
 	struct scsitgtd *d = h->data;
-	char err[600];
+	char err[SCSITGTD_ERR_SIZE];
 
 	switch (signum) {
 	case SIGHUP:
@@ -414,8 +459,19 @@ int scsitgtd_reload(struct scsitgtd *d, char *err, size_t err_size)
 	scsitgtd_notify_reloading();
 	nc = load(d->path, err, err_size);
 	if (nc == NULL) {
+		unsigned int n = 1;
+
+		for (const char *e = err; *e; e++)
+			n += *e == '\n';
 		scsitgtd_notify_ready();
-		scsitgtd_log(d, SCSITGT_LOG_ERROR, "reload refused, configuration kept: %s", err);
+		scsitgtd_log(d, SCSITGT_LOG_ERROR, "reload refused, configuration kept: %u error%s",
+			     n, n > 1 ? "s" : "");
+		for (const char *e = err; *e;) {
+			size_t k = strcspn(e, "\n");
+
+			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%.*s", (int)k, e);
+			e += k + (e[k] == '\n');
+		}
 		return -EINVAL;
 	}
 	if (!str_same(nc->control_socket, d->cfg->control_socket))
@@ -456,7 +512,7 @@ int main(int argc, char **argv)
 	struct scsitgt_engine_opts eo;
 	struct scsitgtd_config *cfg;
 	bool check_only = false;
-	char err[600];
+	char err[SCSITGTD_ERR_SIZE];
 	int rc, pid_fd = -1;
 	char *pid_path = NULL; /* the pidfile of the start (a reload does not move it) */
 
@@ -472,7 +528,7 @@ int main(int argc, char **argv)
 	}
 	cfg = load(d.path, err, sizeof(err));
 	if (cfg == NULL) {
-		fprintf(stderr, "scsitgtd: %s\n", err);
+		print_errors(err);
 		return 1;
 	}
 	if (check_only) {

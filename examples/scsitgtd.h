@@ -53,10 +53,13 @@ void scsitgtd_log(struct scsitgtd *d, enum scsitgt_log_level level, const char *
  */
 int scsitgtd_apply(struct scsitgtd *d, struct scsitgtd_config *nc);
 
+/* Room for the errors of a configuration file (SCSITGTD_MAX_ERRORS lines of FILE:LINE: what). */
+#define SCSITGTD_ERR_SIZE 8192
+
 /*
  * Re-read the configuration file and apply it (SIGHUP, the control socket's "reload").
- * Returns 0, or -EINVAL (the file is wrong: @err says where; the running configuration stays)
- * or -ENOMEM.
+ * Returns 0, or -EINVAL (the file is wrong: @err has one "FILE:LINE: what" line per error,
+ * each also logged; the running configuration stays) or -ENOMEM. @err_size: SCSITGTD_ERR_SIZE.
  */
 int scsitgtd_reload(struct scsitgtd *d, char *err, size_t err_size);
 

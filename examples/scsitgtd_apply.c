@@ -20,6 +20,39 @@ static bool str_eq(const char *a, const char *b)
 	return (a == NULL && b == NULL) || (a && b && !strcmp(a, b));
 }
 
+/*
+ * One log line per change applied: NOTICE on a reload or a control socket change, INFO at the
+ * first start (when everything is new). Secrets are never printed (cred_changed()).
+ */
+static void changed(struct scsitgtd *d, const char *fmt, ...) SCSITGT_PRINTF(2, 3);
+static void changed(struct scsitgtd *d, const char *fmt, ...)
+{
+	char line[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	scsitgtd_log(d, d->cfg ? SCSITGT_LOG_NOTICE : SCSITGT_LOG_INFO, "change: %s", line);
+}
+
+/* A CHAP credential @what of @who going from (@ou, @os) to (@nu, @ns): the user, never the secret. */
+static void cred_changed(struct scsitgtd *d, const char *who, const char *what, const char *ou,
+			 const char *os, const char *nu, const char *ns)
+{
+	if (str_eq(ou, nu) && str_eq(os, ns))
+		return;
+	if (nu == NULL)
+		changed(d, "%s: %s removed (was user %s)", who, what, ou ? ou : "-");
+	else if (ou == NULL)
+		changed(d, "%s: %s set (user %s)", who, what, nu);
+	else if (!str_eq(ou, nu))
+		changed(d, "%s: %s user %s -> %s%s", who, what, ou, nu,
+			str_eq(os, ns) ? "" : ", secret changed");
+	else
+		changed(d, "%s: %s secret changed (user %s)", who, what, nu);
+}
+
 static void noop_done(void *arg, int status)
 {
 	(void)arg;
@@ -329,7 +362,7 @@ static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
 			     (unsigned long long)l->id, pr, scsitgt_strerror(rc));
 	if (l->offline)
 		scsitgt_lun_set_offline(lun, true);
-	scsitgtd_log(d, SCSITGT_LOG_INFO, "%s LUN %llu: created", tname, (unsigned long long)l->id);
+	changed(d, "%s LUN %llu: created (line %u)", tname, (unsigned long long)l->id, l->line);
 	return 0;
 }
 
@@ -689,14 +722,19 @@ static void lun_update(struct scsitgtd *d, const char *tname, struct scsitgt_lun
 		}
 	}
 	if (nb && nb != geo.num_blocks) {
-		scsitgtd_log(d, SCSITGT_LOG_INFO, "%s LUN %llu: resized from %llu to %llu blocks",
-			     tname, (unsigned long long)nl->id, (unsigned long long)geo.num_blocks,
-			     (unsigned long long)nb);
+		changed(d, "%s LUN %llu: resized from %llu to %llu blocks", tname,
+			(unsigned long long)nl->id, (unsigned long long)geo.num_blocks,
+			(unsigned long long)nb);
 		scsitgt_lun_resize(lun, nb);
 	}
+	if (ol && ol->offline != nl->offline)
+		changed(d, "%s LUN %llu: %s", tname, (unsigned long long)nl->id,
+			nl->offline ? "offline" : "online");
 	scsitgt_lun_set_offline(lun, nl->offline);
 	/* New fault rules replace the old ones; ios they hold stay held. */
 	if (nl->fault && (ol == NULL || !ol->fault || strcmp(ol->fault, nl->fault))) {
+		changed(d, "%s LUN %llu: fault rules \"%s\"", tname, (unsigned long long)nl->id,
+			nl->fault);
 		void *fctx = scsitgt_lun_get_backend_ctx(lun);
 
 		scsitgt_backend_fault_clear_rules(fctx);
@@ -724,14 +762,24 @@ static void acl_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 	int rc;
 
 	/* Drop what went, add what came; sessions already logged in stay. */
-	for (size_t i = 0; old && i < old->ninitiators; i++)
-		if (!has_initiator(nt, old->initiators[i]))
+	for (size_t i = 0; old && i < old->ninitiators; i++) {
+		if (!has_initiator(nt, old->initiators[i])) {
 			scsitgt_target_remove_initiator(tgt, old->initiators[i]);
-	for (size_t i = 0; i < nt->ninitiators; i++)
-		if (!has_initiator(old, nt->initiators[i]) &&
-		    (rc = scsitgt_target_add_initiator(tgt, nt->initiators[i])) < 0)
+			changed(d, "%s: initiator %s removed from the access list", nt->name,
+				old->initiators[i]);
+		}
+	}
+	for (size_t i = 0; i < nt->ninitiators; i++) {
+		if (has_initiator(old, nt->initiators[i]))
+			continue;
+		rc = scsitgt_target_add_initiator(tgt, nt->initiators[i]);
+		if (rc < 0)
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s: initiator %s: %s", nt->name,
 				     nt->initiators[i], scsitgt_strerror(rc));
+		else
+			changed(d, "%s: initiator %s added to the access list", nt->name,
+				nt->initiators[i]);
+	}
 }
 
 static void chap_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
@@ -740,6 +788,10 @@ static void chap_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 	int rc;
 
 	/* CHAP applies to logins that start from now on. */
+	cred_changed(d, nt->name, "chap", old ? old->chap_user : NULL,
+		     old ? old->chap_secret : NULL, nt->chap_user, nt->chap_secret);
+	cred_changed(d, nt->name, "mutual_chap", old ? old->mutual_user : NULL,
+		     old ? old->mutual_secret : NULL, nt->mutual_user, nt->mutual_secret);
 	if (!old || !str_eq(old->chap_user, nt->chap_user) ||
 	    !str_eq(old->chap_secret, nt->chap_secret)) {
 		rc = scsitgt_iscsi_target_set_chap(tgt, nt->chap_user, nt->chap_secret);
@@ -754,20 +806,34 @@ static void chap_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s: mutual_chap: %s", nt->name,
 				     scsitgt_strerror(rc));
 	}
-	for (size_t i = 0; old && i < old->nichap; i++)
-		if (!scsitgtd_config_find_ichap(nt, old->ichap[i].initiator))
-			scsitgt_iscsi_initiator_set_chap(tgt, old->ichap[i].initiator, NULL, NULL);
+	for (size_t i = 0; old && i < old->nichap; i++) {
+		const struct scsitgtd_initiator_chap *o = &old->ichap[i];
+		char what[300];
+
+		if (scsitgtd_config_find_ichap(nt, o->initiator))
+			continue;
+		scsitgt_iscsi_initiator_set_chap(tgt, o->initiator, NULL, NULL);
+		snprintf(what, sizeof(what), "initiator_chap of %s", o->initiator);
+		cred_changed(d, nt->name, what, o->user, o->secret, NULL, NULL);
+	}
 	for (size_t i = 0; i < nt->nichap; i++) {
 		const struct scsitgtd_initiator_chap *n = &nt->ichap[i];
 		const struct scsitgtd_initiator_chap *o =
 			scsitgtd_config_find_ichap(old, n->initiator);
 
+		char what[300];
+
 		if (o && str_eq(o->user, n->user) && str_eq(o->secret, n->secret))
 			continue;
 		rc = scsitgt_iscsi_initiator_set_chap(tgt, n->initiator, n->user, n->secret);
-		if (rc < 0)
+		if (rc < 0) {
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s: initiator_chap %s: %s", nt->name,
 				     n->initiator, scsitgt_strerror(rc));
+			continue;
+		}
+		snprintf(what, sizeof(what), "initiator_chap of %s", n->initiator);
+		cred_changed(d, nt->name, what, o ? o->user : NULL, o ? o->secret : NULL, n->user,
+			     n->secret);
 	}
 }
 
@@ -784,6 +850,8 @@ static void group_ports(struct scsitgtd *d, struct scsitgt_target *tgt, const ch
 		if (rc < 0)
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s: alua_group %u port %u: %s", tname,
 				     ng->id, ng->ports[i], scsitgt_strerror(rc));
+		else
+			changed(d, "%s: alua_group %u: port %u added", tname, ng->id, ng->ports[i]);
 	}
 }
 
@@ -795,16 +863,21 @@ static void alua_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 
 	/* Groups that went first, so that their ports are free for the others. */
 	for (size_t i = 0; old && i < old->ngroups; i++)
-		if (!scsitgtd_config_find_group(nt, old->groups[i].id))
+		if (!scsitgtd_config_find_group(nt, old->groups[i].id)) {
 			scsitgt_alua_group_destroy(tgt, old->groups[i].id);
+			changed(d, "%s: alua_group %u removed", nt->name, old->groups[i].id);
+		}
 	for (size_t i = 0; old && i < old->ngroups; i++) {
 		const struct scsitgtd_alua_group *ng =
 			scsitgtd_config_find_group(nt, old->groups[i].id);
 
 		for (size_t j = 0; ng && j < old->groups[i].nports; j++)
-			if (!scsitgtd_group_has_port(ng, old->groups[i].ports[j]))
+			if (!scsitgtd_group_has_port(ng, old->groups[i].ports[j])) {
 				scsitgt_alua_group_remove_port(tgt, ng->id,
 							       old->groups[i].ports[j]);
+				changed(d, "%s: alua_group %u: port %u removed", nt->name, ng->id,
+					old->groups[i].ports[j]);
+			}
 	}
 	for (size_t i = 0; i < nt->ngroups; i++) {
 		const struct scsitgtd_alua_group *ng = &nt->groups[i];
@@ -818,16 +891,22 @@ static void alua_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 					     nt->name, ng->id, scsitgt_strerror(rc));
 				continue;
 			}
+			changed(d, "%s: alua_group %u created (state %#x)", nt->name, ng->id,
+				ng->state);
 		} else if (og->state != ng->state) {
 			/* An implicit transition: every nexus gets ASYMMETRIC ACCESS STATE
 			 * CHANGED (SPC-5 §5.16.2.6). */
-			scsitgtd_log(d, SCSITGT_LOG_INFO, "%s: alua_group %u: state %#x -> %#x",
-				     nt->name, ng->id, og->state, ng->state);
+			changed(d, "%s: alua_group %u: state %#x -> %#x", nt->name, ng->id,
+				og->state, ng->state);
 			scsitgt_alua_set_state(tgt, ng->id, (enum scsitgt_alua_state)ng->state);
 		}
 		group_ports(d, tgt, nt->name, og, ng);
-		if (!og || og->preferred != ng->preferred)
+		if (!og || og->preferred != ng->preferred) {
 			scsitgt_alua_set_preferred(tgt, ng->id, ng->preferred);
+			if (og)
+				changed(d, "%s: alua_group %u: preferred %s", nt->name, ng->id,
+					ng->preferred ? "yes" : "no");
+		}
 	}
 	if (!old || old->alua_modes != nt->alua_modes) {
 		scsitgt_alua_opts_init(&ao, sizeof(ao));
@@ -836,6 +915,9 @@ static void alua_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 		if (rc < 0)
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s: alua: %s", nt->name,
 				     scsitgt_strerror(rc));
+		else if (old)
+			changed(d, "%s: alua modes %#x -> %#x", nt->name, old->alua_modes,
+				nt->alua_modes);
 	}
 }
 
@@ -853,6 +935,8 @@ static void address_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 			scsitgt_target_remove_initiator_address(tgt, a->initiator, a->cidr);
 		else
 			scsitgt_target_remove_address(tgt, a->cidr);
+		changed(d, "%s: address %s%s%s removed", nt->name, a->cidr,
+			a->initiator ? " for " : "", a->initiator ? a->initiator : "");
 	}
 	for (size_t i = 0; i < nt->naddresses; i++) {
 		a = &nt->addresses[i];
@@ -865,6 +949,9 @@ static void address_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s: address %s%s%s: %s", nt->name,
 				     a->initiator ? a->initiator : "", a->initiator ? " " : "",
 				     a->cidr, scsitgt_strerror(rc));
+		else
+			changed(d, "%s: address %s%s%s added", nt->name, a->cidr,
+				a->initiator ? " for " : "", a->initiator ? a->initiator : "");
 	}
 }
 
@@ -902,6 +989,11 @@ static void mappings_missing(struct scsitgtd *d, struct scsitgt_target *tgt,
 			if (other && mapped(other, ini, l->id))
 				continue;
 			rc = fn(tgt, ini, l->id);
+			if (rc == 0)
+				changed(d, "%s LUN %llu: %s %s", t->name, (unsigned long long)l->id,
+					fn == scsitgt_target_map_lun ? "mapped to" :
+								       "unmapped from",
+					ini ? ini : "every initiator");
 			if (rc < 0 && rc != -ENOENT)
 				scsitgtd_log(d, SCSITGT_LOG_ERROR,
 					     "%s LUN %llu: masking for %s: %s", t->name,
@@ -919,12 +1011,16 @@ static void masking_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 
 	/* Map before unmapping and before turning masking on, so no LUN blinks out. */
 	mappings_missing(d, tgt, nt, old, scsitgt_target_map_lun);
-	if (was && !is)
+	if (was && !is) {
 		scsitgt_target_set_lun_masking(tgt, false);
+		changed(d, "%s: LUN masking off", nt->name);
+	}
 	if (old)
 		mappings_missing(d, tgt, old, nt, scsitgt_target_unmap_lun);
-	if (is && !was)
+	if (is && !was) {
 		scsitgt_target_set_lun_masking(tgt, true);
+		changed(d, "%s: LUN masking on", nt->name);
+	}
 }
 
 static struct scsitgt_srp_portal *srp_create(struct scsitgtd *d, struct scsitgt_target *tgt,
@@ -1012,6 +1108,8 @@ static void target_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 		if (rc < 0)
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s: iSCSI parameters: %s", nt->name,
 				     scsitgt_strerror(rc));
+		else if (old)
+			changed(d, "%s: iSCSI parameters changed (for new logins)", nt->name);
 	}
 	/* A gateway's target: the gateway drives the ALUA groups. */
 	if (old && !scsitgtd_gateway_equal(&old->gw, &nt->gw))
@@ -1030,8 +1128,8 @@ static void target_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 		struct scsitgt_lun *lun = scsitgt_target_get_lun(tgt, ol->id);
 
 		if (lun && (nl == NULL || scsitgtd_lun_needs_recreate(ol, nl))) {
-			scsitgtd_log(d, SCSITGT_LOG_INFO, "%s LUN %llu: removed%s", nt->name,
-				     (unsigned long long)ol->id, nl ? " (to be re-created)" : "");
+			changed(d, "%s LUN %llu: removed%s", nt->name, (unsigned long long)ol->id,
+				nl ? " (to be re-created)" : "");
 			if (gw) {
 				/* After its gateway, which re-creates it if still wanted. */
 				gw->then_lun = true;
@@ -1075,7 +1173,7 @@ static int target_create(struct scsitgtd *d, const struct scsitgtd_config *nc,
 		*out = NULL;
 		return rc;
 	}
-	scsitgtd_log(d, SCSITGT_LOG_INFO, "target %s: created", t->name);
+	changed(d, "target %s: created (line %u)", t->name, t->line);
 	target_apply(d, *out, NULL, nc, t);
 	return 0;
 }
@@ -1147,8 +1245,11 @@ static void portals_apply(struct scsitgtd *d, const struct scsitgtd_config *oc,
 				kept = true;
 			}
 		}
-		if (!kept && d->portals[j])
+		if (!kept && d->portals[j]) {
 			scsitgt_portal_destroy(d->portals[j], NULL, NULL);
+			changed(d, "portal %s port %u: closed", oc->portals[j].address,
+				oc->portals[j].port);
+		}
 	}
 	for (size_t i = 0; i < nc->nportals; i++)
 		if (portals[i] == NULL)
@@ -1163,7 +1264,20 @@ static void engine_apply(struct scsitgtd *d, const struct scsitgtd_config *oc,
 	struct scsitgt_iscsi_params ip;
 	int rc;
 
+	if (oc && oc->log_level != nc->log_level)
+		changed(d, "log_level %d -> %d", oc->log_level, nc->log_level);
 	d->log_level = nc->log_level;
+	if (oc && oc->tmf_timeout_ms != nc->tmf_timeout_ms)
+		changed(d, "tmf_timeout_ms %u -> %u", oc->tmf_timeout_ms, nc->tmf_timeout_ms);
+	if (oc && oc->drain_timeout_ms != nc->drain_timeout_ms)
+		changed(d, "drain_timeout_ms %u -> %u", oc->drain_timeout_ms, nc->drain_timeout_ms);
+	if (oc && !scsitgtd_params_equal(&oc->params, &nc->params))
+		changed(d, "[engine] iSCSI parameters changed (for new logins)");
+	cred_changed(d, "[engine]", "discovery_chap", oc ? oc->discovery_user : NULL,
+		     oc ? oc->discovery_secret : NULL, nc->discovery_user, nc->discovery_secret);
+	cred_changed(d, "[engine]", "discovery_mutual_chap", oc ? oc->discovery_mutual_user : NULL,
+		     oc ? oc->discovery_mutual_secret : NULL, nc->discovery_mutual_user,
+		     nc->discovery_mutual_secret);
 	if (!oc || oc->tmf_timeout_ms != nc->tmf_timeout_ms) {
 		rc = scsitgt_engine_set_tmf_timeout(
 			d->engine, nc->tmf_timeout_ms ? nc->tmf_timeout_ms : 30000);
@@ -1240,8 +1354,7 @@ int scsitgtd_apply(struct scsitgtd *d, struct scsitgtd_config *nc)
 	/* Targets that went: their SRP ports close, their sessions are logged out. */
 	for (size_t i = 0; oc && i < oc->ntargets; i++) {
 		if (d->tgts[i].tgt && !scsitgtd_config_find_target(nc, oc->targets[i].name)) {
-			scsitgtd_log(d, SCSITGT_LOG_INFO, "target %s: removed",
-				     oc->targets[i].name);
+			changed(d, "target %s: removed", oc->targets[i].name);
 			struct scsitgtd_gw *gw = gw_find(d, d->tgts[i].tgt);
 
 			tgt_release(&d->tgts[i], oc->targets[i].nsrps);

@@ -26,29 +26,49 @@
 #define MARKER_KEY "\x01section"
 #define MARKER_LINE MARKER_KEY " =\n"
 
+/* Append to the error text what fits (always NUL-terminated). */
+static void err_append(struct parser *p, const char *fmt, va_list ap)
+{
+	int n;
+
+	if (p->err == NULL || p->err_len + 1 >= p->err_size)
+		return;
+	n = vsnprintf(p->err + p->err_len, p->err_size - p->err_len, fmt, ap);
+	if (n > 0)
+		p->err_len += (size_t)n < p->err_size - p->err_len ? (size_t)n :
+								     p->err_size - p->err_len - 1;
+}
+
+static void err_add(struct parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void err_add(struct parser *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err_append(p, fmt, ap);
+	va_end(ap);
+}
+
 int cfg_err_at(struct parser *p, unsigned int line, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
-	if (p->failed)
+	if (p->nomem)
 		return -EINVAL;
 	p->failed = true;
-	if (p->err == NULL || p->err_size == 0)
+	if (++p->nerrors > SCSITGTD_MAX_ERRORS)
 		return -EINVAL;
-	n = snprintf(p->err, p->err_size, "line %u: ", line);
-	if (n < 0 || (size_t)n >= p->err_size)
-		return -EINVAL;
+	err_add(p, "%sline %u: ", p->nerrors > 1 ? "\n" : "", line);
 	va_start(ap, fmt);
-	vsnprintf(p->err + n, p->err_size - (size_t)n, fmt, ap);
+	err_append(p, fmt, ap);
 	va_end(ap);
 	return -EINVAL;
 }
 
 int cfg_nomem(struct parser *p)
 {
-	if (!p->failed && p->err && p->err_size)
-		snprintf(p->err, p->err_size, "line %u: out of memory", p->line);
+	if (!p->nomem)
+		err_add(p, "%sline %u: out of memory", p->nerrors ? "\n" : "", p->line);
 	p->failed = true;
 	p->nomem = true;
 	return -ENOMEM;
@@ -73,6 +93,10 @@ static int section_end(struct parser *p)
 	struct scsitgtd_target *t;
 	struct scsitgtd_lun *l;
 
+	/* A section with a wrong key is not checked whole: "size missing" after "size: expected
+	 * a byte count" would only repeat it. */
+	if (p->nerrors != p->sec_nerrors)
+		return 0;
 	switch (p->sec) {
 	case SEC_ENGINE:
 		if (p->cfg->discovery_secret && p->cfg->discovery_mutual_secret &&
@@ -175,7 +199,7 @@ static int section_end(struct parser *p)
 	}
 }
 
-static int section_open(struct parser *p, const char *hdr)
+static int section_open_kind(struct parser *p, const char *hdr)
 {
 	struct scsitgtd_config *cfg = p->cfg;
 	char kind[16];
@@ -184,10 +208,8 @@ static int section_open(struct parser *p, const char *hdr)
 	uint64_t id;
 	int rc;
 
-	rc = section_end(p);
-	if (rc < 0)
-		return rc;
 	p->sec = SEC_NONE;
+	p->sec_nerrors = p->nerrors;
 	p->seen = 0;
 	arg = hdr + n + strspn(hdr + n, " \t");
 	if (n >= sizeof(kind))
@@ -318,18 +340,33 @@ static int section_open(struct parser *p, const char *hdr)
 		       hdr);
 }
 
-/* The libinih handler: non-zero to go on. */
+/* The previous section ends (its errors are noted), the next one begins; the keys of one whose
+ * header is refused are skipped, so that its errors are not reported against another. */
+static int section_open(struct parser *p, const char *hdr)
+{
+	int rc;
+
+	section_end(p);
+	rc = section_open_kind(p, hdr);
+	if (rc < 0)
+		p->sec = SEC_SKIP;
+	return rc;
+}
+
+/* The libinih handler: non-zero to go on (errors are noted and the parse goes on). */
 static int on_pair(void *user, const char *section, const char *key, const char *value)
 {
 	struct parser *p = user;
 
-	if (p->failed)
+	if (p->nomem)
 		return 0;
 	if (p->marker_due) {
 		p->marker_due = false;
-		return section_open(p, section) == 0;
+		section_open(p, section);
+	} else if (p->sec != SEC_SKIP) {
+		cfg_key(p, key, value);
 	}
-	return cfg_key(p, key, value) == 0;
+	return !p->nomem;
 }
 
 static bool is_blank(char c)
@@ -348,7 +385,7 @@ static char *reader(char *str, int num, void *stream)
 	const char *s, *nl;
 	size_t n, body;
 
-	if (p->failed || num < (int)sizeof(MARKER_LINE))
+	if (p->nomem || num < (int)sizeof(MARKER_LINE))
 		return NULL;
 	if (p->inject) {
 		p->inject = false;
@@ -365,13 +402,16 @@ static char *reader(char *str, int num, void *stream)
 	p->line++;
 	p->line_text = s;
 	p->line_len = body;
-	if (body > SCSITGTD_MAX_LINE || n + 1 > (size_t)num) {
-		cfg_err(p, "line longer than %d bytes", SCSITGTD_MAX_LINE);
-		return NULL;
-	}
-	if (memchr(s, '\0', n)) {
-		cfg_err(p, "NUL byte in the text");
-		return NULL;
+	if (body > SCSITGTD_MAX_LINE || n + 1 > (size_t)num || memchr(s, '\0', n)) {
+		/* Noted, and handed to libinih as an empty line. */
+		if (memchr(s, '\0', n))
+			cfg_err(p, "NUL byte in the text");
+		else
+			cfg_err(p, "line longer than %d bytes", SCSITGTD_MAX_LINE);
+		p->pos += n;
+		p->inject = false;
+		memcpy(str, "\n", 2);
+		return str;
 	}
 	memcpy(str, s, n);
 	str[n] = '\0';
@@ -401,7 +441,7 @@ static void inih_setup(void)
 	ini_allow_bom = true;
 }
 
-/* The first syntax error libinih found: on the last line read (it stops on the first). */
+/* A syntax error libinih found: on the last line read (it stops on each). */
 static int syntax_error(struct parser *p)
 {
 	const char *s = p->line_text;
@@ -491,15 +531,37 @@ int scsitgtd_config_parse(const char *text, size_t len, struct scsitgtd_config *
 	p.cfg->log_level = 5;
 	p.cfg->workers = -2;
 	inih_setup();
-	rc = ini_parse_stream(reader, &p, on_pair, &p);
-	if (rc == -2)
-		cfg_nomem(&p);
-	else if (rc != 0 && !p.failed)
-		syntax_error(&p);
-	if (!p.failed)
+	for (;;) {
+		size_t pos = p.pos;
+
+		rc = ini_parse_stream(reader, &p, on_pair, &p);
+		if (rc == -2 || p.nomem) {
+			cfg_nomem(&p);
+			break;
+		}
+		if (rc <= 0)
+			break;
+		/* libinih stopped on a syntax error in the last line read: note it and go on
+		 * after it with a new libinih pass (our state is the parser's, not libinih's). */
+		if (p.inject) {
+			/* A broken section header: the section before it ends, its keys go. */
+			p.inject = false;
+			section_end(&p);
+			syntax_error(&p);
+			p.sec = SEC_SKIP;
+		} else {
+			syntax_error(&p);
+		}
+		if (p.pos >= p.len || p.pos == pos)
+			break;
+	}
+	if (!p.nomem)
 		section_end(&p);
+	/* The checks across sections assume sound sections. */
 	if (!p.failed)
 		file_end(&p);
+	if (p.nerrors > SCSITGTD_MAX_ERRORS && !p.nomem)
+		err_add(&p, "\n(%u more errors not listed)", p.nerrors - SCSITGTD_MAX_ERRORS);
 	if (p.failed) {
 		scsitgtd_config_free(p.cfg);
 		return p.nomem ? -ENOMEM : -EINVAL;

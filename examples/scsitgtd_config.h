@@ -227,10 +227,15 @@ struct scsitgtd_config {
 	size_t ntargets;
 };
 
+/* Errors listed by one parse; past it they are counted ("and N more errors"). */
+#define SCSITGTD_MAX_ERRORS 32
+
 /*
  * Parse @len bytes of configuration text. On success *out receives a new configuration (free
  * it with scsitgtd_config_free()) and 0 is returned. On failure returns -EINVAL (the text is
- * wrong: @err receives "line N: what is wrong") or -ENOMEM, and *out is NULL. @err may be NULL.
+ * wrong: @err receives "line N: what is wrong", one line per error, as many as fit, in the
+ * order of the text; the checks across sections run only on a text without other errors) or
+ * -ENOMEM, and *out is NULL. @err may be NULL.
  * Not thread-safe (libinih's settings are process-wide variables).
  */
 int scsitgtd_config_parse(const char *text, size_t len, struct scsitgtd_config **out, char *err,

@@ -21,6 +21,7 @@ enum section {
 	SEC_ALUA_GROUP,
 	SEC_LUN,
 	SEC_SRP,
+	SEC_SKIP, /* a section whose header was refused: its keys are ignored */
 };
 
 /* The parse of one text: the configuration being built, the reader's state, the first error. */
@@ -38,14 +39,20 @@ struct parser {
 	size_t line_len;
 	bool inject;	 /* hand the section marker pair to libinih next */
 	bool marker_due; /* the next handler call is the marker's */
-	/* The first error. */
+	/* The errors: one "line N: what" line each, in order of lines read. */
 	char *err;
 	size_t err_size;
+	size_t err_len;
+	unsigned int nerrors;
+	unsigned int sec_nerrors; /* nerrors when the current section began */
 	bool failed;
 	bool nomem;
 };
 
-/* Record the first error, "line @line: ..."; returns -EINVAL. */
+/*
+ * Record an error, "line @line: ..." (a line of its own after the earlier ones; past
+ * SCSITGTD_MAX_ERRORS only counted); returns -EINVAL. The parse goes on after it.
+ */
 int cfg_err_at(struct parser *p, unsigned int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 #define cfg_err(p, ...) cfg_err_at((p), (p)->line, __VA_ARGS__)

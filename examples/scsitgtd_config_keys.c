@@ -1232,6 +1232,7 @@ static const struct {
 	[SEC_ALUA_GROUP] = { "[alua_group]", group_keys, NKEYS(group_keys), false },
 	[SEC_LUN] = { "[lun]", lun_keys, NKEYS(lun_keys), false },
 	[SEC_SRP] = { "[srp]", srp_keys, NKEYS(srp_keys), false },
+	[SEC_SKIP] = { "", NULL, 0, false },
 };
 
 _Static_assert(NKEYS(lun_keys) <= 64 && NKEYS(target_keys) <= 64, "parser.seen has 64 bits");

@@ -43,7 +43,7 @@ struct scsitgtd_control {
 struct rpc_reply {
 	json_object *result;
 	int code;
-	char message[600];
+	char message[SCSITGTD_ERR_SIZE]; /* a reload lists every error of the file */
 };
 
 static void rpc_error(struct rpc_reply *r, int code, const char *fmt, ...)
@@ -423,7 +423,7 @@ static void m_kick(struct scsitgtd *d, json_object *params, struct rpc_reply *r)
 
 static void m_reload(struct scsitgtd *d, json_object *params, struct rpc_reply *r)
 {
-	char err[600];
+	char err[SCSITGTD_ERR_SIZE];
 	int rc;
 
 	(void)params;

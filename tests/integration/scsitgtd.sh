@@ -240,12 +240,14 @@ it_log "ok: fault injection added and changed by SIGHUP"
 cp "$CONF" "$IT_TMP/good.conf"
 echo "bogus line" >>"$CONF"
 kill -HUP "$IT_PID"
+# (The refusal line comes first, then one line per error.)
+BAD_LINE="scsitgtd.conf:$(wc -l <"$CONF"): expected \"key = value\""
 for ((i = 0; i < 300; i++)); do
-	grep -q "reload refused" "$IT_TMP/target.err" && break
+	grep -q "$BAD_LINE" "$IT_TMP/target.err" && break
 	sleep 0.1
 done
-grep -q "reload refused.*scsitgtd.conf:$(wc -l <"$CONF"): expected \"key = value\"" \
-	"$IT_TMP/target.err" || it_fail "broken reload not refused with file:line"
+grep -q "reload refused, configuration kept: 1 error$" "$IT_TMP/target.err" &&
+	grep -q "$BAD_LINE" "$IT_TMP/target.err" || it_fail "broken reload not refused with file:line"
 it_alive || it_fail "scsitgtd died on a broken reload"
 iscsi-inq "iscsi://127.0.0.1:$PORT/$IQN/1" >/dev/null || it_fail "LUN 1 gone after a refused reload"
 cp "$IT_TMP/good.conf" "$CONF"

@@ -4,6 +4,9 @@
 # file is refused while the first runs, the file is removed at a clean stop, and a file left by
 # a daemon that died (nobody holds its lock) is taken over. Log lines begin with a UTC timestamp,
 # or with a syslog priority prefix ("<5>", sd-daemon(3)) when JOURNAL_STREAM names stderr.
+# Reload feedback: a file with several errors is refused with every one of them as FILE:LINE
+# (by -t and by SIGHUP, the running configuration kept), and an accepted reload logs one
+# "change:" line per change applied (LUNs, ACL, addresses, CHAP: never the secret).
 # The metrics listener (metrics = ADDR:PORT, needs json-c): GET /metrics gives the Prometheus
 # text (promtool check metrics) with the right head, HEAD the head alone; other paths 404,
 # other methods 405, garbage 400, an endless head 431; clients that send slowly, never send or
@@ -89,6 +92,73 @@ it_stop || it_fail "scsitgtd did not stop cleanly"
 check_lines "$TS" "JOURNAL_STREAM of another file"
 unset JOURNAL_STREAM
 it_log "ok: priority prefixes under journald, timestamps otherwise"
+
+# ---- reload feedback ----
+IQN=iqn.2026-12.org.example:ops
+write_conf
+it_scsitgtd_start "$CONF"
+cp "$CONF" "$IT_TMP/good.conf"
+# Three errors: an unknown key (line 4), a bad value (line 11), a broken header (line 13).
+cat >"$CONF" <<CONF
+[engine]
+log_level = info
+pidfile = $PIDFILE
+no_such_key = 1
+
+[target]
+name = $IQN
+
+[lun 0]
+backend = ram
+size = lots
+
+[lun 1
+backend = ram
+CONF
+st=0
+"$IT_TARGET" -t "$CONF" >/dev/null 2>"$IT_TMP/t.err" || st=$?
+[[ $st -eq 1 ]] || it_fail "-t on a file with three errors: exit $st"
+for want in "$CONF:4: unknown key \"no_such_key\" in \[engine\]" "$CONF:11: size" \
+	"$CONF:13: section header without closing"; do
+	grep -q "^scsitgtd: $want" "$IT_TMP/t.err" || it_fail "-t: no \"$want\" in: $(cat "$IT_TMP/t.err")"
+done
+[[ $(wc -l <"$IT_TMP/t.err") -eq 3 ]] || it_fail "-t: not three lines: $(cat "$IT_TMP/t.err")"
+kill -HUP "$IT_PID"
+for ((i = 0; i < 600; i++)); do
+	grep -q "reload refused, configuration kept: 3 errors" "$IT_TMP/target.err" && break
+	sleep 0.1
+done
+grep -q "reload refused, configuration kept: 3 errors" "$IT_TMP/target.err" ||
+	it_fail "reload of a broken file: no refusal: $(tail -5 "$IT_TMP/target.err")"
+for want in "$CONF:4: unknown key" "$CONF:11: size" "$CONF:13: section header"; do
+	grep -q "scsitgtd: error: \[scsitgtd\] $want" "$IT_TMP/target.err" ||
+		it_fail "reload: \"$want\" not logged: $(tail -5 "$IT_TMP/target.err")"
+done
+it_log "ok: every error of a broken file reported with FILE:LINE (-t and SIGHUP)"
+
+# An accepted reload: one line per change, secrets never printed.
+cp "$IT_TMP/good.conf" "$CONF"
+sed -i "s|^name = $IQN\$|name = $IQN\ninitiator = iqn.2026-12.org.example:ini1\naddress = 10.0.0.0/8\nchap = alice:supersecret123456|" "$CONF"
+printf '\n[lun 1]\nbackend = null\nsize = 4M\n' >>"$CONF"
+sed -i 's|^size = 8M$|size = 8M\noffline = yes|' "$CONF"
+it_reload
+for want in "$IQN LUN 1: created (line" "$IQN: initiator iqn.2026-12.org.example:ini1 added to the access list" \
+	"$IQN: address 10.0.0.0/8 added" "$IQN: chap set (user alice)" "$IQN LUN 0: offline"; do
+	grep -q "notice: \[scsitgtd\] change: $want" "$IT_TMP/target.err" ||
+		it_fail "reload: no \"change: $want\": $(grep change: "$IT_TMP/target.err")"
+done
+sed -i 's|^chap = alice:supersecret123456$|chap = alice:othersecret7890123|' "$CONF"
+sed -i '/^\[lun 1\]$/,$d' "$CONF"
+it_reload
+for want in "$IQN: chap secret changed (user alice)" "$IQN LUN 1: removed"; do
+	grep -q "notice: \[scsitgtd\] change: $want" "$IT_TMP/target.err" ||
+		it_fail "reload: no \"change: $want\": $(grep change: "$IT_TMP/target.err")"
+done
+if grep -E -q "supersecret|othersecret" "$IT_TMP/target.err" "$IT_TMP/target.out"; then
+	it_fail "a CHAP secret was logged"
+fi
+it_stop || it_fail "scsitgtd did not stop cleanly"
+it_log "ok: reload changes logged one per line, no secret"
 
 # ---- metrics listener ----
 it_need curl python3

@@ -804,6 +804,88 @@ static void test_access_srp_limits(void **state)
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nfault =\n", "line 4:", "empty");
 }
 
+/* Every error of a file at once, in the order of its lines; a refused section's keys are
+ * skipped (not reported against another section); a syntax error does not end the parse. */
+static void test_all_errors(void **state)
+{
+	static const char text[] = "[engine]\n"		 /* 1 */
+				   "bogus = 1\n"	 /* 2 */
+				   "[target]\n"		 /* 3 */
+				   "name = iqn.x\n"	 /* 4 */
+				   "[lun 0]\n"		 /* 5 */
+				   "backend = ram\n"	 /* 6 */
+				   "thin = maybe\n"	 /* 7 */
+				   "size = 8M\n"	 /* 8 */
+				   "[lun abc]\n"	 /* 9 */
+				   "nonsense = 1\n"	 /* 10: skipped */
+				   "this is not ini\n"	 /* 11 */
+				   "[lun 2\n"		 /* 12 */
+				   "backend = nothing\n" /* 13: skipped */
+				   "[lun 3]\n"		 /* 14 */
+				   "size = 1M\n";	 /* 15; EOF: 14 */
+	struct scsitgtd_config *cfg = (struct scsitgtd_config *)1;
+	char err[2048];
+	const char *want[] = {
+		"line 2: unknown key \"bogus\" in [engine]",   "line 7: ",
+		"line 9: [lun N]: N must be a LUN number",     "line 11: expected \"key = value\"",
+		"line 12: section header without closing ']'", "line 14: [lun 3]: backend missing"
+	};
+	const char *e = err;
+
+	(void)state;
+	assert_int_equal(scsitgtd_config_parse(text, strlen(text), &cfg, err, sizeof(err)),
+			 -EINVAL);
+	assert_null(cfg);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		size_t n = strcspn(e, "\n");
+
+		if (strncmp(e, want[i], strlen(want[i])) != 0)
+			fail_msg("error %zu: \"%.*s\", expected \"%s...\" in:\n%s", i, (int)n, e,
+				 want[i], err);
+		e += n + (e[n] == '\n');
+	}
+	if (*e)
+		fail_msg("more errors than expected: \"%s\" in:\n%s", e, err);
+	/* A section with a wrong key is not checked whole (no "size missing" after a bad size). */
+	assert_int_equal(scsitgtd_config_parse("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\n"
+					       "size = lots\n",
+					       56, &cfg, err, sizeof(err)),
+			 -EINVAL);
+	assert_null(strchr(err, '\n'));
+	assert_memory_equal(err, "line 5: size", 12);
+	/* A small buffer keeps the first errors whole, cut at its end, terminated. */
+	assert_int_equal(scsitgtd_config_parse(text, strlen(text), &cfg, err, 40), -EINVAL);
+	assert_int_equal(strlen(err), 39);
+	assert_memory_equal(err, "line 2: unknown key", 19);
+	/* Past SCSITGTD_MAX_ERRORS: counted. */
+	{
+		char many[4096] = "[engine]\n";
+
+		for (int i = 0; i < SCSITGTD_MAX_ERRORS + 5; i++)
+			strcat(many, "x = 1\n");
+		assert_int_equal(scsitgtd_config_parse(many, strlen(many), &cfg, err, sizeof(err)),
+				 -EINVAL);
+		assert_non_null(strstr(err, "\n(5 more errors not listed)"));
+		assert_non_null(strstr(err, "line 2: unknown key \"x\" in [engine]"));
+	}
+	/* Long lines and NUL bytes are noted and the parse goes on. */
+	{
+		char t[SCSITGTD_MAX_LINE + 100];
+		size_t n;
+
+		n = (size_t)snprintf(t, sizeof(t), "[engine]\nlog_level = ");
+		memset(t + n, 'a', SCSITGTD_MAX_LINE);
+		n += SCSITGTD_MAX_LINE;
+		memcpy(t + n, "\nx\0y = 1\nz = 2\n", 16);
+		n += 16;
+		assert_int_equal(scsitgtd_config_parse(t, n, &cfg, err, sizeof(err)), -EINVAL);
+		if (strstr(err, "line 2: line longer than") != err ||
+		    strstr(err, "\nline 3: NUL byte") == NULL ||
+		    strstr(err, "\nline 4: unknown key \"z\"") == NULL)
+			fail_msg("%s", err);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -811,6 +893,7 @@ int main(void)
 		cmocka_unit_test(test_errors),	    cmocka_unit_test(test_binary_and_limits),
 		cmocka_unit_test(test_recreate),    cmocka_unit_test(test_rbd),
 		cmocka_unit_test(test_rbd_gateway), cmocka_unit_test(test_access_srp_limits),
+		cmocka_unit_test(test_all_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
