@@ -533,57 +533,83 @@ static int seg_resolve(struct iser_conn *ic, struct iser_txop *op, struct scsitg
 	return 0;
 }
 
-/* Post one batch; -EAGAIN when the send pool, the SQ or the unexpected credits lack room. */
-static int tx_post(struct iser_conn *ic, struct scsitgt__iscsi_tx *tx)
-{
-	unsigned int sends = 0, npieces = 0, nseg_cap, nunexp = 0, nwr = 0, nsge = 0;
+/*
+ * One batch as tx_post() turns it into work requests: what it holds, then the arrays carved
+ * out of its txop's allocation, filled in order (the WRITEs, then the SENDs).
+ */
+struct tx_build {
+	unsigned int sends;   /* PDUs that go as SENDs */
+	unsigned int npieces; /* Data-In PDUs with data */
+	unsigned int nunexp;  /* unexpected PDUs (RFC 7145 §8.4) */
+	uint64_t data_bytes;  /* their data */
+	unsigned int nseg_cap;
 	struct scsitgt__iser_seg *pieces, *segs;
-	struct ibv_send_wr *wr, *bad;
+	struct ibv_send_wr *wr;
 	struct ibv_sge *sge;
-	struct iser_txop *op;
-	uint64_t data_bytes = 0;
+	unsigned int nwr, nsge;
+};
+
+/* Count what @tx needs; -E2BIG or -EAGAIN when the send pool, the SQ or the credits lack room. */
+static int tx_count(struct iser_conn *ic, const struct scsitgt__iscsi_tx *tx, struct tx_build *b)
+{
 	bool ping;
 	uint32_t value;
-	int nsegs, rc = 0;
 
+	memset(b, 0, sizeof(*b));
 	for (unsigned int i = 0; i < tx->npdus; i++) {
 		const uint8_t *bhs = tx->pdus[i].hdr;
 
 		if (scsitgt__bhs_opcode(bhs) == ISCSI_OP_DATA_IN && tx->pdus[i].len) {
-			npieces++;
-			data_bytes += tx->pdus[i].len;
+			b->npieces++;
+			b->data_bytes += tx->pdus[i].len;
 		}
 		if (pdu_is_send(bhs))
-			sends++;
+			b->sends++;
 		if (pdu_unexpected(bhs, &ping, &value))
-			nunexp++;
+			b->nunexp++;
 	}
-	if (sends > ISER_NSEND)
+	if (b->sends > ISER_NSEND)
 		return -E2BIG;
-	if (sends > ic->txp.nfree || sends > ic->sq_free)
+	if (b->sends > ic->txp.nfree || b->sends > ic->sq_free)
 		return -EAGAIN;
-	if (nunexp && !scsitgt__iser_unexp_can_send(&ic->unexp))
+	if (b->nunexp && !scsitgt__iser_unexp_can_send(&ic->unexp))
 		return -EAGAIN; /* until a ping is answered or an Async Message acknowledged */
-	nseg_cap = npieces + (unsigned int)(data_bytes / ic->max_msg) + 1;
-	op = calloc(1, sizeof(*op) + 2 * nseg_cap * sizeof(*pieces) +
-			       (nseg_cap + sends) * (sizeof(*wr) + sizeof(*sge)) +
-			       nseg_cap * (sizeof(*op->mrs) + sizeof(*op->bounces)));
+	b->nseg_cap = b->npieces + (unsigned int)(b->data_bytes / ic->max_msg) + 1;
+	return 0;
+}
+
+/* The batch's txop with room for its pieces, segments, WRs, SGEs, MRs and bounce buffers. */
+static struct iser_txop *txop_create(struct iser_conn *ic, struct scsitgt__iscsi_tx *tx,
+				     struct tx_build *b)
+{
+	unsigned int cap = b->nseg_cap, nwr = cap + b->sends;
+	struct iser_txop *op;
+
+	op = calloc(1, sizeof(*op) + 2 * cap * sizeof(*b->pieces) +
+			       nwr * (sizeof(*b->wr) + sizeof(*b->sge)) +
+			       cap * (sizeof(*op->mrs) + sizeof(*op->bounces)));
 	if (op == NULL)
-		return -ENOMEM;
-	pieces = (struct scsitgt__iser_seg *)(op + 1);
-	segs = pieces + nseg_cap;
-	wr = (struct ibv_send_wr *)(segs + nseg_cap);
-	sge = (struct ibv_sge *)(wr + nseg_cap + sends);
-	op->mrs = (struct ibv_mr **)(sge + nseg_cap + sends);
-	op->bounces = (void **)(op->mrs + nseg_cap);
+		return NULL;
+	b->pieces = (struct scsitgt__iser_seg *)(op + 1);
+	b->segs = b->pieces + cap;
+	b->wr = (struct ibv_send_wr *)(b->segs + cap);
+	b->sge = (struct ibv_sge *)(b->wr + nwr);
+	op->mrs = (struct ibv_mr **)(b->sge + nwr);
+	op->bounces = (void **)(op->mrs + cap);
 	op->w.done = txop_write_done;
 	op->wu.done = txop_unsig_done;
 	op->ic = ic;
 	op->tx = tx;
-	op->pending = 1; /* dropped at the end of this function */
+	op->pending = 1; /* dropped at the end of tx_post */
+	return op;
+}
 
-	/* Data-In: where each piece goes, then as few WRITEs as contiguity allows. */
-	npieces = 0;
+/* Where each Data-In piece goes: the Read STag the command advertised (RFC 7145 §7.3.5). */
+static int tx_datain_pieces(struct iser_conn *ic, const struct scsitgt__iscsi_tx *tx,
+			    struct tx_build *b)
+{
+	unsigned int n = 0;
+
 	for (unsigned int i = 0; i < tx->npdus; i++) {
 		const struct scsitgt__iscsi_tx_pdu *p = &tx->pdus[i];
 		struct iser_itt *e;
@@ -591,147 +617,204 @@ static int tx_post(struct iser_conn *ic, struct scsitgt__iscsi_tx *tx)
 		if (scsitgt__bhs_opcode(p->hdr) != ISCSI_OP_DATA_IN || p->len == 0)
 			continue;
 		e = *itt_slot(ic, scsitgt__bhs_itt(p->hdr));
-		if (e == NULL || !e->rsv) {
-			rc = -EPROTO; /* Data-In for a command that gave no Read STag */
-			goto out;
-		}
-		pieces[npieces].laddr = (uintptr_t)p->data;
-		pieces[npieces].lkey = 0;
-		pieces[npieces].len = p->len;
-		pieces[npieces].rkey = e->read_stag;
+		if (e == NULL || !e->rsv)
+			return -EPROTO; /* Data-In for a command that gave no Read STag */
+		b->pieces[n].laddr = (uintptr_t)p->data;
+		b->pieces[n].lkey = 0;
+		b->pieces[n].len = p->len;
+		b->pieces[n].rkey = e->read_stag;
 		if (scsitgt__iser_map_remote(e->read_va, 0,
 					     get_be32(&p->hdr[ISCSI_BHS_BUFFER_OFFSET]), p->len,
-					     &pieces[npieces].raddr) < 0) {
-			rc = -EPROTO;
-			goto out;
-		}
-		npieces++;
+					     &b->pieces[n].raddr) < 0)
+			return -EPROTO;
+		n++;
 	}
-	nsegs = scsitgt__iser_map_coalesce(pieces, npieces, ic->max_msg, segs, nseg_cap);
-	if (nsegs < 0) {
-		rc = nsegs;
-		goto out;
-	}
-	if ((unsigned int)nsegs + sends > ic->sq_free) {
-		rc = -EAGAIN;
-		goto out;
-	}
+	b->npieces = n;
+	return 0;
+}
+
+/* The Data-In as few RDMA WRITEs as contiguity allows, ahead of the SENDs. */
+static int tx_datain_writes(struct iser_conn *ic, struct iser_txop *op,
+			    const struct scsitgt__iscsi_tx *tx, struct tx_build *b)
+{
+	int nsegs, rc;
+
+	rc = tx_datain_pieces(ic, tx, b);
+	if (rc < 0)
+		return rc;
+	nsegs = scsitgt__iser_map_coalesce(b->pieces, b->npieces, ic->max_msg, b->segs,
+					   b->nseg_cap);
+	if (nsegs < 0)
+		return nsegs;
+	if ((unsigned int)nsegs + b->sends > ic->sq_free)
+		return -EAGAIN;
 	for (int i = 0; i < nsegs; i++) {
-		rc = seg_resolve(ic, op, &segs[i]);
+		struct ibv_send_wr *wr = &b->wr[b->nwr];
+		struct ibv_sge *sge = &b->sge[b->nsge++];
+
+		rc = seg_resolve(ic, op, &b->segs[i]);
 		if (rc < 0)
-			goto out;
-		sge[nsge].addr = segs[i].laddr;
-		sge[nsge].length = segs[i].len;
-		sge[nsge].lkey = segs[i].lkey;
-		memset(&wr[nwr], 0, sizeof(wr[nwr]));
-		if (sends == 0 && i == nsegs - 1) {
+			return rc;
+		sge->addr = b->segs[i].laddr;
+		sge->length = b->segs[i].len;
+		sge->lkey = b->segs[i].lkey;
+		memset(wr, 0, sizeof(*wr));
+		if (b->sends == 0 && i == nsegs - 1) {
 			/* No SEND follows to complete the batch: this WRITE does. */
-			wr[nwr].wr_id = (uintptr_t)&op->w;
-			wr[nwr].send_flags = IBV_SEND_SIGNALED;
+			wr->wr_id = (uintptr_t)&op->w;
+			wr->send_flags = IBV_SEND_SIGNALED;
 			op->pending++;
 		} else {
-			wr[nwr].wr_id = (uintptr_t)&op->wu;
+			wr->wr_id = (uintptr_t)&op->wu;
 			op->unsig++;
 		}
-		wr[nwr].opcode = IBV_WR_RDMA_WRITE;
-		wr[nwr].sg_list = &sge[nsge++];
-		wr[nwr].num_sge = 1;
-		wr[nwr].wr.rdma.remote_addr = segs[i].raddr;
-		wr[nwr].wr.rdma.rkey = segs[i].rkey;
-		nwr++;
+		wr->opcode = IBV_WR_RDMA_WRITE;
+		wr->sg_list = sge;
+		wr->num_sge = 1;
+		wr->wr.rdma.remote_addr = b->segs[i].raddr;
+		wr->wr.rdma.rkey = b->segs[i].rkey;
+		b->nwr++;
 	}
+	return 0;
+}
 
-	/* Then the SENDs, in order: responses follow their data on the same QP. */
+/* One PDU as a SEND of iSER header + BHS + data from the registered send pool. */
+static int tx_send(struct iser_conn *ic, struct iser_txop *op, struct scsitgt__iscsi_tx_pdu *p,
+		   struct tx_build *b)
+{
+	uint8_t *bhs = p->hdr;
+	uint8_t opc = scsitgt__bhs_opcode(bhs);
+	const uint8_t *data = p->data;
+	uint32_t dlen = p->len;
+	struct ibv_send_wr *wr;
+	struct ibv_sge *sge;
+	uint32_t value;
+	uint8_t *buf;
+	bool ping;
+	int idx;
+
+	if (opc == ISCSI_OP_DATA_IN) {
+		datain_to_response(bhs);
+		data = NULL;
+		dlen = 0;
+		opc = ISCSI_OP_SCSI_RSP;
+	}
+	if (opc == ISCSI_OP_SCSI_RSP)
+		itt_drop(ic, scsitgt__bhs_itt(bhs));
+	if (dlen > ISER_SEND_SLOT - SCSITGT__ISER_HDR_LEN - ISCSI_BHS_LEN)
+		return -EMSGSIZE;
+	idx = scsitgt__rdma_pool_get(&ic->txp);
+	if (idx < 0)
+		return idx;
+	buf = scsitgt__rdma_pool_buf(&ic->txp, (uint32_t)idx);
+	scsitgt__iser_hdr_encode(buf, NULL);
+	memcpy(buf + SCSITGT__ISER_HDR_LEN, bhs, ISCSI_BHS_LEN);
+	scsitgt__bhs_set_dsl(buf + SCSITGT__ISER_HDR_LEN, dlen);
+	if (dlen)
+		memcpy(buf + SCSITGT__ISER_HDR_LEN + ISCSI_BHS_LEN, data, dlen);
+	if (pdu_unexpected(bhs, &ping, &value))
+		scsitgt__iser_unexp_sent(&ic->unexp, ping, value);
+	ic->slots[idx].op = op;
+	sge = &b->sge[b->nsge++];
+	sge->addr = (uintptr_t)buf;
+	sge->length = SCSITGT__ISER_HDR_LEN + ISCSI_BHS_LEN + dlen;
+	sge->lkey = ic->txp.mr->lkey;
+	wr = &b->wr[b->nwr++];
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = (uintptr_t)&ic->slots[idx].w;
+	wr->opcode = IBV_WR_SEND;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	op->pending++;
+	return 0;
+}
+
+/* Then the SENDs, in order: responses follow their data on the same QP; R2Ts become READs. */
+static int tx_sends(struct iser_conn *ic, struct iser_txop *op, struct scsitgt__iscsi_tx *tx,
+		    struct tx_build *b)
+{
+	int rc = 0;
+
 	for (unsigned int i = 0; i < tx->npdus && rc == 0; i++) {
 		struct scsitgt__iscsi_tx_pdu *p = &tx->pdus[i];
-		uint8_t *bhs = p->hdr;
-		uint8_t opc = scsitgt__bhs_opcode(bhs);
-		uint32_t itt = scsitgt__bhs_itt(bhs);
-		const uint8_t *data = p->data;
-		uint32_t dlen = p->len;
-		uint8_t *buf;
-		int idx;
 
-		if (opc == ISCSI_OP_R2T) {
-			rc = tx_r2t(ic, bhs);
-			continue;
-		}
-		if (!pdu_is_send(bhs))
-			continue;
-		if (opc == ISCSI_OP_DATA_IN) {
-			datain_to_response(bhs);
-			data = NULL;
-			dlen = 0;
-			opc = ISCSI_OP_SCSI_RSP;
-		}
-		if (opc == ISCSI_OP_SCSI_RSP)
-			itt_drop(ic, itt);
-		if (dlen > ISER_SEND_SLOT - SCSITGT__ISER_HDR_LEN - ISCSI_BHS_LEN) {
-			rc = -EMSGSIZE;
-			break;
-		}
-		idx = scsitgt__rdma_pool_get(&ic->txp);
-		if (idx < 0) {
-			rc = idx;
-			break;
-		}
-		buf = scsitgt__rdma_pool_buf(&ic->txp, (uint32_t)idx);
-		scsitgt__iser_hdr_encode(buf, NULL);
-		memcpy(buf + SCSITGT__ISER_HDR_LEN, bhs, ISCSI_BHS_LEN);
-		scsitgt__bhs_set_dsl(buf + SCSITGT__ISER_HDR_LEN, dlen);
-		if (dlen)
-			memcpy(buf + SCSITGT__ISER_HDR_LEN + ISCSI_BHS_LEN, data, dlen);
-		if (pdu_unexpected(bhs, &ping, &value))
-			scsitgt__iser_unexp_sent(&ic->unexp, ping, value);
-		ic->slots[idx].op = op;
-		sge[nsge].addr = (uintptr_t)buf;
-		sge[nsge].length = SCSITGT__ISER_HDR_LEN + ISCSI_BHS_LEN + dlen;
-		sge[nsge].lkey = ic->txp.mr->lkey;
-		memset(&wr[nwr], 0, sizeof(wr[nwr]));
-		wr[nwr].wr_id = (uintptr_t)&ic->slots[idx].w;
-		wr[nwr].opcode = IBV_WR_SEND;
-		wr[nwr].send_flags = IBV_SEND_SIGNALED;
-		wr[nwr].sg_list = &sge[nsge++];
-		wr[nwr].num_sge = 1;
-		nwr++;
-		op->pending++;
+		if (scsitgt__bhs_opcode(p->hdr) == ISCSI_OP_R2T)
+			rc = tx_r2t(ic, p->hdr);
+		else if (pdu_is_send(p->hdr))
+			rc = tx_send(ic, op, p, b);
 	}
-	if (rc == 0 && nwr) {
-		for (unsigned int i = 0; i + 1 < nwr; i++)
-			wr[i].next = &wr[i + 1];
-		if (ibv_post_send(ic->id->qp, wr, &bad) != 0) {
-			rc = -EIO;
-		} else {
-			/* Only signaled WRs count for the drain: flushes of unsignaled WRITEs
-			 * come before the SEND that ends their batch. */
-			ic->posted += nwr - op->unsig;
-			ic->sq_free -= nwr;
-		}
-	}
-out:
-	if (rc < 0) {
-		/* Nothing of the chain was posted: give the slots back. */
-		for (unsigned int i = 0; i < nwr; i++) {
-			if (wr[i].opcode == IBV_WR_SEND) {
-				struct iser_slot *s = (struct iser_slot *)(uintptr_t)wr[i].wr_id;
+	return rc;
+}
 
-				s->op = NULL;
-				scsitgt__rdma_pool_put(&ic->txp, s->idx);
-			}
+/* Post the chain of WRs in one call. */
+static int tx_chain_post(struct iser_conn *ic, struct iser_txop *op, struct tx_build *b)
+{
+	struct ibv_send_wr *bad;
+
+	if (b->nwr == 0)
+		return 0;
+	for (unsigned int i = 0; i + 1 < b->nwr; i++)
+		b->wr[i].next = &b->wr[i + 1];
+	if (ibv_post_send(ic->id->qp, b->wr, &bad) != 0)
+		return -EIO;
+	/* Only signaled WRs count for the drain: flushes of unsignaled WRITEs come before the
+	 * SEND that ends their batch. */
+	ic->posted += b->nwr - op->unsig;
+	ic->sq_free -= b->nwr;
+	return 0;
+}
+
+/*
+ * Nothing of the chain was posted: give the send slots back. -EAGAIN before any WR was
+ * built retries the batch later as it is (0: the txop is freed); anything else finishes it
+ * with @rc (1: the caller finishes the txop).
+ */
+static int tx_unwind(struct iser_conn *ic, struct iser_txop *op, struct tx_build *b, int rc)
+{
+	for (unsigned int i = 0; i < b->nwr; i++) {
+		if (b->wr[i].opcode == IBV_WR_SEND) {
+			struct iser_slot *s = (struct iser_slot *)(uintptr_t)b->wr[i].wr_id;
+
+			s->op = NULL;
+			scsitgt__rdma_pool_put(&ic->txp, s->idx);
 		}
-		if (rc == -EAGAIN && nwr == 0) {
-			/* Retried later as it is: release what was resolved. */
-			for (unsigned int i = 0; i < op->nmr; i++)
-				ibv_dereg_mr(op->mrs[i]);
-			for (unsigned int i = 0; i < op->nbounce; i++)
-				scsitgt__rdma_mem_free(op->mem, op->bounces[i]);
-			free(op);
-			return rc;
-		}
-		op->pending = 1;
-		op->unsig = 0;
-		op->status = rc;
 	}
+	if (rc == -EAGAIN && b->nwr == 0) {
+		/* Retried later as it is: release what was resolved. */
+		for (unsigned int i = 0; i < op->nmr; i++)
+			ibv_dereg_mr(op->mrs[i]);
+		for (unsigned int i = 0; i < op->nbounce; i++)
+			scsitgt__rdma_mem_free(op->mem, op->bounces[i]);
+		free(op);
+		return 0;
+	}
+	op->pending = 1;
+	op->unsig = 0;
+	op->status = rc;
+	return 1;
+}
+
+/* Post one batch; -EAGAIN when the send pool, the SQ or the unexpected credits lack room. */
+static int tx_post(struct iser_conn *ic, struct scsitgt__iscsi_tx *tx)
+{
+	struct tx_build b;
+	struct iser_txop *op;
+	int rc;
+
+	rc = tx_count(ic, tx, &b);
+	if (rc < 0)
+		return rc;
+	op = txop_create(ic, tx, &b);
+	if (op == NULL)
+		return -ENOMEM;
+	rc = tx_datain_writes(ic, op, tx, &b);
+	if (rc == 0)
+		rc = tx_sends(ic, op, tx, &b);
+	if (rc == 0)
+		rc = tx_chain_post(ic, op, &b);
+	if (rc < 0 && tx_unwind(ic, op, &b, rc) == 0)
+		return rc;
 	txop_finish(op);
 	return rc;
 }
