@@ -22,20 +22,45 @@
 #include "core/stats.h"
 #include "transport/iscsi/conn.h"
 
+/* "<prefix>: <message>" to @lg. */
+static void iscsi_vlog(const struct scsitgt__logger *lg, enum scsitgt_log_level level,
+		       const char *prefix, const char *fmt, va_list ap)
+{
+	char msg[512];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	scsitgt__log(lg, level, SCSITGT__ISCSI_SUBSYS, "%s: %s", prefix, msg);
+}
+
 void scsitgt__iscsi_conn_log(struct scsitgt__iscsi_conn *conn, enum scsitgt_log_level level,
 			     const char *fmt, ...)
 {
 	const struct scsitgt__logger *lg = &conn->ie->engine->log;
-	char msg[512];
+	char prefix[128];
 	va_list ap;
 
 	if (!scsitgt__log_enabled(lg, level))
 		return;
+	snprintf(prefix, sizeof(prefix), "conn %llu %s", (unsigned long long)conn->id, conn->peer);
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	iscsi_vlog(lg, level, prefix, fmt, ap);
 	va_end(ap);
-	scsitgt__log(lg, level, SCSITGT__ISCSI_SUBSYS, "conn %llu %s: %s",
-		     (unsigned long long)conn->id, conn->peer, msg);
+}
+
+void scsitgt__iscsi_portal_log(const struct scsitgt_portal *portal, enum scsitgt_log_level level,
+			       const char *fmt, ...)
+{
+	const struct scsitgt__logger *lg = &portal->ie->engine->log;
+	char prefix[128];
+	va_list ap;
+
+	if (!scsitgt__log_enabled(lg, level))
+		return;
+	snprintf(prefix, sizeof(prefix), "%s%sportal %s:%u", portal->kind ? portal->kind : "",
+		 portal->kind ? " " : "", portal->address, portal->port);
+	va_start(ap, fmt);
+	iscsi_vlog(lg, level, prefix, fmt, ap);
+	va_end(ap);
 }
 
 static void sockaddr_text(const struct sockaddr *sa, char *buf, size_t size)
@@ -282,6 +307,36 @@ int scsitgt__iscsi_conn_recv_direct(struct scsitgt__iscsi_conn *conn, size_t n)
 		return -ECONNABORTED;
 	conn->stat_rx_bytes += n;
 	return conn_rx_result(conn, scsitgt__iscsi_rx_direct_done(&conn->rx, n));
+}
+
+void *scsitgt__iscsi_conn_dm_ctx(const struct scsitgt__iscsi_conn *conn)
+{
+	return conn->dm_ctx;
+}
+
+size_t scsitgt__iscsi_conn_rx_direct(struct scsitgt__iscsi_conn *conn, uint8_t **dst)
+{
+	return scsitgt__iscsi_rx_direct(&conn->rx, dst);
+}
+
+uint32_t scsitgt__iscsi_conn_max_recv_dsl(const struct scsitgt__iscsi_conn *conn)
+{
+	return conn->rx.max_dsl;
+}
+
+uint32_t scsitgt__iscsi_conn_stat_sn(const struct scsitgt__iscsi_conn *conn)
+{
+	return conn->stat_sn;
+}
+
+uint8_t *scsitgt__iscsi_conn_cmd_buf(struct scsitgt__iscsi_conn *conn, uint32_t itt, uint32_t *len)
+{
+	struct scsitgt__iscsi_task *task = scsitgt__iscsi_task_find(conn, itt);
+
+	if (task == NULL || task->cmd == NULL)
+		return NULL;
+	*len = task->cmd->xfer_len;
+	return task->cmd->buf;
 }
 
 void scsitgt__iscsi_conn_fill_sn(struct scsitgt__iscsi_conn *conn, uint8_t *bhs, bool advance)

@@ -19,8 +19,6 @@
 #include "transport/iscsi/pdu.h"
 #include "transport/iscsi/text/keys.h"
 
-#define SCSITGT__ISCSI_SUBSYS "iscsi"
-
 struct scsitgt__iscsi_cred {
 	struct scsitgt__list node;
 	char *initiator; /* NULL for the target-wide entry */
@@ -84,6 +82,7 @@ struct scsitgt_portal {
 	 */
 	void (*stop_listener)(struct scsitgt_portal *portal);
 	void *listener_ctx;
+	const char *kind; /* "iSER" for logs; NULL: a TCP portal */
 	/* connections one initiator name may hold on this portal (0: no limit). */
 	uint32_t max_conns_per_initiator;
 };
@@ -265,26 +264,10 @@ struct scsitgt__iscsi_sess {
 	bool budget_kicking;
 };
 
-/* conn.c */
-int scsitgt__iscsi_conn_create(struct scsitgt__iscsi_conn **out, struct scsitgt_portal *portal,
-			       const struct scsitgt__iscsi_dm_ops *dm, void *dm_ctx,
-			       const struct sockaddr *peer, const struct sockaddr *local);
-/* Bytes from the data mover; returns < 0 when the connection is being closed. */
-int scsitgt__iscsi_conn_recv(struct scsitgt__iscsi_conn *conn, const uint8_t *data, size_t len);
-/* The data mover read n bytes in place (where scsitgt__iscsi_rx_direct() pointed). */
-int scsitgt__iscsi_conn_recv_direct(struct scsitgt__iscsi_conn *conn, size_t n);
-/* The data mover saw EOF or an error. */
-void scsitgt__iscsi_conn_dm_error(struct scsitgt__iscsi_conn *conn, int err);
+/* conn.c (what data movers call is in datamover.h) */
 /* Keep the connection object alive across an asynchronous step (TMF completion). */
 void scsitgt__iscsi_conn_hold(struct scsitgt__iscsi_conn *conn);
 void scsitgt__iscsi_conn_put(struct scsitgt__iscsi_conn *conn);
-/* The data mover finished closing. */
-void scsitgt__iscsi_conn_dm_closed(struct scsitgt__iscsi_conn *conn);
-/* Drop the connection (its session too at ERL0 when it is the last one). */
-void scsitgt__iscsi_conn_close(struct scsitgt__iscsi_conn *conn, const char *why);
-/* The data mover finished a batch (written: 0; dropped: < 0); frees it. */
-void scsitgt__iscsi_conn_tx_complete(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx,
-				     int status);
 /* A batch for up to @cap PDUs, from the connection's free list when small. */
 struct scsitgt__iscsi_tx *scsitgt__iscsi_conn_tx_get(struct scsitgt__iscsi_conn *conn,
 						     unsigned int cap);
@@ -300,8 +283,6 @@ int scsitgt__iscsi_conn_send_simple(struct scsitgt__iscsi_conn *conn, const uint
 				    const void *data, uint32_t len, bool close_after);
 /* Ask the initiator to log out (Async Message), then drop after a grace period. */
 void scsitgt__iscsi_conn_request_logout(struct scsitgt__iscsi_conn *conn);
-void scsitgt__iscsi_conn_log(struct scsitgt__iscsi_conn *conn, enum scsitgt_log_level level,
-			     const char *fmt, ...) SCSITGT_PRINTF(3, 4);
 /* Enter full feature phase after a successful login. */
 void scsitgt__iscsi_conn_enter_ffp(struct scsitgt__iscsi_conn *conn);
 
@@ -384,34 +365,13 @@ void scsitgt__iscsi_async_ua(struct scsitgt__session *core, uint64_t lun_id,
 /* logout.c */
 int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
 
-/* portal.c */
+/* portal.c (what a data mover with its own listener calls is in datamover.h) */
 struct scsitgt__iscsi_engine *scsitgt__iscsi_engine_get(struct scsitgt_engine *engine);
 struct scsitgt__iscsi_target *scsitgt__iscsi_target_get(struct scsitgt_target *tgt, bool create);
 void scsitgt__iscsi_portal_conn_gone(struct scsitgt_portal *portal);
 /* "host:port" of a portal as seen by @conn (the local address for wildcard portals). */
 int scsitgt__iscsi_portal_address(const struct scsitgt_portal *portal,
 				  const struct scsitgt__iscsi_conn *conn, char *buf, size_t size);
-
-/* Put a portal with its own listener (stop_listener set) in service, as a TCP one. */
-void scsitgt__iscsi_portal_register(struct scsitgt_portal *portal);
-/*
- * What creating a TCP or an iSER portal shares: copy min(size) bytes of @opts over the defaults
- * into @o, check them, parse the address into @sa, and allocate the portal with its engine,
- * TPGT, connection limits and address filled in. 0 and *out, -EINVAL or -ENOMEM.
- */
-int scsitgt__iscsi_portal_new(struct scsitgt_portal **out, struct scsitgt_engine *engine,
-			      const struct scsitgt_portal_opts *opts, struct scsitgt_portal_opts *o,
-			      struct sockaddr_storage *sa);
-/*
- * Whether @portal takes one more connection, asked by every data mover before it sets one up
- * (TCP once accepted, so that the backlog drains; iSER at CONNECT_REQUEST, rejecting): not
- * while the portal closes, nor over its limits (scsitgt_portal_opts max_connections,
- * max_login_connections); a refusal for a limit is counted in portal->refused and logged on
- * the 1st, 2nd, 4th, 8th... one. 0, -ESHUTDOWN or -ECONNREFUSED.
- */
-int scsitgt__iscsi_portal_admit(struct scsitgt_portal *portal);
-/* Its listener finished closing (stop_listener portals). */
-void scsitgt__iscsi_portal_listener_gone(struct scsitgt_portal *portal);
 
 /* tcp.c */
 int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal);

@@ -12,18 +12,27 @@
  * Ownership: the iSCSI connection (conn.c) owns the data mover's context and calls close()
  * exactly once; the data mover calls scsitgt__iscsi_conn_dm_closed() once it released every
  * resource (all queued batches finished with their done callbacks).
+ *
+ * This header is the whole seam: the ops a data mover implements, below them the functions it
+ * calls on its connection and portal. The connection and portal stay opaque to it (iSER
+ * includes nothing else of transport/iscsi, STYLE.md §2 rule 3); conn.h is the iSCSI side's.
  */
 #ifndef SCSITGT_ISCSI_DATAMOVER_H
 #define SCSITGT_ISCSI_DATAMOVER_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
+#include "libscsitgt/iscsi.h"
 #include "transport/iscsi/pdu.h"
 #include "transport/iscsi/text/keys.h"
 
+#define SCSITGT__ISCSI_SUBSYS "iscsi"
+
 struct scsitgt__cmd;
 struct scsitgt__iscsi_conn;
+struct scsitgt_portal;
 
 /* What a successful login hands the data mover before the final Login Response. */
 struct scsitgt__iscsi_dm_login {
@@ -69,5 +78,81 @@ struct scsitgt__iscsi_dm_ops {
 	int (*login_complete)(struct scsitgt__iscsi_conn *conn,
 			      const struct scsitgt__iscsi_dm_login *login, uint32_t *window);
 };
+
+/* ---- The iSCSI connection, as its data mover drives it (conn.c) ---- */
+
+/* A connection on @portal moved by @dm (its context @dm_ctx); starts in login. */
+int scsitgt__iscsi_conn_create(struct scsitgt__iscsi_conn **out, struct scsitgt_portal *portal,
+			       const struct scsitgt__iscsi_dm_ops *dm, void *dm_ctx,
+			       const struct sockaddr *peer, const struct sockaddr *local);
+/* The data mover's context given to scsitgt__iscsi_conn_create(). */
+void *scsitgt__iscsi_conn_dm_ctx(const struct scsitgt__iscsi_conn *conn);
+/* Bytes from the data mover; returns < 0 when the connection is being closed. */
+int scsitgt__iscsi_conn_recv(struct scsitgt__iscsi_conn *conn, const uint8_t *data, size_t len);
+/*
+ * Where the receiver wants the next bytes in place (inside a data segment bound for a command
+ * buffer): returns how many may land at *dst, 0 when they must go through
+ * scsitgt__iscsi_conn_recv().
+ */
+size_t scsitgt__iscsi_conn_rx_direct(struct scsitgt__iscsi_conn *conn, uint8_t **dst);
+/* The data mover read n bytes in place (where scsitgt__iscsi_conn_rx_direct() pointed). */
+int scsitgt__iscsi_conn_recv_direct(struct scsitgt__iscsi_conn *conn, size_t n);
+/* The largest data segment we accept (MaxRecvDataSegmentLength in force; 0 before login). */
+uint32_t scsitgt__iscsi_conn_max_recv_dsl(const struct scsitgt__iscsi_conn *conn);
+/* The StatSN the next response carries (an ExpStatSN the initiator would send). */
+uint32_t scsitgt__iscsi_conn_stat_sn(const struct scsitgt__iscsi_conn *conn);
+/* The data buffer (*len: its transfer length) of the command with @itt, NULL if none. */
+uint8_t *scsitgt__iscsi_conn_cmd_buf(struct scsitgt__iscsi_conn *conn, uint32_t itt, uint32_t *len);
+/* The data mover finished a batch (written: 0; dropped: < 0); frees it. */
+void scsitgt__iscsi_conn_tx_complete(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx,
+				     int status);
+/* The data mover saw EOF or an error. */
+void scsitgt__iscsi_conn_dm_error(struct scsitgt__iscsi_conn *conn, int err);
+/* Drop the connection (its session too at ERL0 when it is the last one). */
+void scsitgt__iscsi_conn_close(struct scsitgt__iscsi_conn *conn, const char *why);
+/* The data mover finished closing. */
+void scsitgt__iscsi_conn_dm_closed(struct scsitgt__iscsi_conn *conn);
+void scsitgt__iscsi_conn_log(struct scsitgt__iscsi_conn *conn, enum scsitgt_log_level level,
+			     const char *fmt, ...) SCSITGT_PRINTF(3, 4);
+
+/* ---- The portal, as a data mover with its own listener (iSER) drives it (portal.c) ---- */
+
+/*
+ * What creating a TCP or an iSER portal shares: copy min(size) bytes of @opts over the defaults
+ * into @o, check them, parse the address into @sa, and allocate the portal with its engine,
+ * TPGT, connection limits and address filled in. 0 and *out, -EINVAL or -ENOMEM.
+ */
+int scsitgt__iscsi_portal_new(struct scsitgt_portal **out, struct scsitgt_engine *engine,
+			      const struct scsitgt_portal_opts *opts, struct scsitgt_portal_opts *o,
+			      struct sockaddr_storage *sa);
+/* A portal from scsitgt__iscsi_portal_new() that never went in service: free it. */
+void scsitgt__iscsi_portal_discard(struct scsitgt_portal *portal);
+/*
+ * The portal's own listener: scsitgt_portal_destroy() calls @stop instead of closing a TCP
+ * handle, and @stop calls scsitgt__iscsi_portal_listener_gone() when done. @kind ("iSER")
+ * names the portal in logs.
+ */
+void scsitgt__iscsi_portal_set_listener(struct scsitgt_portal *portal, const char *kind,
+					void (*stop)(struct scsitgt_portal *portal), void *ctx);
+void *scsitgt__iscsi_portal_listener_ctx(const struct scsitgt_portal *portal);
+/* Listening on @port (bound address @sa): put the portal in service, as a TCP one. */
+void scsitgt__iscsi_portal_register(struct scsitgt_portal *portal, uint16_t port,
+				    const struct sockaddr_storage *sa);
+struct scsitgt_engine *scsitgt__iscsi_portal_engine(const struct scsitgt_portal *portal);
+/* The portal's address is a wildcard (0.0.0.0 or ::). */
+bool scsitgt__iscsi_portal_wildcard(const struct scsitgt_portal *portal);
+/* Log "<kind> portal <address>:<port>: <message>". */
+void scsitgt__iscsi_portal_log(const struct scsitgt_portal *portal, enum scsitgt_log_level level,
+			       const char *fmt, ...) SCSITGT_PRINTF(3, 4);
+/*
+ * Whether @portal takes one more connection, asked by every data mover before it sets one up
+ * (TCP once accepted, so that the backlog drains; iSER at CONNECT_REQUEST, rejecting): not
+ * while the portal closes, nor over its limits (scsitgt_portal_opts max_connections,
+ * max_login_connections); a refusal for a limit is counted in portal->refused and logged on
+ * the 1st, 2nd, 4th, 8th... one. 0, -ESHUTDOWN or -ECONNREFUSED.
+ */
+int scsitgt__iscsi_portal_admit(struct scsitgt_portal *portal);
+/* Its listener finished closing (set_listener portals); the listener context is gone. */
+void scsitgt__iscsi_portal_listener_gone(struct scsitgt_portal *portal);
 
 #endif /* SCSITGT_ISCSI_DATAMOVER_H */

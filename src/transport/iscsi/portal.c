@@ -397,12 +397,11 @@ int scsitgt__iscsi_portal_admit(struct scsitgt_portal *portal)
 	/* A connection limit: say so on the 1st, 2nd, 4th, 8th... refusal, not each. */
 	portal->refused++;
 	if ((portal->refused & (portal->refused - 1)) == 0)
-		scsitgt__log(
-			&portal->ie->engine->log, SCSITGT_LOG_WARNING, SCSITGT__ISCSI_SUBSYS,
-			"portal %s:%u: connection limit reached (%u connections, %u in login): "
-			"%llu connections refused so far",
-			portal->address, portal->port, portal->nconns, portal->nlogin,
-			(unsigned long long)portal->refused);
+		scsitgt__iscsi_portal_log(portal, SCSITGT_LOG_WARNING,
+					  "connection limit reached (%u connections, %u in login): "
+					  "%llu connections refused so far",
+					  portal->nconns, portal->nlogin,
+					  (unsigned long long)portal->refused);
 	return -ECONNREFUSED;
 }
 
@@ -488,15 +487,57 @@ static void portal_svc_shutdown(struct scsitgt__service *svc, scsitgt_done_cb cb
 
 void scsitgt__iscsi_portal_listener_gone(struct scsitgt_portal *portal)
 {
+	portal->listener_ctx = NULL;
 	portal->listener_closed = true;
 	portal_check_done(portal);
 }
 
-void scsitgt__iscsi_portal_register(struct scsitgt_portal *portal)
+void scsitgt__iscsi_portal_discard(struct scsitgt_portal *portal)
+{
+	free(portal);
+}
+
+void scsitgt__iscsi_portal_set_listener(struct scsitgt_portal *portal, const char *kind,
+					void (*stop)(struct scsitgt_portal *portal), void *ctx)
+{
+	portal->kind = kind;
+	portal->stop_listener = stop;
+	portal->listener_ctx = ctx;
+}
+
+void *scsitgt__iscsi_portal_listener_ctx(const struct scsitgt_portal *portal)
+{
+	return portal->listener_ctx;
+}
+
+struct scsitgt_engine *scsitgt__iscsi_portal_engine(const struct scsitgt_portal *portal)
+{
+	return portal->ie->engine;
+}
+
+bool scsitgt__iscsi_portal_wildcard(const struct scsitgt_portal *portal)
+{
+	return portal->wildcard;
+}
+
+/* A portal goes in service: the engine's service list, the iSCSI engine's portals. */
+static void portal_in_service(struct scsitgt_portal *portal)
 {
 	portal->svc.shutdown = portal_svc_shutdown;
 	scsitgt__engine_add_service(portal->ie->engine, &portal->svc);
 	scsitgt__list_add_tail(&portal->ie->portals, &portal->node);
+	scsitgt__log(&portal->ie->engine->log, SCSITGT_LOG_INFO, SCSITGT__ISCSI_SUBSYS,
+		     "%s%sportal %s%s%s:%u (TPGT %u) listening", portal->kind ? portal->kind : "",
+		     portal->kind ? " " : "", portal->ipv6 ? "[" : "", portal->address,
+		     portal->ipv6 ? "]" : "", portal->port, portal->tpgt);
+}
+
+void scsitgt__iscsi_portal_register(struct scsitgt_portal *portal, uint16_t port,
+				    const struct sockaddr_storage *sa)
+{
+	portal->port = port;
+	memcpy(&portal->sa, sa, sizeof(*sa));
+	portal_in_service(portal);
 }
 
 static void portal_failed_closed(uv_handle_t *h)
@@ -583,12 +624,7 @@ SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scs
 	}
 	portal->port = ntohs(portal->ipv6 ? ((struct sockaddr_in6 *)&portal->sa)->sin6_port :
 					    ((struct sockaddr_in *)&portal->sa)->sin_port);
-	portal->svc.shutdown = portal_svc_shutdown;
-	scsitgt__engine_add_service(engine, &portal->svc);
-	scsitgt__list_add_tail(&portal->ie->portals, &portal->node);
-	scsitgt__log(&engine->log, SCSITGT_LOG_INFO, SCSITGT__ISCSI_SUBSYS,
-		     "portal %s%s%s:%u (TPGT %u) listening", portal->ipv6 ? "[" : "",
-		     portal->address, portal->ipv6 ? "]" : "", portal->port, portal->tpgt);
+	portal_in_service(portal);
 	*out = portal;
 	return 0;
 }

@@ -92,7 +92,7 @@ static int ic_post_more(struct iser_conn *ic, uint32_t want)
 static int iser_login_complete(struct scsitgt__iscsi_conn *conn,
 			       const struct scsitgt__iscsi_dm_login *login, uint32_t *window)
 {
-	struct iser_conn *ic = conn->dm_ctx;
+	struct iser_conn *ic = scsitgt__iscsi_conn_dm_ctx(conn);
 	const struct scsitgt__iscsi_session_params *p = login->params;
 	struct scsitgt__iser_credit_params cp;
 	uint32_t want, w, unexp;
@@ -159,7 +159,7 @@ void scsitgt__iser_conn_check_drained(struct iser_conn *ic)
 
 static void iser_close(struct scsitgt__iscsi_conn *conn)
 {
-	struct iser_conn *ic = conn->dm_ctx;
+	struct iser_conn *ic = scsitgt__iscsi_conn_dm_ctx(conn);
 
 	if (ic->dm_close)
 		return;
@@ -172,7 +172,7 @@ static void iser_close(struct scsitgt__iscsi_conn *conn)
 		if (ic->qp_created)
 			ibv_modify_qp(ic->id->qp, &a, IBV_QP_STATE);
 	}
-	if (conn->dm_ctx && (ic->st_direct || ic->st_bounce || ic->st_reg))
+	if (ic->st_direct || ic->st_bounce || ic->st_reg)
 		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_DEBUG,
 					"iSER: RDMA transfers: %llu in place, %llu copied, %llu "
 					"registered per io",
@@ -232,12 +232,11 @@ static int ip_mem_get(struct iser_portal *ip, struct scsitgt__rdma_dev *dev,
 	rc = scsitgt__rdma_mem_create(&m->mem, dev, (size_t)ip->mem_bytes, IBV_ACCESS_LOCAL_WRITE);
 	if (rc < 0) {
 		free(m);
-		scsitgt__log(&ip->portal->ie->engine->log, SCSITGT_LOG_ERROR, SCSITGT__ISCSI_SUBSYS,
-			     "iSER portal %s:%u: cannot register %llu bytes of buffer memory "
-			     "on %s: %s",
-			     ip->portal->address, ip->portal->port,
-			     (unsigned long long)ip->mem_bytes,
-			     ibv_get_device_name(dev->verbs->device), scsitgt_strerror(rc));
+		scsitgt__iscsi_portal_log(ip->portal, SCSITGT_LOG_ERROR,
+					  "cannot register %llu bytes of buffer memory on %s: %s",
+					  (unsigned long long)ip->mem_bytes,
+					  ibv_get_device_name(dev->verbs->device),
+					  scsitgt_strerror(rc));
 		return rc;
 	}
 	m->dev = dev;
@@ -312,8 +311,8 @@ static int ic_setup(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *e
 	rc = scsitgt__iser_cm_req_decode(ev->conn.private_data, ev->conn.private_data_len, &req);
 	if (rc < 0)
 		return rc;
-	rc = scsitgt__rdma_dev_get(&ic->dev, &ip->devs, portal->ie->engine->loop, ic->id->verbs,
-				   NULL, NULL);
+	rc = scsitgt__rdma_dev_get(&ic->dev, &ip->devs, scsitgt__iscsi_portal_engine(portal)->loop,
+				   ic->id->verbs, NULL, NULL);
 	if (rc < 0)
 		return rc;
 	rc = ip_mem_get(ip, ic->dev, &ic->mem);
@@ -423,9 +422,8 @@ static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdm
 	rc = ic_setup(ic, ev);
 	if (rc == 0 || rc == 1)
 		return;
-	scsitgt__log(&ip->portal->ie->engine->log, SCSITGT_LOG_WARNING, SCSITGT__ISCSI_SUBSYS,
-		     "iSER portal %s:%u: cannot accept a connection: %s", ip->portal->address,
-		     ip->portal->port, scsitgt_strerror(rc));
+	scsitgt__iscsi_portal_log(ip->portal, SCSITGT_LOG_WARNING, "cannot accept a connection: %s",
+				  scsitgt_strerror(rc));
 	rdma_reject(ic->id, NULL, 0);
 	if (ic->conn) {
 		scsitgt__iscsi_conn_close(ic->conn, "iSER setup failed");
@@ -451,7 +449,7 @@ static int ip_listen(struct iser_portal *ip)
 		rc = errno ? -errno : -ENODEV;
 	else if (rdma_bind_addr(ip->listen, (struct sockaddr *)&ip->sa) != 0)
 		rc = errno ? -errno : -EADDRNOTAVAIL;
-	else if (ip->listen->verbs == NULL && !ip->portal->wildcard)
+	else if (ip->listen->verbs == NULL && !scsitgt__iscsi_portal_wildcard(ip->portal))
 		rc = -ENODEV; /* the address is not on an RDMA device */
 	else if (rdma_listen(ip->listen, ip->backlog) != 0)
 		rc = errno ? -errno : -EIO;
@@ -469,16 +467,14 @@ static void ip_relisten_cb(uv_timer_t *t)
 	if (ip->stopping || ip->listen || ip_listen(ip) == 0) {
 		uv_timer_stop(t);
 		if (!ip->stopping && ip->listen)
-			scsitgt__log(&ip->portal->ie->engine->log, SCSITGT_LOG_NOTICE,
-				     SCSITGT__ISCSI_SUBSYS, "iSER portal %s:%u: listening again",
-				     ip->portal->address, ip->portal->port);
+			scsitgt__iscsi_portal_log(ip->portal, SCSITGT_LOG_NOTICE,
+						  "listening again");
 	}
 }
 
 static void ip_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt__rdma_cm_event *ev)
 {
 	struct iser_portal *ip = scsitgt__container_of(h, struct iser_portal, cmh);
-	struct scsitgt__logger *log = &ip->portal->ie->engine->log;
 	int rc;
 
 	switch (ev->type) {
@@ -500,19 +496,18 @@ static void ip_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt
 		rdma_destroy_id(ip->listen);
 		ip->listen = NULL;
 		rc = ip_listen(ip);
-		scsitgt__log(log, rc < 0 ? SCSITGT_LOG_ERROR : SCSITGT_LOG_WARNING,
-			     SCSITGT__ISCSI_SUBSYS, "iSER portal %s:%u: %s; listening again: %s",
-			     ip->portal->address, ip->portal->port,
-			     scsitgt__rdma_cm_event_name(ev->type),
-			     rc < 0 ? scsitgt_strerror(rc) : "ok");
+		scsitgt__iscsi_portal_log(
+			ip->portal, rc < 0 ? SCSITGT_LOG_ERROR : SCSITGT_LOG_WARNING,
+			"%s; listening again: %s", scsitgt__rdma_cm_event_name(ev->type),
+			rc < 0 ? scsitgt_strerror(rc) : "ok");
 		if (rc < 0)
 			uv_timer_start(&ip->relisten, ip_relisten_cb, 1000, 1000);
 		return;
 	default:
 		break;
 	}
-	scsitgt__log(log, SCSITGT_LOG_DEBUG, SCSITGT__ISCSI_SUBSYS, "iSER portal: %s",
-		     scsitgt__rdma_cm_event_name(ev->type));
+	scsitgt__iscsi_portal_log(ip->portal, SCSITGT_LOG_DEBUG, "%s",
+				  scsitgt__rdma_cm_event_name(ev->type));
 }
 
 static void ip_free(struct iser_portal *ip)
@@ -533,7 +528,6 @@ static void ip_cm_closed(struct scsitgt__rdma_cm *cm)
 	struct iser_portal *ip = cm->data;
 	struct scsitgt_portal *portal = ip->portal;
 
-	portal->listener_ctx = NULL;
 	ip_free(ip);
 	scsitgt__iscsi_portal_listener_gone(portal);
 }
@@ -557,7 +551,7 @@ static void ip_relisten_closed(uv_handle_t *h)
 
 static void ip_stop(struct scsitgt_portal *portal)
 {
-	struct iser_portal *ip = portal->listener_ctx;
+	struct iser_portal *ip = scsitgt__iscsi_portal_listener_ctx(portal);
 
 	ip->stopping = true;
 	if (ip->listen) {
@@ -571,7 +565,7 @@ static void ip_failed_cm_closed(struct scsitgt__rdma_cm *cm)
 {
 	struct iser_portal *ip = cm->data;
 
-	free(ip->portal);
+	scsitgt__iscsi_portal_discard(ip->portal);
 	ip_free(ip);
 }
 
@@ -598,11 +592,10 @@ SCSITGT_EXPORT int scsitgt_iser_portal_create(struct scsitgt_portal **out,
 		return rc;
 	ip = calloc(1, sizeof(*ip));
 	if (ip == NULL) {
-		free(portal);
+		scsitgt__iscsi_portal_discard(portal);
 		return -ENOMEM;
 	}
-	portal->stop_listener = ip_stop;
-	portal->listener_ctx = ip;
+	scsitgt__iscsi_portal_set_listener(portal, "iSER", ip_stop, ip);
 	ip->portal = portal;
 	ip->cmh.event = ip_cm_event;
 	ip->cm.data = ip;
@@ -614,7 +607,7 @@ SCSITGT_EXPORT int scsitgt_iser_portal_create(struct scsitgt_portal **out,
 	scsitgt__list_init(&ip->conns);
 	rc = scsitgt__rdma_cm_open(&ip->cm, engine->loop);
 	if (rc < 0) {
-		free(portal);
+		scsitgt__iscsi_portal_discard(portal);
 		free(ip);
 		return rc == -ENOENT ? -ENODEV : rc;
 	}
@@ -641,12 +634,7 @@ SCSITGT_EXPORT int scsitgt_iser_portal_create(struct scsitgt_portal **out,
 		uv_close((uv_handle_t *)&ip->relisten, ip_failed_timer_closed);
 		return rc;
 	}
-	portal->port = ntohs(rdma_get_src_port(ip->listen));
-	memcpy(&portal->sa, &sa, sizeof(sa));
-	scsitgt__iscsi_portal_register(portal);
-	scsitgt__log(&engine->log, SCSITGT_LOG_INFO, SCSITGT__ISCSI_SUBSYS,
-		     "iSER portal %s%s%s:%u (TPGT %u) listening", portal->ipv6 ? "[" : "",
-		     portal->address, portal->ipv6 ? "]" : "", portal->port, portal->tpgt);
+	scsitgt__iscsi_portal_register(portal, ntohs(rdma_get_src_port(ip->listen)), &sa);
 	*out = portal;
 	return 0;
 }

@@ -7,8 +7,9 @@
 #ifndef SCSITGT_ISER_INT_H
 #define SCSITGT_ISER_INT_H
 
+#include "core/fabric.h"
 #include "libscsitgt/iscsi.h"
-#include "transport/iscsi/conn.h"
+#include "transport/iscsi/datamover.h"
 #include "transport/iser/iser_flow.h"
 #include "transport/iser/iser_map.h"
 #include "transport/iser/iser_proto.h"

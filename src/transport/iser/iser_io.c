@@ -102,7 +102,7 @@ static const struct scsitgt__buf_ops iser_buf_ops = {
 
 void scsitgt__iser_cmd_init(struct scsitgt__iscsi_conn *conn, struct scsitgt__cmd *cmd)
 {
-	struct iser_conn *ic = conn->dm_ctx;
+	struct iser_conn *ic = scsitgt__iscsi_conn_dm_ctx(conn);
 
 	/* The memory outlives the connection while any buffer of it is allocated. */
 	if (ic->mem) {
@@ -197,7 +197,7 @@ static int rd_feed(struct scsitgt__iscsi_conn *conn, const uint8_t *src, size_t 
 {
 	while (n) {
 		uint8_t *dst;
-		size_t k = scsitgt__iscsi_rx_direct(&conn->rx, &dst);
+		size_t k = scsitgt__iscsi_conn_rx_direct(conn, &dst);
 		int rc;
 
 		if (k && dst == src) {
@@ -221,7 +221,9 @@ static int rd_feed(struct scsitgt__iscsi_conn *conn, const uint8_t *src, size_t 
 /* Data-Out PDUs of at most this many bytes carry a READ to the receiver. */
 static uint32_t rd_seg(const struct iser_conn *ic)
 {
-	return ic->conn->rx.max_dsl ? ic->conn->rx.max_dsl : ISER_RECV_DSL;
+	uint32_t max = scsitgt__iscsi_conn_max_recv_dsl(ic->conn);
+
+	return max ? max : ISER_RECV_DSL;
 }
 
 /* Hand the read data to the iSCSI receiver as the Data-Out PDUs of the R2T. */
@@ -242,7 +244,7 @@ static int rd_deliver(struct iser_conn *ic, struct iser_read *rd)
 		memcpy(&bhs[ISCSI_BHS_LUN], rd->lun, 8);
 		put_be32(&bhs[ISCSI_BHS_ITT], rd->itt);
 		put_be32(&bhs[ISCSI_BHS_TTT], rd->ttt);
-		put_be32(&bhs[ISCSI_BHS_EXPSTATSN], conn->stat_sn);
+		put_be32(&bhs[ISCSI_BHS_EXPSTATSN], scsitgt__iscsi_conn_stat_sn(conn));
 		put_be32(&bhs[ISCSI_BHS_DATASN], datasn++);
 		put_be32(&bhs[ISCSI_BHS_BUFFER_OFFSET], rd->offset + off);
 		rc = scsitgt__iscsi_conn_recv(conn, bhs, sizeof(bhs));
@@ -331,8 +333,8 @@ static int tx_r2t(struct iser_conn *ic, const uint8_t *bhs)
 	uint32_t off = get_be32(&bhs[ISCSI_BHS_BUFFER_OFFSET]);
 	uint32_t len = get_be32(&bhs[ISCSI_R2T_DESIRED_LEN]);
 	uint32_t seg = rd_seg(ic), done = 0, datasn = 0;
-	struct scsitgt__iscsi_task *task;
-	uint8_t *dst = NULL;
+	uint32_t cap = 0;
+	uint8_t *buf, *dst = NULL;
 	uint64_t raddr;
 	uint32_t lkey = 0;
 
@@ -346,11 +348,10 @@ static int tx_r2t(struct iser_conn *ic, const uint8_t *bhs)
 	if (scsitgt__iser_map_remote(e->write_va, e->sol_base, off, len, &raddr) < 0)
 		return -EPROTO;
 	/* In place: the command's buffer is registered memory; read straight into it. */
-	task = scsitgt__iscsi_task_find(ic->conn, itt);
-	if (task && task->cmd && task->cmd->buf && off <= task->cmd->xfer_len &&
-	    len <= task->cmd->xfer_len - off &&
-	    scsitgt__rdma_mem_lookup(ic->mem, task->cmd->buf + off, len, &lkey))
-		dst = task->cmd->buf + off;
+	buf = scsitgt__iscsi_conn_cmd_buf(ic->conn, itt, &cap);
+	if (buf && off <= cap && len <= cap - off &&
+	    scsitgt__rdma_mem_lookup(ic->mem, buf + off, len, &lkey))
+		dst = buf + off;
 	do {
 		uint32_t n = len - done;
 		struct iser_read *rd;
@@ -821,7 +822,7 @@ static int tx_post(struct iser_conn *ic, struct scsitgt__iscsi_tx *tx)
 
 void scsitgt__iser_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx)
 {
-	struct iser_conn *ic = conn->dm_ctx;
+	struct iser_conn *ic = scsitgt__iscsi_conn_dm_ctx(conn);
 
 	tx->next = NULL;
 	if (ic->dm_close) {
