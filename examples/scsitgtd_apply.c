@@ -334,6 +334,16 @@ static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
 	}
 	if (l->physical_block_exponent >= 0)
 		o.physical_block_exponent = (uint8_t)l->physical_block_exponent;
+	o.max_write_same_blocks = l->max_write_same_blocks;
+	o.max_transfer_blocks = l->max_transfer_blocks;
+	o.optimal_transfer_blocks = l->optimal_transfer_blocks;
+	o.optimal_transfer_granularity = l->optimal_transfer_granularity;
+	o.max_unmap_blocks = l->max_unmap_blocks;
+	o.max_unmap_descriptors = l->max_unmap_descriptors;
+	o.unmap_granularity = l->unmap_granularity;
+	o.unmap_granularity_alignment = l->unmap_granularity_alignment;
+	memcpy(o.naa_extended, l->naa_extended, sizeof(o.naa_extended));
+	memcpy(o.uuid, l->uuid, sizeof(o.uuid));
 	rc = scsitgt_lun_create(&lun, tgt, &o);
 	if (rc < 0) {
 		/* We still own the backend context: its close() frees it (the fault backend's
@@ -342,8 +352,11 @@ static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
 			scsitgt_backend_fault_destroy(bctx);
 		else
 			ops->close(bctx, noop_done, NULL);
-		scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: %s", tname,
-			     (unsigned long long)l->id, scsitgt_strerror(rc));
+		/* FILE:LINE of the section: -EINVAL here is a refusal of its options (block
+		 * limits that contradict the backend's block size, say). */
+		scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s:%u: %s LUN %llu: %s",
+			     d->path ? d->path : "-", l->line, tname, (unsigned long long)l->id,
+			     scsitgt_strerror(rc));
 		return rc;
 	}
 	if (rbd_ctx)

@@ -87,6 +87,55 @@ int cfg_set_str(struct parser *p, char **dst, const char *v)
 
 /* ---- sections ---- */
 
+/*
+ * The Block Limits values against each other, as scsitgt_lun_create() checks them (lun.h,
+ * SBC-4 §6.6.4), so that a file it would refuse is refused at FILE:LINE. What depends on the
+ * backend (a block device's own block size and physical block) is left to the library.
+ */
+static int lun_limits_check(struct parser *p, const struct scsitgtd_lun *l)
+{
+	uint32_t bs = l->block_size ? l->block_size : 512;
+	uint32_t max = l->max_transfer_blocks ? l->max_transfer_blocks :
+						SCSITGTD_MAX_XFER_BYTES / bs;
+	unsigned long long id = (unsigned long long)l->id;
+
+	if (l->max_transfer_blocks > SCSITGTD_MAX_XFER_BYTES / bs)
+		return cfg_err_at(p, l->line,
+				  "[lun %llu]: max_transfer_blocks above %u (8 MiB of %u-byte "
+				  "blocks, the library's largest transfer)",
+				  id, SCSITGTD_MAX_XFER_BYTES / bs, bs);
+	if (l->optimal_transfer_granularity > max)
+		return cfg_err_at(p, l->line,
+				  "[lun %llu]: optimal_transfer_granularity above the maximum "
+				  "transfer length (%u blocks)",
+				  id, max);
+	if (l->optimal_transfer_blocks > max)
+		return cfg_err_at(p, l->line,
+				  "[lun %llu]: optimal_transfer_blocks above the maximum transfer "
+				  "length (%u blocks)",
+				  id, max);
+	if (l->optimal_transfer_blocks && l->optimal_transfer_granularity &&
+	    l->optimal_transfer_blocks % l->optimal_transfer_granularity)
+		return cfg_err_at(p, l->line,
+				  "[lun %llu]: optimal_transfer_blocks is not a multiple of "
+				  "optimal_transfer_granularity",
+				  id);
+	if ((l->max_unmap_blocks || l->max_unmap_descriptors || l->unmap_granularity ||
+	     l->unmap_granularity_alignment) &&
+	    !(l->flags & SCSITGTD_LUN_THIN))
+		return cfg_err_at(p, l->line,
+				  "[lun %llu]: max_unmap_*, unmap_granularity and "
+				  "unmap_granularity_alignment need thin = yes (UNMAP)",
+				  id);
+	if (l->unmap_granularity_alignment &&
+	    l->unmap_granularity_alignment >= l->unmap_granularity)
+		return cfg_err_at(p, l->line,
+				  "[lun %llu]: unmap_granularity_alignment must be below "
+				  "unmap_granularity (and needs it)",
+				  id);
+	return 0;
+}
+
 /* The checks that need the whole section: run when the next section starts and at EOF. */
 static int section_end(struct parser *p)
 {
@@ -193,7 +242,7 @@ static int section_end(struct parser *p)
 					  "[lun %llu]: size is not a multiple of the block "
 					  "size",
 					  (unsigned long long)l->id);
-		return 0;
+		return lun_limits_check(p, l);
 	default:
 		return 0;
 	}
@@ -833,6 +882,22 @@ bool scsitgtd_srp_equal(const struct scsitgtd_srp *a, const struct scsitgtd_srp 
 	       a->rel_port_id == b->rel_port_id && a->backlog == b->backlog;
 }
 
+/* Same Block Limits values and designators (a change re-creates the LUN: they are create-time
+ * options of scsitgt_lun_create()). */
+static bool lun_limits_equal(const struct scsitgtd_lun *a, const struct scsitgtd_lun *b)
+{
+	return a->max_write_same_blocks == b->max_write_same_blocks &&
+	       a->max_transfer_blocks == b->max_transfer_blocks &&
+	       a->optimal_transfer_blocks == b->optimal_transfer_blocks &&
+	       a->optimal_transfer_granularity == b->optimal_transfer_granularity &&
+	       a->max_unmap_blocks == b->max_unmap_blocks &&
+	       a->max_unmap_descriptors == b->max_unmap_descriptors &&
+	       a->unmap_granularity == b->unmap_granularity &&
+	       a->unmap_granularity_alignment == b->unmap_granularity_alignment &&
+	       !memcmp(a->naa_extended, b->naa_extended, sizeof(a->naa_extended)) &&
+	       !memcmp(a->uuid, b->uuid, sizeof(a->uuid));
+}
+
 bool scsitgtd_lun_needs_recreate(const struct scsitgtd_lun *a, const struct scsitgtd_lun *b)
 {
 	/* Size changes of ram/null LUNs, offline, fault rules and masking apply in place; all else
@@ -847,7 +912,7 @@ bool scsitgtd_lun_needs_recreate(const struct scsitgtd_lun *a, const struct scsi
 	       !str_eq(a->rbd_client_id, b->rbd_client_id) || !str_eq(a->rbd_conf, b->rbd_conf) ||
 	       a->rbd_op_timeout != b->rbd_op_timeout || a->rbd_shared_pr != b->rbd_shared_pr ||
 	       a->physical_block_exponent != b->physical_block_exponent ||
-	       (a->fault == NULL) != (b->fault == NULL) ||
+	       (a->fault == NULL) != (b->fault == NULL) || !lun_limits_equal(a, b) ||
 	       (a->backend == SCSITGTD_BACKEND_FILE && a->size != b->size);
 }
 

@@ -26,6 +26,8 @@
 #define SCSITGTD_MAX_SRP 16	     /* SRP target ports per target */
 #define SCSITGTD_MAX_SOCKET_PATH 108 /* control_socket: sizeof(sockaddr_un.sun_path) */
 #define SCSITGTD_MAX_GW_PEERS 15     /* rbd_gateway_peer: as backend_rbd_gateway.h */
+/* The library's largest transfer (lun.h max_transfer_blocks: at most 8 MiB worth of blocks) */
+#define SCSITGTD_MAX_XFER_BYTES (8u << 20)
 
 enum scsitgtd_backend {
 	SCSITGTD_BACKEND_RAM,
@@ -106,6 +108,18 @@ struct scsitgtd_lun {
 	char *serial;
 	char *pr_file; /* persistent reservations kept in this file; NULL = see pr_dir */
 	int16_t physical_block_exponent; /* -1 = what the backend reports */
+	/* Block Limits VPD page (scsitgt_lun_opts, SBC-4 §6.6.4); 0 = the library's default */
+	uint64_t max_write_same_blocks;
+	uint32_t max_transfer_blocks;
+	uint32_t optimal_transfer_blocks;
+	uint32_t optimal_transfer_granularity;
+	uint32_t max_unmap_blocks;
+	uint32_t max_unmap_descriptors;
+	uint32_t unmap_granularity;
+	uint32_t unmap_granularity_alignment;
+	/* VPD 83h designators besides NAA type 5 (SPC-5 §7.7.6); all zeros = none */
+	uint8_t naa_extended[16];
+	uint8_t uuid[16];
 	char **visible_to; /* LUN masking: the initiators that see it; none = every initiator */
 	size_t nvisible_to;
 	char *fault;		 /* fault injection rules (backend_fault.h spec); NULL = none */

@@ -1067,6 +1067,119 @@ static int k_pbe(struct parser *p, const char *key, const char *v)
 	return rc;
 }
 
+/* Block Limits VPD page (SBC-4 §6.6.4) values of scsitgt_lun_opts, by offset and width; the
+ * checks between them are made at the end of the section. */
+static const struct {
+	const char *key;
+	size_t off;
+	uint64_t max;
+	bool wide;
+} lun_limit_keys[] = {
+	{ "max_transfer_blocks", offsetof(struct scsitgtd_lun, max_transfer_blocks),
+	  SCSITGTD_MAX_XFER_BYTES / 512, false },
+	{ "optimal_transfer_blocks", offsetof(struct scsitgtd_lun, optimal_transfer_blocks),
+	  SCSITGTD_MAX_XFER_BYTES / 512, false },
+	{ "optimal_transfer_granularity",
+	  offsetof(struct scsitgtd_lun, optimal_transfer_granularity), 65535, false },
+	{ "max_unmap_blocks", offsetof(struct scsitgtd_lun, max_unmap_blocks), UINT32_MAX, false },
+	{ "max_unmap_descriptors", offsetof(struct scsitgtd_lun, max_unmap_descriptors), UINT32_MAX,
+	  false },
+	{ "unmap_granularity", offsetof(struct scsitgtd_lun, unmap_granularity), UINT32_MAX,
+	  false },
+	{ "unmap_granularity_alignment", offsetof(struct scsitgtd_lun, unmap_granularity_alignment),
+	  0x7fffffff, false },
+	{ "max_write_same_blocks", offsetof(struct scsitgtd_lun, max_write_same_blocks), UINT32_MAX,
+	  true },
+};
+
+static int k_lun_limit(struct parser *p, const char *key, const char *v)
+{
+	char *base = (char *)cur_lun(p);
+
+	for (size_t i = 0; i < sizeof(lun_limit_keys) / sizeof(lun_limit_keys[0]); i++) {
+		uint64_t x;
+		int rc;
+
+		if (strcmp(key, lun_limit_keys[i].key))
+			continue;
+		/* 0 would mean "the default": leave the key out for that. */
+		rc = set_uint(p, key, v, 1, lun_limit_keys[i].max, &x);
+		if (rc < 0)
+			return rc;
+		if (lun_limit_keys[i].wide)
+			memcpy(base + lun_limit_keys[i].off, &x, sizeof(x));
+		else
+			memcpy(base + lun_limit_keys[i].off, &(uint32_t){ (uint32_t)x },
+			       sizeof(uint32_t));
+		return 0;
+	}
+	return 0;
+}
+
+static int hex_digit(char c)
+{
+	return (c >= '0' && c <= '9') ? c - '0' :
+	       (c >= 'a' && c <= 'f') ? c - 'a' + 10 :
+	       (c >= 'A' && c <= 'F') ? c - 'A' + 10 :
+					-1;
+}
+
+/* 16 bytes from 32 hex digits; dashes only at the positions in @dashes (NULL: none). */
+static int parse_hex16(const char *v, const char *dashes, uint8_t out[16])
+{
+	size_t n = 0;
+
+	for (size_t i = 0; v[i]; i++) {
+		int hi, lo;
+
+		if (dashes && dashes[i] == '-') {
+			if (v[i] != '-')
+				return -EINVAL;
+			continue;
+		}
+		if (n == 16 || v[i + 1] == '\0' || (dashes && dashes[i + 1] != 'x'))
+			return -EINVAL;
+		hi = hex_digit(v[i]);
+		lo = hex_digit(v[i + 1]);
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[n++] = (uint8_t)(hi << 4 | lo);
+		i++;
+	}
+	return n == 16 ? 0 : -EINVAL;
+}
+
+/* NAA IEEE Registered Extended designator (SPC-5 §7.7.6.6.6): 32 hex digits, the first 6. */
+static int k_naa_extended(struct parser *p, const char *key, const char *v)
+{
+	uint8_t b[16];
+
+	if (!strncmp(v, "0x", 2) || !strncmp(v, "0X", 2))
+		v += 2;
+	if (parse_hex16(v, NULL, b) < 0 || b[0] >> 4 != 6)
+		return cfg_err(p,
+			       "%s: expected 32 hexadecimal digits starting with 6 (NAA type 6: "
+			       "IEEE company id, vendor specific id, extension)",
+			       key);
+	memcpy(cur_lun(p)->naa_extended, b, sizeof(b));
+	return 0;
+}
+
+/* UUID designator (SPC-5 §7.7.6.12): RFC 4122 text form, variant 10b, version 1..8. */
+static int k_uuid(struct parser *p, const char *key, const char *v)
+{
+	static const char form[] = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
+	uint8_t b[16];
+
+	if (strlen(v) != sizeof(form) - 1 || parse_hex16(v, form, b) < 0)
+		return cfg_err(p, "%s: expected a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)",
+			       key);
+	if ((b[8] & 0xc0) != 0x80 || b[6] >> 4 < 1 || b[6] >> 4 > 8)
+		return cfg_err(p, "%s: not an RFC 4122 UUID (variant 10b, version 1..8)", key);
+	memcpy(cur_lun(p)->uuid, b, sizeof(b));
+	return 0;
+}
+
 /* LUN masking: the initiators that see this LUN. */
 static int k_visible_to(struct parser *p, const char *key, const char *v)
 {
@@ -1121,6 +1234,16 @@ static const struct key lun_keys[] = {
 	{ "aio_queue_depth", k_aio_qd, false },
 	{ "claim_spc4", k_lun_bool, false },
 	{ "physical_block_exponent", k_pbe, false },
+	{ "max_transfer_blocks", k_lun_limit, false },
+	{ "optimal_transfer_blocks", k_lun_limit, false },
+	{ "optimal_transfer_granularity", k_lun_limit, false },
+	{ "max_unmap_blocks", k_lun_limit, false },
+	{ "max_unmap_descriptors", k_lun_limit, false },
+	{ "unmap_granularity", k_lun_limit, false },
+	{ "unmap_granularity_alignment", k_lun_limit, false },
+	{ "max_write_same_blocks", k_lun_limit, false },
+	{ "naa_extended", k_naa_extended, false },
+	{ "uuid", k_uuid, false },
 	{ "visible_to", k_visible_to, true },
 	{ "fault", k_fault, false },
 };

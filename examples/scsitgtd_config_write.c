@@ -77,6 +77,49 @@ static void params_write(FILE *f, const struct scsitgtd_params *ps)
 
 static const char *const backends[] = { "ram", "null", "file", "block", "rbd" };
 
+static bool all_zero(const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+/* Block Limits values and designators: the keys given (0 / all zeros: left out). */
+static void limits_write(FILE *f, const struct scsitgtd_lun *l)
+{
+	const struct {
+		const char *key;
+		uint64_t v;
+	} nums[] = {
+		{ "max_transfer_blocks", l->max_transfer_blocks },
+		{ "optimal_transfer_blocks", l->optimal_transfer_blocks },
+		{ "optimal_transfer_granularity", l->optimal_transfer_granularity },
+		{ "max_unmap_blocks", l->max_unmap_blocks },
+		{ "max_unmap_descriptors", l->max_unmap_descriptors },
+		{ "unmap_granularity", l->unmap_granularity },
+		{ "unmap_granularity_alignment", l->unmap_granularity_alignment },
+		{ "max_write_same_blocks", l->max_write_same_blocks },
+	};
+	const uint8_t *u = l->uuid;
+
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+		if (nums[i].v)
+			kv_u64(f, nums[i].key, nums[i].v);
+	if (!all_zero(l->naa_extended, sizeof(l->naa_extended))) {
+		fprintf(f, "naa_extended = ");
+		for (size_t i = 0; i < sizeof(l->naa_extended); i++)
+			fprintf(f, "%02x", l->naa_extended[i]);
+		fprintf(f, "\n");
+	}
+	if (!all_zero(u, sizeof(l->uuid)))
+		fprintf(f,
+			"uuid = %02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+			"%02x%02x%02x%02x%02x%02x\n",
+			u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+			u[12], u[13], u[14], u[15]);
+}
+
 static void lun_write(FILE *f, const struct scsitgtd_lun *l)
 {
 	bool aio = l->backend == SCSITGTD_BACKEND_FILE || l->backend == SCSITGTD_BACKEND_BLOCK;
@@ -125,6 +168,7 @@ static void lun_write(FILE *f, const struct scsitgtd_lun *l)
 	kv_str(f, "pr_file", l->pr_file);
 	if (l->physical_block_exponent >= 0)
 		kv_u64(f, "physical_block_exponent", (uint64_t)l->physical_block_exponent);
+	limits_write(f, l);
 	for (size_t i = 0; i < l->nvisible_to; i++)
 		kv_str(f, "visible_to", l->visible_to[i]);
 	kv_str(f, "fault", l->fault);

@@ -13,6 +13,8 @@
  *   register LUN KEY    PERSISTENT RESERVE OUT REGISTER with APTPL -> "status ..."
  *   write LUN LBA N     WRITE (16) of N blocks of a pattern -> "status ..."
  *   read LUN LBA N      READ (16), checks the pattern -> "status 0" | "status ..." | "mismatch"
+ *   vpd LUN PAGE        INQUIRY with EVPD of that page -> "vpd HEX" (the page's bytes) |
+ *                       "status ..."
  *   wait_logout SECS    services the connection without commands until the session ends
  *                       (the target asked for a logout, or closed it: scsitgtctl kick) ->
  *                       "logged_out" | "still_logged_in" after SECS seconds
@@ -111,6 +113,20 @@ static void cmd_luns(void)
 				printf(" %u", list->luns[i] & 0x3fff);
 			printf("\n");
 		}
+	}
+	if (t)
+		scsi_free_scsi_task(t);
+}
+
+static void cmd_vpd(int lun, int page)
+{
+	struct scsi_task *t = iscsi_inquiry_sync(iscsi, lun, 1, page, 1024);
+
+	if (print_status(t)) {
+		printf("vpd ");
+		for (int i = 0; i < t->datain.size; i++)
+			printf("%02x", t->datain.data[i]);
+		printf("\n");
 	}
 	if (t)
 		scsi_free_scsi_task(t);
@@ -269,6 +285,8 @@ int main(int argc, char **argv)
 			cmd_luns();
 		} else if (!strcmp(cmd, "cap") && n == 2) {
 			cmd_cap((int)a);
+		} else if (!strcmp(cmd, "vpd") && n == 3 && b <= 255) {
+			cmd_vpd((int)a, (int)b);
 		} else if (!strcmp(cmd, "rtpg") && n == 2) {
 			cmd_rtpg((int)a);
 		} else if (!strcmp(cmd, "register") && n == 3) {

@@ -804,6 +804,108 @@ static void test_access_srp_limits(void **state)
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nfault =\n", "line 4:", "empty");
 }
 
+/* Block Limits (SBC-4 §6.6.4) and NAA 6 / UUID designators (SPC-5 §7.7.6) of a LUN: parsed,
+ * checked against each other as scsitgt_lun_create() does, re-creating on change, saved. */
+static void test_block_limits_ident(void **state)
+{
+	static const char base[] = "[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 1M\n";
+	static const uint8_t naa[16] = { 0x60, 0x01, 0x40, 0x51, 0x23, 0x45, 0x67, 0x89,
+					 0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x67, 0x89 };
+	static const uint8_t uuid[16] = { 0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x42, 0xd3,
+					  0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00 };
+	struct scsitgtd_config *c1 = parse_ok("[target]\nname = iqn.x\n"
+					      "[lun 0]\nbackend = ram\nsize = 1M\nthin = yes\n"
+					      "max_transfer_blocks = 2048\n"
+					      "optimal_transfer_blocks = 128\n"
+					      "optimal_transfer_granularity = 8\n"
+					      "max_unmap_blocks = 4294967295\n"
+					      "max_unmap_descriptors = 16\n"
+					      "unmap_granularity = 8\n"
+					      "unmap_granularity_alignment = 1\n"
+					      "max_write_same_blocks = 4294967295\n"
+					      "naa_extended = 6001405123456789abcdef0123456789\n"
+					      "uuid = 123E4567-e89b-42d3-a456-426614174000\n"
+					      "[lun 1]\nbackend = ram\nsize = 1M\n");
+	struct scsitgtd_config *c2 = parse_ok("[target]\nname = iqn.x\n"
+					      "[lun 0]\nbackend = ram\nsize = 1M\n"
+					      "[lun 1]\nbackend = ram\nsize = 1M\n"
+					      "uuid = 123e4567-e89b-42d3-a456-426614174000\n");
+	const struct scsitgtd_lun *l0 = scsitgtd_config_find_lun(&c1->targets[0], 0);
+	const struct scsitgtd_lun *l1 = scsitgtd_config_find_lun(&c1->targets[0], 1);
+	char text[512];
+
+	(void)state;
+	assert_int_equal(l0->max_transfer_blocks, 2048);
+	assert_int_equal(l0->optimal_transfer_blocks, 128);
+	assert_int_equal(l0->optimal_transfer_granularity, 8);
+	assert_int_equal(l0->max_unmap_blocks, 4294967295u);
+	assert_int_equal(l0->max_unmap_descriptors, 16);
+	assert_int_equal(l0->unmap_granularity, 8);
+	assert_int_equal(l0->unmap_granularity_alignment, 1);
+	assert_int_equal(l0->max_write_same_blocks, 4294967295u);
+	assert_memory_equal(l0->naa_extended, naa, 16);
+	assert_memory_equal(l0->uuid, uuid, 16);
+	/* Unset: 0 and all zeros, the library's defaults. */
+	assert_int_equal(l1->max_transfer_blocks, 0);
+	assert_int_equal(l1->max_write_same_blocks, 0);
+	assert_true(l1->uuid[0] == 0 && l1->naa_extended[0] == 0);
+	/* Create-time options: any change re-creates the LUN. */
+	assert_true(scsitgtd_lun_needs_recreate(l0, scsitgtd_config_find_lun(&c2->targets[0], 0)));
+	assert_true(scsitgtd_lun_needs_recreate(l1, scsitgtd_config_find_lun(&c2->targets[0], 1)));
+	assert_false(scsitgtd_lun_needs_recreate(l0, l0));
+	roundtrip(c1);
+	roundtrip(c2);
+	scsitgtd_config_free(c1);
+	scsitgtd_config_free(c2);
+
+	/* One key at a time: a value out of range or malformed, at its line. */
+	static const struct {
+		const char *key, *needle;
+	} bad[] = {
+		{ "max_transfer_blocks = 0", "1..16384" },
+		{ "max_transfer_blocks = 16385", "1..16384" },
+		{ "optimal_transfer_granularity = 65536", "1..65535" },
+		{ "max_write_same_blocks = 4294967296", "1..4294967295" },
+		{ "max_unmap_blocks = x", "1..4294967295" },
+		{ "naa_extended = 5001405123456789abcdef0123456789", "starting with 6" },
+		{ "naa_extended = 6001405123456789abcdef012345678", "32 hexadecimal" },
+		{ "naa_extended = 6001405123456789abcdef01234567890", "32 hexadecimal" },
+		{ "naa_extended = 6001405123456789abcdef012345678g", "32 hexadecimal" },
+		{ "uuid = 123e4567e89b42d3a456426614174000", "expected a UUID" },
+		{ "uuid = 123e4567-e89b-42d3-a456-42661417400", "expected a UUID" },
+		{ "uuid = 123e4567-e89b-42d3-a456-42661417400g", "expected a UUID" },
+		{ "uuid = 123e4567-e89b-42d3-c456-426614174000", "RFC 4122" },
+		{ "uuid = 123e4567-e89b-02d3-a456-426614174000", "RFC 4122" },
+		{ "uuid = 123e4567-e89b-92d3-a456-426614174000", "RFC 4122" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "%s%s\n", base, bad[i].key);
+		parse_bad(text, "line 6:", bad[i].needle);
+	}
+	/* Values against each other and the library's limits (what scsitgt_lun_create() refuses
+	 * with -EINVAL), reported at the section's line. */
+	static const struct {
+		const char *keys, *needle;
+	} contra[] = {
+		{ "block_size = 4096\nmax_transfer_blocks = 2049\n", "above 2048" },
+		{ "max_transfer_blocks = 64\noptimal_transfer_blocks = 128\n",
+		  "optimal_transfer_blocks above" },
+		{ "max_transfer_blocks = 64\noptimal_transfer_granularity = 128\n",
+		  "optimal_transfer_granularity above" },
+		{ "optimal_transfer_blocks = 12\noptimal_transfer_granularity = 8\n",
+		  "not a multiple" },
+		{ "max_unmap_blocks = 8\n", "need thin = yes" },
+		{ "unmap_granularity = 8\n", "need thin = yes" },
+		{ "thin = yes\nunmap_granularity_alignment = 1\n", "must be below" },
+		{ "thin = yes\nunmap_granularity = 8\nunmap_granularity_alignment = 8\n",
+		  "must be below" },
+	};
+	for (size_t i = 0; i < sizeof(contra) / sizeof(contra[0]); i++) {
+		snprintf(text, sizeof(text), "%s%s", base, contra[i].keys);
+		parse_bad(text, "line 3:", contra[i].needle);
+	}
+}
+
 /* Every error of a file at once, in the order of its lines; a refused section's keys are
  * skipped (not reported against another section); a syntax error does not end the parse. */
 static void test_all_errors(void **state)
@@ -893,7 +995,7 @@ int main(void)
 		cmocka_unit_test(test_errors),	    cmocka_unit_test(test_binary_and_limits),
 		cmocka_unit_test(test_recreate),    cmocka_unit_test(test_rbd),
 		cmocka_unit_test(test_rbd_gateway), cmocka_unit_test(test_access_srp_limits),
-		cmocka_unit_test(test_all_errors),
+		cmocka_unit_test(test_all_errors),  cmocka_unit_test(test_block_limits_ident),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
