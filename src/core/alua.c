@@ -23,19 +23,6 @@
 #include "core/spc.h"
 #include "util/be.h"
 
-/* STATUS CODE of a target port group descriptor (SPC-5 §6.36.2 Table 243). */
-enum {
-	ALUA_STATUS_NONE = 0x00,
-	ALUA_STATUS_BY_STPG = 0x01,
-	ALUA_STATUS_IMPLICIT = 0x02,
-};
-
-/* REPORT TARGET PORT GROUPS parameter data formats (SPC-5 §6.36.1 Table 239). */
-enum {
-	RTPG_FMT_LENGTH_ONLY = 0x0,
-	RTPG_FMT_EXTENDED = 0x1,
-};
-
 #define RTPG_HDR_LEN 4
 #define RTPG_EXT_HDR_LEN 8
 #define RTPG_DESC_LEN 8

@@ -24,11 +24,6 @@ enum {
 	PRP_TID_LEN = 24,
 	PRP_TIDS = 28,
 };
-enum {
-	PRP_SPEC_I_PT = 0x08,
-	PRP_ALL_TG_PT = 0x04,
-	PRP_APTPL = 0x01,
-};
 /* SPC-5 §6.17.4 Table 234: REGISTER AND MOVE. */
 enum {
 	PRM_FLAGS = 17, /* UNREG bit 1, APTPL bit 0 */

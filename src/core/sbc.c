@@ -369,17 +369,6 @@ void scsitgt__sbc_sync_cache(struct scsitgt__cmd *cmd)
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 }
 
-/* SBC-4 §5.25 Table 62: POWER CONDITION values. 5h is obsolete, the rest reserved. */
-enum {
-	SSU_PC_START_VALID = 0x0,
-	SSU_PC_ACTIVE = 0x1,
-	SSU_PC_IDLE = 0x2,
-	SSU_PC_STANDBY = 0x3,
-	SSU_PC_LU_CONTROL = 0x7,
-	SSU_PC_FORCE_IDLE_0 = 0xa,
-	SSU_PC_FORCE_STANDBY_0 = 0xb,
-};
-
 /* The largest POWER CONDITION MODIFIER of each power condition (SBC-4 §5.25: idle_a..c are
  * modifiers 0..2, standby_z/y 0..1); -1 for a reserved or obsolete power condition. */
 static int ssu_max_modifier(uint8_t pc)

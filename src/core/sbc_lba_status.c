@@ -23,11 +23,6 @@
 #define LBAS_DESC_LEN 16
 /* Most descriptors in one answer; the client asks again from where it stopped. */
 #define LBAS_MAX_DESC 256
-/* SBC-4 Table 57 PROVISIONING STATUS. */
-enum {
-	LBAS_MAPPED = 0x0,
-	LBAS_DEALLOCATED = 0x1
-};
 
 enum scsitgt__sense_reason scsitgt__sbc_parse_get_lba_status(struct scsitgt__cmd *cmd)
 {

@@ -233,4 +233,102 @@ enum {
 	XCOPY_RCR_FAILED_SEGMENT_DETAILS = 0x04,
 };
 
+/* Mode page codes (SPC-5 §7.5.2 Table 451, SBC-4 §6.5): core/spc_mode.c. */
+enum {
+	MP_CACHING = 0x08,
+	MP_CONTROL = 0x0a,
+	MP_IEC = 0x1c,
+	MP_ALL = 0x3f,
+};
+
+/* Log page codes (SPC-5 §7.3.1 Table 419): core/spc_log.c. */
+enum {
+	LOG_SUPPORTED = 0x00,
+	LOG_TEMPERATURE = 0x0d,
+	LOG_APP_CLIENT = 0x0f,
+	LOG_SELF_TEST = 0x10,
+	LOG_GENERAL_STATS = 0x19,
+	LOG_INFO_EXCEPTIONS = 0x2f,
+};
+#define LOG_SUBPAGES_ALL 0xff
+
+/* SPC-5 §7.3.2.2.2: PARAMETER CONTROL BYTE, FORMAT AND LINKING in bits 1..0. */
+enum {
+	LP_BOUNDED_COUNTER = 0x00,
+	LP_UNBOUNDED_COUNTER = 0x02,
+	LP_BINARY_LIST = 0x03,
+};
+
+/* REPORT SUPPORTED OPERATION CODES REPORTING OPTIONS (SPC-5 §6.35.1 Table 257). */
+enum {
+	RSOC_ALL = 0x0,
+	RSOC_OPCODE = 0x1,	 /* one command, no service action */
+	RSOC_OPCODE_SA = 0x2,	 /* one command with a service action */
+	RSOC_OPCODE_ANY_SA = 0x3 /* one command, service action used only when it has them */
+};
+
+/* SPC-5 §6.35.3 Table 261 SUPPORT field. */
+enum {
+	RSOC_SUPPORT_NOT = 0x1,	     /* not supported */
+	RSOC_SUPPORT_STANDARD = 0x3, /* supported, conforming to a SCSI standard */
+};
+
+/* STATUS CODE of a target port group descriptor (SPC-5 §6.36.2 Table 243). The asymmetric
+ * access states themselves are public: enum scsitgt_alua_state. */
+enum {
+	ALUA_STATUS_NONE = 0x00,
+	ALUA_STATUS_BY_STPG = 0x01,
+	ALUA_STATUS_IMPLICIT = 0x02,
+};
+
+/* REPORT TARGET PORT GROUPS parameter data formats (SPC-5 §6.36.1 Table 239). */
+enum {
+	RTPG_FMT_LENGTH_ONLY = 0x0,
+	RTPG_FMT_EXTENDED = 0x1,
+};
+
+/* START STOP UNIT POWER CONDITION values (SBC-4 §5.25 Table 62). 5h is obsolete, the rest
+ * reserved. */
+enum {
+	SSU_PC_START_VALID = 0x0,
+	SSU_PC_ACTIVE = 0x1,
+	SSU_PC_IDLE = 0x2,
+	SSU_PC_STANDBY = 0x3,
+	SSU_PC_LU_CONTROL = 0x7,
+	SSU_PC_FORCE_IDLE_0 = 0xa,
+	SSU_PC_FORCE_STANDBY_0 = 0xb,
+};
+
+/* GET LBA STATUS PROVISIONING STATUS (SBC-4 Table 57). */
+enum {
+	LBAS_MAPPED = 0x0,
+	LBAS_DEALLOCATED = 0x1
+};
+
+/* PERSISTENT RESERVE OUT parameter list flags, byte 20 (SPC-5 §6.17.3 Table 232). */
+enum {
+	PRP_SPEC_I_PT = 0x08,
+	PRP_ALL_TG_PT = 0x04,
+	PRP_APTPL = 0x01,
+};
+
+/* SELF-TEST RESULTS values of the Self-Test Results log page (SPC-5 §7.3.18). */
+enum {
+	ST_RES_OK = 0x0,
+	ST_RES_ABORTED_SEND_DIAG = 0x1,
+	ST_RES_ABORTED_OTHER = 0x2,
+	ST_RES_FAILED_SEG1 = 0x5,
+	ST_RES_FAILED_SEG2 = 0x6,
+	ST_RES_IN_PROGRESS = 0xf,
+};
+
+/* Additional sense codes of COPY ABORTED (SPC-5 Annex D): core/xcopy.c. */
+enum {
+	XC_ASC_NONE = 0x00,	   /* 00h/00h: the CSCD's own status and sense tell */
+	XC_ASC_UNREACHABLE = 0x08, /* 08h/04h UNREACHABLE COPY TARGET */
+	XC_ASC_THIRD_PARTY = 0x0d, /* 0Dh/02h COPY TARGET DEVICE NOT REACHABLE,
+				    * 0Dh/03h INCORRECT COPY TARGET DEVICE TYPE */
+	XC_ASC_PARAM = 0x26,	   /* 26h/0Ah UNEXPECTED INEXACT SEGMENT */
+};
+
 #endif /* SCSITGT_CORE_SCSI_SPEC_H */

@@ -28,23 +28,6 @@
 #include "core/spc_selftest.h"
 #include "util/be.h"
 
-enum {
-	LOG_SUPPORTED = 0x00,
-	LOG_TEMPERATURE = 0x0d,
-	LOG_APP_CLIENT = 0x0f,
-	LOG_SELF_TEST = 0x10,
-	LOG_GENERAL_STATS = 0x19,
-	LOG_INFO_EXCEPTIONS = 0x2f,
-};
-#define LOG_SUBPAGES_ALL 0xff
-
-/* SPC-5 §7.3.2.2.2: PARAMETER CONTROL BYTE, FORMAT AND LINKING in bits 1..0. */
-enum {
-	LP_BOUNDED_COUNTER = 0x00,
-	LP_UNBOUNDED_COUNTER = 0x02,
-	LP_BINARY_LIST = 0x03,
-};
-
 /* SPC-5 §7.3.3: 64 general usage parameters of FCh bytes each. */
 #define LOG_APP_PARAMS 64u
 #define LOG_APP_PARAM_LEN 0xfcu

@@ -30,13 +30,6 @@ enum mode_pc {
 	PC_SAVED = 3,
 };
 
-enum {
-	MP_CACHING = 0x08,
-	MP_CONTROL = 0x0a,
-	MP_IEC = 0x1c,
-	MP_ALL = 0x3f,
-};
-
 /* Whole page lengths including the 2-byte page_0 header (PAGE LENGTH is this minus 2). */
 #define MP_CACHING_LEN 20
 #define MP_CONTROL_LEN 12

@@ -16,20 +16,6 @@
 #include "core/spc.h"
 #include "util/be.h"
 
-/* SPC-5 §6.35.1 Table 257 REPORTING OPTIONS. */
-enum {
-	RSOC_ALL = 0x0,
-	RSOC_OPCODE = 0x1,	 /* one command, no service action */
-	RSOC_OPCODE_SA = 0x2,	 /* one command with a service action */
-	RSOC_OPCODE_ANY_SA = 0x3 /* one command, service action used only when it has them */
-};
-
-/* SPC-5 §6.35.3 Table 261 SUPPORT field. */
-enum {
-	RSOC_SUPPORT_NOT = 0x1,	     /* not supported */
-	RSOC_SUPPORT_STANDARD = 0x3, /* supported, conforming to a SCSI standard */
-};
-
 /* SPC-5 §6.35.2 Table 259: the all_commands descriptor; §6.35.4 Table 262 timeouts. */
 #define RSOC_DESC_LEN 8
 #define RSOC_TIMEOUTS_LEN 12

@@ -44,16 +44,6 @@
 #define ST_SAMPLES 16u
 #define ST_SAMPLE_BYTES (64u * 1024u)
 
-/* SELF-TEST RESULTS values of the log page. */
-enum {
-	ST_RES_OK = 0x0,
-	ST_RES_ABORTED_SEND_DIAG = 0x1,
-	ST_RES_ABORTED_OTHER = 0x2,
-	ST_RES_FAILED_SEG1 = 0x5,
-	ST_RES_FAILED_SEG2 = 0x6,
-	ST_RES_IN_PROGRESS = 0xf,
-};
-
 struct st_entry {
 	uint64_t seq; /* which test wrote it (0: unused) */
 	uint8_t code;

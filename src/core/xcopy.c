@@ -36,15 +36,6 @@
 #include "core/sbc_sanitize.h"
 #include "util/be.h"
 
-/* SPC-5 Annex D: additional sense codes of COPY ABORTED. */
-enum {
-	XC_ASC_NONE = 0x00,	   /* 00h/00h: the CSCD's own status and sense tell */
-	XC_ASC_UNREACHABLE = 0x08, /* 08h/04h UNREACHABLE COPY TARGET */
-	XC_ASC_THIRD_PARTY = 0x0d, /* 0Dh/02h COPY TARGET DEVICE NOT REACHABLE,
-				    * 0Dh/03h INCORRECT COPY TARGET DEVICE TYPE */
-	XC_ASC_PARAM = 0x26,	   /* 26h/0Ah UNEXPECTED INEXACT SEGMENT */
-};
-
 /* Fixed-format sense: where the CSCD's status and sense go (SPC-4, errors detected during
  * processing of segment descriptors). */
 #define XC_AREA_OFF 18u
