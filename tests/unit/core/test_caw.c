@@ -319,10 +319,13 @@ static void test_lock_abort_waiter(void **state)
 	loop_fabric_start(t->lf, 0, t->cdb, len, dout, sizeof(dout), &r1);
 	loop_fabric_start(t->lf, 0, t->cdb, len, dout, sizeof(dout), &r2);
 	assert_int_equal(t->fb->nrecs, 1);
-	/* The second one waits; mark it aborted as a TMF does (the range lock holds it). */
+	/* The second one waits; abort it as a TMF does (the range lock holds it, so it stays
+	 * ABORTED until the lock lets it go). */
 	assert_non_null(r2.cmd);
 	assert_int_equal(r2.cmd->holds, 1);
-	r2.cmd->state = SCSITGT__CMD_ABORTED;
+	assert_int_equal(r2.cmd->state, SCSITGT__CMD_EXEC);
+	scsitgt__cmd_abort(r2.cmd, NULL, false);
+	assert_int_equal(r2.cmd->state, SCSITGT__CMD_ABORTED);
 	fake_backend_complete_pending(t->fb);
 	loop_fabric_wait(t->lf, &r1);
 	loop_fabric_run_until(t->lf, &r2.aborted);

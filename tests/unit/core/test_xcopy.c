@@ -838,8 +838,10 @@ static void test_abort(void **state)
 	loop_fabric_start(t->lf, 0, t->cdb, cdb_xcopy(t->cdb, (uint32_t)len), x.b, len, &r);
 	assert_int_equal(t->fb->nrecs, 1);
 	assert_non_null(r.cmd);
-	/* As a TMF does: the command is marked; its read is still in the backend. */
-	r.cmd->state = SCSITGT__CMD_ABORTED;
+	/* As a TMF does: the command is aborted; its read is still in the backend. */
+	assert_int_equal(r.cmd->state, SCSITGT__CMD_EXEC);
+	scsitgt__cmd_abort(r.cmd, NULL, false);
+	assert_int_equal(r.cmd->state, SCSITGT__CMD_ABORTED);
 	fake_backend_complete_pending(t->fb);
 	loop_fabric_run_until(t->lf, &r.aborted);
 	assert_int_equal(t->fb->nrecs, 1);
