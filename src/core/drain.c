@@ -286,7 +286,7 @@ static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
 		scsitgt__list_remove(&lun->zombie_node);
 		lun->zombie = false;
 		scsitgt__pr_free(lun);
-		scsitgt__log_free(lun);
+		scsitgt__spc_log_free(lun);
 		scsitgt__selftest_free(lun);
 		scsitgt__session_destroy_internal(lun->bg_sess);
 		lun->bg_sess = NULL;

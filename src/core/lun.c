@@ -185,7 +185,7 @@ static void lun_free(struct scsitgt__deferred *d)
 	/* a zombie's callback ran when its removal timed out (core/drain.c). */
 	scsitgt__drain_lun_gone(lun);
 	scsitgt__pr_free(lun);
-	scsitgt__log_free(lun);
+	scsitgt__spc_log_free(lun);
 	scsitgt__selftest_free(lun);
 	scsitgt__session_destroy_internal(lun->bg_sess);
 	free(lun->medium.prevent_by);

@@ -53,7 +53,7 @@ void scsitgt__spc_log_sense(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__spc_parse_log_select(struct scsitgt__cmd *cmd);
 void scsitgt__spc_log_select(struct scsitgt__cmd *cmd);
 /* Free a LUN's log page state (lun.c, when the LUN is freed). */
-void scsitgt__log_free(struct scsitgt_lun *lun);
+void scsitgt__spc_log_free(struct scsitgt_lun *lun);
 
 /* spc_diag.c: SEND DIAGNOSTIC and RECEIVE DIAGNOSTIC RESULTS (SPC-5 §6.42, §6.29). */
 enum scsitgt__sense_reason scsitgt__spc_parse_send_diag(struct scsitgt__cmd *cmd);

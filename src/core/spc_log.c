@@ -84,7 +84,7 @@ static struct scsitgt__log *log_state(struct scsitgt_lun *lun)
 	return lun->log;
 }
 
-void scsitgt__log_free(struct scsitgt_lun *lun)
+void scsitgt__spc_log_free(struct scsitgt_lun *lun)
 {
 	if (lun->log) {
 		free(lun->log->app);
