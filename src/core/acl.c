@@ -319,7 +319,7 @@ struct scsitgt_lun *scsitgt__session_find_lun(const struct scsitgt__session *ses
 {
 	struct scsitgt_lun *lun = scsitgt__target_find_lun(sess->tgt, lun_id);
 
-	if (lun == NULL || lun->destroying || !scsitgt__session_lun_visible(sess, lun_id))
+	if (lun == NULL || lun->drain.destroying || !scsitgt__session_lun_visible(sess, lun_id))
 		return NULL;
 	return lun;
 }
@@ -339,7 +339,7 @@ static void acl_luns_changed(struct scsitgt_target *tgt, const struct scsitgt__a
 		for (size_t i = 0; i < tgt->nluns; i++) {
 			uint64_t id = tgt->luns[i]->id;
 
-			if (!tgt->luns[i]->destroying && scsitgt__session_lun_visible(s, id))
+			if (!tgt->luns[i]->drain.destroying && scsitgt__session_lun_visible(s, id))
 				scsitgt__ua_establish(s, id, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
 		}
 	}

@@ -116,7 +116,7 @@ static struct alua_group *group_of_port(const struct scsitgt__alua *a, uint16_t 
 static void alua_announce(struct scsitgt_target *tgt, const struct scsitgt__session *except)
 {
 	for (size_t i = 0; i < tgt->nluns; i++)
-		if (!tgt->luns[i]->destroying)
+		if (!tgt->luns[i]->drain.destroying)
 			scsitgt__ua_establish_all(tgt, tgt->luns[i]->id, except,
 						  SCSITGT__SR_UA_ASYMMETRIC_ACCESS_CHANGED);
 }

@@ -339,7 +339,7 @@ struct scsitgt_io {
 	struct iovec iov_inline[2];
 	const struct iovec *iov;
 	uint32_t alloc_size; /* bytes of this object as allocated (engine cache) */
-	/* place in lun->ios while lent to the backend, and who completes it (enum
+	/* place in lun->drain.ios while lent to the backend, and who completes it (enum
 	 * scsitgt__io_tstate): a thread-safe completion moves LENT to QUEUED, an engine shutdown
 	 * that gives up on the io moves LENT to ORPHAN (core/drain.c). */
 	struct scsitgt__list lun_node;

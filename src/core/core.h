@@ -234,10 +234,6 @@ struct scsitgt_lun {
 	} medium;
 	/* Commands in flight on this LUN; destroy waits for zero. */
 	unsigned int inflight;
-	bool destroying;
-	scsitgt_done_cb destroy_cb;
-	void *destroy_cb_arg;
-	struct scsitgt__deferred destroy_done;
 	/* LBA range lock of COMPARE AND WRITE, ORWRITE, WRITE ATOMIC (range_lock.h). */
 	struct scsitgt__range_lock rlock;
 	/* Reservations (SPC-2 and persistent, core/pr.c), allocated on first use. */
@@ -266,21 +262,31 @@ struct scsitgt_lun {
 		bool kick_pending;
 		struct scsitgt__deferred kick;
 	} order;
-	/* bounded removal (core/drain.c). The backend ios in flight (scsitgt_io.lun_node);
-	 * the engine, which outlives the target; the timer of a destroy waiting for ios. A
-	 * destroyed LUN with commands left is in engine->zombies (zombie) until freed; once its
-	 * drain timeout expired (its callback ran) it waits there for its backend to return the
-	 * last io; an engine shutdown turns the rest into orphans, counted in orphan_cmds (plus
-	 * one while the engine still holds the LUN). */
-	struct scsitgt__list ios;
+	/* The engine, which outlives the target. */
 	struct scsitgt_engine *engine;
-	uv_timer_t *drain_timer;
-	bool zombie;
-	bool drain_expired;
-	bool orphaning;
-	bool closing_started;
-	struct scsitgt__list zombie_node;
-	_Atomic unsigned int orphan_cmds;
+	/*
+	 * Destroy and bounded removal (core/lun.c, core/drain.c). destroying from
+	 * scsitgt_lun_destroy() on, with its callback, and the deferred free. The backend ios in
+	 * flight (scsitgt_io.lun_node); the timer of a destroy waiting for ios. A destroyed LUN
+	 * with commands left is in engine->zombies (zombie) until freed; once its drain timeout
+	 * expired (its callback ran) it waits there for its backend to return the last io; an
+	 * engine shutdown turns the rest into orphans, counted in orphan_cmds (plus one while
+	 * the engine still holds the LUN).
+	 */
+	struct {
+		bool destroying;
+		scsitgt_done_cb destroy_cb;
+		void *destroy_cb_arg;
+		struct scsitgt__deferred destroy_done;
+		struct scsitgt__list ios;
+		uv_timer_t *timer;
+		bool zombie;
+		bool expired;
+		bool orphaning;
+		bool closing_started;
+		struct scsitgt__list zombie_node;
+		_Atomic unsigned int orphan_cmds;
+	} drain;
 	/* log page state (core/spc_log.c), allocated on first use; freed with the LUN. */
 	struct scsitgt__log *log;
 	/* self-tests (core/spc_selftest.c): the Self-Test Results log and the test running,

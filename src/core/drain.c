@@ -55,19 +55,19 @@ static void drain_timer_closed(uv_handle_t *h)
 
 void scsitgt__drain_lun_stop(struct scsitgt_lun *lun)
 {
-	if (lun->drain_timer == NULL)
+	if (lun->drain.timer == NULL)
 		return;
-	uv_timer_stop(lun->drain_timer);
-	uv_close((uv_handle_t *)lun->drain_timer, drain_timer_closed);
-	lun->drain_timer = NULL;
+	uv_timer_stop(lun->drain.timer);
+	uv_close((uv_handle_t *)lun->drain.timer, drain_timer_closed);
+	lun->drain.timer = NULL;
 }
 
 void scsitgt__drain_lun_gone(struct scsitgt_lun *lun)
 {
 	scsitgt__drain_lun_stop(lun);
-	if (lun->zombie) {
-		scsitgt__list_remove(&lun->zombie_node);
-		lun->zombie = false;
+	if (lun->drain.zombie) {
+		scsitgt__list_remove(&lun->drain.zombie_node);
+		lun->drain.zombie = false;
 	}
 }
 
@@ -93,7 +93,7 @@ static void drain_expire(struct scsitgt_lun *lun)
 	unsigned int held = 0;
 
 	scsitgt__drain_lun_stop(lun);
-	lun->drain_expired = true;
+	lun->drain.expired = true;
 	/* Hold the LUN across the aborts: they may drop its last command. */
 	lun->inflight++;
 	/* Without its target, the LUN's commands have lost their sessions already. */
@@ -113,8 +113,8 @@ static void drain_expire(struct scsitgt_lun *lun)
 			scsitgt__cmd_abort(c, NULL, false);
 		}
 	}
-	cb = lun->destroy_cb;
-	cb_arg = lun->destroy_cb_arg;
+	cb = lun->drain.destroy_cb;
+	cb_arg = lun->drain.destroy_cb_arg;
 	if (lun->inflight == 1) {
 		/* Everything left was outside the backend: an ordinary close, which calls back. */
 		scsitgt__lun_inflight_drop(lun);
@@ -122,7 +122,7 @@ static void drain_expire(struct scsitgt_lun *lun)
 	}
 	/* The rest is in the backend. Off the task set now: the target may be gone when they
 	 * come back, and nothing may wait for them. */
-	for (p = lun->ios.next; p != &lun->ios; p = p->next) {
+	for (p = lun->drain.ios.next; p != &lun->drain.ios; p = p->next) {
 		struct scsitgt_io *io = scsitgt__container_of(p, struct scsitgt_io, lun_node);
 
 		scsitgt__order_done(io->cmd);
@@ -135,7 +135,7 @@ static void drain_expire(struct scsitgt_lun *lun)
 		     lun->ops.name ? lun->ops.name : "?",
 		     engine->drain_timeout_ms ? engine->drain_timeout_ms :
 						SCSITGT__DRAIN_TIMEOUT_MS_DEFAULT);
-	lun->destroy_cb = NULL;
+	lun->drain.destroy_cb = NULL;
 	scsitgt__lun_inflight_drop(lun);
 	if (cb)
 		cb(cb_arg, 0);
@@ -156,8 +156,8 @@ void scsitgt__drain_lun_start(struct scsitgt_lun *lun)
 	/* Known to the engine from now on: an engine destroyed first must not leave it behind
 	 * (its target may not wait for it either). */
 	zombies_init(engine);
-	lun->zombie = true;
-	scsitgt__list_add_tail(&engine->zombies, &lun->zombie_node);
+	lun->drain.zombie = true;
+	scsitgt__list_add_tail(&engine->zombies, &lun->drain.zombie_node);
 	t = malloc(sizeof(*t));
 	/* Without a timer the removal waits for the backend, or for the engine's shutdown. */
 	if (t == NULL)
@@ -167,14 +167,14 @@ void scsitgt__drain_lun_start(struct scsitgt_lun *lun)
 		return;
 	}
 	t->data = lun;
-	lun->drain_timer = t;
+	lun->drain.timer = t;
 	uv_timer_start(t, drain_timeout, ms, 0);
 }
 
 /* Drop one reference on an orphaned LUN's shell; the last frees it. Any thread. */
 static void shell_unref(struct scsitgt_lun *lun)
 {
-	if (atomic_fetch_sub(&lun->orphan_cmds, 1) == 1)
+	if (atomic_fetch_sub(&lun->drain.orphan_cmds, 1) == 1)
 		free(lun);
 }
 
@@ -199,20 +199,20 @@ static void drain_orphan_lun(struct scsitgt_engine *engine, struct scsitgt_lun *
 	struct scsitgt__list *p, *pos, *tmp;
 	unsigned int ncmds = 0;
 
-	lun->orphaning = true;
+	lun->drain.orphaning = true;
 	/* The engine's own reference, dropped when it lets go of the shell. */
-	atomic_store(&lun->orphan_cmds, 1);
+	atomic_store(&lun->drain.orphan_cmds, 1);
 	/* Each command's count first: once an io is an orphan, a thread may finish it. */
-	for (p = lun->ios.next; p != &lun->ios; p = p->next) {
+	for (p = lun->drain.ios.next; p != &lun->drain.ios; p = p->next) {
 		struct scsitgt__cmd *cmd =
 			scsitgt__container_of(p, struct scsitgt_io, lun_node)->cmd;
 
 		if (scsitgt__cmd_abandon(cmd))
 			ncmds++;
 	}
-	atomic_fetch_add(&lun->orphan_cmds, ncmds);
+	atomic_fetch_add(&lun->drain.orphan_cmds, ncmds);
 	lun->inflight -= ncmds;
-	scsitgt__list_foreach_safe(pos, tmp, &lun->ios)
+	scsitgt__list_foreach_safe(pos, tmp, &lun->drain.ios)
 	{
 		struct scsitgt_io *io = scsitgt__container_of(pos, struct scsitgt_io, lun_node);
 		int lent = SCSITGT__IO_LENT;
@@ -237,17 +237,18 @@ static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
 	scsitgt__list_foreach_safe(pos, tmp, &engine->zombies)
 	{
 		struct scsitgt_lun *lun =
-			scsitgt__container_of(pos, struct scsitgt_lun, zombie_node);
+			scsitgt__container_of(pos, struct scsitgt_lun, drain.zombie_node);
 
-		if (!lun->drain_expired && !lun->closing_started)
+		if (!lun->drain.expired && !lun->drain.closing_started)
 			drain_expire(lun);
 	}
 	scsitgt__list_foreach_safe(pos, tmp, &engine->zombies)
 	{
 		struct scsitgt_lun *lun =
-			scsitgt__container_of(pos, struct scsitgt_lun, zombie_node);
+			scsitgt__container_of(pos, struct scsitgt_lun, drain.zombie_node);
 
-		if (!lun->orphaning && !lun->closing_started && !scsitgt__list_empty(&lun->ios))
+		if (!lun->drain.orphaning && !lun->drain.closing_started &&
+		    !scsitgt__list_empty(&lun->drain.ios))
 			drain_orphan_lun(engine, lun);
 	}
 	/* Completions on their way through the queue finish first. */
@@ -256,9 +257,9 @@ static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
 	scsitgt__list_foreach_safe(pos, tmp, &engine->zombies)
 	{
 		struct scsitgt_lun *lun =
-			scsitgt__container_of(pos, struct scsitgt_lun, zombie_node);
+			scsitgt__container_of(pos, struct scsitgt_lun, drain.zombie_node);
 
-		if (lun->closing_started) {
+		if (lun->drain.closing_started) {
 			/* Its backend is closing (close() must call back): lun_free() ends it. */
 			ready = false;
 			continue;
@@ -269,22 +270,22 @@ static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
 				ready = false;
 				continue;
 			}
-			scsitgt__list_remove(&lun->zombie_node);
-			lun->zombie = false;
+			scsitgt__list_remove(&lun->drain.zombie_node);
+			lun->drain.zombie = false;
 			scsitgt__log(&engine->log, SCSITGT_LOG_WARNING, "core",
 				     "engine shutdown: LUN %llu still held; left behind",
 				     (unsigned long long)lun->id);
 			continue;
 		}
-		if (!lun->orphaning || atomic_load(&lun->orphan_cmds) == 1) {
+		if (!lun->drain.orphaning || atomic_load(&lun->drain.orphan_cmds) == 1) {
 			/* Everything came back: close the backend as usual and wait for it. */
 			scsitgt__lun_close_backend(lun);
 			ready = false;
 			continue;
 		}
 		/* Let go: the shell stays for the orphans, the last of which frees it. */
-		scsitgt__list_remove(&lun->zombie_node);
-		lun->zombie = false;
+		scsitgt__list_remove(&lun->drain.zombie_node);
+		lun->drain.zombie = false;
 		scsitgt__pr_free(lun);
 		scsitgt__spc_log_free(lun);
 		scsitgt__selftest_free(lun);

@@ -112,7 +112,7 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 
 	lun->tgt = tgt;
 	lun->engine = tgt->engine;
-	scsitgt__list_init(&lun->ios);
+	scsitgt__list_init(&lun->drain.ios);
 	lun->id = o.id;
 	lun->created_ns = uv_hrtime();
 	lun->flags = o.flags;
@@ -178,9 +178,9 @@ bool scsitgt__lun_supports(const struct scsitgt_lun *lun, enum scsitgt_io_type t
 
 static void lun_free(struct scsitgt__deferred *d)
 {
-	struct scsitgt_lun *lun = scsitgt__container_of(d, struct scsitgt_lun, destroy_done);
-	scsitgt_done_cb cb = lun->destroy_cb;
-	void *cb_arg = lun->destroy_cb_arg;
+	struct scsitgt_lun *lun = scsitgt__container_of(d, struct scsitgt_lun, drain.destroy_done);
+	scsitgt_done_cb cb = lun->drain.destroy_cb;
+	void *cb_arg = lun->drain.destroy_cb_arg;
 
 	/* a zombie's callback ran when its removal timed out (core/drain.c). */
 	scsitgt__drain_lun_gone(lun);
@@ -199,35 +199,35 @@ static void lun_backend_closed(void *arg, int status)
 	struct scsitgt_lun *lun = arg;
 
 	(void)status;
-	lun->destroy_done.fn = lun_free;
+	lun->drain.destroy_done.fn = lun_free;
 	/* The engine, not the target: a zombie LUN outlives its target (core/drain.c). */
-	scsitgt__engine_defer(lun->engine, &lun->destroy_done);
+	scsitgt__engine_defer(lun->engine, &lun->drain.destroy_done);
 }
 
 void scsitgt__lun_close_backend(struct scsitgt_lun *lun)
 {
 	/* close() never runs while the backend holds ios (backend.h). */
 	scsitgt__drain_lun_stop(lun);
-	if (lun->closing_started)
+	if (lun->drain.closing_started)
 		return;
-	lun->closing_started = true;
+	lun->drain.closing_started = true;
 	lun->ops.close(lun->bctx, lun_backend_closed, lun);
 }
 
 void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun)
 {
-	if (--lun->inflight == 0 && lun->destroying)
+	if (--lun->inflight == 0 && lun->drain.destroying)
 		scsitgt__lun_close_backend(lun);
 }
 
 SCSITGT_EXPORT void scsitgt_lun_destroy(struct scsitgt_lun *lun, scsitgt_done_cb cb, void *cb_arg)
 {
 	SCSITGT__ASSERT_HOME(lun ? lun->engine : NULL);
-	if (lun == NULL || lun->destroying)
+	if (lun == NULL || lun->drain.destroying)
 		return;
-	lun->destroying = true;
-	lun->destroy_cb = cb;
-	lun->destroy_cb_arg = cb_arg;
+	lun->drain.destroying = true;
+	lun->drain.destroy_cb = cb;
+	lun->drain.destroy_cb_arg = cb_arg;
 	scsitgt__target_lun_removed(lun->tgt, lun);
 	scsitgt__ua_luns_changed(lun->tgt, lun->id, true);
 	if (lun->inflight == 0)

@@ -169,7 +169,7 @@ static bool sz_stop(struct scsitgt__bg_walk *bg)
 	if (bg->waiter && scsitgt__cmd_aborted(bg->waiter))
 		sz_release_waiter(w, SCSITGT__SR_ABORTED);
 	/* A LUN being removed does not wait for the sanitize. */
-	if (bg->cmd->lun->destroying && w->reason == SCSITGT__SR_OK)
+	if (bg->cmd->lun->drain.destroying && w->reason == SCSITGT__SR_OK)
 		w->reason = SCSITGT__SR_ABORTED;
 	return w->reason != SCSITGT__SR_OK || w->pass == w->passes;
 }

@@ -252,7 +252,7 @@ static bool st_stop_now(struct scsitgt__bg_walk *bg)
 
 	/* an aborted foreground command aborts its test; so does the LUN's removal */
 	if (w->stop_result == ST_RES_OK &&
-	    ((bg->waiter && scsitgt__cmd_aborted(bg->waiter)) || bg->cmd->lun->destroying))
+	    ((bg->waiter && scsitgt__cmd_aborted(bg->waiter)) || bg->cmd->lun->drain.destroying))
 		w->stop_result = ST_RES_ABORTED_OTHER;
 	return w->stop_result != ST_RES_OK || w->reason != SCSITGT__SR_OK;
 }

@@ -258,5 +258,5 @@ SCSITGT_EXPORT struct scsitgt_lun *scsitgt_target_get_lun(const struct scsitgt_t
 	if (tgt == NULL)
 		return NULL;
 	lun = scsitgt__target_find_lun(tgt, id);
-	return lun && !lun->destroying ? lun : NULL;
+	return lun && !lun->drain.destroying ? lun : NULL;
 }

@@ -206,7 +206,7 @@ SCSITGT_EXPORT int scsitgt_target_foreach_lun(struct scsitgt_target *tgt, scsitg
 		uint64_t id = lun->id;
 		int rc;
 
-		if (!lun->destroying) {
+		if (!lun->drain.destroying) {
 			rc = cb(arg, lun);
 			if (rc != 0)
 				return rc;

@@ -327,7 +327,7 @@ void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool 
 		}
 		/* SPC-5 §5.14: the condition goes to every LUN the nexus still reaches. */
 		for (size_t i = 0; i < tgt->nluns; i++)
-			if (!tgt->luns[i]->destroying)
+			if (!tgt->luns[i]->drain.destroying)
 				scsitgt__ua_establish(s, tgt->luns[i]->id,
 						      SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
 	}

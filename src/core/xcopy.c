@@ -287,7 +287,7 @@ static struct scsitgt_lun *xc_resolve(struct scsitgt__xcopy_op *op, uint16_t i)
 	for (size_t n = 0; n < tgt->nluns; n++) {
 		struct scsitgt_lun *lun = tgt->luns[n];
 
-		if (lun->destroying || !scsitgt__session_lun_visible(sess, lun->id))
+		if (lun->drain.destroying || !scsitgt__session_lun_visible(sess, lun->id))
 			continue;
 		if (xc_names(&op->list.cscd[i], lun)) {
 			/* Held like a command's LUN, so that removal waits for the copy. */
