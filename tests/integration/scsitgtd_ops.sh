@@ -164,6 +164,9 @@ it_log "ok: reload changes logged one per line, no secret"
 it_need curl python3
 MPORT=$(it_free_port)
 write_conf "metrics = 127.0.0.1:$MPORT"
+# Both logs emptied first: target.out still holds the last daemon's "ready", and the child's
+# own truncation may come after the first grep below.
+: >"$IT_TMP/target.out"
 : >"$IT_TMP/target.err"
 if ! { "$IT_TARGET" "$CONF" </dev/null >"$IT_TMP/target.out" 2>"$IT_TMP/target.err" & IT_PID=$!
 	for ((i = 0; i < IT_START_TIMEOUT * 10; i++)); do
@@ -172,6 +175,8 @@ if ! { "$IT_TARGET" "$CONF" </dev/null >"$IT_TMP/target.out" 2>"$IT_TMP/target.e
 		sleep 0.1
 	done
 	grep -q "scsitgtd: ready" "$IT_TMP/target.out"; }; then
+	# exited (it_cleanup kills one that runs without saying ready)
+	kill -0 "$IT_PID" 2>/dev/null && it_fail "scsitgtd never became ready"
 	wait "$IT_PID" 2>/dev/null || true
 	IT_PID=
 	grep -q "built without json-c" "$IT_TMP/target.err" &&
