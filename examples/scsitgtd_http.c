@@ -106,6 +106,7 @@ int scsitgtd_http_request(const char *buf, size_t len, bool *head)
 {
 	size_t off = 0, ll;
 	long e;
+	bool is_head = false;
 	int status;
 
 	*head = false;
@@ -124,7 +125,7 @@ int scsitgtd_http_request(const char *buf, size_t len, bool *head)
 			return 400;
 		off += (size_t)e;
 	}
-	status = request_line(buf + off, ll, head);
+	status = request_line(buf + off, ll, &is_head);
 	if (status >= 400 && status != 404 && status != 405)
 		return status;
 	off += (size_t)e;
@@ -135,8 +136,12 @@ int scsitgtd_http_request(const char *buf, size_t len, bool *head)
 			return 400;
 		if (e == 0)
 			goto more;
-		if (ll == 0)
+		if (ll == 0) {
+			/* HEAD only for a whole, good request: a bad field line after a good
+			 * request line answers 400 with a body. */
+			*head = status == 200 && is_head;
 			return status;
+		}
 		if (buf[off] == ' ' || buf[off] == '\t' || !field_line(buf + off, ll))
 			return 400; /* obs-fold, or not a field line */
 		off += (size_t)e;
