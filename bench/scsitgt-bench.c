@@ -31,6 +31,8 @@
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
+#include "size_arg.h"
+
 #define MAX_SESSIONS 64
 #define MAX_QD 1024
 #define INITIATOR_NAME "iqn.2026-11.org.libscsitgt:bench"
@@ -433,49 +435,11 @@ static void io_done(struct iscsi_context *iscsi, int status, void *command_data,
 
 static int parse_size(const char *str, uint64_t *out)
 {
-	unsigned long long v;
-	unsigned int shift = 0;
-	char *end;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(str, &end, 10);
-	if (errno || end == str) {
+	if (size_arg_parse(str, &v) < 0 || v == 0)
 		return -EINVAL;
-	}
-	switch (*end) {
-	case 'k':
-	case 'K':
-		shift = 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		end++;
-		break;
-	case 't':
-	case 'T':
-		shift = 40;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if ((*end == 'i' || *end == 'I') && shift) {
-		end++;
-	}
-	if (*end == 'b' || *end == 'B') {
-		end++;
-	}
-	if (*end != '\0' || v == 0 || v > (UINT64_MAX >> shift)) {
-		return -EINVAL;
-	}
-	*out = (uint64_t)v << shift;
+	*out = v;
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "minitarget_opts.h"
+#include "size_arg.h"
 
 void minitarget_usage(FILE *f)
 {
@@ -40,41 +41,11 @@ void minitarget_usage(FILE *f)
 
 int minitarget_parse_size(const char *s, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-	int shift = 0;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
+	if (size_arg_parse(s, &v) < 0 || v == 0)
 		return -1;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		shift = 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		end++;
-		break;
-	case 't':
-	case 'T':
-		shift = 40;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end != '\0' || v == 0 || v > (UINT64_MAX >> shift))
-		return -1;
-	*out = (uint64_t)v << shift;
+	*out = v;
 	return 0;
 }
 

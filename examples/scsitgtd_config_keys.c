@@ -6,6 +6,7 @@
  * parser.seen, so that a key given twice is refused (unless it may repeat).
  */
 #include "scsitgtd_config_int.h"
+#include "size_arg.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,45 +30,6 @@ int cfg_parse_u64(const char *v, uint64_t max, uint64_t *out)
 		x = x * 10 + (uint64_t)(*v - '0');
 	}
 	*out = x;
-	return 0;
-}
-
-/* "64M", "1G", "4096": a byte count with an optional K/M/G/T (powers of 1024) suffix. */
-static int parse_size(const char *v, uint64_t *out)
-{
-	char num[32];
-	size_t n = strlen(v);
-	unsigned int shift = 0;
-	uint64_t x;
-
-	if (n == 0 || n >= sizeof(num))
-		return -EINVAL;
-	memcpy(num, v, n + 1);
-	switch (num[n - 1]) {
-	case 'k':
-	case 'K':
-		shift = 10;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		break;
-	case 't':
-	case 'T':
-		shift = 40;
-		break;
-	default:
-		break;
-	}
-	if (shift)
-		num[--n] = '\0';
-	if (cfg_parse_u64(num, UINT64_MAX >> shift, &x) < 0)
-		return -EINVAL;
-	*out = x << shift;
 	return 0;
 }
 
@@ -465,7 +427,7 @@ static int param_kv(struct parser *p, struct scsitgtd_params *ps, const char *ke
 			return rc;
 		break;
 	case PK_SIZE:
-		if (parse_size(v, &x) < 0 || x < params[i].min || x > params[i].max)
+		if (size_arg_parse(v, &x) < 0 || x < params[i].min || x > params[i].max)
 			return cfg_err(
 				p,
 				"%s: expected a byte count %llu..%llu (K, M, G suffixes allowed)",
@@ -576,7 +538,7 @@ static int k_rdma_buffer(struct parser *p, const char *key, const char *v)
 {
 	uint64_t x;
 
-	if (parse_size(v, &x) < 0 || x < (1u << 20) || x > (64ull << 30))
+	if (size_arg_parse(v, &x) < 0 || x < (1u << 20) || x > (64ull << 30))
 		return cfg_err(p, "%s: expected a byte count 1M..64G", key);
 	cur_portal(p)->rdma_buffer = x;
 	return 0;
@@ -951,7 +913,7 @@ static int k_size(struct parser *p, const char *key, const char *v)
 {
 	uint64_t x;
 
-	if (parse_size(v, &x) < 0 || x == 0)
+	if (size_arg_parse(v, &x) < 0 || x == 0)
 		return cfg_err(p, "%s: expected a byte count like 4096, 64M or 2G", key);
 	cur_lun(p)->size = x;
 	return 0;

@@ -12,6 +12,7 @@
 
 #include "../../examples/scsitgtd_config.c"
 #include "../../examples/scsitgtd_config_keys.c"
+#include "../../examples/size_arg.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

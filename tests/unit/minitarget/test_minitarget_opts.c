@@ -246,7 +246,23 @@ static void test_parse_size(void **state)
 	assert_int_equal(minitarget_parse_size("0", &v), -1);
 	assert_int_equal(minitarget_parse_size("", &v), -1);
 	assert_int_equal(minitarget_parse_size("1P", &v), -1);
-	assert_int_equal(minitarget_parse_size("1KB", &v), -1);
+	/* "Ki", "KiB" and "KB" mean K, as in scsitgtd's configuration (examples/size_arg.c). */
+	assert_int_equal(minitarget_parse_size("1KB", &v), 0);
+	assert_int_equal(v, 1024);
+	assert_int_equal(minitarget_parse_size("2MiB", &v), 0);
+	assert_int_equal(v, 2ull << 20);
+	assert_int_equal(minitarget_parse_size("1Ki", &v), 0);
+	assert_int_equal(v, 1024);
+	/* strtoull would take these: a sign wraps around, a space is skipped. */
+	assert_int_equal(minitarget_parse_size("-1", &v), -1);
+	assert_int_equal(minitarget_parse_size("+4k", &v), -1);
+	assert_int_equal(minitarget_parse_size(" 4k", &v), -1);
+	assert_int_equal(minitarget_parse_size("4 k", &v), -1);
+	assert_int_equal(minitarget_parse_size("4B", &v), -1);
+	assert_int_equal(minitarget_parse_size("4kx", &v), -1);
+	assert_int_equal(minitarget_parse_size("18446744073709551615", &v), 0);
+	assert_int_equal(v, UINT64_MAX);
+	assert_int_equal(minitarget_parse_size("18446744073709551616", &v), -1);
 	assert_int_equal(minitarget_parse_size("16777216T", &v), -1);
 	assert_int_equal(minitarget_parse_size("99999999999999999999", &v), -1);
 }
