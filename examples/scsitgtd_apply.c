@@ -334,14 +334,9 @@ static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
 	}
 	if (l->physical_block_exponent >= 0)
 		o.physical_block_exponent = (uint8_t)l->physical_block_exponent;
-	o.max_write_same_blocks = l->max_write_same_blocks;
-	o.max_transfer_blocks = l->max_transfer_blocks;
-	o.optimal_transfer_blocks = l->optimal_transfer_blocks;
-	o.optimal_transfer_granularity = l->optimal_transfer_granularity;
-	o.max_unmap_blocks = l->max_unmap_blocks;
-	o.max_unmap_descriptors = l->max_unmap_descriptors;
-	o.unmap_granularity = l->unmap_granularity;
-	o.unmap_granularity_alignment = l->unmap_granularity_alignment;
+#define COPY_LIMIT(name, type, max) o.name = l->name;
+	SCSITGTD_LUN_LIMITS(COPY_LIMIT)
+#undef COPY_LIMIT
 	memcpy(o.naa_extended, l->naa_extended, sizeof(o.naa_extended));
 	memcpy(o.uuid, l->uuid, sizeof(o.uuid));
 	rc = scsitgt_lun_create(&lun, tgt, &o);

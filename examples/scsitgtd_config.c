@@ -886,15 +886,12 @@ bool scsitgtd_srp_equal(const struct scsitgtd_srp *a, const struct scsitgtd_srp 
  * options of scsitgt_lun_create()). */
 static bool lun_limits_equal(const struct scsitgtd_lun *a, const struct scsitgtd_lun *b)
 {
-	return a->max_write_same_blocks == b->max_write_same_blocks &&
-	       a->max_transfer_blocks == b->max_transfer_blocks &&
-	       a->optimal_transfer_blocks == b->optimal_transfer_blocks &&
-	       a->optimal_transfer_granularity == b->optimal_transfer_granularity &&
-	       a->max_unmap_blocks == b->max_unmap_blocks &&
-	       a->max_unmap_descriptors == b->max_unmap_descriptors &&
-	       a->unmap_granularity == b->unmap_granularity &&
-	       a->unmap_granularity_alignment == b->unmap_granularity_alignment &&
-	       !memcmp(a->naa_extended, b->naa_extended, sizeof(a->naa_extended)) &&
+	bool same = true;
+
+#define LIMIT_EQUAL(name, type, max) same = same && a->name == b->name;
+	SCSITGTD_LUN_LIMITS(LIMIT_EQUAL)
+#undef LIMIT_EQUAL
+	return same && !memcmp(a->naa_extended, b->naa_extended, sizeof(a->naa_extended)) &&
 	       !memcmp(a->uuid, b->uuid, sizeof(a->uuid));
 }
 

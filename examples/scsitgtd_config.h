@@ -29,6 +29,23 @@
 /* The library's largest transfer (lun.h max_transfer_blocks: at most 8 MiB worth of blocks) */
 #define SCSITGTD_MAX_XFER_BYTES (8u << 20)
 
+/*
+ * The Block Limits VPD page values of a [lun] section (SBC-4 §6.6.4): each is the
+ * scsitgt_lun_opts member of the same name and type (lun.h documents them), with the largest
+ * value the key takes; 0 (the key left out) keeps the library's default. One list, expanded
+ * by the struct below, the parser, the writer, the comparison and scsitgtd_apply.c.
+ */
+#define SCSITGTD_LUN_LIMITS(X)                                              \
+	X(max_transfer_blocks, uint32_t, SCSITGTD_MAX_XFER_BYTES / 512)     \
+	X(optimal_transfer_blocks, uint32_t, SCSITGTD_MAX_XFER_BYTES / 512) \
+	X(optimal_transfer_granularity, uint32_t, 65535)                    \
+	X(max_unmap_blocks, uint32_t, UINT32_MAX)                           \
+	X(max_unmap_descriptors, uint32_t, UINT32_MAX)                      \
+	X(unmap_granularity, uint32_t, UINT32_MAX)                          \
+	X(unmap_granularity_alignment, uint32_t, 0x7fffffff)                \
+	X(max_write_same_blocks, uint64_t, UINT32_MAX)
+#define SCSITGTD_LUN_LIMIT_FIELD(name, type, max) type name;
+
 enum scsitgtd_backend {
 	SCSITGTD_BACKEND_RAM,
 	SCSITGTD_BACKEND_NULL,
@@ -109,14 +126,7 @@ struct scsitgtd_lun {
 	char *pr_file; /* persistent reservations kept in this file; NULL = see pr_dir */
 	int16_t physical_block_exponent; /* -1 = what the backend reports */
 	/* Block Limits VPD page (scsitgt_lun_opts, SBC-4 §6.6.4); 0 = the library's default */
-	uint64_t max_write_same_blocks;
-	uint32_t max_transfer_blocks;
-	uint32_t optimal_transfer_blocks;
-	uint32_t optimal_transfer_granularity;
-	uint32_t max_unmap_blocks;
-	uint32_t max_unmap_descriptors;
-	uint32_t unmap_granularity;
-	uint32_t unmap_granularity_alignment;
+	SCSITGTD_LUN_LIMITS(SCSITGTD_LUN_LIMIT_FIELD)
 	/* VPD 83h designators besides NAA type 5 (SPC-5 §7.7.6); all zeros = none */
 	uint8_t naa_extended[16];
 	uint8_t uuid[16];

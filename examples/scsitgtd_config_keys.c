@@ -1031,28 +1031,15 @@ static int k_pbe(struct parser *p, const char *key, const char *v)
 
 /* Block Limits VPD page (SBC-4 §6.6.4) values of scsitgt_lun_opts, by offset and width; the
  * checks between them are made at the end of the section. */
+#define LUN_LIMIT_KEY(name, type, max) \
+	{ #name, offsetof(struct scsitgtd_lun, name), (max), sizeof(type) == sizeof(uint64_t) },
 static const struct {
 	const char *key;
 	size_t off;
 	uint64_t max;
 	bool wide;
-} lun_limit_keys[] = {
-	{ "max_transfer_blocks", offsetof(struct scsitgtd_lun, max_transfer_blocks),
-	  SCSITGTD_MAX_XFER_BYTES / 512, false },
-	{ "optimal_transfer_blocks", offsetof(struct scsitgtd_lun, optimal_transfer_blocks),
-	  SCSITGTD_MAX_XFER_BYTES / 512, false },
-	{ "optimal_transfer_granularity",
-	  offsetof(struct scsitgtd_lun, optimal_transfer_granularity), 65535, false },
-	{ "max_unmap_blocks", offsetof(struct scsitgtd_lun, max_unmap_blocks), UINT32_MAX, false },
-	{ "max_unmap_descriptors", offsetof(struct scsitgtd_lun, max_unmap_descriptors), UINT32_MAX,
-	  false },
-	{ "unmap_granularity", offsetof(struct scsitgtd_lun, unmap_granularity), UINT32_MAX,
-	  false },
-	{ "unmap_granularity_alignment", offsetof(struct scsitgtd_lun, unmap_granularity_alignment),
-	  0x7fffffff, false },
-	{ "max_write_same_blocks", offsetof(struct scsitgtd_lun, max_write_same_blocks), UINT32_MAX,
-	  true },
-};
+} lun_limit_keys[] = { SCSITGTD_LUN_LIMITS(LUN_LIMIT_KEY) };
+#undef LUN_LIMIT_KEY
 
 static int k_lun_limit(struct parser *p, const char *key, const char *v)
 {
@@ -1196,14 +1183,11 @@ static const struct key lun_keys[] = {
 	{ "aio_queue_depth", k_aio_qd, false },
 	{ "claim_spc4", k_lun_bool, false },
 	{ "physical_block_exponent", k_pbe, false },
-	{ "max_transfer_blocks", k_lun_limit, false },
-	{ "optimal_transfer_blocks", k_lun_limit, false },
-	{ "optimal_transfer_granularity", k_lun_limit, false },
-	{ "max_unmap_blocks", k_lun_limit, false },
-	{ "max_unmap_descriptors", k_lun_limit, false },
-	{ "unmap_granularity", k_lun_limit, false },
-	{ "unmap_granularity_alignment", k_lun_limit, false },
-	{ "max_write_same_blocks", k_lun_limit, false },
+/* clang-format off: it cannot see the entries the macro expands to. */
+#define LUN_LIMIT_HANDLER(name, type, max) { #name, k_lun_limit, false },
+	SCSITGTD_LUN_LIMITS(LUN_LIMIT_HANDLER)
+#undef LUN_LIMIT_HANDLER
+	/* clang-format on */
 	{ "naa_extended", k_naa_extended, false },
 	{ "uuid", k_uuid, false },
 	{ "visible_to", k_visible_to, true },

@@ -92,14 +92,9 @@ static void limits_write(FILE *f, const struct scsitgtd_lun *l)
 		const char *key;
 		uint64_t v;
 	} nums[] = {
-		{ "max_transfer_blocks", l->max_transfer_blocks },
-		{ "optimal_transfer_blocks", l->optimal_transfer_blocks },
-		{ "optimal_transfer_granularity", l->optimal_transfer_granularity },
-		{ "max_unmap_blocks", l->max_unmap_blocks },
-		{ "max_unmap_descriptors", l->max_unmap_descriptors },
-		{ "unmap_granularity", l->unmap_granularity },
-		{ "unmap_granularity_alignment", l->unmap_granularity_alignment },
-		{ "max_write_same_blocks", l->max_write_same_blocks },
+#define LIMIT_VALUE(name, type, max) { #name, l->name },
+		SCSITGTD_LUN_LIMITS(LIMIT_VALUE)
+#undef LIMIT_VALUE
 	};
 	const uint8_t *u = l->uuid;
 
