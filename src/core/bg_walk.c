@@ -25,7 +25,7 @@ static void bg_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	w->io_done = true;
 	/* Yield to the loop between two pieces: other commands see the progress. */
 	if (!w->pumping)
-		scsitgt__engine_defer(cmd->lun->tgt->engine, &w->next_piece);
+		scsitgt__shard_defer(cmd->shard, &w->next_piece);
 }
 
 /* One io at a time; a backend completing inside submit() loops here instead of recursing. */
@@ -47,7 +47,7 @@ static void bg_pump(struct scsitgt__bg_walk *w)
 		/* A piece completed inside submit(): the loop runs the next one. */
 		w->pumping = false;
 		if (w->io_done)
-			scsitgt__engine_defer(w->cmd->lun->tgt->engine, &w->next_piece);
+			scsitgt__shard_defer(w->cmd->shard, &w->next_piece);
 		return;
 	}
 }
@@ -73,7 +73,7 @@ int scsitgt__bg_walk_start(struct scsitgt__bg_walk *w, const struct scsitgt__bg_
 	w->ops = ops;
 	w->cmd = bg;
 	w->next_piece.fn = bg_next_piece;
-	scsitgt__engine_defer(lun->tgt->engine, &w->next_piece);
+	scsitgt__shard_defer(bg->shard, &w->next_piece);
 	return 0;
 }
 

@@ -85,15 +85,15 @@ static void cmd_move(struct scsitgt__cmd *cmd, unsigned int from, enum scsitgt__
 int scsitgt__cmd_create(struct scsitgt__cmd **out, struct scsitgt__session *sess,
 			size_t fabric_priv_size)
 {
-	struct scsitgt__cache *cache = sess->tgt->engine->cache;
+	struct scsitgt__shard *shard = sess->shard;
 	struct scsitgt__cmd *cmd;
 	size_t cap;
 
-	/* From the engine's free list in steady state; the fabric part is zeroed too. */
-	cmd = scsitgt__cache_zalloc(cache, sizeof(*cmd) + fabric_priv_size, &cap);
+	/* From its shard's free list in steady state; the fabric part is zeroed too. */
+	cmd = scsitgt__cache_zalloc(&shard->cache, sizeof(*cmd) + fabric_priv_size, &cap);
 	if (cmd == NULL)
 		return -ENOMEM;
-	cmd->cache = cache;
+	cmd->shard = shard;
 	cmd->alloc_size = (uint32_t)cap;
 	cmd->sess = sess;
 	cmd->state = SCSITGT__CMD_NEW;
@@ -204,7 +204,7 @@ int scsitgt__cmd_alloc_buf(struct scsitgt__cmd *cmd)
 		cmd->buf_ext = cmd->buf != NULL;
 	}
 	if (cmd->buf == NULL)
-		cmd->buf = scsitgt__cache_alloc(cmd->cache, cmd->xfer_len, &cap);
+		cmd->buf = scsitgt__cache_alloc(&cmd->shard->cache, cmd->xfer_len, &cap);
 	if (cmd->buf == NULL)
 		return -ENOMEM;
 	cmd->buf_cap = (uint32_t)cap;
@@ -229,7 +229,7 @@ void scsitgt__cmd_free_buf(struct scsitgt__cmd *cmd)
 	if (cmd->buf_ext)
 		cmd->buf_ops->free(cmd->buf_ctx, cmd->buf, cmd->buf_cap);
 	else
-		scsitgt__cache_free(cmd->cache, cmd->buf, cmd->buf_cap);
+		scsitgt__cache_free(&cmd->shard->cache, cmd->buf, cmd->buf_cap);
 	cmd->buf = NULL;
 	cmd->buf_ext = false;
 }
@@ -469,7 +469,7 @@ void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd)
 	scsitgt__cmd_free_buf(cmd);
 	/* From any state but FREED: destroying twice is caught here. */
 	cmd_move(cmd, ~0u, SCSITGT__CMD_FREED);
-	scsitgt__cache_free(cmd->cache, cmd, cmd->alloc_size);
+	scsitgt__cache_free(&cmd->shard->cache, cmd, cmd->alloc_size);
 }
 
 /*

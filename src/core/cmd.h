@@ -11,6 +11,7 @@
 #include "core/range_lock.h"
 #include "core/sbc_ctx.h"
 #include "core/sense.h"
+#include "core/shard.h"
 #include "core/spc_ctx.h"
 
 struct scsitgt__session;
@@ -156,8 +157,9 @@ struct scsitgt__cmd {
 	/* The command family's own state between execution steps (see the union). */
 	union scsitgt__cmd_ctx ctx;
 
-	/* where this command and its buf came from (engine cache); buf is owned by cmd.c. */
-	struct scsitgt__cache *cache;
+	/* the shard (loop) this command runs on, its session's (core/shard.h): the command,
+	 * its ios and its buf come from the shard's cache; buf is owned by cmd.c. */
+	struct scsitgt__shard *shard;
 	uint32_t alloc_size; /* bytes of this object as allocated */
 	uint32_t buf_cap;    /* capacity of buf as allocated */
 
@@ -320,8 +322,12 @@ typedef void (*scsitgt__io_done_fn)(struct scsitgt__cmd *cmd, struct scsitgt_io 
 				    enum scsitgt__sense_reason reason);
 
 struct scsitgt_io {
-	struct scsitgt__mpsc_node tsq_node; /* for scsitgt_io_complete_threadsafe */
+	/* for scsitgt_io_complete_threadsafe(): a node of home's queue, or a message to a
+	 * worker shard's inbox (core/shard.c). */
+	struct scsitgt__msg tsq_msg;
 	struct scsitgt__cmd *cmd;
+	/* the command's shard: the io is submitted and completed on its loop. */
+	struct scsitgt__shard *shard;
 	struct scsitgt_lun *lun;
 	scsitgt__io_done_fn done;
 	enum scsitgt_io_type type;
@@ -374,7 +380,7 @@ enum scsitgt__io_tstate {
 /* Tell the backend about each io of an aborted command it still holds (backend.h abort()). */
 void scsitgt__io_abort_cmd(struct scsitgt__cmd *cmd);
 
-/* Drain the engine's thread-safe completion queue (engine.c calls it from its async). */
+/* Drain the home shard's thread-safe completion queue (engine.c calls it from its async). */
 void scsitgt__io_drain_threadsafe(struct scsitgt_engine *engine);
 
 #endif /* SCSITGT_CORE_CMD_H */

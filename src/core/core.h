@@ -54,21 +54,20 @@ struct scsitgt_engine {
 	void *userdata;
 	struct scsitgt__list targets;
 	struct scsitgt__list services;
-	/* Thread-safe io completions arrive here and are drained by tsq_async. */
-	struct scsitgt__mpsc tsq;
+	/* Wakes the home loop for the home shard's thread-safe io completions and deferred
+	 * items (core/shard.h) and for posted functions. */
 	uv_async_t tsq_async;
 	/* functions posted by scsitgt_engine_post() from any thread, run from tsq_async. */
 	struct scsitgt__mpsc posts;
-	/* struct scsitgt__deferred items, run from tsq_async. */
-	struct scsitgt__list deferred;
+	/* the loops' per-loop state (core/shard.h): shards[0] is home, shards[i + 1] worker i. */
+	struct scsitgt__shard *shards;
+	unsigned int nshards;
 	struct scsitgt__ext ext[SCSITGT__EXT_COUNT_];
 	bool destroying;
 	int destroy_phase;
 	unsigned int destroy_pending;
 	scsitgt_done_cb destroy_cb;
 	void *destroy_cb_arg;
-	/* free lists for commands, backend ios and data buffers (core/cache.h). */
-	struct scsitgt__cache *cache;
 	/* How long a TMF waits for aborted commands to leave their backends (core/tmf.c);
 	 * 0 means the default. */
 	uint32_t tmf_timeout_ms;
@@ -323,7 +322,8 @@ void scsitgt__assert_home(const struct scsitgt_engine *engine, const char *fn);
 /* engine.c */
 void scsitgt__engine_add_service(struct scsitgt_engine *engine, struct scsitgt__service *svc);
 void scsitgt__engine_remove_service(struct scsitgt_engine *engine, struct scsitgt__service *svc);
-/* Run d->fn(d) from the engine's loop soon (never from inside this call). */
+/* Run d->fn(d) from the engine's home loop soon (never from inside this call); the home
+ * shard's scsitgt__shard_defer(). */
 void scsitgt__engine_defer(struct scsitgt_engine *engine, struct scsitgt__deferred *d);
 struct scsitgt_target *scsitgt__engine_find_target(struct scsitgt_engine *engine, const char *name);
 

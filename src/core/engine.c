@@ -8,8 +8,9 @@
 #include "core/cache.h"
 #include "core/cmd.h"
 #include "core/core.h"
+#include "core/shard.h"
 
-/* Bytes the engine's free lists may hold (commands, backend ios, data buffers). */
+/* Bytes each shard's free lists may hold (commands, backend ios, data buffers). */
 #define ENGINE_CACHE_BYTES (32u * 1024u * 1024u)
 
 /* SCSITGT_NO_CACHE=1 turns the free lists off (every object from malloc, e.g. under Valgrind). */
@@ -86,37 +87,19 @@ static void engine_async_cb(uv_async_t *h)
 
 	scsitgt__io_drain_threadsafe(engine);
 	engine_run_posts(engine);
-	/* Run only what was queued before this pass; new items wake another pass. */
-	struct scsitgt__list batch;
-	scsitgt__list_init(&batch);
-	if (!scsitgt__list_empty(&engine->deferred)) {
-		batch.next = engine->deferred.next;
-		batch.prev = engine->deferred.prev;
-		batch.next->prev = &batch;
-		batch.prev->next = &batch;
-		scsitgt__list_init(&engine->deferred);
-	}
-	while (!scsitgt__list_empty(&batch)) {
-		struct scsitgt__list *n = batch.next;
-		struct scsitgt__deferred *d =
-			scsitgt__container_of(n, struct scsitgt__deferred, node);
-
-		scsitgt__list_remove(n);
-		d->fn(d);
-	}
+	scsitgt__shard_run_deferred(scsitgt__shard_home(engine));
 }
 
 void scsitgt__engine_defer(struct scsitgt_engine *engine, struct scsitgt__deferred *d)
 {
-	scsitgt__list_add_tail(&engine->deferred, &d->node);
-	uv_async_send(&engine->tsq_async);
+	scsitgt__shard_defer(scsitgt__shard_home(engine), d);
 }
 
 static void engine_failed_closed(uv_handle_t *h)
 {
 	struct scsitgt_engine *engine = h->data;
 
-	free(engine->cache);
+	scsitgt__shards_destroy(engine);
 	free(engine);
 }
 
@@ -164,25 +147,23 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 	engine = calloc(1, sizeof(*engine));
 	if (engine == NULL)
 		return -ENOMEM;
-	engine->cache = malloc(sizeof(*engine->cache));
-	if (engine->cache == NULL) {
-		free(engine);
-		return -ENOMEM;
-	}
-	scsitgt__cache_init(engine->cache, engine_cache_bytes());
 	engine->loop = loop;
+	/* Home's shard, and one per worker: their loops are bound once the workers run. */
+	rc = scsitgt__shards_create(engine, (unsigned int)o.workers, engine_cache_bytes());
+	if (rc < 0) {
+		free(engine);
+		return rc;
+	}
 	engine->home_thread = uv_thread_self();
 	engine->log.cb = o.log_cb;
 	engine->log.arg = o.log_arg;
 	engine->log.level = o.log_level;
 	scsitgt__list_init(&engine->targets);
 	scsitgt__list_init(&engine->services);
-	scsitgt__list_init(&engine->deferred);
-	scsitgt__mpsc_init(&engine->tsq);
 	scsitgt__mpsc_init(&engine->posts);
 	rc = uv_async_init(loop, &engine->tsq_async, engine_async_cb);
 	if (rc < 0) {
-		free(engine->cache);
+		scsitgt__shards_destroy(engine);
 		free(engine);
 		return rc;
 	}
@@ -194,6 +175,7 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 		uv_close((uv_handle_t *)&engine->tsq_async, engine_failed_closed);
 		return rc;
 	}
+	scsitgt__shards_bind_workers(engine);
 	*out = engine;
 	return 0;
 }
@@ -290,19 +272,13 @@ static void engine_closed(uv_handle_t *h)
 	/* Functions posted after the last async pass still run, before the callback. */
 	engine_run_posts(engine);
 	/* Items deferred after the last async pass (e.g. a backend's late close) still run. */
-	while (!scsitgt__list_empty(&engine->deferred)) {
-		struct scsitgt__list *n = engine->deferred.next;
-
-		scsitgt__list_remove(n);
-		scsitgt__container_of(n, struct scsitgt__deferred, node)
-			->fn(scsitgt__container_of(n, struct scsitgt__deferred, node));
-	}
+	while (!scsitgt__list_empty(&scsitgt__shard_home(engine)->deferred))
+		scsitgt__shard_run_deferred(scsitgt__shard_home(engine));
 	for (int i = 0; i < SCSITGT__EXT_COUNT_; i++)
 		if (engine->ext[i].destroy)
 			engine->ext[i].destroy(engine->ext[i].data);
 	/* Every command and io is gone: targets waited for their LUNs' ios. */
-	scsitgt__cache_fini(engine->cache);
-	free(engine->cache);
+	scsitgt__shards_destroy(engine);
 	free(engine);
 	if (cb)
 		cb(cb_arg, 0);

@@ -92,6 +92,9 @@ struct scsitgt__session {
 	uint16_t tpg_id;
 	const struct scsitgt__fabric_ops *ops;
 	void *fabric_ctx;
+	/* the shard (loop) the nexus lives on, its commands with it (core/shard.h); home
+	 * unless the fabric bound it elsewhere. */
+	struct scsitgt__shard *shard;
 	struct scsitgt__list cmds; /* every live command of this nexus */
 	unsigned int ncmds;
 	/* Unit attention queues of this nexus (core/ua.c), allocated on first use. */

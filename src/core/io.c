@@ -17,11 +17,12 @@ int scsitgt__io_submit(struct scsitgt__cmd *cmd, enum scsitgt_io_type type, uint
 	size_t cap;
 
 	/* Zeroed, the backend's context included, as the backend API promises. */
-	io = scsitgt__cache_zalloc(cmd->cache, sizeof(*io) + lun->ops.io_ctx_size, &cap);
+	io = scsitgt__cache_zalloc(&cmd->shard->cache, sizeof(*io) + lun->ops.io_ctx_size, &cap);
 	if (io == NULL)
 		return -ENOMEM;
 	io->alloc_size = (uint32_t)cap;
 	io->cmd = cmd;
+	io->shard = cmd->shard;
 	io->lun = lun;
 	io->done = done;
 	io->type = type;
@@ -114,7 +115,7 @@ static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
 		}
 	}
 	/* done may free the command (an aborted one); keep what the io's release needs. */
-	cache = cmd->cache;
+	cache = &io->shard->cache;
 	scsitgt__list_remove(&io->lun_node);
 	cmd->ios_inflight--;
 	if (reason == SCSITGT__SR_RAW)
@@ -183,7 +184,6 @@ SCSITGT_EXPORT void scsitgt_io_complete_sense(struct scsitgt_io *io, uint8_t key
 
 SCSITGT_EXPORT void scsitgt_io_complete_threadsafe(struct scsitgt_io *io, int status)
 {
-	struct scsitgt_engine *engine;
 	int lent = SCSITGT__IO_LENT;
 
 	/* an orphan (its engine gave up on it, and may be gone) is finished right here. */
@@ -191,14 +191,9 @@ SCSITGT_EXPORT void scsitgt_io_complete_threadsafe(struct scsitgt_io *io, int st
 		scsitgt__drain_io_orphan_done(io);
 		return;
 	}
-	/* A QUEUED io keeps its engine alive until drained; tsq_senders keeps it alive until
-	 * the wake-up below is sent, even if the loop drains the io before that. */
-	engine = io->lun->engine;
-	atomic_fetch_add(&engine->tsq_senders, 1);
+	/* A QUEUED io keeps its engine alive until drained; its shard's loop finishes it. */
 	io->status = status;
-	if (scsitgt__mpsc_push(&engine->tsq, &io->tsq_node))
-		uv_async_send(&engine->tsq_async);
-	atomic_fetch_sub(&engine->tsq_senders, 1);
+	scsitgt__shard_post_io(io->shard, io);
 }
 
 void scsitgt__io_abort_cmd(struct scsitgt__cmd *cmd)
@@ -222,10 +217,10 @@ void scsitgt__io_abort_cmd(struct scsitgt__cmd *cmd)
 
 void scsitgt__io_drain_threadsafe(struct scsitgt_engine *engine)
 {
-	struct scsitgt__mpsc_node *n = scsitgt__mpsc_take_all(&engine->tsq);
+	struct scsitgt__mpsc_node *n = scsitgt__mpsc_take_all(&scsitgt__shard_home(engine)->tsq);
 
 	while (n) {
-		struct scsitgt_io *io = scsitgt__container_of(n, struct scsitgt_io, tsq_node);
+		struct scsitgt_io *io = scsitgt__container_of(n, struct scsitgt_io, tsq_msg.node);
 
 		n = n->next;
 		scsitgt_io_complete(io, io->status);

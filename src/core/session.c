@@ -45,6 +45,7 @@ int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target
 	sess->lend_data_in = info->lend_data_in;
 	sess->ops = ops;
 	sess->fabric_ctx = fabric_ctx;
+	sess->shard = scsitgt__shard_home(tgt->engine);
 	scsitgt__list_init(&sess->cmds);
 	scsitgt__acl_session_attach(sess);
 	scsitgt__list_add_tail(&tgt->sessions, &sess->node);
@@ -73,6 +74,7 @@ struct scsitgt__session *scsitgt__session_create_internal(struct scsitgt_target 
 	if (sess == NULL)
 		return NULL;
 	sess->tgt = tgt;
+	sess->shard = scsitgt__shard_home(tgt->engine);
 	sess->ops = &internal_ops;
 	scsitgt__list_init(&sess->cmds);
 	return sess;

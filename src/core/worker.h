@@ -26,6 +26,7 @@
 
 struct scsitgt_engine;
 struct scsitgt__msg;
+struct scsitgt__shard;
 
 typedef void (*scsitgt__msg_fn)(struct scsitgt__msg *msg);
 
@@ -49,6 +50,8 @@ struct scsitgt__inbox {
 struct scsitgt__worker {
 	struct scsitgt_engine *engine;
 	unsigned int index;
+	/* the worker's shard (core/shard.h): engine->shards[index + 1]. */
+	struct scsitgt__shard *shard;
 	uv_thread_t thread;
 	bool started;
 	uv_loop_t loop;

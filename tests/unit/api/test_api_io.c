@@ -372,7 +372,7 @@ static void test_target_destroy_sync_session_no_luns(void **state)
 	assert_int_equal(d.calls, 0);
 	/* The engine's deferred-work list is intact: each item queued once, the head reached. */
 	{
-		const struct scsitgt__list *head = &h.engine->deferred, *n = head->next;
+		const struct scsitgt__list *head = &h.engine->shards[0].deferred, *n = head->next;
 		int count = 0;
 
 		while (n != head && count < 10) {
