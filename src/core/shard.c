@@ -8,8 +8,7 @@
 #include "core/core.h"
 #include "core/shard.h"
 
-int scsitgt__shards_create(struct scsitgt_engine *engine, unsigned int nworkers,
-			   size_t cache_bytes)
+int scsitgt__shards_create(struct scsitgt_engine *engine, unsigned int nworkers, size_t cache_bytes)
 {
 	unsigned int n = nworkers + 1;
 	size_t bytes = (size_t)n * sizeof(struct scsitgt__shard);
