@@ -24,8 +24,11 @@
 # Both sides use librbd with the same configuration on the same image: `rbd bench` is librbd's
 # own load generator (one process, io-threads = queue depth); ours is scsitgt-bench (libiscsi)
 # -> iSCSI over loopback -> minitarget -> librbd. The ratio is ours / rbd bench. The target's
-# CPU time per IO comes from /proc/PID/stat (scsitgt-bench --target-pid), the OSD's and
-# monitor's are not counted on either side. Everything shares this machine's cores.
+# CPU time per IO comes from /proc/PID/stat (scsitgt-bench --target-pid), the initiator's from
+# scsitgt-bench itself, rbd bench's from its rusage (less the CPU of a run of a single IO: its
+# connect, open and close), and the OSD's and monitor's from /proc/PID/stat over each side's run.
+# Everything shares this machine's cores, so the sum per side (client processes + OSD + monitor)
+# is what bounds each side's IOPS: table.md shows it and split.md each process.
 set -uo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -102,6 +105,30 @@ for ((i = 0; i < 300; i++)); do
 done
 URL=$(grep -o 'iscsi://[^[:space:]]*' "$OUT/minitarget.out" | head -n 1)
 [[ -n "$URL" ]] || die "minitarget printed no URL"
+OSD_PID=$(awk '$1 == "osd.0" { print $2 }' "$CEPH_DIR/pids")
+MON_PID=$(awk '$1 ~ /^mon\./ { print $2; exit }' "$CEPH_DIR/pids")
+[[ -n "$OSD_PID" && -n "$MON_PID" ]] || die "no osd.0 / mon pid in $CEPH_DIR/pids"
+TCK=$(getconf CLK_TCK)
+
+# CPU time (user + system) of a process in microseconds, from /proc/PID/stat.
+cpu_us() { awk -v t="$TCK" '{ sub(/^.*\) /, ""); printf "%d\n", ($12 + $13) * 1000000 / t }' "/proc/$1/stat"; }
+
+# rbd bench's own CPU time in microseconds, as its parent sees it (rusage of the child).
+TIMEFORMAT='%3U %3S'
+rbd_timed() { # out-file args...: run rbd bench, print its user+system CPU in us
+	local t
+	t=$({ time rbd bench "${@:2}" "$IMG" >"$1" 2>&1; } 2>&1) || return 1
+	awk '{ printf "%d\n", ($1 + $2) * 1000000 }' <<<"$t"
+}
+# What one rbd bench costs besides its IO (connect, open, close): the least of three runs of
+# a single 4 KiB IO, subtracted from every run's CPU.
+RBD_BASE_US=
+for i in 1 2 3; do
+	c=$(rbd_timed "$OUT/rbd-base.txt" --io-size 4K --io-threads 1 --io-type read \
+		--io-total 4K) || die "rbd bench of one IO failed: $(tail -3 "$OUT/rbd-base.txt")"
+	[[ -z "$RBD_BASE_US" || $c -lt $RBD_BASE_US ]] && RBD_BASE_US=$c
+done
+say "rbd bench startup+teardown: $RBD_BASE_US us of CPU (subtracted)"
 
 # test name -> "bs qd scsitgt-bench-rw rbd-io-type rbd-pattern"
 spec() {
@@ -114,28 +141,42 @@ spec() {
 	esac
 }
 
-# rbd bench ... -> "iops mibs" from its summary line "elapsed: S ops: N ops/sec: X bytes/sec: Y"
-# (Y carries a unit; MiB/s are computed from the IOPS and the IO size instead)
+# rbd bench ... -> "iops mibs rbd-us/io osd-us/io mon-us/io" from its summary line
+# "elapsed: S ops: N ops/sec: X bytes/sec: Y" (Y carries a unit; MiB/s are computed from the
+# IOPS and the IO size instead) and the CPU times around it
 rbd_run() { # bs qd type pattern total out bytes-per-io
-	rbd bench --io-size "$1" --io-threads "$2" --io-type "$3" --io-pattern "$4" \
-		--io-total "$5" "$IMG" >"$6" 2>&1 || return 1
-	awk -v bs="$7" '/^elapsed:/ { for (i = 1; i <= NF; i++) if ($i == "ops/sec:") o = $(i + 1) }
-		END { printf "%.1f %.2f\n", o, o * bs / 1048576 }' "$6"
+	local o0 m0 o1 m1 c
+	o0=$(cpu_us "$OSD_PID")
+	m0=$(cpu_us "$MON_PID")
+	c=$(rbd_timed "$6" --io-size "$1" --io-threads "$2" --io-type "$3" --io-pattern "$4" \
+		--io-total "$5") || return 1
+	o1=$(cpu_us "$OSD_PID")
+	m1=$(cpu_us "$MON_PID")
+	awk -v bs="$7" -v c=$((c - RBD_BASE_US)) -v o=$((o1 - o0)) -v m=$((m1 - m0)) \
+		'/^elapsed:/ { for (i = 1; i <= NF; i++) { if ($i == "ops/sec:") r = $(i + 1)
+				if ($i == "ops:") n = $(i + 1) } }
+		END { if (n < 1) n = 1; if (c < 0) c = 0
+			printf "%.1f %.2f %.1f %.1f %.1f\n", r, r * bs / 1048576, c / n, o / n, m / n }' "$6"
 }
 
 ours_run() { # bs qd rw out
 	"$BENCH" --url "$URL" --bs "$1" --qd "$2" --rw "$3" --seconds "$RUN_SECS" --ramp 0.5 \
-		--target-pid "$MT_PID" --json >"$4" 2>"$4.err" || return 1
+		--target-pid "$MT_PID" --cpu-pid "osd=$OSD_PID" --cpu-pid "mon=$MON_PID" --json \
+		>"$4" 2>"$4.err" || return 1
 	python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))
-c = r["target_cpu_us_per_io"]
-print("%.1f %.2f %s %d" % (r["iops"], r["mibs"], "-" if c is None else "%.1f" % c, r["errors"]))' "$4"
+f = lambda v: "-" if v is None else "%.1f" % v
+c = r["cpu_us_per_io"]
+print("%.1f %.2f %s %d %s %s %s" % (r["iops"], r["mibs"], f(r["target_cpu_us_per_io"]),
+      r["errors"], f(r["initiator_cpu_us_per_io"]), f(c.get("osd")), f(c.get("mon"))))' "$4"
 }
 
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "n/a" }'; }
 
-printf '| test | rbd bench IOPS | rbd bench MiB/s | target IOPS | target MiB/s | ratio | target CPU us/IO |\n' >"$OUT/table.md"
-printf '|---|---|---|---|---|---|---|\n' >>"$OUT/table.md"
+printf '| test | rbd bench IOPS | rbd bench MiB/s | target IOPS | target MiB/s | ratio | target CPU us/IO | CPU us/IO all processes: target side / rbd bench side |\n' >"$OUT/table.md"
+printf '|---|---|---|---|---|---|---|---|\n' >>"$OUT/table.md"
+printf '| test | target | initiator | OSD (target side) | mon (target side) | sum | rbd bench | OSD (rbd bench side) | mon (rbd bench side) | sum |\n' >"$OUT/split.md"
+printf '|---|---|---|---|---|---|---|---|---|---|\n' >>"$OUT/split.md"
 for t in $TESTS; do
 	read -r bs qd rw rtype rpat <<<"$(spec "$t")"
 	case $bs in
@@ -163,11 +204,24 @@ for t in $TESTS; do
 	oi=$(cut -d' ' -f1 "$OUT/$t.ours" | median)
 	om=$(cut -d' ' -f2 "$OUT/$t.ours" | median)
 	oc=$(cut -d' ' -f3 "$OUT/$t.ours" | median)
+	oinit=$(cut -d' ' -f5 "$OUT/$t.ours" | median)
+	oosd=$(cut -d' ' -f6 "$OUT/$t.ours" | median)
+	omon=$(cut -d' ' -f7 "$OUT/$t.ours" | median)
+	rc_=$(cut -d' ' -f3 "$OUT/$t.rbd" | median)
+	rosd=$(cut -d' ' -f4 "$OUT/$t.rbd" | median)
+	rmon=$(cut -d' ' -f5 "$OUT/$t.rbd" | median)
+	osum=$(awk -v a="$oc" -v b="$oinit" -v c="$oosd" -v d="$omon" 'BEGIN { printf "%.1f", a + b + c + d }')
+	rsum=$(awk -v a="$rc_" -v c="$rosd" -v d="$rmon" 'BEGIN { printf "%.1f", a + c + d }')
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$t" "$oc" "$oinit" "$oosd" \
+		"$omon" "$osum" "$rc_" "$rosd" "$rmon" "$rsum" >>"$OUT/split.md"
 	errs=$(awk '{ s += $4 } END { print s + 0 }' "$OUT/$t.ours")
 	[[ "$errs" -eq 0 ]] || say "$t: $errs failed commands on our side"
 	ratio=$(awk -v a="$oi" -v b="$ri" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
-	printf '| %s | %s | %s | %s | %s | %sx | %s |\n' "$t" "$ri" "$rm_" "$oi" "$om" "$ratio" "$oc" \
-		>>"$OUT/table.md"
+	printf '| %s | %s | %s | %s | %s | %sx | %s | %s / %s |\n' "$t" "$ri" "$rm_" "$oi" "$om" \
+		"$ratio" "$oc" "$osum" "$rsum" >>"$OUT/table.md"
 done
 cat "$OUT/table.md"
+echo
+echo "CPU us per IO of each process (medians; sums of the medians):"
+cat "$OUT/split.md"
 say "raw results in $OUT"

@@ -5,7 +5,8 @@
  *
  *   scsitgt-bench --url iscsi://HOST[:PORT]/IQN/LUN [--url ...] [--sessions N]
  *                 [--bs SIZE] [--qd N] [--rw read|write|randread|randwrite|mix] [--mix PCT]
- *                 [--seconds S] [--ramp S] [--size BYTES] [--target-pid PID] [--json]
+ *                 [--seconds S] [--ramp S] [--size BYTES] [--target-pid PID]
+ *                 [--cpu-pid NAME=PID]... [--json]
  *
  * Each URL (or each of the N copies of one URL) is one session with its own TCP connection,
  * driven from one poll() loop. Every session keeps --qd commands in flight: READ(16) or
@@ -38,6 +39,7 @@
 #define INITIATOR_NAME "iqn.2026-11.org.libscsitgt:bench"
 #define NEG_KEYS 8
 #define NEG_VAL_LEN 32
+#define MAX_CPU_PIDS 8
 
 /*
  * Log-linear histogram of nanoseconds: values below 2 * HIST_SUB are exact; above, each power
@@ -107,6 +109,10 @@ struct opts {
 	double ramp;
 	uint64_t size;
 	long target_pid;
+	/* --cpu-pid NAME=PID: more processes whose CPU time per IO is reported (an OSD...). */
+	const char *cpu_names[MAX_CPU_PIDS];
+	long cpu_pids[MAX_CPU_PIDS];
+	int ncpu_pids;
 	bool json;
 	bool fill;
 };
@@ -314,6 +320,24 @@ static uint64_t self_cpu_us(void)
 	       (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
 }
 
+/* CPU times at one instant: this process, the target and the --cpu-pid processes. */
+struct cpu_snap {
+	uint64_t own;
+	uint64_t tgt;
+	bool have_tgt;
+	uint64_t other[MAX_CPU_PIDS];
+	bool have_other[MAX_CPU_PIDS];
+};
+
+static void cpu_snap_take(struct cpu_snap *c)
+{
+	c->own = self_cpu_us();
+	c->have_tgt = g.o.target_pid && proc_cpu_us(g.o.target_pid, &c->tgt) == 0;
+	for (int i = 0; i < g.o.ncpu_pids; i++) {
+		c->have_other[i] = proc_cpu_us(g.o.cpu_pids[i], &c->other[i]) == 0;
+	}
+}
+
 static bool is_read(enum rw_mode rw)
 {
 	switch (rw) {
@@ -449,7 +473,7 @@ static void usage(FILE *f)
 		"usage: scsitgt-bench --url iscsi://HOST[:PORT]/IQN/LUN [--url ...] [--sessions N]\n"
 		"                     [--bs SIZE] [--qd N] [--rw read|write|randread|randwrite|mix]\n"
 		"                     [--mix READ_PCT] [--seconds S] [--ramp S] [--size BYTES]\n"
-		"                     [--target-pid PID] [--json] [--fill]\n"
+		"                     [--target-pid PID] [--cpu-pid NAME=PID]... [--json] [--fill]\n"
 		"  --url URL        a LUN to drive; repeat for several sessions\n"
 		"  --sessions N     open N sessions to the (single) URL (default 1)\n"
 		"  --bs SIZE        bytes per command, K/M suffixes (default 4k)\n"
@@ -460,6 +484,8 @@ static void usage(FILE *f)
 		"  --ramp S         unmeasured warm-up before it (default 1)\n"
 		"  --size BYTES     use only the first BYTES of each LUN (default: all of it)\n"
 		"  --target-pid PID report that process's CPU time per IO (from /proc/PID/stat)\n"
+		"  --cpu-pid NAME=PID  the same for another process, reported under NAME\n"
+		"                   (repeatable, up to 8: the OSD, the monitor...)\n"
 		"  --json           one JSON object on stdout instead of text\n"
 		"  --fill           write the whole range (or --size) once, sequentially, then stop;\n"
 		"                   preconditions sparse or lazily allocated LUNs before reads\n");
@@ -478,6 +504,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "ramp", required_argument, NULL, 'R' },
 		{ "size", required_argument, NULL, 's' },
 		{ "target-pid", required_argument, NULL, 'p' },
+		{ "cpu-pid", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "fill", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
@@ -576,6 +603,21 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -EINVAL;
 			}
 			break;
+		case 'c': {
+			char *eq = strchr(optarg, '=');
+			long pid;
+
+			pid = eq ? strtol(eq + 1, &end, 10) : 0;
+			if (eq == NULL || eq == optarg || *end || pid <= 0 ||
+			    o->ncpu_pids == MAX_CPU_PIDS) {
+				fprintf(stderr, "scsitgt-bench: bad --cpu-pid '%s'\n", optarg);
+				return -EINVAL;
+			}
+			*eq = '\0';
+			o->cpu_names[o->ncpu_pids] = optarg;
+			o->cpu_pids[o->ncpu_pids++] = pid;
+			break;
+		}
 		case 'j':
 			o->json = true;
 			break;
@@ -756,8 +798,20 @@ static const char *rw_name(enum rw_mode rw)
 	return names[rw];
 }
 
-static void report(double secs, uint64_t tgt_cpu_us, bool have_tgt_cpu, uint64_t own_cpu_us)
+/* CPU microseconds per IO of process @i of --cpu-pid between @c0 and @c1, or -1. */
+static double other_us_io(const struct cpu_snap *c0, const struct cpu_snap *c1, int i)
 {
+	if (!c0->have_other[i] || !c1->have_other[i] || g.ios == 0) {
+		return -1;
+	}
+	return (double)(c1->other[i] - c0->other[i]) / (double)g.ios;
+}
+
+static void report(double secs, const struct cpu_snap *c0, const struct cpu_snap *c1)
+{
+	bool have_tgt_cpu = c0->have_tgt && c1->have_tgt;
+	uint64_t tgt_cpu_us = have_tgt_cpu ? c1->tgt - c0->tgt : 0;
+	uint64_t own_cpu_us = c1->own - c0->own;
 	double iops = secs > 0 ? (double)g.ios / secs : 0;
 	double mibs = secs > 0 ? (double)g.bytes / secs / 1048576.0 : 0;
 	double tgt_us_io = have_tgt_cpu && g.ios ? (double)tgt_cpu_us / (double)g.ios : -1;
@@ -782,6 +836,18 @@ static void report(double secs, uint64_t tgt_cpu_us, bool have_tgt_cpu, uint64_t
 			printf("\"target_cpu_us_per_io\":null,");
 		}
 		printf("\"initiator_cpu_us_per_io\":%.2f,", own_us_io);
+		printf("\"cpu_us_per_io\":{");
+		for (int i = 0; i < g.o.ncpu_pids; i++) {
+			double v = other_us_io(c0, c1, i);
+
+			printf("%s\"%s\":", i ? "," : "", g.o.cpu_names[i]);
+			if (v >= 0) {
+				printf("%.2f", v);
+			} else {
+				printf("null");
+			}
+		}
+		printf("},");
 		printf("\"negotiated\":{");
 		for (int i = 0, first = 1; i < NEG_KEYS; i++) {
 			if (g.keys[i][0]) {
@@ -814,6 +880,14 @@ static void report(double secs, uint64_t tgt_cpu_us, bool have_tgt_cpu, uint64_t
 		       g.o.target_pid, secs > 0 ? (double)tgt_cpu_us / secs / 1e4 : 0);
 	}
 	printf("  bench CPU  %.2f us/IO (this initiator, same machine)\n", own_us_io);
+	for (int i = 0; i < g.o.ncpu_pids; i++) {
+		double v = other_us_io(c0, c1, i);
+
+		if (v >= 0) {
+			printf("  %s CPU %.2f us/IO (pid %ld)\n", g.o.cpu_names[i], v,
+			       g.o.cpu_pids[i]);
+		}
+	}
 	printf("  target's login reply:");
 	for (int i = 0; i < NEG_KEYS; i++) {
 		if (g.keys[i][0]) {
@@ -826,8 +900,8 @@ static void report(double secs, uint64_t tgt_cpu_us, bool have_tgt_cpu, uint64_t
 int main(int argc, char **argv)
 {
 	uint64_t t_start, t_meas = 0, t_end = 0, t_deadline;
-	uint64_t cpu0 = 0, cpu1 = 0, own0 = 0, own1 = 0;
-	bool have_cpu = false, ok = true;
+	struct cpu_snap c0 = { 0 }, c1 = { 0 };
+	bool ok = true;
 	int n;
 
 	if (parse_args(argc, argv, &g.o) < 0) {
@@ -872,8 +946,7 @@ int main(int argc, char **argv)
 	g.phase = g.o.ramp > 0 ? PHASE_RAMP : PHASE_MEASURE;
 	if (g.phase == PHASE_MEASURE) {
 		t_meas = t_start;
-		have_cpu = g.o.target_pid && proc_cpu_us(g.o.target_pid, &cpu0) == 0;
-		own0 = self_cpu_us();
+		cpu_snap_take(&c0);
 	}
 	for (int i = 0; i < g.nsess; i++) {
 		for (int q = 0; q < g.o.qd; q++) {
@@ -900,32 +973,26 @@ int main(int argc, char **argv)
 			if (busy == 0) {
 				g.phase = PHASE_DRAIN;
 				t_end = t;
-				if (have_cpu) {
-					have_cpu = proc_cpu_us(g.o.target_pid, &cpu1) == 0;
-				}
-				own1 = self_cpu_us();
+				cpu_snap_take(&c1);
 				continue;
 			}
 		}
 		if (g.phase == PHASE_RAMP && t - t_start >= (uint64_t)(g.o.ramp * 1e9)) {
 			g.phase = PHASE_MEASURE;
 			t_meas = t;
-			have_cpu = g.o.target_pid && proc_cpu_us(g.o.target_pid, &cpu0) == 0;
-			own0 = self_cpu_us();
+			cpu_snap_take(&c0);
 		} else if (g.phase == PHASE_MEASURE &&
 			   t - t_meas >= (uint64_t)(g.o.seconds * 1e9)) {
 			g.phase = PHASE_DRAIN;
 			t_end = t;
-			if (have_cpu) {
-				have_cpu = proc_cpu_us(g.o.target_pid, &cpu1) == 0;
-			}
-			own1 = self_cpu_us();
+			cpu_snap_take(&c1);
 		}
 	}
 	if (t_end == 0) {
 		t_end = now_ns();
-		own1 = self_cpu_us();
-		have_cpu = false;
+		cpu_snap_take(&c1);
+		c1.have_tgt = false;
+		memset(c1.have_other, 0, sizeof(c1.have_other));
 	}
 	/* Let the commands in flight finish (they are not counted) before logging out. */
 	t_deadline = now_ns() + 10000000000ull;
@@ -943,7 +1010,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (t_meas) {
-		report((double)(t_end - t_meas) / 1e9, cpu1 - cpu0, have_cpu, own1 - own0);
+		report((double)(t_end - t_meas) / 1e9, &c0, &c1);
 	}
 out:
 	for (int i = 0; i < g.nsess; i++) {
