@@ -2,7 +2,8 @@
 /*
  * core-bench: the core's command path alone, with no sockets and no transport.
  *
- *   core-bench [--seconds S] [--op read|write] [--bs BYTES] [--copy] [--json]
+ *   core-bench [--seconds S] [--op read|write] [--bs BYTES] [--copy] [--pr keys|reserved]
+ *              [--json]
  *
  * One engine on a private uv loop, one target with a null LUN, one I_T nexus created through
  * the internal fabric interface (core/fabric.h). A trivial fabric runs READ(10) (or WRITE(10))
@@ -11,7 +12,10 @@
  * lends (scsitgt_io_lend_data(): the null backend's zero region); --copy makes it a fabric
  * that needs the data in the command's buffer (iSER, SRP), so the null backend zeroes it.
  * It prints commands per second, nanoseconds per command (wall and this thread's CPU time)
- * and heap allocations per command.
+ * and heap allocations per command. --pr keys registers a reservation key for the nexus
+ * before the run (registered keys, no reservation: issue 18 wants that to cost at most 10%
+ * more per command than a plain LUN); --pr reserved also takes a Write Exclusive - All
+ * Registrants reservation, which the nexus holds (the reservation check's slow path).
  *
  * Allocations are counted by wrapping malloc, calloc, realloc, posix_memalign, aligned_alloc
  * and free at link time (-Wl,--wrap=...): this binary links the library's static archive, so
@@ -117,6 +121,9 @@ struct bench {
 	uint64_t errors;
 	unsigned int ua_seen; /* UNIT ATTENTIONs passed over at the start */
 	uint64_t t_end;
+	/* bench_setup_cmd() runs a command of the setup: its status, nothing else. */
+	bool setup_cmd;
+	uint8_t setup_status;
 };
 
 static uint64_t now_ns(void)
@@ -152,6 +159,12 @@ static void bench_cmd_done(struct scsitgt__cmd *cmd)
 {
 	struct bench *b = cmd->sess->fabric_ctx;
 
+	if (b->setup_cmd) {
+		b->setup_status = cmd->status;
+		b->inflight--;
+		scsitgt__cmd_destroy(cmd);
+		return;
+	}
 	if (cmd->status == SAM_STAT_CHECK_CONDITION && sense_key(cmd) == 0x06 && b->ua_seen < 8) {
 		/* A new nexus first sees its UNIT ATTENTIONs (SAM-5 §5.14, POWER ON ...). */
 		b->ua_seen++;
@@ -246,6 +259,50 @@ static void run_submits(struct bench *b)
 	} while (b->want_next);
 }
 
+/* Run one command of the setup (not measured) to its end; its status, or -1. */
+static int bench_setup_cmd(struct bench *b, const uint8_t *cdb, size_t cdb_len, const uint8_t *dout,
+			   size_t dout_len)
+{
+	struct scsitgt__cmd *cmd;
+
+	if (scsitgt__cmd_create(&cmd, b->sess, 0) < 0)
+		return -1;
+	b->setup_cmd = true;
+	b->setup_status = 0xff;
+	b->inflight++;
+	scsitgt__cmd_setup(cmd, b->lun, cdb, cdb_len, 0, 0);
+	if (cmd->state == SCSITGT__CMD_NEED_DATA)
+		memcpy(cmd->buf, dout, dout_len < cmd->xfer_len ? dout_len : cmd->xfer_len);
+	scsitgt__cmd_execute(cmd);
+	while (b->inflight)
+		uv_run(&b->loop, UV_RUN_ONCE);
+	b->setup_cmd = false;
+	return b->setup_status;
+}
+
+/* --pr: register key 1 for the nexus (SPC-5 §6.17.2 REGISTER), and with @reserve take a
+ * Write Exclusive - All Registrants reservation (RESERVE type 7h). 0 or -1. */
+static int bench_pr_setup(struct bench *b, bool reserve)
+{
+	uint8_t tur[6] = { 0 }, cdb[10] = { 0 }, param[24] = { 0 };
+
+	/* the nexus's first command meets POWER ON (SAM-5 §5.14) */
+	bench_setup_cmd(b, tur, sizeof(tur), NULL, 0);
+	cdb[0] = SPC_PERSISTENT_RESERVE_OUT;
+	cdb[1] = PR_OUT_REGISTER;
+	put_be32(&cdb[5], sizeof(param));
+	put_be64(&param[8], 1);
+	if (bench_setup_cmd(b, cdb, sizeof(cdb), param, sizeof(param)) != SAM_STAT_GOOD)
+		return -1;
+	if (!reserve)
+		return 0;
+	cdb[1] = PR_OUT_RESERVE;
+	cdb[2] = PR_TYPE_WE_AR;
+	memset(param, 0, sizeof(param));
+	put_be64(&param[0], 1);
+	return bench_setup_cmd(b, cdb, sizeof(cdb), param, sizeof(param)) == SAM_STAT_GOOD ? 0 : -1;
+}
+
 static void engine_gone(void *arg, int status)
 {
 	(void)status;
@@ -329,28 +386,28 @@ static void bench_teardown(struct bench *b)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: core-bench [--seconds S] [--op read|write] [--bs BYTES] [--copy] [--json]\n"
-		"  runs READ(10)/WRITE(10) of BYTES (default 4096) on a null LUN back to back;\n"
-		"  --copy: READ data is zeroed into the command's buffer instead of lent\n");
+	fprintf(f, "usage: core-bench [--seconds S] [--op read|write] [--bs BYTES] [--copy]\n"
+		   "                  [--pr keys|reserved] [--json]\n"
+		   "  runs READ(10)/WRITE(10) of BYTES (default 4096) on a null LUN back to back;\n"
+		   "  --copy: READ data is zeroed into the command's buffer instead of lent;\n"
+		   "  --pr keys: the nexus has a registered reservation key (no reservation);\n"
+		   "  --pr reserved: and holds a Write Exclusive - All Registrants reservation\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "seconds", required_argument, NULL, 't' },
-		{ "op", required_argument, NULL, 'o' },
-		{ "bs", required_argument, NULL, 'b' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "copy", no_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "seconds", required_argument, NULL, 't' }, { "op", required_argument, NULL, 'o' },
+		{ "bs", required_argument, NULL, 'b' },	     { "json", no_argument, NULL, 'j' },
+		{ "copy", no_argument, NULL, 'c' },	     { "pr", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },	     { NULL, 0, NULL, 0 },
 	};
 	static struct bench b;
 	double seconds = 5, secs, cps, ns_per, cpu_ns_per, allocs_per, frees_per;
 	unsigned long bs = 4096;
 	uint64_t t0, t1, c0, c1, a0, f0, a1, f1;
 	bool json = false;
+	int pr = 0; /* 1: keys, 2: reserved */
 	char *end;
 	int c, rc;
 
@@ -388,6 +445,16 @@ int main(int argc, char **argv)
 		case 'c':
 			b.copy = true;
 			break;
+		case 'p':
+			if (strcmp(optarg, "keys") == 0) {
+				pr = 1;
+			} else if (strcmp(optarg, "reserved") == 0) {
+				pr = 2;
+			} else {
+				fprintf(stderr, "core-bench: bad --pr '%s'\n", optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -403,6 +470,12 @@ int main(int argc, char **argv)
 	rc = bench_setup(&b);
 	if (rc < 0) {
 		fprintf(stderr, "core-bench: setup failed: %s\n", scsitgt_strerror(rc));
+		bench_teardown(&b);
+		return 1;
+	}
+	if (pr && bench_pr_setup(&b, pr == 2) < 0) {
+		fprintf(stderr, "core-bench: PERSISTENT RESERVE OUT failed (status 0x%02x)\n",
+			b.setup_status);
 		bench_teardown(&b);
 		return 1;
 	}
@@ -442,15 +515,22 @@ int main(int argc, char **argv)
 	allocs_per = b.done ? (double)(a1 - a0) / (double)b.done : 0;
 	frees_per = b.done ? (double)(f1 - f0) / (double)b.done : 0;
 	if (json) {
-		printf("{\"op\":\"%s\",\"bs\":%lu,\"seconds\":%.3f,\"commands\":%" PRIu64
+		printf("{\"op\":\"%s\",\"pr\":\"%s\",\"bs\":%lu,\"seconds\":%.3f,\"commands\":%" PRIu64
 		       ",\"commands_per_s\":%.0f,\"ns_per_command\":%.1f,"
 		       "\"cpu_ns_per_command\":%.1f,\"allocs_per_command\":%.2f,"
 		       "\"frees_per_command\":%.2f,\"errors\":%" PRIu64 "}\n",
-		       b.write ? "write" : "read", bs, secs, b.done, cps, ns_per, cpu_ns_per,
-		       allocs_per, frees_per, b.errors);
+		       b.write ? "write" : "read",
+		       pr == 2 ? "reserved" :
+		       pr == 1 ? "keys" :
+				 "none",
+		       bs, secs, b.done, cps, ns_per, cpu_ns_per, allocs_per, frees_per, b.errors);
 	} else {
-		printf("core-bench: %s(10) %lu bytes, null LUN, one thread, %.2f s\n",
-		       b.write ? "WRITE" : "READ", bs, secs);
+		printf("core-bench: %s(10) %lu bytes, null LUN%s, one thread, %.2f s\n",
+		       b.write ? "WRITE" : "READ", bs,
+		       pr == 2 ? " (reserved)" :
+		       pr == 1 ? " (registered key)" :
+				 "",
+		       secs);
 		printf("  commands      %" PRIu64 " (errors %" PRIu64 ")\n", b.done, b.errors);
 		printf("  commands/s    %.0f\n", cps);
 		printf("  ns/command    %.1f wall, %.1f CPU (this thread)\n", ns_per, cpu_ns_per);

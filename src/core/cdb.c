@@ -859,6 +859,8 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 	if (cmd->cdb_len < row->cdb_len)
 		return SCSITGT__SR_INVALID_OPCODE;
 	cmd->exec = row->exec;
+	/* the LUN's armed slow paths, loaded once for every step below (core.h). */
+	cmd->xflags = cmd->lun ? scsitgt__lun_xflags(cmd->lun) : 0;
 	/* SAM-5 §5.14, SPC-5 §5.13: unit attentions, then reservations; the
 	 * UA step may replace cmd->exec (REQUEST SENSE reports the condition). */
 	r = scsitgt__ua_check(cmd);

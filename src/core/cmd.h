@@ -115,6 +115,8 @@ struct scsitgt__cmd {
 	struct scsitgt__session *sess;
 	struct scsitgt__list sess_node;
 	struct scsitgt_lun *lun; /* NULL when the addressed LUN does not exist */
+	/* lun->xflags as parse loaded it (SCSITGT__LUN_XF_*: the slow paths armed then). */
+	uint32_t xflags;
 	uint64_t lun_id;
 	uint64_t tag;
 	enum scsitgt__cmd_state state;

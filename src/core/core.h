@@ -6,6 +6,7 @@
 #ifndef SCSITGT_CORE_CORE_H
 #define SCSITGT_CORE_CORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -195,6 +196,18 @@ struct scsitgt__lun_designators {
 	uint8_t uuid[16];
 };
 
+/*
+ * The slow paths of a LUN that are armed (lun->xflags): each bit says that some rare state
+ * shared by the LUN's loops exists, so that a command which finds its bit clear skips the
+ * state (and its lock) entirely (docs/threading.md, "Per-LUN state across shards").
+ *   RESERVED  a persistent reservation or an SPC-2 reservation is held: the reservation
+ *             conflict check of every command reads lun->pr under lun->xlock. Registered
+ *             keys without a reservation leave it clear, as does a LUN without any.
+ */
+enum {
+	SCSITGT__LUN_XF_RESERVED = 1u << 0,
+};
+
 struct scsitgt_lun {
 	struct scsitgt_target *tgt;
 	uint64_t id;
@@ -235,8 +248,18 @@ struct scsitgt_lun {
 	unsigned int inflight;
 	/* LBA range lock of COMPARE AND WRITE, ORWRITE, WRITE ATOMIC (range_lock.h). */
 	struct scsitgt__range_lock rlock;
-	/* Reservations (SPC-2 and persistent, core/pr.c), allocated on first use. */
+	/* Reservations (SPC-2 and persistent, core/pr.c), allocated on first use; under xlock. */
 	struct scsitgt__pr *pr;
+	/*
+	 * State several loops share (issue 18): xlock, a short mutex, guards the rare
+	 * cross-shard state (the reservations of lun->pr); xflags (SCSITGT__LUN_XF_*) says which
+	 * of it exists. A command loads xflags once, with acquire, at parse
+	 * (scsitgt__lun_xflags()); writers change a bit under xlock, after the state it
+	 * announces (scsitgt__lun_xflags_set()). Nothing under xlock calls a fabric, a
+	 * backend or another LUN.
+	 */
+	uv_mutex_t xlock;
+	_Atomic uint32_t xflags;
 	/* SANITIZE state (SBC-4 §4.33, sbc_sanitize.c): in progress (progress in 1/65536ths for
 	 * REQUEST SENSE), or failed until a successful SANITIZE or EXIT FAILURE MODE; AUSE of the
 	 * failed command. */
@@ -350,6 +373,14 @@ struct scsitgt__session;
 void scsitgt__acl_session_attach(struct scsitgt__session *sess);
 
 /* lun.c */
+/* The armed slow paths of @lun (SCSITGT__LUN_XF_*); acquire: the state they announce is
+ * visible once under lun->xlock. */
+static inline uint32_t scsitgt__lun_xflags(const struct scsitgt_lun *lun)
+{
+	return atomic_load_explicit(&lun->xflags, memory_order_acquire);
+}
+/* Set (@on) or clear the bits @mask of lun->xflags. Under lun->xlock. */
+void scsitgt__lun_xflags_set(struct scsitgt_lun *lun, uint32_t mask, bool on);
 bool scsitgt__lun_supports(const struct scsitgt_lun *lun, enum scsitgt_io_type type);
 /* lun_limits.c: settle a LUN's designators (before open) and its Block Limits (after open,
  * with the geometry and flags final) from its options; -EINVAL for contradictory values. */

@@ -97,8 +97,15 @@ struct scsitgt__session {
 	struct scsitgt__shard *shard;
 	struct scsitgt__list cmds; /* every live command of this nexus */
 	unsigned int ncmds;
-	/* Unit attention queues of this nexus (core/ua.c), allocated on first use. */
-	struct scsitgt__ua_sess *ua;
+	/*
+	 * Unit attention queues of this nexus (core/ua.c), allocated on first use. Other loops
+	 * raise conditions here (a reservation change, a reset, MODE SELECT on another nexus:
+	 * issue 18), so the queues are under ua_lock; ua_pending counts the queued conditions,
+	 * and the check every command makes is one relaxed load of it while it is zero.
+	 */
+	_Atomic(struct scsitgt__ua_sess *) ua;
+	uv_mutex_t ua_lock;
+	_Atomic unsigned int ua_pending;
 	/* No POWER ON on first access and no REPORTED LUNS DATA HAS CHANGED (in-process test
 	 * fabrics, which build their LUNs after the nexus). */
 	bool ua_no_power_on;

@@ -88,6 +88,10 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	lun = calloc(1, sizeof(*lun));
 	if (lun == NULL)
 		return -ENOMEM;
+	if (uv_mutex_init(&lun->xlock) != 0) {
+		free(lun);
+		return -ENOMEM;
+	}
 	ops_size = o.backend->size < sizeof(lun->ops) ? o.backend->size : sizeof(lun->ops);
 	memcpy(&lun->ops, o.backend, ops_size);
 	lun->ops.size = sizeof(lun->ops);
@@ -167,8 +171,18 @@ fail_close:
 		     "LUN %llu: refused after the backend opened (%s); the caller closes it",
 		     (unsigned long long)o.id, scsitgt_strerror(rc));
 fail:
+	uv_mutex_destroy(&lun->xlock);
 	free(lun);
 	return rc;
+}
+
+void scsitgt__lun_xflags_set(struct scsitgt_lun *lun, uint32_t mask, bool on)
+{
+	/* release: a command that sees the bit sees the state it announces (under xlock). */
+	if (on)
+		atomic_fetch_or_explicit(&lun->xflags, mask, memory_order_release);
+	else
+		atomic_fetch_and_explicit(&lun->xflags, ~mask, memory_order_release);
 }
 
 bool scsitgt__lun_supports(const struct scsitgt_lun *lun, enum scsitgt_io_type type)
@@ -189,6 +203,7 @@ static void lun_free(struct scsitgt__deferred *d)
 	scsitgt__selftest_free(lun);
 	scsitgt__session_destroy_internal(lun->bg_sess);
 	free(lun->medium.prevent_by);
+	uv_mutex_destroy(&lun->xlock);
 	free(lun);
 	if (cb)
 		cb(cb_arg, 0);

@@ -109,19 +109,22 @@ static bool r2_mine(const struct scsitgt__pr *pr, const struct scsitgt__session 
 	       strcasecmp(pr->r2_iport, sess->initiator_port) == 0;
 }
 
-enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
+void scsitgt__pr_sync_xflags(struct scsitgt_lun *lun)
+{
+	const struct scsitgt__pr *pr = lun->pr;
+
+	scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_RESERVED, pr && (pr->held || pr->r2_held));
+}
+
+/* The conflict check of a command of class @cls against @pr. Under xlock. */
+static enum scsitgt__sense_reason pr_check_locked(const struct scsitgt__cmd *cmd,
+						  const struct scsitgt__pr *pr, uint8_t cls)
 {
 	const struct scsitgt__cdb_def *row = cmd->def;
-	struct scsitgt__pr *pr = cmd->lun ? cmd->lun->pr : NULL;
 	const struct scsitgt__pr_reg *reg;
-	uint8_t cls;
 
-	if (pr == NULL || row == NULL)
+	if (pr == NULL)
 		return SCSITGT__SR_OK;
-	cls = row->pr;
-	if (cls == SCSITGT__PR_DEFAULT)
-		cls = (row->flags & SCSITGT__CDB_F_WRITE) ? SCSITGT__PR_WRITE : SCSITGT__PR_READ;
-
 	/* SPC-2 §5.5.1: under another nexus's RESERVE only the commands that need no logical
 	 * unit (INQUIRY, REPORT LUNS, REQUEST SENSE) and RELEASE (a no-op) get through. */
 	if (pr->r2_held && !r2_mine(pr, cmd->sess) && cls != SCSITGT__PR_RELEASE &&
@@ -152,15 +155,45 @@ enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
 	}
 }
 
+enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
+{
+	const struct scsitgt__cdb_def *row = cmd->def;
+	struct scsitgt_lun *lun = cmd->lun;
+	enum scsitgt__sense_reason r;
+	uint8_t cls;
+
+	if (lun == NULL || row == NULL)
+		return SCSITGT__SR_OK;
+	cls = row->pr;
+	if (cls == SCSITGT__PR_DEFAULT)
+		cls = (row->flags & SCSITGT__CDB_F_WRITE) ? SCSITGT__PR_WRITE : SCSITGT__PR_READ;
+	/*
+	 * Without a reservation (SCSITGT__LUN_XF_RESERVED clear when parse loaded the flags)
+	 * nothing conflicts but RESERVE and RELEASE, which registrations refuse: every other
+	 * command passes without the lock, also on a LUN with registered keys (issue 18).
+	 */
+	if (!(cmd->xflags & SCSITGT__LUN_XF_RESERVED) && cls != SCSITGT__PR_RESERVE &&
+	    cls != SCSITGT__PR_RELEASE)
+		return SCSITGT__SR_OK;
+	uv_mutex_lock(&lun->xlock);
+	r = pr_check_locked(cmd, lun->pr, cls);
+	uv_mutex_unlock(&lun->xlock);
+	return r;
+}
+
 void scsitgt__pr_session_gone(struct scsitgt__session *sess)
 {
 	struct scsitgt_target *tgt = sess->tgt;
 
 	for (size_t i = 0; i < tgt->nluns; i++) {
-		struct scsitgt__pr *pr = tgt->luns[i]->pr;
+		struct scsitgt_lun *lun = tgt->luns[i];
 
-		if (pr && r2_mine(pr, sess))
-			pr->r2_held = false;
+		uv_mutex_lock(&lun->xlock);
+		if (lun->pr && r2_mine(lun->pr, sess)) {
+			lun->pr->r2_held = false;
+			scsitgt__pr_sync_xflags(lun);
+		}
+		uv_mutex_unlock(&lun->xlock);
 	}
 	/* SPC-5 §6.15: the lost nexus's medium removal prevention ends (sbc.c). */
 	scsitgt__sbc_prevent_session_gone(sess);
@@ -168,8 +201,12 @@ void scsitgt__pr_session_gone(struct scsitgt__session *sess)
 
 void scsitgt__pr_reset(struct scsitgt_lun *lun)
 {
-	if (lun->pr)
+	uv_mutex_lock(&lun->xlock);
+	if (lun->pr) {
 		lun->pr->r2_held = false;
+		scsitgt__pr_sync_xflags(lun);
+	}
+	uv_mutex_unlock(&lun->xlock);
 }
 
 /*
@@ -184,25 +221,37 @@ enum scsitgt__sense_reason scsitgt__pr_parse_reserve(struct scsitgt__cmd *cmd)
 
 void scsitgt__pr_reserve(struct scsitgt__cmd *cmd)
 {
-	struct scsitgt__pr *pr = scsitgt__pr_get(cmd->lun);
+	struct scsitgt_lun *lun = cmd->lun;
+	enum scsitgt__sense_reason r;
+	struct scsitgt__pr *pr;
 
-	if (pr == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT__SR_INSUFFICIENT_REG_RESOURCES);
-		return;
+	uv_mutex_lock(&lun->xlock);
+	pr = scsitgt__pr_get(lun);
+	r = pr ? SCSITGT__SR_OK : SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
+	if (pr) {
+		/* The conflict check let us through: free, or already ours (a no-op, SPC-2
+		 * §5.5.1). */
+		pr->r2_held = true;
+		snprintf(pr->r2_iport, sizeof(pr->r2_iport), "%s", cmd->sess->initiator_port);
+		pr->r2_rel_port_id = cmd->sess->rel_port_id;
+		scsitgt__pr_sync_xflags(lun);
 	}
-	/* The conflict check let us through: free, or already ours (a no-op, SPC-2 §5.5.1). */
-	pr->r2_held = true;
-	snprintf(pr->r2_iport, sizeof(pr->r2_iport), "%s", cmd->sess->initiator_port);
-	pr->r2_rel_port_id = cmd->sess->rel_port_id;
-	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
+	uv_mutex_unlock(&lun->xlock);
+	scsitgt__cmd_complete(cmd, r);
 }
 
 void scsitgt__pr_release(struct scsitgt__cmd *cmd)
 {
-	struct scsitgt__pr *pr = cmd->lun->pr;
+	struct scsitgt_lun *lun = cmd->lun;
+	struct scsitgt__pr *pr;
 
+	uv_mutex_lock(&lun->xlock);
+	pr = lun->pr;
 	/* Releasing a reservation held by another nexus, or none, is GOOD and changes nothing. */
-	if (pr && r2_mine(pr, cmd->sess))
+	if (pr && r2_mine(pr, cmd->sess)) {
 		pr->r2_held = false;
+		scsitgt__pr_sync_xflags(lun);
+	}
+	uv_mutex_unlock(&lun->xlock);
 	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }

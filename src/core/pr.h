@@ -105,10 +105,24 @@ struct scsitgt__pr_lost {
 /* Lost nexuses remembered per LUN; older ones are forgotten (and get POWER ON). */
 #define SCSITGT__PR_MAX_LOST 64
 
-/* The reservation conflict step of CDB parsing (.pr column of the CDB table). */
+/*
+ * The reservation conflict step of CDB parsing (.pr column of the CDB table). It reads the
+ * state (under lun->xlock) only when parse found SCSITGT__LUN_XF_RESERVED set, or for RESERVE
+ * and RELEASE.
+ */
 enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd);
+/* Set SCSITGT__LUN_XF_RESERVED as the state says (a reservation held). Under lun->xlock,
+ * after every change of lun->pr. */
+void scsitgt__pr_sync_xflags(struct scsitgt_lun *lun);
+/*
+ * Raise the unit attentions and task aborts a reservation change recorded in @ch (its
+ * nexus ch->by_port excepted; @by_cmd, the command that made it, is not aborted). Outside
+ * lun->xlock: it reaches sessions and their fabrics (pr_cluster.c).
+ */
+void scsitgt__pr_raise_events(struct scsitgt_lun *lun, const struct scsitgt__pr_change *ch,
+			      const struct scsitgt__cmd *by_cmd);
 
-/* The LUN's state, allocated on first use; NULL on allocation failure. */
+/* The LUN's state, allocated on first use; NULL on allocation failure. Under lun->xlock. */
 struct scsitgt__pr *scsitgt__pr_get(struct scsitgt_lun *lun);
 /* Free a LUN's state (LUN destruction). */
 void scsitgt__pr_free(struct scsitgt_lun *lun);

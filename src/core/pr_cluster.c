@@ -54,8 +54,8 @@ static bool is_by(const struct scsitgt__pr_change *ch, const struct scsitgt__ses
 }
 
 /* Raise the events of @ch on this engine's nexuses, except the one that made the change. */
-static void raise_events(struct scsitgt_lun *lun, const struct scsitgt__pr_change *ch,
-			 const struct scsitgt__cmd *by_cmd)
+void scsitgt__pr_raise_events(struct scsitgt_lun *lun, const struct scsitgt__pr_change *ch,
+			      const struct scsitgt__cmd *by_cmd)
 {
 	struct scsitgt_target *tgt = lun->tgt;
 
@@ -130,44 +130,60 @@ static void derive_events(const struct scsitgt__pr *old, const struct scsitgt__p
 }
 
 /*
- * Apply a state: replace the local one when it is newer and raise its unit attentions
- * (@by_cmd: the command that made it, on this engine, or NULL).
+ * Apply a state: replace the local one when it is newer. @ch (initialised by the caller)
+ * receives the unit attentions to raise once lun->xlock is dropped
+ * (scsitgt__pr_raise_events()), none when nothing was applied. Under lun->xlock.
  */
-static int cl_apply(struct scsitgt_lun *lun, const void *data, size_t len,
-		    const struct scsitgt__cmd *by_cmd)
+static int cl_apply_locked(struct scsitgt_lun *lun, const void *data, size_t len,
+			   struct scsitgt__pr_change *ch)
 {
 	struct scsitgt__pr tmp, *pr;
-	struct scsitgt__pr_change ch;
 	uint16_t ver = 0;
 	int rc;
 
 	memset(&tmp, 0, sizeof(tmp));
 	scsitgt__list_init(&tmp.regs);
-	scsitgt__pr_change_init(&ch);
-	rc = scsitgt__pr_decode(data, len, &tmp, &ch, &ver);
+	rc = scsitgt__pr_decode(data, len, &tmp, ch, &ver);
 	pr = rc < 0 ? NULL : scsitgt__pr_get(lun);
 	if (rc == 0 && pr == NULL)
 		rc = -ENOMEM;
 	if (rc == 0 && ver == SCSITGT_PR_STATE_VERSION_SHARED) {
-		if (ch.seq <= pr->seq) {
+		if (ch->seq <= pr->seq) {
 			/* A duplicate, or older than what we have: nothing to do. */
+			scsitgt__pr_change_clear(ch);
 			goto out;
 		}
-		if (ch.seq != pr->seq + 1) {
-			scsitgt__pr_change_clear(&ch);
-			ch.by_port[0] = '\0';
-			derive_events(pr, &tmp, &ch);
+		if (ch->seq != pr->seq + 1) {
+			scsitgt__pr_change_clear(ch);
+			ch->by_port[0] = '\0';
+			derive_events(pr, &tmp, ch);
 		}
-		pr->seq = ch.seq;
-	} else if (rc == 0) {
-		scsitgt__pr_change_clear(&ch);
+		pr->seq = ch->seq;
+	} else {
+		scsitgt__pr_change_clear(ch);
 	}
 	if (rc == 0) {
 		scsitgt__pr_replace(pr, &tmp);
-		raise_events(lun, &ch, by_cmd);
+		scsitgt__pr_sync_xflags(lun);
 	}
 out:
 	scsitgt__pr_regs_free(&tmp.regs);
+	return rc;
+}
+
+/* cl_apply_locked() under the lock, then its unit attentions (@by_cmd: the command that made
+ * the state, on this engine, or NULL). */
+static int cl_apply(struct scsitgt_lun *lun, const void *data, size_t len,
+		    const struct scsitgt__cmd *by_cmd)
+{
+	struct scsitgt__pr_change ch;
+	int rc;
+
+	scsitgt__pr_change_init(&ch);
+	uv_mutex_lock(&lun->xlock);
+	rc = cl_apply_locked(lun, data, len, &ch);
+	uv_mutex_unlock(&lun->xlock);
+	scsitgt__pr_raise_events(lun, &ch, by_cmd);
 	scsitgt__pr_change_clear(&ch);
 	return rc;
 }
@@ -179,7 +195,7 @@ SCSITGT_EXPORT int scsitgt_lun_apply_pr_state(struct scsitgt_lun *lun, const voi
 	return cl_apply(lun, data, len, NULL);
 }
 
-/* An empty shared state (nothing stored yet). */
+/* An empty shared state (nothing stored yet). Under lun->xlock. */
 static void cl_apply_empty(struct scsitgt_lun *lun)
 {
 	struct scsitgt__pr tmp;
@@ -188,6 +204,7 @@ static void cl_apply_empty(struct scsitgt_lun *lun)
 	scsitgt__list_init(&tmp.regs);
 	scsitgt__pr_replace(lun->pr, &tmp);
 	lun->pr->seq = 0;
+	scsitgt__pr_sync_xflags(lun);
 }
 
 /* Encode the local state as version 2 with @ch; NULL on allocation failure. */
@@ -343,19 +360,24 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 			return;
 		}
 	} else {
+		uv_mutex_lock(&lun->xlock);
 		cl_apply_empty(lun);
+		uv_mutex_unlock(&lun->xlock);
 	}
 	if (scsitgt__cmd_aborted(cmd)) {
 		cl_finish(req, 0, SCSITGT__SR_ABORTED);
 		return;
 	}
 	/* Execute with the unit attentions captured; compare before and after (same sequence,
-	 * no events) to see whether anything changed. */
+	 * no events) to see whether anything changed. The state other loops read stays the
+	 * committed one: the lock is held until it is put back. */
+	uv_mutex_lock(&lun->xlock);
 	scsitgt__pr_change_init(&ch);
 	ch.seq = pr->seq;
 	before = cl_encode(pr, &ch, &blen);
 	ch.seq = 0;
 	if (before == NULL) {
+		uv_mutex_unlock(&lun->xlock);
 		cl_finish(req, -ENOMEM, SCSITGT__SR_OK);
 		return;
 	}
@@ -374,6 +396,8 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 		/* Refused (nothing changed), or no change to commit. */
 		if (after == NULL || alen != blen || memcmp(after, before, blen) != 0)
 			cl_restore(lun, before, blen);
+		scsitgt__pr_sync_xflags(lun);
+		uv_mutex_unlock(&lun->xlock);
 		free(before);
 		free(after);
 		scsitgt__pr_change_clear(&ch);
@@ -391,6 +415,8 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 	scsitgt__pr_change_clear(&ch);
 	/* The local state stays the committed one until the store says yes. */
 	cl_restore(lun, before, blen);
+	scsitgt__pr_sync_xflags(lun);
+	uv_mutex_unlock(&lun->xlock);
 	free(before);
 	if (req->data == NULL) {
 		cl_finish(req, -ENOMEM, SCSITGT__SR_OK);
@@ -445,6 +471,7 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_cluster(struct scsitgt_lun *lun,
 {
 	struct scsitgt_pr_cluster_ops cl;
 	struct scsitgt__pr *pr;
+	int rc;
 
 	if (lun == NULL)
 		return -EINVAL;
@@ -459,16 +486,20 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_cluster(struct scsitgt_lun *lun,
 		if (cl.fetch == NULL || cl.commit == NULL)
 			return -EINVAL;
 	}
+	uv_mutex_lock(&lun->xlock);
 	pr = scsitgt__pr_get(lun);
-	if (pr == NULL)
-		return -ENOMEM;
-	if (!scsitgt__list_empty(&pr->cl_queue))
-		return -EBUSY;
+	rc = pr == NULL ? -ENOMEM : !scsitgt__list_empty(&pr->cl_queue) ? -EBUSY : 0;
+	uv_mutex_unlock(&lun->xlock);
+	if (rc < 0)
+		return rc;
+	/* The host's hook runs outside the LUN's lock. */
 	if (pr->cl_on && pr->cl.detach)
 		pr->cl.detach(pr->cl_arg, lun);
+	uv_mutex_lock(&lun->xlock);
 	pr->cl = cl;
 	pr->cl_arg = ops ? arg : NULL;
 	pr->cl_on = ops != NULL;
+	uv_mutex_unlock(&lun->xlock);
 	return 0;
 }
 

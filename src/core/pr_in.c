@@ -102,11 +102,17 @@ static size_t read_full_status(const struct scsitgt__pr *pr, uint8_t *b)
 
 void scsitgt__pr_in(struct scsitgt__cmd *cmd)
 {
-	const struct scsitgt__pr *pr = cmd->lun->pr;
-	uint8_t *b = malloc(pr_in_max(pr) < 64 ? 64 : pr_in_max(pr));
+	struct scsitgt_lun *lun = cmd->lun;
+	const struct scsitgt__pr *pr;
+	uint8_t *b;
 	size_t n;
 
+	/* A consistent picture of a state other loops may change (issue 18). */
+	uv_mutex_lock(&lun->xlock);
+	pr = lun->pr;
+	b = malloc(pr_in_max(pr) < 64 ? 64 : pr_in_max(pr));
 	if (b == NULL) {
+		uv_mutex_unlock(&lun->xlock);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_INTERNAL_FAILURE);
 		return;
 	}
@@ -125,6 +131,7 @@ void scsitgt__pr_in(struct scsitgt__cmd *cmd)
 		n = read_full_status(pr, b);
 		break;
 	}
+	uv_mutex_unlock(&lun->xlock);
 	scsitgt__cmd_respond(cmd, b, n);
 	free(b);
 	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);

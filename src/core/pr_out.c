@@ -5,6 +5,7 @@
  * it was; PRgeneration counts the successful REGISTER, REGISTER AND IGNORE EXISTING KEY,
  * CLEAR, PREEMPT, PREEMPT AND ABORT and REGISTER AND MOVE (SPC-5 §6.16.2).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -621,15 +622,37 @@ static enum scsitgt__sense_reason pr_out_run(struct scsitgt__cmd *cmd)
 
 void scsitgt__pr_out(struct scsitgt__cmd *cmd)
 {
+	struct scsitgt_lun *lun = cmd->lun;
+	struct scsitgt__pr_change ch;
 	enum scsitgt__sense_reason r;
+	struct scsitgt__pr *pr;
 
-	if (scsitgt__pr_cluster_on(cmd->lun)) {
+	uv_mutex_lock(&lun->xlock);
+	if (scsitgt__pr_cluster_on(lun)) {
+		uv_mutex_unlock(&lun->xlock);
 		scsitgt__pr_cluster_out(cmd, pr_out_run);
 		return;
 	}
+	/*
+	 * The change is made under the LUN's lock with its unit attentions and task aborts
+	 * captured, as for a cluster store (pr_cluster.c); they reach the other nexuses once the
+	 * lock is dropped, before this command's status (issue 18: nothing under xlock calls a
+	 * fabric).
+	 */
+	scsitgt__pr_change_init(&ch);
+	ch.by_rel_port_id = cmd->sess->rel_port_id;
+	snprintf(ch.by_port, sizeof(ch.by_port), "%s", cmd->sess->initiator_port);
+	pr = scsitgt__pr_get(lun);
+	if (pr)
+		pr->capture = &ch;
 	r = pr_out_run(cmd);
-
+	if (pr)
+		pr->capture = NULL;
 	if (r == SCSITGT__SR_OK)
-		scsitgt__pr_changed(cmd->lun);
+		scsitgt__pr_changed(lun);
+	scsitgt__pr_sync_xflags(lun);
+	uv_mutex_unlock(&lun->xlock);
+	scsitgt__pr_raise_events(lun, &ch, cmd);
+	scsitgt__pr_change_clear(&ch);
 	scsitgt__cmd_complete(cmd, r);
 }

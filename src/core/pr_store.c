@@ -175,24 +175,31 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_store(struct scsitgt_lun *lun, scsitgt_pr_
 
 	if (lun == NULL)
 		return -EINVAL;
+	uv_mutex_lock(&lun->xlock);
 	pr = scsitgt__pr_get(lun);
-	if (pr == NULL)
-		return -ENOMEM;
-	pr->save = save;
-	pr->save_arg = arg;
-	return 0;
+	if (pr) {
+		pr->save = save;
+		pr->save_arg = arg;
+	}
+	uv_mutex_unlock(&lun->xlock);
+	return pr ? 0 : -ENOMEM;
 }
 
 SCSITGT_EXPORT int scsitgt_lun_save_pr_state(struct scsitgt_lun *lun, void *buf, size_t cap,
 					     size_t *len)
 {
+	int rc = 0;
+
 	if (lun == NULL || len == NULL)
 		return -EINVAL;
+	uv_mutex_lock(&lun->xlock);
 	*len = scsitgt__pr_encode(lun->pr, NULL, NULL);
 	if (cap < *len || buf == NULL)
-		return -ENOSPC;
-	scsitgt__pr_encode(lun->pr, buf, NULL);
-	return 0;
+		rc = -ENOSPC;
+	else
+		scsitgt__pr_encode(lun->pr, buf, NULL);
+	uv_mutex_unlock(&lun->xlock);
+	return rc;
 }
 
 static bool st_name_valid(const uint8_t *s, size_t n)
@@ -360,15 +367,17 @@ SCSITGT_EXPORT int scsitgt_lun_load_pr_state(struct scsitgt_lun *lun, const void
 		scsitgt__pr_regs_free(&tmp.regs);
 		return rc;
 	}
+	uv_mutex_lock(&lun->xlock);
 	pr = scsitgt__pr_get(lun);
-	if (pr == NULL) {
-		scsitgt__pr_regs_free(&tmp.regs);
-		return -ENOMEM;
+	if (pr) {
+		scsitgt__pr_replace(pr, &tmp);
+		if (ver == SCSITGT_PR_STATE_VERSION_SHARED)
+			pr->seq = ch.seq;
+		scsitgt__pr_sync_xflags(lun);
 	}
-	scsitgt__pr_replace(pr, &tmp);
-	if (ver == SCSITGT_PR_STATE_VERSION_SHARED)
-		pr->seq = ch.seq;
-	return 0;
+	uv_mutex_unlock(&lun->xlock);
+	scsitgt__pr_regs_free(&tmp.regs);
+	return pr ? 0 : -ENOMEM;
 }
 
 static void file_save(void *arg, struct scsitgt_lun *lun, const void *data, size_t len)
@@ -452,14 +461,16 @@ SCSITGT_EXPORT int scsitgt_lun_use_pr_file(struct scsitgt_lun *lun, const char *
 	copy = strdup(path);
 	if (copy == NULL)
 		return -ENOMEM;
+	uv_mutex_lock(&lun->xlock);
 	pr = scsitgt__pr_get(lun);
-	if (pr == NULL) {
-		free(copy);
-		return -ENOMEM;
+	if (pr) {
+		free(pr->file_path);
+		pr->file_path = copy;
+		pr->save = file_save;
+		pr->save_arg = copy;
 	}
-	free(pr->file_path);
-	pr->file_path = copy;
-	pr->save = file_save;
-	pr->save_arg = copy;
-	return 0;
+	uv_mutex_unlock(&lun->xlock);
+	if (pr == NULL)
+		free(copy);
+	return pr ? 0 : -ENOMEM;
 }

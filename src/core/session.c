@@ -28,10 +28,15 @@ int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target
 	sess = calloc(1, sizeof(*sess));
 	if (sess == NULL)
 		return -ENOMEM;
+	if (uv_mutex_init(&sess->ua_lock) != 0) {
+		free(sess);
+		return -ENOMEM;
+	}
 	sess->initiator_name = strdup(info->initiator_name);
 	sess->initiator_port = strdup(info->initiator_port);
 	sess->target_port = strdup(info->target_port);
 	if (!sess->initiator_name || !sess->initiator_port || !sess->target_port) {
+		uv_mutex_destroy(&sess->ua_lock);
 		free(sess->initiator_name);
 		free(sess->initiator_port);
 		free(sess->target_port);
@@ -73,6 +78,10 @@ struct scsitgt__session *scsitgt__session_create_internal(struct scsitgt_target 
 
 	if (sess == NULL)
 		return NULL;
+	if (uv_mutex_init(&sess->ua_lock) != 0) {
+		free(sess);
+		return NULL;
+	}
 	sess->tgt = tgt;
 	sess->shard = scsitgt__shard_home(tgt->engine);
 	sess->ops = &internal_ops;
@@ -85,6 +94,7 @@ void scsitgt__session_destroy_internal(struct scsitgt__session *sess)
 	if (sess == NULL)
 		return;
 	assert(scsitgt__list_empty(&sess->cmds));
+	uv_mutex_destroy(&sess->ua_lock);
 	free(sess);
 }
 
@@ -107,6 +117,7 @@ void scsitgt__session_destroy(struct scsitgt__session *sess)
 	free(sess->initiator_name);
 	free(sess->initiator_port);
 	free(sess->target_port);
+	uv_mutex_destroy(&sess->ua_lock);
 	free(sess);
 	scsitgt__target_session_gone(tgt);
 }

@@ -40,10 +40,15 @@ struct ua_lun {
 	uint8_t q[SCSITGT__UA_QUEUE_MAX]; /* enum scsitgt__sense_reason, oldest first */
 };
 
+/*
+ * A nexus's conditions (issue 18: other loops raise them). The queues are under
+ * sess->ua_lock, and sess->ua_pending is the sum of their lengths. seen is set by the
+ * nexus's own loop (its first command to a LUN) and cleared by a LUN's removal (home): its
+ * words are read without the lock, as sess->ua is, and written under it.
+ */
 struct scsitgt__ua_sess {
-	uint64_t seen[UA_LUN_IDS / 64];
+	_Atomic uint64_t seen[UA_LUN_IDS / 64];
 	struct scsitgt__list luns; /* struct ua_lun with n > 0 */
-	unsigned int pending;	   /* sum of n: the fast path of ua_check */
 };
 
 static bool ua_reset_class(enum scsitgt__sense_reason r)
@@ -52,13 +57,29 @@ static bool ua_reset_class(enum scsitgt__sense_reason r)
 	       r == SCSITGT__SR_UA_LUN_RESET || r == SCSITGT__SR_UA_NEXUS_LOSS;
 }
 
+static struct scsitgt__ua_sess *ua_get(const struct scsitgt__session *sess)
+{
+	return atomic_load_explicit(&sess->ua, memory_order_acquire);
+}
+
+/* The nexus's state, allocated on first use. Under sess->ua_lock. */
 static struct scsitgt__ua_sess *ua_state(struct scsitgt__session *sess)
 {
-	if (sess->ua == NULL)
-		sess->ua = calloc(1, sizeof(*sess->ua));
-	if (sess->ua && sess->ua->luns.next == NULL)
-		scsitgt__list_init(&sess->ua->luns);
-	return sess->ua;
+	struct scsitgt__ua_sess *ua = ua_get(sess);
+
+	if (ua == NULL) {
+		ua = calloc(1, sizeof(*ua));
+		if (ua == NULL)
+			return NULL;
+		scsitgt__list_init(&ua->luns);
+		atomic_store_explicit(&sess->ua, ua, memory_order_release);
+	}
+	return ua;
+}
+
+static void ua_pending_add(struct scsitgt__session *sess, int n)
+{
+	atomic_fetch_add_explicit(&sess->ua_pending, (unsigned int)n, memory_order_relaxed);
 }
 
 static struct ua_lun *ua_find(const struct scsitgt__ua_sess *ua, uint64_t lun_id)
@@ -74,20 +95,26 @@ static struct ua_lun *ua_find(const struct scsitgt__ua_sess *ua, uint64_t lun_id
 
 static bool ua_seen(const struct scsitgt__session *sess, uint64_t lun_id)
 {
+	const struct scsitgt__ua_sess *ua;
+
 	if (sess->ua_no_power_on || lun_id >= UA_LUN_IDS)
 		return true;
-	return sess->ua && (sess->ua->seen[lun_id / 64] >> (lun_id % 64) & 1);
+	ua = ua_get(sess);
+	return ua && (atomic_load_explicit(&ua->seen[lun_id / 64], memory_order_relaxed) >>
+			      (lun_id % 64) &
+		      1);
 }
 
-static void ua_drop_lun(struct scsitgt__ua_sess *ua, struct ua_lun *l)
+static void ua_drop_lun(struct scsitgt__session *sess, struct ua_lun *l)
 {
-	ua->pending -= l->n;
+	ua_pending_add(sess, -(int)l->n);
 	scsitgt__list_remove(&l->node);
 	free(l);
 }
 
-/* Queue without the first-access logic. Returns whether @r was queued. */
-static bool ua_queue(struct scsitgt__ua_sess *ua, uint64_t lun_id, enum scsitgt__sense_reason r)
+/* Queue without the first-access logic. Returns whether @r was queued. Under ua_lock. */
+static bool ua_queue(struct scsitgt__session *sess, struct scsitgt__ua_sess *ua, uint64_t lun_id,
+		     enum scsitgt__sense_reason r)
 {
 	struct ua_lun *l = ua_find(ua, lun_id);
 
@@ -100,7 +127,7 @@ static bool ua_queue(struct scsitgt__ua_sess *ua, uint64_t lun_id, enum scsitgt_
 		scsitgt__list_add_tail(&ua->luns, &l->node);
 	}
 	if (ua_reset_class(r)) {
-		ua->pending -= l->n;
+		ua_pending_add(sess, -(int)l->n);
 		l->n = 0;
 	}
 	for (unsigned int i = 0; i < l->n; i++)
@@ -109,34 +136,34 @@ static bool ua_queue(struct scsitgt__ua_sess *ua, uint64_t lun_id, enum scsitgt_
 	if (l->n == SCSITGT__UA_QUEUE_MAX)
 		return false;
 	l->q[l->n++] = (uint8_t)r;
-	ua->pending++;
+	ua_pending_add(sess, 1);
 	return true;
 }
 
-static enum scsitgt__sense_reason ua_pop(struct scsitgt__ua_sess *ua, struct ua_lun *l)
+static enum scsitgt__sense_reason ua_pop(struct scsitgt__session *sess, struct ua_lun *l)
 {
 	enum scsitgt__sense_reason r = l->q[0];
 
 	memmove(&l->q[0], &l->q[1], (size_t)(l->n - 1));
 	l->n--;
-	ua->pending--;
+	ua_pending_add(sess, -1);
 	if (l->n == 0)
-		ua_drop_lun(ua, l);
+		ua_drop_lun(sess, l);
 	return r;
 }
 
-static void ua_remove(struct scsitgt__ua_sess *ua, struct ua_lun *l, enum scsitgt__sense_reason r)
+static void ua_remove(struct scsitgt__session *sess, struct ua_lun *l, enum scsitgt__sense_reason r)
 {
 	for (unsigned int i = 0; i < l->n; i++) {
 		if (l->q[i] != r)
 			continue;
 		memmove(&l->q[i], &l->q[i + 1], (size_t)(l->n - i - 1));
 		l->n--;
-		ua->pending--;
+		ua_pending_add(sess, -1);
 		break;
 	}
 	if (l->n == 0)
-		ua_drop_lun(ua, l);
+		ua_drop_lun(sess, l);
 }
 
 /* Whether @e names the nexus of @sess. */
@@ -196,30 +223,38 @@ static void lost_record(struct scsitgt_lun *lun, const struct scsitgt__session *
 	pr->nlost++;
 }
 
-/* The condition of a nexus's first access to @lun: NEXUS LOSS if it is a lost one back. */
+/* The condition of a nexus's first access to @lun: NEXUS LOSS if it is a lost one back. The
+ * lost nexuses are reservation state (lun->pr), under the LUN's lock. */
 static enum scsitgt__sense_reason ua_first_reason(struct scsitgt_lun *lun,
 						  const struct scsitgt__session *sess, bool consume)
 {
-	struct scsitgt__pr_lost *e = lost_find(lun, sess);
+	struct scsitgt__pr_lost *e;
+	bool lost;
 
-	if (e == NULL)
-		return SCSITGT__SR_UA_POWER_ON_RESET;
-	if (consume)
+	uv_mutex_lock(&lun->xlock);
+	e = lost_find(lun, sess);
+	lost = e != NULL;
+	if (e && consume)
 		lost_drop(lun, e);
-	return SCSITGT__SR_UA_NEXUS_LOSS;
+	uv_mutex_unlock(&lun->xlock);
+	return lost ? SCSITGT__SR_UA_NEXUS_LOSS : SCSITGT__SR_UA_POWER_ON_RESET;
 }
 
 void scsitgt__ua_establish(struct scsitgt__session *sess, uint64_t lun_id,
 			   enum scsitgt__sense_reason reason)
 {
 	struct scsitgt__ua_sess *ua;
+	bool queued = false;
 
+	uv_mutex_lock(&sess->ua_lock);
 	/* A nexus that has not seen the LUN yet will get POWER ON, which covers this. */
-	if (!ua_seen(sess, lun_id))
-		return;
-	ua = ua_state(sess);
+	if (ua_seen(sess, lun_id)) {
+		ua = ua_state(sess);
+		queued = ua && ua_queue(sess, ua, lun_id, reason);
+	}
+	uv_mutex_unlock(&sess->ua_lock);
 	/* the fabric may also announce it (iSCSI Async Message, transport/iscsi/async.c). */
-	if (ua && ua_queue(ua, lun_id, reason) && sess->ops->unit_attention)
+	if (queued && sess->ops->unit_attention)
 		sess->ops->unit_attention(sess, lun_id, reason);
 }
 
@@ -239,7 +274,8 @@ void scsitgt__ua_establish_all(struct scsitgt_target *tgt, uint64_t lun_id,
 bool scsitgt__ua_pending(const struct scsitgt__session *sess, uint64_t lun_id,
 			 enum scsitgt__sense_reason *first)
 {
-	const struct ua_lun *l;
+	const struct ua_lun *l = NULL;
+	struct scsitgt__ua_sess *ua;
 
 	if (!ua_seen(sess, lun_id)) {
 		struct scsitgt_lun *lun = scsitgt__target_find_lun(sess->tgt, lun_id);
@@ -249,14 +285,16 @@ bool scsitgt__ua_pending(const struct scsitgt__session *sess, uint64_t lun_id,
 				       SCSITGT__SR_UA_POWER_ON_RESET;
 		return true;
 	}
-	if (sess->ua == NULL || sess->ua->pending == 0)
+	if (atomic_load_explicit(&sess->ua_pending, memory_order_relaxed) == 0)
 		return false;
-	l = ua_find(sess->ua, lun_id);
-	if (l == NULL)
-		return false;
-	if (first)
+	uv_mutex_lock((uv_mutex_t *)&sess->ua_lock);
+	ua = ua_get(sess);
+	if (ua)
+		l = ua_find(ua, lun_id);
+	if (l && first)
 		*first = l->q[0];
-	return true;
+	uv_mutex_unlock((uv_mutex_t *)&sess->ua_lock);
+	return l != NULL;
 }
 
 /* SPC-5 §6.39: REQUEST SENSE reports the condition as sense data, with GOOD status. */
@@ -271,41 +309,56 @@ static void ua_request_sense(struct scsitgt__cmd *cmd)
 	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }
 
-enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd)
+/* ua_check() past its fast path: a first access, or conditions pending on the nexus. */
+static enum scsitgt__sense_reason ua_check_slow(struct scsitgt__cmd *cmd)
 {
 	struct scsitgt__session *sess = cmd->sess;
 	const struct scsitgt__cdb_def *row = cmd->def;
 	uint64_t id = cmd->lun_id;
+	enum scsitgt__sense_reason r = SCSITGT__SR_OK;
 	struct scsitgt__ua_sess *ua;
 	struct ua_lun *l;
 
+	if (!ua_seen(sess, id)) {
+		/* Only this nexus's loop sets its seen bits: the first reason is settled before
+		 * the queue's lock is taken (the LUN's lock is never taken inside it). */
+		enum scsitgt__sense_reason first = ua_first_reason(cmd->lun, sess, true);
+
+		uv_mutex_lock(&sess->ua_lock);
+		ua = ua_state(sess);
+		if (ua) {
+			atomic_fetch_or_explicit(&ua->seen[id / 64], 1ull << (id % 64),
+						 memory_order_relaxed);
+			ua_queue(sess, ua, id, first);
+		}
+	} else {
+		uv_mutex_lock(&sess->ua_lock);
+		ua = ua_get(sess);
+	}
+	l = ua ? ua_find(ua, id) : NULL;
+	if (l == NULL) {
+		/* nothing for this LUN */
+	} else if (row && row->exec == scsitgt__spc_report_luns) {
+		ua_remove(sess, l, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+	} else if (row && row->exec == scsitgt__spc_request_sense) {
+		cmd->ctx.ua = ua_pop(sess, l);
+		cmd->exec = ua_request_sense;
+	} else if (!(row && (row->flags & SCSITGT__CDB_F_ALLOW_UA))) {
+		r = ua_pop(sess, l);
+	}
+	uv_mutex_unlock(&sess->ua_lock);
+	return r;
+}
+
+enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd)
+{
 	if (cmd->lun == NULL)
 		return SCSITGT__SR_OK;
-	if (!ua_seen(sess, id)) {
-		ua = ua_state(sess);
-		if (ua == NULL)
-			return SCSITGT__SR_OK;
-		ua->seen[id / 64] |= 1ull << (id % 64);
-		ua_queue(ua, id, ua_first_reason(cmd->lun, sess, true));
-	}
-	ua = sess->ua;
-	if (ua == NULL || ua->pending == 0)
+	/* The common case: a LUN this nexus has seen, and no condition on any LUN. */
+	if (atomic_load_explicit(&cmd->sess->ua_pending, memory_order_relaxed) == 0 &&
+	    ua_seen(cmd->sess, cmd->lun_id))
 		return SCSITGT__SR_OK;
-	l = ua_find(ua, id);
-	if (l == NULL)
-		return SCSITGT__SR_OK;
-	if (row && row->exec == scsitgt__spc_report_luns) {
-		ua_remove(ua, l, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
-		return SCSITGT__SR_OK;
-	}
-	if (row && row->exec == scsitgt__spc_request_sense) {
-		cmd->ctx.ua = ua_pop(ua, l);
-		cmd->exec = ua_request_sense;
-		return SCSITGT__SR_OK;
-	}
-	if (row && (row->flags & SCSITGT__CDB_F_ALLOW_UA))
-		return SCSITGT__SR_OK;
-	return ua_pop(ua, l);
+	return ua_check_slow(cmd);
 }
 
 void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool removed)
@@ -313,18 +366,22 @@ void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool 
 	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
 		struct scsitgt__session *s =
 			scsitgt__container_of(p, struct scsitgt__session, node);
-		struct scsitgt__ua_sess *ua = s->ua;
+		struct scsitgt__ua_sess *ua;
 
 		if (s->ua_no_power_on)
 			continue;
+		uv_mutex_lock(&s->ua_lock);
+		ua = ua_get(s);
 		if (removed && ua && lun_id < UA_LUN_IDS) {
 			struct ua_lun *l = ua_find(ua, lun_id);
 
 			/* A LUN created later under this id starts afresh: POWER ON again. */
 			if (l)
-				ua_drop_lun(ua, l);
-			ua->seen[lun_id / 64] &= ~(1ull << (lun_id % 64));
+				ua_drop_lun(s, l);
+			atomic_fetch_and_explicit(&ua->seen[lun_id / 64], ~(1ull << (lun_id % 64)),
+						  memory_order_relaxed);
 		}
+		uv_mutex_unlock(&s->ua_lock);
 		/* SPC-5 §5.14: the condition goes to every LUN the nexus still reaches. */
 		for (size_t i = 0; i < tgt->nluns; i++)
 			if (!tgt->luns[i]->drain.destroying)
@@ -343,9 +400,10 @@ void scsitgt__ua_mode_params_changed(struct scsitgt__cmd *cmd)
 
 void scsitgt__ua_session_free(struct scsitgt__session *sess)
 {
+	struct scsitgt__ua_sess *ua = ua_get(sess);
 	struct scsitgt__list *pos, *tmp;
 
-	if (sess->ua == NULL)
+	if (ua == NULL)
 		return;
 	/* SAM-5 §6.3.4: the LUNs this nexus saw remember it, for I_T NEXUS LOSS OCCURRED. */
 	if (!sess->ua_no_power_on) {
@@ -354,16 +412,23 @@ void scsitgt__ua_session_free(struct scsitgt__session *sess)
 		for (size_t i = 0; i < tgt->nluns; i++) {
 			uint64_t id = tgt->luns[i]->id;
 
-			if (id < UA_LUN_IDS && (sess->ua->seen[id / 64] >> (id % 64) & 1))
+			if (id < UA_LUN_IDS &&
+			    (atomic_load_explicit(&ua->seen[id / 64], memory_order_relaxed) >>
+				     (id % 64) &
+			     1)) {
+				uv_mutex_lock(&tgt->luns[i]->xlock);
 				lost_record(tgt->luns[i], sess);
+				uv_mutex_unlock(&tgt->luns[i]->xlock);
+			}
 		}
 	}
-	if (sess->ua->luns.next) {
-		scsitgt__list_foreach_safe(pos, tmp, &sess->ua->luns)
-		{
-			free(scsitgt__container_of(pos, struct ua_lun, node));
-		}
+	uv_mutex_lock(&sess->ua_lock);
+	atomic_store_explicit(&sess->ua, NULL, memory_order_release);
+	scsitgt__list_foreach_safe(pos, tmp, &ua->luns)
+	{
+		free(scsitgt__container_of(pos, struct ua_lun, node));
 	}
-	free(sess->ua);
-	sess->ua = NULL;
+	atomic_store_explicit(&sess->ua_pending, 0, memory_order_relaxed);
+	uv_mutex_unlock(&sess->ua_lock);
+	free(ua);
 }

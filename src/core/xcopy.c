@@ -314,6 +314,7 @@ static enum scsitgt__sense_reason xc_access(const struct scsitgt__xcopy_op *op,
 	memset(&probe, 0, sizeof(probe));
 	probe.sess = op->cmd->sess;
 	probe.lun = lun;
+	probe.xflags = scsitgt__lun_xflags(lun);
 	probe.cdb[0] = write ? SBC_WRITE_16 : SBC_READ_16;
 	probe.cdb_len = 16;
 	row = scsitgt__cdb_lookup(probe.cdb, probe.cdb_len);
