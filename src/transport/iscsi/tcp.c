@@ -29,8 +29,13 @@
  * it grows to TCP_RBUF_SIZE in full feature phase.
  */
 #define TCP_RBUF_LOGIN (8192u + 48u)
-/* Payload remainders at least this long are read in place rather than copied. */
-#define TCP_DIRECT_MIN 2048u
+/*
+ * Payload remainders at least this long are read in place rather than copied. A read in place
+ * that fills its buffer makes libuv read again (usually EAGAIN: one system call more), and an
+ * initiator that sends a Data-Out or immediate data apart from its header makes every such
+ * remainder a read of its own; below this size copying it out of the read buffer is cheaper.
+ */
+#define TCP_DIRECT_MIN (16u * 1024u)
 
 struct tcp_conn {
 	uv_tcp_t handle;
