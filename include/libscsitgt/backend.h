@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <sys/uio.h>
+#include <uv.h>
 
 #include "common.h"
 
@@ -93,6 +94,26 @@ struct scsitgt_lba_extent {
  */
 #define SCSITGT_IO_FLAG_MAY_LEND (1u << 1)
 
+/**
+ * Backend flag (scsitgt_backend_ops.flags): the backend may be called on any of the engine's
+ * loops (docs/threading.md, section 3). submit() and abort() are then called on the loop of
+ * the command the io belongs to, scsitgt_io_get_loop(), which is the home loop or one of the
+ * engine's worker loops, and several loops may call them at once for ios of the same LUN;
+ * get_lba_status() likewise, on the loop of the command that asks. The backend completes each
+ * io on that loop (scsitgt_io_complete() and friends) or from a thread of its own with
+ * scsitgt_io_complete_threadsafe(), which wakes that loop; the io's accessors are for that
+ * loop. Whatever the backend keeps per loop (timers, queues, rings) it keeps per loop, and
+ * state it shares between loops is its own to make thread-safe. open(), close(), supports(),
+ * reset(), reset_async(), get_size() and resize() stay on the home loop.
+ *
+ * Without the flag (every backend written before it) nothing changes for the backend: every
+ * call is on the home loop. A command that runs on another loop has its io posted to the home
+ * loop, submit() is called there, and the completion (on the home loop, or thread-safe) is
+ * posted back to the command's loop by the library; such an io is not offered to abort() and
+ * does not carry SCSITGT_IO_FLAG_MAY_LEND (lent memory is released on the command's loop).
+ */
+#define SCSITGT_BACKEND_MULTI_LOOP (1u << 0)
+
 /** Geometry flag: the backend has a volatile write cache (FLUSH is meaningful). */
 #define SCSITGT_GEOMETRY_WRITE_CACHE (1u << 0)
 /** Geometry flag: deallocated (unmapped) blocks read back as zeros (SBC-4 LBPRZ). */
@@ -129,7 +150,8 @@ struct scsitgt_lun_geometry {
 /**
  * A backend: the table of operations a storage provider implements. The library copies
  * min(size, sizeof) bytes at scsitgt_lun_create(), so the table may live on the stack. Every
- * callback is called on the LUN's home loop, with @p bctx the backend_ctx of the LUN options.
+ * callback is called on the LUN's home loop (submit(), abort() and get_lba_status() on the io's
+ * loop with SCSITGT_BACKEND_MULTI_LOOP), with @p bctx the backend_ctx of the LUN options.
  */
 struct scsitgt_backend_ops {
 	/** sizeof(struct scsitgt_backend_ops) as the backend was compiled. */
@@ -187,7 +209,8 @@ struct scsitgt_backend_ops {
 	 * Optional, may be NULL: then every block counts as mapped. Appended to the table after
 	 * the first release; backends compiled with the older, shorter table leave it NULL.
 	 *
-	 * Synchronous: it is called on the home loop and must answer from what the backend knows
+	 * Synchronous: it is called on the home loop (with SCSITGT_BACKEND_MULTI_LOOP: on the
+	 * loop of the command that asks) and must answer from what the backend knows
 	 * at once (an allocation map, SEEK_DATA/SEEK_HOLE); a backend whose answer needs a slow
 	 * query leaves it NULL and supports SCSITGT_IO_GET_LBA_STATUS instead, which the core
 	 * prefers when a backend has both.
@@ -208,7 +231,8 @@ struct scsitgt_backend_ops {
 	 * completes it soon, with any status (the initiator never sees it; -ECANCELED is
 	 * customary), but never from inside abort() itself. A backend that cannot cancel it
 	 * ignores the call and completes the io whenever it finishes: the io stays lent to it
-	 * either way. Called at most once per io, on the home loop, possibly for an io the
+	 * either way. Called at most once per io, on the home loop (with
+	 * SCSITGT_BACKEND_MULTI_LOOP: on the io's loop, scsitgt_io_get_loop()), possibly for an io the
 	 * backend has just completed through scsitgt_io_complete_threadsafe() whose completion
 	 * has not reached the loop yet: then there is nothing to cancel. Appended after the
 	 * first release; older tables leave it NULL.
@@ -267,13 +291,32 @@ struct scsitgt_backend_ops {
 	 *         here, e.g. a block device); the medium then keeps its size.
 	 */
 	int (*resize)(void *bctx, uint64_t num_blocks);
+	/**
+	 * SCSITGT_BACKEND_* flags: SCSITGT_BACKEND_MULTI_LOOP, the backend may be called on any
+	 * of the engine's loops. 0 by default. Appended after the first release; older tables
+	 * leave it 0 (every call on the home loop).
+	 */
+	uint32_t flags;
 };
+
+/**
+ * The loop the io is submitted and completed on: the loop whose thread runs submit() for it
+ * and on which the backend completes it with scsitgt_io_complete() (a thread-safe completion
+ * wakes this loop). The home loop (scsitgt_engine_get_loop()) for a backend without
+ * SCSITGT_BACKEND_MULTI_LOOP; with the flag, the loop of the io's command: home or one of the
+ * engine's workers. A backend that keeps per-loop state (a timer, a ring, an eventfd poll)
+ * picks it by this loop.
+ *
+ * @param io The io.
+ * @return Its loop. Thread-safe while the io is lent to the backend.
+ */
+SCSITGT_EXPORT uv_loop_t *scsitgt_io_get_loop(const struct scsitgt_io *io);
 
 /**
  * The io's type.
  *
  * @param io The io.
- * @return Its type. Loop: home of the LUN.
+ * @return Its type. Loop: the io's (scsitgt_io_get_loop()).
  */
 SCSITGT_EXPORT enum scsitgt_io_type scsitgt_io_get_type(const struct scsitgt_io *io);
 
@@ -281,7 +324,7 @@ SCSITGT_EXPORT enum scsitgt_io_type scsitgt_io_get_type(const struct scsitgt_io 
  * First logical block of the io.
  *
  * @param io The io.
- * @return The LBA. Loop: home of the LUN.
+ * @return The LBA. Loop: the io's (scsitgt_io_get_loop()).
  */
 SCSITGT_EXPORT uint64_t scsitgt_io_get_lba(const struct scsitgt_io *io);
 
@@ -289,7 +332,7 @@ SCSITGT_EXPORT uint64_t scsitgt_io_get_lba(const struct scsitgt_io *io);
  * Number of logical blocks of the io (0 for FLUSH of the whole medium).
  *
  * @param io The io.
- * @return The block count. Loop: home of the LUN.
+ * @return The block count. Loop: the io's (scsitgt_io_get_loop()).
  */
 SCSITGT_EXPORT uint32_t scsitgt_io_get_num_blocks(const struct scsitgt_io *io);
 
@@ -297,7 +340,7 @@ SCSITGT_EXPORT uint32_t scsitgt_io_get_num_blocks(const struct scsitgt_io *io);
  * Logical block size of the io's LUN, in bytes.
  *
  * @param io The io.
- * @return The block size. Loop: home of the LUN.
+ * @return The block size. Loop: the io's (scsitgt_io_get_loop()).
  */
 SCSITGT_EXPORT uint32_t scsitgt_io_get_block_size(const struct scsitgt_io *io);
 
@@ -307,7 +350,7 @@ SCSITGT_EXPORT uint32_t scsitgt_io_get_block_size(const struct scsitgt_io *io);
  *
  * @param io     The io.
  * @param iovcnt Receives the number of iovecs (0 for types without data).
- * @return The iovec array, lent like the io. Loop: home of the LUN.
+ * @return The iovec array, lent like the io. Loop: the io's (scsitgt_io_get_loop()).
  */
 SCSITGT_EXPORT const struct iovec *scsitgt_io_get_iov(const struct scsitgt_io *io, int *iovcnt);
 
@@ -323,7 +366,7 @@ SCSITGT_EXPORT const struct iovec *scsitgt_io_get_iov(const struct scsitgt_io *i
  *
  * @param io        A SCSITGT_IO_GET_LBA_STATUS io.
  * @param count_out Receives the number of extents the array holds (at least 1).
- * @return The array; NULL (and 0 in @p count_out) for other io types. Loop: home of the LUN.
+ * @return The array; NULL (and 0 in @p count_out) for other io types. Loop: the io's (scsitgt_io_get_loop()).
  */
 SCSITGT_EXPORT struct scsitgt_lba_extent *scsitgt_io_get_lba_extents(struct scsitgt_io *io,
 								     size_t *count_out);
@@ -332,7 +375,7 @@ SCSITGT_EXPORT struct scsitgt_lba_extent *scsitgt_io_get_lba_extents(struct scsi
  * The io's SCSITGT_IO_FLAG_* flags.
  *
  * @param io The io.
- * @return The flags. Loop: home of the LUN.
+ * @return The flags. Loop: the io's (scsitgt_io_get_loop()).
  */
 SCSITGT_EXPORT uint32_t scsitgt_io_get_flags(const struct scsitgt_io *io);
 
@@ -340,7 +383,7 @@ SCSITGT_EXPORT uint32_t scsitgt_io_get_flags(const struct scsitgt_io *io);
  * The backend's private bytes of this io (io_ctx_size of the ops table, zeroed at submit).
  *
  * @param io The io.
- * @return The private area, NULL when io_ctx_size is 0. Loop: home of the LUN.
+ * @return The private area, NULL when io_ctx_size is 0. Loop: the io's (scsitgt_io_get_loop()).
  */
 SCSITGT_EXPORT void *scsitgt_io_get_ctx(struct scsitgt_io *io);
 
@@ -348,7 +391,7 @@ SCSITGT_EXPORT void *scsitgt_io_get_ctx(struct scsitgt_io *io);
  * The LUN the io belongs to.
  *
  * @param io The io.
- * @return The LUN. Loop: home of the LUN.
+ * @return The LUN. Loop: the io's (scsitgt_io_get_loop()).
  */
 SCSITGT_EXPORT struct scsitgt_lun *scsitgt_io_get_lun(const struct scsitgt_io *io);
 
@@ -367,14 +410,14 @@ SCSITGT_EXPORT struct scsitgt_lun *scsitgt_io_get_lun(const struct scsitgt_io *i
  * @param len     Must equal num_blocks * block_size.
  * @param release Called exactly once when the library no longer reads @p data: after the
  *                transport handed the last byte to the kernel, or the command ended
- *                otherwise (failed io, abort, lost connection). On the LUN's home loop; for an
+ *                otherwise (failed io, abort, lost connection). On the io's loop; for an
  *                io its engine gave up on (an orphan), from inside the completion call. May be
  *                NULL for memory that never changes (a static zero region).
  * @param arg     Passed to @p release.
  * @return 0, or -EINVAL (not a READ with the flag, wrong length, lent already); then nothing
  *         was lent and the backend fills the iovecs as usual.
  *
- * Loop: home of the LUN (before the completion call).
+ * Loop: the io's (scsitgt_io_get_loop()), before the completion call.
  */
 SCSITGT_EXPORT int scsitgt_io_lend_data(struct scsitgt_io *io, const void *data, size_t len,
 					void (*release)(void *arg), void *arg);
@@ -393,7 +436,7 @@ SCSITGT_EXPORT int scsitgt_io_lend_data(struct scsitgt_io *io, const void *data,
  *               PROTECTED, -ENOMEM and -EAGAIN -> BUSY status, -ENOTSUP -> INVALID COMMAND
  *               OPERATION CODE, anything else -> HARDWARE ERROR INTERNAL TARGET FAILURE.
  *
- * Loop: home of the LUN (may be called from inside submit()).
+ * Loop: the io's (scsitgt_io_get_loop()); may be called from inside submit().
  */
 SCSITGT_EXPORT void scsitgt_io_complete(struct scsitgt_io *io, int status);
 
@@ -406,7 +449,7 @@ SCSITGT_EXPORT void scsitgt_io_complete(struct scsitgt_io *io, int status);
  * @param status As for scsitgt_io_complete(); with 0 @p lba is ignored.
  * @param lba    The first failing logical block, within the io's range.
  *
- * Loop: home of the LUN (may be called from inside submit()).
+ * Loop: the io's (scsitgt_io_get_loop()); may be called from inside submit().
  */
 SCSITGT_EXPORT void scsitgt_io_complete_at(struct scsitgt_io *io, int status, uint64_t lba);
 
@@ -429,7 +472,7 @@ SCSITGT_EXPORT void scsitgt_io_complete_at(struct scsitgt_io *io, int status, ui
  * @param lba    The first failing block, within the io's range (at its first block: nothing
  *               was transferred).
  *
- * Loop: home of the LUN (may be called from inside submit()).
+ * Loop: the io's (scsitgt_io_get_loop()); may be called from inside submit().
  */
 SCSITGT_EXPORT void scsitgt_io_complete_partial(struct scsitgt_io *io, int status, uint64_t lba);
 
@@ -441,14 +484,15 @@ SCSITGT_EXPORT void scsitgt_io_complete_partial(struct scsitgt_io *io, int statu
  * @param asc  Additional sense code.
  * @param ascq Additional sense code qualifier.
  *
- * Loop: home of the LUN.
+ * Loop: the io's (scsitgt_io_get_loop()).
  */
 SCSITGT_EXPORT void scsitgt_io_complete_sense(struct scsitgt_io *io, uint8_t key, uint8_t asc,
 					      uint8_t ascq);
 
 /**
- * Complete an io from any thread. The completion is handed to the LUN's home loop, where it
- * proceeds as with scsitgt_io_complete(). Lock-free.
+ * Complete an io from any thread. The completion is handed to the io's loop
+ * (scsitgt_io_get_loop(): the home loop unless the backend has SCSITGT_BACKEND_MULTI_LOOP),
+ * which it wakes, and proceeds there as with scsitgt_io_complete(). Lock-free.
  *
  * @param io     The io.
  * @param status As for scsitgt_io_complete().

@@ -8,6 +8,15 @@
  *
  * Held and delayed ios stay lent to this backend, so the library does not call close() while
  * any is outstanding; close() therefore never has to deal with them.
+ *
+ * Several loops: the wrapper has SCSITGT_BACKEND_MULTI_LOOP when the wrapped backend has it.
+ * Its rules, counters and lists are then shared by the loops that submit, and by the host's
+ * calls (add rules, release, stats) on the home loop: one mutex (fault.lock) covers them, held
+ * only to decide and to count, never across a call into the wrapped backend or a completion.
+ * A delay's timer runs on the io's own loop (scsitgt_io_get_loop()). An io held on another
+ * loop than the one fault_create() was given gets a uv_async_t on its loop, through which
+ * scsitgt_backend_fault_release() hands it back there; one held on that loop is released from
+ * inside the call, as before.
  */
 #include <errno.h>
 #include <limits.h>
@@ -31,6 +40,11 @@ struct fault_held {
 	struct scsitgt__list node;
 	struct scsitgt_io *io;
 	bool abortable;
+	/* Held on a loop other than fault.loop: released through this handle on it. */
+	bool remote;
+	int status;
+	struct fault *f;
+	uv_async_t async;
 };
 
 /* A delayed io on its timer; also an aborted io waiting to be completed (never from inside
@@ -49,6 +63,8 @@ struct fault {
 	struct scsitgt_backend_ops inner;
 	void *inner_ctx;
 	uv_loop_t *loop;
+	/* The rules, counters and lists below, with SCSITGT_BACKEND_MULTI_LOOP (see the top). */
+	uv_mutex_t lock;
 	struct fault_rule rules[FAULT_MAX_RULES];
 	unsigned int nrules;
 	int next_id;
@@ -111,6 +127,7 @@ static void fault_free(struct fault *f)
 	scsitgt_done_cb cb = f->close_cb;
 	void *arg = f->close_arg;
 
+	uv_mutex_destroy(&f->lock);
 	free(f);
 	if (cb)
 		cb(arg, 0);
@@ -181,10 +198,13 @@ static void delay_fire(uv_timer_t *t)
 	struct fault_delay *d = t->data;
 	struct fault *f = d->f;
 	struct scsitgt_io *io = d->io;
-	bool cancelled = d->cancelled;
+	bool cancelled;
 
+	uv_mutex_lock(&f->lock);
+	cancelled = d->cancelled;
 	f->st.delaying--;
 	scsitgt__list_remove(&d->node);
+	uv_mutex_unlock(&f->lock);
 	uv_close((uv_handle_t *)&d->timer, delay_closed);
 	if (cancelled)
 		scsitgt_io_complete(io, -ECANCELED);
@@ -192,13 +212,13 @@ static void delay_fire(uv_timer_t *t)
 		f->inner.submit(f->inner_ctx, io);
 }
 
-/* Start @io's timer; false without memory. */
+/* Start @io's timer on its loop; false without memory. Under f->lock. */
 static bool delay_start(struct fault *f, struct scsitgt_io *io, uint64_t ms, bool abortable,
 			bool cancelled)
 {
 	struct fault_delay *d = malloc(sizeof(*d));
 
-	if (d == NULL || uv_timer_init(f->loop, &d->timer) < 0) {
+	if (d == NULL || uv_timer_init(scsitgt_io_get_loop(io), &d->timer) < 0) {
 		free(d);
 		return false;
 	}
@@ -213,6 +233,35 @@ static bool delay_start(struct fault *f, struct scsitgt_io *io, uint64_t ms, boo
 	return true;
 }
 
+static void held_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+/* Free a held io's record (its handle first, on the io's loop, for a remote one). */
+static void held_free(struct fault_held *h)
+{
+	if (h->remote)
+		uv_close((uv_handle_t *)&h->async, held_closed);
+	else
+		free(h);
+}
+
+/* The io's loop: scsitgt_backend_fault_release() let a remote held io go. */
+static void held_async(uv_async_t *a)
+{
+	struct fault_held *h = a->data;
+	struct fault *f = h->f;
+	struct scsitgt_io *io = h->io;
+	int status = h->status;
+
+	held_free(h);
+	if (status == 0)
+		f->inner.submit(f->inner_ctx, io);
+	else
+		scsitgt_io_complete(io, status);
+}
+
 /* backend.h abort(): an abortable held or delayed io completes with -ECANCELED on the next
  * loop pass; any other io is the wrapped backend's to cancel, or not. */
 static void fault_abort(void *bctx, struct scsitgt_io *io)
@@ -220,18 +269,22 @@ static void fault_abort(void *bctx, struct scsitgt_io *io)
 	struct fault *f = bctx;
 	struct scsitgt__list *pos, *tmp;
 
+	uv_mutex_lock(&f->lock);
 	scsitgt__list_foreach_safe(pos, tmp, &f->held)
 	{
 		struct fault_held *h = scsitgt__container_of(pos, struct fault_held, node);
 
 		if (h->io != io)
 			continue;
-		if (!h->abortable || !delay_start(f, io, 0, false, true))
+		if (!h->abortable || !delay_start(f, io, 0, false, true)) {
+			uv_mutex_unlock(&f->lock);
 			return;
+		}
 		scsitgt__list_remove(&h->node);
-		free(h);
 		f->st.held--;
 		f->st.cancelled++;
+		uv_mutex_unlock(&f->lock);
+		held_free(h);
 		return;
 	}
 	scsitgt__list_foreach_safe(pos, tmp, &f->delays)
@@ -240,13 +293,16 @@ static void fault_abort(void *bctx, struct scsitgt_io *io)
 
 		if (d->io != io)
 			continue;
+		/* abort() runs on the io's loop, the timer's. */
 		if (d->abortable && !d->cancelled) {
 			d->cancelled = true;
 			f->st.cancelled++;
 			uv_timer_start(&d->timer, delay_fire, 0, 0);
 		}
+		uv_mutex_unlock(&f->lock);
 		return;
 	}
+	uv_mutex_unlock(&f->lock);
 	if (f->inner.abort)
 		f->inner.abort(f->inner_ctx, io);
 }
@@ -255,7 +311,9 @@ static void fault_reset(void *bctx)
 {
 	struct fault *f = bctx;
 
+	uv_mutex_lock(&f->lock);
 	f->st.resets++;
+	uv_mutex_unlock(&f->lock);
 	if (f->inner.reset)
 		f->inner.reset(f->inner_ctx);
 }
@@ -264,53 +322,73 @@ static void fault_submit(void *bctx, struct scsitgt_io *io)
 {
 	struct fault *f = bctx;
 	struct fault_rule *fr;
+	struct scsitgt_fault_rule r;
 
+	uv_mutex_lock(&f->lock);
 	f->st.submitted++;
 	fr = fault_match(f, io);
 	if (fr == NULL) {
 		f->st.passed++;
+		uv_mutex_unlock(&f->lock);
 		f->inner.submit(f->inner_ctx, io);
 		return;
 	}
-	switch (fr->r.action) {
+	r = fr->r;
+	switch (r.action) {
 	case SCSITGT_FAULT_ERROR:
 		f->st.errors++;
-		scsitgt_io_complete(io, fr->r.error);
+		uv_mutex_unlock(&f->lock);
+		scsitgt_io_complete(io, r.error);
 		return;
 	case SCSITGT_FAULT_MEDIUM: {
 		uint64_t lba = scsitgt_io_get_lba(io);
 
 		/* The first block of the rule's range inside the io (SBC-4 §4.18.1 INFORMATION). */
-		if (fr->r.lba_count && fr->r.lba > lba)
-			lba = fr->r.lba;
+		if (r.lba_count && r.lba > lba)
+			lba = r.lba;
 		f->st.medium_errors++;
+		uv_mutex_unlock(&f->lock);
 		scsitgt_io_complete_at(io, -EIO, lba);
 		return;
 	}
 	case SCSITGT_FAULT_DELAY:
 		/* Without memory for the timer the io goes through undelayed. */
-		if (!delay_start(f, io, fr->r.delay_ms, fr->r.abortable, false)) {
+		if (!delay_start(f, io, r.delay_ms, r.abortable, false)) {
 			f->st.passed++;
+			uv_mutex_unlock(&f->lock);
 			f->inner.submit(f->inner_ctx, io);
 			return;
 		}
 		f->st.delayed++;
+		uv_mutex_unlock(&f->lock);
 		return;
 	case SCSITGT_FAULT_HANG: {
-		struct fault_held *h = malloc(sizeof(*h));
+		struct fault_held *h = calloc(1, sizeof(*h));
+		uv_loop_t *loop = scsitgt_io_get_loop(io);
 
+		/* On another loop than the host's: released through a handle on that loop. */
+		if (h && loop != f->loop && uv_async_init(loop, &h->async, held_async) < 0) {
+			free(h);
+			h = NULL;
+		}
 		if (h == NULL) {
+			uv_mutex_unlock(&f->lock);
 			scsitgt_io_complete(io, -ENOMEM);
 			return;
 		}
 		h->io = io;
-		h->abortable = fr->r.abortable;
+		h->f = f;
+		h->abortable = r.abortable;
+		h->remote = loop != f->loop;
+		h->async.data = h;
 		scsitgt__list_add_tail(&f->held, &h->node);
 		f->st.hung++;
 		f->st.held++;
+		uv_mutex_unlock(&f->lock);
 		return;
 	}
 	}
+	uv_mutex_unlock(&f->lock);
 	f->inner.submit(f->inner_ctx, io);
 }
 
@@ -333,6 +411,10 @@ SCSITGT_EXPORT int scsitgt_backend_fault_create(void **bctx_out, uv_loop_t *loop
 		free(f);
 		return -EINVAL;
 	}
+	if (uv_mutex_init(&f->lock) < 0) {
+		free(f);
+		return -ENOMEM;
+	}
 	f->inner_ctx = inner_ctx;
 	f->loop = loop;
 	scsitgt__list_init(&f->held);
@@ -347,6 +429,8 @@ SCSITGT_EXPORT int scsitgt_backend_fault_create(void **bctx_out, uv_loop_t *loop
 	f->ops.get_lba_status = f->inner.get_lba_status ? fault_get_lba_status : NULL;
 	f->ops.abort = fault_abort;
 	f->ops.reset = fault_reset;
+	/* as able to run on several loops as what it wraps (see the top). */
+	f->ops.flags = f->inner.flags & SCSITGT_BACKEND_MULTI_LOOP;
 	f->st.size = sizeof(f->st);
 	*bctx_out = f;
 	return 0;
@@ -368,6 +452,7 @@ SCSITGT_EXPORT int scsitgt_backend_fault_destroy(void *bctx)
 	if (f->st.held || f->st.delaying)
 		return -EBUSY;
 	f->inner.close(f->inner_ctx, NULL, NULL);
+	uv_mutex_destroy(&f->lock);
 	free(f);
 	return 0;
 }
@@ -392,13 +477,20 @@ static int fault_add(struct fault *f, const struct scsitgt_fault_rule *r)
 {
 	struct fault_rule *fr;
 
-	if (f->nrules == FAULT_MAX_RULES)
+	int id;
+
+	uv_mutex_lock(&f->lock);
+	if (f->nrules == FAULT_MAX_RULES) {
+		uv_mutex_unlock(&f->lock);
 		return -ENOSPC;
+	}
 	fr = &f->rules[f->nrules];
 	memset(fr, 0, sizeof(*fr));
 	fr->r = *r;
 	f->nrules++;
-	return f->next_id++;
+	id = f->next_id++;
+	uv_mutex_unlock(&f->lock);
+	return id;
 }
 
 SCSITGT_EXPORT int scsitgt_backend_fault_add_rule(void *bctx, const struct scsitgt_fault_rule *rule)
@@ -596,8 +688,12 @@ SCSITGT_EXPORT int scsitgt_backend_fault_add_spec(void *bctx, const char *spec)
 		if (*e == ';' && e[1] == '\0')
 			return -EINVAL; /* a trailing ';' */
 	}
-	if (f->nrules + n > FAULT_MAX_RULES)
+	uv_mutex_lock(&f->lock);
+	if (f->nrules + n > FAULT_MAX_RULES) {
+		uv_mutex_unlock(&f->lock);
 		return -ENOSPC;
+	}
+	uv_mutex_unlock(&f->lock);
 	for (unsigned int i = 0; i < n; i++)
 		fault_add(f, &rules[i]);
 	return (int)n;
@@ -609,7 +705,9 @@ SCSITGT_EXPORT int scsitgt_backend_fault_clear_rules(void *bctx)
 
 	if (f == NULL)
 		return -EINVAL;
+	uv_mutex_lock(&f->lock);
 	f->nrules = 0;
+	uv_mutex_unlock(&f->lock);
 	return 0;
 }
 
@@ -621,20 +719,30 @@ SCSITGT_EXPORT int scsitgt_backend_fault_release(void *bctx, unsigned int max, i
 	if (f == NULL || status > 0)
 		return -EINVAL;
 	f->in_release++;
+	uv_mutex_lock(&f->lock);
 	while (!scsitgt__list_empty(&f->held) && (max == 0 || n < max)) {
 		struct fault_held *h = scsitgt__container_of(f->held.next, struct fault_held, node);
 		struct scsitgt_io *io = h->io;
 
 		scsitgt__list_remove(&h->node);
-		free(h);
 		f->st.held--;
 		f->st.released++;
 		n++;
+		if (h->remote) {
+			/* Its own loop submits or completes it (held_async()). */
+			h->status = status;
+			uv_async_send(&h->async);
+			continue;
+		}
+		uv_mutex_unlock(&f->lock);
+		free(h);
 		if (status == 0)
 			f->inner.submit(f->inner_ctx, io);
 		else
 			scsitgt_io_complete(io, status);
+		uv_mutex_lock(&f->lock);
 	}
+	uv_mutex_unlock(&f->lock);
 	if (--f->in_release == 0 && f->free_pending)
 		fault_free(f);
 	return (int)n;
@@ -649,7 +757,9 @@ SCSITGT_EXPORT int scsitgt_backend_fault_get_stats(const void *bctx,
 	if (f == NULL || stats == NULL || stats->size == 0)
 		return -EINVAL;
 	n = stats->size < sizeof(f->st) ? stats->size : sizeof(f->st);
+	uv_mutex_lock((uv_mutex_t *)&f->lock);
 	memcpy(stats, &f->st, n);
+	uv_mutex_unlock((uv_mutex_t *)&f->lock);
 	stats->size = n;
 	return 0;
 }

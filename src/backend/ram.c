@@ -19,12 +19,23 @@
  * ZEROES that touches it copies the chunk first and changes the copy (copy on write), and a
  * lent chunk leaving the tree (freed, replaced, LUN closed) is freed by its last release.
  *
+ * Several loops (SCSITGT_BACKEND_MULTI_LOOP): the engine may submit ios of one RAM LUN from
+ * each of its loops at once. The chunk tree, the chunks' lent counts and the bytes of the
+ * medium are the LUN's shared data; one mutex per LUN (ram_ctx.lock) covers every access to
+ * them: a whole io's walk and copy, a lent chunk's release and GET LBA STATUS. An io takes it
+ * once, for as long as its copy, and a LUN used by one loop only never waits on it; data lent
+ * to a read is never written in place while lent (copy on write), so the transport sends it
+ * without the lock. A finer scheme (per-chunk locks, a tree read without locks) would pay
+ * only with many loops writing one RAM LUN; the benchmark's shared LUN is a null one.
+ *
  * Like every in-tree backend it uses only the public backend.h, proving the host-backend API.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <uv.h>
 
 #include "backend/ram_hooks.h"
 #include "backend/zero_region.h"
@@ -41,9 +52,13 @@
  * In front of each chunk's bytes (the tree's slots point at the bytes): the reads that hold it
  * lent, and whether it left the tree while lent, so that its last release frees it.
  */
+struct ram_ctx;
+
 struct ram_chunk_hdr {
 	uint32_t lent;
 	bool detached;
+	/* The LUN whose lock covers lent and detached (set when the chunk is lent). */
+	struct ram_ctx *rc;
 };
 /* A multiple of the largest alignment malloc gives, so the bytes stay as aligned. */
 #define RAM_HDR_SIZE 64
@@ -73,14 +88,20 @@ static void ram_chunk_drop(uint8_t *chunk)
 	}
 }
 
-/* scsitgt_io_lend_data() release: one read fewer holds the chunk. */
+static void ram_lock(struct ram_ctx *rc);
+static void ram_unlock(struct ram_ctx *rc);
+
+/* scsitgt_io_lend_data() release (on the io's loop): one read fewer holds the chunk. */
 static void ram_lend_release(void *arg)
 {
 	struct ram_chunk_hdr *h = arg;
+	struct ram_ctx *rc = h->rc;
 
+	ram_lock(rc);
 	if (--h->lent == 0 && h->detached) {
 		free(h);
 	}
+	ram_unlock(rc);
 }
 
 /* An index node: RAM_FANOUT pointers to child nodes, or to chunks on the lowest level. */
@@ -105,7 +126,19 @@ struct ram_ctx {
 	uint64_t max_chunks;
 	/* chunks copied because a write met them lent to a read (ram_chunk_unshare()). */
 	uint64_t cow_copies;
+	/* Covers everything above once open and the medium's bytes (see the top). */
+	uv_mutex_t lock;
 };
+
+static void ram_lock(struct ram_ctx *rc)
+{
+	uv_mutex_lock(&rc->lock);
+}
+
+static void ram_unlock(struct ram_ctx *rc)
+{
+	uv_mutex_unlock(&rc->lock);
+}
 
 /* Slot of chunk @c in its node on level @lvl (0: the node that points at chunks). */
 static unsigned int ram_slot_index(uint64_t c, unsigned int lvl)
@@ -391,6 +424,7 @@ static bool ram_lend(struct ram_ctx *rc, struct scsitgt_io *io, uint64_t off, ui
 			return false;
 		}
 		h->lent++;
+		h->rc = rc;
 		if (scsitgt_io_lend_data(io, chunk + (off & (RAM_CHUNK_SIZE - 1)), (size_t)len,
 					 ram_lend_release, h) < 0) {
 			h->lent--;
@@ -537,6 +571,7 @@ static void ram_close(void *bctx, scsitgt_done_cb cb, void *cb_arg)
 	if (rc->levels) {
 		ram_tree_free(rc->root, rc->levels - 1);
 	}
+	uv_mutex_destroy(&rc->lock);
 	free(rc);
 	if (cb) {
 		cb(cb_arg, 0);
@@ -566,6 +601,7 @@ static void ram_submit(void *bctx, struct scsitgt_io *io)
 			return;
 		}
 	}
+	ram_lock(rc);
 	switch (type) {
 	case SCSITGT_IO_READ:
 		if (!(scsitgt_io_get_flags(io) & SCSITGT_IO_FLAG_MAY_LEND) ||
@@ -589,6 +625,7 @@ static void ram_submit(void *bctx, struct scsitgt_io *io)
 		status = -ENOTSUP;
 		break;
 	}
+	ram_unlock(rc);
 	scsitgt_io_complete(io, status);
 }
 
@@ -613,9 +650,9 @@ static bool ram_supports(void *bctx, enum scsitgt_io_type type)
  * deallocated. The answer has chunk granularity: a chunk partly unmapped (zeroed) stays
  * mapped until all of it is zero, which SBC-4 §4.7.4.5 allows (an LBA may stay mapped).
  */
-static int ram_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out, bool *mapped_out)
+static int ram_get_lba_status_locked(const struct ram_ctx *rc, uint64_t lba,
+				     uint64_t *num_blocks_out, bool *mapped_out)
 {
-	const struct ram_ctx *rc = bctx;
 	uint64_t off, c, end_c, last_c, span = 1;
 	bool mapped;
 
@@ -646,6 +683,17 @@ static int ram_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out
 	return 0;
 }
 
+static int ram_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out, bool *mapped_out)
+{
+	struct ram_ctx *rc = bctx;
+	int rc_status;
+
+	ram_lock(rc);
+	rc_status = ram_get_lba_status_locked(rc, lba, num_blocks_out, mapped_out);
+	ram_unlock(rc);
+	return rc_status;
+}
+
 static const struct scsitgt_backend_ops ram_ops = {
 	.size = sizeof(struct scsitgt_backend_ops),
 	.name = "ram",
@@ -655,6 +703,7 @@ static const struct scsitgt_backend_ops ram_ops = {
 	.submit = ram_submit,
 	.supports = ram_supports,
 	.get_lba_status = ram_get_lba_status,
+	.flags = SCSITGT_BACKEND_MULTI_LOOP,
 };
 
 SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_ram_ops(void)
@@ -671,6 +720,10 @@ SCSITGT_EXPORT int scsitgt_backend_ram_create(void **bctx_out)
 	}
 	rc = calloc(1, sizeof(*rc));
 	if (rc == NULL) {
+		return -ENOMEM;
+	}
+	if (uv_mutex_init(&rc->lock) < 0) {
+		free(rc);
 		return -ENOMEM;
 	}
 	*bctx_out = rc;

@@ -328,8 +328,12 @@ struct scsitgt_io {
 	 * worker shard's inbox (core/shard.c). */
 	struct scsitgt__msg tsq_msg;
 	struct scsitgt__cmd *cmd;
-	/* the command's shard: the io is submitted and completed on its loop. */
+	/* the command's shard: the io is submitted and completed on its loop, unless @fwd: a
+	 * backend without SCSITGT_BACKEND_MULTI_LOOP and a command off home, whose io is
+	 * submitted on home and whose completion comes back to the shard with @fwd_reason. */
 	struct scsitgt__shard *shard;
+	bool fwd;
+	enum scsitgt__sense_reason fwd_reason;
 	struct scsitgt_lun *lun;
 	scsitgt__io_done_fn done;
 	enum scsitgt_io_type type;
@@ -381,6 +385,9 @@ enum scsitgt__io_tstate {
 
 /* Tell the backend about each io of an aborted command it still holds (backend.h abort()). */
 void scsitgt__io_abort_cmd(struct scsitgt__cmd *cmd);
+
+/* A thread-safe completion reached the io's shard: finish it there (core/shard.c). */
+void scsitgt__io_complete_here(struct scsitgt_io *io);
 
 /* Drain the home shard's thread-safe completion queue (engine.c calls it from its async). */
 void scsitgt__io_drain_threadsafe(struct scsitgt_engine *engine);

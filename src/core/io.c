@@ -8,6 +8,14 @@
 #include "core/cmd.h"
 #include "core/fabric.h"
 
+/* Home: submit an io forwarded by a command of another shard (scsitgt_io.fwd). */
+static void io_fwd_submit(struct scsitgt__msg *msg)
+{
+	struct scsitgt_io *io = scsitgt__container_of(msg, struct scsitgt_io, tsq_msg);
+
+	io->lun->ops.submit(io->lun->bctx, io);
+}
+
 int scsitgt__io_submit(struct scsitgt__cmd *cmd, enum scsitgt_io_type type, uint64_t lba,
 		       uint32_t num_blocks, const struct iovec *iov, int iovcnt, uint32_t flags,
 		       scsitgt__io_done_fn done)
@@ -15,6 +23,8 @@ int scsitgt__io_submit(struct scsitgt__cmd *cmd, enum scsitgt_io_type type, uint
 	struct scsitgt_lun *lun = cmd->lun;
 	struct scsitgt_io *io;
 	size_t cap;
+	/* A backend without SCSITGT_BACKEND_MULTI_LOOP is called on home only (backend.h). */
+	bool fwd = cmd->shard->index != 0 && !(lun->ops.flags & SCSITGT_BACKEND_MULTI_LOOP);
 
 	/* Zeroed, the backend's context included, as the backend API promises. */
 	io = scsitgt__cache_zalloc(&cmd->shard->cache, sizeof(*io) + lun->ops.io_ctx_size, &cap);
@@ -23,10 +33,12 @@ int scsitgt__io_submit(struct scsitgt__cmd *cmd, enum scsitgt_io_type type, uint
 	io->alloc_size = (uint32_t)cap;
 	io->cmd = cmd;
 	io->shard = cmd->shard;
+	io->fwd = fwd;
 	io->lun = lun;
 	io->done = done;
 	io->type = type;
-	io->flags = flags;
+	/* lent memory would be released on the command's loop, not the backend's. */
+	io->flags = fwd ? flags & ~SCSITGT_IO_FLAG_MAY_LEND : flags;
 	io->lba = lba;
 	io->num_blocks = num_blocks;
 	io->iovcnt = iov ? iovcnt : 0;
@@ -39,6 +51,11 @@ int scsitgt__io_submit(struct scsitgt__cmd *cmd, enum scsitgt_io_type type, uint
 	cmd->ios_inflight++;
 	/* the LUN knows what its backend holds, so a timed-out teardown can give it up. */
 	scsitgt__list_add_tail(&lun->drain.ios, &io->lun_node);
+	if (fwd) {
+		io->tsq_msg.fn = io_fwd_submit;
+		scsitgt__engine_post(cmd->shard->engine, &io->tsq_msg);
+		return 0;
+	}
 	lun->ops.submit(lun->bctx, io);
 	return 0;
 }
@@ -87,7 +104,7 @@ SCSITGT_EXPORT int scsitgt_io_lend_data(struct scsitgt_io *io, const void *data,
 	return 0;
 }
 
-static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
+static void io_finish_here(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
 {
 	struct scsitgt__cmd *cmd;
 	struct scsitgt__cache *cache;
@@ -129,6 +146,31 @@ static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
 	}
 	io->done(cmd, io, reason);
 	scsitgt__cache_free(cache, io, io->alloc_size);
+}
+
+/* The command's shard: a forwarded io's completion came back from home. */
+static void io_fwd_back(struct scsitgt__msg *msg)
+{
+	struct scsitgt_io *io = scsitgt__container_of(msg, struct scsitgt_io, tsq_msg);
+
+	io_finish_here(io, io->fwd_reason);
+}
+
+static void io_finish(struct scsitgt_io *io, enum scsitgt__sense_reason reason)
+{
+	/* A forwarded io completes on home: its command finishes on its own shard. */
+	if (io->fwd && atomic_load(&io->tstate) != SCSITGT__IO_ORPHAN) {
+		io->fwd_reason = reason;
+		io->tsq_msg.fn = io_fwd_back;
+		scsitgt__worker_post(io->shard->worker, &io->tsq_msg);
+		return;
+	}
+	io_finish_here(io, reason);
+}
+
+void scsitgt__io_complete_here(struct scsitgt_io *io)
+{
+	io_finish_here(io, io_errno_reason(io, io->status));
 }
 
 void scsitgt__io_done_complete_cmd(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
@@ -209,8 +251,9 @@ void scsitgt__io_abort_cmd(struct scsitgt__cmd *cmd)
 	{
 		struct scsitgt_io *io = scsitgt__container_of(pos, struct scsitgt_io, lun_node);
 
-		/* One the backend already completed from its thread has nothing to cancel. */
-		if (io->cmd == cmd && atomic_load(&io->tstate) == SCSITGT__IO_LENT)
+		/* One the backend already completed from its thread has nothing to cancel; a
+		 * forwarded one is on home, not offered (backend.h). */
+		if (io->cmd == cmd && !io->fwd && atomic_load(&io->tstate) == SCSITGT__IO_LENT)
 			lun->ops.abort(lun->bctx, io);
 	}
 }
@@ -275,6 +318,11 @@ SCSITGT_EXPORT uint32_t scsitgt_io_get_flags(const struct scsitgt_io *io)
 SCSITGT_EXPORT void *scsitgt_io_get_ctx(struct scsitgt_io *io)
 {
 	return io->lun->ops.io_ctx_size ? io->ctx : NULL;
+}
+
+SCSITGT_EXPORT uv_loop_t *scsitgt_io_get_loop(const struct scsitgt_io *io)
+{
+	return io->fwd ? io->shard->engine->loop : io->shard->loop;
 }
 
 SCSITGT_EXPORT struct scsitgt_lun *scsitgt_io_get_lun(const struct scsitgt_io *io)

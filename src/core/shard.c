@@ -104,7 +104,7 @@ static void shard_io_msg(struct scsitgt__msg *msg)
 {
 	struct scsitgt_io *io = scsitgt__container_of(msg, struct scsitgt_io, tsq_msg);
 
-	scsitgt_io_complete(io, io->status);
+	scsitgt__io_complete_here(io);
 }
 
 void scsitgt__shard_post_io(struct scsitgt__shard *shard, struct scsitgt_io *io)

@@ -72,6 +72,7 @@ static void probe_submit(void *bctx, struct scsitgt_io *io)
 	p->flags = scsitgt_io_get_flags(io);
 	p->ext = scsitgt_io_get_lba_extents(io, &p->next);
 	p->lun = scsitgt_io_get_lun(io);
+	p->loop = scsitgt_io_get_loop(io);
 	p->ctx = scsitgt_io_get_ctx(io);
 	p->ctx_zeroed = true;
 	if (p->ctx) {

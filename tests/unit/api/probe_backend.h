@@ -50,6 +50,7 @@ struct probe {
 	void *ctx;
 	bool ctx_zeroed;
 	struct scsitgt_lun *lun;
+	uv_loop_t *loop;
 
 	/* Held ios (PROBE_HOLD) and completion threads (PROBE_THREAD). */
 	struct scsitgt_io *held[PROBE_MAX_HELD];

@@ -70,6 +70,8 @@ static void test_io_accessors(void **state)
 	assert_int_equal(p.iov[1].iov_len, 8000);
 	assert_int_equal(p.flags, SCSITGT_IO_FLAG_FUA);
 	assert_ptr_equal(p.lun, lun);
+	/* A backend without SCSITGT_BACKEND_MULTI_LOOP runs on the home loop. */
+	assert_ptr_equal(p.loop, &h.loop);
 	/* io_ctx_size bytes, zeroed at submit, aligned for any scalar type. */
 	assert_non_null(p.ctx);
 	assert_true(p.ctx_zeroed);
