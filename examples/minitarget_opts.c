@@ -17,7 +17,8 @@ void minitarget_usage(FILE *f)
 		"usage: minitarget [--portal HOST:PORT]... [--iqn NAME]\n"
 		"                  [--lun N:ram|null:SIZE[,thin][,ro][,removable][,bs=N][,pbe=N]\n"
 		"                         [,spc4]]...\n"
-		"                  [--lun N:file:PATH[,thin][,ro][,removable][,bs=N][,pbe=N][,spc4]]...\n"
+		"                  [--lun N:file:PATH[,thin][,ro][,removable][,bs=N][,pbe=N][,spc4]\n"
+		"                         [,io_engine=auto|libaio|io_uring][,direct=0|1]]...\n"
 		"                  [--lun N:rbd:POOL/IMAGE[,ns=NS][,id=CLIENT][,conf=FILE]\n"
 		"                         [,timeout=S][,nocache][,nopr][,ro][,bs=N]]...\n"
 		"                  [--chap USER:SECRET] [--mutual-chap USER:SECRET]\n"
@@ -116,6 +117,27 @@ static int lun_rbd_flag(struct minitarget_lun *l, const char *tok, int *rc)
 	return 1;
 }
 
+/* A file LUN's own flags (backend_aio.h): 1 when @tok is one (@rc 0 or -1), 0 when not. */
+static int lun_file_flag(struct minitarget_lun *l, const char *tok, int *rc)
+{
+	static const char *const engines[] = { "auto", "libaio", "io_uring" };
+
+	if (strncmp(tok, "io_engine=", 10) == 0) {
+		*rc = -1;
+		for (int i = 0; i < 3; i++) {
+			if (strcmp(tok + 10, engines[i]) == 0) {
+				l->io_engine = i;
+				*rc = 0;
+			}
+		}
+	} else if (strcmp(tok, "direct=0") == 0 || strcmp(tok, "direct=1") == 0) {
+		l->buffered = tok[7] == '0';
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
 /* One ",flag" of a --lun; -1 when unknown or malformed. */
 static int lun_flag(struct minitarget_lun *l, const char *tok)
 {
@@ -133,6 +155,8 @@ static int lun_flag(struct minitarget_lun *l, const char *tok)
 	else if (strncmp(tok, "fault=", 6) == 0)
 		rc = lun_str_flag(l->fault, sizeof(l->fault), tok + 6, false);
 	else if (l->kind == MINITARGET_LUN_RBD && lun_rbd_flag(l, tok, &rc))
+		return rc;
+	else if (l->kind == MINITARGET_LUN_FILE && lun_file_flag(l, tok, &rc))
 		return rc;
 	else if (strncmp(tok, "pbe=", 4) == 0) {
 		unsigned long v = strtoul(tok + 4, &end, 10);

@@ -45,6 +45,9 @@ struct minitarget_lun {
 	uint8_t pbe;	/* logical blocks per physical block exponent */
 	/* fault=SPEC: wrap the backend in the fault-injection backend (backend_fault.h). */
 	char fault[128];
+	/* file: io_engine=auto|libaio|io_uring (enum scsitgt_backend_aio_engine), direct=0|1 */
+	int io_engine;
+	bool buffered;
 };
 
 /*

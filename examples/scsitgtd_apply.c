@@ -185,6 +185,7 @@ static int backend_open(struct scsitgtd *d, const char *tname, const struct scsi
 		ao.write_through = l->write_through;
 		if (l->aio_queue_depth)
 			ao.queue_depth = l->aio_queue_depth;
+		ao.engine = (enum scsitgt_backend_aio_engine)l->io_engine;
 		*ops = scsitgt_backend_aio_ops();
 		if (*ops == NULL)
 			return -ENOTSUP;

@@ -111,7 +111,9 @@ struct scsitgtd_lun {
 	bool direct;		  /* file/block: try O_DIRECT (default yes) */
 	bool write_through;	  /* file/block: O_DSYNC, no volatile cache */
 	uint32_t aio_queue_depth; /* 0 = backend default */
-	char *path;		  /* file/block; rbd: POOL/IMAGE */
+	/* file/block: io_engine = auto|libaio|io_uring (enum scsitgt_backend_aio_engine) */
+	uint8_t io_engine;
+	char *path; /* file/block; rbd: POOL/IMAGE */
 	/* rbd: namespace, client id, ceph.conf (NULL: defaults), RADOS operation timeout in
 	 * seconds (-1: the backend's default) */
 	char *rbd_namespace;

@@ -1002,6 +1002,20 @@ static int k_lun_bool(struct parser *p, const char *key, const char *v)
 	return 0;
 }
 
+/* io_engine = auto | libaio | io_uring: the file backend's kernel interface (backend_aio.h). */
+static int k_io_engine(struct parser *p, const char *key, const char *v)
+{
+	static const char *const engines[] = { "auto", "libaio", "io_uring" };
+
+	for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
+		if (!strcmp(v, engines[i])) {
+			cur_lun(p)->io_engine = (uint8_t)i;
+			return 0;
+		}
+	}
+	return cfg_err(p, "%s: expected auto, libaio or io_uring", key);
+}
+
 static int k_aio_qd(struct parser *p, const char *key, const char *v)
 {
 	uint64_t x;
@@ -1181,6 +1195,7 @@ static const struct key lun_keys[] = {
 	{ "direct", k_lun_bool, false },
 	{ "write_through", k_lun_bool, false },
 	{ "aio_queue_depth", k_aio_qd, false },
+	{ "io_engine", k_io_engine, false },
 	{ "claim_spc4", k_lun_bool, false },
 	{ "physical_block_exponent", k_pbe, false },
 /* clang-format off: it cannot see the entries the macro expands to. */

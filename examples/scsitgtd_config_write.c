@@ -149,6 +149,10 @@ static void lun_write(FILE *f, const struct scsitgtd_lun *l)
 		kv_bool(f, "write_through", true);
 	if (l->aio_queue_depth)
 		kv_u64(f, "aio_queue_depth", l->aio_queue_depth);
+	if (aio && l->io_engine == 1)
+		kv_str(f, "io_engine", "libaio");
+	if (aio && l->io_engine == 2)
+		kv_str(f, "io_engine", "io_uring");
 	kv_str(f, "rbd_namespace", l->rbd_namespace);
 	kv_str(f, "rbd_client_id", l->rbd_client_id);
 	kv_str(f, "rbd_conf", l->rbd_conf);

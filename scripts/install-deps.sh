@@ -9,6 +9,8 @@ set -euo pipefail
 PKGS=(
 	build-essential pkg-config meson ninja-build
 	libuv1-dev libaio-dev nettle-dev libcmocka-dev
+	# liburing: the io_uring engine of the file backend (meson feature 'io_uring'; optional).
+	liburing-dev
 	# ISA-L: crc32_iscsi for the iSCSI digests (meson feature 'isal'; optional at build time).
 	libisal-dev
 	rdma-core libibverbs-dev librdmacm-dev

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file backend_aio.h
- * The built-in aio backend: a regular file or a block device served through Linux native AIO
- * (libaio), completions signalled on an eventfd watched by the LUN's home loop. No threads.
+ * The built-in aio backend: a regular file or a block device served through one of two kernel
+ * I/O engines, io_uring (liburing) where the build and the kernel allow it, Linux native AIO
+ * (libaio) otherwise; completions are signalled on an eventfd watched by the LUN's home loop.
+ * No threads of its own.
  *
  * When the library is built without libaio the functions still exist and return -ENOTSUP
  * (scsitgt_backend_aio_ops() then returns NULL).
@@ -21,6 +23,28 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** The kernel interface the aio backend submits its I/O through (scsitgt_backend_aio_opts). */
+enum scsitgt_backend_aio_engine {
+	/**
+	 * io_uring where the library was built with liburing and the kernel offers a ring and
+	 * every operation the backend uses (probed at create); libaio otherwise, with a log line
+	 * that says why. The default.
+	 */
+	SCSITGT_BACKEND_AIO_ENGINE_AUTO = 0,
+	/**
+	 * Linux native AIO. Buffered reads that miss the page cache, and in buffered mode
+	 * writes, run inside io_submit() and block the loop; UNMAP and WRITE ZEROES are
+	 * fallocate() calls on the loop.
+	 */
+	SCSITGT_BACKEND_AIO_ENGINE_LIBAIO = 1,
+	/**
+	 * io_uring: reads, writes, flushes (IORING_OP_FSYNC) and file UNMAP / WRITE ZEROES
+	 * (IORING_OP_FALLOCATE) are ring operations that never block the loop, in buffered
+	 * mode too. scsitgt_backend_aio_create() fails with -ENOTSUP where it is unavailable.
+	 */
+	SCSITGT_BACKEND_AIO_ENGINE_IO_URING = 2,
+};
 
 /** Options of scsitgt_backend_aio_create(). Initialise with scsitgt_backend_aio_opts_init(). */
 struct scsitgt_backend_aio_opts {
@@ -56,6 +80,11 @@ struct scsitgt_backend_aio_opts {
 	scsitgt_log_cb log_cb;
 	/** Argument of @ref log_cb. */
 	void *log_arg;
+	/**
+	 * The I/O engine. Default SCSITGT_BACKEND_AIO_ENGINE_AUTO (io_uring, else libaio);
+	 * scsitgt_backend_aio_get_engine() tells which one a context uses.
+	 */
+	enum scsitgt_backend_aio_engine engine;
 };
 
 /**
@@ -93,10 +122,12 @@ SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_aio_ops(void);
  *                 Once open() ran, close() finishes on the loop (the eventfd's poll handle
  *                 is closed with uv_close()): run the loop until @p cb is called.
  * @param opts     Options; loop and path are required. Copied.
- * @return 0; -EINVAL for a NULL argument, a missing loop or path, or a file that is neither a
- *         regular file nor a block device; -ENOENT, -EACCES, -EROFS, -EISDIR... as open(2)
- *         reports them; -EAGAIN when the kernel's AIO limit (fs.aio-max-nr) is reached;
- *         -ENOMEM; -ENOTSUP when the library was built without libaio.
+ * @return 0; -EINVAL for a NULL argument, a missing loop or path, an unknown engine, or a
+ *         file that is neither a regular file nor a block device; -ENOENT, -EACCES, -EROFS,
+ *         -EISDIR... as open(2) reports them; -EAGAIN when the kernel's AIO limit
+ *         (fs.aio-max-nr) is reached; -ENOMEM; -ENOTSUP when the library was built without
+ *         libaio, or the engine asked for is io_uring and the build or the kernel lacks it
+ *         (the reason is logged).
  *
  * Thread-safe (the loop is only used from open() on).
  */
@@ -129,6 +160,17 @@ SCSITGT_EXPORT int scsitgt_backend_aio_resize(void *bctx, uint64_t *num_blocks_o
  * Loop: home of the LUN.
  */
 SCSITGT_EXPORT int scsitgt_backend_aio_is_direct(void *bctx);
+
+/**
+ * The engine a context submits its I/O through, chosen at create.
+ *
+ * @param bctx The context.
+ * @return SCSITGT_BACKEND_AIO_ENGINE_LIBAIO or SCSITGT_BACKEND_AIO_ENGINE_IO_URING; -EINVAL if
+ *         @p bctx is NULL; -ENOTSUP when the library was built without libaio.
+ *
+ * Thread-safe (the engine does not change after create).
+ */
+SCSITGT_EXPORT int scsitgt_backend_aio_get_engine(void *bctx);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The aio backend: a regular file or a block device through Linux native AIO (libaio).
+ * The aio backend: a regular file or a block device through one of two kernel I/O engines.
  *
- * Reads and writes become IOCB_CMD_PREADV / PWRITEV iocbs carrying an eventfd
- * (io_set_eventfd); the eventfd is watched by a uv_poll_t on the LUN's home loop, whose
- * callback drains io_getevents() in batches and completes the ios there. No thread per io,
- * no thread at all.
+ * libaio (Linux native AIO): reads and writes become IOCB_CMD_PREADV / PWRITEV iocbs carrying
+ * an eventfd (io_set_eventfd); the eventfd is watched by a uv_poll_t on the LUN's home loop,
+ * whose callback drains io_getevents() in batches and completes the ios there. No thread per
+ * io, no thread at all.
+ *
+ * io_uring (liburing, the default where the build and the kernel allow it): one ring per
+ * context, its eventfd registered (io_uring_register_eventfd) and watched the same way.
+ * Reads and writes are IORING_OP_READV / WRITEV, FLUSH is IORING_OP_FSYNC with
+ * IORING_FSYNC_DATASYNC, UNMAP and WRITE ZEROES on files are IORING_OP_FALLOCATE. The kernel
+ * never waits for the medium inside io_uring_enter(): a buffered read that misses the page
+ * cache is completed by the page cache's wake-up (FMODE_BUF_RASYNC file systems) or by an
+ * io-wq worker, and fsync / fallocate always run in io-wq. Those are the kernel's threads,
+ * not ours. What the engine needs is probed at create: a ring, stable submissions
+ * (IORING_FEAT_SUBMIT_STABLE, Linux 5.5: the iovec arrays are copied during the submission,
+ * so ac->kiov can be reused) and the four opcodes (IORING_REGISTER_PROBE, Linux 5.6); when
+ * one is missing (or io_uring is disabled: kernel.io_uring_disabled, seccomp), AUTO falls
+ * back to libaio and logs why. Registered buffers (IORING_OP_READ_FIXED) are not used: the
+ * data lives in the core's and the transports' buffers, which are not one registrable pool.
  *
  * I/O mode. O_DIRECT is tried at create: it is kept when the file system really does direct
  * I/O (statx STATX_DIOALIGN reports an alignment; tmpfs and ramfs, whose page cache is the
@@ -63,7 +77,12 @@
 
 #include "backend/aio_hooks.h"
 #include "libscsitgt/backend_aio.h"
+#include "scsitgt_config.h"
 #include "util/log.h"
+
+#if SCSITGT_HAVE_URING
+#include <liburing.h>
+#endif
 
 #define AIO_SUBSYS "aio"
 /* Events taken from the kernel per io_getevents() call. */
@@ -74,6 +93,8 @@
 #define AIO_MAX_STALLS 2
 #define AIO_DEFAULT_QUEUE_DEPTH 128
 #define AIO_MAX_QUEUE_DEPTH 65536
+/* Most entries of an io_uring submission queue (the kernel's IORING_MAX_ENTRIES). */
+#define AIO_URING_MAX_ENTRIES 32768
 
 /* What an in-flight request is waiting for. */
 enum aio_phase {
@@ -81,6 +102,8 @@ enum aio_phase {
 	AIO_PHASE_RW,
 	/* The fdatasync of a FLUSH, or the one after a FUA write (no RWF_DSYNC). */
 	AIO_PHASE_SYNC,
+	/* UNMAP or WRITE ZEROES as an IORING_OP_FALLOCATE (io_uring engine). */
+	AIO_PHASE_DEALLOC,
 };
 
 /* Per-io private area (io_ctx_size): the iocb and the progress of one io. */
@@ -106,6 +129,8 @@ struct aio_req {
 	void *bounce;
 	struct iovec bounce_iov;
 	unsigned int stalls;
+	/* io_uring: the entry went in as a NOP after a failed submission; issue it again. */
+	bool requeue;
 };
 
 struct aio_ctx {
@@ -116,6 +141,16 @@ struct aio_ctx {
 	int efd;
 	io_context_t ioctx;
 	bool ioctx_set;
+	/* The engine: io_uring (ring) or libaio (ioctx). */
+	bool uring;
+#if SCSITGT_HAVE_URING
+	struct io_uring ring;
+	bool ring_set;
+	/* A submission failed: entries wait in the SQ ring for the next io_uring_enter(). */
+	bool uring_unsubmitted;
+	/* Buffered reads and writes go to io-wq at once (IOSQE_ASYNC). */
+	bool uring_async;
+#endif
 	uv_poll_t poll;
 	bool poll_inited;
 	bool blockdev;
@@ -152,6 +187,7 @@ struct aio_ctx {
 
 static void aio_req_issue(struct aio_ctx *ac, struct aio_req *req);
 static void aio_close_maybe(struct aio_ctx *ac);
+static void aio_req_event(struct aio_ctx *ac, struct aio_req *req, long res);
 
 /* Errors as the core wants them (backend.h scsitgt_io_complete()). */
 static int aio_map_errno(int err)
@@ -305,6 +341,11 @@ static void aio_ctx_free(struct aio_ctx *ac)
 	if (ac->ioctx_set) {
 		io_destroy(ac->ioctx);
 	}
+#if SCSITGT_HAVE_URING
+	if (ac->ring_set) {
+		io_uring_queue_exit(&ac->ring);
+	}
+#endif
 	if (ac->efd >= 0) {
 		close(ac->efd);
 	}
@@ -313,6 +354,123 @@ static void aio_ctx_free(struct aio_ctx *ac)
 	}
 	free(ac->path);
 	free(ac);
+}
+
+/* Test hook (aio_hooks.h): behave as if the kernel had no io_uring. */
+static bool aio_uring_refused;
+
+void scsitgt__backend_aio_refuse_uring(bool refuse)
+{
+	aio_uring_refused = refuse;
+}
+
+#if SCSITGT_HAVE_URING
+/*
+ * Set up the io_uring engine: a ring of queue_depth entries whose completions signal ac->efd.
+ * On failure the ring is gone again and *why says what the kernel lacks.
+ */
+static int aio_uring_setup(struct aio_ctx *ac, const char **why)
+{
+	static const struct {
+		int op;
+		const char *name;
+	} need[] = {
+		{ IORING_OP_READV, "no IORING_OP_READV" },
+		{ IORING_OP_WRITEV, "no IORING_OP_WRITEV" },
+		{ IORING_OP_FSYNC, "no IORING_OP_FSYNC" },
+		{ IORING_OP_FALLOCATE, "no IORING_OP_FALLOCATE (Linux < 5.6)" },
+	};
+	struct io_uring_params p;
+	struct io_uring_probe *probe;
+	unsigned int entries = ac->queue_depth;
+	int rc;
+
+	if (aio_uring_refused) {
+		*why = "refused by a test hook";
+		return -ENOSYS;
+	}
+	if (entries > AIO_URING_MAX_ENTRIES) {
+		entries = AIO_URING_MAX_ENTRIES;
+	}
+	memset(&p, 0, sizeof(p));
+	rc = io_uring_queue_init_params(entries, &ac->ring, &p);
+	if (rc < 0) {
+		*why = rc == -ENOSYS ? "no io_uring in this kernel (or a seccomp filter)" :
+		       rc == -EPERM  ? "io_uring is disabled (sysctl kernel.io_uring_disabled)" :
+				       "ring setup failed";
+		return rc;
+	}
+	ac->ring_set = true;
+	rc = -ENOTSUP;
+	if (!(p.features & IORING_FEAT_SUBMIT_STABLE)) {
+		*why = "submissions are not stable (Linux < 5.5)";
+		goto fail;
+	}
+	probe = io_uring_get_probe_ring(&ac->ring);
+	if (probe == NULL) {
+		*why = "no opcode probe (Linux < 5.6)";
+		goto fail;
+	}
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		if (!io_uring_opcode_supported(probe, need[i].op)) {
+			*why = need[i].name;
+			io_uring_free_probe(probe);
+			goto fail;
+		}
+	}
+	io_uring_free_probe(probe);
+	rc = io_uring_register_eventfd(&ac->ring, ac->efd);
+	if (rc < 0) {
+		*why = "eventfd registration failed";
+		goto fail;
+	}
+	/* Every request in the kernel has its SQ entry and its CQ entry (the CQ ring is
+	 * twice as large): completions cannot overflow. */
+	ac->queue_depth = entries;
+	ac->uring = true;
+	return 0;
+
+fail:
+	io_uring_queue_exit(&ac->ring);
+	ac->ring_set = false;
+	return rc;
+}
+#else
+static int aio_uring_setup(struct aio_ctx *ac, const char **why)
+{
+	(void)ac;
+	*why = "the library was built without liburing";
+	return -ENOTSUP;
+}
+#endif
+
+/* The engine the options ask for: io_uring if it can be set up (AUTO, IO_URING), else libaio. */
+static int aio_engine_setup(struct aio_ctx *ac, enum scsitgt_backend_aio_engine want)
+{
+	const char *why = NULL;
+	int rc;
+
+	if (want != SCSITGT_BACKEND_AIO_ENGINE_LIBAIO) {
+		rc = aio_uring_setup(ac, &why);
+		if (rc == 0) {
+			return 0;
+		}
+		if (want == SCSITGT_BACKEND_AIO_ENGINE_IO_URING) {
+			scsitgt__log(&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
+				     "%s: io_uring engine unavailable: %s (%s)", ac->path, why,
+				     strerror(-rc));
+			return -ENOTSUP;
+		}
+		scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
+			     "%s: libaio engine: io_uring unavailable: %s (%s)", ac->path, why,
+			     strerror(-rc));
+	}
+	rc = io_setup((int)ac->queue_depth, &ac->ioctx);
+	if (rc < 0) {
+		return rc;
+	}
+	ac->ioctx_set = true;
+	return 0;
 }
 
 SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
@@ -329,7 +487,8 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 	}
 	scsitgt_backend_aio_opts_init(&o, sizeof(o));
 	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
-	if (o.loop == NULL || o.path == NULL || o.path[0] == '\0') {
+	if (o.loop == NULL || o.path == NULL || o.path[0] == '\0' ||
+	    (unsigned int)o.engine > SCSITGT_BACKEND_AIO_ENGINE_IO_URING) {
 		return -EINVAL;
 	}
 	if (o.queue_depth == 0) {
@@ -404,14 +563,13 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 		aio_probe_direct(ac);
 	}
 
-	rc = io_setup((int)ac->queue_depth, &ac->ioctx);
-	if (rc < 0) {
-		goto fail;
-	}
-	ac->ioctx_set = true;
 	ac->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (ac->efd < 0) {
 		rc = -errno;
+		goto fail;
+	}
+	rc = aio_engine_setup(ac, o.engine);
+	if (rc < 0) {
 		goto fail;
 	}
 	*bctx_out = ac;
@@ -640,9 +798,10 @@ static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	ac->num_blocks = blocks;
 	ac->opened = true;
 	scsitgt__log(&ac->log, SCSITGT_LOG_INFO, AIO_SUBSYS,
-		     "%s: %s, %s I/O, %" PRIu64 " blocks of %" PRIu32 " bytes%s%s%s%s", ac->path,
-		     ac->blockdev ? "block device" : "file", ac->direct ? "direct" : "buffered",
-		     blocks, bs, ac->write_through ? ", write-through" : "",
+		     "%s: %s, %s, %s I/O, %" PRIu64 " blocks of %" PRIu32 " bytes%s%s%s%s",
+		     ac->path, ac->blockdev ? "block device" : "file",
+		     ac->uring ? "io_uring" : "libaio", ac->direct ? "direct" : "buffered", blocks,
+		     bs, ac->write_through ? ", write-through" : "",
 		     ac->read_only ? ", read-only" : "", ac->can_unmap ? ", unmap" : "",
 		     ac->can_write_zeroes ? ", write zeroes" : "");
 	return 0;
@@ -773,6 +932,18 @@ static void aio_req_park(struct aio_ctx *ac, struct aio_req *req, bool front)
 	}
 }
 
+/* The kernel refuses RWF_DSYNC (before Linux 4.13): this write and later FUA writes are
+ * followed by a flush instead. */
+static void aio_req_dsync_refused(struct aio_ctx *ac, struct aio_req *req)
+{
+	ac->rwf_dsync_ok = false;
+	req->used_dsync = false;
+	req->sync_after = true;
+	scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
+		     "%s: kernel refuses RWF_DSYNC; FUA writes are followed by a flush", ac->path);
+	aio_req_issue(ac, req);
+}
+
 /* Synchronous fdatasync on the loop: the documented fallback of old kernels. */
 static void aio_req_sync_now(struct aio_ctx *ac, struct aio_req *req)
 {
@@ -781,11 +952,132 @@ static void aio_req_sync_now(struct aio_ctx *ac, struct aio_req *req)
 	aio_req_finish(ac, req, rc);
 }
 
+#if SCSITGT_HAVE_URING
+/* Push what the SQ ring holds to the kernel; on failure retry from the next poll callback. */
+static void aio_uring_submit(struct aio_ctx *ac)
+{
+	int rc = io_uring_submit(&ac->ring);
+
+	ac->uring_unsubmitted = io_uring_sq_ready(&ac->ring) != 0;
+	if (rc >= 0 || !ac->uring_unsubmitted) {
+		return;
+	}
+	/*
+	 * io_uring_enter(2) took nothing (EAGAIN: no memory for the requests; the CQ ring cannot
+	 * overflow, every request has its entry). The entries stay queued; signal our own eventfd
+	 * so that the loop retries on its next turn instead of waiting for a completion that may
+	 * never come.
+	 */
+	scsitgt__log(&ac->log, SCSITGT_LOG_WARNING, AIO_SUBSYS,
+		     "%s: io_uring submission failed (%s); retrying", ac->path, strerror(-rc));
+	(void)eventfd_write(ac->efd, 1);
+}
+
+static void aio_uring_issue(struct aio_ctx *ac, struct aio_req *req)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&ac->ring);
+	uint64_t off = req->off + req->done;
+	bool unsubmitted = ac->uring_unsubmitted;
+
+	if (sqe == NULL) {
+		/* Full of entries a failed submission left: after the next completion. */
+		aio_req_park(ac, req, true);
+		return;
+	}
+	if (unsubmitted) {
+		/*
+		 * ac->kiov is reused by the next request, and the kernel reads an entry's iovecs
+		 * when it takes the entry, not before: an entry that may wait carries no data. It
+		 * is a NOP whose completion issues the request again (aio_req_event).
+		 */
+		io_uring_prep_nop(sqe);
+		req->requeue = true;
+	} else if (req->phase == AIO_PHASE_SYNC) {
+		/* SBC-4 SYNCHRONIZE CACHE: fdatasync semantics, as the libaio engine. */
+		io_uring_prep_fsync(sqe, ac->fd, IORING_FSYNC_DATASYNC);
+	} else if (req->phase == AIO_PHASE_DEALLOC) {
+		/* Files only (block device discards stay BLKDISCARD ioctls, see aio_submit). */
+		io_uring_prep_fallocate(sqe, ac->fd,
+					(req->type == SCSITGT_IO_UNMAP ? FALLOC_FL_PUNCH_HOLE :
+									 FALLOC_FL_ZERO_RANGE) |
+						FALLOC_FL_KEEP_SIZE,
+					(off_t)req->off, (off_t)req->len);
+	} else {
+		unsigned int n = (unsigned int)aio_req_kiov(ac, req);
+
+		if (req->type == SCSITGT_IO_READ) {
+			io_uring_prep_readv(sqe, ac->fd, ac->kiov, n, (off_t)off);
+		} else {
+			io_uring_prep_writev(sqe, ac->fd, ac->kiov, n, (off_t)off);
+			if (req->used_dsync) {
+				sqe->rw_flags = RWF_DSYNC;
+			}
+		}
+		if (!ac->direct && ac->uring_async) {
+			sqe->flags |= IOSQE_ASYNC;
+		}
+	}
+	io_uring_sqe_set_data(sqe, req);
+	ac->inflight++;
+	aio_uring_submit(ac);
+	if (!unsubmitted && ac->uring_unsubmitted && !req->requeue) {
+		/* This entry failed to go in with the data pointing at ac->kiov: make it the NOP
+		 * above (the kernel has not looked at it). */
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data(sqe, req);
+		req->requeue = true;
+	}
+}
+
+/* Take the ring's completions in batches and finish or continue their requests. */
+static void aio_uring_reap(struct aio_ctx *ac)
+{
+	struct {
+		struct aio_req *req;
+		int res;
+	} done[AIO_EVENT_BATCH];
+	struct io_uring_cqe *cqe;
+	unsigned int head;
+	unsigned int n;
+
+	if (ac->uring_unsubmitted) {
+		aio_uring_submit(ac);
+	}
+	do {
+		n = 0;
+		io_uring_for_each_cqe(&ac->ring, head, cqe)
+		{
+			if (n == AIO_EVENT_BATCH) {
+				break;
+			}
+			done[n].req = io_uring_cqe_get_data(cqe);
+			done[n].res = cqe->res;
+			n++;
+		}
+		/* Free the CQ entries before anything is issued again. */
+		io_uring_cq_advance(&ac->ring, n);
+		for (unsigned int i = 0; i < n; i++) {
+			aio_req_event(ac, done[i].req, done[i].res);
+		}
+	} while (n == AIO_EVENT_BATCH);
+}
+#endif
+
 static void aio_req_issue(struct aio_ctx *ac, struct aio_req *req)
 {
 	struct iocb *cbs[1] = { &req->iocb };
 	int rc;
 
+	if (req->phase == AIO_PHASE_SYNC && !ac->fdsync_ok) {
+		aio_req_sync_now(ac, req);
+		return;
+	}
+#if SCSITGT_HAVE_URING
+	if (ac->uring) {
+		aio_uring_issue(ac, req);
+		return;
+	}
+#endif
 	if (req->phase == AIO_PHASE_SYNC) {
 		if (!ac->fdsync_ok) {
 			aio_req_sync_now(ac, req);
@@ -831,14 +1123,7 @@ static void aio_req_issue(struct aio_ctx *ac, struct aio_req *req)
 		return;
 	}
 	if (rc == -EINVAL && req->used_dsync) {
-		/* RWF_DSYNC needs Linux 4.13: write, then flush. */
-		ac->rwf_dsync_ok = false;
-		req->used_dsync = false;
-		req->sync_after = true;
-		scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
-			     "%s: kernel refuses RWF_DSYNC; FUA writes are followed by a flush",
-			     ac->path);
-		aio_req_issue(ac, req);
+		aio_req_dsync_refused(ac, req);
 		return;
 	}
 	aio_req_finish(ac, req, rc);
@@ -916,8 +1201,19 @@ static void aio_req_event(struct aio_ctx *ac, struct aio_req *req, long res)
 	size_t done;
 
 	ac->inflight--;
-	if (req->phase == AIO_PHASE_SYNC) {
+	if (req->requeue) {
+		/* The NOP of a failed submission (io_uring engine): the real thing now. */
+		req->requeue = false;
+		aio_req_issue(ac, req);
+		return;
+	}
+	if (req->phase == AIO_PHASE_SYNC || req->phase == AIO_PHASE_DEALLOC) {
 		aio_req_finish(ac, req, res < 0 ? (int)res : 0);
+		return;
+	}
+	if ((res == -EINVAL || res == -EOPNOTSUPP) && req->used_dsync && ac->uring) {
+		/* io_uring reports a refused RWF_DSYNC in the completion. */
+		aio_req_dsync_refused(ac, req);
 		return;
 	}
 	if (res < 0) {
@@ -969,6 +1265,14 @@ static void aio_poll_cb(uv_poll_t *handle, int status, int events)
 	if (read(ac->efd, &count, sizeof(count)) < 0) {
 		count = 0;
 	}
+#if SCSITGT_HAVE_URING
+	if (ac->uring) {
+		aio_uring_reap(ac);
+		aio_drain_pending(ac);
+		aio_close_maybe(ac);
+		return;
+	}
+#endif
 	do {
 		struct timespec zero = { 0, 0 };
 
@@ -1100,6 +1404,18 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 		return;
 	case SCSITGT_IO_UNMAP:
 	case SCSITGT_IO_WRITE_ZEROES:
+		/*
+		 * io_uring: IORING_OP_FALLOCATE, in io-wq. A block device's WRITE ZEROES is its
+		 * fallocate ZERO_RANGE (the kernel's BLKZEROOUT path, without unmapping); its
+		 * UNMAP stays a BLKDISCARD ioctl on the loop: fallocate PUNCH_HOLE on a device
+		 * writes zeros instead, and io_uring's discard command needs Linux 6.12.
+		 */
+		if (ac->uring && req->len != 0 && !(ac->blockdev && type == SCSITGT_IO_UNMAP) &&
+		    (type == SCSITGT_IO_UNMAP ? ac->can_unmap : ac->can_write_zeroes)) {
+			req->phase = AIO_PHASE_DEALLOC;
+			aio_req_start(ac, req);
+			return;
+		}
 		aio_req_finish(ac, req, aio_deallocate(ac, type, req->off, req->len));
 		return;
 	default:
@@ -1289,6 +1605,16 @@ SCSITGT_EXPORT int scsitgt_backend_aio_is_direct(void *bctx)
 		return -EINVAL;
 	}
 	return ac->direct ? 1 : 0;
+}
+
+SCSITGT_EXPORT int scsitgt_backend_aio_get_engine(void *bctx)
+{
+	const struct aio_ctx *ac = bctx;
+
+	if (ac == NULL) {
+		return -EINVAL;
+	}
+	return ac->uring ? SCSITGT_BACKEND_AIO_ENGINE_IO_URING : SCSITGT_BACKEND_AIO_ENGINE_LIBAIO;
 }
 
 void scsitgt__backend_aio_set_kernel_caps(void *bctx, bool rwf_dsync, bool fdsync)

@@ -12,4 +12,11 @@
  */
 void scsitgt__backend_aio_set_kernel_caps(void *bctx, bool rwf_dsync, bool fdsync);
 
+/*
+ * Make later scsitgt_backend_aio_create() calls behave as if the kernel had no io_uring (the
+ * AUTO engine falls back to libaio, IO_URING fails), as on a kernel with
+ * kernel.io_uring_disabled set. Process-wide; not thread-safe.
+ */
+void scsitgt__backend_aio_refuse_uring(bool refuse);
+
 #endif /* SCSITGT_BACKEND_AIO_HOOKS_H */

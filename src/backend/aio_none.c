@@ -54,3 +54,9 @@ SCSITGT_EXPORT int scsitgt_backend_aio_is_direct(void *bctx)
 	(void)bctx;
 	return -ENOTSUP;
 }
+
+SCSITGT_EXPORT int scsitgt_backend_aio_get_engine(void *bctx)
+{
+	(void)bctx;
+	return -ENOTSUP;
+}

@@ -1,16 +1,27 @@
 #!/bin/bash
-# file_lun.sh MINITARGET - a LUN on a regular file through the libaio backend: bytes written over
+# file_lun.sh MINITARGET - a LUN on a regular file through the aio backend: bytes written over
 # iSCSI are the file's bytes, UNMAP punches holes in the file (SBC-4 §5.30), and GET LBA STATUS
-# (SBC-4 §5.17, read by qemu-img map) agrees with the file's holes.
+# (SBC-4 §5.17, read by qemu-img map) agrees with the file's holes. Then durability: FUA writes
+# and writes followed by SYNCHRONIZE CACHE, acknowledged to qemu-io, are in the file after the
+# target is killed with SIGKILL (buffered mode, where they could sit in our process otherwise).
+# FILE_LUN_ENGINE=auto|libaio|io_uring picks the backend's I/O engine (io_engine=; meson runs
+# the test once per engine).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init "${1:-}"
 it_need qemu-img qemu-io python3 cmp stat
+engine=${FILE_LUN_ENGINE:-auto}
 
 img="$IT_TMP/backing.img"
 truncate -s 64M "$img"
-it_start --lun "0:file:$img,thin"
+it_start --lun "0:file:$img,thin,io_engine=$engine"
 url=${IT_URLS[0]}
+if [[ "$engine" != auto ]]; then
+	grep -q "file, $engine," "$IT_TMP/target.err" || {
+		it_dump_logs
+		it_fail "the file LUN does not use the $engine engine"
+	}
+fi
 
 # 16 MiB of random data at LBA 0, written by qemu's iSCSI driver.
 head -c 16M /dev/urandom >"$IT_TMP/src.img"
@@ -40,4 +51,24 @@ sys.exit(0 if covered == 8 * M and outside == 0 else 1)
 PY
 
 it_stop || it_fail "target exited with status $? on SIGTERM"
+
+# Durability across kill -9, buffered: a FUA write (WRITE (16) with FUA) and a plain write
+# followed by SYNCHRONIZE CACHE; once qemu-io returned, the bytes are the file's.
+it_start --lun "0:file:$img,io_engine=$engine,direct=0"
+url=${IT_URLS[0]}
+grep -q "buffered I/O" "$IT_TMP/target.err" || it_fail "direct=0 did not give buffered I/O"
+qemu-io -f raw -c "write -f -P 0xa5 32M 1M" "$url" >/dev/null || it_fail "qemu-io FUA write"
+qemu-io -f raw -c "write -P 0x5a 40M 1M" -c "flush" "$url" >/dev/null ||
+	it_fail "qemu-io write + flush"
+it_stop KILL || true
+python3 - "$img" <<'PY' || it_fail "acknowledged writes are missing after kill -9"
+import sys
+M = 1 << 20
+with open(sys.argv[1], "rb") as f:
+    f.seek(32 * M)
+    a = f.read(M)
+    f.seek(40 * M)
+    b = f.read(M)
+sys.exit(0 if a == b"\xa5" * M and b == b"\x5a" * M else 1)
+PY
 it_log "PASS"

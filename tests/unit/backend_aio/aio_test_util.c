@@ -156,10 +156,50 @@ void aio_test_log_clear(void)
 	log_buf[0] = '\0';
 }
 
+enum scsitgt_backend_aio_engine aio_test_engine(void)
+{
+	const char *e = getenv("AIO_TEST_ENGINE");
+
+	if (e != NULL && strcmp(e, "libaio") == 0) {
+		return SCSITGT_BACKEND_AIO_ENGINE_LIBAIO;
+	}
+	if (e != NULL && strcmp(e, "io_uring") == 0) {
+		return SCSITGT_BACKEND_AIO_ENGINE_IO_URING;
+	}
+	return SCSITGT_BACKEND_AIO_ENGINE_AUTO;
+}
+
+void aio_test_engine_require(void)
+{
+	struct scsitgt_backend_aio_opts o;
+	uv_loop_t loop;
+	char *path = aio_test_file("/var/tmp", 4096);
+	void *b = NULL;
+	int rc;
+
+	if (path == NULL || uv_loop_init(&loop) != 0) {
+		fprintf(stderr, "no scratch file or loop\n");
+		exit(1);
+	}
+	aio_test_opts(&o, &loop, path);
+	rc = scsitgt_backend_aio_create(&b, &o);
+	if (rc == 0) {
+		scsitgt_backend_aio_ops()->close(b, NULL, NULL);
+	}
+	uv_loop_close(&loop);
+	aio_test_file_remove(path);
+	if (rc == -ENOTSUP && o.engine == SCSITGT_BACKEND_AIO_ENGINE_IO_URING) {
+		printf("io_uring unavailable here (%s): skipped\n", log_buf);
+		exit(77);
+	}
+	aio_test_log_clear();
+}
+
 void aio_test_opts(struct scsitgt_backend_aio_opts *o, uv_loop_t *loop, const char *path)
 {
 	scsitgt_backend_aio_opts_init(o, sizeof(*o));
 	o->loop = loop;
 	o->path = path;
 	o->log_cb = aio_test_log_cb;
+	o->engine = aio_test_engine();
 }

@@ -30,7 +30,15 @@ void aio_test_log_cb(void *arg, enum scsitgt_log_level level, const char *subsys
 bool aio_test_log_has(const char *needle);
 void aio_test_log_clear(void);
 
-/* Options for @path on @loop, logging to aio_test_log_cb. */
+/*
+ * The engine the tests run on: AIO_TEST_ENGINE=libaio or io_uring (meson runs each test program
+ * once per engine), AUTO when unset.
+ */
+enum scsitgt_backend_aio_engine aio_test_engine(void);
+/* Exit 77 (skipped) when the engine asked for cannot be set up here (no io_uring). */
+void aio_test_engine_require(void);
+
+/* Options for @path on @loop, logging to aio_test_log_cb, on aio_test_engine(). */
 void aio_test_opts(struct scsitgt_backend_aio_opts *o, uv_loop_t *loop, const char *path);
 
 #endif /* TESTS_UNIT_BACKEND_AIO_TEST_UTIL_H */

@@ -880,12 +880,17 @@ static void durability_child(const char *path, int ackfd)
 		_exit(2);
 	}
 	for (uint32_t i = 0;; i = (i + 1) % 2048) {
+		/* Odd blocks: a plain write made durable by SYNCHRONIZE CACHE (FLUSH). */
+		uint32_t fua = i % 2 ? 0 : SCSITGT_IO_FLAG_FUA;
+
 		aio_test_pattern(buf, 512, i + 100);
-		if (fx_buf(&f, SCSITGT_IO_WRITE, i, 1, buf, SCSITGT_IO_FLAG_FUA) !=
-		    SCSITGT__SR_OK) {
+		if (fx_buf(&f, SCSITGT_IO_WRITE, i, 1, buf, fua) != SCSITGT__SR_OK) {
 			_exit(3);
 		}
-		/* Acknowledge only after the FUA write completed. */
+		if (!fua && fx_io(&f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL) != SCSITGT__SR_OK) {
+			_exit(5);
+		}
+		/* Acknowledge only after the FUA write or the FLUSH completed. */
 		if (write(ackfd, &i, sizeof(i)) != (ssize_t)sizeof(i)) {
 			_exit(4);
 		}
@@ -893,8 +898,8 @@ static void durability_child(const char *path, int ackfd)
 }
 
 /*
- * Durability: a process writing with FUA is killed with SIGKILL; every write it saw complete
- * is in the file afterwards.
+ * Durability: a process writing with FUA, or writing and then flushing, is killed with SIGKILL;
+ * every write it saw complete is in the file afterwards.
  */
 static void test_durability_kill9(void **state)
 {
@@ -942,6 +947,238 @@ static void test_durability_kill9(void **state)
 	aio_test_file_remove(path);
 }
 
+/*
+ * The engine choice: AUTO takes io_uring where it can be set up and says why when it cannot;
+ * a refused io_uring (forced by the test hook, as with kernel.io_uring_disabled) makes AUTO
+ * fall back to libaio with a log line, and an explicit IO_URING fail with -ENOTSUP.
+ */
+static void test_engine_choice(void **state)
+{
+	static const enum scsitgt_backend_aio_engine engines[] = {
+		SCSITGT_BACKEND_AIO_ENGINE_AUTO,
+		SCSITGT_BACKEND_AIO_ENGINE_LIBAIO,
+		SCSITGT_BACKEND_AIO_ENGINE_IO_URING,
+	};
+	struct fx *f = fx_new();
+	uint8_t *buf = aligned_buf(4096);
+	uint8_t *back = aligned_buf(4096);
+	void *b = NULL;
+	int got;
+
+	(void)state;
+	fx_file(f, "/var/tmp", MiB);
+	f->o.engine = (enum scsitgt_backend_aio_engine)7;
+	assert_int_equal(scsitgt_backend_aio_create(&b, &f->o), -EINVAL);
+	assert_int_equal(scsitgt_backend_aio_get_engine(NULL), -EINVAL);
+
+	f->o.engine = SCSITGT_BACKEND_AIO_ENGINE_AUTO;
+	assert_int_equal(scsitgt_backend_aio_create(&b, &f->o), 0);
+	got = scsitgt_backend_aio_get_engine(b);
+	print_message("AUTO chose %s\n",
+		      got == SCSITGT_BACKEND_AIO_ENGINE_IO_URING ? "io_uring" : "libaio");
+	if (got == SCSITGT_BACKEND_AIO_ENGINE_LIBAIO) {
+		assert_true(aio_test_log_has("libaio engine: io_uring unavailable"));
+	} else {
+		assert_int_equal(got, SCSITGT_BACKEND_AIO_ENGINE_IO_URING);
+	}
+	f->ops->close(b, NULL, NULL);
+
+	scsitgt__backend_aio_refuse_uring(true);
+	for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
+		aio_test_log_clear();
+		f->o.engine = engines[i];
+		b = NULL;
+		if (engines[i] == SCSITGT_BACKEND_AIO_ENGINE_IO_URING) {
+			assert_int_equal(scsitgt_backend_aio_create(&b, &f->o), -ENOTSUP);
+			assert_null(b);
+			assert_true(aio_test_log_has("io_uring engine unavailable: refused"));
+			continue;
+		}
+		assert_int_equal(scsitgt_backend_aio_create(&b, &f->o), 0);
+		assert_int_equal(scsitgt_backend_aio_get_engine(b),
+				 SCSITGT_BACKEND_AIO_ENGINE_LIBAIO);
+		assert_int_equal(aio_test_log_has("libaio engine: io_uring unavailable: refused"),
+				 engines[i] == SCSITGT_BACKEND_AIO_ENGINE_AUTO);
+		f->ops->close(b, NULL, NULL);
+	}
+	/* The fallback serves a LUN like the default engine. */
+	f->o.engine = SCSITGT_BACKEND_AIO_ENGINE_AUTO;
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	scsitgt__backend_aio_refuse_uring(false);
+	assert_true(aio_test_log_has("file, libaio,"));
+	aio_test_pattern(buf, 4096, 40);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 8, 8, buf, SCSITGT_IO_FLAG_FUA),
+			 SCSITGT__SR_OK);
+	assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL), SCSITGT__SR_OK);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 8, 8, back, 0), SCSITGT__SR_OK);
+	assert_memory_equal(buf, back, 4096);
+	assert_file_equals(f, 8 * 512, buf, 4096);
+	free(buf);
+	free(back);
+	fx_free(f);
+}
+
+/*
+ * UNMAP and WRITE ZEROES on a sparse file: over holes nothing gets allocated and zeros read
+ * back; over data UNMAP frees the blocks and GET LBA STATUS reports them deallocated. On the
+ * io_uring engine both are IORING_OP_FALLOCATE, completed through the ring.
+ */
+static void test_thin_sparse(void **state)
+{
+	struct fx *f = fx_new();
+	uint8_t *buf = aligned_buf(64 * 1024);
+	uint8_t *zero = calloc(1, 64 * 1024);
+	uint64_t n = 0;
+	bool mapped = true;
+	blkcnt_t base;
+
+	(void)state;
+	assert_non_null(zero);
+	fx_file(f, "/var/tmp", 16 * MiB);
+	assert_int_equal(fx_lun(f, 512, 0, SCSITGT_LUN_THIN), 0);
+	if (!f->ops->supports(f->bctx, SCSITGT_IO_UNMAP) ||
+	    !f->ops->supports(f->bctx, SCSITGT_IO_WRITE_ZEROES)) {
+		print_message("%s: no hole punching or zero range: skipped\n", f->path);
+		free(buf);
+		free(zero);
+		fx_free(f);
+		skip();
+		return;
+	}
+	base = file_blocks(f->path);
+	/* UNMAP over holes allocates nothing; WRITE ZEROES there may allocate (ZERO_RANGE leaves
+	 * unwritten extents). Zeros read back either way. */
+	assert_int_equal(fx_io(f, SCSITGT_IO_UNMAP, 0, 8192, NULL, 0, 0, NULL), SCSITGT__SR_OK);
+	assert_int_equal(file_blocks(f->path), base);
+	assert_int_equal(fx_io(f, SCSITGT_IO_WRITE_ZEROES, 8192, 128, NULL, 0, 0, NULL),
+			 SCSITGT__SR_OK);
+	base = file_blocks(f->path);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 8192, 128, buf, 0), SCSITGT__SR_OK);
+	assert_memory_equal(buf, zero, 64 * 1024);
+	/* Data in the middle of the holes, then unmapped again. */
+	aio_test_pattern(buf, 64 * 1024, 41);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 16384, 128, buf, SCSITGT_IO_FLAG_FUA),
+			 SCSITGT__SR_OK);
+	assert_int_equal(f->ops->get_lba_status(f->bctx, 16384, &n, &mapped), 0);
+	assert_true(mapped);
+	assert_true(file_blocks(f->path) > base);
+	assert_int_equal(fx_io(f, SCSITGT_IO_UNMAP, 16384, 128, NULL, 0, 0, NULL), SCSITGT__SR_OK);
+	assert_int_equal(f->ops->get_lba_status(f->bctx, 16384, &n, &mapped), 0);
+	assert_false(mapped);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 16384, 128, buf, 0), SCSITGT__SR_OK);
+	assert_memory_equal(buf, zero, 64 * 1024);
+	assert_file_equals(f, 16384 * 512, zero, 64 * 1024);
+	/* Several in flight at once, mixed with writes around them. */
+	{
+		enum {
+			N = 16
+		};
+		struct harness_result res[N];
+		struct scsitgt__cmd *cmd[N];
+		struct iovec v = { buf, 4096 };
+
+		memset(res, 0, sizeof(res));
+		aio_test_pattern(buf, 4096, 42);
+		for (int i = 0; i < N; i++) {
+			enum scsitgt_io_type t = i % 3 == 0 ? SCSITGT_IO_UNMAP :
+						 i % 3 == 1 ? SCSITGT_IO_WRITE_ZEROES :
+							      SCSITGT_IO_WRITE;
+
+			cmd[i] = harness_cmd_begin(&f->h, 0);
+			assert_int_equal(harness_submit(cmd[i], &res[i], t,
+							20000 + 64 * (uint64_t)i, 8,
+							t == SCSITGT_IO_WRITE ? &v : NULL,
+							t == SCSITGT_IO_WRITE ? 1 : 0, 0),
+					 0);
+		}
+		for (int i = 0; i < N; i++) {
+			harness_wait(&f->h, &res[i], 1);
+			assert_int_equal(res[i].reason, SCSITGT__SR_OK);
+			harness_cmd_end(cmd[i]);
+			if (i % 3 == 2) {
+				assert_file_equals(f, (20000 + 64 * (off_t)i) * 512, buf, 4096);
+			} else {
+				assert_file_equals(f, (20000 + 64 * (off_t)i) * 512, zero, 4096);
+			}
+		}
+	}
+	free(buf);
+	free(zero);
+	fx_free(f);
+}
+
+/*
+ * A medium that fails: a device-mapper device whose first half is the zero target and second
+ * half the error target. Reads and writes in the error half complete with EIO, reported as
+ * MEDIUM ERROR (READ ERROR / WRITE ERROR), a read across the boundary brings the good blocks
+ * with it, and the good half keeps working. Needs root and dmsetup; skipped otherwise.
+ */
+static char dm_name[64];
+
+static int dm_teardown(void **state)
+{
+	char cmdline[128];
+
+	(void)state;
+	if (dm_name[0] != '\0') {
+		snprintf(cmdline, sizeof(cmdline), "dmsetup remove --retry %s 2>&1", dm_name);
+		(void)run_cmd(cmdline, NULL, 0);
+		dm_name[0] = '\0';
+	}
+	return 0;
+}
+
+static void test_dm_error(void **state)
+{
+	struct fx *f = fx_new();
+	uint8_t *buf = aligned_buf(8 * 512);
+	uint8_t zero[8 * 512] = { 0 };
+	struct harness_result res;
+	char cmdline[256];
+	char out[256];
+	char dev[128];
+
+	(void)state;
+	snprintf(dm_name, sizeof(dm_name), "scsitgt-aio-err-%d", (int)getpid());
+	snprintf(cmdline, sizeof(cmdline),
+		 "printf '0 8192 zero\\n8192 8192 error\\n' | dmsetup create %s 2>&1", dm_name);
+	if (geteuid() != 0 || run_cmd(cmdline, out, sizeof(out)) < 0) {
+		print_message("no device-mapper here (%s): skipped\n",
+			      geteuid() != 0 ? "not root" : out);
+		dm_name[0] = '\0';
+		fx_free(f);
+		skip();
+		return;
+	}
+	snprintf(dev, sizeof(dev), "/dev/mapper/%s", dm_name);
+	/* udev may create the node a moment after dmsetup returns: wait for it, bounded. */
+	snprintf(cmdline, sizeof(cmdline), "udevadm settle 2>/dev/null; test -b %s", dev);
+	if (run_cmd(cmdline, NULL, 0) < 0) {
+		snprintf(cmdline, sizeof(cmdline), "dmsetup mknodes %s 2>&1; test -b %s", dm_name,
+			 dev);
+		assert_int_equal(run_cmd(cmdline, out, sizeof(out)), 0);
+	}
+	aio_test_opts(&f->o, &f->h.loop, dev);
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 0, 8, buf, 0), SCSITGT__SR_OK);
+	assert_memory_equal(buf, zero, sizeof(zero));
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 9000, 8, buf, 0), SCSITGT__SR_READ_ERROR);
+	assert_true(aio_test_log_has("Input/output error"));
+	aio_test_pattern(buf, 8 * 512, 43);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 9000, 8, buf, SCSITGT_IO_FLAG_FUA),
+			 SCSITGT__SR_WRITE_ERROR);
+	/* Across the boundary: MEDIUM ERROR, the good blocks before it delivered. */
+	memset(&res, 0, sizeof(res));
+	assert_int_equal(
+		fx_io(f, SCSITGT_IO_READ, 8188, 8, &(struct iovec){ buf, 8 * 512 }, 1, 0, &res),
+		SCSITGT__SR_READ_ERROR);
+	/* The good half carries on. */
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 16, 8, buf, 0), SCSITGT__SR_OK);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 100, 8, buf, 0), SCSITGT__SR_OK);
+	free(buf);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -962,7 +1199,11 @@ int main(void)
 		cmocka_unit_test(test_kernel_fallbacks),
 		cmocka_unit_test_teardown(test_block_device, loop_teardown),
 		cmocka_unit_test(test_durability_kill9),
+		cmocka_unit_test(test_engine_choice),
+		cmocka_unit_test(test_thin_sparse),
+		cmocka_unit_test_teardown(test_dm_error, dm_teardown),
 	};
 
+	aio_test_engine_require();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,8 @@ static void test_enotsup(void **state)
 	assert_null(b);
 	assert_int_equal(scsitgt_backend_aio_resize(&o, &nb), -ENOTSUP);
 	assert_int_equal(scsitgt_backend_aio_is_direct(&o), -ENOTSUP);
+	assert_int_equal(scsitgt_backend_aio_get_engine(&o), -ENOTSUP);
+	assert_int_equal(o.engine, SCSITGT_BACKEND_AIO_ENGINE_AUTO);
 }
 
 int main(void)

@@ -219,5 +219,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_resize_medium, setup, teardown),
 	};
 
+	aio_test_engine_require();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -291,6 +291,18 @@ static void test_parse_lun(void **state)
 	assert_string_equal(l.path, "/dev/sdz");
 	assert_int_equal(l.size, 0);
 	assert_true(l.bs_given);
+	assert_int_equal(l.io_engine, 0);
+	assert_false(l.buffered);
+	assert_int_equal(minitarget_parse_lun("0:file:/f,io_engine=io_uring,direct=0", &l), 0);
+	assert_int_equal(l.io_engine, 2);
+	assert_true(l.buffered);
+	assert_int_equal(minitarget_parse_lun("0:file:/f,io_engine=libaio,direct=1", &l), 0);
+	assert_int_equal(l.io_engine, 1);
+	assert_false(l.buffered);
+	assert_int_equal(minitarget_parse_lun("0:file:/f,io_engine=uring", &l), -1);
+	/* Only file LUNs have an engine. */
+	assert_int_equal(minitarget_parse_lun("0:ram:1M,io_engine=libaio", &l), -1);
+	assert_int_equal(minitarget_parse_lun("0:ram:1M,direct=0", &l), -1);
 
 	assert_int_equal(minitarget_parse_lun("5:rbd:rbd/img,ns=n1,id=gw,conf=/etc/c.conf,"
 					      "timeout=30,nocache,nopr,ro",

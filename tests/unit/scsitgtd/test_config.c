@@ -157,6 +157,7 @@ static void test_full(void **state)
 		"direct = no\r\n"
 		"write_through = yes\r\n"
 		"aio_queue_depth = 32\r\n"
+		"io_engine = io_uring\r\n"
 		"[target]\n"
 		"name = iqn.2024-01.org.example:b\n"
 		"[lun 16383]\n"
@@ -241,6 +242,7 @@ static void test_full(void **state)
 	assert_false(l->direct);
 	assert_true(l->write_through);
 	assert_int_equal(l->aio_queue_depth, 32);
+	assert_int_equal(l->io_engine, 2); /* SCSITGT_BACKEND_AIO_ENGINE_IO_URING */
 	assert_null(scsitgtd_config_find_lun(a, 1));
 	b = scsitgtd_config_find_target(cfg, "iqn.2024-01.org.example:b");
 	assert_non_null(b);
@@ -416,6 +418,10 @@ static void test_errors(void **state)
 		  "line 3:", "only for the file and block backends");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 1M\ndirect = no\n",
 		  "line 3:", "only for the file and block backends");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 1M\nio_engine = auto\n",
+		  "line 3:", "only for the file and block backends");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = file\npath = /x\nio_engine = aio\n",
+		  "line 6:", "expected auto, libaio or io_uring");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 1000\n",
 		  "line 3:", "multiple of the block size");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 8K\nblock_size = 4096\n"
