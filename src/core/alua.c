@@ -12,6 +12,13 @@
  * SET TARGET PORT GROUPS (explicit) may ask for the first four (SPC-5 §6.50: transitioning
  * and the others are not requestable). Every change of state establishes ASYMMETRIC ACCESS
  * STATE CHANGED (SPC-5 §5.16.2.6).
+ *
+ * Commands of several loops read the state, SET TARGET PORT GROUPS (any loop) and the host
+ * (home) change it (issue 18): it is under tgt->alua_lock, and each change bumps
+ * tgt->alua_gen. A nexus caches its group's access state with the generation it read it
+ * at (sess->alua_state), so that the check every command makes is one acquire load of the
+ * generation while nothing changes (docs/threading.md). The host's request hook and the
+ * unit attentions run outside the lock.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -76,6 +83,26 @@ static struct scsitgt__alua *alua_get_or_create(struct scsitgt_target *tgt)
 		tgt->alua = a;
 	}
 	return a;
+}
+
+/* No target port group for the nexus, or ALUA off (sess->alua_state). */
+#define ALUA_NO_GROUP 0xff
+
+static void alua_lock(const struct scsitgt_target *tgt)
+{
+	uv_mutex_lock((uv_mutex_t *)&tgt->alua_lock);
+}
+
+static void alua_unlock(const struct scsitgt_target *tgt)
+{
+	uv_mutex_unlock((uv_mutex_t *)&tgt->alua_lock);
+}
+
+/* The state changed (modes, groups, ports, access states): nexuses look their group up again
+ * on their next command. Under alua_lock. */
+static void alua_changed(struct scsitgt_target *tgt)
+{
+	atomic_fetch_add_explicit(&tgt->alua_gen, 1, memory_order_release);
 }
 
 static bool alua_on(const struct scsitgt__alua *a)
@@ -146,14 +173,17 @@ SCSITGT_EXPORT int scsitgt_alua_configure(struct scsitgt_target *tgt,
 	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
 	if (o.modes & ~(uint32_t)(SCSITGT_ALUA_IMPLICIT | SCSITGT_ALUA_EXPLICIT))
 		return -EINVAL;
+	alua_lock(tgt);
 	a = alua_get_or_create(tgt);
-	if (a == NULL)
-		return -ENOMEM;
-	a->modes = o.modes;
-	a->itt = o.implicit_transition_secs;
-	a->request_cb = o.request_cb;
-	a->request_arg = o.request_arg;
-	return 0;
+	if (a) {
+		a->modes = o.modes;
+		a->itt = o.implicit_transition_secs;
+		a->request_cb = o.request_cb;
+		a->request_arg = o.request_arg;
+		alua_changed(tgt);
+	}
+	alua_unlock(tgt);
+	return a ? 0 : -ENOMEM;
 }
 
 SCSITGT_EXPORT int scsitgt_alua_group_create(struct scsitgt_target *tgt, uint16_t group_id,
@@ -162,20 +192,27 @@ SCSITGT_EXPORT int scsitgt_alua_group_create(struct scsitgt_target *tgt, uint16_
 	struct alua_group *g;
 	struct scsitgt__alua *a;
 
+	int rc = 0;
+
 	if (tgt == NULL || group_id == 0 || !state_valid(state))
 		return -EINVAL;
+	alua_lock(tgt);
 	a = alua_get_or_create(tgt);
 	if (a == NULL)
-		return -ENOMEM;
-	if (group_find(a, group_id))
-		return -EEXIST;
-	if (a->ngroups == SCSITGT_ALUA_MAX_GROUPS)
-		return -ENOSPC;
-	g = &a->groups[a->ngroups++];
-	memset(g, 0, sizeof(*g));
-	g->id = group_id;
-	g->state = (uint8_t)state;
-	return 0;
+		rc = -ENOMEM;
+	else if (group_find(a, group_id))
+		rc = -EEXIST;
+	else if (a->ngroups == SCSITGT_ALUA_MAX_GROUPS)
+		rc = -ENOSPC;
+	if (rc == 0) {
+		g = &a->groups[a->ngroups++];
+		memset(g, 0, sizeof(*g));
+		g->id = group_id;
+		g->state = (uint8_t)state;
+		alua_changed(tgt);
+	}
+	alua_unlock(tgt);
+	return rc;
 }
 
 SCSITGT_EXPORT int scsitgt_alua_group_destroy(struct scsitgt_target *tgt, uint16_t group_id)
@@ -185,14 +222,17 @@ SCSITGT_EXPORT int scsitgt_alua_group_destroy(struct scsitgt_target *tgt, uint16
 
 	if (tgt == NULL)
 		return -EINVAL;
+	alua_lock(tgt);
 	a = alua_get(tgt);
 	g = group_find(a, group_id);
-	if (g == NULL)
-		return -ENOENT;
-	/* Keep the array dense and in creation order (REPORT TARGET PORT GROUPS order). */
-	memmove(g, g + 1, (size_t)(&a->groups[a->ngroups] - (g + 1)) * sizeof(*g));
-	a->ngroups--;
-	return 0;
+	if (g) {
+		/* Keep the array dense and in creation order (REPORT TARGET PORT GROUPS order). */
+		memmove(g, g + 1, (size_t)(&a->groups[a->ngroups] - (g + 1)) * sizeof(*g));
+		a->ngroups--;
+		alua_changed(tgt);
+	}
+	alua_unlock(tgt);
+	return g ? 0 : -ENOENT;
 }
 
 SCSITGT_EXPORT int scsitgt_alua_group_add_port(struct scsitgt_target *tgt, uint16_t group_id,
@@ -201,18 +241,25 @@ SCSITGT_EXPORT int scsitgt_alua_group_add_port(struct scsitgt_target *tgt, uint1
 	struct alua_group *g;
 	struct scsitgt__alua *a;
 
+	int rc = 0;
+
 	if (tgt == NULL || rel_port_id == 0)
 		return -EINVAL;
+	alua_lock(tgt);
 	a = alua_get(tgt);
 	g = group_find(a, group_id);
 	if (g == NULL)
-		return -ENOENT;
-	if (group_of_port(a, rel_port_id))
-		return -EEXIST;
-	if (g->nports == SCSITGT_ALUA_MAX_PORTS)
-		return -ENOSPC;
-	g->ports[g->nports++] = rel_port_id;
-	return 0;
+		rc = -ENOENT;
+	else if (group_of_port(a, rel_port_id))
+		rc = -EEXIST;
+	else if (g->nports == SCSITGT_ALUA_MAX_PORTS)
+		rc = -ENOSPC;
+	if (rc == 0) {
+		g->ports[g->nports++] = rel_port_id;
+		alua_changed(tgt);
+	}
+	alua_unlock(tgt);
+	return rc;
 }
 
 SCSITGT_EXPORT int scsitgt_alua_group_remove_port(struct scsitgt_target *tgt, uint16_t group_id,
@@ -220,19 +267,23 @@ SCSITGT_EXPORT int scsitgt_alua_group_remove_port(struct scsitgt_target *tgt, ui
 {
 	struct alua_group *g;
 
+	int rc = -ENOENT;
+
 	if (tgt == NULL)
 		return -EINVAL;
+	alua_lock(tgt);
 	g = group_find(alua_get(tgt), group_id);
-	if (g == NULL)
-		return -ENOENT;
-	for (unsigned int i = 0; i < g->nports; i++) {
+	for (unsigned int i = 0; g && i < g->nports; i++) {
 		if (g->ports[i] != rel_port_id)
 			continue;
 		memmove(&g->ports[i], &g->ports[i + 1], (g->nports - i - 1) * sizeof(g->ports[0]));
 		g->nports--;
-		return 0;
+		alua_changed(tgt);
+		rc = 0;
+		break;
 	}
-	return -ENOENT;
+	alua_unlock(tgt);
+	return rc;
 }
 
 SCSITGT_EXPORT int scsitgt_alua_set_state(struct scsitgt_target *tgt, uint16_t group_id,
@@ -240,16 +291,22 @@ SCSITGT_EXPORT int scsitgt_alua_set_state(struct scsitgt_target *tgt, uint16_t g
 {
 	struct alua_group *g;
 
+	bool announce = false;
+
 	if (tgt == NULL || !state_valid(state))
 		return -EINVAL;
+	alua_lock(tgt);
 	g = group_find(alua_get(tgt), group_id);
+	if (g && g->state != state) {
+		g->state = (uint8_t)state;
+		g->status = ALUA_STATUS_IMPLICIT;
+		announce = alua_on(alua_get(tgt));
+		alua_changed(tgt);
+	}
+	alua_unlock(tgt);
 	if (g == NULL)
 		return -ENOENT;
-	if (g->state == state)
-		return 0;
-	g->state = (uint8_t)state;
-	g->status = ALUA_STATUS_IMPLICIT;
-	if (alua_on(alua_get(tgt)))
+	if (announce)
 		alua_announce(tgt, NULL);
 	return 0;
 }
@@ -261,11 +318,12 @@ SCSITGT_EXPORT int scsitgt_alua_get_state(const struct scsitgt_target *tgt, uint
 
 	if (tgt == NULL || state == NULL)
 		return -EINVAL;
+	alua_lock(tgt);
 	g = group_find(alua_get(tgt), group_id);
-	if (g == NULL)
-		return -ENOENT;
-	*state = (enum scsitgt_alua_state)g->state;
-	return 0;
+	if (g)
+		*state = (enum scsitgt_alua_state)g->state;
+	alua_unlock(tgt);
+	return g ? 0 : -ENOENT;
 }
 
 SCSITGT_EXPORT int scsitgt_alua_set_preferred(struct scsitgt_target *tgt, uint16_t group_id,
@@ -275,46 +333,59 @@ SCSITGT_EXPORT int scsitgt_alua_set_preferred(struct scsitgt_target *tgt, uint16
 
 	if (tgt == NULL)
 		return -EINVAL;
+	alua_lock(tgt);
 	g = group_find(alua_get(tgt), group_id);
-	if (g == NULL)
-		return -ENOENT;
-	g->pref = preferred;
-	return 0;
+	if (g)
+		g->pref = preferred;
+	alua_unlock(tgt);
+	return g ? 0 : -ENOENT;
 }
 
 uint8_t scsitgt__alua_tpgs(const struct scsitgt_target *tgt)
 {
-	const struct scsitgt__alua *a = alua_get(tgt);
+	const struct scsitgt__alua *a;
+	uint8_t tpgs;
 
+	alua_lock(tgt);
+	a = alua_get(tgt);
 	/* SPC-5 §6.7.2 Table 150: 01b implicit only, 10b explicit only, 11b both. */
-	return a ? (uint8_t)(a->modes & 0x3) : 0;
+	tpgs = a ? (uint8_t)(a->modes & 0x3) : 0;
+	alua_unlock(tgt);
+	return tpgs;
 }
 
 bool scsitgt__alua_port_group(const struct scsitgt__session *sess, uint16_t *group_id)
 {
-	const struct scsitgt__alua *a = alua_get(sess->tgt);
-	const struct alua_group *g;
+	const struct scsitgt__alua *a;
+	const struct alua_group *g = NULL;
 
+	alua_lock(sess->tgt);
+	a = alua_get(sess->tgt);
 	/* Without ALUA there are no target port groups to name: INQUIRY says TPGS 00b and
 	 * REPORT TARGET PORT GROUPS is refused, so VPD 83h lists no such designator either. */
-	if (!alua_on(a))
-		return false;
-	g = group_of_port(a, sess->rel_port_id);
-	if (g == NULL)
-		return false;
-	*group_id = g->id;
-	return true;
+	if (alua_on(a))
+		g = group_of_port(a, sess->rel_port_id);
+	if (g)
+		*group_id = g->id;
+	alua_unlock(sess->tgt);
+	return g != NULL;
 }
 
 bool scsitgt__alua_offers(const struct scsitgt_target *tgt, const struct scsitgt__cdb_def *row)
 {
-	const struct scsitgt__alua *a = alua_get(tgt);
+	const struct scsitgt__alua *a;
+	bool offers = true;
 
+	if (row->exec != scsitgt__alua_rtpg && row->exec != scsitgt__alua_stpg)
+		return true;
+	alua_lock(tgt);
+	a = alua_get(tgt);
 	if (row->exec == scsitgt__alua_rtpg)
-		return alua_on(a);
-	if (row->exec == scsitgt__alua_stpg)
-		return alua_on(a) && (a->modes & SCSITGT_ALUA_EXPLICIT);
-	return true;
+		offers = alua_on(a);
+	else
+		offers = alua_on(a) && (a->modes & SCSITGT_ALUA_EXPLICIT);
+	alua_unlock(tgt);
+	return offers;
 }
 
 /* Commands every state runs (SPC-5 §5.16.2.4.4-§5.16.2.4.6 lists, in common). */
@@ -327,15 +398,27 @@ static bool alua_always_allowed(const struct scsitgt__cdb_def *row)
 enum scsitgt__sense_reason scsitgt__alua_check(const struct scsitgt__cmd *cmd,
 					       const struct scsitgt__cdb_def *row)
 {
-	const struct scsitgt__alua *a = alua_get(cmd->sess->tgt);
-	const struct alua_group *g;
+	struct scsitgt__session *sess = cmd->sess;
+	struct scsitgt_target *tgt = sess->tgt;
 
-	if (!alua_on(a) || cmd->lun == NULL)
+	if (cmd->lun == NULL)
 		return SCSITGT__SR_OK;
-	g = group_of_port(a, cmd->sess->rel_port_id);
-	if (g == NULL)
+	/* The nexus's cached state, looked up again only after a change (see the top). */
+	if (atomic_load_explicit(&tgt->alua_gen, memory_order_acquire) != sess->alua_gen) {
+		const struct scsitgt__alua *a;
+		const struct alua_group *g = NULL;
+
+		alua_lock(tgt);
+		a = alua_get(tgt);
+		if (alua_on(a))
+			g = group_of_port(a, sess->rel_port_id);
+		sess->alua_state = g ? g->state : ALUA_NO_GROUP;
+		sess->alua_gen = atomic_load_explicit(&tgt->alua_gen, memory_order_relaxed);
+		alua_unlock(tgt);
+	}
+	switch (sess->alua_state) {
+	case ALUA_NO_GROUP:
 		return SCSITGT__SR_OK;
-	switch (g->state) {
 	case SCSITGT_ALUA_ACTIVE_OPTIMIZED:
 	case SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED:
 		return SCSITGT__SR_OK;
@@ -367,8 +450,13 @@ enum scsitgt__sense_reason scsitgt__alua_check(const struct scsitgt__cmd *cmd,
 
 enum scsitgt__sense_reason scsitgt__alua_parse_rtpg(struct scsitgt__cmd *cmd)
 {
+	bool on;
+
+	alua_lock(cmd->sess->tgt);
+	on = alua_on(alua_get(cmd->sess->tgt));
+	alua_unlock(cmd->sess->tgt);
 	/* Without ALUA the device server does not support the command (TPGS 00b). */
-	if (!alua_on(alua_get(cmd->sess->tgt)))
+	if (!on)
 		return SCSITGT__SR_INVALID_OPCODE;
 	if ((cmd->cdb[1] >> 5) > RTPG_FMT_EXTENDED)
 		return scsitgt__cmd_bad_cdb_field(cmd, 1, 7);
@@ -377,16 +465,20 @@ enum scsitgt__sense_reason scsitgt__alua_parse_rtpg(struct scsitgt__cmd *cmd)
 
 void scsitgt__alua_rtpg(struct scsitgt__cmd *cmd)
 {
-	const struct scsitgt__alua *a = alua_get(cmd->sess->tgt);
+	struct scsitgt_target *tgt = cmd->sess->tgt;
+	const struct scsitgt__alua *a;
 	bool ext = (cmd->cdb[1] >> 5) == RTPG_FMT_EXTENDED;
 	size_t hdr = ext ? RTPG_EXT_HDR_LEN : RTPG_HDR_LEN;
 	size_t len = hdr, n;
 	uint8_t *d;
 
-	for (unsigned int i = 0; i < a->ngroups; i++)
+	alua_lock(tgt);
+	a = alua_get(tgt);
+	for (unsigned int i = 0; a && i < a->ngroups; i++)
 		len += RTPG_DESC_LEN + (size_t)a->groups[i].nports * RTPG_PORT_LEN;
 	d = calloc(1, len);
 	if (d == NULL) {
+		alua_unlock(tgt);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_TASK_SET_FULL);
 		return;
 	}
@@ -395,10 +487,10 @@ void scsitgt__alua_rtpg(struct scsitgt__cmd *cmd)
 	put_be32(&d[0], (uint32_t)(len - 4));
 	if (ext) {
 		d[4] = RTPG_FMT_EXTENDED << 4;
-		d[5] = a->itt;
+		d[5] = a ? a->itt : 0;
 	}
 	n = hdr;
-	for (unsigned int i = 0; i < a->ngroups; i++) {
+	for (unsigned int i = 0; a && i < a->ngroups; i++) {
 		const struct alua_group *g = &a->groups[i];
 		uint8_t *p = &d[n];
 
@@ -415,6 +507,7 @@ void scsitgt__alua_rtpg(struct scsitgt__cmd *cmd)
 			n += RTPG_PORT_LEN;
 		}
 	}
+	alua_unlock(tgt);
 	scsitgt__cmd_respond(cmd, d, len);
 	free(d);
 	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
@@ -422,11 +515,10 @@ void scsitgt__alua_rtpg(struct scsitgt__cmd *cmd)
 
 enum scsitgt__sense_reason scsitgt__alua_parse_stpg(struct scsitgt__cmd *cmd)
 {
-	const struct scsitgt__alua *a = alua_get(cmd->sess->tgt);
 	uint32_t len = get_be32(&cmd->cdb[6]);
 
 	/* SPC-5 §6.50: only where TPGS says explicit ALUA is supported. */
-	if (!alua_on(a) || !(a->modes & SCSITGT_ALUA_EXPLICIT))
+	if (!scsitgt__alua_offers(cmd->sess->tgt, cmd->def))
 		return SCSITGT__SR_INVALID_OPCODE;
 	if (len == 0)
 		return SCSITGT__SR_OK;
@@ -437,87 +529,104 @@ enum scsitgt__sense_reason scsitgt__alua_parse_stpg(struct scsitgt__cmd *cmd)
 	return SCSITGT__SR_OK;
 }
 
-void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
+/* Check every descriptor of SET TARGET PORT GROUPS before anything changes (SPC-5 §6.50: the
+ * command fails as a whole). Bytes 0..3 are reserved; byte 0 bits 7..4 and byte 1 of a
+ * descriptor too. Under alua_lock. */
+static enum scsitgt__sense_reason stpg_validate(struct scsitgt__cmd *cmd,
+						const struct scsitgt__alua *a, size_t ndesc)
 {
-	struct scsitgt_target *tgt = cmd->sess->tgt;
-	struct scsitgt__alua *a = alua_get(tgt);
 	const uint8_t *d = cmd->buf;
-	size_t ndesc = cmd->xfer_len ? (cmd->xfer_len - STPG_HDR_LEN) / STPG_DESC_LEN : 0;
-	uint16_t deferred[SCSITGT_ALUA_MAX_GROUPS];
-	size_t ndeferred = 0;
-	bool changed = false;
 
-	/* The ALUA state may have been turned off between parse and execution. */
-	if (!alua_on(a) || !(a->modes & SCSITGT_ALUA_EXPLICIT)) {
-		scsitgt__cmd_complete(cmd, SCSITGT__SR_INVALID_OPCODE);
-		return;
-	}
-	/* Check every descriptor before anything changes (SPC-5 §6.50: the command fails as a
-	 * whole). Bytes 0..3 are reserved; byte 0 bits 7..4 and byte 1 of a descriptor too. */
 	for (size_t i = 0; i < ndesc; i++) {
 		size_t off = STPG_HDR_LEN + i * STPG_DESC_LEN;
 		const uint8_t *p = &d[off];
 		uint8_t state = p[0] & 0x0f;
-		struct alua_group *g = group_find(a, get_be16(&p[2]));
+		const struct alua_group *g = group_find(a, get_be16(&p[2]));
 
-		if (p[0] & 0xf0) {
-			scsitgt__cmd_complete(cmd,
-					      scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, 7));
-			return;
-		}
+		if (p[0] & 0xf0)
+			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, 7);
 		if (state != SCSITGT_ALUA_ACTIVE_OPTIMIZED &&
 		    state != SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED && state != SCSITGT_ALUA_STANDBY &&
-		    state != SCSITGT_ALUA_UNAVAILABLE) {
-			scsitgt__cmd_complete(cmd,
-					      scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, 3));
-			return;
-		}
-		if (p[1]) {
-			scsitgt__cmd_complete(
-				cmd, scsitgt__cmd_bad_param_field(cmd, (uint16_t)(off + 1), -1));
-			return;
-		}
-		if (g == NULL) {
-			scsitgt__cmd_complete(
-				cmd, scsitgt__cmd_bad_param_field(cmd, (uint16_t)(off + 2), -1));
-			return;
-		}
-		for (size_t j = 0; j < i; j++) {
-			if (get_be16(&d[STPG_HDR_LEN + j * STPG_DESC_LEN + 2]) == g->id) {
-				scsitgt__cmd_complete(cmd, scsitgt__cmd_bad_param_field(
-								   cmd, (uint16_t)(off + 2), -1));
-				return;
-			}
-		}
+		    state != SCSITGT_ALUA_UNAVAILABLE)
+			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, 3);
+		if (p[1])
+			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)(off + 1), -1);
+		if (g == NULL)
+			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)(off + 2), -1);
+		for (size_t j = 0; j < i; j++)
+			if (get_be16(&d[STPG_HDR_LEN + j * STPG_DESC_LEN + 2]) == g->id)
+				return scsitgt__cmd_bad_param_field(cmd, (uint16_t)(off + 2), -1);
+	}
+	return SCSITGT__SR_OK;
+}
+
+void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt_target *tgt = cmd->sess->tgt;
+	struct scsitgt__alua *a;
+	const uint8_t *d = cmd->buf;
+	size_t ndesc = cmd->xfer_len ? (cmd->xfer_len - STPG_HDR_LEN) / STPG_DESC_LEN : 0;
+	uint16_t deferred[SCSITGT_ALUA_MAX_GROUPS];
+	size_t ndeferred = 0;
+	scsitgt_alua_request_cb request_cb;
+	void *request_arg;
+	enum scsitgt__sense_reason r;
+	bool changed = false;
+
+	alua_lock(tgt);
+	a = alua_get(tgt);
+	/* The ALUA state may have been turned off between parse and execution. */
+	r = !alua_on(a) || !(a->modes & SCSITGT_ALUA_EXPLICIT) ? SCSITGT__SR_INVALID_OPCODE :
+								 stpg_validate(cmd, a, ndesc);
+	request_cb = a ? a->request_cb : NULL;
+	request_arg = a ? a->request_arg : NULL;
+	alua_unlock(tgt);
+	if (r != SCSITGT__SR_OK) {
+		scsitgt__cmd_complete(cmd, r);
+		return;
 	}
 	/* The cluster manager may veto; nothing has changed yet. A group whose change the host
-	 * defers keeps the state the host gives it (alua.h). */
-	for (size_t i = 0; i < ndesc && a->request_cb; i++) {
+	 * defers keeps the state the host gives it (alua.h). The hook runs outside the lock. */
+	for (size_t i = 0; i < ndesc && request_cb; i++) {
 		const uint8_t *p = &d[STPG_HDR_LEN + i * STPG_DESC_LEN];
-		const struct alua_group *g = group_find(a, get_be16(&p[2]));
-		int r;
+		uint16_t id = get_be16(&p[2]);
+		const struct alua_group *g;
+		uint8_t cur = 0;
+		bool on;
+		int rc;
 
-		r = a->request_cb(a->request_arg, tgt, g->id, (enum scsitgt_alua_state)g->state,
-				  (enum scsitgt_alua_state)(p[0] & 0x0f));
-		if (r < 0) {
+		alua_lock(tgt);
+		g = group_find(alua_get(tgt), id);
+		if (g)
+			cur = g->state;
+		alua_unlock(tgt);
+		/* A group an earlier call of the hook removed is skipped. */
+		if (g == NULL)
+			continue;
+		rc = request_cb(request_arg, tgt, id, (enum scsitgt_alua_state)cur,
+				(enum scsitgt_alua_state)(p[0] & 0x0f));
+		if (rc < 0) {
 			/* SPC-5 §6.50: SET TARGET PORT GROUPS COMMAND FAILED. */
 			scsitgt__cmd_complete_raw(cmd, SENSE_HARDWARE_ERROR, 0x67, 0x0a);
 			return;
 		}
 		/* Descriptors name distinct existing groups: at most SCSITGT_ALUA_MAX_GROUPS. */
-		if (r == SCSITGT_ALUA_REQUEST_DEFERRED && ndeferred < SCSITGT_ALUA_MAX_GROUPS)
-			deferred[ndeferred++] = g->id;
+		if (rc == SCSITGT_ALUA_REQUEST_DEFERRED && ndeferred < SCSITGT_ALUA_MAX_GROUPS)
+			deferred[ndeferred++] = id;
 		/* The hook may have reconfigured the target. */
-		a = alua_get(tgt);
-		if (!alua_on(a)) {
+		alua_lock(tgt);
+		on = alua_on(alua_get(tgt));
+		alua_unlock(tgt);
+		if (!on) {
 			scsitgt__cmd_complete_raw(cmd, SENSE_HARDWARE_ERROR, 0x67, 0x0a);
 			return;
 		}
 	}
+	alua_lock(tgt);
+	a = alua_get(tgt);
 	for (size_t i = 0; i < ndesc; i++) {
 		const uint8_t *p = &d[STPG_HDR_LEN + i * STPG_DESC_LEN];
 		struct alua_group *g = group_find(a, get_be16(&p[2]));
-
 		bool skip = false;
 
 		for (size_t j = 0; g != NULL && j < ndeferred; j++)
@@ -529,6 +638,9 @@ void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
 		g->status = ALUA_STATUS_BY_STPG;
 		changed = true;
 	}
+	if (changed)
+		alua_changed(tgt);
+	alua_unlock(tgt);
 	if (changed)
 		alua_announce(tgt, cmd->sess);
 	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);

@@ -133,8 +133,13 @@ struct scsitgt_target {
 	struct scsitgt__list acl;
 	struct scsitgt__ext ext[SCSITGT__EXT_COUNT_];
 	/* Asymmetric logical unit access (core/alua.c): the modes, the host's request hook and
-	 * the target port groups; NULL until the host first configures ALUA. */
+	 * the target port groups; NULL until the host first configures ALUA. Under alua_lock
+	 * (commands of several loops read it, SET TARGET PORT GROUPS changes it: issue 18);
+	 * alua_gen counts its changes, so that a command's access check is one acquire load
+	 * compared with the generation its nexus cached with its group's state. */
 	struct scsitgt__alua *alua;
+	uv_mutex_t alua_lock;
+	_Atomic uint32_t alua_gen;
 	bool destroying;
 	unsigned int destroy_pending;
 	scsitgt_done_cb destroy_cb;

@@ -124,6 +124,10 @@ struct scsitgt__session {
 	bool lend_data_in;
 	/* scsitgt_session_kick() was called: the fabric is ending the nexus. */
 	bool kicked;
+	/* the access state of this nexus's target port group as of tgt->alua_gen == alua_gen
+	 * (core/alua.c; 0xff: no group, or ALUA off). Its own loop's. */
+	uint32_t alua_gen;
+	uint8_t alua_state;
 };
 
 /*

@@ -65,10 +65,17 @@ SCSITGT_EXPORT int scsitgt_target_create(struct scsitgt_target **out, struct scs
 	tgt = calloc(1, sizeof(*tgt));
 	if (tgt == NULL)
 		return -ENOMEM;
+	if (uv_mutex_init(&tgt->alua_lock) != 0) {
+		free(tgt);
+		return -ENOMEM;
+	}
+	/* a new nexus caches generation 0: its first command looks up its group */
+	atomic_init(&tgt->alua_gen, 1);
 	tgt->engine = engine;
 	tgt->name = strdup(o.name);
 	tgt->alias = o.alias ? strdup(o.alias) : NULL;
 	if (tgt->name == NULL || (o.alias && tgt->alias == NULL)) {
+		uv_mutex_destroy(&tgt->alua_lock);
 		free(tgt->name);
 		free(tgt->alias);
 		free(tgt);
@@ -97,6 +104,7 @@ static void target_free(struct scsitgt__deferred *d)
 		if (tgt->ext[i].destroy)
 			tgt->ext[i].destroy(tgt->ext[i].data);
 	scsitgt__alua_free(tgt);
+	uv_mutex_destroy(&tgt->alua_lock);
 	free(tgt->luns);
 	free(tgt->name);
 	free(tgt->alias);

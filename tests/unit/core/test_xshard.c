@@ -168,12 +168,83 @@ static void test_ua_from_another_thread(void **state)
 	prt_destroy(t);
 }
 
+/* --- ALUA state changed from another thread --- */
+
+struct flipper {
+	struct scsitgt_target *tgt;
+	unsigned int n;
+	enum scsitgt_alua_state last;
+};
+
+static void flip_thread(void *arg)
+{
+	struct flipper *f = arg;
+
+	for (unsigned int i = 0; i < f->n; i++)
+		scsitgt_alua_set_state(f->tgt, 10,
+				       i % 2 ? SCSITGT_ALUA_ACTIVE_OPTIMIZED :
+					       SCSITGT_ALUA_ACTIVE_NON_OPTIMIZED);
+	scsitgt_alua_set_state(f->tgt, 10, f->last);
+}
+
+/* Runs TEST UNIT READY on B until it is neither GOOD nor a unit attention; returns that. */
+static struct lf_result *tur_past_uas(struct prt *t)
+{
+	uint8_t cdb[CDB_BUF];
+	struct lf_result *res = NULL;
+
+	for (unsigned int i = 0; i < 4 * SCSITGT__UA_QUEUE_MAX; i++) {
+		res = prt_run(t, t->b, cdb, cdb_tur(cdb), NULL, 0);
+		if (res->status != SAM_STAT_CHECK_CONDITION ||
+		    (res->sense[2] & 0x0f) != SENSE_UNIT_ATTENTION)
+			break;
+	}
+	return res;
+}
+
+static void test_alua_from_another_thread(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	struct scsitgt_alua_opts o;
+	struct flipper f = { .tgt = t->lf->tgt, .n = 500, .last = SCSITGT_ALUA_STANDBY };
+	uv_thread_t th;
+	struct lf_result *res;
+
+	(void)state;
+	scsitgt_alua_opts_init(&o, sizeof(o));
+	o.modes = SCSITGT_ALUA_IMPLICIT;
+	assert_int_equal(scsitgt_alua_configure(t->lf->tgt, &o), 0);
+	assert_int_equal(scsitgt_alua_group_create(t->lf->tgt, 10, SCSITGT_ALUA_ACTIVE_OPTIMIZED),
+			 0);
+	assert_int_equal(scsitgt_alua_group_add_port(t->lf->tgt, 10, 1), 0);
+	assert_good(tur_past_uas(t));
+	/* B's commands run here while another thread changes its group's state. */
+	assert_int_equal(uv_thread_create(&th, flip_thread, &f), 0);
+	for (unsigned int i = 0; i < 200; i++) {
+		res = tur_past_uas(t);
+		assert_true(res->status == SAM_STAT_GOOD ||
+			    (res->status == SAM_STAT_CHECK_CONDITION &&
+			     (res->sense[2] & 0x0f) == SENSE_NOT_READY));
+	}
+	assert_int_equal(uv_thread_join(&th), 0);
+	/* The last change, made on the other thread, is what B's next command meets. */
+	assert_sense(tur_past_uas(t), SENSE_NOT_READY, 0x04, 0x0b);
+	f.n = 0;
+	f.last = SCSITGT_ALUA_ACTIVE_OPTIMIZED;
+	assert_int_equal(uv_thread_create(&th, flip_thread, &f), 0);
+	assert_int_equal(uv_thread_join(&th), 0);
+	ua(prt_run(t, t->b, (uint8_t[CDB_BUF]){ 0 }, 6, NULL, 0), 0x2a, 0x06);
+	assert_good(tur_past_uas(t));
+	prt_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reserved_flag_follows_state),
 		cmocka_unit_test(test_reserved_flag_loaded_state),
 		cmocka_unit_test(test_ua_from_another_thread),
+		cmocka_unit_test(test_alua_from_another_thread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
