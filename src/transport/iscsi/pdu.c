@@ -344,6 +344,33 @@ int scsitgt__iscsi_rx_direct_done(struct scsitgt__iscsi_rx *rx, size_t n)
 	return 0;
 }
 
+size_t scsitgt__iscsi_rx_header_window(const struct scsitgt__iscsi_rx *rx, uint32_t big)
+{
+	const struct scsitgt__iscsi_pdu *pdu = &rx->pdu;
+	uint32_t digest = rx->header_digest ? ISCSI_DIGEST_LEN : 0;
+
+	if (rx->error || rx->stop || big == 0)
+		return 0;
+	switch (rx->state) {
+	case SCSITGT__RX_BHS:
+		/* pdu still describes the previous PDU (dest is reset once a header is done). */
+		if (pdu->dest == NULL || pdu->discard || pdu->data_len < big)
+			return 0;
+		return ISCSI_BHS_LEN - rx->got;
+	case SCSITGT__RX_AHS:
+		/* data_len is this PDU's; where its data goes is decided after the header. */
+		if (pdu->data_len < big)
+			return 0;
+		return pdu->ahs_len - rx->got + digest;
+	case SCSITGT__RX_HDIGEST:
+		if (pdu->data_len < big)
+			return 0;
+		return ISCSI_DIGEST_LEN - rx->got;
+	default:
+		return 0;
+	}
+}
+
 struct scsitgt__iscsi_tx *scsitgt__iscsi_tx_create(unsigned int cap)
 {
 	struct scsitgt__iscsi_tx *tx;

@@ -159,6 +159,17 @@ ssize_t scsitgt__iscsi_rx_feed(struct scsitgt__iscsi_rx *rx, const uint8_t *data
  */
 size_t scsitgt__iscsi_rx_direct(const struct scsitgt__iscsi_rx *rx, uint8_t **dst);
 int scsitgt__iscsi_rx_direct_done(struct scsitgt__iscsi_rx *rx, size_t n);
+/*
+ * For a receiver that reads through a buffer of its own and then feeds it: the most bytes its
+ * next read should take so that the read ends with the current PDU's header, or 0 for no
+ * limit. Not 0 while a header is being received whose data segment is at least @big bytes
+ * long and goes to a caller buffer, so that the data can then be read straight there
+ * (scsitgt__iscsi_rx_direct) instead of landing in the read buffer and being copied. Before
+ * the BHS is complete the segment's length is not known yet: then the previous PDU decides
+ * (one that was big and went to a caller buffer predicts that the next one is, as in a
+ * stream of Data-Out PDUs or of large writes), at the cost of one short read when it was not.
+ */
+size_t scsitgt__iscsi_rx_header_window(const struct scsitgt__iscsi_rx *rx, uint32_t big);
 
 /*
  * A transmit batch: up to @cap PDUs written together in order. Each PDU is a header (BHS plus

@@ -36,6 +36,13 @@
  * remainder a read of its own; below this size copying it out of the read buffer is cheaper.
  */
 #define TCP_DIRECT_MIN (16u * 1024u)
+/*
+ * Data segments at least this long are read in place from their first byte: the read before
+ * them stops at the end of their header (scsitgt__iscsi_rx_header_window), one more system
+ * call per PDU instead of a copy of the segment out of the read buffer. A 1 MiB write arrives
+ * as four 256 KiB segments (immediate data and Data-Out PDUs at MaxRecvDataSegmentLength).
+ */
+#define TCP_DIRECT_BIG (32u * 1024u)
 
 struct tcp_conn {
 	uv_tcp_t handle;
@@ -187,7 +194,10 @@ static void tcp_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 			tc->rbuf_size = TCP_RBUF_SIZE;
 		}
 	}
-	*buf = uv_buf_init((char *)tc->rbuf, (unsigned int)tc->rbuf_size);
+	n = tc->conn ? scsitgt__iscsi_rx_header_window(&tc->conn->rx, TCP_DIRECT_BIG) : 0;
+	if (n == 0 || n > tc->rbuf_size)
+		n = tc->rbuf_size;
+	*buf = uv_buf_init((char *)tc->rbuf, (unsigned int)n);
 }
 
 static void tcp_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)

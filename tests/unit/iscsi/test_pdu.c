@@ -241,6 +241,104 @@ static void test_rx_direct(void **state)
 	scsitgt__iscsi_rx_destroy(&rx);
 }
 
+static void le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+/* A stream of big PDUs: reads stop at each header's end, small PDUs never. */
+static void test_rx_header_window(void **state)
+{
+	static uint8_t stream[2 * (48 + 8 + 4 + 4096 + 4) + 48 + 4];
+	static uint8_t dest[4096];
+	struct scsitgt__iscsi_rx rx;
+	struct got g;
+	uint8_t *dst;
+	size_t off = 0;
+
+	(void)state;
+	memset(&g, 0, sizeof(g));
+	g.dest = dest;
+	g.dest_len = sizeof(dest);
+	/* Two PDUs with an 8-byte AHS, a header digest and 4096 bytes of data, then a NOP-Out
+	 * (48 + 4: its header digest). */
+	for (int i = 0; i < 2; i++) {
+		uint8_t *b = stream + off;
+		uint32_t crc;
+
+		memset(b, 0, 48);
+		b[0] = ISCSI_OP_DATA_OUT;
+		b[1] = ISCSI_FLAG_FINAL;
+		b[ISCSI_BHS_TOTAL_AHS_LEN] = 2;
+		b[5] = 0x00;
+		b[6] = 0x10; /* DataSegmentLength 4096 */
+		b[7] = 0x00;
+		memset(b + 48, 0, 8);
+		crc = scsitgt__crc32c(scsitgt__crc32c(0, b, 48), b + 48, 8);
+		le32(b + 56, crc);
+		memset(b + 60, 0x30 + i, 4096);
+		crc = scsitgt__crc32c(0, b + 60, 4096);
+		le32(b + 60 + 4096, crc);
+		off += 48 + 8 + 4 + 4096 + 4;
+	}
+	memset(stream + off, 0, 48);
+	stream[off] = ISCSI_OP_NOP_OUT | ISCSI_FLAG_IMMEDIATE;
+	stream[off + 1] = ISCSI_FLAG_FINAL;
+	le32(stream + off + 48, scsitgt__crc32c(0, stream + off, 48));
+	off = 0;
+	scsitgt__iscsi_rx_init(&rx, &got_ops, &g, 8192);
+	rx.header_digest = true;
+	rx.data_digest = true;
+	/* Nothing received yet: no previous PDU to predict from. Above the size: no limit. */
+	assert_int_equal(scsitgt__iscsi_rx_header_window(&rx, 4096), 0);
+	assert_int_equal(scsitgt__iscsi_rx_feed(&rx, stream, 48), 48);
+	/* This PDU's data is 4096 bytes: stop after AHS and digest. */
+	assert_int_equal(scsitgt__iscsi_rx_header_window(&rx, 4096), 8 + 4);
+	assert_int_equal(scsitgt__iscsi_rx_header_window(&rx, 4097), 0);
+	assert_int_equal(scsitgt__iscsi_rx_feed(&rx, stream + 48, 5), 5);
+	assert_int_equal(scsitgt__iscsi_rx_header_window(&rx, 4096), 3 + 4);
+	assert_int_equal(scsitgt__iscsi_rx_feed(&rx, stream + 53, 5), 5);
+	assert_int_equal(scsitgt__iscsi_rx_header_window(&rx, 4096), 2); /* in the digest */
+	assert_int_equal(scsitgt__iscsi_rx_feed(&rx, stream + 58, 2), 2);
+	off = 60;
+	/* Inside the data: the direct read, no window. */
+	assert_int_equal(scsitgt__iscsi_rx_header_window(&rx, 4096), 0);
+	assert_int_equal(scsitgt__iscsi_rx_direct(&rx, &dst), 4096);
+	memcpy(dst, stream + off, 4096);
+	assert_int_equal(scsitgt__iscsi_rx_direct_done(&rx, 4096), 0);
+	off += 4096;
+	assert_int_equal(scsitgt__iscsi_rx_header_window(&rx, 4096), 0); /* data digest */
+	assert_int_equal(scsitgt__iscsi_rx_feed(&rx, stream + off, 4), 4);
+	off += 4;
+	assert_int_equal(g.pdus, 1);
+	/* The previous PDU was big and went to a caller buffer: predict the BHS's end. */
+	assert_int_equal(scsitgt__iscsi_rx_header_window(&rx, 4096), 48);
+	assert_int_equal(scsitgt__iscsi_rx_header_window(&rx, 8192), 0);
+	assert_int_equal(scsitgt__iscsi_rx_feed(&rx, stream + off, 10), 10);
+	assert_int_equal(scsitgt__iscsi_rx_header_window(&rx, 4096), 38);
+	assert_int_equal(scsitgt__iscsi_rx_feed(&rx, stream + off + 10, 38 + 12 + 4096 + 4),
+			 38 + 12 + 4096 + 4);
+	off += 48 + 12 + 4096 + 4;
+	assert_int_equal(g.pdus, 2);
+	assert_int_equal(dest[4095], 0x31);
+	/* The NOP-Out has no data: after it, no limit again. */
+	assert_int_equal(scsitgt__iscsi_rx_header_window(&rx, 4096), 48);
+	assert_int_equal(scsitgt__iscsi_rx_feed(&rx, stream + off, 48), 48);
+	assert_int_equal(scsitgt__iscsi_rx_header_window(&rx, 4096), 0); /* no data to come */
+	assert_int_equal(scsitgt__iscsi_rx_feed(&rx, stream + off + 48, 4), 4);
+	assert_int_equal(g.pdus, 3);
+	assert_int_equal(scsitgt__iscsi_rx_header_window(&rx, 4096), 0);
+	/* Data kept in the receiver's own buffer predicts nothing either. */
+	g.dest = NULL;
+	assert_int_equal(scsitgt__iscsi_rx_feed(&rx, stream, 60 + 4096 + 4), 60 + 4096 + 4);
+	assert_int_equal(g.pdus, 4);
+	assert_int_equal(scsitgt__iscsi_rx_header_window(&rx, 4096), 0);
+	scsitgt__iscsi_rx_destroy(&rx);
+}
+
 static void test_tx_seal(void **state)
 {
 	struct scsitgt__iscsi_tx *tx = scsitgt__iscsi_tx_create(1);
@@ -269,7 +367,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_serial),		 cmocka_unit_test(test_rx_splits),
 		cmocka_unit_test(test_rx_digest_errors), cmocka_unit_test(test_rx_limits_and_ahs),
-		cmocka_unit_test(test_rx_direct),	 cmocka_unit_test(test_tx_seal),
+		cmocka_unit_test(test_rx_direct),	 cmocka_unit_test(test_rx_header_window),
+		cmocka_unit_test(test_tx_seal),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
