@@ -139,10 +139,11 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 	/* a LUN masked from this initiator is treated as absent (core/acl.c). */
 	cmd->lun = scsitgt__session_find_lun(cmd->sess, cmd->lun_id);
 	if (cmd->lun)
-		cmd->lun->inflight++;
+		scsitgt__lun_hold(cmd->lun, cmd->shard);
 	/* SAM-5 §5.3: a LUN holding its limit of commands refuses more with TASK SET
-	 * FULL, before the CDB is looked at. */
-	if (cmd->lun && tgt->max_lun_commands && cmd->lun->inflight > tgt->max_lun_commands) {
+	 * FULL, before the CDB is looked at (every shard's, as they last wrote them). */
+	if (cmd->lun && tgt->max_lun_commands &&
+	    scsitgt__lun_inflight(cmd->lun) > tgt->max_lun_commands) {
 		memcpy(cmd->cdb, cdb, cdb_len < SCSITGT__CDB_MAX ? cdb_len : SCSITGT__CDB_MAX);
 		cmd->cdb_len = (uint8_t)(cdb_len < SCSITGT__CDB_MAX ? cdb_len : SCSITGT__CDB_MAX);
 		cmd_move(cmd, CMD_S(SCSITGT__CMD_NEW), SCSITGT__CMD_DONE);
@@ -271,7 +272,7 @@ void scsitgt__cmd_start_internal(struct scsitgt__cmd *cmd, struct scsitgt_lun *l
 	/* no initiator's command: never counted (core/stats.c) */
 	cmd->stats_done = true;
 	/* it holds the LUN like any command; destroy drops it */
-	lun->inflight++;
+	scsitgt__lun_hold(lun, cmd->shard);
 	cmd_move(cmd, CMD_S(SCSITGT__CMD_NEW), SCSITGT__CMD_EXEC);
 }
 
@@ -465,7 +466,7 @@ void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd)
 		cmd->sess->ncmds--;
 	}
 	if (cmd->lun)
-		scsitgt__lun_inflight_drop(cmd->lun);
+		scsitgt__lun_inflight_drop(cmd->lun, cmd->shard);
 	scsitgt__cmd_free_buf(cmd);
 	/* From any state but FREED: destroying twice is caught here. */
 	cmd_move(cmd, ~0u, SCSITGT__CMD_FREED);

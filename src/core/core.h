@@ -213,6 +213,36 @@ enum {
 	SCSITGT__LUN_XF_RESERVED = 1u << 0,
 };
 
+/*
+ * A LUN's part on one shard (lun->shard_part[shard->index], issue 18): what a plain READ or
+ * WRITE changes on its LUN, kept per shard so that two loops never write one cache line.
+ * Written only by the shard's own loop; the counters others read (inflight, stats: the
+ * snapshots of core/stats.c sum the parts) are relaxed atomics, loaded and stored, never a
+ * locked read-modify-write. The rest is the owner's alone.
+ *   inflight   the shard's commands on the LUN (and holds of the core's own); LUN destroy
+ *              waits for every part's to reach zero (core/lun.c).
+ *   stats      counters and latency histogram of the shard's commands (core/stats.c).
+ *   untracked  plain commands in flight without a range lock entry (core/range_lock.c).
+ *   ios        the backend ios of the shard's commands (scsitgt_io.lun_node): what drain.c
+ *              gives up on (home's part) and what abort() is offered (core/io.c).
+ *   draining, drain_msg
+ *              a LUN destroy asked this worker shard to report when its inflight is zero
+ *              (owner only); the message goes there and back (core/lun.c).
+ */
+struct scsitgt__lun_part {
+	_Alignas(64) _Atomic unsigned int inflight;
+	_Atomic unsigned int untracked;
+	bool draining;
+	struct scsitgt_lun *lun;
+	struct scsitgt__shard *shard;
+	struct scsitgt__list ios;
+	struct scsitgt__msg drain_msg;
+	struct {
+		struct scsitgt_cmd_counters cmds;
+		uint64_t lat_us[SCSITGT_LATENCY_BUCKETS];
+	} stats;
+};
+
 struct scsitgt_lun {
 	struct scsitgt_target *tgt;
 	uint64_t id;
@@ -249,8 +279,9 @@ struct scsitgt_lun {
 		uint32_t nprevent;
 		uint32_t prevent_cap;
 	} medium;
-	/* Commands in flight on this LUN; destroy waits for zero. */
-	unsigned int inflight;
+	/* The LUN's part on each shard (engine->nshards of them, see struct
+	 * scsitgt__lun_part): commands in flight, counters, untracked count, backend ios. */
+	struct scsitgt__lun_part *shard_part;
 	/* LBA range lock of COMPARE AND WRITE, ORWRITE, WRITE ATOMIC (range_lock.h). */
 	struct scsitgt__range_lock rlock;
 	/* Reservations (SPC-2 and persistent, core/pr.c), allocated on first use; under xlock. */
@@ -273,12 +304,8 @@ struct scsitgt_lun {
 		bool ause;
 		uint16_t progress;
 	} sanitize;
-	/* counters and latency histogram (core/stats.c); offline: media commands get
-	 * NOT READY, LOGICAL UNIT NOT READY, OFFLINE (scsitgt_lun_set_offline()). */
-	struct {
-		struct scsitgt_cmd_counters cmds;
-		uint64_t lat_us[SCSITGT_LATENCY_BUCKETS];
-	} stats;
+	/* offline: media commands get NOT READY, LOGICAL UNIT NOT READY, OFFLINE
+	 * (scsitgt_lun_set_offline()). The counters are in the shard parts. */
 	bool offline;
 	/* The task set's ordering (SAM-5 §8.6, core/order.c): commands in arrival order,
 	 * how many of them are ORDERED or HEAD OF QUEUE, and the pass that starts the commands
@@ -293,8 +320,9 @@ struct scsitgt_lun {
 	struct scsitgt_engine *engine;
 	/*
 	 * Destroy and bounded removal (core/lun.c, core/drain.c). destroying from
-	 * scsitgt_lun_destroy() on, with its callback, and the deferred free. The backend ios in
-	 * flight (scsitgt_io.lun_node); the timer of a destroy waiting for ios. A destroyed LUN
+	 * scsitgt_lun_destroy() on, with its callback, and the deferred free; the worker
+	 * shards whose part has not reported empty yet (parts_pending). The backend ios in
+	 * flight are in the shard parts; the timer of a destroy waiting for ios. A destroyed LUN
 	 * with commands left is in engine->zombies (zombie) until freed; once its drain timeout
 	 * expired (its callback ran) it waits there for its backend to return the last io; an
 	 * engine shutdown turns the rest into orphans, counted in orphan_cmds (plus one while
@@ -305,7 +333,7 @@ struct scsitgt_lun {
 		scsitgt_done_cb destroy_cb;
 		void *destroy_cb_arg;
 		struct scsitgt__deferred destroy_done;
-		struct scsitgt__list ios;
+		unsigned int parts_pending;
 		uv_timer_t *timer;
 		bool zombie;
 		bool expired;
@@ -392,8 +420,15 @@ bool scsitgt__lun_supports(const struct scsitgt_lun *lun, enum scsitgt_io_type t
 int scsitgt__lun_designators_set(struct scsitgt__lun_designators *d,
 				 const struct scsitgt_lun_opts *o);
 int scsitgt__lun_limits_settle(struct scsitgt_lun *lun, const struct scsitgt_lun_opts *o);
-/* Drop a command's hold on its LUN; the last one lets a pending destroy proceed. */
-void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun);
+/* @lun's part on @shard (struct scsitgt__lun_part). */
+static inline struct scsitgt__lun_part *scsitgt__lun_part(struct scsitgt_lun *lun,
+							  const struct scsitgt__shard *shard);
+/* Count a command (or a hold of the core's own) on @lun from @shard's loop. */
+void scsitgt__lun_hold(struct scsitgt_lun *lun, struct scsitgt__shard *shard);
+/* Drop it, on the same shard; the last one lets a pending destroy proceed. */
+void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun, struct scsitgt__shard *shard);
+/* Commands in flight on @lun, every shard's (relaxed: a snapshot). */
+unsigned int scsitgt__lun_inflight(const struct scsitgt_lun *lun);
 /* close the backend of a destroyed LUN that has no command left (lun.c). */
 void scsitgt__lun_close_backend(struct scsitgt_lun *lun);
 
@@ -413,5 +448,13 @@ bool scsitgt__drain_engine_ready(struct scsitgt_engine *engine,
 				 void (*again)(struct scsitgt_engine *engine));
 /* An io that was given up (ORPHAN) or belongs to an orphaned command came back. */
 void scsitgt__drain_io_orphan_done(struct scsitgt_io *io);
+
+#include "core/shard.h"
+
+static inline struct scsitgt__lun_part *scsitgt__lun_part(struct scsitgt_lun *lun,
+							  const struct scsitgt__shard *shard)
+{
+	return &lun->shard_part[shard->index];
+}
 
 #endif /* SCSITGT_CORE_CORE_H */

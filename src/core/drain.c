@@ -85,6 +85,9 @@ static bool target_alive(struct scsitgt_engine *engine, const struct scsitgt_tar
 static void drain_expire(struct scsitgt_lun *lun)
 {
 	struct scsitgt_engine *engine = lun->engine;
+	struct scsitgt__shard *home = scsitgt__shard_home(engine);
+	/* Home's ios: those of worker shards are their own, waited for (lun.c). */
+	struct scsitgt__list *ios = &scsitgt__lun_part(lun, home)->ios;
 	struct scsitgt_target *tgt = lun->tgt;
 	bool alive = target_alive(engine, tgt);
 	struct scsitgt__list *p, *pos, *tmp;
@@ -95,12 +98,15 @@ static void drain_expire(struct scsitgt_lun *lun)
 	scsitgt__drain_lun_stop(lun);
 	lun->drain.expired = true;
 	/* Hold the LUN across the aborts: they may drop its last command. */
-	lun->inflight++;
+	scsitgt__lun_hold(lun, home);
 	/* Without its target, the LUN's commands have lost their sessions already. */
 	for (p = alive ? tgt->sessions.next : NULL; alive && p != &tgt->sessions; p = p->next) {
 		struct scsitgt__session *s =
 			scsitgt__container_of(p, struct scsitgt__session, node);
 
+		/* a worker shard's commands are its own to abort. */
+		if (s->shard != home)
+			continue;
 		scsitgt__list_foreach_safe(pos, tmp, &s->cmds)
 		{
 			struct scsitgt__cmd *c =
@@ -115,14 +121,14 @@ static void drain_expire(struct scsitgt_lun *lun)
 	}
 	cb = lun->drain.destroy_cb;
 	cb_arg = lun->drain.destroy_cb_arg;
-	if (lun->inflight == 1) {
+	if (scsitgt__lun_inflight(lun) == 1 && lun->drain.parts_pending == 0) {
 		/* Everything left was outside the backend: an ordinary close, which calls back. */
-		scsitgt__lun_inflight_drop(lun);
+		scsitgt__lun_inflight_drop(lun, home);
 		return;
 	}
 	/* The rest is in the backend. Off the task set now: the target may be gone when they
 	 * come back, and nothing may wait for them. */
-	for (p = lun->drain.ios.next; p != &lun->drain.ios; p = p->next) {
+	for (p = ios->next; p != ios; p = p->next) {
 		struct scsitgt_io *io = scsitgt__container_of(p, struct scsitgt_io, lun_node);
 
 		scsitgt__order_done(io->cmd);
@@ -136,7 +142,7 @@ static void drain_expire(struct scsitgt_lun *lun)
 		     engine->drain_timeout_ms ? engine->drain_timeout_ms :
 						SCSITGT__DRAIN_TIMEOUT_MS_DEFAULT);
 	lun->drain.destroy_cb = NULL;
-	scsitgt__lun_inflight_drop(lun);
+	scsitgt__lun_inflight_drop(lun, home);
 	if (cb)
 		cb(cb_arg, 0);
 }
@@ -174,8 +180,10 @@ void scsitgt__drain_lun_start(struct scsitgt_lun *lun)
 /* Drop one reference on an orphaned LUN's shell; the last frees it. Any thread. */
 static void shell_unref(struct scsitgt_lun *lun)
 {
-	if (atomic_fetch_sub(&lun->drain.orphan_cmds, 1) == 1)
+	if (atomic_fetch_sub(&lun->drain.orphan_cmds, 1) == 1) {
+		free(lun->shard_part);
 		free(lun);
+	}
 }
 
 void scsitgt__drain_io_orphan_done(struct scsitgt_io *io)
@@ -196,6 +204,8 @@ void scsitgt__drain_io_orphan_done(struct scsitgt_io *io)
 /* Give up on every io a zombie's backend still holds. */
 static void drain_orphan_lun(struct scsitgt_engine *engine, struct scsitgt_lun *lun)
 {
+	struct scsitgt__shard *home = scsitgt__shard_home(engine);
+	struct scsitgt__list *ios = &scsitgt__lun_part(lun, home)->ios;
 	struct scsitgt__list *p, *pos, *tmp;
 	unsigned int ncmds = 0;
 
@@ -203,7 +213,7 @@ static void drain_orphan_lun(struct scsitgt_engine *engine, struct scsitgt_lun *
 	/* The engine's own reference, dropped when it lets go of the shell. */
 	atomic_store(&lun->drain.orphan_cmds, 1);
 	/* Each command's count first: once an io is an orphan, a thread may finish it. */
-	for (p = lun->drain.ios.next; p != &lun->drain.ios; p = p->next) {
+	for (p = ios->next; p != ios; p = p->next) {
 		struct scsitgt__cmd *cmd =
 			scsitgt__container_of(p, struct scsitgt_io, lun_node)->cmd;
 
@@ -211,8 +221,12 @@ static void drain_orphan_lun(struct scsitgt_engine *engine, struct scsitgt_lun *
 			ncmds++;
 	}
 	atomic_fetch_add(&lun->drain.orphan_cmds, ncmds);
-	lun->inflight -= ncmds;
-	scsitgt__list_foreach_safe(pos, tmp, &lun->drain.ios)
+	atomic_store_explicit(&scsitgt__lun_part(lun, home)->inflight,
+			      atomic_load_explicit(&scsitgt__lun_part(lun, home)->inflight,
+						   memory_order_relaxed) -
+				      ncmds,
+			      memory_order_relaxed);
+	scsitgt__list_foreach_safe(pos, tmp, ios)
 	{
 		struct scsitgt_io *io = scsitgt__container_of(pos, struct scsitgt_io, lun_node);
 		int lent = SCSITGT__IO_LENT;
@@ -248,7 +262,7 @@ static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
 			scsitgt__container_of(pos, struct scsitgt_lun, drain.zombie_node);
 
 		if (!lun->drain.orphaning && !lun->drain.closing_started &&
-		    !scsitgt__list_empty(&lun->drain.ios))
+		    !scsitgt__list_empty(&lun->shard_part[0].ios))
 			drain_orphan_lun(engine, lun);
 	}
 	/* Completions on their way through the queue finish first. */
@@ -264,7 +278,7 @@ static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
 			ready = false;
 			continue;
 		}
-		if (lun->inflight) {
+		if (scsitgt__lun_inflight(lun) || lun->drain.parts_pending) {
 			/* An order pass, or a command the range lock holds back, still holds it. */
 			if (!force) {
 				ready = false;

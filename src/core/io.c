@@ -50,7 +50,7 @@ int scsitgt__io_submit(struct scsitgt__cmd *cmd, enum scsitgt_io_type type, uint
 	}
 	cmd->ios_inflight++;
 	/* the LUN knows what its backend holds, so a timed-out teardown can give it up. */
-	scsitgt__list_add_tail(&lun->drain.ios, &io->lun_node);
+	scsitgt__list_add_tail(&scsitgt__lun_part(lun, cmd->shard)->ios, &io->lun_node);
 	if (fwd) {
 		io->tsq_msg.fn = io_fwd_submit;
 		scsitgt__engine_post(cmd->shard->engine, &io->tsq_msg);
@@ -247,7 +247,7 @@ void scsitgt__io_abort_cmd(struct scsitgt__cmd *cmd)
 		return;
 	/* abort() never completes the io from inside (backend.h); the safe walk still copes
 	 * with one that does. */
-	scsitgt__list_foreach_safe(pos, tmp, &lun->drain.ios)
+	scsitgt__list_foreach_safe(pos, tmp, &scsitgt__lun_part(lun, cmd->shard)->ios)
 	{
 		struct scsitgt_io *io = scsitgt__container_of(pos, struct scsitgt_io, lun_node);
 

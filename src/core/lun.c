@@ -62,6 +62,24 @@ static uint64_t lun_hash(const char *name, uint64_t id)
 	return h;
 }
 
+/* The LUN's parts, one per shard of @engine, each on its own cache lines. */
+static struct scsitgt__lun_part *lun_parts_alloc(struct scsitgt_lun *lun,
+						 struct scsitgt_engine *engine)
+{
+	size_t bytes = engine->nshards * sizeof(struct scsitgt__lun_part);
+	struct scsitgt__lun_part *parts = aligned_alloc(_Alignof(struct scsitgt__lun_part), bytes);
+
+	if (parts == NULL)
+		return NULL;
+	memset(parts, 0, bytes);
+	for (unsigned int i = 0; i < engine->nshards; i++) {
+		parts[i].lun = lun;
+		parts[i].shard = &engine->shards[i];
+		scsitgt__list_init(&parts[i].ios);
+	}
+	return parts;
+}
+
 SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_target *tgt,
 				      const struct scsitgt_lun_opts *opts)
 {
@@ -88,7 +106,13 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	lun = calloc(1, sizeof(*lun));
 	if (lun == NULL)
 		return -ENOMEM;
+	lun->shard_part = lun_parts_alloc(lun, tgt->engine);
+	if (lun->shard_part == NULL) {
+		free(lun);
+		return -ENOMEM;
+	}
 	if (uv_mutex_init(&lun->xlock) != 0) {
+		free(lun->shard_part);
 		free(lun);
 		return -ENOMEM;
 	}
@@ -116,7 +140,6 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 
 	lun->tgt = tgt;
 	lun->engine = tgt->engine;
-	scsitgt__list_init(&lun->drain.ios);
 	lun->id = o.id;
 	lun->created_ns = uv_hrtime();
 	lun->flags = o.flags;
@@ -172,6 +195,7 @@ fail_close:
 		     (unsigned long long)o.id, scsitgt_strerror(rc));
 fail:
 	uv_mutex_destroy(&lun->xlock);
+	free(lun->shard_part);
 	free(lun);
 	return rc;
 }
@@ -204,6 +228,7 @@ static void lun_free(struct scsitgt__deferred *d)
 	scsitgt__session_destroy_internal(lun->bg_sess);
 	free(lun->medium.prevent_by);
 	uv_mutex_destroy(&lun->xlock);
+	free(lun->shard_part);
 	free(lun);
 	if (cb)
 		cb(cb_arg, 0);
@@ -229,10 +254,82 @@ void scsitgt__lun_close_backend(struct scsitgt_lun *lun)
 	lun->ops.close(lun->bctx, lun_backend_closed, lun);
 }
 
-void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun)
+/* Whether a destroyed LUN has nothing left on any shard: home's part is empty and every
+ * worker shard reported its own (lun_part_drain()). Loop: home. */
+static bool lun_idle(struct scsitgt_lun *lun)
 {
-	if (--lun->inflight == 0 && lun->drain.destroying)
+	return lun->drain.parts_pending == 0 &&
+	       atomic_load_explicit(&lun->shard_part[0].inflight, memory_order_relaxed) == 0;
+}
+
+/* Home: a worker shard's part of a destroyed LUN is empty. */
+static void lun_part_drained(struct scsitgt__msg *msg)
+{
+	struct scsitgt__lun_part *part =
+		scsitgt__container_of(msg, struct scsitgt__lun_part, drain_msg);
+	struct scsitgt_lun *lun = part->lun;
+
+	lun->drain.parts_pending--;
+	if (lun_idle(lun))
 		scsitgt__lun_close_backend(lun);
+}
+
+static void lun_part_report(struct scsitgt__lun_part *part)
+{
+	part->draining = false;
+	part->drain_msg.fn = lun_part_drained;
+	scsitgt__engine_post(part->lun->engine, &part->drain_msg);
+}
+
+/*
+ * A worker shard, asked by a LUN destroy: the LUN is out of its target's table, so no new
+ * command of this shard finds it (a command looks it up and holds it in one loop callback,
+ * before this message runs); report at once when the part is empty, else when its last
+ * command leaves (scsitgt__lun_inflight_drop()).
+ */
+static void lun_part_drain(struct scsitgt__msg *msg)
+{
+	struct scsitgt__lun_part *part =
+		scsitgt__container_of(msg, struct scsitgt__lun_part, drain_msg);
+
+	part->draining = true;
+	if (atomic_load_explicit(&part->inflight, memory_order_relaxed) == 0)
+		lun_part_report(part);
+}
+
+void scsitgt__lun_hold(struct scsitgt_lun *lun, struct scsitgt__shard *shard)
+{
+	struct scsitgt__lun_part *part = scsitgt__lun_part(lun, shard);
+	unsigned int n = atomic_load_explicit(&part->inflight, memory_order_relaxed);
+
+	/* Written by this shard only: a store, not a locked add. */
+	atomic_store_explicit(&part->inflight, n + 1, memory_order_relaxed);
+}
+
+void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun, struct scsitgt__shard *shard)
+{
+	struct scsitgt__lun_part *part = scsitgt__lun_part(lun, shard);
+	unsigned int n = atomic_load_explicit(&part->inflight, memory_order_relaxed) - 1;
+
+	atomic_store_explicit(&part->inflight, n, memory_order_relaxed);
+	if (n != 0)
+		return;
+	if (shard->index != 0) {
+		if (part->draining)
+			lun_part_report(part);
+		return;
+	}
+	if (lun->drain.destroying && lun_idle(lun))
+		scsitgt__lun_close_backend(lun);
+}
+
+unsigned int scsitgt__lun_inflight(const struct scsitgt_lun *lun)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < lun->engine->nshards; i++)
+		n += atomic_load_explicit(&lun->shard_part[i].inflight, memory_order_relaxed);
+	return n;
 }
 
 SCSITGT_EXPORT void scsitgt_lun_destroy(struct scsitgt_lun *lun, scsitgt_done_cb cb, void *cb_arg)
@@ -245,7 +342,13 @@ SCSITGT_EXPORT void scsitgt_lun_destroy(struct scsitgt_lun *lun, scsitgt_done_cb
 	lun->drain.destroy_cb_arg = cb_arg;
 	scsitgt__target_lun_removed(lun->tgt, lun);
 	scsitgt__ua_luns_changed(lun->tgt, lun->id, true);
-	if (lun->inflight == 0)
+	/* Every worker shard reports when its part is empty (lun_part_drain()). */
+	lun->drain.parts_pending = lun->engine->nshards - 1;
+	for (unsigned int i = 1; i < lun->engine->nshards; i++) {
+		lun->shard_part[i].drain_msg.fn = lun_part_drain;
+		scsitgt__worker_post(lun->engine->shards[i].worker, &lun->shard_part[i].drain_msg);
+	}
+	if (lun_idle(lun))
 		scsitgt__lun_close_backend(lun);
 	else
 		scsitgt__drain_lun_start(lun);

@@ -45,7 +45,9 @@ void scsitgt__order_enter(struct scsitgt__cmd *cmd)
 {
 	struct scsitgt_lun *lun = cmd->lun;
 
-	if (lun == NULL || cmd->in_task_set)
+	/* Commands of worker shards stay out of the task set until ordering works across
+	 * shards (issue 18): the list is home's. Only in-process fabrics put sessions there. */
+	if (lun == NULL || cmd->in_task_set || cmd->shard->index != 0)
 		return;
 	task_set_init(lun);
 	if (cmd->task_attr == SCSITGT__TASK_HEAD_OF_QUEUE || cmd_forced_head(cmd))
@@ -105,7 +107,7 @@ static void order_kick(struct scsitgt__deferred *d)
 	while (order_start_one(lun))
 		;
 	/* The pass held the LUN (see order_schedule). */
-	scsitgt__lun_inflight_drop(lun);
+	scsitgt__lun_inflight_drop(lun, scsitgt__shard_home(lun->engine));
 }
 
 static void order_schedule(struct scsitgt_lun *lun)
@@ -115,7 +117,7 @@ static void order_schedule(struct scsitgt_lun *lun)
 	lun->order.kick_pending = true;
 	/* Hold the LUN until the pass ran: the commands it would start may all be gone by then
 	 * and a LUN destroy must not free it under the pending pass. */
-	lun->inflight++;
+	scsitgt__lun_hold(lun, scsitgt__shard_home(lun->engine));
 	lun->order.kick.fn = order_kick;
 	scsitgt__engine_defer(lun->tgt->engine, &lun->order.kick);
 }

@@ -17,6 +17,16 @@ static struct scsitgt__range_lock *rl_of(struct scsitgt_lun *lun)
 	return rl;
 }
 
+/* Plain commands without an entry, every shard's (relaxed: each part's last count). */
+static unsigned int rl_untracked(const struct scsitgt_lun *lun)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < lun->engine->nshards; i++)
+		n += atomic_load_explicit(&lun->shard_part[i].untracked, memory_order_relaxed);
+	return n;
+}
+
 static bool rl_conflict(const struct scsitgt__range_entry *a, const struct scsitgt__range_entry *b)
 {
 	if (!a->excl && !b->excl)
@@ -32,7 +42,7 @@ static bool rl_grantable(struct scsitgt__range_lock *rl, const struct scsitgt__r
 	struct scsitgt__list *pos;
 
 	/* Plain commands that took no entry may touch any range. */
-	if (e->excl && rl->untracked)
+	if (e->excl && rl_untracked(e->cmd->lun))
 		return false;
 	for (pos = rl->held.next; pos != &rl->held; pos = pos->next) {
 		if (rl_conflict(e, scsitgt__container_of(pos, struct scsitgt__range_entry, node)))
@@ -146,17 +156,25 @@ bool scsitgt__range_lock_needed(const struct scsitgt_lun *lun)
 	return lun->rlock.nexcl != 0;
 }
 
-void scsitgt__range_untracked_get(struct scsitgt_lun *lun)
+void scsitgt__range_untracked_get(struct scsitgt_lun *lun, struct scsitgt__shard *shard)
 {
-	lun->rlock.untracked++;
+	struct scsitgt__lun_part *part = scsitgt__lun_part(lun, shard);
+
+	/* Written by its shard only: a store, not a locked add. */
+	atomic_store_explicit(&part->untracked,
+			      atomic_load_explicit(&part->untracked, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 }
 
-void scsitgt__range_untracked_put(struct scsitgt_lun *lun)
+void scsitgt__range_untracked_put(struct scsitgt_lun *lun, struct scsitgt__shard *shard)
 {
-	struct scsitgt__range_lock *rl = &lun->rlock;
+	struct scsitgt__lun_part *part = scsitgt__lun_part(lun, shard);
+	unsigned int n = atomic_load_explicit(&part->untracked, memory_order_relaxed) - 1;
 
-	rl->untracked--;
-	if (rl->untracked == 0 && rl->nexcl)
+	atomic_store_explicit(&part->untracked, n, memory_order_relaxed);
+	/* The waiters are home's (exclusive entries are taken on home; cross-shard grants
+	 * are the range lock's quiescence, issue 18). */
+	if (n == 0 && shard->index == 0 && lun->rlock.nexcl && rl_untracked(lun) == 0)
 		rl_kick(lun);
 }
 
@@ -164,9 +182,10 @@ bool scsitgt__range_plain_begin(struct scsitgt__cmd *cmd, uint64_t lba, uint64_t
 				struct scsitgt__range_token *token, scsitgt__range_granted_fn fn)
 {
 	token->entry = NULL;
+	token->shard = cmd->shard;
 	if (!scsitgt__range_lock_needed(cmd->lun)) {
 		token->untracked = true;
-		scsitgt__range_untracked_get(cmd->lun);
+		scsitgt__range_untracked_get(cmd->lun, cmd->shard);
 		fn(cmd);
 		return true;
 	}
@@ -184,7 +203,7 @@ void scsitgt__range_plain_end(struct scsitgt_lun *lun, struct scsitgt__range_tok
 	token->entry = NULL;
 	token->untracked = false;
 	if (untracked)
-		scsitgt__range_untracked_put(lun);
+		scsitgt__range_untracked_put(lun, token->shard);
 	else
 		scsitgt__range_unlock(lun, e);
 }

@@ -25,6 +25,7 @@
 
 struct scsitgt__cmd;
 struct scsitgt_lun;
+struct scsitgt__shard;
 
 struct scsitgt__range_lock {
 	bool inited;
@@ -33,8 +34,8 @@ struct scsitgt__range_lock {
 	struct scsitgt__list waiting;
 	/* Exclusive entries held or waiting: plain commands register only while non-zero. */
 	unsigned int nexcl;
-	/* Plain commands in flight without an entry. */
-	unsigned int untracked;
+	/* (Plain commands in flight without an entry: each shard counts its own, in
+	 * struct scsitgt__lun_part.untracked.) */
 	/* Re-entrancy guard of the grant loop (a grant may complete and release at once). */
 	bool kicking, rekick;
 };
@@ -48,6 +49,8 @@ typedef void (*scsitgt__range_granted_fn)(struct scsitgt__cmd *cmd);
  */
 struct scsitgt__range_token {
 	struct scsitgt__range_entry *entry;
+	/* the shard whose part counts the untracked command. */
+	struct scsitgt__shard *shard;
 	bool untracked;
 };
 
@@ -81,8 +84,8 @@ void scsitgt__range_unlock(struct scsitgt_lun *lun, struct scsitgt__range_entry 
  * counts itself with scsitgt__range_untracked_get() and drops it when its ios are done.
  */
 bool scsitgt__range_lock_needed(const struct scsitgt_lun *lun);
-void scsitgt__range_untracked_get(struct scsitgt_lun *lun);
-void scsitgt__range_untracked_put(struct scsitgt_lun *lun);
+void scsitgt__range_untracked_get(struct scsitgt_lun *lun, struct scsitgt__shard *shard);
+void scsitgt__range_untracked_put(struct scsitgt_lun *lun, struct scsitgt__shard *shard);
 
 /*
  * The usual wrapper of the plain path: run @fn(cmd) under a shared lock of the range, or

@@ -26,6 +26,7 @@
 #include "core/scsi_spec.h"
 #include "core/spc.h"
 #include "core/spc_selftest.h"
+#include "core/stats.h"
 #include "util/be.h"
 
 /* SPC-5 §7.3.3: 64 general usage parameters of FCh bytes each. */
@@ -182,11 +183,13 @@ static size_t log_app_client(const struct scsitgt__log *lg, uint8_t *buf, uint16
  */
 static size_t log_general_stats(const struct scsitgt_lun *lun, uint8_t *buf, uint8_t pc)
 {
-	const struct scsitgt_cmd_counters *c = &lun->stats.cmds;
+	struct scsitgt_cmd_counters sum;
+	const struct scsitgt_cmd_counters *c = &sum;
 	const struct scsitgt_cmd_counters *b = lun->log ? &lun->log->base : NULL;
 	uint64_t v[8] = { 0 };
 	uint8_t *p = log_param(&buf[LOG_HDR_LEN], 0x0001, LP_UNBOUNDED_COUNTER, LOG_GAS_LEN);
 
+	scsitgt__stats_lun_counters(lun, &sum, NULL);
 	if (pc == PC_CUMULATIVE) {
 		v[0] = c->read_cmds - (b ? b->read_cmds : 0);
 		v[1] = c->write_cmds - (b ? b->write_cmds : 0);
@@ -378,7 +381,7 @@ static enum scsitgt__sense_reason log_reset(struct scsitgt_lun *lun, uint8_t pag
 	lg = log_state(lun);
 	if (lg == NULL)
 		return SCSITGT__SR_BUSY;
-	lg->base = lun->stats.cmds;
+	scsitgt__stats_lun_counters(lun, &lg->base, NULL);
 	return SCSITGT__SR_OK;
 }
 

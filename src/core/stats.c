@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Counters of LUNs and sessions and their snapshot API (include/libscsitgt/stats.h). Every
- * counter lives on its object's home loop and is bumped with plain increments: readers call
- * the snapshot functions on that loop too, so no locks or atomics are needed.
+ * Counters of LUNs and sessions and their snapshot API (include/libscsitgt/stats.h). A
+ * session's counters are written by its shard's loop, a LUN's by each shard in its own part
+ * (struct scsitgt__lun_part): one writer per counter, which bumps it with a relaxed atomic
+ * load and store (no locked read-modify-write, no lock), so that the snapshots, on the home
+ * loop, load them (relaxed) while commands run on other loops and sum a LUN's parts. A
+ * snapshot is therefore a sum of each counter's latest value, not an instant of all of them.
  */
 #include <errno.h>
 #include <string.h>
@@ -37,36 +40,76 @@ static uint8_t stats_sense_key(const struct scsitgt__cmd *cmd)
 	return cmd->sense[2] & 0x0f;
 }
 
+/* Bump a counter only its shard writes: relaxed load and store, readable by snapshots. */
+static inline void ctr_add(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+/* The counters of @from added to @to, each loaded relaxed (the struct is all uint64_t). */
+static void ctr_sum(struct scsitgt_cmd_counters *to, const struct scsitgt_cmd_counters *from)
+{
+	const uint64_t *f = (const uint64_t *)(const void *)from;
+	uint64_t *t = (uint64_t *)(void *)to;
+
+	for (size_t i = 0; i < sizeof(*from) / sizeof(uint64_t); i++)
+		t[i] += __atomic_load_n(&f[i], __ATOMIC_RELAXED);
+}
+
+static void ctr_zero(uint64_t *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		__atomic_store_n(&c[i], 0, __ATOMIC_RELAXED);
+}
+
+_Static_assert(sizeof(struct scsitgt_cmd_counters) % sizeof(uint64_t) == 0,
+	       "the counters are uint64_t");
+
 static void stats_count(struct scsitgt_cmd_counters *c, const struct scsitgt__cmd *cmd,
 			bool is_read, bool is_write, uint8_t key)
 {
 	if (is_read) {
-		c->read_cmds++;
+		ctr_add(&c->read_cmds, 1);
 	} else if (is_write) {
-		c->write_cmds++;
+		ctr_add(&c->write_cmds, 1);
 	} else {
-		c->other_cmds++;
+		ctr_add(&c->other_cmds, 1);
 	}
 	switch (cmd->status) {
 	case SAM_STAT_GOOD:
 	case SAM_STAT_CONDITION_MET:
 		if (is_read)
-			c->bytes_read += cmd->data_len;
+			ctr_add(&c->bytes_read, cmd->data_len);
 		else if (is_write)
-			c->bytes_written += cmd->xfer_len;
+			ctr_add(&c->bytes_written, cmd->xfer_len);
 		break;
 	case SAM_STAT_CHECK_CONDITION:
-		c->check_conditions[key]++;
+		ctr_add(&c->check_conditions[key], 1);
 		break;
 	case SAM_STAT_RESERVATION_CONFLICT:
-		c->reservation_conflicts++;
+		ctr_add(&c->reservation_conflicts, 1);
 		break;
 	case SAM_STAT_BUSY:
 	case SAM_STAT_TASK_SET_FULL:
-		c->busy++;
+		ctr_add(&c->busy, 1);
 		break;
 	default:
 		break;
+	}
+}
+
+void scsitgt__stats_lun_counters(const struct scsitgt_lun *lun, struct scsitgt_cmd_counters *out,
+				 uint64_t *lat_us)
+{
+	memset(out, 0, sizeof(*out));
+	if (lat_us)
+		memset(lat_us, 0, SCSITGT_LATENCY_BUCKETS * sizeof(*lat_us));
+	for (unsigned int i = 0; i < lun->engine->nshards; i++) {
+		const struct scsitgt__lun_part *part = &lun->shard_part[i];
+
+		ctr_sum(out, &part->stats.cmds);
+		for (unsigned int b = 0; lat_us && b < SCSITGT_LATENCY_BUCKETS; b++)
+			lat_us[b] += __atomic_load_n(&part->stats.lat_us[b], __ATOMIC_RELAXED);
 	}
 }
 
@@ -142,9 +185,10 @@ void scsitgt__stats_cmd_done(struct scsitgt__cmd *cmd)
 		stats_count(&cmd->sess->stats, cmd, is_read, is_write, key);
 	if (lun) {
 		uint64_t us = (uv_hrtime() - cmd->start_ns) / 1000u;
+		struct scsitgt__lun_part *part = scsitgt__lun_part(lun, cmd->shard);
 
-		stats_count(&lun->stats.cmds, cmd, is_read, is_write, key);
-		lun->stats.lat_us[scsitgt__stats_bucket(us)]++;
+		stats_count(&part->stats.cmds, cmd, is_read, is_write, key);
+		ctr_add(&part->stats.lat_us[scsitgt__stats_bucket(us)], 1);
 	}
 	if (cmd->sess && lun && lun->tgt->engine->event_cb)
 		stats_cmd_events(cmd, key);
@@ -156,9 +200,9 @@ void scsitgt__stats_cmd_aborted(struct scsitgt__cmd *cmd)
 		return;
 	cmd->stats_done = true;
 	if (cmd->sess)
-		cmd->sess->stats.aborted++;
+		ctr_add(&cmd->sess->stats.aborted, 1);
 	if (cmd->lun)
-		cmd->lun->stats.cmds.aborted++;
+		ctr_add(&scsitgt__lun_part(cmd->lun, cmd->shard)->stats.cmds.aborted, 1);
 }
 
 void scsitgt__stats_tmf(struct scsitgt__session *sess, const uint8_t lun[8])
@@ -167,10 +211,10 @@ void scsitgt__stats_tmf(struct scsitgt__session *sess, const uint8_t lun[8])
 
 	if (sess == NULL)
 		return;
-	sess->stats.tmfs++;
+	ctr_add(&sess->stats.tmfs, 1);
 	l = lun ? scsitgt__target_find_lun(sess->tgt, scsitgt__lun_decode(lun)) : NULL;
 	if (l)
-		l->stats.cmds.tmfs++;
+		ctr_add(&scsitgt__lun_part(l, sess->shard)->stats.cmds.tmfs, 1);
 }
 
 SCSITGT_EXPORT int scsitgt_lun_get_stats(const struct scsitgt_lun *lun,
@@ -182,10 +226,9 @@ SCSITGT_EXPORT int scsitgt_lun_get_stats(const struct scsitgt_lun *lun,
 	if (lun == NULL || stats == NULL || stats->size < sizeof(size_t))
 		return -EINVAL;
 	memset(&s, 0, sizeof(s));
-	s.cmds = lun->stats.cmds;
-	s.inflight = lun->inflight;
+	scsitgt__stats_lun_counters(lun, &s.cmds, s.latency_us);
+	s.inflight = scsitgt__lun_inflight(lun);
 	s.offline = lun->offline;
-	memcpy(s.latency_us, lun->stats.lat_us, sizeof(s.latency_us));
 	n = stats->size < sizeof(s) ? stats->size : sizeof(s);
 	s.size = n;
 	memcpy(stats, &s, n);
@@ -197,7 +240,10 @@ SCSITGT_EXPORT int scsitgt_lun_reset_stats(struct scsitgt_lun *lun)
 	SCSITGT__ASSERT_HOME(lun ? lun->engine : NULL);
 	if (lun == NULL)
 		return -EINVAL;
-	memset(&lun->stats, 0, sizeof(lun->stats));
+	/* Counts a shard makes meanwhile may survive the reset or be lost: never torn. */
+	for (unsigned int i = 0; i < lun->engine->nshards; i++)
+		ctr_zero((uint64_t *)(void *)&lun->shard_part[i].stats,
+			 sizeof(lun->shard_part[i].stats) / sizeof(uint64_t));
 	return 0;
 }
 
@@ -222,7 +268,7 @@ SCSITGT_EXPORT int scsitgt_target_foreach_session(struct scsitgt_target *tgt,
 		s.initiator_port = sess->initiator_port;
 		s.initiator_addr = sess->initiator_addr;
 		s.target_port = sess->target_port;
-		s.cmds = sess->stats;
+		ctr_sum(&s.cmds, &sess->stats);
 		s.inflight = sess->ncmds;
 		s.session = (struct scsitgt_session *)sess;
 		rc = cb(cb_arg, &s);

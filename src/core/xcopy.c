@@ -181,7 +181,7 @@ static void xc_end(struct scsitgt__xcopy_op *op)
 	cmd->ctx.xcopy = NULL;
 	for (unsigned int i = 0; i < SCSITGT__XCOPY_MAX_CSCD; i++) {
 		if (op->cscd[i])
-			scsitgt__lun_inflight_drop(op->cscd[i]);
+			scsitgt__lun_inflight_drop(op->cscd[i], op->cmd->shard);
 	}
 	free(op->buf);
 	if (op->failed) {
@@ -291,7 +291,7 @@ static struct scsitgt_lun *xc_resolve(struct scsitgt__xcopy_op *op, uint16_t i)
 			continue;
 		if (xc_names(&op->list.cscd[i], lun)) {
 			/* Held like a command's LUN, so that removal waits for the copy. */
-			lun->inflight++;
+			scsitgt__lun_hold(lun, op->cmd->shard);
 			op->cscd[i] = lun;
 			return lun;
 		}

@@ -269,7 +269,7 @@ static void test_lock_orders_overlapping(void **state)
 	/* The last write won: block 11 holds the plain WRITE's data. */
 	assert_int_equal(t->fb->data[11 * BS], 0x99);
 	assert_int_equal(t->lun->rlock.nexcl, 0);
-	assert_int_equal(t->lun->rlock.untracked, 0);
+	assert_int_equal(atomic_load(&t->lun->shard_part[0].untracked), 0);
 	lf_result_clear(&rc);
 	lf_result_clear(&ro);
 	lf_result_clear(&rf);

@@ -846,7 +846,7 @@ static void test_abort(void **state)
 	loop_fabric_run_until(t->lf, &r.aborted);
 	assert_int_equal(t->fb->nrecs, 1);
 	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_READ);
-	assert_int_equal(t->lun->rlock.untracked, 0);
+	assert_int_equal(atomic_load(&t->lun->shard_part[0].untracked), 0);
 	lf_result_clear(&r);
 	tctx_destroy(t);
 }
@@ -879,7 +879,7 @@ static void test_session_gone(void **state)
 	uv_run(&t->lf->loop, UV_RUN_NOWAIT);
 	/* Nothing was written after the nexus left, and the LUN is free of the copy. */
 	assert_int_equal(t->fb->nrecs, 1);
-	assert_int_equal(t->lun->rlock.untracked, 0);
+	assert_int_equal(atomic_load(&t->lun->shard_part[0].untracked), 0);
 	tctx_destroy(t);
 }
 
