@@ -160,15 +160,20 @@ struct scsitgt_target {
 	uint64_t max_read_buffer_bytes;
 };
 
-/* Mode parameters a LUN keeps (SPC-5 §7.5, SBC-4 §6.5). */
+/*
+ * Mode parameters a LUN keeps (SPC-5 §7.5, SBC-4 §6.5). Commands of every loop read them
+ * (WCE and SWP on each write, D_SENSE on each CHECK CONDITION), MODE SELECT changes them on
+ * any loop: each is an atomic read without a lock (a plain load on x86), and MODE SELECT
+ * changes them under lun->xlock (issue 18).
+ */
 struct scsitgt__mode_state {
-	bool wce;     /* caching page: write cache enable */
-	bool rcd;     /* caching page: read cache disable */
-	bool d_sense; /* control page: descriptor-format sense */
-	bool swp;     /* control page: software write protect */
-	uint8_t qerr; /* control page: queue error management */
-	uint8_t mrie; /* informational exceptions page: method of reporting */
-	bool dexcpt;  /* informational exceptions page: disable exception control */
+	_Atomic bool wce;     /* caching page: write cache enable */
+	_Atomic bool rcd;     /* caching page: read cache disable */
+	_Atomic bool d_sense; /* control page: descriptor-format sense */
+	_Atomic bool swp;     /* control page: software write protect */
+	_Atomic uint8_t qerr; /* control page: queue error management */
+	_Atomic uint8_t mrie; /* informational exceptions page: method of reporting */
+	_Atomic bool dexcpt;  /* informational exceptions page: disable exception control */
 };
 
 /* The last enum scsitgt_io_type value the core knows. */
@@ -269,12 +274,14 @@ struct scsitgt_lun {
 	/*
 	 * Medium state (SBC-4 START STOP UNIT, PREVENT ALLOW MEDIUM REMOVAL; sbc.c): the medium
 	 * is present, the unit stopped; the I_T nexuses that prevent medium removal (SPC-5
-	 * §6.15), which is prevented (prevent_removal) while there is at least one.
+	 * §6.15), which is prevented (prevent_removal) while there is at least one. Every
+	 * media command of any loop reads present and stopped (atomics); the commands that
+	 * change them, and the prevent_by list, are under xlock (issue 18).
 	 */
 	struct {
-		bool present;
-		bool stopped;
-		bool prevent_removal;
+		_Atomic bool present;
+		_Atomic bool stopped;
+		_Atomic bool prevent_removal;
 		struct scsitgt__session **prevent_by;
 		uint32_t nprevent;
 		uint32_t prevent_cap;
@@ -300,13 +307,14 @@ struct scsitgt_lun {
 	 * REQUEST SENSE), or failed until a successful SANITIZE or EXIT FAILURE MODE; AUSE of the
 	 * failed command. */
 	struct {
-		uint8_t state; /* SCSITGT__SANITIZE_* (sbc_sanitize.h) */
-		bool ause;
-		uint16_t progress;
+		_Atomic uint8_t state; /* SCSITGT__SANITIZE_* (sbc_sanitize.h) */
+		_Atomic bool ause;
+		_Atomic uint16_t progress;
 	} sanitize;
 	/* offline: media commands get NOT READY, LOGICAL UNIT NOT READY, OFFLINE
-	 * (scsitgt_lun_set_offline()). The counters are in the shard parts. */
-	bool offline;
+	 * (scsitgt_lun_set_offline()); read by every command's setup on any loop, an atomic
+	 * (issue 18). The counters are in the shard parts. */
+	_Atomic bool offline;
 	/* The task set's ordering (SAM-5 §8.6, core/order.c): commands in arrival order,
 	 * how many of them are ORDERED or HEAD OF QUEUE, and the pass that starts the commands
 	 * they held back. */

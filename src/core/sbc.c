@@ -414,6 +414,8 @@ static void sbc_start_stop_apply(struct scsitgt__cmd *cmd)
 	 * fixed medium it has no effect beyond START. */
 	bool loej = (cmd->cdb[4] & 0x02) && (lun->flags & SCSITGT_LUN_REMOVABLE);
 
+	/* one change at a time: START STOP UNIT may run on several loops (issue 18) */
+	uv_mutex_lock(&lun->xlock);
 	if (start) {
 		if (loej)
 			lun->medium.present = true;
@@ -423,6 +425,7 @@ static void sbc_start_stop_apply(struct scsitgt__cmd *cmd)
 		if (loej)
 			lun->medium.present = false;
 	}
+	uv_mutex_unlock(&lun->xlock);
 }
 
 static void sbc_start_stop_flushed(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
@@ -487,6 +490,8 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_prevent_allow(struct scsitgt__cmd 
 
 void scsitgt__sbc_prevent_release(struct scsitgt_lun *lun, const struct scsitgt__session *sess)
 {
+	/* the nexuses that prevent removal are the LUN's, shared by its loops (issue 18) */
+	uv_mutex_lock(&lun->xlock);
 	for (uint32_t i = 0; i < lun->medium.nprevent;) {
 		if (sess == NULL || lun->medium.prevent_by[i] == sess)
 			lun->medium.prevent_by[i] = lun->medium.prevent_by[--lun->medium.nprevent];
@@ -494,6 +499,7 @@ void scsitgt__sbc_prevent_release(struct scsitgt_lun *lun, const struct scsitgt_
 			i++;
 	}
 	lun->medium.prevent_removal = lun->medium.nprevent > 0;
+	uv_mutex_unlock(&lun->xlock);
 }
 
 void scsitgt__sbc_prevent_session_gone(const struct scsitgt__session *sess)
@@ -508,6 +514,7 @@ void scsitgt__sbc_prevent_allow(struct scsitgt__cmd *cmd)
 {
 	struct scsitgt_lun *lun = cmd->lun;
 	bool prevent = cmd->cdb[4] & 0x01;
+	enum scsitgt__sense_reason r = SCSITGT__SR_OK;
 	uint32_t i;
 
 	if (!prevent) {
@@ -515,6 +522,7 @@ void scsitgt__sbc_prevent_allow(struct scsitgt__cmd *cmd)
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
+	uv_mutex_lock(&lun->xlock);
 	for (i = 0; i < lun->medium.nprevent && lun->medium.prevent_by[i] != cmd->sess; i++)
 		;
 	if (i == lun->medium.nprevent) {
@@ -525,14 +533,17 @@ void scsitgt__sbc_prevent_allow(struct scsitgt__cmd *cmd)
 				lun->medium.prevent_by, cap * sizeof(*lun->medium.prevent_by));
 
 			if (p == NULL) {
-				scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
-				return;
+				r = SCSITGT__SR_BUSY;
+			} else {
+				lun->medium.prevent_by = p;
+				lun->medium.prevent_cap = cap;
 			}
-			lun->medium.prevent_by = p;
-			lun->medium.prevent_cap = cap;
 		}
-		lun->medium.prevent_by[lun->medium.nprevent++] = cmd->sess;
+		if (r == SCSITGT__SR_OK)
+			lun->medium.prevent_by[lun->medium.nprevent++] = cmd->sess;
 	}
-	lun->medium.prevent_removal = true;
-	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
+	if (r == SCSITGT__SR_OK)
+		lun->medium.prevent_removal = true;
+	uv_mutex_unlock(&lun->xlock);
+	scsitgt__cmd_complete(cmd, r);
 }

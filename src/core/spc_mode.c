@@ -336,6 +336,7 @@ static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd)
 	size_t len = cmd->xfer_len, hdr, bdlen;
 	bool is6 = mode_is6(cmd), longlba = false;
 	struct scsitgt__mode_state before;
+	bool changed;
 	enum scsitgt__sense_reason r;
 
 	if (len == 0)
@@ -366,11 +367,15 @@ static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd)
 	r = mode_walk_pages(cmd, hdr + bdlen, false);
 	if (r != SCSITGT__SR_OK)
 		return r;
+	/* One MODE SELECT at a time: other loops may run theirs (issue 18). */
+	uv_mutex_lock(&cmd->lun->xlock);
 	before = cmd->lun->mode;
 	r = mode_walk_pages(cmd, hdr + bdlen, true);
+	changed = r == SCSITGT__SR_OK && memcmp(&before, &cmd->lun->mode, sizeof(before)) != 0;
+	uv_mutex_unlock(&cmd->lun->xlock);
 	/* SPC-5 §7.5.1: the parameters are the LUN's, shared by every I_T nexus; the others
 	 * learn of a change by MODE PARAMETERS CHANGED. */
-	if (r == SCSITGT__SR_OK && memcmp(&before, &cmd->lun->mode, sizeof(before)) != 0)
+	if (changed)
 		scsitgt__ua_mode_params_changed(cmd);
 	return r;
 }
