@@ -356,12 +356,15 @@ SCSITGT_EXPORT int scsitgt_target_add_initiator(struct scsitgt_target *tgt,
 	e = scsitgt__acl_find(tgt, initiator_name);
 	if (e && e->allowed)
 		return -EEXIST;
+	/* a login on a worker reads the lists (engine->cfg_lock). */
+	scsitgt__cfg_wrlock(tgt->engine);
 	e = acl_entry_get(tgt, initiator_name);
-	if (e == NULL)
-		return -ENOMEM;
-	e->allowed = true;
-	tgt->nallowed++;
-	return 0;
+	if (e) {
+		e->allowed = true;
+		tgt->nallowed++;
+	}
+	scsitgt__cfg_wrunlock(tgt->engine);
+	return e ? 0 : -ENOMEM;
 }
 
 SCSITGT_EXPORT int scsitgt_target_remove_initiator(struct scsitgt_target *tgt,
@@ -375,26 +378,38 @@ SCSITGT_EXPORT int scsitgt_target_remove_initiator(struct scsitgt_target *tgt,
 	e = scsitgt__acl_find(tgt, initiator_name);
 	if (e == NULL || !e->allowed)
 		return -ENOENT;
+	scsitgt__cfg_wrlock(tgt->engine);
 	e->allowed = false;
 	tgt->nallowed--;
 	acl_entry_put(tgt, e);
+	scsitgt__cfg_wrunlock(tgt->engine);
 	return 0;
 }
 
 SCSITGT_EXPORT int scsitgt_target_add_address(struct scsitgt_target *tgt, const char *cidr)
 {
+	int rc;
+
 	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL)
 		return -EINVAL;
-	return acl_nets_add(&tgt->nets, &tgt->nnets, cidr);
+	scsitgt__cfg_wrlock(tgt->engine);
+	rc = acl_nets_add(&tgt->nets, &tgt->nnets, cidr);
+	scsitgt__cfg_wrunlock(tgt->engine);
+	return rc;
 }
 
 SCSITGT_EXPORT int scsitgt_target_remove_address(struct scsitgt_target *tgt, const char *cidr)
 {
+	int rc;
+
 	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL)
 		return -EINVAL;
-	return acl_nets_remove(&tgt->nets, &tgt->nnets, cidr);
+	scsitgt__cfg_wrlock(tgt->engine);
+	rc = acl_nets_remove(&tgt->nets, &tgt->nnets, cidr);
+	scsitgt__cfg_wrunlock(tgt->engine);
+	return rc;
 }
 
 SCSITGT_EXPORT int scsitgt_target_add_initiator_address(struct scsitgt_target *tgt,
@@ -408,11 +423,12 @@ SCSITGT_EXPORT int scsitgt_target_add_initiator_address(struct scsitgt_target *t
 	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || !acl_valid_name(initiator_name) || acl_parse_cidr(cidr, &net) < 0)
 		return -EINVAL;
+	scsitgt__cfg_wrlock(tgt->engine);
 	e = acl_entry_get(tgt, initiator_name);
-	if (e == NULL)
-		return -ENOMEM;
-	rc = acl_nets_add(&e->nets, &e->nnets, cidr);
-	acl_entry_put(tgt, e);
+	rc = e ? acl_nets_add(&e->nets, &e->nnets, cidr) : -ENOMEM;
+	if (e)
+		acl_entry_put(tgt, e);
+	scsitgt__cfg_wrunlock(tgt->engine);
 	return rc;
 }
 
@@ -432,8 +448,10 @@ SCSITGT_EXPORT int scsitgt_target_remove_initiator_address(struct scsitgt_target
 
 		return acl_parse_cidr(cidr, &net) < 0 ? -EINVAL : -ENOENT;
 	}
+	scsitgt__cfg_wrlock(tgt->engine);
 	rc = acl_nets_remove(&e->nets, &e->nnets, cidr);
 	acl_entry_put(tgt, e);
+	scsitgt__cfg_wrunlock(tgt->engine);
 	return rc;
 }
 
@@ -464,13 +482,11 @@ static int acl_bit_set(struct scsitgt_target *tgt, struct scsitgt__acl_entry *e,
 	return 0;
 }
 
-SCSITGT_EXPORT int scsitgt_target_map_lun(struct scsitgt_target *tgt, const char *initiator_name,
-					  uint64_t lun_id)
+static int acl_map_lun(struct scsitgt_target *tgt, const char *initiator_name, uint64_t lun_id)
 {
 	struct scsitgt__acl_entry *e;
 	bool was_masking;
 
-	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || lun_id >= SCSITGT__ACL_LUN_IDS ||
 	    (initiator_name && !acl_valid_name(initiator_name)))
 		return -EINVAL;
@@ -489,12 +505,10 @@ SCSITGT_EXPORT int scsitgt_target_map_lun(struct scsitgt_target *tgt, const char
 	return 0;
 }
 
-SCSITGT_EXPORT int scsitgt_target_unmap_lun(struct scsitgt_target *tgt, const char *initiator_name,
-					    uint64_t lun_id)
+static int acl_unmap_lun(struct scsitgt_target *tgt, const char *initiator_name, uint64_t lun_id)
 {
 	struct scsitgt__acl_entry *e;
 
-	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || (initiator_name && initiator_name[0] == '\0'))
 		return -EINVAL;
 	e = initiator_name ? scsitgt__acl_find(tgt, initiator_name) : tgt->acl_any;
@@ -512,13 +526,11 @@ SCSITGT_EXPORT int scsitgt_target_unmap_lun(struct scsitgt_target *tgt, const ch
 	return 0;
 }
 
-SCSITGT_EXPORT int scsitgt_target_set_lun_read_only(struct scsitgt_target *tgt,
-						    const char *initiator_name, uint64_t lun_id,
-						    bool read_only)
+static int acl_set_lun_read_only(struct scsitgt_target *tgt, const char *initiator_name,
+				 uint64_t lun_id, bool read_only)
 {
 	struct scsitgt__acl_entry *e;
 
-	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || lun_id >= SCSITGT__ACL_LUN_IDS ||
 	    (initiator_name && !acl_valid_name(initiator_name)))
 		return -EINVAL;
@@ -544,6 +556,55 @@ SCSITGT_EXPORT int scsitgt_target_set_lun_read_only(struct scsitgt_target *tgt,
 		return -ENOMEM;
 	e->nro++;
 	return 0;
+}
+
+enum acl_lun_op {
+	ACL_LUN_MAP,
+	ACL_LUN_UNMAP,
+	ACL_LUN_READ_ONLY,
+	ACL_LUN_READ_WRITE
+};
+
+/* A LUN mapping change under the configuration lock: a login on a worker walks the entries. */
+static int acl_lun_change(struct scsitgt_target *tgt, enum acl_lun_op op, const char *name,
+			  uint64_t lun_id)
+{
+	int rc;
+
+	if (tgt == NULL)
+		return -EINVAL;
+	scsitgt__cfg_wrlock(tgt->engine);
+	if (op == ACL_LUN_MAP)
+		rc = acl_map_lun(tgt, name, lun_id);
+	else if (op == ACL_LUN_UNMAP)
+		rc = acl_unmap_lun(tgt, name, lun_id);
+	else
+		rc = acl_set_lun_read_only(tgt, name, lun_id, op == ACL_LUN_READ_ONLY);
+	scsitgt__cfg_wrunlock(tgt->engine);
+	return rc;
+}
+
+SCSITGT_EXPORT int scsitgt_target_map_lun(struct scsitgt_target *tgt, const char *initiator_name,
+					  uint64_t lun_id)
+{
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
+	return acl_lun_change(tgt, ACL_LUN_MAP, initiator_name, lun_id);
+}
+
+SCSITGT_EXPORT int scsitgt_target_unmap_lun(struct scsitgt_target *tgt, const char *initiator_name,
+					    uint64_t lun_id)
+{
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
+	return acl_lun_change(tgt, ACL_LUN_UNMAP, initiator_name, lun_id);
+}
+
+SCSITGT_EXPORT int scsitgt_target_set_lun_read_only(struct scsitgt_target *tgt,
+						    const char *initiator_name, uint64_t lun_id,
+						    bool read_only)
+{
+	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
+	return acl_lun_change(tgt, read_only ? ACL_LUN_READ_ONLY : ACL_LUN_READ_WRITE,
+			      initiator_name, lun_id);
 }
 
 SCSITGT_EXPORT int scsitgt_target_set_lun_masking(struct scsitgt_target *tgt, bool enabled)

@@ -83,6 +83,20 @@ struct scsitgt_engine {
 	struct scsitgt__inbox *home_inbox;
 	void (*workers_stop_cb)(void *cb_arg, int status);
 	void *workers_stop_arg;
+	/*
+	 * Experimental (issue 18, off by default): with workers, an iSCSI/TCP connection runs
+	 * on its worker end to end (login, CmdSN, the core, responses), not only its socket.
+	 * Set at creation from the environment variable SCSITGT_EXPERIMENTAL_CONN_WORKERS=1
+	 * (docs/threading.md); read-only afterwards.
+	 */
+	bool conn_workers;
+	/*
+	 * Engine-wide configuration (targets, ACLs, CHAP secrets, iSCSI parameters, redirect
+	 * hooks) as login on a worker reads it (conn_workers only): management calls, which
+	 * run on the home loop, change it under the write lock; readers on a worker take the
+	 * read lock (readers on home need none: writers are home). scsitgt__cfg_*().
+	 */
+	uv_rwlock_t cfg_lock;
 	/* how long a LUN removal waits for its backend's ios (0: the default), the LUNs
 	 * whose removal timed out with ios still in the backend, thread-safe completions being
 	 * pushed right now and orphaned ios still in the queue (core/drain.c). */
@@ -382,6 +396,19 @@ struct scsitgt_lun {
 #define SCSITGT__ASSERT_HOME(engine) ((void)0)
 #endif
 void scsitgt__assert_home(const struct scsitgt_engine *engine, const char *fn);
+/* Whether the calling thread runs @engine's home loop. Thread-safe. */
+bool scsitgt__engine_on_home(const struct scsitgt_engine *engine);
+/*
+ * engine->cfg_lock (with conn_workers only; no-ops otherwise). A `Loop: home` call that
+ * changes what a login reads (targets, ACLs, credentials, iSCSI parameters, redirect hooks,
+ * portals) holds the write lock around the change; code on a worker that reads it holds the
+ * read lock (scsitgt__cfg_rdlock() returns whether it took it: pass that to the unlock).
+ * Order: the read lock before any transport lock, never the other way round.
+ */
+void scsitgt__cfg_wrlock(struct scsitgt_engine *engine);
+void scsitgt__cfg_wrunlock(struct scsitgt_engine *engine);
+bool scsitgt__cfg_rdlock(struct scsitgt_engine *engine);
+void scsitgt__cfg_rdunlock(struct scsitgt_engine *engine, bool locked);
 
 /* engine.c */
 void scsitgt__engine_add_service(struct scsitgt_engine *engine, struct scsitgt__service *svc);

@@ -100,7 +100,50 @@ static void engine_failed_closed(uv_handle_t *h)
 	struct scsitgt_engine *engine = h->data;
 
 	scsitgt__shards_destroy(engine);
+	uv_rwlock_destroy(&engine->cfg_lock);
 	free(engine);
+}
+
+/* SCSITGT_EXPERIMENTAL_CONN_WORKERS=1: see engine->conn_workers (core.h). */
+static bool engine_conn_workers(void)
+{
+	const char *v = getenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS");
+
+	return v && v[0] && strcmp(v, "0") != 0;
+}
+
+bool scsitgt__engine_on_home(const struct scsitgt_engine *engine)
+{
+	uv_thread_t self = uv_thread_self();
+
+	return uv_thread_equal(&engine->home_thread, &self);
+}
+
+void scsitgt__cfg_wrlock(struct scsitgt_engine *engine)
+{
+	if (engine->conn_workers)
+		uv_rwlock_wrlock(&engine->cfg_lock);
+}
+
+void scsitgt__cfg_wrunlock(struct scsitgt_engine *engine)
+{
+	if (engine->conn_workers)
+		uv_rwlock_wrunlock(&engine->cfg_lock);
+}
+
+bool scsitgt__cfg_rdlock(struct scsitgt_engine *engine)
+{
+	/* Writers run on home: a reader there excludes them already. */
+	if (!engine->conn_workers || scsitgt__engine_on_home(engine))
+		return false;
+	uv_rwlock_rdlock(&engine->cfg_lock);
+	return true;
+}
+
+void scsitgt__cfg_rdunlock(struct scsitgt_engine *engine, bool locked)
+{
+	if (locked)
+		uv_rwlock_rdunlock(&engine->cfg_lock);
 }
 
 void scsitgt__assert_home(const struct scsitgt_engine *engine, const char *fn)
@@ -148,9 +191,15 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 	if (engine == NULL)
 		return -ENOMEM;
 	engine->loop = loop;
+	rc = uv_rwlock_init(&engine->cfg_lock);
+	if (rc < 0) {
+		free(engine);
+		return rc;
+	}
 	/* Home's shard, and one per worker: their loops are bound once the workers run. */
 	rc = scsitgt__shards_create(engine, (unsigned int)o.workers, engine_cache_bytes());
 	if (rc < 0) {
+		uv_rwlock_destroy(&engine->cfg_lock);
 		free(engine);
 		return rc;
 	}
@@ -164,6 +213,7 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 	rc = uv_async_init(loop, &engine->tsq_async, engine_async_cb);
 	if (rc < 0) {
 		scsitgt__shards_destroy(engine);
+		uv_rwlock_destroy(&engine->cfg_lock);
 		free(engine);
 		return rc;
 	}
@@ -176,6 +226,7 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 		return rc;
 	}
 	scsitgt__shards_bind_workers(engine);
+	engine->conn_workers = engine->nworkers > 0 && engine_conn_workers();
 	*out = engine;
 	return 0;
 }
@@ -279,6 +330,7 @@ static void engine_closed(uv_handle_t *h)
 			engine->ext[i].destroy(engine->ext[i].data);
 	/* Every command and io is gone: targets waited for their LUNs' ios. */
 	scsitgt__shards_destroy(engine);
+	uv_rwlock_destroy(&engine->cfg_lock);
 	free(engine);
 	if (cb)
 		cb(cb_arg, 0);

@@ -2,10 +2,12 @@
 /* The engine's event callback (include/libscsitgt/events.h) and the internal emitters. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/fabric.h"
 #include "core/stats.h"
+#include "core/worker.h"
 
 SCSITGT_EXPORT int scsitgt_engine_set_event_cb(struct scsitgt_engine *engine, scsitgt_event_cb cb,
 					       void *cb_arg)
@@ -45,9 +47,70 @@ SCSITGT_EXPORT const char *scsitgt_event_type_name(enum scsitgt_event_type type)
 	return "unknown";
 }
 
+/* An event raised on a worker loop, on its way to the home loop with copies of its strings. */
+struct event_post {
+	struct scsitgt__msg msg;
+	struct scsitgt_engine *engine;
+	struct scsitgt_event ev;
+	char strs[];
+};
+
+static void event_post_fn(struct scsitgt__msg *msg)
+{
+	struct event_post *p = scsitgt__container_of(msg, struct event_post, msg);
+
+	scsitgt__event_emit(p->engine, &p->ev);
+	free(p);
+}
+
+/* Copy the string *@s points to into @buf at *@off (when @buf), and point *@s at the copy. */
+static size_t event_str(const char **s, char *buf, size_t off)
+{
+	size_t n = *s ? strlen(*s) + 1 : 0;
+
+	if (buf && n) {
+		memcpy(buf + off, *s, n);
+		*s = buf + off;
+	}
+	return n;
+}
+
+/* Post @ev to the home loop (events are delivered there, docs/threading.md). */
+static void event_post_home(struct scsitgt_engine *engine, const struct scsitgt_event *ev)
+{
+	struct scsitgt_event e = *ev;
+	struct event_post *p;
+	size_t n = 0;
+
+	n += event_str(&e.initiator_name, NULL, 0);
+	n += event_str(&e.initiator_port, NULL, 0);
+	n += event_str(&e.initiator_addr, NULL, 0);
+	n += event_str(&e.reason, NULL, 0);
+	n += event_str(&e.target_name, NULL, 0);
+	p = malloc(sizeof(*p) + n);
+	if (p == NULL)
+		return; /* events are news, not state: one lost is no harm to the engine */
+	p->engine = engine;
+	p->msg.fn = event_post_fn;
+	n = 0;
+	n += event_str(&e.initiator_name, p->strs, n);
+	n += event_str(&e.initiator_port, p->strs, n);
+	n += event_str(&e.initiator_addr, p->strs, n);
+	n += event_str(&e.reason, p->strs, n);
+	event_str(&e.target_name, p->strs, n);
+	p->ev = e;
+	scsitgt__engine_post(engine, &p->msg);
+}
+
 void scsitgt__event_emit(struct scsitgt_engine *engine, struct scsitgt_event *ev)
 {
-	if (engine == NULL || engine->event_cb == NULL)
+	if (engine == NULL)
+		return;
+	if (engine->conn_workers && !scsitgt__engine_on_home(engine)) {
+		event_post_home(engine, ev);
+		return;
+	}
+	if (engine->event_cb == NULL)
 		return;
 	ev->size = sizeof(*ev);
 	engine->event_cb(engine->event_arg, ev);

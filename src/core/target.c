@@ -86,7 +86,10 @@ SCSITGT_EXPORT int scsitgt_target_create(struct scsitgt_target **out, struct scs
 	tgt->max_sessions = o.max_sessions;
 	tgt->max_lun_commands = o.max_lun_commands;
 	tgt->max_read_buffer_bytes = o.max_read_buffer_bytes;
+	/* a login on a worker looks targets up (engine->cfg_lock). */
+	scsitgt__cfg_wrlock(engine);
 	scsitgt__list_add_tail(&engine->targets, &tgt->node);
+	scsitgt__cfg_wrunlock(engine);
 	*out = tgt;
 	return 0;
 }
@@ -138,7 +141,9 @@ static void target_destroy_step(struct scsitgt_target *tgt)
 	 * once from scsitgt__target_session_gone() and once more from the destroy itself. */
 	if (tgt->destroy_pending || tgt->destroy_done.fn)
 		return;
+	scsitgt__cfg_wrlock(tgt->engine);
 	scsitgt__list_remove(&tgt->node);
+	scsitgt__cfg_wrunlock(tgt->engine);
 	tgt->destroy_done.fn = target_free;
 	scsitgt__engine_defer(tgt->engine, &tgt->destroy_done);
 }
@@ -157,7 +162,9 @@ SCSITGT_EXPORT void scsitgt_target_destroy(struct scsitgt_target *tgt, scsitgt_d
 	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL || tgt->destroying)
 		return;
+	scsitgt__cfg_wrlock(tgt->engine);
 	tgt->destroying = true;
+	scsitgt__cfg_wrunlock(tgt->engine);
 	tgt->destroy_cb = cb;
 	tgt->destroy_cb_arg = cb_arg;
 	scsitgt__list_foreach_safe(pos, tmp, &tgt->sessions)

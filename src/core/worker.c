@@ -324,3 +324,22 @@ void scsitgt__worker_unpick(struct scsitgt__worker *w)
 	if (w && w->nconns)
 		w->nconns--;
 }
+
+bool scsitgt__worker_is_self(const struct scsitgt_engine *engine, const struct scsitgt__worker *w)
+{
+	uv_thread_t self;
+
+	if (w == NULL)
+		return scsitgt__engine_on_home(engine);
+	self = uv_thread_self();
+	return uv_thread_equal(&w->thread, &self);
+}
+
+void scsitgt__loop_post(struct scsitgt_engine *engine, struct scsitgt__worker *w,
+			struct scsitgt__msg *msg)
+{
+	if (w)
+		scsitgt__worker_post(w, msg);
+	else
+		scsitgt__engine_post(engine, msg);
+}

@@ -99,5 +99,10 @@ void scsitgt__workers_stop(struct scsitgt_engine *engine, void (*cb)(void *cb_ar
 struct scsitgt__worker *scsitgt__worker_pick(struct scsitgt_engine *engine);
 /* A connection placed with scsitgt__worker_pick() is gone. Loop: home. */
 void scsitgt__worker_unpick(struct scsitgt__worker *w);
+/* Whether the calling thread runs @w's loop (@w NULL: @engine's home loop). Thread-safe. */
+bool scsitgt__worker_is_self(const struct scsitgt_engine *engine, const struct scsitgt__worker *w);
+/* Post @msg to @w's loop, or to @engine's home loop when @w is NULL. Thread-safe. */
+void scsitgt__loop_post(struct scsitgt_engine *engine, struct scsitgt__worker *w,
+			struct scsitgt__msg *msg);
 
 #endif /* SCSITGT_CORE_WORKER_H */
