@@ -81,11 +81,8 @@ static void async_send(struct scsitgt__iscsi_conn *conn, const struct scsitgt__i
 	scsitgt__iscsi_conn_send_simple(conn, bhs, data, (uint32_t)len, false);
 }
 
-static void async_flush(struct scsitgt__deferred *d)
+static void async_flush_conn(struct scsitgt__iscsi_conn *conn)
 {
-	struct scsitgt__iscsi_conn *conn =
-		scsitgt__container_of(d, struct scsitgt__iscsi_conn, async_flush);
-
 	conn->async_flush_pending = false;
 	/* Not while the initiator is asked to log out, nor after the Logout Response. */
 	if (conn->state == SCSITGT__CONN_FFP && !conn->async_logout_sent)
@@ -95,18 +92,34 @@ static void async_flush(struct scsitgt__deferred *d)
 	scsitgt__iscsi_conn_put(conn);
 }
 
+static void async_flush(struct scsitgt__deferred *d)
+{
+	async_flush_conn(scsitgt__container_of(d, struct scsitgt__iscsi_conn, async_flush));
+}
+
+static void async_flush_msg(struct scsitgt__msg *msg)
+{
+	async_flush_conn(scsitgt__container_of(msg, struct scsitgt__iscsi_conn, async_msg));
+}
+
+/* The core's hook: on the session's loop (xloop.c). */
 void scsitgt__iscsi_async_ua(struct scsitgt__session *core, uint64_t lun_id,
 			     enum scsitgt__sense_reason reason)
 {
-	struct scsitgt__iscsi_sess *sess = core->fabric_ctx;
-	struct scsitgt__iscsi_conn *conn;
-	const struct scsitgt_iscsi_params *p;
+	scsitgt__iscsi_xloop_sess(core->fabric_ctx, SCSITGT__XOP_SESS_UA, NULL, lun_id,
+				  (uint16_t)reason);
+}
 
-	if (sess == NULL || sess->closing || scsitgt__list_empty(&sess->conns))
+void scsitgt__iscsi_async_ua_here(struct scsitgt__iscsi_sess *sess, uint64_t lun_id,
+				  enum scsitgt__sense_reason reason)
+{
+	struct scsitgt__iscsi_conn *conn;
+	const struct scsitgt_iscsi_params *p = &sess->tparams;
+
+	if (sess->closing || scsitgt__list_empty(&sess->conns))
 		return;
 	/* ErrorRecoveryLevel 0, one connection per session: the only one reports it. */
 	conn = scsitgt__container_of(sess->conns.next, struct scsitgt__iscsi_conn, sess_node);
-	p = scsitgt__iscsi_params_for(conn->ie, sess->tgt);
 	if (conn->state != SCSITGT__CONN_FFP || !(p->async_events & async_class(reason)))
 		return;
 	for (unsigned int i = 0; i < conn->async_n; i++) {
@@ -126,6 +139,12 @@ void scsitgt__iscsi_async_ua(struct scsitgt__session *core, uint64_t lun_id,
 	/* Held until the flush: the connection may close meanwhile. */
 	conn->async_flush_pending = true;
 	scsitgt__iscsi_conn_hold(conn);
+	if (conn->worker) {
+		/* Later on its own loop, after what runs now (as the deferred list on home). */
+		conn->async_msg.fn = async_flush_msg;
+		scsitgt__worker_post(conn->worker, &conn->async_msg);
+		return;
+	}
 	conn->async_flush.fn = async_flush;
 	scsitgt__engine_defer(conn->ie->engine, &conn->async_flush);
 }

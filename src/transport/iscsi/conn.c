@@ -105,9 +105,18 @@ int scsitgt__iscsi_conn_create(struct scsitgt__iscsi_conn **out, struct scsitgt_
 			       const struct scsitgt__iscsi_dm_ops *dm, void *dm_ctx,
 			       const struct sockaddr *peer, const struct sockaddr *local)
 {
+	return scsitgt__iscsi_conn_create_on(out, portal, NULL, dm, dm_ctx, peer, local);
+}
+
+int scsitgt__iscsi_conn_create_on(struct scsitgt__iscsi_conn **out, struct scsitgt_portal *portal,
+				  struct scsitgt__iscsi_handoff *h,
+				  const struct scsitgt__iscsi_dm_ops *dm, void *dm_ctx,
+				  const struct sockaddr *peer, const struct sockaddr *local)
+{
 	struct scsitgt__iscsi_engine *ie = portal->ie;
-	const struct scsitgt_iscsi_params *p = &ie->defaults;
 	struct scsitgt__iscsi_conn *conn;
+	uint32_t login_timeout_ms;
+	bool locked;
 	int rc;
 
 	conn = calloc(1, sizeof(*conn));
@@ -115,9 +124,10 @@ int scsitgt__iscsi_conn_create(struct scsitgt__iscsi_conn **out, struct scsitgt_
 		return -ENOMEM;
 	conn->ie = ie;
 	conn->portal = portal;
+	conn->worker = h ? h->w : NULL;
+	conn->loop = h ? &h->w->loop : ie->engine->loop;
 	conn->dm = dm;
 	conn->dm_ctx = dm_ctx;
-	conn->id = ++ie->next_conn_id;
 	conn->state = SCSITGT__CONN_LOGIN;
 	sockaddr_text(peer, conn->peer, sizeof(conn->peer));
 	if (peer && (peer->sa_family == AF_INET || peer->sa_family == AF_INET6))
@@ -135,7 +145,7 @@ int scsitgt__iscsi_conn_create(struct scsitgt__iscsi_conn **out, struct scsitgt_
 	scsitgt__iscsi_rx_init(&conn->rx, &conn_rx_ops, conn, ISCSI_LOGIN_DSL_MAX);
 	conn->max_xmit_dsl = ISCSI_LOGIN_DSL_MAX;
 	conn->next_ttt = 1;
-	rc = uv_timer_init(ie->engine->loop, &conn->timer);
+	rc = uv_timer_init(conn->loop, &conn->timer);
 	if (rc < 0) {
 		free(conn);
 		return rc;
@@ -151,12 +161,21 @@ int scsitgt__iscsi_conn_create(struct scsitgt__iscsi_conn **out, struct scsitgt_
 		uv_close((uv_handle_t *)&conn->timer, conn_free_raw);
 		return rc;
 	}
-	conn->last_rx = uv_now(ie->engine->loop);
-	if (p->login_timeout_ms)
-		uv_timer_start(&conn->timer, conn_timer_cb, p->login_timeout_ms, 0);
+	conn->last_rx = uv_now(conn->loop);
+	locked = scsitgt__cfg_rdlock(ie->engine);
+	login_timeout_ms = ie->defaults.login_timeout_ms;
+	scsitgt__cfg_rdunlock(ie->engine, locked);
+	if (login_timeout_ms)
+		uv_timer_start(&conn->timer, conn_timer_cb, login_timeout_ms, 0);
+	uv_mutex_lock(&ie->lock);
+	conn->id = ++ie->next_conn_id;
 	scsitgt__list_add_tail(&ie->conns, &conn->node);
-	portal->nconns++;
+	/* A hand-off was counted by the home loop when it accepted (xloop.c). */
+	if (h == NULL)
+		portal->nconns++;
 	portal->nlogin++;
+	uv_mutex_unlock(&ie->lock);
+	conn->handoff = h;
 	conn->login_counted = true;
 	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_DEBUG, "connection accepted on portal %s:%u",
 				portal->address, portal->port);
@@ -169,13 +188,16 @@ static void conn_login_uncount(struct scsitgt__iscsi_conn *conn)
 {
 	if (conn->login_counted) {
 		conn->login_counted = false;
+		uv_mutex_lock(&conn->ie->lock);
 		conn->portal->nlogin--;
+		uv_mutex_unlock(&conn->ie->lock);
 	}
 }
 
 static void conn_free(struct scsitgt__iscsi_conn *conn)
 {
 	struct scsitgt_portal *portal = conn->portal;
+	struct scsitgt__iscsi_handoff *h = conn->handoff;
 
 	conn_login_uncount(conn);
 	scsitgt__iscsi_tasks_release(conn);
@@ -185,9 +207,14 @@ static void conn_free(struct scsitgt__iscsi_conn *conn)
 		scsitgt__iscsi_sess_conn_gone(conn->sess, conn);
 	scsitgt__iscsi_rx_destroy(&conn->rx);
 	conn_tx_cache_drop(conn);
+	uv_mutex_lock(&conn->ie->lock);
 	scsitgt__list_remove(&conn->node);
+	uv_mutex_unlock(&conn->ie->lock);
 	free(conn);
-	scsitgt__iscsi_portal_conn_gone(portal);
+	if (h)
+		scsitgt__iscsi_xloop_conn_gone(h);
+	else
+		scsitgt__iscsi_portal_conn_gone(portal);
 }
 
 static void conn_unref(struct scsitgt__iscsi_conn *conn)
@@ -223,6 +250,9 @@ void scsitgt__iscsi_conn_close(struct scsitgt__iscsi_conn *conn, const char *why
 	conn->state = SCSITGT__CONN_CLOSING;
 	conn->close_reason = why;
 	conn->rx.stop = true;
+	uv_mutex_lock(&conn->ie->lock);
+	conn->listed_closing = true;
+	uv_mutex_unlock(&conn->ie->lock);
 	scsitgt__iscsi_conn_log(
 		conn, conn->sess && !conn->sess->discovery ? SCSITGT_LOG_INFO : SCSITGT_LOG_DEBUG,
 		"closing connection: %s", why);
@@ -488,9 +518,10 @@ static void conn_send_ping(struct scsitgt__iscsi_conn *conn)
 	scsitgt__iscsi_conn_send_simple(conn, bhs, NULL, 0, false);
 }
 
+/* In full feature phase: the parameters of its session (a connection there has one). */
 static const struct scsitgt_iscsi_params *conn_params(struct scsitgt__iscsi_conn *conn)
 {
-	return scsitgt__iscsi_params_for(conn->ie, conn->sess ? conn->sess->tgt : NULL);
+	return conn->sess ? &conn->sess->tparams : &conn->ie->defaults;
 }
 
 static void conn_arm_idle(struct scsitgt__iscsi_conn *conn)
@@ -504,8 +535,8 @@ static void conn_arm_idle(struct scsitgt__iscsi_conn *conn)
 static void conn_timer_cb(uv_timer_t *t)
 {
 	struct scsitgt__iscsi_conn *conn = t->data;
-	const struct scsitgt_iscsi_params *p = conn_params(conn);
-	uint64_t now = uv_now(conn->ie->engine->loop);
+	const struct scsitgt_iscsi_params *p;
+	uint64_t now = uv_now(conn->loop);
 	uint64_t idle = now - conn->last_rx;
 
 	switch (conn->state) {
@@ -520,6 +551,7 @@ static void conn_timer_cb(uv_timer_t *t)
 	case SCSITGT__CONN_FFP:
 		break;
 	}
+	p = conn_params(conn);
 	if (conn->async_logout_sent) {
 		conn_fail(conn, SCSITGT_CONN_ERROR_TIMEOUT, "initiator did not log out in time");
 		return;
@@ -548,7 +580,7 @@ void scsitgt__iscsi_conn_enter_ffp(struct scsitgt__iscsi_conn *conn)
 	conn->state = SCSITGT__CONN_FFP;
 	conn_login_uncount(conn);
 	uv_timer_stop(&conn->timer);
-	conn->last_rx = uv_now(conn->ie->engine->loop);
+	conn->last_rx = uv_now(conn->loop);
 	conn_arm_idle(conn);
 }
 
@@ -657,12 +689,23 @@ static int conn_rx_header(void *arg, struct scsitgt__iscsi_pdu *pdu)
 	}
 }
 
+/* Login and Text Requests read the engine's configuration (under its lock on a worker). */
+static int conn_cfg_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu,
+			int (*fn)(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu))
+{
+	bool locked = scsitgt__cfg_rdlock(conn->ie->engine);
+	int rc = fn(conn, pdu);
+
+	scsitgt__cfg_rdunlock(conn->ie->engine, locked);
+	return rc;
+}
+
 static int conn_rx_pdu(void *arg, struct scsitgt__iscsi_pdu *pdu)
 {
 	struct scsitgt__iscsi_conn *conn = arg;
 	uint8_t op = scsitgt__bhs_opcode(pdu->bhs);
 
-	conn->last_rx = uv_now(conn->ie->engine->loop);
+	conn->last_rx = uv_now(conn->loop);
 	conn->stat_rx_pdus++;
 	if (conn->state == SCSITGT__CONN_CLOSING)
 		return -ECONNABORTED;
@@ -672,7 +715,7 @@ static int conn_rx_pdu(void *arg, struct scsitgt__iscsi_pdu *pdu)
 			conn_fail(conn, SCSITGT_CONN_ERROR_PROTOCOL, "non-login PDU during login");
 			return -EPROTO;
 		}
-		return scsitgt__iscsi_login_pdu(conn, pdu);
+		return conn_cfg_pdu(conn, pdu, scsitgt__iscsi_login_pdu);
 	}
 	if (conn->state == SCSITGT__CONN_LOGGED_OUT)
 		return 0;
@@ -696,7 +739,7 @@ static int conn_rx_pdu(void *arg, struct scsitgt__iscsi_pdu *pdu)
 	case ISCSI_OP_TMF_REQ:
 		return scsitgt__iscsi_tmf_pdu(conn, pdu);
 	case ISCSI_OP_TEXT_REQ:
-		return scsitgt__iscsi_text_pdu(conn, pdu);
+		return conn_cfg_pdu(conn, pdu, scsitgt__iscsi_text_pdu);
 	case ISCSI_OP_LOGOUT_REQ:
 		return scsitgt__iscsi_logout_pdu(conn, pdu);
 	case ISCSI_OP_LOGIN_REQ:

@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "core/fabric.h"
+#include "core/worker.h"
 #include "libscsitgt/iscsi.h"
 #include "transport/iscsi/chap.h"
 #include "transport/iscsi/datamover.h"
@@ -31,6 +32,13 @@ struct scsitgt__iscsi_engine {
 	struct scsitgt_engine *engine;
 	struct scsitgt_iscsi_params defaults;
 	struct scsitgt__list portals;
+	/*
+	 * Guards what the connections of every loop share (conns and sessions with their
+	 * iname/listed_closing/tsih fields, next_tsih, next_conn_id, the portals' nconns and
+	 * nlogin) when connections run on workers (engine->conn_workers). Taken briefly, after
+	 * the engine's cfg_lock if both; nothing that takes another lock runs under it.
+	 */
+	uv_mutex_t lock;
 	struct scsitgt__list conns;
 	struct scsitgt__list sessions;
 	uint16_t next_tsih;
@@ -119,6 +127,18 @@ struct scsitgt__iscsi_text_xchg {
 struct scsitgt__iscsi_conn {
 	struct scsitgt__iscsi_engine *ie;
 	struct scsitgt_portal *portal;
+	/* The loop that runs the connection: the home loop, or its worker's (worker set,
+	 * engine->conn_workers) where everything of it happens (xloop.c). */
+	uv_loop_t *loop;
+	struct scsitgt__worker *worker;
+	/* Under ie->lock: the initiator name once known, and whether it closes (the
+	 * per-initiator connection limit counts it across loops). */
+	char iname[SCSITGT__ISCSI_NAME_MAX + 1];
+	bool listed_closing;
+	/* Async Messages of a worker connection are flushed from this message (async.c). */
+	struct scsitgt__msg async_msg;
+	/* A worker connection's hand-off, going home when it is gone (xloop.c). */
+	struct scsitgt__iscsi_handoff *handoff;
 	struct scsitgt__list node;	/* in ie->conns */
 	struct scsitgt__list sess_node; /* in sess->conns */
 	const struct scsitgt__iscsi_dm_ops *dm;
@@ -241,6 +261,14 @@ struct scsitgt__iscsi_task {
 struct scsitgt__iscsi_sess {
 	struct scsitgt__list node; /* in ie->sessions */
 	struct scsitgt__iscsi_engine *ie;
+	/* The loop of its connections (NULL: home); immutable. Another loop reaches the
+	 * session only by a message naming its TSIH (xloop.c). */
+	struct scsitgt__worker *worker;
+	/* The target's parameters when the session was created (docs: they apply to logins
+	 * that start after a change), read without the engine's configuration lock. */
+	struct scsitgt_iscsi_params tparams;
+	/* Posted home to end a worker session's core nexus (xloop.c). */
+	struct scsitgt__msg finish_msg;
 	struct scsitgt__session *core; /* NULL for discovery sessions */
 	struct scsitgt_target *tgt;    /* NULL for discovery sessions */
 	bool discovery;
@@ -304,10 +332,34 @@ int scsitgt__iscsi_send_targets(struct scsitgt__iscsi_conn *conn, const char *va
 				struct scsitgt__iscsi_textbuf *resp);
 
 /* session.c */
+/*
+ * A session for @conn's login, in ie->sessions with a fresh TSIH; for a normal session
+ * (@tgt) without its core nexus yet: scsitgt__iscsi_sess_core_create() makes it (on the
+ * home loop). 0, -ENOMEM.
+ */
 int scsitgt__iscsi_sess_create(struct scsitgt__iscsi_sess **out, struct scsitgt__iscsi_engine *ie,
 			       struct scsitgt__iscsi_conn *conn, struct scsitgt_target *tgt,
 			       const uint8_t isid[6],
 			       const struct scsitgt__iscsi_session_params *p);
+/* What the core nexus of a session is made of (copied: it may travel to the home loop). */
+struct scsitgt__iscsi_nexus {
+	char iport[SCSITGT__ISCSI_NAME_MAX + 32];
+	char tport[SCSITGT__ISCSI_NAME_MAX + 32];
+	uint16_t tpgt;
+	bool lend_data_in;
+	struct sockaddr_storage peer_sa;
+};
+void scsitgt__iscsi_nexus_from(struct scsitgt__iscsi_nexus *nx,
+			       const struct scsitgt__iscsi_sess *sess,
+			       const struct scsitgt__iscsi_conn *conn);
+/* Create sess->core (Loop: home). 0, -EACCES, -ESHUTDOWN, -ENOMEM. */
+int scsitgt__iscsi_sess_core_create(struct scsitgt__iscsi_sess *sess,
+				    const struct scsitgt__iscsi_nexus *nx);
+/* A session whose core creation failed: out of the engine's list, freed; @conn detached. */
+void scsitgt__iscsi_sess_abandon(struct scsitgt__iscsi_sess *sess,
+				 struct scsitgt__iscsi_conn *conn);
+/* The session's nexus is over (its last connection went): event, core destroy, free. Home. */
+void scsitgt__iscsi_sess_finish(struct scsitgt__iscsi_sess *sess);
 void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 				   struct scsitgt__iscsi_conn *conn);
 struct scsitgt__iscsi_sess *scsitgt__iscsi_sess_find(struct scsitgt__iscsi_engine *ie,
@@ -373,8 +425,73 @@ void scsitgt__iscsi_portal_conn_gone(struct scsitgt_portal *portal);
 int scsitgt__iscsi_portal_address(const struct scsitgt_portal *portal,
 				  const struct scsitgt__iscsi_conn *conn, char *buf, size_t size);
 
+/*
+ * An accepted socket on its way to the worker that will run its connection (xloop.c): the
+ * home loop counted it in portal->nconns and placed it on @w; the message comes back home
+ * when the connection is gone (scsitgt__iscsi_xloop_conn_gone()).
+ */
+struct scsitgt__iscsi_handoff {
+	struct scsitgt__msg msg;
+	struct scsitgt_portal *portal;
+	struct scsitgt__worker *w;
+	uv_os_sock_t fd;
+	struct sockaddr_storage peer;
+	struct sockaddr_storage local;
+};
+
 /* tcp.c */
 int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal);
+/* On @h's worker: run its socket (owned from now on); @h stays with the connection. */
+void scsitgt__iscsi_tcp_adopt_here(struct scsitgt__iscsi_handoff *h);
+
+/* conn.c: a connection of @portal on the worker of @h (NULL: the home loop), see
+ * scsitgt__iscsi_conn_create(); it keeps @h. */
+int scsitgt__iscsi_conn_create_on(struct scsitgt__iscsi_conn **out, struct scsitgt_portal *portal,
+				  struct scsitgt__iscsi_handoff *h,
+				  const struct scsitgt__iscsi_dm_ops *dm, void *dm_ctx,
+				  const struct sockaddr *peer, const struct sockaddr *local);
+
+/* xloop.c: connections on workers (engine->conn_workers), what crosses loops. */
+/* Whether the calling thread runs loop @w (NULL: home). */
+bool scsitgt__iscsi_on_loop(const struct scsitgt__iscsi_engine *ie,
+			    const struct scsitgt__worker *w);
+/* Hand the accepted socket @fd to the least-loaded worker (its portal slot is reserved). */
+int scsitgt__iscsi_xloop_adopt(struct scsitgt_portal *portal, uv_os_sock_t fd,
+			       const struct sockaddr_storage *peer,
+			       const struct sockaddr_storage *local);
+/* Ask every connection of @portal to log out, each on its own loop. */
+void scsitgt__iscsi_xloop_portal_stop(struct scsitgt_portal *portal);
+/* Close the session with @tsih / ask it to log out, on its loop (now when that is this one). */
+enum scsitgt__iscsi_xop {
+	SCSITGT__XOP_SESS_CLOSE,
+	SCSITGT__XOP_SESS_KICK,
+	SCSITGT__XOP_SESS_UA,
+};
+void scsitgt__iscsi_xloop_sess(struct scsitgt__iscsi_sess *sess, enum scsitgt__iscsi_xop op,
+			       const char *why, uint64_t lun_id, uint16_t reason);
+/* A worker login's session needs its core nexus: created on home, the login resumes with
+ * scsitgt__iscsi_login_core_done() on @conn's loop (@conn held meanwhile). */
+int scsitgt__iscsi_xloop_core_create(struct scsitgt__iscsi_conn *conn,
+				     struct scsitgt__iscsi_sess *sess);
+/* The session of a worker loop ended: finish it on home. */
+void scsitgt__iscsi_xloop_sess_finish(struct scsitgt__iscsi_sess *sess);
+/* A worker connection is gone (or never came up): its portal slot and worker placement are
+ * released on home. */
+void scsitgt__iscsi_xloop_conn_gone(struct scsitgt__iscsi_handoff *h);
+/* session.c: close every session of @tgt but @except: those of this loop now, the others by
+ * message to theirs (TARGET COLD RESET). */
+void scsitgt__iscsi_sess_close_target(struct scsitgt__iscsi_engine *ie, struct scsitgt_target *tgt,
+				      struct scsitgt__iscsi_sess *except, const char *why);
+/* session.c: RFC 7143 §6.3.5 reinstatement: close the session of @iname/@isid on @tgt. */
+void scsitgt__iscsi_sess_reinstate(struct scsitgt__iscsi_conn *conn, const char *iname,
+				   const uint8_t isid[6], struct scsitgt_target *tgt);
+/* Ask every connection of the session to log out (on its loop). */
+void scsitgt__iscsi_sess_kick(struct scsitgt__iscsi_sess *sess);
+/* async.c: queue an Async Message for a unit attention (on the session's loop). */
+void scsitgt__iscsi_async_ua_here(struct scsitgt__iscsi_sess *sess, uint64_t lun_id,
+				  enum scsitgt__sense_reason reason);
+/* login.c: the core nexus of a worker login exists (rc 0) or could not be made. */
+void scsitgt__iscsi_login_core_done(struct scsitgt__iscsi_conn *conn, int rc);
 /* tcp_worker.c: run an accepted socket (a duplicate of @fd is taken) on a worker loop. */
 int scsitgt__iscsi_tcpw_adopt(struct scsitgt_portal *portal, uv_os_sock_t fd,
 			      const struct sockaddr *peer, const struct sockaddr *local);

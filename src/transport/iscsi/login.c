@@ -46,6 +46,12 @@ struct scsitgt__iscsi_login {
 	bool resp_transit;
 	/* The CmdSN window the data mover cut the session's to (login_complete), 0 for none. */
 	uint32_t dm_window;
+	/* A worker login waits for its session's core nexus (xloop.c) with the final
+	 * response's flags and text (the last chunk of resp). */
+	bool core_wait;
+	uint8_t final_flags;
+	const uint8_t *final_chunk;
+	size_t final_len;
 	/* "TargetAddress=..." with its NUL, for a redirection status from login_setup(). */
 	char redirect[300];
 	size_t redirect_len;
@@ -258,17 +264,17 @@ static unsigned int login_initiator_conns(const struct scsitgt__iscsi_conn *conn
 	const struct scsitgt__list *pos;
 	unsigned int n = 0;
 
+	/* Connections of every loop: what they share is under ie->lock (conn.h). */
+	uv_mutex_lock(&conn->ie->lock);
 	for (pos = conn->ie->conns.next; pos != &conn->ie->conns; pos = pos->next) {
 		const struct scsitgt__iscsi_conn *c =
 			scsitgt__container_of(pos, struct scsitgt__iscsi_conn, node);
-		const char *name = c->sess  ? c->sess->initiator_name :
-				   c->login ? c->login->initiator_name :
-					      "";
 
-		if (c != conn && c->portal == conn->portal && c->state != SCSITGT__CONN_CLOSING &&
-		    strcasecmp(name, iname) == 0)
+		if (c != conn && c->portal == conn->portal && !c->listed_closing &&
+		    strcasecmp(c->iname, iname) == 0)
 			n++;
 	}
+	uv_mutex_unlock(&conn->ie->lock);
 	return n;
 }
 
@@ -285,6 +291,7 @@ static bool login_target_has_room(const struct scsitgt__iscsi_conn *conn,
 
 	if (tgt->max_sessions == 0)
 		return true;
+	uv_mutex_lock(&conn->ie->lock);
 	for (pos = conn->ie->sessions.next; pos != &conn->ie->sessions; pos = pos->next) {
 		const struct scsitgt__iscsi_sess *s =
 			scsitgt__container_of(pos, struct scsitgt__iscsi_sess, node);
@@ -295,6 +302,7 @@ static bool login_target_has_room(const struct scsitgt__iscsi_conn *conn,
 			continue;
 		n++;
 	}
+	uv_mutex_unlock(&conn->ie->lock);
 	return n < tgt->max_sessions;
 }
 
@@ -314,6 +322,9 @@ static int login_setup_initiator(struct scsitgt__iscsi_conn *conn, const char *i
 	if (scsitgt__iscsi_name_check(iname, strlen(iname)) < 0)
 		return ISCSI_LOGIN_STATUS_INIT_ERR;
 	snprintf(l->initiator_name, sizeof(l->initiator_name), "%s", iname);
+	uv_mutex_lock(&conn->ie->lock);
+	memcpy(conn->iname, l->initiator_name, sizeof(conn->iname));
+	uv_mutex_unlock(&conn->ie->lock);
 	/* one initiator may not take every connection of the portal. */
 	if (conn->portal->max_conns_per_initiator &&
 	    login_initiator_conns(conn, iname) >= conn->portal->max_conns_per_initiator) {
@@ -395,10 +406,13 @@ static int login_setup_target(struct scsitgt__iscsi_conn *conn, const char *inam
 		return ISCSI_LOGIN_STATUS_NO_RESOURCES;
 	}
 	if (l->tsih != 0) {
+		bool found;
+
 		/* Adding a connection to a session: only one per session is supported. */
-		if (scsitgt__iscsi_sess_find(conn->ie, iname, l->isid, tgt, l->tsih) == NULL)
-			return ISCSI_LOGIN_STATUS_NO_SESSION;
-		return ISCSI_LOGIN_STATUS_TOO_MANY_CONN;
+		uv_mutex_lock(&conn->ie->lock);
+		found = scsitgt__iscsi_sess_find(conn->ie, iname, l->isid, tgt, l->tsih) != NULL;
+		uv_mutex_unlock(&conn->ie->lock);
+		return found ? ISCSI_LOGIN_STATUS_TOO_MANY_CONN : ISCSI_LOGIN_STATUS_NO_SESSION;
 	}
 	l->auth_required = login_cred(it, iname) != NULL;
 	return 0;
@@ -576,28 +590,22 @@ static int login_auth(struct scsitgt__iscsi_conn *conn, const struct scsitgt__is
 	return 0;
 }
 
-static uint16_t login_alloc_tsih(struct scsitgt__iscsi_engine *ie)
+/* The login status for a core nexus that could not be made (scsitgt__session_create()). */
+static uint16_t login_core_status(int rc)
 {
-	for (;;) {
-		struct scsitgt__list *pos;
-		bool used = false;
-		uint16_t t = ++ie->next_tsih;
-
-		if (t == 0)
-			continue;
-		for (pos = ie->sessions.next; pos != &ie->sessions; pos = pos->next)
-			if (scsitgt__container_of(pos, struct scsitgt__iscsi_sess, node)->tsih == t)
-				used = true;
-		if (!used)
-			return t;
-	}
+	return rc == -EACCES	? ISCSI_LOGIN_STATUS_TGT_FORBIDDEN :
+	       rc == -ESHUTDOWN ? ISCSI_LOGIN_STATUS_TGT_REMOVED :
+				  ISCSI_LOGIN_STATUS_NO_RESOURCES;
 }
 
-/* Transit to full feature phase: create the session. Returns 0 or a login status. */
+/*
+ * Transit to full feature phase: create the session; its core nexus too on the home loop (a
+ * worker's login asks home for it, login_respond()). Returns 0 or a login status.
+ */
 static int login_finish(struct scsitgt__iscsi_conn *conn, uint16_t *tsih)
 {
 	struct scsitgt__iscsi_login *l = conn->login;
-	struct scsitgt__iscsi_sess *sess, *old;
+	struct scsitgt__iscsi_sess *sess;
 	int rc;
 
 	if (l->auth_required && !l->authenticated)
@@ -607,25 +615,23 @@ static int login_finish(struct scsitgt__iscsi_conn *conn, uint16_t *tsih)
 	/* other logins may have filled the target since this one started. */
 	if (!l->discovery && !login_target_has_room(conn, l->tgt, l->initiator_name, l->isid))
 		return ISCSI_LOGIN_STATUS_NO_RESOURCES;
-	if (!l->discovery) {
-		/* RFC 7143 §6.3.5: same initiator, ISID and target with TSIH 0 reinstates. */
-		old = scsitgt__iscsi_sess_find(conn->ie, l->initiator_name, l->isid, l->tgt, 0);
-		if (old) {
-			scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_INFO,
-						"session reinstatement: closing TSIH %u",
-						old->tsih);
-			scsitgt__iscsi_sess_close(old, "session reinstatement");
-		}
-	}
+	/* RFC 7143 §6.3.5: same initiator, ISID and target with TSIH 0 reinstates. */
+	if (!l->discovery)
+		scsitgt__iscsi_sess_reinstate(conn, l->initiator_name, l->isid, l->tgt);
 	rc = scsitgt__iscsi_sess_create(&sess, conn->ie, conn, l->discovery ? NULL : l->tgt,
 					l->isid, &conn->neg.params);
-	if (rc == -EACCES)
-		return ISCSI_LOGIN_STATUS_TGT_FORBIDDEN;
-	if (rc == -ESHUTDOWN)
-		return ISCSI_LOGIN_STATUS_TGT_REMOVED;
 	if (rc < 0)
 		return ISCSI_LOGIN_STATUS_NO_RESOURCES;
-	sess->tsih = login_alloc_tsih(conn->ie);
+	if (!l->discovery && conn->worker == NULL) {
+		struct scsitgt__iscsi_nexus nx;
+
+		scsitgt__iscsi_nexus_from(&nx, sess, conn);
+		rc = scsitgt__iscsi_sess_core_create(sess, &nx);
+		if (rc < 0) {
+			scsitgt__iscsi_sess_abandon(sess, conn);
+			return login_core_status(rc);
+		}
+	}
 	sess->tpgt = conn->portal->tpgt;
 	sess->queue_depth = l->discovery ? 4 : login_queue_depth(conn);
 	sess->exp_cmd_sn = l->cmd_sn;
@@ -665,13 +671,75 @@ static int login_dm_complete(struct scsitgt__iscsi_conn *conn)
 	return 0;
 }
 
+/*
+ * The final Login Response (flags with T and NSG 3, the last chunk of text): the data mover
+ * gets ready, the response goes out, and the connection enters full feature phase.
+ */
+static int login_enter_ffp(struct scsitgt__iscsi_conn *conn, uint8_t flags, const uint8_t *chunk,
+			   size_t n, uint16_t tsih)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	const struct scsitgt__iscsi_session_params *np = &conn->neg.params;
+	uint8_t bhs[ISCSI_BHS_LEN];
+
+	if (login_dm_complete(conn) < 0) {
+		scsitgt__iscsi_conn_close(conn, "data mover cannot enter full feature phase");
+		return 0;
+	}
+	login_rsp_init(conn, bhs, flags, ISCSI_LOGIN_STATUS_SUCCESS, tsih);
+	scsitgt__iscsi_conn_send_simple(conn, bhs, chunk, (uint32_t)n, false);
+	l->stage = l->resp_nsg;
+
+	/* RFC 7143 §13.1: digests start with the first PDU after the final Login Response. */
+	conn->header_digest = np->header_digest == SCSITGT__ISCSI_DIGEST_CRC32C;
+	conn->data_digest = np->data_digest == SCSITGT__ISCSI_DIGEST_CRC32C;
+	conn->rx.header_digest = conn->header_digest;
+	conn->rx.data_digest = conn->data_digest;
+	conn->rx.max_dsl = np->max_recv_dsl;
+	conn->max_xmit_dsl = np->max_xmit_dsl;
+	scsitgt__iscsi_conn_log(conn, l->discovery ? SCSITGT_LOG_DEBUG : SCSITGT_LOG_NOTICE,
+				"%s session login: initiator %s, %s%s TSIH %u%s%s",
+				l->discovery ? "discovery" : "normal", l->initiator_name,
+				l->discovery ? "" : "target ", l->discovery ? "" : l->tgt->name,
+				tsih, conn->header_digest ? ", header digest" : "",
+				conn->data_digest ? ", data digest" : "");
+	/* tell the host (events.h) about the new I_T nexus and where it comes from (a worker
+	 * login's nexus was announced on the home loop, xloop.c). */
+	if (!l->discovery && conn->worker == NULL && conn->sess && conn->sess->core)
+		scsitgt__event_session(conn->sess->core, SCSITGT_EVENT_SESSION_LOGIN, conn->peer);
+	scsitgt__iscsi_login_destroy(conn);
+	scsitgt__iscsi_conn_enter_ffp(conn);
+	return 0;
+}
+
+void scsitgt__iscsi_login_core_done(struct scsitgt__iscsi_conn *conn, int rc)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	bool locked;
+
+	if (l == NULL || !l->core_wait)
+		return;
+	l->core_wait = false;
+	/* Closed meanwhile: the session (with its nexus, if made) ends with the connection. */
+	if (conn->state == SCSITGT__CONN_CLOSING)
+		return;
+	locked = scsitgt__cfg_rdlock(conn->ie->engine);
+	if (rc < 0) {
+		scsitgt__iscsi_sess_abandon(conn->sess, conn);
+		login_fail(conn, login_core_status(rc), NULL, 0);
+	} else {
+		login_enter_ffp(conn, l->final_flags, l->final_chunk, l->final_len,
+				conn->sess->tsih);
+	}
+	scsitgt__cfg_rdunlock(conn->ie->engine, locked);
+}
+
 /* Send the next chunk of the response text; on the last one, perform the stage transition. */
 static int login_respond(struct scsitgt__iscsi_conn *conn)
 {
 	struct scsitgt__iscsi_login *l = conn->login;
-	const struct scsitgt__iscsi_session_params *np = &conn->neg.params;
 	const uint8_t *chunk = NULL;
-	bool more = false, ffp = false;
+	bool more = false;
 	uint8_t bhs[ISCSI_BHS_LEN];
 	uint8_t flags;
 	uint16_t tsih = l->tsih;
@@ -691,12 +759,20 @@ static int login_respond(struct scsitgt__iscsi_conn *conn)
 				st = login_finish(conn, &tsih);
 				if (st)
 					return login_fail(conn, (uint16_t)st, NULL, 0);
-				if (login_dm_complete(conn) < 0) {
-					scsitgt__iscsi_conn_close(
-						conn, "data mover cannot enter full feature phase");
-					return 0;
+				if (l->discovery || conn->sess->core)
+					return login_enter_ffp(conn, flags, chunk, n, tsih);
+				/* A worker's login: the nexus is made on home (xloop.c). */
+				l->core_wait = true;
+				l->final_flags = flags;
+				l->final_chunk = chunk;
+				l->final_len = n;
+				if (scsitgt__iscsi_xloop_core_create(conn, conn->sess) < 0) {
+					l->core_wait = false;
+					scsitgt__iscsi_sess_abandon(conn->sess, conn);
+					return login_fail(conn, ISCSI_LOGIN_STATUS_NO_RESOURCES,
+							  NULL, 0);
 				}
-				ffp = true;
+				return 0;
 			}
 		}
 	}
@@ -705,28 +781,19 @@ static int login_respond(struct scsitgt__iscsi_conn *conn)
 	if (more || !l->resp_transit)
 		return 0;
 	l->stage = l->resp_nsg;
-	if (!ffp)
-		return 0;
-
-	/* RFC 7143 §13.1: digests start with the first PDU after the final Login Response. */
-	conn->header_digest = np->header_digest == SCSITGT__ISCSI_DIGEST_CRC32C;
-	conn->data_digest = np->data_digest == SCSITGT__ISCSI_DIGEST_CRC32C;
-	conn->rx.header_digest = conn->header_digest;
-	conn->rx.data_digest = conn->data_digest;
-	conn->rx.max_dsl = np->max_recv_dsl;
-	conn->max_xmit_dsl = np->max_xmit_dsl;
-	scsitgt__iscsi_conn_log(conn, l->discovery ? SCSITGT_LOG_DEBUG : SCSITGT_LOG_NOTICE,
-				"%s session login: initiator %s, %s%s TSIH %u%s%s",
-				l->discovery ? "discovery" : "normal", l->initiator_name,
-				l->discovery ? "" : "target ", l->discovery ? "" : l->tgt->name,
-				tsih, conn->header_digest ? ", header digest" : "",
-				conn->data_digest ? ", data digest" : "");
-	/* tell the host (events.h) about the new I_T nexus and where it comes from. */
-	if (!l->discovery && conn->sess && conn->sess->core)
-		scsitgt__event_session(conn->sess->core, SCSITGT_EVENT_SESSION_LOGIN, conn->peer);
-	scsitgt__iscsi_login_destroy(conn);
-	scsitgt__iscsi_conn_enter_ffp(conn);
 	return 0;
+}
+
+/* The target a login names is still there (it may go between two login PDUs). */
+static bool login_tgt_alive(struct scsitgt__iscsi_conn *conn, const struct scsitgt_target *tgt)
+{
+	struct scsitgt_engine *engine = conn->ie->engine;
+
+	for (struct scsitgt__list *pos = engine->targets.next; pos != &engine->targets;
+	     pos = pos->next)
+		if (scsitgt__container_of(pos, struct scsitgt_target, node) == tgt)
+			return !tgt->destroying;
+	return false;
 }
 
 int scsitgt__iscsi_login_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
@@ -743,6 +810,15 @@ int scsitgt__iscsi_login_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__i
 	size_t len;
 	int rc, st;
 
+	if (l->core_wait) {
+		/* RFC 7143 §6.3: nothing before the final Login Response answers this login. */
+		scsitgt__iscsi_conn_close(conn, "login request before the login response");
+		return -EPROTO;
+	}
+	if (l->tgt && !login_tgt_alive(conn, l->tgt)) {
+		l->tgt = NULL;
+		return login_fail(conn, ISCSI_LOGIN_STATUS_TGT_REMOVED, NULL, 0);
+	}
 	if (!l->started) {
 		l->started = true;
 		memcpy(l->isid, &h[ISCSI_LOGIN_ISID], 6);

@@ -93,8 +93,7 @@ int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 		conn->rx.stop = true;
 		uv_timer_stop(&conn->timer);
 		if (sess->core) {
-			const struct scsitgt_iscsi_params *p =
-				scsitgt__iscsi_params_for(conn->ie, sess->tgt);
+			const struct scsitgt_iscsi_params *p = &sess->tparams;
 			struct logout_wait *w = malloc(sizeof(*w));
 
 			/* Without memory, answer now: the tasks end with the connection. */

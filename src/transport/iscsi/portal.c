@@ -21,6 +21,7 @@ static void engine_ext_destroy(void *data)
 
 	cred_clear(&ie->disc_chap);
 	cred_clear(&ie->disc_mutual);
+	uv_mutex_destroy(&ie->lock);
 	free(ie);
 }
 
@@ -33,6 +34,10 @@ struct scsitgt__iscsi_engine *scsitgt__iscsi_engine_get(struct scsitgt_engine *e
 	ie = calloc(1, sizeof(*ie));
 	if (ie == NULL)
 		return NULL;
+	if (uv_mutex_init(&ie->lock) < 0) {
+		free(ie);
+		return NULL;
+	}
 	ie->engine = engine;
 	scsitgt_iscsi_params_init(&ie->defaults, sizeof(ie->defaults));
 	scsitgt__list_init(&ie->portals);
@@ -174,7 +179,9 @@ SCSITGT_EXPORT int scsitgt_iscsi_target_set_params(struct scsitgt_target *tgt,
 	it = scsitgt__iscsi_target_get(tgt, true);
 	if (it == NULL)
 		return -ENOMEM;
+	scsitgt__cfg_wrlock(tgt->engine);
 	it->params = p;
+	scsitgt__cfg_wrunlock(tgt->engine);
 	return 0;
 }
 
@@ -193,7 +200,9 @@ SCSITGT_EXPORT int scsitgt_iscsi_engine_set_params(struct scsitgt_engine *engine
 	ie = scsitgt__iscsi_engine_get(engine);
 	if (ie == NULL)
 		return -ENOMEM;
+	scsitgt__cfg_wrlock(engine);
 	ie->defaults = p;
+	scsitgt__cfg_wrunlock(engine);
 	return 0;
 }
 
@@ -235,6 +244,18 @@ static int cred_set(struct scsitgt__iscsi_cred *c, const char *user, const char 
 	return 0;
 }
 
+/* cred_set() under the configuration lock (a login on a worker may read @c). */
+static int cred_set_locked(struct scsitgt_engine *engine, struct scsitgt__iscsi_cred *c,
+			   const char *user, const char *secret)
+{
+	int rc;
+
+	scsitgt__cfg_wrlock(engine);
+	rc = cred_set(c, user, secret);
+	scsitgt__cfg_wrunlock(engine);
+	return rc;
+}
+
 SCSITGT_EXPORT int scsitgt_iscsi_target_set_chap(struct scsitgt_target *tgt, const char *user,
 						 const char *secret)
 {
@@ -249,7 +270,7 @@ SCSITGT_EXPORT int scsitgt_iscsi_target_set_chap(struct scsitgt_target *tgt, con
 	it = scsitgt__iscsi_target_get(tgt, true);
 	if (it == NULL)
 		return -ENOMEM;
-	return cred_set(&it->chap, user, secret);
+	return cred_set_locked(tgt->engine, &it->chap, user, secret);
 }
 
 SCSITGT_EXPORT int scsitgt_iscsi_target_set_mutual_chap(struct scsitgt_target *tgt,
@@ -266,7 +287,7 @@ SCSITGT_EXPORT int scsitgt_iscsi_target_set_mutual_chap(struct scsitgt_target *t
 	it = scsitgt__iscsi_target_get(tgt, true);
 	if (it == NULL)
 		return -ENOMEM;
-	return cred_set(&it->mutual, user, secret);
+	return cred_set_locked(tgt->engine, &it->mutual, user, secret);
 }
 
 /* Discovery sessions' credentials live on the engine's iSCSI state (one-way or mutual). */
@@ -284,7 +305,7 @@ static int disc_cred_set(struct scsitgt_engine *engine, bool mutual, const char 
 	ie = scsitgt__iscsi_engine_get(engine);
 	if (ie == NULL)
 		return -ENOMEM;
-	return cred_set(mutual ? &ie->disc_mutual : &ie->disc_chap, user, secret);
+	return cred_set_locked(engine, mutual ? &ie->disc_mutual : &ie->disc_chap, user, secret);
 }
 
 SCSITGT_EXPORT int scsitgt_iscsi_engine_set_discovery_chap(struct scsitgt_engine *engine,
@@ -330,7 +351,9 @@ SCSITGT_EXPORT int scsitgt_iscsi_initiator_set_chap(struct scsitgt_target *tgt,
 	if (user == NULL) {
 		if (c == NULL)
 			return -ENOENT;
+		scsitgt__cfg_wrlock(tgt->engine);
 		scsitgt__list_remove(&c->node);
+		scsitgt__cfg_wrunlock(tgt->engine);
 		cred_clear(c);
 		free(c);
 		return 0;
@@ -344,9 +367,11 @@ SCSITGT_EXPORT int scsitgt_iscsi_initiator_set_chap(struct scsitgt_target *tgt,
 			free(c);
 			return -ENOMEM;
 		}
+		scsitgt__cfg_wrlock(tgt->engine);
 		scsitgt__list_add_tail(&it->creds, &c->node);
+		scsitgt__cfg_wrunlock(tgt->engine);
 	}
-	return cred_set(c, user, secret);
+	return cred_set_locked(tgt->engine, c, user, secret);
 }
 
 SCSITGT_EXPORT int scsitgt_iscsi_target_set_redirect(struct scsitgt_target *tgt,
@@ -359,8 +384,10 @@ SCSITGT_EXPORT int scsitgt_iscsi_target_set_redirect(struct scsitgt_target *tgt,
 	it = scsitgt__iscsi_target_get(tgt, true);
 	if (it == NULL)
 		return -ENOMEM;
+	scsitgt__cfg_wrlock(tgt->engine);
 	it->redirect_cb = cb;
 	it->redirect_arg = cb_arg;
+	scsitgt__cfg_wrunlock(tgt->engine);
 	return 0;
 }
 
@@ -389,10 +416,16 @@ SCSITGT_EXPORT void scsitgt_portal_opts_init(struct scsitgt_portal_opts *opts, s
 
 int scsitgt__iscsi_portal_admit(struct scsitgt_portal *portal)
 {
+	bool full;
+
 	if (portal->closing)
 		return -ESHUTDOWN;
-	if (!(portal->max_conns && portal->nconns >= portal->max_conns) &&
-	    !(portal->max_login_conns && portal->nlogin >= portal->max_login_conns))
+	/* Connections on workers count theirs under ie->lock (conn.h). */
+	uv_mutex_lock(&portal->ie->lock);
+	full = (portal->max_conns && portal->nconns >= portal->max_conns) ||
+	       (portal->max_login_conns && portal->nlogin >= portal->max_login_conns);
+	uv_mutex_unlock(&portal->ie->lock);
+	if (!full)
 		return 0;
 	/* A connection limit: say so on the 1st, 2nd, 4th, 8th... refusal, not each. */
 	portal->refused++;
@@ -433,7 +466,12 @@ static void portal_free_deferred(struct scsitgt__deferred *d)
 
 static void portal_check_done(struct scsitgt_portal *portal)
 {
-	if (!portal->closing || !portal->listener_closed || portal->nconns)
+	unsigned int nconns;
+
+	uv_mutex_lock(&portal->ie->lock);
+	nconns = portal->nconns;
+	uv_mutex_unlock(&portal->ie->lock);
+	if (!portal->closing || !portal->listener_closed || nconns)
 		return;
 	portal->done_d.fn = portal_free_deferred;
 	scsitgt__engine_defer(portal->ie->engine, &portal->done_d);
@@ -441,7 +479,9 @@ static void portal_check_done(struct scsitgt_portal *portal)
 
 void scsitgt__iscsi_portal_conn_gone(struct scsitgt_portal *portal)
 {
+	uv_mutex_lock(&portal->ie->lock);
 	portal->nconns--;
+	uv_mutex_unlock(&portal->ie->lock);
 	portal_check_done(portal);
 }
 
@@ -456,12 +496,14 @@ static void portal_listener_closed(uv_handle_t *h)
 static void portal_stop(struct scsitgt_portal *portal, scsitgt_done_cb cb, void *cb_arg)
 {
 	struct scsitgt__iscsi_engine *ie = portal->ie;
-	struct scsitgt__list *pos, *tmp;
 
 	portal->closing = true;
 	portal->done_cb = cb;
 	portal->done_arg = cb_arg;
+	/* SendTargets on a worker lists the portals (text.c). */
+	scsitgt__cfg_wrlock(ie->engine);
 	scsitgt__list_remove(&portal->node);
+	scsitgt__cfg_wrunlock(ie->engine);
 	scsitgt__engine_remove_service(ie->engine, &portal->svc);
 	scsitgt__log(&ie->engine->log, SCSITGT_LOG_INFO, SCSITGT__ISCSI_SUBSYS,
 		     "portal %s:%u stopping (%u connections)", portal->address, portal->port,
@@ -470,14 +512,8 @@ static void portal_stop(struct scsitgt_portal *portal, scsitgt_done_cb cb, void 
 		portal->stop_listener(portal);
 	else
 		uv_close((uv_handle_t *)&portal->listener, portal_listener_closed);
-	scsitgt__list_foreach_safe(pos, tmp, &ie->conns)
-	{
-		struct scsitgt__iscsi_conn *c =
-			scsitgt__container_of(pos, struct scsitgt__iscsi_conn, node);
-
-		if (c->portal == portal)
-			scsitgt__iscsi_conn_request_logout(c);
-	}
+	/* Each connection on its own loop (xloop.c). */
+	scsitgt__iscsi_xloop_portal_stop(portal);
 }
 
 static void portal_svc_shutdown(struct scsitgt__service *svc, scsitgt_done_cb cb, void *cb_arg)
@@ -525,7 +561,9 @@ static void portal_in_service(struct scsitgt_portal *portal)
 {
 	portal->svc.shutdown = portal_svc_shutdown;
 	scsitgt__engine_add_service(portal->ie->engine, &portal->svc);
+	scsitgt__cfg_wrlock(portal->ie->engine);
 	scsitgt__list_add_tail(&portal->ie->portals, &portal->node);
+	scsitgt__cfg_wrunlock(portal->ie->engine);
 	scsitgt__log(&portal->ie->engine->log, SCSITGT_LOG_INFO, SCSITGT__ISCSI_SUBSYS,
 		     "%s%sportal %s%s%s:%u (TPGT %u) listening", portal->kind ? portal->kind : "",
 		     portal->kind ? " " : "", portal->ipv6 ? "[" : "", portal->address,

@@ -195,7 +195,7 @@ static int task_buf_get(struct scsitgt__iscsi_task *task)
 static bool sess_budget_fits(const struct scsitgt__iscsi_sess *sess,
 			     const struct scsitgt__iscsi_task *task)
 {
-	uint64_t max = scsitgt__iscsi_params_for(sess->ie, sess->tgt)->max_write_buffer_bytes;
+	uint64_t max = sess->tparams.max_write_buffer_bytes;
 
 	return max == 0 || sess->write_bytes == 0 || sess->write_bytes + task->cmd->xfer_len <= max;
 }

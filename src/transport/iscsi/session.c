@@ -15,16 +15,19 @@
 
 static void sess_shutdown(struct scsitgt__session *core)
 {
-	struct scsitgt__iscsi_sess *sess = core->fabric_ctx;
-
-	scsitgt__iscsi_sess_close(sess, "target removed");
+	scsitgt__iscsi_xloop_sess(core->fabric_ctx, SCSITGT__XOP_SESS_CLOSE, "target removed", 0,
+				  0);
 }
 
 /* scsitgt_session_kick(): ask for a logout on every connection (AsyncEvent 1), closing
  * each after its grace period if the initiator does not comply. */
 static void sess_kick(struct scsitgt__session *core)
 {
-	struct scsitgt__iscsi_sess *sess = core->fabric_ctx;
+	scsitgt__iscsi_xloop_sess(core->fabric_ctx, SCSITGT__XOP_SESS_KICK, NULL, 0, 0);
+}
+
+void scsitgt__iscsi_sess_kick(struct scsitgt__iscsi_sess *sess)
+{
 	struct scsitgt__list *pos, *tmp;
 
 	scsitgt__list_foreach_safe(pos, tmp, &sess->conns)
@@ -45,59 +48,99 @@ const struct scsitgt__fabric_ops scsitgt__iscsi_fabric_ops = {
 	.unit_attention = scsitgt__iscsi_async_ua,
 };
 
+/* A TSIH no session of the engine holds (RFC 7143 §11.12.8: never 0). Under ie->lock. */
+static uint16_t sess_alloc_tsih(struct scsitgt__iscsi_engine *ie)
+{
+	for (;;) {
+		struct scsitgt__list *pos;
+		bool used = false;
+		uint16_t t = ++ie->next_tsih;
+
+		if (t == 0)
+			continue;
+		for (pos = ie->sessions.next; pos != &ie->sessions; pos = pos->next)
+			if (scsitgt__container_of(pos, struct scsitgt__iscsi_sess, node)->tsih == t)
+				used = true;
+		if (!used)
+			return t;
+	}
+}
+
 int scsitgt__iscsi_sess_create(struct scsitgt__iscsi_sess **out, struct scsitgt__iscsi_engine *ie,
 			       struct scsitgt__iscsi_conn *conn, struct scsitgt_target *tgt,
 			       const uint8_t isid[6], const struct scsitgt__iscsi_session_params *p)
 {
 	struct scsitgt__iscsi_sess *sess = calloc(1, sizeof(*sess));
-	int rc;
 
 	if (sess == NULL)
 		return -ENOMEM;
 	sess->ie = ie;
+	sess->worker = conn->worker;
 	sess->tgt = tgt;
 	sess->discovery = tgt == NULL;
+	sess->tparams = *scsitgt__iscsi_params_for(ie, tgt);
 	memcpy(sess->isid, isid, 6);
 	sess->params = *p;
 	snprintf(sess->initiator_name, sizeof(sess->initiator_name), "%s", p->initiator_name);
 	scsitgt__list_init(&sess->conns);
 	scsitgt__list_init(&sess->pending);
 	scsitgt__list_init(&sess->budget_wait);
-	if (tgt) {
-		struct scsitgt__nexus_info info;
-		char iport[SCSITGT__ISCSI_NAME_MAX + 32];
-		char tport[SCSITGT__ISCSI_NAME_MAX + 32];
-
-		/* RFC 7143 §4.2.7.4 / SPC-5 §7.6.4.6: iSCSI port names. */
-		snprintf(iport, sizeof(iport), "%s,i,0x%02x%02x%02x%02x%02x%02x", p->initiator_name,
-			 isid[0], isid[1], isid[2], isid[3], isid[4], isid[5]);
-		snprintf(tport, sizeof(tport), "%s,t,0x%04x", tgt->name, conn->portal->tpgt);
-		memset(&info, 0, sizeof(info));
-		info.protocol_id = SCSITGT__PROTO_ISCSI;
-		info.initiator_name = p->initiator_name;
-		info.initiator_port = iport;
-		info.target_port = tport;
-		info.rel_port_id = conn->portal->tpgt ? conn->portal->tpgt : 1;
-		info.tpg_id = conn->portal->tpgt;
-		/* address ACLs (core/acl.c). */
-		info.initiator_sa =
-			conn->peer_sa.ss_family ? (const struct sockaddr *)&conn->peer_sa : NULL;
-		/* TCP sends Data-In from any memory; iSER wants registered memory, which lent
-		 * backend memory is not (it would cost a copy into the pool instead). */
-		info.lend_data_in = !conn->dm->rdma;
-		rc = scsitgt__session_create(&sess->core, tgt, &info, &scsitgt__iscsi_fabric_ops,
-					     sess);
-		if (rc < 0) {
-			free(sess);
-			return rc;
-		}
-	}
 	scsitgt__list_add_tail(&sess->conns, &conn->sess_node);
 	sess->nconns = 1;
 	conn->sess = sess;
+	uv_mutex_lock(&ie->lock);
+	sess->tsih = sess_alloc_tsih(ie);
 	scsitgt__list_add_tail(&ie->sessions, &sess->node);
+	uv_mutex_unlock(&ie->lock);
 	*out = sess;
 	return 0;
+}
+
+void scsitgt__iscsi_nexus_from(struct scsitgt__iscsi_nexus *nx,
+			       const struct scsitgt__iscsi_sess *sess,
+			       const struct scsitgt__iscsi_conn *conn)
+{
+	const uint8_t *isid = sess->isid;
+
+	memset(nx, 0, sizeof(*nx));
+	/* RFC 7143 §4.2.7.4 / SPC-5 §7.6.4.6: iSCSI port names. */
+	snprintf(nx->iport, sizeof(nx->iport), "%s,i,0x%02x%02x%02x%02x%02x%02x",
+		 sess->initiator_name, isid[0], isid[1], isid[2], isid[3], isid[4], isid[5]);
+	snprintf(nx->tport, sizeof(nx->tport), "%s,t,0x%04x", sess->tgt->name, conn->portal->tpgt);
+	nx->tpgt = conn->portal->tpgt;
+	/* TCP sends Data-In from any memory; iSER wants registered memory, which lent backend
+	 * memory is not (it would cost a copy into the pool instead). */
+	nx->lend_data_in = !conn->dm->rdma;
+	nx->peer_sa = conn->peer_sa;
+}
+
+int scsitgt__iscsi_sess_core_create(struct scsitgt__iscsi_sess *sess,
+				    const struct scsitgt__iscsi_nexus *nx)
+{
+	struct scsitgt__nexus_info info;
+
+	memset(&info, 0, sizeof(info));
+	info.protocol_id = SCSITGT__PROTO_ISCSI;
+	info.initiator_name = sess->initiator_name;
+	info.initiator_port = nx->iport;
+	info.target_port = nx->tport;
+	info.rel_port_id = nx->tpgt ? nx->tpgt : 1;
+	info.tpg_id = nx->tpgt;
+	/* address ACLs (core/acl.c). */
+	info.initiator_sa = nx->peer_sa.ss_family ? (const struct sockaddr *)&nx->peer_sa : NULL;
+	info.lend_data_in = nx->lend_data_in;
+	return scsitgt__session_create(&sess->core, sess->tgt, &info, &scsitgt__iscsi_fabric_ops,
+				       sess);
+}
+
+void scsitgt__iscsi_sess_abandon(struct scsitgt__iscsi_sess *sess, struct scsitgt__iscsi_conn *conn)
+{
+	uv_mutex_lock(&sess->ie->lock);
+	scsitgt__list_remove(&sess->node);
+	uv_mutex_unlock(&sess->ie->lock);
+	scsitgt__list_remove(&conn->sess_node);
+	conn->sess = NULL;
+	free(sess);
 }
 
 struct scsitgt__iscsi_sess *scsitgt__iscsi_sess_find(struct scsitgt__iscsi_engine *ie,
@@ -123,7 +166,9 @@ void scsitgt__iscsi_sess_close(struct scsitgt__iscsi_sess *sess, const char *why
 {
 	struct scsitgt__list *pos, *tmp;
 
+	uv_mutex_lock(&sess->ie->lock);
 	sess->closing = true;
+	uv_mutex_unlock(&sess->ie->lock);
 	scsitgt__list_foreach_safe(pos, tmp, &sess->conns)
 	{
 		struct scsitgt__iscsi_conn *c =
@@ -131,6 +176,101 @@ void scsitgt__iscsi_sess_close(struct scsitgt__iscsi_sess *sess, const char *why
 
 		scsitgt__iscsi_conn_close(c, why);
 	}
+}
+
+/*
+ * Close the sessions @match accepts (under ie->lock): those of the calling loop now, after
+ * the lock (their connections close asynchronously, so they stay valid meanwhile); those of
+ * other loops by message to their own, which finds them again by TSIH.
+ */
+static void sess_close_matching(struct scsitgt__iscsi_engine *ie,
+				bool (*match)(const struct scsitgt__iscsi_sess *s, const void *arg),
+				const void *arg, const char *why)
+{
+	struct scsitgt__iscsi_sess **own = NULL;
+	size_t n = 0, cap = 0;
+	struct scsitgt__list *pos;
+
+	uv_mutex_lock(&ie->lock);
+	for (pos = ie->sessions.next; pos != &ie->sessions; pos = pos->next) {
+		struct scsitgt__iscsi_sess *s =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_sess, node);
+
+		if (s->closing || !match(s, arg))
+			continue;
+		if (!scsitgt__iscsi_on_loop(ie, s->worker)) {
+			scsitgt__iscsi_xloop_sess(s, SCSITGT__XOP_SESS_CLOSE, why, 0, 0);
+			continue;
+		}
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct scsitgt__iscsi_sess **a = realloc(own, ncap * sizeof(*a));
+
+			if (a == NULL)
+				continue; /* it stays up; the initiator's own recovery ends it */
+			own = a;
+			cap = ncap;
+		}
+		own[n++] = s;
+	}
+	uv_mutex_unlock(&ie->lock);
+	for (size_t i = 0; i < n; i++)
+		scsitgt__iscsi_sess_close(own[i], why);
+	free(own);
+}
+
+struct sess_match_target {
+	struct scsitgt_target *tgt;
+	const struct scsitgt__iscsi_sess *except;
+};
+
+static bool sess_match_target(const struct scsitgt__iscsi_sess *s, const void *arg)
+{
+	const struct sess_match_target *m = arg;
+
+	return s != m->except && s->tgt == m->tgt;
+}
+
+void scsitgt__iscsi_sess_close_target(struct scsitgt__iscsi_engine *ie, struct scsitgt_target *tgt,
+				      struct scsitgt__iscsi_sess *except, const char *why)
+{
+	struct sess_match_target m = { .tgt = tgt, .except = except };
+
+	sess_close_matching(ie, sess_match_target, &m, why);
+}
+
+struct sess_match_nexus {
+	const char *iname;
+	const uint8_t *isid;
+	struct scsitgt_target *tgt;
+	struct scsitgt__iscsi_conn *conn;
+};
+
+static bool sess_match_nexus(const struct scsitgt__iscsi_sess *s, const void *arg)
+{
+	const struct sess_match_nexus *m = arg;
+
+	if (s->tgt != m->tgt || memcmp(s->isid, m->isid, 6) != 0 ||
+	    strcasecmp(s->initiator_name, m->iname) != 0)
+		return false;
+	scsitgt__iscsi_conn_log(m->conn, SCSITGT_LOG_INFO, "session reinstatement: closing TSIH %u",
+				s->tsih);
+	return true;
+}
+
+void scsitgt__iscsi_sess_reinstate(struct scsitgt__iscsi_conn *conn, const char *iname,
+				   const uint8_t isid[6], struct scsitgt_target *tgt)
+{
+	struct sess_match_nexus m = { .iname = iname, .isid = isid, .tgt = tgt, .conn = conn };
+
+	sess_close_matching(conn->ie, sess_match_nexus, &m, "session reinstatement");
+}
+
+void scsitgt__iscsi_sess_finish(struct scsitgt__iscsi_sess *sess)
+{
+	scsitgt__event_session(sess->core, SCSITGT_EVENT_SESSION_LOGOUT, NULL);
+	scsitgt__session_destroy(sess->core);
+	free(sess);
 }
 
 void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
@@ -145,12 +285,15 @@ void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 		     sess->discovery ? SCSITGT_LOG_DEBUG : SCSITGT_LOG_NOTICE,
 		     SCSITGT__ISCSI_SUBSYS, "%s session closed: initiator %s, TSIH %u",
 		     sess->discovery ? "discovery" : "normal", sess->initiator_name, sess->tsih);
+	uv_mutex_lock(&sess->ie->lock);
 	scsitgt__list_remove(&sess->node);
-	if (sess->core) {
-		scsitgt__event_session(sess->core, SCSITGT_EVENT_SESSION_LOGOUT, NULL);
-		scsitgt__session_destroy(sess->core);
-	}
-	free(sess);
+	uv_mutex_unlock(&sess->ie->lock);
+	if (sess->core == NULL)
+		free(sess);
+	else if (scsitgt__iscsi_on_loop(sess->ie, NULL))
+		scsitgt__iscsi_sess_finish(sess);
+	else
+		scsitgt__iscsi_xloop_sess_finish(sess);
 }
 
 enum scsitgt__sn_verdict scsitgt__iscsi_sn_check(const struct scsitgt__iscsi_sess *sess,

@@ -10,18 +10,23 @@ SCSITGT_EXPORT int scsitgt_iscsi_engine_foreach_conn(struct scsitgt_engine *engi
 {
 	struct scsitgt__iscsi_engine *ie;
 	struct scsitgt__list *p, *next;
+	int rc;
 
 	if (engine == NULL || cb == NULL)
 		return -EINVAL;
 	ie = engine->ext[SCSITGT__EXT_ISCSI].data;
 	if (ie == NULL)
 		return 0;
-	for (p = ie->conns.next; p != &ie->conns; p = next) {
+	/* Connections on workers (engine->conn_workers) come and go meanwhile: walk under the
+	 * registry lock; their counters are read as they are at that moment. */
+	if (engine->conn_workers)
+		uv_mutex_lock(&ie->lock);
+	rc = 0;
+	for (p = ie->conns.next; p != &ie->conns && rc == 0; p = next) {
 		struct scsitgt__iscsi_conn *conn =
 			scsitgt__container_of(p, struct scsitgt__iscsi_conn, node);
 		struct scsitgt__iscsi_sess *sess = conn->sess;
 		struct scsitgt_iscsi_conn_stats s;
-		int rc;
 
 		next = p->next;
 		memset(&s, 0, sizeof(s));
@@ -38,8 +43,8 @@ SCSITGT_EXPORT int scsitgt_iscsi_engine_foreach_conn(struct scsitgt_engine *engi
 		s.rx_bytes = conn->stat_rx_bytes;
 		s.tx_bytes = conn->stat_tx_bytes;
 		rc = cb(cb_arg, &s);
-		if (rc != 0)
-			return rc;
 	}
-	return 0;
+	if (engine->conn_workers)
+		uv_mutex_unlock(&ie->lock);
+	return rc;
 }

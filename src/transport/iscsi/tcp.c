@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "transport/iscsi/conn.h"
 #include "transport/iscsi/txq.h"
@@ -220,66 +221,64 @@ static void tcp_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	tcp_flush(tc);
 }
 
-/* with worker loops, the socket goes to one of them (tcp_worker.c); this loop's handles
- * close, the worker keeps its own descriptor of the socket. */
+/*
+ * With worker loops the socket goes to one of them; this loop's handles close, the worker
+ * keeps its own descriptor of the socket. @whole: the connection runs there end to end
+ * (xloop.c), else only its socket (tcp_worker.c).
+ */
 static int tcp_hand_off(struct tcp_conn *tc, struct scsitgt_portal *portal,
-			const struct sockaddr *peer, const struct sockaddr *local)
+			const struct sockaddr_storage *peer, const struct sockaddr_storage *local,
+			bool whole)
 {
 	uv_os_fd_t fd;
 	int rc = uv_fileno((uv_handle_t *)&tc->handle, &fd);
 
 	if (rc == 0)
-		rc = scsitgt__iscsi_tcpw_adopt(portal, fd, peer, local);
+		rc = whole ? scsitgt__iscsi_xloop_adopt(portal, fd, peer, local) :
+			     scsitgt__iscsi_tcpw_adopt(portal, fd, (const struct sockaddr *)peer,
+						       (const struct sockaddr *)local);
 	tc->closing = true;
 	uv_close((uv_handle_t *)&tc->flusher, tcp_handle_closed);
 	uv_close((uv_handle_t *)&tc->handle, tcp_handle_closed);
 	return rc;
 }
 
-int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal)
+/* A data mover on @loop: its handles initialised (tc->handles counts them), no socket yet. */
+static int tcp_conn_new(struct tcp_conn **out, uv_loop_t *loop)
 {
-	struct sockaddr_storage peer, local;
-	int plen = sizeof(peer), llen = sizeof(local);
-	struct tcp_conn *tc;
+	struct tcp_conn *tc = calloc(1, sizeof(*tc));
 	int rc;
 
-	tc = calloc(1, sizeof(*tc));
 	if (tc == NULL)
 		return -ENOMEM;
 	scsitgt__iscsi_writer_init(&tc->w, (uv_stream_t *)&tc->handle, &tcp_writer_ops);
 	tc->handle.data = tc;
 	tc->flusher.data = tc;
-	rc = uv_tcp_init(portal->ie->engine->loop, &tc->handle);
+	rc = uv_tcp_init(loop, &tc->handle);
 	if (rc < 0) {
 		free(tc);
 		return rc;
 	}
 	tc->handles = 1;
-	rc = uv_prepare_init(portal->ie->engine->loop, &tc->flusher);
+	rc = uv_prepare_init(loop, &tc->flusher);
 	if (rc == 0)
 		tc->handles++;
 	tc->rbuf_size = TCP_RBUF_LOGIN;
 	tc->rbuf = rc == 0 ? malloc(tc->rbuf_size) : NULL;
+	if (rc == 0 && tc->rbuf == NULL)
+		rc = -ENOMEM;
+	*out = tc;
+	return rc;
+}
+
+/* Start the connection of a data mover whose socket is open; on failure everything closes. */
+static int tcp_conn_start(struct tcp_conn *tc, struct scsitgt_portal *portal,
+			  struct scsitgt__iscsi_handoff *h, const struct sockaddr *peer,
+			  const struct sockaddr *local, int rc)
+{
 	if (rc == 0)
-		rc = tc->rbuf ? uv_accept((uv_stream_t *)&portal->listener,
-					  (uv_stream_t *)&tc->handle) :
-				-ENOMEM;
-	/* Refused: accepted (so the backlog drains) and closed at once. */
-	if (rc == 0)
-		rc = scsitgt__iscsi_portal_admit(portal);
-	if (rc == 0) {
-		memset(&peer, 0, sizeof(peer));
-		memset(&local, 0, sizeof(local));
-		uv_tcp_getpeername(&tc->handle, (struct sockaddr *)&peer, &plen);
-		uv_tcp_getsockname(&tc->handle, (struct sockaddr *)&local, &llen);
-		uv_tcp_nodelay(&tc->handle, 1);
-		if (portal->ie->engine->nworkers)
-			return tcp_hand_off(tc, portal, (struct sockaddr *)&peer,
-					    (struct sockaddr *)&local);
-		rc = scsitgt__iscsi_conn_create(&tc->conn, portal, &tcp_dm_ops, tc,
-						(struct sockaddr *)&peer,
-						(struct sockaddr *)&local);
-	}
+		rc = scsitgt__iscsi_conn_create_on(&tc->conn, portal, h, &tcp_dm_ops, tc, peer,
+						   local);
 	if (rc == 0)
 		rc = uv_read_start((uv_stream_t *)&tc->handle, tcp_alloc, tcp_read);
 	if (rc < 0) {
@@ -295,4 +294,64 @@ int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal)
 		return rc;
 	}
 	return 0;
+}
+
+void scsitgt__iscsi_tcp_adopt_here(struct scsitgt__iscsi_handoff *h)
+{
+	struct tcp_conn *tc = NULL;
+	int rc = tcp_conn_new(&tc, &h->w->loop);
+
+	if (rc == 0) {
+		rc = uv_tcp_open(&tc->handle, h->fd);
+		if (rc == 0)
+			h->fd = -1; /* the handle closes it */
+	}
+	if (tc == NULL || rc < 0) {
+		if (h->fd >= 0)
+			close(h->fd);
+	}
+	if (tc == NULL) {
+		scsitgt__iscsi_xloop_conn_gone(h);
+		return;
+	}
+	rc = tcp_conn_start(tc, h->portal, h, (const struct sockaddr *)&h->peer,
+			    (const struct sockaddr *)&h->local, rc);
+	/* Without a connection the slot goes back now; a connection gives it back when gone. */
+	if (rc < 0 && tc->conn == NULL)
+		scsitgt__iscsi_xloop_conn_gone(h);
+	else if (rc == 0)
+		scsitgt__iscsi_conn_log(tc->conn, SCSITGT_LOG_DEBUG,
+					"connection placed on worker %u (all of it runs there)",
+					h->w->index);
+}
+
+int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal)
+{
+	struct scsitgt_engine *engine = portal->ie->engine;
+	struct sockaddr_storage peer, local;
+	int plen = sizeof(peer), llen = sizeof(local);
+	struct tcp_conn *tc = NULL;
+	int rc;
+
+	rc = tcp_conn_new(&tc, engine->loop);
+	if (tc == NULL)
+		return rc;
+	if (rc == 0)
+		rc = uv_accept((uv_stream_t *)&portal->listener, (uv_stream_t *)&tc->handle);
+	/* Refused: accepted (so the backlog drains) and closed at once. */
+	if (rc == 0)
+		rc = scsitgt__iscsi_portal_admit(portal);
+	if (rc == 0) {
+		memset(&peer, 0, sizeof(peer));
+		memset(&local, 0, sizeof(local));
+		uv_tcp_getpeername(&tc->handle, (struct sockaddr *)&peer, &plen);
+		uv_tcp_getsockname(&tc->handle, (struct sockaddr *)&local, &llen);
+		uv_tcp_nodelay(&tc->handle, 1);
+		if (engine->conn_workers)
+			return tcp_hand_off(tc, portal, &peer, &local, true);
+		if (engine->nworkers)
+			return tcp_hand_off(tc, portal, &peer, &local, false);
+	}
+	return tcp_conn_start(tc, portal, NULL, (struct sockaddr *)&peer, (struct sockaddr *)&local,
+			      rc);
 }

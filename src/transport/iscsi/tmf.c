@@ -63,14 +63,8 @@ static void tmf_cold_close_all(struct scsitgt__iscsi_conn *conn)
 
 	if (own == NULL || own->tgt == NULL)
 		return;
-	scsitgt__list_foreach_safe(pos, tmp, &conn->ie->sessions)
-	{
-		struct scsitgt__iscsi_sess *s =
-			scsitgt__container_of(pos, struct scsitgt__iscsi_sess, node);
-
-		if (s != own && s->tgt == own->tgt && !s->closing)
-			scsitgt__iscsi_sess_close(s, "target cold reset");
-	}
+	/* Those on other loops by message to theirs (xloop.c). */
+	scsitgt__iscsi_sess_close_target(conn->ie, own->tgt, own, "target cold reset");
 	/* Other connections of the issuing session (none while MaxConnections is 1). */
 	scsitgt__list_foreach_safe(pos, tmp, &own->conns)
 	{
