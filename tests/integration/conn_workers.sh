@@ -20,9 +20,6 @@ qemu-img --help 2>/dev/null | grep -Eq '^Supported formats:.* iscsi( |$)' ||
 	it_skip "qemu-img has no iscsi driver (install qemu-block-extra)"
 
 export SCSITGT_EXPERIMENTAL_CONN_WORKERS=1
-# Until the core keeps one set of free lists per loop (issue 18, engineer "shard"), commands of
-# two workers would share the engine's: take every object from malloc instead.
-export SCSITGT_NO_CACHE=1
 SIZE=$((32 * 1024 * 1024))
 it_start --workers 2 -v --lun 0:ram:32M --lun 1:ram:32M,bs=4096 --lun 2:null:1G --lun 3:ram:1M
 HOST=${IT_PORTAL%:*}

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "core/sense.h"
+#include "core/shard.h"
 #include "transport/iscsi/conn.h"
 
 _Static_assert(ISCSI_ASYNC_PARAM3 + 2 <= ISCSI_BHS_LEN, "Async Message BHS");
@@ -81,8 +82,11 @@ static void async_send(struct scsitgt__iscsi_conn *conn, const struct scsitgt__i
 	scsitgt__iscsi_conn_send_simple(conn, bhs, data, (uint32_t)len, false);
 }
 
-static void async_flush_conn(struct scsitgt__iscsi_conn *conn)
+static void async_flush(struct scsitgt__deferred *d)
 {
+	struct scsitgt__iscsi_conn *conn =
+		scsitgt__container_of(d, struct scsitgt__iscsi_conn, async_flush);
+
 	conn->async_flush_pending = false;
 	/* Not while the initiator is asked to log out, nor after the Logout Response. */
 	if (conn->state == SCSITGT__CONN_FFP && !conn->async_logout_sent)
@@ -90,16 +94,6 @@ static void async_flush_conn(struct scsitgt__iscsi_conn *conn)
 			async_send(conn, &conn->async_q[i]);
 	conn->async_n = 0;
 	scsitgt__iscsi_conn_put(conn);
-}
-
-static void async_flush(struct scsitgt__deferred *d)
-{
-	async_flush_conn(scsitgt__container_of(d, struct scsitgt__iscsi_conn, async_flush));
-}
-
-static void async_flush_msg(struct scsitgt__msg *msg)
-{
-	async_flush_conn(scsitgt__container_of(msg, struct scsitgt__iscsi_conn, async_msg));
 }
 
 /* The core's hook: on the session's loop (xloop.c). */
@@ -139,12 +133,6 @@ void scsitgt__iscsi_async_ua_here(struct scsitgt__iscsi_sess *sess, uint64_t lun
 	/* Held until the flush: the connection may close meanwhile. */
 	conn->async_flush_pending = true;
 	scsitgt__iscsi_conn_hold(conn);
-	if (conn->worker) {
-		/* Later on its own loop, after what runs now (as the deferred list on home). */
-		conn->async_msg.fn = async_flush_msg;
-		scsitgt__worker_post(conn->worker, &conn->async_msg);
-		return;
-	}
 	conn->async_flush.fn = async_flush;
-	scsitgt__engine_defer(conn->ie->engine, &conn->async_flush);
+	scsitgt__shard_defer(scsitgt__iscsi_loop_shard(conn->ie, conn->worker), &conn->async_flush);
 }

@@ -135,8 +135,6 @@ struct scsitgt__iscsi_conn {
 	 * per-initiator connection limit counts it across loops). */
 	char iname[SCSITGT__ISCSI_NAME_MAX + 1];
 	bool listed_closing;
-	/* Async Messages of a worker connection are flushed from this message (async.c). */
-	struct scsitgt__msg async_msg;
 	/* A worker connection's hand-off, going home when it is gone (xloop.c). */
 	struct scsitgt__iscsi_handoff *handoff;
 	struct scsitgt__list node;	/* in ie->conns */
@@ -455,6 +453,9 @@ int scsitgt__iscsi_conn_create_on(struct scsitgt__iscsi_conn **out, struct scsit
 /* Whether the calling thread runs loop @w (NULL: home). */
 bool scsitgt__iscsi_on_loop(const struct scsitgt__iscsi_engine *ie,
 			    const struct scsitgt__worker *w);
+/* The core's shard of loop @w (NULL: home): where a session's commands run. */
+struct scsitgt__shard *scsitgt__iscsi_loop_shard(const struct scsitgt__iscsi_engine *ie,
+						 const struct scsitgt__worker *w);
 /* Hand the accepted socket @fd to the least-loaded worker (its portal slot is reserved). */
 int scsitgt__iscsi_xloop_adopt(struct scsitgt_portal *portal, uv_os_sock_t fd,
 			       const struct sockaddr_storage *peer,

@@ -118,6 +118,7 @@ int scsitgt__iscsi_sess_core_create(struct scsitgt__iscsi_sess *sess,
 				    const struct scsitgt__iscsi_nexus *nx)
 {
 	struct scsitgt__nexus_info info;
+	int rc;
 
 	memset(&info, 0, sizeof(info));
 	info.protocol_id = SCSITGT__PROTO_ISCSI;
@@ -129,8 +130,12 @@ int scsitgt__iscsi_sess_core_create(struct scsitgt__iscsi_sess *sess,
 	/* address ACLs (core/acl.c). */
 	info.initiator_sa = nx->peer_sa.ss_family ? (const struct sockaddr *)&nx->peer_sa : NULL;
 	info.lend_data_in = nx->lend_data_in;
-	return scsitgt__session_create(&sess->core, sess->tgt, &info, &scsitgt__iscsi_fabric_ops,
-				       sess);
+	rc = scsitgt__session_create(&sess->core, sess->tgt, &info, &scsitgt__iscsi_fabric_ops,
+				     sess);
+	/* Its commands run where its connection does (core/shard.h). */
+	if (rc == 0)
+		sess->core->shard = scsitgt__iscsi_loop_shard(sess->ie, sess->worker);
+	return rc;
 }
 
 void scsitgt__iscsi_sess_abandon(struct scsitgt__iscsi_sess *sess, struct scsitgt__iscsi_conn *conn)

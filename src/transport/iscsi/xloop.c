@@ -32,12 +32,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/shard.h"
 #include "core/stats.h"
 #include "transport/iscsi/conn.h"
 
 bool scsitgt__iscsi_on_loop(const struct scsitgt__iscsi_engine *ie, const struct scsitgt__worker *w)
 {
 	return scsitgt__worker_is_self(ie->engine, w);
+}
+
+struct scsitgt__shard *scsitgt__iscsi_loop_shard(const struct scsitgt__iscsi_engine *ie,
+						 const struct scsitgt__worker *w)
+{
+	return &ie->engine->shards[w ? w->index + 1 : 0];
 }
 
 /* ---- accepted sockets ---- */
