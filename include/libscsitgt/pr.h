@@ -163,7 +163,8 @@ SCSITGT_EXPORT int scsitgt_lun_use_pr_file(struct scsitgt_lun *lun, const char *
  *
  * A PERSISTENT RESERVE OUT that changes nothing (a refused one, RESERVE by the holder) commits
  * nothing. PERSISTENT RESERVE IN and the reservation conflict checks use the local copy.
- * SPC-2 RESERVE/RELEASE reservations stay local to each engine.
+ * SPC-2 RESERVE/RELEASE are not supported on a LUN with a cluster store (INVALID COMMAND
+ * OPERATION CODE): they belong to one engine's I_T nexus and could not exclude the others.
  * @{
  */
 

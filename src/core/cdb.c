@@ -587,6 +587,7 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.cdb_len = 6,
 		.usage = { 0x17, 0x00, 0x00, 0x00, 0x00, 0x00 },
 		.pr = SCSITGT__PR_RELEASE,
+		.parse = scsitgt__pr_parse_reserve,
 		.exec = scsitgt__pr_release,
 	},
 	[SPC_RESERVE_10] = {
@@ -602,6 +603,7 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.cdb_len = 10,
 		.usage = { 0x57, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 },
 		.pr = SCSITGT__PR_RELEASE,
+		.parse = scsitgt__pr_parse_reserve,
 		.exec = scsitgt__pr_release,
 	},
 	[SPC_PERSISTENT_RESERVE_IN] = {

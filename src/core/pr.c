@@ -130,9 +130,10 @@ static enum scsitgt__sense_reason pr_check_locked(const struct scsitgt__cmd *cmd
 	if (pr->r2_held && !r2_mine(pr, cmd->sess) && cls != SCSITGT__PR_RELEASE &&
 	    !(row->flags & SCSITGT__CDB_F_NO_LUN))
 		return SCSITGT__SR_RESERVATION_CONFLICT;
-	/* SPC-2 §5.5.1: while any nexus is registered, RESERVE and RELEASE conflict. */
+	/* SPC-2 §5.5.1: while any nexus is registered, RESERVE and RELEASE conflict. Not with a
+	 * cluster store: there they are not supported at all (scsitgt__pr_parse_reserve()). */
 	if (cls == SCSITGT__PR_RESERVE || cls == SCSITGT__PR_RELEASE)
-		return pr->nregs ? SCSITGT__SR_RESERVATION_CONFLICT : SCSITGT__SR_OK;
+		return pr->nregs && !pr->cl_on ? SCSITGT__SR_RESERVATION_CONFLICT : SCSITGT__SR_OK;
 	if (!pr->held || cls == SCSITGT__PR_ALLOWED || cls == SCSITGT__PR_OUT)
 		return SCSITGT__SR_OK;
 	reg = scsitgt__pr_find(pr, cmd->sess);
@@ -212,10 +213,27 @@ void scsitgt__pr_reset(struct scsitgt_lun *lun)
 /*
  * SPC-2 §7.21 RESERVE (6) / §7.22 RESERVE (10), §7.23-7.24 RELEASE. Only logical unit
  * reservations: the third-party and extent forms are refused by the usage masks.
+ *
+ * A LUN whose persistent reservations live in a cluster store (scsitgt_lun_set_pr_cluster():
+ * several engines, e.g. RBD gateways, export it) does not support them: an SPC-2 reservation
+ * belongs to one I_T nexus and would be enforced by the one engine that has that nexus only,
+ * so a RESERVE through one gateway would leave every other gateway's initiators free to write,
+ * exclusion in name only. Sharing them would need the holder's nexus loss (its gateway's
+ * death) to release them cluster-wide. SPC-3 and later made them obsolete; persistent
+ * reservations, which are shared, replace them. Both commands are refused as unsupported
+ * operation codes and not listed by REPORT SUPPORTED OPERATION CODES (scsitgt__pr_offers()).
  */
+bool scsitgt__pr_offers(const struct scsitgt_lun *lun, const struct scsitgt__cdb_def *row)
+{
+	if (row->pr != SCSITGT__PR_RESERVE && row->pr != SCSITGT__PR_RELEASE)
+		return true;
+	return lun == NULL || !scsitgt__pr_cluster_on(lun);
+}
+
 enum scsitgt__sense_reason scsitgt__pr_parse_reserve(struct scsitgt__cmd *cmd)
 {
-	(void)cmd;
+	if (!scsitgt__pr_offers(cmd->lun, cmd->def))
+		return SCSITGT__SR_INVALID_OPCODE;
 	return SCSITGT__SR_OK;
 }
 

@@ -184,7 +184,10 @@ enum scsitgt__sense_reason scsitgt__pr_parse_out(struct scsitgt__cmd *cmd);
 void scsitgt__pr_out(struct scsitgt__cmd *cmd);
 enum scsitgt__sense_reason scsitgt__pr_parse_in(struct scsitgt__cmd *cmd);
 void scsitgt__pr_in(struct scsitgt__cmd *cmd);
+/* RESERVE and RELEASE parse (both): refused on a LUN with a cluster store. */
 enum scsitgt__sense_reason scsitgt__pr_parse_reserve(struct scsitgt__cmd *cmd);
+/* Whether the LUN offers @row: false for SPC-2 RESERVE/RELEASE with a cluster store. */
+bool scsitgt__pr_offers(const struct scsitgt_lun *lun, const struct scsitgt__cdb_def *row);
 void scsitgt__pr_reserve(struct scsitgt__cmd *cmd);
 void scsitgt__pr_release(struct scsitgt__cmd *cmd);
 

@@ -11,6 +11,7 @@
 #include "core/alua.h"
 #include "core/cdb.h"
 #include "core/fabric.h"
+#include "core/pr.h"
 #include "core/scsi_spec.h"
 #include "core/sbc.h"
 #include "core/spc.h"
@@ -52,11 +53,12 @@ enum scsitgt__sense_reason scsitgt__spc_parse_rsoc(struct scsitgt__cmd *cmd)
 }
 
 /* Rows this LUN offers: SCSITGT__CDB_F_THIN rows need logical block provisioning, the target
- * port group commands ALUA (what their parse refuses is not listed either). */
+ * port group commands ALUA, SPC-2 RESERVE/RELEASE local reservations (what their parse
+ * refuses is not listed either). */
 static bool rsoc_offered(const struct scsitgt__cmd *cmd, const struct scsitgt__cdb_def *row)
 {
 	return (!(row->flags & SCSITGT__CDB_F_THIN) || scsitgt__sbc_lbpme(cmd->lun)) &&
-	       scsitgt__alua_offers(cmd->sess->tgt, row);
+	       scsitgt__alua_offers(cmd->sess->tgt, row) && scsitgt__pr_offers(cmd->lun, row);
 }
 
 static void rsoc_all(struct scsitgt__cmd *cmd, bool rctd)

@@ -24,6 +24,10 @@
  *   ident                     the logical unit's identification: "serial S" (VPD 80h), then
  *                             one "lu TYPE HEX" line per logical-unit designator of VPD 83h
  *                             (the target port and port group designators are left out)
+ *   reserve6 | release6       SPC-2 RESERVE (6) / RELEASE (6) once unit attentions are
+ *                             cleared: "good", "conflict" or "sense K/ASC/ASCQ"
+ *   opsupport OPCODE          REPORT SUPPORTED OPERATION CODES for one opcode (no service
+ *                             action): "supported", "not supported", or "sense K/ASC/ASCQ"
  *
  * -w FILE: after logging in, print "ready" and wait until FILE exists (polled) before the
  * command, so that several clients can start a command at the same moment.
@@ -57,7 +61,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: pr_client [-i IQN] [-q ISID-QUALIFIER] [-w FILE] URL "
 		"tur|tur-after|register|rekey|reserve|preempt|readkeys|readgen|readres|write|"
-		"verify|rtpg|stpg|ident [ARGS]\n");
+		"verify|rtpg|stpg|ident|reserve6|release6|opsupport [ARGS]\n");
 	exit(2);
 }
 
@@ -139,6 +143,52 @@ static void clear_ua(void)
 		if (!ua)
 			return;
 	}
+}
+
+/* "good", "conflict" or "sense K/ASC/ASCQ" for a finished command. */
+static void print_status(const struct scsi_task *t)
+{
+	if (t->status == SCSI_STATUS_GOOD)
+		printf("good\n");
+	else if (t->status == SCSI_STATUS_RESERVATION_CONFLICT)
+		printf("conflict\n");
+	else
+		printf("sense %x/%02x/%02x\n", t->sense.key, t->sense.ascq >> 8,
+		       t->sense.ascq & 0xff);
+}
+
+static int cmd_spc2(bool reserve)
+{
+	struct scsi_task *t;
+
+	clear_ua();
+	t = reserve ? check(iscsi_reserve6_sync(iscsi, lun), "RESERVE (6)") :
+		      check(iscsi_release6_sync(iscsi, lun), "RELEASE (6)");
+	print_status(t);
+	scsi_free_scsi_task(t);
+	return 0;
+}
+
+/* SPC-5 §6.35.3: the one_command parameter data's SUPPORT field (byte 1, bits 2..0). */
+static int cmd_opsupport(unsigned opcode)
+{
+	struct scsi_task *t;
+
+	clear_ua();
+	t = check(iscsi_report_supported_opcodes_sync(iscsi, lun, 0, 1, (int)opcode, 0, 512),
+		  "REPORT SUPPORTED OPERATION CODES");
+	if (t->status != SCSI_STATUS_GOOD)
+		print_status(t);
+	else if (t->datain.size < 2)
+		printf("short\n");
+	else if ((t->datain.data[1] & 0x07) == 3)
+		printf("supported\n");
+	else if ((t->datain.data[1] & 0x07) == 1)
+		printf("not supported\n");
+	else
+		printf("support %u\n", t->datain.data[1] & 0x07);
+	scsi_free_scsi_task(t);
+	return 0;
 }
 
 static int cmd_tur(void)
@@ -480,6 +530,12 @@ int main(int argc, char **argv)
 		rc = cmd_stpg((unsigned)num(argv[0]), (unsigned)num(argv[1]));
 	else if (strcmp(cmd, "ident") == 0 && argc == 0)
 		rc = cmd_ident();
+	else if (strcmp(cmd, "reserve6") == 0 && argc == 0)
+		rc = cmd_spc2(true);
+	else if (strcmp(cmd, "release6") == 0 && argc == 0)
+		rc = cmd_spc2(false);
+	else if (strcmp(cmd, "opsupport") == 0 && argc == 1)
+		rc = cmd_opsupport((unsigned)num(argv[0]));
 	else
 		usage();
 	iscsi_logout_sync(iscsi);

@@ -15,6 +15,7 @@
 #      PREEMPTED (2Ah/05h) on its next command, then RESERVATION CONFLICT;
 #    - registrations racing through A and B (released together): all land, PRgeneration
 #      advances by exactly 2 per round;
+#    - SPC-2 RESERVE (6) / RELEASE (6) refused (unsupported) through both gateways;
 # 3. APTPL (SPC-5 §5.13.5): a restart of one gateway keeps the state; a restart of every
 #    gateway clears a state without APTPL; a state with APTPL survives it.
 # Skipped without the Ceph packages.
@@ -171,6 +172,26 @@ keys=$("$CLIENT" "${Y[@]}" "$A" readkeys | LC_ALL=C sort | tr '\n' ' ')
 [[ "$keys" == "0x00000000000000b1 0x000000000000010a 0x000000000000020a " ]] ||
 	it_fail "keys after the races: $keys"
 it_log "11 rounds of racing registrations: PRgeneration $g0 -> $g1, no change lost"
+
+# ---- SPC-2 RESERVE/RELEASE: not supported on a LUN with shared reservations ----
+# An SPC-2 reservation belongs to one I_T nexus of one gateway; taken through A, it would not
+# be enforced through B (docs/rbd.md). Both gateways refuse RESERVE (6) and RELEASE (6) as
+# unsupported (ILLEGAL REQUEST, INVALID COMMAND OPERATION CODE) and do not report them.
+for g in "${A_URLS[0]}" "${B_URLS[0]}"; do
+	for c in reserve6 release6; do
+		got=$("$CLIENT" "${X[@]}" "$g" "$c")
+		[[ "$got" == "sense 5/20/00" ]] || it_fail "$c through $g: '$got', expected 5/20/00"
+	done
+	for op in 0x16 0x17; do
+		got=$("$CLIENT" "${X[@]}" "$g" opsupport "$op")
+		[[ "$got" == "not supported" ]] || it_fail "REPORT SUPPORTED OPERATION CODES $op: $got"
+	done
+	got=$("$CLIENT" "${X[@]}" "$g" opsupport 0x12)
+	[[ "$got" == "supported" ]] || it_fail "INQUIRY not reported: $got"
+done
+# Nothing was reserved: another initiator writes through B.
+"$CLIENT" "${Y[@]}" "${B_URLS[0]}" write 0 8 5 1 >/dev/null || it_fail "write through B refused"
+it_log "RESERVE (6) / RELEASE (6) refused through both gateways, not reported"
 
 # ---- 3. APTPL ----
 # One gateway restarts, the other stays: the logical unit kept power; the state stays.
