@@ -25,6 +25,11 @@
 #          fail (not acknowledged: NOT READY), the writer moves to B, and A reconnects and
 #          rejoins as standby; reservations registered through either gateway afterwards are
 #          seen through the other (A's shared reservations moved to its new client).
+#   rewatch  the standby (B) is frozen (SIGSTOP) until the OSD has dropped its watch of the
+#          gateway object (osd_client_watch_timeout, 5 s here), then thawed: librados reports
+#          the broken watch, B watches again and answers A's probes (REPORT TARGET PORT GROUPS
+#          through A shows B's group standby again, not unavailable). Without the re-watch, B
+#          stayed silent for good (and an owner in its place was fenced needlessly).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
@@ -34,7 +39,7 @@ IT_NAME=rbd_ha-$MODE
 it_init "$1"
 CLIENT=${2:?usage: rbd_ha.sh MINITARGET PR_CLIENT MPATH_WRITER MODE}
 WRITER=${3:?usage: rbd_ha.sh MINITARGET PR_CLIENT MPATH_WRITER MODE}
-[[ $MODE =~ ^(basic|kill|stpg|mon)$ ]] || it_fail "unknown mode '$MODE'"
+[[ $MODE =~ ^(basic|kill|stpg|mon|rewatch)$ ]] || it_fail "unknown mode '$MODE'"
 rbd_need
 it_need python3
 IQN=iqn.2026-11.org.libscsitgt:rbd-ha
@@ -208,6 +213,39 @@ mon)
 	gw_start A 1 2
 	gw_wait A standby
 	;;
+rewatch)
+	# The gateway object's watchers: A and B.
+	id=$(rbd info "$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE" | awk '$1 == "id:" { print $2 }')
+	[[ -n "$id" ]] || it_fail "no image id"
+	watchers() { rados -p "$MICRO_CEPH_POOL" listwatchers "rbd_gateway.$id" | grep -c watcher=; }
+	n=$(watchers)
+	[[ $n -eq 2 ]] || it_fail "the gateway object has $n watchers, expected 2"
+	kill -STOP "${GW_PID[B]}"
+	it_log "froze gateway B"
+	t_end=$((SECONDS + 60))
+	while [[ $(watchers) -ne 1 && $SECONDS -lt $t_end ]]; do
+		sleep 0.1
+	done
+	[[ $(watchers) -eq 1 ]] || { kill -CONT "${GW_PID[B]}"; it_fail "B's watch never expired"; }
+	# A no longer hears B.
+	rtpg_wait A "1:0 2:3"
+	kill -CONT "${GW_PID[B]}"
+	it_log "the OSD dropped B's watch; thawed B"
+	# B answers A's probes again (it can only through a watch of its own), and nothing moved
+	# meanwhile: without the re-watch, B stayed silent until a takeover fenced a gateway and
+	# its reconnection brought a watch back (the two gateways then fenced each other in turn).
+	rtpg_wait A "1:0 2:2"
+	if grep -q -e "-> fenced" "$IT_TMP/gw-"[AB].err ||
+		[[ $(grep -c -e "-> acquiring" "$IT_TMP/gw-A.err") -ne 1 ]] ||
+		grep -q -e "-> acquiring" "$IT_TMP/gw-B.err"; then
+		it_fail "a gateway was fenced or took over: $(grep -h -e '-> ' "$IT_TMP/gw-"[AB].err)"
+	fi
+	[[ $(watchers) -eq 2 ]] || it_fail "the gateway object has $(watchers) watchers, expected 2"
+	rtpg_wait B "1:0 2:2"
+	# (librados itself registers a watch again when its OSD session was reset meanwhile.)
+	it_log "B watches again ($(grep -c "watching the gateway object again" "$IT_TMP/gw-B.err") \
+re-watch(es) after librados' error callback) and answers A's probes; the lock stayed with A"
+	;;
 stpg)
 	writer_start 64
 	writer_wait "^pass 1 path 0"
@@ -283,7 +321,7 @@ for n in B A; do
 	unset "GW_PID[$n]"
 	[[ $st -eq 0 ]] || it_fail "gateway $n exited with status $st on SIGTERM"
 	# B owned the lock: it released it going down, and A (standby) takes it.
-	if [[ $n == B && $MODE != basic ]]; then
+	if [[ $n == B && $MODE != basic && $MODE != rewatch ]]; then
 		gw_wait A owner 2
 		it_log "A: $(grep -o 'took the lock.*' "$IT_TMP/gw-A.err" | tail -1)"
 	fi
