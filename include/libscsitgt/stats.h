@@ -77,7 +77,9 @@ struct scsitgt_lun_stats {
 	bool offline;
 	/**
 	 * Latency of finished commands, from the moment the fabric handed the CDB to the core
-	 * to the moment the status was ready (including Data-Out transfer of writes), in log2
+	 * (iSCSI over TCP: the read of the socket that brought it, one clock read for all the
+	 * commands of that read) to the moment the status was ready (including Data-Out
+	 * transfer of writes), in log2
 	 * buckets of microseconds; see ::SCSITGT_LATENCY_BUCKETS.
 	 */
 	uint64_t latency_us[SCSITGT_LATENCY_BUCKETS];

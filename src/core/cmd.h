@@ -168,7 +168,7 @@ struct scsitgt__cmd {
 	/* the TMF waiting for this aborted command to leave its backend (core/tmf.c). */
 	struct scsitgt__tmf_op *tmf_wait;
 
-	/* uv_hrtime() at setup, for the LUN latency histogram. */
+	/* uv_hrtime() at setup (or when the fabric read it), for the LUN latency histogram. */
 	uint64_t start_ns;
 
 	/* place in the LUN's task set (core/order.c); PARKED is the state of one waiting there. */

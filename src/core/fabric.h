@@ -173,6 +173,15 @@ struct scsitgt_lun *scsitgt__session_find_lun(const struct scsitgt__session *ses
 /* Command lifecycle, see the top of this file. */
 int scsitgt__cmd_create(struct scsitgt__cmd **out, struct scsitgt__session *sess,
 			size_t fabric_priv_size);
+/*
+ * Optional, before scsitgt__cmd_setup(): @ns is the uv_hrtime() at which the fabric read the
+ * command's request (one clock read for every request of one read), and the LUN latency
+ * histogram counts from there; without it, setup reads the clock itself.
+ */
+static inline void scsitgt__cmd_set_arrival(struct scsitgt__cmd *cmd, uint64_t ns)
+{
+	cmd->start_ns = ns;
+}
 void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const uint8_t *cdb,
 			size_t cdb_len, uint8_t task_attr, uint64_t tag);
 void scsitgt__cmd_execute(struct scsitgt__cmd *cmd);

@@ -15,10 +15,14 @@
 
 struct scsitgt__session;
 
-/* A command entered the core (setup): stamp it for the latency histogram. */
+/*
+ * A command entered the core (setup): stamp it for the latency histogram, unless its fabric
+ * already gave the time its request was read (scsitgt__cmd_set_arrival(), core/fabric.h).
+ */
 static inline void scsitgt__stats_cmd_start(struct scsitgt__cmd *cmd)
 {
-	cmd->start_ns = uv_hrtime();
+	if (cmd->start_ns == 0)
+		cmd->start_ns = uv_hrtime();
 }
 
 /* A command's status is ready and goes to the fabric: count it on its LUN and session. */

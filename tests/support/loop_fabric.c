@@ -210,6 +210,8 @@ static void lf_start(struct loop_fabric *lf, const uint8_t lun[8], const uint8_t
 	p->lf = lf;
 	p->res = res;
 	res->cmd = cmd;
+	if (lf->arrival_ns)
+		scsitgt__cmd_set_arrival(cmd, lf->arrival_ns);
 	scsitgt__cmd_setup(cmd, lun, cdb, cdb_len, 0, 0x1000 + lf->ndone);
 	/* A write of zero bytes (e.g. COMPARE AND WRITE of 0 blocks) has no buffer. */
 	if (cmd->state == SCSITGT__CMD_NEED_DATA && cmd->xfer_len) {

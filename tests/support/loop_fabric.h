@@ -22,6 +22,8 @@ struct loop_fabric {
 	/* Commands that reached cmd_done / cmd_aborted so far. */
 	unsigned int ndone;
 	unsigned int naborted;
+	/* Non-zero: the arrival time given to each command (scsitgt__cmd_set_arrival). */
+	uint64_t arrival_ns;
 };
 
 /* What a command returned. data is malloc'd (NULL when data_len is 0). */

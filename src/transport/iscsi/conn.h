@@ -164,6 +164,7 @@ struct scsitgt__iscsi_conn {
 	struct scsitgt__iscsi_text_xchg text;
 	uv_timer_t timer;
 	uint64_t last_rx;     /* uv_now() of the last input */
+	uint64_t rx_stamp;    /* uv_hrtime() when the data mover's current read began; 0 outside */
 	bool nop_outstanding; /* our NOP-In ping waits for its NOP-Out */
 	uint32_t nop_ttt;
 	bool async_logout_sent;

@@ -445,6 +445,8 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 				sizeof(*task) + r2t_max * sizeof(struct scsitgt__iscsi_r2t)) < 0)
 		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_OUT_OF_RESOURCES);
 	task = task_of(cmd); /* zeroed by scsitgt__cmd_create() */
+	if (conn->rx_stamp)
+		scsitgt__cmd_set_arrival(cmd, conn->rx_stamp);
 	task->cmd = cmd;
 	scsitgt__list_init(&task->budget_node);
 	cmd->defer_buf = true; /* see the top of this file */

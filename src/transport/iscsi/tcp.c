@@ -212,10 +212,13 @@ static void tcp_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		return;
 	}
 	tc->in_read = true;
+	/* One clock read for the latency of every command of this read (not two per command). */
+	tc->conn->rx_stamp = uv_hrtime();
 	if ((uint8_t *)buf->base == tc->rbuf)
 		scsitgt__iscsi_conn_recv(tc->conn, tc->rbuf, (size_t)nread);
 	else
 		scsitgt__iscsi_conn_recv_direct(tc->conn, (size_t)nread);
+	tc->conn->rx_stamp = 0; /* the connection lives until its handles are closed */
 	tc->in_read = false;
 	/* Every response this read produced, in one writev. */
 	tcp_flush(tc);

@@ -136,6 +136,28 @@ static void test_lun_counters(void **state)
 	tctx_destroy(t);
 }
 
+/* A fabric that read the request earlier gives that time; the histogram counts from it. */
+static void test_latency_from_arrival(void **state)
+{
+	struct tctx *t = stats_ctx();
+	struct scsitgt_lun_stats s;
+	unsigned int b = scsitgt__stats_bucket(3000000); /* 3 s, in microseconds */
+
+	(void)state;
+	/* 2^21 us <= 3 s + the run < 2^22 us: one bucket, whatever the machine's load. */
+	assert_int_equal(b, 21);
+	t->lf->arrival_ns = uv_hrtime() - 3000000000ull;
+	assert_good(tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0)));
+	t->lf->arrival_ns = 0;
+	assert_good(tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0)));
+	memset(&s, 0, sizeof(s));
+	s.size = sizeof(s);
+	assert_int_equal(scsitgt_lun_get_stats(t->lun, &s), 0);
+	assert_int_equal(hist_total(&s), 2);
+	assert_int_equal(s.latency_us[b], 1);
+	tctx_destroy(t);
+}
+
 struct sess_walk {
 	unsigned int n;
 	uint64_t cmds;
@@ -263,6 +285,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bucket),
 		cmocka_unit_test(test_lun_counters),
+		cmocka_unit_test(test_latency_from_arrival),
 		cmocka_unit_test(test_sessions_and_events),
 	};
 
