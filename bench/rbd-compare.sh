@@ -99,7 +99,7 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	2>"$OUT/minitarget.err" </dev/null &
 MT_PID=$!
 for ((i = 0; i < 300; i++)); do
-	grep -q '^iscsi://' "$OUT/minitarget.out" && break
+	grep -qs '^iscsi://' "$OUT/minitarget.out" && break
 	kill -0 "$MT_PID" 2>/dev/null || die "minitarget exited: $(tail -3 "$OUT/minitarget.err")"
 	sleep 0.1
 done
