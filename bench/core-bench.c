@@ -3,7 +3,7 @@
  * core-bench: the core's command path alone, with no sockets and no transport.
  *
  *   core-bench [--seconds S] [--op read|write] [--bs BYTES] [--copy] [--pr keys|reserved]
- *              [--json]
+ *              [--threads N [--luns shared|per-thread]] [--json]
  *
  * One engine on a private uv loop, one target with a null LUN, one I_T nexus created through
  * the internal fabric interface (core/fabric.h). A trivial fabric runs READ(10) (or WRITE(10))
@@ -17,6 +17,12 @@
  * more per command than a plain LUN); --pr reserved also takes a Write Exclusive - All
  * Registrants reservation, which the nexus holds (the reservation check's slow path).
  *
+ * --threads N (issue 18) runs the engine with N worker loops and one nexus bound to each
+ * worker's shard (scsitgt__nexus_info.shard): each worker thread runs its own commands back to
+ * back, on one null LUN they share (--luns shared, the default) or on a null LUN each
+ * (--luns per-thread). It prints the commands per second of all of them together, the CPU time
+ * per command summed over the workers, and allocations per command.
+ *
  * Allocations are counted by wrapping malloc, calloc, realloc, posix_memalign, aligned_alloc
  * and free at link time (-Wl,--wrap=...): this binary links the library's static archive, so
  * every allocation the core makes passes through the wrappers. libc- and libuv-internal
@@ -24,6 +30,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,6 +40,7 @@
 #include <time.h>
 
 #include "core/fabric.h"
+#include "core/shard.h"
 #include "core/scsi_spec.h"
 #include "util/be.h"
 
@@ -52,43 +60,49 @@ int __wrap_posix_memalign(void **memptr, size_t alignment, size_t size);
 void *__wrap_aligned_alloc(size_t alignment, size_t size);
 void __wrap_free(void *ptr);
 
-static uint64_t n_alloc;
-static uint64_t n_free;
+/* Atomic: with --threads the workers allocate too (relaxed: only the totals matter). */
+static _Atomic uint64_t n_alloc;
+static _Atomic uint64_t n_free;
+
+static void count(_Atomic uint64_t *n)
+{
+	atomic_fetch_add_explicit(n, 1, memory_order_relaxed);
+}
 
 void *__wrap_malloc(size_t size)
 {
-	n_alloc++;
+	count(&n_alloc);
 	return __real_malloc(size);
 }
 
 void *__wrap_calloc(size_t nmemb, size_t size)
 {
-	n_alloc++;
+	count(&n_alloc);
 	return __real_calloc(nmemb, size);
 }
 
 void *__wrap_realloc(void *ptr, size_t size)
 {
-	n_alloc++;
+	count(&n_alloc);
 	return __real_realloc(ptr, size);
 }
 
 int __wrap_posix_memalign(void **memptr, size_t alignment, size_t size)
 {
-	n_alloc++;
+	count(&n_alloc);
 	return __real_posix_memalign(memptr, alignment, size);
 }
 
 void *__wrap_aligned_alloc(size_t alignment, size_t size)
 {
-	n_alloc++;
+	count(&n_alloc);
 	return __real_aligned_alloc(alignment, size);
 }
 
 void __wrap_free(void *ptr)
 {
 	if (ptr) {
-		n_free++;
+		count(&n_free);
 	}
 	__real_free(ptr);
 }
@@ -124,6 +138,13 @@ struct bench {
 	/* bench_setup_cmd() runs a command of the setup: its status, nothing else. */
 	bool setup_cmd;
 	uint8_t setup_status;
+	/* --threads: a stream on a worker shard runs a phase when @msg reaches it and posts
+	 * @msg back to home when done (main counts them in streams_back); its CPU time. */
+	struct scsitgt__msg msg;
+	struct bench *main;
+	bool reported;
+	uint64_t cpu_ns;
+	unsigned int streams_back;
 };
 
 static uint64_t now_ns(void)
@@ -144,6 +165,7 @@ static uint64_t cpu_ns(void)
 }
 
 static void run_submits(struct bench *b);
+static void stream_maybe_report(struct bench *s);
 
 /* Sense key of fixed (SPC-5 §4.4.3) or descriptor (§4.4.2) format sense data. */
 static uint8_t sense_key(const struct scsitgt__cmd *cmd)
@@ -186,6 +208,7 @@ static void bench_cmd_done(struct scsitgt__cmd *cmd)
 		b->want_next = true;
 	} else {
 		run_submits(b);
+		stream_maybe_report(b);
 	}
 }
 
@@ -384,23 +407,209 @@ static void bench_teardown(struct bench *b)
 	uv_loop_close(&b->loop);
 }
 
+/* --- --threads: one stream per worker shard --- */
+
+#define MAX_THREADS 64
+
+/* Home: a stream finished its phase. */
+static void stream_back(struct scsitgt__msg *msg)
+{
+	struct bench *s = scsitgt__container_of(msg, struct bench, msg);
+
+	s->main->streams_back++;
+}
+
+/* The stream's worker: its phase is over once stopped with nothing in flight. */
+static void stream_maybe_report(struct bench *s)
+{
+	if (s->main == NULL || s->reported || !s->stop || s->inflight)
+		return;
+	s->reported = true;
+	s->cpu_ns = cpu_ns() - s->cpu_ns;
+	s->msg.fn = stream_back;
+	scsitgt__engine_post(s->main->engine, &s->msg);
+}
+
+/* The stream's worker: run until s->t_end. */
+static void stream_run(struct scsitgt__msg *msg)
+{
+	struct bench *s = scsitgt__container_of(msg, struct bench, msg);
+
+	s->cpu_ns = cpu_ns();
+	run_submits(s);
+	stream_maybe_report(s);
+}
+
+/* Run one phase of every stream until @t_end; home waits for all of them. */
+static void streams_phase(struct bench *b, struct bench *st, unsigned int n, uint64_t t_end)
+{
+	b->streams_back = 0;
+	for (unsigned int i = 0; i < n; i++) {
+		st[i].stop = false;
+		st[i].reported = false;
+		st[i].done = 0;
+		st[i].t_end = t_end;
+		st[i].msg.fn = stream_run;
+		scsitgt__shard_post(&b->engine->shards[i + 1], &st[i].msg);
+	}
+	while (b->streams_back < n)
+		uv_run(&b->loop, UV_RUN_ONCE);
+}
+
+static int threads_setup(struct bench *b, struct bench *st, unsigned int n, bool shared)
+{
+	struct scsitgt_engine_opts eo;
+	struct scsitgt_target_opts to;
+	struct scsitgt_lun_opts lo;
+	int rc;
+
+	rc = uv_loop_init(&b->loop);
+	if (rc < 0)
+		return rc;
+	scsitgt_engine_opts_init(&eo, sizeof(eo));
+	eo.workers = (int)n;
+	rc = scsitgt_engine_create(&b->engine, &b->loop, &eo);
+	if (rc < 0)
+		return rc;
+	scsitgt_target_opts_init(&to, sizeof(to));
+	to.name = "iqn.2026-11.org.libscsitgt:core-bench";
+	rc = scsitgt_target_create(&b->tgt, b->engine, &to);
+	if (rc < 0)
+		return rc;
+	for (unsigned int i = 0; i < (shared ? 1 : n); i++) {
+		struct scsitgt_lun *lun;
+		void *bctx;
+
+		rc = scsitgt_backend_null_create(&bctx);
+		if (rc < 0)
+			return rc;
+		scsitgt_lun_opts_init(&lo, sizeof(lo));
+		lo.id = i;
+		lo.block_size = LUN_BLOCK_SIZE;
+		lo.num_blocks = LUN_BYTES / LUN_BLOCK_SIZE;
+		lo.backend = scsitgt_backend_null_ops();
+		lo.backend_ctx = bctx;
+		rc = scsitgt_lun_create(&lun, b->tgt, &lo);
+		if (rc < 0) {
+			lo.backend->close(bctx, NULL, NULL); /* still ours (lun.h) */
+			return rc;
+		}
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		struct scsitgt__nexus_info ni;
+		char port[128];
+
+		snprintf(port, sizeof(port),
+			 "iqn.2026-11.org.libscsitgt:core-bench-initiator,i,0x23d0000000%02x", i);
+		memset(&ni, 0, sizeof(ni));
+		ni.protocol_id = SCSITGT__PROTO_ISCSI;
+		ni.initiator_name = "iqn.2026-11.org.libscsitgt:core-bench-initiator";
+		ni.initiator_port = port;
+		ni.target_port = "iqn.2026-11.org.libscsitgt:core-bench,t,0x0001";
+		ni.rel_port_id = 1;
+		ni.tpg_id = 1;
+		ni.lend_data_in = !b->copy;
+		ni.shard = i + 1;
+		st[i] = *b;
+		st[i].main = b;
+		st[i].sess = NULL;
+		rc = scsitgt__session_create(&st[i].sess, b->tgt, &ni, &bench_ops, &st[i]);
+		if (rc < 0)
+			return rc;
+		scsitgt__lun_encode(shared ? 0 : i, st[i].lun);
+	}
+	return 0;
+}
+
+static int run_threads(struct bench *b, unsigned int n, bool shared, double seconds, bool json,
+		       unsigned long bs)
+{
+	static struct bench st[MAX_THREADS];
+	uint64_t t0, t1, a0, a1, done = 0, errors = 0, cpu = 0;
+	double secs, cps, cpu_per, allocs_per;
+	int rc;
+
+	b->max_lba = LUN_BYTES / LUN_BLOCK_SIZE;
+	rc = threads_setup(b, st, n, shared);
+	if (rc < 0) {
+		fprintf(stderr, "core-bench: setup failed: %s\n", scsitgt_strerror(rc));
+		goto out;
+	}
+	/* Warm up (each shard's free lists, the allocator's pages), then measure. */
+	streams_phase(b, st, n, now_ns() + 200000000u);
+	for (unsigned int i = 0; i < n; i++)
+		errors += st[i].errors;
+	if (errors) {
+		rc = -EIO;
+		goto out;
+	}
+	a0 = atomic_load(&n_alloc);
+	t0 = now_ns();
+	streams_phase(b, st, n, t0 + (uint64_t)(seconds * 1e9));
+	t1 = now_ns();
+	a1 = atomic_load(&n_alloc);
+	for (unsigned int i = 0; i < n; i++) {
+		done += st[i].done;
+		errors += st[i].errors;
+		cpu += st[i].cpu_ns;
+	}
+	secs = (double)(t1 - t0) / 1e9;
+	cps = (double)done / secs;
+	cpu_per = done ? (double)cpu / (double)done : 0;
+	allocs_per = done ? (double)(a1 - a0) / (double)done : 0;
+	if (json) {
+		printf("{\"op\":\"%s\",\"threads\":%u,\"luns\":\"%s\",\"bs\":%lu,"
+		       "\"seconds\":%.3f,\"commands\":%" PRIu64 ",\"commands_per_s\":%.0f,"
+		       "\"cpu_ns_per_command\":%.1f,\"allocs_per_command\":%.2f,"
+		       "\"errors\":%" PRIu64 "}\n",
+		       b->write ? "write" : "read", n, shared ? "shared" : "per-thread", bs, secs,
+		       done, cps, cpu_per, allocs_per, errors);
+	} else {
+		printf("core-bench: %s(10) %lu bytes, %u threads (worker shards), %s, %.2f s\n",
+		       b->write ? "WRITE" : "READ", bs, n,
+		       shared ? "one shared null LUN" : "a null LUN per thread", secs);
+		printf("  commands      %" PRIu64 " (errors %" PRIu64 ")\n", done, errors);
+		printf("  commands/s    %.0f (%.0f per thread)\n", cps, cps / n);
+		printf("  ns/command    %.1f CPU (summed over the worker threads)\n", cpu_per);
+		printf("  allocs/cmd    %.2f\n", allocs_per);
+	}
+	rc = errors ? -EIO : 0;
+out:
+	for (unsigned int i = 0; i < n; i++)
+		if (st[i].sess)
+			scsitgt__session_destroy(st[i].sess);
+	b->sess = NULL;
+	bench_teardown(b);
+	return rc < 0 ? 1 : 0;
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: core-bench [--seconds S] [--op read|write] [--bs BYTES] [--copy]\n"
-		   "                  [--pr keys|reserved] [--json]\n"
-		   "  runs READ(10)/WRITE(10) of BYTES (default 4096) on a null LUN back to back;\n"
-		   "  --copy: READ data is zeroed into the command's buffer instead of lent;\n"
-		   "  --pr keys: the nexus has a registered reservation key (no reservation);\n"
-		   "  --pr reserved: and holds a Write Exclusive - All Registrants reservation\n");
+	fprintf(f,
+		"usage: core-bench [--seconds S] [--op read|write] [--bs BYTES] [--copy]\n"
+		"                  [--pr keys|reserved] [--threads N [--luns shared|per-thread]]\n"
+		"                  [--json]\n"
+		"  runs READ(10)/WRITE(10) of BYTES (default 4096) on a null LUN back to back;\n"
+		"  --copy: READ data is zeroed into the command's buffer instead of lent;\n"
+		"  --pr keys: the nexus has a registered reservation key (no reservation);\n"
+		"  --pr reserved: and holds a Write Exclusive - All Registrants reservation;\n"
+		"  --threads N: N worker loops, one nexus each, on one shared null LUN\n"
+		"  (--luns shared) or one each (--luns per-thread)\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "seconds", required_argument, NULL, 't' }, { "op", required_argument, NULL, 'o' },
-		{ "bs", required_argument, NULL, 'b' },	     { "json", no_argument, NULL, 'j' },
-		{ "copy", no_argument, NULL, 'c' },	     { "pr", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },	     { NULL, 0, NULL, 0 },
+		{ "seconds", required_argument, NULL, 't' },
+		{ "op", required_argument, NULL, 'o' },
+		{ "bs", required_argument, NULL, 'b' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "copy", no_argument, NULL, 'c' },
+		{ "pr", required_argument, NULL, 'p' },
+		{ "threads", required_argument, NULL, 'T' },
+		{ "luns", required_argument, NULL, 'L' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	static struct bench b;
 	double seconds = 5, secs, cps, ns_per, cpu_ns_per, allocs_per, frees_per;
@@ -408,6 +617,8 @@ int main(int argc, char **argv)
 	uint64_t t0, t1, c0, c1, a0, f0, a1, f1;
 	bool json = false;
 	int pr = 0; /* 1: keys, 2: reserved */
+	unsigned long threads = 0;
+	bool shared = true;
 	char *end;
 	int c, rc;
 
@@ -455,6 +666,24 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'T':
+			threads = strtoul(optarg, &end, 10);
+			if (*end || threads == 0 || threads > MAX_THREADS) {
+				fprintf(stderr, "core-bench: --threads must be 1..%u\n",
+					MAX_THREADS);
+				return 2;
+			}
+			break;
+		case 'L':
+			if (strcmp(optarg, "shared") == 0) {
+				shared = true;
+			} else if (strcmp(optarg, "per-thread") == 0) {
+				shared = false;
+			} else {
+				fprintf(stderr, "core-bench: bad --luns '%s'\n", optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -463,9 +692,15 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc) {
+	if (optind != argc || (threads && pr)) {
 		usage(stderr);
 		return 2;
+	}
+	if (threads) {
+		b.nblocks = (uint32_t)(bs / LUN_BLOCK_SIZE);
+		b.cdb[0] = b.write ? SBC_WRITE_10 : SBC_READ_10;
+		put_be16(&b.cdb[7], (uint16_t)b.nblocks);
+		return run_threads(&b, (unsigned int)threads, shared, seconds, json, bs);
 	}
 	rc = bench_setup(&b);
 	if (rc < 0) {

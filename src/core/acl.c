@@ -319,7 +319,8 @@ struct scsitgt_lun *scsitgt__session_find_lun(const struct scsitgt__session *ses
 {
 	struct scsitgt_lun *lun = scsitgt__target_find_lun(sess->tgt, lun_id);
 
-	if (lun == NULL || lun->drain.destroying || !scsitgt__session_lun_visible(sess, lun_id))
+	/* a destroyed LUN left the table when its destroy began (core/lun.c). */
+	if (lun == NULL || !scsitgt__session_lun_visible(sess, lun_id))
 		return NULL;
 	return lun;
 }

@@ -143,6 +143,10 @@ struct scsitgt_target {
 	struct scsitgt_lun **luns;
 	size_t nluns;
 	size_t luns_cap;
+	/* The same LUNs as published for lookups from any shard (scsitgt__target_find_lun()):
+	 * a copy made on home at each change, replaced atomically; an old copy is freed once
+	 * every worker shard has passed a loop callback boundary (scsitgt__shards_sync()). */
+	_Atomic(struct scsitgt__lun_table *) lun_table;
 	struct scsitgt__list sessions;
 	struct scsitgt__list acl;
 	struct scsitgt__ext ext[SCSITGT__EXT_COUNT_];
@@ -172,6 +176,12 @@ struct scsitgt_target {
 	uint32_t max_lun_commands;
 	/* Bytes of Data-In buffers one session may hold (0: no limit), see cmd.c. */
 	uint64_t max_read_buffer_bytes;
+};
+
+/* A target's LUNs sorted by id, as published to every shard (tgt->lun_table). */
+struct scsitgt__lun_table {
+	size_t n;
+	struct scsitgt_lun *luns[];
 };
 
 /*

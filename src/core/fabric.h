@@ -79,6 +79,16 @@ struct scsitgt__nexus_info {
 	/* the fabric sends Data-In from any memory (scsitgt__cmd_data_in()), so plain READs may
 	 * take memory the backend lends (SCSITGT_IO_FLAG_MAY_LEND). */
 	bool lend_data_in;
+	/*
+	 * the shard the nexus lives on (core/shard.h): 0, home (the default), or i + 1 for the
+	 * engine's worker i. The session is created and destroyed on home; the fabric creates,
+	 * sets up, executes and destroys its commands on that shard's loop thread
+	 * (scsitgt__shard_post() runs a function there), where their completions come too.
+	 * Until the rest of issue 18 is in, such a session is for in-process fabrics (tests,
+	 * bench/core-bench.c --threads): no TMF, reset, ORDERED task or unit attention from
+	 * home reaches its commands.
+	 */
+	unsigned int shard;
 };
 
 struct scsitgt__session {

@@ -25,6 +25,8 @@ int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target
 	/* names, then source addresses (core/acl.c). */
 	if (!scsitgt__acl_login_allowed(tgt, info->initiator_name, info->initiator_sa))
 		return -EACCES;
+	if (info->shard >= tgt->engine->nshards)
+		return -EINVAL;
 	sess = calloc(1, sizeof(*sess));
 	if (sess == NULL)
 		return -ENOMEM;
@@ -50,7 +52,7 @@ int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target
 	sess->lend_data_in = info->lend_data_in;
 	sess->ops = ops;
 	sess->fabric_ctx = fabric_ctx;
-	sess->shard = scsitgt__shard_home(tgt->engine);
+	sess->shard = &tgt->engine->shards[info->shard];
 	scsitgt__list_init(&sess->cmds);
 	scsitgt__acl_session_attach(sess);
 	scsitgt__list_add_tail(&tgt->sessions, &sess->node);

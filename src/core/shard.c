@@ -123,3 +123,70 @@ void scsitgt__shard_post_io(struct scsitgt__shard *shard, struct scsitgt_io *io)
 		uv_async_send(&engine->tsq_async);
 	atomic_fetch_sub(&engine->tsq_senders, 1);
 }
+
+void scsitgt__shard_post(struct scsitgt__shard *shard, struct scsitgt__msg *msg)
+{
+	if (shard->worker)
+		scsitgt__worker_post(shard->worker, msg);
+	else
+		scsitgt__engine_post(shard->engine, msg);
+}
+
+struct shard_sync;
+
+struct shard_sync_msg {
+	struct scsitgt__msg msg;
+	struct shard_sync *sync;
+};
+
+struct shard_sync {
+	struct scsitgt_engine *engine;
+	unsigned int pending;
+	void (*fn)(void *arg);
+	void *arg;
+	struct shard_sync_msg m[];
+};
+
+/* Home: one more worker has passed the point. */
+static void shard_sync_back(struct scsitgt__msg *msg)
+{
+	struct shard_sync *s = scsitgt__container_of(msg, struct shard_sync_msg, msg)->sync;
+
+	if (--s->pending)
+		return;
+	s->fn(s->arg);
+	free(s);
+}
+
+/* A worker: every callback before this one is over. */
+static void shard_sync_there(struct scsitgt__msg *msg)
+{
+	struct shard_sync *s = scsitgt__container_of(msg, struct shard_sync_msg, msg)->sync;
+
+	msg->fn = shard_sync_back;
+	scsitgt__engine_post(s->engine, msg);
+}
+
+bool scsitgt__shards_sync(struct scsitgt_engine *engine, void (*fn)(void *arg), void *arg)
+{
+	unsigned int n = engine->nshards - 1;
+	struct shard_sync *s;
+
+	if (n == 0) {
+		fn(arg);
+		return true;
+	}
+	s = malloc(sizeof(*s) + n * sizeof(s->m[0]));
+	if (s == NULL)
+		return false;
+	s->engine = engine;
+	s->pending = n;
+	s->fn = fn;
+	s->arg = arg;
+	for (unsigned int i = 0; i < n; i++) {
+		s->m[i].sync = s;
+		s->m[i].msg.fn = shard_sync_there;
+		scsitgt__worker_post(engine->shards[i + 1].worker, &s->m[i].msg);
+	}
+	return true;
+}

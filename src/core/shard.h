@@ -73,6 +73,14 @@ void scsitgt__shards_destroy(struct scsitgt_engine *engine);
 void scsitgt__shard_defer(struct scsitgt__shard *shard, struct scsitgt__deferred *d);
 /* Run the items deferred on @shard so far (home: from the engine's async). */
 void scsitgt__shard_run_deferred(struct scsitgt__shard *shard);
+/* Run msg->fn(msg) on @shard's loop (thread-safe; a worker shard's, through its inbox). */
+void scsitgt__shard_post(struct scsitgt__shard *shard, struct scsitgt__msg *msg);
+/*
+ * Call @fn(@arg) on home once every worker shard has run a message posted now: whatever a
+ * worker loop read before (a table since replaced) it no longer uses. At once without
+ * workers; false without memory (nothing is called). Loop: home.
+ */
+bool scsitgt__shards_sync(struct scsitgt_engine *engine, void (*fn)(void *arg), void *arg);
 /*
  * Hand @io, completed on a thread that is not its shard's, to its shard's loop, which then
  * calls scsitgt_io_complete(io, io->status). Thread-safe.

@@ -109,6 +109,8 @@ static void target_free(struct scsitgt__deferred *d)
 	scsitgt__alua_free(tgt);
 	uv_mutex_destroy(&tgt->alua_lock);
 	free(tgt->luns);
+	/* No session is left to read it. */
+	free(atomic_load_explicit(&tgt->lun_table, memory_order_relaxed));
 	free(tgt->name);
 	free(tgt->alias);
 	free(tgt);
@@ -184,15 +186,15 @@ SCSITGT_EXPORT const char *scsitgt_target_get_name(const struct scsitgt_target *
 
 /* The initiator list, address ranges and LUN masking are in acl.c. */
 
-/* Index of the first LUN with id >= @id. */
-static size_t target_lun_index(const struct scsitgt_target *tgt, uint64_t id)
+/* Index of the first of the @n LUNs @luns (sorted by id) with id >= @id. */
+static size_t lun_index(struct scsitgt_lun *const *luns, size_t n, uint64_t id)
 {
-	size_t lo = 0, hi = tgt->nluns;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (tgt->luns[mid]->id < id)
+		if (luns[mid]->id < id)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -200,11 +202,40 @@ static size_t target_lun_index(const struct scsitgt_target *tgt, uint64_t id)
 	return lo;
 }
 
+static size_t target_lun_index(const struct scsitgt_target *tgt, uint64_t id)
+{
+	return lun_index(tgt->luns, tgt->nluns, id);
+}
+
 struct scsitgt_lun *scsitgt__target_find_lun(const struct scsitgt_target *tgt, uint64_t id)
 {
-	size_t i = target_lun_index(tgt, id);
+	/* acquire: the LUNs it names are initialised (published with release). */
+	const struct scsitgt__lun_table *t =
+		atomic_load_explicit(&tgt->lun_table, memory_order_acquire);
+	size_t i = t ? lun_index(t->luns, t->n, id) : 0;
 
-	return i < tgt->nluns && tgt->luns[i]->id == id ? tgt->luns[i] : NULL;
+	return t && i < t->n && t->luns[i]->id == id ? t->luns[i] : NULL;
+}
+
+/*
+ * Publish tgt->luns as it is now for lookups from every shard; the copy it replaces is freed
+ * once no worker shard can still be reading it. Without memory for the copy, no LUN is
+ * published until the next change (lookups find none) rather than a stale one.
+ */
+static void target_publish_luns(struct scsitgt_target *tgt)
+{
+	struct scsitgt__lun_table *t = malloc(sizeof(*t) + tgt->nluns * sizeof(t->luns[0]));
+	struct scsitgt__lun_table *old;
+
+	if (t) {
+		t->n = tgt->nluns;
+		memcpy(t->luns, tgt->luns, tgt->nluns * sizeof(t->luns[0]));
+	}
+	old = atomic_exchange_explicit(&tgt->lun_table, t, memory_order_acq_rel);
+	if (old && !scsitgt__shards_sync(tgt->engine, free, old))
+		scsitgt__log(&tgt->engine->log, SCSITGT_LOG_WARNING, "core",
+			     "out of memory: a LUN table of %zu bytes is left behind",
+			     sizeof(*old) + old->n * sizeof(old->luns[0]));
 }
 
 SCSITGT_EXPORT int scsitgt_target_foreach_lun(struct scsitgt_target *tgt, scsitgt_lun_visit_cb cb,
@@ -251,6 +282,7 @@ int scsitgt__target_insert_lun(struct scsitgt_target *tgt, struct scsitgt_lun *l
 	memmove(&tgt->luns[i + 1], &tgt->luns[i], (tgt->nluns - i) * sizeof(*tgt->luns));
 	tgt->luns[i] = lun;
 	tgt->nluns++;
+	target_publish_luns(tgt);
 	return 0;
 }
 
@@ -262,6 +294,7 @@ void scsitgt__target_lun_removed(struct scsitgt_target *tgt, struct scsitgt_lun 
 		memmove(&tgt->luns[i], &tgt->luns[i + 1],
 			(tgt->nluns - i - 1) * sizeof(*tgt->luns));
 		tgt->nluns--;
+		target_publish_luns(tgt);
 	}
 }
 
