@@ -5,8 +5,10 @@
 # model"), reached at 10.0.2.2:PORT_A (gateway A, target port group 1, the lock owner) and
 # 10.0.2.2:PORT_B (B, group 2, standby).
 #
-#  1. iscsi_tcp logs in to both; multipathd makes one map of the two paths: one active path
-#     group (A, prio 50: active/optimized) and one enabled (B, prio 1: standby, "ghost").
+#  1. iscsi_tcp logs in to both, B first (the order that once made B's group the map's first);
+#     once both paths' ALUA states are known, `multipath` makes one map of the two paths, then
+#     multipathd runs: one active path group (A, prio 50: active/optimized) and one enabled (B,
+#     prio 1: standby, "ghost"), and the lock stays with A (docs/rbd.md, "Two gateways").
 #  2. fio writes SIZE_MB with crc32c verification headers through the map; once a quarter
 #     is written the script asks the host to SIGKILL A (/host/out/kill-a) and writing goes on;
 #     dm-multipath fails the path, scsi_dh_alua activates B's group (SET TARGET PORT GROUPS or
@@ -32,23 +34,28 @@ ts() { awk -v s="$T0" -v e="$(date +%s.%N)" 'BEGIN {printf "[%6.2fs]", e - s}'; 
 step() { echo "$(ts) == $*"; }
 fail() {
 	echo "$(ts) FAIL: $*"
+	dump > /dev/null 2>&1
 	exit 1
 }
 dump() {
 	multipath -ll 2>&1 || true
 	dmesg > "$OUT/dmesg.txt" 2>&1 || true
+	dmsetup table > "$OUT/dmtable.txt" 2>&1 || true
 	cp /tmp/fio*.json /tmp/*lat*.log "$OUT/" 2> /dev/null || true
 }
 trap 'echo "--- rbd-mpath-guest.sh FAILED at line $LINENO"; dump; dmesg | tail -n 40' ERR
 
-# wait_for SECONDS WHAT CMD...: poll CMD every 0.1 s until it succeeds.
+# wait_for SECONDS WHAT CMD...: poll CMD every 0.1 s until it succeeds, for SECONDS (of the
+# clock: a multipathd query alone can take a second under TCG).
 wait_for() {
-	local secs=$1 what=$2 i
+	local secs=$1 what=$2 end
 	shift 2
-	for ((i = 0; i < secs * 10; i++)); do
+	end=$((SECONDS + secs))
+	while [ $SECONDS -lt $end ]; do
 		"$@" > /dev/null 2>&1 && return 0
 		sleep 0.1
 	done
+	"$@" > /dev/null 2>&1 && return 0
 	fail "$what (after $secs s)"
 }
 
@@ -109,8 +116,9 @@ devices {
 		vendor "LIBSCSI"
 		product ".*"
 		hardware_handler "1 alua"
-		path_grouping_policy group_by_prio
+		path_grouping_policy failover
 		prio alua
+		detect_prio no
 		path_checker tur
 		failback manual
 		no_path_retry queue
@@ -126,16 +134,41 @@ for p in "$PORT_A,1" "$PORT_B,2"; do
 	iscsiadm -m node -T "$IQN" -p "10.0.2.2:${p%,*}" -o update \
 		-n node.session.timeo.replacement_timeout -v 5
 done
-iscsiadm -m node -T "$IQN" --login
+iscsiadm -m node -T "$IQN" -p "10.0.2.2:$PORT_B" --login
+wait_for 60 "no disk through B" disk_of "$PORT_B"
+iscsiadm -m node -T "$IQN" -p "10.0.2.2:$PORT_A" --login
 wait_for 60 "no disk through A" disk_of "$PORT_A"
 wait_for 60 "no disk through B" disk_of "$PORT_B"
 DA=$(disk_of "$PORT_A")
 DB=$(disk_of "$PORT_B")
 udevadm settle --timeout=60
-echo "A: $DA ($(cat /sys/block/$DA/device/access_state 2> /dev/null)), B: $DB ($(cat /sys/block/$DB/device/access_state 2> /dev/null))"
 
-step "multipathd: one map, A's group active (prio 50), B's enabled (prio 1, ghost)"
-multipathd
+# The map is made only once both paths' ALUA states are known, and by a command that knows
+# every path's checker state and priority before it loads the table (docs/rbd.md, "Linux
+# dm-multipath"): dm-multipath activates the table's first path group at the first I/O (here
+# udev's blkid of the new map), and scsi_dh_alua activates a standby group with SET TARGET
+# PORT GROUPS, which moves the lock to that gateway. multipathd 0.9.4 creating the map itself
+# waits at most 90 ms for its asynchronous TEST UNIT READY checks and leaves a path still
+# pending out of its group's priority: under load both groups scored 0 and the first path
+# found (B, logged in first here on purpose) came first. The `multipath` command checks
+# synchronously. The alua prioritizer asks each path for its own group's state (detect_prio no:
+# by default multipath-tools replaces it by "sysfs", scsi_dh_alua's access_state, which
+# scsi_dh_alua also sets from another path's REPORT TARGET PORT GROUPS: a gateway's view of
+# its peer, which can lag, once made both paths prio 1, one path group, and a lock move).
+# path_grouping_policy failover, not group_by_prio: a failed path keeps its last priority, so
+# group_by_prio put the dead owner's path (still prio 50) into the new owner's group, and when
+# the restarted gateway's path was reinstated in the current group dm-multipath activated it:
+# SET TARGET PORT GROUPS to the standby, the lock moved back.
+step "both paths' ALUA states known, then the map: A's group first (prio 50), B's second (prio 1)"
+wait_for 60 "A's access_state: $(cat /sys/block/$DA/device/access_state)" \
+	access_is "$DA" active/optimized
+wait_for 60 "B's access_state: $(cat /sys/block/$DB/device/access_state)" access_is "$DB" standby
+echo "A: $DA ($(cat /sys/block/$DA/device/access_state)), B: $DB ($(cat /sys/block/$DB/device/access_state))"
+multipath -v3 > "$OUT/multipath-create.log" 2>&1 || fail "multipath: $(tail -n 20 "$OUT/multipath-create.log")"
+grep -E "addmap|prio|state =" "$OUT/multipath-create.log" | grep -E "addmap|sd[a-z]: (sysfs|alua) prio|tur state" || true
+
+step "multipathd: A's group active (prio 50), B's enabled (prio 1, ghost)"
+multipathd -d -v3 > "$OUT/multipathd.log" 2>&1 &
 wait_for 120 "multipathd made no map of $DA and $DB: $(multipath -ll 2>&1)" \
 	path_is "$DB" ghost active 1
 wait_for 60 "A is not the active path: $(paths)" path_is "$DA" ready active 50
