@@ -13,7 +13,7 @@
  *              [--map NAME:LUN | *:LUN]... [--max-sessions N] [--max-lun-commands N]
  *              [--max-initiator-conns N] [--queue-depth N]
  *              [--discovery-chap USER:SECRET] [--discovery-mutual-chap USER:SECRET]
- *              [--tpgt N] [--alua-group G [--alua-peer G[:PORT]]... [--alua-preferred]
+ *              [--redirect HOST:PORT] [--tpgt N] [--alua-group G [--alua-peer G[:PORT]]... [--alua-preferred]
  *               [--gw-holddown MS] [--gw-probe MS]]
  *
  * Access control: --acl-address limits the source addresses of logins (target-wide),
@@ -35,6 +35,8 @@
  * --srp-portal listens for SRP logins over RDMA/CM (Linux ib_srp's dest=HOST:PORT) with the
  * target port identifier id_ext = ioc_guid = --srp-guid (default 0x0002c90300abcdef); one
  * "srp://HOST:PORT id_ext=0x... ioc_guid=0x..." line per SRP port is printed at start-up.
+ * --redirect HOST:PORT answers every normal login with "target moved temporarily" to that
+ * address (RFC 7143 §11.13.5, class 1), through the redirect hook (iscsi.h).
  * --tpgt sets the portal group tag of every portal (default 1), the relative target port id.
  * --alua-group makes this process one gateway of the first RBD LUN's image
  * (backend_rbd_gateway.h; docs/rbd.md, "Several gateways: the HA model"): target port group G
@@ -270,6 +272,17 @@ static int engine_setup(struct app *app)
 }
 
 /* "USER:SECRET" of @arg handed to @set (target CHAP) or @set_engine (discovery CHAP). */
+/* --redirect: every login goes to that address (the library checks nothing more here). */
+static enum scsitgt_iscsi_redirect redirect_login(void *cb_arg, struct scsitgt_target *tgt,
+						  const char *initiator_name, char *address,
+						  size_t address_size)
+{
+	(void)tgt;
+	(void)initiator_name;
+	snprintf(address, address_size, "%s", (const char *)cb_arg);
+	return SCSITGT_ISCSI_REDIRECT_TEMPORARY;
+}
+
 static int set_cred(struct app *app, const char *arg,
 		    int (*set)(struct scsitgt_target *tgt, const char *user, const char *secret),
 		    int (*set_engine)(struct scsitgt_engine *engine, const char *user,
@@ -354,6 +367,9 @@ static int target_configure(struct app *app)
 			      scsitgt_iscsi_engine_set_discovery_mutual_chap);
 	if (rc == 0)
 		rc = set_cred(app, o->mutual_chap, scsitgt_iscsi_target_set_mutual_chap, NULL);
+	if (rc == 0 && o->redirect)
+		rc = scsitgt_iscsi_target_set_redirect(app->tgt, redirect_login,
+						       (void *)o->redirect);
 	if (rc < 0)
 		fprintf(stderr, "minitarget: target settings: %s\n", scsitgt_strerror(rc));
 	return rc;

@@ -25,7 +25,7 @@ void minitarget_usage(FILE *f)
 		"                  [--chap-algorithms md5,sha1,sha256,sha3-256]\n"
 		"                  [--initiator NAME]... [--header-digest] [--data-digest] [-v]\n"
 		"                  [--pr-dir DIR] [--login-timeout MS] [--alua STATE]\n"
-		"                  [--nop-interval MS]\n"
+		"                  [--nop-interval MS] [--redirect HOST:PORT]\n"
 		"                  [--iser-portal HOST:PORT]... [--workers N|auto]\n"
 		"                  [--srp-portal HOST:PORT]... [--srp-guid 0xHEX]\n"
 		"                  [--acl-address CIDR]... [--initiator-address NAME=CIDR]...\n"
@@ -352,6 +352,7 @@ static const struct opt_str {
 	OPT_STR("--discovery-chap", discovery_chap),
 	OPT_STR("--discovery-mutual-chap", discovery_mutual_chap),
 	OPT_STR("--pr-dir", pr_dir),
+	OPT_STR("--redirect", redirect),
 };
 
 /* The options that may be repeated, up to MINITARGET_MAX_ITEMS each. */

@@ -72,6 +72,8 @@ struct minitarget_opts {
 	struct minitarget_lun luns[MINITARGET_MAX_ITEMS];
 	size_t nluns;
 	const char *chap;
+	/* --redirect: every normal login is sent there (Target moved temporarily). */
+	const char *redirect;
 	const char *mutual_chap;
 	const char *discovery_chap;
 	const char *discovery_mutual_chap;

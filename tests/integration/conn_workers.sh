@@ -8,6 +8,7 @@
 #    back at once: both workers served connections, every SHA-256 matches;
 #  - two sessions held open at once (one per worker), logout and relogin (conn_workers.py);
 #  - session reinstatement (same InitiatorName and ISID, RFC 7143 §6.3.5) across workers;
+#  - login redirection by the host's hook (minitarget --redirect), which runs on the home loop;
 #  - a connection killed mid-I/O (kill -9 of an iscsi-perf reading): its session closes, the
 #    target serves the next one, and SIGTERM still shuts it down cleanly.
 set -euo pipefail
@@ -77,6 +78,35 @@ python3 "$(dirname "$0")/conn_workers.py" "$HOST" "$IT_PORT" "$IQN" 3 reinstate 
 	it_fail "session reinstatement"
 grep -q "session reinstatement: closing TSIH" "$IT_TMP/target.err" ||
 	it_fail "the target did not log the reinstatement"
+
+# redirected MODE WORKERS: a second target whose redirect hook sends every login to the first
+# (RFC 7143 §11.13.5 "target moved temporarily"); libiscsi follows it. MODE is the value of
+# SCSITGT_EXPERIMENTAL_CONN_WORKERS (1: the hook is asked on the home loop for a worker's login).
+redirected() {
+	local port out err pid i
+	port=$(it_free_port)
+	out="$IT_TMP/redir$1.out"
+	err="$IT_TMP/redir$1.err"
+	SCSITGT_EXPERIMENTAL_CONN_WORKERS=$1 "$IT_TARGET" --portal "127.0.0.1:$port" \
+		--workers "$2" -v --lun 0:null:1G --redirect "$IT_PORTAL" </dev/null >"$out" 2>"$err" &
+	pid=$!
+	IT_HELPER_PIDS+=("$pid")
+	for ((i = 0; i < 600; i++)); do
+		grep -q "^iscsi://" "$out" && break
+		kill -0 "$pid" 2>/dev/null || it_fail "the redirecting target died: $(tail -n 3 "$err")"
+		sleep 0.1
+	done
+	iscsi-inq "iscsi://127.0.0.1:$port/$IQN/0" >/dev/null ||
+		it_fail "iscsi-inq through the redirecting target (mode $1) failed"
+	grep -q "target moved temporarily" "$err" ||
+		it_fail "the redirecting target (mode $1) did not redirect"
+	kill -TERM "$pid"
+	wait "$pid" || it_fail "the redirecting target (mode $1) exited with $?"
+}
+
+it_log "login redirection: the hook on the home loop for a worker's login, and without workers"
+redirected 1 2
+redirected 0 0
 
 it_log "a connection killed mid-I/O"
 VICTIM=iqn.2026-11.org.libscsitgt:victim

@@ -15,6 +15,9 @@
 # IT_TARGET_WRAPPER, when set, is a command line put in front of the target, e.g.
 #   IT_TARGET_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full"
 # (a wrapper that fails on errors makes it_stop report a non-zero exit status).
+# IT_TARGET_ARGS, when set, is added to the arguments of every it_start, e.g. to run a whole
+# suite with worker threads and connections on them (issue 18):
+#   IT_TARGET_ARGS="--workers 2" SCSITGT_EXPERIMENTAL_CONN_WORKERS=1 meson test --suite ...
 #
 # Nothing here measures time: the waits are generous upper bounds for a slow, loaded machine,
 # and every wait polls for the event it needs.
@@ -127,8 +130,8 @@ it_start() {
 		IT_PORTAL=127.0.0.1:$IT_PORT
 		: >"$IT_TMP/target.out"
 		: >"$IT_TMP/target.err"
-		# shellcheck disable=SC2086 # the wrapper is a command line
-		${IT_TARGET_WRAPPER:-} "$IT_TARGET" --portal "$IT_PORTAL" "$@" </dev/null \
+		# shellcheck disable=SC2086 # the wrapper and IT_TARGET_ARGS are command lines
+		${IT_TARGET_WRAPPER:-} "$IT_TARGET" --portal "$IT_PORTAL" "$@" ${IT_TARGET_ARGS:-} </dev/null \
 			>"$IT_TMP/target.out" 2>"$IT_TMP/target.err" &
 		IT_PID=$!
 		it_log "started $(basename "$IT_TARGET") pid $IT_PID on $IT_PORTAL: $*"
@@ -221,7 +224,7 @@ it_with_cred() {
 # the background as $IT_PID, and wait until it prints "scsitgtd: ready".
 it_scsitgtd_start() {
 	: >"$IT_TMP/target.out"
-	# shellcheck disable=SC2086 # the wrapper is a command line
+	# shellcheck disable=SC2086 # the wrapper and IT_TARGET_ARGS are command lines
 	${IT_TARGET_WRAPPER:-} "$IT_TARGET" "$1" </dev/null >"$IT_TMP/target.out" \
 		2>"$IT_TMP/target.err" &
 	IT_PID=$!

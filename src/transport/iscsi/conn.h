@@ -494,6 +494,13 @@ void scsitgt__iscsi_async_ua_here(struct scsitgt__iscsi_sess *sess, uint64_t lun
 				  enum scsitgt__sense_reason reason);
 /* login.c: the core nexus of a worker login exists (rc 0) or could not be made. */
 void scsitgt__iscsi_login_core_done(struct scsitgt__iscsi_conn *conn, int rc);
+/* A worker login asks the home loop for the verdict of @tgt's redirect hook (@conn held);
+ * the login resumes with scsitgt__iscsi_login_redirect_done() on its loop. */
+int scsitgt__iscsi_xloop_redirect(struct scsitgt__iscsi_conn *conn, struct scsitgt_target *tgt,
+				  const char *iname);
+/* login.c: the redirect hook said @verdict (enum scsitgt_iscsi_redirect) and @addr. */
+void scsitgt__iscsi_login_redirect_done(struct scsitgt__iscsi_conn *conn, int verdict,
+					const char *addr);
 /* tcp_worker.c: run an accepted socket (a duplicate of @fd is taken) on a worker loop. */
 int scsitgt__iscsi_tcpw_adopt(struct scsitgt_portal *portal, uv_os_sock_t fd,
 			      const struct sockaddr *peer, const struct sockaddr *local);

@@ -17,6 +17,9 @@
 #include "core/stats.h"
 #include "transport/iscsi/conn.h"
 
+/* login_setup() and what it calls: the login waits for the home loop (redirect hook). */
+#define LOGIN_PENDING (-1)
+
 enum login_chap_state {
 	LOGIN_CHAP_IDLE,
 	LOGIN_CHAP_WAIT_A, /* AuthMethod=CHAP agreed; CHAP_A expected */
@@ -52,6 +55,15 @@ struct scsitgt__iscsi_login {
 	uint8_t final_flags;
 	const uint8_t *final_chunk;
 	size_t final_len;
+	/* A worker login waits for the host's redirect hook, called on home (xloop.c), with
+	 * the stage of the request it answers; then its verdict and address. */
+	bool redirect_wait;
+	bool redirect_asked;
+	int redirect_r;
+	char redirect_addr[256];
+	uint8_t pend_csg;
+	uint8_t pend_nsg;
+	bool pend_transit;
 	/* "TargetAddress=..." with its NUL, for a redirection status from login_setup(). */
 	char redirect[300];
 	size_t redirect_len;
@@ -349,13 +361,26 @@ static int login_redirect(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscs
 {
 	struct scsitgt__iscsi_login *l = conn->login;
 	enum scsitgt_iscsi_redirect r;
-	char addr[256] = "";
+	const char *addr = l->redirect_addr;
 	int n;
 
 	if (it == NULL || it->redirect_cb == NULL)
 		return 0;
-	r = it->redirect_cb(it->redirect_arg, tgt, iname, addr, sizeof(addr));
-	addr[sizeof(addr) - 1] = '\0';
+	if (conn->worker && !l->redirect_asked) {
+		/* The host's hook runs on its loop; the login resumes with the verdict. */
+		if (scsitgt__iscsi_xloop_redirect(conn, tgt, iname) < 0)
+			return ISCSI_LOGIN_STATUS_NO_RESOURCES;
+		l->redirect_wait = true;
+		return LOGIN_PENDING;
+	}
+	if (conn->worker) {
+		r = (enum scsitgt_iscsi_redirect)l->redirect_r;
+	} else {
+		l->redirect_addr[0] = '\0';
+		r = it->redirect_cb(it->redirect_arg, tgt, iname, l->redirect_addr,
+				    sizeof(l->redirect_addr));
+		l->redirect_addr[sizeof(l->redirect_addr) - 1] = '\0';
+	}
 	if (r == SCSITGT_ISCSI_REDIRECT_NONE || addr[0] == '\0')
 		return 0;
 	n = snprintf(l->redirect, sizeof(l->redirect), "TargetAddress=%s", addr);
@@ -796,6 +821,8 @@ static bool login_tgt_alive(struct scsitgt__iscsi_conn *conn, const struct scsit
 	return false;
 }
 
+static int login_text(struct scsitgt__iscsi_conn *conn, uint8_t csg, uint8_t nsg, bool transit);
+
 int scsitgt__iscsi_login_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
 {
 	struct scsitgt__iscsi_login *l = conn->login;
@@ -805,13 +832,10 @@ int scsitgt__iscsi_login_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__i
 	bool cont = (flags & ISCSI_LOGIN_FLAG_CONTINUE) != 0;
 	uint8_t csg = (flags >> ISCSI_LOGIN_CSG_SHIFT) & ISCSI_LOGIN_STAGE_MASK;
 	uint8_t nsg = flags & ISCSI_LOGIN_STAGE_MASK;
-	struct scsitgt__iscsi_chap_keys ck;
-	const uint8_t *text;
-	size_t len;
-	int rc, st;
+	int rc;
 
-	if (l->core_wait) {
-		/* RFC 7143 §6.3: nothing before the final Login Response answers this login. */
+	if (l->core_wait || l->redirect_wait) {
+		/* RFC 7143 §6.3: a request before the response to the previous one. */
 		scsitgt__iscsi_conn_close(conn, "login request before the login response");
 		return -EPROTO;
 	}
@@ -867,9 +891,47 @@ int scsitgt__iscsi_login_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__i
 			       ISCSI_LOGIN_STATUS_SUCCESS, l->tsih);
 		return scsitgt__iscsi_conn_send_simple(conn, bhs, NULL, 0, false);
 	}
+	return login_text(conn, csg, nsg, transit);
+}
+
+void scsitgt__iscsi_login_redirect_done(struct scsitgt__iscsi_conn *conn, int verdict,
+					const char *addr)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	bool locked;
+
+	if (l == NULL || !l->redirect_wait)
+		return;
+	l->redirect_wait = false;
+	if (conn->state == SCSITGT__CONN_CLOSING)
+		return;
+	l->redirect_asked = true;
+	l->redirect_r = verdict;
+	snprintf(l->redirect_addr, sizeof(l->redirect_addr), "%s", addr);
+	/* The same text again, from where the hook interrupted it. */
+	locked = scsitgt__cfg_rdlock(conn->ie->engine);
+	login_text(conn, l->pend_csg, l->pend_nsg, l->pend_transit);
+	scsitgt__cfg_rdunlock(conn->ie->engine, locked);
+}
+
+/* A complete login text (in l->acc) of stage @csg: negotiate, authenticate, answer. */
+static int login_text(struct scsitgt__iscsi_conn *conn, uint8_t csg, uint8_t nsg, bool transit)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	struct scsitgt__iscsi_chap_keys ck;
+	const uint8_t *text;
+	size_t len;
+	int rc, st;
+
 	text = scsitgt__iscsi_text_acc_data(&l->acc, &len);
 	if (!l->have_neg) {
 		st = login_setup(conn, text, len);
+		if (st == LOGIN_PENDING) {
+			l->pend_csg = csg;
+			l->pend_nsg = nsg;
+			l->pend_transit = transit;
+			return 0;
+		}
 		if (st)
 			return login_fail(conn, (uint16_t)st, l->redirect_len ? l->redirect : NULL,
 					  l->redirect_len);

@@ -28,6 +28,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -318,4 +319,63 @@ void scsitgt__iscsi_xloop_sess_finish(struct scsitgt__iscsi_sess *sess)
 {
 	sess->finish_msg.fn = sess_finish_fn;
 	scsitgt__engine_post(sess->ie->engine, &sess->finish_msg);
+}
+
+/* ---- the host's redirect hook, on the home loop ---- */
+
+struct xredirect {
+	struct scsitgt__msg msg;
+	struct scsitgt__iscsi_conn *conn; /* held until the verdict ran */
+	struct scsitgt_target *tgt;	  /* compared only, until found among the targets */
+	int verdict;
+	char iname[SCSITGT__ISCSI_NAME_MAX + 1];
+	char addr[256];
+};
+
+static void redirect_done_fn(struct scsitgt__msg *msg)
+{
+	struct xredirect *m = scsitgt__container_of(msg, struct xredirect, msg);
+	struct scsitgt__iscsi_conn *conn = m->conn;
+
+	scsitgt__iscsi_login_redirect_done(conn, m->verdict, m->addr);
+	free(m);
+	scsitgt__iscsi_conn_put(conn);
+}
+
+static void redirect_ask_fn(struct scsitgt__msg *msg)
+{
+	struct xredirect *m = scsitgt__container_of(msg, struct xredirect, msg);
+	struct scsitgt_engine *engine = m->conn->ie->engine;
+	struct scsitgt__iscsi_target *it = NULL;
+
+	/* The target may have gone since the login found it: then nothing redirects. */
+	for (struct scsitgt__list *pos = engine->targets.next; pos != &engine->targets;
+	     pos = pos->next)
+		if (scsitgt__container_of(pos, struct scsitgt_target, node) == m->tgt &&
+		    !m->tgt->destroying)
+			it = scsitgt__iscsi_target_get(m->tgt, false);
+	m->verdict = SCSITGT_ISCSI_REDIRECT_NONE;
+	if (it && it->redirect_cb) {
+		m->verdict = it->redirect_cb(it->redirect_arg, m->tgt, m->iname, m->addr,
+					     sizeof(m->addr));
+		m->addr[sizeof(m->addr) - 1] = '\0';
+	}
+	m->msg.fn = redirect_done_fn;
+	scsitgt__worker_post(m->conn->worker, &m->msg);
+}
+
+int scsitgt__iscsi_xloop_redirect(struct scsitgt__iscsi_conn *conn, struct scsitgt_target *tgt,
+				  const char *iname)
+{
+	struct xredirect *m = calloc(1, sizeof(*m));
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->msg.fn = redirect_ask_fn;
+	m->conn = conn;
+	m->tgt = tgt;
+	snprintf(m->iname, sizeof(m->iname), "%s", iname);
+	scsitgt__iscsi_conn_hold(conn);
+	scsitgt__engine_post(conn->ie->engine, &m->msg);
+	return 0;
 }
