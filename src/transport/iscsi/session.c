@@ -130,11 +130,10 @@ int scsitgt__iscsi_sess_core_create(struct scsitgt__iscsi_sess *sess,
 	/* address ACLs (core/acl.c). */
 	info.initiator_sa = nx->peer_sa.ss_family ? (const struct sockaddr *)&nx->peer_sa : NULL;
 	info.lend_data_in = nx->lend_data_in;
+	/* Its commands run where its connection does (core/shard.h). */
+	info.shard = sess->worker ? sess->worker->index + 1 : 0;
 	rc = scsitgt__session_create(&sess->core, sess->tgt, &info, &scsitgt__iscsi_fabric_ops,
 				     sess);
-	/* Its commands run where its connection does (core/shard.h). */
-	if (rc == 0)
-		sess->core->shard = scsitgt__iscsi_loop_shard(sess->ie, sess->worker);
 	return rc;
 }
 
