@@ -105,6 +105,8 @@ struct scsitgt_engine {
 	_Atomic unsigned int tsq_senders;
 	unsigned int orphan_queued;
 	unsigned int drain_retries;
+	/* scsitgt__engine_check_sigpipe() ran. */
+	bool sigpipe_checked;
 };
 
 /* a source address range of an ACL (core/acl.c); IPv4 is kept as IPv4-mapped IPv6. */
@@ -406,6 +408,9 @@ struct scsitgt_lun {
 #define SCSITGT__ASSERT_HOME(engine) ((void)0)
 #endif
 void scsitgt__assert_home(const struct scsitgt_engine *engine, const char *fn);
+/* Log a warning, once per engine, if SIGPIPE would end the process (a socket portal starts).
+ * Loop: home. */
+void scsitgt__engine_check_sigpipe(struct scsitgt_engine *engine);
 /* Whether the calling thread runs @engine's home loop. Thread-safe. */
 bool scsitgt__engine_on_home(const struct scsitgt_engine *engine);
 /*

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +146,30 @@ void scsitgt__cfg_rdunlock(struct scsitgt_engine *engine, bool locked)
 {
 	if (locked)
 		uv_rwlock_rdunlock(&engine->cfg_lock);
+}
+
+void scsitgt__engine_check_sigpipe(struct scsitgt_engine *engine)
+{
+	struct sigaction sa;
+	sigset_t blocked;
+
+	/*
+	 * A peer that resets its connection while the target writes to it makes write() raise
+	 * SIGPIPE in the writing thread, and its default action ends the process. The library
+	 * installs no signal disposition (the process is the host's); worker threads, which are
+	 * the library's, block it (core/worker.c). Say so once if the home thread would die.
+	 */
+	if (engine->sigpipe_checked)
+		return;
+	engine->sigpipe_checked = true;
+	if (sigaction(SIGPIPE, NULL, &sa) != 0 || sa.sa_handler != SIG_DFL)
+		return;
+	if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0 && sigismember(&blocked, SIGPIPE) == 1)
+		return;
+	scsitgt__log(&engine->log, SCSITGT_LOG_WARNING, "core",
+		     "SIGPIPE has its default action: an initiator that drops its connection while "
+		     "the target writes would end this process; ignore it (signal(SIGPIPE, "
+		     "SIG_IGN)), see docs/threading.md");
 }
 
 void scsitgt__assert_home(const struct scsitgt_engine *engine, const char *fn)

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -180,11 +181,18 @@ static void worker_exit_fn(struct scsitgt__msg *msg)
 static void worker_main(void *arg)
 {
 	struct scsitgt__worker *w = arg;
+	sigset_t pipe_set;
 	char name[16];
 
 	/* "scsitgt-w<N>" in top -H, ps -L, /proc/<pid>/task/<tid>/comm (15 bytes at most). */
 	snprintf(name, sizeof(name), "scsitgt-w%u", w->index);
 	(void)pthread_setname_np(pthread_self(), name);
+	/* This thread writes sockets: a peer's reset must fail the write with EPIPE, not raise
+	 * SIGPIPE, whose default action ends the host's process. The thread is the library's,
+	 * so it blocks the signal (the home thread is the host's: docs/threading.md). */
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	(void)pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 	uv_run(&w->loop, UV_RUN_DEFAULT);
 	/* Every handle is closed (uv_run returned): the loop can go. */
 	uv_loop_close(&w->loop);

@@ -663,6 +663,7 @@ SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scs
 	portal->port = ntohs(portal->ipv6 ? ((struct sockaddr_in6 *)&portal->sa)->sin6_port :
 					    ((struct sockaddr_in *)&portal->sa)->sin_port);
 	portal_in_service(portal);
+	scsitgt__engine_check_sigpipe(engine);
 	*out = portal;
 	return 0;
 }

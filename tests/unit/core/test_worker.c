@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -168,6 +169,7 @@ struct ping {
 	struct scsitgt_engine *engine;
 	struct scsitgt__worker *w;
 	uv_thread_t worker_thread;
+	bool pipe_blocked;
 	int hops;
 	struct pings *all;
 };
@@ -176,6 +178,7 @@ struct pings {
 	uv_thread_t home;
 	unsigned int back;
 	unsigned int wrong_thread;
+	unsigned int pipe_unblocked;
 	uv_thread_t seen[NWORKERS];
 	bool seen_set[NWORKERS];
 };
@@ -187,8 +190,11 @@ static void ping_worker(struct scsitgt__msg *msg)
 {
 	struct ping *p = scsitgt__container_of(msg, struct ping, msg);
 	uv_thread_t self = uv_thread_self();
+	sigset_t blocked;
 
 	p->worker_thread = self;
+	p->pipe_blocked = pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0 &&
+			  sigismember(&blocked, SIGPIPE) == 1;
 	p->hops++;
 	p->msg.fn = ping_home;
 	scsitgt__engine_post(p->engine, &p->msg);
@@ -203,6 +209,7 @@ static void ping_home(struct scsitgt__msg *msg)
 
 	if (!uv_thread_equal(&self, &all->home) || uv_thread_equal(&p->worker_thread, &self))
 		all->wrong_thread++;
+	all->pipe_unblocked += !p->pipe_blocked;
 	if (all->seen_set[p->w->index]) {
 		if (!uv_thread_equal(&all->seen[p->w->index], &p->worker_thread))
 			all->wrong_thread++;
@@ -274,6 +281,8 @@ static void test_messages(void **state)
 	while (all.back < NWORKERS * 4)
 		uv_run(&loop, UV_RUN_ONCE);
 	assert_int_equal(all.wrong_thread, 0);
+	/* Worker threads write sockets and block SIGPIPE (a peer's reset is EPIPE there). */
+	assert_int_equal(all.pipe_unblocked, 0);
 	for (unsigned int i = 0; i < NWORKERS; i++) {
 		assert_true(all.seen_set[i]);
 		for (unsigned int j = 0; j < i; j++)
@@ -287,6 +296,55 @@ static void test_messages(void **state)
 		assert_int_equal(count_threads_named(want), 1);
 	}
 	run_to_end(&loop, engine);
+}
+
+static int sigpipe_warnings;
+
+static void sigpipe_log(void *arg, enum scsitgt_log_level level, const char *subsystem,
+			const char *fmt, va_list ap)
+{
+	char msg[512];
+
+	(void)arg;
+	(void)subsystem;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (level == SCSITGT_LOG_WARNING && strstr(msg, "SIGPIPE"))
+		sigpipe_warnings++;
+}
+
+/* The engine whose home thread would die of SIGPIPE says so once, when a socket portal
+ * starts; it changes no signal disposition itself. */
+static void test_sigpipe_warning(void **state)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, ign = { .sa_handler = SIG_IGN }, now;
+
+	(void)state;
+	for (int round = 0; round < 2; round++) {
+		struct scsitgt_engine_opts o;
+		struct scsitgt_portal_opts po;
+		struct scsitgt_engine *engine;
+		struct scsitgt_portal *portal;
+		uv_loop_t loop;
+
+		/* No socket is written in this test: the default action is safe here. */
+		assert_int_equal(sigaction(SIGPIPE, round == 0 ? &dfl : &ign, NULL), 0);
+		sigpipe_warnings = 0;
+		assert_int_equal(uv_loop_init(&loop), 0);
+		scsitgt_engine_opts_init(&o, sizeof(o));
+		o.log_cb = sigpipe_log;
+		o.log_level = SCSITGT_LOG_WARNING;
+		assert_int_equal(scsitgt_engine_create(&engine, &loop, &o), 0);
+		assert_int_equal(sigpipe_warnings, 0); /* no portal yet */
+		scsitgt_portal_opts_init(&po, sizeof(po));
+		po.address = "127.0.0.1";
+		po.port = 0;
+		assert_int_equal(scsitgt_portal_create(&portal, engine, &po), 0);
+		assert_int_equal(scsitgt_portal_create(&portal, engine, &po), 0);
+		assert_int_equal(sigpipe_warnings, round == 0 ? 1 : 0);
+		assert_int_equal(sigaction(SIGPIPE, NULL, &now), 0);
+		assert_ptr_equal(now.sa_handler, round == 0 ? SIG_DFL : SIG_IGN);
+		run_to_end(&loop, engine);
+	}
 }
 
 /* Placement goes to the worker with the fewest connections. */
@@ -712,10 +770,15 @@ static void test_shutdown_with_conns(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mpsc_producers), cmocka_unit_test(test_opts),
-		cmocka_unit_test(test_messages),       cmocka_unit_test(test_pick),
-		cmocka_unit_test(test_tcp_sessions),   cmocka_unit_test(test_shutdown_with_conns),
+		cmocka_unit_test(test_mpsc_producers),	cmocka_unit_test(test_opts),
+		cmocka_unit_test(test_messages),	cmocka_unit_test(test_pick),
+		cmocka_unit_test(test_tcp_sessions),	cmocka_unit_test(test_shutdown_with_conns),
+		cmocka_unit_test(test_sigpipe_warning),
 	};
+
+	/* A host that serves sockets ignores SIGPIPE (docs/threading.md): the clients of this
+	 * test write to connections the target may have closed. */
+	signal(SIGPIPE, SIG_IGN);
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
