@@ -34,12 +34,12 @@ done
 
 # Bump when the recipe below changes in a way the hashed inputs do not show.
 RECIPE=1
-# The run-time libraries of the host-built minitarget come last: libuv, libaio, nettle, ISA-L
-# (librbd and librados come with tgt). multipath-tools (with udev) is dm-multipath's user
+# The run-time libraries of the host-built minitarget come last: libuv, libaio, liburing,
+# nettle, ISA-L (librbd and librados come with tgt). multipath-tools (with udev) is dm-multipath's user
 # space for the two-gateway test (rbd-mpath.sh), whose targets run on the host.
 PKGS="open-iscsi,rdma-core,ibverbs-providers,ibverbs-utils,rdmacm-utils,sg3-utils,\
 e2fsprogs,fio,tgt,kmod,iproute2,procps,lsscsi,busybox-static,multipath-tools,udev,\
-libuv1,libaio1,libnettle8,libisal2"
+libuv1,libaio1,liburing2,libnettle8,libisal2"
 # Modules the initramfs loads before it can mount the root image over virtio.
 INITRD_MODS="virtio_pci virtio_blk crc32c_generic ext4 9pnet_virtio 9p"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
