@@ -690,7 +690,6 @@ static void signals_start(struct app *app)
 	uv_signal_start(&app->sigterm, on_signal, SIGTERM);
 	uv_signal_init(&app->loop, &app->sigusr1);
 	uv_signal_start(&app->sigusr1, on_sigusr1, SIGUSR1);
-	signal(SIGPIPE, SIG_IGN);
 }
 
 int main(int argc, char **argv)
@@ -714,6 +713,9 @@ int main(int argc, char **argv)
 		g_faults[i].lun_id = opts.luns[i].id;
 	g_nluns = opts.nluns;
 
+	/* Before any portal: an initiator that drops its connection while we write must not end
+	 * the process (docs/threading.md, SIGPIPE). */
+	signal(SIGPIPE, SIG_IGN);
 	if (uv_loop_init(&app.loop) != 0)
 		return 1;
 	if (engine_setup(&app) < 0)

@@ -143,12 +143,22 @@ static void portal_stop_here(struct scsitgt_portal *portal, struct scsitgt__work
 	free(own);
 }
 
+/* Home again: the stop message no longer holds the portal. */
+static void portal_stop_done_fn(struct scsitgt__msg *msg)
+{
+	struct xportal *m = scsitgt__container_of(msg, struct xportal, msg);
+
+	scsitgt__iscsi_portal_conn_gone(m->portal);
+	free(m);
+}
+
 static void portal_stop_fn(struct scsitgt__msg *msg)
 {
 	struct xportal *m = scsitgt__container_of(msg, struct xportal, msg);
 
 	portal_stop_here(m->portal, m->w);
-	free(m);
+	m->msg.fn = portal_stop_done_fn;
+	scsitgt__engine_post(m->portal->ie->engine, &m->msg);
 }
 
 void scsitgt__iscsi_xloop_portal_stop(struct scsitgt_portal *portal)
@@ -158,7 +168,10 @@ void scsitgt__iscsi_xloop_portal_stop(struct scsitgt_portal *portal)
 	portal_stop_here(portal, NULL);
 	if (!engine->conn_workers)
 		return;
-	/* The portal waits for its connections (nconns), so it outlives these messages. */
+	/*
+	 * Each message holds the portal as a connection does (nconns) until it is back home:
+	 * a portal without connections would otherwise be freed before a worker reads it.
+	 */
 	for (unsigned int i = 0; i < engine->nworkers; i++) {
 		struct xportal *m = malloc(sizeof(*m));
 
@@ -172,6 +185,9 @@ void scsitgt__iscsi_xloop_portal_stop(struct scsitgt_portal *portal)
 		m->msg.fn = portal_stop_fn;
 		m->portal = portal;
 		m->w = &engine->workers[i];
+		uv_mutex_lock(&portal->ie->lock);
+		portal->nconns++;
+		uv_mutex_unlock(&portal->ie->lock);
 		scsitgt__worker_post(m->w, &m->msg);
 	}
 }
