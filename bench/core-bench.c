@@ -332,14 +332,34 @@ static void engine_gone(void *arg, int status)
 	*(bool *)arg = true;
 }
 
+/* A null LUN @id on the bench's target. */
+static int bench_null_lun(struct bench *b, uint64_t id)
+{
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_lun *lun;
+	void *bctx;
+	int rc;
+
+	rc = scsitgt_backend_null_create(&bctx);
+	if (rc < 0)
+		return rc;
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.id = id;
+	lo.block_size = LUN_BLOCK_SIZE;
+	lo.num_blocks = LUN_BYTES / LUN_BLOCK_SIZE;
+	lo.backend = scsitgt_backend_null_ops();
+	lo.backend_ctx = bctx;
+	rc = scsitgt_lun_create(&lun, b->tgt, &lo);
+	if (rc < 0)
+		lo.backend->close(bctx, NULL, NULL); /* still ours (lun.h) */
+	return rc;
+}
+
 static int bench_setup(struct bench *b)
 {
 	struct scsitgt_engine_opts eo;
 	struct scsitgt_target_opts to;
-	struct scsitgt_lun_opts lo;
 	struct scsitgt__nexus_info ni;
-	struct scsitgt_lun *lun;
-	void *bctx;
 	int rc;
 
 	rc = uv_loop_init(&b->loop);
@@ -357,19 +377,8 @@ static int bench_setup(struct bench *b)
 	if (rc < 0) {
 		return rc;
 	}
-	rc = scsitgt_backend_null_create(&bctx);
+	rc = bench_null_lun(b, 0);
 	if (rc < 0) {
-		return rc;
-	}
-	scsitgt_lun_opts_init(&lo, sizeof(lo));
-	lo.id = 0;
-	lo.block_size = LUN_BLOCK_SIZE;
-	lo.num_blocks = LUN_BYTES / LUN_BLOCK_SIZE;
-	lo.backend = scsitgt_backend_null_ops();
-	lo.backend_ctx = bctx;
-	rc = scsitgt_lun_create(&lun, b->tgt, &lo);
-	if (rc < 0) {
-		lo.backend->close(bctx, NULL, NULL); /* still ours (lun.h) */
 		return rc;
 	}
 	memset(&ni, 0, sizeof(ni));
@@ -460,7 +469,6 @@ static int threads_setup(struct bench *b, struct bench *st, unsigned int n, bool
 {
 	struct scsitgt_engine_opts eo;
 	struct scsitgt_target_opts to;
-	struct scsitgt_lun_opts lo;
 	int rc;
 
 	rc = uv_loop_init(&b->loop);
@@ -477,23 +485,9 @@ static int threads_setup(struct bench *b, struct bench *st, unsigned int n, bool
 	if (rc < 0)
 		return rc;
 	for (unsigned int i = 0; i < (shared ? 1 : n); i++) {
-		struct scsitgt_lun *lun;
-		void *bctx;
-
-		rc = scsitgt_backend_null_create(&bctx);
+		rc = bench_null_lun(b, i);
 		if (rc < 0)
 			return rc;
-		scsitgt_lun_opts_init(&lo, sizeof(lo));
-		lo.id = i;
-		lo.block_size = LUN_BLOCK_SIZE;
-		lo.num_blocks = LUN_BYTES / LUN_BLOCK_SIZE;
-		lo.backend = scsitgt_backend_null_ops();
-		lo.backend_ctx = bctx;
-		rc = scsitgt_lun_create(&lun, b->tgt, &lo);
-		if (rc < 0) {
-			lo.backend->close(bctx, NULL, NULL); /* still ours (lun.h) */
-			return rc;
-		}
 	}
 	for (unsigned int i = 0; i < n; i++) {
 		struct scsitgt__nexus_info ni;
