@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The aio backend: a regular file or a block device through one of two kernel I/O engines.
+ * This file holds what they share (options, probes, geometry, errno mapping, the request state
+ * machine: bounce buffers, short transfers, FUA and flush fallbacks); each engine is its own
+ * file behind struct aio_engine (aio_int.h): aio_libaio.c and aio_uring.c.
  *
  * libaio (Linux native AIO): reads and writes become IOCB_CMD_PREADV / PWRITEV iocbs carrying
  * an eventfd (io_set_eventfd); the eventfd is watched by a uv_poll_t on the LUN's home loop,
@@ -12,13 +15,13 @@
  * Reads and writes are IORING_OP_READV / WRITEV, FLUSH is IORING_OP_FSYNC with
  * IORING_FSYNC_DATASYNC, UNMAP and WRITE ZEROES on files are IORING_OP_FALLOCATE. The kernel
  * never waits for the medium inside io_uring_enter(): buffered reads and writes are sent to
- * the kernel's io-wq workers at once (IOSQE_ASYNC, see aio_uring_issue), O_DIRECT ones are
+ * the kernel's io-wq workers at once (IOSQE_ASYNC, see uring_issue), O_DIRECT ones are
  * asynchronous in the block layer, and fsync / fallocate always run in io-wq. Those are the
  * kernel's threads, not ours. What the engine needs is probed at create: a ring, stable submissions
  * (IORING_FEAT_SUBMIT_STABLE, Linux 5.5: the iovec arrays are copied during the submission,
- * so ac->kiov can be reused) and the four opcodes (IORING_REGISTER_PROBE, Linux 5.6); when
- * one is missing (or io_uring is disabled: kernel.io_uring_disabled, seccomp), AUTO falls
- * back to libaio and logs why. Registered buffers (IORING_OP_READ_FIXED) are not used: the
+ * so the kiov scratch array can be reused) and the four opcodes (IORING_REGISTER_PROBE,
+ * Linux 5.6); when one is missing (or io_uring is disabled: kernel.io_uring_disabled,
+ * seccomp), AUTO falls back to libaio and logs why. Registered buffers (IORING_OP_READ_FIXED) are not used: the
  * data lives in the core's and the transports' buffers, which are not one registrable pool.
  *
  * I/O mode. O_DIRECT is tried at create: it is kept when the file system really does direct
@@ -59,7 +62,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libaio.h>
 #include <limits.h>
 #include <linux/fs.h>
 #include <linux/magic.h>
@@ -76,116 +78,18 @@
 #include <unistd.h>
 
 #include "backend/aio_hooks.h"
+#include "backend/aio_int.h"
 #include "libscsitgt/backend_aio.h"
 #include "scsitgt_config.h"
 #include "util/log.h"
 
-#if SCSITGT_HAVE_URING
-#include <liburing.h>
-#endif
-
-#define AIO_SUBSYS "aio"
-/* Events taken from the kernel per io_getevents() call. */
-#define AIO_EVENT_BATCH 64
-/* Most iovecs in one iocb (UIO_MAXIOV); longer lists are bounced. */
-#define AIO_IOV_MAX 1024
 /* A resubmitted transfer that moves nothing this many times in a row fails with -EIO. */
 #define AIO_MAX_STALLS 2
 #define AIO_DEFAULT_QUEUE_DEPTH 128
 #define AIO_MAX_QUEUE_DEPTH 65536
-/* Most entries of an io_uring submission queue (the kernel's IORING_MAX_ENTRIES). */
-#define AIO_URING_MAX_ENTRIES 32768
 
-/* What an in-flight request is waiting for. */
-enum aio_phase {
-	/* The read or write (possibly a resubmitted remainder). */
-	AIO_PHASE_RW,
-	/* The fdatasync of a FLUSH, or the one after a FUA write (no RWF_DSYNC). */
-	AIO_PHASE_SYNC,
-	/* UNMAP or WRITE ZEROES as an IORING_OP_FALLOCATE (io_uring engine). */
-	AIO_PHASE_DEALLOC,
-};
-
-/* Per-io private area (io_ctx_size): the iocb and the progress of one io. */
-struct aio_req {
-	/* First member: the kernel hands back this pointer in io_event.obj. */
-	struct iocb iocb;
-	struct scsitgt_io *io;
-	/* Next request waiting for a kernel slot. */
-	struct aio_req *next;
-	enum scsitgt_io_type type;
-	enum aio_phase phase;
-	/* A FUA write whose durability needs a FLUSH after the write. */
-	bool sync_after;
-	/* The iocb carried RWF_DSYNC. */
-	bool used_dsync;
-	/* Byte range of the io and how much of it is done. */
-	uint64_t off;
-	size_t len;
-	size_t done;
-	/* The data: the io's iovecs, or the bounce buffer. */
-	const struct iovec *iov;
-	int iovcnt;
-	void *bounce;
-	struct iovec bounce_iov;
-	unsigned int stalls;
-	/* io_uring: the entry went in as a NOP after a failed submission; issue it again. */
-	bool requeue;
-};
-
-struct aio_ctx {
-	uv_loop_t *loop;
-	struct scsitgt__logger log;
-	char *path;
-	int fd;
-	int efd;
-	io_context_t ioctx;
-	bool ioctx_set;
-	/* The engine: io_uring (ring) or libaio (ioctx). */
-	bool uring;
-#if SCSITGT_HAVE_URING
-	struct io_uring ring;
-	bool ring_set;
-	/* A submission failed: entries wait in the SQ ring for the next io_uring_enter(). */
-	bool uring_unsubmitted;
-#endif
-	uv_poll_t poll;
-	bool poll_inited;
-	bool blockdev;
-	dev_t rdev; /* the device (block devices) or the file's device (files) */
-	bool read_only;
-	bool write_through;
-	bool direct;
-	/* O_DIRECT alignment of buffer addresses and lengths, and of file offsets. */
-	uint32_t mem_align;
-	uint32_t off_align;
-	/* Block devices: logical and physical block sizes. */
-	uint32_t dev_lbs;
-	uint32_t dev_pbs;
-	bool opened;
-	uint32_t block_size;
-	uint64_t num_blocks;
-	bool can_unmap;
-	bool can_write_zeroes;
-	/* What the kernel turned out to accept (assumed until refused). */
-	bool rwf_dsync_ok;
-	bool fdsync_ok;
-	unsigned int queue_depth;
-	unsigned int inflight;
-	/* Requests waiting for a free kernel slot, FIFO. */
-	struct aio_req *pend_head;
-	struct aio_req *pend_tail;
-	bool closing;
-	bool close_started;
-	scsitgt_done_cb close_cb;
-	void *close_cb_arg;
-	/* Scratch iovecs for io_submit(): the kernel copies them during the call. */
-	struct iovec kiov[AIO_IOV_MAX];
-};
-
-static void aio_req_issue(struct aio_ctx *ac, struct aio_req *req);
+static void aio_req_issue(struct aio_loop *al, struct aio_req *req);
 static void aio_close_maybe(struct aio_ctx *ac);
-static void aio_req_event(struct aio_ctx *ac, struct aio_req *req, long res);
 
 /* Errors as the core wants them (backend.h scsitgt_io_complete()). */
 static int aio_map_errno(int err)
@@ -334,19 +238,21 @@ SCSITGT_EXPORT void scsitgt_backend_aio_opts_init(struct scsitgt_backend_aio_opt
 	memcpy(opts, &def, size);
 }
 
+/* Release a loop's kernel context and eventfd (its poll handle is closed already). */
+static void aio_loop_fini(struct aio_ctx *ac, struct aio_loop *al)
+{
+	if (ac->engine) {
+		ac->engine->teardown(al);
+	}
+	if (al->efd >= 0) {
+		close(al->efd);
+		al->efd = -1;
+	}
+}
+
 static void aio_ctx_free(struct aio_ctx *ac)
 {
-	if (ac->ioctx_set) {
-		io_destroy(ac->ioctx);
-	}
-#if SCSITGT_HAVE_URING
-	if (ac->ring_set) {
-		io_uring_queue_exit(&ac->ring);
-	}
-#endif
-	if (ac->efd >= 0) {
-		close(ac->efd);
-	}
+	aio_loop_fini(ac, &ac->home);
 	if (ac->fd >= 0) {
 		close(ac->fd);
 	}
@@ -362,86 +268,6 @@ void scsitgt__backend_aio_refuse_uring(bool refuse)
 	aio_uring_refused = refuse;
 }
 
-#if SCSITGT_HAVE_URING
-/*
- * Set up the io_uring engine: a ring of queue_depth entries whose completions signal ac->efd.
- * On failure the ring is gone again and *why says what the kernel lacks.
- */
-static int aio_uring_setup(struct aio_ctx *ac, const char **why)
-{
-	static const struct {
-		int op;
-		const char *name;
-	} need[] = {
-		{ IORING_OP_READV, "no IORING_OP_READV" },
-		{ IORING_OP_WRITEV, "no IORING_OP_WRITEV" },
-		{ IORING_OP_FSYNC, "no IORING_OP_FSYNC" },
-		{ IORING_OP_FALLOCATE, "no IORING_OP_FALLOCATE (Linux < 5.6)" },
-	};
-	struct io_uring_params p;
-	struct io_uring_probe *probe;
-	unsigned int entries = ac->queue_depth;
-	int rc;
-
-	if (aio_uring_refused) {
-		*why = "refused by a test hook";
-		return -ENOSYS;
-	}
-	if (entries > AIO_URING_MAX_ENTRIES) {
-		entries = AIO_URING_MAX_ENTRIES;
-	}
-	memset(&p, 0, sizeof(p));
-	rc = io_uring_queue_init_params(entries, &ac->ring, &p);
-	if (rc < 0) {
-		*why = rc == -ENOSYS ? "no io_uring in this kernel (or a seccomp filter)" :
-		       rc == -EPERM  ? "io_uring is disabled (sysctl kernel.io_uring_disabled)" :
-				       "ring setup failed";
-		return rc;
-	}
-	ac->ring_set = true;
-	rc = -ENOTSUP;
-	if (!(p.features & IORING_FEAT_SUBMIT_STABLE)) {
-		*why = "submissions are not stable (Linux < 5.5)";
-		goto fail;
-	}
-	probe = io_uring_get_probe_ring(&ac->ring);
-	if (probe == NULL) {
-		*why = "no opcode probe (Linux < 5.6)";
-		goto fail;
-	}
-	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
-		if (!io_uring_opcode_supported(probe, need[i].op)) {
-			*why = need[i].name;
-			io_uring_free_probe(probe);
-			goto fail;
-		}
-	}
-	io_uring_free_probe(probe);
-	rc = io_uring_register_eventfd(&ac->ring, ac->efd);
-	if (rc < 0) {
-		*why = "eventfd registration failed";
-		goto fail;
-	}
-	/* Every request in the kernel has its SQ entry and its CQ entry (the CQ ring is
-	 * twice as large): completions cannot overflow. */
-	ac->queue_depth = entries;
-	ac->uring = true;
-	return 0;
-
-fail:
-	io_uring_queue_exit(&ac->ring);
-	ac->ring_set = false;
-	return rc;
-}
-#else
-static int aio_uring_setup(struct aio_ctx *ac, const char **why)
-{
-	(void)ac;
-	*why = "the library was built without liburing";
-	return -ENOTSUP;
-}
-#endif
-
 /* The engine the options ask for: io_uring if it can be set up (AUTO, IO_URING), else libaio. */
 static int aio_engine_setup(struct aio_ctx *ac, enum scsitgt_backend_aio_engine want)
 {
@@ -449,10 +275,21 @@ static int aio_engine_setup(struct aio_ctx *ac, enum scsitgt_backend_aio_engine 
 	int rc;
 
 	if (want != SCSITGT_BACKEND_AIO_ENGINE_LIBAIO) {
-		rc = aio_uring_setup(ac, &why);
+#if SCSITGT_HAVE_URING
+		if (aio_uring_refused) {
+			why = "refused by a test hook";
+			rc = -ENOSYS;
+		} else {
+			rc = scsitgt__aio_uring.setup(&ac->home, &why);
+		}
 		if (rc == 0) {
+			ac->engine = &scsitgt__aio_uring;
 			return 0;
 		}
+#else
+		why = "the library was built without liburing";
+		rc = -ENOTSUP;
+#endif
 		if (want == SCSITGT_BACKEND_AIO_ENGINE_IO_URING) {
 			scsitgt__log(&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
 				     "%s: io_uring engine unavailable: %s (%s)", ac->path, why,
@@ -463,11 +300,11 @@ static int aio_engine_setup(struct aio_ctx *ac, enum scsitgt_backend_aio_engine 
 			     "%s: libaio engine: io_uring unavailable: %s (%s)", ac->path, why,
 			     strerror(-rc));
 	}
-	rc = io_setup((int)ac->queue_depth, &ac->ioctx);
+	rc = scsitgt__aio_libaio.setup(&ac->home, &why);
 	if (rc < 0) {
 		return rc;
 	}
-	ac->ioctx_set = true;
+	ac->engine = &scsitgt__aio_libaio;
 	return 0;
 }
 
@@ -500,7 +337,9 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 		return -ENOMEM;
 	}
 	ac->fd = -1;
-	ac->efd = -1;
+	ac->home.efd = -1;
+	ac->home.ac = ac;
+	ac->home.loop = o.loop;
 	ac->loop = o.loop;
 	ac->log.cb = o.log_cb;
 	ac->log.arg = o.log_arg;
@@ -561,8 +400,8 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 		aio_probe_direct(ac);
 	}
 
-	ac->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (ac->efd < 0) {
+	ac->home.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ac->home.efd < 0) {
 		rc = -errno;
 		goto fail;
 	}
@@ -750,17 +589,17 @@ static void aio_fill_geometry(struct aio_ctx *ac, struct scsitgt_lun_geometry *g
 	}
 }
 
-/* Completions arrive on the eventfd: watch it on the LUN's loop. */
-static int aio_poll_start(struct aio_ctx *ac)
+/* Completions arrive on the loop's eventfd: watch it on that loop. */
+static int aio_poll_start(struct aio_loop *al)
 {
-	int rc = uv_poll_init(ac->loop, &ac->poll, ac->efd);
+	int rc = uv_poll_init(al->loop, &al->poll, al->efd);
 
 	if (rc < 0) {
 		return rc;
 	}
-	ac->poll.data = ac;
-	ac->poll_inited = true;
-	return uv_poll_start(&ac->poll, UV_READABLE, aio_poll_cb);
+	al->poll.data = al;
+	al->poll_inited = true;
+	return uv_poll_start(&al->poll, UV_READABLE, aio_poll_cb);
 }
 
 static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
@@ -788,7 +627,7 @@ static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	}
 	aio_probe_thin(ac, bytes);
 	aio_fill_geometry(ac, geo, bs, blocks);
-	rc = aio_poll_start(ac);
+	rc = aio_poll_start(&ac->home);
 	if (rc < 0) {
 		return rc;
 	}
@@ -797,17 +636,16 @@ static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	ac->opened = true;
 	scsitgt__log(&ac->log, SCSITGT_LOG_INFO, AIO_SUBSYS,
 		     "%s: %s, %s, %s I/O, %" PRIu64 " blocks of %" PRIu32 " bytes%s%s%s%s",
-		     ac->path, ac->blockdev ? "block device" : "file",
-		     ac->uring ? "io_uring" : "libaio", ac->direct ? "direct" : "buffered", blocks,
-		     bs, ac->write_through ? ", write-through" : "",
-		     ac->read_only ? ", read-only" : "", ac->can_unmap ? ", unmap" : "",
-		     ac->can_write_zeroes ? ", write zeroes" : "");
+		     ac->path, ac->blockdev ? "block device" : "file", ac->engine->name,
+		     ac->direct ? "direct" : "buffered", blocks, bs,
+		     ac->write_through ? ", write-through" : "", ac->read_only ? ", read-only" : "",
+		     ac->can_unmap ? ", unmap" : "", ac->can_write_zeroes ? ", write zeroes" : "");
 	return 0;
 }
 
 static void aio_poll_closed(uv_handle_t *handle)
 {
-	struct aio_ctx *ac = handle->data;
+	struct aio_ctx *ac = ((struct aio_loop *)handle->data)->ac;
 	scsitgt_done_cb cb = ac->close_cb;
 	void *cb_arg = ac->close_cb_arg;
 
@@ -823,12 +661,12 @@ static void aio_close_maybe(struct aio_ctx *ac)
 	scsitgt_done_cb cb;
 	void *cb_arg;
 
-	if (!ac->closing || ac->close_started || ac->inflight != 0) {
+	if (!ac->closing || ac->close_started || ac->home.inflight != 0) {
 		return;
 	}
 	ac->close_started = true;
-	if (ac->poll_inited) {
-		uv_close((uv_handle_t *)&ac->poll, aio_poll_closed);
+	if (ac->home.poll_inited) {
+		uv_close((uv_handle_t *)&ac->home.poll, aio_poll_closed);
 		return;
 	}
 	cb = ac->close_cb;
@@ -841,7 +679,7 @@ static void aio_close_maybe(struct aio_ctx *ac)
 
 static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in);
 
-static void aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status)
+void scsitgt__aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status)
 {
 	struct scsitgt_io *io = req->io;
 
@@ -878,18 +716,17 @@ static void aio_close(void *bctx, scsitgt_done_cb cb, void *cb_arg)
 	ac->close_cb_arg = cb_arg;
 	/* The core closes only after every io completed; should any still wait for a kernel
 	 * slot, they are cancelled rather than left hanging. */
-	while (ac->pend_head) {
-		struct aio_req *req = ac->pend_head;
+	while (ac->home.pend_head) {
+		struct aio_req *req = ac->home.pend_head;
 
-		ac->pend_head = req->next;
-		aio_req_finish(ac, req, -ECANCELED);
+		ac->home.pend_head = req->next;
+		scsitgt__aio_req_finish(ac, req, -ECANCELED);
 	}
-	ac->pend_tail = NULL;
+	ac->home.pend_tail = NULL;
 	aio_close_maybe(ac);
 }
 
-/* Fill ac->kiov with the part of the request's data from @skip on; returns the count. */
-static int aio_req_kiov(struct aio_ctx *ac, const struct aio_req *req)
+int scsitgt__aio_req_kiov(struct aio_loop *al, const struct aio_req *req)
 {
 	size_t skip = req->done;
 	size_t left = req->len - req->done;
@@ -906,8 +743,8 @@ static int aio_req_kiov(struct aio_ctx *ac, const struct aio_req *req)
 		if (l > left) {
 			l = left;
 		}
-		ac->kiov[n].iov_base = (uint8_t *)req->iov[i].iov_base + skip;
-		ac->kiov[n].iov_len = l;
+		al->kiov[n].iov_base = (uint8_t *)req->iov[i].iov_base + skip;
+		al->kiov[n].iov_len = l;
 		n++;
 		left -= l;
 		skip = 0;
@@ -915,252 +752,74 @@ static int aio_req_kiov(struct aio_ctx *ac, const struct aio_req *req)
 	return n;
 }
 
-/* Queue a request behind the others waiting for a kernel slot; @front for a retry. */
-static void aio_req_park(struct aio_ctx *ac, struct aio_req *req, bool front)
+void scsitgt__aio_req_park(struct aio_loop *al, struct aio_req *req, bool front)
 {
 	req->next = NULL;
-	if (ac->pend_head == NULL) {
-		ac->pend_head = ac->pend_tail = req;
+	if (al->pend_head == NULL) {
+		al->pend_head = al->pend_tail = req;
 	} else if (front) {
-		req->next = ac->pend_head;
-		ac->pend_head = req;
+		req->next = al->pend_head;
+		al->pend_head = req;
 	} else {
-		ac->pend_tail->next = req;
-		ac->pend_tail = req;
+		al->pend_tail->next = req;
+		al->pend_tail = req;
 	}
 }
 
-/* The kernel refuses RWF_DSYNC (before Linux 4.13): this write and later FUA writes are
- * followed by a flush instead. */
-static void aio_req_dsync_refused(struct aio_ctx *ac, struct aio_req *req)
+void scsitgt__aio_req_dsync_refused(struct aio_loop *al, struct aio_req *req)
 {
+	struct aio_ctx *ac = al->ac;
+
 	ac->rwf_dsync_ok = false;
 	req->used_dsync = false;
 	req->sync_after = true;
 	scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
 		     "%s: kernel refuses RWF_DSYNC; FUA writes are followed by a flush", ac->path);
-	aio_req_issue(ac, req);
+	aio_req_issue(al, req);
 }
 
-/* Synchronous fdatasync on the loop: the documented fallback of old kernels. */
-static void aio_req_sync_now(struct aio_ctx *ac, struct aio_req *req)
+void scsitgt__aio_req_sync_now(struct aio_ctx *ac, struct aio_req *req)
 {
 	int rc = fdatasync(ac->fd) < 0 ? -errno : 0;
 
-	aio_req_finish(ac, req, rc);
+	scsitgt__aio_req_finish(ac, req, rc);
 }
 
-#if SCSITGT_HAVE_URING
-/* Push what the SQ ring holds to the kernel; on failure retry from the next poll callback. */
-static void aio_uring_submit(struct aio_ctx *ac)
+static void aio_req_issue(struct aio_loop *al, struct aio_req *req)
 {
-	int rc = io_uring_submit(&ac->ring);
-
-	ac->uring_unsubmitted = io_uring_sq_ready(&ac->ring) != 0;
-	if (rc >= 0 || !ac->uring_unsubmitted) {
+	if (req->phase == AIO_PHASE_SYNC && !al->ac->fdsync_ok) {
+		scsitgt__aio_req_sync_now(al->ac, req);
 		return;
 	}
-	/*
-	 * io_uring_enter(2) took nothing (EAGAIN: no memory for the requests; the CQ ring cannot
-	 * overflow, every request has its entry). The entries stay queued; signal our own eventfd
-	 * so that the loop retries on its next turn instead of waiting for a completion that may
-	 * never come.
-	 */
-	scsitgt__log(&ac->log, SCSITGT_LOG_WARNING, AIO_SUBSYS,
-		     "%s: io_uring submission failed (%s); retrying", ac->path, strerror(-rc));
-	(void)eventfd_write(ac->efd, 1);
-}
-
-static void aio_uring_issue(struct aio_ctx *ac, struct aio_req *req)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&ac->ring);
-	uint64_t off = req->off + req->done;
-	bool unsubmitted = ac->uring_unsubmitted;
-
-	if (sqe == NULL) {
-		/* Full of entries a failed submission left: after the next completion. */
-		aio_req_park(ac, req, true);
-		return;
-	}
-	if (unsubmitted) {
-		/*
-		 * ac->kiov is reused by the next request, and the kernel reads an entry's iovecs
-		 * when it takes the entry, not before: an entry that may wait carries no data. It
-		 * is a NOP whose completion issues the request again (aio_req_event).
-		 */
-		io_uring_prep_nop(sqe);
-		req->requeue = true;
-	} else if (req->phase == AIO_PHASE_SYNC) {
-		/* SBC-4 SYNCHRONIZE CACHE: fdatasync semantics, as the libaio engine. */
-		io_uring_prep_fsync(sqe, ac->fd, IORING_FSYNC_DATASYNC);
-	} else if (req->phase == AIO_PHASE_DEALLOC) {
-		/* Files only (block device discards stay BLKDISCARD ioctls, see aio_submit). */
-		io_uring_prep_fallocate(sqe, ac->fd,
-					(req->type == SCSITGT_IO_UNMAP ? FALLOC_FL_PUNCH_HOLE :
-									 FALLOC_FL_ZERO_RANGE) |
-						FALLOC_FL_KEEP_SIZE,
-					(off_t)req->off, (off_t)req->len);
-	} else {
-		unsigned int n = (unsigned int)aio_req_kiov(ac, req);
-
-		if (req->type == SCSITGT_IO_READ) {
-			io_uring_prep_readv(sqe, ac->fd, ac->kiov, n, (off_t)off);
-		} else {
-			io_uring_prep_writev(sqe, ac->fd, ac->kiov, n, (off_t)off);
-			if (req->used_dsync) {
-				sqe->rw_flags = RWF_DSYNC;
-			}
-		}
-		if (!ac->direct) {
-			/*
-			 * Buffered: straight to io-wq. Without IOSQE_ASYNC the kernel first tries
-			 * the request inline, in io_uring_enter() on the loop's thread: it copies
-			 * the data between the page cache and the iovecs there and submits the
-			 * readahead of a miss. Measured with bench/cold-cache.sh's reader (1 MiB
-			 * sequential reads, cold cache, strace -T of the loop thread): the loop's
-			 * io_uring_enter() took p50 231-1115 us without it, 12 us with it.
-			 */
-			sqe->flags |= IOSQE_ASYNC;
-		}
-	}
-	io_uring_sqe_set_data(sqe, req);
-	ac->inflight++;
-	aio_uring_submit(ac);
-	if (!unsubmitted && ac->uring_unsubmitted && !req->requeue) {
-		/* This entry failed to go in with the data pointing at ac->kiov: make it the NOP
-		 * above (the kernel has not looked at it). */
-		io_uring_prep_nop(sqe);
-		io_uring_sqe_set_data(sqe, req);
-		req->requeue = true;
-	}
-}
-
-/* Take the ring's completions in batches and finish or continue their requests. */
-static void aio_uring_reap(struct aio_ctx *ac)
-{
-	struct {
-		struct aio_req *req;
-		int res;
-	} done[AIO_EVENT_BATCH];
-	struct io_uring_cqe *cqe;
-	unsigned int head;
-	unsigned int n;
-
-	if (ac->uring_unsubmitted) {
-		aio_uring_submit(ac);
-	}
-	do {
-		n = 0;
-		io_uring_for_each_cqe(&ac->ring, head, cqe)
-		{
-			if (n == AIO_EVENT_BATCH) {
-				break;
-			}
-			done[n].req = io_uring_cqe_get_data(cqe);
-			done[n].res = cqe->res;
-			n++;
-		}
-		/* Free the CQ entries before anything is issued again. */
-		io_uring_cq_advance(&ac->ring, n);
-		for (unsigned int i = 0; i < n; i++) {
-			aio_req_event(ac, done[i].req, done[i].res);
-		}
-	} while (n == AIO_EVENT_BATCH);
-}
-#endif
-
-static void aio_req_issue(struct aio_ctx *ac, struct aio_req *req)
-{
-	struct iocb *cbs[1] = { &req->iocb };
-	int rc;
-
-	if (req->phase == AIO_PHASE_SYNC && !ac->fdsync_ok) {
-		aio_req_sync_now(ac, req);
-		return;
-	}
-#if SCSITGT_HAVE_URING
-	if (ac->uring) {
-		aio_uring_issue(ac, req);
-		return;
-	}
-#endif
-	if (req->phase == AIO_PHASE_SYNC) {
-		if (!ac->fdsync_ok) {
-			aio_req_sync_now(ac, req);
-			return;
-		}
-		io_prep_fdsync(&req->iocb, ac->fd);
-	} else {
-		int n = aio_req_kiov(ac, req);
-		long long off = (long long)(req->off + req->done);
-
-		if (req->type == SCSITGT_IO_READ) {
-			io_prep_preadv(&req->iocb, ac->fd, ac->kiov, n, off);
-		} else {
-			io_prep_pwritev(&req->iocb, ac->fd, ac->kiov, n, off);
-			if (req->used_dsync) {
-				req->iocb.aio_rw_flags = RWF_DSYNC;
-			}
-		}
-	}
-	io_set_eventfd(&req->iocb, ac->efd);
-	req->iocb.data = req;
-
-	rc = io_submit(ac->ioctx, 1, cbs);
-	if (rc == 1) {
-		ac->inflight++;
-		return;
-	}
-	if (rc == 0) {
-		rc = -EAGAIN;
-	}
-	if (rc == -EAGAIN && ac->inflight > 0) {
-		/* The kernel is full: retry as soon as something completes. */
-		aio_req_park(ac, req, true);
-		return;
-	}
-	if (rc == -EINVAL && req->phase == AIO_PHASE_SYNC) {
-		/* IOCB_CMD_FDSYNC needs Linux 4.18: see the file comment. */
-		ac->fdsync_ok = false;
-		scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
-			     "%s: kernel refuses aio fdsync; flushing with fdatasync() on the loop",
-			     ac->path);
-		aio_req_sync_now(ac, req);
-		return;
-	}
-	if (rc == -EINVAL && req->used_dsync) {
-		aio_req_dsync_refused(ac, req);
-		return;
-	}
-	aio_req_finish(ac, req, rc);
+	al->ac->engine->issue(al, req);
 }
 
 /* Issue as many waiting requests as the kernel takes. */
-static void aio_drain_pending(struct aio_ctx *ac)
+static void aio_drain_pending(struct aio_loop *al)
 {
-	while (ac->pend_head && ac->inflight < ac->queue_depth) {
-		struct aio_req *req = ac->pend_head;
-		unsigned int before = ac->inflight;
+	while (al->pend_head && al->inflight < al->ac->queue_depth) {
+		struct aio_req *req = al->pend_head;
+		unsigned int before = al->inflight;
 
-		ac->pend_head = req->next;
-		if (ac->pend_head == NULL) {
-			ac->pend_tail = NULL;
+		al->pend_head = req->next;
+		if (al->pend_head == NULL) {
+			al->pend_tail = NULL;
 		}
-		aio_req_issue(ac, req);
-		if (ac->inflight == before && ac->pend_head == req) {
+		aio_req_issue(al, req);
+		if (al->inflight == before && al->pend_head == req) {
 			/* Parked again: the kernel is still full. */
 			break;
 		}
 	}
 }
 
-static void aio_req_start(struct aio_ctx *ac, struct aio_req *req)
+static void aio_req_start(struct aio_loop *al, struct aio_req *req)
 {
-	if (ac->pend_head || ac->inflight >= ac->queue_depth) {
-		aio_req_park(ac, req, false);
+	if (al->pend_head || al->inflight >= al->ac->queue_depth) {
+		scsitgt__aio_req_park(al, req, false);
 		return;
 	}
-	aio_req_issue(ac, req);
+	aio_req_issue(al, req);
 }
 
 /* Copy between the io's iovecs and the bounce buffer. */
@@ -1183,7 +842,7 @@ static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int io
 }
 
 /* A read or write is complete in the kernel: copy out, flush if FUA needs it, finish. */
-static void aio_req_rw_done(struct aio_ctx *ac, struct aio_req *req)
+static void aio_req_rw_done(struct aio_loop *al, struct aio_req *req)
 {
 	if (req->type == SCSITGT_IO_READ && req->bounce) {
 		int iovcnt;
@@ -1193,42 +852,43 @@ static void aio_req_rw_done(struct aio_ctx *ac, struct aio_req *req)
 	}
 	if (req->sync_after) {
 		req->phase = AIO_PHASE_SYNC;
-		aio_req_issue(ac, req);
+		aio_req_issue(al, req);
 		return;
 	}
-	aio_req_finish(ac, req, 0);
+	scsitgt__aio_req_finish(al->ac, req, 0);
 }
 
-/* One kernel completion with result @res (bytes, or a negative errno). */
-static void aio_req_event(struct aio_ctx *ac, struct aio_req *req, long res)
+void scsitgt__aio_req_event(struct aio_loop *al, struct aio_req *req, long res)
 {
+	struct aio_ctx *ac = al->ac;
 	size_t left = req->len - req->done;
 	size_t unit;
 	size_t done;
 
-	ac->inflight--;
+	al->inflight--;
 	if (req->requeue) {
 		/* The NOP of a failed submission (io_uring engine): the real thing now. */
 		req->requeue = false;
-		aio_req_issue(ac, req);
+		aio_req_issue(al, req);
 		return;
 	}
 	if (req->phase == AIO_PHASE_SYNC || req->phase == AIO_PHASE_DEALLOC) {
-		aio_req_finish(ac, req, res < 0 ? (int)res : 0);
+		scsitgt__aio_req_finish(ac, req, res < 0 ? (int)res : 0);
 		return;
 	}
-	if ((res == -EINVAL || res == -EOPNOTSUPP) && req->used_dsync && ac->uring) {
+	if ((res == -EINVAL || res == -EOPNOTSUPP) && req->used_dsync &&
+	    ac->engine->dsync_refused_in_completion) {
 		/* io_uring reports a refused RWF_DSYNC in the completion. */
-		aio_req_dsync_refused(ac, req);
+		scsitgt__aio_req_dsync_refused(al, req);
 		return;
 	}
 	if (res < 0) {
-		aio_req_finish(ac, req, (int)res);
+		scsitgt__aio_req_finish(ac, req, (int)res);
 		return;
 	}
 	if (res == 0) {
 		/* Nothing moved: end of file (the file shrank) or a device that gave up. */
-		aio_req_finish(ac, req, -EIO);
+		scsitgt__aio_req_finish(ac, req, -EIO);
 		return;
 	}
 	done = req->done + ((size_t)res < left ? (size_t)res : left);
@@ -1239,12 +899,12 @@ static void aio_req_event(struct aio_ctx *ac, struct aio_req *req, long res)
 	}
 	if (done >= req->len) {
 		req->done = req->len;
-		aio_req_rw_done(ac, req);
+		aio_req_rw_done(al, req);
 		return;
 	}
 	if (done == req->done) {
 		if (++req->stalls >= AIO_MAX_STALLS) {
-			aio_req_finish(ac, req, -EIO);
+			scsitgt__aio_req_finish(ac, req, -EIO);
 			return;
 		}
 	} else {
@@ -1252,15 +912,14 @@ static void aio_req_event(struct aio_ctx *ac, struct aio_req *req, long res)
 	}
 	/* SBC-4 does not know partial transfers: resubmit the rest. */
 	req->done = done;
-	aio_req_issue(ac, req);
+	aio_req_issue(al, req);
 }
 
 static void aio_poll_cb(uv_poll_t *handle, int status, int events)
 {
-	struct aio_ctx *ac = handle->data;
-	struct io_event ev[AIO_EVENT_BATCH];
+	struct aio_loop *al = handle->data;
+	struct aio_ctx *ac = al->ac;
 	uint64_t count;
-	int n;
 
 	(void)events;
 	if (status < 0) {
@@ -1268,35 +927,11 @@ static void aio_poll_cb(uv_poll_t *handle, int status, int events)
 			     ac->path, uv_strerror(status));
 	}
 	/* Clear the eventfd first: events posted after this read signal it again. */
-	if (read(ac->efd, &count, sizeof(count)) < 0) {
+	if (read(al->efd, &count, sizeof(count)) < 0) {
 		count = 0;
 	}
-#if SCSITGT_HAVE_URING
-	if (ac->uring) {
-		aio_uring_reap(ac);
-		aio_drain_pending(ac);
-		aio_close_maybe(ac);
-		return;
-	}
-#endif
-	do {
-		struct timespec zero = { 0, 0 };
-
-		n = io_getevents(ac->ioctx, 0, AIO_EVENT_BATCH, ev, &zero);
-		if (n == -EINTR) {
-			n = AIO_EVENT_BATCH;
-			continue;
-		}
-		if (n < 0) {
-			scsitgt__log(&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
-				     "%s: io_getevents: %s", ac->path, strerror(-n));
-			break;
-		}
-		for (int i = 0; i < n; i++) {
-			aio_req_event(ac, ev[i].data, (long)ev[i].res);
-		}
-	} while (n == AIO_EVENT_BATCH);
-	aio_drain_pending(ac);
+	ac->engine->reap(al);
+	aio_drain_pending(al);
 	aio_close_maybe(ac);
 }
 
@@ -1368,6 +1003,7 @@ static int aio_deallocate(struct aio_ctx *ac, enum scsitgt_io_type type, uint64_
 static void aio_submit(void *bctx, struct scsitgt_io *io)
 {
 	struct aio_ctx *ac = bctx;
+	struct aio_loop *al = &ac->home;
 	struct aio_req *req = scsitgt_io_get_ctx(io);
 	enum scsitgt_io_type type = scsitgt_io_get_type(io);
 	uint64_t lba = scsitgt_io_get_lba(io);
@@ -1381,7 +1017,7 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 	req->off = lba * ac->block_size;
 	req->len = (size_t)nblocks * ac->block_size;
 	if (!ac->opened || ac->closing) {
-		aio_req_finish(ac, req, -EIO);
+		scsitgt__aio_req_finish(ac, req, -EIO);
 		return;
 	}
 	/* The core checks ranges; a resize may have shrunk the medium since. */
@@ -1391,7 +1027,7 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 		return;
 	}
 	if (type != SCSITGT_IO_READ && ac->read_only) {
-		aio_req_finish(ac, req, -EROFS);
+		scsitgt__aio_req_finish(ac, req, -EROFS);
 		return;
 	}
 	switch (type) {
@@ -1401,12 +1037,12 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 	case SCSITGT_IO_FLUSH:
 		if (ac->write_through) {
 			/* O_DSYNC: nothing volatile to flush. */
-			aio_req_finish(ac, req, 0);
+			scsitgt__aio_req_finish(ac, req, 0);
 			return;
 		}
 		/* SBC-4 SYNCHRONIZE CACHE: the whole medium, whatever the range. */
 		req->phase = AIO_PHASE_SYNC;
-		aio_req_start(ac, req);
+		aio_req_start(al, req);
 		return;
 	case SCSITGT_IO_UNMAP:
 	case SCSITGT_IO_WRITE_ZEROES:
@@ -1416,26 +1052,27 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 		 * UNMAP stays a BLKDISCARD ioctl on the loop: fallocate PUNCH_HOLE on a device
 		 * writes zeros instead, and io_uring's discard command needs Linux 6.12.
 		 */
-		if (ac->uring && req->len != 0 && !(ac->blockdev && type == SCSITGT_IO_UNMAP) &&
+		if (ac->engine->dealloc_ops && req->len != 0 &&
+		    !(ac->blockdev && type == SCSITGT_IO_UNMAP) &&
 		    (type == SCSITGT_IO_UNMAP ? ac->can_unmap : ac->can_write_zeroes)) {
 			req->phase = AIO_PHASE_DEALLOC;
-			aio_req_start(ac, req);
+			aio_req_start(al, req);
 			return;
 		}
-		aio_req_finish(ac, req, aio_deallocate(ac, type, req->off, req->len));
+		scsitgt__aio_req_finish(ac, req, aio_deallocate(ac, type, req->off, req->len));
 		return;
 	default:
-		aio_req_finish(ac, req, -ENOTSUP);
+		scsitgt__aio_req_finish(ac, req, -ENOTSUP);
 		return;
 	}
 
 	if (req->len == 0) {
-		aio_req_finish(ac, req, 0);
+		scsitgt__aio_req_finish(ac, req, 0);
 		return;
 	}
 	iov = scsitgt_io_get_iov(io, &iovcnt);
 	if (iov == NULL || !aio_iov_covers(iov, iovcnt, req->len)) {
-		aio_req_finish(ac, req, -EFAULT);
+		scsitgt__aio_req_finish(ac, req, -EFAULT);
 		return;
 	}
 	if (aio_iov_usable(ac, iov, iovcnt, req->len)) {
@@ -1446,7 +1083,7 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 
 		if (posix_memalign(&req->bounce, align, req->len) != 0) {
 			req->bounce = NULL;
-			aio_req_finish(ac, req, -ENOMEM);
+			scsitgt__aio_req_finish(ac, req, -ENOMEM);
 			return;
 		}
 		if (type == SCSITGT_IO_WRITE) {
@@ -1466,7 +1103,7 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 			req->sync_after = true;
 		}
 	}
-	aio_req_start(ac, req);
+	aio_req_start(al, req);
 }
 
 static bool aio_supports(void *bctx, enum scsitgt_io_type type)
@@ -1620,7 +1257,7 @@ SCSITGT_EXPORT int scsitgt_backend_aio_get_engine(void *bctx)
 	if (ac == NULL) {
 		return -EINVAL;
 	}
-	return ac->uring ? SCSITGT_BACKEND_AIO_ENGINE_IO_URING : SCSITGT_BACKEND_AIO_ENGINE_LIBAIO;
+	return (int)ac->engine->id;
 }
 
 void scsitgt__backend_aio_set_kernel_caps(void *bctx, bool rwf_dsync, bool fdsync)

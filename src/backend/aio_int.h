@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal to the aio backend: the context shared by its files (aio.c: options, probes,
+ * geometry, errno mapping, the request state machine; aio_libaio.c and aio_uring.c: the two
+ * kernel engines behind struct aio_engine). See the comment at the top of aio.c.
+ */
+#ifndef SCSITGT_BACKEND_AIO_INT_H
+#define SCSITGT_BACKEND_AIO_INT_H
+
+#include <libaio.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <uv.h>
+
+#include "libscsitgt/backend_aio.h"
+#include "scsitgt_config.h"
+#include "util/log.h"
+
+#if SCSITGT_HAVE_URING
+#include <liburing.h>
+#endif
+
+#define AIO_SUBSYS "aio"
+/* Events taken from the kernel per io_getevents() call or per batch of CQ entries. */
+#define AIO_EVENT_BATCH 64
+/* Most iovecs in one iocb (UIO_MAXIOV); longer lists are bounced. */
+#define AIO_IOV_MAX 1024
+
+/* What an in-flight request is waiting for. */
+enum aio_phase {
+	/* The read or write (possibly a resubmitted remainder). */
+	AIO_PHASE_RW,
+	/* The fdatasync of a FLUSH, or the one after a FUA write (no RWF_DSYNC). */
+	AIO_PHASE_SYNC,
+	/* UNMAP or WRITE ZEROES as an IORING_OP_FALLOCATE (io_uring engine). */
+	AIO_PHASE_DEALLOC,
+};
+
+/* Per-io private area (io_ctx_size): the iocb and the progress of one io. */
+struct aio_req {
+	/* First member: the kernel hands back this pointer in io_event.obj. */
+	struct iocb iocb;
+	struct scsitgt_io *io;
+	/* Next request waiting for a kernel slot. */
+	struct aio_req *next;
+	enum scsitgt_io_type type;
+	enum aio_phase phase;
+	/* A FUA write whose durability needs a FLUSH after the write. */
+	bool sync_after;
+	/* The iocb carried RWF_DSYNC. */
+	bool used_dsync;
+	/* Byte range of the io and how much of it is done. */
+	uint64_t off;
+	size_t len;
+	size_t done;
+	/* The data: the io's iovecs, or the bounce buffer. */
+	const struct iovec *iov;
+	int iovcnt;
+	void *bounce;
+	struct iovec bounce_iov;
+	unsigned int stalls;
+	/* io_uring: the entry went in as a NOP after a failed submission; issue it again. */
+	bool requeue;
+};
+
+struct aio_ctx;
+
+/*
+ * What one loop submits through: the engine's kernel context (a libaio io_context or an
+ * io_uring ring), the eventfd it signals and the uv_poll_t watching that eventfd on the loop,
+ * and the requests of that loop. Used only on its loop's thread.
+ */
+struct aio_loop {
+	struct aio_ctx *ac;
+	uv_loop_t *loop;
+	int efd;
+	uv_poll_t poll;
+	bool poll_inited;
+	/* libaio */
+	io_context_t ioctx;
+	bool ioctx_set;
+#if SCSITGT_HAVE_URING
+	struct io_uring ring;
+	bool ring_set;
+	/* A submission failed: entries wait in the SQ ring for the next io_uring_enter(). */
+	bool uring_unsubmitted;
+#endif
+	unsigned int inflight;
+	/* Requests waiting for a free kernel slot, FIFO. */
+	struct aio_req *pend_head;
+	struct aio_req *pend_tail;
+	/* Scratch iovecs for a submission: the kernel copies them during the call. */
+	struct iovec kiov[AIO_IOV_MAX];
+};
+
+/* A kernel I/O engine (aio_libaio.c, aio_uring.c). */
+struct aio_engine {
+	/* For logs: "libaio", "io_uring". */
+	const char *name;
+	enum scsitgt_backend_aio_engine id;
+	/* UNMAP and WRITE ZEROES on files are engine operations (AIO_PHASE_DEALLOC). */
+	bool dealloc_ops;
+	/* A refused RWF_DSYNC shows in the completion (-EINVAL / -EOPNOTSUPP). */
+	bool dsync_refused_in_completion;
+	/*
+	 * Set up the kernel context of @al (al->efd exists) for @al->ac->queue_depth requests;
+	 * may lower ac->queue_depth to what the kernel takes. On failure nothing is left and
+	 * *why says what the kernel lacks.
+	 */
+	int (*setup)(struct aio_loop *al, const char **why);
+	/* Release the kernel context (nothing in flight any more). */
+	void (*teardown)(struct aio_loop *al);
+	/* Give the kernel @req in its phase (AIO_PHASE_SYNC only while ac->fdsync_ok). */
+	void (*issue)(struct aio_loop *al, struct aio_req *req);
+	/* The eventfd fired (it is read already): take every completion. */
+	void (*reap)(struct aio_loop *al);
+};
+
+extern const struct aio_engine scsitgt__aio_libaio;
+#if SCSITGT_HAVE_URING
+extern const struct aio_engine scsitgt__aio_uring;
+#endif
+
+struct aio_ctx {
+	/* The LUN's home loop (the options' loop). */
+	uv_loop_t *loop;
+	struct scsitgt__logger log;
+	char *path;
+	int fd;
+	const struct aio_engine *engine;
+	/* The home loop's submission context. */
+	struct aio_loop home;
+	bool blockdev;
+	dev_t rdev; /* the device (block devices) or the file's device (files) */
+	bool read_only;
+	bool write_through;
+	bool direct;
+	/* O_DIRECT alignment of buffer addresses and lengths, and of file offsets. */
+	uint32_t mem_align;
+	uint32_t off_align;
+	/* Block devices: logical and physical block sizes. */
+	uint32_t dev_lbs;
+	uint32_t dev_pbs;
+	bool opened;
+	uint32_t block_size;
+	uint64_t num_blocks;
+	bool can_unmap;
+	bool can_write_zeroes;
+	/* What the kernel turned out to accept (assumed until refused). */
+	bool rwf_dsync_ok;
+	bool fdsync_ok;
+	unsigned int queue_depth;
+	bool closing;
+	bool close_started;
+	scsitgt_done_cb close_cb;
+	void *close_cb_arg;
+};
+
+/* Fill al->kiov with the part of the request's data not done yet; returns the count. */
+int scsitgt__aio_req_kiov(struct aio_loop *al, const struct aio_req *req);
+/* Queue a request behind the others waiting for a kernel slot; @front for a retry. */
+void scsitgt__aio_req_park(struct aio_loop *al, struct aio_req *req, bool front);
+/* Complete the request's io with @status (0 or a negative errno, mapped). */
+void scsitgt__aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status);
+/* One kernel completion with result @res (bytes, or a negative errno). */
+void scsitgt__aio_req_event(struct aio_loop *al, struct aio_req *req, long res);
+/* The kernel refuses RWF_DSYNC: this write and later FUA writes are followed by a flush. */
+void scsitgt__aio_req_dsync_refused(struct aio_loop *al, struct aio_req *req);
+/* Synchronous fdatasync on the loop: the documented fallback of old kernels. */
+void scsitgt__aio_req_sync_now(struct aio_ctx *ac, struct aio_req *req);
+
+#endif /* SCSITGT_BACKEND_AIO_INT_H */
