@@ -141,9 +141,9 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 	if (cmd->lun)
 		scsitgt__lun_hold(cmd->lun, cmd->shard);
 	/* SAM-5 §5.3: a LUN holding its limit of commands refuses more with TASK SET
-	 * FULL, before the CDB is looked at (every shard's, as they last wrote them). */
-	if (cmd->lun && tgt->max_lun_commands &&
-	    scsitgt__lun_inflight(cmd->lun) > tgt->max_lun_commands) {
+	 * FULL, before the CDB is looked at (every shard's, as they last wrote them; the
+	 * others' parts are read only when some part is above its share, lun.c). */
+	if (cmd->lun && scsitgt__lun_over_limit(cmd->lun, cmd->shard, tgt->max_lun_commands)) {
 		memcpy(cmd->cdb, cdb, cdb_len < SCSITGT__CDB_MAX ? cdb_len : SCSITGT__CDB_MAX);
 		cmd->cdb_len = (uint8_t)(cdb_len < SCSITGT__CDB_MAX ? cdb_len : SCSITGT__CDB_MAX);
 		cmd_move(cmd, CMD_S(SCSITGT__CMD_NEW), SCSITGT__CMD_DONE);

@@ -256,6 +256,10 @@ enum {
  *   untracked  plain commands in flight without a range lock entry (core/range_lock.c).
  *   ios        the backend ios of the shard's commands (scsitgt_io.lun_node): what drain.c
  *              gives up on (home's part) and what abort() is offered (core/io.c).
+ *   over, limit, over_at
+ *              inflight is above the part's share of the target's command limit (limit,
+ *              copied from the target), and the part is counted in lun->over_shares
+ *              (owner only, core/lun.c).
  *   draining, drain_msg
  *              a LUN destroy asked this worker shard to report when its inflight is zero
  *              (owner only); the message goes there and back (core/lun.c).
@@ -264,6 +268,9 @@ struct scsitgt__lun_part {
 	_Alignas(64) _Atomic unsigned int inflight;
 	_Atomic unsigned int untracked;
 	bool draining;
+	bool over;	      /* inflight >= over_at: counted in lun->over_shares */
+	uint32_t limit;	      /* the target's max_lun_commands as last seen (0: none) */
+	unsigned int over_at; /* limit / nshards + 1 (UINT_MAX without a limit) */
 	struct scsitgt_lun *lun;
 	struct scsitgt__shard *shard;
 	struct scsitgt__list ios;
@@ -329,6 +336,14 @@ struct scsitgt_lun {
 	 */
 	uv_mutex_t xlock;
 	_Atomic uint32_t xflags;
+	/*
+	 * How many shard parts hold more than their share of the target's max_lun_commands
+	 * (inflight * nshards > max, scsitgt__lun_part.over): while none does, the LUN's total
+	 * cannot exceed the limit, and the TASK SET FULL check of a command reads no other
+	 * shard's part (scsitgt__lun_over_limit()). Changed only when a part crosses its share,
+	 * so it stays in every loop's cache like the rest of this read-mostly line.
+	 */
+	_Atomic unsigned int over_shares;
 	/* SANITIZE state (SBC-4 §4.33, sbc_sanitize.c): in progress (progress in 1/65536ths for
 	 * REQUEST SENSE), or failed until a successful SANITIZE or EXIT FAILURE MODE; AUSE of the
 	 * failed command. */
@@ -479,6 +494,13 @@ void scsitgt__lun_hold(struct scsitgt_lun *lun, struct scsitgt__shard *shard);
 void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun, struct scsitgt__shard *shard);
 /* Commands in flight on @lun, every shard's (relaxed: a snapshot). */
 unsigned int scsitgt__lun_inflight(const struct scsitgt_lun *lun);
+/*
+ * Whether @lun holds more than @max commands (every shard's, as they last wrote them), for a
+ * command just held from @shard: reads only @shard's part while no part is above its share
+ * of @max (lun->over_shares). @max 0: no limit. Loop: @shard's.
+ */
+bool scsitgt__lun_over_limit(struct scsitgt_lun *lun, const struct scsitgt__shard *shard,
+			     uint32_t max);
 /* close the backend of a destroyed LUN that has no command left (lun.c). */
 void scsitgt__lun_close_backend(struct scsitgt_lun *lun);
 

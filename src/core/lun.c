@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,9 +64,12 @@ static uint64_t lun_hash(const char *name, uint64_t id)
 }
 
 /* The LUN's parts, one per shard of @engine, each on its own cache lines. */
+static void lun_part_limit(struct scsitgt__lun_part *part, uint32_t max, unsigned int nshards);
+
 static struct scsitgt__lun_part *lun_parts_alloc(struct scsitgt_lun *lun,
-						 struct scsitgt_engine *engine)
+						 const struct scsitgt_target *tgt)
 {
+	struct scsitgt_engine *engine = tgt->engine;
 	size_t bytes = engine->nshards * sizeof(struct scsitgt__lun_part);
 	struct scsitgt__lun_part *parts = aligned_alloc(_Alignof(struct scsitgt__lun_part), bytes);
 
@@ -76,6 +80,7 @@ static struct scsitgt__lun_part *lun_parts_alloc(struct scsitgt_lun *lun,
 		parts[i].lun = lun;
 		parts[i].shard = &engine->shards[i];
 		scsitgt__list_init(&parts[i].ios);
+		lun_part_limit(&parts[i], tgt->max_lun_commands, engine->nshards);
 	}
 	return parts;
 }
@@ -106,7 +111,7 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	lun = calloc(1, sizeof(*lun));
 	if (lun == NULL)
 		return -ENOMEM;
-	lun->shard_part = lun_parts_alloc(lun, tgt->engine);
+	lun->shard_part = lun_parts_alloc(lun, tgt);
 	if (lun->shard_part == NULL) {
 		free(lun);
 		return -ENOMEM;
@@ -297,13 +302,62 @@ static void lun_part_drain(struct scsitgt__msg *msg)
 		lun_part_report(part);
 }
 
+/*
+ * TASK SET FULL across shards (SAM-5 §5.3: the LUN refuses commands beyond its limit) without
+ * reading every shard's part per command: a part is "over" while it holds more than its share
+ * of the target's limit max_lun_commands, n * nshards > max, i.e. n >= over_at =
+ * max / nshards + 1, and lun->over_shares counts such parts. While the count is zero every
+ * part holds at most max / nshards, so the total is at most max and a command needs to look
+ * at nothing but its own part. A part's flag follows its count on every hold and drop (a
+ * core hold too), on the owner's loop; only a part that crosses its share writes the shared
+ * count, which a LUN far from its limit never does. over_at is the part's own copy of the
+ * limit (a LUN may outlive its target while its last ios drain), set at creation and
+ * renewed by the check when the limit changed.
+ */
+static void lun_part_mark(struct scsitgt_lun *lun, struct scsitgt__lun_part *part, bool over)
+{
+	part->over = over;
+	if (over)
+		atomic_fetch_add_explicit(&lun->over_shares, 1, memory_order_relaxed);
+	else
+		atomic_fetch_sub_explicit(&lun->over_shares, 1, memory_order_relaxed);
+}
+
+static void lun_part_limit(struct scsitgt__lun_part *part, uint32_t max, unsigned int nshards)
+{
+	part->limit = max;
+	part->over_at = max ? max / nshards + 1 : UINT_MAX;
+}
+
 void scsitgt__lun_hold(struct scsitgt_lun *lun, struct scsitgt__shard *shard)
 {
 	struct scsitgt__lun_part *part = scsitgt__lun_part(lun, shard);
-	unsigned int n = atomic_load_explicit(&part->inflight, memory_order_relaxed);
+	unsigned int n = atomic_load_explicit(&part->inflight, memory_order_relaxed) + 1;
 
 	/* Written by this shard only: a store, not a locked add. */
-	atomic_store_explicit(&part->inflight, n + 1, memory_order_relaxed);
+	atomic_store_explicit(&part->inflight, n, memory_order_relaxed);
+	if (n >= part->over_at && !part->over)
+		lun_part_mark(lun, part, true);
+}
+
+bool scsitgt__lun_over_limit(struct scsitgt_lun *lun, const struct scsitgt__shard *shard,
+			     uint32_t max)
+{
+	struct scsitgt__lun_part *part = scsitgt__lun_part(lun, shard);
+	unsigned int own = atomic_load_explicit(&part->inflight, memory_order_relaxed);
+
+	if (max != part->limit) {
+		lun_part_limit(part, max, lun->engine->nshards);
+		if (part->over != (own >= part->over_at))
+			lun_part_mark(lun, part, own >= part->over_at);
+	}
+	if (max == 0)
+		return false;
+	/* No part above its share: the total is at most max. */
+	if (own < part->over_at &&
+	    atomic_load_explicit(&lun->over_shares, memory_order_relaxed) == 0)
+		return false;
+	return scsitgt__lun_inflight(lun) > max;
 }
 
 void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun, struct scsitgt__shard *shard)
@@ -312,6 +366,8 @@ void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun, struct scsitgt__shard *
 	unsigned int n = atomic_load_explicit(&part->inflight, memory_order_relaxed) - 1;
 
 	atomic_store_explicit(&part->inflight, n, memory_order_relaxed);
+	if (part->over && n < part->over_at)
+		lun_part_mark(lun, part, false);
 	if (n != 0)
 		return;
 	if (shard->index != 0) {
