@@ -2,7 +2,7 @@
 /*
  * core-bench: the core's command path alone, with no sockets and no transport.
  *
- *   core-bench [--seconds S] [--op read|write] [--bs BYTES] [--copy] [--pr keys|reserved]
+ *   core-bench [--seconds S] [--op read|write|spin] [--bs BYTES] [--copy] [--pr keys|reserved]
  *              [--threads N [--luns shared|per-thread]] [--json]
  *
  * One engine on a private uv loop, one target with a null LUN, one I_T nexus created through
@@ -21,7 +21,9 @@
  * worker's shard (scsitgt__nexus_info.shard): each worker thread runs its own commands back to
  * back, on one null LUN they share (--luns shared, the default) or on a null LUN each
  * (--luns per-thread). It prints the commands per second of all of them together, the CPU time
- * per command summed over the workers, and allocations per command.
+ * per command summed over the workers, and allocations per command. With --op spin the
+ * workers run private arithmetic instead (no command, nothing shared): the reference that
+ * shows whether N cores were free during a run, to read the commands' scaling against.
  *
  * Allocations are counted by wrapping malloc, calloc, realloc, posix_memalign, aligned_alloc
  * and free at link time (-Wl,--wrap=...): this binary links the library's static archive, so
@@ -124,6 +126,8 @@ struct bench {
 	uint64_t next_lba;
 	uint64_t max_lba;
 	bool write;
+	/* --op spin: the worker threads run private arithmetic instead of commands. */
+	bool spin;
 	/* READ data copied into the command's buffer instead of lent (--copy). */
 	bool copy;
 	/* The trampoline: completions inside a submit ask for the next one instead of recursing. */
@@ -439,13 +443,40 @@ static void stream_maybe_report(struct bench *s)
 	scsitgt__engine_post(s->main->engine, &s->msg);
 }
 
+/*
+ * --op spin: the reference for thread scaling. Each worker does arithmetic on a buffer of its
+ * own (L1-resident, nothing shared with another thread) until s->t_end, one "command" per 1024
+ * steps: N threads give N times one thread's rate only when N cores are free for them.
+ */
+static void stream_spin(struct bench *s)
+{
+	uint64_t buf[512] = { 0 };
+	uint64_t x = 88172645463325252ull;
+
+	while (!s->stop) {
+		for (unsigned int i = 0; i < 1024; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			buf[x & 511] += x;
+		}
+		s->done++;
+		if (s->done % 64 == 0 && now_ns() >= s->t_end)
+			s->stop = true;
+	}
+	s->next_lba = buf[x & 511]; /* keeps the loop's work */
+}
+
 /* The stream's worker: run until s->t_end. */
 static void stream_run(struct scsitgt__msg *msg)
 {
 	struct bench *s = scsitgt__container_of(msg, struct bench, msg);
 
 	s->cpu_ns = cpu_ns();
-	run_submits(s);
+	if (s->spin)
+		stream_spin(s);
+	else
+		run_submits(s);
 	stream_maybe_report(s);
 }
 
@@ -556,12 +587,17 @@ static int run_threads(struct bench *b, unsigned int n, bool shared, double seco
 		       "\"seconds\":%.3f,\"commands\":%" PRIu64 ",\"commands_per_s\":%.0f,"
 		       "\"cpu_ns_per_command\":%.1f,\"allocs_per_command\":%.2f,"
 		       "\"errors\":%" PRIu64 "}\n",
-		       b->write ? "write" : "read", n, shared ? "shared" : "per-thread", bs, secs,
-		       done, cps, cpu_per, allocs_per, errors);
+		       b->spin	? "spin" :
+		       b->write ? "write" :
+				  "read",
+		       n, shared ? "shared" : "per-thread", bs, secs, done, cps, cpu_per,
+		       allocs_per, errors);
 	} else {
-		printf("core-bench: %s(10) %lu bytes, %u threads (worker shards), %s, %.2f s\n",
-		       b->write ? "WRITE" : "READ", bs, n,
-		       shared ? "one shared null LUN" : "a null LUN per thread", secs);
+		printf("core-bench: %s %lu bytes, %u threads (worker shards), %s, %.2f s\n",
+		       b->spin	? "spin (1024 steps each)" :
+		       b->write ? "WRITE(10)" :
+				  "READ(10)",
+		       bs, n, shared ? "one shared null LUN" : "a null LUN per thread", secs);
 		printf("  commands      %" PRIu64 " (errors %" PRIu64 ")\n", done, errors);
 		printf("  commands/s    %.0f (%.0f per thread)\n", cps, cps / n);
 		printf("  ns/command    %.1f CPU (summed over the worker threads)\n", cpu_per);
@@ -580,7 +616,7 @@ out:
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: core-bench [--seconds S] [--op read|write] [--bs BYTES] [--copy]\n"
+		"usage: core-bench [--seconds S] [--op read|write|spin] [--bs BYTES] [--copy]\n"
 		"                  [--pr keys|reserved] [--threads N [--luns shared|per-thread]]\n"
 		"                  [--json]\n"
 		"  runs READ(10)/WRITE(10) of BYTES (default 4096) on a null LUN back to back;\n"
@@ -588,7 +624,9 @@ static void usage(FILE *f)
 		"  --pr keys: the nexus has a registered reservation key (no reservation);\n"
 		"  --pr reserved: and holds a Write Exclusive - All Registrants reservation;\n"
 		"  --threads N: N worker loops, one nexus each, on one shared null LUN\n"
-		"  (--luns shared) or one each (--luns per-thread)\n");
+		"  (--luns shared) or one each (--luns per-thread);\n"
+		"  --op spin (with --threads): private arithmetic instead of commands, the\n"
+		"  reference that shows whether N cores were free\n");
 }
 
 int main(int argc, char **argv)
@@ -630,6 +668,8 @@ int main(int argc, char **argv)
 				b.write = false;
 			} else if (strcmp(optarg, "write") == 0) {
 				b.write = true;
+			} else if (strcmp(optarg, "spin") == 0) {
+				b.spin = true;
 			} else {
 				fprintf(stderr, "core-bench: bad --op '%s'\n", optarg);
 				return 2;
@@ -686,7 +726,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc || (threads && pr)) {
+	if (optind != argc || (threads && pr) || (b.spin && !threads)) {
 		usage(stderr);
 		return 2;
 	}
