@@ -80,6 +80,8 @@ struct scsitgt_engine {
 	struct scsitgt__worker *workers;
 	unsigned int nworkers;
 	unsigned int workers_running;
+	/* a worker's loop was left open to a backend's handle: the workers stay allocated. */
+	bool workers_leaked;
 	struct scsitgt__inbox *home_inbox;
 	void (*workers_stop_cb)(void *cb_arg, int status);
 	void *workers_stop_arg;
@@ -165,6 +167,9 @@ struct scsitgt_target {
 	scsitgt_done_cb destroy_cb;
 	void *destroy_cb_arg;
 	struct scsitgt__deferred destroy_done;
+	/* task management requests crossing shards in flight (core/tmf_xshard.c): the target's
+	 * destruction waits for them (scsitgt__target_hold()). Home only. */
+	unsigned int xholds;
 	/* access control and limits (core/acl.c). Initiator names on the login list, the
 	 * target-wide source address list, LUN masking and the wildcard mapping entry. */
 	unsigned int nallowed;
@@ -455,6 +460,10 @@ int scsitgt__target_insert_lun(struct scsitgt_target *tgt, struct scsitgt_lun *l
 void scsitgt__target_lun_removed(struct scsitgt_target *tgt, struct scsitgt_lun *lun);
 /* A session of a destroying target went away (session.c calls it). */
 void scsitgt__target_session_gone(struct scsitgt_target *tgt);
+/* Keep @tgt from being freed while work of the core's own uses it (a destroy waits). Loop:
+ * home. */
+void scsitgt__target_hold(struct scsitgt_target *tgt);
+void scsitgt__target_unhold(struct scsitgt_target *tgt);
 
 /* acl.c */
 /* Whether @initiator may log in to @tgt from @sa (NULL: no address known, e.g. SRP or an
@@ -518,6 +527,10 @@ void scsitgt__drain_lun_gone(struct scsitgt_lun *lun);
  * then calls @again(engine) from the loop a little later. */
 bool scsitgt__drain_engine_ready(struct scsitgt_engine *engine,
 				 void (*again)(struct scsitgt_engine *engine));
+/* Before the worker loops stop (engine shutdown): each worker shard gives up the ios it holds
+ * for LUNs whose removal timed out; @done(engine) runs on home once all have. */
+void scsitgt__drain_engine_shards(struct scsitgt_engine *engine,
+				  void (*done)(struct scsitgt_engine *engine));
 /* An io that was given up (ORPHAN) or belongs to an orphaned command came back. */
 void scsitgt__drain_io_orphan_done(struct scsitgt_io *io);
 

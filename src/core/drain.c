@@ -90,7 +90,7 @@ static void drain_expire(struct scsitgt_lun *lun)
 	struct scsitgt__list *ios = &scsitgt__lun_part(lun, home)->ios;
 	struct scsitgt_target *tgt = lun->tgt;
 	bool alive = target_alive(engine, tgt);
-	struct scsitgt__list *p, *pos, *tmp;
+	struct scsitgt__list *p;
 	scsitgt_done_cb cb;
 	void *cb_arg;
 	unsigned int held = 0;
@@ -99,26 +99,11 @@ static void drain_expire(struct scsitgt_lun *lun)
 	lun->drain.expired = true;
 	/* Hold the LUN across the aborts: they may drop its last command. */
 	scsitgt__lun_hold(lun, home);
-	/* Without its target, the LUN's commands have lost their sessions already. */
-	for (p = alive ? tgt->sessions.next : NULL; alive && p != &tgt->sessions; p = p->next) {
-		struct scsitgt__session *s =
-			scsitgt__container_of(p, struct scsitgt__session, node);
-
-		/* a worker shard's commands are its own to abort. */
-		if (s->shard != home)
-			continue;
-		scsitgt__list_foreach_safe(pos, tmp, &s->cmds)
-		{
-			struct scsitgt__cmd *c =
-				scsitgt__container_of(pos, struct scsitgt__cmd, sess_node);
-
-			if (c->lun != lun || !scsitgt__cmd_is_live(c))
-				continue;
-			/* As an abort (SAM-5 §7): in a backend it is freed when it comes back.
-			 * The backend is being given up on: it is not asked to cancel. */
-			scsitgt__cmd_abort(c, NULL, false);
-		}
-	}
+	/* Without its target, the LUN's commands have lost their sessions already. As an abort
+	 * (SAM-5 §7), each session's on its own shard: in a backend it is freed when it comes
+	 * back; the backend is being given up on, so it is not asked to cancel. */
+	if (alive)
+		scsitgt__tmf_drain_lun(lun);
 	cb = lun->drain.destroy_cb;
 	cb_arg = lun->drain.destroy_cb_arg;
 	if (scsitgt__lun_inflight(lun) == 1 && lun->drain.parts_pending == 0) {
@@ -134,6 +119,9 @@ static void drain_expire(struct scsitgt_lun *lun)
 		scsitgt__order_done(io->cmd);
 		held++;
 	}
+	/* Those of worker shards are theirs: counted by their commands (a snapshot). */
+	for (unsigned int i = 1; i < engine->nshards; i++)
+		held += atomic_load_explicit(&lun->shard_part[i].inflight, memory_order_relaxed);
 	scsitgt__log(&engine->log, SCSITGT_LOG_WARNING, "core",
 		     "%s LUN %llu removed with %u ios still in backend '%s' after %u ms; it is "
 		     "closed when they return",
@@ -191,8 +179,9 @@ void scsitgt__drain_io_orphan_done(struct scsitgt_io *io)
 	struct scsitgt__cmd *cmd = io->cmd;
 	struct scsitgt_lun *lun = io->lun;
 
-	/* A QUEUED io of an orphaned command comes through the engine's queue, on the loop. */
-	if (atomic_load(&io->tstate) != SCSITGT__IO_ORPHAN)
+	/* A QUEUED io of an orphaned command of home comes through the engine's queue, on the
+	 * loop (one of a worker shard through its inbox: not counted, drain_shard_orphan()). */
+	if (atomic_load(&io->tstate) != SCSITGT__IO_ORPHAN && io->shard->index == 0)
 		lun->engine->orphan_queued--;
 	scsitgt__cache_free(NULL, io, io->alloc_size);
 	if (atomic_fetch_sub(&cmd->orphan_ios, 1) != 1)
@@ -209,9 +198,10 @@ static void drain_orphan_lun(struct scsitgt_engine *engine, struct scsitgt_lun *
 	struct scsitgt__list *p, *pos, *tmp;
 	unsigned int ncmds = 0;
 
-	lun->drain.orphaning = true;
 	/* The engine's own reference, dropped when it lets go of the shell. */
-	atomic_store(&lun->drain.orphan_cmds, 1);
+	if (!lun->drain.orphaning)
+		atomic_store(&lun->drain.orphan_cmds, 1);
+	lun->drain.orphaning = true;
 	/* Each command's count first: once an io is an orphan, a thread may finish it. */
 	for (p = ios->next; p != ios; p = p->next) {
 		struct scsitgt__cmd *cmd =
@@ -241,13 +231,12 @@ static void drain_orphan_lun(struct scsitgt_engine *engine, struct scsitgt_lun *
 		     ncmds, (unsigned long long)lun->id, lun->ops.name ? lun->ops.name : "?");
 }
 
-static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
+/* The engine is closing: LUNs still within their drain timeout cannot be waited for that long. */
+static void drain_expire_all(struct scsitgt_engine *engine)
 {
 	struct scsitgt__list *pos, *tmp;
-	bool ready = true;
 
 	zombies_init(engine);
-	/* LUNs still within their drain timeout: the engine cannot wait that long for them. */
 	scsitgt__list_foreach_safe(pos, tmp, &engine->zombies)
 	{
 		struct scsitgt_lun *lun =
@@ -256,6 +245,138 @@ static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
 		if (!lun->drain.expired && !lun->drain.closing_started)
 			drain_expire(lun);
 	}
+}
+
+/* One worker shard's part of an engine shutdown: the zombie LUNs whose ios it holds. */
+struct drain_shard_msg {
+	struct scsitgt__msg msg;
+	struct drain_shards *ds;
+	struct scsitgt__shard *shard;
+};
+
+struct drain_shards {
+	struct scsitgt_engine *engine;
+	void (*done)(struct scsitgt_engine *engine);
+	unsigned int pending;
+	size_t nluns;
+	struct scsitgt_lun **luns;
+	struct drain_shard_msg m[];
+};
+
+/*
+ * A worker shard gives up on the ios of its part of each LUN (as drain_orphan_lun() does for
+ * home's): their commands leave every engine structure, and the backend's late completion, on
+ * any thread, frees them. Loop: that shard's.
+ */
+static void drain_shard_orphan(struct scsitgt__shard *shard, struct scsitgt_lun *lun)
+{
+	struct scsitgt__lun_part *part = scsitgt__lun_part(lun, shard);
+	struct scsitgt__list *p, *pos, *tmp;
+	unsigned int ncmds = 0;
+
+	for (p = part->ios.next; p != &part->ios; p = p->next) {
+		struct scsitgt__cmd *cmd =
+			scsitgt__container_of(p, struct scsitgt_io, lun_node)->cmd;
+
+		if (scsitgt__cmd_abandon(cmd))
+			ncmds++;
+	}
+	atomic_fetch_add(&lun->drain.orphan_cmds, ncmds);
+	scsitgt__list_foreach_safe(pos, tmp, &part->ios)
+	{
+		struct scsitgt_io *io = scsitgt__container_of(pos, struct scsitgt_io, lun_node);
+		int lent = SCSITGT__IO_LENT;
+
+		scsitgt__list_remove(&io->lun_node);
+		/* One completed already is on its way to this shard's inbox, which frees it. */
+		atomic_compare_exchange_strong(&io->tstate, &lent, SCSITGT__IO_ORPHAN);
+	}
+	/* Its commands no longer hold the LUN: the part may report empty (core/lun.c). */
+	for (unsigned int i = 0; i < ncmds; i++)
+		scsitgt__lun_inflight_drop(lun, shard);
+}
+
+static void drain_shards_back(struct scsitgt__msg *msg)
+{
+	struct drain_shards *ds = scsitgt__container_of(msg, struct drain_shard_msg, msg)->ds;
+	void (*done)(struct scsitgt_engine *) = ds->done;
+	struct scsitgt_engine *engine = ds->engine;
+
+	if (--ds->pending)
+		return;
+	free(ds->luns);
+	free(ds);
+	done(engine);
+}
+
+static void drain_shards_there(struct scsitgt__msg *msg)
+{
+	struct drain_shard_msg *m = scsitgt__container_of(msg, struct drain_shard_msg, msg);
+
+	for (size_t i = 0; i < m->ds->nluns; i++)
+		drain_shard_orphan(m->shard, m->ds->luns[i]);
+	m->msg.fn = drain_shards_back;
+	scsitgt__engine_post(m->ds->engine, &m->msg);
+}
+
+void scsitgt__drain_engine_shards(struct scsitgt_engine *engine,
+				  void (*done)(struct scsitgt_engine *engine))
+{
+	unsigned int nw = engine->nshards - 1;
+	struct scsitgt__list *pos, *tmp;
+	struct drain_shards *ds = NULL;
+	size_t n = 0;
+
+	drain_expire_all(engine);
+	for (pos = engine->zombies.next; pos != &engine->zombies; pos = pos->next) {
+		struct scsitgt_lun *lun =
+			scsitgt__container_of(pos, struct scsitgt_lun, drain.zombie_node);
+
+		if (!lun->drain.closing_started && lun->drain.parts_pending)
+			n++;
+	}
+	if (nw && n) {
+		ds = calloc(1, sizeof(*ds) + nw * sizeof(ds->m[0]));
+		if (ds)
+			ds->luns = calloc(n, sizeof(*ds->luns));
+		if (ds && ds->luns == NULL) {
+			free(ds);
+			ds = NULL;
+		}
+	}
+	if (ds == NULL) {
+		/* Nothing held on a worker (or no memory: those LUNs are left behind). */
+		done(engine);
+		return;
+	}
+	scsitgt__list_foreach_safe(pos, tmp, &engine->zombies)
+	{
+		struct scsitgt_lun *lun =
+			scsitgt__container_of(pos, struct scsitgt_lun, drain.zombie_node);
+
+		if (lun->drain.closing_started || !lun->drain.parts_pending)
+			continue;
+		/* Home's part too, and the engine's reference on the shell. */
+		drain_orphan_lun(engine, lun);
+		ds->luns[ds->nluns++] = lun;
+	}
+	ds->engine = engine;
+	ds->done = done;
+	ds->pending = nw;
+	for (unsigned int i = 0; i < nw; i++) {
+		ds->m[i].ds = ds;
+		ds->m[i].shard = &engine->shards[i + 1];
+		ds->m[i].msg.fn = drain_shards_there;
+		scsitgt__shard_post(&engine->shards[i + 1], &ds->m[i].msg);
+	}
+}
+
+static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
+{
+	struct scsitgt__list *pos, *tmp;
+	bool ready = true;
+
+	drain_expire_all(engine);
 	scsitgt__list_foreach_safe(pos, tmp, &engine->zombies)
 	{
 		struct scsitgt_lun *lun =

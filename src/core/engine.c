@@ -362,6 +362,12 @@ static void engine_closed(uv_handle_t *h)
 		cb(cb_arg, 0);
 }
 
+static void engine_workers_stop(struct scsitgt_engine *engine)
+{
+	/* Joined from the home inbox; calls back at once without workers. */
+	scsitgt__workers_stop(engine, engine_child_done, engine);
+}
+
 static void engine_destroy_step(struct scsitgt_engine *engine)
 {
 	struct scsitgt__list *pos, *tmp;
@@ -396,8 +402,9 @@ static void engine_destroy_step(struct scsitgt_engine *engine)
 	case ENGINE_PHASE_WORKERS:
 		engine->destroy_phase = ENGINE_PHASE_CLOSE;
 		engine->destroy_pending = 1;
-		/* Joined from the home inbox; calls back at once without workers. */
-		scsitgt__workers_stop(engine, engine_child_done, engine);
+		/* The ios that LUNs whose removal timed out still hold on worker shards are given
+		 * up there first, while those loops run (core/drain.c). */
+		scsitgt__drain_engine_shards(engine, engine_workers_stop);
 		break;
 	case ENGINE_PHASE_CLOSE:
 		/* Deferred items of destroyed children have all run: their callbacks fired. */

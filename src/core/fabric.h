@@ -84,9 +84,8 @@ struct scsitgt__nexus_info {
 	 * engine's worker i. The session is created and destroyed on home; the fabric creates,
 	 * sets up, executes and destroys its commands on that shard's loop thread
 	 * (scsitgt__shard_post() runs a function there), where their completions come too.
-	 * Until the rest of issue 18 is in, such a session is for in-process fabrics (tests,
-	 * bench/core-bench.c --threads): no TMF, reset, ORDERED task or unit attention from
-	 * home reaches its commands.
+	 * Task management from any nexus reaches its commands on that shard
+	 * (core/tmf_xshard.c); ORDERED tasks do not order them yet (issue 18).
 	 */
 	unsigned int shard;
 };
@@ -134,6 +133,13 @@ struct scsitgt__session {
 	bool lend_data_in;
 	/* scsitgt_session_kick() was called: the fabric is ending the nexus. */
 	bool kicked;
+	/*
+	 * scsitgt__session_destroy() began (set on home): the nexus is on its way out, its
+	 * shard detaching its commands (destroy_msg goes there and back). Walks of the target's
+	 * sessions that reach other shards skip it (core/tmf_xshard.c).
+	 */
+	_Atomic bool leaving;
+	struct scsitgt__msg destroy_msg;
 	/* the access state of this nexus's target port group as of tgt->alua_gen == alua_gen
 	 * (core/alua.c; 0xff: no group, or ALUA off). Its own loop's. */
 	uint32_t alua_gen;
@@ -151,7 +157,9 @@ int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target
 /*
  * End the nexus. Commands still running in a backend are detached: their completion frees them
  * without calling the fabric. Commands that never reached a backend are freed now without
- * callbacks. The fabric must forget every command of this session before calling this.
+ * callbacks. The fabric must forget every command of this session before calling this, and
+ * must not use the session afterwards. Loop: home. A nexus of a worker shard ends in steps
+ * (issue 18): its shard detaches its commands, then home frees it; its target waits for it.
  */
 void scsitgt__session_destroy(struct scsitgt__session *sess);
 

@@ -275,7 +275,8 @@ static void lun_part_drained(struct scsitgt__msg *msg)
 	struct scsitgt_lun *lun = part->lun;
 
 	lun->drain.parts_pending--;
-	if (lun_idle(lun))
+	/* With ios given up (core/drain.c), the engine's shutdown decides. */
+	if (lun_idle(lun) && !lun->drain.orphaning)
 		scsitgt__lun_close_backend(lun);
 }
 

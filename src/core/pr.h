@@ -119,7 +119,7 @@ void scsitgt__pr_sync_xflags(struct scsitgt_lun *lun);
  * nexus ch->by_port excepted; @by_cmd, the command that made it, is not aborted). Outside
  * lun->xlock: it reaches sessions and their fabrics (pr_cluster.c).
  */
-void scsitgt__pr_raise_events(struct scsitgt_lun *lun, const struct scsitgt__pr_change *ch,
+void scsitgt__pr_raise_events(struct scsitgt_lun *lun, struct scsitgt__pr_change *ch,
 			      const struct scsitgt__cmd *by_cmd);
 
 /* The LUN's state, allocated on first use; NULL on allocation failure. Under lun->xlock. */

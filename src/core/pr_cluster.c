@@ -22,6 +22,11 @@
 #include "core/ua.h"
 
 struct scsitgt_pr_req {
+	/* The command's shard -> home (to join the queue), home -> that shard (its status):
+	 * the queue and the store's hooks are home's, the command its shard's (issue 18). */
+	struct scsitgt__msg msg;
+	int fin_status;
+	enum scsitgt__sense_reason fin_reason;
 	struct scsitgt__list node; /* pr->cl_queue */
 	struct scsitgt_lun *lun;
 	struct scsitgt__cmd *cmd;
@@ -46,49 +51,13 @@ static void cl_log(struct scsitgt_lun *lun, const char *what, int status)
 		     strerror(status < 0 ? -status : status));
 }
 
-/* Whether session @s is the nexus named in a change (by name and target port). */
-static bool is_by(const struct scsitgt__pr_change *ch, const struct scsitgt__session *s)
-{
-	return ch->by_port[0] && s->rel_port_id == ch->by_rel_port_id &&
-	       strcasecmp(s->initiator_port, ch->by_port) == 0;
-}
-
-/* Raise the events of @ch on this engine's nexuses, except the one that made the change. */
-void scsitgt__pr_raise_events(struct scsitgt_lun *lun, const struct scsitgt__pr_change *ch,
+/* Raise the events of @ch on this engine's nexuses, except the one that made the change: on
+ * their own shards (core/tmf_xshard.c); the events move out of @ch. Loop: home. */
+void scsitgt__pr_raise_events(struct scsitgt_lun *lun, struct scsitgt__pr_change *ch,
 			      const struct scsitgt__cmd *by_cmd)
 {
-	struct scsitgt_target *tgt = lun->tgt;
-
-	for (const struct scsitgt__list *e = ch->events.next; e != &ch->events; e = e->next) {
-		const struct scsitgt__pr_event *ev =
-			scsitgt__container_of(e, struct scsitgt__pr_event, node);
-
-		for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions;
-		     p = p->next) {
-			struct scsitgt__session *s =
-				scsitgt__container_of(p, struct scsitgt__session, node);
-
-			if (is_by(ch, s) || !scsitgt__pr_reg_matches(&ev->who, s))
-				continue;
-			switch (ev->code) {
-			case SCSITGT__PR_EV_REGS_PREEMPTED:
-				scsitgt__ua_establish(s, lun->id,
-						      SCSITGT__SR_UA_REGISTRATIONS_PREEMPTED);
-				break;
-			case SCSITGT__PR_EV_RESV_PREEMPTED:
-				scsitgt__ua_establish(s, lun->id,
-						      SCSITGT__SR_UA_RESERVATIONS_PREEMPTED);
-				break;
-			case SCSITGT__PR_EV_RESV_RELEASED:
-				scsitgt__ua_establish(s, lun->id,
-						      SCSITGT__SR_UA_RESERVATIONS_RELEASED);
-				break;
-			default: /* SCSITGT__PR_EV_ABORT */
-				scsitgt__tmf_abort_nexus_lun(s, lun->id, by_cmd);
-				break;
-			}
-		}
-	}
+	/* compared only: never aborted, not completed here */
+	scsitgt__tmf_pr_events(lun, ch, (struct scsitgt__cmd *)by_cmd, false, SCSITGT__SR_OK);
 }
 
 static bool same_nexus(const struct scsitgt__pr_reg *a, const struct scsitgt__pr_reg *b)
@@ -262,8 +231,27 @@ static void cl_fail(struct scsitgt__cmd *cmd, int status)
 	}
 }
 
+/* The command's shard: drop the hold that kept the waiting command alive (as
+ * core/range_lock.c) and give it its status. */
+static void cl_complete_cmd(struct scsitgt__cmd *cmd, int status, enum scsitgt__sense_reason reason)
+{
+	scsitgt__cmd_unhold(cmd);
+	if (status < 0)
+		cl_fail(cmd, status);
+	else
+		scsitgt__cmd_complete(cmd, reason);
+}
+
+static void cl_complete_msg(struct scsitgt__msg *msg)
+{
+	struct scsitgt_pr_req *req = scsitgt__container_of(msg, struct scsitgt_pr_req, msg);
+
+	cl_complete_cmd(req->cmd, req->fin_status, req->fin_reason);
+	free(req);
+}
+
 /* End the request at the head of the queue; the next one starts. @status < 0: a store error,
- * else @reason. */
+ * else @reason. The command ends on its own shard. Loop: home. */
 static void cl_finish(struct scsitgt_pr_req *req, int status, enum scsitgt__sense_reason reason)
 {
 	struct scsitgt_lun *lun = req->lun;
@@ -271,13 +259,16 @@ static void cl_finish(struct scsitgt_pr_req *req, int status, enum scsitgt__sens
 
 	scsitgt__list_remove(&req->node);
 	free(req->data);
-	free(req);
-	/* Drop the hold that kept the waiting command alive (as core/range_lock.c). */
-	scsitgt__cmd_unhold(cmd);
-	if (status < 0)
-		cl_fail(cmd, status);
-	else
-		scsitgt__cmd_complete(cmd, reason);
+	req->data = NULL;
+	if (cmd->shard->index == 0) {
+		free(req);
+		cl_complete_cmd(cmd, status, reason);
+	} else {
+		req->fin_status = status;
+		req->fin_reason = reason;
+		req->msg.fn = cl_complete_msg;
+		scsitgt__shard_post(cmd->shard, &req->msg);
+	}
 	if (lun->pr && lun->pr->cl_on)
 		cl_start(lun);
 }
@@ -309,10 +300,28 @@ static void cl_start(struct scsitgt_lun *lun)
 	cl_fetch(req);
 }
 
+/* Home: the request joins the LUN's queue. */
+static void cl_enqueue(struct scsitgt_pr_req *req)
+{
+	struct scsitgt__pr *pr = req->lun->pr;
+
+	scsitgt__list_add_tail(&pr->cl_queue, &req->node);
+	/* The store went away while the request came here: nothing to ask. */
+	if (!pr->cl_on) {
+		cl_finish(req, -EBUSY, SCSITGT__SR_OK);
+		return;
+	}
+	cl_start(req->lun);
+}
+
+static void cl_enqueue_msg(struct scsitgt__msg *msg)
+{
+	cl_enqueue(scsitgt__container_of(msg, struct scsitgt_pr_req, msg));
+}
+
 void scsitgt__pr_cluster_out(struct scsitgt__cmd *cmd,
 			     enum scsitgt__sense_reason (*run)(struct scsitgt__cmd *cmd))
 {
-	struct scsitgt__pr *pr = cmd->lun->pr;
 	struct scsitgt_pr_req *req = calloc(1, sizeof(*req));
 
 	if (req == NULL) {
@@ -322,11 +331,16 @@ void scsitgt__pr_cluster_out(struct scsitgt__cmd *cmd,
 	req->lun = cmd->lun;
 	req->cmd = cmd;
 	req->run = run;
-	/* A hold (scsitgt__cmd_hold()): a TMF or a session teardown marks the command aborted, never frees it
-	 * while the store has it. */
+	/* A hold (scsitgt__cmd_hold()): a TMF or a session teardown marks the command aborted,
+	 * never frees it while the store has it. */
 	scsitgt__cmd_hold(cmd);
-	scsitgt__list_add_tail(&pr->cl_queue, &req->node);
-	cl_start(cmd->lun);
+	/* The queue and the store are home's (include/libscsitgt/pr.h: Loop: home). */
+	if (cmd->shard->index == 0) {
+		cl_enqueue(req);
+		return;
+	}
+	req->msg.fn = cl_enqueue_msg;
+	scsitgt__engine_post(cmd->shard->engine, &req->msg);
 }
 
 SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, int status,

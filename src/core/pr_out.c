@@ -652,7 +652,8 @@ void scsitgt__pr_out(struct scsitgt__cmd *cmd)
 		scsitgt__pr_changed(lun);
 	scsitgt__pr_sync_xflags(lun);
 	uv_mutex_unlock(&lun->xlock);
-	scsitgt__pr_raise_events(lun, &ch, cmd);
+	/* The other nexuses are on any shard: their unit attentions and PREEMPT AND ABORT's
+	 * aborts go through home, and the status follows them (core/tmf_xshard.c). */
+	scsitgt__tmf_pr_events(lun, &ch, cmd, true, r);
 	scsitgt__pr_change_clear(&ch);
-	scsitgt__cmd_complete(cmd, r);
 }

@@ -100,9 +100,9 @@ void scsitgt__session_destroy_internal(struct scsitgt__session *sess)
 	free(sess);
 }
 
-void scsitgt__session_destroy(struct scsitgt__session *sess)
+/* Detach or free every command of the nexus. Loop: its shard (its commands' own). */
+static void session_detach_cmds(struct scsitgt__session *sess)
 {
-	struct scsitgt_target *tgt = sess->tgt;
 	struct scsitgt__list *pos, *tmp;
 
 	scsitgt__list_foreach_safe(pos, tmp, &sess->cmds)
@@ -110,6 +110,13 @@ void scsitgt__session_destroy(struct scsitgt__session *sess)
 		/* freed now, or detached until its backend gives it back (cmd.c). */
 		scsitgt__cmd_nexus_gone(scsitgt__container_of(pos, struct scsitgt__cmd, sess_node));
 	}
+}
+
+/* Home: the nexus has no command left; the rest of it goes. */
+static void session_free(struct scsitgt__session *sess)
+{
+	struct scsitgt_target *tgt = sess->tgt;
+
 	/* SPC-2 reservations end with the nexus; its unit attentions go with it. */
 	scsitgt__pr_session_gone(sess);
 	scsitgt__ua_session_free(sess);
@@ -122,4 +129,34 @@ void scsitgt__session_destroy(struct scsitgt__session *sess)
 	uv_mutex_destroy(&sess->ua_lock);
 	free(sess);
 	scsitgt__target_session_gone(tgt);
+}
+
+static void session_free_msg(struct scsitgt__msg *msg)
+{
+	session_free(scsitgt__container_of(msg, struct scsitgt__session, destroy_msg));
+}
+
+/* The nexus's worker shard: its commands are its loop's to detach, a backend may be
+ * completing one right now. Then back home. */
+static void session_detach_msg(struct scsitgt__msg *msg)
+{
+	struct scsitgt__session *sess =
+		scsitgt__container_of(msg, struct scsitgt__session, destroy_msg);
+
+	session_detach_cmds(sess);
+	sess->destroy_msg.fn = session_free_msg;
+	scsitgt__engine_post(sess->tgt->engine, &sess->destroy_msg);
+}
+
+void scsitgt__session_destroy(struct scsitgt__session *sess)
+{
+	/* From now on no request of home's reaches it (core/tmf_xshard.c). */
+	atomic_store(&sess->leaving, true);
+	if (sess->shard->index == 0) {
+		session_detach_cmds(sess);
+		session_free(sess);
+		return;
+	}
+	sess->destroy_msg.fn = session_detach_msg;
+	scsitgt__shard_post(sess->shard, &sess->destroy_msg);
 }

@@ -130,7 +130,7 @@ static void target_lun_done(void *arg, int status)
 /* Once the sessions are gone, destroy the LUNs, then free the target (deferred). */
 static void target_destroy_step(struct scsitgt_target *tgt)
 {
-	if (!scsitgt__list_empty(&tgt->sessions))
+	if (!scsitgt__list_empty(&tgt->sessions) || tgt->xholds)
 		return;
 	if (tgt->nluns) {
 		tgt->destroy_pending = (unsigned int)tgt->nluns;
@@ -156,6 +156,17 @@ void scsitgt__target_session_gone(struct scsitgt_target *tgt)
 		target_destroy_step(tgt);
 }
 
+void scsitgt__target_hold(struct scsitgt_target *tgt)
+{
+	tgt->xholds++;
+}
+
+void scsitgt__target_unhold(struct scsitgt_target *tgt)
+{
+	if (--tgt->xholds == 0)
+		scsitgt__target_session_gone(tgt);
+}
+
 SCSITGT_EXPORT void scsitgt_target_destroy(struct scsitgt_target *tgt, scsitgt_done_cb cb,
 					   void *cb_arg)
 {
@@ -174,7 +185,9 @@ SCSITGT_EXPORT void scsitgt_target_destroy(struct scsitgt_target *tgt, scsitgt_d
 		struct scsitgt__session *s =
 			scsitgt__container_of(pos, struct scsitgt__session, node);
 
-		s->ops->session_shutdown(s);
+		/* one on its way out already is waited for as it is. */
+		if (!atomic_load(&s->leaving))
+			s->ops->session_shutdown(s);
 	}
 	target_destroy_step(tgt);
 }

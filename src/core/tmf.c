@@ -11,6 +11,7 @@
  * other commands and nexuses go on meanwhile.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "core/pr.h"
@@ -24,10 +25,18 @@ struct scsitgt__tmf_op {
 	scsitgt__tmf_cb cb;
 	void *cb_arg;
 	enum scsitgt__tmf_response response;
-	/* Aborted commands still in a backend that point at this op. */
-	unsigned int waiting;
+	/* The issuer's shard (its session's): the timer, the callback and the free run on its
+	 * loop (issue 18: the TMF of a nexus on a worker answers there). */
+	struct scsitgt__shard *shard;
+	/* Holds, taken and dropped on any shard: aborted commands still in a backend that point
+	 * at this op, a backend's reset_async(), the dispatch to other shards (tmf_xshard.c). */
+	_Atomic unsigned int waiting;
+	/* The issuer's loop only: the last hold is gone, the answer is out, the timer runs. */
+	bool drained;
 	bool answered;
 	bool timer_on;
+	/* The last hold went on another shard: it tells the issuer's loop through this. */
+	struct scsitgt__msg drained_msg;
 	uv_timer_t timer;
 };
 
@@ -44,7 +53,7 @@ static void op_closed(uv_handle_t *h)
 /* Free the op once it has answered, its timer is closed and no command points at it. */
 static void op_maybe_free(struct scsitgt__tmf_op *op)
 {
-	if (op->answered && !op->waiting && !op->timer_on)
+	if (op->answered && op->drained && !op->timer_on)
 		free(op);
 }
 
@@ -72,6 +81,43 @@ static void op_timeout(uv_timer_t *t)
 	op_maybe_free(op);
 }
 
+/* The issuer's loop: nothing holds the op any more. */
+static void op_drained(struct scsitgt__tmf_op *op)
+{
+	op->drained = true;
+	op_answer(op);
+	op_maybe_free(op);
+}
+
+static void op_drained_msg(struct scsitgt__msg *msg)
+{
+	op_drained(scsitgt__container_of(msg, struct scsitgt__tmf_op, drained_msg));
+}
+
+void scsitgt__tmf_op_get(struct scsitgt__tmf_op *op)
+{
+	atomic_fetch_add_explicit(&op->waiting, 1, memory_order_relaxed);
+}
+
+void scsitgt__tmf_op_put(struct scsitgt__tmf_op *op, const struct scsitgt__shard *here)
+{
+	/* acq_rel: what the other holders did happens before the answer. */
+	if (atomic_fetch_sub_explicit(&op->waiting, 1, memory_order_acq_rel) != 1)
+		return;
+	if (here == op->shard) {
+		op_drained(op);
+		return;
+	}
+	/* The last touch of the op on this thread. */
+	op->drained_msg.fn = op_drained_msg;
+	scsitgt__shard_post(op->shard, &op->drained_msg);
+}
+
+void scsitgt__tmf_op_reject(struct scsitgt__tmf_op *op)
+{
+	op->response = SCSITGT__TMF_REJECTED;
+}
+
 void scsitgt__tmf_cmd_released(struct scsitgt__cmd *cmd)
 {
 	struct scsitgt__tmf_op *op = cmd->tmf_wait;
@@ -79,9 +125,7 @@ void scsitgt__tmf_cmd_released(struct scsitgt__cmd *cmd)
 	if (op == NULL)
 		return;
 	cmd->tmf_wait = NULL;
-	if (--op->waiting == 0)
-		op_answer(op);
-	op_maybe_free(op);
+	scsitgt__tmf_op_put(op, cmd->shard);
 }
 
 void scsitgt__tmf_wait_for(struct scsitgt__tmf_op *op, struct scsitgt__cmd *cmd)
@@ -89,14 +133,15 @@ void scsitgt__tmf_wait_for(struct scsitgt__tmf_op *op, struct scsitgt__cmd *cmd)
 	if (cmd->tmf_wait)
 		return;
 	cmd->tmf_wait = op;
-	op->waiting++;
+	scsitgt__tmf_op_get(op);
 }
 
-/* Abort the live commands of @sess matching @lun_id (all LUNs when @all_luns) and, for ABORT
- * TASK, @tag. Returns how many. */
+/* Abort the live commands of @sess matching @lun_id (all LUNs when @all_luns; only those of
+ * @lun when not NULL) and, for ABORT TASK, @tag. Returns how many. Loop: @sess's shard. */
 static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_id, bool all_luns,
-				   bool by_tag, uint64_t tag, const struct scsitgt__cmd *except,
-				   struct scsitgt__tmf_op *op)
+				   const struct scsitgt_lun *lun, bool by_tag, uint64_t tag,
+				   const struct scsitgt__cmd *except, struct scsitgt__tmf_op *op,
+				   bool cancel_ios)
 {
 	struct scsitgt__list *pos, *tmp;
 	unsigned int n = 0;
@@ -107,13 +152,13 @@ static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_i
 
 		if (c == except || !scsitgt__cmd_is_live(c))
 			continue;
-		if (!all_luns && c->lun_id != lun_id)
+		if (lun ? c->lun != lun : !all_luns && c->lun_id != lun_id)
 			continue;
 		if (by_tag && c->tag != tag)
 			continue;
 		n++;
 		/* with @op, the TMF waits for it to leave its backend. */
-		scsitgt__cmd_abort(c, op, true);
+		scsitgt__cmd_abort(c, op, cancel_ios);
 	}
 	return n;
 }
@@ -121,7 +166,15 @@ static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_i
 unsigned int scsitgt__tmf_abort_nexus_lun(struct scsitgt__session *sess, uint64_t lun_id,
 					  const struct scsitgt__cmd *except)
 {
-	return abort_matching(sess, lun_id, false, false, 0, except, NULL);
+	return abort_matching(sess, lun_id, false, NULL, false, 0, except, NULL, true);
+}
+
+unsigned int scsitgt__tmf_abort_session(struct scsitgt__session *sess, uint64_t lun_id,
+					const struct scsitgt_lun *lun,
+					const struct scsitgt__cmd *except,
+					struct scsitgt__tmf_op *op, bool cancel_ios)
+{
+	return abort_matching(sess, lun_id, false, lun, false, 0, except, op, cancel_ios);
 }
 
 static unsigned int count_matching(struct scsitgt__session *sess, uint64_t lun_id, bool by_tag,
@@ -139,34 +192,25 @@ static unsigned int count_matching(struct scsitgt__session *sess, uint64_t lun_i
 	return n;
 }
 
-/*
- * SAM-5 §6.3.3 logical unit reset of @lun: the task set is cleared (every nexus), the SPC-2
- * reservation ends, and every nexus, the resetting one included, finds @ua.
- */
-/* The backend's reset_async() is done: one wait fewer for the TMF's answer. */
+/* The backend's reset_async() is done (home): one hold fewer on the TMF's answer. */
 static void reset_async_done(void *arg, int status)
 {
 	struct scsitgt__tmf_op *op = arg;
 
 	(void)status;
-	if (--op->waiting == 0)
-		op_answer(op);
-	op_maybe_free(op);
+	scsitgt__tmf_op_put(op, op->shard->engine->shards);
 }
 
-/* With @op (NULL: a reset applied from another engine, scsitgt_lun_apply_reset()), the backend
- * is told and the TMF waits for its reset_async(). */
-static void lun_reset(struct scsitgt_lun *lun, enum scsitgt__sense_reason ua,
-		      struct scsitgt__tmf_op *op)
+/*
+ * SAM-5 §6.3.3 logical unit reset of @lun, after its tasks were aborted on every shard
+ * (tmf_xshard.c): the SPC-2 reservation ends, a self-test stops, and every nexus, the
+ * resetting one included, finds @ua. With @op (NULL: a reset applied from another engine,
+ * scsitgt_lun_apply_reset()), the backend is told and the TMF waits for its reset_async().
+ * Loop: home.
+ */
+void scsitgt__tmf_lun_reset_rest(struct scsitgt_lun *lun, enum scsitgt__sense_reason ua,
+				 struct scsitgt__tmf_op *op)
 {
-	struct scsitgt_target *tgt = lun->tgt;
-
-	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
-		struct scsitgt__session *s =
-			scsitgt__container_of(p, struct scsitgt__session, node);
-
-		abort_matching(s, lun->id, false, false, 0, NULL, op);
-	}
 	scsitgt__pr_reset(lun);
 	/* SPC-5 §6.42: a reset aborts a self-test in progress. */
 	scsitgt__selftest_reset(lun);
@@ -174,19 +218,20 @@ static void lun_reset(struct scsitgt_lun *lun, enum scsitgt__sense_reason ua,
 	scsitgt__sbc_prevent_release(lun, NULL);
 	/* The backend's own state (backend.h reset()), after its ios were aborted. */
 	if (op && lun->ops.reset_async) {
-		op->waiting++;
+		scsitgt__tmf_op_get(op);
 		lun->ops.reset_async(lun->bctx, reset_async_done, op);
 	} else if (op && lun->ops.reset) {
 		lun->ops.reset(lun->bctx);
 	}
-	scsitgt__ua_establish_all(tgt, lun->id, NULL, ua);
+	scsitgt__ua_establish_all(lun->tgt, lun->id, NULL, ua);
 }
 
 SCSITGT_EXPORT int scsitgt_lun_apply_reset(struct scsitgt_lun *lun)
 {
 	if (lun == NULL)
 		return -EINVAL;
-	lun_reset(lun, SCSITGT__SR_UA_LUN_RESET, NULL);
+	/* The tasks of every shard, then the rest (tmf_xshard.c). */
+	scsitgt__tmf_xshard(lun->tgt, SCSITGT__TMF_LUN_RESET, NULL, lun->id, NULL);
 	return 0;
 }
 
@@ -194,14 +239,17 @@ static struct scsitgt__tmf_op *op_new(struct scsitgt__session *sess, scsitgt__tm
 				      void *cb_arg, uint32_t ms)
 {
 	struct scsitgt__tmf_op *op = calloc(1, sizeof(*op));
-	struct scsitgt_engine *engine = sess->tgt->engine;
 
 	if (op == NULL)
 		return NULL;
 	op->cb = cb;
 	op->cb_arg = cb_arg;
 	op->response = SCSITGT__TMF_COMPLETE;
-	if (uv_timer_init(engine->loop, &op->timer) == 0) {
+	op->shard = sess->shard;
+	/* The TMF's own hold until it has made its aborts (dropped by the caller). */
+	atomic_init(&op->waiting, 1);
+	/* On the issuer's loop: its callback runs there. */
+	if (uv_timer_init(sess->shard->loop, &op->timer) == 0) {
 		op->timer_on = true;
 		op->timer.data = op;
 		uv_timer_start(&op->timer, op_timeout, ms, 0);
@@ -212,7 +260,6 @@ static struct scsitgt__tmf_op *op_new(struct scsitgt__session *sess, scsitgt__tm
 void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type type,
 			  const uint8_t lun[8], uint64_t ref_tag, scsitgt__tmf_cb cb, void *cb_arg)
 {
-	struct scsitgt_target *tgt = sess->tgt;
 	uint64_t lun_id = scsitgt__lun_decode(lun);
 	bool lun_scoped = type != SCSITGT__TMF_TARGET_WARM_RESET &&
 			  type != SCSITGT__TMF_TARGET_COLD_RESET;
@@ -260,6 +307,7 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 		break;
 	}
 
+	/* Held (op_new()) across the switch: a backend's reset_async() may finish inside it. */
 	op = op_new(sess, cb, cb_arg,
 		    sess->tgt->engine->tmf_timeout_ms ? sess->tgt->engine->tmf_timeout_ms :
 							SCSITGT__TMF_TIMEOUT_MS_DEFAULT);
@@ -267,54 +315,32 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 		cb(cb_arg, SCSITGT__TMF_REJECTED);
 		return;
 	}
-	/* Held across the switch: a backend's reset_async() may finish inside it. */
-	op->waiting++;
 	switch (type) {
 	case SCSITGT__TMF_ABORT_TASK:
 		/* RFC 7143 §11.6.1: a task that already completed is "function complete"; the
-		 * fabric answers "task does not exist" for tags it never saw. */
-		abort_matching(sess, lun_id, false, true, ref_tag, NULL, op);
+		 * fabric answers "task does not exist" for tags it never saw. Only this nexus's
+		 * tasks: they run on this loop. */
+		abort_matching(sess, lun_id, false, NULL, true, ref_tag, NULL, op, true);
 		break;
 	case SCSITGT__TMF_ABORT_TASK_SET:
 		/* SAM-5 §7.3: only the tasks of this nexus. */
-		abort_matching(sess, lun_id, false, false, 0, NULL, op);
+		abort_matching(sess, lun_id, false, NULL, false, 0, NULL, op, true);
 		break;
 	case SCSITGT__TMF_CLEAR_TASK_SET:
 		/* SAM-5 §7.4: the whole (shared) task set; nexuses that lost tasks are told. */
-		for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions;
-		     p = p->next) {
-			struct scsitgt__session *s =
-				scsitgt__container_of(p, struct scsitgt__session, node);
-
-			if (abort_matching(s, lun_id, false, false, 0, NULL, op) && s != sess)
-				scsitgt__ua_establish(s, lun_id,
-						      SCSITGT__SR_UA_COMMANDS_CLEARED_BY_OTHER);
-		}
-		break;
 	case SCSITGT__TMF_LUN_RESET:
-		lun_reset(l, SCSITGT__SR_UA_LUN_RESET, op);
-		break;
 	case SCSITGT__TMF_TARGET_WARM_RESET:
 	case SCSITGT__TMF_TARGET_COLD_RESET:
-		/* SAM-5 §7.12, §7.13: a logical unit reset of every LUN; a cold reset looks like a
-		 * power cycle. Only of the LUNs this initiator may see: a masked LUN does not exist
-		 * for it (not in its REPORT LUNS, INQUIRY peripheral qualifier 011b), so its reset
-		 * must not disturb the initiators the LUN is mapped to. */
-		for (size_t i = 0; i < tgt->nluns; i++)
-			if (scsitgt__session_lun_visible(sess, tgt->luns[i]->id))
-				lun_reset(tgt->luns[i],
-					  type == SCSITGT__TMF_TARGET_COLD_RESET ?
-						  SCSITGT__SR_UA_POWER_ON_RESET :
-						  SCSITGT__SR_UA_LUN_RESET,
-					  op);
+		/* Other nexuses' tasks run on their own shards: the target's sessions are walked
+		 * on home, which asks each shard to abort its own (tmf_xshard.c). */
+		if (scsitgt__tmf_xshard(sess->tgt, type, sess, lun_id, op) < 0)
+			op->response = SCSITGT__TMF_REJECTED;
 		break;
 	default:
 		op->response = SCSITGT__TMF_NOT_SUPPORTED;
 		break;
 	}
-	if (--op->waiting == 0)
-		op_answer(op);
-	op_maybe_free(op);
+	scsitgt__tmf_op_put(op, sess->shard);
 }
 
 void scsitgt__tmf_quiesce(struct scsitgt__session *sess, uint32_t timeout_ms, scsitgt__tmf_cb cb,
@@ -328,11 +354,10 @@ void scsitgt__tmf_quiesce(struct scsitgt__session *sess, uint32_t timeout_ms, sc
 		return;
 	}
 	/* Every task of the nexus, on every LUN (the effect of an I_T nexus loss, SAM-5
-	 * §6.3.4, without its unit attention: the nexus is ending anyway). */
-	abort_matching(sess, 0, true, false, 0, NULL, op);
-	if (op->waiting == 0)
-		op_answer(op);
-	op_maybe_free(op);
+	 * §6.3.4, without its unit attention: the nexus is ending anyway). The nexus's tasks
+	 * run on this loop, its shard's, where the answer comes too. */
+	abort_matching(sess, 0, true, NULL, false, 0, NULL, op, true);
+	scsitgt__tmf_op_put(op, sess->shard);
 }
 
 SCSITGT_EXPORT int scsitgt_engine_set_tmf_timeout(struct scsitgt_engine *engine,

@@ -24,4 +24,59 @@ void scsitgt__tmf_cmd_released(struct scsitgt__cmd *cmd);
 /* The TMF @op waits for @cmd, just aborted inside its backend (scsitgt__cmd_abort()). */
 void scsitgt__tmf_wait_for(struct scsitgt__tmf_op *op, struct scsitgt__cmd *cmd);
 
+/*
+ * Holds on a TMF's answer, taken and dropped on any shard: the TMF answers, on its issuer's
+ * loop, once the last one is dropped (or at its timeout). @here is the calling loop's shard.
+ */
+void scsitgt__tmf_op_get(struct scsitgt__tmf_op *op);
+void scsitgt__tmf_op_put(struct scsitgt__tmf_op *op, const struct scsitgt__shard *here);
+/* The TMF answers FUNCTION REJECTED (while its caller holds it: the answer comes after). */
+void scsitgt__tmf_op_reject(struct scsitgt__tmf_op *op);
+
+/*
+ * Abort the live commands of @sess on LUN @lun_id (on @lun only, when not NULL), except
+ * @except; with @op the TMF waits for those in a backend, which is asked to cancel them when
+ * @cancel_ios. Returns how many. Loop: @sess's shard.
+ */
+unsigned int scsitgt__tmf_abort_session(struct scsitgt__session *sess, uint64_t lun_id,
+					const struct scsitgt_lun *lun,
+					const struct scsitgt__cmd *except,
+					struct scsitgt__tmf_op *op, bool cancel_ios);
+
+/* What a logical unit reset does besides aborting tasks (SAM-5 §6.3.3). Loop: home. */
+void scsitgt__tmf_lun_reset_rest(struct scsitgt_lun *lun, enum scsitgt__sense_reason ua,
+				 struct scsitgt__tmf_op *op);
+
+/*
+ * Task management that reaches the commands of other sessions, which run on their own shards
+ * (core/tmf_xshard.c): CLEAR TASK SET, LOGICAL UNIT RESET, TARGET WARM/COLD RESET of @tgt,
+ * issued on nexus @sess (NULL: scsitgt_lun_apply_reset()) for LUN @lun_id. Home walks the
+ * target's sessions and asks each shard to abort its own sessions' tasks; once every shard has
+ * answered, the rest of a reset runs on home. @op (may be NULL) is held until then and waits for
+ * the aborted tasks. Returns 0, or -ENOMEM (nothing was done). Loop: @sess's shard (home
+ * without @sess).
+ */
+int scsitgt__tmf_xshard(struct scsitgt_target *tgt, enum scsitgt__tmf_type type,
+			const struct scsitgt__session *sess, uint64_t lun_id,
+			struct scsitgt__tmf_op *op);
+
+struct scsitgt__pr_change;
+/*
+ * Raise the unit attentions and task aborts (PREEMPT AND ABORT, SPC-5 §5.13.11.5) that a
+ * reservation change recorded in @ch, on every nexus of the LUN's target but the one that made
+ * it (ch->by_port); @by_cmd, the command that made it, is never aborted. The events move out of
+ * @ch. With @complete, @by_cmd (which must be executing on its own shard) is completed with
+ * @reason on its shard once every shard has made its aborts, as if the aborts were synchronous;
+ * without, the aborts are only asked for. Loop: @by_cmd's shard (home without @by_cmd).
+ */
+void scsitgt__tmf_pr_events(struct scsitgt_lun *lun, struct scsitgt__pr_change *ch,
+			    struct scsitgt__cmd *by_cmd, bool complete,
+			    enum scsitgt__sense_reason reason);
+
+/*
+ * A LUN's removal timed out (core/drain.c): abort the live commands of @lun in every session
+ * of its target, each on its own shard, without asking the backend to cancel. Loop: home.
+ */
+void scsitgt__tmf_drain_lun(struct scsitgt_lun *lun);
+
 #endif /* SCSITGT_CORE_TMF_H */

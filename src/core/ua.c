@@ -253,8 +253,10 @@ void scsitgt__ua_establish(struct scsitgt__session *sess, uint64_t lun_id,
 		queued = ua && ua_queue(sess, ua, lun_id, reason);
 	}
 	uv_mutex_unlock(&sess->ua_lock);
-	/* the fabric may also announce it (iSCSI Async Message, transport/iscsi/async.c). */
-	if (queued && sess->ops->unit_attention)
+	/* the fabric may also announce it (iSCSI Async Message, transport/iscsi/async.c);
+	 * not a nexus on its way out, whose fabric may have let go of it (core/session.c). */
+	if (queued && sess->ops->unit_attention &&
+	    !atomic_load_explicit(&sess->leaving, memory_order_relaxed))
 		sess->ops->unit_attention(sess, lun_id, reason);
 }
 
@@ -266,7 +268,8 @@ void scsitgt__ua_establish_all(struct scsitgt_target *tgt, uint64_t lun_id,
 		struct scsitgt__session *s =
 			scsitgt__container_of(p, struct scsitgt__session, node);
 
-		if (s != except)
+		/* a nexus on its way out is told nothing (its fabric may be gone). */
+		if (s != except && !atomic_load_explicit(&s->leaving, memory_order_relaxed))
 			scsitgt__ua_establish(s, lun_id, reason);
 	}
 }

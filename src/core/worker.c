@@ -139,13 +139,20 @@ void scsitgt__engine_post_lazy(struct scsitgt__worker *w, struct scsitgt__msg *m
 		uv_timer_start(&w->lazy_timer, worker_lazy_cb, SCSITGT__LAZY_MS, 0);
 }
 
+/* The worker's own handles are closed: its loop ends now, even if a backend keeps a handle
+ * of its own there (an io the engine gave up on, core/drain.c). */
+static void worker_inbox_closed(struct scsitgt__inbox *inbox)
+{
+	uv_stop(inbox->poll.loop);
+}
+
 /* Worker side of the stop: close the inbox and the timer; the loop ends with them. */
 static void worker_stop_fn(struct scsitgt__msg *msg)
 {
 	struct scsitgt__worker *w = scsitgt__container_of(msg, struct scsitgt__worker, stop_msg);
 
-	scsitgt__inbox_close(&w->inbox, NULL);
 	uv_close((uv_handle_t *)&w->lazy_timer, NULL);
+	scsitgt__inbox_close(&w->inbox, worker_inbox_closed);
 }
 
 static void home_inbox_closed(struct scsitgt__inbox *inbox)
@@ -158,7 +165,9 @@ static void home_inbox_closed(struct scsitgt__inbox *inbox)
 	scsitgt__inbox_drain(inbox);
 	free(inbox);
 	engine->home_inbox = NULL;
-	free(engine->workers);
+	/* A loop a backend still uses (worker_main()) stays allocated, with the workers. */
+	if (!engine->workers_leaked)
+		free(engine->workers);
 	engine->workers = NULL;
 	engine->nworkers = 0;
 	engine->workers_stop_cb = NULL;
@@ -174,6 +183,13 @@ static void worker_exit_fn(struct scsitgt__msg *msg)
 
 	uv_thread_join(&w->thread);
 	w->started = false;
+	if (w->loop_busy) {
+		engine->workers_leaked = true;
+		scsitgt__log(&engine->log, SCSITGT_LOG_WARNING, "core",
+			     "worker %u: a backend keeps a handle open on its loop (an io given up "
+			     "at shutdown); the loop is left to it",
+			     w->index);
+	}
 	if (--engine->workers_running == 0)
 		scsitgt__inbox_close(engine->home_inbox, home_inbox_closed);
 }
@@ -183,6 +199,7 @@ static void worker_main(void *arg)
 	struct scsitgt__worker *w = arg;
 	sigset_t pipe_set;
 	char name[16];
+	int rc;
 
 	/* "scsitgt-w<N>" in top -H, ps -L, /proc/<pid>/task/<tid>/comm (15 bytes at most). */
 	snprintf(name, sizeof(name), "scsitgt-w%u", w->index);
@@ -194,8 +211,12 @@ static void worker_main(void *arg)
 	sigaddset(&pipe_set, SIGPIPE);
 	(void)pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 	uv_run(&w->loop, UV_RUN_DEFAULT);
-	/* Every handle is closed (uv_run returned): the loop can go. */
-	uv_loop_close(&w->loop);
+	/* Stopped once the inbox closed: handles closed in that pass finish closing. A backend
+	 * that still holds an io the engine gave up on may keep a handle of its own here: the
+	 * loop is then left open (never freed), so that its late use of the handle stays safe. */
+	for (int i = 0; (rc = uv_loop_close(&w->loop)) == UV_EBUSY && i < 8; i++)
+		uv_run(&w->loop, UV_RUN_NOWAIT);
+	w->loop_busy = rc == UV_EBUSY;
 	/* The last touch of the worker from this thread: the home loop joins and frees it. */
 	scsitgt__engine_post(w->engine, &w->exit_msg);
 }
