@@ -108,27 +108,31 @@ struct stream {
 	atomic_uint good, full, bad;
 };
 
+/* The command's outcome is counted after it is gone: home may destroy the session once the
+ * counts say so (the atomic is what orders the worker's last writes before home's reads). */
 static void s_cmd_done(struct scsitgt__cmd *cmd)
 {
 	struct stream *s = cmd->sess->fabric_ctx;
+	atomic_uint *outcome;
 
 	if (cmd->shard != s->shard)
-		atomic_fetch_add(&s->bad, 1);
+		outcome = &s->bad;
 	else if (cmd->status == SAM_STAT_GOOD)
-		atomic_fetch_add(&s->good, 1);
+		outcome = &s->good;
 	else if (cmd->status == SAM_STAT_TASK_SET_FULL && cmd->sense_len == 0)
-		atomic_fetch_add(&s->full, 1);
+		outcome = &s->full;
 	else
-		atomic_fetch_add(&s->bad, 1);
+		outcome = &s->bad;
 	scsitgt__cmd_destroy(cmd);
+	atomic_fetch_add(outcome, 1);
 }
 
 static void s_cmd_aborted(struct scsitgt__cmd *cmd)
 {
 	struct stream *s = cmd->sess->fabric_ctx;
 
-	atomic_fetch_add(&s->bad, 1);
 	scsitgt__cmd_destroy(cmd);
+	atomic_fetch_add(&s->bad, 1);
 }
 
 static void s_session_shutdown(struct scsitgt__session *sess)
