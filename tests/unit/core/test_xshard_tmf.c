@@ -26,6 +26,7 @@
 #include "core/scsi_spec.h"
 #include "core/shard.h"
 #include "libscsitgt/backend_fault.h"
+#include "libscsitgt/pr.h"
 #include "libscsitgt/scsitgt.h"
 #include "util/be.h"
 
@@ -596,6 +597,83 @@ static void test_drain_timeout_reaches_worker(void **state)
 	assert_false(atomic_load(&waiting.ended_on_home));
 }
 
+/* A cluster store (libscsitgt/pr.h) that keeps the one request it is asked, on home. */
+struct store {
+	struct world *w;
+	struct scsitgt_pr_req *req;
+	bool commit;
+	_Atomic int asked;
+	bool off_home;
+};
+
+static void store_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req)
+{
+	struct store *st = arg;
+
+	(void)lun;
+	st->off_home |= !on_home(st->w);
+	st->req = req;
+	st->commit = false;
+	atomic_store(&st->asked, 1);
+}
+
+static void store_commit(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req,
+			 const void *data, size_t len, uint64_t version)
+{
+	struct store *st = arg;
+
+	(void)lun;
+	(void)data;
+	(void)len;
+	(void)version;
+	st->off_home |= !on_home(st->w);
+	st->req = req;
+	st->commit = true;
+	atomic_store(&st->asked, 1);
+}
+
+static const struct scsitgt_pr_cluster_ops store_ops = {
+	.size = sizeof(struct scsitgt_pr_cluster_ops),
+	.fetch = store_fetch,
+	.commit = store_commit,
+};
+
+/* A PERSISTENT RESERVE OUT of B (worker) on a LUN whose reservations live in a cluster store:
+ * the store is asked on home (its hooks are Loop: home), and B's command gets its status on
+ * its own loop. */
+static void test_cluster_pr_out_from_worker(void **state)
+{
+	struct world *w = *state;
+	struct store st = { .w = w };
+	struct xcmd x;
+
+	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, &store_ops, &st), 0);
+	memset(&x, 0, sizeof(x));
+	x.sess = w->b;
+	x.cdb[0] = SPC_PERSISTENT_RESERVE_OUT;
+	x.cdb[1] = PR_OUT_REGISTER;
+	put_be32(&x.cdb[5], 24);
+	x.cdb_len = 10;
+	put_be64(&x.dout[8], 0xb);
+	x.dout_len = 24;
+	x.execute = true;
+	x_start(w, &x);
+	wait_flag(w, &st.asked);
+	assert_false(st.commit);
+	atomic_store(&st.asked, 0);
+	/* nothing stored yet */
+	scsitgt_pr_req_complete_fetch(st.req, 0, NULL, 0, 1);
+	wait_flag(w, &st.asked);
+	assert_true(st.commit);
+	scsitgt_pr_req_complete_commit(st.req, 0);
+	x_wait(w, &x);
+	assert_false(st.off_home);
+	assert_int_equal(atomic_load(&x.ended), X_DONE);
+	assert_int_equal(x.status, SAM_STAT_GOOD);
+	assert_false(atomic_load(&x.ended_on_home));
+	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, NULL, NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -614,6 +692,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_session_destroy_on_its_shard, setup_hang,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_drain_timeout_reaches_worker, setup_hang,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_cluster_pr_out_from_worker, setup_hang,
 						teardown),
 	};
 
