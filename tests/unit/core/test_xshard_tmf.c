@@ -405,7 +405,9 @@ static void test_lun_reset_reaches_worker(void **state)
 	x_start(w, &held);
 	assert_int_equal(fault_stats(w).held, 1);
 	assert_int_equal(run_tmf(w, w->a, SCSITGT__TMF_LUN_RESET, &q), SCSITGT__TMF_COMPLETE);
-	/* both ended before the answer, without a response, on B's own loop */
+	/* both ended without a response, on B's own loop (the held one left its backend before
+	 * the answer; its fabric hears of it just after the TMF is released, cmd.c) */
+	x_wait(w, &held);
 	assert_int_equal(atomic_load(&waiting.ended), X_ABORTED);
 	assert_false(atomic_load(&waiting.ended_on_home));
 	assert_int_equal(atomic_load(&held.ended), X_ABORTED);
@@ -451,6 +453,7 @@ static void test_target_reset_from_worker(void **state)
 	x_start(w, &held);
 	assert_int_equal(run_tmf(w, w->b, SCSITGT__TMF_TARGET_WARM_RESET, &q),
 			 SCSITGT__TMF_COMPLETE);
+	x_wait(w, &held);
 	assert_int_equal(atomic_load(&waiting.ended), X_ABORTED);
 	assert_true(atomic_load(&waiting.ended_on_home));
 	assert_int_equal(atomic_load(&held.ended), X_ABORTED);
