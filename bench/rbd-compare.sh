@@ -6,7 +6,7 @@
 #
 # Usage: bench/rbd-compare.sh [--build DIR] [--seconds S] [--runs N] [--size SIZE]
 #                             [--tests "NAME ..."] [--store memstore|bluestore] [--out DIR]
-#                             [--nocache]
+#                             [--nocache] [--target-ceph-args ARGS]
 #
 #   --build DIR   meson build directory with examples/minitarget and bench/scsitgt-bench
 #                 (default: <source>/build)
@@ -19,6 +19,11 @@
 #   --tests LIST  subset of 4k-randread-qd32 4k-randwrite-qd32 1m-read-qd16 1m-write-qd16
 #   --store S     the OSD's object store (default memstore: the cluster is not the bottleneck)
 #   --nocache     both sides with rbd_cache=false (default: librbd's default, cache on)
+#   --target-ceph-args ARGS
+#                 CEPH_ARGS of the target only (default
+#                 "--rbd_cache_writethrough_until_flush=false": the rbd tool sets that for
+#                 itself, so both sides run librbd's cache the same way; "" for librbd's
+#                 default, under which an initiator that never flushes keeps it write-through)
 #   --out DIR     keep the raw results there (default: a new directory under /tmp)
 #
 # Both sides use librbd with the same configuration on the same image: `rbd bench` is librbd's
@@ -38,11 +43,12 @@ RUNS=3
 SIZE=512M
 STORE=memstore
 NOCACHE=0
+TARGET_CEPH_ARGS=--rbd_cache_writethrough_until_flush=false
 OUT=
 ALL_TESTS="4k-randread-qd32 4k-randwrite-qd32 1m-read-qd16 1m-write-qd16"
 TESTS=$ALL_TESTS
 
-usage() { sed -n '3,26{s/^# \{0,1\}//;p}' "$0" >&2; exit "${1:-2}"; }
+usage() { sed -n '3,31{s/^# \{0,1\}//;p}' "$0" >&2; exit "${1:-2}"; }
 say() { echo "rbd-compare: $*" >&2; }
 die() { say "$*"; exit 1; }
 
@@ -55,6 +61,7 @@ while [[ $# -gt 0 ]]; do
 	--tests) TESTS=$2; shift 2 ;;
 	--store) STORE=$2; shift 2 ;;
 	--nocache) NOCACHE=1; shift ;;
+	--target-ceph-args) TARGET_CEPH_ARGS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	-h | --help) usage 0 ;;
 	*) usage ;;
@@ -95,7 +102,7 @@ rbd bench --io-type write --io-pattern seq --io-size 4M --io-threads 16 --io-tot
 
 PORT=$(python3 -c 'import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$MT" --portal "127.0.0.1:$PORT" --lun "0:rbd:$IMG" >"$OUT/minitarget.out" \
+CEPH_ARGS=$TARGET_CEPH_ARGS "$MT" --portal "127.0.0.1:$PORT" --lun "0:rbd:$IMG" >"$OUT/minitarget.out" \
 	2>"$OUT/minitarget.err" </dev/null &
 MT_PID=$!
 for ((i = 0; i < 300; i++)); do
