@@ -33,6 +33,9 @@ PKGS=(
 	# the RBD backend (meson feature 'rbd') and its tests: librbd/librados to build, and a
 	# throwaway cluster on 127.0.0.1 (tests/ceph/micro-ceph.sh: monitor, OSD, the rbd CLI).
 	librbd-dev librados-dev ceph-mon ceph-osd ceph-common
+	# librados' C++ headers (ceph::bufferlist) for the RBD backend's zero-copy I/O through
+	# librbd's C++ API (meson feature 'rbd_zero_copy'; g++ comes with build-essential).
+	libradospp-dev
 )
 
 # One dpkg-query for all: "name status" for every package dpkg knows; unknown ones print nothing.

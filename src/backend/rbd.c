@@ -2,8 +2,10 @@
 /*
  * The RBD backend: a LUN on a Ceph RBD image through librbd (docs/rbd.md).
  *
- * I/O. READ and WRITE become rbd_aio_readv() / rbd_aio_writev() on the io's own iovecs (no
- * copy). Completions are created without a callback: librbd queues them on the image and
+ * I/O. READ and WRITE become rbd_aio_readv() / rbd_aio_writev() on the io's own iovecs (librbd
+ * copies the data in between); READs of 64 KiB and more whose data may be lent go through
+ * librbd's C++ API instead and send librbd's own buffer (rbd_zc.h, docs/rbd.md "Zero-copy
+ * I/O"). Completions are created without a callback: librbd queues them on the image and
  * signals an eventfd (rbd_set_image_notification, EVENT_TYPE_EVENTFD), which a uv_poll_t on
  * the home loop watches; the poll callback drains rbd_poll_io_events() in batches and
  * completes the ios on the loop. That costs one eventfd write per burst of completions and no
@@ -43,12 +45,16 @@
 #include <unistd.h>
 
 #include "backend/rbd_int.h"
+#include "backend/rbd_zc.h"
 #include "libscsitgt/lun.h"
 
 /* Completions taken from librbd per rbd_poll_io_events() call. */
 #define RBD_EVENT_BATCH 64
 /* librbd refuses iovec arrays longer than IOV_MAX; longer lists are bounced. */
 #define RBD_IOV_MAX IOV_MAX
+/* READs of at least this many bytes skip librbd's copy when the image allows it (rbd_zc.h);
+ * smaller ones keep the C API, whose copy costs less than the bufferlist around it. */
+#define RBD_ZC_MIN_BYTES (64u * 1024)
 
 /* What an in-flight request waits for. */
 enum rbd_phase {
@@ -66,6 +72,8 @@ struct rbd_req {
 	size_t len;
 	/* A contiguous copy for iovec lists longer than librbd takes. */
 	void *bounce;
+	/* A zero-copy READ (rbd_zc.h): librbd's bufferlist, until lent or copied out. */
+	struct scsitgt__rbd_zc_data *zc_data;
 };
 
 static void rbd_async_cb(uv_async_t *handle);
@@ -200,14 +208,54 @@ static void rbd_update_watch_cb(void *arg)
 	}
 }
 
+/* librbd's value of option @name for the open image: the client's configuration overridden by
+ * the pool's and the image's (`rbd config pool|image set`). false when librbd does not say. */
+static bool rbd_image_option(struct scsitgt__rbd_ctx *rc, const char *name, char *buf, size_t size)
+{
+	rbd_config_option_t *opts;
+	int max = 256, r;
+	bool found = false;
+
+	for (int tries = 0; tries < 4; tries++) {
+		opts = calloc((size_t)max, sizeof(*opts));
+		if (opts == NULL) {
+			return false;
+		}
+		r = rbd_config_image_list(rc->image, opts, &max);
+		if (r >= 0) {
+			for (int i = 0; i < max && !found; i++) {
+				if (opts[i].name && opts[i].value &&
+				    strcmp(opts[i].name, name) == 0) {
+					snprintf(buf, size, "%s", opts[i].value);
+					found = true;
+				}
+			}
+			rbd_config_image_list_cleanup(opts, max);
+		}
+		free(opts);
+		if (r != -ERANGE) {
+			break;
+		}
+	}
+	return found;
+}
+
+static bool rbd_option_true(const char *v)
+{
+	return strcmp(v, "false") != 0 && strcmp(v, "0") != 0;
+}
+
 /* Whether librbd caches writes for this image: rbd_cache from the client's configuration,
- * overridden by an image-level "conf_rbd_cache" (rbd config image set). */
+ * overridden by the pool's and the image's (rbd config pool|image set). */
 static bool rbd_cache_enabled(struct scsitgt__rbd_ctx *rc)
 {
 	char buf[32];
 	size_t len = sizeof(buf);
 	bool cache = true;
 
+	if (rbd_image_option(rc, "rbd_cache", buf, sizeof(buf))) {
+		return rbd_option_true(buf);
+	}
 	if (rados_conf_get(rc->cluster, "rbd_cache", buf, sizeof(buf)) == 0) {
 		cache = strcmp(buf, "false") != 0 && strcmp(buf, "0") != 0;
 	}
@@ -215,6 +263,40 @@ static bool rbd_cache_enabled(struct scsitgt__rbd_ctx *rc)
 		cache = strcmp(buf, "false") != 0 && strcmp(buf, "0") != 0;
 	}
 	return cache;
+}
+
+/*
+ * Zero-copy I/O (docs/rbd.md, "Zero-copy I/O") needs an image without librbd's ObjectCacher:
+ * the cache off, or the cache policy writearound (Ceph 16's default), which caches nothing.
+ * The ObjectCacher (policies writeback and writethrough) keeps written buffers in its cache
+ * for as long as it likes and serves reads from buffers it may change. Read from the image's
+ * effective options (the client's, the pool's and the image's). *@zc_writes: librbd also
+ * writes without a copy, which it does when allowed (rbd_disable_zero_copy_writes false) and
+ * no cache may acknowledge a write early (the cache off, or rbd_cache_max_dirty 0).
+ */
+static bool rbd_zc_allowed(struct scsitgt__rbd_ctx *rc, bool *zc_writes)
+{
+	char buf[32];
+	bool early_ack;
+
+	*zc_writes = false;
+	if (!rbd_image_option(rc, "rbd_cache", buf, sizeof(buf))) {
+		return false; /* librbd does not say: copy */
+	}
+	if (rbd_option_true(buf)) {
+		if (!rbd_image_option(rc, "rbd_cache_policy", buf, sizeof(buf)) ||
+		    strcmp(buf, "writearound") != 0) {
+			return false;
+		}
+		early_ack = !rbd_image_option(rc, "rbd_cache_max_dirty", buf, sizeof(buf)) ||
+			    strtoull(buf, NULL, 10) != 0;
+	} else {
+		early_ack = false;
+	}
+	*zc_writes = !early_ack &&
+		     rbd_image_option(rc, "rbd_disable_zero_copy_writes", buf, sizeof(buf)) &&
+		     !rbd_option_true(buf);
+	return true;
 }
 
 /* Tear down whatever rbd_connect_open() set up. Blocking. */
@@ -262,7 +344,7 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	char name[128], buf[32];
 	const char *step;
 	rbd_image_info_t info;
-	bool own_efd = false;
+	bool own_efd = false, zc_writes = false;
 	int r;
 
 	snprintf(name, sizeof(name), "client.%s", rc->client_id);
@@ -329,6 +411,17 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	rc->size_bytes = info.size;
 	rc->obj_size = info.obj_size;
 	rc->cache = !rc->read_only && rbd_cache_enabled(rc);
+	if (!rc->zc_off && !rbd_zc_allowed(rc, &zc_writes)) {
+		/* A pool or image option put an ObjectCacher behind the image: copy. */
+		scsitgt__log(&rc->log, SCSITGT_LOG_NOTICE, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: librbd's cache policy keeps buffers: no zero-copy I/O",
+			     rc->pool, rc->image_name);
+		rc->zc_off = true;
+		rbd_disconnect(rc);
+		return rbd_connect_open(rc);
+	}
+	rc->zc_reads = SCSITGT_HAVE_RBD_ZC && !rc->zc_off;
+	rc->zc_writes = !rc->zc_off && !rc->read_only && zc_writes;
 	rc->discard_granularity = 64 * 1024;
 	if (rados_conf_get(rc->cluster, "rbd_discard_granularity_bytes", buf, sizeof(buf)) == 0) {
 		rc->discard_granularity = strtoull(buf, NULL, 10);
@@ -357,12 +450,15 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	rbd_derive_ident(rc);
 	scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
 		     "%s/%s%s%s: opened as %s, id %s, %" PRIu64 " bytes, objects of %" PRIu64
-		     " bytes, %s%s",
+		     " bytes, %s%s%s",
 		     rc->pool, rc->pool_namespace[0] ? rc->pool_namespace : "",
 		     rc->pool_namespace[0] ? "/" : "", rc->image_name, name, rc->image_id,
 		     rc->size_bytes, rc->obj_size,
 		     rc->cache ? "client cache (volatile)" : "no client cache",
-		     rc->read_only ? ", read-only" : "");
+		     rc->read_only ? ", read-only" : "",
+		     rc->zc_reads ? (rc->zc_writes ? ", zero-copy reads and writes" :
+						     ", zero-copy reads") :
+				    (rc->zc_writes ? ", zero-copy writes" : ""));
 	/* A reconnection: shared reservations watch again on the new handle. */
 	scsitgt__rbd_pr_connected(rc);
 	return 0;
@@ -557,8 +653,9 @@ static void rbd_close_done(struct scsitgt__rbd_job *job)
 	struct scsitgt__rbd_ctx *rc = job->rc;
 
 	free(job);
-	scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS, "%s/%s: closed", rc->pool,
-		     rc->image_name);
+	scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
+		     "%s/%s: closed (zero-copy reads: %" PRIu64 " lent, %" PRIu64 " copied)",
+		     rc->pool, rc->image_name, rc->zc_lent, rc->zc_copied);
 	rbd_close_finish(rc);
 }
 
@@ -851,6 +948,34 @@ static int rbd_op_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	return 0;
 }
 
+/* A zero-copy READ's data: lend it to the transport, or copy it into the io's iovecs. Returns
+ * @ret, or -EIO when the copy came out short. */
+static ssize_t rbd_zc_read_done(struct scsitgt__rbd_ctx *rc, struct rbd_req *req, ssize_t ret)
+{
+	struct scsitgt__rbd_zc_data *d = req->zc_data;
+	const struct iovec *iov;
+	const void *p;
+	int iovcnt;
+
+	req->zc_data = NULL;
+	if (ret >= 0) {
+		p = scsitgt__rbd_zc_data_contiguous(d, req->len);
+		if (p && scsitgt_io_lend_data(req->io, p, req->len, scsitgt__rbd_zc_data_release,
+					      d) == 0) {
+			rc->zc_lent++;
+			return ret; /* released by the core once the data is sent */
+		}
+		/* Several buffers (a read across objects, a hole): one copy, as the C API. */
+		iov = scsitgt_io_get_iov(req->io, &iovcnt);
+		if (scsitgt__rbd_zc_data_copy(d, iov, iovcnt) != req->len) {
+			ret = -EIO;
+		}
+		rc->zc_copied++;
+	}
+	scsitgt__rbd_zc_data_release(d);
+	return ret;
+}
+
 static void rbd_req_done(struct scsitgt__rbd_ctx *rc, struct rbd_req *req, ssize_t ret)
 {
 	struct scsitgt_io *io = req->io;
@@ -861,6 +986,9 @@ static void rbd_req_done(struct scsitgt__rbd_ctx *rc, struct rbd_req *req, ssize
 			     "%s/%s: short read at byte %" PRIu64 ": %zd of %zu", rc->pool,
 			     rc->image_name, req->off, ret, req->len);
 		ret = -EIO;
+	}
+	if (req->zc_data) {
+		ret = rbd_zc_read_done(rc, req, ret);
 	}
 	if (ret >= 0 && req->bounce && req->type == SCSITGT_IO_READ) {
 		int iovcnt;
@@ -912,6 +1040,15 @@ static void rbd_drain(struct scsitgt__rbd_ctx *rc)
 	} while (n == RBD_EVENT_BATCH);
 }
 
+/* Whether a READ goes through rbd_zc.h (docs/rbd.md, "Zero-copy I/O"): big enough, and its
+ * data goes out untouched, so that librbd's buffer may be sent as it is. */
+static bool rbd_zc_read_wanted(struct scsitgt__rbd_ctx *rc, struct rbd_req *req)
+{
+	return rc->zc_reads && req->type == SCSITGT_IO_READ && req->len >= RBD_ZC_MIN_BYTES &&
+	       req->len <= UINT_MAX &&
+	       (scsitgt_io_get_flags(req->io) & SCSITGT_IO_FLAG_MAY_LEND) != 0;
+}
+
 /* Start the request's current librbd operation; 0 or a negative errno (nothing started). */
 static int rbd_req_issue(struct scsitgt__rbd_ctx *rc, struct rbd_req *req)
 {
@@ -932,6 +1069,10 @@ static int rbd_req_issue(struct scsitgt__rbd_ctx *rc, struct rbd_req *req)
 	switch (req->type) {
 	case SCSITGT_IO_READ:
 	case SCSITGT_IO_WRITE:
+		if (rbd_zc_read_wanted(rc, req)) {
+			r = scsitgt__rbd_zc_read(&rc->image, req->off, req->len, c, &req->zc_data);
+			break;
+		}
 		iov = scsitgt_io_get_iov(io, &iovcnt);
 		if (iovcnt > RBD_IOV_MAX) {
 			struct iovec one;

@@ -121,6 +121,16 @@ struct scsitgt__rbd_ctx {
 	bool fenced;
 	struct scsitgt__rbd_hooks hooks;
 
+	/* Zero-copy I/O (docs/rbd.md), decided at open: READs through librbd's C++ API
+	 * (rbd_zc.h); WRITEs without librbd's copy, where the host's configuration asks librbd
+	 * for it (rbd_disable_zero_copy_writes=false) and no cache acknowledges early. */
+	bool zc_reads;
+	bool zc_writes;
+	/* Set when the image's options forbid it (then the client is opened again without). */
+	bool zc_off;
+	/* Counted on the loop, logged at close: zero-copy READs lent and copied out. */
+	uint64_t zc_lent, zc_copied;
+
 	/* io completions: librbd writes the eventfd, the loop drains rbd_poll_io_events(). */
 	int efd;
 	uv_poll_t poll;

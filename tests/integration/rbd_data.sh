@@ -23,7 +23,11 @@ pool=$MICRO_CEPH_POOL
 # img4k without an object map: GET LBA STATUS there lists the objects instead.
 rbd create --size 16M --image-feature layering,exclusive-lock "$pool/img4k" ||
 	it_fail "rbd create img4k"
-it_start --lun "0:rbd:$pool/$MICRO_CEPH_IMAGE,thin" --lun "1:rbd:$pool/img4k,thin,bs=4096"
+# LUN 1 without librbd's cache, and the target's client asks librbd for its zero-copy writes
+# (docs/rbd.md, "Zero-copy I/O"): LUN 1's writes take that path, LUN 0's cache copies.
+export CEPH_ARGS="--rbd_disable_zero_copy_writes=false"
+it_start --lun "0:rbd:$pool/$MICRO_CEPH_IMAGE,thin" --lun "1:rbd:$pool/img4k,thin,bs=4096,nocache"
+unset CEPH_ARGS
 
 check_lun() { # LUN IMAGE BYTES
 	local lun=$1 image=$2 size=$3 url=${IT_URLS[$1]} want got
@@ -175,4 +179,22 @@ wait "${IT_HELPER_PIDS[0]}" || it_fail "gateway B exited with status $? on SIGTE
 IT_HELPER_PIDS=()
 
 it_stop || it_fail "target exited with status $? on SIGTERM"
+
+# Zero-copy I/O (docs/rbd.md; RBD_ZERO_COPY=1 from meson when the build has the C++ read
+# path): the 1 MiB READs above went out of librbd's own buffers on both LUNs, and LUN 1
+# (nocache, rbd_disable_zero_copy_writes=false) wrote without librbd's copy, so the data
+# checks above passed through those paths. LUN 0's writearound cache copies writes.
+if [[ "${RBD_ZERO_COPY:-0}" == 1 ]]; then
+	grep -q "rbd/$MICRO_CEPH_IMAGE: opened as .*, zero-copy reads$" "$IT_TMP/target.err" ||
+		it_fail "LUN 0 did not announce zero-copy reads: $(grep 'opened as' "$IT_TMP/target.err")"
+	grep -q "rbd/img4k: opened as .*, zero-copy reads and writes$" "$IT_TMP/target.err" ||
+		it_fail "LUN 1 did not announce zero-copy reads and writes: $(grep 'opened as' "$IT_TMP/target.err")"
+	for image in "$MICRO_CEPH_IMAGE" img4k; do
+		zc=$(grep -o "rbd/$image: closed (zero-copy reads: .*)" "$IT_TMP/target.err" |
+			tail -n 1 || true)
+		lent=$(sed -n 's/.*zero-copy reads: \([0-9]*\) lent.*/\1/p' <<<"$zc")
+		[[ "${lent:-0}" -gt 0 ]] || it_fail "zero-copy reads announced but not used: '$zc'"
+		it_log "$zc"
+	done
+fi
 it_log "PASS"
