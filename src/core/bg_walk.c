@@ -61,12 +61,17 @@ int scsitgt__bg_walk_start(struct scsitgt__bg_walk *w, const struct scsitgt__bg_
 			   const struct scsitgt__cmd *origin)
 {
 	struct scsitgt_lun *lun = origin->lun;
+	struct scsitgt__lun_part *part = scsitgt__lun_part(lun, origin->shard);
 	struct scsitgt__cmd *bg;
 
-	/* The LUN's own nexus (core.h bg_sess), made by the first walk. */
-	if (lun->bg_sess == NULL)
-		lun->bg_sess = scsitgt__session_create_internal(lun->tgt);
-	if (lun->bg_sess == NULL || scsitgt__cmd_create(&bg, lun->bg_sess, 0) < 0)
+	/* The LUN's own nexus on the origin's shard (core.h bg_sess), made by its first walk:
+	 * the walk runs on the loop of the command that started it, where a waiter waits. */
+	if (part->bg_sess == NULL) {
+		part->bg_sess = scsitgt__session_create_internal(lun->tgt);
+		if (part->bg_sess)
+			part->bg_sess->shard = origin->shard;
+	}
+	if (part->bg_sess == NULL || scsitgt__cmd_create(&bg, part->bg_sess, 0) < 0)
 		return -ENOMEM;
 	scsitgt__cmd_start_internal(bg, lun, origin->cdb, origin->cdb_len);
 	bg->ctx.bg_walk = w;

@@ -2,7 +2,8 @@
 /*
  * A LUN's background operation (SANITIZE, the self-tests of SEND DIAGNOSTIC): backend ios run
  * one at a time on a command of the LUN's own, made by the ordinary constructor on the LUN's
- * internal nexus (lun->bg_sess, in no target's session list), so task management and nexus
+ * internal nexus of the shard whose command starts it (its part's bg_sess, in no target's
+ * session list), so that the walk runs on that command's loop and task management and nexus
  * loss do not reach it, while it holds the LUN like any command. Between two pieces it yields
  * to the loop, so other commands meet the operation in progress. A command may wait for the
  * end (SANITIZE with IMMED 0, a foreground self-test), held by scsitgt__cmd_hold().

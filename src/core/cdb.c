@@ -895,7 +895,7 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 				return r;
 		}
 		/* SPC-5 §6.42: a self-test in progress (spc_selftest.c). */
-		if (cmd->lun->selftest) {
+		if (cmd->xflags & SCSITGT__LUN_XF_SELFTEST) {
 			r = scsitgt__selftest_check(cmd, row);
 			if (r != SCSITGT__SR_OK)
 				return r;

@@ -188,13 +188,16 @@ struct scsitgt__cmd {
 	 *   defer_buf    set by the fabric before setup: leave buf to scsitgt__cmd_alloc_buf()
 	 *                for a write, so that no data buffer is pinned before its data can
 	 *                arrive (a setup option).
-	 *   in_task_set  on lun->order's task set through order_node, from an accepted CDB until it
-	 *                completes or leaves its backend (core/order.c).
+	 *   in_task_set  in its LUN's task set, from an accepted CDB until it completes or leaves
+	 *                its backend: counted in its shard's part, or on lun->order's list through
+	 *                order_node while a barrier is armed (core/order.c); 0 when not.
+	 *   order_parked listed and found unable to start (core/order.c); under lun->xlock.
 	 *   buf_ext      who owns buf: buf_ops (a fabric's registered pool), else the cache.
 	 */
 	bool stats_done;
 	bool defer_buf;
-	bool in_task_set;
+	uint8_t in_task_set;
+	bool order_parked;
 	bool buf_ext;
 
 	/* bytes of this Data-In buffer counted in sess->read_bytes (cmd.c). */

@@ -247,6 +247,19 @@ struct scsitgt__lun_designators {
  */
 enum {
 	SCSITGT__LUN_XF_RESERVED = 1u << 0,
+	/*
+	 * EXCL      an exclusive range lock entry is held or waits (core/range_lock.c): plain
+	 *           commands take a shared entry under lun->xlock instead of counting themselves
+	 *           untracked in their shard's part.
+	 * BARRIER   an ORDERED or HEAD OF QUEUE task is in the task set (core/order.c): every
+	 *           new task joins the LUN's list under lun->xlock instead of counting itself in
+	 *           its shard's part.
+	 */
+	SCSITGT__LUN_XF_EXCL = 1u << 1,
+	SCSITGT__LUN_XF_BARRIER = 1u << 2,
+	/* SELFTEST  a self-test of SEND DIAGNOSTIC runs (core/spc_selftest.c): commands check
+	 *           it under lun->xlock. */
+	SCSITGT__LUN_XF_SELFTEST = 1u << 3,
 };
 
 /*
@@ -268,10 +281,27 @@ enum {
  *   draining, drain_msg
  *              a LUN destroy asked this worker shard to report when its inflight is zero
  *              (owner only); the message goes there and back (core/lun.c).
+ *   tasks      the shard's tasks in the task set that did not join the LUN's list (no
+ *              barrier was armed when they entered, core/order.c). Owner only.
+ *   xwait      a quiescence round (an exclusive range entry, an ORDERED task) waits for this
+ *              part's untracked or tasks to reach zero: the owner then reports under xlock
+ *              (scsitgt__lun_xcheck()). Owner only.
+ *   xmsg, xmsg_posted
+ *              the message that asks the owner to look at the LUN's cross-shard state
+ *              (report its quiescence, start its tasks that may run now): posted under xlock
+ *              at most once at a time (scsitgt__lun_xpoke()).
+ *   rl_quiesced, order_quiesced
+ *              this part reported for the current quiescence round of the range lock / the
+ *              task set. Under xlock.
+ *   rl_ready, rl_running
+ *              range lock grants of this shard's commands to run once xlock is dropped, and
+ *              the guard that runs them one after the other (core/range_lock.c). Owner only.
  */
 struct scsitgt__lun_part {
 	_Alignas(64) _Atomic unsigned int inflight;
 	_Atomic unsigned int untracked;
+	unsigned int tasks;
+	bool xwait;
 	bool draining;
 	bool over;	      /* inflight >= over_at: counted in lun->over_shares */
 	uint32_t limit;	      /* the target's max_lun_commands as last seen (0: none) */
@@ -280,6 +310,16 @@ struct scsitgt__lun_part {
 	struct scsitgt__shard *shard;
 	struct scsitgt__list ios;
 	struct scsitgt__msg drain_msg;
+	/* the LUN's own nexus on this shard, for the commands of its background work started
+	 * by a command of this shard (core/bg_walk.c): in no target's session list, so task
+	 * management and nexus loss never reach them. Created on first use, by the owner. */
+	struct scsitgt__session *bg_sess;
+	struct scsitgt__msg xmsg;
+	struct scsitgt__deferred xdefer; /* xmsg's stand-in on an engine without workers */
+	bool xmsg_posted;
+	bool rl_quiesced, order_quiesced;
+	bool rl_running;
+	struct scsitgt__list rl_ready;
 	struct {
 		struct scsitgt_cmd_counters cmds;
 		uint64_t lat_us[SCSITGT_LATENCY_BUCKETS];
@@ -349,6 +389,9 @@ struct scsitgt_lun {
 	 * so it stays in every loop's cache like the rest of this read-mostly line.
 	 */
 	_Atomic unsigned int over_shares;
+	/* Messages of the LUN's cross-shard state (part->xmsg) in flight: the LUN is freed only
+	 * once none is (core/lun.c). */
+	_Atomic unsigned int xmsgs;
 	/* SANITIZE state (SBC-4 §4.33, sbc_sanitize.c): in progress (progress in 1/65536ths for
 	 * REQUEST SENSE), or failed until a successful SANITIZE or EXIT FAILURE MODE; AUSE of the
 	 * failed command. */
@@ -361,14 +404,14 @@ struct scsitgt_lun {
 	 * (scsitgt_lun_set_offline()); read by every command's setup on any loop, an atomic
 	 * (issue 18). The counters are in the shard parts. */
 	_Atomic bool offline;
-	/* The task set's ordering (SAM-5 §8.6, core/order.c): commands in arrival order,
-	 * how many of them are ORDERED or HEAD OF QUEUE, and the pass that starts the commands
-	 * they held back. */
+	/* The task set's ordering (SAM-5 §8.6, core/order.c), under xlock: while a barrier is
+	 * armed (SCSITGT__LUN_XF_BARRIER) the tasks that entered since, in arrival order, how
+	 * many of them are ORDERED or HEAD OF QUEUE, and the shards whose older tasks (counted
+	 * in their parts) are not all gone yet. */
 	struct {
 		struct scsitgt__list tasks;
 		unsigned int barriers;
-		bool kick_pending;
-		struct scsitgt__deferred kick;
+		unsigned int quiesce_pending;
 	} order;
 	/* The engine, which outlives the target. */
 	struct scsitgt_engine *engine;
@@ -399,12 +442,9 @@ struct scsitgt_lun {
 	/* log page state (core/spc_log.c), allocated on first use; freed with the LUN. */
 	struct scsitgt__log *log;
 	/* self-tests (core/spc_selftest.c): the Self-Test Results log and the test running,
-	 * allocated on first use; uv_hrtime() at creation, for the log's power-on hours. */
+	 * allocated on first use, under xlock (SCSITGT__LUN_XF_SELFTEST while a test runs);
+	 * uv_hrtime() at creation, for the log's power-on hours. */
 	struct scsitgt__selftest *selftest;
-	/* the LUN's own nexus, for the commands of its background work (core/bg_walk.c): in no
-	 * target's session list, so task management and nexus loss never reach them. Created on
-	 * first use. */
-	struct scsitgt__session *bg_sess;
 	uint64_t created_ns;
 };
 
@@ -501,6 +541,15 @@ static inline struct scsitgt__lun_part *scsitgt__lun_part(struct scsitgt_lun *lu
 void scsitgt__lun_hold(struct scsitgt_lun *lun, struct scsitgt__shard *shard);
 /* Drop it, on the same shard; the last one lets a pending destroy proceed. */
 void scsitgt__lun_inflight_drop(struct scsitgt_lun *lun, struct scsitgt__shard *shard);
+/*
+ * Cross-shard state of @lun (core/lun.c): ask @part's owner to look at it (report its
+ * quiescence, start the tasks that may run now) by its part's message. Under lun->xlock.
+ */
+void scsitgt__lun_xpoke(struct scsitgt_lun *lun, struct scsitgt__lun_part *part);
+/* A quiescence round starts on @self's loop (under lun->xlock): poke every other part. */
+void scsitgt__lun_xround(struct scsitgt_lun *lun, struct scsitgt__lun_part *self);
+/* @part's owner: report its quiescence (its untracked commands or tasks reached zero). */
+void scsitgt__lun_xcheck(struct scsitgt_lun *lun, struct scsitgt__lun_part *part);
 /* Commands in flight on @lun, every shard's (relaxed: a snapshot). */
 unsigned int scsitgt__lun_inflight(const struct scsitgt_lun *lun);
 /*

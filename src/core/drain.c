@@ -424,8 +424,10 @@ static bool drain_engine_check(struct scsitgt_engine *engine, bool force)
 		scsitgt__pr_free(lun);
 		scsitgt__spc_log_free(lun);
 		scsitgt__selftest_free(lun);
-		scsitgt__session_destroy_internal(lun->bg_sess);
-		lun->bg_sess = NULL;
+		for (unsigned int i = 0; i < engine->nshards; i++) {
+			scsitgt__session_destroy_internal(lun->shard_part[i].bg_sess);
+			lun->shard_part[i].bg_sess = NULL;
+		}
 		free(lun->medium.prevent_by);
 		lun->medium.prevent_by = NULL;
 		shell_unref(lun);

@@ -7,6 +7,7 @@
 
 #include "core/core.h"
 #include "core/fabric.h"
+#include "core/order.h"
 #include "core/pr.h"
 #include "core/stats.h"
 #include "core/ua.h"
@@ -81,6 +82,7 @@ static struct scsitgt__lun_part *lun_parts_alloc(struct scsitgt_lun *lun,
 		parts[i].shard = &engine->shards[i];
 		scsitgt__list_init(&parts[i].ios);
 		lun_part_limit(&parts[i], tgt->max_lun_commands, engine->nshards);
+		scsitgt__list_init(&parts[i].rl_ready);
 	}
 	return parts;
 }
@@ -219,18 +221,97 @@ bool scsitgt__lun_supports(const struct scsitgt_lun *lun, enum scsitgt_io_type t
 	return (unsigned)type <= SCSITGT__IO_TYPE_LAST && lun->supports[type];
 }
 
+/*
+ * Cross-shard LUN state (issue 18, docs/threading.md "Per-LUN state across shards"): the
+ * quiescence rounds of the range lock (core/range_lock.c) and of the task set's barriers
+ * (core/order.c), and the start of tasks parked on another loop, reach a shard's loop by its
+ * part's message. It carries no news of its own: the owner looks at the state under xlock.
+ */
+static void lun_xcheck_locked(struct scsitgt_lun *lun, struct scsitgt__lun_part *part)
+{
+	bool wait = scsitgt__range_quiesce_locked(lun, part);
+
+	if (scsitgt__order_quiesce_locked(lun, part))
+		wait = true;
+	part->xwait = wait;
+}
+
+void scsitgt__lun_xcheck(struct scsitgt_lun *lun, struct scsitgt__lun_part *part)
+{
+	uv_mutex_lock(&lun->xlock);
+	lun_xcheck_locked(lun, part);
+	uv_mutex_unlock(&lun->xlock);
+	scsitgt__range_run_ready(part);
+}
+
+static void lun_xrun(struct scsitgt__lun_part *part)
+{
+	struct scsitgt_lun *lun = part->lun;
+
+	uv_mutex_lock(&lun->xlock);
+	part->xmsg_posted = false;
+	lun_xcheck_locked(lun, part);
+	uv_mutex_unlock(&lun->xlock);
+	scsitgt__range_run_ready(part);
+	scsitgt__order_start_ready(lun, part);
+	/* The last touch of the LUN: lun_free() waits for it. */
+	atomic_fetch_sub_explicit(&lun->xmsgs, 1, memory_order_release);
+}
+
+static void lun_xmsg(struct scsitgt__msg *msg)
+{
+	lun_xrun(scsitgt__container_of(msg, struct scsitgt__lun_part, xmsg));
+}
+
+static void lun_xdefer(struct scsitgt__deferred *d)
+{
+	lun_xrun(scsitgt__container_of(d, struct scsitgt__lun_part, xdefer));
+}
+
+void scsitgt__lun_xround(struct scsitgt_lun *lun, struct scsitgt__lun_part *self)
+{
+	for (unsigned int i = 0; i < lun->engine->nshards; i++)
+		if (&lun->shard_part[i] != self)
+			scsitgt__lun_xpoke(lun, &lun->shard_part[i]);
+}
+
+void scsitgt__lun_xpoke(struct scsitgt_lun *lun, struct scsitgt__lun_part *part)
+{
+	/* One at a time: the owner looks at the state as it is when the message runs. */
+	if (part->xmsg_posted)
+		return;
+	part->xmsg_posted = true;
+	atomic_fetch_add_explicit(&lun->xmsgs, 1, memory_order_relaxed);
+	if (lun->engine->nshards == 1) {
+		/* No other loop (and no inbox): home pokes itself, from a later iteration. */
+		part->xdefer.fn = lun_xdefer;
+		scsitgt__shard_defer(part->shard, &part->xdefer);
+		return;
+	}
+	part->xmsg.fn = lun_xmsg;
+	scsitgt__shard_post(part->shard, &part->xmsg);
+}
+
 static void lun_free(struct scsitgt__deferred *d)
 {
 	struct scsitgt_lun *lun = scsitgt__container_of(d, struct scsitgt_lun, drain.destroy_done);
 	scsitgt_done_cb cb = lun->drain.destroy_cb;
 	void *cb_arg = lun->drain.destroy_cb_arg;
 
+	/* A cross-shard message still on its way (its sender's command was the LUN's last):
+	 * look again from a later iteration; it runs on its loop meanwhile. */
+	if (atomic_load_explicit(&lun->xmsgs, memory_order_acquire)) {
+		scsitgt__engine_defer(lun->engine, &lun->drain.destroy_done);
+		return;
+	}
+
 	/* a zombie's callback ran when its removal timed out (core/drain.c). */
 	scsitgt__drain_lun_gone(lun);
 	scsitgt__pr_free(lun);
 	scsitgt__spc_log_free(lun);
 	scsitgt__selftest_free(lun);
-	scsitgt__session_destroy_internal(lun->bg_sess);
+	for (unsigned int i = 0; i < lun->engine->nshards; i++)
+		scsitgt__session_destroy_internal(lun->shard_part[i].bg_sess);
 	free(lun->medium.prevent_by);
 	uv_mutex_destroy(&lun->xlock);
 	free(lun->shard_part);

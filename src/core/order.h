@@ -20,15 +20,71 @@ enum {
 	SCSITGT__TASK_ACA = 4,
 };
 
-/* A parsed command joins its LUN's task set (end of CDB parsing). HEAD OF QUEUE goes first. */
-void scsitgt__order_enter(struct scsitgt__cmd *cmd);
+/* cmd->in_task_set: not in the task set, counted in its shard's part, or on the LUN's list. */
+enum {
+	SCSITGT__TS_NONE = 0,
+	SCSITGT__TS_COUNTED = 1,
+	SCSITGT__TS_LISTED = 2,
+};
+
+/* The slow paths of the three calls below (core/order.c). */
+void scsitgt__order_enter_slow(struct scsitgt__cmd *cmd);
+bool scsitgt__order_may_start_slow(struct scsitgt__cmd *cmd);
+void scsitgt__order_done_slow(struct scsitgt__cmd *cmd);
+
+/*
+ * A parsed command joins its LUN's task set (end of CDB parsing, in the loop callback that
+ * loaded cmd->xflags). HEAD OF QUEUE goes first. Without a barrier armed, and for a SIMPLE
+ * task, it only counts itself in its shard's part of the LUN (inline: the plain path).
+ */
+static inline void scsitgt__order_enter(struct scsitgt__cmd *cmd)
+{
+	if (cmd->lun == NULL || cmd->in_task_set)
+		return;
+	if (!(cmd->xflags & SCSITGT__LUN_XF_BARRIER) && cmd->task_attr != SCSITGT__TASK_ORDERED &&
+	    cmd->task_attr != SCSITGT__TASK_HEAD_OF_QUEUE) {
+		scsitgt__lun_part(cmd->lun, cmd->shard)->tasks++;
+		cmd->in_task_set = SCSITGT__TS_COUNTED;
+		return;
+	}
+	scsitgt__order_enter_slow(cmd);
+}
+
 /*
  * Whether @cmd (about to run) may start now: SIMPLE once no older ORDERED or HEAD OF QUEUE
  * command is in the task set, ORDERED once no older command is, HEAD OF QUEUE at once. One
- * that may not is PARKED by cmd.c and started later from the loop (scsitgt__cmd_unpark()).
+ * that may not is PARKED by cmd.c and started later from its loop (scsitgt__cmd_unpark()).
  */
-bool scsitgt__order_may_start(struct scsitgt__cmd *cmd);
-/* @cmd left the task set (completed, aborted out of its backend, or destroyed); idempotent. */
-void scsitgt__order_done(struct scsitgt__cmd *cmd);
+static inline bool scsitgt__order_may_start(struct scsitgt__cmd *cmd)
+{
+	return cmd->in_task_set != SCSITGT__TS_LISTED || scsitgt__order_may_start_slow(cmd);
+}
+
+/* @cmd left the task set (completed, aborted out of its backend, or destroyed); idempotent.
+ * On @cmd's loop. */
+static inline void scsitgt__order_done(struct scsitgt__cmd *cmd)
+{
+	if (cmd->in_task_set == SCSITGT__TS_COUNTED) {
+		struct scsitgt__lun_part *part = scsitgt__lun_part(cmd->lun, cmd->shard);
+
+		cmd->in_task_set = SCSITGT__TS_NONE;
+		/* A quiescence round waits for this shard's older tasks to be gone. */
+		if (--part->tasks == 0 && part->xwait)
+			scsitgt__lun_xcheck(cmd->lun, part);
+		return;
+	}
+	if (cmd->in_task_set)
+		scsitgt__order_done_slow(cmd);
+}
+
+struct scsitgt__lun_part;
+/*
+ * The barrier's quiescence round as @part's owner sees it (core/lun.c, under lun->xlock):
+ * report the part once its counted tasks are gone (the last report lets the ORDERED task
+ * start). Returns whether the part must report later.
+ */
+bool scsitgt__order_quiesce_locked(struct scsitgt_lun *lun, struct scsitgt__lun_part *part);
+/* @part's owner, xlock dropped: start its parked tasks that may run now, one at a time. */
+void scsitgt__order_start_ready(struct scsitgt_lun *lun, struct scsitgt__lun_part *part);
 
 #endif /* SCSITGT_CORE_ORDER_H */

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The per-LUN LBA range lock (see range_lock.h). */
+/*
+ * The per-LUN LBA range lock (see range_lock.h). Everything in lun->rlock and the entries
+ * is under lun->xlock; a part's untracked count, rl_ready and rl_running are its owner's.
+ */
 #include <stdlib.h>
 
 #include "core/cmd.h"
@@ -17,16 +20,6 @@ static struct scsitgt__range_lock *rl_of(struct scsitgt_lun *lun)
 	return rl;
 }
 
-/* Plain commands without an entry, every shard's (relaxed: each part's last count). */
-static unsigned int rl_untracked(const struct scsitgt_lun *lun)
-{
-	unsigned int n = 0;
-
-	for (unsigned int i = 0; i < lun->engine->nshards; i++)
-		n += atomic_load_explicit(&lun->shard_part[i].untracked, memory_order_relaxed);
-	return n;
-}
-
 static bool rl_conflict(const struct scsitgt__range_entry *a, const struct scsitgt__range_entry *b)
 {
 	if (!a->excl && !b->excl)
@@ -41,8 +34,8 @@ static bool rl_grantable(struct scsitgt__range_lock *rl, const struct scsitgt__r
 {
 	struct scsitgt__list *pos;
 
-	/* Plain commands that took no entry may touch any range. */
-	if (e->excl && rl_untracked(e->cmd->lun))
+	/* Plain commands that took no entry may touch any range: every shard's must be gone. */
+	if (e->excl && rl->quiesce_pending)
 		return false;
 	for (pos = rl->held.next; pos != &rl->held; pos = pos->next) {
 		if (rl_conflict(e, scsitgt__container_of(pos, struct scsitgt__range_entry, node)))
@@ -61,48 +54,109 @@ static bool rl_grantable(struct scsitgt__range_lock *rl, const struct scsitgt__r
 	return true;
 }
 
-static void rl_grant(struct scsitgt_lun *lun, struct scsitgt__range_entry *e)
+/* The granted function, on the command's own loop. */
+static void rl_run(struct scsitgt__range_entry *e)
 {
 	struct scsitgt__cmd *cmd = e->cmd;
 
-	scsitgt__list_remove(&e->node);
-	scsitgt__list_add_tail(&lun->rlock.held, &e->node);
-	e->granted = true;
-	if (e->slot)
-		*e->slot = e;
 	/* Drop the hold that kept the waiting command alive; fn sees an aborted command
 	 * and ends it (releasing the entry) instead of starting its ios. */
 	scsitgt__cmd_unhold(cmd);
 	e->fn(cmd);
 }
 
-/* Grant every waiter that can go; grants may release entries and re-enter. */
-static void rl_kick(struct scsitgt_lun *lun)
+static void rl_grant_msg(struct scsitgt__msg *msg)
 {
-	struct scsitgt__range_lock *rl = rl_of(lun);
+	rl_run(scsitgt__container_of(msg, struct scsitgt__range_entry, msg));
+}
 
-	if (rl->kicking) {
-		rl->rekick = true;
+/*
+ * Grant @e (under xlock): it moves to the held list and its function runs on its command's
+ * loop: from @self's ready list when that is this loop (once the lock is dropped), else by
+ * message. The command's hold keeps it (and its LUN) alive until then.
+ */
+static void rl_grant_locked(struct scsitgt_lun *lun, struct scsitgt__range_entry *e,
+			    struct scsitgt__lun_part *self)
+{
+	struct scsitgt__shard *shard = e->cmd->shard;
+
+	scsitgt__list_remove(&e->node);
+	scsitgt__list_add_tail(&lun->rlock.held, &e->node);
+	e->granted = true;
+	if (e->slot)
+		*e->slot = e;
+	if (shard == self->shard) {
+		scsitgt__list_add_tail(&self->rl_ready, &e->ready_node);
 		return;
 	}
-	rl->kicking = true;
-	do {
-		struct scsitgt__list *pos;
+	e->msg.fn = rl_grant_msg;
+	scsitgt__shard_post(shard, &e->msg);
+}
 
-		rl->rekick = false;
-		for (pos = rl->waiting.next; pos != &rl->waiting; pos = pos->next) {
-			struct scsitgt__range_entry *e =
-				scsitgt__container_of(pos, struct scsitgt__range_entry, node);
+/* Grant every waiter that can go (under xlock). */
+static void rl_kick_locked(struct scsitgt_lun *lun, struct scsitgt__lun_part *self)
+{
+	struct scsitgt__range_lock *rl = rl_of(lun);
+	struct scsitgt__list *pos = rl->waiting.next;
 
-			if (rl_grantable(rl, e)) {
-				/* The lists may change under the grant: rescan from the start. */
-				rl_grant(lun, e);
-				rl->rekick = true;
-				break;
-			}
-		}
-	} while (rl->rekick);
-	rl->kicking = false;
+	while (pos != &rl->waiting) {
+		struct scsitgt__list *next = pos->next;
+		struct scsitgt__range_entry *e =
+			scsitgt__container_of(pos, struct scsitgt__range_entry, node);
+
+		/* A grant only moves @e to the held list, where later waiters meet it. */
+		if (rl_grantable(rl, e))
+			rl_grant_locked(lun, e, self);
+		pos = next;
+	}
+}
+
+void scsitgt__range_run_ready(struct scsitgt__lun_part *part)
+{
+	/* A grant may complete and release at once, granting more: the outer pass runs them. */
+	if (part->rl_running)
+		return;
+	part->rl_running = true;
+	while (!scsitgt__list_empty(&part->rl_ready)) {
+		struct scsitgt__list *n = part->rl_ready.next;
+
+		scsitgt__list_remove(n);
+		rl_run(scsitgt__container_of(n, struct scsitgt__range_entry, ready_node));
+	}
+	part->rl_running = false;
+}
+
+bool scsitgt__range_quiesce_locked(struct scsitgt_lun *lun, struct scsitgt__lun_part *part)
+{
+	struct scsitgt__range_lock *rl = &lun->rlock;
+
+	if (rl->quiesce_pending == 0 || part->rl_quiesced)
+		return false;
+	if (atomic_load_explicit(&part->untracked, memory_order_relaxed))
+		return true;
+	part->rl_quiesced = true;
+	if (--rl->quiesce_pending == 0)
+		rl_kick_locked(lun, part);
+	return false;
+}
+
+/*
+ * The first exclusive entry (under xlock): plain commands of every loop register from now
+ * on, and the exclusive entries wait until each shard's untracked ones are gone. @self
+ * reports at once (this is its loop); the others are asked by message.
+ */
+static void rl_arm_locked(struct scsitgt_lun *lun, struct scsitgt__lun_part *self)
+{
+	struct scsitgt__range_lock *rl = &lun->rlock;
+	unsigned int n = lun->engine->nshards;
+
+	scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_EXCL, true);
+	rl->quiesce_pending = n;
+	for (unsigned int i = 0; i < n; i++)
+		lun->shard_part[i].rl_quiesced = false;
+	scsitgt__lun_xround(lun, self);
+	if (scsitgt__range_quiesce_locked(lun, self))
+		self->xwait = true;
 }
 
 static struct scsitgt__range_entry *rl_lock(struct scsitgt__cmd *cmd, uint64_t lba,
@@ -111,7 +165,8 @@ static struct scsitgt__range_entry *rl_lock(struct scsitgt__cmd *cmd, uint64_t l
 					    struct scsitgt__range_entry **slot)
 {
 	struct scsitgt_lun *lun = cmd->lun;
-	struct scsitgt__range_lock *rl = rl_of(lun);
+	struct scsitgt__lun_part *self = scsitgt__lun_part(lun, cmd->shard);
+	struct scsitgt__range_lock *rl;
 	struct scsitgt__range_entry *e = calloc(1, sizeof(*e));
 
 	if (e == NULL)
@@ -122,11 +177,15 @@ static struct scsitgt__range_entry *rl_lock(struct scsitgt__cmd *cmd, uint64_t l
 	e->excl = excl;
 	e->fn = fn;
 	e->slot = slot;
-	if (excl)
-		rl->nexcl++;
 	scsitgt__cmd_hold(cmd);
+	uv_mutex_lock(&lun->xlock);
+	rl = rl_of(lun);
 	scsitgt__list_add_tail(&rl->waiting, &e->node);
-	rl_kick(lun);
+	if (excl && rl->nexcl++ == 0)
+		rl_arm_locked(lun, self);
+	rl_kick_locked(lun, self);
+	uv_mutex_unlock(&lun->xlock);
+	scsitgt__range_run_ready(self);
 	return e;
 }
 
@@ -139,21 +198,34 @@ bool scsitgt__range_lock(struct scsitgt__cmd *cmd, uint64_t lba, uint64_t nblock
 
 void scsitgt__range_unlock(struct scsitgt_lun *lun, struct scsitgt__range_entry *e)
 {
-	struct scsitgt__range_lock *rl = rl_of(lun);
+	struct scsitgt__lun_part *self;
+	struct scsitgt__range_lock *rl;
 
 	if (e == NULL)
 		return;
+	/* The command that held the range releases it on its own loop. */
+	self = scsitgt__lun_part(lun, e->cmd->shard);
+	uv_mutex_lock(&lun->xlock);
+	rl = rl_of(lun);
 	scsitgt__list_remove(&e->node);
-	if (e->excl)
-		rl->nexcl--;
-	free(e);
+	if (e->excl && --rl->nexcl == 0) {
+		/* The round ended before the entry was granted. */
+		rl->quiesce_pending = 0;
+		scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_EXCL, false);
+	}
 	if (!scsitgt__list_empty(&rl->waiting))
-		rl_kick(lun);
+		rl_kick_locked(lun, self);
+	uv_mutex_unlock(&lun->xlock);
+	free(e);
+	scsitgt__range_run_ready(self);
 }
 
 bool scsitgt__range_lock_needed(const struct scsitgt_lun *lun)
 {
-	return lun->rlock.nexcl != 0;
+	/* Loaded now, not at parse: a command that counts itself untracked must do it in the
+	 * same loop callback as this load, so that a quiescence message of its loop either
+	 * sees its count or runs before it (and then it sees the flag). */
+	return (scsitgt__lun_xflags(lun) & SCSITGT__LUN_XF_EXCL) != 0;
 }
 
 void scsitgt__range_untracked_get(struct scsitgt_lun *lun, struct scsitgt__shard *shard)
@@ -172,10 +244,9 @@ void scsitgt__range_untracked_put(struct scsitgt_lun *lun, struct scsitgt__shard
 	unsigned int n = atomic_load_explicit(&part->untracked, memory_order_relaxed) - 1;
 
 	atomic_store_explicit(&part->untracked, n, memory_order_relaxed);
-	/* The waiters are home's (exclusive entries are taken on home; cross-shard grants
-	 * are the range lock's quiescence, issue 18). */
-	if (n == 0 && shard->index == 0 && lun->rlock.nexcl && rl_untracked(lun) == 0)
-		rl_kick(lun);
+	/* A quiescence round waits for this shard's count to reach zero. */
+	if (n == 0 && part->xwait)
+		scsitgt__lun_xcheck(lun, part);
 }
 
 bool scsitgt__range_plain_begin(struct scsitgt__cmd *cmd, uint64_t lba, uint64_t nblocks,

@@ -8,9 +8,18 @@
  * ones that overlap.
  *
  * The plain path stays cheap: with no exclusive entry on the LUN, a plain command takes no
- * entry at all and only counts itself in @untracked; an exclusive request then waits until
- * those untracked commands are gone (they may touch any range), and new plain commands meet
- * the exclusive entry and register, so the count only goes down.
+ * entry at all and only counts itself in its shard's part of the LUN (untracked, written by
+ * that shard's loop alone); an exclusive request then waits until those untracked commands
+ * are gone (they may touch any range), and new plain commands meet the exclusive entry and
+ * register, so the counts only go down.
+ *
+ * Across shards (issue 18, docs/threading.md): the entries and the lists are under lun->xlock
+ * and SCSITGT__LUN_XF_EXCL says that an exclusive entry exists, so that a plain command of any
+ * loop reads one flag and takes no lock while none does. The first exclusive entry arms the
+ * flag and starts a quiescence round: every shard's loop, by its part's message, reports once
+ * its untracked count is zero (after the message no command of that loop counts itself, as it
+ * sees the flag); the exclusive entries wait for the round. A grant runs the granted function
+ * on the command's own loop (by message when another loop released the range).
  *
  * A waiting command is held (scsitgt__cmd_hold()), so that a TMF or a session
  * teardown marks it aborted instead of freeing it under the lock.
@@ -21,10 +30,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/worker.h"
 #include "util/list.h"
 
 struct scsitgt__cmd;
 struct scsitgt_lun;
+struct scsitgt__lun_part;
 struct scsitgt__shard;
 
 struct scsitgt__range_lock {
@@ -34,10 +45,10 @@ struct scsitgt__range_lock {
 	struct scsitgt__list waiting;
 	/* Exclusive entries held or waiting: plain commands register only while non-zero. */
 	unsigned int nexcl;
-	/* (Plain commands in flight without an entry: each shard counts its own, in
-	 * struct scsitgt__lun_part.untracked.) */
-	/* Re-entrancy guard of the grant loop (a grant may complete and release at once). */
-	bool kicking, rekick;
+	/* Shards that have not reported their untracked commands gone since the first
+	 * exclusive entry armed SCSITGT__LUN_XF_EXCL (each shard counts its own, in struct
+	 * scsitgt__lun_part.untracked). */
+	unsigned int quiesce_pending;
 };
 
 typedef void (*scsitgt__range_granted_fn)(struct scsitgt__cmd *cmd);
@@ -56,6 +67,9 @@ struct scsitgt__range_token {
 
 struct scsitgt__range_entry {
 	struct scsitgt__list node;
+	/* a grant: in the part's rl_ready of its command's shard, or a message there. */
+	struct scsitgt__list ready_node;
+	struct scsitgt__msg msg;
 	struct scsitgt__cmd *cmd;
 	uint64_t lba;
 	uint64_t nblocks;
@@ -95,5 +109,14 @@ void scsitgt__range_untracked_put(struct scsitgt_lun *lun, struct scsitgt__shard
 bool scsitgt__range_plain_begin(struct scsitgt__cmd *cmd, uint64_t lba, uint64_t nblocks,
 				struct scsitgt__range_token *token, scsitgt__range_granted_fn fn);
 void scsitgt__range_plain_end(struct scsitgt_lun *lun, struct scsitgt__range_token *token);
+
+/*
+ * The quiescence round as @part's owner sees it (core/lun.c, under lun->xlock): report the
+ * part once its untracked count is zero (the last report grants the exclusive waiters).
+ * Returns whether the part must report later (its count is not zero yet).
+ */
+bool scsitgt__range_quiesce_locked(struct scsitgt_lun *lun, struct scsitgt__lun_part *part);
+/* @part's owner, xlock dropped: run the grants of its commands collected under the lock. */
+void scsitgt__range_run_ready(struct scsitgt__lun_part *part);
 
 #endif /* SCSITGT_CORE_RANGE_LOCK_H */

@@ -25,6 +25,13 @@
  *
  * The log keeps the 20 most recent tests, newest first (parameter 0001h), and is not reset by
  * LOG SELECT (its parameters are not counters).
+ *
+ * Across shards (issue 18): the walk runs on the loop of the SEND DIAGNOSTIC command that
+ * started it (bg_walk.h), where a foreground command waits; commands of every loop meet the
+ * test, and a reset or another SEND DIAGNOSTIC may stop it from any loop. So the log, the
+ * test running and what others read of it (its progress, why it was stopped) are under
+ * lun->xlock, and SCSITGT__LUN_XF_SELFTEST, set while a test runs, spares every other command
+ * the lock.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,10 +74,10 @@ struct st_walk {
 	uint64_t seq;
 	uint8_t code;
 	bool foreground;
-	uint8_t stop_result;  /* ST_RES_OK while going on, else why it was stopped */
+	uint8_t stop_result;  /* ST_RES_OK while going on, else why it was stopped (xlock) */
 	unsigned int segment; /* 1 or 2 */
 	unsigned int step;    /* piece within the segment */
-	uint64_t done_blocks, plan_blocks;
+	uint64_t done_blocks, plan_blocks; /* done_blocks under xlock */
 	uint8_t *buf;
 	enum scsitgt__sense_reason reason;
 };
@@ -116,7 +123,14 @@ static uint64_t st_plan(const struct scsitgt_lun *lun, uint8_t code)
 	return seg1 + ST_SAMPLES * (sample < n ? sample : n);
 }
 
-bool scsitgt__selftest_progress(const struct scsitgt_lun *lun, uint16_t *progress)
+/* lun->xlock of a LUN the caller sees as const (the lock is not part of its value). */
+static uv_mutex_t *st_lock(const struct scsitgt_lun *lun)
+{
+	return (uv_mutex_t *)&lun->xlock;
+}
+
+/* Under xlock. */
+static bool st_progress_locked(const struct scsitgt_lun *lun, uint16_t *progress)
 {
 	const struct st_walk *w = lun->selftest ? lun->selftest->running : NULL;
 
@@ -125,6 +139,25 @@ bool scsitgt__selftest_progress(const struct scsitgt_lun *lun, uint16_t *progres
 	/* a fraction of 65536 (SPC-5 §4.4.2.4.2) */
 	*progress = (uint16_t)(w->plan_blocks ? (w->done_blocks * 65535) / w->plan_blocks : 0);
 	return true;
+}
+
+bool scsitgt__selftest_progress(const struct scsitgt_lun *lun, uint16_t *progress)
+{
+	bool running;
+
+	if (!(scsitgt__lun_xflags(lun) & SCSITGT__LUN_XF_SELFTEST))
+		return false;
+	uv_mutex_lock(st_lock(lun));
+	running = st_progress_locked(lun, progress);
+	uv_mutex_unlock(st_lock(lun));
+	return running;
+}
+
+/* No test runs any more (under xlock). */
+static void st_not_running(struct scsitgt_lun *lun)
+{
+	lun->selftest->running = NULL;
+	scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_SELFTEST, false);
 }
 
 /* foreground: complete the waiting SEND DIAGNOSTIC command (RAW: the test failed) */
@@ -142,7 +175,8 @@ static void st_release_waiter(struct st_walk *w, enum scsitgt__sense_reason r)
 	scsitgt__cmd_complete(fg, r);
 }
 
-/* Write the final result into the test's log entry (kept if it was already final). */
+/* Write the final result into the test's log entry (kept if it was already final). Under
+ * xlock. */
 static void st_record(struct scsitgt_lun *lun, uint64_t seq, uint8_t result, uint8_t segment,
 		      uint64_t fail_lba, const struct scsitgt__sense_info *si)
 {
@@ -167,6 +201,7 @@ static void st_finish(struct scsitgt__bg_walk *bg)
 	struct scsitgt_lun *lun = cmd->lun;
 	enum scsitgt__sense_reason fg_reason = SCSITGT__SR_OK;
 
+	uv_mutex_lock(&lun->xlock);
 	if (w->stop_result != ST_RES_OK) {
 		st_record(lun, w->seq, w->stop_result, 0, UINT64_MAX, NULL);
 		fg_reason = SCSITGT__SR_ABORTED;
@@ -184,9 +219,10 @@ static void st_finish(struct scsitgt__bg_walk *bg)
 	} else {
 		st_record(lun, w->seq, ST_RES_OK, 0, UINT64_MAX, NULL);
 	}
-	st_release_waiter(w, fg_reason);
 	if (lun->selftest && lun->selftest->running == w)
-		lun->selftest->running = NULL;
+		st_not_running(lun);
+	uv_mutex_unlock(&lun->xlock);
+	st_release_waiter(w, fg_reason);
 	free(w->buf);
 	free(w);
 }
@@ -243,18 +279,26 @@ static void st_done(struct scsitgt__bg_walk *bg, enum scsitgt__sense_reason reas
 
 	if (reason != SCSITGT__SR_OK && w->reason == SCSITGT__SR_OK)
 		w->reason = reason;
+	uv_mutex_lock(&bg->cmd->lun->xlock);
 	w->done_blocks += bg->blocks;
+	uv_mutex_unlock(&bg->cmd->lun->xlock);
 }
 
 static bool st_stop_now(struct scsitgt__bg_walk *bg)
 {
 	struct st_walk *w = scsitgt__container_of(bg, struct st_walk, bg);
+	struct scsitgt_lun *lun = bg->cmd->lun;
+	bool stop;
 
-	/* an aborted foreground command aborts its test; so does the LUN's removal */
+	/* an aborted foreground command aborts its test (the waiter is on this loop); so does
+	 * the LUN's removal */
+	uv_mutex_lock(&lun->xlock);
 	if (w->stop_result == ST_RES_OK &&
-	    ((bg->waiter && scsitgt__cmd_aborted(bg->waiter)) || bg->cmd->lun->drain.destroying))
+	    ((bg->waiter && scsitgt__cmd_aborted(bg->waiter)) || lun->drain.destroying))
 		w->stop_result = ST_RES_ABORTED_OTHER;
-	return w->stop_result != ST_RES_OK || w->reason != SCSITGT__SR_OK;
+	stop = w->stop_result != ST_RES_OK || w->reason != SCSITGT__SR_OK;
+	uv_mutex_unlock(&lun->xlock);
+	return stop;
 }
 
 static const struct scsitgt__bg_ops st_ops = {
@@ -265,7 +309,7 @@ static const struct scsitgt__bg_ops st_ops = {
 };
 
 /* Stop the running test at its next piece, recording @result now (SPC-5 asks for the log to be
- * updated as the test is aborted). */
+ * updated as the test is aborted). Under xlock. */
 static void st_stop(struct scsitgt_lun *lun, uint8_t result)
 {
 	struct st_walk *w = lun->selftest ? lun->selftest->running : NULL;
@@ -274,29 +318,41 @@ static void st_stop(struct scsitgt_lun *lun, uint8_t result)
 		return;
 	w->stop_result = result;
 	st_record(lun, w->seq, result, 0, UINT64_MAX, NULL);
-	lun->selftest->running = NULL;
+	st_not_running(lun);
 }
 
 void scsitgt__selftest_reset(struct scsitgt_lun *lun)
 {
+	if (!(scsitgt__lun_xflags(lun) & SCSITGT__LUN_XF_SELFTEST))
+		return;
+	uv_mutex_lock(&lun->xlock);
 	st_stop(lun, ST_RES_ABORTED_OTHER);
+	uv_mutex_unlock(&lun->xlock);
 }
 
 void scsitgt__selftest_start(struct scsitgt__cmd *cmd, uint8_t code)
 {
 	struct scsitgt_lun *lun = cmd->lun;
-	struct scsitgt__selftest *st = st_state(lun);
+	struct scsitgt__selftest *st;
+	enum scsitgt__sense_reason r;
 	struct st_walk *w;
 	size_t buf_len;
 
 	if (code == SCSITGT__SELFTEST_ABORT) {
+		bool ok;
+
 		/* SPC-5 §6.42: valid only while a background test runs. */
-		if (st == NULL || st->running == NULL || st->running->foreground) {
+		uv_mutex_lock(&lun->xlock);
+		st = lun->selftest;
+		ok = st && st->running && !st->running->foreground;
+		if (ok)
+			st_stop(lun, ST_RES_ABORTED_SEND_DIAG);
+		uv_mutex_unlock(&lun->xlock);
+		if (!ok) {
 			scsitgt__cmd_bad_cdb_field(cmd, 1, 7);
 			scsitgt__cmd_complete(cmd, SCSITGT__SR_INVALID_FIELD_IN_CDB);
 			return;
 		}
-		st_stop(lun, ST_RES_ABORTED_SEND_DIAG);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
@@ -305,14 +361,25 @@ void scsitgt__selftest_start(struct scsitgt__cmd *cmd, uint8_t code)
 			  ST_SAMPLE_BYTES;
 	if (buf_len < lun->geo.block_size)
 		buf_len = lun->geo.block_size;
-	w = st ? calloc(1, sizeof(*w)) : NULL;
+	w = calloc(1, sizeof(*w));
 	if (w)
 		w->buf = malloc(buf_len);
-	if (w == NULL || w->buf == NULL || scsitgt__bg_walk_start(&w->bg, &st_ops, cmd) < 0) {
+	uv_mutex_lock(&lun->xlock);
+	st = st_state(lun);
+	/* Another loop's SEND DIAGNOSTIC may have started one since this command was parsed.
+	 * The walk's first piece runs from a later iteration of this loop. */
+	r = SCSITGT__SR_OK;
+	if (st && st->running)
+		r = SCSITGT__SR_NOT_READY_SELF_TEST;
+	else if (st == NULL || w == NULL || w->buf == NULL ||
+		 scsitgt__bg_walk_start(&w->bg, &st_ops, cmd) < 0)
+		r = SCSITGT__SR_BUSY;
+	if (r != SCSITGT__SR_OK) {
+		uv_mutex_unlock(&lun->xlock);
 		if (w)
 			free(w->buf);
 		free(w);
-		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
+		scsitgt__cmd_complete(cmd, r);
 		return;
 	}
 	/* the newest entry first; the oldest of twenty falls off */
@@ -329,6 +396,8 @@ void scsitgt__selftest_start(struct scsitgt__cmd *cmd, uint8_t code)
 	w->segment = 1;
 	w->plan_blocks = st_plan(lun, code);
 	st->running = w;
+	scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_SELFTEST, true);
+	uv_mutex_unlock(&lun->xlock);
 	if (!w->foreground) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
@@ -336,10 +405,11 @@ void scsitgt__selftest_start(struct scsitgt__cmd *cmd, uint8_t code)
 	scsitgt__bg_walk_wait(&w->bg, cmd);
 }
 
-enum scsitgt__sense_reason scsitgt__selftest_check(struct scsitgt__cmd *cmd,
-						   const struct scsitgt__cdb_def *row)
+/* Under xlock. */
+static enum scsitgt__sense_reason st_check_locked(struct scsitgt__cmd *cmd,
+						  const struct scsitgt__cdb_def *row)
 {
-	const struct st_walk *w = cmd->lun->selftest->running;
+	const struct st_walk *w = cmd->lun->selftest ? cmd->lun->selftest->running : NULL;
 	uint16_t progress = 0;
 
 	if (w == NULL)
@@ -360,12 +430,23 @@ enum scsitgt__sense_reason scsitgt__selftest_check(struct scsitgt__cmd *cmd,
 		/* INQUIRY, REPORT LUNS and REQUEST SENSE go on during a foreground test */
 		return SCSITGT__SR_OK;
 	}
-	scsitgt__selftest_progress(cmd->lun, &progress);
+	st_progress_locked(cmd->lun, &progress);
 	cmd->detail.sks_valid = true;
 	cmd->detail.sks_cdb = false;
 	cmd->detail.sks_bpv = false;
 	cmd->detail.sks_field = progress;
 	return SCSITGT__SR_NOT_READY_SELF_TEST;
+}
+
+enum scsitgt__sense_reason scsitgt__selftest_check(struct scsitgt__cmd *cmd,
+						   const struct scsitgt__cdb_def *row)
+{
+	enum scsitgt__sense_reason r;
+
+	uv_mutex_lock(&cmd->lun->xlock);
+	r = st_check_locked(cmd, row);
+	uv_mutex_unlock(&cmd->lun->xlock);
+	return r;
 }
 
 /* One Self-Test Results parameter (log page 10h). */
@@ -391,6 +472,7 @@ size_t scsitgt__selftest_log_page(const struct scsitgt_lun *lun, uint8_t *buf, s
 	static const struct st_entry none;
 	size_t n = 4;
 
+	uv_mutex_lock(st_lock(lun));
 	for (uint16_t code = first ? first : 1; code <= ST_LOG_ENTRIES; code++) {
 		if (n + 4 + ST_PARAM_LEN > cap)
 			break;
@@ -398,6 +480,7 @@ size_t scsitgt__selftest_log_page(const struct scsitgt_lun *lun, uint8_t *buf, s
 		st_param(&buf[n], code, lun->selftest ? &lun->selftest->log[code - 1] : &none);
 		n += 4 + ST_PARAM_LEN;
 	}
+	uv_mutex_unlock(st_lock(lun));
 	return n;
 }
 

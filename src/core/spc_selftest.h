@@ -26,8 +26,9 @@ enum {
 };
 /* start a test (or abort the background one, code 4); completes @cmd (foreground: at the end) */
 void scsitgt__selftest_start(struct scsitgt__cmd *cmd, uint8_t code);
-/* a command meeting a test in progress (lun->selftest allocated): NOT READY, SELF-TEST IN
- * PROGRESS, or SCSITGT__SR_OK (START STOP UNIT and FORMAT UNIT end a background test) */
+/* a command meeting a test in progress (SCSITGT__LUN_XF_SELFTEST in cmd->xflags): NOT READY,
+ * SELF-TEST IN PROGRESS, or SCSITGT__SR_OK (START STOP UNIT and FORMAT UNIT end a background
+ * test) */
 enum scsitgt__sense_reason scsitgt__selftest_check(struct scsitgt__cmd *cmd,
 						   const struct scsitgt__cdb_def *row);
 /* a logical unit or target reset aborts the test in progress */
