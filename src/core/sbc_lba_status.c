@@ -150,12 +150,68 @@ static bool lbas_submit(struct scsitgt__cmd *cmd)
 	return true;
 }
 
+/* The synchronous op, asked piece by piece until the descriptors are used up; false when
+ * the backend failed. On the loop where the backend may be called. */
+static bool lbas_ask(const struct scsitgt_lun *lun, struct lbas_answer *a)
+{
+	while (a->next < lun->geo.num_blocks) {
+		uint64_t rest = lun->geo.num_blocks - a->next, n;
+		bool mapped;
+
+		if (lun->ops.get_lba_status(lun->bctx, a->next, &n, &mapped) < 0)
+			return false;
+		/* Do not trust a broken answer to bound the loop. */
+		if (n == 0 || n > rest)
+			n = n ? rest : 1;
+		if (lbas_put(a, n, mapped ? LBAS_MAPPED : LBAS_DEALLOCATED) < n)
+			break;
+	}
+	return true;
+}
+
+/*
+ * A backend without SCSITGT_BACKEND_MULTI_LOOP is called on the home loop only (backend.h),
+ * its synchronous get_lba_status() too: a command of another loop asks it there by message
+ * and gets the answer back by message, held meanwhile (an abort waits for the answer).
+ */
+struct lbas_fwd {
+	struct scsitgt__msg msg;
+	struct scsitgt__cmd *cmd;
+	const struct scsitgt_lun *lun;
+	bool ok;
+	struct lbas_answer a;
+};
+
+/* The command's loop: the answer is back. */
+static void lbas_fwd_back(struct scsitgt__msg *msg)
+{
+	struct lbas_fwd *f = scsitgt__container_of(msg, struct lbas_fwd, msg);
+	struct scsitgt__cmd *cmd = f->cmd;
+
+	scsitgt__cmd_unhold(cmd);
+	if (f->ok)
+		lbas_send(cmd, &f->a);
+	else
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_INTERNAL_FAILURE);
+	free(f);
+}
+
+/* Home: ask the backend, send the answer back. */
+static void lbas_fwd_home(struct scsitgt__msg *msg)
+{
+	struct lbas_fwd *f = scsitgt__container_of(msg, struct lbas_fwd, msg);
+
+	f->ok = lbas_ask(f->lun, &f->a);
+	f->msg.fn = lbas_fwd_back;
+	scsitgt__shard_post(f->cmd->shard, &f->msg);
+}
+
 void scsitgt__sbc_get_lba_status(struct scsitgt__cmd *cmd)
 {
 	const struct scsitgt_lun *lun = cmd->lun;
 	struct lbas_answer a;
+	struct lbas_fwd *f;
 
-	lbas_answer_init(&a, cmd);
 	if (scsitgt__sbc_lbpme(lun) && scsitgt__lun_supports(lun, SCSITGT_IO_GET_LBA_STATUS)) {
 		if (!lbas_submit(cmd))
 			scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
@@ -164,24 +220,29 @@ void scsitgt__sbc_get_lba_status(struct scsitgt__cmd *cmd)
 	if (!scsitgt__sbc_lbpme(lun) || lun->ops.get_lba_status == NULL) {
 		/* SBC-4 §4.7.2: a fully provisioned LUN maps every block; and so does a thin one
 		 * whose backend cannot tell. */
+		lbas_answer_init(&a, cmd);
 		lbas_put(&a, lun->geo.num_blocks - cmd->lba, LBAS_MAPPED);
 		lbas_send(cmd, &a);
 		return;
 	}
-	/* The synchronous op, asked piece by piece until the descriptors are used up. */
-	while (a.next < lun->geo.num_blocks) {
-		uint64_t rest = lun->geo.num_blocks - a.next, n;
-		bool mapped;
-
-		if (lun->ops.get_lba_status(lun->bctx, a.next, &n, &mapped) < 0) {
-			scsitgt__cmd_complete(cmd, SCSITGT__SR_INTERNAL_FAILURE);
+	if (cmd->shard->index != 0 && !(lun->ops.flags & SCSITGT_BACKEND_MULTI_LOOP)) {
+		f = malloc(sizeof(*f));
+		if (f == NULL) {
+			scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 			return;
 		}
-		/* Do not trust a broken answer to bound the loop. */
-		if (n == 0 || n > rest)
-			n = n ? rest : 1;
-		if (lbas_put(&a, n, mapped ? LBAS_MAPPED : LBAS_DEALLOCATED) < n)
-			break;
+		f->cmd = cmd;
+		f->lun = lun;
+		lbas_answer_init(&f->a, cmd);
+		scsitgt__cmd_hold(cmd);
+		f->msg.fn = lbas_fwd_home;
+		scsitgt__engine_post(lun->engine, &f->msg);
+		return;
+	}
+	lbas_answer_init(&a, cmd);
+	if (!lbas_ask(lun, &a)) {
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_INTERNAL_FAILURE);
+		return;
 	}
 	lbas_send(cmd, &a);
 }

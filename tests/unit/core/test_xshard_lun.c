@@ -2,7 +2,8 @@
 /*
  * Per-LUN state across two shards (issue 18, docs/threading.md "Per-LUN state across
  * shards"): the task set's ORDERED and HEAD OF QUEUE barriers, the range lock's exclusive
- * entries and the self-test state, with nexus A on home (shard 0) and nexus B on the worker's shard
+ * entries, the self-test state and the synchronous get_lba_status() of a backend without
+ * SCSITGT_BACKEND_MULTI_LOOP, with nexus A on home (shard 0) and nexus B on the worker's shard
  * (shard 1), whose commands run on the worker thread. The fake backend has no MULTI_LOOP
  * flag: every io is submitted on home and held there until the test completes it, so a
  * command of either shard can be kept in flight. Nothing waits on time: a step that must not
@@ -456,6 +457,28 @@ static void test_caw_on_worker_waits_for_home_write(void **state)
 	caw_waits_for(t, t->a, t->b);
 }
 
+static void test_lba_status_asked_on_home(void **state)
+{
+	struct two *t = *state;
+	struct xcmd x;
+
+	memset(&x, 0, sizeof(x));
+	x.sess = t->b;
+	x.cdb[0] = SBC_SERVICE_ACTION_IN_16;
+	x.cdb[1] = SBC_SAI_GET_LBA_STATUS;
+	put_be64(&x.cdb[2], 0);
+	put_be32(&x.cdb[10], 64);
+	x.cdb_len = 16;
+	assert_int_equal(x_run(t, &x), SAM_STAT_GOOD);
+	/* one descriptor: the whole LUN deallocated (nothing written yet) */
+	assert_int_equal(get_be32(&x.din[0]), 4 + 16);
+	assert_int_equal(get_be64(&x.din[8]), 0);
+	assert_int_equal(get_be32(&x.din[16]), 2048);
+	assert_int_equal(x.din[20] & 0x0f, 1);
+	assert_true(atomic_load(&t->lbas_calls) > 0);
+	assert_int_equal(atomic_load(&t->lbas_off_home), 0);
+}
+
 /* SEND DIAGNOSTIC with SELF-TEST CODE @code on @s. */
 static void cdb_selftest(struct xcmd *x, struct scsitgt__session *s, uint8_t code)
 {
@@ -526,11 +549,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ordered_waits_for_other_shard, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_ordered_holds_back_newer, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_head_of_queue_across_shards, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(test_head_of_queue_across_shards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_caw_waits_for_worker_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_caw_on_worker_waits_for_home_write, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_lba_status_asked_on_home, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_selftest_across_shards, setup, teardown),
 	};
 
