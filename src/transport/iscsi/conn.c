@@ -327,7 +327,7 @@ int scsitgt__iscsi_conn_recv(struct scsitgt__iscsi_conn *conn, const uint8_t *da
 {
 	if (conn->state == SCSITGT__CONN_CLOSING)
 		return -ECONNABORTED;
-	conn->stat_rx_bytes += len;
+	scsitgt__iscsi_stat_add(&conn->stat_rx_bytes, len);
 	return conn_rx_result(conn, scsitgt__iscsi_rx_feed(&conn->rx, data, len));
 }
 
@@ -335,7 +335,7 @@ int scsitgt__iscsi_conn_recv_direct(struct scsitgt__iscsi_conn *conn, size_t n)
 {
 	if (conn->state == SCSITGT__CONN_CLOSING)
 		return -ECONNABORTED;
-	conn->stat_rx_bytes += n;
+	scsitgt__iscsi_stat_add(&conn->stat_rx_bytes, n);
 	return conn_rx_result(conn, scsitgt__iscsi_rx_direct_done(&conn->rx, n));
 }
 
@@ -455,8 +455,8 @@ void scsitgt__iscsi_conn_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 		return;
 	}
 	scsitgt__iscsi_tx_seal(tx, conn->header_digest, conn->data_digest);
-	conn->stat_tx_pdus += tx->npdus;
-	conn->stat_tx_bytes += tx->bytes;
+	scsitgt__iscsi_stat_add(&conn->stat_tx_pdus, tx->npdus);
+	scsitgt__iscsi_stat_add(&conn->stat_tx_bytes, tx->bytes);
 	conn->tx_pending++;
 	conn->dm->xmit(conn, tx);
 }
@@ -577,7 +577,18 @@ static void conn_timer_cb(uv_timer_t *t)
 
 void scsitgt__iscsi_conn_enter_ffp(struct scsitgt__iscsi_conn *conn)
 {
+	struct scsitgt__iscsi_sess *sess = conn->sess;
+
 	conn->state = SCSITGT__CONN_FFP;
+	/* What scsitgt_iscsi_engine_foreach_conn() shows of it from home (stats.c). */
+	uv_mutex_lock(&conn->ie->lock);
+	conn->listed_ffp = true;
+	conn->listed_cid = conn->cid;
+	conn->listed_tsih = sess ? sess->tsih : 0;
+	conn->listed_discovery = sess ? sess->discovery : false;
+	snprintf(conn->listed_target, sizeof(conn->listed_target), "%s",
+		 sess && sess->tgt && !sess->discovery ? sess->tgt->name : "");
+	uv_mutex_unlock(&conn->ie->lock);
 	conn_login_uncount(conn);
 	uv_timer_stop(&conn->timer);
 	conn->last_rx = uv_now(conn->loop);
@@ -706,7 +717,7 @@ static int conn_rx_pdu(void *arg, struct scsitgt__iscsi_pdu *pdu)
 	uint8_t op = scsitgt__bhs_opcode(pdu->bhs);
 
 	conn->last_rx = uv_now(conn->loop);
-	conn->stat_rx_pdus++;
+	scsitgt__iscsi_stat_add(&conn->stat_rx_pdus, 1);
 	if (conn->state == SCSITGT__CONN_CLOSING)
 		return -ECONNABORTED;
 	if (conn->state == SCSITGT__CONN_LOGIN) {

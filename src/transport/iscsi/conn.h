@@ -7,6 +7,7 @@
 #define SCSITGT_ISCSI_CONN_H
 
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -135,6 +136,13 @@ struct scsitgt__iscsi_conn {
 	 * per-initiator connection limit counts it across loops). */
 	char iname[SCSITGT__ISCSI_NAME_MAX + 1];
 	bool listed_closing;
+	/* Under ie->lock too, for scsitgt_iscsi_engine_foreach_conn() on home (stats.c): what
+	 * the connection's loop published as it entered full feature phase. */
+	bool listed_ffp;
+	bool listed_discovery;
+	uint16_t listed_cid;
+	uint16_t listed_tsih;
+	char listed_target[SCSITGT__ISCSI_NAME_MAX + 1];
 	/* A worker connection's hand-off, going home when it is gone (xloop.c). */
 	struct scsitgt__iscsi_handoff *handoff;
 	struct scsitgt__list node;	/* in ie->conns */
@@ -183,11 +191,13 @@ struct scsitgt__iscsi_conn {
 	bool rx_ignore;	     /* drop the PDU silently (CmdSN outside the window) */
 	uint8_t rx_data_err; /* the Data-Out broke its sequence: fail rx_task with this
 			      * enum scsitgt__sense_reason (RFC 7143 §11.4.7.2), 0 for none */
-	/* traffic counters, wire bytes incl. digests (transport/iscsi/stats.c). */
-	uint64_t stat_rx_pdus;
-	uint64_t stat_tx_pdus;
-	uint64_t stat_rx_bytes;
-	uint64_t stat_tx_bytes;
+	/* traffic counters, wire bytes incl. digests (transport/iscsi/stats.c): written by the
+	 * connection's loop alone (scsitgt__iscsi_stat_add(): a relaxed load and store, never
+	 * a locked add), read from home by scsitgt_iscsi_engine_foreach_conn(). */
+	_Atomic uint64_t stat_rx_pdus;
+	_Atomic uint64_t stat_tx_pdus;
+	_Atomic uint64_t stat_rx_bytes;
+	_Atomic uint64_t stat_tx_bytes;
 	/* counted in portal->nlogin (until full feature phase or close). */
 	bool login_counted;
 	/* the initiator's address, for address ACLs (core/acl.c); family 0 when unknown. */
@@ -504,5 +514,12 @@ void scsitgt__iscsi_login_redirect_done(struct scsitgt__iscsi_conn *conn, int ve
 /* tcp_worker.c: run an accepted socket (a duplicate of @fd is taken) on a worker loop. */
 int scsitgt__iscsi_tcpw_adopt(struct scsitgt_portal *portal, uv_os_sock_t fd,
 			      const struct sockaddr *peer, const struct sockaddr *local);
+
+/* Add @n to a traffic counter of a connection, on its loop (struct scsitgt__iscsi_conn). */
+static inline void scsitgt__iscsi_stat_add(_Atomic uint64_t *counter, uint64_t n)
+{
+	atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
 
 #endif /* SCSITGT_ISCSI_CONN_H */

@@ -17,31 +17,34 @@ SCSITGT_EXPORT int scsitgt_iscsi_engine_foreach_conn(struct scsitgt_engine *engi
 	ie = engine->ext[SCSITGT__EXT_ISCSI].data;
 	if (ie == NULL)
 		return 0;
-	/* Connections on workers (engine->conn_workers) come and go meanwhile: walk under the
-	 * registry lock; their counters are read as they are at that moment. */
+	/*
+	 * Connections on workers (engine->conn_workers) come and go, log in and close meanwhile:
+	 * walk under the registry lock and read only what their loops published under it (the
+	 * listed_* fields, the peer's address set before the connection was listed) and their
+	 * counters, relaxed atomics, as they are at that moment.
+	 */
 	if (engine->conn_workers)
 		uv_mutex_lock(&ie->lock);
 	rc = 0;
 	for (p = ie->conns.next; p != &ie->conns && rc == 0; p = next) {
 		struct scsitgt__iscsi_conn *conn =
 			scsitgt__container_of(p, struct scsitgt__iscsi_conn, node);
-		struct scsitgt__iscsi_sess *sess = conn->sess;
 		struct scsitgt_iscsi_conn_stats s;
 
 		next = p->next;
 		memset(&s, 0, sizeof(s));
 		s.size = sizeof(s);
 		s.peer_addr = conn->peer;
-		s.initiator_name = sess ? sess->initiator_name : "";
-		s.target_name = sess && sess->tgt ? sess->tgt->name : "";
-		s.cid = conn->cid;
-		s.tsih = sess ? sess->tsih : 0;
-		s.full_feature = conn->state == SCSITGT__CONN_FFP;
-		s.discovery = sess ? sess->discovery : false;
-		s.rx_pdus = conn->stat_rx_pdus;
-		s.tx_pdus = conn->stat_tx_pdus;
-		s.rx_bytes = conn->stat_rx_bytes;
-		s.tx_bytes = conn->stat_tx_bytes;
+		s.initiator_name = conn->iname;
+		s.target_name = conn->listed_target;
+		s.cid = conn->listed_cid;
+		s.tsih = conn->listed_tsih;
+		s.full_feature = conn->listed_ffp && !conn->listed_closing;
+		s.discovery = conn->listed_discovery;
+		s.rx_pdus = atomic_load_explicit(&conn->stat_rx_pdus, memory_order_relaxed);
+		s.tx_pdus = atomic_load_explicit(&conn->stat_tx_pdus, memory_order_relaxed);
+		s.rx_bytes = atomic_load_explicit(&conn->stat_rx_bytes, memory_order_relaxed);
+		s.tx_bytes = atomic_load_explicit(&conn->stat_tx_bytes, memory_order_relaxed);
 		rc = cb(cb_arg, &s);
 	}
 	if (engine->conn_workers)
