@@ -65,6 +65,8 @@ static void x_done(struct scsitgt__cmd *cmd)
 {
 	struct xcmd *x = *(struct xcmd **)scsitgt__cmd_fabric_priv(cmd);
 	size_t n = cmd->data_len < sizeof(x->din) ? cmd->data_len : sizeof(x->din);
+	/* @x is the waiting thread's again once posted: nothing of it is read after. */
+	struct two *t = x->t;
 
 	x->status = cmd->status;
 	memcpy(x->sense, cmd->sense, cmd->sense_len);
@@ -72,7 +74,7 @@ static void x_done(struct scsitgt__cmd *cmd)
 		memcpy(x->din, cmd->buf, n);
 	scsitgt__cmd_destroy(cmd);
 	uv_sem_post(&x->done);
-	uv_async_send(&x->t->wake);
+	uv_async_send(&t->wake);
 }
 
 static void x_session_shutdown(struct scsitgt__session *sess)
