@@ -3,8 +3,11 @@
  * @file backend_aio.h
  * The built-in aio backend: a regular file or a block device served through one of two kernel
  * I/O engines, io_uring (liburing) where the build and the kernel allow it, Linux native AIO
- * (libaio) otherwise; completions are signalled on an eventfd watched by the LUN's home loop.
- * No threads of its own.
+ * (libaio) otherwise; completions are signalled on an eventfd watched by the loop that
+ * submitted the io. No threads of its own. The ops have SCSITGT_BACKEND_MULTI_LOOP: each of
+ * the engine's loops that submits gets its own kernel context (a ring or an io_context, an
+ * eventfd and its poll handle), made at its first submit and torn down on that loop by
+ * close().
  *
  * When the library is built without libaio the functions still exist and return -ENOTSUP
  * (scsitgt_backend_aio_ops() then returns NULL).
@@ -51,8 +54,8 @@ struct scsitgt_backend_aio_opts {
 	/** sizeof(struct scsitgt_backend_aio_opts), set by scsitgt_backend_aio_opts_init(). */
 	size_t size;
 	/**
-	 * The home loop of the LUN the backend will serve (the engine's loop): the completion
-	 * eventfd is polled there. Required.
+	 * The home loop of the LUN the backend will serve (the engine's loop): its completion
+	 * eventfd is polled there (a worker loop that submits gets its own). Required.
 	 */
 	uv_loop_t *loop;
 	/** Path of a regular file or a block device. Required. Copied. */
@@ -70,12 +73,15 @@ struct scsitgt_backend_aio_opts {
 	 * completes and the geometry does not claim a write cache. Default false.
 	 */
 	bool write_through;
-	/** Most ios in the kernel at once (io_setup size); more are queued. Default 128. */
+	/** Most ios in the kernel at once per loop (io_setup or ring size); more are queued.
+	 * Default 128. */
 	unsigned int queue_depth;
 	/**
 	 * Host logger for the backend's messages (the I/O mode chosen and why, capacity
 	 * changes, failed ios). Optional; it receives every level (filter in the callback),
-	 * subsystem "aio", on the loop's thread (and on the creating thread for create()).
+	 * subsystem "aio", on the thread of the loop that submitted the io (any of the
+	 * engine's loops), of the home loop, or of the creating thread for create(); a host
+	 * that needs one thread serializes in its callback.
 	 */
 	scsitgt_log_cb log_cb;
 	/** Argument of @ref log_cb. */
@@ -120,7 +126,8 @@ SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_aio_ops(void);
  * @param bctx_out Receives the context. The LUN frees it through close(); if
  *                 scsitgt_lun_create() fails, free it with the ops' close(bctx, cb, cb_arg).
  *                 Once open() ran, close() finishes on the loop (the eventfd's poll handle
- *                 is closed with uv_close()): run the loop until @p cb is called.
+ *                 is closed with uv_close(); other loops' contexts are closed on their
+ *                 loops, which must still run): run the loop until @p cb is called.
  * @param opts     Options; loop and path are required. Copied.
  * @return 0; -EINVAL for a NULL argument, a missing loop or path, an unknown engine, or a
  *         file that is neither a regular file nor a block device; -ENOENT, -EACCES, -EROFS,

@@ -6,9 +6,22 @@
  * file behind struct aio_engine (aio_int.h): aio_libaio.c and aio_uring.c.
  *
  * libaio (Linux native AIO): reads and writes become IOCB_CMD_PREADV / PWRITEV iocbs carrying
- * an eventfd (io_set_eventfd); the eventfd is watched by a uv_poll_t on the LUN's home loop,
+ * an eventfd (io_set_eventfd); the eventfd is watched by a uv_poll_t on the submitting loop,
  * whose callback drains io_getevents() in batches and completes the ios there. No thread per
  * io, no thread at all.
+ *
+ * Several loops (SCSITGT_BACKEND_MULTI_LOOP, docs/threading.md section 3): every loop that
+ * submits has its own struct aio_loop: a kernel context (io_context or ring), an eventfd and
+ * its uv_poll_t on that loop, its queue of requests waiting for a kernel slot and its scratch
+ * iovecs. The home loop's is made at create (where the engine is chosen); another loop's at
+ * its first submit, on that loop's thread, and pushed on a list that submits read without a
+ * lock. An io completes on the loop that submitted it. What the loops share is read-only after
+ * open() except the capacity (an atomic, changed by a resize on home) and the kernel's
+ * refusals of RWF_DSYNC / aio fdsync (atomic flags). close() (home) sends each other loop a
+ * message (a uv_async_t on that loop) on which that loop closes its handles and releases its
+ * kernel context; the last loop to finish wakes home (another uv_async_t), which frees the
+ * context and calls back. Every loop that submitted must therefore still run until then
+ * (the engine stops its workers after closing its LUNs).
  *
  * io_uring (liburing, the default where the build and the kernel allow it): one ring per
  * context, its eventfd registered (io_uring_register_eventfd) and watched the same way.
@@ -21,8 +34,9 @@
  * (IORING_FEAT_SUBMIT_STABLE, Linux 5.5: the iovec arrays are copied during the submission,
  * so the kiov scratch array can be reused) and the four opcodes (IORING_REGISTER_PROBE,
  * Linux 5.6); when one is missing (or io_uring is disabled: kernel.io_uring_disabled,
- * seccomp), AUTO falls back to libaio and logs why. Registered buffers (IORING_OP_READ_FIXED) are not used: the
- * data lives in the core's and the transports' buffers, which are not one registrable pool.
+ * seccomp), AUTO falls back to libaio and logs why. Registered buffers (IORING_OP_READ_FIXED)
+ * are not used: the data lives in the core's and the transports' buffers, which are not one
+ * registrable pool.
  *
  * I/O mode. O_DIRECT is tried at create: it is kept when the file system really does direct
  * I/O (statx STATX_DIOALIGN reports an alignment; tmpfs and ramfs, whose page cache is the
@@ -89,7 +103,8 @@
 #define AIO_MAX_QUEUE_DEPTH 65536
 
 static void aio_req_issue(struct aio_loop *al, struct aio_req *req);
-static void aio_close_maybe(struct aio_ctx *ac);
+static void aio_loop_close_maybe(struct aio_loop *al);
+static void aio_done_cb(uv_async_t *handle);
 
 /* Errors as the core wants them (backend.h scsitgt_io_complete()). */
 static int aio_map_errno(int err)
@@ -252,6 +267,15 @@ static void aio_loop_fini(struct aio_ctx *ac, struct aio_loop *al)
 
 static void aio_ctx_free(struct aio_ctx *ac)
 {
+	struct aio_loop *al = atomic_load_explicit(&ac->loops, memory_order_acquire);
+
+	/* The other loops' contexts were torn down on their loops (aio_loop_close_maybe). */
+	while (al) {
+		struct aio_loop *next = al->next;
+
+		free(al);
+		al = next;
+	}
 	aio_loop_fini(ac, &ac->home);
 	if (ac->fd >= 0) {
 		close(ac->fd);
@@ -347,8 +371,10 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 	ac->read_only = o.read_only;
 	ac->write_through = o.write_through && !o.read_only;
 	ac->queue_depth = o.queue_depth;
-	ac->rwf_dsync_ok = true;
-	ac->fdsync_ok = true;
+	atomic_init(&ac->rwf_dsync_ok, true);
+	atomic_init(&ac->fdsync_ok, true);
+	atomic_init(&ac->loops, NULL);
+	atomic_init(&ac->close_pending, 0);
 	ac->mem_align = 1;
 	ac->off_align = 1;
 	ac->path = strdup(o.path);
@@ -627,12 +653,20 @@ static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	}
 	aio_probe_thin(ac, bytes);
 	aio_fill_geometry(ac, geo, bs, blocks);
+	if (!ac->done_inited) {
+		rc = uv_async_init(ac->loop, &ac->done_async, aio_done_cb);
+		if (rc < 0) {
+			return rc;
+		}
+		ac->done_async.data = ac;
+		ac->done_inited = true;
+	}
 	rc = aio_poll_start(&ac->home);
 	if (rc < 0) {
 		return rc;
 	}
 	ac->block_size = bs;
-	ac->num_blocks = blocks;
+	atomic_store_explicit(&ac->num_blocks, blocks, memory_order_relaxed);
 	ac->opened = true;
 	scsitgt__log(&ac->log, SCSITGT_LOG_INFO, AIO_SUBSYS,
 		     "%s: %s, %s, %s I/O, %" PRIu64 " blocks of %" PRIu32 " bytes%s%s%s%s",
@@ -643,9 +677,9 @@ static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	return 0;
 }
 
-static void aio_poll_closed(uv_handle_t *handle)
+/* On home, the last of it: free the context and tell the core. */
+static void aio_close_done(struct aio_ctx *ac)
 {
-	struct aio_ctx *ac = ((struct aio_loop *)handle->data)->ac;
 	scsitgt_done_cb cb = ac->close_cb;
 	void *cb_arg = ac->close_cb_arg;
 
@@ -655,26 +689,91 @@ static void aio_poll_closed(uv_handle_t *handle)
 	}
 }
 
-/* Finish a close once nothing is in the kernel any more. */
-static void aio_close_maybe(struct aio_ctx *ac)
+static void aio_done_closed(uv_handle_t *handle)
 {
-	scsitgt_done_cb cb;
-	void *cb_arg;
+	aio_close_done(handle->data);
+}
 
-	if (!ac->closing || ac->close_started || ac->home.inflight != 0) {
+/* On home: every loop context is torn down; close the message handle, then finish. */
+static void aio_close_finish(struct aio_ctx *ac)
+{
+	if (ac->done_inited) {
+		uv_close((uv_handle_t *)&ac->done_async, aio_done_closed);
 		return;
 	}
-	ac->close_started = true;
-	if (ac->home.poll_inited) {
-		uv_close((uv_handle_t *)&ac->home.poll, aio_poll_closed);
+	aio_close_done(ac);
+}
+
+static void aio_done_cb(uv_async_t *handle)
+{
+	aio_close_finish(handle->data);
+}
+
+/* On @al's loop: its context is gone; the last one to go finishes the close on home. */
+static void aio_loop_closed(struct aio_loop *al)
+{
+	struct aio_ctx *ac = al->ac;
+
+	aio_loop_fini(ac, al);
+	if (atomic_fetch_sub_explicit(&ac->close_pending, 1, memory_order_acq_rel) != 1) {
 		return;
 	}
-	cb = ac->close_cb;
-	cb_arg = ac->close_cb_arg;
-	aio_ctx_free(ac);
-	if (cb) {
-		cb(cb_arg, 0);
+	if (al == &ac->home) {
+		aio_close_finish(ac);
+	} else {
+		uv_async_send(&ac->done_async);
 	}
+}
+
+static void aio_loop_handle_closed(uv_handle_t *handle)
+{
+	struct aio_loop *al = handle->data;
+
+	if (--al->handles == 0) {
+		aio_loop_closed(al);
+	}
+}
+
+/* On @al's loop: once it is closing and nothing of it is in the kernel, tear it down. */
+static void aio_loop_close_maybe(struct aio_loop *al)
+{
+	if (!al->closing || al->close_started || al->inflight != 0) {
+		return;
+	}
+	al->close_started = true;
+	al->handles = (al->poll_inited ? 1u : 0u) + (al->async_inited ? 1u : 0u);
+	if (al->handles == 0) {
+		aio_loop_closed(al);
+		return;
+	}
+	if (al->poll_inited) {
+		uv_close((uv_handle_t *)&al->poll, aio_loop_handle_closed);
+	}
+	if (al->async_inited) {
+		uv_close((uv_handle_t *)&al->close_async, aio_loop_handle_closed);
+	}
+}
+
+/* On @al's loop: the context closes. */
+static void aio_loop_close(struct aio_loop *al)
+{
+	al->closing = true;
+	/* The core closes only after every io completed; should any still wait for a kernel
+	 * slot, they are cancelled rather than left hanging. */
+	while (al->pend_head) {
+		struct aio_req *req = al->pend_head;
+
+		al->pend_head = req->next;
+		scsitgt__aio_req_finish(al->ac, req, -ECANCELED);
+	}
+	al->pend_tail = NULL;
+	aio_loop_close_maybe(al);
+}
+
+/* The close message on another loop than home. */
+static void aio_loop_close_cb(uv_async_t *handle)
+{
+	aio_loop_close(handle->data);
 }
 
 static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in);
@@ -707,23 +806,117 @@ void scsitgt__aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status
 	scsitgt_io_complete(io, status);
 }
 
+/*
+ * Each loop's context is torn down on its loop: home's here, the others' by a message
+ * (close_async); the last one finishes on home (done_async), which frees the context and
+ * calls @cb. Nothing is in flight (the core closes after every io completed), so no loop
+ * submits any more.
+ */
 static void aio_close(void *bctx, scsitgt_done_cb cb, void *cb_arg)
 {
 	struct aio_ctx *ac = bctx;
+	struct aio_loop *loops = atomic_load_explicit(&ac->loops, memory_order_acquire);
+	unsigned int n = 1;
 
 	ac->closing = true;
 	ac->close_cb = cb;
 	ac->close_cb_arg = cb_arg;
-	/* The core closes only after every io completed; should any still wait for a kernel
-	 * slot, they are cancelled rather than left hanging. */
-	while (ac->home.pend_head) {
-		struct aio_req *req = ac->home.pend_head;
-
-		ac->home.pend_head = req->next;
-		scsitgt__aio_req_finish(ac, req, -ECANCELED);
+	for (struct aio_loop *al = loops; al; al = al->next) {
+		n++;
 	}
-	ac->home.pend_tail = NULL;
-	aio_close_maybe(ac);
+	atomic_store_explicit(&ac->close_pending, n, memory_order_release);
+	for (struct aio_loop *al = loops; al; al = al->next) {
+		uv_async_send(&al->close_async);
+	}
+	/* Last: this may free the context. */
+	aio_loop_close(&ac->home);
+}
+
+/* A loop context whose handles failed: free it once they are closed. */
+static void aio_loop_dropped(uv_handle_t *handle)
+{
+	struct aio_loop *al = handle->data;
+
+	if (--al->handles == 0) {
+		aio_loop_fini(al->ac, al);
+		free(al);
+	}
+}
+
+/*
+ * The submission context of the calling loop (the io's, scsitgt_io_get_loop()): home's, or
+ * another loop's, made at its first submit. Only that loop's thread makes it, and it is
+ * pushed on the list without a lock (the other loops only read the list).
+ */
+static int aio_loop_get(struct aio_ctx *ac, uv_loop_t *loop, struct aio_loop **out)
+{
+	struct aio_loop *al;
+	const char *why = NULL;
+	int rc;
+
+	if (loop == ac->loop) {
+		*out = &ac->home;
+		return 0;
+	}
+	for (al = atomic_load_explicit(&ac->loops, memory_order_acquire); al; al = al->next) {
+		if (al->loop == loop) {
+			*out = al;
+			return 0;
+		}
+	}
+	al = calloc(1, sizeof(*al));
+	if (al == NULL) {
+		return -ENOMEM;
+	}
+	al->ac = ac;
+	al->loop = loop;
+	al->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (al->efd < 0) {
+		rc = -errno;
+		free(al);
+		return rc;
+	}
+	rc = ac->engine->setup(al, &why);
+	if (rc < 0) {
+		scsitgt__log(&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
+			     "%s: %s context for another loop: %s (%s)", ac->path, ac->engine->name,
+			     why, strerror(-rc));
+		close(al->efd);
+		free(al);
+		return rc;
+	}
+	rc = uv_async_init(loop, &al->close_async, aio_loop_close_cb);
+	if (rc == 0) {
+		al->close_async.data = al;
+		al->async_inited = true;
+		rc = aio_poll_start(al);
+	}
+	if (rc < 0) {
+		/* Never published: its handles close, then it goes (aio_loop_dropped). */
+		scsitgt__log(&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
+			     "%s: completion handles for another loop: %s", ac->path,
+			     uv_strerror(rc));
+		al->handles = (al->poll_inited ? 1u : 0u) + (al->async_inited ? 1u : 0u);
+		if (al->poll_inited) {
+			uv_close((uv_handle_t *)&al->poll, aio_loop_dropped);
+		}
+		if (al->async_inited) {
+			uv_close((uv_handle_t *)&al->close_async, aio_loop_dropped);
+		}
+		if (al->handles == 0) {
+			aio_loop_fini(ac, al);
+			free(al);
+		}
+		return rc;
+	}
+	scsitgt__log(&ac->log, SCSITGT_LOG_INFO, AIO_SUBSYS,
+		     "%s: another loop submits: its own %s context", ac->path, ac->engine->name);
+	al->next = atomic_load_explicit(&ac->loops, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(&ac->loops, &al->next, al,
+						      memory_order_release, memory_order_relaxed)) {
+	}
+	*out = al;
+	return 0;
 }
 
 int scsitgt__aio_req_kiov(struct aio_loop *al, const struct aio_req *req)
@@ -770,7 +963,7 @@ void scsitgt__aio_req_dsync_refused(struct aio_loop *al, struct aio_req *req)
 {
 	struct aio_ctx *ac = al->ac;
 
-	ac->rwf_dsync_ok = false;
+	atomic_store_explicit(&ac->rwf_dsync_ok, false, memory_order_relaxed);
 	req->used_dsync = false;
 	req->sync_after = true;
 	scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
@@ -787,7 +980,8 @@ void scsitgt__aio_req_sync_now(struct aio_ctx *ac, struct aio_req *req)
 
 static void aio_req_issue(struct aio_loop *al, struct aio_req *req)
 {
-	if (req->phase == AIO_PHASE_SYNC && !al->ac->fdsync_ok) {
+	if (req->phase == AIO_PHASE_SYNC &&
+	    !atomic_load_explicit(&al->ac->fdsync_ok, memory_order_relaxed)) {
 		scsitgt__aio_req_sync_now(al->ac, req);
 		return;
 	}
@@ -932,7 +1126,7 @@ static void aio_poll_cb(uv_poll_t *handle, int status, int events)
 	}
 	ac->engine->reap(al);
 	aio_drain_pending(al);
-	aio_close_maybe(ac);
+	aio_loop_close_maybe(al);
 }
 
 /* Whether the io's data can go to the kernel as it is (O_DIRECT alignment, iovec count). */
@@ -1003,13 +1197,15 @@ static int aio_deallocate(struct aio_ctx *ac, enum scsitgt_io_type type, uint64_
 static void aio_submit(void *bctx, struct scsitgt_io *io)
 {
 	struct aio_ctx *ac = bctx;
-	struct aio_loop *al = &ac->home;
+	struct aio_loop *al = NULL;
 	struct aio_req *req = scsitgt_io_get_ctx(io);
 	enum scsitgt_io_type type = scsitgt_io_get_type(io);
 	uint64_t lba = scsitgt_io_get_lba(io);
 	uint32_t nblocks = scsitgt_io_get_num_blocks(io);
+	uint64_t num_blocks = atomic_load_explicit(&ac->num_blocks, memory_order_relaxed);
 	const struct iovec *iov;
 	int iovcnt;
+	int rc;
 
 	req->io = io;
 	req->type = type;
@@ -1021,13 +1217,19 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 		return;
 	}
 	/* The core checks ranges; a resize may have shrunk the medium since. */
-	if (lba > ac->num_blocks || nblocks > ac->num_blocks - lba) {
+	if (lba > num_blocks || nblocks > num_blocks - lba) {
 		/* SBC-4: ILLEGAL REQUEST, LOGICAL BLOCK ADDRESS OUT OF RANGE. */
 		scsitgt_io_complete_sense(io, 0x05, 0x21, 0x00);
 		return;
 	}
 	if (type != SCSITGT_IO_READ && ac->read_only) {
 		scsitgt__aio_req_finish(ac, req, -EROFS);
+		return;
+	}
+	/* SCSITGT_BACKEND_MULTI_LOOP: the kernel context of the io's loop, where it completes. */
+	rc = aio_loop_get(ac, scsitgt_io_get_loop(io), &al);
+	if (rc < 0) {
+		scsitgt__aio_req_finish(ac, req, rc);
 		return;
 	}
 	switch (type) {
@@ -1097,7 +1299,7 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 	if (type == SCSITGT_IO_WRITE && (scsitgt_io_get_flags(io) & SCSITGT_IO_FLAG_FUA) &&
 	    !ac->write_through) {
 		/* SBC-4 FUA: durable before completion (see the file comment). */
-		if (ac->rwf_dsync_ok) {
+		if (atomic_load_explicit(&ac->rwf_dsync_ok, memory_order_relaxed)) {
 			req->used_dsync = true;
 		} else {
 			req->sync_after = true;
@@ -1134,14 +1336,15 @@ static bool aio_supports(void *bctx, enum scsitgt_io_type type)
  */
 static int aio_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out, bool *mapped_out)
 {
-	const struct aio_ctx *ac = bctx;
+	struct aio_ctx *ac = bctx;
 	uint64_t rest, bs = ac->block_size;
+	uint64_t num_blocks = atomic_load_explicit(&ac->num_blocks, memory_order_relaxed);
 	off_t off, data, hole;
 
-	if (lba >= ac->num_blocks) {
+	if (lba >= num_blocks) {
 		return -EINVAL;
 	}
-	rest = ac->num_blocks - lba;
+	rest = num_blocks - lba;
 	*num_blocks_out = rest;
 	*mapped_out = true;
 	if (ac->blockdev || lba > (uint64_t)INT64_MAX / bs) {
@@ -1205,6 +1408,8 @@ static const struct scsitgt_backend_ops aio_ops = {
 	.get_lba_status = aio_get_lba_status,
 	.get_size = aio_get_size,
 	.resize = aio_resize,
+	/* One kernel context per loop (struct aio_loop); see the top of the file. */
+	.flags = SCSITGT_BACKEND_MULTI_LOOP,
 };
 
 SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_aio_ops(void)
@@ -1216,6 +1421,7 @@ SCSITGT_EXPORT int scsitgt_backend_aio_resize(void *bctx, uint64_t *num_blocks_o
 {
 	struct aio_ctx *ac = bctx;
 	uint64_t bytes;
+	uint64_t old;
 	int rc;
 
 	if (ac == NULL || !ac->opened) {
@@ -1228,14 +1434,16 @@ SCSITGT_EXPORT int scsitgt_backend_aio_resize(void *bctx, uint64_t *num_blocks_o
 	if (bytes / ac->block_size == 0) {
 		return -EINVAL;
 	}
-	if (bytes / ac->block_size != ac->num_blocks) {
+	old = atomic_load_explicit(&ac->num_blocks, memory_order_relaxed);
+	if (bytes / ac->block_size != old) {
 		scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
-			     "%s: capacity %" PRIu64 " -> %" PRIu64 " blocks", ac->path,
-			     ac->num_blocks, bytes / ac->block_size);
+			     "%s: capacity %" PRIu64 " -> %" PRIu64 " blocks", ac->path, old,
+			     bytes / ac->block_size);
 	}
-	ac->num_blocks = bytes / ac->block_size;
+	/* Read by every loop's submit and GET LBA STATUS. */
+	atomic_store_explicit(&ac->num_blocks, bytes / ac->block_size, memory_order_relaxed);
 	if (num_blocks_out) {
-		*num_blocks_out = ac->num_blocks;
+		*num_blocks_out = bytes / ac->block_size;
 	}
 	return 0;
 }
@@ -1264,6 +1472,18 @@ void scsitgt__backend_aio_set_kernel_caps(void *bctx, bool rwf_dsync, bool fdsyn
 {
 	struct aio_ctx *ac = bctx;
 
-	ac->rwf_dsync_ok = rwf_dsync;
-	ac->fdsync_ok = fdsync;
+	atomic_store_explicit(&ac->rwf_dsync_ok, rwf_dsync, memory_order_relaxed);
+	atomic_store_explicit(&ac->fdsync_ok, fdsync, memory_order_relaxed);
+}
+
+unsigned int scsitgt__backend_aio_loop_count(void *bctx)
+{
+	struct aio_ctx *ac = bctx;
+	unsigned int n = 1;
+
+	for (struct aio_loop *al = atomic_load_explicit(&ac->loops, memory_order_acquire); al;
+	     al = al->next) {
+		n++;
+	}
+	return n;
 }

@@ -19,4 +19,8 @@ void scsitgt__backend_aio_set_kernel_caps(void *bctx, bool rwf_dsync, bool fdsyn
  */
 void scsitgt__backend_aio_refuse_uring(bool refuse);
 
+/* How many loops have a kernel context of the context's (home's and each other submitting
+ * loop's). Call on home. */
+unsigned int scsitgt__backend_aio_loop_count(void *bctx);
+
 #endif /* SCSITGT_BACKEND_AIO_HOOKS_H */

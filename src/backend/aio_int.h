@@ -8,6 +8,7 @@
 #define SCSITGT_BACKEND_AIO_INT_H
 
 #include <libaio.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -70,14 +71,25 @@ struct aio_ctx;
 /*
  * What one loop submits through: the engine's kernel context (a libaio io_context or an
  * io_uring ring), the eventfd it signals and the uv_poll_t watching that eventfd on the loop,
- * and the requests of that loop. Used only on its loop's thread.
+ * and the requests of that loop. The home loop's is made at create; another loop's at its
+ * first submit (SCSITGT_BACKEND_MULTI_LOOP), and torn down on that loop when the context
+ * closes (close_async). Used only on its loop's thread; loop, ac and next never change.
  */
 struct aio_loop {
 	struct aio_ctx *ac;
 	uv_loop_t *loop;
+	/* The next loop context of the context's list (not home's). */
+	struct aio_loop *next;
 	int efd;
 	uv_poll_t poll;
 	bool poll_inited;
+	/* Not home: the close message from the home loop. */
+	uv_async_t close_async;
+	bool async_inited;
+	/* Closing: the handles still to be closed, and whether that started. */
+	bool closing;
+	bool close_started;
+	unsigned int handles;
 	/* libaio */
 	io_context_t ioctx;
 	bool ioctx_set;
@@ -132,6 +144,13 @@ struct aio_ctx {
 	const struct aio_engine *engine;
 	/* The home loop's submission context. */
 	struct aio_loop home;
+	/* The other loops' (pushed by their first submit; read without a lock). */
+	_Atomic(struct aio_loop *) loops;
+	/* On home, from open() on: a loop context's teardown finished the close there. */
+	uv_async_t done_async;
+	bool done_inited;
+	/* Loop contexts still to tear down once close() ran. */
+	atomic_uint close_pending;
 	bool blockdev;
 	dev_t rdev; /* the device (block devices) or the file's device (files) */
 	bool read_only;
@@ -145,15 +164,15 @@ struct aio_ctx {
 	uint32_t dev_pbs;
 	bool opened;
 	uint32_t block_size;
-	uint64_t num_blocks;
+	/* Written on home (resize), read on every loop. */
+	_Atomic uint64_t num_blocks;
 	bool can_unmap;
 	bool can_write_zeroes;
-	/* What the kernel turned out to accept (assumed until refused). */
-	bool rwf_dsync_ok;
-	bool fdsync_ok;
+	/* What the kernel turned out to accept (assumed until refused, on any loop). */
+	atomic_bool rwf_dsync_ok;
+	atomic_bool fdsync_ok;
 	unsigned int queue_depth;
 	bool closing;
-	bool close_started;
 	scsitgt_done_cb close_cb;
 	void *close_cb_arg;
 };

@@ -7,6 +7,7 @@
  * synchronous calls in aio.c.
  */
 #include <errno.h>
+#include <linux/fs.h>
 #include <string.h>
 #include <time.h>
 
@@ -71,7 +72,7 @@ static void libaio_issue(struct aio_loop *al, struct aio_req *req)
 	}
 	if (rc == -EINVAL && req->phase == AIO_PHASE_SYNC) {
 		/* IOCB_CMD_FDSYNC needs Linux 4.18: see the comment at the top of aio.c. */
-		ac->fdsync_ok = false;
+		atomic_store_explicit(&ac->fdsync_ok, false, memory_order_relaxed);
 		scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
 			     "%s: kernel refuses aio fdsync; flushing with fdatasync() on the loop",
 			     ac->path);

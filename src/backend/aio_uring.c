@@ -8,6 +8,7 @@
  * the top of aio.c).
  */
 #include <errno.h>
+#include <linux/fs.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -74,8 +75,11 @@ static int uring_setup(struct aio_loop *al, const char **why)
 		goto fail;
 	}
 	/* Every request in the kernel has its SQ entry and its CQ entry (the CQ ring is
-	 * twice as large): completions cannot overflow. */
-	ac->queue_depth = entries;
+	 * twice as large): completions cannot overflow. (Written by home's setup at create
+	 * only: other loops' setups find it capped already, and other loops read it.) */
+	if (ac->queue_depth != entries) {
+		ac->queue_depth = entries;
+	}
 	return 0;
 
 fail:
