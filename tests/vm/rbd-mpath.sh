@@ -6,17 +6,17 @@
 # exporting its image on 127.0.0.1 (A: target port group 1, the lock owner; B: group 2,
 # standby). In the guest (run-guest.sh with VM_NET=hostloop: the guest reaches the host's
 # loopback at 10.0.2.2): open-iscsi logs in to both, multipathd groups the paths by ALUA
-# priority, fio writes SIZE_MB (default 96) with verification headers; the guest asks for A
-# to be SIGKILLed a quarter of the way (guest/rbd-mpath-guest.sh says what is checked). The
-# files in the staged directory's out/ are the signals between the two sides:
-#   guest -> host  kill-a      host: SIGKILL A, then touch a-killed
+# priority, fio writes SIZE_MB (default 48, a multiple of 4) with verification headers; the
+# guest asks for A to be SIGKILLed a quarter of the way (guest/rbd-mpath-guest.sh says what is
+# checked). The files in the staged directory's out/ are the signals between the two sides:
+#   guest -> host  kill-a      host: SIGKILL A, then write its time (host clock) into a-killed
 #   guest -> host  restart-a   host: start A again (same port, same group), touch a-restarted
 # Afterwards the host compares the guest's checksum of the written range with `rbd export`.
-# Prints "failover_ms N": the longest gap between two completed writes in the guest.
+# Prints "failover_ms N": from the SIGKILL to the first write completed after it in the guest.
 # Exit 77 (skipped, the reason on stderr) without QEMU, the guest image, or Ceph.
 set -euo pipefail
 BUILD=$(cd "${1:?usage: rbd-mpath.sh BUILD_DIR [SIZE_MB]}" && pwd)
-SIZE_MB=${2:-96}
+SIZE_MB=${2:-48}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 IT_NAME=rbd_mpath
 source "$HERE/../integration/lib.sh"
@@ -75,10 +75,11 @@ took() {
 if guest_wait kill-a; then
 	took 1 A
 	took 0 B
-	t_kill=$(date +%s.%N)
+	t_kill=$EPOCHREALTIME
 	gw_kill A
 	it_log "killed gateway A"
-	touch "$OUT/a-killed"
+	echo "$t_kill" >"$OUT/a-killed.tmp"
+	mv "$OUT/a-killed.tmp" "$OUT/a-killed"
 	if guest_wait restart-a; then
 		gw_wait B owner
 		took 1 B
