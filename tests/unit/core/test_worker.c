@@ -6,7 +6,8 @@
  * the host loop left without handles), and real connections on a loopback portal served
  * through workers: logins, writes with immediate data and reads, verified byte for byte,
  * several sessions at once, with a burst large enough to make a worker stop reading for a
- * while. Part of the TSan suite (scripts/test.sh --tsan).
+ * while; with connections on the workers (SCSITGT_EXPERIMENTAL_CONN_WORKERS), the threads the
+ * event and log callbacks are called from. Part of the TSan suite (scripts/test.sh --tsan).
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -464,7 +465,9 @@ static int read_pdu(int fd, uint8_t bhs[48], uint8_t *data, size_t cap, uint32_t
 	return 0;
 }
 
-static int client_login(struct client *c)
+/* A one-PDU login (T=1, operational to full feature) as InitiatorName client<id> to @tname;
+ * *@status receives the Login Response's status (class << 8 | detail, RFC 7143 §11.13.5). */
+static int client_login_to(struct client *c, const char *tname, uint16_t *status)
 {
 	char keys[512];
 	uint8_t pdu[48 + 512], rsp[48], rdata[8192];
@@ -475,7 +478,7 @@ static int client_login(struct client *c)
 		     "InitiatorName=iqn.2026-11.org.libscsitgt:client%u%cTargetName=%s%c"
 		     "SessionType=Normal%cHeaderDigest=None%cDataDigest=None%c"
 		     "ImmediateData=Yes%cInitialR2T=No%cMaxRecvDataSegmentLength=262144%c",
-		     c->id, 0, T_IQN, 0, 0, 0, 0, 0, 0, 0);
+		     c->id, 0, tname, 0, 0, 0, 0, 0, 0, 0);
 	memset(pdu, 0, sizeof(pdu));
 	pdu[0] = 0x40 | 0x03; /* immediate Login Request */
 	/* RFC 7143 §11.12: T=1, CSG=1 (operational), NSG=3 (full feature phase). */
@@ -489,11 +492,35 @@ static int client_login(struct client *c)
 	memcpy(&pdu[48], keys, (size_t)n);
 	if (xwrite(c->fd, pdu, 48 + (((size_t)n + 3) & ~(size_t)3)) < 0)
 		return cfail(c, "login send");
-	if (read_pdu(c->fd, rsp, rdata, sizeof(rdata), &dlen) < 0)
+	if (read_pdu(c->fd, rsp, rdata, sizeof(rdata), &dlen) < 0 || rsp[0] != 0x23)
 		return cfail(c, "login response");
-	if (rsp[0] != 0x23 || rsp[36] != 0 || (rsp[1] & 0x83) != 0x83)
-		return cfail(c, "login refused");
+	*status = get_be16(&rsp[36]);
+	if (*status == 0 && (rsp[1] & 0x83) != 0x83)
+		return cfail(c, "login not in full feature phase");
 	c->cmd_sn = get_be32(&rsp[24]); /* ExpCmdSN */
+	return 0;
+}
+
+static int client_login(struct client *c)
+{
+	uint16_t status;
+
+	if (client_login_to(c, T_IQN, &status) < 0)
+		return -1;
+	return status == 0 ? 0 : cfail(c, "login refused");
+}
+
+static int client_connect(struct client *c)
+{
+	struct sockaddr_in sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(c->port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	c->fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return cfail(c, "connect");
 	return 0;
 }
 
@@ -594,17 +621,9 @@ static struct tcp_test *g_tt;
 static void client_main(void *arg)
 {
 	struct client *c = arg;
-	struct sockaddr_in sa;
 	int one = 1;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons(c->port);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	c->fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		cfail(c, "connect");
-	} else {
+	if (client_connect(c) == 0) {
 		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		client_login(c);
 	}
@@ -653,16 +672,32 @@ static void ram_lun(struct scsitgt_target *tgt, uint64_t id)
 	assert_int_equal(scsitgt_lun_create(&lun, tgt, &lo), 0);
 }
 
+/* Target T_IQN with RAM LUN 0 on a loopback portal of @engine; returns the portal's port. */
+static uint16_t serve_ram_target(struct scsitgt_engine *engine)
+{
+	struct scsitgt_target_opts to;
+	struct scsitgt_portal_opts po;
+	struct scsitgt_target *tgt;
+	struct scsitgt_portal *portal;
+
+	scsitgt_target_opts_init(&to, sizeof(to));
+	to.name = T_IQN;
+	assert_int_equal(scsitgt_target_create(&tgt, engine, &to), 0);
+	ram_lun(tgt, 0);
+	scsitgt_portal_opts_init(&po, sizeof(po));
+	po.address = "127.0.0.1";
+	po.port = 0;
+	assert_int_equal(scsitgt_portal_create(&portal, engine, &po), 0);
+	return scsitgt_portal_get_port(portal);
+}
+
 /* Sessions through a portal of an engine with two workers: each connection is placed on the
  * least-loaded worker, and data written through one is read back intact. */
 static void test_tcp_sessions(void **state)
 {
 	struct tcp_test *tt = calloc(1, sizeof(*tt));
 	struct scsitgt_engine_opts o;
-	struct scsitgt_target_opts to;
-	struct scsitgt_portal_opts po;
-	struct scsitgt_target *tgt;
-	struct scsitgt_portal *portal;
+	uint16_t port;
 
 	(void)state;
 	assert_non_null(tt);
@@ -671,14 +706,7 @@ static void test_tcp_sessions(void **state)
 	scsitgt_engine_opts_init(&o, sizeof(o));
 	o.workers = 2;
 	assert_int_equal(scsitgt_engine_create(&tt->engine, &tt->loop, &o), 0);
-	scsitgt_target_opts_init(&to, sizeof(to));
-	to.name = T_IQN;
-	assert_int_equal(scsitgt_target_create(&tgt, tt->engine, &to), 0);
-	ram_lun(tgt, 0);
-	scsitgt_portal_opts_init(&po, sizeof(po));
-	po.address = "127.0.0.1";
-	po.port = 0;
-	assert_int_equal(scsitgt_portal_create(&portal, tt->engine, &po), 0);
+	port = serve_ram_target(tt->engine);
 	assert_int_equal(uv_async_init(&tt->loop, &tt->logged_in, logged_in_cb), 0);
 	tt->logged_in.data = tt;
 	assert_int_equal(uv_sem_init(&tt->go, 0), 0);
@@ -686,7 +714,7 @@ static void test_tcp_sessions(void **state)
 	for (unsigned int i = 0; i < T_CLIENTS; i++) {
 		tt->clients[i].id = i;
 		tt->clients[i].fd = -1;
-		tt->clients[i].port = scsitgt_portal_get_port(portal);
+		tt->clients[i].port = port;
 		assert_int_equal(
 			uv_thread_create(&tt->clients[i].thread, client_main, &tt->clients[i]), 0);
 	}
@@ -711,11 +739,7 @@ static void test_tcp_sessions(void **state)
 static void test_shutdown_with_conns(void **state)
 {
 	struct scsitgt_engine_opts o;
-	struct scsitgt_target_opts to;
-	struct scsitgt_portal_opts po;
 	struct scsitgt_engine *engine;
-	struct scsitgt_target *tgt;
-	struct scsitgt_portal *portal;
 	struct client c[3];
 	struct sockaddr_in sa;
 	uv_loop_t loop;
@@ -726,17 +750,9 @@ static void test_shutdown_with_conns(void **state)
 	scsitgt_engine_opts_init(&o, sizeof(o));
 	o.workers = 2;
 	assert_int_equal(scsitgt_engine_create(&engine, &loop, &o), 0);
-	scsitgt_target_opts_init(&to, sizeof(to));
-	to.name = T_IQN;
-	assert_int_equal(scsitgt_target_create(&tgt, engine, &to), 0);
-	ram_lun(tgt, 0);
-	scsitgt_portal_opts_init(&po, sizeof(po));
-	po.address = "127.0.0.1";
-	po.port = 0;
-	assert_int_equal(scsitgt_portal_create(&portal, engine, &po), 0);
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
-	sa.sin_port = htons(scsitgt_portal_get_port(portal));
+	sa.sin_port = htons(serve_ram_target(engine));
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	for (unsigned int i = 0; i < 3; i++) {
 		memset(&c[i], 0, sizeof(c[i]));
@@ -767,13 +783,219 @@ static void test_shutdown_with_conns(void **state)
 	}
 }
 
+/* ---------------------------------------------------------------- events and logs ------ */
+
+/*
+ * docs/threading.md, connections on the workers: events raised on a worker are copied and
+ * delivered on the home loop; the log callback is called from the thread that logs (a worker
+ * for a worker's connection). The host's callbacks below would race with each other under
+ * ThreadSanitizer if either came from a thread the documentation does not name: the event
+ * callback keeps its state without a lock (home only), the log callback under one.
+ */
+#define E_IQN_UNKNOWN "iqn.2026-11.org.libscsitgt:nobody-home"
+
+struct ev_test {
+	uv_thread_t home;
+	struct scsitgt_engine *engine;
+	/* Written by the event callback only, on home. */
+	unsigned int events[16];
+	unsigned int events_elsewhere;
+	enum scsitgt_event_type order[8];
+	unsigned int norder;
+	char failed_iname[128];
+	char failed_tname[128];
+	char failed_reason[64];
+	uint16_t failed_status;
+	char tmf_iname[128];
+	uint8_t tmf_function;
+	/* Written by the log callback, from any thread, under @lock. */
+	uv_mutex_t lock;
+	unsigned int log_home, log_worker, log_tmf_worker;
+	/* The client thread. */
+	struct client c;
+	atomic_bool client_done;
+};
+
+static void ev_copy(char *dst, size_t n, const char *src)
+{
+	snprintf(dst, n, "%s", src ? src : "(null)");
+}
+
+static void ev_event(void *arg, const struct scsitgt_event *ev)
+{
+	struct ev_test *et = arg;
+	uv_thread_t self = uv_thread_self();
+
+	if (!uv_thread_equal(&self, &et->home)) {
+		et->events_elsewhere++;
+		return;
+	}
+	if ((unsigned int)ev->type < 16)
+		et->events[ev->type]++;
+	if (et->norder < 8)
+		et->order[et->norder++] = ev->type;
+	if (ev->type == SCSITGT_EVENT_LOGIN_FAILED) {
+		ev_copy(et->failed_iname, sizeof(et->failed_iname), ev->initiator_name);
+		ev_copy(et->failed_tname, sizeof(et->failed_tname), ev->target_name);
+		ev_copy(et->failed_reason, sizeof(et->failed_reason), ev->reason);
+		et->failed_status = ev->login_status;
+	} else if (ev->type == SCSITGT_EVENT_TMF) {
+		ev_copy(et->tmf_iname, sizeof(et->tmf_iname), ev->initiator_name);
+		et->tmf_function = ev->tmf_function;
+	}
+}
+
+static void ev_log(void *arg, enum scsitgt_log_level level, const char *subsystem, const char *fmt,
+		   va_list ap)
+{
+	struct ev_test *et = arg;
+	uv_thread_t self = uv_thread_self();
+	bool home = uv_thread_equal(&self, &et->home);
+	char msg[512];
+
+	(void)level;
+	(void)subsystem;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	uv_mutex_lock(&et->lock);
+	if (home) {
+		et->log_home++;
+	} else {
+		et->log_worker++;
+		if (strstr(msg, "task management function"))
+			et->log_tmf_worker++;
+	}
+	uv_mutex_unlock(&et->lock);
+}
+
+/* One request PDU, and its response's opcode and byte 2 (the TMF response / logout response). */
+static int client_request(struct client *c, uint8_t *pdu, uint8_t want_op, uint8_t *response)
+{
+	uint8_t rsp[48];
+	uint32_t dlen;
+
+	put_be32(&pdu[16], ++c->itt);
+	put_be32(&pdu[24], c->cmd_sn);
+	if (xwrite(c->fd, pdu, 48) < 0 || read_pdu(c->fd, rsp, NULL, 0, &dlen) < 0)
+		return cfail(c, "request");
+	if (rsp[0] != want_op)
+		return cfail(c, "unexpected response");
+	*response = rsp[2];
+	return 0;
+}
+
+/* A refused login (unknown target), then a session: ABORT TASK SET on LUN 0 with no task in
+ * it (RFC 7143 §11.5.1; its TMF event is raised on the worker, by the core), and a logout. */
+static void ev_client_main(void *arg)
+{
+	struct ev_test *et = arg;
+	struct client *c = &et->c;
+	uint8_t pdu[48], response;
+	uint16_t status;
+
+	if (client_connect(c) == 0 && client_login_to(c, E_IQN_UNKNOWN, &status) == 0 &&
+	    status != 0x0203)
+		cfail(c, "login to an unknown target not refused with 0x0203");
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	if (c->error[0] == '\0' && client_connect(c) == 0 && client_login(c) == 0) {
+		memset(pdu, 0, sizeof(pdu));
+		pdu[0] = 0x40 | 0x02; /* immediate Task Management Function Request */
+		pdu[1] = 0x80 | SCSITGT_TMF_ABORT_TASK_SET; /* LUN 0 */
+		put_be32(&pdu[20], 0xffffffff);		    /* Referenced Task Tag: reserved */
+		if (client_request(c, pdu, 0x22, &response) == 0 && response != 0)
+			cfail(c, "ABORT TASK SET response");
+		memset(pdu, 0, sizeof(pdu));
+		pdu[0] = 0x40 | 0x06; /* immediate Logout Request */
+		pdu[1] = 0x80;	      /* close the session */
+		if (c->error[0] == '\0' && client_request(c, pdu, 0x26, &response) == 0 &&
+		    response != 0)
+			cfail(c, "logout response");
+	}
+	if (c->fd >= 0)
+		close(c->fd);
+	atomic_store(&et->client_done, true);
+}
+
+static void test_conn_workers_events(void **state)
+{
+	struct ev_test *et = calloc(1, sizeof(*et));
+	struct scsitgt_engine_opts o;
+	uv_thread_t client;
+	uv_loop_t loop;
+
+	(void)state;
+	assert_non_null(et);
+	et->home = uv_thread_self();
+	assert_int_equal(uv_mutex_init(&et->lock), 0);
+	atomic_init(&et->client_done, false);
+	assert_int_equal(uv_loop_init(&loop), 0);
+	scsitgt_engine_opts_init(&o, sizeof(o));
+	o.workers = 2;
+	o.log_cb = ev_log;
+	o.log_arg = et;
+	o.log_level = SCSITGT_LOG_INFO;
+	/* The switch is read when the engine is created (docs/threading.md). */
+	assert_int_equal(setenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS", "1", 1), 0);
+	assert_int_equal(scsitgt_engine_create(&et->engine, &loop, &o), 0);
+	assert_int_equal(unsetenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS"), 0);
+	assert_true(et->engine->conn_workers);
+	assert_int_equal(scsitgt_engine_set_event_cb(et->engine, ev_event, et), 0);
+	et->c.id = 7;
+	et->c.fd = -1;
+	et->c.port = serve_ram_target(et->engine);
+	assert_int_equal(uv_thread_create(&client, ev_client_main, et), 0);
+	/* Until the client is done and the session's end has reached home (or it failed). */
+	while (!atomic_load(&et->client_done) ||
+	       (et->c.error[0] == '\0' && et->events[SCSITGT_EVENT_SESSION_LOGOUT] == 0))
+		uv_run(&loop, UV_RUN_ONCE);
+	uv_thread_join(&client);
+	if (et->c.error[0])
+		fail_msg("%s", et->c.error);
+	/* Every event came to the event callback on home, once; the session's in the order they
+	 * happened (the refused login was another connection: no order is promised there). */
+	assert_int_equal(et->events_elsewhere, 0);
+	assert_int_equal(et->events[SCSITGT_EVENT_LOGIN_FAILED], 1);
+	assert_int_equal(et->events[SCSITGT_EVENT_SESSION_LOGIN], 1);
+	assert_int_equal(et->events[SCSITGT_EVENT_TMF], 1);
+	assert_int_equal(et->events[SCSITGT_EVENT_SESSION_LOGOUT], 1);
+	assert_int_equal(et->norder, 4);
+	for (unsigned int i = 0, next = 0; i < et->norder; i++) {
+		static const enum scsitgt_event_type sess[] = { SCSITGT_EVENT_SESSION_LOGIN,
+								SCSITGT_EVENT_TMF,
+								SCSITGT_EVENT_SESSION_LOGOUT };
+
+		if (et->order[i] == SCSITGT_EVENT_LOGIN_FAILED)
+			continue;
+		assert_true(next < 3);
+		assert_int_equal(et->order[i], sess[next]);
+		next++;
+	}
+	/* The strings of events raised on a worker arrive intact (copied with the event). */
+	assert_int_equal(et->failed_status, 0x0203);
+	assert_string_equal(et->failed_iname, "iqn.2026-11.org.libscsitgt:client7");
+	assert_string_equal(et->failed_tname, E_IQN_UNKNOWN);
+	assert_true(strcmp(et->failed_reason, "(null)") != 0 && et->failed_reason[0] != '\0');
+	assert_string_equal(et->tmf_iname, "iqn.2026-11.org.libscsitgt:client7");
+	assert_int_equal(et->tmf_function, SCSITGT_TMF_ABORT_TASK_SET);
+	/* The log callback: the worker's own lines from the worker (the TMF's), home's from home
+	 * (the portal). */
+	uv_mutex_lock(&et->lock);
+	assert_true(et->log_tmf_worker >= 1);
+	assert_true(et->log_home >= 1);
+	uv_mutex_unlock(&et->lock);
+	run_to_end(&loop, et->engine);
+	uv_mutex_destroy(&et->lock);
+	free(et);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mpsc_producers),	cmocka_unit_test(test_opts),
 		cmocka_unit_test(test_messages),	cmocka_unit_test(test_pick),
 		cmocka_unit_test(test_tcp_sessions),	cmocka_unit_test(test_shutdown_with_conns),
-		cmocka_unit_test(test_sigpipe_warning),
+		cmocka_unit_test(test_sigpipe_warning), cmocka_unit_test(test_conn_workers_events),
 	};
 
 	/* A host that serves sockets ignores SIGPIPE (docs/threading.md): the clients of this
