@@ -82,6 +82,18 @@ static void cmd_move(struct scsitgt__cmd *cmd, unsigned int from, enum scsitgt__
 	cmd->state = to;
 }
 
+/*
+ * sess->ncmds changes on the nexus's own loop only and is read by the session walks on home
+ * (scsitgt_target_foreach_session(): a snapshot), so it is a relaxed load and store, never a
+ * locked add (as the shard parts' counters, core.h).
+ */
+static void sess_ncmds_add(struct scsitgt__session *sess, int delta)
+{
+	unsigned int n = __atomic_load_n(&sess->ncmds, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&sess->ncmds, n + (unsigned int)delta, __ATOMIC_RELAXED);
+}
+
 int scsitgt__cmd_create(struct scsitgt__cmd **out, struct scsitgt__session *sess,
 			size_t fabric_priv_size)
 {
@@ -98,7 +110,7 @@ int scsitgt__cmd_create(struct scsitgt__cmd **out, struct scsitgt__session *sess
 	cmd->sess = sess;
 	cmd->state = SCSITGT__CMD_NEW;
 	scsitgt__list_add_tail(&sess->cmds, &cmd->sess_node);
-	sess->ncmds++;
+	sess_ncmds_add(sess, 1);
 	*out = cmd;
 	return 0;
 }
@@ -415,7 +427,7 @@ bool scsitgt__cmd_abandon(struct scsitgt__cmd *cmd)
 	scsitgt__order_done(cmd);
 	if (cmd->sess) {
 		scsitgt__list_remove(&cmd->sess_node);
-		cmd->sess->ncmds--;
+		sess_ncmds_add(cmd->sess, -1);
 		cmd->sess = NULL;
 	}
 	atomic_store(&cmd->orphan_ios, cmd->ios_inflight);
@@ -463,7 +475,7 @@ void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd)
 		scsitgt__stats_cmd_aborted(cmd);
 	if (cmd->sess) {
 		scsitgt__list_remove(&cmd->sess_node);
-		cmd->sess->ncmds--;
+		sess_ncmds_add(cmd->sess, -1);
 	}
 	if (cmd->lun)
 		scsitgt__lun_inflight_drop(cmd->lun, cmd->shard);

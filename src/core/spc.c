@@ -31,15 +31,22 @@ enum scsitgt__sense_reason scsitgt__spc_parse_report_luns(struct scsitgt__cmd *c
 
 void scsitgt__spc_report_luns(struct scsitgt__cmd *cmd)
 {
-	const struct scsitgt_target *tgt = cmd->sess->tgt;
+	/*
+	 * The LUN table as published to every shard (core.h), not home's array, which home
+	 * changes meanwhile when this command runs on a worker; the table stays valid until this
+	 * loop callback returns (scsitgt__shards_sync()). Acquire: its LUNs are initialised.
+	 */
+	const struct scsitgt__lun_table *t =
+		atomic_load_explicit(&cmd->sess->tgt->lun_table, memory_order_acquire);
+	size_t nluns = t ? t->n : 0;
 	uint8_t select = cmd->cdb[2];
 	size_t n = 0, len;
 	uint8_t *p;
 
 	/* only the LUNs this nexus sees (LUN masking, core/acl.c), none being destroyed. */
 	if (select != 0x01 && select != 0x11)
-		for (size_t i = 0; i < tgt->nluns; i++)
-			n += scsitgt__session_find_lun(cmd->sess, tgt->luns[i]->id) != NULL;
+		for (size_t i = 0; i < nluns; i++)
+			n += scsitgt__session_find_lun(cmd->sess, t->luns[i]->id) != NULL;
 	len = 8 + 8 * n;
 	p = calloc(1, len);
 	if (p == NULL) {
@@ -47,9 +54,9 @@ void scsitgt__spc_report_luns(struct scsitgt__cmd *cmd)
 		return;
 	}
 	put_be32(p, (uint32_t)(8 * n));
-	for (size_t i = 0, j = 0; i < tgt->nluns && j < n; i++)
-		if (scsitgt__session_find_lun(cmd->sess, tgt->luns[i]->id))
-			scsitgt__lun_encode(tgt->luns[i]->id, &p[8 + 8 * j++]);
+	for (size_t i = 0, j = 0; i < nluns && j < n; i++)
+		if (scsitgt__session_find_lun(cmd->sess, t->luns[i]->id))
+			scsitgt__lun_encode(t->luns[i]->id, &p[8 + 8 * j++]);
 	scsitgt__cmd_respond(cmd, p, len);
 	free(p);
 	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);

@@ -269,7 +269,7 @@ SCSITGT_EXPORT int scsitgt_target_foreach_session(struct scsitgt_target *tgt,
 		s.initiator_addr = sess->initiator_addr;
 		s.target_port = sess->target_port;
 		ctr_sum(&s.cmds, &sess->stats);
-		s.inflight = sess->ncmds;
+		s.inflight = __atomic_load_n(&sess->ncmds, __ATOMIC_RELAXED);
 		s.session = (struct scsitgt_session *)sess;
 		rc = cb(cb_arg, &s);
 		if (rc != 0)

@@ -3,9 +3,10 @@
  * Per-LUN state across two shards (issue 18): an engine with one worker loop, nexus A on
  * home (shard 0) and nexus B bound to the worker's shard (shard 1), whose commands run on
  * the worker thread (posted to its inbox; the null backend completes them there): reservations,
- * unit attentions and mode parameters one shard changes and the other meets. Each step
- * waits for the other thread's command by a semaphore: no sleep, no timing. Run under the
- * TSan build as well (scripts/test.sh --tsan).
+ * unit attentions and mode parameters one shard changes and the other meets, the session walk
+ * on home while the worker's nexus runs commands, and REPORT LUNS there while home adds LUNs.
+ * Each step waits for the other thread's command by a semaphore: no sleep, no timing. Run
+ * under the TSan build as well (scripts/test.sh --tsan).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -355,6 +356,85 @@ static void test_concurrent_reservations(void **state)
 	assert_int_equal(run_write(t, t->b, &x), SAM_STAT_GOOD);
 }
 
+static int count_session(void *arg, const struct scsitgt_session_stats *st)
+{
+	unsigned int *n = arg;
+
+	/* Each nexus has at most the one command its thread waits for. */
+	assert_true(st->inflight <= 1);
+	(*n)++;
+	return 0;
+}
+
+/* The host's session walk on home (scsitgt_target_foreach_session(), stats.h) while B's
+ * commands come and go on the worker: its snapshot of B's commands in flight is read without a
+ * data race (TSan), as the counters are. */
+static void test_session_walk_across_shards(void **state)
+{
+	struct two *t = *state;
+	struct stream s = { .t = t, .n = 300 };
+	uv_thread_t th;
+
+	assert_int_equal(uv_thread_create(&th, stream_thread, &s), 0);
+	for (unsigned int i = 0; i < 300; i++) {
+		unsigned int n = 0;
+
+		assert_int_equal(scsitgt_target_foreach_session(t->tgt, count_session, &n), 0);
+		assert_int_equal(n, 2);
+	}
+	assert_int_equal(uv_thread_join(&th), 0);
+	assert_int_equal(s.good, s.n);
+}
+
+/* REPORT LUNS on shard 1 while home adds LUNs (the target's array grows, reallocated): the
+ * worker reads the LUN table home publishes, never home's array (TSan). */
+struct luns_stream {
+	struct two *t;
+	unsigned int n, good;
+};
+
+static void report_luns_thread(void *arg)
+{
+	struct luns_stream *s = arg;
+	struct xcmd x;
+
+	for (unsigned int i = 0; i < s->n; i++) {
+		memset(&x, 0, sizeof(x));
+		x.sess = s->t->b;
+		x.cdb[0] = SPC_REPORT_LUNS;
+		put_be32(&x.cdb[6], 8 + 8 * 128);
+		x.cdb_len = 12;
+		s->good += x_run(s->t, &x) == SAM_STAT_GOOD;
+	}
+}
+
+static void test_report_luns_while_luns_come(void **state)
+{
+	struct two *t = *state;
+	struct luns_stream s = { .t = t, .n = 200 };
+	uv_thread_t th;
+
+	assert_int_equal(uv_thread_create(&th, report_luns_thread, &s), 0);
+	for (uint64_t id = 1; id <= 64; id++) {
+		struct scsitgt_lun_opts lo;
+		struct scsitgt_lun *lun;
+		void *bctx;
+
+		assert_int_equal(scsitgt_backend_null_create(&bctx), 0);
+		scsitgt_lun_opts_init(&lo, sizeof(lo));
+		lo.id = id;
+		lo.block_size = 512;
+		lo.num_blocks = 2048;
+		lo.backend = scsitgt_backend_null_ops();
+		lo.backend_ctx = bctx;
+		assert_int_equal(scsitgt_lun_create(&lun, t->tgt, &lo), 0);
+		/* the replaced tables are freed once the worker has passed a message boundary */
+		uv_run(&t->loop, UV_RUN_NOWAIT);
+	}
+	assert_int_equal(uv_thread_join(&th), 0);
+	assert_int_equal(s.good, s.n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +442,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pr_ua_across_shards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mode_select_across_shards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_reservations, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_walk_across_shards, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_report_luns_while_luns_come, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
