@@ -63,7 +63,7 @@ static void log_cb(void *arg, enum scsitgt_log_level level, const char *subsyste
 	struct timespec now = { 0, 0 };
 	char prefix[40];
 
-	if ((int)level > d->log_level)
+	if ((int)level > atomic_load_explicit(&d->log_level, memory_order_relaxed))
 		return;
 	if (!d->log_journal)
 		clock_gettime(CLOCK_REALTIME, &now);
@@ -536,7 +536,7 @@ int main(int argc, char **argv)
 		scsitgtd_config_free(cfg);
 		return 0;
 	}
-	d.log_level = cfg->log_level;
+	atomic_store_explicit(&d.log_level, cfg->log_level, memory_order_relaxed);
 	d.log_journal = stderr_is_journal();
 	if (cfg->pidfile) {
 		pid_path = strdup(cfg->pidfile);

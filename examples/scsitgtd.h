@@ -6,6 +6,7 @@
 #ifndef SCSITGTD_H
 #define SCSITGTD_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <uv.h>
 
@@ -26,7 +27,9 @@ struct scsitgtd {
 	struct scsitgtd_config *cfg;	 /* the configuration applied; NULL before the first */
 	struct scsitgtd_tgt *tgts;	 /* cfg->ntargets targets */
 	struct scsitgt_portal **portals; /* cfg->nportals handles (NULL: creation failed) */
-	int log_level;
+	/* Read by log_cb on whichever thread logs (worker loops, RBD image threads:
+	 * docs/threading.md), set on the loop at start and reload. */
+	atomic_int log_level;
 	bool log_journal; /* stderr is journald's: "<N>" priority prefixes, no timestamps */
 	uv_signal_t sig_hup, sig_term, sig_int, sig_usr1;
 	bool stopping;

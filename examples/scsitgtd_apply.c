@@ -1275,7 +1275,7 @@ static void engine_apply(struct scsitgtd *d, const struct scsitgtd_config *oc,
 
 	if (oc && oc->log_level != nc->log_level)
 		changed(d, "log_level %d -> %d", oc->log_level, nc->log_level);
-	d->log_level = nc->log_level;
+	atomic_store_explicit(&d->log_level, nc->log_level, memory_order_relaxed);
 	if (oc && oc->tmf_timeout_ms != nc->tmf_timeout_ms)
 		changed(d, "tmf_timeout_ms %u -> %u", oc->tmf_timeout_ms, nc->tmf_timeout_ms);
 	if (oc && oc->drain_timeout_ms != nc->drain_timeout_ms)

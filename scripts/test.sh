@@ -16,6 +16,14 @@
 #   scripts/test.sh --vm         in build/, run the 'vm' suite: the Linux kernel's iscsi_tcp,
 #                                ib_iser and ib_srp initiators in a QEMU guest, and its
 #                                dm-multipath against two RBD gateways (tests/vm)
+#   scripts/test.sh --conn-workers
+#                                in build/, run the integration and conformance suites with
+#                                every target on two worker threads and its connections on
+#                                them end to end (IT_TARGET_ARGS="--workers 2" and
+#                                SCSITGT_EXPERIMENTAL_CONN_WORKERS=1, issue 18); with --tsan,
+#                                the integration suite so in build-tsan/. meson's log is
+#                                meson-logs/connworkers.json (testlog.json stays the other
+#                                runs')
 #   scripts/test.sh -- ARGS...   extra arguments for `meson test` (e.g. --suite integration)
 #
 # Installs missing Debian packages first (scripts/install-deps.sh). The output ends with meson's
@@ -27,6 +35,7 @@ SANITIZE=0
 TSAN=0
 VALGRIND=0
 VM=0
+CONNW=0
 EXTRA=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in
@@ -46,13 +55,17 @@ while [[ $# -gt 0 ]]; do
 		VM=1
 		shift
 		;;
+	--conn-workers)
+		CONNW=1
+		shift
+		;;
 	--)
 		shift
 		EXTRA=("$@")
 		break
 		;;
 	-h | --help)
-		sed -n '2,20s/^# \{0,1\}//p' "$0"
+		sed -n '2,28s/^# \{0,1\}//p' "$0"
 		exit 0
 		;;
 	*)
@@ -61,6 +74,11 @@ while [[ $# -gt 0 ]]; do
 		;;
 	esac
 done
+
+if [[ $CONNW -eq 1 && ($SANITIZE -eq 1 || $VALGRIND -eq 1 || $VM -eq 1) ]]; then
+	echo "test.sh: --conn-workers goes alone or with --tsan" >&2
+	exit 2
+fi
 
 scripts/install-deps.sh
 
@@ -81,6 +99,10 @@ elif [[ $TSAN -eq 1 ]]; then
 	# shellcheck disable=SC2054
 	OPTS=(-Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false)
 	SUITES=(--suite unit)
+	if [[ $CONNW -eq 1 ]]; then
+		# minitarget itself under TSan: slower, longer timeouts.
+		SUITES=(--suite integration --timeout-multiplier 3)
+	fi
 	# A data race or lock-order report fails the test that triggered it.
 	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 else
@@ -96,6 +118,16 @@ else
 		SUITES=(--suite integration --timeout-multiplier 4)
 		export IT_TARGET_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite"
 	fi
+	if [[ $CONNW -eq 1 ]]; then
+		SUITES=(--suite integration --suite conformance)
+	fi
+fi
+LOGBASE=testlog
+if [[ $CONNW -eq 1 ]]; then
+	# Every target the integration and conformance scripts start (tests/integration/lib.sh).
+	export IT_TARGET_ARGS="--workers 2"
+	export SCSITGT_EXPERIMENTAL_CONN_WORKERS=1
+	LOGBASE=connworkers
 fi
 
 if [[ -f "$BUILD/build.ninja" ]]; then
@@ -107,7 +139,7 @@ fi
 ninja -C "$BUILD" -j "$JOBS"
 
 # A log of an earlier run must not be mistaken for this one's (.ci/run counts from it).
-rm -f "$BUILD/meson-logs/testlog.json"
+rm -f "$BUILD/meson-logs/$LOGBASE.json"
 # meson prints its summary ("Ok: ... Fail: ...") last; nothing is printed after it.
 exec meson test -C "$BUILD" --no-rebuild --print-errorlogs --num-processes "$JOBS" \
-	"${SUITES[@]}" "${EXTRA[@]}"
+	--logbase "$LOGBASE" "${SUITES[@]}" "${EXTRA[@]}"

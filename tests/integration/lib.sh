@@ -220,9 +220,27 @@ it_with_cred() {
 
 # ---- scsitgtd and its line client (scsitgtd.sh, fault_async.sh) ----
 
+# it_conf_workers CONF: when IT_TARGET_ARGS asks for worker threads (--workers N), give the
+# scsitgtd file CONF the same in its [engine] section (added when the file has none), unless
+# the file sets workers itself; so a whole suite run with IT_TARGET_ARGS="--workers 2" runs
+# scsitgtd with workers too. Called before each start and reload.
+it_conf_workers() {
+	local conf=$1 n
+	[[ " ${IT_TARGET_ARGS:-} " =~ \ --workers\ ([^ ]+)\  ]] || return 0
+	n=${BASH_REMATCH[1]}
+	grep -Eq '^[[:space:]]*workers[[:space:]]*=' "$conf" && return 0
+	if grep -Eq '^[[:space:]]*\[engine\]' "$conf"; then
+		sed -i -E "0,/^[[:space:]]*\[engine\]/s//[engine]\nworkers = $n/" "$conf"
+	else
+		sed -i "1i [engine]\nworkers = $n\n" "$conf"
+	fi
+}
+
 # it_scsitgtd_start CONF: run scsitgtd ($IT_TARGET, under $IT_TARGET_WRAPPER if set) on CONF in
 # the background as $IT_PID, and wait until it prints "scsitgtd: ready".
 it_scsitgtd_start() {
+	IT_SCSITGTD_CONF=$1
+	it_conf_workers "$1"
 	: >"$IT_TMP/target.out"
 	# shellcheck disable=SC2086 # the wrapper and IT_TARGET_ARGS are command lines
 	${IT_TARGET_WRAPPER:-} "$IT_TARGET" "$1" </dev/null >"$IT_TMP/target.out" \
@@ -241,6 +259,7 @@ IT_RELOADS=0
 # ("scsitgtd: reloaded" in $IT_TMP/target.out).
 it_reload() {
 	IT_RELOADS=$((IT_RELOADS + 1))
+	[[ -n "${IT_SCSITGTD_CONF:-}" ]] && it_conf_workers "$IT_SCSITGTD_CONF"
 	kill -HUP "$IT_PID"
 	for ((i = 0; i < 300; i++)); do
 		[[ $(grep -c "scsitgtd: reloaded" "$IT_TMP/target.out") -ge $IT_RELOADS ]] && return 0

@@ -145,8 +145,10 @@ a1=$(ident "${IT_URLS[1]}")
 [[ "$a0" != "$a1" ]] || it_fail "two images share the identification: $a0"
 
 port2=$(it_free_port)
+# shellcheck disable=SC2086 # IT_TARGET_ARGS is a command line (lib.sh)
 "$IT_TARGET" --portal "127.0.0.1:$port2" --iqn iqn.2026-11.org.libscsitgt:gateway-b \
-	--lun "0:rbd:$pool/$MICRO_CEPH_IMAGE" >"$IT_TMP/b.out" 2>"$IT_TMP/b.err" </dev/null &
+	--lun "0:rbd:$pool/$MICRO_CEPH_IMAGE" ${IT_TARGET_ARGS:-} \
+	>"$IT_TMP/b.out" 2>"$IT_TMP/b.err" </dev/null &
 IT_HELPER_PIDS+=("$!")
 for ((i = 0; i < 600; i++)); do
 	grep -q '^iscsi://' "$IT_TMP/b.out" && break

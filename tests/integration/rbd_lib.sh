@@ -140,6 +140,7 @@ gw_start() {
 			-e "s/^rbd_gateway_peer = .*/rbd_gateway_peer = $peer\nrbd_gateway_holddown_ms = 1000/" \
 			-e "s|^path = .*|path = $MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE|" \
 			"$RBD_GW_CONF" >"$IT_TMP/gw-$name.conf"
+		it_conf_workers "$IT_TMP/gw-$name.conf"
 		"$IT_TARGET" "$IT_TMP/gw-$name.conf" </dev/null >"$IT_TMP/gw-$name.out" \
 			2>>"$IT_TMP/gw-$name.err" &
 		GW_PID[$name]=$!
@@ -153,9 +154,11 @@ gw_start() {
 		it_log "gateway $name (scsitgtd, group $group): ${GW_URL[$name]} pid ${GW_PID[$name]}"
 		return 0
 	fi
+	# shellcheck disable=SC2086 # IT_TARGET_ARGS is a command line (lib.sh)
 	"$IT_TARGET" --portal "127.0.0.1:$port" --iqn "$IQN" --tpgt "$group" \
 		--alua-group "$group" --alua-peer "$peer:$peer" --gw-holddown 1000 -v \
 		--lun "0:rbd:$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE,nocache${GW_LUN_FLAGS:-}" "$@" \
+		${IT_TARGET_ARGS:-} \
 		</dev/null >"$IT_TMP/gw-$name.out" 2>>"$IT_TMP/gw-$name.err" &
 	GW_PID[$name]=$!
 	for ((i = 0; i < 600; i++)); do

@@ -41,7 +41,8 @@ b_start() {
 	local port i
 	port=$(it_free_port)
 	: >"$IT_TMP/b.out"
-	"$IT_TARGET" --portal "127.0.0.1:$port" --iqn "$GW_IQN" "${LUNS[@]}" \
+	# shellcheck disable=SC2086 # IT_TARGET_ARGS is a command line (lib.sh)
+	"$IT_TARGET" --portal "127.0.0.1:$port" --iqn "$GW_IQN" "${LUNS[@]}" ${IT_TARGET_ARGS:-} \
 		>"$IT_TMP/b.out" 2>>"$IT_TMP/b.err" </dev/null &
 	B_PID=$!
 	IT_HELPER_PIDS=("$B_PID")

@@ -52,6 +52,7 @@ CONF
 # try_start CONF: run scsitgtd on CONF as $IT_PID; wait until it is ready (0) or exited (1).
 try_start() {
 	local i
+	it_conf_workers "$1"
 	: >"$IT_TMP/target.out"
 	# shellcheck disable=SC2086 # the wrapper is a command line
 	${IT_TARGET_WRAPPER:-} "$IT_TARGET" "$1" </dev/null >"$IT_TMP/target.out" \
