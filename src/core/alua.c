@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core/alua.h"
+#include "core/home_call.h"
 #include "core/scsi_spec.h"
 #include "core/ua.h"
 #include "core/spc.h"
@@ -560,8 +561,19 @@ static enum scsitgt__sense_reason stpg_validate(struct scsitgt__cmd *cmd,
 	return SCSITGT__SR_OK;
 }
 
-void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
+/* What SET TARGET PORT GROUPS ends with (stpg_run() runs on home, the command ends on its own
+ * loop). */
+struct stpg_call {
+	struct scsitgt__home_call hc; /* first */
+	enum scsitgt__sense_reason r;
+	bool failed; /* SET TARGET PORT GROUPS COMMAND FAILED */
+};
+
+/* Loop: home (the ALUA hook's and the nexus walk's, alua.h). */
+static void stpg_run(struct scsitgt__home_call *hc)
 {
+	struct stpg_call *c = scsitgt__container_of(hc, struct stpg_call, hc);
+	struct scsitgt__cmd *cmd = hc->cmd;
 	struct scsitgt_target *tgt = cmd->sess->tgt;
 	struct scsitgt__alua *a;
 	const uint8_t *d = cmd->buf;
@@ -581,10 +593,9 @@ void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
 	request_cb = a ? a->request_cb : NULL;
 	request_arg = a ? a->request_arg : NULL;
 	alua_unlock(tgt);
-	if (r != SCSITGT__SR_OK) {
-		scsitgt__cmd_complete(cmd, r);
+	c->r = r;
+	if (r != SCSITGT__SR_OK)
 		return;
-	}
 	/* The cluster manager may veto; nothing has changed yet. A group whose change the host
 	 * defers keeps the state the host gives it (alua.h). The hook runs outside the lock. */
 	for (size_t i = 0; i < ndesc && request_cb; i++) {
@@ -607,7 +618,7 @@ void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
 				(enum scsitgt_alua_state)(p[0] & 0x0f));
 		if (rc < 0) {
 			/* SPC-5 §6.50: SET TARGET PORT GROUPS COMMAND FAILED. */
-			scsitgt__cmd_complete_raw(cmd, SENSE_HARDWARE_ERROR, 0x67, 0x0a);
+			c->failed = true;
 			return;
 		}
 		/* Descriptors name distinct existing groups: at most SCSITGT_ALUA_MAX_GROUPS. */
@@ -618,7 +629,7 @@ void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
 		on = alua_on(alua_get(tgt));
 		alua_unlock(tgt);
 		if (!on) {
-			scsitgt__cmd_complete_raw(cmd, SENSE_HARDWARE_ERROR, 0x67, 0x0a);
+			c->failed = true;
 			return;
 		}
 	}
@@ -643,5 +654,28 @@ void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
 	alua_unlock(tgt);
 	if (changed)
 		alua_announce(tgt, cmd->sess);
-	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
+}
+
+static void stpg_done(struct scsitgt__home_call *hc)
+{
+	struct stpg_call *c = scsitgt__container_of(hc, struct stpg_call, hc);
+
+	if (c->failed)
+		scsitgt__cmd_complete_raw(hc->cmd, SENSE_HARDWARE_ERROR, 0x67, 0x0a);
+	else
+		scsitgt__cmd_complete(hc->cmd, c->r);
+	scsitgt__home_call_free(hc);
+}
+
+void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
+{
+	struct stpg_call local = { 0 };
+	/* A command of a worker shard (issue 18) hands its execution to home and waits. */
+	struct scsitgt__home_call *hc = scsitgt__home_call_new(cmd, &local.hc, sizeof(local));
+
+	if (hc == NULL) {
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
+		return;
+	}
+	scsitgt__home_call(hc, cmd, stpg_run, stpg_done);
 }

@@ -16,6 +16,7 @@
 
 #include "core/cdb.h"
 #include "core/fabric.h"
+#include "core/home_call.h"
 #include "core/scsi_spec.h"
 #include "core/ua.h"
 #include "core/spc.h"
@@ -330,7 +331,7 @@ static enum scsitgt__sense_reason mode_walk_pages(struct scsitgt__cmd *cmd, size
 	return SCSITGT__SR_OK;
 }
 
-static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd)
+static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd, bool *changed_out)
 {
 	const uint8_t *p = cmd->buf;
 	size_t len = cmd->xfer_len, hdr, bdlen;
@@ -373,14 +374,49 @@ static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd)
 	r = mode_walk_pages(cmd, hdr + bdlen, true);
 	changed = r == SCSITGT__SR_OK && memcmp(&before, &cmd->lun->mode, sizeof(before)) != 0;
 	uv_mutex_unlock(&cmd->lun->xlock);
-	/* SPC-5 §7.5.1: the parameters are the LUN's, shared by every I_T nexus; the others
-	 * learn of a change by MODE PARAMETERS CHANGED. */
-	if (changed)
-		scsitgt__ua_mode_params_changed(cmd);
+	*changed_out = changed;
 	return r;
+}
+
+/* MODE SELECT's status, given once the other nexuses were told of a change. */
+struct mode_select_call {
+	struct scsitgt__home_call hc; /* first */
+	enum scsitgt__sense_reason r;
+};
+
+/* SPC-5 §7.5.1: the parameters are the LUN's, shared by every I_T nexus; the others learn of
+ * a change by MODE PARAMETERS CHANGED, before this command's status. Loop: home (the walk of
+ * the target's nexuses, core/home_call.h). */
+static void mode_select_announce(struct scsitgt__home_call *hc)
+{
+	scsitgt__ua_mode_params_changed(hc->cmd);
+}
+
+static void mode_select_done(struct scsitgt__home_call *hc)
+{
+	struct mode_select_call *c = scsitgt__container_of(hc, struct mode_select_call, hc);
+
+	scsitgt__cmd_complete(hc->cmd, c->r);
+	scsitgt__home_call_free(hc);
 }
 
 void scsitgt__spc_mode_select(struct scsitgt__cmd *cmd)
 {
-	scsitgt__cmd_complete(cmd, mode_select(cmd));
+	struct mode_select_call local = { 0 }, *c;
+	/* A command of a worker shard (issue 18) takes its record before changing anything. */
+	struct scsitgt__home_call *hc = scsitgt__home_call_new(cmd, &local.hc, sizeof(local));
+	bool changed = false;
+
+	if (hc == NULL) {
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
+		return;
+	}
+	c = scsitgt__container_of(hc, struct mode_select_call, hc);
+	c->r = mode_select(cmd, &changed);
+	if (!changed) {
+		hc->cmd = cmd;
+		mode_select_done(hc);
+		return;
+	}
+	scsitgt__home_call(hc, cmd, mode_select_announce, mode_select_done);
 }

@@ -3,10 +3,13 @@
  * Per-LUN state across two shards (issue 18): an engine with one worker loop, nexus A on
  * home (shard 0) and nexus B bound to the worker's shard (shard 1), whose commands run on
  * the worker thread (posted to its inbox; the null backend completes them there): reservations,
- * unit attentions and mode parameters one shard changes and the other meets, the session walk
- * on home while the worker's nexus runs commands, and REPORT LUNS there while home adds LUNs.
- * Each step waits for the other thread's command by a semaphore: no sleep, no timing. Run
- * under the TSan build as well (scripts/test.sh --tsan).
+ * unit attentions and mode parameters one shard changes and the other meets, SET TARGET PORT
+ * GROUPS and MODE SELECT of a worker's nexus (their walk of the target's nexuses and the ALUA
+ * hook run on home, core/home_call.h), the session walk on home while the worker's nexus runs
+ * commands, and REPORT LUNS there while home adds LUNs. While a worker runs a command the
+ * test thread runs the home loop until a message from the command's end says it is done (or,
+ * from another thread, waits by a semaphore): no sleep, no timing. Run under the TSan build
+ * as well (scripts/test.sh --tsan).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,24 +40,65 @@ struct xcmd {
 	uint8_t status;
 	uint8_t sense[SCSITGT_SENSE_BUF_SIZE];
 	uv_sem_t done;
+	/* a worker's command run from the home thread: its end posts x->msg to home, which
+	 * sets @ended (another thread waits for @done) */
+	bool wake_home;
+	_Atomic bool ended;
 };
 
 struct two {
 	uv_loop_t loop;
+	uv_thread_t home;
+	/* unit attentions the fabric heard of (fabric.h: always on the home loop), and how
+	 * many of them came on another thread */
+	_Atomic unsigned int uas, uas_off_home;
+	/* the ALUA hook (alua.h: on the home loop, inside the command) */
+	_Atomic unsigned int hook_calls, hook_off_home;
 	struct scsitgt_engine *engine;
 	struct scsitgt_target *tgt;
 	struct scsitgt_lun *lun;
 	struct scsitgt__session *a, *b;
 };
 
+static bool on_home(struct two *t)
+{
+	uv_thread_t self = uv_thread_self();
+
+	return uv_thread_equal(&t->home, &self);
+}
+
+static void x_ended(struct scsitgt__msg *msg)
+{
+	atomic_store(&((struct xcmd *)msg)->ended, true);
+}
+
 static void x_done(struct scsitgt__cmd *cmd)
 {
 	struct xcmd *x = *(struct xcmd **)scsitgt__cmd_fabric_priv(cmd);
+	struct scsitgt__session *sess = x->sess;
 
 	x->status = cmd->status;
 	memcpy(x->sense, cmd->sense, cmd->sense_len);
 	scsitgt__cmd_destroy(cmd);
-	uv_sem_post(&x->done);
+	if (!x->wake_home) {
+		uv_sem_post(&x->done);
+		return;
+	}
+	/* wake the home loop the test thread runs; x->msg is free again (its run started) */
+	x->msg.fn = x_ended;
+	scsitgt__engine_post(sess->shard->engine, &x->msg);
+}
+
+static void x_unit_attention(struct scsitgt__session *sess, uint64_t lun_id,
+			     enum scsitgt__sense_reason reason)
+{
+	struct two *t = sess->fabric_ctx;
+
+	(void)lun_id;
+	(void)reason;
+	atomic_fetch_add(&t->uas, 1);
+	if (!on_home(t))
+		atomic_fetch_add(&t->uas_off_home, 1);
 }
 
 static void x_session_shutdown(struct scsitgt__session *sess)
@@ -67,6 +111,7 @@ static const struct scsitgt__fabric_ops x_ops = {
 	.cmd_done = x_done,
 	.cmd_aborted = x_done,
 	.session_shutdown = x_session_shutdown,
+	.unit_attention = x_unit_attention,
 };
 
 /* Create, set up and execute @x on its nexus, on the calling thread (the nexus's shard). */
@@ -89,14 +134,22 @@ static void x_on_worker(struct scsitgt__msg *msg)
 	x_start((struct xcmd *)msg);
 }
 
-/* Run @x to its end: on the worker for B (this thread waits), here for A. */
+/* Run @x to its end: on the worker for B (from the home thread, which runs the home loop
+ * until its end's message arrived; from another thread, which waits), here for A. */
 static uint8_t x_run(struct two *t, struct xcmd *x)
 {
 	assert_int_equal(uv_sem_init(&x->done, 0), 0);
+	x->wake_home = x->sess->shard->index != 0 && on_home(t);
 	if (x->sess->shard->index != 0) {
+		atomic_init(&x->ended, false);
 		x->msg.fn = x_on_worker;
 		scsitgt__worker_post(x->sess->shard->worker, &x->msg);
-		uv_sem_wait(&x->done);
+		if (x->wake_home) {
+			while (!atomic_load(&x->ended))
+				uv_run(&t->loop, UV_RUN_ONCE);
+		} else {
+			uv_sem_wait(&x->done);
+		}
 	} else {
 		/* home's command completes here or from the home loop */
 		x_start(x);
@@ -178,6 +231,7 @@ static int setup(void **state)
 	void *bctx;
 
 	assert_non_null(t);
+	t->home = uv_thread_self();
 	assert_int_equal(uv_loop_init(&t->loop), 0);
 	scsitgt_engine_opts_init(&eo, sizeof(eo));
 	eo.workers = 1;
@@ -301,6 +355,9 @@ static void test_mode_select_across_shards(void **state)
 	struct xcmd x;
 
 	assert_int_equal(run_select_swp(t, t->b, true, &x), SAM_STAT_GOOD);
+	/* A's fabric heard of it on home, before B's status (fabric.h, core/home_call.h) */
+	assert_true(atomic_load(&t->uas) > 0);
+	assert_int_equal(atomic_load(&t->uas_off_home), 0);
 	run_write(t, t->a, &x);
 	assert_ua(&x, 0x2a, 0x01);
 	assert_int_equal(run_write(t, t->a, &x), SAM_STAT_CHECK_CONDITION);
@@ -311,6 +368,80 @@ static void test_mode_select_across_shards(void **state)
 	assert_ua(&x, 0x2a, 0x01);
 	assert_int_equal(run_write(t, t->b, &x), SAM_STAT_GOOD);
 	assert_int_equal(run_write(t, t->a, &x), SAM_STAT_GOOD);
+}
+
+static int stpg_hook(void *arg, struct scsitgt_target *tgt, uint16_t group_id,
+		     enum scsitgt_alua_state old_state, enum scsitgt_alua_state new_state)
+{
+	struct two *t = arg;
+
+	(void)tgt;
+	(void)group_id;
+	(void)old_state;
+	(void)new_state;
+	atomic_fetch_add(&t->hook_calls, 1);
+	if (!on_home(t))
+		atomic_fetch_add(&t->hook_off_home, 1);
+	return 0;
+}
+
+/* SET TARGET PORT GROUPS (SPC-5 §6.50) with one descriptor. */
+static uint8_t run_stpg(struct two *t, struct scsitgt__session *s, uint8_t state, uint16_t group,
+			struct xcmd *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->sess = s;
+	x->cdb[0] = SPC_MAINTENANCE_OUT;
+	x->cdb[1] = SPC_MO_SET_TARGET_PORT_GROUPS;
+	put_be32(&x->cdb[6], 8);
+	x->cdb_len = 12;
+	x->dout[4] = state;
+	put_be16(&x->dout[6], group);
+	x->dout_len = 8;
+	return x_run(t, x);
+}
+
+/* SET TARGET PORT GROUPS from the worker's nexus: the host's hook is asked on home (alua.h),
+ * the other nexus is told ASYMMETRIC ACCESS STATE CHANGED on home before B's GOOD, and B
+ * itself is not (SPC-5 §5.16.2.6). */
+static void test_stpg_from_worker(void **state)
+{
+	struct two *t = *state;
+	struct scsitgt_alua_opts o;
+	enum scsitgt_alua_state st;
+	struct xcmd x;
+
+	scsitgt_alua_opts_init(&o, sizeof(o));
+	o.modes = SCSITGT_ALUA_EXPLICIT;
+	o.request_cb = stpg_hook;
+	o.request_arg = t;
+	assert_int_equal(scsitgt_alua_configure(t->tgt, &o), 0);
+	assert_int_equal(scsitgt_alua_group_create(t->tgt, 10, SCSITGT_ALUA_ACTIVE_OPTIMIZED), 0);
+	assert_int_equal(scsitgt_alua_group_add_port(t->tgt, 10, 1), 0);
+	/* what configuring ALUA told each nexus */
+	while (run_tur(t, t->a, &x) != SAM_STAT_GOOD)
+		assert_int_equal(x_key(&x), 0x06);
+	while (run_tur(t, t->b, &x) != SAM_STAT_GOOD)
+		assert_int_equal(x_key(&x), 0x06);
+	atomic_store(&t->uas, 0);
+	atomic_store(&t->uas_off_home, 0);
+	assert_int_equal(run_stpg(t, t->b, SCSITGT_ALUA_STANDBY, 10, &x), SAM_STAT_GOOD);
+	assert_int_equal(atomic_load(&t->hook_calls), 1);
+	assert_int_equal(atomic_load(&t->hook_off_home), 0);
+	assert_true(atomic_load(&t->uas) > 0);
+	assert_int_equal(atomic_load(&t->uas_off_home), 0);
+	assert_int_equal(scsitgt_alua_get_state(t->tgt, 10, &st), 0);
+	assert_int_equal(st, SCSITGT_ALUA_STANDBY);
+	run_tur(t, t->a, &x);
+	assert_ua(&x, 0x2a, 0x06);
+	/* B made the change: no unit attention, the standby state itself (SPC-5 §5.16.2.4.4) */
+	assert_int_equal(run_tur(t, t->b, &x), SAM_STAT_CHECK_CONDITION);
+	assert_int_equal(x_key(&x), 0x02);
+	assert_int_equal(x.sense[12], 0x04);
+	assert_int_equal(x.sense[13], 0x0b);
+	/* an invalid state is refused: its sense, built on home, is given on B's loop */
+	assert_int_equal(run_stpg(t, t->b, 0x7f, 10, &x), SAM_STAT_CHECK_CONDITION);
+	assert_int_equal(x_key(&x), 0x05);
 }
 
 /* Commands on both shards at once while shard 0 takes and drops a reservation. */
@@ -441,6 +572,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reservation_across_shards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pr_ua_across_shards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mode_select_across_shards, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stpg_from_worker, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_reservations, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_walk_across_shards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_luns_while_luns_come, setup, teardown),
