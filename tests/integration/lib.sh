@@ -55,24 +55,40 @@ it_dump_logs() {
 	fi
 }
 
-it_cleanup() {
-	local rc=$? p
-	for p in "${IT_HELPER_PIDS[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
+# it_kill_bounded PID WHAT [SIGNAL]: send SIGNAL (default TERM) once, then SIGKILL if PID is
+# still there after IT_STOP_TIMEOUT seconds (a second gateway that hangs in its shutdown must
+# not outlive the test); reap it and return its exit status (137 if it had to be killed).
+it_kill_bounded() {
+	local pid=$1 what=$2 sig=${3:-TERM} i st=0
+	kill "-$sig" "$pid" 2>/dev/null || true
+	for ((i = 0; i < IT_STOP_TIMEOUT * 10; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
 	done
+	if kill -0 "$pid" 2>/dev/null; then
+		it_log "$what pid $pid still running ${IT_STOP_TIMEOUT}s after SIG$sig; killing it"
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null
+		return 137
+	fi
+	wait "$pid" 2>/dev/null || st=$?
+	return $st
+}
+
+# Stop the helpers (IT_HELPER_PIDS: second targets, client coprocesses), bounded.
+it_stop_helpers() {
+	local p
+	for p in "${IT_HELPER_PIDS[@]}"; do
+		it_kill_bounded "$p" helper || true
+	done
+	IT_HELPER_PIDS=()
+}
+
+it_cleanup() {
+	local rc=$?
+	it_stop_helpers
 	if [[ -n "$IT_PID" ]] && kill -0 "$IT_PID" 2>/dev/null; then
-		kill -TERM "$IT_PID" 2>/dev/null || true
-		local i
-		for ((i = 0; i < IT_STOP_TIMEOUT * 10; i++)); do
-			kill -0 "$IT_PID" 2>/dev/null || break
-			sleep 0.1
-		done
-		if kill -0 "$IT_PID" 2>/dev/null; then
-			it_log "target pid $IT_PID ignored SIGTERM; killing it"
-			kill -KILL "$IT_PID" 2>/dev/null || true
-		fi
-		wait "$IT_PID" 2>/dev/null || true
+		it_kill_bounded "$IT_PID" target || true
 	fi
 	if [[ $rc -ne 0 && $rc -ne 77 ]]; then
 		it_dump_logs
@@ -171,22 +187,9 @@ it_wait_urls() {
 # it_stop [SIGNAL]: send SIGNAL (default TERM) to the target once, wait for it (bounded);
 # return its exit status (137 if it had to be killed, which callers treat as a failure).
 it_stop() {
-	local pid=$IT_PID sig=${1:-TERM} i
+	local pid=$IT_PID st=0
 	[[ -n "$pid" ]] || return 0
-	kill "-$sig" "$pid" 2>/dev/null || true
-	for ((i = 0; i < IT_STOP_TIMEOUT * 10; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		it_log "target pid $pid still running ${IT_STOP_TIMEOUT}s after SIG$sig; killing it"
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null
-		IT_PID=
-		return 137
-	fi
-	local st=0
-	wait "$pid" 2>/dev/null || st=$?
+	it_kill_bounded "$pid" target "${1:-TERM}" || st=$?
 	IT_PID=
 	return $st
 }

@@ -32,7 +32,9 @@ rbd_need() {
 
 rbd_cleanup() {
 	local rc=$?
-	# Stop the target first: it is a client of the cluster.
+	# Stop the targets first: they are clients of the cluster (a second gateway too: with the
+	# cluster gone its shutdown could wait for it).
+	it_stop_helpers
 	if [[ -n "$IT_PID" ]] && kill -0 "$IT_PID" 2>/dev/null; then
 		it_stop >/dev/null 2>&1 || true
 	fi
