@@ -526,6 +526,13 @@ static inline uint32_t scsitgt__lun_xflags(const struct scsitgt_lun *lun)
 {
 	return atomic_load_explicit(&lun->xflags, memory_order_acquire);
 }
+/* @lun's capacity in blocks. A resize changes it on home (scsitgt_lun_resize()) while commands
+ * of every shard check their ranges against it (issue 18): one relaxed load; a check reads it
+ * once. Home, its only writer, may also read lun->geo.num_blocks directly. */
+static inline uint64_t scsitgt__lun_blocks(const struct scsitgt_lun *lun)
+{
+	return __atomic_load_n(&lun->geo.num_blocks, __ATOMIC_RELAXED);
+}
 /* Set (@on) or clear the bits @mask of lun->xflags. Under lun->xlock. */
 void scsitgt__lun_xflags_set(struct scsitgt_lun *lun, uint32_t mask, bool on);
 bool scsitgt__lun_supports(const struct scsitgt_lun *lun, enum scsitgt_io_type type);

@@ -503,7 +503,8 @@ static void lun_apply_size(struct scsitgt_lun *lun, uint64_t num_blocks)
 		     "%s LUN %llu: capacity %llu -> %llu blocks", lun->tgt->name,
 		     (unsigned long long)lun->id, (unsigned long long)lun->geo.num_blocks,
 		     (unsigned long long)num_blocks);
-	lun->geo.num_blocks = num_blocks;
+	/* read by every shard's commands (scsitgt__lun_blocks()) */
+	__atomic_store_n(&lun->geo.num_blocks, num_blocks, __ATOMIC_RELAXED);
 	/* SBC-4 §4.6: every nexus learns of it by CAPACITY DATA HAS CHANGED. */
 	for (p = lun->tgt->sessions.next; p != &lun->tgt->sessions; p = p->next)
 		scsitgt__ua_establish(scsitgt__container_of(p, struct scsitgt__session, node),

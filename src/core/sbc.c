@@ -30,9 +30,9 @@ bool scsitgt__sbc_lbprz(const struct scsitgt_lun *lun)
 
 /* SBC-4 §4.5: an LBA past the last one, or a range running past it, is out of range. A zero
  * length range is still checked at its LBA. */
-static bool sbc_range_bad(const struct scsitgt_lun *lun, uint64_t lba, uint64_t nblocks)
+bool scsitgt__sbc_range_bad(const struct scsitgt_lun *lun, uint64_t lba, uint64_t nblocks)
 {
-	uint64_t cap = lun->geo.num_blocks;
+	uint64_t cap = scsitgt__lun_blocks(lun);
 
 	return lba >= cap || nblocks > cap - lba;
 }
@@ -76,7 +76,7 @@ enum scsitgt__sense_reason scsitgt__sbc_check_range(struct scsitgt__cmd *cmd, ui
 	 * an invalid field. */
 	if (nblocks > lun->limits.max_transfer_blocks)
 		return scsitgt__cmd_bad_cdb_field(cmd, len_off, 7);
-	if (sbc_range_bad(lun, lba, nblocks))
+	if (scsitgt__sbc_range_bad(lun, lba, nblocks))
 		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	return SCSITGT__SR_OK;
 }
@@ -288,7 +288,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_read_capacity10(struct scsitgt__cm
 void scsitgt__sbc_read_capacity10(struct scsitgt__cmd *cmd)
 {
 	const struct scsitgt_lun *lun = cmd->lun;
-	uint64_t last = lun->geo.num_blocks - 1;
+	uint64_t last = scsitgt__lun_blocks(lun) - 1;
 	uint8_t d[8];
 
 	/* SBC-4 §5.20.2: FFFF_FFFFh tells the client to use READ CAPACITY (16). */
@@ -317,7 +317,7 @@ void scsitgt__sbc_read_capacity16(struct scsitgt__cmd *cmd)
 	uint8_t d[RC16_LEN];
 
 	memset(d, 0, sizeof(d));
-	put_be64(&d[0], lun->geo.num_blocks - 1);
+	put_be64(&d[0], scsitgt__lun_blocks(lun) - 1);
 	put_be32(&d[8], lun->geo.block_size);
 	/* Byte 12: P_TYPE 0, PROT_EN 0. Byte 13: LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT. */
 	d[13] = lun->geo.physical_block_exponent & 0x0f;
@@ -345,7 +345,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_sync_cache(struct scsitgt__cmd *cm
 		nblocks = get_be32(&cdb[10]);
 	}
 	/* NUMBER OF LOGICAL BLOCKS 0 means "through the last LBA"; the LBA is still checked. */
-	if (sbc_range_bad(cmd->lun, lba, nblocks))
+	if (scsitgt__sbc_range_bad(cmd->lun, lba, nblocks))
 		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	cmd->lba = lba;
 	cmd->nblocks = nblocks;

@@ -42,7 +42,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_caw(struct scsitgt__cmd *cmd)
 	/* Above MAXIMUM COMPARE AND WRITE LENGTH (VPD B0): invalid field. */
 	if (n > SCSITGT__SBC_MAX_CAW_BLOCKS)
 		return scsitgt__cmd_bad_cdb_field(cmd, 13, 7);
-	if (lba >= lun->geo.num_blocks || n > lun->geo.num_blocks - lba)
+	if (scsitgt__sbc_range_bad(lun, lba, n))
 		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	cmd->lba = lba;
 	cmd->nblocks = n;
@@ -95,7 +95,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_atomic(struct scsitgt__cmd *
 	uint32_t n = get_be16(&cmd->cdb[12]);
 
 	/* The range first: a write past the end is LBA OUT OF RANGE whatever its length. */
-	if (lba >= lun->geo.num_blocks || n > lun->geo.num_blocks - lba)
+	if (scsitgt__sbc_range_bad(lun, lba, n))
 		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	/* MAXIMUM ATOMIC BOUNDARY SIZE is 0 in VPD B0: a non-zero boundary is not supported. */
 	if (boundary)

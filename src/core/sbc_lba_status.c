@@ -29,7 +29,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_get_lba_status(struct scsitgt__cmd
 	uint64_t lba = get_be64(&cmd->cdb[2]);
 
 	/* SBC-4 §5.17.1: a STARTING LOGICAL BLOCK ADDRESS past the last LBA is refused. */
-	if (lba >= cmd->lun->geo.num_blocks)
+	if (lba >= scsitgt__lun_blocks(cmd->lun))
 		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	cmd->lba = lba;
 	return scsitgt__parse_alloc32(cmd, 10);
@@ -134,7 +134,7 @@ static void lbas_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 static bool lbas_submit(struct scsitgt__cmd *cmd)
 {
 	const struct scsitgt_lun *lun = cmd->lun;
-	uint64_t rest = lun->geo.num_blocks - cmd->lba;
+	uint64_t rest = scsitgt__lun_blocks(lun) - cmd->lba;
 	struct iovec iov;
 
 	iov.iov_len = LBAS_MAX_DESC * sizeof(struct scsitgt_lba_extent);
@@ -154,8 +154,10 @@ static bool lbas_submit(struct scsitgt__cmd *cmd)
  * the backend failed. On the loop where the backend may be called. */
 static bool lbas_ask(const struct scsitgt_lun *lun, struct lbas_answer *a)
 {
-	while (a->next < lun->geo.num_blocks) {
-		uint64_t rest = lun->geo.num_blocks - a->next, n;
+	const uint64_t cap = scsitgt__lun_blocks(lun);
+
+	while (a->next < cap) {
+		uint64_t rest = cap - a->next, n;
 		bool mapped;
 
 		if (lun->ops.get_lba_status(lun->bctx, a->next, &n, &mapped) < 0)
@@ -221,7 +223,7 @@ void scsitgt__sbc_get_lba_status(struct scsitgt__cmd *cmd)
 		/* SBC-4 §4.7.2: a fully provisioned LUN maps every block; and so does a thin one
 		 * whose backend cannot tell. */
 		lbas_answer_init(&a, cmd);
-		lbas_put(&a, lun->geo.num_blocks - cmd->lba, LBAS_MAPPED);
+		lbas_put(&a, scsitgt__lun_blocks(lun) - cmd->lba, LBAS_MAPPED);
 		lbas_send(cmd, &a);
 		return;
 	}
@@ -262,7 +264,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_prefetch(struct scsitgt__cmd *cmd)
 		n = get_be32(&cdb[10]);
 	}
 	/* PREFETCH LENGTH 0 means "through the last LBA"; the LBA is checked regardless. */
-	if (lba >= lun->geo.num_blocks || n > lun->geo.num_blocks - lba)
+	if (scsitgt__sbc_range_bad(lun, lba, n))
 		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	cmd->lba = lba;
 	cmd->nblocks = n;

@@ -290,7 +290,7 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
-	w->total = lun->geo.num_blocks;
+	w->total = scsitgt__lun_blocks(lun);
 	r = sa == SBC_SANITIZE_OVERWRITE ? sz_overwrite_setup(cmd, w) : sz_erase_setup(cmd, w);
 	if (r != SCSITGT__SR_OK) {
 		free(w->buf);

@@ -33,6 +33,8 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 	const uint8_t *p = cmd->buf;
 	uint32_t len = cmd->xfer_len;
 	const struct scsitgt__lun_limits *lim = &lun->limits;
+	/* read once for the whole list (a resize on home may change it, issue 18) */
+	const uint64_t cap = scsitgt__lun_blocks(lun);
 	uint16_t data_len, bd_len;
 	uint32_t ndesc;
 	uint64_t total = 0;
@@ -76,7 +78,7 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 		}
 		/* §5.30.2: only LBA + NUMBER past the capacity is out of range, so an empty
 		 * descriptor at the capacity itself is accepted. */
-		if (lba > lun->geo.num_blocks || n > lun->geo.num_blocks - lba) {
+		if (lba > cap || n > cap - lba) {
 			scsitgt__cmd_complete(cmd, SCSITGT__SR_LBA_OUT_OF_RANGE);
 			return;
 		}

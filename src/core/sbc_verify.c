@@ -172,7 +172,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_verify(struct scsitgt__cmd *cmd)
 		r = scsitgt__sbc_check_range(cmd, lba, nblocks, len_off);
 		if (r != SCSITGT__SR_OK)
 			return r;
-	} else if (lba >= lun->geo.num_blocks || nblocks > lun->geo.num_blocks - lba) {
+	} else if (scsitgt__sbc_range_bad(lun, lba, nblocks)) {
 		/* SBC-4 §4.5: the LBA is checked even for a zero VERIFICATION LENGTH. */
 		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	}

@@ -52,11 +52,11 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_same(struct scsitgt__cmd *cm
 	if ((cdb[1] & 0x08) && !scsitgt__sbc_lbpme(lun))
 		return scsitgt__cmd_bad_cdb_field(cmd, 1, 3);
 	/* The range first: past the end is LBA OUT OF RANGE whatever the length. */
-	if (lba >= lun->geo.num_blocks || nblocks > lun->geo.num_blocks - lba)
+	if (scsitgt__sbc_range_bad(lun, lba, nblocks))
 		return SCSITGT__SR_LBA_OUT_OF_RANGE;
 	/* SBC-4 §5.50/§5.51 with WSNZ 0: NUMBER OF LOGICAL BLOCKS 0 means through the last
 	 * LBA. The blocks to write, counted so, may not exceed MAXIMUM WRITE SAME LENGTH. */
-	count = nblocks ? nblocks : lun->geo.num_blocks - lba;
+	count = nblocks ? nblocks : scsitgt__lun_blocks(lun) - lba;
 	if (count > lun->limits.max_write_same_blocks)
 		return scsitgt__cmd_bad_cdb_field(cmd, len_off, 7);
 	cmd->lba = lba;

@@ -78,7 +78,7 @@ static void diag_read(struct scsitgt__cmd *cmd, uint64_t lba)
 static void diag_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 			   enum scsitgt__sense_reason reason)
 {
-	uint64_t last = cmd->lun->geo.num_blocks - 1;
+	uint64_t last = scsitgt__lun_blocks(cmd->lun) - 1;
 
 	(void)io;
 	if (reason == SCSITGT__SR_OK && cmd->ctx.diag.lba != last && !scsitgt__cmd_aborted(cmd)) {

@@ -173,7 +173,7 @@ enum scsitgt__sense_reason scsitgt__spc_parse_mode_sense(struct scsitgt__cmd *cm
 static size_t mode_block_descriptor(const struct scsitgt_lun *lun, enum mode_pc pc, bool longlba,
 				    uint8_t *p)
 {
-	uint64_t nblocks = lun->geo.num_blocks;
+	uint64_t nblocks = scsitgt__lun_blocks(lun);
 	size_t len = longlba ? 16 : 8;
 
 	memset(p, 0, len);
@@ -256,7 +256,7 @@ static enum scsitgt__sense_reason mode_check_descriptor(struct scsitgt__cmd *cmd
 {
 	const struct scsitgt_lun *lun = cmd->lun;
 	const uint8_t *p = &cmd->buf[off];
-	uint64_t nblocks, cap = lun->geo.num_blocks;
+	uint64_t nblocks, cap = scsitgt__lun_blocks(lun);
 	uint32_t bsize;
 
 	if (longlba) {

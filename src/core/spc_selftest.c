@@ -114,7 +114,7 @@ static uint16_t st_hours(const struct scsitgt_lun *lun)
 /* Blocks the test reads in all, for the progress indication. */
 static uint64_t st_plan(const struct scsitgt_lun *lun, uint8_t code)
 {
-	uint64_t n = lun->geo.num_blocks;
+	uint64_t n = scsitgt__lun_blocks(lun);
 	uint64_t seg1 = n > 1 ? 2 : 1;
 	uint64_t sample = ST_SAMPLE_BYTES / lun->geo.block_size;
 
@@ -232,7 +232,7 @@ static bool st_next(struct scsitgt__bg_walk *bg)
 {
 	struct st_walk *w = scsitgt__container_of(bg, struct st_walk, bg);
 	const struct scsitgt_lun *lun = bg->cmd->lun;
-	uint64_t n = lun->geo.num_blocks;
+	uint64_t n = scsitgt__lun_blocks(lun);
 	uint32_t bs = lun->geo.block_size;
 	bool extended = w->code == SCSITGT__SELFTEST_BG_EXTENDED ||
 			w->code == SCSITGT__SELFTEST_FG_EXTENDED;
@@ -487,7 +487,7 @@ size_t scsitgt__selftest_log_page(const struct scsitgt_lun *lun, uint8_t *buf, s
 uint32_t scsitgt__selftest_extended_seconds(const struct scsitgt_lun *lun)
 {
 	/* advisory (SPC-5 §7.5.10): the extended test reads the whole medium; assume 512 MiB/s */
-	uint64_t s = ((lun->geo.num_blocks * lun->geo.block_size) >> 29) + 1;
+	uint64_t s = ((scsitgt__lun_blocks(lun) * lun->geo.block_size) >> 29) + 1;
 
 	return s > UINT32_MAX ? UINT32_MAX : (uint32_t)s;
 }

@@ -377,6 +377,15 @@ static struct scsitgt_lun *xc_cscd(struct scsitgt__xcopy_op *op, uint16_t idx, u
 }
 
 /* Set up segment op->seg; false when it failed (op->step is XC_END then). */
+/* A range that runs past @lun's capacity (the capacity read once: a resize on home may change
+ * it); a block device segment may start at the capacity itself with nothing to copy. */
+static bool xc_past_end(const struct scsitgt_lun *lun, uint64_t lba, uint64_t n)
+{
+	uint64_t cap = scsitgt__lun_blocks(lun);
+
+	return lba > cap || n > cap - lba;
+}
+
 static bool xc_seg_setup(struct scsitgt__xcopy_op *op)
 {
 	const struct scsitgt__xcopy_seg *s = &op->list.seg[op->seg];
@@ -405,8 +414,7 @@ static bool xc_seg_setup(struct scsitgt__xcopy_op *op)
 	dblocks = op->seg_bytes / dbs;
 	/* The checks the CSCDs' device servers would make, source first. */
 	r = xc_access(op, op->src, false);
-	if (r == SCSITGT__SR_OK && (s->src_lba > op->src->geo.num_blocks ||
-				    sblocks > op->src->geo.num_blocks - s->src_lba))
+	if (r == SCSITGT__SR_OK && xc_past_end(op->src, s->src_lba, sblocks))
 		r = SCSITGT__SR_LBA_OUT_OF_RANGE;
 	if (r != SCSITGT__SR_OK) {
 		struct xc_fail *f = xc_cscd_failed(op, false, r, NULL);
@@ -416,8 +424,7 @@ static bool xc_seg_setup(struct scsitgt__xcopy_op *op)
 		return false;
 	}
 	r = xc_access(op, op->dst, true);
-	if (r == SCSITGT__SR_OK && (s->dst_lba > op->dst->geo.num_blocks ||
-				    dblocks > op->dst->geo.num_blocks - s->dst_lba))
+	if (r == SCSITGT__SR_OK && xc_past_end(op->dst, s->dst_lba, dblocks))
 		r = SCSITGT__SR_LBA_OUT_OF_RANGE;
 	if (r != SCSITGT__SR_OK) {
 		struct xc_fail *f = xc_cscd_failed(op, true, r, NULL);

@@ -447,7 +447,7 @@ static void test_stpg_from_worker(void **state)
 /* Commands on both shards at once while shard 0 takes and drops a reservation. */
 struct stream {
 	struct two *t;
-	unsigned int n, conflicts, good;
+	unsigned int n, conflicts, good, capacity_uas;
 };
 
 static void stream_thread(void *arg)
@@ -462,6 +462,8 @@ static void stream_thread(void *arg)
 			s->conflicts++;
 		else if (st == SAM_STAT_GOOD)
 			s->good++;
+		else if (x_key(&x) == 0x06 && x.sense[12] == 0x2a && x.sense[13] == 0x09)
+			s->capacity_uas++;
 	}
 }
 
@@ -515,6 +517,30 @@ static void test_session_walk_across_shards(void **state)
 	}
 	assert_int_equal(uv_thread_join(&th), 0);
 	assert_int_equal(s.good, s.n);
+}
+
+/* A resize on home while B's writes check their range on the worker (SBC-4 §4.5): the
+ * capacity is read without a data race (TSan), and B hears of each change by CAPACITY DATA
+ * HAS CHANGED (SBC-4 §4.6) or writes inside both capacities. */
+static void test_resize_while_worker_writes(void **state)
+{
+	struct two *t = *state;
+	struct stream s = { .t = t, .n = 300 };
+	uv_thread_t th;
+	struct xcmd x;
+
+	assert_int_equal(uv_thread_create(&th, stream_thread, &s), 0);
+	for (unsigned int i = 0; i < 300; i++) {
+		assert_int_equal(scsitgt_lun_resize(t->lun, i % 2 ? 2048 : 4096), 0);
+		uv_run(&t->loop, UV_RUN_NOWAIT);
+	}
+	assert_int_equal(uv_thread_join(&th), 0);
+	assert_int_equal(s.conflicts, 0);
+	assert_int_equal(s.good + s.capacity_uas, s.n);
+	/* the last change is reported at most once more, then writes go through */
+	if (run_write(t, t->b, &x) != SAM_STAT_GOOD)
+		assert_ua(&x, 0x2a, 0x09);
+	assert_int_equal(run_write(t, t->b, &x), SAM_STAT_GOOD);
 }
 
 /* REPORT LUNS on shard 1 while home adds LUNs (the target's array grows, reallocated): the
@@ -576,6 +602,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_concurrent_reservations, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_walk_across_shards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_luns_while_luns_come, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resize_while_worker_writes, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
