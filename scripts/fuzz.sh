@@ -6,7 +6,7 @@
 #   --seconds N   run time of each target (default $FUZZ_SECONDS or 60)
 #   --jobs J      targets run at once (default $FUZZ_JOBS or 2); each is one process
 #   --build DIR   build directory (default build-fuzz), configured with
-#                 CC=clang -Dfuzzing=libfuzzer -Db_sanitize=address,undefined
+#                 CC=clang CXX=clang++ -Dfuzzing=libfuzzer -Db_sanitize=address,undefined
 #   TARGET...     names as in tests/fuzz/meson.build (cdb, pdu, ...); default: every target
 #                 that the build has
 #
@@ -74,7 +74,8 @@ if [[ -f "$BUILD/build.ninja" ]]; then
 	meson configure "$BUILD" "${OPTS[@]}" >/dev/null
 else
 	rm -rf "$BUILD"
-	CC=clang meson setup "$BUILD" "${OPTS[@]}" >/dev/null
+	# clang for C and C++ alike (src/backend/rbd_zc.cc): g++ has no -fsanitize=fuzzer.
+	CC=clang CXX=clang++ meson setup "$BUILD" "${OPTS[@]}" >/dev/null
 fi
 
 # The targets this build has: tests/fuzz/fuzz_<name> executables.
