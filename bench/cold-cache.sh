@@ -7,7 +7,7 @@
 #
 # Usage: bench/cold-cache.sh [--build DIR] [--seconds S] [--runs N] [--size SIZE] [--file PATH]
 #                            [--engines "libaio io_uring"] [--reader "BS QD"] [--port P]
-#                            [--out DIR]
+#                            [--cache cold|warm] [--target-args "ARGS"] [--out DIR]
 #
 #   --build DIR    meson build directory with examples/minitarget and bench/scsitgt-bench
 #                  (default: <source>/build)
@@ -18,6 +18,12 @@
 #   --file PATH    the file (default /var/tmp/scsitgt-cold-cache.img, removed at the end)
 #   --engines LIST the file backend's io_engine values to compare (default "libaio io_uring")
 #   --reader "BS QD"  the file reader's block size and queue depth (default "128k 4")
+#   --cache cold|warm  cold (default): the file's pages are dropped every 100 ms; warm: the
+#                  file is read into the page cache once and stays there, the reference for
+#                  what the reader's traffic costs the loop without a single miss
+#   --target-args "ARGS"  extra minitarget arguments, e.g. "--workers 2" (with
+#                  SCSITGT_EXPERIMENTAL_CONN_WORKERS=1 in the environment: the sessions on
+#                  worker loops of their own)
 #
 # One minitarget (one loop, no workers) serves LUN 0 on the null backend and LUN 1 on the file,
 # buffered (io_engine=ENGINE,direct=0). For each engine and run: a QD1 4 KiB random-read
@@ -39,6 +45,8 @@ ENGINES="libaio io_uring"
 READER="128k 4"
 PORT=3299
 OUT=
+CACHE=cold
+TARGET_ARGS=
 
 while [[ $# -gt 0 ]]; do
 	case "$1" in
@@ -51,7 +59,9 @@ while [[ $# -gt 0 ]]; do
 	--reader) READER=$2; shift 2 ;;
 	--port) PORT=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	-h | --help) sed -n '4,28p' "$0"; exit 0 ;;
+	--cache) CACHE=$2; shift 2 ;;
+	--target-args) TARGET_ARGS=$2; shift 2 ;;
+	-h | --help) sed -n '4,34p' "$0"; exit 0 ;;
 	*) echo "cold-cache: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -62,6 +72,7 @@ for x in "$MINITARGET" "$BENCH"; do
 	[[ -x "$x" ]] || { echo "cold-cache: $x missing (ninja -C $BUILD)" >&2; exit 1; }
 done
 command -v python3 >/dev/null || { echo "cold-cache: needs python3" >&2; exit 1; }
+[[ $CACHE == cold || $CACHE == warm ]] || { echo "cold-cache: --cache cold|warm" >&2; exit 2; }
 read -r RBS RQD <<<"$READER"
 OUT=${OUT:-$(mktemp -d /tmp/scsitgt-cold-cache.XXXXXX)}
 mkdir -p "$OUT"
@@ -105,7 +116,8 @@ evict_loop() {
 start_target() {
 	local engine=$1
 	: >"$OUT/target-$engine.out"
-	"$MINITARGET" --portal "127.0.0.1:$PORT" --lun "0:null:1G" \
+	# shellcheck disable=SC2086 # TARGET_ARGS: words on purpose
+	"$MINITARGET" $TARGET_ARGS --portal "127.0.0.1:$PORT" --lun "0:null:1G" \
 		--lun "1:file:$FILE,io_engine=$engine,direct=0" \
 		>"$OUT/target-$engine.out" 2>"$OUT/target-$engine.err" </dev/null &
 	TPID=$!
@@ -139,9 +151,13 @@ for ((run = 1; run <= RUNS; run++)); do
 	for engine in $ENGINES; do
 		start_target "$engine"
 		null_run "$OUT/$engine-$run-alone.json"
-		evict
-		evict_loop &
-		EVPID=$!
+		if [[ $CACHE == cold ]]; then
+			evict
+			evict_loop &
+			EVPID=$!
+		else
+			cat "$FILE" >/dev/null
+		fi
 		"$BENCH" --url "${URLS[1]}" --qd "$RQD" --bs "$RBS" --rw read --ramp 0 \
 			--seconds $((SECONDS_RUN + 3)) --json >"$OUT/$engine-$run-reader.json" &
 		RPID=$!
@@ -157,7 +173,8 @@ done
 
 echo "# uptime after:  $(uptime)"
 echo "# null LUN: QD1 4 KiB randread, ${SECONDS_RUN}s per run; file LUN: buffered, read" \
-	"sequentially at $RBS QD$RQD, page cache kept cold; medians of $RUNS runs; raw: $OUT"
+	"sequentially at $RBS QD$RQD, page cache kept $CACHE; target args: '${TARGET_ARGS}';" \
+	"medians of $RUNS runs; raw: $OUT"
 python3 - "$OUT" "$RUNS" $ENGINES <<'PY'
 import json, statistics, sys
 out, runs, engines = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
