@@ -11,7 +11,8 @@
  * The backend is the fault backend around a RAM LUN: writes are held (and, for an abortable
  * hold, cancelled by the backend's abort()). Waits are on conditions, never on time: the home
  * loop runs until a flag is set, and whatever ends on the worker posts a message that wakes it.
- * Run under the TSan build as well (scripts/test.sh --tsan).
+ * The world (engine, nexuses, commands, waits) is tests/support/xshard_world.h. Run under the
+ * TSan build as well (scripts/test.sh --tsan).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,223 +30,28 @@
 #include "libscsitgt/pr.h"
 #include "libscsitgt/scsitgt.h"
 #include "util/be.h"
+#include "xshard_world.h"
 
-#define PORT_A "iqn.2024-01.org.example:a,i,0x23d000000001"
-#define PORT_B "iqn.2024-01.org.example:b,i,0x23d000000002"
-
-struct world {
-	uv_loop_t loop;
-	uv_thread_t home;
-	struct scsitgt_engine *engine;
-	struct scsitgt_target *tgt;
-	struct scsitgt_lun *lun;
-	void *fault;
-	struct scsitgt__session *a, *b;
-};
-
-/* A flag the test thread waits for, set on home by a message: once it is set, the message
- * has left the queue and the object that holds it may be reused. */
-struct wake {
-	struct scsitgt__msg msg;
-	_Atomic int *flag;
-	int value;
-};
-
-/* How a command ended, as its fabric heard it. */
-enum {
-	X_RUNNING,
-	X_DONE,
-	X_ABORTED
-};
-
-struct xcmd {
-	struct scsitgt__msg msg; /* first: posted to the worker */
-	struct world *w;
-	struct scsitgt__session *sess;
-	uint8_t cdb[16];
-	size_t cdb_len;
-	uint8_t dout[24];
-	size_t dout_len;
-	/* false: leave a write waiting for its Data-Out (NEED_DATA: in no backend) */
-	bool execute;
-	_Atomic int ended;
-	_Atomic bool ended_on_home;
-	uint8_t status;
-	uint8_t sense[SCSITGT_SENSE_BUF_SIZE];
-	uv_sem_t started;
-	struct wake wake;
-};
-
-static bool on_home(const struct world *w)
-{
-	uv_thread_t self = uv_thread_self();
-
-	return uv_thread_equal(&w->home, &self);
-}
-
-static void wake_fn(struct scsitgt__msg *msg)
-{
-	struct wake *k = (struct wake *)msg;
-
-	atomic_store(k->flag, k->value);
-}
-
-/* Set *@flag to @value from the home loop (the test thread waits in it): @k belongs to the
- * object that ended, posted once; nothing is allocated on the worker. */
-static void wake_home(struct world *w, struct wake *k, _Atomic int *flag, int value)
-{
-	k->msg.fn = wake_fn;
-	k->flag = flag;
-	k->value = value;
-	scsitgt__engine_post(w->engine, &k->msg);
-}
-
-static void x_end(struct scsitgt__cmd *cmd, int how)
-{
-	struct xcmd *x = *(struct xcmd **)scsitgt__cmd_fabric_priv(cmd);
-	struct world *w = x->w;
-
-	x->status = cmd->status;
-	memcpy(x->sense, cmd->sense, cmd->sense_len);
-	scsitgt__cmd_destroy(cmd);
-	atomic_store(&x->ended_on_home, on_home(w));
-	wake_home(w, &x->wake, &x->ended, how);
-}
-
-static void x_done(struct scsitgt__cmd *cmd)
-{
-	x_end(cmd, X_DONE);
-}
-
-static void x_aborted(struct scsitgt__cmd *cmd)
-{
-	x_end(cmd, X_ABORTED);
-}
-
-static void x_session_shutdown(struct scsitgt__session *sess)
-{
-	scsitgt__session_destroy(sess);
-}
-
-static const struct scsitgt__fabric_ops x_ops = {
-	.name = "xshard_tmf",
-	.cmd_done = x_done,
-	.cmd_aborted = x_aborted,
-	.session_shutdown = x_session_shutdown,
-};
-
-/* Create, set up and (with x->execute) execute @x on its nexus's thread. */
-static void x_start_here(struct xcmd *x)
-{
-	struct scsitgt__cmd *cmd;
-	uint8_t lun[8] = { 0 };
-
-	assert_int_equal(scsitgt__cmd_create(&cmd, x->sess, sizeof(x)), 0);
-	*(struct xcmd **)scsitgt__cmd_fabric_priv(cmd) = x;
-	scsitgt__cmd_setup(cmd, lun, x->cdb, x->cdb_len, 1, (uint64_t)(uintptr_t)x);
-	if (!x->execute)
-		return;
-	if (cmd->state == SCSITGT__CMD_NEED_DATA)
-		memcpy(cmd->buf, x->dout,
-		       x->dout_len < cmd->xfer_len ? x->dout_len : cmd->xfer_len);
-	scsitgt__cmd_execute(cmd);
-}
-
-static void x_start_msg(struct scsitgt__msg *msg)
-{
-	struct xcmd *x = (struct xcmd *)msg;
-
-	x_start_here(x);
-	uv_sem_post(&x->started);
-}
-
-/* Start @x: on the worker for B (returns once it is set up or executing there), here for A. */
-static void x_start(struct world *w, struct xcmd *x)
-{
-	x->w = w;
-	atomic_init(&x->ended, X_RUNNING);
-	if (x->sess->shard->index == 0) {
-		x_start_here(x);
-		return;
-	}
-	assert_int_equal(uv_sem_init(&x->started, 0), 0);
-	x->msg.fn = x_start_msg;
-	scsitgt__worker_post(x->sess->shard->worker, &x->msg);
-	uv_sem_wait(&x->started);
-	uv_sem_destroy(&x->started);
-}
-
-/* Run the home loop until @flag is set (whatever sets it on the worker wakes the loop). */
-static void wait_flag(struct world *w, _Atomic int *flag)
-{
-	while (atomic_load(flag) == 0)
-		uv_run(&w->loop, UV_RUN_ONCE);
-}
-
-static void x_wait(struct world *w, struct xcmd *x)
-{
-	wait_flag(w, &x->ended);
-}
-
-static void x_write(struct xcmd *x, struct scsitgt__session *s, bool execute)
+static void x_write(struct xw_cmd *x, struct scsitgt__session *s, bool execute)
 {
 	memset(x, 0, sizeof(*x));
 	x->sess = s;
 	x->cdb[0] = SBC_WRITE_10;
 	put_be16(&x->cdb[7], 1);
 	x->cdb_len = 10;
-	x->execute = execute;
-}
-
-/* TEST UNIT READY to its end; returns its status. */
-static uint8_t run_tur(struct world *w, struct scsitgt__session *s, struct xcmd *x)
-{
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb_len = 6;
-	x->execute = true;
-	x_start(w, x);
-	x_wait(w, x);
-	return x->status;
-}
-
-static uint8_t run_pr_out(struct world *w, struct scsitgt__session *s, uint8_t sa, uint8_t type,
-			  uint64_t key, uint64_t sa_key, struct xcmd *x)
-{
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SPC_PERSISTENT_RESERVE_OUT;
-	x->cdb[1] = sa;
-	x->cdb[2] = type;
-	put_be32(&x->cdb[5], 24);
-	x->cdb_len = 10;
-	put_be64(&x->dout[0], key);
-	put_be64(&x->dout[8], sa_key);
-	x->dout_len = 24;
-	x->execute = true;
-	x_start(w, x);
-	x_wait(w, x);
-	return x->status;
-}
-
-static void assert_ua(const struct xcmd *x, uint8_t asc, uint8_t ascq)
-{
-	assert_int_equal(x->status, SAM_STAT_CHECK_CONDITION);
-	assert_int_equal(x->sense[2] & 0x0f, 0x06);
-	assert_int_equal(x->sense[12], asc);
-	assert_int_equal(x->sense[13], ascq);
+	x->wait_data = !execute;
 }
 
 /* A TMF, issued on its nexus's thread, and its answer. */
 struct xtmf_req {
 	struct scsitgt__msg msg;
-	struct world *w;
+	struct xw_world *w;
 	struct scsitgt__session *sess;
 	enum scsitgt__tmf_type type;
 	_Atomic int answered;
 	_Atomic bool answered_on_home;
 	enum scsitgt__tmf_response response;
-	struct wake wake;
+	struct xw_wake wake;
 };
 
 static void tmf_cb(void *arg, enum scsitgt__tmf_response r)
@@ -253,8 +59,8 @@ static void tmf_cb(void *arg, enum scsitgt__tmf_response r)
 	struct xtmf_req *q = arg;
 
 	q->response = r;
-	atomic_store(&q->answered_on_home, on_home(q->w));
-	wake_home(q->w, &q->wake, &q->answered, 1);
+	atomic_store(&q->answered_on_home, xw_on_home(q->w));
+	xw_wake_home(q->w, &q->wake, &q->answered, 1);
 }
 
 static void tmf_issue(struct xtmf_req *q)
@@ -269,7 +75,7 @@ static void tmf_msg(struct scsitgt__msg *msg)
 	tmf_issue((struct xtmf_req *)msg);
 }
 
-static enum scsitgt__tmf_response run_tmf(struct world *w, struct scsitgt__session *s,
+static enum scsitgt__tmf_response run_tmf(struct xw_world *w, struct scsitgt__session *s,
 					  enum scsitgt__tmf_type type, struct xtmf_req *q)
 {
 	memset(q, 0, sizeof(*q));
@@ -282,72 +88,38 @@ static enum scsitgt__tmf_response run_tmf(struct world *w, struct scsitgt__sessi
 		q->msg.fn = tmf_msg;
 		scsitgt__worker_post(s->shard->worker, &q->msg);
 	}
-	wait_flag(w, &q->answered);
+	xw_wait_flag(w, &q->answered);
 	/* its issuer's loop answers */
 	assert_int_equal(atomic_load(&q->answered_on_home), s->shard->index == 0);
 	return q->response;
 }
 
-static struct scsitgt_fault_stats fault_stats(struct world *w)
+static struct scsitgt_fault_stats fault_stats(struct xw_world *w)
 {
 	struct scsitgt_fault_stats st = { .size = sizeof(st) };
 
-	assert_int_equal(scsitgt_backend_fault_get_stats(w->fault, &st), 0);
+	assert_int_equal(scsitgt_backend_fault_get_stats(w->bctx, &st), 0);
 	return st;
 }
 
-static struct scsitgt__session *nexus(struct world *w, const char *port, unsigned int shard)
-{
-	struct scsitgt__nexus_info ni;
-	struct scsitgt__session *s;
-	struct xcmd x;
-
-	memset(&ni, 0, sizeof(ni));
-	ni.protocol_id = SCSITGT__PROTO_ISCSI;
-	ni.initiator_name = port;
-	ni.initiator_port = port;
-	ni.target_port = "iqn.2024-01.org.example:xtmf,t,0x0001";
-	ni.rel_port_id = 1;
-	ni.tpg_id = 1;
-	ni.shard = shard;
-	assert_int_equal(scsitgt__session_create(&s, w->tgt, &ni, &x_ops, w), 0);
-	/* the first command meets POWER ON (SAM-5 §5.14) */
-	run_tur(w, s, &x);
-	assert_int_equal(run_tur(w, s, &x), SAM_STAT_GOOD);
-	return s;
-}
-
+/* The world on a RAM LUN behind the fault backend (w->bctx) with @spec. */
 static int world_setup(void **state, const char *spec)
 {
-	struct world *w = calloc(1, sizeof(*w));
-	struct scsitgt_engine_opts eo;
-	struct scsitgt_target_opts to;
+	struct xw_world *w;
 	struct scsitgt_lun_opts lo;
-	void *ram;
+	void *ram, *fault;
 
-	assert_non_null(w);
-	w->home = uv_thread_self();
-	assert_int_equal(uv_loop_init(&w->loop), 0);
-	scsitgt_engine_opts_init(&eo, sizeof(eo));
-	eo.workers = 1;
-	assert_int_equal(scsitgt_engine_create(&w->engine, &w->loop, &eo), 0);
-	assert_true(w->engine->nshards == 2);
-	scsitgt_target_opts_init(&to, sizeof(to));
-	to.name = "iqn.2024-01.org.example:xtmf";
-	assert_int_equal(scsitgt_target_create(&w->tgt, w->engine, &to), 0);
+	xw_world_create(&w, "iqn.2024-01.org.example:xtmf");
 	assert_int_equal(scsitgt_backend_ram_create(&ram), 0);
 	assert_int_equal(
-		scsitgt_backend_fault_create(&w->fault, &w->loop, scsitgt_backend_ram_ops(), ram),
-		0);
-	assert_int_equal(scsitgt_backend_fault_add_spec(w->fault, spec), 1);
+		scsitgt_backend_fault_create(&fault, &w->loop, scsitgt_backend_ram_ops(), ram), 0);
+	assert_int_equal(scsitgt_backend_fault_add_spec(fault, spec), 1);
 	scsitgt_lun_opts_init(&lo, sizeof(lo));
 	lo.block_size = 512;
 	lo.num_blocks = 2048;
-	lo.backend = scsitgt_backend_fault_ops(w->fault);
-	lo.backend_ctx = w->fault;
-	assert_int_equal(scsitgt_lun_create(&w->lun, w->tgt, &lo), 0);
-	w->a = nexus(w, PORT_A, 0);
-	w->b = nexus(w, PORT_B, 1);
+	lo.backend = scsitgt_backend_fault_ops(fault);
+	lo.backend_ctx = fault;
+	xw_world_start(w, &lo);
 	*state = w;
 	return 0;
 }
@@ -364,29 +136,14 @@ static int setup_hang(void **state)
 	return world_setup(state, "hang@write");
 }
 
-static void engine_gone(void *arg, int status)
-{
-	(void)status;
-	*(bool *)arg = true;
-}
-
 static int teardown(void **state)
 {
-	struct world *w = *state;
-	bool gone = false;
+	struct xw_world *w = *state;
 
 	/* whatever is still held comes back (its command ends on its own loop) */
-	if (w->fault)
-		scsitgt_backend_fault_release(w->fault, 0, -EIO);
-	if (w->b)
-		scsitgt__session_destroy(w->b);
-	scsitgt__session_destroy(w->a);
-	scsitgt_engine_destroy(w->engine, engine_gone, &gone);
-	while (!gone)
-		uv_run(&w->loop, UV_RUN_ONCE);
-	uv_run(&w->loop, UV_RUN_DEFAULT);
-	uv_loop_close(&w->loop);
-	free(w);
+	if (w->bctx)
+		scsitgt_backend_fault_release(w->bctx, 0, -EIO);
+	xw_world_destroy(w);
 	return 0;
 }
 
@@ -395,133 +152,133 @@ static int teardown(void **state)
  * nexuses find the reset's unit attention. */
 static void test_lun_reset_reaches_worker(void **state)
 {
-	struct world *w = *state;
-	struct xcmd waiting, held, x;
+	struct xw_world *w = *state;
+	struct xw_cmd waiting, held, x;
 	struct xtmf_req q;
 
 	x_write(&waiting, w->b, false);
-	x_start(w, &waiting);
+	xw_start(w, &waiting);
 	x_write(&held, w->b, true);
-	x_start(w, &held);
+	xw_start(w, &held);
 	assert_int_equal(fault_stats(w).held, 1);
 	assert_int_equal(run_tmf(w, w->a, SCSITGT__TMF_LUN_RESET, &q), SCSITGT__TMF_COMPLETE);
 	/* both ended without a response, on B's own loop (the held one left its backend before
 	 * the answer; its fabric hears of it just after the TMF is released, cmd.c) */
-	x_wait(w, &held);
-	assert_int_equal(atomic_load(&waiting.ended), X_ABORTED);
+	xw_wait(w, &held);
+	assert_int_equal(atomic_load(&waiting.ended), XW_ABORTED);
 	assert_false(atomic_load(&waiting.ended_on_home));
-	assert_int_equal(atomic_load(&held.ended), X_ABORTED);
+	assert_int_equal(atomic_load(&held.ended), XW_ABORTED);
 	assert_false(atomic_load(&held.ended_on_home));
 	assert_int_equal(fault_stats(w).cancelled, 1);
 	assert_int_equal(fault_stats(w).resets, 1);
 	/* SAM-5 §6.3.3: every nexus, the resetting one included: 29h/03h */
-	run_tur(w, w->b, &x);
-	assert_ua(&x, 0x29, 0x03);
-	run_tur(w, w->a, &x);
-	assert_ua(&x, 0x29, 0x03);
-	assert_int_equal(run_tur(w, w->b, &x), SAM_STAT_GOOD);
+	xw_run_tur(w, w->b, &x);
+	xw_assert_ua(&x, 0x29, 0x03);
+	xw_run_tur(w, w->a, &x);
+	xw_assert_ua(&x, 0x29, 0x03);
+	assert_int_equal(xw_run_tur(w, w->b, &x), SAM_STAT_GOOD);
 }
 
 /* CLEAR TASK SET on the worker: A's task is aborted on home, the TMF answers on the worker,
  * and A (not B) finds COMMANDS CLEARED BY ANOTHER INITIATOR (SAM-5 §7.4). */
 static void test_clear_task_set_from_worker(void **state)
 {
-	struct world *w = *state;
-	struct xcmd waiting, x;
+	struct xw_world *w = *state;
+	struct xw_cmd waiting, x;
 	struct xtmf_req q;
 
 	x_write(&waiting, w->a, false);
-	x_start(w, &waiting);
+	xw_start(w, &waiting);
 	assert_int_equal(run_tmf(w, w->b, SCSITGT__TMF_CLEAR_TASK_SET, &q), SCSITGT__TMF_COMPLETE);
-	assert_int_equal(atomic_load(&waiting.ended), X_ABORTED);
+	assert_int_equal(atomic_load(&waiting.ended), XW_ABORTED);
 	assert_true(atomic_load(&waiting.ended_on_home));
-	run_tur(w, w->a, &x);
-	assert_ua(&x, 0x2f, 0x00);
-	assert_int_equal(run_tur(w, w->b, &x), SAM_STAT_GOOD);
+	xw_run_tur(w, w->a, &x);
+	xw_assert_ua(&x, 0x2f, 0x00);
+	assert_int_equal(xw_run_tur(w, w->b, &x), SAM_STAT_GOOD);
 }
 
 /* TARGET WARM RESET on the worker: A's task is aborted on home; both nexuses find the reset. */
 static void test_target_reset_from_worker(void **state)
 {
-	struct world *w = *state;
-	struct xcmd waiting, held, x;
+	struct xw_world *w = *state;
+	struct xw_cmd waiting, held, x;
 	struct xtmf_req q;
 
 	x_write(&waiting, w->a, false);
-	x_start(w, &waiting);
+	xw_start(w, &waiting);
 	x_write(&held, w->b, true);
-	x_start(w, &held);
+	xw_start(w, &held);
 	assert_int_equal(run_tmf(w, w->b, SCSITGT__TMF_TARGET_WARM_RESET, &q),
 			 SCSITGT__TMF_COMPLETE);
-	x_wait(w, &held);
-	assert_int_equal(atomic_load(&waiting.ended), X_ABORTED);
+	xw_wait(w, &held);
+	assert_int_equal(atomic_load(&waiting.ended), XW_ABORTED);
 	assert_true(atomic_load(&waiting.ended_on_home));
-	assert_int_equal(atomic_load(&held.ended), X_ABORTED);
+	assert_int_equal(atomic_load(&held.ended), XW_ABORTED);
 	assert_false(atomic_load(&held.ended_on_home));
-	run_tur(w, w->a, &x);
-	assert_ua(&x, 0x29, 0x03);
-	run_tur(w, w->b, &x);
-	assert_ua(&x, 0x29, 0x03);
+	xw_run_tur(w, w->a, &x);
+	xw_assert_ua(&x, 0x29, 0x03);
+	xw_run_tur(w, w->b, &x);
+	xw_assert_ua(&x, 0x29, 0x03);
 }
 
 /* ABORT TASK SET on the worker with its task stuck in the backend: the TMF's timeout runs on
  * the worker's loop and answers there; the task ends, aborted, when the backend lets it go. */
 static void test_abort_task_set_timeout_on_worker(void **state)
 {
-	struct world *w = *state;
-	struct xcmd held, x;
+	struct xw_world *w = *state;
+	struct xw_cmd held, x;
 	struct xtmf_req q;
 
 	assert_int_equal(scsitgt_engine_set_tmf_timeout(w->engine, 20), 0);
 	x_write(&held, w->b, true);
-	x_start(w, &held);
+	xw_start(w, &held);
 	assert_int_equal(fault_stats(w).held, 1);
 	assert_int_equal(run_tmf(w, w->b, SCSITGT__TMF_ABORT_TASK_SET, &q), SCSITGT__TMF_COMPLETE);
-	assert_int_equal(atomic_load(&held.ended), X_RUNNING);
-	assert_int_equal(scsitgt_backend_fault_release(w->fault, 0, -EIO), 1);
-	x_wait(w, &held);
-	assert_int_equal(atomic_load(&held.ended), X_ABORTED);
+	assert_int_equal(atomic_load(&held.ended), XW_RUNNING);
+	assert_int_equal(scsitgt_backend_fault_release(w->bctx, 0, -EIO), 1);
+	xw_wait(w, &held);
+	assert_int_equal(atomic_load(&held.ended), XW_ABORTED);
 	assert_false(atomic_load(&held.ended_on_home));
-	assert_int_equal(run_tur(w, w->b, &x), SAM_STAT_GOOD);
+	assert_int_equal(xw_run_tur(w, w->b, &x), SAM_STAT_GOOD);
 }
 
 /* PREEMPT AND ABORT on home of B's registration: B's task is aborted on the worker before the
  * PERSISTENT RESERVE OUT's status, and B finds REGISTRATIONS PREEMPTED (SPC-5 §5.13.11.5). */
 static void test_preempt_and_abort_reaches_worker(void **state)
 {
-	struct world *w = *state;
-	struct xcmd waiting, x;
+	struct xw_world *w = *state;
+	struct xw_cmd waiting, x;
 
-	assert_int_equal(run_pr_out(w, w->b, PR_OUT_REGISTER, 0, 0, 0xb, &x), SAM_STAT_GOOD);
-	assert_int_equal(run_pr_out(w, w->a, PR_OUT_REGISTER, 0, 0, 0xa, &x), SAM_STAT_GOOD);
+	assert_int_equal(xw_run_pr_out(w, w->b, PR_OUT_REGISTER, 0, 0, 0xb, &x), SAM_STAT_GOOD);
+	assert_int_equal(xw_run_pr_out(w, w->a, PR_OUT_REGISTER, 0, 0, 0xa, &x), SAM_STAT_GOOD);
 	x_write(&waiting, w->b, false);
-	x_start(w, &waiting);
-	assert_int_equal(run_pr_out(w, w->a, PR_OUT_PREEMPT_AND_ABORT, PR_TYPE_WE, 0xa, 0xb, &x),
+	xw_start(w, &waiting);
+	assert_int_equal(xw_run_pr_out(w, w->a, PR_OUT_PREEMPT_AND_ABORT, PR_TYPE_WE, 0xa, 0xb, &x),
 			 SAM_STAT_GOOD);
-	assert_int_equal(atomic_load(&waiting.ended), X_ABORTED);
+	assert_int_equal(atomic_load(&waiting.ended), XW_ABORTED);
 	assert_false(atomic_load(&waiting.ended_on_home));
-	run_tur(w, w->b, &x);
-	assert_ua(&x, 0x2a, 0x05);
-	assert_int_equal(run_pr_out(w, w->a, PR_OUT_CLEAR, 0, 0xa, 0, &x), SAM_STAT_GOOD);
+	xw_run_tur(w, w->b, &x);
+	xw_assert_ua(&x, 0x2a, 0x05);
+	assert_int_equal(xw_run_pr_out(w, w->a, PR_OUT_CLEAR, 0, 0xa, 0, &x), SAM_STAT_GOOD);
 }
 
 /* PREEMPT AND ABORT made on the worker reaches A's task on home the same way. */
 static void test_preempt_and_abort_from_worker(void **state)
 {
-	struct world *w = *state;
-	struct xcmd waiting, x;
+	struct xw_world *w = *state;
+	struct xw_cmd waiting, x;
 
-	assert_int_equal(run_pr_out(w, w->a, PR_OUT_REGISTER, 0, 0, 0xa, &x), SAM_STAT_GOOD);
-	assert_int_equal(run_pr_out(w, w->b, PR_OUT_REGISTER, 0, 0, 0xb, &x), SAM_STAT_GOOD);
+	assert_int_equal(xw_run_pr_out(w, w->a, PR_OUT_REGISTER, 0, 0, 0xa, &x), SAM_STAT_GOOD);
+	assert_int_equal(xw_run_pr_out(w, w->b, PR_OUT_REGISTER, 0, 0, 0xb, &x), SAM_STAT_GOOD);
 	x_write(&waiting, w->a, false);
-	x_start(w, &waiting);
-	assert_int_equal(run_pr_out(w, w->b, PR_OUT_PREEMPT_AND_ABORT, PR_TYPE_WE, 0xb, 0xa, &x),
+	xw_start(w, &waiting);
+	assert_int_equal(xw_run_pr_out(w, w->b, PR_OUT_PREEMPT_AND_ABORT, PR_TYPE_WE, 0xb, 0xa, &x),
 			 SAM_STAT_GOOD);
-	assert_int_equal(atomic_load(&waiting.ended), X_ABORTED);
+	assert_int_equal(atomic_load(&waiting.ended), XW_ABORTED);
 	assert_true(atomic_load(&waiting.ended_on_home));
-	run_tur(w, w->a, &x);
-	assert_ua(&x, 0x2a, 0x05);
-	assert_int_equal(run_pr_out(w, w->b, PR_OUT_CLEAR, 0, 0xb, 0, &x), SAM_STAT_GOOD);
+	xw_run_tur(w, w->a, &x);
+	xw_assert_ua(&x, 0x2a, 0x05);
+	assert_int_equal(xw_run_pr_out(w, w->b, PR_OUT_CLEAR, 0, 0xb, 0, &x), SAM_STAT_GOOD);
 }
 
 #ifndef NDEBUG
@@ -545,8 +302,8 @@ static void orphan_hook(const struct scsitgt__cmd *cmd, enum scsitgt__cmd_state 
  * completion may be running there), and the session is gone once home has freed it. */
 static void test_session_destroy_on_its_shard(void **state)
 {
-	struct world *w = *state;
-	struct xcmd held;
+	struct xw_world *w = *state;
+	struct xw_cmd held;
 
 #ifdef NDEBUG
 	skip();
@@ -555,7 +312,7 @@ static void test_session_destroy_on_its_shard(void **state)
 	atomic_store(&orphaned_on_home, -1);
 	scsitgt__cmd_transition_hook = orphan_hook;
 	x_write(&held, w->b, true);
-	x_start(w, &held);
+	xw_start(w, &held);
 	assert_int_equal(fault_stats(w).held, 1);
 	scsitgt__session_destroy(w->b);
 	w->b = NULL;
@@ -565,8 +322,8 @@ static void test_session_destroy_on_its_shard(void **state)
 	/* (the hook stays: it only records, and the worker may still read it) */
 	assert_int_equal(atomic_load(&orphaned_on_home), 0);
 	/* its write comes back later: freed without a fabric */
-	assert_int_equal(scsitgt_backend_fault_release(w->fault, 0, -EIO), 1);
-	assert_int_equal(atomic_load(&held.ended), X_RUNNING);
+	assert_int_equal(scsitgt_backend_fault_release(w->bctx, 0, -EIO), 1);
+	assert_int_equal(atomic_load(&held.ended), XW_RUNNING);
 #endif
 }
 
@@ -583,26 +340,26 @@ static void lun_destroyed(void *arg, int status)
 /* A LUN removal that times out aborts the LUN's tasks on every shard, each on its own loop. */
 static void test_drain_timeout_reaches_worker(void **state)
 {
-	struct world *w = *state;
-	struct xcmd waiting;
+	struct xw_world *w = *state;
+	struct xw_cmd waiting;
 	struct lun_gone g = { 0 };
 
 	assert_int_equal(scsitgt_engine_set_drain_timeout(w->engine, 20), 0);
 	x_write(&waiting, w->b, false);
-	x_start(w, &waiting);
+	xw_start(w, &waiting);
 	scsitgt_lun_destroy(w->lun, lun_destroyed, &g);
 	/* its backend closes with it (nothing of it is held) */
 	w->lun = NULL;
-	w->fault = NULL;
-	wait_flag(w, &g.done);
-	x_wait(w, &waiting);
-	assert_int_equal(atomic_load(&waiting.ended), X_ABORTED);
+	w->bctx = NULL;
+	xw_wait_flag(w, &g.done);
+	xw_wait(w, &waiting);
+	assert_int_equal(atomic_load(&waiting.ended), XW_ABORTED);
 	assert_false(atomic_load(&waiting.ended_on_home));
 }
 
 /* A cluster store (libscsitgt/pr.h) that keeps the one request it is asked, on home. */
 struct store {
-	struct world *w;
+	struct xw_world *w;
 	struct scsitgt_pr_req *req;
 	bool commit;
 	_Atomic int asked;
@@ -614,7 +371,7 @@ static void store_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_re
 	struct store *st = arg;
 
 	(void)lun;
-	st->off_home |= !on_home(st->w);
+	st->off_home |= !xw_on_home(st->w);
 	st->req = req;
 	st->commit = false;
 	atomic_store(&st->asked, 1);
@@ -629,7 +386,7 @@ static void store_commit(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_r
 	(void)data;
 	(void)len;
 	(void)version;
-	st->off_home |= !on_home(st->w);
+	st->off_home |= !xw_on_home(st->w);
 	st->req = req;
 	st->commit = true;
 	atomic_store(&st->asked, 1);
@@ -646,9 +403,9 @@ static const struct scsitgt_pr_cluster_ops store_ops = {
  * its own loop. */
 static void test_cluster_pr_out_from_worker(void **state)
 {
-	struct world *w = *state;
+	struct xw_world *w = *state;
 	struct store st = { .w = w };
-	struct xcmd x;
+	struct xw_cmd x;
 
 	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, &store_ops, &st), 0);
 	memset(&x, 0, sizeof(x));
@@ -659,19 +416,18 @@ static void test_cluster_pr_out_from_worker(void **state)
 	x.cdb_len = 10;
 	put_be64(&x.dout[8], 0xb);
 	x.dout_len = 24;
-	x.execute = true;
-	x_start(w, &x);
-	wait_flag(w, &st.asked);
+	xw_start(w, &x);
+	xw_wait_flag(w, &st.asked);
 	assert_false(st.commit);
 	atomic_store(&st.asked, 0);
 	/* nothing stored yet */
 	scsitgt_pr_req_complete_fetch(st.req, 0, NULL, 0, 1);
-	wait_flag(w, &st.asked);
+	xw_wait_flag(w, &st.asked);
 	assert_true(st.commit);
 	scsitgt_pr_req_complete_commit(st.req, 0);
-	x_wait(w, &x);
+	xw_wait(w, &x);
 	assert_false(st.off_home);
-	assert_int_equal(atomic_load(&x.ended), X_DONE);
+	assert_int_equal(atomic_load(&x.ended), XW_DONE);
 	assert_int_equal(x.status, SAM_STAT_GOOD);
 	assert_false(atomic_load(&x.ended_on_home));
 	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, NULL, NULL), 0);

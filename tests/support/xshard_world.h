@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A two-shard test world (issue 18): an engine with one worker loop on a private home loop, one
+ * target, LUN 0 on the test's backend, nexus A on home (shard 0) and nexus B bound to the
+ * worker's shard (shard 1), whose commands run on the worker thread. The test thread is the
+ * home thread: it runs the home loop, and every wait is on a condition, never on time.
+ *
+ * How to write a two-shard test (cmocka; link xshard_world_dep, tests/unit/core/meson.build):
+ *
+ *	static int setup(void **state)
+ *	{
+ *		struct xw_world *w;
+ *		struct scsitgt_lun_opts lo;
+ *		void *bctx;
+ *
+ *		xw_world_create(&w, "iqn.2024-01.org.example:mytest");
+ *		assert_int_equal(scsitgt_backend_null_create(&bctx), 0);
+ *		scsitgt_lun_opts_init(&lo, sizeof(lo));
+ *		lo.block_size = 512;
+ *		lo.num_blocks = 2048;
+ *		lo.backend = scsitgt_backend_null_ops();
+ *		lo.backend_ctx = bctx;
+ *		xw_world_start(w, &lo);          (LUN 0, then A and B, each past POWER ON)
+ *		*state = w;
+ *		return 0;
+ *	}
+ *	teardown: xw_world_destroy(*state) (a backend that holds ios lets them go first).
+ *
+ *	In a test: struct xw_cmd x; memset(&x, 0, sizeof(x)); x.sess = w->b; fill x.cdb, x.cdb_len
+ *	(and x.dout, x.dout_len for Data-Out, x.attr for a task attribute), then
+ *	xw_run(w, &x) returns the status; x.sense, x.din/x.din_len hold what came back.
+ *	xw_run_tur(), xw_run_pr_out() and xw_assert_ua() cover the usual ones.
+ *
+ * A command runs on its nexus's loop: A's right here, B's posted to the worker. xw_start()
+ * returns once it is set up or executing there (x.wait_data leaves a write waiting for its
+ * Data-Out); xw_wait() runs the home loop until a message from the command's end has set
+ * x.ended (XW_DONE or XW_ABORTED, by cmd_done or cmd_aborted; x.ended_on_home says which thread
+ * ended it), after which @x may be reused. Another thread may run B's commands too (streams
+ * against home's changes): it waits by a semaphore instead. xw_finished() peeks without
+ * waiting. Anything else that ends on the worker wakes the home thread the same way:
+ * xw_wake_home() from there, xw_wait_flag() here. xw_settle() lets both loops run what is
+ * ready, to check that something has NOT happened yet. The fabric counts the unit attentions it
+ * hears of (w->uas, and w->uas_off_home on another thread than home's). Run the test under the
+ * TSan build as well (scripts/test.sh --tsan).
+ */
+#ifndef SCSITGT_TESTS_XSHARD_WORLD_H
+#define SCSITGT_TESTS_XSHARD_WORLD_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/fabric.h"
+#include "core/worker.h"
+#include "libscsitgt/scsitgt.h"
+
+#define XW_PORT_A "iqn.2024-01.org.example:a,i,0x23d000000001"
+#define XW_PORT_B "iqn.2024-01.org.example:b,i,0x23d000000002"
+/* Data-Out and Data-In bytes one command carries at most. */
+#define XW_DATA_MAX 4096
+
+struct xw_world {
+	uv_loop_t loop;
+	uv_thread_t home;
+	struct scsitgt_engine *engine;
+	struct scsitgt_target *tgt;
+	char target_port[224];
+	struct scsitgt_lun *lun;
+	/* lo.backend_ctx of xw_world_start() */
+	void *bctx;
+	struct scsitgt__session *a, *b;
+	/* unit attentions the fabric heard of (fabric.h: always on the home loop), and how many
+	 * of them came on another thread */
+	_Atomic unsigned int uas, uas_off_home;
+};
+
+/* A flag the home thread waits for, set on home by a message: once it is set, the message has
+ * left the queue and the object that holds it may be reused. */
+struct xw_wake {
+	struct scsitgt__msg msg;
+	_Atomic int *flag;
+	int value;
+};
+
+/* How a command ended, as its fabric heard it. */
+enum {
+	XW_RUNNING,
+	XW_DONE,
+	XW_ABORTED
+};
+
+/* One command and what came back. */
+struct xw_cmd {
+	struct scsitgt__msg msg; /* first: posted to the worker */
+	struct xw_world *w;
+	struct scsitgt__session *sess;
+	/* task attribute as scsitgt__cmd_setup() takes it; 0: SIMPLE */
+	uint8_t attr;
+	uint8_t cdb[16];
+	size_t cdb_len;
+	uint8_t dout[XW_DATA_MAX];
+	size_t dout_len;
+	/* true: leave a write waiting for its Data-Out (NEED_DATA: in no backend) */
+	bool wait_data;
+	_Atomic int ended;
+	_Atomic bool ended_on_home;
+	/* set on the command's own thread as it ends (xw_finished()) */
+	_Atomic bool finished;
+	uint8_t status;
+	uint8_t sense[SCSITGT_SENSE_BUF_SIZE];
+	uint8_t din[XW_DATA_MAX];
+	size_t din_len;
+	/* private to xshard_world.c */
+	bool wake_home;
+	uv_sem_t started, done;
+	struct xw_wake wake;
+};
+
+/* The loop, the engine (one worker) and target @name. */
+void xw_world_create(struct xw_world **out, const char *name);
+/* LUN 0 from @lo, then nexus A on home and B on the worker, each past its POWER ON. */
+void xw_world_start(struct xw_world *w, const struct scsitgt_lun_opts *lo);
+/* Destroy the nexuses left (w->a, w->b: NULL once a test destroyed one), the engine (closing
+ * the LUN's backend), the loop. */
+void xw_world_destroy(struct xw_world *w);
+/* A further nexus on @shard, past its POWER ON. */
+struct scsitgt__session *xw_nexus(struct xw_world *w, const char *port, unsigned int shard);
+
+/* Whether this is the home thread. */
+bool xw_on_home(const struct xw_world *w);
+
+/* Start @x on its nexus's loop (see above); from another thread than home's only a worker's. */
+void xw_start(struct xw_world *w, struct xw_cmd *x);
+/* Until @x ended (home: running the home loop); its status. */
+uint8_t xw_wait(struct xw_world *w, struct xw_cmd *x);
+/* xw_start() then xw_wait(). */
+uint8_t xw_run(struct xw_world *w, struct xw_cmd *x);
+/* Whether @x has ended, without waiting. */
+bool xw_finished(const struct xw_cmd *x);
+
+/* Set *@flag to @value from the home loop: @k belongs to the object that ended, posted once;
+ * nothing is allocated. From any thread. */
+void xw_wake_home(struct xw_world *w, struct xw_wake *k, _Atomic int *flag, int value);
+/* Run the home loop until @flag is set (whatever sets it on the worker wakes the loop). */
+void xw_wait_flag(struct xw_world *w, _Atomic int *flag);
+/* Let both loops run what is ready: the worker every message posted to it before this call,
+ * home its loop (without blocking); four rounds. */
+void xw_settle(struct xw_world *w);
+
+/* TEST UNIT READY on @s to its end; its status. */
+uint8_t xw_run_tur(struct xw_world *w, struct scsitgt__session *s, struct xw_cmd *x);
+/* PERSISTENT RESERVE OUT (SPC-5 §6.16) service action @sa of @type with RESERVATION KEY @key
+ * and SERVICE ACTION RESERVATION KEY @sa_key, to its end; its status. */
+uint8_t xw_run_pr_out(struct xw_world *w, struct scsitgt__session *s, uint8_t sa, uint8_t type,
+		      uint64_t key, uint64_t sa_key, struct xw_cmd *x);
+/* The sense key of @x. */
+uint8_t xw_sense_key(const struct xw_cmd *x);
+/* @x ended in CHECK CONDITION, UNIT ATTENTION @asc/@ascq (fixed format sense). */
+void xw_assert_ua(const struct xw_cmd *x, uint8_t asc, uint8_t ascq);
+
+#endif /* SCSITGT_TESTS_XSHARD_WORLD_H */
