@@ -574,7 +574,7 @@ static void stpg_run(struct scsitgt__home_call *hc)
 {
 	struct stpg_call *c = scsitgt__container_of(hc, struct stpg_call, hc);
 	struct scsitgt__cmd *cmd = hc->cmd;
-	struct scsitgt_target *tgt = cmd->sess->tgt;
+	struct scsitgt_target *tgt = hc->sess->tgt;
 	struct scsitgt__alua *a;
 	const uint8_t *d = cmd->buf;
 	size_t ndesc = cmd->xfer_len ? (cmd->xfer_len - STPG_HDR_LEN) / STPG_DESC_LEN : 0;
@@ -653,7 +653,7 @@ static void stpg_run(struct scsitgt__home_call *hc)
 		alua_changed(tgt);
 	alua_unlock(tgt);
 	if (changed)
-		alua_announce(tgt, cmd->sess);
+		alua_announce(tgt, hc->sess);
 }
 
 static void stpg_done(struct scsitgt__home_call *hc)
@@ -677,5 +677,5 @@ void scsitgt__alua_stpg(struct scsitgt__cmd *cmd)
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
-	scsitgt__home_call(hc, cmd, stpg_run, stpg_done);
+	scsitgt__home_call(hc, stpg_run, stpg_done);
 }

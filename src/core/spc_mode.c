@@ -389,7 +389,8 @@ struct mode_select_call {
  * the target's nexuses, core/home_call.h). */
 static void mode_select_announce(struct scsitgt__home_call *hc)
 {
-	scsitgt__ua_mode_params_changed(hc->cmd);
+	/* The nexus as its shard saw it (core/home_call.h), not hc->cmd->sess. */
+	scsitgt__ua_mode_params_changed(hc->sess, hc->cmd->lun_id);
 }
 
 static void mode_select_done(struct scsitgt__home_call *hc)
@@ -414,9 +415,8 @@ void scsitgt__spc_mode_select(struct scsitgt__cmd *cmd)
 	c = scsitgt__container_of(hc, struct mode_select_call, hc);
 	c->r = mode_select(cmd, &changed);
 	if (!changed) {
-		hc->cmd = cmd;
 		mode_select_done(hc);
 		return;
 	}
-	scsitgt__home_call(hc, cmd, mode_select_announce, mode_select_done);
+	scsitgt__home_call(hc, mode_select_announce, mode_select_done);
 }

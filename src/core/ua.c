@@ -393,12 +393,10 @@ void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool 
 	}
 }
 
-void scsitgt__ua_mode_params_changed(struct scsitgt__cmd *cmd)
+void scsitgt__ua_mode_params_changed(struct scsitgt__session *by, uint64_t lun_id)
 {
 	/* SPC-5 §7.5.1: the other I_T nexuses learn of the change by MODE PARAMETERS CHANGED. */
-	if (cmd->lun)
-		scsitgt__ua_establish_all(cmd->sess->tgt, cmd->lun_id, cmd->sess,
-					  SCSITGT__SR_UA_MODE_PARAMS_CHANGED);
+	scsitgt__ua_establish_all(by->tgt, lun_id, by, SCSITGT__SR_UA_MODE_PARAMS_CHANGED);
 }
 
 void scsitgt__ua_session_free(struct scsitgt__session *sess)

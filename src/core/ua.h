@@ -32,8 +32,9 @@ bool scsitgt__ua_pending(const struct scsitgt__session *sess, uint64_t lun_id,
 /* Hooks. */
 /* A LUN was added to or removed from @tgt: REPORTED LUNS DATA HAS CHANGED on the others. */
 void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool removed);
-/* MODE SELECT on @cmd's nexus changed parameters: MODE PARAMETERS CHANGED for the others. */
-void scsitgt__ua_mode_params_changed(struct scsitgt__cmd *cmd);
+/* MODE SELECT on nexus @by changed LUN @lun_id's parameters: MODE PARAMETERS CHANGED for the
+ * others. Loop: home (the walk of the target's nexuses). */
+void scsitgt__ua_mode_params_changed(struct scsitgt__session *by, uint64_t lun_id);
 /* The nexus is going away: free its state. */
 void scsitgt__ua_session_free(struct scsitgt__session *sess);
 

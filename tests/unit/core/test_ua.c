@@ -68,11 +68,7 @@ static void test_capacity_and_luns_changed(void **state)
 	ua(prt_read(t, t->b), 0x3f, 0x0e);
 	ua(prt_read(t, t->a2), 0x3f, 0x0e);
 	/* MODE PARAMETERS CHANGED: the other nexuses, not the one that changed them. */
-	{
-		struct scsitgt__cmd fake = { .sess = t->b, .lun = t->lun, .lun_id = 0 };
-
-		scsitgt__ua_mode_params_changed(&fake);
-	}
+	scsitgt__ua_mode_params_changed(t->b, 0);
 	ok(prt_read(t, t->b));
 	ua(prt_read(t, t->a2), 0x2a, 0x01);
 	prt_destroy(t);
