@@ -47,31 +47,43 @@ void scsitgt__pr_free(struct scsitgt_lun *lun)
 	lun->pr = NULL;
 }
 
-bool scsitgt__pr_reg_matches(const struct scsitgt__pr_reg *reg, const struct scsitgt__session *sess)
+bool scsitgt__pr_reg_covers(const struct scsitgt__pr_reg *reg, const char *iport,
+			    uint16_t rel_port_id)
 {
-	if (!reg->all_tg_pt && reg->rel_port_id != sess->rel_port_id)
+	if (!reg->all_tg_pt && reg->rel_port_id != rel_port_id)
 		return false;
 	if (reg->any_isid) {
 		/* TransportID format 00b names the initiator device: every ISID matches. */
 		size_t n = strlen(reg->iport);
 
-		return strncasecmp(sess->initiator_port, reg->iport, n) == 0 &&
-		       strncasecmp(sess->initiator_port + n, ",i,0x", 5) == 0;
+		return strncasecmp(iport, reg->iport, n) == 0 &&
+		       strncasecmp(iport + n, ",i,0x", 5) == 0;
 	}
 	/* iSCSI names compare without case (RFC 7143 §4.2.7.2); so do the ISID hex digits. */
-	return strcasecmp(sess->initiator_port, reg->iport) == 0;
+	return strcasecmp(iport, reg->iport) == 0;
+}
+
+bool scsitgt__pr_reg_matches(const struct scsitgt__pr_reg *reg, const struct scsitgt__session *sess)
+{
+	return scsitgt__pr_reg_covers(reg, sess->initiator_port, sess->rel_port_id);
+}
+
+struct scsitgt__pr_reg *scsitgt__pr_find_port(const struct scsitgt__pr *pr, const char *iport,
+					      uint16_t rel_port_id)
+{
+	for (struct scsitgt__list *p = pr->regs.next; p != &pr->regs; p = p->next) {
+		struct scsitgt__pr_reg *r = scsitgt__container_of(p, struct scsitgt__pr_reg, node);
+
+		if (scsitgt__pr_reg_covers(r, iport, rel_port_id))
+			return r;
+	}
+	return NULL;
 }
 
 struct scsitgt__pr_reg *scsitgt__pr_find(const struct scsitgt__pr *pr,
 					 const struct scsitgt__session *sess)
 {
-	for (struct scsitgt__list *p = pr->regs.next; p != &pr->regs; p = p->next) {
-		struct scsitgt__pr_reg *r = scsitgt__container_of(p, struct scsitgt__pr_reg, node);
-
-		if (scsitgt__pr_reg_matches(r, sess))
-			return r;
-	}
-	return NULL;
+	return scsitgt__pr_find_port(pr, sess->initiator_port, sess->rel_port_id);
 }
 
 bool scsitgt__pr_type_all_registrants(uint8_t type)

@@ -9,6 +9,7 @@
 
 #include "core/cdb.h"
 #include "core/fabric.h"
+#include "core/home_call.h"
 #include "core/scsi_spec.h"
 #include "libscsitgt/pr.h"
 
@@ -60,7 +61,28 @@ struct scsitgt__pr_change {
 	bool failed; /* an event could not be recorded (no memory) */
 };
 
-struct scsitgt_pr_req;
+/*
+ * A PERSISTENT RESERVE OUT on its way through home: the reservation store's queue and hooks
+ * are home's, the command its shard's (core/home_call.h). It is also the request a cluster
+ * store answers (libscsitgt/pr.h, pr_cluster.c).
+ */
+struct scsitgt_pr_req {
+	struct scsitgt__home_call hc; /* first */
+	struct scsitgt_lun *lun;
+	/* the command's I_T nexus, copied on its shard (scsitgt__pr_nexus()) */
+	struct scsitgt__pr_reg self;
+	/* how it ends: a store's failure (< 0), else @reason */
+	int status;
+	enum scsitgt__sense_reason reason;
+	/* pr_cluster.c: its place in pr->cl_queue, its tries, where it is at the store */
+	struct scsitgt__list node;
+	unsigned int tries;
+	bool busy;   /* at the store (fetch or commit) */
+	bool commit; /* the store has our commit */
+	/* the state committed (version 2), kept until the commit is answered */
+	uint8_t *data;
+	size_t len;
+};
 
 struct scsitgt__pr {
 	struct scsitgt__list regs;
@@ -132,6 +154,12 @@ struct scsitgt__pr_reg *scsitgt__pr_find(const struct scsitgt__pr *pr,
 					 const struct scsitgt__session *sess);
 bool scsitgt__pr_reg_matches(const struct scsitgt__pr_reg *reg,
 			     const struct scsitgt__session *sess);
+/* The same for the nexus of initiator port @iport through relative target port @rel_port_id
+ * (a copy of a session's, for a loop that may not read the session, core/home_call.h). */
+struct scsitgt__pr_reg *scsitgt__pr_find_port(const struct scsitgt__pr *pr, const char *iport,
+					      uint16_t rel_port_id);
+bool scsitgt__pr_reg_covers(const struct scsitgt__pr_reg *reg, const char *iport,
+			    uint16_t rel_port_id);
 bool scsitgt__pr_is_holder(const struct scsitgt__pr *pr, const struct scsitgt__pr_reg *reg);
 bool scsitgt__pr_type_all_registrants(uint8_t type);
 
@@ -173,15 +201,25 @@ void scsitgt__pr_change_add(struct scsitgt__pr_change *ch, uint8_t code,
 
 /* The cluster protocol (pr_cluster.c). */
 bool scsitgt__pr_cluster_on(const struct scsitgt_lun *lun);
-/* Run PERSISTENT RESERVE OUT @cmd through the cluster store; pr_out_run() executes it. */
-void scsitgt__pr_cluster_out(struct scsitgt__cmd *cmd,
-			     enum scsitgt__sense_reason (*run)(struct scsitgt__cmd *cmd));
+/* Run PERSISTENT RESERVE OUT @cmd through the cluster store (on home; @cmd ends on its own
+ * shard). Loop: @cmd's. */
+void scsitgt__pr_cluster_out(struct scsitgt__cmd *cmd);
 void scsitgt__pr_cluster_free(struct scsitgt_lun *lun);
 
 /* Commands: PERSISTENT RESERVE OUT (pr_out.c) and IN (pr_in.c), SPC-2 RESERVE and RELEASE
  * (pr.c). */
 enum scsitgt__sense_reason scsitgt__pr_parse_out(struct scsitgt__cmd *cmd);
 void scsitgt__pr_out(struct scsitgt__cmd *cmd);
+/* @sess's I_T nexus as a registration names it: its initiator port, through its relative
+ * target port, its protocol. Loop: @sess's. */
+void scsitgt__pr_nexus(struct scsitgt__pr_reg *out, const struct scsitgt__session *sess);
+/*
+ * Execute PERSISTENT RESERVE OUT @cmd, from I_T nexus @nexus (scsitgt__pr_nexus(): @cmd's
+ * session is not read), against the LUN's state. Under lun->xlock, with lun->pr->capture set:
+ * the unit attentions and aborts it causes are recorded there, for the caller to raise.
+ */
+enum scsitgt__sense_reason scsitgt__pr_out_exec(struct scsitgt__cmd *cmd,
+						const struct scsitgt__pr_reg *nexus);
 enum scsitgt__sense_reason scsitgt__pr_parse_in(struct scsitgt__cmd *cmd);
 void scsitgt__pr_in(struct scsitgt__cmd *cmd);
 /* RESERVE and RELEASE parse (both): refused on a LUN with a cluster store. */

@@ -8,6 +8,12 @@
  * A PERSISTENT RESERVE OUT executes against the freshly fetched state with its unit
  * attentions captured (pr->capture), is serialised with them, and the local state is put back
  * until the commit succeeds: no nexus of this engine ever sees an uncommitted change.
+ *
+ * The queue and the store's hooks are home's (Loop: home in libscsitgt/pr.h): a command of a
+ * worker shard is held while it waits there (core/home_call.h, a step that ends later), and
+ * home reads of it only what the hold leaves alone (its CDB and parameter data) and the copy
+ * of its nexus in the request; never its state or its session, which its own shard changes when
+ * it is aborted or its nexus ends while the store has it.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -20,24 +26,6 @@
 #include "core/scsi_spec.h"
 #include "core/tmf.h"
 #include "core/ua.h"
-
-struct scsitgt_pr_req {
-	/* The command's shard -> home (to join the queue), home -> that shard (its status):
-	 * the queue and the store's hooks are home's, the command its shard's (issue 18). */
-	struct scsitgt__msg msg;
-	int fin_status;
-	enum scsitgt__sense_reason fin_reason;
-	struct scsitgt__list node; /* pr->cl_queue */
-	struct scsitgt_lun *lun;
-	struct scsitgt__cmd *cmd;
-	enum scsitgt__sense_reason (*run)(struct scsitgt__cmd *cmd);
-	unsigned int tries;
-	bool busy;   /* at the store (fetch or commit) */
-	bool commit; /* the store has our commit */
-	/* The state committed (version 2), kept until the commit is answered. */
-	uint8_t *data;
-	size_t len;
-};
 
 bool scsitgt__pr_cluster_on(const struct scsitgt_lun *lun)
 {
@@ -231,23 +219,16 @@ static void cl_fail(struct scsitgt__cmd *cmd, int status)
 	}
 }
 
-/* The command's shard: drop the hold that kept the waiting command alive (as
- * core/range_lock.c) and give it its status. */
-static void cl_complete_cmd(struct scsitgt__cmd *cmd, int status, enum scsitgt__sense_reason reason)
+/* The command's shard, the hold dropped (core/home_call.h): its status. */
+static void cl_done(struct scsitgt__home_call *hc)
 {
-	scsitgt__cmd_unhold(cmd);
-	if (status < 0)
-		cl_fail(cmd, status);
+	struct scsitgt_pr_req *req = scsitgt__container_of(hc, struct scsitgt_pr_req, hc);
+
+	if (req->status < 0)
+		cl_fail(hc->cmd, req->status);
 	else
-		scsitgt__cmd_complete(cmd, reason);
-}
-
-static void cl_complete_msg(struct scsitgt__msg *msg)
-{
-	struct scsitgt_pr_req *req = scsitgt__container_of(msg, struct scsitgt_pr_req, msg);
-
-	cl_complete_cmd(req->cmd, req->fin_status, req->fin_reason);
-	free(req);
+		scsitgt__cmd_complete(hc->cmd, req->reason);
+	scsitgt__home_call_free(hc);
 }
 
 /* End the request at the head of the queue; the next one starts. @status < 0: a store error,
@@ -255,20 +236,14 @@ static void cl_complete_msg(struct scsitgt__msg *msg)
 static void cl_finish(struct scsitgt_pr_req *req, int status, enum scsitgt__sense_reason reason)
 {
 	struct scsitgt_lun *lun = req->lun;
-	struct scsitgt__cmd *cmd = req->cmd;
 
 	scsitgt__list_remove(&req->node);
 	free(req->data);
 	req->data = NULL;
-	if (cmd->shard->index == 0) {
-		free(req);
-		cl_complete_cmd(cmd, status, reason);
-	} else {
-		req->fin_status = status;
-		req->fin_reason = reason;
-		req->msg.fn = cl_complete_msg;
-		scsitgt__shard_post(cmd->shard, &req->msg);
-	}
+	req->status = status;
+	req->reason = reason;
+	/* (a command on home ends here, and the request with it) */
+	scsitgt__home_call_back(&req->hc);
 	if (lun->pr && lun->pr->cl_on)
 		cl_start(lun);
 }
@@ -293,7 +268,7 @@ static void cl_start(struct scsitgt_lun *lun)
 	req = scsitgt__container_of(pr->cl_queue.next, struct scsitgt_pr_req, node);
 	if (req->busy)
 		return;
-	if (scsitgt__cmd_aborted(req->cmd)) {
+	if (scsitgt__home_call_aborted(&req->hc)) {
 		cl_finish(req, 0, SCSITGT__SR_ABORTED);
 		return;
 	}
@@ -301,8 +276,9 @@ static void cl_start(struct scsitgt_lun *lun)
 }
 
 /* Home: the request joins the LUN's queue. */
-static void cl_enqueue(struct scsitgt_pr_req *req)
+static void cl_enqueue(struct scsitgt__home_call *hc)
 {
+	struct scsitgt_pr_req *req = scsitgt__container_of(hc, struct scsitgt_pr_req, hc);
 	struct scsitgt__pr *pr = req->lun->pr;
 
 	scsitgt__list_add_tail(&pr->cl_queue, &req->node);
@@ -314,33 +290,22 @@ static void cl_enqueue(struct scsitgt_pr_req *req)
 	cl_start(req->lun);
 }
 
-static void cl_enqueue_msg(struct scsitgt__msg *msg)
+void scsitgt__pr_cluster_out(struct scsitgt__cmd *cmd)
 {
-	cl_enqueue(scsitgt__container_of(msg, struct scsitgt_pr_req, msg));
-}
+	struct scsitgt__home_call *hc =
+		scsitgt__home_call_new(cmd, NULL, sizeof(struct scsitgt_pr_req));
+	struct scsitgt_pr_req *req;
 
-void scsitgt__pr_cluster_out(struct scsitgt__cmd *cmd,
-			     enum scsitgt__sense_reason (*run)(struct scsitgt__cmd *cmd))
-{
-	struct scsitgt_pr_req *req = calloc(1, sizeof(*req));
-
-	if (req == NULL) {
+	if (hc == NULL) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_INSUFFICIENT_REG_RESOURCES);
 		return;
 	}
+	req = scsitgt__container_of(hc, struct scsitgt_pr_req, hc);
 	req->lun = cmd->lun;
-	req->cmd = cmd;
-	req->run = run;
-	/* A hold (scsitgt__cmd_hold()): a TMF or a session teardown marks the command aborted,
-	 * never frees it while the store has it. */
-	scsitgt__cmd_hold(cmd);
-	/* The queue and the store are home's (include/libscsitgt/pr.h: Loop: home). */
-	if (cmd->shard->index == 0) {
-		cl_enqueue(req);
-		return;
-	}
-	req->msg.fn = cl_enqueue_msg;
-	scsitgt__engine_post(cmd->shard->engine, &req->msg);
+	scsitgt__pr_nexus(&req->self, cmd->sess);
+	/* Held meanwhile: a TMF or a session teardown marks the command aborted, never frees it
+	 * while the store has it. */
+	scsitgt__home_call_later(hc, cl_enqueue, cl_done);
 }
 
 SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, int status,
@@ -358,7 +323,7 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 	if (req == NULL || !req->busy || req->commit)
 		return;
 	lun = req->lun;
-	cmd = req->cmd;
+	cmd = req->hc.cmd;
 	pr = lun->pr;
 	req->busy = false;
 	if (status < 0) {
@@ -378,7 +343,7 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 		cl_apply_empty(lun);
 		uv_mutex_unlock(&lun->xlock);
 	}
-	if (scsitgt__cmd_aborted(cmd)) {
+	if (scsitgt__home_call_aborted(&req->hc)) {
 		cl_finish(req, 0, SCSITGT__SR_ABORTED);
 		return;
 	}
@@ -396,7 +361,7 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 		return;
 	}
 	pr->capture = &ch;
-	r = req->run(cmd);
+	r = scsitgt__pr_out_exec(cmd, &req->self);
 	pr->capture = NULL;
 	{
 		struct scsitgt__pr_change same;
@@ -423,8 +388,8 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 	free(after);
 	/* The change to commit: the next sequence, who made it, its events. */
 	ch.seq = pr->seq + 1;
-	ch.by_rel_port_id = cmd->sess->rel_port_id;
-	snprintf(ch.by_port, sizeof(ch.by_port), "%s", cmd->sess->initiator_port);
+	ch.by_rel_port_id = req->self.rel_port_id;
+	memcpy(ch.by_port, req->self.iport, sizeof(ch.by_port));
 	req->data = cl_encode(pr, &ch, &req->len);
 	scsitgt__pr_change_clear(&ch);
 	/* The local state stays the committed one until the store says yes. */
@@ -450,7 +415,7 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_commit(struct scsitgt_pr_req *req, i
 	if (req == NULL || !req->busy || !req->commit)
 		return;
 	lun = req->lun;
-	cmd = req->cmd;
+	cmd = req->hc.cmd;
 	req->busy = false;
 	req->commit = false;
 	if (status == 0) {
@@ -466,7 +431,7 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_commit(struct scsitgt_pr_req *req, i
 	req->data = NULL;
 	if (status == -ESTALE || status == -ECANCELED) {
 		/* Another engine committed first: fetch its state and execute again. */
-		if (scsitgt__cmd_aborted(cmd)) {
+		if (scsitgt__home_call_aborted(&req->hc)) {
 			cl_finish(req, 0, SCSITGT__SR_ABORTED);
 		} else if (++req->tries > SCSITGT_PR_CLUSTER_RETRIES) {
 			cl_log(lun, "too many concurrent changes", status);

@@ -170,44 +170,32 @@ static void reg_insert(struct scsitgt__pr *pr, struct scsitgt__pr_reg *r)
 	pr->nregs++;
 }
 
-/* Unit attention @reason for the connected nexuses of @reg (but not @except). */
+/*
+ * Unit attention @reason for the connected nexuses of @reg, recorded in the change
+ * (pr->capture): the nexuses are found on home once the change is made, the one that made it
+ * excepted (core/tmf_xshard.c; a cluster store also carries them to the other engines).
+ */
 static void ua_reg(struct scsitgt_lun *lun, const struct scsitgt__pr_reg *reg,
-		   const struct scsitgt__session *except, enum scsitgt__sense_reason reason)
+		   enum scsitgt__sense_reason reason)
 {
-	struct scsitgt_target *tgt = lun->tgt;
-
-	if (lun->pr->capture) {
-		/* A cluster store commits first (pr_cluster.c): record it for every engine. */
-		scsitgt__pr_change_add(lun->pr->capture,
-				       reason == SCSITGT__SR_UA_REGISTRATIONS_PREEMPTED ?
-					       SCSITGT__PR_EV_REGS_PREEMPTED :
-				       reason == SCSITGT__SR_UA_RESERVATIONS_PREEMPTED ?
-					       SCSITGT__PR_EV_RESV_PREEMPTED :
-					       SCSITGT__PR_EV_RESV_RELEASED,
-				       reg);
-		return;
-	}
-	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
-		struct scsitgt__session *s =
-			scsitgt__container_of(p, struct scsitgt__session, node);
-
-		if (s != except && scsitgt__pr_reg_matches(reg, s))
-			scsitgt__ua_establish(s, lun->id, reason);
-	}
+	scsitgt__pr_change_add(
+		lun->pr->capture,
+		reason == SCSITGT__SR_UA_REGISTRATIONS_PREEMPTED ? SCSITGT__PR_EV_REGS_PREEMPTED :
+		reason == SCSITGT__SR_UA_RESERVATIONS_PREEMPTED	 ? SCSITGT__PR_EV_RESV_PREEMPTED :
+								   SCSITGT__PR_EV_RESV_RELEASED,
+		reg);
 }
 
-/* Unit attention @reason for every registered nexus but @except. */
-static void ua_registrants(struct scsitgt_lun *lun, const struct scsitgt__session *except,
-			   enum scsitgt__sense_reason reason)
+/* Unit attention @reason for every registered nexus (but the one that made the change). */
+static void ua_registrants(struct scsitgt_lun *lun, enum scsitgt__sense_reason reason)
 {
 	for (struct scsitgt__list *p = lun->pr->regs.next; p != &lun->pr->regs; p = p->next)
-		ua_reg(lun, scsitgt__container_of(p, struct scsitgt__pr_reg, node), except, reason);
+		ua_reg(lun, scsitgt__container_of(p, struct scsitgt__pr_reg, node), reason);
 }
 
 /* End the reservation; SPC-5 §5.13.11.2.2: releasing the registrants-only and
  * all-registrants types tells the other registrants. */
-static void pr_release_reservation(struct scsitgt_lun *lun, const struct scsitgt__session *by,
-				   bool notify)
+static void pr_release_reservation(struct scsitgt_lun *lun, bool notify)
 {
 	struct scsitgt__pr *pr = lun->pr;
 	uint8_t type = pr->type;
@@ -217,15 +205,14 @@ static void pr_release_reservation(struct scsitgt_lun *lun, const struct scsitgt
 	pr->type = 0;
 	pr->scope = 0;
 	if (notify && type != PR_TYPE_WE && type != PR_TYPE_EA)
-		ua_registrants(lun, by, SCSITGT__SR_UA_RESERVATIONS_RELEASED);
+		ua_registrants(lun, SCSITGT__SR_UA_RESERVATIONS_RELEASED);
 }
 
 /*
  * Remove a registration. SPC-5 §5.13.11.2.3: the reservation goes with its holder, and under
  * the all-registrants types with the last registrant.
  */
-static void reg_remove(struct scsitgt_lun *lun, struct scsitgt__pr_reg *r,
-		       const struct scsitgt__session *by, bool notify_release)
+static void reg_remove(struct scsitgt_lun *lun, struct scsitgt__pr_reg *r, bool notify_release)
 {
 	struct scsitgt__pr *pr = lun->pr;
 
@@ -233,7 +220,7 @@ static void reg_remove(struct scsitgt_lun *lun, struct scsitgt__pr_reg *r,
 	pr->nregs--;
 	if (pr->held &&
 	    (pr->holder == r || (scsitgt__pr_type_all_registrants(pr->type) && pr->nregs == 0)))
-		pr_release_reservation(lun, by, notify_release);
+		pr_release_reservation(lun, notify_release);
 	free(r);
 }
 
@@ -246,7 +233,6 @@ static unsigned int preempt_regs(struct scsitgt__cmd *cmd, uint64_t key, bool ke
 				 const struct scsitgt__pr_reg *keep, bool abort)
 {
 	struct scsitgt_lun *lun = cmd->lun;
-	struct scsitgt_target *tgt = lun->tgt;
 	struct scsitgt__list *pos, *tmp;
 	unsigned int n = 0;
 
@@ -258,20 +244,11 @@ static unsigned int preempt_regs(struct scsitgt__cmd *cmd, uint64_t key, bool ke
 		if (r == keep || (!key_any && r->key != key))
 			continue;
 		n++;
-		ua_reg(lun, r, cmd->sess, SCSITGT__SR_UA_REGISTRATIONS_PREEMPTED);
-		if (abort && lun->pr->capture) {
+		ua_reg(lun, r, SCSITGT__SR_UA_REGISTRATIONS_PREEMPTED);
+		/* the tasks are aborted on their own shards, through home (core/tmf_xshard.c) */
+		if (abort)
 			scsitgt__pr_change_add(lun->pr->capture, SCSITGT__PR_EV_ABORT, r);
-		} else if (abort) {
-			for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions;
-			     p = p->next) {
-				struct scsitgt__session *s =
-					scsitgt__container_of(p, struct scsitgt__session, node);
-
-				if (s != cmd->sess && scsitgt__pr_reg_matches(r, s))
-					scsitgt__tmf_abort_nexus_lun(s, lun->id, cmd);
-			}
-		}
-		reg_remove(lun, r, cmd->sess, false);
+		reg_remove(lun, r, false);
 	}
 	return n;
 }
@@ -289,6 +266,7 @@ static enum scsitgt__sense_reason check_aptpl(struct scsitgt__cmd *cmd, bool apt
  * or already registered nexus refuses the whole command.
  */
 static enum scsitgt__sense_reason spec_i_pt_collect(struct scsitgt__cmd *cmd,
+						    const struct scsitgt__pr_reg *nexus,
 						    struct scsitgt__list *out, unsigned int *count,
 						    uint64_t key, bool all_tg_pt)
 {
@@ -302,9 +280,7 @@ static enum scsitgt__sense_reason spec_i_pt_collect(struct scsitgt__cmd *cmd,
 	tlen = get_be32(&d[PRP_TID_LEN]);
 	if (tlen > len - PRP_TIDS)
 		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
-	memset(&self, 0, sizeof(self));
-	snprintf(self.iport, sizeof(self.iport), "%s", cmd->sess->initiator_port);
-	self.rel_port_id = cmd->sess->rel_port_id;
+	self = *nexus;
 	self.all_tg_pt = all_tg_pt;
 	for (off = PRP_TIDS; off < PRP_TIDS + tlen;) {
 		struct scsitgt__pr_reg cand, *r;
@@ -316,7 +292,7 @@ static enum scsitgt__sense_reason spec_i_pt_collect(struct scsitgt__cmd *cmd,
 		if (n == 0)
 			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, -1);
 		cand.all_tg_pt = all_tg_pt;
-		cand.rel_port_id = cmd->sess->rel_port_id;
+		cand.rel_port_id = nexus->rel_port_id;
 		dup = reg_overlap(&cand, &self);
 		for (struct scsitgt__list *p = pr->regs.next; !dup && p != &pr->regs; p = p->next)
 			dup = reg_overlap(&cand,
@@ -350,8 +326,9 @@ static void free_list(struct scsitgt__list *l)
 }
 
 /* SPC-5 §5.13.7 REGISTER, REGISTER AND IGNORE EXISTING KEY. */
-static enum scsitgt__sense_reason pr_register(struct scsitgt__cmd *cmd, struct scsitgt__pr_reg *reg,
-					      bool ignore_key)
+static enum scsitgt__sense_reason pr_register(struct scsitgt__cmd *cmd,
+					      const struct scsitgt__pr_reg *nexus,
+					      struct scsitgt__pr_reg *reg, bool ignore_key)
 {
 	struct scsitgt__pr *pr = cmd->lun->pr;
 	const uint8_t *d = cmd->buf;
@@ -379,14 +356,14 @@ static enum scsitgt__sense_reason pr_register(struct scsitgt__cmd *cmd, struct s
 			return SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
 		scsitgt__list_init(&extra);
 		if (spec_i_pt) {
-			r = spec_i_pt_collect(cmd, &extra, &nextra, sa_key, all_tg_pt);
+			r = spec_i_pt_collect(cmd, nexus, &extra, &nextra, sa_key, all_tg_pt);
 			if (r != SCSITGT__SR_OK) {
 				free_list(&extra);
 				return r;
 			}
 		}
-		self = reg_alloc(cmd->sess->initiator_port, false, all_tg_pt,
-				 cmd->sess->rel_port_id, cmd->sess->protocol_id, sa_key);
+		self = reg_alloc(nexus->iport, false, all_tg_pt, nexus->rel_port_id,
+				 nexus->protocol_id, sa_key);
 		if (self == NULL) {
 			free_list(&extra);
 			return SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
@@ -406,7 +383,7 @@ static enum scsitgt__sense_reason pr_register(struct scsitgt__cmd *cmd, struct s
 		if (r != SCSITGT__SR_OK)
 			return r;
 		if (sa_key == 0)
-			reg_remove(cmd->lun, reg, cmd->sess, true);
+			reg_remove(cmd->lun, reg, true);
 		else
 			reg->key = sa_key;
 	}
@@ -444,7 +421,7 @@ static enum scsitgt__sense_reason pr_release(struct scsitgt__cmd *cmd, struct sc
 		return SCSITGT__SR_OK;
 	if (pr->type != type || pr->scope != scope)
 		return SCSITGT__SR_INVALID_RELEASE_OF_PR;
-	pr_release_reservation(cmd->lun, cmd->sess, true);
+	pr_release_reservation(cmd->lun, true);
 	return SCSITGT__SR_OK;
 }
 
@@ -454,7 +431,7 @@ static enum scsitgt__sense_reason pr_clear(struct scsitgt__cmd *cmd)
 	struct scsitgt__pr *pr = cmd->lun->pr;
 	struct scsitgt__list *pos, *tmp;
 
-	ua_registrants(cmd->lun, cmd->sess, SCSITGT__SR_UA_RESERVATIONS_PREEMPTED);
+	ua_registrants(cmd->lun, SCSITGT__SR_UA_RESERVATIONS_PREEMPTED);
 	pr->held = false;
 	pr->holder = NULL;
 	pr->type = 0;
@@ -498,7 +475,7 @@ static enum scsitgt__sense_reason pr_preempt(struct scsitgt__cmd *cmd, struct sc
 		pr->scope = scope;
 		pr->holder = scsitgt__pr_type_all_registrants(type) ? NULL : reg;
 		if (changed)
-			ua_registrants(cmd->lun, cmd->sess, SCSITGT__SR_UA_RESERVATIONS_RELEASED);
+			ua_registrants(cmd->lun, SCSITGT__SR_UA_RESERVATIONS_RELEASED);
 	}
 	pr->generation++;
 	return SCSITGT__SR_OK;
@@ -506,6 +483,7 @@ static enum scsitgt__sense_reason pr_preempt(struct scsitgt__cmd *cmd, struct sc
 
 /* SPC-5 §5.13.8 REGISTER AND MOVE. */
 static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
+						       const struct scsitgt__pr_reg *nexus,
 						       struct scsitgt__pr_reg *reg)
 {
 	struct scsitgt__pr *pr = cmd->lun->pr;
@@ -532,7 +510,7 @@ static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 	if (rel == 0)
 		return scsitgt__cmd_bad_param_field(cmd, PRM_REL_PORT, -1);
 	cand.rel_port_id = rel;
-	if (scsitgt__pr_reg_matches(&cand, cmd->sess))
+	if (scsitgt__pr_reg_covers(&cand, nexus->iport, nexus->rel_port_id))
 		return scsitgt__cmd_bad_param_field(cmd, PRM_TID, -1);
 	r = check_aptpl(cmd, aptpl, PRM_FLAGS);
 	if (r != SCSITGT__SR_OK)
@@ -556,7 +534,7 @@ static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 	dest->key = sa_key;
 	pr->holder = dest;
 	if (unreg)
-		reg_remove(cmd->lun, reg, cmd->sess, false);
+		reg_remove(cmd->lun, reg, false);
 	pr->aptpl = aptpl;
 	pr->generation++;
 	return SCSITGT__SR_OK;
@@ -578,23 +556,30 @@ static enum scsitgt__sense_reason pr_replace_lost(struct scsitgt__cmd *cmd,
 	return SCSITGT__SR_OK;
 }
 
-static enum scsitgt__sense_reason pr_out_run(struct scsitgt__cmd *cmd)
+void scsitgt__pr_nexus(struct scsitgt__pr_reg *out, const struct scsitgt__session *sess)
 {
-	struct scsitgt__pr *pr = scsitgt__pr_get(cmd->lun);
+	memset(out, 0, sizeof(*out));
+	snprintf(out->iport, sizeof(out->iport), "%s", sess->initiator_port);
+	out->rel_port_id = sess->rel_port_id;
+	out->protocol_id = sess->protocol_id;
+}
+
+enum scsitgt__sense_reason scsitgt__pr_out_exec(struct scsitgt__cmd *cmd,
+						const struct scsitgt__pr_reg *nexus)
+{
+	struct scsitgt__pr *pr = cmd->lun->pr;
 	const uint8_t *d = cmd->buf;
 	uint8_t sa = cmd->cdb[1] & 0x1f, scope = cmd->cdb[2] >> 4, type = cmd->cdb[2] & 0x0f;
 	struct scsitgt__pr_reg *reg;
 
-	if (pr == NULL)
-		return SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
-	reg = scsitgt__pr_find(pr, cmd->sess);
+	reg = scsitgt__pr_find_port(pr, nexus->iport, nexus->rel_port_id);
 	if (sa == PR_OUT_REGISTER_AND_MOVE)
-		return pr_register_and_move(cmd, reg);
+		return pr_register_and_move(cmd, nexus, reg);
 	/* SPC-5 §6.17.3: exactly 24 bytes unless SPEC_I_PT adds TransportIDs. */
 	if (!(d[PRP_FLAGS] & PRP_SPEC_I_PT) && cmd->xfer_len != PR_PARAM_LEN)
 		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	if (sa == PR_OUT_REGISTER || sa == PR_OUT_REGISTER_AND_IGNORE)
-		return pr_register(cmd, reg, sa == PR_OUT_REGISTER_AND_IGNORE);
+		return pr_register(cmd, nexus, reg, sa == PR_OUT_REGISTER_AND_IGNORE);
 	/* SPEC_I_PT and ALL_TG_PT belong to the register actions only. */
 	if (d[PRP_FLAGS] & PRP_SPEC_I_PT)
 		return scsitgt__cmd_bad_param_field(cmd, PRP_FLAGS, 3);
@@ -624,13 +609,14 @@ void scsitgt__pr_out(struct scsitgt__cmd *cmd)
 {
 	struct scsitgt_lun *lun = cmd->lun;
 	struct scsitgt__pr_change ch;
+	struct scsitgt__pr_reg nexus;
 	enum scsitgt__sense_reason r;
 	struct scsitgt__pr *pr;
 
 	uv_mutex_lock(&lun->xlock);
 	if (scsitgt__pr_cluster_on(lun)) {
 		uv_mutex_unlock(&lun->xlock);
-		scsitgt__pr_cluster_out(cmd, pr_out_run);
+		scsitgt__pr_cluster_out(cmd);
 		return;
 	}
 	/*
@@ -639,15 +625,17 @@ void scsitgt__pr_out(struct scsitgt__cmd *cmd)
 	 * lock is dropped, before this command's status (issue 18: nothing under xlock calls a
 	 * fabric).
 	 */
+	scsitgt__pr_nexus(&nexus, cmd->sess);
 	scsitgt__pr_change_init(&ch);
-	ch.by_rel_port_id = cmd->sess->rel_port_id;
-	snprintf(ch.by_port, sizeof(ch.by_port), "%s", cmd->sess->initiator_port);
+	ch.by_rel_port_id = nexus.rel_port_id;
+	memcpy(ch.by_port, nexus.iport, sizeof(ch.by_port));
 	pr = scsitgt__pr_get(lun);
-	if (pr)
+	r = SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
+	if (pr) {
 		pr->capture = &ch;
-	r = pr_out_run(cmd);
-	if (pr)
+		r = scsitgt__pr_out_exec(cmd, &nexus);
 		pr->capture = NULL;
+	}
 	if (r == SCSITGT__SR_OK)
 		scsitgt__pr_changed(lun);
 	scsitgt__pr_sync_xflags(lun);

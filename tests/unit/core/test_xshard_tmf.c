@@ -433,6 +433,59 @@ static void test_cluster_pr_out_from_worker(void **state)
 	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, NULL, NULL), 0);
 }
 
+/* PERSISTENT RESERVE OUT (SPC-5 §6.17) service action @sa of @type from @s, not started. */
+static void pr_out_fill(struct xw_cmd *x, struct scsitgt__session *s, uint8_t sa, uint8_t type,
+			uint64_t key, uint64_t sa_key)
+{
+	memset(x, 0, sizeof(*x));
+	x->sess = s;
+	x->cdb[0] = SPC_PERSISTENT_RESERVE_OUT;
+	x->cdb[1] = sa;
+	x->cdb[2] = type;
+	put_be32(&x->cdb[5], 24);
+	x->cdb_len = 10;
+	put_be64(&x->dout[0], key);
+	put_be64(&x->dout[8], sa_key);
+	x->dout_len = 24;
+}
+
+/*
+ * B's nexus ends while the cluster store has its PERSISTENT RESERVE OUT: home goes on with the
+ * request's copy of the nexus (never the session, freed by then, nor the held command's state,
+ * its shard's: core/home_call.h), and the command ends on its own shard, freed there without
+ * a status.
+ */
+static void test_cluster_pr_out_nexus_gone(void **state)
+{
+	struct xw_world *w = *state;
+	struct store st = { .w = w };
+	struct xw_cmd x;
+
+	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, &store_ops, &st), 0);
+	pr_out_fill(&x, w->b, PR_OUT_REGISTER, 0, 0, 0xb);
+	xw_start(w, &x);
+	xw_wait_flag(w, &st.asked);
+	assert_false(st.commit);
+	atomic_store(&st.asked, 0);
+	scsitgt__session_destroy(w->b);
+	w->b = NULL;
+	while (w->tgt->sessions.next->next != &w->tgt->sessions)
+		uv_run(&w->loop, UV_RUN_ONCE);
+	scsitgt_pr_req_complete_fetch(st.req, 0, NULL, 0, 1);
+	/* (whether the change of a command whose nexus is gone is made is not the point here:
+	 * the store is answered whatever it is asked) */
+	if (atomic_load(&st.asked)) {
+		assert_true(st.commit);
+		scsitgt_pr_req_complete_commit(st.req, 0);
+	}
+	/* its end on the worker (the status back from home) has run: freed, no fabric told */
+	xw_settle(w);
+	assert_false(xw_finished(&x));
+	assert_int_equal(atomic_load(&x.ended), XW_RUNNING);
+	assert_false(st.off_home);
+	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, NULL, NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -453,6 +506,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_drain_timeout_reaches_worker, setup_hang,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_cluster_pr_out_from_worker, setup_hang,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_cluster_pr_out_nexus_gone, setup_hang,
 						teardown),
 	};
 
