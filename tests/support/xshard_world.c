@@ -276,10 +276,32 @@ void xw_world_create(struct xw_world **out, const char *name)
 	*out = w;
 }
 
+struct scsitgt_lun *xw_null_lun(struct xw_world *w, uint64_t id)
+{
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_lun *lun;
+	void *bctx;
+
+	assert_int_equal(scsitgt_backend_null_create(&bctx), 0);
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.id = id;
+	lo.block_size = 512;
+	lo.num_blocks = 2048;
+	lo.backend = scsitgt_backend_null_ops();
+	lo.backend_ctx = bctx;
+	assert_int_equal(scsitgt_lun_create(&lun, w->tgt, &lo), 0);
+	return lun;
+}
+
 void xw_world_start(struct xw_world *w, const struct scsitgt_lun_opts *lo)
 {
-	assert_int_equal(scsitgt_lun_create(&w->lun, w->tgt, lo), 0);
-	w->bctx = lo->backend_ctx;
+	if (lo) {
+		assert_int_equal(scsitgt_lun_create(&w->lun, w->tgt, lo), 0);
+		w->bctx = lo->backend_ctx;
+	} else {
+		w->lun = xw_null_lun(w, 0);
+		w->bctx = NULL;
+	}
 	w->a = xw_nexus(w, XW_PORT_A, 0);
 	w->b = xw_nexus(w, XW_PORT_B, 1);
 }

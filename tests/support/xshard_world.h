@@ -10,17 +10,10 @@
  *	static int setup(void **state)
  *	{
  *		struct xw_world *w;
- *		struct scsitgt_lun_opts lo;
- *		void *bctx;
  *
  *		xw_world_create(&w, "iqn.2024-01.org.example:mytest");
- *		assert_int_equal(scsitgt_backend_null_create(&bctx), 0);
- *		scsitgt_lun_opts_init(&lo, sizeof(lo));
- *		lo.block_size = 512;
- *		lo.num_blocks = 2048;
- *		lo.backend = scsitgt_backend_null_ops();
- *		lo.backend_ctx = bctx;
- *		xw_world_start(w, &lo);          (LUN 0, then A and B, each past POWER ON)
+ *		(here the test may make its backend on w->loop and fill a struct scsitgt_lun_opts)
+ *		xw_world_start(w, NULL);        (LUN 0, NULL: a null LUN; then A and B)
  *		*state = w;
  *		return 0;
  *	}
@@ -120,8 +113,11 @@ struct xw_cmd {
 
 /* The loop, the engine (one worker) and target @name. */
 void xw_world_create(struct xw_world **out, const char *name);
-/* LUN 0 from @lo, then nexus A on home and B on the worker, each past its POWER ON. */
+/* LUN 0 from @lo (NULL: xw_null_lun(w, 0)), then nexus A on home and B on the worker, each past
+ * its POWER ON. */
 void xw_world_start(struct xw_world *w, const struct scsitgt_lun_opts *lo);
+/* A further LUN @id on the null backend, 2048 blocks of 512 bytes. */
+struct scsitgt_lun *xw_null_lun(struct xw_world *w, uint64_t id);
 /* Destroy the nexuses left (w->a, w->b: NULL once a test destroyed one), the engine (closing
  * the LUN's backend), the loop. */
 void xw_world_destroy(struct xw_world *w);

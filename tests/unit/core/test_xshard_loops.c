@@ -41,17 +41,10 @@ static uint8_t run_write(struct xw_world *t, struct scsitgt__session *s, struct 
 static int setup(void **state)
 {
 	struct xw_world *t;
-	struct scsitgt_lun_opts lo;
-	void *bctx;
 
 	xw_world_create(&t, "iqn.2024-01.org.example:xshard");
-	assert_int_equal(scsitgt_backend_null_create(&bctx), 0);
-	scsitgt_lun_opts_init(&lo, sizeof(lo));
-	lo.block_size = 512;
-	lo.num_blocks = 2048;
-	lo.backend = scsitgt_backend_null_ops();
-	lo.backend_ctx = bctx;
-	xw_world_start(t, &lo);
+	/* a null LUN */
+	xw_world_start(t, NULL);
 	*state = t;
 	return 0;
 }
@@ -356,18 +349,7 @@ static void test_report_luns_while_luns_come(void **state)
 
 	assert_int_equal(uv_thread_create(&th, report_luns_thread, &s), 0);
 	for (uint64_t id = 1; id <= 64; id++) {
-		struct scsitgt_lun_opts lo;
-		struct scsitgt_lun *lun;
-		void *bctx;
-
-		assert_int_equal(scsitgt_backend_null_create(&bctx), 0);
-		scsitgt_lun_opts_init(&lo, sizeof(lo));
-		lo.id = id;
-		lo.block_size = 512;
-		lo.num_blocks = 2048;
-		lo.backend = scsitgt_backend_null_ops();
-		lo.backend_ctx = bctx;
-		assert_int_equal(scsitgt_lun_create(&lun, t->tgt, &lo), 0);
+		xw_null_lun(t, id);
 		/* the replaced tables are freed once the worker has passed a message boundary */
 		uv_run(&t->loop, UV_RUN_NOWAIT);
 	}
