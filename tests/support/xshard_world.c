@@ -205,8 +205,8 @@ uint8_t xw_run_tur(struct xw_world *w, struct scsitgt__session *s, struct xw_cmd
 	return xw_run(w, x);
 }
 
-uint8_t xw_run_pr_out(struct xw_world *w, struct scsitgt__session *s, uint8_t sa, uint8_t type,
-		      uint64_t key, uint64_t sa_key, struct xw_cmd *x)
+void xw_pr_out(struct xw_cmd *x, struct scsitgt__session *s, uint8_t sa, uint8_t type, uint64_t key,
+	       uint64_t sa_key)
 {
 	memset(x, 0, sizeof(*x));
 	x->sess = s;
@@ -218,6 +218,12 @@ uint8_t xw_run_pr_out(struct xw_world *w, struct scsitgt__session *s, uint8_t sa
 	put_be64(&x->dout[0], key);
 	put_be64(&x->dout[8], sa_key);
 	x->dout_len = 24;
+}
+
+uint8_t xw_run_pr_out(struct xw_world *w, struct scsitgt__session *s, uint8_t sa, uint8_t type,
+		      uint64_t key, uint64_t sa_key, struct xw_cmd *x)
+{
+	xw_pr_out(x, s, sa, type, key, sa_key);
 	return xw_run(w, x);
 }
 

@@ -147,8 +147,11 @@ void xw_settle(struct xw_world *w);
 
 /* TEST UNIT READY on @s to its end; its status. */
 uint8_t xw_run_tur(struct xw_world *w, struct scsitgt__session *s, struct xw_cmd *x);
-/* PERSISTENT RESERVE OUT (SPC-5 §6.16) service action @sa of @type with RESERVATION KEY @key
- * and SERVICE ACTION RESERVATION KEY @sa_key, to its end; its status. */
+/* @x as PERSISTENT RESERVE OUT (SPC-5 §6.17) service action @sa of @type from @s, with
+ * RESERVATION KEY @key and SERVICE ACTION RESERVATION KEY @sa_key; not started. */
+void xw_pr_out(struct xw_cmd *x, struct scsitgt__session *s, uint8_t sa, uint8_t type, uint64_t key,
+	       uint64_t sa_key);
+/* The same, run to its end; its status. */
 uint8_t xw_run_pr_out(struct xw_world *w, struct scsitgt__session *s, uint8_t sa, uint8_t type,
 		      uint64_t key, uint64_t sa_key, struct xw_cmd *x);
 /* The sense key of @x. */

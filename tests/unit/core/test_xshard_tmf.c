@@ -408,14 +408,7 @@ static void test_cluster_pr_out_from_worker(void **state)
 	struct xw_cmd x;
 
 	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, &store_ops, &st), 0);
-	memset(&x, 0, sizeof(x));
-	x.sess = w->b;
-	x.cdb[0] = SPC_PERSISTENT_RESERVE_OUT;
-	x.cdb[1] = PR_OUT_REGISTER;
-	put_be32(&x.cdb[5], 24);
-	x.cdb_len = 10;
-	put_be64(&x.dout[8], 0xb);
-	x.dout_len = 24;
+	xw_pr_out(&x, w->b, PR_OUT_REGISTER, 0, 0, 0xb);
 	xw_start(w, &x);
 	xw_wait_flag(w, &st.asked);
 	assert_false(st.commit);
@@ -433,22 +426,6 @@ static void test_cluster_pr_out_from_worker(void **state)
 	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, NULL, NULL), 0);
 }
 
-/* PERSISTENT RESERVE OUT (SPC-5 §6.17) service action @sa of @type from @s, not started. */
-static void pr_out_fill(struct xw_cmd *x, struct scsitgt__session *s, uint8_t sa, uint8_t type,
-			uint64_t key, uint64_t sa_key)
-{
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SPC_PERSISTENT_RESERVE_OUT;
-	x->cdb[1] = sa;
-	x->cdb[2] = type;
-	put_be32(&x->cdb[5], 24);
-	x->cdb_len = 10;
-	put_be64(&x->dout[0], key);
-	put_be64(&x->dout[8], sa_key);
-	x->dout_len = 24;
-}
-
 /*
  * B's nexus ends while the cluster store has its PERSISTENT RESERVE OUT: home goes on with the
  * request's copy of the nexus (never the session, freed by then, nor the held command's state,
@@ -462,7 +439,7 @@ static void test_cluster_pr_out_nexus_gone(void **state)
 	struct xw_cmd x;
 
 	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, &store_ops, &st), 0);
-	pr_out_fill(&x, w->b, PR_OUT_REGISTER, 0, 0, 0xb);
+	xw_pr_out(&x, w->b, PR_OUT_REGISTER, 0, 0, 0xb);
 	xw_start(w, &x);
 	xw_wait_flag(w, &st.asked);
 	assert_false(st.commit);
