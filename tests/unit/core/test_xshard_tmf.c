@@ -242,43 +242,44 @@ static void test_abort_task_set_timeout_on_worker(void **state)
 	assert_int_equal(xw_run_tur(w, w->b, &x), SAM_STAT_GOOD);
 }
 
-/* PREEMPT AND ABORT on home of B's registration: B's task is aborted on the worker before the
- * PERSISTENT RESERVE OUT's status, and B finds REGISTRATIONS PREEMPTED (SPC-5 §5.13.11.5). */
+/* @by (key @by_key) PREEMPTs AND ABORTs the registration of @victim (key @victim_key) while a
+ * task of @victim waits for its data: the task is aborted on @victim's own loop before the
+ * PERSISTENT RESERVE OUT's status, and @victim finds REGISTRATIONS PREEMPTED (SPC-5
+ * §5.13.11.5). */
+static void preempt_and_abort(struct xw_world *w, struct scsitgt__session *by, uint64_t by_key,
+			      struct scsitgt__session *victim, uint64_t victim_key)
+{
+	struct xw_cmd waiting, x;
+
+	assert_int_equal(xw_run_pr_out(w, victim, PR_OUT_REGISTER, 0, 0, victim_key, &x),
+			 SAM_STAT_GOOD);
+	assert_int_equal(xw_run_pr_out(w, by, PR_OUT_REGISTER, 0, 0, by_key, &x), SAM_STAT_GOOD);
+	x_write(&waiting, victim, false);
+	xw_start(w, &waiting);
+	assert_int_equal(
+		xw_run_pr_out(w, by, PR_OUT_PREEMPT_AND_ABORT, PR_TYPE_WE, by_key, victim_key, &x),
+		SAM_STAT_GOOD);
+	assert_int_equal(atomic_load(&waiting.ended), XW_ABORTED);
+	assert_int_equal(atomic_load(&waiting.ended_on_home), victim->shard->index == 0);
+	xw_run_tur(w, victim, &x);
+	xw_assert_ua(&x, 0x2a, 0x05);
+	assert_int_equal(xw_run_pr_out(w, by, PR_OUT_CLEAR, 0, by_key, 0, &x), SAM_STAT_GOOD);
+}
+
+/* PREEMPT AND ABORT on home of B's registration reaches B's task on the worker. */
 static void test_preempt_and_abort_reaches_worker(void **state)
 {
 	struct xw_world *w = *state;
-	struct xw_cmd waiting, x;
 
-	assert_int_equal(xw_run_pr_out(w, w->b, PR_OUT_REGISTER, 0, 0, 0xb, &x), SAM_STAT_GOOD);
-	assert_int_equal(xw_run_pr_out(w, w->a, PR_OUT_REGISTER, 0, 0, 0xa, &x), SAM_STAT_GOOD);
-	x_write(&waiting, w->b, false);
-	xw_start(w, &waiting);
-	assert_int_equal(xw_run_pr_out(w, w->a, PR_OUT_PREEMPT_AND_ABORT, PR_TYPE_WE, 0xa, 0xb, &x),
-			 SAM_STAT_GOOD);
-	assert_int_equal(atomic_load(&waiting.ended), XW_ABORTED);
-	assert_false(atomic_load(&waiting.ended_on_home));
-	xw_run_tur(w, w->b, &x);
-	xw_assert_ua(&x, 0x2a, 0x05);
-	assert_int_equal(xw_run_pr_out(w, w->a, PR_OUT_CLEAR, 0, 0xa, 0, &x), SAM_STAT_GOOD);
+	preempt_and_abort(w, w->a, 0xa, w->b, 0xb);
 }
 
 /* PREEMPT AND ABORT made on the worker reaches A's task on home the same way. */
 static void test_preempt_and_abort_from_worker(void **state)
 {
 	struct xw_world *w = *state;
-	struct xw_cmd waiting, x;
 
-	assert_int_equal(xw_run_pr_out(w, w->a, PR_OUT_REGISTER, 0, 0, 0xa, &x), SAM_STAT_GOOD);
-	assert_int_equal(xw_run_pr_out(w, w->b, PR_OUT_REGISTER, 0, 0, 0xb, &x), SAM_STAT_GOOD);
-	x_write(&waiting, w->a, false);
-	xw_start(w, &waiting);
-	assert_int_equal(xw_run_pr_out(w, w->b, PR_OUT_PREEMPT_AND_ABORT, PR_TYPE_WE, 0xb, 0xa, &x),
-			 SAM_STAT_GOOD);
-	assert_int_equal(atomic_load(&waiting.ended), XW_ABORTED);
-	assert_true(atomic_load(&waiting.ended_on_home));
-	xw_run_tur(w, w->a, &x);
-	xw_assert_ua(&x, 0x2a, 0x05);
-	assert_int_equal(xw_run_pr_out(w, w->b, PR_OUT_CLEAR, 0, 0xb, 0, &x), SAM_STAT_GOOD);
+	preempt_and_abort(w, w->b, 0xb, w->a, 0xa);
 }
 
 #ifndef NDEBUG
