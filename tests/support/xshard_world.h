@@ -5,24 +5,27 @@
  * worker's shard (shard 1), whose commands run on the worker thread. The test thread is the
  * home thread: it runs the home loop, and every wait is on a condition, never on time.
  *
- * How to write a two-shard test (cmocka; link xshard_world_dep, tests/unit/core/meson.build):
+ * How to write a two-shard test (cmocka): add its name to the list of tests/unit/core/meson.build
+ * that links xshard_world_dep, then
  *
  *	static int setup(void **state)
  *	{
  *		struct xw_world *w;
  *
  *		xw_world_create(&w, "iqn.2024-01.org.example:mytest");
- *		(here the test may make its backend on w->loop and fill a struct scsitgt_lun_opts)
  *		xw_world_start(w, NULL);        (LUN 0, NULL: a null LUN; then A and B)
  *		*state = w;
  *		return 0;
  *	}
  *	teardown: xw_world_destroy(*state) (a backend that holds ios lets them go first).
  *
+ *	A LUN on another backend: between the two calls make it (on w->loop where it takes a
+ *	loop) and pass xw_world_start() its struct scsitgt_lun_opts; w->bctx is its context.
+ *
  *	In a test: struct xw_cmd x; memset(&x, 0, sizeof(x)); x.sess = w->b; fill x.cdb, x.cdb_len
  *	(and x.dout, x.dout_len for Data-Out, x.attr for a task attribute), then
  *	xw_run(w, &x) returns the status; x.sense, x.din/x.din_len hold what came back.
- *	xw_run_tur(), xw_run_pr_out() and xw_assert_ua() cover the usual ones.
+ *	xw_run_tur(), xw_pr_out()/xw_run_pr_out() and xw_assert_ua() cover the usual ones.
  *
  * A command runs on its nexus's loop: A's right here, B's posted to the worker. xw_start()
  * returns once it is set up or executing there (x.wait_data leaves a write waiting for its
