@@ -201,9 +201,11 @@ void scsitgt__pr_change_add(struct scsitgt__pr_change *ch, uint8_t code,
 
 /* The cluster protocol (pr_cluster.c). */
 bool scsitgt__pr_cluster_on(const struct scsitgt_lun *lun);
-/* Run PERSISTENT RESERVE OUT @cmd through the cluster store (on home; @cmd ends on its own
- * shard). Loop: @cmd's. */
-void scsitgt__pr_cluster_out(struct scsitgt__cmd *cmd);
+/* Run PERSISTENT RESERVE OUT @req through the cluster store; scsitgt__home_call_back() once it
+ * has its outcome. Loop: home. */
+void scsitgt__pr_cluster_out(struct scsitgt_pr_req *req);
+/* End @cmd with the sense of store failure @status (libscsitgt/pr.h). Loop: @cmd's. */
+void scsitgt__pr_cluster_fail(struct scsitgt__cmd *cmd, int status);
 void scsitgt__pr_cluster_free(struct scsitgt_lun *lun);
 
 /* Commands: PERSISTENT RESERVE OUT (pr_out.c) and IN (pr_in.c), SPC-2 RESERVE and RELEASE

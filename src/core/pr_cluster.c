@@ -44,8 +44,8 @@ static void cl_log(struct scsitgt_lun *lun, const char *what, int status)
 void scsitgt__pr_raise_events(struct scsitgt_lun *lun, struct scsitgt__pr_change *ch,
 			      const struct scsitgt__cmd *by_cmd)
 {
-	/* compared only: never aborted, not completed here */
-	scsitgt__tmf_pr_events(lun, ch, (struct scsitgt__cmd *)by_cmd, false, SCSITGT__SR_OK);
+	/* compared only: never aborted */
+	scsitgt__tmf_pr_events(lun, ch, by_cmd, NULL, NULL);
 }
 
 static bool same_nexus(const struct scsitgt__pr_reg *a, const struct scsitgt__pr_reg *b)
@@ -128,10 +128,8 @@ out:
 	return rc;
 }
 
-/* cl_apply_locked() under the lock, then its unit attentions (@by_cmd: the command that made
- * the state, on this engine, or NULL). */
-static int cl_apply(struct scsitgt_lun *lun, const void *data, size_t len,
-		    const struct scsitgt__cmd *by_cmd)
+/* cl_apply_locked() under the lock, then its unit attentions (a state made elsewhere). */
+static int cl_apply(struct scsitgt_lun *lun, const void *data, size_t len)
 {
 	struct scsitgt__pr_change ch;
 	int rc;
@@ -140,7 +138,7 @@ static int cl_apply(struct scsitgt_lun *lun, const void *data, size_t len,
 	uv_mutex_lock(&lun->xlock);
 	rc = cl_apply_locked(lun, data, len, &ch);
 	uv_mutex_unlock(&lun->xlock);
-	scsitgt__pr_raise_events(lun, &ch, by_cmd);
+	scsitgt__pr_raise_events(lun, &ch, NULL);
 	scsitgt__pr_change_clear(&ch);
 	return rc;
 }
@@ -149,7 +147,7 @@ SCSITGT_EXPORT int scsitgt_lun_apply_pr_state(struct scsitgt_lun *lun, const voi
 {
 	if (lun == NULL || data == NULL)
 		return -EINVAL;
-	return cl_apply(lun, data, len, NULL);
+	return cl_apply(lun, data, len);
 }
 
 /* An empty shared state (nothing stored yet). Under lun->xlock. */
@@ -197,8 +195,7 @@ static void cl_restore(struct scsitgt_lun *lun, const uint8_t *b, size_t len)
 
 static void cl_start(struct scsitgt_lun *lun);
 
-/* The sense of a store failure (include/libscsitgt/pr.h). */
-static void cl_fail(struct scsitgt__cmd *cmd, int status)
+void scsitgt__pr_cluster_fail(struct scsitgt__cmd *cmd, int status)
 {
 	switch (status) {
 	case -EBUSY:
@@ -217,18 +214,6 @@ static void cl_fail(struct scsitgt__cmd *cmd, int status)
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_INTERNAL_FAILURE);
 		break;
 	}
-}
-
-/* The command's shard, the hold dropped (core/home_call.h): its status. */
-static void cl_done(struct scsitgt__home_call *hc)
-{
-	struct scsitgt_pr_req *req = scsitgt__container_of(hc, struct scsitgt_pr_req, hc);
-
-	if (req->status < 0)
-		cl_fail(hc->cmd, req->status);
-	else
-		scsitgt__cmd_complete(hc->cmd, req->reason);
-	scsitgt__home_call_free(hc);
 }
 
 /* End the request at the head of the queue; the next one starts. @status < 0: a store error,
@@ -275,37 +260,12 @@ static void cl_start(struct scsitgt_lun *lun)
 	cl_fetch(req);
 }
 
-/* Home: the request joins the LUN's queue. */
-static void cl_enqueue(struct scsitgt__home_call *hc)
+void scsitgt__pr_cluster_out(struct scsitgt_pr_req *req)
 {
-	struct scsitgt_pr_req *req = scsitgt__container_of(hc, struct scsitgt_pr_req, hc);
 	struct scsitgt__pr *pr = req->lun->pr;
 
 	scsitgt__list_add_tail(&pr->cl_queue, &req->node);
-	/* The store went away while the request came here: nothing to ask. */
-	if (!pr->cl_on) {
-		cl_finish(req, -EBUSY, SCSITGT__SR_OK);
-		return;
-	}
 	cl_start(req->lun);
-}
-
-void scsitgt__pr_cluster_out(struct scsitgt__cmd *cmd)
-{
-	struct scsitgt__home_call *hc =
-		scsitgt__home_call_new(cmd, NULL, sizeof(struct scsitgt_pr_req));
-	struct scsitgt_pr_req *req;
-
-	if (hc == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT__SR_INSUFFICIENT_REG_RESOURCES);
-		return;
-	}
-	req = scsitgt__container_of(hc, struct scsitgt_pr_req, hc);
-	req->lun = cmd->lun;
-	scsitgt__pr_nexus(&req->self, cmd->sess);
-	/* Held meanwhile: a TMF or a session teardown marks the command aborted, never frees it
-	 * while the store has it. */
-	scsitgt__home_call_later(hc, cl_enqueue, cl_done);
 }
 
 SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, int status,
@@ -332,7 +292,7 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 		return;
 	}
 	if (data && len) {
-		rc = cl_apply(lun, data, len, NULL);
+		rc = cl_apply(lun, data, len);
 		if (rc < 0) {
 			cl_log(lun, "the stored state is unreadable", rc);
 			cl_finish(req, rc == -ENOMEM ? -ENOMEM : -EIO, SCSITGT__SR_OK);
@@ -406,6 +366,12 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 	pr->cl.commit(pr->cl_arg, lun, req, req->data, req->len, version);
 }
 
+/* Home: the committed change has reached this engine's nexuses. */
+static void cl_commit_done(void *arg)
+{
+	cl_finish(arg, 0, SCSITGT__SR_OK);
+}
+
 SCSITGT_EXPORT void scsitgt_pr_req_complete_commit(struct scsitgt_pr_req *req, int status)
 {
 	struct scsitgt_lun *lun;
@@ -419,12 +385,22 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_commit(struct scsitgt_pr_req *req, i
 	req->busy = false;
 	req->commit = false;
 	if (status == 0) {
-		rc = cl_apply(lun, req->data, req->len, cmd);
+		struct scsitgt__pr_change ch;
+
+		scsitgt__pr_change_init(&ch);
+		uv_mutex_lock(&lun->xlock);
+		rc = cl_apply_locked(lun, req->data, req->len, &ch);
+		uv_mutex_unlock(&lun->xlock);
 		if (rc < 0)
 			cl_log(lun, "cannot apply the committed state", rc);
 		/* Saved for APTPL as well when the host also installed a save callback. */
 		scsitgt__pr_changed(lun);
-		cl_finish(req, 0, SCSITGT__SR_OK);
+		/* The status follows this engine's unit attentions and aborts, as without a store
+		 * (pr_out.c); the request stays at the head of the queue meanwhile (busy). */
+		req->busy = true;
+		req->commit = true;
+		scsitgt__tmf_pr_events(lun, &ch, cmd, cl_commit_done, req);
+		scsitgt__pr_change_clear(&ch);
 		return;
 	}
 	free(req->data);

@@ -605,43 +605,91 @@ enum scsitgt__sense_reason scsitgt__pr_out_exec(struct scsitgt__cmd *cmd,
 	}
 }
 
-void scsitgt__pr_out(struct scsitgt__cmd *cmd)
+/* The command's shard, the hold dropped (core/home_call.h): its status. */
+static void pr_out_done(struct scsitgt__home_call *hc)
 {
-	struct scsitgt_lun *lun = cmd->lun;
+	struct scsitgt_pr_req *req = scsitgt__container_of(hc, struct scsitgt_pr_req, hc);
+
+	if (req->status < 0)
+		scsitgt__pr_cluster_fail(hc->cmd, req->status);
+	else
+		scsitgt__cmd_complete(hc->cmd, req->reason);
+	scsitgt__home_call_free(hc);
+}
+
+/* Home: every shard has made the aborts of the change. */
+static void pr_out_events_done(void *arg)
+{
+	struct scsitgt_pr_req *req = arg;
+
+	scsitgt__home_call_back(&req->hc);
+}
+
+/*
+ * Home: the change, the host's store, the other nexuses. The state is changed under the LUN's
+ * lock with its unit attentions and task aborts captured (pr->capture, as for a cluster store);
+ * the save callback runs here (libscsitgt/pr.h: on the home loop, inside the command, under
+ * the lock so that saves are ordered); the other nexuses, whichever shard they are on, get
+ * their unit attentions from home's walk of the target's nexuses once the lock is dropped
+ * (nothing under xlock calls a fabric), and PREEMPT AND ABORT's aborts by message to their
+ * shards (core/tmf_xshard.c).
+ *
+ * Only then does the command end: its GOOD must not reach the initiator before every other
+ * nexus concerned has its RESERVATIONS PREEMPTED / RELEASED or REGISTRATIONS PREEMPTED
+ * established (SPC-5 §5.13.11). A cluster's software acts on the GOOD (it tells the preempted
+ * node it lost the reservation, or starts writing through the new holder); a command of the
+ * preempted nexus that arrives after that must find the unit attention, not run as if it
+ * were still registered. The status follows the aborts too, as when they were synchronous.
+ */
+static void pr_out_home(struct scsitgt__home_call *hc)
+{
+	struct scsitgt_pr_req *req = scsitgt__container_of(hc, struct scsitgt_pr_req, hc);
+	struct scsitgt_lun *lun = req->lun;
 	struct scsitgt__pr_change ch;
-	struct scsitgt__pr_reg nexus;
 	enum scsitgt__sense_reason r;
 	struct scsitgt__pr *pr;
 
 	uv_mutex_lock(&lun->xlock);
+	/* Decided here: a store installed (on home) after the command was sent is used. */
 	if (scsitgt__pr_cluster_on(lun)) {
 		uv_mutex_unlock(&lun->xlock);
-		scsitgt__pr_cluster_out(cmd);
+		scsitgt__pr_cluster_out(req);
 		return;
 	}
-	/*
-	 * The change is made under the LUN's lock with its unit attentions and task aborts
-	 * captured, as for a cluster store (pr_cluster.c); they reach the other nexuses once the
-	 * lock is dropped, before this command's status (issue 18: nothing under xlock calls a
-	 * fabric).
-	 */
-	scsitgt__pr_nexus(&nexus, cmd->sess);
 	scsitgt__pr_change_init(&ch);
-	ch.by_rel_port_id = nexus.rel_port_id;
-	memcpy(ch.by_port, nexus.iport, sizeof(ch.by_port));
+	ch.by_rel_port_id = req->self.rel_port_id;
+	memcpy(ch.by_port, req->self.iport, sizeof(ch.by_port));
 	pr = scsitgt__pr_get(lun);
 	r = SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
 	if (pr) {
 		pr->capture = &ch;
-		r = scsitgt__pr_out_exec(cmd, &nexus);
+		r = scsitgt__pr_out_exec(hc->cmd, &req->self);
 		pr->capture = NULL;
 	}
 	if (r == SCSITGT__SR_OK)
 		scsitgt__pr_changed(lun);
 	scsitgt__pr_sync_xflags(lun);
 	uv_mutex_unlock(&lun->xlock);
-	/* The other nexuses are on any shard: their unit attentions and PREEMPT AND ABORT's
-	 * aborts go through home, and the status follows them (core/tmf_xshard.c). */
-	scsitgt__tmf_pr_events(lun, &ch, cmd, true, r);
+	req->reason = r;
+	/* (the command may end inside: nothing of @req is used after) */
+	scsitgt__tmf_pr_events(lun, &ch, hc->cmd, pr_out_events_done, req);
 	scsitgt__pr_change_clear(&ch);
+}
+
+void scsitgt__pr_out(struct scsitgt__cmd *cmd)
+{
+	/* The reservation state's stores and the target's nexuses are home's: the command goes
+	 * there (held), its record allocated before anything changes. */
+	struct scsitgt__home_call *hc =
+		scsitgt__home_call_new(cmd, NULL, sizeof(struct scsitgt_pr_req));
+	struct scsitgt_pr_req *req;
+
+	if (hc == NULL) {
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
+		return;
+	}
+	req = scsitgt__container_of(hc, struct scsitgt_pr_req, hc);
+	req->lun = cmd->lun;
+	scsitgt__pr_nexus(&req->self, cmd->sess);
+	scsitgt__home_call_later(hc, pr_out_home, pr_out_done);
 }

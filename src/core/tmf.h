@@ -64,14 +64,14 @@ struct scsitgt__pr_change;
 /*
  * Raise the unit attentions and task aborts (PREEMPT AND ABORT, SPC-5 §5.13.11.5) that a
  * reservation change recorded in @ch, on every nexus of the LUN's target but the one that made
- * it (ch->by_port); @by_cmd, the command that made it, is never aborted. The events move out of
- * @ch. With @complete, @by_cmd (which must be executing on its own shard) is completed with
- * @reason on its shard once every shard has made its aborts, as if the aborts were synchronous;
- * without, the aborts are only asked for. Loop: @by_cmd's shard (home without @by_cmd).
+ * it (ch->by_port); @by_cmd, the command that made it (compared only, may be NULL), is never
+ * aborted. The events move out of @ch. The unit attentions are established before the call
+ * returns; @done(@done_arg) (may be NULL) runs on home once every shard has made its aborts,
+ * inside the call when none has any to make. Loop: home.
  */
 void scsitgt__tmf_pr_events(struct scsitgt_lun *lun, struct scsitgt__pr_change *ch,
-			    struct scsitgt__cmd *by_cmd, bool complete,
-			    enum scsitgt__sense_reason reason);
+			    const struct scsitgt__cmd *by_cmd, void (*done)(void *done_arg),
+			    void *done_arg);
 
 /*
  * A LUN's removal timed out (core/drain.c): abort the live commands of @lun in every session

@@ -13,7 +13,8 @@
  *      attentions that belong to the nexuses that lost tasks, and answers home;
  *   4. once every shard has answered, home does the rest (the reset of each logical unit and
  *      its unit attentions for every nexus, SAM-5 §6.3.3) and drops its hold on the op; a
- *      PERSISTENT RESERVE OUT that preempted and aborted is completed on its own shard.
+ *      PERSISTENT RESERVE OUT that preempted and aborted is told (its done callback), and
+ *      gets its status on its own shard afterwards (core/home_call.h).
  *
  * Sessions named in a message stay valid until it has run: a session ending is marked
  * leaving on home before its shard detaches its commands (core/session.c), walks here skip
@@ -62,7 +63,7 @@ struct xt_batch {
 };
 
 struct xtmf {
-	struct scsitgt__msg msg; /* issuer -> home; home -> by_cmd's shard (XT_PR) */
+	struct scsitgt__msg msg; /* issuer -> home */
 	struct scsitgt_engine *engine;
 	struct scsitgt_target *tgt;
 	enum xt_kind kind;
@@ -70,11 +71,12 @@ struct xtmf {
 	uint64_t lun_id;
 	struct scsitgt_lun *lun; /* XT_DRAIN: its commands only */
 	struct scsitgt__tmf_op *op;
-	/* XT_PR: the change's events, the command that made it and how it ends. */
+	/* XT_PR: the change's events, the command that made it (compared only) and who waits
+	 * for its aborts. */
 	struct scsitgt__pr_change ch;
-	struct scsitgt__cmd *by_cmd;
-	bool complete;
-	enum scsitgt__sense_reason reason;
+	const struct scsitgt__cmd *by_cmd;
+	void (*done)(void *done_arg);
+	void *done_arg;
 	/* The LUNs a reset reaches (a target reset: those the issuer sees). */
 	uint64_t *luns;
 	size_t nluns;
@@ -290,22 +292,6 @@ static void xt_start(struct xtmf *x, const struct scsitgt__shard *from)
 	scsitgt__engine_post(x->engine, &x->msg);
 }
 
-/* The PERSISTENT RESERVE OUT's own shard: its status, after the aborts it caused. */
-static void xt_pr_complete(struct xtmf *x)
-{
-	struct scsitgt__cmd *cmd = x->by_cmd;
-	enum scsitgt__sense_reason r = x->reason;
-
-	xt_free(x);
-	scsitgt__cmd_unhold(cmd);
-	scsitgt__cmd_complete(cmd, r);
-}
-
-static void xt_pr_complete_msg(struct scsitgt__msg *msg)
-{
-	xt_pr_complete(scsitgt__container_of(msg, struct xtmf, msg));
-}
-
 /* Home: the rest of the reset of LUN @id, if it still exists. */
 static void xt_lun_reset(struct xtmf *x, uint64_t id, enum scsitgt__sense_reason ua)
 {
@@ -321,6 +307,9 @@ static void xt_finish(struct xtmf *x)
 	struct scsitgt__shard *home = scsitgt__shard_home(x->engine);
 	struct scsitgt__tmf_op *op = x->op;
 	struct scsitgt_target *tgt = x->tgt;
+	/* XT_PR: who waits for the aborts of the change */
+	void (*done)(void *done_arg) = x->done;
+	void *done_arg = x->done_arg;
 
 	switch (x->kind) {
 	case XT_LUN_RESET:
@@ -339,22 +328,12 @@ static void xt_finish(struct xtmf *x)
 	default:
 		break;
 	}
-	if (x->kind == XT_PR && x->complete) {
-		struct scsitgt__shard *to = x->by_cmd->shard;
-
-		scsitgt__target_unhold(tgt);
-		if (to == home) {
-			xt_pr_complete(x);
-		} else {
-			x->msg.fn = xt_pr_complete_msg;
-			scsitgt__shard_post(to, &x->msg);
-		}
-		return;
-	}
 	xt_free(x);
 	if (op)
 		scsitgt__tmf_op_put(op, home);
 	scsitgt__target_unhold(tgt);
+	if (done)
+		done(done_arg);
 }
 
 int scsitgt__tmf_xshard(struct scsitgt_target *tgt, enum scsitgt__tmf_type type,
@@ -380,17 +359,15 @@ int scsitgt__tmf_xshard(struct scsitgt_target *tgt, enum scsitgt__tmf_type type,
 }
 
 void scsitgt__tmf_pr_events(struct scsitgt_lun *lun, struct scsitgt__pr_change *ch,
-			    struct scsitgt__cmd *by_cmd, bool complete,
-			    enum scsitgt__sense_reason reason)
+			    const struct scsitgt__cmd *by_cmd, void (*done)(void *done_arg),
+			    void *done_arg)
 {
-	/* Without @complete the caller is on home (a cluster store's state, pr_cluster.c). */
-	struct scsitgt__shard *from = complete ? by_cmd->shard : scsitgt__shard_home(lun->engine);
 	struct xtmf *x;
 
 	/* The common change (a registration) tells nobody: nothing to wait for. */
 	if (scsitgt__list_empty(&ch->events)) {
-		if (complete)
-			scsitgt__cmd_complete(by_cmd, reason);
+		if (done)
+			done(done_arg);
 		return;
 	}
 	x = xt_create(lun->tgt, XT_PR);
@@ -399,14 +376,14 @@ void scsitgt__tmf_pr_events(struct scsitgt_lun *lun, struct scsitgt__pr_change *
 			     "LUN %llu: out of memory, the unit attentions of a reservation change "
 			     "are lost",
 			     (unsigned long long)lun->id);
-		if (complete)
-			scsitgt__cmd_complete(by_cmd, reason);
+		if (done)
+			done(done_arg);
 		return;
 	}
 	x->lun_id = lun->id;
 	x->by_cmd = by_cmd;
-	x->complete = complete;
-	x->reason = reason;
+	x->done = done;
+	x->done_arg = done_arg;
 	x->ch.seq = ch->seq;
 	x->ch.by_rel_port_id = ch->by_rel_port_id;
 	memcpy(x->ch.by_port, ch->by_port, sizeof(x->ch.by_port));
@@ -418,10 +395,7 @@ void scsitgt__tmf_pr_events(struct scsitgt_lun *lun, struct scsitgt__pr_change *
 	x->ch.nevents = ch->nevents;
 	scsitgt__list_init(&ch->events);
 	ch->nevents = 0;
-	/* A hold (scsitgt__cmd_hold()): an abort marks the command, never frees it meanwhile. */
-	if (complete)
-		scsitgt__cmd_hold(by_cmd);
-	xt_start(x, from);
+	xt_run(x);
 }
 
 void scsitgt__tmf_drain_lun(struct scsitgt_lun *lun)

@@ -57,6 +57,8 @@ static void x_end(struct scsitgt__cmd *cmd, int how)
 	if (din && x->din_len)
 		memcpy(x->din, din, x->din_len);
 	scsitgt__cmd_destroy(cmd);
+	if (x->at_end)
+		x->at_end(x);
 	atomic_store(&x->ended_on_home, xw_on_home(w));
 	atomic_store(&x->finished, true);
 	if (x->wake_home) {

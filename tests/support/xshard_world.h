@@ -108,6 +108,9 @@ struct xw_cmd {
 	uint8_t sense[SCSITGT_SENSE_BUF_SIZE];
 	uint8_t din[XW_DATA_MAX];
 	size_t din_len;
+	/* optional: called on the command's own thread as it ends, after the fields above are
+	 * filled and before its waiter is told (to look at what else holds at that moment) */
+	void (*at_end)(struct xw_cmd *x);
 	/* private to xshard_world.c */
 	bool wake_home;
 	uv_sem_t started, done;

@@ -26,6 +26,7 @@
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
 #include "core/shard.h"
+#include "core/ua.h"
 #include "libscsitgt/backend_fault.h"
 #include "libscsitgt/pr.h"
 #include "libscsitgt/scsitgt.h"
@@ -464,6 +465,69 @@ static void test_cluster_pr_out_nexus_gone(void **state)
 	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, NULL, NULL), 0);
 }
 
+/* The host's store of the reservation state (scsitgt_lun_set_pr_store()), called "on the home
+ * loop, inside the PERSISTENT RESERVE OUT command" (libscsitgt/pr.h). */
+struct saves {
+	struct xw_world *w;
+	_Atomic int n;
+	_Atomic bool off_home;
+};
+
+static void save_cb(void *arg, struct scsitgt_lun *lun, const void *data, size_t len)
+{
+	struct saves *sv = arg;
+
+	(void)lun;
+	(void)data;
+	(void)len;
+	if (!xw_on_home(sv->w))
+		atomic_store(&sv->off_home, true);
+	atomic_fetch_add(&sv->n, 1);
+}
+
+/* The first unit attention A has on LUN 0 as the command ends (on its own thread). */
+static _Atomic int a_ua_at_end;
+
+static void note_a_ua(struct xw_cmd *x)
+{
+	enum scsitgt__sense_reason first = SCSITGT__SR_OK;
+
+	atomic_store(&a_ua_at_end, scsitgt__ua_pending(x->w->a, 0, &first) ? (int)first : 0);
+}
+
+/*
+ * PERSISTENT RESERVE OUT of B (worker) preempting A (home), the holder: the state's save
+ * callback runs on home (libscsitgt/pr.h), the fabric hears of A's unit attention on home
+ * (fabric.h), and A's REGISTRATIONS PREEMPTED is established before B's status reaches B's
+ * fabric (SPC-5 §5.13.11.4); A finds it.
+ */
+static void test_pr_out_from_worker_home_steps(void **state)
+{
+	struct xw_world *w = *state;
+	struct saves sv = { .w = w };
+	struct xw_cmd x;
+
+	assert_int_equal(scsitgt_lun_set_pr_store(w->lun, save_cb, &sv), 0);
+	assert_int_equal(xw_run_pr_out(w, w->a, PR_OUT_REGISTER, 0, 0, 0xa, &x), SAM_STAT_GOOD);
+	assert_int_equal(xw_run_pr_out(w, w->b, PR_OUT_REGISTER, 0, 0, 0xb, &x), SAM_STAT_GOOD);
+	assert_int_equal(xw_run_pr_out(w, w->a, PR_OUT_RESERVE, PR_TYPE_WE_RO, 0xa, 0, &x),
+			 SAM_STAT_GOOD);
+	atomic_store(&a_ua_at_end, -1);
+	xw_pr_out(&x, w->b, PR_OUT_PREEMPT, PR_TYPE_WE_RO, 0xb, 0xa);
+	x.at_end = note_a_ua;
+	assert_int_equal(xw_run(w, &x), SAM_STAT_GOOD);
+	assert_false(atomic_load(&x.ended_on_home));
+	assert_int_equal(atomic_load(&a_ua_at_end), SCSITGT__SR_UA_REGISTRATIONS_PREEMPTED);
+	/* REGISTER twice, RESERVE, PREEMPT: each change saved, on home */
+	assert_int_equal(atomic_load(&sv.n), 4);
+	assert_false(atomic_load(&sv.off_home));
+	assert_int_equal(atomic_load(&w->uas_off_home), 0);
+	xw_run_tur(w, w->a, &x);
+	xw_assert_ua(&x, 0x2a, 0x05);
+	assert_int_equal(xw_run_pr_out(w, w->b, PR_OUT_CLEAR, 0, 0xb, 0, &x), SAM_STAT_GOOD);
+	assert_int_equal(scsitgt_lun_set_pr_store(w->lun, NULL, NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -486,6 +550,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cluster_pr_out_from_worker, setup_hang,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_cluster_pr_out_nexus_gone, setup_hang,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pr_out_from_worker_home_steps, setup_hang,
 						teardown),
 	};
 
