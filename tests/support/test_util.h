@@ -48,6 +48,19 @@ static inline void tctx_destroy(struct tctx *t)
 	free(t);
 }
 
+/* cmocka fixtures: *state is a tctx with LUN 0 on a default fake backend. */
+static inline int tctx_setup(void **state)
+{
+	*state = tctx_create(0, NULL);
+	return 0;
+}
+
+static inline int tctx_teardown(void **state)
+{
+	tctx_destroy(*state);
+	return 0;
+}
+
 /* Run t->cdb (length @len) on LUN @lun; the result lands in t->r (previous data freed). */
 static inline struct lf_result *tctx_run_lun(struct tctx *t, uint64_t lun, size_t len,
 					     const void *dout, size_t dout_len)

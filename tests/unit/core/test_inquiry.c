@@ -6,18 +6,6 @@
 
 #include "core/scsi_spec.h"
 
-static int setup(void **state)
-{
-	*state = tctx_create(0, NULL);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	tctx_destroy(*state);
-	return 0;
-}
-
 static void test_standard_data(void **state)
 {
 	struct tctx *t = *state;
@@ -179,14 +167,15 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_claim_spc4),
-		cmocka_unit_test_setup_teardown(test_standard_data, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_standard_data, tctx_setup, tctx_teardown),
 		cmocka_unit_test(test_removable),
-		cmocka_unit_test_setup_teardown(test_allocation_length, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_page_code_without_evpd, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cmddt, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_control_byte, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_missing_lun, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_descriptor_sense, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_allocation_length, tctx_setup, tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_page_code_without_evpd, tctx_setup,
+						tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_cmddt, tctx_setup, tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_control_byte, tctx_setup, tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_missing_lun, tctx_setup, tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_descriptor_sense, tctx_setup, tctx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,12 +19,6 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	tctx_destroy(*state);
-	return 0;
-}
-
 static void test_all(void **state)
 {
 	struct tctx *t = *state;
@@ -148,11 +142,12 @@ static void test_lun_removed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_all, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_select_report, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_allocation_length, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_missing_lun_and_reserved, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lun_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_all, setup, tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_select_report, setup, tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_allocation_length, setup, tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_missing_lun_and_reserved, setup,
+						tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_lun_removed, setup, tctx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

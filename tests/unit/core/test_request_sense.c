@@ -2,18 +2,6 @@
 /* SPC-5 §6.39 REQUEST SENSE. */
 #include "test_util.h"
 
-static int setup(void **state)
-{
-	*state = tctx_create(0, NULL);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	tctx_destroy(*state);
-	return 0;
-}
-
 static void test_no_sense_fixed(void **state)
 {
 	struct tctx *t = *state;
@@ -98,11 +86,12 @@ static void test_bad_fields(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_no_sense_fixed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_no_sense_descriptor, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_truncation, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_missing_lun, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bad_fields, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_sense_fixed, tctx_setup, tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_no_sense_descriptor, tctx_setup,
+						tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_truncation, tctx_setup, tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_missing_lun, tctx_setup, tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_bad_fields, tctx_setup, tctx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

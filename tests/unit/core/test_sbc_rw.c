@@ -5,18 +5,6 @@
 #include "core/cdb.h"
 #include "core/scsi_spec.h"
 
-static int setup(void **state)
-{
-	*state = tctx_create(0, NULL);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	tctx_destroy(*state);
-	return 0;
-}
-
 static void fill(uint8_t *p, size_t len, uint32_t seed)
 {
 	for (size_t i = 0; i < len; i++) {
@@ -360,16 +348,18 @@ static void test_block_size_4096(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_six_byte_zero_is_256, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_zero_length, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_out_of_range, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_round_trip, tctx_setup, tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_six_byte_zero_is_256, tctx_setup,
+						tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_zero_length, tctx_setup, tctx_teardown),
+		cmocka_unit_test_setup_teardown(test_out_of_range, tctx_setup, tctx_teardown),
 		cmocka_unit_test(test_transfer_too_large),
-		cmocka_unit_test_setup_teardown(test_protect_fields, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_protect_fields, tctx_setup, tctx_teardown),
 		cmocka_unit_test(test_fua),
 		cmocka_unit_test(test_read_only),
 		cmocka_unit_test(test_write_protect_before_fields),
-		cmocka_unit_test_setup_teardown(test_software_write_protect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_software_write_protect, tctx_setup,
+						tctx_teardown),
 		cmocka_unit_test(test_block_size_4096),
 	};
 
