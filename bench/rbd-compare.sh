@@ -6,7 +6,7 @@
 #
 # Usage: bench/rbd-compare.sh [--build DIR] [--seconds S] [--runs N] [--size SIZE]
 #                             [--tests "NAME ..."] [--store memstore|bluestore] [--out DIR]
-#                             [--nocache] [--target-ceph-args ARGS]
+#                             [--nocache] [--target-ceph-args ARGS] [--workers N]
 #
 #   --build DIR   meson build directory with examples/minitarget and bench/scsitgt-bench
 #                 (default: <source>/build)
@@ -24,6 +24,10 @@
 #                 "--rbd_cache_writethrough_until_flush=false": the rbd tool sets that for
 #                 itself, so both sides run librbd's cache the same way; "" for librbd's
 #                 default, under which an initiator that never flushes keeps it write-through)
+#   --workers N   the target with N worker loops and its connections on them end to end
+#                 (minitarget --workers N, SCSITGT_EXPERIMENTAL_CONN_WORKERS=1): the RBD LUN's
+#                 ios are then submitted and completed on the connection's worker (default 0:
+#                 everything on the home loop)
 #   --out DIR     keep the raw results there (default: a new directory under /tmp)
 #
 # Both sides use librbd with the same configuration on the same image: `rbd bench` is librbd's
@@ -45,10 +49,11 @@ STORE=memstore
 NOCACHE=0
 TARGET_CEPH_ARGS=--rbd_cache_writethrough_until_flush=false
 OUT=
+WORKERS=0
 ALL_TESTS="4k-randread-qd32 4k-randwrite-qd32 1m-read-qd16 1m-write-qd16"
 TESTS=$ALL_TESTS
 
-usage() { sed -n '3,31{s/^# \{0,1\}//;p}' "$0" >&2; exit "${1:-2}"; }
+usage() { sed -n '3,35{s/^# \{0,1\}//;p}' "$0" >&2; exit "${1:-2}"; }
 say() { echo "rbd-compare: $*" >&2; }
 die() { say "$*"; exit 1; }
 
@@ -63,6 +68,7 @@ while [[ $# -gt 0 ]]; do
 	--nocache) NOCACHE=1; shift ;;
 	--target-ceph-args) TARGET_CEPH_ARGS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
+	--workers) WORKERS=$2; shift 2 ;;
 	-h | --help) usage 0 ;;
 	*) usage ;;
 	esac
@@ -102,8 +108,15 @@ rbd bench --io-type write --io-pattern seq --io-size 4M --io-threads 16 --io-tot
 
 PORT=$(python3 -c 'import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-CEPH_ARGS=$TARGET_CEPH_ARGS "$MT" --portal "127.0.0.1:$PORT" --lun "0:rbd:$IMG" >"$OUT/minitarget.out" \
-	2>"$OUT/minitarget.err" </dev/null &
+MT_ARGS=()
+MT_ENV=()
+if [[ $WORKERS -gt 0 ]]; then
+	MT_ARGS=(--workers "$WORKERS")
+	MT_ENV=(SCSITGT_EXPERIMENTAL_CONN_WORKERS=1)
+	say "target: $WORKERS worker loops, connections on them"
+fi
+env "${MT_ENV[@]}" CEPH_ARGS="$TARGET_CEPH_ARGS" "$MT" "${MT_ARGS[@]}" --portal "127.0.0.1:$PORT" \
+	--lun "0:rbd:$IMG" >"$OUT/minitarget.out" 2>"$OUT/minitarget.err" </dev/null &
 MT_PID=$!
 for ((i = 0; i < 300; i++)); do
 	grep -qs '^iscsi://' "$OUT/minitarget.out" && break

@@ -5,13 +5,16 @@
  * I/O. READ and WRITE become rbd_aio_readv() / rbd_aio_writev() on the io's own iovecs (librbd
  * copies the data in between); READs of 64 KiB and more whose data may be lent go through
  * librbd's C++ API instead and send librbd's own buffer (rbd_zc.h, docs/rbd.md "Zero-copy
- * I/O"). Completions are created without a callback: librbd queues them on the image and
- * signals an eventfd (rbd_set_image_notification, EVENT_TYPE_EVENTFD), which a uv_poll_t on
- * the home loop watches; the poll callback drains rbd_poll_io_events() in batches and
- * completes the ios on the loop. That costs one eventfd write per burst of completions and no
- * lock, queue or callback of ours on librbd's threads (the alternative,
- * scsitgt_io_complete_threadsafe() from a completion callback, runs our code on librbd's
- * finisher thread and pays a uv_async hop per io).
+ * I/O"). The backend is SCSITGT_BACKEND_MULTI_LOOP: ios are submitted on their command's loop
+ * (home or an engine worker) and complete there. Each completion's callback, on librbd's
+ * thread, only pushes the request on the lock-free queue of the loop that submitted it and
+ * writes that loop's eventfd when the queue was empty (rbd_loop.h); the loop's uv_poll_t takes
+ * the queue and finishes the requests. That costs one eventfd write per burst of completions,
+ * as librbd's own image notification did when every io ran on home (one eventfd per image,
+ * rbd_poll_io_events(), which cannot tell loops apart), and no lock or allocation per io.
+ * What must be single stays on home: the jobs below, the update watch and resize, the hooks
+ * of the HA and PR code (rbd_int.h), and the decisions about fencing: an io of another loop
+ * that meets an error those care about completes on its loop and tells home.
  *
  * WRITE SAME of a non-zero block is rbd_aio_writesame() over the range. GET LBA STATUS is a
  * job on the worker thread (rbd_diff_iterate2() with whole objects) that fills the io's extent
@@ -41,15 +44,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "backend/rbd_int.h"
 #include "backend/rbd_zc.h"
 #include "libscsitgt/lun.h"
 
-/* Completions taken from librbd per rbd_poll_io_events() call. */
-#define RBD_EVENT_BATCH 64
 /* librbd refuses iovec arrays longer than IOV_MAX; longer lists are bounced. */
 #define RBD_IOV_MAX IOV_MAX
 /* READs of at least this many bytes skip librbd's copy when the image allows it (rbd_zc.h);
@@ -74,18 +74,23 @@ struct rbd_req {
 	void *bounce;
 	/* A zero-copy READ (rbd_zc.h): librbd's bufferlist, until lent or copied out. */
 	struct scsitgt__rbd_zc_data *zc_data;
+	/* The loop that submitted the io, where it completes; stored (release) after every other
+	 * field, before librbd has the request, and loaded (acquire) by the completion callback:
+	 * the hand-over TSan sees, since librbd's own synchronisation is invisible to it. */
+	_Atomic(struct scsitgt__rbd_loop *) lp;
+	/* The result, written by the completion callback (librbd's thread) or the GET LBA STATUS
+	 * job's end (home) before posting the request back to its loop. */
+	ssize_t ret;
+	struct scsitgt__rbd_cq_node cq;
 };
 
 static void rbd_async_cb(uv_async_t *handle);
-static void rbd_set_fenced(struct scsitgt__rbd_ctx *rc);
+static void rbd_set_fenced(struct scsitgt__rbd_ctx *rc, bool home);
 
 /* ---- options (scsitgt_backend_rbd_opts_init() is in rbd_opts.c) ---- */
 
 static void rbd_ctx_free(struct scsitgt__rbd_ctx *rc)
 {
-	if (rc->efd >= 0) {
-		close(rc->efd);
-	}
 	pthread_mutex_destroy(&rc->mu);
 	pthread_cond_destroy(&rc->cv);
 	free(rc->pool);
@@ -120,10 +125,14 @@ static int rbd_ctx_create(struct scsitgt__rbd_ctx **out,
 	if (rc == NULL) {
 		return -ENOMEM;
 	}
-	rc->efd = -1;
 	pthread_mutex_init(&rc->mu, NULL);
 	pthread_cond_init(&rc->cv, NULL);
 	atomic_init(&rc->update_pending, false);
+	atomic_init(&rc->fenced, false);
+	atomic_init(&rc->loop_events, 0);
+	atomic_init(&rc->num_blocks, 0);
+	atomic_init(&rc->zc_lent, 0);
+	atomic_init(&rc->zc_copied, 0);
 	rc->loop = o.loop;
 	rc->log.cb = o.log_cb;
 	rc->log.arg = o.log_arg;
@@ -194,8 +203,6 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_get_ident(void *bctx, uint64_t *naa_out, 
 }
 
 /* ---- connect, open, close (blocking: worker thread or the creating thread) ---- */
-
-static void rbd_poll_cb(uv_poll_t *handle, int status, int events);
 
 static void rbd_update_watch_cb(void *arg)
 {
@@ -344,7 +351,7 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	char name[128], buf[32];
 	const char *step;
 	rbd_image_info_t info;
-	bool own_efd = false, zc_writes = false;
+	bool zc_writes = false;
 	int r;
 
 	snprintf(name, sizeof(name), "client.%s", rc->client_id);
@@ -426,21 +433,6 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	if (rados_conf_get(rc->cluster, "rbd_discard_granularity_bytes", buf, sizeof(buf)) == 0) {
 		rc->discard_granularity = strtoull(buf, NULL, 10);
 	}
-	/* A reconnection (scsitgt__rbd_reconnect()) keeps the eventfd the loop polls. */
-	if (rc->efd < 0) {
-		step = "eventfd";
-		rc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (rc->efd < 0) {
-			r = -errno;
-			goto fail;
-		}
-		own_efd = true;
-	}
-	step = "rbd_set_image_notification";
-	r = rbd_set_image_notification(rc->image, rc->efd, EVENT_TYPE_EVENTFD);
-	if (r < 0) {
-		goto fail;
-	}
 	step = "rbd_update_watch";
 	r = rbd_update_watch(rc->image, &rc->watch_handle, rbd_update_watch_cb, rc);
 	if (r < 0) {
@@ -467,10 +459,6 @@ fail:
 	scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS, "%s/%s: %s: %s", rc->pool,
 		     rc->image_name, step, strerror(-r));
 	rbd_disconnect(rc);
-	if (own_efd && rc->efd >= 0) {
-		close(rc->efd);
-		rc->efd = -1;
-	}
 	return r < 0 ? r : -EIO;
 }
 
@@ -480,16 +468,9 @@ int scsitgt__rbd_reconnect(struct scsitgt__rbd_ctx *rc)
 	return rbd_connect_open(rc);
 }
 
-void scsitgt__rbd_pause_io(struct scsitgt__rbd_ctx *rc)
+unsigned int scsitgt__rbd_ios_inflight(struct scsitgt__rbd_ctx *rc)
 {
-	if (rc->poll_inited)
-		uv_poll_stop(&rc->poll);
-}
-
-void scsitgt__rbd_resume_io(struct scsitgt__rbd_ctx *rc)
-{
-	if (rc->poll_inited && !rc->closing)
-		uv_poll_start(&rc->poll, UV_READABLE, rbd_poll_cb);
+	return scsitgt__rbd_loops_inflight(&rc->loops);
 }
 
 /* ---- the worker thread ---- */
@@ -591,33 +572,25 @@ struct rbd_close_job {
 static void rbd_handle_closed(uv_handle_t *handle)
 {
 	struct scsitgt__rbd_ctx *rc = handle->data;
-	scsitgt_done_cb cb;
-	void *cb_arg;
+	scsitgt_done_cb cb = rc->close_cb;
+	void *cb_arg = rc->close_cb_arg;
 
-	if (handle == (uv_handle_t *)&rc->poll) {
-		rc->poll_inited = false;
-	} else {
-		rc->async_inited = false;
-	}
-	if (rc->poll_inited || rc->async_inited) {
-		return;
-	}
-	cb = rc->close_cb;
-	cb_arg = rc->close_cb_arg;
+	rc->async_inited = false;
 	rbd_ctx_free(rc);
 	if (cb) {
 		cb(cb_arg, 0);
 	}
 }
 
-/* The image is closed and the worker has exited: release the loop's handles, then free. */
+/* The image is closed, the worker has exited and every loop's completion queue is gone:
+ * release home's wake-up handle, then free. */
 static void rbd_close_finish(struct scsitgt__rbd_ctx *rc)
 {
 	if (rc->thread_started) {
 		uv_thread_join(&rc->thread);
 		rc->thread_started = false;
 	}
-	if (!rc->poll_inited && !rc->async_inited) {
+	if (!rc->async_inited) {
 		/* Nothing on the loop to close: only when close() could start neither a job
 		 * nor the wake-up handle (out of memory or threads). Then it ends here. */
 		scsitgt_done_cb cb = rc->close_cb;
@@ -629,11 +602,16 @@ static void rbd_close_finish(struct scsitgt__rbd_ctx *rc)
 		}
 		return;
 	}
-	if (rc->poll_inited) {
-		uv_close((uv_handle_t *)&rc->poll, rbd_handle_closed);
-	}
-	if (rc->async_inited) {
-		uv_close((uv_handle_t *)&rc->async, rbd_handle_closed);
+	uv_close((uv_handle_t *)&rc->async, rbd_handle_closed);
+}
+
+/* One part of the close is done (the close job, the loops' queues); the last one finishes. */
+static void rbd_close_part_done(void *arg)
+{
+	struct scsitgt__rbd_ctx *rc = arg;
+
+	if (--rc->close_parts == 0) {
+		rbd_close_finish(rc);
 	}
 }
 
@@ -655,8 +633,9 @@ static void rbd_close_done(struct scsitgt__rbd_job *job)
 	free(job);
 	scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
 		     "%s/%s: closed (zero-copy reads: %" PRIu64 " lent, %" PRIu64 " copied)",
-		     rc->pool, rc->image_name, rc->zc_lent, rc->zc_copied);
-	rbd_close_finish(rc);
+		     rc->pool, rc->image_name, (uint64_t)atomic_load(&rc->zc_lent),
+		     (uint64_t)atomic_load(&rc->zc_copied));
+	rbd_close_part_done(rc);
 }
 
 /* Close the image on the worker thread, then free the context and call @cb on the loop. */
@@ -669,9 +648,10 @@ static void rbd_close_start(struct scsitgt__rbd_ctx *rc, scsitgt_done_cb cb, voi
 	rc->closing = true;
 	rc->close_cb = cb;
 	rc->close_cb_arg = cb_arg;
-	if (rc->poll_inited) {
-		uv_poll_stop(&rc->poll);
-	}
+	/* Two parts: the close job, and every loop's completion queue (no io is in flight: the
+	 * core closes after the last one; each loop tears its queue down on its own thread). */
+	rc->close_parts = 2;
+	scsitgt__rbd_loops_close(&rc->loops, rbd_close_part_done, rc);
 	job = calloc(1, sizeof(*job));
 	if (job == NULL || rbd_worker_start(rc) < 0) {
 		/* Out of memory or threads: close here rather than leak the cluster handle. This
@@ -680,7 +660,7 @@ static void rbd_close_start(struct scsitgt__rbd_ctx *rc, scsitgt_done_cb cb, voi
 		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
 			     "%s/%s: no worker; closing on the loop", rc->pool, rc->image_name);
 		rbd_disconnect(rc);
-		rbd_close_finish(rc);
+		rbd_close_part_done(rc);
 		return;
 	}
 	job->work = rbd_close_work;
@@ -818,7 +798,7 @@ static void rbd_size_done(struct scsitgt__rbd_job *job)
 			}
 		}
 	} else if (job->status == -ESHUTDOWN) {
-		rbd_set_fenced(rc);
+		rbd_set_fenced(rc, true);
 	} else if (job->status < 0 && job->status != -ECANCELED) {
 		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
 			     "%s/%s: size after an update: %s", rc->pool, rc->image_name,
@@ -830,11 +810,16 @@ static void rbd_size_done(struct scsitgt__rbd_job *job)
 	}
 }
 
+static void rbd_loop_events(struct scsitgt__rbd_ctx *rc);
+
 static void rbd_async_cb(uv_async_t *handle)
 {
 	struct scsitgt__rbd_ctx *rc = handle->data;
 	struct scsitgt__rbd_job *job, *next;
 
+	if (!rc->closing) {
+		rbd_loop_events(rc);
+	}
 	pthread_mutex_lock(&rc->mu);
 	job = rc->done_head;
 	rc->done_head = rc->done_tail = NULL;
@@ -864,20 +849,8 @@ static void rbd_async_cb(uv_async_t *handle)
 
 /* ---- I/O ---- */
 
-static void rbd_drain(struct scsitgt__rbd_ctx *rc);
-
-static void rbd_poll_cb(uv_poll_t *handle, int status, int events)
-{
-	struct scsitgt__rbd_ctx *rc = handle->data;
-	uint64_t cnt;
-
-	(void)status;
-	(void)events;
-	if (read(rc->efd, &cnt, sizeof(cnt)) < 0) {
-		/* EAGAIN: already drained; still look at the queue. */
-	}
-	rbd_drain(rc);
-}
+static void rbd_loop_drain(void *arg, struct scsitgt__rbd_loop *lp,
+			   struct scsitgt__rbd_cq_node *node);
 
 static int rbd_op_open(void *bctx, struct scsitgt_lun_geometry *geo)
 {
@@ -911,13 +884,8 @@ static int rbd_op_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	if (r < 0) {
 		return r;
 	}
-	r = uv_poll_init(rc->loop, &rc->poll, rc->efd);
-	if (r < 0) {
-		return r;
-	}
-	rc->poll.data = rc;
-	rc->poll_inited = true;
-	r = uv_poll_start(&rc->poll, UV_READABLE, rbd_poll_cb);
+	/* Home's completion queue now; another loop's at its first submit. */
+	r = scsitgt__rbd_loops_start(&rc->loops, rc->loop, rbd_loop_drain, rc, &rc->log);
 	if (r < 0) {
 		return r;
 	}
@@ -962,7 +930,7 @@ static ssize_t rbd_zc_read_done(struct scsitgt__rbd_ctx *rc, struct rbd_req *req
 		p = scsitgt__rbd_zc_data_contiguous(d, req->len);
 		if (p && scsitgt_io_lend_data(req->io, p, req->len, scsitgt__rbd_zc_data_release,
 					      d) == 0) {
-			rc->zc_lent++;
+			atomic_fetch_add_explicit(&rc->zc_lent, 1, memory_order_relaxed);
 			return ret; /* released by the core once the data is sent */
 		}
 		/* Several buffers (a read across objects, a hole): one copy, as the C API. */
@@ -970,7 +938,7 @@ static ssize_t rbd_zc_read_done(struct scsitgt__rbd_ctx *rc, struct rbd_req *req
 		if (scsitgt__rbd_zc_data_copy(d, iov, iovcnt) != req->len) {
 			ret = -EIO;
 		}
-		rc->zc_copied++;
+		atomic_fetch_add_explicit(&rc->zc_copied, 1, memory_order_relaxed);
 	}
 	scsitgt__rbd_zc_data_release(d);
 	return ret;
@@ -1009,35 +977,40 @@ static void rbd_req_done(struct scsitgt__rbd_ctx *rc, struct rbd_req *req, ssize
 	scsitgt_io_complete(io, 0);
 }
 
-static int rbd_req_issue(struct scsitgt__rbd_ctx *rc, struct rbd_req *req);
+static int rbd_req_issue(struct scsitgt__rbd_ctx *rc, struct scsitgt__rbd_loop *lp,
+			 struct rbd_req *req);
 
-static void rbd_drain(struct scsitgt__rbd_ctx *rc)
+/* The io's loop: a request librbd (or the GET LBA STATUS job) is done with. */
+static void rbd_loop_drain(void *arg, struct scsitgt__rbd_loop *lp,
+			   struct scsitgt__rbd_cq_node *node)
 {
-	rbd_completion_t comps[RBD_EVENT_BATCH];
-	int n;
+	struct scsitgt__rbd_ctx *rc = arg;
+	struct rbd_req *req = (struct rbd_req *)((char *)node - offsetof(struct rbd_req, cq));
+	ssize_t ret = req->ret;
 
-	do {
-		n = rbd_poll_io_events(rc->image, comps, RBD_EVENT_BATCH);
-		for (int i = 0; i < n; i++) {
-			struct rbd_req *req = rbd_aio_get_arg(comps[i]);
-			ssize_t ret = rbd_aio_get_return_value(comps[i]);
-
-			rbd_aio_release(comps[i]);
-			rc->inflight--;
-			if (ret >= 0 &&
-			    (req->type == SCSITGT_IO_WRITE || req->type == SCSITGT_IO_WRITE_SAME) &&
-			    req->phase == RBD_PHASE_IO &&
-			    (scsitgt_io_get_flags(req->io) & SCSITGT_IO_FLAG_FUA) && rc->cache) {
-				/* SBC-4 §5.47: FUA, the write reaches the medium before GOOD. */
-				req->phase = RBD_PHASE_FUA_FLUSH;
-				ret = rbd_req_issue(rc, req);
-				if (ret == 0) {
-					continue;
-				}
-			}
-			rbd_req_done(rc, req, ret);
+	if (ret >= 0 && (req->type == SCSITGT_IO_WRITE || req->type == SCSITGT_IO_WRITE_SAME) &&
+	    req->phase == RBD_PHASE_IO && (scsitgt_io_get_flags(req->io) & SCSITGT_IO_FLAG_FUA) &&
+	    rc->cache) {
+		/* SBC-4 §5.47: FUA, the write reaches the medium before GOOD. */
+		req->phase = RBD_PHASE_FUA_FLUSH;
+		ret = rbd_req_issue(rc, lp, req);
+		if (ret == 0) {
+			return;
 		}
-	} while (n == RBD_EVENT_BATCH);
+	}
+	scsitgt__rbd_loop_end(lp);
+	rbd_req_done(rc, req, ret);
+}
+
+/* librbd's thread: the operation finished. Hand the request to its loop, touch nothing else. */
+static void rbd_aio_cb(rbd_completion_t c, void *arg)
+{
+	struct rbd_req *req = arg;
+	struct scsitgt__rbd_loop *lp = atomic_load_explicit(&req->lp, memory_order_acquire);
+
+	req->ret = rbd_aio_get_return_value(c);
+	rbd_aio_release(c);
+	scsitgt__rbd_loop_post(lp, &req->cq);
 }
 
 /* Whether a READ goes through rbd_zc.h (docs/rbd.md, "Zero-copy I/O"): big enough, and its
@@ -1049,8 +1022,10 @@ static bool rbd_zc_read_wanted(struct scsitgt__rbd_ctx *rc, struct rbd_req *req)
 	       (scsitgt_io_get_flags(req->io) & SCSITGT_IO_FLAG_MAY_LEND) != 0;
 }
 
-/* Start the request's current librbd operation; 0 or a negative errno (nothing started). */
-static int rbd_req_issue(struct scsitgt__rbd_ctx *rc, struct rbd_req *req)
+/* Start the request's current librbd operation on @lp (the io's loop); 0 or a negative errno
+ * (nothing started). */
+static int rbd_req_issue(struct scsitgt__rbd_ctx *rc, struct scsitgt__rbd_loop *lp,
+			 struct rbd_req *req)
 {
 	struct scsitgt_io *io = req->io;
 	rbd_completion_t c;
@@ -1058,10 +1033,13 @@ static int rbd_req_issue(struct scsitgt__rbd_ctx *rc, struct rbd_req *req)
 	int iovcnt;
 	int r;
 
-	r = rbd_aio_create_completion(req, NULL, &c);
+	r = rbd_aio_create_completion(req, rbd_aio_cb, &c);
 	if (r < 0) {
 		return r;
 	}
+	/* The callback may run before the call below returns, on librbd's thread. */
+	scsitgt__rbd_loop_hold(lp);
+	atomic_store_explicit(&req->lp, lp, memory_order_release);
 	if (req->phase == RBD_PHASE_FUA_FLUSH) {
 		r = rbd_aio_flush(rc->image, c);
 		goto out;
@@ -1130,12 +1108,14 @@ static int rbd_req_issue(struct scsitgt__rbd_ctx *rc, struct rbd_req *req)
 	}
 out:
 	if (r < 0) {
+		/* Nothing started: librbd never calls back (its calls fail before taking the
+		 * completion). */
 		rbd_aio_release(c);
+		scsitgt__rbd_loop_unhold(lp);
 		free(req->bounce);
 		req->bounce = NULL;
 		return r;
 	}
-	rc->inflight++;
 	return 0;
 }
 
@@ -1152,7 +1132,7 @@ struct rbd_lbas_region {
 
 struct rbd_lbas_job {
 	struct scsitgt__rbd_job job;
-	struct scsitgt_io *io;
+	struct rbd_req *req;
 	/* The io's extent array (written on the worker, the io is lent to us until completed). */
 	struct scsitgt_lba_extent *ext;
 	size_t count, used;
@@ -1270,32 +1250,35 @@ static void rbd_lbas_work(struct scsitgt__rbd_job *job)
 	job->status = lj->err ? lj->err : r;
 }
 
+/* Home: the query ran; the io completes on its own loop (rbd_loop_drain), as librbd's do. */
 static void rbd_lbas_done(struct scsitgt__rbd_job *job)
 {
 	struct rbd_lbas_job *lj = (struct rbd_lbas_job *)job;
-	struct scsitgt__rbd_ctx *rc = job->rc;
-	struct scsitgt_io *io = lj->io;
-	int status = job->status;
+	struct rbd_req *req = lj->req;
 
+	req->ret = job->status;
 	free(lj);
-	if (status < 0) {
-		scsitgt__rbd_io_fail(rc, io, status);
-		return;
-	}
-	scsitgt_io_complete(io, 0);
+	scsitgt__rbd_loop_post(atomic_load_explicit(&req->lp, memory_order_acquire), &req->cq);
 }
 
-/* Queue the io's allocation query on the worker; 0 or a negative errno (nothing queued). */
-static int rbd_lbas_start(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io)
+/* Queue the io's allocation query on the worker thread (from any loop: the thread runs from
+ * open() to close); 0 or a negative errno (nothing queued). */
+static int rbd_lbas_start(struct scsitgt__rbd_ctx *rc, struct scsitgt__rbd_loop *lp,
+			  struct rbd_req *req)
 {
-	struct rbd_lbas_job *lj = calloc(1, sizeof(*lj));
-	uint64_t max_blocks;
-	int r;
+	struct scsitgt_io *io = req->io;
+	struct rbd_lbas_job *lj;
+	uint64_t max_blocks,
+		num_blocks = atomic_load_explicit(&rc->num_blocks, memory_order_relaxed);
 
+	if (!rc->thread_started) {
+		return -EIO;
+	}
+	lj = calloc(1, sizeof(*lj));
 	if (lj == NULL) {
 		return -ENOMEM;
 	}
-	lj->io = io;
+	lj->req = req;
 	lj->ext = scsitgt_io_get_lba_extents(io, &lj->count);
 	lj->block_size = rc->block_size;
 	lj->next = scsitgt_io_get_lba(io);
@@ -1304,22 +1287,22 @@ static int rbd_lbas_start(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io)
 	if (max_blocks && lj->end - lj->next > max_blocks) {
 		lj->end = lj->next + max_blocks;
 	}
-	if (lj->end > rc->num_blocks) {
-		lj->end = rc->num_blocks;
+	if (lj->end > num_blocks) {
+		lj->end = num_blocks;
 	}
 	lj->job.work = rbd_lbas_work;
 	lj->job.done = rbd_lbas_done;
-	r = scsitgt__rbd_queue_work(rc, &lj->job);
-	if (r < 0) {
-		free(lj);
-	}
-	return r;
+	scsitgt__rbd_loop_hold(lp);
+	atomic_store_explicit(&req->lp, lp, memory_order_release);
+	rbd_job_push(rc, &lj->job);
+	return 0;
 }
 
 static void rbd_submit(void *bctx, struct scsitgt_io *io)
 {
 	struct scsitgt__rbd_ctx *rc = bctx;
 	struct rbd_req *req = scsitgt_io_get_ctx(io);
+	struct scsitgt__rbd_loop *lp;
 	int r;
 
 	memset(req, 0, sizeof(*req));
@@ -1328,21 +1311,33 @@ static void rbd_submit(void *bctx, struct scsitgt_io *io)
 	req->phase = RBD_PHASE_IO;
 	req->off = scsitgt_io_get_lba(io) * rc->block_size;
 	req->len = (size_t)scsitgt_io_get_num_blocks(io) * rc->block_size;
-	if (rc->fenced) {
-		scsitgt__rbd_io_fail(rc, io, -ESHUTDOWN);
-		return;
-	}
 	if (rc->read_only && req->type != SCSITGT_IO_READ &&
 	    req->type != SCSITGT_IO_GET_LBA_STATUS) {
 		scsitgt_io_complete(io, -EROFS);
 		return;
 	}
+	/* SCSITGT_BACKEND_MULTI_LOOP: the io completes on its loop, through that loop's queue. */
+	r = scsitgt__rbd_loop_get(&rc->loops, scsitgt_io_get_loop(io), &lp);
+	if (r < 0) {
+		/* BUSY: the initiator retries. */
+		scsitgt_io_complete(io, -EAGAIN);
+		return;
+	}
+	/* Counted before rc->fenced is read (see there): home waits for this count to reach 0
+	 * before it replaces the client under a fenced context. */
+	scsitgt__rbd_loop_begin(lp);
+	if (rc->fenced) {
+		scsitgt__rbd_loop_end(lp);
+		scsitgt__rbd_io_fail(rc, io, -ESHUTDOWN);
+		return;
+	}
 	if (req->type == SCSITGT_IO_GET_LBA_STATUS) {
-		r = rbd_lbas_start(rc, io);
+		r = rbd_lbas_start(rc, lp, req);
 	} else {
-		r = rbd_req_issue(rc, req);
+		r = rbd_req_issue(rc, lp, req);
 	}
 	if (r < 0) {
+		scsitgt__rbd_loop_end(lp);
 		scsitgt__rbd_io_fail(rc, io, r);
 	}
 }
@@ -1371,13 +1366,22 @@ static bool rbd_supports(void *bctx, enum scsitgt_io_type type)
 
 /* ---- errors ---- */
 
-/* An operation said this client is blocklisted: note it once and tell the hook. Loop: home. */
-static void rbd_set_fenced(struct scsitgt__rbd_ctx *rc)
+/* What ios of other loops than home tell home (rc->loop_events). */
+#define RBD_EV_FENCED (1u << 0)
+#define RBD_EV_EROFS (1u << 1)
+#define RBD_EV_ETIMEDOUT (1u << 2)
+#define RBD_EV_EIO (1u << 3)
+
+/* Any loop: tell home (rbd_loop_events() when the uv_async_t fires). */
+static void rbd_post_event(struct scsitgt__rbd_ctx *rc, unsigned int ev)
 {
-	if (rc->fenced) {
-		return;
-	}
-	rc->fenced = true;
+	atomic_fetch_or_explicit(&rc->loop_events, ev, memory_order_release);
+	uv_async_send(&rc->async);
+}
+
+/* Home: the client is blocklisted; say so and tell the hook. */
+static void rbd_fenced_tell(struct scsitgt__rbd_ctx *rc)
+{
 	scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
 		     "%s/%s: this client was blocklisted (fenced)", rc->pool, rc->image_name);
 	if (rc->hooks.fenced) {
@@ -1385,10 +1389,55 @@ static void rbd_set_fenced(struct scsitgt__rbd_ctx *rc)
 	}
 }
 
+/* An operation said this client is blocklisted: note it once (any loop) and tell the hook
+ * (on home: now; from another loop: when home wakes). */
+static void rbd_set_fenced(struct scsitgt__rbd_ctx *rc, bool home)
+{
+	if (atomic_exchange(&rc->fenced, true)) {
+		return;
+	}
+	if (home) {
+		rbd_fenced_tell(rc);
+	} else {
+		rbd_post_event(rc, RBD_EV_FENCED);
+	}
+}
+
+/* Home: what ios of the other loops reported since the last wake-up, for the hooks. */
+static void rbd_loop_events(struct scsitgt__rbd_ctx *rc)
+{
+	unsigned int ev = atomic_exchange_explicit(&rc->loop_events, 0, memory_order_acquire);
+
+	if (ev == 0) {
+		return;
+	}
+	if (rc->hooks.io_failed) {
+		if (ev & RBD_EV_EROFS) {
+			rc->hooks.io_failed(rc, -EROFS, rc->hooks.arg);
+		}
+		if (ev & RBD_EV_ETIMEDOUT) {
+			rc->hooks.io_failed(rc, -ETIMEDOUT, rc->hooks.arg);
+		}
+		if (ev & RBD_EV_EIO) {
+			rc->hooks.io_failed(rc, -EIO, rc->hooks.arg);
+		}
+	}
+	if (ev & RBD_EV_FENCED) {
+		rbd_fenced_tell(rc);
+	}
+}
+
 void scsitgt__rbd_io_fail(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, int err)
 {
-	if (rc->hooks.io_failed && rc->hooks.io_failed(rc, io, err, rc->hooks.arg)) {
-		return;
+	bool home = scsitgt_io_get_loop(io) == rc->loop;
+
+	/* The hooks are home's (rbd_int.h): another loop's io tells home and goes on. */
+	if (home && rc->hooks.io_failed) {
+		rc->hooks.io_failed(rc, err, rc->hooks.arg);
+	} else if (!home) {
+		rbd_post_event(rc, err == -EROFS     ? RBD_EV_EROFS :
+				   err == -ETIMEDOUT ? RBD_EV_ETIMEDOUT :
+						       RBD_EV_EIO);
 	}
 	if (err != -EROFS || !rc->read_only) {
 		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
@@ -1417,7 +1466,7 @@ void scsitgt__rbd_io_fail(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, in
 		 * io did not happen and never will through this connection. NOT READY, LOGICAL
 		 * UNIT NOT ACCESSIBLE, ASYMMETRIC ACCESS STATE TRANSITION: retry elsewhere.
 		 */
-		rbd_set_fenced(rc);
+		rbd_set_fenced(rc, home);
 		scsitgt_io_complete_sense(io, 0x02, 0x04, 0x0a);
 		return;
 	case -ETIMEDOUT:
@@ -1453,6 +1502,8 @@ static const struct scsitgt_backend_ops rbd_ops = {
 	.submit = rbd_submit,
 	.supports = rbd_supports,
 	.reset_async = rbd_reset_async,
+	/* submit() on the io's loop (rbd_loop.h); everything else on home. */
+	.flags = SCSITGT_BACKEND_MULTI_LOOP,
 };
 
 SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_rbd_ops(void)

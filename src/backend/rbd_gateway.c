@@ -522,7 +522,6 @@ static void reconnect_done(struct scsitgt__rbd_job *job)
 		gw_log(gw, SCSITGT_LOG_WARNING, "reconnection failed: ", strerror(-job->status),
 		       NULL);
 	}
-	scsitgt__rbd_resume_io(gw->rc);
 	if (job_end(j))
 		return;
 	actions = scsitgt__rbd_ha_reconnected(&gw->ha,
@@ -614,8 +613,11 @@ static void start_reconnect(struct scsitgt_rbd_gateway *gw)
 	if (gw->reconnecting || gw->destroying)
 		return;
 	/* The old client's ios must all have ended (they fail: blocklisted) before its image
-	 * is closed; the core sends no new ones (the group is unavailable). */
-	if (gw->rc->inflight > 0) {
+	 * is closed, on every loop: set fenced (again) first, then sum the loops' counts; a loop
+	 * counts an io before it reads fenced (rbd_int.h), so none reaches the image any more
+	 * once the sum is 0. The core sends no new ones anyway (the group is unavailable). */
+	gw->rc->fenced = true;
+	if (scsitgt__rbd_ios_inflight(gw->rc) > 0) {
 		uv_timer_start(&gw->retry, reconnect_try, GW_DRAIN_POLL_MS, 0);
 		return;
 	}
@@ -624,9 +626,7 @@ static void start_reconnect(struct scsitgt_rbd_gateway *gw)
 		uv_timer_start(&gw->retry, reconnect_try, GW_RETRY_MS, 0);
 		return;
 	}
-	scsitgt__rbd_pause_io(gw->rc);
 	if (job_queue(j) < 0) {
-		scsitgt__rbd_resume_io(gw->rc);
 		uv_timer_start(&gw->retry, reconnect_try, GW_RETRY_MS, 0);
 		return;
 	}
@@ -698,11 +698,10 @@ static void hook_fenced(struct scsitgt__rbd_ctx *rc, void *arg)
 	act(gw, actions);
 }
 
-static bool hook_io_failed(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, int err, void *arg)
+static void hook_io_failed(struct scsitgt__rbd_ctx *rc, int err, void *arg)
 {
 	struct scsitgt_rbd_gateway *gw = arg;
 
-	(void)io;
 	/* -EROFS while this gateway believes it owns the lock: it does not any more. The io
 	 * fails as the backend maps it (NOT READY), and the gateway starts over as fenced. */
 	(void)rc;
@@ -715,7 +714,6 @@ static bool hook_io_failed(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, i
 		apply(gw);
 		act(gw, actions);
 	}
-	return false;
 }
 
 /* SET TARGET PORT GROUPS (SPC-5 §6.50) through this gateway. */

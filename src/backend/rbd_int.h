@@ -5,12 +5,16 @@
  * the multi-gateway model, whose decisions rbd_ha.c makes). Not a public header: hosts see only include/libscsitgt/backend_rbd.h.
  *
  * Threads. Every field is owned by the LUN's home loop unless its comment says otherwise.
- * Blocking librados/librbd calls never run on the loop: each context has one worker thread
- * (started when the context is created asynchronously, or at open()) that runs jobs in FIFO
- * order, one at a time, and hands each finished job back to the loop (scsitgt__rbd_queue_work).
- * The image is opened by the first job and closed by the last one. librbd's own threads only
- * signal the loop: io completions through the image's eventfd, everything else (the update
- * watch) through the context's uv_async_t.
+ * The I/O path (submit, completions, errors) runs on the loop of each io's command: home or an
+ * engine worker (SCSITGT_BACKEND_MULTI_LOOP; rbd_loop.h, docs/rbd.md "Threads"); it reads the
+ * fields set at open and only the fields marked "any loop" change under it. Everything that
+ * must be single stays on home: the jobs, the update watch, resize, the hooks (HA, PR), the
+ * fencing decisions and close. Blocking librados/librbd calls never run on a loop: each
+ * context has one worker thread (started when the context is created asynchronously, or at
+ * open()) that runs jobs in FIFO order, one at a time, and hands each finished job back to
+ * home (scsitgt__rbd_queue_work). The image is opened by the first job and closed by the last
+ * one. librbd's own threads only hand work over: io completions to the io's loop (rbd_loop.h),
+ * everything else (the update watch) to home through the context's uv_async_t.
  */
 #ifndef SCSITGT_BACKEND_RBD_INT_H
 #define SCSITGT_BACKEND_RBD_INT_H
@@ -23,6 +27,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "backend/rbd_loop.h"
 #include "libscsitgt/backend_rbd.h"
 #include "util/log.h"
 
@@ -70,11 +75,13 @@ struct scsitgt__rbd_hooks {
 	void (*updated)(struct scsitgt__rbd_ctx *rc, void *arg);
 	/*
 	 * An io failed with @err (negative errno from librbd: -EROFS when another client owns
-	 * the exclusive lock, -ETIMEDOUT, -EIO...). Return true after completing @io yourself
-	 * (e.g. with the ALUA state the gateway model knows); false lets the backend map @err
-	 * (docs/rbd.md, "Errors").
+	 * the exclusive lock, -ETIMEDOUT, -EIO...); the backend completes the io itself
+	 * (docs/rbd.md, "Errors"). For an io of the home loop the hook runs before that
+	 * completion; an io of another loop completes on its loop and home hears of it when it
+	 * next wakes, once per kind of error in between (-EROFS, -ETIMEDOUT, or -EIO for any
+	 * other error).
 	 */
-	bool (*io_failed)(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, int err, void *arg);
+	void (*io_failed)(struct scsitgt__rbd_ctx *rc, int err, void *arg);
 };
 
 struct scsitgt__rbd_ctx {
@@ -113,12 +120,23 @@ struct scsitgt__rbd_ctx {
 	/* The LUN: geometry adopted at open(), and the LUN once the host attached it. */
 	bool opened;
 	uint32_t block_size;
-	uint64_t num_blocks;
+	/* Written on home (a resize), read on any loop. */
+	_Atomic uint64_t num_blocks;
 	struct scsitgt_lun *lun;
-	unsigned int inflight;
 
-	/* Set (on the loop) when an operation reported this client blocklisted. */
-	bool fenced;
+	/*
+	 * Any loop: ios pass to librbd only while this is false. Set when an operation reported
+	 * this client blocklisted (on any loop) and by the HA code (home), cleared by the HA code
+	 * once a fresh client owns the lock. Sequentially consistent (plain reads and writes of
+	 * the atomic): a loop counts its io in flight (scsitgt__rbd_loop_begin()) before reading
+	 * it, home sets it before summing those counts (scsitgt__rbd_loops_inflight()) to know
+	 * that no loop uses the image any more; and a loop that reads false sees the image and
+	 * the settings (zc_reads, cache...) the last (re)connection wrote.
+	 */
+	atomic_bool fenced;
+	/* Any loop: what ios of other loops than home reported for home's hooks
+	 * (RBD_EV_* in rbd.c); home takes them when the uv_async_t fires. */
+	atomic_uint loop_events;
 	struct scsitgt__rbd_hooks hooks;
 
 	/* Zero-copy I/O (docs/rbd.md), decided at open: READs through librbd's C++ API
@@ -128,13 +146,11 @@ struct scsitgt__rbd_ctx {
 	bool zc_writes;
 	/* Set when the image's options forbid it (then the client is opened again without). */
 	bool zc_off;
-	/* Counted on the loop, logged at close: zero-copy READs lent and copied out. */
-	uint64_t zc_lent, zc_copied;
+	/* Counted on any loop (relaxed), logged at close: zero-copy READs lent and copied out. */
+	atomic_uint_fast64_t zc_lent, zc_copied;
 
-	/* io completions: librbd writes the eventfd, the loop drains rbd_poll_io_events(). */
-	int efd;
-	uv_poll_t poll;
-	bool poll_inited;
+	/* io completions: each loop's queue, which librbd's completion callbacks fill. */
+	struct scsitgt__rbd_loops loops;
 
 	/* The worker thread and its job queue (mutex-protected), and the loop's wake-up. */
 	uv_thread_t thread;
@@ -156,8 +172,10 @@ struct scsitgt__rbd_ctx {
 	 * (__atomic_load_n) around a reconnection. */
 	struct scsitgt__rbd_pr *pr;
 
-	/* Closing: no new jobs; the close job is the last one. */
+	/* Closing: no new jobs; the close job is the last one. It ends when the close job is
+	 * done and every loop's completion queue is torn down (close_parts counts down). */
 	bool closing;
+	unsigned int close_parts;
 	scsitgt_done_cb close_cb;
 	void *close_cb_arg;
 };
@@ -173,8 +191,9 @@ int scsitgt__rbd_queue_work(struct scsitgt__rbd_ctx *rc, struct scsitgt__rbd_job
  * Complete a failed io with the sense its librbd error @err deserves (docs/rbd.md, "Errors"):
  * -EROFS -> NOT READY, LOGICAL UNIT NOT ACCESSIBLE, TARGET PORT IN STANDBY STATE; -ESHUTDOWN
  * (blocklisted) -> NOT READY, ASYMMETRIC ACCESS STATE TRANSITION and the fenced hook;
- * -ETIMEDOUT -> NOT READY, BECOMING READY (retried); others as scsitgt_io_complete(). Calls
- * the io_failed hook first. Loop: home.
+ * -ETIMEDOUT -> NOT READY, BECOMING READY (retried); others as scsitgt_io_complete(). The
+ * io_failed hook runs first on home; an io of another loop tells home (hooks.io_failed). Loop:
+ * the io's.
  */
 void scsitgt__rbd_io_fail(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, int err);
 
@@ -194,14 +213,14 @@ void scsitgt__rbd_pr_connected(struct scsitgt__rbd_ctx *rc);
 
 /*
  * Replace a blocklisted client (rc->fenced): close the image, shut the rados_t down, connect a
- * fresh client and reopen the image, keeping the eventfd. Blocking: a job's work, with the
- * loop's polling paused (scsitgt__rbd_pause_io()) and no io in flight. 0 or a negative errno
- * (then rc->image is NULL and the caller retries later).
+ * fresh client and reopen the image. Blocking: a job's work, queued while rc->fenced is set
+ * and no io is in flight on any loop (scsitgt__rbd_ios_inflight() 0 after fenced was set). 0
+ * or a negative errno (then rc->image is NULL and the caller retries later).
  */
 int scsitgt__rbd_reconnect(struct scsitgt__rbd_ctx *rc);
 
-/* Stop and restart draining the image's completions (around a reconnection). Loop: home. */
-void scsitgt__rbd_pause_io(struct scsitgt__rbd_ctx *rc);
-void scsitgt__rbd_resume_io(struct scsitgt__rbd_ctx *rc);
+/* ios passed to librbd and not finished yet, on every loop. Read it after setting rc->fenced:
+ * once it is 0, no loop touches the image until rc->fenced is cleared. Loop: home. */
+unsigned int scsitgt__rbd_ios_inflight(struct scsitgt__rbd_ctx *rc);
 
 #endif /* SCSITGT_BACKEND_RBD_INT_H */

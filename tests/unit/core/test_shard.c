@@ -43,6 +43,9 @@ struct home_backend {
 	uv_loop_t *loop;
 	atomic_uint submits;
 	atomic_uint off_home; /* submits seen off the home thread or loop: must stay 0 */
+	/* forwarded READs that carried SCSITGT_IO_FLAG_MAY_LEND or could lend: must stay 0
+	 * (lent memory would be released on the command's loop, not this backend's) */
+	atomic_uint lend_ok;
 };
 
 /* A backend without SCSITGT_BACKEND_MULTI_LOOP: every call must come on the home loop. */
@@ -69,8 +72,15 @@ static void hb_submit(void *bctx, struct scsitgt_io *io)
 	if (!uv_thread_equal(&self, &hb->home) || scsitgt_io_get_loop(io) != hb->loop)
 		atomic_fetch_add(&hb->off_home, 1);
 	if (scsitgt_io_get_type(io) == SCSITGT_IO_READ) {
+		static const uint8_t lent[LUN_BLOCKS * BS];
+		size_t len = (size_t)scsitgt_io_get_num_blocks(io) * BS;
 		int n;
 		const struct iovec *iov = scsitgt_io_get_iov(io, &n);
+
+		/* Session 0 lends Data-In, but not through a backend on another loop. */
+		if ((scsitgt_io_get_flags(io) & SCSITGT_IO_FLAG_MAY_LEND) ||
+		    (len <= sizeof(lent) && scsitgt_io_lend_data(io, lent, len, NULL, NULL) == 0))
+			atomic_fetch_add(&hb->lend_ok, 1);
 
 		for (int i = 0; i < n; i++)
 			memset(iov[i].iov_base, 0x77, iov[i].iov_len);
@@ -382,6 +392,7 @@ static void test_two_shards(void **state)
 	assert_int_equal(good_null, sent_null);
 	/* Every io of the backend without the flag was submitted on home. */
 	assert_int_equal(atomic_load(&hb.off_home), 0);
+	assert_int_equal(atomic_load(&hb.lend_ok), 0);
 	assert_int_equal(atomic_load(&hb.submits), w[0].per_lun[LUN_HOME] + w[1].per_lun[LUN_HOME]);
 	/* The snapshot sums both shards' parts. */
 	{
