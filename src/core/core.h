@@ -170,6 +170,12 @@ struct scsitgt_target {
 	/* task management requests crossing shards in flight (core/tmf_xshard.c): the target's
 	 * destruction waits for them (scsitgt__target_hold()). Home only. */
 	unsigned int xholds;
+	/* Events naming the target that a worker loop posted to home and home has not delivered
+	 * yet (core/events.c): the target is freed only once none is left, so that ev.target is
+	 * alive when the host's event callback gets it. Taken by the posting loop while the target
+	 * is known to be alive (a nexus of it, or under engine->cfg_lock), dropped on home;
+	 * checked by the destruction under cfg_lock's write side. */
+	_Atomic unsigned int ev_refs;
 	/* access control and limits (core/acl.c). Initiator names on the login list, the
 	 * target-wide source address list, LUN masking and the wildcard mapping entry. */
 	unsigned int nallowed;
@@ -423,10 +429,12 @@ struct scsitgt_lun {
 	 * with commands left is in engine->zombies (zombie) until freed; once its drain timeout
 	 * expired (its callback ran) it waits there for its backend to return the last io; an
 	 * engine shutdown turns the rest into orphans, counted in orphan_cmds (plus one while
-	 * the engine still holds the LUN).
+	 * the engine still holds the LUN). destroying is written on home only and read there,
+	 * and by the background walks (SANITIZE, self-test: bg_walk.h) of worker shards between
+	 * two pieces, hence an atomic (relaxed: it carries no data, the walk only stops).
 	 */
 	struct {
-		bool destroying;
+		_Atomic bool destroying;
 		scsitgt_done_cb destroy_cb;
 		void *destroy_cb_arg;
 		struct scsitgt__deferred destroy_done;
@@ -492,6 +500,11 @@ void scsitgt__engine_remove_service(struct scsitgt_engine *engine, struct scsitg
  * shard's scsitgt__shard_defer(). */
 void scsitgt__engine_defer(struct scsitgt_engine *engine, struct scsitgt__deferred *d);
 struct scsitgt_target *scsitgt__engine_find_target(struct scsitgt_engine *engine, const char *name);
+/* Whether @tgt (compared, never read: it may be freed) is still one of the engine's targets
+ * (destroying or not). Home, or a worker holding engine->cfg_lock for read (targets leave
+ * the list under its write side). */
+bool scsitgt__engine_has_target(const struct scsitgt_engine *engine,
+				const struct scsitgt_target *tgt);
 
 /* target.c */
 struct scsitgt_lun *scsitgt__target_find_lun(const struct scsitgt_target *tgt, uint64_t id);
@@ -504,6 +517,10 @@ void scsitgt__target_session_gone(struct scsitgt_target *tgt);
  * home. */
 void scsitgt__target_hold(struct scsitgt_target *tgt);
 void scsitgt__target_unhold(struct scsitgt_target *tgt);
+/* An event naming @tgt posted from a worker loop (tgt->ev_refs): ref on that loop while @tgt is
+ * known to be alive, unref on home once the event was delivered. */
+void scsitgt__target_event_ref(struct scsitgt_target *tgt);
+void scsitgt__target_event_unref(struct scsitgt_target *tgt);
 
 /* acl.c */
 /* Whether @initiator may log in to @tgt from @sa (NULL: no address known, e.g. SRP or an

@@ -71,16 +71,6 @@ void scsitgt__drain_lun_gone(struct scsitgt_lun *lun)
 	}
 }
 
-/* Whether @tgt still exists: a LUN being removed outlives its target when the host destroys
- * the target (or the engine) meanwhile. */
-static bool target_alive(struct scsitgt_engine *engine, const struct scsitgt_target *tgt)
-{
-	for (struct scsitgt__list *p = engine->targets.next; p != &engine->targets; p = p->next)
-		if (scsitgt__container_of(p, struct scsitgt_target, node) == tgt)
-			return true;
-	return false;
-}
-
 /* The drain timeout expired (or the engine is closing): give up waiting for the backend. */
 static void drain_expire(struct scsitgt_lun *lun)
 {
@@ -89,7 +79,9 @@ static void drain_expire(struct scsitgt_lun *lun)
 	/* Home's ios: those of worker shards are their own, waited for (lun.c). */
 	struct scsitgt__list *ios = &scsitgt__lun_part(lun, home)->ios;
 	struct scsitgt_target *tgt = lun->tgt;
-	bool alive = target_alive(engine, tgt);
+	/* a LUN being removed outlives its target when the host destroys the target (or the
+	 * engine) meanwhile */
+	bool alive = scsitgt__engine_has_target(engine, tgt);
 	struct scsitgt__list *p;
 	scsitgt_done_cb cb;
 	void *cb_arg;

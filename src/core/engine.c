@@ -308,6 +308,16 @@ SCSITGT_EXPORT int scsitgt_engine_foreach_target(struct scsitgt_engine *engine,
 	return 0;
 }
 
+bool scsitgt__engine_has_target(const struct scsitgt_engine *engine,
+				const struct scsitgt_target *tgt)
+{
+	for (const struct scsitgt__list *p = engine->targets.next; p != &engine->targets;
+	     p = p->next)
+		if (scsitgt__container_of(p, struct scsitgt_target, node) == tgt)
+			return true;
+	return false;
+}
+
 SCSITGT_EXPORT struct scsitgt_target *scsitgt_engine_find_target(struct scsitgt_engine *engine,
 								 const char *name)
 {

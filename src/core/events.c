@@ -58,9 +58,13 @@ struct event_post {
 static void event_post_fn(struct scsitgt__msg *msg)
 {
 	struct event_post *p = scsitgt__container_of(msg, struct event_post, msg);
+	struct scsitgt_target *tgt = p->ev.target;
 
 	scsitgt__event_emit(p->engine, &p->ev);
 	free(p);
+	/* Last: this may let the target's destruction go on. */
+	if (tgt)
+		scsitgt__target_event_unref(tgt);
 }
 
 /* Copy the string *@s points to into @buf at *@off (when @buf), and point *@s at the copy. */
@@ -75,7 +79,16 @@ static size_t event_str(const char **s, char *buf, size_t off)
 	return n;
 }
 
-/* Post @ev to the home loop (events are delivered there, docs/threading.md). */
+/*
+ * Post @ev to the home loop (events are delivered there, docs/threading.md). Its strings are
+ * copied. Its target is kept from being freed until the delivery (tgt->ev_refs): the caller
+ * knows it alive now (the event's nexus is of that target, or a login found it under
+ * engine->cfg_lock), but home may destroy it before it gets to the message. Its LUN needs no
+ * reference: a LUN this loop names is one of its commands' (held) or one it found in the
+ * published table (ahead of the removal's drain message on this loop); either way this
+ * loop's report that lets the LUN go is posted to home after this message, and home runs
+ * them in order.
+ */
 static void event_post_home(struct scsitgt_engine *engine, const struct scsitgt_event *ev)
 {
 	struct scsitgt_event e = *ev;
@@ -99,6 +112,8 @@ static void event_post_home(struct scsitgt_engine *engine, const struct scsitgt_
 	n += event_str(&e.reason, p->strs, n);
 	event_str(&e.target_name, p->strs, n);
 	p->ev = e;
+	if (e.target)
+		scsitgt__target_event_ref(e.target);
 	scsitgt__engine_post(engine, &p->msg);
 }
 

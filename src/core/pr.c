@@ -198,6 +198,9 @@ void scsitgt__pr_session_gone(struct scsitgt__session *sess)
 {
 	struct scsitgt_target *tgt = sess->tgt;
 
+	/* Home's own array of the target's LUNs: a nexus is freed on home only, also one of a
+	 * worker shard (session_free(), core/session.c), never while a worker walks it. */
+	SCSITGT__ASSERT_HOME(tgt->engine);
 	for (size_t i = 0; i < tgt->nluns; i++) {
 		struct scsitgt_lun *lun = tgt->luns[i];
 

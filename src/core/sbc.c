@@ -506,6 +506,8 @@ void scsitgt__sbc_prevent_session_gone(const struct scsitgt__session *sess)
 {
 	struct scsitgt_target *tgt = sess->tgt;
 
+	/* Home's array, read on home (scsitgt__pr_session_gone(), its only caller). */
+	SCSITGT__ASSERT_HOME(tgt->engine);
 	for (size_t i = 0; i < tgt->nluns; i++)
 		scsitgt__sbc_prevent_release(tgt->luns[i], sess);
 }

@@ -33,6 +33,7 @@
 #include "core/scsi_spec.h"
 #include "core/sbc.h"
 #include "core/sbc_sanitize.h"
+#include "core/spc_selftest.h"
 #include "util/be.h"
 
 /* SBC-4 §5.28.2 Table 98: the OVERWRITE parameter list header. */
@@ -128,15 +129,18 @@ static void sz_finish(struct scsitgt__bg_walk *bg)
 	enum scsitgt__sense_reason r = w->reason;
 
 	sz_release_waiter(w, r == SCSITGT__SR_OK ? SCSITGT__SR_OK : SCSITGT__SR_SANITIZE_FAILED);
+	uv_mutex_lock(&lun->xlock);
 	lun->sanitize.progress = 0;
 	if (r == SCSITGT__SR_OK) {
 		lun->sanitize.state = SCSITGT__SANITIZE_IDLE;
 	} else {
 		/* SBC-4 §4.33.2: the operation failed; media stays unusable until a sanitize
-		 * succeeds, or EXIT FAILURE MODE if this command had AUSE set. */
-		lun->sanitize.state = SCSITGT__SANITIZE_FAILED;
+		 * succeeds, or EXIT FAILURE MODE if this command had AUSE set. AUSE first: a
+		 * command that sees FAILED reads the AUSE of this failure. */
 		lun->sanitize.ause = bg->cmd->cdb[1] & 0x20;
+		lun->sanitize.state = SCSITGT__SANITIZE_FAILED;
 	}
+	uv_mutex_unlock(&lun->xlock);
 	free(w->buf);
 	free(w);
 }
@@ -168,8 +172,10 @@ static bool sz_stop(struct scsitgt__bg_walk *bg)
 	/* An aborted SANITIZE command stops waiting; the operation goes on. */
 	if (bg->waiter && scsitgt__cmd_aborted(bg->waiter))
 		sz_release_waiter(w, SCSITGT__SR_ABORTED);
-	/* A LUN being removed does not wait for the sanitize. */
-	if (bg->cmd->lun->drain.destroying && w->reason == SCSITGT__SR_OK)
+	/* A LUN being removed does not wait for the sanitize (home sets the flag, this may be
+	 * a worker's loop: core.h). */
+	if (atomic_load_explicit(&bg->cmd->lun->drain.destroying, memory_order_relaxed) &&
+	    w->reason == SCSITGT__SR_OK)
 		w->reason = SCSITGT__SR_ABORTED;
 	return w->reason != SCSITGT__SR_OK || w->pass == w->passes;
 }
@@ -267,6 +273,38 @@ static enum scsitgt__sense_reason sz_erase_setup(struct scsitgt__cmd *cmd, struc
 	return SCSITGT__SR_OK;
 }
 
+/*
+ * What the parse checked against state another loop may have changed since: a sanitize
+ * started by a command of another shard (SBC-4 §4.33: NOT READY, SANITIZE IN PROGRESS), a
+ * self-test started there (SPC-5 §6.42). Under lun->xlock, so that two SANITIZE commands of
+ * two loops never both start one: the state changes under the same lock.
+ */
+static enum scsitgt__sense_reason sz_start_check_locked(struct scsitgt__cmd *cmd)
+{
+	if (cmd->lun->sanitize.state == SCSITGT__SANITIZE_RUNNING)
+		return scsitgt__sanitize_check(cmd, cmd->def);
+	if (scsitgt__lun_xflags(cmd->lun) & SCSITGT__LUN_XF_SELFTEST)
+		return scsitgt__selftest_check_locked(cmd, cmd->def);
+	return SCSITGT__SR_OK;
+}
+
+/* SBC-4 §5.28.5: EXIT FAILURE MODE, allowed only after a failed sanitize whose AUSE was one. */
+static void sz_exit_failure_mode(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt_lun *lun = cmd->lun;
+	enum scsitgt__sense_reason r;
+
+	uv_mutex_lock(&lun->xlock);
+	r = sz_start_check_locked(cmd);
+	if (r == SCSITGT__SR_OK && lun->sanitize.state == SCSITGT__SANITIZE_FAILED &&
+	    !lun->sanitize.ause)
+		r = scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
+	if (r == SCSITGT__SR_OK)
+		lun->sanitize.state = SCSITGT__SANITIZE_IDLE;
+	uv_mutex_unlock(&lun->xlock);
+	scsitgt__cmd_complete(cmd, r);
+}
+
 void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
 {
 	struct scsitgt_lun *lun = cmd->lun;
@@ -275,14 +313,7 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
 	struct sz_walk *w;
 
 	if (sa == SBC_SANITIZE_EXIT_FAILURE_MODE) {
-		/* SBC-4 §5.28.5: allowed only after a failed sanitize whose AUSE was one. */
-		if (lun->sanitize.state == SCSITGT__SANITIZE_FAILED && !lun->sanitize.ause) {
-			scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
-			scsitgt__cmd_complete(cmd, SCSITGT__SR_INVALID_FIELD_IN_CDB);
-			return;
-		}
-		lun->sanitize.state = SCSITGT__SANITIZE_IDLE;
-		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
+		sz_exit_failure_mode(cmd);
 		return;
 	}
 	w = calloc(1, sizeof(*w));
@@ -300,14 +331,23 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
 	}
 	if (w->piece_blocks > w->total)
 		w->piece_blocks = (uint32_t)w->total;
-	if (scsitgt__bg_walk_start(&w->bg, &sz_ops, cmd) < 0) {
+	/* The start is atomic with its checks (the walk's first piece runs from a later
+	 * iteration of this loop, as a self-test's). */
+	uv_mutex_lock(&lun->xlock);
+	r = sz_start_check_locked(cmd);
+	if (r == SCSITGT__SR_OK && scsitgt__bg_walk_start(&w->bg, &sz_ops, cmd) < 0)
+		r = SCSITGT__SR_BUSY;
+	if (r == SCSITGT__SR_OK) {
+		lun->sanitize.progress = 0;
+		lun->sanitize.state = SCSITGT__SANITIZE_RUNNING;
+	}
+	uv_mutex_unlock(&lun->xlock);
+	if (r != SCSITGT__SR_OK) {
 		free(w->buf);
 		free(w);
-		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
+		scsitgt__cmd_complete(cmd, r);
 		return;
 	}
-	lun->sanitize.state = SCSITGT__SANITIZE_RUNNING;
-	lun->sanitize.progress = 0;
 	if (cmd->cdb[1] & 0x80) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;

@@ -40,6 +40,7 @@
 #include "core/bg_walk.h"
 #include "core/cdb.h"
 #include "core/fabric.h"
+#include "core/sbc_sanitize.h"
 #include "core/scsi_spec.h"
 #include "core/spc_selftest.h"
 #include "util/be.h"
@@ -294,7 +295,8 @@ static bool st_stop_now(struct scsitgt__bg_walk *bg)
 	 * the LUN's removal */
 	uv_mutex_lock(&lun->xlock);
 	if (w->stop_result == ST_RES_OK &&
-	    ((bg->waiter && scsitgt__cmd_aborted(bg->waiter)) || lun->drain.destroying))
+	    ((bg->waiter && scsitgt__cmd_aborted(bg->waiter)) ||
+	     atomic_load_explicit(&lun->drain.destroying, memory_order_relaxed)))
 		w->stop_result = ST_RES_ABORTED_OTHER;
 	stop = w->stop_result != ST_RES_OK || w->reason != SCSITGT__SR_OK;
 	uv_mutex_unlock(&lun->xlock);
@@ -371,6 +373,10 @@ void scsitgt__selftest_start(struct scsitgt__cmd *cmd, uint8_t code)
 	r = SCSITGT__SR_OK;
 	if (st && st->running)
 		r = SCSITGT__SR_NOT_READY_SELF_TEST;
+	else if (lun->sanitize.state == SCSITGT__SANITIZE_RUNNING)
+		/* SBC-4 §4.33: a SANITIZE another loop started since the parse (its start checks
+		 * for a test under this lock too, sbc_sanitize.c). */
+		r = scsitgt__sanitize_check(cmd, cmd->def);
 	else if (st == NULL || w == NULL || w->buf == NULL ||
 		 scsitgt__bg_walk_start(&w->bg, &st_ops, cmd) < 0)
 		r = SCSITGT__SR_BUSY;
@@ -405,9 +411,8 @@ void scsitgt__selftest_start(struct scsitgt__cmd *cmd, uint8_t code)
 	scsitgt__bg_walk_wait(&w->bg, cmd);
 }
 
-/* Under xlock. */
-static enum scsitgt__sense_reason st_check_locked(struct scsitgt__cmd *cmd,
-						  const struct scsitgt__cdb_def *row)
+enum scsitgt__sense_reason scsitgt__selftest_check_locked(struct scsitgt__cmd *cmd,
+							  const struct scsitgt__cdb_def *row)
 {
 	const struct st_walk *w = cmd->lun->selftest ? cmd->lun->selftest->running : NULL;
 	uint16_t progress = 0;
@@ -444,7 +449,7 @@ enum scsitgt__sense_reason scsitgt__selftest_check(struct scsitgt__cmd *cmd,
 	enum scsitgt__sense_reason r;
 
 	uv_mutex_lock(&cmd->lun->xlock);
-	r = st_check_locked(cmd, row);
+	r = scsitgt__selftest_check_locked(cmd, row);
 	uv_mutex_unlock(&cmd->lun->xlock);
 	return r;
 }

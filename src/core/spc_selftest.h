@@ -31,6 +31,9 @@ void scsitgt__selftest_start(struct scsitgt__cmd *cmd, uint8_t code);
  * test) */
 enum scsitgt__sense_reason scsitgt__selftest_check(struct scsitgt__cmd *cmd,
 						   const struct scsitgt__cdb_def *row);
+/* the same, the caller holding lun->xlock (a start that must be atomic with it: SANITIZE) */
+enum scsitgt__sense_reason scsitgt__selftest_check_locked(struct scsitgt__cmd *cmd,
+							  const struct scsitgt__cdb_def *row);
 /* a logical unit or target reset aborts the test in progress */
 void scsitgt__selftest_reset(struct scsitgt_lun *lun);
 /* whether a test runs, and its progress in 1/65536ths (REQUEST SENSE) */

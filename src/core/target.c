@@ -143,7 +143,14 @@ static void target_destroy_step(struct scsitgt_target *tgt)
 	 * once from scsitgt__target_session_gone() and once more from the destroy itself. */
 	if (tgt->destroy_pending || tgt->destroy_done.fn)
 		return;
+	/* An event a worker posted still names it: the last one delivered comes back here.
+	 * Under the write lock: a worker that found the target under the read lock has taken
+	 * its reference by now, and none finds it once it is out of the list. */
 	scsitgt__cfg_wrlock(tgt->engine);
+	if (atomic_load_explicit(&tgt->ev_refs, memory_order_acquire)) {
+		scsitgt__cfg_wrunlock(tgt->engine);
+		return;
+	}
 	scsitgt__list_remove(&tgt->node);
 	scsitgt__cfg_wrunlock(tgt->engine);
 	tgt->destroy_done.fn = target_free;
@@ -164,6 +171,17 @@ void scsitgt__target_hold(struct scsitgt_target *tgt)
 void scsitgt__target_unhold(struct scsitgt_target *tgt)
 {
 	if (--tgt->xholds == 0)
+		scsitgt__target_session_gone(tgt);
+}
+
+void scsitgt__target_event_ref(struct scsitgt_target *tgt)
+{
+	atomic_fetch_add_explicit(&tgt->ev_refs, 1, memory_order_relaxed);
+}
+
+void scsitgt__target_event_unref(struct scsitgt_target *tgt)
+{
+	if (atomic_fetch_sub_explicit(&tgt->ev_refs, 1, memory_order_acq_rel) == 1)
 		scsitgt__target_session_gone(tgt);
 }
 

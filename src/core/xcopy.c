@@ -276,18 +276,27 @@ static bool xc_names(const struct scsitgt__xcopy_cscd *c, const struct scsitgt_l
 	return false;
 }
 
-/* The LUN CSCD @i names among those of the nexus's target it may see, held; NULL if none. */
+/*
+ * The LUN CSCD @i names among those of the nexus's target it may see, held; NULL if none.
+ * The copy may run on a worker shard: it looks in the LUN table home publishes (core.h, as
+ * REPORT LUNS does), never in home's array, which home reallocates as LUNs come and go. The
+ * table holds no LUN being destroyed once this loop has seen the change; one this loop still
+ * finds in an older copy is held before this loop callback returns, and its removal waits
+ * for the hold like for any command of this shard (the removal's drain message runs here
+ * later, core/lun.c), so the pointer stays valid for the whole copy.
+ */
 static struct scsitgt_lun *xc_resolve(struct scsitgt__xcopy_op *op, uint16_t i)
 {
 	const struct scsitgt__session *sess = op->cmd->sess;
-	const struct scsitgt_target *tgt = sess->tgt;
+	const struct scsitgt__lun_table *t =
+		atomic_load_explicit(&sess->tgt->lun_table, memory_order_acquire);
 
 	if (op->cscd[i])
 		return op->cscd[i];
-	for (size_t n = 0; n < tgt->nluns; n++) {
-		struct scsitgt_lun *lun = tgt->luns[n];
+	for (size_t n = 0; t && n < t->n; n++) {
+		struct scsitgt_lun *lun = t->luns[n];
 
-		if (lun->drain.destroying || !scsitgt__session_lun_visible(sess, lun->id))
+		if (!scsitgt__session_lun_visible(sess, lun->id))
 			continue;
 		if (xc_names(&op->list.cscd[i], lun)) {
 			/* Held like a command's LUN, so that removal waits for the copy. */

@@ -218,6 +218,11 @@ static int login_fail(struct scsitgt__iscsi_conn *conn, uint16_t status, const c
 {
 	struct scsitgt__iscsi_login *l = conn->login;
 	uint8_t bhs[ISCSI_BHS_LEN];
+	/* The target the login named may be gone since the login found it: a step of a
+	 * worker's login waits for home in between (the nexus, the redirect hook). The event
+	 * names it only while the engine has it (core/events.c keeps it until delivered). */
+	struct scsitgt_target *tgt =
+		l->tgt && scsitgt__engine_has_target(conn->ie->engine, l->tgt) ? l->tgt : NULL;
 
 	scsitgt__iscsi_conn_log(conn, status >> 8 == 1 ? SCSITGT_LOG_INFO : SCSITGT_LOG_NOTICE,
 				"login of %s refused: %s (0x%04x)",
@@ -225,7 +230,7 @@ static int login_fail(struct scsitgt__iscsi_conn *conn, uint16_t status, const c
 				login_status_text(status), status);
 	/* A redirection (class 1) is no failure; anything else is reported to the host. */
 	if (status >> 8 != 1)
-		scsitgt__event_login_failed(conn->ie->engine, l->tgt,
+		scsitgt__event_login_failed(conn->ie->engine, tgt,
 					    l->sent_iname[0] ? l->sent_iname : NULL,
 					    l->sent_tname[0] ? l->sent_tname : NULL, conn->peer,
 					    status, login_status_text(status));
@@ -812,13 +817,7 @@ static int login_respond(struct scsitgt__iscsi_conn *conn)
 /* The target a login names is still there (it may go between two login PDUs). */
 static bool login_tgt_alive(struct scsitgt__iscsi_conn *conn, const struct scsitgt_target *tgt)
 {
-	struct scsitgt_engine *engine = conn->ie->engine;
-
-	for (struct scsitgt__list *pos = engine->targets.next; pos != &engine->targets;
-	     pos = pos->next)
-		if (scsitgt__container_of(pos, struct scsitgt_target, node) == tgt)
-			return !tgt->destroying;
-	return false;
+	return scsitgt__engine_has_target(conn->ie->engine, tgt) && !tgt->destroying;
 }
 
 static int login_text(struct scsitgt__iscsi_conn *conn, uint8_t csg, uint8_t nsg, bool transit);

@@ -299,7 +299,12 @@ static void core_create_fn(struct scsitgt__msg *msg)
 {
 	struct xcore *m = scsitgt__container_of(msg, struct xcore, msg);
 
-	m->rc = scsitgt__iscsi_sess_core_create(m->sess, &m->nx);
+	/* The login found its target under the configuration lock, but home may have
+	 * destroyed it since (a login is no nexus yet: the target does not wait for it). */
+	if (scsitgt__engine_has_target(m->sess->ie->engine, m->sess->tgt))
+		m->rc = scsitgt__iscsi_sess_core_create(m->sess, &m->nx);
+	else
+		m->rc = -ESHUTDOWN;
 	/* The host hears of the nexus on its loop (events.h). */
 	if (m->rc == 0)
 		scsitgt__event_session(m->sess->core, SCSITGT_EVENT_SESSION_LOGIN, m->peer);

@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * State home owns that commands of a worker shard read (issue 18, docs/threading.md "Per-LUN
+ * state across shards"): the start of SANITIZE from two loops at once, and against a
+ * foreground self-test another loop started; a LUN removed on home while a background walk
+ * runs on the worker; EXTENDED COPY looking up its CSCD LUNs on the worker while home adds
+ * LUNs; an event a worker posts naming a target home destroys before the event is delivered.
+ * An engine with one worker loop, nexus A on home (shard 0) and nexus B on the worker's shard
+ * (shard 1), whose commands run on the worker thread; the LUNs are null LUNs (their ios
+ * complete on the loop of the command), so large that a walk over one never ends by itself.
+ * Nothing waits on time: the test thread runs the home loop until a condition holds. Run under
+ * the TSan build as well (scripts/test.sh --tsan).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "core/scsi_spec.h"
+#include "core/shard.h"
+#include "core/stats.h"
+#include "libscsitgt/scsitgt.h"
+#include "util/be.h"
+#include "xshard_world.h"
+
+/* 512 TiB of 512-byte blocks: no walk over it ends while a test runs. */
+#define HUGE_BLOCKS (1ull << 40)
+
+struct rd {
+	struct xw_world *w;
+	/* a command a test leaves to the teardown (dropped with its nexus, unanswered) */
+	struct xw_cmd left;
+};
+
+/* On @x's loop: its Data-Out is in, execute it (it waits in NEED_DATA: x->wait_data). */
+static void x_exec_here(struct xw_cmd *x)
+{
+	struct scsitgt__list *p;
+
+	for (p = x->sess->cmds.next; p != &x->sess->cmds; p = p->next) {
+		struct scsitgt__cmd *cmd = scsitgt__container_of(p, struct scsitgt__cmd, sess_node);
+
+		if (*(struct xw_cmd **)scsitgt__cmd_fabric_priv(cmd) != x)
+			continue;
+		assert_int_equal(cmd->state, SCSITGT__CMD_NEED_DATA);
+		memcpy(cmd->buf, x->dout,
+		       x->dout_len < cmd->xfer_len ? x->dout_len : cmd->xfer_len);
+		scsitgt__cmd_execute(cmd);
+		return;
+	}
+	fail_msg("no command of %p waits for its data", (void *)x);
+}
+
+static void x_exec_msg(struct scsitgt__msg *msg)
+{
+	x_exec_here((struct xw_cmd *)msg);
+}
+
+/* Execute @x, started with wait_data, on its nexus's loop (xw_wait() then waits for it). */
+static void x_exec(struct xw_cmd *x)
+{
+	if (x->sess->shard->index == 0) {
+		x_exec_here(x);
+		return;
+	}
+	/* x->msg ran (xw_start() returned after it): free for this one */
+	x->msg.fn = x_exec_msg;
+	scsitgt__worker_post(x->sess->shard->worker, &x->msg);
+}
+
+static void assert_sense(const struct xw_cmd *x, uint8_t key, uint8_t asc, uint8_t ascq)
+{
+	assert_int_equal(x->status, SAM_STAT_CHECK_CONDITION);
+	assert_int_equal(xw_sense_key(x), key);
+	assert_int_equal(x->sense[12], asc);
+	assert_int_equal(x->sense[13], ascq);
+}
+
+/* SANITIZE OVERWRITE (SBC-4 §5.28.2) with IMMED: one pass of a 4-byte pattern, its parameter
+ * list held back (x_exec() delivers it). */
+static void cdb_sanitize(struct xw_cmd *x, struct scsitgt__session *s)
+{
+	memset(x, 0, sizeof(*x));
+	x->sess = s;
+	x->cdb[0] = SBC_SANITIZE;
+	x->cdb[1] = 0x80 | SBC_SANITIZE_OVERWRITE;
+	put_be16(&x->cdb[7], 8);
+	x->cdb_len = 10;
+	x->dout[0] = 1; /* OVERWRITE COUNT */
+	put_be16(&x->dout[2], 4);
+	memset(&x->dout[4], 0xa5, 4);
+	x->dout_len = 8;
+	x->wait_data = true;
+}
+
+static struct scsitgt_lun *add_null_lun(struct xw_world *w, uint64_t id, uint64_t blocks)
+{
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_lun *lun;
+	void *bctx;
+
+	assert_int_equal(scsitgt_backend_null_create(&bctx), 0);
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.id = id;
+	lo.block_size = 512;
+	lo.num_blocks = blocks;
+	lo.backend = scsitgt_backend_null_ops();
+	lo.backend_ctx = bctx;
+	assert_int_equal(scsitgt_lun_create(&lun, w->tgt, &lo), 0);
+	return lun;
+}
+
+static int setup(void **state)
+{
+	struct rd *r = calloc(1, sizeof(*r));
+	struct scsitgt_lun_opts lo;
+	void *bctx;
+
+	assert_non_null(r);
+	xw_world_create(&r->w, "iqn.2024-01.org.example:xread");
+	assert_int_equal(scsitgt_backend_null_create(&bctx), 0);
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.block_size = 512;
+	lo.num_blocks = HUGE_BLOCKS;
+	lo.backend = scsitgt_backend_null_ops();
+	lo.backend_ctx = bctx;
+	xw_world_start(r->w, &lo);
+	*state = r;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct rd *r = *state;
+
+	/* a walk still running stops with its LUN's removal; a waiting command with its nexus */
+	xw_world_destroy(r->w);
+	free(r);
+	return 0;
+}
+
+static void flag_done(void *arg, int status)
+{
+	assert_int_equal(status, 0);
+	*(bool *)arg = true;
+}
+
+/*
+ * SBC-4 §4.33: while a sanitize operation runs, a SANITIZE gets NOT READY, SANITIZE IN
+ * PROGRESS. Two SANITIZE commands checked by the parse before either started (their
+ * parameter lists arriving later) and then run on two loops at once: exactly one starts.
+ */
+static void test_sanitize_starts_once(void **state)
+{
+	struct xw_world *w = ((struct rd *)*state)->w;
+	struct xw_cmd xa, xb;
+	uint8_t sa, sb;
+
+	cdb_sanitize(&xa, w->a);
+	cdb_sanitize(&xb, w->b);
+	xw_start(w, &xa);
+	xw_start(w, &xb);
+	x_exec(&xb);
+	x_exec(&xa);
+	sa = xw_wait(w, &xa);
+	sb = xw_wait(w, &xb);
+	assert_true((sa == SAM_STAT_GOOD) != (sb == SAM_STAT_GOOD));
+	assert_sense(sa == SAM_STAT_GOOD ? &xb : &xa, 0x02, 0x04, 0x1b);
+	assert_int_equal(w->lun->sanitize.state, 1 /* SCSITGT__SANITIZE_RUNNING */);
+}
+
+/*
+ * SPC-5 §6.42: during a foreground self-test every command but INQUIRY, REPORT LUNS and
+ * REQUEST SENSE gets NOT READY, SELF-TEST IN PROGRESS. A SANITIZE parsed before the worker's
+ * SEND DIAGNOSTIC started a foreground test does not start a sanitize under it.
+ */
+static void test_sanitize_meets_foreground_selftest(void **state)
+{
+	struct rd *r = *state;
+	struct xw_world *w = r->w;
+	struct xw_cmd *st = &r->left;
+	struct xw_cmd xa;
+
+	cdb_sanitize(&xa, w->a);
+	xw_start(w, &xa);
+	/* an extended foreground self-test on the worker: it waits for the test, which reads
+	 * the whole LUN (it ends with the nexus, at the teardown, unanswered) */
+	memset(st, 0, sizeof(*st));
+	st->sess = w->b;
+	st->cdb[0] = SPC_SEND_DIAGNOSTIC;
+	st->cdb[1] = 6 << 5;
+	st->cdb_len = 6;
+	xw_start(w, st);
+	while (!(scsitgt__lun_xflags(w->lun) & SCSITGT__LUN_XF_SELFTEST))
+		uv_run(&w->loop, UV_RUN_NOWAIT);
+	x_exec(&xa);
+	xw_wait(w, &xa);
+	assert_sense(&xa, 0x02, 0x04, 0x09);
+	assert_int_equal(w->lun->sanitize.state, 0 /* SCSITGT__SANITIZE_IDLE */);
+}
+
+/*
+ * LUN 0 removed on home while a SANITIZE of the worker's nexus runs over it: the walk, on the
+ * worker, stops at its next piece (the removal does not wait for the sanitize), and the LUN
+ * goes. Its removal flag is written on home and read by the walk there (TSan).
+ */
+static void test_lun_removed_under_worker_walk(void **state)
+{
+	struct xw_world *w = ((struct rd *)*state)->w;
+	struct xw_cmd x;
+	bool gone = false;
+
+	cdb_sanitize(&x, w->b);
+	x.wait_data = false;
+	assert_int_equal(xw_run(w, &x), SAM_STAT_GOOD);
+	assert_int_equal(w->lun->sanitize.state, 1 /* SCSITGT__SANITIZE_RUNNING */);
+	scsitgt_lun_destroy(w->lun, flag_done, &gone);
+	while (!gone)
+		uv_run(&w->loop, UV_RUN_ONCE);
+	w->lun = NULL;
+}
+
+/* EXTENDED COPY (LID1, SPC-4 §6.4) of one block of @lun onto itself, the CSCD naming the LUN
+ * by its NAA designator. */
+static void cdb_xcopy(struct xw_cmd *x, struct scsitgt__session *s, const struct scsitgt_lun *lun)
+{
+	uint8_t *d;
+
+	memset(x, 0, sizeof(*x));
+	x->sess = s;
+	x->cdb[0] = SPC_EXTENDED_COPY;
+	put_be32(&x->cdb[10], 16 + 32 + 28);
+	x->cdb_len = 16;
+	put_be16(&x->dout[2], 32); /* CSCD DESCRIPTOR LIST LENGTH */
+	put_be32(&x->dout[8], 28); /* SEGMENT DESCRIPTOR LIST LENGTH */
+	d = &x->dout[16];
+	d[0] = 0xe4; /* identification descriptor */
+	d[4] = 0x01; /* binary */
+	d[5] = 0x03; /* logical unit, NAA */
+	d[7] = 8;
+	put_be64(&d[8], lun->ident.naa);
+	put_be24(&d[29], 512);
+	d = &x->dout[48];
+	d[0] = 0x02; /* block to block */
+	put_be16(&d[2], 0x18);
+	put_be16(&d[10], 1);
+	put_be64(&d[12], 0);
+	put_be64(&d[20], 1);
+	x->dout_len = 16 + 32 + 28;
+}
+
+struct xcopy_stream {
+	struct xw_world *w;
+	unsigned int n, good, inventory_uas;
+};
+
+static void xcopy_thread(void *arg)
+{
+	struct xcopy_stream *s = arg;
+	struct xw_cmd x;
+
+	for (unsigned int i = 0; i < s->n; i++) {
+		cdb_xcopy(&x, s->w->b, s->w->lun);
+		if (xw_run(s->w, &x) == SAM_STAT_GOOD)
+			s->good++;
+		/* REPORTED LUNS DATA HAS CHANGED (SPC-5 §5.14) as LUNs come */
+		else if (xw_sense_key(&x) == 0x06 && x.sense[12] == 0x3f && x.sense[13] == 0x0e)
+			s->inventory_uas++;
+	}
+}
+
+/*
+ * EXTENDED COPY on the worker finds its CSCD LUN by designator among the target's LUNs while
+ * home adds LUNs (the target's own array grows, reallocated): it looks in the table home
+ * publishes, never in home's array (TSan, ASan).
+ */
+static void test_xcopy_while_luns_come(void **state)
+{
+	struct xw_world *w = ((struct rd *)*state)->w;
+	struct xcopy_stream s = { .w = w, .n = 200 };
+	uv_thread_t th;
+
+	assert_int_equal(uv_thread_create(&th, xcopy_thread, &s), 0);
+	for (uint64_t id = 1; id <= 64; id++) {
+		add_null_lun(w, id, 2048);
+		/* the replaced tables are freed once the worker has passed a message boundary */
+		uv_run(&w->loop, UV_RUN_NOWAIT);
+	}
+	assert_int_equal(uv_thread_join(&th), 0);
+	assert_int_equal(s.good + s.inventory_uas, s.n);
+	assert_true(s.good > 0);
+}
+
+/* The event callback: what the last LOGIN FAILED event named, read while it is delivered. */
+struct ev_seen {
+	bool seen;
+	bool target_gone_first;
+	char target[64];
+	bool *tgt_gone;
+};
+
+static void ev_cb(void *arg, const struct scsitgt_event *ev)
+{
+	struct ev_seen *e = arg;
+
+	if (ev->type != SCSITGT_EVENT_LOGIN_FAILED)
+		return;
+	e->seen = true;
+	e->target_gone_first = *e->tgt_gone;
+	/* what a host does with it: a freed target is a use after free here (ASan) */
+	snprintf(e->target, sizeof(e->target), "%s",
+		 ev->target ? scsitgt_target_get_name(ev->target) : "(none)");
+}
+
+struct ev_post {
+	struct scsitgt__msg msg;
+	struct scsitgt_engine *engine;
+	struct scsitgt_target *tgt;
+	uv_sem_t posted;
+};
+
+/* On the worker: a login there failed for @tgt (found under the configuration lock). */
+static void ev_raise(struct scsitgt__msg *msg)
+{
+	struct ev_post *p = (struct ev_post *)msg;
+	bool locked = scsitgt__cfg_rdlock(p->engine);
+
+	scsitgt__event_login_failed(p->engine, p->tgt, "iqn.2024-01.org.example:i", NULL,
+				    "192.0.2.1:3260", 0x0201, "test");
+	scsitgt__cfg_rdunlock(p->engine, locked);
+	uv_sem_post(&p->posted);
+}
+
+/*
+ * An event raised on a worker loop is delivered on home later (docs/threading.md): the target
+ * it names stays valid until then, even when home destroys that target before it gets to the
+ * event (the destruction waits; its callback comes after the event). The target's deferred
+ * free is run at once here, as the loop may run it before it reads the event's message.
+ */
+static void test_event_target_outlives_delivery(void **state)
+{
+	struct xw_world *w = ((struct rd *)*state)->w;
+	struct scsitgt_target_opts to;
+	struct scsitgt_target *t2;
+	struct ev_seen e;
+	struct ev_post p;
+	bool gone = false;
+
+	memset(&e, 0, sizeof(e));
+	e.tgt_gone = &gone;
+	/* events of a worker go home by message in the mode with connections on workers */
+	w->engine->conn_workers = true;
+	assert_int_equal(scsitgt_engine_set_event_cb(w->engine, ev_cb, &e), 0);
+	scsitgt_target_opts_init(&to, sizeof(to));
+	to.name = "iqn.2024-01.org.example:gone";
+	assert_int_equal(scsitgt_target_create(&t2, w->engine, &to), 0);
+	p.msg.fn = ev_raise;
+	p.engine = w->engine;
+	p.tgt = t2;
+	assert_int_equal(uv_sem_init(&p.posted, 0), 0);
+	scsitgt__worker_post(w->b->shard->worker, &p.msg);
+	uv_sem_wait(&p.posted);
+	uv_sem_destroy(&p.posted);
+	/* the event waits in home's inbox; the target goes (no nexus, no LUN) */
+	scsitgt_target_destroy(t2, flag_done, &gone);
+	scsitgt__shard_run_deferred(scsitgt__shard_home(w->engine));
+	while (!gone || !e.seen)
+		uv_run(&w->loop, UV_RUN_ONCE);
+	assert_false(e.target_gone_first);
+	assert_string_equal(e.target, "iqn.2024-01.org.example:gone");
+	assert_int_equal(scsitgt_engine_set_event_cb(w->engine, NULL, NULL), 0);
+	w->engine->conn_workers = false;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_sanitize_starts_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sanitize_meets_foreground_selftest, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_lun_removed_under_worker_walk, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_xcopy_while_luns_come, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_event_target_outlives_delivery, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
