@@ -21,7 +21,9 @@
  * message (a uv_async_t on that loop) on which that loop closes its handles and releases its
  * kernel context; the last loop to finish wakes home (another uv_async_t), which frees the
  * context and calls back. Every loop that submitted must therefore still run until then
- * (the engine stops its workers after closing its LUNs).
+ * (the engine stops its workers after closing its LUNs; a worker whose loop still carries a
+ * context of a LUN whose ios the engine gave up on at shutdown runs that loop on until the
+ * host closes the backend, core/worker.c).
  *
  * io_uring (liburing, the default where the build and the kernel allow it): one ring per
  * context, its eventfd registered (io_uring_register_eventfd) and watched the same way.

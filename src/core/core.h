@@ -80,8 +80,6 @@ struct scsitgt_engine {
 	struct scsitgt__worker *workers;
 	unsigned int nworkers;
 	unsigned int workers_running;
-	/* a worker's loop was left open to a backend's handle: the workers stay allocated. */
-	bool workers_leaked;
 	struct scsitgt__inbox *home_inbox;
 	void (*workers_stop_cb)(void *cb_arg, int status);
 	void *workers_stop_arg;

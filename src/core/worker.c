@@ -11,6 +11,8 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -21,6 +23,28 @@
 
 #include "core/core.h"
 #include "core/worker.h"
+
+/*
+ * The workers' array and how many still use it: home until its workers are stopped, and each
+ * worker whose loop runs on for a backend after that (worker_main()). The last one frees it.
+ */
+struct workers_mem {
+	atomic_uint users;
+	struct scsitgt__worker w[];
+};
+
+static struct workers_mem *workers_mem(struct scsitgt__worker *ws)
+{
+	return (struct workers_mem *)((char *)ws - offsetof(struct workers_mem, w));
+}
+
+static void workers_unref(struct scsitgt__worker *ws)
+{
+	struct workers_mem *m = workers_mem(ws);
+
+	if (atomic_fetch_sub_explicit(&m->users, 1, memory_order_acq_rel) == 1)
+		free(m);
+}
 
 void scsitgt__inbox_drain(struct scsitgt__inbox *inbox)
 {
@@ -161,13 +185,12 @@ static void home_inbox_closed(struct scsitgt__inbox *inbox)
 	void (*cb)(void *, int) = engine->workers_stop_cb;
 	void *arg = engine->workers_stop_arg;
 
-	/* Every message of the joined workers ran; nothing can post any more. */
+	/* Every message of the workers ran; nothing can post any more. */
 	scsitgt__inbox_drain(inbox);
 	free(inbox);
 	engine->home_inbox = NULL;
-	/* A loop a backend still uses (worker_main()) stays allocated, with the workers. */
-	if (!engine->workers_leaked)
-		free(engine->workers);
+	/* A loop a backend still uses (worker_main()) keeps the array until it ends. */
+	workers_unref(engine->workers);
 	engine->workers = NULL;
 	engine->nworkers = 0;
 	engine->workers_stop_cb = NULL;
@@ -181,15 +204,15 @@ static void worker_exit_fn(struct scsitgt__msg *msg)
 	struct scsitgt__worker *w = scsitgt__container_of(msg, struct scsitgt__worker, exit_msg);
 	struct scsitgt_engine *engine = w->engine;
 
-	uv_thread_join(&w->thread);
-	w->started = false;
-	if (w->loop_busy) {
-		engine->workers_leaked = true;
+	/* One whose loop runs on for a backend is detached: it ends by itself. */
+	if (w->loop_busy)
 		scsitgt__log(&engine->log, SCSITGT_LOG_WARNING, "core",
-			     "worker %u: a backend keeps a handle open on its loop (an io given up "
-			     "at shutdown); the loop is left to it",
+			     "worker %u: a backend keeps handles on its loop (ios given up at "
+			     "shutdown); the loop runs on until the backend closes them",
 			     w->index);
-	}
+	else
+		uv_thread_join(&w->thread);
+	w->started = false;
 	if (--engine->workers_running == 0)
 		scsitgt__inbox_close(engine->home_inbox, home_inbox_closed);
 }
@@ -211,14 +234,34 @@ static void worker_main(void *arg)
 	sigaddset(&pipe_set, SIGPIPE);
 	(void)pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 	uv_run(&w->loop, UV_RUN_DEFAULT);
-	/* Stopped once the inbox closed: handles closed in that pass finish closing. A backend
-	 * that still holds an io the engine gave up on may keep a handle of its own here: the
-	 * loop is then left open (never freed), so that its late use of the handle stays safe. */
+	/* Stopped once the inbox closed: handles closed in that pass finish closing. */
 	for (int i = 0; (rc = uv_loop_close(&w->loop)) == UV_EBUSY && i < 8; i++)
 		uv_run(&w->loop, UV_RUN_NOWAIT);
-	w->loop_busy = rc == UV_EBUSY;
-	/* The last touch of the worker from this thread: the home loop joins and frees it. */
+	if (rc != UV_EBUSY) {
+		/* The last touch of the worker from this thread: home joins it. */
+		scsitgt__engine_post(w->engine, &w->exit_msg);
+		return;
+	}
+	/*
+	 * A backend keeps handles of its own here (SCSITGT_BACKEND_MULTI_LOOP: an io the
+	 * engine gave up on at shutdown, core/drain.c, comes back through them, and its close(),
+	 * called by the host that got the backend's context back, tears them down on this loop).
+	 * The engine does not wait for it (its destroy stays bounded): the thread detaches and
+	 * runs the loop for the backend alone, without touching the engine again, until the
+	 * backend's last handle is closed; then it closes the loop and ends. A backend that
+	 * never closes keeps the thread (blocked in the kernel) and the loop.
+	 */
+	w->loop_busy = true;
+	atomic_fetch_add_explicit(&workers_mem(w - w->index)->users, 1, memory_order_relaxed);
+	(void)pthread_detach(pthread_self());
 	scsitgt__engine_post(w->engine, &w->exit_msg);
+	do {
+		uv_run(&w->loop, UV_RUN_DEFAULT);
+		rc = uv_loop_close(&w->loop);
+	} while (rc == UV_EBUSY && uv_loop_alive(&w->loop));
+	/* Unreferenced handles left: the loop stays allocated, as the array with it. */
+	if (rc == 0)
+		workers_unref(w - w->index);
 }
 
 static int worker_init(struct scsitgt_engine *engine, struct scsitgt__worker *w, unsigned int i)
@@ -265,20 +308,23 @@ static void home_inbox_discard(struct scsitgt__inbox *inbox)
 
 int scsitgt__workers_start(struct scsitgt_engine *engine, unsigned int n)
 {
+	struct workers_mem *mem;
 	struct scsitgt__worker *ws;
 	unsigned int i;
 	int rc = 0;
 
 	if (n == 0)
 		return 0;
-	ws = calloc(n, sizeof(*ws));
+	mem = calloc(1, sizeof(*mem) + n * sizeof(mem->w[0]));
 	engine->home_inbox = calloc(1, sizeof(*engine->home_inbox));
-	if (ws == NULL || engine->home_inbox == NULL) {
-		free(ws);
+	if (mem == NULL || engine->home_inbox == NULL) {
+		free(mem);
 		free(engine->home_inbox);
 		engine->home_inbox = NULL;
 		return -ENOMEM;
 	}
+	atomic_init(&mem->users, 1);
+	ws = mem->w;
 	rc = scsitgt__inbox_init(engine->home_inbox, engine->loop);
 	if (rc < 0) {
 		/* A handle that exists closes later and frees the inbox then. */
@@ -287,7 +333,7 @@ int scsitgt__workers_start(struct scsitgt_engine *engine, unsigned int n)
 		else
 			free(engine->home_inbox);
 		engine->home_inbox = NULL;
-		free(ws);
+		free(mem);
 		return rc;
 	}
 	engine->home_inbox->data = engine;
@@ -310,7 +356,7 @@ int scsitgt__workers_start(struct scsitgt_engine *engine, unsigned int n)
 		}
 		scsitgt__inbox_close(engine->home_inbox, home_inbox_discard);
 		engine->home_inbox = NULL;
-		free(ws);
+		free(mem);
 		return rc;
 	}
 	engine->workers = ws;

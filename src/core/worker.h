@@ -60,8 +60,9 @@ struct scsitgt__worker {
 	uv_timer_t lazy_timer;
 	/* Connections the home loop placed here (home loop only, for least-loaded placement). */
 	unsigned int nconns;
-	/* The loop could not be closed: a backend keeps a handle on it (written by the worker
-	 * before its exit message). */
+	/* The loop could not be closed: a backend keeps a handle on it, and the worker runs on,
+	 * detached, until the backend closes it (written by the worker before its exit
+	 * message). */
 	bool loop_busy;
 	/* Shutdown: the stop message (home -> worker) and the exit message (worker -> home). */
 	struct scsitgt__msg stop_msg;
