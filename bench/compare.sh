@@ -125,8 +125,8 @@ fi
 OURS_PID=
 OURSW_PID=
 TGTD_PID=
-
-port_busy() { ss -Hltn "sport = :$1" | grep -q .; }
+# port_busy, tgtd_start/target/open/stop, median
+source "$SRC/bench/tgtd-lib.sh"
 
 # --- our side: minitarget prints one URL per LUN once it listens ---
 # start_ours [oursw]: the plain minitarget, or (oursw) the one with --workers.
@@ -172,51 +172,23 @@ stop_ours() {
 	OURSW_PID=
 }
 
-# --- tgtd: foreground process we own, control socket numbered like its port ---
-adm() { "$TGTADM" -C "$PORT_TGTD" "$@"; }
-
+# --- tgtd: foreground process we own (bench/tgtd-lib.sh) ---
 start_tgtd() {
-	port_busy "$PORT_TGTD" && die "port $PORT_TGTD is in use"
-	if [[ -S /var/run/tgtd/socket.$PORT_TGTD ]] && adm --mode system --op show >/dev/null 2>&1; then
-		die "a tgtd already answers on control port $PORT_TGTD"
-	fi
-	# setsid: a ^C on the terminal must not reach tgtd; we stop it through tgtadm.
-	setsid "${PIN_TGT[@]}" "$TGTD" -f -C "$PORT_TGTD" --iscsi "portal=127.0.0.1:$PORT_TGTD" \
-		</dev/null >"$OUT/tgtd.log" 2>&1 &
-	TGTD_PID=$!
-	local up=0
-	for _ in $(seq 100); do
-		kill -0 "$TGTD_PID" 2>/dev/null || die "tgtd exited: $(tail -3 "$OUT/tgtd.log")"
-		if adm --mode system --op show >/dev/null 2>&1; then up=1; break; fi
-		sleep 0.1
-	done
-	[[ $up == 1 ]] || die "tgtd's control socket did not come up"
-	[[ $(cat "/proc/$TGTD_PID/comm" 2>/dev/null) == tgtd ]] || die "pid $TGTD_PID is not tgtd"
 	local bytes
 	bytes=$(numfmt --from=iec "$SIZE") || die "bad --size $SIZE"
-	adm --lld iscsi --mode target --op new --tid 1 --targetname "$IQN_TGTD" ||
-		die "tgtadm: target new failed"
-	# LUN 1: a RAM file through the rdwr store; allocate its pages now.
-	rm -f "$SHMFILE"
-	fallocate -l "$bytes" "$SHMFILE" || die "cannot allocate $SHMFILE"
-	adm --lld iscsi --mode logicalunit --op new --tid 1 --lun 1 --bstype rdwr \
-		--backing-store "$SHMFILE" || die "tgtadm: RAM LUN failed"
-	# LUN 2: the null store (reads move no data from a medium, writes are dropped).
-	adm --lld iscsi --mode logicalunit --op new --tid 1 --lun 2 --bstype null \
-		--backing-store /dev/null || die "tgtadm: null LUN failed"
+	tgtd_start "$OUT/tgtd.log" "${PIN_TGT[@]}"
+	# LUN 1: a RAM file through the rdwr store; LUN 2: the null store.
+	tgtd_target "$IQN_TGTD" "$SHMFILE" "$bytes"
 	# LUN 3: the same regular file as our file LUN, through tgtd's libaio store.
 	if [[ $WANT_FILE == 1 ]]; then
-		adm --lld iscsi --mode logicalunit --op new --tid 1 --lun 3 --bstype aio \
+		tgtd_adm --lld iscsi --mode logicalunit --op new --tid 1 --lun 3 --bstype aio \
 			--backing-store "$FILE" || die "tgtadm: aio LUN on $FILE failed"
 	fi
 	for kv in "${TGTD_PARAMS[@]}"; do
-		adm --lld iscsi --mode target --op update --tid 1 --name "${kv%%=*}" \
+		tgtd_adm --lld iscsi --mode target --op update --tid 1 --name "${kv%%=*}" \
 			--value "${kv#*=}" || die "tgtadm: parameter $kv refused"
 	done
-	adm --lld iscsi --mode target --op bind --tid 1 --initiator-address ALL ||
-		die "tgtadm: ACL bind failed"
-	for _ in $(seq 50); do port_busy "$PORT_TGTD" && break; sleep 0.1; done
-	port_busy "$PORT_TGTD" || die "tgtd does not listen on $PORT_TGTD"
+	tgtd_open
 	# shellcheck disable=SC2034 # URL_<side>_<lun> are read through side_url's ${!v}
 	URL_tgtd_ram=iscsi://127.0.0.1:$PORT_TGTD/$IQN_TGTD/1
 	URL_tgtd_null=iscsi://127.0.0.1:$PORT_TGTD/$IQN_TGTD/2
@@ -224,29 +196,7 @@ start_tgtd() {
 	URL_tgtd_file=iscsi://127.0.0.1:$PORT_TGTD/$IQN_TGTD/3
 }
 
-stop_tgtd() {
-	[[ -n $TGTD_PID ]] || return 0
-	if kill -0 "$TGTD_PID" 2>/dev/null; then
-		# tgtd does not exit on SIGTERM. Take it offline, force the targets away, then
-		# delete the "system": it exits once nothing is left.
-		adm --mode system --op update --name State --value offline >/dev/null 2>&1
-		local tids
-		tids=$(adm --lld iscsi --mode target --op show 2>/dev/null |
-			awk '/^Target [0-9]+:/ {sub(":", "", $2); print $2}')
-		for tid in $tids; do
-			adm --lld iscsi --mode target --op delete --force --tid "$tid" >/dev/null 2>&1
-		done
-		adm --mode system --op delete >/dev/null 2>&1
-		for _ in $(seq 100); do kill -0 "$TGTD_PID" 2>/dev/null || break; sleep 0.1; done
-		if kill -0 "$TGTD_PID" 2>/dev/null; then
-			say "tgtd $TGTD_PID still there 10 s after 'system delete': SIGKILL"
-			kill -KILL "$TGTD_PID" 2>/dev/null
-		fi
-	fi
-	wait "$TGTD_PID" 2>/dev/null
-	TGTD_PID=
-	rm -f "$SHMFILE" "/var/run/tgtd/socket.$PORT_TGTD" "/var/run/tgtd/socket.$PORT_TGTD.lock"
-}
+stop_tgtd() { tgtd_stop "$SHMFILE"; }
 
 cleanup() {
 	stop_ours
@@ -261,13 +211,6 @@ trap 'exit 130' INT TERM
 # --- helpers on the bench's one-line JSON ---
 jnum() { sed -n "s/.*\"$1\":\([-0-9.e+]*\|null\).*/\1/p" <<<"$2"; }
 jneg() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p" <<<"$2"; }
-
-# median of the numbers on stdin ("-" when none)
-median() {
-	sort -g | awk '{ v[NR] = $1 } END {
-		if (NR == 0) { print "-"; exit }
-		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 
 test_params() { # name -> "bs qd rw"
 	case "$1" in
