@@ -453,13 +453,6 @@ int scsitgt__iscsi_tcp_accept(struct scsitgt_portal *portal);
 /* On @h's worker: run its socket (owned from now on); @h stays with the connection. */
 void scsitgt__iscsi_tcp_adopt_here(struct scsitgt__iscsi_handoff *h);
 
-/* conn.c: a connection of @portal on the worker of @h (NULL: the home loop), see
- * scsitgt__iscsi_conn_create(); it keeps @h. */
-int scsitgt__iscsi_conn_create_on(struct scsitgt__iscsi_conn **out, struct scsitgt_portal *portal,
-				  struct scsitgt__iscsi_handoff *h,
-				  const struct scsitgt__iscsi_dm_ops *dm, void *dm_ctx,
-				  const struct sockaddr *peer, const struct sockaddr *local);
-
 /* xloop.c: connections on workers (engine->conn_workers), what crosses loops. */
 /* Whether the calling thread runs loop @w (NULL: home). */
 bool scsitgt__iscsi_on_loop(const struct scsitgt__iscsi_engine *ie,

@@ -115,6 +115,33 @@ void scsitgt__iscsi_conn_dm_closed(struct scsitgt__iscsi_conn *conn);
 void scsitgt__iscsi_conn_log(struct scsitgt__iscsi_conn *conn, enum scsitgt_log_level level,
 			     const char *fmt, ...) SCSITGT_PRINTF(3, 4);
 
+/*
+ * Connections on worker loops (engine->conn_workers, docs/threading.md). A data mover with its
+ * own listener places each connection it admitted, on home: scsitgt__iscsi_portal_place()
+ * counts it in its portal (as a TCP hand-off, xloop.c) and picks the least-loaded worker. On
+ * that worker's loop the data mover then creates the connection with
+ * scsitgt__iscsi_conn_create_on(), which keeps the placement and gives it back when the
+ * connection is gone; a placement that never became a connection is given back with
+ * scsitgt__iscsi_handoff_drop().
+ */
+struct scsitgt__iscsi_handoff;
+struct scsitgt__worker;
+
+/*
+ * Place a connection of @portal: 0 with *@out and *@w (its worker), or 0 with both NULL when
+ * the engine keeps its connections on home; -ENOMEM. Loop: home.
+ */
+int scsitgt__iscsi_portal_place(struct scsitgt_portal *portal, struct scsitgt__iscsi_handoff **out,
+				struct scsitgt__worker **w);
+/* Give back a placement that never became a connection (by message to home). Thread-safe. */
+void scsitgt__iscsi_handoff_drop(struct scsitgt__iscsi_handoff *h);
+/* A connection of @portal on the worker of @h (NULL: the home loop), from that loop, see
+ * scsitgt__iscsi_conn_create(); it keeps @h. */
+int scsitgt__iscsi_conn_create_on(struct scsitgt__iscsi_conn **out, struct scsitgt_portal *portal,
+				  struct scsitgt__iscsi_handoff *h,
+				  const struct scsitgt__iscsi_dm_ops *dm, void *dm_ctx,
+				  const struct sockaddr *peer, const struct sockaddr *local);
+
 /* ---- The portal, as a data mover with its own listener (iSER) drives it (portal.c) ---- */
 
 /*

@@ -102,6 +102,35 @@ void scsitgt__iscsi_xloop_conn_gone(struct scsitgt__iscsi_handoff *h)
 	scsitgt__engine_post(h->portal->ie->engine, &h->msg);
 }
 
+int scsitgt__iscsi_portal_place(struct scsitgt_portal *portal, struct scsitgt__iscsi_handoff **out,
+				struct scsitgt__worker **w)
+{
+	struct scsitgt__iscsi_engine *ie = portal->ie;
+	struct scsitgt__iscsi_handoff *h;
+
+	*out = NULL;
+	*w = NULL;
+	if (!ie->engine->conn_workers)
+		return 0;
+	h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		return -ENOMEM;
+	h->fd = -1; /* the data mover brings its own transport (iSER: an rdma_cm id) */
+	h->portal = portal;
+	h->w = scsitgt__worker_pick(ie->engine);
+	uv_mutex_lock(&ie->lock);
+	portal->nconns++;
+	uv_mutex_unlock(&ie->lock);
+	*out = h;
+	*w = h->w;
+	return 0;
+}
+
+void scsitgt__iscsi_handoff_drop(struct scsitgt__iscsi_handoff *h)
+{
+	scsitgt__iscsi_xloop_conn_gone(h);
+}
+
 /* ---- portal stop ---- */
 
 struct xportal {

@@ -16,6 +16,18 @@
  * when none is left the QP, id and buffers are destroyed and the iSCSI connection is told.
  * DEVICE_REMOVAL closes the connections of the device and drops its listener and memory;
  * ADDR_CHANGE closes connections and makes the listener bind again.
+ *
+ * Connections on workers (engine->conn_workers, docs/threading.md). The rdma_cm event channel
+ * and the listener stay on home; each connection request is placed on the least-loaded worker
+ * (scsitgt__iscsi_portal_place(), as a TCP connection) and set up there: its QP uses the CQ of
+ * a device context of that loop (verbs.c: PD, CQ and completion channel polled by the
+ * worker's loop, made on the first connection of the portal there) and the portal's
+ * registered memory of that loop (iser_loop). Completions, PDUs, the iSCSI connection, its
+ * session and commands then run on the worker. The rdma_cm id stays home's: its events arrive
+ * there and ESTABLISHED and the first disconnect-class event go to the worker by message
+ * (embedded in the connection, so none is lost). When the worker has released everything, it
+ * sends RELEASE home, which destroys the id (no event can follow) and sends FINAL back: after
+ * every event message it posted before, so FINAL frees the connection.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,6 +41,8 @@
 #define ISER_MIN_RNR_TIMER 12
 
 static void ip_check_done(struct iser_portal *ip);
+static void ip_loops_drop(struct iser_portal *ip, bool unlink);
+static void ic_final_fn(struct scsitgt__msg *msg);
 
 void scsitgt__iser_conn_leave(struct iser_conn *ic)
 {
@@ -123,6 +137,25 @@ static int iser_login_complete(struct scsitgt__iscsi_conn *conn,
 
 /* ---- teardown ---- */
 
+/* Home: a worker's connection released its resources; the id goes, then the connection. */
+static void ic_release_fn(struct scsitgt__msg *msg)
+{
+	struct iser_conn *ic = scsitgt__container_of(msg, struct iser_conn, release_msg);
+	struct iser_portal *ip = ic->ip;
+
+	scsitgt__list_remove(&ic->node);
+	rdma_destroy_id(ic->id);
+	ic->final_msg.fn = ic_final_fn;
+	scsitgt__worker_post(ic->w, &ic->final_msg);
+	ip_check_done(ip);
+}
+
+/* The worker: every event home handed over ran before this. */
+static void ic_final_fn(struct scsitgt__msg *msg)
+{
+	free(scsitgt__container_of(msg, struct iser_conn, final_msg));
+}
+
 static void ic_free(struct iser_conn *ic)
 {
 	struct iser_portal *ip = ic->ip;
@@ -130,7 +163,7 @@ static void ic_free(struct iser_conn *ic)
 
 	if (ic->qp_created)
 		rdma_destroy_qp(ic->id);
-	if (ic->id)
+	if (ic->id && ic->w == NULL)
 		rdma_destroy_id(ic->id);
 	if (ic->pools) {
 		scsitgt__rdma_pool_destroy(&ic->rxp);
@@ -143,6 +176,18 @@ static void ic_free(struct iser_conn *ic)
 	scsitgt__iser_itt_clear(ic);
 	free(ic->recvs);
 	free(ic->slots);
+	if (ic->w) {
+		/* The id and the portal are home's: hand the rest over (see the top). */
+		ic->released = true;
+		ic->conn = NULL;
+		if (conn)
+			scsitgt__iscsi_conn_dm_closed(conn);
+		else if (ic->h)
+			scsitgt__iscsi_handoff_drop(ic->h);
+		ic->release_msg.fn = ic_release_fn;
+		scsitgt__engine_post(scsitgt__iscsi_portal_engine(ip->portal), &ic->release_msg);
+		return;
+	}
 	scsitgt__list_remove(&ic->node);
 	free(ic);
 	if (conn)
@@ -194,11 +239,12 @@ static const struct scsitgt__iscsi_dm_ops iser_dm_ops = {
 
 /* ---- registered memory of the portal, per device ---- */
 
-static void ip_mem_drop(struct iser_portal *ip, struct scsitgt__rdma_dev *dev)
+/* Drop the portal's memory of @lp on @dev (NULL: every device). Loop: @lp's. */
+static void ip_mem_drop(struct iser_loop *lp, struct scsitgt__rdma_dev *dev)
 {
 	struct scsitgt__list *pos, *tmp;
 
-	scsitgt__list_foreach_safe(pos, tmp, &ip->mems)
+	scsitgt__list_foreach_safe(pos, tmp, &lp->mems)
 	{
 		struct iser_mem *m = scsitgt__container_of(pos, struct iser_mem, node);
 
@@ -210,15 +256,15 @@ static void ip_mem_drop(struct iser_portal *ip, struct scsitgt__rdma_dev *dev)
 	}
 }
 
-/* The portal's registered memory on @dev, registered on first use. */
-static int ip_mem_get(struct iser_portal *ip, struct scsitgt__rdma_dev *dev,
+/* The portal's registered memory of @lp on @dev, registered on first use. Loop: @lp's. */
+static int ip_mem_get(struct iser_portal *ip, struct iser_loop *lp, struct scsitgt__rdma_dev *dev,
 		      struct scsitgt__rdma_mem **out)
 {
 	struct scsitgt__list *pos, *tmp;
 	struct iser_mem *m;
 	int rc;
 
-	scsitgt__list_foreach_safe(pos, tmp, &ip->mems)
+	scsitgt__list_foreach_safe(pos, tmp, &lp->mems)
 	{
 		m = scsitgt__container_of(pos, struct iser_mem, node);
 		if (m->dev == dev) {
@@ -240,9 +286,68 @@ static int ip_mem_get(struct iser_portal *ip, struct scsitgt__rdma_dev *dev,
 		return rc;
 	}
 	m->dev = dev;
-	scsitgt__list_add_tail(&ip->mems, &m->node);
+	scsitgt__list_add_tail(&lp->mems, &m->node);
 	*out = m->mem;
 	return 0;
+}
+
+/*
+ * Release what @lp holds: the portal's memory (each goes once no buffer of it is out), and with
+ * @unlink its device list (the portal goes; devices still held by buffers out outlive the list
+ * head, so they are unlinked). Loop: @lp's.
+ */
+static void ip_loop_drop(struct iser_loop *lp, bool unlink)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	ip_mem_drop(lp, NULL);
+	if (!unlink)
+		return;
+	scsitgt__list_foreach_safe(pos, tmp, &lp->devs)
+	{
+		scsitgt__list_remove(pos);
+	}
+}
+
+static void ip_drop_done_fn(struct scsitgt__msg *msg)
+{
+	struct iser_loop *lp = scsitgt__container_of(msg, struct iser_loop, drop_msg);
+	struct iser_portal *ip = lp->ip;
+
+	lp->drop_posted = false;
+	ip->xmsgs--;
+	ip_check_done(ip);
+}
+
+static void ip_drop_fn(struct scsitgt__msg *msg)
+{
+	struct iser_loop *lp = scsitgt__container_of(msg, struct iser_loop, drop_msg);
+
+	ip_loop_drop(lp, lp->drop_unlink);
+	lp->drop_msg.fn = ip_drop_done_fn;
+	scsitgt__engine_post(scsitgt__iscsi_portal_engine(lp->ip->portal), &lp->drop_msg);
+}
+
+/*
+ * Every loop drops its memory (@unlink: and its device list, see ip_loop_drop()): home now,
+ * each worker loop by message, counted in ip->xmsgs until it is back. A worker with a drop on
+ * its way already gets none more: it drops whatever it has when that one runs, and the final
+ * one (@unlink) is only posted when none is in flight (ip_check_done). Loop: home.
+ */
+static void ip_loops_drop(struct iser_portal *ip, bool unlink)
+{
+	ip_loop_drop(&ip->loops[0], unlink);
+	for (unsigned int i = 1; i < ip->nloops; i++) {
+		struct iser_loop *lp = &ip->loops[i];
+
+		if (lp->drop_posted)
+			continue;
+		lp->drop_posted = true;
+		lp->drop_unlink = unlink;
+		lp->drop_msg.fn = ip_drop_fn;
+		ip->xmsgs++;
+		scsitgt__worker_post(lp->w, &lp->drop_msg);
+	}
 }
 
 /* ---- connection set-up ---- */
@@ -260,14 +365,13 @@ static void ic_established(struct iser_conn *ic)
 					"iSER: cannot set the RNR timer (errno %d)", errno);
 }
 
-static void ic_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt__rdma_cm_event *ev)
+/* An rdma_cm event of the connection, on its loop. */
+static void ic_cm_event_here(struct iser_conn *ic, enum rdma_cm_event_type type, int status)
 {
-	struct iser_conn *ic = scsitgt__container_of(h, struct iser_conn, cmh);
-
 	if (ic->conn)
 		scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_DEBUG, "iSER: rdma_cm %s (status %d)",
-					scsitgt__rdma_cm_event_name(ev->type), ev->status);
-	switch (ev->type) {
+					scsitgt__rdma_cm_event_name(type), status);
+	switch (type) {
 	case RDMA_CM_EVENT_ESTABLISHED:
 		ic_established(ic);
 		break;
@@ -281,19 +385,75 @@ static void ic_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt
 		if (ic->conn)
 			scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_WARNING,
 						"iSER: %s: closing the connection",
-						scsitgt__rdma_cm_event_name(ev->type));
+						scsitgt__rdma_cm_event_name(type));
 		/* fall through */
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_REJECTED:
-		if (ev->type != RDMA_CM_EVENT_ADDR_CHANGE)
+		if (type != RDMA_CM_EVENT_ADDR_CHANGE)
 			ic->connected = false;
 		if (!ic->dm_close && ic->conn)
 			scsitgt__iscsi_conn_dm_error(ic->conn, -ECONNRESET);
 		break;
 	default:
 		break; /* TIMEWAIT_EXIT: nothing left to wait for, the QP is drained by counts */
+	}
+}
+
+static void ic_est_fn(struct scsitgt__msg *msg)
+{
+	struct iser_conn *ic = scsitgt__container_of(msg, struct iser_conn, est_msg);
+
+	if (!ic->released)
+		ic_cm_event_here(ic, RDMA_CM_EVENT_ESTABLISHED, 0);
+}
+
+static void ic_down_fn(struct scsitgt__msg *msg)
+{
+	struct iser_conn *ic = scsitgt__container_of(msg, struct iser_conn, down_msg);
+
+	if (!ic->released)
+		ic_cm_event_here(ic, (enum rdma_cm_event_type)ic->down_type, ic->down_status);
+}
+
+/*
+ * Home (every id's events arrive on the portal's channel): a connection on a worker gets
+ * ESTABLISHED and the first event that ends it by message. After the first, later ones add
+ * nothing: the connection closes either way, and the QP drains by counts.
+ */
+static void ic_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt__rdma_cm_event *ev)
+{
+	struct iser_conn *ic = scsitgt__container_of(h, struct iser_conn, cmh);
+
+	if (ic->w == NULL) {
+		ic_cm_event_here(ic, ev->type, ev->status);
+		return;
+	}
+	switch (ev->type) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (ic->x_est)
+			break;
+		ic->x_est = true;
+		ic->est_msg.fn = ic_est_fn;
+		scsitgt__worker_post(ic->w, &ic->est_msg);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+		if (ic->x_down)
+			break;
+		ic->x_down = true;
+		ic->down_type = (int)ev->type;
+		ic->down_status = ev->status;
+		ic->down_msg.fn = ic_down_fn;
+		scsitgt__worker_post(ic->w, &ic->down_msg);
+		break;
+	default:
+		break;
 	}
 }
 
@@ -311,11 +471,11 @@ static int ic_setup(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *e
 	rc = scsitgt__iser_cm_req_decode(ev->conn.private_data, ev->conn.private_data_len, &req);
 	if (rc < 0)
 		return rc;
-	rc = scsitgt__rdma_dev_get(&ic->dev, &ip->devs, scsitgt__iscsi_portal_engine(portal)->loop,
-				   ic->id->verbs, NULL, NULL);
+	rc = scsitgt__rdma_dev_get(&ic->dev, &ic->lp->devs, ic->lp->loop, ic->id->verbs, NULL,
+				   NULL);
 	if (rc < 0)
 		return rc;
-	rc = ip_mem_get(ip, ic->dev, &ic->mem);
+	rc = ip_mem_get(ip, ic->lp, ic->dev, &ic->mem);
 	if (rc < 0)
 		return rc;
 	rc = scsitgt__rdma_dev_reserve(ic->dev, ISER_NRECV_MAX + ISER_SQ_DEPTH);
@@ -373,8 +533,8 @@ static int ic_setup(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *e
 	if (rd_depth == 0)
 		rd_depth = 1;
 	scsitgt__iser_rdq_init(&ic->rdq, rd_depth);
-	rc = scsitgt__iscsi_conn_create(&ic->conn, portal, &iser_dm_ops, ic,
-					rdma_get_peer_addr(ic->id), rdma_get_local_addr(ic->id));
+	rc = scsitgt__iscsi_conn_create_on(&ic->conn, portal, ic->h, &iser_dm_ops, ic,
+					   rdma_get_peer_addr(ic->id), rdma_get_local_addr(ic->id));
 	if (rc < 0)
 		return rc;
 	scsitgt__iser_cm_rep_encode(rep);
@@ -393,33 +553,22 @@ static int ic_setup(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *e
 		scsitgt__iscsi_conn_close(ic->conn, "rdma_accept failed");
 		return 1;
 	}
+	if (ic->w)
+		scsitgt__iscsi_conn_log(
+			ic->conn, SCSITGT_LOG_DEBUG,
+			"iSER connection placed on worker %u (all of it runs there)", ic->w->index);
 	scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_DEBUG,
 				"iSER connection accepted (RDMA READ depth %u, ZBVA %s)", rd_depth,
 				req.zbva_not_sup ? "not supported" : "supported");
 	return 0;
 }
 
-static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdma_cm_event *ev)
+/* Set the connection up on its loop: accepted, or rejected and drained. */
+static void ic_start(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *ev)
 {
-	struct iser_conn *ic = NULL;
-	int rc;
+	struct iser_portal *ip = ic->ip;
+	int rc = ic_setup(ic, ev);
 
-	/* The portal's admission, as for TCP; a refused request is rejected. */
-	if (!ip->stopping && scsitgt__iscsi_portal_admit(ip->portal) == 0)
-		ic = calloc(1, sizeof(*ic));
-	if (ic == NULL) {
-		rdma_reject(ev->id, NULL, 0);
-		rdma_destroy_id(ev->id);
-		return;
-	}
-	ic->cmh.event = ic_cm_event;
-	ic->ip = ip;
-	ic->id = ev->id;
-	ic->id->context = &ic->cmh;
-	ic->outq_tail = &ic->outq;
-	scsitgt__iser_rdq_init(&ic->rdq, 1);
-	scsitgt__list_add_tail(&ip->conns, &ic->node);
-	rc = ic_setup(ic, ev);
 	if (rc == 0 || rc == 1)
 		return;
 	scsitgt__iscsi_portal_log(ip->portal, SCSITGT_LOG_WARNING, "cannot accept a connection: %s",
@@ -437,6 +586,65 @@ static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdm
 		ibv_modify_qp(ic->id->qp, &a, IBV_QP_STATE);
 	}
 	scsitgt__iser_conn_check_drained(ic);
+}
+
+/* A connection request on its way to the worker that runs the connection. */
+struct iser_setup {
+	struct scsitgt__msg msg;
+	struct iser_conn *ic;
+	struct scsitgt__rdma_cm_event ev; /* its private data points into itself: fixed below */
+};
+
+static void ic_setup_fn(struct scsitgt__msg *msg)
+{
+	struct iser_setup *m = scsitgt__container_of(msg, struct iser_setup, msg);
+
+	m->ev.conn.private_data = m->ev.priv;
+	ic_start(m->ic, &m->ev);
+	free(m);
+}
+
+static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdma_cm_event *ev)
+{
+	struct iser_setup *m = NULL;
+	struct iser_conn *ic = NULL;
+
+	/* The portal's admission, as for TCP; a refused request is rejected. */
+	if (!ip->stopping && scsitgt__iscsi_portal_admit(ip->portal) == 0)
+		ic = calloc(1, sizeof(*ic));
+	if (ic && scsitgt__iscsi_portal_place(ip->portal, &ic->h, &ic->w) < 0) {
+		free(ic);
+		ic = NULL;
+	}
+	if (ic && ic->w) {
+		m = malloc(sizeof(*m));
+		if (m == NULL) {
+			scsitgt__iscsi_handoff_drop(ic->h);
+			free(ic);
+			ic = NULL;
+		}
+	}
+	if (ic == NULL) {
+		rdma_reject(ev->id, NULL, 0);
+		rdma_destroy_id(ev->id);
+		return;
+	}
+	ic->cmh.event = ic_cm_event;
+	ic->ip = ip;
+	ic->lp = &ip->loops[ic->w ? ic->w->index + 1 : 0];
+	ic->id = ev->id;
+	ic->id->context = &ic->cmh;
+	ic->outq_tail = &ic->outq;
+	scsitgt__iser_rdq_init(&ic->rdq, 1);
+	scsitgt__list_add_tail(&ip->conns, &ic->node);
+	if (m == NULL) {
+		ic_start(ic, ev);
+		return;
+	}
+	m->msg.fn = ic_setup_fn;
+	m->ic = ic;
+	m->ev = *ev;
+	scsitgt__worker_post(ic->w, &m->msg);
 }
 
 /* ---- portal ---- */
@@ -492,7 +700,7 @@ static void ip_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt
 		 * there, then listen again on the address wherever it lives now.
 		 */
 		if (ev->type == RDMA_CM_EVENT_DEVICE_REMOVAL && ip->listen->verbs)
-			ip_mem_drop(ip, NULL);
+			ip_loops_drop(ip, false);
 		rdma_destroy_id(ip->listen);
 		ip->listen = NULL;
 		rc = ip_listen(ip);
@@ -512,14 +720,9 @@ static void ip_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt
 
 static void ip_free(struct iser_portal *ip)
 {
-	struct scsitgt__list *pos, *tmp;
-
-	ip_mem_drop(ip, NULL);
-	/* Devices still held (by memory with buffers out) outlive the list head: unlink them. */
-	scsitgt__list_foreach_safe(pos, tmp, &ip->devs)
-	{
-		scsitgt__list_remove(pos);
-	}
+	/* The worker loops dropped theirs before (ip_check_done). */
+	ip_loop_drop(&ip->loops[0], true);
+	free(ip->loops);
 	free(ip);
 }
 
@@ -535,8 +738,15 @@ static void ip_cm_closed(struct scsitgt__rdma_cm *cm)
 static void ip_check_done(struct iser_portal *ip)
 {
 	if (!ip->stopping || !ip->relisten_closed || !scsitgt__list_empty(&ip->conns) ||
-	    ip->cm.ch == NULL || ip->cm.closed)
+	    ip->cm.ch == NULL || ip->cm.closed || ip->xmsgs)
 		return;
+	if (!ip->loops_dropped) {
+		/* Each worker loop lets go of its lists before they are freed. */
+		ip->loops_dropped = true;
+		ip_loops_drop(ip, true);
+		if (ip->xmsgs)
+			return;
+	}
 	/* Devices close on their own once their last connection and buffer released them. */
 	scsitgt__rdma_cm_close(&ip->cm, ip_cm_closed);
 }
@@ -602,12 +812,28 @@ SCSITGT_EXPORT int scsitgt_iser_portal_create(struct scsitgt_portal **out,
 	ip->backlog = o.backlog;
 	ip->mem_bytes = o.rdma_buffer_bytes ? o.rdma_buffer_bytes : ISER_MEM_DEFAULT;
 	memcpy(&ip->sa, &sa, sizeof(sa));
-	scsitgt__list_init(&ip->devs);
-	scsitgt__list_init(&ip->mems);
 	scsitgt__list_init(&ip->conns);
+	/* Home's loop, and each worker's when connections run there. */
+	ip->nloops = engine->conn_workers ? engine->nworkers + 1 : 1;
+	ip->loops = calloc(ip->nloops, sizeof(*ip->loops));
+	if (ip->loops == NULL) {
+		scsitgt__iscsi_portal_discard(portal);
+		free(ip);
+		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < ip->nloops; i++) {
+		struct iser_loop *lp = &ip->loops[i];
+
+		scsitgt__list_init(&lp->devs);
+		scsitgt__list_init(&lp->mems);
+		lp->ip = ip;
+		lp->w = i ? &engine->workers[i - 1] : NULL;
+		lp->loop = i ? &lp->w->loop : engine->loop;
+	}
 	rc = scsitgt__rdma_cm_open(&ip->cm, engine->loop);
 	if (rc < 0) {
 		scsitgt__iscsi_portal_discard(portal);
+		free(ip->loops);
 		free(ip);
 		return rc == -ENOENT ? -ENODEV : rc;
 	}
@@ -619,10 +845,13 @@ SCSITGT_EXPORT int scsitgt_iser_portal_create(struct scsitgt_portal **out,
 		struct scsitgt__rdma_dev *dev;
 		struct scsitgt__rdma_mem *mem;
 
-		rc = scsitgt__rdma_dev_get(&dev, &ip->devs, engine->loop, ip->listen->verbs, NULL,
-					   NULL);
+		rc = scsitgt__rdma_dev_get(&dev, &ip->loops[0].devs, engine->loop,
+					   ip->listen->verbs, NULL, NULL);
 		if (rc == 0) {
-			rc = ip_mem_get(ip, dev, &mem);
+			rc = ip_mem_get(ip, &ip->loops[0], dev, &mem);
+			/* Connections on workers register theirs there: home's would lie idle. */
+			if (rc == 0 && ip->nloops > 1)
+				ip_loop_drop(&ip->loops[0], false);
 			scsitgt__rdma_dev_put(dev);
 		}
 		if (rc < 0) {

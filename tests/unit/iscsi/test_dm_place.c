@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Placing a data mover's connections on worker loops (transport/iscsi/datamover.h,
+ * scsitgt__iscsi_portal_place()), as iSER does with connections on workers: without the
+ * switch nothing is placed (the connection stays home); with it, connections are spread over
+ * the workers like TCP ones (the least-loaded first), counted in their portal, created on
+ * their worker's loop by scsitgt__iscsi_conn_create_on() (which runs them there), and the
+ * placement comes back home when the connection is gone, or when a placement that never
+ * became a connection is dropped from the worker. A portal with a listener of its own (no
+ * TCP socket: iSER's kind) stops once the last of them is back. Part of the TSan suite's
+ * unit tests.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/core.h"
+#include "core/worker.h"
+#include "transport/iscsi/conn.h"
+
+/* One placed connection, driven on its worker by messages. */
+struct placed {
+	struct scsitgt__msg msg;
+	struct scsitgt_portal *portal;
+	struct scsitgt__iscsi_handoff *h;
+	struct scsitgt__worker *w;
+	struct scsitgt__iscsi_conn *conn;
+	bool create; /* false: drop the placement instead */
+	/* What the worker saw (read on home once done is set). */
+	int rc;
+	bool on_worker;	    /* the message ran on the worker's thread */
+	bool conn_on_loop;  /* the connection runs on the worker's loop */
+	atomic_bool closed; /* the data mover was told to close, and said it is done */
+	atomic_bool done;
+};
+
+static void fake_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx)
+{
+	scsitgt__iscsi_conn_tx_complete(conn, tx, 0);
+}
+
+static void fake_close(struct scsitgt__iscsi_conn *conn)
+{
+	struct placed *p = scsitgt__iscsi_conn_dm_ctx(conn);
+
+	atomic_store(&p->closed, true);
+	scsitgt__iscsi_conn_dm_closed(conn);
+}
+
+static const struct scsitgt__iscsi_dm_ops fake_dm_ops = {
+	.name = "placed",
+	.xmit = fake_xmit,
+	.close = fake_close,
+};
+
+/* On the worker: create the connection there and close it, or drop the placement. */
+static void placed_fn(struct scsitgt__msg *msg)
+{
+	struct placed *p = scsitgt__container_of(msg, struct placed, msg);
+	struct scsitgt_engine *engine = p->portal->ie->engine;
+
+	p->on_worker = scsitgt__worker_is_self(engine, p->w);
+	if (!p->create) {
+		scsitgt__iscsi_handoff_drop(p->h);
+		atomic_store(&p->done, true);
+		return;
+	}
+	p->rc = scsitgt__iscsi_conn_create_on(&p->conn, p->portal, p->h, &fake_dm_ops, p, NULL,
+					      NULL);
+	if (p->rc == 0) {
+		p->conn_on_loop = p->conn->loop == &p->w->loop && p->conn->worker == p->w;
+		scsitgt__iscsi_conn_close(p->conn, "test over");
+	}
+	atomic_store(&p->done, true);
+}
+
+/* The portal's own listener, as iSER's: it goes when asked (by the engine's destroy). */
+static void fake_listener_gone_fn(struct scsitgt__msg *msg)
+{
+	struct scsitgt_portal *portal = *(struct scsitgt_portal **)(msg + 1);
+
+	free(msg);
+	scsitgt__iscsi_portal_listener_gone(portal);
+}
+
+static void fake_stop(struct scsitgt_portal *portal)
+{
+	struct scsitgt__msg *m = malloc(sizeof(*m) + sizeof(portal));
+
+	assert_non_null(m);
+	memcpy(m + 1, &portal, sizeof(portal));
+	m->fn = fake_listener_gone_fn;
+	scsitgt__engine_post(portal->ie->engine, m);
+}
+
+static struct scsitgt_portal *fake_portal(struct scsitgt_engine *engine)
+{
+	struct scsitgt_portal_opts o, po;
+	struct scsitgt_portal *portal;
+	struct sockaddr_storage sa;
+
+	scsitgt_portal_opts_init(&po, sizeof(po));
+	po.address = "127.0.0.1";
+	assert_int_equal(scsitgt__iscsi_portal_new(&portal, engine, &po, &o, &sa), 0);
+	scsitgt__iscsi_portal_set_listener(portal, "placed", fake_stop, NULL);
+	scsitgt__iscsi_portal_register(portal, 3260, &sa);
+	return portal;
+}
+
+static unsigned int portal_nconns(struct scsitgt_portal *portal)
+{
+	unsigned int n;
+
+	uv_mutex_lock(&portal->ie->lock);
+	n = portal->nconns;
+	uv_mutex_unlock(&portal->ie->lock);
+	return n;
+}
+
+static void destroyed(void *arg, int status)
+{
+	assert_int_equal(status, 0);
+	(*(int *)arg)++;
+}
+
+static struct scsitgt_engine *engine_with_workers(uv_loop_t *loop, bool conn_workers)
+{
+	struct scsitgt_engine_opts o;
+	struct scsitgt_engine *engine;
+
+	assert_int_equal(uv_loop_init(loop), 0);
+	scsitgt_engine_opts_init(&o, sizeof(o));
+	o.workers = 2;
+	/* The switch is read when the engine is created (docs/threading.md). */
+	if (conn_workers)
+		assert_int_equal(setenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS", "1", 1), 0);
+	assert_int_equal(scsitgt_engine_create(&engine, loop, &o), 0);
+	assert_int_equal(unsetenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS"), 0);
+	assert_int_equal(engine->conn_workers, conn_workers);
+	return engine;
+}
+
+static void engine_end(struct scsitgt_engine *engine, uv_loop_t *loop)
+{
+	int done = 0;
+
+	scsitgt_engine_destroy(engine, destroyed, &done);
+	uv_run(loop, UV_RUN_DEFAULT);
+	assert_int_equal(done, 1);
+	assert_int_equal(uv_loop_close(loop), 0);
+}
+
+/* Without the switch (socket workers, or none) the connection is not placed: it stays home. */
+static void test_no_switch_stays_home(void **state)
+{
+	struct scsitgt__iscsi_handoff *h = (void *)1;
+	struct scsitgt__worker *w = (void *)1;
+	struct scsitgt_engine *engine;
+	struct scsitgt_portal *portal;
+	uv_loop_t loop;
+
+	(void)state;
+	engine = engine_with_workers(&loop, false);
+	portal = fake_portal(engine);
+	assert_int_equal(scsitgt__iscsi_portal_place(portal, &h, &w), 0);
+	assert_null(h);
+	assert_null(w);
+	assert_int_equal(portal_nconns(portal), 0);
+	engine_end(engine, &loop);
+}
+
+/*
+ * With the switch: three placements go to both workers, least-loaded first; two become
+ * connections on their worker's loop and close there, the third is dropped from its worker;
+ * every one is back home afterwards (portal and worker counts at zero).
+ */
+static void test_placed_on_workers(void **state)
+{
+	struct placed p[3];
+	struct scsitgt_engine *engine;
+	struct scsitgt_portal *portal;
+	uv_loop_t loop;
+
+	(void)state;
+	memset(p, 0, sizeof(p));
+	engine = engine_with_workers(&loop, true);
+	portal = fake_portal(engine);
+	for (unsigned int i = 0; i < 3; i++) {
+		p[i].portal = portal;
+		p[i].create = i < 2;
+		atomic_init(&p[i].closed, false);
+		atomic_init(&p[i].done, false);
+		assert_int_equal(scsitgt__iscsi_portal_place(portal, &p[i].h, &p[i].w), 0);
+		assert_non_null(p[i].h);
+		assert_non_null(p[i].w);
+	}
+	/* Spread like TCP connections: the second goes to the other worker. */
+	assert_ptr_not_equal(p[0].w, p[1].w);
+	assert_int_equal(portal_nconns(portal), 3);
+	assert_int_equal(engine->workers[0].nconns + engine->workers[1].nconns, 3);
+	for (unsigned int i = 0; i < 3; i++) {
+		p[i].msg.fn = placed_fn;
+		scsitgt__worker_post(p[i].w, &p[i].msg);
+	}
+	/* Until each ran and every placement came back home (the messages wake this loop). */
+	for (;;) {
+		bool all = true;
+
+		for (unsigned int i = 0; i < 3; i++)
+			all = all && atomic_load(&p[i].done);
+		if (all && portal_nconns(portal) == 0 &&
+		    engine->workers[0].nconns + engine->workers[1].nconns == 0)
+			break;
+		uv_run(&loop, UV_RUN_ONCE);
+	}
+	for (unsigned int i = 0; i < 3; i++)
+		assert_true(p[i].on_worker);
+	for (unsigned int i = 0; i < 2; i++) {
+		assert_int_equal(p[i].rc, 0);
+		assert_true(p[i].conn_on_loop);
+		assert_true(atomic_load(&p[i].closed));
+	}
+	engine_end(engine, &loop);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_no_switch_stays_home),
+		cmocka_unit_test(test_placed_on_workers),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
