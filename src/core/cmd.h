@@ -239,7 +239,9 @@ static inline bool scsitgt__cmd_aborted(const struct scsitgt__cmd *cmd)
  * Something of the core's own will end this executing command later (a range lock or the PR
  * store it waits for, a background walk it waits on, a loop of submissions): like an io in
  * its backend, a hold keeps an abort or a lost nexus from freeing it; the holder drops the
- * hold, then completes it (an aborted one goes its aborted way). Loop: home.
+ * hold, then completes it (an aborted one goes its aborted way). Loop: the command's (a plain
+ * count, like its state: a step on home holds it before the message and drops it after the
+ * message back, core/home_call.c).
  */
 void scsitgt__cmd_hold(struct scsitgt__cmd *cmd);
 void scsitgt__cmd_unhold(struct scsitgt__cmd *cmd);
