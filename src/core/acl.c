@@ -7,6 +7,15 @@
  * mapped to every initiator live in tgt->acl_any. Sessions point at their initiator's entry
  * (sess->acl) so that the per-command visibility check is two bit tests. An entry goes away
  * when nothing is left in it, after the sessions pointing at it are detached.
+ *
+ * Across shards (issue 18): commands of every loop run those bit tests (LUN masking, the
+ * read-only maps) while home changes them under engine->cfg_lock, which commands do not take.
+ * So the pointers they follow (sess->acl, tgt->acl_any, an entry's maps) are stored with
+ * release and loaded with acquire, the bitmap words and tgt->lun_masking are relaxed atomics
+ * (home is their one writer), and a map or an entry that goes is freed only once every worker
+ * shard has passed a callback boundary (scsitgt__shards_sync(), as the published LUN table).
+ * A command sees a change at once or at its next check; SPC-5 §5.14's REPORTED LUNS DATA HAS
+ * CHANGED, raised by home, is what tells the initiator.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,9 +27,21 @@
 
 #include "core/core.h"
 #include "core/fabric.h"
+#include "core/shard.h"
 #include "core/ua.h"
 
 #define ACL_MAP_WORDS (SCSITGT__ACL_LUN_IDS / 64)
+
+/* sess->acl and tgt->acl_any, read on any shard, written on home (see the top). */
+static struct scsitgt__acl_entry *acl_load(struct scsitgt__acl_entry *const *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void acl_publish(struct scsitgt__acl_entry **p, struct scsitgt__acl_entry *e)
+{
+	__atomic_store_n(p, e, __ATOMIC_RELEASE);
+}
 
 /* Parse "address[/prefix]" into the 128-bit form (IPv4 as ::ffff:a.b.c.d, prefix + 96). */
 static int acl_parse_cidr(const char *cidr, struct scsitgt__acl_net *out)
@@ -211,7 +232,7 @@ static struct scsitgt__acl_entry *acl_entry_get(struct scsitgt_target *tgt, cons
 			scsitgt__container_of(p, struct scsitgt__session, node);
 
 		if (strcasecmp(s->initiator_name, name) == 0)
-			s->acl = e;
+			acl_publish(&s->acl, e);
 	}
 	return e;
 }
@@ -225,6 +246,11 @@ static void acl_entry_free(struct scsitgt__acl_entry *e)
 	free(e);
 }
 
+static void acl_entry_free_cb(void *e)
+{
+	acl_entry_free(e);
+}
+
 /* Drop an entry that no longer says anything; sessions forget it first. */
 static void acl_entry_put(struct scsitgt_target *tgt, struct scsitgt__acl_entry *e)
 {
@@ -235,10 +261,13 @@ static void acl_entry_put(struct scsitgt_target *tgt, struct scsitgt__acl_entry 
 			scsitgt__container_of(p, struct scsitgt__session, node);
 
 		if (s->acl == e)
-			s->acl = NULL;
+			acl_publish(&s->acl, NULL);
 	}
 	scsitgt__list_remove(&e->node);
-	acl_entry_free(e);
+	/* a command of a worker may still be reading it: free it after their next boundary */
+	if (!scsitgt__shards_sync(tgt->engine, acl_entry_free_cb, e))
+		scsitgt__log(&tgt->engine->log, SCSITGT_LOG_WARNING, "core",
+			     "out of memory: an access control entry is left behind");
 }
 
 void scsitgt__acl_free(struct scsitgt_target *tgt)
@@ -260,7 +289,7 @@ void scsitgt__acl_free(struct scsitgt_target *tgt)
 
 void scsitgt__acl_session_attach(struct scsitgt__session *sess)
 {
-	sess->acl = scsitgt__acl_find(sess->tgt, sess->initiator_name);
+	acl_publish(&sess->acl, scsitgt__acl_find(sess->tgt, sess->initiator_name));
 }
 
 bool scsitgt__acl_login_allowed(const struct scsitgt_target *tgt, const char *initiator,
@@ -282,19 +311,48 @@ bool scsitgt__target_initiator_allowed(const struct scsitgt_target *tgt, const c
 	return tgt->nallowed == 0 || (e && e->allowed);
 }
 
+/* Bit @id of the map *@mapp, from any shard (see the top). */
+static bool acl_bit(uint64_t *const *mapp, uint64_t id)
+{
+	const uint64_t *m = __atomic_load_n(mapp, __ATOMIC_ACQUIRE);
+
+	return m && (__atomic_load_n(&m[id / 64], __ATOMIC_RELAXED) >> (id % 64) & 1);
+}
+
+/* Home: bit @id of an allocated map to @on (readers on other shards load the word). */
+static void acl_bit_store(uint64_t *m, uint64_t id, bool on)
+{
+	uint64_t w = __atomic_load_n(&m[id / 64], __ATOMIC_RELAXED);
+	uint64_t bit = 1ull << (id % 64);
+
+	__atomic_store_n(&m[id / 64], on ? w | bit : w & ~bit, __ATOMIC_RELAXED);
+}
+
+/* Home: a map with no bit left goes; freed after the worker shards' next boundary (without
+ * memory for that, it stays, empty, and serves the next bit set). */
+static void acl_map_retire(struct scsitgt_target *tgt, uint64_t **mapp)
+{
+	uint64_t *m = *mapp;
+
+	__atomic_store_n(mapp, NULL, __ATOMIC_RELEASE);
+	if (!scsitgt__shards_sync(tgt->engine, free, m))
+		__atomic_store_n(mapp, m, __ATOMIC_RELEASE);
+}
+
 static bool acl_map_has(const struct scsitgt__acl_entry *e, uint64_t id)
 {
-	return e && e->lun_map && (e->lun_map[id / 64] >> (id % 64) & 1);
+	return e && acl_bit(&e->lun_map, id);
 }
 
 static bool acl_ro_has(const struct scsitgt__acl_entry *e, uint64_t id)
 {
-	return e && e->ro_map && id < SCSITGT__ACL_LUN_IDS && (e->ro_map[id / 64] >> (id % 64) & 1);
+	return e && id < SCSITGT__ACL_LUN_IDS && acl_bit(&e->ro_map, id);
 }
 
 bool scsitgt__session_lun_read_only(const struct scsitgt__session *sess, uint64_t lun_id)
 {
-	return acl_ro_has(sess->tgt->acl_any, lun_id) || acl_ro_has(sess->acl, lun_id);
+	return acl_ro_has(acl_load(&sess->tgt->acl_any), lun_id) ||
+	       acl_ro_has(acl_load(&sess->acl), lun_id);
 }
 
 bool scsitgt__lun_write_protected(const struct scsitgt_lun *lun,
@@ -308,11 +366,12 @@ bool scsitgt__session_lun_visible(const struct scsitgt__session *sess, uint64_t 
 {
 	const struct scsitgt_target *tgt = sess->tgt;
 
-	if (!tgt->lun_masking)
+	if (!__atomic_load_n(&tgt->lun_masking, __ATOMIC_RELAXED))
 		return true;
 	if (lun_id >= SCSITGT__ACL_LUN_IDS)
 		return false;
-	return acl_map_has(tgt->acl_any, lun_id) || acl_map_has(sess->acl, lun_id);
+	return acl_map_has(acl_load(&tgt->acl_any), lun_id) ||
+	       acl_map_has(acl_load(&sess->acl), lun_id);
 }
 
 struct scsitgt_lun *scsitgt__session_find_lun(const struct scsitgt__session *sess, uint64_t lun_id)
@@ -462,7 +521,7 @@ static struct scsitgt__acl_entry *acl_entry_for(struct scsitgt_target *tgt, cons
 	if (name)
 		return acl_entry_get(tgt, name);
 	if (tgt->acl_any == NULL)
-		tgt->acl_any = calloc(1, sizeof(*tgt->acl_any));
+		acl_publish(&tgt->acl_any, calloc(1, sizeof(*tgt->acl_any)));
 	return tgt->acl_any;
 }
 
@@ -471,15 +530,20 @@ static struct scsitgt__acl_entry *acl_entry_for(struct scsitgt_target *tgt, cons
 static int acl_bit_set(struct scsitgt_target *tgt, struct scsitgt__acl_entry *e, uint64_t **map,
 		       uint64_t lun_id)
 {
-	if (*map == NULL) {
-		*map = calloc(ACL_MAP_WORDS, sizeof(**map));
-		if (*map == NULL) {
+	uint64_t *m = *map;
+
+	if (m == NULL) {
+		m = calloc(ACL_MAP_WORDS, sizeof(*m));
+		if (m == NULL) {
 			if (e != tgt->acl_any)
 				acl_entry_put(tgt, e);
 			return -ENOMEM;
 		}
+		m[lun_id / 64] = 1ull << (lun_id % 64);
+		__atomic_store_n(map, m, __ATOMIC_RELEASE);
+		return 0;
 	}
-	(*map)[lun_id / 64] |= 1ull << (lun_id % 64);
+	acl_bit_store(m, lun_id, true);
 	return 0;
 }
 
@@ -500,7 +564,7 @@ static int acl_map_lun(struct scsitgt_target *tgt, const char *initiator_name, u
 		return -ENOMEM;
 	e->nmapped++;
 	was_masking = tgt->lun_masking;
-	tgt->lun_masking = true;
+	__atomic_store_n(&tgt->lun_masking, true, __ATOMIC_RELAXED);
 	/* Turning masking on changes every nexus's view; one mapping only its initiator's. */
 	acl_luns_changed(tgt, was_masking && e != tgt->acl_any ? e : NULL);
 	return 0;
@@ -515,11 +579,9 @@ static int acl_unmap_lun(struct scsitgt_target *tgt, const char *initiator_name,
 	e = initiator_name ? scsitgt__acl_find(tgt, initiator_name) : tgt->acl_any;
 	if (lun_id >= SCSITGT__ACL_LUN_IDS || !acl_map_has(e, lun_id))
 		return -ENOENT;
-	e->lun_map[lun_id / 64] &= ~(1ull << (lun_id % 64));
-	if (--e->nmapped == 0) {
-		free(e->lun_map);
-		e->lun_map = NULL;
-	}
+	acl_bit_store(e->lun_map, lun_id, false);
+	if (--e->nmapped == 0)
+		acl_map_retire(tgt, &e->lun_map);
 	if (tgt->lun_masking)
 		acl_luns_changed(tgt, e == tgt->acl_any ? NULL : e);
 	if (e != tgt->acl_any)
@@ -539,11 +601,9 @@ static int acl_set_lun_read_only(struct scsitgt_target *tgt, const char *initiat
 		e = initiator_name ? scsitgt__acl_find(tgt, initiator_name) : tgt->acl_any;
 		if (!acl_ro_has(e, lun_id))
 			return 0;
-		e->ro_map[lun_id / 64] &= ~(1ull << (lun_id % 64));
-		if (--e->nro == 0) {
-			free(e->ro_map);
-			e->ro_map = NULL;
-		}
+		acl_bit_store(e->ro_map, lun_id, false);
+		if (--e->nro == 0)
+			acl_map_retire(tgt, &e->ro_map);
 		if (e != tgt->acl_any)
 			acl_entry_put(tgt, e);
 		return 0;
@@ -615,7 +675,7 @@ SCSITGT_EXPORT int scsitgt_target_set_lun_masking(struct scsitgt_target *tgt, bo
 		return -EINVAL;
 	if (tgt->lun_masking == enabled)
 		return 0;
-	tgt->lun_masking = enabled;
+	__atomic_store_n(&tgt->lun_masking, enabled, __ATOMIC_RELAXED);
 	acl_luns_changed(tgt, NULL);
 	return 0;
 }
