@@ -318,7 +318,10 @@ void scsitgt__rbd_loops_close(struct scsitgt__rbd_loops *set, void (*closed)(voi
 		n++;
 	}
 	atomic_store_explicit(&set->close_pending, n, memory_order_release);
-	for (struct scsitgt__rbd_loop *lp = others; lp; lp = lp->next) {
+	for (struct scsitgt__rbd_loop *lp = others, *next; lp; lp = next) {
+		/* Read before the message: that loop may tear its context down (and free it)
+		 * as soon as it is sent. */
+		next = lp->next;
 		uv_async_send(&lp->close_async);
 	}
 	/* Last: this may call @closed. */
