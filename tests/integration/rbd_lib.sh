@@ -20,6 +20,15 @@ RBD_MICRO_CEPH=$(cd "$(dirname "${BASH_SOURCE[0]}")/../ceph" && pwd)/micro-ceph.
 RBD_GW_CONF=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../examples" && pwd)/scsitgtd-gateway.conf
 RBD_DIR=
 
+# ThreadSanitizer builds: Ceph's client libraries are not instrumented; tests/tsan.supp
+# ignores what happens inside them (never our code). Appended for every process these tests
+# start, unless the caller's TSAN_OPTIONS names a suppressions file already.
+RBD_TSAN_SUPP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tsan.supp
+case ":${TSAN_OPTIONS:-}:" in
+*:suppressions=*) ;;
+*) export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}suppressions=$RBD_TSAN_SUPP" ;;
+esac
+
 # rbd_need: skip unless the Ceph daemons and tools are installed (scripts/install-deps.sh).
 rbd_need() {
 	local t
