@@ -198,6 +198,13 @@ drain 0
 it_ask register 0 1234605616436508552
 [[ "$ANSWER" == "status 0" ]] || it_fail "PR OUT REGISTER: $ANSWER"
 [[ -s "$IT_TMP/pr/$IQN.lun0.pr" ]] || it_fail "no reservations file in pr_dir: $(ls "$IT_TMP/pr")"
+# Events are delivered on the home loop, after the command's status when it ran on a worker
+# (docs/threading.md): wait for the line, bounded.
+for ((i = 0; i < 300; i++)); do
+	grep -q "event reservation-changed: $IQN LUN 0 by iqn.2026-11.org.libscsitgt:scsitgtd-client" \
+		"$IT_TMP/target.err" && break
+	sleep 0.1
+done
 grep -q "event reservation-changed: $IQN LUN 0 by iqn.2026-11.org.libscsitgt:scsitgtd-client" \
 	"$IT_TMP/target.err" || it_fail "no reservation-changed event"
 
