@@ -38,7 +38,23 @@ struct placed {
 	bool conn_on_loop;  /* the connection runs on the worker's loop */
 	atomic_bool closed; /* the data mover was told to close, and said it is done */
 	atomic_bool done;
+	/* Posted to home after done is set: home's wait wakes for it (the placement's own
+	 * message home may have come before done was set, and nothing else would wake it). */
+	struct scsitgt__msg wake;
 };
+
+static void wake_fn(struct scsitgt__msg *msg)
+{
+	(void)msg;
+}
+
+/* On the worker: @p is over; home's loop wakes to see it. */
+static void placed_done(struct placed *p, struct scsitgt_engine *engine)
+{
+	atomic_store(&p->done, true);
+	p->wake.fn = wake_fn;
+	scsitgt__engine_post(engine, &p->wake);
+}
 
 static void fake_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx)
 {
@@ -68,7 +84,7 @@ static void placed_fn(struct scsitgt__msg *msg)
 	p->on_worker = scsitgt__worker_is_self(engine, p->w);
 	if (!p->create) {
 		scsitgt__iscsi_handoff_drop(p->h);
-		atomic_store(&p->done, true);
+		placed_done(p, engine);
 		return;
 	}
 	p->rc = scsitgt__iscsi_conn_create_on(&p->conn, p->portal, p->h, &fake_dm_ops, p, NULL,
@@ -77,7 +93,7 @@ static void placed_fn(struct scsitgt__msg *msg)
 		p->conn_on_loop = p->conn->loop == &p->w->loop && p->conn->worker == p->w;
 		scsitgt__iscsi_conn_close(p->conn, "test over");
 	}
-	atomic_store(&p->done, true);
+	placed_done(p, engine);
 }
 
 /* The portal's own listener, as iSER's: it goes when asked (by the engine's destroy). */
