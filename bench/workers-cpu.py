@@ -8,9 +8,9 @@ Usage: bench/workers-cpu.py [--build DIR] [--seconds S] [--warmup S] [--runs N]
 For each mode a minitarget with one null LUN (1 GiB) serves two libiscsi iscsi-perf sessions
 (libiscsi-bin), each reading 4 KiB blocks at random with 32 requests in flight (-r -m 32):
   w0      --workers 0: everything on the home loop
-  w2      --workers 2: sockets on the workers, the protocol and the core on home (today)
-  w2conn  --workers 2 with SCSITGT_EXPERIMENTAL_CONN_WORKERS=1: each connection on its
-          worker end to end
+  w2      --workers 2 with SCSITGT_CONN_WORKERS=0: sockets on the workers, the protocol and
+          the core on home (the opt-out)
+  w2conn  --workers 2: each connection on its worker end to end (the default)
 After --warmup seconds of iscsi-perf output (it prints one line per second), the CPU time of
 every thread of the target (/proc/PID/task/*/stat utime+stime) is sampled, and again --seconds
 lines later; the IOs of the window are the sum of both sessions' "iops current" figures of those
@@ -72,8 +72,7 @@ def run(args, mode, tmp):
     env = dict(os.environ)
     env.pop("SCSITGT_EXPERIMENTAL_CONN_WORKERS", None)
     workers = "0" if mode == "w0" else "2"
-    if mode == "w2conn":
-        env["SCSITGT_EXPERIMENTAL_CONN_WORKERS"] = "1"
+    env["SCSITGT_CONN_WORKERS"] = "1" if mode == "w2conn" else "0"
     portal = "127.0.0.1:%d" % args.port
     tgt_out = os.path.join(tmp, "target.out")
     tgt = subprocess.Popen([os.path.join(args.build, "examples/minitarget"), "--portal", portal,

@@ -37,7 +37,9 @@ void minitarget_usage(FILE *f)
 		"                  [--tpgt N] [--alua-group G [--alua-peer G[:PORT]]...\n"
 		"                   [--alua-preferred] [--gw-holddown MS] [--gw-probe MS]]\n"
 		"  LUN flag fault=SPEC injects faults, e.g. fault=hang@write, fault=error=EIO@read:every=3\n"
-		"  (rules joined by ';', see backend_fault.h).\n");
+		"  (rules joined by ';', see backend_fault.h).\n"
+		"  --workers N: N worker threads, each connection on one of them end to end\n"
+		"  (environment SCSITGT_CONN_WORKERS=0: only the sockets there; docs/threading.md).\n");
 }
 
 int minitarget_parse_size(const char *s, uint64_t *out)

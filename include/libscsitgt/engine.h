@@ -30,10 +30,15 @@ struct scsitgt_engine_opts {
 	/**
 	 * Worker threads (docs/threading.md). 0, the default: none, everything runs on the
 	 * home loop. N > 0: the engine starts N threads, each running its own uv loop, and
-	 * places every accepted iSCSI/TCP connection on the least-loaded one, where its socket
-	 * is read and written; the protocol, the core and the backends stay on the home loop,
-	 * and every callback still runs there. ::SCSITGT_ENGINE_WORKERS_AUTO: one per CPU
-	 * (uv_available_parallelism()). At most ::SCSITGT_ENGINE_WORKERS_MAX.
+	 * places every accepted iSCSI/TCP connection on the least-loaded one, where it runs end
+	 * to end: login, the protocol, the core's handling of its commands, and the calls of a
+	 * ::SCSITGT_BACKEND_MULTI_LOOP backend (other backends are still called on the home
+	 * loop). Events are delivered on the home loop; the log callback is called from the
+	 * thread that logs. Opt-out: the environment variable SCSITGT_CONN_WORKERS=0 when the
+	 * engine is created keeps the protocol and the core on the home loop and only the
+	 * sockets on the workers (every callback on the home loop).
+	 * ::SCSITGT_ENGINE_WORKERS_AUTO: one per CPU (uv_available_parallelism()). At most
+	 * ::SCSITGT_ENGINE_WORKERS_MAX.
 	 */
 	int workers;
 };

@@ -84,10 +84,10 @@ struct scsitgt_engine {
 	void (*workers_stop_cb)(void *cb_arg, int status);
 	void *workers_stop_arg;
 	/*
-	 * Experimental (issue 18, off by default): with workers, an iSCSI/TCP connection runs
-	 * on its worker end to end (login, CmdSN, the core, responses), not only its socket.
-	 * Set at creation from the environment variable SCSITGT_EXPERIMENTAL_CONN_WORKERS=1
-	 * (docs/threading.md); read-only afterwards.
+	 * With workers (the default there, issue 18), an iSCSI/TCP connection runs on its
+	 * worker end to end (login, CmdSN, the core, responses), not only its socket. Cleared
+	 * at creation by the environment variable SCSITGT_CONN_WORKERS=0 (socket workers only,
+	 * docs/threading.md); read-only afterwards.
 	 */
 	bool conn_workers;
 	/*

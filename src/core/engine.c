@@ -106,12 +106,18 @@ static void engine_failed_closed(uv_handle_t *h)
 	free(engine);
 }
 
-/* SCSITGT_EXPERIMENTAL_CONN_WORKERS=1: see engine->conn_workers (core.h). */
+/*
+ * With workers, connections run on them end to end unless SCSITGT_CONN_WORKERS=0 (or its
+ * older name SCSITGT_EXPERIMENTAL_CONN_WORKERS=0, read when the new one is unset) asks for
+ * socket workers only: see engine->conn_workers (core.h) and docs/threading.md.
+ */
 static bool engine_conn_workers(void)
 {
-	const char *v = getenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS");
+	const char *v = getenv("SCSITGT_CONN_WORKERS");
 
-	return v && v[0] && strcmp(v, "0") != 0;
+	if (v == NULL)
+		v = getenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS");
+	return v == NULL || v[0] == '\0' || strcmp(v, "0") != 0;
 }
 
 bool scsitgt__engine_on_home(const struct scsitgt_engine *engine)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # conn_workers.sh MINITARGET READBACK - iSCSI/TCP connections that run on worker loops end to
-# end (issue 18; the experimental mode SCSITGT_EXPERIMENTAL_CONN_WORKERS=1 of
-# docs/threading.md), against real initiators and the hand-written one of hostile_iscsi.py,
+# end (issue 18; the default with workers, docs/threading.md; the switch's old name
+# SCSITGT_EXPERIMENTAL_CONN_WORKERS=1 is still set, an alias that changes nothing), against
+# real initiators and the hand-written one of hostile_iscsi.py,
 # with --workers 2:
 #  - libiscsi tools (iscsi-inq, iscsi-readcapacity16): log in, one command, log out, twice;
 #  - two qemu-img sessions at once write two images, two iscsi_readback sessions read them

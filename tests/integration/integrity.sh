@@ -6,7 +6,8 @@
 # is compared again. LUN 1 has 4096-byte blocks.
 # With "digest", both initiators negotiate HeaderDigest=CRC32C (RFC 7143 §13.1). libiscsi
 # offers DataDigest=None only, so data digests are not reachable from these initiators.
-# With "workers", the target runs its connections on two worker threads (--workers 2).
+# With "workers", the target runs on two worker threads (--workers 2; meson runs it with socket
+# workers only, SCSITGT_CONN_WORKERS=0, the opt-out of docs/threading.md).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init "${1:-}"

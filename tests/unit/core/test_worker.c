@@ -160,6 +160,57 @@ static void test_opts(void **state)
 	assert_int_equal(scsitgt_engine_get_workers(NULL), 0);
 }
 
+/* conn_workers as engine creation reads it, with the environment NEW and OLD (NULL: unset). */
+static bool conn_workers_with(int workers, const char *new_val, const char *old_val)
+{
+	struct scsitgt_engine_opts o;
+	struct scsitgt_engine *engine;
+	uv_loop_t loop;
+	bool on;
+
+	if (new_val)
+		assert_int_equal(setenv("SCSITGT_CONN_WORKERS", new_val, 1), 0);
+	if (old_val)
+		assert_int_equal(setenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS", old_val, 1), 0);
+	scsitgt_engine_opts_init(&o, sizeof(o));
+	o.workers = workers;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	assert_int_equal(scsitgt_engine_create(&engine, &loop, &o), 0);
+	assert_int_equal(unsetenv("SCSITGT_CONN_WORKERS"), 0);
+	assert_int_equal(unsetenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS"), 0);
+	on = engine->conn_workers;
+	run_to_end(&loop, engine);
+	return on;
+}
+
+/* With workers, connections run on them by default; SCSITGT_CONN_WORKERS=0 opts out, and the
+ * experimental name is read only when the new one is unset (docs/threading.md). */
+static void test_conn_workers_default(void **state)
+{
+	const char *saved_new = getenv("SCSITGT_CONN_WORKERS");
+	const char *saved_old = getenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS");
+	char *keep_new = saved_new ? strdup(saved_new) : NULL;
+	char *keep_old = saved_old ? strdup(saved_old) : NULL;
+
+	(void)state;
+	assert_int_equal(unsetenv("SCSITGT_CONN_WORKERS"), 0);
+	assert_int_equal(unsetenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS"), 0);
+	assert_true(conn_workers_with(2, NULL, NULL));
+	assert_false(conn_workers_with(0, NULL, NULL));
+	assert_false(conn_workers_with(2, "0", NULL));
+	assert_true(conn_workers_with(2, "1", NULL));
+	assert_false(conn_workers_with(2, NULL, "0"));
+	assert_true(conn_workers_with(2, NULL, "1"));
+	assert_true(conn_workers_with(2, "1", "0"));
+	assert_false(conn_workers_with(2, "0", "1"));
+	if (keep_new)
+		assert_int_equal(setenv("SCSITGT_CONN_WORKERS", keep_new, 1), 0);
+	if (keep_old)
+		assert_int_equal(setenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS", keep_old, 1), 0);
+	free(keep_new);
+	free(keep_old);
+}
+
 /* ---------------------------------------------------------------- messages ------------- */
 
 #define NWORKERS 3
@@ -996,6 +1047,7 @@ int main(void)
 		cmocka_unit_test(test_messages),	cmocka_unit_test(test_pick),
 		cmocka_unit_test(test_tcp_sessions),	cmocka_unit_test(test_shutdown_with_conns),
 		cmocka_unit_test(test_sigpipe_warning), cmocka_unit_test(test_conn_workers_events),
+		cmocka_unit_test(test_conn_workers_default),
 	};
 
 	/* A host that serves sockets ignores SIGPIPE (docs/threading.md): the clients of this
