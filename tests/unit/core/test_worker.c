@@ -1043,10 +1043,14 @@ static void test_conn_workers_events(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mpsc_producers),	cmocka_unit_test(test_opts),
-		cmocka_unit_test(test_messages),	cmocka_unit_test(test_pick),
-		cmocka_unit_test(test_tcp_sessions),	cmocka_unit_test(test_shutdown_with_conns),
-		cmocka_unit_test(test_sigpipe_warning), cmocka_unit_test(test_conn_workers_events),
+		cmocka_unit_test(test_mpsc_producers),
+		cmocka_unit_test(test_opts),
+		cmocka_unit_test(test_messages),
+		cmocka_unit_test(test_pick),
+		cmocka_unit_test(test_tcp_sessions),
+		cmocka_unit_test(test_shutdown_with_conns),
+		cmocka_unit_test(test_sigpipe_warning),
+		cmocka_unit_test(test_conn_workers_events),
 		cmocka_unit_test(test_conn_workers_default),
 	};
 

@@ -154,10 +154,9 @@ static struct scsitgt_engine *engine_with_workers(uv_loop_t *loop, bool conn_wor
 	scsitgt_engine_opts_init(&o, sizeof(o));
 	o.workers = 2;
 	/* The switch is read when the engine is created (docs/threading.md). */
-	if (conn_workers)
-		assert_int_equal(setenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS", "1", 1), 0);
+	assert_int_equal(setenv("SCSITGT_CONN_WORKERS", conn_workers ? "1" : "0", 1), 0);
 	assert_int_equal(scsitgt_engine_create(&engine, loop, &o), 0);
-	assert_int_equal(unsetenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS"), 0);
+	assert_int_equal(unsetenv("SCSITGT_CONN_WORKERS"), 0);
 	assert_int_equal(engine->conn_workers, conn_workers);
 	return engine;
 }
@@ -172,7 +171,7 @@ static void engine_end(struct scsitgt_engine *engine, uv_loop_t *loop)
 	assert_int_equal(uv_loop_close(loop), 0);
 }
 
-/* Without the switch (socket workers, or none) the connection is not placed: it stays home. */
+/* Connections on workers opted out (socket workers only): the connection is not placed. */
 static void test_no_switch_stays_home(void **state)
 {
 	struct scsitgt__iscsi_handoff *h = (void *)1;
