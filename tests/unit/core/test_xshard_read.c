@@ -97,23 +97,6 @@ static void cdb_sanitize(struct xw_cmd *x, struct scsitgt__session *s)
 	x->wait_data = true;
 }
 
-static struct scsitgt_lun *add_null_lun(struct xw_world *w, uint64_t id, uint64_t blocks)
-{
-	struct scsitgt_lun_opts lo;
-	struct scsitgt_lun *lun;
-	void *bctx;
-
-	assert_int_equal(scsitgt_backend_null_create(&bctx), 0);
-	scsitgt_lun_opts_init(&lo, sizeof(lo));
-	lo.id = id;
-	lo.block_size = 512;
-	lo.num_blocks = blocks;
-	lo.backend = scsitgt_backend_null_ops();
-	lo.backend_ctx = bctx;
-	assert_int_equal(scsitgt_lun_create(&lun, w->tgt, &lo), 0);
-	return lun;
-}
-
 static int setup(void **state)
 {
 	struct rd *r = calloc(1, sizeof(*r));
@@ -286,7 +269,7 @@ static void test_xcopy_while_luns_come(void **state)
 
 	assert_int_equal(uv_thread_create(&th, xcopy_thread, &s), 0);
 	for (uint64_t id = 1; id <= 64; id++) {
-		add_null_lun(w, id, 2048);
+		xw_null_lun(w, id);
 		/* the replaced tables are freed once the worker has passed a message boundary */
 		uv_run(&w->loop, UV_RUN_NOWAIT);
 	}
