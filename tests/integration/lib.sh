@@ -68,7 +68,7 @@ it_kill_bounded() {
 	if kill -0 "$pid" 2>/dev/null; then
 		it_log "$what pid $pid still running ${IT_STOP_TIMEOUT}s after SIG$sig; killing it"
 		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null || true
 		return 137
 	fi
 	wait "$pid" 2>/dev/null || st=$?
@@ -93,6 +93,7 @@ it_cleanup() {
 	if [[ $rc -ne 0 && $rc -ne 77 ]]; then
 		it_dump_logs
 	fi
+	it_release_ports
 	if [[ -n "$IT_TMP" && -d "$IT_TMP" && -z "${IT_KEEP_TMP:-}" ]]; then
 		rm -rf "$IT_TMP"
 	fi
@@ -122,14 +123,58 @@ it_need() {
 	done
 }
 
-# Ask the kernel for a free loopback port: bind port 0, read the port, close. Another process
-# may take it before the target binds; it_start retries with a new port when that happens.
-it_free_port() {
+# Ask the kernel for a free loopback port: bind port 0, read the port, close. The kernel can hand
+# the same port to two tests started in the same moment (meson runs them in parallel), so a test
+# also claims the port: a directory in IT_PORT_DIR holding its pid, made atomically (mkdir), given
+# back by it_cleanup; a claim whose owner is gone is taken over. A process outside the suite may
+# still take the port before the target binds; it_start retries with a new port when that happens.
+IT_PORT_DIR=${IT_PORT_DIR:-${TMPDIR:-/tmp}/scsitgt-ports}
+
+# it_kernel_port: a port the kernel calls free right now.
+it_kernel_port() {
 	python3 -c 'import socket
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])
 s.close()'
+}
+
+# it_claim_port PORT: claim PORT for this test; false when a live test holds it.
+it_claim_port() {
+	local port=$1 owner
+	if ! mkdir "$IT_PORT_DIR/$port" 2>/dev/null; then
+		owner=$(cat "$IT_PORT_DIR/$port/pid" 2>/dev/null || true)
+		# A claim being made has no pid file yet: leave it alone too.
+		[[ -n "$owner" ]] && ! kill -0 "$owner" 2>/dev/null || return 1
+		rm -rf "${IT_PORT_DIR:?}/${port:?}"
+		mkdir "$IT_PORT_DIR/$port" 2>/dev/null || return 1
+	fi
+	echo $$ >"$IT_PORT_DIR/$port/pid"
+	echo "$port" >>"$IT_TMP/claimed-ports"
+}
+
+# it_free_port: print a free port this test has claimed.
+it_free_port() {
+	local port try
+	mkdir -p "$IT_PORT_DIR" 2>/dev/null || true
+	for ((try = 0; try < 50; try++)); do
+		port=$(it_kernel_port) || return 1
+		if [[ -z "$IT_TMP" ]] || it_claim_port "$port"; then
+			echo "$port"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Give back the ports this test claimed (it_free_port).
+it_release_ports() {
+	local port
+	[[ -n "$IT_TMP" && -f "$IT_TMP/claimed-ports" ]] || return 0
+	while read -r port; do
+		[[ $(cat "$IT_PORT_DIR/$port/pid" 2>/dev/null) == "$$" ]] && rm -rf "${IT_PORT_DIR:?}/${port:?}"
+	done <"$IT_TMP/claimed-ports"
+	rm -f "$IT_TMP/claimed-ports"
 }
 
 # it_start ARGS...: start the target with ARGS on a free port; wait for one URL line per --lun
@@ -157,8 +202,10 @@ it_start() {
 		if kill -0 "$IT_PID" 2>/dev/null; then
 			it_fail "target printed no URL line within ${IT_START_TIMEOUT}s"
 		fi
-		wait "$IT_PID" 2>/dev/null
-		local st=$?
+		# Not a bare "wait": under set -e its non-zero status (the target's exit code) would
+		# end the script before the retry below.
+		local st=0
+		wait "$IT_PID" 2>/dev/null || st=$?
 		IT_PID=
 		if grep -qi "in use" "$IT_TMP/target.err"; then
 			it_log "port $IT_PORT was taken meanwhile; retrying"
