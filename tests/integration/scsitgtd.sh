@@ -26,19 +26,7 @@ awk '/^## Daemon/ { d = 1 } d && /^```ini$/ { p = 1; next } p && /^```$/ { exit 
 diff -u "$SAMPLE" "$IT_TMP/readme.conf" >&2 ||
 	it_fail "README's Daemon sample differs from examples/scsitgtd.conf"
 
-# A free port of the range this test may use (3360-3369).
-PORT=$(python3 -c 'import socket
-for p in range(3360, 3370):
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(p)
-    break')
-[[ -n "$PORT" ]] || it_skip "no free port in 3360-3369"
+PORT=$(it_free_port) || it_fail "cannot pick a free port"
 
 # The sample as it is, but on loopback, on that port, with pr_dir in the temp dir.
 mkdir "$IT_TMP/pr"
