@@ -163,12 +163,6 @@ static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_i
 	return n;
 }
 
-unsigned int scsitgt__tmf_abort_nexus_lun(struct scsitgt__session *sess, uint64_t lun_id,
-					  const struct scsitgt__cmd *except)
-{
-	return abort_matching(sess, lun_id, false, NULL, false, 0, except, NULL, true);
-}
-
 unsigned int scsitgt__tmf_abort_session(struct scsitgt__session *sess, uint64_t lun_id,
 					const struct scsitgt_lun *lun,
 					const struct scsitgt__cmd *except,

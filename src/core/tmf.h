@@ -9,13 +9,6 @@
 #define SCSITGT__TMF_TIMEOUT_MS_DEFAULT 30000u
 
 /*
- * Abort, without a response, every live command of @sess on LUN @lun_id except @except
- * (PREEMPT AND ABORT, SPC-5 §5.13.11.5). Returns how many were aborted.
- */
-unsigned int scsitgt__tmf_abort_nexus_lun(struct scsitgt__session *sess, uint64_t lun_id,
-					  const struct scsitgt__cmd *except);
-
-/*
  * An aborted command left its backend (cmd.c calls this from cmd_finish for a command with
  * cmd->tmf_wait set, before handing it to the fabric): the TMF that aborted it may answer.
  */
