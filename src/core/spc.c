@@ -35,29 +35,30 @@ void scsitgt__spc_report_luns(struct scsitgt__cmd *cmd)
 	 * The LUN table as published to every shard (core.h), not home's array, which home
 	 * changes meanwhile when this command runs on a worker; the table stays valid until this
 	 * loop callback returns (scsitgt__shards_sync()). Acquire: its LUNs are initialised.
+	 * One pass over that one table lists the LUNs and counts them together: home may change
+	 * the masking or the LUNs meanwhile, and a count made before a change and a list made
+	 * after it would disagree (SPC-5 §6.33: LUN LIST LENGTH is the length of the list).
 	 */
 	const struct scsitgt__lun_table *t =
 		atomic_load_explicit(&cmd->sess->tgt->lun_table, memory_order_acquire);
 	size_t nluns = t ? t->n : 0;
 	uint8_t select = cmd->cdb[2];
-	size_t n = 0, len;
+	size_t n = 0;
 	uint8_t *p;
 
-	/* only the LUNs this nexus sees (LUN masking, core/acl.c), none being destroyed. */
-	if (select != 0x01 && select != 0x11)
-		for (size_t i = 0; i < nluns; i++)
-			n += scsitgt__session_find_lun(cmd->sess, t->luns[i]->id) != NULL;
-	len = 8 + 8 * n;
-	p = calloc(1, len);
+	p = calloc(1, 8 + 8 * nluns);
 	if (p == NULL) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
+	/* only the LUNs this nexus sees (LUN masking, core/acl.c); the table holds none being
+	 * destroyed (a LUN leaves it when its destroy begins, core/lun.c). */
+	if (select != 0x01 && select != 0x11)
+		for (size_t i = 0; i < nluns; i++)
+			if (scsitgt__session_lun_visible(cmd->sess, t->luns[i]->id))
+				scsitgt__lun_encode(t->luns[i]->id, &p[8 + 8 * n++]);
 	put_be32(p, (uint32_t)(8 * n));
-	for (size_t i = 0, j = 0; i < nluns && j < n; i++)
-		if (scsitgt__session_find_lun(cmd->sess, t->luns[i]->id))
-			scsitgt__lun_encode(t->luns[i]->id, &p[8 + 8 * j++]);
-	scsitgt__cmd_respond(cmd, p, len);
+	scsitgt__cmd_respond(cmd, p, 8 + 8 * n);
 	free(p);
 	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 }

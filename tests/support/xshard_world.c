@@ -222,6 +222,17 @@ void xw_pr_out(struct xw_cmd *x, struct scsitgt__session *s, uint8_t sa, uint8_t
 	x->dout_len = 24;
 }
 
+uint8_t xw_run_report_luns(struct xw_world *w, struct scsitgt__session *s, uint32_t alloc,
+			   struct xw_cmd *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->sess = s;
+	x->cdb[0] = SPC_REPORT_LUNS;
+	put_be32(&x->cdb[6], alloc);
+	x->cdb_len = 12;
+	return xw_run(w, x);
+}
+
 uint8_t xw_run_pr_out(struct xw_world *w, struct scsitgt__session *s, uint8_t sa, uint8_t type,
 		      uint64_t key, uint64_t sa_key, struct xw_cmd *x)
 {

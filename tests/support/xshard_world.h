@@ -25,7 +25,8 @@
  *	In a test: struct xw_cmd x; memset(&x, 0, sizeof(x)); x.sess = w->b; fill x.cdb, x.cdb_len
  *	(and x.dout, x.dout_len for Data-Out, x.attr for a task attribute), then
  *	xw_run(w, &x) returns the status; x.sense, x.din/x.din_len hold what came back.
- *	xw_run_tur(), xw_pr_out()/xw_run_pr_out() and xw_assert_ua() cover the usual ones.
+ *	xw_run_tur(), xw_run_report_luns(), xw_pr_out()/xw_run_pr_out() and xw_assert_ua() cover
+ *	the usual ones.
  *
  * A command runs on its nexus's loop: A's right here, B's posted to the worker. xw_start()
  * returns once it is set up or executing there (x.wait_data leaves a write waiting for its
@@ -153,6 +154,9 @@ void xw_settle(struct xw_world *w);
 
 /* TEST UNIT READY on @s to its end; its status. */
 uint8_t xw_run_tur(struct xw_world *w, struct scsitgt__session *s, struct xw_cmd *x);
+/* REPORT LUNS (SELECT REPORT 0, ALLOCATION LENGTH @alloc) on @s to its end; its status. */
+uint8_t xw_run_report_luns(struct xw_world *w, struct scsitgt__session *s, uint32_t alloc,
+			   struct xw_cmd *x);
 /* @x as PERSISTENT RESERVE OUT (SPC-5 §6.17) service action @sa of @type from @s, with
  * RESERVATION KEY @key and SERVICE ACTION RESERVATION KEY @sa_key; not started. */
 void xw_pr_out(struct xw_cmd *x, struct scsitgt__session *s, uint8_t sa, uint8_t type, uint64_t key,

@@ -137,10 +137,104 @@ static void test_masking_changes_under_worker_commands(void **state)
 	}
 }
 
+/*
+ * REPORT LUNS on the worker's nexus while home turns LUN masking on and off (SPC-5 §6.33):
+ * every answer lists distinct LUNs of the target, as many as its LUN LIST LENGTH says (one
+ * that counted the LUNs it sees before a change and listed them after it had zeroed entries
+ * left over: LUN 0 several times). Checked on home once the stream is over.
+ */
+#define RL_LUNS 32
+
+struct rl_stream {
+	struct xw_world *w;
+	unsigned int n, good, changed, other;
+	unsigned int bad_length, duplicates, unknown;
+	_Atomic int done;
+};
+
+static void rl_check(struct rl_stream *s, const struct xw_cmd *x)
+{
+	uint32_t len = get_be32(x->din);
+	bool seen[RL_LUNS] = { false };
+
+	if (len % 8 != 0 || len > 8 * RL_LUNS || x->din_len != 8 + len) {
+		s->bad_length++;
+		return;
+	}
+	for (uint32_t i = 0; i < len / 8; i++) {
+		const uint8_t *e = &x->din[8 + 8 * i];
+		/* SAM-5 §4.7.7.2: peripheral device addressing of a LUN below 256 */
+		uint64_t id = e[1];
+
+		if (e[0] != 0 || get_be32(&e[2]) != 0 || get_be16(&e[6]) != 0 || id >= RL_LUNS)
+			s->unknown++;
+		else if (seen[id])
+			s->duplicates++;
+		else
+			seen[id] = true;
+	}
+}
+
+static void rl_thread(void *arg)
+{
+	struct rl_stream *s = arg;
+	struct xw_cmd x;
+
+	for (unsigned int i = 0; i < s->n; i++) {
+		xw_run_report_luns(s->w, s->w->b, 8 + 8 * RL_LUNS, &x);
+		if (x.status == SAM_STAT_GOOD) {
+			s->good++;
+			rl_check(s, &x);
+		} else if (x.status == SAM_STAT_CHECK_CONDITION && xw_sense_key(&x) == 0x06 &&
+			   x.sense[12] == 0x3f && x.sense[13] == 0x0e) {
+			s->changed++;
+		} else {
+			s->other++;
+		}
+	}
+	atomic_store(&s->done, 1);
+}
+
+static void test_report_luns_while_masking_changes(void **state)
+{
+	struct xw_world *w = *state;
+	struct rl_stream s = { .w = w, .n = 3000 };
+	unsigned int rounds = 0;
+	uv_thread_t th;
+
+	for (uint64_t id = 1; id < RL_LUNS; id++)
+		xw_null_lun(w, id);
+	xw_settle(w);
+	assert_int_equal(uv_thread_create(&th, rl_thread, &s), 0);
+	while (!atomic_load(&s.done) || rounds < 10) {
+		struct scsitgt_target *t = w->tgt;
+
+		/* B sees LUN 0 alone, then none, then all of them again */
+		assert_int_equal(scsitgt_target_map_lun(t, NAME_B, 0), 0);
+		uv_run(&w->loop, UV_RUN_NOWAIT);
+		assert_int_equal(scsitgt_target_unmap_lun(t, NAME_B, 0), 0);
+		uv_run(&w->loop, UV_RUN_NOWAIT);
+		assert_int_equal(scsitgt_target_set_lun_masking(t, false), 0);
+		uv_run(&w->loop, UV_RUN_NOWAIT);
+		rounds++;
+	}
+	assert_int_equal(uv_thread_join(&th), 0);
+	print_message("%u rounds; GOOD %u, inventory changed %u; bad length %u, duplicates %u, "
+		      "unknown %u\n",
+		      rounds, s.good, s.changed, s.bad_length, s.duplicates, s.unknown);
+	assert_int_equal(s.other, 0);
+	assert_int_equal(s.good + s.changed, s.n);
+	assert_int_equal(s.bad_length, 0);
+	assert_int_equal(s.duplicates, 0);
+	assert_int_equal(s.unknown, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_masking_changes_under_worker_commands, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_report_luns_while_masking_changes, setup,
 						teardown),
 	};
 

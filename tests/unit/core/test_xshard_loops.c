@@ -331,14 +331,8 @@ static void report_luns_thread(void *arg)
 	struct luns_stream *s = arg;
 	struct xw_cmd x;
 
-	for (unsigned int i = 0; i < s->n; i++) {
-		memset(&x, 0, sizeof(x));
-		x.sess = s->t->b;
-		x.cdb[0] = SPC_REPORT_LUNS;
-		put_be32(&x.cdb[6], 8 + 8 * 128);
-		x.cdb_len = 12;
-		s->good += xw_run(s->t, &x) == SAM_STAT_GOOD;
-	}
+	for (unsigned int i = 0; i < s->n; i++)
+		s->good += xw_run_report_luns(s->t, s->t->b, 8 + 8 * 128, &x) == SAM_STAT_GOOD;
 }
 
 static void test_report_luns_while_luns_come(void **state)
