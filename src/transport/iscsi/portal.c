@@ -93,8 +93,11 @@ struct scsitgt__iscsi_target *scsitgt__iscsi_target_get(struct scsitgt_target *t
 	}
 	it->params = ie->defaults;
 	scsitgt__list_init(&it->creds);
+	/* A login on a worker reads it under the configuration lock's read side (login.c). */
+	scsitgt__cfg_wrlock(tgt->engine);
 	tgt->ext[SCSITGT__EXT_ISCSI].data = it;
 	tgt->ext[SCSITGT__EXT_ISCSI].destroy = target_ext_destroy;
+	scsitgt__cfg_wrunlock(tgt->engine);
 	return it;
 }
 
