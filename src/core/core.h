@@ -70,8 +70,8 @@ struct scsitgt_engine {
 	scsitgt_done_cb destroy_cb;
 	void *destroy_cb_arg;
 	/* How long a TMF waits for aborted commands to leave their backends (core/tmf.c);
-	 * 0 means the default. */
-	uint32_t tmf_timeout_ms;
+	 * 0 means the default. Set on home, read by the TMFs of every loop: a relaxed atomic. */
+	_Atomic uint32_t tmf_timeout_ms;
 	/* the host's event callback (core/events.c). */
 	scsitgt_event_cb event_cb;
 	void *event_arg;

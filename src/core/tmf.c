@@ -260,6 +260,7 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 	/* a LUN masked from this initiator does not exist for it (core/acl.c). */
 	struct scsitgt_lun *l = scsitgt__session_find_lun(sess, lun_id);
 	struct scsitgt__tmf_op *op;
+	uint32_t timeout_ms;
 
 	static const uint8_t function[] = {
 		[SCSITGT__TMF_ABORT_TASK] = SCSITGT_TMF_ABORT_TASK,
@@ -301,10 +302,10 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 		break;
 	}
 
-	/* Held (op_new()) across the switch: a backend's reset_async() may finish inside it. */
-	op = op_new(sess, cb, cb_arg,
-		    sess->tgt->engine->tmf_timeout_ms ? sess->tgt->engine->tmf_timeout_ms :
-							SCSITGT__TMF_TIMEOUT_MS_DEFAULT);
+	/* Held (op_new()) across the switch: a backend's reset_async() may finish inside it.
+	 * The timeout is home's to change (a relaxed atomic: this may be a worker's loop). */
+	timeout_ms = atomic_load_explicit(&sess->tgt->engine->tmf_timeout_ms, memory_order_relaxed);
+	op = op_new(sess, cb, cb_arg, timeout_ms ? timeout_ms : SCSITGT__TMF_TIMEOUT_MS_DEFAULT);
 	if (op == NULL) {
 		cb(cb_arg, SCSITGT__TMF_REJECTED);
 		return;
@@ -359,6 +360,6 @@ SCSITGT_EXPORT int scsitgt_engine_set_tmf_timeout(struct scsitgt_engine *engine,
 {
 	if (engine == NULL || timeout_ms == 0)
 		return -EINVAL;
-	engine->tmf_timeout_ms = timeout_ms;
+	atomic_store_explicit(&engine->tmf_timeout_ms, timeout_ms, memory_order_relaxed);
 	return 0;
 }

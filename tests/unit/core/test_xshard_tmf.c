@@ -528,6 +528,50 @@ static void test_pr_out_from_worker_home_steps(void **state)
 	assert_int_equal(scsitgt_lun_set_pr_store(w->lun, NULL, NULL), 0);
 }
 
+/*
+ * The TMF timeout is read by every TMF, on its issuer's loop (core/tmf.c), while home may
+ * change it (scsitgt_engine_set_tmf_timeout(), which scsitgtd calls on a reload). Home sees the
+ * worker's TMF answered through a relaxed flag, which orders nothing, and changes the timeout:
+ * ThreadSanitizer reports the race unless the field is an atomic.
+ */
+static _Atomic bool tmo_answered;
+
+static void tmo_cb(void *arg, enum scsitgt__tmf_response r)
+{
+	atomic_store_explicit(&tmo_answered, true, memory_order_relaxed);
+	tmf_cb(arg, r);
+}
+
+static void tmo_msg(struct scsitgt__msg *msg)
+{
+	struct xtmf_req *q = (struct xtmf_req *)msg;
+	uint8_t lun[8] = { 0 };
+
+	scsitgt__tmf_execute(q->sess, q->type, lun, 0, tmo_cb, q);
+}
+
+static void test_tmf_timeout_set_while_worker_issues(void **state)
+{
+	struct xw_world *w = *state;
+	struct xtmf_req q;
+
+	assert_int_equal(scsitgt_engine_set_tmf_timeout(w->engine, 20000), 0);
+	memset(&q, 0, sizeof(q));
+	q.w = w;
+	q.sess = w->b;
+	q.type = SCSITGT__TMF_ABORT_TASK_SET;
+	atomic_store(&tmo_answered, false);
+	q.msg.fn = tmo_msg;
+	scsitgt__worker_post(w->b->shard->worker, &q.msg);
+	/* A condition: the worker sets it as its TMF (no task to abort) answers. */
+	while (!atomic_load_explicit(&tmo_answered, memory_order_relaxed))
+		uv_sleep(0);
+	assert_int_equal(scsitgt_engine_set_tmf_timeout(w->engine, 25000), 0);
+	xw_wait_flag(w, &q.answered);
+	assert_int_equal(q.response, SCSITGT__TMF_COMPLETE);
+	assert_false(atomic_load(&q.answered_on_home));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -553,6 +597,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_pr_out_from_worker_home_steps, setup_hang,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_tmf_timeout_set_while_worker_issues,
+						setup_hang, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
