@@ -240,9 +240,18 @@ void scsitgt__pr_reset(struct scsitgt_lun *lun)
  */
 bool scsitgt__pr_offers(const struct scsitgt_lun *lun, const struct scsitgt__cdb_def *row)
 {
+	bool on;
+
 	if (row->pr != SCSITGT__PR_RESERVE && row->pr != SCSITGT__PR_RELEASE)
 		return true;
-	return lun == NULL || !scsitgt__pr_cluster_on(lun);
+	if (lun == NULL)
+		return true;
+	/* lun->pr and its store are set on home under the LUN's lock, and this may run on a
+	 * worker's loop (a parse, REPORT SUPPORTED OPERATION CODES): read them under it. */
+	uv_mutex_lock((uv_mutex_t *)&lun->xlock);
+	on = scsitgt__pr_cluster_on(lun);
+	uv_mutex_unlock((uv_mutex_t *)&lun->xlock);
+	return !on;
 }
 
 enum scsitgt__sense_reason scsitgt__pr_parse_reserve(struct scsitgt__cmd *cmd)

@@ -64,31 +64,36 @@ static bool rsoc_offered(const struct scsitgt__cmd *cmd, const struct scsitgt__c
 static void rsoc_all(struct scsitgt__cmd *cmd, bool rctd)
 {
 	size_t dlen = RSOC_DESC_LEN + (rctd ? RSOC_TIMEOUTS_LEN : 0);
-	size_t n = 0, len;
+	size_t rows = 0, n = 0, len;
 	unsigned int it = 0;
 	uint8_t op;
 	uint16_t sa;
 	const struct scsitgt__cdb_def *row;
 	uint8_t *p;
 
-	while ((row = scsitgt__cdb_iter(&it, &op, &sa)) != NULL)
-		n += rsoc_offered(cmd, row);
-	len = 4 + n * dlen;
-	p = calloc(1, len);
+	/*
+	 * Room for every row, then one pass lists those this LUN offers: what it offers depends
+	 * on state home may change meanwhile when this runs on a worker (the target's ALUA
+	 * modes, a cluster reservation store), so a count made before such a change cannot size
+	 * a list made after it.
+	 */
+	while (scsitgt__cdb_iter(&it, &op, &sa) != NULL)
+		rows++;
+	p = calloc(1, 4 + rows * dlen);
 	if (p == NULL) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
-	put_be32(p, (uint32_t)(len - 4));
 	it = 0;
-	for (uint8_t *d = &p[4]; d < p + len; d += dlen) {
+	while ((row = scsitgt__cdb_iter(&it, &op, &sa)) != NULL) {
 		/* SERVACTV: the opcode has service actions (a property of the opcode, so SA 0 of
 		 * such an opcode is reported with SERVACTV set too). */
+		uint8_t *d = &p[4 + n * dlen];
 		bool sa_op;
 
-		do {
-			row = scsitgt__cdb_iter(&it, &op, &sa);
-		} while (!rsoc_offered(cmd, row));
+		if (!rsoc_offered(cmd, row))
+			continue;
+		n++;
 		sa_op = scsitgt__cdb_has_sa(op);
 		d[0] = op;
 		put_be16(&d[2], sa);
@@ -97,6 +102,8 @@ static void rsoc_all(struct scsitgt__cmd *cmd, bool rctd)
 		if (rctd)
 			rsoc_put_timeouts(&d[RSOC_DESC_LEN]);
 	}
+	len = 4 + n * dlen;
+	put_be32(p, (uint32_t)(len - 4));
 	scsitgt__cmd_respond(cmd, p, len);
 	free(p);
 	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);

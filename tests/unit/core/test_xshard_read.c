@@ -11,6 +11,7 @@
  * Nothing waits on time: the test thread runs the home loop until a condition holds. Run under
  * the TSan build as well (scripts/test.sh --tsan).
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -359,6 +360,116 @@ static void test_event_target_outlives_delivery(void **state)
 	w->engine->conn_workers = false;
 }
 
+/*
+ * REPORT SUPPORTED OPERATION CODES (all commands) on the worker's nexus while home turns ALUA
+ * on and off and installs and removes a cluster reservation store (SPC-5 §6.35.2): REPORT and
+ * SET TARGET PORT GROUPS are listed only while the target has ALUA, RESERVE and RELEASE only
+ * without a store (read under the LUN's lock: TSan), so the list changes under the command. Every answer must be one whole list,
+ * in the table's order, each descriptor a command (a count made before a change and a list
+ * made after it ran past the end of the table: a crash, or zeroed descriptors at the end).
+ * Checked on home once the stream is over.
+ */
+struct rsoc_stream {
+	struct xw_world *w;
+	unsigned int n, good, other, bad;
+	_Atomic int done;
+};
+
+/* Whether @x holds a well-formed list: descriptors (8 bytes, SPC-5 Table 258) in strictly
+ * increasing opcode and service action order, each with its CDB length. */
+static bool rsoc_list_ok(const struct xw_cmd *x)
+{
+	uint32_t len = get_be32(x->din);
+	uint32_t prev = 0;
+
+	if (len % 8 != 0 || x->din_len != 4 + len)
+		return false;
+	for (uint32_t off = 4; off < 4 + len; off += 8) {
+		const uint8_t *d = &x->din[off];
+		uint32_t key = (uint32_t)d[0] << 16 | get_be16(&d[2]);
+
+		if ((off > 4 && key <= prev) || get_be16(&d[6]) == 0)
+			return false;
+		prev = key;
+	}
+	return true;
+}
+
+static void rsoc_thread(void *arg)
+{
+	struct rsoc_stream *s = arg;
+	struct xw_cmd x;
+
+	for (unsigned int i = 0; i < s->n; i++) {
+		memset(&x, 0, sizeof(x));
+		x.sess = s->w->b;
+		x.cdb[0] = SPC_MAINTENANCE_IN;
+		x.cdb[1] = SPC_MI_REPORT_SUPPORTED_OPCODES;
+		put_be32(&x.cdb[6], XW_DATA_MAX);
+		x.cdb_len = 12;
+		if (xw_run(s->w, &x) != SAM_STAT_GOOD)
+			s->other++;
+		else if (rsoc_list_ok(&x))
+			s->good++;
+		else
+			s->bad++;
+	}
+	atomic_store(&s->done, 1);
+}
+
+static void rsoc_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req)
+{
+	(void)arg;
+	(void)lun;
+	scsitgt_pr_req_complete_fetch(req, -EIO, NULL, 0, 0);
+}
+
+static void rsoc_commit(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req,
+			const void *data, size_t len, uint64_t version)
+{
+	(void)arg;
+	(void)lun;
+	(void)data;
+	(void)len;
+	(void)version;
+	scsitgt_pr_req_complete_commit(req, -EIO);
+}
+
+static void test_rsoc_while_alua_changes(void **state)
+{
+	const struct scsitgt_pr_cluster_ops store = {
+		.size = sizeof(store),
+		.fetch = rsoc_fetch,
+		.commit = rsoc_commit,
+	};
+	struct rd *r = *state;
+	struct xw_world *w = r->w;
+	struct rsoc_stream s = { .w = w, .n = 2000 };
+	struct scsitgt_alua_opts on, off;
+	unsigned int rounds = 0;
+	uv_thread_t th;
+
+	scsitgt_alua_opts_init(&on, sizeof(on));
+	on.modes = SCSITGT_ALUA_IMPLICIT | SCSITGT_ALUA_EXPLICIT;
+	scsitgt_alua_opts_init(&off, sizeof(off));
+	assert_int_equal(uv_thread_create(&th, rsoc_thread, &s), 0);
+	while (!atomic_load(&s.done) || rounds < 10) {
+		assert_int_equal(scsitgt_alua_configure(w->tgt, &on), 0);
+		assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, &store, NULL), 0);
+		uv_run(&w->loop, UV_RUN_NOWAIT);
+		assert_int_equal(scsitgt_alua_configure(w->tgt, &off), 0);
+		assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, NULL, NULL), 0);
+		uv_run(&w->loop, UV_RUN_NOWAIT);
+		rounds++;
+	}
+	assert_int_equal(uv_thread_join(&th), 0);
+	print_message("%u rounds; lists %u, malformed %u, not GOOD %u\n", rounds, s.good, s.bad,
+		      s.other);
+	assert_int_equal(s.other, 0);
+	assert_int_equal(s.bad, 0);
+	assert_int_equal(s.good, s.n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -370,6 +481,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_xcopy_while_luns_come, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_event_target_outlives_delivery, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_rsoc_while_alua_changes, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
