@@ -96,9 +96,12 @@ static void log_cb(void *arg, enum scsitgt_log_level level, const char *subsyste
 	static const char *names[] = { "", "", "", "error", "warning", "notice", "info", "debug" };
 
 	(void)arg;
+	/* One line at a time: with workers the library logs from their threads too. */
+	flockfile(stderr);
 	fprintf(stderr, "minitarget: %s: %s: ", names[level & 7], subsystem);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	funlockfile(stderr);
 }
 
 /* An RBD image, opened off the loop (scsitgt_backend_rbd_create_async()); minitarget waits
