@@ -11,19 +11,19 @@
  * io, no thread at all.
  *
  * Several loops (SCSITGT_BACKEND_MULTI_LOOP, docs/threading.md section 3): every loop that
- * submits has its own struct aio_loop: a kernel context (io_context or ring), an eventfd and
- * its uv_poll_t on that loop, its queue of requests waiting for a kernel slot and its scratch
- * iovecs. The home loop's is made at create (where the engine is chosen); another loop's at
- * its first submit, on that loop's thread, and pushed on a list that submits read without a
- * lock. An io completes on the loop that submitted it. What the loops share is read-only after
- * open() except the capacity (an atomic, changed by a resize on home) and the kernel's
- * refusals of RWF_DSYNC / aio fdsync (atomic flags). close() (home) sends each other loop a
- * message (a uv_async_t on that loop) on which that loop closes its handles and releases its
- * kernel context; the last loop to finish wakes home (another uv_async_t), which frees the
- * context and calls back. Every loop that submitted must therefore still run until then
- * (the engine stops its workers after closing its LUNs; a worker whose loop still carries a
- * context of a LUN whose ios the engine gave up on at shutdown runs that loop on until the
- * host closes the backend, core/worker.c).
+ * submits has its own struct aio_loop (a per-loop context of loop_ctx.h): a kernel context
+ * (io_context or ring), an eventfd and its uv_poll_t on that loop, its queue of requests
+ * waiting for a kernel slot and its scratch iovecs. The home loop's is made at create (where
+ * the engine is chosen); another loop's at its first submit, on that loop's thread, and pushed
+ * on a list that submits read without a lock. An io completes on the loop that submitted it.
+ * What the loops share is read-only after open() except the capacity (an atomic, changed by a
+ * resize on home) and the kernel's refusals of RWF_DSYNC / aio fdsync (atomic flags). close()
+ * (home) sends each other loop a message on which that loop, once nothing of it is in the
+ * kernel, closes its handles and releases its kernel context; the last loop to finish wakes
+ * home, which frees the context and calls back. Every loop that submitted must therefore
+ * still run until then (the engine stops its workers after closing its LUNs; a worker whose
+ * loop still carries a context of a LUN whose ios the engine gave up on at shutdown runs that
+ * loop on until the host closes the backend, core/worker.c).
  *
  * io_uring (liburing, the default where the build and the kernel allow it): one ring per
  * context, its eventfd registered (io_uring_register_eventfd) and watched the same way.
@@ -87,7 +87,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -108,7 +107,8 @@
 
 static void aio_req_issue(struct aio_loop *al, struct aio_req *req);
 static void aio_loop_close_maybe(struct aio_loop *al);
-static void aio_done_cb(uv_async_t *handle);
+/* Every loop's submission context (loop_ctx.h), defined with its ops further down. */
+static const struct scsitgt__loop_ctx_ops aio_loop_ops;
 
 /* Errors as the core wants them (backend.h scsitgt_io_complete()). */
 static int aio_map_errno(int err)
@@ -257,30 +257,21 @@ SCSITGT_EXPORT void scsitgt_backend_aio_opts_init(struct scsitgt_backend_aio_opt
 	memcpy(opts, &def, size);
 }
 
-/* Release a loop's kernel context and eventfd (its poll handle is closed already). */
-static void aio_loop_fini(struct aio_ctx *ac, struct aio_loop *al)
+/* Release a loop's kernel context, its eventfd and itself (its handles are closed already:
+ * loop_ctx.h fini). */
+static void aio_loop_fini(void *arg, struct scsitgt__loop_ctx *lc)
 {
+	struct aio_ctx *ac = arg;
+
 	if (ac->engine) {
-		ac->engine->teardown(al);
+		ac->engine->teardown((struct aio_loop *)lc);
 	}
-	if (al->efd >= 0) {
-		close(al->efd);
-		al->efd = -1;
-	}
+	scsitgt__loop_ctx_destroy(lc);
 }
 
 static void aio_ctx_free(struct aio_ctx *ac)
 {
-	struct aio_loop *al = atomic_load_explicit(&ac->loops, memory_order_acquire);
-
-	/* The other loops' contexts were torn down on their loops (aio_loop_close_maybe). */
-	while (al) {
-		struct aio_loop *next = al->next;
-
-		free(al);
-		al = next;
-	}
-	aio_loop_fini(ac, &ac->home);
+	/* Every loop's context was torn down on its loop (aio_loop_close_maybe). */
 	if (ac->fd >= 0) {
 		close(ac->fd);
 	}
@@ -296,8 +287,10 @@ void scsitgt__backend_aio_refuse_uring(bool refuse)
 	aio_uring_refused = refuse;
 }
 
-/* The engine the options ask for: io_uring if it can be set up (AUTO, IO_URING), else libaio. */
-static int aio_engine_setup(struct aio_ctx *ac, enum scsitgt_backend_aio_engine want)
+/* The engine the options ask for, set up for home's context @al: io_uring if it can be set up
+ * (AUTO, IO_URING), else libaio. */
+static int aio_engine_setup(struct aio_ctx *ac, struct aio_loop *al,
+			    enum scsitgt_backend_aio_engine want)
 {
 	const char *why = NULL;
 	int rc;
@@ -308,7 +301,7 @@ static int aio_engine_setup(struct aio_ctx *ac, enum scsitgt_backend_aio_engine 
 			why = "refused by a test hook";
 			rc = -ENOSYS;
 		} else {
-			rc = scsitgt__aio_uring.setup(&ac->home, &why);
+			rc = scsitgt__aio_uring.setup(al, &why);
 		}
 		if (rc == 0) {
 			ac->engine = &scsitgt__aio_uring;
@@ -328,7 +321,7 @@ static int aio_engine_setup(struct aio_ctx *ac, enum scsitgt_backend_aio_engine 
 			     "%s: libaio engine: io_uring unavailable: %s (%s)", ac->path, why,
 			     strerror(-rc));
 	}
-	rc = scsitgt__aio_libaio.setup(&ac->home, &why);
+	rc = scsitgt__aio_libaio.setup(al, &why);
 	if (rc < 0) {
 		return rc;
 	}
@@ -365,9 +358,6 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 		return -ENOMEM;
 	}
 	ac->fd = -1;
-	ac->home.efd = -1;
-	ac->home.ac = ac;
-	ac->home.loop = o.loop;
 	ac->loop = o.loop;
 	ac->log.cb = o.log_cb;
 	ac->log.arg = o.log_arg;
@@ -377,8 +367,6 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 	ac->queue_depth = o.queue_depth;
 	atomic_init(&ac->rwf_dsync_ok, true);
 	atomic_init(&ac->fdsync_ok, true);
-	atomic_init(&ac->loops, NULL);
-	atomic_init(&ac->close_pending, 0);
 	ac->mem_align = 1;
 	ac->off_align = 1;
 	ac->path = strdup(o.path);
@@ -430,12 +418,9 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 		aio_probe_direct(ac);
 	}
 
-	ac->home.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (ac->home.efd < 0) {
-		rc = -errno;
-		goto fail;
-	}
-	rc = aio_engine_setup(ac, o.engine);
+	/* Home's submission context: the engine is chosen there (aio_loop_setup). */
+	ac->want_engine = o.engine;
+	rc = scsitgt__loop_ctxs_init(&ac->loops, ac->loop, &aio_loop_ops, ac, &ac->log, ac->path);
 	if (rc < 0) {
 		goto fail;
 	}
@@ -484,8 +469,6 @@ static void aio_probe_fallocate(struct aio_ctx *ac, uint64_t bytes)
 				(off_t)probe_len);
 	}
 }
-
-static void aio_poll_cb(uv_poll_t *handle, int status, int events);
 
 /*
  * What a deallocation frees as a unit: a file gives back whole file-system blocks (a hole
@@ -619,19 +602,6 @@ static void aio_fill_geometry(struct aio_ctx *ac, struct scsitgt_lun_geometry *g
 	}
 }
 
-/* Completions arrive on the loop's eventfd: watch it on that loop. */
-static int aio_poll_start(struct aio_loop *al)
-{
-	int rc = uv_poll_init(al->loop, &al->poll, al->efd);
-
-	if (rc < 0) {
-		return rc;
-	}
-	al->poll.data = al;
-	al->poll_inited = true;
-	return uv_poll_start(&al->poll, UV_READABLE, aio_poll_cb);
-}
-
 static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 {
 	struct aio_ctx *ac = bctx;
@@ -657,15 +627,8 @@ static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	}
 	aio_probe_thin(ac, bytes);
 	aio_fill_geometry(ac, geo, bs, blocks);
-	if (!ac->done_inited) {
-		rc = uv_async_init(ac->loop, &ac->done_async, aio_done_cb);
-		if (rc < 0) {
-			return rc;
-		}
-		ac->done_async.data = ac;
-		ac->done_inited = true;
-	}
-	rc = aio_poll_start(&ac->home);
+	/* Completions arrive on home's eventfd: watch it; other loops may submit from now on. */
+	rc = scsitgt__loop_ctxs_start(&ac->loops);
 	if (rc < 0) {
 		return rc;
 	}
@@ -681,9 +644,11 @@ static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	return 0;
 }
 
-/* On home, the last of it: free the context and tell the core. */
-static void aio_close_done(struct aio_ctx *ac)
+/* On home, the last of it (every loop's context is gone): free the context and tell the
+ * core. */
+static void aio_close_done(void *arg)
 {
+	struct aio_ctx *ac = arg;
 	scsitgt_done_cb cb = ac->close_cb;
 	void *cb_arg = ac->close_cb_arg;
 
@@ -693,75 +658,21 @@ static void aio_close_done(struct aio_ctx *ac)
 	}
 }
 
-static void aio_done_closed(uv_handle_t *handle)
-{
-	aio_close_done(handle->data);
-}
-
-/* On home: every loop context is torn down; close the message handle, then finish. */
-static void aio_close_finish(struct aio_ctx *ac)
-{
-	if (ac->done_inited) {
-		uv_close((uv_handle_t *)&ac->done_async, aio_done_closed);
-		return;
-	}
-	aio_close_done(ac);
-}
-
-static void aio_done_cb(uv_async_t *handle)
-{
-	aio_close_finish(handle->data);
-}
-
-/* On @al's loop: its context is gone; the last one to go finishes the close on home. */
-static void aio_loop_closed(struct aio_loop *al)
-{
-	struct aio_ctx *ac = al->ac;
-
-	aio_loop_fini(ac, al);
-	if (atomic_fetch_sub_explicit(&ac->close_pending, 1, memory_order_acq_rel) != 1) {
-		return;
-	}
-	if (al == &ac->home) {
-		aio_close_finish(ac);
-	} else {
-		uv_async_send(&ac->done_async);
-	}
-}
-
-static void aio_loop_handle_closed(uv_handle_t *handle)
-{
-	struct aio_loop *al = handle->data;
-
-	if (--al->handles == 0) {
-		aio_loop_closed(al);
-	}
-}
-
 /* On @al's loop: once it is closing and nothing of it is in the kernel, tear it down. */
 static void aio_loop_close_maybe(struct aio_loop *al)
 {
-	if (!al->closing || al->close_started || al->inflight != 0) {
+	if (!al->lc.closing || al->inflight != 0) {
 		return;
 	}
-	al->close_started = true;
-	al->handles = (al->poll_inited ? 1u : 0u) + (al->async_inited ? 1u : 0u);
-	if (al->handles == 0) {
-		aio_loop_closed(al);
-		return;
-	}
-	if (al->poll_inited) {
-		uv_close((uv_handle_t *)&al->poll, aio_loop_handle_closed);
-	}
-	if (al->async_inited) {
-		uv_close((uv_handle_t *)&al->close_async, aio_loop_handle_closed);
-	}
+	scsitgt__loop_ctx_teardown(&al->lc);
 }
 
-/* On @al's loop: the context closes. */
-static void aio_loop_close(struct aio_loop *al)
+/* On the loop's thread: its context closes (loop_ctx.h close). */
+static void aio_loop_close(void *arg, struct scsitgt__loop_ctx *lc)
 {
-	al->closing = true;
+	struct aio_loop *al = (struct aio_loop *)lc;
+
+	(void)arg;
 	/* The core closes only after every io completed; should any still wait for a kernel
 	 * slot, they are cancelled rather than left hanging. */
 	while (al->pend_head) {
@@ -772,12 +683,6 @@ static void aio_loop_close(struct aio_loop *al)
 	}
 	al->pend_tail = NULL;
 	aio_loop_close_maybe(al);
-}
-
-/* The close message on another loop than home. */
-static void aio_loop_close_cb(uv_async_t *handle)
-{
-	aio_loop_close(handle->data);
 }
 
 static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in);
@@ -811,115 +716,61 @@ void scsitgt__aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status
 }
 
 /*
- * Each loop's context is torn down on its loop: home's here, the others' by a message
- * (close_async); the last one finishes on home (done_async), which frees the context and
- * calls @cb. Nothing is in flight (the core closes after every io completed), so no loop
- * submits any more.
+ * Each loop's context is torn down on its loop: home's here, the others' by a message; the
+ * last one finishes on home, which frees the context and calls @cb (loop_ctx.h). Nothing is
+ * in flight (the core closes after every io completed), so no loop submits any more.
  */
 static void aio_close(void *bctx, scsitgt_done_cb cb, void *cb_arg)
 {
 	struct aio_ctx *ac = bctx;
-	struct aio_loop *loops = atomic_load_explicit(&ac->loops, memory_order_acquire);
-	unsigned int n = 1;
 
 	ac->closing = true;
 	ac->close_cb = cb;
 	ac->close_cb_arg = cb_arg;
-	for (struct aio_loop *al = loops; al; al = al->next) {
-		n++;
-	}
-	atomic_store_explicit(&ac->close_pending, n, memory_order_release);
-	for (struct aio_loop *al = loops; al; al = al->next) {
-		uv_async_send(&al->close_async);
-	}
-	/* Last: this may free the context. */
-	aio_loop_close(&ac->home);
+	/* This may free the context. */
+	scsitgt__loop_ctxs_close(&ac->loops, aio_close_done, ac);
 }
 
-/* A loop context whose handles failed: free it once they are closed. */
-static void aio_loop_dropped(uv_handle_t *handle)
+/* A new loop context (loop_ctx.h setup): home's chooses the engine (at create), another
+ * loop's sets that engine up for its loop. */
+static int aio_loop_setup(void *arg, struct scsitgt__loop_ctx *lc)
 {
-	struct aio_loop *al = handle->data;
-
-	if (--al->handles == 0) {
-		aio_loop_fini(al->ac, al);
-		free(al);
-	}
-}
-
-/*
- * The submission context of the calling loop (the io's, scsitgt_io_get_loop()): home's, or
- * another loop's, made at its first submit. Only that loop's thread makes it, and it is
- * pushed on the list without a lock (the other loops only read the list).
- */
-static int aio_loop_get(struct aio_ctx *ac, uv_loop_t *loop, struct aio_loop **out)
-{
-	struct aio_loop *al;
+	struct aio_ctx *ac = arg;
+	struct aio_loop *al = (struct aio_loop *)lc;
 	const char *why = NULL;
 	int rc;
 
-	if (loop == ac->loop) {
-		*out = &ac->home;
-		return 0;
-	}
-	for (al = atomic_load_explicit(&ac->loops, memory_order_acquire); al; al = al->next) {
-		if (al->loop == loop) {
-			*out = al;
-			return 0;
-		}
-	}
-	al = calloc(1, sizeof(*al));
-	if (al == NULL) {
-		return -ENOMEM;
-	}
 	al->ac = ac;
-	al->loop = loop;
-	al->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (al->efd < 0) {
-		rc = -errno;
-		free(al);
-		return rc;
+	if (ac->engine == NULL) {
+		return aio_engine_setup(ac, al, ac->want_engine);
 	}
 	rc = ac->engine->setup(al, &why);
 	if (rc < 0) {
 		scsitgt__log(&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
 			     "%s: %s context for another loop: %s (%s)", ac->path, ac->engine->name,
 			     why, strerror(-rc));
-		close(al->efd);
-		free(al);
-		return rc;
 	}
-	rc = uv_async_init(loop, &al->close_async, aio_loop_close_cb);
-	if (rc == 0) {
-		al->close_async.data = al;
-		al->async_inited = true;
-		rc = aio_poll_start(al);
-	}
+	return rc;
+}
+
+/*
+ * The submission context of the calling loop (the io's, scsitgt_io_get_loop()): home's, or
+ * another loop's, made at its first submit (loop_ctx.h).
+ */
+static int aio_loop_get(struct aio_ctx *ac, uv_loop_t *loop, struct aio_loop **out)
+{
+	struct scsitgt__loop_ctx *lc;
+	int rc = scsitgt__loop_ctx_get(&ac->loops, loop, &lc);
+
 	if (rc < 0) {
-		/* Never published: its handles close, then it goes (aio_loop_dropped). */
-		scsitgt__log(&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
-			     "%s: completion handles for another loop: %s", ac->path,
-			     uv_strerror(rc));
-		al->handles = (al->poll_inited ? 1u : 0u) + (al->async_inited ? 1u : 0u);
-		if (al->poll_inited) {
-			uv_close((uv_handle_t *)&al->poll, aio_loop_dropped);
-		}
-		if (al->async_inited) {
-			uv_close((uv_handle_t *)&al->close_async, aio_loop_dropped);
-		}
-		if (al->handles == 0) {
-			aio_loop_fini(ac, al);
-			free(al);
-		}
 		return rc;
 	}
-	scsitgt__log(&ac->log, SCSITGT_LOG_INFO, AIO_SUBSYS,
-		     "%s: another loop submits: its own %s context", ac->path, ac->engine->name);
-	al->next = atomic_load_explicit(&ac->loops, memory_order_relaxed);
-	while (!atomic_compare_exchange_weak_explicit(&ac->loops, &al->next, al,
-						      memory_order_release, memory_order_relaxed)) {
+	if (rc > 0) {
+		scsitgt__log(&ac->log, SCSITGT_LOG_INFO, AIO_SUBSYS,
+			     "%s: another loop submits: its own %s context", ac->path,
+			     ac->engine->name);
 	}
-	*out = al;
+	*out = (struct aio_loop *)lc;
 	return 0;
 }
 
@@ -1113,20 +964,16 @@ void scsitgt__aio_req_event(struct aio_loop *al, struct aio_req *req, long res)
 	aio_req_issue(al, req);
 }
 
-static void aio_poll_cb(uv_poll_t *handle, int status, int events)
+/* The loop's eventfd fired (loop_ctx.h wake, the eventfd read already: events posted after
+ * that signal it again): take every completion. */
+static void aio_loop_wake(void *arg, struct scsitgt__loop_ctx *lc, int status)
 {
-	struct aio_loop *al = handle->data;
-	struct aio_ctx *ac = al->ac;
-	uint64_t count;
+	struct aio_loop *al = (struct aio_loop *)lc;
+	struct aio_ctx *ac = arg;
 
-	(void)events;
 	if (status < 0) {
 		scsitgt__log(&ac->log, SCSITGT_LOG_WARNING, AIO_SUBSYS, "%s: eventfd poll: %s",
 			     ac->path, uv_strerror(status));
-	}
-	/* Clear the eventfd first: events posted after this read signal it again. */
-	if (read(al->efd, &count, sizeof(count)) < 0) {
-		count = 0;
 	}
 	ac->engine->reap(al);
 	aio_drain_pending(al);
@@ -1401,6 +1248,17 @@ static int aio_resize(void *bctx, uint64_t num_blocks)
 	return scsitgt_backend_aio_resize(bctx, NULL);
 }
 
+/* One submission context per loop (struct aio_loop); see the top of the file. */
+static const struct scsitgt__loop_ctx_ops aio_loop_ops = {
+	.size = sizeof(struct aio_loop),
+	.subsys = AIO_SUBSYS,
+	.setup = aio_loop_setup,
+	.wake = aio_loop_wake,
+	.close = aio_loop_close,
+	.fini = aio_loop_fini,
+};
+_Static_assert(offsetof(struct aio_loop, lc) == 0, "loop_ctx.h: the helper's part first");
+
 static const struct scsitgt_backend_ops aio_ops = {
 	.size = sizeof(struct scsitgt_backend_ops),
 	.name = "aio",
@@ -1483,11 +1341,6 @@ void scsitgt__backend_aio_set_kernel_caps(void *bctx, bool rwf_dsync, bool fdsyn
 unsigned int scsitgt__backend_aio_loop_count(void *bctx)
 {
 	struct aio_ctx *ac = bctx;
-	unsigned int n = 1;
 
-	for (struct aio_loop *al = atomic_load_explicit(&ac->loops, memory_order_acquire); al;
-	     al = al->next) {
-		n++;
-	}
-	return n;
+	return scsitgt__loop_ctxs_count(&ac->loops);
 }

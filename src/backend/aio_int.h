@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 #include <uv.h>
 
+#include "backend/loop_ctx.h"
 #include "libscsitgt/backend_aio.h"
 #include "scsitgt_config.h"
 #include "util/log.h"
@@ -70,26 +71,15 @@ struct aio_ctx;
 
 /*
  * What one loop submits through: the engine's kernel context (a libaio io_context or an
- * io_uring ring), the eventfd it signals and the uv_poll_t watching that eventfd on the loop,
- * and the requests of that loop. The home loop's is made at create; another loop's at its
- * first submit (SCSITGT_BACKEND_MULTI_LOOP), and torn down on that loop when the context
- * closes (close_async). Used only on its loop's thread; loop, ac and next never change.
+ * io_uring ring), signalling the eventfd of the loop's context (loop_ctx.h: lc.efd, watched on
+ * that loop), and the requests of that loop. The home loop's is made at create; another
+ * loop's at its first submit (SCSITGT_BACKEND_MULTI_LOOP), and torn down on that loop when
+ * the context closes. Used only on its loop's thread; lc.loop and ac never change.
  */
 struct aio_loop {
+	/* First: the loop, its eventfd and handles, closing (loop_ctx.h). */
+	struct scsitgt__loop_ctx lc;
 	struct aio_ctx *ac;
-	uv_loop_t *loop;
-	/* The next loop context of the context's list (not home's). */
-	struct aio_loop *next;
-	int efd;
-	uv_poll_t poll;
-	bool poll_inited;
-	/* Not home: the close message from the home loop. */
-	uv_async_t close_async;
-	bool async_inited;
-	/* Closing: the handles still to be closed, and whether that started. */
-	bool closing;
-	bool close_started;
-	unsigned int handles;
 	/* libaio */
 	io_context_t ioctx;
 	bool ioctx_set;
@@ -117,7 +107,7 @@ struct aio_engine {
 	/* A refused RWF_DSYNC shows in the completion (-EINVAL / -EOPNOTSUPP). */
 	bool dsync_refused_in_completion;
 	/*
-	 * Set up the kernel context of @al (al->efd exists) for @al->ac->queue_depth requests;
+	 * Set up the kernel context of @al (al->lc.efd exists) for @al->ac->queue_depth requests;
 	 * may lower ac->queue_depth to what the kernel takes. On failure nothing is left and
 	 * *why says what the kernel lacks.
 	 */
@@ -142,15 +132,11 @@ struct aio_ctx {
 	char *path;
 	int fd;
 	const struct aio_engine *engine;
-	/* The home loop's submission context. */
-	struct aio_loop home;
-	/* The other loops' (pushed by their first submit; read without a lock). */
-	_Atomic(struct aio_loop *) loops;
-	/* On home, from open() on: a loop context's teardown finished the close there. */
-	uv_async_t done_async;
-	bool done_inited;
-	/* Loop contexts still to tear down once close() ran. */
-	atomic_uint close_pending;
+	/* The engine the options ask for (home's context chooses at create). */
+	enum scsitgt_backend_aio_engine want_engine;
+	/* Every loop's submission context (struct aio_loop): home's made at create and watched
+	 * from open() on, another loop's at its first submit. */
+	struct scsitgt__loop_ctxs loops;
 	bool blockdev;
 	dev_t rdev; /* the device (block devices) or the file's device (files) */
 	bool read_only;

@@ -54,7 +54,7 @@ static void libaio_issue(struct aio_loop *al, struct aio_req *req)
 			}
 		}
 	}
-	io_set_eventfd(&req->iocb, al->efd);
+	io_set_eventfd(&req->iocb, al->lc.efd);
 	req->iocb.data = req;
 
 	rc = io_submit(al->ioctx, 1, cbs);

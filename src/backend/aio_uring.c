@@ -19,7 +19,7 @@
 #define AIO_URING_MAX_ENTRIES 32768
 
 /*
- * A ring of queue_depth entries whose completions signal al->efd. On failure the ring is gone
+ * A ring of queue_depth entries whose completions signal al->lc.efd. On failure the ring is gone
  * again and *why says what the kernel lacks.
  */
 static int uring_setup(struct aio_loop *al, const char **why)
@@ -69,7 +69,7 @@ static int uring_setup(struct aio_loop *al, const char **why)
 		}
 	}
 	io_uring_free_probe(probe);
-	rc = io_uring_register_eventfd(&al->ring, al->efd);
+	rc = io_uring_register_eventfd(&al->ring, al->lc.efd);
 	if (rc < 0) {
 		*why = "eventfd registration failed";
 		goto fail;
@@ -113,7 +113,7 @@ static void uring_submit(struct aio_loop *al)
 	 */
 	scsitgt__log(&al->ac->log, SCSITGT_LOG_WARNING, AIO_SUBSYS,
 		     "%s: io_uring submission failed (%s); retrying", al->ac->path, strerror(-rc));
-	(void)eventfd_write(al->efd, 1);
+	(void)eventfd_write(al->lc.efd, 1);
 }
 
 static void uring_issue(struct aio_loop *al, struct aio_req *req)

@@ -10,7 +10,8 @@
  * once), an eventfd written when the queue goes from empty to not empty, and a uv_poll_t on
  * that loop which takes the queue and gives each request, in the order pushed, to the
  * backend's drain function. One eventfd write per burst of completions, no lock and no
- * allocation per io; home's context is made at open(), another loop's at its first submit.
+ * allocation per io; home's context is made at open(), another loop's at its first submit
+ * (the contexts' making and closing are loop_ctx.h's, as for the aio backend).
  *
  * Lifetime. A loop context lives until its loop tore it down (on close, by a message from home)
  * and every request handed to another thread has been posted back: each one holds a reference
@@ -29,6 +30,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "backend/loop_ctx.h"
 #include "util/log.h"
 
 /* A request on its way back to its loop (embedded in the backend's per-io area). */
@@ -36,31 +38,19 @@ struct scsitgt__rbd_cq_node {
 	struct scsitgt__rbd_cq_node *next;
 };
 
-struct scsitgt__rbd_loops;
-
 /* One loop's completion queue. */
 struct scsitgt__rbd_loop {
+	/* First: the loop, its eventfd and uv_poll_t, the close message (loop_ctx.h). */
+	struct scsitgt__loop_ctx lc;
 	/* Any thread: the requests posted and not taken yet, newest first. */
 	_Atomic(struct scsitgt__rbd_cq_node *) cq;
 	/* 1 for the loop until its teardown, plus 1 per request handed to another thread; the
 	 * last one to drop it closes the eventfd and frees the struct. */
 	atomic_uint refs;
-	int efd;
 	/* Requests of this loop not finished yet (scsitgt__rbd_loop_begin/end): written on the
 	 * loop only, read by home (scsitgt__rbd_loops_inflight()). Sequentially consistent on both
 	 * sides (rbd.c's fencing needs it: see scsitgt__rbd_loop_begin()). */
 	atomic_uint inflight;
-
-	/* Below: the loop's thread only (loop and next never change once published). */
-	struct scsitgt__rbd_loops *set;
-	uv_loop_t *loop;
-	struct scsitgt__rbd_loop *next;
-	uv_poll_t poll;
-	uv_async_t close_async; /* not home's: the close message */
-	unsigned int handles;
-	bool poll_inited;
-	bool async_inited;
-	bool closing;
 };
 
 /* Called on a request's loop for each request posted to it, in the order posted. */
@@ -69,28 +59,17 @@ typedef void (*scsitgt__rbd_drain_fn)(void *arg, struct scsitgt__rbd_loop *lp,
 
 /* Every loop context of one RBD context (embedded in it). */
 struct scsitgt__rbd_loops {
-	uv_loop_t *home_loop;
+	/* Home's (from scsitgt__rbd_loops_start() on) and the others' (made by their first
+	 * submit), torn down each on its loop at the close (loop_ctx.h). */
+	struct scsitgt__loop_ctxs ctxs;
 	scsitgt__rbd_drain_fn drain;
 	void *arg;
-	const struct scsitgt__logger *log;
-	/* Home's (from scsitgt__rbd_loops_start() on), and the others' (pushed by their first
-	 * submit; read without a lock). */
-	struct scsitgt__rbd_loop *home;
-	_Atomic(struct scsitgt__rbd_loop *) others;
-	bool started;
-	/* Closing: loops still to tear down; home is told by done_async when the last one was
-	 * another loop. */
-	atomic_uint close_pending;
-	uv_async_t done_async;
-	bool done_inited;
-	void (*closed)(void *arg);
-	void *closed_arg;
 };
 
 /*
  * Make home's context and the handle other loops use to report their teardown. @log is used
  * from every loop (the host's logger is told so, docs/threading.md). Returns 0 or a negative
- * errno (then nothing is left: scsitgt__rbd_loops_close() calls back at once). Loop: home.
+ * errno (what was made goes with scsitgt__rbd_loops_close()). Loop: home.
  */
 int scsitgt__rbd_loops_start(struct scsitgt__rbd_loops *set, uv_loop_t *home_loop,
 			     scsitgt__rbd_drain_fn drain, void *arg,
