@@ -78,6 +78,8 @@ static bool log_page_exists(uint8_t page, uint8_t sub)
 	return false;
 }
 
+/* The LUN's log state, made on first use. Under lun->xlock: LOG SELECT and LOG SENSE of every
+ * loop make, write and read it (issue 18). */
 static struct scsitgt__log *log_state(struct scsitgt_lun *lun)
 {
 	if (lun->log == NULL)
@@ -265,14 +267,18 @@ void scsitgt__spc_log_sense(struct scsitgt__cmd *cmd)
 			len = log_temperature(buf, first);
 			break;
 		case LOG_APP_CLIENT:
+			uv_mutex_lock(&lun->xlock);
 			len = log_app_client(lun->log, buf, first);
+			uv_mutex_unlock(&lun->xlock);
 			break;
 		case LOG_SELF_TEST:
 			len = log_header(buf, LOG_SELF_TEST, 0,
 					 scsitgt__selftest_log_page(lun, buf, LOG_MAX_PAGE, first));
 			break;
 		case LOG_GENERAL_STATS:
+			uv_mutex_lock(&lun->xlock);
 			len = log_general_stats(lun, buf, pc);
+			uv_mutex_unlock(&lun->xlock);
 			break;
 		default: /* LOG_INFO_EXCEPTIONS; parse admitted only the pages of log_pages[] */
 			len = log_info_exceptions(buf);
@@ -396,15 +402,23 @@ void scsitgt__spc_log_select(struct scsitgt__cmd *cmd)
 		/* SPC-5 §6.7.1 Table 157: PCR 1 with PC 01b or 11b sets the cumulative values to
 		 * their defaults (zero); with PC 00b or 10b the thresholds, of which we keep none.
 		 * PCR 0 changes nothing. */
-		if ((cmd->cdb[1] & 0x02) && (pc == PC_CUMULATIVE || pc == PC_DEFAULT_CUMULATIVE))
+		if ((cmd->cdb[1] & 0x02) && (pc == PC_CUMULATIVE || pc == PC_DEFAULT_CUMULATIVE)) {
+			uv_mutex_lock(&lun->xlock);
 			r = log_reset(lun, cmd->cdb[2] & 0x3f, cmd->cdb[3]);
+			uv_mutex_unlock(&lun->xlock);
+		}
 		scsitgt__cmd_complete(cmd, r);
 		return;
 	}
 	/* Check the whole list before changing anything. */
 	for (off = 0; off < cmd->xfer_len && r == SCSITGT__SR_OK; off = next)
 		r = log_select_page(cmd, off, cmd->xfer_len, false, &next);
-	if (r == SCSITGT__SR_OK && log_state(lun) == NULL)
+	if (r != SCSITGT__SR_OK) {
+		scsitgt__cmd_complete(cmd, r);
+		return;
+	}
+	uv_mutex_lock(&lun->xlock);
+	if (log_state(lun) == NULL)
 		r = SCSITGT__SR_BUSY;
 	if (r == SCSITGT__SR_OK && lun->log->app == NULL) {
 		lun->log->app = calloc(LOG_APP_PARAMS, LOG_APP_PARAM_LEN);
@@ -413,5 +427,6 @@ void scsitgt__spc_log_select(struct scsitgt__cmd *cmd)
 	}
 	for (off = 0; off < cmd->xfer_len && r == SCSITGT__SR_OK; off = next)
 		r = log_select_page(cmd, off, cmd->xfer_len, true, &next);
+	uv_mutex_unlock(&lun->xlock);
 	scsitgt__cmd_complete(cmd, r);
 }

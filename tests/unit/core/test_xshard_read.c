@@ -369,11 +369,31 @@ static void test_event_target_outlives_delivery(void **state)
  * made after it ran past the end of the table: a crash, or zeroed descriptors at the end).
  * Checked on home once the stream is over.
  */
-struct rsoc_stream {
+/* Off home: @n commands on the worker's nexus, the i-th made by @fill, each judged by @judge
+ * (good, other: not GOOD, bad: GOOD but wrong); checked on home once done. */
+struct b_stream {
 	struct xw_world *w;
-	unsigned int n, good, other, bad;
+	unsigned int n;
+	void (*fill)(struct xw_cmd *x, unsigned int i);
+	void (*judge)(struct b_stream *s, const struct xw_cmd *x);
+	unsigned int good, other, bad;
 	_Atomic int done;
 };
+
+static void b_stream_thread(void *arg)
+{
+	struct b_stream *s = arg;
+	struct xw_cmd x;
+
+	for (unsigned int i = 0; i < s->n; i++) {
+		memset(&x, 0, sizeof(x));
+		x.sess = s->w->b;
+		s->fill(&x, i);
+		xw_run(s->w, &x);
+		s->judge(s, &x);
+	}
+	atomic_store(&s->done, 1);
+}
 
 /* Whether @x holds a well-formed list: descriptors (8 bytes, SPC-5 Table 258) in strictly
  * increasing opcode and service action order, each with its CDB length. */
@@ -395,26 +415,23 @@ static bool rsoc_list_ok(const struct xw_cmd *x)
 	return true;
 }
 
-static void rsoc_thread(void *arg)
+static void rsoc_fill(struct xw_cmd *x, unsigned int i)
 {
-	struct rsoc_stream *s = arg;
-	struct xw_cmd x;
+	(void)i;
+	x->cdb[0] = SPC_MAINTENANCE_IN;
+	x->cdb[1] = SPC_MI_REPORT_SUPPORTED_OPCODES;
+	put_be32(&x->cdb[6], XW_DATA_MAX);
+	x->cdb_len = 12;
+}
 
-	for (unsigned int i = 0; i < s->n; i++) {
-		memset(&x, 0, sizeof(x));
-		x.sess = s->w->b;
-		x.cdb[0] = SPC_MAINTENANCE_IN;
-		x.cdb[1] = SPC_MI_REPORT_SUPPORTED_OPCODES;
-		put_be32(&x.cdb[6], XW_DATA_MAX);
-		x.cdb_len = 12;
-		if (xw_run(s->w, &x) != SAM_STAT_GOOD)
-			s->other++;
-		else if (rsoc_list_ok(&x))
-			s->good++;
-		else
-			s->bad++;
-	}
-	atomic_store(&s->done, 1);
+static void rsoc_judge(struct b_stream *s, const struct xw_cmd *x)
+{
+	if (x->status != SAM_STAT_GOOD)
+		s->other++;
+	else if (rsoc_list_ok(x))
+		s->good++;
+	else
+		s->bad++;
 }
 
 static void rsoc_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req)
@@ -444,7 +461,7 @@ static void test_rsoc_while_alua_changes(void **state)
 	};
 	struct rd *r = *state;
 	struct xw_world *w = r->w;
-	struct rsoc_stream s = { .w = w, .n = 2000 };
+	struct b_stream s = { .w = w, .n = 2000, .fill = rsoc_fill, .judge = rsoc_judge };
 	struct scsitgt_alua_opts on, off;
 	unsigned int rounds = 0;
 	uv_thread_t th;
@@ -452,7 +469,7 @@ static void test_rsoc_while_alua_changes(void **state)
 	scsitgt_alua_opts_init(&on, sizeof(on));
 	on.modes = SCSITGT_ALUA_IMPLICIT | SCSITGT_ALUA_EXPLICIT;
 	scsitgt_alua_opts_init(&off, sizeof(off));
-	assert_int_equal(uv_thread_create(&th, rsoc_thread, &s), 0);
+	assert_int_equal(uv_thread_create(&th, b_stream_thread, &s), 0);
 	while (!atomic_load(&s.done) || rounds < 10) {
 		assert_int_equal(scsitgt_alua_configure(w->tgt, &on), 0);
 		assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, &store, NULL), 0);
@@ -470,6 +487,71 @@ static void test_rsoc_while_alua_changes(void **state)
 	assert_int_equal(s.good, s.n);
 }
 
+/*
+ * LOG SELECT on home (an application client parameter, then a reset of the statistics) while
+ * the worker's nexus reads those pages with LOG SENSE (SPC-5 §6.7, §6.8): the LUN's log state
+ * is made, written and read by commands of both loops (TSan reports the races unless they
+ * take the LUN's lock; two first LOG SELECTs of two loops each made a state, one leaked).
+ */
+static void log_fill(struct xw_cmd *x, unsigned int i)
+{
+	x->cdb[0] = SPC_LOG_SENSE;
+	/* PC 01b (cumulative values) of the application client or statistics page */
+	x->cdb[2] = (uint8_t)(0x40 | (i % 2 ? LOG_APP_CLIENT : LOG_GENERAL_STATS));
+	put_be16(&x->cdb[7], XW_DATA_MAX);
+	x->cdb_len = 10;
+}
+
+static void log_judge(struct b_stream *s, const struct xw_cmd *x)
+{
+	if (x->status == SAM_STAT_GOOD)
+		s->good++;
+	else
+		s->other++;
+}
+
+static void test_log_select_while_worker_reads(void **state)
+{
+	struct rd *r = *state;
+	struct xw_world *w = r->w;
+	struct b_stream s = { .w = w, .n = 400, .fill = log_fill, .judge = log_judge };
+	unsigned int rounds = 0;
+	uv_thread_t th;
+	struct xw_cmd x;
+
+	assert_int_equal(uv_thread_create(&th, b_stream_thread, &s), 0);
+	while (!atomic_load(&s.done) || rounds < 10) {
+		/* SPC-5 §7.3.7: one general usage parameter (0xfc bytes) of page 0Fh */
+		memset(&x, 0, sizeof(x));
+		x.sess = w->a;
+		x.cdb[0] = SPC_LOG_SELECT;
+		x.cdb[2] = 0x40;
+		put_be16(&x.cdb[7], 4 + 4 + 0xfc);
+		x.cdb_len = 10;
+		x.dout[0] = LOG_APP_CLIENT;
+		put_be16(&x.dout[2], 4 + 0xfc);
+		put_be16(&x.dout[4], (uint16_t)(rounds % 64));
+		x.dout[6] = LP_BINARY_LIST;
+		x.dout[7] = 0xfc;
+		memset(&x.dout[8], (int)(rounds & 0xff), 0xfc);
+		x.dout_len = 4 + 4 + 0xfc;
+		assert_int_equal(xw_run(w, &x), SAM_STAT_GOOD);
+		/* PCR: the statistics' cumulative values back to zero */
+		memset(&x, 0, sizeof(x));
+		x.sess = w->a;
+		x.cdb[0] = SPC_LOG_SELECT;
+		x.cdb[1] = 0x02;
+		x.cdb[2] = 0x40 | LOG_GENERAL_STATS;
+		x.cdb_len = 10;
+		assert_int_equal(xw_run(w, &x), SAM_STAT_GOOD);
+		rounds++;
+	}
+	assert_int_equal(uv_thread_join(&th), 0);
+	print_message("%u rounds, %u LOG SENSE GOOD\n", rounds, s.good);
+	assert_int_equal(s.other, 0);
+	assert_int_equal(s.good, s.n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -482,6 +564,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_event_target_outlives_delivery, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_rsoc_while_alua_changes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_log_select_while_worker_reads, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
