@@ -21,9 +21,9 @@
 #   --cache cold|warm  cold (default): the file's pages are dropped every 100 ms; warm: the
 #                  file is read into the page cache once and stays there, the reference for
 #                  what the reader's traffic costs the loop without a single miss
-#   --target-args "ARGS"  extra minitarget arguments, e.g. "--workers 2" (with
-#                  SCSITGT_EXPERIMENTAL_CONN_WORKERS=1 in the environment: the sessions on
-#                  worker loops of their own)
+#   --target-args "ARGS"  extra minitarget arguments, e.g. "--workers 2" (the sessions on
+#                  worker loops of their own, the default with workers; "--workers 2
+#                  --conn-workers 0": only their sockets there)
 #
 # One minitarget (one loop, no workers) serves LUN 0 on the null backend and LUN 1 on the file,
 # buffered (io_engine=ENGINE,direct=0). For each engine and run: a QD1 4 KiB random-read

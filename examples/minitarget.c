@@ -8,7 +8,8 @@
  *              [--chap USER:SECRET] [--mutual-chap USER:SECRET] [--initiator NAME]...
  *              [--chap-algorithms LIST]
  *              [--header-digest] [--data-digest] [--login-timeout MS] [-v]
- *              [--workers N|auto] [--srp-portal HOST:PORT]... [--srp-guid 0xHEX]
+ *              [--workers N|auto] [--conn-workers 0|1]
+ *              [--srp-portal HOST:PORT]... [--srp-guid 0xHEX]
  *              [--acl-address CIDR]... [--initiator-address NAME=CIDR]...
  *              [--map NAME:LUN | *:LUN]... [--max-sessions N] [--max-lun-commands N]
  *              [--max-initiator-conns N] [--queue-depth N]
@@ -38,6 +39,10 @@
  * --redirect HOST:PORT answers every normal login with "target moved temporarily" to that
  * address (RFC 7143 §11.13.5, class 1), through the redirect hook (iscsi.h).
  * --tpgt sets the portal group tag of every portal (default 1), the relative target port id.
+ * --workers N runs N worker threads, each connection on one of them end to end; with
+ * --conn-workers 0 only the connections' sockets run there, the protocol and the core on the
+ * main loop (the engine option conn_workers, engine.h; SCSITGT_CONN_WORKERS in the
+ * environment overrides it).
  * --alua-group makes this process one gateway of the first RBD LUN's image
  * (backend_rbd_gateway.h; docs/rbd.md, "Several gateways: the HA model"): target port group G
  * holds this process's portals (port --tpgt), --alua-peer names another gateway's group (and
@@ -262,6 +267,8 @@ static int engine_setup(struct app *app)
 	eo.log_cb = log_cb;
 	eo.log_level = o->verbose ? SCSITGT_LOG_DEBUG : SCSITGT_LOG_NOTICE;
 	eo.workers = o->workers;
+	if (o->conn_workers >= 0)
+		eo.conn_workers = o->conn_workers != 0;
 	rc = scsitgt_engine_create(&app->engine, &app->loop, &eo);
 	if (rc < 0) {
 		fprintf(stderr, "minitarget: engine: %s\n", scsitgt_strerror(rc));

@@ -27,6 +27,7 @@ void minitarget_usage(FILE *f)
 		"                  [--pr-dir DIR] [--login-timeout MS] [--alua STATE]\n"
 		"                  [--nop-interval MS] [--redirect HOST:PORT]\n"
 		"                  [--iser-portal HOST:PORT]... [--workers N|auto]\n"
+		"                  [--conn-workers 0|1]\n"
 		"                  [--srp-portal HOST:PORT]... [--srp-guid 0xHEX]\n"
 		"                  [--acl-address CIDR]... [--initiator-address NAME=CIDR]...\n"
 		"                  [--map NAME:LUN | *:LUN]... [--max-sessions N]\n"
@@ -38,8 +39,10 @@ void minitarget_usage(FILE *f)
 		"                   [--alua-preferred] [--gw-holddown MS] [--gw-probe MS]]\n"
 		"  LUN flag fault=SPEC injects faults, e.g. fault=hang@write, fault=error=EIO@read:every=3\n"
 		"  (rules joined by ';', see backend_fault.h).\n"
-		"  --workers N: N worker threads, each connection on one of them end to end\n"
-		"  (environment SCSITGT_CONN_WORKERS=0: only the sockets there; docs/threading.md).\n");
+		"  --workers N: N worker threads, each connection on one of them end to end;\n"
+		"  --conn-workers 0: only the connections' sockets there (engine option\n"
+		"  conn_workers; SCSITGT_CONN_WORKERS in the environment overrides it;\n"
+		"  docs/threading.md).\n");
 }
 
 int minitarget_parse_size(const char *s, uint64_t *out)
@@ -337,6 +340,7 @@ static const struct opt_long {
 	OPT_LONG("--max-lun-commands", max_lun_cmds, 0, 1000000, 10, false),
 	OPT_LONG("--max-initiator-conns", max_init_conns, 0, 1000000, 10, false),
 	OPT_LONG("--queue-depth", queue_depth, 0, 1000000, 10, false),
+	OPT_LONG("--conn-workers", conn_workers, 0, 1, 10, false),
 };
 
 /* The options whose value is kept as given (a pointer into argv). */
@@ -403,6 +407,7 @@ static void opts_defaults(struct minitarget_opts *o)
 	o->login_timeout = -1;
 	o->nop_interval = -1;
 	o->workers = 0;
+	o->conn_workers = -1;
 	o->max_sessions = -1;
 	o->max_lun_cmds = -1;
 	o->max_init_conns = -1;

@@ -104,6 +104,7 @@ struct minitarget_opts {
 	long login_timeout; /* ms */
 	long nop_interval;  /* ms; 0: no NOP-In pings */
 	int workers;	    /* worker threads (engine opts), SCSITGT_ENGINE_WORKERS_AUTO */
+	long conn_workers;  /* engine opts conn_workers: 0 or 1; -1: the default */
 	/* Limits. */
 	long max_sessions;
 	long max_lun_cmds;

@@ -559,6 +559,8 @@ int main(int argc, char **argv)
 	eo.log_level = SCSITGT_LOG_DEBUG; /* filtered in log_cb, so that reload can change it */
 	if (cfg->workers != -2)
 		eo.workers = cfg->workers == -1 ? SCSITGT_ENGINE_WORKERS_AUTO : cfg->workers;
+	if (cfg->conn_workers >= 0)
+		eo.conn_workers = cfg->conn_workers != 0;
 	rc = scsitgt_engine_create(&d.engine, d.loop, &eo);
 	if (rc < 0) {
 		fprintf(stderr, "scsitgtd: engine: %s\n", scsitgt_strerror(rc));

@@ -1329,6 +1329,9 @@ static void engine_apply(struct scsitgtd *d, const struct scsitgtd_config *oc,
 		scsitgtd_log(d, SCSITGT_LOG_WARNING, "pr_dir: applies to LUNs created from now on");
 	if (oc && oc->workers != nc->workers)
 		scsitgtd_log(d, SCSITGT_LOG_WARNING, "workers: takes effect at the next start");
+	if (oc && oc->conn_workers != nc->conn_workers)
+		scsitgtd_log(d, SCSITGT_LOG_WARNING,
+			     "conn_workers: takes effect at the next start");
 }
 
 static void tgt_release(struct scsitgtd_tgt *t, size_t nsrps)

@@ -580,6 +580,7 @@ int scsitgtd_config_parse(const char *text, size_t len, struct scsitgtd_config *
 		return cfg_nomem(&p);
 	p.cfg->log_level = 5;
 	p.cfg->workers = -2;
+	p.cfg->conn_workers = -1;
 	inih_setup();
 	for (;;) {
 		size_t pos = p.pos;

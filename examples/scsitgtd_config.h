@@ -241,6 +241,7 @@ struct scsitgtd_config {
 	char *metrics_address;	 /* the HTTP metrics listener (numeric); NULL = none */
 	uint16_t metrics_port;
 	int workers;		   /* engine worker threads: -2 = not given, -1 = auto, 0..256 */
+	int conn_workers;	   /* connections on the workers end to end: -1 = not given, 0, 1 */
 	uint32_t drain_timeout_ms; /* 0 = library default */
 	char *discovery_user;	   /* CHAP required of discovery sessions; NULL = none */
 	char *discovery_secret;

@@ -293,6 +293,17 @@ static int k_workers(struct parser *p, const char *key, const char *v)
 	return 0;
 }
 
+/* scsitgt_engine_opts.conn_workers (engine.h): no keeps only the sockets on the workers. */
+static int k_conn_workers(struct parser *p, const char *key, const char *v)
+{
+	bool b;
+
+	if (parse_bool(v, &b) < 0)
+		return cfg_err(p, "%s: expected yes or no", key);
+	p->cfg->conn_workers = b;
+	return 0;
+}
+
 static int k_drain_timeout(struct parser *p, const char *key, const char *v)
 {
 	uint64_t x;
@@ -315,6 +326,7 @@ static int k_discovery_chap(struct parser *p, const char *key, const char *v)
 static const struct key engine_keys[] = {
 	{ "log_level", k_log_level, false },
 	{ "workers", k_workers, false },
+	{ "conn_workers", k_conn_workers, false },
 	{ "drain_timeout_ms", k_drain_timeout, false },
 	{ "discovery_chap", k_discovery_chap, false },
 	{ "discovery_mutual_chap", k_discovery_chap, false },

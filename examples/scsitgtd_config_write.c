@@ -282,6 +282,8 @@ int scsitgtd_config_write(const struct scsitgtd_config *cfg, FILE *f)
 		kv_str(f, "workers", "auto");
 	else if (cfg->workers >= 0)
 		kv_u64(f, "workers", (uint64_t)cfg->workers);
+	if (cfg->conn_workers >= 0)
+		kv_bool(f, "conn_workers", cfg->conn_workers != 0);
 	if (cfg->tmf_timeout_ms)
 		kv_u64(f, "tmf_timeout_ms", cfg->tmf_timeout_ms);
 	if (cfg->drain_timeout_ms)

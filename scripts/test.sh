@@ -20,8 +20,8 @@
 #                                the same configuration, but the suites that start a target
 #                                (integration, conformance; vm with --vm) run with every
 #                                target on two worker threads and its connections on them end
-#                                to end (IT_TARGET_ARGS="--workers 2" and
-#                                SCSITGT_EXPERIMENTAL_CONN_WORKERS=1, issue 18): alone, every
+#                                to end (IT_TARGET_ARGS="--workers 2", the default with
+#                                workers, issue 18): alone, every
 #                                suite but vm; with --sanitize, unit and fuzz as usual, then
 #                                integration and conformance so; with --tsan, the unit suite,
 #                                then the integration tests that exercise threads (TSAN_CW
@@ -218,7 +218,7 @@ for t in json.load(sys.stdin):
 	fi
 	# Every target the integration, conformance and vm scripts start (tests/integration/lib.sh,
 	# tests/vm/vm-test.sh).
-	IT_TARGET_ARGS="--workers 2" SCSITGT_EXPERIMENTAL_CONN_WORKERS=1 \
+	IT_TARGET_ARGS="--workers 2" \
 		meson test -C "$BUILD" --no-rebuild --print-errorlogs --num-processes "$JOBS" \
 		--logbase connworkers "${CW_ARGS[@]}" "${EXTRA[@]}" "${names[@]}" || status=1
 fi

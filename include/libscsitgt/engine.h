@@ -6,6 +6,8 @@
 #ifndef LIBSCSITGT_ENGINE_H
 #define LIBSCSITGT_ENGINE_H
 
+#include <stdbool.h>
+
 #include <uv.h>
 
 #include "common.h"
@@ -34,13 +36,26 @@ struct scsitgt_engine_opts {
 	 * to end: login, the protocol, the core's handling of its commands, and the calls of a
 	 * ::SCSITGT_BACKEND_MULTI_LOOP backend (other backends are still called on the home
 	 * loop). Events are delivered on the home loop; the log callback is called from the
-	 * thread that logs. Opt-out: the environment variable SCSITGT_CONN_WORKERS=0 when the
-	 * engine is created keeps the protocol and the core on the home loop and only the
-	 * sockets on the workers (every callback on the home loop).
+	 * thread that logs. Opt-out: @ref conn_workers false keeps the protocol and the core on
+	 * the home loop and only the sockets on the workers (every callback on the home loop).
 	 * ::SCSITGT_ENGINE_WORKERS_AUTO: one per CPU (uv_available_parallelism()). At most
 	 * ::SCSITGT_ENGINE_WORKERS_MAX.
 	 */
 	int workers;
+	/**
+	 * With @ref workers > 0: true (the default) runs each connection on its worker end to
+	 * end, as @ref workers says; false runs only its socket reads and writes there, and
+	 * login, the protocol, the SCSI core and every backend call on the home loop (socket
+	 * workers only, docs/threading.md). Ignored without workers. iSCSI/TCP and iSER
+	 * connections; SRP channels stay on the home loop. Appended: a caller compiled before
+	 * it (a smaller @ref size) gets the default.
+	 *
+	 * The environment variable SCSITGT_CONN_WORKERS, when set to a non-empty value as the
+	 * engine is created, overrides this field (for testing a host unchanged): "0" means
+	 * false, any other value true. Its older name SCSITGT_EXPERIMENTAL_CONN_WORKERS is read
+	 * when it is unset. The engine logs (level info) which mode it runs.
+	 */
+	bool conn_workers;
 };
 
 /** scsitgt_engine_opts::workers: as many worker threads as the process may use CPUs. */

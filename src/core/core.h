@@ -85,9 +85,10 @@ struct scsitgt_engine {
 	void *workers_stop_arg;
 	/*
 	 * With workers (the default there, issue 18), an iSCSI/TCP connection runs on its
-	 * worker end to end (login, CmdSN, the core, responses), not only its socket. Cleared
-	 * at creation by the environment variable SCSITGT_CONN_WORKERS=0 (socket workers only,
-	 * docs/threading.md); read-only afterwards.
+	 * worker end to end (login, CmdSN, the core, responses), not only its socket. Set at
+	 * creation from scsitgt_engine_opts.conn_workers, which the environment variable
+	 * SCSITGT_CONN_WORKERS overrides (false: socket workers only, docs/threading.md);
+	 * read-only afterwards.
 	 */
 	bool conn_workers;
 	/*

@@ -28,6 +28,7 @@ SCSITGT_EXPORT void scsitgt_engine_opts_init(struct scsitgt_engine_opts *opts, s
 	struct scsitgt_engine_opts def = {
 		.size = sizeof(def),
 		.log_level = SCSITGT_LOG_NOTICE,
+		.conn_workers = true,
 	};
 
 	if (opts == NULL || size == 0)
@@ -107,17 +108,29 @@ static void engine_failed_closed(uv_handle_t *h)
 }
 
 /*
- * With workers, connections run on them end to end unless SCSITGT_CONN_WORKERS=0 (or its
- * older name SCSITGT_EXPERIMENTAL_CONN_WORKERS=0, read when the new one is unset) asks for
- * socket workers only: see engine->conn_workers (core.h) and docs/threading.md.
+ * Whether connections run on the workers end to end (engine->conn_workers, core.h): the
+ * option @opt unless the environment overrides it (engine.h, docs/threading.md):
+ * SCSITGT_CONN_WORKERS, or its older name SCSITGT_EXPERIMENTAL_CONN_WORKERS when the new one
+ * is unset, set to "0" (false) or any other non-empty value (true). @env receives
+ * "NAME=VALUE" of the variable that decided, or "" when the option did.
  */
-static bool engine_conn_workers(void)
+static bool engine_conn_workers(bool opt, char *env, size_t env_size)
 {
-	const char *v = getenv("SCSITGT_CONN_WORKERS");
+	static const char *const names[] = { "SCSITGT_CONN_WORKERS",
+					     "SCSITGT_EXPERIMENTAL_CONN_WORKERS" };
+	const char *v = NULL;
+	size_t i;
 
-	if (v == NULL)
-		v = getenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS");
-	return v == NULL || v[0] == '\0' || strcmp(v, "0") != 0;
+	env[0] = '\0';
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		v = getenv(names[i]);
+		if (v)
+			break;
+	}
+	if (v == NULL || v[0] == '\0')
+		return opt;
+	snprintf(env, env_size, "%s=%s", names[i], v);
+	return strcmp(v, "0") != 0;
 }
 
 bool scsitgt__engine_on_home(const struct scsitgt_engine *engine)
@@ -258,7 +271,17 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 		return rc;
 	}
 	scsitgt__shards_bind_workers(engine);
-	engine->conn_workers = engine->nworkers > 0 && engine_conn_workers();
+	if (engine->nworkers > 0) {
+		char env[96];
+
+		engine->conn_workers = engine_conn_workers(o.conn_workers, env, sizeof(env));
+		scsitgt__log(&engine->log, SCSITGT_LOG_INFO, "core", "%u worker threads, %s%s%s%s",
+			     engine->nworkers,
+			     engine->conn_workers ? "each connection on one of them end to end" :
+						    "only the connections' sockets on them",
+			     env[0] ? " (" : "", env,
+			     env[0] ? " in the environment overrides the engine option)" : "");
+	}
 	*out = engine;
 	return 0;
 }

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """conn_workers - sessions whose connections run on worker loops end to end (issue 18).
 
-Drives a target started with --workers 2 and SCSITGT_EXPERIMENTAL_CONN_WORKERS=1 with the
+Drives a target started with --workers 2 --conn-workers 1 with the
 hand-written initiator of hostile_iscsi.py, where it needs control a real initiator does not
 give (two sessions held open at once, the same ISID twice):
 

@@ -6,8 +6,8 @@
 # is compared again. LUN 1 has 4096-byte blocks.
 # With "digest", both initiators negotiate HeaderDigest=CRC32C (RFC 7143 §13.1). libiscsi
 # offers DataDigest=None only, so data digests are not reachable from these initiators.
-# With "workers", the target runs on two worker threads (--workers 2; meson runs it with socket
-# workers only, SCSITGT_CONN_WORKERS=0, the opt-out of docs/threading.md).
+# With "workers", the target runs on two worker threads with socket workers only (--workers 2
+# --conn-workers 0, the engine option's opt-out of docs/threading.md).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init "${1:-}"
@@ -22,7 +22,7 @@ qemu-img --help 2>/dev/null | grep -Eq '^Supported formats:.* iscsi( |$)' ||
 
 SIZE=$((64 * 1024 * 1024))
 target_args=()
-[[ "$MODE" == workers ]] && target_args=(--workers 2)
+[[ "$MODE" == workers ]] && target_args=(--workers 2 --conn-workers 0)
 it_start "${target_args[@]}" --lun 0:ram:64M --lun 1:ram:64M,bs=4096
 iqn=$(it_iqn "${IT_URLS[0]}")
 

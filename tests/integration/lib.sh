@@ -16,8 +16,10 @@
 #   IT_TARGET_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full"
 # (a wrapper that fails on errors makes it_stop report a non-zero exit status).
 # IT_TARGET_ARGS, when set, is added to the arguments of every it_start, e.g. to run a whole
-# suite with worker threads and connections on them (issue 18):
-#   IT_TARGET_ARGS="--workers 2" SCSITGT_EXPERIMENTAL_CONN_WORKERS=1 meson test --suite ...
+# suite with worker threads and connections on them (issue 18; the default with workers,
+# "--workers 2 --conn-workers 0" for sockets only):
+#   IT_TARGET_ARGS="--workers 2" meson test --suite ...
+# (SCSITGT_CONN_WORKERS=0|1 in the environment overrides every target's --conn-workers.)
 #
 # Nothing here measures time: the waits are generous upper bounds for a slow, loaded machine,
 # and every wait polls for the event it needs.
@@ -270,20 +272,29 @@ it_with_cred() {
 
 # ---- scsitgtd and its line client (scsitgtd.sh, fault_async.sh) ----
 
-# it_conf_workers CONF: when IT_TARGET_ARGS asks for worker threads (--workers N), give the
-# scsitgtd file CONF the same in its [engine] section (added when the file has none), unless
-# the file sets workers itself; so a whole suite run with IT_TARGET_ARGS="--workers 2" runs
-# scsitgtd with workers too. Called before each start and reload.
-it_conf_workers() {
-	local conf=$1 n
-	[[ " ${IT_TARGET_ARGS:-} " =~ \ --workers\ ([^ ]+)\  ]] || return 0
-	n=${BASH_REMATCH[1]}
-	grep -Eq '^[[:space:]]*workers[[:space:]]*=' "$conf" && return 0
+# it_conf_engine_key CONF KEY VALUE: KEY = VALUE in the [engine] section of the scsitgtd file
+# CONF (added when the file has none), unless the file sets KEY itself.
+it_conf_engine_key() {
+	local conf=$1 key=$2 val=$3
+	grep -Eq "^[[:space:]]*$key[[:space:]]*=" "$conf" && return 0
 	if grep -Eq '^[[:space:]]*\[engine\]' "$conf"; then
-		sed -i -E "0,/^[[:space:]]*\[engine\]/s//[engine]\nworkers = $n/" "$conf"
+		sed -i -E "0,/^[[:space:]]*\[engine\]/s//[engine]\n$key = $val/" "$conf"
 	else
-		sed -i "1i [engine]\nworkers = $n\n" "$conf"
+		sed -i "1i [engine]\n$key = $val\n" "$conf"
 	fi
+}
+
+# it_conf_workers CONF: when IT_TARGET_ARGS asks for worker threads (--workers N, and maybe
+# --conn-workers 0|1), give the scsitgtd file CONF the same (workers, conn_workers) in its
+# [engine] section, each unless the file sets it itself; so a whole suite run with
+# IT_TARGET_ARGS="--workers 2" runs scsitgtd with workers too. Called before each start and
+# reload.
+it_conf_workers() {
+	local conf=$1
+	[[ " ${IT_TARGET_ARGS:-} " =~ \ --workers\ ([^ ]+)\  ]] || return 0
+	it_conf_engine_key "$conf" workers "${BASH_REMATCH[1]}"
+	[[ " ${IT_TARGET_ARGS:-} " =~ \ --conn-workers\ ([01])\  ]] || return 0
+	it_conf_engine_key "$conf" conn_workers "$([[ ${BASH_REMATCH[1]} == 1 ]] && echo yes || echo no)"
 }
 
 # it_scsitgtd_start CONF: run scsitgtd ($IT_TARGET, under $IT_TARGET_WRAPPER if set) on CONF in
@@ -292,6 +303,7 @@ it_scsitgtd_start() {
 	IT_SCSITGTD_CONF=$1
 	it_conf_workers "$1"
 	: >"$IT_TMP/target.out"
+	IT_RELOADS=0 # it_reload counts this daemon's "reloaded" lines in the new target.out
 	# shellcheck disable=SC2086 # the wrapper and IT_TARGET_ARGS are command lines
 	${IT_TARGET_WRAPPER:-} "$IT_TARGET" "$1" </dev/null >"$IT_TMP/target.out" \
 		2>"$IT_TMP/target.err" &

@@ -199,9 +199,13 @@ if [[ "${RBD_ZERO_COPY:-0}" == 1 ]]; then
 		it_log "$zc"
 	done
 fi
-# With connections on worker loops (issue 18's switch), the LUNs' ios ran on the workers: the
-# backend made a completion queue for another loop than home (docs/rbd.md, "Threads").
-if [[ "${SCSITGT_EXPERIMENTAL_CONN_WORKERS:-0}" == 1 && " ${IT_TARGET_ARGS:-} " == *" --workers "* ]]; then
+# With connections on worker loops (the default when IT_TARGET_ARGS asks for workers, unless
+# --conn-workers 0 or SCSITGT_CONN_WORKERS=0 keeps them home: docs/threading.md), the LUNs' ios
+# ran on the workers: the backend made a completion queue for another loop than home
+# (docs/rbd.md, "Threads").
+cw_env=${SCSITGT_CONN_WORKERS:-${SCSITGT_EXPERIMENTAL_CONN_WORKERS:-}}
+if [[ " ${IT_TARGET_ARGS:-} " =~ \ --workers\ ([1-9]|auto) &&
+	" ${IT_TARGET_ARGS:-} " != *" --conn-workers 0 "* && "$cw_env" != 0 ]]; then
 	grep -q "another loop submits: its own completion queue" "$IT_TMP/target.err" ||
 		it_fail "connections on workers, but no RBD io was submitted on a worker loop"
 	it_log "RBD ios submitted on worker loops"

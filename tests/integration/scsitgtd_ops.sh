@@ -93,6 +93,24 @@ check_lines "$TS" "JOURNAL_STREAM of another file"
 unset JOURNAL_STREAM
 it_log "ok: priority prefixes under journald, timestamps otherwise"
 
+# ---- conn_workers: the engine option, read at start (a reload that changes it says so) ----
+# The environment's SCSITGT_CONN_WORKERS would override the option (docs/threading.md).
+unset SCSITGT_CONN_WORKERS SCSITGT_EXPERIMENTAL_CONN_WORKERS
+write_conf $'workers = 2\nconn_workers = no'
+it_scsitgtd_start "$CONF"
+grep -q "2 worker threads, only the connections' sockets on them$" "$IT_TMP/target.err" ||
+	it_fail "conn_workers = no: $(grep 'worker threads' "$IT_TMP/target.err" || echo no line)"
+write_conf $'workers = 2\nconn_workers = yes'
+it_reload
+grep -q "warning: \[scsitgtd\] conn_workers: takes effect at the next start" \
+	"$IT_TMP/target.err" || it_fail "reload of conn_workers: no warning"
+it_stop || it_fail "scsitgtd did not stop cleanly"
+it_scsitgtd_start "$CONF"
+grep -q "2 worker threads, each connection on one of them end to end$" "$IT_TMP/target.err" ||
+	it_fail "conn_workers = yes: $(grep 'worker threads' "$IT_TMP/target.err" || echo no line)"
+it_stop || it_fail "scsitgtd did not stop cleanly"
+it_log "ok: conn_workers set at start, a reload that changes it warns"
+
 # ---- reload feedback ----
 IQN=iqn.2026-12.org.example:ops
 write_conf

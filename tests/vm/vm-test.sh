@@ -12,10 +12,11 @@
 #                 (logs the guest script wants to keep)
 # Environment: VM_TIMEOUT (default 840 s; meson allows 900), VM_OTHER_BUILD (a second build
 #   dir, staged at /host/other/ for comparisons) and the other run-guest.sh variables.
-#   IT_TARGET_ARGS and SCSITGT_EXPERIMENTAL_CONN_WORKERS reach the guest's target as they reach
-#   the integration suites' (tests/integration/lib.sh): IT_TARGET_ARGS is appended to ARGS
-#   (every guest script ends with the target's arguments), the variable is exported there, e.g.
-#     IT_TARGET_ARGS="--workers 2" SCSITGT_EXPERIMENTAL_CONN_WORKERS=1 meson test --suite vm
+#   IT_TARGET_ARGS and SCSITGT_CONN_WORKERS (or its older name SCSITGT_EXPERIMENTAL_CONN_WORKERS)
+#   reach the guest's target as they reach the integration suites' (tests/integration/lib.sh):
+#   IT_TARGET_ARGS is appended to ARGS (every guest script ends with the target's arguments),
+#   the variables are exported there, e.g.
+#     IT_TARGET_ARGS="--workers 2" meson test --suite vm
 # Exit status: the guest script's; 77 (meson: skipped) when QEMU or the guest image cannot be
 # had on this host, with the reason on stderr.
 set -uo pipefail
@@ -63,8 +64,9 @@ if [ -n "${VM_OTHER_BUILD:-}" ]; then
 	cp -L "$VM_OTHER_BUILD/examples/minitarget" "$STAGE/other/examples/"
 	cp -L "$VM_OTHER_BUILD/libscsitgt.so.0" "$STAGE/other/"
 fi
-[ -n "${SCSITGT_EXPERIMENTAL_CONN_WORKERS:-}" ] &&
-	export VM_ENV="${VM_ENV:-} SCSITGT_EXPERIMENTAL_CONN_WORKERS=$SCSITGT_EXPERIMENTAL_CONN_WORKERS"
+for v in SCSITGT_CONN_WORKERS SCSITGT_EXPERIMENTAL_CONN_WORKERS; do
+	[ -n "${!v:-}" ] && export VM_ENV="${VM_ENV:-} $v=${!v}"
+done
 # shellcheck disable=SC2086 # IT_TARGET_ARGS is a command line
 VM_SHARE=$STAGE "$HERE/run-guest.sh" "$SCRIPT" "$@" ${IT_TARGET_ARGS:-}
 rc=$?

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * iSCSI/TCP connections that live on a worker loop end to end (engine->conn_workers, the
- * experimental mode of docs/threading.md): what crosses between loops.
+ * default with workers, docs/threading.md): what crosses between loops.
  *
  * The home loop accepts, counts the connection in its portal, places it on the least-loaded
  * worker and hands the socket over (a duplicate descriptor in a message): the worker opens it

@@ -15,10 +15,13 @@
 #include "libscsitgt/scsitgt.h"
 
 #if defined(__x86_64__) && defined(__LP64__)
-_Static_assert(sizeof(struct scsitgt_engine_opts) == 32, "engine_opts ABI");
+_Static_assert(sizeof(struct scsitgt_engine_opts) == 40, "engine_opts ABI");
 _Static_assert(offsetof(struct scsitgt_engine_opts, log_cb) == 8, "engine_opts ABI");
 _Static_assert(offsetof(struct scsitgt_engine_opts, log_arg) == 16, "engine_opts ABI");
 _Static_assert(offsetof(struct scsitgt_engine_opts, log_level) == 24, "engine_opts ABI");
+_Static_assert(offsetof(struct scsitgt_engine_opts, workers) == 28, "engine_opts ABI");
+/* Appended after the first release, past the 32 bytes of the older struct. */
+_Static_assert(offsetof(struct scsitgt_engine_opts, conn_workers) == 32, "engine_opts ABI");
 
 _Static_assert(sizeof(struct scsitgt_target_opts) == 40, "target_opts ABI");
 _Static_assert(offsetof(struct scsitgt_target_opts, name) == 8, "target_opts ABI");

@@ -116,6 +116,7 @@ static void test_opts_init_sizes(void **state)
 
 	(void)state;
 	OPTS_INIT_CHECK(struct scsitgt_engine_opts, scsitgt_engine_opts_init, log_level);
+	OPTS_INIT_CHECK(struct scsitgt_engine_opts, scsitgt_engine_opts_init, conn_workers);
 	OPTS_INIT_CHECK(struct scsitgt_target_opts, scsitgt_target_opts_init, alias);
 	OPTS_INIT_CHECK(struct scsitgt_lun_opts, scsitgt_lun_opts_init, backend_ctx);
 
@@ -123,16 +124,28 @@ static void test_opts_init_sizes(void **state)
 	scsitgt_engine_opts_init(&eo, sizeof(eo));
 	assert_int_equal(eo.log_level, SCSITGT_LOG_NOTICE);
 	assert_null(eo.log_cb);
+	assert_int_equal(eo.workers, 0);
+	assert_true(eo.conn_workers);
 	scsitgt_lun_opts_init(&lo, sizeof(lo));
 	assert_int_equal(lo.id, 0);
 	assert_int_equal(lo.block_size, 0);
 	assert_null(lo.backend);
 }
 
+/* struct scsitgt_engine_opts as the 0.1 ABI baseline has it (tests/unit/api/test_api_abi.c). */
+struct engine_opts_v0 {
+	size_t size;
+	scsitgt_log_cb log_cb;
+	void *log_arg;
+	enum scsitgt_log_level log_level;
+	int workers;
+};
+
 static void test_engine_create_errors(void **state)
 {
 	struct scsitgt_engine *engine = NULL;
 	struct scsitgt_engine_opts eo;
+	struct engine_opts_v0 *v0;
 	uv_loop_t loop;
 
 	(void)state;
@@ -153,6 +166,22 @@ static void test_engine_create_errors(void **state)
 	eo.log_level = (enum scsitgt_log_level)99; /* beyond its size: never read */
 	assert_int_equal(scsitgt_engine_create(&engine, &loop, &eo), 0);
 	assert_ptr_equal(scsitgt_engine_get_loop(engine), &loop);
+	scsitgt_engine_destroy(engine, NULL, NULL);
+	assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+	/*
+	 * A binary compiled before conn_workers was appended: its struct is 32 bytes on the
+	 * heap, which init and create must neither write nor read past (ASan's builds see it).
+	 */
+	v0 = calloc(1, sizeof(*v0));
+	assert_non_null(v0);
+	scsitgt_engine_opts_init((struct scsitgt_engine_opts *)(void *)v0, sizeof(*v0));
+	assert_int_equal(v0->size, sizeof(*v0));
+	assert_int_equal(v0->log_level, SCSITGT_LOG_NOTICE);
+	v0->workers = 1;
+	assert_int_equal(
+		scsitgt_engine_create(&engine, &loop, (struct scsitgt_engine_opts *)(void *)v0), 0);
+	free(v0);
+	assert_int_equal(scsitgt_engine_get_workers(engine), 1);
 	scsitgt_engine_destroy(engine, NULL, NULL);
 	assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
 	assert_int_equal(uv_loop_close(&loop), 0);

@@ -6,7 +6,7 @@
  * the host loop left without handles), and real connections on a loopback portal served
  * through workers: logins, writes with immediate data and reads, verified byte for byte,
  * several sessions at once, with a burst large enough to make a worker stop reading for a
- * while; with connections on the workers (SCSITGT_EXPERIMENTAL_CONN_WORKERS), the threads the
+ * while; with connections on the workers (scsitgt_engine_opts.conn_workers), the threads the
  * event and log callbacks are called from. Part of the TSan suite (scripts/test.sh --tsan).
  */
 #include <arpa/inet.h>
@@ -160,8 +160,22 @@ static void test_opts(void **state)
 	assert_int_equal(scsitgt_engine_get_workers(NULL), 0);
 }
 
-/* conn_workers as engine creation reads it, with the environment NEW and OLD (NULL: unset). */
-static bool conn_workers_with(int workers, const char *new_val, const char *old_val)
+/* What the option's field is given: the default of scsitgt_engine_opts_init(), or a value. */
+enum opt_cw {
+	CW_DEFAULT,
+	CW_OFF,
+	CW_ON,
+	CW_OLD_SIZE
+};
+
+/*
+ * engine->conn_workers as engine creation decides it, with WORKERS threads, the option OPT
+ * and the environment NEW (SCSITGT_CONN_WORKERS) and OLD (its older name), NULL: unset.
+ * CW_OLD_SIZE: a caller compiled before the field, whose struct ends before it (the bytes
+ * after its size are garbage that says false).
+ */
+static bool conn_workers_with(int workers, enum opt_cw opt, const char *new_val,
+			      const char *old_val)
 {
 	struct scsitgt_engine_opts o;
 	struct scsitgt_engine *engine;
@@ -174,6 +188,12 @@ static bool conn_workers_with(int workers, const char *new_val, const char *old_
 		assert_int_equal(setenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS", old_val, 1), 0);
 	scsitgt_engine_opts_init(&o, sizeof(o));
 	o.workers = workers;
+	if (opt == CW_OFF || opt == CW_ON)
+		o.conn_workers = opt == CW_ON;
+	if (opt == CW_OLD_SIZE) {
+		o.size = offsetof(struct scsitgt_engine_opts, conn_workers);
+		o.conn_workers = false;
+	}
 	assert_int_equal(uv_loop_init(&loop), 0);
 	assert_int_equal(scsitgt_engine_create(&engine, &loop, &o), 0);
 	assert_int_equal(unsetenv("SCSITGT_CONN_WORKERS"), 0);
@@ -183,26 +203,47 @@ static bool conn_workers_with(int workers, const char *new_val, const char *old_
 	return on;
 }
 
-/* With workers, connections run on them by default; SCSITGT_CONN_WORKERS=0 opts out, and the
- * experimental name is read only when the new one is unset (docs/threading.md). */
+/*
+ * With workers, connections run on them by default; scsitgt_engine_opts.conn_workers false
+ * opts out, and SCSITGT_CONN_WORKERS overrides the option either way, its experimental name
+ * read only when the new one is unset (engine.h, docs/threading.md). A caller compiled before
+ * the field gets the default. Without workers there is nothing to run on.
+ */
 static void test_conn_workers_default(void **state)
 {
 	const char *saved_new = getenv("SCSITGT_CONN_WORKERS");
 	const char *saved_old = getenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS");
 	char *keep_new = saved_new ? strdup(saved_new) : NULL;
 	char *keep_old = saved_old ? strdup(saved_old) : NULL;
+	struct scsitgt_engine_opts o;
 
 	(void)state;
 	assert_int_equal(unsetenv("SCSITGT_CONN_WORKERS"), 0);
 	assert_int_equal(unsetenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS"), 0);
-	assert_true(conn_workers_with(2, NULL, NULL));
-	assert_false(conn_workers_with(0, NULL, NULL));
-	assert_false(conn_workers_with(2, "0", NULL));
-	assert_true(conn_workers_with(2, "1", NULL));
-	assert_false(conn_workers_with(2, NULL, "0"));
-	assert_true(conn_workers_with(2, NULL, "1"));
-	assert_true(conn_workers_with(2, "1", "0"));
-	assert_false(conn_workers_with(2, "0", "1"));
+	scsitgt_engine_opts_init(&o, sizeof(o));
+	assert_true(o.conn_workers);
+	/* The option, workers 2 and 0. */
+	assert_true(conn_workers_with(2, CW_DEFAULT, NULL, NULL));
+	assert_true(conn_workers_with(2, CW_ON, NULL, NULL));
+	assert_false(conn_workers_with(2, CW_OFF, NULL, NULL));
+	assert_true(conn_workers_with(2, CW_OLD_SIZE, NULL, NULL));
+	assert_false(conn_workers_with(0, CW_DEFAULT, NULL, NULL));
+	assert_false(conn_workers_with(0, CW_ON, NULL, NULL));
+	assert_false(conn_workers_with(0, CW_OFF, NULL, NULL));
+	assert_false(conn_workers_with(0, CW_ON, "1", NULL));
+	/* The environment wins over the option; empty counts as unset. */
+	assert_false(conn_workers_with(2, CW_DEFAULT, "0", NULL));
+	assert_false(conn_workers_with(2, CW_ON, "0", NULL));
+	assert_true(conn_workers_with(2, CW_OFF, "1", NULL));
+	assert_true(conn_workers_with(2, CW_DEFAULT, "1", NULL));
+	assert_false(conn_workers_with(2, CW_OFF, "", NULL));
+	assert_true(conn_workers_with(2, CW_ON, "", NULL));
+	assert_false(conn_workers_with(2, CW_OLD_SIZE, "0", NULL));
+	/* The older name, read only when the new one is unset. */
+	assert_false(conn_workers_with(2, CW_DEFAULT, NULL, "0"));
+	assert_true(conn_workers_with(2, CW_OFF, NULL, "1"));
+	assert_true(conn_workers_with(2, CW_DEFAULT, "1", "0"));
+	assert_false(conn_workers_with(2, CW_ON, "0", "1"));
 	if (keep_new)
 		assert_int_equal(setenv("SCSITGT_CONN_WORKERS", keep_new, 1), 0);
 	if (keep_old)
@@ -986,10 +1027,8 @@ static void test_conn_workers_events(void **state)
 	o.log_cb = ev_log;
 	o.log_arg = et;
 	o.log_level = SCSITGT_LOG_INFO;
-	/* The switch is read when the engine is created (docs/threading.md). */
-	assert_int_equal(setenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS", "1", 1), 0);
+	o.conn_workers = true;
 	assert_int_equal(scsitgt_engine_create(&et->engine, &loop, &o), 0);
-	assert_int_equal(unsetenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS"), 0);
 	assert_true(et->engine->conn_workers);
 	assert_int_equal(scsitgt_engine_set_event_cb(et->engine, ev_event, et), 0);
 	et->c.id = 7;

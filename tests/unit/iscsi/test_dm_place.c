@@ -153,10 +153,8 @@ static struct scsitgt_engine *engine_with_workers(uv_loop_t *loop, bool conn_wor
 	assert_int_equal(uv_loop_init(loop), 0);
 	scsitgt_engine_opts_init(&o, sizeof(o));
 	o.workers = 2;
-	/* The switch is read when the engine is created (docs/threading.md). */
-	assert_int_equal(setenv("SCSITGT_CONN_WORKERS", conn_workers ? "1" : "0", 1), 0);
+	o.conn_workers = conn_workers;
 	assert_int_equal(scsitgt_engine_create(&engine, loop, &o), 0);
-	assert_int_equal(unsetenv("SCSITGT_CONN_WORKERS"), 0);
 	assert_int_equal(engine->conn_workers, conn_workers);
 	return engine;
 }

@@ -62,6 +62,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o->max_sessions, -1);
 	assert_int_equal(o->drain_timeout, -1);
 	assert_int_equal(o->workers, 0);
+	assert_int_equal(o->conn_workers, -1);
 	assert_int_equal(o->chap_algs, 0);
 	assert_null(o->chap);
 	assert_null(o->pr_dir);
@@ -91,10 +92,10 @@ static void test_every_option(void **state)
 		      "--initiator", "iqn.a", "--initiator", "iqn.b", "--header-digest",
 		      "--data-digest", "-v", "--pr-dir", "/tmp/pr", "--login-timeout", "5000",
 		      "--alua", "0x2", "--nop-interval", "0", "--iser-portal", "10.0.0.1",
-		      "--workers", "auto", "--srp-portal", "10.0.0.2:5555", "--srp-guid", "0xab",
-		      "--acl-address", "10.0.0.0/8", "--initiator-address", "iqn.a=10.1.0.0/16",
-		      "--map", "iqn.a:3", "--map", "*:4", "--max-sessions", "7",
-		      "--max-lun-commands", "8", "--max-initiator-conns", "9", "--queue-depth",
+		      "--workers", "auto", "--conn-workers", "0", "--srp-portal", "10.0.0.2:5555",
+		      "--srp-guid", "0xab", "--acl-address", "10.0.0.0/8", "--initiator-address",
+		      "iqn.a=10.1.0.0/16", "--map", "iqn.a:3", "--map", "*:4", "--max-sessions",
+		      "7", "--max-lun-commands", "8", "--max-initiator-conns", "9", "--queue-depth",
 		      "10", "--discovery-chap", "du:ds", "--discovery-mutual-chap", "dm:dms",
 		      "--drain-timeout", "11", "--tmf-timeout", "12", "--logout-timeout", "13",
 		      "--tpgt", "14", "--alua-group", "15", "--alua-peer", "16", "--alua-peer",
@@ -127,6 +128,7 @@ static void test_every_option(void **state)
 	assert_int_equal(o->niser, 1);
 	assert_string_equal(o->iser_portals[0], "10.0.0.1");
 	assert_int_equal(o->workers, SCSITGT_ENGINE_WORKERS_AUTO);
+	assert_int_equal(o->conn_workers, 0);
 	assert_int_equal(o->nsrp, 1);
 	assert_int_equal(o->srp_guid, 0xab);
 	assert_int_equal(o->nacl_addrs, 1);
@@ -179,6 +181,8 @@ static void test_bad_values(void **state)
 		{ "--alua-peer", "1:65536" },
 		{ "--workers", "-2" },
 		{ "--workers", "many" },
+		{ "--conn-workers", "2" },
+		{ "--conn-workers", "" },
 		{ "--max-sessions", "1000001" },
 		{ "--queue-depth", "-1" },
 	};
@@ -434,6 +438,7 @@ static void test_usage_lists_options(void **state)
 		"--nop-interval",
 		"--iser-portal",
 		"--workers",
+		"--conn-workers",
 		"--srp-portal",
 		"--srp-guid",
 		"--acl-address",

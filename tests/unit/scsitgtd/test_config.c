@@ -61,6 +61,7 @@ static void roundtrip(const struct scsitgtd_config *cfg)
 	assert_string_equal(t1, t2);
 	assert_int_equal(c2->log_level, cfg->log_level);
 	assert_int_equal(c2->workers, cfg->workers);
+	assert_int_equal(c2->conn_workers, cfg->conn_workers);
 	assert_true(scsitgtd_params_equal(&c2->params, &cfg->params));
 	assert_int_equal(c2->nportals, cfg->nportals);
 	for (size_t i = 0; i < cfg->nportals; i++) {
@@ -680,6 +681,7 @@ static void test_access_srp_limits(void **state)
 				   "discovery_chap = disc:disc-secret-0001\n"
 				   "discovery_mutual_chap = tdisc:tdisc-secret-01\n"
 				   "workers = auto\n"
+				   "conn_workers = no\n"
 				   "drain_timeout_ms = 2000\n"
 				   "logout_timeout_ms = 500\n"
 				   "async_events = luns_changed, other\n"
@@ -719,6 +721,7 @@ static void test_access_srp_limits(void **state)
 
 	(void)state;
 	assert_int_equal(cfg->workers, -1);
+	assert_int_equal(cfg->conn_workers, 0);
 	assert_string_equal(cfg->discovery_user, "disc");
 	assert_string_equal(cfg->discovery_secret, "disc-secret-0001");
 	assert_string_equal(cfg->discovery_mutual_user, "tdisc");
@@ -747,7 +750,7 @@ static void test_access_srp_limits(void **state)
 	assert_int_equal(l1->physical_block_exponent, -1);
 	assert_true(l0->flags & SCSITGTD_LUN_CLAIM_SPC4);
 	assert_string_equal(l0->fault, "delay=250@read+write;hang@flush:skip=2");
-	assert_int_equal(l0->fault_line, 34);
+	assert_int_equal(l0->fault_line, 35);
 	assert_null(l1->fault);
 	assert_true(scsitgtd_lun_needs_recreate(l0, l1));
 	assert_true(scsitgtd_target_masks_luns(t));
@@ -760,10 +763,16 @@ static void test_access_srp_limits(void **state)
 
 	cfg = parse_ok("[engine]\nworkers = 0\n[target]\nname = iqn.x\n");
 	assert_int_equal(cfg->workers, 0);
+	assert_int_equal(cfg->conn_workers, -1);
 	assert_false(scsitgtd_target_masks_luns(&cfg->targets[0]));
+	scsitgtd_config_free(cfg);
+	cfg = parse_ok("[engine]\nworkers = 2\nconn_workers = yes\n");
+	assert_int_equal(cfg->conn_workers, 1);
+	roundtrip(cfg);
 	scsitgtd_config_free(cfg);
 	cfg = parse_ok("");
 	assert_int_equal(cfg->workers, -2);
+	assert_int_equal(cfg->conn_workers, -1);
 	scsitgtd_config_free(cfg);
 
 	parse_bad("[engine]\nworkers = many\n", "line 2:", "auto or a number 0..256");
@@ -772,6 +781,7 @@ static void test_access_srp_limits(void **state)
 		  "discovery_mutual_chap = t:same-secret-1\n",
 		  "line 2:", "other than discovery_chap");
 	parse_bad("[engine]\nworkers = 257\n", "line 2:", "0..256");
+	parse_bad("[engine]\nconn_workers = maybe\n", "line 2:", "yes or no");
 	parse_bad("[engine]\nasync_events = luns\n", "line 2:", "unknown event \"luns\"");
 	parse_bad("[engine]\nasync_events =\n", "line 2:", "list of events");
 	parse_bad("[portal]\nrdma_buffer = 16M\n", "line 1:", "only for transport = iser");
