@@ -25,7 +25,7 @@
 #                 itself, so both sides run librbd's cache the same way; "" for librbd's
 #                 default, under which an initiator that never flushes keeps it write-through)
 #   --workers N   the target with N worker loops and its connections on them end to end
-#                 (minitarget --workers N, SCSITGT_EXPERIMENTAL_CONN_WORKERS=1): the RBD LUN's
+#                 (minitarget --workers N, the default with workers): the RBD LUN's
 #                 ios are then submitted and completed on the connection's worker (default 0:
 #                 everything on the home loop)
 #   --out DIR     keep the raw results there (default: a new directory under /tmp)
@@ -109,13 +109,11 @@ rbd bench --io-type write --io-pattern seq --io-size 4M --io-threads 16 --io-tot
 PORT=$(python3 -c 'import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 MT_ARGS=()
-MT_ENV=()
 if [[ $WORKERS -gt 0 ]]; then
-	MT_ARGS=(--workers "$WORKERS")
-	MT_ENV=(SCSITGT_EXPERIMENTAL_CONN_WORKERS=1)
+	MT_ARGS=(--workers "$WORKERS" --conn-workers 1)
 	say "target: $WORKERS worker loops, connections on them"
 fi
-env "${MT_ENV[@]}" CEPH_ARGS="$TARGET_CEPH_ARGS" "$MT" "${MT_ARGS[@]}" --portal "127.0.0.1:$PORT" \
+env CEPH_ARGS="$TARGET_CEPH_ARGS" "$MT" "${MT_ARGS[@]}" --portal "127.0.0.1:$PORT" \
 	--lun "0:rbd:$IMG" >"$OUT/minitarget.out" 2>"$OUT/minitarget.err" </dev/null &
 MT_PID=$!
 for ((i = 0; i < 300; i++)); do
