@@ -14,26 +14,26 @@ IT_PORT_DIR=$IT_TMP/ports
 # 1. Many claims in a row are all different (the kernel may hand out a port again once it is
 #    closed; the claim must make it_free_port ask again).
 declare -A seen=()
-for ((i = 0; i < 30; i++)); do
+for ((i = 0; i < 20; i++)); do
 	p=$(it_free_port) || it_fail "it_free_port failed"
 	[[ -z "${seen[$p]:-}" ]] || it_fail "port $p handed out twice"
 	seen[$p]=1
 	[[ $(cat "$IT_PORT_DIR/$p/pid") == "$$" ]] || it_fail "claim of $p does not name this test"
 done
-it_log "ok: 30 claims, 30 different ports"
+it_log "ok: 20 claims, 20 different ports"
 
 # 2. Two tests at once: another shell claims concurrently; the sets do not meet.
 bash -c 'source "$1/lib.sh"; IT_NAME=other; IT_TMP=$2; IT_PORT_DIR=$3
-	for ((i = 0; i < 30; i++)); do it_free_port; done' _ "$(dirname "$0")" \
+	for ((i = 0; i < 15; i++)); do it_free_port; done' _ "$(dirname "$0")" \
 	"$(mktemp -d "$IT_TMP/other.XXXXXX")" "$IT_PORT_DIR" >"$IT_TMP/other.ports" &
 other=$!
-for ((i = 0; i < 30; i++)); do
+for ((i = 0; i < 15; i++)); do
 	it_free_port >>"$IT_TMP/mine.ports"
 done
 wait "$other" || it_fail "the concurrent claimer failed"
 both=$(sort "$IT_TMP/mine.ports" "$IT_TMP/other.ports" | uniq -d | wc -l)
 [[ $both -eq 0 ]] || it_fail "$both ports went to both tests"
-it_log "ok: two concurrent claimers, 60 ports, none shared"
+it_log "ok: two concurrent claimers, 30 ports, none shared"
 
 # 3. A claim whose owner is gone is taken over; a live owner's is not.
 dead=$(bash -c 'echo $$')

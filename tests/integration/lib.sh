@@ -143,13 +143,18 @@ s.close()'
 
 # it_claim_port PORT: claim PORT for this test; false when a live test holds it.
 it_claim_port() {
-	local port=$1 owner
+	local port=$1
 	if ! mkdir "$IT_PORT_DIR/$port" 2>/dev/null; then
-		owner=$(cat "$IT_PORT_DIR/$port/pid" 2>/dev/null || true)
-		# A claim being made has no pid file yet: leave it alone too.
-		[[ -n "$owner" ]] && ! kill -0 "$owner" 2>/dev/null || return 1
-		rm -rf "${IT_PORT_DIR:?}/${port:?}"
-		mkdir "$IT_PORT_DIR/$port" 2>/dev/null || return 1
+		# Taking over a dead test's claim: under a lock, so that two tests that both saw the
+		# dead owner cannot both take it (the second would remove the first one's fresh claim).
+		(
+			flock 9 || exit 1
+			owner=$(cat "$IT_PORT_DIR/$port/pid" 2>/dev/null || true)
+			# A claim being made has no pid file yet: leave it alone too.
+			[[ -n "$owner" ]] && ! kill -0 "$owner" 2>/dev/null || exit 1
+			rm -rf "${IT_PORT_DIR:?}/${port:?}"
+			mkdir "$IT_PORT_DIR/$port" && echo $$ >"$IT_PORT_DIR/$port/pid"
+		) 9>>"$IT_PORT_DIR/.takeover.lock" || return 1
 	fi
 	echo $$ >"$IT_PORT_DIR/$port/pid"
 	echo "$port" >>"$IT_TMP/claimed-ports"
