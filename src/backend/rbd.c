@@ -128,6 +128,7 @@ static int rbd_ctx_create(struct scsitgt__rbd_ctx **out,
 	pthread_mutex_init(&rc->mu, NULL);
 	pthread_cond_init(&rc->cv, NULL);
 	atomic_init(&rc->update_pending, false);
+	atomic_init(&rc->async_inited, false);
 	atomic_init(&rc->fenced, false);
 	atomic_init(&rc->loop_events, 0);
 	atomic_init(&rc->num_blocks, 0);
@@ -209,10 +210,12 @@ static void rbd_update_watch_cb(void *arg)
 	struct scsitgt__rbd_ctx *rc = arg;
 
 	/* librbd's thread: only flag it and wake the loop. */
+	scsitgt__rbd_handover_take(&rc->watch_ho);
 	atomic_store(&rc->update_pending, true);
 	if (rc->async_inited) {
 		uv_async_send(&rc->async);
 	}
+	scsitgt__rbd_handover_give(&rc->watch_ho);
 }
 
 /* librbd's value of option @name for the open image: the client's configuration overridden by
@@ -312,7 +315,9 @@ static void rbd_disconnect(struct scsitgt__rbd_ctx *rc)
 	/* Shared reservations use the cluster handle too (rbd_pr.c). */
 	scsitgt__rbd_pr_disconnect(rc);
 	if (rc->watching) {
+		/* Returns once the callback is not running (librbd waits for it). */
 		rbd_update_unwatch(rc->image, rc->watch_handle);
+		scsitgt__rbd_handover_take(&rc->watch_ho);
 		rc->watching = false;
 	}
 	if (rc->image) {
@@ -434,6 +439,7 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 		rc->discard_granularity = strtoull(buf, NULL, 10);
 	}
 	step = "rbd_update_watch";
+	scsitgt__rbd_handover_give(&rc->watch_ho);
 	r = rbd_update_watch(rc->image, &rc->watch_handle, rbd_update_watch_cb, rc);
 	if (r < 0) {
 		goto fail;

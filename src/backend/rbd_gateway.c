@@ -45,6 +45,9 @@ struct gw_watch {
 	rados_ioctx_t io;
 	uint64_t handle;
 	bool active;
+	/* The callbacks' hand-over (rbd_int.h): given before rados_watch3 and by each callback
+	 * when it returns, taken by the callbacks and by watch_stop() before it frees. */
+	struct scsitgt__rbd_handover ho;
 };
 
 struct scsitgt_rbd_gateway {
@@ -126,13 +129,15 @@ static void watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t no
 		     void *data, size_t data_len)
 {
 	struct gw_watch *w = arg;
-	struct scsitgt_rbd_gateway *gw = w->gw;
+	struct scsitgt_rbd_gateway *gw;
 	char buf[GW_ACK_MAX];
 	size_t len = 0;
 
 	(void)notifier_id;
 	(void)data;
 	(void)data_len;
+	scsitgt__rbd_handover_take(&w->ho);
+	gw = w->gw;
 	if (now_ms() - atomic_load(&gw->heartbeat_ms) < 3 * (uint64_t)gw->interval_ms) {
 		pthread_mutex_lock(&gw->ack_mu);
 		memcpy(buf, gw->ack, gw->ack_len);
@@ -140,6 +145,7 @@ static void watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t no
 		pthread_mutex_unlock(&gw->ack_mu);
 	}
 	rados_notify_ack(w->io, gw->obj, notify_id, handle, len ? buf : NULL, (unsigned)len);
+	scsitgt__rbd_handover_give(&w->ho);
 }
 
 static void watch_err_cb(void *arg, uint64_t handle, int err)
@@ -150,7 +156,9 @@ static void watch_err_cb(void *arg, uint64_t handle, int err)
 	 * next probe says -ESHUTDOWN). */
 	(void)handle;
 	(void)err;
+	scsitgt__rbd_handover_take(&w->ho);
 	atomic_store(&w->gw->watch_broken, true);
+	scsitgt__rbd_handover_give(&w->ho);
 }
 
 /* Worker: create the gateway object if needed and watch it with the current client. */
@@ -177,6 +185,7 @@ static int watch_start(struct scsitgt_rbd_gateway *gw, char *addr, size_t addr_s
 		return -ENOMEM;
 	w->gw = gw;
 	w->io = rc->ioctx;
+	scsitgt__rbd_handover_give(&w->ho);
 	r = rados_watch3(rc->ioctx, gw->obj, &w->handle, watch_cb, watch_err_cb, 0, w);
 	if (r < 0) {
 		free(w);
@@ -205,6 +214,7 @@ static void watch_stop(struct scsitgt_rbd_gateway *gw)
 	/* No callback runs after this (rados_watch_flush waits for them). */
 	if (gw->rc->cluster)
 		rados_watch_flush(gw->rc->cluster);
+	scsitgt__rbd_handover_take(&w->ho);
 	free(w);
 	gw->watch = NULL;
 }

@@ -33,6 +33,35 @@
 
 #define SCSITGT__RBD_SUBSYS "rbd"
 
+/*
+ * A hand-over between our threads and librados'/librbd's that ThreadSanitizer sees. Those
+ * libraries order their own threads with locks and atomics TSan cannot see (tests/tsan.supp
+ * makes it ignore what happens inside them), so a structure one of their callbacks reads is
+ * handed over explicitly, as rbd.c's rbd_req.lp is for each io:
+ * - in: the thread that gives the structure to librados or librbd (the call that starts the
+ *   operation or registers the watch) calls give() after its last write, before that call;
+ *   the callback calls take() before its first access;
+ * - out: a callback that does not hand its work on through a lock or a queue (a watch
+ *   callback) calls give() after its last access, and the thread that writes or frees the
+ *   structure once librados or librbd promised that no callback runs any more
+ *   (rados_watch_flush, rados_aio_flush, rbd_update_unwatch) calls take() before.
+ * give() is a release read-modify-write: a take() (acquire) sees every give() before it,
+ * whichever thread made it. Not on the I/O path (an io's callback has its own rbd_req.lp).
+ */
+struct scsitgt__rbd_handover {
+	atomic_uint n;
+};
+
+static inline void scsitgt__rbd_handover_give(struct scsitgt__rbd_handover *h)
+{
+	atomic_fetch_add_explicit(&h->n, 1, memory_order_release);
+}
+
+static inline void scsitgt__rbd_handover_take(struct scsitgt__rbd_handover *h)
+{
+	(void)atomic_load_explicit(&h->n, memory_order_acquire);
+}
+
 struct scsitgt__rbd_ctx;
 
 /*
@@ -156,7 +185,9 @@ struct scsitgt__rbd_ctx {
 	uv_thread_t thread;
 	bool thread_started;
 	uv_async_t async;
-	bool async_inited;
+	/* Written on home; also read by the update watch callback, which may run before home
+	 * made the handle (a context opened synchronously watches before its first job). */
+	atomic_bool async_inited;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct scsitgt__rbd_job *todo_head, *todo_tail; /* under mu */
@@ -164,6 +195,8 @@ struct scsitgt__rbd_ctx {
 	bool worker_exit;				/* under mu: the close job ran */
 	/* Set by librbd's update watch callback (any thread), consumed on the loop. */
 	atomic_bool update_pending;
+	/* The context handed to that callback (rbd_update_watch) and back (rbd_update_unwatch). */
+	struct scsitgt__rbd_handover watch_ho;
 	uint64_t watch_handle;
 	bool watching;
 

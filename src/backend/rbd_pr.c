@@ -71,6 +71,8 @@ struct pr_op {
 	scsitgt_done_cb reset_cb;
 	void *reset_cb_arg;
 	int err;
+	/* To pr_aio_done (rbd_int.h): given after the op is filled in, before librados has it. */
+	struct scsitgt__rbd_handover ho;
 };
 
 struct scsitgt__rbd_pr {
@@ -85,6 +87,10 @@ struct scsitgt__rbd_pr {
 	uint32_t notify_timeout_ms;
 	uint64_t cookie;
 	bool watching;
+	/* The watch callbacks' hand-over (rbd_int.h): given before each rados_watch2 (the
+	 * worker) and by each callback when it returns, taken by the callbacks and after
+	 * rados_watch_flush (the worker, before it changes io or frees). */
+	struct scsitgt__rbd_handover watch_ho;
 	/* librados threads -> loop */
 	uv_async_t async;
 	pthread_mutex_t mu;
@@ -128,6 +134,7 @@ static void pr_aio_done(rados_completion_t c, void *arg)
 	struct pr_op *op = arg;
 
 	(void)c;
+	scsitgt__rbd_handover_take(&op->ho);
 	pr_post(op->st, op);
 }
 
@@ -135,9 +142,11 @@ static void pr_watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t
 			void *data, size_t data_len)
 {
 	struct scsitgt__rbd_pr *st = arg;
-	struct pr_op *op = calloc(1, sizeof(*op));
+	struct pr_op *op;
 
 	(void)handle;
+	scsitgt__rbd_handover_take(&st->watch_ho);
+	op = calloc(1, sizeof(*op));
 	if (op && data_len) {
 		op->buf = malloc(data_len);
 		if (op->buf)
@@ -148,6 +157,7 @@ static void pr_watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t
 		if (op)
 			free(op);
 		rados_notify_ack(st->io, st->oid, notify_id, st->cookie, NULL, 0);
+		scsitgt__rbd_handover_give(&st->watch_ho);
 		return;
 	}
 	op->st = st;
@@ -156,20 +166,24 @@ static void pr_watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t
 	op->notify_id = notify_id;
 	op->own = notifier_id == rados_get_instance_id(rados_ioctx_get_cluster(st->io));
 	pr_post(st, op);
+	scsitgt__rbd_handover_give(&st->watch_ho);
 }
 
 static void pr_watch_err_cb(void *arg, uint64_t cookie, int err)
 {
 	struct scsitgt__rbd_pr *st = arg;
-	struct pr_op *op = calloc(1, sizeof(*op));
+	struct pr_op *op;
 
 	(void)cookie;
-	if (op == NULL)
-		return;
-	op->st = st;
-	op->kind = PR_OP_WERROR;
-	op->err = err;
-	pr_post(st, op);
+	scsitgt__rbd_handover_take(&st->watch_ho);
+	op = calloc(1, sizeof(*op));
+	if (op) {
+		op->st = st;
+		op->kind = PR_OP_WERROR;
+		op->err = err;
+		pr_post(st, op);
+	}
+	scsitgt__rbd_handover_give(&st->watch_ho);
 }
 
 static struct pr_op *pr_op_create(struct scsitgt__rbd_pr *st, enum pr_op_kind kind,
@@ -253,6 +267,7 @@ static void pr_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *
 		op->rop = rados_create_read_op();
 		if (op->rop) {
 			rados_read_op_read(op->rop, 0, PR_READ_MAX, op->buf, &op->len, &op->prval);
+			scsitgt__rbd_handover_give(&op->ho);
 			pthread_mutex_lock(&st->io_mu);
 			r = st->io_ok ? rados_aio_read_op_operate(op->rop, st->io, op->comp,
 								  st->oid, 0) :
@@ -283,6 +298,7 @@ static void pr_commit(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req 
 		else
 			rados_write_op_assert_version(op->wop, version);
 		rados_write_op_write_full(op->wop, data, len);
+		scsitgt__rbd_handover_give(&op->ho);
 		pthread_mutex_lock(&st->io_mu);
 		r = st->io_ok ? rados_aio_write_op_operate(op->wop, st->io, op->comp, st->oid, NULL,
 							   0) :
@@ -357,6 +373,7 @@ static void pr_write_done(struct pr_op *op)
 	nop = pr_op_create(st, PR_OP_NOTIFY, op->req);
 	r = -ENOMEM;
 	if (nop) {
+		scsitgt__rbd_handover_give(&nop->ho);
 		pthread_mutex_lock(&st->io_mu);
 		r = st->io_ok ?
 			    rados_aio_notify(st->io, st->oid, nop->comp, op->data, (int)op->len,
@@ -643,6 +660,7 @@ static void pr_io_close(struct scsitgt__rbd_pr *st)
 	/* Every callback and completion of ours has run (they only queued to us). */
 	rados_watch_flush(st->rc->cluster);
 	rados_aio_flush(io);
+	scsitgt__rbd_handover_take(&st->watch_ho);
 	rados_ioctx_destroy(io);
 }
 
@@ -680,6 +698,7 @@ static int pr_io_open(struct scsitgt__rbd_pr *st, bool probe)
 	}
 	if (r < 0)
 		return r;
+	scsitgt__rbd_handover_give(&st->watch_ho);
 	r = rados_watch2(io, st->oid, &st->cookie, pr_watch_cb, pr_watch_err_cb, st);
 	if (r == 0)
 		st->watching = true;
@@ -821,6 +840,7 @@ static void pr_rewatch_work(struct scsitgt__rbd_job *job)
 	if (st->watching)
 		rados_unwatch2(st->io, st->cookie);
 	st->watching = false;
+	scsitgt__rbd_handover_give(&st->watch_ho);
 	r = rados_watch2(st->io, st->oid, &st->cookie, pr_watch_cb, pr_watch_err_cb, st);
 	if (r == 0) {
 		st->watching = true;
@@ -984,6 +1004,7 @@ void scsitgt__rbd_pr_reset(struct scsitgt__rbd_ctx *rc, scsitgt_done_cb cb, void
 	}
 	op->reset_cb = cb;
 	op->reset_cb_arg = cb_arg;
+	scsitgt__rbd_handover_give(&op->ho);
 	pthread_mutex_lock(&st->io_mu);
 	if (st->io_ok)
 		r = rados_aio_notify(st->io, st->oid, op->comp, reset_payload,
