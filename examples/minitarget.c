@@ -23,8 +23,9 @@
  * SIZE takes K/M/G/T suffixes (powers of 1024); LUN flags: thin, ro, removable, bs=512|4096,
  * pbe=N (2^N logical blocks per physical block, 0..8), spc4 (claim SPC-4 in INQUIRY).
  * file: a regular file or block device (backend_aio.h); flags io_engine=auto|libaio|io_uring
- * (default auto: io_uring where the kernel allows it, libaio otherwise) and direct=0 (use the
- * page cache; default direct=1, O_DIRECT where the file system does it).
+ * (default auto: io_uring where the kernel allows it, libaio otherwise), direct=0 (use the
+ * page cache; default direct=1, O_DIRECT where the file system does it) and
+ * uring_async=auto|always|never (io_uring, buffered: where the page cache copies run).
  * rbd: a Ceph RBD image (backend_rbd.h), its size from the image; flags ns=NAMESPACE,
  * id=CLIENT (default admin), conf=CEPH.CONF (default $CEPH_CONF), timeout=SECONDS (RADOS
  * operation timeout, 0 = none), nocache (rbd_cache=false: no volatile write cache), ro. Its
@@ -431,6 +432,7 @@ static int lun_backend_create(struct app *app, const struct minitarget_lun *l,
 		ao.read_only = (l->flags & SCSITGT_LUN_READ_ONLY) != 0;
 		ao.direct = !l->buffered;
 		ao.engine = (enum scsitgt_backend_aio_engine)l->io_engine;
+		ao.uring_async = (enum scsitgt_backend_aio_uring_async)l->uring_async;
 		ao.log_cb = log_cb;
 		*ops = scsitgt_backend_aio_ops();
 		rc = scsitgt_backend_aio_create(bctx, &ao);

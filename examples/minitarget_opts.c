@@ -18,7 +18,8 @@ void minitarget_usage(FILE *f)
 		"                  [--lun N:ram|null:SIZE[,thin][,ro][,removable][,bs=N][,pbe=N]\n"
 		"                         [,spc4]]...\n"
 		"                  [--lun N:file:PATH[,thin][,ro][,removable][,bs=N][,pbe=N][,spc4]\n"
-		"                         [,io_engine=auto|libaio|io_uring][,direct=0|1]]...\n"
+		"                         [,io_engine=auto|libaio|io_uring][,direct=0|1]\n"
+		"                         [,uring_async=auto|always|never]]...\n"
 		"                  [--lun N:rbd:POOL/IMAGE[,ns=NS][,id=CLIENT][,conf=FILE]\n"
 		"                         [,timeout=S][,nocache][,nopr][,ro][,bs=N]]...\n"
 		"                  [--chap USER:SECRET] [--mutual-chap USER:SECRET]\n"
@@ -122,19 +123,29 @@ static int lun_rbd_flag(struct minitarget_lun *l, const char *tok, int *rc)
 	return 1;
 }
 
+/* @v is one of the @n @names: its index in *out, 0; -1 otherwise. */
+static int lun_enum_flag(const char *v, const char *const *names, int n, int *out)
+{
+	for (int i = 0; i < n; i++) {
+		if (strcmp(v, names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 /* A file LUN's own flags (backend_aio.h): 1 when @tok is one (@rc 0 or -1), 0 when not. */
 static int lun_file_flag(struct minitarget_lun *l, const char *tok, int *rc)
 {
 	static const char *const engines[] = { "auto", "libaio", "io_uring" };
+	/* enum scsitgt_backend_aio_uring_async */
+	static const char *const asyncs[] = { "auto", "always", "never" };
 
 	if (strncmp(tok, "io_engine=", 10) == 0) {
-		*rc = -1;
-		for (int i = 0; i < 3; i++) {
-			if (strcmp(tok + 10, engines[i]) == 0) {
-				l->io_engine = i;
-				*rc = 0;
-			}
-		}
+		*rc = lun_enum_flag(tok + 10, engines, 3, &l->io_engine);
+	} else if (strncmp(tok, "uring_async=", 12) == 0) {
+		*rc = lun_enum_flag(tok + 12, asyncs, 3, &l->uring_async);
 	} else if (strcmp(tok, "direct=0") == 0 || strcmp(tok, "direct=1") == 0) {
 		l->buffered = tok[7] == '0';
 	} else {

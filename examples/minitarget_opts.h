@@ -48,6 +48,8 @@ struct minitarget_lun {
 	/* file: io_engine=auto|libaio|io_uring (enum scsitgt_backend_aio_engine), direct=0|1 */
 	int io_engine;
 	bool buffered;
+	/* file: uring_async=auto|always|never (enum scsitgt_backend_aio_uring_async) */
+	int uring_async;
 };
 
 /*

@@ -49,6 +49,31 @@ enum scsitgt_backend_aio_engine {
 	SCSITGT_BACKEND_AIO_ENGINE_IO_URING = 2,
 };
 
+/**
+ * How the io_uring engine hands a buffered (page cache) read or write to the kernel
+ * (scsitgt_backend_aio_opts). O_DIRECT I/O, flushes and fallocate are not concerned.
+ */
+enum scsitgt_backend_aio_uring_async {
+	/**
+	 * ALWAYS on the home loop's ring, NEVER on the other loops' rings (worker loops that
+	 * submit with SCSITGT_BACKEND_MULTI_LOOP). The default.
+	 */
+	SCSITGT_BACKEND_AIO_URING_ASYNC_AUTO = 0,
+	/**
+	 * Every buffered read and write goes to the kernel's io-wq worker threads at once
+	 * (IOSQE_ASYNC): io_uring_enter() on the loop copies nothing and submits no readahead,
+	 * and the copies run on those kernel threads, which compete with the loops for the CPUs.
+	 */
+	SCSITGT_BACKEND_AIO_URING_ASYNC_ALWAYS = 1,
+	/**
+	 * The kernel first tries the request without blocking inside io_uring_enter() on the
+	 * loop's thread: a page cache hit is copied there, a miss starts the readahead there and
+	 * completes later (the kernel's asynchronous buffered reads where the file system has
+	 * them, io-wq otherwise). The loop never waits for the medium, but it does the copies.
+	 */
+	SCSITGT_BACKEND_AIO_URING_ASYNC_NEVER = 2,
+};
+
 /** Options of scsitgt_backend_aio_create(). Initialise with scsitgt_backend_aio_opts_init(). */
 struct scsitgt_backend_aio_opts {
 	/** sizeof(struct scsitgt_backend_aio_opts), set by scsitgt_backend_aio_opts_init(). */
@@ -91,6 +116,12 @@ struct scsitgt_backend_aio_opts {
 	 * scsitgt_backend_aio_get_engine() tells which one a context uses.
 	 */
 	enum scsitgt_backend_aio_engine engine;
+	/**
+	 * io_uring engine, buffered I/O: where the copies between the page cache and the io's
+	 * buffers run (enum scsitgt_backend_aio_uring_async). Default
+	 * SCSITGT_BACKEND_AIO_URING_ASYNC_AUTO. Ignored by libaio and for O_DIRECT.
+	 */
+	enum scsitgt_backend_aio_uring_async uring_async;
 };
 
 /**
@@ -129,12 +160,12 @@ SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_aio_ops(void);
  *                 is closed with uv_close(); other loops' contexts are closed on their
  *                 loops, which must still run): run the loop until @p cb is called.
  * @param opts     Options; loop and path are required. Copied.
- * @return 0; -EINVAL for a NULL argument, a missing loop or path, an unknown engine, or a
- *         file that is neither a regular file nor a block device; -ENOENT, -EACCES, -EROFS,
- *         -EISDIR... as open(2) reports them; -EAGAIN when the kernel's AIO limit
- *         (fs.aio-max-nr) is reached; -ENOMEM; -ENOTSUP when the library was built without
- *         libaio, or the engine asked for is io_uring and the build or the kernel lacks it
- *         (the reason is logged).
+ * @return 0; -EINVAL for a NULL argument, a missing loop or path, an unknown engine or
+ *         uring_async, or a file that is neither a regular file nor a block device;
+ *         -ENOENT, -EACCES, -EROFS, -EISDIR... as open(2) reports them; -EAGAIN when the
+ *         kernel's AIO limit (fs.aio-max-nr) is reached; -ENOMEM; -ENOTSUP when the library
+ *         was built without libaio, or the engine asked for is io_uring and the build or the
+ *         kernel lacks it (the reason is logged).
  *
  * Thread-safe (the loop is only used from open() on).
  */

@@ -29,9 +29,12 @@
  * context, its eventfd registered (io_uring_register_eventfd) and watched the same way.
  * Reads and writes are IORING_OP_READV / WRITEV, FLUSH is IORING_OP_FSYNC with
  * IORING_FSYNC_DATASYNC, UNMAP and WRITE ZEROES on files are IORING_OP_FALLOCATE. The kernel
- * never waits for the medium inside io_uring_enter(): buffered reads and writes are sent to
- * the kernel's io-wq workers at once (IOSQE_ASYNC, see uring_issue), O_DIRECT ones are
- * asynchronous in the block layer, and fsync / fallocate always run in io-wq. Those are the
+ * never waits for the medium inside io_uring_enter(): buffered reads and writes are either
+ * sent to the kernel's io-wq workers at once (IOSQE_ASYNC) or tried without blocking first
+ * (a hit is copied inside io_uring_enter(), a miss starts its readahead there and completes
+ * later), per ring as the uring_async option says (uring_setup: by default io-wq on the home
+ * loop's ring, inline first on worker loops' rings); O_DIRECT ones are asynchronous in the
+ * block layer, and fsync / fallocate always run in io-wq. Those are the
  * kernel's threads, not ours. What the engine needs is probed at create: a ring, stable submissions
  * (IORING_FEAT_SUBMIT_STABLE, Linux 5.5: the iovec arrays are copied during the submission,
  * so the kiov scratch array can be reused) and the four opcodes (IORING_REGISTER_PROBE,
@@ -344,7 +347,8 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 	scsitgt_backend_aio_opts_init(&o, sizeof(o));
 	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
 	if (o.loop == NULL || o.path == NULL || o.path[0] == '\0' ||
-	    (unsigned int)o.engine > SCSITGT_BACKEND_AIO_ENGINE_IO_URING) {
+	    (unsigned int)o.engine > SCSITGT_BACKEND_AIO_ENGINE_IO_URING ||
+	    (unsigned int)o.uring_async > SCSITGT_BACKEND_AIO_URING_ASYNC_NEVER) {
 		return -EINVAL;
 	}
 	if (o.queue_depth == 0) {
@@ -365,6 +369,7 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 	ac->read_only = o.read_only;
 	ac->write_through = o.write_through && !o.read_only;
 	ac->queue_depth = o.queue_depth;
+	ac->uring_async = o.uring_async;
 	atomic_init(&ac->rwf_dsync_ok, true);
 	atomic_init(&ac->fdsync_ok, true);
 	ac->mem_align = 1;
@@ -602,6 +607,26 @@ static void aio_fill_geometry(struct aio_ctx *ac, struct scsitgt_lun_geometry *g
 	}
 }
 
+/* For the open log line: where buffered copies run (io_uring, buffered only). */
+static const char *aio_punt_name(const struct aio_ctx *ac)
+{
+#if SCSITGT_HAVE_URING
+	if (ac->engine == &scsitgt__aio_uring && !ac->direct) {
+		switch (ac->uring_async) {
+		case SCSITGT_BACKEND_AIO_URING_ASYNC_ALWAYS:
+			return " (uring_async=always: io-wq)";
+		case SCSITGT_BACKEND_AIO_URING_ASYNC_NEVER:
+			return " (uring_async=never: inline first)";
+		default:
+			return " (uring_async=auto: io-wq on home, inline first on workers)";
+		}
+	}
+#else
+	(void)ac;
+#endif
+	return "";
+}
+
 static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 {
 	struct aio_ctx *ac = bctx;
@@ -636,9 +661,9 @@ static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 	atomic_store_explicit(&ac->num_blocks, blocks, memory_order_relaxed);
 	ac->opened = true;
 	scsitgt__log(&ac->log, SCSITGT_LOG_INFO, AIO_SUBSYS,
-		     "%s: %s, %s, %s I/O, %" PRIu64 " blocks of %" PRIu32 " bytes%s%s%s%s",
+		     "%s: %s, %s, %s I/O%s, %" PRIu64 " blocks of %" PRIu32 " bytes%s%s%s%s",
 		     ac->path, ac->blockdev ? "block device" : "file", ac->engine->name,
-		     ac->direct ? "direct" : "buffered", blocks, bs,
+		     ac->direct ? "direct" : "buffered", aio_punt_name(ac), blocks, bs,
 		     ac->write_through ? ", write-through" : "", ac->read_only ? ", read-only" : "",
 		     ac->can_unmap ? ", unmap" : "", ac->can_write_zeroes ? ", write zeroes" : "");
 	return 0;
@@ -1343,4 +1368,17 @@ unsigned int scsitgt__backend_aio_loop_count(void *bctx)
 	struct aio_ctx *ac = bctx;
 
 	return scsitgt__loop_ctxs_count(&ac->loops);
+}
+
+unsigned long scsitgt__backend_aio_uring_punted(void *bctx)
+{
+#if SCSITGT_HAVE_URING
+	struct aio_ctx *ac = bctx;
+	struct aio_loop *home = (struct aio_loop *)scsitgt__loop_ctxs_next(&ac->loops, NULL);
+
+	return home ? home->uring_punted : 0;
+#else
+	(void)bctx;
+	return 0;
+#endif
 }

@@ -23,4 +23,8 @@ void scsitgt__backend_aio_refuse_uring(bool refuse);
  * loop's). Call on home. */
 unsigned int scsitgt__backend_aio_loop_count(void *bctx);
 
+/* How many buffered reads and writes the home loop's io_uring ring sent to io-wq
+ * (IOSQE_ASYNC). Call on home. */
+unsigned long scsitgt__backend_aio_uring_punted(void *bctx);
+
 #endif /* SCSITGT_BACKEND_AIO_HOOKS_H */

@@ -88,6 +88,10 @@ struct aio_loop {
 	bool ring_set;
 	/* A submission failed: entries wait in the SQ ring for the next io_uring_enter(). */
 	bool uring_unsubmitted;
+	/* Buffered reads and writes carry IOSQE_ASYNC (ac->uring_async for this loop). */
+	bool uring_punt;
+	/* How many did (a test hook reads home's). */
+	unsigned long uring_punted;
 #endif
 	unsigned int inflight;
 	/* Requests waiting for a free kernel slot, FIFO. */
@@ -158,6 +162,8 @@ struct aio_ctx {
 	atomic_bool rwf_dsync_ok;
 	atomic_bool fdsync_ok;
 	unsigned int queue_depth;
+	/* io_uring, buffered: which loops' rings punt to io-wq (see uring_setup). */
+	enum scsitgt_backend_aio_uring_async uring_async;
 	bool closing;
 	scsitgt_done_cb close_cb;
 	void *close_cb_arg;

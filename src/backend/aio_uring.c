@@ -4,8 +4,8 @@
  * eventfd registered (io_uring_register_eventfd). Reads and writes are IORING_OP_READV /
  * WRITEV, FLUSH is IORING_OP_FSYNC with IORING_FSYNC_DATASYNC, UNMAP and WRITE ZEROES on files
  * are IORING_OP_FALLOCATE. Buffered reads and writes go to the kernel's io-wq at once
- * (IOSQE_ASYNC, see uring_issue); what the engine needs of the kernel is probed at setup (see
- * the top of aio.c).
+ * (IOSQE_ASYNC) on the rings the uring_async option says (uring_setup, uring_issue); what the
+ * engine needs of the kernel is probed at setup (see the top of aio.c).
  */
 #include <errno.h>
 #include <linux/fs.h>
@@ -74,6 +74,15 @@ static int uring_setup(struct aio_loop *al, const char **why)
 		*why = "eventfd registration failed";
 		goto fail;
 	}
+	/*
+	 * Buffered I/O: IOSQE_ASYNC on this ring or not (uring_issue). AUTO punts on the home
+	 * loop's ring only: without workers that loop serves every connection, and a copy or a
+	 * readahead submission inside its io_uring_enter() delays them all; a worker loop's ring
+	 * tries inline first, as io-wq threads on top of the loops compete for the same CPUs
+	 * (docs/benchmarks.md, "cold-cache.sh, stop 26").
+	 */
+	al->uring_punt = ac->uring_async == SCSITGT_BACKEND_AIO_URING_ASYNC_ALWAYS ||
+			 (ac->uring_async == SCSITGT_BACKEND_AIO_URING_ASYNC_AUTO && al->lc.home);
 	/* Every request in the kernel has its SQ entry and its CQ entry (the CQ ring is
 	 * twice as large): completions cannot overflow. (Written by home's setup at create
 	 * only: other loops' setups find it capped already, and other loops read it.) */
@@ -157,16 +166,18 @@ static void uring_issue(struct aio_loop *al, struct aio_req *req)
 				sqe->rw_flags = RWF_DSYNC;
 			}
 		}
-		if (!ac->direct) {
+		if (!ac->direct && al->uring_punt) {
 			/*
-			 * Buffered: straight to io-wq. Without IOSQE_ASYNC the kernel first tries
-			 * the request inline, in io_uring_enter() on the loop's thread: it copies
-			 * the data between the page cache and the iovecs there and submits the
-			 * readahead of a miss. Measured with bench/cold-cache.sh's reader (1 MiB
-			 * sequential reads, cold cache, strace -T of the loop thread): the loop's
-			 * io_uring_enter() took p50 231-1115 us without it, 12 us with it.
+			 * Buffered, punting (uring_setup): straight to io-wq. Without IOSQE_ASYNC
+			 * the kernel first tries the request inline, in io_uring_enter() on the
+			 * loop's thread: it copies the data between the page cache and the iovecs
+			 * there and submits the readahead of a miss. Measured with
+			 * bench/cold-cache.sh's reader (1 MiB sequential reads, cold cache, strace
+			 * -T of the loop thread): the loop's io_uring_enter() took p50 231-1115 us
+			 * without it, 12 us with it.
 			 */
 			sqe->flags |= IOSQE_ASYNC;
+			al->uring_punted++;
 		}
 	}
 	io_uring_sqe_set_data(sqe, req);

@@ -202,4 +202,12 @@ void aio_test_opts(struct scsitgt_backend_aio_opts *o, uv_loop_t *loop, const ch
 	o->path = path;
 	o->log_cb = aio_test_log_cb;
 	o->engine = aio_test_engine();
+	/* AIO_TEST_URING_ASYNC=always|never: the io_uring engine's buffered mode. */
+	if (getenv("AIO_TEST_URING_ASYNC") != NULL) {
+		const char *a = getenv("AIO_TEST_URING_ASYNC");
+
+		o->uring_async = strcmp(a, "always") == 0 ? SCSITGT_BACKEND_AIO_URING_ASYNC_ALWAYS :
+				 strcmp(a, "never") == 0  ? SCSITGT_BACKEND_AIO_URING_ASYNC_NEVER :
+							    SCSITGT_BACKEND_AIO_URING_ASYNC_AUTO;
+	}
 }

@@ -1019,6 +1019,67 @@ static void test_engine_choice(void **state)
 }
 
 /*
+ * uring_async: which buffered reads and writes the home loop's io_uring ring sends to io-wq
+ * (IOSQE_ASYNC). AUTO and ALWAYS punt on home (the loop that serves every connection without
+ * workers), NEVER tries inline first; the data is right either way. O_DIRECT never punts. An
+ * unknown value is refused.
+ */
+static void test_uring_async(void **state)
+{
+	static const struct {
+		enum scsitgt_backend_aio_uring_async mode;
+		bool direct;
+		bool punts;
+		const char *log;
+	} cases[] = {
+		{ SCSITGT_BACKEND_AIO_URING_ASYNC_AUTO, false, true, "uring_async=auto" },
+		{ SCSITGT_BACKEND_AIO_URING_ASYNC_ALWAYS, false, true, "uring_async=always" },
+		{ SCSITGT_BACKEND_AIO_URING_ASYNC_NEVER, false, false, "uring_async=never" },
+		{ SCSITGT_BACKEND_AIO_URING_ASYNC_ALWAYS, true, false, NULL },
+	};
+	uint8_t *buf = aligned_buf(4096);
+	uint8_t *back = aligned_buf(4096);
+	void *b = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fx *f = fx_new();
+
+		fx_file(f, "/var/tmp", MiB);
+		if (i == 0) {
+			f->o.uring_async = (enum scsitgt_backend_aio_uring_async)3;
+			assert_int_equal(scsitgt_backend_aio_create(&b, &f->o), -EINVAL);
+		}
+		if (f->o.engine != SCSITGT_BACKEND_AIO_ENGINE_IO_URING) {
+			print_message("not the io_uring engine: skipped\n");
+			fx_free(f);
+			break;
+		}
+		f->o.direct = cases[i].direct;
+		f->o.uring_async = cases[i].mode;
+		assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+		if (cases[i].direct && scsitgt_backend_aio_is_direct(f->bctx) == 0) {
+			print_message("/var/tmp without O_DIRECT: direct case skipped\n");
+			fx_free(f);
+			continue;
+		}
+		if (cases[i].log) {
+			assert_true(aio_test_log_has(cases[i].log));
+		}
+		aio_test_pattern(buf, 4096, 50 + (int)i);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 8, 8, buf, SCSITGT_IO_FLAG_FUA),
+				 SCSITGT__SR_OK);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 8, 8, back, 0), SCSITGT__SR_OK);
+		assert_memory_equal(buf, back, 4096);
+		assert_file_equals(f, 8 * 512, buf, 4096);
+		assert_int_equal(scsitgt__backend_aio_uring_punted(f->bctx) != 0, cases[i].punts);
+		fx_free(f);
+	}
+	free(buf);
+	free(back);
+}
+
+/*
  * UNMAP and WRITE ZEROES on a sparse file: over holes nothing gets allocated and zeros read
  * back; over data UNMAP frees the blocks and GET LBA STATUS reports them deallocated. On the
  * io_uring engine both are IORING_OP_FALLOCATE, completed through the ring.
@@ -1202,6 +1263,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_block_device, loop_teardown),
 		cmocka_unit_test(test_durability_kill9),
 		cmocka_unit_test(test_engine_choice),
+		cmocka_unit_test(test_uring_async),
 		cmocka_unit_test(test_thin_sparse),
 		cmocka_unit_test_teardown(test_dm_error, dm_teardown),
 	};

@@ -304,9 +304,16 @@ static void test_parse_lun(void **state)
 	assert_int_equal(l.io_engine, 1);
 	assert_false(l.buffered);
 	assert_int_equal(minitarget_parse_lun("0:file:/f,io_engine=uring", &l), -1);
+	assert_int_equal(l.uring_async, 0);
+	assert_int_equal(minitarget_parse_lun("0:file:/f,direct=0,uring_async=never", &l), 0);
+	assert_int_equal(l.uring_async, 2);
+	assert_int_equal(minitarget_parse_lun("0:file:/f,direct=0,uring_async=always", &l), 0);
+	assert_int_equal(l.uring_async, 1);
+	assert_int_equal(minitarget_parse_lun("0:file:/f,uring_async=1", &l), -1);
 	/* Only file LUNs have an engine. */
 	assert_int_equal(minitarget_parse_lun("0:ram:1M,io_engine=libaio", &l), -1);
 	assert_int_equal(minitarget_parse_lun("0:ram:1M,direct=0", &l), -1);
+	assert_int_equal(minitarget_parse_lun("0:ram:1M,uring_async=never", &l), -1);
 
 	assert_int_equal(minitarget_parse_lun("5:rbd:rbd/img,ns=n1,id=gw,conf=/etc/c.conf,"
 					      "timeout=30,nocache,nopr,ro",
