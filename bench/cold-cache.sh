@@ -7,32 +7,43 @@
 #
 # Usage: bench/cold-cache.sh [--build DIR] [--seconds S] [--runs N] [--size SIZE] [--file PATH]
 #                            [--engines "libaio io_uring"] [--reader "BS QD"] [--port P]
-#                            [--cache cold|warm] [--target-args "ARGS"] [--out DIR]
+#                            [--cache cold|warm] [--caches "cold warm"] [--workers-list "0 2"]
+#                            [--target-args "ARGS"] [--out DIR]
 #
 #   --build DIR    meson build directory with examples/minitarget and bench/scsitgt-bench
 #                  (default: <source>/build)
 #   --seconds S    measured seconds of each latency run (default 5)
-#   --runs N       runs per engine, alternating engines; the table shows medians (default 3)
+#   --runs N       runs of every configuration, interleaved (run 1 of each configuration, then
+#                  run 2...); the table shows medians and every run's ratio (default 3)
 #   --size SIZE    size of the file (default 1G); written once with real blocks (not
 #                  fallocated: unwritten extents read as zeros without touching the disk)
 #   --file PATH    the file (default /var/tmp/scsitgt-cold-cache.img, removed at the end)
-#   --engines LIST the file backend's io_engine values to compare (default "libaio io_uring")
+#   --engines LIST the file LUNs to compare: each an io_engine value, optionally followed by
+#                  more of minitarget's file LUN flags, e.g. "libaio io_uring
+#                  io_uring,uring_async=always io_uring,uring_async=never" (default
+#                  "libaio io_uring")
 #   --reader "BS QD"  the file reader's block size and queue depth (default "128k 4")
 #   --cache cold|warm  cold (default): the file's pages are dropped every 100 ms; warm: the
 #                  file is read into the page cache once and stays there, the reference for
 #                  what the reader's traffic costs the loop without a single miss
-#   --target-args "ARGS"  extra minitarget arguments, e.g. "--workers 2" (the sessions on
-#                  worker loops of their own, the default with workers; "--workers 2
-#                  --conn-workers 0": only their sockets there)
+#   --caches LIST  several of those, interleaved in one run (e.g. "cold warm")
+#   --workers-list LIST  minitarget --workers values to compare, interleaved (default "0": one
+#                  loop; "0 2": also two workers, each session's connection on a worker loop
+#                  of its own, the default with workers)
+#   --target-args "ARGS"  extra minitarget arguments for every configuration, e.g.
+#                  "--conn-workers 0" (with workers, only the sessions' sockets on them)
 #
-# One minitarget (one loop, no workers) serves LUN 0 on the null backend and LUN 1 on the file,
-# buffered (io_engine=ENGINE,direct=0). For each engine and run: a QD1 4 KiB random-read
+# One minitarget serves LUN 0 on the null backend and LUN 1 on the file, buffered
+# (io_engine=ENGINE,direct=0). For each configuration and run: a QD1 4 KiB random-read
 # session on the null LUN alone (the reference), then the same while a second session reads
-# the file LUN sequentially and the page cache of the file is kept cold (posix_fadvise
-# POSIX_FADV_DONTNEED on the file every 100 ms, so the reader keeps missing instead of
-# warming the cache once). The table shows the null session's p50/p99 in both cases, the
-# ratio of the p99s, and the file reader's throughput. The machine's load (uptime) is printed
-# before and after: the ratio is only meaningful against the reference of the same run.
+# the file LUN sequentially and, with a cold cache, the page cache of the file is kept cold
+# (posix_fadvise POSIX_FADV_DONTNEED on the file every 100 ms, so the reader keeps missing
+# instead of warming the cache once). The table shows the null session's p50/p99 in both
+# cases, the ratio of the p99s, and the file reader's throughput; with both caches a second
+# table compares each configuration's loaded p99 cold against warm (what the misses add on top
+# of the reader's traffic). The machine's load (uptime) is printed before, during (after each
+# round of configurations) and after: a ratio is only meaningful against the reference of the
+# same run.
 set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,7 +56,8 @@ ENGINES="libaio io_uring"
 READER="128k 4"
 PORT=3299
 OUT=
-CACHE=cold
+CACHES=cold
+WORKERS_LIST=0
 TARGET_ARGS=
 
 while [[ $# -gt 0 ]]; do
@@ -59,9 +71,10 @@ while [[ $# -gt 0 ]]; do
 	--reader) READER=$2; shift 2 ;;
 	--port) PORT=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	--cache) CACHE=$2; shift 2 ;;
+	--cache | --caches) CACHES=$2; shift 2 ;;
+	--workers-list) WORKERS_LIST=$2; shift 2 ;;
 	--target-args) TARGET_ARGS=$2; shift 2 ;;
-	-h | --help) sed -n '4,34p' "$0"; exit 0 ;;
+	-h | --help) sed -n '4,46p' "$0"; exit 0 ;;
 	*) echo "cold-cache: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -72,7 +85,12 @@ for x in "$MINITARGET" "$BENCH"; do
 	[[ -x "$x" ]] || { echo "cold-cache: $x missing (ninja -C $BUILD)" >&2; exit 1; }
 done
 command -v python3 >/dev/null || { echo "cold-cache: needs python3" >&2; exit 1; }
-[[ $CACHE == cold || $CACHE == warm ]] || { echo "cold-cache: --cache cold|warm" >&2; exit 2; }
+for c in $CACHES; do
+	[[ $c == cold || $c == warm ]] || { echo "cold-cache: --cache cold|warm" >&2; exit 2; }
+done
+for w in $WORKERS_LIST; do
+	[[ $w =~ ^[0-9]+$ ]] || { echo "cold-cache: --workers-list: numbers" >&2; exit 2; }
+done
 read -r RBS RQD <<<"$READER"
 OUT=${OUT:-$(mktemp -d /tmp/scsitgt-cold-cache.XXXXXX)}
 mkdir -p "$OUT"
@@ -113,24 +131,26 @@ evict_loop() {
 	done
 }
 
+# start_target ENGINE[,FLAGS] WORKERS TAG
 start_target() {
-	local engine=$1
-	: >"$OUT/target-$engine.out"
-	# shellcheck disable=SC2086 # TARGET_ARGS: words on purpose
-	"$MINITARGET" $TARGET_ARGS --portal "127.0.0.1:$PORT" --lun "0:null:1G" \
-		--lun "1:file:$FILE,io_engine=$engine,direct=0" \
-		>"$OUT/target-$engine.out" 2>"$OUT/target-$engine.err" </dev/null &
+	local lun=$1 workers=$2 tag=$3 engine=${1%%,*} wargs=
+	[[ $workers -gt 0 ]] && wargs="--workers $workers"
+	: >"$OUT/target-$tag.out"
+	# shellcheck disable=SC2086 # TARGET_ARGS, wargs: words on purpose
+	"$MINITARGET" $TARGET_ARGS $wargs --portal "127.0.0.1:$PORT" --lun "0:null:1G" \
+		--lun "1:file:$FILE,io_engine=$lun,direct=0" \
+		>"$OUT/target-$tag.out" 2>"$OUT/target-$tag.err" </dev/null &
 	TPID=$!
 	for ((i = 0; i < 300; i++)); do
-		[[ $(grep -c '^iscsi://' "$OUT/target-$engine.out") -ge 2 ]] && break
-		kill -0 "$TPID" 2>/dev/null || { cat "$OUT/target-$engine.err" >&2; exit 1; }
+		[[ $(grep -c '^iscsi://' "$OUT/target-$tag.out") -ge 2 ]] && break
+		kill -0 "$TPID" 2>/dev/null || { cat "$OUT/target-$tag.err" >&2; exit 1; }
 		sleep 0.1
 	done
-	mapfile -t URLS < <(grep -o '^iscsi://[^[:space:]]*' "$OUT/target-$engine.out")
+	mapfile -t URLS < <(grep -o '^iscsi://[^[:space:]]*' "$OUT/target-$tag.out")
 	[[ ${#URLS[@]} -ge 2 ]] || { echo "cold-cache: no URLs from minitarget" >&2; exit 1; }
-	grep -q "file, $engine, buffered I/O" "$OUT/target-$engine.err" || {
+	grep -q "file, $engine, buffered I/O" "$OUT/target-$tag.err" || {
 		echo "cold-cache: the file LUN is not $engine/buffered:" >&2
-		cat "$OUT/target-$engine.err" >&2
+		cat "$OUT/target-$tag.err" >&2
 		exit 1
 	}
 }
@@ -147,11 +167,23 @@ null_run() {
 		--seconds "$SECONDS_RUN" --json >"$1"
 }
 
+# The configurations, in the order each run goes through them: TAG LUN WORKERS CACHE.
+CONFIGS=()
+for cache in $CACHES; do
+	for workers in $WORKERS_LIST; do
+		for lun in $ENGINES; do
+			tag=$(tr ',=' '+-' <<<"$lun")-w$workers-$cache
+			CONFIGS+=("$tag $lun $workers $cache")
+		done
+	done
+done
+
 for ((run = 1; run <= RUNS; run++)); do
-	for engine in $ENGINES; do
-		start_target "$engine"
-		null_run "$OUT/$engine-$run-alone.json"
-		if [[ $CACHE == cold ]]; then
+	for cfg in "${CONFIGS[@]}"; do
+		read -r tag lun workers cache <<<"$cfg"
+		start_target "$lun" "$workers" "$tag"
+		null_run "$OUT/$tag-$run-alone.json"
+		if [[ $cache == cold ]]; then
 			evict
 			evict_loop &
 			EVPID=$!
@@ -159,9 +191,9 @@ for ((run = 1; run <= RUNS; run++)); do
 			cat "$FILE" >/dev/null
 		fi
 		"$BENCH" --url "${URLS[1]}" --qd "$RQD" --bs "$RBS" --rw read --ramp 0 \
-			--seconds $((SECONDS_RUN + 3)) --json >"$OUT/$engine-$run-reader.json" &
+			--seconds $((SECONDS_RUN + 3)) --json >"$OUT/$tag-$run-reader.json" &
 		RPID=$!
-		null_run "$OUT/$engine-$run-loaded.json"
+		null_run "$OUT/$tag-$run-loaded.json"
 		wait "$RPID" || true
 		RPID=
 		kill "$EVPID" 2>/dev/null || true
@@ -169,34 +201,49 @@ for ((run = 1; run <= RUNS; run++)); do
 		EVPID=
 		stop_target
 	done
+	echo "# uptime after run $run: $(uptime)"
 done
 
 echo "# uptime after:  $(uptime)"
 echo "# null LUN: QD1 4 KiB randread, ${SECONDS_RUN}s per run; file LUN: buffered, read" \
-	"sequentially at $RBS QD$RQD, page cache kept $CACHE; target args: '${TARGET_ARGS}';" \
-	"medians of $RUNS runs; raw: $OUT"
-python3 - "$OUT" "$RUNS" $ENGINES <<'PY'
+	"sequentially at $RBS QD$RQD; extra target args: '${TARGET_ARGS}';" \
+	"medians of $RUNS interleaved runs; raw: $OUT"
+printf '%s\n' "${CONFIGS[@]}" >"$OUT/configs"
+python3 - "$OUT" "$RUNS" <<'PY'
 import json, statistics, sys
-out, runs, engines = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+out, runs = sys.argv[1], int(sys.argv[2])
+configs = [l.split() for l in open(f"{out}/configs") if l.strip()]
 def load(p):
     with open(p) as f:
         return json.load(f)
 def lat(j, k):
     return j["lat_us"][k]
-print("| engine | null p50 alone (us) | null p99 alone (us) | null p50 with reader | "
-      "null p99 with reader | null p99.9 with reader | p99 ratio | reader MiB/s |")
-print("|---|---|---|---|---|---|---|---|")
-for e in engines:
+m = statistics.median
+print("| file LUN | workers | cache | null p50 alone (us) | null p99 alone (us) | "
+      "null p50 with reader | null p99 with reader | null p99.9 with reader | p99 ratio | "
+      "reader MiB/s |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+loaded = {}
+for tag, lun, workers, cache in configs:
     a50, a99, l50, l99, l999, rat, mb = [], [], [], [], [], [], []
     for r in range(1, runs + 1):
-        a = load(f"{out}/{e}-{r}-alone.json")
-        l = load(f"{out}/{e}-{r}-loaded.json")
-        rd = load(f"{out}/{e}-{r}-reader.json")
+        a = load(f"{out}/{tag}-{r}-alone.json")
+        l = load(f"{out}/{tag}-{r}-loaded.json")
+        rd = load(f"{out}/{tag}-{r}-reader.json")
         a50.append(lat(a, "p50")); a99.append(lat(a, "p99"))
         l50.append(lat(l, "p50")); l99.append(lat(l, "p99")); l999.append(lat(l, "p999"))
         rat.append(lat(l, "p99") / lat(a, "p99"))
         mb.append(rd["mibs"])
-    m = statistics.median
-    print(f"| {e} | {m(a50):.0f} | {m(a99):.0f} | {m(l50):.0f} | {m(l99):.0f} | {m(l999):.0f} | "
+    loaded[(lun, workers, cache)] = l99
+    print(f"| {lun} | {workers} | {cache} | {m(a50):.0f} | {m(a99):.0f} | {m(l50):.0f} | "
+          f"{m(l99):.0f} | {m(l999):.0f} | "
           f"{m(rat):.2f}x ({', '.join(f'{x:.2f}' for x in rat)}) | {m(mb):.0f} |")
+pairs = [(lun, w) for (lun, w, c) in loaded if c == "cold" and (lun, w, "warm") in loaded]
+if pairs:
+    print()
+    print("| file LUN | workers | null p99 with reader, cold / warm (per run) |")
+    print("|---|---|---|")
+    for lun, w in pairs:
+        r = [c / x for c, x in zip(loaded[(lun, w, "cold")], loaded[(lun, w, "warm")])]
+        print(f"| {lun} | {w} | {m(r):.2f}x ({', '.join(f'{x:.2f}' for x in r)}) |")
 PY
