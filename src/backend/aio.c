@@ -1382,3 +1382,20 @@ unsigned long scsitgt__backend_aio_uring_punted(void *bctx)
 	return 0;
 #endif
 }
+
+unsigned int scsitgt__backend_aio_uring_punting_loops(void *bctx)
+{
+	unsigned int n = 0;
+#if SCSITGT_HAVE_URING
+	struct aio_ctx *ac = bctx;
+
+	/* uring_punt is set by the context's setup, before the context is published. */
+	for (struct scsitgt__loop_ctx *lc = scsitgt__loop_ctxs_next(&ac->loops, NULL); lc;
+	     lc = scsitgt__loop_ctxs_next(&ac->loops, lc)) {
+		n += ((struct aio_loop *)lc)->uring_punt ? 1u : 0u;
+	}
+#else
+	(void)bctx;
+#endif
+	return n;
+}

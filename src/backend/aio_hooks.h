@@ -27,4 +27,8 @@ unsigned int scsitgt__backend_aio_loop_count(void *bctx);
  * (IOSQE_ASYNC). Call on home. */
 unsigned long scsitgt__backend_aio_uring_punted(void *bctx);
 
+/* How many of the context's loops have an io_uring ring that punts buffered reads and writes
+ * (home's and each other submitting loop's). Call on home. */
+unsigned int scsitgt__backend_aio_uring_punting_loops(void *bctx);
+
 #endif /* SCSITGT_BACKEND_AIO_HOOKS_H */

@@ -154,6 +154,14 @@ static void test_data_across_loops(void **state)
 	assert_int_equal(run_sync(t, t->b, &x), SAM_STAT_GOOD);
 	assert_int_equal(run_sync(t, t->a, &x), SAM_STAT_GOOD);
 	assert_int_equal(scsitgt__backend_aio_loop_count(t->bctx), 2);
+	/* io_uring, uring_async AUTO: buffered I/O goes to io-wq from home's ring only, the
+	 * worker's tries inline first; NEVER (AIO_TEST_URING_ASYNC): from no ring. */
+	if (scsitgt_backend_aio_get_engine(t->bctx) == SCSITGT_BACKEND_AIO_ENGINE_IO_URING) {
+		const char *a = getenv("AIO_TEST_URING_ASYNC");
+
+		assert_int_equal(scsitgt__backend_aio_uring_punting_loops(t->bctx),
+				 a != NULL && strcmp(a, "never") == 0 ? 0 : 1);
+	}
 }
 
 /* Both loops write and read back at once, on ranges of their own. */
