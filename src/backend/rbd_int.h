@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The RBD backend's context, shared by the backend's files (rbd.c: the I/O path; rbd_pr.c:
- * persistent reservations in RADOS; rbd_gateway.c: the exclusive lock, probes and takeovers of
- * the multi-gateway model, whose decisions rbd_ha.c makes). Not a public header: hosts see only include/libscsitgt/backend_rbd.h.
+ * The RBD backend's context, shared by the backend's files (rbd.c: the image, its worker
+ * thread and jobs, the update watch; rbd_io.c: the LUN's open(), the I/O path and its errors;
+ * rbd_pr.c: persistent reservations in RADOS; rbd_gateway.c: the exclusive lock, probes and
+ * takeovers of the multi-gateway model, whose decisions rbd_ha.c makes). Not a public header:
+ * hosts see only include/libscsitgt/backend_rbd.h.
  *
  * Threads. Every field is owned by the LUN's home loop unless its comment says otherwise.
  * The I/O path (submit, completions, errors) runs on the loop of each io's command: home or an
@@ -255,5 +257,27 @@ int scsitgt__rbd_reconnect(struct scsitgt__rbd_ctx *rc);
 /* ios passed to librbd and not finished yet, on every loop. Read it after setting rc->fenced:
  * once it is 0, no loop touches the image until rc->fenced is cleared. Loop: home. */
 unsigned int scsitgt__rbd_ios_inflight(struct scsitgt__rbd_ctx *rc);
+
+/*
+ * The context's worker thread and its job queue (rbd.c). worker_start: start the worker and
+ * home's wake-up handle, once (0 or libuv's error); Loop: home. job_push: queue @job for it
+ * without the closing check of scsitgt__rbd_queue_work() (the worker must be started);
+ * Thread-safe.
+ */
+int scsitgt__rbd_worker_start(struct scsitgt__rbd_ctx *rc);
+void scsitgt__rbd_job_push(struct scsitgt__rbd_ctx *rc, struct scsitgt__rbd_job *job);
+
+/* The backend's close() (rbd.c): close the image on the worker thread, then free the context
+ * and call @cb on home. Loop: home. */
+void scsitgt__rbd_op_close(void *bctx, scsitgt_done_cb cb, void *cb_arg);
+
+/*
+ * An operation said this client is blocklisted: note it once (rc->fenced) and tell the fenced
+ * hook, now when @home, else when home next wakes (rbd_io.c). Loop: any (@home: home).
+ */
+void scsitgt__rbd_set_fenced(struct scsitgt__rbd_ctx *rc, bool home);
+/* What ios of other loops than home reported since the last wake-up: the hooks run now
+ * (rbd_io.c). Loop: home. */
+void scsitgt__rbd_loop_events(struct scsitgt__rbd_ctx *rc);
 
 #endif /* SCSITGT_BACKEND_RBD_INT_H */
