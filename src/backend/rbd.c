@@ -18,12 +18,10 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "backend/rbd_int.h"
 #include "backend/rbd_zc.h"

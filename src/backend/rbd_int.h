@@ -166,7 +166,7 @@ struct scsitgt__rbd_ctx {
 	 */
 	atomic_bool fenced;
 	/* Any loop: what ios of other loops than home reported for home's hooks
-	 * (RBD_EV_* in rbd.c); home takes them when the uv_async_t fires. */
+	 * (RBD_EV_* in rbd_io.c); home takes them when the uv_async_t fires. */
 	atomic_uint loop_events;
 	struct scsitgt__rbd_hooks hooks;
 

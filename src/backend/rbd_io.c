@@ -36,14 +36,11 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "backend/rbd_int.h"
 #include "backend/rbd_zc.h"
-#include "libscsitgt/lun.h"
 
 /* librbd refuses iovec arrays longer than IOV_MAX; longer lists are bounced. */
 #define RBD_IOV_MAX IOV_MAX

@@ -49,7 +49,7 @@ struct scsitgt__rbd_loop {
 	atomic_uint refs;
 	/* Requests of this loop not finished yet (scsitgt__rbd_loop_begin/end): written on the
 	 * loop only, read by home (scsitgt__rbd_loops_inflight()). Sequentially consistent on both
-	 * sides (rbd.c's fencing needs it: see scsitgt__rbd_loop_begin()). */
+	 * sides (rbd_io.c's fencing needs it: see scsitgt__rbd_loop_begin()). */
 	atomic_uint inflight;
 };
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // Zero-copy READs through librbd's C++ API (rbd_zc.h says what and why). The only C++ file of
-// the library: everything else of the RBD backend is C (rbd.c).
+// the library: everything else of the RBD backend is C (rbd.c, rbd_io.c).
 //
 // The image. rbd.c opens it through the C API, and the C++ calls need a librbd::Image. Both are
 // handles over the same librbd::ImageCtx: librbd.cc casts rbd_image_t to ImageCtx *, and
@@ -11,7 +11,7 @@
 // ever constructing, copying or destroying an Image (whose destructor would close the image).
 //
 // Completions. rbd_completion_t is a librbd::RBD::AioCompletion * (rbd_aio_create_completion()
-// allocates one), so the completions rbd.c creates and drains serve the C++ calls unchanged.
+// allocates one), so the completions rbd_io.c creates and drains serve the C++ calls unchanged.
 #include <rados/buffer.h>
 #include <rbd/librbd.hpp>
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Zero-copy READs through librbd's C++ API (rbd_zc.cc), for the RBD backend (rbd.c), which owns
- * everything else: the image, the completions (created with the C API and drained from the
- * image's eventfd as usual), the io and its errors.
+ * Zero-copy READs through librbd's C++ API (rbd_zc.cc), for the RBD backend (rbd.c, rbd_io.c),
+ * which owns everything else: the image, the completions (created with the C API and drained
+ * from each loop's eventfd as usual), the io and its errors.
  *
  * librbd's C API copies every READ's data from the OSD's reply into the caller's iovecs
  * (rbd_aio_readv()). Its C++ API returns the data in a ceph::bufferlist instead: the backend

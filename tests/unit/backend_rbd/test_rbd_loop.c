@@ -124,7 +124,7 @@ static void drain(void *arg, struct scsitgt__rbd_loop *lp, struct scsitgt__rbd_c
 		uv_async_send(&w->home_wake);
 }
 
-/* On loop @i's thread: hand NREQ requests to "librbd", as rbd.c's submit does. */
+/* On loop @i's thread: hand NREQ requests to "librbd", as rbd_io.c's submit does. */
 static void issue(struct world *w, unsigned int i)
 {
 	for (unsigned int k = 0; k < NREQ; k++) {
