@@ -96,10 +96,11 @@ scripts/install-deps.sh
 # The integration tests run under ThreadSanitizer with the switch (--tsan --conn-workers): those
 # where several threads meet, each for a reason of its own. Left out: what only repeats the
 # path these already take on a worker (discovery, inquiry, readcapacity, chap, acl_secrets,
-# integrity, integrity_digest, scsitgtd_vpd), the two long data runs
+# integrity, integrity_digest, scsitgtd_vpd) and the two long data runs
 # (integrity_workers, workers: 11 and 6 minutes under TSan, the same sessions as
-# conn_workers), and the RBD tests (librados/librbd are not instrumented: their own threads
-# and atomics are reported as races until a suppressions file names them).
+# conn_workers). The RBD tests run with tests/tsan.supp (rbd_lib.sh adds it: it ignores what
+# happens inside Ceph's uninstrumented client libraries, never our code); the seconds after
+# each are its time under TSan, one test at a time, load average 10-19 (2026-12-02).
 TSAN_CW=(
 	conn_workers   # the mode's own test: two workers, reinstatement, redirect hook on home
 	hostile        # connections dropped mid-PDU and mid-login on a worker: teardown there
@@ -118,6 +119,16 @@ TSAN_CW=(
 	scsitgtd       # configuration reloads (SIGHUP) while sessions run on workers
 	scsitgtd_ops   # metrics gathered from the workers' connections while they serve
 	scsitgtctl     # runtime LUN/initiator/address changes and kicks while a session runs
+	rbd_data        # 57 s: librbd completions to each worker's queue, zero-copy lending there
+	rbd_pr          # 14-40 s: the PR object's operations and watch (librados threads -> home)
+	rbd_fault       # 26 s: lock stolen, blocklisted under I/O on workers, OSD stopped
+	rbd_scsitgtd    # 39 s: an RBD LUN opened off the loop on SIGHUP with sessions on workers
+	rbd_ha_basic    # 13 s: two gateways, the gateway object's watch and probes
+	rbd_ha_kill     # 20 s: the owner SIGKILLed under writes from workers: takeover, fencing
+	rbd_ha_stpg     # 22 s: SET TARGET PORT GROUPS with a write in flight: fenced, reconnected
+	rbd_ha_mon      # 25 s: the monitor killed under I/O and during a takeover
+	rbd_ha_rewatch  # 22 s: a watch lost and made again (watch error callbacks)
+	rbd_scsitgtd_ha # 18 s: the same failover with scsitgtd gateways, reloads
 )
 
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
