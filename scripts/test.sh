@@ -96,11 +96,10 @@ scripts/install-deps.sh
 # The integration tests run under ThreadSanitizer with the switch (--tsan --conn-workers): those
 # where several threads meet, each for a reason of its own. Left out: what only repeats the
 # path these already take on a worker (discovery, inquiry, readcapacity, chap, acl_secrets,
-# integrity, integrity_digest, scsitgtd_vpd) and the two long data runs
-# (integrity_workers, workers: 11 and 6 minutes under TSan, the same sessions as
-# conn_workers). The RBD tests run with tests/tsan.supp (rbd_lib.sh adds it: it ignores what
-# happens inside Ceph's uninstrumented client libraries, never our code); the seconds after
-# each are its time under TSan, one test at a time, load average 10-19 (2026-12-02).
+# integrity, integrity_digest, scsitgtd_vpd). The RBD tests run with tests/tsan.supp
+# (rbd_lib.sh adds it: it ignores what happens inside Ceph's uninstrumented client libraries,
+# never our code). The seconds after a test are its time under TSan, one test at a time, load
+# average 9-19 (2026-12-02).
 TSAN_CW=(
 	conn_workers   # the mode's own test: two workers, reinstatement, redirect hook on home
 	hostile        # connections dropped mid-PDU and mid-login on a worker: teardown there
@@ -119,6 +118,8 @@ TSAN_CW=(
 	scsitgtd       # configuration reloads (SIGHUP) while sessions run on workers
 	scsitgtd_ops   # metrics gathered from the workers' connections while they serve
 	scsitgtctl     # runtime LUN/initiator/address changes and kicks while a session runs
+	integrity_workers # 25 s: socket workers only (--conn-workers 0): every PDU crosses loops
+	workers           # 23-28 s: eight sessions at once on two workers, four LUNs
 	rbd_data        # 57 s: librbd completions to each worker's queue, zero-copy lending there
 	rbd_pr          # 14-40 s: the PR object's operations and watch (librados threads -> home)
 	rbd_fault       # 26 s: lock stolen, blocklisted under I/O on workers, OSD stopped
