@@ -39,7 +39,7 @@
  * A hand-over between our threads and librados'/librbd's that ThreadSanitizer sees. Those
  * libraries order their own threads with locks and atomics TSan cannot see (tests/tsan.supp
  * makes it ignore what happens inside them), so a structure one of their callbacks reads is
- * handed over explicitly, as rbd.c's rbd_req.lp is for each io:
+ * handed over explicitly, as rbd_io.c's rbd_req.lp is for each io:
  * - in: the thread that gives the structure to librados or librbd (the call that starts the
  *   operation or registers the watch) calls give() after its last write, before that call;
  *   the callback calls take() before its first access;
