@@ -22,7 +22,7 @@
  * (scsitgt__iscsi_portal_place(), as a TCP connection) and set up there: its QP uses the CQ of
  * a device context of that loop (verbs.c: PD, CQ and completion channel polled by the
  * worker's loop, made on the first connection of the portal there) and the portal's
- * registered memory of that loop (iser_loop). Completions, PDUs, the iSCSI connection, its
+ * registered memory of that loop (rdma.h, loop_ctx.c). Completions, PDUs, the iSCSI connection, its
  * session and commands then run on the worker. The rdma_cm id stays home's: its events arrive
  * there and ESTABLISHED and the first disconnect-class event go to the worker by message
  * (embedded in the connection, so none is lost). When the worker has released everything, it
@@ -41,7 +41,6 @@
 #define ISER_MIN_RNR_TIMER 12
 
 static void ip_check_done(struct iser_portal *ip);
-static void ip_loops_drop(struct iser_portal *ip, bool unlink);
 static void ic_final_fn(struct scsitgt__msg *msg);
 
 void scsitgt__iser_conn_leave(struct iser_conn *ic)
@@ -237,117 +236,27 @@ static const struct scsitgt__iscsi_dm_ops iser_dm_ops = {
 	.login_complete = iser_login_complete,
 };
 
-/* ---- registered memory of the portal, per device ---- */
-
-/* Drop the portal's memory of @lp on @dev (NULL: every device). Loop: @lp's. */
-static void ip_mem_drop(struct iser_loop *lp, struct scsitgt__rdma_dev *dev)
-{
-	struct scsitgt__list *pos, *tmp;
-
-	scsitgt__list_foreach_safe(pos, tmp, &lp->mems)
-	{
-		struct iser_mem *m = scsitgt__container_of(pos, struct iser_mem, node);
-
-		if (dev && m->dev != dev)
-			continue;
-		scsitgt__list_remove(&m->node);
-		scsitgt__rdma_mem_put(m->mem);
-		free(m);
-	}
-}
+/* ---- registered memory of the portal, per device and loop ---- */
 
 /* The portal's registered memory of @lp on @dev, registered on first use. Loop: @lp's. */
-static int ip_mem_get(struct iser_portal *ip, struct iser_loop *lp, struct scsitgt__rdma_dev *dev,
-		      struct scsitgt__rdma_mem **out)
+static int ip_mem_get(struct iser_portal *ip, struct scsitgt__rdma_loop *lp,
+		      struct scsitgt__rdma_dev *dev, struct scsitgt__rdma_mem **out)
 {
-	struct scsitgt__list *pos, *tmp;
-	struct iser_mem *m;
-	int rc;
+	int rc = scsitgt__rdma_loop_mem_get(lp, dev, ip->mem_bytes, out);
 
-	scsitgt__list_foreach_safe(pos, tmp, &lp->mems)
-	{
-		m = scsitgt__container_of(pos, struct iser_mem, node);
-		if (m->dev == dev) {
-			*out = m->mem;
-			return 0;
-		}
-	}
-	m = calloc(1, sizeof(*m));
-	if (m == NULL)
-		return -ENOMEM;
-	rc = scsitgt__rdma_mem_create(&m->mem, dev, (size_t)ip->mem_bytes, IBV_ACCESS_LOCAL_WRITE);
-	if (rc < 0) {
-		free(m);
+	if (rc < 0)
 		scsitgt__iscsi_portal_log(ip->portal, SCSITGT_LOG_ERROR,
 					  "cannot register %llu bytes of buffer memory on %s: %s",
 					  (unsigned long long)ip->mem_bytes,
 					  ibv_get_device_name(dev->verbs->device),
 					  scsitgt_strerror(rc));
-		return rc;
-	}
-	m->dev = dev;
-	scsitgt__list_add_tail(&lp->mems, &m->node);
-	*out = m->mem;
-	return 0;
+	return rc;
 }
 
-/*
- * Release what @lp holds: the portal's memory (each goes once no buffer of it is out), and with
- * @unlink its device list (the portal goes; devices still held by buffers out outlive the list
- * head, so they are unlinked). Loop: @lp's.
- */
-static void ip_loop_drop(struct iser_loop *lp, bool unlink)
+/* Home: a worker loop's drop is back. */
+static void ip_drop_back(void *arg)
 {
-	struct scsitgt__list *pos, *tmp;
-
-	ip_mem_drop(lp, NULL);
-	if (!unlink)
-		return;
-	scsitgt__list_foreach_safe(pos, tmp, &lp->devs)
-	{
-		scsitgt__list_remove(pos);
-	}
-}
-
-static void ip_drop_done_fn(struct scsitgt__msg *msg)
-{
-	struct iser_loop *lp = scsitgt__container_of(msg, struct iser_loop, drop_msg);
-	struct iser_portal *ip = lp->ip;
-
-	lp->drop_posted = false;
-	ip->xmsgs--;
-	ip_check_done(ip);
-}
-
-static void ip_drop_fn(struct scsitgt__msg *msg)
-{
-	struct iser_loop *lp = scsitgt__container_of(msg, struct iser_loop, drop_msg);
-
-	ip_loop_drop(lp, lp->drop_unlink);
-	lp->drop_msg.fn = ip_drop_done_fn;
-	scsitgt__engine_post(scsitgt__iscsi_portal_engine(lp->ip->portal), &lp->drop_msg);
-}
-
-/*
- * Every loop drops its memory (@unlink: and its device list, see ip_loop_drop()): home now,
- * each worker loop by message, counted in ip->xmsgs until it is back. A worker with a drop on
- * its way already gets none more: it drops whatever it has when that one runs, and the final
- * one (@unlink) is only posted when none is in flight (ip_check_done). Loop: home.
- */
-static void ip_loops_drop(struct iser_portal *ip, bool unlink)
-{
-	ip_loop_drop(&ip->loops[0], unlink);
-	for (unsigned int i = 1; i < ip->nloops; i++) {
-		struct iser_loop *lp = &ip->loops[i];
-
-		if (lp->drop_posted)
-			continue;
-		lp->drop_posted = true;
-		lp->drop_unlink = unlink;
-		lp->drop_msg.fn = ip_drop_fn;
-		ip->xmsgs++;
-		scsitgt__worker_post(lp->w, &lp->drop_msg);
-	}
+	ip_check_done(arg);
 }
 
 /* ---- connection set-up ---- */
@@ -403,7 +312,7 @@ static void ic_cm_event_here(struct iser_conn *ic, enum rdma_cm_event_type type,
 
 static void ic_est_fn(struct scsitgt__msg *msg)
 {
-	struct iser_conn *ic = scsitgt__container_of(msg, struct iser_conn, est_msg);
+	struct iser_conn *ic = scsitgt__container_of(msg, struct iser_conn, xev.est_msg);
 
 	if (!ic->released)
 		ic_cm_event_here(ic, RDMA_CM_EVENT_ESTABLISHED, 0);
@@ -411,50 +320,22 @@ static void ic_est_fn(struct scsitgt__msg *msg)
 
 static void ic_down_fn(struct scsitgt__msg *msg)
 {
-	struct iser_conn *ic = scsitgt__container_of(msg, struct iser_conn, down_msg);
+	struct iser_conn *ic = scsitgt__container_of(msg, struct iser_conn, xev.down_msg);
 
 	if (!ic->released)
-		ic_cm_event_here(ic, (enum rdma_cm_event_type)ic->down_type, ic->down_status);
+		ic_cm_event_here(ic, (enum rdma_cm_event_type)ic->xev.down_type,
+				 ic->xev.down_status);
 }
 
-/*
- * Home (every id's events arrive on the portal's channel): a connection on a worker gets
- * ESTABLISHED and the first event that ends it by message. After the first, later ones add
- * nothing: the connection closes either way, and the QP drains by counts.
- */
+/* Home (every id's events arrive on the portal's channel): see scsitgt__rdma_xev_post(). */
 static void ic_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt__rdma_cm_event *ev)
 {
 	struct iser_conn *ic = scsitgt__container_of(h, struct iser_conn, cmh);
 
-	if (ic->w == NULL) {
+	if (ic->w == NULL)
 		ic_cm_event_here(ic, ev->type, ev->status);
-		return;
-	}
-	switch (ev->type) {
-	case RDMA_CM_EVENT_ESTABLISHED:
-		if (ic->x_est)
-			break;
-		ic->x_est = true;
-		ic->est_msg.fn = ic_est_fn;
-		scsitgt__worker_post(ic->w, &ic->est_msg);
-		break;
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-	case RDMA_CM_EVENT_ADDR_CHANGE:
-	case RDMA_CM_EVENT_DISCONNECTED:
-	case RDMA_CM_EVENT_CONNECT_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
-	case RDMA_CM_EVENT_REJECTED:
-		if (ic->x_down)
-			break;
-		ic->x_down = true;
-		ic->down_type = (int)ev->type;
-		ic->down_status = ev->status;
-		ic->down_msg.fn = ic_down_fn;
-		scsitgt__worker_post(ic->w, &ic->down_msg);
-		break;
-	default:
-		break;
-	}
+	else
+		scsitgt__rdma_xev_post(&ic->xev, ic->w, ev, ic_est_fn, ic_down_fn);
 }
 
 static int ic_setup(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *ev)
@@ -631,7 +512,7 @@ static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdm
 	}
 	ic->cmh.event = ic_cm_event;
 	ic->ip = ip;
-	ic->lp = &ip->loops[ic->w ? ic->w->index + 1 : 0];
+	ic->lp = scsitgt__rdma_loops_at(&ip->loops, ic->w);
 	ic->id = ev->id;
 	ic->id->context = &ic->cmh;
 	ic->outq_tail = &ic->outq;
@@ -700,7 +581,7 @@ static void ip_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt
 		 * there, then listen again on the address wherever it lives now.
 		 */
 		if (ev->type == RDMA_CM_EVENT_DEVICE_REMOVAL && ip->listen->verbs)
-			ip_loops_drop(ip, false);
+			scsitgt__rdma_loops_drop(&ip->loops, false);
 		rdma_destroy_id(ip->listen);
 		ip->listen = NULL;
 		rc = ip_listen(ip);
@@ -721,8 +602,7 @@ static void ip_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt
 static void ip_free(struct iser_portal *ip)
 {
 	/* The worker loops dropped theirs before (ip_check_done). */
-	ip_loop_drop(&ip->loops[0], true);
-	free(ip->loops);
+	scsitgt__rdma_loops_fini(&ip->loops);
 	free(ip);
 }
 
@@ -738,15 +618,11 @@ static void ip_cm_closed(struct scsitgt__rdma_cm *cm)
 static void ip_check_done(struct iser_portal *ip)
 {
 	if (!ip->stopping || !ip->relisten_closed || !scsitgt__list_empty(&ip->conns) ||
-	    ip->cm.ch == NULL || ip->cm.closed || ip->xmsgs)
+	    ip->cm.ch == NULL || ip->cm.closed)
 		return;
-	if (!ip->loops_dropped) {
-		/* Each worker loop lets go of its lists before they are freed. */
-		ip->loops_dropped = true;
-		ip_loops_drop(ip, true);
-		if (ip->xmsgs)
-			return;
-	}
+	/* Each worker loop lets go of its lists before they are freed. */
+	if (!scsitgt__rdma_loops_release(&ip->loops))
+		return;
 	/* Devices close on their own once their last connection and buffer released them. */
 	scsitgt__rdma_cm_close(&ip->cm, ip_cm_closed);
 }
@@ -814,26 +690,16 @@ SCSITGT_EXPORT int scsitgt_iser_portal_create(struct scsitgt_portal **out,
 	memcpy(&ip->sa, &sa, sizeof(sa));
 	scsitgt__list_init(&ip->conns);
 	/* Home's loop, and each worker's when connections run there. */
-	ip->nloops = engine->conn_workers ? engine->nworkers + 1 : 1;
-	ip->loops = calloc(ip->nloops, sizeof(*ip->loops));
-	if (ip->loops == NULL) {
+	if (scsitgt__rdma_loops_init(&ip->loops, engine, engine->conn_workers, ip_drop_back, ip) <
+	    0) {
 		scsitgt__iscsi_portal_discard(portal);
 		free(ip);
 		return -ENOMEM;
 	}
-	for (unsigned int i = 0; i < ip->nloops; i++) {
-		struct iser_loop *lp = &ip->loops[i];
-
-		scsitgt__list_init(&lp->devs);
-		scsitgt__list_init(&lp->mems);
-		lp->ip = ip;
-		lp->w = i ? &engine->workers[i - 1] : NULL;
-		lp->loop = i ? &lp->w->loop : engine->loop;
-	}
 	rc = scsitgt__rdma_cm_open(&ip->cm, engine->loop);
 	if (rc < 0) {
 		scsitgt__iscsi_portal_discard(portal);
-		free(ip->loops);
+		scsitgt__rdma_loops_fini(&ip->loops);
 		free(ip);
 		return rc == -ENOENT ? -ENODEV : rc;
 	}
@@ -845,13 +711,13 @@ SCSITGT_EXPORT int scsitgt_iser_portal_create(struct scsitgt_portal **out,
 		struct scsitgt__rdma_dev *dev;
 		struct scsitgt__rdma_mem *mem;
 
-		rc = scsitgt__rdma_dev_get(&dev, &ip->loops[0].devs, engine->loop,
+		rc = scsitgt__rdma_dev_get(&dev, &ip->loops.v[0].devs, engine->loop,
 					   ip->listen->verbs, NULL, NULL);
 		if (rc == 0) {
-			rc = ip_mem_get(ip, &ip->loops[0], dev, &mem);
+			rc = ip_mem_get(ip, &ip->loops.v[0], dev, &mem);
 			/* Connections on workers register theirs there: home's would lie idle. */
-			if (rc == 0 && ip->nloops > 1)
-				ip_loop_drop(&ip->loops[0], false);
+			if (rc == 0 && ip->loops.n > 1)
+				scsitgt__rdma_loop_drop(&ip->loops.v[0], false);
 			scsitgt__rdma_dev_put(dev);
 		}
 		if (rc < 0) {

@@ -96,30 +96,12 @@ struct iser_read {
 	struct ibv_mr *mr; /* per-io registration of a malloc'ed buf */
 };
 
-/*
- * What the connections of one loop share, touched by that loop's thread only: the devices
- * (PD, CQ and completion channel polled on this loop, verbs.c) and the portal's registered
- * memory on each (the buddy allocator of mr.c is not thread-safe). The home loop's is
- * ip->loops[0]; worker i's (connections on workers, engine->conn_workers) ip->loops[i + 1].
- */
-struct iser_loop {
-	struct scsitgt__list devs;
-	struct scsitgt__list mems;
-	uv_loop_t *loop;
-	struct scsitgt__worker *w; /* NULL: home */
-	/* Home asks a worker loop to drop its memory (and at the end its device list). */
-	struct scsitgt__msg drop_msg;
-	struct iser_portal *ip;
-	bool drop_posted; /* home: drop_msg is on its way or on its way back */
-	bool drop_unlink; /* with drop_msg */
-};
-
 struct iser_conn {
 	struct scsitgt__rdma_cm_handler cmh;
 	struct scsitgt__list node; /* ip->conns (home loop only) */
 	struct iser_portal *ip;
-	struct iser_loop *lp;  /* the loop the connection runs on */
-	struct rdma_cm_id *id; /* its events arrive on home (ip->cm) */
+	struct scsitgt__rdma_loop *lp; /* the loop the connection runs on */
+	struct rdma_cm_id *id;	       /* its events arrive on home (ip->cm) */
 	/*
 	 * A connection on a worker (iser.c "Connections on workers"): its placement, and the
 	 * messages between home, which owns the rdma_cm id, and the worker, which runs the rest.
@@ -127,10 +109,8 @@ struct iser_conn {
 	 */
 	struct scsitgt__worker *w; /* NULL: on home */
 	struct scsitgt__iscsi_handoff *h;
-	struct scsitgt__msg est_msg, down_msg, release_msg, final_msg;
-	bool x_est, x_down; /* home: ESTABLISHED / a disconnect event was handed over */
-	int down_type;	    /* enum rdma_cm_event_type, with down_msg */
-	int down_status;
+	struct scsitgt__rdma_xev xev; /* ESTABLISHED and a disconnect event, to the worker */
+	struct scsitgt__msg release_msg, final_msg;
 	bool released; /* worker: resources released, waiting for home to destroy the id */
 	struct scsitgt__rdma_dev *dev;
 	struct scsitgt__rdma_mem *mem; /* registered command buffers (NULL: none to be had) */
@@ -155,13 +135,6 @@ struct iser_conn {
 	uint64_t st_direct, st_bounce, st_reg;
 };
 
-/* Registered buffer memory of one device, for the connections of one portal on it. */
-struct iser_mem {
-	struct scsitgt__list node; /* lp->mems */
-	struct scsitgt__rdma_dev *dev;
-	struct scsitgt__rdma_mem *mem;
-};
-
 struct iser_portal {
 	struct scsitgt__rdma_cm_handler cmh;
 	struct scsitgt_portal *portal;
@@ -170,10 +143,7 @@ struct iser_portal {
 	struct sockaddr_storage sa; /* the bound address, to listen again after ADDR_CHANGE */
 	int backlog;
 	uint64_t mem_bytes;
-	struct iser_loop *loops; /* [0]: home; [i + 1]: worker i */
-	unsigned int nloops;
-	unsigned int xmsgs; /* messages to worker loops not back yet (home loop only) */
-	bool loops_dropped;
+	struct scsitgt__rdma_loops loops; /* home's, and each worker's (rdma.h) */
 	struct scsitgt__list conns;
 	bool stopping;
 	/* After DEVICE_REMOVAL or ADDR_CHANGE took the listener and binding again failed (the

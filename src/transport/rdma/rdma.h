@@ -10,6 +10,9 @@
  *    polled once per loop iteration without re-arming; QP creation through rdma_create_qp.
  *  - mr.c: a pool of equal buffers registered once, handed out by index; and registered
  *    buffer memory (struct scsitgt__rdma_mem) for command data, looked up per io by address.
+ *  - loop_ctx.c: a port's per-loop device contexts (the devices and registered memory its
+ *    connections on one loop share), home's and, with connections on workers, each worker's;
+ *    and the hand-over of a worker connection's rdma_cm events from home to its loop.
  * Completions carry a struct scsitgt__rdma_wr pointer in wr_id; its done() runs on the loop.
  */
 #ifndef SCSITGT_RDMA_H
@@ -21,6 +24,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "core/worker.h"
 #include "transport/rdma/bufpool.h"
 #include "util/list.h"
 
@@ -162,5 +166,96 @@ bool scsitgt__rdma_mem_lookup(const struct scsitgt__rdma_mem *m, const void *p, 
 /* Pin the buffer holding @p while an RDMA operation targets it (0 or -ENOENT); unpin. */
 int scsitgt__rdma_mem_hold(struct scsitgt__rdma_mem *m, const void *p);
 void scsitgt__rdma_mem_release(struct scsitgt__rdma_mem *m, const void *p);
+
+/* --- loop_ctx.c --- */
+struct scsitgt_engine;
+struct scsitgt__rdma_loops;
+
+/*
+ * What the connections of one port (an iSER portal, an SRP target port) that run on one loop
+ * share, touched by that loop's thread only: the devices (PD, CQ and completion channel polled
+ * on this loop, verbs.c) and the port's registered memory on each (mr.c's buddy allocator is
+ * not thread-safe). The home loop's is loops->v[0]; worker i's (connections on workers,
+ * engine->conn_workers) loops->v[i + 1].
+ */
+struct scsitgt__rdma_loop {
+	struct scsitgt__list devs; /* struct scsitgt__rdma_dev */
+	struct scsitgt__list mems; /* the port's registered memory, one per device */
+	uv_loop_t *loop;
+	struct scsitgt__worker *w; /* NULL: home */
+	struct scsitgt__rdma_loops *set;
+	/* Home asks a worker loop to drop its memory (and at the end its device list). */
+	struct scsitgt__msg drop_msg;
+	bool drop_posted; /* home: drop_msg is on its way or on its way back */
+	bool drop_unlink; /* with drop_msg */
+};
+
+/* A port's loops: home's, and each worker's when its connections run there. Home's. */
+struct scsitgt__rdma_loops {
+	struct scsitgt_engine *engine;
+	struct scsitgt__rdma_loop *v;
+	unsigned int n;
+	unsigned int xmsgs;	 /* drop messages to worker loops not back yet */
+	bool released;		 /* the final drop (scsitgt__rdma_loops_release()) was asked */
+	void (*back)(void *arg); /* home, whenever a drop message is back */
+	void *arg;
+};
+
+/*
+ * Home's loop context, and with @on_workers one per worker of @engine; @back(@arg) runs on
+ * home each time a worker loop's drop is back. 0 or -ENOMEM. Loop: home.
+ */
+int scsitgt__rdma_loops_init(struct scsitgt__rdma_loops *s, struct scsitgt_engine *engine,
+			     bool on_workers, void (*back)(void *arg), void *arg);
+/* Free them: home's drops its lists now, the workers' were released before. Loop: home. */
+void scsitgt__rdma_loops_fini(struct scsitgt__rdma_loops *s);
+/* The context of worker @w's loop (NULL: home's; home's too without one per worker). */
+struct scsitgt__rdma_loop *scsitgt__rdma_loops_at(struct scsitgt__rdma_loops *s,
+						  const struct scsitgt__worker *w);
+/*
+ * The port's registered memory of @lp on @dev, @bytes registered on first use. 0, or the
+ * error of scsitgt__rdma_mem_create() (nothing kept: the next call tries again). Loop: @lp's.
+ */
+int scsitgt__rdma_loop_mem_get(struct scsitgt__rdma_loop *lp, struct scsitgt__rdma_dev *dev,
+			       uint64_t bytes, struct scsitgt__rdma_mem **out);
+/* Drop the port's memory of @lp on @dev (NULL: every device); each goes once no buffer of it
+ * is out. Loop: @lp's. */
+void scsitgt__rdma_loop_mem_drop(struct scsitgt__rdma_loop *lp, struct scsitgt__rdma_dev *dev);
+/* Drop @lp's memory and, with @unlink, its device list (the port goes; devices still held by
+ * buffers out outlive the list head, so they are unlinked). Loop: @lp's. */
+void scsitgt__rdma_loop_drop(struct scsitgt__rdma_loop *lp, bool unlink);
+/*
+ * Every loop drops (see scsitgt__rdma_loop_drop()): home now, each worker loop by message,
+ * counted in s->xmsgs until it is back. A worker with a drop on its way gets none more: it
+ * drops whatever it has when that one runs. Loop: home.
+ */
+void scsitgt__rdma_loops_drop(struct scsitgt__rdma_loops *s, bool unlink);
+/*
+ * The port goes: true once every loop has let go of its lists (the first call asks the
+ * workers' with a final drop; s->back runs when each is back, so call it again then).
+ * Loop: home.
+ */
+bool scsitgt__rdma_loops_release(struct scsitgt__rdma_loops *s);
+
+/*
+ * A connection on a worker loop: the rdma_cm events of its id arrive on home (the port's event
+ * channel), and ESTABLISHED and the first disconnect-class event (DISCONNECTED,
+ * DEVICE_REMOVAL, ADDR_CHANGE, CONNECT_ERROR, UNREACHABLE, REJECTED) go to the worker by
+ * message, embedded here so that none is lost to memory. Later ones add nothing: the
+ * connection closes either way, and its QP drains by counts.
+ */
+struct scsitgt__rdma_xev {
+	struct scsitgt__msg est_msg, down_msg;
+	bool x_est, x_down; /* home: handed over */
+	int down_type;	    /* enum rdma_cm_event_type, with down_msg */
+	int down_status;
+};
+/*
+ * Hand @ev over to worker @w: @est_fn(&x->est_msg) or @down_fn(&x->down_msg) runs there, each
+ * at most once; other events are dropped. Loop: home.
+ */
+void scsitgt__rdma_xev_post(struct scsitgt__rdma_xev *x, struct scsitgt__worker *w,
+			    const struct scsitgt__rdma_cm_event *ev, scsitgt__msg_fn est_fn,
+			    scsitgt__msg_fn down_fn);
 
 #endif /* SCSITGT_RDMA_H */
