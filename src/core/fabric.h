@@ -47,8 +47,8 @@ struct scsitgt__fabric_ops {
 	 * a unit attention was just queued for the nexus on LUN @lun_id (core/ua.c), so the
 	 * fabric may announce it asynchronously (iSCSI Async Message). The condition stays
 	 * pending and is reported on the next command all the same. Optional, may be NULL;
-	 * called on the home loop, possibly from inside any core call, so it must not call back
-	 * into the core.
+	 * called on the home loop or on the nexus's own shard (core/tmf_xshard.c), possibly from
+	 * inside any core call, so it must not call back into the core.
 	 */
 	void (*unit_attention)(struct scsitgt__session *sess, uint64_t lun_id,
 			       enum scsitgt__sense_reason reason);

@@ -7,11 +7,27 @@
  * most SRP_TGT_REQ_MAX of our requests are outstanding on a channel (each answer needs a
  * receive buffer kept for it); further events wait in a short queue, and duplicates are
  * dropped.
+ *
+ * The core calls the hook on home (a reset, a reservation change, a LUN added: core/ua.c) or
+ * on the nexus's own loop (COMMANDS CLEARED BY ANOTHER INITIATOR, core/tmf_xshard.c). The
+ * channels are their nexus's loop's (srp_nexus.c), so from home the report goes there by
+ * message; the nexus is freed on its loop only after every message home posted there before,
+ * and the core calls the hook only for a nexus not on its way out, so the pointer travels.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/sense.h"
+#include "core/shard.h"
 #include "transport/srp/srp_int.h"
+
+/* A unit attention on its way to the nexus's loop. */
+struct srp_ua_msg {
+	struct scsitgt__msg msg;
+	struct srp_nexus *nx;
+	uint64_t lun_id;
+	enum scsitgt__sense_reason reason;
+};
 
 static void aer_flush(struct scsitgt__deferred *d)
 {
@@ -24,14 +40,46 @@ static void aer_flush(struct scsitgt__deferred *d)
 	scsitgt__srp_ch_leave(ch);
 }
 
+static void ua_fn(struct scsitgt__msg *msg)
+{
+	struct srp_ua_msg *m = scsitgt__container_of(msg, struct srp_ua_msg, msg);
+
+	scsitgt__srp_nexus_ua_here(m->nx, m->lun_id, m->reason);
+	free(m);
+}
+
 void scsitgt__srp_unit_attention(struct scsitgt__session *sess, uint64_t lun_id,
 				 enum scsitgt__sense_reason reason)
 {
 	struct srp_nexus *nx = sess->fabric_ctx;
+	struct srp_ua_msg *m;
+
+	if (nx == NULL)
+		return;
+	if (scsitgt__srp_nexus_here(nx)) {
+		scsitgt__srp_nexus_ua_here(nx, lun_id, reason);
+		return;
+	}
+	m = malloc(sizeof(*m));
+	if (m == NULL) {
+		/* Only the early report is lost: the condition stays pending in the core. */
+		scsitgt__log(&nx->port->engine->log, SCSITGT_LOG_WARNING, SCSITGT__SRP_SUBSYS,
+			     "I_T nexus %s: out of memory, an asynchronous event report is lost",
+			     nx->name);
+		return;
+	}
+	m->msg.fn = ua_fn;
+	m->nx = nx;
+	m->lun_id = lun_id;
+	m->reason = reason;
+	scsitgt__loop_post(nx->port->engine, nx->w, &m->msg);
+}
+
+void scsitgt__srp_nexus_ua_here(struct srp_nexus *nx, uint64_t lun_id,
+				enum scsitgt__sense_reason reason)
+{
 	struct srp_ch *ch = NULL;
 
-	if (nx == NULL || nx->closing)
-		return;
 	for (struct scsitgt__list *p = nx->chans.next; p != &nx->chans; p = p->next) {
 		struct srp_ch *c = scsitgt__container_of(p, struct srp_ch, nx_node);
 
@@ -57,7 +105,7 @@ void scsitgt__srp_unit_attention(struct scsitgt__session *sess, uint64_t lun_id,
 	ch->aer_flush_pending = true;
 	ch->holds++;
 	ch->aer_flush.fn = aer_flush;
-	scsitgt__engine_defer(ch->port->engine, &ch->aer_flush);
+	scsitgt__shard_defer(nx->shard, &ch->aer_flush);
 }
 
 void scsitgt__srp_ch_send_aers(struct srp_ch *ch)

@@ -918,18 +918,10 @@ static void srp_cmd_aborted(struct scsitgt__cmd *cmd)
 		ch_kick(ch);
 }
 
+/* The target goes (on home): its channels close on the nexus's loop. */
 static void srp_session_shutdown(struct scsitgt__session *sess)
 {
-	struct srp_nexus *nx = sess->fabric_ctx;
-	struct scsitgt__list *pos, *tmp;
-
-	nx->closing = true;
-	scsitgt__list_foreach_safe(pos, tmp, &nx->chans)
-	{
-		struct srp_ch *c = scsitgt__container_of(pos, struct srp_ch, nx_node);
-
-		scsitgt__srp_ch_close(c, SRP_TLO_NO_REASON, "target removed");
-	}
+	scsitgt__srp_nexus_close(sess->fabric_ctx, SRP_TLO_NO_REASON, "target removed");
 }
 
 const struct scsitgt__fabric_ops scsitgt__srp_fabric_ops = {

@@ -7,11 +7,19 @@
  * identifier that logs in gets a nexus (one core session, the I_T nexus); each RDMA/CM
  * connection is a channel of a nexus. A command (struct srp_task in the core command's fabric
  * bytes) lives on the channel it arrived on and is answered there.
+ *
+ * Loops (srp_nexus.c "Nexuses on workers", docs/threading.md): the port, its rdma_cm event
+ * channel, its lists of channels and nexuses and the login decisions are the home loop's. A
+ * nexus runs on one loop with all its channels (a worker's with connections on workers, else
+ * home): their QPs, buffers, completions, commands and responses. Fields below say whose they
+ * are: "home", "its loop" (the nexus's), or set before the nexus or channel is handed over and
+ * read-only afterwards.
  */
 #ifndef SCSITGT_SRP_INT_H
 #define SCSITGT_SRP_INT_H
 
 #include "core/fabric.h"
+#include "core/worker.h"
 #include "libscsitgt/srp.h"
 #include "transport/rdma/rdma.h"
 #include "transport/srp/srp_proto.h"
@@ -41,10 +49,11 @@ struct scsitgt_srp_portal {
 	uint16_t port;
 	struct scsitgt__rdma_cm cm;
 	struct rdma_cm_id *listen;
-	struct scsitgt__list devs;
-	struct scsitgt__list chans; /* every channel, connected or not */
+	/* The devices and registered command buffers of each loop (rdma.h, loop_ctx.c). */
+	struct scsitgt__rdma_loops loops;
+	/* Home's: every channel until home let go of its id, connected or not; the nexuses. */
+	struct scsitgt__list chans;
 	struct scsitgt__list nexuses;
-	struct scsitgt__list mems; /* struct srp_mem: registered buffers per device */
 	uint32_t nchans_up;
 	bool stopping;
 	scsitgt_done_cb done_cb;
@@ -52,22 +61,23 @@ struct scsitgt_srp_portal {
 	struct scsitgt__deferred done_d;
 };
 
-/* Command buffers registered on one device for this port (opts.buffer_bytes). */
-struct srp_mem {
-	struct scsitgt__list node;
-	struct scsitgt__rdma_dev *dev;
-	struct scsitgt__rdma_mem *mem;
-};
-
 struct srp_nexus {
-	struct scsitgt__list node; /* port->nexuses */
+	/* Set at creation (home). */
 	struct scsitgt_srp_portal *port;
 	struct scsitgt__session *core;
+	struct scsitgt__worker *w;    /* the loop of the nexus and its channels; NULL: home */
+	struct scsitgt__shard *shard; /* its shard (core/shard.h) */
 	uint8_t iport[16];
-	struct scsitgt__list chans;
-	unsigned int nchans;
-	bool closing; /* no channel may join (SINGLE login, shutdown) */
 	char name[40];
+	/* Home's. */
+	struct scsitgt__list node;     /* port->nexuses */
+	unsigned int nchans;	       /* channels admitted and not let go of by home yet */
+	bool closing;		       /* no channel may join (SINGLE login, shutdown) */
+	struct scsitgt__msg close_msg; /* close every channel, on its loop (at most once) */
+	int close_reason;	       /* SRP_T_LOGOUT reason, with close_msg */
+	const char *close_why;	       /* a string literal, with close_msg */
+	/* Its loop's. */
+	struct scsitgt__list chans;
 };
 
 struct srp_recv {
@@ -86,11 +96,23 @@ struct srp_slot {
 
 struct srp_ch {
 	struct scsitgt__rdma_cm_handler cmh;
-	struct scsitgt__list node;    /* port->chans */
-	struct scsitgt__list nx_node; /* nexus->chans */
+	struct scsitgt__list node;    /* port->chans (home's) */
+	struct scsitgt__list nx_node; /* nexus->chans (its loop's) */
 	struct scsitgt_srp_portal *port;
 	struct srp_nexus *nx;
-	struct rdma_cm_id *id;
+	struct rdma_cm_id *id; /* its events arrive on home (port->cm) */
+	/*
+	 * The channel's loop (its nexus's) and the messages between home, which owns the id, and
+	 * that loop, which runs the rest (srp_portal.c "Channels on workers"). Each is in flight
+	 * at most once.
+	 */
+	struct scsitgt__worker *w; /* NULL: home */
+	struct scsitgt__rdma_loop *lp;
+	struct scsitgt__rdma_xev xev; /* ESTABLISHED and a disconnect event, to its loop */
+	struct scsitgt__msg release_msg, final_msg;
+	bool home_up;  /* home: counted in port->nchans_up */
+	bool free_nx;  /* with final_msg: the nexus ended, free it too */
+	bool released; /* its loop: resources released, waiting for FINAL */
 	struct scsitgt__rdma_dev *dev;
 	struct scsitgt__rdma_pool rxp, txp;
 	struct scsitgt__rdma_mem *mem; /* the port's registered buffers on this device, or NULL */
@@ -102,7 +124,7 @@ struct srp_ch {
 	struct scsitgt__srp_credits cred;
 	unsigned int tgt_reqs; /* our requests awaiting the initiator's answer */
 	uint64_t next_tag;
-	bool qp_created, pools, cq_reserved, accepted, connected, up_counted;
+	bool qp_created, pools, cq_reserved, accepted, connected;
 	bool closing;	 /* no new work; logging out or disconnecting */
 	bool disconnect; /* the QP is (being) moved to error: waiting for the flush */
 	unsigned int posted, busy, holds;
@@ -162,7 +184,41 @@ struct srp_task {
 	int slot;	      /* send buffer of the response, -1 */
 };
 
+/* srp_nexus.c (home's side of nexuses, and what crosses to a nexus's loop) */
+/*
+ * The nexus a login of @req with multi-channel action @multi (§6.2.2) from @peer joins or
+ * starts, and the LOGIN_RSP flags in *@mc_result: 0 with *@out counted for one more channel
+ * (a new nexus is placed on the least-loaded worker with connections on workers), else the
+ * SRP_LOGIN_REJ reason. SINGLE closes the channels of the nexus it replaces. Loop: home.
+ */
+uint32_t scsitgt__srp_nexus_admit(struct srp_nexus **out, struct scsitgt_srp_portal *port,
+				  const struct scsitgt__srp_login_req *req, bool multi,
+				  const char *peer, uint8_t *mc_result);
+/*
+ * No channel may join @nx any more, and each of its channels closes on its loop with
+ * SRP_T_LOGOUT @tlo_reason (< 0: none), @why a string literal. Loop: home.
+ */
+void scsitgt__srp_nexus_close(struct srp_nexus *nx, int tlo_reason, const char *why);
+/*
+ * Home has let go of a channel of @nx: the last one ends the nexus (the core session). Returns
+ * true when @nx is to be freed, on its loop, after every message home posted there before
+ * (scsitgt__srp_nexus_free()). Loop: home.
+ */
+bool scsitgt__srp_nexus_leave(struct srp_nexus *nx);
+void scsitgt__srp_nexus_free(struct srp_nexus *nx);
+/* Whether the calling thread runs @nx's loop. */
+bool scsitgt__srp_nexus_here(const struct srp_nexus *nx);
+
 /* srp_portal.c */
+/*
+ * Set up the zeroed channel @ch of the rdma_cm @id (NULL in unit tests), attached to @nx
+ * (admitted: home's count holds it) and to the port's list: it runs on the nexus's loop.
+ * Loop: home.
+ */
+void scsitgt__srp_ch_attach(struct srp_ch *ch, struct scsitgt_srp_portal *port,
+			    struct rdma_cm_id *id, struct srp_nexus *nx);
+/* A channel on its loop joins its nexus's list (before it is accepted). */
+void scsitgt__srp_ch_join(struct srp_ch *ch);
 void scsitgt__srp_ch_close(struct srp_ch *ch, int tlo_reason, const char *why);
 void scsitgt__srp_ch_check_drained(struct srp_ch *ch);
 /* End of a handler (ch->busy was raised): free when drained after a close, else pump. */
@@ -173,8 +229,12 @@ void scsitgt__srp_ch_log(const struct srp_ch *ch, enum scsitgt_log_level level, 
 int scsitgt__srp_ch_send_own(struct srp_ch *ch, const uint8_t *iu, size_t len, bool logout);
 
 /* srp_aer.c */
+/* The core's hook (fabric.h): on home or on the nexus's loop; the report is queued there. */
 void scsitgt__srp_unit_attention(struct scsitgt__session *sess, uint64_t lun_id,
 				 enum scsitgt__sense_reason reason);
+/* Queue a report on a channel of @nx. Loop: @nx's. */
+void scsitgt__srp_nexus_ua_here(struct srp_nexus *nx, uint64_t lun_id,
+				enum scsitgt__sense_reason reason);
 /* Send queued asynchronous event reports within the limit of our outstanding requests. */
 void scsitgt__srp_ch_send_aers(struct srp_ch *ch);
 

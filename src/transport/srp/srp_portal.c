@@ -15,6 +15,20 @@
  * (SRP_T_LOGOUT, delivered before we disconnect). The QP goes to error and every posted work
  * request completes; once none is left, the tasks are released, and the last channel of a
  * nexus ends the nexus (the core session).
+ *
+ * Channels on workers (srp_nexus.c: a nexus and all its channels run on one loop). The
+ * rdma_cm event channel and the listener stay on home, and so do the login's checks and its
+ * multi-channel action (scsitgt__srp_nexus_admit()). The admitted channel then goes to its
+ * nexus's loop by message: its QP uses the CQ of a device context of that loop (rdma.h,
+ * loop_ctx.c: PD, CQ and completion channel polled there, and the port's registered command
+ * buffers of that loop), it joins the nexus and is accepted (or rejected) there; its
+ * completions, IUs, commands and responses run there. The rdma_cm id stays home's: its events
+ * arrive there, and ESTABLISHED and the first disconnect-class event go to the channel's loop
+ * by message (embedded in the channel, so none is lost). When that loop has released the
+ * channel's resources, it sends RELEASE home, which destroys the id (no event can follow),
+ * lets go of the channel's place in its nexus (the last one ends the nexus) and sends FINAL
+ * back: after every message home posted there before, so FINAL frees the channel (and an
+ * ended nexus).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -47,14 +61,6 @@ void scsitgt__srp_ch_log(const struct srp_ch *ch, enum scsitgt_log_level level, 
 	va_end(ap);
 	scsitgt__log(lg, level, SCSITGT__SRP_SUBSYS, "channel %s%s%s: %s", ch->peer,
 		     ch->nx ? " of " : "", ch->nx ? ch->nx->name : "", msg);
-}
-
-static void hex16(char *out, const uint8_t id[16])
-{
-	out[0] = '0';
-	out[1] = 'x';
-	for (int i = 0; i < 16; i++)
-		snprintf(&out[2 + 2 * i], 3, "%02x", id[i]);
 }
 
 /* ---- receive buffers and our own sends ---- */
@@ -167,30 +173,51 @@ int scsitgt__srp_ch_send_own(struct srp_ch *ch, const uint8_t *iu, size_t len, b
 
 static void port_check_done(struct scsitgt_srp_portal *port);
 
-static void nexus_free(struct srp_nexus *nx)
+/*
+ * Home: let go of the channel's rdma_cm id (no event can follow) and of its place in its
+ * nexus. Returns true when the nexus ended and is to be freed on its loop.
+ */
+static bool ch_forget(struct srp_ch *ch)
 {
-	struct scsitgt_srp_portal *port = nx->port;
+	struct scsitgt_srp_portal *port = ch->port;
 
-	scsitgt__list_remove(&nx->node);
-	if (nx->core) {
-		scsitgt__log(&port->engine->log, SCSITGT_LOG_NOTICE, SCSITGT__SRP_SUBSYS,
-			     "I_T nexus %s ended", nx->name);
-		scsitgt__event_session(nx->core, SCSITGT_EVENT_SESSION_LOGOUT, NULL);
-		scsitgt__session_destroy(nx->core);
-	}
-	free(nx);
+	scsitgt__list_remove(&ch->node);
+	if (ch->home_up)
+		port->nchans_up--;
+	if (ch->id)
+		rdma_destroy_id(ch->id);
+	return ch->nx && scsitgt__srp_nexus_leave(ch->nx);
+}
+
+/* The channel's loop: every message home posted there before this one ran. */
+static void ch_final_fn(struct scsitgt__msg *msg)
+{
+	struct srp_ch *ch = scsitgt__container_of(msg, struct srp_ch, final_msg);
+
+	if (ch->free_nx)
+		scsitgt__srp_nexus_free(ch->nx);
+	free(ch);
+}
+
+/* Home: a worker's channel released its resources; the id goes, then the channel. */
+static void ch_release_fn(struct scsitgt__msg *msg)
+{
+	struct srp_ch *ch = scsitgt__container_of(msg, struct srp_ch, release_msg);
+	struct scsitgt_srp_portal *port = ch->port;
+
+	ch->free_nx = ch_forget(ch);
+	ch->final_msg.fn = ch_final_fn;
+	scsitgt__worker_post(ch->w, &ch->final_msg);
+	port_check_done(port);
 }
 
 static void ch_free(struct srp_ch *ch)
 {
 	struct scsitgt_srp_portal *port = ch->port;
-	struct srp_nexus *nx = ch->nx;
 
 	scsitgt__srp_ch_release_tasks(ch);
 	if (ch->qp_created)
 		rdma_destroy_qp(ch->id);
-	if (ch->id)
-		rdma_destroy_id(ch->id);
 	if (ch->pools) {
 		scsitgt__rdma_pool_destroy(&ch->rxp);
 		scsitgt__rdma_pool_destroy(&ch->txp);
@@ -199,23 +226,28 @@ static void ch_free(struct srp_ch *ch)
 		scsitgt__rdma_dev_unreserve(ch->dev, (int)(ch->nrecv + ch->sq_depth));
 	if (ch->dev)
 		scsitgt__rdma_dev_put(ch->dev);
-	if (ch->up_counted)
-		port->nchans_up--;
 	free(ch->recvs);
 	free(ch->slots);
-	scsitgt__list_remove(&ch->node);
-	if (nx) {
-		scsitgt__list_remove(&ch->nx_node);
-		if (--nx->nchans == 0)
-			nexus_free(nx); /* the last channel: I_T nexus loss */
+	ch->recvs = NULL;
+	ch->slots = NULL;
+	scsitgt__list_remove(&ch->nx_node);
+	scsitgt__list_init(&ch->nx_node);
+	if (ch->w) {
+		/* The id, the port and the nexus's count are home's: hand over (see the top). */
+		ch->released = true;
+		ch->release_msg.fn = ch_release_fn;
+		scsitgt__engine_post(port->engine, &ch->release_msg);
+		return;
 	}
+	if (ch_forget(ch))
+		scsitgt__srp_nexus_free(ch->nx);
 	free(ch);
 	port_check_done(port);
 }
 
 void scsitgt__srp_ch_check_drained(struct srp_ch *ch)
 {
-	if (!ch->disconnect || ch->posted || ch->busy || ch->holds)
+	if (!ch->disconnect || ch->posted || ch->busy || ch->holds || ch->released)
 		return;
 	ch_free(ch);
 }
@@ -228,7 +260,7 @@ static void ch_disconnect(struct srp_ch *ch)
 	ch->disconnect = true;
 	scsitgt__srp_ch_drop_queued(ch);
 	/* The QP goes to error: every posted work request completes as flushed. */
-	if (!ch->accepted || rdma_disconnect(ch->id) != 0) {
+	if (!ch->accepted || ch->id == NULL || rdma_disconnect(ch->id) != 0) {
 		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
 		if (ch->qp_created)
@@ -260,13 +292,12 @@ void scsitgt__srp_ch_close(struct srp_ch *ch, int tlo_reason, const char *why)
 
 /* ---- channel events ---- */
 
-static void ch_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt__rdma_cm_event *ev)
+/* An rdma_cm event of the channel, on its loop. */
+static void ch_cm_event_here(struct srp_ch *ch, enum rdma_cm_event_type type, int status)
 {
-	struct srp_ch *ch = scsitgt__container_of(h, struct srp_ch, cmh);
-
 	scsitgt__srp_ch_log(ch, SCSITGT_LOG_DEBUG, "rdma_cm %s (status %d)",
-			    scsitgt__rdma_cm_event_name(ev->type), ev->status);
-	switch (ev->type) {
+			    scsitgt__rdma_cm_event_name(type), status);
+	switch (type) {
 	case RDMA_CM_EVENT_ESTABLISHED: {
 		struct ibv_qp_attr a;
 
@@ -276,10 +307,6 @@ static void ch_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt
 		a.min_rnr_timer = SRP_MIN_RNR_TIMER;
 		if (ibv_modify_qp(ch->id->qp, &a, IBV_QP_MIN_RNR_TIMER) != 0)
 			scsitgt__srp_ch_log(ch, SCSITGT_LOG_DEBUG, "cannot set the RNR timer");
-		if (!ch->up_counted) {
-			ch->up_counted = true;
-			ch->port->nchans_up++;
-		}
 		ch->busy++;
 		scsitgt__srp_ch_leave(ch);
 		break;
@@ -299,136 +326,84 @@ static void ch_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt
 	}
 }
 
+static void ch_est_fn(struct scsitgt__msg *msg)
+{
+	struct srp_ch *ch = scsitgt__container_of(msg, struct srp_ch, xev.est_msg);
+
+	if (!ch->released)
+		ch_cm_event_here(ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+}
+
+static void ch_down_fn(struct scsitgt__msg *msg)
+{
+	struct srp_ch *ch = scsitgt__container_of(msg, struct srp_ch, xev.down_msg);
+
+	if (!ch->released)
+		ch_cm_event_here(ch, (enum rdma_cm_event_type)ch->xev.down_type,
+				 ch->xev.down_status);
+}
+
+/* Home (every id's events arrive on the port's channel): see scsitgt__rdma_xev_post(). */
+static void ch_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt__rdma_cm_event *ev)
+{
+	struct srp_ch *ch = scsitgt__container_of(h, struct srp_ch, cmh);
+
+	if (ev->type == RDMA_CM_EVENT_ESTABLISHED && !ch->home_up) {
+		ch->home_up = true;
+		ch->port->nchans_up++;
+	}
+	if (ch->w == NULL)
+		ch_cm_event_here(ch, ev->type, ev->status);
+	else
+		scsitgt__rdma_xev_post(&ch->xev, ch->w, ev, ch_est_fn, ch_down_fn);
+}
+
 /* ---- login ---- */
 
-static struct srp_nexus *nexus_find(struct scsitgt_srp_portal *port, const uint8_t iport[16])
-{
-	for (struct scsitgt__list *p = port->nexuses.next; p != &port->nexuses; p = p->next) {
-		struct srp_nexus *nx = scsitgt__container_of(p, struct srp_nexus, node);
-
-		if (!nx->closing && memcmp(nx->iport, iport, 16) == 0)
-			return nx;
-	}
-	return NULL;
-}
-
-static int nexus_create(struct srp_nexus **out, struct scsitgt_srp_portal *port,
-			const struct scsitgt__srp_login_req *req)
-{
-	struct scsitgt__nexus_info info;
-	struct srp_nexus *nx;
-	char iname[40], tname[40];
-	int rc;
-
-	nx = calloc(1, sizeof(*nx));
-	if (nx == NULL)
-		return -ENOMEM;
-	nx->port = port;
-	memcpy(nx->iport, req->initiator_port_id, 16);
-	scsitgt__list_init(&nx->chans);
-	/* SPC-5 §7.6.4.5 (SCSI RDMA Protocol): ports are named by their 128-bit identifiers. */
-	hex16(iname, req->initiator_port_id);
-	hex16(tname, req->target_port_id);
-	snprintf(nx->name, sizeof(nx->name), "%s", iname);
-	memset(&info, 0, sizeof(info));
-	info.protocol_id = SCSITGT__PROTO_SRP;
-	info.initiator_name = iname;
-	info.initiator_port = iname;
-	info.target_port = tname;
-	info.rel_port_id = port->opts.rel_port_id;
-	info.tpg_id = port->opts.rel_port_id;
-	rc = scsitgt__session_create(&nx->core, port->tgt, &info, &scsitgt__srp_fabric_ops, nx);
-	if (rc < 0) {
-		free(nx);
-		return rc;
-	}
-	scsitgt__list_add_tail(&port->nexuses, &nx->node);
-	*out = nx;
-	return 0;
-}
-
-/* §6.2.2 MULTI-CHANNEL ACTION: SINGLE ends the other channels of the nexus. */
-static void nexus_terminate(struct srp_nexus *nx)
-{
-	struct scsitgt__list *pos, *tmp;
-
-	nx->closing = true;
-	scsitgt__list_foreach_safe(pos, tmp, &nx->chans)
-	{
-		struct srp_ch *c = scsitgt__container_of(pos, struct srp_ch, nx_node);
-
-		scsitgt__srp_ch_close(c, SRP_TLO_MULTICHAN_SINGLE,
-				      "a new login with multi-channel action SINGLE");
-	}
-}
-
-static void ch_reject(struct srp_ch *ch, struct rdma_cm_id *id, uint32_t reason, uint64_t tag)
+static void login_reject(struct scsitgt_srp_portal *port, struct rdma_cm_id *id, const char *peer,
+			 uint32_t reason, uint64_t tag)
 {
 	uint8_t rej[SRP_LOGIN_REJ_LEN];
 
-	scsitgt__log(&ch->port->engine->log, SCSITGT_LOG_WARNING, SCSITGT__SRP_SUBSYS,
-		     "login from %s rejected: %s (0x%08x)", ch->peer,
+	scsitgt__log(&port->engine->log, SCSITGT_LOG_WARNING, SCSITGT__SRP_SUBSYS,
+		     "login from %s rejected: %s (0x%08x)", peer,
 		     scsitgt__srp_rej_reason_name(reason), reason);
 	scsitgt__srp_login_rej_encode(rej, reason, tag, SRP_BUF_FMT_DIRECT | SRP_BUF_FMT_INDIRECT);
 	rdma_reject(id, rej, sizeof(rej));
 }
 
-/* The port's registered command buffers on @dev, created on first use; NULL without. */
-static struct scsitgt__rdma_mem *port_mem_get(struct scsitgt_srp_portal *port,
-					      struct scsitgt__rdma_dev *dev)
+/* The port's registered command buffers on the channel's device and loop, or NULL without. */
+static struct scsitgt__rdma_mem *ch_mem_get(struct srp_ch *ch)
 {
-	struct srp_mem *e;
+	struct scsitgt_srp_portal *port = ch->port;
+	struct scsitgt__rdma_mem *mem;
 	int rc;
 
-	for (struct scsitgt__list *p = port->mems.next; p != &port->mems; p = p->next) {
-		e = scsitgt__container_of(p, struct srp_mem, node);
-		if (e->dev == dev)
-			return e->mem;
-	}
 	if (port->opts.buffer_bytes == 0)
 		return NULL;
-	e = calloc(1, sizeof(*e));
-	if (e == NULL)
-		return NULL;
-	rc = scsitgt__rdma_mem_create(&e->mem, dev, (size_t)port->opts.buffer_bytes,
-				      IBV_ACCESS_LOCAL_WRITE);
+	rc = scsitgt__rdma_loop_mem_get(ch->lp, ch->dev, port->opts.buffer_bytes, &mem);
 	if (rc < 0) {
 		scsitgt__log(&port->engine->log, SCSITGT_LOG_WARNING, SCSITGT__SRP_SUBSYS,
 			     "cannot register %llu bytes of command buffers (%s): each command "
 			     "registers its own",
 			     (unsigned long long)port->opts.buffer_bytes, scsitgt_strerror(rc));
-		free(e);
 		return NULL;
 	}
-	e->dev = dev;
-	scsitgt__list_add_tail(&port->mems, &e->node);
-	return e->mem;
+	return mem;
 }
 
-static void port_mems_put(struct scsitgt_srp_portal *port)
-{
-	while (!scsitgt__list_empty(&port->mems)) {
-		struct srp_mem *e = scsitgt__container_of(port->mems.next, struct srp_mem, node);
-
-		scsitgt__list_remove(&e->node);
-		/* Buffers of commands still in a backend keep the memory until they return. */
-		scsitgt__rdma_mem_put(e->mem);
-		free(e);
-	}
-}
-
-/* QP, buffers and receives of an accepted login. */
+/* The channel's loop: QP, buffers and receives of an admitted login. */
 static int ch_resources(struct srp_ch *ch)
 {
 	struct scsitgt_srp_portal *port = ch->port;
 	uint32_t q = port->opts.queue_size;
 	int rc;
 
-	rc = scsitgt__rdma_dev_get(&ch->dev, &port->devs, port->engine->loop, ch->id->verbs, NULL,
+	rc = scsitgt__rdma_dev_get(&ch->dev, &ch->lp->devs, ch->lp->loop, ch->id->verbs, NULL,
 				   NULL);
 	if (rc < 0)
 		return rc;
-	ch->mem = port_mem_get(port, ch->dev);
+	ch->mem = ch_mem_get(ch);
 	ch->nrecv = q + SRP_RECV_EXTRA;
 	ch->nsend = q + SRP_SEND_EXTRA;
 	/* A command's Data-In may take one RDMA WRITE per descriptor, then its response. */
@@ -478,87 +453,43 @@ static int ch_resources(struct srp_ch *ch)
 	return 0;
 }
 
+/* What a login admitted on home hands to the channel's loop. */
+struct srp_setup {
+	struct scsitgt__msg msg;
+	struct srp_ch *ch;
+	uint64_t tag;
+	uint8_t mc_result;
+	uint8_t initiator_depth, responder_resources;
+	unsigned int nchans; /* of the nexus, this one included, when it was admitted */
+};
+
 /*
- * Handle a login. Returns 0 when accepted, else the SRP_LOGIN_REJ reason (the caller rejects
- * and frees the channel).
+ * The channel's loop: set up and accept an admitted login. Returns 0, or the SRP_LOGIN_REJ
+ * reason (the caller rejects and drains the channel).
  */
-static uint32_t ch_login(struct srp_ch *ch, const struct scsitgt__rdma_cm_event *ev, uint64_t *tag)
+static uint32_t ch_accept(struct srp_ch *ch, const struct srp_setup *s)
 {
-	struct scsitgt_srp_portal *port = ch->port;
-	const struct scsitgt_srp_portal_opts *o = &port->opts;
-	struct scsitgt__srp_login_limits lim;
-	struct scsitgt__srp_login_verdict v;
-	struct scsitgt__srp_login_req req;
+	const struct scsitgt_srp_portal_opts *o = &ch->port->opts;
 	struct scsitgt__srp_login_rsp rsp;
 	struct rdma_conn_param cp;
 	uint8_t rbuf[SRP_LOGIN_RSP_LEN];
-	struct srp_nexus *nx;
-	enum scsitgt__srp_mc_action action;
-	uint8_t mc_result;
-	uint32_t reason;
-	int rc;
 
-	*tag = 0;
-	if (scsitgt__srp_login_req_decode(ev->conn.private_data, ev->conn.private_data_len, true,
-					  &req) < 0)
-		return SRP_REJ_UNABLE_ESTABLISH;
-	*tag = req.tag;
-	memset(&lim, 0, sizeof(lim));
-	lim.id_ext = o->id_ext;
-	lim.ioc_guid = o->ioc_guid;
-	lim.max_it_iu_len = o->max_it_iu_len;
-	lim.min_it_iu_len = SRP_CMD_LEN + SRP_DIRECT_DESC_LEN;
-	lim.buf_fmt = SRP_BUF_FMT_DIRECT | SRP_BUF_FMT_INDIRECT;
-	lim.immediate_data = o->immediate_data;
-	reason = scsitgt__srp_login_check(&req, &lim, &v);
-	if (reason)
-		return reason;
-	if (port->tgt == NULL || port->tgt->destroying)
-		return SRP_REJ_UNABLE_ESTABLISH;
-	ch->it_iu_len = v.it_iu_len;
-	ch->ti_iu_len = o->max_ti_iu_len;
-	ch->imm_off = v.imm_data_offset;
-
-	nx = nexus_find(port, req.initiator_port_id);
-	reason = scsitgt__srp_multichannel(v.multi, nx ? nx->nchans : 0, o->max_channels, &action,
-					   &mc_result);
-	if (reason)
-		return reason;
-	if (action != SRP_MC_JOIN) {
-		if (action == SRP_MC_NEW_TERMINATE)
-			nexus_terminate(nx);
-		nx = NULL;
-	}
 	if (ch_resources(ch) < 0)
 		return SRP_REJ_INSUFFICIENT_RESOURCES;
-	if (nx == NULL) {
-		rc = nexus_create(&nx, port, &req);
-		if (rc == -ENOMEM)
-			return SRP_REJ_INSUFFICIENT_RESOURCES;
-		if (rc < 0) {
-			scsitgt__log(&port->engine->log, SCSITGT_LOG_WARNING, SCSITGT__SRP_SUBSYS,
-				     "no I_T nexus for %s: %s", ch->peer, scsitgt_strerror(rc));
-			return SRP_REJ_UNABLE_ESTABLISH;
-		}
-		scsitgt__event_session(nx->core, SCSITGT_EVENT_SESSION_LOGIN, ch->peer);
-	}
-	ch->nx = nx;
-	nx->nchans++;
-	scsitgt__list_add_tail(&nx->chans, &ch->nx_node);
-
+	scsitgt__srp_ch_join(ch);
 	memset(&rsp, 0, sizeof(rsp));
 	rsp.req_lim_delta = scsitgt__srp_credits_init(&ch->cred, o->queue_size);
-	rsp.tag = req.tag;
+	rsp.tag = s->tag;
 	rsp.max_it_iu_len = ch->it_iu_len;
 	rsp.max_ti_iu_len = ch->ti_iu_len;
 	rsp.buf_fmt = SRP_BUF_FMT_DIRECT | SRP_BUF_FMT_INDIRECT;
-	rsp.flags = mc_result | (ch->imm_off ? SRP_LOGIN_RSP_IMMED_SUPP : 0);
+	rsp.flags = s->mc_result | (ch->imm_off ? SRP_LOGIN_RSP_IMMED_SUPP : 0);
 	scsitgt__srp_login_rsp_encode(rbuf, &rsp);
 	/*
 	 * Our RDMA READ depth: the initiator's responder resources, which the passive side's
 	 * CONNECT_REQUEST reports as initiator_depth (ib_srp offers 4), within the device.
 	 */
-	ch->rd_depth = ev->conn.initiator_depth;
+	ch->rd_depth = s->initiator_depth;
 	if (ch->rd_depth > (unsigned int)ch->dev->attr.max_qp_init_rd_atom)
 		ch->rd_depth = (unsigned int)ch->dev->attr.max_qp_init_rd_atom;
 	if (ch->rd_depth == 0)
@@ -566,7 +497,7 @@ static uint32_t ch_login(struct srp_ch *ch, const struct scsitgt__rdma_cm_event 
 	memset(&cp, 0, sizeof(cp));
 	cp.private_data = rbuf;
 	cp.private_data_len = sizeof(rbuf);
-	cp.responder_resources = ev->conn.responder_resources;
+	cp.responder_resources = s->responder_resources;
 	if (cp.responder_resources > ch->dev->attr.max_qp_rd_atom)
 		cp.responder_resources = (uint8_t)ch->dev->attr.max_qp_rd_atom;
 	cp.initiator_depth = (uint8_t)ch->rd_depth;
@@ -575,59 +506,26 @@ static uint32_t ch_login(struct srp_ch *ch, const struct scsitgt__rdma_cm_event 
 	if (rdma_accept(ch->id, &cp) != 0)
 		return SRP_REJ_INSUFFICIENT_RESOURCES;
 	ch->accepted = true;
-	scsitgt__srp_ch_log(ch, SCSITGT_LOG_NOTICE,
-			    "login accepted: %s, IU %u/%u bytes, request limit %u, immediate data "
-			    "offset %u, RDMA READ depth %u, %u channel(s)",
-			    mc_result == SRP_LOGIN_RSP_MAINTAINED ? "MULTI" :
-			    mc_result == SRP_LOGIN_RSP_TERMINATED ? "SINGLE (old channels ended)" :
-								    "new nexus",
-			    ch->it_iu_len, ch->ti_iu_len, o->queue_size, ch->imm_off, ch->rd_depth,
-			    nx->nchans);
+	scsitgt__srp_ch_log(
+		ch, SCSITGT_LOG_NOTICE,
+		"login accepted: %s, IU %u/%u bytes, request limit %u, immediate data "
+		"offset %u, RDMA READ depth %u, %u channel(s)%s",
+		s->mc_result == SRP_LOGIN_RSP_MAINTAINED ? "MULTI" :
+		s->mc_result == SRP_LOGIN_RSP_TERMINATED ? "SINGLE (old channels ended)" :
+							   "new nexus",
+		ch->it_iu_len, ch->ti_iu_len, o->queue_size, ch->imm_off, ch->rd_depth, s->nchans,
+		ch->w ? ", on its nexus's worker" : "");
 	return 0;
 }
 
-static void port_connect_request(struct scsitgt_srp_portal *port,
-				 const struct scsitgt__rdma_cm_event *ev)
+/* The channel's loop: accepted, or rejected and drained. */
+static void ch_start(struct srp_ch *ch, const struct srp_setup *s)
 {
-	const struct sockaddr *sa;
-	struct srp_ch *ch;
-	uint32_t reason;
-	uint64_t tag;
+	uint32_t reason = ch_accept(ch, s);
 
-	if (port->stopping) {
-		rdma_reject(ev->id, NULL, 0);
-		rdma_destroy_id(ev->id);
-		return;
-	}
-	ch = calloc(1, sizeof(*ch));
-	if (ch == NULL) {
-		rdma_reject(ev->id, NULL, 0);
-		rdma_destroy_id(ev->id);
-		return;
-	}
-	ch->cmh.event = ch_cm_event;
-	ch->port = port;
-	ch->id = ev->id;
-	ch->id->context = &ch->cmh;
-	ch->next_tag = 1;
-	scsitgt__list_init(&ch->tasks);
-	scsitgt__list_init(&ch->rdq);
-	scsitgt__list_init(&ch->sendq);
-	scsitgt__list_init(&ch->tmfq);
-	scsitgt__list_init(&ch->nx_node);
-	sa = rdma_get_peer_addr(ch->id);
-	snprintf(ch->peer, sizeof(ch->peer), "?");
-	if (sa && sa->sa_family == AF_INET)
-		uv_ip4_name((const struct sockaddr_in *)(const void *)sa, ch->peer,
-			    sizeof(ch->peer));
-	else if (sa && sa->sa_family == AF_INET6)
-		uv_ip6_name((const struct sockaddr_in6 *)(const void *)sa, ch->peer,
-			    sizeof(ch->peer));
-	scsitgt__list_add_tail(&port->chans, &ch->node);
-	reason = ch_login(ch, ev, &tag);
 	if (reason == 0)
 		return;
-	ch_reject(ch, ch->id, reason, tag);
+	login_reject(ch->port, ch->id, ch->peer, reason, s->tag);
 	ch->closing = true;
 	ch->disconnect = true;
 	if (ch->qp_created && ch->posted) {
@@ -636,6 +534,136 @@ static void port_connect_request(struct scsitgt_srp_portal *port,
 		ibv_modify_qp(ch->id->qp, &a, IBV_QP_STATE);
 	}
 	scsitgt__srp_ch_check_drained(ch);
+}
+
+static void ch_setup_fn(struct scsitgt__msg *msg)
+{
+	struct srp_setup *s = scsitgt__container_of(msg, struct srp_setup, msg);
+
+	ch_start(s->ch, s);
+	free(s);
+}
+
+/* Home: decode and check a login (§6.2); 0, or the SRP_LOGIN_REJ reason. */
+static uint32_t login_check(struct scsitgt_srp_portal *port,
+			    const struct scsitgt__rdma_cm_event *ev,
+			    struct scsitgt__srp_login_req *req,
+			    struct scsitgt__srp_login_verdict *v)
+{
+	const struct scsitgt_srp_portal_opts *o = &port->opts;
+	struct scsitgt__srp_login_limits lim;
+	uint32_t reason;
+
+	if (scsitgt__srp_login_req_decode(ev->conn.private_data, ev->conn.private_data_len, true,
+					  req) < 0)
+		return SRP_REJ_UNABLE_ESTABLISH;
+	memset(&lim, 0, sizeof(lim));
+	lim.id_ext = o->id_ext;
+	lim.ioc_guid = o->ioc_guid;
+	lim.max_it_iu_len = o->max_it_iu_len;
+	lim.min_it_iu_len = SRP_CMD_LEN + SRP_DIRECT_DESC_LEN;
+	lim.buf_fmt = SRP_BUF_FMT_DIRECT | SRP_BUF_FMT_INDIRECT;
+	lim.immediate_data = o->immediate_data;
+	reason = scsitgt__srp_login_check(req, &lim, v);
+	if (reason)
+		return reason;
+	if (port->tgt == NULL || port->tgt->destroying)
+		return SRP_REJ_UNABLE_ESTABLISH;
+	return 0;
+}
+
+static void peer_name(struct rdma_cm_id *id, char *out, size_t size)
+{
+	const struct sockaddr *sa = id ? rdma_get_peer_addr(id) : NULL;
+
+	snprintf(out, size, "?");
+	if (sa && sa->sa_family == AF_INET)
+		uv_ip4_name((const struct sockaddr_in *)(const void *)sa, out, size);
+	else if (sa && sa->sa_family == AF_INET6)
+		uv_ip6_name((const struct sockaddr_in6 *)(const void *)sa, out, size);
+}
+
+void scsitgt__srp_ch_attach(struct srp_ch *ch, struct scsitgt_srp_portal *port,
+			    struct rdma_cm_id *id, struct srp_nexus *nx)
+{
+	ch->cmh.event = ch_cm_event;
+	ch->port = port;
+	ch->nx = nx;
+	ch->w = nx->w;
+	ch->lp = scsitgt__rdma_loops_at(&port->loops, nx->w);
+	ch->id = id;
+	if (id)
+		id->context = &ch->cmh;
+	ch->next_tag = 1;
+	scsitgt__list_init(&ch->tasks);
+	scsitgt__list_init(&ch->rdq);
+	scsitgt__list_init(&ch->sendq);
+	scsitgt__list_init(&ch->tmfq);
+	scsitgt__list_init(&ch->nx_node);
+	peer_name(id, ch->peer, sizeof(ch->peer));
+	scsitgt__list_add_tail(&port->chans, &ch->node);
+}
+
+void scsitgt__srp_ch_join(struct srp_ch *ch)
+{
+	scsitgt__list_add_tail(&ch->nx->chans, &ch->nx_node);
+}
+
+/*
+ * Home: a login. It is checked and admitted here (its nexus joined or started, placed on its
+ * loop), then the channel is set up and accepted on the nexus's loop (srp_nexus.c).
+ */
+static void port_connect_request(struct scsitgt_srp_portal *port,
+				 const struct scsitgt__rdma_cm_event *ev)
+{
+	struct scsitgt__srp_login_verdict v;
+	struct scsitgt__srp_login_req req;
+	struct srp_setup *s = NULL;
+	struct srp_nexus *nx = NULL;
+	struct srp_ch *ch = NULL;
+	char peer[64];
+	uint32_t reason;
+
+	if (port->stopping) {
+		rdma_reject(ev->id, NULL, 0);
+		rdma_destroy_id(ev->id);
+		return;
+	}
+	peer_name(ev->id, peer, sizeof(peer));
+	memset(&req, 0, sizeof(req));
+	reason = login_check(port, ev, &req, &v);
+	if (reason == 0) {
+		/* Allocated before the nexus counts the channel: nothing to undo there. */
+		ch = calloc(1, sizeof(*ch));
+		s = calloc(1, sizeof(*s));
+		if (ch == NULL || s == NULL)
+			reason = SRP_REJ_INSUFFICIENT_RESOURCES;
+	}
+	if (reason == 0)
+		reason = scsitgt__srp_nexus_admit(&nx, port, &req, v.multi, peer, &s->mc_result);
+	if (reason) {
+		login_reject(port, ev->id, peer, reason, req.tag);
+		rdma_destroy_id(ev->id);
+		free(ch);
+		free(s);
+		return;
+	}
+	scsitgt__srp_ch_attach(ch, port, ev->id, nx);
+	ch->it_iu_len = v.it_iu_len;
+	ch->ti_iu_len = port->opts.max_ti_iu_len;
+	ch->imm_off = v.imm_data_offset;
+	s->ch = ch;
+	s->tag = req.tag;
+	s->initiator_depth = ev->conn.initiator_depth;
+	s->responder_resources = ev->conn.responder_resources;
+	s->nchans = nx->nchans;
+	if (ch->w == NULL) {
+		ch_start(ch, s);
+		free(s);
+		return;
+	}
+	s->msg.fn = ch_setup_fn;
+	scsitgt__worker_post(ch->w, &s->msg);
 }
 
 static void port_cm_event(struct scsitgt__rdma_cm_handler *h,
@@ -700,6 +728,7 @@ static void port_done_deferred(struct scsitgt__deferred *d)
 	scsitgt_done_cb cb = port->done_cb;
 	void *arg = port->done_arg;
 
+	scsitgt__rdma_loops_fini(&port->loops);
 	free(port);
 	if (cb)
 		cb(arg, 0);
@@ -718,9 +747,19 @@ static void port_check_done(struct scsitgt_srp_portal *port)
 	if (!port->stopping || !scsitgt__list_empty(&port->chans) || port->cm.ch == NULL ||
 	    port->cm.closed)
 		return;
-	/* Devices close on their own once their last channel and buffer released them. */
-	port_mems_put(port);
+	/*
+	 * Every loop drops the port's memory and device list first (a worker's by message).
+	 * Devices close on their own once their last channel and buffer released them.
+	 */
+	if (!scsitgt__rdma_loops_release(&port->loops))
+		return;
 	scsitgt__rdma_cm_close(&port->cm, port_cm_closed);
+}
+
+/* Home: a worker loop's drop is back. */
+static void port_drop_back(void *arg)
+{
+	port_check_done(arg);
 }
 
 static void port_stop(struct scsitgt_srp_portal *port, scsitgt_done_cb cb, void *cb_arg)
@@ -740,17 +779,12 @@ static void port_stop(struct scsitgt_srp_portal *port, scsitgt_done_cb cb, void 
 		rdma_destroy_id(port->listen);
 		port->listen = NULL;
 	}
+	/* Every channel is in a nexus: each closes them on its loop. */
 	scsitgt__list_foreach_safe(pos, tmp, &port->nexuses)
 	{
 		struct srp_nexus *nx = scsitgt__container_of(pos, struct srp_nexus, node);
 
-		nx->closing = true;
-	}
-	scsitgt__list_foreach_safe(pos, tmp, &port->chans)
-	{
-		struct srp_ch *c = scsitgt__container_of(pos, struct srp_ch, node);
-
-		scsitgt__srp_ch_close(c, SRP_TLO_NO_REASON, "SRP target port stopping");
+		scsitgt__srp_nexus_close(nx, SRP_TLO_NO_REASON, "SRP target port stopping");
 	}
 	port_check_done(port);
 }
@@ -783,7 +817,10 @@ static int opts_check(struct scsitgt_srp_portal_opts *o, struct sockaddr_storage
 
 static void port_failed_cm_closed(struct scsitgt__rdma_cm *cm)
 {
-	free(cm->data);
+	struct scsitgt_srp_portal *port = cm->data;
+
+	scsitgt__rdma_loops_fini(&port->loops);
+	free(port);
 }
 
 SCSITGT_EXPORT int scsitgt_srp_portal_create(struct scsitgt_srp_portal **out,
@@ -812,13 +849,18 @@ SCSITGT_EXPORT int scsitgt_srp_portal_create(struct scsitgt_srp_portal **out,
 	port->opts.address = port->address;
 	port->cmh.event = port_cm_event;
 	port->cm.data = port;
-	scsitgt__list_init(&port->devs);
 	scsitgt__list_init(&port->chans);
 	scsitgt__list_init(&port->nexuses);
-	scsitgt__list_init(&port->mems);
 	scsitgt__list_init(&port->tgt_node);
+	/* Home's loop, and each worker's when nexuses run there (srp_nexus.c). */
+	if (scsitgt__rdma_loops_init(&port->loops, engine, engine->conn_workers, port_drop_back,
+				     port) < 0) {
+		free(port);
+		return -ENOMEM;
+	}
 	rc = scsitgt__rdma_cm_open(&port->cm, engine->loop);
 	if (rc < 0) {
+		scsitgt__rdma_loops_fini(&port->loops);
 		free(port);
 		return rc == -ENOENT ? -ENODEV : rc;
 	}

@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SRP nexuses on worker loops (transport/srp/srp_nexus.c, issue 18), without an RDMA device:
+ * a port that never listens, logins admitted on home (scsitgt__srp_nexus_admit()) and channels
+ * without an rdma_cm id or QP, which take the same teardown as real ones. Checked: a new
+ * nexus is placed on the least-loaded worker with its core session bound to that worker's
+ * shard (home without connections on workers); MULTI joins it up to max_channels; a unit
+ * attention raised on home reaches its channel on the nexus's loop by message, and one raised
+ * there is queued at once; SINGLE closes the old nexus's channels on their loop, and the
+ * last channel released there ends the nexus on home (RELEASE) and frees it on its loop
+ * (FINAL). Part of the TSan suite's unit tests.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/core.h"
+#include "core/shard.h"
+#include "core/worker.h"
+#include "transport/srp/srp_int.h"
+
+struct world {
+	uv_loop_t loop;
+	struct scsitgt_engine *engine;
+	struct scsitgt_target *tgt;
+	struct scsitgt_srp_portal *port;
+};
+
+static void destroyed(void *arg, int status)
+{
+	assert_int_equal(status, 0);
+	(*(int *)arg)++;
+}
+
+static void world_create(struct world *w, bool conn_workers)
+{
+	struct scsitgt_engine_opts o;
+	struct scsitgt_target_opts to;
+	struct scsitgt_srp_portal *port;
+
+	memset(w, 0, sizeof(*w));
+	assert_int_equal(uv_loop_init(&w->loop), 0);
+	scsitgt_engine_opts_init(&o, sizeof(o));
+	o.workers = 2;
+	o.conn_workers = conn_workers;
+	assert_int_equal(scsitgt_engine_create(&w->engine, &w->loop, &o), 0);
+	assert_int_equal(w->engine->conn_workers, conn_workers);
+	scsitgt_target_opts_init(&to, sizeof(to));
+	to.name = "iqn.2026-12.org.example:srp-nexus";
+	assert_int_equal(scsitgt_target_create(&w->tgt, w->engine, &to), 0);
+	/* What scsitgt_srp_portal_create() sets up, without its listener. */
+	port = calloc(1, sizeof(*port));
+	assert_non_null(port);
+	port->engine = w->engine;
+	port->tgt = w->tgt;
+	scsitgt_srp_portal_opts_init(&port->opts, sizeof(port->opts));
+	port->opts.max_channels = 2;
+	port->opts.rel_port_id = 1;
+	scsitgt__list_init(&port->chans);
+	scsitgt__list_init(&port->nexuses);
+	scsitgt__list_init(&port->tgt_node);
+	assert_int_equal(
+		scsitgt__rdma_loops_init(&port->loops, w->engine, conn_workers, NULL, NULL), 0);
+	w->port = port;
+}
+
+static unsigned int count(const struct scsitgt__list *l)
+{
+	unsigned int n = 0;
+
+	for (const struct scsitgt__list *p = l->next; p != l; p = p->next)
+		n++;
+	return n;
+}
+
+/* Run the home loop until @cond(@w) holds (whatever changes it posts to this loop). */
+static void wait_for(struct world *w, bool (*cond)(struct world *w))
+{
+	while (!cond(w))
+		uv_run(&w->loop, UV_RUN_ONCE);
+}
+
+static bool port_idle(struct world *w)
+{
+	return scsitgt__list_empty(&w->port->chans) && scsitgt__list_empty(&w->port->nexuses) &&
+	       scsitgt__list_empty(&w->tgt->sessions);
+}
+
+static bool loops_released(struct world *w)
+{
+	return scsitgt__rdma_loops_release(&w->port->loops);
+}
+
+static void world_destroy(struct world *w)
+{
+	int done = 0;
+
+	wait_for(w, port_idle);
+	wait_for(w, loops_released);
+	scsitgt__rdma_loops_fini(&w->port->loops);
+	free(w->port);
+	scsitgt_engine_destroy(w->engine, destroyed, &done);
+	uv_run(&w->loop, UV_RUN_DEFAULT);
+	assert_int_equal(done, 1);
+	assert_int_equal(uv_loop_close(&w->loop), 0);
+}
+
+static void login_req(struct scsitgt__srp_login_req *req, uint8_t initiator)
+{
+	memset(req, 0, sizeof(*req));
+	req->initiator_port_id[15] = initiator;
+	req->target_port_id[15] = 0x77;
+}
+
+/*
+ * Something to do on a nexus's loop, and what it saw; home waits for done, which the wake
+ * message sets on home (so both messages have left their queues and @p may be reused).
+ */
+struct probe {
+	struct scsitgt__msg msg;
+	struct scsitgt__msg wake;
+	struct world *w;
+	struct srp_nexus *nx;
+	struct srp_ch *ch;
+	void (*fn)(struct probe *p);
+	bool here; /* it ran on the nexus's loop */
+	unsigned int aer_n;
+	uint64_t aer_lun;
+	enum scsitgt__sense_reason aer_reason;
+	atomic_bool done;
+};
+
+static void wake_fn(struct scsitgt__msg *msg)
+{
+	atomic_store(&scsitgt__container_of(msg, struct probe, wake)->done, true);
+}
+
+static void probe_fn(struct scsitgt__msg *msg)
+{
+	struct probe *p = scsitgt__container_of(msg, struct probe, msg);
+
+	p->here = scsitgt__srp_nexus_here(p->nx);
+	p->fn(p);
+	if (p->ch) {
+		p->aer_n = p->ch->aer_n;
+		p->aer_lun = p->ch->aer_n ? p->ch->aerq[p->ch->aer_n - 1].lun_id : 0;
+		p->aer_reason = p->ch->aer_n ? p->ch->aerq[p->ch->aer_n - 1].reason : 0;
+	}
+	p->wake.fn = wake_fn;
+	scsitgt__engine_post(p->w->engine, &p->wake);
+}
+
+/* Run @fn on @nx's loop (@ch: then read its queued reports there) and wait for it. */
+static void on_nexus_loop(struct world *w, struct probe *p, struct srp_nexus *nx, struct srp_ch *ch,
+			  void (*fn)(struct probe *p))
+{
+	memset(p, 0, sizeof(*p));
+	p->w = w;
+	p->nx = nx;
+	p->ch = ch;
+	p->fn = fn;
+	atomic_init(&p->done, false);
+	p->msg.fn = probe_fn;
+	scsitgt__loop_post(w->engine, nx->w, &p->msg);
+	while (!atomic_load(&p->done))
+		uv_run(&w->loop, UV_RUN_ONCE);
+}
+
+static void nothing(struct probe *p)
+{
+	(void)p;
+}
+
+/* A connected channel joins its nexus on the nexus's loop (as ch_accept() and ESTABLISHED). */
+static void join_connected(struct probe *p)
+{
+	scsitgt__srp_ch_join(p->ch);
+	p->ch->connected = true;
+}
+
+/* A channel of an admitted login, attached on home and joined on its nexus's loop. */
+static struct srp_ch *channel(struct world *w, struct srp_nexus *nx)
+{
+	struct srp_ch *ch = calloc(1, sizeof(*ch));
+	struct probe p;
+
+	assert_non_null(ch);
+	scsitgt__srp_ch_attach(ch, w->port, NULL, nx);
+	assert_ptr_equal(ch->w, nx->w);
+	on_nexus_loop(w, &p, nx, ch, join_connected);
+	assert_true(p.here);
+	return ch;
+}
+
+static void ua_from_here(struct probe *p)
+{
+	scsitgt__srp_unit_attention(p->nx->core, 3, SCSITGT__SR_UA_CAPACITY_CHANGED);
+}
+
+/* Placement, MULTI, unit attentions from home and from the nexus's loop, teardown. */
+static void test_nexus_on_worker(void **state)
+{
+	struct scsitgt__srp_login_req req;
+	struct srp_nexus *nx, *nx2, *other;
+	struct srp_ch *ch, *ch2, *ch3;
+	struct world w;
+	struct probe p;
+	uint8_t mc;
+
+	(void)state;
+	world_create(&w, true);
+	login_req(&req, 1);
+	assert_int_equal(scsitgt__srp_nexus_admit(&nx, w.port, &req, true, "peer", &mc), 0);
+	assert_int_equal(mc, SRP_LOGIN_RSP_NO_CHANNELS);
+	/* On a worker, with its core session bound to that worker's shard. */
+	assert_non_null(nx->w);
+	assert_ptr_equal(nx->shard, nx->w->shard);
+	assert_ptr_equal(nx->core->shard, nx->w->shard);
+	assert_int_equal(nx->w->nconns, 1);
+	ch = channel(&w, nx);
+	/* MULTI joins it, up to max_channels (2). */
+	assert_int_equal(scsitgt__srp_nexus_admit(&nx2, w.port, &req, true, "peer", &mc), 0);
+	assert_ptr_equal(nx2, nx);
+	assert_int_equal(mc, SRP_LOGIN_RSP_MAINTAINED);
+	assert_int_equal(nx->nchans, 2);
+	ch2 = channel(&w, nx);
+	assert_int_equal(scsitgt__srp_nexus_admit(&nx2, w.port, &req, true, "peer", &mc),
+			 SRP_REJ_CHANNEL_LIMIT);
+	/* Another initiator port: a nexus of its own, on the other (least-loaded) worker. */
+	login_req(&req, 2);
+	assert_int_equal(scsitgt__srp_nexus_admit(&other, w.port, &req, false, "peer", &mc), 0);
+	assert_ptr_not_equal(other, nx);
+	assert_non_null(other->w);
+	assert_ptr_not_equal(other->w, nx->w);
+	ch3 = channel(&w, other);
+
+	/* Raised on home (a reset, a LUN added): reported on the nexus's loop, by message. */
+	scsitgt__srp_unit_attention(nx->core, 5, SCSITGT__SR_UA_POWER_ON_RESET);
+	on_nexus_loop(&w, &p, nx, ch, nothing);
+	assert_true(p.here);
+	assert_int_equal(p.aer_n, 1);
+	assert_int_equal(p.aer_lun, 5);
+	assert_int_equal(p.aer_reason, SCSITGT__SR_UA_POWER_ON_RESET);
+	/* Raised on the nexus's own loop: queued at once. */
+	on_nexus_loop(&w, &p, nx, ch, ua_from_here);
+	assert_int_equal(p.aer_n, 2);
+	assert_int_equal(p.aer_lun, 3);
+	assert_int_equal(p.aer_reason, SCSITGT__SR_UA_CAPACITY_CHANGED);
+	/* The other nexus heard nothing. */
+	on_nexus_loop(&w, &p, other, ch3, nothing);
+	assert_int_equal(p.aer_n, 0);
+
+	/* Closing: on the nexus's loop; the channels released there, home ends the nexuses. */
+	scsitgt__srp_nexus_close(nx, SRP_TLO_NO_REASON, "test over");
+	scsitgt__srp_nexus_close(other, SRP_TLO_NO_REASON, "test over");
+	assert_true(nx->closing);
+	wait_for(&w, port_idle);
+	assert_int_equal(w.engine->workers[0].nconns + w.engine->workers[1].nconns, 0);
+	(void)ch2;
+	world_destroy(&w);
+}
+
+/* SINGLE: the old nexus's channel is logged out on its loop, a new nexus takes over. */
+static void test_single_replaces(void **state)
+{
+	struct scsitgt__srp_login_req req;
+	struct srp_nexus *nx, *nx2;
+	struct scsitgt__session *old_core;
+	struct world w;
+	uint8_t mc;
+
+	(void)state;
+	world_create(&w, true);
+	login_req(&req, 1);
+	assert_int_equal(scsitgt__srp_nexus_admit(&nx, w.port, &req, false, "peer", &mc), 0);
+	channel(&w, nx);
+	old_core = nx->core;
+	assert_int_equal(scsitgt__srp_nexus_admit(&nx2, w.port, &req, false, "peer", &mc), 0);
+	assert_ptr_not_equal(nx2, nx);
+	assert_int_equal(mc, SRP_LOGIN_RSP_TERMINATED);
+	channel(&w, nx2);
+	/* Until the old nexus is gone: its session too. */
+	while (count(&w.port->nexuses) != 1 || count(&w.tgt->sessions) != 1)
+		uv_run(&w.loop, UV_RUN_ONCE);
+	assert_ptr_equal(scsitgt__container_of(w.port->nexuses.next, struct srp_nexus, node), nx2);
+	assert_ptr_equal(scsitgt__container_of(w.tgt->sessions.next, struct scsitgt__session, node),
+			 nx2->core);
+	assert_ptr_not_equal(nx2->core, old_core);
+	scsitgt__srp_nexus_close(nx2, SRP_TLO_NO_REASON, "test over");
+	world_destroy(&w);
+}
+
+/* Without connections on workers a nexus stays home, and everything runs inside the calls. */
+static void test_nexus_home(void **state)
+{
+	struct scsitgt__srp_login_req req;
+	struct srp_nexus *nx;
+	struct srp_ch *ch;
+	struct world w;
+	struct probe p;
+	uint8_t mc;
+
+	(void)state;
+	world_create(&w, false);
+	login_req(&req, 1);
+	assert_int_equal(scsitgt__srp_nexus_admit(&nx, w.port, &req, false, "peer", &mc), 0);
+	assert_null(nx->w);
+	assert_ptr_equal(nx->core->shard, scsitgt__shard_home(w.engine));
+	ch = channel(&w, nx);
+	scsitgt__srp_unit_attention(nx->core, 1, SCSITGT__SR_UA_POWER_ON_RESET);
+	on_nexus_loop(&w, &p, nx, ch, nothing);
+	assert_int_equal(p.aer_n, 1);
+	/* The channel goes once its report's flush let go of it; the nexus with it. */
+	scsitgt__srp_nexus_close(nx, SRP_TLO_NO_REASON, "test over");
+	world_destroy(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nexus_on_worker),
+		cmocka_unit_test(test_single_replaces),
+		cmocka_unit_test(test_nexus_home),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
