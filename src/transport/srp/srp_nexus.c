@@ -132,16 +132,25 @@ uint32_t scsitgt__srp_nexus_admit(struct srp_nexus **out, struct scsitgt_srp_por
 	return 0;
 }
 
-/* The nexus's loop: close every channel it has. */
+/*
+ * The nexus's loop: close every channel it has. Closing the last one can free the nexus (on
+ * home, a channel without a worker is freed at once and takes its ended nexus along), so
+ * nothing of @nx is read after that close: not even the list head a foreach would read next.
+ */
 static void nexus_close_here(struct srp_nexus *nx, int tlo_reason, const char *why)
 {
-	struct scsitgt__list *pos, *tmp;
+	struct scsitgt__list *head = &nx->chans;
+	struct scsitgt__list *pos = head->next;
 
-	scsitgt__list_foreach_safe(pos, tmp, &nx->chans)
-	{
+	while (pos != head) {
 		struct srp_ch *c = scsitgt__container_of(pos, struct srp_ch, nx_node);
+		struct scsitgt__list *next = pos->next;
+		bool last = next == head;
 
 		scsitgt__srp_ch_close(c, tlo_reason, why);
+		if (last)
+			break;
+		pos = next;
 	}
 }
 
