@@ -94,9 +94,8 @@ fi
 scripts/install-deps.sh
 
 # The integration tests run under ThreadSanitizer with the switch (--tsan --conn-workers): those
-# where several threads meet, each for a reason of its own. Left out: what only repeats the
-# path these already take on a worker (discovery, inquiry, readcapacity, chap, acl_secrets,
-# integrity, integrity_digest, scsitgtd_vpd). The RBD tests run with tests/tsan.supp
+# where several threads meet, each for a reason of its own, and since stop 26 the rest of the
+# integration suite too (the last nine below: 36 s more). The RBD tests run with tests/tsan.supp
 # (rbd_lib.sh adds it: it ignores what happens inside Ceph's uninstrumented client libraries,
 # never our code). The seconds after a test are its time under TSan, one test at a time, load
 # average 9-19 (2026-12-02).
@@ -130,6 +129,15 @@ TSAN_CW=(
 	rbd_ha_mon      # 25 s: the monitor killed under I/O and during a takeover
 	rbd_ha_rewatch  # 22 s: a watch lost and made again (watch error callbacks)
 	rbd_scsitgtd_ha # 18 s: the same failover with scsitgtd gateways, reloads
+	discovery        # <1 s: SendTargets on a worker's session
+	inquiry          # <1 s: every VPD page built on a worker
+	readcapacity     # <1 s: READ CAPACITY of LUNs of each block size on a worker
+	chap             # 2 s: CHAP secrets read by worker logins
+	acl_secrets      # 1 s: per-initiator secrets read by worker logins
+	integrity        # 22 s: 64 MiB written and read back through a worker
+	integrity_digest # 28 s: the same with CRC32C digests computed on the worker
+	scsitgtd_vpd     # 1 s: scsitgtd's VPD settings read by worker commands
+	harness_ports    # 11 s: the suite's own port claims (lib.sh), with a TSan minitarget
 )
 
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
