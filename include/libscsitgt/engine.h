@@ -47,8 +47,8 @@ struct scsitgt_engine_opts {
 	 * end, as @ref workers says; false runs only its socket reads and writes there, and
 	 * login, the protocol, the SCSI core and every backend call on the home loop (socket
 	 * workers only, docs/threading.md). Ignored without workers. iSCSI/TCP and iSER
-	 * connections; SRP channels stay on the home loop. Appended: a caller compiled before
-	 * it (a smaller @ref size) gets the default.
+	 * connections, and SRP: all channels of an I_T nexus on one worker. Appended: a caller
+	 * compiled before it (a smaller @ref size) gets the default.
 	 *
 	 * The environment variable SCSITGT_CONN_WORKERS, when set to a non-empty value as the
 	 * engine is created, overrides this field (for testing a host unchanged): "0" means
