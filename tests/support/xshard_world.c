@@ -253,6 +253,76 @@ void xw_assert_ua(const struct xw_cmd *x, uint8_t asc, uint8_t ascq)
 	assert_int_equal(x->sense[13], ascq);
 }
 
+struct xw_answer xw_answer_of(const struct xw_cmd *x)
+{
+	struct xw_answer a = { .status = x->status };
+
+	if (x->status == SAM_STAT_CHECK_CONDITION) {
+		a.key = xw_sense_key(x);
+		a.asc = x->sense[12];
+		a.ascq = x->sense[13];
+	}
+	return a;
+}
+
+/* The stream's thread: no assert here (see xshard_world.h), only counts. */
+static void stream_main(void *arg)
+{
+	struct xw_stream *s = arg;
+	struct xw_cmd x;
+
+	for (unsigned int i = 0; i < s->n; i++) {
+		unsigned int kind;
+
+		memset(&x, 0, sizeof(x));
+		x.sess = s->w->b;
+		s->fill(s, &x, i);
+		xw_run(s->w, &x);
+		kind = s->judge(s, &x);
+		if (kind >= XW_STREAM_KINDS) {
+			s->bad_kinds++;
+			continue;
+		}
+		if (s->count[kind]++ == 0)
+			s->first[kind] = xw_answer_of(&x);
+	}
+	atomic_store(&s->done, 1);
+}
+
+void xw_stream_start(struct xw_world *w, struct xw_stream *s)
+{
+	assert_true(xw_on_home(w));
+	s->w = w;
+	atomic_init(&s->done, 0);
+	assert_int_equal(uv_thread_create(&s->thread, stream_main, s), 0);
+}
+
+bool xw_stream_done(const struct xw_stream *s)
+{
+	return atomic_load(&s->done) != 0;
+}
+
+void xw_stream_join(struct xw_stream *s)
+{
+	assert_int_equal(uv_thread_join(&s->thread), 0);
+	assert_true(xw_stream_done(s));
+	if (s->bad_kinds)
+		fail_msg("the stream's judge answered %u kinds out of range", s->bad_kinds);
+}
+
+void xw_stream_assert_none_at(const struct xw_stream *s, unsigned int kind, const char *what,
+			      const char *file, int line)
+{
+	const struct xw_answer *a = &s->first[kind];
+
+	assert_true(kind < XW_STREAM_KINDS);
+	if (s->count[kind] == 0)
+		return;
+	print_error("ERROR: %u of %u answers %s; the first: status 0x%02x, sense %02x/%02x/%02x\n",
+		    s->count[kind], s->n, what, a->status, a->key, a->asc, a->ascq);
+	_fail(file, line);
+}
+
 struct scsitgt__session *xw_nexus(struct xw_world *w, const char *port, unsigned int shard)
 {
 	struct scsitgt__nexus_info ni;

@@ -39,6 +39,20 @@
  * ready, to check that something has NOT happened yet. The fabric counts the unit attentions it
  * hears of (w->uas, and w->uas_off_home on another thread than home's). Run the test under the
  * TSan build as well (scripts/test.sh --tsan).
+ *
+ * A stream (struct xw_stream) runs n commands on nexus B one after another on a thread of its
+ * own while the test thread changes something on home. That thread only sorts and counts the
+ * answers: cmocka's asserts belong to the test's thread (one that fails elsewhere crashes or
+ * hangs the test instead of failing it), so the test asserts on the counts after
+ * xw_stream_join():
+ *
+ *	struct xw_stream s = { .n = 1000, .fill = my_fill, .judge = my_judge };
+ *
+ *	xw_stream_start(w, &s);
+ *	while (!xw_stream_done(&s))
+ *		(change something on home, then uv_run(&w->loop, UV_RUN_NOWAIT))
+ *	xw_stream_join(&s);
+ *	assert_int_equal(s.count[MY_GOOD], s.n); or xw_stream_assert_none(&s, MY_OTHER, "...")
  */
 #ifndef SCSITGT_TESTS_XSHARD_WORLD_H
 #define SCSITGT_TESTS_XSHARD_WORLD_H
@@ -118,6 +132,33 @@ struct xw_cmd {
 	struct xw_wake wake;
 };
 
+/* How many kinds of answer a stream's judge tells apart. */
+#define XW_STREAM_KINDS 8
+
+/* What a command's answer was: its status and the key, ASC and ASCQ of its sense. */
+struct xw_answer {
+	uint8_t status, key, asc, ascq;
+};
+
+/* @n commands on nexus B off home (see above). */
+struct xw_stream {
+	struct xw_world *w;
+	unsigned int n;
+	/* make the @i-th command in @x (zeroed, x->sess already B) */
+	void (*fill)(const struct xw_stream *s, struct xw_cmd *x, unsigned int i);
+	/* the kind of @x's answer, below XW_STREAM_KINDS; called on the stream's thread: it
+	 * must not assert */
+	unsigned int (*judge)(const struct xw_stream *s, const struct xw_cmd *x);
+	/* written by the stream's thread, read after xw_stream_join(): answers of each kind,
+	 * the first of each, and judge's answers out of range */
+	unsigned int count[XW_STREAM_KINDS];
+	struct xw_answer first[XW_STREAM_KINDS];
+	unsigned int bad_kinds;
+	/* private to xshard_world.c */
+	_Atomic int done;
+	uv_thread_t thread;
+};
+
 /* The loop, the engine (one worker) and target @name. */
 void xw_world_create(struct xw_world **out, const char *name);
 /* LUN 0 from @lo (NULL: xw_null_lun(w, 0)), then nexus A on home and B on the worker, each past
@@ -168,5 +209,22 @@ uint8_t xw_run_pr_out(struct xw_world *w, struct scsitgt__session *s, uint8_t sa
 uint8_t xw_sense_key(const struct xw_cmd *x);
 /* @x ended in CHECK CONDITION, UNIT ATTENTION @asc/@ascq (fixed format sense). */
 void xw_assert_ua(const struct xw_cmd *x, uint8_t asc, uint8_t ascq);
+
+/* @x's answer. */
+struct xw_answer xw_answer_of(const struct xw_cmd *x);
+
+/* Start @s (fill, judge and n set; the counts zero) on a thread of its own, on @w's nexus B. */
+void xw_stream_start(struct xw_world *w, struct xw_stream *s);
+/* Whether @s has run all its commands. From any thread. */
+bool xw_stream_done(const struct xw_stream *s);
+/* Wait for @s's thread to end; on the test's thread. Fails the test if judge answered a kind out
+ * of range. */
+void xw_stream_join(struct xw_stream *s);
+/* Fail the test if @s had an answer of @kind (@what names it), with the first such answer, at
+ * the caller's line. On the test's thread, after xw_stream_join(). */
+#define xw_stream_assert_none(s, kind, what) \
+	xw_stream_assert_none_at((s), (kind), (what), __FILE__, __LINE__)
+void xw_stream_assert_none_at(const struct xw_stream *s, unsigned int kind, const char *what,
+			      const char *file, int line);
 
 #endif /* SCSITGT_TESTS_XSHARD_WORLD_H */

@@ -38,52 +38,44 @@ static int teardown(void **state)
 	return 0;
 }
 
-struct stream {
-	struct xw_world *w;
-	unsigned int n;
-	unsigned int good, not_supported, changed, protected_;
-	_Atomic int done;
+/* The kinds of answer the worker's nexus gets while home changes its mappings. */
+enum {
+	ACL_GOOD,
+	ACL_MASKED,    /* LOGICAL UNIT NOT SUPPORTED */
+	ACL_CHANGED,   /* REPORTED LUNS DATA HAS CHANGED (SPC-5 §5.14) */
+	ACL_PROTECTED, /* WRITE PROTECTED: mapped read-only */
+	ACL_OTHER
 };
 
-static void count(struct stream *s, const struct xw_cmd *x)
+static unsigned int acl_judge(const struct xw_stream *s, const struct xw_cmd *x)
 {
-	if (x->status == SAM_STAT_GOOD) {
-		s->good++;
-		return;
-	}
-	assert_int_equal(x->status, SAM_STAT_CHECK_CONDITION);
-	if (xw_sense_key(x) == 0x05 && x->sense[12] == 0x25)
-		s->not_supported++; /* LOGICAL UNIT NOT SUPPORTED: masked */
-	else if (xw_sense_key(x) == 0x06 && x->sense[12] == 0x3f && x->sense[13] == 0x0e)
-		s->changed++; /* REPORTED LUNS DATA HAS CHANGED (SPC-5 §5.14) */
-	else if (xw_sense_key(x) == 0x07 && x->sense[12] == 0x27)
-		s->protected_++; /* WRITE PROTECTED: mapped read-only */
-	else
-		fail_msg("unexpected sense %02x/%02x/%02x", xw_sense_key(x), x->sense[12],
-			 x->sense[13]);
+	struct xw_answer a = xw_answer_of(x);
+
+	(void)s;
+	if (a.status == SAM_STAT_GOOD)
+		return ACL_GOOD;
+	if (a.status != SAM_STAT_CHECK_CONDITION)
+		return ACL_OTHER;
+	if (a.key == 0x05 && a.asc == 0x25)
+		return ACL_MASKED;
+	if (a.key == 0x06 && a.asc == 0x3f && a.ascq == 0x0e)
+		return ACL_CHANGED;
+	if (a.key == 0x07 && a.asc == 0x27)
+		return ACL_PROTECTED;
+	return ACL_OTHER;
 }
 
-/* Off home: TEST UNIT READY and WRITE(10) of one block on the worker's nexus, in turn. */
-static void stream_thread(void *arg)
+/* TEST UNIT READY and WRITE(10) of one block, in turn. */
+static void acl_fill(const struct xw_stream *s, struct xw_cmd *x, unsigned int i)
 {
-	struct stream *s = arg;
-	struct xw_cmd x;
-
-	for (unsigned int i = 0; i < s->n; i++) {
-		if (i % 2) {
-			memset(&x, 0, sizeof(x));
-			x.sess = s->w->b;
-			x.cdb[0] = SBC_WRITE_10;
-			put_be16(&x.cdb[7], 1);
-			x.cdb_len = 10;
-			x.dout_len = 512;
-			xw_run(s->w, &x);
-		} else {
-			xw_run_tur(s->w, s->w->b, &x);
-		}
-		count(s, &x);
+	(void)s;
+	x->cdb_len = 6;
+	if (i % 2) {
+		x->cdb[0] = SBC_WRITE_10;
+		put_be16(&x->cdb[7], 1);
+		x->cdb_len = 10;
+		x->dout_len = 512;
 	}
-	atomic_store(&s->done, 1);
 }
 
 /* Home: one round of changes, each a map or an entry that comes and goes. */
@@ -113,28 +105,26 @@ static void churn(struct xw_world *w)
 static void test_masking_changes_under_worker_commands(void **state)
 {
 	struct xw_world *w = *state;
-	struct stream s = { .w = w, .n = 3000 };
+	struct xw_stream s = { .n = 3000, .fill = acl_fill, .judge = acl_judge };
 	unsigned int rounds = 0;
-	uv_thread_t th;
+	struct xw_cmd x;
 
-	assert_int_equal(uv_thread_create(&th, stream_thread, &s), 0);
-	while (!atomic_load(&s.done) || rounds < 10) {
+	xw_stream_start(w, &s);
+	while (!xw_stream_done(&s) || rounds < 10) {
 		churn(w);
 		rounds++;
 	}
-	assert_int_equal(uv_thread_join(&th), 0);
+	xw_stream_join(&s);
 	print_message("%u rounds; GOOD %u, masked %u, inventory changed %u, write protected %u\n",
-		      rounds, s.good, s.not_supported, s.changed, s.protected_);
-	assert_int_equal(s.good + s.not_supported + s.changed + s.protected_, s.n);
-	assert_true(s.good > 0);
-	/* the last round left LUN 0 unmasked and writable */
+		      rounds, s.count[ACL_GOOD], s.count[ACL_MASKED], s.count[ACL_CHANGED],
+		      s.count[ACL_PROTECTED]);
+	xw_stream_assert_none(&s, ACL_OTHER, "were none of GOOD, masked, changed, protected");
+	assert_true(s.count[ACL_GOOD] > 0);
+	/* the last round left LUN 0 unmasked and writable: what may still come is the change of
+	 * the inventory, each once */
 	xw_settle(w);
-	{
-		struct xw_cmd x;
-
-		while (xw_run_tur(w, w->b, &x) != SAM_STAT_GOOD)
-			count(&s, &x);
-	}
+	while (xw_run_tur(w, w->b, &x) != SAM_STAT_GOOD)
+		xw_assert_ua(&x, 0x3f, 0x0e);
 }
 
 /*
@@ -145,68 +135,70 @@ static void test_masking_changes_under_worker_commands(void **state)
  */
 #define RL_LUNS 32
 
-struct rl_stream {
-	struct xw_world *w;
-	unsigned int n, good, changed, other;
-	unsigned int bad_length, duplicates, unknown;
-	_Atomic int done;
+enum {
+	RL_GOOD,       /* a well-formed list */
+	RL_CHANGED,    /* REPORTED LUNS DATA HAS CHANGED */
+	RL_BAD_LENGTH, /* LUN LIST LENGTH not 8 per LUN, or not what came */
+	RL_DUPLICATE,  /* a LUN listed twice */
+	RL_UNKNOWN,    /* a LUN the target has not */
+	RL_OTHER
 };
 
-static void rl_check(struct rl_stream *s, const struct xw_cmd *x)
+/* What is wrong with REPORT LUNS's GOOD answer @x, if anything. */
+static unsigned int rl_check(const struct xw_cmd *x)
 {
 	uint32_t len = get_be32(x->din);
 	bool seen[RL_LUNS] = { false };
 
-	if (len % 8 != 0 || len > 8 * RL_LUNS || x->din_len != 8 + len) {
-		s->bad_length++;
-		return;
-	}
+	if (len % 8 != 0 || len > 8 * RL_LUNS || x->din_len != 8 + len)
+		return RL_BAD_LENGTH;
 	for (uint32_t i = 0; i < len / 8; i++) {
 		const uint8_t *e = &x->din[8 + 8 * i];
 		/* SAM-5 §4.7.7.2: peripheral device addressing of a LUN below 256 */
 		uint64_t id = e[1];
 
 		if (e[0] != 0 || get_be32(&e[2]) != 0 || get_be16(&e[6]) != 0 || id >= RL_LUNS)
-			s->unknown++;
-		else if (seen[id])
-			s->duplicates++;
-		else
-			seen[id] = true;
+			return RL_UNKNOWN;
+		if (seen[id])
+			return RL_DUPLICATE;
+		seen[id] = true;
 	}
+	return RL_GOOD;
 }
 
-static void rl_thread(void *arg)
+static void rl_fill(const struct xw_stream *s, struct xw_cmd *x, unsigned int i)
 {
-	struct rl_stream *s = arg;
-	struct xw_cmd x;
+	(void)s;
+	(void)i;
+	x->cdb[0] = SPC_REPORT_LUNS;
+	put_be32(&x->cdb[6], 8 + 8 * RL_LUNS);
+	x->cdb_len = 12;
+}
 
-	for (unsigned int i = 0; i < s->n; i++) {
-		xw_run_report_luns(s->w, s->w->b, 8 + 8 * RL_LUNS, &x);
-		if (x.status == SAM_STAT_GOOD) {
-			s->good++;
-			rl_check(s, &x);
-		} else if (x.status == SAM_STAT_CHECK_CONDITION && xw_sense_key(&x) == 0x06 &&
-			   x.sense[12] == 0x3f && x.sense[13] == 0x0e) {
-			s->changed++;
-		} else {
-			s->other++;
-		}
-	}
-	atomic_store(&s->done, 1);
+static unsigned int rl_judge(const struct xw_stream *s, const struct xw_cmd *x)
+{
+	struct xw_answer a = xw_answer_of(x);
+
+	(void)s;
+	if (a.status == SAM_STAT_GOOD)
+		return rl_check(x);
+	if (a.status == SAM_STAT_CHECK_CONDITION && a.key == 0x06 && a.asc == 0x3f &&
+	    a.ascq == 0x0e)
+		return RL_CHANGED;
+	return RL_OTHER;
 }
 
 static void test_report_luns_while_masking_changes(void **state)
 {
 	struct xw_world *w = *state;
-	struct rl_stream s = { .w = w, .n = 3000 };
+	struct xw_stream s = { .n = 3000, .fill = rl_fill, .judge = rl_judge };
 	unsigned int rounds = 0;
-	uv_thread_t th;
 
 	for (uint64_t id = 1; id < RL_LUNS; id++)
 		xw_null_lun(w, id);
 	xw_settle(w);
-	assert_int_equal(uv_thread_create(&th, rl_thread, &s), 0);
-	while (!atomic_load(&s.done) || rounds < 10) {
+	xw_stream_start(w, &s);
+	while (!xw_stream_done(&s) || rounds < 10) {
 		struct scsitgt_target *t = w->tgt;
 
 		/* B sees LUN 0 alone, then none, then all of them again */
@@ -218,15 +210,16 @@ static void test_report_luns_while_masking_changes(void **state)
 		uv_run(&w->loop, UV_RUN_NOWAIT);
 		rounds++;
 	}
-	assert_int_equal(uv_thread_join(&th), 0);
+	xw_stream_join(&s);
 	print_message("%u rounds; GOOD %u, inventory changed %u; bad length %u, duplicates %u, "
 		      "unknown %u\n",
-		      rounds, s.good, s.changed, s.bad_length, s.duplicates, s.unknown);
-	assert_int_equal(s.other, 0);
-	assert_int_equal(s.good + s.changed, s.n);
-	assert_int_equal(s.bad_length, 0);
-	assert_int_equal(s.duplicates, 0);
-	assert_int_equal(s.unknown, 0);
+		      rounds, s.count[RL_GOOD], s.count[RL_CHANGED], s.count[RL_BAD_LENGTH],
+		      s.count[RL_DUPLICATE], s.count[RL_UNKNOWN]);
+	xw_stream_assert_none(&s, RL_OTHER, "were neither GOOD nor REPORTED LUNS DATA HAS CHANGED");
+	xw_stream_assert_none(&s, RL_BAD_LENGTH, "had a wrong LUN LIST LENGTH");
+	xw_stream_assert_none(&s, RL_DUPLICATE, "listed a LUN twice");
+	xw_stream_assert_none(&s, RL_UNKNOWN, "listed a LUN the target has not");
+	assert_int_equal(s.count[RL_GOOD] + s.count[RL_CHANGED], s.n);
 }
 
 int main(void)

@@ -237,24 +237,29 @@ static void cdb_xcopy(struct xw_cmd *x, struct scsitgt__session *s, const struct
 	x->dout_len = 16 + 32 + 28;
 }
 
-struct xcopy_stream {
-	struct xw_world *w;
-	unsigned int n, good, inventory_uas;
+enum {
+	XC_GOOD,
+	XC_CHANGED, /* REPORTED LUNS DATA HAS CHANGED (SPC-5 §5.14) as LUNs come */
+	XC_OTHER
 };
 
-static void xcopy_thread(void *arg)
+static void xcopy_fill(const struct xw_stream *s, struct xw_cmd *x, unsigned int i)
 {
-	struct xcopy_stream *s = arg;
-	struct xw_cmd x;
+	(void)i;
+	cdb_xcopy(x, s->w->b, s->w->lun);
+}
 
-	for (unsigned int i = 0; i < s->n; i++) {
-		cdb_xcopy(&x, s->w->b, s->w->lun);
-		if (xw_run(s->w, &x) == SAM_STAT_GOOD)
-			s->good++;
-		/* REPORTED LUNS DATA HAS CHANGED (SPC-5 §5.14) as LUNs come */
-		else if (xw_sense_key(&x) == 0x06 && x.sense[12] == 0x3f && x.sense[13] == 0x0e)
-			s->inventory_uas++;
-	}
+static unsigned int xcopy_judge(const struct xw_stream *s, const struct xw_cmd *x)
+{
+	struct xw_answer a = xw_answer_of(x);
+
+	(void)s;
+	if (a.status == SAM_STAT_GOOD)
+		return XC_GOOD;
+	if (a.status == SAM_STAT_CHECK_CONDITION && a.key == 0x06 && a.asc == 0x3f &&
+	    a.ascq == 0x0e)
+		return XC_CHANGED;
+	return XC_OTHER;
 }
 
 /*
@@ -265,18 +270,17 @@ static void xcopy_thread(void *arg)
 static void test_xcopy_while_luns_come(void **state)
 {
 	struct xw_world *w = ((struct rd *)*state)->w;
-	struct xcopy_stream s = { .w = w, .n = 200 };
-	uv_thread_t th;
+	struct xw_stream s = { .n = 200, .fill = xcopy_fill, .judge = xcopy_judge };
 
-	assert_int_equal(uv_thread_create(&th, xcopy_thread, &s), 0);
+	xw_stream_start(w, &s);
 	for (uint64_t id = 1; id <= 64; id++) {
 		xw_null_lun(w, id);
 		/* the replaced tables are freed once the worker has passed a message boundary */
 		uv_run(&w->loop, UV_RUN_NOWAIT);
 	}
-	assert_int_equal(uv_thread_join(&th), 0);
-	assert_int_equal(s.good + s.inventory_uas, s.n);
-	assert_true(s.good > 0);
+	xw_stream_join(&s);
+	xw_stream_assert_none(&s, XC_OTHER, "were neither GOOD nor REPORTED LUNS DATA HAS CHANGED");
+	assert_true(s.count[XC_GOOD] > 0);
 }
 
 /* The event callback: what the last LOGIN FAILED event named, read while it is delivered. */
@@ -364,36 +368,11 @@ static void test_event_target_outlives_delivery(void **state)
  * REPORT SUPPORTED OPERATION CODES (all commands) on the worker's nexus while home turns ALUA
  * on and off and installs and removes a cluster reservation store (SPC-5 §6.35.2): REPORT and
  * SET TARGET PORT GROUPS are listed only while the target has ALUA, RESERVE and RELEASE only
- * without a store (read under the LUN's lock: TSan), so the list changes under the command. Every answer must be one whole list,
- * in the table's order, each descriptor a command (a count made before a change and a list
- * made after it ran past the end of the table: a crash, or zeroed descriptors at the end).
- * Checked on home once the stream is over.
+ * without a store (read under the LUN's lock: TSan), so the list changes under the command.
+ * Every answer must be one whole list, in the table's order, each descriptor a command (a count
+ * made before a change and a list made after it ran past the end of the table: a crash, or
+ * zeroed descriptors at the end). Checked on home once the stream is over.
  */
-/* Off home: @n commands on the worker's nexus, the i-th made by @fill, each judged by @judge
- * (good, other: not GOOD, bad: GOOD but wrong); checked on home once done. */
-struct b_stream {
-	struct xw_world *w;
-	unsigned int n;
-	void (*fill)(struct xw_cmd *x, unsigned int i);
-	void (*judge)(struct b_stream *s, const struct xw_cmd *x);
-	unsigned int good, other, bad;
-	_Atomic int done;
-};
-
-static void b_stream_thread(void *arg)
-{
-	struct b_stream *s = arg;
-	struct xw_cmd x;
-
-	for (unsigned int i = 0; i < s->n; i++) {
-		memset(&x, 0, sizeof(x));
-		x.sess = s->w->b;
-		s->fill(&x, i);
-		xw_run(s->w, &x);
-		s->judge(s, &x);
-	}
-	atomic_store(&s->done, 1);
-}
 
 /* Whether @x holds a well-formed list: descriptors (8 bytes, SPC-5 Table 258) in strictly
  * increasing opcode and service action order, each with its CDB length. */
@@ -415,8 +394,9 @@ static bool rsoc_list_ok(const struct xw_cmd *x)
 	return true;
 }
 
-static void rsoc_fill(struct xw_cmd *x, unsigned int i)
+static void rsoc_fill(const struct xw_stream *s, struct xw_cmd *x, unsigned int i)
 {
+	(void)s;
 	(void)i;
 	x->cdb[0] = SPC_MAINTENANCE_IN;
 	x->cdb[1] = SPC_MI_REPORT_SUPPORTED_OPCODES;
@@ -424,14 +404,19 @@ static void rsoc_fill(struct xw_cmd *x, unsigned int i)
 	x->cdb_len = 12;
 }
 
-static void rsoc_judge(struct b_stream *s, const struct xw_cmd *x)
+/* The kinds of answer of the worker's streams below. */
+enum {
+	B_GOOD,
+	B_MALFORMED, /* GOOD, but not what it must be */
+	B_OTHER	     /* not GOOD */
+};
+
+static unsigned int rsoc_judge(const struct xw_stream *s, const struct xw_cmd *x)
 {
+	(void)s;
 	if (x->status != SAM_STAT_GOOD)
-		s->other++;
-	else if (rsoc_list_ok(x))
-		s->good++;
-	else
-		s->bad++;
+		return B_OTHER;
+	return rsoc_list_ok(x) ? B_GOOD : B_MALFORMED;
 }
 
 static void rsoc_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req)
@@ -461,16 +446,15 @@ static void test_rsoc_while_alua_changes(void **state)
 	};
 	struct rd *r = *state;
 	struct xw_world *w = r->w;
-	struct b_stream s = { .w = w, .n = 2000, .fill = rsoc_fill, .judge = rsoc_judge };
+	struct xw_stream s = { .n = 2000, .fill = rsoc_fill, .judge = rsoc_judge };
 	struct scsitgt_alua_opts on, off;
 	unsigned int rounds = 0;
-	uv_thread_t th;
 
 	scsitgt_alua_opts_init(&on, sizeof(on));
 	on.modes = SCSITGT_ALUA_IMPLICIT | SCSITGT_ALUA_EXPLICIT;
 	scsitgt_alua_opts_init(&off, sizeof(off));
-	assert_int_equal(uv_thread_create(&th, b_stream_thread, &s), 0);
-	while (!atomic_load(&s.done) || rounds < 10) {
+	xw_stream_start(w, &s);
+	while (!xw_stream_done(&s) || rounds < 10) {
 		assert_int_equal(scsitgt_alua_configure(w->tgt, &on), 0);
 		assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, &store, NULL), 0);
 		uv_run(&w->loop, UV_RUN_NOWAIT);
@@ -479,12 +463,12 @@ static void test_rsoc_while_alua_changes(void **state)
 		uv_run(&w->loop, UV_RUN_NOWAIT);
 		rounds++;
 	}
-	assert_int_equal(uv_thread_join(&th), 0);
-	print_message("%u rounds; lists %u, malformed %u, not GOOD %u\n", rounds, s.good, s.bad,
-		      s.other);
-	assert_int_equal(s.other, 0);
-	assert_int_equal(s.bad, 0);
-	assert_int_equal(s.good, s.n);
+	xw_stream_join(&s);
+	print_message("%u rounds; lists %u, malformed %u, not GOOD %u\n", rounds, s.count[B_GOOD],
+		      s.count[B_MALFORMED], s.count[B_OTHER]);
+	xw_stream_assert_none(&s, B_OTHER, "were not GOOD");
+	xw_stream_assert_none(&s, B_MALFORMED, "were malformed lists");
+	assert_int_equal(s.count[B_GOOD], s.n);
 }
 
 /*
@@ -493,8 +477,9 @@ static void test_rsoc_while_alua_changes(void **state)
  * is made, written and read by commands of both loops (TSan reports the races unless they
  * take the LUN's lock; two first LOG SELECTs of two loops each made a state, one leaked).
  */
-static void log_fill(struct xw_cmd *x, unsigned int i)
+static void log_fill(const struct xw_stream *s, struct xw_cmd *x, unsigned int i)
 {
+	(void)s;
 	x->cdb[0] = SPC_LOG_SENSE;
 	/* PC 01b (cumulative values) of the application client or statistics page */
 	x->cdb[2] = (uint8_t)(0x40 | (i % 2 ? LOG_APP_CLIENT : LOG_GENERAL_STATS));
@@ -502,25 +487,22 @@ static void log_fill(struct xw_cmd *x, unsigned int i)
 	x->cdb_len = 10;
 }
 
-static void log_judge(struct b_stream *s, const struct xw_cmd *x)
+static unsigned int log_judge(const struct xw_stream *s, const struct xw_cmd *x)
 {
-	if (x->status == SAM_STAT_GOOD)
-		s->good++;
-	else
-		s->other++;
+	(void)s;
+	return x->status == SAM_STAT_GOOD ? B_GOOD : B_OTHER;
 }
 
 static void test_log_select_while_worker_reads(void **state)
 {
 	struct rd *r = *state;
 	struct xw_world *w = r->w;
-	struct b_stream s = { .w = w, .n = 400, .fill = log_fill, .judge = log_judge };
+	struct xw_stream s = { .n = 400, .fill = log_fill, .judge = log_judge };
 	unsigned int rounds = 0;
-	uv_thread_t th;
 	struct xw_cmd x;
 
-	assert_int_equal(uv_thread_create(&th, b_stream_thread, &s), 0);
-	while (!atomic_load(&s.done) || rounds < 10) {
+	xw_stream_start(w, &s);
+	while (!xw_stream_done(&s) || rounds < 10) {
 		/* SPC-5 §7.3.7: one general usage parameter (0xfc bytes) of page 0Fh */
 		memset(&x, 0, sizeof(x));
 		x.sess = w->a;
@@ -546,10 +528,10 @@ static void test_log_select_while_worker_reads(void **state)
 		assert_int_equal(xw_run(w, &x), SAM_STAT_GOOD);
 		rounds++;
 	}
-	assert_int_equal(uv_thread_join(&th), 0);
-	print_message("%u rounds, %u LOG SENSE GOOD\n", rounds, s.good);
-	assert_int_equal(s.other, 0);
-	assert_int_equal(s.good, s.n);
+	xw_stream_join(&s);
+	print_message("%u rounds, %u LOG SENSE GOOD\n", rounds, s.count[B_GOOD]);
+	xw_stream_assert_none(&s, B_OTHER, "were not GOOD");
+	assert_int_equal(s.count[B_GOOD], s.n);
 }
 
 int main(void)
