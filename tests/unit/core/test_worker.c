@@ -29,6 +29,7 @@
 
 #include <cmocka.h>
 
+#include "conn_workers_env.h"
 #include "core/core.h"
 #include "core/worker.h"
 #include "libscsitgt/scsitgt.h"
@@ -211,15 +212,10 @@ static bool conn_workers_with(int workers, enum opt_cw opt, const char *new_val,
  */
 static void test_conn_workers_default(void **state)
 {
-	const char *saved_new = getenv("SCSITGT_CONN_WORKERS");
-	const char *saved_old = getenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS");
-	char *keep_new = saved_new ? strdup(saved_new) : NULL;
-	char *keep_old = saved_old ? strdup(saved_old) : NULL;
 	struct scsitgt_engine_opts o;
 
+	/* The group's setup has put the caller's environment aside (cw_env_setup()). */
 	(void)state;
-	assert_int_equal(unsetenv("SCSITGT_CONN_WORKERS"), 0);
-	assert_int_equal(unsetenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS"), 0);
 	scsitgt_engine_opts_init(&o, sizeof(o));
 	assert_true(o.conn_workers);
 	/* The option, workers 2 and 0. */
@@ -244,12 +240,6 @@ static void test_conn_workers_default(void **state)
 	assert_true(conn_workers_with(2, CW_OFF, NULL, "1"));
 	assert_true(conn_workers_with(2, CW_DEFAULT, "1", "0"));
 	assert_false(conn_workers_with(2, CW_ON, "0", "1"));
-	if (keep_new)
-		assert_int_equal(setenv("SCSITGT_CONN_WORKERS", keep_new, 1), 0);
-	if (keep_old)
-		assert_int_equal(setenv("SCSITGT_EXPERIMENTAL_CONN_WORKERS", keep_old, 1), 0);
-	free(keep_new);
-	free(keep_old);
 }
 
 /* ---------------------------------------------------------------- messages ------------- */
@@ -1097,5 +1087,5 @@ int main(void)
 	 * test write to connections the target may have closed. */
 	signal(SIGPIPE, SIG_IGN);
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, cw_env_setup, cw_env_teardown);
 }

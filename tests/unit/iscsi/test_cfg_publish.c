@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "../../support/conn_workers_env.h"
 #include "core/core.h"
 #include "transport/iscsi/conn.h"
 
@@ -72,10 +73,9 @@ static void test_first_params_published_locked(void **state)
 	scsitgt_engine_opts_init(&eo, sizeof(eo));
 	eo.workers = 1;
 	/* Connections on the worker (the default with workers; explicit here). */
-	assert_int_equal(setenv("SCSITGT_CONN_WORKERS", "1", 1), 0);
+	eo.conn_workers = true;
 	memset(&r, 0, sizeof(r));
 	assert_int_equal(scsitgt_engine_create(&r.engine, &loop, &eo), 0);
-	assert_int_equal(unsetenv("SCSITGT_CONN_WORKERS"), 0);
 	assert_true(r.engine->conn_workers);
 	scsitgt_target_opts_init(&to, sizeof(to));
 	to.name = T_IQN;
@@ -109,5 +109,5 @@ int main(void)
 		cmocka_unit_test(test_first_params_published_locked),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, cw_env_setup, cw_env_teardown);
 }

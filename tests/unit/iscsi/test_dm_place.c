@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "../../support/conn_workers_env.h"
 #include "core/core.h"
 #include "core/worker.h"
 #include "transport/iscsi/conn.h"
@@ -249,5 +250,5 @@ int main(void)
 		cmocka_unit_test(test_placed_on_workers),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, cw_env_setup, cw_env_teardown);
 }

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "../../support/conn_workers_env.h"
 #include "core/core.h"
 #include "core/shard.h"
 #include "core/worker.h"
@@ -329,5 +330,5 @@ int main(void)
 		cmocka_unit_test(test_nexus_home),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, cw_env_setup, cw_env_teardown);
 }
