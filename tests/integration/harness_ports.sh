@@ -11,8 +11,22 @@ it_need python3 iscsi-inq
 # A private claim directory: the test checks its contents.
 IT_PORT_DIR=$IT_TMP/ports
 
-# 1. Many claims in a row are all different (the kernel may hand out a port again once it is
-#    closed; the claim must make it_free_port ask again).
+# lib.sh's it_kernel_port, for sections 3 and 4: sections 1 and 2 replace it.
+eval "lib_kernel_port() $(declare -f it_kernel_port | tail -n +2)"
+
+# Sections 1 and 2 ask a kernel that hands out ports again and again, so that the claims are
+# what keeps takers apart: each port of 20000-20049 twice in a row, in order (numbers only:
+# nothing binds them here, and the claim directory is this test's own). $IT_TMP/offers counts
+# the ports this shell was offered.
+it_kernel_port() {
+	local n=0
+	[[ -s $IT_TMP/offers ]] && n=$(<"$IT_TMP/offers")
+	echo $((n + 1)) >"$IT_TMP/offers"
+	echo $((20000 + n / 2 % 50))
+}
+
+# 1. Many claims in a row are all different: every port comes a second time, after this test
+#    claimed it, and its claim must make it_free_port ask again.
 declare -A seen=()
 for ((i = 0; i < 20; i++)); do
 	p=$(it_free_port) || it_fail "it_free_port failed"
@@ -20,26 +34,42 @@ for ((i = 0; i < 20; i++)); do
 	seen[$p]=1
 	[[ $(cat "$IT_PORT_DIR/$p/pid") == "$$" ]] || it_fail "claim of $p does not name this test"
 done
-it_log "ok: 20 claims, 20 different ports"
+# 20 ports taken and 19 second offers turned down (the 20th port's second offer is never made)
+offers=$(<"$IT_TMP/offers")
+[[ $offers -eq 39 ]] || it_fail "20 claims took $offers offers, not 39"
+it_log "ok: 20 claims, 20 different ports, each port offered twice"
 
-# 2. Two tests at once: another shell claims concurrently; the sets do not meet.
-bash -c 'source "$1/lib.sh"; IT_NAME=other; IT_TMP=$2; IT_PORT_DIR=$3
-	for ((i = 0; i < 15; i++)); do it_free_port; done' _ "$(dirname "$0")" \
-	"$(mktemp -d "$IT_TMP/other.XXXXXX")" "$IT_PORT_DIR" >"$IT_TMP/other.ports" &
+# 2. Two tests at once, each offered the same ports in the same order (from the 21st on; the
+#    first 20 are this test's since section 1): another shell claims concurrently; the sets do
+#    not meet, and neither takes a port of section 1. The other shell lives until this one is
+#    done (it is told by $other_tmp/done): the claims of a test that has ended are free to take.
+other_tmp=$(mktemp -d "$IT_TMP/other.XXXXXX")
+echo 40 >"$other_tmp/offers"
+echo 40 >"$IT_TMP/offers"
+bash -c 'source "$1/lib.sh"; eval "$4"; IT_NAME=other; IT_TMP=$2; IT_PORT_DIR=$3
+	for ((i = 0; i < 15; i++)); do it_free_port || exit 1; done
+	i=0; while [[ ! -e $2/done ]] && ((i++ < 6000)); do sleep 0.1; done' _ "$(dirname "$0")" \
+	"$other_tmp" "$IT_PORT_DIR" "$(declare -f it_kernel_port)" >"$IT_TMP/other.ports" &
 other=$!
 for ((i = 0; i < 15; i++)); do
-	it_free_port >>"$IT_TMP/mine.ports"
+	it_free_port >>"$IT_TMP/mine.ports" || it_fail "it_free_port failed"
 done
+: >"$other_tmp/done"
 wait "$other" || it_fail "the concurrent claimer failed"
 both=$(sort "$IT_TMP/mine.ports" "$IT_TMP/other.ports" | uniq -d | wc -l)
 [[ $both -eq 0 ]] || it_fail "$both ports went to both tests"
-it_log "ok: two concurrent claimers, 30 ports, none shared"
+[[ $(sort -u "$IT_TMP/mine.ports" "$IT_TMP/other.ports" | wc -l) -eq 30 ]] ||
+	it_fail "the two tests did not get 30 ports: $(cat "$IT_TMP/mine.ports" "$IT_TMP/other.ports")"
+while read -r p; do
+	[[ -z "${seen[$p]:-}" ]] || it_fail "port $p of section 1 handed out again"
+done < <(cat "$IT_TMP/mine.ports" "$IT_TMP/other.ports")
+it_log "ok: two concurrent claimers offered the same ports: 30 ports, none shared" \
+	"($(($(<"$IT_TMP/offers") - 40)) and $(($(<"$other_tmp/offers") - 40)) offers)"
 
 # 3. A claim whose owner is gone is taken over; a live owner's is not.
 dead=$(bash -c 'echo $$')
 while kill -0 "$dead" 2>/dev/null; do sleep 0.05; done
-stale=$(python3 -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+stale=$(lib_kernel_port)
 mkdir "$IT_PORT_DIR/$stale"
 echo "$dead" >"$IT_PORT_DIR/$stale/pid"
 it_claim_port "$stale" || it_fail "a dead test's claim was not taken over"
@@ -76,8 +106,7 @@ it_kernel_port() { # the first answer is the held port, then the kernel's
 		: >"$IT_TMP/held.used"
 		echo "$held"
 	else
-		python3 -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+		lib_kernel_port
 	fi
 }
 it_start --lun 0:ram:16M 2>"$IT_TMP/start.log"
