@@ -28,17 +28,6 @@ it_start --workers 2 --conn-workers 1 -v --lun 0:ram:32M --lun 1:ram:32M,bs=4096
 HOST=${IT_PORTAL%:*}
 IQN=$(it_iqn "${IT_URLS[0]}")
 
-# wait_log PATTERN COUNT: until the target's log holds COUNT lines matching PATTERN (bounded).
-wait_log() {
-	local i
-	for ((i = 0; i < 600; i++)); do
-		[[ $(grep -c -- "$1" "$IT_TMP/target.err" || true) -ge $2 ]] && return 0
-		it_alive || it_fail "target died waiting for '$1'"
-		sleep 0.1
-	done
-	it_fail "the target never logged '$1' $2 times"
-}
-
 it_log "libiscsi tools: login, command, logout, twice"
 for i in 1 2; do
 	iscsi-inq "${IT_URLS[0]}" >/dev/null || it_fail "iscsi-inq failed (run $i)"
@@ -135,7 +124,7 @@ VICTIM=iqn.2026-11.org.libscsitgt:victim
 iscsi-perf -i "$VICTIM" -m 32 "${IT_URLS[2]}" >"$IT_TMP/perf.out" 2>&1 &
 victim=$!
 IT_HELPER_PIDS+=("$victim")
-wait_log "normal session login: initiator $VICTIM" 1
+it_wait_log "$IT_TMP/target.err" "normal session login: initiator $VICTIM"
 for ((i = 0; i < 600; i++)); do
 	grep -q "iops current" "$IT_TMP/perf.out" && break
 	kill -0 "$victim" 2>/dev/null || it_fail "iscsi-perf ended: $(tail -n 3 "$IT_TMP/perf.out")"
@@ -144,7 +133,7 @@ done
 grep -q "iops current" "$IT_TMP/perf.out" || it_fail "iscsi-perf never reported reads"
 kill -KILL "$victim" 2>/dev/null || true
 wait "$victim" 2>/dev/null || true
-wait_log "normal session closed: initiator $VICTIM" 1
+it_wait_log "$IT_TMP/target.err" "normal session closed: initiator $VICTIM"
 iscsi-inq "${IT_URLS[0]}" >/dev/null || it_fail "iscsi-inq after the killed connection"
 "$READBACK" -o "$IT_TMP/again0" "${IT_URLS[0]}" "$SIZE" >/dev/null 2>&1 ||
 	it_fail "read after the killed connection"

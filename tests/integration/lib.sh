@@ -238,6 +238,41 @@ it_wait_urls() {
 	return 1
 }
 
+# it_wait_log [-n COUNT] FILE PATTERN [TIMEOUT]: wait until FILE holds COUNT (default 1) lines
+# matching the grep pattern PATTERN, looking every 0.1 s for at most TIMEOUT seconds (default
+# IT_WAIT_TIMEOUT). When they do not come, or the target ($IT_PID, when one runs) ends without
+# them, fail the test naming FILE and PATTERN, with FILE's last lines.
+IT_WAIT_TIMEOUT=${IT_WAIT_TIMEOUT:-60}
+it_wait_log() {
+	local count=1 file pattern timeout i n=0 gone=
+	if [[ ${1:-} == -n ]]; then
+		count=$2
+		shift 2
+	fi
+	file=$1
+	pattern=$2
+	timeout=${3:-$IT_WAIT_TIMEOUT}
+	for ((i = 0; i <= timeout * 10; i++)); do
+		n=$(grep -c -- "$pattern" "$file" 2>/dev/null || true)
+		[[ ${n:-0} -ge $count ]] && return 0
+		# one more look after the target ended: its last lines may have come meanwhile
+		[[ -n "$gone" ]] && break
+		if [[ -n "$IT_PID" ]] && ! kill -0 "$IT_PID" 2>/dev/null; then
+			gone=1
+			continue
+		fi
+		sleep 0.1
+	done
+	# the target's stderr: it_cleanup shows its last lines
+	if [[ $file != "${IT_TMP:-}/target.err" ]]; then
+		it_log "--- $file (last 20 lines) ---"
+		tail -n 20 "$file" >&2 2>/dev/null || true
+	fi
+	[[ -z "$gone" ]] ||
+		it_fail "the target (pid $IT_PID) ended: $file had ${n:-0} of $count line(s) matching '$pattern'"
+	it_fail "$file had ${n:-0} of $count line(s) matching '$pattern' after ${timeout}s"
+}
+
 # it_stop [SIGNAL]: send SIGNAL (default TERM) to the target once, wait for it (bounded);
 # return its exit status (137 if it had to be killed, which callers treat as a failure).
 it_stop() {

@@ -83,7 +83,7 @@ start() {
 	it_fail "no free port after 5 tries"
 }
 
-# wait_for WHAT CMD...: run CMD until it succeeds (bounded).
+# wait_for WHAT CMD...: run CMD until it succeeds (bounded); a line of a log: it_wait_log.
 wait_for() {
 	local what=$1 i
 	shift
@@ -141,13 +141,15 @@ PY
 else
 	it_log "scsitgtd built without libsystemd: sd_notify not checked"
 fi
-# notified N WORD: the notify log has at least N messages with WORD.
+# notified N WORD: the notify log has at least N messages with WORD; wait_notified N WORD: until
+# it has (bounded).
 notified() { [[ $NOTIFY == no ]] || [[ $(grep -c "$2" "$IT_TMP/notify.log" 2>/dev/null) -ge $1 ]]; }
+wait_notified() { [[ $NOTIFY == no ]] || it_wait_log -n "$1" "$IT_TMP/notify.log" "$2"; }
 
 # ---- the socket ----
 
 start
-wait_for "READY=1" notified 1 READY=1
+wait_notified 1 READY=1
 it_log "scsitgtd pid $IT_PID on 127.0.0.1:$PORT, control socket $SOCK"
 [[ -S "$SOCK" ]] || it_fail "no socket at $SOCK"
 [[ $(stat -c %a "$SOCK") == 600 ]] || it_fail "socket mode $(stat -c %a "$SOCK"), want 600"
@@ -216,7 +218,7 @@ write_conf "$PORT" $'[lun 1]\nbackend = ram\nsize = 8M'
 ctl reload >"$IT_TMP/reload.json" || it_fail "reload failed: $(cat "$IT_TMP/reload.json")"
 [[ $(ctl show | jq -c '[.targets[0].luns[].id]') == "[0,1]" ]] ||
 	it_fail "reload: LUN 1 not added: $(ctl show)"
-wait_for "RELOADING=1 then READY=1" notified 2 READY=1
+wait_notified 2 READY=1 # RELOADING=1 then READY=1
 notified 1 RELOADING=1 || it_fail "no RELOADING=1: $(cat "$IT_TMP/notify.log")"
 it_ask luns
 [[ "$ANSWER" == "status 2 sense 6/3f0e" || "$ANSWER" == "luns 0 1" ]] ||

@@ -188,20 +188,12 @@ it_ask register 0 1234605616436508552
 [[ -s "$IT_TMP/pr/$IQN.lun0.pr" ]] || it_fail "no reservations file in pr_dir: $(ls "$IT_TMP/pr")"
 # Events are delivered on the home loop, after the command's status when it ran on a worker
 # (docs/threading.md): wait for the line, bounded.
-for ((i = 0; i < 300; i++)); do
-	grep -q "event reservation-changed: $IQN LUN 0 by iqn.2026-11.org.libscsitgt:scsitgtd-client" \
-		"$IT_TMP/target.err" && break
-	sleep 0.1
-done
-grep -q "event reservation-changed: $IQN LUN 0 by iqn.2026-11.org.libscsitgt:scsitgtd-client" \
-	"$IT_TMP/target.err" || it_fail "no reservation-changed event"
+it_wait_log "$IT_TMP/target.err" \
+	"event reservation-changed: $IQN LUN 0 by iqn.2026-11.org.libscsitgt:scsitgtd-client"
 
 # Counters while logged in (SIGUSR1): this connection and this nexus are listed.
 kill -USR1 "$IT_PID"
-for ((i = 0; i < 300; i++)); do
-	grep -q "^conn .* ffp rx_pdus" "$IT_TMP/target.out" && break
-	sleep 0.1
-done
+it_wait_log "$IT_TMP/target.out" "^conn .* ffp rx_pdus"
 grep -q "^conn .* ffp rx_pdus [1-9]" "$IT_TMP/target.out" ||
 	it_fail "no connection counters: $(cat "$IT_TMP/target.out")"
 grep -q "^  session iqn.2026-11.org.libscsitgt:scsitgtd-client," "$IT_TMP/target.out" ||
@@ -237,10 +229,7 @@ echo "bogus line" >>"$CONF"
 kill -HUP "$IT_PID"
 # (The refusal line comes first, then one line per error.)
 BAD_LINE="scsitgtd.conf:$(wc -l <"$CONF"): expected \"key = value\""
-for ((i = 0; i < 300; i++)); do
-	grep -q "$BAD_LINE" "$IT_TMP/target.err" && break
-	sleep 0.1
-done
+it_wait_log "$IT_TMP/target.err" "$BAD_LINE"
 grep -q "reload refused, configuration kept: 1 error$" "$IT_TMP/target.err" &&
 	grep -q "$BAD_LINE" "$IT_TMP/target.err" || it_fail "broken reload not refused with file:line"
 it_alive || it_fail "scsitgtd died on a broken reload"
@@ -302,10 +291,7 @@ it_log "ok: discovery CHAP added by SIGHUP"
 
 # Stats on request: the LUN counters saw the commands above.
 kill -USR1 "$IT_PID"
-for ((i = 0; i < 300; i++)); do
-	[[ $(grep -c "^  lun 0 reads" "$IT_TMP/target.out") -ge 2 ]] && break
-	sleep 0.1
-done
+it_wait_log -n 2 "$IT_TMP/target.out" "^  lun 0 reads"
 grep -q "^  lun 0 reads [0-9]* writes [0-9]* other [1-9]" "$IT_TMP/target.out" ||
 	it_fail "no LUN 0 counters on SIGUSR1: $(cat "$IT_TMP/target.out")"
 
