@@ -57,7 +57,8 @@ struct scsitgt__rdma_loop *scsitgt__rdma_loops_at(struct scsitgt__rdma_loops *s,
 	return &s->v[w && s->n > 1 ? w->index + 1 : 0];
 }
 
-void scsitgt__rdma_loop_mem_drop(struct scsitgt__rdma_loop *lp, struct scsitgt__rdma_dev *dev)
+/* Drop the port's memory of @lp on every device; each goes once no buffer of it is out. */
+static void loop_mem_drop(struct scsitgt__rdma_loop *lp)
 {
 	struct scsitgt__list *pos, *tmp;
 
@@ -65,8 +66,6 @@ void scsitgt__rdma_loop_mem_drop(struct scsitgt__rdma_loop *lp, struct scsitgt__
 	{
 		struct rdma_loop_mem *m = scsitgt__container_of(pos, struct rdma_loop_mem, node);
 
-		if (dev && m->dev != dev)
-			continue;
 		scsitgt__list_remove(&m->node);
 		/* Buffers of commands still in a backend keep the memory until they return. */
 		scsitgt__rdma_mem_put(m->mem);
@@ -105,7 +104,7 @@ void scsitgt__rdma_loop_drop(struct scsitgt__rdma_loop *lp, bool unlink)
 {
 	struct scsitgt__list *pos, *tmp;
 
-	scsitgt__rdma_loop_mem_drop(lp, NULL);
+	loop_mem_drop(lp);
 	if (!unlink)
 		return;
 	/* Devices still held by buffers out outlive the list head: unlink them. */

@@ -218,9 +218,6 @@ struct scsitgt__rdma_loop *scsitgt__rdma_loops_at(struct scsitgt__rdma_loops *s,
  */
 int scsitgt__rdma_loop_mem_get(struct scsitgt__rdma_loop *lp, struct scsitgt__rdma_dev *dev,
 			       uint64_t bytes, struct scsitgt__rdma_mem **out);
-/* Drop the port's memory of @lp on @dev (NULL: every device); each goes once no buffer of it
- * is out. Loop: @lp's. */
-void scsitgt__rdma_loop_mem_drop(struct scsitgt__rdma_loop *lp, struct scsitgt__rdma_dev *dev);
 /* Drop @lp's memory and, with @unlink, its device list (the port goes; devices still held by
  * buffers out outlive the list head, so they are unlinked). Loop: @lp's. */
 void scsitgt__rdma_loop_drop(struct scsitgt__rdma_loop *lp, bool unlink);

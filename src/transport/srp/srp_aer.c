@@ -40,43 +40,8 @@ static void aer_flush(struct scsitgt__deferred *d)
 	scsitgt__srp_ch_leave(ch);
 }
 
-static void ua_fn(struct scsitgt__msg *msg)
-{
-	struct srp_ua_msg *m = scsitgt__container_of(msg, struct srp_ua_msg, msg);
-
-	scsitgt__srp_nexus_ua_here(m->nx, m->lun_id, m->reason);
-	free(m);
-}
-
-void scsitgt__srp_unit_attention(struct scsitgt__session *sess, uint64_t lun_id,
-				 enum scsitgt__sense_reason reason)
-{
-	struct srp_nexus *nx = sess->fabric_ctx;
-	struct srp_ua_msg *m;
-
-	if (nx == NULL)
-		return;
-	if (scsitgt__srp_nexus_here(nx)) {
-		scsitgt__srp_nexus_ua_here(nx, lun_id, reason);
-		return;
-	}
-	m = malloc(sizeof(*m));
-	if (m == NULL) {
-		/* Only the early report is lost: the condition stays pending in the core. */
-		scsitgt__log(&nx->port->engine->log, SCSITGT_LOG_WARNING, SCSITGT__SRP_SUBSYS,
-			     "I_T nexus %s: out of memory, an asynchronous event report is lost",
-			     nx->name);
-		return;
-	}
-	m->msg.fn = ua_fn;
-	m->nx = nx;
-	m->lun_id = lun_id;
-	m->reason = reason;
-	scsitgt__loop_post(nx->port->engine, nx->w, &m->msg);
-}
-
-void scsitgt__srp_nexus_ua_here(struct srp_nexus *nx, uint64_t lun_id,
-				enum scsitgt__sense_reason reason)
+/* Queue a report on a channel of @nx. Loop: @nx's. */
+static void nexus_ua_here(struct srp_nexus *nx, uint64_t lun_id, enum scsitgt__sense_reason reason)
 {
 	struct srp_ch *ch = NULL;
 
@@ -106,6 +71,41 @@ void scsitgt__srp_nexus_ua_here(struct srp_nexus *nx, uint64_t lun_id,
 	ch->holds++;
 	ch->aer_flush.fn = aer_flush;
 	scsitgt__shard_defer(nx->shard, &ch->aer_flush);
+}
+
+static void ua_fn(struct scsitgt__msg *msg)
+{
+	struct srp_ua_msg *m = scsitgt__container_of(msg, struct srp_ua_msg, msg);
+
+	nexus_ua_here(m->nx, m->lun_id, m->reason);
+	free(m);
+}
+
+void scsitgt__srp_unit_attention(struct scsitgt__session *sess, uint64_t lun_id,
+				 enum scsitgt__sense_reason reason)
+{
+	struct srp_nexus *nx = sess->fabric_ctx;
+	struct srp_ua_msg *m;
+
+	if (nx == NULL)
+		return;
+	if (scsitgt__srp_nexus_here(nx)) {
+		nexus_ua_here(nx, lun_id, reason);
+		return;
+	}
+	m = malloc(sizeof(*m));
+	if (m == NULL) {
+		/* Only the early report is lost: the condition stays pending in the core. */
+		scsitgt__log(&nx->port->engine->log, SCSITGT_LOG_WARNING, SCSITGT__SRP_SUBSYS,
+			     "I_T nexus %s: out of memory, an asynchronous event report is lost",
+			     nx->name);
+		return;
+	}
+	m->msg.fn = ua_fn;
+	m->nx = nx;
+	m->lun_id = lun_id;
+	m->reason = reason;
+	scsitgt__loop_post(nx->port->engine, nx->w, &m->msg);
 }
 
 void scsitgt__srp_ch_send_aers(struct srp_ch *ch)

@@ -232,9 +232,6 @@ int scsitgt__srp_ch_send_own(struct srp_ch *ch, const uint8_t *iu, size_t len, b
 /* The core's hook (fabric.h): on home or on the nexus's loop; the report is queued there. */
 void scsitgt__srp_unit_attention(struct scsitgt__session *sess, uint64_t lun_id,
 				 enum scsitgt__sense_reason reason);
-/* Queue a report on a channel of @nx. Loop: @nx's. */
-void scsitgt__srp_nexus_ua_here(struct srp_nexus *nx, uint64_t lun_id,
-				enum scsitgt__sense_reason reason);
 /* Send queued asynchronous event reports within the limit of our outstanding requests. */
 void scsitgt__srp_ch_send_aers(struct srp_ch *ch);
 
