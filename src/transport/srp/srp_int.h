@@ -102,11 +102,10 @@ struct srp_ch {
 	struct srp_nexus *nx;
 	struct rdma_cm_id *id; /* its events arrive on home (port->cm) */
 	/*
-	 * The channel's loop (its nexus's) and the messages between home, which owns the id, and
-	 * that loop, which runs the rest (srp_portal.c "Channels on workers"). Each is in flight
-	 * at most once.
+	 * The channel's loop is its nexus's (nx->w, NULL: home; lp is that loop's context), and
+	 * the messages between home, which owns the id, and that loop, which runs the rest
+	 * (srp_portal.c "Channels on workers"). Each is in flight at most once.
 	 */
-	struct scsitgt__worker *w; /* NULL: home */
 	struct scsitgt__rdma_loop *lp;
 	struct scsitgt__rdma_xev xev; /* ESTABLISHED and a disconnect event, to its loop */
 	struct scsitgt__msg release_msg, final_msg;

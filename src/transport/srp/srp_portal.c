@@ -207,7 +207,7 @@ static void ch_release_fn(struct scsitgt__msg *msg)
 
 	ch->free_nx = ch_forget(ch);
 	ch->final_msg.fn = ch_final_fn;
-	scsitgt__worker_post(ch->w, &ch->final_msg);
+	scsitgt__worker_post(ch->nx->w, &ch->final_msg);
 	port_check_done(port);
 }
 
@@ -232,7 +232,7 @@ static void ch_free(struct srp_ch *ch)
 	ch->slots = NULL;
 	scsitgt__list_remove(&ch->nx_node);
 	scsitgt__list_init(&ch->nx_node);
-	if (ch->w) {
+	if (ch->nx->w) {
 		/* The id, the port and the nexus's count are home's: hand over (see the top). */
 		ch->released = true;
 		ch->release_msg.fn = ch_release_fn;
@@ -352,10 +352,10 @@ static void ch_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt
 		ch->home_up = true;
 		ch->port->nchans_up++;
 	}
-	if (ch->w == NULL)
+	if (ch->nx->w == NULL)
 		ch_cm_event_here(ch, ev->type, ev->status);
 	else
-		scsitgt__rdma_xev_post(&ch->xev, ch->w, ev, ch_est_fn, ch_down_fn);
+		scsitgt__rdma_xev_post(&ch->xev, ch->nx->w, ev, ch_est_fn, ch_down_fn);
 }
 
 /* ---- login ---- */
@@ -514,7 +514,7 @@ static uint32_t ch_accept(struct srp_ch *ch, const struct srp_setup *s)
 		s->mc_result == SRP_LOGIN_RSP_TERMINATED ? "SINGLE (old channels ended)" :
 							   "new nexus",
 		ch->it_iu_len, ch->ti_iu_len, o->queue_size, ch->imm_off, ch->rd_depth, s->nchans,
-		ch->w ? ", on its nexus's worker" : "");
+		ch->nx->w ? ", on its nexus's worker" : "");
 	return 0;
 }
 
@@ -589,7 +589,6 @@ void scsitgt__srp_ch_attach(struct srp_ch *ch, struct scsitgt_srp_portal *port,
 	ch->cmh.event = ch_cm_event;
 	ch->port = port;
 	ch->nx = nx;
-	ch->w = nx->w;
 	ch->lp = scsitgt__rdma_loops_at(&port->loops, nx->w);
 	ch->id = id;
 	if (id)
@@ -657,13 +656,13 @@ static void port_connect_request(struct scsitgt_srp_portal *port,
 	s->initiator_depth = ev->conn.initiator_depth;
 	s->responder_resources = ev->conn.responder_resources;
 	s->nchans = nx->nchans;
-	if (ch->w == NULL) {
+	if (nx->w == NULL) {
 		ch_start(ch, s);
 		free(s);
 		return;
 	}
 	s->msg.fn = ch_setup_fn;
-	scsitgt__worker_post(ch->w, &s->msg);
+	scsitgt__worker_post(nx->w, &s->msg);
 }
 
 static void port_cm_event(struct scsitgt__rdma_cm_handler *h,

@@ -193,7 +193,7 @@ static struct srp_ch *channel(struct world *w, struct srp_nexus *nx)
 
 	assert_non_null(ch);
 	scsitgt__srp_ch_attach(ch, w->port, NULL, nx);
-	assert_ptr_equal(ch->w, nx->w);
+	assert_ptr_equal(ch->lp->w, nx->w);
 	on_nexus_loop(w, &p, nx, ch, join_connected);
 	assert_true(p.here);
 	return ch;
