@@ -177,7 +177,7 @@ static void ic_free(struct iser_conn *ic)
 	free(ic->slots);
 	if (ic->w) {
 		/* The id and the portal are home's: hand the rest over (see the top). */
-		ic->released = true;
+		ic->xev.released = true;
 		ic->conn = NULL;
 		if (conn)
 			scsitgt__iscsi_conn_dm_closed(conn);
@@ -310,32 +310,17 @@ static void ic_cm_event_here(struct iser_conn *ic, enum rdma_cm_event_type type,
 	}
 }
 
-static void ic_est_fn(struct scsitgt__msg *msg)
+static void ic_xev_here(struct scsitgt__rdma_xev *x, enum rdma_cm_event_type type, int status)
 {
-	struct iser_conn *ic = scsitgt__container_of(msg, struct iser_conn, xev.est_msg);
-
-	if (!ic->released)
-		ic_cm_event_here(ic, RDMA_CM_EVENT_ESTABLISHED, 0);
+	ic_cm_event_here(scsitgt__container_of(x, struct iser_conn, xev), type, status);
 }
 
-static void ic_down_fn(struct scsitgt__msg *msg)
-{
-	struct iser_conn *ic = scsitgt__container_of(msg, struct iser_conn, xev.down_msg);
-
-	if (!ic->released)
-		ic_cm_event_here(ic, (enum rdma_cm_event_type)ic->xev.down_type,
-				 ic->xev.down_status);
-}
-
-/* Home (every id's events arrive on the portal's channel): see scsitgt__rdma_xev_post(). */
+/* Home (every id's events arrive on the portal's channel): see scsitgt__rdma_xev_deliver(). */
 static void ic_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt__rdma_cm_event *ev)
 {
 	struct iser_conn *ic = scsitgt__container_of(h, struct iser_conn, cmh);
 
-	if (ic->w == NULL)
-		ic_cm_event_here(ic, ev->type, ev->status);
-	else
-		scsitgt__rdma_xev_post(&ic->xev, ic->w, ev, ic_est_fn, ic_down_fn);
+	scsitgt__rdma_xev_deliver(&ic->xev, ic->w, ev);
 }
 
 static int ic_setup(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *ev)
@@ -511,6 +496,7 @@ static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdm
 		return;
 	}
 	ic->cmh.event = ic_cm_event;
+	ic->xev.here = ic_xev_here;
 	ic->ip = ip;
 	ic->lp = scsitgt__rdma_loops_at(&ip->loops, ic->w);
 	ic->id = ev->id;

@@ -111,7 +111,6 @@ struct iser_conn {
 	struct scsitgt__iscsi_handoff *h;
 	struct scsitgt__rdma_xev xev; /* ESTABLISHED and a disconnect event, to the worker */
 	struct scsitgt__msg release_msg, final_msg;
-	bool released; /* worker: resources released, waiting for home to destroy the id */
 	struct scsitgt__rdma_dev *dev;
 	struct scsitgt__rdma_mem *mem; /* registered command buffers (NULL: none to be had) */
 	struct scsitgt__iscsi_conn *conn;

@@ -166,16 +166,38 @@ bool scsitgt__rdma_loops_release(struct scsitgt__rdma_loops *s)
 	return s->xmsgs == 0;
 }
 
-void scsitgt__rdma_xev_post(struct scsitgt__rdma_xev *x, struct scsitgt__worker *w,
-			    const struct scsitgt__rdma_cm_event *ev, scsitgt__msg_fn est_fn,
-			    scsitgt__msg_fn down_fn)
+/* The worker: a handed-over ESTABLISHED. */
+static void xev_est_fn(struct scsitgt__msg *msg)
 {
+	struct scsitgt__rdma_xev *x = scsitgt__container_of(msg, struct scsitgt__rdma_xev, est_msg);
+
+	if (!x->released)
+		x->here(x, RDMA_CM_EVENT_ESTABLISHED, 0);
+}
+
+/* The worker: the handed-over disconnect-class event. */
+static void xev_down_fn(struct scsitgt__msg *msg)
+{
+	struct scsitgt__rdma_xev *x =
+		scsitgt__container_of(msg, struct scsitgt__rdma_xev, down_msg);
+
+	if (!x->released)
+		x->here(x, (enum rdma_cm_event_type)x->down_type, x->down_status);
+}
+
+void scsitgt__rdma_xev_deliver(struct scsitgt__rdma_xev *x, struct scsitgt__worker *w,
+			       const struct scsitgt__rdma_cm_event *ev)
+{
+	if (w == NULL) {
+		x->here(x, ev->type, ev->status);
+		return;
+	}
 	switch (ev->type) {
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (x->x_est)
 			break;
 		x->x_est = true;
-		x->est_msg.fn = est_fn;
+		x->est_msg.fn = xev_est_fn;
 		scsitgt__worker_post(w, &x->est_msg);
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
@@ -189,7 +211,7 @@ void scsitgt__rdma_xev_post(struct scsitgt__rdma_xev *x, struct scsitgt__worker 
 		x->x_down = true;
 		x->down_type = (int)ev->type;
 		x->down_status = ev->status;
-		x->down_msg.fn = down_fn;
+		x->down_msg.fn = xev_down_fn;
 		scsitgt__worker_post(w, &x->down_msg);
 		break;
 	default:

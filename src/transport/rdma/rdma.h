@@ -235,24 +235,28 @@ void scsitgt__rdma_loops_drop(struct scsitgt__rdma_loops *s, bool unlink);
 bool scsitgt__rdma_loops_release(struct scsitgt__rdma_loops *s);
 
 /*
- * A connection on a worker loop: the rdma_cm events of its id arrive on home (the port's event
- * channel), and ESTABLISHED and the first disconnect-class event (DISCONNECTED,
- * DEVICE_REMOVAL, ADDR_CHANGE, CONNECT_ERROR, UNREACHABLE, REJECTED) go to the worker by
- * message, embedded here so that none is lost to memory. Later ones add nothing: the
- * connection closes either way, and its QP drains by counts.
+ * A connection of a port: the rdma_cm events of its id arrive on home (the port's event
+ * channel). On home they go straight to the connection's handler; on a worker loop,
+ * ESTABLISHED and the first disconnect-class event (DISCONNECTED, DEVICE_REMOVAL, ADDR_CHANGE,
+ * CONNECT_ERROR, UNREACHABLE, REJECTED) go to the worker by message, embedded here so that
+ * none is lost to memory. Later ones add nothing: the connection closes either way, and its
+ * QP drains by counts.
  */
 struct scsitgt__rdma_xev {
+	/* The connection's handler of an event, on its loop; none runs once it is released. */
+	void (*here)(struct scsitgt__rdma_xev *x, enum rdma_cm_event_type type, int status);
 	struct scsitgt__msg est_msg, down_msg;
 	bool x_est, x_down; /* home: handed over */
 	int down_type;	    /* enum rdma_cm_event_type, with down_msg */
 	int down_status;
+	bool released; /* the worker: the connection's resources are released */
 };
 /*
- * Hand @ev over to worker @w: @est_fn(&x->est_msg) or @down_fn(&x->down_msg) runs there, each
- * at most once; other events are dropped. Loop: home.
+ * Deliver @ev to the connection on worker @w's loop (NULL: home, x->here() runs now): there
+ * ESTABLISHED and the first disconnect-class event each run x->here() at most once, unless the
+ * connection was released before; other events are dropped. Loop: home.
  */
-void scsitgt__rdma_xev_post(struct scsitgt__rdma_xev *x, struct scsitgt__worker *w,
-			    const struct scsitgt__rdma_cm_event *ev, scsitgt__msg_fn est_fn,
-			    scsitgt__msg_fn down_fn);
+void scsitgt__rdma_xev_deliver(struct scsitgt__rdma_xev *x, struct scsitgt__worker *w,
+			       const struct scsitgt__rdma_cm_event *ev);
 
 #endif /* SCSITGT_RDMA_H */

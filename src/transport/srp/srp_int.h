@@ -109,9 +109,8 @@ struct srp_ch {
 	struct scsitgt__rdma_loop *lp;
 	struct scsitgt__rdma_xev xev; /* ESTABLISHED and a disconnect event, to its loop */
 	struct scsitgt__msg release_msg, final_msg;
-	bool home_up;  /* home: counted in port->nchans_up */
-	bool free_nx;  /* with final_msg: the nexus ended, free it too */
-	bool released; /* its loop: resources released, waiting for FINAL */
+	bool home_up; /* home: counted in port->nchans_up */
+	bool free_nx; /* with final_msg: the nexus ended, free it too */
 	struct scsitgt__rdma_dev *dev;
 	struct scsitgt__rdma_pool rxp, txp;
 	struct scsitgt__rdma_mem *mem; /* the port's registered buffers on this device, or NULL */

@@ -234,7 +234,7 @@ static void ch_free(struct srp_ch *ch)
 	scsitgt__list_init(&ch->nx_node);
 	if (ch->nx->w) {
 		/* The id, the port and the nexus's count are home's: hand over (see the top). */
-		ch->released = true;
+		ch->xev.released = true;
 		ch->release_msg.fn = ch_release_fn;
 		scsitgt__engine_post(port->engine, &ch->release_msg);
 		return;
@@ -247,7 +247,7 @@ static void ch_free(struct srp_ch *ch)
 
 void scsitgt__srp_ch_check_drained(struct srp_ch *ch)
 {
-	if (!ch->disconnect || ch->posted || ch->busy || ch->holds || ch->released)
+	if (!ch->disconnect || ch->posted || ch->busy || ch->holds || ch->xev.released)
 		return;
 	ch_free(ch);
 }
@@ -326,24 +326,12 @@ static void ch_cm_event_here(struct srp_ch *ch, enum rdma_cm_event_type type, in
 	}
 }
 
-static void ch_est_fn(struct scsitgt__msg *msg)
+static void ch_xev_here(struct scsitgt__rdma_xev *x, enum rdma_cm_event_type type, int status)
 {
-	struct srp_ch *ch = scsitgt__container_of(msg, struct srp_ch, xev.est_msg);
-
-	if (!ch->released)
-		ch_cm_event_here(ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+	ch_cm_event_here(scsitgt__container_of(x, struct srp_ch, xev), type, status);
 }
 
-static void ch_down_fn(struct scsitgt__msg *msg)
-{
-	struct srp_ch *ch = scsitgt__container_of(msg, struct srp_ch, xev.down_msg);
-
-	if (!ch->released)
-		ch_cm_event_here(ch, (enum rdma_cm_event_type)ch->xev.down_type,
-				 ch->xev.down_status);
-}
-
-/* Home (every id's events arrive on the port's channel): see scsitgt__rdma_xev_post(). */
+/* Home (every id's events arrive on the port's channel): see scsitgt__rdma_xev_deliver(). */
 static void ch_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt__rdma_cm_event *ev)
 {
 	struct srp_ch *ch = scsitgt__container_of(h, struct srp_ch, cmh);
@@ -352,10 +340,7 @@ static void ch_cm_event(struct scsitgt__rdma_cm_handler *h, const struct scsitgt
 		ch->home_up = true;
 		ch->port->nchans_up++;
 	}
-	if (ch->nx->w == NULL)
-		ch_cm_event_here(ch, ev->type, ev->status);
-	else
-		scsitgt__rdma_xev_post(&ch->xev, ch->nx->w, ev, ch_est_fn, ch_down_fn);
+	scsitgt__rdma_xev_deliver(&ch->xev, ch->nx->w, ev);
 }
 
 /* ---- login ---- */
@@ -587,6 +572,7 @@ void scsitgt__srp_ch_attach(struct srp_ch *ch, struct scsitgt_srp_portal *port,
 			    struct rdma_cm_id *id, struct srp_nexus *nx)
 {
 	ch->cmh.event = ch_cm_event;
+	ch->xev.here = ch_xev_here;
 	ch->port = port;
 	ch->nx = nx;
 	ch->lp = scsitgt__rdma_loops_at(&port->loops, nx->w);
