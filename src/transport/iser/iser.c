@@ -41,7 +41,6 @@
 #define ISER_MIN_RNR_TIMER 12
 
 static void ip_check_done(struct iser_portal *ip);
-static void ic_final_fn(struct scsitgt__msg *msg);
 
 void scsitgt__iser_conn_leave(struct iser_conn *ic)
 {
@@ -137,22 +136,21 @@ static int iser_login_complete(struct scsitgt__iscsi_conn *conn,
 /* ---- teardown ---- */
 
 /* Home: a worker's connection released its resources; the id goes, then the connection. */
-static void ic_release_fn(struct scsitgt__msg *msg)
+static void ic_xev_release(struct scsitgt__rdma_xev *x)
 {
-	struct iser_conn *ic = scsitgt__container_of(msg, struct iser_conn, release_msg);
+	struct iser_conn *ic = scsitgt__container_of(x, struct iser_conn, xev);
 	struct iser_portal *ip = ic->ip;
 
 	scsitgt__list_remove(&ic->node);
 	rdma_destroy_id(ic->id);
-	ic->final_msg.fn = ic_final_fn;
-	scsitgt__worker_post(ic->w, &ic->final_msg);
+	scsitgt__rdma_xev_final(x, ic->w);
 	ip_check_done(ip);
 }
 
 /* The worker: every event home handed over ran before this. */
-static void ic_final_fn(struct scsitgt__msg *msg)
+static void ic_xev_final(struct scsitgt__rdma_xev *x)
 {
-	free(scsitgt__container_of(msg, struct iser_conn, final_msg));
+	free(scsitgt__container_of(x, struct iser_conn, xev));
 }
 
 static void ic_free(struct iser_conn *ic)
@@ -177,14 +175,12 @@ static void ic_free(struct iser_conn *ic)
 	free(ic->slots);
 	if (ic->w) {
 		/* The id and the portal are home's: hand the rest over (see the top). */
-		ic->xev.released = true;
 		ic->conn = NULL;
 		if (conn)
 			scsitgt__iscsi_conn_dm_closed(conn);
 		else if (ic->h)
 			scsitgt__iscsi_handoff_drop(ic->h);
-		ic->release_msg.fn = ic_release_fn;
-		scsitgt__engine_post(scsitgt__iscsi_portal_engine(ip->portal), &ic->release_msg);
+		scsitgt__rdma_xev_release(&ic->xev, scsitgt__iscsi_portal_engine(ip->portal));
 		return;
 	}
 	scsitgt__list_remove(&ic->node);
@@ -497,6 +493,8 @@ static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdm
 	}
 	ic->cmh.event = ic_cm_event;
 	ic->xev.here = ic_xev_here;
+	ic->xev.release = ic_xev_release;
+	ic->xev.final = ic_xev_final;
 	ic->ip = ip;
 	ic->lp = scsitgt__rdma_loops_at(&ip->loops, ic->w);
 	ic->id = ev->id;

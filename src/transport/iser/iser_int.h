@@ -109,8 +109,7 @@ struct iser_conn {
 	 */
 	struct scsitgt__worker *w; /* NULL: on home */
 	struct scsitgt__iscsi_handoff *h;
-	struct scsitgt__rdma_xev xev; /* ESTABLISHED and a disconnect event, to the worker */
-	struct scsitgt__msg release_msg, final_msg;
+	struct scsitgt__rdma_xev xev; /* ESTABLISHED, a disconnect event, RELEASE and FINAL */
 	struct scsitgt__rdma_dev *dev;
 	struct scsitgt__rdma_mem *mem; /* registered command buffers (NULL: none to be had) */
 	struct scsitgt__iscsi_conn *conn;

@@ -218,3 +218,34 @@ void scsitgt__rdma_xev_deliver(struct scsitgt__rdma_xev *x, struct scsitgt__work
 		break;
 	}
 }
+
+/* Home: the worker released the connection. */
+static void xev_release_fn(struct scsitgt__msg *msg)
+{
+	struct scsitgt__rdma_xev *x =
+		scsitgt__container_of(msg, struct scsitgt__rdma_xev, release_msg);
+
+	x->release(x);
+}
+
+void scsitgt__rdma_xev_release(struct scsitgt__rdma_xev *x, struct scsitgt_engine *engine)
+{
+	x->released = true;
+	x->release_msg.fn = xev_release_fn;
+	scsitgt__engine_post(engine, &x->release_msg);
+}
+
+/* The worker: home let go of the connection, and no event message of it is left. */
+static void xev_final_fn(struct scsitgt__msg *msg)
+{
+	struct scsitgt__rdma_xev *x =
+		scsitgt__container_of(msg, struct scsitgt__rdma_xev, final_msg);
+
+	x->final(x);
+}
+
+void scsitgt__rdma_xev_final(struct scsitgt__rdma_xev *x, struct scsitgt__worker *w)
+{
+	x->final_msg.fn = xev_final_fn;
+	scsitgt__worker_post(w, &x->final_msg);
+}

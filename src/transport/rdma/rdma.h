@@ -12,7 +12,8 @@
  *    buffer memory (struct scsitgt__rdma_mem) for command data, looked up per io by address.
  *  - loop_ctx.c: a port's per-loop device contexts (the devices and registered memory its
  *    connections on one loop share), home's and, with connections on workers, each worker's;
- *    and the hand-over of a worker connection's rdma_cm events from home to its loop.
+ *    and the hand-over of a worker connection's rdma_cm events from home to its loop, and of
+ *    its teardown (RELEASE home, FINAL back).
  * Completions carry a struct scsitgt__rdma_wr pointer in wr_id; its done() runs on the loop.
  */
 #ifndef SCSITGT_RDMA_H
@@ -240,16 +241,25 @@ bool scsitgt__rdma_loops_release(struct scsitgt__rdma_loops *s);
  * ESTABLISHED and the first disconnect-class event (DISCONNECTED, DEVICE_REMOVAL, ADDR_CHANGE,
  * CONNECT_ERROR, UNREACHABLE, REJECTED) go to the worker by message, embedded here so that
  * none is lost to memory. Later ones add nothing: the connection closes either way, and its
- * QP drains by counts.
+ * QP drains by counts. The rdma_cm id stays home's to the end: when the worker has released
+ * everything else it sends RELEASE home, which destroys the id (no event can follow) and sends
+ * FINAL back, after every event message it posted before, so FINAL frees the connection.
  */
 struct scsitgt__rdma_xev {
 	/* The connection's handler of an event, on its loop; none runs once it is released. */
 	void (*here)(struct scsitgt__rdma_xev *x, enum rdma_cm_event_type type, int status);
-	struct scsitgt__msg est_msg, down_msg;
+	/*
+	 * Teardown of a connection on a worker (scsitgt__rdma_xev_release()): on home, let go of
+	 * the id (no event can follow) and of what else is home's, then
+	 * scsitgt__rdma_xev_final(); on the worker, free the connection.
+	 */
+	void (*release)(struct scsitgt__rdma_xev *x);
+	void (*final)(struct scsitgt__rdma_xev *x);
+	struct scsitgt__msg est_msg, down_msg, release_msg, final_msg;
 	bool x_est, x_down; /* home: handed over */
 	int down_type;	    /* enum rdma_cm_event_type, with down_msg */
 	int down_status;
-	bool released; /* the worker: the connection's resources are released */
+	bool released; /* the worker: the connection's resources are released, RELEASE is sent */
 };
 /*
  * Deliver @ev to the connection on worker @w's loop (NULL: home, x->here() runs now): there
@@ -258,5 +268,16 @@ struct scsitgt__rdma_xev {
  */
 void scsitgt__rdma_xev_deliver(struct scsitgt__rdma_xev *x, struct scsitgt__worker *w,
 			       const struct scsitgt__rdma_cm_event *ev);
+/*
+ * The worker has released the connection's resources: RELEASE goes home, where x->release()
+ * runs. Loop: the worker.
+ */
+void scsitgt__rdma_xev_release(struct scsitgt__rdma_xev *x, struct scsitgt_engine *engine);
+/*
+ * Home, at the end of x->release(): FINAL goes to worker @w, where x->final() runs after every
+ * event message home posted there before, so it may free the connection. Nothing of it may be
+ * touched on home after this call.
+ */
+void scsitgt__rdma_xev_final(struct scsitgt__rdma_xev *x, struct scsitgt__worker *w);
 
 #endif /* SCSITGT_RDMA_H */

@@ -107,10 +107,9 @@ struct srp_ch {
 	 * (srp_portal.c "Channels on workers"). Each is in flight at most once.
 	 */
 	struct scsitgt__rdma_loop *lp;
-	struct scsitgt__rdma_xev xev; /* ESTABLISHED and a disconnect event, to its loop */
-	struct scsitgt__msg release_msg, final_msg;
-	bool home_up; /* home: counted in port->nchans_up */
-	bool free_nx; /* with final_msg: the nexus ended, free it too */
+	struct scsitgt__rdma_xev xev; /* ESTABLISHED, a disconnect event, RELEASE and FINAL */
+	bool home_up;		      /* home: counted in port->nchans_up */
+	bool free_nx;		      /* with FINAL: the nexus ended, free it too */
 	struct scsitgt__rdma_dev *dev;
 	struct scsitgt__rdma_pool rxp, txp;
 	struct scsitgt__rdma_mem *mem; /* the port's registered buffers on this device, or NULL */

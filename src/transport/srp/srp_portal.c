@@ -190,9 +190,9 @@ static bool ch_forget(struct srp_ch *ch)
 }
 
 /* The channel's loop: every message home posted there before this one ran. */
-static void ch_final_fn(struct scsitgt__msg *msg)
+static void ch_xev_final(struct scsitgt__rdma_xev *x)
 {
-	struct srp_ch *ch = scsitgt__container_of(msg, struct srp_ch, final_msg);
+	struct srp_ch *ch = scsitgt__container_of(x, struct srp_ch, xev);
 
 	if (ch->free_nx)
 		scsitgt__srp_nexus_free(ch->nx);
@@ -200,14 +200,13 @@ static void ch_final_fn(struct scsitgt__msg *msg)
 }
 
 /* Home: a worker's channel released its resources; the id goes, then the channel. */
-static void ch_release_fn(struct scsitgt__msg *msg)
+static void ch_xev_release(struct scsitgt__rdma_xev *x)
 {
-	struct srp_ch *ch = scsitgt__container_of(msg, struct srp_ch, release_msg);
+	struct srp_ch *ch = scsitgt__container_of(x, struct srp_ch, xev);
 	struct scsitgt_srp_portal *port = ch->port;
 
 	ch->free_nx = ch_forget(ch);
-	ch->final_msg.fn = ch_final_fn;
-	scsitgt__worker_post(ch->nx->w, &ch->final_msg);
+	scsitgt__rdma_xev_final(x, ch->nx->w);
 	port_check_done(port);
 }
 
@@ -234,9 +233,7 @@ static void ch_free(struct srp_ch *ch)
 	scsitgt__list_init(&ch->nx_node);
 	if (ch->nx->w) {
 		/* The id, the port and the nexus's count are home's: hand over (see the top). */
-		ch->xev.released = true;
-		ch->release_msg.fn = ch_release_fn;
-		scsitgt__engine_post(port->engine, &ch->release_msg);
+		scsitgt__rdma_xev_release(&ch->xev, port->engine);
 		return;
 	}
 	if (ch_forget(ch))
@@ -573,6 +570,8 @@ void scsitgt__srp_ch_attach(struct srp_ch *ch, struct scsitgt_srp_portal *port,
 {
 	ch->cmh.event = ch_cm_event;
 	ch->xev.here = ch_xev_here;
+	ch->xev.release = ch_xev_release;
+	ch->xev.final = ch_xev_final;
 	ch->port = port;
 	ch->nx = nx;
 	ch->lp = scsitgt__rdma_loops_at(&port->loops, nx->w);
