@@ -36,10 +36,6 @@
 #include "transport/iser/iser_int.h"
 #include "util/be.h"
 
-/* RNR NAK timer we ask the initiator to wait before resending to an empty receive queue
- * (IBTA encoding 12: 0.64 ms). rdma_cm leaves it at 0, which means 655 ms. */
-#define ISER_MIN_RNR_TIMER 12
-
 static void ip_check_done(struct iser_portal *ip);
 
 void scsitgt__iser_conn_leave(struct iser_conn *ic)
@@ -259,15 +255,13 @@ static void ip_drop_back(void *arg)
 
 static void ic_established(struct iser_conn *ic)
 {
-	struct ibv_qp_attr a;
+	int rc;
 
 	ic->connected = true;
-	/* RTS -> RTS may change the RNR timer (IBTA 11.2.4.2 / ibv_modify_qp(3)). */
-	memset(&a, 0, sizeof(a));
-	a.min_rnr_timer = ISER_MIN_RNR_TIMER;
-	if (ibv_modify_qp(ic->id->qp, &a, IBV_QP_MIN_RNR_TIMER) != 0 && ic->conn)
+	rc = scsitgt__rdma_qp_set_min_rnr(ic->id->qp);
+	if (rc < 0 && ic->conn)
 		scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_DEBUG,
-					"iSER: cannot set the RNR timer (errno %d)", errno);
+					"iSER: cannot set the RNR timer (errno %d)", -rc);
 }
 
 /* An rdma_cm event of the connection, on its loop. */

@@ -106,6 +106,11 @@ int scsitgt__rdma_qp_create(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev
  */
 int scsitgt__rdma_qp_create_sel(struct rdma_cm_id *id, struct scsitgt__rdma_dev *dev,
 				uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge);
+/*
+ * Once the connection is ESTABLISHED (the QP in RTS): the initiator waits 0.64 ms, not the
+ * 655 ms rdma_cm leaves, before it resends to an empty receive queue. 0 or -errno.
+ */
+int scsitgt__rdma_qp_set_min_rnr(struct ibv_qp *qp);
 
 /* --- mr.c --- */
 struct scsitgt__rdma_pool {

@@ -13,6 +13,11 @@
 #define RDMA_CQ_SIZE 16384
 /* CQ events acknowledged in batches (ibv_ack_cq_events takes a mutex). */
 #define RDMA_ACK_BATCH 64u
+/*
+ * RNR NAK timer we ask the initiator to wait before resending to an empty receive queue (IBTA
+ * encoding 12: 0.64 ms). rdma_cm leaves it at 0, which means 655 ms.
+ */
+#define RDMA_MIN_RNR_TIMER 12
 
 static void dev_idle_cb(uv_idle_t *h);
 
@@ -262,4 +267,16 @@ int scsitgt__rdma_qp_create_sel(struct rdma_cm_id *id, struct scsitgt__rdma_dev 
 				uint32_t send_wr, uint32_t recv_wr, uint32_t send_sge)
 {
 	return qp_create(id, dev, send_wr, recv_wr, send_sge, false);
+}
+
+int scsitgt__rdma_qp_set_min_rnr(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+
+	/* RTS -> RTS may change the RNR timer (IBTA 11.2.4.2 / ibv_modify_qp(3)). */
+	memset(&a, 0, sizeof(a));
+	a.min_rnr_timer = RDMA_MIN_RNR_TIMER;
+	if (ibv_modify_qp(qp, &a, IBV_QP_MIN_RNR_TIMER) != 0)
+		return errno ? -errno : -EIO;
+	return 0;
 }

@@ -41,10 +41,6 @@
 #include "transport/srp/srp_int.h"
 #include "util/be.h"
 
-/* RNR NAK timer the initiator waits before resending to an empty receive queue (IBTA
- * encoding 12: 0.64 ms). */
-#define SRP_MIN_RNR_TIMER 12
-
 /* ---- logging ---- */
 
 void scsitgt__srp_ch_log(const struct srp_ch *ch, enum scsitgt_log_level level, const char *fmt,
@@ -295,19 +291,13 @@ static void ch_cm_event_here(struct srp_ch *ch, enum rdma_cm_event_type type, in
 	scsitgt__srp_ch_log(ch, SCSITGT_LOG_DEBUG, "rdma_cm %s (status %d)",
 			    scsitgt__rdma_cm_event_name(type), status);
 	switch (type) {
-	case RDMA_CM_EVENT_ESTABLISHED: {
-		struct ibv_qp_attr a;
-
+	case RDMA_CM_EVENT_ESTABLISHED:
 		ch->connected = true;
-		/* rdma_cm leaves the RNR NAK timer at 0 (655 ms); RTS -> RTS may change it. */
-		memset(&a, 0, sizeof(a));
-		a.min_rnr_timer = SRP_MIN_RNR_TIMER;
-		if (ibv_modify_qp(ch->id->qp, &a, IBV_QP_MIN_RNR_TIMER) != 0)
+		if (scsitgt__rdma_qp_set_min_rnr(ch->id->qp) < 0)
 			scsitgt__srp_ch_log(ch, SCSITGT_LOG_DEBUG, "cannot set the RNR timer");
 		ch->busy++;
 		scsitgt__srp_ch_leave(ch);
 		break;
-	}
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
