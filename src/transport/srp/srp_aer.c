@@ -13,7 +13,11 @@
  * channels are their nexus's loop's (srp_nexus.c), so from home the report goes there by
  * message; the nexus is freed on its loop only after every message home posted there before,
  * and the core calls the hook only for a nexus not on its way out, so the pointer travels.
+ * From any other loop (a third one) the report is posted to the nexus's loop as well, never
+ * queued where it was raised (debug builds assert that it is queued on the nexus's loop); but
+ * then nothing orders the message before the nexus's FINAL, and the core raises none there.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,11 +44,12 @@ static void aer_flush(struct scsitgt__deferred *d)
 	scsitgt__srp_ch_leave(ch);
 }
 
-/* Queue a report on a channel of @nx. Loop: @nx's. */
+/* Queue a report on a channel of @nx. Loop: @nx's (its channels are touched by it alone). */
 static void nexus_ua_here(struct srp_nexus *nx, uint64_t lun_id, enum scsitgt__sense_reason reason)
 {
 	struct srp_ch *ch = NULL;
 
+	assert(scsitgt__srp_nexus_here(nx));
 	for (struct scsitgt__list *p = nx->chans.next; p != &nx->chans; p = p->next) {
 		struct srp_ch *c = scsitgt__container_of(p, struct srp_ch, nx_node);
 

@@ -5,10 +5,11 @@
  * without an rdma_cm id or QP, which take the same teardown as real ones. Checked: a new
  * nexus is placed on the least-loaded worker with its core session bound to that worker's
  * shard (home without connections on workers); MULTI joins it up to max_channels; a unit
- * attention raised on home reaches its channel on the nexus's loop by message, and one raised
- * there is queued at once; SINGLE closes the old nexus's channels on their loop, and the
- * last channel released there ends the nexus on home (RELEASE) and frees it on its loop
- * (FINAL). Part of the TSan suite's unit tests.
+ * attention raised on home reaches its channel on the nexus's loop by message, one raised
+ * there is queued at once, and one raised on a third loop (another worker) is queued on the
+ * nexus's loop too, never where it was raised (the queueing asserts its loop); SINGLE closes
+ * the old nexus's channels on their loop, and the last channel released there ends the nexus
+ * on home (RELEASE) and frees it on its loop (FINAL). Part of the TSan suite's unit tests.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -130,7 +131,9 @@ struct probe {
 	struct srp_nexus *nx;
 	struct srp_ch *ch;
 	void (*fn)(struct probe *p);
-	bool here; /* it ran on the nexus's loop */
+	struct srp_nexus *ua_nx; /* ua_from_third(): the nexus of the unit attention */
+	bool here;		 /* it ran on the nexus's loop */
+	bool third;		 /* ua_from_third() ran on neither home nor ua_nx's loop */
 	unsigned int aer_n;
 	uint64_t aer_lun;
 	enum scsitgt__sense_reason aer_reason;
@@ -157,20 +160,30 @@ static void probe_fn(struct scsitgt__msg *msg)
 	scsitgt__engine_post(p->w->engine, &p->wake);
 }
 
-/* Run @fn on @nx's loop (@ch: then read its queued reports there) and wait for it. */
-static void on_nexus_loop(struct world *w, struct probe *p, struct srp_nexus *nx, struct srp_ch *ch,
-			  void (*fn)(struct probe *p))
+/*
+ * Run @fn on @nx's loop (@ch: then read its queued reports there; @ua_nx: for @fn) and wait for
+ * it.
+ */
+static void probe_run(struct world *w, struct probe *p, struct srp_nexus *nx, struct srp_ch *ch,
+		      struct srp_nexus *ua_nx, void (*fn)(struct probe *p))
 {
 	memset(p, 0, sizeof(*p));
 	p->w = w;
 	p->nx = nx;
 	p->ch = ch;
+	p->ua_nx = ua_nx;
 	p->fn = fn;
 	atomic_init(&p->done, false);
 	p->msg.fn = probe_fn;
 	scsitgt__loop_post(w->engine, nx->w, &p->msg);
 	while (!atomic_load(&p->done))
 		uv_run(&w->loop, UV_RUN_ONCE);
+}
+
+static void on_nexus_loop(struct world *w, struct probe *p, struct srp_nexus *nx, struct srp_ch *ch,
+			  void (*fn)(struct probe *p))
+{
+	probe_run(w, p, nx, ch, NULL, fn);
 }
 
 static void nothing(struct probe *p)
@@ -204,7 +217,14 @@ static void ua_from_here(struct probe *p)
 	scsitgt__srp_unit_attention(p->nx->core, 3, SCSITGT__SR_UA_CAPACITY_CHANGED);
 }
 
-/* Placement, MULTI, unit attentions from home and from the nexus's loop, teardown. */
+/* On another nexus's worker: a unit attention for p->ua_nx, which runs elsewhere. */
+static void ua_from_third(struct probe *p)
+{
+	p->third = !scsitgt__engine_on_home(p->w->engine) && !scsitgt__srp_nexus_here(p->ua_nx);
+	scsitgt__srp_unit_attention(p->ua_nx->core, 7, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+}
+
+/* Placement, MULTI, unit attentions from home, the nexus's loop and a third loop, teardown. */
 static void test_nexus_on_worker(void **state)
 {
 	struct scsitgt__srp_login_req req;
@@ -254,6 +274,18 @@ static void test_nexus_on_worker(void **state)
 	assert_int_equal(p.aer_lun, 3);
 	assert_int_equal(p.aer_reason, SCSITGT__SR_UA_CAPACITY_CHANGED);
 	/* The other nexus heard nothing. */
+	on_nexus_loop(&w, &p, other, ch3, nothing);
+	assert_int_equal(p.aer_n, 0);
+	/*
+	 * Raised on a third loop (the other nexus's worker): posted to the nexus's loop, which
+	 * queues it (before the probe home posts there after the third loop's wake).
+	 */
+	probe_run(&w, &p, other, NULL, nx, ua_from_third);
+	assert_true(p.third);
+	on_nexus_loop(&w, &p, nx, ch, nothing);
+	assert_int_equal(p.aer_n, 3);
+	assert_int_equal(p.aer_lun, 7);
+	assert_int_equal(p.aer_reason, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
 	on_nexus_loop(&w, &p, other, ch3, nothing);
 	assert_int_equal(p.aer_n, 0);
 
