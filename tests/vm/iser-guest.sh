@@ -4,9 +4,12 @@
 # Soft-RoCE (rdma_rxe on a dummy netdev, 192.0.2.1), our iSER target from /host, the kernel
 # iSER initiator (ib_iser via iscsiadm, iface transport iser): login, mkfs.ext4, mount,
 # files of 1 MiB..64 MiB written with direct I/O and checksummed, fsck -f, logout, a second
-# a second login to the same (still running) target process, fio, a LUN RESET (TMF), and the
+# login to the same (still running) target process, fio, a LUN RESET (TMF), and the
 # target stops cleanly while the session is still logged in (it asks for a logout, Async
 # Message). ISER_DEVICE_REMOVAL=1 also removes the RDMA device and adds it back before login 2.
+# VM_QUICK=1 (rdma-guest.sh, .ci/run) bounds fio by size instead of time; FS_FILES_MB (must
+# include 16) and LUN_SIZE shrink the data (guest/fs-files.sh). Logs go to GUEST_OUT (default
+# /host/out). Exits 77 when the guest kernel has no soft-RoCE (guest/rxe.sh).
 # With --max-initiator-conns 1 among the target's arguments, a second session of the same
 # initiator must be refused (the portal's per-initiator connection limit applies to iSER).
 #   iser-guest.sh TARGET_BIN [TARGET_ARGS...]
@@ -18,25 +21,22 @@ set -Eeuo pipefail
 . /host/guest/fs-files.sh
 # iscsid_start (tests/vm/guest/iscsid-start.sh)
 . /host/guest/iscsid-start.sh
+# rxe_up (tests/vm/guest/rxe.sh)
+. /host/guest/rxe.sh
 T0=$(date +%s.%N)
 ts() { awk -v s="$T0" -v e="$(date +%s.%N)" 'BEGIN{printf "[%6.2fs]", e-s}'; }
 step() { echo "$(ts) == $*"; }
 IQN=${IQN:-iqn.2026-11.org.libscsitgt:minitarget}
 RXE_IP=192.0.2.1 # RFC 5737 TEST-NET-1, only on the guest's dummy device
 PORTAL=$RXE_IP:3260
-OUT=/host/out
+OUT=${GUEST_OUT:-/host/out}
 [ -d $OUT ] || OUT=/ctl
 save_logs() { cp /tmp/target.log $OUT/ 2>/dev/null; dmesg > $OUT/dmesg.log; }
 trap 'set +e; echo "--- FAILED at line $LINENO"; save_logs; grep -v "\] iscsi: conn.*SEND of" /tmp/target.log | tail -n 40; dmesg | grep -v "speed is unknown" | tail -n 30; exit 1' ERR
 [ $# -ge 1 ] || { echo "usage: $0 TARGET_BIN [ARGS...]"; exit 2; }
 
 step "soft-RoCE rxe0 on rig0 ($RXE_IP)"
-modprobe rdma_rxe; modprobe ib_uverbs; modprobe rdma_ucm; modprobe ib_umad
-ip link add rig0 type dummy
-ip addr add $RXE_IP/24 dev rig0
-ip link set rig0 up
-rdma link add rxe0 type rxe netdev rig0
-for i in $(seq 50); do [ -e /sys/class/infiniband/rxe0/ports/1/gids/1 ] && break; sleep 0.1; done
+rxe_up
 
 step "target: $*"
 truncate -s ${LUN_SIZE:-512M} /tmp/lun0.img
@@ -71,7 +71,7 @@ step "login 1"
 login
 sg_readcap "$DEV" | head -3
 
-step "mkfs.ext4 + mount + direct-I/O files 1..64 MiB + fsck"
+step "mkfs.ext4 + mount + direct-I/O files of $FS_FILES_MB MiB + fsck"
 fs_write_files "$DEV"
 fsck.ext4 -fn "$DEV"
 fs_check_files "$DEV"
@@ -101,10 +101,16 @@ umount /mnt/lun
 if grep -q -- "--max-initiator-conns 1" <<< "$*"; then
 	step "a second session of the same initiator is refused (--max-initiator-conns 1)"
 	SID=$(iscsiadm -m session | sed -n 's/^[^[]*\[\([0-9]*\)\].*/\1/p' | head -1)
+	# The refusal (0x0302, out of resources) is one iscsid retries (8 times by default, a
+	# minute under TCG): no retry, so iscsiadm reports it at once.
+	iscsiadm -m node -T "$IQN" -p $PORTAL -I iser -o update \
+		-n node.session.initial_login_retry_max -v 0
 	if timeout 60 iscsiadm -m session -r "$SID" --op new; then
 		echo "a second connection of the initiator was accepted"
 		false
 	fi
+	iscsiadm -m node -T "$IQN" -p $PORTAL -I iser -o update \
+		-n node.session.initial_login_retry_max -v 8
 	grep "connections on this portal already\|refused: out of resources" /tmp/target.log | head -2
 	grep -q "holds 1 connections on this portal already" /tmp/target.log
 	# iscsid keeps the failed session's record (and may retry it): one session is logged in,
@@ -116,19 +122,25 @@ if grep -q -- "--max-initiator-conns 1" <<< "$*"; then
 		[ "$s" = "$SID" ] || iscsiadm -m session -r "$s" -u > /dev/null 2>&1 || true
 	done
 fi
-step "fio 5 s randrw 4k QD8 + 3 s seq read 256k + 3 s seq write 256k (direct I/O)"
-fio --name=rw --filename="$DEV" --direct=1 --rw=randrw --bs=4k --iodepth=8 \
-	--ioengine=libaio --runtime=5 --time_based --size=256M --group_reporting \
-	--output-format=terse --terse-version=3 |
-	awk -F';' '{printf "fio randrw 4k QD8: read %s IOPS, write %s IOPS\n", $8, $49}'
-fio --name=seqr --filename="$DEV" --direct=1 --rw=read --bs=256k --iodepth=4 \
-	--ioengine=libaio --runtime=3 --time_based --size=256M \
-	--output-format=terse --terse-version=3 |
-	awk -F';' '{printf "fio seq read 256k QD4: %s KiB/s\n", $7}'
-fio --name=seqw --filename="$DEV" --direct=1 --rw=write --bs=256k --iodepth=4 \
-	--ioengine=libaio --runtime=3 --time_based --size=256M \
-	--output-format=terse --terse-version=3 |
-	awk -F';' '{printf "fio seq write 256k QD4: %s KiB/s\n", $48}'
+# Full: 5 s randrw 4k QD8, 3 s seq read and 3 s seq write 256k; quick: bounded by size. One
+# fio process runs the three jobs one after the other (stonewall): starting fio takes seconds
+# under TCG.
+if [ "${VM_QUICK:-0}" = 1 ]; then
+	RAND=(--io_size=2M) SEQ=(--io_size=8M) LIMITS="2 MiB, 8 MiB, 8 MiB"
+else
+	RAND=(--runtime=5 --time_based) SEQ=(--runtime=3 --time_based) LIMITS="5 s, 3 s, 3 s"
+fi
+step "fio randrw 4k QD8, seq read 256k, seq write 256k ($LIMITS; direct I/O)"
+fio --filename="$DEV" --direct=1 --ioengine=libaio --size=256M \
+	--output-format=terse --terse-version=3 \
+	--name=rw --rw=randrw --bs=4k --iodepth=8 "${RAND[@]}" \
+	--name=seqr --stonewall --rw=read --bs=256k --iodepth=4 "${SEQ[@]}" \
+	--name=seqw --stonewall --rw=write --bs=256k --iodepth=4 "${SEQ[@]}" > /tmp/fio.out
+awk -F';' '
+	$3 == "rw" { printf "fio randrw 4k QD8: read %s IOPS, write %s IOPS\n", $8, $49; n++ }
+	$3 == "seqr" { printf "fio seq read 256k QD4: %s KiB/s\n", $7; n++ }
+	$3 == "seqw" { printf "fio seq write 256k QD4: %s KiB/s\n", $48; n++ }
+	END { exit n != 3 }' /tmp/fio.out
 step "task management over iSER: LUN RESET (sg_reset -d), then I/O again"
 sg_reset -d "$DEV"
 dd if="$DEV" of=/dev/null bs=1M count=4 iflag=direct status=none

@@ -11,7 +11,8 @@
 #   VM_TIMEOUT=S      bound for the whole VM run (default 600); the script gets S - 45
 #   VM_MEM=MiB        guest memory (default 2048)        VM_CPUS=N (default 2)
 #   VM_ACCEL=auto|kvm|tcg   auto: KVM only when kvm_intel/kvm_amd is loaded (a /dev/kvm of
-#                     a nested sandbox may not boot a stock kernel), TCG otherwise
+#                     a nested sandbox may not boot a stock kernel: kvm_pvm, README.md), TCG
+#                     otherwise
 #   VM_NET=none|hostloop   hostloop: a virtio NIC on QEMU's user network (slirp), where the
 #                     guest reaches the host's 127.0.0.1 at 10.0.2.2 (the guest script brings
 #                     eth0 up: guest/net-hostloop.sh); targets on the host (default none)

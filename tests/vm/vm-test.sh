@@ -8,7 +8,8 @@
 #   NAME          test name (staging directory and log names)
 #   GUEST_SCRIPT  run as root in the guest with ARGS; /host holds the staged files:
 #                 /host/examples/minitarget, /host/libscsitgt.so.0 (minitarget's RUNPATH is
-#                 $ORIGIN/..), /host/guest/*.sh (this directory's guest helpers), /host/out/
+#                 $ORIGIN/..), /host/guest/*.sh (this directory's guest helpers),
+#                 /host/vm/{iser,srp}-guest.sh (which rdma-guest.sh runs), /host/out/
 #                 (logs the guest script wants to keep)
 # Environment: VM_TIMEOUT (default 840 s; meson allows 900), VM_OTHER_BUILD (a second build
 #   dir, staged at /host/other/ for comparisons) and the other run-guest.sh variables.
@@ -17,6 +18,7 @@
 #   IT_TARGET_ARGS is appended to ARGS (every guest script ends with the target's arguments),
 #   the variables are exported there, e.g.
 #     IT_TARGET_ARGS="--workers 2" meson test --suite vm
+#   VM_FULL=1 reaches the guest too (rdma-guest.sh: the long versions of its parts).
 # Exit status: the guest script's; 77 (meson: skipped) when QEMU or the guest image cannot be
 # had on this host, with the reason on stderr.
 set -uo pipefail
@@ -54,17 +56,18 @@ echo "vm-test: image ready in $(($(date +%s) - t0)) s" >&2
 
 STAGE=$BUILD/tests/vm-stage-$NAME
 rm -rf "$STAGE"
-mkdir -p "$STAGE/examples" "$STAGE/guest" "$STAGE/out"
+mkdir -p "$STAGE/examples" "$STAGE/guest" "$STAGE/vm" "$STAGE/out"
 cp -L "$BUILD/examples/minitarget" "$STAGE/examples/"
 cp -L "$BUILD/libscsitgt.so.0" "$STAGE/"
 cp "$HERE"/guest/*.sh "$STAGE/guest/"
+cp "$HERE/iser-guest.sh" "$HERE/srp-guest.sh" "$STAGE/vm/"
 if [ -n "${VM_OTHER_BUILD:-}" ]; then
 	# A second build (e.g. of an older commit) for comparisons, at /host/other/.
 	mkdir -p "$STAGE/other/examples"
 	cp -L "$VM_OTHER_BUILD/examples/minitarget" "$STAGE/other/examples/"
 	cp -L "$VM_OTHER_BUILD/libscsitgt.so.0" "$STAGE/other/"
 fi
-for v in SCSITGT_CONN_WORKERS SCSITGT_EXPERIMENTAL_CONN_WORKERS; do
+for v in SCSITGT_CONN_WORKERS SCSITGT_EXPERIMENTAL_CONN_WORKERS VM_FULL; do
 	[ -n "${!v:-}" ] && export VM_ENV="${VM_ENV:-} $v=${!v}"
 done
 # shellcheck disable=SC2086 # IT_TARGET_ARGS is a command line

@@ -1,0 +1,27 @@
+#!/bin/bash
+# rxe.sh - sourced by the vm suite's RDMA guest scripts (iser-guest.sh, srp-guest.sh, run one
+# after the other in one boot by rdma-guest.sh): rxe_up gives the guest soft-RoCE, rxe0 on a
+# dummy netdev rig0 at RXE_IP (default 192.0.2.1, RFC 5737 TEST-NET-1, only in the guest).
+# A second call finds rxe0 there and does nothing. Exits 77 (meson: skipped) with the reason
+# when the guest's kernel cannot give soft-RoCE at all (no rdma_rxe module, or `rdma link add`
+# refused): that is the host's kernel package, not the target under test.
+
+rxe_up() {
+	local ip=${RXE_IP:-192.0.2.1} m _
+	[ -e /sys/class/infiniband/rxe0/ports/1/gids/1 ] && return 0
+	for m in rdma_rxe ib_uverbs rdma_ucm ib_umad; do
+		modprobe "$m" || { echo "SKIP: the guest kernel has no $m (soft-RoCE)"; exit 77; }
+	done
+	ip link add rig0 type dummy
+	ip addr add "$ip/24" dev rig0
+	ip link set rig0 up
+	rdma link add rxe0 type rxe netdev rig0 ||
+		{ echo "SKIP: rdma link add rxe0 failed: no soft-RoCE here"; exit 77; }
+	# The port's GIDs appear once the device has its address (bounded: 60 s under TCG).
+	for _ in $(seq 600); do
+		[ -e /sys/class/infiniband/rxe0/ports/1/gids/1 ] && return 0
+		sleep 0.1
+	done
+	echo "rxe0 has no GID after 60 s"
+	return 1
+}
