@@ -124,7 +124,8 @@ else
 	tail -n 40 "$RUN/console.log" 2> /dev/null | tr -d '\r' >&2
 	cat "$RUN/qemu.log" >&2
 fi
-if [ "$rc" = 0 ] && [ -z "${VM_KEEP:-}" ]; then
+# Kept for a failure's post-mortem, not for a pass or a skip (77: the guest lacks something).
+if { [ "$rc" = 0 ] || [ "$rc" = 77 ]; } && [ -z "${VM_KEEP:-}" ]; then
 	rm -rf "$RUN"
 else
 	echo "run-guest: run directory kept: $RUN" >&2
