@@ -14,8 +14,10 @@
 #   scripts/test.sh --valgrind   in build/, run the integration suite with minitarget under
 #                                valgrind (memcheck errors or definite leaks fail the test)
 #   scripts/test.sh --vm         in build/, run the 'vm' suite: the Linux kernel's iscsi_tcp,
-#                                ib_iser and ib_srp initiators in a QEMU guest, and its
-#                                dm-multipath against two RBD gateways (tests/vm)
+#                                ib_iser and ib_srp initiators in a QEMU guest (vm/iser and
+#                                vm/srp in full; vm/rdma, both shortened in one boot, is what
+#                                .ci/run runs), and its dm-multipath against two RBD gateways
+#                                (tests/vm)
 #   scripts/test.sh --conn-workers
 #                                the same configuration, but the suites that start a target
 #                                (integration, conformance; vm with --vm) run with every
@@ -180,7 +182,8 @@ else
 	BUILD=build
 	OPTS=(-Dbuildtype=debugoptimized)
 	# The 'vm' suite (kernel initiators in a QEMU TCG guest, several minutes a test) runs
-	# only with --vm: it does not fit the CI time budget on 2 cores.
+	# only with --vm: all of it does not fit the CI time budget on 2 cores (.ci/run runs
+	# vm/iscsi_tcp, vm/rdma and vm/rbd_mpath itself).
 	SUITES=(--no-suite vm)
 	if [[ $CONNW -eq 1 ]]; then
 		SUITES=(--no-suite vm --no-suite integration --no-suite conformance)
