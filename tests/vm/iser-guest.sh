@@ -101,8 +101,10 @@ umount /mnt/lun
 if grep -q -- "--max-initiator-conns 1" <<< "$*"; then
 	step "a second session of the same initiator is refused (--max-initiator-conns 1)"
 	SID=$(iscsiadm -m session | sed -n 's/^[^[]*\[\([0-9]*\)\].*/\1/p' | head -1)
-	# The refusal (0x0302, out of resources) is one iscsid retries (8 times by default, a
-	# minute under TCG): no retry, so iscsiadm reports it at once.
+	# The refusal (0x0302, out of resources) is one iscsid retries (8 times by default: 64 s
+	# under TCG until `timeout 60` ended it): no retry, so iscsiadm reports it at once.
+	RETRIES=$(iscsiadm -m node -T "$IQN" -p $PORTAL -I iser |
+		sed -n 's/^node.session.initial_login_retry_max = //p')
 	iscsiadm -m node -T "$IQN" -p $PORTAL -I iser -o update \
 		-n node.session.initial_login_retry_max -v 0
 	if timeout 60 iscsiadm -m session -r "$SID" --op new; then
@@ -110,7 +112,7 @@ if grep -q -- "--max-initiator-conns 1" <<< "$*"; then
 		false
 	fi
 	iscsiadm -m node -T "$IQN" -p $PORTAL -I iser -o update \
-		-n node.session.initial_login_retry_max -v 8
+		-n node.session.initial_login_retry_max -v "${RETRIES:-8}"
 	grep "connections on this portal already\|refused: out of resources" /tmp/target.log | head -2
 	grep -q "holds 1 connections on this portal already" /tmp/target.log
 	# iscsid keeps the failed session's record (and may retry it): one session is logged in,
