@@ -1370,19 +1370,6 @@ unsigned int scsitgt__backend_aio_loop_count(void *bctx)
 	return scsitgt__loop_ctxs_count(&ac->loops);
 }
 
-unsigned long scsitgt__backend_aio_uring_punted(void *bctx)
-{
-#if SCSITGT_HAVE_URING
-	struct aio_ctx *ac = bctx;
-	struct aio_loop *home = (struct aio_loop *)scsitgt__loop_ctxs_next(&ac->loops, NULL);
-
-	return home ? home->uring_punted : 0;
-#else
-	(void)bctx;
-	return 0;
-#endif
-}
-
 unsigned int scsitgt__backend_aio_uring_punting_loops(void *bctx)
 {
 	unsigned int n = 0;

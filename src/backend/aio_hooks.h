@@ -23,10 +23,6 @@ void scsitgt__backend_aio_refuse_uring(bool refuse);
  * loop's). Call on home. */
 unsigned int scsitgt__backend_aio_loop_count(void *bctx);
 
-/* How many buffered reads and writes the home loop's io_uring ring sent to io-wq
- * (IOSQE_ASYNC). Call on home. */
-unsigned long scsitgt__backend_aio_uring_punted(void *bctx);
-
 /* How many of the context's loops have an io_uring ring that punts buffered reads and writes
  * (home's and each other submitting loop's). Call on home. */
 unsigned int scsitgt__backend_aio_uring_punting_loops(void *bctx);

@@ -90,8 +90,6 @@ struct aio_loop {
 	bool uring_unsubmitted;
 	/* Buffered reads and writes carry IOSQE_ASYNC (ac->uring_async for this loop). */
 	bool uring_punt;
-	/* How many did (a test hook reads home's). */
-	unsigned long uring_punted;
 #endif
 	unsigned int inflight;
 	/* Requests waiting for a free kernel slot, FIFO. */

@@ -177,7 +177,6 @@ static void uring_issue(struct aio_loop *al, struct aio_req *req)
 			 * without it, 12 us with it.
 			 */
 			sqe->flags |= IOSQE_ASYNC;
-			al->uring_punted++;
 		}
 	}
 	io_uring_sqe_set_data(sqe, req);
