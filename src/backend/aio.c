@@ -778,27 +778,6 @@ static int aio_loop_setup(void *arg, struct scsitgt__loop_ctx *lc)
 	return rc;
 }
 
-/*
- * The submission context of the calling loop (the io's, scsitgt_io_get_loop()): home's, or
- * another loop's, made at its first submit (loop_ctx.h).
- */
-static int aio_loop_get(struct aio_ctx *ac, uv_loop_t *loop, struct aio_loop **out)
-{
-	struct scsitgt__loop_ctx *lc;
-	int rc = scsitgt__loop_ctx_get(&ac->loops, loop, &lc);
-
-	if (rc < 0) {
-		return rc;
-	}
-	if (rc > 0) {
-		scsitgt__log(&ac->log, SCSITGT_LOG_INFO, AIO_SUBSYS,
-			     "%s: another loop submits: its own %s context", ac->path,
-			     ac->engine->name);
-	}
-	*out = (struct aio_loop *)lc;
-	return 0;
-}
-
 int scsitgt__aio_req_kiov(struct aio_loop *al, const struct aio_req *req)
 {
 	size_t skip = req->done;
@@ -1073,6 +1052,7 @@ static int aio_deallocate(struct aio_ctx *ac, enum scsitgt_io_type type, uint64_
 static void aio_submit(void *bctx, struct scsitgt_io *io)
 {
 	struct aio_ctx *ac = bctx;
+	struct scsitgt__loop_ctx *lc = NULL;
 	struct aio_loop *al = NULL;
 	struct aio_req *req = scsitgt_io_get_ctx(io);
 	enum scsitgt_io_type type = scsitgt_io_get_type(io);
@@ -1102,12 +1082,14 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 		scsitgt__aio_req_finish(ac, req, -EROFS);
 		return;
 	}
-	/* SCSITGT_BACKEND_MULTI_LOOP: the kernel context of the io's loop, where it completes. */
-	rc = aio_loop_get(ac, scsitgt_io_get_loop(io), &al);
+	/* SCSITGT_BACKEND_MULTI_LOOP: the kernel context of the io's loop, where it completes
+	 * (home's, or another loop's made at its first submit: loop_ctx.h). */
+	rc = scsitgt__loop_ctx_get(&ac->loops, scsitgt_io_get_loop(io), &lc);
 	if (rc < 0) {
 		scsitgt__aio_req_finish(ac, req, rc);
 		return;
 	}
+	al = (struct aio_loop *)lc;
 	switch (type) {
 	case SCSITGT_IO_READ:
 	case SCSITGT_IO_WRITE:
@@ -1277,6 +1259,7 @@ static int aio_resize(void *bctx, uint64_t num_blocks)
 static const struct scsitgt__loop_ctx_ops aio_loop_ops = {
 	.size = sizeof(struct aio_loop),
 	.subsys = AIO_SUBSYS,
+	.per_loop = "kernel I/O context",
 	.setup = aio_loop_setup,
 	.wake = aio_loop_wake,
 	.close = aio_loop_close,

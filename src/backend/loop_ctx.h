@@ -70,6 +70,9 @@ struct scsitgt__loop_ctx_ops {
 	size_t size;
 	/* For logs ("aio", "rbd"). */
 	const char *subsys;
+	/* What another loop's context gives that loop, for the line logged (info) when one is
+	 * made: "another loop submits: its own <per_loop>" ("completion queue"). */
+	const char *per_loop;
 	/*
 	 * Optional. Set a new context up (lc->loop and lc->efd are there, the rest of the struct
 	 * is zeroed; home's is set up inside scsitgt__loop_ctxs_init()). 0 or a negative errno,
@@ -132,9 +135,9 @@ int scsitgt__loop_ctxs_start(struct scsitgt__loop_ctxs *set);
 
 /*
  * The context of @loop, the calling thread's (home's, or another loop's: made now when it has
- * none). 0 when it existed, 1 when it was made now, or a negative errno (-EIO before start()
- * or without home's context, -ENOMEM, the eventfd's, setup()'s or libuv's error: nothing
- * made). Loop: @loop.
+ * none, which is logged at level info). 0 when it existed, 1 when it was made now, or a
+ * negative errno (-EIO before start() or without home's context, -ENOMEM, the eventfd's,
+ * setup()'s or libuv's error: nothing made). Loop: @loop.
  */
 int scsitgt__loop_ctx_get(struct scsitgt__loop_ctxs *set, uv_loop_t *loop,
 			  struct scsitgt__loop_ctx **out);

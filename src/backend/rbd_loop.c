@@ -59,6 +59,7 @@ static void lp_fini(void *arg, struct scsitgt__loop_ctx *lc)
 static const struct scsitgt__loop_ctx_ops lp_ops = {
 	.size = sizeof(struct scsitgt__rbd_loop),
 	.subsys = RBD_LOOP_SUBSYS,
+	.per_loop = "completion queue",
 	.setup = lp_setup,
 	.wake = lp_wake,
 	/* Nothing to wait for at the close: no request is unfinished (rbd_loop.h). */
@@ -85,18 +86,11 @@ int scsitgt__rbd_loops_start(struct scsitgt__rbd_loops *set, uv_loop_t *home_loo
 int scsitgt__rbd_loop_get(struct scsitgt__rbd_loops *set, uv_loop_t *loop,
 			  struct scsitgt__rbd_loop **out)
 {
-	struct scsitgt__loop_ctx *lc;
+	struct scsitgt__loop_ctx *lc = NULL;
 	int r = scsitgt__loop_ctx_get(&set->ctxs, loop, &lc);
 
-	if (r < 0) {
-		return r;
-	}
-	if (r > 0) {
-		scsitgt__log(set->ctxs.log, SCSITGT_LOG_INFO, RBD_LOOP_SUBSYS,
-			     "another loop submits: its own completion queue");
-	}
 	*out = (struct scsitgt__rbd_loop *)lc;
-	return 0;
+	return r < 0 ? r : 0;
 }
 
 void scsitgt__rbd_loop_begin(struct scsitgt__rbd_loop *lp)

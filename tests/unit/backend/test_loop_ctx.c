@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -70,6 +71,10 @@ struct world {
 	atomic_bool hold[NLOOPS];
 	/* The result of a get() a worker ran. */
 	int got[NLOOPS];
+	/* Log lines (any loop's thread): the info line of a context made for another loop, and
+	 * any other. */
+	atomic_uint logged_made;
+	atomic_uint logged_other;
 };
 
 static unsigned int loop_idx(struct world *w, uv_loop_t *loop)
@@ -158,11 +163,27 @@ static void t_fini(void *arg, struct scsitgt__loop_ctx *lc)
 static const struct scsitgt__loop_ctx_ops t_ops = {
 	.size = sizeof(struct tctx),
 	.subsys = "test",
+	.per_loop = "test context",
 	.setup = t_setup,
 	.wake = t_wake,
 	.close = t_close,
 	.fini = t_fini,
 };
+
+/* The host's logger, called from whichever loop logs. */
+static void t_log(void *arg, enum scsitgt_log_level level, const char *subsystem, const char *fmt,
+		  va_list ap)
+{
+	struct world *w = arg;
+	char line[256];
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	if (level == SCSITGT_LOG_INFO && strcmp(subsystem, "test") == 0 &&
+	    strcmp(line, "t: another loop submits: its own test context") == 0)
+		atomic_fetch_add(&w->logged_made, 1);
+	else
+		atomic_fetch_add(&w->logged_other, 1);
+}
 
 static void closed(void *arg)
 {
@@ -268,6 +289,9 @@ static int setup(void **state)
 
 	assert_non_null(w);
 	w->ids[0] = uv_thread_self();
+	w->log.cb = t_log;
+	w->log.arg = w;
+	w->log.level = SCSITGT_LOG_DEBUG;
 	for (unsigned int i = 0; i < NLOOPS; i++)
 		assert_int_equal(uv_loop_init(&w->loops[i]), 0);
 	assert_int_equal(uv_async_init(&w->loops[0], &w->home_wake, home_wake_cb), 0);
@@ -342,12 +366,16 @@ static void test_first_use_per_loop(void **state)
 	assert_int_equal(scsitgt__loop_ctxs_start(&w->set), 0);
 	/* Home's eventfd watched, the close message handle. */
 	assert_int_equal(home_handles(w), 3);
+	assert_int_equal(atomic_load(&w->logged_made), 0);
 	wl_do(w, 1, do_get);
 	assert_int_equal(w->got[1], 1);
 	assert_non_null(w->ctx[1]);
+	/* Made now: said once, at level info, with the set's name. */
+	assert_int_equal(atomic_load(&w->logged_made), 1);
 	lc = &w->ctx[1]->lc;
 	wl_do(w, 1, do_get);
 	assert_int_equal(w->got[1], 0);
+	assert_int_equal(atomic_load(&w->logged_made), 1);
 	assert_ptr_equal(&w->ctx[1]->lc, lc);
 	assert_ptr_equal(lc->loop, &w->loops[1]);
 	assert_int_equal(atomic_load(&w->setups[1]), 1);
@@ -375,6 +403,8 @@ static void test_first_use_per_loop(void **state)
 	assert_int_equal(atomic_load(&w->setups[2]), 0);
 	assert_int_equal(atomic_load(&w->closes[2]), 0);
 	assert_int_equal(atomic_load(&w->finis[2]), 0);
+	assert_int_equal(atomic_load(&w->logged_made), 1);
+	assert_int_equal(atomic_load(&w->logged_other), 0);
 }
 
 /* Both workers make theirs at once (the list is pushed without a lock); three contexts, each
@@ -391,6 +421,8 @@ static void test_two_workers_at_once(void **state)
 	assert_int_equal(w->got[1], 1);
 	assert_int_equal(w->got[2], 1);
 	assert_int_equal(scsitgt__loop_ctxs_count(&w->set), 3);
+	/* One line per context made, each from its own loop's thread. */
+	assert_int_equal(atomic_load(&w->logged_made), 2);
 	scsitgt__loop_ctxs_close(&w->set, closed, w);
 	home_until(w, &w->closed_calls, 1);
 	for (unsigned int i = 0; i < NLOOPS; i++) {
