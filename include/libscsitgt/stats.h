@@ -140,7 +140,10 @@ SCSITGT_EXPORT int scsitgt_lun_get_stats(const struct scsitgt_lun *lun,
 					 struct scsitgt_lun_stats *stats);
 
 /**
- * Zero a LUN's counters and histogram (not @c inflight).
+ * Zero a LUN's counters and histogram (not @c inflight): later snapshots count from this call
+ * on. A command that a worker loop counts during the call is counted either before it or
+ * after it, never both and never lost. An initiator's LOG SELECT reset of the statistics log
+ * page is separate: neither changes what the other reports.
  *
  * @param lun The LUN.
  * @return 0; -EINVAL for a NULL @p lun.

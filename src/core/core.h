@@ -267,6 +267,12 @@ enum {
 	SCSITGT__LUN_XF_SELFTEST = 1u << 3,
 };
 
+/* A LUN's command counters and latency histogram (core/stats.c). */
+struct scsitgt__lun_counts {
+	struct scsitgt_cmd_counters cmds;
+	uint64_t lat_us[SCSITGT_LATENCY_BUCKETS];
+};
+
 /*
  * A LUN's part on one shard (lun->shard_part[shard->index], issue 18): what a plain READ or
  * WRITE changes on its LUN, kept per shard so that two loops never write one cache line.
@@ -325,10 +331,8 @@ struct scsitgt__lun_part {
 	bool rl_quiesced, order_quiesced;
 	bool rl_running;
 	struct scsitgt__list rl_ready;
-	struct {
-		struct scsitgt_cmd_counters cmds;
-		uint64_t lat_us[SCSITGT_LATENCY_BUCKETS];
-	} stats;
+	/* Counted since the LUN was created, never reset (each reset keeps its own base). */
+	struct scsitgt__lun_counts stats;
 };
 
 struct scsitgt_lun {
@@ -446,6 +450,9 @@ struct scsitgt_lun {
 		struct scsitgt__list zombie_node;
 		_Atomic unsigned int orphan_cmds;
 	} drain;
+	/* The sum of the shard parts' counts at the last scsitgt_lun_reset_stats(): the stats
+	 * snapshots report the counts since (core/stats.c). On home only. */
+	struct scsitgt__lun_counts stats_base;
 	/* log page state (core/spc_log.c), allocated on first use; freed with the LUN. */
 	struct scsitgt__log *log;
 	/* self-tests (core/spc_selftest.c): the Self-Test Results log and the test running,

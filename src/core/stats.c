@@ -6,6 +6,15 @@
  * load and store (no locked read-modify-write, no lock), so that the snapshots, on the home
  * loop, load them (relaxed) while commands run on other loops and sum a LUN's parts. A
  * snapshot is therefore a sum of each counter's latest value, not an instant of all of them.
+ *
+ * Nothing but its shard ever writes a counter, not even a reset: a store of zero from home
+ * between a shard's load and store would be undone by that store (the counts before the reset
+ * would come back) or lose that count. A reset instead records what the parts add up to then
+ * (lun->stats_base, on home) and a snapshot reports the sum less that base: every count is in
+ * the base or after it, never both, and a counter a snapshot loads is never below what the
+ * reset loaded of it before (one location's loads on one thread never go back). LOG SELECT's
+ * reset of the General Statistics page keeps its own base the same way (spc_log.c), so neither
+ * reset moves the other's view.
  */
 #include <errno.h>
 #include <string.h>
@@ -56,12 +65,6 @@ static void ctr_sum(struct scsitgt_cmd_counters *to, const struct scsitgt_cmd_co
 		t[i] += __atomic_load_n(&f[i], __ATOMIC_RELAXED);
 }
 
-static void ctr_zero(uint64_t *c, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		__atomic_store_n(&c[i], 0, __ATOMIC_RELAXED);
-}
-
 _Static_assert(sizeof(struct scsitgt_cmd_counters) % sizeof(uint64_t) == 0,
 	       "the counters are uint64_t");
 
@@ -96,6 +99,13 @@ static void stats_count(struct scsitgt_cmd_counters *c, const struct scsitgt__cm
 	default:
 		break;
 	}
+}
+
+/* @n counts of @from less those of @base. */
+static void ctr_less(uint64_t *to, const uint64_t *from, const uint64_t *base, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		to[i] = from[i] - base[i];
 }
 
 void scsitgt__stats_lun_counters(const struct scsitgt_lun *lun, struct scsitgt_cmd_counters *out,
@@ -227,6 +237,11 @@ SCSITGT_EXPORT int scsitgt_lun_get_stats(const struct scsitgt_lun *lun,
 		return -EINVAL;
 	memset(&s, 0, sizeof(s));
 	scsitgt__stats_lun_counters(lun, &s.cmds, s.latency_us);
+	/* Since the last reset (see the top of the file). */
+	ctr_less((uint64_t *)(void *)&s.cmds, (const uint64_t *)(const void *)&s.cmds,
+		 (const uint64_t *)(const void *)&lun->stats_base.cmds,
+		 sizeof(s.cmds) / sizeof(uint64_t));
+	ctr_less(s.latency_us, s.latency_us, lun->stats_base.lat_us, SCSITGT_LATENCY_BUCKETS);
 	s.inflight = scsitgt__lun_inflight(lun);
 	s.offline = lun->offline;
 	n = stats->size < sizeof(s) ? stats->size : sizeof(s);
@@ -240,10 +255,8 @@ SCSITGT_EXPORT int scsitgt_lun_reset_stats(struct scsitgt_lun *lun)
 	SCSITGT__ASSERT_HOME(lun ? lun->engine : NULL);
 	if (lun == NULL)
 		return -EINVAL;
-	/* Counts a shard makes meanwhile may survive the reset or be lost: never torn. */
-	for (unsigned int i = 0; i < lun->engine->nshards; i++)
-		ctr_zero((uint64_t *)(void *)&lun->shard_part[i].stats,
-			 sizeof(lun->shard_part[i].stats) / sizeof(uint64_t));
+	/* The shards' counters are theirs: the snapshots subtract what they count now. */
+	scsitgt__stats_lun_counters(lun, &lun->stats_base.cmds, lun->stats_base.lat_us);
 	return 0;
 }
 

@@ -29,8 +29,10 @@ static inline void scsitgt__stats_cmd_start(struct scsitgt__cmd *cmd)
 void scsitgt__stats_cmd_done(struct scsitgt__cmd *cmd);
 /* A command is destroyed without having been delivered (aborted, nexus lost). */
 void scsitgt__stats_cmd_aborted(struct scsitgt__cmd *cmd);
-/* @lun's counters and latency histogram (@lat_us: SCSITGT_LATENCY_BUCKETS, may be NULL): the
- * sum of its shard parts, each loaded relaxed while they may change. */
+/* @lun's counters and latency histogram (@lat_us: SCSITGT_LATENCY_BUCKETS, may be NULL) since
+ * it was created: the sum of its shard parts, each loaded relaxed while they may change. Never
+ * reset: a reader that restarts from zero keeps its own base (scsitgt_lun_reset_stats(), LOG
+ * SELECT). */
 void scsitgt__stats_lun_counters(const struct scsitgt_lun *lun, struct scsitgt_cmd_counters *out,
 				 uint64_t *lat_us);
 /* A task management function arrived on @sess for the SAM-5 LUN field @lun (may be NULL). */

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Counters, latency histograms and events of LUNs and sessions (stats.h, events.h). */
+#include <inttypes.h>
+#include <sched.h>
+#include <stdatomic.h>
+
 #include "test_util.h"
 
 #include "core/scsi_spec.h"
@@ -133,6 +137,138 @@ static void test_lun_counters(void **state)
 	assert_int_equal(scsitgt_lun_get_stats(t->lun, &s), 0);
 	assert_int_equal(s.cmds.write_cmds + s.cmds.read_cmds + s.cmds.other_cmds, 0);
 	assert_int_equal(hist_total(&s), 0);
+	tctx_destroy(t);
+}
+
+/* A LUN's counts since scsitgt_lun_reset_stats(), as a snapshot reports them. */
+static struct scsitgt_lun_stats lun_stats(struct scsitgt_lun *lun)
+{
+	struct scsitgt_lun_stats s;
+
+	memset(&s, 0, sizeof(s));
+	s.size = sizeof(s);
+	assert_int_equal(scsitgt_lun_get_stats(lun, &s), 0);
+	return s;
+}
+
+/* LOG SENSE 19h's NUMBER OF READ COMMANDS (SPC-5 §7.3.9.2), as an initiator reads it. */
+static uint64_t log_reads(struct tctx *t)
+{
+	struct lf_result *r = tctx_run(t, cdb_log_sense(t->cdb, 0, 1, 0x19, 0x00, 0, 255));
+
+	assert_good(r);
+	return get_be64(&r->data[8]);
+}
+
+static size_t cdb_log_reset(uint8_t *cdb)
+{
+	/* LOG SELECT, PCR 1, PC 01b (cumulative values), page 19h (SPC-5 §6.7). */
+	memset(cdb, 0, CDB_BUF);
+	cdb[0] = SPC_LOG_SELECT;
+	cdb[1] = 0x02;
+	cdb[2] = 1 << 6 | 0x19;
+	return 10;
+}
+
+/*
+ * The host's reset (scsitgt_lun_reset_stats()) and an initiator's (LOG SELECT PCR on the
+ * General Statistics page) each restart their own view only: neither moves the other.
+ */
+static void test_resets_apart(void **state)
+{
+	struct tctx *t = stats_ctx();
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		assert_good(tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0)));
+	assert_good(tctx_run(t, cdb_log_reset(t->cdb)));
+	assert_good(tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0)));
+	assert_int_equal(log_reads(t), 1);
+	assert_int_equal(lun_stats(t->lun).cmds.read_cmds, 4);
+
+	assert_int_equal(scsitgt_lun_reset_stats(t->lun), 0);
+	assert_int_equal(lun_stats(t->lun).cmds.read_cmds, 0);
+	assert_int_equal(log_reads(t), 1);
+	assert_good(tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0)));
+	assert_int_equal(log_reads(t), 2);
+	assert_int_equal(lun_stats(t->lun).cmds.read_cmds, 1);
+
+	assert_good(tctx_run(t, cdb_log_reset(t->cdb)));
+	assert_int_equal(log_reads(t), 0);
+	/* Since the host's reset: one read; three LOG SENSE and one LOG SELECT, "other"
+	 * commands. */
+	assert_int_equal(lun_stats(t->lun).cmds.read_cmds, 1);
+	assert_int_equal(lun_stats(t->lun).cmds.other_cmds, 4);
+	tctx_destroy(t);
+}
+
+/*
+ * A shard that counts while home resets (with worker loops each shard counts its own commands
+ * on its own thread): the thread here stands for one, counting aborted commands through the
+ * core's own counting into the LUN's part as fast as it can, and says how many it began
+ * before each. Every reset must leave the counts made from then on, never those of before:
+ * right after a reset the counter may not show more than the commands begun during it (plus
+ * the one that may have been under way). Zeroing counters a shard writes breaks that: a shard
+ * that loaded a counter before the reset's zero stores its old value plus one after it.
+ */
+#define RACE_RESETS 1000u
+/* Counts between two resets: what a count surviving a reset would show at least. */
+#define RACE_COUNTS_BETWEEN 300u
+
+struct race {
+	struct scsitgt__cmd *cmd;
+	atomic_uint_fast64_t begun;
+	atomic_bool stop;
+};
+
+static void race_counter(void *arg)
+{
+	struct race *rc = arg;
+
+	while (!atomic_load(&rc->stop)) {
+		atomic_fetch_add(&rc->begun, 1);
+		/* A command of the shard's that never completes: counted once per command. */
+		rc->cmd->stats_done = false;
+		scsitgt__stats_cmd_aborted(rc->cmd);
+	}
+}
+
+static void test_reset_while_counting(void **state)
+{
+	struct tctx *t = stats_ctx();
+	struct race rc;
+	uv_thread_t tid;
+	uint64_t last = 0;
+
+	(void)state;
+	memset(&rc, 0, sizeof(rc));
+	rc.cmd = calloc(1, sizeof(*rc.cmd));
+	assert_non_null(rc.cmd);
+	rc.cmd->lun = t->lun;
+	rc.cmd->shard = &t->lun->engine->shards[0];
+	rc.cmd->state = SCSITGT__CMD_EXEC;
+	atomic_init(&rc.begun, 0);
+	atomic_init(&rc.stop, false);
+	assert_int_equal(uv_thread_create(&tid, race_counter, &rc), 0);
+	for (unsigned int i = 0; i < RACE_RESETS; i++) {
+		uint64_t before, after, aborted;
+
+		/* Let counts pile up since the last reset (the thread always makes progress). */
+		while (atomic_load(&rc.begun) - last < RACE_COUNTS_BETWEEN)
+			sched_yield();
+		before = atomic_load(&rc.begun);
+		assert_int_equal(scsitgt_lun_reset_stats(t->lun), 0);
+		aborted = lun_stats(t->lun).cmds.aborted;
+		after = atomic_load(&rc.begun);
+		last = after;
+		if (aborted > after - before + 1)
+			fail_msg("reset %u: %" PRIu64 " aborted after it, at most %" PRIu64
+				 " began since",
+				 i, aborted, after - before + 1);
+	}
+	atomic_store(&rc.stop, true);
+	assert_int_equal(uv_thread_join(&tid), 0);
+	free(rc.cmd);
 	tctx_destroy(t);
 }
 
@@ -286,6 +422,8 @@ int main(void)
 		cmocka_unit_test(test_bucket),
 		cmocka_unit_test(test_lun_counters),
 		cmocka_unit_test(test_latency_from_arrival),
+		cmocka_unit_test(test_resets_apart),
+		cmocka_unit_test(test_reset_while_counting),
 		cmocka_unit_test(test_sessions_and_events),
 	};
 
