@@ -186,6 +186,7 @@ static int backend_open(struct scsitgtd *d, const char *tname, const struct scsi
 		if (l->aio_queue_depth)
 			ao.queue_depth = l->aio_queue_depth;
 		ao.engine = (enum scsitgt_backend_aio_engine)l->io_engine;
+		ao.uring_async = (enum scsitgt_backend_aio_uring_async)l->uring_async;
 		*ops = scsitgt_backend_aio_ops();
 		if (*ops == NULL)
 			return -ENOTSUP;

@@ -213,11 +213,12 @@ static int section_end(struct parser *p)
 						  "rbd backend",
 						  (unsigned long long)l->id);
 			if (l->size || cfg_key_seen(p, "direct") ||
-			    cfg_key_seen(p, "aio_queue_depth") || cfg_key_seen(p, "io_engine"))
+			    cfg_key_seen(p, "aio_queue_depth") || cfg_key_seen(p, "io_engine") ||
+			    cfg_key_seen(p, "uring_async"))
 				return cfg_err_at(p, l->line,
 						  "[lun %llu]: an RBD image has its own size and "
-						  "no direct, aio_queue_depth or io_engine; remove "
-						  "them",
+						  "no direct, aio_queue_depth, io_engine or "
+						  "uring_async; remove them",
 						  (unsigned long long)l->id);
 		} else if (l->rbd_namespace || l->rbd_client_id || l->rbd_conf ||
 			   l->rbd_op_timeout >= 0 || cfg_key_seen(p, "rbd_shared_pr")) {
@@ -227,11 +228,12 @@ static int section_end(struct parser *p)
 		}
 		if ((l->backend == SCSITGTD_BACKEND_RAM || l->backend == SCSITGTD_BACKEND_NULL) &&
 		    (l->path || cfg_key_seen(p, "direct") || cfg_key_seen(p, "write_through") ||
-		     cfg_key_seen(p, "aio_queue_depth") || cfg_key_seen(p, "io_engine")))
+		     cfg_key_seen(p, "aio_queue_depth") || cfg_key_seen(p, "io_engine") ||
+		     cfg_key_seen(p, "uring_async")))
 			return cfg_err_at(p, l->line,
 					  "[lun %llu]: path, direct, write_through, "
-					  "aio_queue_depth and io_engine are only for the file "
-					  "and block backends",
+					  "aio_queue_depth, io_engine and uring_async are only for "
+					  "the file and block backends",
 					  (unsigned long long)l->id);
 		if (l->backend == SCSITGTD_BACKEND_BLOCK && l->size)
 			return cfg_err_at(p, l->line,
@@ -905,10 +907,10 @@ bool scsitgtd_lun_needs_recreate(const struct scsitgtd_lun *a, const struct scsi
 	return a->backend != b->backend || a->block_size != b->block_size || a->flags != b->flags ||
 	       a->direct != b->direct || a->write_through != b->write_through ||
 	       a->aio_queue_depth != b->aio_queue_depth || a->io_engine != b->io_engine ||
-	       !str_eq(a->path, b->path) || !str_eq(a->vendor, b->vendor) ||
-	       !str_eq(a->product, b->product) || !str_eq(a->revision, b->revision) ||
-	       !str_eq(a->serial, b->serial) || !str_eq(a->pr_file, b->pr_file) ||
-	       !str_eq(a->rbd_namespace, b->rbd_namespace) ||
+	       a->uring_async != b->uring_async || !str_eq(a->path, b->path) ||
+	       !str_eq(a->vendor, b->vendor) || !str_eq(a->product, b->product) ||
+	       !str_eq(a->revision, b->revision) || !str_eq(a->serial, b->serial) ||
+	       !str_eq(a->pr_file, b->pr_file) || !str_eq(a->rbd_namespace, b->rbd_namespace) ||
 	       !str_eq(a->rbd_client_id, b->rbd_client_id) || !str_eq(a->rbd_conf, b->rbd_conf) ||
 	       a->rbd_op_timeout != b->rbd_op_timeout || a->rbd_shared_pr != b->rbd_shared_pr ||
 	       a->physical_block_exponent != b->physical_block_exponent ||

@@ -113,6 +113,8 @@ struct scsitgtd_lun {
 	uint32_t aio_queue_depth; /* 0 = backend default */
 	/* file/block: io_engine = auto|libaio|io_uring (enum scsitgt_backend_aio_engine) */
 	uint8_t io_engine;
+	/* file/block: uring_async = auto|always|never (enum scsitgt_backend_aio_uring_async) */
+	uint8_t uring_async;
 	char *path; /* file/block; rbd: POOL/IMAGE */
 	/* rbd: namespace, client id, ceph.conf (NULL: defaults), RADOS operation timeout in
 	 * seconds (-1: the backend's default) */

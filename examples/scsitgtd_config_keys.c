@@ -1014,18 +1014,43 @@ static int k_lun_bool(struct parser *p, const char *key, const char *v)
 	return 0;
 }
 
+/* @v, one of the @n @names, as its index in *@out; else an error listing them. */
+static int set_choice(struct parser *p, const char *key, const char *v, const char *const *names,
+		      size_t n, uint8_t *out)
+{
+	char want[128];
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(v, names[i])) {
+			*out = (uint8_t)i;
+			return 0;
+		}
+		if (len < sizeof(want))
+			len += (size_t)snprintf(&want[len], sizeof(want) - len, "%s%s",
+						i == 0	   ? "" :
+						i + 1 == n ? " or " :
+							     ", ",
+						names[i]);
+	}
+	return cfg_err(p, "%s: expected %s", key, want);
+}
+
 /* io_engine = auto | libaio | io_uring: the file backend's kernel interface (backend_aio.h). */
 static int k_io_engine(struct parser *p, const char *key, const char *v)
 {
 	static const char *const engines[] = { "auto", "libaio", "io_uring" };
 
-	for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
-		if (!strcmp(v, engines[i])) {
-			cur_lun(p)->io_engine = (uint8_t)i;
-			return 0;
-		}
-	}
-	return cfg_err(p, "%s: expected auto, libaio or io_uring", key);
+	return set_choice(p, key, v, engines, 3, &cur_lun(p)->io_engine);
+}
+
+/* uring_async = auto | always | never: where the io_uring engine's buffered copies run
+ * (enum scsitgt_backend_aio_uring_async, backend_aio.h). */
+static int k_uring_async(struct parser *p, const char *key, const char *v)
+{
+	static const char *const modes[] = { "auto", "always", "never" };
+
+	return set_choice(p, key, v, modes, 3, &cur_lun(p)->uring_async);
 }
 
 static int k_aio_qd(struct parser *p, const char *key, const char *v)
@@ -1208,6 +1233,7 @@ static const struct key lun_keys[] = {
 	{ "write_through", k_lun_bool, false },
 	{ "aio_queue_depth", k_aio_qd, false },
 	{ "io_engine", k_io_engine, false },
+	{ "uring_async", k_uring_async, false },
 	{ "claim_spc4", k_lun_bool, false },
 	{ "physical_block_exponent", k_pbe, false },
 /* clang-format off: it cannot see the entries the macro expands to. */

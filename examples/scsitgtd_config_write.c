@@ -153,6 +153,10 @@ static void lun_write(FILE *f, const struct scsitgtd_lun *l)
 		kv_str(f, "io_engine", "libaio");
 	if (aio && l->io_engine == 2)
 		kv_str(f, "io_engine", "io_uring");
+	if (aio && l->uring_async == 1)
+		kv_str(f, "uring_async", "always");
+	if (aio && l->uring_async == 2)
+		kv_str(f, "uring_async", "never");
 	kv_str(f, "rbd_namespace", l->rbd_namespace);
 	kv_str(f, "rbd_client_id", l->rbd_client_id);
 	kv_str(f, "rbd_conf", l->rbd_conf);

@@ -159,6 +159,7 @@ static void test_full(void **state)
 		"write_through = yes\r\n"
 		"aio_queue_depth = 32\r\n"
 		"io_engine = io_uring\r\n"
+		"uring_async = never\r\n"
 		"[target]\n"
 		"name = iqn.2024-01.org.example:b\n"
 		"[lun 16383]\n"
@@ -243,7 +244,8 @@ static void test_full(void **state)
 	assert_false(l->direct);
 	assert_true(l->write_through);
 	assert_int_equal(l->aio_queue_depth, 32);
-	assert_int_equal(l->io_engine, 2); /* SCSITGT_BACKEND_AIO_ENGINE_IO_URING */
+	assert_int_equal(l->io_engine, 2);   /* SCSITGT_BACKEND_AIO_ENGINE_IO_URING */
+	assert_int_equal(l->uring_async, 2); /* SCSITGT_BACKEND_AIO_URING_ASYNC_NEVER */
 	assert_null(scsitgtd_config_find_lun(a, 1));
 	b = scsitgtd_config_find_target(cfg, "iqn.2024-01.org.example:b");
 	assert_non_null(b);
@@ -423,6 +425,14 @@ static void test_errors(void **state)
 		  "line 3:", "only for the file and block backends");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = file\npath = /x\nio_engine = aio\n",
 		  "line 6:", "expected auto, libaio or io_uring");
+	parse_bad(
+		"[target]\nname = iqn.x\n[lun 0]\nbackend = null\nsize = 1M\nuring_async = never\n",
+		"line 3:", "only for the file and block backends");
+	parse_bad(
+		"[target]\nname = iqn.x\n[lun 0]\nbackend = rbd\npath = rbd/i\nuring_async = auto\n",
+		"line 3:", "uring_async; remove them");
+	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = file\npath = /x\nuring_async = yes\n",
+		  "line 6:", "uring_async: expected auto, always or never");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 1000\n",
 		  "line 3:", "multiple of the block size");
 	parse_bad("[target]\nname = iqn.x\n[lun 0]\nbackend = ram\nsize = 8K\nblock_size = 4096\n"
@@ -526,12 +536,16 @@ static void test_recreate(void **state)
 	struct scsitgtd_config *c1 = parse_ok("[target]\nname = iqn.x\n"
 					      "[lun 0]\nbackend = ram\nsize = 1M\n"
 					      "[lun 1]\nbackend = ram\nsize = 1M\n"
-					      "[lun 2]\nbackend = file\npath = /a\n");
+					      "[lun 2]\nbackend = file\npath = /a\n"
+					      "[lun 3]\nbackend = file\npath = /b\n"
+					      "uring_async = auto\n");
 	struct scsitgtd_config *c2 = parse_ok("[target]\nname = iqn.x\nqueue_depth = 4\n"
 					      "[lun 0]\nbackend = ram\nsize = 2M\n"
 					      "offline = yes\n"
 					      "[lun 1]\nbackend = null\nsize = 1M\n"
-					      "[lun 2]\nbackend = file\npath = /a\ndirect = no\n");
+					      "[lun 2]\nbackend = file\npath = /a\ndirect = no\n"
+					      "[lun 3]\nbackend = file\npath = /b\n"
+					      "uring_async = always\n");
 	const struct scsitgtd_target *t1 = &c1->targets[0], *t2 = &c2->targets[0];
 
 	(void)state;
@@ -542,6 +556,16 @@ static void test_recreate(void **state)
 						scsitgtd_config_find_lun(t2, 1)));
 	assert_true(scsitgtd_lun_needs_recreate(scsitgtd_config_find_lun(t1, 2),
 						scsitgtd_config_find_lun(t2, 2)));
+	/* uring_async is read when the backend is made: auto (the default, written out or
+	 * not) to always is a new LUN; saved and read back, each stays what it was. */
+	assert_int_equal(scsitgtd_config_find_lun(t1, 3)->uring_async, 0);
+	assert_int_equal(scsitgtd_config_find_lun(t2, 3)->uring_async, 1);
+	assert_false(scsitgtd_lun_needs_recreate(scsitgtd_config_find_lun(t1, 3),
+						 scsitgtd_config_find_lun(t1, 3)));
+	assert_true(scsitgtd_lun_needs_recreate(scsitgtd_config_find_lun(t1, 3),
+						scsitgtd_config_find_lun(t2, 3)));
+	roundtrip(c1);
+	roundtrip(c2);
 	assert_false(scsitgtd_params_equal(&t1->params, &t2->params));
 	assert_true(scsitgtd_params_equal(&t1->params, &t1->params));
 	assert_string_equal(scsitgtd_param_name(SCSITGTD_P_QUEUE_DEPTH), "queue_depth");
