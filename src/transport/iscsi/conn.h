@@ -35,14 +35,16 @@ struct scsitgt__iscsi_engine {
 	struct scsitgt__list portals;
 	/*
 	 * Guards what the connections of every loop share (conns and sessions with their
-	 * iname/listed_closing/tsih fields, next_tsih, next_conn_id, the portals' nconns and
-	 * nlogin) when connections run on workers (engine->conn_workers). Taken briefly, after
+	 * iname/listed_closing/tsih/id fields, next_tsih, next_sess_id, next_conn_id, the
+	 * portals' nconns and nlogin) when connections run on workers (engine->conn_workers).
+	 * Taken briefly, after
 	 * the engine's cfg_lock if both; nothing that takes another lock runs under it.
 	 */
 	uv_mutex_t lock;
 	struct scsitgt__list conns;
 	struct scsitgt__list sessions;
 	uint16_t next_tsih;
+	uint64_t next_sess_id;
 	uint64_t next_conn_id;
 	/* Random source for CHAP challenges (tests replace it). */
 	scsitgt__chap_random_cb rnd;
@@ -271,8 +273,14 @@ struct scsitgt__iscsi_sess {
 	struct scsitgt__list node; /* in ie->sessions */
 	struct scsitgt__iscsi_engine *ie;
 	/* The loop of its connections (NULL: home); immutable. Another loop reaches the
-	 * session only by a message naming its TSIH (xloop.c). */
+	 * session only by a message naming its id (xloop.c). */
 	struct scsitgt__worker *worker;
+	/*
+	 * Names the session in messages between loops: unique for the engine's life (a 64-bit
+	 * count under ie->lock), unlike the TSIH, which a later session may get again once this
+	 * one is gone (16 bits, RFC 7143 §11.12). Immutable.
+	 */
+	uint64_t id;
 	/* The target's parameters when the session was created (docs: they apply to logins
 	 * that start after a change), read without the engine's configuration lock. */
 	struct scsitgt_iscsi_params tparams;

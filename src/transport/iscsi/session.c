@@ -90,6 +90,7 @@ int scsitgt__iscsi_sess_create(struct scsitgt__iscsi_sess **out, struct scsitgt_
 	conn->sess = sess;
 	uv_mutex_lock(&ie->lock);
 	sess->tsih = sess_alloc_tsih(ie);
+	sess->id = ++ie->next_sess_id;
 	scsitgt__list_add_tail(&ie->sessions, &sess->node);
 	uv_mutex_unlock(&ie->lock);
 	*out = sess;
@@ -185,7 +186,7 @@ void scsitgt__iscsi_sess_close(struct scsitgt__iscsi_sess *sess, const char *why
 /*
  * Close the sessions @match accepts (under ie->lock): those of the calling loop now, after
  * the lock (their connections close asynchronously, so they stay valid meanwhile); those of
- * other loops by message to their own, which finds them again by TSIH.
+ * other loops by message to their own, which finds them again by id (xloop.c).
  */
 static void sess_close_matching(struct scsitgt__iscsi_engine *ie,
 				bool (*match)(const struct scsitgt__iscsi_sess *s, const void *arg),

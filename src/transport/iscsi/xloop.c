@@ -11,7 +11,7 @@
  * (one connection per session: MaxConnections is 1, portal.c refuses more).
  *
  * What one loop asks of another goes by message (core/worker.h), naming its object by
- * what outlives it (a session's TSIH, looked up again under ie->lock on arrival), never by a
+ * what outlives it (a session's id, looked up again under ie->lock on arrival), never by a
  * pointer another loop may free meanwhile:
  *
  *   home -> worker: HANDOFF (a socket), PORTAL_STOP (ask the portal's connections to log
@@ -227,7 +227,7 @@ struct xsess {
 	struct scsitgt__msg msg;
 	struct scsitgt__iscsi_engine *ie;
 	struct scsitgt__worker *w;
-	uint16_t tsih;
+	uint64_t sess_id;
 	enum scsitgt__iscsi_xop op;
 	const char *why; /* a string literal */
 	uint64_t lun_id;
@@ -256,13 +256,17 @@ static void sess_op_fn(struct scsitgt__msg *msg)
 	struct scsitgt__iscsi_sess *sess = NULL;
 	struct scsitgt__list *pos;
 
-	/* Still there? Only this loop removes its sessions, so it stays valid after unlock. */
+	/*
+	 * Still there? Only this loop removes its sessions, so it stays valid after unlock. By
+	 * id, never by TSIH: the session may be gone and its TSIH given to a new session of this
+	 * loop since the message was posted (a close or a unit attention meant for the old one).
+	 */
 	uv_mutex_lock(&m->ie->lock);
 	for (pos = m->ie->sessions.next; pos != &m->ie->sessions; pos = pos->next) {
 		struct scsitgt__iscsi_sess *s =
 			scsitgt__container_of(pos, struct scsitgt__iscsi_sess, node);
 
-		if (s->tsih == m->tsih && s->worker == m->w) {
+		if (s->id == m->sess_id && s->worker == m->w) {
 			sess = s;
 			break;
 		}
@@ -294,7 +298,7 @@ void scsitgt__iscsi_xloop_sess(struct scsitgt__iscsi_sess *sess, enum scsitgt__i
 	m->msg.fn = sess_op_fn;
 	m->ie = sess->ie;
 	m->w = sess->worker;
-	m->tsih = sess->tsih;
+	m->sess_id = sess->id;
 	m->op = op;
 	m->why = why;
 	m->lun_id = lun_id;

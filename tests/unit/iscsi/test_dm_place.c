@@ -25,6 +25,8 @@
 #include "core/worker.h"
 #include "transport/iscsi/conn.h"
 
+#include "listener_portal.h"
+
 /* One placed connection, driven on its worker by messages. */
 struct placed {
 	struct scsitgt__msg msg;
@@ -97,55 +99,6 @@ static void placed_fn(struct scsitgt__msg *msg)
 	placed_done(p, engine);
 }
 
-/* The portal's own listener, as iSER's: it goes when asked (by the engine's destroy). */
-static void fake_listener_gone_fn(struct scsitgt__msg *msg)
-{
-	struct scsitgt_portal *portal = *(struct scsitgt_portal **)(msg + 1);
-
-	free(msg);
-	scsitgt__iscsi_portal_listener_gone(portal);
-}
-
-static void fake_stop(struct scsitgt_portal *portal)
-{
-	struct scsitgt__msg *m = malloc(sizeof(*m) + sizeof(portal));
-
-	assert_non_null(m);
-	memcpy(m + 1, &portal, sizeof(portal));
-	m->fn = fake_listener_gone_fn;
-	scsitgt__engine_post(portal->ie->engine, m);
-}
-
-static struct scsitgt_portal *fake_portal(struct scsitgt_engine *engine)
-{
-	struct scsitgt_portal_opts o, po;
-	struct scsitgt_portal *portal;
-	struct sockaddr_storage sa;
-
-	scsitgt_portal_opts_init(&po, sizeof(po));
-	po.address = "127.0.0.1";
-	assert_int_equal(scsitgt__iscsi_portal_new(&portal, engine, &po, &o, &sa), 0);
-	scsitgt__iscsi_portal_set_listener(portal, "placed", fake_stop, NULL);
-	scsitgt__iscsi_portal_register(portal, 3260, &sa);
-	return portal;
-}
-
-static unsigned int portal_nconns(struct scsitgt_portal *portal)
-{
-	unsigned int n;
-
-	uv_mutex_lock(&portal->ie->lock);
-	n = portal->nconns;
-	uv_mutex_unlock(&portal->ie->lock);
-	return n;
-}
-
-static void destroyed(void *arg, int status)
-{
-	assert_int_equal(status, 0);
-	(*(int *)arg)++;
-}
-
 static struct scsitgt_engine *engine_with_workers(uv_loop_t *loop, bool conn_workers)
 {
 	struct scsitgt_engine_opts o;
@@ -164,7 +117,7 @@ static void engine_end(struct scsitgt_engine *engine, uv_loop_t *loop)
 {
 	int done = 0;
 
-	scsitgt_engine_destroy(engine, destroyed, &done);
+	scsitgt_engine_destroy(engine, lp_destroyed, &done);
 	uv_run(loop, UV_RUN_DEFAULT);
 	assert_int_equal(done, 1);
 	assert_int_equal(uv_loop_close(loop), 0);
@@ -181,11 +134,11 @@ static void test_no_switch_stays_home(void **state)
 
 	(void)state;
 	engine = engine_with_workers(&loop, false);
-	portal = fake_portal(engine);
+	portal = lp_portal(engine, "placed");
 	assert_int_equal(scsitgt__iscsi_portal_place(portal, &h, &w), 0);
 	assert_null(h);
 	assert_null(w);
-	assert_int_equal(portal_nconns(portal), 0);
+	assert_int_equal(lp_nconns(portal), 0);
 	engine_end(engine, &loop);
 }
 
@@ -204,7 +157,7 @@ static void test_placed_on_workers(void **state)
 	(void)state;
 	memset(p, 0, sizeof(p));
 	engine = engine_with_workers(&loop, true);
-	portal = fake_portal(engine);
+	portal = lp_portal(engine, "placed");
 	for (unsigned int i = 0; i < 3; i++) {
 		p[i].portal = portal;
 		p[i].create = i < 2;
@@ -216,7 +169,7 @@ static void test_placed_on_workers(void **state)
 	}
 	/* Spread like TCP connections: the second goes to the other worker. */
 	assert_ptr_not_equal(p[0].w, p[1].w);
-	assert_int_equal(portal_nconns(portal), 3);
+	assert_int_equal(lp_nconns(portal), 3);
 	assert_int_equal(engine->workers[0].nconns + engine->workers[1].nconns, 3);
 	for (unsigned int i = 0; i < 3; i++) {
 		p[i].msg.fn = placed_fn;
@@ -228,7 +181,7 @@ static void test_placed_on_workers(void **state)
 
 		for (unsigned int i = 0; i < 3; i++)
 			all = all && atomic_load(&p[i].done);
-		if (all && portal_nconns(portal) == 0 &&
+		if (all && lp_nconns(portal) == 0 &&
 		    engine->workers[0].nconns + engine->workers[1].nconns == 0)
 			break;
 		uv_run(&loop, UV_RUN_ONCE);
