@@ -36,9 +36,9 @@ struct scsitgt__iscsi_engine {
 	/*
 	 * Guards what the connections of every loop share (conns and sessions with their
 	 * iname/listed_closing/tsih/id fields, next_tsih, next_sess_id, next_conn_id, the
-	 * portals' nconns and nlogin) when connections run on workers (engine->conn_workers).
-	 * Taken briefly, after
-	 * the engine's cfg_lock if both; nothing that takes another lock runs under it.
+	 * portals' nconns, nlogin and refused) when connections run on workers
+	 * (engine->conn_workers). Taken briefly, after the engine's cfg_lock if both; nothing
+	 * that takes another lock runs under it.
 	 */
 	uv_mutex_t lock;
 	struct scsitgt__list conns;
@@ -83,7 +83,7 @@ struct scsitgt_portal {
 	uint32_t max_conns;
 	uint32_t max_login_conns;
 	unsigned int nlogin;
-	uint64_t refused; /* connections closed at accept for a limit */
+	uint64_t refused; /* connections closed at accept for a limit (under ie->lock) */
 	scsitgt_done_cb done_cb;
 	void *done_arg;
 	struct scsitgt__deferred done_d;

@@ -419,25 +419,34 @@ SCSITGT_EXPORT void scsitgt_portal_opts_init(struct scsitgt_portal_opts *opts, s
 
 int scsitgt__iscsi_portal_admit(struct scsitgt_portal *portal)
 {
+	unsigned int nconns, nlogin;
+	uint64_t refused;
 	bool full;
 
 	if (portal->closing)
 		return -ESHUTDOWN;
-	/* Connections on workers count theirs under ie->lock (conn.h). */
+	/*
+	 * Connections on workers count theirs under ie->lock (conn.h): the figures the log shows
+	 * are the ones the decision saw, copied under the lock, which the log call is not made
+	 * under (the host's callback). refused is counted there too: both callers (TCP's accept,
+	 * iSER's CONNECT_REQUEST from its rdma_cm channel) run on home today, and the lock is
+	 * taken anyway, so it stays right should a worker ever admit.
+	 */
 	uv_mutex_lock(&portal->ie->lock);
-	full = (portal->max_conns && portal->nconns >= portal->max_conns) ||
-	       (portal->max_login_conns && portal->nlogin >= portal->max_login_conns);
+	nconns = portal->nconns;
+	nlogin = portal->nlogin;
+	full = (portal->max_conns && nconns >= portal->max_conns) ||
+	       (portal->max_login_conns && nlogin >= portal->max_login_conns);
+	refused = full ? ++portal->refused : 0;
 	uv_mutex_unlock(&portal->ie->lock);
 	if (!full)
 		return 0;
 	/* A connection limit: say so on the 1st, 2nd, 4th, 8th... refusal, not each. */
-	portal->refused++;
-	if ((portal->refused & (portal->refused - 1)) == 0)
+	if ((refused & (refused - 1)) == 0)
 		scsitgt__iscsi_portal_log(portal, SCSITGT_LOG_WARNING,
 					  "connection limit reached (%u connections, %u in login): "
 					  "%llu connections refused so far",
-					  portal->nconns, portal->nlogin,
-					  (unsigned long long)portal->refused);
+					  nconns, nlogin, (unsigned long long)refused);
 	return -ECONNREFUSED;
 }
 
@@ -499,6 +508,7 @@ static void portal_listener_closed(uv_handle_t *h)
 static void portal_stop(struct scsitgt_portal *portal, scsitgt_done_cb cb, void *cb_arg)
 {
 	struct scsitgt__iscsi_engine *ie = portal->ie;
+	unsigned int nconns;
 
 	portal->closing = true;
 	portal->done_cb = cb;
@@ -508,9 +518,13 @@ static void portal_stop(struct scsitgt_portal *portal, scsitgt_done_cb cb, void 
 	scsitgt__list_remove(&portal->node);
 	scsitgt__cfg_wrunlock(ie->engine);
 	scsitgt__engine_remove_service(ie->engine, &portal->svc);
+	/* Connections on workers change nconns under ie->lock: log a copy. */
+	uv_mutex_lock(&ie->lock);
+	nconns = portal->nconns;
+	uv_mutex_unlock(&ie->lock);
 	scsitgt__log(&ie->engine->log, SCSITGT_LOG_INFO, SCSITGT__ISCSI_SUBSYS,
 		     "portal %s:%u stopping (%u connections)", portal->address, portal->port,
-		     portal->nconns);
+		     nconns);
 	if (portal->stop_listener)
 		portal->stop_listener(portal);
 	else

@@ -3,11 +3,17 @@
  * Connection limits of a portal (scsitgt_portal_opts.max_connections, max_login_connections):
  * connections over a limit are accepted and closed at once, the others stay; a slot freed by
  * a closing connection is available again. Real sockets on 127.0.0.1, an ephemeral port.
+ * A refusal's log line shows the figures the refusal was decided on, while another thread
+ * changes them under the engine's iSCSI lock (as connections on workers do).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -148,11 +154,118 @@ static void test_conn_limit(void **state)
 	env_fini(&e);
 }
 
+/* What the refusals' log lines said. */
+struct refusals {
+	unsigned int logged;
+	unsigned int below_limit; /* lines whose figures were under both limits */
+	uint32_t max_conns;
+	uint32_t max_login;
+};
+
+static void refusal_log(void *arg, enum scsitgt_log_level level, const char *subsystem,
+			const char *fmt, va_list ap)
+{
+	struct refusals *r = arg;
+	unsigned int nconns, nlogin;
+	char line[512];
+	const char *p;
+
+	(void)level;
+	(void)subsystem;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	p = strstr(line, "connection limit reached (");
+	if (p == NULL)
+		return;
+	assert_int_equal(sscanf(p, "connection limit reached (%u connections, %u in login)",
+				&nconns, &nlogin),
+			 2);
+	r->logged++;
+	if (nconns < r->max_conns && nlogin < r->max_login)
+		r->below_limit++;
+}
+
+struct churn {
+	struct scsitgt_portal *portal;
+	atomic_bool stop;
+};
+
+/* Another loop's connections entering and leaving login: nlogin under ie->lock, at the
+ * limit and one below it in turn. */
+static void churn_main(void *arg)
+{
+	struct churn *c = arg;
+
+	for (unsigned int i = 0; !atomic_load(&c->stop); i++) {
+		uv_mutex_lock(&c->portal->ie->lock);
+		c->portal->nlogin = c->portal->max_login_conns - (i & 1);
+		uv_mutex_unlock(&c->portal->ie->lock);
+	}
+}
+
+/*
+ * Every refusal logs (refused set back to 0 before each); the figures of each line are the
+ * ones the refusal was decided on, at or over a limit, however the other thread moves them
+ * (figures read after the lock could be below both). ThreadSanitizer reports such a read too.
+ */
+static void test_refusal_log_figures(void **state)
+{
+	struct refusals r = { .max_conns = 1024, .max_login = 4 };
+	struct scsitgt_engine_opts eo;
+	struct scsitgt_portal_opts po;
+	struct churn c;
+	uv_thread_t t;
+	uv_loop_t loop;
+	struct scsitgt_engine *engine;
+	unsigned int refusals = 0, admitted = 0;
+
+	(void)state;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	scsitgt_engine_opts_init(&eo, sizeof(eo));
+	eo.log_cb = refusal_log;
+	eo.log_arg = &r;
+	eo.log_level = SCSITGT_LOG_WARNING;
+	assert_int_equal(scsitgt_engine_create(&engine, &loop, &eo), 0);
+	scsitgt_portal_opts_init(&po, sizeof(po));
+	po.address = "127.0.0.1";
+	po.port = 0;
+	po.max_connections = r.max_conns;
+	po.max_login_connections = r.max_login;
+	assert_int_equal(scsitgt_portal_create(&c.portal, engine, &po), 0);
+	atomic_init(&c.stop, false);
+	assert_int_equal(uv_thread_create(&t, churn_main, &c), 0);
+	/* Until both outcomes were seen often (the other thread runs when it is scheduled). */
+	while (refusals < 5000 || admitted < 5000) {
+		int rc;
+
+		uv_mutex_lock(&c.portal->ie->lock);
+		c.portal->refused = 0;
+		uv_mutex_unlock(&c.portal->ie->lock);
+		rc = scsitgt__iscsi_portal_admit(c.portal);
+		assert_true(rc == 0 || rc == -ECONNREFUSED);
+		if (rc == 0)
+			admitted++;
+		else
+			refusals++;
+	}
+	atomic_store(&c.stop, true);
+	assert_int_equal(uv_thread_join(&t), 0);
+	uv_mutex_lock(&c.portal->ie->lock);
+	c.portal->nlogin = 0;
+	uv_mutex_unlock(&c.portal->ie->lock);
+	/* Each refusal said so once. */
+	assert_int_equal(r.logged, refusals);
+	assert_int_equal(r.below_limit, 0);
+	scsitgt_engine_destroy(engine, NULL, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_login_limit),
 		cmocka_unit_test(test_conn_limit),
+		cmocka_unit_test(test_refusal_log_figures),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
