@@ -11,7 +11,10 @@
  * block. uv_try_write() goes first; only what the kernel did not take goes to one uv_write()
  * (the payloads are never copied), and the queue waits for its callback. Writing without a
  * uv_write request in the common case also keeps libuv from re-arming the socket in epoll
- * after every write.
+ * after every write. A flush writes at most its turn's share (txq.h: one connection's long
+ * queue must not hold up the others of the loop while the kernel takes everything); the rest
+ * goes on from a uv_idle handle, which runs in the next loop turn without letting the loop
+ * block, after the other connections' ready callbacks of this turn.
  */
 #include <errno.h>
 #include <limits.h>
@@ -48,6 +51,7 @@
 struct tcp_conn {
 	uv_tcp_t handle;
 	uv_prepare_t flusher; /* flushes batches queued outside the read callback */
+	uv_idle_t resume;     /* goes on after a flush yielded its turn */
 	struct scsitgt__iscsi_conn *conn;
 	uint8_t *rbuf;
 	size_t rbuf_size;
@@ -90,8 +94,25 @@ static void tcp_write_failed(struct scsitgt__iscsi_writer *w, struct scsitgt__is
 static void tcp_flush(struct tcp_conn *tc)
 {
 	scsitgt__iscsi_writer_flush(&tc->w);
-	if (tc->w.q.head == NULL || tc->w.busy || tc->closing)
+	/* A yield goes on from the idle handle, not in this turn's prepare phase. */
+	if (tc->w.q.head == NULL || tc->w.busy || tc->closing || tc->w.yielded)
 		uv_prepare_stop(&tc->flusher);
+}
+
+static void tcp_resume_cb(uv_idle_t *i)
+{
+	struct tcp_conn *tc = i->data;
+
+	uv_idle_stop(i);
+	tcp_flush(tc);
+}
+
+static void tcp_yield(struct scsitgt__iscsi_writer *w)
+{
+	struct tcp_conn *tc = scsitgt__container_of(w, struct tcp_conn, w);
+
+	if (!tc->closing)
+		uv_idle_start(&tc->resume, tcp_resume_cb);
 }
 
 static void tcp_write_done(struct scsitgt__iscsi_writer *w)
@@ -103,6 +124,7 @@ static const struct scsitgt__iscsi_writer_ops tcp_writer_ops = {
 	.written = tcp_written,
 	.failed = tcp_write_failed,
 	.write_done = tcp_write_done,
+	.yield = tcp_yield,
 };
 
 static void tcp_flusher_cb(uv_prepare_t *p)
@@ -115,8 +137,9 @@ static void tcp_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx 
 	struct tcp_conn *tc = conn->dm_ctx;
 
 	scsitgt__iscsi_txq_push(&tc->w.q, tx);
-	/* The read callback flushes when it ends; anything else waits for the prepare phase. */
-	if (!tc->in_read && !tc->w.busy)
+	/* The read callback flushes when it ends; anything else waits for the prepare phase
+	 * (or for the idle handle, after a yield). */
+	if (!tc->in_read && !tc->w.busy && !tc->w.yielded)
 		uv_prepare_start(&tc->flusher, tcp_flusher_cb);
 }
 
@@ -162,6 +185,7 @@ static void tcp_close(struct scsitgt__iscsi_conn *conn)
 	uv_read_stop((uv_stream_t *)&tc->handle);
 	uv_prepare_stop(&tc->flusher);
 	uv_close((uv_handle_t *)&tc->flusher, tcp_handle_closed);
+	uv_close((uv_handle_t *)&tc->resume, tcp_handle_closed);
 	uv_close((uv_handle_t *)&tc->handle, tcp_handle_closed);
 }
 
@@ -242,6 +266,7 @@ static int tcp_hand_off(struct tcp_conn *tc, struct scsitgt_portal *portal,
 						       (const struct sockaddr *)local);
 	tc->closing = true;
 	uv_close((uv_handle_t *)&tc->flusher, tcp_handle_closed);
+	uv_close((uv_handle_t *)&tc->resume, tcp_handle_closed);
 	uv_close((uv_handle_t *)&tc->handle, tcp_handle_closed);
 	return rc;
 }
@@ -257,13 +282,19 @@ static int tcp_conn_new(struct tcp_conn **out, uv_loop_t *loop)
 	scsitgt__iscsi_writer_init(&tc->w, (uv_stream_t *)&tc->handle, &tcp_writer_ops);
 	tc->handle.data = tc;
 	tc->flusher.data = tc;
+	tc->resume.data = tc;
 	rc = uv_tcp_init(loop, &tc->handle);
 	if (rc < 0) {
 		free(tc);
 		return rc;
 	}
 	tc->handles = 1;
+	/* handles counts them in this order: the socket, flusher, resume. */
 	rc = uv_prepare_init(loop, &tc->flusher);
+	if (rc == 0) {
+		tc->handles++;
+		rc = uv_idle_init(loop, &tc->resume);
+	}
 	if (rc == 0)
 		tc->handles++;
 	tc->rbuf_size = TCP_RBUF_LOGIN;
@@ -291,8 +322,10 @@ static int tcp_conn_start(struct tcp_conn *tc, struct scsitgt_portal *portal,
 			return rc;
 		}
 		tc->closing = true;
-		if (tc->handles == 2)
+		if (tc->handles >= 2)
 			uv_close((uv_handle_t *)&tc->flusher, tcp_handle_closed);
+		if (tc->handles == 3)
+			uv_close((uv_handle_t *)&tc->resume, tcp_handle_closed);
 		uv_close((uv_handle_t *)&tc->handle, tcp_handle_closed);
 		return rc;
 	}

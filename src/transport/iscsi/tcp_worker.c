@@ -23,12 +23,14 @@
  *
  * Batches are written by the writer tcp.c uses too (txq.h): every batch that arrived in one
  * inbox pass in one writev (uv_try_write), the rest through one uv_write, payloads never
- * copied.
+ * copied; past its turn's share the writer yields and goes on from a uv_idle handle, as in
+ * tcp.c.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,8 +68,10 @@ struct tcpw {
 
 	/* Worker loop only. */
 	uv_tcp_t w_handle;
-	bool w_open;	 /* w_handle initialised */
-	bool w_fd_owned; /* fd not adopted by w_handle: close it ourselves */
+	uv_idle_t w_resume;	/* goes on after a flush yielded its turn */
+	unsigned int w_handles; /* of w_handle and w_resume, open */
+	bool w_open;		/* w_handle initialised */
+	bool w_fd_owned;	/* fd not adopted by w_handle: close it ourselves */
 	bool w_reading;
 	bool w_eof;
 	bool w_closing;
@@ -380,10 +384,28 @@ static void worker_write_done(struct scsitgt__iscsi_writer *w)
 	worker_post_done(tc);
 }
 
+static void worker_resume_cb(uv_idle_t *i)
+{
+	struct tcpw *tc = i->data;
+
+	uv_idle_stop(i);
+	worker_flush(tc);
+	worker_post_done(tc);
+}
+
+static void worker_yield(struct scsitgt__iscsi_writer *w)
+{
+	struct tcpw *tc = scsitgt__container_of(w, struct tcpw, w_out);
+
+	if (!tc->w_closing)
+		uv_idle_start(&tc->w_resume, worker_resume_cb);
+}
+
 static const struct scsitgt__iscsi_writer_ops worker_writer_ops = {
 	.written = worker_written,
 	.failed = worker_write_failed,
 	.write_done = worker_write_done,
+	.yield = worker_yield,
 };
 
 static void worker_xmit_fn(struct scsitgt__msg *msg)
@@ -476,6 +498,9 @@ static void worker_handle_closed(uv_handle_t *h)
 	struct tcpw *tc = h->data;
 	unsigned int written = tc->w_close_written;
 
+	if (tc->w_handles && --tc->w_handles)
+		return; /* the other handle's close comes */
+
 	/* Batches written earlier whose report could not be posted come first. */
 	worker_post_done(tc);
 	for (struct scsitgt__iscsi_tx *t = tc->w_done; t; t = t->next)
@@ -512,6 +537,8 @@ static void worker_close_fn(struct scsitgt__msg *msg)
 		uv_read_stop((uv_stream_t *)&tc->w_handle);
 	tc->w_reading = false;
 	/* A uv_write in flight is cancelled (its callback reports it) before the close cb. */
+	if (tc->w_handles == 2)
+		uv_close((uv_handle_t *)&tc->w_resume, worker_handle_closed);
 	uv_close((uv_handle_t *)&tc->w_handle, worker_handle_closed);
 }
 
@@ -521,12 +548,18 @@ static void worker_start_fn(struct scsitgt__msg *msg)
 	int rc;
 
 	tc->w_handle.data = tc;
+	tc->w_resume.data = tc;
 	rc = uv_tcp_init(&tc->worker->loop, &tc->w_handle);
 	if (rc < 0) {
 		worker_error(tc, rc);
 		return;
 	}
 	tc->w_open = true;
+	tc->w_handles = 1;
+	if (uv_idle_init(&tc->worker->loop, &tc->w_resume) == 0)
+		tc->w_handles++;
+	else
+		tc->w_out.turn_bytes = SIZE_MAX; /* nothing would go on after a yield */
 	rc = uv_tcp_open(&tc->w_handle, tc->fd);
 	if (rc == 0)
 		tc->w_fd_owned = false;

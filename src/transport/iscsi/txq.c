@@ -7,7 +7,8 @@
 #include <string.h>
 
 unsigned int scsitgt__iscsi_txq_gather(const struct scsitgt__iscsi_txq *q, uv_buf_t *bufs,
-				       unsigned int *ntx, size_t *total, bool *big)
+				       size_t max_bytes, unsigned int *ntx, size_t *total,
+				       bool *big)
 {
 	unsigned int nb = 0;
 
@@ -20,7 +21,7 @@ unsigned int scsitgt__iscsi_txq_gather(const struct scsitgt__iscsi_txq *q, uv_bu
 			break;
 		}
 		if (nb + (unsigned int)tx->iovcnt > SCSITGT__ISCSI_TXQ_IOV ||
-		    *total >= SCSITGT__ISCSI_TXQ_BYTES)
+		    (*ntx && *total >= max_bytes))
 			break;
 		for (int i = 0; i < tx->iovcnt; i++) {
 			bufs[nb++] =
@@ -81,6 +82,7 @@ void scsitgt__iscsi_writer_init(struct scsitgt__iscsi_writer *w, uv_stream_t *st
 	w->stream = stream;
 	w->ops = ops;
 	w->wr.data = w;
+	w->turn_bytes = SCSITGT__ISCSI_TXQ_TURN_BYTES;
 	scsitgt__iscsi_txq_init(&w->q);
 }
 
@@ -132,19 +134,31 @@ static int writer_write_rest(struct scsitgt__iscsi_writer *w, struct scsitgt__is
 void scsitgt__iscsi_writer_flush(struct scsitgt__iscsi_writer *w)
 {
 	uv_buf_t bufs[SCSITGT__ISCSI_TXQ_IOV];
+	size_t turn = 0; /* bytes the kernel took in this call */
 
 	if (w->flushing)
 		return;
 	w->flushing = true;
+	w->yielded = false;
 	while (w->q.head && !w->busy && !w->stopped) {
 		struct scsitgt__iscsi_tx *chain, *tx;
+		size_t total, max_bytes;
 		unsigned int ntx, nb;
-		size_t total;
 		ssize_t n;
 		bool big;
 		int rc;
 
-		nb = scsitgt__iscsi_txq_gather(&w->q, bufs, &ntx, &total, &big);
+		/* The kernel took everything so far: past this turn's share, let the loop run the
+		 * other connections first (txq.h, SCSITGT__ISCSI_TXQ_TURN_BYTES). */
+		if (turn >= w->turn_bytes && w->ops->yield) {
+			w->yielded = true;
+			w->ops->yield(w);
+			break;
+		}
+		max_bytes = SCSITGT__ISCSI_TXQ_BYTES;
+		if (w->ops->yield && w->turn_bytes - turn < max_bytes)
+			max_bytes = w->turn_bytes - turn;
+		nb = scsitgt__iscsi_txq_gather(&w->q, bufs, max_bytes, &ntx, &total, &big);
 		if (big) {
 			/* Too many iovecs for one writev: let libuv write it in steps. */
 			chain = scsitgt__iscsi_txq_take(&w->q, 1);
@@ -161,6 +175,7 @@ void scsitgt__iscsi_writer_flush(struct scsitgt__iscsi_writer *w)
 			w->ops->failed(w, chain, (int)n);
 			break;
 		}
+		turn += (size_t)n;
 		/* Batches the kernel took whole are done; the rest goes to uv_write. */
 		while (chain && (size_t)n >= chain->bytes) {
 			tx = chain;
@@ -193,7 +208,7 @@ unsigned int scsitgt__iscsi_writer_try_last(struct scsitgt__iscsi_writer *w)
 
 	if (w->q.head == NULL || w->busy || w->flushing || w->stopped)
 		return 0;
-	nb = scsitgt__iscsi_txq_gather(&w->q, bufs, &ntx, &total, &big);
+	nb = scsitgt__iscsi_txq_gather(&w->q, bufs, SCSITGT__ISCSI_TXQ_BYTES, &ntx, &total, &big);
 	n = nb ? uv_try_write(w->stream, bufs, nb) : 0;
 	for (struct scsitgt__iscsi_tx *tx = w->q.head; tx && n > 0 && (size_t)n >= tx->bytes;
 	     tx = tx->next) {

@@ -20,6 +20,15 @@
 #define SCSITGT__ISCSI_TXQ_IOV 512u
 /* ... and stops adding batches once it holds this many bytes. */
 #define SCSITGT__ISCSI_TXQ_BYTES (4u * 1024u * 1024u)
+/*
+ * A writer's share of one loop turn: a flush that handed this many bytes to the kernel yields
+ * (writer_ops.yield) rather than write on while the kernel takes everything, so that one
+ * connection's long queue (large READs at a high queue depth, a reader on another core
+ * keeping the socket empty) does not hold up the other connections of its loop. One full
+ * writev: a turn's output below it (the common case) is written as before, and above it the
+ * yield costs a loop turn per 4 MiB, not a system call per PDU.
+ */
+#define SCSITGT__ISCSI_TXQ_TURN_BYTES SCSITGT__ISCSI_TXQ_BYTES
 
 struct scsitgt__iscsi_txq {
 	struct scsitgt__iscsi_tx *head;
@@ -51,11 +60,13 @@ static inline void scsitgt__iscsi_txq_append(struct scsitgt__iscsi_txq *q,
 
 /*
  * Gather up to SCSITGT__ISCSI_TXQ_IOV buffers (@bufs has room for that many) from the head of
- * @q, whole batches only. Returns the number of buffers and sets *ntx to the number of batches
- * and *total to their bytes; *big is set when the head batch alone has more iovecs than fit.
+ * @q, whole batches only, adding none once they hold @max_bytes (the first always goes).
+ * Returns the number of buffers and sets *ntx to the number of batches and *total to their
+ * bytes; *big is set when the head batch alone has more iovecs than fit.
  */
 unsigned int scsitgt__iscsi_txq_gather(const struct scsitgt__iscsi_txq *q, uv_buf_t *bufs,
-				       unsigned int *ntx, size_t *total, bool *big);
+				       size_t max_bytes, unsigned int *ntx, size_t *total,
+				       bool *big);
 
 /* Take the first @n batches (all, if fewer) off @q; returns them as a NULL-terminated chain. */
 struct scsitgt__iscsi_tx *scsitgt__iscsi_txq_take(struct scsitgt__iscsi_txq *q, unsigned int n);
@@ -81,6 +92,12 @@ struct scsitgt__iscsi_writer_ops {
 		       int status);
 	/* The uv_write in flight finished well (its batches went to written): flush again. */
 	void (*write_done)(struct scsitgt__iscsi_writer *w);
+	/*
+	 * The flush stopped with batches left after its turn's share (turn_bytes): flush again
+	 * from a later loop turn that does not wait for I/O (w->yielded is set until then).
+	 * Optional: NULL writes on until the queue is empty or the kernel is full.
+	 */
+	void (*yield)(struct scsitgt__iscsi_writer *w);
 };
 
 struct scsitgt__iscsi_writer {
@@ -92,6 +109,8 @@ struct scsitgt__iscsi_writer {
 	bool busy;			  /* wr is in flight */
 	bool flushing;			  /* in flush: callbacks may queue more; no recursion */
 	bool stopped;			  /* closing or failed: nothing more is written */
+	bool yielded;			  /* the last flush stopped for its turn's share */
+	size_t turn_bytes; /* share of a loop turn (SCSITGT__ISCSI_TXQ_TURN_BYTES; tests less) */
 };
 
 void scsitgt__iscsi_writer_init(struct scsitgt__iscsi_writer *w, uv_stream_t *stream,
@@ -99,8 +118,8 @@ void scsitgt__iscsi_writer_init(struct scsitgt__iscsi_writer *w, uv_stream_t *st
 /*
  * Write the queue: every batch that fits in one writev (uv_try_write) at a time; what the
  * kernel did not take goes to one uv_write (the payloads are never copied), and the queue
- * waits for its callback. Returns when the queue is empty, a uv_write is in flight or the
- * writer is stopped.
+ * waits for its callback. Returns when the queue is empty, a uv_write is in flight, the
+ * writer is stopped, or it wrote its turn's share (turn_bytes) and yielded (ops->yield).
  */
 void scsitgt__iscsi_writer_flush(struct scsitgt__iscsi_writer *w);
 /*
