@@ -53,6 +53,9 @@
  * SIGINT or SIGTERM shut it down cleanly (exit status 0). SIGUSR1 prints the counters of every
  * fault= LUN to stdout, one "fault lun N: submitted S passed P delayed D hung H held H'
  * delaying D'" line each (backend_fault.h), for tests that wait until an io is held.
+ * SIGUSR2 (a gateway, --alua-group) toggles its watch fault: the watch of the gateway object
+ * breaks and its re-watch hangs until the next SIGUSR2 (scsitgt_rbd_gateway_fault_watch());
+ * each prints "gateway watch fault on" or "off" to stdout.
  * Defaults: one 1 GiB RAM LUN 0 on 127.0.0.1:3260, target iqn.2026-11.org.libscsitgt:minitarget.
  */
 #include <errno.h>
@@ -81,11 +84,13 @@ struct app {
 	uv_signal_t sigint;
 	uv_signal_t sigterm;
 	uv_signal_t sigusr1;
+	uv_signal_t sigusr2;
 	struct scsitgt_engine *engine;
 	struct scsitgt_target *tgt;
 	/* --alua-group: this process is a gateway of the first RBD LUN's image (gw_rbd). */
 	struct scsitgt_rbd_gateway *gateway;
 	void *gw_rbd;
+	bool gw_watch_fault;
 	/* The first portal, for the iscsi:// lines. */
 	char url_host[80];
 	uint16_t url_port;
@@ -211,6 +216,7 @@ static void engine_destroyed(void *arg, int status)
 	uv_close((uv_handle_t *)&app->sigint, NULL);
 	uv_close((uv_handle_t *)&app->sigterm, NULL);
 	uv_close((uv_handle_t *)&app->sigusr1, NULL);
+	uv_close((uv_handle_t *)&app->sigusr2, NULL);
 }
 
 /* SIGUSR1: the fault backends' counters, so that a test can wait for a held io. */
@@ -230,6 +236,20 @@ static void on_sigusr1(uv_signal_t *h, int signum)
 		       (unsigned long long)st.passed, (unsigned long long)st.delayed,
 		       (unsigned long long)st.hung, st.held, st.delaying);
 	}
+	fflush(stdout);
+}
+
+/* SIGUSR2: the gateway's watch fault on or off, for tests of the HA model. */
+static void on_sigusr2(uv_signal_t *h, int signum)
+{
+	struct app *app = h->data;
+
+	(void)signum;
+	if (app->gateway == NULL || app->stopping ||
+	    scsitgt_rbd_gateway_fault_watch(app->gateway, !app->gw_watch_fault) < 0)
+		return;
+	app->gw_watch_fault = !app->gw_watch_fault;
+	printf("gateway watch fault %s\n", app->gw_watch_fault ? "on" : "off");
 	fflush(stdout);
 }
 
@@ -702,6 +722,9 @@ static void signals_start(struct app *app)
 	uv_signal_start(&app->sigterm, on_signal, SIGTERM);
 	uv_signal_init(&app->loop, &app->sigusr1);
 	uv_signal_start(&app->sigusr1, on_sigusr1, SIGUSR1);
+	app->sigusr2.data = app;
+	uv_signal_init(&app->loop, &app->sigusr2);
+	uv_signal_start(&app->sigusr2, on_sigusr2, SIGUSR2);
 }
 
 int main(int argc, char **argv)

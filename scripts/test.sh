@@ -130,6 +130,7 @@ TSAN_CW=(
 	rbd_ha_stpg     # 22 s: SET TARGET PORT GROUPS with a write in flight: fenced, reconnected
 	rbd_ha_mon      # 25 s: the monitor killed under I/O and during a takeover
 	rbd_ha_rewatch  # 22 s: a watch lost and made again (watch error callbacks)
+	rbd_ha_ownerwatch # the owner's watch held broken: its heartbeat (aio from home) keeps it
 	rbd_scsitgtd_ha # 18 s: the same failover with scsitgtd gateways, reloads
 	discovery        # <1 s: SendTargets on a worker's session
 	inquiry          # <1 s: every VPD page built on a worker

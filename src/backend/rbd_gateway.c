@@ -14,8 +14,14 @@
  *  - lock acquisitions (with rbd_lock_break() of the dead or displaced owner first) and the
  *    reconnection of a fenced client run on the same worker thread, in order.
  *  - a watch that breaks (librados' error callback: the OSD dropped it, e.g. its pings came
- *    late on a loaded host, or the OSD restarted) is set up again at the next tick: a gateway
- *    without its watch answers nobody, and an owner that answers nobody gets fenced.
+ *    late on a loaded host, or the OSD restarted) is set up again at the next tick; meanwhile
+ *    the gateway answers nobody.
+ *  - the owner's heartbeat: at every tick the owner's loop writes a record (rbd_ha.h's beat
+ *    format, a higher sequence each time) into an xattr of the gateway object, with an aio
+ *    write of its own (never behind the worker thread, which a re-watch may hold); a standby
+ *    reads it in each probe. An owner that answers nobody but whose record went on since the
+ *    previous probe is alive (its watch is being re-established): no takeover. A dead,
+ *    stalled, cut-off or blocklisted owner writes nothing, and is taken over as before.
  *  - the ALUA states of the target's groups follow the model after every event
  *    (scsitgt_alua_set_state(): an implicit change, ASYMMETRIC ACCESS STATE CHANGED).
  */
@@ -38,6 +44,8 @@
 /* Between reconnection attempts, and while waiting for a fenced client's ios to end. */
 #define GW_RETRY_MS 1000
 #define GW_DRAIN_POLL_MS 10
+/* The gateway object's xattr that holds the owner's heartbeat record. */
+#define GW_BEAT_XATTR "scsitgt.heartbeat"
 
 /* One connection's watch on the gateway object; lives until the connection is shut down. */
 struct gw_watch {
@@ -85,6 +93,22 @@ struct scsitgt_rbd_gateway {
 	/* Set by librados' watch error callback; the loop watches again. */
 	atomic_bool watch_broken;
 	bool rewatching;
+
+	/* The owner's heartbeat write in flight (NULL: none), its record's last sequence, and
+	 * whether the last write failed (logged once per change). Loop. */
+	rados_write_op_t beat_op;
+	rados_completion_t beat_comp;
+	uint64_t beat_seq;
+	bool beat_failing;
+	/* Whether the last probe found the owner alive on its heartbeat alone (logged once per
+	 * change). Loop. */
+	bool owner_beating;
+
+	/* Fault injection (scsitgt_rbd_gateway_fault_watch()): while set, a re-watch waits in
+	 * the worker thread. */
+	pthread_mutex_t fault_mu;
+	pthread_cond_t fault_cv;
+	bool fault_hold; /* under fault_mu */
 
 	enum scsitgt__rbd_ha_state logged_state;
 	bool destroying;
@@ -217,6 +241,71 @@ static void watch_stop(struct scsitgt_rbd_gateway *gw)
 	scsitgt__rbd_handover_take(&w->ho);
 	free(w);
 	gw->watch = NULL;
+}
+
+/* ---- the owner's heartbeat ---- */
+
+/* Loop: take the result of the heartbeat write in flight once it ended. True when none is in
+ * flight any more. */
+static bool beat_reap(struct scsitgt_rbd_gateway *gw)
+{
+	int r;
+
+	if (gw->beat_comp == NULL)
+		return true;
+	if (!rados_aio_is_complete(gw->beat_comp))
+		return false;
+	r = rados_aio_get_return_value(gw->beat_comp);
+	rados_aio_release(gw->beat_comp);
+	rados_release_write_op(gw->beat_op);
+	gw->beat_comp = NULL;
+	gw->beat_op = NULL;
+	if (r < 0 && !gw->beat_failing)
+		gw_log(gw, SCSITGT_LOG_WARNING, "cannot write the heartbeat: ", strerror(-r), NULL);
+	else if (r >= 0 && gw->beat_failing)
+		gw_log(gw, SCSITGT_LOG_NOTICE, "the heartbeat is written again", NULL, NULL);
+	gw->beat_failing = r < 0;
+	return true;
+}
+
+/*
+ * Loop, every tick: the owner writes its heartbeat record. One write at a time: while the last
+ * one has not ended (an OSD that does not answer, a client cut off), the record stands still
+ * and the standbys count the owner's silence as before. The record carries this client's
+ * address, so that only the lock's current owner can prove anything with it.
+ */
+static void beat_tick(struct scsitgt_rbd_gateway *gw)
+{
+	rados_write_op_t op;
+	rados_completion_t c;
+	char rec[GW_ACK_MAX];
+	int n, r;
+
+	if (!beat_reap(gw) || gw->ha.state != SCSITGT__RBD_HA_OWNER || gw->reconnecting ||
+	    gw->rc->ioctx == NULL || gw->addr[0] == '\0')
+		return;
+	n = scsitgt__rbd_ha_beat_format(rec, sizeof(rec), &gw->ha, gw->beat_seq + 1, now_ms(),
+					gw->addr);
+	if (n < 0)
+		return;
+	op = rados_create_write_op();
+	if (op == NULL)
+		return;
+	/* librados copies the value; no callback: the next tick asks whether it ended. */
+	rados_write_op_setxattr(op, GW_BEAT_XATTR, rec, (size_t)n);
+	if (rados_aio_create_completion2(NULL, NULL, &c) < 0) {
+		rados_release_write_op(op);
+		return;
+	}
+	r = rados_aio_write_op_operate(op, gw->rc->ioctx, c, gw->obj, NULL, 0);
+	if (r < 0) {
+		rados_aio_release(c);
+		rados_release_write_op(op);
+		return;
+	}
+	gw->beat_seq++;
+	gw->beat_op = op;
+	gw->beat_comp = c;
 }
 
 /* ---- ALUA ---- */
@@ -392,6 +481,18 @@ static void probe_work(struct scsitgt__rbd_job *job)
 	}
 	if (reply)
 		rados_buffer_free(reply);
+	/* The owner's heartbeat record, read after the answers: silent or not, each probe reads
+	 * it, so that the next one can tell whether the owner wrote since. */
+	snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", j->owner);
+	if (p->locked && !p->mine) {
+		char rec[GW_ACK_MAX];
+
+		r = rados_getxattr(rc->ioctx, gw->obj, GW_BEAT_XATTR, rec, sizeof(rec));
+		p->beat_read = r > 0 &&
+			       scsitgt__rbd_ha_beat_parse(rec, (size_t)r, &p->beat_group,
+							  &p->beat_seq, &p->beat_held_ms,
+							  p->beat_addr, sizeof(p->beat_addr)) == 0;
+	}
 }
 
 static void probe_done(struct scsitgt__rbd_job *job)
@@ -408,15 +509,6 @@ static void probe_done(struct scsitgt__rbd_job *job)
 		return;
 	}
 	snprintf(gw->owner, sizeof(gw->owner), "%s", j->owner);
-	scsitgt__log(&gw->rc->log, SCSITGT_LOG_DEBUG, SCSITGT__RBD_SUBSYS,
-		     "%s/%s: gateway %u: probe in %" PRIu64 " ms (lock %" PRIu64
-		     " ms): %d, owner %s%s, %zu peer(s)",
-		     gw->rc->pool, gw->rc->image_name, gw->ha.cfg.group, now_ms() - j->started_ms,
-		     j->lock_ms, j->probe.rc, j->owner[0] ? j->owner : "none",
-		     j->probe.mine	  ? " (this gateway)" :
-		     j->probe.owner_alive ? " (answered)" :
-					    " (silent)",
-		     j->probe.npeers);
 	if (j->probe.rc == -ESHUTDOWN) {
 		gw_log(gw, SCSITGT_LOG_WARNING,
 		       "this client was blocklisted: another gateway took the lock over", NULL,
@@ -427,6 +519,26 @@ static void probe_done(struct scsitgt__rbd_job *job)
 		if (actions & SCSITGT__RBD_HA_DO_RECONNECT)
 			gw_log(gw, SCSITGT_LOG_WARNING, "lost the lock to ",
 			       j->owner[0] ? j->owner : "nobody", NULL);
+	}
+	/* "(heartbeat)": silent, but its record went on since the previous probe. */
+	scsitgt__log(&gw->rc->log, SCSITGT_LOG_DEBUG, SCSITGT__RBD_SUBSYS,
+		     "%s/%s: gateway %u: probe in %" PRIu64 " ms (lock %" PRIu64
+		     " ms): %d, owner %s%s, %zu peer(s)",
+		     gw->rc->pool, gw->rc->image_name, gw->ha.cfg.group, now_ms() - j->started_ms,
+		     j->lock_ms, j->probe.rc, j->owner[0] ? j->owner : "none",
+		     j->probe.mine	  ? " (this gateway)" :
+		     j->probe.owner_alive ? " (answered)" :
+		     gw->ha.owner_beating ? " (heartbeat)" :
+					    " (silent)",
+		     j->probe.npeers);
+	if (j->probe.rc >= 0 && gw->ha.owner_beating != gw->owner_beating) {
+		gw->owner_beating = gw->ha.owner_beating;
+		gw_log(gw, SCSITGT_LOG_NOTICE,
+		       gw->owner_beating ? "the owner answers no probe, but its heartbeat goes on: "
+					   "no takeover" :
+		       j->probe.owner_alive ? "the owner answers probes again" :
+					      "the owner's heartbeat stopped too",
+		       NULL, NULL);
 	}
 	free(j);
 	apply(gw);
@@ -546,9 +658,15 @@ static void reconnect_done(struct scsitgt__rbd_job *job)
 static void rewatch_work(struct scsitgt__rbd_job *job)
 {
 	struct gw_job *j = job->arg;
+	struct scsitgt_rbd_gateway *gw = j->gw;
 
-	watch_stop(j->gw);
-	job->status = watch_start(j->gw, j->addr, sizeof(j->addr));
+	watch_stop(gw);
+	/* Fault injection: the re-watch hangs, as a rados_watch3() waiting for an OSD does. */
+	pthread_mutex_lock(&gw->fault_mu);
+	while (gw->fault_hold)
+		pthread_cond_wait(&gw->fault_cv, &gw->fault_mu);
+	pthread_mutex_unlock(&gw->fault_mu);
+	job->status = watch_start(gw, j->addr, sizeof(j->addr));
 }
 
 static void rewatch_done(struct scsitgt__rbd_job *job)
@@ -627,7 +745,9 @@ static void start_reconnect(struct scsitgt_rbd_gateway *gw)
 	 * counts an io before it reads fenced (rbd_int.h), so none reaches the image any more
 	 * once the sum is 0. The core sends no new ones anyway (the group is unavailable). */
 	gw->rc->fenced = true;
-	if (scsitgt__rbd_ios_inflight(gw->rc) > 0) {
+	/* The heartbeat write in flight, too: its client is about to be shut down (it fails at
+	 * once when blocklisted, within op_timeout_s when cut off). */
+	if (scsitgt__rbd_ios_inflight(gw->rc) > 0 || !beat_reap(gw)) {
 		uv_timer_start(&gw->retry, reconnect_try, GW_DRAIN_POLL_MS, 0);
 		return;
 	}
@@ -686,6 +806,7 @@ static void tick_cb(uv_timer_t *t)
 	struct scsitgt_rbd_gateway *gw = t->data;
 
 	ack_refresh(gw);
+	beat_tick(gw);
 	if (atomic_load(&gw->watch_broken))
 		start_rewatch(gw);
 	if (gw->probing) {
@@ -834,6 +955,8 @@ static void handle_closed(uv_handle_t *h)
 	if (gw->destroy_cb)
 		gw->destroy_cb(gw->destroy_cb_arg, 0);
 	pthread_mutex_destroy(&gw->ack_mu);
+	pthread_mutex_destroy(&gw->fault_mu);
+	pthread_cond_destroy(&gw->fault_cv);
 	free(gw);
 }
 
@@ -894,6 +1017,8 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
 	scsitgt__rbd_ha_init(&gw->ha, &cfg);
 	gw->logged_state = gw->ha.state;
 	pthread_mutex_init(&gw->ack_mu, NULL);
+	pthread_mutex_init(&gw->fault_mu, NULL);
+	pthread_cond_init(&gw->fault_cv, NULL);
 	uv_timer_init(gw->loop, &gw->tick);
 	uv_timer_init(gw->loop, &gw->retry);
 	gw->tick.data = gw;
@@ -927,6 +1052,14 @@ static void leave_work(struct scsitgt__rbd_job *job)
 	struct scsitgt_rbd_gateway *gw = j->gw;
 	int mine = 0;
 
+	/* The last heartbeat write, before the client it went through can be shut down. */
+	if (gw->beat_comp) {
+		rados_aio_wait_for_complete(gw->beat_comp);
+		rados_aio_release(gw->beat_comp);
+		rados_release_write_op(gw->beat_op);
+		gw->beat_comp = NULL;
+		gw->beat_op = NULL;
+	}
 	if (job->rc->image && rbd_is_exclusive_lock_owner(job->rc->image, &mine) == 0 && mine)
 		rbd_lock_release(job->rc->image);
 	watch_stop(gw);
@@ -952,6 +1085,9 @@ static void gw_maybe_finish(struct scsitgt_rbd_gateway *gw)
 	j = job_new(gw, leave_work, leave_done);
 	if (j == NULL || scsitgt__rbd_queue_work(gw->rc, &j->job) < 0) {
 		free(j);
+		/* No worker to wait on: a heartbeat write still in flight is left to librados
+		 * (released only once it ended; never seen in practice, writes take milliseconds). */
+		beat_reap(gw);
 		gw->handles_closed = true;
 		gw_free(gw);
 		return;
@@ -969,9 +1105,40 @@ SCSITGT_EXPORT void scsitgt_rbd_gateway_destroy(struct scsitgt_rbd_gateway *gw, 
 	gw->destroy_cb_arg = cb_arg;
 	uv_timer_stop(&gw->tick);
 	uv_timer_stop(&gw->retry);
+	/* A re-watch held by fault injection must end for the last job to run. */
+	scsitgt_rbd_gateway_fault_watch(gw, false);
 	if (gw->rc->hooks.arg == gw)
 		memset(&gw->rc->hooks, 0, sizeof(gw->rc->hooks));
 	/* The target is going away; nothing more reaches librbd through this gateway. */
 	gw->rc->fenced = true;
 	gw_maybe_finish(gw);
+}
+
+SCSITGT_EXPORT int scsitgt_rbd_gateway_fault_watch(struct scsitgt_rbd_gateway *gw, bool hold)
+{
+	bool was;
+
+	if (gw == NULL)
+		return -EINVAL;
+	/* Going away: the last job must not wait for a re-watch. */
+	if (gw->destroying && hold)
+		return -ESHUTDOWN;
+	pthread_mutex_lock(&gw->fault_mu);
+	was = gw->fault_hold;
+	gw->fault_hold = hold;
+	pthread_cond_broadcast(&gw->fault_cv);
+	pthread_mutex_unlock(&gw->fault_mu);
+	if (hold == was)
+		return 0;
+	if (hold) {
+		/* What librados' watch error callback does: the next tick watches again. */
+		atomic_store(&gw->watch_broken, true);
+		gw_log(gw, SCSITGT_LOG_WARNING,
+		       "fault injection: the watch of the gateway object breaks, its re-watch hangs",
+		       NULL, NULL);
+	} else {
+		gw_log(gw, SCSITGT_LOG_NOTICE, "fault injection: the re-watch may go on", NULL,
+		       NULL);
+	}
+	return 0;
 }

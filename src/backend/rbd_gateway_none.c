@@ -22,3 +22,10 @@ SCSITGT_EXPORT void scsitgt_rbd_gateway_destroy(struct scsitgt_rbd_gateway *gw, 
 	(void)cb;
 	(void)cb_arg;
 }
+
+SCSITGT_EXPORT int scsitgt_rbd_gateway_fault_watch(struct scsitgt_rbd_gateway *gw, bool hold)
+{
+	(void)gw;
+	(void)hold;
+	return -ENOTSUP;
+}

@@ -12,7 +12,10 @@
  *     GROUPS, and not during the owner's hold-down: no ping-pong.
  *  3. An owner that misses cfg.misses probes in a row is dead: one standby breaks its lock
  *     and takes it (the preferred one, else the lowest group among the live standbys; any
- *     standby after twice as many misses, in case that one is stuck too).
+ *     standby after twice as many misses, in case that one is stuck too). A probe is missed
+ *     when the owner neither answered it nor wrote a new heartbeat record since the previous
+ *     probe: an owner whose watch is being re-established answers nobody but keeps writing,
+ *     while a dead, stalled, blocklisted or cut-off owner can do neither.
  *  4. A free lock (a clean shutdown released it) goes the same way.
  */
 #include <errno.h>
@@ -112,9 +115,37 @@ static unsigned int start_acquire(struct scsitgt__rbd_ha *ha, unsigned int how)
 	return how;
 }
 
+/*
+ * Did the owner write its heartbeat record since the previous probe? Only a record naming the
+ * lock's owner counts (a fenced former owner's late write names another client), and only a
+ * sequence higher than any read before for that client: the first record read of an owner is
+ * a baseline, never a proof (it may be all a dead owner left). Each write proves once that the
+ * owner's loop ran and its client reached the gateway object's OSD, unblocklisted.
+ */
+static bool beat_advanced(struct scsitgt__rbd_ha *ha, const struct scsitgt__rbd_ha_probe *p)
+{
+	bool advanced;
+
+	if (!p->locked || p->mine || !p->beat_read || p->owner_addr[0] == '\0' ||
+	    strcmp(p->beat_addr, p->owner_addr) != 0)
+		return false;
+	if (!ha->beat_known || strcmp(ha->beat_owner, p->owner_addr) != 0) {
+		snprintf(ha->beat_owner, sizeof(ha->beat_owner), "%s", p->owner_addr);
+		ha->beat_seq = p->beat_seq;
+		ha->beat_known = true;
+		return false;
+	}
+	advanced = p->beat_seq > ha->beat_seq;
+	if (advanced)
+		ha->beat_seq = p->beat_seq;
+	return advanced;
+}
+
 unsigned int scsitgt__rbd_ha_probed(struct scsitgt__rbd_ha *ha,
 				    const struct scsitgt__rbd_ha_probe *p)
 {
+	bool beating;
+
 	if (p->rc < 0)
 		return 0;
 	/* The view of the others, whatever this gateway's state. */
@@ -122,9 +153,20 @@ unsigned int scsitgt__rbd_ha_probed(struct scsitgt__rbd_ha *ha,
 	ha->npeers = p->npeers < SCSITGT__RBD_HA_MAX_PEERS ? p->npeers : SCSITGT__RBD_HA_MAX_PEERS;
 	memcpy(ha->peers, p->peers, ha->npeers * sizeof(ha->peers[0]));
 	ha->locked = p->locked;
-	ha->owner_alive = p->locked && !p->mine && p->owner_alive;
-	ha->owner_group = ha->owner_alive ? p->owner_group : 0;
-	ha->owner_held_ms = ha->owner_alive ? p->owner_held_ms : 0;
+	beating = beat_advanced(ha, p);
+	ha->owner_alive = p->locked && !p->mine && (p->owner_alive || beating);
+	ha->owner_beating = ha->owner_alive && !p->owner_alive;
+	if (!ha->owner_alive) {
+		ha->owner_group = 0;
+		ha->owner_held_ms = 0;
+	} else if (p->owner_alive) {
+		ha->owner_group = p->owner_group;
+		ha->owner_held_ms = p->owner_held_ms;
+	} else {
+		/* As the owner wrote them at its last tick. */
+		ha->owner_group = p->beat_group;
+		ha->owner_held_ms = p->beat_held_ms;
+	}
 
 	switch (ha->state) {
 	case SCSITGT__RBD_HA_OWNER:
@@ -154,7 +196,7 @@ unsigned int scsitgt__rbd_ha_probed(struct scsitgt__rbd_ha *ha,
 		return 0;
 	}
 	ha->free_seen = 0;
-	if (p->owner_alive) {
+	if (ha->owner_alive) {
 		ha->missed = 0;
 		return 0;
 	}
@@ -174,6 +216,7 @@ unsigned int scsitgt__rbd_ha_acquired(struct scsitgt__rbd_ha *ha, int rc, uint64
 		ha->state = SCSITGT__RBD_HA_OWNER;
 		ha->owned_since = now_ms;
 		ha->owner_alive = false;
+		ha->owner_beating = false;
 		ha->owner_group = 0;
 		return 0;
 	}
@@ -193,6 +236,7 @@ unsigned int scsitgt__rbd_ha_fenced(struct scsitgt__rbd_ha *ha)
 	ha->missed = 0;
 	ha->free_seen = 0;
 	ha->owner_alive = false;
+	ha->owner_beating = false;
 	return SCSITGT__RBD_HA_DO_RECONNECT;
 }
 
@@ -295,5 +339,37 @@ int scsitgt__rbd_ha_ack_parse(const char *buf, size_t len, struct scsitgt__rbd_h
 			return -EINVAL;
 		strcpy(addr, a);
 	}
+	return 0;
+}
+
+int scsitgt__rbd_ha_beat_format(char *buf, size_t size, const struct scsitgt__rbd_ha *ha,
+				uint64_t seq, uint64_t now_ms, const char *addr)
+{
+	uint64_t held = ha->state == SCSITGT__RBD_HA_OWNER ? now_ms - ha->owned_since : 0;
+	int n = snprintf(buf, size, "g=%u n=%" PRIu64 " h=%" PRIu64 " a=%s", ha->cfg.group, seq,
+			 held, addr ? addr : "-");
+
+	return n < 0 || (size_t)n >= size ? -ENOSPC : n;
+}
+
+int scsitgt__rbd_ha_beat_parse(const char *buf, size_t len, uint16_t *group, uint64_t *seq,
+			       uint64_t *held_ms, char *addr, size_t addr_size)
+{
+	char tmp[256], a[SCSITGT__RBD_HA_ADDR_MAX];
+	unsigned long long n, h;
+	unsigned int g;
+	int end = 0;
+
+	if (buf == NULL || len == 0 || len >= sizeof(tmp))
+		return -EINVAL;
+	memcpy(tmp, buf, len);
+	tmp[len] = '\0';
+	if (sscanf(tmp, "g=%u n=%llu h=%llu a=%159s%n", &g, &n, &h, a, &end) != 4 ||
+	    (size_t)end != len || g == 0 || g > UINT16_MAX || strlen(a) >= addr_size)
+		return -EINVAL;
+	*group = (uint16_t)g;
+	*seq = n;
+	*held_ms = h;
+	strcpy(addr, a);
 	return 0;
 }

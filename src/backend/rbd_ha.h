@@ -18,6 +18,8 @@
 
 /* Most gateways (target port groups) of one image the model keeps track of. */
 #define SCSITGT__RBD_HA_MAX_PEERS 16
+/* Room for a client address as rbd_lock_get_owners() and rados_getaddrs() spell it. */
+#define SCSITGT__RBD_HA_ADDR_MAX 160
 
 enum scsitgt__rbd_ha_state {
 	/* Connected, the first probe not seen yet. ALUA: standby. */
@@ -65,6 +67,17 @@ struct scsitgt__rbd_ha_probe {
 	/* The other gateways that answered. */
 	size_t npeers;
 	struct scsitgt__rbd_ha_peer peers[SCSITGT__RBD_HA_MAX_PEERS];
+	/* The lock owner's client address ("" when unknown). */
+	char owner_addr[SCSITGT__RBD_HA_ADDR_MAX];
+	/* The heartbeat record on the gateway object, as read by this probe (beat_read false:
+	 * missing, unreadable or malformed). The owner rewrites it at every tick whether or not
+	 * its watch works (docs/rbd.md, "The owner's heartbeat"): the client that wrote it, its
+	 * sequence (higher at every write), and the writer's group and hold time. */
+	bool beat_read;
+	char beat_addr[SCSITGT__RBD_HA_ADDR_MAX];
+	uint64_t beat_seq;
+	uint16_t beat_group;
+	uint64_t beat_held_ms;
 };
 
 struct scsitgt__rbd_ha_cfg {
@@ -94,9 +107,18 @@ struct scsitgt__rbd_ha {
 	uint16_t owner_group;
 	bool owner_alive;
 	uint64_t owner_held_ms;
+	/* The owner is alive on its heartbeat alone: it answered no probe, but its record went
+	 * on since the previous probe (its watch is being re-established). */
+	bool owner_beating;
 	size_t npeers;
 	struct scsitgt__rbd_ha_peer peers[SCSITGT__RBD_HA_MAX_PEERS];
 	bool probed;
+	/* The highest heartbeat sequence read for the client @beat_owner (beat_known: any). A
+	 * record counts as proof of life only when it names the lock's owner and its sequence is
+	 * higher than any this gateway read for that client before. */
+	bool beat_known;
+	char beat_owner[SCSITGT__RBD_HA_ADDR_MAX];
+	uint64_t beat_seq;
 };
 
 void scsitgt__rbd_ha_init(struct scsitgt__rbd_ha *ha, const struct scsitgt__rbd_ha_cfg *cfg);
@@ -137,5 +159,12 @@ int scsitgt__rbd_ha_ack_format(char *buf, size_t size, const struct scsitgt__rbd
 			       uint64_t now_ms, const char *addr);
 int scsitgt__rbd_ha_ack_parse(const char *buf, size_t len, struct scsitgt__rbd_ha_peer *peer,
 			      uint64_t *held_ms, char *addr, size_t addr_size);
+
+/* The owner's heartbeat record ("g=GROUP n=SEQ h=HELD_MS a=ADDR"), written by an owner at
+ * every tick, and its parser; a parse failure returns -EINVAL. */
+int scsitgt__rbd_ha_beat_format(char *buf, size_t size, const struct scsitgt__rbd_ha *ha,
+				uint64_t seq, uint64_t now_ms, const char *addr);
+int scsitgt__rbd_ha_beat_parse(const char *buf, size_t len, uint16_t *group, uint64_t *seq,
+			       uint64_t *held_ms, char *addr, size_t addr_size);
 
 #endif /* SCSITGT_BACKEND_RBD_HA_H */

@@ -30,6 +30,14 @@
 #          the broken watch, B watches again and answers A's probes (REPORT TARGET PORT GROUPS
 #          through A shows B's group standby again, not unavailable). Without the re-watch, B
 #          stayed silent for good (and an owner in its place was fenced needlessly).
+#   ownerwatch  the OWNER's (A's) watch breaks and its re-watch hangs (minitarget's SIGUSR2:
+#          the gateway's fault hook): A answers no probe, but writes its heartbeat record at
+#          every tick; B must find it alive in at least 2 x probe_misses + 2 probes in a row
+#          (it would have taken over after probe_misses), keep reporting A active/optimized,
+#          and nothing may move (no acquisition by B, no fencing) while A writes through it.
+#          Released, A watches again and answers. Then the same fault with A frozen (SIGSTOP):
+#          its heartbeat stops too, and B takes over and fences it (a silent owner without a
+#          heartbeat is dead); thawed, A finds itself fenced and rejoins as standby.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
@@ -39,7 +47,7 @@ IT_NAME=rbd_ha-$MODE
 it_init "$1"
 CLIENT=${2:?usage: rbd_ha.sh MINITARGET PR_CLIENT MPATH_WRITER MODE}
 WRITER=${3:?usage: rbd_ha.sh MINITARGET PR_CLIENT MPATH_WRITER MODE}
-[[ $MODE =~ ^(basic|kill|stpg|mon|rewatch)$ ]] || it_fail "unknown mode '$MODE'"
+[[ $MODE =~ ^(basic|kill|stpg|mon|rewatch|ownerwatch)$ ]] || it_fail "unknown mode '$MODE'"
 rbd_need
 it_need python3
 IQN=iqn.2026-11.org.libscsitgt:rbd-ha
@@ -93,6 +101,29 @@ writer_wait() {
 		sleep 0.1
 	done
 	it_fail "the writer never printed '$1': $(tail -5 "$IT_TMP/writer.err")"
+}
+
+# gw_obj_init: GW_OBJ, the gateway object's name (rbd_gateway.<image id>).
+gw_obj_init() {
+	local id
+	id=$(rbd info "$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE" | awk '$1 == "id:" { print $2 }')
+	[[ -n "$id" ]] || it_fail "no image id"
+	GW_OBJ=rbd_gateway.$id
+}
+
+# watchers: how many clients watch the gateway object (rados listwatchers), after gw_obj_init.
+watchers() {
+	rados -p "$MICRO_CEPH_POOL" listwatchers "$GW_OBJ" | grep -c watcher=
+}
+
+# watchers_wait N WHY: poll until the gateway object has N watchers.
+watchers_wait() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		[[ $(watchers) -eq $1 ]] && return 0
+		sleep 0.1
+	done
+	it_fail "$2: the gateway object has $(watchers) watchers, expected $1"
 }
 
 rbd_cluster_up -w 5 -S 64M
@@ -215,9 +246,7 @@ mon)
 	;;
 rewatch)
 	# The gateway object's watchers: A and B.
-	id=$(rbd info "$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE" | awk '$1 == "id:" { print $2 }')
-	[[ -n "$id" ]] || it_fail "no image id"
-	watchers() { rados -p "$MICRO_CEPH_POOL" listwatchers "rbd_gateway.$id" | grep -c watcher=; }
+	gw_obj_init
 	n=$(watchers)
 	[[ $n -eq 2 ]] || it_fail "the gateway object has $n watchers, expected 2"
 	kill -STOP "${GW_PID[B]}"
@@ -245,6 +274,87 @@ rewatch)
 	# (librados itself registers a watch again when its OSD session was reset meanwhile.)
 	it_log "B watches again ($(grep -c "watching the gateway object again" "$IT_TMP/gw-B.err") \
 re-watch(es) after librados' error callback) and answers A's probes; the lock stayed with A"
+	;;
+ownerwatch)
+	gw_obj_init
+	# count_wait WHAT FILE PATTERN N: until FILE has N lines matching PATTERN.
+	count_wait() {
+		local i
+		for ((i = 0; i < 600; i++)); do
+			[[ $(grep -c -- "$3" "$2") -ge $4 ]] && return 0
+			sleep 0.1
+		done
+		it_fail "$1: $(grep -c -- "$3" "$2") of $4 lines '$3' in $2"
+	}
+	# fault_toggle STATE: SIGUSR2 to A until its stdout says the fault is STATE (on/off).
+	fault_toggle() {
+		local n
+		n=$(grep -c "gateway watch fault $1" "$IT_TMP/gw-A.out" || true)
+		kill -USR2 "${GW_PID[A]}"
+		count_wait "A's watch fault $1" "$IT_TMP/gw-A.out" "gateway watch fault $1" $((n + 1))
+	}
+	# moves: the lock's moves (acquisitions) and the fencing events so far, per gateway.
+	moves() {
+		local n
+		for n in A B; do
+			printf '%s: %s acquiring, %s fenced; ' "$n" \
+				"$(grep -c -e "-> acquiring$" "$IT_TMP/gw-$n.err" || true)" \
+				"$(grep -c -e "-> fenced$" "$IT_TMP/gw-$n.err" || true)"
+		done
+	}
+	[[ $(watchers) -eq 2 ]] || it_fail "the gateway object has $(watchers) watchers, expected 2"
+	before=$(moves)
+	fault_toggle on
+	# A's watch is gone (the OSD delivers B's probes to B alone) and its re-watch hangs.
+	watchers_wait 1 "A's watch did not go"
+	# B's probes find A silent but writing its heartbeat: 2 x probe_misses (2) + 2 of them
+	# (without the heartbeat B took over after 2, and any standby would after 4).
+	for ((i = 0; i < 600; i++)); do
+		[[ $(grep -c -- "(heartbeat), " "$IT_TMP/gw-B.err") -ge 6 ]] && break
+		[[ "$(moves)" == "$before" ]] || it_fail "the lock moved while A lived: $(moves)"
+		sleep 0.1
+	done
+	count_wait "B's probes vouched for by A's heartbeat" "$IT_TMP/gw-B.err" "(heartbeat), " 6
+	grep -q "the owner answers no probe, but its heartbeat goes on" "$IT_TMP/gw-B.err" ||
+		it_fail "B does not say A is alive on its heartbeat"
+	# Meanwhile A serves: a write through A, read back.
+	"$CLIENT" -i "$HOST_IQN" -q 1 "${GW_URL[A]}" write 0 64 21 1 >/dev/null ||
+		it_fail "a write through A failed while its watch was held broken"
+	"$CLIENT" -i "$HOST_IQN" -q 1 "${GW_URL[A]}" verify 0 64 21 >/dev/null ||
+		it_fail "A's data is wrong"
+	got=$(rtpg B)
+	[[ "$got" == "1:0 2:2" ]] || it_fail "REPORT TARGET PORT GROUPS through B: '$got'"
+	[[ $(watchers) -eq 1 ]] || it_fail "A watches again although its re-watch is held"
+	[[ "$(moves)" == "$before" ]] || it_fail "the lock moved: before '$before', now '$(moves)'"
+	n=$(grep -c "(heartbeat), " "$IT_TMP/gw-B.err")
+	it_log "A silent for $n probes of B, alive on its heartbeat; nothing moved: $before"
+	# Released: A watches again, and B's probes hear A's answers again.
+	n=$(grep -c "(answered), " "$IT_TMP/gw-B.err")
+	fault_toggle off
+	watchers_wait 2 "A did not watch again"
+	count_wait "B hears A again" "$IT_TMP/gw-B.err" "(answered), " $((n + 2))
+	[[ "$(moves)" == "$before" ]] || it_fail "the lock moved: before '$before', now '$(moves)'"
+	rtpg_wait B "1:0 2:2"
+	rtpg_wait A "1:0 2:2"
+	it_log "A watches again and answers; the lock stayed with A"
+	# The same, A frozen: no answer, no heartbeat. B takes over and fences A.
+	fault_toggle on
+	watchers_wait 1 "A's watch did not go"
+	n=$(grep -c "(heartbeat), " "$IT_TMP/gw-B.err")
+	count_wait "B's probes vouched for by A's heartbeat" "$IT_TMP/gw-B.err" "(heartbeat), " \
+		$((n + 1))
+	kill -STOP "${GW_PID[A]}"
+	it_log "froze A, its watch held broken"
+	gw_wait B owner
+	grep -q "took the lock.*broke the lock of" "$IT_TMP/gw-B.err" ||
+		it_fail "B did not break A's lock: $(grep -h 'lock' "$IT_TMP/gw-B.err" | tail -3)"
+	kill -CONT "${GW_PID[A]}"
+	fault_toggle off
+	it_log "B took the frozen owner's lock over; thawed A"
+	gw_wait A fenced
+	gw_wait A standby
+	rtpg_wait A "1:2 2:0"
+	rtpg_wait B "1:2 2:0"
 	;;
 stpg)
 	writer_start 64

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The multi-gateway model's state machine (src/backend/rbd_ha.c): who takes a free lock, when
- * a silent owner counts as dead, fencing and rejoining, SET TARGET PORT GROUPS with its
- * hold-down, the ALUA states reported for each group, and the probe answer's format.
+ * a silent owner counts as dead, an owner whose watch is being re-established kept alive by its
+ * heartbeat record (and only by a fresh one of its own), fencing and rejoining, SET TARGET PORT
+ * GROUPS with its hold-down, the ALUA states reported for each group, and the formats of the
+ * probe answer and of the heartbeat record.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -169,6 +172,134 @@ static void test_silent_owner_is_broken(void **state)
 	assert_int_equal(scsitgt__rbd_ha_alua(&c, 3), SB);
 }
 
+/* The lock owner's client @owner, and the heartbeat record as a probe read it: written by
+ * @writer with sequence @seq, group 1, held @held ms. */
+static void beat(struct scsitgt__rbd_ha_probe *p, const char *owner, const char *writer,
+		 uint64_t seq, uint64_t held)
+{
+	snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", owner);
+	p->beat_read = true;
+	snprintf(p->beat_addr, sizeof(p->beat_addr), "%s", writer);
+	p->beat_seq = seq;
+	p->beat_group = 1;
+	p->beat_held_ms = held;
+}
+
+#define A1 "127.0.0.1:0/1111"
+#define A2 "127.0.0.1:0/2222"
+
+static void test_heartbeat_keeps_a_rewatching_owner(void **state)
+{
+	struct scsitgt__rbd_ha b;
+	struct scsitgt__rbd_ha_probe p;
+	unsigned int act;
+	uint64_t seq = 10;
+
+	(void)state;
+	ha_init(&b, 2, false);
+	/* Group 1 owns the lock and answers; its record is read as a baseline. */
+	p = probe(&b, 1, true, 100);
+	beat(&p, A1, A1, seq, 100);
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	assert_true(b.owner_alive);
+	assert_false(b.owner_beating);
+	/* Its watch breaks and its re-watch takes long: it answers nobody, but writes a new record
+	 * between any two probes. However long that lasts, it is alive and active/optimized. */
+	for (int i = 0; i < 50; i++) {
+		p = probe(&b, 1, false, 0);
+		beat(&p, A1, A1, ++seq, 1000 + 500 * (uint64_t)i);
+		assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+		assert_int_equal(b.missed, 0);
+		assert_true(b.owner_beating);
+		assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), AO);
+		assert_int_equal(scsitgt__rbd_ha_alua(&b, 2), SB);
+	}
+	/* Its hold-down counts on what the record says: taken 1 s ago, SET TARGET PORT GROUPS
+	 * through this gateway is refused. */
+	p = probe(&b, 1, false, 0);
+	beat(&p, A1, A1, ++seq, 1000);
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	assert_int_equal(scsitgt__rbd_ha_request(&b, 2, AO, 0, &act), -EBUSY);
+	/* It answers again: alive as before, not on its heartbeat alone. */
+	p = probe(&b, 1, true, 30000);
+	beat(&p, A1, A1, seq, 30000);
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	assert_false(b.owner_beating);
+	assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), AO);
+	/* Silent again, and its record stops (dead, frozen, cut off, blocklisted): a miss per
+	 * probe, and after three the standby breaks the lock. */
+	p = probe(&b, 1, false, 0);
+	beat(&p, A1, A1, seq, 30000);
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	assert_false(b.owner_alive);
+	assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), UN);
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), SCSITGT__RBD_HA_DO_BREAK);
+	assert_int_equal(scsitgt__rbd_ha_alua(&b, 2), TR);
+}
+
+/* A probe that finds group 1's client @owner owning the lock, silent, and the record @writer
+ * wrote with sequence @seq: it returns @actions and leaves @missed misses counted. */
+static void silent(struct scsitgt__rbd_ha *ha, const char *owner, const char *writer, uint64_t seq,
+		   unsigned int actions, uint32_t missed)
+{
+	struct scsitgt__rbd_ha_probe p = probe(ha, 1, false, 0);
+
+	beat(&p, owner, writer, seq, 0);
+	assert_int_equal(scsitgt__rbd_ha_probed(ha, &p), actions);
+	assert_int_equal(ha->missed, missed);
+}
+
+static void test_heartbeat_proves_only_fresh_records_of_the_owner(void **state)
+{
+	struct scsitgt__rbd_ha b;
+	struct scsitgt__rbd_ha_probe p;
+
+	(void)state;
+	/* The first record read of a silent owner is a baseline, not a proof (it may be all a
+	 * dead owner left behind); the next, higher one is. */
+	ha_init(&b, 2, false);
+	silent(&b, A1, A1, 99, 0, 1);
+	silent(&b, A1, A1, 100, 0, 0);
+	assert_true(b.owner_beating);
+	/* A lower sequence (a late write landing) or one read before proves nothing. */
+	silent(&b, A1, A1, 50, 0, 1);
+	silent(&b, A1, A1, 100, 0, 2);
+	silent(&b, A1, A1, 101, 0, 0);
+	/* A record going on, but written by another client than the lock's owner (a former
+	 * owner, fenced, whose writes somehow land; the owner's own previous client): no proof
+	 * for the owner, which is taken over after three misses. */
+	silent(&b, A2, A1, 200, 0, 1);
+	silent(&b, A2, A1, 201, 0, 2);
+	silent(&b, A2, A1, 202, SCSITGT__RBD_HA_DO_BREAK, 3);
+	/* The lock's owner changed: the new owner's first record is a baseline again, whatever
+	 * the former owner's sequence was. */
+	ha_init(&b, 2, false);
+	silent(&b, A1, A1, 500, 0, 1);
+	silent(&b, A2, A2, 501, 0, 2);
+	silent(&b, A2, A2, 502, 0, 0);
+	/* No record read (missing, unreadable), or a failed probe: no proof, and a failed probe
+	 * counts no miss either. */
+	p = probe(&b, 1, false, 0);
+	beat(&p, A2, A2, 503, 0);
+	p.beat_read = false;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	assert_int_equal(b.missed, 1);
+	p.beat_read = true;
+	p.rc = -ETIMEDOUT;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	assert_int_equal(b.missed, 1);
+	silent(&b, A2, A2, 503, 0, 0);
+	/* A free lock: nobody to vouch for, whatever the record says (group 1, first in line,
+	 * is to take it). */
+	p = probe(&b, 0, false, 0);
+	beat(&p, "", A2, 504, 0);
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	assert_false(b.owner_alive);
+	assert_false(b.owner_beating);
+	assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), SB);
+}
+
 static void test_fenced_owner_rejoins_as_standby(void **state)
 {
 	struct scsitgt__rbd_ha a;
@@ -297,15 +428,57 @@ static void test_ack_format(void **state)
 		-EINVAL);
 }
 
+static void test_beat_format(void **state)
+{
+	struct scsitgt__rbd_ha ha;
+	char buf[256], addr[64];
+	uint64_t seq, held;
+	uint16_t group;
+	int n;
+
+	(void)state;
+	ha_init(&ha, 7, false);
+	ha.state = SCSITGT__RBD_HA_OWNER;
+	ha.owned_since = 1000;
+	n = scsitgt__rbd_ha_beat_format(buf, sizeof(buf), &ha, 42, 3500, "127.0.0.1:0/1234");
+	assert_true(n > 0);
+	assert_string_equal(buf, "g=7 n=42 h=2500 a=127.0.0.1:0/1234");
+	assert_int_equal(
+		scsitgt__rbd_ha_beat_parse(buf, (size_t)n, &group, &seq, &held, addr, sizeof(addr)),
+		0);
+	assert_int_equal(group, 7);
+	assert_int_equal(seq, 42);
+	assert_int_equal(held, 2500);
+	assert_string_equal(addr, "127.0.0.1:0/1234");
+	assert_int_equal(scsitgt__rbd_ha_beat_format(buf, 10, &ha, 1, 0, "x"), -ENOSPC);
+	static const char *bad[] = { "",
+				     "g=0 n=1 h=0 a=x",
+				     "g=70000 n=1 h=0 a=x",
+				     "g=1 n=1 h=0",
+				     "g=1 s=1 p=0 h=0 a=x",
+				     "g=1 n=1 h=0 a=x trailing",
+				     "hello" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(scsitgt__rbd_ha_beat_parse(bad[i], strlen(bad[i]), &group, &seq,
+							    &held, addr, sizeof(addr)),
+				 -EINVAL);
+	assert_int_equal(scsitgt__rbd_ha_beat_parse("g=1 n=1 h=0 a=0123456789", 24, &group, &seq,
+						    &held, addr, 4),
+			 -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_free_lock_goes_to_the_first_in_line),
 		cmocka_unit_test(test_live_owner_keeps_the_lock),
 		cmocka_unit_test(test_silent_owner_is_broken),
+		cmocka_unit_test(test_heartbeat_keeps_a_rewatching_owner),
+		cmocka_unit_test(test_heartbeat_proves_only_fresh_records_of_the_owner),
 		cmocka_unit_test(test_fenced_owner_rejoins_as_standby),
 		cmocka_unit_test(test_stpg),
 		cmocka_unit_test(test_ack_format),
+		cmocka_unit_test(test_beat_format),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
