@@ -145,8 +145,10 @@ struct scsitgt__rbd_ctx {
 	uint64_t discard_granularity;
 	/* RADOS object size of the image (rbd_stat), the optimal transfer length. */
 	uint64_t obj_size;
-	/* Image size in bytes as last read (the open job, then the update watch's refresh). */
-	uint64_t size_bytes;
+	/* Image size in bytes as last read (the open job, then the update watch's refresh).
+	 * Atomic: a reconnection (worker thread) reads it again while home may compare a size
+	 * job's result with it (a size job queued just before the reconnection ended). */
+	_Atomic uint64_t size_bytes;
 
 	/* The LUN: geometry adopted at open(), and the LUN once the host attached it. */
 	bool opened;
