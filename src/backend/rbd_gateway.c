@@ -99,6 +99,7 @@ struct scsitgt_rbd_gateway {
 	rados_write_op_t beat_op;
 	rados_completion_t beat_comp;
 	uint64_t beat_seq;
+	int beat_err;
 	bool beat_failing;
 	/* Whether the last probe found the owner alive on its heartbeat alone (logged once per
 	 * change). Loop. */
@@ -265,8 +266,12 @@ static bool beat_reap(struct scsitgt_rbd_gateway *gw)
 	else if (r >= 0 && gw->beat_failing)
 		gw_log(gw, SCSITGT_LOG_NOTICE, "the heartbeat is written again", NULL, NULL);
 	gw->beat_failing = r < 0;
+	gw->beat_err = r < 0 ? r : 0;
 	return true;
 }
+
+static void act(struct scsitgt_rbd_gateway *gw, unsigned int actions);
+static void apply(struct scsitgt_rbd_gateway *gw);
 
 /*
  * Loop, every tick: the owner writes its heartbeat record. One write at a time: while the last
@@ -284,6 +289,20 @@ static void beat_tick(struct scsitgt_rbd_gateway *gw)
 	if (!beat_reap(gw) || gw->ha.state != SCSITGT__RBD_HA_OWNER || gw->reconnecting ||
 	    gw->rc->ioctx == NULL || gw->addr[0] == '\0')
 		return;
+	if (gw->beat_err == -ESHUTDOWN) {
+		/* Blocklisted: another gateway broke the lock. Found out here even while the
+		 * worker thread, where the probes run, is held up. */
+		unsigned int actions = scsitgt__rbd_ha_fenced(&gw->ha);
+
+		gw->beat_err = 0;
+		gw_log(gw, SCSITGT_LOG_WARNING,
+		       "the heartbeat write was refused, this client is blocklisted: another "
+		       "gateway took the lock over",
+		       NULL, NULL);
+		apply(gw);
+		act(gw, actions);
+		return;
+	}
 	n = scsitgt__rbd_ha_beat_format(rec, sizeof(rec), &gw->ha, gw->beat_seq + 1, now_ms(),
 					gw->addr);
 	if (n < 0)
@@ -343,7 +362,6 @@ static void apply(struct scsitgt_rbd_gateway *gw)
 	ack_refresh(gw);
 }
 
-static void act(struct scsitgt_rbd_gateway *gw, unsigned int actions);
 static void probe_start(struct scsitgt_rbd_gateway *gw);
 static void reconnect_try(uv_timer_t *t);
 
@@ -639,6 +657,8 @@ static void reconnect_done(struct scsitgt__rbd_job *job)
 	gw->reconnecting = false;
 	if (job->status == 0) {
 		snprintf(gw->addr, sizeof(gw->addr), "%s", j->addr);
+		/* The old client's refused heartbeat says nothing of the new one. */
+		gw->beat_err = 0;
 		gw_log(gw, SCSITGT_LOG_NOTICE, "reconnected as ", gw->addr, NULL);
 	} else {
 		gw_log(gw, SCSITGT_LOG_WARNING, "reconnection failed: ", strerror(-job->status),

@@ -37,7 +37,8 @@
 #          and nothing may move (no acquisition by B, no fencing) while A writes through it.
 #          Released, A watches again and answers. Then the same fault with A frozen (SIGSTOP):
 #          its heartbeat stops too, and B takes over and fences it (a silent owner without a
-#          heartbeat is dead); thawed, A finds itself fenced and rejoins as standby.
+#          heartbeat is dead); thawed, A learns it from its refused heartbeat write (its
+#          probes wait behind the held re-watch), and, released, rejoins as standby.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
@@ -349,9 +350,12 @@ ownerwatch)
 	grep -q "took the lock.*broke the lock of" "$IT_TMP/gw-B.err" ||
 		it_fail "B did not break A's lock: $(grep -h 'lock' "$IT_TMP/gw-B.err" | tail -3)"
 	kill -CONT "${GW_PID[A]}"
-	fault_toggle off
 	it_log "B took the frozen owner's lock over; thawed A"
+	# A's probes wait behind the held re-watch; its refused heartbeat write tells it.
 	gw_wait A fenced
+	grep -q "the heartbeat write was refused, this client is blocklisted" "$IT_TMP/gw-A.err" ||
+		it_fail "A was not fenced by its heartbeat write: $(grep -h -e '-> ' "$IT_TMP/gw-A.err")"
+	fault_toggle off
 	gw_wait A standby
 	rtpg_wait A "1:2 2:0"
 	rtpg_wait B "1:2 2:0"
