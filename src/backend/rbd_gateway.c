@@ -1105,8 +1105,9 @@ static void gw_maybe_finish(struct scsitgt_rbd_gateway *gw)
 	j = job_new(gw, leave_work, leave_done);
 	if (j == NULL || scsitgt__rbd_queue_work(gw->rc, &j->job) < 0) {
 		free(j);
-		/* No worker to wait on: a heartbeat write still in flight is left to librados
-		 * (released only once it ended; never seen in practice, writes take milliseconds). */
+		/* No worker to wait on: a heartbeat write that ended is released; one still in
+		 * flight is left unreleased rather than freed under librados (a small leak on a
+		 * path that needs the context closing first; writes take milliseconds). */
 		beat_reap(gw);
 		gw->handles_closed = true;
 		gw_free(gw);
