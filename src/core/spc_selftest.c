@@ -377,8 +377,9 @@ void scsitgt__selftest_start(struct scsitgt__cmd *cmd, uint8_t code)
 		/* SBC-4 §4.33: a SANITIZE another loop started since the parse (its start checks
 		 * for a test under this lock too, sbc_sanitize.c). */
 		r = scsitgt__sanitize_check(cmd, cmd->def);
-	else if (st == NULL || w == NULL || w->buf == NULL ||
-		 scsitgt__bg_walk_start(&w->bg, &st_ops, cmd) < 0)
+	/* Only a command nothing refused starts the walk: st, w and its buffer are needed. */
+	if (r == SCSITGT__SR_OK && (st == NULL || w == NULL || w->buf == NULL ||
+				    scsitgt__bg_walk_start(&w->bg, &st_ops, cmd) < 0))
 		r = SCSITGT__SR_BUSY;
 	if (r != SCSITGT__SR_OK) {
 		uv_mutex_unlock(&lun->xlock);
