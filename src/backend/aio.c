@@ -1255,11 +1255,21 @@ static int aio_resize(void *bctx, uint64_t num_blocks)
 	return scsitgt_backend_aio_resize(bctx, NULL);
 }
 
+/* The log line of a context made for another loop names the LUN's kernel interface. */
+static const char *aio_loop_describe(void *arg)
+{
+	const struct aio_ctx *ac = arg;
+
+	return ac->engine->id == SCSITGT_BACKEND_AIO_ENGINE_IO_URING ? "io_uring context" :
+								       "libaio context";
+}
+
 /* One submission context per loop (struct aio_loop); see the top of the file. */
 static const struct scsitgt__loop_ctx_ops aio_loop_ops = {
 	.size = sizeof(struct aio_loop),
 	.subsys = AIO_SUBSYS,
 	.per_loop = "kernel I/O context",
+	.describe = aio_loop_describe,
 	.setup = aio_loop_setup,
 	.wake = aio_loop_wake,
 	.close = aio_loop_close,

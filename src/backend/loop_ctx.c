@@ -269,7 +269,8 @@ int scsitgt__loop_ctx_get(struct scsitgt__loop_ctxs *set, uv_loop_t *loop,
 	}
 	scsitgt__log(set->log, SCSITGT_LOG_INFO, set->ops->subsys,
 		     "%s%sanother loop submits: its own %s", set->name ? set->name : "",
-		     set->name ? ": " : "", set->ops->per_loop);
+		     set->name ? ": " : "",
+		     set->ops->describe ? set->ops->describe(set->arg) : set->ops->per_loop);
 	lc->next = atomic_load_explicit(&set->others, memory_order_relaxed);
 	while (!atomic_compare_exchange_weak_explicit(&set->others, &lc->next, lc,
 						      memory_order_release, memory_order_relaxed)) {

@@ -73,6 +73,9 @@ struct scsitgt__loop_ctx_ops {
 	/* What another loop's context gives that loop, for the line logged (info) when one is
 	 * made: "another loop submits: its own <per_loop>" ("completion queue"). */
 	const char *per_loop;
+	/* Optional: the same, when it depends on the set (@arg: the set's argument; aio says
+	 * which kernel interface the LUN runs on); per_loop when absent. */
+	const char *(*describe)(void *arg);
 	/*
 	 * Optional. Set a new context up (lc->loop and lc->efd are there, the rest of the struct
 	 * is zeroed; home's is set up inside scsitgt__loop_ctxs_init()). 0 or a negative errno,

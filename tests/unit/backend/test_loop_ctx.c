@@ -52,6 +52,7 @@ struct world {
 	struct wloop wl[NLOOPS]; /* 1 and 2 */
 	uv_async_t home_wake;
 	struct scsitgt__loop_ctxs set;
+	const char *what; /* t_describe's answer */
 	struct scsitgt__logger log;
 
 	/* What the ops saw, per loop. */
@@ -160,10 +161,18 @@ static void t_fini(void *arg, struct scsitgt__loop_ctx *lc)
 	wake_home(w);
 }
 
+static const char *t_describe(void *arg)
+{
+	struct world *w = arg;
+
+	return w->what;
+}
+
 static const struct scsitgt__loop_ctx_ops t_ops = {
 	.size = sizeof(struct tctx),
 	.subsys = "test",
-	.per_loop = "test context",
+	.per_loop = "context", /* the line must come from describe */
+	.describe = t_describe,
 	.setup = t_setup,
 	.wake = t_wake,
 	.close = t_close,
@@ -292,6 +301,7 @@ static int setup(void **state)
 	w->log.cb = t_log;
 	w->log.arg = w;
 	w->log.level = SCSITGT_LOG_DEBUG;
+	w->what = "test context";
 	for (unsigned int i = 0; i < NLOOPS; i++)
 		assert_int_equal(uv_loop_init(&w->loops[i]), 0);
 	assert_int_equal(uv_async_init(&w->loops[0], &w->home_wake, home_wake_cb), 0);
