@@ -15,7 +15,8 @@
  * and the core calls the hook only for a nexus not on its way out, so the pointer travels.
  * From any other loop (a third one) the report is posted to the nexus's loop as well, never
  * queued where it was raised (debug builds assert that it is queued on the nexus's loop); but
- * then nothing orders the message before the nexus's FINAL, and the core raises none there.
+ * then nothing orders the message before the nexus's FINAL, so the core must raise none there
+ * (it does not: only srp_nexus's unit test raises one on a third loop, with the nexus held).
  */
 #include <assert.h>
 #include <stdlib.h>
