@@ -11,8 +11,9 @@
  * block. uv_try_write() goes first; only what the kernel did not take goes to one uv_write()
  * (the payloads are never copied), and the queue waits for its callback. Writing without a
  * uv_write request in the common case also keeps libuv from re-arming the socket in epoll
- * after every write. A flush writes at most its turn's share (txq.h: one connection's long
- * queue must not hold up the others of the loop while the kernel takes everything); the rest
+ * after every write. A connection writes at most its share in a loop turn (txq.h: one
+ * connection's long queue must not hold up the others of the loop while the kernel takes
+ * everything): after that its flushes write nothing (read callbacks included) and the rest
  * goes on from a uv_idle handle, which runs in the next loop turn without letting the loop
  * block, after the other connections' ready callbacks of this turn.
  */
@@ -91,12 +92,18 @@ static void tcp_write_failed(struct scsitgt__iscsi_writer *w, struct scsitgt__is
 		scsitgt__iscsi_conn_dm_error(tc->conn, status);
 }
 
-static void tcp_flush(struct tcp_conn *tc)
+/* After a flush: the prepare flusher stays on only while it has something to do. */
+static void tcp_flusher_settle(struct tcp_conn *tc)
 {
-	scsitgt__iscsi_writer_flush(&tc->w);
 	/* A yield goes on from the idle handle, not in this turn's prepare phase. */
 	if (tc->w.q.head == NULL || tc->w.busy || tc->closing || tc->w.yielded)
 		uv_prepare_stop(&tc->flusher);
+}
+
+static void tcp_flush(struct tcp_conn *tc)
+{
+	scsitgt__iscsi_writer_flush(&tc->w);
+	tcp_flusher_settle(tc);
 }
 
 static void tcp_resume_cb(uv_idle_t *i)
@@ -104,7 +111,8 @@ static void tcp_resume_cb(uv_idle_t *i)
 	struct tcp_conn *tc = i->data;
 
 	uv_idle_stop(i);
-	tcp_flush(tc);
+	scsitgt__iscsi_writer_resume(&tc->w);
+	tcp_flusher_settle(tc);
 }
 
 static void tcp_yield(struct scsitgt__iscsi_writer *w)
@@ -244,8 +252,10 @@ static void tcp_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		scsitgt__iscsi_conn_recv_direct(tc->conn, (size_t)nread);
 	tc->conn->rx_stamp = 0; /* the connection lives until its handles are closed */
 	tc->in_read = false;
-	/* Every response this read produced, in one writev. */
-	tcp_flush(tc);
+	/* Every response this read produced, in one writev; after a yield they wait for the
+	 * idle handle, which is armed (txq.h: one share a loop turn, not one a read). */
+	if (!tc->w.yielded)
+		tcp_flush(tc);
 }
 
 /*

@@ -389,7 +389,8 @@ static void worker_resume_cb(uv_idle_t *i)
 	struct tcpw *tc = i->data;
 
 	uv_idle_stop(i);
-	worker_flush(tc);
+	if (tc->w_open)
+		scsitgt__iscsi_writer_resume(&tc->w_out);
 	worker_post_done(tc);
 }
 
@@ -415,6 +416,10 @@ static void worker_xmit_fn(struct scsitgt__msg *msg)
 
 	scsitgt__iscsi_txq_append(&tc->w_out.q, m->chain);
 	free(m);
+	/* After a yield the batches wait for the idle handle, which is armed (txq.h: one share a
+	 * loop turn, not one an inbox pass). */
+	if (tc->w_out.yielded)
+		return;
 	worker_flush(tc);
 	worker_post_done(tc);
 }

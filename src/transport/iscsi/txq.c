@@ -136,10 +136,11 @@ void scsitgt__iscsi_writer_flush(struct scsitgt__iscsi_writer *w)
 	uv_buf_t bufs[SCSITGT__ISCSI_TXQ_IOV];
 	size_t turn = 0; /* bytes the kernel took in this call */
 
-	if (w->flushing)
+	/* After a yield only the idle turn writes (writer_resume): a flush in the same turn (a
+	 * read callback's, another batch's) must not grant a fresh share. */
+	if (w->flushing || w->yielded)
 		return;
 	w->flushing = true;
-	w->yielded = false;
 	while (w->q.head && !w->busy && !w->stopped) {
 		struct scsitgt__iscsi_tx *chain, *tx;
 		size_t total, max_bytes;
@@ -196,6 +197,12 @@ void scsitgt__iscsi_writer_flush(struct scsitgt__iscsi_writer *w)
 			w->ops->failed(w, chain, rc);
 	}
 	w->flushing = false;
+}
+
+void scsitgt__iscsi_writer_resume(struct scsitgt__iscsi_writer *w)
+{
+	w->yielded = false;
+	scsitgt__iscsi_writer_flush(w);
 }
 
 unsigned int scsitgt__iscsi_writer_try_last(struct scsitgt__iscsi_writer *w)

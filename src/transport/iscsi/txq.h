@@ -24,9 +24,12 @@
  * A writer's share of one loop turn: a flush that handed this many bytes to the kernel yields
  * (writer_ops.yield) rather than write on while the kernel takes everything, so that one
  * connection's long queue (large READs at a high queue depth, a reader on another core
- * keeping the socket empty) does not hold up the other connections of its loop. One full
- * writev: a turn's output below it (the common case) is written as before, and above it the
- * yield costs a loop turn per 4 MiB, not a system call per PDU.
+ * keeping the socket empty) does not hold up the other connections of its loop. Until its
+ * idle turn (writer_resume) the writer writes nothing more: flushes meanwhile (read
+ * callbacks, batches arriving) only leave their batches queued, so the share holds per loop
+ * turn however many commands the connection receives. One full writev: a turn's output below
+ * it (the common case) is written as before, and above it the yield costs a loop turn per
+ * 4 MiB, not a system call per PDU.
  */
 #define SCSITGT__ISCSI_TXQ_TURN_BYTES SCSITGT__ISCSI_TXQ_BYTES
 
@@ -93,9 +96,11 @@ struct scsitgt__iscsi_writer_ops {
 	/* The uv_write in flight finished well (its batches went to written): flush again. */
 	void (*write_done)(struct scsitgt__iscsi_writer *w);
 	/*
-	 * The flush stopped with batches left after its turn's share (turn_bytes): flush again
-	 * from a later loop turn that does not wait for I/O (w->yielded is set until then).
-	 * Optional: NULL writes on until the queue is empty or the kernel is full.
+	 * The flush stopped with batches left after its turn's share (turn_bytes): call
+	 * writer_resume from a later loop turn that does not wait for I/O (a uv_idle handle).
+	 * Until then w->yielded is set and writer_flush writes nothing, so that call is the only
+	 * way on: it must come unless the connection closes. Optional: NULL writes on until the
+	 * queue is empty or the kernel is full.
 	 */
 	void (*yield)(struct scsitgt__iscsi_writer *w);
 };
@@ -109,7 +114,7 @@ struct scsitgt__iscsi_writer {
 	bool busy;			  /* wr is in flight */
 	bool flushing;			  /* in flush: callbacks may queue more; no recursion */
 	bool stopped;			  /* closing or failed: nothing more is written */
-	bool yielded;			  /* the last flush stopped for its turn's share */
+	bool yielded;			  /* stopped for its turn's share until writer_resume */
 	size_t turn_bytes; /* share of a loop turn (SCSITGT__ISCSI_TXQ_TURN_BYTES; tests less) */
 };
 
@@ -120,8 +125,11 @@ void scsitgt__iscsi_writer_init(struct scsitgt__iscsi_writer *w, uv_stream_t *st
  * kernel did not take goes to one uv_write (the payloads are never copied), and the queue
  * waits for its callback. Returns when the queue is empty, a uv_write is in flight, the
  * writer is stopped, or it wrote its turn's share (turn_bytes) and yielded (ops->yield).
+ * Writes nothing while yielded.
  */
 void scsitgt__iscsi_writer_flush(struct scsitgt__iscsi_writer *w);
+/* The loop turn after a yield (ops->yield): a fresh share, and flush. */
+void scsitgt__iscsi_writer_resume(struct scsitgt__iscsi_writer *w);
 /*
  * At close, the last chance for what is queued (a Reject before the drop, say): one write
  * that never blocks, when no uv_write is in flight. Returns how many head batches it took

@@ -77,7 +77,7 @@ static void tw_resume_cb(uv_idle_t *i)
 	struct tw *t = i->data;
 
 	uv_idle_stop(i);
-	scsitgt__iscsi_writer_flush(&t->w);
+	scsitgt__iscsi_writer_resume(&t->w);
 }
 
 static void tw_yield(struct scsitgt__iscsi_writer *w)
@@ -109,14 +109,16 @@ static void tw_init(struct tw *t, uv_loop_t *loop)
 	scsitgt__iscsi_writer_init(&t->w, (uv_stream_t *)&t->pipe, &tw_ops);
 }
 
-/* Queue @n batches of one PDU each; batch i's data is filled with i. */
+/* Queue @n more batches of one PDU each; the i-th batch queued has its data filled with i + 1. */
 static void tw_queue(struct tw *t, unsigned int n)
 {
-	for (unsigned int i = 0; i < n; i++) {
+	for (unsigned int k = 0; k < n; k++) {
 		struct scsitgt__iscsi_tx *tx = scsitgt__iscsi_tx_create(1);
+		unsigned int i = t->queued;
 		uint8_t *bhs;
 
 		assert_non_null(tx);
+		assert_true(i < LONG_BATCHES);
 		memset(t->data[i], (int)i + 1, BATCH_DATA);
 		bhs = scsitgt__iscsi_tx_add(tx, t->data[i], BATCH_DATA);
 		assert_non_null(bhs);
@@ -183,6 +185,18 @@ static void pair_end(uv_loop_t *loop, struct tw *a, struct tw *b)
 	assert_int_equal(uv_loop_close(loop), 0);
 }
 
+/* Loop turns until @a's LONG_BATCHES are written: one share (four batches) a turn. */
+static void long_run_out(uv_loop_t *loop, struct tw *a)
+{
+	while (a->written + a->failed < LONG_BATCHES)
+		assert_true(uv_run(loop, UV_RUN_ONCE) != 0 || a->written == LONG_BATCHES);
+	assert_int_equal(a->failed, 0);
+	assert_int_equal(a->written, LONG_BATCHES);
+	assert_int_equal(a->yields, LONG_BATCHES / 4 - 1);
+	assert_false(a->w.yielded);
+	assert_null(a->w.q.head);
+}
+
 static void test_long_queue_yields(void **state)
 {
 	static struct tw a, b;
@@ -204,13 +218,40 @@ static void test_long_queue_yields(void **state)
 	assert_int_equal(a.yields, 1);
 	assert_true(a.w.yielded);
 	/* It goes on from later turns until everything is written. */
-	while (a.written + a.failed < LONG_BATCHES)
-		assert_true(uv_run(&loop, UV_RUN_ONCE) != 0 || a.written == LONG_BATCHES);
-	assert_int_equal(a.failed, 0);
-	assert_int_equal(a.written, LONG_BATCHES);
-	assert_int_equal(a.yields, LONG_BATCHES / 4 - 1);
-	assert_false(a.w.yielded);
-	assert_null(a.w.q.head);
+	long_run_out(&loop, &a);
+	pair_end(&loop, &a, &b);
+}
+
+/*
+ * While a writer has yielded, only its idle turn writes: a batch queued meanwhile and a flush
+ * in the same loop turn (a read callback's, as tcp.c's and tcp_worker.c's make when a command
+ * arrives) write nothing, or a connection that keeps receiving commands would get a fresh
+ * share with every read and the yield would not hold.
+ */
+static void test_no_flush_while_yielded(void **state)
+{
+	static struct tw a, b;
+	uv_loop_t loop;
+
+	(void)state;
+	pair_start(&loop, &a, &b);
+	a.w.turn_bytes = 4 * (48 + BATCH_DATA);
+	tw_queue(&a, LONG_BATCHES - 4);
+	scsitgt__iscsi_writer_flush(&a.w);
+	assert_int_equal(a.written, 4);
+	assert_true(a.w.yielded);
+	/* Same loop turn: a response is queued and the read callback flushes. */
+	tw_queue(&a, 4);
+	scsitgt__iscsi_writer_flush(&a.w);
+	assert_int_equal(a.written, 4);
+	assert_true(a.w.yielded);
+	assert_int_equal(a.yields, 1);
+	/* The idle turn writes the next share, and no more. */
+	assert_true(uv_run(&loop, UV_RUN_ONCE) != 0);
+	assert_int_equal(a.written, 8);
+	assert_int_equal(a.yields, 2);
+	assert_true(a.w.yielded);
+	long_run_out(&loop, &a);
 	pair_end(&loop, &a, &b);
 }
 
@@ -239,6 +280,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_long_queue_yields),
 		cmocka_unit_test(test_below_share_no_yield),
+		cmocka_unit_test(test_no_flush_while_yielded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
