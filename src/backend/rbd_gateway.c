@@ -21,7 +21,9 @@
  *    write of its own (never behind the worker thread, which a re-watch may hold); a standby
  *    reads it in each probe. An owner that answers nobody but whose record went on since the
  *    previous probe is alive (its watch is being re-established): no takeover. A dead,
- *    stalled, cut-off or blocklisted owner writes nothing, and is taken over as before.
+ *    stalled, cut-off or blocklisted owner writes nothing, and is taken over as before; so
+ *    does an owner whose re-watch hung longer than the model's bound (its worker thread, stuck,
+ *    could neither probe, release nor hand over the lock).
  *  - the ALUA states of the target's groups follow the model after every event
  *    (scsitgt_alua_set_state(): an implicit change, ASYMMETRIC ACCESS STATE CHANGED).
  */
@@ -93,6 +95,10 @@ struct scsitgt_rbd_gateway {
 	/* Set by librados' watch error callback; the loop watches again. */
 	atomic_bool watch_broken;
 	bool rewatching;
+	/* Ticks since the pending re-watch started (the heartbeat stops past the model's bound),
+	 * and whether that stop was logged. */
+	uint32_t rewatch_ticks;
+	bool beat_stopped;
 
 	/* The owner's heartbeat write in flight (NULL: none), its record's last sequence, and
 	 * whether the last write failed (logged once per change). Loop. */
@@ -303,6 +309,18 @@ static void beat_tick(struct scsitgt_rbd_gateway *gw)
 		act(gw, actions);
 		return;
 	}
+	/* A worker held up past the bound probes nothing and cannot release or hand over the
+	 * lock: stop vouching for it, so that a standby takes over. */
+	if (!scsitgt__rbd_ha_beat_due(&gw->ha, gw->rewatching ? gw->rewatch_ticks : 0)) {
+		if (!gw->beat_stopped)
+			gw_log(gw, SCSITGT_LOG_WARNING,
+			       "the re-watch hangs past its bound: the heartbeat stops, so that "
+			       "another gateway takes the lock over",
+			       NULL, NULL);
+		gw->beat_stopped = true;
+		return;
+	}
+	gw->beat_stopped = false;
 	n = scsitgt__rbd_ha_beat_format(rec, sizeof(rec), &gw->ha, gw->beat_seq + 1, now_ms(),
 					gw->addr);
 	if (n < 0)
@@ -726,6 +744,7 @@ static void start_rewatch(struct scsitgt_rbd_gateway *gw)
 		return;
 	}
 	gw->rewatching = true;
+	gw->rewatch_ticks = 0;
 	gw_log(gw, SCSITGT_LOG_WARNING, "the watch of the gateway object broke: watching again",
 	       NULL, NULL);
 }
@@ -826,6 +845,8 @@ static void tick_cb(uv_timer_t *t)
 	struct scsitgt_rbd_gateway *gw = t->data;
 
 	ack_refresh(gw);
+	if (gw->rewatching && gw->rewatch_ticks < UINT32_MAX)
+		gw->rewatch_ticks++;
 	beat_tick(gw);
 	if (atomic_load(&gw->watch_broken))
 		start_rewatch(gw);

@@ -14,8 +14,10 @@
  *     and takes it (the preferred one, else the lowest group among the live standbys; any
  *     standby after twice as many misses, in case that one is stuck too). A probe is missed
  *     when the owner neither answered it nor wrote a new heartbeat record since the previous
- *     probe: an owner whose watch is being re-established answers nobody but keeps writing,
- *     while a dead, stalled, blocklisted or cut-off owner can do neither.
+ *     probe: an owner whose watch is being re-established answers nobody but keeps writing
+ *     (for a bounded number of ticks, scsitgt__rbd_ha_rewatch_bound(): a re-watch that never
+ *     ends leaves the owner unable to probe, release or hand over the lock), while a dead,
+ *     stalled, blocklisted or cut-off owner can do neither.
  *  4. A free lock (a clean shutdown released it) goes the same way.
  */
 #include <errno.h>
@@ -340,6 +342,19 @@ int scsitgt__rbd_ha_ack_parse(const char *buf, size_t len, struct scsitgt__rbd_h
 		strcpy(addr, a);
 	}
 	return 0;
+}
+
+uint32_t scsitgt__rbd_ha_rewatch_bound(const struct scsitgt__rbd_ha *ha)
+{
+	if (ha->cfg.misses > UINT32_MAX / SCSITGT__RBD_HA_REWATCH_TICKS_PER_MISS)
+		return UINT32_MAX;
+	return SCSITGT__RBD_HA_REWATCH_TICKS_PER_MISS * ha->cfg.misses;
+}
+
+bool scsitgt__rbd_ha_beat_due(const struct scsitgt__rbd_ha *ha, uint32_t rewatch_ticks)
+{
+	return ha->state == SCSITGT__RBD_HA_OWNER &&
+	       rewatch_ticks <= scsitgt__rbd_ha_rewatch_bound(ha);
 }
 
 int scsitgt__rbd_ha_beat_format(char *buf, size_t size, const struct scsitgt__rbd_ha *ha,

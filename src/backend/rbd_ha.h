@@ -160,6 +160,23 @@ int scsitgt__rbd_ha_ack_format(char *buf, size_t size, const struct scsitgt__rbd
 int scsitgt__rbd_ha_ack_parse(const char *buf, size_t len, struct scsitgt__rbd_ha_peer *peer,
 			      uint64_t *held_ms, char *addr, size_t addr_size);
 
+/*
+ * How many ticks in a row an owner's re-watch may stay pending while the owner still writes
+ * its heartbeat record, per probe miss of cfg.misses (docs/rbd.md, "The owner's heartbeat").
+ * The record proves that the owner's loop and client work, not that its worker thread moves:
+ * an owner whose re-watch never ends runs no probe, cannot release the lock nor hand it over.
+ * Past the bound it stops writing, and a standby takes over after cfg.misses more probes.
+ */
+#define SCSITGT__RBD_HA_REWATCH_TICKS_PER_MISS 10
+
+/* The bound above for this gateway: SCSITGT__RBD_HA_REWATCH_TICKS_PER_MISS x cfg.misses. */
+uint32_t scsitgt__rbd_ha_rewatch_bound(const struct scsitgt__rbd_ha *ha);
+
+/* Whether this gateway writes its heartbeat record at this tick: it owns the lock, and its
+ * re-watch (if any) has been pending for at most scsitgt__rbd_ha_rewatch_bound() ticks
+ * (@rewatch_ticks: the ticks since it was started, 0 when none is pending). */
+bool scsitgt__rbd_ha_beat_due(const struct scsitgt__rbd_ha *ha, uint32_t rewatch_ticks);
+
 /* The owner's heartbeat record ("g=GROUP n=SEQ h=HELD_MS a=ADDR"), written by an owner at
  * every tick, and its parser; a parse failure returns -EINVAL. */
 int scsitgt__rbd_ha_beat_format(char *buf, size_t size, const struct scsitgt__rbd_ha *ha,

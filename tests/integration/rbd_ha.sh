@@ -38,7 +38,10 @@
 #          Released, A watches again and answers. Then the same fault with A frozen (SIGSTOP):
 #          its heartbeat stops too, and B takes over and fences it (a silent owner without a
 #          heartbeat is dead); thawed, A learns it from its refused heartbeat write (its
-#          probes wait behind the held re-watch), and, released, rejoins as standby.
+#          probes wait behind the held re-watch), and, released, rejoins as standby. Last,
+#          the new owner (B), not frozen, has its re-watch held past the bound (10 x
+#          probe_misses ticks): its heartbeat stops, A takes over (nothing moves before),
+#          and B, released, is fenced and rejoins as standby.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
@@ -268,12 +271,13 @@ re-watch(es) after librados' error callback) and answers A's probes; the lock st
 	;;
 ownerwatch)
 	gw_obj_init
-	# A's client watches the gateway object: yes or no (the count of watchers alone would
-	# also see B's watch, which the OSD may drop and B make again under load).
-	a_watching() {
+	# watching NAME: the gateway's client watches the gateway object: yes or no (the count of
+	# watchers alone would also see the other's watch, which the OSD may drop and that
+	# gateway make again under load).
+	watching() {
 		local addr
-		addr=$(grep -oE "(joined|reconnected) as [^ ]+" "$IT_TMP/gw-A.err" | tail -n 1)
-		[[ -n "$addr" ]] || it_fail "no address of A in its log"
+		addr=$(grep -oE "(joined|reconnected) as [^ ]+" "$IT_TMP/gw-$1.err" | tail -n 1)
+		[[ -n "$addr" ]] || it_fail "no address of $1 in its log"
 		if rados -p "$MICRO_CEPH_POOL" listwatchers "$GW_OBJ" |
 			grep -qF "watcher=${addr##* } "; then
 			echo yes
@@ -281,15 +285,17 @@ ownerwatch)
 			echo no
 		fi
 	}
-	# a_watching_wait yes|no WHY: poll until A's watch is there or gone.
-	a_watching_wait() {
+	a_watching() { watching A; }
+	# watching_wait NAME yes|no WHY: poll until the gateway's watch is there or gone.
+	watching_wait() {
 		local i
 		for ((i = 0; i < 600; i++)); do
-			[[ $(a_watching) == "$1" ]] && return 0
+			[[ $(watching "$1") == "$2" ]] && return 0
 			sleep 0.1
 		done
-		it_fail "$2"
+		it_fail "$3"
 	}
+	a_watching_wait() { watching_wait A "$@"; }
 	# count_wait WHAT FILE PATTERN N: until FILE has N lines matching PATTERN.
 	count_wait() {
 		local i
@@ -299,13 +305,19 @@ ownerwatch)
 		done
 		it_fail "$1: $(grep -c -- "$3" "$2") of $4 lines '$3' in $2"
 	}
-	# fault_toggle STATE: SIGUSR2 to A until its stdout says the fault is STATE (on/off).
+	# fault_toggle [NAME] STATE: SIGUSR2 to the gateway (A) until its stdout says the fault
+	# is STATE (on/off).
 	fault_toggle() {
-		local n
-		n=$(grep -c "gateway watch fault $1" "$IT_TMP/gw-A.out" || true)
-		kill -USR2 "${GW_PID[A]}"
-		count_wait "A's watch fault $1" "$IT_TMP/gw-A.out" "gateway watch fault $1" $((n + 1))
+		local name=A n
+		[[ $# -eq 2 ]] && { name=$1; shift; }
+		n=$(grep -c "gateway watch fault $1" "$IT_TMP/gw-$name.out" || true)
+		kill -USR2 "${GW_PID[$name]}"
+		count_wait "$name's watch fault $1" "$IT_TMP/gw-$name.out" "gateway watch fault $1" \
+			$((n + 1))
 	}
+	# The owner's heartbeat stops once its re-watch hung for 10 x probe_misses ticks
+	# (rbd_ha.h's SCSITGT__RBD_HA_REWATCH_TICKS_PER_MISS): this line in its log.
+	beat_stop="the re-watch hangs past its bound: the heartbeat stops"
 	# moves: the lock's moves (acquisitions) and the fencing events so far, per gateway.
 	moves() {
 		local n
@@ -339,6 +351,9 @@ ownerwatch)
 	[[ "$got" == "1:0 2:2" ]] || it_fail "REPORT TARGET PORT GROUPS through B: '$got'"
 	[[ $(a_watching) == no ]] || it_fail "A watches again although its re-watch is held"
 	[[ "$(moves)" == "$before" ]] || it_fail "the lock moved: before '$before', now '$(moves)'"
+	# All of this within the bound: A never stopped its heartbeat.
+	! grep -q "$beat_stop" "$IT_TMP/gw-A.err" ||
+		it_fail "A's re-watch outlasted its bound before the checks ended"
 	n=$(grep -c "(heartbeat), " "$IT_TMP/gw-B.err")
 	it_log "A silent for $n probes of B, alive on its heartbeat; nothing moved: $before"
 	# Released: A watches again, and B's probes hear A's answers again.
@@ -371,6 +386,31 @@ ownerwatch)
 	gw_wait A standby
 	rtpg_wait A "1:2 2:0"
 	rtpg_wait B "1:2 2:0"
+	# The owner (now B) not frozen, its re-watch held past the bound: its heartbeat stops and
+	# A takes over, not before; released, B finds out it was fenced and rejoins as standby.
+	before=$(moves)
+	n=$(grep -c "(heartbeat), " "$IT_TMP/gw-A.err" || true)
+	fault_toggle B on
+	watching_wait B no "B's watch did not go"
+	for ((i = 0; i < 1200; i++)); do
+		m=$(moves)
+		grep -q "$beat_stop" "$IT_TMP/gw-B.err" && break
+		[[ "$m" == "$before" ]] || it_fail "the lock moved before B's heartbeat stopped: $m"
+		sleep 0.1
+	done
+	grep -q "$beat_stop" "$IT_TMP/gw-B.err" || it_fail "B's heartbeat never stopped"
+	[[ $(grep -c "(heartbeat), " "$IT_TMP/gw-A.err") -gt $n ]] ||
+		it_fail "A's probes never found B alive on its heartbeat"
+	it_log "B's re-watch outlasted its bound: its heartbeat stopped"
+	gw_wait A owner 2
+	grep -q "took the lock.*broke the lock of" "$IT_TMP/gw-A.err" ||
+		it_fail "A did not break B's lock: $(grep -h 'lock' "$IT_TMP/gw-A.err" | tail -3)"
+	fault_toggle B off
+	gw_wait B fenced
+	gw_wait B standby
+	rtpg_wait A "1:0 2:2"
+	rtpg_wait B "1:0 2:2"
+	it_log "A took the stuck owner's lock over; B, released, rejoined as standby"
 	;;
 stpg)
 	writer_start 64

@@ -2,7 +2,7 @@
 /*
  * The multi-gateway model's state machine (src/backend/rbd_ha.c): who takes a free lock, when
  * a silent owner counts as dead, an owner whose watch is being re-established kept alive by its
- * heartbeat record (and only by a fresh one of its own), fencing and rejoining, SET TARGET PORT
+ * heartbeat record (and only by a fresh one of its own, for a bounded re-watch), fencing and rejoining, SET TARGET PORT
  * GROUPS with its hold-down, the ALUA states reported for each group, and the formats of the
  * probe answer and of the heartbeat record.
  */
@@ -236,6 +236,65 @@ static void test_heartbeat_keeps_a_rewatching_owner(void **state)
 	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
 	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), SCSITGT__RBD_HA_DO_BREAK);
 	assert_int_equal(scsitgt__rbd_ha_alua(&b, 2), TR);
+}
+
+/* An owner whose re-watch never ends (its worker thread stuck) writes its record for the
+ * model's bound of ticks, then stops: a standby probing once per tick takes over after the
+ * bound and cfg.misses probes more, and not before. */
+static void test_heartbeat_stops_past_the_rewatch_bound(void **state)
+{
+	struct scsitgt__rbd_ha a, b;
+	struct scsitgt__rbd_ha_probe p;
+	uint32_t bound, t;
+	unsigned int act = 0;
+	uint64_t seq = 10;
+
+	(void)state;
+	ha_init(&a, 1, false);
+	ha_init(&b, 2, false);
+	bound = scsitgt__rbd_ha_rewatch_bound(&a);
+	assert_int_equal(bound, SCSITGT__RBD_HA_REWATCH_TICKS_PER_MISS * a.cfg.misses);
+	/* Only an owner writes a record. */
+	assert_false(scsitgt__rbd_ha_beat_due(&a, 0));
+	p = probe(&a, 0, false, 0);
+	assert_int_equal(scsitgt__rbd_ha_probed(&a, &p), SCSITGT__RBD_HA_DO_ACQUIRE);
+	assert_int_equal(scsitgt__rbd_ha_acquired(&a, 0, 0), 0);
+	assert_true(scsitgt__rbd_ha_beat_due(&a, 0));
+	assert_true(scsitgt__rbd_ha_beat_due(&a, bound));
+	assert_false(scsitgt__rbd_ha_beat_due(&a, bound + 1));
+	/* The standby's baseline, the owner answering. */
+	p = probe(&b, 1, true, 100);
+	beat(&p, A1, A1, seq, 100);
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	/* The owner's watch breaks; its re-watch is pending from tick 1 on and never ends. */
+	for (t = 1; t <= bound + b.cfg.misses; t++) {
+		if (scsitgt__rbd_ha_beat_due(&a, t))
+			seq++;
+		p = probe(&b, 1, false, 0);
+		beat(&p, A1, A1, seq, 1000);
+		act = scsitgt__rbd_ha_probed(&b, &p);
+		if (t <= bound) {
+			/* Within the bound: alive on its heartbeat, nothing moves. */
+			assert_int_equal(act, 0);
+			assert_true(b.owner_beating);
+			assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), AO);
+		} else if (t < bound + b.cfg.misses) {
+			assert_int_equal(act, 0);
+			assert_false(b.owner_alive);
+		}
+	}
+	assert_int_equal(act, SCSITGT__RBD_HA_DO_BREAK);
+	assert_int_equal(scsitgt__rbd_ha_alua(&b, 2), TR);
+	/* The new owner's acquisition fences the stuck one (its client is blocklisted): it
+	 * rejoins as a standby once reconnected. */
+	assert_int_equal(scsitgt__rbd_ha_acquired(&b, 0, 0), 0);
+	assert_int_equal(b.state, SCSITGT__RBD_HA_OWNER);
+	assert_int_equal(scsitgt__rbd_ha_fenced(&a), SCSITGT__RBD_HA_DO_RECONNECT);
+	assert_false(scsitgt__rbd_ha_beat_due(&a, 0));
+	assert_int_equal(scsitgt__rbd_ha_reconnected(&a, 0), 0);
+	p = probe(&a, 2, true, 10);
+	assert_int_equal(scsitgt__rbd_ha_probed(&a, &p), 0);
+	assert_int_equal(a.state, SCSITGT__RBD_HA_STANDBY);
 }
 
 /* A probe that finds group 1's client @owner owning the lock, silent, and the record @writer
@@ -475,6 +534,7 @@ int main(void)
 		cmocka_unit_test(test_silent_owner_is_broken),
 		cmocka_unit_test(test_heartbeat_keeps_a_rewatching_owner),
 		cmocka_unit_test(test_heartbeat_proves_only_fresh_records_of_the_owner),
+		cmocka_unit_test(test_heartbeat_stops_past_the_rewatch_bound),
 		cmocka_unit_test(test_fenced_owner_rejoins_as_standby),
 		cmocka_unit_test(test_stpg),
 		cmocka_unit_test(test_ack_format),
