@@ -54,8 +54,9 @@
  * fault= LUN to stdout, one "fault lun N: submitted S passed P delayed D hung H held H'
  * delaying D'" line each (backend_fault.h), for tests that wait until an io is held.
  * SIGUSR2 (a gateway, --alua-group) toggles its watch fault: the watch of the gateway object
- * breaks and its re-watch hangs until the next SIGUSR2 (scsitgt_rbd_gateway_fault_watch());
- * each prints "gateway watch fault on" or "off" to stdout.
+ * breaks and its re-watch hangs until the next SIGUSR2 (the test hook
+ * scsitgt_rbd_gateway_set_watch_fault(), libscsitgt/testing.h); each prints "gateway watch
+ * fault on" or "off" to stdout.
  * Defaults: one 1 GiB RAM LUN 0 on 127.0.0.1:3260, target iqn.2026-11.org.libscsitgt:minitarget.
  */
 #include <errno.h>
@@ -66,6 +67,7 @@
 #include <string.h>
 
 #include <libscsitgt/scsitgt.h>
+#include <libscsitgt/testing.h> /* the watch fault of SIGUSR2 */
 
 #include "minitarget_opts.h"
 
@@ -246,7 +248,7 @@ static void on_sigusr2(uv_signal_t *h, int signum)
 
 	(void)signum;
 	if (app->gateway == NULL || app->stopping ||
-	    scsitgt_rbd_gateway_fault_watch(app->gateway, !app->gw_watch_fault) < 0)
+	    scsitgt_rbd_gateway_set_watch_fault(app->gateway, !app->gw_watch_fault) < 0)
 		return;
 	app->gw_watch_fault = !app->gw_watch_fault;
 	printf("gateway watch fault %s\n", app->gw_watch_fault ? "on" : "off");

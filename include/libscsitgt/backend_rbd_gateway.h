@@ -25,7 +25,8 @@
  *  - A fenced gateway reports its group unavailable, replaces its blocklisted client with a
  *    fresh connection, reopens the image and rejoins as standby.
  *
- * Built only with the RBD backend; otherwise the functions return -ENOTSUP.
+ * Built only with the RBD backend; otherwise the functions return -ENOTSUP. A test hook that
+ * breaks a gateway's watch is in testing.h, outside the ABI promise.
  */
 #ifndef LIBSCSITGT_BACKEND_RBD_GATEWAY_H
 #define LIBSCSITGT_BACKEND_RBD_GATEWAY_H
@@ -133,24 +134,6 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
  */
 SCSITGT_EXPORT void scsitgt_rbd_gateway_destroy(struct scsitgt_rbd_gateway *gw, scsitgt_done_cb cb,
 						void *cb_arg);
-
-/**
- * Fault injection, for tests of the HA model: with @p hold true, break this gateway's watch of
- * the gateway object as librados reports a broken watch (its error callback), and make the
- * re-watch that follows at the next probe tick hang on the gateway's worker thread, as a
- * rados_watch3() waiting for an OSD does, until called again with @p hold false. Meanwhile the
- * gateway answers no probe of the others (and its own probes wait behind the re-watch); an
- * owner keeps writing its heartbeat, so a standby does not take a live owner's lock over
- * (docs/rbd.md, "The owner's heartbeat"). scsitgt_rbd_gateway_destroy() ends the hold.
- *
- * @param gw   The gateway.
- * @param hold Break the watch and hold its re-watch (true), or let the re-watch go on.
- * @return 0; -EINVAL (NULL @p gw); -ESHUTDOWN (@p hold true on a gateway being destroyed);
- *         -ENOTSUP without the RBD backend.
- *
- * Loop: home of the target.
- */
-SCSITGT_EXPORT int scsitgt_rbd_gateway_fault_watch(struct scsitgt_rbd_gateway *gw, bool hold);
 
 #ifdef __cplusplus
 }

@@ -37,6 +37,7 @@
 
 #include "libscsitgt/alua.h"
 #include "libscsitgt/backend_rbd_gateway.h"
+#include "libscsitgt/testing.h"
 #include "rbd_ha.h"
 #include "rbd_int.h"
 
@@ -111,7 +112,7 @@ struct scsitgt_rbd_gateway {
 	 * change). Loop. */
 	bool owner_beating;
 
-	/* Fault injection (scsitgt_rbd_gateway_fault_watch()): while set, a re-watch waits in
+	/* Fault injection (scsitgt_rbd_gateway_set_watch_fault()): while set, a re-watch waits in
 	 * the worker thread. */
 	pthread_mutex_t fault_mu;
 	pthread_cond_t fault_cv;
@@ -1137,6 +1138,30 @@ static void gw_maybe_finish(struct scsitgt_rbd_gateway *gw)
 	gw->jobs++;
 }
 
+/* Loop: the watch fault on or off (testing.h). */
+static void watch_fault_set(struct scsitgt_rbd_gateway *gw, bool hold)
+{
+	bool was;
+
+	pthread_mutex_lock(&gw->fault_mu);
+	was = gw->fault_hold;
+	gw->fault_hold = hold;
+	pthread_cond_broadcast(&gw->fault_cv);
+	pthread_mutex_unlock(&gw->fault_mu);
+	if (hold == was)
+		return;
+	if (hold) {
+		/* What librados' watch error callback does: the next tick watches again. */
+		atomic_store(&gw->watch_broken, true);
+		gw_log(gw, SCSITGT_LOG_WARNING,
+		       "fault injection: the watch of the gateway object breaks, its re-watch hangs",
+		       NULL, NULL);
+	} else {
+		gw_log(gw, SCSITGT_LOG_NOTICE, "fault injection: the re-watch may go on", NULL,
+		       NULL);
+	}
+}
+
 SCSITGT_EXPORT void scsitgt_rbd_gateway_destroy(struct scsitgt_rbd_gateway *gw, scsitgt_done_cb cb,
 						void *cb_arg)
 {
@@ -1148,7 +1173,7 @@ SCSITGT_EXPORT void scsitgt_rbd_gateway_destroy(struct scsitgt_rbd_gateway *gw, 
 	uv_timer_stop(&gw->tick);
 	uv_timer_stop(&gw->retry);
 	/* A re-watch held by fault injection must end for the last job to run. */
-	scsitgt_rbd_gateway_fault_watch(gw, false);
+	watch_fault_set(gw, false);
 	if (gw->rc->hooks.arg == gw)
 		memset(&gw->rc->hooks, 0, sizeof(gw->rc->hooks));
 	/* The target is going away; nothing more reaches librbd through this gateway. */
@@ -1156,31 +1181,10 @@ SCSITGT_EXPORT void scsitgt_rbd_gateway_destroy(struct scsitgt_rbd_gateway *gw, 
 	gw_maybe_finish(gw);
 }
 
-SCSITGT_EXPORT int scsitgt_rbd_gateway_fault_watch(struct scsitgt_rbd_gateway *gw, bool hold)
+SCSITGT_EXPORT int scsitgt_rbd_gateway_set_watch_fault(struct scsitgt_rbd_gateway *gw, bool hold)
 {
-	bool was;
-
 	if (gw == NULL)
 		return -EINVAL;
-	/* Going away: the last job must not wait for a re-watch. */
-	if (gw->destroying && hold)
-		return -ESHUTDOWN;
-	pthread_mutex_lock(&gw->fault_mu);
-	was = gw->fault_hold;
-	gw->fault_hold = hold;
-	pthread_cond_broadcast(&gw->fault_cv);
-	pthread_mutex_unlock(&gw->fault_mu);
-	if (hold == was)
-		return 0;
-	if (hold) {
-		/* What librados' watch error callback does: the next tick watches again. */
-		atomic_store(&gw->watch_broken, true);
-		gw_log(gw, SCSITGT_LOG_WARNING,
-		       "fault injection: the watch of the gateway object breaks, its re-watch hangs",
-		       NULL, NULL);
-	} else {
-		gw_log(gw, SCSITGT_LOG_NOTICE, "fault injection: the re-watch may go on", NULL,
-		       NULL);
-	}
+	watch_fault_set(gw, hold);
 	return 0;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "libscsitgt/backend_rbd_gateway.h"
+#include "libscsitgt/testing.h"
 
 SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_out,
 					      struct scsitgt_target *tgt, void *bctx,
@@ -23,7 +24,7 @@ SCSITGT_EXPORT void scsitgt_rbd_gateway_destroy(struct scsitgt_rbd_gateway *gw, 
 	(void)cb_arg;
 }
 
-SCSITGT_EXPORT int scsitgt_rbd_gateway_fault_watch(struct scsitgt_rbd_gateway *gw, bool hold)
+SCSITGT_EXPORT int scsitgt_rbd_gateway_set_watch_fault(struct scsitgt_rbd_gateway *gw, bool hold)
 {
 	(void)gw;
 	(void)hold;

@@ -4,7 +4,11 @@
 - every symbol the library exports starts with scsitgt_ (never the internal scsitgt__) and is
   declared in a public header;
 - every scsitgt_ function (or SCSITGT_EXPORT object) declared in the public headers is exported;
-- the SONAME is libscsitgt.so.<major>, <major> from include/libscsitgt/version.h.
+- the SONAME is libscsitgt.so.<major>, <major> from include/libscsitgt/version.h;
+- each symbol is exported in the version node src/libscsitgt.map lists it in, and the test
+  hooks (LIBSCSITGT_TESTING, outside the ABI promise: docs/ABI.md) are exactly what
+  include/libscsitgt/testing.h declares: no stable symbol sits in the testing node, no test
+  hook in a release's node.
 
 usage: check_abi.py LIBSCSITGT.SO SRCROOT
 """
@@ -40,10 +44,15 @@ def declared_functions(srcroot):
     return decl
 
 
+TESTING_NODE = "LIBSCSITGT_TESTING"
+TESTING_HEADER = "testing.h"
+
+
 def exported_symbols(lib):
+    """{name: type} and {name: version node ("" when unversioned)} of the library's exports."""
     out = subprocess.run(["nm", "-D", "--defined-only", lib], check=True,
                          capture_output=True, text=True).stdout
-    syms = {}
+    syms, versions = {}, {}
     for line in out.splitlines():
         parts = line.split()
         if len(parts) < 2:
@@ -51,8 +60,20 @@ def exported_symbols(lib):
         typ, name = parts[-2], parts[-1]
         if typ == "A":
             continue  # symbol-version nodes of the version script
-        syms[name.split("@")[0]] = typ
-    return syms
+        base, _, version = name.partition("@")
+        syms[base] = typ
+        versions[base] = version.lstrip("@")
+    return syms, versions
+
+
+def map_nodes(text):
+    """{symbol: version node} of the names a version script lists as global."""
+    nodes = {}
+    for m in re.finditer(r"\b(LIBSCSITGT_[\w.]+)\s*\{(.*?)\}", text, flags=re.S):
+        body = m.group(2).split("local:")[0]
+        for name in re.findall(r"^\s*(scsitgt_\w+)\s*;", body, flags=re.M):
+            nodes[name] = m.group(1)
+    return nodes
 
 
 def soname(lib):
@@ -75,7 +96,7 @@ def main():
     lib, srcroot = sys.argv[1], sys.argv[2]
     errors = []
 
-    exported = exported_symbols(lib)
+    exported, versions = exported_symbols(lib)
     declared = declared_functions(srcroot)
     print("%d exported symbols, %d functions declared in public headers"
           % (len(exported), len(declared)))
@@ -108,6 +129,28 @@ def main():
         errors.append("listed in src/libscsitgt.map but not exported: %s" % name)
     if re.search(r"scsitgt_\w*\*", open(mapfile).read()):
         errors.append("src/libscsitgt.map uses a wildcard for exports")
+
+    # Version nodes: each export carries the node the map lists it in; the testing node holds
+    # the test hooks of testing.h and nothing else (docs/ABI.md).
+    nodes = map_nodes(strip_comments(open(mapfile).read()))
+    for name in sorted(set(exported) & set(nodes)):
+        if versions.get(name) != nodes[name]:
+            errors.append("%s is exported in version node '%s', src/libscsitgt.map lists it "
+                          "in %s" % (name, versions.get(name), nodes[name]))
+    for name in sorted(declared):
+        in_testing_header = declared[name][0] == TESTING_HEADER
+        in_testing_node = nodes.get(name) == TESTING_NODE
+        if in_testing_header and name in nodes and not in_testing_node:
+            errors.append("test hook %s (testing.h) is in the stable node %s, not %s"
+                          % (name, nodes[name], TESTING_NODE))
+        elif in_testing_node and not in_testing_header:
+            errors.append("%s is in %s but declared in %s, not testing.h"
+                          % (name, TESTING_NODE, declared[name][0]))
+    for name in sorted(n for n, v in nodes.items() if v == TESTING_NODE):
+        if name not in declared:
+            errors.append("%s is in %s but declared in no header" % (name, TESTING_NODE))
+    print("%d test hooks in %s" % (sum(v == TESTING_NODE for v in nodes.values()),
+                                   TESTING_NODE))
 
     major = major_version(srcroot)
     so = soname(lib)

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file testing.h
+ * Test hooks: fault injection for the project's own tests (tests/integration, driven through
+ * examples/minitarget). They are OUTSIDE the ABI promise (docs/ABI.md): exported in their own
+ * version node, LIBSCSITGT_TESTING, not in a release's node, and they may change or go in any
+ * release, minor or patch. Never call them from a product. The umbrella header scsitgt.h does
+ * not include this one.
+ */
+#ifndef LIBSCSITGT_TESTING_H
+#define LIBSCSITGT_TESTING_H
+
+#include <stdbool.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct scsitgt_rbd_gateway;
+
+/**
+ * For tests only: with @p hold true, break the gateway's watch of the gateway object as
+ * librados reports a broken watch (its error callback), and make the re-watch that follows at
+ * the next probe tick hang, until called again with @p hold false.
+ *
+ * What the hold holds: the re-watch waits on the RBD context's worker thread, as a
+ * rados_watch3() waiting for an OSD does, so every job of the LUN queued behind it waits too
+ * (the gateway's probes, lock changes and reconnection, and the LUN's own jobs on that
+ * thread). Meanwhile the gateway answers no probe of the others; an owner keeps writing its
+ * heartbeat for a bounded number of ticks, then stops and is taken over (docs/rbd.md, "The
+ * owner's heartbeat"). scsitgt_rbd_gateway_destroy() ends the hold; a host that closes the LUN
+ * or destroys the engine with the hold on and the gateway still there hangs.
+ *
+ * @param gw   The gateway (scsitgt_rbd_gateway_create()), not destroyed.
+ * @param hold Break the watch and hold its re-watch (true), or let the re-watch go on.
+ * @return 0; -EINVAL (NULL @p gw); -ENOTSUP without the RBD backend.
+ *
+ * Loop: home of the target.
+ */
+SCSITGT_EXPORT int scsitgt_rbd_gateway_set_watch_fault(struct scsitgt_rbd_gateway *gw, bool hold);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBSCSITGT_TESTING_H */
