@@ -557,12 +557,15 @@ static void probe_done(struct scsitgt__rbd_job *job)
 			gw_log(gw, SCSITGT_LOG_WARNING, "lost the lock to ",
 			       j->owner[0] ? j->owner : "nobody", NULL);
 	}
-	/* "(heartbeat)": silent, but its record went on since the previous probe. */
+	/* "(heartbeat)": silent, but its record went on since the previous probe. Only a probe
+	 * that worked says so: a failed one leaves the model's view as the previous probe set it
+	 * (rbd_ha_ownerwatch counts these lines as probes vouched for by the heartbeat). */
 	scsitgt__log(&gw->rc->log, SCSITGT_LOG_DEBUG, SCSITGT__RBD_SUBSYS,
 		     "%s/%s: gateway %u: probe in %" PRIu64 " ms (lock %" PRIu64
 		     " ms): %d, owner %s%s, %zu peer(s)",
 		     gw->rc->pool, gw->rc->image_name, gw->ha.cfg.group, now_ms() - j->started_ms,
 		     j->lock_ms, j->probe.rc, j->owner[0] ? j->owner : "none",
+		     j->probe.rc < 0	  ? " (probe failed)" :
 		     j->probe.mine	  ? " (this gateway)" :
 		     j->probe.owner_alive ? " (answered)" :
 		     gw->ha.owner_beating ? " (heartbeat)" :
