@@ -3,7 +3,7 @@
 """workers-cpu.py - where the target's CPU goes with worker threads (issue 18 goal).
 
 Usage: bench/workers-cpu.py [--build DIR] [--seconds S] [--warmup S] [--runs N]
-                            [--modes "w0 w2 w2conn"] [--port P]
+                            [--modes "w0 w2 w2conn w1conn"] [--port P]
 
 For each mode a minitarget with one null LUN (1 GiB) serves two libiscsi iscsi-perf sessions
 (libiscsi-bin), each reading 4 KiB blocks at random with 32 requests in flight (-r -m 32):
@@ -11,11 +11,15 @@ For each mode a minitarget with one null LUN (1 GiB) serves two libiscsi iscsi-p
   w2      --workers 2 with SCSITGT_CONN_WORKERS=0: sockets on the workers, the protocol and
           the core on home (the opt-out)
   w2conn  --workers 2: each connection on its worker end to end (the default)
+  w1conn  --workers 1: both connections on the one worker, end to end (the worker machinery
+          of w2conn with the wake-up sharing of w0: separates the two costs)
 After --warmup seconds of iscsi-perf output (it prints one line per second), the CPU time of
 every thread of the target (/proc/PID/task/*/stat utime+stime) is sampled, and again --seconds
 lines later; the IOs of the window are the sum of both sessions' "iops current" figures of those
 seconds. Printed per mode (median of --runs): IOPS, target CPU per IO (us), the home thread's
-share of the target's CPU, and the ratio of CPU per IO to w0's.
+share of the target's CPU, the ratio of CPU per IO to w0's, and the context switches per IO of
+all the target's threads (voluntary: a loop went to sleep in epoll_wait; involuntary: a thread
+was preempted), from /proc/PID/task/*/status over the same window.
 """
 
 import argparse
@@ -46,6 +50,22 @@ def thread_cpu(pid):
     return out
 
 
+def thread_switches(pid):
+    """(voluntary, involuntary) context switches summed over every thread of @pid."""
+    vol = invol = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        vol += int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches:"):
+                        invol += int(line.split()[1])
+        except OSError:
+            continue
+    return vol, invol
+
+
 def perf_seconds(path):
     """The 'iops current' figures iscsi-perf printed so far, one per second."""
     try:
@@ -71,8 +91,8 @@ def wait_lines(paths, n, procs, bound=600):
 def run(args, mode, tmp):
     env = dict(os.environ)
     env.pop("SCSITGT_EXPERIMENTAL_CONN_WORKERS", None)
-    workers = "0" if mode == "w0" else "2"
-    env["SCSITGT_CONN_WORKERS"] = "1" if mode == "w2conn" else "0"
+    workers = {"w0": "0", "w1conn": "1"}.get(mode, "2")
+    env["SCSITGT_CONN_WORKERS"] = "1" if mode in ("w2conn", "w1conn") else "0"
     portal = "127.0.0.1:%d" % args.port
     tgt_out = os.path.join(tmp, "target.out")
     tgt = subprocess.Popen([os.path.join(args.build, "examples/minitarget"), "--portal", portal,
@@ -94,8 +114,10 @@ def run(args, mode, tmp):
                  url], stdout=open(o, "w"), stderr=subprocess.STDOUT))
         wait_lines(outs, args.warmup, perfs)
         c0 = thread_cpu(tgt.pid)
+        s0 = thread_switches(tgt.pid)
         wait_lines(outs, args.warmup + args.seconds, perfs)
         c1 = thread_cpu(tgt.pid)
+        s1 = thread_switches(tgt.pid)
         ios = sum(sum(perf_seconds(o)[args.warmup:args.warmup + args.seconds]) for o in outs)
         for p in perfs:
             p.terminate()
@@ -108,6 +130,7 @@ def run(args, mode, tmp):
     home = per.get(tgt.pid, 0.0)
     return {"iops": ios / args.seconds, "cpu_us_per_io": total / ios * 1e6,
             "home_share": home / total if total else 0.0,
+            "vcs_per_io": (s1[0] - s0[0]) / ios, "ics_per_io": (s1[1] - s0[1]) / ios,
             "threads": {c1[t][0] + ("(home)" if t == tgt.pid else ""): round(v, 2)
                         for t, v in per.items() if v > 0.005}}
 
@@ -128,18 +151,21 @@ def main():
             for m in res:
                 x = run(args, m, tmp)
                 res[m].append(x)
-                print("run %d %-6s %8.0f IOPS %6.1f us/IO home %5.1f%% %s" % (
+                print("run %d %-6s %8.0f IOPS %6.1f us/IO home %5.1f%% cs/IO %.3f+%.3f %s" % (
                     r + 1, m, x["iops"], x["cpu_us_per_io"], 100 * x["home_share"],
-                    x["threads"]), flush=True)
+                    x["vcs_per_io"], x["ics_per_io"], x["threads"]), flush=True)
     base = statistics.median(x["cpu_us_per_io"] for x in res.get("w0", [])) \
         if "w0" in res else None
-    print("%-7s %9s %10s %10s %9s" % ("mode", "IOPS", "CPU us/IO", "home share", "vs w0"))
+    print("%-7s %9s %10s %10s %9s %13s" % ("mode", "IOPS", "CPU us/IO", "home share", "vs w0",
+                                          "cs/IO vol+inv"))
     for m, xs in res.items():
         cpu = statistics.median(x["cpu_us_per_io"] for x in xs)
-        print("%-7s %9.0f %10.1f %9.1f%% %9s" % (
+        print("%-7s %9.0f %10.1f %9.1f%% %9s %6.3f+%.3f" % (
             m, statistics.median(x["iops"] for x in xs), cpu,
             100 * statistics.median(x["home_share"] for x in xs),
-            "%.2fx" % (cpu / base) if base else "-"))
+            "%.2fx" % (cpu / base) if base else "-",
+            statistics.median(x["vcs_per_io"] for x in xs),
+            statistics.median(x["ics_per_io"] for x in xs)))
 
 
 if __name__ == "__main__":
