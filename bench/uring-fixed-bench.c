@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_time.h"
+
 #include "size_arg.h"
 
 #define MAX_QD 256
@@ -45,23 +47,6 @@ struct result {
 	double iops;
 	double cpu_us_per_io;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double cpu_s(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
 
 static uint64_t rng(uint64_t *s)
 {
@@ -128,8 +113,8 @@ static int run_mode(const struct opts *o, bool fixed, struct result *res)
 			goto out;
 		}
 	}
-	t0 = now_s();
-	c0 = cpu_s();
+	t0 = bench_now_s();
+	c0 = bench_cpu_s();
 	for (unsigned int i = 0; i < o->qd; i++) {
 		prep(&ring, o, fd, fixed, iov, i, &seed);
 	}
@@ -158,12 +143,12 @@ static int run_mode(const struct opts *o, bool fixed, struct result *res)
 		io_uring_cq_advance(&ring, n);
 		ios += n;
 		io_uring_submit(&ring);
-		if (now_s() - t0 >= o->seconds) {
+		if (bench_now_s() - t0 >= o->seconds) {
 			break;
 		}
 	}
-	t1 = now_s();
-	c1 = cpu_s();
+	t1 = bench_now_s();
+	c1 = bench_cpu_s();
 	/* the ones still in flight complete before the ring goes */
 	res->iops = (double)ios / (t1 - t0);
 	res->cpu_us_per_io = (c1 - c0) * 1e6 / (double)ios;
