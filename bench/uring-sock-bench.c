@@ -201,7 +201,10 @@ static void server_epoll(struct server *s)
 	close(ep);
 }
 
-enum { U_RECV = 1, U_SEND = 2 };
+enum {
+	U_RECV = 1,
+	U_SEND = 2
+};
 
 static void server_uring(struct server *s)
 {
@@ -238,7 +241,8 @@ static void server_uring(struct server *s)
 		if (r < 0)
 			die("io_uring_submit_and_wait", -r);
 		s->wakes++;
-		io_uring_for_each_cqe(&ring, head, cqe) {
+		io_uring_for_each_cqe(&ring, head, cqe)
+		{
 			seen++;
 			if (io_uring_cqe_get_data64(cqe) == U_SEND) {
 				if (cqe->res < 0 || (size_t)cqe->res != want)
@@ -273,7 +277,8 @@ static void server_uring(struct server *s)
 
 static struct result run_mode(const struct opts *o, bool uring)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(sa);
 	static struct server s;
 	double t0, c0, t1, c1;
@@ -383,8 +388,7 @@ int main(int argc, char **argv)
 		else
 			usage();
 	}
-	if (o.runs < 1 || o.runs > 64 || o.qd < 1 || o.qd > MAX_BATCH || o.bs < 1 ||
-	    o.seconds <= 0)
+	if (o.runs < 1 || o.runs > 64 || o.qd < 1 || o.qd > MAX_BATCH || o.bs < 1 || o.seconds <= 0)
 		usage();
 	signal(SIGPIPE, SIG_IGN);
 	if (o.pin)
