@@ -111,6 +111,18 @@ int scsitgt__rdma_qp_create_sel(struct rdma_cm_id *id, struct scsitgt__rdma_dev 
  * 655 ms rdma_cm leaves, before it resends to an empty receive queue. 0 or -errno.
  */
 int scsitgt__rdma_qp_set_min_rnr(struct ibv_qp *qp);
+/*
+ * The transport attributes of an RC QP as one line for the log: local ACK timeout
+ * (ibv_modify_qp(3): 4.096 us * 2^timeout, 0 infinite), retry and RNR retry counts, RNR
+ * timer, path MTU, RDMA READs outstanding as requester and as responder. Always
+ * NUL-terminated.
+ */
+void scsitgt__rdma_qp_attr_str(const struct ibv_qp_attr *a, char *buf, size_t len);
+/*
+ * The same for a live QP (ibv_query_qp): on the passive side of rdma_cm the timeout and retry
+ * count come from the initiator's CM REQ (docs/srp.md "Measured"). 0 or -errno.
+ */
+int scsitgt__rdma_qp_describe(struct ibv_qp *qp, char *buf, size_t len);
 
 /* --- mr.c --- */
 struct scsitgt__rdma_pool {

@@ -2,6 +2,7 @@
 /* Per-device PD and shared CQ on the libuv loop, QP creation. See rdma.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -278,5 +279,41 @@ int scsitgt__rdma_qp_set_min_rnr(struct ibv_qp *qp)
 	a.min_rnr_timer = RDMA_MIN_RNR_TIMER;
 	if (ibv_modify_qp(qp, &a, IBV_QP_MIN_RNR_TIMER) != 0)
 		return errno ? -errno : -EIO;
+	return 0;
+}
+
+void scsitgt__rdma_qp_attr_str(const struct ibv_qp_attr *a, char *buf, size_t len)
+{
+	char tmo[32];
+	/* ibv_modify_qp(3): 4.096 us * 2^timeout (5 bits); 0 disables the timer. */
+	uint64_t us = (4096ull << (a->timeout & 31u)) / 1000u;
+	int mtu = a->path_mtu >= IBV_MTU_256 && a->path_mtu <= IBV_MTU_4096 ? 128 << a->path_mtu :
+									      0;
+
+	if (a->timeout == 0)
+		snprintf(tmo, sizeof(tmo), "infinite");
+	else
+		snprintf(tmo, sizeof(tmo), "%llu.%03llu ms", (unsigned long long)(us / 1000u),
+			 (unsigned long long)(us % 1000u));
+	snprintf(buf, len,
+		 "local ACK timeout %u (%s), retry %u, RNR retry %u, RNR timer %u, path MTU %d, "
+		 "RDMA READs out %u, in %u",
+		 a->timeout, tmo, a->retry_cnt, a->rnr_retry, a->min_rnr_timer, mtu,
+		 a->max_rd_atomic, a->max_dest_rd_atomic);
+}
+
+int scsitgt__rdma_qp_describe(struct ibv_qp *qp, char *buf, size_t len)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	if (ibv_query_qp(qp, &a,
+			 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				 IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MTU | IBV_QP_MAX_QP_RD_ATOMIC |
+				 IBV_QP_MAX_DEST_RD_ATOMIC,
+			 &init) != 0)
+		return errno ? -errno : -EIO;
+	scsitgt__rdma_qp_attr_str(&a, buf, len);
 	return 0;
 }

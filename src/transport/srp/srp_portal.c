@@ -288,6 +288,8 @@ void scsitgt__srp_ch_close(struct srp_ch *ch, int tlo_reason, const char *why)
 /* An rdma_cm event of the channel, on its loop. */
 static void ch_cm_event_here(struct srp_ch *ch, enum rdma_cm_event_type type, int status)
 {
+	char qpd[160];
+
 	scsitgt__srp_ch_log(ch, SCSITGT_LOG_DEBUG, "rdma_cm %s (status %d)",
 			    scsitgt__rdma_cm_event_name(type), status);
 	switch (type) {
@@ -295,6 +297,8 @@ static void ch_cm_event_here(struct srp_ch *ch, enum rdma_cm_event_type type, in
 		ch->connected = true;
 		if (scsitgt__rdma_qp_set_min_rnr(ch->id->qp) < 0)
 			scsitgt__srp_ch_log(ch, SCSITGT_LOG_DEBUG, "cannot set the RNR timer");
+		if (scsitgt__rdma_qp_describe(ch->id->qp, qpd, sizeof(qpd)) == 0)
+			scsitgt__srp_ch_log(ch, SCSITGT_LOG_NOTICE, "QP: %s", qpd);
 		ch->busy++;
 		scsitgt__srp_ch_leave(ch);
 		break;
