@@ -59,11 +59,12 @@ modprobe ib_srp
 SRPDEV=/sys/class/infiniband_srp/srp-rxe0-1
 LOGIN="id_ext=$G,ioc_guid=$G,dest=$RXE_IP:$SRP_PORT,initiator_ext=${GIDHEX:0:16},ch_count=2"
 
+# srp_login [OPTIONS]: add_target with LOGIN and ",OPTIONS" (more ib_srp login parameters).
 srp_login() {
-	local n
+	local n login=$LOGIN${1:+,$1}
 	n=$(dmesg | wc -l)
-	echo "  add_target: $LOGIN"
-	timeout 60 bash -c "echo '$LOGIN' > $SRPDEV/add_target"
+	echo "  add_target: $login"
+	timeout 60 bash -c "echo '$login' > $SRPDEV/add_target"
 	DEV=
 	for i in $(seq 150); do
 		for b in /sys/class/scsi_host/host*/device/target*/*:*:*:*/block/*; do
@@ -78,7 +79,7 @@ srp_login() {
 	done
 	[ -n "$DEV" ] || { echo "no SRP disk appeared"; false; }
 	dmesg | awk -v n="$n" 'NR>n' | grep -E 'ib_srp|SRP|immediate' | sed 's/^/  dmesg: /' | head -8
-	for a in ch_count req_lim zero_req_lim; do
+	for a in ch_count req_lim zero_req_lim sg_tablesize; do
 		echo "  $HOST/$a = $(cat /sys/class/scsi_host/$HOST/$a)"
 	done
 	[ "$(cat /sys/class/scsi_host/$HOST/ch_count)" = 2 ] || { echo "expected 2 channels"; false; }
@@ -93,35 +94,55 @@ srp_logout() {
 	grep "I_T nexus .* ended" /tmp/target.log | tail -1 | sed 's/^/  target: /'
 }
 
-# Soft-RoCE counters that explain slow runs (retransmissions, RNR, sequence errors).
-rxe_counters() {
+# Soft-RoCE counters that explain slow runs (retransmissions, RNR, sequence errors): rxe_mark
+# before a phase, rxe_counters after it prints what grew in between (both ends of every
+# connection are on rxe0, so the counts are the initiator's and the target's together).
+rxe_mark() {
 	local d=/sys/class/infiniband/rxe0/ports/1/hw_counters
 	[ -d $d ] || return 0
-	(cd $d && grep -H . * 2>/dev/null | awk -F: '$2 != 0 {printf " %s=%s", $1, $2}') |
-		sed 's/^/  rxe counters:/'
+	(cd $d && grep -H . * 2>/dev/null | tr ':' ' ') > /tmp/rxe.mark
+}
+rxe_counters() {
+	local d=/sys/class/infiniband/rxe0/ports/1/hw_counters
+	[ -d $d ] && [ -f /tmp/rxe.mark ] || return 0
+	(cd $d && grep -H . * 2>/dev/null | tr ':' ' ') |
+		join /tmp/rxe.mark - | awk '$3 != $2 {printf " %s=+%d", $1, $3 - $2}' |
+		sed 's/^/  rxe counters in this phase:/'
 	echo
 }
 
 cpu_ticks() { awk '{print $14 + $15}' /proc/$1/stat; }
 
-# fio against DEV; prints IOPS or MiB/s and the target's CPU time per I/O (TCG: compare
-# ratios only, and only within one run).
+# Reads the block device DEV completed and their sectors (its stat file).
+dev_reads() { awk '{print $1, $3}' "/sys/block/$(basename "$1")/stat"; }
+
+# fio against DEV; prints IOPS or MiB/s, the target's CPU time per I/O (TCG: compare ratios
+# only, and only within one run) and the size of the reads the disk sent: ib_srp cuts a request
+# at its sg_tablesize (default 12 pages, ib_iser's is 128), so 1 MiB of fragmented user memory
+# may go as many smaller SRP_CMDs (docs/srp.md "Measured").
 fio_one() {
-	local what=$1 dev=$2 name=$3 rw=$4 bs=$5 qd=$6 c0 c1
+	local what=$1 dev=$2 name=$3 rw=$4 bs=$5 qd=$6 c0 c1 r0 r1
 	local limit=(--runtime="$FIO_SECONDS" --time_based)
 	if [ "${VM_QUICK:-0}" = 1 ]; then
 		limit=(--io_size=16M)
 		[ "$rw" = randread ] && limit=(--io_size=4M)
 	fi
 	c0=$(cpu_ticks $TPID)
+	r0=$(dev_reads "$dev")
 	fio --name="$name" --filename="$dev" --direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
 		--ioengine=libaio "${limit[@]}" --size=256M \
 		--output-format=terse --terse-version=3 > /tmp/fio.out
 	c1=$(cpu_ticks $TPID)
-	awk -F';' -v w="$what" -v n="$name" -v bs="$bs" -v qd="$qd" -v cpu=$((c1 - c0)) '{
+	r1=$(dev_reads "$dev")
+	awk -F';' -v w="$what" -v n="$name" -v bs="$bs" -v qd="$qd" -v cpu=$((c1 - c0)) \
+		-v r="$r0 $r1" -v seg="$(cat "/sys/block/$(basename "$dev")/queue/max_segments")" '{
 		ios = $8 * $9 / 1000
-		printf "FIO %s %s %s QD%s: %s IOPS, %.1f MiB/s, target CPU %.0f us/IO\n", w, n, bs,
-			qd, $8, $7 / 1024, (ios > 0 ? cpu * 10000 / ios : 0) }' /tmp/fio.out
+		split(r, v, " ")
+		nr = v[3] - v[1]
+		printf "FIO %s %s %s QD%s: %s IOPS, %.1f MiB/s, target CPU %.0f us/IO,", w, n, bs,
+			qd, $8, $7 / 1024, (ios > 0 ? cpu * 10000 / ios : 0)
+		printf " %d reads of %.0f KiB on average (max_segments %s)\n", nr,
+			(nr > 0 ? (v[4] - v[2]) / 2 / nr : 0), seg }' /tmp/fio.out
 }
 
 fio_pair() {
@@ -145,8 +166,11 @@ step "remove the target port (srp_remote_ports/*/delete)"
 srp_logout
 kill -0 $TPID
 
-step "SRP login 2 (same target process)"
-srp_login
+# The second login takes ib_iser's segment limit (128 pages) instead of ib_srp's default (12),
+# so that the fio figures below compare the transports, not the initiators' limits: with 12,
+# 1 MiB of fragmented user memory goes as many smaller SRP_CMDs (docs/srp.md "Measured").
+step "SRP login 2 (same target process, sg_tablesize=128)"
+srp_login sg_tablesize=128
 echo 3 > /proc/sys/vm/drop_caches
 mount -o ro "$DEV" /mnt/lun
 [ "$(dd if=/mnt/lun/file$FS_BIG bs=1M iflag=direct status=none | sha256sum)" = "${FS_SUM[$FS_BIG]}" ]
@@ -170,6 +194,8 @@ if [ "${VM_QUICK:-0}" != 1 ]; then
 	echo "  target CPU while idle with two channels up: $(($(cpu_ticks $TPID) - c0)) ticks in 5 s"
 fi
 step "fio over SRP"
+{ grep -m1 "QP: " /tmp/target.log || true; } | sed 's/^.*QP: /  target QP: /'
+rxe_mark
 fio_pair SRP "$DEV"
 rxe_counters
 srp_logout
@@ -192,6 +218,7 @@ mount -o ro "$IDEV" /mnt/lun
 [ "$(sha256sum < /mnt/lun/file16)" = "${FS_SUM[16]}" ]
 echo "  file16 written over SRP reads back over iSER"
 umount /mnt/lun
+rxe_mark
 fio_pair iSER "$IDEV"
 rxe_counters
 iscsiadm -m node -T $IQN -p $RXE_IP:3260 -I iser --logout > /dev/null
