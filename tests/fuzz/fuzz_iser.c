@@ -4,7 +4,9 @@
  * private data, and the one-PDU-per-SEND span check, on arbitrary SEND payloads; then what the
  * data path derives from a header: the remote addresses of its STags (descriptor mapping) and
  * the receive credits of negotiated values; and the registered pool's allocator driven by the
- * input as a sequence of alloc/free/hold/release operations, with its invariants checked.
+ * input as a sequence of alloc/free/hold/release operations, with its invariants checked; and
+ * the flow state the wire drives (iser_flow.h), against a model: the RDMA READ queue, and the
+ * unexpected PDUs we sent as NOP-Out TTTs and ExpStatSNs from the input answer them.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -82,6 +84,107 @@ static void fuzz_pool(const uint8_t *data, size_t size)
 	scsitgt__bufpool_fini(&bp);
 }
 
+#define FLOW_ITEMS 16u
+
+/* The RDMA READ queue against a model: FIFO order, at most depth in flight, counts. */
+static void fuzz_rdq(const uint8_t *data, size_t size)
+{
+	struct scsitgt__iser_rdq q;
+	struct scsitgt__iser_rdq_item it[FLOW_ITEMS];
+	unsigned int queued[FLOW_ITEMS], nq = 0, busy[FLOW_ITEMS], nb = 0, idle = FLOW_ITEMS;
+	unsigned int free_ix[FLOW_ITEMS];
+
+	if (size < 1)
+		return;
+	for (unsigned int i = 0; i < FLOW_ITEMS; i++)
+		free_ix[i] = i;
+	scsitgt__iser_rdq_init(&q, data[0] % 6);
+	for (size_t i = 1; i < size; i++) {
+		uint8_t op = data[i] % 5;
+
+		if (op == 0 && idle) {
+			unsigned int k = free_ix[--idle];
+
+			scsitgt__iser_rdq_push(&q, &it[k]);
+			queued[nq++] = k;
+		} else if (op == 1) {
+			struct scsitgt__iser_rdq_item *got = scsitgt__iser_rdq_next(&q);
+			bool may = nq && nb < (data[0] % 6 ? data[0] % 6 : 1u);
+
+			if ((got != NULL) != may || (got && got != &it[queued[0]]))
+				abort();
+			if (got) {
+				busy[nb++] = queued[0];
+				memmove(queued, queued + 1, --nq * sizeof(queued[0]));
+			}
+		} else if (op == 2 && nb) {
+			/* The newest READ in flight could not be posted: back to the head. */
+			memmove(queued + 1, queued, nq++ * sizeof(queued[0]));
+			queued[0] = busy[--nb];
+			scsitgt__iser_rdq_unget(&q, &it[queued[0]]);
+		} else if (op == 3 && nb) {
+			scsitgt__iser_rdq_done(&q);
+			free_ix[idle++] = busy[--nb];
+		} else if (op == 4) {
+			unsigned int n = 0;
+
+			for (struct scsitgt__iser_rdq_item *l = scsitgt__iser_rdq_flush(&q); l;
+			     l = l->next) {
+				if (n >= nq || l != &it[queued[n]])
+					abort();
+				free_ix[idle++] = queued[n++];
+			}
+			if (n != nq)
+				abort();
+			nq = 0;
+		}
+		if (q.busy != nb || q.queued != nq || q.busy > q.depth)
+			abort();
+	}
+}
+
+/* Unexpected PDUs: at most min(limit, TRACK) outstanding; pongs and acks drop the right ones. */
+static void fuzz_unexp(const uint8_t *data, size_t size)
+{
+	struct scsitgt__iser_unexp u;
+	uint32_t limit;
+
+	if (size < 1)
+		return;
+	limit = data[0] % (SCSITGT__ISER_UNEXP_TRACK + 8);
+	scsitgt__iser_unexp_init(&u, limit);
+	for (size_t i = 1; i + 2 < size; i += 3) {
+		uint32_t v = (uint32_t)data[i + 1] << 24 | (uint32_t)data[i + 2] << 3;
+		uint32_t before = u.n, pings = 0, olds = 0;
+
+		for (uint32_t k = 0; k < u.n; k++) {
+			pings += u.out[k].ping && u.out[k].value == v;
+			olds += !u.out[k].ping && (int32_t)(v - u.out[k].value) > 0;
+		}
+		switch (data[i] % 3) {
+		case 0:
+			if (!scsitgt__iser_unexp_can_send(&u))
+				break;
+			scsitgt__iser_unexp_sent(&u, data[i] & 4, v);
+			if (u.n != before + (limit != 0))
+				abort();
+			break;
+		case 1:
+			if (scsitgt__iser_unexp_pong(&u, v) != (pings != 0) ||
+			    u.n != before - (pings != 0))
+				abort();
+			break;
+		default:
+			scsitgt__iser_unexp_ack(&u, v);
+			if (u.n != before - olds)
+				abort();
+			break;
+		}
+		if (u.n > SCSITGT__ISER_UNEXP_TRACK || (limit && u.n > limit))
+			abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct scsitgt__iser_hdr h;
@@ -90,6 +193,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	long n;
 
 	fuzz_pool(data, size);
+	fuzz_rdq(data, size);
+	fuzz_unexp(data, size);
 	if (scsitgt__iser_cm_req_decode(data, size, &cm) == 0 && size >= SCSITGT__ISER_CM_LEN &&
 	    !cm.given)
 		abort();
