@@ -110,14 +110,18 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leak
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
 
 run_one() {
-	local t=$1 dir=$WORK/$1 st=0
+	local t=$1 dir=$WORK/$1 st=0 dict=()
 	mkdir -p "$dir/corpus"
 	if [[ -d tests/fuzz/corpus/$t ]]; then
 		cp -r "tests/fuzz/corpus/$t/." "$dir/corpus/"
 	fi
+	# A dictionary of the target's tokens (iSCSI keys, ...), where one exists.
+	if [[ -f tests/fuzz/dict/$t.dict ]]; then
+		dict=(-dict="tests/fuzz/dict/$t.dict")
+	fi
 	# -timeout: one input that runs this long is a hang; -rss_limit_mb bounds memory.
 	"$BUILD/tests/fuzz/fuzz_$t" -max_total_time="$SECONDS_EACH" -print_final_stats=1 \
-		-timeout=25 -rss_limit_mb=2048 -artifact_prefix="$dir/" "$dir/corpus" \
+		-timeout=25 -rss_limit_mb=2048 -artifact_prefix="$dir/" "${dict[@]}" "$dir/corpus" \
 		>"$WORK/$t.log" 2>&1 || st=$?
 	echo "$st" >"$WORK/$t.status"
 }
