@@ -59,12 +59,30 @@ rbd_cleanup() {
 	it_cleanup
 }
 
+# rbd_guard_start: a watcher in a session of its own takes the cluster in $RBD_DIR down once
+# this test's shell is gone without having done so. meson ends a test past its timeout with
+# SIGTERM to the test's process group and SIGKILL half a second later, which cuts rbd_cleanup
+# short (seen: `micro-ceph down` killed while it removed the directory); the Ceph daemons run
+# in sessions of their own and would outlive the test, holding memory and CPU for the rest of
+# the run. The watcher holds none of the test's file descriptors (meson waits for them).
+rbd_guard_start() {
+	# shellcheck disable=SC2016 # expanded by the watcher's shell
+	setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done
+		[[ -d "$2" ]] || exit 0
+		# down stops the daemons, then removes the directory; a directory without its
+		# marker is one whose removal was cut short (no daemon left) or whose up never
+		# got that far.
+		"$3" down "$2" || [[ -d "$2/.micro-ceph" ]] || rm -rf -- "$2"' \
+		rbd-guard "$$" "$RBD_DIR" "$RBD_MICRO_CEPH" </dev/null >/dev/null 2>&1 &
+}
+
 # rbd_cluster_up [micro-ceph up options]: start the cluster and export its environment.
 # The directory is short (admin sockets need paths under 107 bytes).
 rbd_cluster_up() {
 	local out
 	RBD_DIR=$(mktemp -u "${TMPDIR:-/tmp}/mc.XXXXXX")
 	trap rbd_cleanup EXIT
+	rbd_guard_start
 	# Ceph reads CEPH_KEYRING and CEPH_ARGS over the conf file: never inherit them.
 	unset CEPH_KEYRING CEPH_ARGS
 	out=$("$RBD_MICRO_CEPH" up "$RBD_DIR" "$@" 2>"$IT_TMP/micro-ceph.err") || {
