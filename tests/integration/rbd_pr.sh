@@ -65,10 +65,11 @@ a_start() {
 	A_URLS=("${IT_URLS[@]}")
 }
 
-# Wait until FILE has a "ready" line (a pr_client logged in), bounded.
+# Wait until FILE has a "ready" line (a pr_client logged in), bounded like a target's start
+# (IT_START_TIMEOUT): a login to a loaded ThreadSanitizer gateway can take seconds.
 wait_ready() {
 	local i
-	for ((i = 0; i < 300; i++)); do
+	for ((i = 0; i < IT_START_TIMEOUT * 20; i++)); do
 		grep -q '^ready' "$1" 2>/dev/null && return 0
 		sleep 0.05
 	done
