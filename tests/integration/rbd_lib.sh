@@ -79,13 +79,19 @@ rbd_guard_start() {
 # rbd_cluster_up [micro-ceph up options]: start the cluster and export its environment.
 # The directory is short (admin sockets need paths under 107 bytes).
 rbd_cluster_up() {
-	local out
+	local out p2 p1
 	RBD_DIR=$(mktemp -u "${TMPDIR:-/tmp}/mc.XXXXXX")
 	trap rbd_cleanup EXIT
 	rbd_guard_start
 	# Ceph reads CEPH_KEYRING and CEPH_ARGS over the conf file: never inherit them.
 	unset CEPH_KEYRING CEPH_ARGS
-	out=$("$RBD_MICRO_CEPH" up "$RBD_DIR" "$@" 2>"$IT_TMP/micro-ceph.err") || {
+	# The monitor's two ports come from lib.sh's registry, like every port of the suite: a
+	# port the kernel alone calls free may be one another test claimed and has not bound yet,
+	# or be handed to another test before the monitor binds it (after its mkfs: seconds on a
+	# loaded host).
+	p2=$(it_free_port) && p1=$(it_free_port) || it_fail "no free port for the monitor"
+	out=$(MICRO_CEPH_PORTS="$p2 $p1" "$RBD_MICRO_CEPH" up "$RBD_DIR" "$@" \
+		2>"$IT_TMP/micro-ceph.err") || {
 		tail -n 30 "$IT_TMP/micro-ceph.err" >&2
 		it_fail "micro-ceph up failed"
 	}
