@@ -400,6 +400,7 @@ struct scsitgtd_gw {
 
 static int lun_create(struct scsitgtd *d, struct scsitgt_target *tgt,
 		      const struct scsitgtd_config *cfg, const struct scsitgtd_lun *l);
+static void target_destroy_removed(struct scsitgtd *d, struct scsitgt_target *tgt);
 
 static struct scsitgtd_gw *gw_find(struct scsitgtd *d, struct scsitgt_target *tgt)
 {
@@ -427,7 +428,7 @@ static void gw_gone(void *arg, int status)
 	if (d->stopping) {
 		/* The engine takes everything down next. */
 	} else if (e->then_target) {
-		scsitgt_target_destroy(e->tgt, NULL, NULL);
+		target_destroy_removed(d, e->tgt);
 	} else {
 		for (size_t i = 0; i < e->ngroups; i++)
 			scsitgt_alua_group_destroy(e->tgt, e->groups[i]);
@@ -1188,6 +1189,47 @@ static int target_create(struct scsitgtd *d, const struct scsitgtd_config *nc,
 	return 0;
 }
 
+/* A target a reload removed, on its way out (its name still taken). */
+struct removed_target {
+	struct scsitgtd *d;
+	char name[];
+};
+
+/* The removed target is gone. A reload that brought it back meanwhile could not create it
+ * (scsitgt_target_create: the name was still taken, "File exists"); the configuration
+ * applied by now has the last word: create it as that says. */
+static void target_gone(void *arg, int status)
+{
+	struct removed_target *r = arg;
+	struct scsitgtd *d = r->d;
+	const struct scsitgtd_target *t = NULL;
+	struct scsitgtd_tgt *slot;
+
+	(void)status;
+	if (!d->stopping && d->cfg)
+		t = scsitgtd_config_find_target(d->cfg, r->name);
+	if (t) {
+		slot = &d->tgts[t - d->cfg->targets];
+		if (slot->tgt == NULL && target_create(d, d->cfg, t, &slot->tgt) == 0)
+			srps_apply(d, slot->tgt, NULL, NULL, t, slot->srps);
+	}
+	free(r);
+}
+
+/* Destroy a target the configuration no longer has (after its gateway, if it has one). */
+static void target_destroy_removed(struct scsitgtd *d, struct scsitgt_target *tgt)
+{
+	const char *name = scsitgt_target_get_name(tgt);
+	size_t len = strlen(name) + 1;
+	struct removed_target *r = malloc(sizeof(*r) + len);
+
+	if (r) {
+		r->d = d;
+		memcpy(r->name, name, len);
+	}
+	scsitgt_target_destroy(tgt, r ? target_gone : NULL, r);
+}
+
 /* ---- portals ---- */
 
 static bool portal_equal(const struct scsitgtd_portal *a, const struct scsitgtd_portal *b)
@@ -1376,7 +1418,7 @@ int scsitgtd_apply(struct scsitgtd *d, struct scsitgtd_config *nc)
 				gw->then_target = true;
 				gw_destroy(gw);
 			} else {
-				scsitgt_target_destroy(d->tgts[i].tgt, NULL, NULL);
+				target_destroy_removed(d, d->tgts[i].tgt);
 			}
 			d->tgts[i].tgt = NULL;
 		}

@@ -477,6 +477,27 @@ if [[ $(basename "$IT_TARGET") == scsitgtd* && $MODE == kill ]]; then
 	rtpg_wait B "1:0 2:2"
 	rtpg_wait A "1:0 2:2"
 	it_log "B's target removed and added again: B stands by again"
+	# The same with the second reload while the gateway and the target the first removed are
+	# still going (held there on purpose: the OSD stopped, the gateway's unwatch and close
+	# wait for it): the target's name is still taken, its creation fails ("File exists"),
+	# and scsitgtd creates it once the old one is gone, as the file applied by then says.
+	# Before, the target stayed away until the next reload (seen under TSan on a loaded host
+	# with the reloads above, which leave the removal time to end).
+	osd=$(awk '$1 == "osd.0" { print $2 }' "$RBD_DIR/pids")
+	[[ -n "$osd" ]] && kill -0 "$osd" || it_fail "no OSD pid in $RBD_DIR/pids"
+	n=$(grep -c "target $IQN: File exists" "$IT_TMP/gw-B.err" || true)
+	kill -STOP "$osd"
+	sed '/^\[target\]/,$d' "$IT_TMP/gw-B.full" >"$IT_TMP/gw-B.conf"
+	gw_reload B
+	cp "$IT_TMP/gw-B.full" "$IT_TMP/gw-B.conf"
+	gw_reload B
+	kill -CONT "$osd"
+	[[ $(grep -c "target $IQN: File exists" "$IT_TMP/gw-B.err") -gt $n ]] ||
+		it_fail "the target was created again before the old one went: $(tail -3 "$IT_TMP/gw-B.err")"
+	gw_wait B standby 4
+	rtpg_wait B "1:0 2:2"
+	rtpg_wait A "1:0 2:2"
+	it_log "B's target added again while the removed one was going: created once it went"
 fi
 
 for n in B A; do
