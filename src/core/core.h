@@ -165,6 +165,10 @@ struct scsitgt_target {
 	unsigned int destroy_pending;
 	scsitgt_done_cb destroy_cb;
 	void *destroy_cb_arg;
+	/* The engine's destruction, when it found this target already on its way out: called
+	 * after destroy_cb once the target is freed (scsitgt__target_destroy_engine()). */
+	scsitgt_done_cb engine_cb;
+	void *engine_cb_arg;
 	struct scsitgt__deferred destroy_done;
 	/* task management requests crossing shards in flight (core/tmf_xshard.c): the target's
 	 * destruction waits for them (scsitgt__target_hold()). Home only. */
@@ -521,6 +525,10 @@ void scsitgt__target_lun_removed(struct scsitgt_target *tgt, struct scsitgt_lun 
 void scsitgt__target_session_gone(struct scsitgt_target *tgt);
 /* Keep @tgt from being freed while work of the core's own uses it (a destroy waits). Loop:
  * home. */
+/* The engine's destruction of @tgt: scsitgt_target_destroy(), or, when the host's destroy is
+ * already under way, a wait for that one: @cb is called once the target is freed either way.
+ * Home only. */
+void scsitgt__target_destroy_engine(struct scsitgt_target *tgt, scsitgt_done_cb cb, void *arg);
 void scsitgt__target_hold(struct scsitgt_target *tgt);
 void scsitgt__target_unhold(struct scsitgt_target *tgt);
 /* An event naming @tgt posted from a worker loop (tgt->ev_refs): ref on that loop while @tgt is

@@ -434,7 +434,7 @@ static void engine_destroy_step(struct scsitgt_engine *engine)
 				scsitgt__container_of(pos, struct scsitgt_target, node);
 
 			engine->destroy_pending++;
-			scsitgt_target_destroy(tgt, engine_child_done, engine);
+			scsitgt__target_destroy_engine(tgt, engine_child_done, engine);
 		}
 		engine_child_done(engine, 0);
 		break;

@@ -101,6 +101,8 @@ static void target_free(struct scsitgt__deferred *d)
 	struct scsitgt_target *tgt = scsitgt__container_of(d, struct scsitgt_target, destroy_done);
 	scsitgt_done_cb cb = tgt->destroy_cb;
 	void *cb_arg = tgt->destroy_cb_arg;
+	scsitgt_done_cb engine_cb = tgt->engine_cb;
+	void *engine_cb_arg = tgt->engine_cb_arg;
 
 	scsitgt__acl_free(tgt);
 	for (int i = 0; i < SCSITGT__EXT_COUNT_; i++)
@@ -116,6 +118,8 @@ static void target_free(struct scsitgt__deferred *d)
 	free(tgt);
 	if (cb)
 		cb(cb_arg, 0);
+	if (engine_cb)
+		engine_cb(engine_cb_arg, 0);
 }
 
 static void target_lun_done(void *arg, int status)
@@ -208,6 +212,19 @@ SCSITGT_EXPORT void scsitgt_target_destroy(struct scsitgt_target *tgt, scsitgt_d
 			s->ops->session_shutdown(s);
 	}
 	target_destroy_step(tgt);
+}
+
+void scsitgt__target_destroy_engine(struct scsitgt_target *tgt, scsitgt_done_cb cb, void *arg)
+{
+	/* A host's destroy still waiting for sessions, LUNs or a gateway keeps the target in
+	 * the engine's list; a second scsitgt_target_destroy() would return at once without a
+	 * callback, and the engine would wait for ever. */
+	if (tgt->destroying) {
+		tgt->engine_cb = cb;
+		tgt->engine_cb_arg = arg;
+		return;
+	}
+	scsitgt_target_destroy(tgt, cb, arg);
 }
 
 SCSITGT_EXPORT const char *scsitgt_target_get_name(const struct scsitgt_target *tgt)
