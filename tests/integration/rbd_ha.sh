@@ -486,12 +486,16 @@ if [[ $(basename "$IT_TARGET") == scsitgtd* && $MODE == kill ]]; then
 	osd=$(awk '$1 == "osd.0" { print $2 }' "$RBD_DIR/pids")
 	[[ -n "$osd" ]] && kill -0 "$osd" || it_fail "no OSD pid in $RBD_DIR/pids"
 	n=$(grep -c "target $IQN: File exists" "$IT_TMP/gw-B.err" || true)
+	# A failure while it is stopped must not leave it so (gw_cleanup resumes it).
+	RBD_OSD_STOPPED=$osd
 	kill -STOP "$osd"
 	sed '/^\[target\]/,$d' "$IT_TMP/gw-B.full" >"$IT_TMP/gw-B.conf"
 	gw_reload B
 	cp "$IT_TMP/gw-B.full" "$IT_TMP/gw-B.conf"
 	gw_reload B
 	kill -CONT "$osd"
+	# shellcheck disable=SC2034 # read by gw_cleanup (rbd_lib.sh)
+	RBD_OSD_STOPPED=
 	[[ $(grep -c "target $IQN: File exists" "$IT_TMP/gw-B.err") -gt $n ]] ||
 		it_fail "the target was created again before the old one went: $(tail -3 "$IT_TMP/gw-B.err")"
 	gw_wait B standby 4

@@ -139,6 +139,10 @@ declare -A GW_PID GW_URL GW_PORT
 # Gateways are stopped before the cluster goes down (they are its clients).
 gw_cleanup() {
 	local rc=$? n
+	# An OSD a test stopped on purpose (SIGSTOP) and did not resume before failing.
+	if [[ -n "${RBD_OSD_STOPPED:-}" ]]; then
+		kill -CONT "$RBD_OSD_STOPPED" 2>/dev/null || true
+	fi
 	for n in "${!GW_PID[@]}"; do
 		kill -KILL "${GW_PID[$n]}" 2>/dev/null || true
 		wait "${GW_PID[$n]}" 2>/dev/null || true
