@@ -220,8 +220,14 @@ static void server_uring(struct server *s)
 	/* Completions run in this thread's own calls (no task-work interrupts), as a
 	 * networking ring should be set up on kernels that have it (6.1). */
 	r = io_uring_queue_init(8, &ring, IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
-	if (r == -EINVAL)
+	if (r == -EINVAL) {
+		static bool said;
+
+		if (!said)
+			printf("(this kernel refuses SINGLE_ISSUER|DEFER_TASKRUN: plain ring)\n");
+		said = true;
 		r = io_uring_queue_init(8, &ring, 0);
+	}
 	if (r < 0)
 		die("io_uring_queue_init", -r);
 	sqe = io_uring_get_sqe(&ring);
@@ -388,7 +394,9 @@ int main(int argc, char **argv)
 		else
 			usage();
 	}
-	if (o.runs < 1 || o.runs > 64 || o.qd < 1 || o.qd > MAX_BATCH || o.bs < 1 || o.seconds <= 0)
+	/* At most qd requests are answered at once: 2 x qd iovecs, one sendmsg's limit. */
+	if (o.runs < 1 || o.runs > 64 || o.qd < 1 || o.qd > IOV_MAX / 2 || o.bs < 1 ||
+	    o.seconds <= 0)
 		usage();
 	signal(SIGPIPE, SIG_IGN);
 	if (o.pin)
