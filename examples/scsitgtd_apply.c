@@ -1179,6 +1179,17 @@ static int target_create(struct scsitgtd *d, const struct scsitgtd_config *nc,
 	if (t->max_lun_commands >= 0)
 		o.max_lun_commands = (uint32_t)t->max_lun_commands;
 	rc = scsitgt_target_create(out, d->engine, &o);
+	if (rc == -EEXIST) {
+		/* The file's target names are unique, so the name is held by a target a reload
+		 * removed and that is still going away (sessions, LUNs, a gateway closing):
+		 * target_gone() creates this one once it is gone. */
+		scsitgtd_log(d, SCSITGT_LOG_NOTICE,
+			     "target %s: %s: the removed target of that name is still going away; "
+			     "created once it is gone",
+			     t->name, scsitgt_strerror(rc));
+		*out = NULL;
+		return rc;
+	}
 	if (rc < 0) {
 		scsitgtd_log(d, SCSITGT_LOG_ERROR, "target %s: %s", t->name, scsitgt_strerror(rc));
 		*out = NULL;
@@ -1226,6 +1237,11 @@ static void target_destroy_removed(struct scsitgtd *d, struct scsitgt_target *tg
 	if (r) {
 		r->d = d;
 		memcpy(r->name, name, len);
+	} else {
+		scsitgtd_log(d, SCSITGT_LOG_ERROR,
+			     "target %s: out of memory: a reload that brings it back before it is "
+			     "gone will not create it",
+			     name);
 	}
 	scsitgt_target_destroy(tgt, r ? target_gone : NULL, r);
 }
