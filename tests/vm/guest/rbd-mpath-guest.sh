@@ -228,6 +228,13 @@ wait_for 300 'multipathd made no map of $DA and $DB: $(multipathd show topology 
 wait_for 180 'A is not the active path: $(paths)' path_is "$DA" ready active 50
 [ "$(dmsetup ls --target multipath | wc -l)" = 1 ] || fail "not one map: $(dmsetup ls)"
 MAP=$(dmsetup ls --target multipath | awk '{print $1}')
+# dm-multipath makes a path group active at the map's first I/O (udev's blkid usually, at a
+# time of its own): read once ourselves, then wait for the groups (a check at once raced with
+# that first I/O: both groups still "enabled", seen once under TCG). The read must go to A's
+# group, so it moves nothing: the checks after it hold only if it did.
+dd if="/dev/mapper/$MAP" of=/dev/null bs=4k count=1 iflag=direct 2> /dev/null ||
+	fail "the first read through /dev/mapper/$MAP failed"
+wait_for 180 'path groups: $(multipathd show topology 2>&1)' groups_are "$DA" "$DB"
 groups_are "$DA" "$DB" || fail "path groups (above)"
 access_is "$DA" active/optimized || fail "A's access_state: $(cat /sys/block/$DA/device/access_state)"
 access_is "$DB" standby || fail "B's access_state: $(cat /sys/block/$DB/device/access_state)"
