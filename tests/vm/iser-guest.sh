@@ -70,6 +70,7 @@ iscsiadm -m discovery -t sendtargets -p $PORTAL -I iser
 step "login 1"
 login
 sg_readcap "$DEV" | head -3
+{ grep -m1 "QP: " /tmp/target.log || true; } | sed 's/^.*QP: /  target QP: /'
 
 step "mkfs.ext4 + mount + direct-I/O files of $FS_FILES_MB MiB + fsck"
 fs_write_files "$DEV"

@@ -255,13 +255,19 @@ static void ip_drop_back(void *arg)
 
 static void ic_established(struct iser_conn *ic)
 {
+	char qpd[160];
 	int rc;
 
 	ic->connected = true;
 	rc = scsitgt__rdma_qp_set_min_rnr(ic->id->qp);
-	if (rc < 0 && ic->conn)
+	if (!ic->conn)
+		return;
+	if (rc < 0)
 		scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_DEBUG,
 					"iSER: cannot set the RNR timer (errno %d)", -rc);
+	/* As SRP does: the ACK timeout and retry count come from the initiator's CM REQ. */
+	if (scsitgt__rdma_qp_describe(ic->id->qp, qpd, sizeof(qpd)) == 0)
+		scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_NOTICE, "iSER: QP: %s", qpd);
 }
 
 /* An rdma_cm event of the connection, on its loop. */
