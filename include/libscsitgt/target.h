@@ -71,7 +71,10 @@ SCSITGT_EXPORT void scsitgt_target_opts_init(struct scsitgt_target_opts *opts, s
  * @param opts   Options (name required).
  * @return 0 on success; -EINVAL if an argument is NULL, the name is empty, longer than 223
  *         bytes or has characters outside RFC 7143 §4.2.7.2; -EEXIST if the engine already
- *         has a target of that name; -ENOMEM.
+ *         has a target of that name, also one whose scsitgt_target_destroy() has not called
+ *         back yet (its LUNs may still hold their storage: an RBD image's lock, an open
+ *         file), so a host that replaces a target by one of the same name creates it from
+ *         the destroy callback (examples/scsitgtd_apply.c does); -ENOMEM.
  *
  * Loop: home of @p engine.
  */

@@ -7,6 +7,7 @@
  * callback. Before, the engine counted it and never heard of it again: the engine's
  * callback never came, and scsitgtd hung on SIGTERM.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -109,11 +110,71 @@ static void test_engine_destroys_its_targets(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+struct replace {
+	struct scsitgt_engine *engine;
+	const char *name;
+	struct scsitgt_target *again;
+	int done;
+};
+
+/* The destroy callback: the name is free now, and a target of that name can be created. */
+static void replace_gone(void *arg, int status)
+{
+	struct replace *r = arg;
+	struct scsitgt_target_opts to;
+
+	assert_int_equal(status, 0);
+	scsitgt_target_opts_init(&to, sizeof(to));
+	to.name = r->name;
+	assert_int_equal(scsitgt_target_create(&r->again, r->engine, &to), 0);
+	r->done = 1;
+}
+
+/* A target on its way out keeps its name until its destroy calls back (target.h): its LUNs
+ * may still hold their storage, and a new target of that name must not open it meanwhile. */
+static void test_name_stays_taken_until_the_destroy_calls_back(void **state)
+{
+	const char *name = "iqn.2026-12.org.example:again";
+	struct scsitgt_target_opts to;
+	struct scsitgt_target *tgt, *other;
+	struct replace r = { 0 };
+	struct order o = { 0 };
+	uv_loop_t loop;
+
+	(void)state;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	assert_int_equal(scsitgt_engine_create(&r.engine, &loop, NULL), 0);
+	r.name = name;
+	tgt = target_new(r.engine, name);
+
+	scsitgt__target_hold(tgt);
+	scsitgt_target_destroy(tgt, replace_gone, &r);
+	run_until(&loop, &r.done);
+	assert_int_equal(r.done, 0);
+	scsitgt_target_opts_init(&to, sizeof(to));
+	to.name = "IQN.2026-12.ORG.EXAMPLE:AGAIN"; /* names compare case-insensitively */
+	assert_int_equal(scsitgt_target_create(&other, r.engine, &to), -EEXIST);
+	/* ... and the host's lookup does not hand it out meanwhile */
+	assert_null(scsitgt_engine_find_target(r.engine, name));
+
+	scsitgt__target_unhold(tgt);
+	run_until(&loop, &r.done);
+	assert_int_equal(r.done, 1);
+	assert_ptr_equal(scsitgt_engine_find_target(r.engine, name), r.again);
+
+	scsitgt_engine_destroy(r.engine, engine_done, &o);
+	run_until(&loop, &o.engine_done);
+	assert_int_equal(o.engine_done, 1);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_engine_waits_for_a_target_on_its_way_out),
 		cmocka_unit_test(test_engine_destroys_its_targets),
+		cmocka_unit_test(test_name_stays_taken_until_the_destroy_calls_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
