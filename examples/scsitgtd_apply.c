@@ -1187,11 +1187,10 @@ static int target_create(struct scsitgtd *d, const struct scsitgtd_config *nc,
 			     "target %s: %s: the removed target of that name is still going away; "
 			     "created once it is gone",
 			     t->name, scsitgt_strerror(rc));
-		*out = NULL;
-		return rc;
+	} else if (rc < 0) {
+		scsitgtd_log(d, SCSITGT_LOG_ERROR, "target %s: %s", t->name, scsitgt_strerror(rc));
 	}
 	if (rc < 0) {
-		scsitgtd_log(d, SCSITGT_LOG_ERROR, "target %s: %s", t->name, scsitgt_strerror(rc));
 		*out = NULL;
 		return rc;
 	}
