@@ -41,6 +41,7 @@ BS = 512
 CHECK_REGION = 1 * MIB     # bytes [0, 1 MiB) of the LUN: written only by the health checks
 SLOT = 64 * 1024
 ATTACK_LBA = (16 * MIB) // BS  # attacks write at 16 MiB and above, away from CHECK_REGION
+OP_TMF_RSP = 0x22              # Task Management Function Response (RFC 7143 §11.6)
 
 
 def log(msg):
@@ -682,6 +683,68 @@ def a_abort_mid_data_out(t):
     return "20 cut WRITEs of 8 MiB, no data written"
 
 
+# Was a bug (review29 F1): a WRITE aborted by another session while its PDU's payload was
+# still arriving had its task and buffer freed while the receiver kept writing the rest of the
+# payload into that buffer (an ASan target reports it). Now the rest is read and dropped
+# (src/transport/iscsi/scsi.c task_rx_forget()).
+def a_reset_mid_pdu(t):
+    """WRITEs whose one Data-Out PDU, or immediate data, is half sent when another session
+    resets the LUN; then the rest of the PDU. The session goes on, nothing of it is written."""
+    b = t.session()
+    b.login()
+    seen = {}
+    for i in range(8):
+        a = t.session()
+        a.login(initial_r2t="Yes", immediate="Yes")
+        imm = i % 2 == 1
+        lba = ATTACK_LBA + 32768 + i * 512  # 256 KiB apart, away from the other attacks
+        nbytes = a.first_burst if imm else min(a.mrdsl_target, 256 * 1024)
+        payload = b"\xd7" * nbytes
+        if imm:
+            itt = a.next_itt()
+            pdu = a.cmd_pdu(hi.lun_lba_cdb_write16(lba, nbytes // BS), nbytes, write=True,
+                            data=payload, itt=itt)
+            a.cmd_sn += 1
+        else:
+            itt, r2t = write_cmd_wait_r2t(a, lba, nbytes)
+            pdu = a.data_out_pdu(itt, r2t.ttt, 0, 0, payload)
+        cut = 48 + nbytes // 2
+        a.send(pdu[:cut])
+        # LOGICAL UNIT RESET (RFC 7143 §11.5.1, function 5) from the other session; its
+        # response comes once every session's tasks of the LUN are aborted.
+        tmf_itt = b.next_itt()
+        b.send(hi.pdu_bytes(hi.bhs_build(
+            hi.OP_TMF_REQ, hi.FINAL | 5, immediate=True, lun=hi.lun_field(b.lun), itt=tmf_itt,
+            fields={20: hi.RESERVED_TAG, 24: b.cmd_sn, 28: b.exp_stat_sn})))
+        p = b.expect(OP_TMF_RSP, tmf_itt, what="LOGICAL UNIT RESET")
+        check(p.bhs[2] == 0, "LOGICAL UNIT RESET: response 0x%02x" % p.bhs[2])
+        a.send(pdu[cut:])
+        # Whatever A's PDU met (aborted mid-payload, or not read yet when the reset came: a
+        # Reject of a Data-Out for a task gone, or a command after the reset), the
+        # connection answers a ping after it.
+        ping = a.next_itt()
+        a.send(a.nop_pdu(itt=ping))
+        what = "aborted"
+        while True:
+            p = a.recv()
+            if p.opcode == hi.OP_NOP_IN and p.itt == ping:
+                break
+            if p.opcode == hi.OP_REJECT:
+                what = "rejected"
+            elif p.opcode == hi.OP_SCSI_RSP and p.itt == itt:
+                what = "status 0x%02x" % p.bhs[3]
+        seen[what] = seen.get(what, 0) + 1
+        a.clear_unit_attention()
+        if what in ("aborted", "rejected"):
+            check(b"\xd7" * BS not in a.read(lba, nbytes // BS),
+                  "the data of a WRITE aborted mid-PDU was written")
+        a.logout()
+        b.clear_unit_attention()
+    b.logout()
+    return "8 WRITEs cut by a LUN reset: " + ", ".join(
+        "%s %d" % (k, v) for k, v in sorted(seen.items()))
+
+
 # Was a bug: a WRITE pinned its whole data buffer (up to 8 MiB) from the moment its CDB
 # arrived, so a session could make the target hold queue_depth x 8 MiB for data it never sent.
 # Now buffers are allocated when data can arrive, and R2Ts wait while the session holds
@@ -743,6 +806,7 @@ ATTACKS = [
     a_unknown_opcodes,
     a_nop_big,
     a_abort_mid_data_out,
+    a_reset_mid_pdu,
     a_login_logout_loop,
     a_cmd_window_closed,
     a_many_pending_writes,

@@ -344,6 +344,15 @@ int scsitgt__iscsi_rx_direct_done(struct scsitgt__iscsi_rx *rx, size_t n)
 	return 0;
 }
 
+void scsitgt__iscsi_rx_drop_data(struct scsitgt__iscsi_rx *rx)
+{
+	struct scsitgt__iscsi_pdu *pdu = &rx->pdu;
+
+	pdu->discard = true;
+	pdu->dest = NULL;
+	pdu->dest_len = 0;
+}
+
 size_t scsitgt__iscsi_rx_header_window(const struct scsitgt__iscsi_rx *rx, uint32_t big)
 {
 	const struct scsitgt__iscsi_pdu *pdu = &rx->pdu;

@@ -160,6 +160,12 @@ ssize_t scsitgt__iscsi_rx_feed(struct scsitgt__iscsi_rx *rx, const uint8_t *data
 size_t scsitgt__iscsi_rx_direct(const struct scsitgt__iscsi_rx *rx, uint8_t **dst);
 int scsitgt__iscsi_rx_direct_done(struct scsitgt__iscsi_rx *rx, size_t n);
 /*
+ * The data segment being received has nowhere to go any more (the task it was for ended
+ * between two reads): the rest of it is read, digest-checked and dropped, and the PDU is
+ * delivered with discard set. A later scsitgt__iscsi_rx_direct() hands out no pointer.
+ */
+void scsitgt__iscsi_rx_drop_data(struct scsitgt__iscsi_rx *rx);
+/*
  * For a receiver that reads through a buffer of its own and then feeds it: the most bytes its
  * next read should take so that the read ends with the current PDU's header, or 0 for no
  * limit. Not 0 while a header is being received whose data segment is at least @big bytes

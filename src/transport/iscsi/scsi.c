@@ -103,8 +103,29 @@ static void task_budget_put(struct scsitgt__iscsi_task *task, struct scsitgt__is
 	task->charged = 0;
 }
 
+/*
+ * @task leaves its connection while the PDU carrying its data may still be arriving: an abort
+ * from another nexus (LUN or target reset, CLEAR TASK SET, PREEMPT AND ABORT), a LUN removal
+ * whose drain timed out, all between two socket reads. The receiver points into the task's
+ * buffer and the PDU's end would update the task; both go away with it. The rest of the data
+ * segment is read and dropped instead (its digest still checked), and the PDU ends without a
+ * task (scsitgt__iscsi_scsi_cmd_pdu(), scsitgt__iscsi_data_out_pdu()).
+ */
+static void task_rx_forget(struct scsitgt__iscsi_task *task)
+{
+	struct scsitgt__iscsi_conn *conn = task->conn;
+
+	if (conn == NULL || conn->rx_task != task)
+		return;
+	conn->rx_task = NULL;
+	conn->rx_r2t = -1;
+	conn->rx_data_err = 0;
+	scsitgt__iscsi_rx_drop_data(&conn->rx);
+}
+
 static void task_destroy(struct scsitgt__iscsi_task *task)
 {
+	task_rx_forget(task);
 	task_budget_put(task, task->conn ? task->conn->sess : NULL);
 	task_release_slot(task);
 	if (task->conn) {
@@ -528,8 +549,20 @@ int scsitgt__iscsi_scsi_cmd_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 		return 0;
 	}
 	rx_verdict_reset(conn);
-	if (task == NULL)
+	if (task == NULL) {
+		/*
+		 * Its task was aborted while the immediate data arrived (task_rx_forget()). The
+		 * command was received all the same, so ExpCmdSN moves past it (RFC 7143
+		 * §4.2.2.1), or the commands after it would wait for it for ever.
+		 */
+		if (!scsitgt__bhs_immediate(pdu->bhs) &&
+		    scsitgt__iscsi_sn_check(sess, get_be32(&pdu->bhs[ISCSI_BHS_CMDSN]), false) ==
+			    SCSITGT__SN_NOW) {
+			scsitgt__iscsi_sn_advance(sess);
+			sess_drain_pending(sess);
+		}
 		return 0;
+	}
 	task->received = pdu->data_len;
 	v = scsitgt__iscsi_sn_check(sess, task->cmd_sn, task->immediate);
 	/* immediate commands hold a slot as well, so MaxCmdSN shrinks while they run. */
@@ -835,6 +868,7 @@ void scsitgt__iscsi_tasks_release(struct scsitgt__iscsi_conn *conn)
 		case SCSITGT__TASK_EXEC:
 			/* In a backend: cmd_done() frees it, or the core detaches it when the
 			 * session goes. Either way it no longer belongs to this connection. */
+			task_rx_forget(t);
 			task_budget_put(t, conn->sess);
 			task_release_slot(t);
 			t->state = SCSITGT__TASK_ABORTED;

@@ -310,6 +310,19 @@ static inline int h_login(struct harness *h, const char *session_type)
 	return 0;
 }
 
+/* A SCSI Command BHS with a 10-byte CDB (@op, LBA, blocks), the next ITT and CmdSN. */
+static inline void h_cmd_bhs(struct harness *h, uint8_t *bhs, uint8_t flags, uint32_t edtl,
+			     uint8_t op, uint32_t lba, uint16_t blocks)
+{
+	scsitgt__bhs_init(bhs, ISCSI_OP_SCSI_CMD, flags | 1 /* simple */);
+	put_be32(&bhs[ISCSI_BHS_ITT], ++h->itt);
+	put_be32(&bhs[ISCSI_CMD_EDTL], edtl);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], h->cmd_sn++);
+	bhs[ISCSI_CMD_CDB] = op;
+	put_be32(&bhs[ISCSI_CMD_CDB + 2], lba);
+	put_be16(&bhs[ISCSI_CMD_CDB + 7], blocks);
+}
+
 /* Send an immediate Logout (close the session) with @itt. */
 static inline void h_logout(struct harness *h, uint32_t itt)
 {

@@ -14,18 +14,6 @@
 
 #include "iscsi_harness.h"
 
-static void cmd_bhs(struct harness *h, uint8_t *bhs, uint8_t flags, uint32_t edtl, uint8_t op,
-		    uint32_t lba, uint16_t blocks)
-{
-	scsitgt__bhs_init(bhs, ISCSI_OP_SCSI_CMD, flags | 1 /* simple */);
-	put_be32(&bhs[ISCSI_BHS_ITT], ++h->itt);
-	put_be32(&bhs[ISCSI_CMD_EDTL], edtl);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], h->cmd_sn++);
-	bhs[ISCSI_CMD_CDB] = op;
-	put_be32(&bhs[ISCSI_CMD_CDB + 2], lba);
-	put_be16(&bhs[ISCSI_CMD_CDB + 7], blocks);
-}
-
 static void data_out(struct harness *h, uint32_t itt, uint32_t ttt, uint32_t datasn, uint32_t off,
 		     const uint8_t *data, uint32_t len, bool fin)
 {
@@ -64,7 +52,7 @@ static void test_write_r2t(void **state)
 	assert_int_equal(h_login(&h, "Normal"), 0);
 	assert_int_equal(h.conn->sess->params.first_burst, fb);
 	assert_int_equal(h.conn->sess->params.max_burst, burst);
-	cmd_bhs(&h, bhs, ISCSI_CMD_FLAG_WRITE, total, 0x2a, 0, (uint16_t)(total / 512));
+	h_cmd_bhs(&h, bhs, ISCSI_CMD_FLAG_WRITE, total, 0x2a, 0, (uint16_t)(total / 512));
 	itt = h.itt;
 	h_send(&h, bhs, buf, seg); /* immediate data, F=0: unsolicited Data-Out follows */
 	assert_null(h_take(&h));
@@ -112,8 +100,8 @@ static void test_write_r2t(void **state)
 
 	/* Read it back: Data-In in 8 KiB PDUs (our peer's MaxRecvDataSegmentLength), F at each
 	 * MaxBurstLength boundary, status in the last one. */
-	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_READ, total, 0x28, 0,
-		(uint16_t)(total / 512));
+	h_cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_READ, total, 0x28, 0,
+		  (uint16_t)(total / 512));
 	h_send(&h, bhs, NULL, 0);
 	for (uint32_t n = 0, o = 0; o < total; n++, o += seg) {
 		r = h_take(&h);
@@ -143,7 +131,7 @@ static void test_residuals_and_sense(void **state)
 	assert_int_equal(h_init(&h, true), 0);
 	assert_int_equal(h_login(&h, "Normal"), 0);
 	/* Underflow: 1 block read, EDTL 1024. */
-	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_READ, 1024, 0x28, 0, 1);
+	h_cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_READ, 1024, 0x28, 0, 1);
 	h_send(&h, bhs, NULL, 0);
 	r = h_take(&h);
 	assert_non_null(r);
@@ -152,7 +140,7 @@ static void test_residuals_and_sense(void **state)
 			 ISCSI_FLAG_FINAL | ISCSI_DATAIN_FLAG_STATUS | ISCSI_DATAIN_FLAG_UNDERFLOW);
 	assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_RESIDUAL]), 512);
 	/* Overflow: 2 blocks read, EDTL 512. */
-	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_READ, 512, 0x28, 0, 2);
+	h_cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_READ, 512, 0x28, 0, 2);
 	h_send(&h, bhs, NULL, 0);
 	r = h_take(&h);
 	assert_non_null(r);
@@ -161,7 +149,7 @@ static void test_residuals_and_sense(void **state)
 	assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_RESIDUAL]), 512);
 	assert_null(h_take(&h));
 	/* Beyond the end: CHECK CONDITION with sense in a SCSI Response, no Data-In. */
-	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_READ, 512, 0x28, 4096, 1);
+	h_cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_READ, 512, 0x28, 4096, 1);
 	h_send(&h, bhs, NULL, 0);
 	r = h_take(&h);
 	assert_non_null(r);
@@ -174,7 +162,7 @@ static void test_residuals_and_sense(void **state)
 		uint8_t blk[512];
 
 		memset(blk, 0xee, sizeof(blk));
-		cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 512, 0x2a, 10, 2);
+		h_cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 512, 0x2a, 10, 2);
 		h_send(&h, bhs, blk, 512);
 		r = h_take(&h);
 		assert_non_null(r);
@@ -219,7 +207,7 @@ static uint32_t write_wait_r2t(struct harness *h, uint32_t lba)
 	uint8_t bhs[ISCSI_BHS_LEN];
 	struct h_pdu *r;
 
-	cmd_bhs(h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 16384, 0x2a, lba, 32);
+	h_cmd_bhs(h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 16384, 0x2a, lba, 32);
 	h_send(h, bhs, NULL, 0);
 	r = h_take(h);
 	assert_non_null(r);
@@ -261,11 +249,11 @@ static void test_data_out_sense(void **state)
 	ttt = write_wait_r2t(&h, 400);
 	data_out(&h, h.itt, ISCSI_RESERVED_TAG, 0, 0, buf, 8192, false);
 	assert_int_equal(broken_data_out_sense(&h), 0x0b0c0c);
-	cmd_bhs(&h, bhs, ISCSI_CMD_FLAG_WRITE, 16384, 0x2a, 500, 32);
+	h_cmd_bhs(&h, bhs, ISCSI_CMD_FLAG_WRITE, 16384, 0x2a, 500, 32);
 	h_send(&h, bhs, buf, 4096);
 	data_out(&h, h.itt, ISCSI_RESERVED_TAG, 1, 4096, buf, 4096, false);
 	assert_int_equal(broken_data_out_sense(&h), 0x0b4705);
-	cmd_bhs(&h, bhs, ISCSI_CMD_FLAG_WRITE, 131072, 0x2a, 600, 256);
+	h_cmd_bhs(&h, bhs, ISCSI_CMD_FLAG_WRITE, 131072, 0x2a, 600, 256);
 	h_send(&h, bhs, buf, 4096);
 	data_out(&h, h.itt, ISCSI_RESERVED_TAG, 0, 4096, buf, 65536 - 4096 + 512, true);
 	assert_int_equal(broken_data_out_sense(&h), 0x0b0c0d);
@@ -288,7 +276,7 @@ static void test_cmdsn_nop_reject(void **state)
 	assert_int_equal(h_login(&h, "Normal"), 0);
 	exp = h.conn->sess->exp_cmd_sn;
 	/* CmdSN beyond MaxCmdSN: silently ignored (RFC 7143 §4.2.2.1). */
-	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL, 0, 0x00, 0, 0);
+	h_cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL, 0, 0x00, 0, 0);
 	put_be32(&bhs[ISCSI_BHS_CMDSN], h.conn->sess->max_cmd_sn + 1);
 	h_send(&h, bhs, NULL, 0);
 	assert_null(h_take(&h));
@@ -308,7 +296,7 @@ static void test_cmdsn_nop_reject(void **state)
 	}
 	/* At ExpCmdSN: TEST UNIT READY answered, window slides. */
 	h.cmd_sn = exp;
-	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL, 0, 0x00, 0, 0);
+	h_cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL, 0, 0x00, 0, 0);
 	h_send(&h, bhs, NULL, 0);
 	r = h_take(&h);
 	assert_non_null(r);
@@ -342,7 +330,7 @@ static void test_cmdsn_nop_reject(void **state)
 		uint32_t itt, ttt;
 
 		memset(blk, 1, sizeof(blk));
-		cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 1024, 0x2a, 0, 2);
+		h_cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 1024, 0x2a, 0, 2);
 		itt = h.itt;
 		h_send(&h, bhs, NULL, 0);
 		r = h_take(&h);
@@ -398,7 +386,7 @@ static void test_itt_index(void **state)
 	memset(blk, 0x5a, sizeof(blk));
 	/* Immediate writes (no CmdSN of their own), each waiting for its Data-Out. */
 	for (unsigned int i = 0; i < NTASKS; i++) {
-		cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 512, 0x2a, i, 1);
+		h_cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 512, 0x2a, i, 1);
 		bhs[ISCSI_BHS_OPCODE] |= ISCSI_FLAG_IMMEDIATE;
 		put_be32(&bhs[ISCSI_BHS_CMDSN], h.cmd_sn - 1);
 		h.cmd_sn--;
@@ -414,7 +402,7 @@ static void test_itt_index(void **state)
 	}
 	assert_int_equal(h.conn->ntasks, NTASKS);
 	/* A new command with the ITT of a live task: Reject, Task in progress. */
-	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL, 0, 0x00, 0, 0);
+	h_cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL, 0, 0x00, 0, 0);
 	put_be32(&bhs[ISCSI_BHS_ITT], itts[NTASKS / 2]);
 	h_send(&h, bhs, NULL, 0);
 	r = h_take(&h);
@@ -435,7 +423,7 @@ static void test_itt_index(void **state)
 	}
 	assert_int_equal(h.conn->ntasks, 0);
 	/* The tag is free again. */
-	cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL, 0, 0x00, 0, 0);
+	h_cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL, 0, 0x00, 0, 0);
 	put_be32(&bhs[ISCSI_BHS_ITT], itts[NTASKS / 2]);
 	h_send(&h, bhs, NULL, 0);
 	r = h_take(&h);
@@ -470,7 +458,7 @@ static void test_tmf_logout(void **state)
 	{
 		uint32_t itt;
 
-		cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 1024, 0x2a, 0, 2);
+		h_cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 1024, 0x2a, 0, 2);
 		itt = h.itt;
 		h_send(&h, bhs, NULL, 0);
 		r = h_take(&h);
