@@ -688,8 +688,18 @@ int scsitgt__iscsi_data_out_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 	task->received += pdu->data_len;
 	if (ri < 0) {
 		task->unsol_datasn++;
-		if (fin || task->received >= task->unsol_end)
+		if (task->received >= task->unsol_end) {
 			task->unsol_pending = false;
+		} else if (fin) {
+			/*
+			 * F=1 ends the unsolicited sequence (RFC 7143 §11.7.1), which answers an
+			 * implied R2T for min(FirstBurstLength, EDTL) less the immediate data
+			 * (§13.10, §4.2.5.2). Ending it short breaks the burst as sending too much
+			 * does, and nothing recovers it at ErrorRecoveryLevel 0: the command fails,
+			 * INCORRECT AMOUNT OF DATA (0Ch/0Dh), instead of waiting for ever.
+			 */
+			task_stop_data(task, SCSITGT__SR_INCORRECT_DATA_AMOUNT);
+		}
 	} else {
 		struct scsitgt__iscsi_r2t *r = &task->r2t[ri];
 

@@ -264,6 +264,58 @@ static void test_data_out_sense(void **state)
 	h_fini(&h);
 }
 
+/*
+ * A WRITE(10) of @edtl bytes at @lba whose first burst is @imm bytes of immediate data (F=0)
+ * and one unsolicited Data-Out of @unsol bytes with F=1: the SCSI Response that follows.
+ */
+static struct h_pdu *first_burst(struct harness *h, uint32_t lba, uint32_t edtl, uint32_t imm,
+				 uint32_t unsol)
+{
+	static uint8_t buf[65536];
+	uint8_t bhs[ISCSI_BHS_LEN];
+	struct h_pdu *r;
+
+	memset(buf, 0x5a, sizeof(buf));
+	h_cmd_bhs(h, bhs, ISCSI_CMD_FLAG_WRITE, edtl, 0x2a, lba, (uint16_t)(edtl / 512));
+	h_send(h, bhs, buf, imm);
+	data_out(h, h->itt, ISCSI_RESERVED_TAG, 0, imm, buf, unsol, true);
+	r = h_take(h);
+	assert_non_null(r);
+	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_SCSI_RSP);
+	assert_int_equal(scsitgt__bhs_itt(r->bhs), h->itt);
+	return r;
+}
+
+/*
+ * An unsolicited sequence that ends (F=1) before min(FirstBurstLength, EDTL) (review29 N1):
+ * the first burst answers an implied R2T for all of that (RFC 7143 §13.10), so the command
+ * fails with INCORRECT AMOUNT OF DATA (0Bh/0Ch/0Dh) instead of waiting for data nobody sends.
+ */
+static void test_short_first_burst(void **state)
+{
+	struct harness h;
+	struct h_pdu *r;
+
+	(void)state;
+	assert_int_equal(h_init(&h, true), 0);
+	assert_int_equal(h_login(&h, "Normal"), 0);
+	assert_int_equal(h.conn->sess->params.first_burst, 65536);
+
+	/* EDTL below FirstBurstLength: 8 of 16 KiB unsolicited, then F=1. */
+	assert_int_equal(rsp_sense(first_burst(&h, 700, 16384, 0, 8192)), 0x0b0c0d);
+	/* EDTL above it: 8 KiB immediate and 8 KiB unsolicited of a 64 KiB first burst. */
+	assert_int_equal(rsp_sense(first_burst(&h, 800, 131072, 8192, 8192)), 0x0b0c0d);
+	/* The whole first burst (here all of EDTL) with F=1 on its last PDU: GOOD. */
+	r = first_burst(&h, 900, 16384, 8192, 8192);
+	assert_int_equal(r->bhs[ISCSI_RSP_STATUS], 0);
+
+	/* Nothing else came, and no task is left holding a CmdSN slot. */
+	assert_null(h_take(&h));
+	assert_int_equal(h.conn->ntasks, 0);
+	assert_int_equal(h.conn->sess->active, 0);
+	h_fini(&h);
+}
+
 static void test_cmdsn_nop_reject(void **state)
 {
 	uint8_t bhs[ISCSI_BHS_LEN], ping[10] = "ping-data";
@@ -504,9 +556,13 @@ static void test_tmf_logout(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_write_r2t),      cmocka_unit_test(test_residuals_and_sense),
-		cmocka_unit_test(test_data_out_sense), cmocka_unit_test(test_cmdsn_nop_reject),
-		cmocka_unit_test(test_tmf_logout),     cmocka_unit_test(test_itt_index),
+		cmocka_unit_test(test_write_r2t),
+		cmocka_unit_test(test_residuals_and_sense),
+		cmocka_unit_test(test_data_out_sense),
+		cmocka_unit_test(test_cmdsn_nop_reject),
+		cmocka_unit_test(test_tmf_logout),
+		cmocka_unit_test(test_itt_index),
+		cmocka_unit_test(test_short_first_burst),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
