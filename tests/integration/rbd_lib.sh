@@ -59,21 +59,44 @@ rbd_cleanup() {
 	it_cleanup
 }
 
-# rbd_guard_start: a watcher in a session of its own takes the cluster in $RBD_DIR down once
-# this test's shell is gone without having done so. meson ends a test past its timeout with
-# SIGTERM to the test's process group and SIGKILL half a second later, which cuts rbd_cleanup
-# short (seen: `micro-ceph down` killed while it removed the directory); the Ceph daemons run
-# in sessions of their own and would outlive the test, holding memory and CPU for the rest of
-# the run. The watcher holds none of the test's file descriptors (meson waits for them).
+# rbd_proc_start PID: the start time of process PID (field 22 of /proc/PID/stat, clock ticks
+# since boot); fails when there is no such process or only its zombie. A pid names one process
+# only while it lives: once it is reaped, the kernel may give the number to the next process,
+# and `kill -0 PID` says yes to that one. The pair (pid, start time) never comes back.
+rbd_proc_start() {
+	local stat f
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	# The fields after the command name, which may hold spaces and ')': state is the first
+	# (field 3), the start time the 20th.
+	read -ra f <<<"${stat##*) }"
+	[[ ${#f[@]} -ge 20 && ${f[0]} != [ZX] ]] || return 1
+	echo "${f[19]}"
+}
+
+# rbd_guard_start [PID [START]]: a watcher in a session of its own takes the cluster in
+# $RBD_DIR down once process PID (default: this test's shell) is gone without having done so;
+# "gone" is exact: no process with that pid and start time (rbd_proc_start), so a pid the
+# kernel hands to another process meanwhile keeps nothing alive. START (default: PID's now)
+# lets a test stand for such a reused pid. Sets RBD_GUARD_PID. meson ends a test past its
+# timeout with SIGTERM to the test's process group and SIGKILL half a second later, which
+# cuts rbd_cleanup short (seen: `micro-ceph down` killed while it removed the directory); the
+# Ceph daemons run in sessions of their own and would outlive the test, holding memory and CPU
+# for the rest of the run. The watcher holds none of the test's file descriptors (meson waits
+# for them).
 rbd_guard_start() {
+	local pid=${1:-$$} start=${2:-}
+	[[ -n "$start" ]] || start=$(rbd_proc_start "$pid") || it_fail "no process $pid to guard"
 	# shellcheck disable=SC2016 # expanded by the watcher's shell
-	setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done
-		[[ -d "$2" ]] || exit 0
+	setsid bash -c "$(declare -f rbd_proc_start)"'
+		while [[ $(rbd_proc_start "$1") == "$2" ]]; do sleep 1; done
+		[[ -d "$3" ]] || exit 0
 		# down stops the daemons, then removes the directory; a directory without its
 		# marker is one whose removal was cut short (no daemon left) or whose up never
 		# got that far.
-		"$3" down "$2" || [[ -d "$2/.micro-ceph" ]] || rm -rf -- "$2"' \
-		rbd-guard "$$" "$RBD_DIR" "$RBD_MICRO_CEPH" </dev/null >/dev/null 2>&1 &
+		"$4" down "$3" || [[ -d "$3/.micro-ceph" ]] || rm -rf -- "$3"' \
+		rbd-guard "$pid" "$start" "$RBD_DIR" "$RBD_MICRO_CEPH" </dev/null >/dev/null 2>&1 &
+	# shellcheck disable=SC2034 # for the caller (tests/integration/rbd_guard.sh)
+	RBD_GUARD_PID=$!
 }
 
 # rbd_cluster_up [micro-ceph up options]: start the cluster and export its environment.
@@ -82,7 +105,7 @@ rbd_cluster_up() {
 	local out p2 p1
 	RBD_DIR=$(mktemp -u "${TMPDIR:-/tmp}/mc.XXXXXX")
 	trap rbd_cleanup EXIT
-	rbd_guard_start
+	rbd_guard_start "$$"
 	# Ceph reads CEPH_KEYRING and CEPH_ARGS over the conf file: never inherit them.
 	unset CEPH_KEYRING CEPH_ARGS
 	# The monitor's two ports come from lib.sh's registry, like every port of the suite: a
