@@ -459,6 +459,42 @@ gw_reload() {
 	done
 	it_fail "gateway $1 did not reload: $(tail -5 "$IT_TMP/gw-$1.err")"
 }
+# ceph_events_files: the gateways' logs, the Ceph clients' log (every gateway's librbd writes
+# to client.admin.log) and the cluster's log (the monitor's blocklistings).
+ceph_events_files() {
+	echo "$IT_TMP/gw-A.err" "$IT_TMP/gw-B.err" "$RBD_DIR/log/client.admin.log" \
+		"$RBD_DIR/log/cluster.log"
+}
+# ceph_events_mark: how many lines each of those has now, for ceph_events_since.
+ceph_events_mark() {
+	local f
+	for f in $(ceph_events_files); do
+		printf '%s ' "$({ wc -l <"$f"; } 2>/dev/null || echo 0)"
+	done
+}
+# ceph_events_since MARK: what was logged after MARK about watches, the lock and fencing: per
+# gateway its lost watches (the PR object's, the gateway object's) and its fencing events and
+# takeovers, librbd's image watch errors and lock errors, the monitor's blocklistings.
+ceph_events_since() {
+	local marks files i n
+	read -ra marks <<<"$1"
+	read -ra files <<<"$(ceph_events_files)"
+	for i in 0 1 2 3; do
+		tail -n +$((marks[i] + 1)) "${files[i]}" >"$IT_TMP/since-$i" 2>/dev/null || true
+	done
+	for i in 0 1; do
+		n=$([[ $i == 0 ]] && echo A || echo B)
+		printf '%s: %s PR watch lost, %s gateway watch broke, %s fenced, %s acquiring; ' "$n" \
+			"$(grep -c "watch lost" "$IT_TMP/since-$i" || true)" \
+			"$(grep -c "gateway object broke" "$IT_TMP/since-$i" || true)" \
+			"$(grep -c -e "-> fenced$" "$IT_TMP/since-$i" || true)" \
+			"$(grep -c -e "-> acquiring$" "$IT_TMP/since-$i" || true)"
+	done
+	printf 'librbd: %s image watch failed, %s lock errors; %s blocklisted' \
+		"$(grep -c "image watch failed" "$IT_TMP/since-2" || true)" \
+		"$(grep -Ec "lock cookie|exclusive lock|blocklisted" "$IT_TMP/since-2" || true)" \
+		"$(grep -c 'blocklistop": "add".*finished' "$IT_TMP/since-3" || true)"
+}
 if [[ $(basename "$IT_TARGET") == scsitgtd* && $MODE == kill ]]; then
 	cp "$IT_TMP/gw-B.conf" "$IT_TMP/gw-B.full"
 	echo "rbd_op_timeout = 20" >>"$IT_TMP/gw-B.conf"
@@ -486,22 +522,29 @@ if [[ $(basename "$IT_TARGET") == scsitgtd* && $MODE == kill ]]; then
 	osd=$(awk '$1 == "osd.0" { print $2 }' "$RBD_DIR/pids")
 	[[ -n "$osd" ]] && kill -0 "$osd" || it_fail "no OSD pid in $RBD_DIR/pids"
 	n=$(grep -c "target $IQN: File exists" "$IT_TMP/gw-B.err" || true)
+	# What the clients logged from here on (watches lost, locks, blocklistings), for the log.
+	mark=$(ceph_events_mark)
 	# A failure while it is stopped must not leave it so (gw_cleanup resumes it).
 	RBD_OSD_STOPPED=$osd
+	t_stop=$(date +%s%N)
 	kill -STOP "$osd"
 	sed '/^\[target\]/,$d' "$IT_TMP/gw-B.full" >"$IT_TMP/gw-B.conf"
 	gw_reload B
 	cp "$IT_TMP/gw-B.full" "$IT_TMP/gw-B.conf"
 	gw_reload B
 	kill -CONT "$osd"
+	stopped_ms=$((($(date +%s%N) - t_stop) / 1000000))
 	# shellcheck disable=SC2034 # read by gw_cleanup (rbd_lib.sh)
 	RBD_OSD_STOPPED=
+	it_log "the OSD was stopped for $stopped_ms ms (two reloads of B)"
+	echo "osd_stopped_ms $stopped_ms"
 	[[ $(grep -c "target $IQN: File exists" "$IT_TMP/gw-B.err") -gt $n ]] ||
 		it_fail "the target was created again before the old one went: $(tail -3 "$IT_TMP/gw-B.err")"
 	gw_wait B standby 4
 	rtpg_wait B "1:0 2:2"
 	rtpg_wait A "1:0 2:2"
 	it_log "B's target added again while the removed one was going: created once it went"
+	it_log "since the OSD's stop: $(ceph_events_since "$mark")"
 fi
 
 for n in B A; do

@@ -52,6 +52,10 @@ rbd_cleanup() {
 			it_log "--- ceph logs (last lines) ---"
 			tail -n 15 "$RBD_DIR"/log/*.log >&2 2>/dev/null || true
 		fi
+		# IT_KEEP_TMP (lib.sh) keeps the test's files: the cluster's logs join them.
+		if [[ -n "${IT_KEEP_TMP:-}" && -n "$IT_TMP" ]]; then
+			cp -r "$RBD_DIR/log" "$IT_TMP/ceph-log" 2>/dev/null || true
+		fi
 		"$RBD_MICRO_CEPH" down "$RBD_DIR" >/dev/null 2>&1 || true
 	fi
 	# it_cleanup takes the test's exit status from $?.
