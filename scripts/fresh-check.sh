@@ -14,10 +14,12 @@
 #    iscsi-ls -s, iscsi-inq, qemu-img info, qemu-img convert of a random disk.img (checked by
 #    qemu-img compare); then Ctrl-C (SIGINT) must stop the demo with exit status 0;
 # 5. unless --no-install, the README's other examples that need no hardware, inside the root:
-#    meson install; man pages; examples/embed.c built with pkg-config against the installed
-#    library (gnu11 and strict C11) and run on its fixed port 127.0.0.1:3260, and scsitgtd with
-#    examples/scsitgtd.conf as it is (port 3260), each in a network namespace of its own so
-#    that the port is free, probed with iscsi-inq and stopped by its signal;
+#    meson install and ldconfig; man pages; examples/embed.c built with pkg-config against the
+#    installed library (gnu11 and strict C11) and run on its fixed port 127.0.0.1:3260, and
+#    scsitgtd -t and scsitgtd with examples/scsitgtd.conf as it is (port 3260, its pr_dir made
+#    as the README says), each in a network namespace of its own so that the port is free,
+#    probed with iscsi-ls and iscsi-inq (scsitgtd: and an APTPL registration that must reach
+#    pr_dir, by tests/integration/pr_client) and stopped by its signal with exit status 0;
 # 6. tear-down: unmount, then remove the root (--keep leaves it, unmounted, for a look inside).
 #
 # Every wait is bounded and waits on a condition. Prints one PASS/FAIL line per probe and a
@@ -314,7 +316,7 @@ probe demo-sigint demo_stopped
 # -- the README's other examples that need no hardware, inside the root.
 if [[ $INSTALL -eq 1 ]]; then
 	log "meson install -C build (builds the rest of the project first: minutes)"
-	probe install in_root "meson install -C build"
+	probe install in_root "meson install -C build && ldconfig"
 	probe man in_root "set -e; man -l docs/man/scsitgt.3 | grep -q scsitgt_engine_create
 		man 3 scsitgt_lun | grep -q scsitgt_lun_create
 		man scsitgt_engine_create | grep -q SYNOPSIS
@@ -326,7 +328,8 @@ if [[ $INSTALL -eq 1 ]]; then
 	}
 	# serve_and_probe: the shell function that the two examples below use inside the root: run
 	# a program in the background, wait (bounded) for its portal on 3260, read LUN 0's
-	# INQUIRY, stop it with SIGNAL and want exit status 0.
+	# INQUIRY, run the shell function after_inq (URL), stop it with SIGNAL and want exit
+	# status 0.
 	# shellcheck disable=SC2016 # expanded inside the root
 	SERVE='serve_and_probe() { # SIGNAL IQN PROGRAM ARGS...
 		local sig=$1 iqn=$2 pid st=0 i
@@ -337,7 +340,8 @@ if [[ $INSTALL -eq 1 ]]; then
 			kill -0 $pid || { echo "$1 exited"; return 1; }
 			sleep 0.2
 		done
-		iscsi-ls -s iscsi://127.0.0.1:3260 && iscsi-inq iscsi://127.0.0.1:3260/$iqn/0 || st=1
+		iscsi-ls -s iscsi://127.0.0.1:3260 && iscsi-inq iscsi://127.0.0.1:3260/$iqn/0 &&
+			after_inq iscsi://127.0.0.1:3260/$iqn/0 || st=1
 		kill -$sig $pid
 		wait $pid || { echo "$1 exit status $?"; st=1; }
 		return $st
@@ -346,14 +350,20 @@ if [[ $INSTALL -eq 1 ]]; then
 		cc embed.c \$(pkg-config --cflags --libs libscsitgt) -o /tmp/embed
 		cc -std=c11 -D_POSIX_C_SOURCE=200809L embed.c \$(pkg-config --cflags --libs libscsitgt) \
 			-o /tmp/embed-c11"
-	probe embed-run netns "$SERVE; set -e
+	probe embed-run netns "$SERVE; set -e; after_inq() { :; }
 		serve_and_probe INT iqn.2026-11.org.example:disk /tmp/embed
 		serve_and_probe INT iqn.2026-11.org.example:disk /tmp/embed-c11"
 	probe scsitgtd-check in_root "scsitgtd -t examples/scsitgtd.conf"
 	probe scsitgtd-run netns "$SERVE; set -e
+		mkdir -p /var/lib/scsitgtd
+		after_inq() {
+			build/tests/integration/pr_client -i iqn.2026-12.org.example:fresh \$1 \
+				register 0xf00d aptpl &&
+			ls -l /var/lib/scsitgtd/*.lun0.pr && test -s /var/lib/scsitgtd/*.lun0.pr
+		}
 		serve_and_probe TERM iqn.2024-01.org.example:storage scsitgtd examples/scsitgtd.conf"
 fi
 
-log "took $((SECONDS - T0)) s: ${#PASSED[@]} passed, ${#FAILED[@]} failed" \
-	"${FAILED[*]:+(${FAILED[*]})}"
+log "took $((SECONDS - T0)) s: ${#PASSED[@]} passed, ${#FAILED[@]} failed${FAILED[*]:+:}" \
+	"${FAILED[@]}"
 [[ ${#FAILED[@]} -eq 0 ]]

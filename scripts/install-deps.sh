@@ -48,13 +48,16 @@ TRY=(
 # What only the test suites, fuzzing and the vm suite run.
 TEST=(
 	rdma-core
+	# the 'docs' suite's names test lists the tracked files with git ls-files.
+	git
 	clang libclang-rt-14-dev
 	# scripts/check-format.sh (suite "format"): the style in .clang-format, checked by clang-format 14.
 	clang-format
 	valgrind abigail-tools tshark
-	# promtool (package prometheus) checks `scsitgtctl metrics` in tests/integration/scsitgtctl.sh,
-	# and curl scrapes scsitgtd's metrics listener in tests/integration/scsitgtd_ops.sh.
-	prometheus curl
+	# promtool (package prometheus) checks `scsitgtctl metrics` and jq reads `scsitgtctl show` in
+	# tests/integration/scsitgtctl.sh; curl scrapes scsitgtd's metrics listener in
+	# tests/integration/scsitgtd_ops.sh.
+	prometheus jq curl
 	# tests/vm (suite 'vm'): the guest image is built from Debian packages and booted by QEMU.
 	qemu-system-x86 debootstrap busybox-static cpio e2fsprogs
 	# a throwaway Ceph cluster on 127.0.0.1 for the RBD tests (tests/ceph/micro-ceph.sh:
