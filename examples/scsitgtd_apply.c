@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "scsitgtd.h"
 
@@ -1325,6 +1326,56 @@ static void portals_apply(struct scsitgtd *d, const struct scsitgtd_config *oc,
 
 /* ---- the whole configuration ---- */
 
+/* mkdir -p with mode 0700 (reservation keys are the hosts' secrets of a kind). 0 or -errno. */
+static int mkdir_parents(const char *path)
+{
+	char buf[4096];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/*
+ * pr_dir is a state directory: made if it is missing (as systemd's StateDirectory= would),
+ * and said loudly if it cannot be used. Without it an APTPL registration would still answer
+ * GOOD (the library's file store logs the failed save; the PR OUT is not failed), and the
+ * reservations would not survive a restart: the first fresh-machine run of the sample
+ * (scripts/fresh-check.sh) showed exactly that.
+ */
+static void pr_dir_prepare(struct scsitgtd *d, const char *dir)
+{
+	struct stat st;
+	int rc = 0;
+
+	if (stat(dir, &st) < 0) {
+		rc = errno == ENOENT ? mkdir_parents(dir) : -errno;
+		if (rc == 0)
+			scsitgtd_log(d, SCSITGT_LOG_NOTICE, "pr_dir %s: created", dir);
+	} else if (!S_ISDIR(st.st_mode)) {
+		rc = -ENOTDIR;
+	}
+	if (rc == 0 && access(dir, W_OK | X_OK) < 0)
+		rc = -errno;
+	if (rc < 0)
+		scsitgtd_log(d, SCSITGT_LOG_ERROR,
+			     "pr_dir %s: %s: the persistent reservations of its LUNs will not be "
+			     "saved",
+			     dir, strerror(-rc));
+}
+
 static void engine_apply(struct scsitgtd *d, const struct scsitgtd_config *oc,
 			 const struct scsitgtd_config *nc)
 {
@@ -1385,6 +1436,8 @@ static void engine_apply(struct scsitgtd *d, const struct scsitgtd_config *oc,
 	}
 	if (oc && !str_eq(oc->pr_dir, nc->pr_dir))
 		scsitgtd_log(d, SCSITGT_LOG_WARNING, "pr_dir: applies to LUNs created from now on");
+	if (nc->pr_dir && (!oc || !str_eq(oc->pr_dir, nc->pr_dir)))
+		pr_dir_prepare(d, nc->pr_dir);
 	if (oc && oc->workers != nc->workers)
 		scsitgtd_log(d, SCSITGT_LOG_WARNING, "workers: takes effect at the next start");
 	if (oc && oc->conn_workers != nc->conn_workers)

@@ -355,7 +355,6 @@ if [[ $INSTALL -eq 1 ]]; then
 		serve_and_probe INT iqn.2026-11.org.example:disk /tmp/embed-c11"
 	probe scsitgtd-check in_root "scsitgtd -t examples/scsitgtd.conf"
 	probe scsitgtd-run netns "$SERVE; set -e
-		mkdir -p /var/lib/scsitgtd
 		after_inq() {
 			build/tests/integration/pr_client -i iqn.2026-12.org.example:fresh \$1 \
 				register 0xf00d aptpl &&

@@ -28,10 +28,10 @@ diff -u "$SAMPLE" "$IT_TMP/readme.conf" >&2 ||
 
 PORT=$(it_free_port) || it_fail "cannot pick a free port"
 
-# The sample as it is, but on loopback, on that port, with pr_dir in the temp dir.
-mkdir "$IT_TMP/pr"
+# The sample as it is, but on loopback, on that port, with pr_dir in the temp dir: two levels
+# that do not exist yet, as /var/lib/scsitgtd on a fresh machine (scsitgtd makes them).
 sed -e "s|^address = 0.0.0.0$|address = 127.0.0.1|" -e "s|^port = 3260$|port = $PORT|" \
-	-e "s|^pr_dir = /var/lib/scsitgtd$|pr_dir = $IT_TMP/pr|" "$SAMPLE" >"$CONF"
+	-e "s|^pr_dir = /var/lib/scsitgtd$|pr_dir = $IT_TMP/state/pr|" "$SAMPLE" >"$CONF"
 [[ $(diff "$SAMPLE" "$CONF" | grep -c '^>') -eq 3 ]] || it_fail "sample changed: fix the sed above"
 
 "$IT_TARGET" -t "$CONF" >/dev/null || it_fail "scsitgtd -t refused the sample"
@@ -185,7 +185,11 @@ it_log "ok: a file LUN added, and resized by SIGHUP after its file grew"
 drain 0
 it_ask register 0 1234605616436508552
 [[ "$ANSWER" == "status 0" ]] || it_fail "PR OUT REGISTER: $ANSWER"
-[[ -s "$IT_TMP/pr/$IQN.lun0.pr" ]] || it_fail "no reservations file in pr_dir: $(ls "$IT_TMP/pr")"
+[[ -s "$IT_TMP/state/pr/$IQN.lun0.pr" ]] ||
+	it_fail "no reservations file in pr_dir: $(ls "$IT_TMP/state/pr")"
+grep -q "pr_dir $IT_TMP/state/pr: created" "$IT_TMP/target.err" ||
+	it_fail "no 'pr_dir created' line in: $(head -5 "$IT_TMP/target.err")"
+[[ $(stat -c %a "$IT_TMP/state/pr") == 700 ]] || it_fail "pr_dir's mode: $(stat -c %a "$IT_TMP/state/pr")"
 # Events are delivered on the home loop, after the command's status when it ran on a worker
 # (docs/threading.md): wait for the line, bounded.
 it_wait_log "$IT_TMP/target.err" \
