@@ -175,8 +175,10 @@ size_t scsitgt__pr_tid_encode(const struct scsitgt__pr_reg *reg, uint8_t *buf);
 void scsitgt__pr_session_gone(struct scsitgt__session *sess);
 /* LUN reset, target reset: the SPC-2 reservation goes (SAM-5 §6.3). */
 void scsitgt__pr_reset(struct scsitgt_lun *lun);
-/* APTPL state changed: hand it to the host's store (pr_store.c). */
-void scsitgt__pr_changed(struct scsitgt_lun *lun);
+/* The state changed: hand it to the store (pr_store.c). 0, or -errno when it could not be
+ * saved (no memory; the library's file store could not write it: a host's callback cannot
+ * fail). Under lun->xlock. */
+int scsitgt__pr_changed(struct scsitgt_lun *lun);
 /* Whether the LUN can persist through power loss (a store is set). */
 bool scsitgt__pr_ptpl_capable(const struct scsitgt_lun *lun);
 

@@ -625,6 +625,52 @@ static void pr_out_events_done(void *arg)
 	scsitgt__home_call_back(&req->hc);
 }
 
+/* The state before a PERSISTENT RESERVE OUT, kept while a store may refuse its result. */
+struct pr_before {
+	struct scsitgt__pr pr; /* registrations and reservation (regs empty: nothing kept) */
+	bool aptpl;
+};
+
+/* Under lun->xlock. Keeps a copy only where a store is set (a change could fail to save).
+ * 0, or -ENOMEM. */
+static int pr_before_take(const struct scsitgt__pr *pr, struct pr_before *b)
+{
+	struct scsitgt__pr_change none;
+	uint16_t ver;
+	uint8_t *buf;
+	size_t n;
+	int rc;
+
+	memset(b, 0, sizeof(*b));
+	scsitgt__list_init(&b->pr.regs);
+	b->aptpl = pr->aptpl;
+	if (pr->save == NULL)
+		return 0;
+	/* The shared format (version 2) carries every registration, APTPL or not. */
+	scsitgt__pr_change_init(&none);
+	n = scsitgt__pr_encode(pr, NULL, &none);
+	buf = malloc(n);
+	if (buf == NULL)
+		return -ENOMEM;
+	scsitgt__pr_encode(pr, buf, &none);
+	rc = scsitgt__pr_decode(buf, n, &b->pr, &none, &ver);
+	scsitgt__pr_change_clear(&none);
+	free(buf);
+	if (rc < 0)
+		scsitgt__pr_regs_free(&b->pr.regs);
+	return rc;
+}
+
+static void pr_before_restore(struct scsitgt__pr *pr, struct pr_before *b)
+{
+	scsitgt__pr_replace(pr, &b->pr);
+}
+
+static void pr_before_free(struct pr_before *b)
+{
+	scsitgt__pr_regs_free(&b->pr.regs);
+}
+
 /*
  * Home: the change, the host's store, the other nexuses. The state is changed under the LUN's
  * lock with its unit attentions and task aborts captured (pr->capture, as for a cluster store);
@@ -647,6 +693,7 @@ static void pr_out_home(struct scsitgt__home_call *hc)
 	struct scsitgt_lun *lun = req->lun;
 	struct scsitgt__pr_change ch;
 	enum scsitgt__sense_reason r;
+	struct pr_before before;
 	struct scsitgt__pr *pr;
 
 	uv_mutex_lock(&lun->xlock);
@@ -661,13 +708,23 @@ static void pr_out_home(struct scsitgt__home_call *hc)
 	memcpy(ch.by_port, req->self.iport, sizeof(ch.by_port));
 	pr = scsitgt__pr_get(lun);
 	r = SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
-	if (pr) {
+	if (pr && pr_before_take(pr, &before) == 0) {
 		pr->capture = &ch;
 		r = scsitgt__pr_out_exec(hc->cmd, &req->self);
 		pr->capture = NULL;
+		if (r == SCSITGT__SR_OK && scsitgt__pr_changed(lun) < 0 &&
+		    (before.aptpl || pr->aptpl)) {
+			/* SPC-5 §5.13.5: with APTPL the state must survive a power loss; a change
+			 * that could not be saved is undone and fails, so that the initiator is
+			 * not told GOOD for a registration or reservation a restart would lose.
+			 * Nothing of it reaches another nexus either. */
+			pr_before_restore(pr, &before);
+			scsitgt__pr_change_clear(&ch);
+			scsitgt__pr_change_init(&ch);
+			r = SCSITGT__SR_INTERNAL_FAILURE;
+		}
+		pr_before_free(&before);
 	}
-	if (r == SCSITGT__SR_OK)
-		scsitgt__pr_changed(lun);
 	scsitgt__pr_sync_xflags(lun);
 	uv_mutex_unlock(&lun->xlock);
 	req->reason = r;

@@ -147,25 +147,40 @@ size_t scsitgt__pr_encode(const struct scsitgt__pr *pr, uint8_t *b,
 	return n;
 }
 
-void scsitgt__pr_changed(struct scsitgt_lun *lun)
+static int file_write(const char *path, const void *data, size_t len);
+static void file_save(void *arg, struct scsitgt_lun *lun, const void *data, size_t len);
+
+int scsitgt__pr_changed(struct scsitgt_lun *lun)
 {
 	struct scsitgt__pr *pr = lun->pr;
 	size_t n;
 	uint8_t *b;
+	int rc = 0;
 
 	if (pr == NULL || pr->save == NULL)
-		return;
+		return 0;
 	n = scsitgt__pr_encode(pr, NULL, NULL);
 	b = malloc(n);
 	if (b == NULL) {
 		scsitgt__log(&lun->tgt->engine->log, SCSITGT_LOG_ERROR, "core",
 			     "LUN %llu: no memory to save the reservation state",
 			     (unsigned long long)lun->id);
-		return;
+		return -ENOMEM;
 	}
 	scsitgt__pr_encode(pr, b, NULL);
-	pr->save(pr->save_arg, lun, b, n);
+	/* The library's own file store says whether the state reached the disk; a host's
+	 * callback cannot (libscsitgt/pr.h). */
+	if (pr->save == file_save) {
+		rc = file_write(pr->file_path, b, n);
+		if (rc < 0)
+			scsitgt__log(&lun->tgt->engine->log, SCSITGT_LOG_ERROR, "core",
+				     "LUN %llu: cannot save the reservation state to %s: %s",
+				     (unsigned long long)lun->id, pr->file_path, strerror(-rc));
+	} else {
+		pr->save(pr->save_arg, lun, b, n);
+	}
 	free(b);
+	return rc;
 }
 
 SCSITGT_EXPORT int scsitgt_lun_set_pr_store(struct scsitgt_lun *lun, scsitgt_pr_save_cb save,
@@ -380,9 +395,9 @@ SCSITGT_EXPORT int scsitgt_lun_load_pr_state(struct scsitgt_lun *lun, const void
 	return pr ? 0 : -ENOMEM;
 }
 
-static void file_save(void *arg, struct scsitgt_lun *lun, const void *data, size_t len)
+/* Write @data to @path atomically and durably (a temporary file, fsync, rename). 0 or -errno. */
+static int file_write(const char *path, const void *data, size_t len)
 {
-	const char *path = arg;
 	char tmp[4096];
 	int fd, rc = 0;
 
@@ -413,10 +428,15 @@ static void file_save(void *arg, struct scsitgt_lun *lun, const void *data, size
 		if (rc == 0 && rename(tmp, path) < 0)
 			rc = -errno;
 	}
-	if (rc)
-		scsitgt__log(&lun->tgt->engine->log, SCSITGT_LOG_ERROR, "core",
-			     "LUN %llu: cannot save the reservation state to %s: %s",
-			     (unsigned long long)lun->id, path, strerror(-rc));
+	return rc;
+}
+
+/* The file store's save callback: scsitgt__pr_changed() recognises it and calls file_write()
+ * itself, so that a failed save fails the command that made the change. */
+static void file_save(void *arg, struct scsitgt_lun *lun, const void *data, size_t len)
+{
+	(void)lun;
+	(void)file_write(arg, data, len);
 }
 
 SCSITGT_EXPORT int scsitgt_lun_use_pr_file(struct scsitgt_lun *lun, const char *path)

@@ -2,6 +2,8 @@
 /* Persistent reservations (SPC-5 §5.13, §6.16, §6.17): every service action and type. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "libscsitgt/pr.h"
@@ -640,6 +642,57 @@ static void test_aptpl_file_restart(void **state)
 	unlink(path);
 }
 
+/* A change the file store cannot save fails and is undone where APTPL is, or was, on (SPC-5
+ * §5.13.5): GOOD would promise a registration that a restart loses. */
+static void test_aptpl_file_unwritable(void **state)
+{
+	char dir[] = "/tmp/scsitgt-prdir-XXXXXX";
+	char path[64];
+	struct prt *t;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/lun0.pr", dir);
+	t = prt_create(FAKE_SYNC);
+	assert_int_equal(scsitgt_lun_use_pr_file(t->lun, path), 0);
+	ok(prt_out(t, t->a, PR_OUT_REGISTER, 0, 0, 0x11, 0x01));
+	ok(prt_out(t, t->a, PR_OUT_RESERVE, PR_TYPE_WE, 0x11, 0, 0));
+	assert_int_equal(generation(t), 1);
+	/* The directory goes: nothing can be saved any more. */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+	sense(prt_out(t, t->b, PR_OUT_REGISTER, 0, 0, 0x22, 0x01), SENSE_HARDWARE_ERROR, 0x44,
+	      0x00);
+	sense(prt_out(t, t->a, PR_OUT_PREEMPT, PR_TYPE_EA, 0x11, 0x11, 0), SENSE_HARDWARE_ERROR,
+	      0x44, 0x00);
+	/* APTPL off is a change a restart must see too (the file still says on). */
+	sense(prt_out(t, t->a, PR_OUT_REGISTER, 0, 0x11, 0x12, 0), SENSE_HARDWARE_ERROR, 0x44,
+	      0x00);
+	/* Nothing of the three happened: same keys, generation, reservation. */
+	assert_keys(t, 1, (uint64_t[]){ 0x11 });
+	assert_int_equal(generation(t), 1);
+	assert_reservation(t, 0x11, PR_TYPE_WE);
+	ok(prt_write(t, t->a));
+	conflict(prt_write(t, t->b));
+	/* Once it can be saved again, the same command succeeds, and a restart finds it. */
+	assert_int_equal(mkdir(dir, 0700), 0);
+	ok(prt_out(t, t->b, PR_OUT_REGISTER, 0, 0, 0x22, 0x01));
+	prt_destroy(t);
+	t = prt_create(FAKE_SYNC);
+	assert_int_equal(scsitgt_lun_use_pr_file(t->lun, path), 0);
+	assert_keys(t, 2, (uint64_t[]){ 0x11, 0x22 });
+	assert_reservation(t, 0x11, PR_TYPE_WE);
+	prt_destroy(t);
+	/* Without APTPL, before or after, nothing is promised: a failed save does not fail. */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+	t = prt_create(FAKE_SYNC);
+	assert_int_equal(scsitgt_lun_use_pr_file(t->lun, path), 0);
+	ok(prt_out(t, t->a, PR_OUT_REGISTER, 0, 0, 0x33, 0));
+	assert_keys(t, 1, (uint64_t[]){ 0x33 });
+	prt_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -658,6 +711,7 @@ int main(void)
 		cmocka_unit_test(test_spc2_reserve),
 		cmocka_unit_test(test_aptpl_store),
 		cmocka_unit_test(test_aptpl_file_restart),
+		cmocka_unit_test(test_aptpl_file_unwritable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
