@@ -84,7 +84,14 @@ struct scsitgt_lba_extent {
 	uint32_t reserved;
 };
 
-/** io flag: Force Unit Access; the write must be durable before the io completes. */
+/**
+ * io flag: Force Unit Access; the write must be durable before the io completes. Set only on
+ * SCSITGT_IO_WRITE and SCSITGT_IO_WRITE_SAME. WRITE ZEROES and UNMAP never carry it: when a
+ * command needs them durable (WRITE SAME with the write cache disabled, SBC-4 §6.5.5) the
+ * core follows them with a SCSITGT_IO_FLUSH before the status, so a backend with a volatile
+ * cache (SCSITGT_GEOMETRY_WRITE_CACHE) supports FLUSH, and its FLUSH makes the completed
+ * WRITE ZEROES and UNMAP durable too (on a file: fdatasync() after fallocate()).
+ */
 #define SCSITGT_IO_FLAG_FUA (1u << 0)
 /**
  * io flag (READ only): the data goes to the initiator as it is, so the backend may lend its

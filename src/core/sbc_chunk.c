@@ -24,6 +24,7 @@ struct scsitgt__sbc_chunker *scsitgt__sbc_chunker_new(struct scsitgt__cmd *cmd, 
 	}
 	ch->cmd = cmd;
 	ch->buf_len = buf_len;
+	ch->start = lba;
 	ch->next = lba;
 	ch->end = lba + nblocks;
 	ch->max_blocks = SCSITGT__SBC_CHUNK_BYTES / bs;
@@ -61,13 +62,30 @@ static void chunk_pump(struct scsitgt__sbc_chunker *ch)
 		ch->again = false;
 		if (ch->io_done) {
 			ch->io_done = false;
-			if (ch->reason == SCSITGT__SR_OK && ch->check)
+			if (ch->reason == SCSITGT__SR_OK && ch->check && ch->cur_n)
 				ch->reason = ch->check(ch, ch->cur_lba, ch->cur_n);
 		}
-		if (ch->reason != SCSITGT__SR_OK || ch->next >= ch->end ||
-		    scsitgt__cmd_aborted(ch->cmd)) {
+		if (ch->reason != SCSITGT__SR_OK || scsitgt__cmd_aborted(ch->cmd)) {
 			chunk_end(ch);
 			return;
+		}
+		if (ch->next >= ch->end) {
+			if (!ch->flush_after) {
+				chunk_end(ch);
+				return;
+			}
+			/* The last io: the FLUSH; its completion ends the walk (cur_n 0: no
+			 * check). */
+			ch->flush_after = false;
+			ch->cur_lba = ch->start;
+			ch->cur_n = 0;
+			if (scsitgt__io_submit(ch->cmd, SCSITGT_IO_FLUSH, ch->start,
+					       (uint32_t)(ch->end - ch->start), NULL, 0, 0,
+					       scsitgt__sbc_chunk_io_done) < 0) {
+				ch->reason = SCSITGT__SR_BUSY;
+				ch->again = true;
+			}
+			continue;
 		}
 		uint64_t left = ch->end - ch->next;
 

@@ -27,8 +27,9 @@ typedef enum scsitgt__sense_reason (*scsitgt__chunk_check_fn)(struct scsitgt__sb
 
 struct scsitgt__sbc_chunker {
 	struct scsitgt__cmd *cmd;
-	uint64_t next; /* first LBA not yet submitted */
-	uint64_t end;  /* LBA past the range */
+	uint64_t start; /* first LBA of the range */
+	uint64_t next;	/* first LBA not yet submitted */
+	uint64_t end;	/* LBA past the range */
 	uint32_t max_blocks;
 	uint64_t cur_lba;
 	uint32_t cur_n;
@@ -40,6 +41,9 @@ struct scsitgt__sbc_chunker {
 	struct scsitgt__sense_detail detail;
 	struct scsitgt__range_token token; /* range lock of the plain path */
 	bool pumping, again, io_done;
+	/* Once every piece succeeded, a FLUSH io over the range before the status: the pieces'
+	 * ios (WRITE ZEROES, UNMAP) carry no FUA (backend.h). Cleared once submitted. */
+	bool flush_after;
 };
 
 /*
@@ -49,8 +53,9 @@ struct scsitgt__sbc_chunker {
 struct scsitgt__sbc_chunker *scsitgt__sbc_chunker_new(struct scsitgt__cmd *cmd, uint64_t lba,
 						      uint64_t nblocks, uint32_t buf_len);
 /*
- * Start the walk (takes the range, then submits the pieces). The command is completed at the
- * end with the first failure, or GOOD; the chunker is freed. Never fails.
+ * Start the walk (takes the range, then submits the pieces, then the FLUSH of flush_after).
+ * The command is completed at the end with the first failure, or GOOD; the chunker is freed.
+ * Never fails.
  */
 void scsitgt__sbc_chunker_start(struct scsitgt__sbc_chunker *ch);
 /* The io done function the issue callback passes to scsitgt__io_submit(). */

@@ -78,10 +78,11 @@ static int ws_issue_unmap(struct scsitgt__sbc_chunker *ch, uint64_t lba, uint32_
 				  scsitgt__sbc_chunk_io_done);
 }
 
+/* No FUA on these two (backend.h): the walk ends with a FLUSH instead when FUA is due. */
 static int ws_issue_zeroes(struct scsitgt__sbc_chunker *ch, uint64_t lba, uint32_t n)
 {
-	return scsitgt__io_submit(ch->cmd, SCSITGT_IO_WRITE_ZEROES, lba, n, NULL, 0,
-				  ch->cmd->io_flags, scsitgt__sbc_chunk_io_done);
+	return scsitgt__io_submit(ch->cmd, SCSITGT_IO_WRITE_ZEROES, lba, n, NULL, 0, 0,
+				  scsitgt__sbc_chunk_io_done);
 }
 
 static int ws_issue_write(struct scsitgt__sbc_chunker *ch, uint64_t lba, uint32_t n)
@@ -140,7 +141,14 @@ void scsitgt__sbc_write_same(struct scsitgt__cmd *cmd)
 	if (issue != ws_issue_write) {
 		/* One io for the whole range: the backend frees, zeroes or fills it at once. */
 		ch->max_blocks = cmd->nblocks;
-	} else if (!zero) {
+	}
+	/* SBC-4 §6.5.5: with WCE 0 the blocks are on the medium before GOOD. A backend need
+	 * not honour FUA on WRITE ZEROES or UNMAP (a file's fallocate, librbd's cache): a
+	 * FLUSH follows them, as SYNCHRONIZE CACHE would, before the status. */
+	if ((issue == ws_issue_zeroes || issue == ws_issue_unmap) &&
+	    (cmd->io_flags & SCSITGT_IO_FLAG_FUA) && scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH))
+		ch->flush_after = true;
+	if (issue == ws_issue_write && !zero) {
 		/* The bounded buffer holds the block repeated (the zero case is calloc'ed). */
 		for (uint64_t b = 0; b < pattern_blocks; b++)
 			memcpy(ch->buf + b * bs, cmd->buf, bs);

@@ -331,6 +331,91 @@ static void test_block_limits(void **state)
 	tctx_destroy(t);
 }
 
+/* How many ios of @type the backend got. */
+static size_t count_ios(const struct tctx *t, enum scsitgt_io_type type)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->fb->nrecs; i++)
+		n += t->fb->recs[i].type == type;
+	return n;
+}
+
+/* A thin LBPRZ LUN on a backend with a volatile cache, FLUSH, UNMAP and WRITE ZEROES. */
+static struct tctx *cached_lun(uint32_t lun_flags, uint32_t supports)
+{
+	struct fake_backend_opts o;
+
+	fake_backend_opts_init(&o);
+	o.supports = supports;
+	o.geo_flags = SCSITGT_GEOMETRY_WRITE_CACHE | SCSITGT_GEOMETRY_LBPRZ;
+	return tctx_create(SCSITGT_LUN_THIN | lun_flags, &o);
+}
+
+/*
+ * WCE 0 (SBC-4 §6.5.5): GOOD only once the blocks are on the medium. A zeroing or unmapping
+ * io carries no FUA (backend.h): the core follows it with a FLUSH before the status.
+ */
+static void test_zeroes_durable_without_wce(void **state)
+{
+	uint32_t sup = (1u << SCSITGT_IO_UNMAP) | (1u << SCSITGT_IO_WRITE_ZEROES) |
+		       (1u << SCSITGT_IO_FLUSH);
+	struct tctx *t = cached_lun(0, sup);
+	uint8_t zero[BS] = { 0 }, one[BS];
+
+	(void)state;
+	memset(one, 1, sizeof(one));
+	assert_false(t->lun->mode.wce);
+	/* WRITE SAME (16) of a zero block: WRITE ZEROES, then FLUSH over the range. */
+	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, true, 8, 8, 0), zero, BS));
+	assert_int_equal(t->fb->nrecs, 2);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_WRITE_ZEROES);
+	assert_int_equal(t->fb->recs[1].type, SCSITGT_IO_FLUSH);
+	assert_int_equal(t->fb->recs[1].lba, 8);
+	assert_int_equal(t->fb->recs[1].num_blocks, 8);
+	/* With UNMAP (LBPRZ): UNMAP, then FLUSH. NDOB the same. */
+	t->fb->nrecs = 0;
+	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, false, 0, 8, 0x08), zero, BS));
+	assert_good(tctx_run(t, cdb_ws(t->cdb, true, 100, 4, 0x01)));
+	assert_int_equal(t->fb->nrecs, 4);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_UNMAP);
+	assert_int_equal(t->fb->recs[1].type, SCSITGT_IO_FLUSH);
+	assert_int_equal(t->fb->recs[2].type, SCSITGT_IO_WRITE_ZEROES);
+	assert_int_equal(t->fb->recs[3].type, SCSITGT_IO_FLUSH);
+	/* Non-zero data: a WRITE with FUA, no extra FLUSH. */
+	t->fb->nrecs = 0;
+	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, true, 0, 4, 0), one, BS));
+	assert_int_equal(t->fb->nrecs, 1);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_WRITE);
+	assert_true(t->fb->recs[0].flags & SCSITGT_IO_FLAG_FUA);
+	tctx_destroy(t);
+}
+
+/* Where no FLUSH is needed none is sent: WCE 1 (the initiator flushes), or no cache. */
+static void test_zeroes_no_flush_needed(void **state)
+{
+	uint32_t sup = (1u << SCSITGT_IO_UNMAP) | (1u << SCSITGT_IO_WRITE_ZEROES) |
+		       (1u << SCSITGT_IO_FLUSH);
+	uint8_t zero[BS] = { 0 };
+	struct tctx *t = cached_lun(SCSITGT_LUN_WRITE_CACHE, sup);
+
+	(void)state;
+	assert_true(t->lun->mode.wce);
+	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, true, 8, 8, 0), zero, BS));
+	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, false, 0, 8, 0x08), zero, BS));
+	assert_int_equal(count_ios(t, SCSITGT_IO_FLUSH), 0);
+	assert_int_equal(t->fb->nrecs, 2);
+	tctx_destroy(t);
+	/* No volatile cache (a FLUSH would have nothing to write). */
+	t = lun_with(SCSITGT_LUN_THIN, (1u << SCSITGT_IO_UNMAP) | (1u << SCSITGT_IO_WRITE_ZEROES),
+		     2048, true);
+	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, true, 8, 8, 0), zero, BS));
+	assert_good(tctx_run_lun(t, 0, cdb_ws(t->cdb, false, 0, 8, 0x08), zero, BS));
+	assert_int_equal(count_ios(t, SCSITGT_IO_FLUSH), 0);
+	assert_int_equal(t->fb->nrecs, 2);
+	tctx_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -342,6 +427,8 @@ int main(void)
 		cmocka_unit_test(test_backend_error),
 		cmocka_unit_test(test_zero_blocks_to_end),
 		cmocka_unit_test(test_block_limits),
+		cmocka_unit_test(test_zeroes_durable_without_wce),
+		cmocka_unit_test(test_zeroes_no_flush_needed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
