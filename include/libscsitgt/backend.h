@@ -28,7 +28,13 @@ enum scsitgt_io_type {
 	SCSITGT_IO_READ = 0,
 	/** Write num_blocks blocks at lba from the iovecs. Required unless the LUN is read-only. */
 	SCSITGT_IO_WRITE = 1,
-	/** Make every completed write durable. Optional: without it a FLUSH is a no-op. */
+	/**
+	 * Make every completed write durable (WRITE ZEROES and UNMAP included). Optional:
+	 * without it a FLUSH is a no-op. With SCSITGT_GEOMETRY_WRITE_CACHE the core sends it
+	 * for SYNCHRONIZE CACHE and START STOP UNIT whatever the current WCE is (writes cached
+	 * while it was 1 may still be dirty, SBC-4 §5.27), when MODE SELECT turns WCE off, and
+	 * after a WRITE ZEROES or UNMAP that must be durable (SCSITGT_IO_FLAG_FUA).
+	 */
 	SCSITGT_IO_FLUSH = 2,
 	/**
 	 * Deallocate the range; later reads return zeros if the geometry says LBPRZ. Optional:

@@ -44,6 +44,13 @@ bool scsitgt__sbc_has_cache(const struct scsitgt_lun *lun)
 	       scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH);
 }
 
+/* Whether the backend has a volatile cache that a FLUSH io writes back. */
+bool scsitgt__sbc_volatile_cache(const struct scsitgt_lun *lun)
+{
+	return (lun->geo.flags & SCSITGT_GEOMETRY_WRITE_CACHE) &&
+	       scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH);
+}
+
 void scsitgt__sbc_decode_range(const uint8_t *cdb, size_t cdb_len, uint64_t *lba, uint32_t *nblocks,
 			       uint16_t *len_off)
 {
@@ -357,10 +364,12 @@ void scsitgt__sbc_sync_cache(struct scsitgt__cmd *cmd)
 	const struct scsitgt_lun *lun = cmd->lun;
 
 	/*
-	 * Without a volatile cache in use (WCE off, or no FLUSH to send) every write is already
-	 * durable: GOOD at once. IMMED is accepted; status simply follows the flush.
+	 * Without a volatile cache (or no FLUSH to send) every write is already durable: GOOD
+	 * at once. SBC-4 §5.27: GOOD says the blocks' latest data are on the medium whatever
+	 * WCE is now; writes cached while it was 1 may still be dirty after it went to 0, so
+	 * the current WCE does not decide. IMMED is accepted; status simply follows the flush.
 	 */
-	if (!lun->mode.wce || !scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH)) {
+	if (!scsitgt__sbc_volatile_cache(lun)) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
@@ -462,9 +471,9 @@ void scsitgt__sbc_start_stop(struct scsitgt__cmd *cmd)
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_MEDIUM_REMOVAL_PREVENTED);
 		return;
 	}
-	/* NO_FLUSH zero: cached data reaches the medium before the unit stops. */
-	if (!start && !no_flush && lun->mode.wce && scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH) &&
-	    lun->medium.present) {
+	/* NO_FLUSH zero: cached data reaches the medium before the unit stops, whatever WCE is
+	 * now (as SYNCHRONIZE CACHE). */
+	if (!start && !no_flush && scsitgt__sbc_volatile_cache(lun) && lun->medium.present) {
 		if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0,
 				       sbc_start_stop_flushed) < 0)
 			scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);

@@ -43,6 +43,9 @@ void scsitgt__sbc_decode_range(const uint8_t *cdb, size_t cdb_len, uint64_t *lba
 enum scsitgt__sense_reason scsitgt__sbc_check_range(struct scsitgt__cmd *cmd, uint64_t lba,
 						    uint32_t nblocks, uint16_t len_off);
 bool scsitgt__sbc_has_cache(const struct scsitgt_lun *lun);
+/* Whether the backend has a volatile cache (SCSITGT_GEOMETRY_WRITE_CACHE) and FLUSH to write
+ * it back: SYNCHRONIZE CACHE, START STOP UNIT and a WCE turned off then send a FLUSH io. */
+bool scsitgt__sbc_volatile_cache(const struct scsitgt_lun *lun);
 /* SBC-4 §4.5: whether @lba, or the range of @nblocks from it, runs past the capacity (a zero
  * length range is still checked at its LBA); the capacity read once. */
 bool scsitgt__sbc_range_bad(const struct scsitgt_lun *lun, uint64_t lba, uint64_t nblocks);

@@ -9,7 +9,8 @@
  *   control:  D_SENSE (sense format of this LUN) and SWP (software write protect, honoured by
  *             the CDB dispatch like a read-only LUN).
  * RCD, QERR, TST, MRIE, DEXCPT and the rest describe fixed behaviour and are not changeable.
- * A MODE SELECT that changes a value raises MODE PARAMETERS CHANGED on the other I_T nexuses.
+ * A MODE SELECT that changes a value raises MODE PARAMETERS CHANGED on the other I_T nexuses;
+ * one that turns WCE off writes the backend's cache back (FLUSH) before its GOOD.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/home_call.h"
+#include "core/sbc.h"
 #include "core/scsi_spec.h"
 #include "core/ua.h"
 #include "core/spc.h"
@@ -331,7 +333,8 @@ static enum scsitgt__sense_reason mode_walk_pages(struct scsitgt__cmd *cmd, size
 	return SCSITGT__SR_OK;
 }
 
-static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd, bool *changed_out)
+static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd, bool *changed_out,
+					      bool *wce_off_out)
 {
 	const uint8_t *p = cmd->buf;
 	size_t len = cmd->xfer_len, hdr, bdlen;
@@ -373,6 +376,7 @@ static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd, bool *ch
 	before = cmd->lun->mode;
 	r = mode_walk_pages(cmd, hdr + bdlen, true);
 	changed = r == SCSITGT__SR_OK && memcmp(&before, &cmd->lun->mode, sizeof(before)) != 0;
+	*wce_off_out = changed && before.wce && !cmd->lun->mode.wce;
 	uv_mutex_unlock(&cmd->lun->xlock);
 	*changed_out = changed;
 	return r;
@@ -382,6 +386,7 @@ static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd, bool *ch
 struct mode_select_call {
 	struct scsitgt__home_call hc; /* first */
 	enum scsitgt__sense_reason r;
+	bool flush; /* WCE went from 1 to 0 on a volatile cache: write it back first */
 };
 
 /* SPC-5 §7.5.1: the parameters are the LUN's, shared by every I_T nexus; the others learn of
@@ -396,9 +401,23 @@ static void mode_select_announce(struct scsitgt__home_call *hc)
 static void mode_select_done(struct scsitgt__home_call *hc)
 {
 	struct mode_select_call *c = scsitgt__container_of(hc, struct mode_select_call, hc);
+	struct scsitgt__cmd *cmd = hc->cmd;
+	enum scsitgt__sense_reason r = c->r;
+	bool flush = c->flush;
 
-	scsitgt__cmd_complete(hc->cmd, c->r);
 	scsitgt__home_call_free(hc);
+	/*
+	 * SBC-4 §6.5.5: with WCE 0 a write is on the medium before its GOOD, and an initiator
+	 * sends no SYNCHRONIZE CACHE to a write-through disk (Linux drops its flushes): what
+	 * was cached while WCE was 1 is written back before this GOOD.
+	 */
+	if (r == SCSITGT__SR_OK && flush) {
+		if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0,
+				       scsitgt__io_done_complete_cmd) < 0)
+			scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
+		return;
+	}
+	scsitgt__cmd_complete(cmd, r);
 }
 
 void scsitgt__spc_mode_select(struct scsitgt__cmd *cmd)
@@ -406,14 +425,15 @@ void scsitgt__spc_mode_select(struct scsitgt__cmd *cmd)
 	struct mode_select_call local = { 0 }, *c;
 	/* A command of a worker shard (issue 18) takes its record before changing anything. */
 	struct scsitgt__home_call *hc = scsitgt__home_call_new(cmd, &local.hc, sizeof(local));
-	bool changed = false;
+	bool changed = false, wce_off = false;
 
 	if (hc == NULL) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
 	c = scsitgt__container_of(hc, struct mode_select_call, hc);
-	c->r = mode_select(cmd, &changed);
+	c->r = mode_select(cmd, &changed, &wce_off);
+	c->flush = wce_off && scsitgt__sbc_volatile_cache(cmd->lun);
 	if (!changed) {
 		mode_select_done(hc);
 		return;

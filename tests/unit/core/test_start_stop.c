@@ -138,6 +138,21 @@ static void test_stop_flushes(void **state)
 	assert_good(tctx_run(t, 6));
 	assert_int_equal(t->fb->nrecs, 1);
 	tctx_destroy(t);
+
+	/* SBC-4 §5.25 NO_FLUSH 0 with WCE 0 on a cached backend: what was cached while WCE was
+	 * 1 (or by ios without FUA) still reaches the medium before the unit stops. */
+	t = tctx_create(0, &o);
+	assert_false(t->lun->mode.wce);
+	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0, false, false)));
+	assert_int_equal(t->fb->nrecs, 1);
+	assert_int_equal(fake_backend_last(t->fb)->type, SCSITGT_IO_FLUSH);
+	tctx_destroy(t);
+	/* Without a volatile cache: no flush. */
+	o.geo_flags = 0;
+	t = tctx_create(0, &o);
+	assert_good(tctx_run(t, cdb_start_stop(t->cdb, 0, false, false)));
+	assert_int_equal(t->fb->nrecs, 0);
+	tctx_destroy(t);
 }
 
 static void test_prevent_allow(void **state)
