@@ -7,6 +7,8 @@
  *   CRYPTO ERASE   as zeros (LBPRZ), else WRITEs of zeros. We hold no encryption key, so a
  *                  crypto erase is an erase: afterwards no previous data can be read back;
  *   EXIT FAILURE MODE  leaves the failure state of a failed sanitize that had AUSE set.
+ * On a backend with a volatile cache a FLUSH follows the last piece: the sanitize completes
+ * once its writes are written back.
  * While a sanitize runs, the LUN answers every command but INQUIRY, REPORT LUNS and REQUEST
  * SENSE with NOT READY, SANITIZE IN PROGRESS, and REQUEST SENSE reports the progress
  * (spc_request_sense.c). A failed sanitize leaves media access commands failing with MEDIUM ERROR,
@@ -54,6 +56,8 @@ struct sz_walk {
 	uint8_t *buf; /* the pattern (or zeros) for buf_blocks blocks; NULL for no-data ios */
 	uint32_t buf_blocks;
 	uint32_t piece_blocks;
+	/* A FLUSH is still due after the last pass (the pieces carry no FUA). */
+	bool flush;
 	enum scsitgt__sense_reason reason;
 };
 
@@ -151,6 +155,8 @@ static void sz_done(struct scsitgt__bg_walk *bg, enum scsitgt__sense_reason reas
 
 	if (reason != SCSITGT__SR_OK && w->reason == SCSITGT__SR_OK)
 		w->reason = reason;
+	if (bg->type == SCSITGT_IO_FLUSH)
+		return;
 	w->next += bg->blocks;
 	if (w->next == w->total) {
 		w->next = 0;
@@ -177,7 +183,7 @@ static bool sz_stop(struct scsitgt__bg_walk *bg)
 	if (atomic_load_explicit(&bg->cmd->lun->drain.destroying, memory_order_relaxed) &&
 	    w->reason == SCSITGT__SR_OK)
 		w->reason = SCSITGT__SR_ABORTED;
-	return w->reason != SCSITGT__SR_OK || w->pass == w->passes;
+	return w->reason != SCSITGT__SR_OK || (w->pass == w->passes && !w->flush);
 }
 
 static bool sz_next(struct scsitgt__bg_walk *bg)
@@ -185,6 +191,15 @@ static bool sz_next(struct scsitgt__bg_walk *bg)
 	struct sz_walk *w = scsitgt__container_of(bg, struct sz_walk, bg);
 	uint64_t left = w->total - w->next;
 
+	if (w->pass == w->passes) {
+		/* Every pass written: the FLUSH that ends it (sz_stop() let it through). */
+		w->flush = false;
+		bg->type = SCSITGT_IO_FLUSH;
+		bg->lba = 0;
+		bg->blocks = 0;
+		bg->data = false;
+		return true;
+	}
 	bg->type = w->type;
 	bg->lba = w->next;
 	bg->blocks = left < w->piece_blocks ? (uint32_t)left : w->piece_blocks;
@@ -323,6 +338,9 @@ void scsitgt__sbc_sanitize(struct scsitgt__cmd *cmd)
 	}
 	w->total = scsitgt__lun_blocks(lun);
 	r = sa == SBC_SANITIZE_OVERWRITE ? sz_overwrite_setup(cmd, w) : sz_erase_setup(cmd, w);
+	/* SBC-4 §4.33: a completed sanitize leaves no previous data recoverable; what a
+	 * volatile cache still holds of the overwrite or erase is written back first. */
+	w->flush = scsitgt__sbc_volatile_cache(lun);
 	if (r != SCSITGT__SR_OK) {
 		free(w->buf);
 		free(w);

@@ -6,6 +6,7 @@
 #include "test_util.h"
 
 #include "core/fabric.h"
+#include "core/sbc_sanitize.h"
 #include "core/scsi_spec.h"
 #include "core/tmf.h"
 
@@ -398,6 +399,53 @@ static void test_failure_mode(void **state)
 	tctx_destroy(t);
 }
 
+/*
+ * SBC-4 §4.33: once a sanitize has completed no previous data can be recovered. On a backend
+ * with a volatile cache its writes are written back (one FLUSH after the last piece) before
+ * the sanitize completes; without a cache nothing is added.
+ */
+static void test_cached_backend_flushed(void **state)
+{
+	uint32_t sup = 1u << SCSITGT_IO_WRITE_ZEROES | 1u << SCSITGT_IO_FLUSH;
+	struct fake_backend_opts o;
+	uint8_t list[4 + 512];
+	size_t len;
+	struct tctx *t;
+
+	(void)state;
+	fake_backend_opts_init(&o);
+	o.num_blocks = 4096;
+	o.supports = sup;
+	o.geo_flags = SCSITGT_GEOMETRY_WRITE_CACHE;
+	/* WCE 1 or 0 alike: the walk's ios carry no FUA. */
+	for (int wce = 0; wce < 2; wce++) {
+		t = tctx_create(wce ? SCSITGT_LUN_WRITE_CACHE : 0, &o);
+		assert_good(tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0)));
+		assert_int_equal(t->fb->nrecs, 2);
+		assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_WRITE_ZEROES);
+		assert_int_equal(t->fb->recs[1].type, SCSITGT_IO_FLUSH);
+		/* Two passes of OVERWRITE: four writes, then one FLUSH. */
+		t->fb->nrecs = 0;
+		len = ow_list(list, true, 2, 512, 0xa5);
+		assert_good(tctx_run_lun(
+			t, 0, cdb_sanitize(t->cdb, SBC_SANITIZE_OVERWRITE, false, (uint16_t)len),
+			list, len));
+		assert_int_equal(t->fb->nrecs, 5);
+		for (size_t i = 0; i < 4; i++)
+			assert_int_equal(t->fb->recs[i].type, SCSITGT_IO_WRITE);
+		assert_int_equal(t->fb->recs[4].type, SCSITGT_IO_FLUSH);
+		assert_int_equal(t->lun->sanitize.state, SCSITGT__SANITIZE_IDLE);
+		tctx_destroy(t);
+	}
+	/* FLUSH offered but no volatile cache: nothing to write back. */
+	o.geo_flags = 0;
+	t = tctx_create(0, &o);
+	assert_good(tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0)));
+	assert_int_equal(t->fb->nrecs, 1);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_WRITE_ZEROES);
+	tctx_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -408,6 +456,7 @@ int main(void)
 		cmocka_unit_test(test_abort_keeps_running),
 		cmocka_unit_test(test_immed),
 		cmocka_unit_test(test_failure_mode),
+		cmocka_unit_test(test_cached_backend_flushed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
