@@ -79,6 +79,8 @@ struct scsitgt_pr_req {
 	unsigned int tries;
 	bool busy;   /* at the store (fetch or commit) */
 	bool commit; /* the store has our commit */
+	/* it delivered that commit back to us before answering (pr_cluster.c) */
+	bool delivered;
 	/* the state committed (version 2), kept until the commit is answered */
 	uint8_t *data;
 	size_t len;

@@ -89,10 +89,11 @@ static void derive_events(const struct scsitgt__pr *old, const struct scsitgt__p
 /*
  * Apply a state: replace the local one when it is newer. @ch (initialised by the caller)
  * receives the unit attentions to raise once lun->xlock is dropped
- * (scsitgt__pr_raise_events()), none when nothing was applied. Under lun->xlock.
+ * (scsitgt__pr_raise_events()), none when nothing was applied; but for @own (this engine's
+ * committed change) the change's own events also when the state is not newer. Under lun->xlock.
  */
 static int cl_apply_locked(struct scsitgt_lun *lun, const void *data, size_t len,
-			   struct scsitgt__pr_change *ch)
+			   struct scsitgt__pr_change *ch, bool own)
 {
 	struct scsitgt__pr tmp, *pr;
 	uint16_t ver = 0;
@@ -106,8 +107,12 @@ static int cl_apply_locked(struct scsitgt_lun *lun, const void *data, size_t len
 		rc = -ENOMEM;
 	if (rc == 0 && ver == SCSITGT_PR_STATE_VERSION_SHARED) {
 		if (ch->seq <= pr->seq) {
-			/* A duplicate, or older than what we have: nothing to do. */
-			scsitgt__pr_change_clear(ch);
+			/* A duplicate, or older than what we have: nothing to apply. Our own
+			 * commit's events still are due: a newer state made elsewhere on top of
+			 * it may have arrived first, whose events, derived, never abort (PREEMPT
+			 * AND ABORT, SPC-5 §5.13.11.5). */
+			if (!own)
+				scsitgt__pr_change_clear(ch);
 			goto out;
 		}
 		if (ch->seq != pr->seq + 1) {
@@ -128,16 +133,39 @@ out:
 	return rc;
 }
 
+/* The request whose commit the store has, if @data is the state it committed. */
+static struct scsitgt_pr_req *cl_own_commit(struct scsitgt_lun *lun, const void *data, size_t len)
+{
+	struct scsitgt__pr *pr = lun->pr;
+	struct scsitgt_pr_req *req;
+
+	if (pr == NULL || scsitgt__list_empty(&pr->cl_queue))
+		return NULL;
+	req = scsitgt__container_of(pr->cl_queue.next, struct scsitgt_pr_req, node);
+	if (!req->commit || req->data == NULL || req->len != len ||
+	    memcmp(req->data, data, len) != 0)
+		return NULL;
+	return req;
+}
+
 /* cl_apply_locked() under the lock, then its unit attentions (a state made elsewhere). */
 static int cl_apply(struct scsitgt_lun *lun, const void *data, size_t len)
 {
+	struct scsitgt_pr_req *own = cl_own_commit(lun, data, len);
 	struct scsitgt__pr_change ch;
 	int rc;
 
 	scsitgt__pr_change_init(&ch);
 	uv_mutex_lock(&lun->xlock);
-	rc = cl_apply_locked(lun, data, len, &ch);
+	rc = cl_apply_locked(lun, data, len, &ch, false);
 	uv_mutex_unlock(&lun->xlock);
+	if (own && rc == 0) {
+		/* Our own commit, delivered back to us before the store's answer: its events
+		 * are raised once, by the answer, which waits for its aborts before the
+		 * command's status (scsitgt_pr_req_complete_commit()). */
+		own->delivered = true;
+		scsitgt__pr_change_clear(&ch);
+	}
 	scsitgt__pr_raise_events(lun, &ch, NULL);
 	scsitgt__pr_change_clear(&ch);
 	return rc;
@@ -239,6 +267,7 @@ static void cl_fetch(struct scsitgt_pr_req *req)
 
 	req->busy = true;
 	req->commit = false;
+	req->delivered = false;
 	pr->cl.fetch(pr->cl_arg, req->lun, req);
 }
 
@@ -387,9 +416,11 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_commit(struct scsitgt_pr_req *req, i
 	if (status == 0) {
 		struct scsitgt__pr_change ch;
 
+		/* Applied if it is still the newest; its events in any case (cl_apply_locked()):
+		 * a PREEMPT AND ABORT's aborts must precede its status. */
 		scsitgt__pr_change_init(&ch);
 		uv_mutex_lock(&lun->xlock);
-		rc = cl_apply_locked(lun, req->data, req->len, &ch);
+		rc = cl_apply_locked(lun, req->data, req->len, &ch, true);
 		uv_mutex_unlock(&lun->xlock);
 		if (rc < 0)
 			cl_log(lun, "cannot apply the committed state", rc);
@@ -402,6 +433,19 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_commit(struct scsitgt_pr_req *req, i
 		scsitgt__tmf_pr_events(lun, &ch, cmd, cl_commit_done, req);
 		scsitgt__pr_change_clear(&ch);
 		return;
+	}
+	if (req->delivered) {
+		struct scsitgt__pr_change ch;
+
+		/* The store failed to say so, yet it delivered our state back to us: stored,
+		 * applied here, and its events (left to this answer) are due all the same. */
+		scsitgt__pr_change_init(&ch);
+		uv_mutex_lock(&lun->xlock);
+		rc = cl_apply_locked(lun, req->data, req->len, &ch, true);
+		uv_mutex_unlock(&lun->xlock);
+		if (rc == 0)
+			scsitgt__pr_raise_events(lun, &ch, NULL);
+		scsitgt__pr_change_clear(&ch);
 	}
 	free(req->data);
 	req->data = NULL;

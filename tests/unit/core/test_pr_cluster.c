@@ -166,7 +166,9 @@ static void tur(struct gw *g, struct scsitgt__session *s)
 	lf_result_clear(&g->r);
 }
 
-static void gw_init(struct gw *g, struct fstore *st, uint16_t port)
+/* A gateway whose backend completes ios in @mode (FAKE_MANUAL: held until the test lets them
+ * go). */
+static void gw_init(struct gw *g, struct fstore *st, uint16_t port, enum fake_mode mode)
 {
 	struct fake_backend_opts o;
 
@@ -174,7 +176,7 @@ static void gw_init(struct gw *g, struct fstore *st, uint16_t port)
 	g->st = st;
 	assert_int_equal(loop_fabric_create(&g->lf, NULL), 0);
 	fake_backend_opts_init(&o);
-	o.mode = FAKE_SYNC;
+	o.mode = mode;
 	assert_int_equal(fake_backend_lun_create(&g->lun, &g->fb, g->lf->tgt, 0, 0, &o), 0);
 	assert_int_equal(loop_fabric_add_session(g->lf, PORT_A, port, &g->a), 0);
 	assert_int_equal(loop_fabric_add_session(g->lf, PORT_B, port, &g->b), 0);
@@ -193,14 +195,19 @@ struct two {
 	struct lf_result ra, rb;
 };
 
-static struct two *two_create(void)
+static struct two *two_create_mode(enum fake_mode mode_a)
 {
 	struct two *t = calloc(1, sizeof(*t));
 
 	assert_non_null(t);
-	gw_init(&t->ga, &t->st, 1);
-	gw_init(&t->gb, &t->st, 2);
+	gw_init(&t->ga, &t->st, 1, mode_a);
+	gw_init(&t->gb, &t->st, 2, FAKE_SYNC);
 	return t;
+}
+
+static struct two *two_create(void)
+{
+	return two_create_mode(FAKE_SYNC);
 }
 
 static void two_destroy(struct two *t)
@@ -512,6 +519,128 @@ static void test_preempt_and_abort_on_other_gateway(void **state)
 	two_destroy(t);
 }
 
+/* Store commit @i of the queue and deliver it to the other engine (and to the committer too
+ * with @to_self, as a store whose watchers include the committer's), but keep its answer: the
+ * request is returned for scsitgt_pr_req_complete_commit() later (a slow notify round trip). */
+static struct scsitgt_pr_req *fs_store_hold_answer(struct fstore *st, unsigned int i, bool to_self)
+{
+	struct fop op;
+
+	assert_true(i < st->nq && st->q[i].commit);
+	op = st->q[i];
+	assert_int_equal(op.version, st->version);
+	memmove(&st->q[i], &st->q[i + 1], (st->nq - i - 1) * sizeof(op));
+	st->nq--;
+	st->ncommit++;
+	free(st->data);
+	st->data = op.data;
+	st->len = op.len;
+	st->version++;
+	for (unsigned int k = 0; k < st->ngws; k++) {
+		if (st->gws[k] == op.gw && !to_self)
+			continue;
+		assert_int_equal(scsitgt_lun_apply_pr_state(st->gws[k]->lun, st->data, st->len), 0);
+		st->ndelivered++;
+	}
+	return op.req;
+}
+
+/*
+ * Through gateway A (its backend holding ios): initiator A registered and holding an
+ * EXCLUSIVE ACCESS reservation, a WRITE of A inside the backend, then initiator B's PREEMPT
+ * AND ABORT of A fetched and its commit at the store (queue entry 0).
+ */
+static void pa_start(struct two *t, struct lf_result *held)
+{
+	uint8_t cdb[CDB_BUF], blk[512] = { 0x5a };
+
+	memset(held, 0, sizeof(*held));
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	ok(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_EA, 0xa1, 0));
+	ok(out(&t->ga, t->ga.b, PR_OUT_REGISTER, 0, 0, 0xb1));
+	start(&t->ga, t->ga.a, cdb, cdb_rw(cdb, SBC_WRITE_10, 0, 1, 0), blk, sizeof(blk), held);
+	assert_false(held->done);
+	out_start(&t->ga, t->ga.b, PR_OUT_PREEMPT_AND_ABORT, PR_TYPE_EA, 0xb1, 0xa1, &t->ra);
+	fs_release(&t->st, 0);
+	assert_int_equal(t->st.nq, 1);
+	assert_true(t->st.q[0].commit);
+	assert_false(t->ra.done);
+}
+
+/* After pa_start() and the PREEMPT AND ABORT's status: A's WRITE was aborted (no status when
+ * the backend gives it back), A finds REGISTRATIONS PREEMPTED once and then B's reservation;
+ * B, which made the change, is told nothing (SPC-5 §5.13.11.5). */
+static void pa_check(struct two *t, struct lf_result *held)
+{
+	uint8_t cdb[CDB_BUF];
+
+	fake_backend_complete_pending(t->ga.fb);
+	pump(&t->st);
+	assert_true(held->done);
+	assert_true(held->aborted);
+	lf_result_clear(held);
+	ua(rd(&t->ga, t->ga.a), 0x2a, 0x05);
+	conflict(rd(&t->ga, t->ga.a));
+	ok(run(&t->ga, t->ga.b, cdb, cdb_tur(cdb), NULL, 0));
+}
+
+/*
+ * PREEMPT AND ABORT through A whose commit is answered only after a newer state (made through
+ * B on top of it) reached A: the preempted nexus's task on A is still aborted before the
+ * status, and it gets its unit attention once.
+ */
+static void test_preempt_and_abort_overtaken_by_newer_state(void **state)
+{
+	struct two *t = two_create_mode(FAKE_MANUAL);
+	struct scsitgt_pr_req *req;
+	struct lf_result held;
+	uint32_t gen;
+	unsigned int n;
+
+	(void)state;
+	pa_start(t, &held);
+	/* Stored (sequence 4) and delivered to B, the answer to A still on its way. */
+	req = fs_store_hold_answer(&t->st, 0, false);
+	/* B changes the state again (sequence 5), delivered to A before A's own answer. */
+	ok(out(&t->gb, t->gb.obs, PR_OUT_REGISTER, 0, 0, 0xc1));
+	keys(&t->ga, &gen, &n);
+	assert_int_equal(n, 2);
+	scsitgt_pr_req_complete_commit(req, 0);
+	pump(&t->st);
+	assert_true(t->ra.done);
+	assert_good(&t->ra);
+	pa_check(t, &held);
+	two_destroy(t);
+}
+
+/*
+ * The committer's own state delivered back to it before the answer (an RBD watch gets its own
+ * notify): the aborts and unit attentions happen once, with the answer; and when the answer
+ * is an error after all, the state delivered is enforced with its events.
+ */
+static void test_preempt_and_abort_own_state_delivered_first(void **state)
+{
+	(void)state;
+	for (int fail = 0; fail < 2; fail++) {
+		struct two *t = two_create_mode(FAKE_MANUAL);
+		struct scsitgt_pr_req *req;
+		struct lf_result held;
+
+		pa_start(t, &held);
+		req = fs_store_hold_answer(&t->st, 0, true);
+		assert_false(t->ra.done);
+		scsitgt_pr_req_complete_commit(req, fail ? -ETIMEDOUT : 0);
+		pump(&t->st);
+		assert_true(t->ra.done);
+		if (fail)
+			sense(&t->ra, SENSE_HARDWARE_ERROR, 0x08, 0x00);
+		else
+			assert_good(&t->ra);
+		pa_check(t, &held);
+		two_destroy(t);
+	}
+}
+
 /* Store errors fail the command with sense and change nothing anywhere. */
 static void test_store_errors_change_nothing(void **state)
 {
@@ -703,6 +832,8 @@ int main(void)
 		cmocka_unit_test(test_preempt_ua_on_other_gateway),
 		cmocka_unit_test(test_release_and_clear_ua_on_other_gateway),
 		cmocka_unit_test(test_preempt_and_abort_on_other_gateway),
+		cmocka_unit_test(test_preempt_and_abort_overtaken_by_newer_state),
+		cmocka_unit_test(test_preempt_and_abort_own_state_delivered_first),
 		cmocka_unit_test(test_store_errors_change_nothing),
 		cmocka_unit_test(test_stale_retries_bounded),
 		cmocka_unit_test(test_no_change_no_commit),
