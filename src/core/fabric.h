@@ -48,7 +48,9 @@ struct scsitgt__fabric_ops {
 	 * fabric may announce it asynchronously (iSCSI Async Message). The condition stays
 	 * pending and is reported on the next command all the same. Optional, may be NULL;
 	 * called on the home loop or on the nexus's own shard (core/tmf_xshard.c), possibly from
-	 * inside any core call, so it must not call back into the core.
+	 * inside any core call, so it must not call back into the core. On the nexus's shard it
+	 * may run just after home began scsitgt__session_destroy(): the fabric frees what it
+	 * reads there only on that shard, after the messages home posted it before the destroy.
 	 */
 	void (*unit_attention)(struct scsitgt__session *sess, uint64_t lun_id,
 			       enum scsitgt__sense_reason reason);

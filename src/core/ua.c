@@ -254,7 +254,9 @@ void scsitgt__ua_establish(struct scsitgt__session *sess, uint64_t lun_id,
 	}
 	uv_mutex_unlock(&sess->ua_lock);
 	/* the fabric may also announce it (iSCSI Async Message, transport/iscsi/async.c);
-	 * not a nexus on its way out, whose fabric may have let go of it (core/session.c). */
+	 * not a nexus on its way out, whose fabric may have let go of it (core/session.c). On
+	 * the nexus's own shard home may mark it leaving right after this check: the fabric
+	 * keeps its side until that shard has run what home posted before (fabric.h). */
 	if (queued && sess->ops->unit_attention &&
 	    !atomic_load_explicit(&sess->leaving, memory_order_relaxed))
 		sess->ops->unit_attention(sess, lun_id, reason);

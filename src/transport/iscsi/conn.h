@@ -488,6 +488,8 @@ int scsitgt__iscsi_xloop_core_create(struct scsitgt__iscsi_conn *conn,
 				     struct scsitgt__iscsi_sess *sess);
 /* The session of a worker loop ended: finish it on home. */
 void scsitgt__iscsi_xloop_sess_finish(struct scsitgt__iscsi_sess *sess);
+/* Then, from home, free it on its worker after what home posted there before (session.c). */
+void scsitgt__iscsi_xloop_sess_free(struct scsitgt__iscsi_sess *sess);
 /* A worker connection is gone (or never came up): its portal slot and worker placement are
  * released on home. */
 void scsitgt__iscsi_xloop_conn_gone(struct scsitgt__iscsi_handoff *h);

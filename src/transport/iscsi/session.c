@@ -273,9 +273,20 @@ void scsitgt__iscsi_sess_reinstate(struct scsitgt__iscsi_conn *conn, const char 
 
 void scsitgt__iscsi_sess_finish(struct scsitgt__iscsi_sess *sess)
 {
-	scsitgt__event_session(sess->core, SCSITGT_EVENT_SESSION_LOGOUT, NULL);
-	scsitgt__session_destroy(sess->core);
-	free(sess);
+	struct scsitgt__session *core = sess->core;
+
+	scsitgt__event_session(core, SCSITGT_EVENT_SESSION_LOGOUT, NULL);
+	/* A worker session is freed on its own loop, after the messages home posted there
+	 * before this: one of them may be a task management batch (core/tmf_xshard.c) whose
+	 * unit attention reaches the core's hook, scsitgt__iscsi_async_ua(), with this session,
+	 * having checked that the nexus was not leaving just before the store below. The free
+	 * goes ahead of the core's detach of the nexus, which must come back home before the
+	 * engine can stop that loop. */
+	if (sess->worker)
+		scsitgt__iscsi_xloop_sess_free(sess);
+	else
+		free(sess);
+	scsitgt__session_destroy(core);
 }
 
 void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,

@@ -16,7 +16,8 @@
  *
  *   home -> worker: HANDOFF (a socket), PORTAL_STOP (ask the portal's connections to log
  *                   out), SESS (close, kick or announce a unit attention to a session),
- *                   CORE_DONE (the core nexus a login asked for)
+ *                   CORE_DONE (the core nexus a login asked for), SESS_FREE (a finished
+ *                   session, freed after what home posted before it)
  *   worker -> home: CORE_CREATE (a login's core nexus: the core's registries of sessions,
  *                   reservations and unit attentions are home's), SESS_FINISH (the nexus is
  *                   over: its event and destruction), CONN_GONE (the portal slot and the
@@ -373,6 +374,18 @@ void scsitgt__iscsi_xloop_sess_finish(struct scsitgt__iscsi_sess *sess)
 {
 	sess->finish_msg.fn = sess_finish_fn;
 	scsitgt__engine_post(sess->ie->engine, &sess->finish_msg);
+}
+
+static void sess_free_fn(struct scsitgt__msg *msg)
+{
+	free(scsitgt__container_of(msg, struct scsitgt__iscsi_sess, finish_msg));
+}
+
+void scsitgt__iscsi_xloop_sess_free(struct scsitgt__iscsi_sess *sess)
+{
+	/* finish_msg came home and ran: free for the way back. */
+	sess->finish_msg.fn = sess_free_fn;
+	scsitgt__worker_post(sess->worker, &sess->finish_msg);
 }
 
 /* ---- the host's redirect hook, on the home loop ---- */
