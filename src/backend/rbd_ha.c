@@ -316,30 +316,81 @@ int scsitgt__rbd_ha_ack_format(char *buf, size_t size, const struct scsitgt__rbd
 	return n < 0 || (size_t)n >= size ? -ENOSPC : n;
 }
 
+/* The longest record either parser takes (rbd_gateway.c reads them into 256 bytes). */
+#define RECORD_MAX 256
+
+/*
+ * One "K=NUMBER " field of a record at *@p, as the formats above write it: decimal digits, no
+ * sign, no blank, no leading zero, at most @max; *@p moves past the blank after it. Stricter
+ * than sscanf's %u, which takes "-1" and wraps "g=4294967297" to group 1 past any range check:
+ * whatever this code could not have written is a corrupted record, refused.
+ */
+static bool take_field(const char **p, const char *end, char key, uint64_t max, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+
+	if (end - s < 3 || s[0] != key || s[1] != '=' || s[2] < '0' || s[2] > '9')
+		return false;
+	s += 2;
+	if (s[0] == '0' && end - s > 1 && s[1] != ' ')
+		return false;
+	for (; s < end && *s >= '0' && *s <= '9'; s++) {
+		uint64_t d = (uint64_t)(*s - '0');
+
+		if (d > max || v > (max - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	if (s == end || *s != ' ')
+		return false;
+	*p = s + 1;
+	*out = v;
+	return true;
+}
+
+/* The last field, "a=ADDRESS" to the end of the record: 1 to SCSITGT__RBD_HA_ADDR_MAX - 1
+ * bytes, none blank nor NUL (the formats write a client address or "-"). Its length, or 0. */
+static size_t addr_field(const char *p, const char *end)
+{
+	size_t n;
+
+	if (end - p < 3 || p[0] != 'a' || p[1] != '=')
+		return 0;
+	p += 2;
+	n = (size_t)(end - p);
+	if (n >= SCSITGT__RBD_HA_ADDR_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (p[i] == '\0' || p[i] == ' ' || (p[i] >= '\t' && p[i] <= '\r'))
+			return 0;
+	return n;
+}
+
 int scsitgt__rbd_ha_ack_parse(const char *buf, size_t len, struct scsitgt__rbd_ha_peer *peer,
 			      uint64_t *held_ms, char *addr, size_t addr_size)
 {
-	char tmp[256], a[160];
-	unsigned int g, s, pref;
-	unsigned long long h;
-	int end = 0;
+	const char *p = buf, *end;
+	uint64_t g, s, pref, h;
+	size_t n;
 
-	if (buf == NULL || len == 0 || len >= sizeof(tmp))
+	if (buf == NULL || len == 0 || len >= RECORD_MAX)
 		return -EINVAL;
-	memcpy(tmp, buf, len);
-	tmp[len] = '\0';
-	if (sscanf(tmp, "g=%u s=%u p=%u h=%llu a=%159s%n", &g, &s, &pref, &h, a, &end) != 5 ||
-	    (size_t)end != len || g == 0 || g > UINT16_MAX || s > SCSITGT__RBD_HA_FENCED ||
-	    pref > 1)
+	end = buf + len;
+	if (!take_field(&p, end, 'g', UINT16_MAX, &g) || g == 0 ||
+	    !take_field(&p, end, 's', SCSITGT__RBD_HA_FENCED, &s) ||
+	    !take_field(&p, end, 'p', 1, &pref) || !take_field(&p, end, 'h', UINT64_MAX, &h))
+		return -EINVAL;
+	n = addr_field(p, end);
+	if (n == 0 || (addr && n >= addr_size))
 		return -EINVAL;
 	peer->group = (uint16_t)g;
 	peer->state = (uint8_t)s;
 	peer->preferred = pref != 0;
 	*held_ms = h;
 	if (addr) {
-		if (strlen(a) >= addr_size)
-			return -EINVAL;
-		strcpy(addr, a);
+		memcpy(addr, p + 2, n);
+		addr[n] = '\0';
 	}
 	return 0;
 }
@@ -370,21 +421,24 @@ int scsitgt__rbd_ha_beat_format(char *buf, size_t size, const struct scsitgt__rb
 int scsitgt__rbd_ha_beat_parse(const char *buf, size_t len, uint16_t *group, uint64_t *seq,
 			       uint64_t *held_ms, char *addr, size_t addr_size)
 {
-	char tmp[256], a[SCSITGT__RBD_HA_ADDR_MAX];
-	unsigned long long n, h;
-	unsigned int g;
-	int end = 0;
+	const char *p = buf, *end;
+	uint64_t g, n_seq, h;
+	size_t n;
 
-	if (buf == NULL || len == 0 || len >= sizeof(tmp))
+	if (buf == NULL || len == 0 || len >= RECORD_MAX)
 		return -EINVAL;
-	memcpy(tmp, buf, len);
-	tmp[len] = '\0';
-	if (sscanf(tmp, "g=%u n=%llu h=%llu a=%159s%n", &g, &n, &h, a, &end) != 4 ||
-	    (size_t)end != len || g == 0 || g > UINT16_MAX || strlen(a) >= addr_size)
+	end = buf + len;
+	if (!take_field(&p, end, 'g', UINT16_MAX, &g) || g == 0 ||
+	    !take_field(&p, end, 'n', UINT64_MAX, &n_seq) ||
+	    !take_field(&p, end, 'h', UINT64_MAX, &h))
+		return -EINVAL;
+	n = addr_field(p, end);
+	if (n == 0 || n >= addr_size)
 		return -EINVAL;
 	*group = (uint16_t)g;
-	*seq = n;
+	*seq = n_seq;
 	*held_ms = h;
-	strcpy(addr, a);
+	memcpy(addr, p + 2, n);
+	addr[n] = '\0';
 	return 0;
 }

@@ -526,6 +526,57 @@ static void test_beat_format(void **state)
 			 -EINVAL);
 }
 
+/*
+ * A record this code could not have written is refused, whatever sscanf would make of it: a
+ * number past its type wrapped back into range ("g=4294967297" was group 1, "s=4294967298"
+ * state 2), a sign, a blank, a leading zero, a number past 64 bits, a blank in the address
+ * (fuzz_rbd_ha found the first).
+ */
+static void test_records_refuse_what_no_gateway_writes(void **state)
+{
+	static const char *bad_ack[] = { "g=4294967297 s=1 p=0 h=0 a=x",
+					 "g=1 s=4294967298 p=0 h=0 a=x",
+					 "g=1 s=1 p=4294967297 h=0 a=x",
+					 "g=1 s=1 p=0 h=18446744073709551616 a=x",
+					 "g=1 s=1 p=0 h=-1 a=x",
+					 "g=+1 s=1 p=0 h=0 a=x",
+					 "g= 1 s=1 p=0 h=0 a=x",
+					 "g=01 s=1 p=0 h=0 a=x",
+					 "g=1  s=1 p=0 h=0 a=x",
+					 "g=1 s=1 p=0 h=0 a=x\t",
+					 "g=1 s=1 p=0 h=0 a=" };
+	static const char *bad_beat[] = { "g=65537 n=1 h=0 a=x", "g=1 n=-1 h=0 a=x",
+					  "g=1 n=18446744073709551616 h=0 a=x", "g=1 n=007 h=0 a=x",
+					  "g=1 n=1 h=+0 a=x" };
+	struct scsitgt__rbd_ha_peer pe;
+	char addr[64];
+	uint64_t held, seq;
+	uint16_t group;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad_ack) / sizeof(bad_ack[0]); i++)
+		assert_int_equal(scsitgt__rbd_ha_ack_parse(bad_ack[i], strlen(bad_ack[i]), &pe,
+							   &held, addr, sizeof(addr)),
+				 -EINVAL);
+	for (size_t i = 0; i < sizeof(bad_beat) / sizeof(bad_beat[0]); i++)
+		assert_int_equal(scsitgt__rbd_ha_beat_parse(bad_beat[i], strlen(bad_beat[i]),
+							    &group, &seq, &held, addr,
+							    sizeof(addr)),
+				 -EINVAL);
+	/* The extremes it writes itself still read back. */
+	assert_int_equal(scsitgt__rbd_ha_ack_parse("g=65535 s=4 p=1 h=18446744073709551615 a=-", 42,
+						   &pe, &held, addr, sizeof(addr)),
+			 0);
+	assert_int_equal(pe.group, 65535);
+	assert_int_equal(pe.state, SCSITGT__RBD_HA_FENCED);
+	assert_true(held == UINT64_MAX);
+	assert_string_equal(addr, "-");
+	assert_int_equal(scsitgt__rbd_ha_beat_parse("g=1 n=0 h=0 a=10.0.0.1:0/1", 26, &group, &seq,
+						    &held, addr, sizeof(addr)),
+			 0);
+	assert_true(group == 1 && seq == 0 && held == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +590,7 @@ int main(void)
 		cmocka_unit_test(test_stpg),
 		cmocka_unit_test(test_ack_format),
 		cmocka_unit_test(test_beat_format),
+		cmocka_unit_test(test_records_refuse_what_no_gateway_writes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
