@@ -180,8 +180,12 @@ static int lun_flag(struct minitarget_lun *l, const char *tok)
 		rc = end == tok + 4 || *end != '\0' || v > 8 ? -1 : 0;
 		l->pbe = rc == 0 ? (uint8_t)v : l->pbe;
 	} else if (strncmp(tok, "bs=", 3) == 0) {
-		l->bs = (uint32_t)strtoul(tok + 3, NULL, 10);
-		l->bs_given = true;
+		/* bs=512|4096 as spelled: strtoul took "bs=4096x" and wrapped "bs=4294971392". */
+		rc = strcmp(tok + 3, "512") == 0 || strcmp(tok + 3, "4096") == 0 ? 0 : -1;
+		if (rc == 0) {
+			l->bs = tok[3] == '5' ? 512 : 4096;
+			l->bs_given = true;
+		}
 	} else
 		rc = -1;
 	return rc;
@@ -201,9 +205,11 @@ int minitarget_parse_lun(const char *arg, struct minitarget_lun *l)
 	tok = strtok_r(buf, ",", &save);
 	if (tok == NULL)
 		return -1;
-	/* N:type:ARG */
+	/* N:type:ARG; N in digits (strtoull would take "-1" for the largest number). */
+	if (tok[0] < '0' || tok[0] > '9')
+		return -1;
 	l->id = strtoull(tok, &end, 10);
-	if (end == tok || *end != ':' || lun_kind(l, end + 1) < 0)
+	if (*end != ':' || lun_kind(l, end + 1) < 0)
 		return -1;
 	while ((tok = strtok_r(NULL, ",", &save)) != NULL)
 		if (lun_flag(l, tok) < 0)

@@ -337,6 +337,18 @@ static void test_parse_lun(void **state)
 	assert_int_equal(minitarget_parse_lun("1ram:1M", &l), -1);
 	assert_int_equal(minitarget_parse_lun("1:disk:1M", &l), -1);
 	assert_int_equal(minitarget_parse_lun("1:ram:1M,bs=1024", &l), -1);
+	/* bs=512|4096 and N as written (fuzz_minitarget): no trailing text, no wrap to 4096
+	 * (2^32 + 4096), no sign or blank before the LUN number. */
+	assert_int_equal(minitarget_parse_lun("1:ram:1M,bs=4096x", &l), -1);
+	assert_int_equal(minitarget_parse_lun("1:ram:1M,bs=4294971392", &l), -1);
+	assert_int_equal(minitarget_parse_lun("1:ram:1M,bs=04096", &l), -1);
+	assert_int_equal(minitarget_parse_lun("1:ram:1M,bs=", &l), -1);
+	assert_int_equal(minitarget_parse_lun("-1:ram:1M", &l), -1);
+	assert_int_equal(minitarget_parse_lun("+1:ram:1M", &l), -1);
+	assert_int_equal(minitarget_parse_lun(" 1:ram:1M", &l), -1);
+	assert_int_equal(minitarget_parse_lun("1:ram:1M,bs=512", &l), 0);
+	assert_int_equal(l.bs, 512);
+	assert_true(l.bs_given);
 	assert_int_equal(minitarget_parse_lun("1:ram:256", &l), -1); /* below one block */
 	assert_int_equal(minitarget_parse_lun("1:ram:1M,pbe=9", &l), -1);
 	assert_int_equal(minitarget_parse_lun("1:ram:1M,fault=", &l), -1);
