@@ -13,15 +13,9 @@
 #include "../../examples/scsitgtd_config.c"
 #include "../../examples/scsitgtd_config_keys.c"
 #include "../../examples/size_arg.c"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* Checked in every build type (CHECK() vanishes under NDEBUG). */
-#define CHECK(c)                 \
-	do {                     \
-		if (!(c))        \
-			abort(); \
-	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

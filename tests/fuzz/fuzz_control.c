@@ -17,14 +17,9 @@
 #include <json-c/json.h>
 
 #include "scsitgtd_control.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)                 \
-	do {                     \
-		if (!(c))        \
-			abort(); \
-	} while (0)
 
 static const char base_text[] =
 	"[engine]\nlog_level = error\n"

@@ -12,15 +12,9 @@
 #include <string.h>
 
 #include "../../examples/scsitgtd_http.c"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* Checked in every build type (CHECK() vanishes under NDEBUG). */
-#define CHECK(c)                 \
-	do {                     \
-		if (!(c))        \
-			abort(); \
-	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

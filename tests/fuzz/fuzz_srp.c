@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: the SRP receive-side parsers (T10 SRP r16a §5, SRP-2 immediate data): the login
- * in both forms (RDMA/CM private data and the IB IU) with its validation, SRP_CMD with its data
+ * in both forms (RDMA/CM private data and the IB IU) with its validation and, once accepted,
+ * its MULTI-CHANNEL ACTION against the nexuses it may meet, SRP_CMD with its data
  * buffer descriptors, SRP_TSK_MGMT, SRP_I_LOGOUT, the initiator's answers (CRED_RSP, AER_RSP),
  * and the decoders of the IUs we send (a peer could echo anything back). Every pointer a decoder
  * returns must stay inside the input.
@@ -44,6 +45,36 @@ static void check_buf(const uint8_t *data, size_t size, const struct scsitgt__sr
 	}
 }
 
+/* An accepted login's MULTI-CHANNEL ACTION against nexuses of 0..3 channels on ports of 0..3
+ * channels (SRP r16a §6.2.2, Table 9): joins only a live nexus with room, answers with the
+ * result its action implies. */
+static void check_multichannel(bool multi)
+{
+	for (unsigned int max = 0; max < 4; max++) {
+		for (unsigned int n = 0; n < 4; n++) {
+			enum scsitgt__srp_mc_action act = SRP_MC_NEW;
+			uint8_t result = 0xff;
+			uint32_t rej = scsitgt__srp_multichannel(multi, n, max, &act, &result);
+
+			if (rej) {
+				if (!multi || n == 0 ||
+				    (rej != SRP_REJ_MULTICHANNEL_UNSUPPORTED &&
+				     rej != SRP_REJ_CHANNEL_LIMIT))
+					abort();
+				continue;
+			}
+			if ((act == SRP_MC_JOIN) != (multi && n > 0) ||
+			    (act == SRP_MC_JOIN &&
+			     (n >= max || result != SRP_LOGIN_RSP_MAINTAINED)) ||
+			    (act == SRP_MC_NEW &&
+			     (n != 0 || result != SRP_LOGIN_RSP_NO_CHANNELS)) ||
+			    (act == SRP_MC_NEW_TERMINATE &&
+			     (n == 0 || result != SRP_LOGIN_RSP_TERMINATED)))
+				abort();
+		}
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uint16_t imm_offsets[] = { 0, 52, 68 };
@@ -70,10 +101,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int form = 0; form < 2; form++) {
 		if (scsitgt__srp_login_req_decode(data, size, form == 1, &req) != 0)
 			continue;
-		if (scsitgt__srp_login_check(&req, &lim, &v) == 0 &&
-		    (v.it_iu_len > lim.max_it_iu_len || v.it_iu_len < lim.min_it_iu_len ||
-		     (v.imm_data_offset && v.imm_data_offset >= v.it_iu_len)))
+		if (scsitgt__srp_login_check(&req, &lim, &v) != 0)
+			continue;
+		if (v.it_iu_len > lim.max_it_iu_len || v.it_iu_len < lim.min_it_iu_len ||
+		    (v.imm_data_offset && v.imm_data_offset >= v.it_iu_len))
 			abort();
+		check_multichannel(v.multi);
 	}
 	for (size_t i = 0; i < sizeof(imm_offsets) / sizeof(imm_offsets[0]); i++) {
 		if (scsitgt__srp_cmd_decode(data, size, imm_offsets[i], &cmd, &tlo) != 0) {
