@@ -344,6 +344,23 @@ SCSITGT_EXPORT bool scsitgt_lun_get_offline(const struct scsitgt_lun *lun);
  */
 SCSITGT_EXPORT int scsitgt_lun_apply_reset(struct scsitgt_lun *lun);
 
+/**
+ * scsitgt_lun_apply_reset() that says when it is done: @p cb runs once every task of the LUN
+ * on this engine's nexuses is aborted and every nexus has the unit attention, so that a
+ * command of any nexus, on any loop, finds it from then on. With worker loops that is later
+ * than the return. A backend that acknowledges the reset to the gateway where it started
+ * does it from @p cb (the RBD backend does): that gateway then answers its LOGICAL UNIT RESET
+ * knowing that an initiator on another path will see the unit attention.
+ *
+ * @param lun    The LUN.
+ * @param cb     Called once, on home, status 0.
+ * @param cb_arg Argument of @p cb.
+ * @return 0; -EINVAL if @p lun or @p cb is NULL; -ENOMEM (nothing was done, @p cb is not
+ *         called). Loop: home of the LUN.
+ */
+SCSITGT_EXPORT int scsitgt_lun_apply_reset_async(struct scsitgt_lun *lun, scsitgt_done_cb cb,
+						 void *cb_arg);
+
 #ifdef __cplusplus
 }
 #endif

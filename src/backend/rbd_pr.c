@@ -106,6 +106,15 @@ struct scsitgt__rbd_pr {
 	uint8_t *init_state;
 	size_t init_len;
 	bool cleared; /* attach found every gateway gone with APTPL off and cleared the state */
+	/* resets from other gateways applied here whose acknowledgement waits (pr_reset_applied) */
+	struct pr_reset_ack *reset_acks;
+};
+
+/* A LOGICAL UNIT RESET notified by another gateway, acknowledged once applied here. */
+struct pr_reset_ack {
+	struct pr_reset_ack *next;
+	struct scsitgt__rbd_pr *st; /* NULL once the state stopped: nothing to acknowledge */
+	uint64_t notify_id;
 };
 
 static void pr_log(struct scsitgt__rbd_pr *st, enum scsitgt_log_level level, const char *fmt,
@@ -419,6 +428,52 @@ static void pr_notify_done(struct pr_op *op)
 	scsitgt_pr_req_complete_commit(op->req, 0);
 }
 
+static void pr_ack(struct scsitgt__rbd_pr *st, uint64_t notify_id)
+{
+	pthread_mutex_lock(&st->io_mu);
+	if (st->io_ok)
+		rados_notify_ack(st->io, st->oid, notify_id, st->cookie, NULL, 0);
+	pthread_mutex_unlock(&st->io_mu);
+}
+
+/* Home: the reset's unit attention is on every nexus here (scsitgt_lun_apply_reset_async()):
+ * now the gateway that started it may answer its LOGICAL UNIT RESET. */
+static void pr_reset_applied(void *arg, int status)
+{
+	struct pr_reset_ack *a = arg, **pp;
+	struct scsitgt__rbd_pr *st = a->st;
+
+	(void)status;
+	if (st) {
+		for (pp = &st->reset_acks; *pp != a; pp = &(*pp)->next)
+			;
+		*pp = a->next;
+		pr_ack(st, a->notify_id);
+	}
+	free(a);
+}
+
+/* Home: a reset from another gateway. 0 when the acknowledgement is left to
+ * pr_reset_applied(); -errno when the caller acknowledges now (the reset applied without a
+ * callback: no memory). */
+static int pr_reset_from_peer(struct scsitgt__rbd_pr *st, uint64_t notify_id)
+{
+	struct pr_reset_ack *a = malloc(sizeof(*a));
+
+	if (a) {
+		a->st = st;
+		a->notify_id = notify_id;
+		a->next = st->reset_acks;
+		st->reset_acks = a;
+		if (scsitgt_lun_apply_reset_async(st->lun, pr_reset_applied, a) == 0)
+			return 0;
+		st->reset_acks = a->next;
+		free(a);
+	}
+	scsitgt_lun_apply_reset(st->lun);
+	return -ENOMEM;
+}
+
 static void pr_event_done(struct pr_op *op)
 {
 	struct scsitgt__rbd_pr *st = op->st;
@@ -426,14 +481,17 @@ static void pr_event_done(struct pr_op *op)
 	/* Apply first, acknowledge after: the notifier's command completes once we enforce
 	 * it. The attach probe is no state (-EINVAL): only acknowledged. A LOGICAL UNIT RESET
 	 * through another gateway: its unit attention and aborts here too (SAM-5 §6.3.3), before
-	 * the acknowledgement that lets the other gateway answer the reset. */
+	 * the acknowledgement that lets the other gateway answer the reset: with worker loops
+	 * the unit attentions are set after the aborts came back from every loop, so the
+	 * acknowledgement waits for that (pr_reset_applied). */
 	if (st->lun && op->len == sizeof(reset_payload) - 1 &&
 	    memcmp(op->buf, reset_payload, op->len) == 0) {
 		if (!op->own) {
 			scsitgt__log(&st->rc->log, SCSITGT_LOG_NOTICE, SCSITGT__RBD_SUBSYS,
 				     "%s/%s: logical unit reset through another gateway",
 				     st->rc->pool, st->rc->image_name);
-			scsitgt_lun_apply_reset(st->lun);
+			if (pr_reset_from_peer(st, op->notify_id) == 0)
+				return;
 		}
 	} else if (st->lun && op->len &&
 		   (op->len != sizeof(probe_payload) - 1 ||
@@ -443,10 +501,7 @@ static void pr_event_done(struct pr_op *op)
 		if (r < 0)
 			pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", r);
 	}
-	pthread_mutex_lock(&st->io_mu);
-	if (st->io_ok)
-		rados_notify_ack(st->io, st->oid, op->notify_id, st->cookie, NULL, 0);
-	pthread_mutex_unlock(&st->io_mu);
+	pr_ack(st, op->notify_id);
 }
 
 /* Loop: what librados handed over so far. */
@@ -756,6 +811,11 @@ static void pr_teardown_done(struct scsitgt__rbd_job *job)
 /* Unwatch and release on the worker thread (before the backend's close job), then free. */
 static void pr_stop(struct scsitgt__rbd_pr *st)
 {
+	/* A reset still being applied acknowledges nothing (the watch goes; the notifier's
+	 * wait ends at its timeout, as for a gateway that went). */
+	for (struct pr_reset_ack *a = st->reset_acks; a; a = a->next)
+		a->st = NULL;
+	st->reset_acks = NULL;
 	st->lun = NULL;
 	st->stopping = true;
 	st->stop_job.work = pr_teardown_work;

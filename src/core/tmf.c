@@ -225,8 +225,41 @@ SCSITGT_EXPORT int scsitgt_lun_apply_reset(struct scsitgt_lun *lun)
 	if (lun == NULL)
 		return -EINVAL;
 	/* The tasks of every shard, then the rest (tmf_xshard.c). */
-	scsitgt__tmf_xshard(lun->tgt, SCSITGT__TMF_LUN_RESET, NULL, lun->id, NULL);
+	scsitgt__tmf_xshard(lun->tgt, SCSITGT__TMF_LUN_RESET, NULL, lun->id, NULL, NULL, NULL);
 	return 0;
+}
+
+struct apply_reset_done {
+	scsitgt_done_cb cb;
+	void *cb_arg;
+};
+
+static void apply_reset_done(void *arg)
+{
+	struct apply_reset_done d = *(struct apply_reset_done *)arg;
+
+	free(arg);
+	d.cb(d.cb_arg, 0);
+}
+
+SCSITGT_EXPORT int scsitgt_lun_apply_reset_async(struct scsitgt_lun *lun, scsitgt_done_cb cb,
+						 void *cb_arg)
+{
+	struct apply_reset_done *d;
+	int rc;
+
+	if (lun == NULL || cb == NULL)
+		return -EINVAL;
+	d = malloc(sizeof(*d));
+	if (d == NULL)
+		return -ENOMEM;
+	d->cb = cb;
+	d->cb_arg = cb_arg;
+	rc = scsitgt__tmf_xshard(lun->tgt, SCSITGT__TMF_LUN_RESET, NULL, lun->id, NULL,
+				 apply_reset_done, d);
+	if (rc < 0)
+		free(d);
+	return rc;
 }
 
 static struct scsitgt__tmf_op *op_new(struct scsitgt__session *sess, scsitgt__tmf_cb cb,
@@ -328,7 +361,7 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 	case SCSITGT__TMF_TARGET_COLD_RESET:
 		/* Other nexuses' tasks run on their own shards: the target's sessions are walked
 		 * on home, which asks each shard to abort its own (tmf_xshard.c). */
-		if (scsitgt__tmf_xshard(sess->tgt, type, sess, lun_id, op) < 0)
+		if (scsitgt__tmf_xshard(sess->tgt, type, sess, lun_id, op, NULL, NULL) < 0)
 			op->response = SCSITGT__TMF_REJECTED;
 		break;
 	default:

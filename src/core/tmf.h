@@ -46,12 +46,13 @@ void scsitgt__tmf_lun_reset_rest(struct scsitgt_lun *lun, enum scsitgt__sense_re
  * issued on nexus @sess (NULL: scsitgt_lun_apply_reset()) for LUN @lun_id. Home walks the
  * target's sessions and asks each shard to abort its own sessions' tasks; once every shard has
  * answered, the rest of a reset runs on home. @op (may be NULL) is held until then and waits for
- * the aborted tasks. Returns 0, or -ENOMEM (nothing was done). Loop: @sess's shard (home
- * without @sess).
+ * the aborted tasks; @done(@done_arg) (may be NULL) runs on home after that, once every nexus
+ * has the reset's unit attention. Returns 0, or -ENOMEM (nothing was done, @done not called).
+ * Loop: @sess's shard (home without @sess).
  */
 int scsitgt__tmf_xshard(struct scsitgt_target *tgt, enum scsitgt__tmf_type type,
 			const struct scsitgt__session *sess, uint64_t lun_id,
-			struct scsitgt__tmf_op *op);
+			struct scsitgt__tmf_op *op, void (*done)(void *done_arg), void *done_arg);
 
 struct scsitgt__pr_change;
 /*

@@ -307,7 +307,7 @@ static void xt_finish(struct xtmf *x)
 	struct scsitgt__shard *home = scsitgt__shard_home(x->engine);
 	struct scsitgt__tmf_op *op = x->op;
 	struct scsitgt_target *tgt = x->tgt;
-	/* XT_PR: who waits for the aborts of the change */
+	/* who waits for the aborts (and, for a reset, its unit attentions) */
 	void (*done)(void *done_arg) = x->done;
 	void *done_arg = x->done_arg;
 
@@ -338,7 +338,7 @@ static void xt_finish(struct xtmf *x)
 
 int scsitgt__tmf_xshard(struct scsitgt_target *tgt, enum scsitgt__tmf_type type,
 			const struct scsitgt__session *sess, uint64_t lun_id,
-			struct scsitgt__tmf_op *op)
+			struct scsitgt__tmf_op *op, void (*done)(void *done_arg), void *done_arg)
 {
 	enum xt_kind kind = type == SCSITGT__TMF_CLEAR_TASK_SET	   ? XT_CLEAR_TASK_SET :
 			    type == SCSITGT__TMF_TARGET_WARM_RESET ? XT_TARGET_WARM_RESET :
@@ -351,6 +351,8 @@ int scsitgt__tmf_xshard(struct scsitgt_target *tgt, enum scsitgt__tmf_type type,
 	x->sess = sess;
 	x->lun_id = lun_id;
 	x->op = op;
+	x->done = done;
+	x->done_arg = done_arg;
 	/* Held until home has done every step (xt_finish()). */
 	if (op)
 		scsitgt__tmf_op_get(op);

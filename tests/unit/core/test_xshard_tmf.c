@@ -180,6 +180,50 @@ static void test_lun_reset_reaches_worker(void **state)
 	assert_int_equal(xw_run_tur(w, w->b, &x), SAM_STAT_GOOD);
 }
 
+struct applied {
+	struct xw_world *w;
+	_Atomic int done;
+	bool on_home;
+};
+
+static void applied_cb(void *arg, int status)
+{
+	struct applied *a = arg;
+
+	assert_int_equal(status, 0);
+	a->on_home = xw_on_home(a->w);
+	atomic_store(&a->done, 1);
+}
+
+/* A reset applied from another gateway says when it is done (lun.h
+ * scsitgt_lun_apply_reset_async()): later than the call, once B's task on the worker was
+ * aborted there, and from then on every nexus finds 29h/03h. The RBD backend acknowledges
+ * the other gateway's notify from this callback. */
+static void test_apply_reset_async_reaches_worker(void **state)
+{
+	struct xw_world *w = *state;
+	struct xw_cmd held, x;
+	struct applied a = { .w = w };
+
+	x_write(&held, w->b, true);
+	xw_start(w, &held);
+	assert_int_equal(fault_stats(w).held, 1);
+	assert_int_equal(scsitgt_lun_apply_reset_async(NULL, applied_cb, &a), -EINVAL);
+	assert_int_equal(scsitgt_lun_apply_reset_async(w->lun, NULL, NULL), -EINVAL);
+	assert_int_equal(scsitgt_lun_apply_reset_async(w->lun, applied_cb, &a), 0);
+	assert_int_equal(atomic_load(&a.done), 0); /* the worker has not answered yet */
+	xw_wait_flag(w, &a.done);
+	assert_true(a.on_home);
+	xw_wait(w, &held);
+	assert_int_equal(atomic_load(&held.ended), XW_ABORTED);
+	/* not told: the reset did not start here */
+	assert_int_equal(fault_stats(w).resets, 0);
+	xw_run_tur(w, w->b, &x);
+	xw_assert_ua(&x, 0x29, 0x03);
+	xw_run_tur(w, w->a, &x);
+	xw_assert_ua(&x, 0x29, 0x03);
+}
+
 /* CLEAR TASK SET on the worker: A's task is aborted on home, the TMF answers on the worker,
  * and A (not B) finds COMMANDS CLEARED BY ANOTHER INITIATOR (SAM-5 §7.4). */
 static void test_clear_task_set_from_worker(void **state)
@@ -575,6 +619,8 @@ static void test_tmf_timeout_set_while_worker_issues(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_apply_reset_async_reaches_worker,
+						setup_abortable, teardown),
 		cmocka_unit_test_setup_teardown(test_lun_reset_reaches_worker, setup_abortable,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_clear_task_set_from_worker, setup_hang,
