@@ -839,6 +839,8 @@ void scsitgt__aio_req_sync_now(struct aio_ctx *ac, struct aio_req *req)
 
 static void aio_req_issue(struct aio_loop *al, struct aio_req *req)
 {
+	if (req->phase == AIO_PHASE_SYNC)
+		atomic_fetch_add_explicit(&al->ac->syncs, 1, memory_order_relaxed);
 	if (req->phase == AIO_PHASE_SYNC &&
 	    !atomic_load_explicit(&al->ac->fdsync_ok, memory_order_relaxed)) {
 		scsitgt__aio_req_sync_now(al->ac, req);
@@ -922,6 +924,13 @@ void scsitgt__aio_req_event(struct aio_loop *al, struct aio_req *req, long res)
 	if (req->requeue) {
 		/* The NOP of a failed submission (io_uring engine): the real thing now. */
 		req->requeue = false;
+		aio_req_issue(al, req);
+		return;
+	}
+	if (req->phase == AIO_PHASE_DEALLOC && res >= 0 && ac->write_through) {
+		/* O_DSYNC covers writes, not fallocate (ext4's punch hole ignores it): the
+		 * deallocation is made durable before it completes, there being no FLUSH. */
+		req->phase = AIO_PHASE_SYNC;
 		aio_req_issue(al, req);
 		return;
 	}
@@ -1119,7 +1128,14 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 			aio_req_start(al, req);
 			return;
 		}
-		scsitgt__aio_req_finish(ac, req, aio_deallocate(ac, type, req->off, req->len));
+		rc = aio_deallocate(ac, type, req->off, req->len);
+		if (rc == 0 && req->len != 0 && ac->write_through) {
+			/* As above: O_DSYNC does not make a deallocation durable. */
+			req->phase = AIO_PHASE_SYNC;
+			aio_req_start(al, req);
+			return;
+		}
+		scsitgt__aio_req_finish(ac, req, rc);
 		return;
 	default:
 		scsitgt__aio_req_finish(ac, req, -ENOTSUP);
@@ -1354,6 +1370,13 @@ void scsitgt__backend_aio_set_kernel_caps(void *bctx, bool rwf_dsync, bool fdsyn
 
 	atomic_store_explicit(&ac->rwf_dsync_ok, rwf_dsync, memory_order_relaxed);
 	atomic_store_explicit(&ac->fdsync_ok, fdsync, memory_order_relaxed);
+}
+
+unsigned long scsitgt__backend_aio_syncs(void *bctx)
+{
+	struct aio_ctx *ac = bctx;
+
+	return atomic_load_explicit(&ac->syncs, memory_order_relaxed);
 }
 
 unsigned int scsitgt__backend_aio_loop_count(void *bctx)

@@ -27,4 +27,8 @@ unsigned int scsitgt__backend_aio_loop_count(void *bctx);
  * (home's and each other submitting loop's). Call on home. */
 unsigned int scsitgt__backend_aio_uring_punting_loops(void *bctx);
 
+/* How many flushes (fdatasync, as an aio or ring operation or on the loop) the context has
+ * issued. Any loop. */
+unsigned long scsitgt__backend_aio_syncs(void *bctx);
+
 #endif /* SCSITGT_BACKEND_AIO_HOOKS_H */

@@ -159,6 +159,8 @@ struct aio_ctx {
 	/* What the kernel turned out to accept (assumed until refused, on any loop). */
 	atomic_bool rwf_dsync_ok;
 	atomic_bool fdsync_ok;
+	/* flushes issued (AIO_PHASE_SYNC), for the tests (aio_hooks.h) */
+	atomic_ulong syncs;
 	unsigned int queue_depth;
 	/* io_uring, buffered: which loops' rings punt to io-wq (see uring_setup). */
 	enum scsitgt_backend_aio_uring_async uring_async;
