@@ -1350,10 +1350,10 @@ static int mkdir_parents(const char *path)
 
 /*
  * pr_dir is a state directory: made if it is missing (as systemd's StateDirectory= would),
- * and said loudly if it cannot be used. Without it an APTPL registration would still answer
- * GOOD (the library's file store logs the failed save; the PR OUT is not failed), and the
- * reservations would not survive a restart: the first fresh-machine run of the sample
- * (scripts/fresh-check.sh) showed exactly that.
+ * and said loudly if it cannot be used. Without it every PERSISTENT RESERVE OUT with APTPL
+ * fails (the library's file store cannot save it, pr.h), and before that was so, such a
+ * registration answered GOOD and did not survive a restart: the first fresh-machine run of
+ * the sample (scripts/fresh-check.sh) showed it.
  */
 static void pr_dir_prepare(struct scsitgtd *d, const char *dir)
 {

@@ -122,7 +122,7 @@ SCSITGT_EXPORT int scsitgt_lun_save_pr_state(struct scsitgt_lun *lun, void *buf,
 /**
  * The default store: a file. Loads @p path if it exists (a missing file is an empty state),
  * then installs a store that rewrites the file atomically (write to "<path>.tmp", fsync,
- * rename) after every change. A PERSISTENT RESERVE OUT whose change cannot be written while
+ * rename, fsync of the directory) after every change. A PERSISTENT RESERVE OUT whose change cannot be written while
  * APTPL is on, or is being turned off, is undone and fails with HARDWARE ERROR, INTERNAL
  * TARGET FAILURE (a save callback of the host cannot fail: a host store that must refuse a
  * change is a cluster store, scsitgt_lun_set_pr_cluster()).

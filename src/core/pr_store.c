@@ -395,7 +395,37 @@ SCSITGT_EXPORT int scsitgt_lun_load_pr_state(struct scsitgt_lun *lun, const void
 	return pr ? 0 : -ENOMEM;
 }
 
-/* Write @data to @path atomically and durably (a temporary file, fsync, rename). 0 or -errno. */
+/* fsync the directory of @path: the rename is durable only then (rename(2) alone may be
+ * lost with a power failure, and the old state come back). 0 or -errno. */
+static int dir_sync(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	int fd, rc = 0;
+
+	if (slash == NULL) {
+		dir[0] = '.';
+		dir[1] = '\0';
+	} else if (slash == path) {
+		dir[0] = '/';
+		dir[1] = '\0';
+	} else if ((size_t)(slash - path) < sizeof(dir)) {
+		memcpy(dir, path, (size_t)(slash - path));
+		dir[slash - path] = '\0';
+	} else {
+		return -ENAMETOOLONG;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* Write @data to @path atomically and durably (a temporary file, fsync, rename, fsync of the
+ * directory). 0 or -errno. */
 static int file_write(const char *path, const void *data, size_t len)
 {
 	char tmp[4096];
@@ -427,6 +457,8 @@ static int file_write(const char *path, const void *data, size_t len)
 		close(fd);
 		if (rc == 0 && rename(tmp, path) < 0)
 			rc = -errno;
+		if (rc == 0)
+			rc = dir_sync(path);
 	}
 	return rc;
 }
