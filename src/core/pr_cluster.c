@@ -421,11 +421,13 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_commit(struct scsitgt_pr_req *req, i
 		scsitgt__pr_change_init(&ch);
 		uv_mutex_lock(&lun->xlock);
 		rc = cl_apply_locked(lun, req->data, req->len, &ch, true);
+		/* Saved for APTPL as well when the host also installed a save callback (under the
+		 * lock, as pr.h says and pr_out.c does, so that saves are ordered). The cluster
+		 * store has it: a local save that fails does not fail the command. */
+		(void)scsitgt__pr_changed(lun);
 		uv_mutex_unlock(&lun->xlock);
 		if (rc < 0)
 			cl_log(lun, "cannot apply the committed state", rc);
-		/* Saved for APTPL as well when the host also installed a save callback. */
-		scsitgt__pr_changed(lun);
 		/* The status follows this engine's unit attentions and aborts, as without a store
 		 * (pr_out.c); the request stays at the head of the queue meanwhile (busy). */
 		req->busy = true;
