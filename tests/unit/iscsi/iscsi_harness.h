@@ -132,6 +132,24 @@ static inline bool h_conn_gone(const struct harness *h)
 }
 
 /* h_init() with the connection on data mover @dm (its xmit and close: h_xmit, h_close). */
+/* A RAM LUN @id of @blocks 512-byte blocks in @tgt. 0 or -1. */
+static inline int h_ram_lun(struct scsitgt_target *tgt, uint64_t id, uint64_t blocks)
+{
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_lun *lun;
+	void *bctx;
+
+	if (scsitgt_backend_ram_create(&bctx) != 0)
+		return -1;
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.id = id;
+	lo.block_size = 512;
+	lo.num_blocks = blocks;
+	lo.backend = scsitgt_backend_ram_ops();
+	lo.backend_ctx = bctx;
+	return scsitgt_lun_create(&lun, tgt, &lo) == 0 ? 0 : -1;
+}
+
 static inline int h_init_dm(struct harness *h, bool with_lun,
 			    const struct scsitgt__iscsi_dm_ops *dm)
 {
@@ -148,22 +166,8 @@ static inline int h_init_dm(struct harness *h, bool with_lun,
 	to.name = H_TARGET;
 	if (scsitgt_target_create(&h->tgt, h->engine, &to) != 0)
 		return -1;
-	if (with_lun) {
-		struct scsitgt_lun_opts lo;
-		struct scsitgt_lun *lun;
-		void *bctx;
-
-		if (scsitgt_backend_ram_create(&bctx) != 0)
-			return -1;
-		scsitgt_lun_opts_init(&lo, sizeof(lo));
-		lo.id = 0;
-		lo.block_size = 512;
-		lo.num_blocks = 4096;
-		lo.backend = scsitgt_backend_ram_ops();
-		lo.backend_ctx = bctx;
-		if (scsitgt_lun_create(&lun, h->tgt, &lo) != 0)
-			return -1;
-	}
+	if (with_lun && h_ram_lun(h->tgt, 0, 4096) != 0)
+		return -1;
 	ie = scsitgt__iscsi_engine_get(h->engine);
 	if (ie == NULL)
 		return -1;

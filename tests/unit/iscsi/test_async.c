@@ -51,18 +51,7 @@ static void test_pdu_bytes(void **state)
 
 static void add_ram_lun(struct harness *h, uint64_t id, uint64_t blocks)
 {
-	struct scsitgt_lun_opts lo;
-	struct scsitgt_lun *lun;
-	void *ram;
-
-	assert_int_equal(scsitgt_backend_ram_create(&ram), 0);
-	scsitgt_lun_opts_init(&lo, sizeof(lo));
-	lo.id = id;
-	lo.block_size = 512;
-	lo.num_blocks = blocks;
-	lo.backend = scsitgt_backend_ram_ops();
-	lo.backend_ctx = ram;
-	assert_int_equal(scsitgt_lun_create(&lun, h->tgt, &lo), 0);
+	assert_int_equal(h_ram_lun(h->tgt, id, blocks), 0);
 }
 
 static void tur(struct harness *h, uint64_t lun)

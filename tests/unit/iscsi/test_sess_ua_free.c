@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "../../support/conn_workers_env.h"
+#include "iscsi_harness.h"
 #include "core/core.h"
 #include "core/ua.h"
 #include "core/worker.h"
@@ -204,22 +205,6 @@ static void close_fn(struct scsitgt__msg *msg)
 	scsitgt__worker_post(s->wd->w, &s->msg);
 }
 
-static void ram_lun(struct scsitgt_target *tgt)
-{
-	struct scsitgt_lun_opts lo;
-	struct scsitgt_lun *lun;
-	void *bctx;
-
-	assert_int_equal(scsitgt_backend_ram_create(&bctx), 0);
-	scsitgt_lun_opts_init(&lo, sizeof(lo));
-	lo.id = 0;
-	lo.block_size = 512;
-	lo.num_blocks = 64;
-	lo.backend = scsitgt_backend_ram_ops();
-	lo.backend_ctx = bctx;
-	assert_int_equal(scsitgt_lun_create(&lun, tgt, &lo), 0);
-}
-
 static void test_worker_ua_while_home_finishes_session(void **state)
 {
 	struct scsitgt_engine_opts eo;
@@ -244,7 +229,7 @@ static void test_worker_ua_while_home_finishes_session(void **state)
 	scsitgt_target_opts_init(&to, sizeof(to));
 	to.name = T_TARGET;
 	assert_int_equal(scsitgt_target_create(&wd.tgt, wd.engine, &to), 0);
-	ram_lun(wd.tgt);
+	assert_int_equal(h_ram_lun(wd.tgt, 0, 64), 0);
 	wd.portal = lp_portal(wd.engine, "ua-free-test");
 	assert_int_equal(scsitgt__iscsi_portal_place(wd.portal, &wd.h, &wd.w), 0);
 	assert_non_null(wd.w);
