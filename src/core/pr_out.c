@@ -627,8 +627,7 @@ static void pr_out_events_done(void *arg)
 
 /* The state before a PERSISTENT RESERVE OUT, kept while a store may refuse its result. */
 struct pr_before {
-	struct scsitgt__pr pr; /* registrations and reservation (regs empty: nothing kept) */
-	bool aptpl;
+	struct scsitgt__pr pr; /* aptpl always; registrations and reservation with a store */
 };
 
 /* Under lun->xlock. Keeps a copy only where a store is set (a change could fail to save).
@@ -643,7 +642,7 @@ static int pr_before_take(const struct scsitgt__pr *pr, struct pr_before *b)
 
 	memset(b, 0, sizeof(*b));
 	scsitgt__list_init(&b->pr.regs);
-	b->aptpl = pr->aptpl;
+	b->pr.aptpl = pr->aptpl;
 	if (pr->save == NULL)
 		return 0;
 	/* The shared format (version 2) carries every registration, APTPL or not. */
@@ -659,11 +658,6 @@ static int pr_before_take(const struct scsitgt__pr *pr, struct pr_before *b)
 	if (rc < 0)
 		scsitgt__pr_regs_free(&b->pr.regs);
 	return rc;
-}
-
-static void pr_before_restore(struct scsitgt__pr *pr, struct pr_before *b)
-{
-	scsitgt__pr_replace(pr, &b->pr);
 }
 
 static void pr_before_free(struct pr_before *b)
@@ -713,12 +707,12 @@ static void pr_out_home(struct scsitgt__home_call *hc)
 		r = scsitgt__pr_out_exec(hc->cmd, &req->self);
 		pr->capture = NULL;
 		if (r == SCSITGT__SR_OK && scsitgt__pr_changed(lun) < 0 &&
-		    (before.aptpl || pr->aptpl)) {
+		    (before.pr.aptpl || pr->aptpl)) {
 			/* SPC-5 §5.13.5: with APTPL the state must survive a power loss; a change
 			 * that could not be saved is undone and fails, so that the initiator is
 			 * not told GOOD for a registration or reservation a restart would lose.
 			 * Nothing of it reaches another nexus either. */
-			pr_before_restore(pr, &before);
+			scsitgt__pr_replace(pr, &before.pr);
 			scsitgt__pr_change_clear(&ch);
 			scsitgt__pr_change_init(&ch);
 			r = SCSITGT__SR_INTERNAL_FAILURE;
