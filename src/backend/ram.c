@@ -57,7 +57,9 @@ struct ram_ctx;
 struct ram_chunk_hdr {
 	uint32_t lent;
 	bool detached;
-	/* The LUN whose lock covers lent and detached (set when the chunk is lent). */
+	/* The LUN whose lock covers lent and detached: set when the chunk is made, before any
+	 * read can lend it, and never written again, so that a release (on any loop) reads it
+	 * before taking that lock without racing with a lend of another loop. */
 	struct ram_ctx *rc;
 };
 /* A multiple of the largest alignment malloc gives, so the bytes stay as aligned. */
@@ -68,12 +70,16 @@ static struct ram_chunk_hdr *ram_hdr(uint8_t *chunk)
 	return (struct ram_chunk_hdr *)(void *)(chunk - RAM_HDR_SIZE);
 }
 
-/* A zeroed chunk of @len bytes with its header, or NULL. */
-static uint8_t *ram_chunk_alloc(size_t len)
+/* A zeroed chunk of @len bytes of LUN @rc with its header, or NULL. */
+static uint8_t *ram_chunk_alloc(struct ram_ctx *rc, size_t len)
 {
 	uint8_t *p = calloc(1, RAM_HDR_SIZE + len);
 
-	return p ? p + RAM_HDR_SIZE : NULL;
+	if (p == NULL) {
+		return NULL;
+	}
+	((struct ram_chunk_hdr *)(void *)p)->rc = rc;
+	return p + RAM_HDR_SIZE;
 }
 
 /* A chunk leaves the tree: freed now, or by its last release while reads hold it lent. */
@@ -212,6 +218,7 @@ static int ram_chunk_unshare(struct ram_ctx *rc, uint64_t c)
 	}
 	copy += RAM_HDR_SIZE;
 	memset(ram_hdr(copy), 0, sizeof(struct ram_chunk_hdr));
+	ram_hdr(copy)->rc = rc;
 	memcpy(copy, old, len);
 	n->slot[ram_slot_index(c, 0)] = copy;
 	ram_chunk_drop(old);
@@ -281,7 +288,7 @@ static int ram_chunk_get(struct ram_ctx *rc, uint64_t c, uint8_t **out)
 	if (*slotp == NULL) {
 		chunk = NULL;
 		if (rc->max_chunks == 0 || rc->chunks < rc->max_chunks) {
-			chunk = ram_chunk_alloc(ram_chunk_len(rc, c));
+			chunk = ram_chunk_alloc(rc, ram_chunk_len(rc, c));
 		}
 		if (chunk == NULL) {
 			ram_prune(rc, c);
@@ -424,7 +431,6 @@ static bool ram_lend(struct ram_ctx *rc, struct scsitgt_io *io, uint64_t off, ui
 			return false;
 		}
 		h->lent++;
-		h->rc = rc;
 		if (scsitgt_io_lend_data(io, chunk + (off & (RAM_CHUNK_SIZE - 1)), (size_t)len,
 					 ram_lend_release, h) < 0) {
 			h->lent--;

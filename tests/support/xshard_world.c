@@ -56,6 +56,7 @@ static void x_end(struct scsitgt__cmd *cmd, int how)
 	x->din_len = cmd->data_len < sizeof(x->din) ? cmd->data_len : sizeof(x->din);
 	if (din && x->din_len)
 		memcpy(x->din, din, x->din_len);
+	x->lent = cmd->lent_data != NULL;
 	scsitgt__cmd_destroy(cmd);
 	if (x->at_end)
 		x->at_end(x);
@@ -337,6 +338,7 @@ struct scsitgt__session *xw_nexus(struct xw_world *w, const char *port, unsigned
 	ni.rel_port_id = 1;
 	ni.tpg_id = 1;
 	ni.shard = shard;
+	ni.lend_data_in = w->lend_data_in;
 	assert_int_equal(scsitgt__session_create(&s, w->tgt, &ni, &x_ops, w), 0);
 	/* the first command meets POWER ON (SAM-5 §5.14) */
 	xw_run_tur(w, s, &x);

@@ -82,6 +82,9 @@ struct xw_world {
 	/* lo.backend_ctx of xw_world_start() */
 	void *bctx;
 	struct scsitgt__session *a, *b;
+	/* set between xw_world_create() and xw_world_start(): the nexuses take the data a
+	 * backend lends to a READ (scsitgt_io_lend_data()), as iSCSI/TCP's do */
+	bool lend_data_in;
 	/* unit attentions the fabric heard of (fabric.h: always on the home loop), and how many
 	 * of them came on another thread */
 	_Atomic unsigned int uas, uas_off_home;
@@ -123,6 +126,8 @@ struct xw_cmd {
 	uint8_t sense[SCSITGT_SENSE_BUF_SIZE];
 	uint8_t din[XW_DATA_MAX];
 	size_t din_len;
+	/* the Data-In came lent by the backend (released as the command ended) */
+	bool lent;
 	/* optional: called on the command's own thread as it ends, after the fields above are
 	 * filled and before its waiter is told (to look at what else holds at that moment) */
 	void (*at_end)(struct xw_cmd *x);
