@@ -164,7 +164,7 @@ SCSITGT_EXPORT int scsitgt_lun_reset_stats(struct scsitgt_lun *lun);
  * @param session The nexus, from scsitgt_session_stats::session during a
  *                scsitgt_target_foreach_session() walk (the call may be made from the visitor).
  * @return 0; -EINVAL if @p session is NULL; -EALREADY if the nexus is already being ended
- *         (kicked before, or its target is being destroyed).
+ *         (kicked before, logged out or lost, or its target is being destroyed).
  *
  * Loop: home.
  */
@@ -172,6 +172,8 @@ SCSITGT_EXPORT int scsitgt_session_kick(struct scsitgt_session *session);
 
 /**
  * Walk the target's I_T nexuses (logged-in sessions), calling @p cb with a snapshot of each.
+ * A nexus that is ending (its ::SCSITGT_EVENT_SESSION_LOGOUT event delivered) is not visited,
+ * although its commands may still be finishing.
  *
  * @param tgt    The target.
  * @param cb     The visitor; called synchronously, once per session, in login order.

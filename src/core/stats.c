@@ -275,6 +275,10 @@ SCSITGT_EXPORT int scsitgt_target_foreach_session(struct scsitgt_target *tgt,
 		int rc;
 
 		next = p->next;
+		/* An ending nexus is gone for the host (its LOGOUT event is out) and its fabric's
+		 * session may be freed already on its worker: not handed out (review30 F1). */
+		if (atomic_load(&sess->leaving))
+			continue;
 		memset(&s, 0, sizeof(s));
 		s.size = sizeof(s);
 		s.initiator_name = sess->initiator_name;
@@ -297,7 +301,7 @@ SCSITGT_EXPORT int scsitgt_session_kick(struct scsitgt_session *session)
 
 	if (sess == NULL)
 		return -EINVAL;
-	if (sess->kicked || sess->tgt->destroying)
+	if (sess->kicked || sess->tgt->destroying || atomic_load(&sess->leaving))
 		return -EALREADY;
 	sess->kicked = true;
 	scsitgt__log(&sess->tgt->engine->log, SCSITGT_LOG_NOTICE, "core",

@@ -30,7 +30,11 @@
 /* One 1 MiB chunk of the RAM backend. */
 #define LUN_BLOCKS 2048u
 
-enum { R_LENT, R_COPIED, R_BAD };
+enum {
+	R_LENT,
+	R_COPIED,
+	R_BAD
+};
 
 static uint8_t pattern[BLOCKS * BS];
 

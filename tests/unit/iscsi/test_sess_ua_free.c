@@ -15,7 +15,11 @@
  * loop and finish the session. A free of the session on home races with the worker's reads,
  * which ThreadSanitizer reports (part of the TSan suite's unit tests); the session freed on
  * its own loop after them does not.
+ *
+ * Also (review30 F1): the host's walk of the target's sessions and its kick, between home's
+ * finish of such a session and the end of its core nexus (see test_kick_of_ending_session()).
  */
+#include <errno.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,16 +44,7 @@
 #define T_TARGET "iqn.2026-12.org.libscsitgt:ua-free"
 #define T_INITIATOR "iqn.2026-12.org.libscsitgt:ua-free-initiator"
 
-struct world {
-	uv_loop_t loop;
-	struct scsitgt_engine *engine;
-	struct scsitgt_target *tgt;
-	struct scsitgt_portal *portal;
-	struct scsitgt__iscsi_handoff *h;
-	struct scsitgt__worker *w;
-	struct scsitgt__iscsi_conn *conn; /* the worker's */
-	atomic_bool closed;		  /* the data mover was told to close */
-};
+struct world;
 
 /* A step run on the worker by message; home waits for done (a message wakes it). */
 struct step {
@@ -63,14 +58,28 @@ struct step {
 	atomic_bool raised;
 };
 
+struct world {
+	uv_loop_t loop;
+	struct scsitgt_engine *engine;
+	struct scsitgt_target *tgt;
+	struct scsitgt_portal *portal;
+	struct scsitgt__iscsi_handoff *h;
+	struct scsitgt__worker *w;
+	struct scsitgt__iscsi_conn *conn; /* the worker's */
+	atomic_bool closed;		  /* the data mover was told to close */
+	/* world_up()'s steps: their wake messages may still be queued on home after it. */
+	struct step login, probe, tur;
+};
+
+/* On home: the step is over, and its wake message has left home's queue, so that the step
+ * may be posted again (the worker touches nothing of it after the post below). */
 static void wake_fn(struct scsitgt__msg *msg)
 {
-	(void)msg;
+	atomic_store(&scsitgt__container_of(msg, struct step, wake)->done, true);
 }
 
 static void step_done(struct step *s)
 {
-	atomic_store(&s->done, true);
 	s->wake.fn = wake_fn;
 	scsitgt__engine_post(s->wd->engine, &s->wake);
 }
@@ -205,53 +214,76 @@ static void close_fn(struct scsitgt__msg *msg)
 	scsitgt__worker_post(s->wd->w, &s->msg);
 }
 
-static void test_worker_ua_while_home_finishes_session(void **state)
+/* An engine with one worker that runs its connections, target T_TARGET with a RAM LUN, and a
+ * normal session on the worker in full feature phase that has seen LUN 0; its iSCSI session
+ * in *@sess. */
+static void world_up(struct world *wd, struct scsitgt__iscsi_sess **sess)
 {
 	struct scsitgt_engine_opts eo;
 	struct scsitgt_target_opts to;
-	struct world wd;
-	struct step login, probe, tur, gone;
-	int done = 0;
+	struct step *login = &wd->login, *probe = &wd->probe, *tur = &wd->tur;
 
-	(void)state;
-	memset(&wd, 0, sizeof(wd));
-	memset(&login, 0, sizeof(login));
-	memset(&probe, 0, sizeof(probe));
-	memset(&tur, 0, sizeof(tur));
-	memset(&gone, 0, sizeof(gone));
-	atomic_init(&wd.closed, false);
-	assert_int_equal(uv_loop_init(&wd.loop), 0);
+	memset(wd, 0, sizeof(*wd));
+	atomic_init(&wd->closed, false);
+	assert_int_equal(uv_loop_init(&wd->loop), 0);
 	scsitgt_engine_opts_init(&eo, sizeof(eo));
 	eo.workers = 1;
 	eo.conn_workers = true;
-	assert_int_equal(scsitgt_engine_create(&wd.engine, &wd.loop, &eo), 0);
-	assert_true(wd.engine->conn_workers);
+	assert_int_equal(scsitgt_engine_create(&wd->engine, &wd->loop, &eo), 0);
+	assert_true(wd->engine->conn_workers);
 	scsitgt_target_opts_init(&to, sizeof(to));
 	to.name = T_TARGET;
-	assert_int_equal(scsitgt_target_create(&wd.tgt, wd.engine, &to), 0);
-	assert_int_equal(h_ram_lun(wd.tgt, 0, 64), 0);
-	wd.portal = lp_portal(wd.engine, "ua-free-test");
-	assert_int_equal(scsitgt__iscsi_portal_place(wd.portal, &wd.h, &wd.w), 0);
-	assert_non_null(wd.w);
+	assert_int_equal(scsitgt_target_create(&wd->tgt, wd->engine, &to), 0);
+	assert_int_equal(h_ram_lun(wd->tgt, 0, 64), 0);
+	wd->portal = lp_portal(wd->engine, "ua-free-test");
+	assert_int_equal(scsitgt__iscsi_portal_place(wd->portal, &wd->h, &wd->w), 0);
+	assert_non_null(wd->w);
 
-	/* A normal session on the worker, in full feature phase, that has seen LUN 0. */
-	step_post(&login, &wd, login_fn);
-	wait_done(&wd, &login);
-	for (int guard = 0; !probe.in_ffp; guard++) {
+	step_post(login, wd, login_fn);
+	wait_done(wd, login);
+	for (int guard = 0; !probe->in_ffp; guard++) {
 		assert_true(guard < 100000);
-		step_post(&probe, &wd, probe_fn);
-		wait_done(&wd, &probe);
+		step_post(probe, wd, probe_fn);
+		wait_done(wd, probe);
 	}
-	assert_non_null(probe.sess);
-	assert_non_null(probe.sess->core);
-	step_post(&tur, &wd, tur_fn);
-	wait_done(&wd, &tur);
-	assert_true(tur.in_ffp);
-	assert_false(scsitgt__list_empty(&wd.tgt->sessions));
+	assert_non_null(probe->sess);
+	assert_non_null(probe->sess->core);
+	step_post(tur, wd, tur_fn);
+	wait_done(wd, tur);
+	assert_true(tur->in_ffp);
+	assert_false(scsitgt__list_empty(&wd->tgt->sessions));
+	*sess = probe->sess;
+}
+
+/* Home runs its loop until the target has no session left, then the engine goes. */
+static void world_down(struct world *wd)
+{
+	int done = 0;
+
+	for (int guard = 0; !scsitgt__list_empty(&wd->tgt->sessions); guard++) {
+		assert_true(guard < 100000);
+		uv_run(&wd->loop, UV_RUN_ONCE);
+	}
+	assert_true(atomic_load(&wd->closed));
+	scsitgt_engine_destroy(wd->engine, lp_destroyed, &done);
+	uv_run(&wd->loop, UV_RUN_DEFAULT);
+	assert_int_equal(done, 1);
+	assert_int_equal(uv_loop_close(&wd->loop), 0);
+}
+
+static void test_worker_ua_while_home_finishes_session(void **state)
+{
+	struct scsitgt__iscsi_sess *sess;
+	struct world wd;
+	struct step gone;
+
+	(void)state;
+	memset(&gone, 0, sizeof(gone));
+	world_up(&wd, &sess);
 
 	/* The connection goes and the worker raises the condition; home does not run its loop
 	 * until the worker is past the hook, so the nexus is not leaving when it checks. */
-	gone.sess = probe.sess;
+	gone.sess = sess;
 	step_post(&gone, &wd, close_fn);
 	for (unsigned long guard = 0; !atomic_load_explicit(&gone.raised, memory_order_relaxed);
 	     guard++) {
@@ -259,22 +291,80 @@ static void test_worker_ua_while_home_finishes_session(void **state)
 		sched_yield();
 	}
 	/* Now home finishes the session (its core nexus goes after its worker's detach). */
-	for (int guard = 0; !scsitgt__list_empty(&wd.tgt->sessions); guard++) {
+	world_down(&wd);
+}
+
+/* On the worker: nothing but telling home, with release order, that the messages posted
+ * before this one have run. */
+static void fence_fn(struct scsitgt__msg *msg)
+{
+	struct step *s = scsitgt__container_of(msg, struct step, msg);
+
+	atomic_store_explicit(&s->raised, true, memory_order_release);
+}
+
+static void close_only_fn(struct scsitgt__msg *msg)
+{
+	struct step *s = scsitgt__container_of(msg, struct step, msg);
+
+	scsitgt__iscsi_conn_close(s->wd->conn, "test: the initiator is gone");
+}
+
+static int kick_visit(void *arg, const struct scsitgt_session_stats *st)
+{
+	unsigned int *seen = arg;
+
+	(*seen)++;
+	return scsitgt_session_kick(st->session);
+}
+
+/*
+ * review30 F1: the host walks the target's sessions and kicks one (scsitgtd's control "kick")
+ * while that session is ending. Home has finished the iSCSI session (the worker frees it) but
+ * the core nexus stays on the target's list until its detach comes back from the worker. A
+ * walk then must not hand the ending nexus out, and a kick of it must not reach the freed
+ * iSCSI session (ASan: heap-use-after-free in the kick before the fix).
+ */
+static void test_kick_of_ending_session(void **state)
+{
+	struct scsitgt__iscsi_sess *sess;
+	struct scsitgt__session *core;
+	struct world wd;
+	struct step gone, fence;
+	unsigned int seen = 0;
+
+	(void)state;
+	memset(&gone, 0, sizeof(gone));
+	memset(&fence, 0, sizeof(fence));
+	world_up(&wd, &sess);
+	core = sess->core;
+
+	step_post(&gone, &wd, close_only_fn);
+	/* Home runs until the nexus is leaving (the iSCSI session's free posted to the worker). */
+	for (int guard = 0; !atomic_load(&core->leaving); guard++) {
 		assert_true(guard < 100000);
 		uv_run(&wd.loop, UV_RUN_ONCE);
 	}
-	assert_true(atomic_load(&wd.closed));
-
-	scsitgt_engine_destroy(wd.engine, lp_destroyed, &done);
-	uv_run(&wd.loop, UV_RUN_DEFAULT);
-	assert_int_equal(done, 1);
-	assert_int_equal(uv_loop_close(&wd.loop), 0);
+	/* The worker has run everything posted before: the iSCSI session is freed. Home has not
+	 * run since, so the core nexus is still listed. */
+	step_post(&fence, &wd, fence_fn);
+	for (unsigned long guard = 0; !atomic_load_explicit(&fence.raised, memory_order_acquire);
+	     guard++) {
+		assert_true(guard < 1000000000ul);
+		sched_yield();
+	}
+	assert_false(scsitgt__list_empty(&wd.tgt->sessions));
+	assert_int_equal(scsitgt_target_foreach_session(wd.tgt, kick_visit, &seen), 0);
+	assert_int_equal(seen, 0);
+	assert_int_equal(scsitgt_session_kick((struct scsitgt_session *)core), -EALREADY);
+	world_down(&wd);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_worker_ua_while_home_finishes_session),
+		cmocka_unit_test(test_kick_of_ending_session),
 	};
 
 	return cmocka_run_group_tests(tests, cw_env_setup, cw_env_teardown);
