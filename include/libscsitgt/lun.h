@@ -347,8 +347,9 @@ SCSITGT_EXPORT int scsitgt_lun_apply_reset(struct scsitgt_lun *lun);
 /**
  * scsitgt_lun_apply_reset() that says when it is done: @p cb runs once every task of the LUN
  * on this engine's nexuses is aborted and every nexus has the unit attention, so that a
- * command of any nexus, on any loop, finds it from then on. With worker loops that is later
- * than the return. A backend that acknowledges the reset to the gateway where it started
+ * command of any nexus, on any loop, finds it from then on. It always runs after the return
+ * (from the loop, as every callback: common.h), even where the reset was complete inside the
+ * call (no worker loop held a nexus of the target). A backend that acknowledges the reset to the gateway where it started
  * does it from @p cb (the RBD backend does): that gateway then answers its LOGICAL UNIT RESET
  * knowing that an initiator on another path will see the unit attention.
  *

@@ -230,16 +230,38 @@ SCSITGT_EXPORT int scsitgt_lun_apply_reset(struct scsitgt_lun *lun)
 }
 
 struct apply_reset_done {
+	struct scsitgt__deferred defer;
 	scsitgt_done_cb cb;
 	void *cb_arg;
+	/* Home is still inside scsitgt_lun_apply_reset_async(), and the reset already ended
+	 * there (no worker shard held a nexus of the target): the call defers the callback. */
+	bool in_call, ended_in_call;
 };
 
+static void apply_reset_call_back(struct apply_reset_done *d)
+{
+	scsitgt_done_cb cb = d->cb;
+	void *cb_arg = d->cb_arg;
+
+	free(d);
+	cb(cb_arg, 0);
+}
+
+static void apply_reset_deferred(struct scsitgt__deferred *defer)
+{
+	apply_reset_call_back(scsitgt__container_of(defer, struct apply_reset_done, defer));
+}
+
+/* On home (tmf_xshard.c answers there), inside the call or later. */
 static void apply_reset_done(void *arg)
 {
-	struct apply_reset_done d = *(struct apply_reset_done *)arg;
+	struct apply_reset_done *d = arg;
 
-	free(arg);
-	d.cb(d.cb_arg, 0);
+	if (d->in_call) {
+		d->ended_in_call = true;
+		return;
+	}
+	apply_reset_call_back(d);
 }
 
 SCSITGT_EXPORT int scsitgt_lun_apply_reset_async(struct scsitgt_lun *lun, scsitgt_done_cb cb,
@@ -250,16 +272,25 @@ SCSITGT_EXPORT int scsitgt_lun_apply_reset_async(struct scsitgt_lun *lun, scsitg
 
 	if (lun == NULL || cb == NULL)
 		return -EINVAL;
-	d = malloc(sizeof(*d));
+	d = calloc(1, sizeof(*d));
 	if (d == NULL)
 		return -ENOMEM;
 	d->cb = cb;
 	d->cb_arg = cb_arg;
+	d->in_call = true;
 	rc = scsitgt__tmf_xshard(lun->tgt, SCSITGT__TMF_LUN_RESET, NULL, lun->id, NULL,
 				 apply_reset_done, d);
-	if (rc < 0)
+	d->in_call = false;
+	if (rc < 0) {
 		free(d);
-	return rc;
+		return rc;
+	}
+	/* common.h: a callback never runs inside the call that takes it. */
+	if (d->ended_in_call) {
+		d->defer.fn = apply_reset_deferred;
+		scsitgt__engine_defer(lun->engine, &d->defer);
+	}
+	return 0;
 }
 
 static struct scsitgt__tmf_op *op_new(struct scsitgt__session *sess, scsitgt__tmf_cb cb,

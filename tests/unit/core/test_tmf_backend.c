@@ -216,6 +216,33 @@ static void test_apply_reset(void **state)
 	prt_destroy(t);
 }
 
+static void count_cb(void *arg, int status)
+{
+	assert_int_equal(status, 0);
+	(*(int *)arg)++;
+}
+
+/* review30 F3: the same through scsitgt_lun_apply_reset_async() with every nexus on home (no
+ * worker loop at all), where the reset ends inside the call: the callback still comes later,
+ * from the loop (common.h), once; the nexuses find 29h/03h. */
+static void test_apply_reset_async_on_home(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	int calls = 0;
+
+	(void)state;
+	assert_int_equal(scsitgt_lun_apply_reset_async(t->lun, count_cb, &calls), 0);
+	assert_int_equal(calls, 0);
+	while (calls == 0)
+		assert_int_not_equal(uv_run(&t->lf->loop, UV_RUN_ONCE), 0);
+	assert_int_equal(calls, 1);
+	assert_reset_ua(t, t->b);
+	assert_reset_ua(t, t->a2);
+	uv_run(&t->lf->loop, UV_RUN_NOWAIT);
+	assert_int_equal(calls, 1);
+	prt_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -224,6 +251,7 @@ int main(void)
 		cmocka_unit_test(test_lun_reset_calls_reset),
 		cmocka_unit_test(test_lun_reset_waits_for_reset_async),
 		cmocka_unit_test(test_apply_reset),
+		cmocka_unit_test(test_apply_reset_async_on_home),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
