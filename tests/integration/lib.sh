@@ -49,9 +49,18 @@ it_skip() {
 	exit 77
 }
 
-# Print the last lines of the target's logs, for the test log when something went wrong.
+# Print the last lines of the target's logs, for the test log when something went wrong; first
+# the start of a sanitizer's report if there is one (it ends the target, so the test itself saw
+# only a dropped connection, and the report's stacks are longer than the last lines).
 it_dump_logs() {
+	local first
 	if [[ -n "$IT_TMP" && -f "$IT_TMP/target.err" ]]; then
+		first=$(grep -n -m 1 -E '(WARNING|ERROR): [A-Za-z]*Sanitizer|runtime error:' \
+			"$IT_TMP/target.err" | cut -d: -f1 || true)
+		if [[ -n "$first" ]]; then
+			it_log "--- target stderr: sanitizer report (line $first on, at most 120 lines) ---"
+			sed -n "${first},$((first + 119))p" "$IT_TMP/target.err" >&2 || true
+		fi
 		it_log "--- target stderr (last 40 lines) ---"
 		tail -n 40 "$IT_TMP/target.err" >&2 || true
 	fi
