@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <signal.h>
@@ -204,14 +205,20 @@ static void worker_exit_fn(struct scsitgt__msg *msg)
 	struct scsitgt__worker *w = scsitgt__container_of(msg, struct scsitgt__worker, exit_msg);
 	struct scsitgt_engine *engine = w->engine;
 
-	/* One whose loop runs on for a backend is detached: it ends by itself. */
-	if (w->loop_busy)
+	/* One whose loop runs on for a backend is detached: it ends by itself. Its post of
+	 * this message may not have returned yet (the message is in the queue before the
+	 * post's wake-up): wait for it as a join would, since the last exit closes and frees
+	 * the inbox it uses (a few instructions and one write(2) away). */
+	if (w->loop_busy) {
+		while (!atomic_load_explicit(&w->exit_posted, memory_order_acquire))
+			sched_yield();
 		scsitgt__log(&engine->log, SCSITGT_LOG_WARNING, "core",
 			     "worker %u: a backend keeps handles on its loop (ios given up at "
 			     "shutdown); the loop runs on until the backend closes them",
 			     w->index);
-	else
+	} else {
 		uv_thread_join(&w->thread);
+	}
 	w->started = false;
 	if (--engine->workers_running == 0)
 		scsitgt__inbox_close(engine->home_inbox, home_inbox_closed);
@@ -255,6 +262,8 @@ static void worker_main(void *arg)
 	atomic_fetch_add_explicit(&workers_mem(w - w->index)->users, 1, memory_order_relaxed);
 	(void)pthread_detach(pthread_self());
 	scsitgt__engine_post(w->engine, &w->exit_msg);
+	/* The last touch of the engine from this thread (worker_exit_fn() waits for it). */
+	atomic_store_explicit(&w->exit_posted, true, memory_order_release);
 	do {
 		uv_run(&w->loop, UV_RUN_DEFAULT);
 		rc = uv_loop_close(&w->loop);
@@ -272,6 +281,7 @@ static int worker_init(struct scsitgt_engine *engine, struct scsitgt__worker *w,
 	w->index = i;
 	w->stop_msg.fn = worker_stop_fn;
 	w->exit_msg.fn = worker_exit_fn;
+	atomic_init(&w->exit_posted, false);
 	rc = uv_loop_init(&w->loop);
 	if (rc < 0)
 		return rc;

@@ -64,6 +64,10 @@ struct scsitgt__worker {
 	 * detached, until the backend closes it (written by the worker before its exit
 	 * message). */
 	bool loop_busy;
+	/* Set (release) by a detached worker once its exit message's post has returned: until
+	 * then it may still read home's inbox and write its eventfd, which home frees and
+	 * closes once its last worker has exited (worker_exit_fn() waits for it). */
+	atomic_bool exit_posted;
 	/* Shutdown: the stop message (home -> worker) and the exit message (worker -> home). */
 	struct scsitgt__msg stop_msg;
 	struct scsitgt__msg exit_msg;
