@@ -10,6 +10,10 @@ give (two sessions held open at once, the same ISID twice):
   reinstate
          session A logs in; B logs in with A's InitiatorName and ISID and TSIH 0 (on the other
          worker while A holds the first): the target closes A (RFC 7143 §6.3.5) and B works
+  login_reset
+         200 logins reset (RST) right after their last Login Request, while the worker waits
+         for home to make the session's nexus (review30 F2: the worker read the session's
+         nexus as home wrote it, a ThreadSanitizer report); then a session works
 
 Usage: conn_workers.py HOST PORT IQN LUN TEST (LUN: a RAM LUN of 512-byte blocks, written)
 """
@@ -71,11 +75,27 @@ def test_reinstate(host, port, iqn):
     a.close()
 
 
+def test_login_reset(host, port, iqn):
+    for _ in range(200):
+        s = hi.Session(host, port, iqn, lun=LUN)
+        s.next_itt()
+        s.login_exchange(s.login_pdu(hi.STAGE_SECURITY, hi.STAGE_OPERATIONAL, True,
+                                     s.security_text()))
+        s.send(s.login_pdu(hi.STAGE_OPERATIONAL, hi.STAGE_FFP, True, s.operational_text()))
+        s.abort()
+    s = hi.Session(host, port, iqn, lun=LUN)
+    s.login()
+    s.write(400, pattern(4))
+    check(s.read(400, BLOCKS) == pattern(4), "read back after the reset logins differs")
+    s.logout()
+    s.close()
+
+
 def main():
     global LUN
     host, port, iqn, test = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[5]
     LUN = int(sys.argv[4])
-    {"two": test_two, "reinstate": test_reinstate}[test](host, port, iqn)
+    {"two": test_two, "reinstate": test_reinstate, "login_reset": test_login_reset}[test](host, port, iqn)
     print("conn_workers %s: ok" % test)
 
 

@@ -7,6 +7,7 @@
 #    back at once: both workers served connections, every SHA-256 matches;
 #  - two sessions held open at once (one per worker), logout and relogin (conn_workers.py);
 #  - session reinstatement (same InitiatorName and ISID, RFC 7143 §6.3.5) across workers;
+#  - 200 logins reset right after their last Login Request (the nexus being made on home);
 #  - login redirection by the host's hook (minitarget --redirect), which runs on the home loop,
 #    with the engine option conn_workers (--conn-workers) on and off, without workers, and
 #    with the environment's SCSITGT_CONN_WORKERS=0 overriding the option (it wins);
@@ -69,6 +70,10 @@ python3 "$(dirname "$0")/conn_workers.py" "$HOST" "$IT_PORT" "$IQN" 3 reinstate 
 	it_fail "session reinstatement"
 grep -q "session reinstatement: closing TSIH" "$IT_TMP/target.err" ||
 	it_fail "the target did not log the reinstatement"
+
+it_log "logins reset while home makes their nexus"
+python3 "$(dirname "$0")/conn_workers.py" "$HOST" "$IT_PORT" "$IQN" 3 login_reset ||
+	it_fail "logins reset at their last Login Request"
 
 # redirected N ENV MODE ARGS...: a second target (run N), started with ARGS and the
 # environment ENV ("NAME=VALUE" or ""), whose redirect hook sends every login to the first

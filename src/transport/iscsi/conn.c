@@ -269,11 +269,13 @@ void scsitgt__iscsi_conn_close(struct scsitgt__iscsi_conn *conn, const char *why
 static void conn_fail(struct scsitgt__iscsi_conn *conn, uint8_t kind, const char *why)
 {
 	struct scsitgt__iscsi_sess *sess = conn->sess;
+	/* No nexus to name while home is making it for this worker's login (review30 F2). */
+	struct scsitgt__session *core =
+		sess && !scsitgt__iscsi_login_core_pending(conn) ? sess->core : NULL;
 
 	if (conn->state == SCSITGT__CONN_CLOSING)
 		return;
-	scsitgt__event_conn_error(conn->ie->engine, sess ? sess->core : NULL, NULL, conn->peer,
-				  kind, why);
+	scsitgt__event_conn_error(conn->ie->engine, core, NULL, conn->peer, kind, why);
 	scsitgt__iscsi_conn_close(conn, why);
 }
 

@@ -507,6 +507,9 @@ void scsitgt__iscsi_async_ua_here(struct scsitgt__iscsi_sess *sess, uint64_t lun
 				  enum scsitgt__sense_reason reason);
 /* login.c: the core nexus of a worker login exists (rc 0) or could not be made. */
 void scsitgt__iscsi_login_core_done(struct scsitgt__iscsi_conn *conn, int rc);
+/* login.c: a worker login waits for home to make its core nexus: home may be writing the
+ * session's core right now, so its loop must not read it before core_done. */
+bool scsitgt__iscsi_login_core_pending(const struct scsitgt__iscsi_conn *conn);
 /* A worker login asks the home loop for the verdict of @tgt's redirect hook (@conn held);
  * the login resumes with scsitgt__iscsi_login_redirect_done() on its loop. */
 int scsitgt__iscsi_xloop_redirect(struct scsitgt__iscsi_conn *conn, struct scsitgt_target *tgt,

@@ -742,6 +742,11 @@ static int login_enter_ffp(struct scsitgt__iscsi_conn *conn, uint8_t flags, cons
 	return 0;
 }
 
+bool scsitgt__iscsi_login_core_pending(const struct scsitgt__iscsi_conn *conn)
+{
+	return conn->login != NULL && conn->login->core_wait;
+}
+
 void scsitgt__iscsi_login_core_done(struct scsitgt__iscsi_conn *conn, int rc)
 {
 	struct scsitgt__iscsi_login *l = conn->login;
