@@ -205,11 +205,13 @@ int minitarget_parse_lun(const char *arg, struct minitarget_lun *l)
 	tok = strtok_r(buf, ",", &save);
 	if (tok == NULL)
 		return -1;
-	/* N:type:ARG; N in digits (strtoull would take "-1" for the largest number). */
+	/* N:type:ARG; N in digits (strtoull would take "-1" for the largest number), a LUN
+	 * number the library takes: 0..16383 (lun.h). */
 	if (tok[0] < '0' || tok[0] > '9')
 		return -1;
+	errno = 0;
 	l->id = strtoull(tok, &end, 10);
-	if (*end != ':' || lun_kind(l, end + 1) < 0)
+	if (errno == ERANGE || l->id > 16383 || *end != ':' || lun_kind(l, end + 1) < 0)
 		return -1;
 	while ((tok = strtok_r(NULL, ",", &save)) != NULL)
 		if (lun_flag(l, tok) < 0)

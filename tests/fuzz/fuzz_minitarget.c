@@ -41,6 +41,7 @@ static void check_lun(const struct minitarget_lun *l, const char *arg)
 	const char *first;
 
 	CHECK(l->bs == 512 || l->bs == 4096);
+	CHECK(l->id <= 16383);
 	CHECK(l->pbe <= 8);
 	CHECK(l->rbd_timeout == -1 || (l->rbd_timeout >= 0 && l->rbd_timeout <= 86400));
 	CHECK(terminated(l->path, sizeof(l->path)) && terminated(l->fault, sizeof(l->fault)));

@@ -334,6 +334,11 @@ static void test_parse_lun(void **state)
 	/* Malformed. */
 	assert_int_equal(minitarget_parse_lun("", &l), -1);
 	assert_int_equal(minitarget_parse_lun("x:ram:1M", &l), -1);
+	/* LUN numbers the library takes (lun.h), and no wrap past 2^64 */
+	assert_int_equal(minitarget_parse_lun("16383:ram:1M", &l), 0);
+	assert_int_equal(l.id, 16383);
+	assert_int_equal(minitarget_parse_lun("16384:ram:1M", &l), -1);
+	assert_int_equal(minitarget_parse_lun("18446744073709551616:ram:1M", &l), -1);
 	assert_int_equal(minitarget_parse_lun("1ram:1M", &l), -1);
 	assert_int_equal(minitarget_parse_lun("1:disk:1M", &l), -1);
 	assert_int_equal(minitarget_parse_lun("1:ram:1M,bs=1024", &l), -1);
