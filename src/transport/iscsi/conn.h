@@ -108,6 +108,10 @@ struct scsitgt__iscsi_async_ev {
 /* Buckets of a connection's ITT index (a power of two). */
 #define SCSITGT__ISCSI_ITT_BUCKETS 256u
 
+/* The largest CmdSN window (queue_depth; portal.c refuses more), a power of two: the size of
+ * a session's record of the CmdSNs in its window already taken (sn_taken). */
+#define SCSITGT__ISCSI_WINDOW_MAX 4096u
+
 enum scsitgt__iscsi_conn_state {
 	SCSITGT__CONN_LOGIN,
 	SCSITGT__CONN_FFP,
@@ -301,6 +305,14 @@ struct scsitgt__iscsi_sess {
 	uint32_t queue_depth;
 	unsigned int active;	      /* non-immediate commands holding window slots */
 	struct scsitgt__list pending; /* tasks waiting for their CmdSN, in CmdSN order */
+	/*
+	 * The CmdSNs ahead of ExpCmdSN already taken (RFC 7143 §3.2.2.1): by a command held in
+	 * pending, or used up with no command left to run (aborted while held or while its PDU
+	 * arrived, or named by an ABORT TASK before it came, §11.5.1). Bit CmdSN modulo
+	 * SCSITGT__ISCSI_WINDOW_MAX, cleared when ExpCmdSN passes it; a non-immediate PDU
+	 * with a taken CmdSN is a duplicate and ignored. No allocation: 512 bytes.
+	 */
+	uint64_t sn_taken[SCSITGT__ISCSI_WINDOW_MAX / 64];
 	bool closing;
 	/* bytes of write buffers held by this session's tasks, and the tasks waiting to
 	 * solicit data until that falls below max_write_buffer_bytes (scsi.c), oldest first. */
@@ -387,12 +399,22 @@ void scsitgt__iscsi_sess_close(struct scsitgt__iscsi_sess *sess, const char *why
 enum scsitgt__sn_verdict {
 	SCSITGT__SN_NOW,    /* expected: deliver now */
 	SCSITGT__SN_LATER,  /* in the window, ahead of ExpCmdSN: hold */
-	SCSITGT__SN_IGNORE, /* outside the window: silently ignore (RFC 7143 §4.2.2.1) */
+	SCSITGT__SN_IGNORE, /* outside the window or taken: silently ignore (RFC 7143 §3.2.2.1) */
 };
 enum scsitgt__sn_verdict scsitgt__iscsi_sn_check(const struct scsitgt__iscsi_sess *sess,
 						 uint32_t cmd_sn, bool immediate);
-/* A non-immediate PDU with CmdSN == ExpCmdSN was accepted. */
+/*
+ * A non-immediate PDU with CmdSN == ExpCmdSN was accepted: ExpCmdSN passes it, then
+ * scsitgt__iscsi_sn_drain(). A SCSI command uses scsitgt__iscsi_sn_step() instead, so that it
+ * runs before the commands held behind it.
+ */
 void scsitgt__iscsi_sn_advance(struct scsitgt__iscsi_sess *sess);
+/* ExpCmdSN passes one CmdSN (and MaxCmdSN follows); nothing held is delivered. */
+void scsitgt__iscsi_sn_step(struct scsitgt__iscsi_sess *sess);
+/* Pass the CmdSNs at ExpCmdSN that are taken: run the held command of each, skip used-up ones. */
+void scsitgt__iscsi_sn_drain(struct scsitgt__iscsi_sess *sess);
+/* Mark @cmd_sn, in the window, taken (held or used up); outside it nothing is marked. */
+void scsitgt__iscsi_sn_take(struct scsitgt__iscsi_sess *sess, uint32_t cmd_sn);
 void scsitgt__iscsi_sess_update_window(struct scsitgt__iscsi_sess *sess);
 extern const struct scsitgt__fabric_ops scsitgt__iscsi_fabric_ops;
 

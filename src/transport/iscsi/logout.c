@@ -53,8 +53,9 @@ int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
 		return 0;
 	}
+	/* Commands held behind it come after it: not delivered (nothing after it runs). */
 	if (!scsitgt__bhs_immediate(h))
-		scsitgt__iscsi_sn_advance(sess);
+		scsitgt__iscsi_sn_step(sess);
 
 	switch (reason) {
 	case ISCSI_LOGOUT_CLOSE_SESSION:

@@ -157,9 +157,10 @@ static int params_check(struct scsitgt_iscsi_params *out, const struct scsitgt_i
 	    !in_range(p.first_burst_length, 512, 16777215) ||
 	    !in_range(p.max_outstanding_r2t, 1, 65535) || p.header_digest > 2 ||
 	    p.data_digest > 2 || p.default_time2wait > 3600 || p.default_time2retain > 3600 ||
-	    !in_range(p.max_connections, 1, 65535) || !in_range(p.queue_depth, 1, 4096) ||
-	    p.chap_algorithms == 0 || (p.chap_algorithms & ~SCSITGT_ISCSI_CHAP_ALL) ||
-	    p.logout_timeout_ms == 0 || (p.async_events & ~SCSITGT_ISCSI_ASYNC_ALL))
+	    !in_range(p.max_connections, 1, 65535) ||
+	    !in_range(p.queue_depth, 1, SCSITGT__ISCSI_WINDOW_MAX) || p.chap_algorithms == 0 ||
+	    (p.chap_algorithms & ~SCSITGT_ISCSI_CHAP_ALL) || p.logout_timeout_ms == 0 ||
+	    (p.async_events & ~SCSITGT_ISCSI_ASYNC_ALL))
 		return -EINVAL;
 	if (p.error_recovery_level > 0 || p.max_connections > 1)
 		return -ENOTSUP;

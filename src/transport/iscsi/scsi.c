@@ -334,21 +334,6 @@ void scsitgt__iscsi_task_ordered(struct scsitgt__iscsi_task *task)
 	task_progress(task);
 }
 
-/* Deliver tasks held for CmdSN order whose turn came. */
-static void sess_drain_pending(struct scsitgt__iscsi_sess *sess)
-{
-	while (!scsitgt__list_empty(&sess->pending)) {
-		struct scsitgt__iscsi_task *t = scsitgt__container_of(
-			sess->pending.next, struct scsitgt__iscsi_task, sn_node);
-
-		if (t->cmd_sn != sess->exp_cmd_sn)
-			break;
-		scsitgt__list_remove(&t->sn_node);
-		scsitgt__iscsi_sn_advance(sess);
-		scsitgt__iscsi_task_ordered(t);
-	}
-}
-
 static void sess_hold(struct scsitgt__iscsi_sess *sess, struct scsitgt__iscsi_task *task)
 {
 	struct scsitgt__list *pos;
@@ -365,6 +350,8 @@ static void sess_hold(struct scsitgt__iscsi_sess *sess, struct scsitgt__iscsi_ta
 	task->sn_node.prev = pos->prev;
 	pos->prev->next = &task->sn_node;
 	pos->prev = &task->sn_node;
+	/* Its CmdSN is taken: a duplicate is ignored, and an abort leaves it used up. */
+	scsitgt__iscsi_sn_take(sess, task->cmd_sn);
 }
 
 static void rx_verdict_reset(struct scsitgt__iscsi_conn *conn)
@@ -537,9 +524,10 @@ int scsitgt__iscsi_scsi_cmd_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 	enum scsitgt__sn_verdict v;
 
 	if (conn->rx_ignore) {
-		scsitgt__iscsi_conn_log(
-			conn, SCSITGT_LOG_DEBUG, "command CmdSN %u outside [%u, %u]: ignored",
-			get_be32(&pdu->bhs[ISCSI_BHS_CMDSN]), sess->exp_cmd_sn, sess->max_cmd_sn);
+		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_DEBUG,
+					"command CmdSN %u outside [%u, %u] or taken: ignored",
+					get_be32(&pdu->bhs[ISCSI_BHS_CMDSN]), sess->exp_cmd_sn,
+					sess->max_cmd_sn);
 		rx_verdict_reset(conn);
 		return 0;
 	}
@@ -552,14 +540,13 @@ int scsitgt__iscsi_scsi_cmd_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 	if (task == NULL) {
 		/*
 		 * Its task was aborted while the immediate data arrived (task_rx_forget()). The
-		 * command was received all the same, so ExpCmdSN moves past it (RFC 7143
-		 * §4.2.2.1), or the commands after it would wait for it for ever.
+		 * command was received all the same, so its CmdSN is used up (RFC 7143
+		 * §4.2.2.1): ExpCmdSN moves past it now or, ahead of ExpCmdSN, once the gap
+		 * before it fills; or the commands after it would wait for it for ever.
 		 */
-		if (!scsitgt__bhs_immediate(pdu->bhs) &&
-		    scsitgt__iscsi_sn_check(sess, get_be32(&pdu->bhs[ISCSI_BHS_CMDSN]), false) ==
-			    SCSITGT__SN_NOW) {
-			scsitgt__iscsi_sn_advance(sess);
-			sess_drain_pending(sess);
+		if (!scsitgt__bhs_immediate(pdu->bhs)) {
+			scsitgt__iscsi_sn_take(sess, get_be32(&pdu->bhs[ISCSI_BHS_CMDSN]));
+			scsitgt__iscsi_sn_drain(sess);
 		}
 		return 0;
 	}
@@ -569,13 +556,14 @@ int scsitgt__iscsi_scsi_cmd_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 	task->counted = true;
 	sess->active++;
 	if (v == SCSITGT__SN_NOW) {
+		/* It runs before the commands held behind it (scsitgt__iscsi_sn_drain()). */
 		if (!task->immediate)
-			scsitgt__iscsi_sn_advance(sess);
+			scsitgt__iscsi_sn_step(sess);
 		else
 			scsitgt__iscsi_sess_update_window(sess);
 		task->in_order = true;
 		task_progress(task);
-		sess_drain_pending(sess);
+		scsitgt__iscsi_sn_drain(sess);
 	} else {
 		sess_hold(sess, task);
 		task_progress(task);

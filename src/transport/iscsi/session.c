@@ -2,7 +2,9 @@
 /*
  * iSCSI sessions at ErrorRecoveryLevel 0: creation with the core I_T nexus, lookup by
  * initiator/ISID/target/TSIH, closing (reinstatement, target removal), and the command window
- * (RFC 7143 §4.2.2.1): ExpCmdSN and MaxCmdSN with RFC 1982 serial arithmetic.
+ * (RFC 7143 §4.2.2.1): ExpCmdSN and MaxCmdSN with RFC 1982 serial arithmetic, and the CmdSNs
+ * of the window already taken, by a command held for its turn or used up without one
+ * (§3.2.2.1, §11.5.1), which ExpCmdSN passes when the gap before them fills.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -312,18 +314,36 @@ void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 		scsitgt__iscsi_xloop_sess_finish(sess);
 }
 
+/* @cmd_sn's word in sess->sn_taken and its bit there: unique within a window (<= WINDOW_MAX),
+ * across the wrap of CmdSN too (2^32 is a multiple of WINDOW_MAX). */
+static size_t sn_word(uint32_t cmd_sn, uint64_t *bit)
+{
+	uint32_t i = cmd_sn % SCSITGT__ISCSI_WINDOW_MAX;
+
+	*bit = UINT64_C(1) << (i % 64);
+	return i / 64;
+}
+
+static bool sn_is_taken(const struct scsitgt__iscsi_sess *sess, uint32_t cmd_sn)
+{
+	uint64_t bit;
+
+	return (sess->sn_taken[sn_word(cmd_sn, &bit)] & bit) != 0;
+}
+
 enum scsitgt__sn_verdict scsitgt__iscsi_sn_check(const struct scsitgt__iscsi_sess *sess,
 						 uint32_t cmd_sn, bool immediate)
 {
 	/* RFC 7143 §4.2.2.1: the window [ExpCmdSN, MaxCmdSN] holds MaxCmdSN - ExpCmdSN + 1
 	 * commands and is empty when MaxCmdSN = ExpCmdSN - 1; a non-immediate command outside it
-	 * is silently ignored, even one whose CmdSN equals ExpCmdSN. */
+	 * is silently ignored, even one whose CmdSN equals ExpCmdSN, and so is a duplicate
+	 * within it (§3.2.2.1): a CmdSN held or used up already. */
 	uint32_t offset = cmd_sn - sess->exp_cmd_sn;
 	uint32_t size = sess->max_cmd_sn - sess->exp_cmd_sn + 1;
 
 	if (immediate)
 		return SCSITGT__SN_NOW;
-	if (offset >= size)
+	if (offset >= size || sn_is_taken(sess, cmd_sn))
 		return SCSITGT__SN_IGNORE;
 	return offset == 0 ? SCSITGT__SN_NOW : SCSITGT__SN_LATER;
 }
@@ -339,8 +359,56 @@ void scsitgt__iscsi_sess_update_window(struct scsitgt__iscsi_sess *sess)
 		sess->max_cmd_sn = max;
 }
 
-void scsitgt__iscsi_sn_advance(struct scsitgt__iscsi_sess *sess)
+void scsitgt__iscsi_sn_take(struct scsitgt__iscsi_sess *sess, uint32_t cmd_sn)
 {
+	uint32_t offset = cmd_sn - sess->exp_cmd_sn;
+	uint32_t size = sess->max_cmd_sn - sess->exp_cmd_sn + 1;
+	uint64_t bit;
+	size_t w;
+
+	/* The window is at most queue_depth <= WINDOW_MAX wide: MaxCmdSN is set from it. */
+	if (offset >= size)
+		return;
+	w = sn_word(cmd_sn, &bit);
+	sess->sn_taken[w] |= bit;
+}
+
+void scsitgt__iscsi_sn_step(struct scsitgt__iscsi_sess *sess)
+{
+	uint64_t bit;
+	size_t w = sn_word(sess->exp_cmd_sn, &bit);
+
+	/* Its bit is free for the CmdSN WINDOW_MAX further on. */
+	sess->sn_taken[w] &= ~bit;
 	sess->exp_cmd_sn++;
 	scsitgt__iscsi_sess_update_window(sess);
+}
+
+void scsitgt__iscsi_sn_drain(struct scsitgt__iscsi_sess *sess)
+{
+	for (;;) {
+		struct scsitgt__iscsi_task *t = NULL;
+
+		if (!scsitgt__list_empty(&sess->pending))
+			t = scsitgt__container_of(sess->pending.next, struct scsitgt__iscsi_task,
+						  sn_node);
+		if (t && t->cmd_sn == sess->exp_cmd_sn) {
+			/* Re-read each turn: running it may abort others held (PREEMPT AND
+			 * ABORT), which leave pending and leave their CmdSNs used up. */
+			scsitgt__list_remove(&t->sn_node);
+			scsitgt__iscsi_sn_step(sess);
+			scsitgt__iscsi_task_ordered(t);
+		} else if (sn_is_taken(sess, sess->exp_cmd_sn)) {
+			/* Used up with no command to run (RFC 7143 §11.5.1 b, aborted ones). */
+			scsitgt__iscsi_sn_step(sess);
+		} else {
+			return;
+		}
+	}
+}
+
+void scsitgt__iscsi_sn_advance(struct scsitgt__iscsi_sess *sess)
+{
+	scsitgt__iscsi_sn_step(sess);
+	scsitgt__iscsi_sn_drain(sess);
 }

@@ -96,7 +96,9 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	const uint8_t *h = pdu->bhs;
 	uint8_t func = h[ISCSI_BHS_FLAGS] & ISCSI_TMF_FUNC_MASK;
 	uint32_t itt = scsitgt__bhs_itt(h), rtt = get_be32(&h[ISCSI_TMF_RTT]);
+	uint32_t cmd_sn = get_be32(&h[ISCSI_BHS_CMDSN]);
 	uint32_t ref_cmd_sn = get_be32(&h[ISCSI_TMF_REFCMDSN]);
+	bool ref_unreceived;
 	enum scsitgt__tmf_type type;
 	enum scsitgt__sn_verdict v;
 	struct scsitgt__iscsi_task *task;
@@ -106,13 +108,21 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
 		return 0;
 	}
-	v = scsitgt__iscsi_sn_check(sess, get_be32(&h[ISCSI_BHS_CMDSN]), scsitgt__bhs_immediate(h));
+	v = scsitgt__iscsi_sn_check(sess, cmd_sn, scsitgt__bhs_immediate(h));
 	if (v == SCSITGT__SN_IGNORE)
 		return 0;
 	if (v == SCSITGT__SN_LATER) {
 		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
 		return 0;
 	}
+	/*
+	 * RFC 7143 §11.5.1 b): RefCmdSN in the valid window [ExpCmdSN, MaxCmdSN] (as the TMF
+	 * found it) and less than the TMF's own CmdSN names a command issued before the TMF
+	 * and not received yet. (A non-immediate TMF has CmdSN = ExpCmdSN: never.)
+	 */
+	ref_unreceived = scsitgt__sn_ge(ref_cmd_sn, sess->exp_cmd_sn) &&
+			 scsitgt__sn_le(ref_cmd_sn, sess->max_cmd_sn) &&
+			 scsitgt__sn_lt(ref_cmd_sn, cmd_sn);
 	if (!scsitgt__bhs_immediate(h))
 		scsitgt__iscsi_sn_advance(sess);
 
@@ -127,14 +137,18 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 				return 0;
 			}
 			/*
-			 * RFC 7143 §11.5.1: a task not received yet (RefCmdSN in the window,
-			 * ahead of ExpCmdSN) counts as aborted; otherwise it does not exist.
+			 * RFC 7143 §11.5.1 b): "consider the CmdSN as received": it is used up,
+			 * ExpCmdSN passes it (now, or when the gap before it fills) and the
+			 * command, should it come after all, is ignored as a duplicate. Else
+			 * (c) and RefCmdSN not below the TMF's CmdSN: no such task.
 			 */
-			if (scsitgt__sn_ge(ref_cmd_sn, sess->exp_cmd_sn) &&
-			    scsitgt__sn_le(ref_cmd_sn, sess->max_cmd_sn))
+			if (ref_unreceived) {
+				scsitgt__iscsi_sn_take(sess, ref_cmd_sn);
+				scsitgt__iscsi_sn_drain(sess);
 				tmf_respond(conn, itt, ISCSI_TMF_RSP_COMPLETE, false);
-			else
+			} else {
 				tmf_respond(conn, itt, ISCSI_TMF_RSP_NO_TASK, false);
+			}
 			return 0;
 		}
 		break;

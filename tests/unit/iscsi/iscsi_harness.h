@@ -204,6 +204,17 @@ static inline void h_fini(struct harness *h)
 		free(h->pdus[i].data);
 }
 
+/* Wait (bounded) until the task of @itt has left the connection. */
+static inline bool h_task_gone(struct harness *h, uint32_t itt)
+{
+	for (int i = 0; i < 100; i++) {
+		if (scsitgt__iscsi_task_find(h->conn, itt) == NULL)
+			return true;
+		h_pump(h);
+	}
+	return false;
+}
+
 /* Feed raw bytes as if read from the socket, then pump. */
 static inline void h_feed(struct harness *h, const void *data, size_t len)
 {

@@ -106,17 +106,6 @@ static void lun_destroyed(void *arg, int status)
 	*(int *)arg = status;
 }
 
-/* Wait (bounded) until the task of @itt has left the connection. */
-static bool task_gone(struct harness *h, uint32_t itt)
-{
-	for (int i = 0; i < 100; i++) {
-		if (scsitgt__iscsi_task_find(h->conn, itt) == NULL)
-			return true;
-		h_pump(h);
-	}
-	return false;
-}
-
 /*
  * The PDU of @cut (64 KiB of payload, pattern 0xa5) arrives in two reads; @by ends its task
  * between them. Then the session writes and reads back a block of its own (or, without the
@@ -189,7 +178,7 @@ static void abort_mid_pdu(enum cut_pdu cut, enum cut_by by)
 			uv_run(&h.loop, UV_RUN_ONCE);
 		assert_int_equal(removed, 0);
 	}
-	assert_true(task_gone(&h, itt));
+	assert_true(h_task_gone(&h, itt));
 	/* Nothing points at them any more: the rest of the PDU is read and dropped. */
 	assert_null(h.conn->rx_task);
 	assert_null(h.conn->rx.pdu.dest);
