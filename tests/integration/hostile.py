@@ -745,6 +745,73 @@ def a_reset_mid_pdu(t):
         "%s %d" % (k, v) for k, v in sorted(seen.items()))
 
 
+def abort_task_by_ref(s, cmd_sn, ref_cmd_sn):
+    """An immediate ABORT TASK (RFC 7143 §11.5.1, function 1) with CmdSN @cmd_sn of a task
+    the target never saw: an unused Referenced Task Tag, the command named by RefCmdSN."""
+    itt = s.next_itt()
+    s.send(hi.pdu_bytes(hi.bhs_build(
+        hi.OP_TMF_REQ, hi.FINAL | 1, immediate=True, lun=hi.lun_field(s.lun), itt=itt,
+        fields={20: 0x7F000000 | itt, 24: cmd_sn, 28: s.exp_stat_sn, 32: ref_cmd_sn})))
+    return s.expect(OP_TMF_RSP, itt, what="ABORT TASK")
+
+
+# Was a bug: an ABORT TASK whose RefCmdSN named a command not received yet was answered
+# Function complete, but that CmdSN was not "considered received" (RFC 7143 §11.5.1 b): the
+# commands after it waited for ever (until the initiator's timeout), and the aborted command,
+# should it arrive late, ran. Now its CmdSN is used up (src/transport/iscsi/session.c).
+def a_abort_unreceived_cmdsn(t):
+    """ABORT TASK of a WRITE not sent yet, by RefCmdSN: at ExpCmdSN, then ahead of it behind
+    a gap. The commands after it run; the WRITE, sent late, is ignored and writes nothing."""
+    s = t.session()
+    s.login()
+    lba = ATTACK_LBA + 49152  # 40 MiB, away from the other attacks
+    s.write(lba, bytes(8 * BS))
+    out = []
+    for ahead in (0, 1):
+        exp = s.cmd_sn
+        # The WRITE got CmdSN exp + ahead; the TMF's is the next one after the commands.
+        ref = (exp + ahead) & 0xFFFFFFFF
+        tmf_sn = (exp + 2 * ahead + 1) & 0xFFFFFFFF
+        p = abort_task_by_ref(s, tmf_sn, ref)
+        check(p.bhs[2] == 0, "ABORT TASK by RefCmdSN %d: response 0x%02x" % (ref, p.bhs[2]))
+        want = (exp + 1) & 0xFFFFFFFF if ahead == 0 else exp
+        check(p.exp_cmd_sn == want, "ABORT TASK by RefCmdSN %d (ExpCmdSN %d): ExpCmdSN %d "
+              "after it, expected %d" % (ref, exp, p.exp_cmd_sn, want))
+        turs = []
+        if ahead:
+            turs.append(s.next_itt())  # after the aborted one: held for the gap
+            s.send(s.cmd_pdu(hi.cdb_tur(), 0, itt=turs[-1], cmd_sn=(exp + 2) & 0xFFFFFFFF))
+        late = s.next_itt()
+        s.send(s.cmd_pdu(hi.lun_lba_cdb_write16(lba, 8), 8 * BS, write=True,
+                         data=b"\xc3" * (8 * BS), itt=late, cmd_sn=ref))
+        turs.append(s.next_itt())  # fills the gap (ahead) or comes next
+        s.send(s.cmd_pdu(hi.cdb_tur(), 0, itt=turs[-1], cmd_sn=exp if ahead else tmf_sn))
+        # An immediate ping behind them: once it is answered, all of them were processed.
+        ping = s.next_itt()
+        s.send(s.nop_pdu(itt=ping))
+        answered = set()
+        while True:
+            p = s.recv()
+            if p.opcode == hi.OP_NOP_IN and p.itt == ping:
+                break
+            check(p.itt != late, "the aborted WRITE (CmdSN %d), sent late, was answered: %r"
+                  % (ref, p))
+            check(p.opcode == hi.OP_SCSI_RSP and p.bhs[3] == hi.SAM_GOOD,
+                  "TEST UNIT READY after ABORT TASK by RefCmdSN: %r" % p)
+            answered.add(p.itt)
+        check(answered == set(turs), "after ABORT TASK by RefCmdSN %d: %d of %d commands "
+              "answered (ExpCmdSN stuck at the aborted CmdSN?)" % (ref, len(answered),
+                                                                   len(turs)))
+        # The next CmdSN: the TMF's (immediate, it took none), unless a TUR took it.
+        s.cmd_sn = tmf_sn if ahead else (tmf_sn + 1) & 0xFFFFFFFF
+        out.append("%s: %d commands after it ran" % ("ahead" if ahead else "at ExpCmdSN",
+                                                      len(turs)))
+    data = s.read(lba, 8)
+    check(data == bytes(8 * BS), "an aborted WRITE, sent late, was written")
+    s.logout()
+    return "; ".join(out) + "; the late WRITEs ignored"
+
+
 # Was a bug: a WRITE pinned its whole data buffer (up to 8 MiB) from the moment its CDB
 # arrived, so a session could make the target hold queue_depth x 8 MiB for data it never sent.
 # Now buffers are allocated when data can arrive, and R2Ts wait while the session holds
@@ -807,6 +874,7 @@ ATTACKS = [
     a_nop_big,
     a_abort_mid_data_out,
     a_reset_mid_pdu,
+    a_abort_unreceived_cmdsn,
     a_login_logout_loop,
     a_cmd_window_closed,
     a_many_pending_writes,
