@@ -683,6 +683,17 @@ def a_abort_mid_data_out(t):
     return "20 cut WRITEs of 8 MiB, no data written"
 
 
+def lun_reset(b):
+    """LOGICAL UNIT RESET (RFC 7143 §11.5.1, function 5) from session @b; its response comes
+    once every session's tasks of the LUN are aborted."""
+    tmf_itt = b.next_itt()
+    b.send(hi.pdu_bytes(hi.bhs_build(
+        hi.OP_TMF_REQ, hi.FINAL | 5, immediate=True, lun=hi.lun_field(b.lun), itt=tmf_itt,
+        fields={20: hi.RESERVED_TAG, 24: b.cmd_sn, 28: b.exp_stat_sn})))
+    p = b.expect(OP_TMF_RSP, tmf_itt, what="LOGICAL UNIT RESET")
+    check(p.bhs[2] == 0, "LOGICAL UNIT RESET: response 0x%02x" % p.bhs[2])
+
+
 # Was a bug (review29 F1): a WRITE aborted by another session while its PDU's payload was
 # still arriving had its task and buffer freed while the receiver kept writing the rest of the
 # payload into that buffer (an ASan target reports it). Now the rest is read and dropped
@@ -710,14 +721,7 @@ def a_reset_mid_pdu(t):
             pdu = a.data_out_pdu(itt, r2t.ttt, 0, 0, payload)
         cut = 48 + nbytes // 2
         a.send(pdu[:cut])
-        # LOGICAL UNIT RESET (RFC 7143 §11.5.1, function 5) from the other session; its
-        # response comes once every session's tasks of the LUN are aborted.
-        tmf_itt = b.next_itt()
-        b.send(hi.pdu_bytes(hi.bhs_build(
-            hi.OP_TMF_REQ, hi.FINAL | 5, immediate=True, lun=hi.lun_field(b.lun), itt=tmf_itt,
-            fields={20: hi.RESERVED_TAG, 24: b.cmd_sn, 28: b.exp_stat_sn})))
-        p = b.expect(OP_TMF_RSP, tmf_itt, what="LOGICAL UNIT RESET")
-        check(p.bhs[2] == 0, "LOGICAL UNIT RESET: response 0x%02x" % p.bhs[2])
+        lun_reset(b)
         a.send(pdu[cut:])
         # Whatever A's PDU met (aborted mid-payload, or not read yet when the reset came: a
         # Reject of a Data-Out for a task gone, or a command after the reset), the
@@ -743,6 +747,21 @@ def a_reset_mid_pdu(t):
     b.logout()
     return "8 WRITEs cut by a LUN reset: " + ", ".join(
         "%s %d" % (k, v) for k, v in sorted(seen.items()))
+
+
+def answered_until_ping(s, aborted, what):
+    """The ITTs of the SCSI Responses that come before the answer to an immediate ping (once
+    it is answered, everything sent before it was processed); none may be @aborted's."""
+    ping = s.next_itt()
+    s.send(s.nop_pdu(itt=ping))
+    answered = set()
+    while True:
+        p = s.recv()
+        if p.opcode == hi.OP_NOP_IN and p.itt == ping:
+            return answered
+        check(p.itt != aborted, "after %s: the aborted WRITE was answered: %r" % (what, p))
+        check(p.opcode == hi.OP_SCSI_RSP, "after %s: %r" % (what, p))
+        answered.add(p.itt)
 
 
 def abort_task_by_ref(s, cmd_sn, ref_cmd_sn):
@@ -786,19 +805,7 @@ def a_abort_unreceived_cmdsn(t):
                          data=b"\xc3" * (8 * BS), itt=late, cmd_sn=ref))
         turs.append(s.next_itt())  # fills the gap (ahead) or comes next
         s.send(s.cmd_pdu(hi.cdb_tur(), 0, itt=turs[-1], cmd_sn=exp if ahead else tmf_sn))
-        # An immediate ping behind them: once it is answered, all of them were processed.
-        ping = s.next_itt()
-        s.send(s.nop_pdu(itt=ping))
-        answered = set()
-        while True:
-            p = s.recv()
-            if p.opcode == hi.OP_NOP_IN and p.itt == ping:
-                break
-            check(p.itt != late, "the aborted WRITE (CmdSN %d), sent late, was answered: %r"
-                  % (ref, p))
-            check(p.opcode == hi.OP_SCSI_RSP and p.bhs[3] == hi.SAM_GOOD,
-                  "TEST UNIT READY after ABORT TASK by RefCmdSN: %r" % p)
-            answered.add(p.itt)
+        answered = answered_until_ping(s, late, "ABORT TASK by RefCmdSN %d" % ref)
         check(answered == set(turs), "after ABORT TASK by RefCmdSN %d: %d of %d commands "
               "answered (ExpCmdSN stuck at the aborted CmdSN?)" % (ref, len(answered),
                                                                    len(turs)))
@@ -810,6 +817,41 @@ def a_abort_unreceived_cmdsn(t):
     check(data == bytes(8 * BS), "an aborted WRITE, sent late, was written")
     s.logout()
     return "; ".join(out) + "; the late WRITEs ignored"
+
+
+# Was a bug: a command held for CmdSN order (its CmdSN ahead of ExpCmdSN) and aborted by
+# another session's LOGICAL UNIT RESET left the queue but not its CmdSN: once the gap filled,
+# ExpCmdSN stopped at it and every later command of the session waited for ever.
+def a_reset_held_cmdsn(t):
+    """A WRITE sent ahead of a gap in CmdSN, held for its turn, is aborted by another
+    session's LOGICAL UNIT RESET; then the gap fills. The commands after it run; the WRITE
+    gets no answer and writes nothing."""
+    a, b = t.session(), t.session()
+    a.login()
+    b.login()
+    lba = ATTACK_LBA + 49152 + 64  # beside abort_unreceived_cmdsn's blocks
+    a.write(lba, bytes(8 * BS))
+    exp = a.cmd_sn
+    held = a.next_itt()
+    a.send(a.cmd_pdu(hi.lun_lba_cdb_write16(lba, 8), 8 * BS, write=True,
+                     data=b"\x3c" * (8 * BS), itt=held, cmd_sn=(exp + 1) & 0xFFFFFFFF))
+    # Behind an immediate ping's answer, the WRITE is in and held (it waits for exp).
+    a.ping()
+    lun_reset(b)
+    turs = []
+    for sn in (exp, exp + 2):  # fills the gap, then the one after the aborted WRITE
+        turs.append(a.next_itt())
+        a.send(a.cmd_pdu(hi.cdb_tur(), 0, itt=turs[-1], cmd_sn=sn & 0xFFFFFFFF))
+    answered = answered_until_ping(a, held, "a LUN reset of a held WRITE")
+    check(answered == set(turs), "after the held WRITE's abort: %d of 2 commands answered "
+          "(ExpCmdSN stuck at its CmdSN?)" % len(answered))
+    a.cmd_sn = (exp + 3) & 0xFFFFFFFF
+    a.clear_unit_attention()
+    check(a.read(lba, 8) == bytes(8 * BS), "a WRITE aborted while held was written")
+    a.logout()
+    b.clear_unit_attention()
+    b.logout()
+    return "the held WRITE aborted, the 2 commands around its CmdSN ran"
 
 
 # Was a bug: a WRITE pinned its whole data buffer (up to 8 MiB) from the moment its CDB
@@ -875,6 +917,7 @@ ATTACKS = [
     a_abort_mid_data_out,
     a_reset_mid_pdu,
     a_abort_unreceived_cmdsn,
+    a_reset_held_cmdsn,
     a_login_logout_loop,
     a_cmd_window_closed,
     a_many_pending_writes,
