@@ -1350,10 +1350,11 @@ static int mkdir_parents(const char *path)
 
 /*
  * pr_dir is a state directory: made if it is missing (as systemd's StateDirectory= would),
- * and said loudly if it cannot be used. Without it every PERSISTENT RESERVE OUT with APTPL
- * fails (the library's file store cannot save it, pr.h), and before that was so, such a
- * registration answered GOOD and did not survive a restart: the first fresh-machine run of
- * the sample (scripts/fresh-check.sh) showed it.
+ * and said loudly if it cannot be used. Without it the library's file store cannot save a
+ * LUN's state (pr.h), so every PERSISTENT RESERVE OUT that APTPL asks to keep is undone and
+ * fails with HARDWARE ERROR, INTERNAL TARGET FAILURE (SPC-5 §5.13.5); before the library
+ * failed it, such a registration answered GOOD and did not survive a restart: the first
+ * fresh-machine run of the sample (scripts/fresh-check.sh) showed it.
  */
 static void pr_dir_prepare(struct scsitgtd *d, const char *dir)
 {
@@ -1371,8 +1372,8 @@ static void pr_dir_prepare(struct scsitgtd *d, const char *dir)
 		rc = -errno;
 	if (rc < 0)
 		scsitgtd_log(d, SCSITGT_LOG_ERROR,
-			     "pr_dir %s: %s: the persistent reservations of its LUNs will not be "
-			     "saved",
+			     "pr_dir %s: %s: its LUNs cannot save persistent reservations: "
+			     "PERSISTENT RESERVE OUT with APTPL will fail (HARDWARE ERROR)",
 			     dir, strerror(-rc));
 }
 
