@@ -269,7 +269,7 @@ static void fb_submit(void *bctx, struct scsitgt_io *io)
 		r->bytes += iov[i].iov_len;
 
 	memset(c, 0, sizeof(*c));
-	if (fb->fail_count) {
+	if (fb->fail_count && (fb->fail_types == 0 || (fb->fail_types & (1u << r->type)))) {
 		fb->fail_count--;
 		if (fb->fail_sense) {
 			c->sense = true;
@@ -399,13 +399,22 @@ int fake_backend_lun_create_opts(struct scsitgt_lun **lun_out, struct fake_backe
 void fake_backend_fail_next(struct fake_backend *fb, int err, unsigned int count)
 {
 	fb->fail_sense = false;
+	fb->fail_types = 0;
 	fb->fail_errno = err;
 	fb->fail_count = count;
+}
+
+void fake_backend_fail_type(struct fake_backend *fb, enum scsitgt_io_type type, int err,
+			    unsigned int count)
+{
+	fake_backend_fail_next(fb, err, count);
+	fb->fail_types = 1u << type;
 }
 
 void fake_backend_fail_next_sense(struct fake_backend *fb, uint8_t key, uint8_t asc, uint8_t ascq)
 {
 	fb->fail_sense = true;
+	fb->fail_types = 0;
 	fb->fail_key = key;
 	fb->fail_asc = asc;
 	fb->fail_ascq = ascq;

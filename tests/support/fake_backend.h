@@ -58,8 +58,10 @@ struct fake_backend {
 	pthread_mutex_t lock;
 	struct fake_io_rec *recs;
 	size_t nrecs, recs_cap;
-	/* Failure injection for the next fail_count ios. */
+	/* Failure injection for the next fail_count ios (of the kinds in fail_types, a mask of
+	 * (1u << SCSITGT_IO_x); 0: of any kind). */
 	unsigned int fail_count;
+	uint32_t fail_types;
 	int fail_errno;
 	bool fail_sense;
 	uint8_t fail_key, fail_asc, fail_ascq;
@@ -92,6 +94,9 @@ int fake_backend_lun_create_opts(struct scsitgt_lun **lun_out, struct fake_backe
 				 const struct fake_backend_opts *o);
 /* Fail the next @count ios with @err (a negative errno). */
 void fake_backend_fail_next(struct fake_backend *fb, int err, unsigned int count);
+/* Fail the next @count ios of kind @type with @err; ios of other kinds go through. */
+void fake_backend_fail_type(struct fake_backend *fb, enum scsitgt_io_type type, int err,
+			    unsigned int count);
 /* Fail the next io with exact sense data. */
 void fake_backend_fail_next_sense(struct fake_backend *fb, uint8_t key, uint8_t asc, uint8_t ascq);
 /* Complete every held io (MANUAL mode), on the calling (loop) thread. */

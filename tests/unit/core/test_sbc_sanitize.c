@@ -446,6 +446,30 @@ static void test_cached_backend_flushed(void **state)
 	tctx_destroy(t);
 }
 
+/* The FLUSH after the last piece fails: the sanitize failed (SBC-4 §4.33.3: MEDIUM ERROR,
+ * SANITIZE COMMAND FAILED), now and for the media commands after it; never GOOD. */
+static void test_cached_flush_fails(void **state)
+{
+	struct fake_backend_opts o;
+	struct tctx *t;
+
+	(void)state;
+	fake_backend_opts_init(&o);
+	o.num_blocks = 4096;
+	o.supports = 1u << SCSITGT_IO_WRITE_ZEROES | 1u << SCSITGT_IO_FLUSH;
+	o.geo_flags = SCSITGT_GEOMETRY_WRITE_CACHE;
+	t = tctx_create(SCSITGT_LUN_WRITE_CACHE, &o);
+	fake_backend_fail_type(t->fb, SCSITGT_IO_FLUSH, -EIO, 1);
+	assert_sense(tctx_run(t, cdb_sanitize(t->cdb, SBC_SANITIZE_CRYPTO_ERASE, false, 0)),
+		     SENSE_MEDIUM_ERROR, 0x31, 0x03);
+	assert_int_equal(t->fb->nrecs, 2);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_WRITE_ZEROES);
+	assert_int_equal(t->fb->recs[1].type, SCSITGT_IO_FLUSH);
+	assert_sense(tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 0, 1, 0)), SENSE_MEDIUM_ERROR, 0x31,
+		     0x03);
+	tctx_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -457,6 +481,7 @@ int main(void)
 		cmocka_unit_test(test_immed),
 		cmocka_unit_test(test_failure_mode),
 		cmocka_unit_test(test_cached_backend_flushed),
+		cmocka_unit_test(test_cached_flush_fails),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -47,6 +47,31 @@ static void test_flush(void **state)
 	tctx_destroy(t);
 }
 
+/* The FLUSH fails, not the writes before it: SYNCHRONIZE CACHE ends with the FLUSH's sense
+ * (WRITE ERROR for -EIO; the backend's own sense as it gave it), never GOOD. */
+static void test_flush_fails_after_writes(void **state)
+{
+	struct tctx *t = cached(SCSITGT_LUN_WRITE_CACHE, 1u << SCSITGT_IO_FLUSH);
+	uint8_t blk[512];
+
+	(void)state;
+	memset(blk, 0x42, sizeof(blk));
+	fake_backend_fail_type(t->fb, SCSITGT_IO_FLUSH, -EIO, 1);
+	assert_good(tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_10, 0, 1, 0), blk, sizeof(blk)));
+	assert_sense(tctx_run(t, cdb_sync_cache16(t->cdb, 0, 0, false)), 0x3, 0x0c, 0x00);
+	fake_backend_fail_type(t->fb, SCSITGT_IO_FLUSH, -EIO, 1);
+	t->fb->fail_sense = true;
+	t->fb->fail_key = 0x3;
+	t->fb->fail_asc = 0x0c;
+	t->fb->fail_ascq = 0x02; /* WRITE ERROR - AUTO REALLOCATION FAILED */
+	assert_good(tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_10, 1, 1, 0), blk, sizeof(blk)));
+	assert_sense(tctx_run(t, cdb_sync_cache10(t->cdb, 0, 0, false)), 0x3, 0x0c, 0x02);
+	/* spent: GOOD again */
+	assert_good(tctx_run(t, cdb_sync_cache10(t->cdb, 0, 0, false)));
+	assert_int_equal(t->fb->nrecs, 5);
+	tctx_destroy(t);
+}
+
 static void test_no_flush_needed(void **state)
 {
 	struct tctx *t;
@@ -163,6 +188,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flush),
+		cmocka_unit_test(test_flush_fails_after_writes),
 		cmocka_unit_test(test_no_flush_needed),
 		cmocka_unit_test(test_flush_after_wce_off),
 		cmocka_unit_test(test_range_and_fields),

@@ -416,6 +416,36 @@ static void test_zeroes_no_flush_needed(void **state)
 	tctx_destroy(t);
 }
 
+/* The trailing FLUSH fails: the WRITE SAME ends with its sense (WRITE ERROR for -EIO, or the
+ * backend's own sense), never GOOD; the zeroing io itself went through. */
+static void test_trailing_flush_fails(void **state)
+{
+	uint32_t sup = (1u << SCSITGT_IO_UNMAP) | (1u << SCSITGT_IO_WRITE_ZEROES) |
+		       (1u << SCSITGT_IO_FLUSH);
+	struct tctx *t = cached_lun(0, sup);
+	uint8_t zero[BS] = { 0 };
+
+	(void)state;
+	fake_backend_fail_type(t->fb, SCSITGT_IO_FLUSH, -EIO, 1);
+	assert_sense(tctx_run_lun(t, 0, cdb_ws(t->cdb, true, 8, 8, 0), zero, BS), 0x3, 0x0c, 0x00);
+	assert_int_equal(t->fb->nrecs, 2);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_WRITE_ZEROES);
+	assert_int_equal(t->fb->recs[1].type, SCSITGT_IO_FLUSH);
+	/* with UNMAP, and a backend answering with sense data of its own */
+	fake_backend_fail_type(t->fb, SCSITGT_IO_FLUSH, -EIO, 1);
+	t->fb->fail_sense = true;
+	t->fb->fail_key = 0x4;
+	t->fb->fail_asc = 0x44;
+	t->fb->fail_ascq = 0x00;
+	assert_sense(tctx_run_lun(t, 0, cdb_ws(t->cdb, false, 0, 8, 0x08), zero, BS), 0x4, 0x44,
+		     0x00);
+	assert_int_equal(t->fb->recs[2].type, SCSITGT_IO_UNMAP);
+	assert_int_equal(t->fb->recs[3].type, SCSITGT_IO_FLUSH);
+	/* the knob is spent: the next one is GOOD */
+	assert_good(tctx_run(t, cdb_ws(t->cdb, true, 100, 4, 0x01)));
+	tctx_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -429,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_block_limits),
 		cmocka_unit_test(test_zeroes_durable_without_wce),
 		cmocka_unit_test(test_zeroes_no_flush_needed),
+		cmocka_unit_test(test_trailing_flush_fails),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
