@@ -77,6 +77,7 @@ typedef void (*scsitgt__exec_fn)(struct scsitgt__cmd *cmd);
 struct scsitgt__sbc_chunker;
 struct scsitgt__xcopy_op;
 struct scsitgt__bg_walk;
+struct scsitgt__mode_select_op;
 
 /*
  * What a command keeps between the steps of its execution (parse, exec, the callbacks of its
@@ -106,6 +107,8 @@ union scsitgt__cmd_ctx {
 	struct scsitgt__xcopy_op *xcopy;
 	/* bg_walk.c the LUN's own command of a background walk: the walk. */
 	struct scsitgt__bg_walk *bg_walk;
+	/* spc_mode.c MODE SELECT while its write-back of the cache runs. */
+	struct scsitgt__mode_select_op *mode_select;
 };
 /* Every command carries the union: a family that needs more keeps a pointer to an allocation
  * of its own (as xcopy and the range walk do), so that commands do not grow for it. */

@@ -51,6 +51,13 @@ bool scsitgt__sbc_volatile_cache(const struct scsitgt_lun *lun)
 	       scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH);
 }
 
+void scsitgt__sbc_flush_then_complete(struct scsitgt__cmd *cmd)
+{
+	if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0,
+			       scsitgt__io_done_complete_cmd) < 0)
+		scsitgt__io_done_complete_cmd(cmd, NULL, SCSITGT__SR_BUSY);
+}
+
 void scsitgt__sbc_decode_range(const uint8_t *cdb, size_t cdb_len, uint64_t *lba, uint32_t *nblocks,
 			       uint16_t *len_off)
 {
@@ -226,6 +233,13 @@ static void sbc_rw_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	if (sbc_rw_partial(cmd, io, reason))
 		return;
 	scsitgt__range_plain_end(cmd->lun, &cmd->ctx.rw);
+	/* Cached under WCE 1, done under WCE 0: on the medium before GOOD (sbc.h). */
+	if (reason == SCSITGT__SR_OK && io->type == SCSITGT_IO_WRITE &&
+	    !(io->flags & SCSITGT_IO_FLAG_FUA) && scsitgt__sbc_cache_written_through(cmd->lun) &&
+	    !scsitgt__cmd_aborted(cmd)) {
+		scsitgt__sbc_flush_then_complete(cmd);
+		return;
+	}
 	scsitgt__io_done_complete_cmd(cmd, io, reason);
 }
 

@@ -46,6 +46,20 @@ bool scsitgt__sbc_has_cache(const struct scsitgt_lun *lun);
 /* Whether the backend has a volatile cache (SCSITGT_GEOMETRY_WRITE_CACHE) and FLUSH to write
  * it back: SYNCHRONIZE CACHE, START STOP UNIT and a WCE turned off then send a FLUSH io. */
 bool scsitgt__sbc_volatile_cache(const struct scsitgt_lun *lun);
+/*
+ * Whether the LUN's volatile cache is written through now (WCE 0). A write sent without FUA
+ * while WCE was 1 whose io completes once it is 0 may have missed MODE SELECT's write-back
+ * (spc_mode.c: its FLUSH covers the ios completed before it): its command sends a FLUSH
+ * before its GOOD (SBC-4 §6.5.5), for Linux sends no SYNCHRONIZE CACHE to a write-through
+ * disk. Inline: one plain load (WCE first) on a write's completion; no lock.
+ */
+static inline bool scsitgt__sbc_cache_written_through(const struct scsitgt_lun *lun)
+{
+	return !lun->mode.wce && scsitgt__sbc_volatile_cache(lun);
+}
+/* Submit a FLUSH of the whole medium for @cmd, which it completes with the flush's status;
+ * BUSY when no io could be had. */
+void scsitgt__sbc_flush_then_complete(struct scsitgt__cmd *cmd);
 /* SBC-4 §4.5: whether @lba, or the range of @nblocks from it, runs past the capacity (a zero
  * length range is still checked at its LBA); the capacity read once. */
 bool scsitgt__sbc_range_bad(const struct scsitgt_lun *lun, uint64_t lba, uint64_t nblocks);

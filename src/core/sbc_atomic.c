@@ -115,9 +115,8 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_atomic(struct scsitgt__cmd *
 	return SCSITGT__SR_OK;
 }
 
-/* Release the range and the read-back buffer, then finish with @reason. */
-static void at_end(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason,
-		   const struct scsitgt__sense_detail *detail)
+/* Release the range and the read-back buffer. */
+static void at_release(struct scsitgt__cmd *cmd)
 {
 	struct scsitgt__sbc_atomic_ctx *at = &cmd->ctx.atomic;
 
@@ -125,6 +124,13 @@ static void at_end(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason,
 	at->readback = NULL;
 	scsitgt__range_unlock(cmd->lun, at->entry);
 	at->entry = NULL;
+}
+
+/* Release, then finish with @reason. */
+static void at_end(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason,
+		   const struct scsitgt__sense_detail *detail)
+{
+	at_release(cmd);
 	if (reason == SCSITGT__SR_RAW) {
 		scsitgt__cmd_complete_raw(cmd, cmd->io_raw.key, cmd->io_raw.asc, cmd->io_raw.ascq);
 		return;
@@ -135,7 +141,14 @@ static void at_end(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reason,
 static void at_write_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 			  enum scsitgt__sense_reason reason)
 {
-	(void)io;
+	/* Cached under WCE 1, done under WCE 0: a FLUSH before GOOD (sbc.h), once the range
+	 * is free again (the other writes wait for none of it). */
+	if (reason == SCSITGT__SR_OK && !(io->flags & SCSITGT_IO_FLAG_FUA) &&
+	    scsitgt__sbc_cache_written_through(cmd->lun) && !scsitgt__cmd_aborted(cmd)) {
+		at_release(cmd);
+		scsitgt__sbc_flush_then_complete(cmd);
+		return;
+	}
 	at_end(cmd, reason, NULL);
 }
 

@@ -5,6 +5,7 @@
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/range_lock.h"
+#include "core/sbc.h"
 #include "core/sbc_chunk.h"
 
 struct scsitgt__sbc_chunker *scsitgt__sbc_chunker_new(struct scsitgt__cmd *cmd, uint64_t lba,
@@ -70,13 +71,16 @@ static void chunk_pump(struct scsitgt__sbc_chunker *ch)
 			return;
 		}
 		if (ch->next >= ch->end) {
-			if (!ch->flush_after) {
+			if (!ch->flush_after &&
+			    !(ch->cached_writes &&
+			      scsitgt__sbc_cache_written_through(ch->cmd->lun))) {
 				chunk_end(ch);
 				return;
 			}
 			/* The last io: the FLUSH; its completion ends the walk (cur_n 0: no
 			 * check). */
 			ch->flush_after = false;
+			ch->cached_writes = false;
 			ch->cur_lba = ch->start;
 			ch->cur_n = 0;
 			if (scsitgt__io_submit(ch->cmd, SCSITGT_IO_FLUSH, ch->start,

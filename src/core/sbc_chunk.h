@@ -44,6 +44,9 @@ struct scsitgt__sbc_chunker {
 	/* Once every piece succeeded, a FLUSH io over the range before the status: the pieces'
 	 * ios (WRITE ZEROES, UNMAP) carry no FUA (backend.h). Cleared once submitted. */
 	bool flush_after;
+	/* The pieces write to the cache (WCE 1 at parse): the FLUSH is due all the same if WCE
+	 * is 0 once they are done (sbc.h scsitgt__sbc_cache_written_through()). */
+	bool cached_writes;
 };
 
 /*

@@ -148,6 +148,7 @@ void scsitgt__sbc_write_same(struct scsitgt__cmd *cmd)
 	if ((issue == ws_issue_zeroes || issue == ws_issue_unmap) &&
 	    (cmd->io_flags & SCSITGT_IO_FLAG_FUA) && scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH))
 		ch->flush_after = true;
+	ch->cached_writes = !(cmd->io_flags & SCSITGT_IO_FLAG_FUA);
 	if (issue == ws_issue_write && !zero) {
 		/* The bounded buffer holds the block repeated (the zero case is calloc'ed). */
 		for (uint64_t b = 0; b < pattern_blocks; b++)

@@ -333,14 +333,21 @@ static enum scsitgt__sense_reason mode_walk_pages(struct scsitgt__cmd *cmd, size
 	return SCSITGT__SR_OK;
 }
 
-static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd, bool *changed_out,
-					      bool *wce_off_out)
+/* MODE SELECT's record: what it changed, until its status (the other nexuses are told of a
+ * change on home, core/home_call.h). */
+struct scsitgt__mode_select_op {
+	struct scsitgt__home_call hc; /* first */
+	enum scsitgt__sense_reason r;
+	/* the LUN's parameters before and after this command applied its pages */
+	struct scsitgt__mode_state before, after;
+};
+
+static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd,
+					      struct scsitgt__mode_select_op *op)
 {
 	const uint8_t *p = cmd->buf;
 	size_t len = cmd->xfer_len, hdr, bdlen;
 	bool is6 = mode_is6(cmd), longlba = false;
-	struct scsitgt__mode_state before;
-	bool changed;
 	enum scsitgt__sense_reason r;
 
 	if (len == 0)
@@ -373,70 +380,123 @@ static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd, bool *ch
 		return r;
 	/* One MODE SELECT at a time: other loops may run theirs (issue 18). */
 	uv_mutex_lock(&cmd->lun->xlock);
-	before = cmd->lun->mode;
+	op->before = cmd->lun->mode;
 	r = mode_walk_pages(cmd, hdr + bdlen, true);
-	changed = r == SCSITGT__SR_OK && memcmp(&before, &cmd->lun->mode, sizeof(before)) != 0;
-	*wce_off_out = changed && before.wce && !cmd->lun->mode.wce;
+	op->after = cmd->lun->mode;
 	uv_mutex_unlock(&cmd->lun->xlock);
-	*changed_out = changed;
 	return r;
 }
 
-/* MODE SELECT's status, given once the other nexuses were told of a change. */
-struct mode_select_call {
-	struct scsitgt__home_call hc; /* first */
-	enum scsitgt__sense_reason r;
-	bool flush; /* WCE went from 1 to 0 on a volatile cache: write it back first */
-};
+static bool mode_select_changed(const struct scsitgt__mode_select_op *op)
+{
+	return memcmp(&op->before, &op->after, sizeof(op->before)) != 0;
+}
+
+/*
+ * The write-back of a WCE turned off failed: this command's changes are undone, those a later
+ * MODE SELECT made since are kept. SPC-5 §6.13 ends a refused MODE SELECT without changing a
+ * parameter, and a CHECK CONDITION says the same here; it also keeps the data safe: with WCE
+ * 1 again the initiators go on sending SYNCHRONIZE CACHE, whose FLUSH reports the blocks the
+ * cache could not write, where WCE 0 would have told them nothing is left to flush.
+ */
+static void mode_select_undo(struct scsitgt_lun *lun, const struct scsitgt__mode_select_op *op)
+{
+	uv_mutex_lock(&lun->xlock);
+#define MODE_UNDO(f)                                                           \
+	do {                                                                   \
+		if (op->before.f != op->after.f && lun->mode.f == op->after.f) \
+			lun->mode.f = op->before.f;                            \
+	} while (0)
+	MODE_UNDO(wce);
+	MODE_UNDO(rcd);
+	MODE_UNDO(d_sense);
+	MODE_UNDO(swp);
+	MODE_UNDO(qerr);
+	MODE_UNDO(mrie);
+	MODE_UNDO(dexcpt);
+#undef MODE_UNDO
+	uv_mutex_unlock(&lun->xlock);
+}
 
 /* SPC-5 §7.5.1: the parameters are the LUN's, shared by every I_T nexus; the others learn of
  * a change by MODE PARAMETERS CHANGED, before this command's status. Loop: home (the walk of
  * the target's nexuses, core/home_call.h). */
 static void mode_select_announce(struct scsitgt__home_call *hc)
 {
-	/* The nexus as its shard saw it (core/home_call.h), not hc->cmd->sess. */
-	scsitgt__ua_mode_params_changed(hc->sess, hc->cmd->lun_id);
+	struct scsitgt__cmd *cmd = hc->cmd;
+
+	/* The nexus as its shard saw it (core/home_call.h), not cmd->sess; NULL once it is gone
+	 * during the write-back: every nexus is told then. */
+	if (hc->sess)
+		scsitgt__ua_mode_params_changed(hc->sess, cmd->lun_id);
+	else
+		scsitgt__ua_establish_all(cmd->lun->tgt, cmd->lun_id, NULL,
+					  SCSITGT__SR_UA_MODE_PARAMS_CHANGED);
 }
 
 static void mode_select_done(struct scsitgt__home_call *hc)
 {
-	struct mode_select_call *c = scsitgt__container_of(hc, struct mode_select_call, hc);
+	struct scsitgt__mode_select_op *op =
+		scsitgt__container_of(hc, struct scsitgt__mode_select_op, hc);
 	struct scsitgt__cmd *cmd = hc->cmd;
-	enum scsitgt__sense_reason r = c->r;
-	bool flush = c->flush;
+	enum scsitgt__sense_reason r = op->r;
 
 	scsitgt__home_call_free(hc);
-	/*
-	 * SBC-4 §6.5.5: with WCE 0 a write is on the medium before its GOOD, and an initiator
-	 * sends no SYNCHRONIZE CACHE to a write-through disk (Linux drops its flushes): what
-	 * was cached while WCE was 1 is written back before this GOOD.
-	 */
-	if (r == SCSITGT__SR_OK && flush) {
-		if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0,
-				       scsitgt__io_done_complete_cmd) < 0)
-			scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
-		return;
+	/* a failed FLUSH's reason, raw sense included (cmd->io_raw) */
+	scsitgt__io_done_complete_cmd(cmd, NULL, r);
+}
+
+static void mode_select_tell(struct scsitgt__mode_select_op *op)
+{
+	/* taken again on the command's shard: the nexus may have gone during the write-back */
+	op->hc.sess = op->hc.cmd->sess;
+	scsitgt__home_call(&op->hc, mode_select_announce, mode_select_done);
+}
+
+/*
+ * SBC-4 §6.5.5: with WCE 0 a write is on the medium before its GOOD, and an initiator sends no
+ * SYNCHRONIZE CACHE to a write-through disk (Linux drops its flushes): what was cached while
+ * WCE was 1 is written back before the other nexuses are told and this GOOD. The writes still
+ * in the backend now flush on their own completion (sbc.h).
+ */
+static void mode_select_flushed(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+				enum scsitgt__sense_reason reason)
+{
+	struct scsitgt__mode_select_op *op = cmd->ctx.mode_select;
+
+	(void)io;
+	if (reason != SCSITGT__SR_OK) {
+		mode_select_undo(cmd->lun, op);
+		op->r = reason;
 	}
-	scsitgt__cmd_complete(cmd, r);
+	/* told even when undone: a nexus may have read the parameters in between */
+	mode_select_tell(op);
 }
 
 void scsitgt__spc_mode_select(struct scsitgt__cmd *cmd)
 {
-	struct mode_select_call local = { 0 }, *c;
-	/* A command of a worker shard (issue 18) takes its record before changing anything. */
-	struct scsitgt__home_call *hc = scsitgt__home_call_new(cmd, &local.hc, sizeof(local));
-	bool changed = false, wce_off = false;
+	/* Taken before anything changes (BUSY without memory); allocated, for the write-back
+	 * may outlive this call. */
+	struct scsitgt__home_call *hc =
+		scsitgt__home_call_new(cmd, NULL, sizeof(struct scsitgt__mode_select_op));
+	struct scsitgt__mode_select_op *op;
 
 	if (hc == NULL) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
-	c = scsitgt__container_of(hc, struct mode_select_call, hc);
-	c->r = mode_select(cmd, &changed, &wce_off);
-	c->flush = wce_off && scsitgt__sbc_volatile_cache(cmd->lun);
-	if (!changed) {
+	op = scsitgt__container_of(hc, struct scsitgt__mode_select_op, hc);
+	op->r = mode_select(cmd, op);
+	if (op->r != SCSITGT__SR_OK || !mode_select_changed(op)) {
 		mode_select_done(hc);
 		return;
 	}
-	scsitgt__home_call(hc, mode_select_announce, mode_select_done);
+	if (op->before.wce && !op->after.wce && scsitgt__sbc_volatile_cache(cmd->lun)) {
+		cmd->ctx.mode_select = op;
+		if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0,
+				       mode_select_flushed) < 0)
+			mode_select_flushed(cmd, NULL, SCSITGT__SR_BUSY);
+		return;
+	}
+	mode_select_tell(op);
 }

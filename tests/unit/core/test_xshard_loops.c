@@ -24,6 +24,7 @@
 #include "core/scsi_spec.h"
 #include "core/shard.h"
 #include "libscsitgt/scsitgt.h"
+#include "fake_backend.h"
 #include "util/be.h"
 #include "xshard_world.h"
 
@@ -141,6 +142,74 @@ static void test_mode_select_across_shards(void **state)
 	xw_assert_ua(&x, 0x2a, 0x01);
 	assert_int_equal(run_write(t, t->b, &x), SAM_STAT_GOOD);
 	assert_int_equal(run_write(t, t->a, &x), SAM_STAT_GOOD);
+}
+
+/* MODE SELECT (10) of the caching page (SBC-4 §6.5.5) with WCE 0. */
+static uint8_t run_select_wce_off(struct xw_world *t, struct scsitgt__session *s, struct xw_cmd *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->sess = s;
+	x->cdb[0] = SPC_MODE_SELECT_10;
+	x->cdb[1] = 0x10; /* PF */
+	put_be16(&x->cdb[7], 28);
+	x->cdb_len = 10;
+	x->dout[8] = 0x08;
+	x->dout[9] = 0x12;
+	x->dout_len = 28;
+	return xw_run(t, x);
+}
+
+/* LUN 0 on a fake backend with a volatile cache and FLUSH (called on home: not multi-loop),
+ * WCE 1. */
+static int setup_cached(void **state)
+{
+	struct fake_backend_opts o;
+	struct scsitgt_lun_opts lo;
+	struct fake_backend *fb;
+	struct xw_world *t;
+
+	fake_backend_opts_init(&o);
+	o.geo_flags = SCSITGT_GEOMETRY_WRITE_CACHE;
+	o.supports = 1u << SCSITGT_IO_FLUSH;
+	assert_int_equal(fake_backend_create(&fb, &o), 0);
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.flags = SCSITGT_LUN_WRITE_CACHE;
+	lo.backend = &fb->ops;
+	lo.backend_ctx = fb;
+	xw_world_create(&t, "iqn.2024-01.org.example:xshard");
+	xw_world_start(t, &lo);
+	*state = t;
+	return 0;
+}
+
+/*
+ * MODE SELECT turning WCE off from the worker's nexus: the write-back (a FLUSH on home, the
+ * backend's loop) comes first, then A is told on home, then B's status. A failed write-back
+ * fails the command and leaves WCE 1; A is told all the same.
+ */
+static void test_wce_off_from_worker(void **state)
+{
+	struct xw_world *t = *state;
+	struct fake_backend *fb = t->bctx;
+	struct xw_cmd x;
+
+	fake_backend_fail_type(fb, SCSITGT_IO_FLUSH, -5 /* -EIO */, 1);
+	assert_int_equal(run_select_wce_off(t, t->b, &x), SAM_STAT_CHECK_CONDITION);
+	assert_int_equal(xw_sense_key(&x), 0x03);
+	assert_int_equal(x.sense[12], 0x0c);
+	assert_true(atomic_load(&t->lun->mode.wce));
+	assert_int_equal(fake_backend_last(fb)->type, SCSITGT_IO_FLUSH);
+	run_write(t, t->a, &x);
+	xw_assert_ua(&x, 0x2a, 0x01);
+	assert_int_equal(run_select_wce_off(t, t->b, &x), SAM_STAT_GOOD);
+	assert_false(atomic_load(&t->lun->mode.wce));
+	assert_int_equal(fb->nrecs, 2); /* A's WRITE above reported the UA only */
+	assert_int_equal(fake_backend_last(fb)->type, SCSITGT_IO_FLUSH);
+	run_write(t, t->a, &x);
+	xw_assert_ua(&x, 0x2a, 0x01);
+	/* WCE 0: B's writes go with FUA */
+	assert_int_equal(run_write(t, t->b, &x), SAM_STAT_GOOD);
+	assert_true(fake_backend_last(fb)->flags & SCSITGT_IO_FLAG_FUA);
 }
 
 /* the ALUA hook (alua.h: on the home loop, inside the command) */
@@ -357,6 +426,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reservation_across_shards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pr_ua_across_shards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mode_select_across_shards, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wce_off_from_worker, setup_cached, teardown),
 		cmocka_unit_test_setup_teardown(test_stpg_from_worker, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_reservations, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_walk_across_shards, setup, teardown),
