@@ -33,7 +33,8 @@ enum scsitgt_io_type {
 	 * without it a FLUSH is a no-op. With SCSITGT_GEOMETRY_WRITE_CACHE the core sends it
 	 * for SYNCHRONIZE CACHE and START STOP UNIT whatever the current WCE is (writes cached
 	 * while it was 1 may still be dirty, SBC-4 §5.27), when MODE SELECT turns WCE off,
-	 * after a WRITE ZEROES or UNMAP that must be durable (SCSITGT_IO_FLAG_FUA), and at the
+	 * after a write sent without FUA that completes once WCE is off, after a WRITE ZEROES
+	 * or UNMAP that must be durable (WCE off; UNMAP of a LUN that reports LBPRZ), and at the
 	 * end of a SANITIZE.
 	 */
 	SCSITGT_IO_FLUSH = 2,

@@ -27,6 +27,28 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_unmap(struct scsitgt__cmd *cmd)
 	return SCSITGT__SR_OK;
 }
 
+/*
+ * Every range's io is back. SBC-4 ties WCE to writes, not to UNMAP, but a LUN that reports
+ * LBPRZ promises zeros from the unmapped blocks (§5.21.2): with WCE 0 the initiator sends no
+ * SYNCHRONIZE CACHE, so the deallocation is made durable here before GOOD, as WRITE SAME with
+ * UNMAP does (sbc_write_same.c). WCE is read now, not at parse: one turned off meanwhile
+ * counts too (sbc.h). The FLUSH's own completion is scsitgt__io_done_complete_cmd().
+ */
+static void unmap_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+		       enum scsitgt__sense_reason reason)
+{
+	if (reason != SCSITGT__SR_OK && cmd->io_reason == SCSITGT__SR_OK)
+		cmd->io_reason = reason;
+	if (cmd->ios_inflight || cmd->holds)
+		return;
+	if (cmd->io_reason == SCSITGT__SR_OK && scsitgt__sbc_lbprz(cmd->lun) &&
+	    scsitgt__sbc_cache_written_through(cmd->lun) && !scsitgt__cmd_aborted(cmd)) {
+		scsitgt__sbc_flush_then_complete(cmd);
+		return;
+	}
+	scsitgt__io_done_complete_cmd(cmd, io, SCSITGT__SR_OK);
+}
+
 void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 {
 	const struct scsitgt_lun *lun = cmd->lun;
@@ -93,12 +115,12 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 		if (n == 0)
 			continue;
 		if (scsitgt__io_submit(cmd, SCSITGT_IO_UNMAP, get_be64(d), n, NULL, 0, 0,
-				       scsitgt__io_done_complete_cmd) < 0) {
+				       unmap_done) < 0) {
 			if (cmd->io_reason == SCSITGT__SR_OK)
 				cmd->io_reason = SCSITGT__SR_BUSY;
 			break;
 		}
 	}
 	scsitgt__cmd_unhold(cmd);
-	scsitgt__io_done_complete_cmd(cmd, NULL, SCSITGT__SR_OK);
+	unmap_done(cmd, NULL, SCSITGT__SR_OK);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* SBC-4 §5.30 UNMAP and its parameter list. */
+#include <errno.h>
 #include <string.h>
 
 #include "test_util.h"
@@ -88,12 +89,83 @@ static void test_unmap_needs_thin(void **state)
 	tctx_destroy(t);
 }
 
+/* A thin LUN on a backend with a volatile cache, UNMAP and FLUSH; LBPRZ as @lbprz. */
+static struct tctx *cached_thin(uint32_t lun_flags, bool lbprz)
+{
+	struct fake_backend_opts o;
+
+	fake_backend_opts_init(&o);
+	o.supports = (1u << SCSITGT_IO_UNMAP) | (1u << SCSITGT_IO_FLUSH);
+	o.geo_flags = SCSITGT_GEOMETRY_WRITE_CACHE | (lbprz ? SCSITGT_GEOMETRY_LBPRZ : 0);
+	return tctx_create(SCSITGT_LUN_THIN | lun_flags, &o);
+}
+
+static struct lf_result *run_unmap(struct tctx *t)
+{
+	static const uint64_t desc[][2] = { { 0, 8 }, { 64, 32 } };
+	uint8_t list[64];
+	size_t len = unmap_param_list(list, desc, 2);
+
+	return tctx_run_lun(t, 0, cdb_unmap(t->cdb, (uint16_t)len, 0), list, len);
+}
+
+/*
+ * LBPRZ promises zeros from unmapped blocks; with WCE 0 the initiator sends no SYNCHRONIZE
+ * CACHE, so the deallocation is on the medium before GOOD: a FLUSH after the last range (as
+ * WRITE SAME with UNMAP). Its failure is the command's.
+ */
+static void test_unmap_lbprz_durable_without_wce(void **state)
+{
+	struct tctx *t = cached_thin(0, true);
+
+	(void)state;
+	assert_false(t->lun->mode.wce);
+	assert_good(run_unmap(t));
+	assert_int_equal(t->fb->nrecs, 3);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_UNMAP);
+	assert_int_equal(t->fb->recs[1].type, SCSITGT_IO_UNMAP);
+	assert_int_equal(t->fb->recs[2].type, SCSITGT_IO_FLUSH);
+	/* the FLUSH fails: WRITE ERROR, never GOOD */
+	fake_backend_fail_type(t->fb, SCSITGT_IO_FLUSH, -EIO, 1);
+	assert_sense(run_unmap(t), 0x3, 0x0c, 0x00);
+	assert_int_equal(t->fb->nrecs, 6);
+	assert_int_equal(t->fb->recs[5].type, SCSITGT_IO_FLUSH);
+	/* an UNMAP that fails needs no FLUSH: its own error is reported */
+	fake_backend_fail_type(t->fb, SCSITGT_IO_UNMAP, -EIO, 1);
+	assert_sense(run_unmap(t), 0x3, 0x0c, 0x00);
+	assert_int_equal(t->fb->nrecs, 8);
+	assert_int_equal(t->fb->recs[7].type, SCSITGT_IO_UNMAP);
+	tctx_destroy(t);
+}
+
+/* No FLUSH where nothing is promised or the initiator flushes: WCE 1, no LBPRZ, no cache. */
+static void test_unmap_no_flush_needed(void **state)
+{
+	struct tctx *t;
+
+	(void)state;
+	t = cached_thin(SCSITGT_LUN_WRITE_CACHE, true);
+	assert_good(run_unmap(t));
+	assert_int_equal(t->fb->nrecs, 2);
+	tctx_destroy(t);
+	t = cached_thin(0, false);
+	assert_good(run_unmap(t));
+	assert_int_equal(t->fb->nrecs, 2);
+	tctx_destroy(t);
+	t = thin(true);
+	assert_good(run_unmap(t));
+	assert_int_equal(t->fb->nrecs, 2);
+	tctx_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unmap_ranges),
 		cmocka_unit_test(test_unmap_bad_lists),
 		cmocka_unit_test(test_unmap_needs_thin),
+		cmocka_unit_test(test_unmap_lbprz_durable_without_wce),
+		cmocka_unit_test(test_unmap_no_flush_needed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
