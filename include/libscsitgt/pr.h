@@ -164,6 +164,13 @@ SCSITGT_EXPORT int scsitgt_lun_use_pr_file(struct scsitgt_lun *lun, const char *
  *    TARGET FAILURE (44h/00h) otherwise, BUSY for -EBUSY and -EAGAIN; the local state stays
  *    as it was. A fetch error ends the command the same way.
  *
+ * The store delivers a state (to any engine) only once it has stored it, and answers -ESTALE or
+ * -ECANCELED only when it stored nothing. A store may deliver the committed state to the
+ * committing engine too (a watch that sees its own notify): that delivery is proof that the
+ * change is stored, so the command then ends as in 3 (GOOD, after its unit attentions and
+ * aborts) whatever the answer says; an error answered after it is logged, never executed
+ * again (the change would run twice: a PREEMPT would find its key gone).
+ *
  * A PERSISTENT RESERVE OUT that changes nothing (a refused one, RESERVE by the holder) commits
  * nothing. PERSISTENT RESERVE IN and the reservation conflict checks use the local copy.
  * SPC-2 RESERVE/RELEASE are not supported on a LUN with a cluster store (INVALID COMMAND
@@ -253,7 +260,9 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
  * @param req    The request (dead after the call).
  * @param status 0 once stored and delivered; -ESTALE or -ECANCELED when the stored version
  *               had changed (nothing stored); another negative errno when the store failed
- *               (nothing stored, or the store cannot tell: the next fetch finds out).
+ *               (nothing stored, or the store cannot tell: the next fetch finds out). Ignored
+ *               when the store delivered this very state to this engine first (the
+ *               command ends as committed, see above).
  *
  * Loop: home.
  */

@@ -613,30 +613,73 @@ static void test_preempt_and_abort_overtaken_by_newer_state(void **state)
 	two_destroy(t);
 }
 
+/* What a store may answer after it delivered the committed state back to the committer: the
+ * delivery proves the change is stored (pr.h), so every one of them ends as committed. */
+static const int own_delivered_answers[] = { 0, -ESTALE, -ECANCELED, -ETIMEDOUT, -EIO };
+
 /*
  * The committer's own state delivered back to it before the answer (an RBD watch gets its own
- * notify): the aborts and unit attentions happen once, with the answer; and when the answer
- * is an error after all, the state delivered is enforced with its events.
+ * notify): the aborts and unit attentions happen once, with the answer, and the PREEMPT AND
+ * ABORT ends GOOD whatever the answer says; never executed again on the state that already
+ * holds it (it would find its key gone: RESERVATION CONFLICT for a change that was made).
  */
 static void test_preempt_and_abort_own_state_delivered_first(void **state)
 {
 	(void)state;
-	for (int fail = 0; fail < 2; fail++) {
+	for (size_t i = 0; i < sizeof(own_delivered_answers) / sizeof(int); i++) {
 		struct two *t = two_create_mode(FAKE_MANUAL);
 		struct scsitgt_pr_req *req;
 		struct lf_result held;
+		unsigned int fetches;
+		uint64_t key = 0;
 
 		pa_start(t, &held);
+		fetches = t->st.nfetch;
 		req = fs_store_hold_answer(&t->st, 0, true);
 		assert_false(t->ra.done);
-		scsitgt_pr_req_complete_commit(req, fail ? -ETIMEDOUT : 0);
+		scsitgt_pr_req_complete_commit(req, own_delivered_answers[i]);
 		pump(&t->st);
 		assert_true(t->ra.done);
-		if (fail)
-			sense(&t->ra, SENSE_HARDWARE_ERROR, 0x08, 0x00);
-		else
-			assert_good(&t->ra);
+		assert_good(&t->ra);
+		assert_int_equal(t->st.nq, 0);
+		assert_int_equal(t->st.nfetch, fetches);
 		pa_check(t, &held);
+		assert_int_equal(resv(&t->gb, &key), PR_TYPE_EA);
+		assert_int_equal(key, 0xb1);
+		two_destroy(t);
+	}
+}
+
+/* A REGISTER that changes the key, its state delivered back to its engine, then -ESTALE: GOOD,
+ * the new key registered once (executed again it would find the old key gone). */
+static void test_register_own_state_delivered_then_stale(void **state)
+{
+	(void)state;
+	for (size_t i = 1; i < sizeof(own_delivered_answers) / sizeof(int); i++) {
+		struct two *t = two_create();
+		struct scsitgt_pr_req *req;
+		uint32_t gen;
+		unsigned int n;
+
+		ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+		out_start(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0xa1, 0xa2, &t->ra);
+		fs_release(&t->st, 0);
+		req = fs_store_hold_answer(&t->st, 0, true);
+		scsitgt_pr_req_complete_commit(req, own_delivered_answers[i]);
+		pump(&t->st);
+		assert_true(t->ra.done);
+		assert_good(&t->ra);
+		assert_int_equal(t->st.nq, 0);
+		for (int k = 0; k < 2; k++) {
+			struct gw *g = k ? &t->gb : &t->ga;
+
+			keys(g, &gen, &n);
+			assert_int_equal(gen, 2);
+			assert_int_equal(n, 1);
+			assert_true(has_key(g, 0xa2));
+		}
+		/* The registration is the new key's: it reserves with it. */
+		ok(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_WE, 0xa2, 0));
 		two_destroy(t);
 	}
 }
@@ -834,6 +877,7 @@ int main(void)
 		cmocka_unit_test(test_preempt_and_abort_on_other_gateway),
 		cmocka_unit_test(test_preempt_and_abort_overtaken_by_newer_state),
 		cmocka_unit_test(test_preempt_and_abort_own_state_delivered_first),
+		cmocka_unit_test(test_register_own_state_delivered_then_stale),
 		cmocka_unit_test(test_store_errors_change_nothing),
 		cmocka_unit_test(test_stale_retries_bounded),
 		cmocka_unit_test(test_no_change_no_commit),
