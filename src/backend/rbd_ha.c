@@ -75,17 +75,18 @@ uint8_t scsitgt__rbd_ha_alua(const struct scsitgt__rbd_ha *ha, uint16_t group)
 {
 	if (group == ha->cfg.group)
 		return alua_of((uint8_t)ha->state);
-	/* A peer: active/optimized if it owns the lock and answers; as it describes itself if
-	 * it answered; unavailable if it did not (dead, cut off, or not started). */
+	/* A peer: active/optimized if it owns the lock and answers (or beats); as it describes
+	 * itself if it answered; unavailable if it did not (dead, cut off, or not started). */
 	if (ha->state != SCSITGT__RBD_HA_OWNER && ha->owner_alive && group == ha->owner_group)
 		return SCSITGT_ALUA_ACTIVE_OPTIMIZED;
 	for (size_t i = 0; i < ha->npeers; i++) {
 		if (ha->peers[i].group != group)
 			continue;
-		/* Only one owner: a peer claiming it while this gateway owns the lock is stale. */
+		/* Only the lock's owner is active/optimized (rule 1): a peer that claims it but is
+		 * not the live owner the probe found (this gateway owns the lock, another one
+		 * does, or the lock is free) is stale or corrupted; it cannot write either way. */
 		if (ha->peers[i].state == SCSITGT__RBD_HA_OWNER)
-			return ha->state == SCSITGT__RBD_HA_OWNER ? SCSITGT_ALUA_UNAVAILABLE :
-								    SCSITGT_ALUA_ACTIVE_OPTIMIZED;
+			return SCSITGT_ALUA_UNAVAILABLE;
 		return alua_of(ha->peers[i].state);
 	}
 	return SCSITGT_ALUA_UNAVAILABLE;

@@ -393,6 +393,55 @@ static void test_fenced_owner_rejoins_as_standby(void **state)
 	assert_int_equal(scsitgt__rbd_ha_acquired(&a, -ESHUTDOWN, 0), SCSITGT__RBD_HA_DO_RECONNECT);
 }
 
+/* Groups 1..3 (and @extra) that gateway @ha reports active/optimized. */
+static unsigned int ao_groups(const struct scsitgt__rbd_ha *ha, uint16_t extra)
+{
+	unsigned int n = scsitgt__rbd_ha_alua(ha, extra) == AO;
+
+	for (uint16_t g = 1; g <= 3; g++)
+		n += g != extra && scsitgt__rbd_ha_alua(ha, g) == AO;
+	return n;
+}
+
+/*
+ * A stale or corrupted answer of a peer that claims to own the lock while another live gateway
+ * holds it (or nobody does): only the lock's owner is reported active/optimized, never two
+ * groups at once.
+ */
+static void test_stale_owner_claim_is_not_active(void **state)
+{
+	struct scsitgt__rbd_ha c, b;
+	struct scsitgt__rbd_ha_probe p;
+
+	(void)state;
+	ha_init(&c, 3, false);
+	/* Group 2 owns the lock and answers; group 1, its former owner, still says "owner". */
+	p = probe(&c, 2, true, 100);
+	p.peers[0].state = SCSITGT__RBD_HA_OWNER;
+	assert_int_equal(p.peers[0].group, 1);
+	assert_int_equal(scsitgt__rbd_ha_probed(&c, &p), 0);
+	assert_int_equal(scsitgt__rbd_ha_alua(&c, 2), AO);
+	assert_int_equal(scsitgt__rbd_ha_alua(&c, 1), UN);
+	assert_int_equal(scsitgt__rbd_ha_alua(&c, 3), SB);
+	assert_int_equal(ao_groups(&c, 0), 1);
+	/* A corrupted answer for a group nobody configured claims it too. */
+	peer(&p, 9, SCSITGT__RBD_HA_OWNER);
+	assert_int_equal(scsitgt__rbd_ha_probed(&c, &p), 0);
+	assert_int_equal(scsitgt__rbd_ha_alua(&c, 9), UN);
+	assert_int_equal(ao_groups(&c, 9), 1);
+	/* The lock free, or its owner silent: a claim alone makes nobody active/optimized. */
+	ha_init(&b, 2, false);
+	for (int locked = 0; locked < 2; locked++) {
+		p = probe(&b, locked ? 3 : 0, false, 0);
+		assert_int_equal(p.peers[0].group, 1);
+		p.peers[0].state = SCSITGT__RBD_HA_OWNER;
+		(void)scsitgt__rbd_ha_probed(&b, &p);
+		assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), UN);
+		assert_int_equal(ao_groups(&b, 0), b.state == SCSITGT__RBD_HA_OWNER);
+		ha_init(&b, 2, false);
+	}
+}
+
 static void test_stpg(void **state)
 {
 	struct scsitgt__rbd_ha b;
@@ -587,6 +636,7 @@ int main(void)
 		cmocka_unit_test(test_heartbeat_proves_only_fresh_records_of_the_owner),
 		cmocka_unit_test(test_heartbeat_stops_past_the_rewatch_bound),
 		cmocka_unit_test(test_fenced_owner_rejoins_as_standby),
+		cmocka_unit_test(test_stale_owner_claim_is_not_active),
 		cmocka_unit_test(test_stpg),
 		cmocka_unit_test(test_ack_format),
 		cmocka_unit_test(test_beat_format),
