@@ -16,10 +16,11 @@
 # 5. unless --no-install, the README's other examples that need no hardware, inside the root:
 #    meson install and ldconfig; man pages; examples/embed.c built with pkg-config against the
 #    installed library (gnu11 and strict C11) and run on its fixed port 127.0.0.1:3260, and
-#    scsitgtd -t and scsitgtd with examples/scsitgtd.conf as it is (port 3260, its pr_dir made
-#    as the README says), each in a network namespace of its own so that the port is free,
-#    probed with iscsi-ls and iscsi-inq (scsitgtd: and an APTPL registration that must reach
-#    pr_dir, by tests/integration/pr_client) and stopped by its signal with exit status 0;
+#    scsitgtd -t and scsitgtd with examples/scsitgtd.conf as it is (port 3260; its pr_dir not
+#    made beforehand: scsitgtd makes it), each in a network namespace of its own so that the
+#    port is free, probed with iscsi-ls and iscsi-inq (scsitgtd: and an APTPL registration
+#    that must reach pr_dir, by tests/integration/pr_client) and stopped by its signal with
+#    exit status 0;
 # 6. tear-down: unmount, then remove the root (--keep leaves it, unmounted, for a look inside).
 #
 # Every wait is bounded and waits on a condition. Prints one PASS/FAIL line per probe and a
@@ -74,7 +75,7 @@ die() {
 [[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, chroot, mount)"
 [[ "$ROOT" == /?*/?* ]] ||
 	die "FRESH_ROOT '$ROOT' must be an absolute path two levels deep at least"
-for t in debootstrap git python3 unshare chroot mount umount iscsi-ls iscsi-inq qemu-img; do
+for t in debootstrap git python3 unshare chroot mount umount ip setsid iscsi-ls iscsi-inq qemu-img; do
 	command -v "$t" >/dev/null || die "missing host tool: $t (scripts/install-deps.sh)"
 done
 qemu-img --help 2>/dev/null | grep -Eq '^Supported formats:.* iscsi( |$)' ||
