@@ -55,7 +55,9 @@ kill -KILL $p
 wait $p 2>/dev/null || true
 # Reaped: no process, or (the pid handed on already) another start time.
 [[ $(rbd_proc_start $p || true) != "$sp" ]] || it_fail "a reaped process still has its start time"
-# A zombie (exited, not reaped by its parent) is gone too.
+# A zombie (exited, not reaped by its parent) is gone too. The file exists before the
+# background job's redirection makes it (else the first read may come first: cat fails).
+: >"$IT_TMP/zombie"
 python3 -c 'import os, sys, time
 pid = os.fork()
 if pid == 0:
@@ -65,7 +67,7 @@ time.sleep(600)' >"$IT_TMP/zombie" &
 zparent=$!
 IT_HELPER_PIDS+=("$zparent")
 for ((i = 0; i < 600; i++)); do
-	z=$(cat "$IT_TMP/zombie")
+	z=$(cat "$IT_TMP/zombie" 2>/dev/null || true)
 	[[ -n "$z" && $(awk '{ print $3 }' "/proc/$z/stat" 2>/dev/null) == Z ]] && break
 	sleep 0.1
 done
