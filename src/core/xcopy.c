@@ -51,6 +51,7 @@ enum xc_step {
 	XC_READING,
 	XC_WAIT_DST,
 	XC_WRITING,
+	XC_FLUSHING,
 	XC_END,
 };
 
@@ -89,6 +90,8 @@ struct scsitgt__xcopy_op {
 	struct scsitgt__range_token token; /* plain-path range lock (range_lock.h) */
 	enum xc_step step;
 	bool granted, io_done;
+	/* The destination write in flight went without FUA (the cache was on). */
+	bool cached_write;
 	enum scsitgt__sense_reason io_reason;
 	struct scsitgt__sense_info io_raw;
 	bool pumping, again;
@@ -599,7 +602,7 @@ static void xc_piece_start(struct scsitgt__xcopy_op *op)
 static bool xc_io_start(struct scsitgt__xcopy_op *op, bool dst)
 {
 	uint64_t lba;
-	uint32_t n;
+	uint32_t n, flags;
 	struct scsitgt_lun *lun;
 	bool aborted;
 
@@ -607,13 +610,23 @@ static bool xc_io_start(struct scsitgt__xcopy_op *op, bool dst)
 		return false;
 	lun = xc_piece_blocks(op, dst, &lba, &n);
 	op->step = dst ? XC_WRITING : XC_READING;
+	flags = dst ? xc_write_flags(lun) : 0;
+	op->cached_write = dst && !(flags & SCSITGT_IO_FLAG_FUA);
 	aborted = scsitgt__cmd_aborted(op->cmd);
-	if (aborted || !xc_submit(op, lun, dst ? SCSITGT_IO_WRITE : SCSITGT_IO_READ, lba, n,
-				  dst ? xc_write_flags(lun) : 0)) {
+	if (aborted ||
+	    !xc_submit(op, lun, dst ? SCSITGT_IO_WRITE : SCSITGT_IO_READ, lba, n, flags)) {
 		scsitgt__range_plain_end(lun, &op->token);
 		xc_stop(op, aborted ? SCSITGT__SR_ABORTED : SCSITGT__SR_BUSY);
 	}
 	return true;
+}
+
+/* The piece is on the destination: count it, on to the next. */
+static void xc_piece_done(struct scsitgt__xcopy_op *op)
+{
+	op->seg_done += op->piece_len;
+	op->total += op->piece_len;
+	op->step = XC_PIECE_START;
 }
 
 /* XC_READING, XC_WRITING: the piece's io is back; release its range. After the read, lock
@@ -631,9 +644,32 @@ static bool xc_io_back(struct scsitgt__xcopy_op *op, bool dst)
 		xc_lock_piece(op, true);
 		return true;
 	}
-	op->seg_done += op->piece_len;
-	op->total += op->piece_len;
-	op->step = XC_PIECE_START;
+	/* Written to the cache under WCE 1 and back once WCE is 0 (MODE SELECT's write-back
+	 * may have gone before it): on the medium before the piece counts (sbc.h,
+	 * scsitgt__sbc_cache_written_through(); SBC-4 §6.5.5). */
+	if (op->cached_write && scsitgt__sbc_cache_written_through(op->dst)) {
+		op->step = XC_FLUSHING;
+		op->io_done = false;
+		op->cmd->lun = op->dst;
+		if (scsitgt__io_submit(op->cmd, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, xc_io_done) < 0)
+			xc_stop(op, SCSITGT__SR_BUSY);
+		op->cmd->lun = op->home;
+		return true;
+	}
+	xc_piece_done(op);
+	return true;
+}
+
+/* XC_FLUSHING: the destination's flush after a cached piece is back. */
+static bool xc_flush_back(struct scsitgt__xcopy_op *op)
+{
+	if (!op->io_done)
+		return false;
+	if (op->io_reason != SCSITGT__SR_OK) {
+		xc_cscd_failed(op, true, op->io_reason, &op->io_raw);
+		return true;
+	}
+	xc_piece_done(op);
 	return true;
 }
 
@@ -655,6 +691,8 @@ static bool xc_step(struct scsitgt__xcopy_op *op)
 		return xc_io_start(op, true);
 	case XC_WRITING:
 		return xc_io_back(op, true);
+	case XC_FLUSHING:
+		return xc_flush_back(op);
 	case XC_END:
 	default:
 		return false;

@@ -441,6 +441,18 @@ void fake_backend_complete_pending(struct fake_backend *fb)
 		fb_close(fb, fb->close_cb, fb->close_cb_arg);
 }
 
+void fake_backend_complete_first(struct fake_backend *fb)
+{
+	struct scsitgt_io *io;
+
+	if (fb->npending == 0)
+		return;
+	io = fb->pending[0];
+	fb->npending--;
+	memmove(&fb->pending[0], &fb->pending[1], fb->npending * sizeof(*fb->pending));
+	fb_finish(fb, io);
+}
+
 const struct fake_io_rec *fake_backend_last(const struct fake_backend *fb)
 {
 	return fb->nrecs ? &fb->recs[fb->nrecs - 1] : NULL;

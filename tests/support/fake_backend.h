@@ -101,6 +101,9 @@ void fake_backend_fail_type(struct fake_backend *fb, enum scsitgt_io_type type, 
 void fake_backend_fail_next_sense(struct fake_backend *fb, uint8_t key, uint8_t asc, uint8_t ascq);
 /* Complete every held io (MANUAL mode), on the calling (loop) thread. */
 void fake_backend_complete_pending(struct fake_backend *fb);
+/* FAKE_MANUAL: complete the oldest io held, only it (the ios its completion submits stay
+ * held). */
+void fake_backend_complete_first(struct fake_backend *fb);
 /* The last recorded io, or NULL. */
 const struct fake_io_rec *fake_backend_last(const struct fake_backend *fb);
 

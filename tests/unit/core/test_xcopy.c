@@ -821,6 +821,75 @@ static void test_range_lock(void **state)
 	tctx_destroy(t);
 }
 
+/*
+ * MODE SELECT turns the destination's write cache off (WCE 1 -> 0) while a piece's WRITE, sent
+ * without FUA under WCE 1, is in the backend: MODE SELECT's own FLUSH may come before that
+ * write is back, so the copy flushes the destination before the piece counts (SBC-4 §6.5.5:
+ * as a plain WRITE does since da3203b). The next pieces carry FUA.
+ */
+static void test_wce_off_under_copy(void **state)
+{
+	struct fake_backend_opts o;
+	struct tctx *t;
+	struct lf_result rx = { 0 }, rm = { 0 };
+	uint8_t mcdb[CDB_BUF], list[8 + 20] = { 0 };
+	size_t len, write_at = 0, flush_after = 0, fua_writes = 0;
+	struct xl x;
+
+	(void)state;
+	fake_backend_opts_init(&o);
+	o.num_blocks = NBLOCKS;
+	o.mode = FAKE_MANUAL;
+	o.geo_flags = SCSITGT_GEOMETRY_WRITE_CACHE;
+	o.supports = 1u << SCSITGT_IO_FLUSH;
+	t = tctx_create(SCSITGT_LUN_WRITE_CACHE, &o);
+	assert_true(t->lun->mode.wce);
+	fill(t->fb, 100 * BS, 2 * BS, 0x5a);
+	/* Two pieces of one block each (two segments): the first written under WCE 1. */
+	xl_init(&x, 1, 0);
+	xl_cscd(&x, t->lun);
+	xl_seg(&x, 0, 0, 1, 100, 10);
+	xl_seg(&x, 0, 0, 1, 101, 11);
+	len = xl_done(&x);
+	loop_fabric_start(t->lf, 0, t->cdb, cdb_xcopy(t->cdb, (uint32_t)len), x.b, len, &rx);
+	assert_int_equal(t->fb->npending, 1); /* the READ */
+	fake_backend_complete_first(t->fb);
+	for (int guard = 0; t->fb->npending == 0; guard++) {
+		assert_true(guard < 1000);
+		uv_run(&t->lf->loop, UV_RUN_NOWAIT);
+	}
+	assert_int_equal(t->fb->npending, 1); /* the WRITE, cached */
+	write_at = t->fb->nrecs - 1;
+	assert_int_equal(t->fb->recs[write_at].type, SCSITGT_IO_WRITE);
+	assert_false(t->fb->recs[write_at].flags & SCSITGT_IO_FLAG_FUA);
+	/* MODE SELECT (10) of the caching page with WCE 0 */
+	list[8] = 0x08;
+	list[9] = 0x12;
+	loop_fabric_start(t->lf, 0, mcdb, cdb_mode_select10(mcdb, true, false, sizeof(list)), list,
+			  sizeof(list), &rm);
+	assert_false(t->lun->mode.wce);
+	while (!rx.done || !rm.done) {
+		assert_true(t->fb->npending > 0);
+		fake_backend_complete_pending(t->fb);
+		uv_run(&t->lf->loop, UV_RUN_NOWAIT);
+	}
+	assert_good(&rm);
+	assert_good(&rx);
+	for (size_t i = write_at + 1; i < t->fb->nrecs; i++) {
+		if (t->fb->recs[i].type == SCSITGT_IO_FLUSH)
+			flush_after++;
+		if (t->fb->recs[i].type == SCSITGT_IO_WRITE)
+			fua_writes += (t->fb->recs[i].flags & SCSITGT_IO_FLAG_FUA) != 0;
+	}
+	/* MODE SELECT's write-back and the copy's own */
+	assert_int_equal(flush_after, 2);
+	assert_int_equal(fua_writes, 1);
+	assert_true(same(t->fb->data + 100 * BS, t->fb->data + 10 * BS, 2 * BS));
+	lf_result_clear(&rx);
+	lf_result_clear(&rm);
+	tctx_destroy(t);
+}
+
 /* A task management function aborts a running copy: it issues nothing more. */
 static void test_abort(void **state)
 {
@@ -1110,6 +1179,7 @@ int main(void)
 		cmocka_unit_test(test_backend_failure),
 		cmocka_unit_test(test_descriptor_sense),
 		cmocka_unit_test(test_range_lock),
+		cmocka_unit_test(test_wce_off_under_copy),
 		cmocka_unit_test(test_abort),
 		cmocka_unit_test(test_session_gone),
 		cmocka_unit_test(test_list_id_in_progress),
