@@ -35,6 +35,14 @@ static void logout_quiesced(void *arg, enum scsitgt__tmf_response r)
 	scsitgt__iscsi_conn_put(conn);
 }
 
+/* A Logout that does not end the session (refused, or an unknown CID): the commands held
+ * behind its CmdSN run now, after its answer, or nothing could fill their gap (review30b F1). */
+static void logout_refused(struct scsitgt__iscsi_sess *sess, const uint8_t *h)
+{
+	if (!scsitgt__bhs_immediate(h))
+		scsitgt__iscsi_sn_drain(sess);
+}
+
 int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
 {
 	struct scsitgt__iscsi_sess *sess = conn->sess;
@@ -45,6 +53,7 @@ int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 	uint8_t bhs[ISCSI_BHS_LEN];
 	enum scsitgt__sn_verdict v;
 	bool close_after = true;
+	int rc;
 
 	v = scsitgt__iscsi_sn_check(sess, get_be32(&h[ISCSI_BHS_CMDSN]), scsitgt__bhs_immediate(h));
 	if (v == SCSITGT__SN_IGNORE)
@@ -53,7 +62,8 @@ int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
 		return 0;
 	}
-	/* Commands held behind it come after it: not delivered (nothing after it runs). */
+	/* Commands held behind it come after it: not delivered (nothing after a Logout that ends
+	 * the session runs; logout_refused() when it does not). */
 	if (!scsitgt__bhs_immediate(h))
 		scsitgt__iscsi_sn_step(sess);
 
@@ -74,6 +84,7 @@ int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 		break;
 	default:
 		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
+		logout_refused(sess, h);
 		return 0;
 	}
 	scsitgt__bhs_init(bhs, ISCSI_OP_LOGOUT_RSP, ISCSI_FLAG_FINAL);
@@ -108,5 +119,8 @@ int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 			}
 		}
 	}
-	return logout_respond(conn, bhs, close_after);
+	rc = logout_respond(conn, bhs, close_after);
+	if (!close_after && rc == 0)
+		logout_refused(sess, h);
+	return rc;
 }

@@ -286,6 +286,48 @@ static void test_gap_filled_by_nop_out(void **state)
 	finish(&h, exp + 2);
 }
 
+/*
+ * review30b F1: a non-immediate Logout at ExpCmdSN that does not end the session (its CID is not
+ * this connection's: "CID not found", RFC 7143 §11.15.1; or "recovery not supported") passes
+ * its CmdSN; the command held behind it runs after its answer.
+ */
+static void logout_not_ending(uint8_t reason, uint16_t cid, uint8_t want)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	struct harness h;
+	uint32_t exp, held, lo;
+	bool seen = false;
+
+	start(&h, &exp);
+	held = tur_at(&h, exp + 1);
+	assert_false(answered(&h, held));
+	scsitgt__bhs_init(bhs, ISCSI_OP_LOGOUT_REQ, ISCSI_FLAG_FINAL | reason);
+	lo = ++h.itt;
+	put_be32(&bhs[ISCSI_BHS_ITT], lo);
+	put_be16(&bhs[ISCSI_LOGOUT_CID], cid);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], exp);
+	h_send(&h, bhs, NULL, 0);
+	for (unsigned int i = 0; i < h.npdus; i++) {
+		const uint8_t *b = h.pdus[i].bhs;
+
+		if (scsitgt__bhs_opcode(b) == ISCSI_OP_LOGOUT_RSP && scsitgt__bhs_itt(b) == lo) {
+			assert_int_equal(b[ISCSI_LOGOUT_RSP_RESPONSE], want);
+			seen = true;
+		}
+	}
+	assert_true(seen);
+	assert_true(answered(&h, held));
+	finish(&h, exp + 2);
+}
+
+static void test_logout_not_ending_session(void **state)
+{
+	(void)state;
+	logout_not_ending(ISCSI_LOGOUT_CLOSE_CONNECTION, 0x7777, ISCSI_LOGOUT_RSP_CID_NOT_FOUND);
+	logout_not_ending(ISCSI_LOGOUT_REMOVE_FOR_RECOVERY, 0x7777,
+			  ISCSI_LOGOUT_RSP_RECOVERY_UNSUPPORTED);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -297,6 +339,7 @@ int main(void)
 		cmocka_unit_test(test_abort_task_refcmdsn_not_before),
 		cmocka_unit_test(test_duplicate_in_window),
 		cmocka_unit_test(test_gap_filled_by_nop_out),
+		cmocka_unit_test(test_logout_not_ending_session),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
