@@ -51,6 +51,13 @@ bool scsitgt__sbc_volatile_cache(const struct scsitgt_lun *lun)
 	       scsitgt__lun_supports(lun, SCSITGT_IO_FLUSH);
 }
 
+bool scsitgt__sbc_write_back_late(struct scsitgt__cmd *cmd, const struct scsitgt_io *io,
+				  enum scsitgt__sense_reason reason)
+{
+	return reason == SCSITGT__SR_OK && !(io->flags & SCSITGT_IO_FLAG_FUA) &&
+	       scsitgt__sbc_cache_written_through(cmd->lun) && !scsitgt__cmd_aborted(cmd);
+}
+
 void scsitgt__sbc_flush_then_complete(struct scsitgt__cmd *cmd)
 {
 	if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0,
@@ -234,9 +241,7 @@ static void sbc_rw_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 		return;
 	scsitgt__range_plain_end(cmd->lun, &cmd->ctx.rw);
 	/* Cached under WCE 1, done under WCE 0: on the medium before GOOD (sbc.h). */
-	if (reason == SCSITGT__SR_OK && io->type == SCSITGT_IO_WRITE &&
-	    !(io->flags & SCSITGT_IO_FLAG_FUA) && scsitgt__sbc_cache_written_through(cmd->lun) &&
-	    !scsitgt__cmd_aborted(cmd)) {
+	if (io->type == SCSITGT_IO_WRITE && scsitgt__sbc_write_back_late(cmd, io, reason)) {
 		scsitgt__sbc_flush_then_complete(cmd);
 		return;
 	}

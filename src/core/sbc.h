@@ -57,6 +57,10 @@ static inline bool scsitgt__sbc_cache_written_through(const struct scsitgt_lun *
 {
 	return !lun->mode.wce && scsitgt__sbc_volatile_cache(lun);
 }
+/* Whether @cmd's write @io, back with @reason, went to the cache under WCE 1 (no FUA) and is
+ * back once the cache is written through: its command flushes before GOOD (above). */
+bool scsitgt__sbc_write_back_late(struct scsitgt__cmd *cmd, const struct scsitgt_io *io,
+				  enum scsitgt__sense_reason reason);
 /* Submit a FLUSH of the whole medium for @cmd, which it completes with the flush's status;
  * BUSY when no io could be had. */
 void scsitgt__sbc_flush_then_complete(struct scsitgt__cmd *cmd);

@@ -143,8 +143,7 @@ static void at_write_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 {
 	/* Cached under WCE 1, done under WCE 0: a FLUSH before GOOD (sbc.h), once the range
 	 * is free again (the other writes wait for none of it). */
-	if (reason == SCSITGT__SR_OK && !(io->flags & SCSITGT_IO_FLAG_FUA) &&
-	    scsitgt__sbc_cache_written_through(cmd->lun) && !scsitgt__cmd_aborted(cmd)) {
+	if (scsitgt__sbc_write_back_late(cmd, io, reason)) {
 		at_release(cmd);
 		scsitgt__sbc_flush_then_complete(cmd);
 		return;
