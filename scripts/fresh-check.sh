@@ -14,7 +14,7 @@
 #    iscsi-ls -s, iscsi-inq, qemu-img info, qemu-img convert of a random disk.img (checked by
 #    qemu-img compare); then Ctrl-C (SIGINT) must stop the demo with exit status 0;
 # 5. unless --no-install, the README's other examples that need no hardware, inside the root:
-#    meson install and ldconfig; man pages; examples/embed.c built with pkg-config against the
+#    meson install (which runs ldconfig); man pages; examples/embed.c built with pkg-config against the
 #    installed library (gnu11 and strict C11) and run on its fixed port 127.0.0.1:3260, and
 #    scsitgtd -t and scsitgtd with examples/scsitgtd.conf as it is (port 3260; its pr_dir not
 #    made beforehand: scsitgtd makes it), each in a network namespace of its own so that the
@@ -317,7 +317,7 @@ probe demo-sigint demo_stopped
 # -- the README's other examples that need no hardware, inside the root.
 if [[ $INSTALL -eq 1 ]]; then
 	log "meson install -C build (builds the rest of the project first: minutes)"
-	probe install in_root "meson install -C build && ldconfig"
+	probe install in_root "meson install -C build && ldconfig -p | grep -q libscsitgt.so"
 	probe man in_root "set -e; man -l docs/man/scsitgt.3 | grep -q scsitgt_engine_create
 		man 3 scsitgt_lun | grep -q scsitgt_lun_create
 		man scsitgt_engine_create | grep -q SYNOPSIS
