@@ -657,7 +657,9 @@ static int conn_nop_out(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_
 		if (v == SCSITGT__SN_IGNORE)
 			return 0;
 		if (v == SCSITGT__SN_LATER) {
-			/* One connection per session: a gap never fills (§4.2.2.1). */
+			/* A gap before it: a command PDU rejected (RFC 7143 §7.3), which the
+			 * initiator must plug. A NOP-Out is not held for its turn: refused, and its
+			 * CmdSN is not received either (§7.3), a gap it plugs as well. */
 			scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
 			return 0;
 		}

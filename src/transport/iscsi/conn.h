@@ -415,6 +415,8 @@ void scsitgt__iscsi_sn_step(struct scsitgt__iscsi_sess *sess);
 void scsitgt__iscsi_sn_drain(struct scsitgt__iscsi_sess *sess);
 /* Mark @cmd_sn, in the window, taken (held or used up); outside it nothing is marked. */
 void scsitgt__iscsi_sn_take(struct scsitgt__iscsi_sess *sess, uint32_t cmd_sn);
+/* Whether @cmd_sn, in the window, is taken (by a held command, or used up). */
+bool scsitgt__iscsi_sn_is_taken(const struct scsitgt__iscsi_sess *sess, uint32_t cmd_sn);
 void scsitgt__iscsi_sess_update_window(struct scsitgt__iscsi_sess *sess);
 extern const struct scsitgt__fabric_ops scsitgt__iscsi_fabric_ops;
 

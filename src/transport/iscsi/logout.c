@@ -35,8 +35,9 @@ static void logout_quiesced(void *arg, enum scsitgt__tmf_response r)
 	scsitgt__iscsi_conn_put(conn);
 }
 
-/* A Logout that does not end the session (refused, or an unknown CID): the commands held
- * behind its CmdSN run now, after its answer, or nothing could fill their gap (review30b F1). */
+/* A Logout answered without ending the session (recovery refused, or an unknown CID): the
+ * commands held behind its CmdSN run now, after its answer, or nothing could fill their gap
+ * (review30b F1). */
 static void logout_refused(struct scsitgt__iscsi_sess *sess, const uint8_t *h)
 {
 	if (!scsitgt__bhs_immediate(h))
@@ -58,7 +59,13 @@ int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 	v = scsitgt__iscsi_sn_check(sess, get_be32(&h[ISCSI_BHS_CMDSN]), scsitgt__bhs_immediate(h));
 	if (v == SCSITGT__SN_IGNORE)
 		return 0;
-	if (v == SCSITGT__SN_LATER) {
+	/*
+	 * Ahead of ExpCmdSN (not held for its turn), or a reason RFC 7143 §11.14.1 does not
+	 * define: rejected, and its CmdSN is not received (§7.3: "The CmdSN of the rejected
+	 * command PDU (if it is a non-immediate command) MUST NOT be considered received by the
+	 * target"): ExpCmdSN stays, the initiator plugs the gap.
+	 */
+	if (v == SCSITGT__SN_LATER || reason > ISCSI_LOGOUT_REMOVE_FOR_RECOVERY) {
 		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
 		return 0;
 	}
@@ -82,10 +89,6 @@ int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 		response = ISCSI_LOGOUT_RSP_RECOVERY_UNSUPPORTED;
 		close_after = false;
 		break;
-	default:
-		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
-		logout_refused(sess, h);
-		return 0;
 	}
 	scsitgt__bhs_init(bhs, ISCSI_OP_LOGOUT_RSP, ISCSI_FLAG_FINAL);
 	bhs[ISCSI_LOGOUT_RSP_RESPONSE] = response;

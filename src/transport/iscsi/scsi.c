@@ -363,6 +363,13 @@ static void rx_verdict_reset(struct scsitgt__iscsi_conn *conn)
 	conn->rx_data_err = 0;
 }
 
+/*
+ * Reject the PDU once it is read. A rejected SCSI Command leaves no task and takes no CmdSN:
+ * RFC 7143 §7.3, "The CmdSN of the rejected command PDU (if it is a non-immediate command) MUST
+ * NOT be considered received by the target (i.e., a command sequence gap must be assumed for
+ * the CmdSN) ... the initiator MUST plug the CmdSN gap", by sending a command with that CmdSN
+ * or by aborting the task (tmf.c, §11.5.1 b). The commands behind it wait for the plug.
+ */
 static int cmd_reject_at_header(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu,
 				uint8_t reason)
 {

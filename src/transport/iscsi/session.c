@@ -324,7 +324,7 @@ static size_t sn_word(uint32_t cmd_sn, uint64_t *bit)
 	return i / 64;
 }
 
-static bool sn_is_taken(const struct scsitgt__iscsi_sess *sess, uint32_t cmd_sn)
+bool scsitgt__iscsi_sn_is_taken(const struct scsitgt__iscsi_sess *sess, uint32_t cmd_sn)
 {
 	uint64_t bit;
 
@@ -343,7 +343,7 @@ enum scsitgt__sn_verdict scsitgt__iscsi_sn_check(const struct scsitgt__iscsi_ses
 
 	if (immediate)
 		return SCSITGT__SN_NOW;
-	if (offset >= size || sn_is_taken(sess, cmd_sn))
+	if (offset >= size || scsitgt__iscsi_sn_is_taken(sess, cmd_sn))
 		return SCSITGT__SN_IGNORE;
 	return offset == 0 ? SCSITGT__SN_NOW : SCSITGT__SN_LATER;
 }
@@ -398,7 +398,7 @@ void scsitgt__iscsi_sn_drain(struct scsitgt__iscsi_sess *sess)
 			scsitgt__list_remove(&t->sn_node);
 			scsitgt__iscsi_sn_step(sess);
 			scsitgt__iscsi_task_ordered(t);
-		} else if (sn_is_taken(sess, sess->exp_cmd_sn)) {
+		} else if (scsitgt__iscsi_sn_is_taken(sess, sess->exp_cmd_sn)) {
 			/* Used up with no command to run (RFC 7143 §11.5.1 b, aborted ones). */
 			scsitgt__iscsi_sn_step(sess);
 		} else {

@@ -116,6 +116,18 @@ static int text_respond(struct scsitgt__iscsi_conn *conn, const uint8_t *req)
 	return rc;
 }
 
+/*
+ * A Text Request answered with a Text Response (not a Reject) was received: ExpCmdSN passes a
+ * non-immediate one's CmdSN. A rejected one's stays a gap for the initiator to plug (RFC 7143
+ * §7.3: "The CmdSN of the rejected command PDU (if it is a non-immediate command) MUST NOT be
+ * considered received by the target"), so every Reject below comes before this.
+ */
+static void text_received(struct scsitgt__iscsi_sess *sess, const uint8_t *h)
+{
+	if (!scsitgt__bhs_immediate(h))
+		scsitgt__iscsi_sn_advance(sess);
+}
+
 int scsitgt__iscsi_text_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
 {
 	struct scsitgt__iscsi_sess *sess = conn->sess;
@@ -136,8 +148,6 @@ int scsitgt__iscsi_text_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__is
 		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
 		return 0;
 	}
-	if (!scsitgt__bhs_immediate(h))
-		scsitgt__iscsi_sn_advance(sess);
 
 	if (ttt != ISCSI_RESERVED_TAG) {
 		/* Continuing an exchange: the TTT we gave must come back (RFC 7143 §11.10.4). */
@@ -150,6 +160,7 @@ int scsitgt__iscsi_text_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__is
 				scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
 				return 0;
 			}
+			text_received(sess, h);
 			return text_respond(conn, h);
 		}
 	} else if (x->active && (x->itt != itt || scsitgt__iscsi_textbuf_remaining(&x->resp))) {
@@ -179,6 +190,7 @@ int scsitgt__iscsi_text_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__is
 		if (x->ttt == ISCSI_RESERVED_TAG)
 			x->ttt = conn->next_ttt++;
 		put_be32(&bhs[ISCSI_BHS_TTT], x->ttt);
+		text_received(sess, h);
 		scsitgt__iscsi_conn_fill_sn(conn, bhs, true);
 		return scsitgt__iscsi_conn_send_simple(conn, bhs, NULL, 0, false);
 	}
@@ -196,5 +208,6 @@ int scsitgt__iscsi_text_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__is
 	/* A renegotiated MaxRecvDataSegmentLength applies to what we send next. */
 	if (conn->neg.params.max_xmit_dsl)
 		conn->max_xmit_dsl = conn->neg.params.max_xmit_dsl;
+	text_received(sess, h);
 	return text_respond(conn, h);
 }

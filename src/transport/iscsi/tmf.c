@@ -112,17 +112,22 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	if (v == SCSITGT__SN_IGNORE)
 		return 0;
 	if (v == SCSITGT__SN_LATER) {
+		/* Not held for its turn: refused, and its CmdSN is not received (RFC 7143 §7.3):
+		 * a gap the initiator plugs. */
 		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
 		return 0;
 	}
 	/*
 	 * RFC 7143 §11.5.1 b): RefCmdSN in the valid window [ExpCmdSN, MaxCmdSN] (as the TMF
 	 * found it) and less than the TMF's own CmdSN names a command issued before the TMF
-	 * and not received yet. (A non-immediate TMF has CmdSN = ExpCmdSN: never.)
+	 * and not received yet. (A non-immediate TMF has CmdSN = ExpCmdSN: never.) A CmdSN
+	 * taken already was received, under another tag (a command held for its turn) or
+	 * used up: the TMF names no task of it (review30b F4).
 	 */
 	ref_unreceived = scsitgt__sn_ge(ref_cmd_sn, sess->exp_cmd_sn) &&
 			 scsitgt__sn_le(ref_cmd_sn, sess->max_cmd_sn) &&
-			 scsitgt__sn_lt(ref_cmd_sn, cmd_sn);
+			 scsitgt__sn_lt(ref_cmd_sn, cmd_sn) &&
+			 !scsitgt__iscsi_sn_is_taken(sess, ref_cmd_sn);
 	if (!scsitgt__bhs_immediate(h))
 		scsitgt__iscsi_sn_advance(sess);
 

@@ -15,87 +15,12 @@
 #include <cmocka.h>
 
 #include "iscsi_harness.h"
-
-/* Whether the target answered @itt (SCSI Response, Data-In with status, NOP-In, TMF). */
-static bool answered(const struct harness *h, uint32_t itt)
-{
-	for (unsigned int i = 0; i < h->npdus; i++) {
-		const uint8_t *b = h->pdus[i].bhs;
-		uint8_t op = scsitgt__bhs_opcode(b);
-
-		if (scsitgt__bhs_itt(b) != itt)
-			continue;
-		if (op == ISCSI_OP_SCSI_RSP || op == ISCSI_OP_NOP_IN || op == ISCSI_OP_TMF_RSP ||
-		    (op == ISCSI_OP_DATA_IN && (b[ISCSI_BHS_FLAGS] & ISCSI_DATAIN_FLAG_STATUS)))
-			return true;
-	}
-	return false;
-}
-
-/* The TMF response to @itt, or -1. */
-static int tmf_response(const struct harness *h, uint32_t itt)
-{
-	for (unsigned int i = 0; i < h->npdus; i++) {
-		const uint8_t *b = h->pdus[i].bhs;
-
-		if (scsitgt__bhs_opcode(b) == ISCSI_OP_TMF_RSP && scsitgt__bhs_itt(b) == itt)
-			return b[ISCSI_RSP_RESPONSE];
-	}
-	return -1;
-}
-
-/* A TEST UNIT READY with CmdSN @sn and a fresh ITT, which it returns. */
-static uint32_t tur_at(struct harness *h, uint32_t sn)
-{
-	uint8_t bhs[ISCSI_BHS_LEN];
-
-	h_cmd_bhs(h, bhs, ISCSI_FLAG_FINAL, 0, 0x00, 0, 0);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], sn);
-	h_send(h, bhs, NULL, 0);
-	return h->itt;
-}
+#include "sn_harness.h"
 
 /* An immediate ABORT TASK of @rtt (which the target does not know) with CmdSN @sn. */
 static uint32_t abort_unknown(struct harness *h, uint32_t sn, uint32_t ref_cmd_sn)
 {
-	uint8_t bhs[ISCSI_BHS_LEN];
-
-	scsitgt__bhs_init(bhs, ISCSI_OP_TMF_REQ | ISCSI_FLAG_IMMEDIATE,
-			  ISCSI_FLAG_FINAL | ISCSI_TMF_ABORT_TASK);
-	put_be32(&bhs[ISCSI_BHS_ITT], ++h->itt);
-	put_be32(&bhs[ISCSI_TMF_RTT], 0x7f000000u + h->itt);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], sn);
-	put_be32(&bhs[ISCSI_TMF_REFCMDSN], ref_cmd_sn);
-	h_send(h, bhs, NULL, 0);
-	return h->itt;
-}
-
-/* A session whose first CmdSN is @first. */
-static void start_at(struct harness *h, uint32_t *exp, uint32_t first)
-{
-	assert_int_equal(h_init(h, true), 0);
-	h->cmd_sn = first;
-	assert_int_equal(h_login(h, "Normal"), 0);
-	*exp = h->conn->sess->exp_cmd_sn;
-	assert_int_equal(*exp, first);
-}
-
-static void start(struct harness *h, uint32_t *exp)
-{
-	assert_int_equal(h_init(h, true), 0);
-	assert_int_equal(h_login(h, "Normal"), 0);
-	*exp = h->conn->sess->exp_cmd_sn;
-}
-
-/* The session is idle and ExpCmdSN is @want. */
-static void finish(struct harness *h, uint32_t want)
-{
-	assert_int_equal(h->conn->sess->exp_cmd_sn, want);
-	assert_true(scsitgt__list_empty(&h->conn->sess->pending));
-	assert_int_equal(h->conn->ntasks, 0);
-	assert_int_equal(h->conn->sess->active, 0);
-	assert_false(h_conn_gone(h));
-	h_fini(h);
+	return sn_abort_task(h, sn, 0x7f000000u + h->itt + 1, ref_cmd_sn);
 }
 
 /*
@@ -109,19 +34,19 @@ static void test_held_command_aborted(void **state)
 	uint32_t exp, held, gap, next;
 
 	(void)state;
-	start(&h, &exp);
-	held = tur_at(&h, exp + 1);
-	assert_false(answered(&h, held));
+	sn_start(&h, &exp);
+	held = sn_tur_at(&h, exp + 1);
+	assert_false(sn_answered(&h, held));
 	assert_false(scsitgt__list_empty(&h.conn->sess->pending));
 	assert_int_equal(scsitgt_lun_apply_reset(scsitgt__target_find_lun(h.tgt, 0)), 0);
 	assert_true(h_task_gone(&h, held));
 	assert_true(scsitgt__list_empty(&h.conn->sess->pending));
-	gap = tur_at(&h, exp);
-	assert_true(answered(&h, gap));
-	assert_false(answered(&h, held)); /* aborted by another nexus: no response (SAM-5) */
-	next = tur_at(&h, exp + 2);
-	assert_true(answered(&h, next));
-	finish(&h, exp + 3);
+	gap = sn_tur_at(&h, exp);
+	assert_true(sn_answered(&h, gap));
+	assert_false(sn_answered(&h, held)); /* aborted by another nexus: no response (SAM-5) */
+	next = sn_tur_at(&h, exp + 2);
+	assert_true(sn_answered(&h, next));
+	sn_finish(&h, exp + 3);
 }
 
 /*
@@ -137,7 +62,7 @@ static void test_cut_command_ahead(void **state)
 
 	(void)state;
 	assert_non_null(wire);
-	start(&h, &exp);
+	sn_start(&h, &exp);
 	h_cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, len, 0x2a, 64, len / 512);
 	put_be32(&bhs[ISCSI_BHS_CMDSN], exp + 1);
 	cut = h.itt;
@@ -149,13 +74,13 @@ static void test_cut_command_ahead(void **state)
 	assert_int_equal(scsitgt_lun_apply_reset(scsitgt__target_find_lun(h.tgt, 0)), 0);
 	assert_true(h_task_gone(&h, cut));
 	h_feed(&h, wire + ISCSI_BHS_LEN + half, len - half);
-	assert_false(answered(&h, cut));
-	gap = tur_at(&h, exp);
-	assert_true(answered(&h, gap));
-	next = tur_at(&h, exp + 2);
-	assert_true(answered(&h, next));
+	assert_false(sn_answered(&h, cut));
+	gap = sn_tur_at(&h, exp);
+	assert_true(sn_answered(&h, gap));
+	next = sn_tur_at(&h, exp + 2);
+	assert_true(sn_answered(&h, next));
 	free(wire);
-	finish(&h, exp + 3);
+	sn_finish(&h, exp + 3);
 }
 
 /*
@@ -169,16 +94,16 @@ static void test_abort_task_not_received(void **state)
 	uint32_t exp, tmf, late, next;
 
 	(void)state;
-	start(&h, &exp);
+	sn_start(&h, &exp);
 	/* The initiator gave CmdSN exp to a command it has not sent; the TMF's is exp + 1. */
 	tmf = abort_unknown(&h, exp + 1, exp);
-	assert_int_equal(tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
+	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
 	assert_int_equal(h.conn->sess->exp_cmd_sn, exp + 1);
-	late = tur_at(&h, exp);
-	assert_false(answered(&h, late));
-	next = tur_at(&h, exp + 1);
-	assert_true(answered(&h, next));
-	finish(&h, exp + 2);
+	late = sn_tur_at(&h, exp);
+	assert_false(sn_answered(&h, late));
+	next = sn_tur_at(&h, exp + 1);
+	assert_true(sn_answered(&h, next));
+	sn_finish(&h, exp + 2);
 }
 
 /*
@@ -190,22 +115,22 @@ static void abort_task_not_received_ahead(uint32_t first)
 	struct harness h;
 	uint32_t exp, tmf, gap, late, after, last;
 
-	start_at(&h, &exp, first);
+	sn_start_at(&h, &exp, first);
 	/* exp, exp + 1 and exp + 2 are given; exp + 1 is aborted before any arrives. */
 	tmf = abort_unknown(&h, exp + 3, exp + 1);
-	assert_int_equal(tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
+	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
 	assert_int_equal(h.conn->sess->exp_cmd_sn, exp);
-	after = tur_at(&h, exp + 2);
-	assert_false(answered(&h, after)); /* held: exp is missing */
-	late = tur_at(&h, exp + 1);	   /* a duplicate in the window */
-	assert_false(answered(&h, late));
-	gap = tur_at(&h, exp);
-	assert_true(answered(&h, gap));
-	assert_true(answered(&h, after));
-	assert_false(answered(&h, late));
-	last = tur_at(&h, exp + 3);
-	assert_true(answered(&h, last));
-	finish(&h, exp + 4);
+	after = sn_tur_at(&h, exp + 2);
+	assert_false(sn_answered(&h, after)); /* held: exp is missing */
+	late = sn_tur_at(&h, exp + 1);	      /* a duplicate in the window */
+	assert_false(sn_answered(&h, late));
+	gap = sn_tur_at(&h, exp);
+	assert_true(sn_answered(&h, gap));
+	assert_true(sn_answered(&h, after));
+	assert_false(sn_answered(&h, late));
+	last = sn_tur_at(&h, exp + 3);
+	assert_true(sn_answered(&h, last));
+	sn_finish(&h, exp + 4);
 }
 
 static void test_abort_task_not_received_ahead(void **state)
@@ -230,19 +155,19 @@ static void test_abort_task_refcmdsn_not_before(void **state)
 	uint32_t exp, tmf, next;
 
 	(void)state;
-	start(&h, &exp);
+	sn_start(&h, &exp);
 	tmf = abort_unknown(&h, exp, exp);
-	assert_int_equal(tmf_response(&h, tmf), ISCSI_TMF_RSP_NO_TASK);
+	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_NO_TASK);
 	tmf = abort_unknown(&h, exp, exp + 1);
-	assert_int_equal(tmf_response(&h, tmf), ISCSI_TMF_RSP_NO_TASK);
+	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_NO_TASK);
 	/* Outside the window (§11.5.1 c). */
 	tmf = abort_unknown(&h, exp, exp - 1);
-	assert_int_equal(tmf_response(&h, tmf), ISCSI_TMF_RSP_NO_TASK);
-	next = tur_at(&h, exp);
-	assert_true(answered(&h, next));
-	next = tur_at(&h, exp + 1);
-	assert_true(answered(&h, next));
-	finish(&h, exp + 2);
+	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_NO_TASK);
+	next = sn_tur_at(&h, exp);
+	assert_true(sn_answered(&h, next));
+	next = sn_tur_at(&h, exp + 1);
+	assert_true(sn_answered(&h, next));
+	sn_finish(&h, exp + 2);
 }
 
 /* A duplicate of a held command, in the window: ignored (§3.2.2.1), never held beside it. */
@@ -252,16 +177,16 @@ static void test_duplicate_in_window(void **state)
 	uint32_t exp, held, dup, gap, next;
 
 	(void)state;
-	start(&h, &exp);
-	held = tur_at(&h, exp + 1);
-	dup = tur_at(&h, exp + 1);
-	gap = tur_at(&h, exp);
-	assert_true(answered(&h, gap));
-	assert_true(answered(&h, held));
-	assert_false(answered(&h, dup));
-	next = tur_at(&h, exp + 2);
-	assert_true(answered(&h, next));
-	finish(&h, exp + 3);
+	sn_start(&h, &exp);
+	held = sn_tur_at(&h, exp + 1);
+	dup = sn_tur_at(&h, exp + 1);
+	gap = sn_tur_at(&h, exp);
+	assert_true(sn_answered(&h, gap));
+	assert_true(sn_answered(&h, held));
+	assert_false(sn_answered(&h, dup));
+	next = sn_tur_at(&h, exp + 2);
+	assert_true(sn_answered(&h, next));
+	sn_finish(&h, exp + 3);
 }
 
 /* A gap filled by a non-immediate NOP-Out: the command held behind it runs. */
@@ -272,18 +197,18 @@ static void test_gap_filled_by_nop_out(void **state)
 	uint32_t exp, held, nop;
 
 	(void)state;
-	start(&h, &exp);
-	held = tur_at(&h, exp + 1);
-	assert_false(answered(&h, held));
+	sn_start(&h, &exp);
+	held = sn_tur_at(&h, exp + 1);
+	assert_false(sn_answered(&h, held));
 	scsitgt__bhs_init(bhs, ISCSI_OP_NOP_OUT, ISCSI_FLAG_FINAL);
 	nop = ++h.itt;
 	put_be32(&bhs[ISCSI_BHS_ITT], nop);
 	put_be32(&bhs[ISCSI_BHS_TTT], ISCSI_RESERVED_TAG);
 	put_be32(&bhs[ISCSI_BHS_CMDSN], exp);
 	h_send(&h, bhs, NULL, 0);
-	assert_true(answered(&h, nop));
-	assert_true(answered(&h, held));
-	finish(&h, exp + 2);
+	assert_true(sn_answered(&h, nop));
+	assert_true(sn_answered(&h, held));
+	sn_finish(&h, exp + 2);
 }
 
 /*
@@ -298,9 +223,9 @@ static void logout_not_ending(uint8_t reason, uint16_t cid, uint8_t want)
 	uint32_t exp, held, lo;
 	bool seen = false;
 
-	start(&h, &exp);
-	held = tur_at(&h, exp + 1);
-	assert_false(answered(&h, held));
+	sn_start(&h, &exp);
+	held = sn_tur_at(&h, exp + 1);
+	assert_false(sn_answered(&h, held));
 	scsitgt__bhs_init(bhs, ISCSI_OP_LOGOUT_REQ, ISCSI_FLAG_FINAL | reason);
 	lo = ++h.itt;
 	put_be32(&bhs[ISCSI_BHS_ITT], lo);
@@ -316,8 +241,8 @@ static void logout_not_ending(uint8_t reason, uint16_t cid, uint8_t want)
 		}
 	}
 	assert_true(seen);
-	assert_true(answered(&h, held));
-	finish(&h, exp + 2);
+	assert_true(sn_answered(&h, held));
+	sn_finish(&h, exp + 2);
 }
 
 static void test_logout_not_ending_session(void **state)
