@@ -54,6 +54,15 @@ struct scsitgt__fabric_ops {
 	 */
 	void (*unit_attention)(struct scsitgt__session *sess, uint64_t lun_id,
 			       enum scsitgt__sense_reason reason);
+	/*
+	 * Whether @cmd, of the nexus that issued the task management function scsitgt__tmf_execute()
+	 * was given @tmf_arg for, comes after that function in the order the fabric delivers
+	 * commands in (an iSCSI command held for its CmdSN turn behind a non-immediate TMF: RFC
+	 * 7143 §11.5.1 has a TMF act on the commands before it): the function leaves it alone.
+	 * Optional, may be NULL; asked on that nexus's shard, and only until the function's
+	 * callback has run.
+	 */
+	bool (*cmd_after_tmf)(struct scsitgt__cmd *cmd, void *tmf_arg);
 };
 
 /* SPC-5 §7.6.4.1 PROTOCOL IDENTIFIER values. */

@@ -24,6 +24,10 @@
 struct scsitgt__tmf_op {
 	scsitgt__tmf_cb cb;
 	void *cb_arg;
+	/* A function of scsitgt__tmf_execute(): the nexus that issued it, whose commands that
+	 * come after it are spared until it is answered (fabric ops cmd_after_tmf). Set before
+	 * the op is shared, then only read. */
+	const struct scsitgt__session *issuer;
 	enum scsitgt__tmf_response response;
 	/* The issuer's shard (its session's): the timer, the callback and the free run on its
 	 * loop (issue 18: the TMF of a nexus on a worker answers there). */
@@ -155,6 +159,12 @@ static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_i
 		if (lun ? c->lun != lun : !all_luns && c->lun_id != lun_id)
 			continue;
 		if (by_tag && c->tag != tag)
+			continue;
+		/* Issued after the function by its own nexus: not its to abort. Only the issuer's
+		 * shard (this loop, then) reads `answered`; once answered (a timeout before a
+		 * late pass here), cb_arg may be gone and nothing is spared. */
+		if (op && op->issuer == sess && !op->answered && sess->ops->cmd_after_tmf &&
+		    sess->ops->cmd_after_tmf(c, op->cb_arg))
 			continue;
 		n++;
 		/* with @op, the TMF waits for it to leave its backend. */
@@ -374,6 +384,7 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 		cb(cb_arg, SCSITGT__TMF_REJECTED);
 		return;
 	}
+	op->issuer = sess;
 	switch (type) {
 	case SCSITGT__TMF_ABORT_TASK:
 		/* RFC 7143 §11.6.1: a task that already completed is "function complete"; the

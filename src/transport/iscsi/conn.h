@@ -435,6 +435,8 @@ void scsitgt__iscsi_tasks_release(struct scsitgt__iscsi_conn *conn);
 void scsitgt__iscsi_task_ordered(struct scsitgt__iscsi_task *task);
 void scsitgt__iscsi_cmd_done(struct scsitgt__cmd *cmd);
 void scsitgt__iscsi_cmd_aborted(struct scsitgt__cmd *cmd);
+/* Fabric op cmd_after_tmf (tmf.c): @cmd is held behind the non-immediate TMF of @tmf_arg. */
+bool scsitgt__iscsi_cmd_after_tmf(struct scsitgt__cmd *cmd, void *tmf_arg);
 /* Build the Data-In PDUs and response of a finished command into a batch (exposed for tests). */
 struct scsitgt__iscsi_tx *scsitgt__iscsi_build_response(struct scsitgt__iscsi_conn *conn,
 							struct scsitgt__iscsi_task *task);

@@ -48,6 +48,7 @@ const struct scsitgt__fabric_ops scsitgt__iscsi_fabric_ops = {
 	.session_shutdown = sess_shutdown,
 	.session_kick = sess_kick,
 	.unit_attention = scsitgt__iscsi_async_ua,
+	.cmd_after_tmf = scsitgt__iscsi_cmd_after_tmf,
 };
 
 /* A TSIH no session of the engine holds (RFC 7143 §11.12.8: never 0). Under ie->lock. */

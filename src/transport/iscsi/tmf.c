@@ -16,7 +16,38 @@ struct tmf_ctx {
 	struct scsitgt__iscsi_conn *conn;
 	uint32_t itt;
 	bool cold;
+	/* Non-immediate: its CmdSN, taken, is passed once it has acted (tmf_done()). */
+	bool ordered;
+	/* Non-immediate and not ABORT TASK: spares the commands after @cmd_sn. */
+	bool spare_after;
+	uint32_t cmd_sn;
 };
+
+/*
+ * RFC 7143 §11.5.1: "Task management requests must act on all the commands from the same
+ * session having a CmdSN lower than the task management CmdSN." A non-immediate TMF at
+ * ExpCmdSN E keeps E taken, and ExpCmdSN there, until it has acted: the commands after it
+ * (CmdSN E + 1 ...) stay held meanwhile, also those that arrive while it waits on a backend or
+ * on other shards, and it spares them (the core asks through cmd_after_tmf); then they run
+ * (review30b F3). An immediate TMF carries the next CmdSN, after every command held: it
+ * spares none. ABORT TASK names its task by tag: never spared.
+ */
+bool scsitgt__iscsi_cmd_after_tmf(struct scsitgt__cmd *cmd, void *tmf_arg)
+{
+	const struct tmf_ctx *ctx = tmf_arg;
+	const struct scsitgt__iscsi_task *task = scsitgt__cmd_fabric_priv(cmd);
+
+	return ctx->spare_after && task->conn != NULL && !task->in_order &&
+	       scsitgt__sn_gt(task->cmd_sn, ctx->cmd_sn);
+}
+
+/* A non-immediate TMF has acted (or answers without acting): ExpCmdSN passes its CmdSN,
+ * taken, and the commands held behind it run. */
+static void tmf_passed(struct scsitgt__iscsi_conn *conn, const uint8_t *h)
+{
+	if (!scsitgt__bhs_immediate(h) && conn->state == SCSITGT__CONN_FFP && conn->sess)
+		scsitgt__iscsi_sn_drain(conn->sess);
+}
 
 static void tmf_respond(struct scsitgt__iscsi_conn *conn, uint32_t itt, uint8_t response,
 			bool close_after)
@@ -79,7 +110,16 @@ static void tmf_cold_close_all(struct scsitgt__iscsi_conn *conn)
 static void tmf_done(void *arg, enum scsitgt__tmf_response r)
 {
 	struct tmf_ctx *ctx = arg;
+	struct scsitgt__iscsi_conn *conn = ctx->conn;
 
+	/* Before the answer, which carries ExpCmdSN. After a cold reset, which closes every
+	 * connection, nothing held runs. */
+	if (ctx->ordered && conn->state == SCSITGT__CONN_FFP && conn->sess) {
+		if (ctx->cold && r == SCSITGT__TMF_COMPLETE)
+			scsitgt__iscsi_sn_step(conn->sess);
+		else
+			scsitgt__iscsi_sn_drain(conn->sess);
+	}
 	tmf_respond(ctx->conn, ctx->itt, tmf_map(r), ctx->cold);
 	if (ctx->cold && r == SCSITGT__TMF_COMPLETE) {
 		scsitgt__iscsi_conn_log(ctx->conn, SCSITGT_LOG_NOTICE,
@@ -129,7 +169,7 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 			 scsitgt__sn_lt(ref_cmd_sn, cmd_sn) &&
 			 !scsitgt__iscsi_sn_is_taken(sess, ref_cmd_sn);
 	if (!scsitgt__bhs_immediate(h))
-		scsitgt__iscsi_sn_advance(sess);
+		scsitgt__iscsi_sn_take(sess, cmd_sn);
 
 	switch (func) {
 	case ISCSI_TMF_ABORT_TASK:
@@ -138,6 +178,7 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 		if (task == NULL || task->state == SCSITGT__TASK_SENDING) {
 			/* Its response is out: the task completed before the TMF (§11.6.1). */
 			if (task) {
+				tmf_passed(conn, h);
 				tmf_respond(conn, itt, ISCSI_TMF_RSP_NO_TASK, false);
 				return 0;
 			}
@@ -152,6 +193,7 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 				scsitgt__iscsi_sn_drain(sess);
 				tmf_respond(conn, itt, ISCSI_TMF_RSP_COMPLETE, false);
 			} else {
+				tmf_passed(conn, h);
 				tmf_respond(conn, itt, ISCSI_TMF_RSP_NO_TASK, false);
 			}
 			return 0;
@@ -177,20 +219,26 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 		break;
 	case ISCSI_TMF_TASK_REASSIGN:
 		/* Needs ErrorRecoveryLevel 2 (RFC 7143 §11.5.1). */
+		tmf_passed(conn, h);
 		tmf_respond(conn, itt, ISCSI_TMF_RSP_NO_REASSIGN, false);
 		return 0;
 	default:
+		tmf_passed(conn, h);
 		tmf_respond(conn, itt, ISCSI_TMF_RSP_NOT_SUPPORTED, false);
 		return 0;
 	}
 	ctx = malloc(sizeof(*ctx));
 	if (ctx == NULL) {
+		tmf_passed(conn, h);
 		tmf_respond(conn, itt, ISCSI_TMF_RSP_REJECTED, false);
 		return 0;
 	}
 	ctx->conn = conn;
 	ctx->itt = itt;
 	ctx->cold = type == SCSITGT__TMF_TARGET_COLD_RESET;
+	ctx->ordered = !scsitgt__bhs_immediate(h);
+	ctx->spare_after = ctx->ordered && type != SCSITGT__TMF_ABORT_TASK;
+	ctx->cmd_sn = cmd_sn;
 	scsitgt__iscsi_conn_hold(conn);
 	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_INFO, "task management function %u (RTT 0x%08x)",
 				func, rtt);

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A task management function acts on the commands before it in CmdSN order (RFC 7143
+ * §11.5.1: "Task management requests must act on all the commands from the same session
+ * having a CmdSN lower than the task management CmdSN"; review30b F3). A non-immediate ABORT
+ * TASK SET, CLEAR TASK SET or LOGICAL UNIT RESET at ExpCmdSN leaves alone the commands held
+ * behind it (CmdSN ExpCmdSN + 1 ...), which run after it; an immediate one, whose CmdSN is
+ * past theirs, aborts them.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "iscsi_harness.h"
+#include "sn_harness.h"
+
+/* A TMF @func on LUN 0 with CmdSN @sn, immediate or not; returns its ITT. */
+static uint32_t tmf_at(struct harness *h, uint8_t func, uint32_t sn, bool immediate)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+
+	scsitgt__bhs_init(bhs, ISCSI_OP_TMF_REQ | (immediate ? ISCSI_FLAG_IMMEDIATE : 0),
+			  ISCSI_FLAG_FINAL | func);
+	put_be32(&bhs[ISCSI_BHS_ITT], ++h->itt);
+	put_be32(&bhs[ISCSI_TMF_RTT], ISCSI_RESERVED_TAG);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], sn);
+	put_be32(&bhs[ISCSI_TMF_REFCMDSN], sn);
+	h_send(h, bhs, NULL, 0);
+	return h->itt;
+}
+
+/* Whether the SCSI Response to @itt says GOOD. */
+static bool good(const struct harness *h, uint32_t itt)
+{
+	for (unsigned int i = 0; i < h->npdus; i++) {
+		const uint8_t *b = h->pdus[i].bhs;
+
+		if (scsitgt__bhs_opcode(b) == ISCSI_OP_SCSI_RSP && scsitgt__bhs_itt(b) == itt)
+			return b[ISCSI_RSP_RESPONSE] == ISCSI_RSP_COMPLETED && b[ISCSI_RSP_STATUS] == 0;
+	}
+	return false;
+}
+
+/* A one-block WRITE(10) at CmdSN @sn without data: its ITT; *@ttt is its R2T's tag. */
+static uint32_t write_at(struct harness *h, uint32_t sn, uint32_t *ttt)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	uint32_t itt;
+
+	h_cmd_bhs(h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 512, 0x2a, 0, 1);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], sn);
+	itt = h->itt;
+	h_send(h, bhs, NULL, 0);
+	*ttt = ISCSI_RESERVED_TAG;
+	for (unsigned int i = 0; i < h->npdus; i++) {
+		const uint8_t *b = h->pdus[i].bhs;
+
+		if (scsitgt__bhs_opcode(b) == ISCSI_OP_R2T && scsitgt__bhs_itt(b) == itt)
+			*ttt = get_be32(&b[ISCSI_BHS_TTT]);
+	}
+	return itt;
+}
+
+/* The WRITE's one block, answering its R2T @ttt. */
+static void data_out(struct harness *h, uint32_t itt, uint32_t ttt)
+{
+	uint8_t bhs[ISCSI_BHS_LEN], block[512];
+
+	memset(block, 0xa5, sizeof(block));
+	scsitgt__bhs_init(bhs, ISCSI_OP_DATA_OUT, ISCSI_FLAG_FINAL);
+	put_be32(&bhs[ISCSI_BHS_ITT], itt);
+	put_be32(&bhs[ISCSI_BHS_TTT], ttt);
+	scsitgt__bhs_set_dsl(bhs, sizeof(block));
+	h_send(h, bhs, block, sizeof(block));
+}
+
+/*
+ * A WRITE held behind a non-immediate @func at ExpCmdSN, waiting for its data (so still in
+ * the task set when the TMF acts, as a command in a slow backend would be): it survives the
+ * TMF and, once its data comes, ends GOOD.
+ */
+static void held_behind(uint8_t func)
+{
+	struct harness h;
+	uint32_t exp, w, ttt, tmf, next;
+
+	sn_start(&h, &exp);
+	w = write_at(&h, exp + 1, &ttt);
+	assert_int_not_equal(ttt, ISCSI_RESERVED_TAG);
+	tmf = tmf_at(&h, func, exp, false);
+	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
+	assert_non_null(scsitgt__iscsi_task_find(h.conn, w));
+	data_out(&h, w, ttt);
+	assert_true(h_task_gone(&h, w));
+	/* A LOGICAL UNIT RESET may leave a unit attention for this nexus: answered, not GOOD. */
+	assert_true(func == ISCSI_TMF_LUN_RESET ? sn_answered(&h, w) : good(&h, w));
+	next = sn_tur_at(&h, exp + 2);
+	assert_true(sn_answered(&h, next));
+	sn_finish(&h, exp + 3);
+}
+
+static void test_abort_task_set_spares_later(void **state)
+{
+	(void)state;
+	held_behind(ISCSI_TMF_ABORT_TASK_SET);
+}
+
+static void test_clear_task_set_spares_later(void **state)
+{
+	(void)state;
+	held_behind(ISCSI_TMF_CLEAR_TASK_SET);
+}
+
+static void test_lun_reset_spares_later(void **state)
+{
+	(void)state;
+	held_behind(ISCSI_TMF_LUN_RESET);
+}
+
+/*
+ * An immediate ABORT TASK SET carries the next CmdSN: the held command (issued before it) is
+ * aborted, its CmdSN used up, and the gap before it filled by the next command.
+ */
+static void test_immediate_abort_task_set_aborts_held(void **state)
+{
+	struct harness h;
+	uint32_t exp, held, tmf, gap, next;
+
+	(void)state;
+	sn_start(&h, &exp);
+	held = sn_tur_at(&h, exp + 1);
+	tmf = tmf_at(&h, ISCSI_TMF_ABORT_TASK_SET, exp + 2, true);
+	assert_true(h_task_gone(&h, held));
+	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
+	assert_false(sn_answered(&h, held));
+	gap = sn_tur_at(&h, exp);
+	assert_true(good(&h, gap));
+	next = sn_tur_at(&h, exp + 2);
+	assert_true(good(&h, next));
+	sn_finish(&h, exp + 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_abort_task_set_spares_later),
+		cmocka_unit_test(test_clear_task_set_spares_later),
+		cmocka_unit_test(test_lun_reset_spares_later),
+		cmocka_unit_test(test_immediate_abort_task_set_aborts_held),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
