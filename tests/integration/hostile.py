@@ -854,6 +854,71 @@ def a_reset_held_cmdsn(t):
     return "the held WRITE aborted, the 2 commands around its CmdSN ran"
 
 
+REJECT_TASK_IN_PROGRESS = 0x07  # RFC 7143 §11.17.1
+
+
+def read_answers(s, itts, what):
+    """The data of each READ of @itts, once every one has its status (GOOD)."""
+    got = {itt: bytearray() for itt in itts}
+    done = set()
+    while done != set(itts):
+        p = s.recv()
+        check(p.itt in got and p.opcode in (hi.OP_DATA_IN, hi.OP_SCSI_RSP),
+              "%s: unexpected %r" % (what, p))
+        if p.opcode == hi.OP_DATA_IN:
+            got[p.itt] += p.data
+        if p.opcode == hi.OP_SCSI_RSP or p.flags & 0x01:
+            check(p.bhs[3] == hi.SAM_GOOD, "%s: READ 0x%08x status 0x%02x" % (
+                what, p.itt, p.bhs[3]))
+            done.add(p.itt)
+    return {itt: bytes(d) for itt, d in got.items()}
+
+
+# RFC 7143 §7.3: "The CmdSN of the rejected command PDU (if it is a non-immediate command)
+# MUST NOT be considered received by the target ... the initiator MUST plug the CmdSN gap",
+# by a command with that CmdSN or by aborting the task. review30b F2 took it the other way.
+def a_reused_itt_gap(t):
+    """A non-immediate READ reusing the ITT of a WRITE that waits for its data: Reject (task
+    in progress) carrying ExpCmdSN unmoved. A normal READ after it is held for the gap; the
+    initiator plugs it with a READ of the rejected CmdSN: both are answered with the right
+    data, and the WRITE, untouched, completes."""
+    s = t.session()
+    s.login(initial_r2t="Yes", immediate="No")
+    lba = ATTACK_LBA + 49152 + 128  # beside reset_held_cmdsn's blocks
+    pat = bytes(range(256)) * (8 * BS // 256)
+    s.write(lba, pat)
+    witt, r2t = write_cmd_wait_r2t(s, lba + 8, 8 * BS)
+    gap = s.cmd_sn
+    d = s.cmd_pdu(hi.cdb_read16(lba, 8), 8 * BS, read=True, itt=witt, cmd_sn=gap)
+    s.send(d)
+    p = s.recv()
+    check(p.opcode == hi.OP_REJECT and p.bhs[2] == REJECT_TASK_IN_PROGRESS,
+          "a command reusing a live ITT: expected Reject 0x07, got %r" % p)
+    check(p.data[:48] == d[:48], "the Reject carries another header")
+    check(p.exp_cmd_sn == gap, "the Reject's ExpCmdSN %d: the rejected CmdSN %d was taken"
+          % (p.exp_cmd_sn, gap))
+    held = s.next_itt()
+    s.send(s.cmd_pdu(hi.cdb_read16(lba, 8), 8 * BS, read=True, itt=held,
+                     cmd_sn=(gap + 1) & 0xFFFFFFFF))
+    # An immediate ping is answered at once; the held READ is not (a PDU for it would come
+    # first), and ExpCmdSN still waits at the gap.
+    p = s.ping()
+    check(p.exp_cmd_sn == gap, "after the held READ: ExpCmdSN %d, expected %d" % (
+        p.exp_cmd_sn, gap))
+    plug = s.next_itt()
+    s.send(s.cmd_pdu(hi.cdb_read16(lba, 8), 8 * BS, read=True, itt=plug, cmd_sn=gap))
+    s.cmd_sn = (gap + 2) & 0xFFFFFFFF
+    data = read_answers(s, (plug, held), "after the plug")
+    check(data[plug] == pat and data[held] == pat, "READs around the gap: wrong data")
+    wpat = b"\xa7" * (8 * BS)
+    s.send(s.data_out_pdu(witt, r2t.ttt, 0, 0, wpat))
+    p = s.expect(hi.OP_SCSI_RSP, witt, what="the WRITE whose ITT was reused")
+    check(p.bhs[3] == hi.SAM_GOOD, "the WRITE whose ITT was reused: status 0x%02x" % p.bhs[3])
+    check(s.read(lba + 8, 8) == wpat, "the WRITE whose ITT was reused: not written")
+    s.logout()
+    return "rejected with ExpCmdSN %d kept; the plug and the held READ answered" % gap
+
+
 # Was a bug: a WRITE pinned its whole data buffer (up to 8 MiB) from the moment its CDB
 # arrived, so a session could make the target hold queue_depth x 8 MiB for data it never sent.
 # Now buffers are allocated when data can arrive, and R2Ts wait while the session holds
@@ -918,6 +983,7 @@ ATTACKS = [
     a_reset_mid_pdu,
     a_abort_unreceived_cmdsn,
     a_reset_held_cmdsn,
+    a_reused_itt_gap,
     a_login_logout_loop,
     a_cmd_window_closed,
     a_many_pending_writes,
