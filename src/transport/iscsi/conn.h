@@ -197,6 +197,10 @@ struct scsitgt__iscsi_conn {
 	bool rx_ignore;	     /* drop the PDU silently (CmdSN outside the window) */
 	uint8_t rx_data_err; /* the Data-Out broke its sequence: fail rx_task with this
 			      * enum scsitgt__sense_reason (RFC 7143 §11.4.7.2), 0 for none */
+	/* The last SCSI Command ignored for its CmdSN (§3.2.2.1) with unsolicited Data-Out to
+	 * follow (F=0): that data is ignored as silently, up to its F=1 (review30b F9). */
+	bool ignored_unsol;
+	uint32_t ignored_itt;
 	/* traffic counters, wire bytes incl. digests (transport/iscsi/stats.c): written by the
 	 * connection's loop alone (scsitgt__iscsi_stat_add(): a relaxed load and store, never
 	 * a locked add), read from home by scsitgt_iscsi_engine_foreach_conn(). */

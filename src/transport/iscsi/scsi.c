@@ -433,6 +433,10 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 				    scsitgt__bhs_immediate(h)) == SCSITGT__SN_IGNORE) {
 		conn->rx_ignore = true;
 		pdu->discard = true;
+		if (!fin) {
+			conn->ignored_unsol = true;
+			conn->ignored_itt = itt;
+		}
 		return 0;
 	}
 	if (scsitgt__iscsi_task_find(conn, itt))
@@ -614,6 +618,15 @@ int scsitgt__iscsi_data_out_header(struct scsitgt__iscsi_conn *conn, struct scsi
 	if (conn->sess == NULL || conn->sess->discovery)
 		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_PROTOCOL_ERROR);
 	task = scsitgt__iscsi_task_find(conn, scsitgt__bhs_itt(h));
+	if (task == NULL && conn->ignored_unsol && ttt == ISCSI_RESERVED_TAG &&
+	    scsitgt__bhs_itt(h) == conn->ignored_itt) {
+		/* The unsolicited data of a command ignored for its CmdSN (a duplicate, or one
+		 * an ABORT TASK used up, RFC 7143 §11.5.1 b): ignored with it, up to F=1. */
+		if (h[ISCSI_BHS_FLAGS] & ISCSI_FLAG_FINAL)
+			conn->ignored_unsol = false;
+		conn->rx_ignore = true;
+		return 0;
+	}
 	/* RFC 7143 §11.17.1: Data-Out for a task we do not know is an invalid PDU field. */
 	if (task == NULL || task->state != SCSITGT__TASK_DATA_OUT)
 		return cmd_reject_at_header(conn, pdu, ISCSI_REJECT_INVALID_PDU_FIELD);
@@ -668,6 +681,10 @@ int scsitgt__iscsi_data_out_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 	bool fin = pdu->bhs[ISCSI_BHS_FLAGS] & ISCSI_FLAG_FINAL;
 	int ri = conn->rx_r2t;
 
+	if (conn->rx_ignore) {
+		rx_verdict_reset(conn);
+		return 0;
+	}
 	if (conn->rx_reject) {
 		uint8_t data_err = conn->rx_data_err;
 

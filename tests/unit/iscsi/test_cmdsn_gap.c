@@ -170,6 +170,58 @@ static void test_abort_task_refcmdsn_not_before(void **state)
 	sn_finish(&h, exp + 2);
 }
 
+/* Whether the target sent a Reject of any PDU with ITT @itt. */
+static bool rejected(const struct harness *h, uint32_t itt)
+{
+	for (unsigned int i = 0; i < h->npdus; i++) {
+		const struct h_pdu *p = &h->pdus[i];
+
+		if (scsitgt__bhs_opcode(p->bhs) == ISCSI_OP_REJECT && p->len >= ISCSI_BHS_LEN &&
+		    scsitgt__bhs_itt(p->data) == itt)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * review30b F9: the command aborted before it came (test_abort_task_not_received) arrives
+ * after all, with unsolicited Data-Out behind it (InitialR2T=No). The command is ignored
+ * silently (§3.2.2.1), and so is its data: no Reject of a Data-Out "for a task we do not
+ * know". A Data-Out of a tag never seen is still rejected.
+ */
+static void test_late_command_data_ignored(void **state)
+{
+	uint8_t bhs[ISCSI_BHS_LEN], block[512];
+	struct harness h;
+	uint32_t exp, tmf, late, next;
+
+	(void)state;
+	memset(block, 0x3c, sizeof(block));
+	sn_start(&h, &exp);
+	tmf = abort_unknown(&h, exp + 1, exp);
+	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
+	/* A two-block WRITE: one block of immediate data, F=0, then one unsolicited Data-Out. */
+	h_cmd_bhs(&h, bhs, ISCSI_CMD_FLAG_WRITE, 2 * sizeof(block), 0x2a, 0, 2);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], exp);
+	late = h.itt;
+	scsitgt__bhs_set_dsl(bhs, sizeof(block));
+	h_send(&h, bhs, block, sizeof(block));
+	scsitgt__bhs_init(bhs, ISCSI_OP_DATA_OUT, ISCSI_FLAG_FINAL);
+	put_be32(&bhs[ISCSI_BHS_ITT], late);
+	put_be32(&bhs[ISCSI_BHS_TTT], ISCSI_RESERVED_TAG);
+	put_be32(&bhs[ISCSI_BHS_BUFFER_OFFSET], sizeof(block));
+	scsitgt__bhs_set_dsl(bhs, sizeof(block));
+	h_send(&h, bhs, block, sizeof(block));
+	assert_false(rejected(&h, late));
+	assert_false(sn_answered(&h, late));
+	/* Its sequence ended (F=1): a Data-Out with that tag now is for no task. */
+	h_send(&h, bhs, block, sizeof(block));
+	assert_true(rejected(&h, late));
+	next = sn_tur_at(&h, exp + 1);
+	assert_true(sn_answered(&h, next));
+	sn_finish(&h, exp + 2);
+}
+
 /* A duplicate of a held command, in the window: ignored (§3.2.2.1), never held beside it. */
 static void test_duplicate_in_window(void **state)
 {
@@ -262,6 +314,7 @@ int main(void)
 		cmocka_unit_test(test_abort_task_not_received_ahead),
 		cmocka_unit_test(test_abort_task_not_received_across_wrap),
 		cmocka_unit_test(test_abort_task_refcmdsn_not_before),
+		cmocka_unit_test(test_late_command_data_ignored),
 		cmocka_unit_test(test_duplicate_in_window),
 		cmocka_unit_test(test_gap_filled_by_nop_out),
 		cmocka_unit_test(test_logout_not_ending_session),

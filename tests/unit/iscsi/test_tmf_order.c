@@ -39,7 +39,8 @@ static bool good(const struct harness *h, uint32_t itt)
 		const uint8_t *b = h->pdus[i].bhs;
 
 		if (scsitgt__bhs_opcode(b) == ISCSI_OP_SCSI_RSP && scsitgt__bhs_itt(b) == itt)
-			return b[ISCSI_RSP_RESPONSE] == ISCSI_RSP_COMPLETED && b[ISCSI_RSP_STATUS] == 0;
+			return b[ISCSI_RSP_RESPONSE] == ISCSI_RSP_COMPLETED &&
+			       b[ISCSI_RSP_STATUS] == 0;
 	}
 	return false;
 }
