@@ -919,6 +919,48 @@ def a_reused_itt_gap(t):
     return "rejected with ExpCmdSN %d kept; the plug and the held READ answered" % gap
 
 
+# Was a bug (review30b F3): a non-immediate ABORT TASK SET, CLEAR TASK SET or LOGICAL UNIT
+# RESET delivered the commands held behind its CmdSN first and then aborted them, though RFC
+# 7143 §11.5.1 has it act on the commands before it (with workers, CLEAR TASK SET and LUN
+# RESET reach the issuing session's tasks by message from home).
+def a_tmf_spares_later(t):
+    """A WRITE held behind a gap, waiting for its data (InitialR2T=Yes), then a non-immediate
+    TMF filling the gap: ABORT TASK SET, CLEAR TASK SET, LOGICAL UNIT RESET. The WRITE, sent
+    after the TMF, survives each: it completes once its data comes, and is written."""
+    s = t.session()
+    s.login(initial_r2t="Yes", immediate="No")
+    s.clear_unit_attention()
+    lba = ATTACK_LBA + 49152 + 256  # beside reused_itt_gap's blocks
+    out = []
+    for func, name in ((2, "ABORT TASK SET"), (4, "CLEAR TASK SET"), (5, "LUN RESET")):
+        exp = s.cmd_sn
+        pat = bytes([func]) * (8 * BS)
+        witt = s.next_itt()
+        s.send(s.cmd_pdu(hi.lun_lba_cdb_write16(lba, 8), 8 * BS, write=True, itt=witt,
+                         cmd_sn=(exp + 1) & 0xFFFFFFFF))
+        r2t = s.expect(hi.OP_R2T, witt, what="the held WRITE's R2T")
+        tmf = s.next_itt()
+        s.send(hi.pdu_bytes(hi.bhs_build(
+            hi.OP_TMF_REQ, hi.FINAL | func, lun=hi.lun_field(s.lun), itt=tmf,
+            fields={20: hi.RESERVED_TAG, 24: exp, 28: s.exp_stat_sn, 32: exp})))
+        p = s.expect(OP_TMF_RSP, tmf, what=name)
+        check(p.bhs[2] == 0, "%s: response 0x%02x" % (name, p.bhs[2]))
+        check(p.exp_cmd_sn == (exp + 2) & 0xFFFFFFFF, "%s at CmdSN %d: ExpCmdSN %d after it, "
+              "expected %d (its CmdSN and the WRITE's passed)" % (name, exp, p.exp_cmd_sn,
+                                                                  exp + 2))
+        s.send(s.data_out_pdu(witt, r2t.ttt, 0, 0, pat))
+        p = s.expect(hi.OP_SCSI_RSP, witt, what="the WRITE held behind %s" % name)
+        s.cmd_sn = (exp + 2) & 0xFFFFFFFF
+        check(p.bhs[2] == 0 and p.bhs[3] == hi.SAM_GOOD, "the WRITE held behind %s: response "
+              "0x%02x status 0x%02x" % (name, p.bhs[2], p.bhs[3]))
+        if func == 5:
+            s.clear_unit_attention()  # the reset's, for this nexus too
+        check(s.read(lba, 8) == pat, "the WRITE held behind %s: not written" % name)
+        out.append(name)
+    s.logout()
+    return "the held WRITE survived %s" % ", ".join(out)
+
+
 # Was a bug: a WRITE pinned its whole data buffer (up to 8 MiB) from the moment its CDB
 # arrived, so a session could make the target hold queue_depth x 8 MiB for data it never sent.
 # Now buffers are allocated when data can arrive, and R2Ts wait while the session holds
@@ -984,6 +1026,7 @@ ATTACKS = [
     a_abort_unreceived_cmdsn,
     a_reset_held_cmdsn,
     a_reused_itt_gap,
+    a_tmf_spares_later,
     a_login_logout_loop,
     a_cmd_window_closed,
     a_many_pending_writes,
