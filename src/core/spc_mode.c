@@ -465,6 +465,8 @@ static void mode_select_flushed(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	struct scsitgt__mode_select_op *op = cmd->ctx.mode_select;
 
 	(void)io;
+	/* the record is this call's again (mode_select_done frees it) */
+	scsitgt__cmd_ctx_own(cmd, NULL);
 	if (reason != SCSITGT__SR_OK) {
 		mode_select_undo(cmd->lun, op);
 		op->r = reason;
@@ -472,6 +474,18 @@ static void mode_select_flushed(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	/* told even when undone: a nexus may have read the parameters in between */
 	mode_select_tell(op);
 }
+
+/* A MODE SELECT given up with its write-back in the backend (an engine shutdown, core/drain.c)
+ * is never told: its record goes with the command. No unit attention then: the LUN is leaving
+ * with the engine, and this end runs on any thread, where no nexus may be touched. */
+static void mode_select_record_free(struct scsitgt__cmd *cmd)
+{
+	scsitgt__home_call_free(&cmd->ctx.mode_select->hc);
+}
+
+static const struct scsitgt__cmd_ctx_ops mode_select_ctx_ops = {
+	.free = mode_select_record_free,
+};
 
 void scsitgt__spc_mode_select(struct scsitgt__cmd *cmd)
 {
@@ -493,6 +507,7 @@ void scsitgt__spc_mode_select(struct scsitgt__cmd *cmd)
 	}
 	if (op->before.wce && !op->after.wce && scsitgt__sbc_volatile_cache(cmd->lun)) {
 		cmd->ctx.mode_select = op;
+		scsitgt__cmd_ctx_own(cmd, &mode_select_ctx_ops);
 		if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0,
 				       mode_select_flushed) < 0)
 			mode_select_flushed(cmd, NULL, SCSITGT__SR_BUSY);

@@ -453,6 +453,11 @@ void fake_backend_complete_first(struct fake_backend *fb)
 	fb_finish(fb, io);
 }
 
+void fake_backend_destroy(struct fake_backend *fb)
+{
+	fb_close(fb, NULL, NULL);
+}
+
 const struct fake_io_rec *fake_backend_last(const struct fake_backend *fb)
 {
 	return fb->nrecs ? &fb->recs[fb->nrecs - 1] : NULL;

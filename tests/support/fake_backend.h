@@ -104,6 +104,9 @@ void fake_backend_complete_pending(struct fake_backend *fb);
 /* FAKE_MANUAL: complete the oldest io held, only it (the ios its completion submits stay
  * held). */
 void fake_backend_complete_first(struct fake_backend *fb);
+/* Close a backend the core will not close (it held ios when the engine went, core/drain.c),
+ * once it completed them: the host's part. */
+void fake_backend_destroy(struct fake_backend *fb);
 /* The last recorded io, or NULL. */
 const struct fake_io_rec *fake_backend_last(const struct fake_backend *fb);
 
