@@ -340,7 +340,33 @@ struct scsitgt__mode_select_op {
 	enum scsitgt__sense_reason r;
 	/* the LUN's parameters before and after this command applied its pages */
 	struct scsitgt__mode_state before, after;
+	/* this command's number in lun->mode_seq, when it changed anything */
+	uint32_t seq;
 };
+
+/* The parameters of struct scsitgt__mode_state, in the order of lun->mode_by (core.h). */
+#define MODE_FIELDS(X) X(wce) X(rcd) X(d_sense) X(swp) X(qerr) X(mrie) X(dexcpt)
+#define MODE_ONE(f) +1
+_Static_assert(0 MODE_FIELDS(MODE_ONE) ==
+		       sizeof(((struct scsitgt_lun *)0)->mode_by) / sizeof(uint32_t),
+	       "one owner per mode parameter");
+#undef MODE_ONE
+
+/* Number this command's changes (under xlock): each parameter it changed is its own until a
+ * later MODE SELECT changes it, whatever the value (a value compare could not tell a later
+ * command's change back to our value from ours: review30b F6). */
+static void mode_select_number(struct scsitgt_lun *lun, struct scsitgt__mode_select_op *op)
+{
+	unsigned int i = 0;
+
+	op->seq = ++lun->mode_seq;
+#define MODE_OWN(f)                        \
+	if (op->before.f != op->after.f)   \
+		lun->mode_by[i] = op->seq; \
+	i++;
+	MODE_FIELDS(MODE_OWN)
+#undef MODE_OWN
+}
 
 static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd,
 					      struct scsitgt__mode_select_op *op)
@@ -383,6 +409,8 @@ static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd,
 	op->before = cmd->lun->mode;
 	r = mode_walk_pages(cmd, hdr + bdlen, true);
 	op->after = cmd->lun->mode;
+	if (memcmp(&op->before, &op->after, sizeof(op->before)) != 0)
+		mode_select_number(cmd->lun, op);
 	uv_mutex_unlock(&cmd->lun->xlock);
 	return r;
 }
@@ -401,19 +429,19 @@ static bool mode_select_changed(const struct scsitgt__mode_select_op *op)
  */
 static void mode_select_undo(struct scsitgt_lun *lun, const struct scsitgt__mode_select_op *op)
 {
+	unsigned int i = 0;
+	uint32_t seq;
+
 	uv_mutex_lock(&lun->xlock);
-#define MODE_UNDO(f)                                                           \
-	do {                                                                   \
-		if (op->before.f != op->after.f && lun->mode.f == op->after.f) \
-			lun->mode.f = op->before.f;                            \
-	} while (0)
-	MODE_UNDO(wce);
-	MODE_UNDO(rcd);
-	MODE_UNDO(d_sense);
-	MODE_UNDO(swp);
-	MODE_UNDO(qerr);
-	MODE_UNDO(mrie);
-	MODE_UNDO(dexcpt);
+	/* the undo is a change of its own: a still older command's failure leaves it alone */
+	seq = ++lun->mode_seq;
+#define MODE_UNDO(f)                                                     \
+	if (op->before.f != op->after.f && lun->mode_by[i] == op->seq) { \
+		lun->mode.f = op->before.f;                              \
+		lun->mode_by[i] = seq;                                   \
+	}                                                                \
+	i++;
+	MODE_FIELDS(MODE_UNDO)
 #undef MODE_UNDO
 	uv_mutex_unlock(&lun->xlock);
 }

@@ -311,6 +311,43 @@ static void test_write_back_good(void **state)
 	sw_free(c);
 }
 
+/*
+ * Three MODE SELECTs within one write-back (review30b F6): MS1 turns WCE off (its FLUSH held,
+ * then failing), MS2 turns it on, MS3 off again (its FLUSH held, then good). MS1's failure
+ * must not undo WCE: MS3 changed it last, and answers GOOD for WCE 0. A compare of values
+ * (WCE is 0, as MS1 left it) would set it back to 1.
+ */
+static void test_undo_only_own_change(void **state)
+{
+	struct sw *c = sw_new(0);
+	struct tctx *t = c->t;
+	uint8_t cdb2[CDB_BUF], cdb3[CDB_BUF], l2[28], l3[28];
+	struct lf_result r2 = { 0 }, r3 = { 0 };
+
+	(void)state;
+	fake_backend_fail_type(t->fb, SCSITGT_IO_FLUSH, -EIO, 1);
+	sw_select(c, false);
+	assert_false(t->lun->mode.wce);
+	loop_fabric_start(t->lf, 0, cdb2, cdb_mode_select10(cdb2, true, false, 28), l2,
+			  caching_list(l2, true), &r2);
+	loop_fabric_wait(t->lf, &r2);
+	assert_good(&r2);
+	assert_true(t->lun->mode.wce);
+	loop_fabric_start(t->lf, 0, cdb3, cdb_mode_select10(cdb3, true, false, 28), l3,
+			  caching_list(l3, false), &r3);
+	assert_false(t->lun->mode.wce);
+	assert_int_equal(count_ios(t, SCSITGT_IO_FLUSH), 2);
+	/* MS1's FLUSH fails, MS3's succeeds */
+	sw_finish(c, &c->m);
+	loop_fabric_wait(t->lf, &r3);
+	assert_sense(&c->m, 0x3, 0x0c, 0x00);
+	assert_good(&r3);
+	assert_false(t->lun->mode.wce);
+	lf_result_clear(&r2);
+	lf_result_clear(&r3);
+	sw_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -320,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_write_flush_fails),
 		cmocka_unit_test(test_failed_write_back_undone),
 		cmocka_unit_test(test_write_back_good),
+		cmocka_unit_test(test_undo_only_own_change),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
