@@ -10,6 +10,8 @@ struct fb_io_ctx {
 	int status;
 	bool sense;
 	uint8_t key, asc, ascq;
+	bool at;
+	uint64_t at_lba;
 };
 
 void fake_backend_opts_init(struct fake_backend_opts *o)
@@ -200,6 +202,10 @@ static void fb_finish(struct fake_backend *fb, struct scsitgt_io *io)
 	}
 	if (c->status == 0)
 		fb_transfer(fb, io);
+	if (c->at) {
+		scsitgt_io_complete_at(io, c->status, c->at_lba);
+		return;
+	}
 	scsitgt_io_complete(io, c->status);
 }
 
@@ -278,6 +284,8 @@ static void fb_submit(void *bctx, struct scsitgt_io *io)
 			c->ascq = fb->fail_ascq;
 		} else {
 			c->status = fb->fail_errno;
+			c->at = fb->fail_at;
+			c->at_lba = fb->fail_at_lba;
 		}
 	}
 
@@ -399,9 +407,18 @@ int fake_backend_lun_create_opts(struct scsitgt_lun **lun_out, struct fake_backe
 void fake_backend_fail_next(struct fake_backend *fb, int err, unsigned int count)
 {
 	fb->fail_sense = false;
+	fb->fail_at = false;
 	fb->fail_types = 0;
 	fb->fail_errno = err;
 	fb->fail_count = count;
+}
+
+void fake_backend_fail_type_at(struct fake_backend *fb, enum scsitgt_io_type type, int err,
+			       uint64_t lba)
+{
+	fake_backend_fail_type(fb, type, err, 1);
+	fb->fail_at = true;
+	fb->fail_at_lba = lba;
 }
 
 void fake_backend_fail_type(struct fake_backend *fb, enum scsitgt_io_type type, int err,
