@@ -274,6 +274,14 @@ static void sbc_rw_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 		scsitgt__sbc_flush_then_complete(cmd);
 		return;
 	}
+	/* A WRITE its backend wrote up to the error (scsitgt_io_complete_partial()): those
+	 * blocks too (sbc_rw_prefix_durable()). */
+	if (io->partial && io->error_lba > io->lba && reason != SCSITGT__SR_OK &&
+	    reason != SCSITGT__SR_RAW) {
+		cmd->io_reason = reason;
+		if (sbc_rw_prefix_durable(cmd, io))
+			return;
+	}
 	scsitgt__io_done_complete_cmd(cmd, io, reason);
 }
 

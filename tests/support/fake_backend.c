@@ -10,7 +10,7 @@ struct fb_io_ctx {
 	int status;
 	bool sense;
 	uint8_t key, asc, ascq;
-	bool at;
+	bool at, partial;
 	uint64_t at_lba;
 };
 
@@ -192,6 +192,28 @@ static int fb_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out,
 }
 
 /* Finish an io on the loop thread as decided at submit. */
+/* A WRITE failing at a block writes the blocks before it (scsitgt_io_complete_partial()). */
+static void fb_write_prefix(struct fake_backend *fb, struct scsitgt_io *io, uint64_t nblocks)
+{
+	size_t left = (size_t)nblocks * fb->o.block_size, off = 0;
+	const struct iovec *iov;
+	int iovcnt;
+
+	if (scsitgt_io_get_type(io) != SCSITGT_IO_WRITE || fb->data == NULL)
+		return;
+	iov = scsitgt_io_get_iov(io, &iovcnt);
+	pthread_mutex_lock(&fb->lock);
+	for (int i = 0; i < iovcnt && left; i++) {
+		size_t n = iov[i].iov_len < left ? iov[i].iov_len : left;
+
+		memcpy(fb->data + scsitgt_io_get_lba(io) * fb->o.block_size + off, iov[i].iov_base,
+		       n);
+		off += n;
+		left -= n;
+	}
+	pthread_mutex_unlock(&fb->lock);
+}
+
 static void fb_finish(struct fake_backend *fb, struct scsitgt_io *io)
 {
 	struct fb_io_ctx *c = scsitgt_io_get_ctx(io);
@@ -202,6 +224,11 @@ static void fb_finish(struct fake_backend *fb, struct scsitgt_io *io)
 	}
 	if (c->status == 0)
 		fb_transfer(fb, io);
+	if (c->partial) {
+		fb_write_prefix(fb, io, c->at_lba - scsitgt_io_get_lba(io));
+		scsitgt_io_complete_partial(io, c->status, c->at_lba);
+		return;
+	}
 	if (c->at) {
 		scsitgt_io_complete_at(io, c->status, c->at_lba);
 		return;
@@ -285,6 +312,7 @@ static void fb_submit(void *bctx, struct scsitgt_io *io)
 		} else {
 			c->status = fb->fail_errno;
 			c->at = fb->fail_at;
+			c->partial = fb->fail_at && fb->fail_partial;
 			c->at_lba = fb->fail_at_lba;
 		}
 	}
@@ -414,10 +442,11 @@ void fake_backend_fail_next(struct fake_backend *fb, int err, unsigned int count
 }
 
 void fake_backend_fail_type_at(struct fake_backend *fb, enum scsitgt_io_type type, int err,
-			       uint64_t lba)
+			       uint64_t lba, bool partial)
 {
 	fake_backend_fail_type(fb, type, err, 1);
 	fb->fail_at = true;
+	fb->fail_partial = partial;
 	fb->fail_at_lba = lba;
 }
 

@@ -65,8 +65,9 @@ struct fake_backend {
 	int fail_errno;
 	bool fail_sense;
 	uint8_t fail_key, fail_asc, fail_ascq;
-	/* the failure names its first bad block (scsitgt_io_complete_at()) */
-	bool fail_at;
+	/* the failure names its first bad block (scsitgt_io_complete_at()), and with
+	 * fail_partial says the blocks before it are written (scsitgt_io_complete_partial()) */
+	bool fail_at, fail_partial;
 	uint64_t fail_at_lba;
 	/* Held ios (ASYNC, MANUAL). */
 	struct scsitgt_io **pending;
@@ -101,10 +102,11 @@ void fake_backend_fail_next(struct fake_backend *fb, int err, unsigned int count
 void fake_backend_fail_type(struct fake_backend *fb, enum scsitgt_io_type type, int err,
 			    unsigned int count);
 /* Fail the next io with exact sense data. */
-/* Fail the next io of @type with @err at block @lba (scsitgt_io_complete_at(): a medium error
- * there, the blocks before it not said to be written). */
+/* Fail the next io of @type with @err at block @lba: a medium error there, the blocks before
+ * it said to be written (@partial, scsitgt_io_complete_partial(): they are) or not
+ * (scsitgt_io_complete_at(): none is). */
 void fake_backend_fail_type_at(struct fake_backend *fb, enum scsitgt_io_type type, int err,
-			       uint64_t lba);
+			       uint64_t lba, bool partial);
 void fake_backend_fail_next_sense(struct fake_backend *fb, uint8_t key, uint8_t asc, uint8_t ascq);
 /* Complete every held io (MANUAL mode), on the calling (loop) thread. */
 void fake_backend_complete_pending(struct fake_backend *fb);

@@ -348,23 +348,15 @@ static void test_undo_only_own_change(void **state)
 	sw_free(c);
 }
 
-/*
- * A WRITE sent under WCE 1 fails at a block (a medium error with INFORMATION) after WCE went
- * to 0: the blocks before it, which the initiator takes for written, are written again and
- * flushed before the CHECK CONDITION (review30b F7), as a whole write would be.
- */
-static void test_failed_write_prefix_flushed(void **state)
+/* A 4-block WRITE at LBA 4 (of @data), sent under WCE 1, fails at LBA 6 (@partial: its backend
+ * says LBAs 4-5 are written) after MODE SELECT turned WCE off: its CHECK CONDITION names LBA 6. */
+static void write_failing_across(struct sw *c, uint8_t *data, bool partial)
 {
-	struct sw *c = sw_new(0x3c);
 	struct tctx *t = c->t;
-	uint8_t data[4 * BS];
-	size_t prefix = 0;
 
-	(void)state;
-	memset(data, 0x3c, sizeof(data));
-	fake_backend_fail_type_at(t->fb, SCSITGT_IO_WRITE, -EIO, 6);
-	loop_fabric_start(t->lf, 0, c->wcdb, cdb_rw(c->wcdb, SBC_WRITE_10, 4, 4, 0), data,
-			  sizeof(data), &c->w);
+	fake_backend_fail_type_at(t->fb, SCSITGT_IO_WRITE, -EIO, 6, partial);
+	loop_fabric_start(t->lf, 0, c->wcdb, cdb_rw(c->wcdb, SBC_WRITE_10, 4, 4, 0), data, 4 * BS,
+			  &c->w);
 	assert_false(t->fb->recs[0].flags & SCSITGT_IO_FLAG_FUA);
 	sw_select(c, false);
 	sw_finish(c, &c->w);
@@ -374,15 +366,48 @@ static void test_failed_write_prefix_flushed(void **state)
 	/* fixed format, VALID: INFORMATION is the failing block */
 	assert_true(c->w.sense[0] & 0x80);
 	assert_int_equal(get_be32(&c->w.sense[3]), 6);
-	/* the WRITE of LBAs 4..5 again, then a FLUSH, the last io */
-	for (size_t i = 1; i < t->fb->nrecs; i++)
-		if (t->fb->recs[i].type == SCSITGT_IO_WRITE && t->fb->recs[i].lba == 4 &&
-		    t->fb->recs[i].num_blocks == 2)
+	/* MODE SELECT's FLUSH and the WRITE's, the last io */
+	assert_int_equal(count_ios(t, SCSITGT_IO_FLUSH), 2);
+	assert_int_equal(fake_backend_last(t->fb)->type, SCSITGT_IO_FLUSH);
+}
+
+/*
+ * A WRITE sent under WCE 1 fails at a block (a medium error with INFORMATION) after WCE went
+ * to 0: the blocks before it, which the initiator takes for written, are written again and
+ * flushed before the CHECK CONDITION (review30b F7), as a whole write would be.
+ */
+static void test_failed_write_prefix_flushed(void **state)
+{
+	struct sw *c = sw_new(0x3c);
+	uint8_t data[4 * BS];
+	size_t prefix = 0;
+
+	(void)state;
+	memset(data, 0x3c, sizeof(data));
+	write_failing_across(c, data, false);
+	/* the WRITE of LBAs 4..5 again, before that FLUSH */
+	for (size_t i = 1; i < c->t->fb->nrecs; i++)
+		if (c->t->fb->recs[i].type == SCSITGT_IO_WRITE && c->t->fb->recs[i].lba == 4 &&
+		    c->t->fb->recs[i].num_blocks == 2)
 			prefix = i;
 	assert_true(prefix > 0);
-	assert_int_equal(fake_backend_last(t->fb)->type, SCSITGT_IO_FLUSH);
-	assert_true(t->fb->nrecs - 1 > prefix);
-	assert_int_equal(count_ios(t, SCSITGT_IO_FLUSH), 2);
+	assert_true(c->t->fb->nrecs - 1 > prefix);
+	sw_free(c);
+}
+
+/* The same WRITE whose backend says it wrote the blocks before the error
+ * (scsitgt_io_complete_partial()): no rewrite, but those blocks are flushed before the CHECK
+ * CONDITION all the same. */
+static void test_partial_write_flushed(void **state)
+{
+	struct sw *c = sw_new(0x3d);
+	uint8_t data[4 * BS];
+
+	(void)state;
+	memset(data, 0x3d, sizeof(data));
+	write_failing_across(c, data, true);
+	assert_int_equal(count_ios(c->t, SCSITGT_IO_WRITE), 1);
+	assert_true(memcmp(c->t->fb->data + 4 * BS, data, 2 * BS) == 0);
 	sw_free(c);
 }
 
@@ -397,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_write_back_good),
 		cmocka_unit_test(test_undo_only_own_change),
 		cmocka_unit_test(test_failed_write_prefix_flushed),
+		cmocka_unit_test(test_partial_write_flushed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
