@@ -418,10 +418,23 @@ void scsitgt__cmd_nexus_gone(struct scsitgt__cmd *cmd)
 	cmd_move(cmd, CMD_LIVE | CMD_S(SCSITGT__CMD_ABORTED), SCSITGT__CMD_ORPHANED);
 }
 
+/* The family's heap state goes with the command (cmd.h, struct scsitgt__cmd_ctx_ops). */
+static void cmd_ctx_free(struct scsitgt__cmd *cmd)
+{
+	const struct scsitgt__cmd_ctx_ops *ops = cmd->ctx_ops;
+
+	cmd->ctx_ops = NULL;
+	if (ops)
+		ops->free(cmd);
+}
+
 bool scsitgt__cmd_abandon(struct scsitgt__cmd *cmd)
 {
 	if (cmd->state == SCSITGT__CMD_ABANDONED)
 		return false;
+	/* its io callbacks never run again: what its family holds of the engine goes now */
+	if (cmd->ctx_ops && cmd->ctx_ops->abandon)
+		cmd->ctx_ops->abandon(cmd);
 	if (cmd->tmf_wait)
 		scsitgt__tmf_cmd_released(cmd);
 	scsitgt__order_done(cmd);
@@ -442,6 +455,7 @@ void scsitgt__cmd_abandoned_free(struct scsitgt__cmd *cmd)
 	 * memory: its pool may be gone with the engine, so it is left to the pool's owner. */
 	if (!cmd->buf_ext)
 		scsitgt__cache_free(NULL, cmd->buf, cmd->buf_cap);
+	cmd_ctx_free(cmd);
 	cmd_move(cmd, CMD_S(SCSITGT__CMD_ABANDONED), SCSITGT__CMD_FREED);
 	scsitgt__cache_free(NULL, cmd, cmd->alloc_size);
 }

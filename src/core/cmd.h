@@ -109,10 +109,32 @@ union scsitgt__cmd_ctx {
 	struct scsitgt__bg_walk *bg_walk;
 	/* spc_mode.c MODE SELECT while its write-back of the cache runs. */
 	struct scsitgt__mode_select_op *mode_select;
+	/* sbc_lba_status.c GET LBA STATUS: the extent array its backend io fills. */
+	void *lba_extents;
 };
 /* Every command carries the union: a family that needs more keeps a pointer to an allocation
  * of its own (as xcopy and the range walk do), so that commands do not grow for it. */
 _Static_assert(sizeof(union scsitgt__cmd_ctx) <= 32, "the per-command context stays small");
+
+/*
+ * The owner of a family's heap state of a command (reached through ctx: a record, a walk, a
+ * buffer an io reads or fills) on the one end its own callbacks never see. Completion, abort
+ * and a lost nexus all come back through the family's io callbacks (an io or a hold keeps
+ * the command until then), and the family frees its state there. A command given up inside a
+ * backend by an engine shutdown (ABANDONED, core/drain.c) gets no callback again: its last io
+ * frees the command, on any thread. So a family sets cmd->ctx_ops while it has such state
+ * (scsitgt__cmd_ctx_own()) and clears it when it frees the state itself; cmd.c gives up and
+ * frees through it what is still owned when the command is abandoned.
+ */
+struct scsitgt__cmd_ctx_ops {
+	/* In scsitgt__cmd_abandon(), on the command's loop with the engine alive: let go of what
+	 * the state holds in engine structures (not its memory: an io may still point into it).
+	 * May be NULL. */
+	void (*abandon)(struct scsitgt__cmd *cmd);
+	/* Free the state's memory: at scsitgt__cmd_abandoned_free() (any thread, no engine:
+	 * free() only), once the backend gave back the ios. */
+	void (*free)(struct scsitgt__cmd *cmd);
+};
 
 struct scsitgt__cmd {
 	struct scsitgt__session *sess;
@@ -161,6 +183,8 @@ struct scsitgt__cmd {
 
 	/* The command family's own state between execution steps (see the union). */
 	union scsitgt__cmd_ctx ctx;
+	/* who frees the family's heap state in ctx on an end it does not see; NULL: none. */
+	const struct scsitgt__cmd_ctx_ops *ctx_ops;
 
 	/* the shard (loop) this command runs on, its session's (core/shard.h): the command,
 	 * its ios and its buf come from the shard's cache; buf is owned by cmd.c. */
@@ -226,6 +250,13 @@ struct scsitgt__buf_ops {
 };
 
 struct scsitgt__tmf_op;
+
+/* The family's heap state in ctx is owned by @ops from now (NULL: freed by the family). */
+static inline void scsitgt__cmd_ctx_own(struct scsitgt__cmd *cmd,
+					const struct scsitgt__cmd_ctx_ops *ops)
+{
+	cmd->ctx_ops = ops;
+}
 
 /* Whether the command may still run or is running: what a TMF aborts (SAM-5 §7). */
 bool scsitgt__cmd_is_live(const struct scsitgt__cmd *cmd);

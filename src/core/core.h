@@ -362,6 +362,11 @@ struct scsitgt_lun {
 	struct scsitgt__lun_designators desig;
 	struct scsitgt__lun_limits limits;
 	struct scsitgt__mode_state mode;
+	/* Under xlock (spc_mode.c): the number of the last MODE SELECT that changed anything,
+	 * and per parameter of struct scsitgt__mode_state (in its order) the number of the one
+	 * that changed it last: a failed write-back undoes only what is still its own. */
+	uint32_t mode_seq;
+	uint32_t mode_by[7];
 	/*
 	 * Medium state (SBC-4 START STOP UNIT, PREVENT ALLOW MEDIUM REMOVAL; sbc.c): the medium
 	 * is present, the unit stopped; the I_T nexuses that prevent medium removal (SPC-5

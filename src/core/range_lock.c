@@ -220,6 +220,23 @@ void scsitgt__range_unlock(struct scsitgt_lun *lun, struct scsitgt__range_entry 
 	scsitgt__range_run_ready(self);
 }
 
+void scsitgt__range_forget(struct scsitgt_lun *lun, struct scsitgt__range_entry *e)
+{
+	struct scsitgt__range_lock *rl;
+
+	if (e == NULL)
+		return;
+	uv_mutex_lock(&lun->xlock);
+	rl = rl_of(lun);
+	scsitgt__list_remove(&e->node);
+	if (e->excl && --rl->nexcl == 0) {
+		rl->quiesce_pending = 0;
+		scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_EXCL, false);
+	}
+	uv_mutex_unlock(&lun->xlock);
+	free(e);
+}
+
 bool scsitgt__range_lock_needed(const struct scsitgt_lun *lun)
 {
 	/* Loaded now, not at parse: a command that counts itself untracked must do it in the

@@ -91,6 +91,9 @@ bool scsitgt__range_lock(struct scsitgt__cmd *cmd, uint64_t lba, uint64_t nblock
 			 scsitgt__range_granted_fn fn, struct scsitgt__range_entry **slot);
 /* Release a granted entry and wake the waiters it blocked. NULL is a no-op. */
 void scsitgt__range_unlock(struct scsitgt_lun *lun, struct scsitgt__range_entry *e);
+/* The entry of a command an engine shutdown gave up (core/drain.c) goes, granting nothing:
+ * the shutdown is walking the LUN's ios, no command may start under it. Loop: the command's. */
+void scsitgt__range_forget(struct scsitgt_lun *lun, struct scsitgt__range_entry *e);
 
 /*
  * The plain path (READ, WRITE, WRITE AND VERIFY, WRITE SAME, UNMAP): whether the command

@@ -172,6 +172,33 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd)
 	return SCSITGT__SR_OK;
 }
 
+/* The FLUSH after a failed WRITE's good blocks (sbc_rw_prefix_durable()) is back; the
+ * command ends with its first failure either way. */
+static void sbc_rw_prefix_flushed(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+				  enum scsitgt__sense_reason reason)
+{
+	/* the blocks before INFORMATION may not be on the medium: claim none */
+	if (reason != SCSITGT__SR_OK)
+		cmd->detail.info_valid = false;
+	scsitgt__io_done_complete_cmd(cmd, io, SCSITGT__SR_OK);
+}
+
+/*
+ * A WRITE that fails at INFORMATION tells the initiator the blocks before it are written
+ * (sbc_rw_partial()). Went they to the cache under WCE 1 and WCE is 0 now, they are made
+ * durable first, as a whole write is (sbc.h scsitgt__sbc_write_back_late(); SBC-4 §6.5.5).
+ * True when the FLUSH went; the range is released already.
+ */
+static bool sbc_rw_prefix_durable(struct scsitgt__cmd *cmd, struct scsitgt_io *io)
+{
+	if (io->type != SCSITGT_IO_WRITE || !scsitgt__sbc_write_back_late(cmd, io, SCSITGT__SR_OK))
+		return false;
+	if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, sbc_rw_prefix_flushed) == 0)
+		return true;
+	cmd->detail.info_valid = false;
+	return false;
+}
+
 /* The io again over the blocks before a medium error has come back (sbc_rw_done()). */
 static void sbc_rw_prefix_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 			       enum scsitgt__sense_reason reason)
@@ -191,6 +218,8 @@ static void sbc_rw_prefix_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 				(uint32_t)(io->error_lba - io->lba) * cmd->lun->geo.block_size;
 	}
 	scsitgt__range_plain_end(cmd->lun, &cmd->ctx.rw);
+	if (reason == SCSITGT__SR_OK && sbc_rw_prefix_durable(cmd, io))
+		return;
 	scsitgt__io_done_complete_cmd(cmd, io, SCSITGT__SR_OK);
 }
 
@@ -244,6 +273,14 @@ static void sbc_rw_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	if (io->type == SCSITGT_IO_WRITE && scsitgt__sbc_write_back_late(cmd, io, reason)) {
 		scsitgt__sbc_flush_then_complete(cmd);
 		return;
+	}
+	/* A WRITE its backend wrote up to the error (scsitgt_io_complete_partial()): those
+	 * blocks too (sbc_rw_prefix_durable()). */
+	if (io->partial && io->error_lba > io->lba && reason != SCSITGT__SR_OK &&
+	    reason != SCSITGT__SR_RAW) {
+		cmd->io_reason = reason;
+		if (sbc_rw_prefix_durable(cmd, io))
+			return;
 	}
 	scsitgt__io_done_complete_cmd(cmd, io, reason);
 }

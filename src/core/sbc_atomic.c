@@ -115,11 +115,32 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_atomic(struct scsitgt__cmd *
 	return SCSITGT__SR_OK;
 }
 
+/* A command given up with its read or write in the backend (core/drain.c; cmd.h): its range
+ * entry goes at once, the read-back buffer, which that io may still fill or read, with the
+ * command. */
+static void at_abandon(struct scsitgt__cmd *cmd)
+{
+	scsitgt__range_forget(cmd->lun, cmd->ctx.atomic.entry);
+	cmd->ctx.atomic.entry = NULL;
+}
+
+static void at_readback_free(struct scsitgt__cmd *cmd)
+{
+	free(cmd->ctx.atomic.readback);
+	cmd->ctx.atomic.readback = NULL;
+}
+
+static const struct scsitgt__cmd_ctx_ops at_ctx_ops = {
+	.abandon = at_abandon,
+	.free = at_readback_free,
+};
+
 /* Release the range and the read-back buffer. */
 static void at_release(struct scsitgt__cmd *cmd)
 {
 	struct scsitgt__sbc_atomic_ctx *at = &cmd->ctx.atomic;
 
+	scsitgt__cmd_ctx_own(cmd, NULL);
 	free(at->readback);
 	at->readback = NULL;
 	scsitgt__range_unlock(cmd->lun, at->entry);
@@ -226,10 +247,14 @@ void scsitgt__sbc_atomic_exec(struct scsitgt__cmd *cmd)
 		return;
 	}
 	cmd->ctx.atomic.readback = NULL;
+	/* the range entry and the read-back buffer, until at_release() */
+	scsitgt__cmd_ctx_own(cmd, &at_ctx_ops);
 	/* The grant (maybe inside the call) stores the entry in the context before at_granted. */
 	if (!scsitgt__range_lock(cmd, cmd->lba, cmd->nblocks, true, at_granted,
-				 &cmd->ctx.atomic.entry))
+				 &cmd->ctx.atomic.entry)) {
+		scsitgt__cmd_ctx_own(cmd, NULL);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
+	}
 }
 
 uint32_t scsitgt__sbc_max_atomic_blocks(const struct scsitgt_lun *lun)

@@ -33,6 +33,24 @@ struct scsitgt__sbc_chunker *scsitgt__sbc_chunker_new(struct scsitgt__cmd *cmd, 
 	return ch;
 }
 
+static void chunker_free(struct scsitgt__sbc_chunker *ch)
+{
+	free(ch->buf);
+	free(ch);
+}
+
+/* The command was given up with a piece in the backend (core/drain.c): the walk goes with it,
+ * its buffer once that io is back (cmd.h, struct scsitgt__cmd_ctx_ops). */
+static void chunk_ctx_free(struct scsitgt__cmd *cmd)
+{
+	chunker_free(cmd->ctx.chunker);
+	cmd->ctx.chunker = NULL;
+}
+
+static const struct scsitgt__cmd_ctx_ops chunk_ctx_ops = {
+	.free = chunk_ctx_free,
+};
+
 static void chunk_end(struct scsitgt__sbc_chunker *ch)
 {
 	struct scsitgt__cmd *cmd = ch->cmd;
@@ -40,9 +58,9 @@ static void chunk_end(struct scsitgt__sbc_chunker *ch)
 	struct scsitgt__sense_detail detail = ch->detail;
 
 	cmd->ctx.chunker = NULL;
+	scsitgt__cmd_ctx_own(cmd, NULL);
 	scsitgt__range_plain_end(cmd->lun, &ch->token);
-	free(ch->buf);
-	free(ch);
+	chunker_free(ch);
 	if (r == SCSITGT__SR_RAW) {
 		scsitgt__cmd_complete_raw(cmd, cmd->io_raw.key, cmd->io_raw.asc, cmd->io_raw.ascq);
 		return;
@@ -126,6 +144,7 @@ void scsitgt__sbc_chunker_start(struct scsitgt__sbc_chunker *ch)
 	struct scsitgt__cmd *cmd = ch->cmd;
 
 	cmd->ctx.chunker = ch;
+	scsitgt__cmd_ctx_own(cmd, &chunk_ctx_ops);
 	if (!scsitgt__range_plain_begin(cmd, ch->next, ch->end - ch->next, &ch->token,
 					chunk_granted)) {
 		ch->reason = SCSITGT__SR_BUSY;

@@ -120,6 +120,7 @@ static void lbas_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	/* An empty list: the range is mapped as far as the backend knows. */
 	if (reason == SCSITGT__SR_OK && a.ndesc == 0)
 		lbas_put(&a, io->num_blocks, LBAS_MAPPED);
+	scsitgt__cmd_ctx_own(cmd, NULL);
 	free(ext);
 	if (reason != SCSITGT__SR_OK) {
 		scsitgt__io_done_complete_cmd(cmd, io, reason);
@@ -127,6 +128,18 @@ static void lbas_io_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	}
 	lbas_send(cmd, &a);
 }
+
+/* A command given up with its io in the backend (core/drain.c): the extent array that io
+ * fills goes with the command (cmd.h). */
+static void lbas_extents_free(struct scsitgt__cmd *cmd)
+{
+	free(cmd->ctx.lba_extents);
+	cmd->ctx.lba_extents = NULL;
+}
+
+static const struct scsitgt__cmd_ctx_ops lbas_ctx_ops = {
+	.free = lbas_extents_free,
+};
 
 /* Ask the backend's asynchronous op; false when the io could not be submitted. The extent
  * array has room for LBAS_MAX_DESC extents whatever the allocation length: a backend's extents
@@ -141,9 +154,12 @@ static bool lbas_submit(struct scsitgt__cmd *cmd)
 	iov.iov_base = calloc(1, iov.iov_len);
 	if (iov.iov_base == NULL)
 		return false;
+	cmd->ctx.lba_extents = iov.iov_base;
+	scsitgt__cmd_ctx_own(cmd, &lbas_ctx_ops);
 	if (scsitgt__io_submit(cmd, SCSITGT_IO_GET_LBA_STATUS, cmd->lba,
 			       rest < UINT32_MAX ? (uint32_t)rest : UINT32_MAX, &iov, 1, 0,
 			       lbas_io_done) < 0) {
+		scsitgt__cmd_ctx_own(cmd, NULL);
 		free(iov.iov_base);
 		return false;
 	}

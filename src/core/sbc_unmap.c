@@ -105,6 +105,12 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 			return;
 		}
 	}
+	/* §5.30.2: a descriptor with NUMBER OF LOGICAL BLOCKS zero unmaps nothing, without error.
+	 * Nothing for the backend: no block changed, so no write-back is due (unmap_done()). */
+	if (total == 0) {
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
+		return;
+	}
 	/* Hold one count while submitting so that a backend completing inside submit cannot
 	 * finish the command before every range was handed over. */
 	scsitgt__cmd_hold(cmd);

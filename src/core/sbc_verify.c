@@ -54,6 +54,18 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_verify(struct scsitgt__cmd *
 	return SCSITGT__SR_OK;
 }
 
+/* A WRITE AND VERIFY given up with its read-back in the backend (core/drain.c): the buffer
+ * that io fills goes with the command (cmd.h). */
+static void wv_readback_free(struct scsitgt__cmd *cmd)
+{
+	free(cmd->ctx.write_verify.readback);
+	cmd->ctx.write_verify.readback = NULL;
+}
+
+static const struct scsitgt__cmd_ctx_ops wv_ctx_ops = {
+	.free = wv_readback_free,
+};
+
 static void wv_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 			 enum scsitgt__sense_reason reason)
 {
@@ -62,6 +74,7 @@ static void wv_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 
 	(void)io;
 	cmd->ctx.write_verify.readback = NULL;
+	scsitgt__cmd_ctx_own(cmd, NULL);
 	scsitgt__range_plain_end(cmd->lun, &cmd->ctx.write_verify.range);
 	if (reason == SCSITGT__SR_OK && sbc_bytchk(cmd)) {
 		for (uint32_t i = 0; i < cmd->xfer_len; i++) {
@@ -107,11 +120,13 @@ static void wv_write_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 		return;
 	}
 	cmd->ctx.write_verify.readback = readback;
+	scsitgt__cmd_ctx_own(cmd, &wv_ctx_ops);
 	iov.iov_base = readback;
 	iov.iov_len = cmd->xfer_len;
 	if (scsitgt__io_submit(cmd, SCSITGT_IO_READ, cmd->lba, cmd->nblocks, &iov, 1, 0,
 			       wv_read_done) < 0) {
 		cmd->ctx.write_verify.readback = NULL;
+		scsitgt__cmd_ctx_own(cmd, NULL);
 		free(readback);
 		scsitgt__range_plain_end(cmd->lun, &cmd->ctx.write_verify.range);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);

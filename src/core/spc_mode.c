@@ -340,7 +340,33 @@ struct scsitgt__mode_select_op {
 	enum scsitgt__sense_reason r;
 	/* the LUN's parameters before and after this command applied its pages */
 	struct scsitgt__mode_state before, after;
+	/* this command's number in lun->mode_seq, when it changed anything */
+	uint32_t seq;
 };
+
+/* The parameters of struct scsitgt__mode_state, in the order of lun->mode_by (core.h). */
+#define MODE_FIELDS(X) X(wce) X(rcd) X(d_sense) X(swp) X(qerr) X(mrie) X(dexcpt)
+#define MODE_ONE(f) +1
+_Static_assert(0 MODE_FIELDS(MODE_ONE) ==
+		       sizeof(((struct scsitgt_lun *)0)->mode_by) / sizeof(uint32_t),
+	       "one owner per mode parameter");
+#undef MODE_ONE
+
+/* Number this command's changes (under xlock): each parameter it changed is its own until a
+ * later MODE SELECT changes it, whatever the value (a value compare could not tell a later
+ * command's change back to our value from ours: review30b F6). */
+static void mode_select_number(struct scsitgt_lun *lun, struct scsitgt__mode_select_op *op)
+{
+	unsigned int i = 0;
+
+	op->seq = ++lun->mode_seq;
+#define MODE_OWN(f)                        \
+	if (op->before.f != op->after.f)   \
+		lun->mode_by[i] = op->seq; \
+	i++;
+	MODE_FIELDS(MODE_OWN)
+#undef MODE_OWN
+}
 
 static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd,
 					      struct scsitgt__mode_select_op *op)
@@ -383,6 +409,8 @@ static enum scsitgt__sense_reason mode_select(struct scsitgt__cmd *cmd,
 	op->before = cmd->lun->mode;
 	r = mode_walk_pages(cmd, hdr + bdlen, true);
 	op->after = cmd->lun->mode;
+	if (memcmp(&op->before, &op->after, sizeof(op->before)) != 0)
+		mode_select_number(cmd->lun, op);
 	uv_mutex_unlock(&cmd->lun->xlock);
 	return r;
 }
@@ -401,19 +429,19 @@ static bool mode_select_changed(const struct scsitgt__mode_select_op *op)
  */
 static void mode_select_undo(struct scsitgt_lun *lun, const struct scsitgt__mode_select_op *op)
 {
+	unsigned int i = 0;
+	uint32_t seq;
+
 	uv_mutex_lock(&lun->xlock);
-#define MODE_UNDO(f)                                                           \
-	do {                                                                   \
-		if (op->before.f != op->after.f && lun->mode.f == op->after.f) \
-			lun->mode.f = op->before.f;                            \
-	} while (0)
-	MODE_UNDO(wce);
-	MODE_UNDO(rcd);
-	MODE_UNDO(d_sense);
-	MODE_UNDO(swp);
-	MODE_UNDO(qerr);
-	MODE_UNDO(mrie);
-	MODE_UNDO(dexcpt);
+	/* the undo is a change of its own: a still older command's failure leaves it alone */
+	seq = ++lun->mode_seq;
+#define MODE_UNDO(f)                                                     \
+	if (op->before.f != op->after.f && lun->mode_by[i] == op->seq) { \
+		lun->mode.f = op->before.f;                              \
+		lun->mode_by[i] = seq;                                   \
+	}                                                                \
+	i++;
+	MODE_FIELDS(MODE_UNDO)
 #undef MODE_UNDO
 	uv_mutex_unlock(&lun->xlock);
 }
@@ -465,6 +493,8 @@ static void mode_select_flushed(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	struct scsitgt__mode_select_op *op = cmd->ctx.mode_select;
 
 	(void)io;
+	/* the record is this call's again (mode_select_done frees it) */
+	scsitgt__cmd_ctx_own(cmd, NULL);
 	if (reason != SCSITGT__SR_OK) {
 		mode_select_undo(cmd->lun, op);
 		op->r = reason;
@@ -472,6 +502,18 @@ static void mode_select_flushed(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	/* told even when undone: a nexus may have read the parameters in between */
 	mode_select_tell(op);
 }
+
+/* A MODE SELECT given up with its write-back in the backend (an engine shutdown, core/drain.c)
+ * is never told: its record goes with the command. No unit attention then: the LUN is leaving
+ * with the engine, and this end runs on any thread, where no nexus may be touched. */
+static void mode_select_record_free(struct scsitgt__cmd *cmd)
+{
+	scsitgt__home_call_free(&cmd->ctx.mode_select->hc);
+}
+
+static const struct scsitgt__cmd_ctx_ops mode_select_ctx_ops = {
+	.free = mode_select_record_free,
+};
 
 void scsitgt__spc_mode_select(struct scsitgt__cmd *cmd)
 {
@@ -493,6 +535,7 @@ void scsitgt__spc_mode_select(struct scsitgt__cmd *cmd)
 	}
 	if (op->before.wce && !op->after.wce && scsitgt__sbc_volatile_cache(cmd->lun)) {
 		cmd->ctx.mode_select = op;
+		scsitgt__cmd_ctx_own(cmd, &mode_select_ctx_ops);
 		if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0,
 				       mode_select_flushed) < 0)
 			mode_select_flushed(cmd, NULL, SCSITGT__SR_BUSY);

@@ -172,6 +172,69 @@ static size_t xc_sense(const struct scsitgt__xcopy_op *op, uint8_t *buf)
 	return len;
 }
 
+/*
+ * One of the copy's counts on @lun goes, as core/drain.c drops a given-up command's own: on a
+ * worker as usual (its part may report), on home without the backend close a last drop
+ * starts, for this runs inside the engine's walk of its zombies, which closes an idle one
+ * itself on its next turn.
+ */
+static void xc_count_drop(struct scsitgt_lun *lun, struct scsitgt__shard *shard)
+{
+	struct scsitgt__lun_part *part = scsitgt__lun_part(lun, shard);
+
+	if (shard->index != 0) {
+		scsitgt__lun_inflight_drop(lun, shard);
+		return;
+	}
+	atomic_store_explicit(&part->inflight,
+			      atomic_load_explicit(&part->inflight, memory_order_relaxed) - 1,
+			      memory_order_relaxed);
+}
+
+/*
+ * The copy's command was given up with a piece's io in the backend (an engine shutdown,
+ * core/drain.c; cmd.h struct scsitgt__cmd_ctx_ops). On its loop: its entry in the nexus's
+ * copy results ends (aborted), so that the nexus neither keeps the list identifier busy nor
+ * writes through the entry's pointer into the copy once it is freed; and its counts on the
+ * copy manager and the CSCDs go, but for the one the shutdown takes for the command on the
+ * LUN of that io (else those LUNs would stay held and be left behind).
+ */
+static void xc_ctx_abandon(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt__xcopy_op *op = cmd->ctx.xcopy;
+	struct scsitgt_lun *io_lun = op->step == XC_READING ? op->src : op->dst;
+	bool taken = op->home == io_lun;
+	const uint8_t no_sense[1] = { 0 };
+
+	scsitgt__xcopy_entry_end(op->entry, SAM_STAT_TASK_ABORTED, no_sense, 0, op->seg, op->total);
+	if (!taken)
+		xc_count_drop(op->home, cmd->shard);
+	for (unsigned int i = 0; i < SCSITGT__XCOPY_MAX_CSCD; i++) {
+		if (op->cscd[i] == NULL)
+			continue;
+		if (!taken && op->cscd[i] == io_lun)
+			taken = true;
+		else
+			xc_count_drop(op->cscd[i], cmd->shard);
+		op->cscd[i] = NULL;
+	}
+}
+
+/* Then, once that io is back (any thread): the copy's memory, its buffer last. */
+static void xc_ctx_free(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt__xcopy_op *op = cmd->ctx.xcopy;
+
+	cmd->ctx.xcopy = NULL;
+	free(op->buf);
+	free(op);
+}
+
+static const struct scsitgt__cmd_ctx_ops xc_ctx_ops = {
+	.abandon = xc_ctx_abandon,
+	.free = xc_ctx_free,
+};
+
 /* Drop the CSCD holds, record the outcome, complete the command and free the copy. */
 static void xc_end(struct scsitgt__xcopy_op *op)
 {
@@ -182,6 +245,7 @@ static void xc_end(struct scsitgt__xcopy_op *op)
 
 	cmd->lun = op->home;
 	cmd->ctx.xcopy = NULL;
+	scsitgt__cmd_ctx_own(cmd, NULL);
 	for (unsigned int i = 0; i < SCSITGT__XCOPY_MAX_CSCD; i++) {
 		if (op->cscd[i])
 			scsitgt__lun_inflight_drop(op->cscd[i], op->cmd->shard);
@@ -775,5 +839,6 @@ void scsitgt__xcopy_exec(struct scsitgt__cmd *cmd)
 		return;
 	}
 	cmd->ctx.xcopy = op;
+	scsitgt__cmd_ctx_own(cmd, &xc_ctx_ops);
 	xc_pump(op);
 }

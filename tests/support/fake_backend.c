@@ -10,6 +10,8 @@ struct fb_io_ctx {
 	int status;
 	bool sense;
 	uint8_t key, asc, ascq;
+	bool at, partial;
+	uint64_t at_lba;
 };
 
 void fake_backend_opts_init(struct fake_backend_opts *o)
@@ -190,6 +192,28 @@ static int fb_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out,
 }
 
 /* Finish an io on the loop thread as decided at submit. */
+/* A WRITE failing at a block writes the blocks before it (scsitgt_io_complete_partial()). */
+static void fb_write_prefix(struct fake_backend *fb, struct scsitgt_io *io, uint64_t nblocks)
+{
+	size_t left = (size_t)nblocks * fb->o.block_size, off = 0;
+	const struct iovec *iov;
+	int iovcnt;
+
+	if (scsitgt_io_get_type(io) != SCSITGT_IO_WRITE || fb->data == NULL)
+		return;
+	iov = scsitgt_io_get_iov(io, &iovcnt);
+	pthread_mutex_lock(&fb->lock);
+	for (int i = 0; i < iovcnt && left; i++) {
+		size_t n = iov[i].iov_len < left ? iov[i].iov_len : left;
+
+		memcpy(fb->data + scsitgt_io_get_lba(io) * fb->o.block_size + off, iov[i].iov_base,
+		       n);
+		off += n;
+		left -= n;
+	}
+	pthread_mutex_unlock(&fb->lock);
+}
+
 static void fb_finish(struct fake_backend *fb, struct scsitgt_io *io)
 {
 	struct fb_io_ctx *c = scsitgt_io_get_ctx(io);
@@ -200,6 +224,15 @@ static void fb_finish(struct fake_backend *fb, struct scsitgt_io *io)
 	}
 	if (c->status == 0)
 		fb_transfer(fb, io);
+	if (c->partial) {
+		fb_write_prefix(fb, io, c->at_lba - scsitgt_io_get_lba(io));
+		scsitgt_io_complete_partial(io, c->status, c->at_lba);
+		return;
+	}
+	if (c->at) {
+		scsitgt_io_complete_at(io, c->status, c->at_lba);
+		return;
+	}
 	scsitgt_io_complete(io, c->status);
 }
 
@@ -278,6 +311,9 @@ static void fb_submit(void *bctx, struct scsitgt_io *io)
 			c->ascq = fb->fail_ascq;
 		} else {
 			c->status = fb->fail_errno;
+			c->at = fb->fail_at;
+			c->partial = fb->fail_at && fb->fail_partial;
+			c->at_lba = fb->fail_at_lba;
 		}
 	}
 
@@ -399,9 +435,19 @@ int fake_backend_lun_create_opts(struct scsitgt_lun **lun_out, struct fake_backe
 void fake_backend_fail_next(struct fake_backend *fb, int err, unsigned int count)
 {
 	fb->fail_sense = false;
+	fb->fail_at = false;
 	fb->fail_types = 0;
 	fb->fail_errno = err;
 	fb->fail_count = count;
+}
+
+void fake_backend_fail_type_at(struct fake_backend *fb, enum scsitgt_io_type type, int err,
+			       uint64_t lba, bool partial)
+{
+	fake_backend_fail_type(fb, type, err, 1);
+	fb->fail_at = true;
+	fb->fail_partial = partial;
+	fb->fail_at_lba = lba;
 }
 
 void fake_backend_fail_type(struct fake_backend *fb, enum scsitgt_io_type type, int err,
@@ -451,6 +497,11 @@ void fake_backend_complete_first(struct fake_backend *fb)
 	fb->npending--;
 	memmove(&fb->pending[0], &fb->pending[1], fb->npending * sizeof(*fb->pending));
 	fb_finish(fb, io);
+}
+
+void fake_backend_destroy(struct fake_backend *fb)
+{
+	fb_close(fb, NULL, NULL);
 }
 
 const struct fake_io_rec *fake_backend_last(const struct fake_backend *fb)

@@ -65,6 +65,10 @@ struct fake_backend {
 	int fail_errno;
 	bool fail_sense;
 	uint8_t fail_key, fail_asc, fail_ascq;
+	/* the failure names its first bad block (scsitgt_io_complete_at()), and with
+	 * fail_partial says the blocks before it are written (scsitgt_io_complete_partial()) */
+	bool fail_at, fail_partial;
+	uint64_t fail_at_lba;
 	/* Held ios (ASYNC, MANUAL). */
 	struct scsitgt_io **pending;
 	size_t npending, pending_cap;
@@ -98,12 +102,20 @@ void fake_backend_fail_next(struct fake_backend *fb, int err, unsigned int count
 void fake_backend_fail_type(struct fake_backend *fb, enum scsitgt_io_type type, int err,
 			    unsigned int count);
 /* Fail the next io with exact sense data. */
+/* Fail the next io of @type with @err at block @lba: a medium error there, the blocks before
+ * it said to be written (@partial, scsitgt_io_complete_partial(): they are) or not
+ * (scsitgt_io_complete_at(): none is). */
+void fake_backend_fail_type_at(struct fake_backend *fb, enum scsitgt_io_type type, int err,
+			       uint64_t lba, bool partial);
 void fake_backend_fail_next_sense(struct fake_backend *fb, uint8_t key, uint8_t asc, uint8_t ascq);
 /* Complete every held io (MANUAL mode), on the calling (loop) thread. */
 void fake_backend_complete_pending(struct fake_backend *fb);
 /* FAKE_MANUAL: complete the oldest io held, only it (the ios its completion submits stay
  * held). */
 void fake_backend_complete_first(struct fake_backend *fb);
+/* Close a backend the core will not close (it held ios when the engine went, core/drain.c),
+ * once it completed them: the host's part. */
+void fake_backend_destroy(struct fake_backend *fb);
 /* The last recorded io, or NULL. */
 const struct fake_io_rec *fake_backend_last(const struct fake_backend *fb);
 

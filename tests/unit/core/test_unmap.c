@@ -138,6 +138,33 @@ static void test_unmap_lbprz_durable_without_wce(void **state)
 	tctx_destroy(t);
 }
 
+/* An UNMAP whose ranges are all empty (SBC-4 §5.30.2: NUMBER OF LOGICAL BLOCKS zero unmaps
+ * nothing, no error; and no descriptor at all) changes no block: GOOD with no io, no FLUSH,
+ * also on an LBPRZ LUN with WCE 0. */
+static void test_unmap_nothing_no_flush(void **state)
+{
+	static const uint64_t desc[][2] = { { 0, 0 }, { 64, 0 } };
+	struct tctx *t = cached_thin(0, true);
+	uint8_t list[64];
+	size_t len = unmap_param_list(list, desc, 2);
+
+	(void)state;
+	assert_false(t->lun->mode.wce);
+	assert_good(tctx_run_lun(t, 0, cdb_unmap(t->cdb, (uint16_t)len, 0), list, len));
+	assert_int_equal(t->fb->nrecs, 0);
+	len = unmap_param_list(list, desc, 0);
+	assert_good(tctx_run_lun(t, 0, cdb_unmap(t->cdb, (uint16_t)len, 0), list, len));
+	assert_int_equal(t->fb->nrecs, 0);
+	/* one range with blocks among empty ones: its UNMAP, then the FLUSH */
+	static const uint64_t some[][2] = { { 0, 0 }, { 64, 4 } };
+	len = unmap_param_list(list, some, 2);
+	assert_good(tctx_run_lun(t, 0, cdb_unmap(t->cdb, (uint16_t)len, 0), list, len));
+	assert_int_equal(t->fb->nrecs, 2);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_UNMAP);
+	assert_int_equal(t->fb->recs[1].type, SCSITGT_IO_FLUSH);
+	tctx_destroy(t);
+}
+
 /* No FLUSH where nothing is promised or the initiator flushes: WCE 1, no LBPRZ, no cache. */
 static void test_unmap_no_flush_needed(void **state)
 {
@@ -166,6 +193,7 @@ int main(void)
 		cmocka_unit_test(test_unmap_needs_thin),
 		cmocka_unit_test(test_unmap_lbprz_durable_without_wce),
 		cmocka_unit_test(test_unmap_no_flush_needed),
+		cmocka_unit_test(test_unmap_nothing_no_flush),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -311,6 +311,106 @@ static void test_write_back_good(void **state)
 	sw_free(c);
 }
 
+/*
+ * Three MODE SELECTs within one write-back (review30b F6): MS1 turns WCE off (its FLUSH held,
+ * then failing), MS2 turns it on, MS3 off again (its FLUSH held, then good). MS1's failure
+ * must not undo WCE: MS3 changed it last, and answers GOOD for WCE 0. A compare of values
+ * (WCE is 0, as MS1 left it) would set it back to 1.
+ */
+static void test_undo_only_own_change(void **state)
+{
+	struct sw *c = sw_new(0);
+	struct tctx *t = c->t;
+	uint8_t cdb2[CDB_BUF], cdb3[CDB_BUF], l2[28], l3[28];
+	struct lf_result r2 = { 0 }, r3 = { 0 };
+
+	(void)state;
+	fake_backend_fail_type(t->fb, SCSITGT_IO_FLUSH, -EIO, 1);
+	sw_select(c, false);
+	assert_false(t->lun->mode.wce);
+	loop_fabric_start(t->lf, 0, cdb2, cdb_mode_select10(cdb2, true, false, 28), l2,
+			  caching_list(l2, true), &r2);
+	loop_fabric_wait(t->lf, &r2);
+	assert_good(&r2);
+	assert_true(t->lun->mode.wce);
+	loop_fabric_start(t->lf, 0, cdb3, cdb_mode_select10(cdb3, true, false, 28), l3,
+			  caching_list(l3, false), &r3);
+	assert_false(t->lun->mode.wce);
+	assert_int_equal(count_ios(t, SCSITGT_IO_FLUSH), 2);
+	/* MS1's FLUSH fails, MS3's succeeds */
+	sw_finish(c, &c->m);
+	loop_fabric_wait(t->lf, &r3);
+	assert_sense(&c->m, 0x3, 0x0c, 0x00);
+	assert_good(&r3);
+	assert_false(t->lun->mode.wce);
+	lf_result_clear(&r2);
+	lf_result_clear(&r3);
+	sw_free(c);
+}
+
+/* A 4-block WRITE at LBA 4 (of @data), sent under WCE 1, fails at LBA 6 (@partial: its backend
+ * says LBAs 4-5 are written) after MODE SELECT turned WCE off: its CHECK CONDITION names LBA 6. */
+static void write_failing_across(struct sw *c, uint8_t *data, bool partial)
+{
+	struct tctx *t = c->t;
+
+	fake_backend_fail_type_at(t->fb, SCSITGT_IO_WRITE, -EIO, 6, partial);
+	loop_fabric_start(t->lf, 0, c->wcdb, cdb_rw(c->wcdb, SBC_WRITE_10, 4, 4, 0), data, 4 * BS,
+			  &c->w);
+	assert_false(t->fb->recs[0].flags & SCSITGT_IO_FLAG_FUA);
+	sw_select(c, false);
+	sw_finish(c, &c->w);
+	loop_fabric_wait(t->lf, &c->m);
+	assert_good(&c->m);
+	assert_int_equal(c->w.status, 0x02);
+	/* fixed format, VALID: INFORMATION is the failing block */
+	assert_true(c->w.sense[0] & 0x80);
+	assert_int_equal(get_be32(&c->w.sense[3]), 6);
+	/* MODE SELECT's FLUSH and the WRITE's, the last io */
+	assert_int_equal(count_ios(t, SCSITGT_IO_FLUSH), 2);
+	assert_int_equal(fake_backend_last(t->fb)->type, SCSITGT_IO_FLUSH);
+}
+
+/*
+ * A WRITE sent under WCE 1 fails at a block (a medium error with INFORMATION) after WCE went
+ * to 0: the blocks before it, which the initiator takes for written, are written again and
+ * flushed before the CHECK CONDITION (review30b F7), as a whole write would be.
+ */
+static void test_failed_write_prefix_flushed(void **state)
+{
+	struct sw *c = sw_new(0x3c);
+	uint8_t data[4 * BS];
+	size_t prefix = 0;
+
+	(void)state;
+	memset(data, 0x3c, sizeof(data));
+	write_failing_across(c, data, false);
+	/* the WRITE of LBAs 4..5 again, before that FLUSH */
+	for (size_t i = 1; i < c->t->fb->nrecs; i++)
+		if (c->t->fb->recs[i].type == SCSITGT_IO_WRITE && c->t->fb->recs[i].lba == 4 &&
+		    c->t->fb->recs[i].num_blocks == 2)
+			prefix = i;
+	assert_true(prefix > 0);
+	assert_true(c->t->fb->nrecs - 1 > prefix);
+	sw_free(c);
+}
+
+/* The same WRITE whose backend says it wrote the blocks before the error
+ * (scsitgt_io_complete_partial()): no rewrite, but those blocks are flushed before the CHECK
+ * CONDITION all the same. */
+static void test_partial_write_flushed(void **state)
+{
+	struct sw *c = sw_new(0x3d);
+	uint8_t data[4 * BS];
+
+	(void)state;
+	memset(data, 0x3d, sizeof(data));
+	write_failing_across(c, data, true);
+	assert_int_equal(count_ios(c->t, SCSITGT_IO_WRITE), 1);
+	assert_true(memcmp(c->t->fb->data + 4 * BS, data, 2 * BS) == 0);
+	sw_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -320,6 +420,9 @@ int main(void)
 		cmocka_unit_test(test_write_flush_fails),
 		cmocka_unit_test(test_failed_write_back_undone),
 		cmocka_unit_test(test_write_back_good),
+		cmocka_unit_test(test_undo_only_own_change),
+		cmocka_unit_test(test_failed_write_prefix_flushed),
+		cmocka_unit_test(test_partial_write_flushed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
