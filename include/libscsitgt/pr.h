@@ -172,7 +172,8 @@ SCSITGT_EXPORT int scsitgt_lun_use_pr_file(struct scsitgt_lun *lun, const char *
  * again (the change would run twice: a PREEMPT would find its key gone).
  *
  * A PERSISTENT RESERVE OUT that changes nothing (a refused one, RESERVE by the holder) commits
- * nothing. PERSISTENT RESERVE IN and the reservation conflict checks use the local copy.
+ * nothing. PERSISTENT RESERVE IN and the reservation conflict checks use the local copy, as long
+ * as the store has not said that the copy may be stale (scsitgt_lun_set_pr_synced()).
  * SPC-2 RESERVE/RELEASE are not supported on a LUN with a cluster store (INVALID COMMAND
  * OPERATION CODE): they belong to one engine's I_T nexus and could not exclude the others.
  * @{
@@ -288,6 +289,33 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_commit(struct scsitgt_pr_req *req, i
  */
 SCSITGT_EXPORT int scsitgt_lun_apply_pr_state(struct scsitgt_lun *lun, const void *data,
 					      size_t len);
+
+/**
+ * Tell the core whether this engine's copy of the shared state may be stale. A store that
+ * delivers states through a channel that can break (a RADOS watch the OSD dropped, a lost
+ * connection) cannot know what it missed meanwhile, and another engine's commit completes
+ * without this engine: call it with @p synced false as soon as the channel may have missed a
+ * delivery, and with true once the channel works again and a state read after that was
+ * applied (scsitgt_lun_apply_pr_state()). While unsynced:
+ *
+ * - PERSISTENT RESERVE IN fetches (@c fetch) and applies the stored state before it answers;
+ *   a fetch error ends it as a PERSISTENT RESERVE OUT's (HARDWARE ERROR, LOGICAL UNIT
+ *   COMMUNICATION FAILURE for the connection errors);
+ * - a command that a persistent reservation could refuse (the read and write classes of the
+ *   conflict table, SPC-5 §5.13.1) ends with BUSY status: the copy cannot tell whether it is
+ *   refused; commands every reservation allows (INQUIRY, TEST UNIT READY, REPORT LUNS...) run;
+ * - PERSISTENT RESERVE OUT is unchanged (it always fetches first).
+ *
+ * A LUN starts synced when the store is installed (the host applied the current state), and
+ * removing the store clears the mark. A LUN without a cluster store never pays for it.
+ *
+ * @param lun    The LUN.
+ * @param synced false: deliveries may have been missed; true: the copy is current again.
+ * @return 0; -EINVAL for a NULL @p lun; -ENOENT when the LUN has no cluster store.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_lun_set_pr_synced(struct scsitgt_lun *lun, bool synced);
 
 /** @} */
 

@@ -185,6 +185,20 @@ enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
 	 * nothing conflicts but RESERVE and RELEASE, which registrations refuse: every other
 	 * command passes without the lock, also on a LUN with registered keys (issue 18).
 	 */
+	if (!(cmd->xflags & (SCSITGT__LUN_XF_RESERVED | SCSITGT__LUN_XF_PR_UNSYNCED)) &&
+	    cls != SCSITGT__PR_RESERVE && cls != SCSITGT__PR_RELEASE)
+		return SCSITGT__SR_OK;
+	/*
+	 * The cluster store said that this copy may miss a change committed through another
+	 * engine (libscsitgt/pr.h, scsitgt_lun_set_pr_synced()): a command that a reservation
+	 * could refuse (SPC-5 §5.13.1 Table 63: the read and write classes) is not decided on
+	 * it. BUSY (SAM-5 §5.3.1: the logical unit cannot accept it now) makes the initiator send
+	 * it again later, by when the store has read the state again; Linux requeues a BUSY
+	 * command without failing the path, Windows' class driver retries it after a delay.
+	 */
+	if ((cmd->xflags & SCSITGT__LUN_XF_PR_UNSYNCED) &&
+	    (cls == SCSITGT__PR_READ || cls == SCSITGT__PR_WRITE))
+		return SCSITGT__SR_BUSY;
 	if (!(cmd->xflags & SCSITGT__LUN_XF_RESERVED) && cls != SCSITGT__PR_RESERVE &&
 	    cls != SCSITGT__PR_RELEASE)
 		return SCSITGT__SR_OK;
