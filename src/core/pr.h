@@ -77,7 +77,7 @@ struct scsitgt_pr_req {
 	/* pr_cluster.c: its place in pr->cl_queue, its tries, where it is at the store */
 	struct scsitgt__list node;
 	unsigned int tries;
-	bool busy;   /* at the store (fetch or commit) */
+	bool busy; /* at the store (fetch or commit) */
 	/* a PERSISTENT RESERVE IN on an unsynced copy: fetch and apply, execute nothing */
 	bool in;
 	bool commit; /* the store has our commit */
@@ -213,6 +213,10 @@ bool scsitgt__pr_cluster_on(const struct scsitgt_lun *lun);
 /* Run PERSISTENT RESERVE OUT @req (or the fetch of an IN, req->in) through the cluster store;
  * scsitgt__home_call_back() once it has its outcome. Loop: home. */
 void scsitgt__pr_cluster_out(struct scsitgt_pr_req *req);
+/* Start @cmd's step on home with a struct scsitgt_pr_req as its record (lun and nexus set;
+ * core/home_call.h, a step that ends later); without memory @cmd ends BUSY. Loop: @cmd's. */
+void scsitgt__pr_req_home(struct scsitgt__cmd *cmd, scsitgt__home_call_fn run,
+			  scsitgt__home_call_fn done);
 /* PERSISTENT RESERVE IN @cmd on a copy the store called stale (cmd->xflags has
  * SCSITGT__LUN_XF_PR_UNSYNCED): fetch and apply the stored state on home, then answer
  * (scsitgt__pr_in_answer()) on @cmd's shard. Loop: @cmd's. */

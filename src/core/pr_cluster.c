@@ -452,6 +452,14 @@ static void cl_in_home(struct scsitgt__home_call *hc)
  */
 void scsitgt__pr_cluster_in(struct scsitgt__cmd *cmd)
 {
+	scsitgt__pr_req_home(cmd, cl_in_home, cl_in_done);
+}
+
+void scsitgt__pr_req_home(struct scsitgt__cmd *cmd, scsitgt__home_call_fn run,
+			  scsitgt__home_call_fn done)
+{
+	/* The reservation state's stores and the target's nexuses are home's: the command goes
+	 * there (held), its record allocated before anything changes. */
 	struct scsitgt__home_call *hc =
 		scsitgt__home_call_new(cmd, NULL, sizeof(struct scsitgt_pr_req));
 	struct scsitgt_pr_req *req;
@@ -463,7 +471,7 @@ void scsitgt__pr_cluster_in(struct scsitgt__cmd *cmd)
 	req = scsitgt__container_of(hc, struct scsitgt_pr_req, hc);
 	req->lun = cmd->lun;
 	scsitgt__pr_nexus(&req->self, cmd->sess);
-	scsitgt__home_call_later(hc, cl_in_home, cl_in_done);
+	scsitgt__home_call_later(hc, run, done);
 }
 
 /* Home: the committed change has reached this engine's nexuses. */
