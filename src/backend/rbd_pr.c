@@ -116,6 +116,8 @@ struct scsitgt__rbd_pr {
 	struct pr_op *done_head, *done_tail; /* under mu */
 	unsigned int inflight;		     /* aio ops not yet back on the loop */
 	bool stopping, rewatching;
+	/* the last re-watch failed (logged once; pr_check_cb retries it) */
+	bool rewatch_failed;
 	/* attach, and teardown (unwatch, flush, destroy the ioctx): both on the worker, in
 	 * order, before the backend's close job shuts the cluster handle down */
 	struct scsitgt__rbd_job job, stop_job;
@@ -582,6 +584,7 @@ static void pr_async_cb(uv_async_t *h)
 				pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", EINVAL);
 			else if (st->lun)
 				scsitgt_lun_set_pr_synced(st->lun, true);
+			st->rewatch_failed = false;
 			break;
 		}
 		pr_op_free(op);
@@ -1073,9 +1076,14 @@ static void pr_rewatch_done(struct scsitgt__rbd_job *job)
 
 	st->rewatching = false;
 	if (job->status < 0) {
-		/* Still unsynced; the watch check tries again (pr_check_cb). */
-		pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "watch again", job->status);
+		/* Still unsynced; the watch check tries again (pr_check_cb), every PR_CHECK_MS:
+		 * logged once. */
+		if (!st->rewatch_failed)
+			pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s (trying again)", "watch again",
+			       job->status);
+		st->rewatch_failed = true;
 	} else if (st->lun && j->synced && !st->stopping && !st->fault_hold) {
+		st->rewatch_failed = false;
 		if (j->len && scsitgt_lun_apply_pr_state(st->lun, j->state, j->len) < 0)
 			pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", EINVAL);
 		else
