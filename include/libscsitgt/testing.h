@@ -44,7 +44,8 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_set_watch_fault(struct scsitgt_rbd_gatewa
 /**
  * For tests only: with @p hold true, break the RBD LUN's watch of its shared reservation
  * object (scsitgt_backend_rbd_use_pr()) as an OSD that dropped it does: the LUN's copy of the
- * reservations is called stale at once (scsitgt_lun_set_pr_synced()), the watch ends on the
+ * reservations is called stale at once (scsitgt_lun_set_pr_sync(), SCSITGT_PR_RESYNCING), the
+ * watch ends on the
  * context's worker thread (logged "the reservation object is no longer watched"), and no
  * re-watch starts; so changes committed through other gateways do not reach this one. With
  * @p hold false, the store watches again, reads the object and calls the copy synced.

@@ -355,7 +355,7 @@ static const struct scsitgt_pr_cluster_ops pr_ops = {
 /* ---- completions on the loop ---- */
 
 static void pr_rewatch(struct scsitgt__rbd_pr *st);
-static void pr_unsynced(struct scsitgt__rbd_pr *st);
+static void pr_unsynced(struct scsitgt__rbd_pr *st, enum scsitgt_pr_sync state);
 
 static void pr_fetch_done(struct pr_op *op)
 {
@@ -570,20 +570,25 @@ static void pr_async_cb(uv_async_t *h)
 			op->reset_cb(op->reset_cb_arg, op->err);
 			break;
 		case PR_OP_WERROR:
+			/* The OSD dropped the watch (or this client is blocklisted): watch again. */
 			pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "watch lost", op->err);
-			pr_unsynced(st);
+			pr_unsynced(st, SCSITGT_PR_RESYNCING);
 			break;
 		case PR_OP_UNSYNC:
+			/* The client is replaced: fenced (its ios refused by the backend), else the
+			 * cluster is out of reach until the new one is up. */
 			if (st->lun)
-				scsitgt_lun_set_pr_synced(st->lun, false);
+				scsitgt_lun_set_pr_sync(st->lun, op->err == -ESHUTDOWN ?
+									 SCSITGT_PR_FENCED :
+									 SCSITGT_PR_UNREACHABLE);
 			break;
 		case PR_OP_RELOAD:
 			/* Watched again on the new client, and read after that. */
 			if (st->lun && op->len &&
 			    scsitgt_lun_apply_pr_state(st->lun, op->buf, op->len) < 0)
 				pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", EINVAL);
-			else if (st->lun)
-				scsitgt_lun_set_pr_synced(st->lun, true);
+			else if (st->lun && !st->fault_hold)
+				scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_SYNCED);
 			st->rewatch_failed = false;
 			break;
 		}
@@ -591,11 +596,18 @@ static void pr_async_cb(uv_async_t *h)
 	}
 }
 
-/* Loop: the watch may have missed a notify: the copy is stale until watched and read again. */
-static void pr_unsynced(struct scsitgt__rbd_pr *st)
+/*
+ * Loop: the watch may have missed a notify: the copy is stale (@state) until watched and read
+ * again. A blocklisted client (rc->fenced, set by the first io that learned it, before its
+ * sense went out) is FENCED whatever the cause: the backend refuses each of its ios (NOT
+ * READY, 04h/0Ah), which is what its initiators must see (docs/rbd.md).
+ */
+static void pr_unsynced(struct scsitgt__rbd_pr *st, enum scsitgt_pr_sync state)
 {
+	if (atomic_load(&st->rc->fenced))
+		state = SCSITGT_PR_FENCED;
 	if (st->lun)
-		scsitgt_lun_set_pr_synced(st->lun, false);
+		scsitgt_lun_set_pr_sync(st->lun, state);
 	pr_rewatch(st);
 }
 
@@ -625,21 +637,25 @@ static void pr_check_cb(uv_timer_t *t)
 	}
 	pthread_mutex_unlock(&st->io_mu);
 	if (!watching) {
-		/* A re-watch failed (or a reconnection is on its way): try again. */
-		pr_unsynced(st);
+		/* A re-watch failed (its state is set) or a reconnection is on its way: try
+		 * again; a client found blocklisted meanwhile is FENCED. */
+		if (atomic_load(&st->rc->fenced))
+			scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_FENCED);
+		pr_rewatch(st);
 		return;
 	}
 	if (age < 0) {
 		pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "watch check", age);
-		pr_unsynced(st);
+		pr_unsynced(st, SCSITGT_PR_RESYNCING);
 		return;
 	}
 	if (st->stale_ms && (uint64_t)age > st->stale_ms) {
+		/* Its pings go unanswered: the OSD does not answer (or not in time). */
 		scsitgt__log(&st->rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
 			     "%s/%s: watch last confirmed %d ms ago (bound %" PRIu64
 			     " ms): it may have been dropped; watching again",
 			     st->rc->pool, st->oid, age, st->stale_ms);
-		pr_unsynced(st);
+		pr_unsynced(st, SCSITGT_PR_UNREACHABLE);
 	}
 }
 
@@ -1076,18 +1092,24 @@ static void pr_rewatch_done(struct scsitgt__rbd_job *job)
 
 	st->rewatching = false;
 	if (job->status < 0) {
-		/* Still unsynced; the watch check tries again (pr_check_cb), every PR_CHECK_MS:
-		 * logged once. */
+		/* Still stale; the watch check tries again (pr_check_cb), every PR_CHECK_MS:
+		 * logged once. -ESHUTDOWN is librados' "blocklisted": fenced; anything else (a
+		 * timeout, no connection): the cluster does not answer. */
 		if (!st->rewatch_failed)
 			pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s (trying again)", "watch again",
 			       job->status);
 		st->rewatch_failed = true;
+		if (st->lun && !st->stopping)
+			scsitgt_lun_set_pr_sync(
+				st->lun, job->status == -ESHUTDOWN || atomic_load(&st->rc->fenced) ?
+						 SCSITGT_PR_FENCED :
+						 SCSITGT_PR_UNREACHABLE);
 	} else if (st->lun && j->synced && !st->stopping && !st->fault_hold) {
 		st->rewatch_failed = false;
 		if (j->len && scsitgt_lun_apply_pr_state(st->lun, j->state, j->len) < 0)
 			pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", EINVAL);
 		else
-			scsitgt_lun_set_pr_synced(st->lun, true);
+			scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_SYNCED);
 	}
 	free(j->state);
 	free(j);
@@ -1193,6 +1215,7 @@ void scsitgt__rbd_pr_disconnect(struct scsitgt__rbd_ctx *rc)
 	if (op) {
 		op->st = st;
 		op->kind = PR_OP_UNSYNC;
+		op->err = atomic_load(&rc->fenced) ? -ESHUTDOWN : -ENOTCONN;
 		pr_post(st, op);
 	}
 	pr_io_close(st);
@@ -1280,7 +1303,7 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_set_pr_watch_fault(void *bctx, bool hold)
 	/* What librados' error callback starts (PR_OP_WERROR), with the re-watch held; the copy
 	 * is called stale before the watch goes. */
 	if (st->lun)
-		scsitgt_lun_set_pr_synced(st->lun, false);
+		scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_RESYNCING);
 	if (!st->fault_queued) {
 		st->fault_job.work = pr_fault_work;
 		st->fault_job.done = pr_fault_done;

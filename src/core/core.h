@@ -270,8 +270,8 @@ enum {
 	 *           it under lun->xlock. */
 	SCSITGT__LUN_XF_SELFTEST = 1u << 3,
 	/* PR_UNSYNCED  the cluster store said that this engine's copy of the shared reservation
-	 *           state may be stale (core/pr_cluster.c, scsitgt_lun_set_pr_synced()): the
-	 *           conflict check refuses what a reservation could refuse, PERSISTENT RESERVE
+	 *           state may be stale (core/pr_cluster.c, scsitgt_lun_set_pr_sync()): the
+	 *           conflict check reads the store's state under lun->xlock, PERSISTENT RESERVE
 	 *           IN reads the store first. */
 	SCSITGT__LUN_XF_PR_UNSYNCED = 1u << 4,
 };

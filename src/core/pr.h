@@ -114,9 +114,9 @@ struct scsitgt__pr {
 	struct scsitgt_pr_cluster_ops cl;
 	void *cl_arg;
 	uint64_t seq;
-	/* The store said the copy may be stale (scsitgt_lun_set_pr_synced(); mirrored in
-	 * SCSITGT__LUN_XF_PR_UNSYNCED). */
-	bool cl_unsynced;
+	/* The store's word on the copy (scsitgt_lun_set_pr_sync(); any state but synced is
+	 * mirrored in SCSITGT__LUN_XF_PR_UNSYNCED). */
+	enum scsitgt_pr_sync cl_sync;
 	struct scsitgt__list cl_queue;
 	struct scsitgt__pr_change *capture;
 	/* I_T nexuses that ended after they had seen this LUN (core/ua.c, struct

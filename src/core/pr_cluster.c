@@ -578,35 +578,44 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_cluster(struct scsitgt_lun *lun,
 	pr->cl_arg = ops ? arg : NULL;
 	pr->cl_on = ops != NULL;
 	/* A new store starts from the state the host applied; no store, no stale copy. */
-	pr->cl_unsynced = false;
+	pr->cl_sync = SCSITGT_PR_SYNCED;
 	scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_PR_UNSYNCED, false);
 	uv_mutex_unlock(&lun->xlock);
 	return 0;
 }
 
-SCSITGT_EXPORT int scsitgt_lun_set_pr_synced(struct scsitgt_lun *lun, bool synced)
+static const char *const cl_sync_names[] = {
+	[SCSITGT_PR_SYNCED] = "in sync with its store again",
+	[SCSITGT_PR_RESYNCING] = "may be stale, being read again: commands a reservation could "
+				 "refuse get BUSY",
+	[SCSITGT_PR_UNREACHABLE] = "may be stale, its store does not answer: commands a "
+				   "reservation could refuse get NOT READY (04h/01h)",
+	[SCSITGT_PR_FENCED] = "may be stale, this engine is fenced from its store: commands "
+			      "go to the backend, which refuses them",
+};
+
+SCSITGT_EXPORT int scsitgt_lun_set_pr_sync(struct scsitgt_lun *lun, enum scsitgt_pr_sync state)
 {
 	bool changed = false;
 	int rc = 0;
 
-	if (lun == NULL)
+	if (lun == NULL || (unsigned int)state > SCSITGT_PR_FENCED)
 		return -EINVAL;
 	uv_mutex_lock(&lun->xlock);
 	if (!scsitgt__pr_cluster_on(lun)) {
 		rc = -ENOENT;
-	} else if (lun->pr->cl_unsynced == synced) {
+	} else if (lun->pr->cl_sync != state) {
 		changed = true;
-		lun->pr->cl_unsynced = !synced;
-		scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_PR_UNSYNCED, !synced);
+		lun->pr->cl_sync = state;
+		scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_PR_UNSYNCED,
+					state != SCSITGT_PR_SYNCED);
 	}
 	uv_mutex_unlock(&lun->xlock);
 	if (changed)
 		scsitgt__log(&lun->tgt->engine->log,
-			     synced ? SCSITGT_LOG_NOTICE : SCSITGT_LOG_WARNING, "core",
-			     synced ? "LUN %llu: reservation state in sync with its store again" :
-				      "LUN %llu: reservation state may be stale: commands a "
-				      "reservation could refuse get BUSY until it is read again",
-			     (unsigned long long)lun->id);
+			     state == SCSITGT_PR_SYNCED ? SCSITGT_LOG_NOTICE : SCSITGT_LOG_WARNING,
+			     "core", "LUN %llu: reservation state %s", (unsigned long long)lun->id,
+			     cl_sync_names[state]);
 	return rc;
 }
 

@@ -849,7 +849,7 @@ static void test_abort_while_waiting(void **state)
 static void gw_cut(struct gw *g)
 {
 	g->cut = true;
-	assert_int_equal(scsitgt_lun_set_pr_synced(g->lun, false), 0);
+	assert_int_equal(scsitgt_lun_set_pr_sync(g->lun, SCSITGT_PR_RESYNCING), 0);
 }
 
 /* The store watches again and applies the state it read after that: synced. */
@@ -857,7 +857,7 @@ static void gw_resync(struct gw *g)
 {
 	g->cut = false;
 	assert_int_equal(scsitgt_lun_apply_pr_state(g->lun, g->st->data, g->st->len), 0);
-	assert_int_equal(scsitgt_lun_set_pr_synced(g->lun, true), 0);
+	assert_int_equal(scsitgt_lun_set_pr_sync(g->lun, SCSITGT_PR_SYNCED), 0);
 }
 
 /* A gateway told "stale" answers PERSISTENT RESERVE IN from a fresh read of the store, not
@@ -946,9 +946,37 @@ static void test_unsynced_store_unreachable(void **state)
 	sense(run(&t->gb, t->gb.obs, cdb, 10, NULL, 0), SENSE_HARDWARE_ERROR, 0x44, 0x00);
 	assert_true(has_key(&t->gb, 0xa1));
 	/* Told twice, or synced twice: one state, no harm. */
-	assert_int_equal(scsitgt_lun_set_pr_synced(t->gb.lun, false), 0);
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_RESYNCING), 0);
 	gw_resync(&t->gb);
-	assert_int_equal(scsitgt_lun_set_pr_synced(t->gb.lun, true), 0);
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_SYNCED), 0);
+	ok(wr(&t->gb, t->gb.b));
+	two_destroy(t);
+}
+
+/* The store says why the copy is stale, and that decides what a command a reservation could
+ * refuse gets: unreachable, NOT READY 04h/01h (as I/O to an unreachable store ends); fenced,
+ * the backend's own answer (here the fake backend serves it: the core let it through). PR IN
+ * reads the store in both. */
+static void test_unsynced_states(void **state)
+{
+	struct two *t = two_create();
+
+	(void)state;
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	gw_cut(&t->gb);
+	ok(out(&t->ga, t->ga.b, PR_OUT_REGISTER, 0, 0, 0xb1));
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_UNREACHABLE), 0);
+	sense(wr(&t->gb, t->gb.obs), SENSE_NOT_READY, 0x04, 0x01);
+	sense(rd(&t->gb, t->gb.obs), SENSE_NOT_READY, 0x04, 0x01);
+	assert_true(has_key(&t->gb, 0xb1));
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_FENCED), 0);
+	/* The backend's failure is what the initiator sees: the command reached it. */
+	fake_backend_fail_next(t->gb.fb, -EIO, 1);
+	assert_int_equal(wr(&t->gb, t->gb.obs)->status, SAM_STAT_CHECK_CONDITION);
+	assert_int_not_equal(t->gb.r.sense[2] & 0x0f, SENSE_NOT_READY);
+	ok(wr(&t->gb, t->gb.obs));
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, (enum scsitgt_pr_sync)7), -EINVAL);
+	gw_resync(&t->gb);
 	ok(wr(&t->gb, t->gb.b));
 	two_destroy(t);
 }
@@ -961,8 +989,8 @@ static void test_unsynced_needs_cluster_store(void **state)
 	struct two *t;
 
 	(void)state;
-	assert_int_equal(scsitgt_lun_set_pr_synced(NULL, false), -EINVAL);
-	assert_int_equal(scsitgt_lun_set_pr_synced(p->lun, false), -ENOENT);
+	assert_int_equal(scsitgt_lun_set_pr_sync(NULL, SCSITGT_PR_RESYNCING), -EINVAL);
+	assert_int_equal(scsitgt_lun_set_pr_sync(p->lun, SCSITGT_PR_RESYNCING), -ENOENT);
 	assert_int_equal(scsitgt__lun_xflags(p->lun), 0);
 	ok(prt_write(p, p->b));
 	ok(prt_read(p, p->b));
@@ -1022,6 +1050,7 @@ int main(void)
 		cmocka_unit_test(test_unsynced_pr_in_reads_store),
 		cmocka_unit_test(test_unsynced_refuses_until_synced),
 		cmocka_unit_test(test_unsynced_store_unreachable),
+		cmocka_unit_test(test_unsynced_states),
 		cmocka_unit_test(test_unsynced_needs_cluster_store),
 	};
 
