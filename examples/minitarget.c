@@ -56,7 +56,9 @@
  * SIGUSR2 (a gateway, --alua-group) toggles its watch fault: the watch of the gateway object
  * breaks and its re-watch hangs until the next SIGUSR2 (the test hook
  * scsitgt_rbd_gateway_set_watch_fault(), libscsitgt/testing.h); each prints "gateway watch
- * fault on" or "off" to stdout.
+ * fault on" or "off" to stdout. Without --alua-group it toggles the watch fault of the shared
+ * reservation object of every RBD LUN instead (scsitgt_backend_rbd_set_pr_watch_fault()):
+ * "pr watch fault on" or "off".
  * Defaults: one 1 GiB RAM LUN 0 on 127.0.0.1:3260, target iqn.2026-11.org.libscsitgt:minitarget.
  */
 #include <errno.h>
@@ -93,6 +95,10 @@ struct app {
 	struct scsitgt_rbd_gateway *gateway;
 	void *gw_rbd;
 	bool gw_watch_fault;
+	/* RBD contexts sharing reservations, for SIGUSR2 without a gateway. */
+	void *pr_rbd[MINITARGET_MAX_ITEMS];
+	size_t npr_rbd;
+	bool pr_watch_fault;
 	/* The first portal, for the iscsi:// lines. */
 	char url_host[80];
 	uint16_t url_port;
@@ -247,6 +253,14 @@ static void on_sigusr2(uv_signal_t *h, int signum)
 	struct app *app = h->data;
 
 	(void)signum;
+	if (app->gateway == NULL && !app->stopping && app->npr_rbd) {
+		app->pr_watch_fault = !app->pr_watch_fault;
+		for (size_t i = 0; i < app->npr_rbd; i++)
+			scsitgt_backend_rbd_set_pr_watch_fault(app->pr_rbd[i], app->pr_watch_fault);
+		printf("pr watch fault %s\n", app->pr_watch_fault ? "on" : "off");
+		fflush(stdout);
+		return;
+	}
 	if (app->gateway == NULL || app->stopping ||
 	    scsitgt_rbd_gateway_set_watch_fault(app->gateway, !app->gw_watch_fault) < 0)
 		return;
@@ -511,6 +525,8 @@ static int lun_pr_setup(struct app *app, const struct minitarget_lun *l, struct 
 
 	if (rbd_ctx && !l->rbd_nopr) {
 		rc = rbd_share_pr(&app->loop, rbd_ctx);
+		if (rc == 0)
+			app->pr_rbd[app->npr_rbd++] = rbd_ctx;
 		if (rc < 0)
 			fprintf(stderr, "minitarget: LUN %llu: shared reservations: %s\n",
 				(unsigned long long)l->id, scsitgt_strerror(rc));

@@ -172,7 +172,8 @@ SCSITGT_EXPORT int scsitgt_lun_use_pr_file(struct scsitgt_lun *lun, const char *
  * again (the change would run twice: a PREEMPT would find its key gone).
  *
  * A PERSISTENT RESERVE OUT that changes nothing (a refused one, RESERVE by the holder) commits
- * nothing. PERSISTENT RESERVE IN and the reservation conflict checks use the local copy.
+ * nothing. PERSISTENT RESERVE IN and the reservation conflict checks use the local copy, as long
+ * as the store has not said that the copy may be stale (scsitgt_lun_set_pr_sync()).
  * SPC-2 RESERVE/RELEASE are not supported on a LUN with a cluster store (INVALID COMMAND
  * OPERATION CODE): they belong to one engine's I_T nexus and could not exclude the others.
  * @{
@@ -288,6 +289,51 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_commit(struct scsitgt_pr_req *req, i
  */
 SCSITGT_EXPORT int scsitgt_lun_apply_pr_state(struct scsitgt_lun *lun, const void *data,
 					      size_t len);
+
+/**
+ * How this engine's copy of the shared state stands (scsitgt_lun_set_pr_sync()). A store that
+ * delivers states through a channel that can break (a RADOS watch the OSD dropped, a lost
+ * connection) cannot know what it missed meanwhile, and another engine's commit completes
+ * without this engine. In every state but SCSITGT_PR_SYNCED, PERSISTENT RESERVE IN fetches
+ * (@c fetch) and applies the stored state before it answers (a fetch error ends it as a
+ * PERSISTENT RESERVE OUT's does); PERSISTENT RESERVE OUT is unchanged (it always fetches
+ * first); commands every reservation allows (INQUIRY, TEST UNIT READY, REPORT LUNS...) run.
+ * The states differ in what a command that a persistent reservation could refuse (the read
+ * and write classes of the conflict table, SPC-5 §5.13.1) gets, since the copy cannot tell
+ * whether it is refused.
+ */
+enum scsitgt_pr_sync {
+	/** Every state committed elsewhere is delivered: the copy decides. */
+	SCSITGT_PR_SYNCED = 0,
+	/** Deliveries may have been missed and the store is reading the state again (a broken
+	 * channel it can restore at once): BUSY status, which initiators retry. */
+	SCSITGT_PR_RESYNCING,
+	/** The store cannot reach the state (no answer): CHECK CONDITION, NOT READY, LOGICAL UNIT
+	 * IS IN PROCESS OF BECOMING READY (04h/01h), as a backend's I/O to an unreachable store
+	 * ends, so that multipath initiators may fail over. */
+	SCSITGT_PR_UNREACHABLE,
+	/** This engine's client of the store is fenced (its access revoked, as a blocklisted Ceph
+	 * client): the host's backend refuses every medium access itself, so these commands go on
+	 * to it and get its answer. */
+	SCSITGT_PR_FENCED,
+};
+
+/**
+ * Tell the core how this engine's copy of the shared state stands: set a state other than
+ * SCSITGT_PR_SYNCED as soon as the channel may have missed a delivery, and SCSITGT_PR_SYNCED
+ * once it works again and a state read after that was applied (scsitgt_lun_apply_pr_state()).
+ * A LUN starts synced when the store is installed (the host applied the current state), and
+ * removing the store makes it synced. A LUN without a cluster store, or whose copy is synced,
+ * pays nothing for it (one flag the conflict check loads anyway).
+ *
+ * @param lun   The LUN.
+ * @param state The state.
+ * @return 0; -EINVAL for a NULL @p lun or an unknown @p state; -ENOENT when the LUN has no
+ *         cluster store.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_lun_set_pr_sync(struct scsitgt_lun *lun, enum scsitgt_pr_sync state);
 
 /** @} */
 

@@ -41,6 +41,24 @@ struct scsitgt_rbd_gateway;
  */
 SCSITGT_EXPORT int scsitgt_rbd_gateway_set_watch_fault(struct scsitgt_rbd_gateway *gw, bool hold);
 
+/**
+ * For tests only: with @p hold true, break the RBD LUN's watch of its shared reservation
+ * object (scsitgt_backend_rbd_use_pr()) as an OSD that dropped it does: the LUN's copy of the
+ * reservations is called stale at once (scsitgt_lun_set_pr_sync(), SCSITGT_PR_RESYNCING), the
+ * watch ends on the
+ * context's worker thread (logged "the reservation object is no longer watched"), and no
+ * re-watch starts; so changes committed through other gateways do not reach this one. With
+ * @p hold false, the store watches again, reads the object and calls the copy synced.
+ *
+ * @param bctx The RBD backend context, sharing reservations.
+ * @param hold Break the watch and hold its re-watch (true), or let it watch again.
+ * @return 0; -EINVAL (NULL @p bctx); -ENOENT (reservations not shared, or still attaching);
+ *         -ENOTSUP without the RBD backend.
+ *
+ * Loop: the context's.
+ */
+SCSITGT_EXPORT int scsitgt_backend_rbd_set_pr_watch_fault(void *bctx, bool hold);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,7 @@
 #include <errno.h>
 
 #include "libscsitgt/backend_rbd.h"
+#include "libscsitgt/testing.h"
 
 SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_rbd_ops(void)
 {
@@ -55,5 +56,12 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_use_pr(void *bctx,
 	(void)opts;
 	(void)cb;
 	(void)cb_arg;
+	return -ENOTSUP;
+}
+
+SCSITGT_EXPORT int scsitgt_backend_rbd_set_pr_watch_fault(void *bctx, bool hold)
+{
+	(void)bctx;
+	(void)hold;
 	return -ENOTSUP;
 }

@@ -28,10 +28,13 @@
 #include "backend/rbd_int.h"
 #include "libscsitgt/lun.h"
 #include "libscsitgt/pr.h"
+#include "libscsitgt/testing.h"
 #include "util/be.h"
 
 /* The largest state read back: 256 registrations of the longest names, events, margin. */
 #define PR_READ_MAX (256u * 1024)
+/* How often the loop checks the watch (pr_check_cb). */
+#define PR_CHECK_MS 500
 /* Payload of the attach probe (not a state: receivers only acknowledge it). */
 static const char probe_payload[] = "scsitgt-pr-probe";
 /* A LOGICAL UNIT RESET through one gateway (scsitgt__rbd_pr_reset): the others apply it. */
@@ -45,6 +48,7 @@ enum pr_op_kind {
 	PR_OP_WERROR, /* the watch broke */
 	PR_OP_RELOAD, /* the state read after a reconnection (buf) */
 	PR_OP_RESET,  /* our notify of a LOGICAL UNIT RESET came back */
+	PR_OP_UNSYNC, /* the client is being replaced: deliveries stop (worker -> loop) */
 };
 
 struct pr_op {
@@ -85,8 +89,23 @@ struct scsitgt__rbd_pr {
 	bool io_ok;
 	char oid[96];
 	uint32_t notify_timeout_ms;
+	/* The watch (rados_watch2): set on the worker thread under io_mu, read by the loop's
+	 * watch check under it too. */
 	uint64_t cookie;
 	bool watching;
+	/* Worker thread only: between scsitgt__rbd_pr_disconnect() and _connected() (the
+	 * client is being replaced: no re-watch on the old one). */
+	bool reconnecting;
+	/* The watch check (pr_check_cb, loop): every PR_CHECK_MS; the copy is called stale when
+	 * the watch was last confirmed more than stale_ms ago (0: never, no bound known). */
+	uv_timer_t check;
+	uint64_t stale_ms;
+	/* uv handles (async, check) whose close callback has not run yet */
+	unsigned int open_handles;
+	/* Fault injection (scsitgt_backend_rbd_set_pr_watch_fault()): the watch is gone and no
+	 * re-watch starts while set; fault_job unwatches on the worker. Loop. */
+	bool fault_hold, fault_queued;
+	struct scsitgt__rbd_job fault_job;
 	/* The watch callbacks' hand-over (rbd_int.h): given before each rados_watch2 (the
 	 * worker) and by each callback when it returns, taken by the callbacks and after
 	 * rados_watch_flush (the worker, before it changes io or frees). */
@@ -97,6 +116,8 @@ struct scsitgt__rbd_pr {
 	struct pr_op *done_head, *done_tail; /* under mu */
 	unsigned int inflight;		     /* aio ops not yet back on the loop */
 	bool stopping, rewatching;
+	/* the last re-watch failed (logged once; pr_check_cb retries it) */
+	bool rewatch_failed;
 	/* attach, and teardown (unwatch, flush, destroy the ioctx): both on the worker, in
 	 * order, before the backend's close job shuts the cluster handle down */
 	struct scsitgt__rbd_job job, stop_job;
@@ -334,6 +355,7 @@ static const struct scsitgt_pr_cluster_ops pr_ops = {
 /* ---- completions on the loop ---- */
 
 static void pr_rewatch(struct scsitgt__rbd_pr *st);
+static void pr_unsynced(struct scsitgt__rbd_pr *st, enum scsitgt_pr_sync state);
 
 static void pr_fetch_done(struct pr_op *op)
 {
@@ -548,17 +570,132 @@ static void pr_async_cb(uv_async_t *h)
 			op->reset_cb(op->reset_cb_arg, op->err);
 			break;
 		case PR_OP_WERROR:
+			/* The OSD dropped the watch (or this client is blocklisted): watch again. */
 			pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "watch lost", op->err);
-			pr_rewatch(st);
+			pr_unsynced(st, SCSITGT_PR_RESYNCING);
+			break;
+		case PR_OP_UNSYNC:
+			/* The client is replaced: fenced (its ios refused by the backend), else the
+			 * cluster is out of reach until the new one is up. */
+			if (st->lun)
+				scsitgt_lun_set_pr_sync(st->lun, op->err == -ESHUTDOWN ?
+									 SCSITGT_PR_FENCED :
+									 SCSITGT_PR_UNREACHABLE);
 			break;
 		case PR_OP_RELOAD:
+			/* Watched again on the new client, and read after that. */
 			if (st->lun && op->len &&
 			    scsitgt_lun_apply_pr_state(st->lun, op->buf, op->len) < 0)
 				pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", EINVAL);
+			else if (st->lun && !st->fault_hold)
+				scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_SYNCED);
+			st->rewatch_failed = false;
 			break;
 		}
 		pr_op_free(op);
 	}
+}
+
+/*
+ * Loop: the watch may have missed a notify: the copy is stale (@state) until watched and read
+ * again. A blocklisted client (rc->fenced, set by the first io that learned it, before its
+ * sense went out) is FENCED whatever the cause: the backend refuses each of its ios (NOT
+ * READY, 04h/0Ah), which is what its initiators must see (docs/rbd.md).
+ */
+static void pr_unsynced(struct scsitgt__rbd_pr *st, enum scsitgt_pr_sync state)
+{
+	if (atomic_load(&st->rc->fenced))
+		state = SCSITGT_PR_FENCED;
+	if (st->lun)
+		scsitgt_lun_set_pr_sync(st->lun, state);
+	pr_rewatch(st);
+}
+
+/*
+ * Loop, every PR_CHECK_MS: close the window before librados reports a lost watch. The OSD
+ * drops a watch that was not pinged for osd_client_watch_timeout, and librados learns it at
+ * its next ping only (every objecter_tick_interval, 5 s by default), so a notify may already
+ * be missed while the watch still looks fine. rados_watch_check() says how long ago the
+ * watch was last confirmed (the send time of the last ping the OSD answered; the OSD keeps
+ * the watch at least the timeout after it received that ping); past stale_ms
+ * (pr_stale_bound()) the copy is called stale and the watch renewed. It also retries a
+ * re-watch that failed. rados_watch_check() only reads the client's own state: it never
+ * waits for the cluster.
+ */
+static void pr_check_cb(uv_timer_t *t)
+{
+	struct scsitgt__rbd_pr *st = t->data;
+	bool watching = false;
+	int age = 0;
+
+	if (st->stopping || st->attaching || st->rewatching || st->lun == NULL)
+		return;
+	pthread_mutex_lock(&st->io_mu);
+	if (st->io_ok && st->watching) {
+		watching = true;
+		age = rados_watch_check(st->io, st->cookie);
+	}
+	pthread_mutex_unlock(&st->io_mu);
+	if (!watching) {
+		/* A re-watch failed (its state is set) or a reconnection is on its way: try
+		 * again; a client found blocklisted meanwhile is FENCED. */
+		if (atomic_load(&st->rc->fenced))
+			scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_FENCED);
+		pr_rewatch(st);
+		return;
+	}
+	if (age < 0) {
+		pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "watch check", age);
+		pr_unsynced(st, SCSITGT_PR_RESYNCING);
+		return;
+	}
+	if (st->stale_ms && (uint64_t)age > st->stale_ms) {
+		/* Its pings go unanswered: the OSD does not answer (or not in time). */
+		scsitgt__log(&st->rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: watch last confirmed %d ms ago (bound %" PRIu64
+			     " ms): it may have been dropped; watching again",
+			     st->rc->pool, st->oid, age, st->stale_ms);
+		pr_unsynced(st, SCSITGT_PR_UNREACHABLE);
+	}
+}
+
+/*
+ * Worker: the age past which a watch may be gone at the OSD. osd_client_watch_timeout is the
+ * OSD's option; this client reads it from its own configuration (ceph.conf, and what the
+ * monitors hold for every daemon or for clients): a value set for the OSDs alone is not seen
+ * here, and the cluster's must then be set globally (docs/rbd.md). The OSD keeps a watch at
+ * least the timeout after the last ping it received, which was sent no earlier than the age
+ * counts from; the check may see the age up to PR_CHECK_MS late and the loop may be late too:
+ * an eighth of the timeout, at least two checks, is left for that (5 s: 4 s; Ceph's 30 s:
+ * 26.25 s). 0 (no check) when the timeout is unknown. A ping interval (objecter_tick_interval)
+ * that is not well below the bound lets the OSD drop healthy watches between pings, and makes
+ * this check call the copy stale at every ping: logged.
+ */
+static void pr_stale_bound(struct scsitgt__rbd_pr *st)
+{
+	char buf[64];
+	double timeout_s = 0, tick_s = 0;
+
+	if (rados_conf_get(st->rc->cluster, "osd_client_watch_timeout", buf, sizeof(buf)) == 0)
+		timeout_s = strtod(buf, NULL);
+	if (rados_conf_get(st->rc->cluster, "objecter_tick_interval", buf, sizeof(buf)) == 0)
+		tick_s = strtod(buf, NULL);
+	st->stale_ms = 0;
+	if (timeout_s > 0) {
+		uint64_t t = (uint64_t)(timeout_s * 1000), slack = t / 8;
+
+		if (slack < 2 * PR_CHECK_MS)
+			slack = 2 * PR_CHECK_MS;
+		st->stale_ms = t > slack ? t - slack : 0;
+	}
+	if (st->stale_ms && tick_s * 1000 >= (double)st->stale_ms)
+		scsitgt__log(
+			&st->rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+			"%s/%s: objecter_tick_interval %.3g s, osd_client_watch_timeout %.3g s: "
+			"the watch is pinged too rarely to stay confirmed within %" PRIu64
+			" ms: it will often be called stale and renewed, and commands meanwhile "
+			"get BUSY (set objecter_tick_interval to a quarter of the timeout or less)",
+			st->rc->pool, st->oid, tick_s, timeout_s, st->stale_ms);
 }
 
 /* ---- blocking parts, on the backend's worker thread ---- */
@@ -696,6 +833,35 @@ static int pr_clear_if_alone(struct scsitgt__rbd_pr *st, const uint8_t *b, size_
 	return r;
 }
 
+/* Worker: watch the object; the cookie and the flag are published under io_mu for the loop's
+ * watch check. */
+static int pr_watch(struct scsitgt__rbd_pr *st, rados_ioctx_t io)
+{
+	int r;
+
+	/* librados sets the cookie before any callback can use it (pr_watch_cb acks with it);
+	 * the loop reads it only once watching says so. */
+	scsitgt__rbd_handover_give(&st->watch_ho);
+	r = rados_watch2(io, st->oid, &st->cookie, pr_watch_cb, pr_watch_err_cb, st);
+	pthread_mutex_lock(&st->io_mu);
+	st->watching = r == 0;
+	pthread_mutex_unlock(&st->io_mu);
+	return r;
+}
+
+/* Worker: end the watch (if any). */
+static void pr_unwatch(struct scsitgt__rbd_pr *st, rados_ioctx_t io)
+{
+	bool w;
+
+	pthread_mutex_lock(&st->io_mu);
+	w = st->watching;
+	st->watching = false;
+	pthread_mutex_unlock(&st->io_mu);
+	if (w)
+		rados_unwatch2(io, st->cookie);
+}
+
 /* Worker: take the ioctx away from the loop, unwatch, let every callback run, destroy it. */
 static void pr_io_close(struct scsitgt__rbd_pr *st)
 {
@@ -709,9 +875,7 @@ static void pr_io_close(struct scsitgt__rbd_pr *st)
 	pthread_mutex_unlock(&st->io_mu);
 	if (!ok)
 		return;
-	if (st->watching)
-		rados_unwatch2(io, st->cookie);
-	st->watching = false;
+	pr_unwatch(st, io);
 	/* Every callback and completion of ours has run (they only queued to us). */
 	rados_watch_flush(st->rc->cluster);
 	rados_aio_flush(io);
@@ -753,11 +917,7 @@ static int pr_io_open(struct scsitgt__rbd_pr *st, bool probe)
 	}
 	if (r < 0)
 		return r;
-	scsitgt__rbd_handover_give(&st->watch_ho);
-	r = rados_watch2(io, st->oid, &st->cookie, pr_watch_cb, pr_watch_err_cb, st);
-	if (r == 0)
-		st->watching = true;
-	return r;
+	return pr_watch(st, io);
 }
 
 static void pr_attach_work(struct scsitgt__rbd_job *job)
@@ -766,6 +926,7 @@ static void pr_attach_work(struct scsitgt__rbd_job *job)
 	uint64_t ver;
 	int r;
 
+	pr_stale_bound(st);
 	r = pr_io_open(st, true);
 	if (r == 0) {
 		/* Read again: a change committed between the first read and the watch. */
@@ -783,9 +944,18 @@ static void pr_free(struct scsitgt__rbd_pr *st)
 	free(st);
 }
 
-static void pr_async_closed(uv_handle_t *h)
+static void pr_handle_closed(uv_handle_t *h)
 {
-	pr_free(h->data);
+	struct scsitgt__rbd_pr *st = h->data;
+
+	if (--st->open_handles == 0)
+		pr_free(st);
+}
+
+static void pr_close_handles(struct scsitgt__rbd_pr *st)
+{
+	uv_close((uv_handle_t *)&st->check, pr_handle_closed);
+	uv_close((uv_handle_t *)&st->async, pr_handle_closed);
 }
 
 static void pr_teardown_work(struct scsitgt__rbd_job *job)
@@ -805,7 +975,7 @@ static void pr_teardown_done(struct scsitgt__rbd_job *job)
 		list = op->next;
 		pr_op_free(op);
 	}
-	uv_close((uv_handle_t *)&st->async, pr_async_closed);
+	pr_close_handles(st);
 }
 
 /* Unwatch and release on the worker thread (before the backend's close job), then free. */
@@ -818,6 +988,7 @@ static void pr_stop(struct scsitgt__rbd_pr *st)
 	st->reset_acks = NULL;
 	st->lun = NULL;
 	st->stopping = true;
+	uv_timer_stop(&st->check);
 	st->stop_job.work = pr_teardown_work;
 	st->stop_job.done = pr_teardown_done;
 	st->stop_job.arg = st;
@@ -851,6 +1022,7 @@ static void pr_attach_done(struct scsitgt__rbd_job *job)
 		scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
 			     "%s/%s: persistent reservations shared%s", rc->pool, st->oid,
 			     st->cleared ? " (state without APTPL cleared: no other gateway)" : "");
+		uv_timer_start(&st->check, pr_check_cb, PR_CHECK_MS, PR_CHECK_MS);
 	} else {
 		if (r == 0)
 			r = -ECANCELED;
@@ -883,6 +1055,8 @@ struct pr_rewatch_job {
 	struct scsitgt__rbd_pr *st;
 	uint8_t *state;
 	size_t len;
+	/* watched again, and @state read after that: the copy may be called synced */
+	bool synced;
 };
 
 static void pr_rewatch_work(struct scsitgt__rbd_job *job)
@@ -892,20 +1066,22 @@ static void pr_rewatch_work(struct scsitgt__rbd_job *job)
 	uint64_t ver;
 	int r;
 
-	if (!st->io_ok) {
-		/* Reconnecting (scsitgt__rbd_pr_connected watches again). */
+	if (st->reconnecting) {
+		/* scsitgt__rbd_pr_connected() watches again on the new client. */
 		job->status = 0;
 		return;
 	}
-	if (st->watching)
-		rados_unwatch2(st->io, st->cookie);
-	st->watching = false;
-	scsitgt__rbd_handover_give(&st->watch_ho);
-	r = rados_watch2(st->io, st->oid, &st->cookie, pr_watch_cb, pr_watch_err_cb, st);
-	if (r == 0) {
-		st->watching = true;
-		r = pr_read_sync(st, &j->state, &j->len, &ver);
+	if (!st->io_ok) {
+		/* The reconnection could not open the ioctx: try again from the start. */
+		r = pr_io_open(st, false);
+	} else {
+		pr_unwatch(st, st->io);
+		r = pr_watch(st, st->io);
 	}
+	/* Read after the watch is up: a change committed later is delivered to it. */
+	if (r == 0)
+		r = pr_read_sync(st, &j->state, &j->len, &ver);
+	j->synced = r == 0;
 	job->status = r;
 }
 
@@ -915,10 +1091,26 @@ static void pr_rewatch_done(struct scsitgt__rbd_job *job)
 	struct scsitgt__rbd_pr *st = j->st;
 
 	st->rewatching = false;
-	if (job->status < 0)
-		pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "watch again", job->status);
-	else if (st->lun && j->len)
-		scsitgt_lun_apply_pr_state(st->lun, j->state, j->len);
+	if (job->status < 0) {
+		/* Still stale; the watch check tries again (pr_check_cb), every PR_CHECK_MS:
+		 * logged once. -ESHUTDOWN is librados' "blocklisted": fenced; anything else (a
+		 * timeout, no connection): the cluster does not answer. */
+		if (!st->rewatch_failed)
+			pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s (trying again)", "watch again",
+			       job->status);
+		st->rewatch_failed = true;
+		if (st->lun && !st->stopping)
+			scsitgt_lun_set_pr_sync(
+				st->lun, job->status == -ESHUTDOWN || atomic_load(&st->rc->fenced) ?
+						 SCSITGT_PR_FENCED :
+						 SCSITGT_PR_UNREACHABLE);
+	} else if (st->lun && j->synced && !st->stopping && !st->fault_hold) {
+		st->rewatch_failed = false;
+		if (j->len && scsitgt_lun_apply_pr_state(st->lun, j->state, j->len) < 0)
+			pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", EINVAL);
+		else
+			scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_SYNCED);
+	}
 	free(j->state);
 	free(j);
 }
@@ -927,7 +1119,7 @@ static void pr_rewatch(struct scsitgt__rbd_pr *st)
 {
 	struct pr_rewatch_job *j;
 
-	if (st->rewatching || st->stopping)
+	if (st->rewatching || st->stopping || st->fault_hold)
 		return;
 	j = calloc(1, sizeof(*j));
 	if (j == NULL)
@@ -986,6 +1178,9 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_use_pr(void *bctx,
 		return r;
 	}
 	st->async.data = st;
+	uv_timer_init(rc->loop, &st->check);
+	st->check.data = st;
+	st->open_handles = 2;
 	st->attach_cb = cb;
 	st->attach_cb_arg = cb_arg;
 	st->job.work = pr_attach_work;
@@ -994,7 +1189,7 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_use_pr(void *bctx,
 	st->attaching = true;
 	r = scsitgt__rbd_queue_work(rc, &st->job);
 	if (r < 0) {
-		uv_close((uv_handle_t *)&st->async, pr_async_closed);
+		pr_close_handles(st);
 		return r;
 	}
 	__atomic_store_n(&rc->pr, st, __ATOMIC_RELEASE);
@@ -1009,9 +1204,21 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_use_pr(void *bctx,
 void scsitgt__rbd_pr_disconnect(struct scsitgt__rbd_ctx *rc)
 {
 	struct scsitgt__rbd_pr *st = __atomic_load_n(&rc->pr, __ATOMIC_ACQUIRE);
+	struct pr_op *op;
 
-	if (st && !st->attaching)
-		pr_io_close(st);
+	if (st == NULL || st->attaching)
+		return;
+	/* No notify reaches us from now until the new client watches and reads again: the
+	 * loop calls the copy stale first (the queue keeps the order with the RELOAD). */
+	st->reconnecting = true;
+	op = calloc(1, sizeof(*op));
+	if (op) {
+		op->st = st;
+		op->kind = PR_OP_UNSYNC;
+		op->err = atomic_load(&rc->fenced) ? -ESHUTDOWN : -ENOTCONN;
+		pr_post(st, op);
+	}
+	pr_io_close(st);
 }
 
 /* Worker thread: the new cluster handle is up: watch again and apply the state as it is now
@@ -1025,7 +1232,10 @@ void scsitgt__rbd_pr_connected(struct scsitgt__rbd_ctx *rc)
 	uint64_t ver;
 	int r;
 
-	if (st == NULL || st->attaching || st->io_ok)
+	if (st == NULL || st->attaching)
+		return;
+	st->reconnecting = false;
+	if (st->io_ok)
 		return;
 	r = pr_io_open(st, false);
 	if (r == 0)
@@ -1045,6 +1255,63 @@ void scsitgt__rbd_pr_connected(struct scsitgt__rbd_ctx *rc)
 	pr_post(st, op);
 	scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
 		     "%s/%s: reservations watched again on the new client", rc->pool, st->oid);
+}
+
+/* Worker: the fault's broken watch (what the OSD does when it drops it). */
+static void pr_fault_work(struct scsitgt__rbd_job *job)
+{
+	struct scsitgt__rbd_pr *st = job->arg;
+
+	if (st->io_ok)
+		pr_unwatch(st, st->io);
+	job->status = 0;
+}
+
+static void pr_fault_done(struct scsitgt__rbd_job *job)
+{
+	struct scsitgt__rbd_pr *st = job->arg;
+
+	st->fault_queued = false;
+	if (!st->stopping && st->fault_hold)
+		scsitgt__log(&st->rc->log, SCSITGT_LOG_NOTICE, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: fault injection: the reservation object is no longer watched",
+			     st->rc->pool, st->oid);
+}
+
+SCSITGT_EXPORT int scsitgt_backend_rbd_set_pr_watch_fault(void *bctx, bool hold)
+{
+	struct scsitgt__rbd_ctx *rc = bctx;
+	struct scsitgt__rbd_pr *st;
+
+	if (rc == NULL)
+		return -EINVAL;
+	st = rc->pr;
+	if (st == NULL || st->attaching || st->stopping)
+		return -ENOENT;
+	if (hold == st->fault_hold)
+		return 0;
+	st->fault_hold = hold;
+	scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+		     hold ? "%s/%s: fault injection: the watch of the reservation object breaks, "
+			    "no re-watch until the fault ends" :
+			    "%s/%s: fault injection over: watching the reservation object again",
+		     rc->pool, st->oid);
+	if (!hold) {
+		pr_rewatch(st);
+		return 0;
+	}
+	/* What librados' error callback starts (PR_OP_WERROR), with the re-watch held; the copy
+	 * is called stale before the watch goes. */
+	if (st->lun)
+		scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_RESYNCING);
+	if (!st->fault_queued) {
+		st->fault_job.work = pr_fault_work;
+		st->fault_job.done = pr_fault_done;
+		st->fault_job.arg = st;
+		if (scsitgt__rbd_queue_work(rc, &st->fault_job) == 0)
+			st->fault_queued = true;
+	}
+	return 0;
 }
 
 void scsitgt__rbd_pr_reset(struct scsitgt__rbd_ctx *rc, scsitgt_done_cb cb, void *cb_arg)

@@ -269,6 +269,11 @@ enum {
 	/* SELFTEST  a self-test of SEND DIAGNOSTIC runs (core/spc_selftest.c): commands check
 	 *           it under lun->xlock. */
 	SCSITGT__LUN_XF_SELFTEST = 1u << 3,
+	/* PR_UNSYNCED  the cluster store said that this engine's copy of the shared reservation
+	 *           state may be stale (core/pr_cluster.c, scsitgt_lun_set_pr_sync()): the
+	 *           conflict check reads the store's state under lun->xlock, PERSISTENT RESERVE
+	 *           IN reads the store first. */
+	SCSITGT__LUN_XF_PR_UNSYNCED = 1u << 4,
 };
 
 /* A LUN's command counters and latency histogram (core/stats.c). */

@@ -168,6 +168,35 @@ static enum scsitgt__sense_reason pr_check_locked(const struct scsitgt__cmd *cmd
 	}
 }
 
+/*
+ * The cluster store said that this copy may miss a change committed through another engine
+ * (libscsitgt/pr.h, scsitgt_lun_set_pr_sync()): a command that a reservation could refuse
+ * (SPC-5 §5.13.1 Table 63: the read and write classes) is not decided on it. Resyncing: BUSY
+ * (SAM-5 §5.3.1, the logical unit cannot accept it now): the initiator sends it again, by
+ * when the store has read the state again; Linux requeues a BUSY command without counting a
+ * retry or failing the path, Windows retries it after a delay. Unreachable: NOT READY,
+ * BECOMING READY, as the I/O of a backend whose cluster does not answer, which Linux retries a
+ * few times and then fails over. Fenced: the backend refuses it itself.
+ */
+static enum scsitgt__sense_reason pr_check_unsynced(struct scsitgt_lun *lun)
+{
+	enum scsitgt_pr_sync sync;
+
+	uv_mutex_lock(&lun->xlock);
+	sync = lun->pr ? lun->pr->cl_sync : SCSITGT_PR_SYNCED;
+	uv_mutex_unlock(&lun->xlock);
+	switch (sync) {
+	case SCSITGT_PR_RESYNCING:
+		return SCSITGT__SR_BUSY;
+	case SCSITGT_PR_UNREACHABLE:
+		return SCSITGT__SR_NOT_READY_IN_PROGRESS;
+	case SCSITGT_PR_FENCED:
+	case SCSITGT_PR_SYNCED:
+	default:
+		return SCSITGT__SR_OK;
+	}
+}
+
 enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
 {
 	const struct scsitgt__cdb_def *row = cmd->def;
@@ -185,6 +214,15 @@ enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
 	 * nothing conflicts but RESERVE and RELEASE, which registrations refuse: every other
 	 * command passes without the lock, also on a LUN with registered keys (issue 18).
 	 */
+	if (!(cmd->xflags & (SCSITGT__LUN_XF_RESERVED | SCSITGT__LUN_XF_PR_UNSYNCED)) &&
+	    cls != SCSITGT__PR_RESERVE && cls != SCSITGT__PR_RELEASE)
+		return SCSITGT__SR_OK;
+	if ((cmd->xflags & SCSITGT__LUN_XF_PR_UNSYNCED) &&
+	    (cls == SCSITGT__PR_READ || cls == SCSITGT__PR_WRITE)) {
+		r = pr_check_unsynced(lun);
+		if (r != SCSITGT__SR_OK)
+			return r;
+	}
 	if (!(cmd->xflags & SCSITGT__LUN_XF_RESERVED) && cls != SCSITGT__PR_RESERVE &&
 	    cls != SCSITGT__PR_RELEASE)
 		return SCSITGT__SR_OK;

@@ -77,7 +77,9 @@ struct scsitgt_pr_req {
 	/* pr_cluster.c: its place in pr->cl_queue, its tries, where it is at the store */
 	struct scsitgt__list node;
 	unsigned int tries;
-	bool busy;   /* at the store (fetch or commit) */
+	bool busy; /* at the store (fetch or commit) */
+	/* a PERSISTENT RESERVE IN on an unsynced copy: fetch and apply, execute nothing */
+	bool in;
 	bool commit; /* the store has our commit */
 	/* it delivered that commit back to us before answering (pr_cluster.c) */
 	bool delivered;
@@ -112,6 +114,9 @@ struct scsitgt__pr {
 	struct scsitgt_pr_cluster_ops cl;
 	void *cl_arg;
 	uint64_t seq;
+	/* The store's word on the copy (scsitgt_lun_set_pr_sync(); any state but synced is
+	 * mirrored in SCSITGT__LUN_XF_PR_UNSYNCED). */
+	enum scsitgt_pr_sync cl_sync;
 	struct scsitgt__list cl_queue;
 	struct scsitgt__pr_change *capture;
 	/* I_T nexuses that ended after they had seen this LUN (core/ua.c, struct
@@ -205,9 +210,17 @@ void scsitgt__pr_change_add(struct scsitgt__pr_change *ch, uint8_t code,
 
 /* The cluster protocol (pr_cluster.c). */
 bool scsitgt__pr_cluster_on(const struct scsitgt_lun *lun);
-/* Run PERSISTENT RESERVE OUT @req through the cluster store; scsitgt__home_call_back() once it
- * has its outcome. Loop: home. */
+/* Run PERSISTENT RESERVE OUT @req (or the fetch of an IN, req->in) through the cluster store;
+ * scsitgt__home_call_back() once it has its outcome. Loop: home. */
 void scsitgt__pr_cluster_out(struct scsitgt_pr_req *req);
+/* Start @cmd's step on home with a struct scsitgt_pr_req as its record (lun and nexus set;
+ * core/home_call.h, a step that ends later); without memory @cmd ends BUSY. Loop: @cmd's. */
+void scsitgt__pr_req_home(struct scsitgt__cmd *cmd, scsitgt__home_call_fn run,
+			  scsitgt__home_call_fn done);
+/* PERSISTENT RESERVE IN @cmd on a copy the store called stale (cmd->xflags has
+ * SCSITGT__LUN_XF_PR_UNSYNCED): fetch and apply the stored state on home, then answer
+ * (scsitgt__pr_in_answer()) on @cmd's shard. Loop: @cmd's. */
+void scsitgt__pr_cluster_in(struct scsitgt__cmd *cmd);
 /* End @cmd with the sense of store failure @status (libscsitgt/pr.h). Loop: @cmd's. */
 void scsitgt__pr_cluster_fail(struct scsitgt__cmd *cmd, int status);
 void scsitgt__pr_cluster_free(struct scsitgt_lun *lun);
@@ -228,6 +241,8 @@ enum scsitgt__sense_reason scsitgt__pr_out_exec(struct scsitgt__cmd *cmd,
 						const struct scsitgt__pr_reg *nexus);
 enum scsitgt__sense_reason scsitgt__pr_parse_in(struct scsitgt__cmd *cmd);
 void scsitgt__pr_in(struct scsitgt__cmd *cmd);
+/* PERSISTENT RESERVE IN from the local copy as it is. Loop: @cmd's. */
+void scsitgt__pr_in_answer(struct scsitgt__cmd *cmd);
 /* RESERVE and RELEASE parse (both): refused on a LUN with a cluster store. */
 enum scsitgt__sense_reason scsitgt__pr_parse_reserve(struct scsitgt__cmd *cmd);
 /* Whether the LUN offers @row: false for SPC-2 RESERVE/RELEASE with a cluster store. */

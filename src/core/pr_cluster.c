@@ -345,6 +345,12 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 		cl_finish(req, 0, SCSITGT__SR_ABORTED);
 		return;
 	}
+	if (req->in) {
+		/* A PERSISTENT RESERVE IN on a copy called stale: the stored state is applied, its
+		 * shard answers from it (scsitgt__pr_cluster_in()). */
+		cl_finish(req, 0, SCSITGT__SR_OK);
+		return;
+	}
 	/* Execute with the unit attentions captured; compare before and after (same sequence,
 	 * no events) to see whether anything changed. The state other loops read stays the
 	 * committed one: the lock is held until it is put back. */
@@ -402,6 +408,70 @@ SCSITGT_EXPORT void scsitgt_pr_req_complete_fetch(struct scsitgt_pr_req *req, in
 	req->busy = true;
 	req->commit = true;
 	pr->cl.commit(pr->cl_arg, lun, req, req->data, req->len, version);
+}
+
+/* The command's shard, the hold dropped: the answer from the state just fetched, or the
+ * store's failure. */
+static void cl_in_done(struct scsitgt__home_call *hc)
+{
+	struct scsitgt_pr_req *req = scsitgt__container_of(hc, struct scsitgt_pr_req, hc);
+
+	if (req->status < 0)
+		scsitgt__pr_cluster_fail(hc->cmd, req->status);
+	else if (req->reason != SCSITGT__SR_OK)
+		scsitgt__cmd_complete(hc->cmd, req->reason);
+	else
+		scsitgt__pr_in_answer(hc->cmd);
+	scsitgt__home_call_free(hc);
+}
+
+/* Home: into the store's queue, behind the PERSISTENT RESERVE OUTs before it (a state they
+ * commit is then part of the answer). A store removed meanwhile: the local copy answers. */
+static void cl_in_home(struct scsitgt__home_call *hc)
+{
+	struct scsitgt_pr_req *req = scsitgt__container_of(hc, struct scsitgt_pr_req, hc);
+	bool on;
+
+	uv_mutex_lock(&req->lun->xlock);
+	on = scsitgt__pr_cluster_on(req->lun);
+	uv_mutex_unlock(&req->lun->xlock);
+	if (!on) {
+		scsitgt__home_call_back(hc);
+		return;
+	}
+	req->in = true;
+	scsitgt__pr_cluster_out(req);
+}
+
+/*
+ * SPC-5 §6.16 answers with the current registrations and reservation; a copy that may have
+ * missed a change committed through another engine (a broken watch) could show keys that
+ * were preempted, or miss new ones. So the state is read from the store first, at the cost of
+ * one round trip, for as long as the store calls the copy stale; a store that cannot be read
+ * fails the command as a PERSISTENT RESERVE OUT's fetch does (libscsitgt/pr.h).
+ */
+void scsitgt__pr_cluster_in(struct scsitgt__cmd *cmd)
+{
+	scsitgt__pr_req_home(cmd, cl_in_home, cl_in_done);
+}
+
+void scsitgt__pr_req_home(struct scsitgt__cmd *cmd, scsitgt__home_call_fn run,
+			  scsitgt__home_call_fn done)
+{
+	/* The reservation state's stores and the target's nexuses are home's: the command goes
+	 * there (held), its record allocated before anything changes. */
+	struct scsitgt__home_call *hc =
+		scsitgt__home_call_new(cmd, NULL, sizeof(struct scsitgt_pr_req));
+	struct scsitgt_pr_req *req;
+
+	if (hc == NULL) {
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
+		return;
+	}
+	req = scsitgt__container_of(hc, struct scsitgt_pr_req, hc);
+	req->lun = cmd->lun;
+	scsitgt__pr_nexus(&req->self, cmd->sess);
+	scsitgt__home_call_later(hc, run, done);
 }
 
 /* Home: the committed change has reached this engine's nexuses. */
@@ -507,8 +577,46 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_cluster(struct scsitgt_lun *lun,
 	pr->cl = cl;
 	pr->cl_arg = ops ? arg : NULL;
 	pr->cl_on = ops != NULL;
+	/* A new store starts from the state the host applied; no store, no stale copy. */
+	pr->cl_sync = SCSITGT_PR_SYNCED;
+	scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_PR_UNSYNCED, false);
 	uv_mutex_unlock(&lun->xlock);
 	return 0;
+}
+
+static const char *const cl_sync_names[] = {
+	[SCSITGT_PR_SYNCED] = "in sync with its store again",
+	[SCSITGT_PR_RESYNCING] = "may be stale, being read again: commands a reservation could "
+				 "refuse get BUSY",
+	[SCSITGT_PR_UNREACHABLE] = "may be stale, its store does not answer: commands a "
+				   "reservation could refuse get NOT READY (04h/01h)",
+	[SCSITGT_PR_FENCED] = "may be stale, this engine is fenced from its store: commands "
+			      "go to the backend, which refuses them",
+};
+
+SCSITGT_EXPORT int scsitgt_lun_set_pr_sync(struct scsitgt_lun *lun, enum scsitgt_pr_sync state)
+{
+	bool changed = false;
+	int rc = 0;
+
+	if (lun == NULL || (unsigned int)state > SCSITGT_PR_FENCED)
+		return -EINVAL;
+	uv_mutex_lock(&lun->xlock);
+	if (!scsitgt__pr_cluster_on(lun)) {
+		rc = -ENOENT;
+	} else if (lun->pr->cl_sync != state) {
+		changed = true;
+		lun->pr->cl_sync = state;
+		scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_PR_UNSYNCED,
+					state != SCSITGT_PR_SYNCED);
+	}
+	uv_mutex_unlock(&lun->xlock);
+	if (changed)
+		scsitgt__log(&lun->tgt->engine->log,
+			     state == SCSITGT_PR_SYNCED ? SCSITGT_LOG_NOTICE : SCSITGT_LOG_WARNING,
+			     "core", "LUN %llu: reservation state %s", (unsigned long long)lun->id,
+			     cl_sync_names[state]);
+	return rc;
 }
 
 void scsitgt__pr_cluster_free(struct scsitgt_lun *lun)

@@ -102,6 +102,16 @@ static size_t read_full_status(const struct scsitgt__pr *pr, uint8_t *b)
 
 void scsitgt__pr_in(struct scsitgt__cmd *cmd)
 {
+	/* A copy the cluster store called stale is never answered from (pr_cluster.c). */
+	if (cmd->xflags & SCSITGT__LUN_XF_PR_UNSYNCED) {
+		scsitgt__pr_cluster_in(cmd);
+		return;
+	}
+	scsitgt__pr_in_answer(cmd);
+}
+
+void scsitgt__pr_in_answer(struct scsitgt__cmd *cmd)
+{
 	struct scsitgt_lun *lun = cmd->lun;
 	const struct scsitgt__pr *pr;
 	uint8_t *b;

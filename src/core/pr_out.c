@@ -729,18 +729,5 @@ static void pr_out_home(struct scsitgt__home_call *hc)
 
 void scsitgt__pr_out(struct scsitgt__cmd *cmd)
 {
-	/* The reservation state's stores and the target's nexuses are home's: the command goes
-	 * there (held), its record allocated before anything changes. */
-	struct scsitgt__home_call *hc =
-		scsitgt__home_call_new(cmd, NULL, sizeof(struct scsitgt_pr_req));
-	struct scsitgt_pr_req *req;
-
-	if (hc == NULL) {
-		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
-		return;
-	}
-	req = scsitgt__container_of(hc, struct scsitgt_pr_req, hc);
-	req->lun = cmd->lun;
-	scsitgt__pr_nexus(&req->self, cmd->sess);
-	scsitgt__home_call_later(hc, pr_out_home, pr_out_done);
+	scsitgt__pr_req_home(cmd, pr_out_home, pr_out_done);
 }

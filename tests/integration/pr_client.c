@@ -14,7 +14,8 @@
  *   write START COUNT PAT [PASSES]
  *                             write blocks START..START+COUNT-1, each filled with byte
  *                             (PAT + lba) & 0xff, PASSES times (0: until killed); prints
- *                             "pass N" after each pass
+ *                             "pass N" after each pass. A WRITE that ends with BUSY is sent
+ *                             again, as initiators do, up to BUSY_TRIES times
  *   verify START COUNT PAT    read the blocks back and compare
  *   tur-after FILE            clear unit attentions, print "ready", wait until FILE exists
  *                             (polled), then TEST UNIT READY as "tur" does
@@ -52,6 +53,11 @@
 
 #define DEFAULT_INITIATOR "iqn.2026-11.org.libscsitgt:prclient"
 #define CHUNK_BLOCKS 64u
+/* BUSY (SAM-5 §5.3.1) asks the initiator to send the command again later; Linux's midlayer
+ * requeues it with a short delay. A WRITE is sent this many times, 10 ms apart, before its
+ * BUSY is reported (a gateway re-reading its reservation state answers BUSY meanwhile:
+ * docs/rbd.md). */
+#define BUSY_TRIES 200
 
 static struct iscsi_context *iscsi;
 static int lun;
@@ -306,9 +312,15 @@ static int cmd_write(uint64_t start, uint64_t count, unsigned pat, uint64_t pass
 			struct scsi_task *t;
 
 			fill(buf, lba, n, bs, pat);
-			t = check(iscsi_write16_sync(iscsi, lun, lba, buf, n * bs, (int)bs, 0, 0, 0,
-						     0, 0),
-				  "WRITE");
+			for (int tries = 1;; tries++) {
+				t = check(iscsi_write16_sync(iscsi, lun, lba, buf, n * bs, (int)bs,
+							     0, 0, 0, 0, 0),
+					  "WRITE");
+				if (t->status != SCSI_STATUS_BUSY || tries >= BUSY_TRIES)
+					break;
+				scsi_free_scsi_task(t);
+				usleep(10000);
+			}
 			must_be_good(t, "WRITE");
 			scsi_free_scsi_task(t);
 		}

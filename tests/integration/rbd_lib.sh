@@ -117,8 +117,11 @@ rbd_cluster_up() {
 	# or be handed to another test before the monitor binds it (after its mkfs: seconds on a
 	# loaded host).
 	p2=$(it_free_port) && p1=$(it_free_port) || it_fail "no free port for the monitor"
-	out=$(MICRO_CEPH_PORTS="$p2 $p1" "$RBD_MICRO_CEPH" up "$RBD_DIR" "$@" \
-		2>"$IT_TMP/micro-ceph.err") || {
+	# Clients ping their watches every second (Ceph's 5 s would reach the 5 s watch timeout
+	# of -w 5: the OSD dropped an idle client's watch 10 s after it was made, measured), and
+	# the gateways' watch check (rbd_pr.c) calls a copy stale at 4 s without confirmation.
+	out=$(MICRO_CEPH_PORTS="$p2 $p1" "$RBD_MICRO_CEPH" up "$RBD_DIR" \
+		-o objecter_tick_interval=1 "$@" 2>"$IT_TMP/micro-ceph.err") || {
 		tail -n 30 "$IT_TMP/micro-ceph.err" >&2
 		it_fail "micro-ceph up failed"
 	}

@@ -18,6 +18,10 @@
 #    - SPC-2 RESERVE (6) / RELEASE (6) refused (unsupported) through both gateways;
 # 3. APTPL (SPC-5 §5.13.5): a restart of one gateway keeps the state; a restart of every
 #    gateway clears a state without APTPL; a state with APTPL survives it.
+# 4. A gateway whose watch of the reservation object is lost (SIGUSR2: minitarget's fault
+#    injection; the object has one watcher left) misses a PREEMPT made through the other: the
+#    preempted initiator's WRITE through it ends BUSY, not GOOD on its old copy, and READ
+#    RESERVATION through it reads the object; watched again, it enforces the new holder.
 # Skipped without the Ceph packages.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -76,6 +80,18 @@ wait_ready() {
 	it_fail "client never logged in: $(cat "$1" 2>/dev/null)"
 }
 
+# write_refused STATUS WHAT CLIENT-ARGS... URL: a pr_client write that must end with SCSI
+# status STATUS (0x18 RESERVATION CONFLICT, 0x08 BUSY); WHAT says what was expected.
+write_refused() {
+	local status=$1 what=$2
+	shift 2
+	if "$CLIENT" "$@" write 0 8 1 1 >/dev/null 2>"$IT_TMP/refused.err"; then
+		it_fail "$what: the write was served"
+	fi
+	grep -q "WRITE: status $status" "$IT_TMP/refused.err" ||
+		it_fail "$what: expected status $status: $(cat "$IT_TMP/refused.err")"
+}
+
 a_start
 b_start
 grep -q "persistent reservations shared" "$IT_TMP/target.err" ||
@@ -118,11 +134,7 @@ Y=(-i iqn.2026-11.org.libscsitgt:pr-y -q 2)
 "$CLIENT" "${X[@]}" "$A" reserve 0xa1 1 # WRITE EXCLUSIVE
 res=$("$CLIENT" "${Y[@]}" "$B" readres)
 [[ "$res" == "0x00000000000000a1 1" ]] || it_fail "READ RESERVATION through B: $res"
-if "$CLIENT" "${Y[@]}" "$B" write 0 8 1 1 >/dev/null 2>"$IT_TMP/conflict.err"; then
-	it_fail "a non-holder wrote through B despite the reservation taken through A"
-fi
-grep -q "status 0x18" "$IT_TMP/conflict.err" ||
-	it_fail "expected RESERVATION CONFLICT through B: $(cat "$IT_TMP/conflict.err")"
+write_refused 0x18 "a non-holder through B, reserved through A" "${Y[@]}" "$B"
 "$CLIENT" "${X[@]}" "$A" write 0 8 1 1 >/dev/null || it_fail "the holder cannot write through A"
 it_log "reservation through A enforced through B"
 
@@ -137,11 +149,7 @@ touch "$IT_TMP/go1"
 wait "$xpid" || it_fail "pr_client on A failed"
 [[ $(tail -n 1 "$IT_TMP/x.out") == "sense 6/2a/05" ]] ||
 	it_fail "expected REGISTRATIONS PREEMPTED on A, got: $(tail -n 1 "$IT_TMP/x.out")"
-if "$CLIENT" "${X[@]}" "$A" write 0 8 1 1 >/dev/null 2>"$IT_TMP/conflict.err"; then
-	it_fail "the preempted initiator still writes through A"
-fi
-grep -q "status 0x18" "$IT_TMP/conflict.err" ||
-	it_fail "expected RESERVATION CONFLICT through A: $(cat "$IT_TMP/conflict.err")"
+write_refused 0x18 "the preempted initiator through A" "${X[@]}" "$A"
 res=$("$CLIENT" "${X[@]}" "$A" readres)
 [[ "$res" == "0x00000000000000b1 1" ]] || it_fail "READ RESERVATION through A: $res"
 it_log "PREEMPT through B raised REGISTRATIONS PREEMPTED through A"
@@ -217,6 +225,40 @@ a_start
 b_start
 res=$("$CLIENT" "${X[@]}" "${B_URLS[1]}" readres)
 [[ "$res" == "0x00000000000000c1 3" ]] || it_fail "APTPL reservation after a full restart: $res"
+it_log "APTPL across restarts"
+
+# ---- 4. Gateway B loses its watch of the reservation object ----
+prid=$(rbd info "$pool/primg" --format json | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+# wait_watchers N: the object of LUN 1 has N watchers (bounded, as a target's start).
+wait_watchers() {
+	local i n=
+	for ((i = 0; i < IT_START_TIMEOUT * 10; i++)); do
+		n=$(rados -p "$pool" listwatchers "scsitgt_pr.$prid" | grep -c '^watcher=' || true)
+		[[ $n -eq $1 ]] && return 0
+		sleep 0.1
+	done
+	it_fail "scsitgt_pr.$prid has $n watchers, expected $1"
+}
+wait_watchers 2
+"$CLIENT" "${Y[@]}" "${B_URLS[1]}" write 0 8 1 1 >/dev/null || it_fail "the holder cannot write through B"
+synced=$(grep -c "LUN 1: reservation state in sync with its store again" "$IT_TMP/b.err" || true)
+kill -USR2 "$B_PID"
+it_wait_log "$IT_TMP/b.out" '^pr watch fault on'
+wait_watchers 1
+"$CLIENT" "${X[@]}" "${A_URLS[1]}" register 0xd1
+"$CLIENT" "${X[@]}" "${A_URLS[1]}" preempt 0xd1 0xc1 3
+# B missed it: its copy still names Y the holder. Y's write must not be served from it.
+write_refused 0x08 "the preempted initiator through B, which missed the PREEMPT" \
+	"${Y[@]}" "${B_URLS[1]}"
+res=$("$CLIENT" "${Y[@]}" "${B_URLS[1]}" readres)
+[[ "$res" == "0x00000000000000d1 3" ]] || it_fail "READ RESERVATION through B, watch lost: $res"
+kill -USR2 "$B_PID"
+it_wait_log "$IT_TMP/b.out" '^pr watch fault off'
+it_wait_log -n $((synced + 1)) "$IT_TMP/b.err" "LUN 1: reservation state in sync with its store again"
+wait_watchers 2
+write_refused 0x18 "the preempted initiator through B, watched again" "${Y[@]}" "${B_URLS[1]}"
+"$CLIENT" "${X[@]}" "${B_URLS[1]}" write 0 8 1 1 >/dev/null || it_fail "the new holder cannot write through B"
+it_log "a gateway that lost its watch refused the preempted initiator, then enforced the PREEMPT"
 b_stop
 it_stop || it_fail "gateway A exited with status $? on SIGTERM"
 it_log "PASS"

@@ -51,6 +51,8 @@ struct gw {
 	struct scsitgt__session *a, *b, *obs;
 	struct lf_result r;
 	bool detached;
+	/* Its watch is broken: commits made elsewhere are not delivered to it. */
+	bool cut;
 };
 
 static void fs_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req)
@@ -129,7 +131,7 @@ static void fs_release(struct fstore *st, unsigned int i)
 		st->version++;
 		/* Deliver to the other engine before answering (the notify round trip). */
 		for (unsigned int k = 0; k < st->ngws; k++) {
-			if (st->gws[k] == op.gw)
+			if (st->gws[k] == op.gw || st->gws[k]->cut)
 				continue;
 			assert_int_equal(
 				scsitgt_lun_apply_pr_state(st->gws[k]->lun, st->data, st->len), 0);
@@ -843,6 +845,167 @@ static void test_abort_while_waiting(void **state)
 	two_destroy(t);
 }
 
+/* Gateway @g's watch breaks: it misses deliveries, and its store says so. */
+static void gw_cut(struct gw *g)
+{
+	g->cut = true;
+	assert_int_equal(scsitgt_lun_set_pr_sync(g->lun, SCSITGT_PR_RESYNCING), 0);
+}
+
+/* The store watches again and applies the state it read after that: synced. */
+static void gw_resync(struct gw *g)
+{
+	g->cut = false;
+	assert_int_equal(scsitgt_lun_apply_pr_state(g->lun, g->st->data, g->st->len), 0);
+	assert_int_equal(scsitgt_lun_set_pr_sync(g->lun, SCSITGT_PR_SYNCED), 0);
+}
+
+/* A gateway told "stale" answers PERSISTENT RESERVE IN from a fresh read of the store, not
+ * from the copy that missed a registration (session 30's "B misses A's registration"). */
+static void test_unsynced_pr_in_reads_store(void **state)
+{
+	struct two *t = two_create();
+	unsigned int fetches, n;
+	uint64_t key = 0;
+	uint32_t gen;
+
+	(void)state;
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	gw_cut(&t->gb);
+	ok(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_WE_RO, 0xa1, 0));
+	ok(out(&t->ga, t->ga.b, PR_OUT_REGISTER, 0, 0, 0xb1));
+	fetches = t->st.nfetch;
+	keys(&t->gb, &gen, &n);
+	assert_int_equal(t->st.nfetch, fetches + 1);
+	/* Two registrations (RESERVE leaves PRgeneration alone, SPC-5 §6.16.2). */
+	assert_int_equal(gen, 2);
+	assert_int_equal(n, 2);
+	assert_int_equal(resv(&t->gb, &key), PR_TYPE_WE_RO);
+	assert_int_equal(key, 0xa1);
+	/* Every answer reads the store while the copy is called stale. */
+	assert_int_equal(t->st.nfetch, fetches + 2);
+	gw_resync(&t->gb);
+	keys(&t->gb, &gen, &n);
+	assert_int_equal(t->st.nfetch, fetches + 2);
+	assert_int_equal(n, 2);
+	two_destroy(t);
+}
+
+/* The fencing Windows Failover Clustering relies on: an initiator preempted (PREEMPT AND
+ * ABORT) through A must not write through B, which missed the change. B refuses every command
+ * a reservation could refuse with BUSY until it is synced, then decides on the fresh state. */
+static void test_unsynced_refuses_until_synced(void **state)
+{
+	struct two *t = two_create();
+	uint8_t cdb[CDB_BUF];
+
+	(void)state;
+	ok(out(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 0xb1));
+	ok(out(&t->gb, t->gb.a, PR_OUT_REGISTER, 0, 0, 0xa2));
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	ok(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_EA_RO, 0xa1, 0));
+	ok(wr(&t->gb, t->gb.b));
+	gw_cut(&t->gb);
+	ok(out(&t->ga, t->ga.a, PR_OUT_PREEMPT_AND_ABORT, PR_TYPE_EA_RO, 0xa1, 0xb1));
+	/* B's copy still shows 0xb1 registered: it must not decide on it. */
+	assert_int_equal(wr(&t->gb, t->gb.b)->status, SAM_STAT_BUSY);
+	assert_int_equal(rd(&t->gb, t->gb.b)->status, SAM_STAT_BUSY);
+	assert_int_equal(wr(&t->gb, t->gb.a)->status, SAM_STAT_BUSY);
+	/* Commands every reservation allows still run, without a store round trip. */
+	ok(run(&t->gb, t->gb.b, cdb, cdb_tur(cdb), NULL, 0));
+	ok(run(&t->gb, t->gb.b, cdb, cdb_inquiry(cdb, 0, 0, 96), NULL, 0));
+	/* A PERSISTENT RESERVE IN refreshes the copy, but the channel is still broken. */
+	assert_false(has_key(&t->gb, 0xb1));
+	assert_int_equal(wr(&t->gb, t->gb.a)->status, SAM_STAT_BUSY);
+	/* Synced: the preempted nexus finds its unit attention, then the conflict; a registrant
+	 * is served. */
+	gw_resync(&t->gb);
+	ua(wr(&t->gb, t->gb.b), 0x2a, 0x05);
+	conflict(wr(&t->gb, t->gb.b));
+	ok(wr(&t->gb, t->gb.a));
+	ok(rd(&t->gb, t->gb.a));
+	/* Gateway A was never affected. */
+	ok(wr(&t->ga, t->ga.a));
+	two_destroy(t);
+}
+
+/* While stale and the store unreachable, PERSISTENT RESERVE IN fails as PR OUT's fetch does:
+ * HARDWARE ERROR, LOGICAL UNIT COMMUNICATION FAILURE; never an answer from the old copy. */
+static void test_unsynced_store_unreachable(void **state)
+{
+	struct two *t = two_create();
+	uint8_t cdb[10] = { SPC_PERSISTENT_RESERVE_IN, PR_IN_READ_KEYS };
+
+	(void)state;
+	put_be16(&cdb[7], 1024);
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	gw_cut(&t->gb);
+	t->st.fetch_err = -ETIMEDOUT;
+	sense(run(&t->gb, t->gb.obs, cdb, 10, NULL, 0), SENSE_HARDWARE_ERROR, 0x08, 0x00);
+	t->st.fetch_err = -EIO;
+	sense(run(&t->gb, t->gb.obs, cdb, 10, NULL, 0), SENSE_HARDWARE_ERROR, 0x44, 0x00);
+	assert_true(has_key(&t->gb, 0xa1));
+	/* Told twice, or synced twice: one state, no harm. */
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_RESYNCING), 0);
+	gw_resync(&t->gb);
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_SYNCED), 0);
+	ok(wr(&t->gb, t->gb.b));
+	two_destroy(t);
+}
+
+/* The store says why the copy is stale, and that decides what a command a reservation could
+ * refuse gets: unreachable, NOT READY 04h/01h (as I/O to an unreachable store ends); fenced,
+ * the backend's own answer (here the fake backend serves it: the core let it through). PR IN
+ * reads the store in both. */
+static void test_unsynced_states(void **state)
+{
+	struct two *t = two_create();
+
+	(void)state;
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	gw_cut(&t->gb);
+	ok(out(&t->ga, t->ga.b, PR_OUT_REGISTER, 0, 0, 0xb1));
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_UNREACHABLE), 0);
+	sense(wr(&t->gb, t->gb.obs), SENSE_NOT_READY, 0x04, 0x01);
+	sense(rd(&t->gb, t->gb.obs), SENSE_NOT_READY, 0x04, 0x01);
+	assert_true(has_key(&t->gb, 0xb1));
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_FENCED), 0);
+	/* The backend's failure is what the initiator sees: the command reached it. */
+	fake_backend_fail_next(t->gb.fb, -EIO, 1);
+	assert_int_equal(wr(&t->gb, t->gb.obs)->status, SAM_STAT_CHECK_CONDITION);
+	assert_int_not_equal(t->gb.r.sense[2] & 0x0f, SENSE_NOT_READY);
+	ok(wr(&t->gb, t->gb.obs));
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, (enum scsitgt_pr_sync)7), -EINVAL);
+	gw_resync(&t->gb);
+	ok(wr(&t->gb, t->gb.b));
+	two_destroy(t);
+}
+
+/* A LUN without a cluster store has nothing to sync: refused, and its commands unaffected;
+ * removing the store clears the mark. */
+static void test_unsynced_needs_cluster_store(void **state)
+{
+	struct prt *p = prt_create(FAKE_SYNC);
+	struct two *t;
+
+	(void)state;
+	assert_int_equal(scsitgt_lun_set_pr_sync(NULL, SCSITGT_PR_RESYNCING), -EINVAL);
+	assert_int_equal(scsitgt_lun_set_pr_sync(p->lun, SCSITGT_PR_RESYNCING), -ENOENT);
+	assert_int_equal(scsitgt__lun_xflags(p->lun), 0);
+	ok(prt_write(p, p->b));
+	ok(prt_read(p, p->b));
+	prt_destroy(p);
+
+	t = two_create();
+	gw_cut(&t->gb);
+	assert_int_equal(wr(&t->gb, t->gb.b)->status, SAM_STAT_BUSY);
+	assert_int_equal(scsitgt_lun_set_pr_cluster(t->gb.lun, NULL, NULL), 0);
+	assert_true(t->gb.detached);
+	assert_int_equal(scsitgt__lun_xflags(t->gb.lun) & SCSITGT__LUN_XF_PR_UNSYNCED, 0);
+	ok(wr(&t->gb, t->gb.b));
+	two_destroy(t);
+}
+
 static void test_set_cluster_args(void **state)
 {
 	struct two *t = two_create();
@@ -884,6 +1047,11 @@ int main(void)
 		cmocka_unit_test(test_apply_versions),
 		cmocka_unit_test(test_abort_while_waiting),
 		cmocka_unit_test(test_set_cluster_args),
+		cmocka_unit_test(test_unsynced_pr_in_reads_store),
+		cmocka_unit_test(test_unsynced_refuses_until_synced),
+		cmocka_unit_test(test_unsynced_store_unreachable),
+		cmocka_unit_test(test_unsynced_states),
+		cmocka_unit_test(test_unsynced_needs_cluster_store),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
