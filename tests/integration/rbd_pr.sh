@@ -31,7 +31,7 @@ CLIENT=${2:-}
 [[ -x "$CLIENT" ]] || it_fail "usage: $0 MINITARGET PR_CLIENT"
 it_need iscsi-test-cu python3 timeout
 rbd_need
-rbd_cluster_up -w 5 -S 32M
+rbd_cluster_up -S 32M
 CU_REPORT=$(cd "$(dirname "$0")/../conformance" && pwd)/cu_report.py
 
 pool=$MICRO_CEPH_POOL
