@@ -173,7 +173,7 @@ static void test_logout_bounded(void **state)
 	lo.backend_ctx = fault;
 	assert_int_equal(scsitgt_lun_create(&lun, h.tgt, &lo), 0);
 	scsitgt_iscsi_params_init(&p, sizeof(p));
-	p.logout_timeout_ms = 20;
+	p.logout_timeout_ms = 2000; /* long: the "not yet" checks below must not race it */
 	assert_int_equal(scsitgt_iscsi_target_set_params(h.tgt, &p), 0);
 	assert_int_equal(h_login(&h, "Normal"), 0);
 	/* A one-block WRITE (10) with its data immediate: straight into the backend. */
