@@ -491,9 +491,11 @@ void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd)
 		scsitgt__list_remove(&cmd->sess_node);
 		sess_ncmds_add(cmd->sess, -1);
 	}
+	/* Buffers and lent Data-In go back before the LUN's count drops: the last drop may close
+	 * the backend (a removed LUN), and a release after it would touch freed memory. */
+	scsitgt__cmd_free_buf(cmd);
 	if (cmd->lun)
 		scsitgt__lun_inflight_drop(cmd->lun, cmd->shard);
-	scsitgt__cmd_free_buf(cmd);
 	/* From any state but FREED: destroying twice is caught here. */
 	cmd_move(cmd, ~0u, SCSITGT__CMD_FREED);
 	scsitgt__cache_free(&cmd->shard->cache, cmd, cmd->alloc_size);

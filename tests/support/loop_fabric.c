@@ -24,7 +24,7 @@ static void lf_cmd_done(struct scsitgt__cmd *cmd)
 		res->data = malloc(cmd->data_len);
 		if (res->data == NULL)
 			abort();
-		memcpy(res->data, cmd->buf, cmd->data_len);
+		memcpy(res->data, scsitgt__cmd_data_in(cmd), cmd->data_len);
 	}
 	res->done = true;
 	res->cmd = NULL;
@@ -32,6 +32,10 @@ static void lf_cmd_done(struct scsitgt__cmd *cmd)
 	/* Done may come from a timer callback: without uv_stop, UV_RUN_ONCE would go on to
 	 * block in poll although the waiter's flag is now set. */
 	uv_stop(&p->lf->loop);
+	if (p->lf->keep_done) {
+		res->cmd = cmd;
+		return;
+	}
 	/* A fabric may destroy the command from inside cmd_done: exercise that. */
 	scsitgt__cmd_destroy(cmd);
 }
@@ -137,6 +141,7 @@ int loop_fabric_add_session(struct loop_fabric *lf, const char *initiator_port,
 	ni.target_port = tport;
 	ni.rel_port_id = rel_port_id;
 	ni.tpg_id = rel_port_id;
+	ni.lend_data_in = lf->lend_data_in;
 	return scsitgt__session_create(out, lf->tgt, &ni, &lf_ops, lf);
 }
 

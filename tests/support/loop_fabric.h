@@ -24,6 +24,12 @@ struct loop_fabric {
 	unsigned int naborted;
 	/* Non-zero: the arrival time given to each command (scsitgt__cmd_set_arrival). */
 	uint64_t arrival_ns;
+	/* Nexuses made by loop_fabric_add_session() take Data-In the backend lends, as
+	 * iSCSI/TCP's do (set before adding the session). */
+	bool lend_data_in;
+	/* cmd_done keeps the command in lf_result.cmd, as a fabric still sending its data
+	 * would: the test ends it with scsitgt__cmd_destroy(). */
+	bool keep_done;
 };
 
 /* What a command returned. data is malloc'd (NULL when data_len is 0). */
@@ -35,7 +41,7 @@ struct lf_result {
 	size_t data_len;
 	bool done;
 	bool aborted;
-	/* The command itself while it runs (NULL once done); for TMF tests. */
+	/* The command itself while it runs (NULL once done, unless keep_done); for TMF tests. */
 	struct scsitgt__cmd *cmd;
 };
 

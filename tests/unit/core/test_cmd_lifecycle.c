@@ -334,6 +334,64 @@ static void tmf_done(void *arg, enum scsitgt__tmf_response response)
 	*(int *)arg = (int)response;
 }
 
+/*
+ * A LUN removed while a READ's lent data is still being sent (review31 C1): the command's end
+ * must give the RAM backend its chunk back before it lets the LUN's close run, which frees the
+ * backend's context. Released after, the release locked freed memory (ASan: use-after-free;
+ * this test is in the ASan unit suite).
+ */
+static void test_lun_destroy_while_data_lent(void **state)
+{
+	struct scsitgt_lun_opts lo;
+	struct scsitgt__session *s2;
+	struct loop_fabric *lf;
+	struct scsitgt_lun *lun;
+	struct lf_result r;
+	bool gone = false;
+	uint8_t cdb[CDB_BUF];
+	uint8_t data[512];
+	size_t len;
+	void *ram;
+
+	(void)state;
+	assert_int_equal(loop_fabric_create(&lf, NULL), 0);
+	lf->lend_data_in = true;
+	assert_int_equal(loop_fabric_add_session(
+				 lf, "iqn.2024-01.org.example:lend,i,0x23d000000002", 1, &s2),
+			 0);
+	assert_int_equal(scsitgt_backend_ram_create(&ram), 0);
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.block_size = 512;
+	lo.num_blocks = 2048;
+	lo.backend = scsitgt_backend_ram_ops();
+	lo.backend_ctx = ram;
+	lo.id = 0;
+	assert_int_equal(scsitgt_lun_create(&lun, lf->tgt, &lo), 0);
+	/* The nexus's first command reports POWER ON; a block is written so that it is lent. */
+	loop_fabric_run_on(lf, s2, 0, cdb, cdb_tur(cdb), NULL, 0, &r);
+	lf_result_clear(&r);
+	memset(data, 0x5a, sizeof(data));
+	len = cdb_rw(cdb, SBC_WRITE_10, 0, 1, 0);
+	loop_fabric_run_on(lf, s2, 0, cdb, len, data, sizeof(data), &r);
+	assert_int_equal(r.status, 0);
+	lf_result_clear(&r);
+
+	lf->keep_done = true;
+	len = cdb_rw(cdb, SBC_READ_10, 0, 1, 0);
+	loop_fabric_run_on(lf, s2, 0, cdb, len, NULL, 0, &r);
+	assert_int_equal(r.status, 0);
+	assert_non_null(r.cmd);
+	assert_non_null(r.cmd->lent_data);
+	assert_memory_equal(r.data, data, sizeof(data));
+	scsitgt_lun_destroy(lun, lun_gone, &gone);
+	/* The command still holds the LUN: it is not gone yet. */
+	assert_false(gone);
+	scsitgt__cmd_destroy(r.cmd);
+	lf_result_clear(&r);
+	loop_fabric_run_until(lf, &gone);
+	loop_fabric_destroy(lf);
+}
+
 static void test_tmf_abort_inflight(void **state)
 {
 	struct fake_backend_opts o;
@@ -412,6 +470,7 @@ int main(void)
 		cmocka_unit_test(test_complete_sense),
 		cmocka_unit_test(test_session_destroy_inflight),
 		cmocka_unit_test(test_lun_destroy_waits_for_ios),
+		cmocka_unit_test(test_lun_destroy_while_data_lent),
 		cmocka_unit_test(test_tmf_abort_inflight),
 		cmocka_unit_test(test_engine_destroy_live_session),
 	};
