@@ -96,7 +96,7 @@ wait "$WPID" 2>/dev/null
 echo "== stopping target (SIGTERM)"
 kill -TERM "$TPID"
 trc=timeout
-for i in $(seq 100); do
+for i in $(seq 600); do
 	if ! kill -0 "$TPID" 2>/dev/null; then
 		wait "$TPID"
 		trc=$?

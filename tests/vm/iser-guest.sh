@@ -42,8 +42,9 @@ step "target: $*"
 truncate -s ${LUN_SIZE:-512M} /tmp/lun0.img
 "$@" > /tmp/target.log 2>&1 &
 TPID=$!
-for i in $(seq 150); do grep -q "iscsi://" /tmp/target.log && break; sleep 0.1; done
+for i in $(seq 600); do grep -q "iscsi://" /tmp/target.log && break; sleep 0.1; done
 kill -0 $TPID
+grep -q "iscsi://" /tmp/target.log || { echo "target printed no URL"; false; }
 
 step "ib_iser + iscsid"
 modprobe ib_iser debug_level=${ISER_DEBUG:-0}
@@ -53,7 +54,7 @@ iscsid_start
 login() {
 	timeout 45 iscsiadm -m node -T "$IQN" -p $PORTAL -I iser --login
 	DEV=
-	for i in $(seq 150); do
+	for i in $(seq 600); do
 		for b in /sys/class/iscsi_session/session*/device/target*/*:*:*:*/block/*; do
 			[ -e "$b" ] && DEV=/dev/$(basename "$b") && break
 		done
@@ -86,10 +87,10 @@ kill -0 $TPID
 if [ "${ISER_DEVICE_REMOVAL:-0}" = 1 ]; then
 	step "device removal: rxe0 goes and comes back; the portal listens again"
 	timeout 30 rdma link delete rxe0
-	for i in $(seq 100); do grep -q "DEVICE_REMOVAL" /tmp/target.log && break; sleep 0.1; done
+	for i in $(seq 600); do grep -q "DEVICE_REMOVAL" /tmp/target.log && break; sleep 0.1; done
 	rdma link add rxe0 type rxe netdev rig0
-	for i in $(seq 50); do [ -e /sys/class/infiniband/rxe0/ports/1/gids/1 ] && break; sleep 0.1; done
-	for i in $(seq 100); do grep -q ": listening again$" /tmp/target.log && break; sleep 0.1; done
+	for i in $(seq 600); do [ -e /sys/class/infiniband/rxe0/ports/1/gids/1 ] && break; sleep 0.1; done
+	for i in $(seq 600); do grep -q ": listening again$" /tmp/target.log && break; sleep 0.1; done
 	grep -E "DEVICE_REMOVAL|listening again" /tmp/target.log
 	grep -q ": listening again$" /tmp/target.log
 fi

@@ -48,7 +48,7 @@ step "target: $* (SRP $RXE_IP:$SRP_PORT, iSER $RXE_IP:3260, one RAM LUN)"
 "$@" --srp-portal $RXE_IP:$SRP_PORT --srp-guid "$G" --iser-portal $RXE_IP:3260 \
 	--lun 0:ram:${LUN_SIZE:-512M} > /tmp/target.log 2>&1 &
 TPID=$!
-for i in $(seq 150); do grep -q "srp://" /tmp/target.log && break; sleep 0.1; done
+for i in $(seq 600); do grep -q "srp://" /tmp/target.log && break; sleep 0.1; done
 kill -0 $TPID
 grep "srp://" /tmp/target.log
 
@@ -66,7 +66,7 @@ srp_login() {
 	echo "  add_target: $login"
 	timeout 60 bash -c "echo '$login' > $SRPDEV/add_target"
 	DEV=
-	for i in $(seq 150); do
+	for i in $(seq 600); do
 		for b in /sys/class/scsi_host/host*/device/target*/*:*:*:*/block/*; do
 			[ -e "$b" ] || continue
 			h=${b#/sys/class/scsi_host/}
@@ -88,9 +88,9 @@ srp_login() {
 
 srp_logout() {
 	for p in /sys/class/srp_remote_ports/*; do echo 1 > "$p/delete"; done
-	for i in $(seq 100); do [ -z "$(ls /sys/class/srp_remote_ports/)" ] && break; sleep 0.1; done
+	for i in $(seq 600); do [ -z "$(ls /sys/class/srp_remote_ports/)" ] && break; sleep 0.1; done
 	[ -z "$(ls /sys/class/srp_remote_ports/)" ] || { echo "remote port still there"; false; }
-	for i in $(seq 100); do grep -q "I_T nexus .* ended" /tmp/target.log && break; sleep 0.1; done
+	for i in $(seq 600); do grep -q "I_T nexus .* ended" /tmp/target.log && break; sleep 0.1; done
 	grep "I_T nexus .* ended" /tmp/target.log | tail -1 | sed 's/^/  target: /'
 }
 
@@ -181,7 +181,7 @@ fsck.ext4 -fn "$DEV" > /dev/null
 step "LUN reset over SRP (SRP_TSK_MGMT) and the asynchronous event report it causes"
 n=$(dmesg | wc -l)
 sg_reset -d "$DEV"
-for i in $(seq 100); do dmesg | awk -v n="$n" 'NR>n' | grep -q "AER for LUN" && break; sleep 0.1; done
+for i in $(seq 600); do dmesg | awk -v n="$n" 'NR>n' | grep -q "AER for LUN" && break; sleep 0.1; done
 dmesg | awk -v n="$n" 'NR>n' | grep -iE "reset|AER" | sed 's/^/  dmesg: /'
 dmesg | awk -v n="$n" 'NR>n' | grep -q "AER for LUN 0" || { echo "no SRP_AER_REQ seen"; false; }
 dd if="$DEV" of=/dev/null bs=1M count=4 iflag=direct status=none
@@ -206,7 +206,7 @@ iscsid_start
 timeout 45 iscsiadm -m discovery -t sendtargets -p $RXE_IP:3260 -I iser > /dev/null
 timeout 45 iscsiadm -m node -T $IQN -p $RXE_IP:3260 -I iser --login > /dev/null
 IDEV=
-for i in $(seq 150); do
+for i in $(seq 600); do
 	for b in /sys/class/iscsi_session/session*/device/target*/*:*:*:*/block/*; do
 		[ -e "$b" ] && IDEV=/dev/$(basename "$b") && break
 	done
@@ -225,7 +225,7 @@ iscsiadm -m node -T $IQN -p $RXE_IP:3260 -I iser --logout > /dev/null
 
 step "stop the target"
 kill -TERM $TPID
-for i in $(seq 100); do kill -0 $TPID 2>/dev/null || break; sleep 0.1; done
+for i in $(seq 600); do kill -0 $TPID 2>/dev/null || break; sleep 0.1; done
 if kill -0 $TPID 2>/dev/null; then echo "target did not stop"; false; fi
 wait $TPID
 if dmesg | grep -E 'ib_srp.*(failed|error|timeout)|abort|I/O error|Sense Key' | grep -v 'Connection 0/2 to .*5556'; then

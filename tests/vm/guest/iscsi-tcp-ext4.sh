@@ -25,7 +25,7 @@ IQN=$(iscsiadm -m node | awk -v p="$PORTAL" 'index($1, p) == 1 {print $2; exit}'
 step "login to $IQN"
 iscsiadm -m node -T "$IQN" -p "$PORTAL" --login
 DEV=
-for i in $(seq 150); do
+for i in $(seq 600); do
 	for b in /sys/class/iscsi_session/session*/device/target*/*:*:*:*/block/*; do
 		[ -e "$b" ] && DEV=/dev/$(basename "$b") && break
 	done
