@@ -375,7 +375,7 @@ it_stop || it_fail "scsitgtd exited with $?"
 IT_PID=
 [[ ! -e "$SOCK" ]] || it_fail "the socket outlived the daemon"
 # Two: the second daemon refused above stopped too.
-notified 2 STOPPING=1 || it_fail "no STOPPING=1: $(cat "$IT_TMP/notify.log")"
+wait_notified 2 STOPPING=1 || it_fail "no STOPPING=1: $(cat "$IT_TMP/notify.log")"
 unset NOTIFY_SOCKET
 try_start "$IT_TMP/saved.conf" || it_fail "the saved file does not start"
 state >"$IT_TMP/after.json"

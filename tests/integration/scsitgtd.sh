@@ -220,7 +220,8 @@ sed -i 's/^fault = .*/fault = medium@read:lba=5000:len=1/' "$CONF"
 it_reload
 it_ask read 1 96 8
 [[ "$ANSWER" == "status 0" ]] || it_fail "READ after the fault rule moved: $ANSWER"
-grep -q "event lun-error: $IQN LUN 1 opcode 88h sense 3h/11h/00h" "$IT_TMP/target.err" ||
+# An event comes after the command's status (see above): wait for it, bounded.
+it_wait_log "$IT_TMP/target.err" "event lun-error: $IQN LUN 1 opcode 88h sense 3h/11h/00h" ||
 	it_fail "no lun-error event for the injected medium error"
 it_ask quit
 it_log "ok: fault injection added and changed by SIGHUP"
