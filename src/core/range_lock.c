@@ -196,6 +196,21 @@ bool scsitgt__range_lock(struct scsitgt__cmd *cmd, uint64_t lba, uint64_t nblock
 	return rl_lock(cmd, lba, nblocks, excl, fn, slot) != NULL;
 }
 
+/* Take @e out of the LUN's entries (under xlock); the last exclusive one ends the round,
+ * also one never granted. Returns the LUN's range lock. */
+static struct scsitgt__range_lock *rl_remove_locked(struct scsitgt_lun *lun,
+						    struct scsitgt__range_entry *e)
+{
+	struct scsitgt__range_lock *rl = rl_of(lun);
+
+	scsitgt__list_remove(&e->node);
+	if (e->excl && --rl->nexcl == 0) {
+		rl->quiesce_pending = 0;
+		scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_EXCL, false);
+	}
+	return rl;
+}
+
 void scsitgt__range_unlock(struct scsitgt_lun *lun, struct scsitgt__range_entry *e)
 {
 	struct scsitgt__lun_part *self;
@@ -206,13 +221,7 @@ void scsitgt__range_unlock(struct scsitgt_lun *lun, struct scsitgt__range_entry 
 	/* The command that held the range releases it on its own loop. */
 	self = scsitgt__lun_part(lun, e->cmd->shard);
 	uv_mutex_lock(&lun->xlock);
-	rl = rl_of(lun);
-	scsitgt__list_remove(&e->node);
-	if (e->excl && --rl->nexcl == 0) {
-		/* The round ended before the entry was granted. */
-		rl->quiesce_pending = 0;
-		scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_EXCL, false);
-	}
+	rl = rl_remove_locked(lun, e);
 	if (!scsitgt__list_empty(&rl->waiting))
 		rl_kick_locked(lun, self);
 	uv_mutex_unlock(&lun->xlock);
@@ -222,17 +231,10 @@ void scsitgt__range_unlock(struct scsitgt_lun *lun, struct scsitgt__range_entry 
 
 void scsitgt__range_forget(struct scsitgt_lun *lun, struct scsitgt__range_entry *e)
 {
-	struct scsitgt__range_lock *rl;
-
 	if (e == NULL)
 		return;
 	uv_mutex_lock(&lun->xlock);
-	rl = rl_of(lun);
-	scsitgt__list_remove(&e->node);
-	if (e->excl && --rl->nexcl == 0) {
-		rl->quiesce_pending = 0;
-		scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_EXCL, false);
-	}
+	rl_remove_locked(lun, e);
 	uv_mutex_unlock(&lun->xlock);
 	free(e);
 }
