@@ -73,6 +73,19 @@
  * Punched holes read as zeros, so files report LBPRZ (SBC-4 §4.7.4.5); discarded device blocks
  * are not promised to, so block devices do not.
  *
+ * Lost writes. A write the kernel took into the page cache completes GOOD; if its writeback
+ * fails later (EIO from the medium, ENOSPC or EDQUOT on a thin or network file system), Linux
+ * records the error on the file and reports it once per open file, to the first fsync-class
+ * call that follows (fdatasync, the aio or ring fsync, an RWF_DSYNC write), whoever makes it
+ * (errseq_t, Documentation/filesystems/vfs.rst "fsync"). The LUN has one descriptor for every
+ * loop and initiator, so the initiator whose blocks were lost could otherwise get GOOD for its
+ * SYNCHRONIZE CACHE after another one's flush took the error. The first EIO or ENOSPC of a
+ * flush (a FLUSH, or the one that follows a FUA write where RWF_DSYNC is refused), and the
+ * first EIO of a buffered FUA write, is therefore kept: every later FLUSH and FUA write of the
+ * LUN fails with it (SBC-4 §5.24: the cache could not be made durable), reads and plain
+ * writes go on, and only opening the LUN again clears it. Not kept: a FUA write's ENOSPC (its
+ * own allocation, nothing cached) and any error of an O_DIRECT FUA write (its own data).
+ *
  * Errors. EIO completes the io with -EIO (MEDIUM ERROR), ENOSPC and EDQUOT with -ENOSPC, EROFS
  * with -EROFS. A short read or write is resubmitted for the remainder; a read that makes no
  * progress (the file shrank under us) fails with -EIO, never reports success. One context
@@ -372,6 +385,8 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 	ac->uring_async = o.uring_async;
 	atomic_init(&ac->rwf_dsync_ok, true);
 	atomic_init(&ac->fdsync_ok, true);
+	atomic_init(&ac->sync_error, 0);
+	atomic_init(&ac->sync_error_inject, 0);
 	ac->mem_align = 1;
 	ac->off_align = 1;
 	ac->path = strdup(o.path);
@@ -712,10 +727,52 @@ static void aio_loop_close(void *arg, struct scsitgt__loop_ctx *lc)
 
 static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in);
 
+/* Whether @req's success promises that earlier writes are durable (see "Lost writes"). */
+static bool aio_req_flush_class(const struct aio_req *req)
+{
+	return req->type == SCSITGT_IO_FLUSH || req->phase == AIO_PHASE_SYNC || req->used_dsync;
+}
+
+/* Keep a flush-class request's lost-write error, or give it the one kept before. */
+static int aio_sync_error_latch(struct aio_ctx *ac, const struct aio_req *req, int status)
+{
+	int kept = 0;
+
+	if (status == 0) {
+		status = atomic_exchange_explicit(&ac->sync_error_inject, 0, memory_order_relaxed);
+	}
+	if (status == -EIO || status == -ENOSPC) {
+		/* A flush fails only for writes it could not make durable. A FUA write can fail
+		 * for its own data before anything was cached (ENOSPC at allocation, EIO reading
+		 * the rest of a page): only a buffered one's EIO is taken as someone's lost write. */
+		bool lost = req->phase == AIO_PHASE_SYNC || (status == -EIO && !ac->direct);
+
+		if (lost && atomic_compare_exchange_strong_explicit(&ac->sync_error, &kept, status,
+								    memory_order_relaxed,
+								    memory_order_relaxed)) {
+			scsitgt__log(
+				&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
+				"%s: a flush failed (%s): writes may be lost; every later "
+				"SYNCHRONIZE CACHE and FUA write fails until the LUN is opened "
+				"again",
+				ac->path, strerror(-status));
+		}
+		return status;
+	}
+	if (status == 0) {
+		kept = atomic_load_explicit(&ac->sync_error, memory_order_relaxed);
+		return kept;
+	}
+	return status;
+}
+
 void scsitgt__aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status)
 {
 	struct scsitgt_io *io = req->io;
 
+	if (status != -ECANCELED && aio_req_flush_class(req)) {
+		status = aio_sync_error_latch(ac, req, aio_map_errno(status));
+	}
 	if (status < 0) {
 		status = aio_map_errno(status);
 		scsitgt__log(&ac->log, SCSITGT_LOG_WARNING, AIO_SUBSYS,
@@ -1370,6 +1427,13 @@ void scsitgt__backend_aio_set_kernel_caps(void *bctx, bool rwf_dsync, bool fdsyn
 
 	atomic_store_explicit(&ac->rwf_dsync_ok, rwf_dsync, memory_order_relaxed);
 	atomic_store_explicit(&ac->fdsync_ok, fdsync, memory_order_relaxed);
+}
+
+void scsitgt__backend_aio_inject_sync_error(void *bctx, int err)
+{
+	struct aio_ctx *ac = bctx;
+
+	atomic_store_explicit(&ac->sync_error_inject, err, memory_order_relaxed);
 }
 
 unsigned long scsitgt__backend_aio_syncs(void *bctx)

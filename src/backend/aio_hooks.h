@@ -31,4 +31,9 @@ unsigned int scsitgt__backend_aio_uring_punting_loops(void *bctx);
  * issued. Any loop. */
 unsigned long scsitgt__backend_aio_syncs(void *bctx);
 
+/* The next flush-class request of the context (a FLUSH, a FUA write, the flush after a
+ * deallocation in write-through mode) that the kernel completes successfully ends with @err
+ * (a negative errno) instead, as when a writeback failed. Any loop. */
+void scsitgt__backend_aio_inject_sync_error(void *bctx, int err);
+
 #endif /* SCSITGT_BACKEND_AIO_HOOKS_H */

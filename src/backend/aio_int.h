@@ -161,6 +161,13 @@ struct aio_ctx {
 	atomic_bool fdsync_ok;
 	/* flushes issued (AIO_PHASE_SYNC), for the tests (aio_hooks.h) */
 	atomic_ulong syncs;
+	/*
+	 * The first -EIO or -ENOSPC a flush-class request got (aio.c, "Lost writes"): every later
+	 * FLUSH and FUA write fails with it until the LUN is opened again. 0: none. Any loop.
+	 */
+	atomic_int sync_error;
+	/* Test hook (aio_hooks.h): the next flush-class request ends with this error. */
+	atomic_int sync_error_inject;
 	unsigned int queue_depth;
 	/* io_uring, buffered: which loops' rings punt to io-wq (see uring_setup). */
 	enum scsitgt_backend_aio_uring_async uring_async;

@@ -787,6 +787,88 @@ static void test_kernel_fallbacks(void **state)
 	fx_free(f);
 }
 
+/*
+ * A writeback error is reported once per open file, to whichever flush comes first (aio.c,
+ * "Lost writes"): the backend keeps it, so a later FLUSH or FUA write of any initiator fails
+ * too, while reads and plain writes go on (review32 R7). The kernel's report is simulated by
+ * the hook: a page-cache write cannot be made to fail on demand here.
+ */
+static void lost_write_check(const char *dir, bool fdsync)
+{
+	struct fx *f = fx_new();
+	uint8_t *buf = aligned_buf(8 * 512);
+
+	fx_file(f, dir, MiB);
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	scsitgt__backend_aio_set_kernel_caps(f->bctx, true, fdsync);
+	aio_test_pattern(buf, 8 * 512, 50);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, 8, buf, 0), SCSITGT__SR_OK);
+	/* A failed flush of another's FUA write or a plain FLUSH takes the error. */
+	scsitgt__backend_aio_inject_sync_error(f->bctx, -EIO);
+	assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
+			 SCSITGT__SR_WRITE_ERROR);
+	assert_true(aio_test_log_has("every later SYNCHRONIZE CACHE and FUA write fails"));
+	/* The kernel would answer the next fdatasync with success: the backend does not. */
+	assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
+			 SCSITGT__SR_WRITE_ERROR);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 8, 8, buf, SCSITGT_IO_FLAG_FUA),
+			 SCSITGT__SR_WRITE_ERROR);
+	/* Reads and plain writes are not refused. */
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 16, 8, buf, 0), SCSITGT__SR_OK);
+	memset(buf, 0, 8 * 512);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 16, 8, buf, 0), SCSITGT__SR_OK);
+	free(buf);
+	fx_free(f);
+}
+
+static void test_lost_write_kept(void **state)
+{
+	(void)state;
+	/* O_DIRECT where /var/tmp does it, buffered on tmpfs; fdatasync as an aio/ring
+	 * operation and on the loop (the old-kernel fallback). */
+	lost_write_check("/var/tmp", true);
+	lost_write_check("/dev/shm", true);
+	lost_write_check("/dev/shm", false);
+}
+
+/* What is not a lost write is not kept: a FUA write's own ENOSPC (nothing of it was cached),
+ * and an O_DIRECT FUA write's EIO (its own data). */
+static void test_lost_write_not_kept(void **state)
+{
+	struct fx *f = fx_new();
+	uint8_t *buf = aligned_buf(8 * 512);
+
+	(void)state;
+	fx_file(f, "/dev/shm", MiB);
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	aio_test_pattern(buf, 8 * 512, 51);
+	scsitgt__backend_aio_inject_sync_error(f->bctx, -ENOSPC);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, 8, buf, SCSITGT_IO_FLAG_FUA),
+			 SCSITGT__SR_SPACE_ALLOC_FAILED);
+	assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL), SCSITGT__SR_OK);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, 8, buf, SCSITGT_IO_FLAG_FUA),
+			 SCSITGT__SR_OK);
+	assert_false(aio_test_log_has("every later SYNCHRONIZE CACHE"));
+	free(buf);
+	fx_free(f);
+
+	f = fx_new();
+	buf = aligned_buf(8 * 512);
+	fx_file(f, "/var/tmp", MiB);
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	if (scsitgt_backend_aio_is_direct(f->bctx) != 1) {
+		print_message("/var/tmp is not O_DIRECT here: the direct half skipped\n");
+	} else {
+		scsitgt__backend_aio_inject_sync_error(f->bctx, -EIO);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, 8, buf, SCSITGT_IO_FLAG_FUA),
+				 SCSITGT__SR_WRITE_ERROR);
+		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
+				 SCSITGT__SR_OK);
+	}
+	free(buf);
+	fx_free(f);
+}
+
 /* Run a command line; its first output line into @out (may be NULL). 0 on exit status 0. */
 static int run_cmd(const char *cmdline, char *out, size_t outlen)
 {
@@ -1316,6 +1398,8 @@ int main(void)
 		cmocka_unit_test(test_short_write_then_enospc),
 		cmocka_unit_test(test_queue_depth),
 		cmocka_unit_test(test_kernel_fallbacks),
+		cmocka_unit_test(test_lost_write_kept),
+		cmocka_unit_test(test_lost_write_not_kept),
 		cmocka_unit_test_teardown(test_block_device, loop_teardown),
 		cmocka_unit_test(test_durability_kill9),
 		cmocka_unit_test(test_engine_choice),
