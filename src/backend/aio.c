@@ -120,6 +120,8 @@
 #define AIO_MAX_STALLS 2
 #define AIO_DEFAULT_QUEUE_DEPTH 128
 #define AIO_MAX_QUEUE_DEPTH 65536
+/* The smallest context another loop is given when the kernel refuses more. */
+#define AIO_MIN_LOOP_DEPTH 4
 
 static void aio_req_issue(struct aio_loop *al, struct aio_req *req);
 static void aio_loop_close_maybe(struct aio_loop *al);
@@ -823,12 +825,47 @@ static int aio_loop_setup(void *arg, struct scsitgt__loop_ctx *lc)
 	int rc;
 
 	al->ac = ac;
+	al->depth = ac->queue_depth;
 	if (ac->engine == NULL) {
-		return aio_engine_setup(ac, al, ac->want_engine);
+		rc = aio_engine_setup(ac, al, ac->want_engine);
+		/* Written before any other loop exists; they read it for their own. */
+		ac->queue_depth = al->depth;
+		return rc;
 	}
-	rc = ac->engine->setup(al, &why);
+	/*
+	 * Every loop that submits has a context of its own, and libaio's count against the
+	 * system-wide fs.aio-max-nr (65536 by default, shared with every process), io_uring's
+	 * against locked memory on older kernels: many loops and LUNs can run out. A smaller
+	 * context still serves (the rest of the loop's ios wait for a slot); none at all fails
+	 * each io of that loop with the error (BUSY for EAGAIN, which the initiator retries).
+	 */
+	for (;;) {
+		if (ac->test_loop_depth_limit && al->depth > ac->test_loop_depth_limit) {
+			why = "refused by a test hook";
+			rc = -EAGAIN;
+		} else {
+			rc = ac->engine->setup(al, &why);
+		}
+		if ((rc != -EAGAIN && rc != -ENOMEM) || al->depth <= AIO_MIN_LOOP_DEPTH) {
+			break;
+		}
+		al->depth /= 2;
+	}
+	if (rc == 0 && al->depth < ac->queue_depth) {
+		scsitgt__log(
+			&ac->log, SCSITGT_LOG_WARNING, AIO_SUBSYS,
+			"%s: %s context for another loop holds %u requests, not %u: the kernel "
+			"refused more (%s)",
+			ac->path, ac->engine->name, al->depth, ac->queue_depth,
+			ac->engine == &scsitgt__aio_libaio ? "raise fs.aio-max-nr" :
+							     "raise RLIMIT_MEMLOCK");
+	}
 	if (rc < 0) {
-		scsitgt__log(&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
+		bool first = !atomic_exchange_explicit(&ac->loop_setup_failed, true,
+						       memory_order_relaxed);
+
+		/* Tried again at the loop's next io: say it once, not once per io. */
+		scsitgt__log(&ac->log, first ? SCSITGT_LOG_ERROR : SCSITGT_LOG_DEBUG, AIO_SUBSYS,
 			     "%s: %s context for another loop: %s (%s)", ac->path, ac->engine->name,
 			     why, strerror(-rc));
 	}
@@ -909,7 +946,7 @@ static void aio_req_issue(struct aio_loop *al, struct aio_req *req)
 /* Issue as many waiting requests as the kernel takes. */
 static void aio_drain_pending(struct aio_loop *al)
 {
-	while (al->pend_head && al->inflight < al->ac->queue_depth) {
+	while (al->pend_head && al->inflight < al->depth) {
 		struct aio_req *req = al->pend_head;
 		unsigned int before = al->inflight;
 
@@ -927,7 +964,7 @@ static void aio_drain_pending(struct aio_loop *al)
 
 static void aio_req_start(struct aio_loop *al, struct aio_req *req)
 {
-	if (al->pend_head || al->inflight >= al->ac->queue_depth) {
+	if (al->pend_head || al->inflight >= al->depth) {
 		scsitgt__aio_req_park(al, req, false);
 		return;
 	}
@@ -1434,6 +1471,13 @@ void scsitgt__backend_aio_inject_sync_error(void *bctx, int err)
 	struct aio_ctx *ac = bctx;
 
 	atomic_store_explicit(&ac->sync_error_inject, err, memory_order_relaxed);
+}
+
+void scsitgt__backend_aio_limit_loop_depth(void *bctx, unsigned int depth)
+{
+	struct aio_ctx *ac = bctx;
+
+	ac->test_loop_depth_limit = depth;
 }
 
 unsigned long scsitgt__backend_aio_syncs(void *bctx)

@@ -36,4 +36,9 @@ unsigned long scsitgt__backend_aio_syncs(void *bctx);
  * (a negative errno) instead, as when a writeback failed. Any loop. */
 void scsitgt__backend_aio_inject_sync_error(void *bctx, int err);
 
+/* Another loop's context setup is refused (as the kernel refuses one beyond fs.aio-max-nr:
+ * -EAGAIN) when it asks for more than @depth requests; 0 lifts the limit. Call before that
+ * loop's first submit. */
+void scsitgt__backend_aio_limit_loop_depth(void *bctx, unsigned int depth);
+
 #endif /* SCSITGT_BACKEND_AIO_HOOKS_H */

@@ -91,6 +91,9 @@ struct aio_loop {
 	/* Buffered reads and writes carry IOSQE_ASYNC (ac->uring_async for this loop). */
 	bool uring_punt;
 #endif
+	/* Requests the kernel context holds (the queue depth, or less for another loop's
+	 * context when the kernel refused that many: aio_loop_setup). */
+	unsigned int depth;
 	unsigned int inflight;
 	/* Requests waiting for a free kernel slot, FIFO. */
 	struct aio_req *pend_head;
@@ -109,9 +112,9 @@ struct aio_engine {
 	/* A refused RWF_DSYNC shows in the completion (-EINVAL / -EOPNOTSUPP). */
 	bool dsync_refused_in_completion;
 	/*
-	 * Set up the kernel context of @al (al->lc.efd exists) for @al->ac->queue_depth requests;
-	 * may lower ac->queue_depth to what the kernel takes. On failure nothing is left and
-	 * *why says what the kernel lacks.
+	 * Set up the kernel context of @al (al->lc.efd exists) for @al->depth requests; may lower
+	 * al->depth to what the engine takes. On failure nothing is left and *why says what the
+	 * kernel lacks.
 	 */
 	int (*setup)(struct aio_loop *al, const char **why);
 	/* Release the kernel context (nothing in flight any more). */
@@ -168,6 +171,11 @@ struct aio_ctx {
 	atomic_int sync_error;
 	/* Test hook (aio_hooks.h): the next flush-class request ends with this error. */
 	atomic_int sync_error_inject;
+	/* Another loop's context could not be set up: logged once as an ERROR (any loop). */
+	atomic_bool loop_setup_failed;
+	/* Test hook (aio_hooks.h): another loop's context setup is refused above this depth as
+	 * the kernel refuses one beyond fs.aio-max-nr (0: no limit). */
+	unsigned int test_loop_depth_limit;
 	unsigned int queue_depth;
 	/* io_uring, buffered: which loops' rings punt to io-wq (see uring_setup). */
 	enum scsitgt_backend_aio_uring_async uring_async;

@@ -15,10 +15,12 @@
 
 static int libaio_setup(struct aio_loop *al, const char **why)
 {
-	int rc = io_setup((int)al->ac->queue_depth, &al->ioctx);
+	int rc = io_setup((int)al->depth, &al->ioctx);
 
 	if (rc < 0) {
-		*why = "io_setup failed";
+		/* EAGAIN: the system-wide fs.aio-max-nr has not that many events left. */
+		*why = rc == -EAGAIN ? "io_setup failed (fs.aio-max-nr reached)" :
+				       "io_setup failed";
 		return rc;
 	}
 	al->ioctx_set = true;

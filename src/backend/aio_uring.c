@@ -36,7 +36,7 @@ static int uring_setup(struct aio_loop *al, const char **why)
 	struct aio_ctx *ac = al->ac;
 	struct io_uring_params p;
 	struct io_uring_probe *probe;
-	unsigned int entries = ac->queue_depth;
+	unsigned int entries = al->depth;
 	int rc;
 
 	if (entries > AIO_URING_MAX_ENTRIES) {
@@ -84,11 +84,8 @@ static int uring_setup(struct aio_loop *al, const char **why)
 	al->uring_punt = ac->uring_async == SCSITGT_BACKEND_AIO_URING_ASYNC_ALWAYS ||
 			 (ac->uring_async == SCSITGT_BACKEND_AIO_URING_ASYNC_AUTO && al->lc.home);
 	/* Every request in the kernel has its SQ entry and its CQ entry (the CQ ring is
-	 * twice as large): completions cannot overflow. (Written by home's setup at create
-	 * only: other loops' setups find it capped already, and other loops read it.) */
-	if (ac->queue_depth != entries) {
-		ac->queue_depth = entries;
-	}
+	 * twice as large): completions cannot overflow. */
+	al->depth = entries;
 	return 0;
 
 fail:

@@ -137,12 +137,28 @@ void aio_test_log_cb(void *arg, enum scsitgt_log_level level, const char *subsys
 	if (getenv("AIO_TEST_VERBOSE")) {
 		fprintf(stderr, "[%d %s] %s\n", (int)level, subsystem, line);
 	}
-	if (log_len + strlen(line) + 2 < sizeof(log_buf)) {
-		memcpy(log_buf + log_len, line, strlen(line));
-		log_len += strlen(line);
-		log_buf[log_len++] = '\n';
-		log_buf[log_len] = '\0';
+	/* "L<level> <message>" per line: aio_test_log_count() matches the level. */
+	if (log_len + strlen(line) + 5 < sizeof(log_buf)) {
+		log_len += (size_t)snprintf(log_buf + log_len, sizeof(log_buf) - log_len,
+					    "L%d %s\n", (int)level, line);
 	}
+}
+
+unsigned int aio_test_log_count(enum scsitgt_log_level level, const char *needle)
+{
+	char prefix[8];
+	unsigned int n = 0;
+
+	snprintf(prefix, sizeof(prefix), "L%d ", (int)level);
+	for (const char *l = log_buf; *l; l = strchr(l, '\n') + 1) {
+		const char *end = strchr(l, '\n');
+		const char *hit = strstr(l, needle);
+
+		if (strncmp(l, prefix, strlen(prefix)) == 0 && hit != NULL && hit < end) {
+			n++;
+		}
+	}
+	return n;
 }
 
 bool aio_test_log_has(const char *needle)

@@ -28,6 +28,8 @@ bool aio_test_fs_direct(const char *path, const char **why);
 void aio_test_log_cb(void *arg, enum scsitgt_log_level level, const char *subsystem,
 		     const char *fmt, va_list ap);
 bool aio_test_log_has(const char *needle);
+/* How many messages at @level contain @needle. */
+unsigned int aio_test_log_count(enum scsitgt_log_level level, const char *needle);
 void aio_test_log_clear(void);
 
 /*

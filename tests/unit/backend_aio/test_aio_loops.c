@@ -208,6 +208,34 @@ static void test_both_loops_at_once(void **state)
 	assert_int_equal(scsitgt__backend_aio_loop_count(t->bctx), 2);
 }
 
+/*
+ * Another loop's kernel context counts against a system-wide limit (libaio: fs.aio-max-nr):
+ * when the kernel refuses the queue depth, the loop gets a smaller context and its ios still
+ * complete; when it refuses even the smallest, that loop's ios end BUSY (retried by the
+ * initiator), the failure is logged once, not per io, and a later io tries again (review32 R5).
+ */
+static void test_loop_context_refused(void **state)
+{
+	struct xw_world *t = *state;
+	struct xw_cmd x;
+
+	skip_without_file();
+	scsitgt__backend_aio_limit_loop_depth(t->bctx, 3);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(run_write(t, t->b, 16, 5, false, &x), SAM_STAT_BUSY);
+	}
+	assert_int_equal(scsitgt__backend_aio_loop_count(t->bctx), 1);
+	assert_int_equal(aio_test_log_count(SCSITGT_LOG_ERROR, "context for another loop: "), 1);
+	/* Home's context is its own. */
+	assert_int_equal(run_write(t, t->a, 16, 6, false, &x), SAM_STAT_GOOD);
+	scsitgt__backend_aio_limit_loop_depth(t->bctx, 16);
+	assert_int_equal(run_write(t, t->b, 16, 7, true, &x), SAM_STAT_GOOD);
+	assert_int_equal(scsitgt__backend_aio_loop_count(t->bctx), 2);
+	assert_true(aio_test_log_has("context for another loop holds 16 requests, not 128"));
+	assert_true(read_is(t, t->a, 16, 7, &x));
+	assert_int_equal(run_sync(t, t->b, &x), SAM_STAT_GOOD);
+}
+
 int main(void)
 {
 	static const char *var_tmp = "/var/tmp";
@@ -221,6 +249,8 @@ int main(void)
 							 (void *)var_tmp),
 		cmocka_unit_test_prestate_setup_teardown(test_both_loops_at_once, setup, teardown,
 							 (void *)dev_shm),
+		cmocka_unit_test_prestate_setup_teardown(test_loop_context_refused, setup, teardown,
+							 (void *)var_tmp),
 	};
 
 	aio_test_engine_require();
