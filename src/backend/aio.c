@@ -87,7 +87,7 @@
  * own allocation, nothing cached) and any error of an O_DIRECT FUA write (its own data).
  *
  * Errors. EIO completes the io with -EIO (MEDIUM ERROR), ENOSPC and EDQUOT with -ENOSPC, EROFS
- * with -EROFS. A short read or write is resubmitted for the remainder; a read that makes no
+ * with -EROFS. A completion of EINTR or EAGAIN is issued again (up to AIO_MAX_RETRIES times). A short read or write is resubmitted for the remainder; a read that makes no
  * progress (the file shrank under us) fails with -EIO, never reports success. One context
  * serves one LUN and shares nothing, so its failures stay its own.
  *
@@ -118,6 +118,8 @@
 
 /* A resubmitted transfer that moves nothing this many times in a row fails with -EIO. */
 #define AIO_MAX_STALLS 2
+/* A request the kernel answers -EINTR or -EAGAIN is issued again, up to this many times. */
+#define AIO_MAX_RETRIES 8
 #define AIO_DEFAULT_QUEUE_DEPTH 128
 #define AIO_MAX_QUEUE_DEPTH 65536
 /* The smallest context another loop is given when the kernel refuses more. */
@@ -389,6 +391,8 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 	atomic_init(&ac->fdsync_ok, true);
 	atomic_init(&ac->sync_error, 0);
 	atomic_init(&ac->sync_error_inject, 0);
+	atomic_init(&ac->test_event_inject_n, 0);
+	atomic_init(&ac->loop_setup_failed, false);
 	ac->mem_align = 1;
 	ac->off_align = 1;
 	ac->path = strdup(o.path);
@@ -1021,6 +1025,16 @@ void scsitgt__aio_req_event(struct aio_loop *al, struct aio_req *req, long res)
 		aio_req_issue(al, req);
 		return;
 	}
+	if (atomic_load_explicit(&ac->test_event_inject_n, memory_order_relaxed) > 0 &&
+	    atomic_fetch_sub_explicit(&ac->test_event_inject_n, 1, memory_order_relaxed) > 0) {
+		res = ac->test_event_inject_res;
+	}
+	if ((res == -EINTR || res == -EAGAIN) && ++req->stalls < AIO_MAX_RETRIES) {
+		/* Try again, not an error: io_uring hands a file system's interrupted request
+		 * (NFS, FUSE: -ERESTARTSYS) back as -EINTR. Every phase is idempotent. */
+		aio_req_issue(al, req);
+		return;
+	}
 	if (req->phase == AIO_PHASE_DEALLOC && res >= 0 && ac->write_through) {
 		/* O_DSYNC covers writes, not fallocate (ext4's punch hole ignores it): the
 		 * deallocation is made durable before it completes, there being no FLUSH. */
@@ -1471,6 +1485,14 @@ void scsitgt__backend_aio_inject_sync_error(void *bctx, int err)
 	struct aio_ctx *ac = bctx;
 
 	atomic_store_explicit(&ac->sync_error_inject, err, memory_order_relaxed);
+}
+
+void scsitgt__backend_aio_inject_result(void *bctx, long res, int count)
+{
+	struct aio_ctx *ac = bctx;
+
+	ac->test_event_inject_res = res;
+	atomic_store_explicit(&ac->test_event_inject_n, count, memory_order_relaxed);
 }
 
 void scsitgt__backend_aio_limit_loop_depth(void *bctx, unsigned int depth)

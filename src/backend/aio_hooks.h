@@ -41,4 +41,8 @@ void scsitgt__backend_aio_inject_sync_error(void *bctx, int err);
  * loop's first submit. */
 void scsitgt__backend_aio_limit_loop_depth(void *bctx, unsigned int depth);
 
+/* The next @count kernel completions of the context report @res (bytes or a negative errno)
+ * instead of their own, whatever the request did. Set while nothing is in flight. */
+void scsitgt__backend_aio_inject_result(void *bctx, long res, int count);
+
 #endif /* SCSITGT_BACKEND_AIO_HOOKS_H */

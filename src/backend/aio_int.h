@@ -176,6 +176,9 @@ struct aio_ctx {
 	/* Test hook (aio_hooks.h): another loop's context setup is refused above this depth as
 	 * the kernel refuses one beyond fs.aio-max-nr (0: no limit). */
 	unsigned int test_loop_depth_limit;
+	/* Test hook (aio_hooks.h): the next test_event_inject_n completions report this. */
+	long test_event_inject_res;
+	atomic_int test_event_inject_n;
 	unsigned int queue_depth;
 	/* io_uring, buffered: which loops' rings punt to io-wq (see uring_setup). */
 	enum scsitgt_backend_aio_uring_async uring_async;

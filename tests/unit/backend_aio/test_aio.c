@@ -869,6 +869,36 @@ static void test_lost_write_not_kept(void **state)
 	fx_free(f);
 }
 
+/* A completion of -EINTR (io_uring's for an interrupted NFS or FUSE request) or -EAGAIN is
+ * a "try again": the request is issued again, a bounded number of times, instead of failing
+ * the command with a HARDWARE ERROR (review32 N10). */
+static void test_interrupted_retried(void **state)
+{
+	struct fx *f = fx_new();
+	uint8_t *buf = aligned_buf(8 * 512);
+	uint8_t *back = aligned_buf(8 * 512);
+
+	(void)state;
+	fx_file(f, "/var/tmp", MiB);
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	aio_test_pattern(buf, 8 * 512, 60);
+	scsitgt__backend_aio_inject_result(f->bctx, -EINTR, 3);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 24, 8, buf, 0), SCSITGT__SR_OK);
+	scsitgt__backend_aio_inject_result(f->bctx, -EAGAIN, 2);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 24, 8, back, 0), SCSITGT__SR_OK);
+	assert_memory_equal(buf, back, 8 * 512);
+	scsitgt__backend_aio_inject_result(f->bctx, -EINTR, 1);
+	assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL), SCSITGT__SR_OK);
+	/* Bounded: a request that keeps being interrupted fails. */
+	scsitgt__backend_aio_inject_result(f->bctx, -EINTR, 100);
+	assert_int_not_equal(fx_buf(f, SCSITGT_IO_READ, 24, 8, back, 0), SCSITGT__SR_OK);
+	scsitgt__backend_aio_inject_result(f->bctx, 0, 0);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 24, 8, back, 0), SCSITGT__SR_OK);
+	free(buf);
+	free(back);
+	fx_free(f);
+}
+
 /* Run a command line; its first output line into @out (may be NULL). 0 on exit status 0. */
 static int run_cmd(const char *cmdline, char *out, size_t outlen)
 {
@@ -1400,6 +1430,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_fallbacks),
 		cmocka_unit_test(test_lost_write_kept),
 		cmocka_unit_test(test_lost_write_not_kept),
+		cmocka_unit_test(test_interrupted_retried),
 		cmocka_unit_test_teardown(test_block_device, loop_teardown),
 		cmocka_unit_test(test_durability_kill9),
 		cmocka_unit_test(test_engine_choice),
