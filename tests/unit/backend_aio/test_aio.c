@@ -759,15 +759,23 @@ static void test_queue_depth(void **state)
  * Older kernels: without RWF_DSYNC a FUA write is followed by an aio fdsync before it
  * completes; without IOCB_CMD_FDSYNC the flushes are fdatasync() calls on the loop.
  */
-static void test_kernel_fallbacks(void **state)
+/* A 1 MiB file on /var/tmp served as a LUN of 512-byte blocks. */
+static struct fx *fx_var_tmp_lun(void)
 {
 	struct fx *f = fx_new();
+
+	fx_file(f, "/var/tmp", MiB);
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	return f;
+}
+
+static void test_kernel_fallbacks(void **state)
+{
+	struct fx *f = fx_var_tmp_lun();
 	uint8_t *buf = aligned_buf(8 * 512);
 	uint8_t *back = aligned_buf(8 * 512);
 
 	(void)state;
-	fx_file(f, "/var/tmp", MiB);
-	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
 	for (int caps = 0; caps < 2; caps++) {
 		scsitgt__backend_aio_set_kernel_caps(f->bctx, false, caps == 0);
 		aio_test_pattern(buf, 8 * 512, 30 + (uint32_t)caps);
@@ -874,13 +882,11 @@ static void test_lost_write_not_kept(void **state)
  * the command with a HARDWARE ERROR (review32 N10). */
 static void test_interrupted_retried(void **state)
 {
-	struct fx *f = fx_new();
+	struct fx *f = fx_var_tmp_lun();
 	uint8_t *buf = aligned_buf(8 * 512);
 	uint8_t *back = aligned_buf(8 * 512);
 
 	(void)state;
-	fx_file(f, "/var/tmp", MiB);
-	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
 	aio_test_pattern(buf, 8 * 512, 60);
 	scsitgt__backend_aio_inject_result(f->bctx, -EINTR, 3);
 	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 24, 8, buf, 0), SCSITGT__SR_OK);
