@@ -107,6 +107,28 @@ static void tmf_cold_close_all(struct scsitgt__iscsi_conn *conn)
 	}
 }
 
+/*
+ * The task ABORT TASK names. RFC 7143 §11.5.4: "For an ABORT TASK of a task created by a
+ * non-immediate command, RefCmdSN MUST be set to the CmdSN of the task identified by the
+ * Referenced Task Tag field." A live task under the tag @rtt whose CmdSN is not @ref, while
+ * @ref names a CmdSN not received yet (@ref_unreceived: §11.5.1 b), is not the one named: the
+ * initiator reused the tag (unique while its task exists: the Initiator Task Tag of §11.2.1)
+ * for a command the target rejected ("Task in progress", §7.3) or has not received, which is
+ * not a task yet, and it plugs that gap. The TMF then goes by RefCmdSN (b: Function complete,
+ * the CmdSN used up) and the live task is left alone. Otherwise the tag names the task, as before (an immediate command's
+ * RefCmdSN is the TMF's own CmdSN; an initiator that leaves RefCmdSN out of the window still
+ * aborts by tag).
+ */
+static struct scsitgt__iscsi_task *abort_task_find(struct scsitgt__iscsi_conn *conn, uint32_t rtt,
+						   uint32_t ref, bool ref_unreceived)
+{
+	struct scsitgt__iscsi_task *task = scsitgt__iscsi_task_find(conn, rtt);
+
+	if (task && ref_unreceived && !task->immediate && task->cmd_sn != ref)
+		return NULL;
+	return task;
+}
+
 static void tmf_done(void *arg, enum scsitgt__tmf_response r)
 {
 	struct tmf_ctx *ctx = arg;
@@ -173,7 +195,7 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	switch (func) {
 	case ISCSI_TMF_ABORT_TASK:
 		type = SCSITGT__TMF_ABORT_TASK;
-		task = scsitgt__iscsi_task_find(conn, rtt);
+		task = abort_task_find(conn, rtt, ref_cmd_sn, ref_unreceived);
 		if (task == NULL || task->state == SCSITGT__TASK_SENDING) {
 			/* Its response is out: the task completed before the TMF (§11.6.1). */
 			if (task) {

@@ -5,7 +5,8 @@
  * ahead of ExpCmdSN in the window is held until the gap before it fills, then runs in its
  * turn (it was rejected); it holds a window slot meanwhile, and the session's held data is
  * bounded. One at the CmdSN after a non-immediate TMF that is still acting waits for it
- * (§11.5.1).
+ * (§11.5.1). And an ABORT TASK that plugs a gap left by a command rejected for reusing a live
+ * tag leaves the live task alone: RefCmdSN names the command in the gap (§11.5.1 b, §11.5.4).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -301,6 +302,72 @@ static void test_nop_waits_behind_tmf(void **state)
 	sn_finish(&h, exp + 4);
 }
 
+/*
+ * A command reusing the tag of a live task (a WRITE running, waiting for its data; or a
+ * command held for its turn) is rejected ("Task in progress"), its CmdSN a gap. The initiator
+ * plugs it with an ABORT TASK of that tag whose RefCmdSN is the rejected command's: that
+ * names the command in the gap, not a task (RFC 7143 §11.5.1 b): Function complete, the
+ * CmdSN used up, and the live task is untouched (it was aborted, and the gap stayed).
+ */
+static void test_abort_plug_spares_running_tag(void **state)
+{
+	struct harness h;
+	uint32_t exp, w, ttt, tmf, next;
+
+	(void)state;
+	sn_start(&h, &exp);
+	w = sn_write_at(&h, exp, &ttt);
+	assert_int_not_equal(ttt, ISCSI_RESERVED_TAG);
+	sn_tur_itt(&h, exp + 1, w);
+	assert_int_equal(reject_reason(&h, w), ISCSI_REJECT_TASK_IN_PROGRESS);
+	assert_int_equal(h.conn->sess->exp_cmd_sn, exp + 1);
+	tmf = sn_abort_task(&h, exp + 2, w, exp + 1);
+	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
+	assert_non_null(scsitgt__iscsi_task_find(h.conn, w));
+	assert_int_equal(h.conn->sess->exp_cmd_sn, exp + 2);
+	sn_write_data(&h, w, ttt);
+	assert_true(h_task_gone(&h, w));
+	assert_true(sn_good(&h, w));
+	next = sn_tur_at(&h, exp + 2);
+	assert_true(sn_good(&h, next));
+	sn_finish(&h, exp + 3);
+}
+
+static void test_abort_plug_spares_held_tag(void **state)
+{
+	struct harness h;
+	uint32_t exp, held, tmf;
+
+	(void)state;
+	sn_start(&h, &exp);
+	held = sn_tur_at(&h, exp + 1);
+	sn_tur_itt(&h, exp, held);
+	assert_int_equal(reject_reason(&h, held), ISCSI_REJECT_TASK_IN_PROGRESS);
+	tmf = sn_abort_task(&h, exp + 2, held, exp);
+	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
+	/* The gap is plugged: the held command, never the victim, runs in its turn. */
+	assert_true(sn_good(&h, held));
+	sn_finish(&h, exp + 2);
+}
+
+/* An ABORT TASK whose tag and RefCmdSN both name the held command still aborts it. */
+static void test_abort_task_names_held(void **state)
+{
+	struct harness h;
+	uint32_t exp, held, tmf, gap;
+
+	(void)state;
+	sn_start(&h, &exp);
+	held = sn_tur_at(&h, exp + 1);
+	tmf = sn_abort_task(&h, exp + 2, held, exp + 1);
+	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
+	assert_true(h_task_gone(&h, held));
+	gap = sn_tur_at(&h, exp);
+	assert_true(sn_good(&h, gap));
+	assert_false(sn_answered(&h, held));
+	sn_finish(&h, exp + 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -311,6 +378,9 @@ int main(void)
 		cmocka_unit_test(test_cold_reset_held_ends_in_turn),
 		cmocka_unit_test(test_held_data_bounded),
 		cmocka_unit_test(test_nop_waits_behind_tmf),
+		cmocka_unit_test(test_abort_plug_spares_running_tag),
+		cmocka_unit_test(test_abort_plug_spares_held_tag),
+		cmocka_unit_test(test_abort_task_names_held),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
