@@ -961,6 +961,152 @@ def a_tmf_spares_later(t):
     return "the held WRITE survived %s" % ", ".join(out)
 
 
+OP_TEXT_RSP = 0x24  # Text Response (RFC 7143 §11.11)
+
+
+def answers_until(s, stop_itt, what):
+    """The PDUs that come up to and with the answer to @stop_itt (no Reject among them)."""
+    got = []
+    while True:
+        p = s.recv()
+        check(p.opcode != hi.OP_REJECT, "%s: Reject reason 0x%02x of %s" % (
+            what, p.bhs[2], hi.hexdump(p.data)))
+        got.append(p)
+        if p.itt == stop_itt and p.opcode not in (hi.OP_R2T, hi.OP_DATA_IN):
+            return got
+
+
+# Was a bug: a non-immediate NOP-Out ping, Text Request, Logout Request or TMF Request ahead of
+# ExpCmdSN was rejected, while a SCSI Command there was held: RFC 7143 §3.2.2.1 has every
+# non-immediate PDU delivered in CmdSN order (src/transport/iscsi/conn.c holds them now).
+def a_control_pdus_held(t):
+    """A non-immediate ping (with data) and a Text Request (SendTargets) sent ahead of a gap,
+    then a Logout ahead of another gap with a command behind it: each waits for its turn (an
+    immediate ping passes them), runs when the gap is plugged, in CmdSN order; the Logout ends
+    the session there and the command behind it never runs."""
+    s = t.session()
+    s.login()
+    exp = s.cmd_sn
+    nop, text = s.next_itt(), s.next_itt()
+    ping_data = b"held-ping" * 7
+    s.send(hi.pdu_bytes(hi.bhs_build(
+        hi.OP_NOP_OUT, hi.FINAL, dsl=len(ping_data), itt=nop,
+        fields={20: hi.RESERVED_TAG, 24: (exp + 1) & 0xFFFFFFFF, 28: s.exp_stat_sn}),
+        ping_data))
+    keys = hi.text_keys([("SendTargets", "All")])
+    s.send(hi.pdu_bytes(hi.bhs_build(
+        hi.OP_TEXT_REQ, hi.FINAL, dsl=len(keys), itt=text,
+        fields={20: hi.RESERVED_TAG, 24: (exp + 2) & 0xFFFFFFFF, 28: s.exp_stat_sn}), keys))
+    # Answered at once, before anything of the held ones (s.ping() wants its NOP-In first).
+    p = s.ping()
+    check(p.exp_cmd_sn == exp, "behind the gap: ExpCmdSN %d, expected %d" % (
+        p.exp_cmd_sn, exp))
+    plug = s.next_itt()
+    s.send(s.cmd_pdu(hi.cdb_tur(), 0, itt=plug, cmd_sn=exp))
+    got = answers_until(s, text, "the held ping and Text Request")
+    order = [(p.opcode, p.itt) for p in got]
+    check(order == [(hi.OP_SCSI_RSP, plug), (hi.OP_NOP_IN, nop), (OP_TEXT_RSP, text)],
+          "after the plug: %r" % got)
+    check(got[1].data == ping_data, "the held ping's data came back changed")
+    check(b"TargetName=" + t.iqn.encode() in got[2].data, "the held SendTargets: %r" %
+          got[2].data)
+    check(got[2].exp_cmd_sn == (exp + 3) & 0xFFFFFFFF, "after the Text Response: ExpCmdSN %d"
+          % got[2].exp_cmd_sn)
+    s.exp_stat_sn = (got[2].stat_sn + 1) & 0xFFFFFFFF
+    exp = s.cmd_sn = (exp + 3) & 0xFFFFFFFF
+    lo, after = s.next_itt(), s.next_itt()
+    s.send(hi.pdu_bytes(hi.bhs_build(
+        hi.OP_LOGOUT_REQ, hi.FINAL | 0, itt=lo,
+        fields={20: 1 << 16, 24: (exp + 1) & 0xFFFFFFFF, 28: s.exp_stat_sn})))
+    s.send(s.cmd_pdu(hi.cdb_tur(), 0, itt=after, cmd_sn=(exp + 2) & 0xFFFFFFFF))
+    s.ping()
+    plug = s.next_itt()
+    s.send(s.cmd_pdu(hi.cdb_tur(), 0, itt=plug, cmd_sn=exp))
+    got = answers_until(s, lo, "the held Logout")
+    check([(p.opcode, p.itt) for p in got] == [(hi.OP_SCSI_RSP, plug),
+                                                (hi.OP_LOGOUT_RSP, lo)],
+          "after the plug before the Logout: %r" % got)
+    check(got[1].bhs[2] == 0, "the held Logout: response 0x%02x" % got[1].bhs[2])
+    check(s.wait_closed(hi.WAIT), "not closed after the held Logout's response")
+    s.close()
+    return "ping and SendTargets answered in their turn; the Logout ended the session there"
+
+
+# Was a bug: while a non-immediate TMF waited (with workers, LUN RESET goes by way of the home
+# loop), a non-immediate ping at the CmdSN after it was rejected: it waits behind it now.
+# Without workers the TMF acts at once and this passes either way.
+def a_control_behind_tmf(t):
+    """A non-immediate LOGICAL UNIT RESET and, in the same segment, a non-immediate ping at
+    the CmdSN after it: both answered, no Reject, ExpCmdSN past both."""
+    s = t.session()
+    s.login()
+    s.clear_unit_attention()
+    exp = s.cmd_sn
+    tmf, nop = s.next_itt(), s.next_itt()
+    s.send(hi.pdu_bytes(hi.bhs_build(
+        hi.OP_TMF_REQ, hi.FINAL | 5, lun=hi.lun_field(s.lun), itt=tmf,
+        fields={20: hi.RESERVED_TAG, 24: exp, 28: s.exp_stat_sn, 32: exp})) +
+        hi.pdu_bytes(hi.bhs_build(
+            hi.OP_NOP_OUT, hi.FINAL, itt=nop,
+            fields={20: hi.RESERVED_TAG, 24: (exp + 1) & 0xFFFFFFFF, 28: s.exp_stat_sn})))
+    # The ping runs once the reset has acted, before or after the reset's response is sent.
+    got = answers_until(s, nop, "a ping behind a LUN RESET")
+    if got[-1].opcode == hi.OP_NOP_IN and len(got) == 1:
+        got += answers_until(s, tmf, "a LUN RESET with a ping behind it")
+    by = {(p.opcode, p.itt): p for p in got}
+    check(len(got) == 2 and set(by) == {(OP_TMF_RSP, tmf), (hi.OP_NOP_IN, nop)},
+          "a ping behind a LUN RESET: %r" % got)
+    check(by[(OP_TMF_RSP, tmf)].bhs[2] == 0, "LUN RESET: response 0x%02x" %
+          by[(OP_TMF_RSP, tmf)].bhs[2])
+    check(by[(hi.OP_NOP_IN, nop)].exp_cmd_sn == (exp + 2) & 0xFFFFFFFF,
+          "after the ping: ExpCmdSN %d" % by[(hi.OP_NOP_IN, nop)].exp_cmd_sn)
+    s.cmd_sn = (exp + 2) & 0xFFFFFFFF
+    s.clear_unit_attention()  # the reset's, for this nexus too
+    s.logout()
+    return "the ping answered after the LUN RESET"
+
+
+# Was a bug: a command reusing the ITT of a live WRITE is rejected (task in progress, its
+# CmdSN a gap); the ABORT TASK of that ITT that plugs the gap (RefCmdSN the rejected one's)
+# aborted the live WRITE and left the gap, so the commands behind it never ran. RFC 7143
+# §11.5.4: RefCmdSN tells the two apart; §11.5.1 b) uses up the CmdSN not received.
+def a_reused_itt_abort_plug(t):
+    """A WRITE waiting for its data; a TUR reusing its ITT (Reject 0x07); a TUR held behind
+    that gap; an ABORT TASK of the ITT with the rejected TUR's RefCmdSN: Function complete,
+    the held TUR runs, and the WRITE, untouched, completes and is written."""
+    s = t.session()
+    s.login(initial_r2t="Yes", immediate="No")
+    lba = ATTACK_LBA + 49152 + 320  # beside tmf_spares_later's blocks
+    witt, r2t = write_cmd_wait_r2t(s, lba, 8 * BS)
+    gap = s.cmd_sn
+    d = s.cmd_pdu(hi.cdb_tur(), 0, itt=witt, cmd_sn=gap)
+    s.send(d)
+    p = s.recv()
+    check(p.opcode == hi.OP_REJECT and p.bhs[2] == REJECT_TASK_IN_PROGRESS,
+          "a command reusing a live ITT: expected Reject 0x07, got %r" % p)
+    held = s.next_itt()
+    s.send(s.cmd_pdu(hi.cdb_tur(), 0, itt=held, cmd_sn=(gap + 1) & 0xFFFFFFFF))
+    tmf = s.next_itt()
+    s.send(hi.pdu_bytes(hi.bhs_build(
+        hi.OP_TMF_REQ, hi.FINAL | 1, immediate=True, lun=hi.lun_field(s.lun), itt=tmf,
+        fields={20: witt, 24: (gap + 2) & 0xFFFFFFFF, 28: s.exp_stat_sn, 32: gap})))
+    got = answers_until(s, tmf, "ABORT TASK plugging the reused ITT's gap")
+    check(got[-1].opcode == OP_TMF_RSP and got[-1].bhs[2] == 0,
+          "ABORT TASK plugging the gap: %r" % got[-1])
+    answered = {p.itt for p in got if p.opcode == hi.OP_SCSI_RSP}
+    answered |= answered_until_ping(s, witt, "ABORT TASK plugging the gap")
+    check(answered == {held}, "after the plug: answered %r, expected the held TUR 0x%08x"
+          % (sorted(answered), held))
+    s.cmd_sn = (gap + 2) & 0xFFFFFFFF
+    wpat = b"\x5e" * (8 * BS)
+    s.send(s.data_out_pdu(witt, r2t.ttt, 0, 0, wpat))
+    p = s.expect(hi.OP_SCSI_RSP, witt, what="the WRITE whose ITT the ABORT TASK named")
+    check(p.bhs[3] == hi.SAM_GOOD, "the live WRITE: status 0x%02x" % p.bhs[3])
+    check(s.read(lba, 8) == wpat, "the live WRITE: not written")
+    s.logout()
+    return "the gap plugged, the held TUR ran, the live WRITE untouched"
+
+
 # Was a bug: a WRITE pinned its whole data buffer (up to 8 MiB) from the moment its CDB
 # arrived, so a session could make the target hold queue_depth x 8 MiB for data it never sent.
 # Now buffers are allocated when data can arrive, and R2Ts wait while the session holds
@@ -1027,6 +1173,9 @@ ATTACKS = [
     a_reset_held_cmdsn,
     a_reused_itt_gap,
     a_tmf_spares_later,
+    a_control_pdus_held,
+    a_control_behind_tmf,
+    a_reused_itt_abort_plug,
     a_login_logout_loop,
     a_cmd_window_closed,
     a_many_pending_writes,

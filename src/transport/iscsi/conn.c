@@ -201,6 +201,7 @@ static void conn_free(struct scsitgt__iscsi_conn *conn)
 
 	conn_login_uncount(conn);
 	scsitgt__iscsi_tasks_release(conn);
+	scsitgt__iscsi_sn_held_release(conn);
 	scsitgt__iscsi_text_reset(conn);
 	scsitgt__iscsi_login_destroy(conn);
 	if (conn->sess)
@@ -260,6 +261,7 @@ void scsitgt__iscsi_conn_close(struct scsitgt__iscsi_conn *conn, const char *why
 	uv_close((uv_handle_t *)&conn->timer, conn_timer_closed);
 	/* Tasks that never reached a backend go now; the rest when their ios return. */
 	scsitgt__iscsi_tasks_release(conn);
+	scsitgt__iscsi_sn_held_release(conn);
 	conn->dm_closing = true;
 	conn->dm->close(conn);
 }
@@ -654,15 +656,9 @@ static int conn_nop_out(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_
 		enum scsitgt__sn_verdict v = scsitgt__iscsi_sn_check(
 			conn->sess, get_be32(&h[ISCSI_BHS_CMDSN]), scsitgt__bhs_immediate(h));
 
-		if (v == SCSITGT__SN_IGNORE)
+		/* Ahead of ExpCmdSN it was held (conn_ctl_hold()) and comes back in its turn. */
+		if (v != SCSITGT__SN_NOW)
 			return 0;
-		if (v == SCSITGT__SN_LATER) {
-			/* A gap before it: a command PDU rejected (RFC 7143 §7.3), which the
-			 * initiator must plug. A NOP-Out is not held for its turn: refused, and its
-			 * CmdSN is not received either (§7.3), a gap it plugs as well. */
-			scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
-			return 0;
-		}
 		if (!scsitgt__bhs_immediate(h))
 			scsitgt__iscsi_sn_advance(conn->sess);
 	}
@@ -704,15 +700,90 @@ static int conn_rx_header(void *arg, struct scsitgt__iscsi_pdu *pdu)
 	}
 }
 
-/* Login and Text Requests read the engine's configuration (under its lock on a worker). */
+/* Login and Text Requests read the engine's configuration (under its lock on a worker). A
+ * Text Request held for its turn may run from inside another one's (its CmdSN passed, the
+ * drain runs what waited): the lock is taken once. */
 static int conn_cfg_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu,
 			int (*fn)(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu))
 {
-	bool locked = scsitgt__cfg_rdlock(conn->ie->engine);
-	int rc = fn(conn, pdu);
+	bool locked;
+	int rc;
 
+	if (conn->cfg_locked)
+		return fn(conn, pdu);
+	locked = scsitgt__cfg_rdlock(conn->ie->engine);
+	conn->cfg_locked = true;
+	rc = fn(conn, pdu);
+	conn->cfg_locked = false;
 	scsitgt__cfg_rdunlock(conn->ie->engine, locked);
 	return rc;
+}
+
+/* The control PDUs that carry a CmdSN of their own: NOP-Out, TMF, Text and Logout. */
+static int conn_ctl_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
+{
+	switch (scsitgt__bhs_opcode(pdu->bhs)) {
+	case ISCSI_OP_NOP_OUT:
+		return conn_nop_out(conn, pdu);
+	case ISCSI_OP_TMF_REQ:
+		return scsitgt__iscsi_tmf_pdu(conn, pdu);
+	case ISCSI_OP_TEXT_REQ:
+		return conn_cfg_pdu(conn, pdu, scsitgt__iscsi_text_pdu);
+	case ISCSI_OP_LOGOUT_REQ:
+	default:
+		return scsitgt__iscsi_logout_pdu(conn, pdu);
+	}
+}
+
+/*
+ * RFC 7143 §3.2.2.1: "the target MUST deliver [non-immediate commands] in the order specified
+ * by CmdSN", every PDU with a CmdSN of its own, not SCSI Commands alone (§4.2.2.1). A
+ * non-immediate NOP-Out ping, TMF, Text or Logout ahead of ExpCmdSN in the window is held, as
+ * a command there is, and runs when the gap before it fills (scsitgt__iscsi_sn_drain()); it
+ * used to be rejected. It holds a window slot meanwhile, as a held command does. Whether it is
+ * valid is decided in its turn, by its handler. A NOP-Out with ITT 0xffffffff carries no
+ * CmdSN to wait for (its handler rejects it unless immediate). Returns true if held or
+ * refused here.
+ */
+static bool conn_ctl_hold(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
+{
+	const uint8_t *h = pdu->bhs;
+	uint8_t op = scsitgt__bhs_opcode(h);
+	int rc;
+
+	if (conn->sess == NULL || scsitgt__bhs_immediate(h) ||
+	    (op == ISCSI_OP_NOP_OUT && scsitgt__bhs_itt(h) == ISCSI_RESERVED_TAG) ||
+	    scsitgt__iscsi_sn_check(conn->sess, get_be32(&h[ISCSI_BHS_CMDSN]), false) !=
+		    SCSITGT__SN_LATER)
+		return false;
+	rc = scsitgt__iscsi_sn_hold_pdu(conn, pdu);
+	if (rc < 0) {
+		/* Not received (RFC 7143 §7.3): a gap the initiator plugs by sending it again. */
+		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_NOTICE,
+					"PDU 0x%02x with CmdSN %u not held: %s", op,
+					get_be32(&h[ISCSI_BHS_CMDSN]),
+					rc == -ENOBUFS ? "held data over the limit" : "no memory");
+		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_OUT_OF_RESOURCES);
+	}
+	return true;
+}
+
+void scsitgt__iscsi_conn_run_held(struct scsitgt__iscsi_conn *conn,
+				  const struct scsitgt__iscsi_held_pdu *held)
+{
+	struct scsitgt__iscsi_pdu pdu;
+	int rc;
+
+	if (conn->state != SCSITGT__CONN_FFP)
+		return;
+	memset(&pdu, 0, sizeof(pdu));
+	memcpy(pdu.bhs, held->bhs, ISCSI_BHS_LEN);
+	pdu.data_len = held->data_len;
+	pdu.data = held->data_len ? held->data : NULL;
+	rc = conn_ctl_pdu(conn, &pdu);
+	/* What a PDU's failure from the wire does (the receiver stops, the connection goes). */
+	if (rc < 0)
+		scsitgt__iscsi_conn_close(conn, "a held PDU failed in its turn");
 }
 
 static int conn_rx_pdu(void *arg, struct scsitgt__iscsi_pdu *pdu)
@@ -746,17 +817,16 @@ static int conn_rx_pdu(void *arg, struct scsitgt__iscsi_pdu *pdu)
 	}
 	switch (op) {
 	case ISCSI_OP_NOP_OUT:
-		return conn_nop_out(conn, pdu);
+	case ISCSI_OP_TMF_REQ:
+	case ISCSI_OP_TEXT_REQ:
+	case ISCSI_OP_LOGOUT_REQ:
+		if (conn_ctl_hold(conn, pdu))
+			return 0;
+		return conn_ctl_pdu(conn, pdu);
 	case ISCSI_OP_SCSI_CMD:
 		return scsitgt__iscsi_scsi_cmd_pdu(conn, pdu);
 	case ISCSI_OP_DATA_OUT:
 		return scsitgt__iscsi_data_out_pdu(conn, pdu);
-	case ISCSI_OP_TMF_REQ:
-		return scsitgt__iscsi_tmf_pdu(conn, pdu);
-	case ISCSI_OP_TEXT_REQ:
-		return conn_cfg_pdu(conn, pdu, scsitgt__iscsi_text_pdu);
-	case ISCSI_OP_LOGOUT_REQ:
-		return scsitgt__iscsi_logout_pdu(conn, pdu);
 	case ISCSI_OP_LOGIN_REQ:
 		/* RFC 7143 §11.17.1: a Login Request in full feature phase is a protocol error. */
 		scsitgt__iscsi_conn_reject(conn, pdu->bhs, ISCSI_REJECT_PROTOCOL_ERROR);

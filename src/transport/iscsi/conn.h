@@ -195,6 +195,7 @@ struct scsitgt__iscsi_conn {
 	int rx_r2t;	     /* index of the R2T a Data-Out answers, -1 for unsolicited data */
 	uint8_t rx_reject;   /* Reject reason to send once the PDU is complete, 0 for none */
 	bool rx_ignore;	     /* drop the PDU silently (CmdSN outside the window) */
+	bool cfg_locked;     /* a Text Request runs under the engine's configuration lock */
 	uint8_t rx_data_err; /* the Data-Out broke its sequence: fail rx_task with this
 			      * enum scsitgt__sense_reason (RFC 7143 §11.4.7.2), 0 for none */
 	/* The last SCSI Command ignored for its CmdSN (§3.2.2.1) with unsolicited Data-Out to
@@ -276,6 +277,21 @@ struct scsitgt__iscsi_task {
 	struct scsitgt__iscsi_r2t r2t[];
 };
 
+/*
+ * A non-immediate NOP-Out ping, Text Request, Logout Request or TMF Request that arrived ahead
+ * of ExpCmdSN, held for its turn like a SCSI Command (RFC 7143 §3.2.2.1: every non-immediate
+ * PDU is delivered in CmdSN order): in sess->held, in CmdSN order, holding a window slot; run
+ * by scsitgt__iscsi_sn_drain() when ExpCmdSN reaches it.
+ */
+struct scsitgt__iscsi_held_pdu {
+	struct scsitgt__list node; /* sess->held */
+	struct scsitgt__iscsi_conn *conn;
+	uint32_t cmd_sn;
+	uint32_t data_len;
+	uint8_t bhs[ISCSI_BHS_LEN];
+	uint8_t data[];
+};
+
 /* An iSCSI session (normal or discovery). */
 struct scsitgt__iscsi_sess {
 	struct scsitgt__list node; /* in ie->sessions */
@@ -309,6 +325,12 @@ struct scsitgt__iscsi_sess {
 	uint32_t queue_depth;
 	unsigned int active;	      /* non-immediate commands holding window slots */
 	struct scsitgt__list pending; /* tasks waiting for their CmdSN, in CmdSN order */
+	struct scsitgt__list held;    /* struct scsitgt__iscsi_held_pdu, in CmdSN order */
+	uint64_t held_bytes;	      /* their data segments (bounded: sn_hold_pdu()) */
+	/* A non-immediate TMF at ExpCmdSN has not acted yet: ExpCmdSN stays at its CmdSN and
+	 * nothing behind it is delivered until it has (tmf.c, RFC 7143 §11.5.1). */
+	bool sn_busy;
+	bool draining; /* in scsitgt__iscsi_sn_drain(): a nested call leaves it to the outer one */
 	/*
 	 * The CmdSNs ahead of ExpCmdSN already taken (RFC 7143 §3.2.2.1): by a command held in
 	 * pending, or used up with no command left to run (aborted while held or while its PDU
@@ -346,6 +368,9 @@ int scsitgt__iscsi_conn_send_simple(struct scsitgt__iscsi_conn *conn, const uint
 void scsitgt__iscsi_conn_request_logout(struct scsitgt__iscsi_conn *conn);
 /* Enter full feature phase after a successful login. */
 void scsitgt__iscsi_conn_enter_ffp(struct scsitgt__iscsi_conn *conn);
+/* Run a held control PDU whose CmdSN turn came (scsitgt__iscsi_sn_drain()). */
+void scsitgt__iscsi_conn_run_held(struct scsitgt__iscsi_conn *conn,
+				  const struct scsitgt__iscsi_held_pdu *held);
 
 /* login.c */
 int scsitgt__iscsi_login_start(struct scsitgt__iscsi_conn *conn);
@@ -417,6 +442,15 @@ void scsitgt__iscsi_sn_advance(struct scsitgt__iscsi_sess *sess);
 void scsitgt__iscsi_sn_step(struct scsitgt__iscsi_sess *sess);
 /* Pass the CmdSNs at ExpCmdSN that are taken: run the held command of each, skip used-up ones. */
 void scsitgt__iscsi_sn_drain(struct scsitgt__iscsi_sess *sess);
+/*
+ * Hold the non-immediate control PDU @pdu of @conn, ahead of ExpCmdSN in the window, for its
+ * turn: copied, its CmdSN taken, a window slot held. 0; -ENOBUFS when the session's held data
+ * would pass max_write_buffer_bytes; -ENOMEM. Either error leaves nothing held.
+ */
+int scsitgt__iscsi_sn_hold_pdu(struct scsitgt__iscsi_conn *conn,
+			       const struct scsitgt__iscsi_pdu *pdu);
+/* Drop the held PDUs of @conn (closing), giving their window slots back. */
+void scsitgt__iscsi_sn_held_release(struct scsitgt__iscsi_conn *conn);
 /* Mark @cmd_sn, in the window, taken (held or used up); outside it nothing is marked. */
 void scsitgt__iscsi_sn_take(struct scsitgt__iscsi_sess *sess, uint32_t cmd_sn);
 /* Whether @cmd_sn, in the window, is taken (by a held command, or used up). */

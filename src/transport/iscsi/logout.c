@@ -56,16 +56,16 @@ int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 	bool close_after = true;
 	int rc;
 
+	/* Ignored, or held for its turn ahead of ExpCmdSN (conn.c), which brings it back. */
 	v = scsitgt__iscsi_sn_check(sess, get_be32(&h[ISCSI_BHS_CMDSN]), scsitgt__bhs_immediate(h));
-	if (v == SCSITGT__SN_IGNORE)
+	if (v != SCSITGT__SN_NOW)
 		return 0;
 	/*
-	 * Ahead of ExpCmdSN (not held for its turn), or a reason RFC 7143 §11.14.1 does not
-	 * define: rejected, and its CmdSN is not received (§7.3: "The CmdSN of the rejected
-	 * command PDU (if it is a non-immediate command) MUST NOT be considered received by the
-	 * target"): ExpCmdSN stays, the initiator plugs the gap.
+	 * A reason RFC 7143 §11.14.1 does not define: rejected, and its CmdSN is not received
+	 * (§7.3: "The CmdSN of the rejected command PDU (if it is a non-immediate command) MUST
+	 * NOT be considered received by the target"): ExpCmdSN stays, the initiator plugs the gap.
 	 */
-	if (v == SCSITGT__SN_LATER || reason > ISCSI_LOGOUT_REMOVE_FOR_RECOVERY) {
+	if (reason > ISCSI_LOGOUT_REMOVE_FOR_RECOVERY) {
 		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
 		return 0;
 	}

@@ -3,8 +3,8 @@
  * iSCSI sessions at ErrorRecoveryLevel 0: creation with the core I_T nexus, lookup by
  * initiator/ISID/target/TSIH, closing (reinstatement, target removal), and the command window
  * (RFC 7143 §4.2.2.1): ExpCmdSN and MaxCmdSN with RFC 1982 serial arithmetic, and the CmdSNs
- * of the window already taken, by a command held for its turn or used up without one
- * (§3.2.2.1, §11.5.1), which ExpCmdSN passes when the gap before them fills.
+ * of the window already taken, by a command or control PDU held for its turn or used up
+ * without one (§3.2.2.1, §11.5.1), which ExpCmdSN passes when the gap before them fills.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -87,6 +87,7 @@ int scsitgt__iscsi_sess_create(struct scsitgt__iscsi_sess **out, struct scsitgt_
 	snprintf(sess->initiator_name, sizeof(sess->initiator_name), "%s", p->initiator_name);
 	scsitgt__list_init(&sess->conns);
 	scsitgt__list_init(&sess->pending);
+	scsitgt__list_init(&sess->held);
 	scsitgt__list_init(&sess->budget_wait);
 	scsitgt__list_add_tail(&sess->conns, &conn->sess_node);
 	sess->nconns = 1;
@@ -385,27 +386,145 @@ void scsitgt__iscsi_sn_step(struct scsitgt__iscsi_sess *sess)
 	scsitgt__iscsi_sess_update_window(sess);
 }
 
+/* @cmd_sn is free again: a held PDU about to run there checks in as the expected one. */
+static void sn_untake(struct scsitgt__iscsi_sess *sess, uint32_t cmd_sn)
+{
+	uint64_t bit;
+	size_t w = sn_word(cmd_sn, &bit);
+
+	sess->sn_taken[w] &= ~bit;
+}
+
+/* @held leaves the session's list and gives back its window slot and its data's share. */
+static void held_unlink(struct scsitgt__iscsi_sess *sess, struct scsitgt__iscsi_held_pdu *held)
+{
+	scsitgt__list_remove(&held->node);
+	sess->held_bytes -= held->data_len;
+	sess->active--;
+	scsitgt__iscsi_sess_update_window(sess);
+}
+
+int scsitgt__iscsi_sn_hold_pdu(struct scsitgt__iscsi_conn *conn,
+			       const struct scsitgt__iscsi_pdu *pdu)
+{
+	struct scsitgt__iscsi_sess *sess = conn->sess;
+	uint64_t max = sess->tparams.max_write_buffer_bytes;
+	uint32_t len = pdu->data ? pdu->data_len : 0;
+	struct scsitgt__iscsi_held_pdu *held;
+	struct scsitgt__list *pos;
+
+	/* At most one per window slot, as held commands; their data at most what the session
+	 * may hold of write buffers (one PDU always fits, as one command's buffer does). */
+	if (max && sess->held_bytes && sess->held_bytes + len > max)
+		return -ENOBUFS;
+	held = malloc(sizeof(*held) + len);
+	if (held == NULL)
+		return -ENOMEM;
+	held->conn = conn;
+	held->cmd_sn = get_be32(&pdu->bhs[ISCSI_BHS_CMDSN]);
+	held->data_len = len;
+	memcpy(held->bhs, pdu->bhs, ISCSI_BHS_LEN);
+	if (len)
+		memcpy(held->data, pdu->data, len);
+	pos = sess->held.next;
+	while (pos != &sess->held &&
+	       !scsitgt__sn_gt(
+		       scsitgt__container_of(pos, struct scsitgt__iscsi_held_pdu, node)->cmd_sn,
+		       held->cmd_sn))
+		pos = pos->next;
+	scsitgt__list_add_tail(pos, &held->node); /* before pos: the list is a ring */
+	sess->held_bytes += len;
+	sess->active++;
+	scsitgt__iscsi_sess_update_window(sess);
+	/* Its CmdSN is taken: a duplicate is ignored. */
+	scsitgt__iscsi_sn_take(sess, held->cmd_sn);
+	return 0;
+}
+
+void scsitgt__iscsi_sn_held_release(struct scsitgt__iscsi_conn *conn)
+{
+	struct scsitgt__iscsi_sess *sess = conn->sess;
+	struct scsitgt__list *pos, *tmp;
+
+	if (sess == NULL)
+		return;
+	scsitgt__list_foreach_safe(pos, tmp, &sess->held)
+	{
+		struct scsitgt__iscsi_held_pdu *h =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_held_pdu, node);
+
+		if (h->conn != conn)
+			continue;
+		held_unlink(sess, h);
+		free(h);
+	}
+}
+
+/*
+ * The PDU held at ExpCmdSN, if any: a SCSI command (*@task) or a control PDU (*@held).
+ */
+static bool sn_next_held(struct scsitgt__iscsi_sess *sess, struct scsitgt__iscsi_task **task,
+			 struct scsitgt__iscsi_held_pdu **held)
+{
+	*task = NULL;
+	*held = NULL;
+	if (!scsitgt__list_empty(&sess->pending)) {
+		struct scsitgt__iscsi_task *t = scsitgt__container_of(
+			sess->pending.next, struct scsitgt__iscsi_task, sn_node);
+
+		if (t->cmd_sn == sess->exp_cmd_sn)
+			*task = t;
+	}
+	if (*task == NULL && !scsitgt__list_empty(&sess->held)) {
+		struct scsitgt__iscsi_held_pdu *h = scsitgt__container_of(
+			sess->held.next, struct scsitgt__iscsi_held_pdu, node);
+
+		if (h->cmd_sn == sess->exp_cmd_sn)
+			*held = h;
+	}
+	return *task || *held;
+}
+
+/*
+ * One drain at a time: what runs from it (a held PDU's handler, which passes its own CmdSN
+ * and drains) leaves the rest to the loop here, which re-reads the session each turn. So a
+ * run of held NOP-Outs does not nest one call per PDU on the stack.
+ */
 void scsitgt__iscsi_sn_drain(struct scsitgt__iscsi_sess *sess)
 {
-	for (;;) {
-		struct scsitgt__iscsi_task *t = NULL;
+	if (sess->draining)
+		return;
+	sess->draining = true;
+	while (!sess->sn_busy) {
+		struct scsitgt__iscsi_task *t;
+		struct scsitgt__iscsi_held_pdu *h;
 
-		if (!scsitgt__list_empty(&sess->pending))
-			t = scsitgt__container_of(sess->pending.next, struct scsitgt__iscsi_task,
-						  sn_node);
-		if (t && t->cmd_sn == sess->exp_cmd_sn) {
+		if (sn_next_held(sess, &t, &h) && t) {
 			/* Re-read each turn: running it may abort others held (PREEMPT AND
 			 * ABORT), which leave pending and leave their CmdSNs used up. */
 			scsitgt__list_remove(&t->sn_node);
 			scsitgt__iscsi_sn_step(sess);
 			scsitgt__iscsi_task_ordered(t);
+		} else if (h) {
+			/* Its handler finds it expected and passes it (or rejects it, and its
+			 * CmdSN is a gap again, RFC 7143 §7.3). */
+			struct scsitgt__iscsi_conn *conn = h->conn;
+
+			held_unlink(sess, h);
+			sn_untake(sess, h->cmd_sn);
+			scsitgt__iscsi_conn_run_held(conn, h);
+			free(h);
+			/* A Logout ended it: nothing after it runs (RFC 7143 §11.14). */
+			if (conn->state != SCSITGT__CONN_FFP)
+				break;
 		} else if (scsitgt__iscsi_sn_is_taken(sess, sess->exp_cmd_sn)) {
 			/* Used up with no command to run (RFC 7143 §11.5.1 b, aborted ones). */
 			scsitgt__iscsi_sn_step(sess);
 		} else {
-			return;
+			break;
 		}
 	}
+	sess->draining = false;
 }
 
 void scsitgt__iscsi_sn_advance(struct scsitgt__iscsi_sess *sess)

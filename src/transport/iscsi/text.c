@@ -141,10 +141,11 @@ int scsitgt__iscsi_text_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__is
 	size_t len;
 	int rc;
 
+	/* Ignored, or held for its turn ahead of ExpCmdSN (conn.c), which brings it back. */
 	v = scsitgt__iscsi_sn_check(sess, get_be32(&h[ISCSI_BHS_CMDSN]), scsitgt__bhs_immediate(h));
-	if (v == SCSITGT__SN_IGNORE)
+	if (v != SCSITGT__SN_NOW)
 		return 0;
-	if (v == SCSITGT__SN_LATER || itt == ISCSI_RESERVED_TAG || (fin && cont)) {
+	if (itt == ISCSI_RESERVED_TAG || (fin && cont)) {
 		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
 		return 0;
 	}

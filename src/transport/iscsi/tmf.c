@@ -107,18 +107,44 @@ static void tmf_cold_close_all(struct scsitgt__iscsi_conn *conn)
 	}
 }
 
+/*
+ * The task ABORT TASK names. RFC 7143 §11.5.4: "For an ABORT TASK of a task created by a
+ * non-immediate command, RefCmdSN MUST be set to the CmdSN of the task identified by the
+ * Referenced Task Tag field." A live task under the tag @rtt whose CmdSN is not @ref, while
+ * @ref names a CmdSN not received yet (@ref_unreceived: §11.5.1 b), is not the one named: the
+ * initiator reused the tag (unique while its task exists: the Initiator Task Tag of §11.2.1)
+ * for a command the target rejected ("Task in progress", §7.3) or has not received, which is
+ * not a task yet, and it plugs that gap. The TMF then goes by RefCmdSN (b: Function complete,
+ * the CmdSN used up) and the live task is left alone. Otherwise the tag names the task, as before (an immediate command's
+ * RefCmdSN is the TMF's own CmdSN; an initiator that leaves RefCmdSN out of the window still
+ * aborts by tag).
+ */
+static struct scsitgt__iscsi_task *abort_task_find(struct scsitgt__iscsi_conn *conn, uint32_t rtt,
+						   uint32_t ref, bool ref_unreceived)
+{
+	struct scsitgt__iscsi_task *task = scsitgt__iscsi_task_find(conn, rtt);
+
+	if (task && ref_unreceived && !task->immediate && task->cmd_sn != ref)
+		return NULL;
+	return task;
+}
+
 static void tmf_done(void *arg, enum scsitgt__tmf_response r)
 {
 	struct tmf_ctx *ctx = arg;
 	struct scsitgt__iscsi_conn *conn = ctx->conn;
+	struct scsitgt__iscsi_sess *sess = conn->sess;
 
-	/* Before the answer, which carries ExpCmdSN. After a cold reset, which closes every
-	 * connection, nothing held runs. */
-	if (ctx->ordered && conn->state == SCSITGT__CONN_FFP && conn->sess) {
-		if (ctx->cold && r == SCSITGT__TMF_COMPLETE)
-			scsitgt__iscsi_sn_step(conn->sess);
-		else
-			scsitgt__iscsi_sn_drain(conn->sess);
+	/* Before the answer, which carries ExpCmdSN: its CmdSN passes and what was held behind
+	 * it runs, in order (from a drain it was held in, that drain goes on once this returns).
+	 * After a cold reset, which closes every connection once its answer is out, nothing
+	 * held runs, not even from such a drain: sn_busy stays. */
+	if (ctx->ordered && conn->state == SCSITGT__CONN_FFP && sess) {
+		if (sess->exp_cmd_sn == ctx->cmd_sn &&
+		    scsitgt__iscsi_sn_is_taken(sess, ctx->cmd_sn))
+			scsitgt__iscsi_sn_step(sess);
+		sess->sn_busy = ctx->cold && r == SCSITGT__TMF_COMPLETE;
+		scsitgt__iscsi_sn_drain(sess);
 	}
 	tmf_respond(ctx->conn, ctx->itt, tmf_map(r), ctx->cold);
 	if (ctx->cold && r == SCSITGT__TMF_COMPLETE) {
@@ -148,15 +174,10 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
 		return 0;
 	}
+	/* Ignored, or held for its turn ahead of ExpCmdSN (conn.c), which brings it back. */
 	v = scsitgt__iscsi_sn_check(sess, cmd_sn, scsitgt__bhs_immediate(h));
-	if (v == SCSITGT__SN_IGNORE)
+	if (v != SCSITGT__SN_NOW)
 		return 0;
-	if (v == SCSITGT__SN_LATER) {
-		/* Not held for its turn: refused, and its CmdSN is not received (RFC 7143 §7.3):
-		 * a gap the initiator plugs. */
-		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
-		return 0;
-	}
 	/*
 	 * RFC 7143 §11.5.1 b): RefCmdSN in the valid window [ExpCmdSN, MaxCmdSN] (as the TMF
 	 * found it) and less than the TMF's own CmdSN names a command issued before the TMF
@@ -174,7 +195,7 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	switch (func) {
 	case ISCSI_TMF_ABORT_TASK:
 		type = SCSITGT__TMF_ABORT_TASK;
-		task = scsitgt__iscsi_task_find(conn, rtt);
+		task = abort_task_find(conn, rtt, ref_cmd_sn, ref_unreceived);
 		if (task == NULL || task->state == SCSITGT__TASK_SENDING) {
 			/* Its response is out: the task completed before the TMF (§11.6.1). */
 			if (task) {
@@ -243,6 +264,10 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_INFO, "task management function %u (RTT 0x%08x)",
 				func, rtt);
 	scsitgt__stats_tmf(sess->core, &h[ISCSI_BHS_LUN]);
+	/* Until it has acted nothing after it is delivered, not even from a drain that another
+	 * path starts (an immediate ABORT TASK using up a later CmdSN): tmf_done(). */
+	if (ctx->ordered)
+		sess->sn_busy = true;
 	scsitgt__tmf_execute(sess->core, type, &h[ISCSI_BHS_LUN], rtt, tmf_done, ctx);
 	return 0;
 }

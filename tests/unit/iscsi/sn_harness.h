@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the CmdSN tests (test_cmdsn_gap.c, test_cmdsn_reject.c) ask of a harness session: which
- * tags the target answered, a TMF's response, a TEST UNIT READY at a chosen CmdSN, and a
- * session that ends idle at a known ExpCmdSN. Header-only: include after cmocka.h and
+ * What the CmdSN tests (test_cmdsn_gap.c, test_cmdsn_reject.c, test_tmf_order.c,
+ * test_cmdsn_held.c) ask of a harness session: which tags the target answered, a TMF's
+ * response, a TEST UNIT READY or a one-block WRITE at a chosen CmdSN, and a session that ends
+ * idle at a known ExpCmdSN. Header-only: include after cmocka.h and
  * iscsi_harness.h.
  */
 #ifndef SCSITGT_TEST_SN_HARNESS_H
@@ -71,6 +72,72 @@ static inline uint32_t sn_abort_task(struct harness *h, uint32_t sn, uint32_t rt
 	put_be32(&bhs[ISCSI_TMF_REFCMDSN], ref);
 	h_send(h, bhs, NULL, 0);
 	return h->itt;
+}
+
+/* Whether the SCSI Response to @itt says GOOD. */
+static inline bool sn_good(const struct harness *h, uint32_t itt)
+{
+	for (unsigned int i = 0; i < h->npdus; i++) {
+		const uint8_t *b = h->pdus[i].bhs;
+
+		if (scsitgt__bhs_opcode(b) == ISCSI_OP_SCSI_RSP && scsitgt__bhs_itt(b) == itt)
+			return b[ISCSI_RSP_RESPONSE] == ISCSI_RSP_COMPLETED &&
+			       b[ISCSI_RSP_STATUS] == 0;
+	}
+	return false;
+}
+
+/* A one-block WRITE(10) at CmdSN @sn without data: its ITT; *@ttt is its R2T's tag. */
+static inline uint32_t sn_write_at(struct harness *h, uint32_t sn, uint32_t *ttt)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	uint32_t itt;
+
+	h_cmd_bhs(h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 512, 0x2a, 0, 1);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], sn);
+	itt = h->itt;
+	h_send(h, bhs, NULL, 0);
+	*ttt = ISCSI_RESERVED_TAG;
+	for (unsigned int i = 0; i < h->npdus; i++) {
+		const uint8_t *b = h->pdus[i].bhs;
+
+		if (scsitgt__bhs_opcode(b) == ISCSI_OP_R2T && scsitgt__bhs_itt(b) == itt)
+			*ttt = get_be32(&b[ISCSI_BHS_TTT]);
+	}
+	return itt;
+}
+
+/* The one block of sn_write_at()'s WRITE @itt, answering its R2T @ttt. */
+static inline void sn_write_data(struct harness *h, uint32_t itt, uint32_t ttt)
+{
+	uint8_t bhs[ISCSI_BHS_LEN], block[512];
+
+	memset(block, 0xa5, sizeof(block));
+	scsitgt__bhs_init(bhs, ISCSI_OP_DATA_OUT, ISCSI_FLAG_FINAL);
+	put_be32(&bhs[ISCSI_BHS_ITT], itt);
+	put_be32(&bhs[ISCSI_BHS_TTT], ttt);
+	scsitgt__bhs_set_dsl(bhs, sizeof(block));
+	h_send(h, bhs, block, sizeof(block));
+}
+
+/* LUN 0 of 1024 blocks on a RAM backend wrapped by the fault backend with the rules of
+ * @spec (backend_fault.h); *@fault is its context. Include libscsitgt/backend_fault.h. */
+static inline void sn_fault_lun(struct harness *h, const char *spec, void **fault)
+{
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_lun *lun;
+	void *ram;
+
+	assert_int_equal(scsitgt_backend_ram_create(&ram), 0);
+	assert_int_equal(
+		scsitgt_backend_fault_create(fault, &h->loop, scsitgt_backend_ram_ops(), ram), 0);
+	assert_true(scsitgt_backend_fault_add_spec(*fault, spec) >= 1);
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.block_size = 512;
+	lo.num_blocks = 1024;
+	lo.backend = scsitgt_backend_fault_ops(*fault);
+	lo.backend_ctx = *fault;
+	assert_int_equal(scsitgt_lun_create(&lun, h->tgt, &lo), 0);
 }
 
 /* A normal session with LUN 0 whose first CmdSN is @first; *@exp is its ExpCmdSN. */

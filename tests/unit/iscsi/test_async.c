@@ -14,6 +14,7 @@
 
 #include "iscsi_harness.h"
 #include "libscsitgt/backend_fault.h"
+#include "sn_harness.h"
 
 /* AsyncEvent 0 on LUN 5 with REPORTED LUNS DATA HAS CHANGED, before the sequence numbers. */
 static void test_pdu_bytes(void **state)
@@ -153,25 +154,14 @@ static void test_logout_bounded(void **state)
 {
 	uint8_t bhs[ISCSI_BHS_LEN], data[512];
 	struct scsitgt_iscsi_params p;
-	struct scsitgt_lun_opts lo;
 	struct scsitgt_fault_stats st;
-	struct scsitgt_lun *lun;
 	struct harness h;
 	struct h_pdu *r;
-	void *ram, *fault;
+	void *fault;
 
 	(void)state;
 	assert_int_equal(h_init(&h, false), 0);
-	assert_int_equal(scsitgt_backend_ram_create(&ram), 0);
-	assert_int_equal(
-		scsitgt_backend_fault_create(&fault, &h.loop, scsitgt_backend_ram_ops(), ram), 0);
-	assert_int_equal(scsitgt_backend_fault_add_spec(fault, "hang@write"), 1);
-	scsitgt_lun_opts_init(&lo, sizeof(lo));
-	lo.block_size = 512;
-	lo.num_blocks = 1024;
-	lo.backend = scsitgt_backend_fault_ops(fault);
-	lo.backend_ctx = fault;
-	assert_int_equal(scsitgt_lun_create(&lun, h.tgt, &lo), 0);
+	sn_fault_lun(&h, "hang@write", &fault);
 	scsitgt_iscsi_params_init(&p, sizeof(p));
 	p.logout_timeout_ms = 2000; /* long: the "not yet" checks below must not race it */
 	assert_int_equal(scsitgt_iscsi_target_set_params(h.tgt, &p), 0);

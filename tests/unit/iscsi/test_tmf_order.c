@@ -32,52 +32,6 @@ static uint32_t tmf_at(struct harness *h, uint8_t func, uint32_t sn, bool immedi
 	return h->itt;
 }
 
-/* Whether the SCSI Response to @itt says GOOD. */
-static bool good(const struct harness *h, uint32_t itt)
-{
-	for (unsigned int i = 0; i < h->npdus; i++) {
-		const uint8_t *b = h->pdus[i].bhs;
-
-		if (scsitgt__bhs_opcode(b) == ISCSI_OP_SCSI_RSP && scsitgt__bhs_itt(b) == itt)
-			return b[ISCSI_RSP_RESPONSE] == ISCSI_RSP_COMPLETED &&
-			       b[ISCSI_RSP_STATUS] == 0;
-	}
-	return false;
-}
-
-/* A one-block WRITE(10) at CmdSN @sn without data: its ITT; *@ttt is its R2T's tag. */
-static uint32_t write_at(struct harness *h, uint32_t sn, uint32_t *ttt)
-{
-	uint8_t bhs[ISCSI_BHS_LEN];
-	uint32_t itt;
-
-	h_cmd_bhs(h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 512, 0x2a, 0, 1);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], sn);
-	itt = h->itt;
-	h_send(h, bhs, NULL, 0);
-	*ttt = ISCSI_RESERVED_TAG;
-	for (unsigned int i = 0; i < h->npdus; i++) {
-		const uint8_t *b = h->pdus[i].bhs;
-
-		if (scsitgt__bhs_opcode(b) == ISCSI_OP_R2T && scsitgt__bhs_itt(b) == itt)
-			*ttt = get_be32(&b[ISCSI_BHS_TTT]);
-	}
-	return itt;
-}
-
-/* The WRITE's one block, answering its R2T @ttt. */
-static void data_out(struct harness *h, uint32_t itt, uint32_t ttt)
-{
-	uint8_t bhs[ISCSI_BHS_LEN], block[512];
-
-	memset(block, 0xa5, sizeof(block));
-	scsitgt__bhs_init(bhs, ISCSI_OP_DATA_OUT, ISCSI_FLAG_FINAL);
-	put_be32(&bhs[ISCSI_BHS_ITT], itt);
-	put_be32(&bhs[ISCSI_BHS_TTT], ttt);
-	scsitgt__bhs_set_dsl(bhs, sizeof(block));
-	h_send(h, bhs, block, sizeof(block));
-}
-
 /*
  * A WRITE held behind a non-immediate @func at ExpCmdSN, waiting for its data (so still in
  * the task set when the TMF acts, as a command in a slow backend would be): it survives the
@@ -89,15 +43,15 @@ static void held_behind(uint8_t func)
 	uint32_t exp, w, ttt, tmf, next;
 
 	sn_start(&h, &exp);
-	w = write_at(&h, exp + 1, &ttt);
+	w = sn_write_at(&h, exp + 1, &ttt);
 	assert_int_not_equal(ttt, ISCSI_RESERVED_TAG);
 	tmf = tmf_at(&h, func, exp, false);
 	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
 	assert_non_null(scsitgt__iscsi_task_find(h.conn, w));
-	data_out(&h, w, ttt);
+	sn_write_data(&h, w, ttt);
 	assert_true(h_task_gone(&h, w));
 	/* A LOGICAL UNIT RESET may leave a unit attention for this nexus: answered, not GOOD. */
-	assert_true(func == ISCSI_TMF_LUN_RESET ? sn_answered(&h, w) : good(&h, w));
+	assert_true(func == ISCSI_TMF_LUN_RESET ? sn_answered(&h, w) : sn_good(&h, w));
 	next = sn_tur_at(&h, exp + 2);
 	assert_true(sn_answered(&h, next));
 	sn_finish(&h, exp + 3);
@@ -138,9 +92,9 @@ static void test_immediate_abort_task_set_aborts_held(void **state)
 	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
 	assert_false(sn_answered(&h, held));
 	gap = sn_tur_at(&h, exp);
-	assert_true(good(&h, gap));
+	assert_true(sn_good(&h, gap));
 	next = sn_tur_at(&h, exp + 2);
-	assert_true(good(&h, next));
+	assert_true(sn_good(&h, next));
 	sn_finish(&h, exp + 3);
 }
 
