@@ -115,25 +115,33 @@ gw_obj_init() {
 	GW_OBJ=rbd_gateway.$id
 }
 
-# watching NAME: the gateway's client watches the gateway object (after gw_obj_init): yes or
-# no. Not a count of watchers: that also sees the other gateway's watch, which the OSD may drop
-# and that gateway make again under load (rewatch counted, and failed so in CI, session 29).
+# watching NAME: whether the gateway's client watches the gateway object (after gw_obj_init):
+# WATCHING=yes or no. Not a count of watchers: that also sees the other gateway's watch, which
+# the OSD may drop and that gateway make again under load (rewatch counted, and failed so in
+# CI, session 29). rados writes a line per watcher: into a file, not a pipe, whose reader
+# (grep -q) may leave at the first match and fail rados' next write (EPIPE), which pipefail
+# turned into "no". A rados error fails the test: it is no answer. Runs in this shell (not in
+# $(...)), so that it_fail ends the test.
+WATCHING=
 watching() {
 	local addr
 	addr=$(grep -oE "(joined|reconnected) as [^ ]+" "$IT_TMP/gw-$1.err" | tail -n 1)
 	[[ -n "$addr" ]] || it_fail "no address of $1 in its log"
-	if rados -p "$MICRO_CEPH_POOL" listwatchers "$GW_OBJ" |
-		grep -qF "watcher=${addr##* } "; then
-		echo yes
+	rados -p "$MICRO_CEPH_POOL" listwatchers "$GW_OBJ" >"$IT_TMP/listwatchers" \
+		2>"$IT_TMP/listwatchers.err" ||
+		it_fail "rados listwatchers $GW_OBJ: $(cat "$IT_TMP/listwatchers.err")"
+	if grep -qF "watcher=${addr##* } " "$IT_TMP/listwatchers"; then
+		WATCHING=yes
 	else
-		echo no
+		WATCHING=no
 	fi
 }
 # watching_wait NAME yes|no WHY: poll until the gateway's watch is there or gone.
 watching_wait() {
 	local i
 	for ((i = 0; i < 600; i++)); do
-		[[ $(watching "$1") == "$2" ]] && return 0
+		watching "$1"
+		[[ $WATCHING == "$2" ]] && return 0
 		sleep 0.1
 	done
 	it_fail "$3"
@@ -277,7 +285,8 @@ rewatch)
 	# (B cannot watch again while frozen: one answer of "no" is the state, not a moment.)
 	w=yes
 	for ((i = 0; i < 600; i++)); do
-		w=$(watching B)
+		watching B
+		w=$WATCHING
 		[[ $w == no ]] && break
 		sleep 0.1
 	done
@@ -304,7 +313,6 @@ re-watch(es) after librados' error callback) and answers A's probes; the lock st
 	;;
 ownerwatch)
 	gw_obj_init
-	a_watching() { watching A; }
 	a_watching_wait() { watching_wait A "$@"; }
 	# count_wait WHAT FILE PATTERN N: until FILE has N lines matching PATTERN.
 	count_wait() {
@@ -337,7 +345,8 @@ ownerwatch)
 				"$(grep -c -e "-> fenced$" "$IT_TMP/gw-$n.err" || true)"
 		done
 	}
-	[[ $(a_watching) == yes ]] || it_fail "A does not watch the gateway object"
+	watching A
+	[[ $WATCHING == yes ]] || it_fail "A does not watch the gateway object"
 	before=$(moves)
 	fault_toggle on
 	# A's watch is gone (the OSD delivers B's probes to B alone) and its re-watch hangs.
@@ -359,7 +368,8 @@ ownerwatch)
 		it_fail "A's data is wrong"
 	got=$(rtpg B)
 	[[ "$got" == "1:0 2:2" ]] || it_fail "REPORT TARGET PORT GROUPS through B: '$got'"
-	[[ $(a_watching) == no ]] || it_fail "A watches again although its re-watch is held"
+	watching A
+	[[ $WATCHING == no ]] || it_fail "A watches again although its re-watch is held"
 	[[ "$(moves)" == "$before" ]] || it_fail "the lock moved: before '$before', now '$(moves)'"
 	# All of this within the bound: A never stopped its heartbeat.
 	! grep -q "$beat_stop" "$IT_TMP/gw-A.err" ||
