@@ -162,12 +162,18 @@ trap gw_cleanup EXIT
 
 # Gateway A starts first and takes the free lock; B joins as standby. In stpg mode every write
 # A receives is held back 1.5 s by its fault layer, so that a write is in flight in A when B
-# takes over.
+# takes over. In ownerwatch mode the gateways tick every 1000 ms, not 500: an owner's held
+# re-watch stops its heartbeat after 10 x probe_misses (2) ticks, and the first phase's
+# checks (a write and a verify through A, REPORT TARGET PORT GROUPS, rados) must end inside
+# that bound: 20 s, not 10, for 6 probes (6 s) and those checks, process starts that a
+# loaded host makes slow.
+GW_OPTS=()
+[[ $MODE == ownerwatch ]] && GW_OPTS=(--gw-probe 1000)
 [[ $MODE == stpg ]] && GW_LUN_FLAGS=",fault=delay=1500@write"
-gw_start A 1 2
+gw_start A 1 2 "${GW_OPTS[@]}"
 GW_LUN_FLAGS=
 gw_wait A owner
-gw_start B 2 1
+gw_start B 2 1 "${GW_OPTS[@]}"
 gw_wait B standby
 rtpg_wait A "1:0 2:2"
 rtpg_wait B "1:0 2:2"
@@ -334,7 +340,8 @@ ownerwatch)
 			$((n + 1))
 	}
 	# The owner's heartbeat stops once its re-watch hung for 10 x probe_misses ticks
-	# (rbd_ha.h's SCSITGT__RBD_HA_REWATCH_TICKS_PER_MISS): this line in its log.
+	# (rbd_ha.h's SCSITGT__RBD_HA_REWATCH_TICKS_PER_MISS; 20 s here, --gw-probe 1000): this
+	# line in its log.
 	beat_stop="the re-watch hangs past its bound: the heartbeat stops"
 	# moves: the lock's moves (acquisitions) and the fencing events so far, per gateway.
 	moves() {
