@@ -1,10 +1,14 @@
 #!/bin/bash
 # fuzz.sh - build the libFuzzer targets (clang, ASan + UBSan) and run each for a bounded time.
 #
-#   scripts/fuzz.sh [--seconds N] [--jobs J] [--build DIR] [TARGET...]
+#   scripts/fuzz.sh [--seconds N] [--jobs J] [--seed S] [--build DIR] [TARGET...]
 #
 #   --seconds N   run time of each target (default $FUZZ_SECONDS or 60)
 #   --jobs J      targets run at once (default $FUZZ_JOBS or 2); each is one process
+#   --seed S      libFuzzer's -seed for every target (default $FUZZ_SEED or 1; 0: libFuzzer
+#                 picks one per run, printed in the target's log). Fixed and printed, so that
+#                 a failure of a CI run can be repeated with the same binary: the same seed
+#                 explores the same inputs (a run bounded by time gets further or less far)
 #   --build DIR   build directory (default build-fuzz), configured with
 #                 CC=clang CXX=clang++ -Dfuzzing=libfuzzer -Db_sanitize=address,undefined
 #   TARGET...     names as in tests/fuzz/meson.build (cdb, pdu, ...); default: every target
@@ -22,6 +26,7 @@ cd "$(dirname "$0")/.."
 
 SECONDS_EACH=${FUZZ_SECONDS:-60}
 JOBS=${FUZZ_JOBS:-2}
+SEED=${FUZZ_SEED:-1}
 BUILD=build-fuzz
 TARGETS=()
 while [[ $# -gt 0 ]]; do
@@ -34,12 +39,16 @@ while [[ $# -gt 0 ]]; do
 		JOBS=$2
 		shift 2
 		;;
+	--seed)
+		SEED=$2
+		shift 2
+		;;
 	--build)
 		BUILD=$2
 		shift 2
 		;;
 	-h | --help)
-		sed -n '2,20s/^# \{0,1\}//p' "$0"
+		sed -n '2,24s/^# \{0,1\}//p' "$0"
 		exit 0
 		;;
 	-*)
@@ -54,6 +63,10 @@ while [[ $# -gt 0 ]]; do
 done
 [[ "$SECONDS_EACH" =~ ^[0-9]+$ && "$SECONDS_EACH" -gt 0 ]] || {
 	echo "fuzz.sh: bad --seconds '$SECONDS_EACH'" >&2
+	exit 2
+}
+[[ "$SEED" =~ ^[0-9]+$ && "$SEED" -le 4294967295 ]] || {
+	echo "fuzz.sh: bad --seed '$SEED' (0..4294967295)" >&2
 	exit 2
 }
 [[ "$JOBS" =~ ^[0-9]+$ && "$JOBS" -gt 0 ]] || {
@@ -121,12 +134,18 @@ run_one() {
 	fi
 	# -timeout: one input that runs this long is a hang; -rss_limit_mb bounds memory.
 	"$BUILD/tests/fuzz/fuzz_$t" -max_total_time="$SECONDS_EACH" -print_final_stats=1 \
-		-timeout=25 -rss_limit_mb=2048 -artifact_prefix="$dir/" "${dict[@]}" "$dir/corpus" \
+		-seed="$SEED" -timeout=25 -rss_limit_mb=2048 -artifact_prefix="$dir/" "${dict[@]}" \
+		"$dir/corpus" \
 		>"$WORK/$t.log" 2>&1 || st=$?
 	echo "$st" >"$WORK/$t.status"
 }
 
-echo "fuzz.sh: ${#TARGETS[@]} targets, ${SECONDS_EACH} s each, $JOBS at a time"
+if [[ $SEED -eq 0 ]]; then
+	seed_note="-seed=0 (libFuzzer picks one per target: its log's \"INFO: Seed:\" line)"
+else
+	seed_note="-seed=$SEED (repeat with FUZZ_SEED=$SEED or --seed $SEED)"
+fi
+echo "fuzz.sh: ${#TARGETS[@]} targets, ${SECONDS_EACH} s each, $JOBS at a time, $seed_note"
 running=0
 for t in "${TARGETS[@]}"; do
 	if [[ $running -ge $JOBS ]]; then

@@ -152,6 +152,9 @@ void scsitgt__session_destroy(struct scsitgt__session *sess)
 {
 	/* From now on no request of home's reaches it (core/tmf_xshard.c). */
 	atomic_store(&sess->leaving, true);
+	/* The loss is recorded now, not when home frees a worker's nexus after that loop's
+	 * detach: the same nexus logging in again meanwhile must find I_T NEXUS LOSS too. */
+	scsitgt__ua_session_lost(sess);
 	if (sess->shard->index == 0) {
 		session_detach_cmds(sess);
 		session_free(sess);

@@ -28,7 +28,10 @@ struct scsitgt__tmf_op {
 	 * come after it are spared until it is answered (fabric ops cmd_after_tmf). Set before
 	 * the op is shared, then only read. */
 	const struct scsitgt__session *issuer;
-	enum scsitgt__tmf_response response;
+	/* An enum scsitgt__tmf_response. Atomic: home may reject the op (tmf_xshard.c, a reset
+	 * it could not dispatch) while its timer answers it on the issuer's loop. Relaxed: the
+	 * answer is whichever value is there; the drained path is ordered by op_put. */
+	_Atomic int response;
 	/* The issuer's shard (its session's): the timer, the callback and the free run on its
 	 * loop (issue 18: the TMF of a nexus on a worker answers there). */
 	struct scsitgt__shard *shard;
@@ -72,7 +75,8 @@ static void op_answer(struct scsitgt__tmf_op *op)
 		uv_timer_stop(&op->timer);
 		uv_close((uv_handle_t *)&op->timer, op_closed);
 	}
-	op->cb(op->cb_arg, op->response);
+	op->cb(op->cb_arg, (enum scsitgt__tmf_response)atomic_load_explicit(&op->response,
+									    memory_order_relaxed));
 }
 
 static void op_timeout(uv_timer_t *t)
@@ -119,7 +123,7 @@ void scsitgt__tmf_op_put(struct scsitgt__tmf_op *op, const struct scsitgt__shard
 
 void scsitgt__tmf_op_reject(struct scsitgt__tmf_op *op)
 {
-	op->response = SCSITGT__TMF_REJECTED;
+	atomic_store_explicit(&op->response, SCSITGT__TMF_REJECTED, memory_order_relaxed);
 }
 
 void scsitgt__tmf_cmd_released(struct scsitgt__cmd *cmd)
@@ -312,7 +316,7 @@ static struct scsitgt__tmf_op *op_new(struct scsitgt__session *sess, scsitgt__tm
 		return NULL;
 	op->cb = cb;
 	op->cb_arg = cb_arg;
-	op->response = SCSITGT__TMF_COMPLETE;
+	atomic_init(&op->response, SCSITGT__TMF_COMPLETE);
 	op->shard = sess->shard;
 	/* The TMF's own hold until it has made its aborts (dropped by the caller). */
 	atomic_init(&op->waiting, 1);
@@ -404,10 +408,12 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 		/* Other nexuses' tasks run on their own shards: the target's sessions are walked
 		 * on home, which asks each shard to abort its own (tmf_xshard.c). */
 		if (scsitgt__tmf_xshard(sess->tgt, type, sess, lun_id, op, NULL, NULL) < 0)
-			op->response = SCSITGT__TMF_REJECTED;
+			atomic_store_explicit(&op->response, SCSITGT__TMF_REJECTED,
+					      memory_order_relaxed);
 		break;
 	default:
-		op->response = SCSITGT__TMF_NOT_SUPPORTED;
+		atomic_store_explicit(&op->response, SCSITGT__TMF_NOT_SUPPORTED,
+				      memory_order_relaxed);
 		break;
 	}
 	scsitgt__tmf_op_put(op, sess->shard);

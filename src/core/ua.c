@@ -401,6 +401,29 @@ void scsitgt__ua_mode_params_changed(struct scsitgt__session *by, uint64_t lun_i
 	scsitgt__ua_establish_all(by->tgt, lun_id, by, SCSITGT__SR_UA_MODE_PARAMS_CHANGED);
 }
 
+void scsitgt__ua_session_lost(struct scsitgt__session *sess)
+{
+	struct scsitgt__ua_sess *ua = ua_get(sess);
+	struct scsitgt_target *tgt = sess->tgt;
+
+	/* SAM-5 §6.3.4: the LUNs this nexus saw remember it, for I_T NEXUS LOSS OCCURRED. Its
+	 * seen bits are final: the fabric admits no command of a nexus it destroys, and those
+	 * of a worker's nexus were set before that loop's news of its end reached home. */
+	if (ua == NULL || sess->ua_no_power_on)
+		return;
+	for (size_t i = 0; i < tgt->nluns; i++) {
+		uint64_t id = tgt->luns[i]->id;
+
+		if (id < UA_LUN_IDS &&
+		    (atomic_load_explicit(&ua->seen[id / 64], memory_order_relaxed) >> (id % 64) &
+		     1)) {
+			uv_mutex_lock(&tgt->luns[i]->xlock);
+			lost_record(tgt->luns[i], sess);
+			uv_mutex_unlock(&tgt->luns[i]->xlock);
+		}
+	}
+}
+
 void scsitgt__ua_session_free(struct scsitgt__session *sess)
 {
 	struct scsitgt__ua_sess *ua = ua_get(sess);
@@ -408,23 +431,6 @@ void scsitgt__ua_session_free(struct scsitgt__session *sess)
 
 	if (ua == NULL)
 		return;
-	/* SAM-5 §6.3.4: the LUNs this nexus saw remember it, for I_T NEXUS LOSS OCCURRED. */
-	if (!sess->ua_no_power_on) {
-		struct scsitgt_target *tgt = sess->tgt;
-
-		for (size_t i = 0; i < tgt->nluns; i++) {
-			uint64_t id = tgt->luns[i]->id;
-
-			if (id < UA_LUN_IDS &&
-			    (atomic_load_explicit(&ua->seen[id / 64], memory_order_relaxed) >>
-				     (id % 64) &
-			     1)) {
-				uv_mutex_lock(&tgt->luns[i]->xlock);
-				lost_record(tgt->luns[i], sess);
-				uv_mutex_unlock(&tgt->luns[i]->xlock);
-			}
-		}
-	}
 	uv_mutex_lock(&sess->ua_lock);
 	atomic_store_explicit(&sess->ua, NULL, memory_order_release);
 	scsitgt__list_foreach_safe(pos, tmp, &ua->luns)

@@ -35,6 +35,9 @@ void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool 
 /* MODE SELECT on nexus @by changed LUN @lun_id's parameters: MODE PARAMETERS CHANGED for the
  * others. Loop: home (the walk of the target's nexuses). */
 void scsitgt__ua_mode_params_changed(struct scsitgt__session *by, uint64_t lun_id);
+/* The nexus ends (scsitgt__session_destroy()): every LUN it saw remembers it, so that the same
+ * nexus back finds I_T NEXUS LOSS OCCURRED (SAM-5 §6.3.4). Loop: home. */
+void scsitgt__ua_session_lost(struct scsitgt__session *sess);
 /* The nexus is going away: free its state. */
 void scsitgt__ua_session_free(struct scsitgt__session *sess);
 

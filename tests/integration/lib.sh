@@ -233,11 +233,21 @@ it_start() {
 	it_fail "no free port after 5 attempts"
 }
 
-# it_wait_urls N: wait until the target printed N iscsi:// lines; fail fast if it dies.
+# it_wait_urls N: wait until the target printed N iscsi:// lines; fail fast if it dies. Only
+# whole lines count: a URL line that the target is still writing (no newline yet, e.g. cut at
+# a page boundary) would otherwise be taken cut short.
 it_wait_urls() {
-	local want=$1 i
+	local want=$1 i out
 	for ((i = 0; i < IT_START_TIMEOUT * 10; i++)); do
-		mapfile -t IT_URLS < <(grep -o 'iscsi://[^[:space:]]*' "$IT_TMP/target.out" || true)
+		# One read of the file; the "." keeps its last newline from $(...).
+		out=$(cat "$IT_TMP/target.out" 2>/dev/null; echo .)
+		out=${out%.}
+		if [[ $out != *$'\n'* ]]; then
+			out=
+		elif [[ $out != *$'\n' ]]; then
+			out=${out%$'\n'*}
+		fi
+		mapfile -t IT_URLS < <(grep -o 'iscsi://[^[:space:]]*' <<<"$out" || true)
 		if [[ ${#IT_URLS[@]} -ge $want ]]; then
 			return 0
 		fi

@@ -21,8 +21,13 @@ LOCKER=${3:-}
 [[ -x "$PC" && -x "$LOCKER" ]] || it_fail "usage: $0 MINITARGET PR_CLIENT RBD_LOCK_CLIENT"
 it_need python3
 rbd_need
-# A killed client's watch lingers only 5 s (micro-ceph -w).
-rbd_cluster_up -S 16M -w 5
+# Ceph's own 30 s watch timeout, not -w 5 (no client is killed here). A short one could break
+# the hand-over: `rbd_lock_client hold` gets the lock cooperatively only while the target's
+# image-header watch is live; one the OSD dropped after late pings (a loaded host) makes librbd
+# break the lock with a blocklist (2/04/0a, not 0b). And the OSD stop below (two 3 s op
+# timeouts and two logins) stays under the PR copy's watch bound (26.25 s; 4 s with -w 5), so
+# its 2/04/01 comes from the backend's op timeout, as the section says.
+rbd_cluster_up -S 16M
 IMG=$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE
 lun_args=(--lun "0:rbd:$IMG,nocache,timeout=3")
 

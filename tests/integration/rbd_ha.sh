@@ -115,25 +115,33 @@ gw_obj_init() {
 	GW_OBJ=rbd_gateway.$id
 }
 
-# watching NAME: the gateway's client watches the gateway object (after gw_obj_init): yes or
-# no. Not a count of watchers: that also sees the other gateway's watch, which the OSD may drop
-# and that gateway make again under load (rewatch counted, and failed so in CI, session 29).
+# watching NAME: whether the gateway's client watches the gateway object (after gw_obj_init):
+# WATCHING=yes or no. Not a count of watchers: that also sees the other gateway's watch, which
+# the OSD may drop and that gateway make again under load (rewatch counted, and failed so in
+# CI, session 29). rados writes a line per watcher: into a file, not a pipe, whose reader
+# (grep -q) may leave at the first match and fail rados' next write (EPIPE), which pipefail
+# turned into "no". A rados error fails the test: it is no answer. Runs in this shell (not in
+# $(...)), so that it_fail ends the test.
+WATCHING=
 watching() {
 	local addr
 	addr=$(grep -oE "(joined|reconnected) as [^ ]+" "$IT_TMP/gw-$1.err" | tail -n 1)
 	[[ -n "$addr" ]] || it_fail "no address of $1 in its log"
-	if rados -p "$MICRO_CEPH_POOL" listwatchers "$GW_OBJ" |
-		grep -qF "watcher=${addr##* } "; then
-		echo yes
+	rados -p "$MICRO_CEPH_POOL" listwatchers "$GW_OBJ" >"$IT_TMP/listwatchers" \
+		2>"$IT_TMP/listwatchers.err" ||
+		it_fail "rados listwatchers $GW_OBJ: $(cat "$IT_TMP/listwatchers.err")"
+	if grep -qF "watcher=${addr##* } " "$IT_TMP/listwatchers"; then
+		WATCHING=yes
 	else
-		echo no
+		WATCHING=no
 	fi
 }
 # watching_wait NAME yes|no WHY: poll until the gateway's watch is there or gone.
 watching_wait() {
 	local i
 	for ((i = 0; i < 600; i++)); do
-		[[ $(watching "$1") == "$2" ]] && return 0
+		watching "$1"
+		[[ $WATCHING == "$2" ]] && return 0
 		sleep 0.1
 	done
 	it_fail "$3"
@@ -154,12 +162,18 @@ trap gw_cleanup EXIT
 
 # Gateway A starts first and takes the free lock; B joins as standby. In stpg mode every write
 # A receives is held back 1.5 s by its fault layer, so that a write is in flight in A when B
-# takes over.
+# takes over. In ownerwatch mode the gateways tick every 1000 ms, not 500: an owner's held
+# re-watch stops its heartbeat after 10 x probe_misses (2) ticks, and the first phase's
+# checks (a write and a verify through A, REPORT TARGET PORT GROUPS, rados) must end inside
+# that bound: 20 s, not 10, for 6 probes (6 s) and those checks, process starts that a
+# loaded host makes slow.
+GW_OPTS=()
+[[ $MODE == ownerwatch ]] && GW_OPTS=(--gw-probe 1000)
 [[ $MODE == stpg ]] && GW_LUN_FLAGS=",fault=delay=1500@write"
-gw_start A 1 2
+gw_start A 1 2 "${GW_OPTS[@]}"
 GW_LUN_FLAGS=
 gw_wait A owner
-gw_start B 2 1
+gw_start B 2 1 "${GW_OPTS[@]}"
 gw_wait B standby
 rtpg_wait A "1:0 2:2"
 rtpg_wait B "1:0 2:2"
@@ -277,7 +291,8 @@ rewatch)
 	# (B cannot watch again while frozen: one answer of "no" is the state, not a moment.)
 	w=yes
 	for ((i = 0; i < 600; i++)); do
-		w=$(watching B)
+		watching B
+		w=$WATCHING
 		[[ $w == no ]] && break
 		sleep 0.1
 	done
@@ -304,7 +319,6 @@ re-watch(es) after librados' error callback) and answers A's probes; the lock st
 	;;
 ownerwatch)
 	gw_obj_init
-	a_watching() { watching A; }
 	a_watching_wait() { watching_wait A "$@"; }
 	# count_wait WHAT FILE PATTERN N: until FILE has N lines matching PATTERN.
 	count_wait() {
@@ -326,7 +340,8 @@ ownerwatch)
 			$((n + 1))
 	}
 	# The owner's heartbeat stops once its re-watch hung for 10 x probe_misses ticks
-	# (rbd_ha.h's SCSITGT__RBD_HA_REWATCH_TICKS_PER_MISS): this line in its log.
+	# (rbd_ha.h's SCSITGT__RBD_HA_REWATCH_TICKS_PER_MISS; 20 s here, --gw-probe 1000): this
+	# line in its log.
 	beat_stop="the re-watch hangs past its bound: the heartbeat stops"
 	# moves: the lock's moves (acquisitions) and the fencing events so far, per gateway.
 	moves() {
@@ -337,7 +352,8 @@ ownerwatch)
 				"$(grep -c -e "-> fenced$" "$IT_TMP/gw-$n.err" || true)"
 		done
 	}
-	[[ $(a_watching) == yes ]] || it_fail "A does not watch the gateway object"
+	watching A
+	[[ $WATCHING == yes ]] || it_fail "A does not watch the gateway object"
 	before=$(moves)
 	fault_toggle on
 	# A's watch is gone (the OSD delivers B's probes to B alone) and its re-watch hangs.
@@ -359,7 +375,8 @@ ownerwatch)
 		it_fail "A's data is wrong"
 	got=$(rtpg B)
 	[[ "$got" == "1:0 2:2" ]] || it_fail "REPORT TARGET PORT GROUPS through B: '$got'"
-	[[ $(a_watching) == no ]] || it_fail "A watches again although its re-watch is held"
+	watching A
+	[[ $WATCHING == no ]] || it_fail "A watches again although its re-watch is held"
 	[[ "$(moves)" == "$before" ]] || it_fail "the lock moved: before '$before', now '$(moves)'"
 	# All of this within the bound: A never stopped its heartbeat.
 	! grep -q "$beat_stop" "$IT_TMP/gw-A.err" ||

@@ -326,9 +326,19 @@ void xw_stream_assert_none_at(const struct xw_stream *s, unsigned int kind, cons
 
 struct scsitgt__session *xw_nexus(struct xw_world *w, const char *port, unsigned int shard)
 {
+	struct scsitgt__session *s = xw_nexus_new(w, port, shard);
+	struct xw_cmd x;
+
+	/* the first command meets POWER ON (SAM-5 §5.14) */
+	xw_run_tur(w, s, &x);
+	assert_int_equal(xw_run_tur(w, s, &x), SAM_STAT_GOOD);
+	return s;
+}
+
+struct scsitgt__session *xw_nexus_new(struct xw_world *w, const char *port, unsigned int shard)
+{
 	struct scsitgt__nexus_info ni;
 	struct scsitgt__session *s;
-	struct xw_cmd x;
 
 	memset(&ni, 0, sizeof(ni));
 	ni.protocol_id = SCSITGT__PROTO_ISCSI;
@@ -340,9 +350,6 @@ struct scsitgt__session *xw_nexus(struct xw_world *w, const char *port, unsigned
 	ni.shard = shard;
 	ni.lend_data_in = w->lend_data_in;
 	assert_int_equal(scsitgt__session_create(&s, w->tgt, &ni, &x_ops, w), 0);
-	/* the first command meets POWER ON (SAM-5 §5.14) */
-	xw_run_tur(w, s, &x);
-	assert_int_equal(xw_run_tur(w, s, &x), SAM_STAT_GOOD);
 	return s;
 }
 

@@ -176,6 +176,8 @@ struct scsitgt_lun *xw_null_lun(struct xw_world *w, uint64_t id);
 void xw_world_destroy(struct xw_world *w);
 /* A further nexus on @shard, past its POWER ON. */
 struct scsitgt__session *xw_nexus(struct xw_world *w, const char *port, unsigned int shard);
+/* The same before any command: its first one meets what a new nexus meets. */
+struct scsitgt__session *xw_nexus_new(struct xw_world *w, const char *port, unsigned int shard);
 
 /* Whether this is the home thread. */
 bool xw_on_home(const struct xw_world *w);

@@ -86,11 +86,19 @@ srp_login() {
 	echo "  logins accepted by the target so far: $(grep -c "login accepted" /tmp/target.log || true)"
 }
 
+# The target's "I_T nexus ... ended" lines so far (one a logout).
+nexus_ended() { grep -c "I_T nexus .* ended" /tmp/target.log || true; }
+
+# srp_logout: remove the target port and wait until the target has ended this login's nexus:
+# one more "ended" line than before (the log keeps the lines of earlier logouts).
 srp_logout() {
+	local ended
+	ended=$(nexus_ended)
 	for p in /sys/class/srp_remote_ports/*; do echo 1 > "$p/delete"; done
 	for i in $(seq 600); do [ -z "$(ls /sys/class/srp_remote_ports/)" ] && break; sleep 0.1; done
 	[ -z "$(ls /sys/class/srp_remote_ports/)" ] || { echo "remote port still there"; false; }
-	for i in $(seq 600); do grep -q "I_T nexus .* ended" /tmp/target.log && break; sleep 0.1; done
+	for i in $(seq 600); do [ "$(nexus_ended)" -gt "$ended" ] && break; sleep 0.1; done
+	[ "$(nexus_ended)" -gt "$ended" ] || { echo "the target did not end the I_T nexus"; false; }
 	grep "I_T nexus .* ended" /tmp/target.log | tail -1 | sed 's/^/  target: /'
 }
 

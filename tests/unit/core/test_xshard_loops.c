@@ -420,6 +420,47 @@ static void test_report_luns_while_luns_come(void **state)
 	assert_int_equal(s.good, s.n);
 }
 
+/*
+ * SAM-5 §6.3.4 across shards: a nexus ends and the same I_T nexus (initiator port, target port)
+ * logs in again at once. A worker's nexus is freed by home only after that loop detached its
+ * commands (a message there and back); the loss is recorded as the nexus ends, so the new
+ * nexus's first command finds I_T NEXUS LOSS OCCURRED (29h/07h), never POWER ON, whatever the
+ * schedule. Back on home, the first command runs before home's loop has run since the end (it
+ * met POWER ON when the loss was recorded at the free); back on the worker, it races home's
+ * free of the old nexus.
+ */
+static void test_nexus_loss_reconnect_at_once(void **state)
+{
+	struct xw_world *t = *state;
+	struct scsitgt__session *s;
+	struct xw_cmd x;
+
+	/* B (worker) ends; the same nexus comes back on home. */
+	scsitgt__session_destroy(t->b);
+	t->b = NULL;
+	s = xw_nexus_new(t, XW_PORT_B, 0);
+	assert_int_equal(xw_run_tur(t, s, &x), SAM_STAT_CHECK_CONDITION);
+	xw_assert_ua(&x, 0x29, 0x07);
+	assert_int_equal(xw_run_tur(t, s, &x), SAM_STAT_GOOD);
+	/* It ends on home and comes back on the worker: reported again. */
+	scsitgt__session_destroy(s);
+	s = xw_nexus_new(t, XW_PORT_B, 1);
+	assert_int_equal(xw_run_tur(t, s, &x), SAM_STAT_CHECK_CONDITION);
+	xw_assert_ua(&x, 0x29, 0x07);
+	assert_int_equal(xw_run_tur(t, s, &x), SAM_STAT_GOOD);
+	/* It ends on the worker and comes back there at once. */
+	scsitgt__session_destroy(s);
+	t->b = xw_nexus_new(t, XW_PORT_B, 1);
+	assert_int_equal(xw_run_tur(t, t->b, &x), SAM_STAT_CHECK_CONDITION);
+	xw_assert_ua(&x, 0x29, 0x07);
+	assert_int_equal(xw_run_tur(t, t->b, &x), SAM_STAT_GOOD);
+	/* Another initiator port never had a nexus here: POWER ON. */
+	s = xw_nexus_new(t, "iqn.2024-01.org.example:c,i,0x23d000000003", 1);
+	assert_int_equal(xw_run_tur(t, s, &x), SAM_STAT_CHECK_CONDITION);
+	xw_assert_ua(&x, 0x29, 0x00);
+	scsitgt__session_destroy(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -432,6 +473,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_session_walk_across_shards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report_luns_while_luns_come, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resize_while_worker_writes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nexus_loss_reconnect_at_once, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
