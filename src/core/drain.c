@@ -165,6 +165,8 @@ void scsitgt__drain_lun_start(struct scsitgt_lun *lun)
 static void shell_unref(struct scsitgt_lun *lun)
 {
 	if (atomic_fetch_sub(&lun->drain.orphan_cmds, 1) == 1) {
+		/* the range entries of its commands given up in the backend */
+		scsitgt__range_lock_free(lun);
 		free(lun->shard_part);
 		free(lun);
 	}

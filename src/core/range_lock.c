@@ -260,6 +260,28 @@ void scsitgt__range_drop_waiters(struct scsitgt_lun *lun)
 	scsitgt__range_run_ready(home);
 }
 
+static void rl_free_list(struct scsitgt__list *l)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	scsitgt__list_foreach_safe(pos, tmp, l)
+	{
+		free(scsitgt__container_of(pos, struct scsitgt__range_entry, node));
+	}
+}
+
+void scsitgt__range_lock_free(struct scsitgt_lun *lun)
+{
+	struct scsitgt__range_lock *rl = &lun->rlock;
+
+	if (!rl->inited)
+		return;
+	rl_free_list(&rl->held);
+	rl_free_list(&rl->waiting);
+	scsitgt__list_init(&rl->held);
+	scsitgt__list_init(&rl->waiting);
+}
+
 bool scsitgt__range_lock_needed(const struct scsitgt_lun *lun)
 {
 	/* Loaded now, not at parse: a command that counts itself untracked must do it in the

@@ -107,6 +107,13 @@ void scsitgt__range_forget(struct scsitgt_lun *lun, struct scsitgt__range_entry 
  * piece) is aborted too: the LUN it copies to or from is going. Loop: home.
  */
 void scsitgt__range_drop_waiters(struct scsitgt_lun *lun);
+/*
+ * The entries still in the LUN's lists when its memory goes (core/lun.c, or core/drain.c for
+ * an orphaned LUN's shell): those of commands an engine shutdown gave up inside the backend.
+ * The range lock owns its entries: a plain READ or WRITE keeps only a pointer, so that its path
+ * owns nothing more. Any thread, no engine: free() only.
+ */
+void scsitgt__range_lock_free(struct scsitgt_lun *lun);
 
 /*
  * The plain path (READ, WRITE, WRITE AND VERIFY, WRITE SAME, UNMAP): whether the command

@@ -195,13 +195,60 @@ static void test_get_lba_status(void **state)
 	ab_abandon(c, SCSITGT_IO_GET_LBA_STATUS);
 }
 
+/* A CDB of COMPARE AND WRITE of one block at @lba. */
+static size_t ab_cdb_caw(uint8_t *cdb, uint64_t lba)
+{
+	memset(cdb, 0, CDB_BUF);
+	cdb[0] = SBC_COMPARE_AND_WRITE;
+	put_be64(&cdb[2], lba);
+	cdb[13] = 1;
+	return 16;
+}
+
+/*
+ * A READ and a VERIFY that took their range shared (an exclusive entry exists: a COMPARE AND
+ * WRITE elsewhere on the LUN) and are in the backend when the engine goes, with the COMPARE AND
+ * WRITE: their entries are the range lock's, and go with the LUN (range_lock.h), not with the
+ * commands, which keep the plain path free of any ownership.
+ */
+static void test_shared_entries(void **state)
+{
+	struct ab *c = ab_new();
+	struct fake_backend *fb = c->t->fb;
+	struct lf_result rr, rv;
+	uint8_t cdb[CDB_BUF];
+
+	(void)state;
+	memset(&rr, 0, sizeof(rr));
+	memset(&rv, 0, sizeof(rv));
+	ab_start(c, ab_cdb_caw(c->cdb, 24), 2 * BS);
+	assert_int_equal(fb->npending, 1);
+	loop_fabric_start(c->t->lf, 0, cdb, cdb_rw(cdb, SBC_READ_10, 100, 2, 0), NULL, 0, &rr);
+	loop_fabric_start(c->t->lf, 0, c->cdb, ab_cdb10(c, SBC_VERIFY_10, 0x02, 200, 1), c->data,
+			  BS, &rv);
+	/* both run beside the COMPARE AND WRITE (other ranges): three ios held */
+	assert_int_equal(fb->npending, 3);
+	loop_fabric_destroy(c->t->lf);
+	c->t->lf = NULL;
+	assert_false(rr.done);
+	assert_false(rv.done);
+	assert_int_equal(fb->npending, 3);
+	fake_backend_complete_pending(fb);
+	assert_false(rr.done);
+	assert_false(rv.done);
+	fake_backend_destroy(fb);
+	lf_result_clear(&c->r);
+	free(c->t);
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mode_select),	  cmocka_unit_test(test_xcopy),
 		cmocka_unit_test(test_write_same),	  cmocka_unit_test(test_verify),
 		cmocka_unit_test(test_compare_and_write), cmocka_unit_test(test_write_and_verify),
-		cmocka_unit_test(test_get_lba_status),
+		cmocka_unit_test(test_get_lba_status),	  cmocka_unit_test(test_shared_entries),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
