@@ -242,13 +242,24 @@ static void test_shared_entries(void **state)
 	free(c);
 }
 
+/* SEND DIAGNOSTIC's default self-test (SELFTEST 1): the block buffer its READ of block 0 fills. */
+static void test_send_diag_selftest(void **state)
+{
+	struct ab *c = ab_new();
+
+	(void)state;
+	ab_start(c, cdb_send_diag(c->cdb, 0x04, 0), 0);
+	ab_abandon(c, SCSITGT_IO_READ);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mode_select),	  cmocka_unit_test(test_xcopy),
-		cmocka_unit_test(test_write_same),	  cmocka_unit_test(test_verify),
-		cmocka_unit_test(test_compare_and_write), cmocka_unit_test(test_write_and_verify),
-		cmocka_unit_test(test_get_lba_status),	  cmocka_unit_test(test_shared_entries),
+		cmocka_unit_test(test_mode_select),	   cmocka_unit_test(test_xcopy),
+		cmocka_unit_test(test_write_same),	   cmocka_unit_test(test_verify),
+		cmocka_unit_test(test_compare_and_write),  cmocka_unit_test(test_write_and_verify),
+		cmocka_unit_test(test_get_lba_status),	   cmocka_unit_test(test_shared_entries),
+		cmocka_unit_test(test_send_diag_selftest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
