@@ -252,6 +252,126 @@ static void test_send_diag_selftest(void **state)
 	ab_abandon(c, SCSITGT_IO_READ);
 }
 
+/*
+ * A backend over RAM that holds each io until the test lets it go (the host's part after the
+ * engine went: ios given up on are still completed, then the host closes the backend).
+ * @own_lend: a READ lends the backend's own block at submit instead (on the loop, as
+ * scsitgt_io_lend_data() wants), and is completed from "another thread" with
+ * scsitgt_io_complete_threadsafe(); else the held io goes on into RAM, which lends its chunk.
+ */
+struct lend_be {
+	struct scsitgt_backend_ops ops;
+	void *ram;
+	struct scsitgt_io *held;
+	bool own_lend;
+	uint8_t block[BS];
+	unsigned int releases;
+};
+
+static int lb_open(void *bctx, struct scsitgt_lun_geometry *geo)
+{
+	struct lend_be *lb = bctx;
+
+	return scsitgt_backend_ram_ops()->open(lb->ram, geo);
+}
+
+static void lb_close(void *bctx, scsitgt_done_cb cb, void *cb_arg)
+{
+	struct lend_be *lb = bctx;
+
+	scsitgt_backend_ram_ops()->close(lb->ram, cb, cb_arg);
+}
+
+static void lb_release(void *arg)
+{
+	((struct lend_be *)arg)->releases++;
+}
+
+static void lb_submit(void *bctx, struct scsitgt_io *io)
+{
+	struct lend_be *lb = bctx;
+
+	if (scsitgt_io_get_type(io) != SCSITGT_IO_READ) {
+		scsitgt_backend_ram_ops()->submit(lb->ram, io);
+		return;
+	}
+	assert_null(lb->held);
+	assert_true(scsitgt_io_get_flags(io) & SCSITGT_IO_FLAG_MAY_LEND);
+	if (lb->own_lend)
+		assert_int_equal(scsitgt_io_lend_data(io, lb->block, BS, lb_release, lb), 0);
+	lb->held = io;
+}
+
+/*
+ * A plain READ of a nexus that sends lent Data-In (iSCSI/TCP's) is in the backend when the
+ * engine goes; then the backend completes it with its data lent. The lent memory goes back
+ * inside that completion (backend.h, scsitgt_io_lend_data(): exactly once, for an orphan from
+ * inside the completion call), before the command and the LUN's shell go, so that the host
+ * may close the backend right after: no chunk leaks, none is released into a closed RAM LUN.
+ */
+static void lend_abandon(bool own_lend)
+{
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_lun *lun;
+	struct loop_fabric *lf;
+	struct lf_result r;
+	struct lend_be *lb;
+	uint8_t cdb[CDB_BUF], data[BS];
+	size_t len;
+
+	lb = calloc(1, sizeof(*lb));
+	assert_non_null(lb);
+	lb->own_lend = own_lend;
+	lb->ops.size = sizeof(lb->ops);
+	lb->ops.name = "lend";
+	lb->ops.open = lb_open;
+	lb->ops.close = lb_close;
+	lb->ops.submit = lb_submit;
+	assert_int_equal(scsitgt_backend_ram_create(&lb->ram), 0);
+	assert_int_equal(loop_fabric_create(&lf, NULL), 0);
+	assert_int_equal(scsitgt_engine_set_drain_timeout(lf->engine, 20), 0);
+	lf->sess->lend_data_in = true;
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.block_size = BS;
+	lo.num_blocks = 2048;
+	lo.backend = &lb->ops;
+	lo.backend_ctx = lb;
+	assert_int_equal(scsitgt_lun_create(&lun, lf->tgt, &lo), 0);
+	/* a block in a chunk of its own, which the READ then borrows */
+	memset(data, 0x5a, sizeof(data));
+	memset(&r, 0, sizeof(r));
+	len = cdb_rw(cdb, SBC_WRITE_10, 8, 1, 0);
+	loop_fabric_run(lf, 0, cdb, len, data, sizeof(data), &r);
+	assert_int_equal(r.status, 0);
+	lf_result_clear(&r);
+	memset(&r, 0, sizeof(r));
+	loop_fabric_start(lf, 0, cdb, cdb_rw(cdb, SBC_READ_10, 8, 1, 0), NULL, 0, &r);
+	assert_non_null(lb->held);
+	loop_fabric_destroy(lf);
+	assert_false(r.done);
+	if (own_lend) {
+		scsitgt_io_complete_threadsafe(lb->held, 0);
+		assert_int_equal(lb->releases, 1);
+	} else {
+		scsitgt_backend_ram_ops()->submit(lb->ram, lb->held);
+	}
+	assert_false(r.done);
+	lb_close(lb, NULL, NULL);
+	free(lb);
+}
+
+static void test_lent_ram(void **state)
+{
+	(void)state;
+	lend_abandon(false);
+}
+
+static void test_lent_threadsafe(void **state)
+{
+	(void)state;
+	lend_abandon(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -259,7 +379,8 @@ int main(void)
 		cmocka_unit_test(test_write_same),	   cmocka_unit_test(test_verify),
 		cmocka_unit_test(test_compare_and_write),  cmocka_unit_test(test_write_and_verify),
 		cmocka_unit_test(test_get_lba_status),	   cmocka_unit_test(test_shared_entries),
-		cmocka_unit_test(test_send_diag_selftest),
+		cmocka_unit_test(test_send_diag_selftest), cmocka_unit_test(test_lent_ram),
+		cmocka_unit_test(test_lent_threadsafe),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
