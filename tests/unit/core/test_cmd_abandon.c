@@ -23,6 +23,8 @@ struct ab {
 	uint8_t cdb[CDB_BUF];
 	uint8_t data[16 + 8 * BS];
 	struct lf_result r;
+	/* commands started beside the first (test_shared_entries) */
+	struct lf_result more[2];
 };
 
 static struct ab *ab_new_opts(uint32_t lun_flags, struct fake_backend_opts *o)
@@ -52,26 +54,42 @@ static void ab_start(struct ab *c, size_t cdb_len, size_t dout_len)
 	loop_fabric_start(c->t->lf, 0, c->cdb, cdb_len, c->data, dout_len, &c->r);
 }
 
-/* The backend holds one io, of @type: the engine goes (its session first), then the io comes
- * back, which frees the command and what it owns. */
-static void ab_abandon(struct ab *c, enum scsitgt_io_type type)
+/* None of the case's commands has answered. */
+static void ab_assert_silent(const struct ab *c)
+{
+	assert_false(c->r.done);
+	for (size_t i = 0; i < sizeof(c->more) / sizeof(c->more[0]); i++)
+		assert_false(c->more[i].done);
+}
+
+/* The backend holds @n ios: the engine goes (its session first), then the ios come back,
+ * which frees the commands and what they own. */
+static void ab_abandon_held(struct ab *c, size_t n)
 {
 	struct fake_backend *fb = c->t->fb;
 
-	assert_int_equal(fb->npending, 1);
-	assert_int_equal(fb->recs[fb->nrecs - 1].type, type);
-	assert_false(c->r.done);
+	assert_int_equal(fb->npending, n);
+	ab_assert_silent(c);
 	loop_fabric_destroy(c->t->lf);
 	c->t->lf = NULL;
-	/* the command never answers; its io is still held */
-	assert_false(c->r.done);
-	assert_int_equal(fb->npending, 1);
+	/* the commands never answer; their ios are still held */
+	ab_assert_silent(c);
+	assert_int_equal(fb->npending, n);
 	fake_backend_complete_pending(fb);
-	assert_false(c->r.done);
+	ab_assert_silent(c);
 	fake_backend_destroy(fb);
 	lf_result_clear(&c->r);
 	free(c->t);
 	free(c);
+}
+
+/* The backend holds one io, of @type, when the engine goes. */
+static void ab_abandon(struct ab *c, enum scsitgt_io_type type)
+{
+	struct fake_backend *fb = c->t->fb;
+
+	assert_int_equal(fb->recs[fb->nrecs - 1].type, type);
+	ab_abandon_held(c, 1);
 }
 
 /* MODE SELECT (10) turning WCE off: its record lives across its write-back (the FLUSH). */
@@ -214,32 +232,17 @@ static size_t ab_cdb_caw(uint8_t *cdb, uint64_t lba)
 static void test_shared_entries(void **state)
 {
 	struct ab *c = ab_new();
-	struct fake_backend *fb = c->t->fb;
-	struct lf_result rr, rv;
 	uint8_t cdb[CDB_BUF];
 
 	(void)state;
-	memset(&rr, 0, sizeof(rr));
-	memset(&rv, 0, sizeof(rv));
 	ab_start(c, ab_cdb_caw(c->cdb, 24), 2 * BS);
-	assert_int_equal(fb->npending, 1);
-	loop_fabric_start(c->t->lf, 0, cdb, cdb_rw(cdb, SBC_READ_10, 100, 2, 0), NULL, 0, &rr);
+	assert_int_equal(c->t->fb->npending, 1);
+	loop_fabric_start(c->t->lf, 0, cdb, cdb_rw(cdb, SBC_READ_10, 100, 2, 0), NULL, 0,
+			  &c->more[0]);
 	loop_fabric_start(c->t->lf, 0, c->cdb, ab_cdb10(c, SBC_VERIFY_10, 0x02, 200, 1), c->data,
-			  BS, &rv);
+			  BS, &c->more[1]);
 	/* both run beside the COMPARE AND WRITE (other ranges): three ios held */
-	assert_int_equal(fb->npending, 3);
-	loop_fabric_destroy(c->t->lf);
-	c->t->lf = NULL;
-	assert_false(rr.done);
-	assert_false(rv.done);
-	assert_int_equal(fb->npending, 3);
-	fake_backend_complete_pending(fb);
-	assert_false(rr.done);
-	assert_false(rv.done);
-	fake_backend_destroy(fb);
-	lf_result_clear(&c->r);
-	free(c->t);
-	free(c);
+	ab_abandon_held(c, 3);
 }
 
 /* SEND DIAGNOSTIC's default self-test (SELFTEST 1): the block buffer its READ of block 0 fills. */
