@@ -228,17 +228,24 @@ int scsitgt__cmd_alloc_buf(struct scsitgt__cmd *cmd)
 	return 0;
 }
 
+/* Lent Data-In goes back to its backend: always before the command lets go of its LUN (the
+ * LUN's count, or an orphaned LUN's shell), whose last drop may close or free the backend. */
+static void cmd_lent_release(struct scsitgt__cmd *cmd)
+{
+	if (cmd->lent_data) {
+		cmd->lent_data = NULL;
+		if (cmd->lent_release)
+			cmd->lent_release(cmd->lent_arg);
+	}
+}
+
 void scsitgt__cmd_free_buf(struct scsitgt__cmd *cmd)
 {
 	/* a detached command (cmd->sess NULL) outlived its session and its count. */
 	if (cmd->read_charged && cmd->sess)
 		cmd->sess->read_bytes -= cmd->read_charged;
 	cmd->read_charged = 0;
-	if (cmd->lent_data) {
-		cmd->lent_data = NULL;
-		if (cmd->lent_release)
-			cmd->lent_release(cmd->lent_arg);
-	}
+	cmd_lent_release(cmd);
 	if (cmd->buf_ext)
 		cmd->buf_ops->free(cmd->buf_ctx, cmd->buf, cmd->buf_cap);
 	else
@@ -451,6 +458,8 @@ bool scsitgt__cmd_abandon(struct scsitgt__cmd *cmd)
 
 void scsitgt__cmd_abandoned_free(struct scsitgt__cmd *cmd)
 {
+	/* The caller drops the LUN shell's reference after this (core/drain.c). */
+	cmd_lent_release(cmd);
 	/* A buffer lent by a fabric's pool (cmd->buf_ext, iSER's registered memory) is not cache
 	 * memory: its pool may be gone with the engine, so it is left to the pool's owner. */
 	if (!cmd->buf_ext)

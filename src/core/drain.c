@@ -96,6 +96,10 @@ static void drain_expire(struct scsitgt_lun *lun)
 	 * back; the backend is being given up on, so it is not asked to cancel. */
 	if (alive)
 		scsitgt__tmf_drain_lun(lun);
+	/* Commands waiting on its range lock are outside the backend too, but held: what they
+	 * wait for may be in the backend for good. They end now (after the aborts: a worker's
+	 * grant message runs after its abort message). */
+	scsitgt__range_drop_waiters(lun);
 	cb = lun->drain.destroy_cb;
 	cb_arg = lun->drain.destroy_cb_arg;
 	if (scsitgt__lun_inflight(lun) == 1 && lun->drain.parts_pending == 0) {
@@ -161,6 +165,8 @@ void scsitgt__drain_lun_start(struct scsitgt_lun *lun)
 static void shell_unref(struct scsitgt_lun *lun)
 {
 	if (atomic_fetch_sub(&lun->drain.orphan_cmds, 1) == 1) {
+		/* the range entries of its commands given up in the backend */
+		scsitgt__range_lock_free(lun);
 		free(lun->shard_part);
 		free(lun);
 	}

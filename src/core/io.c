@@ -228,8 +228,10 @@ SCSITGT_EXPORT void scsitgt_io_complete_threadsafe(struct scsitgt_io *io, int st
 {
 	int lent = SCSITGT__IO_LENT;
 
-	/* an orphan (its engine gave up on it, and may be gone) is finished right here. */
+	/* an orphan (its engine gave up on it, and may be gone) is finished right here; its
+	 * lent data goes back first, before its command and LUN shell can go (backend.h). */
 	if (!atomic_compare_exchange_strong(&io->tstate, &lent, SCSITGT__IO_QUEUED)) {
+		io_lend_release(io);
 		scsitgt__drain_io_orphan_done(io);
 		return;
 	}

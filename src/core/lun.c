@@ -307,6 +307,8 @@ static void lun_free(struct scsitgt__deferred *d)
 
 	/* a zombie's callback ran when its removal timed out (core/drain.c). */
 	scsitgt__drain_lun_gone(lun);
+	/* entries of commands an engine shutdown gave up, all back before the close */
+	scsitgt__range_lock_free(lun);
 	scsitgt__pr_free(lun);
 	scsitgt__spc_log_free(lun);
 	scsitgt__selftest_free(lun);

@@ -59,6 +59,9 @@ static void rl_run(struct scsitgt__range_entry *e)
 {
 	struct scsitgt__cmd *cmd = e->cmd;
 
+	/* A waiter its LUN gave up on: aborted while the hold still keeps it. */
+	if (e->dropped && !scsitgt__cmd_aborted(cmd))
+		scsitgt__cmd_abort(cmd, NULL, false);
 	/* Drop the hold that kept the waiting command alive; fn sees an aborted command
 	 * and ends it (releasing the entry) instead of starting its ios. */
 	scsitgt__cmd_unhold(cmd);
@@ -237,6 +240,46 @@ void scsitgt__range_forget(struct scsitgt_lun *lun, struct scsitgt__range_entry 
 	rl_remove_locked(lun, e);
 	uv_mutex_unlock(&lun->xlock);
 	free(e);
+}
+
+void scsitgt__range_drop_waiters(struct scsitgt_lun *lun)
+{
+	struct scsitgt__lun_part *home = scsitgt__lun_part(lun, scsitgt__shard_home(lun->engine));
+	struct scsitgt__range_lock *rl;
+
+	uv_mutex_lock(&lun->xlock);
+	rl = rl_of(lun);
+	while (!scsitgt__list_empty(&rl->waiting)) {
+		struct scsitgt__range_entry *e =
+			scsitgt__container_of(rl->waiting.next, struct scsitgt__range_entry, node);
+
+		e->dropped = true;
+		rl_grant_locked(lun, e, home);
+	}
+	uv_mutex_unlock(&lun->xlock);
+	scsitgt__range_run_ready(home);
+}
+
+static void rl_free_list(struct scsitgt__list *l)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	scsitgt__list_foreach_safe(pos, tmp, l)
+	{
+		free(scsitgt__container_of(pos, struct scsitgt__range_entry, node));
+	}
+}
+
+void scsitgt__range_lock_free(struct scsitgt_lun *lun)
+{
+	struct scsitgt__range_lock *rl = &lun->rlock;
+
+	if (!rl->inited)
+		return;
+	rl_free_list(&rl->held);
+	rl_free_list(&rl->waiting);
+	scsitgt__list_init(&rl->held);
+	scsitgt__list_init(&rl->waiting);
 }
 
 bool scsitgt__range_lock_needed(const struct scsitgt_lun *lun)

@@ -75,6 +75,8 @@ struct scsitgt__range_entry {
 	uint64_t nblocks;
 	bool excl;
 	bool granted;
+	/* granted by scsitgt__range_drop_waiters(): its command ends aborted, without io. */
+	bool dropped;
 	scsitgt__range_granted_fn fn;
 	/* Where the grant records the entry before calling fn. */
 	struct scsitgt__range_entry **slot;
@@ -94,6 +96,24 @@ void scsitgt__range_unlock(struct scsitgt_lun *lun, struct scsitgt__range_entry 
 /* The entry of a command an engine shutdown gave up (core/drain.c) goes, granting nothing:
  * the shutdown is walking the LUN's ios, no command may start under it. Loop: the command's. */
 void scsitgt__range_forget(struct scsitgt_lun *lun, struct scsitgt__range_entry *e);
+
+/*
+ * The LUN's removal timed out, or its engine goes (core/drain.c): what the waiters wait for
+ * may be in the backend for good (a holder, or a plain command that took no entry), or given
+ * up, so nothing may ever grant them. Each waiter is granted now as dropped: on its own loop
+ * it is aborted unless it was already (the LUN's aborts; a lost nexus made it ORPHANED), and
+ * its granted function ends it without io, as after a TMF (SAM-5 §5.6: no response; freed
+ * silently without its nexus). A command of another LUN waiting here (an EXTENDED COPY's
+ * piece) is aborted too: the LUN it copies to or from is going. Loop: home.
+ */
+void scsitgt__range_drop_waiters(struct scsitgt_lun *lun);
+/*
+ * The entries still in the LUN's lists when its memory goes (core/lun.c, or core/drain.c for
+ * an orphaned LUN's shell): those of commands an engine shutdown gave up inside the backend.
+ * The range lock owns its entries: a plain READ or WRITE keeps only a pointer, so that its path
+ * owns nothing more. Any thread, no engine: free() only.
+ */
+void scsitgt__range_lock_free(struct scsitgt_lun *lun);
 
 /*
  * The plain path (READ, WRITE, WRITE AND VERIFY, WRITE SAME, UNMAP): whether the command

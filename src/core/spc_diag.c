@@ -64,13 +64,32 @@ enum scsitgt__sense_reason scsitgt__spc_parse_send_diag(struct scsitgt__cmd *cmd
 static void diag_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 			   enum scsitgt__sense_reason reason);
 
+/* The block buffer goes with a command given up with its READ in the backend (core/drain.c;
+ * cmd.h, struct scsitgt__cmd_ctx_ops), once that READ is back: it fills the buffer. */
+static void diag_blk_free(struct scsitgt__cmd *cmd)
+{
+	free(cmd->ctx.diag.blk);
+	cmd->ctx.diag.blk = NULL;
+}
+
+static const struct scsitgt__cmd_ctx_ops diag_ctx_ops = {
+	.free = diag_blk_free,
+};
+
+/* The self-test ends: its buffer is the family's own again, and goes. */
+static void diag_end(struct scsitgt__cmd *cmd)
+{
+	scsitgt__cmd_ctx_own(cmd, NULL);
+	diag_blk_free(cmd);
+}
+
 static void diag_read(struct scsitgt__cmd *cmd, uint64_t lba)
 {
 	struct iovec iov = { cmd->ctx.diag.blk, cmd->lun->geo.block_size };
 
 	cmd->ctx.diag.lba = lba;
 	if (scsitgt__io_submit(cmd, SCSITGT_IO_READ, lba, 1, &iov, 1, 0, diag_read_done) < 0) {
-		free(cmd->ctx.diag.blk);
+		diag_end(cmd);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 	}
 }
@@ -85,7 +104,7 @@ static void diag_read_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 		diag_read(cmd, last);
 		return;
 	}
-	free(cmd->ctx.diag.blk);
+	diag_end(cmd);
 	if (scsitgt__cmd_aborted(cmd)) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_ABORTED);
 		return;
@@ -138,6 +157,7 @@ void scsitgt__spc_send_diag(struct scsitgt__cmd *cmd)
 		return;
 	}
 	cmd->ctx.diag.blk = blk;
+	scsitgt__cmd_ctx_own(cmd, &diag_ctx_ops);
 	diag_read(cmd, 0);
 }
 

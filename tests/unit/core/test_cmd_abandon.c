@@ -23,6 +23,8 @@ struct ab {
 	uint8_t cdb[CDB_BUF];
 	uint8_t data[16 + 8 * BS];
 	struct lf_result r;
+	/* commands started beside the first (test_shared_entries) */
+	struct lf_result more[2];
 };
 
 static struct ab *ab_new_opts(uint32_t lun_flags, struct fake_backend_opts *o)
@@ -52,26 +54,42 @@ static void ab_start(struct ab *c, size_t cdb_len, size_t dout_len)
 	loop_fabric_start(c->t->lf, 0, c->cdb, cdb_len, c->data, dout_len, &c->r);
 }
 
-/* The backend holds one io, of @type: the engine goes (its session first), then the io comes
- * back, which frees the command and what it owns. */
-static void ab_abandon(struct ab *c, enum scsitgt_io_type type)
+/* None of the case's commands has answered. */
+static void ab_assert_silent(const struct ab *c)
+{
+	assert_false(c->r.done);
+	for (size_t i = 0; i < sizeof(c->more) / sizeof(c->more[0]); i++)
+		assert_false(c->more[i].done);
+}
+
+/* The backend holds @n ios: the engine goes (its session first), then the ios come back,
+ * which frees the commands and what they own. */
+static void ab_abandon_held(struct ab *c, size_t n)
 {
 	struct fake_backend *fb = c->t->fb;
 
-	assert_int_equal(fb->npending, 1);
-	assert_int_equal(fb->recs[fb->nrecs - 1].type, type);
-	assert_false(c->r.done);
+	assert_int_equal(fb->npending, n);
+	ab_assert_silent(c);
 	loop_fabric_destroy(c->t->lf);
 	c->t->lf = NULL;
-	/* the command never answers; its io is still held */
-	assert_false(c->r.done);
-	assert_int_equal(fb->npending, 1);
+	/* the commands never answer; their ios are still held */
+	ab_assert_silent(c);
+	assert_int_equal(fb->npending, n);
 	fake_backend_complete_pending(fb);
-	assert_false(c->r.done);
+	ab_assert_silent(c);
 	fake_backend_destroy(fb);
 	lf_result_clear(&c->r);
 	free(c->t);
 	free(c);
+}
+
+/* The backend holds one io, of @type, when the engine goes. */
+static void ab_abandon(struct ab *c, enum scsitgt_io_type type)
+{
+	struct fake_backend *fb = c->t->fb;
+
+	assert_int_equal(fb->recs[fb->nrecs - 1].type, type);
+	ab_abandon_held(c, 1);
 }
 
 /* MODE SELECT (10) turning WCE off: its record lives across its write-back (the FLUSH). */
@@ -195,13 +213,177 @@ static void test_get_lba_status(void **state)
 	ab_abandon(c, SCSITGT_IO_GET_LBA_STATUS);
 }
 
+/* A CDB of COMPARE AND WRITE of one block at @lba. */
+static size_t ab_cdb_caw(uint8_t *cdb, uint64_t lba)
+{
+	memset(cdb, 0, CDB_BUF);
+	cdb[0] = SBC_COMPARE_AND_WRITE;
+	put_be64(&cdb[2], lba);
+	cdb[13] = 1;
+	return 16;
+}
+
+/*
+ * A READ and a VERIFY that took their range shared (an exclusive entry exists: a COMPARE AND
+ * WRITE elsewhere on the LUN) and are in the backend when the engine goes, with the COMPARE AND
+ * WRITE: their entries are the range lock's, and go with the LUN (range_lock.h), not with the
+ * commands, which keep the plain path free of any ownership.
+ */
+static void test_shared_entries(void **state)
+{
+	struct ab *c = ab_new();
+	uint8_t cdb[CDB_BUF];
+
+	(void)state;
+	ab_start(c, ab_cdb_caw(c->cdb, 24), 2 * BS);
+	assert_int_equal(c->t->fb->npending, 1);
+	loop_fabric_start(c->t->lf, 0, cdb, cdb_rw(cdb, SBC_READ_10, 100, 2, 0), NULL, 0,
+			  &c->more[0]);
+	loop_fabric_start(c->t->lf, 0, c->cdb, ab_cdb10(c, SBC_VERIFY_10, 0x02, 200, 1), c->data,
+			  BS, &c->more[1]);
+	/* both run beside the COMPARE AND WRITE (other ranges): three ios held */
+	ab_abandon_held(c, 3);
+}
+
+/* SEND DIAGNOSTIC's default self-test (SELFTEST 1): the block buffer its READ of block 0 fills. */
+static void test_send_diag_selftest(void **state)
+{
+	struct ab *c = ab_new();
+
+	(void)state;
+	ab_start(c, cdb_send_diag(c->cdb, 0x04, 0), 0);
+	ab_abandon(c, SCSITGT_IO_READ);
+}
+
+/*
+ * A backend over RAM that holds each io until the test lets it go (the host's part after the
+ * engine went: ios given up on are still completed, then the host closes the backend).
+ * @own_lend: a READ lends the backend's own block at submit instead (on the loop, as
+ * scsitgt_io_lend_data() wants), and is completed from "another thread" with
+ * scsitgt_io_complete_threadsafe(); else the held io goes on into RAM, which lends its chunk.
+ */
+struct lend_be {
+	struct scsitgt_backend_ops ops;
+	void *ram;
+	struct scsitgt_io *held;
+	bool own_lend;
+	uint8_t block[BS];
+	unsigned int releases;
+};
+
+static int lb_open(void *bctx, struct scsitgt_lun_geometry *geo)
+{
+	struct lend_be *lb = bctx;
+
+	return scsitgt_backend_ram_ops()->open(lb->ram, geo);
+}
+
+static void lb_close(void *bctx, scsitgt_done_cb cb, void *cb_arg)
+{
+	struct lend_be *lb = bctx;
+
+	scsitgt_backend_ram_ops()->close(lb->ram, cb, cb_arg);
+}
+
+static void lb_release(void *arg)
+{
+	((struct lend_be *)arg)->releases++;
+}
+
+static void lb_submit(void *bctx, struct scsitgt_io *io)
+{
+	struct lend_be *lb = bctx;
+
+	if (scsitgt_io_get_type(io) != SCSITGT_IO_READ) {
+		scsitgt_backend_ram_ops()->submit(lb->ram, io);
+		return;
+	}
+	assert_null(lb->held);
+	assert_true(scsitgt_io_get_flags(io) & SCSITGT_IO_FLAG_MAY_LEND);
+	if (lb->own_lend)
+		assert_int_equal(scsitgt_io_lend_data(io, lb->block, BS, lb_release, lb), 0);
+	lb->held = io;
+}
+
+/*
+ * A plain READ of a nexus that sends lent Data-In (iSCSI/TCP's) is in the backend when the
+ * engine goes; then the backend completes it with its data lent. The lent memory goes back
+ * inside that completion (backend.h, scsitgt_io_lend_data(): exactly once, for an orphan from
+ * inside the completion call), before the command and the LUN's shell go, so that the host
+ * may close the backend right after: no chunk leaks, none is released into a closed RAM LUN.
+ */
+static void lend_abandon(bool own_lend)
+{
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_lun *lun;
+	struct loop_fabric *lf;
+	struct lf_result r;
+	struct lend_be *lb;
+	uint8_t cdb[CDB_BUF], data[BS];
+	size_t len;
+
+	lb = calloc(1, sizeof(*lb));
+	assert_non_null(lb);
+	lb->own_lend = own_lend;
+	lb->ops.size = sizeof(lb->ops);
+	lb->ops.name = "lend";
+	lb->ops.open = lb_open;
+	lb->ops.close = lb_close;
+	lb->ops.submit = lb_submit;
+	assert_int_equal(scsitgt_backend_ram_create(&lb->ram), 0);
+	assert_int_equal(loop_fabric_create(&lf, NULL), 0);
+	assert_int_equal(scsitgt_engine_set_drain_timeout(lf->engine, 20), 0);
+	lf->sess->lend_data_in = true;
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.block_size = BS;
+	lo.num_blocks = 2048;
+	lo.backend = &lb->ops;
+	lo.backend_ctx = lb;
+	assert_int_equal(scsitgt_lun_create(&lun, lf->tgt, &lo), 0);
+	/* a block in a chunk of its own, which the READ then borrows */
+	memset(data, 0x5a, sizeof(data));
+	memset(&r, 0, sizeof(r));
+	len = cdb_rw(cdb, SBC_WRITE_10, 8, 1, 0);
+	loop_fabric_run(lf, 0, cdb, len, data, sizeof(data), &r);
+	assert_int_equal(r.status, 0);
+	lf_result_clear(&r);
+	memset(&r, 0, sizeof(r));
+	loop_fabric_start(lf, 0, cdb, cdb_rw(cdb, SBC_READ_10, 8, 1, 0), NULL, 0, &r);
+	assert_non_null(lb->held);
+	loop_fabric_destroy(lf);
+	assert_false(r.done);
+	if (own_lend) {
+		scsitgt_io_complete_threadsafe(lb->held, 0);
+		assert_int_equal(lb->releases, 1);
+	} else {
+		scsitgt_backend_ram_ops()->submit(lb->ram, lb->held);
+	}
+	assert_false(r.done);
+	lb_close(lb, NULL, NULL);
+	free(lb);
+}
+
+static void test_lent_ram(void **state)
+{
+	(void)state;
+	lend_abandon(false);
+}
+
+static void test_lent_threadsafe(void **state)
+{
+	(void)state;
+	lend_abandon(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mode_select),	  cmocka_unit_test(test_xcopy),
-		cmocka_unit_test(test_write_same),	  cmocka_unit_test(test_verify),
-		cmocka_unit_test(test_compare_and_write), cmocka_unit_test(test_write_and_verify),
-		cmocka_unit_test(test_get_lba_status),
+		cmocka_unit_test(test_mode_select),	   cmocka_unit_test(test_xcopy),
+		cmocka_unit_test(test_write_same),	   cmocka_unit_test(test_verify),
+		cmocka_unit_test(test_compare_and_write),  cmocka_unit_test(test_write_and_verify),
+		cmocka_unit_test(test_get_lba_status),	   cmocka_unit_test(test_shared_entries),
+		cmocka_unit_test(test_send_diag_selftest), cmocka_unit_test(test_lent_ram),
+		cmocka_unit_test(test_lent_threadsafe),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
