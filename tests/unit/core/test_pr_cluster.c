@@ -615,6 +615,48 @@ static void test_preempt_and_abort_overtaken_by_newer_state(void **state)
 	two_destroy(t);
 }
 
+/*
+ * The same, with the newer states (made through B) clearing everything: the preempted nexus on
+ * A, no longer refused, sends a WRITE admitted under them before A's own commit is answered.
+ * SPC-5 §5.13.11.5 aborts the tasks the PREEMPT AND ABORT found (the WRITE held since before
+ * it); the later one only meets its restrictions (none are left) and completes. Before each
+ * command carried the sequence it was admitted under, both were aborted.
+ */
+static void test_preempt_and_abort_overtaken_spares_later_tasks(void **state)
+{
+	struct two *t = two_create_mode(FAKE_MANUAL);
+	struct scsitgt_pr_req *req;
+	struct lf_result held, later;
+	uint8_t cdb[CDB_BUF], blk[512] = { 0x5a };
+
+	(void)state;
+	memset(&later, 0, sizeof(later));
+	pa_start(t, &held);
+	/* Stored (sequence 4) and delivered to B, the answer to A still on its way. */
+	req = fs_store_hold_answer(&t->st, 0, false);
+	/* Through B: the observer registers (5) and clears (6), delivered to A first. */
+	ok(out(&t->gb, t->gb.obs, PR_OUT_REGISTER, 0, 0, 0xc1));
+	ok(out(&t->gb, t->gb.obs, PR_OUT_CLEAR, 0, 0xc1, 0));
+	/* A's registration went in a change A missed: the derived unit attention first. */
+	ua(rd(&t->ga, t->ga.a), 0x2a, 0x05);
+	start(&t->ga, t->ga.a, cdb, cdb_rw(cdb, SBC_WRITE_10, 8, 1, 0), blk, sizeof(blk), &later);
+	assert_false(later.done);
+	scsitgt_pr_req_complete_commit(req, 0);
+	pump(&t->st);
+	assert_true(t->ra.done);
+	assert_good(&t->ra);
+	fake_backend_complete_pending(t->ga.fb);
+	pump(&t->st);
+	assert_true(held.done);
+	assert_true(held.aborted);
+	assert_true(later.done);
+	assert_false(later.aborted);
+	assert_good(&later);
+	lf_result_clear(&held);
+	lf_result_clear(&later);
+	two_destroy(t);
+}
+
 /* What a store may answer after it delivered the committed state back to the committer: the
  * delivery proves the change is stored (pr.h), so every one of them ends as committed. */
 static const int own_delivered_answers[] = { 0, -ESTALE, -ECANCELED, -ETIMEDOUT, -EIO };
@@ -1039,6 +1081,7 @@ int main(void)
 		cmocka_unit_test(test_release_and_clear_ua_on_other_gateway),
 		cmocka_unit_test(test_preempt_and_abort_on_other_gateway),
 		cmocka_unit_test(test_preempt_and_abort_overtaken_by_newer_state),
+		cmocka_unit_test(test_preempt_and_abort_overtaken_spares_later_tasks),
 		cmocka_unit_test(test_preempt_and_abort_own_state_delivered_first),
 		cmocka_unit_test(test_register_own_state_delivered_then_stale),
 		cmocka_unit_test(test_store_errors_change_nothing),
