@@ -195,6 +195,11 @@ static enum scsitgt__sense_reason pr_check_unsynced(struct scsitgt_lun *lun)
 	case SCSITGT_PR_UNREACHABLE:
 		return SCSITGT__SR_NOT_READY_IN_PROGRESS;
 	case SCSITGT_PR_FENCED:
+		/* What the backend answers every io of a fenced client (NOT READY, 04h/0Ah:
+		 * retry through another port), here before the conflict check: a RESERVATION
+		 * CONFLICT from a copy that may be stale could be wrong, and an initiator does
+		 * not fail over on it. */
+		return SCSITGT__SR_NOT_READY_TRANSITIONING;
 	case SCSITGT_PR_SYNCED:
 	default:
 		return SCSITGT__SR_OK;

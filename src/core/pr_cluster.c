@@ -588,8 +588,8 @@ static const char *const cl_sync_names[] = {
 				 "refuse get BUSY",
 	[SCSITGT_PR_UNREACHABLE] = "may be stale, its store does not answer: commands a "
 				   "reservation could refuse get NOT READY (04h/01h)",
-	[SCSITGT_PR_FENCED] = "may be stale, this engine is fenced from its store: commands "
-			      "go to the backend, which refuses them",
+	[SCSITGT_PR_FENCED] = "may be stale, this engine is fenced from its store: commands a "
+			      "reservation could refuse get NOT READY (04h/0Ah)",
 };
 
 SCSITGT_EXPORT int scsitgt_lun_set_pr_sync(struct scsitgt_lun *lun, enum scsitgt_pr_sync state)

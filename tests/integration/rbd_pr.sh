@@ -22,6 +22,8 @@
 #    injection; the object has one watcher left) misses a PREEMPT made through the other: the
 #    preempted initiator's WRITE through it ends BUSY, not GOOD on its old copy, and READ
 #    RESERVATION through it reads the object; watched again, it enforces the new holder.
+# 5. That gateway fenced (its client blocklisted, `ceph osd blocklist add`): a non-holder's
+#    WRITE through it gets NOT READY 04h/0Ah, not RESERVATION CONFLICT from its copy.
 # Skipped without the Ceph packages.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -245,6 +247,8 @@ synced=$(grep -c "LUN 1: reservation state in sync with its store again" "$IT_TM
 kill -USR2 "$B_PID"
 it_wait_log "$IT_TMP/b.out" '^pr watch fault on'
 wait_watchers 1
+# the one watcher left is A's client (section 5 tells B's from it)
+a_watcher=$(rados -p "$pool" listwatchers "scsitgt_pr.$prid" | sed -n 's/^watcher=\([^ ]*\) .*/\1/p')
 "$CLIENT" "${X[@]}" "${A_URLS[1]}" register 0xd1
 "$CLIENT" "${X[@]}" "${A_URLS[1]}" preempt 0xd1 0xc1 3
 # B missed it: its copy still names Y the holder. Y's write must not be served from it.
@@ -259,6 +263,36 @@ wait_watchers 2
 write_refused 0x18 "the preempted initiator through B, watched again" "${Y[@]}" "${B_URLS[1]}"
 "$CLIENT" "${X[@]}" "${B_URLS[1]}" write 0 8 1 1 >/dev/null || it_fail "the new holder cannot write through B"
 it_log "a gateway that lost its watch refused the preempted initiator, then enforced the PREEMPT"
+
+# ---- 5. Gateway B fenced (its client blocklisted) ----
+# Its copy still names X the holder, but may be stale: Y's write through B gets the fenced
+# sense, NOT READY 04h/0Ah (retry elsewhere), not RESERVATION CONFLICT from the copy.
+b_watcher=$(rados -p "$pool" listwatchers "scsitgt_pr.$prid" |
+	sed -n 's/^watcher=\([^ ]*\) .*/\1/p' | grep -vxF "$a_watcher" || true)
+[[ -n "$b_watcher" && -n "$a_watcher" ]] || it_fail "watchers: A '$a_watcher', B '$b_watcher'"
+ceph osd blocklist add "$b_watcher" >/dev/null 2>&1 || it_fail "ceph osd blocklist add $b_watcher"
+# B learns it from its watch (pinged every second here) or from an io refused (X's writes,
+# which must fail); bounded like a target's start.
+for ((i = 0; i < IT_START_TIMEOUT * 10; i++)); do
+	grep -q "LUN 1: reservation state may be stale, this engine is fenced" "$IT_TMP/b.err" && break
+	if "$CLIENT" "${X[@]}" "${B_URLS[1]}" write 0 8 1 1 >/dev/null 2>&1; then
+		:
+	fi
+	sleep 0.1
+done
+grep -q "LUN 1: reservation state may be stale, this engine is fenced" "$IT_TMP/b.err" ||
+	it_fail "gateway B never called its copy fenced: $(tail -n 5 "$IT_TMP/b.err")"
+for who in Y X; do
+	declare -n ini=$who
+	if "$CLIENT" "${ini[@]}" "${B_URLS[1]}" write 0 8 1 1 >/dev/null 2>"$IT_TMP/fenced.err"; then
+		it_fail "$who's write served through the fenced gateway B"
+	fi
+	grep -q "WRITE: status 0x02 sense 2/04/0a" "$IT_TMP/fenced.err" ||
+		it_fail "$who's write through the fenced gateway B: $(cat "$IT_TMP/fenced.err")"
+	unset -n ini
+done
+"$CLIENT" "${X[@]}" "${A_URLS[1]}" write 0 8 1 1 >/dev/null || it_fail "the holder cannot write through A"
+it_log "a fenced gateway answered 2/04/0a, not RESERVATION CONFLICT from its copy"
 b_stop
 it_stop || it_fail "gateway A exited with status $? on SIGTERM"
 it_log "PASS"

@@ -997,8 +997,8 @@ static void test_unsynced_store_unreachable(void **state)
 
 /* The store says why the copy is stale, and that decides what a command a reservation could
  * refuse gets: unreachable, NOT READY 04h/01h (as I/O to an unreachable store ends); fenced,
- * the backend's own answer (here the fake backend serves it: the core let it through). PR IN
- * reads the store in both. */
+ * NOT READY 04h/0Ah, what the backend answers every io of a fenced client, without reaching
+ * it. PR IN reads the store in both. */
 static void test_unsynced_states(void **state)
 {
 	struct two *t = two_create();
@@ -1012,14 +1012,44 @@ static void test_unsynced_states(void **state)
 	sense(rd(&t->gb, t->gb.obs), SENSE_NOT_READY, 0x04, 0x01);
 	assert_true(has_key(&t->gb, 0xb1));
 	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_FENCED), 0);
-	/* The backend's failure is what the initiator sees: the command reached it. */
-	fake_backend_fail_next(t->gb.fb, -EIO, 1);
-	assert_int_equal(wr(&t->gb, t->gb.obs)->status, SAM_STAT_CHECK_CONDITION);
-	assert_int_not_equal(t->gb.r.sense[2] & 0x0f, SENSE_NOT_READY);
-	ok(wr(&t->gb, t->gb.obs));
+	sense(wr(&t->gb, t->gb.obs), SENSE_NOT_READY, 0x04, 0x0a);
+	sense(rd(&t->gb, t->gb.obs), SENSE_NOT_READY, 0x04, 0x0a);
+	assert_true(has_key(&t->gb, 0xb1));
 	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, (enum scsitgt_pr_sync)7), -EINVAL);
 	gw_resync(&t->gb);
 	ok(wr(&t->gb, t->gb.b));
+	two_destroy(t);
+}
+
+/*
+ * A fenced gateway (its client blocklisted) whose copy holds a reservation: a command the copy
+ * would refuse gets the fenced sense, NOT READY 04h/0Ah, not RESERVATION CONFLICT from a copy
+ * that may be stale (the holder may have been preempted meanwhile, the initiator does not
+ * fail over on a conflict); neither does the holder's, and commands every reservation allows
+ * run. Before, the conflict check answered from the copy.
+ */
+static void test_unsynced_fenced_answers_before_conflict(void **state)
+{
+	struct two *t = two_create();
+	uint8_t cdb[CDB_BUF];
+
+	(void)state;
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	ok(out(&t->gb, t->gb.a, PR_OUT_REGISTER, 0, 0, 0xa2));
+	ok(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_EA_RO, 0xa1, 0));
+	conflict(wr(&t->gb, t->gb.b));
+	conflict(rd(&t->gb, t->gb.b));
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_FENCED), 0);
+	sense(wr(&t->gb, t->gb.b), SENSE_NOT_READY, 0x04, 0x0a);
+	sense(rd(&t->gb, t->gb.b), SENSE_NOT_READY, 0x04, 0x0a);
+	sense(wr(&t->gb, t->gb.a), SENSE_NOT_READY, 0x04, 0x0a);
+	ok(run(&t->gb, t->gb.b, cdb, cdb_tur(cdb), NULL, 0));
+	ok(run(&t->gb, t->gb.b, cdb, cdb_inquiry(cdb, 0, 0, 96), NULL, 0));
+	/* Gateway A, not fenced, decides as before. */
+	conflict(wr(&t->ga, t->ga.b));
+	gw_resync(&t->gb);
+	conflict(wr(&t->gb, t->gb.b));
+	ok(wr(&t->gb, t->gb.a));
 	two_destroy(t);
 }
 
@@ -1094,6 +1124,7 @@ int main(void)
 		cmocka_unit_test(test_unsynced_refuses_until_synced),
 		cmocka_unit_test(test_unsynced_store_unreachable),
 		cmocka_unit_test(test_unsynced_states),
+		cmocka_unit_test(test_unsynced_fenced_answers_before_conflict),
 		cmocka_unit_test(test_unsynced_needs_cluster_store),
 	};
 
