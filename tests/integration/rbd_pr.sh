@@ -22,6 +22,8 @@
 #    injection; the object has one watcher left) misses a PREEMPT made through the other: the
 #    preempted initiator's WRITE through it ends BUSY, not GOOD on its old copy, and READ
 #    RESERVATION through it reads the object; watched again, it enforces the new holder.
+# B's client is told a longer osd_client_watch_timeout than the OSD's: it asks the OSD, logs the
+# difference and uses the smaller.
 # 5. That gateway fenced (its client blocklisted, `ceph osd blocklist add`): a non-holder's
 #    WRITE through it gets NOT READY 04h/0Ah, not RESERVATION CONFLICT from its copy.
 # Skipped without the Ceph packages.
@@ -48,7 +50,10 @@ b_start() {
 	port=$(it_free_port)
 	: >"$IT_TMP/b.out"
 	# shellcheck disable=SC2086 # IT_TARGET_ARGS is a command line (lib.sh)
-	"$IT_TARGET" --portal "127.0.0.1:$port" --iqn "$GW_IQN" "${LUNS[@]}" ${IT_TARGET_ARGS:-} \
+	# B's client configuration says osd_client_watch_timeout 60 s, the OSD runs with 30 s
+	# (Ceph's default): B must ask the OSD and use 30 (checked below).
+	CEPH_ARGS="--osd_client_watch_timeout=60" \
+		"$IT_TARGET" --portal "127.0.0.1:$port" --iqn "$GW_IQN" "${LUNS[@]}" ${IT_TARGET_ARGS:-} \
 		>"$IT_TMP/b.out" 2>>"$IT_TMP/b.err" </dev/null &
 	B_PID=$!
 	IT_HELPER_PIDS=("$B_PID")
@@ -98,6 +103,13 @@ a_start
 b_start
 grep -q "persistent reservations shared" "$IT_TMP/target.err" ||
 	it_fail "gateway A does not share reservations: $(tail -n 5 "$IT_TMP/target.err")"
+# The watch bound comes from the smaller of the client's and the OSD's watch timeout; only B's
+# differ (docs/rbd.md, "A gateway whose watch is lost").
+grep -q "osd_client_watch_timeout is 30 s on osd.0, 60 s in this client's configuration: using 30 s" \
+	"$IT_TMP/b.err" || it_fail "B did not take the OSD's watch timeout: $(grep -i watch_timeout "$IT_TMP/b.err")"
+if grep -q "osd_client_watch_timeout is\|cannot ask the OSD" "$IT_TMP/target.err"; then
+	it_fail "A's watch timeout: $(grep -i watch_timeout "$IT_TMP/target.err")"
+fi
 
 # ---- 1. iscsi-test-cu, first URL on A, second on B ----
 iscsi-test-cu -l | grep -E '^SCSI\.(Prin|Prout)[^.]*\.[^.]+$' >"$IT_TMP/cu.txt"
