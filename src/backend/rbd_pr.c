@@ -1194,6 +1194,11 @@ static void pr_rewatch_done(struct scsitgt__rbd_job *job)
 			pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s (trying again)", "watch again",
 			       job->status);
 		st->rewatch_failed = true;
+		/* Blocklisted: the backend is told as by an io that learned it (logged, its
+		 * fenced hook), before the copy is called fenced: the core then answers the
+		 * commands that would have reached the backend (04h/0Ah), so no io may tell it. */
+		if (job->status == -ESHUTDOWN && !st->stopping)
+			scsitgt__rbd_set_fenced(st->rc, true);
 		if (st->lun && !st->stopping)
 			scsitgt_lun_set_pr_sync(
 				st->lun, job->status == -ESHUTDOWN || atomic_load(&st->rc->fenced) ?
