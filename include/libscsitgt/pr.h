@@ -313,8 +313,10 @@ enum scsitgt_pr_sync {
 	 * ends, so that multipath initiators may fail over. */
 	SCSITGT_PR_UNREACHABLE,
 	/** This engine's client of the store is fenced (its access revoked, as a blocklisted Ceph
-	 * client): the host's backend refuses every medium access itself, so these commands go on
-	 * to it and get its answer. */
+	 * client): CHECK CONDITION, NOT READY, LOGICAL UNIT NOT ACCESSIBLE, ASYMMETRIC ACCESS
+	 * STATE TRANSITION (04h/0Ah), what a fenced backend answers its medium accesses, so that
+	 * multipath initiators retry elsewhere; answered before the conflict check, since a
+	 * RESERVATION CONFLICT from a copy that may be stale could be wrong. */
 	SCSITGT_PR_FENCED,
 };
 

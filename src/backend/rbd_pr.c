@@ -659,11 +659,89 @@ static void pr_check_cb(uv_timer_t *t)
 	}
 }
 
+/* The number (or the string holding one) after "@key": in JSON @out of @len bytes; -1 when
+ * there is none. */
+static double json_number(const char *out, size_t len, const char *key)
+{
+	char buf[4096], pat[96];
+	const char *p;
+	char *end;
+	double v;
+
+	if (out == NULL || len == 0)
+		return -1;
+	if (len >= sizeof(buf))
+		len = sizeof(buf) - 1;
+	memcpy(buf, out, len);
+	buf[len] = '\0';
+	snprintf(pat, sizeof(pat), "\"%s\"", key);
+	p = strstr(buf, pat);
+	if (p == NULL)
+		return -1;
+	p += strlen(pat);
+	p += strspn(p, " \t\r\n");
+	if (*p++ != ':')
+		return -1;
+	p += strspn(p, " \t\r\n\"");
+	v = strtod(p, &end);
+	return end == p ? -1 : v;
+}
+
+/*
+ * Worker (blocking, bounded by rados_mon_op_timeout / rados_osd_op_timeout): the
+ * osd_client_watch_timeout the OSD that holds the watch runs with: the object's acting
+ * primary ("osd map" to a monitor), asked as `ceph tell osd.N config get` asks
+ * (rados_osd_command()). The monitors' configuration database cannot tell: it misses what the
+ * OSDs' own ceph.conf sets (micro-ceph's -w: the database said 30, the OSD 5). Returns the
+ * value in seconds, or a negative errno when it cannot be asked (a client without the caps
+ * for OSD commands, a pool name that would need quoting, a cluster that does not answer).
+ */
+static double pr_osd_watch_timeout(struct scsitgt__rbd_pr *st, int *primary)
+{
+	struct scsitgt__rbd_ctx *rc = st->rc;
+	const char *ns = rc->pool_namespace ? rc->pool_namespace : "";
+	char cmd[512], *out = NULL, *outs = NULL;
+	const char *argv[1] = { cmd };
+	size_t outlen = 0, outslen = 0;
+	double v;
+	int r;
+
+	*primary = -1;
+	if (strpbrk(rc->pool, "\"\\") || strpbrk(ns, "\"\\") || strpbrk(st->oid, "\"\\"))
+		return -EINVAL;
+	snprintf(cmd, sizeof(cmd),
+		 "{\"prefix\": \"osd map\", \"pool\": \"%s\", \"object\": \"%s\", "
+		 "\"nspace\": \"%s\", \"format\": \"json\"}",
+		 rc->pool, st->oid, ns);
+	r = rados_mon_command(rc->cluster, argv, 1, "", 0, &out, &outlen, &outs, &outslen);
+	v = r < 0 ? -1 : json_number(out, outlen, "acting_primary");
+	rados_buffer_free(out);
+	rados_buffer_free(outs);
+	if (r < 0)
+		return r;
+	if (v < 0 || v > 1e6)
+		return -EPROTO;
+	*primary = (int)v;
+	out = outs = NULL;
+	snprintf(cmd, sizeof(cmd),
+		 "{\"prefix\": \"config get\", \"var\": \"osd_client_watch_timeout\"}");
+	r = rados_osd_command(rc->cluster, *primary, argv, 1, "", 0, &out, &outlen, &outs,
+			      &outslen);
+	v = r < 0 ? -1 : json_number(out, outlen, "osd_client_watch_timeout");
+	rados_buffer_free(out);
+	rados_buffer_free(outs);
+	if (r < 0)
+		return r;
+	return v > 0 ? v : -EPROTO;
+}
+
 /*
  * Worker: the age past which a watch may be gone at the OSD. osd_client_watch_timeout is the
  * OSD's option; this client reads it from its own configuration (ceph.conf, and what the
- * monitors hold for every daemon or for clients): a value set for the OSDs alone is not seen
- * here, and the cluster's must then be set globally (docs/rbd.md). The OSD keeps a watch at
+ * monitors hold for every daemon or for clients), which misses a value set for the OSDs
+ * alone, so the OSD that holds the watch is asked too (pr_osd_watch_timeout()) and the smaller
+ * of the two is used; a difference is logged (docs/rbd.md). Asked at attach only: a watch
+ * that moves to another primary later keeps the bound. The OSD keeps a watch at
  * least the timeout after the last ping it received, which was sent no earlier than the age
  * counts from; the check may see the age up to PR_CHECK_MS late and the loop may be late too:
  * an eighth of the timeout, at least two checks, is left for that (5 s: 4 s; Ceph's 30 s:
@@ -674,10 +752,27 @@ static void pr_check_cb(uv_timer_t *t)
 static void pr_stale_bound(struct scsitgt__rbd_pr *st)
 {
 	char buf[64];
-	double timeout_s = 0, tick_s = 0;
+	double timeout_s = 0, tick_s = 0, osd_s;
+	int primary;
 
 	if (rados_conf_get(st->rc->cluster, "osd_client_watch_timeout", buf, sizeof(buf)) == 0)
 		timeout_s = strtod(buf, NULL);
+	osd_s = pr_osd_watch_timeout(st, &primary);
+	if (osd_s < 0) {
+		scsitgt__log(&st->rc->log, SCSITGT_LOG_NOTICE, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: cannot ask the OSD that holds the watch (%s%d) for its "
+			     "osd_client_watch_timeout: %s; using this client's, %.3g s",
+			     st->rc->pool, st->oid, primary < 0 ? "no primary: " : "osd.", primary,
+			     strerror((int)-osd_s), timeout_s);
+	} else if (osd_s != timeout_s) {
+		scsitgt__log(&st->rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: osd_client_watch_timeout is %.3g s on osd.%d, %.3g s in this "
+			     "client's configuration: using %.3g s (set it for the whole cluster)",
+			     st->rc->pool, st->oid, osd_s, primary, timeout_s,
+			     timeout_s > 0 && timeout_s < osd_s ? timeout_s : osd_s);
+		if (timeout_s <= 0 || osd_s < timeout_s)
+			timeout_s = osd_s;
+	}
 	if (rados_conf_get(st->rc->cluster, "objecter_tick_interval", buf, sizeof(buf)) == 0)
 		tick_s = strtod(buf, NULL);
 	st->stale_ms = 0;
@@ -1099,6 +1194,11 @@ static void pr_rewatch_done(struct scsitgt__rbd_job *job)
 			pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s (trying again)", "watch again",
 			       job->status);
 		st->rewatch_failed = true;
+		/* Blocklisted: the backend is told as by an io that learned it (logged, its
+		 * fenced hook), before the copy is called fenced: the core then answers the
+		 * commands that would have reached the backend (04h/0Ah), so no io may tell it. */
+		if (job->status == -ESHUTDOWN && !st->stopping)
+			scsitgt__rbd_set_fenced(st->rc, true);
 		if (st->lun && !st->stopping)
 			scsitgt_lun_set_pr_sync(
 				st->lun, job->status == -ESHUTDOWN || atomic_load(&st->rc->fenced) ?

@@ -142,6 +142,10 @@ struct scsitgt__cmd {
 	struct scsitgt_lun *lun; /* NULL when the addressed LUN does not exist */
 	/* lun->xflags as parse loaded it (SCSITGT__LUN_XF_*: the slow paths armed then). */
 	uint32_t xflags;
+	/* On a LUN with shared reservations (SCSITGT__LUN_XF_PR_SHARED): the change sequence of
+	 * the state its reservation check read (core/pr.c); a PREEMPT AND ABORT aborts only the
+	 * commands admitted before its own sequence. 0 elsewhere. */
+	uint64_t pr_seq;
 	uint64_t lun_id;
 	uint64_t tag;
 	enum scsitgt__cmd_state state;

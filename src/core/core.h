@@ -274,6 +274,10 @@ enum {
 	 *           conflict check reads the store's state under lun->xlock, PERSISTENT RESERVE
 	 *           IN reads the store first. */
 	SCSITGT__LUN_XF_PR_UNSYNCED = 1u << 4,
+	/* PR_SHARED    the reservations live in a cluster store (core/pr_cluster.c): the
+	 *           conflict check stamps each command with the change sequence it was admitted
+	 *           under (cmd->pr_seq), which PREEMPT AND ABORT compares. */
+	SCSITGT__LUN_XF_PR_SHARED = 1u << 5,
 };
 
 /* A LUN's command counters and latency histogram (core/stats.c). */

@@ -123,9 +123,13 @@ static bool r2_mine(const struct scsitgt__pr *pr, const struct scsitgt__session 
 
 void scsitgt__pr_sync_xflags(struct scsitgt_lun *lun)
 {
-	const struct scsitgt__pr *pr = lun->pr;
+	struct scsitgt__pr *pr = lun->pr;
 
 	scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_RESERVED, pr && (pr->held || pr->r2_held));
+	/* After the flags: a check that loads the sequence first, then the flags, never pairs
+	 * an older state's flags with this sequence (scsitgt__pr_check()). */
+	if (pr)
+		atomic_store_explicit(&pr->adm_seq, pr->seq, memory_order_release);
 }
 
 /* The conflict check of a command of class @cls against @pr. Under xlock. */
@@ -191,6 +195,11 @@ static enum scsitgt__sense_reason pr_check_unsynced(struct scsitgt_lun *lun)
 	case SCSITGT_PR_UNREACHABLE:
 		return SCSITGT__SR_NOT_READY_IN_PROGRESS;
 	case SCSITGT_PR_FENCED:
+		/* What the backend answers every io of a fenced client (NOT READY, 04h/0Ah:
+		 * retry through another port), here before the conflict check: a RESERVATION
+		 * CONFLICT from a copy that may be stale could be wrong, and an initiator does
+		 * not fail over on it. */
+		return SCSITGT__SR_NOT_READY_TRANSITIONING;
 	case SCSITGT_PR_SYNCED:
 	default:
 		return SCSITGT__SR_OK;
@@ -202,6 +211,7 @@ enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
 	const struct scsitgt__cdb_def *row = cmd->def;
 	struct scsitgt_lun *lun = cmd->lun;
 	enum scsitgt__sense_reason r;
+	uint32_t xf;
 	uint8_t cls;
 
 	if (lun == NULL || row == NULL)
@@ -209,24 +219,37 @@ enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
 	cls = row->pr;
 	if (cls == SCSITGT__PR_DEFAULT)
 		cls = (row->flags & SCSITGT__CDB_F_WRITE) ? SCSITGT__PR_WRITE : SCSITGT__PR_READ;
+	xf = cmd->xflags;
 	/*
 	 * Without a reservation (SCSITGT__LUN_XF_RESERVED clear when parse loaded the flags)
 	 * nothing conflicts but RESERVE and RELEASE, which registrations refuse: every other
 	 * command passes without the lock, also on a LUN with registered keys (issue 18).
 	 */
-	if (!(cmd->xflags & (SCSITGT__LUN_XF_RESERVED | SCSITGT__LUN_XF_PR_UNSYNCED)) &&
+	if (!(xf & (SCSITGT__LUN_XF_RESERVED | SCSITGT__LUN_XF_PR_UNSYNCED |
+		    SCSITGT__LUN_XF_PR_SHARED)) &&
 	    cls != SCSITGT__PR_RESERVE && cls != SCSITGT__PR_RELEASE)
 		return SCSITGT__SR_OK;
-	if ((cmd->xflags & SCSITGT__LUN_XF_PR_UNSYNCED) &&
+	if (xf & SCSITGT__LUN_XF_PR_SHARED) {
+		/* The sequence of the state this command is admitted under, then the flags of
+		 * that state or a newer one (scsitgt__pr_sync_xflags() stores them in the other
+		 * order): decided on the flags, it is never stamped newer than what it was
+		 * checked against, so a PREEMPT AND ABORT it preceded aborts it. lun->pr exists
+		 * while the flag is set. */
+		cmd->pr_seq = atomic_load_explicit(&lun->pr->adm_seq, memory_order_acquire);
+		xf = scsitgt__lun_xflags(lun);
+	}
+	if ((xf & SCSITGT__LUN_XF_PR_UNSYNCED) &&
 	    (cls == SCSITGT__PR_READ || cls == SCSITGT__PR_WRITE)) {
 		r = pr_check_unsynced(lun);
 		if (r != SCSITGT__SR_OK)
 			return r;
 	}
-	if (!(cmd->xflags & SCSITGT__LUN_XF_RESERVED) && cls != SCSITGT__PR_RESERVE &&
+	if (!(xf & SCSITGT__LUN_XF_RESERVED) && cls != SCSITGT__PR_RESERVE &&
 	    cls != SCSITGT__PR_RELEASE)
 		return SCSITGT__SR_OK;
 	uv_mutex_lock(&lun->xlock);
+	if ((xf & SCSITGT__LUN_XF_PR_SHARED) && lun->pr)
+		cmd->pr_seq = lun->pr->seq; /* the state checked below, exactly */
 	r = pr_check_locked(cmd, lun->pr, cls);
 	uv_mutex_unlock(&lun->xlock);
 	return r;

@@ -114,6 +114,9 @@ struct scsitgt__pr {
 	struct scsitgt_pr_cluster_ops cl;
 	void *cl_arg;
 	uint64_t seq;
+	/* @seq as published for the conflict check's stamp without the lock: stored (release)
+	 * after the xflags of the state it numbers (scsitgt__pr_sync_xflags()). */
+	_Atomic uint64_t adm_seq;
 	/* The store's word on the copy (scsitgt_lun_set_pr_sync(); any state but synced is
 	 * mirrored in SCSITGT__LUN_XF_PR_UNSYNCED). */
 	enum scsitgt_pr_sync cl_sync;

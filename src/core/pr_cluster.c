@@ -110,16 +110,10 @@ static int cl_apply_locked(struct scsitgt_lun *lun, const void *data, size_t len
 			/* A duplicate, or older than what we have: nothing to apply. Our own
 			 * commit's events still are due: a newer state made elsewhere on top of
 			 * it may have arrived first, whose events, derived, never abort (PREEMPT
-			 * AND ABORT, SPC-5 §5.13.11.5).
-			 * Known excess (review29b N5): the aborts then reach every task of the
-			 * preempted nexus present now, also those it sent after the newer state
-			 * made it registered again. SPC-5 §5.13.11.5 aborts the preempted nexus's
-			 * commands at the PREEMPT AND ABORT; those that follow it (here: admitted
-			 * under the newer state) only meet its restrictions, so aborting them is
-			 * more than the standard asks. It is never less (no preempted command
-			 * survives), and the initiator retries them; telling them apart needs
-			 * the sequence each command was admitted under, which commands do not
-			 * carry. */
+			 * AND ABORT, SPC-5 §5.13.11.5). Its aborts reach only the tasks admitted
+			 * before its sequence (cmd->pr_seq < ch->seq, core/tmf_xshard.c): those
+			 * the preempted nexus sent after the newer state registered it again only
+			 * meet its restrictions. */
 			if (!own)
 				scsitgt__pr_change_clear(ch);
 			goto out;
@@ -580,6 +574,10 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_cluster(struct scsitgt_lun *lun,
 	/* A new store starts from the state the host applied; no store, no stale copy. */
 	pr->cl_sync = SCSITGT_PR_SYNCED;
 	scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_PR_UNSYNCED, false);
+	/* Commands are stamped with the sequence they are admitted under (pr.c), after
+	 * the sequence is published. */
+	scsitgt__pr_sync_xflags(lun);
+	scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_PR_SHARED, pr->cl_on);
 	uv_mutex_unlock(&lun->xlock);
 	return 0;
 }
@@ -590,8 +588,8 @@ static const char *const cl_sync_names[] = {
 				 "refuse get BUSY",
 	[SCSITGT_PR_UNREACHABLE] = "may be stale, its store does not answer: commands a "
 				   "reservation could refuse get NOT READY (04h/01h)",
-	[SCSITGT_PR_FENCED] = "may be stale, this engine is fenced from its store: commands "
-			      "go to the backend, which refuses them",
+	[SCSITGT_PR_FENCED] = "may be stale, this engine is fenced from its store: commands a "
+			      "reservation could refuse get NOT READY (04h/0Ah)",
 };
 
 SCSITGT_EXPORT int scsitgt_lun_set_pr_sync(struct scsitgt_lun *lun, enum scsitgt_pr_sync state)
@@ -626,6 +624,7 @@ void scsitgt__pr_cluster_free(struct scsitgt_lun *lun)
 	if (pr == NULL || !pr->cl_on)
 		return;
 	pr->cl_on = false;
+	scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_PR_SHARED, false);
 	if (pr->cl.detach)
 		pr->cl.detach(pr->cl_arg, lun);
 }

@@ -145,11 +145,12 @@ void scsitgt__tmf_wait_for(struct scsitgt__tmf_op *op, struct scsitgt__cmd *cmd)
 }
 
 /* Abort the live commands of @sess matching @lun_id (all LUNs when @all_luns; only those of
- * @lun when not NULL) and, for ABORT TASK, @tag. Returns how many. Loop: @sess's shard. */
+ * @lun when not NULL), for ABORT TASK @tag, and with @pr_before admitted before that shared
+ * reservation state (scsitgt__tmf_abort_session()). Returns how many. Loop: @sess's shard. */
 static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_id, bool all_luns,
 				   const struct scsitgt_lun *lun, bool by_tag, uint64_t tag,
 				   const struct scsitgt__cmd *except, struct scsitgt__tmf_op *op,
-				   bool cancel_ios)
+				   bool cancel_ios, uint64_t pr_before)
 {
 	struct scsitgt__list *pos, *tmp;
 	unsigned int n = 0;
@@ -163,6 +164,10 @@ static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_i
 		if (lun ? c->lun != lun : !all_luns && c->lun_id != lun_id)
 			continue;
 		if (by_tag && c->tag != tag)
+			continue;
+		/* SPC-5 §5.13.11.5 (PREEMPT AND ABORT): the tasks the preemption found; those
+		 * admitted under its state or a later one only meet its restrictions. */
+		if (pr_before && c->pr_seq >= pr_before)
 			continue;
 		/* Issued after the function by its own nexus: not its to abort. Only the issuer's
 		 * shard (this loop, then) reads `answered`; once answered (a timeout before a
@@ -180,9 +185,11 @@ static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_i
 unsigned int scsitgt__tmf_abort_session(struct scsitgt__session *sess, uint64_t lun_id,
 					const struct scsitgt_lun *lun,
 					const struct scsitgt__cmd *except,
-					struct scsitgt__tmf_op *op, bool cancel_ios)
+					struct scsitgt__tmf_op *op, bool cancel_ios,
+					uint64_t pr_before)
 {
-	return abort_matching(sess, lun_id, false, lun, false, 0, except, op, cancel_ios);
+	return abort_matching(sess, lun_id, false, lun, false, 0, except, op, cancel_ios,
+			      pr_before);
 }
 
 static unsigned int count_matching(struct scsitgt__session *sess, uint64_t lun_id, bool by_tag,
@@ -394,11 +401,11 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 		/* RFC 7143 §11.6.1: a task that already completed is "function complete"; the
 		 * fabric answers "task does not exist" for tags it never saw. Only this nexus's
 		 * tasks: they run on this loop. */
-		abort_matching(sess, lun_id, false, NULL, true, ref_tag, NULL, op, true);
+		abort_matching(sess, lun_id, false, NULL, true, ref_tag, NULL, op, true, 0);
 		break;
 	case SCSITGT__TMF_ABORT_TASK_SET:
 		/* SAM-5 §7.3: only the tasks of this nexus. */
-		abort_matching(sess, lun_id, false, NULL, false, 0, NULL, op, true);
+		abort_matching(sess, lun_id, false, NULL, false, 0, NULL, op, true, 0);
 		break;
 	case SCSITGT__TMF_CLEAR_TASK_SET:
 		/* SAM-5 §7.4: the whole (shared) task set; nexuses that lost tasks are told. */
@@ -432,7 +439,7 @@ void scsitgt__tmf_quiesce(struct scsitgt__session *sess, uint32_t timeout_ms, sc
 	/* Every task of the nexus, on every LUN (the effect of an I_T nexus loss, SAM-5
 	 * §6.3.4, without its unit attention: the nexus is ending anyway). The nexus's tasks
 	 * run on this loop, its shard's, where the answer comes too. */
-	abort_matching(sess, 0, true, NULL, false, 0, NULL, op, true);
+	abort_matching(sess, 0, true, NULL, false, 0, NULL, op, true, 0);
 	scsitgt__tmf_op_put(op, sess->shard);
 }
 

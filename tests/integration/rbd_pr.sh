@@ -22,6 +22,11 @@
 #    injection; the object has one watcher left) misses a PREEMPT made through the other: the
 #    preempted initiator's WRITE through it ends BUSY, not GOOD on its old copy, and READ
 #    RESERVATION through it reads the object; watched again, it enforces the new holder.
+# B's client is told a longer osd_client_watch_timeout than the OSD's: it asks the OSD, logs the
+# difference and uses the smaller.
+# 5. That gateway fenced (its client blocklisted, `ceph osd blocklist add`): a non-holder's
+#    WRITE through it gets NOT READY 04h/0Ah, not RESERVATION CONFLICT from its copy; its
+#    backend knows that it is fenced without an io having told it.
 # Skipped without the Ceph packages.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -46,7 +51,10 @@ b_start() {
 	port=$(it_free_port)
 	: >"$IT_TMP/b.out"
 	# shellcheck disable=SC2086 # IT_TARGET_ARGS is a command line (lib.sh)
-	"$IT_TARGET" --portal "127.0.0.1:$port" --iqn "$GW_IQN" "${LUNS[@]}" ${IT_TARGET_ARGS:-} \
+	# B's client configuration says osd_client_watch_timeout 60 s, the OSD runs with 30 s
+	# (Ceph's default): B must ask the OSD and use 30 (checked below).
+	CEPH_ARGS="--osd_client_watch_timeout=60" \
+		"$IT_TARGET" --portal "127.0.0.1:$port" --iqn "$GW_IQN" "${LUNS[@]}" ${IT_TARGET_ARGS:-} \
 		>"$IT_TMP/b.out" 2>>"$IT_TMP/b.err" </dev/null &
 	B_PID=$!
 	IT_HELPER_PIDS=("$B_PID")
@@ -96,6 +104,13 @@ a_start
 b_start
 grep -q "persistent reservations shared" "$IT_TMP/target.err" ||
 	it_fail "gateway A does not share reservations: $(tail -n 5 "$IT_TMP/target.err")"
+# The watch bound comes from the smaller of the client's and the OSD's watch timeout; only B's
+# differ (docs/rbd.md, "A gateway whose watch is lost").
+grep -q "osd_client_watch_timeout is 30 s on osd.0, 60 s in this client's configuration: using 30 s" \
+	"$IT_TMP/b.err" || it_fail "B did not take the OSD's watch timeout: $(grep -i watch_timeout "$IT_TMP/b.err")"
+if grep -q "osd_client_watch_timeout is\|cannot ask the OSD" "$IT_TMP/target.err"; then
+	it_fail "A's watch timeout: $(grep -i watch_timeout "$IT_TMP/target.err")"
+fi
 
 # ---- 1. iscsi-test-cu, first URL on A, second on B ----
 iscsi-test-cu -l | grep -E '^SCSI\.(Prin|Prout)[^.]*\.[^.]+$' >"$IT_TMP/cu.txt"
@@ -245,6 +260,8 @@ synced=$(grep -c "LUN 1: reservation state in sync with its store again" "$IT_TM
 kill -USR2 "$B_PID"
 it_wait_log "$IT_TMP/b.out" '^pr watch fault on'
 wait_watchers 1
+# the one watcher left is A's client (section 5 tells B's from it)
+a_watcher=$(rados -p "$pool" listwatchers "scsitgt_pr.$prid" | sed -n 's/^watcher=\([^ ]*\) .*/\1/p')
 "$CLIENT" "${X[@]}" "${A_URLS[1]}" register 0xd1
 "$CLIENT" "${X[@]}" "${A_URLS[1]}" preempt 0xd1 0xc1 3
 # B missed it: its copy still names Y the holder. Y's write must not be served from it.
@@ -259,6 +276,30 @@ wait_watchers 2
 write_refused 0x18 "the preempted initiator through B, watched again" "${Y[@]}" "${B_URLS[1]}"
 "$CLIENT" "${X[@]}" "${B_URLS[1]}" write 0 8 1 1 >/dev/null || it_fail "the new holder cannot write through B"
 it_log "a gateway that lost its watch refused the preempted initiator, then enforced the PREEMPT"
+
+# ---- 5. Gateway B fenced (its client blocklisted) ----
+# Its copy still names X the holder, but may be stale: Y's write through B gets the fenced
+# sense, NOT READY 04h/0Ah (retry elsewhere), not RESERVATION CONFLICT from the copy.
+b_watcher=$(rados -p "$pool" listwatchers "scsitgt_pr.$prid" |
+	sed -n 's/^watcher=\([^ ]*\) .*/\1/p' | grep -vxF "$a_watcher" || true)
+[[ -n "$b_watcher" && -n "$a_watcher" ]] || it_fail "watchers: A '$a_watcher', B '$b_watcher'"
+ceph osd blocklist add "$b_watcher" >/dev/null 2>&1 || it_fail "ceph osd blocklist add $b_watcher"
+# No io through B meanwhile: B learns it from its watches (pinged every second here; the
+# re-watch answers "blocklisted"), and its backend must know it too: the core now answers the
+# commands whose ios would have told it.
+it_wait_log "$IT_TMP/b.err" "LUN 1: reservation state may be stale, this engine is fenced"
+it_wait_log "$IT_TMP/b.err" "rbd/primg: this client was blocklisted (fenced)"
+for who in Y X; do
+	declare -n ini=$who
+	if "$CLIENT" "${ini[@]}" "${B_URLS[1]}" write 0 8 1 1 >/dev/null 2>"$IT_TMP/fenced.err"; then
+		it_fail "$who's write served through the fenced gateway B"
+	fi
+	grep -q "WRITE: status 0x02 sense 2/04/0a" "$IT_TMP/fenced.err" ||
+		it_fail "$who's write through the fenced gateway B: $(cat "$IT_TMP/fenced.err")"
+	unset -n ini
+done
+"$CLIENT" "${X[@]}" "${A_URLS[1]}" write 0 8 1 1 >/dev/null || it_fail "the holder cannot write through A"
+it_log "a fenced gateway answered 2/04/0a, not RESERVATION CONFLICT from its copy"
 b_stop
 it_stop || it_fail "gateway A exited with status $? on SIGTERM"
 it_log "PASS"

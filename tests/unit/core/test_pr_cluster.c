@@ -615,6 +615,48 @@ static void test_preempt_and_abort_overtaken_by_newer_state(void **state)
 	two_destroy(t);
 }
 
+/*
+ * The same, with the newer states (made through B) clearing everything: the preempted nexus on
+ * A, no longer refused, sends a WRITE admitted under them before A's own commit is answered.
+ * SPC-5 §5.13.11.5 aborts the tasks the PREEMPT AND ABORT found (the WRITE held since before
+ * it); the later one only meets its restrictions (none are left) and completes. Before each
+ * command carried the sequence it was admitted under, both were aborted.
+ */
+static void test_preempt_and_abort_overtaken_spares_later_tasks(void **state)
+{
+	struct two *t = two_create_mode(FAKE_MANUAL);
+	struct scsitgt_pr_req *req;
+	struct lf_result held, later;
+	uint8_t cdb[CDB_BUF], blk[512] = { 0x5a };
+
+	(void)state;
+	memset(&later, 0, sizeof(later));
+	pa_start(t, &held);
+	/* Stored (sequence 4) and delivered to B, the answer to A still on its way. */
+	req = fs_store_hold_answer(&t->st, 0, false);
+	/* Through B: the observer registers (5) and clears (6), delivered to A first. */
+	ok(out(&t->gb, t->gb.obs, PR_OUT_REGISTER, 0, 0, 0xc1));
+	ok(out(&t->gb, t->gb.obs, PR_OUT_CLEAR, 0, 0xc1, 0));
+	/* A's registration went in a change A missed: the derived unit attention first. */
+	ua(rd(&t->ga, t->ga.a), 0x2a, 0x05);
+	start(&t->ga, t->ga.a, cdb, cdb_rw(cdb, SBC_WRITE_10, 8, 1, 0), blk, sizeof(blk), &later);
+	assert_false(later.done);
+	scsitgt_pr_req_complete_commit(req, 0);
+	pump(&t->st);
+	assert_true(t->ra.done);
+	assert_good(&t->ra);
+	fake_backend_complete_pending(t->ga.fb);
+	pump(&t->st);
+	assert_true(held.done);
+	assert_true(held.aborted);
+	assert_true(later.done);
+	assert_false(later.aborted);
+	assert_good(&later);
+	lf_result_clear(&held);
+	lf_result_clear(&later);
+	two_destroy(t);
+}
+
 /* What a store may answer after it delivered the committed state back to the committer: the
  * delivery proves the change is stored (pr.h), so every one of them ends as committed. */
 static const int own_delivered_answers[] = { 0, -ESTALE, -ECANCELED, -ETIMEDOUT, -EIO };
@@ -955,8 +997,8 @@ static void test_unsynced_store_unreachable(void **state)
 
 /* The store says why the copy is stale, and that decides what a command a reservation could
  * refuse gets: unreachable, NOT READY 04h/01h (as I/O to an unreachable store ends); fenced,
- * the backend's own answer (here the fake backend serves it: the core let it through). PR IN
- * reads the store in both. */
+ * NOT READY 04h/0Ah, what the backend answers every io of a fenced client, without reaching
+ * it. PR IN reads the store in both. */
 static void test_unsynced_states(void **state)
 {
 	struct two *t = two_create();
@@ -970,14 +1012,44 @@ static void test_unsynced_states(void **state)
 	sense(rd(&t->gb, t->gb.obs), SENSE_NOT_READY, 0x04, 0x01);
 	assert_true(has_key(&t->gb, 0xb1));
 	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_FENCED), 0);
-	/* The backend's failure is what the initiator sees: the command reached it. */
-	fake_backend_fail_next(t->gb.fb, -EIO, 1);
-	assert_int_equal(wr(&t->gb, t->gb.obs)->status, SAM_STAT_CHECK_CONDITION);
-	assert_int_not_equal(t->gb.r.sense[2] & 0x0f, SENSE_NOT_READY);
-	ok(wr(&t->gb, t->gb.obs));
+	sense(wr(&t->gb, t->gb.obs), SENSE_NOT_READY, 0x04, 0x0a);
+	sense(rd(&t->gb, t->gb.obs), SENSE_NOT_READY, 0x04, 0x0a);
+	assert_true(has_key(&t->gb, 0xb1));
 	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, (enum scsitgt_pr_sync)7), -EINVAL);
 	gw_resync(&t->gb);
 	ok(wr(&t->gb, t->gb.b));
+	two_destroy(t);
+}
+
+/*
+ * A fenced gateway (its client blocklisted) whose copy holds a reservation: a command the copy
+ * would refuse gets the fenced sense, NOT READY 04h/0Ah, not RESERVATION CONFLICT from a copy
+ * that may be stale (the holder may have been preempted meanwhile, the initiator does not
+ * fail over on a conflict); neither does the holder's, and commands every reservation allows
+ * run. Before, the conflict check answered from the copy.
+ */
+static void test_unsynced_fenced_answers_before_conflict(void **state)
+{
+	struct two *t = two_create();
+	uint8_t cdb[CDB_BUF];
+
+	(void)state;
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	ok(out(&t->gb, t->gb.a, PR_OUT_REGISTER, 0, 0, 0xa2));
+	ok(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_EA_RO, 0xa1, 0));
+	conflict(wr(&t->gb, t->gb.b));
+	conflict(rd(&t->gb, t->gb.b));
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_FENCED), 0);
+	sense(wr(&t->gb, t->gb.b), SENSE_NOT_READY, 0x04, 0x0a);
+	sense(rd(&t->gb, t->gb.b), SENSE_NOT_READY, 0x04, 0x0a);
+	sense(wr(&t->gb, t->gb.a), SENSE_NOT_READY, 0x04, 0x0a);
+	ok(run(&t->gb, t->gb.b, cdb, cdb_tur(cdb), NULL, 0));
+	ok(run(&t->gb, t->gb.b, cdb, cdb_inquiry(cdb, 0, 0, 96), NULL, 0));
+	/* Gateway A, not fenced, decides as before. */
+	conflict(wr(&t->ga, t->ga.b));
+	gw_resync(&t->gb);
+	conflict(wr(&t->gb, t->gb.b));
+	ok(wr(&t->gb, t->gb.a));
 	two_destroy(t);
 }
 
@@ -1039,6 +1111,7 @@ int main(void)
 		cmocka_unit_test(test_release_and_clear_ua_on_other_gateway),
 		cmocka_unit_test(test_preempt_and_abort_on_other_gateway),
 		cmocka_unit_test(test_preempt_and_abort_overtaken_by_newer_state),
+		cmocka_unit_test(test_preempt_and_abort_overtaken_spares_later_tasks),
 		cmocka_unit_test(test_preempt_and_abort_own_state_delivered_first),
 		cmocka_unit_test(test_register_own_state_delivered_then_stale),
 		cmocka_unit_test(test_store_errors_change_nothing),
@@ -1051,6 +1124,7 @@ int main(void)
 		cmocka_unit_test(test_unsynced_refuses_until_synced),
 		cmocka_unit_test(test_unsynced_store_unreachable),
 		cmocka_unit_test(test_unsynced_states),
+		cmocka_unit_test(test_unsynced_fenced_answers_before_conflict),
 		cmocka_unit_test(test_unsynced_needs_cluster_store),
 	};
 
