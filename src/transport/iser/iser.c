@@ -226,6 +226,7 @@ static const struct scsitgt__iscsi_dm_ops iser_dm_ops = {
 	.max_recv_dsl = ISER_RECV_DSL,
 	.cmd_init = scsitgt__iser_cmd_init,
 	.login_complete = iser_login_complete,
+	.task_gone = scsitgt__iser_task_gone,
 };
 
 /* ---- registered memory of the portal, per device and loop ---- */
@@ -501,6 +502,7 @@ static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdm
 	ic->id->context = &ic->cmh;
 	ic->outq_tail = &ic->outq;
 	scsitgt__iser_rdq_init(&ic->rdq, 1);
+	scsitgt__list_init(&ic->rd_posted);
 	scsitgt__list_add_tail(&ip->conns, &ic->node);
 	if (m == NULL) {
 		ic_start(ic, ev);
