@@ -187,6 +187,14 @@ dmesg | awk -v n="$n" 'NR>n' | grep -q "AER for LUN 0" || { echo "no SRP_AER_REQ
 dd if="$DEV" of=/dev/null bs=1M count=4 iflag=direct status=none
 echo "  I/O after the reset ok"
 
+# SBC-4 COMPARE AND WRITE with NUMBER OF LOGICAL BLOCKS 0: a write command with no data to
+# move (SRP_CMD without a data descriptor). GOOD, as over iSCSI (review32 R1: TASK SET FULL
+# from a 0-byte memory registration before).
+step "COMPARE AND WRITE of 0 blocks over SRP"
+sg_raw -v "$DEV" 89 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 2>&1 | sed 's/^/  /' |
+	tee /tmp/caw0.out
+grep -q "SCSI Status: Good" /tmp/caw0.out || { echo "expected GOOD"; false; }
+
 if [ "${VM_QUICK:-0}" != 1 ]; then
 	# information only (an idle target should not spin), never checked
 	c0=$(cpu_ticks $TPID)
