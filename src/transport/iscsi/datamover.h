@@ -61,6 +61,12 @@ struct scsitgt__iscsi_dm_ops {
 	bool rdma;
 	uint32_t max_recv_dsl;
 	/*
+	 * iSER: the largest data segment one PDU it sends can carry (its send buffers); with
+	 * rdma, what the target sends is bounded by the initiator's InitiatorRecvDataSegmentLength
+	 * and by this (RFC 7145 §6.3). 0: no bound of its own.
+	 */
+	uint32_t max_send_dsl;
+	/*
 	 * Optional: a SCSI command was created on @conn, before its CDB is parsed (iSER: its
 	 * data buffer comes from registered memory, cmd->buf_ops).
 	 */

@@ -224,6 +224,7 @@ static const struct scsitgt__iscsi_dm_ops iser_dm_ops = {
 	.close = iser_close,
 	.rdma = true,
 	.max_recv_dsl = ISER_RECV_DSL,
+	.max_send_dsl = ISER_SEND_SLOT - SCSITGT__ISER_HDR_LEN - ISCSI_BHS_LEN,
 	.cmd_init = scsitgt__iser_cmd_init,
 	.login_complete = iser_login_complete,
 	.task_gone = scsitgt__iser_task_gone,
