@@ -519,21 +519,9 @@ static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdm
 
 static int ip_listen(struct iser_portal *ip)
 {
-	int rc = 0;
-
-	if (rdma_create_id(ip->cm.ch, &ip->listen, &ip->cmh, RDMA_PS_TCP) != 0)
-		rc = errno ? -errno : -ENODEV;
-	else if (rdma_bind_addr(ip->listen, (struct sockaddr *)&ip->sa) != 0)
-		rc = errno ? -errno : -EADDRNOTAVAIL;
-	else if (ip->listen->verbs == NULL && !scsitgt__iscsi_portal_wildcard(ip->portal))
-		rc = -ENODEV; /* the address is not on an RDMA device */
-	else if (rdma_listen(ip->listen, ip->backlog) != 0)
-		rc = errno ? -errno : -EIO;
-	if (rc < 0 && ip->listen) {
-		rdma_destroy_id(ip->listen);
-		ip->listen = NULL;
-	}
-	return rc;
+	return scsitgt__rdma_cm_listen(&ip->cm, &ip->cmh, &ip->sa,
+				       scsitgt__iscsi_portal_wildcard(ip->portal), ip->backlog,
+				       &ip->listen);
 }
 
 static void ip_relisten_cb(uv_timer_t *t)

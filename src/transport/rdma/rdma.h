@@ -58,6 +58,15 @@ int scsitgt__rdma_cm_open(struct scsitgt__rdma_cm *cm, uv_loop_t *loop);
 /* Stop watching and destroy the channel (every id on it must be destroyed); closed() runs. */
 void scsitgt__rdma_cm_close(struct scsitgt__rdma_cm *cm, void (*closed)(struct scsitgt__rdma_cm *));
 const char *scsitgt__rdma_cm_event_name(enum rdma_cm_event_type t);
+/*
+ * A listener on @cm for @sa whose events go to @h: created, bound and listening with
+ * @backlog. An address that is not a @wildcard must be on an RDMA device (-ENODEV). 0 and
+ * *@out, or a negative errno and nothing left behind. Also how a port listens again after
+ * DEVICE_REMOVAL or ADDR_CHANGE took its listener (iSER, SRP). Loop: home.
+ */
+int scsitgt__rdma_cm_listen(struct scsitgt__rdma_cm *cm, struct scsitgt__rdma_cm_handler *h,
+			    const struct sockaddr_storage *sa, bool wildcard, int backlog,
+			    struct rdma_cm_id **out);
 
 /* --- verbs.c --- */
 struct scsitgt__rdma_wr {

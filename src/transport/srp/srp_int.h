@@ -48,7 +48,13 @@ struct scsitgt_srp_portal {
 	char address[64];
 	uint16_t port;
 	struct scsitgt__rdma_cm cm;
-	struct rdma_cm_id *listen;
+	struct rdma_cm_id *listen;  /* NULL while it waits to listen again */
+	struct sockaddr_storage sa; /* the bound address, to listen again */
+	bool wildcard;		    /* 0.0.0.0 or :: */
+	/* After DEVICE_REMOVAL or ADDR_CHANGE took the listener and binding again failed (the
+	 * device is not back yet): try again every second (as iSER, docs/srp.md). */
+	uv_timer_t relisten;
+	bool relisten_closed;
 	/* The devices and registered command buffers of each loop (rdma.h, loop_ctx.c). */
 	struct scsitgt__rdma_loops loops;
 	/* Home's: every channel until home let go of its id, connected or not; the nexuses. */
