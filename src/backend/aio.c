@@ -710,7 +710,8 @@ static void aio_loop_close(void *arg, struct scsitgt__loop_ctx *lc)
 	aio_loop_close_maybe(al);
 }
 
-static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in);
+static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in,
+			    size_t len);
 
 void scsitgt__aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status)
 {
@@ -723,11 +724,12 @@ void scsitgt__aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status
 			     (int)req->type, req->off, req->len, strerror(-status));
 	}
 	if (status < 0 && req->type == SCSITGT_IO_READ && req->bounce && req->done) {
-		/* The blocks read before the failure go to the initiator (complete_partial). */
+		/* The blocks read before the failure go to the initiator (complete_partial); the
+		 * rest of the bounce buffer was never written. */
 		int iovcnt;
 		const struct iovec *iov = scsitgt_io_get_iov(io, &iovcnt);
 
-		aio_bounce_copy(req, iov, iovcnt, false);
+		aio_bounce_copy(req, iov, iovcnt, false, req->done);
 	}
 	free(req->bounce);
 	req->bounce = NULL;
@@ -877,11 +879,12 @@ static void aio_req_start(struct aio_loop *al, struct aio_req *req)
 	aio_req_issue(al, req);
 }
 
-/* Copy between the io's iovecs and the bounce buffer. */
-static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in)
+/* Copy the first @len bytes between the io's iovecs and the bounce buffer. */
+static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in,
+			    size_t len)
 {
 	uint8_t *p = req->bounce;
-	size_t left = req->len;
+	size_t left = len < req->len ? len : req->len;
 
 	for (int i = 0; i < iovcnt && left > 0; i++) {
 		size_t l = iov[i].iov_len < left ? iov[i].iov_len : left;
@@ -903,7 +906,7 @@ static void aio_req_rw_done(struct aio_loop *al, struct aio_req *req)
 		int iovcnt;
 		const struct iovec *iov = scsitgt_io_get_iov(req->io, &iovcnt);
 
-		aio_bounce_copy(req, iov, iovcnt, false);
+		aio_bounce_copy(req, iov, iovcnt, false, req->len);
 	}
 	if (req->sync_after) {
 		req->phase = AIO_PHASE_SYNC;
@@ -1163,7 +1166,7 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 			return;
 		}
 		if (type == SCSITGT_IO_WRITE) {
-			aio_bounce_copy(req, iov, iovcnt, true);
+			aio_bounce_copy(req, iov, iovcnt, true, req->len);
 		}
 		req->bounce_iov.iov_base = req->bounce;
 		req->bounce_iov.iov_len = req->len;
