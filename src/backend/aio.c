@@ -996,9 +996,14 @@ static void aio_loop_wake(void *arg, struct scsitgt__loop_ctx *lc, int status)
 	aio_loop_close_maybe(al);
 }
 
-/* Whether the io's data can go to the kernel as it is (O_DIRECT alignment, iovec count). */
-static bool aio_iov_usable(const struct aio_ctx *ac, const struct iovec *iov, int iovcnt,
-			   size_t len)
+/*
+ * Whether the io's data can go to the kernel as it is (O_DIRECT alignment, iovec count). For
+ * O_DIRECT, statx(2): each buffer's address is aligned to stx_dio_mem_align, and each
+ * segment's length (as file offsets) to stx_dio_offset_align; the two differ on NVMe since
+ * Linux 6.1 (4 and the logical block size).
+ */
+bool scsitgt__aio_iov_usable(const struct aio_ctx *ac, const struct iovec *iov, int iovcnt,
+			     size_t len)
 {
 	size_t left = len;
 	int used = 0;
@@ -1013,7 +1018,7 @@ static bool aio_iov_usable(const struct aio_ctx *ac, const struct iovec *iov, in
 			return false;
 		}
 		if (ac->direct &&
-		    (((uintptr_t)iov[i].iov_base % ac->mem_align) != 0 || l % ac->mem_align != 0)) {
+		    (((uintptr_t)iov[i].iov_base % ac->mem_align) != 0 || l % ac->off_align != 0)) {
 			return false;
 		}
 		left -= l;
@@ -1154,7 +1159,7 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 		scsitgt__aio_req_finish(ac, req, -EFAULT);
 		return;
 	}
-	if (aio_iov_usable(ac, iov, iovcnt, req->len)) {
+	if (scsitgt__aio_iov_usable(ac, iov, iovcnt, req->len)) {
 		req->iov = iov;
 		req->iovcnt = iovcnt;
 	} else {
