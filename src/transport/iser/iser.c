@@ -164,6 +164,9 @@ static void ic_free(struct iser_conn *ic)
 	}
 	if (ic->cq_reserved)
 		scsitgt__rdma_dev_unreserve(ic->dev, ISER_NRECV_MAX + ISER_SQ_DEPTH);
+	/* Commands still in backends keep their buffers (and so the memory) themselves. */
+	scsitgt__rdma_mem_unuse(ic->mem);
+	ic->mem = NULL;
 	if (ic->dev)
 		scsitgt__rdma_dev_put(ic->dev);
 	scsitgt__iser_itt_clear(ic);
@@ -342,6 +345,7 @@ static int ic_setup(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *e
 	rc = ip_mem_get(ip, ic->lp, ic->dev, &ic->mem);
 	if (rc < 0)
 		return rc;
+	scsitgt__rdma_mem_use(ic->mem);
 	rc = scsitgt__rdma_dev_reserve(ic->dev, ISER_NRECV_MAX + ISER_SQ_DEPTH);
 	if (rc < 0)
 		return rc;

@@ -211,6 +211,9 @@ static void ch_free(struct srp_ch *ch)
 	struct scsitgt_srp_portal *port = ch->port;
 
 	scsitgt__srp_ch_release_tasks(ch);
+	/* Commands still in backends keep their buffers (and so the memory) themselves. */
+	scsitgt__rdma_mem_unuse(ch->mem);
+	ch->mem = NULL;
 	if (ch->qp_created)
 		rdma_destroy_qp(ch->id);
 	if (ch->pools) {
@@ -380,6 +383,7 @@ static int ch_resources(struct srp_ch *ch)
 	if (rc < 0)
 		return rc;
 	ch->mem = ch_mem_get(ch);
+	scsitgt__rdma_mem_use(ch->mem);
 	ch->nrecv = q + SRP_RECV_EXTRA;
 	ch->nsend = q + SRP_SEND_EXTRA;
 	/* A command's Data-In may take one RDMA WRITE per descriptor, then its response. */
