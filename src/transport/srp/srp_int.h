@@ -82,6 +82,7 @@ struct srp_nexus {
 	struct scsitgt__msg close_msg; /* close every channel, on its loop (at most once) */
 	int close_reason;	       /* SRP_T_LOGOUT reason, with close_msg */
 	const char *close_why;	       /* a string literal, with close_msg */
+	struct scsitgt__msg free_msg;  /* a nexus that never had a channel goes (on its loop) */
 	/* Its loop's. */
 	struct scsitgt__list chans;
 };
