@@ -731,7 +731,8 @@ static void aio_loop_close(void *arg, struct scsitgt__loop_ctx *lc)
 	aio_loop_close_maybe(al);
 }
 
-static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in);
+static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in,
+			    size_t len);
 
 /* Whether @req's success promises that earlier writes are durable (see "Lost writes"). */
 static bool aio_req_flush_class(const struct aio_req *req)
@@ -786,11 +787,12 @@ void scsitgt__aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status
 			     (int)req->type, req->off, req->len, strerror(-status));
 	}
 	if (status < 0 && req->type == SCSITGT_IO_READ && req->bounce && req->done) {
-		/* The blocks read before the failure go to the initiator (complete_partial). */
+		/* The blocks read before the failure go to the initiator (complete_partial); the
+		 * rest of the bounce buffer was never written. */
 		int iovcnt;
 		const struct iovec *iov = scsitgt_io_get_iov(io, &iovcnt);
 
-		aio_bounce_copy(req, iov, iovcnt, false);
+		aio_bounce_copy(req, iov, iovcnt, false, req->done);
 	}
 	free(req->bounce);
 	req->bounce = NULL;
@@ -975,11 +977,12 @@ static void aio_req_start(struct aio_loop *al, struct aio_req *req)
 	aio_req_issue(al, req);
 }
 
-/* Copy between the io's iovecs and the bounce buffer. */
-static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in)
+/* Copy the first @len bytes between the io's iovecs and the bounce buffer. */
+static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in,
+			    size_t len)
 {
 	uint8_t *p = req->bounce;
-	size_t left = req->len;
+	size_t left = len < req->len ? len : req->len;
 
 	for (int i = 0; i < iovcnt && left > 0; i++) {
 		size_t l = iov[i].iov_len < left ? iov[i].iov_len : left;
@@ -1001,7 +1004,7 @@ static void aio_req_rw_done(struct aio_loop *al, struct aio_req *req)
 		int iovcnt;
 		const struct iovec *iov = scsitgt_io_get_iov(req->io, &iovcnt);
 
-		aio_bounce_copy(req, iov, iovcnt, false);
+		aio_bounce_copy(req, iov, iovcnt, false, req->len);
 	}
 	if (req->sync_after) {
 		req->phase = AIO_PHASE_SYNC;
@@ -1101,9 +1104,14 @@ static void aio_loop_wake(void *arg, struct scsitgt__loop_ctx *lc, int status)
 	aio_loop_close_maybe(al);
 }
 
-/* Whether the io's data can go to the kernel as it is (O_DIRECT alignment, iovec count). */
-static bool aio_iov_usable(const struct aio_ctx *ac, const struct iovec *iov, int iovcnt,
-			   size_t len)
+/*
+ * Whether the io's data can go to the kernel as it is (O_DIRECT alignment, iovec count). For
+ * O_DIRECT, statx(2): each buffer's address is aligned to stx_dio_mem_align, and each
+ * segment's length (as file offsets) to stx_dio_offset_align; the two differ on NVMe since
+ * Linux 6.1 (4 and the logical block size).
+ */
+bool scsitgt__aio_iov_usable(const struct aio_ctx *ac, const struct iovec *iov, int iovcnt,
+			     size_t len)
 {
 	size_t left = len;
 	int used = 0;
@@ -1118,7 +1126,7 @@ static bool aio_iov_usable(const struct aio_ctx *ac, const struct iovec *iov, in
 			return false;
 		}
 		if (ac->direct &&
-		    (((uintptr_t)iov[i].iov_base % ac->mem_align) != 0 || l % ac->mem_align != 0)) {
+		    (((uintptr_t)iov[i].iov_base % ac->mem_align) != 0 || l % ac->off_align != 0)) {
 			return false;
 		}
 		left -= l;
@@ -1259,7 +1267,7 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 		scsitgt__aio_req_finish(ac, req, -EFAULT);
 		return;
 	}
-	if (aio_iov_usable(ac, iov, iovcnt, req->len)) {
+	if (scsitgt__aio_iov_usable(ac, iov, iovcnt, req->len)) {
 		req->iov = iov;
 		req->iovcnt = iovcnt;
 	} else {
@@ -1271,7 +1279,7 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 			return;
 		}
 		if (type == SCSITGT_IO_WRITE) {
-			aio_bounce_copy(req, iov, iovcnt, true);
+			aio_bounce_copy(req, iov, iovcnt, true, req->len);
 		}
 		req->bounce_iov.iov_base = req->bounce;
 		req->bounce_iov.iov_len = req->len;

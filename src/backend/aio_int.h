@@ -193,6 +193,9 @@ int scsitgt__aio_req_kiov(struct aio_loop *al, const struct aio_req *req);
 void scsitgt__aio_req_park(struct aio_loop *al, struct aio_req *req, bool front);
 /* Complete the request's io with @status (0 or a negative errno, mapped). */
 void scsitgt__aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status);
+/* Whether @len bytes of @iov go to the kernel as they are (else they are bounced). */
+bool scsitgt__aio_iov_usable(const struct aio_ctx *ac, const struct iovec *iov, int iovcnt,
+			     size_t len);
 /* One kernel completion with result @res (bytes, or a negative errno). */
 void scsitgt__aio_req_event(struct aio_loop *al, struct aio_req *req, long res);
 /* The kernel refuses RWF_DSYNC: this write and later FUA writes are followed by a flush. */

@@ -61,6 +61,12 @@ struct scsitgt__iscsi_dm_ops {
 	bool rdma;
 	uint32_t max_recv_dsl;
 	/*
+	 * iSER: the largest data segment one PDU it sends can carry (its send buffers); with
+	 * rdma, what the target sends is bounded by the initiator's InitiatorRecvDataSegmentLength
+	 * and by this (RFC 7145 §6.3). 0: no bound of its own.
+	 */
+	uint32_t max_send_dsl;
+	/*
 	 * Optional: a SCSI command was created on @conn, before its CDB is parsed (iSER: its
 	 * data buffer comes from registered memory, cmd->buf_ops).
 	 */
@@ -77,6 +83,15 @@ struct scsitgt__iscsi_dm_ops {
 	 */
 	int (*login_complete)(struct scsitgt__iscsi_conn *conn,
 			      const struct scsitgt__iscsi_dm_login *login, uint32_t *window);
+	/*
+	 * Optional: the task with @itt ended without a response (aborted by a TMF, by another
+	 * nexus or a LUN drain), before the response of a TMF that ended it goes to xmit. The
+	 * data mover drops what it still keeps for it (iSER: the RDMA READs of its R2Ts not
+	 * posted yet, which would otherwise follow that response on the wire and read an STag
+	 * the initiator may have released, and the STags it advertised), and hands no more of
+	 * its data to the connection. Once the initiator has that response it may reuse @itt.
+	 */
+	void (*task_gone)(struct scsitgt__iscsi_conn *conn, uint32_t itt);
 };
 
 /* ---- The iSCSI connection, as its data mover drives it (conn.c) ---- */

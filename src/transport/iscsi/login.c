@@ -467,6 +467,8 @@ static void login_neg_start(struct scsitgt__iscsi_conn *conn)
 		cfg.header_digests = SCSITGT__ISCSI_DIGEST_MASK_NONE;
 		cfg.data_digests = SCSITGT__ISCSI_DIGEST_MASK_NONE;
 		cfg.max_recv_dsl = conn->dm->max_recv_dsl;
+		/* RFC 7145 §6.3: InitiatorRecvDataSegmentLength, within the send buffers. */
+		cfg.max_xmit_cap = conn->dm->max_send_dsl;
 		/*
 		 * RFC 7145 §8: each unsolicited Data-Out costs the target a posted receive
 		 * buffer; keep the first burst to one of them (the immediate data), and let

@@ -871,6 +871,8 @@ void scsitgt__iscsi_cmd_aborted(struct scsitgt__cmd *cmd)
 	struct scsitgt__iscsi_task *task = task_of(cmd);
 
 	task->state = SCSITGT__TASK_ABORTED;
+	if (task->conn && task->conn->dm->task_gone)
+		task->conn->dm->task_gone(task->conn, task->itt); /* datamover.h */
 	task_destroy(task);
 }
 

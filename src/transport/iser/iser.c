@@ -164,6 +164,9 @@ static void ic_free(struct iser_conn *ic)
 	}
 	if (ic->cq_reserved)
 		scsitgt__rdma_dev_unreserve(ic->dev, ISER_NRECV_MAX + ISER_SQ_DEPTH);
+	/* Commands still in backends keep their buffers (and so the memory) themselves. */
+	scsitgt__rdma_mem_unuse(ic->mem);
+	ic->mem = NULL;
 	if (ic->dev)
 		scsitgt__rdma_dev_put(ic->dev);
 	scsitgt__iser_itt_clear(ic);
@@ -224,8 +227,10 @@ static const struct scsitgt__iscsi_dm_ops iser_dm_ops = {
 	.close = iser_close,
 	.rdma = true,
 	.max_recv_dsl = ISER_RECV_DSL,
+	.max_send_dsl = ISER_SEND_SLOT - SCSITGT__ISER_HDR_LEN - ISCSI_BHS_LEN,
 	.cmd_init = scsitgt__iser_cmd_init,
 	.login_complete = iser_login_complete,
+	.task_gone = scsitgt__iser_task_gone,
 };
 
 /* ---- registered memory of the portal, per device and loop ---- */
@@ -340,6 +345,7 @@ static int ic_setup(struct iser_conn *ic, const struct scsitgt__rdma_cm_event *e
 	rc = ip_mem_get(ip, ic->lp, ic->dev, &ic->mem);
 	if (rc < 0)
 		return rc;
+	scsitgt__rdma_mem_use(ic->mem);
 	rc = scsitgt__rdma_dev_reserve(ic->dev, ISER_NRECV_MAX + ISER_SQ_DEPTH);
 	if (rc < 0)
 		return rc;
@@ -501,6 +507,7 @@ static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdm
 	ic->id->context = &ic->cmh;
 	ic->outq_tail = &ic->outq;
 	scsitgt__iser_rdq_init(&ic->rdq, 1);
+	scsitgt__list_init(&ic->rd_posted);
 	scsitgt__list_add_tail(&ip->conns, &ic->node);
 	if (m == NULL) {
 		ic_start(ic, ev);
@@ -516,21 +523,9 @@ static void ip_connect_request(struct iser_portal *ip, const struct scsitgt__rdm
 
 static int ip_listen(struct iser_portal *ip)
 {
-	int rc = 0;
-
-	if (rdma_create_id(ip->cm.ch, &ip->listen, &ip->cmh, RDMA_PS_TCP) != 0)
-		rc = errno ? -errno : -ENODEV;
-	else if (rdma_bind_addr(ip->listen, (struct sockaddr *)&ip->sa) != 0)
-		rc = errno ? -errno : -EADDRNOTAVAIL;
-	else if (ip->listen->verbs == NULL && !scsitgt__iscsi_portal_wildcard(ip->portal))
-		rc = -ENODEV; /* the address is not on an RDMA device */
-	else if (rdma_listen(ip->listen, ip->backlog) != 0)
-		rc = errno ? -errno : -EIO;
-	if (rc < 0 && ip->listen) {
-		rdma_destroy_id(ip->listen);
-		ip->listen = NULL;
-	}
-	return rc;
+	return scsitgt__rdma_cm_listen(&ip->cm, &ip->cmh, &ip->sa,
+				       scsitgt__iscsi_portal_wildcard(ip->portal), ip->backlog,
+				       &ip->listen);
 }
 
 static void ip_relisten_cb(uv_timer_t *t)

@@ -67,6 +67,28 @@ struct scsitgt__iser_rdq_item *scsitgt__iser_rdq_flush(struct scsitgt__iser_rdq 
 	return l;
 }
 
+struct scsitgt__iser_rdq_item *scsitgt__iser_rdq_take_itt(struct scsitgt__iser_rdq *q, uint32_t itt)
+{
+	struct scsitgt__iser_rdq_item *taken = NULL, **ttail = &taken;
+	struct scsitgt__iser_rdq_item **pp = &q->head;
+
+	while (*pp) {
+		struct scsitgt__iser_rdq_item *it = *pp;
+
+		if (it->itt != itt) {
+			pp = &it->next;
+			continue;
+		}
+		*pp = it->next;
+		it->next = NULL;
+		*ttail = it;
+		ttail = &it->next;
+		q->queued--;
+	}
+	q->tail = pp;
+	return taken;
+}
+
 /* ---- receive credits ---- */
 
 uint32_t scsitgt__iser_credit_per_cmd(const struct scsitgt__iser_credit_params *p)

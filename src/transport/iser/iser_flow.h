@@ -22,6 +22,7 @@
 
 struct scsitgt__iser_rdq_item {
 	struct scsitgt__iser_rdq_item *next;
+	uint32_t itt; /* the task whose solicited data it reads */
 };
 
 struct scsitgt__iser_rdq {
@@ -44,6 +45,13 @@ void scsitgt__iser_rdq_unget(struct scsitgt__iser_rdq *q, struct scsitgt__iser_r
 void scsitgt__iser_rdq_done(struct scsitgt__iser_rdq *q);
 /* Take every waiting READ off the queue (teardown); returns the list. */
 struct scsitgt__iser_rdq_item *scsitgt__iser_rdq_flush(struct scsitgt__iser_rdq *q);
+/*
+ * Take the waiting READs of task @itt off the queue (the task ended without a response: an
+ * abort); returns them as a list in queue order. The others keep their order; READs in
+ * flight are not counted here.
+ */
+struct scsitgt__iser_rdq_item *scsitgt__iser_rdq_take_itt(struct scsitgt__iser_rdq *q,
+							  uint32_t itt);
 
 /* ---- receive credits ---- */
 

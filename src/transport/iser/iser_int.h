@@ -80,7 +80,9 @@ struct iser_txop {
 /* One RDMA READ of solicited data (an R2T, or a piece of one longer than a message). */
 struct iser_read {
 	struct scsitgt__rdma_wr w;
-	struct scsitgt__iser_rdq_item q;
+	struct scsitgt__iser_rdq_item q; /* waiting in ic->rdq (q.itt: its task) */
+	struct scsitgt__list posted;	 /* in flight: on ic->rd_posted */
+	bool gone;			 /* its task ended meanwhile: the data goes nowhere */
 	struct iser_conn *ic;
 	uint8_t lun[8];
 	uint32_t itt, ttt, offset, len;
@@ -125,6 +127,7 @@ struct iser_conn {
 	unsigned int sq_free;
 	uint32_t max_msg; /* the port's largest message */
 	struct scsitgt__iser_rdq rdq;
+	struct scsitgt__list rd_posted; /* RDMA READs in flight */
 	struct scsitgt__iser_unexp unexp;
 	struct scsitgt__iscsi_tx *outq, **outq_tail;
 	struct iser_itt *itt[ISER_ITT_BUCKETS];
@@ -168,5 +171,6 @@ void scsitgt__iser_pump(struct iser_conn *ic);
 void scsitgt__iser_io_cancel(struct iser_conn *ic);
 void scsitgt__iser_itt_clear(struct iser_conn *ic);
 void scsitgt__iser_cmd_init(struct scsitgt__iscsi_conn *conn, struct scsitgt__cmd *cmd);
+void scsitgt__iser_task_gone(struct scsitgt__iscsi_conn *conn, uint32_t itt);
 
 #endif /* SCSITGT_ISER_INT_H */

@@ -267,8 +267,9 @@ static void rd_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
 	ic->posted--;
 	ic->sq_free++;
 	scsitgt__iser_rdq_done(&ic->rdq);
+	scsitgt__list_remove(&rd->posted);
 	ic->busy++;
-	if (wc->status == IBV_WC_SUCCESS && !ic->dm_close) {
+	if (wc->status == IBV_WC_SUCCESS && !ic->dm_close && !rd->gone) {
 		if (rd_deliver(ic, rd) < 0 && !ic->dm_close)
 			scsitgt__iser_conn_fail(ic, -EPROTO, "solicited data rejected");
 	} else if (wc->status != IBV_WC_WR_FLUSH_ERR && wc->status != IBV_WC_SUCCESS) {
@@ -322,6 +323,7 @@ static int rd_post(struct iser_conn *ic, struct iser_read *rd)
 		return -EIO;
 	ic->posted++;
 	ic->sq_free--;
+	scsitgt__list_add_tail(&ic->rd_posted, &rd->posted);
 	return 0;
 }
 
@@ -338,6 +340,9 @@ static int tx_r2t(struct iser_conn *ic, const uint8_t *bhs)
 	uint64_t raddr;
 	uint32_t lkey = 0;
 
+	buf = scsitgt__iscsi_conn_cmd_buf(ic->conn, itt, &cap);
+	if (e == NULL && buf == NULL)
+		return 0; /* its task was aborted while this R2T waited in the queue */
 	if (e == NULL || !e->wsv)
 		return -EPROTO; /* a write without a Write STag cannot be solicited */
 	if (!e->sol_base_set) {
@@ -348,7 +353,6 @@ static int tx_r2t(struct iser_conn *ic, const uint8_t *bhs)
 	if (scsitgt__iser_map_remote(e->write_va, e->sol_base, off, len, &raddr) < 0)
 		return -EPROTO;
 	/* In place: the command's buffer is registered memory; read straight into it. */
-	buf = scsitgt__iscsi_conn_cmd_buf(ic->conn, itt, &cap);
 	if (buf && off <= cap && len <= cap - off &&
 	    scsitgt__rdma_mem_lookup(ic->mem, buf + off, len, &lkey))
 		dst = buf + off;
@@ -362,6 +366,8 @@ static int tx_r2t(struct iser_conn *ic, const uint8_t *bhs)
 		if (rd == NULL)
 			return -ENOMEM;
 		rd->w.done = rd_done;
+		rd->q.itt = itt;
+		scsitgt__list_init(&rd->posted);
 		rd->ic = ic;
 		memcpy(rd->lun, &bhs[ISCSI_BHS_LUN], 8);
 		rd->itt = itt;
@@ -385,6 +391,38 @@ static int tx_r2t(struct iser_conn *ic, const uint8_t *bhs)
 		done += n;
 	} while (done < len);
 	return 0;
+}
+
+/*
+ * The task of @itt ended without a response (datamover.h task_gone), before the response of
+ * the TMF that ended it is queued. Its READs still waiting for the read depth would be posted
+ * after that response (the pump posts the queued batches first): by then the initiator may
+ * have released the task's Write STag (a remote access error fails the connection), or their
+ * data would come back as Data-Out for a task the target no longer knows (a Reject the
+ * initiator never caused). They go now. READs in flight are served before the initiator sees
+ * any later SEND (RC ordering): they complete, and their data is dropped. The ITT's STags go
+ * too (RFC 7145 §7.3.5-6: they belong to the task).
+ */
+void scsitgt__iser_task_gone(struct scsitgt__iscsi_conn *conn, uint32_t itt)
+{
+	struct iser_conn *ic = scsitgt__iscsi_conn_dm_ctx(conn);
+	struct scsitgt__iser_rdq_item *it = scsitgt__iser_rdq_take_itt(&ic->rdq, itt);
+	struct scsitgt__list *pos, *tmp;
+
+	while (it) {
+		struct scsitgt__iser_rdq_item *next = it->next;
+
+		rd_free(scsitgt__container_of(it, struct iser_read, q));
+		it = next;
+	}
+	scsitgt__list_foreach_safe(pos, tmp, &ic->rd_posted)
+	{
+		struct iser_read *rd = scsitgt__container_of(pos, struct iser_read, posted);
+
+		if (rd->q.itt == itt)
+			rd->gone = true;
+	}
+	itt_drop(ic, itt);
 }
 
 /* ---- transmit ---- */

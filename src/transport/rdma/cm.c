@@ -87,6 +87,30 @@ void scsitgt__rdma_cm_close(struct scsitgt__rdma_cm *cm, void (*closed)(struct s
 	uv_close((uv_handle_t *)&cm->poll, cm_poll_closed);
 }
 
+int scsitgt__rdma_cm_listen(struct scsitgt__rdma_cm *cm, struct scsitgt__rdma_cm_handler *h,
+			    const struct sockaddr_storage *sa, bool wildcard, int backlog,
+			    struct rdma_cm_id **out)
+{
+	struct rdma_cm_id *id = NULL;
+	int rc = 0;
+
+	if (rdma_create_id(cm->ch, &id, h, RDMA_PS_TCP) != 0)
+		rc = errno ? -errno : -ENODEV;
+	else if (rdma_bind_addr(id, (struct sockaddr *)sa) != 0)
+		rc = errno ? -errno : -EADDRNOTAVAIL;
+	else if (id->verbs == NULL && !wildcard)
+		rc = -ENODEV; /* the address is not on an RDMA device */
+	else if (rdma_listen(id, backlog) != 0)
+		rc = errno ? -errno : -EIO;
+	if (rc < 0) {
+		if (id)
+			rdma_destroy_id(id);
+		return rc;
+	}
+	*out = id;
+	return 0;
+}
+
 const char *scsitgt__rdma_cm_event_name(enum rdma_cm_event_type t)
 {
 	return rdma_event_str(t);

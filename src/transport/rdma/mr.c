@@ -71,7 +71,7 @@ static void mem_check_gone(struct scsitgt__rdma_mem *m)
 {
 	struct scsitgt__rdma_dev *dev = m->dev;
 
-	if (m->owned || m->bp.live_blocks)
+	if (m->owned || m->users || m->bp.live_blocks)
 		return;
 	ibv_dereg_mr(m->mr);
 	scsitgt__bufpool_fini(&m->bp);
@@ -123,6 +123,20 @@ int scsitgt__rdma_mem_create(struct scsitgt__rdma_mem **out, struct scsitgt__rdm
 void scsitgt__rdma_mem_put(struct scsitgt__rdma_mem *m)
 {
 	m->owned = false;
+	mem_check_gone(m);
+}
+
+void scsitgt__rdma_mem_use(struct scsitgt__rdma_mem *m)
+{
+	if (m)
+		m->users++;
+}
+
+void scsitgt__rdma_mem_unuse(struct scsitgt__rdma_mem *m)
+{
+	if (m == NULL)
+		return;
+	m->users--;
 	mem_check_gone(m);
 }
 

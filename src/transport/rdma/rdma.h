@@ -58,6 +58,15 @@ int scsitgt__rdma_cm_open(struct scsitgt__rdma_cm *cm, uv_loop_t *loop);
 /* Stop watching and destroy the channel (every id on it must be destroyed); closed() runs. */
 void scsitgt__rdma_cm_close(struct scsitgt__rdma_cm *cm, void (*closed)(struct scsitgt__rdma_cm *));
 const char *scsitgt__rdma_cm_event_name(enum rdma_cm_event_type t);
+/*
+ * A listener on @cm for @sa whose events go to @h: created, bound and listening with
+ * @backlog. An address that is not a @wildcard must be on an RDMA device (-ENODEV). 0 and
+ * *@out, or a negative errno and nothing left behind. Also how a port listens again after
+ * DEVICE_REMOVAL or ADDR_CHANGE took its listener (iSER, SRP). Loop: home.
+ */
+int scsitgt__rdma_cm_listen(struct scsitgt__rdma_cm *cm, struct scsitgt__rdma_cm_handler *h,
+			    const struct sockaddr_storage *sa, bool wildcard, int backlog,
+			    struct rdma_cm_id **out);
 
 /* --- verbs.c --- */
 struct scsitgt__rdma_wr {
@@ -159,7 +168,8 @@ struct scsitgt__rdma_mem {
 	uint8_t *mem;
 	size_t size;
 	struct ibv_mr *mr;
-	bool owned; /* the owner has not called put yet */
+	bool owned;	    /* the owner has not called put yet */
+	unsigned int users; /* connections allocating from it (scsitgt__rdma_mem_use()) */
 };
 
 /*
@@ -169,8 +179,16 @@ struct scsitgt__rdma_mem {
  */
 int scsitgt__rdma_mem_create(struct scsitgt__rdma_mem **out, struct scsitgt__rdma_dev *dev,
 			     size_t bytes, int access);
-/* The owner is done; the memory goes once no block is left. */
+/* The owner is done; the memory goes once no block is left and no connection uses it. */
 void scsitgt__rdma_mem_put(struct scsitgt__rdma_mem *m);
+/*
+ * A connection (an iSER connection, an SRP channel) allocates its commands' buffers from @m
+ * until unuse: the memory stays that long even when its owner put it meanwhile (a device
+ * removal on the listener drops the port's memory while the connections on that device have
+ * not yet seen their own DEVICE_REMOVAL; review32 N11). NULL is ignored. Loop: @m's.
+ */
+void scsitgt__rdma_mem_use(struct scsitgt__rdma_mem *m);
+void scsitgt__rdma_mem_unuse(struct scsitgt__rdma_mem *m);
 /* A registered buffer of at least @size bytes (block size in *@cap), or NULL when none is free. */
 void *scsitgt__rdma_mem_alloc(struct scsitgt__rdma_mem *m, size_t size, size_t *cap);
 /* Give back a buffer from scsitgt__rdma_mem_alloc(). */

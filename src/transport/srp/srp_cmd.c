@@ -174,6 +174,15 @@ static void task_descs_known(struct srp_task *t)
 		return;
 	}
 	t->want = cmd->xfer_len;
+	if (t->want == 0) {
+		/*
+		 * A write that moves no data (COMPARE AND WRITE of 0 blocks, SBC-4 §5.3): nothing
+		 * to read, and a 0-byte memory region would be refused (or, accepted, leave the
+		 * task waiting for a READ completion that never comes).
+		 */
+		task_execute(t);
+		return;
+	}
 	if (task_lkey(t, t->want) < 0) {
 		task_refuse(t, SCSITGT__SR_TASK_SET_FULL);
 		return;
@@ -318,7 +327,8 @@ static int ch_cmd(struct srp_ch *ch, const uint8_t *iu, size_t len)
 				task_refuse(t, SCSITGT__SR_TASK_SET_FULL);
 				return 0;
 			}
-			memcpy(cmd->buf, b->imm, cmd->xfer_len);
+			if (cmd->xfer_len)
+				memcpy(cmd->buf, b->imm, cmd->xfer_len); /* buf is NULL for 0 */
 			t->want = cmd->xfer_len;
 		}
 		task_execute(t);

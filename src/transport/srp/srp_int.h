@@ -48,7 +48,13 @@ struct scsitgt_srp_portal {
 	char address[64];
 	uint16_t port;
 	struct scsitgt__rdma_cm cm;
-	struct rdma_cm_id *listen;
+	struct rdma_cm_id *listen;  /* NULL while it waits to listen again */
+	struct sockaddr_storage sa; /* the bound address, to listen again */
+	bool wildcard;		    /* 0.0.0.0 or :: */
+	/* After DEVICE_REMOVAL or ADDR_CHANGE took the listener and binding again failed (the
+	 * device is not back yet): try again every second (as iSER, docs/srp.md). */
+	uv_timer_t relisten;
+	bool relisten_closed;
 	/* The devices and registered command buffers of each loop (rdma.h, loop_ctx.c). */
 	struct scsitgt__rdma_loops loops;
 	/* Home's: every channel until home let go of its id, connected or not; the nexuses. */
@@ -76,6 +82,7 @@ struct srp_nexus {
 	struct scsitgt__msg close_msg; /* close every channel, on its loop (at most once) */
 	int close_reason;	       /* SRP_T_LOGOUT reason, with close_msg */
 	const char *close_why;	       /* a string literal, with close_msg */
+	struct scsitgt__msg free_msg;  /* a nexus that never had a channel goes (on its loop) */
 	/* Its loop's. */
 	struct scsitgt__list chans;
 };

@@ -98,6 +98,22 @@ static int nexus_create(struct srp_nexus **out, struct scsitgt_srp_portal *port,
 	return 0;
 }
 
+static void nexus_free_fn(struct scsitgt__msg *msg)
+{
+	scsitgt__srp_nexus_free(scsitgt__container_of(msg, struct srp_nexus, free_msg));
+}
+
+/* Free a nexus without channels on its loop, after every message home posted there before. */
+static void nexus_free_on_loop(struct srp_nexus *nx)
+{
+	if (nx->w == NULL) {
+		scsitgt__srp_nexus_free(nx);
+		return;
+	}
+	nx->free_msg.fn = nexus_free_fn;
+	scsitgt__worker_post(nx->w, &nx->free_msg);
+}
+
 uint32_t scsitgt__srp_nexus_admit(struct srp_nexus **out, struct scsitgt_srp_portal *port,
 				  const struct scsitgt__srp_login_req *req, bool multi,
 				  const char *peer, uint8_t *mc_result)
@@ -128,6 +144,16 @@ uint32_t scsitgt__srp_nexus_admit(struct srp_nexus **out, struct scsitgt_srp_por
 		scsitgt__event_session(nx->core, SCSITGT_EVENT_SESSION_LOGIN, peer);
 	}
 	nx->nchans++;
+	if (port->stopping || nx->closing) {
+		/*
+		 * The host's SESSION_LOGIN callback destroyed the port or kicked the session, which
+		 * events.h allows: the channel would be set up on a port that is gone, or join a
+		 * nexus nobody closes again. Refuse the login; the nexus ends with it.
+		 */
+		if (scsitgt__srp_nexus_leave(nx))
+			nexus_free_on_loop(nx);
+		return SRP_REJ_UNABLE_ESTABLISH;
+	}
 	*out = nx;
 	return 0;
 }

@@ -211,6 +211,9 @@ static void ch_free(struct srp_ch *ch)
 	struct scsitgt_srp_portal *port = ch->port;
 
 	scsitgt__srp_ch_release_tasks(ch);
+	/* Commands still in backends keep their buffers (and so the memory) themselves. */
+	scsitgt__rdma_mem_unuse(ch->mem);
+	ch->mem = NULL;
 	if (ch->qp_created)
 		rdma_destroy_qp(ch->id);
 	if (ch->pools) {
@@ -380,6 +383,7 @@ static int ch_resources(struct srp_ch *ch)
 	if (rc < 0)
 		return rc;
 	ch->mem = ch_mem_get(ch);
+	scsitgt__rdma_mem_use(ch->mem);
 	ch->nrecv = q + SRP_RECV_EXTRA;
 	ch->nsend = q + SRP_SEND_EXTRA;
 	/* A command's Data-In may take one RDMA WRITE per descriptor, then its response. */
@@ -644,6 +648,48 @@ static void port_connect_request(struct scsitgt_srp_portal *port,
 	scsitgt__worker_post(nx->w, &s->msg);
 }
 
+static int port_listen(struct scsitgt_srp_portal *port)
+{
+	return scsitgt__rdma_cm_listen(&port->cm, &port->cmh, &port->sa, port->wildcard,
+				       port->opts.backlog, &port->listen);
+}
+
+static void port_relisten_cb(uv_timer_t *t)
+{
+	struct scsitgt_srp_portal *port = t->data;
+
+	if (port->stopping || port->listen || port_listen(port) == 0) {
+		uv_timer_stop(t);
+		if (!port->stopping && port->listen)
+			scsitgt__log(&port->engine->log, SCSITGT_LOG_NOTICE, SCSITGT__SRP_SUBSYS,
+				     "SRP port %s:%u: listening again", port->address, port->port);
+	}
+}
+
+/*
+ * The listener's device goes away, or its address moved: let go of the id (rdma_cm wants it
+ * destroyed on DEVICE_REMOVAL; the kernel waits for that before removing a device) and of
+ * the command memory registered there, then listen again on the address wherever it lives
+ * now, every second until it is back. The channels get the same events on their own ids.
+ */
+static void port_listener_gone(struct scsitgt_srp_portal *port,
+			       const struct scsitgt__rdma_cm_event *ev)
+{
+	int rc;
+
+	if (ev->type == RDMA_CM_EVENT_DEVICE_REMOVAL && port->listen->verbs)
+		scsitgt__rdma_loops_drop(&port->loops, false);
+	rdma_destroy_id(port->listen);
+	port->listen = NULL;
+	rc = port_listen(port);
+	scsitgt__log(&port->engine->log, rc < 0 ? SCSITGT_LOG_ERROR : SCSITGT_LOG_WARNING,
+		     SCSITGT__SRP_SUBSYS, "SRP port %s:%u: %s; listening again: %s", port->address,
+		     port->port, scsitgt__rdma_cm_event_name(ev->type),
+		     rc < 0 ? scsitgt_strerror(rc) : "ok");
+	if (rc < 0)
+		uv_timer_start(&port->relisten, port_relisten_cb, 1000, 1000);
+}
+
 static void port_cm_event(struct scsitgt__rdma_cm_handler *h,
 			  const struct scsitgt__rdma_cm_event *ev)
 {
@@ -652,6 +698,11 @@ static void port_cm_event(struct scsitgt__rdma_cm_handler *h,
 	if (ev->type == RDMA_CM_EVENT_CONNECT_REQUEST) {
 		/* The new id inherited the listener's context: it is ours until the login. */
 		port_connect_request(port, ev);
+		return;
+	}
+	if ((ev->type == RDMA_CM_EVENT_DEVICE_REMOVAL || ev->type == RDMA_CM_EVENT_ADDR_CHANGE) &&
+	    ev->id == port->listen && !port->stopping) {
+		port_listener_gone(port, ev);
 		return;
 	}
 	scsitgt__log(&port->engine->log, SCSITGT_LOG_DEBUG, SCSITGT__SRP_SUBSYS, "port: %s",
@@ -722,8 +773,8 @@ static void port_cm_closed(struct scsitgt__rdma_cm *cm)
 
 static void port_check_done(struct scsitgt_srp_portal *port)
 {
-	if (!port->stopping || !scsitgt__list_empty(&port->chans) || port->cm.ch == NULL ||
-	    port->cm.closed)
+	if (!port->stopping || !port->relisten_closed || !scsitgt__list_empty(&port->chans) ||
+	    port->cm.ch == NULL || port->cm.closed)
 		return;
 	/*
 	 * Every loop drops the port's memory and device list first (a worker's by message).
@@ -738,6 +789,14 @@ static void port_check_done(struct scsitgt_srp_portal *port)
 static void port_drop_back(void *arg)
 {
 	port_check_done(arg);
+}
+
+static void port_relisten_closed(uv_handle_t *h)
+{
+	struct scsitgt_srp_portal *port = h->data;
+
+	port->relisten_closed = true;
+	port_check_done(port);
 }
 
 static void port_stop(struct scsitgt_srp_portal *port, scsitgt_done_cb cb, void *cb_arg)
@@ -757,6 +816,7 @@ static void port_stop(struct scsitgt_srp_portal *port, scsitgt_done_cb cb, void 
 		rdma_destroy_id(port->listen);
 		port->listen = NULL;
 	}
+	uv_close((uv_handle_t *)&port->relisten, port_relisten_closed);
 	/* Every channel is in a nexus: each closes them on its loop. */
 	scsitgt__list_foreach_safe(pos, tmp, &port->nexuses)
 	{
@@ -842,15 +902,9 @@ SCSITGT_EXPORT int scsitgt_srp_portal_create(struct scsitgt_srp_portal **out,
 		free(port);
 		return rc == -ENOENT ? -ENODEV : rc;
 	}
-	if (rdma_create_id(port->cm.ch, &port->listen, &port->cmh, RDMA_PS_TCP) != 0)
-		rc = errno ? -errno : -ENODEV;
-	else if (rdma_bind_addr(port->listen, (struct sockaddr *)&sa) != 0)
-		rc = errno ? -errno : -EADDRNOTAVAIL;
-	else if (port->listen->verbs == NULL && strcmp(o.address, "0.0.0.0") != 0 &&
-		 strcmp(o.address, "::") != 0)
-		rc = -ENODEV; /* the address is not on an RDMA device */
-	else if (rdma_listen(port->listen, o.backlog) != 0)
-		rc = errno ? -errno : -EIO;
+	memcpy(&port->sa, &sa, sizeof(sa));
+	port->wildcard = strcmp(o.address, "0.0.0.0") == 0 || strcmp(o.address, "::") == 0;
+	rc = port_listen(port);
 	if (rc == 0)
 		rc = tgt_attach(port, tgt);
 	if (rc < 0) {
@@ -861,6 +915,8 @@ SCSITGT_EXPORT int scsitgt_srp_portal_create(struct scsitgt_srp_portal **out,
 		return rc == -EADDRNOTAVAIL ? -ENODEV : rc;
 	}
 	port->port = ntohs(rdma_get_src_port(port->listen));
+	uv_timer_init(engine->loop, &port->relisten);
+	port->relisten.data = port;
 	port->svc.shutdown = port_svc_shutdown;
 	scsitgt__engine_add_service(engine, &port->svc);
 	scsitgt__log(&engine->log, SCSITGT_LOG_INFO, SCSITGT__SRP_SUBSYS,

@@ -81,6 +81,77 @@ static void test_rdq_depth_zero_is_one(void **state)
 	assert_null(scsitgt__iser_rdq_next(&q));
 }
 
+/* Walk @l and write its ids into @ids (at most @n); returns how many. */
+static int ids_of(struct scsitgt__iser_rdq_item *l, int *ids, int n)
+{
+	int k = 0;
+
+	for (; l && k < n; l = l->next)
+		ids[k++] = id_of(l);
+	return k;
+}
+
+/*
+ * An aborted task's waiting READs leave the queue (R4 of review32): the others keep their
+ * order, the tail stays right for later pushes, and READs already in flight stay counted.
+ */
+static void test_rdq_take_itt(void **state)
+{
+	static const uint32_t itt_of[7] = { 5, 9, 5, 5, 7, 9, 5 };
+	struct scsitgt__iser_rdq q;
+	struct scsitgt__iser_rdq_item *l;
+	struct item it[8];
+	int ids[8];
+
+	(void)state;
+	scsitgt__iser_rdq_init(&q, 1);
+	for (int i = 0; i < 7; i++) {
+		it[i].id = i;
+		it[i].q.itt = itt_of[i];
+		scsitgt__iser_rdq_push(&q, &it[i].q);
+	}
+	/* READ 0 (ITT 5) is in flight: not queued any more, not taken. */
+	assert_int_equal(id_of(scsitgt__iser_rdq_next(&q)), 0);
+	assert_int_equal(q.queued, 6);
+	/* The head, the middle and the tail of the queue are ITT 5's. */
+	l = scsitgt__iser_rdq_take_itt(&q, 5);
+	assert_int_equal(ids_of(l, ids, 8), 3);
+	assert_int_equal(ids[0], 2);
+	assert_int_equal(ids[1], 3);
+	assert_int_equal(ids[2], 6);
+	assert_int_equal(q.queued, 3);
+	assert_int_equal(q.busy, 1);
+	/* An ITT with nothing waiting: nothing taken, nothing changed. */
+	assert_null(scsitgt__iser_rdq_take_itt(&q, 5));
+	assert_null(scsitgt__iser_rdq_take_itt(&q, 42));
+	assert_int_equal(q.queued, 3);
+	/* A push after taking the tail lands behind the survivors. */
+	it[7].id = 7;
+	it[7].q.itt = 9;
+	scsitgt__iser_rdq_push(&q, &it[7].q);
+	scsitgt__iser_rdq_done(&q);
+	for (int want = 1; want <= 7; want++) {
+		if (want == 2 || want == 3 || want == 6)
+			continue;
+		assert_int_equal(id_of(scsitgt__iser_rdq_next(&q)), want);
+		scsitgt__iser_rdq_done(&q);
+	}
+	assert_null(scsitgt__iser_rdq_next(&q));
+	assert_int_equal(q.queued, 0);
+	/* Taking every READ leaves an empty queue that still works. */
+	it[0].q.itt = 3;
+	it[1].q.itt = 3;
+	scsitgt__iser_rdq_push(&q, &it[0].q);
+	scsitgt__iser_rdq_push(&q, &it[1].q);
+	l = scsitgt__iser_rdq_take_itt(&q, 3);
+	assert_int_equal(ids_of(l, ids, 8), 2);
+	assert_int_equal(q.queued, 0);
+	assert_null(scsitgt__iser_rdq_next(&q));
+	scsitgt__iser_rdq_push(&q, &it[4].q);
+	assert_int_equal(id_of(scsitgt__iser_rdq_next(&q)), 4);
+	assert_null(scsitgt__iser_rdq_next(&q));
+}
+
 static void test_credit_per_cmd(void **state)
 {
 	struct scsitgt__iser_credit_params p = {
@@ -205,6 +276,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rdq_depth_and_order),
 		cmocka_unit_test(test_rdq_depth_zero_is_one),
+		cmocka_unit_test(test_rdq_take_itt),
 		cmocka_unit_test(test_credit_per_cmd),
 		cmocka_unit_test(test_credit_recvs_and_window),
 		cmocka_unit_test(test_unexp_unlimited),

@@ -354,12 +354,96 @@ static void test_nexus_home(void **state)
 	world_destroy(&w);
 }
 
+/*
+ * review32 R6: the host's SESSION_LOGIN callback may kick the new session or destroy the SRP
+ * port (events.h forbids only the engine, target and LUN). The login is then refused and the
+ * nexus ends with it, on home or on its worker; nothing is set up on the stopping port.
+ */
+enum hook_mode {
+	HOOK_NONE,
+	HOOK_KICK,
+	HOOK_STOP
+};
+
+static struct {
+	struct world *w;
+	enum hook_mode mode;
+	unsigned int logins, logouts;
+} hook;
+
+static void hook_event(void *arg, const struct scsitgt_event *e)
+{
+	(void)arg;
+	if (e->type == SCSITGT_EVENT_SESSION_LOGOUT)
+		hook.logouts++;
+	if (e->type != SCSITGT_EVENT_SESSION_LOGIN)
+		return;
+	hook.logins++;
+	if (hook.mode == HOOK_KICK) {
+		/* The nexus being made is the port's newest. */
+		struct srp_nexus *nx =
+			scsitgt__container_of(hook.w->port->nexuses.prev, struct srp_nexus, node);
+
+		assert_int_equal(scsitgt_session_kick((struct scsitgt_session *)nx->core), 0);
+	} else if (hook.mode == HOOK_STOP) {
+		/* What scsitgt_srp_portal_destroy() does first (this port has no listener). */
+		hook.w->port->stopping = true;
+	}
+}
+
+static void login_hook(bool conn_workers, enum hook_mode mode)
+{
+	struct scsitgt__srp_login_req req;
+	struct srp_nexus *nx = NULL;
+	struct world w;
+	uint8_t mc;
+
+	world_create(&w, conn_workers);
+	memset(&hook, 0, sizeof(hook));
+	hook.w = &w;
+	hook.mode = mode;
+	assert_int_equal(scsitgt_engine_set_event_cb(w.engine, hook_event, NULL), 0);
+	login_req(&req, 1);
+	assert_int_equal(scsitgt__srp_nexus_admit(&nx, w.port, &req, true, "peer", &mc),
+			 SRP_REJ_UNABLE_ESTABLISH);
+	assert_null(nx);
+	assert_int_equal(hook.logins, 1);
+	assert_int_equal(hook.logouts, 1);
+	wait_for(&w, port_idle);
+	assert_int_equal(w.engine->workers[0].nconns + w.engine->workers[1].nconns, 0);
+	/* A later login (the kick was for that session only) is admitted as usual. */
+	if (mode == HOOK_KICK) {
+		hook.mode = HOOK_NONE;
+		assert_int_equal(scsitgt__srp_nexus_admit(&nx, w.port, &req, true, "peer", &mc), 0);
+		assert_non_null(nx);
+		assert_int_equal(hook.logins, 2);
+		(void)channel(&w, nx);
+		scsitgt__srp_nexus_close(nx, SRP_TLO_NO_REASON, "test over");
+	}
+	w.port->stopping = false;
+	world_destroy(&w);
+}
+
+static void test_login_hook_kick(void **state)
+{
+	(void)state;
+	login_hook(false, HOOK_KICK);
+	login_hook(true, HOOK_KICK);
+}
+
+static void test_login_hook_port_stop(void **state)
+{
+	(void)state;
+	login_hook(false, HOOK_STOP);
+	login_hook(true, HOOK_STOP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nexus_on_worker),
-		cmocka_unit_test(test_single_replaces),
-		cmocka_unit_test(test_nexus_home),
+		cmocka_unit_test(test_nexus_on_worker),	     cmocka_unit_test(test_single_replaces),
+		cmocka_unit_test(test_nexus_home),	     cmocka_unit_test(test_login_hook_kick),
+		cmocka_unit_test(test_login_hook_port_stop),
 	};
 
 	return cmocka_run_group_tests(tests, cw_env_setup, cw_env_teardown);

@@ -489,8 +489,14 @@ static void store_number(struct scsitgt__iscsi_neg *n, enum scsitgt__iscsi_key_i
 		p->max_connections = v;
 		break;
 	case SCSITGT__ISCSI_KEY_MAX_RECV_DSL:
-		/* The initiator's declaration bounds what we send (RFC 7143 §13.12). */
-		p->max_xmit_dsl = v;
+		/*
+		 * The initiator's declaration bounds what we send (RFC 7143 §13.12); not in
+		 * iSER-assisted mode, where InitiatorRecvDataSegmentLength does (RFC 7145 §6.3,
+		 * scsitgt__iscsi_neg_finish()): a later re-declaration (a Text Request) is ignored.
+		 */
+		if (!p->rdma_extensions) {
+			p->max_xmit_dsl = v;
+		}
 		break;
 	case SCSITGT__ISCSI_KEY_MAX_BURST_LENGTH:
 		p->max_burst = v;
@@ -1104,6 +1110,18 @@ int scsitgt__iscsi_neg_finish(struct scsitgt__iscsi_neg *n)
 	 */
 	if (p->first_burst > p->max_burst) {
 		p->first_burst = p->max_burst;
+	}
+	/*
+	 * RFC 7145 §6.3: in iSER-assisted mode the initiator's InitiatorRecvDataSegmentLength
+	 * (default 8192), not its MaxRecvDataSegmentLength, is what its receive buffers hold for
+	 * the control-type PDUs we send; and one PDU of ours carries at most what the data
+	 * mover's send buffers hold.
+	 */
+	if (p->rdma_extensions) {
+		p->max_xmit_dsl = p->initiator_recv_dsl;
+		if (n->cfg.max_xmit_cap && p->max_xmit_dsl > n->cfg.max_xmit_cap) {
+			p->max_xmit_dsl = n->cfg.max_xmit_cap;
+		}
 	}
 	/* RFC 7143 §13.11: InitiatorName is required in the first login of every connection. */
 	if (!p->has_initiator_name) {

@@ -184,6 +184,11 @@ struct scsitgt__iscsi_neg_params {
 	bool rdma_extensions;	       /**< iSER: accept RDMAExtensions=Yes. Default false. */
 	uint32_t max_outstanding_unexpected_pdus; /**< iSER, 0 = no limit. Default 0. */
 	/**
+	 * iSER: the largest data segment the data mover can send in one PDU; what we send is
+	 * bounded by it besides the initiator's InitiatorRecvDataSegmentLength. 0: no bound.
+	 */
+	uint32_t max_xmit_cap;
+	/**
 	 * Propose operational keys the initiator did not offer when our value differs from the
 	 * RFC default (e.g. InitialR2T=No); the login then waits for the answer. Default true.
 	 */
@@ -201,7 +206,12 @@ struct scsitgt__iscsi_session_params {
 	bool initial_r2t;
 	bool immediate_data;
 	uint32_t max_recv_dsl; /**< Ours: the largest data segment we accept. */
-	uint32_t max_xmit_dsl; /**< Initiator's MaxRecvDataSegmentLength: we may send. */
+	/**
+	 * The largest data segment we may send: the initiator's MaxRecvDataSegmentLength; with
+	 * RDMAExtensions=Yes its InitiatorRecvDataSegmentLength instead, within
+	 * cfg.max_xmit_cap (RFC 7145 §6.3), set by scsitgt__iscsi_neg_finish().
+	 */
+	uint32_t max_xmit_dsl;
 	uint32_t max_burst;
 	uint32_t first_burst;
 	uint32_t default_time2wait;
