@@ -1256,7 +1256,7 @@ static int k_srp_num(struct parser *p, const char *key, const char *v)
 		uint64_t min, max;
 	} nums[] = {
 		{ "port", 1, 65535 },		{ "max_channels", 1, 64 },
-		{ "queue_size", 2, 4096 },	{ "max_it_iu_len", 64, 1048576 },
+		{ "queue_size", 2, 3275 },	{ "max_it_iu_len", 64, 1048576 },
 		{ "max_ti_iu_len", 64, 65536 }, { "rel_port_id", 1, 65535 },
 		{ "backlog", 1, 65535 },
 	};

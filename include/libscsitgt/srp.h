@@ -49,7 +49,9 @@ struct scsitgt_srp_portal_opts {
 	uint32_t max_channels;
 	/**
 	 * Request limit of a channel: commands and task management requests the initiator may
-	 * have outstanding on it (the login's initial REQUEST LIMIT DELTA), 2..4096. Default 128.
+	 * have outstanding on it (the login's initial REQUEST LIMIT DELTA), 2..3275: a channel
+	 * reserves 5 x queue_size + 7 entries of its device's completion queue (16384 entries),
+	 * so no channel of a larger one could ever log in. Default 128.
 	 */
 	uint32_t queue_size;
 	/**

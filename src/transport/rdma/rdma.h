@@ -102,6 +102,8 @@ int scsitgt__rdma_dev_get(struct scsitgt__rdma_dev **out, struct scsitgt__list *
 void scsitgt__rdma_dev_put(struct scsitgt__rdma_dev *dev);
 /* Take one more reference on a device (dropped with scsitgt__rdma_dev_put()). */
 void scsitgt__rdma_dev_hold(struct scsitgt__rdma_dev *dev);
+/* Entries of a device's shared CQ (fewer when the device allows fewer, max_cqe). */
+#define SCSITGT__RDMA_CQ_SIZE 16384
 /* Reserve CQ entries for a QP; -ENOSPC when the shared CQ is full. */
 int scsitgt__rdma_dev_reserve(struct scsitgt__rdma_dev *dev, int n);
 void scsitgt__rdma_dev_unreserve(struct scsitgt__rdma_dev *dev, int n);

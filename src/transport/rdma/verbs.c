@@ -10,8 +10,6 @@
 
 /* Completions taken per ibv_poll_cq call. */
 #define RDMA_POLL_BATCH 32
-/* Shared CQ size wanted; capped by the device. */
-#define RDMA_CQ_SIZE 16384
 /* CQ events acknowledged in batches (ibv_ack_cq_events takes a mutex). */
 #define RDMA_ACK_BATCH 64u
 /*
@@ -169,7 +167,8 @@ int scsitgt__rdma_dev_get(struct scsitgt__rdma_dev **out, struct scsitgt__list *
 		rc = -errno;
 		goto fail;
 	}
-	dev->cq_size = dev->attr.max_cqe < RDMA_CQ_SIZE ? dev->attr.max_cqe : RDMA_CQ_SIZE;
+	dev->cq_size = dev->attr.max_cqe < SCSITGT__RDMA_CQ_SIZE ? dev->attr.max_cqe :
+								   SCSITGT__RDMA_CQ_SIZE;
 	dev->cq = ibv_create_cq(verbs, dev->cq_size, dev, dev->ch, 0);
 	if (dev->cq == NULL)
 		goto fail;

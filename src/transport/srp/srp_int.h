@@ -34,6 +34,22 @@
 #define SRP_AER_QUEUE 8u
 /* Send buffers beyond the request limit: our requests and SRP_T_LOGOUT. */
 #define SRP_SEND_EXTRA (SRP_TGT_REQ_MAX + 2u)
+/*
+ * Send queue depth of a channel with request limit @q: a command's Data-In may take one RDMA
+ * WRITE per descriptor, then its response (before the device's max_qp_wr caps it).
+ */
+#define SRP_CH_SQ_DEPTH(q) \
+	(((q)*4u < SRP_MAX_DESCRIPTORS + 8u ? SRP_MAX_DESCRIPTORS + 8u : (q)*4u) + SRP_SEND_EXTRA)
+/* Entries of its device's shared CQ a channel with request limit @q reserves. */
+#define SRP_CH_CQ_ENTRIES(q) ((q) + SRP_RECV_EXTRA + SRP_CH_SQ_DEPTH(q))
+/*
+ * The largest queue_size (request limit) whose channel fits the shared CQ at all (review32
+ * N12): scsitgt_srp_portal_create() refuses more, since no login could ever be accepted.
+ */
+#define SRP_QUEUE_SIZE_MAX 3275u
+_Static_assert(SRP_CH_CQ_ENTRIES(SRP_QUEUE_SIZE_MAX) <= SCSITGT__RDMA_CQ_SIZE &&
+		       SRP_CH_CQ_ENTRIES(SRP_QUEUE_SIZE_MAX + 1u) > SCSITGT__RDMA_CQ_SIZE,
+	       "SRP_QUEUE_SIZE_MAX is the largest request limit whose channel fits the CQ");
 
 struct srp_nexus;
 struct srp_ch;

@@ -386,9 +386,7 @@ static int ch_resources(struct srp_ch *ch)
 	scsitgt__rdma_mem_use(ch->mem);
 	ch->nrecv = q + SRP_RECV_EXTRA;
 	ch->nsend = q + SRP_SEND_EXTRA;
-	/* A command's Data-In may take one RDMA WRITE per descriptor, then its response. */
-	ch->sq_depth = q * 4u < SRP_MAX_DESCRIPTORS + 8u ? SRP_MAX_DESCRIPTORS + 8u : q * 4u;
-	ch->sq_depth += SRP_SEND_EXTRA;
+	ch->sq_depth = SRP_CH_SQ_DEPTH(q);
 	if (ch->sq_depth > (unsigned int)ch->dev->attr.max_qp_wr)
 		ch->sq_depth = (unsigned int)ch->dev->attr.max_qp_wr;
 	if (ch->nrecv > (uint32_t)ch->dev->attr.max_qp_wr || ch->sq_depth < ch->nsend)
@@ -842,9 +840,9 @@ static int opts_check(struct scsitgt_srp_portal_opts *o, struct sockaddr_storage
 	o->size = sizeof(*o);
 	if (o->address == NULL || strlen(o->address) >= 64 || o->ioc_guid == 0 ||
 	    o->max_channels < 1 || o->max_channels > 64 || o->queue_size < 2 ||
-	    o->queue_size > 4096 || o->max_it_iu_len < 64 || o->max_it_iu_len > (1u << 20) ||
-	    o->max_ti_iu_len < 64 || o->max_ti_iu_len > 65536 || o->rel_port_id == 0 ||
-	    o->backlog < 1)
+	    o->queue_size > SRP_QUEUE_SIZE_MAX || o->max_it_iu_len < 64 ||
+	    o->max_it_iu_len > (1u << 20) || o->max_ti_iu_len < 64 || o->max_ti_iu_len > 65536 ||
+	    o->rel_port_id == 0 || o->backlog < 1)
 		return -EINVAL;
 	memset(sa, 0, sizeof(*sa));
 	if (uv_ip4_addr(o->address, o->port, (struct sockaddr_in *)sa) != 0 &&

@@ -828,7 +828,7 @@ static void test_access_srp_limits(void **state)
 		  "line 4:", "64-bit number");
 	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 0xg\n", "line 4:", "64-bit number");
 	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 1\nqueue_size = 1\n",
-		  "line 5:", "2..4096");
+		  "line 5:", "2..3275");
 	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 1\naddress = any\n",
 		  "line 5:", "numeric");
 	parse_bad("[target]\nname = iqn.x\n[srp]\nioc_guid = 1\n[target]\nname = iqn.y\n"

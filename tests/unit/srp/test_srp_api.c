@@ -133,6 +133,17 @@ static void huge_queue(struct scsitgt_srp_portal_opts *o)
 	o->queue_size = 4097;
 }
 
+/* review32 N12: 5 x 3276 + 7 entries exceed the device's 16384-entry CQ: no login could fit. */
+static void cq_queue(struct scsitgt_srp_portal_opts *o)
+{
+	o->queue_size = 3276;
+}
+
+static void largest_queue(struct scsitgt_srp_portal_opts *o)
+{
+	o->queue_size = 3275;
+}
+
 static void small_it_iu(struct scsitgt_srp_portal_opts *o)
 {
 	o->max_it_iu_len = 63;
@@ -166,8 +177,8 @@ static void zero_size(struct scsitgt_srp_portal_opts *o)
 static void test_create_checks(void **state)
 {
 	void (*bad[])(struct scsitgt_srp_portal_opts *) = {
-		no_guid,   zero_channels, many_channels, tiny_queue,	huge_queue, small_it_iu,
-		big_ti_iu, bad_address,	  no_address,	 zero_rel_port, zero_size,
+		no_guid,     zero_channels, many_channels, tiny_queue, huge_queue,    cq_queue,
+		small_it_iu, big_ti_iu,	    bad_address,   no_address, zero_rel_port, zero_size,
 	};
 	struct scsitgt_srp_portal *p;
 	struct env e;
@@ -184,6 +195,8 @@ static void test_create_checks(void **state)
 		assert_int_equal(create_with(&e, bad[i]), -EINVAL);
 	/* Valid options: a port when the address is on an RDMA device, else -ENODEV. */
 	rc = create_with(&e, NULL);
+	assert_true(rc == 0 || rc == -ENODEV);
+	rc = create_with(&e, largest_queue);
 	assert_true(rc == 0 || rc == -ENODEV);
 #else
 	(void)bad;
