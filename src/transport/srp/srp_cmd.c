@@ -206,7 +206,7 @@ static int task_take_descs(struct srp_task *t, const struct scsitgt__srp_buf *b)
 		t->ndesc = 1;
 		return 0;
 	}
-	/* INDIRECT: n_total >= 1 and <= SRP_MAX_DESCRIPTORS (checked by the decoder). */
+	/* INDIRECT: n_total >= 1 (the decoder) and <= SRP_MAX_DESCRIPTORS (ch_cmd). */
 	if (b->n_in_iu < b->n_total) {
 		/* §5.6.2.3: a partial table in the IU; the whole table is at the table descriptor. */
 		t->table = b->desc;
@@ -337,6 +337,14 @@ static int ch_cmd(struct srp_ch *ch, const uint8_t *iu, size_t len)
 	if (cmd->state == SCSITGT__CMD_DONE) {
 		/* Refused by setup: no data moves, the descriptors do not matter. */
 		task_execute(t);
+		return 0;
+	}
+	if (b->fmt == SRP_DESC_INDIRECT && b->n_total > SRP_MAX_DESCRIPTORS) {
+		/*
+		 * A valid table longer than we take (ib_srp's indirect_sg_entries goes up to
+		 * 2048): this command fails, the channel stays (SPC-5 0Eh/03h).
+		 */
+		task_refuse(t, SCSITGT__SR_INVALID_FIELD_IN_CMD_IU);
 		return 0;
 	}
 	rc = task_take_descs(t, b);

@@ -439,7 +439,12 @@ static int cmd_buf_decode(const uint8_t *buf, size_t len, size_t *off, uint8_t f
 			return -EPROTO;
 		b->n_total = b->desc.len / SRP_DIRECT_DESC_LEN;
 		b->n_in_iu = count;
-		if (b->n_total == 0 || b->n_total > SRP_MAX_DESCRIPTORS || b->n_in_iu > b->n_total)
+		/*
+		 * More than SRP_MAX_DESCRIPTORS is a well-formed table this target cannot use:
+		 * decoded all the same (the part in the IU is bounded by its length), so that
+		 * only that command fails (srp_cmd.c), not the channel.
+		 */
+		if (b->n_total == 0 || b->n_in_iu > b->n_total)
 			return -EPROTO;
 		o += SRP_INDIRECT_HDR_LEN;
 		if (len < o + (size_t)b->n_in_iu * SRP_DIRECT_DESC_LEN)

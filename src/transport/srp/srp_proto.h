@@ -139,7 +139,10 @@ enum {
 	SRP_ATTR_ACA = 4,
 };
 
-/* Descriptors one SRP_CMD may describe in an indirect table; more is refused. */
+/*
+ * Descriptors one SRP_CMD may describe in an indirect table; a command with more fails with
+ * CHECK CONDITION (the decoder still accepts it: the channel stays).
+ */
 #define SRP_MAX_DESCRIPTORS 256u
 
 /* ---- login ---- */
@@ -280,7 +283,10 @@ struct scsitgt__srp_buf {
 	uint32_t total_len; /* bytes the initiator's buffer holds */
 	/* DIRECT: the descriptor. INDIRECT: the table descriptor (where the full list is). */
 	struct scsitgt__srp_desc desc;
-	/* INDIRECT: descriptors in the IU (@list, 16 bytes each) and in the whole table. */
+	/*
+	 * INDIRECT: descriptors in the IU (@list, 16 bytes each) and in the whole table (may
+	 * exceed SRP_MAX_DESCRIPTORS; n_in_iu is within the IU).
+	 */
 	const uint8_t *list;
 	uint32_t n_in_iu;
 	uint32_t n_total;

@@ -527,10 +527,24 @@ static void test_cmd_indirect_full_and_partial(void **state)
 	assert_int_equal(scsitgt__srp_cmd_decode(buf, n, 0, &c, &tlo), -EPROTO);
 	buf[48 + 15] = 0;
 	assert_int_equal(scsitgt__srp_cmd_decode(buf, n, 0, &c, &tlo), -EPROTO);
+	/*
+	 * review32 N8: more than SRP_MAX_DESCRIPTORS is a valid table the target cannot use:
+	 * decoded (only that command fails, srp_cmd.c), the channel is not logged out.
+	 */
 	buf[48 + 14] = 0x10; /* 4096 + 16 bytes: 257 descriptors */
 	buf[48 + 15] = 0x10;
+	assert_int_equal(scsitgt__srp_cmd_decode(buf, n, 0, &c, &tlo), 0);
+	assert_int_equal(tlo, 0);
+	assert_int_equal(c.out.n_total, SRP_MAX_DESCRIPTORS + 1);
+	assert_int_equal(c.out.n_in_iu, 1);
+	buf[48 + 14] = 0x80; /* 32 KiB: the 2048 of ib_srp's largest indirect_sg_entries */
+	buf[48 + 15] = 0x00;
+	assert_int_equal(scsitgt__srp_cmd_decode(buf, n, 0, &c, &tlo), 0);
+	assert_int_equal(c.out.n_total, 2048);
+	/* Its count in the IU still bounded by the IU. */
+	buf[6] = 2;
 	assert_int_equal(scsitgt__srp_cmd_decode(buf, n, 0, &c, &tlo), -EPROTO);
-	assert_int_equal(tlo, SRP_TLO_BAD_DATA_OUT_FMT);
+	assert_int_equal(tlo, SRP_TLO_INVALID_IU_LEN);
 }
 
 static void test_cmd_immediate(void **state)
