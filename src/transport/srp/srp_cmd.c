@@ -599,6 +599,7 @@ struct srp_tmf {
 	struct srp_ch *ch;
 	uint64_t tag;
 	uint8_t code;
+	uint32_t after; /* ch->rsp_seq when it ended: task responses queued before go first */
 };
 
 static uint8_t tmf_code(enum scsitgt__tmf_response r)
@@ -641,6 +642,12 @@ static int tmf_send(struct srp_ch *ch, struct srp_tmf *m)
 	return rc;
 }
 
+/*
+ * The function ended. The responses of tasks that completed before it precede its own (SAM-5's
+ * task management functions; ib_srp drops an SRP_RSP whose tag it gave up with the TMF's
+ * response): one still waiting for send room in ch->sendq keeps it queued behind, and the pump
+ * sends both in the order they ended (review32 N7). Later task responses do not hold it.
+ */
 static void tmf_done(void *arg, enum scsitgt__tmf_response resp)
 {
 	struct srp_tmf *m = arg;
@@ -648,12 +655,13 @@ static void tmf_done(void *arg, enum scsitgt__tmf_response resp)
 
 	ch->holds--;
 	m->code = tmf_code(resp);
-	if (ch->closing || tmf_send(ch, m) == -EAGAIN) {
-		if (!ch->closing) {
-			ch->holds++;
-			scsitgt__list_add_tail(&ch->tmfq, &m->node);
-			return;
-		}
+	m->after = ch->rsp_seq;
+	if (!ch->closing && (!scsitgt__list_empty(&ch->sendq) || !scsitgt__list_empty(&ch->tmfq) ||
+			     tmf_send(ch, m) == -EAGAIN)) {
+		ch->holds++;
+		scsitgt__list_add_tail(&ch->tmfq, &m->node);
+		ch_kick(ch);
+		return;
 	}
 	free(m);
 	ch_kick(ch);
@@ -824,19 +832,29 @@ void scsitgt__srp_ch_pump(struct srp_ch *ch)
 {
 	if (ch->closing || !ch->accepted)
 		return;
-	while (!scsitgt__list_empty(&ch->tmfq)) {
-		struct srp_tmf *m = scsitgt__container_of(ch->tmfq.next, struct srp_tmf, node);
+	/* Task and TMF responses in the order they ended (tmf_done()). */
+	for (;;) {
+		struct srp_tmf *m =
+			scsitgt__list_empty(&ch->tmfq) ?
+				NULL :
+				scsitgt__container_of(ch->tmfq.next, struct srp_tmf, node);
+		struct srp_task *t =
+			scsitgt__list_empty(&ch->sendq) ?
+				NULL :
+				scsitgt__container_of(ch->sendq.next, struct srp_task, qnode);
+		int rc;
 
-		if (tmf_send(ch, m) == -EAGAIN)
-			return;
-		scsitgt__list_remove(&m->node);
-		ch->holds--;
-		free(m);
-	}
-	while (!scsitgt__list_empty(&ch->sendq)) {
-		struct srp_task *t = scsitgt__container_of(ch->sendq.next, struct srp_task, qnode);
-		int rc = task_post_rsp(ch, t);
-
+		if (m && (t == NULL || (int32_t)(t->seq - m->after) >= 0)) {
+			if (tmf_send(ch, m) == -EAGAIN)
+				return;
+			scsitgt__list_remove(&m->node);
+			ch->holds--;
+			free(m);
+			continue;
+		}
+		if (t == NULL)
+			break;
+		rc = task_post_rsp(ch, t);
 		if (rc == -EAGAIN)
 			return;
 		task_unqueue(t);
@@ -918,6 +936,7 @@ static void srp_cmd_done(struct scsitgt__cmd *cmd)
 		return;
 	}
 	t->state = SRP_TASK_SENDING;
+	t->seq = ch->rsp_seq++;
 	scsitgt__list_add_tail(&ch->sendq, &t->qnode);
 	ch_kick(ch);
 }

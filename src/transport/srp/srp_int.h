@@ -153,6 +153,7 @@ struct srp_ch {
 	struct scsitgt__list rdq;   /* tasks with RDMA READs to post */
 	struct scsitgt__list sendq; /* tasks whose response waits for send resources */
 	struct scsitgt__list tmfq;  /* TMF responses waiting for send resources */
+	uint32_t rsp_seq;	    /* task responses queued so far: orders sendq and tmfq */
 	struct {
 		uint64_t lun_id;
 		enum scsitgt__sense_reason reason;
@@ -202,6 +203,7 @@ struct srp_task {
 	bool keyed;
 	unsigned int pending; /* work requests posted, not completed */
 	int slot;	      /* send buffer of the response, -1 */
+	uint32_t seq;	      /* its response's place in ch->rsp_seq, once done */
 };
 
 /* srp_nexus.c (home's side of nexuses, and what crosses to a nexus's loop) */

@@ -4,12 +4,14 @@
  * port that never listens, a login admitted on home (no workers) and a channel whose QP is a
  * fake one. Its post_send (ibv_post_send() calls the QP's context ops) records each SEND's IU
  * and the work request; the test completes them when it wants, so it decides when the send
- * queue has room. Only commands without data move here (no memory registration is faked):
- * what the channel answers, and in which order.
+ * queue has room (RDMA WRITEs of Data-In are recorded, never performed). The port's registered
+ * command memory is a buffer pool over plain memory under a fake MR. Checked: what the
+ * channel answers, and in which order.
  *
- * Checked: an indirect table of more than 256 descriptors fails that command with CHECK
+ * An indirect table of more than 256 descriptors fails that command with CHECK
  * CONDITION, ILLEGAL REQUEST, INVALID FIELD IN COMMAND INFORMATION UNIT and keeps the channel
- * (review32 N8).
+ * (review32 N8); a TMF response never overtakes the response of a task that completed before
+ * the function but waits for send queue room (review32 N7).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,7 +37,13 @@ static struct {
 		uint32_t len;
 	} sends[REC_MAX];
 	unsigned int nsends;
-	struct ibv_send_wr wrs[REC_MAX];
+	/* Work requests: what they were (their lists lived on the poster's stack). */
+	struct {
+		uint64_t wr_id;
+		enum ibv_wr_opcode opcode;
+		uint64_t remote_addr;
+		uint32_t len;
+	} wrs[REC_MAX];
 	unsigned int nwrs;
 } rec;
 
@@ -45,7 +53,11 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 	(void)bad;
 	for (; wr; wr = wr->next) {
 		assert_true(rec.nwrs < REC_MAX);
-		rec.wrs[rec.nwrs++] = *wr;
+		rec.wrs[rec.nwrs].wr_id = wr->wr_id;
+		rec.wrs[rec.nwrs].opcode = wr->opcode;
+		rec.wrs[rec.nwrs].remote_addr = wr->wr.rdma.remote_addr;
+		rec.wrs[rec.nwrs].len = wr->num_sge ? wr->sg_list[0].length : 0;
+		rec.nwrs++;
 		if (wr->opcode != IBV_WR_SEND)
 			continue;
 		assert_true(rec.nsends < REC_MAX);
@@ -70,6 +82,7 @@ struct world {
 	struct ibv_qp qp;
 	struct rdma_cm_id id;
 	struct ibv_mr txmr;
+	struct scsitgt__rdma_mem mem;
 	uint8_t *txmem;
 	uint32_t *txstack;
 	uint64_t next_tag;
@@ -130,6 +143,17 @@ static void channel_up(struct world *w)
 	ch->sq_depth = SQ_DEPTH;
 	ch->sq_free = SQ_DEPTH;
 	ch->rd_depth = 4;
+	/* The port's command buffers: 1 MiB in 4 KiB units, "registered" under the fake MR. */
+	w->mem.size = 1u << 20;
+	w->mem.mem = aligned_alloc(4096, w->mem.size);
+	assert_non_null(w->mem.mem);
+	assert_int_equal(scsitgt__bufpool_init(&w->mem.bp, w->mem.mem, w->mem.size, 12,
+					       SCSITGT__BUFPOOL_MAX_ORDER),
+			 0);
+	w->mem.mr = &w->txmr;
+	w->mem.owned = true;
+	ch->mem = &w->mem;
+	scsitgt__rdma_mem_use(ch->mem);
 	scsitgt__srp_credits_init(&ch->cred, w->port->opts.queue_size);
 	ch->accepted = true;
 	ch->connected = true;
@@ -190,7 +214,8 @@ static bool settle(struct world *w, bool (*cond)(struct world *w))
 static void complete_all(struct world *w)
 {
 	for (unsigned int i = 0; i < rec.nwrs; i++) {
-		struct scsitgt__rdma_wr *wr = (struct scsitgt__rdma_wr *)(uintptr_t)rec.wrs[i].wr_id;
+		struct scsitgt__rdma_wr *wr =
+			(struct scsitgt__rdma_wr *)(uintptr_t)rec.wrs[i].wr_id;
 		struct srp_slot *s;
 		struct ibv_wc wc;
 
@@ -238,6 +263,10 @@ static void world_destroy(struct world *w)
 	free(w->port);
 	free(w->txmem);
 	free(w->txstack);
+	assert_int_equal(w->mem.users, 0);
+	assert_int_equal(w->mem.bp.live_blocks, 0);
+	scsitgt__bufpool_fini(&w->mem.bp);
+	free(w->mem.mem);
 	scsitgt_engine_destroy(w->engine, destroyed, &done);
 	uv_run(&w->loop, UV_RUN_DEFAULT);
 	assert_int_equal(done, 1);
@@ -252,21 +281,28 @@ static void deliver(struct world *w, const uint8_t *iu, size_t len)
 	scsitgt__srp_ch_leave(w->ch);
 }
 
-/* An SRP_CMD of @cdb on LUN 0 without data; returns its tag. */
-static uint64_t send_cmd(struct world *w, const uint8_t cdb[16])
+/* An SRP_CMD of @cdb on LUN 0 with the buffers of @s (its tag set here); returns the tag. */
+static uint64_t send_spec(struct world *w, struct scsitgt__srp_cmd_spec *s, const uint8_t cdb[16])
 {
-	struct scsitgt__srp_cmd_spec s;
 	uint8_t iu[128];
 	size_t n;
 
-	memset(&s, 0, sizeof(s));
-	s.tag = w->next_tag++;
-	s.cdb = cdb;
-	s.cdb_len = 16;
-	n = scsitgt__srp_cmd_encode(iu, sizeof(iu), &s);
+	s->tag = w->next_tag++;
+	s->cdb = cdb;
+	s->cdb_len = 16;
+	n = scsitgt__srp_cmd_encode(iu, sizeof(iu), s);
 	assert_true(n > 0);
 	deliver(w, iu, n);
-	return s.tag;
+	return s->tag;
+}
+
+/* The same without data. */
+static uint64_t send_cmd(struct world *w, const uint8_t cdb[16])
+{
+	struct scsitgt__srp_cmd_spec s;
+
+	memset(&s, 0, sizeof(s));
+	return send_spec(w, &s, cdb);
 }
 
 /* The recorded SRP_RSP of @tag, decoded; false when there is none. */
@@ -315,16 +351,11 @@ static void test_too_many_descriptors(void **state)
 	struct scsitgt__srp_cmd_spec s;
 	struct scsitgt__srp_rsp r;
 	struct world w;
-	uint8_t iu[128];
-	size_t n;
 
 	(void)state;
 	world_create(&w);
 	clear_ua(&w);
 	memset(&s, 0, sizeof(s));
-	s.tag = w.next_tag++;
-	s.cdb = write10;
-	s.cdb_len = 16;
 	s.out_fmt = SRP_DESC_INDIRECT;
 	s.descs = &d;
 	s.ndescs = 1;
@@ -332,10 +363,7 @@ static void test_too_many_descriptors(void **state)
 	s.table.key = 9;
 	s.table.len = (SRP_MAX_DESCRIPTORS + 1) * SRP_DIRECT_DESC_LEN;
 	s.total_len = 4096;
-	n = scsitgt__srp_cmd_encode(iu, sizeof(iu), &s);
-	assert_true(n > 0);
-	deliver(&w, iu, n);
-	want_tag = s.tag;
+	want_tag = send_spec(&w, &s, write10);
 	assert_true(settle(&w, answered));
 	assert_false(w.ch->closing);
 	assert_true(rsp_of(s.tag, &r));
@@ -357,10 +385,117 @@ static void test_too_many_descriptors(void **state)
 	world_destroy(&w);
 }
 
+/* A TMF on LUN 0 (SRP_TSK_MGMT); returns its tag. */
+static uint64_t send_tmf(struct world *w, uint8_t func)
+{
+	struct scsitgt__srp_tsk_mgmt tm;
+	uint8_t iu[SRP_TSK_MGMT_LEN];
+
+	memset(&tm, 0, sizeof(tm));
+	tm.tag = w->next_tag++;
+	tm.func = func;
+	scsitgt__srp_tsk_mgmt_encode(iu, &tm);
+	deliver(w, iu, sizeof(iu));
+	return tm.tag;
+}
+
+/* Where the SRP_RSP of @tag is among the recorded SENDs, or -1. */
+static int rsp_at(uint64_t tag)
+{
+	struct scsitgt__srp_rsp r;
+
+	for (unsigned int i = 0; i < rec.nsends; i++) {
+		if (rec.sends[i].iu[0] == SRP_IU_RSP &&
+		    scsitgt__srp_rsp_decode(rec.sends[i].iu, rec.sends[i].len, &r) == 0 &&
+		    r.tag == tag)
+			return (int)i;
+	}
+	return -1;
+}
+
+static struct srp_task *first_waiting(struct world *w)
+{
+	if (scsitgt__list_empty(&w->ch->sendq))
+		return NULL;
+	return scsitgt__container_of(w->ch->sendq.next, struct srp_task, qnode);
+}
+
+static bool read_waits(struct world *w)
+{
+	return first_waiting(w) != NULL;
+}
+
+/* The TMF of want_tag ended: answered, or its response queued. */
+static bool tmf_ended(struct world *w)
+{
+	return !scsitgt__list_empty(&w->ch->tmfq) || rsp_at(want_tag) >= 0;
+}
+
+/*
+ * review32 N7: a READ completes first, but its Data-In (an RDMA WRITE) and SRP_RSP need two
+ * send queue entries and only one is free: it waits in the send queue. A task management
+ * function ending now (ABORT TASK SET, LOGICAL UNIT RESET) must not take that one entry: its
+ * response goes after the READ's once room comes back (SAM-5: the responses of tasks that
+ * completed before the function precede its own; ib_srp drops an SRP_RSP whose tag it already
+ * gave up with the TMF). Then the same with no room at all, where only the pump decides.
+ */
+static void tmf_behind_waiting_read(uint8_t func, unsigned int room)
+{
+	static const uint8_t read10[16] = { 0x28, 0, 0, 0, 0, 0, 0, 0, 8 };
+	struct scsitgt__srp_desc d = { .va = 0x10000, .key = 7, .len = 4096 };
+	struct scsitgt__srp_cmd_spec s;
+	struct scsitgt__srp_rsp r;
+	struct world w;
+	uint64_t tmf;
+
+	world_create(&w);
+	clear_ua(&w);
+	w.ch->sq_free = room;
+	memset(&s, 0, sizeof(s));
+	s.in_fmt = SRP_DESC_DIRECT;
+	s.descs = &d;
+	s.ndescs = 1;
+	s.total_len = 4096;
+	rec.nsends = 0;
+	send_spec(&w, &s, read10);
+	assert_true(settle(&w, read_waits));
+	assert_int_equal(first_waiting(&w)->tag, s.tag);
+	assert_int_equal(rec.nsends, 0);
+	tmf = send_tmf(&w, func);
+	want_tag = tmf;
+	assert_true(settle(&w, tmf_ended));
+	/* Room for everything: the pump runs as a completion's would. */
+	w.ch->sq_free += SQ_DEPTH - room;
+	w.ch->busy++;
+	scsitgt__srp_ch_leave(w.ch);
+	assert_true(rsp_at(s.tag) >= 0);
+	assert_true(rsp_at(tmf) >= 0);
+	assert_true(rsp_at(s.tag) < rsp_at(tmf));
+	assert_true(rsp_of(s.tag, &r));
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.data_in_res, 0);
+	/* The WRITE of the Data-In went before the READ's SRP_RSP, in one chain. */
+	assert_int_equal(rec.wrs[0].opcode, IBV_WR_RDMA_WRITE);
+	assert_int_equal(rec.wrs[0].remote_addr, d.va);
+	assert_int_equal(rec.wrs[0].len, 4096);
+	assert_int_equal(rec.wrs[1].opcode, IBV_WR_SEND);
+	assert_false(w.ch->closing);
+	world_destroy(&w);
+}
+
+static void test_tmf_behind_waiting_read(void **state)
+{
+	(void)state;
+	tmf_behind_waiting_read(SRP_TSK_ABORT_TASK_SET, 1);
+	tmf_behind_waiting_read(SRP_TSK_LUN_RESET, 1);
+	tmf_behind_waiting_read(SRP_TSK_ABORT_TASK_SET, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_too_many_descriptors),
+		cmocka_unit_test(test_tmf_behind_waiting_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
