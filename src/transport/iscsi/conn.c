@@ -570,6 +570,11 @@ static void conn_timer_cb(uv_timer_t *t)
 	}
 	if (p->nop_interval_ms == 0)
 		return;
+	if (idle >= p->nop_interval_ms && conn->dm->may_ping && !conn->dm->may_ping(conn)) {
+		/* The data mover would hold it (iSER's unexpected-PDU limit): skip this one. */
+		uv_timer_start(&conn->timer, conn_timer_cb, p->nop_interval_ms, 0);
+		return;
+	}
 	if (idle >= p->nop_interval_ms) {
 		conn_send_ping(conn);
 		uv_timer_start(&conn->timer, conn_timer_cb,

@@ -92,6 +92,14 @@ struct scsitgt__iscsi_dm_ops {
 	 * its data to the connection. Once the initiator has that response it may reuse @itt.
 	 */
 	void (*task_gone)(struct scsitgt__iscsi_conn *conn, uint32_t itt);
+	/*
+	 * Optional: whether a NOP-In ping (RFC 7143 §11.19) could go out now, not held behind a
+	 * limit of the data mover. false: the keepalive skips this ping (a ping is optional) and
+	 * asks again an interval later. iSER: not while the initiator's
+	 * MaxOutstandingUnexpectedPDUs are outstanding (RFC 7145 §8.4), since a ping queued then
+	 * would hold every later PDU of the connection behind it. NULL: always.
+	 */
+	bool (*may_ping)(struct scsitgt__iscsi_conn *conn);
 };
 
 /* ---- The iSCSI connection, as its data mover drives it (conn.c) ---- */

@@ -231,6 +231,7 @@ static const struct scsitgt__iscsi_dm_ops iser_dm_ops = {
 	.cmd_init = scsitgt__iser_cmd_init,
 	.login_complete = iser_login_complete,
 	.task_gone = scsitgt__iser_task_gone,
+	.may_ping = scsitgt__iser_may_ping,
 };
 
 /* ---- registered memory of the portal, per device and loop ---- */

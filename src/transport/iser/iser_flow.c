@@ -140,9 +140,14 @@ void scsitgt__iser_unexp_init(struct scsitgt__iser_unexp *u, uint32_t limit)
 
 bool scsitgt__iser_unexp_can_send(const struct scsitgt__iser_unexp *u)
 {
+	return scsitgt__iser_unexp_can_queue(u, 0);
+}
+
+bool scsitgt__iser_unexp_can_queue(const struct scsitgt__iser_unexp *u, uint32_t queued)
+{
 	uint32_t cap = u->limit < SCSITGT__ISER_UNEXP_TRACK ? u->limit : SCSITGT__ISER_UNEXP_TRACK;
 
-	return u->limit == 0 || u->n < cap;
+	return u->limit == 0 || (uint64_t)u->n + queued < cap;
 }
 
 void scsitgt__iser_unexp_sent(struct scsitgt__iser_unexp *u, bool ping, uint32_t value)

@@ -90,6 +90,11 @@ void scsitgt__iser_unexp_init(struct scsitgt__iser_unexp *u, uint32_t limit);
  * while fewer than min(limit, TRACK) are outstanding.
  */
 bool scsitgt__iser_unexp_can_send(const struct scsitgt__iser_unexp *u);
+/*
+ * The same for one more behind @queued unexpected PDUs not sent yet: could it go out without
+ * waiting for an answer or an acknowledgement?
+ */
+bool scsitgt__iser_unexp_can_queue(const struct scsitgt__iser_unexp *u, uint32_t queued);
 /* An unexpected PDU went out: a NOP-In ping with TTT @value, or an Async Message (StatSN). */
 void scsitgt__iser_unexp_sent(struct scsitgt__iser_unexp *u, bool ping, uint32_t value);
 /* A NOP-Out answered the ping with TTT @ttt. Returns true when it was outstanding. */

@@ -172,5 +172,7 @@ void scsitgt__iser_io_cancel(struct iser_conn *ic);
 void scsitgt__iser_itt_clear(struct iser_conn *ic);
 void scsitgt__iser_cmd_init(struct scsitgt__iscsi_conn *conn, struct scsitgt__cmd *cmd);
 void scsitgt__iser_task_gone(struct scsitgt__iscsi_conn *conn, uint32_t itt);
+/* The keepalive's question (datamover.h may_ping): would a NOP-In ping go out now? */
+bool scsitgt__iser_may_ping(struct scsitgt__iscsi_conn *conn);
 
 #endif /* SCSITGT_ISER_INT_H */

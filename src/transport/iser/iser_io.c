@@ -834,6 +834,28 @@ static int tx_unwind(struct iser_conn *ic, struct iser_txop *op, struct tx_build
 	return 1;
 }
 
+/*
+ * review32 N9: a ping that finds MaxOutstandingUnexpectedPDUs out (or others queued before it
+ * that will be) would wait at the head of the queue, holding back every later batch (SCSI
+ * Responses, R2T READs) until the initiator sends something; skipped instead (a ping is
+ * optional). Async Messages, rare, still wait their turn.
+ */
+bool scsitgt__iser_may_ping(struct scsitgt__iscsi_conn *conn)
+{
+	struct iser_conn *ic = scsitgt__iscsi_conn_dm_ctx(conn);
+	uint32_t queued = 0;
+	uint32_t value;
+	bool ping;
+
+	if (ic->unexp.limit == 0)
+		return true;
+	for (const struct scsitgt__iscsi_tx *tx = ic->outq; tx; tx = tx->next) {
+		for (unsigned int i = 0; i < tx->npdus; i++)
+			queued += pdu_unexpected(tx->pdus[i].hdr, &ping, &value);
+	}
+	return scsitgt__iser_unexp_can_queue(&ic->unexp, queued);
+}
+
 /* Post one batch; -EAGAIN when the send pool, the SQ or the unexpected credits lack room. */
 static int tx_post(struct iser_conn *ic, struct scsitgt__iscsi_tx *tx)
 {

@@ -271,6 +271,33 @@ static void test_unexp_large_limit_is_tracked_bounded(void **state)
 	assert_true(scsitgt__iser_unexp_can_send(&u));
 }
 
+/* review32 N9: room for one more behind the unexpected PDUs already queued, not sent yet. */
+static void test_unexp_can_queue(void **state)
+{
+	struct scsitgt__iser_unexp u;
+
+	(void)state;
+	scsitgt__iser_unexp_init(&u, 0);
+	assert_true(scsitgt__iser_unexp_can_queue(&u, 0));
+	assert_true(scsitgt__iser_unexp_can_queue(&u, 0xffffffffu));
+	scsitgt__iser_unexp_init(&u, 2);
+	assert_true(scsitgt__iser_unexp_can_queue(&u, 0));
+	assert_true(scsitgt__iser_unexp_can_queue(&u, 1));
+	assert_false(scsitgt__iser_unexp_can_queue(&u, 2));
+	scsitgt__iser_unexp_sent(&u, false, 100);
+	assert_true(scsitgt__iser_unexp_can_queue(&u, 0));
+	assert_false(scsitgt__iser_unexp_can_queue(&u, 1));
+	assert_false(scsitgt__iser_unexp_can_queue(&u, 0xffffffffu)); /* no wrap */
+	scsitgt__iser_unexp_sent(&u, true, 7);
+	assert_false(scsitgt__iser_unexp_can_queue(&u, 0));
+	assert_true(scsitgt__iser_unexp_pong(&u, 7));
+	assert_true(scsitgt__iser_unexp_can_queue(&u, 0));
+	/* A limit beyond what is tracked: bounded by the tracking. */
+	scsitgt__iser_unexp_init(&u, 1000);
+	assert_true(scsitgt__iser_unexp_can_queue(&u, SCSITGT__ISER_UNEXP_TRACK - 1));
+	assert_false(scsitgt__iser_unexp_can_queue(&u, SCSITGT__ISER_UNEXP_TRACK));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_unexp_unlimited),
 		cmocka_unit_test(test_unexp_limit),
 		cmocka_unit_test(test_unexp_large_limit_is_tracked_bounded),
+		cmocka_unit_test(test_unexp_can_queue),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
