@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The aio backend: a regular file or a block device through one of two kernel I/O engines.
- * This file holds what they share (options, probes, geometry, errno mapping, the request state
- * machine: bounce buffers, short transfers, FUA and flush fallbacks); each engine is its own
- * file behind struct aio_engine (aio_int.h): aio_libaio.c and aio_uring.c.
+ * This file holds what they share up to submit (options, probes, geometry, open and close, the
+ * per-loop contexts, submit, the ops table); aio_req.c the request state machine after it
+ * (bounce copies, short transfers, retries, FUA and flush fallbacks, errno mapping, the
+ * lost-writeback latch); aio_hooks.c the test hooks of aio_hooks.h. Each engine is its own file
+ * behind struct aio_engine (aio_int.h): aio_libaio.c and aio_uring.c.
  *
  * libaio (Linux native AIO): reads and writes become IOCB_CMD_PREADV / PWRITEV iocbs carrying
  * an eventfd (io_set_eventfd); the eventfd is watched by a uv_poll_t on the submitting loop,
@@ -116,43 +118,14 @@
 #include "scsitgt_config.h"
 #include "util/log.h"
 
-/* A resubmitted transfer that moves nothing this many times in a row fails with -EIO. */
-#define AIO_MAX_STALLS 2
-/* A request the kernel answers -EINTR or -EAGAIN is issued again, up to this many times. */
-#define AIO_MAX_RETRIES 8
 #define AIO_DEFAULT_QUEUE_DEPTH 128
 #define AIO_MAX_QUEUE_DEPTH 65536
 /* The smallest context another loop is given when the kernel refuses more. */
 #define AIO_MIN_LOOP_DEPTH 4
 
-static void aio_req_issue(struct aio_loop *al, struct aio_req *req);
 static void aio_loop_close_maybe(struct aio_loop *al);
 /* Every loop's submission context (loop_ctx.h), defined with its ops further down. */
 static const struct scsitgt__loop_ctx_ops aio_loop_ops;
-
-/* Errors as the core wants them (backend.h scsitgt_io_complete()). */
-static int aio_map_errno(int err)
-{
-	switch (err) {
-	case -EDQUOT:
-	case -EFBIG:
-		return -ENOSPC;
-	case -ENXIO:
-	case -ENODEV:
-		/* The device went away under us: a medium error for the initiator. */
-		return -EIO;
-	case -EBADF:
-		/* A write through a read-only descriptor. */
-		return -EROFS;
-	default:
-		return err;
-	}
-}
-
-static uint32_t aio_max_u32(uint32_t a, uint32_t b)
-{
-	return a > b ? a : b;
-}
 
 static bool aio_is_pow2(uint64_t v)
 {
@@ -731,80 +704,6 @@ static void aio_loop_close(void *arg, struct scsitgt__loop_ctx *lc)
 	aio_loop_close_maybe(al);
 }
 
-static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in,
-			    size_t len);
-
-/* Whether @req's success promises that earlier writes are durable (see "Lost writes"). */
-static bool aio_req_flush_class(const struct aio_req *req)
-{
-	return req->type == SCSITGT_IO_FLUSH || req->phase == AIO_PHASE_SYNC || req->used_dsync;
-}
-
-/* Keep a flush-class request's lost-write error, or give it the one kept before. */
-static int aio_sync_error_latch(struct aio_ctx *ac, const struct aio_req *req, int status)
-{
-	int kept = 0;
-
-	if (status == 0) {
-		status = atomic_exchange_explicit(&ac->sync_error_inject, 0, memory_order_relaxed);
-	}
-	if (status == -EIO || status == -ENOSPC) {
-		/* A flush fails only for writes it could not make durable. A FUA write can fail
-		 * for its own data before anything was cached (ENOSPC at allocation, EIO reading
-		 * the rest of a page): only a buffered one's EIO is taken as someone's lost write. */
-		bool lost = req->phase == AIO_PHASE_SYNC || (status == -EIO && !ac->direct);
-
-		if (lost && atomic_compare_exchange_strong_explicit(&ac->sync_error, &kept, status,
-								    memory_order_relaxed,
-								    memory_order_relaxed)) {
-			scsitgt__log(
-				&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
-				"%s: a flush failed (%s): writes may be lost; every later "
-				"SYNCHRONIZE CACHE and FUA write fails until the LUN is opened "
-				"again",
-				ac->path, strerror(-status));
-		}
-		return status;
-	}
-	if (status == 0) {
-		kept = atomic_load_explicit(&ac->sync_error, memory_order_relaxed);
-		return kept;
-	}
-	return status;
-}
-
-void scsitgt__aio_req_finish(struct aio_ctx *ac, struct aio_req *req, int status)
-{
-	struct scsitgt_io *io = req->io;
-
-	if (status != -ECANCELED && aio_req_flush_class(req)) {
-		status = aio_sync_error_latch(ac, req, aio_map_errno(status));
-	}
-	if (status < 0) {
-		status = aio_map_errno(status);
-		scsitgt__log(&ac->log, SCSITGT_LOG_WARNING, AIO_SUBSYS,
-			     "%s: io type %d at byte %" PRIu64 " (+%zu) failed: %s", ac->path,
-			     (int)req->type, req->off, req->len, strerror(-status));
-	}
-	if (status < 0 && req->type == SCSITGT_IO_READ && req->bounce && req->done) {
-		/* The blocks read before the failure go to the initiator (complete_partial); the
-		 * rest of the bounce buffer was never written. */
-		int iovcnt;
-		const struct iovec *iov = scsitgt_io_get_iov(io, &iovcnt);
-
-		aio_bounce_copy(req, iov, iovcnt, false, req->done);
-	}
-	free(req->bounce);
-	req->bounce = NULL;
-	if (status < 0 && (req->type == SCSITGT_IO_READ || req->type == SCSITGT_IO_WRITE)) {
-		/* Short transfers were resubmitted, so the failure starts where the data stopped,
-		 * and the whole blocks before it were read into the iovecs or written. */
-		scsitgt_io_complete_partial(io, status, (req->off + req->done) / ac->block_size);
-		return;
-	}
-	scsitgt_io_complete(io, status);
-}
-
 /*
  * Each loop's context is torn down on its loop: home's here, the others' by a message; the
  * last one finishes on home, which frees the context and calls @cb (loop_ctx.h). Nothing is
@@ -878,216 +777,6 @@ static int aio_loop_setup(void *arg, struct scsitgt__loop_ctx *lc)
 	return rc;
 }
 
-int scsitgt__aio_req_kiov(struct aio_loop *al, const struct aio_req *req)
-{
-	size_t skip = req->done;
-	size_t left = req->len - req->done;
-	int n = 0;
-
-	for (int i = 0; i < req->iovcnt && left > 0; i++) {
-		size_t l = req->iov[i].iov_len;
-
-		if (skip >= l) {
-			skip -= l;
-			continue;
-		}
-		l -= skip;
-		if (l > left) {
-			l = left;
-		}
-		al->kiov[n].iov_base = (uint8_t *)req->iov[i].iov_base + skip;
-		al->kiov[n].iov_len = l;
-		n++;
-		left -= l;
-		skip = 0;
-	}
-	return n;
-}
-
-void scsitgt__aio_req_park(struct aio_loop *al, struct aio_req *req, bool front)
-{
-	req->next = NULL;
-	if (al->pend_head == NULL) {
-		al->pend_head = al->pend_tail = req;
-	} else if (front) {
-		req->next = al->pend_head;
-		al->pend_head = req;
-	} else {
-		al->pend_tail->next = req;
-		al->pend_tail = req;
-	}
-}
-
-void scsitgt__aio_req_dsync_refused(struct aio_loop *al, struct aio_req *req)
-{
-	struct aio_ctx *ac = al->ac;
-
-	atomic_store_explicit(&ac->rwf_dsync_ok, false, memory_order_relaxed);
-	req->used_dsync = false;
-	req->sync_after = true;
-	scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
-		     "%s: kernel refuses RWF_DSYNC; FUA writes are followed by a flush", ac->path);
-	aio_req_issue(al, req);
-}
-
-void scsitgt__aio_req_sync_now(struct aio_ctx *ac, struct aio_req *req)
-{
-	int rc = fdatasync(ac->fd) < 0 ? -errno : 0;
-
-	scsitgt__aio_req_finish(ac, req, rc);
-}
-
-static void aio_req_issue(struct aio_loop *al, struct aio_req *req)
-{
-	if (req->phase == AIO_PHASE_SYNC)
-		atomic_fetch_add_explicit(&al->ac->syncs, 1, memory_order_relaxed);
-	if (req->phase == AIO_PHASE_SYNC &&
-	    !atomic_load_explicit(&al->ac->fdsync_ok, memory_order_relaxed)) {
-		scsitgt__aio_req_sync_now(al->ac, req);
-		return;
-	}
-	al->ac->engine->issue(al, req);
-}
-
-/* Issue as many waiting requests as the kernel takes. */
-static void aio_drain_pending(struct aio_loop *al)
-{
-	while (al->pend_head && al->inflight < al->depth) {
-		struct aio_req *req = al->pend_head;
-		unsigned int before = al->inflight;
-
-		al->pend_head = req->next;
-		if (al->pend_head == NULL) {
-			al->pend_tail = NULL;
-		}
-		aio_req_issue(al, req);
-		if (al->inflight == before && al->pend_head == req) {
-			/* Parked again: the kernel is still full. */
-			break;
-		}
-	}
-}
-
-static void aio_req_start(struct aio_loop *al, struct aio_req *req)
-{
-	if (al->pend_head || al->inflight >= al->depth) {
-		scsitgt__aio_req_park(al, req, false);
-		return;
-	}
-	aio_req_issue(al, req);
-}
-
-/* Copy the first @len bytes between the io's iovecs and the bounce buffer. */
-static void aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in,
-			    size_t len)
-{
-	uint8_t *p = req->bounce;
-	size_t left = len < req->len ? len : req->len;
-
-	for (int i = 0; i < iovcnt && left > 0; i++) {
-		size_t l = iov[i].iov_len < left ? iov[i].iov_len : left;
-
-		if (in) {
-			memcpy(p, iov[i].iov_base, l);
-		} else {
-			memcpy(iov[i].iov_base, p, l);
-		}
-		p += l;
-		left -= l;
-	}
-}
-
-/* A read or write is complete in the kernel: copy out, flush if FUA needs it, finish. */
-static void aio_req_rw_done(struct aio_loop *al, struct aio_req *req)
-{
-	if (req->type == SCSITGT_IO_READ && req->bounce) {
-		int iovcnt;
-		const struct iovec *iov = scsitgt_io_get_iov(req->io, &iovcnt);
-
-		aio_bounce_copy(req, iov, iovcnt, false, req->len);
-	}
-	if (req->sync_after) {
-		req->phase = AIO_PHASE_SYNC;
-		aio_req_issue(al, req);
-		return;
-	}
-	scsitgt__aio_req_finish(al->ac, req, 0);
-}
-
-void scsitgt__aio_req_event(struct aio_loop *al, struct aio_req *req, long res)
-{
-	struct aio_ctx *ac = al->ac;
-	size_t left = req->len - req->done;
-	size_t unit;
-	size_t done;
-
-	al->inflight--;
-	if (req->requeue) {
-		/* The NOP of a failed submission (io_uring engine): the real thing now. */
-		req->requeue = false;
-		aio_req_issue(al, req);
-		return;
-	}
-	if (atomic_load_explicit(&ac->test_event_inject_n, memory_order_relaxed) > 0 &&
-	    atomic_fetch_sub_explicit(&ac->test_event_inject_n, 1, memory_order_relaxed) > 0) {
-		res = ac->test_event_inject_res;
-	}
-	if ((res == -EINTR || res == -EAGAIN) && ++req->stalls < AIO_MAX_RETRIES) {
-		/* Try again, not an error: io_uring hands a file system's interrupted request
-		 * (NFS, FUSE: -ERESTARTSYS) back as -EINTR. Every phase is idempotent. */
-		aio_req_issue(al, req);
-		return;
-	}
-	if (req->phase == AIO_PHASE_DEALLOC && res >= 0 && ac->write_through) {
-		/* O_DSYNC covers writes, not fallocate (ext4's punch hole ignores it): the
-		 * deallocation is made durable before it completes, there being no FLUSH. */
-		req->phase = AIO_PHASE_SYNC;
-		aio_req_issue(al, req);
-		return;
-	}
-	if (req->phase == AIO_PHASE_SYNC || req->phase == AIO_PHASE_DEALLOC) {
-		scsitgt__aio_req_finish(ac, req, res < 0 ? (int)res : 0);
-		return;
-	}
-	if ((res == -EINVAL || res == -EOPNOTSUPP) && req->used_dsync &&
-	    ac->engine->dsync_refused_in_completion) {
-		/* io_uring reports a refused RWF_DSYNC in the completion. */
-		scsitgt__aio_req_dsync_refused(al, req);
-		return;
-	}
-	if (res < 0) {
-		scsitgt__aio_req_finish(ac, req, (int)res);
-		return;
-	}
-	if (res == 0) {
-		/* Nothing moved: end of file (the file shrank) or a device that gave up. */
-		scsitgt__aio_req_finish(ac, req, -EIO);
-		return;
-	}
-	done = req->done + ((size_t)res < left ? (size_t)res : left);
-	if (done < req->len && ac->direct) {
-		/* The remainder must start aligned again: redo the unaligned tail. */
-		unit = aio_max_u32(ac->off_align, ac->mem_align);
-		done -= done % unit;
-	}
-	if (done >= req->len) {
-		req->done = req->len;
-		aio_req_rw_done(al, req);
-		return;
-	}
-	if (done == req->done) {
-		if (++req->stalls >= AIO_MAX_STALLS) {
-			scsitgt__aio_req_finish(ac, req, -EIO);
-			return;
-		}
-	} else {
-		req->stalls = 0;
-	}
-	/* SBC-4 does not know partial transfers: resubmit the rest. */
-	req->done = done;
-	aio_req_issue(al, req);
-}
-
 /* The loop's eventfd fired (loop_ctx.h wake, the eventfd read already: events posted after
  * that signal it again): take every completion. */
 static void aio_loop_wake(void *arg, struct scsitgt__loop_ctx *lc, int status)
@@ -1100,7 +789,7 @@ static void aio_loop_wake(void *arg, struct scsitgt__loop_ctx *lc, int status)
 			     ac->path, uv_strerror(status));
 	}
 	ac->engine->reap(al);
-	aio_drain_pending(al);
+	scsitgt__aio_drain_pending(al);
 	aio_loop_close_maybe(al);
 }
 
@@ -1227,7 +916,7 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 		}
 		/* SBC-4 SYNCHRONIZE CACHE: the whole medium, whatever the range. */
 		req->phase = AIO_PHASE_SYNC;
-		aio_req_start(al, req);
+		scsitgt__aio_req_start(al, req);
 		return;
 	case SCSITGT_IO_UNMAP:
 	case SCSITGT_IO_WRITE_ZEROES:
@@ -1241,14 +930,14 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 		    !(ac->blockdev && type == SCSITGT_IO_UNMAP) &&
 		    (type == SCSITGT_IO_UNMAP ? ac->can_unmap : ac->can_write_zeroes)) {
 			req->phase = AIO_PHASE_DEALLOC;
-			aio_req_start(al, req);
+			scsitgt__aio_req_start(al, req);
 			return;
 		}
 		rc = aio_deallocate(ac, type, req->off, req->len);
 		if (rc == 0 && req->len != 0 && ac->write_through) {
 			/* As above: O_DSYNC does not make a deallocation durable. */
 			req->phase = AIO_PHASE_SYNC;
-			aio_req_start(al, req);
+			scsitgt__aio_req_start(al, req);
 			return;
 		}
 		scsitgt__aio_req_finish(ac, req, rc);
@@ -1279,7 +968,7 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 			return;
 		}
 		if (type == SCSITGT_IO_WRITE) {
-			aio_bounce_copy(req, iov, iovcnt, true, req->len);
+			scsitgt__aio_bounce_copy(req, iov, iovcnt, true, req->len);
 		}
 		req->bounce_iov.iov_base = req->bounce;
 		req->bounce_iov.iov_len = req->len;
@@ -1295,7 +984,7 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 			req->sync_after = true;
 		}
 	}
-	aio_req_start(al, req);
+	scsitgt__aio_req_start(al, req);
 }
 
 static bool aio_supports(void *bctx, enum scsitgt_io_type type)
@@ -1478,65 +1167,4 @@ SCSITGT_EXPORT int scsitgt_backend_aio_get_engine(void *bctx)
 		return -EINVAL;
 	}
 	return (int)ac->engine->id;
-}
-
-void scsitgt__backend_aio_set_kernel_caps(void *bctx, bool rwf_dsync, bool fdsync)
-{
-	struct aio_ctx *ac = bctx;
-
-	atomic_store_explicit(&ac->rwf_dsync_ok, rwf_dsync, memory_order_relaxed);
-	atomic_store_explicit(&ac->fdsync_ok, fdsync, memory_order_relaxed);
-}
-
-void scsitgt__backend_aio_inject_sync_error(void *bctx, int err)
-{
-	struct aio_ctx *ac = bctx;
-
-	atomic_store_explicit(&ac->sync_error_inject, err, memory_order_relaxed);
-}
-
-void scsitgt__backend_aio_inject_result(void *bctx, long res, int count)
-{
-	struct aio_ctx *ac = bctx;
-
-	ac->test_event_inject_res = res;
-	atomic_store_explicit(&ac->test_event_inject_n, count, memory_order_relaxed);
-}
-
-void scsitgt__backend_aio_limit_loop_depth(void *bctx, unsigned int depth)
-{
-	struct aio_ctx *ac = bctx;
-
-	ac->test_loop_depth_limit = depth;
-}
-
-unsigned long scsitgt__backend_aio_syncs(void *bctx)
-{
-	struct aio_ctx *ac = bctx;
-
-	return atomic_load_explicit(&ac->syncs, memory_order_relaxed);
-}
-
-unsigned int scsitgt__backend_aio_loop_count(void *bctx)
-{
-	struct aio_ctx *ac = bctx;
-
-	return scsitgt__loop_ctxs_count(&ac->loops);
-}
-
-unsigned int scsitgt__backend_aio_uring_punting_loops(void *bctx)
-{
-	unsigned int n = 0;
-#if SCSITGT_HAVE_URING
-	struct aio_ctx *ac = bctx;
-
-	/* uring_punt is set by the context's setup, before the context is published. */
-	for (struct scsitgt__loop_ctx *lc = scsitgt__loop_ctxs_next(&ac->loops, NULL); lc;
-	     lc = scsitgt__loop_ctxs_next(&ac->loops, lc)) {
-		n += ((struct aio_loop *)lc)->uring_punt ? 1u : 0u;
-	}
-#else
-	(void)bctx;
-#endif
-	return n;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal to the aio backend: the context shared by its files (aio.c: options, probes,
- * geometry, errno mapping, the request state machine; aio_libaio.c and aio_uring.c: the two
- * kernel engines behind struct aio_engine). See the comment at the top of aio.c.
+ * geometry, open, close, submit; aio_req.c: the request state machine after submit, errno
+ * mapping; aio_hooks.c: the test hooks; aio_libaio.c and aio_uring.c: the two kernel engines
+ * behind struct aio_engine). See the comment at the top of aio.c.
  */
 #ifndef SCSITGT_BACKEND_AIO_INT_H
 #define SCSITGT_BACKEND_AIO_INT_H
@@ -165,8 +166,9 @@ struct aio_ctx {
 	/* flushes issued (AIO_PHASE_SYNC), for the tests (aio_hooks.h) */
 	atomic_ulong syncs;
 	/*
-	 * The first -EIO or -ENOSPC a flush-class request got (aio.c, "Lost writes"): every later
-	 * FLUSH and FUA write fails with it until the LUN is opened again. 0: none. Any loop.
+	 * The first -EIO or -ENOSPC a flush-class request got (aio.c, "Lost writes"; kept by
+	 * aio_req.c): every later FLUSH and FUA write fails with it until the LUN is opened
+	 * again. 0: none. Any loop.
 	 */
 	atomic_int sync_error;
 	/* Test hook (aio_hooks.h): the next flush-class request ends with this error. */
@@ -187,6 +189,18 @@ struct aio_ctx {
 	void *close_cb_arg;
 };
 
+static inline uint32_t aio_max_u32(uint32_t a, uint32_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Start a request submit prepared: issue it, or queue it while the kernel context is full. */
+void scsitgt__aio_req_start(struct aio_loop *al, struct aio_req *req);
+/* Issue as many requests waiting for a kernel slot as the kernel takes. */
+void scsitgt__aio_drain_pending(struct aio_loop *al);
+/* Copy the first @len bytes into (@in) or out of the request's bounce buffer. */
+void scsitgt__aio_bounce_copy(struct aio_req *req, const struct iovec *iov, int iovcnt, bool in,
+			      size_t len);
 /* Fill al->kiov with the part of the request's data not done yet; returns the count. */
 int scsitgt__aio_req_kiov(struct aio_loop *al, const struct aio_req *req);
 /* Queue a request behind the others waiting for a kernel slot; @front for a retry. */
