@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * scsitgtd's daemon state, shared by scsitgtd.c (main loop, signals, stats) and
- * scsitgtd_apply.c (bringing the engine to a configuration, as a diff on reload).
+ * scsitgtd_apply.c with its parts (bringing the engine to a configuration, as a diff on
+ * reload; scsitgtd_apply.h).
  */
 #ifndef SCSITGTD_H
 #define SCSITGTD_H
@@ -34,13 +35,13 @@ struct scsitgtd {
 	uv_signal_t sig_hup, sig_term, sig_int, sig_usr1;
 	bool stopping;
 	int exit_code;
-	/* RBD LUNs whose image is being opened off the loop (scsitgtd_apply.c). */
+	/* RBD LUNs whose image is being opened off the loop (scsitgtd_apply_lun.c). */
 	struct scsitgtd_rbd_open *rbd_opens;
 	/* The management socket (scsitgtd_control.c); NULL without one. */
 	struct scsitgtd_control *control;
 	/* The HTTP metrics listener (scsitgtd_metrics.c); NULL without one. */
 	struct scsitgtd_metrics *metrics;
-	/* The RBD gateways of targets with rbd_gateway (scsitgtd_apply.c), and what to call
+	/* The RBD gateways of targets with rbd_gateway (scsitgtd_apply_lun.c), and what to call
 	 * once the last one is gone when stopping. */
 	struct scsitgtd_gw *gws;
 	void (*gws_stopped)(struct scsitgtd *d);

@@ -74,7 +74,7 @@ SCSITGT_EXPORT void scsitgt_target_opts_init(struct scsitgt_target_opts *opts, s
  *         has a target of that name, also one whose scsitgt_target_destroy() has not called
  *         back yet (its LUNs may still hold their storage: an RBD image's lock, an open
  *         file), so a host that replaces a target by one of the same name creates it from
- *         the destroy callback (examples/scsitgtd_apply.c does); -ENOMEM.
+ *         the destroy callback (examples/scsitgtd_apply_target.c does); -ENOMEM.
  *
  * Loop: home of @p engine.
  */
