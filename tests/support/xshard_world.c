@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The two-shard test world of xshard_world.h. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -200,24 +201,48 @@ void xw_settle(struct xw_world *w)
 	}
 }
 
-uint8_t xw_run_tur(struct xw_world *w, struct scsitgt__session *s, struct xw_cmd *x)
+void xw_cmd_init(struct xw_cmd *x, struct scsitgt__session *s, uint8_t op, size_t cdb_len)
 {
 	memset(x, 0, sizeof(*x));
 	x->sess = s;
-	x->cdb_len = 6;
+	x->cdb[0] = op;
+	x->cdb_len = cdb_len;
+}
+
+void xw_rw10(struct xw_cmd *x, struct scsitgt__session *s, uint8_t op, uint32_t lba,
+	     uint16_t blocks)
+{
+	xw_cmd_init(x, s, op, 10);
+	put_be32(&x->cdb[2], lba);
+	put_be16(&x->cdb[7], blocks);
+	if (op == SBC_WRITE_10) {
+		assert_true((size_t)blocks * 512 <= sizeof(x->dout));
+		x->dout_len = (size_t)blocks * 512;
+	}
+}
+
+void xw_caw(struct xw_cmd *x, struct scsitgt__session *s, uint64_t lba, uint8_t fill)
+{
+	xw_cmd_init(x, s, SBC_COMPARE_AND_WRITE, 16);
+	put_be64(&x->cdb[2], lba);
+	x->cdb[13] = 1; /* NUMBER OF LOGICAL BLOCKS */
+	memset(x->dout + 512, fill, 512);
+	x->dout_len = 2 * 512;
+}
+
+uint8_t xw_run_tur(struct xw_world *w, struct scsitgt__session *s, struct xw_cmd *x)
+{
+	xw_cmd_init(x, s, SPC_TEST_UNIT_READY, 6);
 	return xw_run(w, x);
 }
 
 void xw_pr_out(struct xw_cmd *x, struct scsitgt__session *s, uint8_t sa, uint8_t type, uint64_t key,
 	       uint64_t sa_key)
 {
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SPC_PERSISTENT_RESERVE_OUT;
+	xw_cmd_init(x, s, SPC_PERSISTENT_RESERVE_OUT, 10);
 	x->cdb[1] = sa;
 	x->cdb[2] = type;
 	put_be32(&x->cdb[5], 24);
-	x->cdb_len = 10;
 	put_be64(&x->dout[0], key);
 	put_be64(&x->dout[8], sa_key);
 	x->dout_len = 24;
@@ -226,11 +251,8 @@ void xw_pr_out(struct xw_cmd *x, struct scsitgt__session *s, uint8_t sa, uint8_t
 uint8_t xw_run_report_luns(struct xw_world *w, struct scsitgt__session *s, uint32_t alloc,
 			   struct xw_cmd *x)
 {
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SPC_REPORT_LUNS;
+	xw_cmd_init(x, s, SPC_REPORT_LUNS, 12);
 	put_be32(&x->cdb[6], alloc);
-	x->cdb_len = 12;
 	return xw_run(w, x);
 }
 
@@ -402,6 +424,62 @@ void xw_world_start(struct xw_world *w, const struct scsitgt_lun_opts *lo)
 	}
 	w->a = xw_nexus(w, XW_PORT_A, 0);
 	w->b = xw_nexus(w, XW_PORT_B, 1);
+}
+
+void xw_world_start_fault(struct xw_world *w, const char *spec)
+{
+	struct scsitgt_lun_opts lo;
+	void *ram, *fault;
+
+	assert_int_equal(scsitgt_backend_ram_create(&ram), 0);
+	assert_int_equal(
+		scsitgt_backend_fault_create(&fault, &w->loop, scsitgt_backend_ram_ops(), ram), 0);
+	assert_int_equal(scsitgt_backend_fault_add_spec(fault, spec), 1);
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.block_size = 512;
+	lo.num_blocks = 2048;
+	lo.backend = scsitgt_backend_fault_ops(fault);
+	lo.backend_ctx = fault;
+	xw_world_start(w, &lo);
+}
+
+struct scsitgt_fault_stats xw_fault_stats(const struct xw_world *w)
+{
+	struct scsitgt_fault_stats st = { .size = sizeof(st) };
+
+	assert_int_equal(scsitgt_backend_fault_get_stats(w->bctx, &st), 0);
+	return st;
+}
+
+int xw_teardown(void **state)
+{
+	xw_world_destroy(*state);
+	return 0;
+}
+
+int xw_teardown_fault(void **state)
+{
+	struct xw_world *w = *state;
+
+	if (w->bctx)
+		scsitgt_backend_fault_release(w->bctx, 0, -EIO);
+	xw_world_destroy(w);
+	return 0;
+}
+
+static void lun_removed(void *arg, int status)
+{
+	(void)status;
+	atomic_store((_Atomic int *)arg, 1);
+}
+
+void xw_lun_remove(struct xw_world *w)
+{
+	_Atomic int removed = 0;
+
+	scsitgt_lun_destroy(w->lun, lun_removed, &removed);
+	w->lun = NULL;
+	xw_wait_flag(w, &removed);
 }
 
 static void engine_gone(void *arg, int status)

@@ -17,16 +17,20 @@
  *		*state = w;
  *		return 0;
  *	}
- *	teardown: xw_world_destroy(*state) (a backend that holds ios lets them go first).
+ *	teardown: xw_world_destroy(*state) (a backend that holds ios lets them go first), or
+ *	xw_teardown as the test's teardown.
  *
  *	A LUN on another backend: between the two calls make it (on w->loop where it takes a
  *	loop) and pass xw_world_start() its struct scsitgt_lun_opts; w->bctx is its context.
+ *	A RAM LUN behind the fault backend (ios held, failed or delayed by its rules):
+ *	xw_world_start_fault(w, "hang@write") instead, xw_fault_stats() to count, and
+ *	xw_teardown_fault (it lets the held ios go first).
  *
- *	In a test: struct xw_cmd x; memset(&x, 0, sizeof(x)); x.sess = w->b; fill x.cdb, x.cdb_len
+ *	In a test: struct xw_cmd x; xw_cmd_init(&x, w->b, opcode, cdb_len); fill the rest of x.cdb
  *	(and x.dout, x.dout_len for Data-Out, x.attr for a task attribute), then
  *	xw_run(w, &x) returns the status; x.sense, x.din/x.din_len hold what came back.
- *	xw_run_tur(), xw_run_report_luns(), xw_pr_out()/xw_run_pr_out() and xw_assert_ua() cover
- *	the usual ones.
+ *	xw_rw10(), xw_caw(), xw_run_tur(), xw_run_report_luns(), xw_pr_out()/xw_run_pr_out() and
+ *	xw_assert_ua() cover the usual ones.
  *
  * A command runs on its nexus's loop: A's right here, B's posted to the worker. xw_start()
  * returns once it is set up or executing there (x.wait_data leaves a write waiting for its
@@ -65,6 +69,7 @@
 
 #include "core/fabric.h"
 #include "core/worker.h"
+#include "libscsitgt/backend_fault.h"
 #include "libscsitgt/scsitgt.h"
 
 #define XW_PORT_A "iqn.2024-01.org.example:a,i,0x23d000000001"
@@ -174,6 +179,20 @@ struct scsitgt_lun *xw_null_lun(struct xw_world *w, uint64_t id);
 /* Destroy the nexuses left (w->a, w->b: NULL once a test destroyed one), the engine (closing
  * the LUN's backend), the loop. */
 void xw_world_destroy(struct xw_world *w);
+/* xw_world_start() on LUN 0 of 2048 blocks of 512 bytes on the RAM backend wrapped by the fault
+ * backend with the rule @spec (libscsitgt/backend_fault.h); w->bctx is the fault context. */
+void xw_world_start_fault(struct xw_world *w, const char *spec);
+/* The counters of the fault backend of xw_world_start_fault(). */
+struct scsitgt_fault_stats xw_fault_stats(const struct xw_world *w);
+/* cmocka teardowns (*@state: the world): xw_world_destroy(); and the same of a world of
+ * xw_world_start_fault(), whose backend first lets what it still holds come back, failed with
+ * EIO (each command ends on its own loop). A test after which the LUN closed its backend sets
+ * w->bctx NULL: nothing is released then. */
+int xw_teardown(void **state);
+int xw_teardown_fault(void **state);
+/* Remove LUN 0 (w->lun is NULL after) and run the home loop until its removal called back;
+ * w->bctx is left to the test (the backend closes with the LUN once nothing of it is held). */
+void xw_lun_remove(struct xw_world *w);
 /* A further nexus on @shard, past its POWER ON. */
 struct scsitgt__session *xw_nexus(struct xw_world *w, const char *port, unsigned int shard);
 /* The same before any command: its first one meets what a new nexus meets. */
@@ -200,6 +219,15 @@ void xw_wait_flag(struct xw_world *w, _Atomic int *flag);
  * home its loop (without blocking); four rounds. */
 void xw_settle(struct xw_world *w);
 
+/* @x zeroed for a command of @s whose CDB, @cdb_len bytes, starts with @op; not started. */
+void xw_cmd_init(struct xw_cmd *x, struct scsitgt__session *s, uint8_t op, size_t cdb_len);
+/* @x as READ (10) or WRITE (10) (@op) of @blocks blocks of 512 bytes at @lba; a WRITE carries
+ * that many bytes of zeros (x->dout). Not started. */
+void xw_rw10(struct xw_cmd *x, struct scsitgt__session *s, uint8_t op, uint32_t lba,
+	     uint16_t blocks);
+/* @x as COMPARE AND WRITE (SBC-4 §5.3) of one block of 512 bytes at @lba: compare with zeros,
+ * write bytes of @fill. Not started. */
+void xw_caw(struct xw_cmd *x, struct scsitgt__session *s, uint64_t lba, uint8_t fill);
 /* TEST UNIT READY on @s to its end; its status. */
 uint8_t xw_run_tur(struct xw_world *w, struct scsitgt__session *s, struct xw_cmd *x);
 /* REPORT LUNS (SELECT REPORT 0, ALLOCATION LENGTH @alloc) on @s to its end; its status. */

@@ -32,12 +32,6 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	xw_world_destroy(*state);
-	return 0;
-}
-
 /* The kinds of answer the worker's nexus gets while home changes its mappings. */
 enum {
 	ACL_GOOD,
@@ -226,9 +220,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_masking_changes_under_worker_commands, setup,
-						teardown),
+						xw_teardown),
 		cmocka_unit_test_setup_teardown(test_report_luns_while_masking_changes, setup,
-						teardown),
+						xw_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

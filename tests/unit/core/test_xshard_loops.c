@@ -30,12 +30,7 @@
 
 static uint8_t run_write(struct xw_world *t, struct scsitgt__session *s, struct xw_cmd *x)
 {
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SBC_WRITE_10;
-	put_be16(&x->cdb[7], 1);
-	x->cdb_len = 10;
-	x->dout_len = 512;
+	xw_rw10(x, s, SBC_WRITE_10, 0, 1);
 	return xw_run(t, x);
 }
 
@@ -47,12 +42,6 @@ static int setup(void **state)
 	/* a null LUN */
 	xw_world_start(t, NULL);
 	*state = t;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	xw_world_destroy(*state);
 	return 0;
 }
 
@@ -106,12 +95,9 @@ static void test_pr_ua_across_shards(void **state)
 static uint8_t run_select_swp(struct xw_world *t, struct scsitgt__session *s, bool swp,
 			      struct xw_cmd *x)
 {
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SPC_MODE_SELECT_10;
+	xw_cmd_init(x, s, SPC_MODE_SELECT_10, 10);
 	x->cdb[1] = 0x10; /* PF */
 	put_be16(&x->cdb[7], 20);
-	x->cdb_len = 10;
 	x->dout[8] = 0x0a;
 	x->dout[9] = 0x0a;
 	x->dout[10] = 0x02;
@@ -147,12 +133,9 @@ static void test_mode_select_across_shards(void **state)
 /* MODE SELECT (10) of the caching page (SBC-4 §6.5.5) with WCE 0. */
 static uint8_t run_select_wce_off(struct xw_world *t, struct scsitgt__session *s, struct xw_cmd *x)
 {
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SPC_MODE_SELECT_10;
+	xw_cmd_init(x, s, SPC_MODE_SELECT_10, 10);
 	x->cdb[1] = 0x10; /* PF */
 	put_be16(&x->cdb[7], 28);
-	x->cdb_len = 10;
 	x->dout[8] = 0x08;
 	x->dout[9] = 0x12;
 	x->dout_len = 28;
@@ -234,12 +217,9 @@ static int stpg_hook(void *arg, struct scsitgt_target *tgt, uint16_t group_id,
 static uint8_t run_stpg(struct xw_world *t, struct scsitgt__session *s, uint8_t state,
 			uint16_t group, struct xw_cmd *x)
 {
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SPC_MAINTENANCE_OUT;
+	xw_cmd_init(x, s, SPC_MAINTENANCE_OUT, 12);
 	x->cdb[1] = SPC_MO_SET_TARGET_PORT_GROUPS;
 	put_be32(&x->cdb[6], 8);
-	x->cdb_len = 12;
 	x->dout[4] = state;
 	put_be16(&x->dout[6], group);
 	x->dout_len = 8;
@@ -464,16 +444,21 @@ static void test_nexus_loss_reconnect_at_once(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_reservation_across_shards, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pr_ua_across_shards, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mode_select_across_shards, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_wce_off_from_worker, setup_cached, teardown),
-		cmocka_unit_test_setup_teardown(test_stpg_from_worker, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_concurrent_reservations, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_session_walk_across_shards, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report_luns_while_luns_come, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_resize_while_worker_writes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_nexus_loss_reconnect_at_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reservation_across_shards, setup, xw_teardown),
+		cmocka_unit_test_setup_teardown(test_pr_ua_across_shards, setup, xw_teardown),
+		cmocka_unit_test_setup_teardown(test_mode_select_across_shards, setup, xw_teardown),
+		cmocka_unit_test_setup_teardown(test_wce_off_from_worker, setup_cached,
+						xw_teardown),
+		cmocka_unit_test_setup_teardown(test_stpg_from_worker, setup, xw_teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_reservations, setup, xw_teardown),
+		cmocka_unit_test_setup_teardown(test_session_walk_across_shards, setup,
+						xw_teardown),
+		cmocka_unit_test_setup_teardown(test_report_luns_while_luns_come, setup,
+						xw_teardown),
+		cmocka_unit_test_setup_teardown(test_resize_while_worker_writes, setup,
+						xw_teardown),
+		cmocka_unit_test_setup_teardown(test_nexus_loss_reconnect_at_once, setup,
+						xw_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,35 +43,15 @@ static void wait_pending(struct xw_world *t, size_t n)
 
 static void cdb_tur(struct xw_cmd *x, struct scsitgt__session *s, uint8_t attr)
 {
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
+	xw_cmd_init(x, s, SPC_TEST_UNIT_READY, 6);
 	x->attr = attr;
-	x->cdb_len = 6;
 }
 
+/* WRITE (10) of one block of 0x5a at @lba. */
 static void cdb_write(struct xw_cmd *x, struct scsitgt__session *s, uint32_t lba)
 {
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SBC_WRITE_10;
-	put_be32(&x->cdb[2], lba);
-	put_be16(&x->cdb[7], 1);
-	x->cdb_len = 10;
+	xw_rw10(x, s, SBC_WRITE_10, lba, 1);
 	memset(x->dout, 0x5a, 512);
-	x->dout_len = 512;
-}
-
-/* COMPARE AND WRITE of one block at @lba: compare with zeros, write 0xaa. */
-static void cdb_caw(struct xw_cmd *x, struct scsitgt__session *s, uint64_t lba)
-{
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SBC_COMPARE_AND_WRITE;
-	put_be64(&x->cdb[2], lba);
-	x->cdb[13] = 1;
-	x->cdb_len = 16;
-	memset(x->dout + 512, 0xaa, 512);
-	x->dout_len = 1024;
 }
 
 static struct xw_world *lbas_owner;
@@ -230,7 +210,8 @@ static void caw_waits_for(struct xw_world *t, struct scsitgt__session *writer,
 	cdb_write(&w, writer, 0);
 	xw_start(t, &w);
 	wait_pending(t, 1);
-	cdb_caw(&c, caw_sess, 100);
+	/* compare with zeros, write 0xaa */
+	xw_caw(&c, caw_sess, 100, 0xaa);
 	xw_start(t, &c);
 	xw_settle(t);
 	/* the CAW has not read yet: the backend holds the WRITE alone */
@@ -274,13 +255,10 @@ static void test_lba_status_asked_on_home(void **state)
 	struct xw_world *t = *state;
 	struct xw_cmd x;
 
-	memset(&x, 0, sizeof(x));
-	x.sess = t->b;
-	x.cdb[0] = SBC_SERVICE_ACTION_IN_16;
+	xw_cmd_init(&x, t->b, SBC_SERVICE_ACTION_IN_16, 16);
 	x.cdb[1] = SBC_SAI_GET_LBA_STATUS;
 	put_be64(&x.cdb[2], 0);
 	put_be32(&x.cdb[10], 64);
-	x.cdb_len = 16;
 	assert_int_equal(xw_run(t, &x), SAM_STAT_GOOD);
 	/* one descriptor: the whole LUN deallocated (nothing written yet) */
 	assert_int_equal(get_be32(&x.din[0]), 4 + 16);
@@ -294,11 +272,8 @@ static void test_lba_status_asked_on_home(void **state)
 /* SEND DIAGNOSTIC with SELF-TEST CODE @code on @s. */
 static void cdb_selftest(struct xw_cmd *x, struct scsitgt__session *s, uint8_t code)
 {
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SPC_SEND_DIAGNOSTIC;
+	xw_cmd_init(x, s, SPC_SEND_DIAGNOSTIC, 6);
 	x->cdb[1] = (uint8_t)(code << 5);
-	x->cdb_len = 6;
 }
 
 /*
@@ -322,11 +297,8 @@ static void test_selftest_across_shards(void **state)
 	assert_int_equal(x.sense[2] & 0x0f, 0x02);
 	assert_int_equal(x.sense[12], 0x04);
 	assert_int_equal(x.sense[13], 0x09);
-	memset(&x, 0, sizeof(x));
-	x.sess = t->a;
-	x.cdb[0] = SPC_REQUEST_SENSE;
+	xw_cmd_init(&x, t->a, SPC_REQUEST_SENSE, 6);
 	x.cdb[4] = 18;
-	x.cdb_len = 6;
 	assert_int_equal(xw_run(t, &x), SAM_STAT_GOOD);
 	assert_int_equal(x.din[2] & 0x0f, 0x02);
 	assert_int_equal(x.din[12], 0x04);
@@ -343,12 +315,9 @@ static void test_selftest_across_shards(void **state)
 	fake_backend_complete_pending(fb(t));
 	xw_settle(t);
 	/* LOG SENSE page 10h: the newest entry, SELF-TEST CODE 001b, RESULT 1h */
-	memset(&x, 0, sizeof(x));
-	x.sess = t->b;
-	x.cdb[0] = SPC_LOG_SENSE;
+	xw_cmd_init(&x, t->b, SPC_LOG_SENSE, 10);
 	x.cdb[2] = 0x40 | 0x10;
 	put_be16(&x.cdb[7], 64);
-	x.cdb_len = 10;
 	assert_int_equal(xw_run(t, &x), SAM_STAT_GOOD);
 	assert_int_equal(x.din[0] & 0x3f, 0x10);
 	assert_int_equal(get_be16(&x.din[4]), 1);

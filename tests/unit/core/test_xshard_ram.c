@@ -59,12 +59,6 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	xw_world_destroy(*state);
-	return 0;
-}
-
 static void cdb_rw(struct xw_cmd *x, uint8_t op)
 {
 	x->cdb[0] = op;
@@ -141,7 +135,7 @@ static void test_chunk_lent_on_two_loops(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_chunk_lent_on_two_loops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_chunk_lent_on_two_loops, setup, xw_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

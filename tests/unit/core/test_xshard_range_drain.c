@@ -7,7 +7,6 @@
  * loop: nexus A on home, nexus B on the worker (tests/support/xshard_world.h). Run under the
  * TSan build as well.
  */
-#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -23,112 +22,44 @@
 #include "util/be.h"
 #include "xshard_world.h"
 
-#define BS 512u
-
 /* A RAM LUN behind the fault backend (w->bctx), every READ held. */
 static int setup(void **state)
 {
-	struct scsitgt_lun_opts lo;
 	struct xw_world *w;
-	void *ram, *fault;
 
 	xw_world_create(&w, "iqn.2024-01.org.example:xrange");
-	assert_int_equal(scsitgt_backend_ram_create(&ram), 0);
-	assert_int_equal(
-		scsitgt_backend_fault_create(&fault, &w->loop, scsitgt_backend_ram_ops(), ram), 0);
-	assert_int_equal(scsitgt_backend_fault_add_spec(fault, "hang@read"), 1);
-	scsitgt_lun_opts_init(&lo, sizeof(lo));
-	lo.block_size = BS;
-	lo.num_blocks = 2048;
-	lo.backend = scsitgt_backend_fault_ops(fault);
-	lo.backend_ctx = fault;
-	xw_world_start(w, &lo);
+	xw_world_start_fault(w, "hang@read");
 	*state = w;
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	struct xw_world *w = *state;
-
-	if (w->bctx)
-		scsitgt_backend_fault_release(w->bctx, 0, -EIO);
-	xw_world_destroy(w);
-	return 0;
-}
-
-static void x_caw(struct xw_cmd *x, struct scsitgt__session *s, uint64_t lba)
-{
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SBC_COMPARE_AND_WRITE;
-	put_be64(&x->cdb[2], lba);
-	x->cdb[13] = 1;
-	x->cdb_len = 16;
-	x->dout_len = 2 * BS;
-}
-
-static void x_read(struct xw_cmd *x, struct scsitgt__session *s, uint64_t lba)
-{
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SBC_READ_10;
-	put_be32(&x->cdb[2], (uint32_t)lba);
-	put_be16(&x->cdb[7], 1);
-	x->cdb_len = 10;
-}
-
 static void x_write_atomic(struct xw_cmd *x, struct scsitgt__session *s, uint64_t lba)
 {
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SBC_WRITE_ATOMIC_16;
+	xw_cmd_init(x, s, SBC_WRITE_ATOMIC_16, 16);
 	put_be64(&x->cdb[2], lba);
 	put_be16(&x->cdb[12], 1);
-	x->cdb_len = 16;
-	x->dout_len = BS;
-}
-
-static unsigned int held(struct xw_world *w)
-{
-	struct scsitgt_fault_stats st = { .size = sizeof(st) };
-
-	assert_int_equal(scsitgt_backend_fault_get_stats(w->bctx, &st), 0);
-	return (unsigned int)st.held;
-}
-
-struct lun_gone {
-	_Atomic int done;
-};
-
-static void lun_destroyed(void *arg, int status)
-{
-	(void)status;
-	atomic_store(&((struct lun_gone *)arg)->done, 1);
+	x->dout_len = 512;
 }
 
 static void test_waiters_on_worker(void **state)
 {
 	struct xw_world *w = *state;
 	struct xw_cmd caw, rd, wa;
-	struct lun_gone g = { 0 };
 
 	assert_int_equal(scsitgt_engine_set_drain_timeout(w->engine, 20), 0);
-	x_caw(&caw, w->a, 24);
+	xw_caw(&caw, w->a, 24, 0);
 	xw_start(w, &caw);
 	xw_settle(w);
-	assert_int_equal(held(w), 1);
-	x_read(&rd, w->b, 24);
+	assert_int_equal(xw_fault_stats(w).held, 1);
+	xw_rw10(&rd, w->b, SBC_READ_10, 24, 1);
 	xw_start(w, &rd);
 	x_write_atomic(&wa, w->b, 24);
 	xw_start(w, &wa);
 	xw_settle(w);
 	/* both wait for the exclusive entry: nothing more reached the backend */
-	assert_int_equal(held(w), 1);
+	assert_int_equal(xw_fault_stats(w).held, 1);
 	assert_false(xw_finished(&rd) || xw_finished(&wa));
-	scsitgt_lun_destroy(w->lun, lun_destroyed, &g);
-	w->lun = NULL;
-	xw_wait_flag(w, &g.done);
+	xw_lun_remove(w);
 	xw_wait(w, &rd);
 	xw_wait(w, &wa);
 	assert_int_equal(atomic_load(&rd.ended), XW_ABORTED);
@@ -147,7 +78,7 @@ static void test_waiters_on_worker(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_waiters_on_worker, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_waiters_on_worker, setup, xw_teardown_fault),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -85,12 +85,9 @@ static void assert_sense(const struct xw_cmd *x, uint8_t key, uint8_t asc, uint8
  * list held back (x_exec() delivers it). */
 static void cdb_sanitize(struct xw_cmd *x, struct scsitgt__session *s)
 {
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SBC_SANITIZE;
+	xw_cmd_init(x, s, SBC_SANITIZE, 10);
 	x->cdb[1] = 0x80 | SBC_SANITIZE_OVERWRITE;
 	put_be16(&x->cdb[7], 8);
-	x->cdb_len = 10;
 	x->dout[0] = 1; /* OVERWRITE COUNT */
 	put_be16(&x->dout[2], 4);
 	memset(&x->dout[4], 0xa5, 4);
@@ -173,11 +170,8 @@ static void test_sanitize_meets_foreground_selftest(void **state)
 	xw_start(w, &xa);
 	/* an extended foreground self-test on the worker: it waits for the test, which reads
 	 * the whole LUN (it ends with the nexus, at the teardown, unanswered) */
-	memset(st, 0, sizeof(*st));
-	st->sess = w->b;
-	st->cdb[0] = SPC_SEND_DIAGNOSTIC;
+	xw_cmd_init(st, w->b, SPC_SEND_DIAGNOSTIC, 6);
 	st->cdb[1] = 6 << 5;
-	st->cdb_len = 6;
 	xw_start(w, st);
 	while (!(scsitgt__lun_xflags(w->lun) & SCSITGT__LUN_XF_SELFTEST))
 		uv_run(&w->loop, UV_RUN_NOWAIT);
@@ -214,11 +208,8 @@ static void cdb_xcopy(struct xw_cmd *x, struct scsitgt__session *s, const struct
 {
 	uint8_t *d;
 
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SPC_EXTENDED_COPY;
+	xw_cmd_init(x, s, SPC_EXTENDED_COPY, 16);
 	put_be32(&x->cdb[10], 16 + 32 + 28);
-	x->cdb_len = 16;
 	put_be16(&x->dout[2], 32); /* CSCD DESCRIPTOR LIST LENGTH */
 	put_be32(&x->dout[8], 28); /* SEGMENT DESCRIPTOR LIST LENGTH */
 	d = &x->dout[16];
@@ -504,12 +495,9 @@ static void test_log_select_while_worker_reads(void **state)
 	xw_stream_start(w, &s);
 	while (!xw_stream_done(&s) || rounds < 10) {
 		/* SPC-5 §7.3.7: one general usage parameter (0xfc bytes) of page 0Fh */
-		memset(&x, 0, sizeof(x));
-		x.sess = w->a;
-		x.cdb[0] = SPC_LOG_SELECT;
+		xw_cmd_init(&x, w->a, SPC_LOG_SELECT, 10);
 		x.cdb[2] = 0x40;
 		put_be16(&x.cdb[7], 4 + 4 + 0xfc);
-		x.cdb_len = 10;
 		x.dout[0] = LOG_APP_CLIENT;
 		put_be16(&x.dout[2], 4 + 0xfc);
 		put_be16(&x.dout[4], (uint16_t)(rounds % 64));
@@ -519,12 +507,9 @@ static void test_log_select_while_worker_reads(void **state)
 		x.dout_len = 4 + 4 + 0xfc;
 		assert_int_equal(xw_run(w, &x), SAM_STAT_GOOD);
 		/* PCR: the statistics' cumulative values back to zero */
-		memset(&x, 0, sizeof(x));
-		x.sess = w->a;
-		x.cdb[0] = SPC_LOG_SELECT;
+		xw_cmd_init(&x, w->a, SPC_LOG_SELECT, 10);
 		x.cdb[1] = 0x02;
 		x.cdb[2] = 0x40 | LOG_GENERAL_STATS;
-		x.cdb_len = 10;
 		assert_int_equal(xw_run(w, &x), SAM_STAT_GOOD);
 		rounds++;
 	}

@@ -33,13 +33,10 @@
 #include "util/be.h"
 #include "xshard_world.h"
 
+/* A one-block WRITE (10) of @s; left waiting for its Data-Out unless @execute. */
 static void x_write(struct xw_cmd *x, struct scsitgt__session *s, bool execute)
 {
-	memset(x, 0, sizeof(*x));
-	x->sess = s;
-	x->cdb[0] = SBC_WRITE_10;
-	put_be16(&x->cdb[7], 1);
-	x->cdb_len = 10;
+	xw_rw10(x, s, SBC_WRITE_10, 0, 1);
 	x->wait_data = !execute;
 }
 
@@ -95,32 +92,13 @@ static enum scsitgt__tmf_response run_tmf(struct xw_world *w, struct scsitgt__se
 	return q->response;
 }
 
-static struct scsitgt_fault_stats fault_stats(struct xw_world *w)
-{
-	struct scsitgt_fault_stats st = { .size = sizeof(st) };
-
-	assert_int_equal(scsitgt_backend_fault_get_stats(w->bctx, &st), 0);
-	return st;
-}
-
 /* The world on a RAM LUN behind the fault backend (w->bctx) with @spec. */
 static int world_setup(void **state, const char *spec)
 {
 	struct xw_world *w;
-	struct scsitgt_lun_opts lo;
-	void *ram, *fault;
 
 	xw_world_create(&w, "iqn.2024-01.org.example:xtmf");
-	assert_int_equal(scsitgt_backend_ram_create(&ram), 0);
-	assert_int_equal(
-		scsitgt_backend_fault_create(&fault, &w->loop, scsitgt_backend_ram_ops(), ram), 0);
-	assert_int_equal(scsitgt_backend_fault_add_spec(fault, spec), 1);
-	scsitgt_lun_opts_init(&lo, sizeof(lo));
-	lo.block_size = 512;
-	lo.num_blocks = 2048;
-	lo.backend = scsitgt_backend_fault_ops(fault);
-	lo.backend_ctx = fault;
-	xw_world_start(w, &lo);
+	xw_world_start_fault(w, spec);
 	*state = w;
 	return 0;
 }
@@ -137,15 +115,17 @@ static int setup_hang(void **state)
 	return world_setup(state, "hang@write");
 }
 
-static int teardown(void **state)
+/* TEST UNIT READY on @first, then on @second: each finds the reset's POWER ON, RESET, OR BUS
+ * DEVICE RESET OCCURRED (29h/03h; SAM-5 §6.3.3). */
+static void assert_both_find_reset(struct xw_world *w, struct scsitgt__session *first,
+				   struct scsitgt__session *second)
 {
-	struct xw_world *w = *state;
+	struct xw_cmd x;
 
-	/* whatever is still held comes back (its command ends on its own loop) */
-	if (w->bctx)
-		scsitgt_backend_fault_release(w->bctx, 0, -EIO);
-	xw_world_destroy(w);
-	return 0;
+	xw_run_tur(w, first, &x);
+	xw_assert_ua(&x, 0x29, 0x03);
+	xw_run_tur(w, second, &x);
+	xw_assert_ua(&x, 0x29, 0x03);
 }
 
 /* LOGICAL UNIT RESET on home: B's tasks are aborted on the worker (one waiting for its data,
@@ -161,7 +141,7 @@ static void test_lun_reset_reaches_worker(void **state)
 	xw_start(w, &waiting);
 	x_write(&held, w->b, true);
 	xw_start(w, &held);
-	assert_int_equal(fault_stats(w).held, 1);
+	assert_int_equal(xw_fault_stats(w).held, 1);
 	assert_int_equal(run_tmf(w, w->a, SCSITGT__TMF_LUN_RESET, &q), SCSITGT__TMF_COMPLETE);
 	/* both ended without a response, on B's own loop (the held one left its backend before
 	 * the answer; its fabric hears of it just after the TMF is released, cmd.c) */
@@ -170,13 +150,10 @@ static void test_lun_reset_reaches_worker(void **state)
 	assert_false(atomic_load(&waiting.ended_on_home));
 	assert_int_equal(atomic_load(&held.ended), XW_ABORTED);
 	assert_false(atomic_load(&held.ended_on_home));
-	assert_int_equal(fault_stats(w).cancelled, 1);
-	assert_int_equal(fault_stats(w).resets, 1);
+	assert_int_equal(xw_fault_stats(w).cancelled, 1);
+	assert_int_equal(xw_fault_stats(w).resets, 1);
 	/* SAM-5 §6.3.3: every nexus, the resetting one included: 29h/03h */
-	xw_run_tur(w, w->b, &x);
-	xw_assert_ua(&x, 0x29, 0x03);
-	xw_run_tur(w, w->a, &x);
-	xw_assert_ua(&x, 0x29, 0x03);
+	assert_both_find_reset(w, w->b, w->a);
 	assert_int_equal(xw_run_tur(w, w->b, &x), SAM_STAT_GOOD);
 }
 
@@ -202,12 +179,12 @@ static void applied_cb(void *arg, int status)
 static void test_apply_reset_async_reaches_worker(void **state)
 {
 	struct xw_world *w = *state;
-	struct xw_cmd held, x;
+	struct xw_cmd held;
 	struct applied a = { .w = w };
 
 	x_write(&held, w->b, true);
 	xw_start(w, &held);
-	assert_int_equal(fault_stats(w).held, 1);
+	assert_int_equal(xw_fault_stats(w).held, 1);
 	assert_int_equal(scsitgt_lun_apply_reset_async(NULL, applied_cb, &a), -EINVAL);
 	assert_int_equal(scsitgt_lun_apply_reset_async(w->lun, NULL, NULL), -EINVAL);
 	assert_int_equal(scsitgt_lun_apply_reset_async(w->lun, applied_cb, &a), 0);
@@ -217,11 +194,8 @@ static void test_apply_reset_async_reaches_worker(void **state)
 	xw_wait(w, &held);
 	assert_int_equal(atomic_load(&held.ended), XW_ABORTED);
 	/* not told: the reset did not start here */
-	assert_int_equal(fault_stats(w).resets, 0);
-	xw_run_tur(w, w->b, &x);
-	xw_assert_ua(&x, 0x29, 0x03);
-	xw_run_tur(w, w->a, &x);
-	xw_assert_ua(&x, 0x29, 0x03);
+	assert_int_equal(xw_fault_stats(w).resets, 0);
+	assert_both_find_reset(w, w->b, w->a);
 }
 
 /* CLEAR TASK SET on the worker: A's task is aborted on home, the TMF answers on the worker,
@@ -246,7 +220,7 @@ static void test_clear_task_set_from_worker(void **state)
 static void test_target_reset_from_worker(void **state)
 {
 	struct xw_world *w = *state;
-	struct xw_cmd waiting, held, x;
+	struct xw_cmd waiting, held;
 	struct xtmf_req q;
 
 	x_write(&waiting, w->a, false);
@@ -260,10 +234,7 @@ static void test_target_reset_from_worker(void **state)
 	assert_true(atomic_load(&waiting.ended_on_home));
 	assert_int_equal(atomic_load(&held.ended), XW_ABORTED);
 	assert_false(atomic_load(&held.ended_on_home));
-	xw_run_tur(w, w->a, &x);
-	xw_assert_ua(&x, 0x29, 0x03);
-	xw_run_tur(w, w->b, &x);
-	xw_assert_ua(&x, 0x29, 0x03);
+	assert_both_find_reset(w, w->a, w->b);
 }
 
 /* ABORT TASK SET on the worker with its task stuck in the backend: the TMF's timeout runs on
@@ -277,7 +248,7 @@ static void test_abort_task_set_timeout_on_worker(void **state)
 	assert_int_equal(scsitgt_engine_set_tmf_timeout(w->engine, 20), 0);
 	x_write(&held, w->b, true);
 	xw_start(w, &held);
-	assert_int_equal(fault_stats(w).held, 1);
+	assert_int_equal(xw_fault_stats(w).held, 1);
 	assert_int_equal(run_tmf(w, w->b, SCSITGT__TMF_ABORT_TASK_SET, &q), SCSITGT__TMF_COMPLETE);
 	assert_int_equal(atomic_load(&held.ended), XW_RUNNING);
 	assert_int_equal(scsitgt_backend_fault_release(w->bctx, 0, -EIO), 1);
@@ -359,7 +330,7 @@ static void test_session_destroy_on_its_shard(void **state)
 	scsitgt__cmd_transition_hook = orphan_hook;
 	x_write(&held, w->b, true);
 	xw_start(w, &held);
-	assert_int_equal(fault_stats(w).held, 1);
+	assert_int_equal(xw_fault_stats(w).held, 1);
 	scsitgt__session_destroy(w->b);
 	w->b = NULL;
 	/* home frees it once its shard has detached its commands */
@@ -373,31 +344,18 @@ static void test_session_destroy_on_its_shard(void **state)
 #endif
 }
 
-struct lun_gone {
-	_Atomic int done;
-};
-
-static void lun_destroyed(void *arg, int status)
-{
-	(void)status;
-	atomic_store(&((struct lun_gone *)arg)->done, 1);
-}
-
 /* A LUN removal that times out aborts the LUN's tasks on every shard, each on its own loop. */
 static void test_drain_timeout_reaches_worker(void **state)
 {
 	struct xw_world *w = *state;
 	struct xw_cmd waiting;
-	struct lun_gone g = { 0 };
 
 	assert_int_equal(scsitgt_engine_set_drain_timeout(w->engine, 20), 0);
 	x_write(&waiting, w->b, false);
 	xw_start(w, &waiting);
-	scsitgt_lun_destroy(w->lun, lun_destroyed, &g);
-	/* its backend closes with it (nothing of it is held) */
-	w->lun = NULL;
+	xw_lun_remove(w);
+	/* its backend closed with it (nothing of it was held) */
 	w->bctx = NULL;
-	xw_wait_flag(w, &g.done);
 	xw_wait(w, &waiting);
 	assert_int_equal(atomic_load(&waiting.ended), XW_ABORTED);
 	assert_false(atomic_load(&waiting.ended_on_home));
@@ -444,6 +402,25 @@ static const struct scsitgt_pr_cluster_ops store_ops = {
 	.commit = store_commit,
 };
 
+/* LUN 0's reservations in @st; @x, B's REGISTER, started: returns once @st was asked to fetch
+ * the state (and not to commit). */
+static void store_register_b(struct xw_world *w, struct store *st, struct xw_cmd *x)
+{
+	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, &store_ops, st), 0);
+	xw_pr_out(x, w->b, PR_OUT_REGISTER, 0, 0, 0xb);
+	xw_start(w, x);
+	xw_wait_flag(w, &st->asked);
+	assert_false(st->commit);
+	atomic_store(&st->asked, 0);
+}
+
+/* The store was asked on home only; LUN 0 leaves it. */
+static void store_done(struct xw_world *w, const struct store *st)
+{
+	assert_false(st->off_home);
+	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, NULL, NULL), 0);
+}
+
 /* A PERSISTENT RESERVE OUT of B (worker) on a LUN whose reservations live in a cluster store:
  * the store is asked on home (its hooks are Loop: home), and B's command gets its status on
  * its own loop. */
@@ -453,23 +430,17 @@ static void test_cluster_pr_out_from_worker(void **state)
 	struct store st = { .w = w };
 	struct xw_cmd x;
 
-	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, &store_ops, &st), 0);
-	xw_pr_out(&x, w->b, PR_OUT_REGISTER, 0, 0, 0xb);
-	xw_start(w, &x);
-	xw_wait_flag(w, &st.asked);
-	assert_false(st.commit);
-	atomic_store(&st.asked, 0);
+	store_register_b(w, &st, &x);
 	/* nothing stored yet */
 	scsitgt_pr_req_complete_fetch(st.req, 0, NULL, 0, 1);
 	xw_wait_flag(w, &st.asked);
 	assert_true(st.commit);
 	scsitgt_pr_req_complete_commit(st.req, 0);
 	xw_wait(w, &x);
-	assert_false(st.off_home);
 	assert_int_equal(atomic_load(&x.ended), XW_DONE);
 	assert_int_equal(x.status, SAM_STAT_GOOD);
 	assert_false(atomic_load(&x.ended_on_home));
-	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, NULL, NULL), 0);
+	store_done(w, &st);
 }
 
 /*
@@ -484,12 +455,7 @@ static void test_cluster_pr_out_nexus_gone(void **state)
 	struct store st = { .w = w };
 	struct xw_cmd x;
 
-	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, &store_ops, &st), 0);
-	xw_pr_out(&x, w->b, PR_OUT_REGISTER, 0, 0, 0xb);
-	xw_start(w, &x);
-	xw_wait_flag(w, &st.asked);
-	assert_false(st.commit);
-	atomic_store(&st.asked, 0);
+	store_register_b(w, &st, &x);
 	scsitgt__session_destroy(w->b);
 	w->b = NULL;
 	while (w->tgt->sessions.next->next != &w->tgt->sessions)
@@ -505,8 +471,7 @@ static void test_cluster_pr_out_nexus_gone(void **state)
 	xw_settle(w);
 	assert_false(xw_finished(&x));
 	assert_int_equal(atomic_load(&x.ended), XW_RUNNING);
-	assert_false(st.off_home);
-	assert_int_equal(scsitgt_lun_set_pr_cluster(w->lun, NULL, NULL), 0);
+	store_done(w, &st);
 }
 
 /* The host's store of the reservation state (scsitgt_lun_set_pr_store()), called "on the home
@@ -620,31 +585,31 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_apply_reset_async_reaches_worker,
-						setup_abortable, teardown),
+						setup_abortable, xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_lun_reset_reaches_worker, setup_abortable,
-						teardown),
+						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_clear_task_set_from_worker, setup_hang,
-						teardown),
+						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_target_reset_from_worker, setup_abortable,
-						teardown),
+						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_abort_task_set_timeout_on_worker, setup_hang,
-						teardown),
+						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_preempt_and_abort_reaches_worker, setup_hang,
-						teardown),
+						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_preempt_and_abort_from_worker, setup_hang,
-						teardown),
+						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_session_destroy_on_its_shard, setup_hang,
-						teardown),
+						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_drain_timeout_reaches_worker, setup_hang,
-						teardown),
+						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_cluster_pr_out_from_worker, setup_hang,
-						teardown),
+						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_cluster_pr_out_nexus_gone, setup_hang,
-						teardown),
+						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_pr_out_from_worker_home_steps, setup_hang,
-						teardown),
+						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_tmf_timeout_set_while_worker_issues,
-						setup_hang, teardown),
+						setup_hang, xw_teardown_fault),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
