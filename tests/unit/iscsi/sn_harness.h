@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the CmdSN tests (test_cmdsn_gap.c, test_cmdsn_reject.c, test_tmf_order.c,
- * test_cmdsn_held.c) ask of a harness session: which tags the target answered, a TMF's
- * response, a TEST UNIT READY or a one-block WRITE at a chosen CmdSN, and a session that ends
- * idle at a known ExpCmdSN. Header-only: include after cmocka.h and
- * iscsi_harness.h.
+ * test_cmdsn_held.c) ask of a harness session: which tags the target answered or rejected, a
+ * TMF's response, a TEST UNIT READY, a one-block WRITE, a TMF, a NOP-Out, a Text or a Logout
+ * Request at a chosen CmdSN, and a session that ends idle at a known ExpCmdSN. Header-only:
+ * include after cmocka.h and iscsi_harness.h.
  */
 #ifndef SCSITGT_TEST_SN_HARNESS_H
 #define SCSITGT_TEST_SN_HARNESS_H
@@ -59,17 +59,95 @@ static inline uint32_t sn_tur_at(struct harness *h, uint32_t sn)
 	return itt;
 }
 
-/* An immediate ABORT TASK of @rtt with CmdSN @sn and RefCmdSN @ref; returns its ITT. */
-static inline uint32_t sn_abort_task(struct harness *h, uint32_t sn, uint32_t rtt, uint32_t ref)
+/* The reason of the Reject of the PDU whose ITT was @itt, and (@exp_cmd_sn not NULL) the
+ * ExpCmdSN it carried; -1 if none came. */
+static inline int sn_reject_reason(const struct harness *h, uint32_t itt, uint32_t *exp_cmd_sn)
+{
+	for (unsigned int i = 0; i < h->npdus; i++) {
+		const struct h_pdu *p = &h->pdus[i];
+
+		if (scsitgt__bhs_opcode(p->bhs) != ISCSI_OP_REJECT || p->len < ISCSI_BHS_LEN ||
+		    scsitgt__bhs_itt(p->data) != itt)
+			continue;
+		if (exp_cmd_sn)
+			*exp_cmd_sn = get_be32(&p->bhs[ISCSI_BHS_EXPCMDSN]);
+		return p->bhs[ISCSI_REJECT_REASON];
+	}
+	return -1;
+}
+
+/* A TMF Request @func on LUN 0, immediate or not, with CmdSN @sn, Referenced Task Tag @rtt and
+ * RefCmdSN @ref; returns its ITT. */
+static inline uint32_t sn_tmf(struct harness *h, uint8_t func, bool immediate, uint32_t sn,
+			      uint32_t rtt, uint32_t ref)
 {
 	uint8_t bhs[ISCSI_BHS_LEN];
 
-	scsitgt__bhs_init(bhs, ISCSI_OP_TMF_REQ | ISCSI_FLAG_IMMEDIATE,
-			  ISCSI_FLAG_FINAL | ISCSI_TMF_ABORT_TASK);
+	scsitgt__bhs_init(bhs, ISCSI_OP_TMF_REQ | (immediate ? ISCSI_FLAG_IMMEDIATE : 0),
+			  ISCSI_FLAG_FINAL | func);
 	put_be32(&bhs[ISCSI_BHS_ITT], ++h->itt);
 	put_be32(&bhs[ISCSI_TMF_RTT], rtt);
 	put_be32(&bhs[ISCSI_BHS_CMDSN], sn);
 	put_be32(&bhs[ISCSI_TMF_REFCMDSN], ref);
+	h_send(h, bhs, NULL, 0);
+	return h->itt;
+}
+
+/* A TMF @func naming no task (ABORT TASK SET, CLEAR TASK SET, LOGICAL UNIT RESET...) with
+ * CmdSN and RefCmdSN @sn, immediate or not; returns its ITT. */
+static inline uint32_t sn_tmf_at(struct harness *h, uint8_t func, uint32_t sn, bool immediate)
+{
+	return sn_tmf(h, func, immediate, sn, ISCSI_RESERVED_TAG, sn);
+}
+
+/* An immediate ABORT TASK of @rtt with CmdSN @sn and RefCmdSN @ref; returns its ITT. */
+static inline uint32_t sn_abort_task(struct harness *h, uint32_t sn, uint32_t rtt, uint32_t ref)
+{
+	return sn_tmf(h, ISCSI_TMF_ABORT_TASK, true, sn, rtt, ref);
+}
+
+/* A non-immediate NOP-Out ping with CmdSN @sn and @len bytes of 0x5a; returns its ITT. */
+static inline uint32_t sn_nop_at(struct harness *h, uint32_t sn, uint32_t len)
+{
+	uint8_t bhs[ISCSI_BHS_LEN], data[1024];
+
+	assert_true(len <= sizeof(data));
+	memset(data, 0x5a, len);
+	scsitgt__bhs_init(bhs, ISCSI_OP_NOP_OUT, ISCSI_FLAG_FINAL);
+	put_be32(&bhs[ISCSI_BHS_ITT], ++h->itt);
+	put_be32(&bhs[ISCSI_BHS_TTT], ISCSI_RESERVED_TAG);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], sn);
+	scsitgt__bhs_set_dsl(bhs, len);
+	h_send(h, bhs, data, len);
+	return h->itt;
+}
+
+/* A non-immediate Text Request (F=1) with CmdSN @sn, Target Transfer Tag @ttt and the @len
+ * bytes of @text; returns its ITT. */
+static inline uint32_t sn_text_at(struct harness *h, uint32_t sn, uint32_t ttt, const char *text,
+				  uint32_t len)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+
+	scsitgt__bhs_init(bhs, ISCSI_OP_TEXT_REQ, ISCSI_FLAG_FINAL);
+	put_be32(&bhs[ISCSI_BHS_ITT], ++h->itt);
+	put_be32(&bhs[ISCSI_BHS_TTT], ttt);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], sn);
+	scsitgt__bhs_set_dsl(bhs, len);
+	h_send(h, bhs, text, len);
+	return h->itt;
+}
+
+/* A non-immediate Logout Request with reason code @reason for CID @cid and CmdSN @sn; returns
+ * its ITT. */
+static inline uint32_t sn_logout_at(struct harness *h, uint8_t reason, uint16_t cid, uint32_t sn)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+
+	scsitgt__bhs_init(bhs, ISCSI_OP_LOGOUT_REQ, ISCSI_FLAG_FINAL | reason);
+	put_be32(&bhs[ISCSI_BHS_ITT], ++h->itt);
+	put_be16(&bhs[ISCSI_LOGOUT_CID], cid);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], sn);
 	h_send(h, bhs, NULL, 0);
 	return h->itt;
 }
@@ -155,6 +233,16 @@ static inline void sn_start(struct harness *h, uint32_t *exp)
 	assert_int_equal(h_init(h, true), 0);
 	assert_int_equal(h_login(h, "Normal"), 0);
 	*exp = h->conn->sess->exp_cmd_sn;
+}
+
+/* @held, a TEST UNIT READY held ahead of ExpCmdSN @exp, was aborted: its task is gone; the
+ * command that fills the gap at @exp then runs GOOD, and @held is never answered (an aborted
+ * task gets no response, SAM-5 §5.6). */
+static inline void sn_assert_held_aborted(struct harness *h, uint32_t held, uint32_t exp)
+{
+	assert_true(h_task_gone(h, held));
+	assert_true(sn_good(h, sn_tur_at(h, exp)));
+	assert_false(sn_answered(h, held));
 }
 
 /* The session is idle (nothing held or running) and ExpCmdSN is @want; then it goes. */

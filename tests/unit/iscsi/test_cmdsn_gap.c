@@ -170,19 +170,6 @@ static void test_abort_task_refcmdsn_not_before(void **state)
 	sn_finish(&h, exp + 2);
 }
 
-/* Whether the target sent a Reject of any PDU with ITT @itt. */
-static bool rejected(const struct harness *h, uint32_t itt)
-{
-	for (unsigned int i = 0; i < h->npdus; i++) {
-		const struct h_pdu *p = &h->pdus[i];
-
-		if (scsitgt__bhs_opcode(p->bhs) == ISCSI_OP_REJECT && p->len >= ISCSI_BHS_LEN &&
-		    scsitgt__bhs_itt(p->data) == itt)
-			return true;
-	}
-	return false;
-}
-
 /*
  * review30b F9: the command aborted before it came (test_abort_task_not_received) arrives
  * after all, with unsolicited Data-Out behind it (InitialR2T=No). The command is ignored
@@ -212,11 +199,11 @@ static void test_late_command_data_ignored(void **state)
 	put_be32(&bhs[ISCSI_BHS_BUFFER_OFFSET], sizeof(block));
 	scsitgt__bhs_set_dsl(bhs, sizeof(block));
 	h_send(&h, bhs, block, sizeof(block));
-	assert_false(rejected(&h, late));
+	assert_int_equal(sn_reject_reason(&h, late, NULL), -1);
 	assert_false(sn_answered(&h, late));
 	/* Its sequence ended (F=1): a Data-Out with that tag now is for no task. */
 	h_send(&h, bhs, block, sizeof(block));
-	assert_true(rejected(&h, late));
+	assert_int_not_equal(sn_reject_reason(&h, late, NULL), -1);
 	next = sn_tur_at(&h, exp + 1);
 	assert_true(sn_answered(&h, next));
 	sn_finish(&h, exp + 2);
@@ -244,7 +231,6 @@ static void test_duplicate_in_window(void **state)
 /* A gap filled by a non-immediate NOP-Out: the command held behind it runs. */
 static void test_gap_filled_by_nop_out(void **state)
 {
-	uint8_t bhs[ISCSI_BHS_LEN];
 	struct harness h;
 	uint32_t exp, held, nop;
 
@@ -252,12 +238,7 @@ static void test_gap_filled_by_nop_out(void **state)
 	sn_start(&h, &exp);
 	held = sn_tur_at(&h, exp + 1);
 	assert_false(sn_answered(&h, held));
-	scsitgt__bhs_init(bhs, ISCSI_OP_NOP_OUT, ISCSI_FLAG_FINAL);
-	nop = ++h.itt;
-	put_be32(&bhs[ISCSI_BHS_ITT], nop);
-	put_be32(&bhs[ISCSI_BHS_TTT], ISCSI_RESERVED_TAG);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], exp);
-	h_send(&h, bhs, NULL, 0);
+	nop = sn_nop_at(&h, exp, 0);
 	assert_true(sn_answered(&h, nop));
 	assert_true(sn_answered(&h, held));
 	sn_finish(&h, exp + 2);
@@ -270,7 +251,6 @@ static void test_gap_filled_by_nop_out(void **state)
  */
 static void logout_not_ending(uint8_t reason, uint16_t cid, uint8_t want)
 {
-	uint8_t bhs[ISCSI_BHS_LEN];
 	struct harness h;
 	uint32_t exp, held, lo;
 	bool seen = false;
@@ -278,12 +258,7 @@ static void logout_not_ending(uint8_t reason, uint16_t cid, uint8_t want)
 	sn_start(&h, &exp);
 	held = sn_tur_at(&h, exp + 1);
 	assert_false(sn_answered(&h, held));
-	scsitgt__bhs_init(bhs, ISCSI_OP_LOGOUT_REQ, ISCSI_FLAG_FINAL | reason);
-	lo = ++h.itt;
-	put_be32(&bhs[ISCSI_BHS_ITT], lo);
-	put_be16(&bhs[ISCSI_LOGOUT_CID], cid);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], exp);
-	h_send(&h, bhs, NULL, 0);
+	lo = sn_logout_at(&h, reason, cid, exp);
 	for (unsigned int i = 0; i < h.npdus; i++) {
 		const uint8_t *b = h.pdus[i].bhs;
 

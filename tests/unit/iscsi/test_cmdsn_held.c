@@ -32,49 +32,6 @@ static int answer_at(const struct harness *h, uint32_t itt)
 	return -1;
 }
 
-/* The reason of a Reject of the PDU whose ITT was @itt, or -1. */
-static int reject_reason(const struct harness *h, uint32_t itt)
-{
-	for (unsigned int i = 0; i < h->npdus; i++) {
-		const struct h_pdu *p = &h->pdus[i];
-
-		if (scsitgt__bhs_opcode(p->bhs) == ISCSI_OP_REJECT && p->len >= ISCSI_BHS_LEN &&
-		    scsitgt__bhs_itt(p->data) == itt)
-			return p->bhs[ISCSI_REJECT_REASON];
-	}
-	return -1;
-}
-
-/* A non-immediate NOP-Out ping with CmdSN @sn and @len bytes of data; returns its ITT. */
-static uint32_t nop_at(struct harness *h, uint32_t sn, uint32_t len)
-{
-	uint8_t bhs[ISCSI_BHS_LEN], data[1024];
-
-	assert_true(len <= sizeof(data));
-	memset(data, 0x5a, len);
-	scsitgt__bhs_init(bhs, ISCSI_OP_NOP_OUT, ISCSI_FLAG_FINAL);
-	put_be32(&bhs[ISCSI_BHS_ITT], ++h->itt);
-	put_be32(&bhs[ISCSI_BHS_TTT], ISCSI_RESERVED_TAG);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], sn);
-	scsitgt__bhs_set_dsl(bhs, len);
-	h_send(h, bhs, data, len);
-	return h->itt;
-}
-
-/* A non-immediate TMF @func on LUN 0 with CmdSN @sn; returns its ITT. */
-static uint32_t tmf_at(struct harness *h, uint8_t func, uint32_t sn)
-{
-	uint8_t bhs[ISCSI_BHS_LEN];
-
-	scsitgt__bhs_init(bhs, ISCSI_OP_TMF_REQ, ISCSI_FLAG_FINAL | func);
-	put_be32(&bhs[ISCSI_BHS_ITT], ++h->itt);
-	put_be32(&bhs[ISCSI_TMF_RTT], ISCSI_RESERVED_TAG);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], sn);
-	put_be32(&bhs[ISCSI_TMF_REFCMDSN], sn);
-	h_send(h, bhs, NULL, 0);
-	return h->itt;
-}
-
 /*
  * A NOP-Out ping ahead of ExpCmdSN is held, not rejected: no answer, a window slot taken,
  * its CmdSN taken (the same again is a duplicate). The command that fills the gap runs, then
@@ -88,12 +45,12 @@ static void test_nop_held_until_gap_fills(void **state)
 
 	(void)state;
 	sn_start(&h, &exp);
-	nop = nop_at(&h, exp + 1, 16);
-	assert_int_equal(reject_reason(&h, nop), -1);
+	nop = sn_nop_at(&h, exp + 1, 16);
+	assert_int_equal(sn_reject_reason(&h, nop, NULL), -1);
 	assert_false(sn_answered(&h, nop));
 	assert_int_equal(h.conn->sess->active, 1);
-	dup = nop_at(&h, exp + 1, 0);
-	assert_int_equal(reject_reason(&h, dup), -1);
+	dup = sn_nop_at(&h, exp + 1, 0);
+	assert_int_equal(sn_reject_reason(&h, dup, NULL), -1);
 	assert_false(sn_answered(&h, dup));
 	plug = sn_tur_at(&h, exp);
 	assert_true(sn_good(&h, plug));
@@ -110,7 +67,6 @@ static void test_nop_held_until_gap_fills(void **state)
 /* A Text Request (SendTargets in a normal session) ahead of ExpCmdSN waits for its turn. */
 static void test_text_held_until_gap_fills(void **state)
 {
-	uint8_t bhs[ISCSI_BHS_LEN];
 	char text[64];
 	struct harness h;
 	uint32_t exp, tx, plug, len;
@@ -119,14 +75,8 @@ static void test_text_held_until_gap_fills(void **state)
 	(void)state;
 	sn_start(&h, &exp);
 	len = h_text(text, sizeof(text), "SendTargets=All");
-	scsitgt__bhs_init(bhs, ISCSI_OP_TEXT_REQ, ISCSI_FLAG_FINAL);
-	tx = ++h.itt;
-	put_be32(&bhs[ISCSI_BHS_ITT], tx);
-	put_be32(&bhs[ISCSI_BHS_TTT], ISCSI_RESERVED_TAG);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], exp + 1);
-	scsitgt__bhs_set_dsl(bhs, len);
-	h_send(&h, bhs, text, len);
-	assert_int_equal(reject_reason(&h, tx), -1);
+	tx = sn_text_at(&h, exp + 1, ISCSI_RESERVED_TAG, text, len);
+	assert_int_equal(sn_reject_reason(&h, tx, NULL), -1);
 	assert_false(sn_answered(&h, tx));
 	plug = sn_tur_at(&h, exp);
 	assert_true(sn_good(&h, plug));
@@ -143,20 +93,15 @@ static void test_text_held_until_gap_fills(void **state)
  */
 static void test_logout_held_ends_in_turn(void **state)
 {
-	uint8_t bhs[ISCSI_BHS_LEN];
 	struct harness h;
 	uint32_t exp, lo, after, plug;
 	int at;
 
 	(void)state;
 	sn_start(&h, &exp);
-	scsitgt__bhs_init(bhs, ISCSI_OP_LOGOUT_REQ, ISCSI_FLAG_FINAL | ISCSI_LOGOUT_CLOSE_SESSION);
-	lo = ++h.itt;
-	put_be32(&bhs[ISCSI_BHS_ITT], lo);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], exp + 1);
-	h_send(&h, bhs, NULL, 0);
+	lo = sn_logout_at(&h, ISCSI_LOGOUT_CLOSE_SESSION, 0, exp + 1);
 	after = sn_tur_at(&h, exp + 2);
-	assert_int_equal(reject_reason(&h, lo), -1);
+	assert_int_equal(sn_reject_reason(&h, lo, NULL), -1);
 	assert_false(sn_answered(&h, lo));
 	assert_int_equal(h.conn->sess->active, 2);
 	plug = sn_tur_at(&h, exp);
@@ -182,9 +127,9 @@ static void test_tmf_held_in_order(void **state)
 
 	(void)state;
 	sn_start(&h, &exp);
-	tmf = tmf_at(&h, ISCSI_TMF_ABORT_TASK_SET, exp + 1);
+	tmf = sn_tmf_at(&h, ISCSI_TMF_ABORT_TASK_SET, exp + 1, false);
 	after = sn_tur_at(&h, exp + 2);
-	assert_int_equal(reject_reason(&h, tmf), -1);
+	assert_int_equal(sn_reject_reason(&h, tmf, NULL), -1);
 	assert_int_equal(sn_tmf_response(&h, tmf), -1);
 	plug = sn_tur_at(&h, exp);
 	assert_true(sn_good(&h, plug));
@@ -206,7 +151,7 @@ static void test_cold_reset_held_ends_in_turn(void **state)
 
 	(void)state;
 	sn_start(&h, &exp);
-	tmf = tmf_at(&h, ISCSI_TMF_TARGET_COLD_RESET, exp + 1);
+	tmf = sn_tmf_at(&h, ISCSI_TMF_TARGET_COLD_RESET, exp + 1, false);
 	after = sn_tur_at(&h, exp + 2);
 	plug = sn_tur_at(&h, exp);
 	assert_true(sn_good(&h, plug));
@@ -236,17 +181,17 @@ static void test_held_data_bounded(void **state)
 	assert_int_equal(scsitgt_iscsi_target_set_params(h.tgt, &p), 0);
 	assert_int_equal(h_login(&h, "Normal"), 0);
 	exp = h.conn->sess->exp_cmd_sn;
-	first = nop_at(&h, exp + 1, 600);
-	over = nop_at(&h, exp + 2, 600);
-	assert_int_equal(reject_reason(&h, first), -1);
-	assert_int_equal(reject_reason(&h, over), ISCSI_REJECT_OUT_OF_RESOURCES);
+	first = sn_nop_at(&h, exp + 1, 600);
+	over = sn_nop_at(&h, exp + 2, 600);
+	assert_int_equal(sn_reject_reason(&h, first, NULL), -1);
+	assert_int_equal(sn_reject_reason(&h, over, NULL), ISCSI_REJECT_OUT_OF_RESOURCES);
 	assert_int_equal(h.conn->sess->exp_cmd_sn, exp);
 	assert_int_equal(h.conn->sess->active, 1);
 	plug = sn_tur_at(&h, exp);
 	assert_true(sn_good(&h, plug));
 	assert_true(sn_answered(&h, first));
 	assert_false(sn_answered(&h, over));
-	again = nop_at(&h, exp + 2, 600);
+	again = sn_nop_at(&h, exp + 2, 600);
 	assert_true(sn_answered(&h, again));
 	sn_finish(&h, exp + 3);
 }
@@ -280,10 +225,10 @@ static void test_nop_waits_behind_tmf(void **state)
 	st.size = sizeof(st);
 	assert_int_equal(scsitgt_backend_fault_get_stats(fault, &st), 0);
 	assert_int_equal(st.held, 1);
-	tmf = tmf_at(&h, ISCSI_TMF_ABORT_TASK_SET, exp + 1);
+	tmf = sn_tmf_at(&h, ISCSI_TMF_ABORT_TASK_SET, exp + 1, false);
 	assert_int_equal(sn_tmf_response(&h, tmf), -1);
-	nop = nop_at(&h, exp + 2, 0);
-	assert_int_equal(reject_reason(&h, nop), -1);
+	nop = sn_nop_at(&h, exp + 2, 0);
+	assert_int_equal(sn_reject_reason(&h, nop, NULL), -1);
 	assert_false(sn_answered(&h, nop));
 	assert_int_equal(h.conn->sess->exp_cmd_sn, exp + 1);
 	/* An immediate ABORT TASK using up a later CmdSN (§11.5.1 b) drains: still nothing
@@ -319,7 +264,7 @@ static void test_abort_plug_spares_running_tag(void **state)
 	w = sn_write_at(&h, exp, &ttt);
 	assert_int_not_equal(ttt, ISCSI_RESERVED_TAG);
 	sn_tur_itt(&h, exp + 1, w);
-	assert_int_equal(reject_reason(&h, w), ISCSI_REJECT_TASK_IN_PROGRESS);
+	assert_int_equal(sn_reject_reason(&h, w, NULL), ISCSI_REJECT_TASK_IN_PROGRESS);
 	assert_int_equal(h.conn->sess->exp_cmd_sn, exp + 1);
 	tmf = sn_abort_task(&h, exp + 2, w, exp + 1);
 	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
@@ -342,7 +287,7 @@ static void test_abort_plug_spares_held_tag(void **state)
 	sn_start(&h, &exp);
 	held = sn_tur_at(&h, exp + 1);
 	sn_tur_itt(&h, exp, held);
-	assert_int_equal(reject_reason(&h, held), ISCSI_REJECT_TASK_IN_PROGRESS);
+	assert_int_equal(sn_reject_reason(&h, held, NULL), ISCSI_REJECT_TASK_IN_PROGRESS);
 	tmf = sn_abort_task(&h, exp + 2, held, exp);
 	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
 	/* The gap is plugged: the held command, never the victim, runs in its turn. */
@@ -354,17 +299,14 @@ static void test_abort_plug_spares_held_tag(void **state)
 static void test_abort_task_names_held(void **state)
 {
 	struct harness h;
-	uint32_t exp, held, tmf, gap;
+	uint32_t exp, held, tmf;
 
 	(void)state;
 	sn_start(&h, &exp);
 	held = sn_tur_at(&h, exp + 1);
 	tmf = sn_abort_task(&h, exp + 2, held, exp + 1);
 	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
-	assert_true(h_task_gone(&h, held));
-	gap = sn_tur_at(&h, exp);
-	assert_true(sn_good(&h, gap));
-	assert_false(sn_answered(&h, held));
+	sn_assert_held_aborted(&h, held, exp);
 	sn_finish(&h, exp + 2);
 }
 

@@ -20,29 +20,13 @@
 #include "iscsi_harness.h"
 #include "sn_harness.h"
 
-/* The Reject of the PDU whose ITT was @itt: its reason, and the ExpCmdSN it carried; -1 if
- * none came. */
-static int rejected(const struct harness *h, uint32_t itt, uint32_t *exp_cmd_sn)
-{
-	for (unsigned int i = 0; i < h->npdus; i++) {
-		const struct h_pdu *p = &h->pdus[i];
-
-		if (scsitgt__bhs_opcode(p->bhs) != ISCSI_OP_REJECT || p->len < ISCSI_BHS_LEN ||
-		    scsitgt__bhs_itt(p->data) != itt)
-			continue;
-		*exp_cmd_sn = get_be32(&p->bhs[ISCSI_BHS_EXPCMDSN]);
-		return p->bhs[ISCSI_REJECT_REASON];
-	}
-	return -1;
-}
-
 /* Assert the PDU of @itt was rejected for @reason with ExpCmdSN @exp still, and that the
  * session's ExpCmdSN is @exp. */
 static void assert_rejected(const struct harness *h, uint32_t itt, int reason, uint32_t exp)
 {
 	uint32_t carried = 0;
 
-	assert_int_equal(rejected(h, itt, &carried), reason);
+	assert_int_equal(sn_reject_reason(h, itt, &carried), reason);
 	assert_int_equal(carried, exp);
 	assert_int_equal(h->conn->sess->exp_cmd_sn, exp);
 }
@@ -105,18 +89,12 @@ static void test_protocol_error_plugged_by_abort(void **state)
  */
 static void test_text_rejected_after_verdict(void **state)
 {
-	uint8_t bhs[ISCSI_BHS_LEN];
 	struct harness h;
 	uint32_t exp, text, plug;
 
 	(void)state;
 	sn_start(&h, &exp);
-	scsitgt__bhs_init(bhs, ISCSI_OP_TEXT_REQ, ISCSI_FLAG_FINAL);
-	text = ++h.itt;
-	put_be32(&bhs[ISCSI_BHS_ITT], text);
-	put_be32(&bhs[ISCSI_BHS_TTT], 0x1234u);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], exp);
-	h_send(&h, bhs, NULL, 0);
+	text = sn_text_at(&h, exp, 0x1234u, NULL, 0);
 	assert_rejected(&h, text, ISCSI_REJECT_INVALID_PDU_FIELD, exp);
 	plug = sn_tur_at(&h, exp);
 	assert_true(sn_answered(&h, plug));
@@ -130,18 +108,13 @@ static void test_text_rejected_after_verdict(void **state)
  */
 static void test_logout_unknown_reason_rejected(void **state)
 {
-	uint8_t bhs[ISCSI_BHS_LEN];
 	struct harness h;
 	uint32_t exp, held, lo, plug;
 
 	(void)state;
 	sn_start(&h, &exp);
 	held = sn_tur_at(&h, exp + 1);
-	scsitgt__bhs_init(bhs, ISCSI_OP_LOGOUT_REQ, ISCSI_FLAG_FINAL | 0x05);
-	lo = ++h.itt;
-	put_be32(&bhs[ISCSI_BHS_ITT], lo);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], exp);
-	h_send(&h, bhs, NULL, 0);
+	lo = sn_logout_at(&h, 0x05, 0, exp);
 	assert_rejected(&h, lo, ISCSI_REJECT_PROTOCOL_ERROR, exp);
 	assert_false(sn_answered(&h, held));
 	plug = sn_tur_at(&h, exp);

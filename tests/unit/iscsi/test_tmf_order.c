@@ -17,21 +17,6 @@
 #include "iscsi_harness.h"
 #include "sn_harness.h"
 
-/* A TMF @func on LUN 0 with CmdSN @sn, immediate or not; returns its ITT. */
-static uint32_t tmf_at(struct harness *h, uint8_t func, uint32_t sn, bool immediate)
-{
-	uint8_t bhs[ISCSI_BHS_LEN];
-
-	scsitgt__bhs_init(bhs, ISCSI_OP_TMF_REQ | (immediate ? ISCSI_FLAG_IMMEDIATE : 0),
-			  ISCSI_FLAG_FINAL | func);
-	put_be32(&bhs[ISCSI_BHS_ITT], ++h->itt);
-	put_be32(&bhs[ISCSI_TMF_RTT], ISCSI_RESERVED_TAG);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], sn);
-	put_be32(&bhs[ISCSI_TMF_REFCMDSN], sn);
-	h_send(h, bhs, NULL, 0);
-	return h->itt;
-}
-
 /*
  * A WRITE held behind a non-immediate @func at ExpCmdSN, waiting for its data (so still in
  * the task set when the TMF acts, as a command in a slow backend would be): it survives the
@@ -45,7 +30,7 @@ static void held_behind(uint8_t func)
 	sn_start(&h, &exp);
 	w = sn_write_at(&h, exp + 1, &ttt);
 	assert_int_not_equal(ttt, ISCSI_RESERVED_TAG);
-	tmf = tmf_at(&h, func, exp, false);
+	tmf = sn_tmf_at(&h, func, exp, false);
 	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
 	assert_non_null(scsitgt__iscsi_task_find(h.conn, w));
 	sn_write_data(&h, w, ttt);
@@ -82,17 +67,15 @@ static void test_lun_reset_spares_later(void **state)
 static void test_immediate_abort_task_set_aborts_held(void **state)
 {
 	struct harness h;
-	uint32_t exp, held, tmf, gap, next;
+	uint32_t exp, held, tmf, next;
 
 	(void)state;
 	sn_start(&h, &exp);
 	held = sn_tur_at(&h, exp + 1);
-	tmf = tmf_at(&h, ISCSI_TMF_ABORT_TASK_SET, exp + 2, true);
-	assert_true(h_task_gone(&h, held));
+	tmf = sn_tmf_at(&h, ISCSI_TMF_ABORT_TASK_SET, exp + 2, true);
 	assert_int_equal(sn_tmf_response(&h, tmf), ISCSI_TMF_RSP_COMPLETE);
 	assert_false(sn_answered(&h, held));
-	gap = sn_tur_at(&h, exp);
-	assert_true(sn_good(&h, gap));
+	sn_assert_held_aborted(&h, held, exp);
 	next = sn_tur_at(&h, exp + 2);
 	assert_true(sn_good(&h, next));
 	sn_finish(&h, exp + 3);

@@ -117,15 +117,7 @@ static uint32_t write_in_r2t(struct harness *h, uint32_t lba, uint16_t blocks)
 /* An immediate TMF @func on LUN 0 (RTT @rtt for ABORT TASK) at the current CmdSN. */
 static uint32_t tmf(struct harness *h, uint8_t func, uint32_t rtt, uint32_t ref)
 {
-	uint8_t bhs[ISCSI_BHS_LEN];
-
-	scsitgt__bhs_init(bhs, ISCSI_OP_TMF_REQ | ISCSI_FLAG_IMMEDIATE, ISCSI_FLAG_FINAL | func);
-	put_be32(&bhs[ISCSI_BHS_ITT], ++h->itt);
-	put_be32(&bhs[ISCSI_TMF_RTT], rtt);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], h->cmd_sn);
-	put_be32(&bhs[ISCSI_TMF_REFCMDSN], ref);
-	h_send(h, bhs, NULL, 0);
-	return h->itt;
+	return sn_tmf(h, func, true, h->cmd_sn, rtt, ref);
 }
 
 /* ABORT TASK of a WRITE waiting for its solicited data: told once, before the TMF Response. */
