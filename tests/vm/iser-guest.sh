@@ -21,18 +21,16 @@ set -Eeuo pipefail
 . /host/guest/fs-files.sh
 # iscsid_start (tests/vm/guest/iscsid-start.sh)
 . /host/guest/iscsid-start.sh
-# rxe_up (tests/vm/guest/rxe.sh)
+# rxe_up, rxe_remove_readd (tests/vm/guest/rxe.sh)
 . /host/guest/rxe.sh
-T0=$(date +%s.%N)
-ts() { awk -v s="$T0" -v e="$(date +%s.%N)" 'BEGIN{printf "[%6.2fs]", e-s}'; }
-step() { echo "$(ts) == $*"; }
+# step, iscsi_disk, target_wait_for, target_stop, save_logs (tests/vm/guest/steps.sh)
+. /host/guest/steps.sh
 IQN=${IQN:-iqn.2026-11.org.libscsitgt:minitarget}
 RXE_IP=192.0.2.1 # RFC 5737 TEST-NET-1, only on the guest's dummy device
 PORTAL=$RXE_IP:3260
 OUT=${GUEST_OUT:-/host/out}
 [ -d $OUT ] || OUT=/ctl
-save_logs() { cp /tmp/target.log $OUT/ 2>/dev/null; dmesg > $OUT/dmesg.log; }
-trap 'set +e; echo "--- FAILED at line $LINENO"; save_logs; grep -v "\] iscsi: conn.*SEND of" /tmp/target.log | tail -n 40; dmesg | grep -v "speed is unknown" | tail -n 30; exit 1' ERR
+trap 'set +e; echo "--- FAILED at ${BASH_SOURCE[0]##*/} line $LINENO"; save_logs; grep -v "\] iscsi: conn.*SEND of" /tmp/target.log | tail -n 40; dmesg | grep -v "speed is unknown" | tail -n 30; exit 1' ERR
 [ $# -ge 1 ] || { echo "usage: $0 TARGET_BIN [ARGS...]"; exit 2; }
 
 step "soft-RoCE rxe0 on rig0 ($RXE_IP)"
@@ -42,9 +40,7 @@ step "target: $*"
 truncate -s ${LUN_SIZE:-512M} /tmp/lun0.img
 "$@" > /tmp/target.log 2>&1 &
 TPID=$!
-for i in $(seq 600); do grep -q "iscsi://" /tmp/target.log && break; sleep 0.1; done
-kill -0 $TPID
-grep -q "iscsi://" /tmp/target.log || { echo "target printed no URL"; false; }
+target_wait_for "iscsi://"
 
 step "ib_iser + iscsid"
 modprobe ib_iser debug_level=${ISER_DEBUG:-0}
@@ -53,15 +49,7 @@ iscsid_start
 
 login() {
 	timeout 45 iscsiadm -m node -T "$IQN" -p $PORTAL -I iser --login
-	DEV=
-	for i in $(seq 600); do
-		for b in /sys/class/iscsi_session/session*/device/target*/*:*:*:*/block/*; do
-			[ -e "$b" ] && DEV=/dev/$(basename "$b") && break
-		done
-		[ -n "$DEV" ] && [ -b "$DEV" ] && break
-		sleep 0.1
-	done
-	[ -n "$DEV" ] || { echo "no block device appeared"; false; }
+	iscsi_disk
 	iscsiadm -m session -P 3 | grep -E 'Iface Transport|iSCSI Connection State|HeaderDigest|DataDigest|MaxRecvDataSegmentLength|FirstBurst|MaxBurst|ImmediateData|InitialR2T' | sed 's/^\s*/  /'
 }
 logout() { iscsiadm -m node -T "$IQN" -p $PORTAL -I iser --logout; }
@@ -86,13 +74,7 @@ kill -0 $TPID
 # to hang in D state here, so the suite does not run it by default.
 if [ "${ISER_DEVICE_REMOVAL:-0}" = 1 ]; then
 	step "device removal: rxe0 goes and comes back; the portal listens again"
-	timeout 30 rdma link delete rxe0
-	for i in $(seq 600); do grep -q "DEVICE_REMOVAL" /tmp/target.log && break; sleep 0.1; done
-	rdma link add rxe0 type rxe netdev rig0
-	for i in $(seq 600); do [ -e /sys/class/infiniband/rxe0/ports/1/gids/1 ] && break; sleep 0.1; done
-	for i in $(seq 600); do grep -q ": listening again$" /tmp/target.log && break; sleep 0.1; done
-	grep -E "DEVICE_REMOVAL|listening again" /tmp/target.log
-	grep -q ": listening again$" /tmp/target.log
+	rxe_remove_readd ": listening again$"
 fi
 
 step "login 2 (same target process)"
@@ -150,12 +132,9 @@ sg_reset -d "$DEV"
 dd if="$DEV" of=/dev/null bs=1M count=4 iflag=direct status=none
 
 step "stop the target with the session logged in (Async Message asks for a logout)"
-kill -TERM $TPID
 # The target waits for the logout it asked for up to its logout timeout (10 s by default), and
 # the guest runs under TCG on a host that may be busy: 60 s, as the other waits here.
-for i in $(seq 600); do kill -0 $TPID 2>/dev/null || break; sleep 0.1; done
-if kill -0 $TPID 2>/dev/null; then echo "target did not stop within 60 s"; exit 1; fi
-wait $TPID
+target_stop
 dmesg | grep -iE 'iser|async|logout' | tail -8 || true
 grep -iE 'error|warning' /tmp/target.log || true
 logout > /dev/null 2>&1 || true

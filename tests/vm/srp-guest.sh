@@ -22,11 +22,10 @@ set -Eeuo pipefail
 . /host/guest/fs-files.sh
 # iscsid_start (tests/vm/guest/iscsid-start.sh)
 . /host/guest/iscsid-start.sh
-# rxe_up (tests/vm/guest/rxe.sh)
+# rxe_up, rxe_remove_readd (tests/vm/guest/rxe.sh)
 . /host/guest/rxe.sh
-T0=$(date +%s.%N)
-ts() { awk -v s="$T0" -v e="$(date +%s.%N)" 'BEGIN{printf "[%6.2fs]", e-s}'; }
-step() { echo "$(ts) == $*"; }
+# step, iscsi_disk, target_wait_for, target_stop, save_logs (tests/vm/guest/steps.sh)
+. /host/guest/steps.sh
 RXE_IP=192.0.2.1 # RFC 5737 TEST-NET-1, only on the guest's dummy device
 SRP_PORT=5555
 G=${SRP_GUID:-0x0002c90300abcdef}
@@ -35,8 +34,7 @@ FIO_SECONDS=${FIO_SECONDS:-10}
 OUT=${GUEST_OUT:-/host/out}
 [ -d $OUT ] || OUT=/ctl
 [ -d $OUT ] || OUT=/tmp
-save_logs() { cp /tmp/target.log $OUT/ 2>/dev/null; dmesg > $OUT/dmesg.log; }
-trap 'set +e; echo "--- FAILED at line $LINENO"; save_logs; tail -n 40 /tmp/target.log; dmesg | grep -v "speed is unknown" | tail -n 30; exit 1' ERR
+trap 'set +e; echo "--- FAILED at ${BASH_SOURCE[0]##*/} line $LINENO"; save_logs; tail -n 40 /tmp/target.log; dmesg | grep -v "speed is unknown" | tail -n 30; exit 1' ERR
 [ $# -ge 1 ] || { echo "usage: $0 TARGET_BIN [ARGS...]"; exit 2; }
 
 step "soft-RoCE rxe0 on rig0 ($RXE_IP)"
@@ -48,9 +46,7 @@ step "target: $* (SRP $RXE_IP:$SRP_PORT, iSER $RXE_IP:3260, one RAM LUN)"
 "$@" --srp-portal $RXE_IP:$SRP_PORT --srp-guid "$G" --iser-portal $RXE_IP:3260 \
 	--lun 0:ram:${LUN_SIZE:-512M} > /tmp/target.log 2>&1 &
 TPID=$!
-for i in $(seq 600); do grep -q "srp://" /tmp/target.log && break; sleep 0.1; done
-kill -0 $TPID
-grep "srp://" /tmp/target.log
+target_wait_for "srp://"
 
 step "ib_srp (initiator)"
 modprobe sd_mod # no udev in the guest: nothing autoloads it for new LUNs
@@ -179,13 +175,7 @@ kill -0 $TPID
 # by default: `rdma link delete` of rxe has hung in D state in this guest (tests/vm/README.md).
 if [ "${SRP_DEVICE_REMOVAL:-0}" = 1 ]; then
 	step "device removal: rxe0 goes and comes back; the SRP port listens again"
-	timeout 30 rdma link delete rxe0
-	for i in $(seq 600); do grep -q "DEVICE_REMOVAL" /tmp/target.log && break; sleep 0.1; done
-	rdma link add rxe0 type rxe netdev rig0
-	for i in $(seq 600); do [ -e /sys/class/infiniband/rxe0/ports/1/gids/1 ] && break; sleep 0.1; done
-	for i in $(seq 600); do grep -qE "SRP port .*: listening again($|: ok)" /tmp/target.log && break; sleep 0.1; done
-	grep -E "DEVICE_REMOVAL|listening again" /tmp/target.log
-	grep -qE "SRP port .*: listening again($|: ok)" /tmp/target.log
+	rxe_remove_readd "SRP port .*: listening again($|: ok)"
 	for i in $(seq 600); do [ -e $SRPDEV/add_target ] && break; sleep 0.1; done
 fi
 
@@ -236,15 +226,8 @@ modprobe ib_iser
 iscsid_start
 timeout 45 iscsiadm -m discovery -t sendtargets -p $RXE_IP:3260 -I iser > /dev/null
 timeout 45 iscsiadm -m node -T $IQN -p $RXE_IP:3260 -I iser --login > /dev/null
-IDEV=
-for i in $(seq 600); do
-	for b in /sys/class/iscsi_session/session*/device/target*/*:*:*:*/block/*; do
-		[ -e "$b" ] && IDEV=/dev/$(basename "$b") && break
-	done
-	[ -n "$IDEV" ] && [ -b "$IDEV" ] && break
-	sleep 0.1
-done
-[ -n "$IDEV" ] || { echo "no iSER disk appeared"; false; }
+iscsi_disk
+IDEV=$DEV
 mount -o ro "$IDEV" /mnt/lun
 [ "$(sha256sum < /mnt/lun/file16)" = "${FS_SUM[16]}" ]
 echo "  file16 written over SRP reads back over iSER"
@@ -255,10 +238,7 @@ rxe_counters
 iscsiadm -m node -T $IQN -p $RXE_IP:3260 -I iser --logout > /dev/null
 
 step "stop the target"
-kill -TERM $TPID
-for i in $(seq 600); do kill -0 $TPID 2>/dev/null || break; sleep 0.1; done
-if kill -0 $TPID 2>/dev/null; then echo "target did not stop"; false; fi
-wait $TPID
+target_stop
 if dmesg | grep -E 'ib_srp.*(failed|error|timeout)|abort|I/O error|Sense Key' | grep -v 'Connection 0/2 to .*5556'; then
 	echo "kernel log shows SCSI or SRP errors"
 	false

@@ -6,11 +6,10 @@
 # and a foreground extended self-test read back through sg_logs (Self-Test Results), logout.
 # iscsid_start (tests/vm/guest/iscsid-start.sh)
 . /host/guest/iscsid-start.sh
+# step, iscsi_disk (tests/vm/guest/steps.sh)
+. /host/guest/steps.sh
 set -Eeuo pipefail
 PORTAL=$1
-T0=$(date +%s.%N)
-ts() { awk -v s="$T0" -v e="$(date +%s.%N)" 'BEGIN {printf "[%6.2fs]", e - s}'; }
-step() { echo "$(ts) == $*"; }
 trap 'echo "--- iscsi-tcp-ext4.sh FAILED at line $LINENO"; dmesg | tail -n 25' ERR
 
 step "iscsi_tcp + iscsid"
@@ -24,15 +23,7 @@ IQN=$(iscsiadm -m node | awk -v p="$PORTAL" 'index($1, p) == 1 {print $2; exit}'
 [ -n "$IQN" ] || { echo "no target discovered"; false; }
 step "login to $IQN"
 iscsiadm -m node -T "$IQN" -p "$PORTAL" --login
-DEV=
-for i in $(seq 600); do
-	for b in /sys/class/iscsi_session/session*/device/target*/*:*:*:*/block/*; do
-		[ -e "$b" ] && DEV=/dev/$(basename "$b") && break
-	done
-	[ -n "$DEV" ] && [ -b "$DEV" ] && break
-	sleep 0.1
-done
-[ -n "$DEV" ] && [ -b "$DEV" ] || { echo "no block device appeared"; false; }
+iscsi_disk
 sg_inq "$DEV" | sed -n '1,8p'
 sg_readcap "$DEV" | head -3
 

@@ -10,6 +10,8 @@
 # the iSER test with /host/other/examples/minitarget, see vm-test.sh VM_OTHER_BUILD).
 # iscsid_start (tests/vm/guest/iscsid-start.sh)
 . /host/guest/iscsid-start.sh
+# step, iscsi_disk (tests/vm/guest/steps.sh)
+. /host/guest/steps.sh
 set -Eeuo pipefail
 BIN=$1
 SECS=${2:-8}
@@ -19,9 +21,6 @@ TARGETS=${TARGETS//,/ }
 RXE_IP=192.0.2.1 # RFC 5737 TEST-NET-1, only on the guest's dummy device
 OUT=/host/out
 [ -d $OUT ] || OUT=/ctl
-T0=$(date +%s.%N)
-ts() { awk -v s="$T0" -v e="$(date +%s.%N)" 'BEGIN {printf "[%6.2fs]", e - s}'; }
-step() { echo "$(ts) == $*"; }
 trap 'echo "--- perf.sh FAILED at line $LINENO"; dmesg | tail -n 20; tail -n 20 $OUT/target-*.log $OUT/tgtd.log 2> /dev/null' ERR
 
 step "soft-RoCE rxe0 on rxenet0 ($RXE_IP)"
@@ -50,19 +49,6 @@ modprobe ib_iser
 modprobe iscsi_tcp
 modprobe sd_mod
 iscsid_start
-
-wait_dev() {
-	DEV=
-	for i in $(seq 150); do
-		for b in /sys/class/iscsi_session/session*/device/target*/*:*:*:*/block/*; do
-			[ -e "$b" ] && DEV=/dev/$(basename "$b") && break
-		done
-		[ -n "$DEV" ] && [ -b "$DEV" ] && return 0
-		sleep 0.1
-	done
-	echo "no block device appeared"
-	return 1
-}
 
 # fio JOB RW BS QD -> "IOPS MiB/s" of the direction that ran
 fio_one() {
@@ -110,7 +96,7 @@ run_ours() {
 	iscsiadm -m discovery -t sendtargets -p $portal "${iface[@]}" > /dev/null
 	IQN=iqn.2026-11.org.libscsitgt:minitarget
 	iscsiadm -m node -T $IQN -p $portal "${iface[@]}" --login > /dev/null
-	wait_dev
+	iscsi_disk
 	bench "$label"
 	iscsiadm -m node -T $IQN -p $portal "${iface[@]}" --logout > /dev/null
 	iscsiadm -m node -o delete > /dev/null 2>&1
@@ -138,7 +124,7 @@ run_tgtd() {
 	iscsiadm -m discovery -t sendtargets -p $RXE_IP:3260 -I iser > /dev/null ||
 		iscsiadm -m node -o new -T $iqn -p $RXE_IP:3260 -I iser > /dev/null
 	iscsiadm -m node -T $iqn -p $RXE_IP:3260 -I iser --login > /dev/null
-	wait_dev
+	iscsi_disk
 	bench tgtd-iser
 	iscsiadm -m node -T $iqn -p $RXE_IP:3260 -I iser --logout > /dev/null
 	tgtadm --op delete --mode system > /dev/null 2>&1 || kill -KILL $TPID
