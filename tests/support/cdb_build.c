@@ -208,3 +208,25 @@ size_t cdb_send_diag(uint8_t *cdb, uint8_t b1, uint16_t len)
 	put_be16(&cdb[3], len);
 	return 6;
 }
+
+size_t cdb_caw(uint8_t *cdb, uint64_t lba, uint8_t nblocks, uint8_t byte1)
+{
+	memset(cdb, 0, CDB_BUF);
+	cdb[0] = SBC_COMPARE_AND_WRITE;
+	cdb[1] = byte1;
+	put_be64(&cdb[2], lba);
+	cdb[13] = nblocks;
+	return 16;
+}
+
+size_t cdb_write_atomic16(uint8_t *cdb, uint64_t lba, uint16_t boundary, uint16_t nblocks,
+			  uint8_t byte1)
+{
+	memset(cdb, 0, CDB_BUF);
+	cdb[0] = SBC_WRITE_ATOMIC_16;
+	cdb[1] = byte1;
+	put_be64(&cdb[2], lba);
+	put_be16(&cdb[10], boundary);
+	put_be16(&cdb[12], nblocks);
+	return 16;
+}

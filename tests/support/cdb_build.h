@@ -36,5 +36,11 @@ size_t cdb_log_sense(uint8_t *cdb, uint8_t b1, uint8_t pc, uint8_t page, uint8_t
 		     uint16_t alloc);
 /* SEND DIAGNOSTIC: @b1 holds SELF-TEST CODE, PF, SELFTEST, DEVOFFL, UNITOFFL. */
 size_t cdb_send_diag(uint8_t *cdb, uint8_t b1, uint16_t len);
+/* COMPARE AND WRITE (SBC-4 §5.3) of @nblocks at @lba; @byte1 holds WRPROTECT, DPO, FUA. */
+size_t cdb_caw(uint8_t *cdb, uint64_t lba, uint8_t nblocks, uint8_t byte1);
+/* WRITE ATOMIC (16) (SBC-4 §5.48) of @nblocks at @lba with ATOMIC BOUNDARY @boundary; @byte1
+ * holds WRPROTECT, DPO, FUA. */
+size_t cdb_write_atomic16(uint8_t *cdb, uint64_t lba, uint16_t boundary, uint16_t nblocks,
+			  uint8_t byte1);
 
 #endif /* SCSITGT_TESTS_CDB_BUILD_H */

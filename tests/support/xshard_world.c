@@ -10,6 +10,7 @@
 /* cmocka needs the headers above first. */
 #include <cmocka.h>
 
+#include "cdb_build.h"
 #include "core/scsi_spec.h"
 #include "core/shard.h"
 #include "util/be.h"
@@ -224,8 +225,7 @@ void xw_rw10(struct xw_cmd *x, struct scsitgt__session *s, uint8_t op, uint32_t 
 void xw_caw(struct xw_cmd *x, struct scsitgt__session *s, uint64_t lba, uint8_t fill)
 {
 	xw_cmd_init(x, s, SBC_COMPARE_AND_WRITE, 16);
-	put_be64(&x->cdb[2], lba);
-	x->cdb[13] = 1; /* NUMBER OF LOGICAL BLOCKS */
+	cdb_caw(x->cdb, lba, 1, 0);
 	memset(x->dout + 512, fill, 512);
 	x->dout_len = 2 * 512;
 }

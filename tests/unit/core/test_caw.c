@@ -13,16 +13,6 @@
 
 #define BS 512u
 
-static size_t cdb_caw(uint8_t *cdb, uint64_t lba, uint8_t n, uint8_t byte1)
-{
-	memset(cdb, 0, CDB_BUF);
-	cdb[0] = SBC_COMPARE_AND_WRITE;
-	cdb[1] = byte1;
-	put_be64(&cdb[2], lba);
-	cdb[13] = n;
-	return 16;
-}
-
 static size_t cdb_orwrite(uint8_t *cdb, uint64_t lba, uint32_t n, uint8_t byte1)
 {
 	memset(cdb, 0, CDB_BUF);
@@ -30,17 +20,6 @@ static size_t cdb_orwrite(uint8_t *cdb, uint64_t lba, uint32_t n, uint8_t byte1)
 	cdb[1] = byte1;
 	put_be64(&cdb[2], lba);
 	put_be32(&cdb[10], n);
-	return 16;
-}
-
-static size_t cdb_atomic(uint8_t *cdb, uint64_t lba, uint16_t boundary, uint16_t n, uint8_t byte1)
-{
-	memset(cdb, 0, CDB_BUF);
-	cdb[0] = SBC_WRITE_ATOMIC_16;
-	cdb[1] = byte1;
-	put_be64(&cdb[2], lba);
-	put_be16(&cdb[10], boundary);
-	put_be16(&cdb[12], n);
 	return 16;
 }
 
@@ -180,7 +159,7 @@ static void test_write_atomic(void **state)
 	(void)state;
 	memset(dout, 0xc3, sizeof(dout));
 	t->fb->nrecs = 0;
-	r = tctx_run_lun(t, 0, cdb_atomic(t->cdb, 40, 0, 4, 0), dout, sizeof(dout));
+	r = tctx_run_lun(t, 0, cdb_write_atomic16(t->cdb, 40, 0, 4, 0), dout, sizeof(dout));
 	assert_good(r);
 	/* One write of the whole range. */
 	assert_int_equal(t->fb->nrecs, 1);
@@ -188,13 +167,13 @@ static void test_write_atomic(void **state)
 	r = tctx_run(t, cdb_rw(t->cdb, SBC_READ_10, 40, 4, 0));
 	assert_memory_equal(r->data, dout, sizeof(dout));
 	/* Non-zero ATOMIC BOUNDARY (no boundary support), above the maximum length. */
-	r = tctx_run(t, cdb_atomic(t->cdb, 0, 1, 1, 0));
+	r = tctx_run(t, cdb_write_atomic16(t->cdb, 0, 1, 1, 0));
 	assert_bad_cdb(r, 10, 7);
-	r = tctx_run(t, cdb_atomic(t->cdb, 0, 0, SCSITGT__SBC_MAX_ATOMIC_BLOCKS + 1, 0));
+	r = tctx_run(t, cdb_write_atomic16(t->cdb, 0, 0, SCSITGT__SBC_MAX_ATOMIC_BLOCKS + 1, 0));
 	assert_bad_cdb(r, 12, 7);
-	r = tctx_run(t, cdb_atomic(t->cdb, 0, 0, 1, 0x04));
+	r = tctx_run(t, cdb_write_atomic16(t->cdb, 0, 0, 1, 0x04));
 	assert_bad_cdb(r, 1, 2);
-	r = tctx_run(t, cdb_atomic(t->cdb, 2047, 0, 2, 0));
+	r = tctx_run(t, cdb_write_atomic16(t->cdb, 2047, 0, 2, 0));
 	assert_sense(r, SENSE_ILLEGAL_REQUEST, 0x21, 0x00);
 	tctx_destroy(t);
 }
@@ -289,7 +268,7 @@ static void test_lock_fifo_exclusive(void **state)
 	/* CAW compares with zeros (the medium) and writes 0x02. */
 	memset(b, 0, BS);
 	memset(b + BS, 0x02, BS);
-	len = cdb_atomic(t->cdb, 3, 0, 1, 0);
+	len = cdb_write_atomic16(t->cdb, 3, 0, 1, 0);
 	loop_fabric_start(t->lf, 0, t->cdb, len, a, sizeof(a), &ra);
 	len = cdb_caw(t->cdb, 3, 1, 0);
 	loop_fabric_start(t->lf, 0, t->cdb, len, b, sizeof(b), &rb);

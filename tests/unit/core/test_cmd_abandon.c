@@ -213,16 +213,6 @@ static void test_get_lba_status(void **state)
 	ab_abandon(c, SCSITGT_IO_GET_LBA_STATUS);
 }
 
-/* A CDB of COMPARE AND WRITE of one block at @lba. */
-static size_t ab_cdb_caw(uint8_t *cdb, uint64_t lba)
-{
-	memset(cdb, 0, CDB_BUF);
-	cdb[0] = SBC_COMPARE_AND_WRITE;
-	put_be64(&cdb[2], lba);
-	cdb[13] = 1;
-	return 16;
-}
-
 /*
  * A READ and a VERIFY that took their range shared (an exclusive entry exists: a COMPARE AND
  * WRITE elsewhere on the LUN) and are in the backend when the engine goes, with the COMPARE AND
@@ -235,7 +225,7 @@ static void test_shared_entries(void **state)
 	uint8_t cdb[CDB_BUF];
 
 	(void)state;
-	ab_start(c, ab_cdb_caw(c->cdb, 24), 2 * BS);
+	ab_start(c, cdb_caw(c->cdb, 24, 1, 0), 2 * BS);
 	assert_int_equal(c->t->fb->npending, 1);
 	loop_fabric_start(c->t->lf, 0, cdb, cdb_rw(cdb, SBC_READ_10, 100, 2, 0), NULL, 0,
 			  &c->more[0]);

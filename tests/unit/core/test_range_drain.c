@@ -71,26 +71,6 @@ static struct tctx *rd_new(struct rd_cmds *c)
 	return t;
 }
 
-/* COMPARE AND WRITE of one block at @lba (an exclusive entry of the range lock). */
-static size_t cdb_caw(uint8_t *cdb, uint64_t lba)
-{
-	memset(cdb, 0, CDB_BUF);
-	cdb[0] = SBC_COMPARE_AND_WRITE;
-	put_be64(&cdb[2], lba);
-	cdb[13] = 1;
-	return 16;
-}
-
-/* WRITE ATOMIC (16) of one block at @lba. */
-static size_t cdb_write_atomic(uint8_t *cdb, uint64_t lba)
-{
-	memset(cdb, 0, CDB_BUF);
-	cdb[0] = SBC_WRITE_ATOMIC_16;
-	put_be64(&cdb[2], lba);
-	put_be16(&cdb[12], 1);
-	return 16;
-}
-
 /*
  * A COMPARE AND WRITE at LBA 24 with its READ in the backend, then a READ and a WRITE ATOMIC
  * of the same block, which wait for its exclusive entry.
@@ -99,10 +79,10 @@ static void rd_start_behind_caw(struct tctx *t, struct rd_cmds *c)
 {
 	uint8_t cdb[CDB_BUF];
 
-	loop_fabric_start(t->lf, 0, cdb, cdb_caw(cdb, 24), c->data, 2 * BS, &c->held);
+	loop_fabric_start(t->lf, 0, cdb, cdb_caw(cdb, 24, 1, 0), c->data, 2 * BS, &c->held);
 	assert_int_equal(t->fb->npending, 1);
 	loop_fabric_start(t->lf, 0, cdb, cdb_rw(cdb, SBC_READ_10, 24, 1, 0), NULL, 0, &c->w1);
-	loop_fabric_start(t->lf, 0, cdb, cdb_write_atomic(cdb, 24), c->data, BS, &c->w2);
+	loop_fabric_start(t->lf, 0, cdb, cdb_write_atomic16(cdb, 24, 0, 1, 0), c->data, BS, &c->w2);
 	/* they wait: no io of theirs reached the backend */
 	assert_int_equal(t->fb->npending, 1);
 	assert_int_equal(t->fb->nrecs, 1);
@@ -157,8 +137,8 @@ static void test_shutdown_behind_untracked(void **state)
 	t = rd_new(&c);
 	loop_fabric_start(t->lf, 0, cdb, cdb_rw(cdb, SBC_READ_10, 500, 1, 0), NULL, 0, &c.held);
 	assert_int_equal(t->fb->npending, 1);
-	loop_fabric_start(t->lf, 0, cdb, cdb_caw(cdb, 24), c.data, 2 * BS, &c.w1);
-	loop_fabric_start(t->lf, 0, cdb, cdb_write_atomic(cdb, 40), c.data, BS, &c.w2);
+	loop_fabric_start(t->lf, 0, cdb, cdb_caw(cdb, 24, 1, 0), c.data, 2 * BS, &c.w1);
+	loop_fabric_start(t->lf, 0, cdb, cdb_write_atomic16(cdb, 40, 0, 1, 0), c.data, BS, &c.w2);
 	assert_int_equal(t->fb->nrecs, 1);
 	rd_engine_goes(t, &c);
 }
@@ -223,14 +203,15 @@ static void test_lun_drain_timeout_nexus_gone(void **state)
 	assert_int_equal(loop_fabric_add_session(
 				 t->lf, "iqn.2024-01.org.example:other,i,0x23d000000002", 1, &s2),
 			 0);
-	loop_fabric_start(t->lf, 0, cdb, cdb_caw(cdb, 24), c.data, 2 * BS, &c.held);
+	loop_fabric_start(t->lf, 0, cdb, cdb_caw(cdb, 24, 1, 0), c.data, 2 * BS, &c.held);
 	assert_int_equal(t->fb->npending, 1);
 	/* the other nexus's first command reports POWER ON: a TEST UNIT READY takes it */
 	loop_fabric_run_on(t->lf, s2, 0, cdb, cdb_tur(cdb), NULL, 0, &c.w1);
 	lf_result_clear(&c.w1);
 	memset(&c.w1, 0, sizeof(c.w1));
 	loop_fabric_start_on(t->lf, s2, 0, cdb, cdb_rw(cdb, SBC_READ_10, 24, 1, 0), NULL, 0, &c.w1);
-	loop_fabric_start_on(t->lf, s2, 0, cdb, cdb_write_atomic(cdb, 24), c.data, BS, &c.w2);
+	loop_fabric_start_on(t->lf, s2, 0, cdb, cdb_write_atomic16(cdb, 24, 0, 1, 0), c.data, BS,
+			     &c.w2);
 	assert_int_equal(t->fb->nrecs, 1);
 	scsitgt__session_destroy(s2);
 	scsitgt_lun_destroy(t->lun, lun_gone, &gone);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "cdb_build.h"
 #include "core/scsi_spec.h"
 #include "libscsitgt/backend_fault.h"
 #include "libscsitgt/scsitgt.h"
@@ -36,8 +37,7 @@ static int setup(void **state)
 static void x_write_atomic(struct xw_cmd *x, struct scsitgt__session *s, uint64_t lba)
 {
 	xw_cmd_init(x, s, SBC_WRITE_ATOMIC_16, 16);
-	put_be64(&x->cdb[2], lba);
-	put_be16(&x->cdb[12], 1);
+	cdb_write_atomic16(x->cdb, lba, 0, 1, 0);
 	x->dout_len = 512;
 }
 
