@@ -93,13 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		loop_fabric_run(lf, (cfg & CFG_OTHER_LUN) && (n & 1) ? 300 : 0, cdb, cdb_len, dout,
 				dout_len, &res);
 		/* Invariants every fabric relies on. */
-		if (res.sense_len > SCSITGT_SENSE_BUF_SIZE)
-			abort();
-		if (res.status == 0x02 && res.sense_len == 0)
-			abort();
-		if (res.status != 0x02 && res.sense_len != 0)
-			abort();
-		if (res.status != 0 && res.data_len != 0)
+		if (!lf_result_sane(&res))
 			abort();
 		lf_result_clear(&res);
 	}

@@ -172,13 +172,7 @@ static inline int fuzz_run_on(struct fuzz_env *env, struct scsitgt__session *ses
 	}
 	scsitgt__cmd_execute(cmd);
 	loop_fabric_wait(lf, &res);
-	if (res.sense_len > SCSITGT_SENSE_BUF_SIZE)
-		abort();
-	if (res.status == 0x02 && res.sense_len == 0)
-		abort();
-	if (res.status != 0x02 && res.sense_len != 0)
-		abort();
-	if (res.status != 0 && res.data_len != 0)
+	if (!lf_result_sane(&res))
 		abort();
 	status = res.status;
 	fuzz_alloc_hold++;

@@ -264,3 +264,12 @@ void lf_result_clear(struct lf_result *res)
 	res->data = NULL;
 	res->data_len = 0;
 }
+
+bool lf_result_sane(const struct lf_result *res)
+{
+	if (res->sense_len > SCSITGT_SENSE_BUF_SIZE)
+		return false;
+	if ((res->status == 0x02) != (res->sense_len != 0))
+		return false;
+	return res->status == 0 || res->data_len == 0;
+}

@@ -87,5 +87,8 @@ void loop_fabric_start_on(struct loop_fabric *lf, struct scsitgt__session *sess,
 
 /* Free the data of a result (keeps the struct reusable). */
 void lf_result_clear(struct lf_result *res);
+/* Whether @res keeps what every fabric relies on: sense fits its buffer, there is sense exactly
+ * when the status is CHECK CONDITION, and data only with GOOD. */
+bool lf_result_sane(const struct lf_result *res);
 
 #endif /* SCSITGT_TESTS_LOOP_FABRIC_H */
