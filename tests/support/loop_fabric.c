@@ -145,18 +145,6 @@ int loop_fabric_add_session(struct loop_fabric *lf, const char *initiator_port,
 	return scsitgt__session_create(out, lf->tgt, &ni, &lf_ops, lf);
 }
 
-void loop_fabric_run_on(struct loop_fabric *lf, struct scsitgt__session *sess, uint64_t lun_id,
-			const uint8_t *cdb, size_t cdb_len, const void *dout, size_t dout_len,
-			struct lf_result *res)
-{
-	struct scsitgt__session *saved = lf->sess;
-
-	lf->sess = sess;
-	loop_fabric_start(lf, lun_id, cdb, cdb_len, dout, dout_len, res);
-	lf->sess = saved;
-	loop_fabric_wait(lf, res);
-}
-
 void loop_fabric_start_on(struct loop_fabric *lf, struct scsitgt__session *sess, uint64_t lun_id,
 			  const uint8_t *cdb, size_t cdb_len, const void *dout, size_t dout_len,
 			  struct lf_result *res)
@@ -166,6 +154,14 @@ void loop_fabric_start_on(struct loop_fabric *lf, struct scsitgt__session *sess,
 	lf->sess = sess;
 	loop_fabric_start(lf, lun_id, cdb, cdb_len, dout, dout_len, res);
 	lf->sess = saved;
+}
+
+void loop_fabric_run_on(struct loop_fabric *lf, struct scsitgt__session *sess, uint64_t lun_id,
+			const uint8_t *cdb, size_t cdb_len, const void *dout, size_t dout_len,
+			struct lf_result *res)
+{
+	loop_fabric_start_on(lf, sess, lun_id, cdb, cdb_len, dout, dout_len, res);
+	loop_fabric_wait(lf, res);
 }
 
 static void lf_engine_gone(void *arg, int status)
