@@ -25,51 +25,19 @@
 #include "core/core.h"
 #include "core/shard.h"
 #include "core/worker.h"
-#include "transport/srp/srp_int.h"
+#include "srp_harness.h"
 
-struct world {
-	uv_loop_t loop;
-	struct scsitgt_engine *engine;
-	struct scsitgt_target *tgt;
-	struct scsitgt_srp_portal *port;
-};
-
-static void destroyed(void *arg, int status)
-{
-	assert_int_equal(status, 0);
-	(*(int *)arg)++;
-}
-
-static void world_create(struct world *w, bool conn_workers)
+/* A world with two workers, connections on them when @conn_workers, and max_channels 2. */
+static void world_create(struct srp_world *w, bool conn_workers)
 {
 	struct scsitgt_engine_opts o;
-	struct scsitgt_target_opts to;
-	struct scsitgt_srp_portal *port;
 
-	memset(w, 0, sizeof(*w));
-	assert_int_equal(uv_loop_init(&w->loop), 0);
 	scsitgt_engine_opts_init(&o, sizeof(o));
 	o.workers = 2;
 	o.conn_workers = conn_workers;
-	assert_int_equal(scsitgt_engine_create(&w->engine, &w->loop, &o), 0);
+	srp_world_create(w, &o, "iqn.2026-12.org.example:srp-nexus", conn_workers);
 	assert_int_equal(w->engine->conn_workers, conn_workers);
-	scsitgt_target_opts_init(&to, sizeof(to));
-	to.name = "iqn.2026-12.org.example:srp-nexus";
-	assert_int_equal(scsitgt_target_create(&w->tgt, w->engine, &to), 0);
-	/* What scsitgt_srp_portal_create() sets up, without its listener. */
-	port = calloc(1, sizeof(*port));
-	assert_non_null(port);
-	port->engine = w->engine;
-	port->tgt = w->tgt;
-	scsitgt_srp_portal_opts_init(&port->opts, sizeof(port->opts));
-	port->opts.max_channels = 2;
-	port->opts.rel_port_id = 1;
-	scsitgt__list_init(&port->chans);
-	scsitgt__list_init(&port->nexuses);
-	scsitgt__list_init(&port->tgt_node);
-	assert_int_equal(
-		scsitgt__rdma_loops_init(&port->loops, w->engine, conn_workers, NULL, NULL), 0);
-	w->port = port;
+	w->port->opts.max_channels = 2;
 }
 
 static unsigned int count(const struct scsitgt__list *l)
@@ -79,38 +47,6 @@ static unsigned int count(const struct scsitgt__list *l)
 	for (const struct scsitgt__list *p = l->next; p != l; p = p->next)
 		n++;
 	return n;
-}
-
-/* Run the home loop until @cond(@w) holds (whatever changes it posts to this loop). */
-static void wait_for(struct world *w, bool (*cond)(struct world *w))
-{
-	while (!cond(w))
-		uv_run(&w->loop, UV_RUN_ONCE);
-}
-
-static bool port_idle(struct world *w)
-{
-	return scsitgt__list_empty(&w->port->chans) && scsitgt__list_empty(&w->port->nexuses) &&
-	       scsitgt__list_empty(&w->tgt->sessions);
-}
-
-static bool loops_released(struct world *w)
-{
-	return scsitgt__rdma_loops_release(&w->port->loops);
-}
-
-static void world_destroy(struct world *w)
-{
-	int done = 0;
-
-	wait_for(w, port_idle);
-	wait_for(w, loops_released);
-	scsitgt__rdma_loops_fini(&w->port->loops);
-	free(w->port);
-	scsitgt_engine_destroy(w->engine, destroyed, &done);
-	uv_run(&w->loop, UV_RUN_DEFAULT);
-	assert_int_equal(done, 1);
-	assert_int_equal(uv_loop_close(&w->loop), 0);
 }
 
 static void login_req(struct scsitgt__srp_login_req *req, uint8_t initiator)
@@ -127,7 +63,7 @@ static void login_req(struct scsitgt__srp_login_req *req, uint8_t initiator)
 struct probe {
 	struct scsitgt__msg msg;
 	struct scsitgt__msg wake;
-	struct world *w;
+	struct srp_world *w;
 	struct srp_nexus *nx;
 	struct srp_ch *ch;
 	void (*fn)(struct probe *p);
@@ -164,7 +100,7 @@ static void probe_fn(struct scsitgt__msg *msg)
  * Run @fn on @nx's loop (@ch: then read its queued reports there; @ua_nx: for @fn) and wait for
  * it.
  */
-static void probe_run(struct world *w, struct probe *p, struct srp_nexus *nx, struct srp_ch *ch,
+static void probe_run(struct srp_world *w, struct probe *p, struct srp_nexus *nx, struct srp_ch *ch,
 		      struct srp_nexus *ua_nx, void (*fn)(struct probe *p))
 {
 	memset(p, 0, sizeof(*p));
@@ -180,8 +116,8 @@ static void probe_run(struct world *w, struct probe *p, struct srp_nexus *nx, st
 		uv_run(&w->loop, UV_RUN_ONCE);
 }
 
-static void on_nexus_loop(struct world *w, struct probe *p, struct srp_nexus *nx, struct srp_ch *ch,
-			  void (*fn)(struct probe *p))
+static void on_nexus_loop(struct srp_world *w, struct probe *p, struct srp_nexus *nx,
+			  struct srp_ch *ch, void (*fn)(struct probe *p))
 {
 	probe_run(w, p, nx, ch, NULL, fn);
 }
@@ -199,7 +135,7 @@ static void join_connected(struct probe *p)
 }
 
 /* A channel of an admitted login, attached on home and joined on its nexus's loop. */
-static struct srp_ch *channel(struct world *w, struct srp_nexus *nx)
+static struct srp_ch *channel(struct srp_world *w, struct srp_nexus *nx)
 {
 	struct srp_ch *ch = calloc(1, sizeof(*ch));
 	struct probe p;
@@ -230,7 +166,7 @@ static void test_nexus_on_worker(void **state)
 	struct scsitgt__srp_login_req req;
 	struct srp_nexus *nx, *nx2, *other;
 	struct srp_ch *ch, *ch2, *ch3;
-	struct world w;
+	struct srp_world w;
 	struct probe p;
 	uint8_t mc;
 
@@ -293,10 +229,10 @@ static void test_nexus_on_worker(void **state)
 	scsitgt__srp_nexus_close(nx, SRP_TLO_NO_REASON, "test over");
 	scsitgt__srp_nexus_close(other, SRP_TLO_NO_REASON, "test over");
 	assert_true(nx->closing);
-	wait_for(&w, port_idle);
+	srp_world_wait(&w, srp_world_idle);
 	assert_int_equal(w.engine->workers[0].nconns + w.engine->workers[1].nconns, 0);
 	(void)ch2;
-	world_destroy(&w);
+	srp_world_destroy(&w);
 }
 
 /* SINGLE: the old nexus's channel is logged out on its loop, a new nexus takes over. */
@@ -305,7 +241,7 @@ static void test_single_replaces(void **state)
 	struct scsitgt__srp_login_req req;
 	struct srp_nexus *nx, *nx2;
 	struct scsitgt__session *old_core;
-	struct world w;
+	struct srp_world w;
 	uint8_t mc;
 
 	(void)state;
@@ -326,7 +262,7 @@ static void test_single_replaces(void **state)
 			 nx2->core);
 	assert_ptr_not_equal(nx2->core, old_core);
 	scsitgt__srp_nexus_close(nx2, SRP_TLO_NO_REASON, "test over");
-	world_destroy(&w);
+	srp_world_destroy(&w);
 }
 
 /* Without connections on workers a nexus stays home, and everything runs inside the calls. */
@@ -335,7 +271,7 @@ static void test_nexus_home(void **state)
 	struct scsitgt__srp_login_req req;
 	struct srp_nexus *nx;
 	struct srp_ch *ch;
-	struct world w;
+	struct srp_world w;
 	struct probe p;
 	uint8_t mc;
 
@@ -351,7 +287,7 @@ static void test_nexus_home(void **state)
 	assert_int_equal(p.aer_n, 1);
 	/* The channel goes once its report's flush let go of it; the nexus with it. */
 	scsitgt__srp_nexus_close(nx, SRP_TLO_NO_REASON, "test over");
-	world_destroy(&w);
+	srp_world_destroy(&w);
 }
 
 /*
@@ -366,7 +302,7 @@ enum hook_mode {
 };
 
 static struct {
-	struct world *w;
+	struct srp_world *w;
 	enum hook_mode mode;
 	unsigned int logins, logouts;
 } hook;
@@ -395,7 +331,7 @@ static void login_hook(bool conn_workers, enum hook_mode mode)
 {
 	struct scsitgt__srp_login_req req;
 	struct srp_nexus *nx = NULL;
-	struct world w;
+	struct srp_world w;
 	uint8_t mc;
 
 	world_create(&w, conn_workers);
@@ -409,7 +345,7 @@ static void login_hook(bool conn_workers, enum hook_mode mode)
 	assert_null(nx);
 	assert_int_equal(hook.logins, 1);
 	assert_int_equal(hook.logouts, 1);
-	wait_for(&w, port_idle);
+	srp_world_wait(&w, srp_world_idle);
 	assert_int_equal(w.engine->workers[0].nconns + w.engine->workers[1].nconns, 0);
 	/* A later login (the kick was for that session only) is admitted as usual. */
 	if (mode == HOOK_KICK) {
@@ -421,7 +357,7 @@ static void login_hook(bool conn_workers, enum hook_mode mode)
 		scsitgt__srp_nexus_close(nx, SRP_TLO_NO_REASON, "test over");
 	}
 	w.port->stopping = false;
-	world_destroy(&w);
+	srp_world_destroy(&w);
 }
 
 static void test_login_hook_kick(void **state)
