@@ -537,7 +537,7 @@ static unsigned int task_build_writes(struct srp_task *t, uint32_t send, struct 
 static int task_post_rsp(struct srp_ch *ch, struct srp_task *t)
 {
 	struct scsitgt__cmd *cmd = t->cmd;
-	struct ibv_send_wr wr[SRP_MAX_DESCRIPTORS + 1], *bad;
+	struct ibv_send_wr wr[SRP_MAX_DESCRIPTORS + 1], *bad = NULL;
 	struct ibv_sge sge[SRP_MAX_DESCRIPTORS + 1];
 	struct scsitgt__srp_rsp r;
 	unsigned int nw = 0, need;
@@ -545,7 +545,7 @@ static int task_post_rsp(struct srp_ch *ch, struct srp_task *t)
 	uint8_t *buf;
 	size_t len;
 	bool good;
-	int idx;
+	int idx, rc;
 
 	memset(&r, 0, sizeof(r));
 	task_residuals(t, &r, &send);
@@ -584,12 +584,22 @@ static int task_post_rsp(struct srp_ch *ch, struct srp_task *t)
 	nw++;
 	for (unsigned int i = 0; i + 1 < nw; i++)
 		wr[i].next = &wr[i + 1];
-	if (ibv_post_send(ch->id->qp, wr, &bad) != 0)
-		return -EIO;
+	rc = ibv_post_send(ch->id->qp, wr, &bad) != 0 ? -EIO : 0;
+	if (rc < 0) {
+		/*
+		 * ibv_post_send(3): the work requests before *bad went out and complete (flushed:
+		 * the channel closes), so the task and the channel wait for them too.
+		 */
+		unsigned int sent = 0;
+
+		while (sent < nw && &wr[sent] != bad)
+			sent++;
+		nw = sent < nw ? sent : 0; /* *bad not one of ours: none went out */
+	}
 	ch->posted += nw;
 	ch->sq_free -= nw;
 	t->pending += nw;
-	return 0;
+	return rc;
 }
 
 /* ---- task management ---- */

@@ -180,10 +180,17 @@ static bool lkey_covers(uint32_t lkey, uint64_t addr, uint32_t len)
 
 static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-	(void)bad;
+	unsigned int fail = srp_rec.post_fail;
+
 	assert_ptr_equal(qp, &cur->qp);
+	srp_rec.post_fail = 0;
 	for (; wr; wr = wr->next) {
 		struct srp_cw_wr *r = &srp_rec.wrs[srp_rec.nwrs];
+
+		if (fail && --fail == 0) {
+			*bad = wr;
+			return ENOMEM;
+		}
 
 		assert_true(srp_rec.nwrs < SRP_CW_WR_MAX);
 		assert_int_equal(wr->num_sge, 1);

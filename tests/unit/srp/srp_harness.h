@@ -80,6 +80,11 @@ struct srp_cw_rec {
 	unsigned int reads_open; /* RDMA READs posted and not completed */
 	unsigned int mrs_live;	 /* ibv_reg_mr() not yet deregistered */
 	unsigned int reg_fail;	 /* the next this many ibv_reg_mr() calls fail */
+	/*
+	 * Not 0: work request number post_fail (from 1) of the next ibv_post_send() fails, as a
+	 * provider refuses one (bad_wr points at it): those before it in the list are posted.
+	 */
+	unsigned int post_fail;
 	unsigned int disconnects, ids_destroyed;
 	/* Requests delivered (SRP_CMD, SRP_TSK_MGMT); the REQUEST LIMIT DELTAs sent back. */
 	uint64_t requests, credits_back;

@@ -406,6 +406,13 @@ static void test_write_partial_table(void **state)
 	srp_cw_destroy(&w);
 }
 
+/* The channel is closing: it disconnected. */
+static bool closing(struct srp_cw *w)
+{
+	(void)w;
+	return srp_rec.disconnects > 0;
+}
+
 /* The channel is gone, and its nexus and session with it. */
 static bool torn_down(struct srp_cw *w)
 {
@@ -762,6 +769,40 @@ static void test_unregistered_buffers(void **state)
 	srp_cw_destroy(&w);
 }
 
+/*
+ * The provider refuses the third work request of a READ's chain (two RDMA WRITEs of Data-In
+ * before it are posted, the SRP_RSP after it is not): the channel goes, and waits for the two
+ * posted WRITEs to come back (flushed) before it frees the task and itself.
+ */
+static void test_data_in_post_fails(void **state)
+{
+	struct scsitgt__srp_desc d[3] = {
+		{ .va = (uintptr_t)ini.mem, .key = 1, .len = 1024 },
+		{ .va = (uintptr_t)ini.mem + 2048, .key = 2, .len = 1024 },
+		{ .va = (uintptr_t)ini.mem + 4096, .key = 3, .len = 2048 },
+	};
+	struct srp_cw w;
+	uint8_t cdb[16];
+	uint64_t tag;
+
+	(void)state;
+	rig_up(&w, 0);
+	cdb10(cdb, 0x28, 1000, 8);
+	srp_rec.post_fail = 3;
+	tag = send_table(&w, cdb, false, d, 3, 3, ini.tbl, 4096);
+	assert_true(srp_cw_settle(&w, closing));
+	assert_int_equal(srp_rec.disconnects, 1);
+	assert_int_equal(srp_cw_open_of(IBV_WR_RDMA_WRITE), 2);
+	assert_true(srp_cw_has_ch(&w));
+	srp_cw_complete(&w, (unsigned int)srp_cw_nth_open(IBV_WR_RDMA_WRITE, 0),
+			IBV_WC_WR_FLUSH_ERR);
+	assert_true(srp_cw_has_ch(&w));
+	srp_cw_flush_all(&w);
+	assert_true(srp_cw_settle(&w, torn_down));
+	assert_int_equal(srp_cw_rsp_at(tag), -1);
+	srp_cw_destroy(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -775,6 +816,7 @@ int main(void)
 		cmocka_unit_test(test_read_done_after_abort),
 		cmocka_unit_test(test_read_several_descriptors),
 		cmocka_unit_test(test_unregistered_buffers),
+		cmocka_unit_test(test_data_in_post_fails),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
