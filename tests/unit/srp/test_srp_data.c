@@ -718,7 +718,8 @@ static void test_read_several_descriptors(void **state)
  * The port's command memory is full: a command's buffer comes from the core's cache and is
  * registered for that command alone (its RDMA READs and WRITEs use that registration, given
  * back when the data is in or the task ends). A write whose buffer cannot be registered fails
- * with TASK SET FULL, and the channel goes on.
+ * with TASK SET FULL, and the channel goes on; a READ's Data-In that cannot be registered
+ * closes the channel (docs/srp.md "Buffers").
  */
 static void test_unregistered_buffers(void **state)
 {
@@ -764,6 +765,16 @@ static void test_unregistered_buffers(void **state)
 	assert_int_equal(srp_cw_open_of(IBV_WR_RDMA_READ), 0);
 	assert_false(w.ch->closing);
 	srp_cw_complete_all(&w);
+
+	/* A READ whose Data-In cannot be registered: it ran, its response cannot go; the channel
+	 * goes. */
+	cdb10(cdb, 0x28, 1100, 8);
+	srp_rec.reg_fail = 1;
+	tag = send_direct(&w, cdb, false, ini.back, 4096);
+	assert_true(srp_cw_settle(&w, closing));
+	assert_int_equal(srp_cw_rsp_at(tag), -1);
+	srp_cw_flush_all(&w);
+	assert_true(srp_cw_settle(&w, torn_down));
 	while (nb)
 		scsitgt__rdma_mem_free(&w.mem, blocks[--nb]);
 	srp_cw_destroy(&w);
