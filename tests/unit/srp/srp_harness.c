@@ -226,19 +226,25 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 	return 0;
 }
 
-/* A send buffer of our own IUs done, as srp_portal.c's slot_done (static there) does. */
+/*
+ * A send buffer of our own IUs done, as srp_portal.c's slot_done (static there) does; after
+ * an SRP_T_LOGOUT the channel disconnects, here as rdma_cm's DISCONNECTED would have it.
+ */
 static void fake_slot_done(struct scsitgt__rdma_wr *wr, const struct ibv_wc *wc)
 {
 	struct srp_slot *s = scsitgt__container_of(wr, struct srp_slot, w);
 	struct srp_ch *ch = s->ch;
+	bool logout = s->logout;
 
-	assert_false(s->logout); /* no test completes an SRP_T_LOGOUT */
 	ch->posted--;
 	ch->sq_free++;
 	ch->busy++;
+	s->logout = false;
 	scsitgt__rdma_pool_put(&ch->txp, s->idx);
 	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
 		scsitgt__srp_ch_close(ch, -1, ibv_wc_status_str(wc->status));
+	if (logout)
+		ch->xev.here(&ch->xev, RDMA_CM_EVENT_DISCONNECTED, 0);
 	scsitgt__srp_ch_leave(ch);
 }
 

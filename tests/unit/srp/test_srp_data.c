@@ -8,13 +8,14 @@
  *
  * Data-Out through a direct descriptor and through an indirect table (every descriptor its
  * own RDMA READ, never more outstanding than the read depth, the command executed once all of
- * them are back whatever their order); a table only partly in the IU, which is read first
- * with one RDMA READ of its own; a table that cannot be registered (the command fails, the
- * channel stays) or whose READ fails, and an RDMA READ of data that fails (the QP is in error:
- * the channel goes and the command never runs); READ completions that arrive after the
- * channel closed or the task was aborted. Data-In across several descriptors: one RDMA WRITE
- * each, in order before the SRP_RSP, the lengths summed and bounded by the command and by
- * the buffer, with the residuals that say so.
+ * them are back whatever their order), also for two writes at once; a table only partly in
+ * the IU, which is read first with one RDMA READ of its own; a table that cannot be
+ * registered (the command fails, the channel stays) or whose READ fails, and an RDMA READ of
+ * data that fails (the QP is in error: the channel goes and the command never runs); READ
+ * completions that arrive after the channel closed (a disconnect, SRP_T_LOGOUT) or the task
+ * was aborted. Data-In across several descriptors: one RDMA WRITE each, in order before the
+ * SRP_RSP, the lengths summed and bounded by the command and by the buffer, with the
+ * residuals that say so.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -290,6 +291,54 @@ static void test_write_indirect(void **state)
 }
 
 /*
+ * Two writes at once share the read depth: the first (six descriptors) takes all four READs,
+ * the second (one descriptor) waits in the read queue behind its rest and goes out as READs
+ * come back; the second is in first and answered first, each command runs with its own data.
+ */
+static void test_two_writes_share_depth(void **state)
+{
+	struct scsitgt__srp_desc d[6];
+	struct scsitgt__srp_rsp r;
+	struct srp_cw w;
+	uint8_t cdb[16];
+	uint64_t first, second;
+
+	(void)state;
+	for (unsigned int k = 0; k < 6; k++)
+		d[k] = (struct scsitgt__srp_desc){ .va = (uintptr_t)ini.mem + k * 1024,
+						   .key = k,
+						   .len = k < 4 ? 512 : 1024 };
+	rig_up(&w, 8);
+	gather(d, 6, ini.want);
+	cdb10(cdb, 0x2a, 1200, 8);
+	first = send_table(&w, cdb, true, d, 6, 6, ini.tbl, 4096);
+	cdb10(cdb, 0x2a, 1300, 1);
+	second = send_direct(&w, cdb, true, ini.mem + 7000, BLK);
+	expect_reads(&w, SRP_CW_RD_DEPTH);
+	assert_int_equal(read_of(ini.mem + 7000), -1);
+	/* Two of the first's back: its last two go out, the second still waits. */
+	srp_cw_complete(&w, (unsigned int)srp_cw_nth_open(IBV_WR_RDMA_READ, 0), IBV_WC_SUCCESS);
+	srp_cw_complete(&w, (unsigned int)srp_cw_nth_open(IBV_WR_RDMA_READ, 0), IBV_WC_SUCCESS);
+	expect_reads(&w, SRP_CW_RD_DEPTH);
+	assert_int_equal(read_of(ini.mem + 7000), -1);
+	srp_cw_complete(&w, (unsigned int)srp_cw_nth_open(IBV_WR_RDMA_READ, 0), IBV_WC_SUCCESS);
+	expect_reads(&w, SRP_CW_RD_DEPTH);
+	srp_cw_complete(&w, (unsigned int)read_of(ini.mem + 7000), IBV_WC_SUCCESS);
+	r = answer_of(&w, second);
+	assert_int_equal(r.status, SAM_STAT_GOOD);
+	assert_int_equal(srp_cw_rsp_at(first), -1);
+	srp_cw_complete_all(&w);
+	r = answer_of(&w, first);
+	assert_int_equal(r.status, SAM_STAT_GOOD);
+	srp_cw_complete_all(&w);
+	read_back(&w, 1200, 8, ini.back);
+	assert_memory_equal(ini.back, ini.want, 4096);
+	read_back(&w, 1300, 1, ini.back);
+	assert_memory_equal(ini.back, ini.mem + 7000, BLK);
+	srp_cw_destroy(&w);
+}
+
+/*
  * The descriptors hold more than the CDB's transfer: READs stop at the transfer (the last one
  * cut short, the rest never posted) and DOUNDER says how much of the buffer was not read.
  * They hold less (TOTAL LENGTH claims more): the whole blocks they hold are written (as
@@ -510,17 +559,19 @@ static void test_data_read_fails(void **state)
 }
 
 /*
- * The initiator disconnects while a write's RDMA READs are out (and more wait for the read
- * depth). READs that were already under way complete successfully after that, or flushed:
- * the command never runs, nothing more is posted, no response goes out, and the last
+ * The channel closes while a write's RDMA READs are out (and more wait for the read depth):
+ * the initiator disconnects, or the port stops (SRP_T_LOGOUT, then the disconnect once it is
+ * delivered). READs that were already under way complete successfully after that, or
+ * flushed: the command never runs, nothing more is posted, no response goes out, and the last
  * completion frees the channel.
  */
-static void read_done_after_disconnect(enum ibv_wc_status late)
+static void read_done_after_close(bool logout, enum ibv_wc_status late)
 {
 	struct scsitgt__srp_desc d[6];
 	struct srp_cw w;
 	uint8_t cdb[16];
 	unsigned int posted;
+	int tlo = -1;
 
 	for (unsigned int k = 0; k < 6; k++)
 		d[k] = (struct scsitgt__srp_desc){ .va = (uintptr_t)ini.mem + k * 1024,
@@ -530,28 +581,42 @@ static void read_done_after_disconnect(enum ibv_wc_status late)
 	cdb10(cdb, 0x2a, 700, 8);
 	send_table(&w, cdb, true, d, 6, 6, ini.tbl, 4096);
 	expect_reads(&w, SRP_CW_RD_DEPTH);
-	posted = srp_rec.nwrs;
 	srp_rec.nsends = 0;
-	/* What rdma_cm's DISCONNECTED does on the channel's loop. */
-	w.ch->xev.here(&w.ch->xev, RDMA_CM_EVENT_DISCONNECTED, 0);
-	assert_int_equal(srp_rec.disconnects, 1);
+	if (logout) {
+		scsitgt__srp_nexus_close(w.nx, SRP_TLO_NO_REASON, "port stopping");
+		assert_int_equal(srp_rec.nsends, 1);
+		assert_int_equal(srp_rec.sends[0].iu[0], SRP_IU_T_LOGOUT);
+		tlo = srp_cw_nth_open(IBV_WR_SEND, 0);
+		assert_int_equal(srp_rec.disconnects, 0);
+	} else {
+		/* What rdma_cm's DISCONNECTED does on the channel's loop. */
+		w.ch->xev.here(&w.ch->xev, RDMA_CM_EVENT_DISCONNECTED, 0);
+		assert_int_equal(srp_rec.disconnects, 1);
+	}
+	posted = srp_rec.nwrs;
 	for (unsigned int k = 0; k < SRP_CW_RD_DEPTH; k++) {
 		assert_true(srp_cw_has_ch(&w));
 		srp_cw_complete(&w, (unsigned int)srp_cw_nth_open(IBV_WR_RDMA_READ, 0), late);
 		turn(&w);
 	}
 	assert_int_equal(srp_rec.nwrs, posted);
-	assert_int_equal(srp_rec.nsends, 0);
+	if (logout) {
+		assert_true(srp_cw_has_ch(&w));
+		srp_cw_complete(&w, (unsigned int)tlo, IBV_WC_SUCCESS);
+		assert_int_equal(srp_rec.disconnects, 1);
+	}
+	assert_int_equal(srp_rec.nsends, logout ? 1 : 0);
 	assert_true(srp_cw_settle(&w, torn_down));
 	assert_int_equal(lun_writes(&w), 0);
 	srp_cw_destroy(&w);
 }
 
-static void test_read_done_after_disconnect(void **state)
+static void test_read_done_after_close(void **state)
 {
 	(void)state;
-	read_done_after_disconnect(IBV_WC_SUCCESS);
-	read_done_after_disconnect(IBV_WC_WR_FLUSH_ERR);
+	read_done_after_close(false, IBV_WC_SUCCESS);
+	read_done_after_close(false, IBV_WC_WR_FLUSH_ERR);
+	read_done_after_close(true, IBV_WC_SUCCESS);
 }
 
 /*
@@ -819,11 +884,12 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_direct),
 		cmocka_unit_test(test_write_indirect),
+		cmocka_unit_test(test_two_writes_share_depth),
 		cmocka_unit_test(test_write_lengths_bounded),
 		cmocka_unit_test(test_write_partial_table),
 		cmocka_unit_test(test_table_fetch_fails),
 		cmocka_unit_test(test_data_read_fails),
-		cmocka_unit_test(test_read_done_after_disconnect),
+		cmocka_unit_test(test_read_done_after_close),
 		cmocka_unit_test(test_read_done_after_abort),
 		cmocka_unit_test(test_read_several_descriptors),
 		cmocka_unit_test(test_unregistered_buffers),
