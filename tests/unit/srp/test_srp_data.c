@@ -191,6 +191,19 @@ static void read_back(struct srp_cw *w, uint32_t lba, uint16_t blocks, uint8_t *
 	srp_cw_complete_all(w);
 }
 
+/* The write @tag ends GOOD with all its data; @blocks at @lba read back are @want. */
+static void landed(struct srp_cw *w, uint64_t tag, uint32_t lba, uint16_t blocks,
+		   const uint8_t *want)
+{
+	struct scsitgt__srp_rsp r = answer_of(w, tag);
+
+	assert_int_equal(r.status, SAM_STAT_GOOD);
+	assert_int_equal(r.flags & (SRP_RSP_DOOVER | SRP_RSP_DOUNDER), 0);
+	srp_cw_complete_all(w);
+	read_back(w, lba, blocks, ini.back);
+	assert_memory_equal(ini.back, want, (size_t)blocks * BLK);
+}
+
 /* Gather @n descriptors' bytes of the initiator's memory into @out. */
 static void gather(const struct scsitgt__srp_desc *d, uint32_t n, uint8_t *out)
 {
@@ -198,10 +211,18 @@ static void gather(const struct scsitgt__srp_desc *d, uint32_t n, uint8_t *out)
 		memcpy(out, (const void *)(uintptr_t)d[i].va, d[i].len);
 }
 
+/* Six descriptors 1 KiB apart in the initiator's memory: four of 512 bytes, two of 1 KiB. */
+static void six_descs(struct scsitgt__srp_desc d[6])
+{
+	for (unsigned int k = 0; k < 6; k++)
+		d[k] = (struct scsitgt__srp_desc){ .va = (uintptr_t)ini.mem + k * 1024,
+						   .key = k,
+						   .len = k < 4 ? 512 : 1024 };
+}
+
 /* Data-Out through a direct descriptor: one RDMA READ, then the command, then GOOD. */
 static void test_write_direct(void **state)
 {
-	struct scsitgt__srp_rsp r;
 	struct srp_cw w;
 	uint8_t cdb[16];
 	uint64_t tag;
@@ -221,13 +242,8 @@ static void test_write_direct(void **state)
 	assert_int_equal(srp_cw_rsp_at(tag), -1);
 	assert_int_equal(lun_writes(&w), 0);
 	srp_cw_complete(&w, (unsigned int)i, IBV_WC_SUCCESS);
-	r = answer_of(&w, tag);
-	assert_int_equal(r.status, SAM_STAT_GOOD);
-	assert_int_equal(r.flags & (SRP_RSP_DOOVER | SRP_RSP_DOUNDER), 0);
+	landed(&w, tag, 16, 8, ini.mem);
 	assert_int_equal(lun_writes(&w), 1);
-	srp_cw_complete_all(&w);
-	read_back(&w, 16, 8, ini.back);
-	assert_memory_equal(ini.back, ini.mem, 4096);
 	srp_cw_destroy(&w);
 }
 
@@ -247,7 +263,6 @@ static void test_write_indirect(void **state)
 		{ .va = (uintptr_t)ini.mem + 3000, .key = 5, .len = 512 },
 		{ .va = (uintptr_t)ini.mem + 6000, .key = 6, .len = 512 },
 	};
-	struct scsitgt__srp_rsp r;
 	struct srp_cw w;
 	uint8_t cdb[16];
 	uint64_t tag;
@@ -281,12 +296,7 @@ static void test_write_indirect(void **state)
 		srp_cw_complete(&w, (unsigned int)srp_cw_nth_open(IBV_WR_RDMA_READ, left - 1),
 				IBV_WC_SUCCESS);
 	}
-	r = answer_of(&w, tag);
-	assert_int_equal(r.status, SAM_STAT_GOOD);
-	assert_int_equal(r.flags & (SRP_RSP_DOOVER | SRP_RSP_DOUNDER), 0);
-	srp_cw_complete_all(&w);
-	read_back(&w, 100, 8, ini.back);
-	assert_memory_equal(ini.back, ini.want, 4096);
+	landed(&w, tag, 100, 8, ini.want);
 	srp_cw_destroy(&w);
 }
 
@@ -304,10 +314,7 @@ static void test_two_writes_share_depth(void **state)
 	uint64_t first, second;
 
 	(void)state;
-	for (unsigned int k = 0; k < 6; k++)
-		d[k] = (struct scsitgt__srp_desc){ .va = (uintptr_t)ini.mem + k * 1024,
-						   .key = k,
-						   .len = k < 4 ? 512 : 1024 };
+	six_descs(d);
 	rig_up(&w, 8);
 	gather(d, 6, ini.want);
 	cdb10(cdb, 0x2a, 1200, 8);
@@ -328,11 +335,7 @@ static void test_two_writes_share_depth(void **state)
 	assert_int_equal(r.status, SAM_STAT_GOOD);
 	assert_int_equal(srp_cw_rsp_at(first), -1);
 	srp_cw_complete_all(&w);
-	r = answer_of(&w, first);
-	assert_int_equal(r.status, SAM_STAT_GOOD);
-	srp_cw_complete_all(&w);
-	read_back(&w, 1200, 8, ini.back);
-	assert_memory_equal(ini.back, ini.want, 4096);
+	landed(&w, first, 1200, 8, ini.want);
 	read_back(&w, 1300, 1, ini.back);
 	assert_memory_equal(ini.back, ini.mem + 7000, BLK);
 	srp_cw_destroy(&w);
@@ -424,7 +427,6 @@ static void test_write_partial_table(void **state)
 		{ .va = (uintptr_t)ini.mem + 4000, .key = 4, .len = 1024 },
 		{ .va = (uintptr_t)ini.mem + 1024, .key = 5, .len = 512 },
 	};
-	struct scsitgt__srp_rsp r;
 	struct srp_cw w;
 	uint8_t cdb[16];
 	uint64_t tag;
@@ -447,11 +449,7 @@ static void test_write_partial_table(void **state)
 	for (unsigned int k = 0; k < 4; k++)
 		assert_true(read_of((void *)(uintptr_t)d[k].va) >= 0);
 	srp_cw_complete_all(&w);
-	r = answer_of(&w, tag);
-	assert_int_equal(r.status, SAM_STAT_GOOD);
-	srp_cw_complete_all(&w);
-	read_back(&w, 400, 8, ini.back);
-	assert_memory_equal(ini.back, ini.want, 4096);
+	landed(&w, tag, 400, 8, ini.want);
 	srp_cw_destroy(&w);
 }
 
@@ -533,10 +531,7 @@ static void test_data_read_fails(void **state)
 	uint64_t tag;
 
 	(void)state;
-	for (unsigned int k = 0; k < 6; k++)
-		d[k] = (struct scsitgt__srp_desc){ .va = (uintptr_t)ini.mem + k * 1024,
-						   .key = k,
-						   .len = k < 4 ? 512 : 1024 };
+	six_descs(d);
 	rig_up(&w, 0);
 	cdb10(cdb, 0x2a, 600, 8);
 	tag = send_table(&w, cdb, true, d, 6, 6, ini.tbl, 4096);
@@ -573,10 +568,7 @@ static void read_done_after_close(bool logout, enum ibv_wc_status late)
 	unsigned int posted;
 	int tlo = -1;
 
-	for (unsigned int k = 0; k < 6; k++)
-		d[k] = (struct scsitgt__srp_desc){ .va = (uintptr_t)ini.mem + k * 1024,
-						   .key = k,
-						   .len = k < 4 ? 512 : 1024 };
+	six_descs(d);
 	rig_up(&w, 0);
 	cdb10(cdb, 0x2a, 700, 8);
 	send_table(&w, cdb, true, d, 6, 6, ini.tbl, 4096);
