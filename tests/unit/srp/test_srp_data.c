@@ -10,12 +10,12 @@
  * own RDMA READ, never more outstanding than the read depth, the command executed once all of
  * them are back whatever their order), also for two writes at once; a table only partly in
  * the IU, which is read first with one RDMA READ of its own; a table that cannot be
- * registered (the command fails, the channel stays) or whose READ fails, and an RDMA READ of
- * data that fails (the QP is in error: the channel goes and the command never runs); READ
- * completions that arrive after the channel closed (a disconnect, SRP_T_LOGOUT) or the task
- * was aborted. Data-In across several descriptors: one RDMA WRITE each, in order before the
- * SRP_RSP, the lengths summed and bounded by the command and by the buffer, with the
- * residuals that say so.
+ * registered (the command fails, the channel stays) or whose READ fails, an RDMA READ of data
+ * or an RDMA WRITE of Data-In that fails (the QP is in error: the channel goes, a write never
+ * runs); READ completions that arrive after the channel closed (a disconnect, SRP_T_LOGOUT)
+ * or the task was aborted. Data-In across several descriptors: one RDMA WRITE each, in order
+ * before the SRP_RSP, the lengths summed and bounded by the command and by the buffer, with
+ * the residuals that say so.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -453,6 +453,12 @@ static void test_write_partial_table(void **state)
 	srp_cw_destroy(&w);
 }
 
+/* Something is on the send queue and nothing waits to go (a READ's chain is posted). */
+static bool sent_all(struct srp_cw *w)
+{
+	return srp_cw_open_of(IBV_WR_SEND) > 0 && scsitgt__list_empty(&w->ch->sendq);
+}
+
 /* The channel is closing: it disconnected. */
 static bool closing(struct srp_cw *w)
 {
@@ -550,6 +556,33 @@ static void test_data_read_fails(void **state)
 	assert_true(srp_cw_settle(&w, torn_down));
 	assert_int_equal(srp_cw_rsp_at(tag), -1);
 	assert_int_equal(lun_writes(&w), 0);
+	srp_cw_destroy(&w);
+}
+
+/*
+ * An RDMA WRITE of Data-In completes in error: the channel goes (the SRP_RSP posted behind it
+ * is flushed, never delivered), and the task and channel are freed once the rest is back.
+ */
+static void test_data_write_fails(void **state)
+{
+	struct scsitgt__srp_desc d[6];
+	struct srp_cw w;
+	uint8_t cdb[16];
+
+	(void)state;
+	six_descs(d);
+	rig_up(&w, 0);
+	cdb10(cdb, 0x28, 0, 8);
+	send_table(&w, cdb, false, d, 6, 6, ini.tbl, 4096);
+	assert_true(srp_cw_settle(&w, sent_all));
+	assert_int_equal(srp_cw_open_of(IBV_WR_RDMA_WRITE), 6);
+	srp_cw_complete(&w, (unsigned int)srp_cw_nth_open(IBV_WR_RDMA_WRITE, 0), IBV_WC_SUCCESS);
+	srp_cw_complete(&w, (unsigned int)srp_cw_nth_open(IBV_WR_RDMA_WRITE, 0),
+			IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(srp_rec.disconnects, 1);
+	assert_true(srp_cw_has_ch(&w));
+	srp_cw_flush_all(&w);
+	assert_true(srp_cw_settle(&w, torn_down));
 	srp_cw_destroy(&w);
 }
 
@@ -881,6 +914,7 @@ int main(void)
 		cmocka_unit_test(test_write_partial_table),
 		cmocka_unit_test(test_table_fetch_fails),
 		cmocka_unit_test(test_data_read_fails),
+		cmocka_unit_test(test_data_write_fails),
 		cmocka_unit_test(test_read_done_after_close),
 		cmocka_unit_test(test_read_done_after_abort),
 		cmocka_unit_test(test_read_several_descriptors),
