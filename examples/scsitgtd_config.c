@@ -623,6 +623,16 @@ int scsitgtd_config_parse(const char *text, size_t len, struct scsitgtd_config *
 	return 0;
 }
 
+int scsitgtd_config_check(struct scsitgtd_config *cfg, char *err, size_t err_size)
+{
+	struct parser p = { .cfg = cfg, .err = err, .err_size = err_size };
+
+	if (err && err_size)
+		err[0] = '\0';
+	file_end(&p);
+	return p.failed ? -EINVAL : 0;
+}
+
 void scsitgtd_lun_clear(struct scsitgtd_lun *l)
 {
 	free(l->path);

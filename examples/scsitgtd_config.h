@@ -270,6 +270,14 @@ struct scsitgtd_config {
 int scsitgtd_config_parse(const char *text, size_t len, struct scsitgtd_config **out, char *err,
 			  size_t err_size);
 void scsitgtd_config_free(struct scsitgtd_config *cfg);
+/*
+ * The checks across sections that scsitgtd_config_parse() runs at the end of a file (one
+ * rbd_gateway LUN, portals and SRP ports defined once...), on a configuration edited in memory
+ * (the control socket's runtime changes), so that it never serves, or saves, what the file
+ * parser refuses. 0, or -EINVAL with @err as the parser's ("line N: what", the line of the
+ * section concerned). Fills the same defaults as the parse (alua_modes of a target with groups).
+ */
+int scsitgtd_config_check(struct scsitgtd_config *cfg, char *err, size_t err_size);
 /* Free what a LUN definition points to (the control socket removes LUNs from a copy). */
 void scsitgtd_lun_clear(struct scsitgtd_lun *l);
 /*

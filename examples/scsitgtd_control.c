@@ -495,9 +495,25 @@ static bool add_line(char *buf, size_t size, const char *key, json_object *v, st
 	return true;
 }
 
-/* Apply @nc (a changed copy of d->cfg; consumed) the way a reload does. */
+/*
+ * Apply @nc (a changed copy of d->cfg; consumed) the way a reload does, once it passes the
+ * file's checks across sections (scsitgtd_config_check()): a change the file would refuse (a
+ * second LUN on an rbd_gateway target) is refused here too, else the daemon would serve it and
+ * `save` would write a file the next start refuses.
+ */
 static bool apply_copy(struct scsitgtd *d, struct scsitgtd_config *nc, struct rpc_reply *r)
 {
+	char err[512];
+	const char *msg = err;
+
+	if (scsitgtd_config_check(nc, err, sizeof(err)) < 0) {
+		scsitgtd_config_free(nc);
+		/* "line N: what": the first error, without a line of a file nobody edited. */
+		if (!strncmp(err, "line ", 5) && strstr(err, ": "))
+			msg = strstr(err, ": ") + 2;
+		rpc_error(r, SCSITGTD_RPC_INVALID_PARAMS, "%.*s", (int)strcspn(msg, "\n"), msg);
+		return false;
+	}
 	if (scsitgtd_apply(d, nc) < 0) {
 		scsitgtd_config_free(nc);
 		rpc_error(r, SCSITGTD_RPC_INTERNAL_ERROR, "out of memory");

@@ -8,6 +8,8 @@
 # initiator, address) act on the initiator; save writes a file that, served after a restart,
 # gives the same show; protocol errors come back as JSON-RPC error objects; systemd hears
 # READY=1, RELOADING=1 and STOPPING=1 (sd_notify) when scsitgtd is built with libsystemd.
+# Runtime changes pass the file's checks across sections: a LUN added to or removed from an
+# rbd_gateway target (exactly one RBD LUN) is refused, so that save writes a file that starts.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init "${1:-}"
@@ -393,4 +395,51 @@ grep -q "removed a stale socket" "$IT_TMP/target.err" || it_fail "stale socket: 
 ctl show >/dev/null || it_fail "no answer after replacing a stale socket"
 it_stop || it_fail "scsitgtd exited with $?"
 IT_PID=
+
+# ---- runtime changes pass the file's checks across sections (review33 D1) ----
+# An rbd_gateway target has exactly one LUN, its RBD one: a LUN added or removed at runtime
+# that breaks this is refused as the file would be, and what save writes still starts. The
+# image need not open (a ceph.conf that does not exist: the open fails at once, logged).
+GW_IQN=iqn.2024-01.org.example:ctl-gw
+GW_CONF=$IT_TMP/gateway.conf
+cat >"$GW_CONF" <<CONF
+[engine]
+log_level = info
+control_socket = $SOCK
+
+[target]
+name = $GW_IQN
+rbd_gateway = 1
+initiator = $CLIENT_IQN
+
+[lun 0]
+backend = rbd
+path = pool/image
+rbd_conf = $IT_TMP/no-such-ceph.conf
+CONF
+"$IT_TARGET" -t "$GW_CONF" >/dev/null || it_fail "scsitgtd -t refused the gateway file"
+try_start "$GW_CONF" || it_fail "the gateway file does not start: $(tail -3 "$IT_TMP/target.err")"
+# refused CODE WHAT CMD...: CMD fails with JSON-RPC error CODE whose message has WHAT.
+refused() {
+	local want=$1 what=$2
+	shift 2
+	if ctl "$@" 2>"$IT_TMP/err.json"; then
+		it_fail "$* succeeded on a gateway target"
+	fi
+	[[ $(jq -r .code "$IT_TMP/err.json") == "$want" ]] && grep -q "$what" "$IT_TMP/err.json" ||
+		it_fail "$*: $(cat "$IT_TMP/err.json")"
+}
+refused -32602 "rbd_gateway needs exactly one LUN" add-lun "$GW_IQN" 1 backend=ram size=1M
+refused -32602 "rbd_gateway needs exactly one LUN" remove-lun "$GW_IQN" 0
+[[ $(ctl show | jq -c '[.targets[0].luns[].id]') == "[]" ]] ||
+	it_fail "a refused change touched the LUNs: $(ctl show)"
+# What the file allows still goes.
+ctl add-initiator "$GW_IQN" iqn.1999-01.example:gw-other >/dev/null ||
+	it_fail "add-initiator on a gateway target failed"
+(cd "$IT_TMP" && ctl save gw-saved.conf) >/dev/null || it_fail "save of the gateway target failed"
+"$IT_TARGET" -t "$IT_TMP/gw-saved.conf" >/dev/null 2>"$IT_TMP/gw-check.err" ||
+	it_fail "scsitgtd -t refused the saved gateway file: $(cat "$IT_TMP/gw-check.err")"
+it_stop || it_fail "scsitgtd exited with $?"
+IT_PID=
+it_log "runtime changes that break rbd_gateway's one LUN are refused; save stays loadable"
 it_log "PASS"
