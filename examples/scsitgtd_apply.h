@@ -30,11 +30,11 @@ struct scsitgtd_gw {
 	uint16_t groups[1 + SCSITGTD_MAX_GW_PEERS];
 	size_t ngroups;
 	bool destroying;
-	/* Once it is gone: destroy the target; or destroy LUN lun_id and create it again if
-	 * the configuration applied by then has it. */
+	/* Once it is gone: destroy the target; or destroy its LUN (lun_id) and create it again
+	 * if the configuration applied by then has it. */
 	bool then_target;
 	bool then_lun;
-	uint64_t lun_id;
+	uint64_t lun_id; /* the LUN it is the gateway of */
 };
 
 static inline bool str_eq(const char *a, const char *b)

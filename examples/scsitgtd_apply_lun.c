@@ -338,7 +338,7 @@ void scsitgtd_gateways_stop(struct scsitgtd *d, void (*cb)(struct scsitgtd *d))
 
 /* Make @tgt, whose RBD LUN (context @rbd_ctx) was just created, one gateway of the image. */
 static void gw_create(struct scsitgtd *d, struct scsitgt_target *tgt,
-		      const struct scsitgtd_target *t, void *rbd_ctx)
+		      const struct scsitgtd_target *t, uint64_t lun_id, void *rbd_ctx)
 {
 	const struct scsitgtd_gateway *g = &t->gw;
 	struct scsitgt_rbd_gateway_peer peers[SCSITGTD_MAX_GW_PEERS];
@@ -377,6 +377,7 @@ static void gw_create(struct scsitgtd *d, struct scsitgt_target *tgt,
 	}
 	e->d = d;
 	e->tgt = tgt;
+	e->lun_id = lun_id;
 	e->next = d->gws;
 	d->gws = e;
 	scsitgtd_log(d, SCSITGT_LOG_INFO, "%s: gateway of target port group %u (%zu peer(s))",
@@ -483,9 +484,11 @@ static void rbd_opened(void *arg, int status, void *bctx)
 		rbd_open_free(po);
 		return;
 	}
+	/* One gateway per target, on its one RBD LUN (the file's checks, also on runtime
+	 * changes): never a second one that would take over the first's ALUA hook. */
 	if (lun_finish(d, tgt, d->cfg, nl, scsitgt_backend_rbd_ops(), bctx, bctx) == 0 &&
-	    t->gw.group)
-		gw_create(d, tgt, t, bctx);
+	    t->gw.group && scsitgtd_gw_find(d, tgt) == NULL)
+		gw_create(d, tgt, t, nl->id, bctx);
 	rbd_open_free(po);
 }
 

@@ -401,10 +401,9 @@ void scsitgtd_target_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 			scsitgtd_changed(d, "%s LUN %llu: removed%s", nt->name,
 					 (unsigned long long)ol->id,
 					 nl ? " (to be re-created)" : "");
-			if (gw) {
+			if (gw && gw->lun_id == ol->id) {
 				/* After its gateway, which re-creates it if still wanted. */
 				gw->then_lun = true;
-				gw->lun_id = ol->id;
 				scsitgtd_gw_destroy(gw);
 			} else {
 				scsitgt_lun_destroy(lun, NULL, NULL);
