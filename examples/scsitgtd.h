@@ -37,6 +37,9 @@ struct scsitgtd {
 	int exit_code;
 	/* RBD LUNs whose image is being opened off the loop (scsitgtd_apply_lun.c). */
 	struct scsitgtd_rbd_open *rbd_opens;
+	/* RBD LUNs whose shared reservations are not attached: the attach runs or failed; they
+	 * stay offline meanwhile (scsitgtd_apply_lun.c). */
+	struct scsitgtd_pr_share *pr_shares;
 	/* The management socket (scsitgtd_control.c); NULL without one. */
 	struct scsitgtd_control *control;
 	/* The HTTP metrics listener (scsitgtd_metrics.c); NULL without one. */

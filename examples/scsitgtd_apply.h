@@ -80,5 +80,8 @@ void scsitgtd_lun_update(struct scsitgtd *d, const char *tname, struct scsitgt_l
 struct scsitgtd_gw *scsitgtd_gw_find(struct scsitgtd *d, struct scsitgt_target *tgt);
 /* Start the destruction of the gateway @e (if not started yet); e->then_* say what follows. */
 void scsitgtd_gw_destroy(struct scsitgtd_gw *e);
+/* Forget the failed shared-reservation attaches of LUNs that are gone (@all: every entry, once
+ * the engine is gone). */
+void scsitgtd_pr_shares_prune(struct scsitgtd *d, bool all);
 
 #endif /* SCSITGTD_APPLY_H */

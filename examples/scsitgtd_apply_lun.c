@@ -126,57 +126,107 @@ int scsitgtd_fault_spec_check(const char *spec)
 	return rc < 0 ? rc : 0;
 }
 
-/* A LUN waiting for its shared reservations (scsitgt_backend_rbd_use_pr()). */
-struct rbd_pr_wait {
+/*
+ * An RBD LUN whose shared reservations are not attached (scsitgt_backend_rbd_use_pr()): the
+ * attach runs, or it failed. Until it succeeds the LUN stays offline whatever the
+ * configuration says (backend_rbd.h: until then its reservations are this gateway's alone, so
+ * another gateway's reservation would not be enforced here); every scsitgtd_apply() (reload,
+ * control change) tries a failed one again. An attached LUN has no entry. A stale entry (its
+ * LUN destroyed after the attach failed) is dropped when a LUN is created at that address.
+ */
+struct scsitgtd_pr_share {
+	struct scsitgtd_pr_share *next;
 	struct scsitgtd *d;
 	struct scsitgt_lun *lun;
+	void *rbd_ctx;
 	uint64_t id;
-	bool offline;
+	bool failed; /* else the attach runs */
 	char tname[224];
 };
 
+static struct scsitgtd_pr_share *pr_share_find(struct scsitgtd *d, const struct scsitgt_lun *lun)
+{
+	for (struct scsitgtd_pr_share *e = d->pr_shares; e; e = e->next)
+		if (e->lun == lun)
+			return e;
+	return NULL;
+}
+
+static void pr_share_drop(struct scsitgtd_pr_share *e)
+{
+	for (struct scsitgtd_pr_share **pp = &e->d->pr_shares; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			break;
+		}
+	}
+	free(e);
+}
+
+/* Whether the configuration applied now wants LUN @id of @tname offline (or has it no more). */
+static bool conf_offline(const struct scsitgtd *d, const char *tname, uint64_t id)
+{
+	const struct scsitgtd_target *t = d->cfg ? scsitgtd_config_find_target(d->cfg, tname) :
+						   NULL;
+	const struct scsitgtd_lun *l = t ? scsitgtd_config_find_lun(t, id) : NULL;
+
+	return l == NULL || l->offline;
+}
+
+static void pr_share_failed(struct scsitgtd_pr_share *e, int err)
+{
+	e->failed = true;
+	scsitgtd_log(e->d, SCSITGT_LOG_ERROR,
+		     "%s LUN %llu: shared reservations: %s; the LUN stays offline (a reload tries "
+		     "again)",
+		     e->tname, (unsigned long long)e->id, scsitgt_strerror(err));
+}
+
 static void rbd_pr_attached(void *arg, int status)
 {
-	struct rbd_pr_wait *w = arg;
+	struct scsitgtd_pr_share *e = arg;
 
 	if (status == -ECANCELED) {
 		/* The LUN went away meanwhile (a reload, shutdown): nothing to do. */
+		pr_share_drop(e);
 	} else if (status < 0) {
-		scsitgtd_log(
-			w->d, SCSITGT_LOG_ERROR,
-			"%s LUN %llu: shared reservations: %s; the LUN stays offline (reload to "
-			"retry)",
-			w->tname, (unsigned long long)w->id, scsitgt_strerror(status));
+		pr_share_failed(e, status);
 	} else {
-		if (!w->offline)
-			scsitgt_lun_set_offline(w->lun, false);
-		scsitgtd_log(w->d, SCSITGT_LOG_INFO, "%s LUN %llu: reservations shared in RADOS",
-			     w->tname, (unsigned long long)w->id);
+		/* The configuration's offline flag as it is now (a reload may have set it). */
+		if (!conf_offline(e->d, e->tname, e->id))
+			scsitgt_lun_set_offline(e->lun, false);
+		scsitgtd_log(e->d, SCSITGT_LOG_INFO, "%s LUN %llu: reservations shared in RADOS",
+			     e->tname, (unsigned long long)e->id);
+		pr_share_drop(e);
 	}
-	free(w);
 }
 
-static void rbd_share_pr(struct scsitgtd *d, const char *tname, const struct scsitgtd_lun *l,
-			 struct scsitgt_lun *lun, void *rbd_ctx)
+void scsitgtd_pr_shares_prune(struct scsitgtd *d, bool all)
 {
-	struct rbd_pr_wait *w = calloc(1, sizeof(*w));
-	int rc = w ? 0 : -ENOMEM;
+	struct scsitgtd_pr_share *e = d->pr_shares, *next;
+	struct scsitgt_target *tgt;
 
-	if (w) {
-		w->d = d;
-		w->lun = lun;
-		w->id = l->id;
-		w->offline = l->offline;
-		snprintf(w->tname, sizeof(w->tname), "%s", tname);
-		scsitgt_lun_set_offline(lun, true);
-		rc = scsitgt_backend_rbd_use_pr(rbd_ctx, NULL, rbd_pr_attached, w);
+	for (; e; e = next) {
+		next = e->next;
+		if (!all && !e->failed)
+			continue; /* its callback comes */
+		/* Only compared: the LUN may be gone. */
+		tgt = d->engine ? scsitgt_engine_find_target(d->engine, e->tname) : NULL;
+		if (all || tgt == NULL || scsitgt_target_get_lun(tgt, e->id) != e->lun)
+			pr_share_drop(e);
 	}
-	if (rc < 0) {
-		free(w);
-		scsitgtd_log(d, SCSITGT_LOG_ERROR,
-			     "%s LUN %llu: shared reservations: %s; the LUN stays offline", tname,
-			     (unsigned long long)l->id, scsitgt_strerror(rc));
-	}
+}
+
+/* Start (or start again) the attach of @e's LUN, which stays offline meanwhile. */
+static void pr_share_start(struct scsitgtd_pr_share *e)
+{
+	int rc;
+
+	e->failed = false;
+	scsitgt_lun_set_offline(e->lun, true);
+	rc = scsitgt_backend_rbd_use_pr(e->rbd_ctx, NULL, rbd_pr_attached, e);
+	if (rc < 0)
+		pr_share_failed(e, rc);
 }
 
 /*
@@ -193,6 +243,7 @@ static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
 	struct scsitgt_lun *lun;
 	uint32_t bs = l->block_size ? l->block_size : 512;
 	char prbuf[4096], serial[40];
+	struct scsitgtd_pr_share *share = NULL, *stale;
 	const char *pr;
 	int rc;
 
@@ -230,8 +281,16 @@ static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
 #undef COPY_LIMIT
 	memcpy(o.naa_extended, l->naa_extended, sizeof(o.naa_extended));
 	memcpy(o.uuid, l->uuid, sizeof(o.uuid));
-	rc = scsitgt_lun_create(&lun, tgt, &o);
+	rc = 0;
+	if (rbd_ctx && l->rbd_shared_pr) {
+		/* Before the LUN: without its entry it could not be kept offline. */
+		share = calloc(1, sizeof(*share));
+		rc = share ? 0 : -ENOMEM;
+	}
+	if (rc == 0)
+		rc = scsitgt_lun_create(&lun, tgt, &o);
 	if (rc < 0) {
+		free(share);
 		/* We still own the backend context: its close() frees it (the fault backend's
 		 * destroy() closes the backend it wraps). */
 		if (l->fault)
@@ -245,12 +304,22 @@ static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
 			     scsitgt_strerror(rc));
 		return rc;
 	}
+	/* An entry of a LUN that was destroyed after its attach failed, at this address. */
+	while ((stale = pr_share_find(d, lun)) != NULL)
+		pr_share_drop(stale);
 	if (rbd_ctx)
 		scsitgt_backend_rbd_set_lun(rbd_ctx, lun);
-	if (rbd_ctx && l->rbd_shared_pr) {
+	if (share) {
 		/* Reservations shared with every gateway of the image (RADOS); offline until the
 		 * shared state is read and watched. */
-		rbd_share_pr(d, tname, l, lun, rbd_ctx);
+		share->d = d;
+		share->lun = lun;
+		share->rbd_ctx = rbd_ctx;
+		share->id = l->id;
+		snprintf(share->tname, sizeof(share->tname), "%s", tname);
+		share->next = d->pr_shares;
+		d->pr_shares = share;
+		pr_share_start(share);
 		pr = NULL;
 	} else {
 		/* SPC-5 §5.13.5 APTPL: reservations survive a restart in this file. */
@@ -579,6 +648,7 @@ void scsitgtd_lun_update(struct scsitgtd *d, const char *tname, struct scsitgt_l
 			 const struct scsitgtd_lun *ol, const struct scsitgtd_lun *nl)
 {
 	struct scsitgt_lun_geometry geo;
+	struct scsitgtd_pr_share *share;
 	uint64_t nb = 0;
 	int rc;
 
@@ -606,10 +676,16 @@ void scsitgtd_lun_update(struct scsitgtd *d, const char *tname, struct scsitgt_l
 				 (unsigned long long)nb);
 		scsitgt_lun_resize(lun, nb);
 	}
+	share = pr_share_find(d, lun);
 	if (ol && ol->offline != nl->offline)
 		scsitgtd_changed(d, "%s LUN %llu: %s", tname, (unsigned long long)nl->id,
-				 nl->offline ? "offline" : "online");
-	scsitgt_lun_set_offline(lun, nl->offline);
+				 nl->offline ? "offline" :
+				 share	     ? "online once its reservations are shared" :
+					       "online");
+	if (share == NULL)
+		scsitgt_lun_set_offline(lun, nl->offline);
+	else if (share->failed)
+		pr_share_start(share); /* the reload the log line asked for */
 	/* New fault rules replace the old ones; ios they hold stay held. */
 	if (nl->fault && (ol == NULL || !ol->fault || strcmp(ol->fault, nl->fault))) {
 		scsitgtd_changed(d, "%s LUN %llu: fault rules \"%s\"", tname,

@@ -5,8 +5,9 @@
 # LUN 0 (RAM) is read (its first MiB), and the open is still pending afterwards, so the loop
 # kept serving (no timing is measured: the order of events proves it). The open then fails with an
 # error in the log and no LUN. Then the LUN names the real cluster: it appears, and data
-# written with qemu-img equals `rbd export`; its reservations are shared in RADOS. Skipped
-# without Ceph or libinih.
+# written with qemu-img equals `rbd export`; its reservations are shared in RADOS. A LUN whose
+# shared reservations cannot attach (its client may not touch their object) stays offline
+# through reloads, each retrying the attach. Skipped without Ceph or libinih.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/rbd_lib.sh"
@@ -92,6 +93,48 @@ rbd export "$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE" "$IT_TMP/export.img" >/dev/null 
 	it_fail "rbd export failed"
 got=$(sha256sum <"$IT_TMP/export.img" | cut -d' ' -f1)
 [[ "$got" == "$want" ]] || it_fail "rbd export has $got, wrote $want"
+
+# Shared reservations that cannot attach (review33 D2): a Ceph client whose OSD caps reach the
+# image's objects (rbd_*) but not the reservations object (scsitgt_pr.<image id>) opens the
+# image, and its attach fails. The LUN must stay offline (NOT READY) through every reload, each
+# of which tries the attach again: online, its reservations would be this gateway's alone.
+rbd create --size 16M "$MICRO_CEPH_POOL/nopr" || it_fail "rbd create nopr"
+ceph auth get-or-create client.nopr mon 'profile rbd' \
+	osd "allow rwx pool=$MICRO_CEPH_POOL object_prefix rbd" >>"$CEPH_KEYRING" ||
+	it_fail "ceph auth get-or-create client.nopr"
+URL2=iscsi://127.0.0.1:$PORT/$IQN/2
+{
+	base_conf
+	printf '[lun 1]\nbackend = rbd\npath = %s/%s\n\n' "$MICRO_CEPH_POOL" "$MICRO_CEPH_IMAGE"
+	printf '[lun 2]\nbackend = rbd\npath = %s/nopr\nrbd_client_id = nopr\n' "$MICRO_CEPH_POOL"
+} >"$CONF"
+seen=$(wc -l <"$IT_TMP/target.err")
+it_reload
+attach_failed() { since | grep -c "LUN 2: shared reservations: .*the LUN stays offline" || true; }
+# offline_lun2 WHEN: LUN 2 answers NOT READY.
+offline_lun2() {
+	if "$READBACK" -o /dev/null "$URL2" 4096 2>"$IT_TMP/lun2.err"; then
+		it_fail "LUN 2 is online $1 although its reservations are not shared"
+	fi
+	grep -q "NOT READY" "$IT_TMP/lun2.err" || it_fail "LUN 2 $1: $(cat "$IT_TMP/lun2.err")"
+}
+for ((i = 0; i < 600; i++)); do
+	[[ $(attach_failed) -ge 1 ]] && break
+	since | grep -q "LUN 2: backend" && it_fail "LUN 2's image did not open: $(since | tail -5)"
+	sleep 0.1
+done
+[[ $(attach_failed) -ge 1 ]] || it_fail "LUN 2's attach did not fail: $(since | tail -5)"
+offline_lun2 "after its attach failed"
+# A reload (this one changes nothing of LUN 2) retries the attach and keeps the LUN offline.
+it_reload
+offline_lun2 "right after a reload"
+for ((i = 0; i < 600; i++)); do
+	[[ $(attach_failed) -ge 2 ]] && break
+	sleep 0.1
+done
+[[ $(attach_failed) -ge 2 ]] || it_fail "a reload did not retry LUN 2's attach: $(since | tail -5)"
+offline_lun2 "after a reload"
+it_log "LUN 2 without shared reservations stays offline; a reload retries the attach"
 
 it_stop || it_fail "scsitgtd exited with status $? on SIGTERM"
 it_log "PASS"
