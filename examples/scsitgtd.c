@@ -410,6 +410,12 @@ static void engine_gone(void *arg, int status)
 
 	(void)status;
 	d->engine = NULL;
+	/* A backend the engine gave up on (drain_timeout_ms) is ours to close; one that cannot
+	 * be closed would keep the loop running for good. */
+	if (scsitgtd_backends_orphaned(d)) {
+		d->backends_left = true;
+		uv_stop(d->loop);
+	}
 }
 
 static void engine_stop(struct scsitgtd *d)
@@ -631,6 +637,11 @@ int main(int argc, char **argv)
 				     strerror(errno));
 		close(pid_fd);
 		free(pid_path);
+	}
+	if (d.backends_left) {
+		fflush(stdout);
+		fflush(stderr);
+		_exit(d.exit_code);
 	}
 	scsitgtd_free(&d);
 	uv_loop_close(d.loop);

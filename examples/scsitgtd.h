@@ -35,6 +35,9 @@ struct scsitgtd {
 	uv_signal_t sig_hup, sig_term, sig_int, sig_usr1;
 	bool stopping;
 	int exit_code;
+	/* Backends left unclosed at shutdown (scsitgtd_backends_orphaned()): librbd's threads
+	 * still hold them, so the process ends with _exit(), running no destructor under them. */
+	bool backends_left;
 	/* RBD LUNs whose image is being opened off the loop (scsitgtd_apply_lun.c). */
 	struct scsitgtd_rbd_open *rbd_opens;
 	/* RBD LUNs whose shared reservations are not attached: the attach runs or failed; they
@@ -82,6 +85,13 @@ bool scsitgtd_opening(const struct scsitgtd *d);
  * loop. Before the engine goes (a gateway must not outlive its LUN's backend).
  */
 void scsitgtd_gateways_stop(struct scsitgtd *d, void (*cb)(struct scsitgtd *d));
+
+/*
+ * Once the engine is gone: close the LUN backends it never closed because they still held ios
+ * (docs/threading.md "Teardown" 3), each logged. Returns how many could not be closed (RBD
+ * images whose io librbd still has): their handles keep the loop alive, so the caller stops it.
+ */
+unsigned int scsitgtd_backends_orphaned(struct scsitgtd *d);
 
 /* Free what scsitgtd_apply() allocated (after the engine is gone). */
 void scsitgtd_free(struct scsitgtd *d);

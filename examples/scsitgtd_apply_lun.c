@@ -230,6 +230,89 @@ static void pr_share_start(struct scsitgtd_pr_share *e)
 }
 
 /*
+ * Every LUN's backend context as the library got it, with close() interposed: the library
+ * closes it when the LUN goes, except when the engine is destroyed while the backend still
+ * holds ios (docs/threading.md "Teardown" 3: then close() is never called and the context is
+ * the host's again). What is still here after the engine is gone is such a context. Static:
+ * close() gets only the context (one daemon per process).
+ */
+struct tracked_backend {
+	struct tracked_backend *next;
+	struct scsitgt_backend_ops ops; /* what the library calls */
+	const struct scsitgt_backend_ops *inner;
+	void *bctx;
+	bool fault; /* bctx is the fault backend's, in front of the LUN's */
+	bool rbd;   /* the LUN's backend is an RBD image */
+	scsitgt_done_cb close_cb;
+	void *close_arg;
+	uint64_t id;
+	char tname[224];
+};
+
+static struct tracked_backend *tracked;
+
+static void tracked_closed(void *arg, int status)
+{
+	struct tracked_backend *t = arg;
+
+	if (t->close_cb)
+		t->close_cb(t->close_arg, status);
+	free(t);
+}
+
+static void tracked_close(void *bctx, scsitgt_done_cb cb, void *cb_arg)
+{
+	struct tracked_backend *t = NULL;
+
+	for (struct tracked_backend **pp = &tracked; *pp; pp = &(*pp)->next) {
+		if ((*pp)->bctx == bctx) {
+			t = *pp;
+			*pp = t->next;
+			break;
+		}
+	}
+	if (t == NULL)
+		return; /* never: only tracked contexts have this close() */
+	t->close_cb = cb;
+	t->close_arg = cb_arg;
+	t->inner->close(bctx, tracked_closed, t);
+}
+
+unsigned int scsitgtd_backends_orphaned(struct scsitgtd *d)
+{
+	unsigned int left = 0;
+	int rc;
+
+	while (tracked) {
+		struct tracked_backend *t = tracked;
+
+		tracked = t->next;
+		if (t->fault) {
+			/* Its held ios complete with an error (orphans: only their memory goes);
+			 * destroying the fault context closes the backend behind it. */
+			scsitgt_backend_fault_release(t->bctx, 0, -EIO);
+			rc = scsitgt_backend_fault_destroy(t->bctx);
+		} else if (!t->rbd) {
+			/* aio: "the host may call it at once" (docs/threading.md "Teardown"). */
+			t->inner->close(t->bctx, NULL, NULL);
+			rc = 0;
+		} else {
+			/* librbd still has the io: the RBD backend cannot be closed before it
+			 * completes (its close() needs every request back). */
+			rc = -EBUSY;
+		}
+		if (rc < 0)
+			left++;
+		scsitgtd_log(d, rc < 0 ? SCSITGT_LOG_ERROR : SCSITGT_LOG_WARNING,
+			     "%s LUN %llu: backend %s after the engine gave up on its ios",
+			     t->tname, (unsigned long long)t->id,
+			     rc < 0 ? "still busy: left to the process exit" : "closed");
+		free(t);
+	}
+	return left;
+}
+
+/*
  * Create the LUN on the opened backend @ops/@bctx (the caller's; freed here on failure).
  * @rbd_ctx is the RBD context when the backend is one (bctx may be a fault wrapper around
  * it): the identification then comes from the image, the same on every gateway.
@@ -244,6 +327,7 @@ static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
 	uint32_t bs = l->block_size ? l->block_size : 512;
 	char prbuf[4096], serial[40];
 	struct scsitgtd_pr_share *share = NULL, *stale;
+	struct tracked_backend *track;
 	const char *pr;
 	int rc;
 
@@ -281,16 +365,28 @@ static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
 #undef COPY_LIMIT
 	memcpy(o.naa_extended, l->naa_extended, sizeof(o.naa_extended));
 	memcpy(o.uuid, l->uuid, sizeof(o.uuid));
-	rc = 0;
-	if (rbd_ctx && l->rbd_shared_pr) {
-		/* Before the LUN: without its entry it could not be kept offline. */
+	/* Both before the LUN: without them it could neither be kept offline nor closed. */
+	track = calloc(1, sizeof(*track));
+	rc = track ? 0 : -ENOMEM;
+	if (rc == 0 && rbd_ctx && l->rbd_shared_pr) {
 		share = calloc(1, sizeof(*share));
 		rc = share ? 0 : -ENOMEM;
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		track->ops = *ops;
+		track->ops.close = tracked_close;
+		track->inner = ops;
+		track->bctx = bctx;
+		track->fault = l->fault != NULL;
+		track->rbd = rbd_ctx != NULL;
+		track->id = l->id;
+		snprintf(track->tname, sizeof(track->tname), "%s", tname);
+		o.backend = &track->ops;
 		rc = scsitgt_lun_create(&lun, tgt, &o);
+	}
 	if (rc < 0) {
 		free(share);
+		free(track);
 		/* We still own the backend context: its close() frees it (the fault backend's
 		 * destroy() closes the backend it wraps). */
 		if (l->fault)
@@ -304,6 +400,8 @@ static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
 			     scsitgt_strerror(rc));
 		return rc;
 	}
+	track->next = tracked;
+	tracked = track;
 	/* An entry of a LUN that was destroyed after its attach failed, at this address. */
 	while ((stale = pr_share_find(d, lun)) != NULL)
 		pr_share_drop(stale);

@@ -7,7 +7,9 @@
 # error in the log and no LUN. Then the LUN names the real cluster: it appears, and data
 # written with qemu-img equals `rbd export`; its reservations are shared in RADOS. A LUN whose
 # shared reservations cannot attach (its client may not touch their object) stays offline
-# through reloads, each retrying the attach. Skipped without Ceph or libinih.
+# through reloads, each retrying the attach. SIGTERM while librbd holds a write (the OSD
+# stopped, rbd_op_timeout = 0) past drain_timeout_ms: the daemon still exits, status 0.
+# Skipped without Ceph or libinih.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/rbd_lib.sh"
@@ -136,5 +138,59 @@ done
 offline_lun2 "after a reload"
 it_log "LUN 2 without shared reservations stays offline; a reload retries the attach"
 
-it_stop || it_fail "scsitgtd exited with status $? on SIGTERM"
+# SIGTERM while librbd holds a write past drain_timeout_ms (review33 D3): the OSD stopped and
+# rbd_op_timeout = 0 (never). The engine gives up on the write and never closes the backend,
+# which cannot be closed before librbd gives the write back: the daemon still exits, with
+# status 0, saying so. (Needs the control socket, json-c, to see the write held.)
+if ldd "$IT_TARGET" | grep -q libjson-c; then
+	SOCK=$IT_TMP/ctl.sock
+	{
+		printf '[engine]\nlog_level = info\ncontrol_socket = %s\n' "$SOCK"
+		printf 'drain_timeout_ms = 500\nlogout_timeout_ms = 500\n\n'
+		base_conf | tail -n +3
+		printf '[lun 1]\nbackend = rbd\npath = %s/%s\nrbd_op_timeout = 0\n' \
+			"$MICRO_CEPH_POOL" "$MICRO_CEPH_IMAGE"
+	} >"$CONF"
+	it_stop || it_fail "scsitgtd exited with status $? on SIGTERM"
+	it_scsitgtd_start "$CONF"
+	it_wait_log "$IT_TMP/target.err" "LUN 1: reservations shared in RADOS"
+	inflight() {
+		python3 - "$SOCK" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)
+s.connect(sys.argv[1])
+s.sendall(b'{"jsonrpc":"2.0","method":"stats","id":1}\n')
+buf = b""
+while b"\n" not in buf:
+    d = s.recv(65536)
+    if not d:
+        break
+    buf += d
+luns = json.loads(buf.split(b"\n")[0])["result"]["targets"][0]["luns"]
+print(sum(l["inflight"] for l in luns if l["id"] == 1))
+PY
+	}
+	osd=$(awk '$1 == "osd.0" { print $2 }' "$RBD_DIR/pids")
+	[[ -n "$osd" ]] && kill -0 "$osd" || it_fail "no OSD pid in $RBD_DIR/pids"
+	kill -STOP "$osd"
+	head -c 65536 /dev/urandom >"$IT_TMP/small.img"
+	qemu-img convert -n -f raw -O raw "$IT_TMP/small.img" "$URL1" >/dev/null 2>&1 &
+	IT_HELPER_PIDS+=($!)
+	for ((i = 0; i < 600; i++)); do
+		[[ $(inflight) -ge 1 ]] && break
+		sleep 0.1
+	done
+	[[ $(inflight) -ge 1 ]] || { kill -CONT "$osd"; it_fail "no write held by librbd"; }
+	st=0
+	it_stop || st=$?
+	kill -CONT "$osd"
+	[[ $st -eq 0 ]] || it_fail "SIGTERM with a write held by librbd: exit status $st (137: never exited)"
+	grep -q "LUN 1: backend still busy: left to the process exit" "$IT_TMP/target.err" ||
+		it_fail "no word of the RBD backend left busy: $(tail -5 "$IT_TMP/target.err")"
+	it_log "SIGTERM with a write held by librbd past drain_timeout_ms: the daemon exits"
+else
+	it_stop || it_fail "scsitgtd exited with status $? on SIGTERM"
+	it_log "scsitgtd without json-c: SIGTERM with a write held by librbd not checked"
+fi
 it_log "PASS"

@@ -10,6 +10,8 @@
 # READY=1, RELOADING=1 and STOPPING=1 (sd_notify) when scsitgtd is built with libsystemd.
 # Runtime changes pass the file's checks across sections: a LUN added to or removed from an
 # rbd_gateway target (exactly one RBD LUN) is refused, so that save writes a file that starts.
+# SIGTERM while a backend holds a write past drain_timeout_ms (fault = hang@write on a file LUN)
+# ends the daemon with status 0: it closes the backend the engine gave up on.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init "${1:-}"
@@ -442,4 +444,54 @@ ctl add-initiator "$GW_IQN" iqn.1999-01.example:gw-other >/dev/null ||
 it_stop || it_fail "scsitgtd exited with $?"
 IT_PID=
 it_log "runtime changes that break rbd_gateway's one LUN are refused; save stays loadable"
+
+# ---- SIGTERM while a backend holds an io past drain_timeout_ms (review33 D3) ----
+# A file LUN behind fault = hang@write: the write never comes back, the engine gives up on it
+# (docs/threading.md "Teardown" 3) and never closes the backend: the daemon must close what
+# the engine left to it, and exit, with status 0 (its file backend's handles on the loop would
+# keep it running for good).
+HANG_IQN=iqn.2024-01.org.example:ctl-hang
+HANG_CONF=$IT_TMP/hang.conf
+truncate -s 4M "$IT_TMP/hang.img"
+HANG_PORT=$(it_free_port)
+cat >"$HANG_CONF" <<CONF
+[engine]
+log_level = info
+control_socket = $SOCK
+drain_timeout_ms = 500
+logout_timeout_ms = 500
+
+[portal]
+address = 127.0.0.1
+port = $HANG_PORT
+
+[target]
+name = $HANG_IQN
+
+[lun 0]
+backend = file
+path = $IT_TMP/hang.img
+fault = hang@write
+CONF
+try_start "$HANG_CONF" || it_fail "the hang file does not start: $(tail -3 "$IT_TMP/target.err")"
+mkfifo "$IT_TMP/hang.in"
+"$CLIENT" "iscsi://127.0.0.1:$HANG_PORT/$HANG_IQN/0" <"$IT_TMP/hang.in" >"$IT_TMP/hang.out" \
+	2>>"$IT_TMP/client.err" &
+IT_HELPER_PIDS+=($!)
+exec {HANG_FD}>"$IT_TMP/hang.in"
+hang_ready() { grep -q '^ready$' "$IT_TMP/hang.out"; }
+wait_for "the hung client's login" hang_ready
+echo "write 0 0 8" >&"$HANG_FD"
+held() { [[ $(ctl stats | jq -r '.targets[0].luns[0].inflight') == 1 ]]; }
+wait_for "the write to be held by the backend" held
+st=0
+it_stop || st=$?
+exec {HANG_FD}>&-
+[[ $st -eq 0 ]] || it_fail "SIGTERM with a held write: exit status $st (137: it never exited)"
+grep -q "ios still in backend" "$IT_TMP/target.err" ||
+	it_fail "the engine did not give up on the held write: $(tail -5 "$IT_TMP/target.err")"
+grep -q "LUN 0: backend closed after the engine gave up on its ios" "$IT_TMP/target.err" ||
+	it_fail "no word of the backend closed after shutdown: $(tail -5 "$IT_TMP/target.err")"
+IT_PID=
+it_log "SIGTERM with a write held past drain_timeout_ms: the daemon closes the backend and exits"
 it_log "PASS"
