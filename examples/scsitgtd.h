@@ -78,6 +78,8 @@ int scsitgtd_fault_spec_check(const char *spec);
 
 /* Whether RBD images are still being opened for LUNs of the configuration. */
 bool scsitgtd_opening(const struct scsitgtd *d);
+/* Whether LUN @id of target @tname is an RBD LUN whose image is being opened (the LUN comes). */
+bool scsitgtd_lun_opening(struct scsitgtd *d, const char *tname, uint64_t id);
 
 /*
  * Stop every RBD gateway (each releases the image's lock if it holds it, so that another

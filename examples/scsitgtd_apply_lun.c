@@ -617,6 +617,11 @@ bool scsitgtd_opening(const struct scsitgtd *d)
 	return d->rbd_opens != NULL;
 }
 
+bool scsitgtd_lun_opening(struct scsitgtd *d, const char *tname, uint64_t id)
+{
+	return rbd_open_find(d, tname, id) != NULL;
+}
+
 static void rbd_opened(void *arg, int status, void *bctx)
 {
 	struct scsitgtd_rbd_open *po = arg;

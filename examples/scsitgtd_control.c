@@ -810,7 +810,7 @@ static void m_add_lun(struct scsitgtd *d, json_object *params, struct rpc_reply 
 	}
 	nc = NULL;
 	tgt = scsitgt_engine_find_target(d->engine, t->name);
-	if (tgt && !scsitgt_target_get_lun(tgt, id) && !scsitgtd_opening(d)) {
+	if (tgt && !scsitgt_target_get_lun(tgt, id) && !scsitgtd_lun_opening(d, t->name, id)) {
 		/* Not created (a missing file...): take it out again, as if never asked. */
 		rpc_error(r, SCSITGTD_RPC_FAILED, "LUN %llu: not created (the log says why)",
 			  (unsigned long long)id);
