@@ -619,15 +619,18 @@ int main(int argc, char **argv)
 		/* A portal or SRP port that cannot listen at start is a configuration error. */
 		stop(&d);
 	} else {
-		/* RBD images open off the loop: "ready" once every LUN of the file exists. */
-		while (scsitgtd_opening(&d))
+		/* RBD images open off the loop: "ready" once every LUN of the file exists;
+		 * never after a SIGTERM meanwhile (STOPPING=1 was sent). */
+		while (scsitgtd_opening(&d) && !d.stopping)
 			uv_run(d.loop, UV_RUN_ONCE);
-		if (pid_fd >= 0 && (rc = pidfile_write(pid_fd)) < 0)
-			scsitgtd_log(&d, SCSITGT_LOG_ERROR, "pidfile %s: %s", pid_path,
-				     strerror(-rc));
-		scsitgtd_notify_ready();
-		printf("scsitgtd: ready (%zu targets)\n", d.cfg->ntargets);
-		fflush(stdout);
+		if (!d.stopping) {
+			if (pid_fd >= 0 && (rc = pidfile_write(pid_fd)) < 0)
+				scsitgtd_log(&d, SCSITGT_LOG_ERROR, "pidfile %s: %s", pid_path,
+					     strerror(-rc));
+			scsitgtd_notify_ready();
+			printf("scsitgtd: ready (%zu targets)\n", d.cfg->ntargets);
+			fflush(stdout);
+		}
 	}
 	uv_run(d.loop, UV_RUN_DEFAULT);
 	if (pid_fd >= 0) {
