@@ -421,6 +421,27 @@ static void chain_refused_at(unsigned int refused, bool fence_refused)
 	fx_finish(&f);
 }
 
+/* Two of the four WRITEs went out, the third was refused. */
+static void test_refused_in_writes(void **state)
+{
+	(void)state;
+	chain_refused_at(3, false);
+}
+
+/* The four WRITEs went out, the SCSI Response's SEND was refused. */
+static void test_refused_at_send(void **state)
+{
+	(void)state;
+	chain_refused_at(5, false);
+}
+
+/* The fence was refused too: each WRITE that went out is waited for as it is flushed. */
+static void test_refused_fence_refused(void **state)
+{
+	(void)state;
+	chain_refused_at(3, true);
+}
+
 /* The first was refused: nothing went out, the batch is unwound at once. */
 static void test_refused_first(void **state)
 {
@@ -484,6 +505,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chain_taken),
+		cmocka_unit_test(test_refused_in_writes),
+		cmocka_unit_test(test_refused_at_send),
+		cmocka_unit_test(test_refused_fence_refused),
 		cmocka_unit_test(test_refused_first),
 		cmocka_unit_test(test_read_refused),
 	};
