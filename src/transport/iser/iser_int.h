@@ -64,9 +64,13 @@ struct iser_slot {
 
 /* What one batch became: its WRs and what its Data-In needed besides registered memory. */
 struct iser_txop {
-	struct scsitgt__rdma_wr w;  /* a signaled WRITE (only when the batch has no SEND) */
+	/* A signaled WRITE (when the batch has no SEND, or a refused chain's fence). */
+	struct scsitgt__rdma_wr w;
 	struct scsitgt__rdma_wr wu; /* unsignaled WRITEs: complete only when they fail */
 	unsigned int unsig;	    /* unsignaled WRs: their SQ slots return with the batch */
+	/* Unsignaled WRITEs a refused chain posted last with no fence after them: each
+	 * completes (flushed) and counts in pending and ic->posted (iser_io.c). */
+	unsigned int stranded;
 	struct iser_conn *ic;
 	struct scsitgt__iscsi_tx *tx;
 	struct scsitgt__rdma_mem *mem; /* bounce buffers below came from it */

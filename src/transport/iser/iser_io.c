@@ -461,7 +461,7 @@ static void txop_write_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
 }
 
 /* An unsignaled WRITE failed or was flushed (success raises no completion); its batch is
- * still alive: its SEND comes after it on the send queue. */
+ * still alive: its SEND comes after it on the send queue, or it is a stranded one. */
 static void txop_unsig_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
 {
 	struct iser_txop *op = scsitgt__container_of(w, struct iser_txop, wu);
@@ -471,6 +471,12 @@ static void txop_unsig_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
 	op->status = -EIO;
 	if (wc->status != IBV_WC_WR_FLUSH_ERR && wc->status != IBV_WC_SUCCESS)
 		scsitgt__iser_conn_fail(ic, -EIO, ibv_wc_status_str(wc->status));
+	if (op->stranded) {
+		/* One of a refused chain's last posted WRs (tx_chain_partial()). */
+		op->stranded--;
+		ic->posted--;
+		txop_finish(op);
+	}
 	scsitgt__iser_conn_leave(ic);
 }
 
@@ -586,6 +592,7 @@ struct tx_build {
 	struct ibv_send_wr *wr;
 	struct ibv_sge *sge;
 	unsigned int nwr, nsge;
+	unsigned int posted; /* the first this many WRs went out */
 };
 
 /* Count what @tx needs; -E2BIG or -EAGAIN when the send pool, the SQ or the credits lack room. */
@@ -786,32 +793,93 @@ static int tx_sends(struct iser_conn *ic, struct iser_txop *op, struct scsitgt__
 	return rc;
 }
 
+/*
+ * A signaled zero-length RDMA WRITE behind the unsignaled WRITEs a refused chain posted last
+ * (to @last's STag, still the initiator's: the command has no response yet). The send queue
+ * completes in order, in error and flushed too: once it is back, so are they, whether they
+ * raised a completion (failed, flushed) or not (done). Zero length: it touches no memory.
+ */
+static bool tx_chain_fence(struct iser_conn *ic, struct iser_txop *op,
+			   const struct ibv_send_wr *last)
+{
+	struct ibv_send_wr wr, *bad = NULL;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uintptr_t)&op->w;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = last->wr.rdma.remote_addr;
+	wr.wr.rdma.rkey = last->wr.rdma.rkey;
+	return ibv_post_send(ic->id->qp, &wr, &bad) == 0;
+}
+
+/*
+ * A chain the provider refused at *@bad: ibv_post_send(3) posted every WR before it, and those
+ * complete (flushed: the connection goes down). They count as posted, and the batch (its send
+ * slots, registrations and copies) stays until they are back; tx_unwind() gives back the rest.
+ * Signaled WRs complete in any case, and unsignaled WRITEs before one of them are done when it
+ * is (in order). Unsignaled WRITEs posted last (the chain was refused at a WRITE or at its
+ * first SEND: a chain's WRITEs come before its SENDs) complete only when they fail or are
+ * flushed: a fence after them (above) ends the batch; when that is refused too, each is
+ * counted as a completion to come (op->stranded), as the QP goes to error right after.
+ */
+static void tx_chain_partial(struct iser_conn *ic, struct iser_txop *op, struct tx_build *b,
+			     const struct ibv_send_wr *bad)
+{
+	unsigned int sent = 0, sig = 0, tail = 0, fence;
+
+	while (sent < b->nwr && &b->wr[sent] != bad) {
+		if (b->wr[sent].send_flags & IBV_SEND_SIGNALED) {
+			sig++;
+			tail = 0;
+		} else {
+			tail++;
+		}
+		sent++;
+	}
+	if (sent == b->nwr)
+		return; /* *bad is not one of the chain's: none went out */
+	fence = tail && tx_chain_fence(ic, op, &b->wr[sent - 1]);
+	if (fence)
+		tail = 0;
+	b->posted = sent;
+	op->pending = 1 + sig + fence + tail; /* the 1 is tx_post's */
+	op->unsig = sent - sig;		      /* their SQ entries return with the batch */
+	op->stranded = tail;
+	ic->posted += sig + fence + tail;
+	ic->sq_free -= sent + fence;
+}
+
 /* Post the chain of WRs in one call. */
 static int tx_chain_post(struct iser_conn *ic, struct iser_txop *op, struct tx_build *b)
 {
-	struct ibv_send_wr *bad;
+	struct ibv_send_wr *bad = NULL;
 
 	if (b->nwr == 0)
 		return 0;
 	for (unsigned int i = 0; i + 1 < b->nwr; i++)
 		b->wr[i].next = &b->wr[i + 1];
-	if (ibv_post_send(ic->id->qp, b->wr, &bad) != 0)
+	if (ibv_post_send(ic->id->qp, b->wr, &bad) != 0) {
+		tx_chain_partial(ic, op, b, bad);
 		return -EIO;
+	}
 	/* Only signaled WRs count for the drain: flushes of unsignaled WRITEs come before the
 	 * SEND that ends their batch. */
 	ic->posted += b->nwr - op->unsig;
 	ic->sq_free -= b->nwr;
+	b->posted = b->nwr;
 	return 0;
 }
 
 /*
- * Nothing of the chain was posted: give the send slots back. -EAGAIN before any WR was
- * built retries the batch later as it is (0: the txop is freed); anything else finishes it
- * with @rc (1: the caller finishes the txop).
+ * The chain was not posted, or only its first b->posted WRs were (tx_chain_partial()): give
+ * back the send slots of the rest. -EAGAIN before any WR was built retries the batch later as
+ * it is (0: the txop is freed); anything else finishes it with @rc (1: the caller drops its
+ * reference; the batch ends when the WRs that went out are back).
  */
 static int tx_unwind(struct iser_conn *ic, struct iser_txop *op, struct tx_build *b, int rc)
 {
-	for (unsigned int i = 0; i < b->nwr; i++) {
+	for (unsigned int i = b->posted; i < b->nwr; i++) {
 		if (b->wr[i].opcode == IBV_WR_SEND) {
 			struct iser_slot *s = (struct iser_slot *)(uintptr_t)b->wr[i].wr_id;
 
@@ -828,8 +896,10 @@ static int tx_unwind(struct iser_conn *ic, struct iser_txop *op, struct tx_build
 		free(op);
 		return 0;
 	}
-	op->pending = 1;
-	op->unsig = 0;
+	if (b->posted == 0) {
+		op->pending = 1;
+		op->unsig = 0;
+	}
 	op->status = rc;
 	return 1;
 }
