@@ -26,6 +26,7 @@
 #include "backend/rbd_int.h"
 #include "backend/rbd_zc.h"
 #include "libscsitgt/lun.h"
+#include "libscsitgt/testing.h"
 
 static void rbd_async_cb(uv_async_t *handle);
 
@@ -70,6 +71,7 @@ static int rbd_ctx_create(struct scsitgt__rbd_ctx **out,
 	pthread_mutex_init(&rc->mu, NULL);
 	pthread_cond_init(&rc->cv, NULL);
 	atomic_init(&rc->update_pending, false);
+	atomic_init(&rc->reconnect_fault, false);
 	atomic_init(&rc->async_inited, false);
 	atomic_init(&rc->fenced, false);
 	atomic_init(&rc->loop_events, 0);
@@ -413,6 +415,13 @@ fail:
 int scsitgt__rbd_reconnect(struct scsitgt__rbd_ctx *rc)
 {
 	rbd_disconnect(rc);
+	if (atomic_load(&rc->reconnect_fault)) {
+		/* As a monitor out of reach fails it (client_mount_timeout): nothing is open. */
+		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: fault injection: the reconnection fails", rc->pool,
+			     rc->image_name);
+		return -ETIMEDOUT;
+	}
 	return rbd_connect_open(rc);
 }
 
@@ -723,6 +732,13 @@ static void rbd_size_work(struct scsitgt__rbd_job *job)
 {
 	struct rbd_size_job *sj = (struct rbd_size_job *)job;
 
+	/* No image after a failed reconnection (the gateway retries later); this thread is the
+	 * only one that sets rc->image, so the check holds for the call. The update that queued
+	 * this job is not lost: a reconnection that succeeds reads the size again. */
+	if (job->rc->image == NULL) {
+		job->status = -ENOTCONN;
+		return;
+	}
 	job->status = rbd_get_size(job->rc->image, &sj->size);
 }
 
@@ -747,7 +763,7 @@ static void rbd_size_done(struct scsitgt__rbd_job *job)
 		}
 	} else if (job->status == -ESHUTDOWN) {
 		scsitgt__rbd_set_fenced(rc, true);
-	} else if (job->status < 0 && job->status != -ECANCELED) {
+	} else if (job->status < 0 && job->status != -ECANCELED && job->status != -ENOTCONN) {
 		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
 			     "%s/%s: size after an update: %s", rc->pool, rc->image_name,
 			     strerror(-job->status));
@@ -794,6 +810,33 @@ static void rbd_async_cb(uv_async_t *handle)
 }
 
 /* ---- the host's calls ---- */
+
+/* Test hooks (libscsitgt/testing.h). */
+SCSITGT_EXPORT int scsitgt_backend_rbd_set_reconnect_fault(void *bctx, bool fail)
+{
+	struct scsitgt__rbd_ctx *rc = bctx;
+
+	if (rc == NULL) {
+		return -EINVAL;
+	}
+	atomic_store(&rc->reconnect_fault, fail);
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_backend_rbd_flag_update(void *bctx)
+{
+	struct scsitgt__rbd_ctx *rc = bctx;
+
+	if (rc == NULL) {
+		return -EINVAL;
+	}
+	/* What librbd's update watch callback does (rbd_update_watch_cb). */
+	atomic_store(&rc->update_pending, true);
+	if (rc->async_inited) {
+		uv_async_send(&rc->async);
+	}
+	return 0;
+}
 
 SCSITGT_EXPORT int scsitgt_backend_rbd_set_lun(void *bctx, struct scsitgt_lun *lun)
 {

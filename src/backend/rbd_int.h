@@ -199,6 +199,9 @@ struct scsitgt__rbd_ctx {
 	bool worker_exit;				/* under mu: the close job ran */
 	/* Set by librbd's update watch callback (any thread), consumed on the loop. */
 	atomic_bool update_pending;
+	/* Fault injection (scsitgt_backend_rbd_set_reconnect_fault()): set on home, read by the
+	 * worker; while set, every reconnection fails after the old client is shut down. */
+	atomic_bool reconnect_fault;
 	/* The context handed to that callback (rbd_update_watch) and back (rbd_update_unwatch). */
 	struct scsitgt__rbd_handover watch_ho;
 	uint64_t watch_handle;

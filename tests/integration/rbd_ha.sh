@@ -22,8 +22,9 @@
 #          every block verified.
 #   stpg   SET TARGET PORT GROUPS through B asks B to take over while A has writes in flight
 #          (held back by A's fault-injection delay): B breaks A's lock, A's in-flight writes
-#          fail (not acknowledged: NOT READY), the writer moves to B, and A reconnects and
-#          rejoins as standby; reservations registered through either gateway afterwards are
+#          fail (not acknowledged: NOT READY), the writer moves to B; A's reconnections fail
+#          (minitarget's SIGRTMIN+1) and an image update flagged then (SIGRTMIN+2) must not
+#          crash it; then A reconnects and rejoins as standby; reservations registered through either gateway afterwards are
 #          seen through the other (A's shared reservations moved to its new client).
 #   rewatch  the standby (B) is frozen (SIGSTOP) until the OSD has dropped its watch of the
 #          gateway object (osd_client_watch_timeout, 5 s in this mode), then thawed: librados reports
@@ -440,6 +441,30 @@ ownerwatch)
 	it_log "A took the stuck owner's lock over; B, released, rejoined as standby"
 	;;
 stpg)
+	# gw_signal NAME SIGNAL LINE: send SIGNAL to the gateway until its stdout says LINE once more.
+	gw_signal() {
+		local n i
+		n=$(grep -c -- "$3" "$IT_TMP/gw-$1.out" || true)
+		kill -s "$2" "${GW_PID[$1]}"
+		for ((i = 0; i < 300; i++)); do
+			[[ $(grep -c -- "$3" "$IT_TMP/gw-$1.out") -gt $n ]] && return 0
+			sleep 0.1
+		done
+		it_fail "gateway $1 did not say '$3'"
+	}
+	# fails_wait N: until A logged N failed reconnections.
+	fails_wait() {
+		local i
+		for ((i = 0; i < 300; i++)); do
+			[[ $(grep -c "reconnection failed: " "$IT_TMP/gw-A.err") -ge $1 ]] && return 0
+			kill -0 "${GW_PID[A]}" 2>/dev/null || it_fail "gateway A died"
+			sleep 0.1
+		done
+		it_fail "A did not fail $1 reconnection(s): $(tail -3 "$IT_TMP/gw-A.err")"
+	}
+	# A's reconnections fail until released (as with the monitors out of reach): once fenced,
+	# A has no image open and retries every second.
+	gw_signal A RTMIN+1 "rbd reconnect fault on"
 	writer_start 64
 	writer_wait "^pass 1 path 0"
 	# Explicit takeover through B (A has held the lock longer than the 1 s hold-down): GOOD,
@@ -453,6 +478,14 @@ stpg)
 	grep -Eq "path 0: sense 2/04/0[abc]" "$IT_TMP/writer.err" ||
 		it_fail "no write of A failed at the takeover: $(cat "$IT_TMP/writer.err")"
 	grep -q "blocklisted" "$IT_TMP/gw-A.err" || it_fail "A does not say it was blocklisted"
+	# An update of the image flagged while A has no image (librbd's update watch fires around
+	# the fencing, from the old client) checks the size behind a failed reconnection: with no
+	# image, not rbd_get_size(NULL) (SIGSEGV). The size check is queued before the
+	# reconnection that follows the next failed one: two failures later it ran.
+	fails_wait 1
+	gw_signal A RTMIN+2 "rbd update flagged"
+	fails_wait $(($(grep -c "reconnection failed: " "$IT_TMP/gw-A.err") + 2))
+	gw_signal A RTMIN+1 "rbd reconnect fault off"
 	# A replaced its client and stands by.
 	gw_wait A standby
 	grep -q "reconnected as" "$IT_TMP/gw-A.err" || it_fail "A did not reconnect"
