@@ -414,6 +414,8 @@ fail:
 
 int scsitgt__rbd_reconnect(struct scsitgt__rbd_ctx *rc)
 {
+	int r;
+
 	rbd_disconnect(rc);
 	if (atomic_load(&rc->reconnect_fault)) {
 		/* As a monitor out of reach fails it (client_mount_timeout): nothing is open. */
@@ -422,7 +424,16 @@ int scsitgt__rbd_reconnect(struct scsitgt__rbd_ctx *rc)
 			     rc->image_name);
 		return -ETIMEDOUT;
 	}
-	return rbd_connect_open(rc);
+	r = rbd_connect_open(rc);
+	if (r == 0) {
+		/* The image may have been resized while no client of ours watched it (the old one
+		 * cut off or blocklisted): check the size on home as after an update. */
+		atomic_store(&rc->update_pending, true);
+		if (rc->async_inited) {
+			uv_async_send(&rc->async);
+		}
+	}
+	return r;
 }
 
 unsigned int scsitgt__rbd_ios_inflight(struct scsitgt__rbd_ctx *rc)
@@ -748,13 +759,17 @@ static void rbd_size_done(struct scsitgt__rbd_job *job)
 	struct scsitgt__rbd_ctx *rc = job->rc;
 	uint64_t blocks;
 
-	if (job->status == 0 && sj->size != rc->size_bytes) {
-		scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
-			     "%s/%s: resized from %" PRIu64 " to %" PRIu64 " bytes", rc->pool,
-			     rc->image_name, rc->size_bytes, sj->size);
+	if (job->status == 0) {
+		/* Against the LUN's size, not the last byte count read: a reconnection reads the
+		 * size again (rbd_connect_open) without resizing the LUN, and the new client's
+		 * watch never reports a resize made before it watched. */
 		rc->size_bytes = sj->size;
 		blocks = rc->block_size ? sj->size / rc->block_size : 0;
 		if (rc->opened && blocks > 0 && blocks != rc->num_blocks) {
+			scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
+				     "%s/%s: resized from %" PRIu64 " to %" PRIu64 " bytes",
+				     rc->pool, rc->image_name,
+				     (uint64_t)rc->num_blocks * rc->block_size, sj->size);
 			rc->num_blocks = blocks;
 			/* SBC-4 §4.6: CAPACITY DATA HAS CHANGED on every I_T nexus. */
 			if (rc->lun) {
