@@ -325,6 +325,18 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	if (rc->write_through) {
 		rados_conf_set(rc->cluster, "rbd_cache", "false");
 	}
+	/*
+	 * Nothing blocking on a loop (docs/rbd.md, "Threads"), whatever ceph.conf or CEPH_ARGS say.
+	 * librados takes the client's in-flight budget (objecter_inflight_ops / _op_bytes) on the
+	 * submitting thread and waits there while it is used up: the gateway's heartbeat and the
+	 * shared reservations submit aio on home, behind the image's own I/O on the same client
+	 * (a slow or stopped OSD fills it). A budget of 0 never waits (Ceph's Throttle); what is in
+	 * flight stays bounded by the LUN's queue depth. And librbd dispatches aio on its own
+	 * thread, never on the caller's (rbd_non_blocking_aio, its default).
+	 */
+	rados_conf_set(rc->cluster, "objecter_inflight_ops", "0");
+	rados_conf_set(rc->cluster, "objecter_inflight_op_bytes", "0");
+	rados_conf_set(rc->cluster, "rbd_non_blocking_aio", "true");
 	step = "rados_connect";
 	r = rados_connect(rc->cluster);
 	if (r < 0) {
