@@ -111,7 +111,8 @@ SCSITGT_EXPORT void scsitgt_rbd_gateway_opts_init(struct scsitgt_rbd_gateway_opt
  *               gateway before the LUN or the engine.
  * @param opts   The options. Copied.
  * @return 0; -EINVAL (NULL argument, group 0, a peer in the gateway's own group, too many
- *         peers); -EBUSY (the context already has a gateway, or is not opened); -ENOMEM;
+ *         peers, a context with librbd's client cache on: open it with write_through);
+ *         -EBUSY (the context already has a gateway, or is not opened); -ENOMEM;
  *         -EEXIST (a group or port configured twice); -ENOTSUP without the RBD backend. On
  *         failure the target's ALUA configuration is as it was: the groups the call made are
  *         destroyed again and the request hook is installed only once everything else worked.

@@ -163,8 +163,10 @@ static void rbd_update_watch_cb(void *arg)
 }
 
 /* librbd's value of option @name for the open image: the client's configuration overridden by
- * the pool's and the image's (`rbd config pool|image set`). false when librbd does not say. */
-static bool rbd_image_option(struct scsitgt__rbd_ctx *rc, const char *name, char *buf, size_t size)
+ * the pool's and the image's (`rbd config pool|image set`), and where it comes from (@source,
+ * optional). false when librbd does not say. */
+static bool rbd_image_option_from(struct scsitgt__rbd_ctx *rc, const char *name, char *buf,
+				  size_t size, rbd_config_source_t *source)
 {
 	rbd_config_option_t *opts;
 	int max = 256, r;
@@ -181,6 +183,9 @@ static bool rbd_image_option(struct scsitgt__rbd_ctx *rc, const char *name, char
 				if (opts[i].name && opts[i].value &&
 				    strcmp(opts[i].name, name) == 0) {
 					snprintf(buf, size, "%s", opts[i].value);
+					if (source) {
+						*source = opts[i].source;
+					}
 					found = true;
 				}
 			}
@@ -192,6 +197,11 @@ static bool rbd_image_option(struct scsitgt__rbd_ctx *rc, const char *name, char
 		}
 	}
 	return found;
+}
+
+static bool rbd_image_option(struct scsitgt__rbd_ctx *rc, const char *name, char *buf, size_t size)
+{
+	return rbd_image_option_from(rc, name, buf, size, NULL);
 }
 
 static bool rbd_option_true(const char *v)
@@ -379,6 +389,25 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	rc->size_bytes = info.size;
 	rc->obj_size = info.obj_size;
 	rc->cache = !rc->read_only && rbd_cache_enabled(rc);
+	if (rc->write_through && rc->cache) {
+		rbd_config_source_t src = RBD_CONFIG_SOURCE_CONFIG;
+
+		/* librbd applies the pool's and the image's settings over the client's: the cache
+		 * the host turned off is on. Serving with it would be the surprise (a gateway that
+		 * is fenced loses what it acknowledged from the cache, docs/rbd.md). */
+		rbd_image_option_from(rc, "rbd_cache", buf, sizeof(buf), &src);
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: write_through (no client cache) is overridden by the %s's "
+			     "rbd_cache = true (`rbd config %s rm ... rbd_cache`): not served",
+			     rc->pool, rc->image_name,
+			     src == RBD_CONFIG_SOURCE_IMAGE ? "image" :
+			     src == RBD_CONFIG_SOURCE_POOL  ? "pool" :
+							      "image metadata",
+			     src == RBD_CONFIG_SOURCE_POOL ? "pool" : "image");
+		step = "write_through";
+		r = -EINVAL;
+		goto fail;
+	}
 	if (!rc->zc_off && !rbd_zc_allowed(rc, &zc_writes)) {
 		/* A pool or image option put an ObjectCacher behind the image: copy. */
 		scsitgt__log(&rc->log, SCSITGT_LOG_NOTICE, SCSITGT__RBD_SUBSYS,

@@ -1063,6 +1063,15 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
 			return -EINVAL;
 	if (!rc->opened || rc->closing || rc->hooks.arg != NULL)
 		return -EBUSY;
+	/* A write acknowledged from the client cache of a gateway that is then fenced is lost,
+	 * and another gateway reads past it (docs/rbd.md, "Requirements and limits"). */
+	if (rc->cache) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: a gateway needs the image without librbd's client cache "
+			     "(write_through)",
+			     rc->pool, rc->image_name);
+		return -EINVAL;
+	}
 	gw = calloc(1, sizeof(*gw));
 	if (gw == NULL)
 		return -ENOMEM;

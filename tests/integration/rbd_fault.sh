@@ -13,7 +13,9 @@
 #   data reads back and equals `rbd export`, the unacknowledged write is all or nothing;
 # - the OSD stops under the writes of a gateway owning the lock, with a small librados
 #   in-flight budget (CEPH_ARGS) and no op timeout: its loop (heartbeat writes on it) keeps
-#   answering REPORT TARGET PORT GROUPS; after SIGCONT the writes go on.
+#   answering REPORT TARGET PORT GROUPS; after SIGCONT the writes go on;
+# - nocache while the image's configuration turns rbd_cache on (librbd: image over client):
+#   the LUN is not served; a gateway on an image with the client cache on is refused.
 # Skipped without the Ceph packages.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -190,4 +192,35 @@ wait "$loop_pid" 2>/dev/null || true
 IT_HELPER_PIDS=()
 it_stop || it_fail "gateway exited with status $? on SIGTERM"
 
+# ---- a cache the host turned off, on again through the image's configuration ----
+# refused NAME PATTERN MINITARGET-ARGS...: minitarget must exit at start, its log matching
+# PATTERN, without ever listening (before: it served, with the cache).
+refused() {
+	local name=$1 pattern=$2 pid i
+	shift 2
+	# shellcheck disable=SC2086 # IT_TARGET_ARGS is a command line (lib.sh)
+	"$IT_TARGET" --portal "$IT_PORTAL" "$@" ${IT_TARGET_ARGS:-} </dev/null \
+		>"$IT_TMP/$name.out" 2>"$IT_TMP/$name.err" &
+	pid=$!
+	IT_HELPER_PIDS+=("$pid")
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		if grep -q "iscsi://" "$IT_TMP/$name.out"; then
+			kill -KILL "$pid"
+			it_fail "$name: served: $(grep rbd "$IT_TMP/$name.err" | tail -2)"
+		fi
+		sleep 0.1
+	done
+	wait "$pid" && it_fail "$name: exit status 0"
+	IT_HELPER_PIDS=()
+	grep -q -- "$pattern" "$IT_TMP/$name.err" || it_fail "$name: $(tail -3 "$IT_TMP/$name.err")"
+}
+rbd config image set "$IMG" rbd_cache true >/dev/null 2>&1 || it_fail "rbd config image set"
+refused nocache "overridden by the image's rbd_cache = true" --lun "0:rbd:$IMG,nocache,nopr"
+rbd config image rm "$IMG" rbd_cache >/dev/null 2>&1 || it_fail "rbd config image rm"
+it_log "nocache with the image's rbd_cache = true: not served"
+# A gateway with the cache on (no nocache): refused.
+refused cached-gateway "a gateway needs the image without librbd's client cache" \
+	--alua-group 1 --lun "0:rbd:$IMG,nopr"
+it_log "a gateway with librbd's client cache: refused"
 it_log "PASS"
