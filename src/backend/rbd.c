@@ -806,7 +806,9 @@ static void rbd_size_done(struct scsitgt__rbd_job *job)
 		 * watch never reports a resize made before it watched. */
 		rc->size_bytes = sj->size;
 		blocks = rc->block_size ? sj->size / rc->block_size : 0;
-		if (rc->opened && blocks > 0 && blocks != rc->num_blocks) {
+		/* Not while closing: the LUN is being destroyed (close() runs at the end of
+		 * scsitgt_lun_destroy()). */
+		if (rc->opened && !rc->closing && blocks > 0 && blocks != rc->num_blocks) {
 			scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
 				     "%s/%s: resized from %" PRIu64 " to %" PRIu64 " bytes",
 				     rc->pool, rc->image_name,

@@ -1072,6 +1072,15 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
 			     rc->pool, rc->image_name);
 		return -EINVAL;
 	}
+	/* A zero-copy write queued to a hung OSD completes only when its connection resets, not
+	 * within op_timeout_s: a fenced gateway's reconnection waits that long for it. */
+	if (rc->zc_writes)
+		scsitgt__log(
+			&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+			"%s/%s: librbd's zero-copy writes (rbd_disable_zero_copy_writes = false) "
+			"are not bounded by op_timeout_s: a fenced gateway may take that long "
+			"to reconnect",
+			rc->pool, rc->image_name);
 	gw = calloc(1, sizeof(*gw));
 	if (gw == NULL)
 		return -ENOMEM;
