@@ -58,7 +58,10 @@
  * scsitgt_rbd_gateway_set_watch_fault(), libscsitgt/testing.h); each prints "gateway watch
  * fault on" or "off" to stdout. Without --alua-group it toggles the watch fault of the shared
  * reservation object of every RBD LUN instead (scsitgt_backend_rbd_set_pr_watch_fault()):
- * "pr watch fault on" or "off".
+ * "pr watch fault on" or "off". For a gateway, SIGRTMIN+1 toggles the fault that fails every
+ * reconnection of its RBD context (scsitgt_backend_rbd_set_reconnect_fault(); "rbd reconnect
+ * fault on" or "off") and SIGRTMIN+2 makes it check the image's size as librbd's update watch
+ * does (scsitgt_backend_rbd_flag_update(); "rbd update flagged").
  * Defaults: one 1 GiB RAM LUN 0 on 127.0.0.1:3260, target iqn.2026-11.org.libscsitgt:minitarget.
  */
 #include <errno.h>
@@ -89,12 +92,14 @@ struct app {
 	uv_signal_t sigterm;
 	uv_signal_t sigusr1;
 	uv_signal_t sigusr2;
+	uv_signal_t sigrt1, sigrt2;
 	struct scsitgt_engine *engine;
 	struct scsitgt_target *tgt;
 	/* --alua-group: this process is a gateway of the first RBD LUN's image (gw_rbd). */
 	struct scsitgt_rbd_gateway *gateway;
 	void *gw_rbd;
 	bool gw_watch_fault;
+	bool gw_reconnect_fault;
 	/* RBD contexts sharing reservations, for SIGUSR2 without a gateway. */
 	void *pr_rbd[MINITARGET_MAX_ITEMS];
 	size_t npr_rbd;
@@ -225,6 +230,8 @@ static void engine_destroyed(void *arg, int status)
 	uv_close((uv_handle_t *)&app->sigterm, NULL);
 	uv_close((uv_handle_t *)&app->sigusr1, NULL);
 	uv_close((uv_handle_t *)&app->sigusr2, NULL);
+	uv_close((uv_handle_t *)&app->sigrt1, NULL);
+	uv_close((uv_handle_t *)&app->sigrt2, NULL);
 }
 
 /* SIGUSR1: the fault backends' counters, so that a test can wait for a held io. */
@@ -266,6 +273,33 @@ static void on_sigusr2(uv_signal_t *h, int signum)
 		return;
 	app->gw_watch_fault = !app->gw_watch_fault;
 	printf("gateway watch fault %s\n", app->gw_watch_fault ? "on" : "off");
+	fflush(stdout);
+}
+
+/* SIGRTMIN+1: the gateway's reconnections fail, or no more (tests of the HA model). */
+static void on_sigrt1(uv_signal_t *h, int signum)
+{
+	struct app *app = h->data;
+
+	(void)signum;
+	if (app->gateway == NULL || app->stopping ||
+	    scsitgt_backend_rbd_set_reconnect_fault(app->gw_rbd, !app->gw_reconnect_fault) < 0)
+		return;
+	app->gw_reconnect_fault = !app->gw_reconnect_fault;
+	printf("rbd reconnect fault %s\n", app->gw_reconnect_fault ? "on" : "off");
+	fflush(stdout);
+}
+
+/* SIGRTMIN+2: the gateway's image as if librbd's update watch fired (a size check). */
+static void on_sigrt2(uv_signal_t *h, int signum)
+{
+	struct app *app = h->data;
+
+	(void)signum;
+	if (app->gateway == NULL || app->stopping ||
+	    scsitgt_backend_rbd_flag_update(app->gw_rbd) < 0)
+		return;
+	printf("rbd update flagged\n");
 	fflush(stdout);
 }
 
@@ -743,6 +777,12 @@ static void signals_start(struct app *app)
 	app->sigusr2.data = app;
 	uv_signal_init(&app->loop, &app->sigusr2);
 	uv_signal_start(&app->sigusr2, on_sigusr2, SIGUSR2);
+	app->sigrt1.data = app;
+	uv_signal_init(&app->loop, &app->sigrt1);
+	uv_signal_start(&app->sigrt1, on_sigrt1, SIGRTMIN + 1);
+	app->sigrt2.data = app;
+	uv_signal_init(&app->loop, &app->sigrt2);
+	uv_signal_start(&app->sigrt2, on_sigrt2, SIGRTMIN + 2);
 }
 
 int main(int argc, char **argv)

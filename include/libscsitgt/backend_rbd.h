@@ -58,7 +58,9 @@ struct scsitgt_backend_rbd_opts {
 	 * Turn librbd's client cache off (rbd_cache=false): every write is on the OSDs before it
 	 * completes and the LUN reports no volatile write cache (WCE 0). Default false: librbd's
 	 * configured cache (rbd_cache=true by default) is reported as a volatile cache, and
-	 * SYNCHRONIZE CACHE and FUA become rbd_aio_flush().
+	 * SYNCHRONIZE CACHE and FUA become rbd_aio_flush(). A pool's or image's rbd_cache = true
+	 * (`rbd config pool|image set`) wins over the client's setting in librbd: the open then
+	 * fails with -EINVAL (logged) rather than serve with the cache.
 	 */
 	bool write_through;
 	/**

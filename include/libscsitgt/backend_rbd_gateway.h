@@ -111,8 +111,11 @@ SCSITGT_EXPORT void scsitgt_rbd_gateway_opts_init(struct scsitgt_rbd_gateway_opt
  *               gateway before the LUN or the engine.
  * @param opts   The options. Copied.
  * @return 0; -EINVAL (NULL argument, group 0, a peer in the gateway's own group, too many
- *         peers); -EBUSY (the context already has a gateway, or is not opened); -ENOMEM;
- *         -EEXIST (a group or port configured twice); -ENOTSUP without the RBD backend.
+ *         peers, a context with librbd's client cache on: open it with write_through);
+ *         -EBUSY (the context already has a gateway, or is not opened); -ENOMEM;
+ *         -EEXIST (a group or port configured twice); -ENOTSUP without the RBD backend. On
+ *         failure the target's ALUA configuration is as it was: the groups the call made are
+ *         destroyed again and the request hook is installed only once everything else worked.
  *
  * Loop: home of the target.
  */
@@ -123,7 +126,9 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
 /**
  * Stop being a gateway: stop probing, release the lock if this gateway owns it (so that a
  * standby takes it at its next probe rather than after a takeover), stop watching. The
- * target's ALUA groups stay as they are.
+ * target's ALUA groups stay as they are; its ALUA becomes implicit only, without the
+ * gateway's request hook, at once: SET TARGET PORT GROUPS is then refused (ILLEGAL REQUEST,
+ * INVALID COMMAND OPERATION CODE) until the host configures ALUA again (a new gateway).
  *
  * @param gw     The gateway; dead after the call.
  * @param cb     Called on the loop once the lock is released and the watch removed, never

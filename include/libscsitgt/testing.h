@@ -59,6 +59,32 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_set_watch_fault(struct scsitgt_rbd_gatewa
  */
 SCSITGT_EXPORT int scsitgt_backend_rbd_set_pr_watch_fault(void *bctx, bool hold);
 
+/**
+ * For tests only: with @p fail true, every reconnection of the RBD context (the HA gateway's
+ * replacement of a fenced client) fails with -ETIMEDOUT once the old client is shut down, as
+ * when the monitors are out of reach; the gateway logs it and retries, until called again
+ * with @p fail false.
+ *
+ * @param bctx The RBD backend context.
+ * @param fail Fail reconnections (true), or let them connect.
+ * @return 0; -EINVAL (NULL @p bctx); -ENOTSUP without the RBD backend.
+ *
+ * Thread-safe.
+ */
+SCSITGT_EXPORT int scsitgt_backend_rbd_set_reconnect_fault(void *bctx, bool fail);
+
+/**
+ * For tests only: what librbd's update watch does when the image's header changed (a resize,
+ * a lock owner change): the context reads the image's size again on its worker thread, at
+ * once, whether or not anything changed.
+ *
+ * @param bctx The RBD backend context.
+ * @return 0; -EINVAL (NULL @p bctx); -ENOTSUP without the RBD backend.
+ *
+ * Thread-safe.
+ */
+SCSITGT_EXPORT int scsitgt_backend_rbd_flag_update(void *bctx);
+
 #ifdef __cplusplus
 }
 #endif

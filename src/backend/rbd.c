@@ -26,6 +26,7 @@
 #include "backend/rbd_int.h"
 #include "backend/rbd_zc.h"
 #include "libscsitgt/lun.h"
+#include "libscsitgt/testing.h"
 
 static void rbd_async_cb(uv_async_t *handle);
 
@@ -70,6 +71,7 @@ static int rbd_ctx_create(struct scsitgt__rbd_ctx **out,
 	pthread_mutex_init(&rc->mu, NULL);
 	pthread_cond_init(&rc->cv, NULL);
 	atomic_init(&rc->update_pending, false);
+	atomic_init(&rc->reconnect_fault, false);
 	atomic_init(&rc->async_inited, false);
 	atomic_init(&rc->fenced, false);
 	atomic_init(&rc->loop_events, 0);
@@ -161,8 +163,10 @@ static void rbd_update_watch_cb(void *arg)
 }
 
 /* librbd's value of option @name for the open image: the client's configuration overridden by
- * the pool's and the image's (`rbd config pool|image set`). false when librbd does not say. */
-static bool rbd_image_option(struct scsitgt__rbd_ctx *rc, const char *name, char *buf, size_t size)
+ * the pool's and the image's (`rbd config pool|image set`), and where it comes from (@source,
+ * optional). false when librbd does not say. */
+static bool rbd_image_option_from(struct scsitgt__rbd_ctx *rc, const char *name, char *buf,
+				  size_t size, rbd_config_source_t *source)
 {
 	rbd_config_option_t *opts;
 	int max = 256, r;
@@ -179,6 +183,9 @@ static bool rbd_image_option(struct scsitgt__rbd_ctx *rc, const char *name, char
 				if (opts[i].name && opts[i].value &&
 				    strcmp(opts[i].name, name) == 0) {
 					snprintf(buf, size, "%s", opts[i].value);
+					if (source) {
+						*source = opts[i].source;
+					}
 					found = true;
 				}
 			}
@@ -190,6 +197,11 @@ static bool rbd_image_option(struct scsitgt__rbd_ctx *rc, const char *name, char
 		}
 	}
 	return found;
+}
+
+static bool rbd_image_option(struct scsitgt__rbd_ctx *rc, const char *name, char *buf, size_t size)
+{
+	return rbd_image_option_from(rc, name, buf, size, NULL);
 }
 
 static bool rbd_option_true(const char *v)
@@ -323,6 +335,18 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	if (rc->write_through) {
 		rados_conf_set(rc->cluster, "rbd_cache", "false");
 	}
+	/*
+	 * Nothing blocking on a loop (docs/rbd.md, "Threads"), whatever ceph.conf or CEPH_ARGS say.
+	 * librados takes the client's in-flight budget (objecter_inflight_ops / _op_bytes) on the
+	 * submitting thread and waits there while it is used up: the gateway's heartbeat and the
+	 * shared reservations submit aio on home, behind the image's own I/O on the same client
+	 * (a slow or stopped OSD fills it). A budget of 0 never waits (Ceph's Throttle); what is in
+	 * flight stays bounded by the LUN's queue depth. And librbd dispatches aio on its own
+	 * thread, never on the caller's (rbd_non_blocking_aio, its default).
+	 */
+	rados_conf_set(rc->cluster, "objecter_inflight_ops", "0");
+	rados_conf_set(rc->cluster, "objecter_inflight_op_bytes", "0");
+	rados_conf_set(rc->cluster, "rbd_non_blocking_aio", "true");
 	step = "rados_connect";
 	r = rados_connect(rc->cluster);
 	if (r < 0) {
@@ -365,6 +389,25 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	rc->size_bytes = info.size;
 	rc->obj_size = info.obj_size;
 	rc->cache = !rc->read_only && rbd_cache_enabled(rc);
+	if (rc->write_through && rc->cache) {
+		rbd_config_source_t src = RBD_CONFIG_SOURCE_CONFIG;
+
+		/* librbd applies the pool's and the image's settings over the client's: the cache
+		 * the host turned off is on. Serving with it would be the surprise (a gateway that
+		 * is fenced loses what it acknowledged from the cache, docs/rbd.md). */
+		rbd_image_option_from(rc, "rbd_cache", buf, sizeof(buf), &src);
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: write_through (no client cache) is overridden by the %s's "
+			     "rbd_cache = true (`rbd config %s rm ... rbd_cache`): not served",
+			     rc->pool, rc->image_name,
+			     src == RBD_CONFIG_SOURCE_IMAGE ? "image" :
+			     src == RBD_CONFIG_SOURCE_POOL  ? "pool" :
+							      "image metadata",
+			     src == RBD_CONFIG_SOURCE_POOL ? "pool" : "image");
+		step = "write_through";
+		r = -EINVAL;
+		goto fail;
+	}
 	if (!rc->zc_off && !rbd_zc_allowed(rc, &zc_writes)) {
 		/* A pool or image option put an ObjectCacher behind the image: copy. */
 		scsitgt__log(&rc->log, SCSITGT_LOG_NOTICE, SCSITGT__RBD_SUBSYS,
@@ -412,8 +455,26 @@ fail:
 
 int scsitgt__rbd_reconnect(struct scsitgt__rbd_ctx *rc)
 {
+	int r;
+
 	rbd_disconnect(rc);
-	return rbd_connect_open(rc);
+	if (atomic_load(&rc->reconnect_fault)) {
+		/* As a monitor out of reach fails it (client_mount_timeout): nothing is open. */
+		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: fault injection: the reconnection fails", rc->pool,
+			     rc->image_name);
+		return -ETIMEDOUT;
+	}
+	r = rbd_connect_open(rc);
+	if (r == 0) {
+		/* The image may have been resized while no client of ours watched it (the old one
+		 * cut off or blocklisted): check the size on home as after an update. */
+		atomic_store(&rc->update_pending, true);
+		if (rc->async_inited) {
+			uv_async_send(&rc->async);
+		}
+	}
+	return r;
 }
 
 unsigned int scsitgt__rbd_ios_inflight(struct scsitgt__rbd_ctx *rc)
@@ -723,6 +784,13 @@ static void rbd_size_work(struct scsitgt__rbd_job *job)
 {
 	struct rbd_size_job *sj = (struct rbd_size_job *)job;
 
+	/* No image after a failed reconnection (the gateway retries later); this thread is the
+	 * only one that sets rc->image, so the check holds for the call. The update that queued
+	 * this job is not lost: a reconnection that succeeds reads the size again. */
+	if (job->rc->image == NULL) {
+		job->status = -ENOTCONN;
+		return;
+	}
 	job->status = rbd_get_size(job->rc->image, &sj->size);
 }
 
@@ -732,13 +800,19 @@ static void rbd_size_done(struct scsitgt__rbd_job *job)
 	struct scsitgt__rbd_ctx *rc = job->rc;
 	uint64_t blocks;
 
-	if (job->status == 0 && sj->size != rc->size_bytes) {
-		scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
-			     "%s/%s: resized from %" PRIu64 " to %" PRIu64 " bytes", rc->pool,
-			     rc->image_name, rc->size_bytes, sj->size);
+	if (job->status == 0) {
+		/* Against the LUN's size, not the last byte count read: a reconnection reads the
+		 * size again (rbd_connect_open) without resizing the LUN, and the new client's
+		 * watch never reports a resize made before it watched. */
 		rc->size_bytes = sj->size;
 		blocks = rc->block_size ? sj->size / rc->block_size : 0;
-		if (rc->opened && blocks > 0 && blocks != rc->num_blocks) {
+		/* Not while closing: the LUN is being destroyed (close() runs at the end of
+		 * scsitgt_lun_destroy()). */
+		if (rc->opened && !rc->closing && blocks > 0 && blocks != rc->num_blocks) {
+			scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
+				     "%s/%s: resized from %" PRIu64 " to %" PRIu64 " bytes",
+				     rc->pool, rc->image_name,
+				     (uint64_t)rc->num_blocks * rc->block_size, sj->size);
 			rc->num_blocks = blocks;
 			/* SBC-4 §4.6: CAPACITY DATA HAS CHANGED on every I_T nexus. */
 			if (rc->lun) {
@@ -747,7 +821,7 @@ static void rbd_size_done(struct scsitgt__rbd_job *job)
 		}
 	} else if (job->status == -ESHUTDOWN) {
 		scsitgt__rbd_set_fenced(rc, true);
-	} else if (job->status < 0 && job->status != -ECANCELED) {
+	} else if (job->status < 0 && job->status != -ECANCELED && job->status != -ENOTCONN) {
 		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
 			     "%s/%s: size after an update: %s", rc->pool, rc->image_name,
 			     strerror(-job->status));
@@ -794,6 +868,33 @@ static void rbd_async_cb(uv_async_t *handle)
 }
 
 /* ---- the host's calls ---- */
+
+/* Test hooks (libscsitgt/testing.h). */
+SCSITGT_EXPORT int scsitgt_backend_rbd_set_reconnect_fault(void *bctx, bool fail)
+{
+	struct scsitgt__rbd_ctx *rc = bctx;
+
+	if (rc == NULL) {
+		return -EINVAL;
+	}
+	atomic_store(&rc->reconnect_fault, fail);
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_backend_rbd_flag_update(void *bctx)
+{
+	struct scsitgt__rbd_ctx *rc = bctx;
+
+	if (rc == NULL) {
+		return -EINVAL;
+	}
+	/* What librbd's update watch callback does (rbd_update_watch_cb). */
+	atomic_store(&rc->update_pending, true);
+	if (rc->async_inited) {
+		uv_async_send(&rc->async);
+	}
+	return 0;
+}
 
 SCSITGT_EXPORT int scsitgt_backend_rbd_set_lun(void *bctx, struct scsitgt_lun *lun)
 {

@@ -119,6 +119,8 @@ struct scsitgt_rbd_gateway {
 	bool fault_hold; /* under fault_mu */
 
 	enum scsitgt__rbd_ha_state logged_state;
+	/* The target's ALUA once the gateway is destroyed: implicit, no hook. */
+	struct scsitgt_alua_opts alua_off;
 	bool destroying;
 	scsitgt_done_cb destroy_cb;
 	void *destroy_cb_arg;
@@ -960,23 +962,38 @@ static void watch_first_done(struct scsitgt__rbd_job *job)
 	gw_log(gw, SCSITGT_LOG_NOTICE, "joined as ", gw->addr, NULL);
 }
 
-static int alua_setup(struct scsitgt_rbd_gateway *gw, const struct scsitgt_rbd_gateway_opts *o)
+/* The request hook and modes of a gateway's target: explicit changes go through
+ * hook_request. */
+static void alua_opts_fill(struct scsitgt_alua_opts *ao, const struct scsitgt_rbd_gateway_opts *o,
+			   struct scsitgt_rbd_gateway *gw)
 {
-	struct scsitgt_alua_opts ao;
 	uint64_t itt;
-	int r;
 
-	scsitgt_alua_opts_init(&ao, sizeof(ao));
-	ao.modes = SCSITGT_ALUA_IMPLICIT | SCSITGT_ALUA_EXPLICIT;
+	scsitgt_alua_opts_init(ao, sizeof(*ao));
+	ao->modes = SCSITGT_ALUA_IMPLICIT | SCSITGT_ALUA_EXPLICIT;
 	/* IMPLICIT TRANSITION TIME: detecting a dead owner and taking its lock, with margin. */
 	itt = ((uint64_t)o->probe_misses * 2 * o->probe_interval_ms + o->probe_timeout_ms) / 1000 +
 	      5;
-	ao.implicit_transition_secs = (uint8_t)(itt > 255 ? 255 : itt);
-	ao.request_cb = hook_request;
-	ao.request_arg = gw;
-	r = scsitgt_alua_configure(gw->tgt, &ao);
+	ao->implicit_transition_secs = (uint8_t)(itt > 255 ? 255 : itt);
+	ao->request_cb = hook_request;
+	ao->request_arg = gw;
+}
+
+/*
+ * The groups and ports first, the hook last: until everything succeeded nothing of the
+ * target points at @gw, which a failure frees (an STPG naming an existing group calls the
+ * hook: it would run on freed memory). On failure the groups this call created go again.
+ */
+static int alua_setup(struct scsitgt_rbd_gateway *gw, const struct scsitgt_rbd_gateway_opts *o)
+{
+	struct scsitgt_alua_opts ao;
+	uint16_t made[1 + SCSITGT__RBD_HA_MAX_PEERS];
+	size_t nmade = 0;
+	int r;
+
+	r = scsitgt_alua_group_create(gw->tgt, o->group_id, SCSITGT_ALUA_STANDBY);
 	if (r == 0)
-		r = scsitgt_alua_group_create(gw->tgt, o->group_id, SCSITGT_ALUA_STANDBY);
+		made[nmade++] = o->group_id;
 	for (size_t i = 0; r == 0 && i < o->nrel_port_ids; i++)
 		r = scsitgt_alua_group_add_port(gw->tgt, o->group_id, o->rel_port_ids[i]);
 	if (r == 0)
@@ -984,10 +1001,19 @@ static int alua_setup(struct scsitgt_rbd_gateway *gw, const struct scsitgt_rbd_g
 	for (size_t i = 0; r == 0 && i < o->npeers; i++) {
 		r = scsitgt_alua_group_create(gw->tgt, o->peers[i].group_id,
 					      SCSITGT_ALUA_UNAVAILABLE);
+		if (r == 0)
+			made[nmade++] = o->peers[i].group_id;
 		if (r == 0 && o->peers[i].rel_port_id)
 			r = scsitgt_alua_group_add_port(gw->tgt, o->peers[i].group_id,
 							o->peers[i].rel_port_id);
 	}
+	if (r == 0) {
+		alua_opts_fill(&ao, o, gw);
+		r = scsitgt_alua_configure(gw->tgt, &ao);
+	}
+	if (r < 0)
+		while (nmade > 0)
+			scsitgt_alua_group_destroy(gw->tgt, made[--nmade]);
 	return r;
 }
 
@@ -1037,6 +1063,24 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
 			return -EINVAL;
 	if (!rc->opened || rc->closing || rc->hooks.arg != NULL)
 		return -EBUSY;
+	/* A write acknowledged from the client cache of a gateway that is then fenced is lost,
+	 * and another gateway reads past it (docs/rbd.md, "Requirements and limits"). */
+	if (rc->cache) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: a gateway needs the image without librbd's client cache "
+			     "(write_through)",
+			     rc->pool, rc->image_name);
+		return -EINVAL;
+	}
+	/* A zero-copy write queued to a hung OSD completes only when its connection resets, not
+	 * within op_timeout_s: a fenced gateway's reconnection waits that long for it. */
+	if (rc->zc_writes)
+		scsitgt__log(
+			&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+			"%s/%s: librbd's zero-copy writes (rbd_disable_zero_copy_writes = false) "
+			"are not bounded by op_timeout_s: a fenced gateway may take that long "
+			"to reconnect",
+			rc->pool, rc->image_name);
 	gw = calloc(1, sizeof(*gw));
 	if (gw == NULL)
 		return -ENOMEM;
@@ -1068,17 +1112,29 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
 	uv_timer_init(gw->loop, &gw->retry);
 	gw->tick.data = gw;
 	gw->retry.data = gw;
-	r = alua_setup(gw, &o);
-	if (r < 0)
-		goto fail;
+	alua_opts_fill(&gw->alua_off, &o, gw);
+	gw->alua_off.modes = SCSITGT_ALUA_IMPLICIT;
+	gw->alua_off.request_cb = NULL;
+	gw->alua_off.request_arg = NULL;
 	j = job_new(gw, watch_first_work, watch_first_done);
 	if (j == NULL) {
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = job_queue(j);
-	if (r < 0)
+	r = alua_setup(gw, &o);
+	if (r < 0) {
+		free(j);
 		goto fail;
+	}
+	r = job_queue(j);
+	if (r < 0) {
+		/* No worker: the target lets go of the gateway (every group was new). */
+		scsitgt_alua_configure(tgt, &gw->alua_off);
+		for (size_t i = 0; i < o.npeers; i++)
+			scsitgt_alua_group_destroy(tgt, o.peers[i].group_id);
+		scsitgt_alua_group_destroy(tgt, o.group_id);
+		goto fail;
+	}
 	rc->hooks.arg = gw;
 	rc->hooks.fenced = hook_fenced;
 	rc->hooks.io_failed = hook_io_failed;
@@ -1179,6 +1235,10 @@ SCSITGT_EXPORT void scsitgt_rbd_gateway_destroy(struct scsitgt_rbd_gateway *gw, 
 	watch_fault_set(gw, false);
 	if (gw->rc->hooks.arg == gw)
 		memset(&gw->rc->hooks, 0, sizeof(gw->rc->hooks));
+	/* The target outlives the gateway: its SET TARGET PORT GROUPS must not reach a gateway
+	 * that is going (freed once its last job ended). Implicit ALUA only, without a hook; the
+	 * groups stay as they are (backend_rbd_gateway.h). */
+	scsitgt_alua_configure(gw->tgt, &gw->alua_off);
 	/* The target is going away; nothing more reaches librbd through this gateway. */
 	gw->rc->fenced = true;
 	gw_maybe_finish(gw);

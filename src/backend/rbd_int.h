@@ -145,9 +145,9 @@ struct scsitgt__rbd_ctx {
 	uint64_t discard_granularity;
 	/* RADOS object size of the image (rbd_stat), the optimal transfer length. */
 	uint64_t obj_size;
-	/* Image size in bytes as last read (the open job, then the update watch's refresh).
-	 * Atomic: a reconnection (worker thread) reads it again while home may compare a size
-	 * job's result with it (a size job queued just before the reconnection ended). */
+	/* Image size in bytes as last read (the open job, a reconnection, the size jobs): a
+	 * record; resizes compare the LUN's num_blocks. Atomic: a reconnection (worker thread)
+	 * writes it while home may take a size job's result. */
 	_Atomic uint64_t size_bytes;
 
 	/* The LUN: geometry adopted at open(), and the LUN once the host attached it. */
@@ -199,6 +199,9 @@ struct scsitgt__rbd_ctx {
 	bool worker_exit;				/* under mu: the close job ran */
 	/* Set by librbd's update watch callback (any thread), consumed on the loop. */
 	atomic_bool update_pending;
+	/* Fault injection (scsitgt_backend_rbd_set_reconnect_fault()): set on home, read by the
+	 * worker; while set, every reconnection fails after the old client is shut down. */
+	atomic_bool reconnect_fault;
 	/* The context handed to that callback (rbd_update_watch) and back (rbd_update_unwatch). */
 	struct scsitgt__rbd_handover watch_ho;
 	uint64_t watch_handle;

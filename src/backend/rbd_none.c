@@ -65,3 +65,16 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_set_pr_watch_fault(void *bctx, bool hold)
 	(void)hold;
 	return -ENOTSUP;
 }
+
+SCSITGT_EXPORT int scsitgt_backend_rbd_set_reconnect_fault(void *bctx, bool fail)
+{
+	(void)bctx;
+	(void)fail;
+	return -ENOTSUP;
+}
+
+SCSITGT_EXPORT int scsitgt_backend_rbd_flag_update(void *bctx)
+{
+	(void)bctx;
+	return -ENOTSUP;
+}

@@ -10,7 +10,12 @@
 #   and keep failing (fenced), also the writes in flight when it happened;
 # - the OSD stops (SIGSTOP) under I/O: reads and writes fail within the timeout with NOT READY,
 #   BECOMING READY (2/04/01), which initiators retry; after SIGCONT they work, the acknowledged
-#   data reads back and equals `rbd export`, the unacknowledged write is all or nothing.
+#   data reads back and equals `rbd export`, the unacknowledged write is all or nothing;
+# - the OSD stops under the writes of a gateway owning the lock, with a small librados
+#   in-flight budget (CEPH_ARGS) and no op timeout: its loop (heartbeat writes on it) keeps
+#   answering REPORT TARGET PORT GROUPS; after SIGCONT the writes go on;
+# - nocache while the image's configuration turns rbd_cache on (librbd: image over client):
+#   the LUN is not served; a gateway on an image with the client cache on is refused.
 # Skipped without the Ceph packages.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -137,4 +142,85 @@ for lba in range(64, 128):
 PY
 it_log "after SIGCONT: I/O recovered, acknowledged data intact in the cluster"
 it_stop || it_fail "target exited with status $? on SIGTERM"
+
+# ---- the OSD stops under the owner's writes: its loop keeps answering ----
+# A gateway (the only one: it owns the lock) writes its heartbeat from its loop at every
+# tick. librados' in-flight budget, here 16 KiB (CEPH_ARGS) and filled by one of the
+# writer's 32 KiB writes to the stopped OSD (no op timeout: it stays), made that submit wait
+# on the loop until the OSD came back: REPORT TARGET PORT GROUPS (answered on the loop) got
+# no answer. The backend takes the budget out of every client's configuration. Without
+# worker loops (IT_TARGET_ARGS dropped): every command is answered on home, the heartbeat's
+# loop. (With --workers 2 the writer's first write through a worker loop of a gateway that
+# just took the lock sometimes never completed: 1 run in 12 with main's minitarget, seen
+# session 33, not understood yet.)
+IT_TARGET_ARGS='' CEPH_ARGS="--objecter_inflight_op_bytes 16384" \
+	it_start --alua-group 1 --gw-probe 200 --lun "0:rbd:$IMG,nocache,timeout=0,nopr"
+it_wait_log "$IT_TMP/target.err" "-> owner"
+"$PC" "${IT_URLS[0]}" write 0 64 50 0 >"$IT_TMP/loop.out" 2>"$IT_TMP/loop.err" &
+loop_pid=$!
+IT_HELPER_PIDS+=("$loop_pid")
+for ((i = 0; i < 1200; i++)); do
+	grep -q "pass 1" "$IT_TMP/loop.out" && break
+	kill -0 "$loop_pid" 2>/dev/null || break
+	sleep 0.1
+done
+if ! grep -q "pass 1" "$IT_TMP/loop.out"; then
+	st=0
+	kill -0 "$loop_pid" 2>/dev/null || wait "$loop_pid" || st=$?
+	it_fail "the gateway's writer made no progress (status $st): $(cat "$IT_TMP/loop.err")
+$(tail -n 15 "$IT_TMP/target.err")"
+fi
+kill -STOP "$osd"
+# Each answer is a login, a command and a logout on the loop, ticks (200 ms) apart at least
+# once the writes stand still.
+for ((i = 0; i < 5; i++)); do
+	if ! timeout 30 "$PC" "${IT_URLS[0]}" rtpg >"$IT_TMP/rtpg.out" 2>&1; then
+		kill -CONT "$osd"
+		it_fail "REPORT TARGET PORT GROUPS got no answer with the OSD stopped under writes"
+	fi
+done
+passes=$(grep -c "^pass" "$IT_TMP/loop.out")
+kill -CONT "$osd"
+it_log "OSD stopped under the owner's writes: its loop answered 5 REPORT TARGET PORT GROUPS"
+for ((i = 0; i < 1200; i++)); do
+	[[ $(grep -c "^pass" "$IT_TMP/loop.out") -gt $passes ]] && break
+	sleep 0.1
+done
+[[ $(grep -c "^pass" "$IT_TMP/loop.out") -gt $passes ]] || it_fail "no write after SIGCONT"
+kill "$loop_pid" 2>/dev/null || true
+wait "$loop_pid" 2>/dev/null || true
+IT_HELPER_PIDS=()
+it_stop || it_fail "gateway exited with status $? on SIGTERM"
+
+# ---- a cache the host turned off, on again through the image's configuration ----
+# refused NAME PATTERN MINITARGET-ARGS...: minitarget must exit at start, its log matching
+# PATTERN, without ever listening (before: it served, with the cache).
+refused() {
+	local name=$1 pattern=$2 pid i
+	shift 2
+	# shellcheck disable=SC2086 # IT_TARGET_ARGS is a command line (lib.sh)
+	"$IT_TARGET" --portal "$IT_PORTAL" "$@" ${IT_TARGET_ARGS:-} </dev/null \
+		>"$IT_TMP/$name.out" 2>"$IT_TMP/$name.err" &
+	pid=$!
+	IT_HELPER_PIDS+=("$pid")
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		if grep -q "iscsi://" "$IT_TMP/$name.out"; then
+			kill -KILL "$pid"
+			it_fail "$name: served: $(grep rbd "$IT_TMP/$name.err" | tail -2)"
+		fi
+		sleep 0.1
+	done
+	wait "$pid" && it_fail "$name: exit status 0"
+	IT_HELPER_PIDS=()
+	grep -q -- "$pattern" "$IT_TMP/$name.err" || it_fail "$name: $(tail -3 "$IT_TMP/$name.err")"
+}
+rbd config image set "$IMG" rbd_cache true >/dev/null 2>&1 || it_fail "rbd config image set"
+refused nocache "overridden by the image's rbd_cache = true" --lun "0:rbd:$IMG,nocache,nopr"
+rbd config image rm "$IMG" rbd_cache >/dev/null 2>&1 || it_fail "rbd config image rm"
+it_log "nocache with the image's rbd_cache = true: not served"
+# A gateway with the cache on (no nocache): refused.
+refused cached-gateway "a gateway needs the image without librbd's client cache" \
+	--alua-group 1 --lun "0:rbd:$IMG,nopr"
+it_log "a gateway with librbd's client cache: refused"
 it_log "PASS"

@@ -22,8 +22,11 @@
 #          every block verified.
 #   stpg   SET TARGET PORT GROUPS through B asks B to take over while A has writes in flight
 #          (held back by A's fault-injection delay): B breaks A's lock, A's in-flight writes
-#          fail (not acknowledged: NOT READY), the writer moves to B, and A reconnects and
-#          rejoins as standby; reservations registered through either gateway afterwards are
+#          fail (not acknowledged: NOT READY), the writer moves to B; A's reconnections fail
+#          (minitarget's SIGRTMIN+1) and an image update flagged then (SIGRTMIN+2) must not
+#          crash it; the image grows meanwhile; then A reconnects and rejoins as standby, its
+#          LUN at the new size (written past the old end once A owns the lock again, at the
+#          end); reservations registered through either gateway afterwards are
 #          seen through the other (A's shared reservations moved to its new client).
 #   rewatch  the standby (B) is frozen (SIGSTOP) until the OSD has dropped its watch of the
 #          gateway object (osd_client_watch_timeout, 5 s in this mode), then thawed: librados reports
@@ -440,6 +443,30 @@ ownerwatch)
 	it_log "A took the stuck owner's lock over; B, released, rejoined as standby"
 	;;
 stpg)
+	# gw_signal NAME SIGNAL LINE: send SIGNAL to the gateway until its stdout says LINE once more.
+	gw_signal() {
+		local n i
+		n=$(grep -c -- "$3" "$IT_TMP/gw-$1.out" || true)
+		kill -s "$2" "${GW_PID[$1]}"
+		for ((i = 0; i < 300; i++)); do
+			[[ $(grep -c -- "$3" "$IT_TMP/gw-$1.out") -gt $n ]] && return 0
+			sleep 0.1
+		done
+		it_fail "gateway $1 did not say '$3'"
+	}
+	# fails_wait N: until A logged N failed reconnections.
+	fails_wait() {
+		local i
+		for ((i = 0; i < 300; i++)); do
+			[[ $(grep -c "reconnection failed: " "$IT_TMP/gw-A.err") -ge $1 ]] && return 0
+			kill -0 "${GW_PID[A]}" 2>/dev/null || it_fail "gateway A died"
+			sleep 0.1
+		done
+		it_fail "A did not fail $1 reconnection(s): $(tail -3 "$IT_TMP/gw-A.err")"
+	}
+	# A's reconnections fail until released (as with the monitors out of reach): once fenced,
+	# A has no image open and retries every second.
+	gw_signal A RTMIN+1 "rbd reconnect fault on"
 	writer_start 64
 	writer_wait "^pass 1 path 0"
 	# Explicit takeover through B (A has held the lock longer than the 1 s hold-down): GOOD,
@@ -453,9 +480,31 @@ stpg)
 	grep -Eq "path 0: sense 2/04/0[abc]" "$IT_TMP/writer.err" ||
 		it_fail "no write of A failed at the takeover: $(cat "$IT_TMP/writer.err")"
 	grep -q "blocklisted" "$IT_TMP/gw-A.err" || it_fail "A does not say it was blocklisted"
-	# A replaced its client and stands by.
+	# An update of the image flagged while A has no image (librbd's update watch fires around
+	# the fencing, from the old client) checks the size behind a failed reconnection: with no
+	# image, not rbd_get_size(NULL) (SIGSEGV). The size check is queued before the
+	# reconnection that follows the next failed one: two failures later it ran.
+	fails_wait 1
+	# The image grows while A has no client: B's side resizes, A's next client opens the new
+	# size, and A's LUN must follow (it kept the old one: a write past the old end through A,
+	# once it owns the lock again, failed LBA OUT OF RANGE).
+	OLD_BYTES=$(rbd info --format json "$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["size"])')
+	NEW_BYTES=$((OLD_BYTES + 16 * 1048576))
+	rbd resize --size "$((NEW_BYTES / 1048576))M" "$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE" \
+		>/dev/null 2>&1 || it_fail "rbd resize failed"
+	gw_signal A RTMIN+2 "rbd update flagged"
+	fails_wait $(($(grep -c "reconnection failed: " "$IT_TMP/gw-A.err") + 2))
+	gw_signal A RTMIN+1 "rbd reconnect fault off"
+	# A replaced its client and stands by, at the image's new size.
 	gw_wait A standby
 	grep -q "reconnected as" "$IT_TMP/gw-A.err" || it_fail "A did not reconnect"
+	for ((i = 0; i < 300; i++)); do
+		grep -q "resized from $OLD_BYTES to $NEW_BYTES bytes" "$IT_TMP/gw-A.err" && break
+		sleep 0.1
+	done
+	grep -q "resized from $OLD_BYTES to $NEW_BYTES bytes" "$IT_TMP/gw-A.err" ||
+		it_fail "A's LUN did not follow the resize made while it reconnected"
 	rtpg_wait A "1:2 2:0"
 	rtpg_wait B "1:2 2:0"
 	# Shared reservations (rbd_pr.c) followed A's new client: a registration through B (the
@@ -585,6 +634,14 @@ for n in B A; do
 	if [[ $n == B && $MODE != basic && $MODE != rewatch ]]; then
 		gw_wait A owner 2
 		it_log "A: $(grep -o 'took the lock.*' "$IT_TMP/gw-A.err" | tail -1)"
+	fi
+	# stpg: A owns the image again, with the size it grew to while A reconnected.
+	if [[ $n == B && $MODE == stpg ]]; then
+		"$CLIENT" -i "$HOST_IQN" -q 1 "${GW_URL[A]}" write $((OLD_BYTES / 512)) 8 31 1 \
+			>/dev/null 2>"$IT_TMP/wpast.err" ||
+			it_fail "a write past the old end through A: $(cat "$IT_TMP/wpast.err")"
+		"$CLIENT" -i "$HOST_IQN" -q 1 "${GW_URL[A]}" verify $((OLD_BYTES / 512)) 8 31 \
+			>/dev/null || it_fail "A's data past the old end is wrong"
 	fi
 done
 it_log "PASS"
