@@ -192,7 +192,9 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_lease(struct scsitgt_lun *lun, uint64_t un
 	if (rc < 0)
 		return rc;
 	atomic_store_explicit(&lun->pr->lease_ms, until_ms, memory_order_relaxed);
-	lun->pr->recheck_asked = false;
+	/* a new lapse may ask again; a lease already past is none (no asking in a loop) */
+	if (until_ms > scsitgt__pr_clock_ms())
+		lun->pr->recheck_asked = false;
 	uv_mutex_unlock(&lun->xlock);
 	scsitgt__pr_hold_release(lun, false);
 	return 0;
