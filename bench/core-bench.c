@@ -2,7 +2,8 @@
 /*
  * core-bench: the core's command path alone, with no sockets and no transport.
  *
- *   core-bench [--seconds S] [--op read|write|spin] [--bs BYTES] [--copy] [--pr keys|reserved]
+ *   core-bench [--seconds S] [--op read|write|spin] [--bs BYTES] [--copy]
+ *              [--pr keys|reserved|shared]
  *              [--threads N [--luns shared|per-thread]] [--json]
  *
  * One engine on a private uv loop, one target with a null LUN, one I_T nexus created through
@@ -15,7 +16,10 @@
  * and heap allocations per command. --pr keys registers a reservation key for the nexus
  * before the run (registered keys, no reservation: issue 18 wants that to cost at most 10%
  * more per command than a plain LUN); --pr reserved also takes a Write Exclusive - All
- * Registrants reservation, which the nexus holds (the reservation check's slow path).
+ * Registrants reservation, which the nexus holds (the reservation check's slow path); --pr
+ * shared puts the LUN's reservations in a cluster store (libscsitgt/pr.h, as an RBD LUN's)
+ * that READ and WRITE never ask, with a lease as the RBD store keeps one: what the admission
+ * of a LUN with shared reservations costs (docs/rbd.md).
  *
  * --threads N (issue 18) runs the engine with N worker loops and one nexus bound to each
  * worker's shard (scsitgt__nexus_info.shard): each worker thread runs its own commands back to
@@ -42,6 +46,7 @@
 #include <time.h>
 
 #include "core/fabric.h"
+#include "libscsitgt/pr.h"
 #include "core/shard.h"
 #include "core/scsi_spec.h"
 #include "util/be.h"
@@ -121,6 +126,7 @@ struct bench {
 	struct scsitgt_target *tgt;
 	struct scsitgt__session *sess;
 	uint8_t lun[8];
+	struct scsitgt_lun *lun0; /* LUN 0 itself */
 	uint8_t cdb[10];
 	uint32_t nblocks;
 	uint64_t next_lba;
@@ -336,6 +342,41 @@ static void engine_gone(void *arg, int status)
 	*(bool *)arg = true;
 }
 
+/* --pr shared: a cluster store that the commands measured never ask (PERSISTENT RESERVE OUT
+ * alone fetches and commits). */
+static void shared_never(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req)
+{
+	(void)arg;
+	(void)lun;
+	(void)req;
+	fprintf(stderr, "core-bench: the cluster store was asked\n");
+	abort();
+}
+
+static void shared_never_commit(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req,
+				const void *data, size_t len, uint64_t version)
+{
+	(void)data;
+	(void)len;
+	(void)version;
+	shared_never(arg, lun, req);
+}
+
+static int bench_pr_shared(struct bench *b)
+{
+	static const struct scsitgt_pr_cluster_ops ops = {
+		.size = sizeof(ops),
+		.fetch = shared_never,
+		.commit = shared_never_commit,
+	};
+	int rc = scsitgt_lun_set_pr_cluster(b->lun0, &ops, NULL);
+
+	/* a lease an hour long, renewed by nobody: each command reads the clock */
+	if (rc == 0)
+		rc = scsitgt_lun_set_pr_lease(b->lun0, (uint64_t)(now_ns() / 1000000u) + 3600000u);
+	return rc;
+}
+
 /* A null LUN @id on the bench's target. */
 static int bench_null_lun(struct bench *b, uint64_t id)
 {
@@ -356,6 +397,8 @@ static int bench_null_lun(struct bench *b, uint64_t id)
 	rc = scsitgt_lun_create(&lun, b->tgt, &lo);
 	if (rc < 0)
 		lo.backend->close(bctx, NULL, NULL); /* still ours (lun.h) */
+	else if (id == 0)
+		b->lun0 = lun;
 	return rc;
 }
 
@@ -617,12 +660,13 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: core-bench [--seconds S] [--op read|write|spin] [--bs BYTES] [--copy]\n"
-		"                  [--pr keys|reserved] [--threads N [--luns shared|per-thread]]\n"
+		"                  [--pr keys|reserved|shared] [--threads N [--luns shared|per-thread]]\n"
 		"                  [--json]\n"
 		"  runs READ(10)/WRITE(10) of BYTES (default 4096) on a null LUN back to back;\n"
 		"  --copy: READ data is zeroed into the command's buffer instead of lent;\n"
 		"  --pr keys: the nexus has a registered reservation key (no reservation);\n"
 		"  --pr reserved: and holds a Write Exclusive - All Registrants reservation;\n"
+		"  --pr shared: the reservations in a cluster store with a lease (RBD's);\n"
 		"  --threads N: N worker loops, one nexus each, on one shared null LUN\n"
 		"  (--luns shared) or one each (--luns per-thread);\n"
 		"  --op spin (with --threads): private arithmetic instead of commands, the\n"
@@ -648,7 +692,7 @@ int main(int argc, char **argv)
 	unsigned long bs = 4096;
 	uint64_t t0, t1, c0, c1, a0, f0, a1, f1;
 	bool json = false;
-	int pr = 0; /* 1: keys, 2: reserved */
+	int pr = 0; /* 1: keys, 2: reserved, 3: shared */
 	unsigned long threads = 0;
 	bool shared = true;
 	char *end;
@@ -695,6 +739,8 @@ int main(int argc, char **argv)
 				pr = 1;
 			} else if (strcmp(optarg, "reserved") == 0) {
 				pr = 2;
+			} else if (strcmp(optarg, "shared") == 0) {
+				pr = 3;
 			} else {
 				fprintf(stderr, "core-bench: bad --pr '%s'\n", optarg);
 				return 2;
@@ -742,7 +788,12 @@ int main(int argc, char **argv)
 		bench_teardown(&b);
 		return 1;
 	}
-	if (pr && bench_pr_setup(&b, pr == 2) < 0) {
+	if (pr == 3 && bench_pr_shared(&b) < 0) {
+		fprintf(stderr, "core-bench: cannot install the cluster store\n");
+		bench_teardown(&b);
+		return 1;
+	}
+	if ((pr == 1 || pr == 2) && bench_pr_setup(&b, pr == 2) < 0) {
 		fprintf(stderr, "core-bench: PERSISTENT RESERVE OUT failed (status 0x%02x)\n",
 			b.setup_status);
 		bench_teardown(&b);
@@ -789,6 +840,7 @@ int main(int argc, char **argv)
 		       "\"cpu_ns_per_command\":%.1f,\"allocs_per_command\":%.2f,"
 		       "\"frees_per_command\":%.2f,\"errors\":%" PRIu64 "}\n",
 		       b.write ? "write" : "read",
+		       pr == 3 ? "shared" :
 		       pr == 2 ? "reserved" :
 		       pr == 1 ? "keys" :
 				 "none",
@@ -796,6 +848,7 @@ int main(int argc, char **argv)
 	} else {
 		printf("core-bench: %s(10) %lu bytes, null LUN%s, one thread, %.2f s\n",
 		       b.write ? "WRITE" : "READ", bs,
+		       pr == 3 ? " (shared reservations)" :
 		       pr == 2 ? " (reserved)" :
 		       pr == 1 ? " (registered key)" :
 				 "",

@@ -173,7 +173,14 @@ SCSITGT_EXPORT int scsitgt_lun_use_pr_file(struct scsitgt_lun *lun, const char *
  *
  * A PERSISTENT RESERVE OUT that changes nothing (a refused one, RESERVE by the holder) commits
  * nothing. PERSISTENT RESERVE IN and the reservation conflict checks use the local copy, as long
- * as the store has not said that the copy may be stale (scsitgt_lun_set_pr_sync()).
+ * as the store has not said that the copy may be stale (scsitgt_lun_set_pr_sync()), has not
+ * announced a delivery it has not applied yet (scsitgt_lun_start_pr_delivery()) and its lease
+ * has not run out (scsitgt_lun_set_pr_lease()); in the last two cases the commands a
+ * reservation could refuse wait (held, in order) rather than fail.
+ *
+ * Threads: every call here is made on the LUN's home loop, except
+ * scsitgt_lun_start_pr_delivery(), which a store calls from its own thread (where its
+ * library delivers a notification) so that the mark is up before its loop could be late.
  * SPC-2 RESERVE/RELEASE are not supported on a LUN with a cluster store (INVALID COMMAND
  * OPERATION CODE): they belong to one engine's I_T nexus and could not exclude the others.
  * @{
@@ -222,6 +229,17 @@ struct scsitgt_pr_cluster_ops {
 	 * @param lun The LUN.
 	 */
 	void (*detach)(void *arg, struct scsitgt_lun *lun);
+	/**
+	 * A command was held because the lease ran out (scsitgt_lun_set_pr_lease()): confirm
+	 * the channel now and answer later (not from inside the call) with a new lease, or with
+	 * scsitgt_lun_set_pr_sync() when it is lost. Asked once per lapse. May be NULL (the
+	 * store renews on its own schedule). Appended: a store compiled before it leaves it out
+	 * of @c size.
+	 *
+	 * @param arg The argument given to scsitgt_lun_set_pr_cluster().
+	 * @param lun The LUN.
+	 */
+	void (*recheck)(void *arg, struct scsitgt_lun *lun);
 };
 
 /**
@@ -336,6 +354,61 @@ enum scsitgt_pr_sync {
  * Loop: home.
  */
 SCSITGT_EXPORT int scsitgt_lun_set_pr_sync(struct scsitgt_lun *lun, enum scsitgt_pr_sync state);
+
+/**
+ * A state committed elsewhere has reached this engine's store but is not applied yet (a RADOS
+ * watch callback, on the library's own thread, that hands the notify to the home loop): from
+ * now until the matching scsitgt_lun_complete_pr_delivery(), commands a persistent reservation
+ * could refuse (as for scsitgt_lun_set_pr_sync()) are held, not failed, and PERSISTENT RESERVE
+ * IN reads the store; once every announced delivery is complete they are checked against the
+ * applied copy, in the order they arrived, and run or are refused. Without it, a command read
+ * in the same loop iteration as the delivery, or after a loop stall that outlasted the other
+ * engine's wait for this one, would be admitted on the copy the delivery replaces.
+ *
+ * Call it before the delivery can reach the loop; every call needs one
+ * scsitgt_lun_complete_pr_delivery(), also for a delivery that turns out to carry no state.
+ * Removing or installing the store forgets the deliveries announced before.
+ *
+ * @param lun The LUN.
+ * @return 0; -EINVAL for a NULL @p lun; -ENOENT when the LUN has no cluster store (nothing
+ *         is held).
+ *
+ * Thread: any (the store's own threads too); it takes the LUN's short lock and never calls
+ * back. The LUN must be alive: a store stops its deliveries before its LUN is freed.
+ */
+SCSITGT_EXPORT int scsitgt_lun_start_pr_delivery(struct scsitgt_lun *lun);
+
+/**
+ * A delivery announced with scsitgt_lun_start_pr_delivery() was applied
+ * (scsitgt_lun_apply_pr_state()) or dropped: when it was the last one, the commands held for
+ * it are checked against the copy and run or are refused, in order.
+ *
+ * @param lun The LUN.
+ * @return 0; -EINVAL for a NULL @p lun; -ENOENT without a cluster store; -EALREADY when no
+ *         delivery is announced (the store was replaced meanwhile).
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_lun_complete_pr_delivery(struct scsitgt_lun *lun);
+
+/**
+ * The store's lease on the copy: until @p until_ms (CLOCK_MONOTONIC, milliseconds) it knows
+ * that every state committed elsewhere reaches it (a RADOS store: the send time of the last
+ * ping its watch had answered plus the time the OSD keeps an unpinged watch, less a margin).
+ * Commands a persistent reservation could refuse that arrive past it are held, never failed,
+ * and the store's @c recheck is asked once; a later lease lets them run (checked against the
+ * copy, in order), a scsitgt_lun_set_pr_sync() answers them as it says. The admission reads a
+ * coarse clock (CLOCK_MONOTONIC_COARSE, one tick behind at most): keep a margin of more than
+ * that. A store that sets a lease must renew it, or say the copy is stale, for as long as it
+ * is installed. Installing or removing the store drops the lease.
+ *
+ * @param lun      The LUN.
+ * @param until_ms The end of the lease; 0: no lease (nothing is held for time).
+ * @return 0; -EINVAL for a NULL @p lun; -ENOENT without a cluster store.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_lun_set_pr_lease(struct scsitgt_lun *lun, uint64_t until_ms);
 
 /** @} */
 

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/rbd_int.h"
 #include "libscsitgt/lun.h"
@@ -71,6 +72,8 @@ struct pr_op {
 	uint64_t notify_id;
 	/* event: sent by this very client (librados delivers a notify to its sender's watch) */
 	bool own;
+	/* event: announced to the core (scsitgt_lun_start_pr_delivery()): completed once done */
+	bool marked;
 	/* reset: the backend's reset_async() callback */
 	scsitgt_done_cb reset_cb;
 	void *reset_cb_arg;
@@ -82,6 +85,11 @@ struct pr_op {
 struct scsitgt__rbd_pr {
 	struct scsitgt__rbd_ctx *rc;
 	struct scsitgt_lun *lun; /* NULL once stopping */
+	/* The LUN once the store is installed, for the watch callback's mark (librados' thread:
+	 * stored with release on the loop, loaded with acquire; NULL before the install and once
+	 * stopping). The LUN outlives the callbacks: the teardown flushes the watch before the
+	 * backend's close, which the LUN's free waits for. */
+	struct scsitgt_lun *mark_lun;
 	/* The ioctx: created and destroyed on the worker thread (attach, a reconnection of the
 	 * backend's client, teardown); the loop uses it under io_mu while io_ok. */
 	pthread_mutex_t io_mu;
@@ -138,6 +146,16 @@ struct pr_reset_ack {
 	uint64_t notify_id;
 };
 
+/* The lease's clock (libscsitgt/pr.h): CLOCK_MONOTONIC in ms, coarse as librados' own clock
+ * for the watch's age. */
+static uint64_t pr_clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static void pr_log(struct scsitgt__rbd_pr *st, enum scsitgt_log_level level, const char *fmt,
 		   const char *what, int err)
 {
@@ -172,6 +190,7 @@ static void pr_watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t
 			void *data, size_t data_len)
 {
 	struct scsitgt__rbd_pr *st = arg;
+	struct scsitgt_lun *lun;
 	struct pr_op *op;
 
 	(void)handle;
@@ -195,6 +214,10 @@ static void pr_watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t
 	op->len = data_len;
 	op->notify_id = notify_id;
 	op->own = notifier_id == rados_get_instance_id(rados_ioctx_get_cluster(st->io));
+	/* Before the loop can see it: from now the core holds the commands a reservation could
+	 * refuse until the loop has applied it (pr_async_cb), however late the loop runs. */
+	lun = __atomic_load_n(&st->mark_lun, __ATOMIC_ACQUIRE);
+	op->marked = lun && scsitgt_lun_start_pr_delivery(lun) == 0;
 	pr_post(st, op);
 	scsitgt__rbd_handover_give(&st->watch_ho);
 }
@@ -345,11 +368,14 @@ static void pr_detach(void *arg, struct scsitgt_lun *lun)
 	/* Stopping is driven by the backend's close (scsitgt__rbd_pr_stop). */
 }
 
+static void pr_recheck(void *arg, struct scsitgt_lun *lun);
+
 static const struct scsitgt_pr_cluster_ops pr_ops = {
 	.size = sizeof(struct scsitgt_pr_cluster_ops),
 	.fetch = pr_fetch,
 	.commit = pr_commit,
 	.detach = pr_detach,
+	.recheck = pr_recheck,
 };
 
 /* ---- completions on the loop ---- */
@@ -561,6 +587,9 @@ static void pr_async_cb(uv_async_t *h)
 			break;
 		case PR_OP_EVENT:
 			pr_event_done(op);
+			/* applied (or no state): the commands held for it go */
+			if (op->marked && st->lun)
+				scsitgt_lun_complete_pr_delivery(st->lun);
 			break;
 		case PR_OP_RESET:
 			if (op->err == 0 && rados_aio_get_return_value(op->comp) < 0)
@@ -626,6 +655,7 @@ static void pr_check_cb(uv_timer_t *t)
 {
 	struct scsitgt__rbd_pr *st = t->data;
 	bool watching = false;
+	uint64_t now = 0;
 	int age = 0;
 
 	if (st->stopping || st->attaching || st->rewatching || st->lun == NULL)
@@ -633,6 +663,8 @@ static void pr_check_cb(uv_timer_t *t)
 	pthread_mutex_lock(&st->io_mu);
 	if (st->io_ok && st->watching) {
 		watching = true;
+		/* read before the check's own clock: now - age is never after the ping's send */
+		now = pr_clock_ms();
 		age = rados_watch_check(st->io, st->cookie);
 	}
 	pthread_mutex_unlock(&st->io_mu);
@@ -656,7 +688,29 @@ static void pr_check_cb(uv_timer_t *t)
 			     " ms): it may have been dropped; watching again",
 			     st->rc->pool, st->oid, age, st->stale_ms);
 		pr_unsynced(st, SCSITGT_PR_UNREACHABLE);
+		return;
 	}
+	/* Confirmed: the lease runs to the ping's send plus the bound; past it the core holds
+	 * the commands a reservation could refuse (never fails them) and asks again
+	 * (pr_recheck), so a loop that runs late only delays them (docs/rbd.md). */
+	if (st->stale_ms)
+		scsitgt_lun_set_pr_lease(st->lun, now - (uint64_t)age + st->stale_ms);
+}
+
+/* Home: a command waits on a lapsed lease: check at once (the next loop iteration's timers),
+ * not inside the core's call. */
+static void pr_recheck(void *arg, struct scsitgt_lun *lun)
+{
+	struct scsitgt__rbd_pr *st = arg;
+
+	(void)lun;
+	if (st->stopping)
+		return;
+	scsitgt__log(&st->rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
+		     "%s/%s: the watch's lease ran out (the loop ran late): commands a "
+		     "reservation could refuse wait for the watch check",
+		     st->rc->pool, st->oid);
+	uv_timer_start(&st->check, pr_check_cb, 0, PR_CHECK_MS);
 }
 
 /* The number (or the string holding one) after "@key": in JSON @out of @len bytes; -1 when
@@ -1082,6 +1136,7 @@ static void pr_stop(struct scsitgt__rbd_pr *st)
 		a->st = NULL;
 	st->reset_acks = NULL;
 	st->lun = NULL;
+	__atomic_store_n(&st->mark_lun, NULL, __ATOMIC_RELEASE);
 	st->stopping = true;
 	uv_timer_stop(&st->check);
 	st->stop_job.work = pr_teardown_work;
@@ -1117,6 +1172,7 @@ static void pr_attach_done(struct scsitgt__rbd_job *job)
 		scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
 			     "%s/%s: persistent reservations shared%s", rc->pool, st->oid,
 			     st->cleared ? " (state without APTPL cleared: no other gateway)" : "");
+		__atomic_store_n(&st->mark_lun, st->lun, __ATOMIC_RELEASE);
 		uv_timer_start(&st->check, pr_check_cb, PR_CHECK_MS, PR_CHECK_MS);
 	} else {
 		if (r == 0)

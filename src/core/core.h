@@ -278,6 +278,10 @@ enum {
 	 *           conflict check stamps each command with the change sequence it was admitted
 	 *           under (cmd->pr_seq), which PREEMPT AND ABORT compares. */
 	SCSITGT__LUN_XF_PR_SHARED = 1u << 5,
+	/* PR_PENDING   a state committed elsewhere reached the store and is not applied yet
+	 *           (scsitgt_lun_start_pr_delivery(), from any thread): commands a reservation
+	 *           could refuse are held until it is (core/pr_hold.c). */
+	SCSITGT__LUN_XF_PR_PENDING = 1u << 6,
 };
 
 /* A LUN's command counters and latency histogram (core/stats.c). */

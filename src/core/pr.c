@@ -23,6 +23,7 @@ struct scsitgt__pr *scsitgt__pr_get(struct scsitgt_lun *lun)
 		scsitgt__list_init(&lun->pr->regs);
 		scsitgt__list_init(&lun->pr->lost);
 		scsitgt__list_init(&lun->pr->cl_queue);
+		scsitgt__list_init(&lun->pr->hold_q);
 	}
 	return lun->pr;
 }
@@ -206,11 +207,14 @@ static enum scsitgt__sense_reason pr_check_unsynced(struct scsitgt_lun *lun)
 	}
 }
 
-enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
+/* The conflict check; @may_hold: a command the copy cannot decide yet waits (its exec
+ * becomes scsitgt__pr_hold_exec()), else it gets BUSY. */
+static enum scsitgt__sense_reason pr_admit(struct scsitgt__cmd *cmd, bool may_hold)
 {
 	const struct scsitgt__cdb_def *row = cmd->def;
 	struct scsitgt_lun *lun = cmd->lun;
 	enum scsitgt__sense_reason r;
+	uint64_t lease = 0;
 	uint32_t xf;
 	uint8_t cls;
 
@@ -236,6 +240,8 @@ enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
 		 * checked against, so a PREEMPT AND ABORT it preceded aborts it. lun->pr exists
 		 * while the flag is set. */
 		cmd->pr_seq = atomic_load_explicit(&lun->pr->adm_seq, memory_order_acquire);
+		/* the store's lease, on adm_seq's line (pr_hold.c) */
+		lease = atomic_load_explicit(&lun->pr->lease_ms, memory_order_relaxed);
 		xf = scsitgt__lun_xflags(lun);
 	}
 	if ((xf & SCSITGT__LUN_XF_PR_UNSYNCED) &&
@@ -243,6 +249,15 @@ enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
 		r = pr_check_unsynced(lun);
 		if (r != SCSITGT__SR_OK)
 			return r;
+	}
+	/* A delivery not applied yet, or the lease run out: the copy may be about to change
+	 * (libscsitgt/pr.h). The command waits for it rather than fail (pr_hold.c). */
+	if ((cls == SCSITGT__PR_READ || cls == SCSITGT__PR_WRITE) &&
+	    scsitgt__pr_hold_due(xf, lease)) {
+		if (!may_hold)
+			return SCSITGT__SR_BUSY;
+		cmd->exec = scsitgt__pr_hold_exec;
+		return SCSITGT__SR_OK;
 	}
 	if (!(xf & SCSITGT__LUN_XF_RESERVED) && cls != SCSITGT__PR_RESERVE &&
 	    cls != SCSITGT__PR_RELEASE)
@@ -253,6 +268,16 @@ enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
 	r = pr_check_locked(cmd, lun->pr, cls);
 	uv_mutex_unlock(&lun->xlock);
 	return r;
+}
+
+enum scsitgt__sense_reason scsitgt__pr_check(struct scsitgt__cmd *cmd)
+{
+	return pr_admit(cmd, true);
+}
+
+enum scsitgt__sense_reason scsitgt__pr_check_now(struct scsitgt__cmd *cmd)
+{
+	return pr_admit(cmd, false);
 }
 
 void scsitgt__pr_session_gone(struct scsitgt__session *sess)

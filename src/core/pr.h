@@ -7,6 +7,8 @@
 #ifndef SCSITGT_CORE_PR_H
 #define SCSITGT_CORE_PR_H
 
+#include <time.h>
+
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/home_call.h"
@@ -116,7 +118,17 @@ struct scsitgt__pr {
 	uint64_t seq;
 	/* @seq as published for the conflict check's stamp without the lock: stored (release)
 	 * after the xflags of the state it numbers (scsitgt__pr_sync_xflags()). */
-	_Atomic uint64_t adm_seq;
+	_Alignas(16) _Atomic uint64_t adm_seq;
+	/* The store's lease (scsitgt_lun_set_pr_lease()): CLOCK_MONOTONIC ms, 0 for none. Next
+	 * to adm_seq, which the admission loads too, in one 16-byte aligned pair (malloc's
+	 * alignment): never on another cache line (core/pr_hold.c). */
+	_Atomic uint64_t lease_ms;
+	/* Deliveries announced and not yet applied (scsitgt_lun_start_pr_delivery()), mirrored
+	 * in SCSITGT__LUN_XF_PR_PENDING; the commands held meanwhile or past the lease, in
+	 * arrival order (struct scsitgt__pr_hold); whether @c recheck was asked for this lapse. */
+	unsigned int cl_pending;
+	struct scsitgt__list hold_q;
+	bool recheck_asked;
 	/* The store's word on the copy (scsitgt_lun_set_pr_sync(); any state but synced is
 	 * mirrored in SCSITGT__LUN_XF_PR_UNSYNCED). */
 	enum scsitgt_pr_sync cl_sync;
@@ -210,6 +222,37 @@ void scsitgt__pr_change_clear(struct scsitgt__pr_change *ch);
 /* Record event @code for the nexuses of @reg in @ch. */
 void scsitgt__pr_change_add(struct scsitgt__pr_change *ch, uint8_t code,
 			    const struct scsitgt__pr_reg *reg);
+
+/* Held admission on a LUN with shared reservations (pr_hold.c). */
+/* The clock of the store's lease (libscsitgt/pr.h): CLOCK_MONOTONIC in ms, read coarse (the
+ * vDSO's last tick, no system call) where the system has it. */
+static inline uint64_t scsitgt__pr_clock_ms(void)
+{
+	struct timespec ts;
+
+#ifdef CLOCK_MONOTONIC_COARSE
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+#else
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+/* Whether a command a reservation could refuse must wait: a delivery is pending (in @xf,
+ * loaded after @lease), or the lease (0: none) has run out. */
+static inline bool scsitgt__pr_hold_due(uint32_t xf, uint64_t lease)
+{
+	if (xf & SCSITGT__LUN_XF_PR_PENDING)
+		return true;
+	return lease != 0 && scsitgt__pr_clock_ms() >= lease;
+}
+/* The exec of a held command: to home, into the LUN's queue until scsitgt__pr_hold_release();
+ * then checked again on its own loop and executed (cmd->def->exec) or refused. */
+void scsitgt__pr_hold_exec(struct scsitgt__cmd *cmd);
+/* Home: let the held commands go if nothing holds them any more (@all: whatever holds). */
+void scsitgt__pr_hold_release(struct scsitgt_lun *lun, bool all);
+/* The conflict check of scsitgt__pr_check() for a caller that cannot wait (EXTENDED COPY's
+ * look at a copy target): BUSY where the admission would hold. */
+enum scsitgt__sense_reason scsitgt__pr_check_now(struct scsitgt__cmd *cmd);
 
 /* The cluster protocol (pr_cluster.c). */
 bool scsitgt__pr_cluster_on(const struct scsitgt_lun *lun);

@@ -574,11 +574,17 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_cluster(struct scsitgt_lun *lun,
 	/* A new store starts from the state the host applied; no store, no stale copy. */
 	pr->cl_sync = SCSITGT_PR_SYNCED;
 	scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_PR_UNSYNCED, false);
+	/* nor deliveries announced, nor a lease: the held commands are decided again below */
+	pr->cl_pending = 0;
+	scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_PR_PENDING, false);
+	atomic_store_explicit(&pr->lease_ms, 0, memory_order_relaxed);
+	pr->recheck_asked = false;
 	/* Commands are stamped with the sequence they are admitted under (pr.c), after
 	 * the sequence is published. */
 	scsitgt__pr_sync_xflags(lun);
 	scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_PR_SHARED, pr->cl_on);
 	uv_mutex_unlock(&lun->xlock);
+	scsitgt__pr_hold_release(lun, true);
 	return 0;
 }
 
@@ -609,6 +615,9 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_sync(struct scsitgt_lun *lun, enum scsitgt
 					state != SCSITGT_PR_SYNCED);
 	}
 	uv_mutex_unlock(&lun->xlock);
+	/* Held commands get what the state says (a stale copy's answer, or the copy's). */
+	if (changed)
+		scsitgt__pr_hold_release(lun, false);
 	if (changed)
 		scsitgt__log(&lun->tgt->engine->log,
 			     state == SCSITGT_PR_SYNCED ? SCSITGT_LOG_NOTICE : SCSITGT_LOG_WARNING,

@@ -102,8 +102,13 @@ static size_t read_full_status(const struct scsitgt__pr *pr, uint8_t *b)
 
 void scsitgt__pr_in(struct scsitgt__cmd *cmd)
 {
-	/* A copy the cluster store called stale is never answered from (pr_cluster.c). */
-	if (cmd->xflags & SCSITGT__LUN_XF_PR_UNSYNCED) {
+	/* A copy the cluster store called stale is never answered from (pr_cluster.c), nor one
+	 * with a delivery not yet applied or past the store's lease (pr_hold.c): the store is
+	 * read first. */
+	if ((cmd->xflags & (SCSITGT__LUN_XF_PR_UNSYNCED | SCSITGT__LUN_XF_PR_PENDING)) ||
+	    ((cmd->xflags & SCSITGT__LUN_XF_PR_SHARED) &&
+	     scsitgt__pr_hold_due(
+		     0, atomic_load_explicit(&cmd->lun->pr->lease_ms, memory_order_relaxed)))) {
 		scsitgt__pr_cluster_in(cmd);
 		return;
 	}

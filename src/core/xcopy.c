@@ -399,7 +399,7 @@ static enum scsitgt__sense_reason xc_access(const struct scsitgt__xcopy_op *op,
 	probe.def = row;
 	r = scsitgt__alua_check(&probe, row);
 	if (r == SCSITGT__SR_OK)
-		r = scsitgt__pr_check(&probe);
+		r = scsitgt__pr_check_now(&probe);
 	if (r != SCSITGT__SR_OK)
 		return r;
 	if (!lun->medium.present)

@@ -300,6 +300,10 @@ for who in Y X; do
 done
 "$CLIENT" "${X[@]}" "${A_URLS[1]}" write 0 8 1 1 >/dev/null || it_fail "the holder cannot write through A"
 it_log "a fenced gateway answered 2/04/0a, not RESERVATION CONFLICT from its copy"
+# How often a loop ran past its watch's lease (its commands waited for the watch check, none
+# failed for it: docs/rbd.md): for the record of a loaded run; A's count since its last start.
+it_log "watch lease lapses: A $(grep -c "lease ran out" "$IT_TMP/target.err" || true)," \
+	"B $(grep -c "lease ran out" "$IT_TMP/b.err" || true)"
 b_stop
 it_stop || it_fail "gateway A exited with status $? on SIGTERM"
 it_log "PASS"

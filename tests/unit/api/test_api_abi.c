@@ -112,8 +112,10 @@ _Static_assert(offsetof(struct scsitgt_backend_rbd_opts, log_arg) == 72, "backen
 _Static_assert(sizeof(struct scsitgt_backend_rbd_pr_opts) == 16, "backend_rbd_pr_opts ABI");
 _Static_assert(offsetof(struct scsitgt_backend_rbd_pr_opts, notify_timeout_ms) == 8,
 	       "backend_rbd_pr_opts ABI");
-_Static_assert(sizeof(struct scsitgt_pr_cluster_ops) == 32, "pr_cluster_ops ABI");
+_Static_assert(sizeof(struct scsitgt_pr_cluster_ops) == 40, "pr_cluster_ops ABI");
 _Static_assert(offsetof(struct scsitgt_pr_cluster_ops, detach) == 24, "pr_cluster_ops ABI");
+/* appended. */
+_Static_assert(offsetof(struct scsitgt_pr_cluster_ops, recheck) == 32, "pr_cluster_ops ABI");
 _Static_assert(sizeof(struct scsitgt_rbd_gateway_opts) == 72, "rbd_gateway_opts ABI");
 _Static_assert(offsetof(struct scsitgt_rbd_gateway_opts, group_id) == 8, "rbd_gateway_opts ABI");
 _Static_assert(offsetof(struct scsitgt_rbd_gateway_opts, rel_port_ids) == 16,

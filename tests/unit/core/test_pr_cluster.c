@@ -9,6 +9,7 @@
  * the logical unit through both gateways has two I_T nexuses, as with ALUA.
  */
 #include <errno.h>
+#include <time.h>
 
 #include "libscsitgt/pr.h"
 #include "test_pr_common.h"
@@ -53,6 +54,14 @@ struct gw {
 	bool detached;
 	/* Its watch is broken: commits made elsewhere are not delivered to it. */
 	bool cut;
+	/* Its deliveries are announced (scsitgt_lun_start_pr_delivery(), as a watch callback on
+	 * librados' thread) and wait for gw_apply_deliveries() (its loop, late). */
+	bool defer;
+	uint8_t *deferred[4];
+	size_t deferred_len[4];
+	unsigned int ndeferred;
+	/* the store's recheck was asked (an expired lease) */
+	unsigned int nrecheck;
 };
 
 static void fs_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req)
@@ -89,12 +98,46 @@ static void fs_detach(void *arg, struct scsitgt_lun *lun)
 	((struct gw *)arg)->detached = true;
 }
 
+static void fs_recheck(void *arg, struct scsitgt_lun *lun)
+{
+	(void)lun;
+	((struct gw *)arg)->nrecheck++;
+}
+
 static const struct scsitgt_pr_cluster_ops fs_ops = {
 	.size = sizeof(struct scsitgt_pr_cluster_ops),
 	.fetch = fs_fetch,
 	.commit = fs_commit,
 	.detach = fs_detach,
+	.recheck = fs_recheck,
 };
+
+/* Deliver a committed state to @g: applied at once, or announced and kept for later. */
+static void gw_deliver(struct gw *g, const uint8_t *data, size_t len)
+{
+	if (!g->defer) {
+		assert_int_equal(scsitgt_lun_apply_pr_state(g->lun, data, len), 0);
+		return;
+	}
+	assert_int_equal(scsitgt_lun_start_pr_delivery(g->lun), 0);
+	assert_true(g->ndeferred < 4);
+	g->deferred[g->ndeferred] = malloc(len);
+	assert_non_null(g->deferred[g->ndeferred]);
+	memcpy(g->deferred[g->ndeferred], data, len);
+	g->deferred_len[g->ndeferred++] = len;
+}
+
+/* The loop of @g gets to the deliveries announced: each applied, then completed. */
+static void gw_apply_deliveries(struct gw *g)
+{
+	for (unsigned int i = 0; i < g->ndeferred; i++) {
+		assert_int_equal(
+			scsitgt_lun_apply_pr_state(g->lun, g->deferred[i], g->deferred_len[i]), 0);
+		free(g->deferred[i]);
+		assert_int_equal(scsitgt_lun_complete_pr_delivery(g->lun), 0);
+	}
+	g->ndeferred = 0;
+}
 
 /* Answer request @i of the queue (0: the oldest). */
 static void fs_release(struct fstore *st, unsigned int i)
@@ -133,8 +176,7 @@ static void fs_release(struct fstore *st, unsigned int i)
 		for (unsigned int k = 0; k < st->ngws; k++) {
 			if (st->gws[k] == op.gw || st->gws[k]->cut)
 				continue;
-			assert_int_equal(
-				scsitgt_lun_apply_pr_state(st->gws[k]->lun, st->data, st->len), 0);
+			gw_deliver(st->gws[k], st->data, st->len);
 			st->ndelivered++;
 		}
 		scsitgt_pr_req_complete_commit(op.req, 0);
@@ -1078,6 +1120,222 @@ static void test_unsynced_needs_cluster_store(void **state)
 	two_destroy(t);
 }
 
+/* Let @g's loop run until it has nothing left to do now (no store answer given). */
+static void gw_idle(struct gw *g)
+{
+	for (int i = 0; i < 8; i++)
+		uv_run(&g->lf->loop, UV_RUN_NOWAIT);
+}
+
+static struct lf_result *wr_start(struct gw *g, struct scsitgt__session *s, uint32_t lba,
+				  struct lf_result *res)
+{
+	uint8_t cdb[CDB_BUF], blk[512] = { 0x5a };
+
+	return start(g, s, cdb, cdb_rw(cdb, SBC_WRITE_10, lba, 1, 0), blk, sizeof(blk), res);
+}
+
+static struct lf_result *rd_start(struct gw *g, struct scsitgt__session *s, struct lf_result *res)
+{
+	uint8_t cdb[CDB_BUF];
+
+	return start(g, s, cdb, cdb_rw(cdb, SBC_READ_10, 0, 1, 0), NULL, 0, res);
+}
+
+/* CLOCK_MONOTONIC in ms: the lease's clock (libscsitgt/pr.h). */
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * docs/rbd.md, "What is left" of session 32, (a): a state committed through A has reached B's
+ * store (announced from the store's thread, scsitgt_lun_start_pr_delivery()) but B's loop has
+ * not applied it, and A answered GOOD (its wait for B ended). B's copy holds no reservation: a
+ * non-registrant's write that the new one refuses was admitted on it. It is held instead, not
+ * failed, and refused once the state is applied; a registrant's write held behind it then
+ * runs. Commands every reservation allows run meanwhile, and PERSISTENT RESERVE IN reads the
+ * store.
+ */
+static void test_delivery_pending_holds_then_decides(void **state)
+{
+	struct two *t = two_create();
+	struct lf_result rw2;
+	uint8_t cdb[CDB_BUF];
+	unsigned int fetches, n;
+	uint32_t gen;
+	size_t ios;
+
+	(void)state;
+	memset(&rw2, 0, sizeof(rw2));
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	ok(out(&t->gb, t->gb.a, PR_OUT_REGISTER, 0, 0, 0xa2));
+	t->gb.defer = true;
+	ok(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_WE_RO, 0xa1, 0));
+	assert_int_equal(t->gb.ndeferred, 1);
+	ios = t->gb.fb->nrecs;
+	wr_start(&t->gb, t->gb.b, 0, &t->rb);
+	wr_start(&t->gb, t->gb.a, 1, &rw2);
+	gw_idle(&t->gb);
+	assert_false(t->rb.done);
+	assert_false(rw2.done);
+	assert_int_equal(t->gb.fb->nrecs, ios);
+	ok(run(&t->gb, t->gb.b, cdb, cdb_tur(cdb), NULL, 0));
+	ok(run(&t->gb, t->gb.b, cdb, cdb_inquiry(cdb, 0, 0, 96), NULL, 0));
+	assert_int_equal(t->st.nq, 0);
+	/* Applied: each decided on the new copy, in order. */
+	gw_apply_deliveries(&t->gb);
+	gw_idle(&t->gb);
+	assert_true(t->rb.done);
+	conflict(&t->rb);
+	assert_true(rw2.done);
+	ok(&rw2);
+	assert_int_equal(t->gb.fb->nrecs, ios + 1);
+	conflict(wr(&t->gb, t->gb.b));
+	/* Announced again: PERSISTENT RESERVE IN reads the store, not the copy. */
+	ok(out(&t->ga, t->ga.b, PR_OUT_REGISTER, 0, 0, 0xb1));
+	fetches = t->st.nfetch;
+	keys(&t->gb, &gen, &n);
+	assert_int_equal(t->st.nfetch, fetches + 1);
+	assert_int_equal(n, 3);
+	gw_apply_deliveries(&t->gb);
+	t->gb.defer = false;
+	keys(&t->gb, &gen, &n);
+	assert_int_equal(t->st.nfetch, fetches + 1);
+	assert_int_equal(n, 3);
+	/* Nothing announced: nothing to complete. */
+	assert_int_equal(scsitgt_lun_complete_pr_delivery(t->gb.lun), -EALREADY);
+	lf_result_clear(&rw2);
+	two_destroy(t);
+}
+
+/* A PREEMPT AND ABORT announced and not applied: the preempted initiator's write is held, and
+ * aborted when the state is applied (it was admitted under the older state), never run. */
+static void test_delivery_pending_preempt_and_abort(void **state)
+{
+	struct two *t = two_create();
+	size_t ios;
+
+	(void)state;
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	ok(out(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 0xb1));
+	ok(out(&t->gb, t->gb.b, PR_OUT_RESERVE, PR_TYPE_WE, 0xb1, 0));
+	t->gb.defer = true;
+	ok(out(&t->ga, t->ga.a, PR_OUT_PREEMPT_AND_ABORT, PR_TYPE_WE, 0xa1, 0xb1));
+	ios = t->gb.fb->nrecs;
+	wr_start(&t->gb, t->gb.b, 0, &t->rb);
+	gw_idle(&t->gb);
+	assert_false(t->rb.done);
+	gw_apply_deliveries(&t->gb);
+	gw_idle(&t->gb);
+	assert_true(t->rb.done);
+	assert_true(t->rb.aborted);
+	assert_int_equal(t->gb.fb->nrecs, ios);
+	t->gb.defer = false;
+	ua(wr(&t->gb, t->gb.b), 0x2a, 0x05);
+	conflict(wr(&t->gb, t->gb.b));
+	two_destroy(t);
+}
+
+/*
+ * (b): the store's lease ran out (its loop ran late past the watch's bound). A command a
+ * reservation could refuse is held, never failed, and the store asked once to check; a new
+ * lease lets each be decided on the copy. A store that finds its channel lost says so instead,
+ * and the held commands get what that state answers.
+ */
+static void test_lease_expired_holds_until_renewed(void **state)
+{
+	struct two *t = two_create();
+	struct lf_result rr;
+	uint8_t cdb[CDB_BUF];
+	size_t ios;
+
+	(void)state;
+	memset(&rr, 0, sizeof(rr));
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	ok(out(&t->ga, t->ga.a, PR_OUT_RESERVE, PR_TYPE_WE_RO, 0xa1, 0));
+	assert_int_equal(scsitgt_lun_set_pr_lease(NULL, 1), -EINVAL);
+	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, mono_ms() + 600000), 0);
+	conflict(wr(&t->gb, t->gb.b));
+	ok(rd(&t->gb, t->gb.b));
+	assert_int_equal(t->gb.nrecheck, 0);
+	/* Run out (at 1 ms of the clock: long past; a lease just past could still look valid
+	 * to the admission's coarse clock, one tick behind). */
+	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, 1), 0);
+	ios = t->gb.fb->nrecs;
+	rd_start(&t->gb, t->gb.b, &rr);
+	wr_start(&t->gb, t->gb.b, 0, &t->rb);
+	gw_idle(&t->gb);
+	assert_false(rr.done);
+	assert_false(t->rb.done);
+	assert_int_equal(t->gb.fb->nrecs, ios);
+	assert_int_equal(t->gb.nrecheck, 1);
+	ok(run(&t->gb, t->gb.b, cdb, cdb_tur(cdb), NULL, 0));
+	/* Confirmed: the read runs, the write meets the reservation. */
+	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, mono_ms() + 600000), 0);
+	gw_idle(&t->gb);
+	assert_true(rr.done);
+	ok(&rr);
+	assert_true(t->rb.done);
+	conflict(&t->rb);
+	assert_int_equal(t->gb.fb->nrecs, ios + 1);
+	/* Run out again (asked again); the store finds its watch gone: what that state says. */
+	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, 1), 0);
+	rd_start(&t->gb, t->gb.b, &rr);
+	gw_idle(&t->gb);
+	assert_false(rr.done);
+	assert_int_equal(t->gb.nrecheck, 2);
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_UNREACHABLE), 0);
+	gw_idle(&t->gb);
+	assert_true(rr.done);
+	sense(&rr, SENSE_NOT_READY, 0x04, 0x01);
+	/* Synced with a lease again: decided on the copy. */
+	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, mono_ms() + 600000), 0);
+	gw_resync(&t->gb);
+	ok(rd(&t->gb, t->gb.b));
+	/* Removing the store drops the lease: nothing is held. */
+	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, 1), 0);
+	assert_int_equal(scsitgt_lun_set_pr_cluster(t->gb.lun, NULL, NULL), 0);
+	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, 1), -ENOENT);
+	assert_int_equal(scsitgt_lun_start_pr_delivery(t->gb.lun), -ENOENT);
+	ok(rd(&t->gb, t->gb.b));
+	lf_result_clear(&rr);
+	two_destroy(t);
+}
+
+/* ABORT TASK of a held command: its response waits until the command is let go (as for an io a
+ * backend cannot cancel), then it ends aborted, never executed. */
+static void test_held_command_aborted(void **state)
+{
+	struct two *t = two_create();
+	int resp = -1;
+	uint8_t lun[8];
+	size_t ios;
+
+	(void)state;
+	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, 1), 0);
+	ios = t->gb.fb->nrecs;
+	wr_start(&t->gb, t->gb.b, 0, &t->rb);
+	gw_idle(&t->gb);
+	assert_false(t->rb.done);
+	scsitgt__lun_encode(0, lun);
+	scsitgt__tmf_execute(t->gb.b, SCSITGT__TMF_ABORT_TASK, lun, t->rb.cmd->tag, tmf_resp,
+			     &resp);
+	gw_idle(&t->gb);
+	assert_int_equal(resp, -1);
+	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, mono_ms() + 600000), 0);
+	gw_idle(&t->gb);
+	assert_true(t->rb.done);
+	assert_true(t->rb.aborted);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	assert_int_equal(t->gb.fb->nrecs, ios);
+	ok(wr(&t->gb, t->gb.b));
+	two_destroy(t);
+}
+
 static void test_set_cluster_args(void **state)
 {
 	struct two *t = two_create();
@@ -1126,6 +1384,10 @@ int main(void)
 		cmocka_unit_test(test_unsynced_states),
 		cmocka_unit_test(test_unsynced_fenced_answers_before_conflict),
 		cmocka_unit_test(test_unsynced_needs_cluster_store),
+		cmocka_unit_test(test_delivery_pending_holds_then_decides),
+		cmocka_unit_test(test_delivery_pending_preempt_and_abort),
+		cmocka_unit_test(test_lease_expired_holds_until_renewed),
+		cmocka_unit_test(test_held_command_aborted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
