@@ -12,8 +12,9 @@
  * commands of the connection take their data buffers from registered memory (one region per
  * device and portal, registered once, sized by scsitgt_portal_opts::rdma_buffer_bytes).
  *
- * Teardown: rdma_disconnect() moves the QP to error, every posted WR completes (flushed);
- * when none is left the QP, id and buffers are destroyed and the iSCSI connection is told.
+ * Teardown: rdma_disconnect() moves the QP to error, every WR still outstanding completes
+ * (flushed); when no counted WR is left (and a refused chain's fence is back, iser_io.c) the
+ * QP, id and buffers are destroyed and the iSCSI connection is told.
  * DEVICE_REMOVAL closes the connections of the device and drops its listener and memory;
  * ADDR_CHANGE closes connections and makes the listener bind again.
  *
@@ -156,6 +157,7 @@ static void ic_free(struct iser_conn *ic)
 
 	if (ic->qp_created)
 		rdma_destroy_qp(ic->id);
+	scsitgt__iser_fences_abandon(ic);
 	if (ic->id && ic->w == NULL)
 		rdma_destroy_id(ic->id);
 	if (ic->pools) {
@@ -191,7 +193,11 @@ static void ic_free(struct iser_conn *ic)
 
 void scsitgt__iser_conn_check_drained(struct iser_conn *ic)
 {
-	if (!ic->dm_close || ic->posted || ic->busy)
+	if (!ic->dm_close || ic->busy)
+		return;
+	/* A refused chain's fence waits for room on the send queue (iser_io.c). */
+	scsitgt__iser_fences_post(ic);
+	if (ic->posted)
 		return;
 	ic_free(ic);
 }

@@ -66,11 +66,17 @@ struct iser_slot {
 struct iser_txop {
 	/* A signaled WRITE (when the batch has no SEND, or a refused chain's fence). */
 	struct scsitgt__rdma_wr w;
-	struct scsitgt__rdma_wr wu; /* unsignaled WRITEs: complete only when they fail */
+	struct scsitgt__rdma_wr wu; /* unsignaled WRITEs: complete only failed or flushed */
 	unsigned int unsig;	    /* unsignaled WRs: their SQ slots return with the batch */
-	/* Unsignaled WRITEs a refused chain posted last with no fence after them: each
-	 * completes (flushed) and counts in pending and ic->posted (iser_io.c). */
-	unsigned int stranded;
+	/*
+	 * A refused chain's fence (iser_io.c tx_chain_partial()) the provider refused too: owed,
+	 * counted in pending but not in ic->posted, on ic->fences until it is posted, to this
+	 * STag and address.
+	 */
+	uint32_t fence_rkey;
+	uint64_t fence_raddr;
+	struct iser_txop *fence_next;
+	struct scsitgt__rdma_parked park; /* no fence could ever be posted: kept by the device */
 	struct iser_conn *ic;
 	struct scsitgt__iscsi_tx *tx;
 	struct scsitgt__rdma_mem *mem; /* bounce buffers below came from it */
@@ -129,7 +135,8 @@ struct iser_conn {
 	unsigned int recvs_used;   /* slots 0..recvs_used-1 have been posted (reposted as used) */
 	unsigned int busy;	   /* handlers running: no freeing under them */
 	unsigned int sq_free;
-	uint32_t max_msg; /* the port's largest message */
+	struct iser_txop *fences; /* batches owed a fence (iser_io.c tx_chain_partial()) */
+	uint32_t max_msg;	  /* the port's largest message */
 	struct scsitgt__iser_rdq rdq;
 	struct scsitgt__list rd_posted; /* RDMA READs in flight */
 	struct scsitgt__iser_unexp unexp;
@@ -173,6 +180,10 @@ void scsitgt__iser_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_
 void scsitgt__iser_pump(struct iser_conn *ic);
 /* Teardown: drop queued batches and READs. */
 void scsitgt__iser_io_cancel(struct iser_conn *ic);
+/* Closed, no handler running: post the fences owed (ic->fences) as the send queue allows. */
+void scsitgt__iser_fences_post(struct iser_conn *ic);
+/* The QP is destroyed with fences still owed: their batches end, their memory is parked. */
+void scsitgt__iser_fences_abandon(struct iser_conn *ic);
 void scsitgt__iser_itt_clear(struct iser_conn *ic);
 void scsitgt__iser_cmd_init(struct scsitgt__iscsi_conn *conn, struct scsitgt__cmd *cmd);
 void scsitgt__iser_task_gone(struct scsitgt__iscsi_conn *conn, uint32_t itt);

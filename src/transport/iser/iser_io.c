@@ -427,12 +427,11 @@ void scsitgt__iser_task_gone(struct scsitgt__iscsi_conn *conn, uint32_t itt)
 
 /* ---- transmit ---- */
 
-static void txop_finish(struct iser_txop *op)
+/* The batch is over: its registrations, copies and unsignaled WRITEs' SQ entries go back. */
+static void txop_release(struct iser_txop *op)
 {
 	struct iser_conn *ic = op->ic;
 
-	if (--op->pending)
-		return;
 	/* The WRITEs before the batch's last signaled WR are done with it. */
 	ic->sq_free += op->unsig;
 	for (unsigned int i = 0; i < op->nmr; i++)
@@ -440,6 +439,13 @@ static void txop_finish(struct iser_txop *op)
 	for (unsigned int i = 0; i < op->nbounce; i++)
 		scsitgt__rdma_mem_free(op->mem, op->bounces[i]);
 	scsitgt__iscsi_conn_tx_complete(ic->conn, op->tx, op->status);
+}
+
+static void txop_finish(struct iser_txop *op)
+{
+	if (--op->pending)
+		return;
+	txop_release(op);
 	free(op);
 }
 
@@ -460,8 +466,11 @@ static void txop_write_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
 	scsitgt__iser_conn_leave(ic);
 }
 
-/* An unsignaled WRITE failed or was flushed (success raises no completion); its batch is
- * still alive: its SEND comes after it on the send queue, or it is a stranded one. */
+/*
+ * An unsignaled WRITE failed or was flushed (one that succeeded raises no completion). It is
+ * counted nowhere: its batch waits for a signaled WR behind it on the send queue, which
+ * completes after it (the SEND of its response, or a refused chain's fence, tx_chain_partial()).
+ */
 static void txop_unsig_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
 {
 	struct iser_txop *op = scsitgt__container_of(w, struct iser_txop, wu);
@@ -471,13 +480,14 @@ static void txop_unsig_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
 	op->status = -EIO;
 	if (wc->status != IBV_WC_WR_FLUSH_ERR && wc->status != IBV_WC_SUCCESS)
 		scsitgt__iser_conn_fail(ic, -EIO, ibv_wc_status_str(wc->status));
-	if (op->stranded) {
-		/* One of a refused chain's last posted WRs (tx_chain_partial()). */
-		op->stranded--;
-		ic->posted--;
-		txop_finish(op);
-	}
 	scsitgt__iser_conn_leave(ic);
+}
+
+/* A late completion naming a batch given up with its QP (scsitgt__iser_fences_abandon()). */
+static void txop_parked_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
+{
+	(void)w;
+	(void)wc;
 }
 
 void scsitgt__iser_slot_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
@@ -795,12 +805,12 @@ static int tx_sends(struct iser_conn *ic, struct iser_txop *op, struct scsitgt__
 
 /*
  * A signaled zero-length RDMA WRITE behind the unsignaled WRITEs a refused chain posted last
- * (to @last's STag, still the initiator's: the command has no response yet). The send queue
- * completes in order, in error and flushed too: once it is back, so are they, whether they
- * raised a completion (failed, flushed) or not (done). Zero length: it touches no memory.
+ * (to the STag of the last of them, still the initiator's: the command has no response yet;
+ * posted later, the QP is in error and it is flushed). The send queue completes in order, in
+ * error and flushed too: once it is back, so are they, whether they raised a completion
+ * (failed, flushed) or not (done). Zero length: it touches no memory. True when posted.
  */
-static bool tx_chain_fence(struct iser_conn *ic, struct iser_txop *op,
-			   const struct ibv_send_wr *last)
+static bool tx_fence_post(struct iser_conn *ic, struct iser_txop *op)
 {
 	struct ibv_send_wr wr, *bad = NULL;
 
@@ -808,25 +818,34 @@ static bool tx_chain_fence(struct iser_conn *ic, struct iser_txop *op,
 	wr.wr_id = (uintptr_t)&op->w;
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = last->wr.rdma.remote_addr;
-	wr.wr.rdma.rkey = last->wr.rdma.rkey;
-	return ibv_post_send(ic->id->qp, &wr, &bad) == 0;
+	wr.wr.rdma.remote_addr = op->fence_raddr;
+	wr.wr.rdma.rkey = op->fence_rkey;
+	if (ibv_post_send(ic->id->qp, &wr, &bad) != 0)
+		return false;
+	ic->posted++;
+	ic->sq_free--;
+	return true;
 }
 
 /*
- * A chain the provider refused at *@bad: ibv_post_send(3) posted every WR before it, and those
- * complete (flushed: the connection goes down). They count as posted, and the batch (its send
- * slots, registrations and copies) stays until they are back; tx_unwind() gives back the rest.
- * Signaled WRs complete in any case, and unsignaled WRITEs before one of them are done when it
- * is (in order). Unsignaled WRITEs posted last (the chain was refused at a WRITE or at its
- * first SEND: a chain's WRITEs come before its SENDs) complete only when they fail or are
- * flushed: a fence after them (above) ends the batch; when that is refused too, each is
- * counted as a completion to come (op->stranded), as the QP goes to error right after.
+ * A chain the provider refused at *@bad: ibv_post_send(3) posted every WR before it. They count
+ * as posted, and the batch (its send slots, registrations and copies) stays until they are
+ * over; tx_unwind() gives back the rest, and the connection goes down (pump_once()). A
+ * signaled WR raises a completion in any case (done, failed or flushed), and the unsignaled
+ * WRITEs before it are over when it is (the send queue completes in order). Unsignaled WRITEs
+ * posted last (the chain was refused at a WRITE or at its first SEND: a chain's WRITEs come
+ * before its SENDs) raise one only when they fail, or when they are still outstanding as the
+ * QP enters the error state (flushed): one done before that raises none, ever. So they are
+ * counted nowhere, and a fence (above) posted behind them ends the batch. When the provider
+ * refuses the fence too (a full send queue, the likeliest refusal, refuses it as well), the
+ * batch owes it (ic->fences): it is posted once the connection is closed, its QP in error,
+ * and a completion made room (scsitgt__iser_fences_post()); if it never can be, the
+ * connection does not wait for it (scsitgt__iser_fences_abandon()).
  */
 static void tx_chain_partial(struct iser_conn *ic, struct iser_txop *op, struct tx_build *b,
 			     const struct ibv_send_wr *bad)
 {
-	unsigned int sent = 0, sig = 0, tail = 0, fence;
+	unsigned int sent = 0, sig = 0, tail = 0;
 
 	while (sent < b->nwr && &b->wr[sent] != bad) {
 		if (b->wr[sent].send_flags & IBV_SEND_SIGNALED) {
@@ -839,15 +858,51 @@ static void tx_chain_partial(struct iser_conn *ic, struct iser_txop *op, struct 
 	}
 	if (sent == b->nwr)
 		return; /* *bad is not one of the chain's: none went out */
-	fence = tail && tx_chain_fence(ic, op, &b->wr[sent - 1]);
-	if (fence)
-		tail = 0;
 	b->posted = sent;
-	op->pending = 1 + sig + fence + tail; /* the 1 is tx_post's */
-	op->unsig = sent - sig;		      /* their SQ entries return with the batch */
-	op->stranded = tail;
-	ic->posted += sig + fence + tail;
-	ic->sq_free -= sent + fence;
+	op->pending = 1 + sig;	/* the 1 is tx_post's */
+	op->unsig = sent - sig; /* their SQ entries return with the batch */
+	ic->posted += sig;
+	ic->sq_free -= sent;
+	if (tail == 0)
+		return;
+	op->fence_raddr = b->wr[sent - 1].wr.rdma.remote_addr;
+	op->fence_rkey = b->wr[sent - 1].wr.rdma.rkey;
+	op->pending++; /* the fence's, posted now or owed */
+	if (tx_fence_post(ic, op))
+		return;
+	op->fence_next = ic->fences;
+	ic->fences = op;
+}
+
+void scsitgt__iser_fences_post(struct iser_conn *ic)
+{
+	while (ic->fences && tx_fence_post(ic, ic->fences))
+		ic->fences = ic->fences->fence_next;
+}
+
+/*
+ * ic_free(), with ic->posted at 0 and fences still owed: every WR counted is back and the
+ * provider still refuses a WR to a send queue that has room (left: at most the WRITEs a
+ * refused chain posted last). Nothing can tell when those are over; the QP is destroyed (no
+ * DMA, no completion generated any more), so the batches end now. A completion of one of
+ * their WRITEs may still be in the device's shared CQ: their memory stays with the device,
+ * whose CQ goes before it (rdma.h scsitgt__rdma_parked).
+ */
+void scsitgt__iser_fences_abandon(struct iser_conn *ic)
+{
+	struct iser_txop *op;
+
+	while ((op = ic->fences) != NULL) {
+		ic->fences = op->fence_next;
+		if (ic->conn)
+			scsitgt__iscsi_conn_log(ic->conn, SCSITGT_LOG_WARNING,
+						"iSER: cannot post a fence behind a refused chain: "
+						"its RDMA WRITEs end with the QP");
+		op->w.done = txop_parked_done;
+		op->wu.done = txop_parked_done;
+		txop_release(op);
+		scsitgt__rdma_dev_park(ic->dev, &op->park, op);
+	}
 }
 
 /* Post the chain of WRs in one call. */

@@ -73,6 +73,17 @@ struct scsitgt__rdma_wr {
 	void (*done)(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc);
 };
 
+/*
+ * Memory a completion may still name after its QP is gone: the wr_id of a work request whose
+ * end could not be waited for (iSER: a refused chain's WRITEs when no fence could be posted
+ * behind them). Its wrs' done() must then do nothing; it is freed with the device's CQ, after
+ * which no completion can name it.
+ */
+struct scsitgt__rdma_parked {
+	struct scsitgt__list node;
+	void *mem; /* free()d */
+};
+
 struct scsitgt__rdma_dev {
 	struct scsitgt__list node;
 	struct scsitgt__list *owner_list;
@@ -93,6 +104,7 @@ struct scsitgt__rdma_dev {
 	uv_idle_t idle;
 	bool polling;
 	unsigned int closing_handles;
+	struct scsitgt__list parked; /* struct scsitgt__rdma_parked */
 };
 
 /* Find or create the device state for @verbs in @list (refs + 1). */
@@ -100,6 +112,11 @@ int scsitgt__rdma_dev_get(struct scsitgt__rdma_dev **out, struct scsitgt__list *
 			  uv_loop_t *loop, struct ibv_context *verbs, void (*gone)(void *),
 			  void *gone_arg);
 void scsitgt__rdma_dev_put(struct scsitgt__rdma_dev *dev);
+/* Keep @p (its mem) until the device's CQ is destroyed. Loop: the device's. */
+void scsitgt__rdma_dev_park(struct scsitgt__rdma_dev *dev, struct scsitgt__rdma_parked *p,
+			    void *mem);
+/* Free what was parked on @dev (its CQ is gone, or no completion can come any more). */
+void scsitgt__rdma_dev_release_parked(struct scsitgt__rdma_dev *dev);
 /* Take one more reference on a device (dropped with scsitgt__rdma_dev_put()). */
 void scsitgt__rdma_dev_hold(struct scsitgt__rdma_dev *dev);
 /* Entries of a device's shared CQ (fewer when the device allows fewer, max_cqe). */

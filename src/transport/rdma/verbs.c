@@ -120,6 +120,7 @@ static void dev_poll_closed(uv_handle_t *h)
 	if (dev->unacked)
 		ibv_ack_cq_events(dev->cq, dev->unacked);
 	ibv_destroy_cq(dev->cq);
+	scsitgt__rdma_dev_release_parked(dev);
 	ibv_destroy_comp_channel(dev->ch);
 	ibv_dealloc_pd(dev->pd);
 	free(dev);
@@ -150,6 +151,7 @@ int scsitgt__rdma_dev_get(struct scsitgt__rdma_dev **out, struct scsitgt__list *
 	if (dev == NULL)
 		return -ENOMEM;
 	dev->verbs = verbs;
+	scsitgt__list_init(&dev->parked);
 	dev->gone = gone;
 	dev->gone_arg = gone_arg;
 	if (ibv_query_device(verbs, &dev->attr) != 0) {
@@ -204,6 +206,27 @@ fail:
 		ibv_dealloc_pd(dev->pd);
 	free(dev);
 	return rc;
+}
+
+void scsitgt__rdma_dev_park(struct scsitgt__rdma_dev *dev, struct scsitgt__rdma_parked *p,
+			    void *mem)
+{
+	p->mem = mem;
+	scsitgt__list_add_tail(&dev->parked, &p->node);
+}
+
+void scsitgt__rdma_dev_release_parked(struct scsitgt__rdma_dev *dev)
+{
+	struct scsitgt__list *pos, *tmp;
+
+	scsitgt__list_foreach_safe(pos, tmp, &dev->parked)
+	{
+		struct scsitgt__rdma_parked *p =
+			scsitgt__container_of(pos, struct scsitgt__rdma_parked, node);
+
+		scsitgt__list_remove(pos);
+		free(p->mem);
+	}
 }
 
 void scsitgt__rdma_dev_hold(struct scsitgt__rdma_dev *dev)

@@ -587,8 +587,9 @@ static int task_post_rsp(struct srp_ch *ch, struct srp_task *t)
 	rc = ibv_post_send(ch->id->qp, wr, &bad) != 0 ? -EIO : 0;
 	if (rc < 0) {
 		/*
-		 * ibv_post_send(3): the work requests before *bad went out and complete (flushed:
-		 * the channel closes), so the task and the channel wait for them too.
+		 * ibv_post_send(3): the work requests before *bad went out, and each raises a
+		 * completion, done or flushed as the channel closes (the QP signals every WR,
+		 * sq_sig_all, srp_portal.c), so the task and the channel wait for them too.
 		 */
 		unsigned int sent = 0;
 

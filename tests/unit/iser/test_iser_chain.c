@@ -2,20 +2,24 @@
 /*
  * iser_io.c posts each batch the iSCSI layer sends (its Data-In RDMA WRITEs, then its SENDs)
  * as one chain of work requests. A provider may refuse one partway: ibv_post_send(3) then
- * sets *bad_wr to the first it refused, and every one before it was posted and completes
- * (flushed, as the connection goes down). The batch, the send buffers and the per-io memory
- * registrations those work requests use must stay until their completions are back, and the
- * connection must not be freed before them; those refused are given back at once. Unsignaled
+ * sets *bad_wr to the first it refused, and every one before it was posted: it completes if
+ * signaled, failed, or flushed as the connection goes down. The batch, the send buffers and
+ * the per-io memory registrations those work requests use must stay until they are over, and
+ * the connection must not be freed before; those refused are given back at once. Unsignaled
  * WRITEs posted last raise no completion when they were done: a signaled zero-length WRITE
- * posted behind them (a fence) completes after them.
+ * posted behind them (a fence) completes after them. When the provider refuses the fence too
+ * (its send queue full), the fence is posted once a completion freed an entry; when it never
+ * can be, the connection is freed once everything else is back and the batch's memory stays
+ * with the device, where a late completion can still name it.
  *
  * The iSCSI side is real (the iSCSI harness, logged in over a data mover marked rdma); then
  * the connection's data mover becomes iSER (iser_io.c) on a fake QP: ibv_post_send() and
  * ibv_post_recv() record the work requests, nothing completes until the test says so, and
  * post_fail makes the provider refuse work request number post_fail (from 1) of the next
- * ibv_post_send(). No registered command memory: Data-In is sent from per-io registrations
- * (this file's ibv_reg_mr() and ibv_dereg_mr() count them). The data mover's close is
- * iser.c's iser_close() without the QP's move to error (the test flushes).
+ * ibv_post_send(); sq_full makes it refuse the first of every ibv_post_send() until a send
+ * queue completion is taken. No registered command memory: Data-In is sent from per-io
+ * registrations (this file's ibv_reg_mr() and ibv_dereg_mr() count them). The data mover's
+ * close is iser.c's iser_close() without the QP's move to error (the test flushes).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -47,6 +51,10 @@ static struct {
 	unsigned int nwrs;
 	unsigned int post_fail;	      /* see the top */
 	unsigned int post_fail_after; /* the same for the ibv_post_send() after that one */
+	bool full_after;	      /* the send queue is full after the next ibv_post_send() */
+	bool sq_full;		      /* see the top */
+	bool sq_stuck;		      /* and stays full */
+	unsigned int refused;	      /* ibv_post_send() calls refused */
 	unsigned int mrs_live;	      /* ibv_reg_mr() not deregistered yet */
 	unsigned int ids_destroyed;
 } rec;
@@ -118,12 +126,20 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 	unsigned int fail = rec.post_fail;
 
 	assert_ptr_equal(qp, &cur->qp);
+	if (rec.sq_full) {
+		rec.refused++;
+		*bad = wr;
+		return ENOMEM;
+	}
 	rec.post_fail = rec.post_fail_after;
 	rec.post_fail_after = 0;
+	rec.sq_full = rec.full_after;
+	rec.full_after = false;
 	for (; wr; wr = wr->next) {
 		struct fx_wr *r;
 
 		if (fail && --fail == 0) {
+			rec.refused++;
 			*bad = wr;
 			return ENOMEM;
 		}
@@ -156,6 +172,8 @@ static void fx_complete(unsigned int i, enum ibv_wc_status status, uint32_t byte
 	r->done = true;
 	if (status == IBV_WC_SUCCESS && !r->recv && !r->signaled)
 		return;
+	if (!r->recv && !rec.sq_stuck)
+		rec.sq_full = false; /* taking the completion freed send queue entries */
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = r->wr_id;
 	wc.status = status;
@@ -262,6 +280,7 @@ static void fx_attach(struct fx *f)
 	f->dev.pd = &f->pd;
 	f->dev.refs = 2;
 	scsitgt__list_init(&f->dev.node);
+	scsitgt__list_init(&f->dev.parked);
 	scsitgt__list_init(&f->ip.conns);
 	ic->ip = &f->ip;
 	scsitgt__list_init(&ic->node);
@@ -386,13 +405,14 @@ static void fx_cmd(struct fx *f, bool write, uint16_t blocks)
 
 /*
  * The chain refused at work request @refused (from 1), and the fence behind what went out too
- * when @fence_refused: those before it are out, and the batch and the connection wait for them.
+ * when @fence_refused (posted again as the connection closes): those before it are out, and
+ * the batch and the connection wait for them.
  */
 static void chain_refused_at(unsigned int refused, bool fence_refused)
 {
 	struct fx f;
 	unsigned int out = refused - 1;
-	bool fence = out && !fence_refused;
+	bool fence = out > 0;
 
 	fx_start(&f);
 	rec.post_fail = refused;
@@ -402,6 +422,7 @@ static void chain_refused_at(unsigned int refused, bool fence_refused)
 	assert_true(fx_settle(&f, fx_closing));
 	assert_int_equal(rec.post_fail, 0);
 	assert_int_equal(rec.post_fail_after, 0);
+	assert_int_equal(rec.refused, fence_refused ? 2 : 1);
 	assert_int_equal(fx_open_sends(IBV_WR_RDMA_WRITE), out);
 	assert_int_equal(fx_open(IBV_WR_RDMA_WRITE, true), fence);
 	assert_int_equal(fx_open_sends(IBV_WR_SEND), 0);
@@ -409,8 +430,8 @@ static void chain_refused_at(unsigned int refused, bool fence_refused)
 	/* The refused SEND's buffer is back; the WRITEs that went out still read their memory. */
 	assert_int_equal(f.ic->txp.nfree, ISER_NSEND);
 	assert_int_equal(rec.mrs_live, out ? 4 : 0);
-	/* Freed only after their completions (and the receive's) are back. */
-	assert_int_equal(f.ic->posted, 1 + (fence ? 1 : out));
+	/* Freed only after the fence's completion (and the receive's) are back. */
+	assert_int_equal(f.ic->posted, 1 + fence);
 	assert_false(fx_gone(&f));
 	/* With a fence, the first WRITE may have been done (no completion) before the QP failed. */
 	if (fence)
@@ -435,11 +456,112 @@ static void test_refused_at_send(void **state)
 	chain_refused_at(5, false);
 }
 
-/* The fence was refused too: each WRITE that went out is waited for as it is flushed. */
+/* The fence was refused too, once: it goes out as the connection closes. */
 static void test_refused_fence_refused(void **state)
 {
 	(void)state;
 	chain_refused_at(3, true);
+}
+
+/* The WRITEs of the batch the last command's chain put out (no fence: zero-length ones). */
+static unsigned int fx_writes_from(unsigned int first, unsigned int *idx, unsigned int max)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = first; i < rec.nwrs; i++) {
+		if (!rec.wrs[i].recv && rec.wrs[i].opcode == IBV_WR_RDMA_WRITE &&
+		    !rec.wrs[i].empty) {
+			assert_true(n < max);
+			idx[n++] = i;
+		}
+	}
+	return n;
+}
+
+/* Zero-length WRITEs (fences) posted, done or not. */
+static unsigned int fx_fences(void)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < rec.nwrs; i++)
+		n += !rec.wrs[i].recv && rec.wrs[i].opcode == IBV_WR_RDMA_WRITE && rec.wrs[i].empty;
+	return n;
+}
+
+/*
+ * review34 D2: a READ's chain refused at its third work request with the send queue full (the
+ * provider's ENOMEM), so the fence is refused as well; an earlier READ's WRITEs and SCSI
+ * Response are still out ahead of it. The two WRITEs that went out were done before the QP
+ * went to error: they raise no completion, ever, and nothing may wait for one. The fence goes
+ * out once a completion freed room on the send queue (the earlier SEND's flush); its flush
+ * ends the batch, and the connection is freed. Before the fix each stranded WRITE counted as a
+ * completion to come: ic->posted stayed at 2 and the connection was never freed.
+ */
+static void test_fence_posted_later(void **state)
+{
+	struct fx f;
+	unsigned int w[4], first;
+
+	(void)state;
+	fx_start(&f);
+	fx_cmd(&f, false, READ_BLOCKS);
+	assert_true(fx_settle(&f, fx_response_posted));
+	first = rec.nwrs;
+	rec.post_fail = 3;
+	rec.full_after = true;
+	fx_cmd(&f, false, READ_BLOCKS);
+	assert_true(fx_settle(&f, fx_closing));
+	assert_int_equal(fx_writes_from(first, w, 4), 2);
+	assert_true(rec.sq_full);
+	assert_true(rec.refused >= 2); /* the chain, then its fence */
+	assert_int_equal(fx_fences(), 0);
+	/* The receive and the first READ's SEND; not the stranded WRITEs. */
+	assert_int_equal(f.ic->posted, 2);
+	assert_int_equal(rec.mrs_live, 8);
+	/* Both executed before the QP went to error: no completion. */
+	fx_complete(w[0], IBV_WC_SUCCESS, 0);
+	fx_complete(w[1], IBV_WC_SUCCESS, 0);
+	assert_false(fx_gone(&f));
+	/* The flush: the first batch's SEND frees room, the fence goes out behind, flushed too. */
+	fx_flush_all();
+	assert_int_equal(fx_fences(), 1);
+	assert_int_equal(fx_open(IBV_WR_RDMA_WRITE, true), 0);
+	assert_true(fx_settle(&f, fx_gone));
+	assert_int_equal(rec.mrs_live, 0);
+	assert_true(scsitgt__list_empty(&f.dev.parked));
+	fx_finish(&f);
+}
+
+/*
+ * The same, but the provider never takes the fence: once every work request counted is back
+ * the connection is freed anyway (its QP destroyed) and the batch ends; a late flush of one of
+ * its WRITEs names memory the device keeps until its CQ goes (ASan: no use after free).
+ */
+static void test_fence_never_posted(void **state)
+{
+	struct fx f;
+	unsigned int w[4];
+
+	(void)state;
+	fx_start(&f);
+	rec.post_fail = 3;
+	rec.full_after = true;
+	rec.sq_stuck = true;
+	fx_cmd(&f, false, READ_BLOCKS);
+	assert_true(fx_settle(&f, fx_closing));
+	assert_int_equal(fx_writes_from(0, w, 4), 2);
+	assert_int_equal(fx_fences(), 0);
+	assert_int_equal(f.ic->posted, 1); /* the receive */
+	assert_int_equal(rec.mrs_live, 4);
+	fx_complete(w[0], IBV_WC_SUCCESS, 0);
+	fx_complete((unsigned int)fx_open_recv(), IBV_WC_WR_FLUSH_ERR, 0);
+	assert_true(fx_settle(&f, fx_gone));
+	assert_int_equal(fx_fences(), 0);
+	assert_int_equal(rec.mrs_live, 0);
+	assert_false(scsitgt__list_empty(&f.dev.parked));
+	fx_complete(w[1], IBV_WC_WR_FLUSH_ERR, 0);
+	scsitgt__rdma_dev_release_parked(&f.dev);
+	fx_finish(&f);
 }
 
 /* The first was refused: nothing went out, the batch is unwound at once. */
@@ -508,6 +630,8 @@ int main(void)
 		cmocka_unit_test(test_refused_in_writes),
 		cmocka_unit_test(test_refused_at_send),
 		cmocka_unit_test(test_refused_fence_refused),
+		cmocka_unit_test(test_fence_posted_later),
+		cmocka_unit_test(test_fence_never_posted),
 		cmocka_unit_test(test_refused_first),
 		cmocka_unit_test(test_read_refused),
 	};
