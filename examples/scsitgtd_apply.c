@@ -381,7 +381,7 @@ int scsitgtd_apply(struct scsitgtd *d, struct scsitgtd_config *nc)
 
 		if (old && old->tgt) {
 			tgts[i].tgt = old->tgt;
-			scsitgtd_target_apply(d, tgts[i].tgt, ot, nc, nt);
+			scsitgtd_target_apply(d, tgts[i].tgt, oc, ot, nc, nt);
 			scsitgtd_srps_apply(d, tgts[i].tgt, ot, old->srps, nt, tgts[i].srps);
 			free(old->srps);
 			old->srps = NULL;

@@ -57,10 +57,11 @@ void scsitgtd_params_build(const struct scsitgtd_params *ps, struct scsitgt_iscs
 /* Create target @t of @nc in *@out and apply its settings (LUNs included); NULL on failure. */
 int scsitgtd_target_create(struct scsitgtd *d, const struct scsitgtd_config *nc,
 			   const struct scsitgtd_target *t, struct scsitgt_target **out);
-/* Bring target @tgt from @old (NULL: freshly created) to @nt of @nc. */
+/* Bring target @tgt from @old of @oc (both NULL: freshly created) to @nt of @nc; its iSCSI
+ * parameters are @nc's [engine] keys overlaid by @nt's own (scsitgtd_params_merge()). */
 void scsitgtd_target_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
-			   const struct scsitgtd_target *old, const struct scsitgtd_config *nc,
-			   const struct scsitgtd_target *nt);
+			   const struct scsitgtd_config *oc, const struct scsitgtd_target *old,
+			   const struct scsitgtd_config *nc, const struct scsitgtd_target *nt);
 /* Keep identical SRP ports, close the others, open the new ones: @out parallels nt->srps. */
 void scsitgtd_srps_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 			 const struct scsitgtd_target *old, struct scsitgt_srp_portal **old_ports,

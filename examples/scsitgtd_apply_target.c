@@ -353,13 +353,14 @@ void scsitgtd_srps_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 			out[i] = srp_create(d, tgt, nt->name, &nt->srps[i]);
 }
 
-/* Bring target @tgt from @old (NULL: freshly created) to @nt of @nc. */
+/* Bring target @tgt from @old of @oc (both NULL: freshly created) to @nt of @nc. */
 void scsitgtd_target_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
-			   const struct scsitgtd_target *old, const struct scsitgtd_config *nc,
-			   const struct scsitgtd_target *nt)
+			   const struct scsitgtd_config *oc, const struct scsitgtd_target *old,
+			   const struct scsitgtd_config *nc, const struct scsitgtd_target *nt)
 {
 	struct scsitgtd_gw *gw;
 	struct scsitgt_iscsi_params ip;
+	struct scsitgtd_params op, np;
 	int rc;
 
 	if (old && (!str_eq(old->alias, nt->alias) || old->max_sessions != nt->max_sessions ||
@@ -371,8 +372,13 @@ void scsitgtd_target_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 	acl_apply(d, tgt, old, nt);
 	address_apply(d, tgt, old, nt);
 	chap_apply(d, tgt, old, nt);
-	if (!old || !scsitgtd_params_equal(&old->params, &nt->params)) {
-		scsitgtd_params_build(&nt->params, &ip);
+	/* [engine]'s keys are every target's defaults, its own keys win: a change of either
+	 * reaches the target's next logins. */
+	scsitgtd_params_merge(&np, &nc->params, &nt->params);
+	if (old)
+		scsitgtd_params_merge(&op, &oc->params, &old->params);
+	if (!old || !scsitgtd_params_equal(&op, &np)) {
+		scsitgtd_params_build(&np, &ip);
 		rc = scsitgt_iscsi_target_set_params(tgt, &ip);
 		if (rc < 0)
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s: iSCSI parameters: %s", nt->name,
@@ -455,7 +461,7 @@ int scsitgtd_target_create(struct scsitgtd *d, const struct scsitgtd_config *nc,
 		return rc;
 	}
 	scsitgtd_changed(d, "target %s: created (line %u)", t->name, t->line);
-	scsitgtd_target_apply(d, *out, NULL, nc, t);
+	scsitgtd_target_apply(d, *out, NULL, NULL, nc, t);
 	return 0;
 }
 

@@ -938,6 +938,18 @@ bool scsitgtd_params_equal(const struct scsitgtd_params *a, const struct scsitgt
 	return true;
 }
 
+void scsitgtd_params_merge(struct scsitgtd_params *out, const struct scsitgtd_params *engine,
+			   const struct scsitgtd_params *t)
+{
+	struct scsitgtd_params m = *engine;
+
+	for (unsigned int i = 0; i < SCSITGTD_P_COUNT; i++)
+		if (t->set & (1u << i))
+			m.v[i] = t->v[i];
+	m.set |= t->set;
+	*out = m;
+}
+
 bool scsitgtd_gateway_equal(const struct scsitgtd_gateway *a, const struct scsitgtd_gateway *b)
 {
 	return a->group == b->group && a->nports == b->nports && a->npeers == b->npeers &&

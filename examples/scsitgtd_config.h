@@ -206,8 +206,8 @@ struct scsitgtd_target {
 	char *mutual_secret;
 	struct scsitgtd_initiator_chap *ichap; /* per-initiator CHAP credentials */
 	size_t nichap;
-	struct scsitgtd_params params;
-	uint32_t alua_modes; /* SCSITGT_ALUA_IMPLICIT (1) | SCSITGT_ALUA_EXPLICIT (2) */
+	struct scsitgtd_params params; /* its own keys only; over [engine]'s when applied */
+	uint32_t alua_modes;	       /* SCSITGT_ALUA_IMPLICIT (1) | SCSITGT_ALUA_EXPLICIT (2) */
 	struct scsitgtd_alua_group *groups;
 	size_t ngroups;
 	struct scsitgtd_lun *luns;
@@ -249,7 +249,9 @@ struct scsitgtd_config {
 	char *discovery_secret;
 	char *discovery_mutual_user; /* the target's answer to mutual CHAP in discovery */
 	char *discovery_mutual_secret;
-	struct scsitgtd_params params; /* discovery sessions and logins before the target is known */
+	/* Discovery sessions, logins before the target is known, and the default of every
+	 * target's (scsitgtd_params_merge()). */
+	struct scsitgtd_params params;
 	struct scsitgtd_portal *portals;
 	size_t nportals;
 	struct scsitgtd_target *targets;
@@ -310,6 +312,10 @@ bool scsitgtd_srp_equal(const struct scsitgtd_srp *a, const struct scsitgtd_srp 
 /* Whether two LUN definitions need the LUN re-created (backend, path, block size, identity). */
 bool scsitgtd_lun_needs_recreate(const struct scsitgtd_lun *a, const struct scsitgtd_lun *b);
 bool scsitgtd_params_equal(const struct scsitgtd_params *a, const struct scsitgtd_params *b);
+/* The iSCSI parameters of target @t's logins in @out: each key of @engine ([engine]'s), unless
+ * @t gives it too ([target]'s win). A key neither gives stays unset (the library's default). */
+void scsitgtd_params_merge(struct scsitgtd_params *out, const struct scsitgtd_params *engine,
+			   const struct scsitgtd_params *t);
 bool scsitgtd_portal_same(const struct scsitgtd_portal *a, const struct scsitgtd_portal *b);
 bool scsitgtd_gateway_equal(const struct scsitgtd_gateway *a, const struct scsitgtd_gateway *b);
 

@@ -142,7 +142,7 @@ it_log "LUN 2 without shared reservations stays offline; a reload retries the at
 # rbd_op_timeout = 0 (never). The engine gives up on the write and never closes the backend,
 # which cannot be closed before librbd gives the write back: the daemon still exits, with
 # status 0, saying so. (Needs the control socket, json-c, to see the write held.)
-if ldd "$IT_TARGET" | grep -q libjson-c; then
+if grep -q libjson-c <<<"$(ldd "$IT_TARGET")"; then
 	SOCK=$IT_TMP/ctl.sock
 	{
 		printf '[engine]\nlog_level = info\ncontrol_socket = %s\n' "$SOCK"

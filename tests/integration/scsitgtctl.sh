@@ -279,7 +279,7 @@ fi
 	it_fail "add-lun of a missing file: $(cat "$IT_TMP/err.json"); $(luns)"
 # The same while another LUN's RBD image is still opening (a monitor nobody answers on, until
 # rbd_op_timeout): the file LUN is still reported not created (review33 N5).
-if ldd "$IT_TARGET" | grep -q librbd; then
+if grep -q librbd <<<"$(ldd "$IT_TARGET")"; then
 	printf '[global]\nmon_host = 127.0.0.1:%s\nauth_client_required = none\n' "$(it_free_port)" \
 		>"$IT_TMP/dead-ceph.conf"
 	ctl add-lun "$IQN" 8 backend=rbd path=pool/image rbd_conf="$IT_TMP/dead-ceph.conf" \

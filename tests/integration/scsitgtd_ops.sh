@@ -71,7 +71,7 @@ it_log "ok: a stale pidfile is taken over"
 
 # SIGTERM while the start still waits for an RBD image to open (a monitor nobody answers on,
 # until rbd_op_timeout): the daemon stops without ever saying it is ready (review33 N7).
-if ldd "$IT_TARGET" | grep -q librbd; then
+if grep -q librbd <<<"$(ldd "$IT_TARGET")"; then
 	printf '[global]\nmon_host = 127.0.0.1:%s\nauth_client_required = none\n' \
 		"$(it_free_port)" >"$IT_TMP/dead-ceph.conf"
 	write_conf

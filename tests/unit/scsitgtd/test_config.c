@@ -1028,14 +1028,124 @@ static void test_all_errors(void **state)
 	}
 }
 
+/*
+ * [engine]'s iSCSI parameters are every target's defaults and a [target]'s own keys win
+ * (scsitgtd_params_merge(), docs/scsitgtd.md "iSCSI parameters"): every key, as the file
+ * gives it, reaches the targets that do not set it.
+ */
+static void test_params_merge(void **state)
+{
+	static const char text[] = "[engine]\n"
+				   "max_recv_data_segment_length = 16K\n"
+				   "max_burst_length = 128K\n"
+				   "first_burst_length = 32K\n"
+				   "immediate_data = no\n"
+				   "initial_r2t = yes\n"
+				   "max_outstanding_r2t = 4\n"
+				   "header_digest = crc32c\n"
+				   "data_digest = none\n"
+				   "default_time2wait = 7\n"
+				   "default_time2retain = 9\n"
+				   "queue_depth = 8\n"
+				   "nop_interval_ms = 0\n"
+				   "nop_timeout_ms = 1234\n"
+				   "login_timeout_ms = 2345\n"
+				   "chap_algorithms = sha256\n"
+				   "max_write_buffer = 1M\n"
+				   "logout_timeout_ms = 500\n"
+				   "async_events = other\n"
+				   "[target]\n"
+				   "name = iqn.2024-01.org.example:plain\n"
+				   "[target]\n"
+				   "name = iqn.2024-01.org.example:own\n"
+				   "queue_depth = 64\n"
+				   "header_digest = any\n"
+				   "logout_timeout_ms = 10000\n"
+				   "async_events = none\n"
+				   "immediate_data = yes\n";
+	static const char alone[] = "[target]\n"
+				    "name = iqn.2024-01.org.example:alone\n"
+				    "queue_depth = 32\n";
+	static const uint64_t engine_v[SCSITGTD_P_COUNT] = {
+		[SCSITGTD_P_MAX_RECV_DATA_SEGMENT_LENGTH] = 16384,
+		[SCSITGTD_P_MAX_BURST_LENGTH] = 131072,
+		[SCSITGTD_P_FIRST_BURST_LENGTH] = 32768,
+		[SCSITGTD_P_IMMEDIATE_DATA] = 0,
+		[SCSITGTD_P_INITIAL_R2T] = 1,
+		[SCSITGTD_P_MAX_OUTSTANDING_R2T] = 4,
+		[SCSITGTD_P_HEADER_DIGEST] = 2,
+		[SCSITGTD_P_DATA_DIGEST] = 1,
+		[SCSITGTD_P_DEFAULT_TIME2WAIT] = 7,
+		[SCSITGTD_P_DEFAULT_TIME2RETAIN] = 9,
+		[SCSITGTD_P_QUEUE_DEPTH] = 8,
+		[SCSITGTD_P_NOP_INTERVAL_MS] = 0,
+		[SCSITGTD_P_NOP_TIMEOUT_MS] = 1234,
+		[SCSITGTD_P_LOGIN_TIMEOUT_MS] = 2345,
+		[SCSITGTD_P_CHAP_ALGORITHMS] = 0x4,
+		[SCSITGTD_P_MAX_WRITE_BUFFER] = 1048576,
+		[SCSITGTD_P_LOGOUT_TIMEOUT_MS] = 500,
+		[SCSITGTD_P_ASYNC_EVENTS] = 0x4,
+	};
+	const uint32_t all = (1u << SCSITGTD_P_COUNT) - 1;
+	const uint32_t own = (1u << SCSITGTD_P_QUEUE_DEPTH) | (1u << SCSITGTD_P_HEADER_DIGEST) |
+			     (1u << SCSITGTD_P_LOGOUT_TIMEOUT_MS) |
+			     (1u << SCSITGTD_P_ASYNC_EVENTS) | (1u << SCSITGTD_P_IMMEDIATE_DATA);
+	struct scsitgtd_config *cfg = parse_ok(text), *c2 = parse_ok(alone);
+	struct scsitgtd_params m;
+
+	(void)state;
+	/* Every parameter key is in [engine] above: one added to the file needs a line here. */
+	assert_int_equal(cfg->params.set, all);
+	for (unsigned int i = 0; i < SCSITGTD_P_COUNT; i++)
+		assert_int_equal(cfg->params.v[i], engine_v[i]);
+
+	/* A target without keys of its own: [engine]'s, every one. */
+	assert_int_equal(cfg->targets[0].params.set, 0);
+	scsitgtd_params_merge(&m, &cfg->params, &cfg->targets[0].params);
+	assert_true(scsitgtd_params_equal(&m, &cfg->params));
+	for (unsigned int i = 0; i < SCSITGTD_P_COUNT; i++) {
+		if (!(m.set & (1u << i)) || m.v[i] != engine_v[i])
+			fail_msg("%s: not [engine]'s", scsitgtd_param_name((enum scsitgtd_param)i));
+	}
+
+	/* Its own keys win (values that are the library defaults, and 0, included); the others
+	 * are [engine]'s. */
+	assert_int_equal(cfg->targets[1].params.set, own);
+	scsitgtd_params_merge(&m, &cfg->params, &cfg->targets[1].params);
+	assert_int_equal(m.set, all);
+	for (unsigned int i = 0; i < SCSITGTD_P_COUNT; i++) {
+		uint64_t want = (own & (1u << i)) ? cfg->targets[1].params.v[i] : engine_v[i];
+
+		if (m.v[i] != want)
+			fail_msg("%s: %llu, expected %llu",
+				 scsitgtd_param_name((enum scsitgtd_param)i),
+				 (unsigned long long)m.v[i], (unsigned long long)want);
+	}
+	assert_int_equal(m.v[SCSITGTD_P_QUEUE_DEPTH], 64);
+	assert_int_equal(m.v[SCSITGTD_P_HEADER_DIGEST], 0);
+	assert_int_equal(m.v[SCSITGTD_P_LOGOUT_TIMEOUT_MS], 10000);
+	assert_int_equal(m.v[SCSITGTD_P_ASYNC_EVENTS], 0);
+	assert_int_equal(m.v[SCSITGTD_P_IMMEDIATE_DATA], 1);
+	roundtrip(cfg);
+
+	/* No [engine] keys: the target's alone, the rest unset (the library's defaults). */
+	scsitgtd_params_merge(&m, &c2->params, &c2->targets[0].params);
+	assert_int_equal(m.set, 1u << SCSITGTD_P_QUEUE_DEPTH);
+	assert_int_equal(m.v[SCSITGTD_P_QUEUE_DEPTH], 32);
+	assert_true(scsitgtd_params_equal(&m, &c2->targets[0].params));
+	scsitgtd_config_free(cfg);
+	scsitgtd_config_free(c2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_full),	    cmocka_unit_test(test_empty),
-		cmocka_unit_test(test_errors),	    cmocka_unit_test(test_binary_and_limits),
-		cmocka_unit_test(test_recreate),    cmocka_unit_test(test_rbd),
-		cmocka_unit_test(test_rbd_gateway), cmocka_unit_test(test_access_srp_limits),
-		cmocka_unit_test(test_all_errors),  cmocka_unit_test(test_block_limits_ident),
+		cmocka_unit_test(test_full),	     cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_errors),	     cmocka_unit_test(test_binary_and_limits),
+		cmocka_unit_test(test_recreate),     cmocka_unit_test(test_rbd),
+		cmocka_unit_test(test_rbd_gateway),  cmocka_unit_test(test_access_srp_limits),
+		cmocka_unit_test(test_all_errors),   cmocka_unit_test(test_block_limits_ident),
+		cmocka_unit_test(test_params_merge),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
