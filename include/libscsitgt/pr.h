@@ -223,7 +223,11 @@ struct scsitgt_pr_cluster_ops {
 		       const void *data, size_t len, uint64_t version);
 	/**
 	 * The store is no longer used (replaced, or the LUN is freed); no request is pending.
-	 * May be NULL.
+	 * From its return the store calls nothing of this header with @p lun any more (the
+	 * LUN may be freed right after): a thread of its own that may be inside
+	 * scsitgt_lun_start_pr_delivery() is waited for, and a store that outlives the LUN
+	 * (kept by its backend, which an engine shutdown may close after the LUN's free:
+	 * docs/threading.md, "Teardown") drops it here. May be NULL.
 	 *
 	 * @param arg The argument given to scsitgt_lun_set_pr_cluster().
 	 * @param lun The LUN.

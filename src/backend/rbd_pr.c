@@ -84,11 +84,15 @@ struct pr_op {
 
 struct scsitgt__rbd_pr {
 	struct scsitgt__rbd_ctx *rc;
-	struct scsitgt_lun *lun; /* NULL once stopping */
-	/* The LUN once the store is installed, for the watch callback's mark (librados' thread:
-	 * stored with release on the loop, loaded with acquire; NULL before the install and once
-	 * stopping). The LUN outlives the callbacks: the teardown flushes the watch before the
-	 * backend's close, which the LUN's free waits for. */
+	/* NULL once stopping, and once the core let go of the store (pr_detach: the LUN may be
+	 * freed from then on, before the backend's close: an engine that gave up on an io of
+	 * it, docs/threading.md "Teardown"). */
+	struct scsitgt_lun *lun;
+	/* The LUN once the store is installed, for the watch callback's mark (librados' thread),
+	 * under mark_mu, which the callback holds from its read to the end of its mark; NULL
+	 * before the install, once detached and once stopping: whoever sets it NULL knows that
+	 * no callback uses the LUN any more when the lock is released. */
+	pthread_mutex_t mark_mu;
 	struct scsitgt_lun *mark_lun;
 	/* The ioctx: created and destroyed on the worker thread (attach, a reconnection of the
 	 * backend's client, teardown); the loop uses it under io_mu while io_ok. */
@@ -215,9 +219,12 @@ static void pr_watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t
 	op->notify_id = notify_id;
 	op->own = notifier_id == rados_get_instance_id(rados_ioctx_get_cluster(st->io));
 	/* Before the loop can see it: from now the core holds the commands a reservation could
-	 * refuse until the loop has applied it (pr_async_cb), however late the loop runs. */
-	lun = __atomic_load_n(&st->mark_lun, __ATOMIC_ACQUIRE);
+	 * refuse until the loop has applied it (pr_async_cb), however late the loop runs. Under
+	 * mark_mu: the LUN is not let go of (pr_set_mark_lun) in the middle of the mark. */
+	pthread_mutex_lock(&st->mark_mu);
+	lun = st->mark_lun;
 	op->marked = lun && scsitgt_lun_start_pr_delivery(lun) == 0;
+	pthread_mutex_unlock(&st->mark_mu);
 	pr_post(st, op);
 	scsitgt__rbd_handover_give(&st->watch_ho);
 }
@@ -361,11 +368,36 @@ static void pr_commit(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req 
 	pr_op_submitted(st, op, PR_OP_WRITE, req, r);
 }
 
+/* Loop: the LUN the watch callback marks (NULL: none). Once it returns with NULL, no callback
+ * uses the LUN it had. */
+static void pr_set_mark_lun(struct scsitgt__rbd_pr *st, struct scsitgt_lun *lun)
+{
+	pthread_mutex_lock(&st->mark_mu);
+	st->mark_lun = lun;
+	pthread_mutex_unlock(&st->mark_mu);
+}
+
+/*
+ * The core let go of the store: replaced or removed (scsitgt_lun_set_pr_cluster(), our own
+ * stop), or the LUN's state freed (an engine that gave up on an io of the LUN at its shutdown
+ * frees the LUN once the backend gives the io back, before the backend's close: review34 D1).
+ * Nothing here touches the LUN again: no watch mark, no lease or sync state from the check,
+ * no delivery applied. The watch itself and the object stay until the backend's close
+ * (scsitgt__rbd_pr_stop).
+ */
 static void pr_detach(void *arg, struct scsitgt_lun *lun)
 {
-	(void)arg;
+	struct scsitgt__rbd_pr *st = arg;
+
 	(void)lun;
-	/* Stopping is driven by the backend's close (scsitgt__rbd_pr_stop). */
+	st->lun = NULL;
+	pr_set_mark_lun(st, NULL);
+	uv_timer_stop(&st->check);
+	if (!st->stopping)
+		scsitgt__log(&st->rc->log, SCSITGT_LOG_NOTICE, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: the LUN let go of its shared reservations before the "
+			     "backend's close: they are not used any more",
+			     st->rc->pool, st->oid);
 }
 
 static void pr_recheck(void *arg, struct scsitgt_lun *lun);
@@ -1087,6 +1119,7 @@ static void pr_attach_work(struct scsitgt__rbd_job *job)
 
 static void pr_free(struct scsitgt__rbd_pr *st)
 {
+	pthread_mutex_destroy(&st->mark_mu);
 	pthread_mutex_destroy(&st->mu);
 	pthread_mutex_destroy(&st->io_mu);
 	free(st->init_state);
@@ -1136,7 +1169,7 @@ static void pr_stop(struct scsitgt__rbd_pr *st)
 		a->st = NULL;
 	st->reset_acks = NULL;
 	st->lun = NULL;
-	__atomic_store_n(&st->mark_lun, NULL, __ATOMIC_RELEASE);
+	pr_set_mark_lun(st, NULL);
 	st->stopping = true;
 	uv_timer_stop(&st->check);
 	st->stop_job.work = pr_teardown_work;
@@ -1172,7 +1205,7 @@ static void pr_attach_done(struct scsitgt__rbd_job *job)
 		scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
 			     "%s/%s: persistent reservations shared%s", rc->pool, st->oid,
 			     st->cleared ? " (state without APTPL cleared: no other gateway)" : "");
-		__atomic_store_n(&st->mark_lun, st->lun, __ATOMIC_RELEASE);
+		pr_set_mark_lun(st, st->lun);
 		uv_timer_start(&st->check, pr_check_cb, PR_CHECK_MS, PR_CHECK_MS);
 	} else {
 		if (r == 0)
@@ -1194,6 +1227,8 @@ void scsitgt__rbd_pr_stop(struct scsitgt__rbd_ctx *rc)
 	if (st == NULL)
 		return;
 	__atomic_store_n(&rc->pr, NULL, __ATOMIC_RELEASE);
+	/* (st->lun is NULL when the core let go of the store first: pr_detach) */
+	st->stopping = true;
 	if (st->lun && !st->attaching)
 		scsitgt_lun_set_pr_cluster(st->lun, NULL, NULL);
 	pr_stop(st);
@@ -1326,8 +1361,10 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_use_pr(void *bctx,
 	snprintf(st->oid, sizeof(st->oid), "scsitgt_pr.%s", rc->image_id);
 	pthread_mutex_init(&st->mu, NULL);
 	pthread_mutex_init(&st->io_mu, NULL);
+	pthread_mutex_init(&st->mark_mu, NULL);
 	r = uv_async_init(rc->loop, &st->async, pr_async_cb);
 	if (r < 0) {
+		pthread_mutex_destroy(&st->mark_mu);
 		pthread_mutex_destroy(&st->mu);
 		pthread_mutex_destroy(&st->io_mu);
 		free(st);

@@ -632,8 +632,12 @@ void scsitgt__pr_cluster_free(struct scsitgt_lun *lun)
 
 	if (pr == NULL || !pr->cl_on)
 		return;
+	/* Under the lock: a store's thread may be announcing a delivery right now
+	 * (scsitgt_lun_start_pr_delivery()); its detach makes it stop before the state goes. */
+	uv_mutex_lock(&lun->xlock);
 	pr->cl_on = false;
 	scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_PR_SHARED, false);
+	uv_mutex_unlock(&lun->xlock);
 	if (pr->cl.detach)
 		pr->cl.detach(pr->cl_arg, lun);
 }

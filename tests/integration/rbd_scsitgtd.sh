@@ -8,7 +8,9 @@
 # written with qemu-img equals `rbd export`; its reservations are shared in RADOS. A LUN whose
 # shared reservations cannot attach (its client may not touch their object) stays offline
 # through reloads, each retrying the attach. SIGTERM while librbd holds a write (the OSD
-# stopped, rbd_op_timeout = 0) past drain_timeout_ms: the daemon still exits, status 0.
+# stopped, rbd_op_timeout = 0) past drain_timeout_ms: the daemon still exits, status 0; and
+# with the write held by a fault rule in front of the RBD backend, whose shared reservations
+# must then stop using the LUN the engine let go of (review34 D1: a use after free under ASan).
 # Skipped without Ceph or libinih.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -138,22 +140,28 @@ done
 offline_lun2 "after a reload"
 it_log "LUN 2 without shared reservations stays offline; a reload retries the attach"
 
-# SIGTERM while librbd holds a write past drain_timeout_ms (review33 D3): the OSD stopped and
-# rbd_op_timeout = 0 (never). The engine gives up on the write and never closes the backend,
-# which cannot be closed before librbd gives the write back: the daemon still exits, with
-# status 0, saying so. (Needs the control socket, json-c, to see the write held.)
+# SIGTERM with a write held past drain_timeout_ms. (Needs the control socket, json-c, to see
+# the write held.)
+# - By a fault rule in front of the RBD backend (review34 D1): the engine gives up on it and
+#   lets go of the LUN (its reservation state freed: the store detached), scsitgtd then
+#   releases the write, which frees the LUN, and closes the backend. The shared reservations
+#   must not touch the LUN from their detach on: their stop called scsitgt_lun_set_pr_cluster()
+#   on the freed LUN (AddressSanitizer: heap use after free, the sanitizer's abort a non-zero
+#   exit status; in any build, their detach was a no-op and said nothing). First, while the
+#   cluster is healthy.
+# - By librbd (review33 D3): the OSD stopped and rbd_op_timeout = 0 (never). The engine gives
+#   up on the write and never closes the backend, which cannot be closed before librbd gives
+#   the write back: the daemon still exits, with status 0, saying so.
 if grep -q libjson-c <<<"$(ldd "$IT_TARGET")"; then
 	SOCK=$IT_TMP/ctl.sock
-	{
+	# lun1_conf KEY=VALUE: the file with LUN 1 on the image and that line added to it.
+	lun1_conf() {
 		printf '[engine]\nlog_level = info\ncontrol_socket = %s\n' "$SOCK"
 		printf 'drain_timeout_ms = 500\nlogout_timeout_ms = 500\n\n'
 		base_conf | tail -n +3
-		printf '[lun 1]\nbackend = rbd\npath = %s/%s\nrbd_op_timeout = 0\n' \
-			"$MICRO_CEPH_POOL" "$MICRO_CEPH_IMAGE"
-	} >"$CONF"
-	it_stop || it_fail "scsitgtd exited with status $? on SIGTERM"
-	it_scsitgtd_start "$CONF"
-	it_wait_log "$IT_TMP/target.err" "LUN 1: reservations shared in RADOS"
+		printf '[lun 1]\nbackend = rbd\npath = %s/%s\n%s\n' \
+			"$MICRO_CEPH_POOL" "$MICRO_CEPH_IMAGE" "$1"
+	}
 	inflight() {
 		python3 - "$SOCK" <<'PY'
 import json, socket, sys
@@ -171,17 +179,42 @@ luns = json.loads(buf.split(b"\n")[0])["result"]["targets"][0]["luns"]
 print(sum(l["inflight"] for l in luns if l["id"] == 1))
 PY
 	}
+	head -c 65536 /dev/urandom >"$IT_TMP/small.img"
+	# write_held: a qemu-img write to LUN 1 in the background, until the daemon counts it
+	# in flight (false if it never does).
+	write_held() {
+		qemu-img convert -n -f raw -O raw "$IT_TMP/small.img" "$URL1" >/dev/null 2>&1 &
+		IT_HELPER_PIDS+=($!)
+		for ((i = 0; i < 600; i++)); do
+			[[ $(inflight) -ge 1 ]] && return 0
+			sleep 0.1
+		done
+		[[ $(inflight) -ge 1 ]]
+	}
+
+	lun1_conf 'fault = hang@write' >"$CONF"
+	it_stop || it_fail "scsitgtd exited with status $? on SIGTERM"
+	it_scsitgtd_start "$CONF"
+	it_wait_log "$IT_TMP/target.err" "LUN 1: reservations shared in RADOS"
+	write_held || it_fail "no write held by the fault rule"
+	st=0
+	it_stop || st=$?
+	[[ $st -eq 0 ]] || it_fail "SIGTERM with a write held in front of RBD: exit status $st: $(tail -5 "$IT_TMP/target.err")"
+	grep -q "LUN 1: backend closed after the engine gave up" "$IT_TMP/target.err" ||
+		it_fail "the RBD backend behind the fault rule was not closed: $(tail -5 "$IT_TMP/target.err")"
+	# (without a sanitizer: the store says it stopped using the LUN when the engine let go)
+	grep -q "the LUN let go of its shared reservations before the backend's close" \
+		"$IT_TMP/target.err" ||
+		it_fail "the shared reservations were not detached from the LUN given up: $(tail -5 "$IT_TMP/target.err")"
+	it_log "SIGTERM with a write held in front of an RBD LUN with shared reservations: exits"
+
+	lun1_conf 'rbd_op_timeout = 0' >"$CONF"
+	it_scsitgtd_start "$CONF"
+	it_wait_log "$IT_TMP/target.err" "LUN 1: reservations shared in RADOS"
 	osd=$(awk '$1 == "osd.0" { print $2 }' "$RBD_DIR/pids")
 	[[ -n "$osd" ]] && kill -0 "$osd" || it_fail "no OSD pid in $RBD_DIR/pids"
 	kill -STOP "$osd"
-	head -c 65536 /dev/urandom >"$IT_TMP/small.img"
-	qemu-img convert -n -f raw -O raw "$IT_TMP/small.img" "$URL1" >/dev/null 2>&1 &
-	IT_HELPER_PIDS+=($!)
-	for ((i = 0; i < 600; i++)); do
-		[[ $(inflight) -ge 1 ]] && break
-		sleep 0.1
-	done
-	[[ $(inflight) -ge 1 ]] || { kill -CONT "$osd"; it_fail "no write held by librbd"; }
+	write_held || { kill -CONT "$osd"; it_fail "no write held by librbd"; }
 	st=0
 	it_stop || st=$?
 	kill -CONT "$osd"
