@@ -236,7 +236,8 @@ struct scsitgt_pr_cluster_ops {
 	/**
 	 * A command was held because the lease ran out (scsitgt_lun_set_pr_lease()): confirm
 	 * the channel now and answer later (not from inside the call) with a new lease, or with
-	 * scsitgt_lun_set_pr_sync() when it is lost. Asked once per lapse. May be NULL (the
+	 * scsitgt_lun_set_pr_sync() when it is lost. Asked once per lapse, and once more
+	 * after each change of scsitgt_lun_set_pr_sync()'s state. May be NULL (the
 	 * store renews on its own schedule). Appended: a store compiled before it leaves it out
 	 * of @c size.
 	 *

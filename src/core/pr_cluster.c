@@ -611,6 +611,10 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_sync(struct scsitgt_lun *lun, enum scsitgt
 	} else if (lun->pr->cl_sync != state) {
 		changed = true;
 		lun->pr->cl_sync = state;
+		/* A lease that ran out before stays out (a re-watch gives none): the first
+		 * command held from now asks the store at once instead of waiting for its next
+		 * periodic renewal (review34 N1). */
+		lun->pr->recheck_asked = false;
 		scsitgt__lun_xflags_set(lun, SCSITGT__LUN_XF_PR_UNSYNCED,
 					state != SCSITGT_PR_SYNCED);
 	}

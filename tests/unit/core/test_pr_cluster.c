@@ -1306,6 +1306,61 @@ static void test_lease_expired_holds_until_renewed(void **state)
 	two_destroy(t);
 }
 
+/* A READ of initiator B through @g, held: the store asked @nrecheck times so far. */
+static void rd_held(struct gw *g, struct lf_result *res, unsigned int nrecheck)
+{
+	memset(res, 0, sizeof(*res));
+	rd_start(g, g->b, res);
+	gw_idle(g);
+	assert_false(res->done);
+	assert_int_equal(g->nrecheck, nrecheck);
+}
+
+/*
+ * A lease ran out, the store was asked, then found its channel lost and restored it
+ * (UNREACHABLE, then SYNCED after a re-watch: no new lease). The lease is still past: a
+ * command arriving now is held and must ask the store again at once (review34 N1: it asked
+ * nothing, and waited for the store's next periodic renewal, up to 500 ms with rbd_pr.c).
+ */
+static void test_resync_asks_again(void **state)
+{
+	struct two *t = two_create();
+	struct lf_result rr, rr2;
+
+	(void)state;
+	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, 1), 0);
+	rd_held(&t->gb, &rr, 1);
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_UNREACHABLE), 0);
+	gw_idle(&t->gb);
+	assert_true(rr.done);
+	sense(&rr, SENSE_NOT_READY, 0x04, 0x01);
+	lf_result_clear(&rr);
+	/* Watched and read again: synced, the lease as it was (past). Asked again at once. */
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_SYNCED), 0);
+	rd_held(&t->gb, &rr, 2);
+	/* The store's answer to that recheck: a new lease lets it go. */
+	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, mono_ms() + 600000), 0);
+	gw_idle(&t->gb);
+	assert_true(rr.done);
+	ok(&rr);
+	lf_result_clear(&rr);
+	/* Still once per lapse: two commands held after a change of state ask once. */
+	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, 1), 0);
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_RESYNCING), 0);
+	assert_int_equal(scsitgt_lun_set_pr_sync(t->gb.lun, SCSITGT_PR_SYNCED), 0);
+	rd_held(&t->gb, &rr, 3);
+	rd_held(&t->gb, &rr2, 3);
+	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, mono_ms() + 600000), 0);
+	gw_idle(&t->gb);
+	assert_true(rr.done);
+	assert_true(rr2.done);
+	ok(&rr);
+	ok(&rr2);
+	lf_result_clear(&rr);
+	lf_result_clear(&rr2);
+	two_destroy(t);
+}
+
 /* ABORT TASK of a held command: its response waits until the command is let go (as for an io a
  * backend cannot cancel), then it ends aborted, never executed. */
 static void test_held_command_aborted(void **state)
@@ -1387,6 +1442,7 @@ int main(void)
 		cmocka_unit_test(test_delivery_pending_holds_then_decides),
 		cmocka_unit_test(test_delivery_pending_preempt_and_abort),
 		cmocka_unit_test(test_lease_expired_holds_until_renewed),
+		cmocka_unit_test(test_resync_asks_again),
 		cmocka_unit_test(test_held_command_aborted),
 	};
 
