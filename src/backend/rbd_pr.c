@@ -49,7 +49,6 @@ enum pr_op_kind {
 	PR_OP_WERROR, /* the watch broke */
 	PR_OP_RELOAD, /* the state read after a reconnection (buf) */
 	PR_OP_RESET,  /* our notify of a LOGICAL UNIT RESET came back */
-	PR_OP_UNSYNC, /* the client is being replaced: deliveries stop (worker -> loop) */
 };
 
 struct pr_op {
@@ -126,7 +125,14 @@ struct scsitgt__rbd_pr {
 	uv_async_t async;
 	pthread_mutex_t mu;
 	struct pr_op *done_head, *done_tail; /* under mu */
-	unsigned int inflight;		     /* aio ops not yet back on the loop */
+	/* Under mu: the client is being replaced (scsitgt__rbd_pr_disconnect(), worker): the
+	 * loop calls the copy stale (unsync_err: -ESHUTDOWN fenced, else unreachable) where
+	 * the queue was then, after unsync_after (NULL: before the whole queue), so in order
+	 * with the RELOAD that follows. A flag, not an op: it needs no memory (review34 N4). */
+	bool unsync;
+	int unsync_err;
+	struct pr_op *unsync_after;
+	unsigned int inflight; /* aio ops not yet back on the loop */
 	bool stopping, rewatching;
 	/* the last re-watch failed (logged once; pr_check_cb retries it) */
 	bool rewatch_failed;
@@ -584,23 +590,46 @@ static void pr_event_done(struct pr_op *op)
 	pr_ack(st, op->notify_id);
 }
 
-/* Loop: what librados handed over so far. */
-static struct pr_op *pr_take(struct scsitgt__rbd_pr *st)
+/* Loop: what librados handed over so far, and the reconnection's mark in it (*@unsync, its
+ * error and the op it follows; NULL @unsync: dropped). */
+static struct pr_op *pr_take(struct scsitgt__rbd_pr *st, bool *unsync, int *unsync_err,
+			     struct pr_op **unsync_after)
 {
 	struct pr_op *list;
 
 	pthread_mutex_lock(&st->mu);
 	list = st->done_head;
 	st->done_head = st->done_tail = NULL;
+	if (unsync) {
+		*unsync = st->unsync;
+		*unsync_err = st->unsync_err;
+		*unsync_after = st->unsync_after;
+	}
+	st->unsync = false;
+	st->unsync_after = NULL;
 	pthread_mutex_unlock(&st->mu);
 	return list;
+}
+
+/* Loop: the client is replaced: fenced (its ios refused by the backend), else the cluster is
+ * out of reach until the new one is up. */
+static void pr_unsync_apply(struct scsitgt__rbd_pr *st, int err)
+{
+	if (st->lun)
+		scsitgt_lun_set_pr_sync(st->lun, err == -ESHUTDOWN ? SCSITGT_PR_FENCED :
+								     SCSITGT_PR_UNREACHABLE);
 }
 
 static void pr_async_cb(uv_async_t *h)
 {
 	struct scsitgt__rbd_pr *st = h->data;
-	struct pr_op *list = pr_take(st);
+	struct pr_op *unsync_after;
+	int unsync_err;
+	bool unsync;
+	struct pr_op *list = pr_take(st, &unsync, &unsync_err, &unsync_after);
 
+	if (unsync && unsync_after == NULL)
+		pr_unsync_apply(st, unsync_err);
 	while (list) {
 		struct pr_op *op = list;
 
@@ -635,14 +664,6 @@ static void pr_async_cb(uv_async_t *h)
 			pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "watch lost", op->err);
 			pr_unsynced(st, SCSITGT_PR_RESYNCING);
 			break;
-		case PR_OP_UNSYNC:
-			/* The client is replaced: fenced (its ios refused by the backend), else the
-			 * cluster is out of reach until the new one is up. */
-			if (st->lun)
-				scsitgt_lun_set_pr_sync(st->lun, op->err == -ESHUTDOWN ?
-									 SCSITGT_PR_FENCED :
-									 SCSITGT_PR_UNREACHABLE);
-			break;
 		case PR_OP_RELOAD:
 			/* Watched again on the new client, and read after that. */
 			if (st->lun && op->len &&
@@ -653,6 +674,9 @@ static void pr_async_cb(uv_async_t *h)
 			st->rewatch_failed = false;
 			break;
 		}
+		/* the reconnection's mark came after this op */
+		if (unsync && op == unsync_after)
+			pr_unsync_apply(st, unsync_err);
 		pr_op_free(op);
 	}
 }
@@ -1149,7 +1173,7 @@ static void pr_teardown_work(struct scsitgt__rbd_job *job)
 static void pr_teardown_done(struct scsitgt__rbd_job *job)
 {
 	struct scsitgt__rbd_pr *st = job->arg;
-	struct pr_op *list = pr_take(st);
+	struct pr_op *list = pr_take(st, NULL, NULL, NULL);
 
 	while (list) {
 		struct pr_op *op = list;
@@ -1397,20 +1421,20 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_use_pr(void *bctx,
 void scsitgt__rbd_pr_disconnect(struct scsitgt__rbd_ctx *rc)
 {
 	struct scsitgt__rbd_pr *st = __atomic_load_n(&rc->pr, __ATOMIC_ACQUIRE);
-	struct pr_op *op;
 
 	if (st == NULL || st->attaching)
 		return;
 	/* No notify reaches us from now until the new client watches and reads again: the
-	 * loop calls the copy stale first (the queue keeps the order with the RELOAD). */
+	 * loop calls the copy stale first, at this place in the queue (before the RELOAD).
+	 * Without allocating: a copy left SYNCED without its watch would hold commands on a
+	 * lapsed lease for as long as the reconnection fails (review34 N4). */
 	st->reconnecting = true;
-	op = calloc(1, sizeof(*op));
-	if (op) {
-		op->st = st;
-		op->kind = PR_OP_UNSYNC;
-		op->err = atomic_load(&rc->fenced) ? -ESHUTDOWN : -ENOTCONN;
-		pr_post(st, op);
-	}
+	pthread_mutex_lock(&st->mu);
+	st->unsync = true;
+	st->unsync_err = atomic_load(&rc->fenced) ? -ESHUTDOWN : -ENOTCONN;
+	st->unsync_after = st->done_tail;
+	pthread_mutex_unlock(&st->mu);
+	uv_async_send(&st->async);
 	pr_io_close(st);
 }
 
