@@ -27,6 +27,7 @@
  *  - the ALUA states of the target's groups follow the model after every event
  *    (scsitgt_alua_set_state(): an implicit change, ASYMMETRIC ACCESS STATE CHANGED).
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -1121,20 +1122,19 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = alua_setup(gw, &o);
+	/* The worker first, before the target changes: with it running (and the context not
+	 * closing, checked above) the job below cannot fail to queue, so no failure comes after
+	 * alua_setup(), whose own failure leaves the target's ALUA as it was. (Undoing after a
+	 * failed queue could not: the host's modes and hook are not known here; review34 N6.) */
+	r = scsitgt__rbd_worker_start(rc);
+	if (r == 0)
+		r = alua_setup(gw, &o);
 	if (r < 0) {
 		free(j);
 		goto fail;
 	}
 	r = job_queue(j);
-	if (r < 0) {
-		/* No worker: the target lets go of the gateway (every group was new). */
-		scsitgt_alua_configure(tgt, &gw->alua_off);
-		for (size_t i = 0; i < o.npeers; i++)
-			scsitgt_alua_group_destroy(tgt, o.peers[i].group_id);
-		scsitgt_alua_group_destroy(tgt, o.group_id);
-		goto fail;
-	}
+	assert(r == 0);
 	rc->hooks.arg = gw;
 	rc->hooks.fenced = hook_fenced;
 	rc->hooks.io_failed = hook_io_failed;
