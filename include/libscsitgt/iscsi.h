@@ -34,7 +34,10 @@ enum scsitgt_iscsi_digest {
 	SCSITGT_ISCSI_DIGEST_ANY = 0,
 	/** Accept only None: digests off. */
 	SCSITGT_ISCSI_DIGEST_NONE = 1,
-	/** Accept only CRC32C: logins that do not offer it fail the negotiation. */
+	/**
+	 * Require CRC32C: a login that does not list it for the key (or never offers the key)
+	 * fails with status 0x0200, initiator error (RFC 7143 §6.2.1); never a session without.
+	 */
 	SCSITGT_ISCSI_DIGEST_CRC32C = 2,
 };
 

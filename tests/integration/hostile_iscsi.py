@@ -271,6 +271,9 @@ class Session(Conn):
         self.tsih = 0
         self.max_cmd_sn = 0
         self.target_keys = {}
+        # HeaderDigest offered at login. Only "None" suits the PDU code here; login_window.py
+        # offers CRC32C and digests its logout itself.
+        self.header_digest = "None"
         self.mrdsl_target = LOGIN_DSL_MAX  # what the target accepts from us
         self.mrdsl_ours = 262144            # what we accept (declared)
         self.first_burst = 0
@@ -306,7 +309,7 @@ class Session(Conn):
 
     def operational_text(self, initial_r2t="No", immediate="Yes"):
         return text_keys([
-            ("HeaderDigest", "None"), ("DataDigest", "None"),
+            ("HeaderDigest", self.header_digest), ("DataDigest", "None"),
             ("MaxRecvDataSegmentLength", str(self.mrdsl_ours)),
             ("InitialR2T", initial_r2t), ("ImmediateData", immediate),
             ("MaxBurstLength", "1048576"), ("FirstBurstLength", "65536"),
@@ -366,7 +369,8 @@ class Session(Conn):
         self.max_burst = min(1048576, int(k.get("MaxBurstLength", 1048576)))
         self.immediate_data = immediate == "Yes" and k.get("ImmediateData", "Yes") == "Yes"
         self.initial_r2t = initial_r2t == "Yes" or k.get("InitialR2T", "No") == "Yes"
-        self.clear_unit_attention()
+        if k.get("HeaderDigest", "None") == "None":
+            self.clear_unit_attention()  # SCSI commands here carry no digest
         return rsp
 
     def clear_unit_attention(self):

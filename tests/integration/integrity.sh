@@ -34,39 +34,13 @@ else
 	qdigest=''
 fi
 
-# The values of every HeaderDigest key the target sent (one per line), from the capture.
-# The raw TCP payload is searched: no dissector state is needed for login text.
-sent_digests() {
-	tshark -r "$IT_TMP/cap.pcapng" -Y "tcp.srcport == $IT_PORT && tcp.payload contains \"HeaderDigest=\"" \
-		-T fields -e tcp.payload 2>/dev/null |
-		python3 -c 'import re, sys
-for line in sys.stdin:
-    data = bytes.fromhex(line.strip().replace(":", ""))
-    for m in re.finditer(rb"HeaderDigest=([^\x00]*)", data):
-        print(m.group(1).decode("ascii", "replace"))' || true
-}
-
 # libiscsi accepts a target's HeaderDigest=None even when it offered only CRC32C, so a login
 # proves nothing: capture the target's login responses and check what it really chose.
+readback_page() {
+	"$READBACK" "${IT_URLS[0]}$query" 4096 >/dev/null
+}
 if [[ "$MODE" == digest ]]; then
-	it_need tshark
-	tshark -i lo -f "tcp src port $IT_PORT" -s 2048 -w "$IT_TMP/cap.pcapng" \
-		>"$IT_TMP/tshark.out" 2>"$IT_TMP/tshark.err" </dev/null &
-	IT_HELPER_PIDS+=("$!")
-	# Log in again and again until the capture shows a login response: that is the moment
-	# the capture runs, however long tshark takes to start.
-	seen=
-	for ((i = 0; i < 120; i++)); do
-		kill -0 "${IT_HELPER_PIDS[0]}" 2>/dev/null ||
-			it_skip "cannot capture on lo: $(tail -n 1 "$IT_TMP/tshark.err")"
-		"$READBACK" "${IT_URLS[0]}$query" 4096 >/dev/null || it_fail "digest login failed"
-		if [[ -n "$(sent_digests)" ]]; then
-			seen=1
-			break
-		fi
-		sleep 0.5
-	done
-	[[ -n "$seen" ]] || it_fail "the capture never showed a login response"
+	it_capture_until readback_page
 fi
 
 # qemu-img target description for a LUN, with --target-image-opts so that options like
@@ -137,10 +111,8 @@ else
 fi
 
 if [[ "$MODE" == digest ]]; then
-	kill -INT "${IT_HELPER_PIDS[0]}" 2>/dev/null || true
-	wait "${IT_HELPER_PIDS[0]}" 2>/dev/null || true
-	IT_HELPER_PIDS=()
-	answers=$(sent_digests)
+	it_capture_stop
+	answers=$(it_sent_values HeaderDigest)
 	it_log "target's HeaderDigest answers: $(sort <<<"$answers" | uniq -c | tr '\n' ' ')"
 	[[ -n "$answers" ]] || it_fail "no login response captured"
 	if grep -qv '^CRC32C$' <<<"$answers"; then

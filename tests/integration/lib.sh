@@ -307,6 +307,45 @@ it_alive() {
 	[[ -n "$IT_PID" ]] && kill -0 "$IT_PID" 2>/dev/null
 }
 
+# it_capture_until CMD...: capture what the target sends (tshark on lo, $IT_TMP/cap.pcapng)
+# and run CMD (a login, which must succeed) again and again, bounded, until the capture shows
+# a Login Response: that is the moment the capture runs, however long tshark takes to start.
+# Skips the test when tshark cannot capture here. End the capture with it_capture_stop.
+it_capture_until() {
+	local i
+	it_need tshark python3
+	tshark -i lo -f "tcp src port $IT_PORT" -s 2048 -w "$IT_TMP/cap.pcapng" \
+		>"$IT_TMP/tshark.out" 2>"$IT_TMP/tshark.err" </dev/null &
+	IT_HELPER_PIDS+=("$!")
+	for ((i = 0; i < 120; i++)); do
+		kill -0 "${IT_HELPER_PIDS[0]}" 2>/dev/null ||
+			it_skip "cannot capture on lo: $(tail -n 1 "$IT_TMP/tshark.err")"
+		"$@" || it_fail "login failed: $*"
+		[[ -n "$(it_sent_values HeaderDigest)" ]] && return 0
+		sleep 0.5
+	done
+	it_fail "the capture never showed a login response"
+}
+
+# it_capture_stop: end the capture of it_capture_until (its file stays).
+it_capture_stop() {
+	kill -INT "${IT_HELPER_PIDS[0]}" 2>/dev/null || true
+	wait "${IT_HELPER_PIDS[0]}" 2>/dev/null || true
+	IT_HELPER_PIDS=()
+}
+
+# it_sent_values KEY: the values of every KEY the target sent in the capture, one a line. The
+# raw TCP payload is searched: no dissector state is needed for login text.
+it_sent_values() {
+	tshark -r "$IT_TMP/cap.pcapng" -Y "tcp.srcport == $IT_PORT && tcp.payload contains \"$1=\"" \
+		-T fields -e tcp.payload 2>/dev/null |
+		python3 -c 'import re, sys
+for line in sys.stdin:
+    data = bytes.fromhex(line.strip().replace(":", ""))
+    for m in re.finditer(sys.argv[1].encode() + rb"=([^\x00]*)", data):
+        print(m.group(1).decode("ascii", "replace"))' "$1" || true
+}
+
 # it_portal_url: the portal URL (for discovery), iscsi://HOST:PORT.
 it_portal_url() {
 	echo "iscsi://$IT_PORTAL"

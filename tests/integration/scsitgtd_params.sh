@@ -6,7 +6,7 @@
 # declares, MaxBurstLength, FirstBurstLength, ImmediateData, InitialR2T, DefaultTime2Wait as
 # negotiated from the target's values, HeaderDigest the one it accepts; the raw client of
 # login_window.py reads the command window the final Login Response opens (MaxCmdSN - ExpCmdSN
-# + 1: queue_depth). A target without keys of its own gets [engine]'s, one with its own keeps
+# + 1: queue_depth), offering HeaderDigest=CRC32C to the target that requires it. A target without keys of its own gets [engine]'s, one with its own keeps
 # them; a reload (SIGHUP, and scsitgtctl's reload through the control socket when SCSITGTCTL
 # is given) that changes [engine] reaches the targets that do not set those keys, and a target
 # the reload adds gets them too.
@@ -59,7 +59,8 @@ keys() {
 # window TARGET N: a login to TARGET opens a command window of N (queue_depth).
 window() {
 	local got
-	got=$("${WINDOW[@]}" --port "$PORT" --iqn "$BASE:$1") || it_fail "login_window.py to $1"
+	got=$("${WINDOW[@]}" --port "$PORT" --iqn "$BASE:$1" ${3:+"$3"}) ||
+		it_fail "login_window.py to $1"
 	[[ "$got" == "window $2" ]] || it_fail "$1: $got, expected queue_depth $2"
 	it_log "ok: $1: command window $2"
 }
@@ -76,7 +77,10 @@ queue_depth = 8'
 it_scsitgtd_start "$CONF"
 keys plain MaxRecvDataSegmentLength=16384 MaxBurstLength=131072 FirstBurstLength=32768 \
 	ImmediateData=No InitialR2T=Yes DefaultTime2Wait=5 HeaderDigest=CRC32C
-window plain 8
+# plain requires HeaderDigest=CRC32C now: a login that offers None alone is refused (0x0200).
+"${WINDOW[@]}" --port "$PORT" --iqn "$BASE:plain" >/dev/null 2>&1 &&
+	it_fail "plain: a login offering HeaderDigest=None succeeded"
+window plain 8 --header-digest
 # Its own keys win; the others are [engine]'s.
 keys own MaxRecvDataSegmentLength=65536 ImmediateData=Yes HeaderDigest=None \
 	MaxBurstLength=131072 FirstBurstLength=32768 InitialR2T=Yes DefaultTime2Wait=5

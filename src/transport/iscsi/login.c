@@ -241,6 +241,25 @@ static int login_fail(struct scsitgt__iscsi_conn *conn, uint16_t status, const c
 	return 0;
 }
 
+static const char *digest_mask_text(unsigned int m)
+{
+	if (m == SCSITGT__ISCSI_DIGEST_MASK_CRC32C)
+		return "CRC32C";
+	return m == SCSITGT__ISCSI_DIGEST_MASK_NONE ? "None" : "CRC32C,None";
+}
+
+/* Why a login about to fail with 0x0200 for want of a digest the target requires. */
+static void login_log_digest_refused(struct scsitgt__iscsi_conn *conn)
+{
+	const struct scsitgt__iscsi_neg_params *c = &conn->neg.cfg;
+
+	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_NOTICE,
+				"initiator did not agree to the digests required (HeaderDigest=%s, "
+				"DataDigest=%s)",
+				digest_mask_text(c->header_digests),
+				digest_mask_text(c->data_digests));
+}
+
 /* Find the values of a few declarative keys before negotiation starts. */
 static void login_scan(const uint8_t *text, size_t len, const char **iname, const char **tname,
 		       const char **stype)
@@ -642,7 +661,12 @@ static int login_finish(struct scsitgt__iscsi_conn *conn, uint16_t *tsih)
 
 	if (l->auth_required && !l->authenticated)
 		return ISCSI_LOGIN_STATUS_AUTH_FAILED;
-	if (scsitgt__iscsi_neg_finish(&conn->neg) < 0)
+	rc = scsitgt__iscsi_neg_finish(&conn->neg);
+	if (rc == -ENOTSUP) {
+		login_log_digest_refused(conn);
+		return ISCSI_LOGIN_STATUS_INIT_ERR;
+	}
+	if (rc < 0)
 		return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
 	/* other logins may have filled the target since this one started. */
 	if (!l->discovery && !login_target_has_room(conn, l->tgt, l->initiator_name, l->isid))
@@ -951,6 +975,8 @@ static int login_text(struct scsitgt__iscsi_conn *conn, uint8_t csg, uint8_t nsg
 				     csg == ISCSI_STAGE_SECURITY ? &ck : NULL);
 	if (rc == -ENOSPC || rc == -ENOMEM)
 		return login_fail(conn, ISCSI_LOGIN_STATUS_TARGET_ERROR, NULL, 0);
+	if (rc == -ENOTSUP)
+		login_log_digest_refused(conn);
 	if (rc < 0)
 		return login_fail(conn, ISCSI_LOGIN_STATUS_INIT_ERR, NULL, 0);
 	if (csg == ISCSI_STAGE_SECURITY) {

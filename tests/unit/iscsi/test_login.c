@@ -466,6 +466,75 @@ static void test_login_answers_in_force(void **state)
 	h_fini(&h);
 }
 
+/* One operational-stage login to a target requiring digests; the response's status. */
+static int digest_login(struct harness *h, enum scsitgt_iscsi_digest hd,
+			enum scsitgt_iscsi_digest dd, const char *keys)
+{
+	struct scsitgt_iscsi_params p;
+	uint8_t bhs[ISCSI_BHS_LEN];
+	char text[1024];
+	struct h_pdu *r;
+	uint32_t len;
+
+	assert_int_equal(h_init(h, false), 0);
+	scsitgt_iscsi_params_init(&p, sizeof(p));
+	p.header_digest = hd;
+	p.data_digest = dd;
+	assert_int_equal(scsitgt_iscsi_target_set_params(h->tgt, &p), 0);
+	len = h_text(text, sizeof(text), keys);
+	h_login_bhs(h, bhs, ISCSI_LOGIN_FLAG_TRANSIT | (1 << ISCSI_LOGIN_CSG_SHIFT) | 3, 0);
+	h_send(h, bhs, text, len);
+	r = h_take(h);
+	assert_non_null(r);
+	return status_of(r);
+}
+
+/*
+ * RFC 7143 §6.2.1, §13.1: a target required to use a digest fails the login (0x0200) when the
+ * offer holds no CRC32C, or the key is never offered; it does not answer Reject and go on with
+ * the default None. An offer listing CRC32C gets it, and the connection uses it.
+ */
+static void test_login_required_digest(void **state)
+{
+#define DIGEST_KEYS "InitiatorName=" H_INITIATOR "|TargetName=" H_TARGET
+	static const struct {
+		enum scsitgt_iscsi_digest hd, dd;
+		const char *keys;
+	} refused[] = {
+		{ SCSITGT_ISCSI_DIGEST_CRC32C, SCSITGT_ISCSI_DIGEST_ANY,
+		  DIGEST_KEYS "|HeaderDigest=None|DataDigest=None" },
+		{ SCSITGT_ISCSI_DIGEST_ANY, SCSITGT_ISCSI_DIGEST_CRC32C,
+		  DIGEST_KEYS "|HeaderDigest=CRC32C|DataDigest=None" },
+		{ SCSITGT_ISCSI_DIGEST_CRC32C, SCSITGT_ISCSI_DIGEST_ANY,
+		  DIGEST_KEYS "|DataDigest=None" },
+		{ SCSITGT_ISCSI_DIGEST_CRC32C, SCSITGT_ISCSI_DIGEST_CRC32C, DIGEST_KEYS },
+	};
+	struct harness h;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		assert_int_equal(digest_login(&h, refused[i].hd, refused[i].dd, refused[i].keys),
+				 ISCSI_LOGIN_STATUS_INIT_ERR);
+		assert_false(h.pdus[0].bhs[ISCSI_BHS_FLAGS] & ISCSI_LOGIN_FLAG_TRANSIT);
+		assert_null(h_find_key(&h.pdus[0], "HeaderDigest"));
+		/* The connection closes once the refusal is written: no session. */
+		assert_true(h_conn_gone(&h));
+		h_fini(&h);
+	}
+
+	assert_int_equal(digest_login(&h, SCSITGT_ISCSI_DIGEST_CRC32C, SCSITGT_ISCSI_DIGEST_CRC32C,
+				      DIGEST_KEYS
+				      "|HeaderDigest=None,CRC32C|DataDigest=CRC32C,None"),
+			 0);
+	assert_string_equal(h_find_key(&h.pdus[0], "HeaderDigest"), "CRC32C");
+	assert_string_equal(h_find_key(&h.pdus[0], "DataDigest"), "CRC32C");
+	assert_int_equal(h.conn->state, SCSITGT__CONN_FFP);
+	assert_true(h.conn->header_digest);
+	assert_true(h.conn->data_digest);
+	h_fini(&h);
+#undef DIGEST_KEYS
+}
+
 static void test_api_checks(void **state)
 {
 	struct scsitgt_iscsi_params p;
@@ -503,6 +572,7 @@ int main(void)
 		cmocka_unit_test(test_chap_a_initiator_order),
 		cmocka_unit_test(test_login_bad_names),
 		cmocka_unit_test(test_login_answers_in_force),
+		cmocka_unit_test(test_login_required_digest),
 		cmocka_unit_test(test_api_checks),
 	};
 

@@ -409,25 +409,87 @@ static void test_list_keys(void **state)
 	assert_int_equal(f->neg.params.header_digest, SCSITGT__ISCSI_DIGEST_CRC32C);
 	assert_int_equal(f->neg.params.data_digest, SCSITGT__ISCSI_DIGEST_NONE);
 
-	/* A target that requires digests. */
+	/* A target that requires digests: CRC32C wherever the initiator lists it. */
 	f->cfg.header_digests = SCSITGT__ISCSI_DIGEST_MASK_CRC32C;
 	f->cfg.data_digests = SCSITGT__ISCSI_DIGEST_MASK_CRC32C;
 	reinit(f, true);
-	assert_int_equal(run(f, OP, "HeaderDigest=None,CRC32C\nDataDigest=None\n"), 0);
+	assert_int_equal(run(f, OP, "HeaderDigest=None,CRC32C\nDataDigest=CRC32C,None\n"), 0);
 	assert_string_equal(resp_get(&f->resp, "HeaderDigest"), "CRC32C");
-	assert_string_equal(resp_get(&f->resp, "DataDigest"), "Reject");
-	assert_int_equal(f->neg.params.data_digest, SCSITGT__ISCSI_DIGEST_NONE);
+	assert_string_equal(resp_get(&f->resp, "DataDigest"), "CRC32C");
+	assert_int_equal(f->neg.params.header_digest, SCSITGT__ISCSI_DIGEST_CRC32C);
+	assert_int_equal(f->neg.params.data_digest, SCSITGT__ISCSI_DIGEST_CRC32C);
 
-	/* Unknown values are skipped; empty items too; nothing acceptable is Reject. */
+	/* Unknown values are skipped; empty items too; nothing acceptable is Reject when the
+	 * default (None) is acceptable. */
+	f->cfg.header_digests = SCSITGT__ISCSI_DIGEST_MASK_CRC32C;
+	f->cfg.data_digests = SCSITGT__ISCSI_DIGEST_MASK_NONE | SCSITGT__ISCSI_DIGEST_MASK_CRC32C;
 	reinit(f, true);
 	assert_int_equal(run(f, OP, "HeaderDigest=MD5,,CRC32C\nDataDigest=crc32c\n"), 0);
 	assert_string_equal(resp_get(&f->resp, "HeaderDigest"), "CRC32C");
 	assert_string_equal(resp_get(&f->resp, "DataDigest"), "Reject");
+	assert_int_equal(f->neg.params.data_digest, SCSITGT__ISCSI_DIGEST_NONE);
+	/* A target that accepts only None: an offer of CRC32C alone is Reject, None stands. */
+	f->cfg.header_digests = SCSITGT__ISCSI_DIGEST_MASK_NONE;
+	reinit(f, true);
+	assert_int_equal(run(f, OP, "HeaderDigest=CRC32C\n"), 0);
+	assert_string_equal(resp_get(&f->resp, "HeaderDigest"), "Reject");
+	assert_int_equal(f->neg.params.header_digest, SCSITGT__ISCSI_DIGEST_NONE);
 
 	/* TaskReporting: only RFC3720. */
 	reinit(f, true);
 	assert_int_equal(run(f, OP, "TaskReporting=ResponseFence,FastAbort,RFC3720\n"), 0);
 	assert_string_equal(resp_get(&f->resp, "TaskReporting"), "RFC3720");
+	reinit(f, true);
+	assert_int_equal(run(f, OP, "TaskReporting=FastAbort\n"), 0);
+	assert_string_equal(resp_get(&f->resp, "TaskReporting"), "Reject");
+}
+
+/*
+ * RFC 7143 §6.2.1: with no acceptable value in the offer the responder may answer Reject or
+ * terminate the negotiation. Reject keeps the default (None, §13.1): a target required to use
+ * digests must terminate, never go on without them.
+ */
+static void test_required_digest(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const refused[] = {
+		"HeaderDigest=None\n",
+		"DataDigest=None\n",
+		"HeaderDigest=CRC32C\nDataDigest=None\n",
+		"HeaderDigest=MD5,None\n",
+		"DataDigest=crc32c\n",
+	};
+
+	f->cfg.header_digests = SCSITGT__ISCSI_DIGEST_MASK_CRC32C;
+	f->cfg.data_digests = SCSITGT__ISCSI_DIGEST_MASK_CRC32C;
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		reinit(f, true);
+		assert_int_equal(run(f, OP, refused[i]), -ENOTSUP);
+	}
+	/* Only the digest the target requires is refused that way: DataDigest is free. */
+	f->cfg.data_digests = SCSITGT__ISCSI_DIGEST_MASK_NONE | SCSITGT__ISCSI_DIGEST_MASK_CRC32C;
+	reinit(f, true);
+	assert_int_equal(run(f, OP, "DataDigest=None\n"), 0);
+	assert_int_equal(run(f, OP, "HeaderDigest=None\n"), -ENOTSUP);
+
+	/* Agreed: the login may finish. */
+	reinit(f, true);
+	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nTargetName=iqn.b\n"), 0);
+	assert_int_equal(run(f, OP, "HeaderDigest=None,CRC32C\nDataDigest=None\n"), 0);
+	assert_int_equal(scsitgt__iscsi_neg_finish(&f->neg), 0);
+	assert_int_equal(f->neg.params.header_digest, SCSITGT__ISCSI_DIGEST_CRC32C);
+
+	/* Never offered: the default None stands, which the target refuses at the end. */
+	reinit(f, true);
+	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nTargetName=iqn.b\n"), 0);
+	assert_int_equal(run(f, OP, "DataDigest=None\n"), 0);
+	assert_int_equal(scsitgt__iscsi_neg_finish(&f->neg), -ENOTSUP);
+	/* A discovery session too: digests are per connection (RFC 7143 §13.1). */
+	reinit(f, true);
+	assert_int_equal(run(f, SEC, "InitiatorName=iqn.a\nSessionType=Discovery\n"), 0);
+	assert_int_equal(scsitgt__iscsi_neg_finish(&f->neg), -ENOTSUP);
+
+	/* The other list keys keep Reject: their default is acceptable. */
 	reinit(f, true);
 	assert_int_equal(run(f, OP, "TaskReporting=FastAbort\n"), 0);
 	assert_string_equal(resp_get(&f->resp, "TaskReporting"), "Reject");
@@ -1138,6 +1200,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_iscsi_login, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_required_digest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_auth_method, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bool_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_numeric_keys, setup, teardown),

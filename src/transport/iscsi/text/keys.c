@@ -647,8 +647,20 @@ static void store_list(struct scsitgt__iscsi_neg *n, enum scsitgt__iscsi_key_id 
 }
 
 /*
- * List keys: answer the first value of the initiator's list that we accept (RFC 7143 §6.2.1),
- * or Reject when there is none.
+ * The value a list key keeps when its negotiation ends in Reject: its RFC 7143 §13 default
+ * (None for the digests, RFC3720 for TaskReporting).
+ */
+static const char *list_default(enum scsitgt__iscsi_key_id id)
+{
+	return id == SCSITGT__ISCSI_KEY_TASK_REPORTING ? "RFC3720" : "None";
+}
+
+/*
+ * List keys: answer the first value of the initiator's list that we accept (RFC 7143 §6.2.1).
+ * When there is none, Reject leaves the key at its default; if the target does not accept the
+ * default either (HeaderDigest or DataDigest required to be CRC32C), Reject would let the
+ * login go on with a value the target refuses: the negotiation is terminated instead (§6.2.1
+ * "it may use the constant Reject or terminate the negotiation").
  */
 static int neg_list(struct scsitgt__iscsi_neg *n, enum scsitgt__iscsi_key_id id,
 		    const struct scsitgt__iscsi_kv *kv, struct scsitgt__iscsi_textbuf *resp)
@@ -669,7 +681,10 @@ static int neg_list(struct scsitgt__iscsi_neg *n, enum scsitgt__iscsi_key_id id,
 		start = end + 1;
 	}
 	if (id == SCSITGT__ISCSI_KEY_AUTH_METHOD) {
+		/* login.c fails the login with 0x0201 (authentication failure). */
 		n->params.auth_method = SCSITGT__ISCSI_AUTH_REJECTED;
+	} else if (!list_value_ok(n, id, list_default(id), strlen(list_default(id)))) {
+		return -ENOTSUP;
 	}
 	return answer(resp, id, "Reject");
 }
@@ -1130,6 +1145,14 @@ int scsitgt__iscsi_neg_finish(struct scsitgt__iscsi_neg *n)
 	/* RFC 7143 §13.4: TargetName is required for normal sessions. */
 	if (p->session_type == SCSITGT__ISCSI_SESSION_NORMAL && !p->has_target_name) {
 		return -ENOENT;
+	}
+	/*
+	 * A digest the target requires (cfg without None) that was never agreed: the initiator
+	 * did not offer the key, and None, the default (RFC 7143 §13.1), is refused.
+	 */
+	if (!(n->cfg.header_digests & (1u << p->header_digest)) ||
+	    !(n->cfg.data_digests & (1u << p->data_digest))) {
+		return -ENOTSUP;
 	}
 	return 0;
 }

@@ -29,7 +29,9 @@
  * §6.2). Keys not understood (unknown, "X-" and "X#" private keys) are answered NotUnderstood
  * (RFC 7143 §6.2, §13.16); keys irrelevant in a discovery session or on a non-leading
  * connection are answered Irrelevant; out-of-range or malformed values are answered Reject and
- * keep the RFC default (RFC 7143 §6.2, §6.3).
+ * keep the RFC default (RFC 7143 §6.2, §6.3). A list key whose offer holds no value the target
+ * accepts is answered Reject only when the target accepts the default; otherwise (a digest the
+ * target requires) the negotiation is terminated (§6.2.1) and the login fails.
  */
 #ifndef SCSITGT_ISCSI_TEXT_KEYS_H
 #define SCSITGT_ISCSI_TEXT_KEYS_H
@@ -363,7 +365,10 @@ void scsitgt__iscsi_neg_text_start(struct scsitgt__iscsi_neg *n);
  *         (the caller handles it; nothing appended); -EPROTO for a protocol error (a key offered
  *         twice, a security key outside the security stage, a value too long, a declarative key
  *         with an invalid value): fail the login with status 0x0200 / reject the Text Request;
- *         -ENOSPC or -ENOMEM when @p resp is full (a target error).
+ *         -ENOTSUP when a list key's offer holds no value the target accepts and its default
+ *         (None) is refused too, i.e. HeaderDigest or DataDigest without CRC32C on a target
+ *         that requires it (RFC 7143 §6.2.1: the negotiation is terminated): fail the login
+ *         with status 0x0200; -ENOSPC or -ENOMEM when @p resp is full (a target error).
  */
 int scsitgt__iscsi_neg_key(struct scsitgt__iscsi_neg *n, const struct scsitgt__iscsi_kv *kv,
 			   struct scsitgt__iscsi_textbuf *resp);
@@ -415,7 +420,10 @@ bool scsitgt__iscsi_neg_pending(const struct scsitgt__iscsi_neg *n);
  * the required declarations checked.
  *
  * @return 0; -ENOENT when InitiatorName is missing (leading login) or TargetName is missing in
- *         a normal session's leading login (login status 0x0207, missing parameter).
+ *         a normal session's leading login (login status 0x0207, missing parameter); -ENOTSUP
+ *         when HeaderDigest or DataDigest ends at a value the target refuses (it requires
+ *         CRC32C and the initiator never offered the key, so the default None stands): login
+ *         status 0x0200.
  */
 int scsitgt__iscsi_neg_finish(struct scsitgt__iscsi_neg *n);
 
