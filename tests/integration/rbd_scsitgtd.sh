@@ -173,7 +173,7 @@ PY
 	}
 	osd=$(awk '$1 == "osd.0" { print $2 }' "$RBD_DIR/pids")
 	[[ -n "$osd" ]] && kill -0 "$osd" || it_fail "no OSD pid in $RBD_DIR/pids"
-	kill -STOP "$osd"
+	rbd_stop "$osd"
 	head -c 65536 /dev/urandom >"$IT_TMP/small.img"
 	qemu-img convert -n -f raw -O raw "$IT_TMP/small.img" "$URL1" >/dev/null 2>&1 &
 	IT_HELPER_PIDS+=($!)
