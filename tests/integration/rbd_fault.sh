@@ -107,7 +107,7 @@ it_start "${lun_args[@]}"
 write 0 64 40 || it_fail "write before the OSD stop: sense $SENSE"
 osd=$(awk '$1 == "osd.0" { print $2 }' "$RBD_DIR/pids")
 [[ -n "$osd" ]] && kill -0 "$osd" || it_fail "no OSD pid in $RBD_DIR/pids"
-kill -STOP "$osd"
+rbd_stop "$osd"
 if write 0 64 41; then
 	kill -CONT "$osd"
 	it_fail "a write was acknowledged while the only OSD was stopped"
@@ -177,7 +177,7 @@ if ! grep -q "pass 1" "$IT_TMP/gw_writer.out"; then
 	it_fail "the gateway's writer made no progress (status $st): $(cat "$IT_TMP/gw_writer.out" "$IT_TMP/gw_writer.err")
 $(tail -n 15 "$IT_TMP/target.err")"
 fi
-kill -STOP "$osd"
+rbd_stop "$osd"
 # Each answer is a login, a command and a logout on the loop, ticks (200 ms) apart at least
 # once the writes stand still.
 for ((i = 0; i < 5; i++)); do

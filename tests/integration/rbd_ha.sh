@@ -603,7 +603,7 @@ if [[ $(basename "$IT_TARGET") == scsitgtd* && $MODE == kill ]]; then
 	# A failure while it is stopped must not leave it so (gw_cleanup resumes it).
 	RBD_OSD_STOPPED=$osd
 	t_stop=$(date +%s%N)
-	kill -STOP "$osd"
+	rbd_stop "$osd"
 	sed '/^\[target\]/,$d' "$IT_TMP/gw-B.full" >"$IT_TMP/gw-B.conf"
 	gw_reload B
 	cp "$IT_TMP/gw-B.full" "$IT_TMP/gw-B.conf"

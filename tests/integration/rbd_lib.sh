@@ -7,6 +7,7 @@
 #   rbd_cluster_up [-w 5] [-S 256M] # tests/ceph/micro-ceph.sh up in $IT_TMP/ceph; exports
 #                                   # CEPH_CONF CEPH_KEYRING MICRO_CEPH_POOL MICRO_CEPH_IMAGE...
 #   rbd ... / minitarget --lun 0:rbd:$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE
+#   rbd_stop PID                    # SIGSTOP (an OSD); returns once none of its threads runs
 #
 #   gw_start A 1 2 [options...]    # a minitarget gateway (docs/rbd.md, HA model) on $IQN
 #   gw_wait A owner                 # until its log says it reached a state
@@ -129,6 +130,35 @@ rbd_cluster_up() {
 	export CEPH_CONF CEPH_KEYRING MICRO_CEPH_POOL MICRO_CEPH_IMAGE MICRO_CEPH_IMAGE_SIZE \
 		MICRO_CEPH_MON MICRO_CEPH_DIR
 	it_log "ceph cluster up in $RBD_DIR: $(tail -n 1 "$IT_TMP/micro-ceph.err")"
+}
+
+# rbd_stopped PID: every thread of process PID is stopped (state T in its /proc stat).
+rbd_stopped() {
+	local f s n=0
+	for f in /proc/"$1"/task/*/stat; do
+		read -r s 2>/dev/null <"$f" || continue
+		n=$((n + 1))
+		s=${s##*) }
+		# A thread that exits meanwhile (Z, X) runs nothing either.
+		[[ ${s:0:1} == [TZX] ]] || return 1
+	done
+	[[ $n -gt 0 ]]
+}
+
+# rbd_stop PID: SIGSTOP process PID (an OSD) and return once none of its threads runs. kill
+# returns when the signal is queued: the stop begins only when one of the process's threads
+# gets a CPU to take it, and the other threads go on until then. On a loaded host the OSD
+# still served I/O up to 28 ms after kill returned: phase 3 of rbd_fault.sh saw the write it
+# sends "while the only OSD is stopped" acknowledged, and that write was on the OSD.
+rbd_stop() {
+	local i
+	kill -STOP "$1" || it_fail "cannot stop process $1"
+	for ((i = 0; i < 3000; i++)); do
+		rbd_stopped "$1" && return 0
+		sleep 0.01
+	done
+	kill -CONT "$1"
+	it_fail "process $1 did not stop within 30 s of SIGSTOP"
 }
 
 # rbd_mon_kill: the monitor crashes (SIGKILL); returns once the process is gone.

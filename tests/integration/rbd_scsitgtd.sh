@@ -213,7 +213,7 @@ PY
 	it_wait_log "$IT_TMP/target.err" "LUN 1: reservations shared in RADOS"
 	osd=$(awk '$1 == "osd.0" { print $2 }' "$RBD_DIR/pids")
 	[[ -n "$osd" ]] && kill -0 "$osd" || it_fail "no OSD pid in $RBD_DIR/pids"
-	kill -STOP "$osd"
+	rbd_stop "$osd"
 	write_held || { kill -CONT "$osd"; it_fail "no write held by librbd"; }
 	st=0
 	it_stop || st=$?
