@@ -241,6 +241,10 @@ void scsitgt__rbd_io_fail(struct scsitgt__rbd_ctx *rc, struct scsitgt_io *io, in
  * queued ahead of the close job. Loop: home. */
 struct scsitgt__rbd_pr;
 void scsitgt__rbd_pr_stop(struct scsitgt__rbd_ctx *rc);
+/* Worker: the age in ms past which the watch on @oid may be gone at the OSD (0: unknown), with
+ * the slack a check every @check_ms needs (rbd_pr_bound.c). */
+uint64_t scsitgt__rbd_pr_stale_bound(struct scsitgt__rbd_ctx *rc, const char *oid,
+				     uint64_t check_ms);
 /* A LOGICAL UNIT RESET through this gateway: tell the other gateways sharing reservations
  * (they call scsitgt_lun_apply_reset()) and call @cb once they acknowledged, or the notify
  * timed out, or at once without shared reservations. Loop: home. */

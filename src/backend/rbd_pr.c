@@ -703,7 +703,7 @@ static void pr_unsynced(struct scsitgt__rbd_pr *st, enum scsitgt_pr_sync state)
  * be missed while the watch still looks fine. rados_watch_check() says how long ago the
  * watch was last confirmed (the send time of the last ping the OSD answered; the OSD keeps
  * the watch at least the timeout after it received that ping); past stale_ms
- * (pr_stale_bound()) the copy is called stale and the watch renewed. It also retries a
+ * (scsitgt__rbd_pr_stale_bound(), rbd_pr_bound.c) the copy is called stale and the watch renewed. It also retries a
  * re-watch that failed. rados_watch_check() only reads the client's own state: it never
  * waits for the cluster.
  */
@@ -767,140 +767,6 @@ static void pr_recheck(void *arg, struct scsitgt_lun *lun)
 		     "reservation could refuse wait for the watch check",
 		     st->rc->pool, st->oid);
 	uv_timer_start(&st->check, pr_check_cb, 0, PR_CHECK_MS);
-}
-
-/* The number (or the string holding one) after "@key": in JSON @out of @len bytes; -1 when
- * there is none. */
-static double json_number(const char *out, size_t len, const char *key)
-{
-	char buf[4096], pat[96];
-	const char *p;
-	char *end;
-	double v;
-
-	if (out == NULL || len == 0)
-		return -1;
-	if (len >= sizeof(buf))
-		len = sizeof(buf) - 1;
-	memcpy(buf, out, len);
-	buf[len] = '\0';
-	snprintf(pat, sizeof(pat), "\"%s\"", key);
-	p = strstr(buf, pat);
-	if (p == NULL)
-		return -1;
-	p += strlen(pat);
-	p += strspn(p, " \t\r\n");
-	if (*p++ != ':')
-		return -1;
-	p += strspn(p, " \t\r\n\"");
-	v = strtod(p, &end);
-	return end == p ? -1 : v;
-}
-
-/*
- * Worker (blocking, bounded by rados_mon_op_timeout / rados_osd_op_timeout): the
- * osd_client_watch_timeout the OSD that holds the watch runs with: the object's acting
- * primary ("osd map" to a monitor), asked as `ceph tell osd.N config get` asks
- * (rados_osd_command()). The monitors' configuration database cannot tell: it misses what the
- * OSDs' own ceph.conf sets (micro-ceph's -w: the database said 30, the OSD 5). Returns the
- * value in seconds, or a negative errno when it cannot be asked (a client without the caps
- * for OSD commands, a pool name that would need quoting, a cluster that does not answer).
- */
-static double pr_osd_watch_timeout(struct scsitgt__rbd_pr *st, int *primary)
-{
-	struct scsitgt__rbd_ctx *rc = st->rc;
-	const char *ns = rc->pool_namespace ? rc->pool_namespace : "";
-	char cmd[512], *out = NULL, *outs = NULL;
-	const char *argv[1] = { cmd };
-	size_t outlen = 0, outslen = 0;
-	double v;
-	int r;
-
-	*primary = -1;
-	if (strpbrk(rc->pool, "\"\\") || strpbrk(ns, "\"\\") || strpbrk(st->oid, "\"\\"))
-		return -EINVAL;
-	snprintf(cmd, sizeof(cmd),
-		 "{\"prefix\": \"osd map\", \"pool\": \"%s\", \"object\": \"%s\", "
-		 "\"nspace\": \"%s\", \"format\": \"json\"}",
-		 rc->pool, st->oid, ns);
-	r = rados_mon_command(rc->cluster, argv, 1, "", 0, &out, &outlen, &outs, &outslen);
-	v = r < 0 ? -1 : json_number(out, outlen, "acting_primary");
-	rados_buffer_free(out);
-	rados_buffer_free(outs);
-	if (r < 0)
-		return r;
-	if (v < 0 || v > 1e6)
-		return -EPROTO;
-	*primary = (int)v;
-	out = outs = NULL;
-	snprintf(cmd, sizeof(cmd),
-		 "{\"prefix\": \"config get\", \"var\": \"osd_client_watch_timeout\"}");
-	r = rados_osd_command(rc->cluster, *primary, argv, 1, "", 0, &out, &outlen, &outs,
-			      &outslen);
-	v = r < 0 ? -1 : json_number(out, outlen, "osd_client_watch_timeout");
-	rados_buffer_free(out);
-	rados_buffer_free(outs);
-	if (r < 0)
-		return r;
-	return v > 0 ? v : -EPROTO;
-}
-
-/*
- * Worker: the age past which a watch may be gone at the OSD. osd_client_watch_timeout is the
- * OSD's option; this client reads it from its own configuration (ceph.conf, and what the
- * monitors hold for every daemon or for clients), which misses a value set for the OSDs
- * alone, so the OSD that holds the watch is asked too (pr_osd_watch_timeout()) and the smaller
- * of the two is used; a difference is logged (docs/rbd.md). Asked at attach only: a watch
- * that moves to another primary later keeps the bound. The OSD keeps a watch at
- * least the timeout after the last ping it received, which was sent no earlier than the age
- * counts from; the check may see the age up to PR_CHECK_MS late and the loop may be late too:
- * an eighth of the timeout, at least two checks, is left for that (5 s: 4 s; Ceph's 30 s:
- * 26.25 s). 0 (no check) when the timeout is unknown. A ping interval (objecter_tick_interval)
- * that is not well below the bound lets the OSD drop healthy watches between pings, and makes
- * this check call the copy stale at every ping: logged.
- */
-static void pr_stale_bound(struct scsitgt__rbd_pr *st)
-{
-	char buf[64];
-	double timeout_s = 0, tick_s = 0, osd_s;
-	int primary;
-
-	if (rados_conf_get(st->rc->cluster, "osd_client_watch_timeout", buf, sizeof(buf)) == 0)
-		timeout_s = strtod(buf, NULL);
-	osd_s = pr_osd_watch_timeout(st, &primary);
-	if (osd_s < 0) {
-		scsitgt__log(&st->rc->log, SCSITGT_LOG_NOTICE, SCSITGT__RBD_SUBSYS,
-			     "%s/%s: cannot ask the OSD that holds the watch (%s%d) for its "
-			     "osd_client_watch_timeout: %s; using this client's, %.3g s",
-			     st->rc->pool, st->oid, primary < 0 ? "no primary: " : "osd.", primary,
-			     strerror((int)-osd_s), timeout_s);
-	} else if (osd_s != timeout_s) {
-		scsitgt__log(&st->rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
-			     "%s/%s: osd_client_watch_timeout is %.3g s on osd.%d, %.3g s in this "
-			     "client's configuration: using %.3g s (set it for the whole cluster)",
-			     st->rc->pool, st->oid, osd_s, primary, timeout_s,
-			     timeout_s > 0 && timeout_s < osd_s ? timeout_s : osd_s);
-		if (timeout_s <= 0 || osd_s < timeout_s)
-			timeout_s = osd_s;
-	}
-	if (rados_conf_get(st->rc->cluster, "objecter_tick_interval", buf, sizeof(buf)) == 0)
-		tick_s = strtod(buf, NULL);
-	st->stale_ms = 0;
-	if (timeout_s > 0) {
-		uint64_t t = (uint64_t)(timeout_s * 1000), slack = t / 8;
-
-		if (slack < 2 * PR_CHECK_MS)
-			slack = 2 * PR_CHECK_MS;
-		st->stale_ms = t > slack ? t - slack : 0;
-	}
-	if (st->stale_ms && tick_s * 1000 >= (double)st->stale_ms)
-		scsitgt__log(
-			&st->rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
-			"%s/%s: objecter_tick_interval %.3g s, osd_client_watch_timeout %.3g s: "
-			"the watch is pinged too rarely to stay confirmed within %" PRIu64
-			" ms: it will often be called stale and renewed, and commands meanwhile "
-			"get BUSY (set objecter_tick_interval to a quarter of the timeout or less)",
-			st->rc->pool, st->oid, tick_s, timeout_s, st->stale_ms);
 }
 
 /* ---- blocking parts, on the backend's worker thread ---- */
@@ -1131,7 +997,7 @@ static void pr_attach_work(struct scsitgt__rbd_job *job)
 	uint64_t ver;
 	int r;
 
-	pr_stale_bound(st);
+	st->stale_ms = scsitgt__rbd_pr_stale_bound(st->rc, st->oid, PR_CHECK_MS);
 	r = pr_io_open(st, true);
 	if (r == 0) {
 		/* Read again: a change committed between the first read and the watch. */
