@@ -205,9 +205,11 @@ it_stop || it_fail "gateway exited with status $? on SIGTERM"
 refused() {
 	local name=$1 pattern=$2 pid i
 	shift 2
+	# Made here, not by the background shell's redirection: the loop below greps it at once.
+	: >"$IT_TMP/$name.out"
 	# shellcheck disable=SC2086 # IT_TARGET_ARGS is a command line (lib.sh)
 	"$IT_TARGET" --portal "$IT_PORTAL" "$@" ${IT_TARGET_ARGS:-} </dev/null \
-		>"$IT_TMP/$name.out" 2>"$IT_TMP/$name.err" &
+		>>"$IT_TMP/$name.out" 2>"$IT_TMP/$name.err" &
 	pid=$!
 	IT_HELPER_PIDS+=("$pid")
 	for ((i = 0; i < 600; i++)); do
