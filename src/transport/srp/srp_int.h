@@ -249,6 +249,12 @@ void scsitgt__srp_ch_log(const struct srp_ch *ch, enum scsitgt_log_level level, 
 			 ...) SCSITGT_PRINTF(3, 4);
 /* Post a 16..ti_iu_len byte target IU of our own; @logout disconnects after delivery. */
 int scsitgt__srp_ch_send_own(struct srp_ch *ch, const uint8_t *iu, size_t len, bool logout);
+/*
+ * The completion of a send buffer of our own (struct srp_slot, the handler every slot's
+ * work request has): the buffer and its send queue entry come back; after an SRP_T_LOGOUT
+ * the channel disconnects.
+ */
+void scsitgt__srp_slot_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc);
 
 /* srp_aer.c */
 /* The core's hook (fabric.h): on home or on the nexus's loop; the report is queued there. */
