@@ -9,11 +9,11 @@
  * again at once. Write data comes from SRP-2 immediate data inside the IU, or is pulled with
  * RDMA READs across the descriptors, never more at once than the read depth the initiator
  * granted (the excess waits in the channel's read queue). When the command is done, its
- * Data-In goes out as RDMA WRITEs and the SRP_RSP as a SEND in the same chain on the same QP,
- * so the initiator sees the data before the response. The response returns the request's
- * credit (and any owed) in REQUEST LIMIT DELTA; credits of requests that end without a
- * response (aborted tasks) go back with the next response, or in an SRP_CRED_REQ when the
- * channel has nothing else to say.
+ * Data-In goes out as RDMA WRITEs and the SRP_RSP as a SEND in the same chain on the same QP
+ * (in pieces when the chain is longer than the send queue), so the initiator sees the data
+ * before the response. The response returns the request's credit (and any owed) in REQUEST
+ * LIMIT DELTA; credits of requests that end without a response (aborted tasks) go back with
+ * the next response, or in an SRP_CRED_REQ when the channel has nothing else to say.
  *
  * SRP_TSK_MGMT (§6.8) maps onto the core's task management; its SRP_RSP carries a four-byte
  * response data field with the RSP CODE.
@@ -368,9 +368,14 @@ static void task_wr_idle(struct srp_task *t)
 	struct srp_ch *ch = t->ch;
 
 	switch (t->state) {
-	case SRP_TASK_DEAD:
 	case SRP_TASK_SENDING:
-		/* Aborted meanwhile, or the response (and Data-In before it) was delivered. */
+		if (!scsitgt__list_empty(&t->qnode))
+			return; /* a piece of its Data-In: the rest and the response are to post */
+		/* The response (and Data-In before it) was delivered. */
+		task_free(t);
+		return;
+	case SRP_TASK_DEAD:
+		/* Aborted meanwhile. */
 		task_free(t);
 		return;
 	case SRP_TASK_FETCH:
@@ -505,19 +510,40 @@ static void task_residuals(const struct srp_task *t, struct scsitgt__srp_rsp *r,
 	*send = scsitgt__srp_residuals(r, &x);
 }
 
-/* RDMA WRITEs of @send bytes of Data-In across the descriptors, into @wr/@sge. */
-static unsigned int task_build_writes(struct srp_task *t, uint32_t send, struct ibv_send_wr *wr,
-				      struct ibv_sge *sge)
+/*
+ * The RDMA WRITEs of Data-In still to post: one per descriptor (none for an empty one) until
+ * @send bytes are placed, from where the last piece ended (t->in_desc, t->in_off).
+ */
+static unsigned int task_writes_left(const struct srp_task *t, uint32_t send)
 {
-	uint32_t off = 0;
+	uint32_t off = t->in_off;
 	unsigned int n = 0;
 
-	for (uint32_t i = 0; i < t->ndesc && off < send; i++) {
+	for (uint32_t i = t->in_desc; i < t->ndesc && off < send; i++) {
 		uint32_t len = t->descs[i].len < send - off ? t->descs[i].len : send - off;
+
+		n += len != 0;
+		off += len;
+	}
+	return n;
+}
+
+/*
+ * At most @max of those RDMA WRITEs into @wr/@sge (not linked); t->in_desc and t->in_off move
+ * past them.
+ */
+static unsigned int task_build_writes(struct srp_task *t, uint32_t send, unsigned int max,
+				      struct ibv_send_wr *wr, struct ibv_sge *sge)
+{
+	unsigned int n = 0;
+
+	for (; t->in_desc < t->ndesc && t->in_off < send && n < max; t->in_desc++) {
+		const struct scsitgt__srp_desc *d = &t->descs[t->in_desc];
+		uint32_t len = d->len < send - t->in_off ? d->len : send - t->in_off;
 
 		if (len == 0)
 			continue;
-		sge[n].addr = (uintptr_t)t->cmd->buf + off;
+		sge[n].addr = (uintptr_t)t->cmd->buf + t->in_off;
 		sge[n].length = len;
 		sge[n].lkey = t->lkey;
 		memset(&wr[n], 0, sizeof(wr[n]));
@@ -525,41 +551,83 @@ static unsigned int task_build_writes(struct srp_task *t, uint32_t send, struct 
 		wr[n].opcode = IBV_WR_RDMA_WRITE;
 		wr[n].sg_list = &sge[n];
 		wr[n].num_sge = 1;
-		wr[n].wr.rdma.remote_addr = t->descs[i].va;
-		wr[n].wr.rdma.rkey = t->descs[i].key;
+		wr[n].wr.rdma.remote_addr = d->va;
+		wr[n].wr.rdma.rkey = d->key;
 		n++;
-		off += len;
+		t->in_off += len;
 	}
 	return n;
 }
 
-/* Post Data-In and the SRP_RSP of @t; -EAGAIN when the send queue or buffers lack room. */
+/*
+ * Post the @nw work requests of @wr (linked here) of @t. -EIO when the provider refused one:
+ * those before it went out and are counted, since each raises a completion, done or flushed
+ * as the channel closes (the QP signals every WR, sq_sig_all, srp_portal.c), so the task and
+ * the channel wait for them too (ibv_post_send(3)).
+ */
+static int task_post_chain(struct srp_ch *ch, struct srp_task *t, struct ibv_send_wr *wr,
+			   unsigned int nw)
+{
+	struct ibv_send_wr *bad = NULL;
+	int rc;
+
+	for (unsigned int i = 0; i + 1 < nw; i++)
+		wr[i].next = &wr[i + 1];
+	rc = ibv_post_send(ch->id->qp, wr, &bad) != 0 ? -EIO : 0;
+	if (rc < 0) {
+		unsigned int sent = 0;
+
+		while (sent < nw && &wr[sent] != bad)
+			sent++;
+		nw = sent < nw ? sent : 0; /* *bad not one of ours: none went out */
+	}
+	ch->posted += nw;
+	ch->sq_free -= nw;
+	t->pending += nw;
+	return rc;
+}
+
+/*
+ * Post Data-In and the SRP_RSP of @t; -EAGAIN when the send queue or buffers lack room. The
+ * RDMA WRITEs and the SEND go in one chain once the send queue has room for all of it. A chain
+ * longer than the send queue (its depth is the device's max_qp_wr when that is smaller than
+ * SRP_CH_SQ_DEPTH(), and a table may hold up to 256 descriptors) would never fit: its WRITEs go
+ * in pieces as entries free (each entry is one signaled work request), then the rest of the
+ * chain with the SEND. The RC QP executes them in the order posted, so the data is still placed
+ * before the initiator sees the response; the task stays at the head of ch->sendq meanwhile.
+ */
 static int task_post_rsp(struct srp_ch *ch, struct srp_task *t)
 {
 	struct scsitgt__cmd *cmd = t->cmd;
-	struct ibv_send_wr wr[SRP_MAX_DESCRIPTORS + 1], *bad = NULL;
+	struct ibv_send_wr wr[SRP_MAX_DESCRIPTORS + 1];
 	struct ibv_sge sge[SRP_MAX_DESCRIPTORS + 1];
 	struct scsitgt__srp_rsp r;
-	unsigned int nw = 0, need;
+	unsigned int nw = 0, left;
 	uint32_t send;
 	uint8_t *buf;
 	size_t len;
 	bool good;
-	int idx, rc;
+	int idx;
 
 	memset(&r, 0, sizeof(r));
 	task_residuals(t, &r, &send);
-	need = (send ? t->ndesc : 0) + 1;
-	if (need > ch->sq_free || ch->txp.nfree == 0)
-		return -EAGAIN;
+	left = send ? task_writes_left(t, send) : 0;
+	if (left + 1 > ch->sq_free || ch->txp.nfree == 0) {
+		if (left + 1 <= ch->sq_depth || left == 0 || ch->sq_free == 0)
+			return -EAGAIN;
+		/* More than the send queue holds: the WRITEs that fit go now. */
+		if (!t->keyed && task_lkey(t, send) < 0)
+			return -ENOMEM;
+		nw = task_build_writes(t, send, left < ch->sq_free ? left : ch->sq_free, wr, sge);
+		return task_post_chain(ch, t, wr, nw) < 0 ? -EIO : -EAGAIN;
+	}
 	if (send && !t->keyed && task_lkey(t, send) < 0)
 		return -ENOMEM;
-	if (send)
-		nw = task_build_writes(t, send, wr, sge);
 	idx = scsitgt__rdma_pool_get(&ch->txp);
 	if (idx < 0)
 		return -EAGAIN;
 	t->slot = idx;
+	nw = task_build_writes(t, send, left, wr, sge);
 	buf = scsitgt__rdma_pool_buf(&ch->txp, (uint32_t)idx);
 	good = cmd->status == SAM_STAT_GOOD || cmd->status == SAM_STAT_CONDITION_MET;
 	/* §5.6: SOLNT asks for a solicited event on the response of this outcome. */
@@ -582,25 +650,7 @@ static int task_post_rsp(struct srp_ch *ch, struct srp_task *t)
 	wr[nw].sg_list = &sge[nw];
 	wr[nw].num_sge = 1;
 	nw++;
-	for (unsigned int i = 0; i + 1 < nw; i++)
-		wr[i].next = &wr[i + 1];
-	rc = ibv_post_send(ch->id->qp, wr, &bad) != 0 ? -EIO : 0;
-	if (rc < 0) {
-		/*
-		 * ibv_post_send(3): the work requests before *bad went out, and each raises a
-		 * completion, done or flushed as the channel closes (the QP signals every WR,
-		 * sq_sig_all, srp_portal.c), so the task and the channel wait for them too.
-		 */
-		unsigned int sent = 0;
-
-		while (sent < nw && &wr[sent] != bad)
-			sent++;
-		nw = sent < nw ? sent : 0; /* *bad not one of ours: none went out */
-	}
-	ch->posted += nw;
-	ch->sq_free -= nw;
-	t->pending += nw;
-	return rc;
+	return task_post_chain(ch, t, wr, nw);
 }
 
 /* ---- task management ---- */

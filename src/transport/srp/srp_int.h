@@ -36,7 +36,8 @@
 #define SRP_SEND_EXTRA (SRP_TGT_REQ_MAX + 2u)
 /*
  * Send queue depth of a channel with request limit @q: a command's Data-In may take one RDMA
- * WRITE per descriptor, then its response (before the device's max_qp_wr caps it).
+ * WRITE per descriptor, then its response (before the device's max_qp_wr caps it; a longer
+ * chain than the depth then goes in pieces, srp_cmd.c task_post_rsp()).
  */
 #define SRP_CH_SQ_DEPTH(q) \
 	(((q)*4u < SRP_MAX_DESCRIPTORS + 8u ? SRP_MAX_DESCRIPTORS + 8u : (q)*4u) + SRP_SEND_EXTRA)
@@ -197,6 +198,7 @@ struct srp_task {
 	uint8_t *tbl;
 	struct ibv_mr *tbl_mr;
 	uint32_t next_desc, next_off, desc_off; /* RDMA READ posting progress */
+	uint32_t in_desc, in_off;		/* Data-In RDMA WRITE posting progress */
 	unsigned int rd_out;			/* RDMA READs outstanding */
 	struct ibv_mr *mr; /* over cmd->buf when it is not in registered memory */
 	uint32_t lkey;	   /* of cmd->buf, once keyed */
@@ -249,6 +251,12 @@ void scsitgt__srp_ch_log(const struct srp_ch *ch, enum scsitgt_log_level level, 
 			 ...) SCSITGT_PRINTF(3, 4);
 /* Post a 16..ti_iu_len byte target IU of our own; @logout disconnects after delivery. */
 int scsitgt__srp_ch_send_own(struct srp_ch *ch, const uint8_t *iu, size_t len, bool logout);
+/*
+ * The completion of a send buffer of our own (struct srp_slot, the handler every slot's
+ * work request has): the buffer and its send queue entry come back; after an SRP_T_LOGOUT
+ * the channel disconnects.
+ */
+void scsitgt__srp_slot_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc);
 
 /* srp_aer.c */
 /* The core's hook (fabric.h): on home or on the nexus's loop; the report is queued there. */

@@ -112,7 +112,7 @@ static void ch_recv_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
 
 static void ch_disconnect(struct srp_ch *ch);
 
-static void slot_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
+void scsitgt__srp_slot_done(struct scsitgt__rdma_wr *w, const struct ibv_wc *wc)
 {
 	struct srp_slot *s = scsitgt__container_of(w, struct srp_slot, w);
 	struct srp_ch *ch = s->ch;
@@ -414,7 +414,7 @@ static int ch_resources(struct srp_ch *ch)
 	if (ch->recvs == NULL || ch->slots == NULL)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < ch->nsend; i++) {
-		ch->slots[i].w.done = slot_done;
+		ch->slots[i].w.done = scsitgt__srp_slot_done;
 		ch->slots[i].ch = ch;
 		ch->slots[i].idx = i;
 	}

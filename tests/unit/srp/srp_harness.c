@@ -226,28 +226,6 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 	return 0;
 }
 
-/*
- * A send buffer of our own IUs done, as srp_portal.c's slot_done (static there) does; after
- * an SRP_T_LOGOUT the channel disconnects, here as rdma_cm's DISCONNECTED would have it.
- */
-static void fake_slot_done(struct scsitgt__rdma_wr *wr, const struct ibv_wc *wc)
-{
-	struct srp_slot *s = scsitgt__container_of(wr, struct srp_slot, w);
-	struct srp_ch *ch = s->ch;
-	bool logout = s->logout;
-
-	ch->posted--;
-	ch->sq_free++;
-	ch->busy++;
-	s->logout = false;
-	scsitgt__rdma_pool_put(&ch->txp, s->idx);
-	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
-		scsitgt__srp_ch_close(ch, -1, ibv_wc_status_str(wc->status));
-	if (logout)
-		ch->xev.here(&ch->xev, RDMA_CM_EVENT_DISCONNECTED, 0);
-	scsitgt__srp_ch_leave(ch);
-}
-
 /* ---- one channel ---- */
 
 static void ram_lun(struct srp_cw *w)
@@ -292,7 +270,7 @@ static void channel_up(struct srp_cw *w)
 	assert_non_null(w->txmem);
 	assert_non_null(w->txstack);
 	for (uint32_t i = 0; i < SRP_CW_NSEND; i++) {
-		ch->slots[i].w.done = fake_slot_done;
+		ch->slots[i].w.done = scsitgt__srp_slot_done;
 		ch->slots[i].ch = ch;
 		ch->slots[i].idx = i;
 		w->txstack[i] = i;

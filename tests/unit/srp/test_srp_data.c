@@ -15,7 +15,8 @@
  * runs); READ completions that arrive after the channel closed (a disconnect, SRP_T_LOGOUT)
  * or the task was aborted. Data-In across several descriptors: one RDMA WRITE each, in order
  * before the SRP_RSP, the lengths summed and bounded by the command and by the buffer, with
- * the residuals that say so.
+ * the residuals that say so; on a small send queue, Data-In through more descriptors than it
+ * holds goes in pieces, and Data-Out through as many is read as entries free.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -904,6 +905,162 @@ static void test_data_in_post_fails(void **state)
 	srp_cw_destroy(&w);
 }
 
+/* ---- chains longer than the send queue ---- */
+
+/* A send queue as small as a channel's may be: as deep as its send buffers (ch_resources()). */
+#define SMALL_SQ SRP_CW_NSEND
+#define LONG_N 20u
+
+/* Twenty descriptors over the initiator's 8 KiB from its end down: 512, 512, 512, 256, 256... */
+static void twenty_descs(struct scsitgt__srp_desc d[LONG_N])
+{
+	uint32_t off = INI_MEM;
+
+	for (unsigned int k = 0; k < LONG_N; k++) {
+		uint32_t len = k % 5 < 3 ? 512 : 256;
+
+		off -= len;
+		d[k] = (struct scsitgt__srp_desc){ .va = (uintptr_t)ini.mem + off,
+						   .key = 0x100 + k,
+						   .len = len };
+	}
+	assert_int_equal(off, 0);
+}
+
+/* Complete the work requests open now, in order (not those their completions post). */
+static void complete_open(struct srp_cw *w)
+{
+	unsigned int n = srp_rec.nwrs;
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (!srp_rec.wrs[i].done)
+			srp_cw_complete(w, i, IBV_WC_SUCCESS);
+	}
+}
+
+/*
+ * Complete what is open, then let the channel post more, at most @turns times or until @tag
+ * is answered; *@most is the most work requests that were open at once. Whether it was.
+ */
+static bool drive(struct srp_cw *w, uint64_t tag, unsigned int turns, unsigned int *most)
+{
+	*most = 0;
+	for (unsigned int k = 0; k < turns && srp_cw_rsp_at(tag) < 0; k++) {
+		turn(w);
+		if (srp_cw_open() > *most)
+			*most = srp_cw_open();
+		complete_open(w);
+		turn(w);
+	}
+	return srp_cw_rsp_at(tag) >= 0;
+}
+
+/* A channel (rig_up()) whose send queue holds SMALL_SQ work requests; @d twenty_descs(). */
+static void rig_small_sq(struct srp_cw *w, struct scsitgt__srp_desc d[LONG_N])
+{
+	rig_up(w, 0);
+	assert_int_equal(w->ch->posted, 0);
+	w->ch->sq_depth = SMALL_SQ;
+	w->ch->sq_free = SMALL_SQ;
+	twenty_descs(d);
+}
+
+/*
+ * Data-In through more descriptors than the send queue holds with the SRP_RSP (a device whose
+ * max_qp_wr is below 257 caps the depth; an initiator may send up to 256 descriptors): the
+ * RDMA WRITEs go in pieces as entries come back, the last with the SEND, all in descriptor
+ * order, never more open than the queue's depth, and the data arrives intact. Without the
+ * pieces the chain of 21 never fits in 8 entries and the READ waits forever: here no answer
+ * after a bounded number of turns. The same with the table fetched first, and then Data-Out
+ * through as many descriptors with the read depth above the send queue: its RDMA READs go one
+ * by one as entries free anyway.
+ */
+static void test_data_in_longer_than_sq(void **state)
+{
+	struct scsitgt__srp_desc d[LONG_N];
+	uint64_t va[LONG_N];
+	uint32_t len[LONG_N];
+	struct scsitgt__srp_rsp r;
+	unsigned int most;
+	struct srp_cw w;
+	uint8_t cdb[16];
+	uint64_t tag;
+
+	(void)state;
+	rig_small_sq(&w, d);
+	for (unsigned int k = 0; k < LONG_N; k++) {
+		va[k] = d[k].va;
+		len[k] = d[k].len;
+	}
+	fill(ini.want, INI_MEM, 21);
+	write_direct(&w, 300, ini.want, INI_MEM);
+	memset(ini.mem, 0, INI_MEM);
+
+	/* The whole table in the IU. */
+	cdb10(cdb, 0x28, 300, INI_MEM / BLK);
+	tag = send_table(&w, cdb, false, d, LONG_N, LONG_N, ini.tbl, INI_MEM);
+	assert_true(drive(&w, tag, 8, &most));
+	assert_int_equal(most, SMALL_SQ);
+	expect_writes(0, LONG_N, va, len);
+	assert_true(srp_cw_rsp_of(tag, &r));
+	assert_int_equal(r.status, SAM_STAT_GOOD);
+	assert_int_equal(r.flags & (SRP_RSP_DIOVER | SRP_RSP_DIUNDER), 0);
+	srp_cw_complete_all(&w);
+	gather(d, LONG_N, ini.back);
+	assert_memory_equal(ini.back, ini.want, INI_MEM);
+
+	/* One descriptor in the IU: the table is read first (one more work request). */
+	memset(ini.mem, 0, INI_MEM);
+	tag = send_table(&w, cdb, false, d, LONG_N, 1, ini.tbl, INI_MEM);
+	assert_true(drive(&w, tag, 8, &most));
+	assert_int_equal(srp_rec.wrs[0].opcode, IBV_WR_RDMA_READ);
+	expect_writes(1, LONG_N, va, len);
+	assert_int_equal(answer_of(&w, tag).status, SAM_STAT_GOOD);
+	srp_cw_complete_all(&w);
+	gather(d, LONG_N, ini.back);
+	assert_memory_equal(ini.back, ini.want, INI_MEM);
+
+	/* Data-Out: twenty RDMA READs, at most SMALL_SQ open although the depth allows 16. */
+	w.ch->rd_depth = 16;
+	fill(ini.mem, INI_MEM, 22);
+	gather(d, LONG_N, ini.want);
+	cdb10(cdb, 0x2a, 400, INI_MEM / BLK);
+	tag = send_table(&w, cdb, true, d, LONG_N, LONG_N, ini.tbl, INI_MEM);
+	assert_true(drive(&w, tag, 8, &most));
+	assert_int_equal(most, SMALL_SQ);
+	landed(&w, tag, 400, INI_MEM / BLK, ini.want);
+	assert_false(w.ch->closing);
+	srp_cw_destroy(&w);
+}
+
+/*
+ * A WRITE of the first piece of such a chain fails: the QP is in error, the channel goes
+ * without the SRP_RSP, and the task, still queued for its next piece, is freed once the
+ * flushed rest is back (not when its first piece is).
+ */
+static void test_data_in_piece_fails(void **state)
+{
+	struct scsitgt__srp_desc d[LONG_N];
+	struct srp_cw w;
+	uint8_t cdb[16];
+	uint64_t tag;
+
+	(void)state;
+	rig_small_sq(&w, d);
+	cdb10(cdb, 0x28, 300, INI_MEM / BLK);
+	tag = send_table(&w, cdb, false, d, LONG_N, LONG_N, ini.tbl, INI_MEM);
+	turn(&w);
+	assert_int_equal(srp_cw_open_of(IBV_WR_RDMA_WRITE), SMALL_SQ);
+	srp_cw_complete(&w, (unsigned int)srp_cw_nth_open(IBV_WR_RDMA_WRITE, 0),
+			IBV_WC_REM_ACCESS_ERR);
+	assert_true(srp_cw_settle(&w, closing));
+	srp_cw_flush_all(&w);
+	assert_true(srp_cw_settle(&w, torn_down));
+	assert_int_equal(srp_cw_rsp_at(tag), -1);
+	assert_int_equal(srp_rec.nwrs, SMALL_SQ);
+	srp_cw_destroy(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -920,6 +1077,8 @@ int main(void)
 		cmocka_unit_test(test_read_several_descriptors),
 		cmocka_unit_test(test_unregistered_buffers),
 		cmocka_unit_test(test_data_in_post_fails),
+		cmocka_unit_test(test_data_in_longer_than_sq),
+		cmocka_unit_test(test_data_in_piece_fails),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
