@@ -176,7 +176,10 @@ SCSITGT_EXPORT int scsitgt_lun_use_pr_file(struct scsitgt_lun *lun, const char *
  * as the store has not said that the copy may be stale (scsitgt_lun_set_pr_sync()), has not
  * announced a delivery it has not applied yet (scsitgt_lun_start_pr_delivery()) and its lease
  * has not run out (scsitgt_lun_set_pr_lease()); in the last two cases the commands a
- * reservation could refuse wait (held, in order) rather than fail.
+ * reservation could refuse wait (held, in order) rather than fail. A held command is in no
+ * backend: a task management function or PREEMPT AND ABORT that aborts it, the LUN's removal
+ * once its drain times out, and the loss of its I_T nexus end it at once (no response; the
+ * function answers without waiting for the store), and it never runs afterwards.
  *
  * Threads: every call here is made on the LUN's home loop, except
  * scsitgt_lun_start_pr_delivery(), which a store calls from its own thread (where its
