@@ -33,6 +33,9 @@
  * exporting the image shows the same device. Its persistent reservations are shared with
  * every gateway through a RADOS object (scsitgt_backend_rbd_use_pr()) unless the flag nopr
  * keeps them local (then --pr-dir applies as to other LUNs).
+ * The flag prhold (tests only, any LUN) puts its reservations in a store whose lease has run
+ * out for good (minitarget_prhold.c): its read and write commands wait until a task management
+ * function, a logout or the LUN's end cuts them short (tests/integration/pr_hold.sh).
  * Prints one "iscsi://HOST:PORT/IQN/LUN" line per LUN once listening; logs go to stderr.
  * --srp-portal listens for SRP logins over RDMA/CM (Linux ib_srp's dest=HOST:PORT) with the
  * target port identifier id_ext = ioc_guid = --srp-guid (default 0x0002c90300abcdef); one
@@ -75,6 +78,7 @@
 #include <libscsitgt/testing.h> /* the watch fault of SIGUSR2 */
 
 #include "minitarget_opts.h"
+#include "minitarget_prhold.h"
 
 /* A LUN's fault-injection wrapper (fault=SPEC), whose close() minitarget watches: a context
  * the library abandoned at shutdown (it held ios) is the host's to free. */
@@ -557,7 +561,12 @@ static int lun_pr_setup(struct app *app, const struct minitarget_lun *l, struct 
 	const char *pr_dir = app->opts->pr_dir;
 	int rc = 0;
 
-	if (rbd_ctx && !l->rbd_nopr) {
+	if (l->pr_hold) {
+		rc = minitarget_prhold_setup(&app->loop, lun);
+		if (rc < 0)
+			fprintf(stderr, "minitarget: LUN %llu: prhold: %s\n",
+				(unsigned long long)l->id, scsitgt_strerror(rc));
+	} else if (rbd_ctx && !l->rbd_nopr) {
 		rc = rbd_share_pr(&app->loop, rbd_ctx);
 		if (rc == 0)
 			app->pr_rbd[app->npr_rbd++] = rbd_ctx;

@@ -16,7 +16,7 @@ void minitarget_usage(FILE *f)
 	fprintf(f,
 		"usage: minitarget [--portal HOST:PORT]... [--iqn NAME]\n"
 		"                  [--lun N:ram|null:SIZE[,thin][,ro][,removable][,bs=N][,pbe=N]\n"
-		"                         [,spc4]]...\n"
+		"                         [,spc4][,prhold]]...\n"
 		"                  [--lun N:file:PATH[,thin][,ro][,removable][,bs=N][,pbe=N][,spc4]\n"
 		"                         [,io_engine=auto|libaio|io_uring][,direct=0|1]\n"
 		"                         [,uring_async=auto|always|never]]...\n"
@@ -168,6 +168,8 @@ static int lun_flag(struct minitarget_lun *l, const char *tok)
 		l->flags |= SCSITGT_LUN_REMOVABLE;
 	else if (strcmp(tok, "spc4") == 0)
 		l->flags |= SCSITGT_LUN_CLAIM_SPC4;
+	else if (strcmp(tok, "prhold") == 0)
+		l->pr_hold = true;
 	else if (strncmp(tok, "fault=", 6) == 0)
 		rc = lun_str_flag(l->fault, sizeof(l->fault), tok + 6, false);
 	else if (l->kind == MINITARGET_LUN_RBD && lun_rbd_flag(l, tok, &rc))

@@ -39,6 +39,8 @@ struct minitarget_lun {
 	long rbd_timeout; /* -1: the backend's default */
 	bool rbd_nocache;
 	bool rbd_nopr; /* reservations local to this process instead of shared in RADOS */
+	/* prhold (tests only): reservations in a store whose lease ran out (minitarget_prhold.c) */
+	bool pr_hold;
 	bool bs_given;
 	uint32_t bs;
 	uint32_t flags; /* SCSITGT_LUN_* */

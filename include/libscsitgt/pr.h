@@ -176,7 +176,10 @@ SCSITGT_EXPORT int scsitgt_lun_use_pr_file(struct scsitgt_lun *lun, const char *
  * as the store has not said that the copy may be stale (scsitgt_lun_set_pr_sync()), has not
  * announced a delivery it has not applied yet (scsitgt_lun_start_pr_delivery()) and its lease
  * has not run out (scsitgt_lun_set_pr_lease()); in the last two cases the commands a
- * reservation could refuse wait (held, in order) rather than fail.
+ * reservation could refuse wait (held, in order) rather than fail. A held command is in no
+ * backend: a task management function or PREEMPT AND ABORT that aborts it, the LUN's removal
+ * once its drain times out, and the loss of its I_T nexus end it at once (no response; the
+ * function answers without waiting for the store), and it never runs afterwards.
  *
  * Threads: every call here is made on the LUN's home loop, except
  * scsitgt_lun_start_pr_delivery(), which a store calls from its own thread (where its
@@ -224,7 +227,8 @@ struct scsitgt_pr_cluster_ops {
 	/**
 	 * The store is no longer used (replaced, or the LUN is freed); no request is pending.
 	 * From its return the store calls nothing of this header with @p lun any more (the
-	 * LUN may be freed right after): a thread of its own that may be inside
+	 * LUN may be freed right after), scsitgt_lun_complete_pr_delivery() of a delivery it
+	 * announced before included (it is forgotten): a thread of its own that may be inside
 	 * scsitgt_lun_start_pr_delivery() is waited for, and a store that outlives the LUN
 	 * (kept by its backend, which an engine shutdown may close after the LUN's free:
 	 * docs/threading.md, "Teardown") drops it here. May be NULL.
@@ -372,7 +376,11 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_sync(struct scsitgt_lun *lun, enum scsitgt
  *
  * Call it before the delivery can reach the loop; every call needs one
  * scsitgt_lun_complete_pr_delivery(), also for a delivery that turns out to carry no state.
- * Removing or installing the store forgets the deliveries announced before.
+ * Removing or installing the store forgets the deliveries announced before, and the count is
+ * the LUN's, not the store's: a store must not complete a delivery it announced before it was
+ * replaced (from its @c detach on; a store without one, from scsitgt_lun_set_pr_cluster()
+ * on), or it ends one of the new store's and lets the commands held for that one go before
+ * its state is applied. Drop such deliveries unapplied and uncompleted.
  *
  * @param lun The LUN.
  * @return 0; -EINVAL for a NULL @p lun; -ENOENT when the LUN has no cluster store (nothing

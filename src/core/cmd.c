@@ -13,6 +13,7 @@
 #include "core/cdb.h"
 #include "core/fabric.h"
 #include "core/order.h"
+#include "core/pr.h"
 #include "core/scsi_spec.h"
 #include "core/stats.h"
 #include "core/tmf.h"
@@ -407,6 +408,10 @@ void scsitgt__cmd_abort(struct scsitgt__cmd *cmd, struct scsitgt__tmf_op *op, bo
 		/* A backend that can cancel its ios returns them sooner (backend.h abort()). */
 		if (cancel_ios)
 			scsitgt__io_abort_cmd(cmd);
+		/* Held for the cluster store: it ends now, whatever the store does (last: the
+		 * fabric may free it). */
+		if (cmd->pr_hold)
+			scsitgt__pr_hold_cut(cmd);
 		return;
 	}
 	cmd_move(cmd, CMD_LIVE, SCSITGT__CMD_ABORTED);
@@ -423,6 +428,9 @@ void scsitgt__cmd_nexus_gone(struct scsitgt__cmd *cmd)
 	scsitgt__list_remove(&cmd->sess_node);
 	cmd->sess = NULL;
 	cmd_move(cmd, CMD_LIVE | CMD_S(SCSITGT__CMD_ABORTED), SCSITGT__CMD_ORPHANED);
+	/* Held for the cluster store (a TMF aborted it already, or not): freed now. */
+	if (cmd->pr_hold)
+		scsitgt__pr_hold_cut(cmd);
 }
 
 /* The family's heap state goes with the command (cmd.h, struct scsitgt__cmd_ctx_ops). */

@@ -78,6 +78,7 @@ struct scsitgt__sbc_chunker;
 struct scsitgt__xcopy_op;
 struct scsitgt__bg_walk;
 struct scsitgt__mode_select_op;
+struct scsitgt__pr_hold;
 
 /*
  * What a command keeps between the steps of its execution (parse, exec, the callbacks of its
@@ -198,6 +199,9 @@ struct scsitgt__cmd {
 
 	/* the TMF waiting for this aborted command to leave its backend (core/tmf.c). */
 	struct scsitgt__tmf_op *tmf_wait;
+	/* its record while its admission is held for the cluster store (core/pr_hold.c): an
+	 * abort or a lost nexus takes it out of its LUN's queue. NULL: not held there. */
+	struct scsitgt__pr_hold *pr_hold;
 
 	/* uv_hrtime() at setup (or when the fabric read it), for the LUN latency histogram. */
 	uint64_t start_ns;
@@ -300,13 +304,15 @@ void scsitgt__cmd_unpark(struct scsitgt__cmd *cmd);
  * Abort a live command (TMF, LUN drain; no response is ever sent). One in its backend stays
  * ABORTED until its ios return, then goes to ops->cmd_aborted; @op (may be NULL) is the TMF
  * that waits for that, and with @cancel_ios the backend is asked to cancel them (backend.h
- * abort()). Any other goes to ops->cmd_aborted now.
+ * abort()). One whose admission waits for the cluster store leaves that wait and goes to
+ * ops->cmd_aborted now (core/pr_hold.c), as any other does. The fabric may free @cmd there.
  */
 void scsitgt__cmd_abort(struct scsitgt__cmd *cmd, struct scsitgt__tmf_op *op, bool cancel_ios);
 
 /*
  * Its I_T nexus is gone (scsitgt__session_destroy()): the command is freed now, or, when a
- * backend still holds it, detached from the session and freed when its last io returns.
+ * backend still holds it, detached from the session and freed when its last io returns (one
+ * held for the cluster store is freed now too, core/pr_hold.c).
  */
 void scsitgt__cmd_nexus_gone(struct scsitgt__cmd *cmd);
 

@@ -29,12 +29,15 @@ void scsitgt__home_call_free(struct scsitgt__home_call *hc)
 		free(hc);
 }
 
-static void home_call_back_msg(struct scsitgt__msg *msg)
+void scsitgt__home_call_back_here(struct scsitgt__home_call *hc)
 {
-	struct scsitgt__home_call *hc = scsitgt__container_of(msg, struct scsitgt__home_call, msg);
-
 	scsitgt__cmd_unhold(hc->cmd);
 	hc->done(hc);
+}
+
+static void home_call_back_msg(struct scsitgt__msg *msg)
+{
+	scsitgt__home_call_back_here(scsitgt__container_of(msg, struct scsitgt__home_call, msg));
 }
 
 void scsitgt__home_call_back(struct scsitgt__home_call *hc)

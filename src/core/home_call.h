@@ -71,6 +71,12 @@ void scsitgt__home_call_later(struct scsitgt__home_call *hc, scsitgt__home_call_
 			      scsitgt__home_call_fn done);
 /* The step that ends later is over: @done runs on the command's shard. Loop: home. */
 void scsitgt__home_call_back(struct scsitgt__home_call *hc);
+/*
+ * The same from the command's own shard, for a step that ends later and that shard took back
+ * before home called back (under the step's own lock: core/pr_hold.c, an aborted command
+ * leaving its LUN's queue): @done runs now, inside the call. Loop: the command's.
+ */
+void scsitgt__home_call_back_here(struct scsitgt__home_call *hc);
 
 /*
  * Whether the command is known to be aborted (or its nexus gone), for a step that ends later

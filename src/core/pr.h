@@ -250,6 +250,11 @@ static inline bool scsitgt__pr_hold_due(uint32_t xf, uint64_t lease)
 void scsitgt__pr_hold_exec(struct scsitgt__cmd *cmd);
 /* Home: let the held commands go if nothing holds them any more (@all: whatever holds). */
 void scsitgt__pr_hold_release(struct scsitgt_lun *lun, bool all);
+/* @cmd, held (cmd->pr_hold), was aborted or lost its nexus: it leaves the LUN's queue and ends
+ * now, on this loop (or, still on its way to home, as soon as home sees it); a release that
+ * took it first sends it back anyway, aborted. The fabric may free @cmd inside the call.
+ * Loop: the command's. */
+void scsitgt__pr_hold_cut(struct scsitgt__cmd *cmd);
 /* The conflict check of scsitgt__pr_check() for a caller that cannot wait (EXTENDED COPY's
  * look at a copy target): BUSY where the admission would hold. */
 enum scsitgt__sense_reason scsitgt__pr_check_now(struct scsitgt__cmd *cmd);

@@ -10,6 +10,16 @@
  * is then, and executed or refused. A PREEMPT AND ABORT applied meanwhile aborts it (its
  * admission stamp is older), which it learns there too.
  *
+ * A held command is no io in a backend: nothing of it is outside the core, so a task
+ * management function, a PREEMPT AND ABORT, a LUN removal that timed out or the loss of its
+ * nexus need not wait for the store (SAM-5 §7: the TMF answers once the task is gone). Its own
+ * loop, which moved it to ABORTED or ORPHANED, takes it out of the queue under lun->xlock and
+ * ends it there and then (scsitgt__pr_hold_cut()). Which of that loop and home has the record
+ * is settled under the lock by two marks: queued (in hold_q: whoever takes it out sends it
+ * back) and cut (aborted while on its way to home, which then sends it back instead of
+ * queueing it). A release that took the queue first sends it back as usual: its loop finds it
+ * aborted and never runs it.
+ *
  * The mark comes from the store's own thread (a RADOS watch callback), before the delivery can
  * reach the loop: it is a count under lun->xlock mirrored in SCSITGT__LUN_XF_PR_PENDING, the
  * word every command loads at parse, so a LUN without shared reservations pays nothing and one
@@ -21,10 +31,13 @@
 #include "core/cmd.h"
 #include "core/pr.h"
 
-/* A held command's record: the home call and its place in pr->hold_q. */
+/* A held command's record: the home call and its place in pr->hold_q. The marks are under
+ * lun->xlock (see above). */
 struct scsitgt__pr_hold {
 	struct scsitgt__home_call hc; /* first */
 	struct scsitgt__list node;
+	bool queued;
+	bool cut;
 };
 
 /* Whether held commands must go on waiting. Under lun->xlock. A copy called stale answers
@@ -58,6 +71,7 @@ static void hold_done(struct scsitgt__home_call *hc)
 	struct scsitgt__cmd *cmd = hc->cmd;
 	enum scsitgt__sense_reason r;
 
+	cmd->pr_hold = NULL;
 	scsitgt__home_call_free(hc);
 	if (scsitgt__cmd_aborted(cmd)) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_ABORTED);
@@ -84,8 +98,10 @@ static void hold_home(struct scsitgt__home_call *hc)
 	bool held = false;
 
 	uv_mutex_lock(&lun->xlock);
-	if (hold_needed(lun)) {
+	/* (aborted on its way here: back at once) */
+	if (!h->cut && hold_needed(lun)) {
 		held = true;
+		h->queued = true;
 		scsitgt__list_add_tail(&lun->pr->hold_q, &h->node);
 		recheck = hold_recheck(lun->pr);
 		arg = lun->pr->cl_arg;
@@ -109,7 +125,30 @@ void scsitgt__pr_hold_exec(struct scsitgt__cmd *cmd)
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 		return;
 	}
+	cmd->pr_hold = scsitgt__container_of(hc, struct scsitgt__pr_hold, hc);
 	scsitgt__home_call_later(hc, hold_home, hold_done);
+}
+
+void scsitgt__pr_hold_cut(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt__pr_hold *h = cmd->pr_hold;
+	struct scsitgt_lun *lun = cmd->lun;
+	bool mine = false;
+
+	/* The record lives until hold_done(), which runs on this loop. */
+	uv_mutex_lock(&lun->xlock);
+	if (h->queued) {
+		scsitgt__list_remove(&h->node);
+		h->queued = false;
+		mine = true;
+	} else {
+		/* on its way to home (which sends it back), or sent back already */
+		h->cut = true;
+	}
+	uv_mutex_unlock(&lun->xlock);
+	/* hold_done() ends it as aborted (or frees it, its nexus gone). */
+	if (mine)
+		scsitgt__home_call_back_here(&h->hc);
 }
 
 void scsitgt__pr_hold_release(struct scsitgt_lun *lun, bool all)
@@ -122,7 +161,11 @@ void scsitgt__pr_hold_release(struct scsitgt_lun *lun, bool all)
 	uv_mutex_lock(&lun->xlock);
 	if (lun->pr && !scsitgt__list_empty(&lun->pr->hold_q)) {
 		if (all || !hold_needed(lun)) {
-			/* the whole queue, in order */
+			/* the whole queue, in order; from now on this call sends each back */
+			for (struct scsitgt__list *p = lun->pr->hold_q.next; p != &lun->pr->hold_q;
+			     p = p->next)
+				scsitgt__container_of(p, struct scsitgt__pr_hold, node)->queued =
+					false;
 			go = lun->pr->hold_q;
 			go.next->prev = &go;
 			go.prev->next = &go;

@@ -29,6 +29,12 @@
  *                             cleared: "good", "conflict" or "sense K/ASC/ASCQ"
  *   opsupport OPCODE          REPORT SUPPORTED OPERATION CODES for one opcode (no service
  *                             action): "supported", "not supported", or "sense K/ASC/ASCQ"
+ *   held KIND                 a READ (10) of block 0 that the target holds (minitarget's
+ *                             prhold LUN), then KIND: abort (ABORT TASK of it), abort-set,
+ *                             lun-reset, logout, or drop (the connection closed, no logout);
+ *                             prints "answered MS response R" (R: the TMF's response, 0 for
+ *                             function complete; the logout's status) once KIND is answered,
+ *                             MS after it was sent, "no answer" after HELD_WAIT_MS, or "dropped"
  *
  * -w FILE: after logging in, print "ready" and wait until FILE exists (polled) before the
  * command, so that several clients can start a command at the same moment.
@@ -41,11 +47,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <iscsi/iscsi.h>
@@ -58,6 +66,10 @@
  * BUSY is reported (a gateway re-reading its reservation state answers BUSY meanwhile:
  * docs/rbd.md). */
 #define BUSY_TRIES 200
+/* How long "held" waits for the answer to its TMF or logout. A target that makes them wait for
+ * the held command answers only at its TMF or logout timeout, set far beyond this by the
+ * test (tests/integration/pr_hold.sh). */
+#define HELD_WAIT_MS 20000
 
 static struct iscsi_context *iscsi;
 static int lun;
@@ -67,7 +79,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: pr_client [-i IQN] [-q ISID-QUALIFIER] [-w FILE] URL "
 		"tur|tur-after|register|rekey|reserve|preempt|readkeys|readgen|readres|write|"
-		"verify|rtpg|stpg|ident|reserve6|release6|opsupport [ARGS]\n");
+		"verify|rtpg|stpg|ident|reserve6|release6|opsupport|held [ARGS]\n");
 	exit(2);
 }
 
@@ -475,6 +487,111 @@ static int cmd_stpg(unsigned int state, unsigned int group)
 	return 0;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Run the session until @done (or its out queue is empty, @done NULL); false at @deadline. */
+static bool service_until(const bool *done, int64_t deadline)
+{
+	while (done ? !*done : iscsi_out_queue_length(iscsi) > 0) {
+		struct pollfd pfd = { .fd = iscsi_get_fd(iscsi),
+				      .events = iscsi_which_events(iscsi) };
+		int64_t left = deadline - now_ms();
+
+		if (left <= 0)
+			return false;
+		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR) {
+			perror("pr_client: poll");
+			exit(1);
+		}
+		if (iscsi_service(iscsi, pfd.revents) < 0) {
+			fprintf(stderr, "pr_client: %s\n", iscsi_get_error(iscsi));
+			exit(1);
+		}
+	}
+	return true;
+}
+
+struct held_answer {
+	bool done;
+	int status;
+	uint32_t response;
+};
+
+static void held_cb(struct iscsi_context *ctx, int status, void *command_data, void *priv)
+{
+	struct held_answer *a = priv;
+
+	(void)ctx;
+	a->done = true;
+	a->status = status;
+	if (command_data && status == SCSI_STATUS_GOOD)
+		a->response = *(uint32_t *)command_data;
+}
+
+/* The READ's own end: libiscsi cancels it as it sends the TMF (CANCELLED); a status from the
+ * target would mean that it ran. */
+static void held_read_cb(struct iscsi_context *ctx, int status, void *command_data, void *priv)
+{
+	(void)ctx;
+	(void)command_data;
+	*(int *)priv = status;
+}
+
+static int cmd_held(const char *kind)
+{
+	uint32_t bs = block_size();
+	struct held_answer a = { 0 };
+	int read_status = -1, rc = -1;
+	struct scsi_task *t;
+	int64_t t0;
+
+	t = iscsi_read10_task(iscsi, lun, 0, bs, (int)bs, 0, 0, 0, 0, 0, held_read_cb,
+			      &read_status);
+	check(t, "READ (10)");
+	/* on the wire before the TMF: the target reads it, and holds it, first */
+	if (!service_until(NULL, now_ms() + HELD_WAIT_MS) || read_status != -1) {
+		fprintf(stderr, "pr_client: the READ was not held (status %d)\n", read_status);
+		exit(1);
+	}
+	t0 = now_ms();
+	if (strcmp(kind, "abort") == 0)
+		rc = iscsi_task_mgmt_abort_task_async(iscsi, t, held_cb, &a);
+	else if (strcmp(kind, "abort-set") == 0)
+		rc = iscsi_task_mgmt_abort_task_set_async(iscsi, (uint32_t)lun, held_cb, &a);
+	else if (strcmp(kind, "lun-reset") == 0)
+		rc = iscsi_task_mgmt_lun_reset_async(iscsi, (uint32_t)lun, held_cb, &a);
+	else if (strcmp(kind, "logout") == 0)
+		rc = iscsi_logout_async(iscsi, held_cb, &a);
+	else if (strcmp(kind, "drop") == 0) {
+		iscsi_destroy_context(iscsi);
+		scsi_free_scsi_task(t);
+		printf("dropped\n");
+		exit(0);
+	} else
+		usage();
+	if (rc != 0) {
+		fprintf(stderr, "pr_client: %s: %s\n", kind, iscsi_get_error(iscsi));
+		exit(1);
+	}
+	if (service_until(&a.done, t0 + HELD_WAIT_MS))
+		printf("answered %lld response %u\n", (long long)(now_ms() - t0),
+		       a.status == SCSI_STATUS_GOOD ? a.response : 0xffffffffu);
+	else
+		printf("no answer\n");
+	if (read_status == SCSI_STATUS_GOOD)
+		printf("read ran\n");
+	fflush(stdout);
+	iscsi_destroy_context(iscsi);
+	scsi_free_scsi_task(t);
+	exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *initiator = DEFAULT_INITIATOR;
@@ -548,6 +665,8 @@ int main(int argc, char **argv)
 		rc = cmd_spc2(false);
 	else if (strcmp(cmd, "opsupport") == 0 && argc == 1)
 		rc = cmd_opsupport((unsigned)num(argv[0]));
+	else if (strcmp(cmd, "held") == 0 && argc == 1)
+		rc = cmd_held(argv[0]);
 	else
 		usage();
 	iscsi_logout_sync(iscsi);

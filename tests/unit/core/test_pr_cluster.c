@@ -1361,36 +1361,6 @@ static void test_resync_asks_again(void **state)
 	two_destroy(t);
 }
 
-/* ABORT TASK of a held command: its response waits until the command is let go (as for an io a
- * backend cannot cancel), then it ends aborted, never executed. */
-static void test_held_command_aborted(void **state)
-{
-	struct two *t = two_create();
-	int resp = -1;
-	uint8_t lun[8];
-	size_t ios;
-
-	(void)state;
-	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, 1), 0);
-	ios = t->gb.fb->nrecs;
-	wr_start(&t->gb, t->gb.b, 0, &t->rb);
-	gw_idle(&t->gb);
-	assert_false(t->rb.done);
-	scsitgt__lun_encode(0, lun);
-	scsitgt__tmf_execute(t->gb.b, SCSITGT__TMF_ABORT_TASK, lun, t->rb.cmd->tag, tmf_resp,
-			     &resp);
-	gw_idle(&t->gb);
-	assert_int_equal(resp, -1);
-	assert_int_equal(scsitgt_lun_set_pr_lease(t->gb.lun, mono_ms() + 600000), 0);
-	gw_idle(&t->gb);
-	assert_true(t->rb.done);
-	assert_true(t->rb.aborted);
-	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
-	assert_int_equal(t->gb.fb->nrecs, ios);
-	ok(wr(&t->gb, t->gb.b));
-	two_destroy(t);
-}
-
 static void test_set_cluster_args(void **state)
 {
 	struct two *t = two_create();
@@ -1443,7 +1413,6 @@ int main(void)
 		cmocka_unit_test(test_delivery_pending_preempt_and_abort),
 		cmocka_unit_test(test_lease_expired_holds_until_renewed),
 		cmocka_unit_test(test_resync_asks_again),
-		cmocka_unit_test(test_held_command_aborted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,43 +11,11 @@
 
 #include "test_util.h"
 
+#include "cmd_count.h"
+
 #include "core/scsi_spec.h"
 
 #define BS 512u
-
-#ifndef NDEBUG
-/* Commands that left NEW, and commands freed (cmd.c's transition hook). */
-static unsigned int started, freed;
-
-static void count_hook(const struct scsitgt__cmd *cmd, enum scsitgt__cmd_state from,
-		       enum scsitgt__cmd_state to)
-{
-	(void)cmd;
-	if (from == SCSITGT__CMD_NEW)
-		started++;
-	if (to == SCSITGT__CMD_FREED)
-		freed++;
-}
-#endif
-
-static void count_start(void)
-{
-#ifndef NDEBUG
-	started = 0;
-	freed = 0;
-	scsitgt__cmd_transition_hook = count_hook;
-#endif
-}
-
-/* Every command the test started has been freed. */
-static void count_check(void)
-{
-#ifndef NDEBUG
-	scsitgt__cmd_transition_hook = NULL;
-	assert_true(started > 0);
-	assert_int_equal(freed, started);
-#endif
-}
 
 /* The three commands of a case: one in the backend, and what waits behind it. */
 struct rd_cmds {

@@ -286,9 +286,11 @@ static void test_parse_lun(void **state)
 	assert_int_equal(l.flags, SCSITGT_LUN_THIN | SCSITGT_LUN_READ_ONLY | SCSITGT_LUN_REMOVABLE |
 					  SCSITGT_LUN_CLAIM_SPC4);
 
-	assert_int_equal(minitarget_parse_lun("2:null:1G,fault=hang@write", &l), 0);
+	assert_false(l.pr_hold);
+	assert_int_equal(minitarget_parse_lun("2:null:1G,fault=hang@write,prhold", &l), 0);
 	assert_int_equal(l.kind, MINITARGET_LUN_NULL);
 	assert_string_equal(l.fault, "hang@write");
+	assert_true(l.pr_hold);
 
 	assert_int_equal(minitarget_parse_lun("0:file:/dev/sdz,bs=4096", &l), 0);
 	assert_int_equal(l.kind, MINITARGET_LUN_FILE);
