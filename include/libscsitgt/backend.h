@@ -312,6 +312,28 @@ struct scsitgt_backend_ops {
 	 * leave it 0 (every call on the home loop).
 	 */
 	uint32_t flags;
+	/**
+	 * The LUN is going away: scsitgt_lun_destroy() was called for it (by the host, or by
+	 * the destroy of its target or engine). A backend that keeps the LUN's handle (given by
+	 * its host, as scsitgt_backend_rbd_set_lun() does, or taken from scsitgt_io_get_lun())
+	 * forgets it here: from this call on it calls nothing with @p lun (scsitgt_lun_resize(),
+	 * scsitgt_lun_set_offline(), ...) for events of its own, such as a medium that changed
+	 * size, because the LUN's target may be freed before close() is called, and the LUN
+	 * itself without close() ever being called (an engine destroyed while the backend held
+	 * ios past the drain timeout; docs/threading.md, "Teardown"). ios still lent to the
+	 * backend stay lent and are completed as usual; close() follows once they are all back
+	 * unless the engine gave up on them. A cluster store of persistent reservations it
+	 * installed on the LUN (pr.h) keeps its own contract, until its detach.
+	 *
+	 * Called exactly once per LUN that scsitgt_lun_create() created, on the home loop, at
+	 * the start of scsitgt_lun_destroy(), before close() and before the LUN is freed; never
+	 * for a LUN whose creation failed. Optional, may be NULL. Appended after the first
+	 * release; older tables leave it NULL.
+	 *
+	 * @param bctx The backend context.
+	 * @param lun  The LUN, still valid during the call.
+	 */
+	void (*detach)(void *bctx, struct scsitgt_lun *lun);
 };
 
 /**

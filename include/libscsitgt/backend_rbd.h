@@ -171,7 +171,10 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_get_ident(void *bctx, uint64_t *naa_out, 
  * Tell the backend which LUN serves it, once scsitgt_lun_create() succeeded: from then on a
  * change of the image's size (an rbd resize, seen through librbd's update watch on every
  * gateway) is reported with scsitgt_lun_resize() (CAPACITY DATA HAS CHANGED). Without it the
- * backend still checks ios against the new size but the initiators are not told.
+ * backend still checks ios against the new size but the initiators are not told. The backend
+ * forgets the LUN when scsitgt_lun_destroy() is called for it (its detach op, backend.h), so
+ * a resize seen after that, while ios drain or after an engine shutdown gave up on them,
+ * touches no LUN.
  *
  * @param bctx The context the LUN serves.
  * @param lun  The LUN; NULL detaches it.

@@ -204,7 +204,8 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
  * the engine's drain timeout (scsitgt_engine_set_drain_timeout()), the LUN's remaining
  * commands are aborted without a response, @p cb runs, and the ios the backend still holds
  * stay lent to it: the backend is closed when it has completed the last of them
- * (docs/threading.md, "Teardown").
+ * (docs/threading.md, "Teardown"). The backend's detach() op, when it has one, is called
+ * from inside this call, before anything else (backend.h).
  *
  * @param lun    The LUN. Dead after the call.
  * @param cb     Called once, from the loop, status 0: after the backend's close completed, or

@@ -2,8 +2,8 @@
 /*
  * The fault-injection backend (backend_fault.h): a wrapper that interposes on submit() of any
  * backend and, by rule, completes ios with an error, delays them on a loop timer, or holds
- * them until the host releases them. Everything else (open, close, supports, get_lba_status)
- * is the wrapped backend's. Like the aio backend it registers libuv handles (one timer per
+ * them until the host releases them. Everything else (open, close, supports, get_lba_status,
+ * detach) is the wrapped backend's. Like the aio backend it registers libuv handles (one timer per
  * delayed io), on the loop the host gave it.
  *
  * Held and delayed ios stay lent to this backend, so the library does not call close() while
@@ -318,6 +318,14 @@ static void fault_reset(void *bctx)
 		f->inner.reset(f->inner_ctx);
 }
 
+/* The LUN is being destroyed: the wrapped backend may keep its handle (backend.h). */
+static void fault_detach(void *bctx, struct scsitgt_lun *lun)
+{
+	struct fault *f = bctx;
+
+	f->inner.detach(f->inner_ctx, lun);
+}
+
 static void fault_submit(void *bctx, struct scsitgt_io *io)
 {
 	struct fault *f = bctx;
@@ -429,6 +437,7 @@ SCSITGT_EXPORT int scsitgt_backend_fault_create(void **bctx_out, uv_loop_t *loop
 	f->ops.get_lba_status = f->inner.get_lba_status ? fault_get_lba_status : NULL;
 	f->ops.abort = fault_abort;
 	f->ops.reset = fault_reset;
+	f->ops.detach = f->inner.detach ? fault_detach : NULL;
 	/* as able to run on several loops as what it wraps (see the top). */
 	f->ops.flags = f->inner.flags & SCSITGT_BACKEND_MULTI_LOOP;
 	f->st.size = sizeof(f->st);

@@ -806,8 +806,8 @@ static void rbd_size_done(struct scsitgt__rbd_job *job)
 		 * watch never reports a resize made before it watched. */
 		rc->size_bytes = sj->size;
 		blocks = rc->block_size ? sj->size / rc->block_size : 0;
-		/* Not while closing: the LUN is being destroyed (close() runs at the end of
-		 * scsitgt_lun_destroy()). */
+		/* Not while closing. rc->lun is NULL from the LUN's destroy on (rbd_detach()):
+		 * the LUN may be freed before this backend is closed, or never close it. */
 		if (rc->opened && !rc->closing && blocks > 0 && blocks != rc->num_blocks) {
 			scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
 				     "%s/%s: resized from %" PRIu64 " to %" PRIu64 " bytes",

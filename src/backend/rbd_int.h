@@ -155,6 +155,8 @@ struct scsitgt__rbd_ctx {
 	uint32_t block_size;
 	/* Written on home (a resize), read on any loop. */
 	_Atomic uint64_t num_blocks;
+	/* Home: set by scsitgt_backend_rbd_set_lun(), cleared when the LUN is destroyed (the
+	 * detach op), before the LUN may be freed. */
 	struct scsitgt_lun *lun;
 
 	/*

@@ -720,6 +720,17 @@ static void rbd_reset_async(void *bctx, scsitgt_done_cb cb, void *cb_arg)
 	scsitgt__rbd_pr_reset(bctx, cb, cb_arg);
 }
 
+/* The LUN is being destroyed (backend.h): an image update seen from now on resizes nothing.
+ * The LUN may be freed before close(), or without close() when an engine shutdown gives up
+ * on an io this backend holds; rbd_size_done() runs on this same loop. */
+static void rbd_detach(void *bctx, struct scsitgt_lun *lun)
+{
+	struct scsitgt__rbd_ctx *rc = bctx;
+
+	(void)lun;
+	rc->lun = NULL;
+}
+
 /* ---- the table and the host's calls ---- */
 
 static const struct scsitgt_backend_ops rbd_ops = {
@@ -731,6 +742,7 @@ static const struct scsitgt_backend_ops rbd_ops = {
 	.submit = rbd_submit,
 	.supports = rbd_supports,
 	.reset_async = rbd_reset_async,
+	.detach = rbd_detach,
 	/* submit() on the io's loop (rbd_loop.h); everything else on home. */
 	.flags = SCSITGT_BACKEND_MULTI_LOOP,
 };

@@ -480,6 +480,10 @@ SCSITGT_EXPORT void scsitgt_lun_destroy(struct scsitgt_lun *lun, scsitgt_done_cb
 	lun->drain.destroying = true;
 	lun->drain.destroy_cb = cb;
 	lun->drain.destroy_cb_arg = cb_arg;
+	/* The LUN's handle is dead from here (lun.h): a backend that keeps it forgets it now,
+	 * whether close() comes later or an engine shutdown gives up on it (backend.h). */
+	if (lun->ops.detach)
+		lun->ops.detach(lun->bctx, lun);
 	scsitgt__target_lun_removed(lun->tgt, lun);
 	scsitgt__ua_luns_changed(lun->tgt, lun->id, true);
 	/* Every worker shard reports when its part is empty (lun_part_drain()). */

@@ -7,10 +7,12 @@
 # error in the log and no LUN. Then the LUN names the real cluster: it appears, and data
 # written with qemu-img equals `rbd export`; its reservations are shared in RADOS. A LUN whose
 # shared reservations cannot attach (its client may not touch their object) stays offline
-# through reloads, each retrying the attach. SIGTERM while librbd holds a write (the OSD
-# stopped, rbd_op_timeout = 0) past drain_timeout_ms: the daemon still exits, status 0; and
-# with the write held by a fault rule in front of the RBD backend, whose shared reservations
-# must then stop using the LUN the engine let go of (review34 D1: a use after free under ASan).
+# through reloads, each retrying the attach. A LUN removed (with its target) while a fault rule
+# holds a write, then its image resized: no LUN is resized (a use after free before the
+# backend's detach op). SIGTERM while librbd holds a write (the OSD stopped, rbd_op_timeout =
+# 0) past drain_timeout_ms: the daemon still exits, status 0; and with the write held by a
+# fault rule in front of the RBD backend, whose shared reservations must then stop using the
+# LUN the engine let go of (review34 D1: a use after free under ASan).
 # Skipped without Ceph or libinih.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -175,15 +177,15 @@ while b"\n" not in buf:
     if not d:
         break
     buf += d
-luns = json.loads(buf.split(b"\n")[0])["result"]["targets"][0]["luns"]
-print(sum(l["inflight"] for l in luns if l["id"] == 1))
+tgts = json.loads(buf.split(b"\n")[0])["result"]["targets"]
+print(sum(l["inflight"] for t in tgts for l in t["luns"] if l["id"] == 1))
 PY
 	}
 	head -c 65536 /dev/urandom >"$IT_TMP/small.img"
-	# write_held: a qemu-img write to LUN 1 in the background, until the daemon counts it
-	# in flight (false if it never does).
+	# write_held [URL]: a qemu-img write to LUN 1 (of URL, default $URL1) in the background,
+	# until the daemon counts it in flight (false if it never does).
 	write_held() {
-		qemu-img convert -n -f raw -O raw "$IT_TMP/small.img" "$URL1" >/dev/null 2>&1 &
+		qemu-img convert -n -f raw -O raw "$IT_TMP/small.img" "${1:-$URL1}" >/dev/null 2>&1 &
 		IT_HELPER_PIDS+=($!)
 		for ((i = 0; i < 600; i++)); do
 			[[ $(inflight) -ge 1 ]] && return 0
@@ -192,8 +194,43 @@ PY
 		[[ $(inflight) -ge 1 ]]
 	}
 
-	lun1_conf 'fault = hang@write' >"$CONF"
+	# A removal that gives up on a write held by a fault rule in front of the RBD backend, then
+	# the image grows (rbd resize, seen through librbd's update watch). The backend reports
+	# resizes to the LUN scsitgtd gave it (scsitgt_backend_rbd_set_lun()); the LUN's destroy
+	# must make it forget that LUN (the backend's detach op), since the LUN waits for the
+	# write out of its target, which is freed meanwhile (and an engine shutdown would free the
+	# LUN before scsitgtd closes the backend). Here LUN 1 has a target of its own, removed
+	# whole. Before: the removed LUN was resized, "LUN 1: capacity 32768 -> 65536 blocks" in
+	# the log with its freed target's name (AddressSanitizer: heap use after free in
+	# scsitgt_lun_resize).
+	IQN2=$IQN-2
+	lun1_conf 'fault = hang@write' | sed "s/^\[lun 1\]/[target]\nname = $IQN2\n\n&/" >"$CONF"
 	it_stop || it_fail "scsitgtd exited with status $? on SIGTERM"
+	it_scsitgtd_start "$CONF"
+	it_wait_log "$IT_TMP/target.err" "LUN 1: reservations shared in RADOS"
+	write_held "iscsi://127.0.0.1:$PORT/$IQN2/1" || it_fail "no write held by the fault rule"
+	lun1_conf '' | sed '/^\[lun 1\]/,$d' >"$CONF"
+	it_reload
+	it_wait_log "$IT_TMP/target.err" "LUN 1 removed with 1 ios still in backend"
+	rbd resize --size 32M "$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE" >/dev/null 2>&1 ||
+		it_fail "rbd resize failed"
+	it_wait_log "$IT_TMP/target.err" "resized from 16777216 to 33554432 bytes"
+	# The loop answers after the resize's turn (a sanitizer's report ends the process first).
+	if ! inflight >/dev/null 2>&1 || ! it_alive; then
+		it_fail "scsitgtd died after the resize: $(grep -m 1 "SUMMARY" "$IT_TMP/target.err" ||
+			tail -5 "$IT_TMP/target.err")"
+	fi
+	if grep -q "LUN 1: capacity" "$IT_TMP/target.err"; then
+		it_fail "the removed LUN was resized: $(grep "LUN 1: capacity" "$IT_TMP/target.err")"
+	fi
+	st=0
+	it_stop || st=$?
+	[[ $st -eq 0 ]] || it_fail "SIGTERM after the resize: exit status $st: $(tail -5 "$IT_TMP/target.err")"
+	grep -q "LUN 1: backend closed after the engine gave up" "$IT_TMP/target.err" ||
+		it_fail "the RBD backend of the removed LUN was not closed: $(tail -5 "$IT_TMP/target.err")"
+	it_log "an image resized after its LUN's removal gave up on a held write: no LUN resized"
+
+	lun1_conf 'fault = hang@write' >"$CONF"
 	it_scsitgtd_start "$CONF"
 	it_wait_log "$IT_TMP/target.err" "LUN 1: reservations shared in RADOS"
 	write_held || it_fail "no write held by the fault rule"

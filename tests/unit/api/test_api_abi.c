@@ -61,7 +61,7 @@ _Static_assert(offsetof(struct scsitgt_lun_opts, unmap_granularity_alignment) ==
 _Static_assert(offsetof(struct scsitgt_lun_opts, naa_extended) == 148, "lun_opts ABI");
 _Static_assert(offsetof(struct scsitgt_lun_opts, uuid) == 164, "lun_opts ABI");
 
-_Static_assert(sizeof(struct scsitgt_backend_ops) == 112, "backend_ops ABI");
+_Static_assert(sizeof(struct scsitgt_backend_ops) == 120, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, name) == 8, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, io_ctx_size) == 16, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, open) == 24, "backend_ops ABI");
@@ -76,6 +76,7 @@ _Static_assert(offsetof(struct scsitgt_backend_ops, reset_async) == 80, "backend
 _Static_assert(offsetof(struct scsitgt_backend_ops, get_size) == 88, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, resize) == 96, "backend_ops ABI");
 _Static_assert(offsetof(struct scsitgt_backend_ops, flags) == 104, "backend_ops ABI");
+_Static_assert(offsetof(struct scsitgt_backend_ops, detach) == 112, "backend_ops ABI");
 
 _Static_assert(sizeof(struct scsitgt_lun_geometry) == 40, "lun_geometry ABI");
 _Static_assert(offsetof(struct scsitgt_lun_geometry, block_size) == 8, "lun_geometry ABI");
