@@ -28,21 +28,6 @@ static void assert_keys(struct prt *t, unsigned int n, const uint64_t *keys)
 		assert_int_equal(get_be64(&r->data[8 + 8 * i]), keys[i]);
 }
 
-/* READ RESERVATION: @key and @type, or none when @type is 0. */
-static void assert_reservation(struct prt *t, uint64_t key, uint8_t type)
-{
-	struct lf_result *r = prt_in(t, t->obs, PR_IN_READ_RESERVATION, 64);
-
-	assert_good(r);
-	if (type == 0) {
-		assert_int_equal(get_be32(&r->data[4]), 0);
-		return;
-	}
-	assert_int_equal(get_be32(&r->data[4]), 16);
-	assert_int_equal(get_be64(&r->data[8]), key);
-	assert_int_equal(r->data[21], type);
-}
-
 static void test_register(void **state)
 {
 	struct prt *t = prt_create(FAKE_SYNC);
