@@ -63,6 +63,14 @@ enum scsitgt__sense_reason scsitgt__pr_parse_out(struct scsitgt__cmd *cmd)
 		if (!pr_type_valid(type))
 			return scsitgt__cmd_bad_cdb_field(cmd, 2, 3);
 	}
+	/* SPC-5 §5.13.11.3: "If the device server has not detected that persistent reservation
+	 * information has been lost (see 5.13.5.3), then the device server shall terminate" a
+	 * REPLACE LOST RESERVATION with INVALID RELEASE OF PERSISTENT RESERVATION. The library
+	 * has no lost state (it never reports PERSISTENT RESERVATION INFORMATION LOST; a state
+	 * that cannot be loaded is the host's error, scsitgt_lun_load_pr_state()), so every one
+	 * is refused, and REPORT CAPABILITIES says RLR_C 0. */
+	if (sa == PR_OUT_REPLACE_LOST)
+		return SCSITGT__SR_INVALID_RELEASE_OF_PR;
 	/* SPC-5 §6.17.1: at least the 24 fixed bytes; longer lists carry TransportIDs. */
 	if (len < PR_PARAM_LEN || len > SCSITGT__PR_MAX_PARAM)
 		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
@@ -540,22 +548,6 @@ static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 	return SCSITGT__SR_OK;
 }
 
-/* SPC-5 §5.13.12 REPLACE LOST RESERVATION: a registrant re-establishes a reservation. */
-static enum scsitgt__sense_reason pr_replace_lost(struct scsitgt__cmd *cmd,
-						  struct scsitgt__pr_reg *reg, uint8_t type,
-						  uint8_t scope)
-{
-	struct scsitgt__pr *pr = cmd->lun->pr;
-
-	if (pr->held && !scsitgt__pr_is_holder(pr, reg))
-		return SCSITGT__SR_RESERVATION_CONFLICT;
-	pr->held = true;
-	pr->type = type;
-	pr->scope = scope;
-	pr->holder = scsitgt__pr_type_all_registrants(type) ? NULL : reg;
-	return SCSITGT__SR_OK;
-}
-
 void scsitgt__pr_nexus(struct scsitgt__pr_reg *out, const struct scsitgt__session *sess)
 {
 	memset(out, 0, sizeof(*out));
@@ -598,8 +590,6 @@ enum scsitgt__sense_reason scsitgt__pr_out_exec(struct scsitgt__cmd *cmd,
 	case PR_OUT_PREEMPT:
 	case PR_OUT_PREEMPT_AND_ABORT:
 		return pr_preempt(cmd, reg, type, scope, sa == PR_OUT_PREEMPT_AND_ABORT);
-	case PR_OUT_REPLACE_LOST:
-		return pr_replace_lost(cmd, reg, type, scope);
 	default:
 		return scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
 	}

@@ -369,18 +369,34 @@ static void test_register_and_move(void **state)
 	prt_destroy(t);
 }
 
+/* SPC-5 §5.13.11.3: nothing here loses reservation information, so every REPLACE LOST
+ * RESERVATION gets ILLEGAL REQUEST, INVALID RELEASE OF PERSISTENT RESERVATION, and nothing
+ * changes: no reservation appears, none changes type. */
 static void test_replace_lost(void **state)
 {
 	struct prt *t = prt_create(FAKE_SYNC);
+	uint32_t gen;
 
 	(void)state;
-	conflict(prt_out(t, t->a, PR_OUT_REPLACE_LOST, PR_TYPE_WE, 0, 0, 0));
+	/* The spec's form: RESERVATION KEY zero, the new key in SERVICE ACTION RESERVATION KEY. */
+	sense(prt_out(t, t->a, PR_OUT_REPLACE_LOST, PR_TYPE_WE, 0, 0x11, 0), SENSE_ILLEGAL_REQUEST,
+	      0x26, 0x04);
+	assert_keys(t, 0, NULL);
 	ok(prt_out(t, t->a, PR_OUT_REGISTER, 0, 0, 0x11, 0));
 	ok(prt_out(t, t->b, PR_OUT_REGISTER, 0, 0, 0x22, 0));
-	ok(prt_out(t, t->a, PR_OUT_REPLACE_LOST, PR_TYPE_WE, 0x11, 0, 0));
+	sense(prt_out(t, t->a, PR_OUT_REPLACE_LOST, PR_TYPE_WE, 0x11, 0, 0), SENSE_ILLEGAL_REQUEST,
+	      0x26, 0x04);
+	assert_reservation(t, 0, 0);
+	/* The holder cannot change the type in place either. */
+	ok(prt_out(t, t->a, PR_OUT_RESERVE, PR_TYPE_WE, 0x11, 0, 0));
+	gen = generation(t);
+	sense(prt_out(t, t->a, PR_OUT_REPLACE_LOST, PR_TYPE_EA, 0x11, 0, 0), SENSE_ILLEGAL_REQUEST,
+	      0x26, 0x04);
 	assert_reservation(t, 0x11, PR_TYPE_WE);
-	/* Held by another nexus: nothing was lost. */
-	conflict(prt_out(t, t->b, PR_OUT_REPLACE_LOST, PR_TYPE_EA, 0x22, 0, 0));
+	assert_int_equal(generation(t), gen);
+	ok(prt_read(t, t->b));
+	/* RLR_C stays 0 in REPORT CAPABILITIES. */
+	assert_int_equal(prt_in(t, t->obs, PR_IN_REPORT_CAPABILITIES, 8)->data[2] & 0x80, 0);
 	prt_destroy(t);
 }
 
