@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/alua.h"
 #include "core/pr.h"
 #include "core/scsi_spec.h"
 #include "core/tmf.h"
@@ -489,6 +490,37 @@ static enum scsitgt__sense_reason pr_preempt(struct scsitgt__cmd *cmd, struct sc
 	return SCSITGT__SR_OK;
 }
 
+/*
+ * Whether relative target port @rel can carry the I_T nexus of a TransportID of protocol
+ * @proto: a nexus of the target is connected through it (then of that protocol), a
+ * registration names it, or a target port group of the host's ALUA configuration lists it
+ * (as a cluster lists the ports of every engine that exports the LUN, libscsitgt/alua.h). The
+ * core keeps no list of the fabrics' ports; these are the ports it knows. Loop: home (the
+ * target's nexuses are home's), under lun->xlock.
+ */
+static bool pr_port_known(struct scsitgt_lun *lun, uint16_t rel, uint8_t proto)
+{
+	struct scsitgt_target *tgt = lun->tgt;
+	const struct scsitgt__pr *pr = lun->pr;
+
+	SCSITGT__ASSERT_HOME(tgt->engine);
+	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
+		const struct scsitgt__session *s =
+			scsitgt__container_of(p, struct scsitgt__session, node);
+
+		if (s->rel_port_id == rel)
+			return s->protocol_id == proto;
+	}
+	for (struct scsitgt__list *p = pr->regs.next; p != &pr->regs; p = p->next) {
+		const struct scsitgt__pr_reg *r =
+			scsitgt__container_of(p, struct scsitgt__pr_reg, node);
+
+		if (!r->all_tg_pt && r->rel_port_id == rel)
+			return r->protocol_id == proto;
+	}
+	return scsitgt__alua_port_listed(tgt, rel);
+}
+
 /* SPC-5 §5.13.8 REGISTER AND MOVE. */
 static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 						       const struct scsitgt__pr_reg *nexus,
@@ -507,15 +539,22 @@ static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	if (reg == NULL || key != reg->key)
 		return SCSITGT__SR_RESERVATION_CONFLICT;
+	/* SPC-5 §5.13.8: "there is no persistent reservation established": ILLEGAL REQUEST,
+	 * INVALID FIELD IN CDB (the service action). */
+	if (!pr->held)
+		return scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
 	/* Only the holder of a single-holder reservation can move it. */
-	if (!pr->held || scsitgt__pr_type_all_registrants(pr->type) || pr->holder != reg)
+	if (scsitgt__pr_type_all_registrants(pr->type) || pr->holder != reg)
 		return SCSITGT__SR_RESERVATION_CONFLICT;
 	if (sa_key == 0)
 		return scsitgt__cmd_bad_param_field(cmd, PRP_SA_KEY, -1);
 	memset(&cand, 0, sizeof(cand));
 	if (tid_parse(&d[PRM_TID], tlen, &cand) == 0)
 		return scsitgt__cmd_bad_param_field(cmd, PRM_TID, -1);
-	if (rel == 0)
+	/* The RELATIVE TARGET PORT IDENTIFIER names the target port of the nexus the
+	 * reservation moves to (SPC-5 §6.17.4): one no port has would hand it to a nexus that
+	 * can never exist. */
+	if (rel == 0 || !pr_port_known(cmd->lun, rel, cand.protocol_id))
 		return scsitgt__cmd_bad_param_field(cmd, PRM_REL_PORT, -1);
 	cand.rel_port_id = rel;
 	if (scsitgt__pr_reg_covers(&cand, nexus->iport, nexus->rel_port_id))

@@ -344,9 +344,18 @@ static void test_register_and_move(void **state)
 	put_be16(&p[18], 1);
 	n = tid(&p[24], PORT_B, true);
 	put_be32(&p[20], (uint32_t)n);
-	/* No reservation to move. */
-	conflict(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)));
+	/* No reservation to move: SPC-5 §5.13.8, INVALID FIELD IN CDB. An unregistered nexus or
+	 * a wrong key is still a conflict. */
+	bad_cdb(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)), 1, 4);
+	conflict(prt_out_raw(t, t->b, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)));
 	ok(prt_out(t, t->a, PR_OUT_RESERVE, PR_TYPE_EA, 0x11, 0, 0));
+	/* A relative target port no nexus, registration or ALUA group has: refused, the
+	 * reservation stays (it would otherwise move to a nexus that cannot exist). */
+	put_be16(&p[18], 0x7777);
+	bad_param(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)), 18);
+	assert_keys(t, 1, (uint64_t[]){ 0x11 });
+	assert_reservation(t, 0x11, PR_TYPE_EA);
+	put_be16(&p[18], 1);
 	/* A short list, a bad TransportID, port 0, the nexus itself. */
 	sense(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n - 4)),
 	      SENSE_ILLEGAL_REQUEST, 0x1a, 0x00);
