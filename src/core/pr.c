@@ -100,6 +100,34 @@ bool scsitgt__pr_is_holder(const struct scsitgt__pr *pr, const struct scsitgt__p
 	return scsitgt__pr_type_all_registrants(pr->type) || pr->holder == reg;
 }
 
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+bool scsitgt__pr_srp_port_id(const char *iport, uint8_t id[16])
+{
+	/* The SRP fabric names a port "0x" and its 32 hex digits (transport/srp/srp_nexus.c). */
+	if (strncasecmp(iport, "0x", 2) == 0)
+		iport += 2;
+	if (strlen(iport) != 32)
+		return false;
+	for (int i = 0; i < 16; i++) {
+		int hi = hex_digit(iport[2 * i]), lo = hex_digit(iport[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return false;
+		id[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return true;
+}
+
 size_t scsitgt__pr_tid_encode(const struct scsitgt__pr_reg *reg, uint8_t *buf)
 {
 	/* SPC-5 §7.6.4.6 Table 512/513: format 01b names the port, 00b the device. The name is
@@ -107,6 +135,15 @@ size_t scsitgt__pr_tid_encode(const struct scsitgt__pr_reg *reg, uint8_t *buf)
 	size_t n = strlen(reg->iport) + 1;
 	size_t addl = (n + 3) & ~(size_t)3;
 
+	/* SPC-5 §7.6.4.5 Table 510 (SCSI RDMA Protocol): 24 bytes, FORMAT CODE 00b, the
+	 * 16-byte INITIATOR PORT IDENTIFIER in bytes 8..23. */
+	if (reg->protocol_id == SCSITGT__PROTO_SRP) {
+		memset(buf, 0, SCSITGT__PR_SRP_TID_LEN);
+		buf[0] = SCSITGT__PROTO_SRP;
+		if (!scsitgt__pr_srp_port_id(reg->iport, &buf[8]))
+			memset(&buf[8], 0, 16);
+		return SCSITGT__PR_SRP_TID_LEN;
+	}
 	if (addl < 20)
 		addl = 20;
 	memset(buf, 0, 4 + addl);

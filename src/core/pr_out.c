@@ -106,8 +106,35 @@ static bool tid_name_valid(const char *s, size_t n, bool port)
 }
 
 /*
- * Decode the iSCSI TransportID at @p (@avail bytes) into @out's name fields (SPC-5 §7.6.4.6).
- * Returns its length, or 0 when it is malformed or not iSCSI.
+ * The SRP TransportID at @p (SPC-5 §7.6.4.5 Table 510: PROTOCOL IDENTIFIER 4h, FORMAT CODE
+ * 00b, bytes 1..7 reserved, the 16-byte INITIATOR PORT IDENTIFIER in bytes 8..23) as the SRP
+ * fabric names the port: "0x" and 32 hex digits (transport/srp/srp_nexus.c).
+ */
+static size_t tid_parse_srp(const uint8_t *p, struct scsitgt__pr_reg *out)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	if (p[0] != SCSITGT__PROTO_SRP)
+		return 0;
+	for (int i = 1; i < 8; i++)
+		if (p[i] != 0)
+			return 0;
+	out->iport[0] = '0';
+	out->iport[1] = 'x';
+	for (int i = 0; i < 16; i++) {
+		out->iport[2 + 2 * i] = hex[p[8 + i] >> 4];
+		out->iport[3 + 2 * i] = hex[p[8 + i] & 0xf];
+	}
+	out->iport[34] = '\0';
+	out->any_isid = false;
+	out->protocol_id = SCSITGT__PROTO_SRP;
+	return SCSITGT__PR_SRP_TID_LEN;
+}
+
+/*
+ * Decode the TransportID at @p (@avail bytes) into @out's name fields: iSCSI (SPC-5
+ * §7.6.4.6) or SRP (§7.6.4.5). Returns its length, or 0 when it is malformed or of another
+ * protocol.
  */
 static size_t tid_parse(const uint8_t *p, size_t avail, struct scsitgt__pr_reg *out)
 {
@@ -120,6 +147,8 @@ static size_t tid_parse(const uint8_t *p, size_t avail, struct scsitgt__pr_reg *
 		return 0;
 	fmt = p[0] >> 6;
 	proto = p[0] & 0x0f;
+	if (proto == SCSITGT__PROTO_SRP)
+		return tid_parse_srp(p, out);
 	addl = get_be16(&p[2]);
 	if (proto != SCSITGT__PROTO_ISCSI || fmt > 1 || (p[0] & 0x30) || addl < 20 || addl % 4 ||
 	    (size_t)addl + 4 > avail)
@@ -137,12 +166,13 @@ static size_t tid_parse(const uint8_t *p, size_t avail, struct scsitgt__pr_reg *
 	return 4u + addl;
 }
 
-/* The name part of a port name (up to ",i,0x") or the whole device name. */
+/* The name part of an iSCSI port name (up to ",i,0x"), or the whole device name or SRP port
+ * identifier. */
 static size_t reg_name_len(const struct scsitgt__pr_reg *r)
 {
 	size_t n = strlen(r->iport);
 
-	return r->any_isid ? n : n - 17;
+	return r->any_isid || r->protocol_id == SCSITGT__PROTO_SRP ? n : n - 17;
 }
 
 /* Whether two registrations would cover a common I_T nexus. */
@@ -151,6 +181,8 @@ static bool reg_overlap(const struct scsitgt__pr_reg *a, const struct scsitgt__p
 	size_t na = reg_name_len(a), nb = reg_name_len(b);
 
 	if (!a->all_tg_pt && !b->all_tg_pt && a->rel_port_id != b->rel_port_id)
+		return false;
+	if (a->protocol_id && b->protocol_id && a->protocol_id != b->protocol_id)
 		return false;
 	if (na != nb || strncasecmp(a->iport, b->iport, na) != 0)
 		return false;
@@ -299,6 +331,10 @@ static enum scsitgt__sense_reason spec_i_pt_collect(struct scsitgt__cmd *cmd,
 		memset(&cand, 0, sizeof(cand));
 		n = tid_parse(&d[off], PRP_TIDS + tlen - off, &cand);
 		if (n == 0)
+			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, -1);
+		/* Without ALL_TG_PT the nexus is registered through the receiving port, which
+		 * carries only its own protocol's nexuses (as LIO refuses the others). */
+		if (!all_tg_pt && cand.protocol_id != nexus->protocol_id)
 			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, -1);
 		cand.all_tg_pt = all_tg_pt;
 		cand.rel_port_id = nexus->rel_port_id;

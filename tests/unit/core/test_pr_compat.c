@@ -3,7 +3,7 @@
  * Reservations against the commands of other standards' tables: the SPC-5 §5.13.3 exceptions
  * to SPC-2 RESERVE and RELEASE (CRH), what an SPC-2 reservation lets other nexuses do (SPC-2
  * Annex B), the conflict table rows decided by a CDB field (SPC-5 §5.13.1 Table 63, SBC-4
- * §4.17.1 Table 13).
+ * §4.17.1 Table 13), and SRP TransportIDs (SPC-5 §7.6.4.5).
  */
 #include "test_pr_common.h"
 
@@ -129,12 +129,116 @@ static void test_conflict_rows(void **state)
 	prt_destroy(t);
 }
 
+/* SRP nexuses: port names "0x" and 32 hex digits (transport/srp/srp_nexus.c), their own
+ * relative target port. */
+#define SRP_S "0xfe800000000000000002c90300a1b2c3"
+#define SRP_T "0xfe800000000000000002c90300d4e5f6"
+#define SRP_U "0xFE800000000000000002C90300ABCDEF"
+#define SRP_REL 7
+
+static struct scsitgt__session *srp_session(struct prt *t, const char *port)
+{
+	struct scsitgt__session *s;
+
+	assert_int_equal(loop_fabric_add_session(t->lf, port, SRP_REL, &s), 0);
+	s->protocol_id = SCSITGT__PROTO_SRP;
+	ua(tur(t, s), 0x29, 0x00);
+	return s;
+}
+
+/* An SRP TransportID (SPC-5 §7.6.4.5 Table 510) for port name @port. */
+static size_t srp_tid(uint8_t *p, const char *port)
+{
+	memset(p, 0, 24);
+	p[0] = SCSITGT__PROTO_SRP;
+	assert_true(scsitgt__pr_srp_port_id(port, &p[8]));
+	return 24;
+}
+
+/* The full status descriptor of key @key: its TransportID. */
+static const uint8_t *full_status_tid(struct prt *t, uint64_t key, uint32_t *tl)
+{
+	struct lf_result *r = prt_in(t, t->obs, PR_IN_READ_FULL_STATUS, 4096);
+	size_t len = get_be32(&r->data[4]);
+	const uint8_t *d = &r->data[8];
+
+	assert_good(r);
+	for (size_t off = 0; off < len; off += 24 + get_be32(&d[off + 20])) {
+		if (get_be64(&d[off]) == key) {
+			*tl = get_be32(&d[off + 20]);
+			return &d[off + 24];
+		}
+	}
+	fail();
+	return NULL;
+}
+
+static void test_srp_transport_ids(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	struct scsitgt__session *s = srp_session(t, SRP_S), *tt;
+	uint8_t p[28 + 64] = { 0 }, want[24];
+	const uint8_t *d;
+	uint32_t tl;
+
+	(void)state;
+	/* READ FULL STATUS: the SRP nexus's TransportID is the 24-byte binary form. */
+	ok(prt_out(t, s, PR_OUT_REGISTER, 0, 0, 0x5, 0));
+	d = full_status_tid(t, 0x5, &tl);
+	assert_int_equal(tl, 24);
+	srp_tid(want, SRP_S);
+	assert_memory_equal(d, want, 24);
+	/* SPEC_I_PT with an SRP TransportID registers that SRP port through this port. */
+	ok(prt_out(t, s, PR_OUT_REGISTER, 0, 0x5, 0, 0));
+	put_be64(&p[8], 0x6);
+	p[20] = 0x08;
+	srp_tid(&p[28], SRP_T);
+	put_be32(&p[24], 24);
+	ok(prt_out_raw(t, s, PR_OUT_REGISTER, 0, p, 28 + 24));
+	ok(prt_out(t, s, PR_OUT_REGISTER, 0, 0x6, 0x9, 0));
+	tt = srp_session(t, SRP_T);
+	ok(prt_out(t, tt, PR_OUT_RESERVE, PR_TYPE_EA, 0x6, 0, 0));
+	d = full_status_tid(t, 0x6, &tl);
+	assert_int_equal(tl, 24);
+	srp_tid(want, SRP_T);
+	assert_memory_equal(d, want, 24);
+	/* Through an iSCSI port without ALL_TG_PT: no SRP nexus can be there. */
+	put_be64(&p[8], 0x7);
+	bad_param(prt_out_raw(t, t->a, PR_OUT_REGISTER, 0, p, 28 + 24), 28);
+	/* With ALL_TG_PT it names the SRP port through every target port: accepted, unless a
+	 * reserved byte is set (then it is no SRP TransportID). */
+	p[20] = 0x08 | 0x04;
+	srp_tid(&p[28], SRP_U);
+	p[28 + 1] = 1;
+	bad_param(prt_out_raw(t, t->a, PR_OUT_REGISTER, 0, p, 28 + 24), 28);
+	p[28 + 1] = 0;
+	ok(prt_out_raw(t, t->a, PR_OUT_REGISTER, 0, p, 28 + 24));
+	/* U, connecting through the SRP port, finds itself registered with the key. */
+	ok(prt_out(t, srp_session(t, SRP_U), PR_OUT_REGISTER, 0, 0x7, 0x17, 0));
+	/* REGISTER AND MOVE to the SRP port S through the SRP port: S holds. A move to an SRP
+	 * TransportID through an iSCSI port is refused (no SRP nexus can be on it). */
+	memset(p, 0, sizeof(p));
+	put_be64(&p[0], 0x6);
+	put_be64(&p[8], 0x8);
+	put_be16(&p[18], 1);
+	put_be32(&p[20], 24);
+	srp_tid(&p[24], SRP_S);
+	bad_param(prt_out_raw(t, tt, PR_OUT_REGISTER_AND_MOVE, 0, p, 24 + 24), 18);
+	put_be16(&p[18], SRP_REL);
+	ok(prt_out_raw(t, tt, PR_OUT_REGISTER_AND_MOVE, 0, p, 24 + 24));
+	assert_reservation(t, 0x8, PR_TYPE_EA);
+	ok(prt_read(t, s));
+	conflict(prt_read(t, tt));
+	prt_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crh_exceptions),
 		cmocka_unit_test(test_spc2_allowed),
 		cmocka_unit_test(test_conflict_rows),
+		cmocka_unit_test(test_srp_transport_ids),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
