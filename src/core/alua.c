@@ -139,6 +139,16 @@ static struct alua_group *group_of_port(const struct scsitgt__alua *a, uint16_t 
 	return NULL;
 }
 
+bool scsitgt__alua_port_listed(const struct scsitgt_target *tgt, uint16_t rel_port_id)
+{
+	bool listed;
+
+	alua_lock(tgt);
+	listed = group_of_port(tgt->alua, rel_port_id) != NULL;
+	alua_unlock(tgt);
+	return listed;
+}
+
 /* SPC-5 §5.16.2.6: every I_T nexus learns of the change on every LUN, except the one whose
  * SET TARGET PORT GROUPS made it. */
 static void alua_announce(struct scsitgt_target *tgt, const struct scsitgt__session *except)

@@ -23,6 +23,9 @@ uint8_t scsitgt__alua_tpgs(const struct scsitgt_target *tgt);
  * the nexus's port (false when it has none); with ALUA off, none (false): TPGS 00b.
  */
 bool scsitgt__alua_port_group(const struct scsitgt__session *sess, uint16_t *group_id);
+/* Whether a target port group of @tgt lists relative target port @rel_port_id (the host's
+ * ALUA configuration). Takes tgt->alua_lock. */
+bool scsitgt__alua_port_listed(const struct scsitgt_target *tgt, uint16_t rel_port_id);
 /* Whether the target offers @row's command: REPORT TARGET PORT GROUPS only with ALUA (TPGS
  * not 00b), SET TARGET PORT GROUPS only with explicit ALUA; every other row. */
 bool scsitgt__alua_offers(const struct scsitgt_target *tgt, const struct scsitgt__cdb_def *row);

@@ -40,7 +40,8 @@ enum {
 enum scsitgt__pr_class {
 	/* Not set: rows with SCSITGT__CDB_F_WRITE are PR_WRITE, the others PR_READ. */
 	SCSITGT__PR_DEFAULT = 0,
-	/* Never conflicts (INQUIRY, REPORT LUNS, PERSISTENT RESERVE IN, TEST UNIT READY...). */
+	/* Never conflicts with a persistent reservation (INQUIRY, REPORT LUNS, PERSISTENT
+	 * RESERVE IN, TEST UNIT READY...); conflicts with another nexus's SPC-2 reservation. */
 	SCSITGT__PR_ALLOWED,
 	/* Conflicts under the Exclusive Access types only (reads, MODE SENSE, VERIFY...). */
 	SCSITGT__PR_READ,
@@ -51,6 +52,13 @@ enum scsitgt__pr_class {
 	/* RESERVE / RELEASE (6)/(10): the SPC-2 rules (SPC-2 §5.5.1). */
 	SCSITGT__PR_RESERVE,
 	SCSITGT__PR_RELEASE,
+	/* As PR_ALLOWED, and allowed under another nexus's SPC-2 reservation too (SPC-2 Annex
+	 * B, column "reserved by another initiator": READ CAPACITY, LOG SENSE). */
+	SCSITGT__PR_ALLOWED_SPC2,
+	/* Decided by the CDB (core/pr.c): START STOP UNIT with START 1 and POWER CONDITION 0,
+	 * PREVENT ALLOW MEDIUM REMOVAL with PREVENT 00b are PR_ALLOWED_SPC2 (SPC-5 §5.13.1
+	 * Table 63, SBC-4 §4.17.1 Table 13, SPC-2 Annex B); any other form is PR_WRITE. */
+	SCSITGT__PR_MEDIUM,
 };
 
 typedef enum scsitgt__sense_reason (*scsitgt__parse_fn)(struct scsitgt__cmd *cmd);

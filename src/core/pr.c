@@ -100,6 +100,34 @@ bool scsitgt__pr_is_holder(const struct scsitgt__pr *pr, const struct scsitgt__p
 	return scsitgt__pr_type_all_registrants(pr->type) || pr->holder == reg;
 }
 
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+bool scsitgt__pr_srp_port_id(const char *iport, uint8_t id[16])
+{
+	/* The SRP fabric names a port "0x" and its 32 hex digits (transport/srp/srp_nexus.c). */
+	if (strncasecmp(iport, "0x", 2) == 0)
+		iport += 2;
+	if (strlen(iport) != 32)
+		return false;
+	for (int i = 0; i < 16; i++) {
+		int hi = hex_digit(iport[2 * i]), lo = hex_digit(iport[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return false;
+		id[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return true;
+}
+
 size_t scsitgt__pr_tid_encode(const struct scsitgt__pr_reg *reg, uint8_t *buf)
 {
 	/* SPC-5 §7.6.4.6 Table 512/513: format 01b names the port, 00b the device. The name is
@@ -107,6 +135,15 @@ size_t scsitgt__pr_tid_encode(const struct scsitgt__pr_reg *reg, uint8_t *buf)
 	size_t n = strlen(reg->iport) + 1;
 	size_t addl = (n + 3) & ~(size_t)3;
 
+	/* SPC-5 §7.6.4.5 Table 510 (SCSI RDMA Protocol): 24 bytes, FORMAT CODE 00b, the
+	 * 16-byte INITIATOR PORT IDENTIFIER in bytes 8..23. */
+	if (reg->protocol_id == SCSITGT__PROTO_SRP) {
+		memset(buf, 0, SCSITGT__PR_SRP_TID_LEN);
+		buf[0] = SCSITGT__PROTO_SRP;
+		if (!scsitgt__pr_srp_port_id(reg->iport, &buf[8]))
+			memset(&buf[8], 0, 16);
+		return SCSITGT__PR_SRP_TID_LEN;
+	}
 	if (addl < 20)
 		addl = 20;
 	memset(buf, 0, 4 + addl);
@@ -133,6 +170,46 @@ void scsitgt__pr_sync_xflags(struct scsitgt_lun *lun)
 		atomic_store_explicit(&pr->adm_seq, pr->seq, memory_order_release);
 }
 
+/*
+ * SPC-5 §5.13.3 "Exceptions to SPC-2 RESERVE and RELEASE behavior" (what CRH=1 in REPORT
+ * CAPABILITIES promises): a RESERVE (6)/(10) or RELEASE (6)/(10) from a persistent
+ * reservation holder, or from a registrant while a registrants-only or all-registrants
+ * reservation is present, completes with GOOD and changes no reservation. Under xlock.
+ */
+static bool pr_crh_exempt(const struct scsitgt__pr *pr, const struct scsitgt__session *sess)
+{
+	const struct scsitgt__pr_reg *reg;
+
+	if (!pr->held)
+		return false;
+	reg = scsitgt__pr_find(pr, sess);
+	if (scsitgt__pr_is_holder(pr, reg))
+		return true;
+	return reg != NULL && (pr->type == PR_TYPE_WE_RO || pr->type == PR_TYPE_EA_RO);
+}
+
+/* The class of @cmd (the .pr column, enum scsitgt__pr_class) with DEFAULT and MEDIUM
+ * resolved. */
+static uint8_t pr_class(const struct scsitgt__cmd *cmd)
+{
+	const struct scsitgt__cdb_def *row = cmd->def;
+	uint8_t b4 = cmd->cdb[4];
+
+	switch (row->pr) {
+	case SCSITGT__PR_DEFAULT:
+		return (row->flags & SCSITGT__CDB_F_WRITE) ? SCSITGT__PR_WRITE : SCSITGT__PR_READ;
+	case SCSITGT__PR_MEDIUM:
+		/* START STOP UNIT: POWER CONDITION is byte 4 bits 7..4, START bit 0 (SBC-4
+		 * §5.25); PREVENT ALLOW MEDIUM REMOVAL: PREVENT is byte 4 bits 1..0 (SPC-5
+		 * §6.15). Starting the unit or allowing removal takes nothing from the holder. */
+		if (cmd->cdb[0] == SBC_START_STOP_UNIT)
+			return (b4 & 0xf1) == 0x01 ? SCSITGT__PR_ALLOWED_SPC2 : SCSITGT__PR_WRITE;
+		return (b4 & 0x03) == 0 ? SCSITGT__PR_ALLOWED_SPC2 : SCSITGT__PR_WRITE;
+	default:
+		return row->pr;
+	}
+}
+
 /* The conflict check of a command of class @cls against @pr. Under xlock. */
 static enum scsitgt__sense_reason pr_check_locked(const struct scsitgt__cmd *cmd,
 						  const struct scsitgt__pr *pr, uint8_t cls)
@@ -142,16 +219,23 @@ static enum scsitgt__sense_reason pr_check_locked(const struct scsitgt__cmd *cmd
 
 	if (pr == NULL)
 		return SCSITGT__SR_OK;
-	/* SPC-2 §5.5.1: under another nexus's RESERVE only the commands that need no logical
-	 * unit (INQUIRY, REPORT LUNS, REQUEST SENSE) and RELEASE (a no-op) get through. */
+	/* SPC-2 §5.5.1 and Annex B: under another nexus's RESERVE only the commands that need
+	 * no logical unit (INQUIRY, REPORT LUNS, REQUEST SENSE), RELEASE (a no-op) and the
+	 * PR_ALLOWED_SPC2 ones (READ CAPACITY, LOG SENSE, START STOP UNIT with START 1,
+	 * PREVENT ALLOW MEDIUM REMOVAL with PREVENT 0) get through. */
 	if (pr->r2_held && !r2_mine(pr, cmd->sess) && cls != SCSITGT__PR_RELEASE &&
-	    !(row->flags & SCSITGT__CDB_F_NO_LUN))
+	    cls != SCSITGT__PR_ALLOWED_SPC2 && !(row->flags & SCSITGT__CDB_F_NO_LUN))
 		return SCSITGT__SR_RESERVATION_CONFLICT;
-	/* SPC-2 §5.5.1: while any nexus is registered, RESERVE and RELEASE conflict. Not with a
-	 * cluster store: there they are not supported at all (scsitgt__pr_parse_reserve()). */
-	if (cls == SCSITGT__PR_RESERVE || cls == SCSITGT__PR_RELEASE)
-		return pr->nregs && !pr->cl_on ? SCSITGT__SR_RESERVATION_CONFLICT : SCSITGT__SR_OK;
-	if (!pr->held || cls == SCSITGT__PR_ALLOWED || cls == SCSITGT__PR_OUT)
+	/* SPC-2 §5.5.1: while any nexus is registered, RESERVE and RELEASE conflict, except as
+	 * SPC-5 §5.13.3 says (pr_crh_exempt()). Not with a cluster store: there they are not
+	 * supported at all (scsitgt__pr_parse_reserve()). */
+	if (cls == SCSITGT__PR_RESERVE || cls == SCSITGT__PR_RELEASE) {
+		if (!pr->nregs || pr->cl_on || pr_crh_exempt(pr, cmd->sess))
+			return SCSITGT__SR_OK;
+		return SCSITGT__SR_RESERVATION_CONFLICT;
+	}
+	if (!pr->held || cls == SCSITGT__PR_ALLOWED || cls == SCSITGT__PR_ALLOWED_SPC2 ||
+	    cls == SCSITGT__PR_OUT)
 		return SCSITGT__SR_OK;
 	reg = scsitgt__pr_find(pr, cmd->sess);
 	if (scsitgt__pr_is_holder(pr, reg))
@@ -220,9 +304,7 @@ static enum scsitgt__sense_reason pr_admit(struct scsitgt__cmd *cmd, bool may_ho
 
 	if (lun == NULL || row == NULL)
 		return SCSITGT__SR_OK;
-	cls = row->pr;
-	if (cls == SCSITGT__PR_DEFAULT)
-		cls = (row->flags & SCSITGT__CDB_F_WRITE) ? SCSITGT__PR_WRITE : SCSITGT__PR_READ;
+	cls = pr_class(cmd);
 	xf = cmd->xflags;
 	/*
 	 * Without a reservation (SCSITGT__LUN_XF_RESERVED clear when parse loaded the flags)
@@ -356,7 +438,13 @@ void scsitgt__pr_reserve(struct scsitgt__cmd *cmd)
 	uv_mutex_lock(&lun->xlock);
 	pr = scsitgt__pr_get(lun);
 	r = pr ? SCSITGT__SR_OK : SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
-	if (pr) {
+	if (pr && pr->nregs && !pr->cl_on) {
+		/* Registrations: the check let it through as an exception of SPC-5 §5.13.3,
+		 * "GOOD status, but no reservation shall be established" (checked again: the
+		 * state may have changed since). */
+		if (!pr_crh_exempt(pr, cmd->sess))
+			r = SCSITGT__SR_RESERVATION_CONFLICT;
+	} else if (pr) {
 		/* The conflict check let us through: free, or already ours (a no-op, SPC-2
 		 * §5.5.1). */
 		pr->r2_held = true;
@@ -370,16 +458,21 @@ void scsitgt__pr_reserve(struct scsitgt__cmd *cmd)
 
 void scsitgt__pr_release(struct scsitgt__cmd *cmd)
 {
+	enum scsitgt__sense_reason r = SCSITGT__SR_OK;
 	struct scsitgt_lun *lun = cmd->lun;
 	struct scsitgt__pr *pr;
 
 	uv_mutex_lock(&lun->xlock);
 	pr = lun->pr;
-	/* Releasing a reservation held by another nexus, or none, is GOOD and changes nothing. */
-	if (pr && r2_mine(pr, cmd->sess)) {
+	/* Releasing a reservation held by another nexus, or none, is GOOD and changes nothing.
+	 * With registrations only the SPC-5 §5.13.3 exceptions pass: GOOD, "the persistent
+	 * reservation shall not be released" (checked again: the state may have changed). */
+	if (pr && pr->nregs && !pr->cl_on && !pr_crh_exempt(pr, cmd->sess))
+		r = SCSITGT__SR_RESERVATION_CONFLICT;
+	else if (pr && r2_mine(pr, cmd->sess)) {
 		pr->r2_held = false;
 		scsitgt__pr_sync_xflags(lun);
 	}
 	uv_mutex_unlock(&lun->xlock);
-	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
+	scsitgt__cmd_complete(cmd, r);
 }

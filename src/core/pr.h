@@ -186,10 +186,15 @@ bool scsitgt__pr_is_holder(const struct scsitgt__pr *pr, const struct scsitgt__p
 bool scsitgt__pr_type_all_registrants(uint8_t type);
 
 /*
- * Encode @reg's TransportID (SPC-5 §7.6.4.6 for iSCSI) into @buf (SCSITGT__PR_PORT_MAX + 8
+ * Encode @reg's TransportID (SPC-5 §7.6.4.6 for iSCSI, §7.6.4.5 for SRP) into @buf (SCSITGT__PR_PORT_MAX + 8
  * bytes at least); returns its length.
  */
 size_t scsitgt__pr_tid_encode(const struct scsitgt__pr_reg *reg, uint8_t *buf);
+/* An SRP TransportID's length (SPC-5 §7.6.4.5). */
+#define SCSITGT__PR_SRP_TID_LEN 24
+/* The 16-byte SRP port identifier of SRP port name @iport ("0x" and 32 hex digits, as the SRP
+ * fabric names ports); false if @iport is not one. */
+bool scsitgt__pr_srp_port_id(const char *iport, uint8_t id[16]);
 
 /* Events. */
 /* The nexus ended: its SPC-2 reservations go (SPC-2 §5.5.1), so does PREVENT ALLOW

@@ -62,7 +62,8 @@ static size_t report_capabilities(const struct scsitgt_lun *lun, const struct sc
 	/* SPC-5 §6.16.4 Table 222. */
 	memset(b, 0, 8);
 	put_be16(&b[0], 8);
-	/* CRH (RESERVE/RELEASE compatible: SPC-2 §5.5.1 conflicts), SIP_C, ATP_C, PTPL_C. */
+	/* CRH (the SPC-5 §5.13.3 exceptions to SPC-2 RESERVE and RELEASE, core/pr.c), SIP_C,
+	 * ATP_C, PTPL_C; RLR_C 0 (REPLACE LOST RESERVATION is refused, pr_out.c). */
 	b[2] = 0x10 | 0x08 | 0x04 | (scsitgt__pr_ptpl_capable(lun) ? 0x01 : 0);
 	/* TMV: the type mask is valid; ALLOW COMMANDS 000b (SPC-5 Table 223); PTPL_A. */
 	b[3] = 0x80 | (pr && pr->aptpl ? 0x01 : 0);

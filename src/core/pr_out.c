@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/alua.h"
 #include "core/pr.h"
 #include "core/scsi_spec.h"
 #include "core/tmf.h"
@@ -63,6 +64,14 @@ enum scsitgt__sense_reason scsitgt__pr_parse_out(struct scsitgt__cmd *cmd)
 		if (!pr_type_valid(type))
 			return scsitgt__cmd_bad_cdb_field(cmd, 2, 3);
 	}
+	/* SPC-5 §5.13.11.3: "If the device server has not detected that persistent reservation
+	 * information has been lost (see 5.13.5.3), then the device server shall terminate" a
+	 * REPLACE LOST RESERVATION with INVALID RELEASE OF PERSISTENT RESERVATION. The library
+	 * has no lost state (it never reports PERSISTENT RESERVATION INFORMATION LOST; a state
+	 * that cannot be loaded is the host's error, scsitgt_lun_load_pr_state()), so every one
+	 * is refused, and REPORT CAPABILITIES says RLR_C 0. */
+	if (sa == PR_OUT_REPLACE_LOST)
+		return SCSITGT__SR_INVALID_RELEASE_OF_PR;
 	/* SPC-5 §6.17.1: at least the 24 fixed bytes; longer lists carry TransportIDs. */
 	if (len < PR_PARAM_LEN || len > SCSITGT__PR_MAX_PARAM)
 		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
@@ -97,8 +106,35 @@ static bool tid_name_valid(const char *s, size_t n, bool port)
 }
 
 /*
- * Decode the iSCSI TransportID at @p (@avail bytes) into @out's name fields (SPC-5 §7.6.4.6).
- * Returns its length, or 0 when it is malformed or not iSCSI.
+ * The SRP TransportID at @p (SPC-5 §7.6.4.5 Table 510: PROTOCOL IDENTIFIER 4h, FORMAT CODE
+ * 00b, bytes 1..7 reserved, the 16-byte INITIATOR PORT IDENTIFIER in bytes 8..23) as the SRP
+ * fabric names the port: "0x" and 32 hex digits (transport/srp/srp_nexus.c).
+ */
+static size_t tid_parse_srp(const uint8_t *p, struct scsitgt__pr_reg *out)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	if (p[0] != SCSITGT__PROTO_SRP)
+		return 0;
+	for (int i = 1; i < 8; i++)
+		if (p[i] != 0)
+			return 0;
+	out->iport[0] = '0';
+	out->iport[1] = 'x';
+	for (int i = 0; i < 16; i++) {
+		out->iport[2 + 2 * i] = hex[p[8 + i] >> 4];
+		out->iport[3 + 2 * i] = hex[p[8 + i] & 0xf];
+	}
+	out->iport[34] = '\0';
+	out->any_isid = false;
+	out->protocol_id = SCSITGT__PROTO_SRP;
+	return SCSITGT__PR_SRP_TID_LEN;
+}
+
+/*
+ * Decode the TransportID at @p (@avail bytes) into @out's name fields: iSCSI (SPC-5
+ * §7.6.4.6) or SRP (§7.6.4.5). Returns its length, or 0 when it is malformed or of another
+ * protocol.
  */
 static size_t tid_parse(const uint8_t *p, size_t avail, struct scsitgt__pr_reg *out)
 {
@@ -111,6 +147,8 @@ static size_t tid_parse(const uint8_t *p, size_t avail, struct scsitgt__pr_reg *
 		return 0;
 	fmt = p[0] >> 6;
 	proto = p[0] & 0x0f;
+	if (proto == SCSITGT__PROTO_SRP)
+		return tid_parse_srp(p, out);
 	addl = get_be16(&p[2]);
 	if (proto != SCSITGT__PROTO_ISCSI || fmt > 1 || (p[0] & 0x30) || addl < 20 || addl % 4 ||
 	    (size_t)addl + 4 > avail)
@@ -128,12 +166,13 @@ static size_t tid_parse(const uint8_t *p, size_t avail, struct scsitgt__pr_reg *
 	return 4u + addl;
 }
 
-/* The name part of a port name (up to ",i,0x") or the whole device name. */
+/* The name part of an iSCSI port name (up to ",i,0x"), or the whole device name or SRP port
+ * identifier. */
 static size_t reg_name_len(const struct scsitgt__pr_reg *r)
 {
 	size_t n = strlen(r->iport);
 
-	return r->any_isid ? n : n - 17;
+	return r->any_isid || r->protocol_id == SCSITGT__PROTO_SRP ? n : n - 17;
 }
 
 /* Whether two registrations would cover a common I_T nexus. */
@@ -142,6 +181,8 @@ static bool reg_overlap(const struct scsitgt__pr_reg *a, const struct scsitgt__p
 	size_t na = reg_name_len(a), nb = reg_name_len(b);
 
 	if (!a->all_tg_pt && !b->all_tg_pt && a->rel_port_id != b->rel_port_id)
+		return false;
+	if (a->protocol_id && b->protocol_id && a->protocol_id != b->protocol_id)
 		return false;
 	if (na != nb || strncasecmp(a->iport, b->iport, na) != 0)
 		return false;
@@ -290,6 +331,10 @@ static enum scsitgt__sense_reason spec_i_pt_collect(struct scsitgt__cmd *cmd,
 		memset(&cand, 0, sizeof(cand));
 		n = tid_parse(&d[off], PRP_TIDS + tlen - off, &cand);
 		if (n == 0)
+			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, -1);
+		/* Without ALL_TG_PT the nexus is registered through the receiving port, which
+		 * carries only its own protocol's nexuses (as LIO refuses the others). */
+		if (!all_tg_pt && cand.protocol_id != nexus->protocol_id)
 			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, -1);
 		cand.all_tg_pt = all_tg_pt;
 		cand.rel_port_id = nexus->rel_port_id;
@@ -481,6 +526,37 @@ static enum scsitgt__sense_reason pr_preempt(struct scsitgt__cmd *cmd, struct sc
 	return SCSITGT__SR_OK;
 }
 
+/*
+ * Whether relative target port @rel can carry the I_T nexus of a TransportID of protocol
+ * @proto: a nexus of the target is connected through it (then of that protocol), a
+ * registration names it, or a target port group of the host's ALUA configuration lists it
+ * (as a cluster lists the ports of every engine that exports the LUN, libscsitgt/alua.h). The
+ * core keeps no list of the fabrics' ports; these are the ports it knows. Loop: home (the
+ * target's nexuses are home's), under lun->xlock.
+ */
+static bool pr_port_known(struct scsitgt_lun *lun, uint16_t rel, uint8_t proto)
+{
+	struct scsitgt_target *tgt = lun->tgt;
+	const struct scsitgt__pr *pr = lun->pr;
+
+	SCSITGT__ASSERT_HOME(tgt->engine);
+	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
+		const struct scsitgt__session *s =
+			scsitgt__container_of(p, struct scsitgt__session, node);
+
+		if (s->rel_port_id == rel)
+			return s->protocol_id == proto;
+	}
+	for (struct scsitgt__list *p = pr->regs.next; p != &pr->regs; p = p->next) {
+		const struct scsitgt__pr_reg *r =
+			scsitgt__container_of(p, struct scsitgt__pr_reg, node);
+
+		if (!r->all_tg_pt && r->rel_port_id == rel)
+			return r->protocol_id == proto;
+	}
+	return scsitgt__alua_port_listed(tgt, rel);
+}
+
 /* SPC-5 §5.13.8 REGISTER AND MOVE. */
 static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 						       const struct scsitgt__pr_reg *nexus,
@@ -499,15 +575,22 @@ static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	if (reg == NULL || key != reg->key)
 		return SCSITGT__SR_RESERVATION_CONFLICT;
+	/* SPC-5 §5.13.8: "there is no persistent reservation established": ILLEGAL REQUEST,
+	 * INVALID FIELD IN CDB (the service action). */
+	if (!pr->held)
+		return scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
 	/* Only the holder of a single-holder reservation can move it. */
-	if (!pr->held || scsitgt__pr_type_all_registrants(pr->type) || pr->holder != reg)
+	if (scsitgt__pr_type_all_registrants(pr->type) || pr->holder != reg)
 		return SCSITGT__SR_RESERVATION_CONFLICT;
 	if (sa_key == 0)
 		return scsitgt__cmd_bad_param_field(cmd, PRP_SA_KEY, -1);
 	memset(&cand, 0, sizeof(cand));
 	if (tid_parse(&d[PRM_TID], tlen, &cand) == 0)
 		return scsitgt__cmd_bad_param_field(cmd, PRM_TID, -1);
-	if (rel == 0)
+	/* The RELATIVE TARGET PORT IDENTIFIER names the target port of the nexus the
+	 * reservation moves to (SPC-5 §6.17.4): one no port has would hand it to a nexus that
+	 * can never exist. */
+	if (rel == 0 || !pr_port_known(cmd->lun, rel, cand.protocol_id))
 		return scsitgt__cmd_bad_param_field(cmd, PRM_REL_PORT, -1);
 	cand.rel_port_id = rel;
 	if (scsitgt__pr_reg_covers(&cand, nexus->iport, nexus->rel_port_id))
@@ -537,22 +620,6 @@ static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 		reg_remove(cmd->lun, reg, false);
 	pr->aptpl = aptpl;
 	pr->generation++;
-	return SCSITGT__SR_OK;
-}
-
-/* SPC-5 §5.13.12 REPLACE LOST RESERVATION: a registrant re-establishes a reservation. */
-static enum scsitgt__sense_reason pr_replace_lost(struct scsitgt__cmd *cmd,
-						  struct scsitgt__pr_reg *reg, uint8_t type,
-						  uint8_t scope)
-{
-	struct scsitgt__pr *pr = cmd->lun->pr;
-
-	if (pr->held && !scsitgt__pr_is_holder(pr, reg))
-		return SCSITGT__SR_RESERVATION_CONFLICT;
-	pr->held = true;
-	pr->type = type;
-	pr->scope = scope;
-	pr->holder = scsitgt__pr_type_all_registrants(type) ? NULL : reg;
 	return SCSITGT__SR_OK;
 }
 
@@ -598,8 +665,6 @@ enum scsitgt__sense_reason scsitgt__pr_out_exec(struct scsitgt__cmd *cmd,
 	case PR_OUT_PREEMPT:
 	case PR_OUT_PREEMPT_AND_ABORT:
 		return pr_preempt(cmd, reg, type, scope, sa == PR_OUT_PREEMPT_AND_ABORT);
-	case PR_OUT_REPLACE_LOST:
-		return pr_replace_lost(cmd, reg, type, scope);
 	default:
 		return scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
 	}

@@ -28,21 +28,6 @@ static void assert_keys(struct prt *t, unsigned int n, const uint64_t *keys)
 		assert_int_equal(get_be64(&r->data[8 + 8 * i]), keys[i]);
 }
 
-/* READ RESERVATION: @key and @type, or none when @type is 0. */
-static void assert_reservation(struct prt *t, uint64_t key, uint8_t type)
-{
-	struct lf_result *r = prt_in(t, t->obs, PR_IN_READ_RESERVATION, 64);
-
-	assert_good(r);
-	if (type == 0) {
-		assert_int_equal(get_be32(&r->data[4]), 0);
-		return;
-	}
-	assert_int_equal(get_be32(&r->data[4]), 16);
-	assert_int_equal(get_be64(&r->data[8]), key);
-	assert_int_equal(r->data[21], type);
-}
-
 static void test_register(void **state)
 {
 	struct prt *t = prt_create(FAKE_SYNC);
@@ -359,9 +344,18 @@ static void test_register_and_move(void **state)
 	put_be16(&p[18], 1);
 	n = tid(&p[24], PORT_B, true);
 	put_be32(&p[20], (uint32_t)n);
-	/* No reservation to move. */
-	conflict(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)));
+	/* No reservation to move: SPC-5 §5.13.8, INVALID FIELD IN CDB. An unregistered nexus or
+	 * a wrong key is still a conflict. */
+	bad_cdb(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)), 1, 4);
+	conflict(prt_out_raw(t, t->b, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)));
 	ok(prt_out(t, t->a, PR_OUT_RESERVE, PR_TYPE_EA, 0x11, 0, 0));
+	/* A relative target port no nexus, registration or ALUA group has: refused, the
+	 * reservation stays (it would otherwise move to a nexus that cannot exist). */
+	put_be16(&p[18], 0x7777);
+	bad_param(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)), 18);
+	assert_keys(t, 1, (uint64_t[]){ 0x11 });
+	assert_reservation(t, 0x11, PR_TYPE_EA);
+	put_be16(&p[18], 1);
 	/* A short list, a bad TransportID, port 0, the nexus itself. */
 	sense(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n - 4)),
 	      SENSE_ILLEGAL_REQUEST, 0x1a, 0x00);
@@ -384,18 +378,34 @@ static void test_register_and_move(void **state)
 	prt_destroy(t);
 }
 
+/* SPC-5 §5.13.11.3: nothing here loses reservation information, so every REPLACE LOST
+ * RESERVATION gets ILLEGAL REQUEST, INVALID RELEASE OF PERSISTENT RESERVATION, and nothing
+ * changes: no reservation appears, none changes type. */
 static void test_replace_lost(void **state)
 {
 	struct prt *t = prt_create(FAKE_SYNC);
+	uint32_t gen;
 
 	(void)state;
-	conflict(prt_out(t, t->a, PR_OUT_REPLACE_LOST, PR_TYPE_WE, 0, 0, 0));
+	/* The spec's form: RESERVATION KEY zero, the new key in SERVICE ACTION RESERVATION KEY. */
+	sense(prt_out(t, t->a, PR_OUT_REPLACE_LOST, PR_TYPE_WE, 0, 0x11, 0), SENSE_ILLEGAL_REQUEST,
+	      0x26, 0x04);
+	assert_keys(t, 0, NULL);
 	ok(prt_out(t, t->a, PR_OUT_REGISTER, 0, 0, 0x11, 0));
 	ok(prt_out(t, t->b, PR_OUT_REGISTER, 0, 0, 0x22, 0));
-	ok(prt_out(t, t->a, PR_OUT_REPLACE_LOST, PR_TYPE_WE, 0x11, 0, 0));
+	sense(prt_out(t, t->a, PR_OUT_REPLACE_LOST, PR_TYPE_WE, 0x11, 0, 0), SENSE_ILLEGAL_REQUEST,
+	      0x26, 0x04);
+	assert_reservation(t, 0, 0);
+	/* The holder cannot change the type in place either. */
+	ok(prt_out(t, t->a, PR_OUT_RESERVE, PR_TYPE_WE, 0x11, 0, 0));
+	gen = generation(t);
+	sense(prt_out(t, t->a, PR_OUT_REPLACE_LOST, PR_TYPE_EA, 0x11, 0, 0), SENSE_ILLEGAL_REQUEST,
+	      0x26, 0x04);
 	assert_reservation(t, 0x11, PR_TYPE_WE);
-	/* Held by another nexus: nothing was lost. */
-	conflict(prt_out(t, t->b, PR_OUT_REPLACE_LOST, PR_TYPE_EA, 0x22, 0, 0));
+	assert_int_equal(generation(t), gen);
+	ok(prt_read(t, t->b));
+	/* RLR_C stays 0 in REPORT CAPABILITIES. */
+	assert_int_equal(prt_in(t, t->obs, PR_IN_REPORT_CAPABILITIES, 8)->data[2] & 0x80, 0);
 	prt_destroy(t);
 }
 

@@ -124,6 +124,21 @@ static inline struct lf_result *prt_write(struct prt *t, struct scsitgt__session
 	return prt_run(t, s, cdb, cdb_rw(cdb, SBC_WRITE_10, 0, 1, 0), blk, sizeof(blk));
 }
 
+/* READ RESERVATION (by OBS): @key and @type, or none when @type is 0. */
+static inline void assert_reservation(struct prt *t, uint64_t key, uint8_t type)
+{
+	struct lf_result *r = prt_in(t, t->obs, PR_IN_READ_RESERVATION, 64);
+
+	assert_good(r);
+	if (type == 0) {
+		assert_int_equal(get_be32(&r->data[4]), 0);
+		return;
+	}
+	assert_int_equal(get_be32(&r->data[4]), 16);
+	assert_int_equal(get_be64(&r->data[8]), key);
+	assert_int_equal(r->data[21], type);
+}
+
 /* These evaluate @x (which runs a command) exactly once. */
 #define ok(x)                               \
 	do {                                \
