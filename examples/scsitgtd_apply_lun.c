@@ -763,10 +763,11 @@ void scsitgtd_lun_update(struct scsitgtd *d, const char *tname, struct scsitgt_l
 	} else if (nl->backend == SCSITGTD_BACKEND_RBD) {
 		/* The backend follows the image itself (librbd's update watch). */
 		nb = 0;
-	} else if (nl->size == 0 && nl->fault == NULL) {
-		/* A file or device follows its medium: it may have grown since. (Behind fault
-		 * injection the backend context is the fault backend's: no re-read then.) */
-		rc = scsitgt_backend_aio_resize(scsitgt_lun_get_backend_ctx(lun), &nb);
+	} else if (nl->size == 0) {
+		/* A file or device follows its medium: it may have grown since. Asked through the
+		 * LUN's table, so behind fault injection too (the fault backend passes get_size
+		 * on); the LUN adopts the size, the lines below log it. */
+		rc = scsitgt_lun_resize_medium(lun, 0, 0, &nb);
 		if (rc < 0) {
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: size of %s: %s", tname,
 				     (unsigned long long)nl->id, nl->path, scsitgt_strerror(rc));

@@ -7,7 +7,10 @@
  * and for the library's own teardown tests (docs/backends.md, "Testing a backend").
  *
  * Rules are tried in the order they were added; the first that fires decides the io's fate.
- * An io no rule fires on goes straight to the wrapped backend. Every function here is
+ * An io no rule fires on goes straight to the wrapped backend. Rules act on ios only: the
+ * wrapper is transparent for every other op of the table (scsitgt_backend_fault_ops()), so a
+ * LUN keeps its features behind it (a LOGICAL UNIT RESET reaches the backend, a resize goes
+ * through it). Every function here is
  * Loop: home of the LUN (or of @p loop given at creation), unless it says otherwise.
  */
 #ifndef LIBSCSITGT_BACKEND_FAULT_H
@@ -99,7 +102,7 @@ struct scsitgt_fault_stats {
 	uint32_t delaying;
 	/** ios cancelled by an abort (rules with abortable set). */
 	uint64_t cancelled;
-	/** Resets of the logical unit seen (the backend's reset()). */
+	/** Resets of the logical unit seen (the backend's reset() or reset_async()). */
 	uint64_t resets;
 };
 
@@ -133,7 +136,16 @@ SCSITGT_EXPORT int scsitgt_backend_fault_create(void **bctx_out, uv_loop_t *loop
 
 /**
  * The ops table of a fault context: the wrapped backend's, with submit() interposed. Its
- * io_ctx_size is the wrapped backend's, so the wrapped backend keeps its per-io area.
+ * io_ctx_size and its SCSITGT_BACKEND_MULTI_LOOP flag are the wrapped backend's, so the
+ * wrapped backend keeps its per-io area and its loops. Every other op is passed on unchanged
+ * (the rules never apply to them): supports(), get_lba_status(), reset_async(), get_size(),
+ * resize() and detach() are set exactly when the wrapped backend sets them, as a NULL op
+ * makes the core emulate or refuse (backend.h). abort() and reset() are always set: abort()
+ * cancels an io an abortable rule holds and passes any other on, reset() counts the reset
+ * (scsitgt_fault_stats.resets); each calls the wrapped backend's op when it has one, and
+ * nothing else. When the wrapped backend has reset_async(), the core calls it (through the
+ * wrapper, which counts the reset too) instead of reset(), and the reset's answer waits for
+ * the wrapped backend's callback.
  *
  * @param bctx A context from scsitgt_backend_fault_create().
  * @return The table, valid as long as the context; NULL for a NULL @p bctx.

@@ -2,9 +2,15 @@
 /*
  * The fault-injection backend (backend_fault.h): a wrapper that interposes on submit() of any
  * backend and, by rule, completes ios with an error, delays them on a loop timer, or holds
- * them until the host releases them. Everything else (open, close, supports, get_lba_status,
- * detach) is the wrapped backend's. Like the aio backend it registers libuv handles (one timer per
- * delayed io), on the loop the host gave it.
+ * them until the host releases them. Everything else is the wrapped backend's, passed on
+ * unchanged: open, close, supports, get_lba_status, abort (of an io it holds), reset,
+ * reset_async, get_size, resize and detach. The table mirrors the wrapped one: an optional op
+ * the wrapped backend lacks stays NULL here too, since a NULL op tells the core to emulate or
+ * refuse (backend.h); only abort and reset are always set, for the wrapper's own abortable
+ * holds and its reset counter, and do nothing more than a NULL op would for the wrapped
+ * backend. Rules act on ios only: a reset, a size query or a resize always reaches the wrapped
+ * backend. Like the aio backend it registers libuv handles (one timer per delayed io), on the
+ * loop the host gave it.
  *
  * Held and delayed ios stay lent to this backend, so the library does not call close() while
  * any is outstanding; close() therefore never has to deal with them.
@@ -111,7 +117,7 @@ static bool fault_supports(void *bctx, enum scsitgt_io_type type)
 {
 	struct fault *f = bctx;
 
-	return f->inner.supports && f->inner.supports(f->inner_ctx, type);
+	return f->inner.supports(f->inner_ctx, type);
 }
 
 static int fault_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out,
@@ -307,15 +313,45 @@ static void fault_abort(void *bctx, struct scsitgt_io *io)
 		f->inner.abort(f->inner_ctx, io);
 }
 
+static void fault_count_reset(struct fault *f)
+{
+	uv_mutex_lock(&f->lock);
+	f->st.resets++;
+	uv_mutex_unlock(&f->lock);
+}
+
 static void fault_reset(void *bctx)
 {
 	struct fault *f = bctx;
 
-	uv_mutex_lock(&f->lock);
-	f->st.resets++;
-	uv_mutex_unlock(&f->lock);
+	fault_count_reset(f);
 	if (f->inner.reset)
 		f->inner.reset(f->inner_ctx);
+}
+
+/* Set only when the wrapped backend has it: the core then calls it instead of reset(), and
+ * the reset's answer waits for the wrapped backend (e.g. the RBD backend telling the other
+ * gateways), whose callback goes straight to the core. */
+static void fault_reset_async(void *bctx, scsitgt_done_cb cb, void *cb_arg)
+{
+	struct fault *f = bctx;
+
+	fault_count_reset(f);
+	f->inner.reset_async(f->inner_ctx, cb, cb_arg);
+}
+
+static int fault_get_size(void *bctx, uint64_t *num_blocks_out)
+{
+	struct fault *f = bctx;
+
+	return f->inner.get_size(f->inner_ctx, num_blocks_out);
+}
+
+static int fault_resize(void *bctx, uint64_t num_blocks)
+{
+	struct fault *f = bctx;
+
+	return f->inner.resize(f->inner_ctx, num_blocks);
 }
 
 /* The LUN is being destroyed: the wrapped backend may keep its handle (backend.h). */
@@ -433,10 +469,14 @@ SCSITGT_EXPORT int scsitgt_backend_fault_create(void **bctx_out, uv_loop_t *loop
 	f->ops.open = fault_open;
 	f->ops.close = fault_close;
 	f->ops.submit = fault_submit;
-	f->ops.supports = fault_supports;
+	/* The optional ops the wrapped backend lacks stay NULL (see the top). */
+	f->ops.supports = f->inner.supports ? fault_supports : NULL;
 	f->ops.get_lba_status = f->inner.get_lba_status ? fault_get_lba_status : NULL;
 	f->ops.abort = fault_abort;
 	f->ops.reset = fault_reset;
+	f->ops.reset_async = f->inner.reset_async ? fault_reset_async : NULL;
+	f->ops.get_size = f->inner.get_size ? fault_get_size : NULL;
+	f->ops.resize = f->inner.resize ? fault_resize : NULL;
 	f->ops.detach = f->inner.detach ? fault_detach : NULL;
 	/* as able to run on several loops as what it wraps (see the top). */
 	f->ops.flags = f->inner.flags & SCSITGT_BACKEND_MULTI_LOOP;

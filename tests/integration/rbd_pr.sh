@@ -6,7 +6,9 @@
 #
 # 1. libiscsi's iscsi-test-cu reservation families (SCSI.Prin*, SCSI.Prout*) and
 #    SCSI.MultipathIO.Simple and .Reset with its first URL on gateway A and its second on gateway B: the
-#    second initiator of every reservation test logs in through B only.
+#    second initiator of every reservation test logs in through B only. A's LUN 0 sits behind a
+#    fault rule (a 1 ms delay of each write): the fault backend passes the RBD backend's
+#    reset_async on, so a LOGICAL UNIT RESET through A still reaches B's nexus.
 # 2. pr_client on a second image:
 #    - a reservation taken through A is enforced through B: a write by a non-holder through B
 #      gets RESERVATION CONFLICT, READ RESERVATION through B shows it, the holder writes
@@ -43,6 +45,7 @@ pool=$MICRO_CEPH_POOL
 rbd create --size 16M "$pool/primg" || it_fail "rbd create primg"
 GW_IQN=iqn.2026-11.org.libscsitgt:rbd-pr
 LUNS=(--lun "0:rbd:$pool/$MICRO_CEPH_IMAGE" --lun "1:rbd:$pool/primg")
+A_LUNS=(--lun "0:rbd:$pool/$MICRO_CEPH_IMAGE,fault=delay=1@write" --lun "1:rbd:$pool/primg")
 
 # Gateway B: a second minitarget on another port (gateway A is lib.sh's target).
 B_PID=
@@ -73,7 +76,7 @@ b_stop() {
 	B_PID=
 }
 a_start() {
-	it_start --iqn "$GW_IQN" "${LUNS[@]}"
+	it_start --iqn "$GW_IQN" "${A_LUNS[@]}"
 	A_URLS=("${IT_URLS[@]}")
 }
 

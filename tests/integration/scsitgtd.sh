@@ -167,19 +167,26 @@ it_ask luns
 it_log "ok: LUN masking by visible_to changed by SIGHUP"
 
 # A file LUN follows its file: it grows, a reload re-reads it (CAPACITY DATA HAS CHANGED).
-truncate -s 8M "$IT_TMP/lun3.img"
+# LUN 4 the same behind a fault rule: the fault backend passes the size query on.
+truncate -s 8M "$IT_TMP/lun3.img" "$IT_TMP/lun4.img"
 printf '\n[lun 3]\nbackend = file\npath = %s\n' "$IT_TMP/lun3.img" >>"$CONF"
+printf '\n[lun 4]\nbackend = file\npath = %s\nfault = delay=1@write\n' "$IT_TMP/lun4.img" >>"$CONF"
 it_reload
 expect 0 6/3f0e
 drain 3
-it_ask cap 3
-[[ "$ANSWER" == "cap 16384 512" ]] || it_fail "READ CAPACITY of the file LUN: $ANSWER"
-truncate -s 16M "$IT_TMP/lun3.img"
+drain 4
+for lun in 3 4; do
+	it_ask cap $lun
+	[[ "$ANSWER" == "cap 16384 512" ]] || it_fail "READ CAPACITY of file LUN $lun: $ANSWER"
+done
+truncate -s 16M "$IT_TMP/lun3.img" "$IT_TMP/lun4.img"
 it_reload
-expect 3 6/2a09
-it_ask cap 3
-[[ "$ANSWER" == "cap 32768 512" ]] || it_fail "READ CAPACITY after the file grew: $ANSWER"
-it_log "ok: a file LUN added, and resized by SIGHUP after its file grew"
+for lun in 3 4; do
+	expect $lun 6/2a09
+	it_ask cap $lun
+	[[ "$ANSWER" == "cap 32768 512" ]] || it_fail "READ CAPACITY of LUN $lun after its file grew: $ANSWER"
+done
+it_log "ok: file LUNs added, and resized by SIGHUP after their files grew (one behind a fault rule)"
 
 # 6. A reservation with APTPL lands in pr_dir (SPC-5 §5.13.5).
 drain 0
@@ -216,7 +223,7 @@ it_ask write 1 96 8
 [[ "$ANSWER" == "status 0" ]] || it_fail "WRITE under a read fault rule: $ANSWER"
 it_ask read 1 96 8
 [[ "$ANSWER" == "status 2 sense 3/1100" ]] || it_fail "READ over the faulty blocks: $ANSWER"
-sed -i 's/^fault = .*/fault = medium@read:lba=5000:len=1/' "$CONF"
+sed -i '/^\[lun 1\]$/{n;s/^fault = .*/fault = medium@read:lba=5000:len=1/}' "$CONF"
 it_reload
 it_ask read 1 96 8
 [[ "$ANSWER" == "status 0" ]] || it_fail "READ after the fault rule moved: $ANSWER"
