@@ -1,5 +1,7 @@
 /* The smallest complete host: a 1 GiB RAM LUN served over iSCSI on 127.0.0.1:3260 until
  * Ctrl-C. This file is the README's embedding example; keep the two identical. */
+#include <signal.h>
+
 #include <libscsitgt/scsitgt.h>
 
 static void on_sigint(uv_signal_t *sig, int signum)
@@ -29,6 +31,7 @@ int main(void)
 	scsitgt_portal_opts_init(&p, sizeof(p));
 	p.address = "127.0.0.1";
 
+	signal(SIGPIPE, SIG_IGN); /* a dropped initiator must not end the process */
 	if (scsitgt_engine_create(&engine, loop, NULL) < 0 ||
 	    scsitgt_target_create(&tgt, engine, &t) < 0 || scsitgt_backend_ram_create(&ram) < 0)
 		return 1;

@@ -388,6 +388,9 @@ int main(int argc, char **argv)
 		temporary = true;
 	}
 
+	/* An initiator that drops its connection while we write must not end the process. */
+	signal(SIGPIPE, SIG_IGN);
+
 	/* 1. The engine lives on our loop; its log goes to our logger. */
 	scsitgt_engine_opts_init(&eo, sizeof(eo));
 	eo.log_cb = app_log;

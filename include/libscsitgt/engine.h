@@ -194,8 +194,10 @@ SCSITGT_EXPORT int scsitgt_engine_set_tmf_timeout(struct scsitgt_engine *engine,
  * is destroyed before that, close() is never called: the late completions only free the
  * library's memory, from any thread, and the host owns backend_ctx again once its backend
  * has completed every io it held (docs/threading.md, "Teardown"). So the callback of
- * scsitgt_engine_destroy() runs within this timeout (plus the initiators' logout grace),
- * whatever the backends do.
+ * scsitgt_engine_destroy() runs within this timeout plus the logout before it, whatever the
+ * backends do: the portals' logout grace (at most 6 s) and, when an initiator logs out
+ * while a backend still holds one of its commands, that Logout's wait for it
+ * (scsitgt_iscsi_params::logout_timeout_ms, 10 s by default): with the defaults, 40 s.
  *
  * @param engine     The engine.
  * @param timeout_ms The limit in milliseconds, > 0. The default is 30000.
