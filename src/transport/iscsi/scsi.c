@@ -720,6 +720,15 @@ int scsitgt__iscsi_data_out_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 		if (r->received == r->len) {
 			r->used = false;
 			task->r2t_outstanding--;
+		} else if (fin) {
+			/*
+			 * F=1 ends the sequence that answers this R2T (RFC 7143 §11.7.1) short of
+			 * its Desired Data Transfer Length (§11.8.4): the rest never comes, and
+			 * ErrorRecoveryLevel 0 has no recovery R2T. As for a short unsolicited
+			 * burst: the command fails, INCORRECT AMOUNT OF DATA, instead of waiting
+			 * for ever.
+			 */
+			task_stop_data(task, SCSITGT__SR_INCORRECT_DATA_AMOUNT);
 		}
 	}
 	task_progress(task);

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""iscsi_seq.py - RFC 7143 rules of sequences and timers found broken by a review (session 35),
+checked against a running minitarget with the raw client of hostile_iscsi.py (started by
+iscsi_seq.sh). One check per subcommand; each prints "ok: ..." lines and exits non-zero on the
+first failure. Every wait is a bounded poll for the event it needs (hostile_iscsi.WAIT).
+
+  r2t-short              an R2T answered short with F=1: the WRITE fails (0Bh 0Ch/0Dh), no hang
+"""
+
+import argparse
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hostile_iscsi as hi  # noqa: E402
+from iscsi_rules import Failure, check  # noqa: E402
+
+WAIT = hi.WAIT
+
+
+def recv_by(s, deadline):
+    """The next PDU but pings (answered) and Async Messages, by @deadline (time.monotonic());
+    socket.timeout after it. Session.recv() would wait afresh after each ping."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("nothing by the deadline")
+        p = s.recv_pdu(left)
+        if s.answer_ping(p) or p.opcode == hi.OP_ASYNC:
+            continue
+        if p.opcode in (hi.OP_SCSI_RSP, hi.OP_NOP_IN, hi.OP_LOGOUT_RSP, hi.OP_REJECT):
+            s.exp_stat_sn = (p.stat_sn + 1) & 0xFFFFFFFF
+        return p
+
+
+def sense_of(p):
+    """(key, ASC, ASCQ) of a SCSI Response's sense data."""
+    sense = p.data[2:]
+    if (sense[0] & 0x7F) >= 0x72:
+        return sense[1] & 0x0F, sense[2], sense[3]
+    return sense[2] & 0x0F, sense[12], sense[13]
+
+
+def write_r2t(s, lba, nbytes):
+    """Send a WRITE(16) of @nbytes with no immediate data; return (itt, its first R2T)."""
+    itt = s.next_itt()
+    s.send(s.cmd_pdu(hi.lun_lba_cdb_write16(lba, nbytes // 512), nbytes, write=True, itt=itt))
+    s.cmd_sn += 1
+    r2t = recv_by(s, time.monotonic() + WAIT)
+    check(r2t.opcode == hi.OP_R2T and r2t.itt == itt, "expected an R2T, got %r" % r2t)
+    check(r2t.u32(40) == 0 and r2t.u32(44) == nbytes, "R2T for [%d, +%d), expected [0, +%d)"
+          % (r2t.u32(40), r2t.u32(44), nbytes))
+    return itt, r2t
+
+
+def cmd_r2t_short(a):
+    """RFC 7143 §11.7.1: F=1 marks the last Data-Out of the sequence that answers an R2T. Half
+    of the R2T's 8 KiB with F=1: nothing more comes; at ErrorRecoveryLevel 0 the WRITE must end
+    (CHECK CONDITION, INCORRECT AMOUNT OF DATA) rather than wait for ever."""
+    s = hi.Session(a.host, a.port, a.iqn, timeout=WAIT)
+    s.login(initial_r2t="Yes", immediate="No")
+    lba = 64
+    itt, r2t = write_r2t(s, lba, 8192)
+    s.send(s.data_out_pdu(itt, r2t.ttt, 0, 0, b"\x5a" * 4096, final=True))
+    try:
+        p = recv_by(s, time.monotonic() + WAIT)
+    except socket.timeout:
+        raise Failure("no response to the WRITE within %.0f s of its short F=1 sequence" % WAIT)
+    check(p.opcode == hi.OP_SCSI_RSP and p.itt == itt, "expected the WRITE's response, got %r"
+          % p)
+    check(p.bhs[3] == hi.SAM_CHECK_CONDITION, "WRITE status 0x%02x, expected CHECK CONDITION"
+          % p.bhs[3])
+    got = sense_of(p)
+    check(got == (0x0B, 0x0C, 0x0D), "sense %02x/%02x/%02x, expected 0b/0c/0d" % got)
+    check(b"\x5a" * 16 not in s.read(lba, 16), "the short WRITE's data was written")
+    st, _, _, _ = s.scsi(hi.cdb_tur())
+    check(st == hi.SAM_GOOD, "TEST UNIT READY after it: status 0x%02x" % st)
+    print("ok: an R2T answered short with F=1: CHECK CONDITION 0Bh 0Ch/0Dh, nothing written, "
+          "the session goes on")
+    s.logout()
+
+
+CHECKS = {"r2t-short": cmd_r2t_short}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cmd", choices=sorted(CHECKS))
+    for opt in ("--port", "--iqn"):
+        ap.add_argument(opt, required=True, type=int if opt == "--port" else str)
+    ap.add_argument("--host", default="127.0.0.1")
+    a = ap.parse_args()
+    try:
+        CHECKS[a.cmd](a)
+        return 0
+    except (Failure, hi.ProtocolError, hi.Closed, socket.timeout) as e:
+        print("FAIL: %s: %s" % (a.cmd, e), file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

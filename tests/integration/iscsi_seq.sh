@@ -1,0 +1,25 @@
+#!/bin/bash
+# iscsi_seq.sh MINITARGET - RFC 7143 rules of Data-Out sequences, task management, Logout and
+# NOP-In timers that a review found broken (session 35), with the raw client of
+# hostile_iscsi.py (iscsi_seq.py):
+#  - an R2T answered short with F=1 ends its WRITE (§11.7.1), no hang;
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+it_init "${1:-}"
+it_need python3
+SEQ=(python3 "$(dirname "$0")/iscsi_seq.py")
+
+# seq_target "TARGET ARGS" CHECK [ARGS...]: one check against a target of its own, stopped
+# after it (SIGTERM: a clean exit).
+seq_target() {
+	local -a targs
+	read -r -a targs <<<"$1"
+	it_start "${targs[@]}"
+	"${SEQ[@]}" "$2" --port "$IT_PORT" --iqn "$(it_iqn "${IT_URLS[0]}")" "${@:3}" >&2 ||
+		it_fail "iscsi_seq.py ${*:2}"
+	it_stop || it_fail "target exited with status $? on SIGTERM after $2"
+}
+
+seq_target "--lun 0:ram:16M" r2t-short
+
+it_log "PASS"
