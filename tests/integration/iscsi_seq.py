@@ -6,6 +6,8 @@ iscsi_seq.sh). One check per subcommand; each prints "ok: ..." lines and exits n
 first failure. Every wait is a bounded poll for the event it needs (hostile_iscsi.WAIT).
 
   r2t-short              an R2T answered short with F=1: the WRITE fails (0Bh 0Ch/0Dh), no hang
+  ping-cadence --timeout-ms MS
+                         answered NOP-In pings come every nop_interval_ms, not nop_timeout_ms
 """
 
 import argparse
@@ -83,7 +85,38 @@ def cmd_r2t_short(a):
     s.logout()
 
 
-CHECKS = {"r2t-short": cmd_r2t_short}
+def cmd_ping_cadence(a):
+    """--nop-interval short, --nop-timeout long: an initiator that answers each ping at once and
+    sends nothing else is idle for nop_interval_ms after each answer, so pings come about every
+    interval. Four pings must come before one nop_timeout_ms has passed (the bug: one ping per
+    timeout), a margin no loaded machine breaks when the interval is a small part of it."""
+    s = hi.Session(a.host, a.port, a.iqn, timeout=WAIT)
+    s.login()
+    timeout_s = a.timeout_ms / 1000.0
+    pings = 0
+    start = None
+    while pings < 4:
+        left = WAIT if start is None else start + timeout_s - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            p = s.recv_pdu(left)
+        except socket.timeout:
+            break
+        if s.answer_ping(p):
+            pings += 1
+            if start is None:
+                start = time.monotonic()
+    check(start is not None, "no NOP-In ping within %.0f s" % WAIT)
+    took = time.monotonic() - start
+    check(pings >= 4, "%d pings in the %.0f s (nop_timeout_ms) after the first one; an answered "
+          "ping must leave the next one to nop_interval_ms" % (pings, timeout_s))
+    print("ok: 4 answered pings %.1f s apart on average (nop_timeout_ms %d)"
+          % (took / 3, a.timeout_ms))
+    s.logout()
+
+
+CHECKS = {"r2t-short": cmd_r2t_short, "ping-cadence": cmd_ping_cadence}
 
 
 def main():
@@ -92,6 +125,7 @@ def main():
     for opt in ("--port", "--iqn"):
         ap.add_argument(opt, required=True, type=int if opt == "--port" else str)
     ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--timeout-ms", type=int, default=15000)
     a = ap.parse_args()
     try:
         CHECKS[a.cmd](a)

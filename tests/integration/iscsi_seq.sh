@@ -3,6 +3,7 @@
 # NOP-In timers that a review found broken (session 35), with the raw client of
 # hostile_iscsi.py (iscsi_seq.py):
 #  - an R2T answered short with F=1 ends its WRITE (§11.7.1), no hang;
+#  - after an answered ping the next one comes after nop_interval_ms, not nop_timeout_ms.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init "${1:-}"
@@ -21,5 +22,9 @@ seq_target() {
 }
 
 seq_target "--lun 0:ram:16M" r2t-short
+
+# A short ping interval under a long ping timeout.
+seq_target "--lun 0:ram:16M --nop-interval 500 --nop-timeout 20000" ping-cadence \
+	--timeout-ms 20000
 
 it_log "PASS"

@@ -648,8 +648,14 @@ static int conn_nop_out(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_
 			scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
 			return 0;
 		}
-		if (ttt != ISCSI_RESERVED_TAG && conn->nop_outstanding && ttt == conn->nop_ttt)
+		if (ttt != ISCSI_RESERVED_TAG && conn->nop_outstanding && ttt == conn->nop_ttt) {
 			conn->nop_outstanding = false;
+			/* The timer still waits for the ping's timeout: from now on it counts
+			 * idleness again, nop_interval_ms (not the grace of an asked logout,
+			 * which keeps its own timer). */
+			if (!conn->async_logout_sent)
+				conn_arm_idle(conn);
+		}
 		return 0;
 	}
 	if (ttt != ISCSI_RESERVED_TAG) {
