@@ -6,6 +6,7 @@ iscsi_seq.sh). One check per subcommand; each prints "ok: ..." lines and exits n
 first failure. Every wait is a bounded poll for the event it needs (hostile_iscsi.WAIT).
 
   r2t-short              an R2T answered short with F=1: the WRITE fails (0Bh 0Ch/0Dh), no hang
+  logout-cleanup         a Logout whose cleanup times out: Response 3 (§11.15.1)
   ping-cadence --timeout-ms MS
                          answered NOP-In pings come every nop_interval_ms, not nop_timeout_ms
 """
@@ -85,6 +86,31 @@ def cmd_r2t_short(a):
     s.logout()
 
 
+def cmd_logout_cleanup(a):
+    """A WRITE the backend never completes, then Logout (close the session): after the
+    target's logout_timeout_ms the answer must be Response 3, "cleanup failed" (§11.15.1),
+    since the WRITE may still land; then the connection closes."""
+    s = hi.Session(a.host, a.port, a.iqn, timeout=WAIT)
+    s.login()
+    itt = s.next_itt()
+    s.send(s.cmd_pdu(hi.lun_lba_cdb_write16(0, 1), 512, write=True, data=b"h" * 512, itt=itt))
+    s.cmd_sn += 1
+    # The WRITE is in the backend once a command behind it is answered (CmdSN order, and the
+    # hang rule holds writes only): a TEST UNIT READY.
+    st, _, _, _ = s.scsi(hi.cdb_tur())
+    check(st == hi.SAM_GOOD, "TEST UNIT READY behind the held WRITE: status 0x%02x" % st)
+    litt = s.next_itt()
+    s.send(hi.pdu_bytes(hi.bhs_build(hi.OP_LOGOUT_REQ, hi.FINAL, immediate=True, itt=litt,
+                                     fields={20: 1 << 16, 24: s.cmd_sn, 28: s.exp_stat_sn})))
+    p = recv_by(s, time.monotonic() + WAIT)
+    check(p.opcode == hi.OP_LOGOUT_RSP and p.itt == litt, "expected the Logout Response, got %r"
+          % p)
+    check(p.bhs[2] == 3, "Logout Response %d with a WRITE still in the backend, expected 3 "
+          "(cleanup failed, RFC 7143 §11.15.1)" % p.bhs[2])
+    check(s.wait_closed(WAIT), "the connection stays open after the Logout Response")
+    print("ok: a Logout whose cleanup timed out: Response 3 (cleanup failed), then closed")
+
+
 def cmd_ping_cadence(a):
     """--nop-interval short, --nop-timeout long: an initiator that answers each ping at once and
     sends nothing else is idle for nop_interval_ms after each answer, so pings come about every
@@ -116,7 +142,8 @@ def cmd_ping_cadence(a):
     s.logout()
 
 
-CHECKS = {"r2t-short": cmd_r2t_short, "ping-cadence": cmd_ping_cadence}
+CHECKS = {"r2t-short": cmd_r2t_short, "logout-cleanup": cmd_logout_cleanup,
+          "ping-cadence": cmd_ping_cadence}
 
 
 def main():

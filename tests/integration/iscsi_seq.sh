@@ -3,6 +3,7 @@
 # NOP-In timers that a review found broken (session 35), with the raw client of
 # hostile_iscsi.py (iscsi_seq.py):
 #  - an R2T answered short with F=1 ends its WRITE (§11.7.1), no hang;
+#  - a Logout whose cleanup timed out answers Response 3, "cleanup failed" (§11.15.1);
 #  - after an answered ping the next one comes after nop_interval_ms, not nop_timeout_ms.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -27,4 +28,7 @@ seq_target "--lun 0:ram:16M" r2t-short
 seq_target "--lun 0:ram:16M --nop-interval 500 --nop-timeout 20000" ping-cadence \
 	--timeout-ms 20000
 
+# A backend that never returns the WRITE; bounded teardown (fault_hang.sh) ends the target.
+seq_target "--lun 0:ram:16M,fault=hang@write --drain-timeout 2000 --tmf-timeout 1000 \
+--logout-timeout 1000" logout-cleanup
 it_log "PASS"
