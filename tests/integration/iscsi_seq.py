@@ -6,6 +6,8 @@ iscsi_seq.sh). One check per subcommand; each prints "ok: ..." lines and exits n
 first failure. Every wait is a bounded poll for the event it needs (hostile_iscsi.WAIT).
 
   r2t-short              an R2T answered short with F=1: the WRITE fails (0Bh 0Ch/0Dh), no hang
+  task-set-r2t           ABORT TASK SET, CLEAR TASK SET, LUN RESET, TARGET WARM RESET with an
+                         R2T outstanding: act once it is answered, no Reject of that Data-Out
   logout-cleanup         a Logout whose cleanup times out: Response 3 (§11.15.1)
   ping-cadence --timeout-ms MS
                          answered NOP-In pings come every nop_interval_ms, not nop_timeout_ms
@@ -85,6 +87,67 @@ def cmd_r2t_short(a):
           "the session goes on")
     s.logout()
 
+def ping_collect(s, what):
+    """A NOP-Out ping; every PDU that comes before its echo (pings answered)."""
+    itt = s.next_itt()
+    s.send(s.nop_pdu(itt=itt))
+    got = []
+    deadline = time.monotonic() + WAIT
+    while True:
+        try:
+            p = recv_by(s, deadline)
+        except socket.timeout:
+            raise Failure("%s: no echo of our ping within %.0f s" % (what, WAIT))
+        if p.opcode == hi.OP_NOP_IN and p.itt == itt:
+            return got
+        got.append(p)
+
+
+def cmd_task_set_r2t(a):
+    """RFC 7143 §11.5.1: the initiator MUST go on answering the R2Ts of the tasks an ABORT TASK
+    SET or CLEAR TASK SET affects (ending the sequences early with F=1, as it SHOULD), and the
+    target MUST wait for those answers before acting; the standard multi-task abort semantics
+    (§4.2.3.3) ask the same of LUN RESET and the target resets. The order of the answers tells
+    it without timing: a ping sent after the TMF is echoed before the TMF's response while the
+    R2T is unanswered; once answered, the TMF responds and the Data-Out draws no Reject (a ping
+    after it is echoed with nothing before), and the WRITE gets no response (it is aborted)."""
+    s = hi.Session(a.host, a.port, a.iqn, timeout=WAIT)
+    s.login(initial_r2t="Yes", immediate="No")
+    for func, name, part in ((2, "ABORT TASK SET", 4096), (4, "CLEAR TASK SET", 4096),
+                             (5, "LOGICAL UNIT RESET", 8192), (6, "TARGET WARM RESET", 4096)):
+        lba = 128
+        itt, r2t = write_r2t(s, lba, 8192)
+        titt = s.next_itt()
+        s.send(hi.pdu_bytes(hi.bhs_build(
+            hi.OP_TMF_REQ, hi.FINAL | func, immediate=True, lun=hi.lun_field(s.lun), itt=titt,
+            fields={20: hi.RESERVED_TAG, 24: s.cmd_sn, 28: s.exp_stat_sn, 32: s.cmd_sn})))
+        early = [p for p in ping_collect(s, name) if p.opcode == 0x22 and p.itt == titt]
+        check(not early, "%s answered before the outstanding R2T (TTT 0x%08x) was answered "
+              "(RFC 7143 §11.5.1: the target MUST wait)" % (name, r2t.ttt))
+        s.send(s.data_out_pdu(itt, r2t.ttt, 0, 0, b"\xa5" * part, final=True))
+        got = []
+        deadline = time.monotonic() + WAIT
+        while not any(p.opcode == 0x22 and p.itt == titt for p in got):
+            try:
+                got.append(recv_by(s, deadline))
+            except socket.timeout:
+                raise Failure("%s: no response within %.0f s of the R2T's answer" % (name, WAIT))
+        got += ping_collect(s, name)
+        rsp = [p for p in got if p.opcode == 0x22][0]
+        check(rsp.bhs[2] == 0, "%s: response %d, expected 0 (function complete)"
+              % (name, rsp.bhs[2]))
+        rej = [p for p in got if p.opcode == hi.OP_REJECT]
+        check(not rej, "%s: the R2T's answer drew a Reject (reason 0x%02x)"
+              % (name, rej[0].bhs[2] if rej else 0))
+        check(not [p for p in got if p.itt == itt], "%s: the aborted WRITE was answered: %r"
+              % (name, [p for p in got if p.itt == itt]))
+        s.clear_unit_attention()
+        check(b"\xa5" * 16 not in s.read(lba, 16), "%s: the aborted WRITE's data was written"
+              % name)
+        print("ok: %s with an R2T outstanding: answered after the R2T's answer (%d of 8192 "
+              "bytes, F=1), no Reject, the WRITE aborted" % (name, part))
+    s.logout()
+
 
 def cmd_logout_cleanup(a):
     """A WRITE the backend never completes, then Logout (close the session): after the
@@ -142,8 +205,8 @@ def cmd_ping_cadence(a):
     s.logout()
 
 
-CHECKS = {"r2t-short": cmd_r2t_short, "logout-cleanup": cmd_logout_cleanup,
-          "ping-cadence": cmd_ping_cadence}
+CHECKS = {"r2t-short": cmd_r2t_short, "task-set-r2t": cmd_task_set_r2t,
+          "logout-cleanup": cmd_logout_cleanup, "ping-cadence": cmd_ping_cadence}
 
 
 def main():

@@ -3,6 +3,8 @@
 # NOP-In timers that a review found broken (session 35), with the raw client of
 # hostile_iscsi.py (iscsi_seq.py):
 #  - an R2T answered short with F=1 ends its WRITE (§11.7.1), no hang;
+#  - ABORT TASK SET, CLEAR TASK SET, LUN RESET and TARGET WARM RESET wait for the answers to
+#    the R2Ts of the tasks they abort, and take them without a Reject (§11.5.1, §4.2.3.3);
 #  - a Logout whose cleanup timed out answers Response 3, "cleanup failed" (§11.15.1);
 #  - after an answered ping the next one comes after nop_interval_ms, not nop_timeout_ms.
 set -euo pipefail
@@ -23,6 +25,7 @@ seq_target() {
 }
 
 seq_target "--lun 0:ram:16M" r2t-short
+seq_target "--lun 0:ram:16M" task-set-r2t
 
 # A short ping interval under a long ping timeout.
 seq_target "--lun 0:ram:16M --nop-interval 500 --nop-timeout 20000" ping-cadence \

@@ -141,6 +141,7 @@ int scsitgt__iscsi_conn_create_on(struct scsitgt__iscsi_conn **out, struct scsit
 	}
 	scsitgt__list_init(&conn->tasks);
 	scsitgt__list_init(&conn->sess_node);
+	scsitgt__list_init(&conn->tmf_wait);
 	/* RFC 7143 §6.2: login PDUs carry at most 8192 bytes of data each. */
 	scsitgt__iscsi_rx_init(&conn->rx, &conn_rx_ops, conn, ISCSI_LOGIN_DSL_MAX);
 	conn->max_xmit_dsl = ISCSI_LOGIN_DSL_MAX;
@@ -260,6 +261,7 @@ void scsitgt__iscsi_conn_close(struct scsitgt__iscsi_conn *conn, const char *why
 	uv_timer_stop(&conn->timer);
 	uv_close((uv_handle_t *)&conn->timer, conn_timer_closed);
 	/* Tasks that never reached a backend go now; the rest when their ios return. */
+	scsitgt__iscsi_tmf_drop_waiting(conn);
 	scsitgt__iscsi_tasks_release(conn);
 	scsitgt__iscsi_sn_held_release(conn);
 	conn->dm_closing = true;
