@@ -8,6 +8,7 @@ first failure. Every wait is a bounded poll for the event it needs (hostile_iscs
   r2t-short              an R2T answered short with F=1: the WRITE fails (0Bh 0Ch/0Dh), no hang
   task-set-r2t           ABORT TASK SET, CLEAR TASK SET, LUN RESET, TARGET WARM RESET with an
                          R2T outstanding: act once it is answered, no Reject of that Data-Out
+  task-set-silent        ABORT TASK SET whose R2T is never answered: acts at the TMF timeout
   logout-cleanup         a Logout whose cleanup times out: Response 3 (§11.15.1)
   ping-cadence --timeout-ms MS
                          answered NOP-In pings come every nop_interval_ms, not nop_timeout_ms
@@ -148,6 +149,29 @@ def cmd_task_set_r2t(a):
               "bytes, F=1), no Reject, the WRITE aborted" % (name, part))
     s.logout()
 
+def cmd_task_set_silent(a):
+    """The wait of task-set-r2t is bounded: an initiator that never answers the R2T gets the
+    ABORT TASK SET's response once the target's TMF timeout (iscsi_seq.sh: 1 s) has passed,
+    and no response for the aborted WRITE."""
+    s = hi.Session(a.host, a.port, a.iqn, timeout=WAIT)
+    s.login(initial_r2t="Yes", immediate="No")
+    itt, _ = write_r2t(s, 256, 8192)
+    titt = s.next_itt()
+    s.send(hi.pdu_bytes(hi.bhs_build(
+        hi.OP_TMF_REQ, hi.FINAL | 2, immediate=True, lun=hi.lun_field(s.lun), itt=titt,
+        fields={20: hi.RESERVED_TAG, 24: s.cmd_sn, 28: s.exp_stat_sn, 32: s.cmd_sn})))
+    try:
+        p = recv_by(s, time.monotonic() + WAIT)
+    except socket.timeout:
+        raise Failure("ABORT TASK SET with its R2T unanswered: no response within %.0f s" % WAIT)
+    check(p.opcode == 0x22 and p.itt == titt and p.bhs[2] == 0,
+          "expected the TMF's response (function complete), got %r" % p)
+    check(not [q for q in ping_collect(s, "after the TMF") if q.itt == itt],
+          "the aborted WRITE was answered")
+    print("ok: ABORT TASK SET with its R2T never answered: function complete at the TMF "
+          "timeout, the WRITE aborted")
+    s.logout()
+
 
 def cmd_logout_cleanup(a):
     """A WRITE the backend never completes, then Logout (close the session): after the
@@ -206,7 +230,8 @@ def cmd_ping_cadence(a):
 
 
 CHECKS = {"r2t-short": cmd_r2t_short, "task-set-r2t": cmd_task_set_r2t,
-          "logout-cleanup": cmd_logout_cleanup, "ping-cadence": cmd_ping_cadence}
+          "task-set-silent": cmd_task_set_silent, "logout-cleanup": cmd_logout_cleanup,
+          "ping-cadence": cmd_ping_cadence}
 
 
 def main():

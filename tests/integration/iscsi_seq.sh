@@ -26,6 +26,8 @@ seq_target() {
 
 seq_target "--lun 0:ram:16M" r2t-short
 seq_target "--lun 0:ram:16M" task-set-r2t
+# ... but not for ever: at the TMF timeout it acts all the same.
+seq_target "--lun 0:ram:16M --tmf-timeout 1000" task-set-silent
 
 # A short ping interval under a long ping timeout.
 seq_target "--lun 0:ram:16M --nop-interval 500 --nop-timeout 20000" ping-cadence \
