@@ -206,6 +206,9 @@ struct scsitgt__iscsi_conn {
 	 * in arrival order, and how many such TMFs have not answered yet. */
 	struct scsitgt__list tmf_wait;
 	unsigned int tmf_fencing;
+	/* scsitgt__iscsi_tmf_kick() looks at them from the loop, not from inside an abort. */
+	struct scsitgt__deferred tmf_kick;
+	bool tmf_kick_pending;
 	/* traffic counters, wire bytes incl. digests (transport/iscsi/stats.c): written by the
 	 * connection's loop alone (scsitgt__iscsi_stat_add(): a relaxed load and store, never
 	 * a locked add), read from home by scsitgt_iscsi_engine_foreach_conn(). */
@@ -491,7 +494,8 @@ void scsitgt__iscsi_task_unfence(struct scsitgt__iscsi_task *task);
 
 /* tmf.c */
 int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
-/* A fenced task's Data-Out sequences ended, or it went: the waiting TMFs may act. */
+/* A fenced task's Data-Out sequences ended, or it went: the waiting TMFs may act (from the
+ * loop, deferred). */
 void scsitgt__iscsi_tmf_kick(struct scsitgt__iscsi_conn *conn);
 /* The connection closes: its waiting TMFs go without acting or answering. */
 void scsitgt__iscsi_tmf_drop_waiting(struct scsitgt__iscsi_conn *conn);

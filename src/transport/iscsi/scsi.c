@@ -752,10 +752,13 @@ int scsitgt__iscsi_data_out_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 			task->solicit_end = task->r2t_offset;
 		}
 	}
-	task_progress(task);
-	/* Every sequence of a fenced task has ended: its TMF may act. */
-	if (task->fenced && !task->unsol_pending && task->r2t_outstanding == 0)
-		scsitgt__iscsi_tmf_kick(conn);
+	if (task->fenced) {
+		/* It waits for its TMF (tmf.c), which may act once its every sequence ended. */
+		if (!task->unsol_pending && task->r2t_outstanding == 0)
+			scsitgt__iscsi_tmf_kick(conn);
+		return 0;
+	}
+	task_progress(task); /* may end the task */
 	return 0;
 }
 

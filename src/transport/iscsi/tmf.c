@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/shard.h"
 #include "core/stats.h"
 #include "core/tmf.h"
 #include "transport/iscsi/conn.h"
@@ -283,12 +284,28 @@ static void tmf_wait_end(struct scsitgt__iscsi_conn *conn)
 	}
 }
 
+static void tmf_kicked(struct scsitgt__deferred *d)
+{
+	struct scsitgt__iscsi_conn *conn =
+		scsitgt__container_of(d, struct scsitgt__iscsi_conn, tmf_kick);
+
+	conn->tmf_kick_pending = false;
+	if (conn->state == SCSITGT__CONN_FFP && !tasks_unanswered(conn))
+		tmf_wait_end(conn);
+	scsitgt__iscsi_conn_put(conn);
+}
+
+/* Deferred: a task goes from inside the core's aborts too, where a TMF must not start. */
 void scsitgt__iscsi_tmf_kick(struct scsitgt__iscsi_conn *conn)
 {
 	if (conn->state != SCSITGT__CONN_FFP || scsitgt__list_empty(&conn->tmf_wait) ||
-	    tasks_unanswered(conn))
+	    conn->tmf_kick_pending || tasks_unanswered(conn))
 		return;
-	tmf_wait_end(conn);
+	/* Held until then: the connection may close meanwhile. */
+	conn->tmf_kick_pending = true;
+	scsitgt__iscsi_conn_hold(conn);
+	conn->tmf_kick.fn = tmf_kicked;
+	scsitgt__shard_defer(scsitgt__iscsi_loop_shard(conn->ie, conn->worker), &conn->tmf_kick);
 }
 
 /*
