@@ -429,6 +429,8 @@ static int target_configure(struct app *app)
 		ip.login_timeout_ms = (uint32_t)o->login_timeout;
 	if (o->nop_interval >= 0)
 		ip.nop_interval_ms = (uint32_t)o->nop_interval;
+	if (o->nop_timeout > 0)
+		ip.nop_timeout_ms = (uint32_t)o->nop_timeout;
 	if (o->queue_depth >= 0)
 		ip.queue_depth = (uint32_t)o->queue_depth;
 	if (o->logout_timeout > 0)

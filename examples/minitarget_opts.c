@@ -26,7 +26,7 @@ void minitarget_usage(FILE *f)
 		"                  [--chap-algorithms md5,sha1,sha256,sha3-256]\n"
 		"                  [--initiator NAME]... [--header-digest] [--data-digest] [-v]\n"
 		"                  [--pr-dir DIR] [--login-timeout MS] [--alua STATE]\n"
-		"                  [--nop-interval MS] [--redirect HOST:PORT]\n"
+		"                  [--nop-interval MS] [--nop-timeout MS] [--redirect HOST:PORT]\n"
 		"                  [--iser-portal HOST:PORT]... [--workers N|auto]\n"
 		"                  [--conn-workers 0|1]\n"
 		"                  [--srp-portal HOST:PORT]... [--srp-guid 0xHEX]\n"
@@ -351,6 +351,7 @@ static const struct opt_long {
 	OPT_LONG("--logout-timeout", logout_timeout, 1, 3600000, 10, false),
 	OPT_LONG("--login-timeout", login_timeout, 0, 3600000, 10, true),
 	OPT_LONG("--nop-interval", nop_interval, 0, 3600000, 10, true),
+	OPT_LONG("--nop-timeout", nop_timeout, 1, 3600000, 10, false),
 	/* SPC-5 Table 241 value, in any C base. */
 	OPT_LONG("--alua", alua_state, 0, 15, 0, true),
 	OPT_LONG("--tpgt", tpgt, 1, 65535, 10, false),
@@ -427,6 +428,7 @@ static void opts_defaults(struct minitarget_opts *o)
 	o->gw_probe = -1;
 	o->login_timeout = -1;
 	o->nop_interval = -1;
+	o->nop_timeout = -1;
 	o->workers = 0;
 	o->conn_workers = -1;
 	o->max_sessions = -1;

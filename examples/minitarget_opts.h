@@ -107,6 +107,7 @@ struct minitarget_opts {
 	bool gw_preferred;
 	long login_timeout; /* ms */
 	long nop_interval;  /* ms; 0: no NOP-In pings */
+	long nop_timeout;   /* ms; an unanswered ping closes the connection */
 	int workers;	    /* worker threads (engine opts), SCSITGT_ENGINE_WORKERS_AUTO */
 	long conn_workers;  /* engine opts conn_workers: 0 or 1; -1: the default */
 	/* Limits. */

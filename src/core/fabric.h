@@ -278,8 +278,9 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 /*
  * end every task of a nexus that is going away (iSCSI logout): each live command is
  * aborted (ops->cmd_aborted(), no response); @cb follows when all of them have left their
- * backends, or after @timeout_ms, whichever comes first (those still in a backend are freed
- * when it returns them). @cb may be called from inside this call.
+ * backends (SCSITGT__TMF_COMPLETE), or after @timeout_ms, whichever comes first
+ * (SCSITGT__TMF_REJECTED: those still in a backend are freed when it returns them). @cb may be
+ * called from inside this call.
  */
 void scsitgt__tmf_quiesce(struct scsitgt__session *sess, uint32_t timeout_ms, scsitgt__tmf_cb cb,
 			  void *cb_arg);

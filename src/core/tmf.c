@@ -42,6 +42,8 @@ struct scsitgt__tmf_op {
 	bool drained;
 	bool answered;
 	bool timer_on;
+	/* scsitgt__tmf_quiesce()'s: its timeout answers SCSITGT__TMF_REJECTED. */
+	bool quiesce;
 	/* The last hold went on another shard: it tells the issuer's loop through this. */
 	struct scsitgt__msg drained_msg;
 	uv_timer_t timer;
@@ -84,7 +86,9 @@ static void op_timeout(uv_timer_t *t)
 	struct scsitgt__tmf_op *op = t->data;
 
 	/* The backend still holds some commands; answer anyway. They stay aborted and are freed
-	 * whenever the backend returns them. */
+	 * whenever the backend returns them. A nexus that ends says that its cleanup failed. */
+	if (op->quiesce)
+		atomic_store_explicit(&op->response, SCSITGT__TMF_REJECTED, memory_order_relaxed);
 	op_answer(op);
 	op_maybe_free(op);
 }
@@ -436,6 +440,7 @@ void scsitgt__tmf_quiesce(struct scsitgt__session *sess, uint32_t timeout_ms, sc
 		cb(cb_arg, SCSITGT__TMF_COMPLETE);
 		return;
 	}
+	op->quiesce = true;
 	/* Every task of the nexus, on every LUN (the effect of an I_T nexus loss, SAM-5
 	 * §6.3.4, without its unit attention: the nexus is ending anyway). The nexus's tasks
 	 * run on this loop, its shard's, where the answer comes too. */

@@ -141,6 +141,7 @@ int scsitgt__iscsi_conn_create_on(struct scsitgt__iscsi_conn **out, struct scsit
 	}
 	scsitgt__list_init(&conn->tasks);
 	scsitgt__list_init(&conn->sess_node);
+	scsitgt__list_init(&conn->tmf_wait);
 	/* RFC 7143 §6.2: login PDUs carry at most 8192 bytes of data each. */
 	scsitgt__iscsi_rx_init(&conn->rx, &conn_rx_ops, conn, ISCSI_LOGIN_DSL_MAX);
 	conn->max_xmit_dsl = ISCSI_LOGIN_DSL_MAX;
@@ -260,6 +261,7 @@ void scsitgt__iscsi_conn_close(struct scsitgt__iscsi_conn *conn, const char *why
 	uv_timer_stop(&conn->timer);
 	uv_close((uv_handle_t *)&conn->timer, conn_timer_closed);
 	/* Tasks that never reached a backend go now; the rest when their ios return. */
+	scsitgt__iscsi_tmf_drop_waiting(conn);
 	scsitgt__iscsi_tasks_release(conn);
 	scsitgt__iscsi_sn_held_release(conn);
 	conn->dm_closing = true;
@@ -648,8 +650,14 @@ static int conn_nop_out(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_
 			scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_PROTOCOL_ERROR);
 			return 0;
 		}
-		if (ttt != ISCSI_RESERVED_TAG && conn->nop_outstanding && ttt == conn->nop_ttt)
+		if (ttt != ISCSI_RESERVED_TAG && conn->nop_outstanding && ttt == conn->nop_ttt) {
 			conn->nop_outstanding = false;
+			/* The timer still waits for the ping's timeout: from now on it counts
+			 * idleness again, nop_interval_ms (not the grace of an asked logout,
+			 * which keeps its own timer). */
+			if (!conn->async_logout_sent)
+				conn_arm_idle(conn);
+		}
 		return 0;
 	}
 	if (ttt != ISCSI_RESERVED_TAG) {

@@ -202,6 +202,13 @@ struct scsitgt__iscsi_conn {
 	 * follow (F=0): that data is ignored as silently, up to its F=1 (review30b F9). */
 	bool ignored_unsol;
 	uint32_t ignored_itt;
+	/* Multi-task TMFs waiting for the Data-Out sequences of the tasks they fenced (tmf.c),
+	 * in arrival order, and how many such TMFs have not answered yet. */
+	struct scsitgt__list tmf_wait;
+	unsigned int tmf_fencing;
+	/* scsitgt__iscsi_tmf_kick() looks at them from the loop, not from inside an abort. */
+	struct scsitgt__deferred tmf_kick;
+	bool tmf_kick_pending;
 	/* traffic counters, wire bytes incl. digests (transport/iscsi/stats.c): written by the
 	 * connection's loop alone (scsitgt__iscsi_stat_add(): a relaxed load and store, never
 	 * a locked add), read from home by scsitgt_iscsi_engine_foreach_conn(). */
@@ -274,6 +281,9 @@ struct scsitgt__iscsi_task {
 	 * budget; bytes of the session's budget the command's buffer holds. */
 	struct scsitgt__list budget_node;
 	uint32_t charged;
+	/* Affected by a multi-task TMF that has not acted yet (tmf.c): no new R2T, no
+	 * execution; the TMF waits for its sequences in flight to end (RFC 7143 §11.5.1). */
+	bool fenced;
 	struct scsitgt__iscsi_r2t r2t[];
 };
 
@@ -479,8 +489,16 @@ bool scsitgt__iscsi_cmd_after_tmf(struct scsitgt__cmd *cmd, void *tmf_arg);
 struct scsitgt__iscsi_tx *scsitgt__iscsi_build_response(struct scsitgt__iscsi_conn *conn,
 							struct scsitgt__iscsi_task *task);
 
+/* A fenced task (tmf.c) goes on: the TMFs that fenced it have acted and spared it. */
+void scsitgt__iscsi_task_unfence(struct scsitgt__iscsi_task *task);
+
 /* tmf.c */
 int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu);
+/* A fenced task's Data-Out sequences ended, or it went: the waiting TMFs may act (from the
+ * loop, deferred). */
+void scsitgt__iscsi_tmf_kick(struct scsitgt__iscsi_conn *conn);
+/* The connection closes: its waiting TMFs go without acting or answering. */
+void scsitgt__iscsi_tmf_drop_waiting(struct scsitgt__iscsi_conn *conn);
 
 /* async.c: Async Messages (RFC 7143 §11.9). */
 /*

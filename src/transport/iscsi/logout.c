@@ -3,7 +3,8 @@
  * Logout (RFC 7143 §11.14, §11.15) at ErrorRecoveryLevel 0. A logout that ends the session
  * first ends its tasks: the Logout Response says that the cleanup is complete (RFC 7143
  * §3.5.3.3), so it waits for the commands still inside backends, at most the target's
- * logout_timeout_ms, so that a backend that never completes cannot hold it (issue 5).
+ * logout_timeout_ms, so that a backend that never completes cannot hold it (issue 5). When that
+ * bound passes first, the answer is Response 3, "cleanup failed" (§11.15.1).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,7 +28,18 @@ static void logout_quiesced(void *arg, enum scsitgt__tmf_response r)
 	struct logout_wait *w = arg;
 	struct scsitgt__iscsi_conn *conn = w->conn;
 
-	(void)r;
+	/*
+	 * Commands still inside a backend after logout_timeout_ms may still act (a WRITE may
+	 * still land): the cleanup failed, RFC 7143 §11.15.1 Response 3, not "closed
+	 * successfully". The connection closes all the same.
+	 */
+	if (r != SCSITGT__TMF_COMPLETE) {
+		w->bhs[ISCSI_LOGOUT_RSP_RESPONSE] = ISCSI_LOGOUT_RSP_CLEANUP_FAILED;
+		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_WARNING,
+					"logout: commands still in a backend after %u ms: "
+					"answered \"cleanup failed\"",
+					conn->sess ? conn->sess->tparams.logout_timeout_ms : 0);
+	}
 	/* Unless the initiator dropped the connection meanwhile. */
 	if (conn->state == SCSITGT__CONN_LOGGED_OUT)
 		logout_respond(conn, w->bhs, true);

@@ -125,6 +125,9 @@ static void task_rx_forget(struct scsitgt__iscsi_task *task)
 
 static void task_destroy(struct scsitgt__iscsi_task *task)
 {
+	struct scsitgt__iscsi_conn *conn = task->conn;
+	bool fenced = task->fenced;
+
 	task_rx_forget(task);
 	task_budget_put(task, task->conn ? task->conn->sess : NULL);
 	task_release_slot(task);
@@ -136,6 +139,9 @@ static void task_destroy(struct scsitgt__iscsi_task *task)
 	}
 	scsitgt__list_remove(&task->sn_node);
 	scsitgt__cmd_destroy(task->cmd);
+	/* A TMF may have waited for it (tmf.c). */
+	if (fenced && conn)
+		scsitgt__iscsi_tmf_kick(conn);
 }
 
 static uint32_t next_ttt(struct scsitgt__iscsi_conn *conn)
@@ -284,9 +290,12 @@ static void task_execute(struct scsitgt__iscsi_task *task)
 static void task_progress(struct scsitgt__iscsi_task *task)
 {
 	if (task->state == SCSITGT__TASK_DATA_OUT) {
-		if (task->unsol_pending)
+		/* A fenced task waits for its TMF (tmf.c); a failed one for the sequences that
+		 * answer its R2Ts still in flight, which the initiator sends all the same. */
+		if (task->unsol_pending || task->fenced ||
+		    (task->data_failed && task->r2t_outstanding))
 			return;
-		if (task->received < task->solicit_end) {
+		if (!task->data_failed && task->received < task->solicit_end) {
 			int rc = task_want_buf(task);
 
 			if (rc > 0)
@@ -331,6 +340,12 @@ static void sess_budget_kick(struct scsitgt__iscsi_sess *sess)
 void scsitgt__iscsi_task_ordered(struct scsitgt__iscsi_task *task)
 {
 	task->in_order = true;
+	task_progress(task);
+}
+
+void scsitgt__iscsi_task_unfence(struct scsitgt__iscsi_task *task)
+{
+	task->fenced = false;
 	task_progress(task);
 }
 
@@ -717,12 +732,33 @@ int scsitgt__iscsi_data_out_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt
 
 		r->received += pdu->data_len;
 		r->next_datasn++;
-		if (r->received == r->len) {
+		if (r->received == r->len || fin) {
 			r->used = false;
 			task->r2t_outstanding--;
 		}
+		if (r->received < r->len && fin) {
+			/*
+			 * F=1 ends the sequence that answers this R2T (RFC 7143 §11.7.1) short of
+			 * its Desired Data Transfer Length (§11.8.4): the rest never comes, and
+			 * ErrorRecoveryLevel 0 has no recovery R2T. As for a short unsolicited
+			 * burst: the command fails, INCORRECT AMOUNT OF DATA, instead of waiting
+			 * for ever; no further R2T, and the sequences of its other R2Ts in flight
+			 * are still taken (then dropped), not rejected. An initiator ends them so
+			 * after a task set abort (§11.5.1): a fenced task (tmf.c) is aborted.
+			 */
+			if (!task->data_failed)
+				task->data_fail_reason = SCSITGT__SR_INCORRECT_DATA_AMOUNT;
+			task->data_failed = true;
+			task->solicit_end = task->r2t_offset;
+		}
 	}
-	task_progress(task);
+	if (task->fenced) {
+		/* It waits for its TMF (tmf.c), which may act once its every sequence ended. */
+		if (!task->unsol_pending && task->r2t_outstanding == 0)
+			scsitgt__iscsi_tmf_kick(conn);
+		return 0;
+	}
+	task_progress(task); /* may end the task */
 	return 0;
 }
 

@@ -9,13 +9,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/shard.h"
 #include "core/stats.h"
+#include "core/tmf.h"
 #include "transport/iscsi/conn.h"
 
 struct tmf_ctx {
 	struct scsitgt__iscsi_conn *conn;
 	uint32_t itt;
 	bool cold;
+	/* A multi-task function (tmf_fences()): counted in conn->tmf_fencing until answered. */
+	bool fencing;
+	/* Waiting for fenced tasks' Data-Out sequences: in conn->tmf_wait, bounded by timer. */
+	struct scsitgt__list wait_node;
+	bool timer_on;
+	uv_timer_t timer;
+	/* What scsitgt__tmf_execute() gets once it acts. */
+	enum scsitgt__tmf_type type;
+	uint8_t lun[8];
+	uint32_t rtt;
 	/* Non-immediate: its CmdSN, taken, is passed once it has acted (tmf_done()). */
 	bool ordered;
 	/* Non-immediate and not ABORT TASK: spares the commands after @cmd_sn. */
@@ -129,6 +141,100 @@ static struct scsitgt__iscsi_task *abort_task_find(struct scsitgt__iscsi_conn *c
 	return task;
 }
 
+static void tmf_ctx_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+static void tmf_ctx_free(struct tmf_ctx *ctx)
+{
+	if (ctx->timer_on)
+		uv_close((uv_handle_t *)&ctx->timer, tmf_ctx_closed);
+	else
+		free(ctx);
+}
+
+/*
+ * RFC 7143 §11.5.1: "For ABORT TASK SET and CLEAR TASK SET, the issuing initiator MUST continue
+ * to respond to all valid target transfer tags (received via R2T ...) related to the affected
+ * task set, even after issuing the task management request. The issuing initiator SHOULD
+ * however terminate (i.e., by setting the F-bit to 1) these response sequences as quickly as
+ * possible. The target on its part MUST wait for responses on all affected target transfer
+ * tags before acting on either of these two task management requests." The standard
+ * multi-task abort semantics (§4.2.3.3, TaskReporting=RFC3720, what this target negotiates)
+ * ask the same of LOGICAL UNIT RESET and the target resets, for the issuing initiator's tasks.
+ * ABORT TASK names one task and acts at once.
+ */
+static bool tmf_fences(enum scsitgt__tmf_type type)
+{
+	return type == SCSITGT__TMF_ABORT_TASK_SET || type == SCSITGT__TMF_CLEAR_TASK_SET ||
+	       type == SCSITGT__TMF_LUN_RESET || type == SCSITGT__TMF_TARGET_WARM_RESET ||
+	       type == SCSITGT__TMF_TARGET_COLD_RESET;
+}
+
+/*
+ * Fence this connection's tasks that the TMF of @ctx will abort and that still receive
+ * Data-Out (the issuing initiator's, on this connection: one per session): they send no new
+ * R2T and do not execute until it has acted. Those it spares (a non-immediate TMF spares the
+ * commands after it, scsitgt__iscsi_cmd_after_tmf()) and those of other LUNs go on.
+ */
+static void tasks_fence(struct scsitgt__iscsi_conn *conn, const struct tmf_ctx *ctx)
+{
+	bool lun_scoped = ctx->type != SCSITGT__TMF_TARGET_WARM_RESET &&
+			  ctx->type != SCSITGT__TMF_TARGET_COLD_RESET;
+	struct scsitgt__list *pos;
+
+	for (pos = conn->tasks.next; pos != &conn->tasks; pos = pos->next) {
+		struct scsitgt__iscsi_task *t =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_task, node);
+
+		if (t->state != SCSITGT__TASK_DATA_OUT ||
+		    (lun_scoped && memcmp(t->lun, ctx->lun, 8) != 0) ||
+		    scsitgt__iscsi_cmd_after_tmf(t->cmd, (void *)ctx))
+			continue;
+		t->fenced = true;
+	}
+}
+
+/* A fenced task still has a Data-Out sequence to end: an R2T or its unsolicited data. */
+static bool tasks_unanswered(struct scsitgt__iscsi_conn *conn)
+{
+	struct scsitgt__list *pos;
+
+	for (pos = conn->tasks.next; pos != &conn->tasks; pos = pos->next) {
+		const struct scsitgt__iscsi_task *t =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_task, node);
+
+		if (t->fenced && t->state == SCSITGT__TASK_DATA_OUT &&
+		    (t->r2t_outstanding || t->unsol_pending))
+			return true;
+	}
+	return false;
+}
+
+/* The TMFs have acted: the fenced tasks they spared go on, one at a time (going on may end a
+ * task, or close the connection). */
+static void tasks_unfence(struct scsitgt__iscsi_conn *conn)
+{
+	bool again = true;
+
+	while (again && conn->state == SCSITGT__CONN_FFP) {
+		struct scsitgt__list *pos;
+
+		again = false;
+		for (pos = conn->tasks.next; pos != &conn->tasks; pos = pos->next) {
+			struct scsitgt__iscsi_task *t =
+				scsitgt__container_of(pos, struct scsitgt__iscsi_task, node);
+
+			if (t->fenced) {
+				scsitgt__iscsi_task_unfence(t);
+				again = true;
+				break;
+			}
+		}
+	}
+}
+
 static void tmf_done(void *arg, enum scsitgt__tmf_response r)
 {
 	struct tmf_ctx *ctx = arg;
@@ -152,8 +258,82 @@ static void tmf_done(void *arg, enum scsitgt__tmf_response r)
 					"target cold reset: closing every session of the target");
 		tmf_cold_close_all(ctx->conn);
 	}
+	if (ctx->fencing && --conn->tmf_fencing == 0)
+		tasks_unfence(conn);
 	scsitgt__iscsi_conn_put(ctx->conn);
-	free(ctx);
+	tmf_ctx_free(ctx);
+}
+
+static void tmf_act(struct tmf_ctx *ctx)
+{
+	scsitgt__tmf_execute(ctx->conn->sess->core, ctx->type, ctx->lun, ctx->rtt, tmf_done, ctx);
+}
+
+/* Act on every waiting TMF, in arrival order. */
+static void tmf_wait_end(struct scsitgt__iscsi_conn *conn)
+{
+	while (!scsitgt__list_empty(&conn->tmf_wait)) {
+		struct tmf_ctx *ctx =
+			scsitgt__container_of(conn->tmf_wait.next, struct tmf_ctx, wait_node);
+
+		scsitgt__list_remove(&ctx->wait_node);
+		scsitgt__list_init(&ctx->wait_node);
+		if (ctx->timer_on)
+			uv_timer_stop(&ctx->timer);
+		tmf_act(ctx);
+	}
+}
+
+static void tmf_kicked(struct scsitgt__deferred *d)
+{
+	struct scsitgt__iscsi_conn *conn =
+		scsitgt__container_of(d, struct scsitgt__iscsi_conn, tmf_kick);
+
+	conn->tmf_kick_pending = false;
+	if (conn->state == SCSITGT__CONN_FFP && !tasks_unanswered(conn))
+		tmf_wait_end(conn);
+	scsitgt__iscsi_conn_put(conn);
+}
+
+/* Deferred: a task goes from inside the core's aborts too, where a TMF must not start. */
+void scsitgt__iscsi_tmf_kick(struct scsitgt__iscsi_conn *conn)
+{
+	if (conn->state != SCSITGT__CONN_FFP || scsitgt__list_empty(&conn->tmf_wait) ||
+	    conn->tmf_kick_pending || tasks_unanswered(conn))
+		return;
+	/* Held until then: the connection may close meanwhile. */
+	conn->tmf_kick_pending = true;
+	scsitgt__iscsi_conn_hold(conn);
+	conn->tmf_kick.fn = tmf_kicked;
+	scsitgt__shard_defer(scsitgt__iscsi_loop_shard(conn->ie, conn->worker), &conn->tmf_kick);
+}
+
+/*
+ * The initiator did not end the sequences in time (RFC 7143 §11.5.1 lets the target drop the
+ * connection then): the TMFs act all the same, bounded by the engine's TMF timeout.
+ */
+static void tmf_wait_timeout(uv_timer_t *t)
+{
+	struct tmf_ctx *ctx = t->data;
+	struct scsitgt__iscsi_conn *conn = ctx->conn;
+
+	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_WARNING,
+				"task management: R2Ts of the affected tasks still unanswered; "
+				"acting without them");
+	tmf_wait_end(conn);
+}
+
+void scsitgt__iscsi_tmf_drop_waiting(struct scsitgt__iscsi_conn *conn)
+{
+	while (!scsitgt__list_empty(&conn->tmf_wait)) {
+		struct tmf_ctx *ctx =
+			scsitgt__container_of(conn->tmf_wait.next, struct tmf_ctx, wait_node);
+
+		scsitgt__list_remove(&ctx->wait_node);
+		conn->tmf_fencing--;
+		scsitgt__iscsi_conn_put(conn);
+		tmf_ctx_free(ctx);
+	}
 }
 
 int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
@@ -257,6 +437,11 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	ctx->conn = conn;
 	ctx->itt = itt;
 	ctx->cold = type == SCSITGT__TMF_TARGET_COLD_RESET;
+	ctx->type = type;
+	memcpy(ctx->lun, &h[ISCSI_BHS_LUN], 8);
+	ctx->rtt = rtt;
+	ctx->timer_on = false;
+	scsitgt__list_init(&ctx->wait_node);
 	ctx->ordered = !scsitgt__bhs_immediate(h);
 	ctx->spare_after = ctx->ordered && type != SCSITGT__TMF_ABORT_TASK;
 	ctx->cmd_sn = cmd_sn;
@@ -268,6 +453,32 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	 * path starts (an immediate ABORT TASK using up a later CmdSN): tmf_done(). */
 	if (ctx->ordered)
 		sess->sn_busy = true;
-	scsitgt__tmf_execute(sess->core, type, &h[ISCSI_BHS_LUN], rtt, tmf_done, ctx);
+	ctx->fencing = tmf_fences(type);
+	if (ctx->fencing) {
+		conn->tmf_fencing++;
+		tasks_fence(conn, ctx);
+		if (tasks_unanswered(conn) && uv_timer_init(conn->loop, &ctx->timer) == 0) {
+			uint32_t ms = atomic_load_explicit(&conn->ie->engine->tmf_timeout_ms,
+							   memory_order_relaxed);
+
+			if (ms == 0)
+				ms = SCSITGT__TMF_TIMEOUT_MS_DEFAULT;
+			ctx->timer_on = true;
+			ctx->timer.data = ctx;
+			uv_timer_start(&ctx->timer, tmf_wait_timeout, ms, 0);
+			scsitgt__list_add_tail(&conn->tmf_wait, &ctx->wait_node);
+			scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_DEBUG,
+						"task management function %u waits for the "
+						"Data-Out of the affected tasks",
+						func);
+			return 0;
+		}
+	}
+	/* Behind another one still waiting: after it, in order. */
+	if (!scsitgt__list_empty(&conn->tmf_wait)) {
+		scsitgt__list_add_tail(&conn->tmf_wait, &ctx->wait_node);
+		return 0;
+	}
+	tmf_act(ctx);
 	return 0;
 }

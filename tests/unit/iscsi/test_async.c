@@ -148,8 +148,9 @@ static void test_async_ua(void **state)
 	h_fini(&h);
 }
 
-/* A Logout waits for the session's write that a backend holds, but only logout_timeout_ms;
- * the write's late return afterwards frees it. */
+/* A Logout waits for the session's write that a backend holds, but only logout_timeout_ms,
+ * and then says that the cleanup failed (RFC 7143 §11.15.1 Response 3); the write's late
+ * return afterwards frees it. */
 static void test_logout_bounded(void **state)
 {
 	uint8_t bhs[ISCSI_BHS_LEN], data[512];
@@ -188,7 +189,7 @@ static void test_logout_bounded(void **state)
 		uv_run(&h.loop, UV_RUN_ONCE);
 	r = h_take(&h);
 	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_LOGOUT_RSP);
-	assert_int_equal(r->bhs[ISCSI_LOGOUT_RSP_RESPONSE], ISCSI_LOGOUT_RSP_SUCCESS);
+	assert_int_equal(r->bhs[ISCSI_LOGOUT_RSP_RESPONSE], ISCSI_LOGOUT_RSP_CLEANUP_FAILED);
 	assert_int_equal(get_be32(&r->bhs[ISCSI_BHS_ITT]), 0x700);
 	/* No SCSI Response for the aborted write, ever. */
 	assert_null(h_take(&h));

@@ -638,8 +638,7 @@ static void test_numeric_keys(void **state)
 			     "MaxBurstLength=16777216\nFirstBurstLength=511\n"
 			     "DefaultTime2Wait=3601\nMaxOutstandingR2T=0\n"
 			     "ErrorRecoveryLevel=3\nMaxConnections=65536\n"
-			     "DefaultTime2Retain=-1\niSCSIProtocolLevel=32\n"
-			     "MaxRecvDataSegmentLength=511\n"),
+			     "DefaultTime2Retain=-1\niSCSIProtocolLevel=32\n"),
 			 0);
 	assert_string_equal(resp_get(&f->resp, "MaxBurstLength"), "Reject");
 	assert_string_equal(resp_get(&f->resp, "FirstBurstLength"), "Reject");
@@ -649,9 +648,19 @@ static void test_numeric_keys(void **state)
 	assert_string_equal(resp_get(&f->resp, "MaxConnections"), "Reject");
 	assert_string_equal(resp_get(&f->resp, "DefaultTime2Retain"), "Reject");
 	assert_string_equal(resp_get(&f->resp, "iSCSIProtocolLevel"), "Reject");
-	assert_string_equal(resp_get(&f->resp, "MaxRecvDataSegmentLength"), "Reject");
 	assert_int_equal(p->max_burst, 262144);
-	assert_int_equal(p->max_xmit_dsl, 8192);
+	/* A declaration is not answered, not even Reject beside the target's own declaration
+	 * of the key (review35a N2): one out of range or malformed is an initiator error. */
+	for (unsigned int i = 0; i < 3; i++) {
+		static const char *const bad[] = { "MaxRecvDataSegmentLength=511\n",
+						   "MaxRecvDataSegmentLength=16777216\n",
+						   "MaxRecvDataSegmentLength=lots\n" };
+
+		reinit(f, true);
+		assert_int_equal(run(f, OP, bad[i]), -EPROTO);
+		assert_null(resp_get(&f->resp, "MaxRecvDataSegmentLength"));
+		assert_int_equal(p->max_xmit_dsl, 8192);
+	}
 
 	/* The largest allowed lengths. */
 	reinit(f, true);

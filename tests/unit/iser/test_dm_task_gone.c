@@ -145,7 +145,24 @@ static void test_abort_task_in_r2t(void **state)
 	sn_finish(&h, h.cmd_sn);
 }
 
-/* LOGICAL UNIT RESET (and ABORT TASK SET) with several WRITEs in R2T: each told, before. */
+/* The TTT of the R2T sent for @itt. */
+static uint32_t r2t_ttt(const struct harness *h, uint32_t itt)
+{
+	for (unsigned int i = 0; i < h->npdus; i++) {
+		const uint8_t *b = h->pdus[i].bhs;
+
+		if (scsitgt__bhs_opcode(b) == ISCSI_OP_R2T && scsitgt__bhs_itt(b) == itt)
+			return get_be32(&b[ISCSI_BHS_TTT]);
+	}
+	fail_msg("no R2T for ITT 0x%08x", itt);
+	return ISCSI_RESERVED_TAG;
+}
+
+/*
+ * LOGICAL UNIT RESET (and ABORT TASK SET) with several WRITEs in R2T: the TMF waits for the
+ * initiator's answers to their R2Ts (RFC 7143 §11.5.1, §4.2.3.3), here each ended early with
+ * F=1, then acts: each told, before its response.
+ */
 static void reset_with_writes(uint8_t func)
 {
 	struct harness h;
@@ -156,6 +173,11 @@ static void reset_with_writes(uint8_t func)
 	for (int i = 0; i < 3; i++)
 		w[i] = write_in_r2t(&h, 128u * (uint32_t)i, 32);
 	t = tmf(&h, func, ISCSI_RESERVED_TAG, h.cmd_sn);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(sn_tmf_response(&h, t), -1);
+		assert_int_equal(gone_at(w[i]), -1);
+		sn_write_data(&h, w[i], r2t_ttt(&h, w[i]));
+	}
 	assert_int_equal(sn_tmf_response(&h, t), ISCSI_TMF_RSP_COMPLETE);
 	rsp = xmit_at(ISCSI_OP_TMF_RSP, t);
 	assert_true(rsp >= 0);

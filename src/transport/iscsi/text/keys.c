@@ -887,9 +887,16 @@ int scsitgt__iscsi_neg_key(struct scsitgt__iscsi_neg *n, const struct scsitgt__i
 		store_number(n, id, num);
 		return scsitgt__iscsi_textbuf_add_u32(resp, d->name, num);
 	case SCSITGT__ISCSI_KT_NUM_DECL:
-		/* MaxRecvDataSegmentLength: the initiator's own limit, not answered (§13.12). */
+		/*
+		 * MaxRecvDataSegmentLength: the initiator's own limit, not answered (§13.12). One
+		 * outside 512..2^24-1 cannot be answered either: "Reject" would stand beside the
+		 * target's own declaration of the same key in the response, a key sent twice
+		 * (§6.2.1), and the initiator would expect PDUs no longer than it declared. An
+		 * initiator error (login 0x0200; a Text Request is rejected), as for a key offered
+		 * twice.
+		 */
 		if (parse_key_number(kv, id, &num) < 0) {
-			return answer(resp, id, "Reject");
+			return -EPROTO;
 		}
 		store_number(n, id, num);
 		return 0;
