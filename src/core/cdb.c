@@ -826,7 +826,8 @@ static bool cdb_write_protected(const struct scsitgt__cmd *cmd, const struct scs
  * "Order of checks"):
  *  1. the addressed LUN exists (or the opcode needs none), SPC-5 §4.5.5.2;
  *  2. the opcode and service action are known, the CDB is long enough;
- *  3. unit attention (SAM-5 §5.14), ACA task attribute;
+ *  3. unit attention (SAM-5 §5.14), ACA task attribute (REQUEST SENSE and REPORT LUNS
+ *     clear a condition only when they run, past every step below: core/ua.c);
  *  4. ALUA access state of the port group (SPC-5 §5.16.2.4);
  *  5. reservation conflict (SPC-5 §5.13);
  *  6. write protection of a medium-write command (DATA PROTECT, WRITE PROTECTED), before any
@@ -863,8 +864,8 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 	cmd->exec = row->exec;
 	/* the LUN's armed slow paths, loaded once for every step below (core.h). */
 	cmd->xflags = cmd->lun ? scsitgt__lun_xflags(cmd->lun) : 0;
-	/* SAM-5 §5.14, SPC-5 §5.13: unit attentions, then reservations; the
-	 * UA step may replace cmd->exec (REQUEST SENSE reports the condition). */
+	/* SAM-5 §5.14, SPC-5 §5.13: unit attentions, then reservations; the UA step may
+	 * replace cmd->exec (REQUEST SENSE reports the condition, REPORT LUNS clears one). */
 	r = scsitgt__ua_check(cmd);
 	if (r != SCSITGT__SR_OK)
 		return r;

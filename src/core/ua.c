@@ -18,7 +18,9 @@
  * Reporting (SPC-5 §5.14, SAM-5 §5.14): INQUIRY and REPORT LUNS run normally and leave the
  * condition pending (REPORT LUNS clears REPORTED LUNS DATA HAS CHANGED, SPC-5 §6.33);
  * REQUEST SENSE returns the condition as its sense data and clears it; any other command ends
- * with CHECK CONDITION, UNIT ATTENTION and clears it.
+ * with CHECK CONDITION, UNIT ATTENTION and clears it. REQUEST SENSE and REPORT LUNS touch the
+ * queue only when they run, once every check of their CDB passed: one refused (INVALID FIELD
+ * IN CDB, a reservation, an ACA attribute...) reported nothing and clears nothing.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,16 +304,55 @@ bool scsitgt__ua_pending(const struct scsitgt__session *sess, uint64_t lun_id,
 	return l != NULL;
 }
 
-/* SPC-5 §6.39: REQUEST SENSE reports the condition as sense data, with GOOD status. */
+/*
+ * SPC-5 §6.39: REQUEST SENSE reports the condition as sense data, with GOOD status. The exec of
+ * a REQUEST SENSE that found one pending at parse: the condition is taken off the queue only
+ * now, once the command passed every check (SAM-5 §5.14: a condition is cleared when it is
+ * reported). Another command of the nexus may have reported it meanwhile: then the next one,
+ * or none and the usual sense data.
+ */
 static void ua_request_sense(struct scsitgt__cmd *cmd)
 {
-	const struct scsitgt__sense_info *si = scsitgt__sense_lookup(cmd->ctx.ua);
+	struct scsitgt__session *sess = cmd->sess;
+	enum scsitgt__sense_reason r = SCSITGT__SR_OK;
+	const struct scsitgt__sense_info *si;
 	uint8_t buf[SCSITGT_SENSE_BUF_SIZE];
+	struct scsitgt__ua_sess *ua;
+	struct ua_lun *l;
 	size_t len;
 
+	uv_mutex_lock(&sess->ua_lock);
+	ua = ua_get(sess);
+	l = ua ? ua_find(ua, cmd->lun_id) : NULL;
+	if (l)
+		r = ua_pop(sess, l);
+	uv_mutex_unlock(&sess->ua_lock);
+	if (r == SCSITGT__SR_OK) {
+		scsitgt__spc_request_sense(cmd);
+		return;
+	}
+	si = scsitgt__sense_lookup(r);
 	len = scsitgt__sense_encode(buf, cmd->cdb[1] & 0x01, si->key, si->asc, si->ascq, NULL);
 	scsitgt__cmd_respond(cmd, buf, len);
 	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
+}
+
+/* SPC-5 §6.33: the exec of a REPORT LUNS that found a condition pending at parse. It clears
+ * REPORTED LUNS DATA HAS CHANGED on the LUN it was sent to, before the inventory it returns
+ * is read (a change after that read queues the condition again). */
+static void ua_report_luns(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt__session *sess = cmd->sess;
+	struct scsitgt__ua_sess *ua;
+	struct ua_lun *l;
+
+	uv_mutex_lock(&sess->ua_lock);
+	ua = ua_get(sess);
+	l = ua ? ua_find(ua, cmd->lun_id) : NULL;
+	if (l)
+		ua_remove(sess, l, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+	uv_mutex_unlock(&sess->ua_lock);
+	scsitgt__spc_report_luns(cmd);
 }
 
 /* ua_check() past its fast path: a first access, or conditions pending on the nexus. */
@@ -344,9 +385,8 @@ static enum scsitgt__sense_reason ua_check_slow(struct scsitgt__cmd *cmd)
 	if (l == NULL) {
 		/* nothing for this LUN */
 	} else if (row && row->exec == scsitgt__spc_report_luns) {
-		ua_remove(sess, l, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+		cmd->exec = ua_report_luns;
 	} else if (row && row->exec == scsitgt__spc_request_sense) {
-		cmd->ctx.ua = ua_pop(sess, l);
 		cmd->exec = ua_request_sense;
 	} else if (!(row && (row->flags & SCSITGT__CDB_F_ALLOW_UA))) {
 		r = ua_pop(sess, l);

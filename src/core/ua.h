@@ -12,9 +12,11 @@
 #define SCSITGT__UA_QUEUE_MAX 8
 
 /*
- * The unit attention step of CDB parsing, after the row is known and the CDB checked.
- * Returns the unit attention to report (and clears it), or SCSITGT__SR_OK. For REQUEST SENSE
- * the pending condition becomes the command's sense data instead (cmd->exec is replaced).
+ * The unit attention step of CDB parsing, once the row is known. Returns the unit attention to
+ * report (and clears it), or SCSITGT__SR_OK. For REQUEST SENSE the pending condition becomes
+ * the command's sense data instead, and REPORT LUNS clears REPORTED LUNS DATA HAS CHANGED:
+ * cmd->exec is replaced, and the queue is touched only when the command runs, once its CDB
+ * passed the later checks.
  */
 enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd);
 

@@ -176,6 +176,47 @@ static void test_nexus_loss(void **state)
 	prt_destroy(t);
 }
 
+/*
+ * SAM-5 §5.14: a condition is cleared when it is reported. A REQUEST SENSE or REPORT LUNS that
+ * is itself refused (INVALID FIELD IN CDB) reported nothing: the condition stays pending.
+ */
+static void test_refused_command_keeps_condition(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	struct fake_backend_opts o;
+	uint8_t cdb[CDB_BUF];
+	struct lf_result *r;
+	size_t len;
+
+	(void)state;
+	fake_backend_opts_init(&o);
+	scsitgt__ua_mode_params_changed(t->a, 0);
+	/* NACA in the CONTROL byte: refused, the condition is still there. */
+	len = cdb_request_sense(cdb, false, 252);
+	cdb[5] = 0x04;
+	bad_cdb(prt_run(t, t->b, cdb, len, NULL, 0), 5, 2);
+	assert_true(scsitgt__ua_pending(t->b, 0, NULL));
+	/* A reserved bit of byte 1. */
+	len = cdb_request_sense(cdb, false, 252);
+	cdb[1] = 0x02;
+	bad_cdb(prt_run(t, t->b, cdb, len, NULL, 0), 1, 1);
+	/* Reported by the next command that runs. */
+	ua(prt_read(t, t->b), 0x2a, 0x01);
+	ok(prt_read(t, t->b));
+	/* A valid REQUEST SENSE reports it, as before. */
+	r = prt_run(t, t->a2, cdb, cdb_request_sense(cdb, false, 252), NULL, 0);
+	assert_good(r);
+	assert_int_equal(r->data[12], 0x2a);
+	assert_int_equal(r->data[13], 0x01);
+	ok(prt_read(t, t->a2));
+	/* REPORT LUNS with a reserved SELECT REPORT keeps REPORTED LUNS DATA HAS CHANGED. */
+	assert_int_equal(fake_backend_lun_create(NULL, NULL, t->lf->tgt, 1, 0, &o), 0);
+	bad_cdb(prt_run(t, t->b, cdb, cdb_report_luns(cdb, 0x07, 256), NULL, 0), 2, 7);
+	bad_cdb(prt_run(t, t->b, cdb, cdb_report_luns(cdb, 0, 8), NULL, 0), 6, -1);
+	ua(prt_read(t, t->b), 0x3f, 0x0e);
+	prt_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +224,7 @@ int main(void)
 		cmocka_unit_test(test_capacity_and_luns_changed),
 		cmocka_unit_test(test_queue_precedence),
 		cmocka_unit_test(test_nexus_loss),
+		cmocka_unit_test(test_refused_command_keeps_condition),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
