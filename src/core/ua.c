@@ -21,6 +21,10 @@
  * with CHECK CONDITION, UNIT ATTENTION and clears it. REQUEST SENSE and REPORT LUNS touch the
  * queue only when they run, once every check of their CDB passed: one refused (INVALID FIELD
  * IN CDB, a reservation, an ACA attribute...) reported nothing and clears nothing.
+ * REPORTED LUNS DATA HAS CHANGED reported for one LUN is cleared on every LUN of the nexus
+ * (LUICLR, SPC-5 §7.7.7, VPD 86h): one change costs the initiator one unit attention, not one
+ * per LUN. A LUN change queues it on all of the nexus's LUNs under one hold of the lock, so a
+ * report on the nexus's own loop never falls between two of them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +172,26 @@ static void ua_remove(struct scsitgt__session *sess, struct ua_lun *l, enum scsi
 		ua_drop_lun(sess, l);
 }
 
+/*
+ * Report (and clear) the first condition of @l. REPORTED LUNS DATA HAS CHANGED leaves every
+ * other LUN of the nexus too (LUICLR). Under ua_lock; @l may be freed.
+ */
+static enum scsitgt__sense_reason ua_report(struct scsitgt__session *sess,
+					    struct scsitgt__ua_sess *ua, struct ua_lun *l)
+{
+	enum scsitgt__sense_reason r = ua_pop(sess, l);
+	struct scsitgt__list *pos, *tmp;
+
+	if (r != SCSITGT__SR_UA_REPORTED_LUNS_CHANGED)
+		return r;
+	scsitgt__list_foreach_safe(pos, tmp, &ua->luns)
+	{
+		ua_remove(sess, scsitgt__container_of(pos, struct ua_lun, node),
+			  SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+	}
+	return r;
+}
+
 /* Whether @e names the nexus of @sess. */
 static bool lost_matches(const struct scsitgt__pr_lost *e, const struct scsitgt__session *sess)
 {
@@ -242,6 +266,21 @@ static enum scsitgt__sense_reason ua_first_reason(struct scsitgt_lun *lun,
 	return lost ? SCSITGT__SR_UA_NEXUS_LOSS : SCSITGT__SR_UA_POWER_ON_RESET;
 }
 
+/*
+ * A condition was just queued: the fabric may also announce it (iSCSI Async Message,
+ * transport/iscsi/async.c); not a nexus on its way out, whose fabric may have let go of it
+ * (core/session.c). On the nexus's own shard home may mark it leaving right after this check:
+ * the fabric keeps its side until that shard has run what home posted before (fabric.h).
+ * Outside ua_lock (a leaf lock).
+ */
+static void ua_announce(struct scsitgt__session *sess, uint64_t lun_id,
+			enum scsitgt__sense_reason reason)
+{
+	if (sess->ops->unit_attention &&
+	    !atomic_load_explicit(&sess->leaving, memory_order_relaxed))
+		sess->ops->unit_attention(sess, lun_id, reason);
+}
+
 void scsitgt__ua_establish(struct scsitgt__session *sess, uint64_t lun_id,
 			   enum scsitgt__sense_reason reason)
 {
@@ -255,13 +294,8 @@ void scsitgt__ua_establish(struct scsitgt__session *sess, uint64_t lun_id,
 		queued = ua && ua_queue(sess, ua, lun_id, reason);
 	}
 	uv_mutex_unlock(&sess->ua_lock);
-	/* the fabric may also announce it (iSCSI Async Message, transport/iscsi/async.c);
-	 * not a nexus on its way out, whose fabric may have let go of it (core/session.c). On
-	 * the nexus's own shard home may mark it leaving right after this check: the fabric
-	 * keeps its side until that shard has run what home posted before (fabric.h). */
-	if (queued && sess->ops->unit_attention &&
-	    !atomic_load_explicit(&sess->leaving, memory_order_relaxed))
-		sess->ops->unit_attention(sess, lun_id, reason);
+	if (queued)
+		ua_announce(sess, lun_id, reason);
 }
 
 void scsitgt__ua_establish_all(struct scsitgt_target *tgt, uint64_t lun_id,
@@ -325,7 +359,7 @@ static void ua_request_sense(struct scsitgt__cmd *cmd)
 	ua = ua_get(sess);
 	l = ua ? ua_find(ua, cmd->lun_id) : NULL;
 	if (l)
-		r = ua_pop(sess, l);
+		r = ua_report(sess, ua, l);
 	uv_mutex_unlock(&sess->ua_lock);
 	if (r == SCSITGT__SR_OK) {
 		scsitgt__spc_request_sense(cmd);
@@ -389,7 +423,7 @@ static enum scsitgt__sense_reason ua_check_slow(struct scsitgt__cmd *cmd)
 	} else if (row && row->exec == scsitgt__spc_request_sense) {
 		cmd->exec = ua_request_sense;
 	} else if (!(row && (row->flags & SCSITGT__CDB_F_ALLOW_UA))) {
-		r = ua_pop(sess, l);
+		r = ua_report(sess, ua, l);
 	}
 	uv_mutex_unlock(&sess->ua_lock);
 	return r;
@@ -406,8 +440,31 @@ enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd)
 	return ua_check_slow(cmd);
 }
 
+/* Queue REPORTED LUNS DATA HAS CHANGED for @s on every LUN of @tgt it has seen, under one
+ * hold of its lock; @queued[i] tells whether it was queued on tgt->luns[i]. Under ua_lock. */
+static void ua_luns_changed_locked(struct scsitgt__session *s, const struct scsitgt_target *tgt,
+				   bool *queued)
+{
+	struct scsitgt__ua_sess *ua = NULL;
+
+	for (size_t i = 0; i < tgt->nluns; i++) {
+		uint64_t id = tgt->luns[i]->id;
+
+		queued[i] = false;
+		/* A nexus that has not seen the LUN yet will get POWER ON, which covers this. */
+		if (tgt->luns[i]->drain.destroying || !ua_seen(s, id))
+			continue;
+		if (ua == NULL)
+			ua = ua_state(s);
+		queued[i] = ua && ua_queue(s, ua, id, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+	}
+}
+
 void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool removed)
 {
+	/* which LUNs the condition was queued on, for the fabric's announcement */
+	bool *queued = calloc(tgt->nluns ? tgt->nluns : 1, sizeof(*queued));
+
 	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
 		struct scsitgt__session *s =
 			scsitgt__container_of(p, struct scsitgt__session, node);
@@ -426,13 +483,25 @@ void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool 
 			atomic_fetch_and_explicit(&ua->seen[lun_id / 64], ~(1ull << (lun_id % 64)),
 						  memory_order_relaxed);
 		}
+		/* SPC-5 §5.14: the condition goes to every LUN the nexus still reaches, all at
+		 * once: with LUICLR a report on one LUN clears it on the others, and one that
+		 * came between two of them would leave the later ones to report it again. */
+		if (queued)
+			ua_luns_changed_locked(s, tgt, queued);
 		uv_mutex_unlock(&s->ua_lock);
-		/* SPC-5 §5.14: the condition goes to every LUN the nexus still reaches. */
-		for (size_t i = 0; i < tgt->nluns; i++)
-			if (!tgt->luns[i]->drain.destroying)
-				scsitgt__ua_establish(s, tgt->luns[i]->id,
-						      SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+		for (size_t i = 0; i < tgt->nluns; i++) {
+			if (queued == NULL) {
+				/* out of memory: one LUN at a time, as good but for that race */
+				if (!tgt->luns[i]->drain.destroying)
+					scsitgt__ua_establish(s, tgt->luns[i]->id,
+							      SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+			} else if (queued[i]) {
+				ua_announce(s, tgt->luns[i]->id,
+					    SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+			}
+		}
 	}
+	free(queued);
 }
 
 void scsitgt__ua_mode_params_changed(struct scsitgt__session *by, uint64_t lun_id)
