@@ -440,31 +440,47 @@ enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd)
 	return ua_check_slow(cmd);
 }
 
-/* Queue REPORTED LUNS DATA HAS CHANGED for @s on every LUN of @tgt it has seen, under one
- * hold of its lock; @queued[i] tells whether it was queued on tgt->luns[i]. Under ua_lock. */
-static void ua_luns_changed_locked(struct scsitgt__session *s, const struct scsitgt_target *tgt,
-				   bool *queued)
+void scsitgt__ua_nexus_luns_changed(struct scsitgt__session *s)
 {
+	const struct scsitgt_target *tgt = s->tgt;
+	/* which LUNs the condition was queued on, for the fabric's announcement */
+	bool *queued = calloc(tgt->nluns ? tgt->nluns : 1, sizeof(*queued));
 	struct scsitgt__ua_sess *ua = NULL;
 
-	for (size_t i = 0; i < tgt->nluns; i++) {
+	/*
+	 * SPC-5 §5.14: the condition goes to every LUN the nexus still sees, all at once: with
+	 * LUICLR a report on one LUN clears it on the others, and a report (on the nexus's own
+	 * loop) that came between two of them would leave the later ones to report it again. A
+	 * LUN the nexus has not seen yet will find POWER ON, which covers this.
+	 */
+	uv_mutex_lock(&s->ua_lock);
+	for (size_t i = 0; queued && i < tgt->nluns; i++) {
 		uint64_t id = tgt->luns[i]->id;
 
-		queued[i] = false;
-		/* A nexus that has not seen the LUN yet will get POWER ON, which covers this. */
-		if (tgt->luns[i]->drain.destroying || !ua_seen(s, id))
+		if (tgt->luns[i]->drain.destroying || !scsitgt__session_lun_visible(s, id) ||
+		    !ua_seen(s, id))
 			continue;
 		if (ua == NULL)
 			ua = ua_state(s);
 		queued[i] = ua && ua_queue(s, ua, id, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
 	}
+	uv_mutex_unlock(&s->ua_lock);
+	for (size_t i = 0; i < tgt->nluns; i++) {
+		uint64_t id = tgt->luns[i]->id;
+
+		if (queued == NULL) {
+			/* out of memory: one LUN at a time, as good but for that race */
+			if (!tgt->luns[i]->drain.destroying && scsitgt__session_lun_visible(s, id))
+				scsitgt__ua_establish(s, id, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+		} else if (queued[i]) {
+			ua_announce(s, id, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+		}
+	}
+	free(queued);
 }
 
 void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool removed)
 {
-	/* which LUNs the condition was queued on, for the fabric's announcement */
-	bool *queued = calloc(tgt->nluns ? tgt->nluns : 1, sizeof(*queued));
-
 	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
 		struct scsitgt__session *s =
 			scsitgt__container_of(p, struct scsitgt__session, node);
@@ -483,25 +499,9 @@ void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool 
 			atomic_fetch_and_explicit(&ua->seen[lun_id / 64], ~(1ull << (lun_id % 64)),
 						  memory_order_relaxed);
 		}
-		/* SPC-5 §5.14: the condition goes to every LUN the nexus still reaches, all at
-		 * once: with LUICLR a report on one LUN clears it on the others, and one that
-		 * came between two of them would leave the later ones to report it again. */
-		if (queued)
-			ua_luns_changed_locked(s, tgt, queued);
 		uv_mutex_unlock(&s->ua_lock);
-		for (size_t i = 0; i < tgt->nluns; i++) {
-			if (queued == NULL) {
-				/* out of memory: one LUN at a time, as good but for that race */
-				if (!tgt->luns[i]->drain.destroying)
-					scsitgt__ua_establish(s, tgt->luns[i]->id,
-							      SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
-			} else if (queued[i]) {
-				ua_announce(s, tgt->luns[i]->id,
-					    SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
-			}
-		}
+		scsitgt__ua_nexus_luns_changed(s);
 	}
-	free(queued);
 }
 
 void scsitgt__ua_mode_params_changed(struct scsitgt__session *by, uint64_t lun_id)

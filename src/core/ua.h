@@ -34,6 +34,9 @@ bool scsitgt__ua_pending(const struct scsitgt__session *sess, uint64_t lun_id,
 /* Hooks. */
 /* A LUN was added to or removed from @tgt: REPORTED LUNS DATA HAS CHANGED on the others. */
 void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool removed);
+/* The inventory nexus @s sees changed: REPORTED LUNS DATA HAS CHANGED on every LUN it has
+ * seen and still sees, queued under one hold of its lock (LUICLR, ua.c). Loop: home. */
+void scsitgt__ua_nexus_luns_changed(struct scsitgt__session *s);
 /* MODE SELECT on nexus @by changed LUN @lun_id's parameters: MODE PARAMETERS CHANGED for the
  * others. Loop: home (the walk of the target's nexuses). */
 void scsitgt__ua_mode_params_changed(struct scsitgt__session *by, uint64_t lun_id);

@@ -249,6 +249,35 @@ static void test_luns_changed_cleared_per_nexus(void **state)
 }
 
 /*
+ * A LUN masked from a nexus (core/acl.c) gets no REPORTED LUNS DATA HAS CHANGED when LUNs come
+ * or go: the nexus cannot address it, so the condition would only sit there (and keep every
+ * command of the nexus on the slow path) until a report elsewhere cleared it.
+ */
+static void test_luns_changed_skips_masked(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	struct fake_backend_opts o;
+
+	(void)state;
+	fake_backend_opts_init(&o);
+	assert_int_equal(fake_backend_lun_create(NULL, NULL, t->lf->tgt, 1, 0, &o), 0);
+	ua(tur_on(t, t->b, 0), 0x3f, 0x0e);
+	ua(tur_on(t, t->b, 1), 0x29, 0x00);
+	/* Only LUN 0 stays visible: B hears of it there. */
+	assert_int_equal(scsitgt_target_map_lun(t->lf->tgt, NULL, 0), 0);
+	assert_int_equal(scsitgt_target_set_lun_masking(t->lf->tgt, true), 0);
+	ua(tur_on(t, t->b, 0), 0x3f, 0x0e);
+	assert_false(scsitgt__ua_pending(t->b, 1, NULL));
+	/* A new LUN (masked too): the condition on LUN 0 only. */
+	assert_int_equal(fake_backend_lun_create(NULL, NULL, t->lf->tgt, 2, 0, &o), 0);
+	assert_true(scsitgt__ua_pending(t->b, 0, NULL));
+	assert_false(scsitgt__ua_pending(t->b, 1, NULL));
+	ua(tur_on(t, t->b, 0), 0x3f, 0x0e);
+	ok(tur_on(t, t->b, 0));
+	prt_destroy(t);
+}
+
+/*
  * SAM-5 §5.14: a condition is cleared when it is reported. A REQUEST SENSE or REPORT LUNS that
  * is itself refused (INVALID FIELD IN CDB) reported nothing: the condition stays pending.
  */
@@ -297,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_queue_precedence),
 		cmocka_unit_test(test_nexus_loss),
 		cmocka_unit_test(test_luns_changed_cleared_per_nexus),
+		cmocka_unit_test(test_luns_changed_skips_masked),
 		cmocka_unit_test(test_refused_command_keeps_condition),
 	};
 
