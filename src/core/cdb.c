@@ -837,9 +837,15 @@ static enum scsitgt__sense_reason cdb_check_reserved(struct scsitgt__cmd *cmd,
 {
 	uint8_t usage[16];
 
-	/* the common case, every plain READ and WRITE: the row's own mask */
-	if (!(row->flags & SCSITGT__CDB_F_THIN_BITS))
-		return cdb_check_usage(cmd, row, row->usage);
+	/* Every command: a bit the row's own mask refuses (the field pointer is worked out
+	 * only then, out of line). */
+	for (unsigned int i = 1; i < row->cdb_len; i++)
+		if (cmd->cdb[i] & (uint8_t)~row->usage[i])
+			return cdb_check_usage(cmd, row, row->usage);
+	/* WRITE SAME's UNMAP on a LUN without provisioning; a plain READ or WRITE stops at
+	 * the flag. */
+	if (!(row->flags & SCSITGT__CDB_F_THIN_BITS) || scsitgt__sbc_lbpme(cmd->lun))
+		return SCSITGT__SR_OK;
 	scsitgt__cdb_usage(row, cmd->lun, usage);
 	return cdb_check_usage(cmd, row, usage);
 }
