@@ -94,8 +94,9 @@ struct scsitgt_lun_opts {
 	/**
 	 * MAXIMUM TRANSFER LENGTH in logical blocks: READ, WRITE, VERIFY, WRITE AND VERIFY,
 	 * ORWRITE and WRITE ATOMIC with a longer transfer end with ILLEGAL REQUEST, INVALID
-	 * FIELD IN CDB. At most 8 MiB worth of blocks (the library's largest transfer);
-	 * 0: that largest transfer.
+	 * FIELD IN CDB. Below 128 it is the MAXIMUM COMPARE AND WRITE LENGTH too (otherwise
+	 * 128), and the maximum atomic transfer never exceeds it. At most 8 MiB worth of blocks
+	 * (the library's largest transfer); 0: that largest transfer.
 	 */
 	uint32_t max_transfer_blocks;
 	/**

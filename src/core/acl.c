@@ -396,12 +396,7 @@ static void acl_luns_changed(struct scsitgt_target *tgt, const struct scsitgt__a
 
 		if (s->ua_no_power_on || (e && s->acl != e))
 			continue;
-		for (size_t i = 0; i < tgt->nluns; i++) {
-			uint64_t id = tgt->luns[i]->id;
-
-			if (!tgt->luns[i]->drain.destroying && scsitgt__session_lun_visible(s, id))
-				scsitgt__ua_establish(s, id, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
-		}
+		scsitgt__ua_nexus_luns_changed(s);
 	}
 }
 

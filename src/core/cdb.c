@@ -56,6 +56,12 @@ static const struct scsitgt__cdb_def sai16_rows[0x20] = {
 	{                  \
 		0x00, 0x80 \
 	}
+/* WRITE SAME: WRPROTECT, and below it the one-bit ANCHOR, UNMAP, PBDATA, LBDATA and bit 0,
+ * each its own field (UNMAP is refused on a fully provisioned LUN, next to the others). */
+#define WS_FIELDS          \
+	{                  \
+		0x00, 0x9f \
+	}
 
 /* MAINTENANCE IN (A3h) rows, indexed by service action (the SPC_MI_* values of scsi_spec.h). */
 static const struct scsitgt__cdb_def maint_in_rows[0x20] = {
@@ -316,24 +322,26 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.parse = scsitgt__sbc_parse_rw,
 		.exec = scsitgt__sbc_rw,
 	},
-	/* SBC-4 §5.50: WRPROTECT (refused), ANCHOR, UNMAP; the obsolete PBDATA/LBDATA and
-	 * reserved bit 0 are refused. ANCHOR passes the mask only so that parse can refuse it
-	 * with its own bit pointer (the WRPROTECT field marker would otherwise claim it). */
+	/* SBC-4 §5.50: WRPROTECT (refused), ANCHOR (refused: no anchored blocks, VPD B2h
+	 * ANC_SUP 0), UNMAP (thin LUNs only: LBPWS10 is in their VPD B2h alone); the obsolete
+	 * PBDATA/LBDATA and reserved bit 0 are refused. */
 	[SBC_WRITE_SAME_10] = {
 		.name = "WRITE SAME (10)",
 		.cdb_len = 10,
-		.usage = { 0x41, 0x18, 0xff, 0xff, 0xff, 0xff, GROUP, 0xff, 0xff, 0x00 },
-		.field_msb = RW_FIELDS,
-		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.usage = { 0x41, 0x08, 0xff, 0xff, 0xff, 0xff, GROUP, 0xff, 0xff, 0x00 },
+		.field_msb = WS_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE | SCSITGT__CDB_F_THIN_BITS,
 		.parse = scsitgt__sbc_parse_write_same,
 		.exec = scsitgt__sbc_write_same,
+		.thin_usage = { 0x00, 0x08 },
 	},
-	/* SBC-4 §5.30: ANCHOR (byte 1 bit 0) is refused: we do not support anchored blocks. */
+	/* SBC-4 §5.30: ANCHOR (byte 1 bit 0) is refused: we do not support anchored blocks.
+	 * Thin LUNs only (SBC-4 §4.7.3.4): a fully provisioned one neither lists nor runs it. */
 	[SBC_UNMAP] = {
 		.name = "UNMAP",
 		.cdb_len = 10,
 		.usage = { 0x42, 0x00, 0x00, 0x00, 0x00, 0x00, GROUP, 0xff, 0xff, 0x00 },
-		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE | SCSITGT__CDB_F_THIN,
 		.parse = scsitgt__sbc_parse_unmap,
 		.exec = scsitgt__sbc_unmap,
 	},
@@ -546,12 +554,13 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 	[SBC_WRITE_SAME_16] = {
 		.name = "WRITE SAME (16)",
 		.cdb_len = 16,
-		.usage = { 0x93, 0x19, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		.usage = { 0x93, 0x09, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 			   0xff, 0xff, 0xff, 0xff, GROUP, 0x00 },
-		.field_msb = RW_FIELDS,
-		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.field_msb = WS_FIELDS,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE | SCSITGT__CDB_F_THIN_BITS,
 		.parse = scsitgt__sbc_parse_write_same,
 		.exec = scsitgt__sbc_write_same,
+		.thin_usage = { 0x00, 0x08 },
 	},
 	/* SBC-4 §5.49 WRITE ATOMIC (16): WRPROTECT (refused), DPO, FUA; ATOMIC BOUNDARY,
 	 * TRANSFER LENGTH. */
@@ -781,12 +790,14 @@ const struct scsitgt__cdb_def *scsitgt__cdb_iter(unsigned int *i, uint8_t *opcod
 	return NULL;
 }
 
-/* SPC-5 §4.2.5.1: reserved bits must be zero; report the first offending byte and bit. */
-static enum scsitgt__sense_reason cdb_check_reserved(struct scsitgt__cmd *cmd,
-						     const struct scsitgt__cdb_def *row)
+/* SPC-5 §4.2.5.1: reserved bits (those @usage does not allow) must be zero; report the first
+ * offending byte and bit. */
+static enum scsitgt__sense_reason cdb_check_usage(struct scsitgt__cmd *cmd,
+						  const struct scsitgt__cdb_def *row,
+						  const uint8_t *usage)
 {
 	for (unsigned int i = 1; i < row->cdb_len; i++) {
-		uint8_t bad = cmd->cdb[i] & (uint8_t)~row->usage[i];
+		uint8_t bad = cmd->cdb[i] & (uint8_t)~usage[i];
 
 		if (bad) {
 			int bit = 7;
@@ -795,7 +806,7 @@ static enum scsitgt__sense_reason cdb_check_reserved(struct scsitgt__cmd *cmd,
 				bit--;
 			/* Inside a refused multi-bit field, point at its first bit: walk up
 			 * through refused bits to the field's marked MSB, if there is one. */
-			for (int b = bit; b <= 7 && !(row->usage[i] & (1u << b)); b++) {
+			for (int b = bit; b <= 7 && !(usage[i] & (1u << b)); b++) {
 				if (row->field_msb[i] & (1u << b)) {
 					bit = b;
 					break;
@@ -805,6 +816,38 @@ static enum scsitgt__sense_reason cdb_check_reserved(struct scsitgt__cmd *cmd,
 		}
 	}
 	return SCSITGT__SR_OK;
+}
+
+/* The usage mask of @row on @lun (REPORT SUPPORTED OPERATION CODES, the reserved-bit check):
+ * without logical block provisioning the thin_usage bits are reserved. */
+void scsitgt__cdb_usage(const struct scsitgt__cdb_def *row, const struct scsitgt_lun *lun,
+			uint8_t usage[16])
+{
+	bool thin = lun && scsitgt__sbc_lbpme(lun);
+
+	for (unsigned int i = 0; i < 16; i++)
+		usage[i] = (uint8_t)(row->usage[i] &
+				     ~((row->flags & SCSITGT__CDB_F_THIN_BITS) && !thin ?
+					       row->thin_usage[i] :
+					       0));
+}
+
+static enum scsitgt__sense_reason cdb_check_reserved(struct scsitgt__cmd *cmd,
+						     const struct scsitgt__cdb_def *row)
+{
+	uint8_t usage[16];
+
+	/* Every command: a bit the row's own mask refuses (the field pointer is worked out
+	 * only then, out of line). */
+	for (unsigned int i = 1; i < row->cdb_len; i++)
+		if (cmd->cdb[i] & (uint8_t)~row->usage[i])
+			return cdb_check_usage(cmd, row, row->usage);
+	/* WRITE SAME's UNMAP on a LUN without provisioning; a plain READ or WRITE stops at
+	 * the flag. */
+	if (!(row->flags & SCSITGT__CDB_F_THIN_BITS) || scsitgt__sbc_lbpme(cmd->lun))
+		return SCSITGT__SR_OK;
+	scsitgt__cdb_usage(row, cmd->lun, usage);
+	return cdb_check_usage(cmd, row, usage);
 }
 
 /*
@@ -826,7 +869,8 @@ static bool cdb_write_protected(const struct scsitgt__cmd *cmd, const struct scs
  * "Order of checks"):
  *  1. the addressed LUN exists (or the opcode needs none), SPC-5 §4.5.5.2;
  *  2. the opcode and service action are known, the CDB is long enough;
- *  3. unit attention (SAM-5 §5.14), ACA task attribute;
+ *  3. unit attention (SAM-5 §5.14), ACA task attribute (REQUEST SENSE and REPORT LUNS
+ *     clear a condition only when they run, past every step below: core/ua.c);
  *  4. ALUA access state of the port group (SPC-5 §5.16.2.4);
  *  5. reservation conflict (SPC-5 §5.13);
  *  6. write protection of a medium-write command (DATA PROTECT, WRITE PROTECTED), before any
@@ -863,8 +907,8 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 	cmd->exec = row->exec;
 	/* the LUN's armed slow paths, loaded once for every step below (core.h). */
 	cmd->xflags = cmd->lun ? scsitgt__lun_xflags(cmd->lun) : 0;
-	/* SAM-5 §5.14, SPC-5 §5.13: unit attentions, then reservations; the
-	 * UA step may replace cmd->exec (REQUEST SENSE reports the condition). */
+	/* SAM-5 §5.14, SPC-5 §5.13: unit attentions, then reservations; the UA step may
+	 * replace cmd->exec (REQUEST SENSE reports the condition, REPORT LUNS clears one). */
 	r = scsitgt__ua_check(cmd);
 	if (r != SCSITGT__SR_OK)
 		return r;

@@ -31,6 +31,10 @@ enum {
 	/* Starts ahead of the waiting tasks as HEAD OF QUEUE does, whatever attribute the
 	 * initiator sent (SBC-4 SANITIZE; core/order.c). */
 	SCSITGT__CDB_F_HEAD_OF_QUEUE = 1u << 6,
+	/* Some bits of the usage mask, those of thin_usage, are offered only on LUNs with
+	 * logical block provisioning (WRITE SAME's UNMAP): elsewhere they are reserved, for the
+	 * reserved-bit check and REPORT SUPPORTED OPERATION CODES alike. */
+	SCSITGT__CDB_F_THIN_BITS = 1u << 7,
 };
 
 /*
@@ -72,7 +76,9 @@ struct scsitgt__cdb_def {
 	uint8_t usage[16];
 	/* The most significant bit of each multi-bit field the usage mask refuses (e.g.
 	 * RDPROTECT), so that the field pointer names the field's first bit (SPC-5 §4.4.2.3);
-	 * unmarked refused bits are reported one by one. */
+	 * unmarked refused bits are reported one by one. Where a bit that may be refused
+	 * (thin_usage) sits below such a field, every one-bit field between is marked too
+	 * (each is its own most significant bit). */
 	uint8_t field_msb[16];
 	uint32_t flags;
 	/* Checks fields, sets dir/xfer_len/lba/nblocks and cmd->exec. NULL: no data, exec as is. */
@@ -86,6 +92,9 @@ struct scsitgt__cdb_def {
 	bool has_sa;
 	/* Reservation conflict class, enum scsitgt__pr_class. */
 	uint8_t pr;
+	/* With SCSITGT__CDB_F_THIN_BITS: the bits of usage a LUN without logical block
+	 * provisioning (LBPME 0) refuses. Last, away from what every command reads. */
+	uint8_t thin_usage[16];
 };
 
 /* Look up a CDB's row; NULL if the opcode or service action is unsupported. */
@@ -96,6 +105,11 @@ const struct scsitgt__cdb_def *scsitgt__cdb_lookup(const uint8_t *cdb, size_t cd
  * returns the next row and its opcode/service action, or NULL at the end.
  */
 const struct scsitgt__cdb_def *scsitgt__cdb_iter(unsigned int *i, uint8_t *opcode, uint16_t *sa);
+
+/* The usage mask of @row on @lun (@lun may be NULL): row->usage without the thin_usage bits
+ * when the LUN has no logical block provisioning. */
+void scsitgt__cdb_usage(const struct scsitgt__cdb_def *row, const struct scsitgt_lun *lun,
+			uint8_t usage[16]);
 
 /* Length of a CDB from its group code (SPC-5 §4.2.5.1), 0 for vendor/reserved groups. */
 size_t scsitgt__cdb_group_len(uint8_t opcode);

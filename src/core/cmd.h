@@ -101,9 +101,6 @@ union scsitgt__cmd_ctx {
 	struct scsitgt__sbc_atomic_ctx atomic;
 	/* spc_diag.c the default self-test of SEND DIAGNOSTIC (spc_ctx.h). */
 	struct scsitgt__spc_diag_ctx diag;
-	/* ua.c REQUEST SENSE with a unit attention pending: the condition it reports, taken
-	 * off the queue at parse (scsitgt__ua_check()). */
-	enum scsitgt__sense_reason ua;
 	/* xcopy.c EXTENDED COPY: the copy in progress. */
 	struct scsitgt__xcopy_op *xcopy;
 	/* bg_walk.c the LUN's own command of a background walk: the walk. */

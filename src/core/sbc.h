@@ -95,6 +95,8 @@ void scsitgt__sbc_atomic_exec(struct scsitgt__cmd *cmd);
 uint32_t scsitgt__sbc_atomic_granularity(const struct scsitgt_lun *lun);
 /* MAXIMUM ATOMIC TRANSFER LENGTH of @lun (VPD B0), within its MAXIMUM TRANSFER LENGTH. */
 uint32_t scsitgt__sbc_max_atomic_blocks(const struct scsitgt_lun *lun);
+/* MAXIMUM COMPARE AND WRITE LENGTH of @lun (VPD B0), within its MAXIMUM TRANSFER LENGTH. */
+uint32_t scsitgt__sbc_max_caw_blocks(const struct scsitgt_lun *lun);
 
 /* sbc_lba_status.c: GET LBA STATUS, PRE-FETCH (10)/(16), and their VPD B0 limits. */
 enum scsitgt__sense_reason scsitgt__sbc_parse_get_lba_status(struct scsitgt__cmd *cmd);
@@ -107,7 +109,8 @@ void scsitgt__sbc_prefetch(struct scsitgt__cmd *cmd);
  * atomic write limits, each only when its command is in the table.
  */
 void scsitgt__sbc_block_limits(const struct scsitgt_lun *lun, uint8_t *b0);
-/* The limits advertised there (in logical blocks). */
+/* The limits advertised there (in logical blocks), unless a LUN's MAXIMUM TRANSFER LENGTH
+ * is lower. */
 #define SCSITGT__SBC_MAX_CAW_BLOCKS 128u
 #define SCSITGT__SBC_MAX_WRITE_SAME_BLOCKS 0xffffu
 #define SCSITGT__SBC_MAX_ATOMIC_BLOCKS 256u

@@ -40,7 +40,7 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_caw(struct scsitgt__cmd *cmd)
 	uint32_t n = cmd->cdb[13];
 
 	/* Above MAXIMUM COMPARE AND WRITE LENGTH (VPD B0): invalid field. */
-	if (n > SCSITGT__SBC_MAX_CAW_BLOCKS)
+	if (n > scsitgt__sbc_max_caw_blocks(lun))
 		return scsitgt__cmd_bad_cdb_field(cmd, 13, 7);
 	if (scsitgt__sbc_range_bad(lun, lba, n))
 		return SCSITGT__SR_LBA_OUT_OF_RANGE;
@@ -255,6 +255,16 @@ void scsitgt__sbc_atomic_exec(struct scsitgt__cmd *cmd)
 		scsitgt__cmd_ctx_own(cmd, NULL);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 	}
+}
+
+uint32_t scsitgt__sbc_max_caw_blocks(const struct scsitgt_lun *lun)
+{
+	/* SBC-4 §6.6.4: with a MAXIMUM TRANSFER LENGTH, the MAXIMUM COMPARE AND WRITE LENGTH is
+	 * at most that (a host lowers it for its backend's or RDMA device's sake: a COMPARE AND
+	 * WRITE of more blocks is as much too long for them). */
+	return lun->limits.max_transfer_blocks < SCSITGT__SBC_MAX_CAW_BLOCKS ?
+		       lun->limits.max_transfer_blocks :
+		       SCSITGT__SBC_MAX_CAW_BLOCKS;
 }
 
 uint32_t scsitgt__sbc_max_atomic_blocks(const struct scsitgt_lun *lun)

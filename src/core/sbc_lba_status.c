@@ -297,7 +297,7 @@ void scsitgt__sbc_prefetch(struct scsitgt__cmd *cmd)
 void scsitgt__sbc_block_limits(const struct scsitgt_lun *lun, uint8_t *b0)
 {
 	if (scsitgt__cdb_supported(SBC_COMPARE_AND_WRITE, 0))
-		b0[5] = SCSITGT__SBC_MAX_CAW_BLOCKS;
+		b0[5] = (uint8_t)scsitgt__sbc_max_caw_blocks(lun);
 	if (scsitgt__cdb_supported(SBC_WRITE_SAME_16, 0) ||
 	    scsitgt__cdb_supported(SBC_WRITE_SAME_10, 0)) {
 		/* Byte 4 bit 0 WSNZ stays zero: NUMBER OF LOGICAL BLOCKS 0 writes through the

@@ -18,7 +18,9 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_unmap(struct scsitgt__cmd *cmd)
 {
 	uint16_t len = get_be16(&cmd->cdb[7]);
 
-	/* SBC-4 §4.7.3.4: without logical block provisioning there is nothing to unmap. */
+	/* SBC-4 §4.7.3.4: without logical block provisioning there is nothing to unmap (the
+	 * row is SCSITGT__CDB_F_THIN: REPORT SUPPORTED OPERATION CODES does not list it there
+	 * either). Refused here, after the write protection (docs/scsi.md, order of checks). */
 	if (!scsitgt__sbc_lbpme(cmd->lun))
 		return SCSITGT__SR_INVALID_OPCODE;
 	/* A PARAMETER LIST LENGTH of zero is not an error: nothing is unmapped. */

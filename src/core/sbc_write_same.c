@@ -45,12 +45,8 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_write_same(struct scsitgt__cmd *cm
 		len_off = 10;
 		ndob = cdb[1] & 0x01;
 	}
-	/* ANCHOR: anchored blocks are not supported (VPD B2 ANC_SUP 0), SBC-4 §5.50. */
-	if (cdb[1] & 0x10)
-		return scsitgt__cmd_bad_cdb_field(cmd, 1, 4);
-	/* SBC-4 §5.50: UNMAP needs LBPWS/LBPWS10, which only a thin LUN reports (VPD B2). */
-	if ((cdb[1] & 0x08) && !scsitgt__sbc_lbpme(lun))
-		return scsitgt__cmd_bad_cdb_field(cmd, 1, 3);
+	/* ANCHOR (never: VPD B2 ANC_SUP 0) and UNMAP on a LUN without provisioning (no
+	 * LBPWS/LBPWS10) were refused with the reserved bits (the rows' usage, cdb.c). */
 	/* The range first: past the end is LBA OUT OF RANGE whatever the length. */
 	if (scsitgt__sbc_range_bad(lun, lba, nblocks))
 		return SCSITGT__SR_LBA_OUT_OF_RANGE;

@@ -150,11 +150,16 @@ static void rsoc_one(struct scsitgt__cmd *cmd, uint8_t opts, bool rctd)
 	} else {
 		d[1] = (uint8_t)((rctd ? 0x80 : 0) | RSOC_SUPPORT_STANDARD);
 		put_be16(&d[2], row->cdb_len);
-		/* CDB USAGE DATA is the usage mask of the row (SPC-5 §6.35.3). */
-		memcpy(&d[RSOC_ONE_HDR], row->usage, row->cdb_len);
+		uint8_t usage[16];
+
+		/* CDB USAGE DATA is the usage mask of the row on this LUN (SPC-5 §6.35.3): the
+		 * bits the reserved-bit check lets through, no more (WRITE SAME's UNMAP only
+		 * on a thin LUN). */
+		scsitgt__cdb_usage(row, cmd->lun, usage);
+		memcpy(&d[RSOC_ONE_HDR], usage, row->cdb_len);
 		/* The service action field holds the service action itself (§6.35.3). */
 		if (has_sa)
-			d[RSOC_ONE_HDR + 1] = (uint8_t)((row->usage[1] & 0xe0) | (req_sa & 0x1f));
+			d[RSOC_ONE_HDR + 1] = (uint8_t)((usage[1] & 0xe0) | (req_sa & 0x1f));
 		len += row->cdb_len;
 		if (rctd) {
 			rsoc_put_timeouts(&d[len]);

@@ -171,8 +171,9 @@ static size_t vpd_device_id(const struct scsitgt__cmd *cmd, uint8_t *buf)
  * SPC-5 §7.7.7 extended INQUIRY data. No protection information (SPT, GRD_CHK, APP_CHK,
  * REF_CHK 0), no microcode download, no ACA. What is set: the task attributes the task set
  * honours (HEADSUP, ORDSUP, SIMPSUP: core/order.c), V_SUP when a volatile cache exists
- * (FUA and SYNCHRONIZE CACHE reach it, sbc.c), LUICLR (unit attentions are kept and cleared
- * per I_T nexus, core/ua.c; SPC-5 requires it set), and the largest sense data we return.
+ * (FUA and SYNCHRONIZE CACHE reach it, sbc.c), LUICLR (REPORTED LUNS DATA HAS CHANGED
+ * reported for one LUN is cleared on every LUN of the I_T nexus, core/ua.c; SPC-5 requires
+ * it set), and the largest sense data we return.
  */
 static size_t vpd_extended_inquiry(const struct scsitgt_lun *lun, uint8_t *buf)
 {

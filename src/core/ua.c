@@ -18,7 +18,13 @@
  * Reporting (SPC-5 §5.14, SAM-5 §5.14): INQUIRY and REPORT LUNS run normally and leave the
  * condition pending (REPORT LUNS clears REPORTED LUNS DATA HAS CHANGED, SPC-5 §6.33);
  * REQUEST SENSE returns the condition as its sense data and clears it; any other command ends
- * with CHECK CONDITION, UNIT ATTENTION and clears it.
+ * with CHECK CONDITION, UNIT ATTENTION and clears it. REQUEST SENSE and REPORT LUNS touch the
+ * queue only when they run, once every check of their CDB passed: one refused (INVALID FIELD
+ * IN CDB, a reservation, an ACA attribute...) reported nothing and clears nothing.
+ * REPORTED LUNS DATA HAS CHANGED reported for one LUN is cleared on every LUN of the nexus
+ * (LUICLR, SPC-5 §7.7.7, VPD 86h): one change costs the initiator one unit attention, not one
+ * per LUN. A LUN change queues it on all of the nexus's LUNs under one hold of the lock, so a
+ * report on the nexus's own loop never falls between two of them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,6 +172,26 @@ static void ua_remove(struct scsitgt__session *sess, struct ua_lun *l, enum scsi
 		ua_drop_lun(sess, l);
 }
 
+/*
+ * Report (and clear) the first condition of @l. REPORTED LUNS DATA HAS CHANGED leaves every
+ * other LUN of the nexus too (LUICLR). Under ua_lock; @l may be freed.
+ */
+static enum scsitgt__sense_reason ua_report(struct scsitgt__session *sess,
+					    struct scsitgt__ua_sess *ua, struct ua_lun *l)
+{
+	enum scsitgt__sense_reason r = ua_pop(sess, l);
+	struct scsitgt__list *pos, *tmp;
+
+	if (r != SCSITGT__SR_UA_REPORTED_LUNS_CHANGED)
+		return r;
+	scsitgt__list_foreach_safe(pos, tmp, &ua->luns)
+	{
+		ua_remove(sess, scsitgt__container_of(pos, struct ua_lun, node),
+			  SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+	}
+	return r;
+}
+
 /* Whether @e names the nexus of @sess. */
 static bool lost_matches(const struct scsitgt__pr_lost *e, const struct scsitgt__session *sess)
 {
@@ -240,6 +266,21 @@ static enum scsitgt__sense_reason ua_first_reason(struct scsitgt_lun *lun,
 	return lost ? SCSITGT__SR_UA_NEXUS_LOSS : SCSITGT__SR_UA_POWER_ON_RESET;
 }
 
+/*
+ * A condition was just queued: the fabric may also announce it (iSCSI Async Message,
+ * transport/iscsi/async.c); not a nexus on its way out, whose fabric may have let go of it
+ * (core/session.c). On the nexus's own shard home may mark it leaving right after this check:
+ * the fabric keeps its side until that shard has run what home posted before (fabric.h).
+ * Outside ua_lock (a leaf lock).
+ */
+static void ua_announce(struct scsitgt__session *sess, uint64_t lun_id,
+			enum scsitgt__sense_reason reason)
+{
+	if (sess->ops->unit_attention &&
+	    !atomic_load_explicit(&sess->leaving, memory_order_relaxed))
+		sess->ops->unit_attention(sess, lun_id, reason);
+}
+
 void scsitgt__ua_establish(struct scsitgt__session *sess, uint64_t lun_id,
 			   enum scsitgt__sense_reason reason)
 {
@@ -253,13 +294,8 @@ void scsitgt__ua_establish(struct scsitgt__session *sess, uint64_t lun_id,
 		queued = ua && ua_queue(sess, ua, lun_id, reason);
 	}
 	uv_mutex_unlock(&sess->ua_lock);
-	/* the fabric may also announce it (iSCSI Async Message, transport/iscsi/async.c);
-	 * not a nexus on its way out, whose fabric may have let go of it (core/session.c). On
-	 * the nexus's own shard home may mark it leaving right after this check: the fabric
-	 * keeps its side until that shard has run what home posted before (fabric.h). */
-	if (queued && sess->ops->unit_attention &&
-	    !atomic_load_explicit(&sess->leaving, memory_order_relaxed))
-		sess->ops->unit_attention(sess, lun_id, reason);
+	if (queued)
+		ua_announce(sess, lun_id, reason);
 }
 
 void scsitgt__ua_establish_all(struct scsitgt_target *tgt, uint64_t lun_id,
@@ -302,16 +338,55 @@ bool scsitgt__ua_pending(const struct scsitgt__session *sess, uint64_t lun_id,
 	return l != NULL;
 }
 
-/* SPC-5 §6.39: REQUEST SENSE reports the condition as sense data, with GOOD status. */
+/*
+ * SPC-5 §6.39: REQUEST SENSE reports the condition as sense data, with GOOD status. The exec of
+ * a REQUEST SENSE that found one pending at parse: the condition is taken off the queue only
+ * now, once the command passed every check (SAM-5 §5.14: a condition is cleared when it is
+ * reported). Another command of the nexus may have reported it meanwhile: then the next one,
+ * or none and the usual sense data.
+ */
 static void ua_request_sense(struct scsitgt__cmd *cmd)
 {
-	const struct scsitgt__sense_info *si = scsitgt__sense_lookup(cmd->ctx.ua);
+	struct scsitgt__session *sess = cmd->sess;
+	enum scsitgt__sense_reason r = SCSITGT__SR_OK;
+	const struct scsitgt__sense_info *si;
 	uint8_t buf[SCSITGT_SENSE_BUF_SIZE];
+	struct scsitgt__ua_sess *ua;
+	struct ua_lun *l;
 	size_t len;
 
+	uv_mutex_lock(&sess->ua_lock);
+	ua = ua_get(sess);
+	l = ua ? ua_find(ua, cmd->lun_id) : NULL;
+	if (l)
+		r = ua_report(sess, ua, l);
+	uv_mutex_unlock(&sess->ua_lock);
+	if (r == SCSITGT__SR_OK) {
+		scsitgt__spc_request_sense(cmd);
+		return;
+	}
+	si = scsitgt__sense_lookup(r);
 	len = scsitgt__sense_encode(buf, cmd->cdb[1] & 0x01, si->key, si->asc, si->ascq, NULL);
 	scsitgt__cmd_respond(cmd, buf, len);
 	scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
+}
+
+/* SPC-5 §6.33: the exec of a REPORT LUNS that found a condition pending at parse. It clears
+ * REPORTED LUNS DATA HAS CHANGED on the LUN it was sent to, before the inventory it returns
+ * is read (a change after that read queues the condition again). */
+static void ua_report_luns(struct scsitgt__cmd *cmd)
+{
+	struct scsitgt__session *sess = cmd->sess;
+	struct scsitgt__ua_sess *ua;
+	struct ua_lun *l;
+
+	uv_mutex_lock(&sess->ua_lock);
+	ua = ua_get(sess);
+	l = ua ? ua_find(ua, cmd->lun_id) : NULL;
+	if (l)
+		ua_remove(sess, l, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+	uv_mutex_unlock(&sess->ua_lock);
+	scsitgt__spc_report_luns(cmd);
 }
 
 /* ua_check() past its fast path: a first access, or conditions pending on the nexus. */
@@ -344,12 +419,11 @@ static enum scsitgt__sense_reason ua_check_slow(struct scsitgt__cmd *cmd)
 	if (l == NULL) {
 		/* nothing for this LUN */
 	} else if (row && row->exec == scsitgt__spc_report_luns) {
-		ua_remove(sess, l, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+		cmd->exec = ua_report_luns;
 	} else if (row && row->exec == scsitgt__spc_request_sense) {
-		cmd->ctx.ua = ua_pop(sess, l);
 		cmd->exec = ua_request_sense;
 	} else if (!(row && (row->flags & SCSITGT__CDB_F_ALLOW_UA))) {
-		r = ua_pop(sess, l);
+		r = ua_report(sess, ua, l);
 	}
 	uv_mutex_unlock(&sess->ua_lock);
 	return r;
@@ -364,6 +438,45 @@ enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd)
 	    ua_seen(cmd->sess, cmd->lun_id))
 		return SCSITGT__SR_OK;
 	return ua_check_slow(cmd);
+}
+
+void scsitgt__ua_nexus_luns_changed(struct scsitgt__session *s)
+{
+	const struct scsitgt_target *tgt = s->tgt;
+	/* which LUNs the condition was queued on, for the fabric's announcement */
+	bool *queued = calloc(tgt->nluns ? tgt->nluns : 1, sizeof(*queued));
+	struct scsitgt__ua_sess *ua = NULL;
+
+	/*
+	 * SPC-5 §5.14: the condition goes to every LUN the nexus still sees, all at once: with
+	 * LUICLR a report on one LUN clears it on the others, and a report (on the nexus's own
+	 * loop) that came between two of them would leave the later ones to report it again. A
+	 * LUN the nexus has not seen yet will find POWER ON, which covers this.
+	 */
+	uv_mutex_lock(&s->ua_lock);
+	for (size_t i = 0; queued && i < tgt->nluns; i++) {
+		uint64_t id = tgt->luns[i]->id;
+
+		if (tgt->luns[i]->drain.destroying || !scsitgt__session_lun_visible(s, id) ||
+		    !ua_seen(s, id))
+			continue;
+		if (ua == NULL)
+			ua = ua_state(s);
+		queued[i] = ua && ua_queue(s, ua, id, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+	}
+	uv_mutex_unlock(&s->ua_lock);
+	for (size_t i = 0; i < tgt->nluns; i++) {
+		uint64_t id = tgt->luns[i]->id;
+
+		if (queued == NULL) {
+			/* out of memory: one LUN at a time, as good but for that race */
+			if (!tgt->luns[i]->drain.destroying && scsitgt__session_lun_visible(s, id))
+				scsitgt__ua_establish(s, id, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+		} else if (queued[i]) {
+			ua_announce(s, id, SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+		}
+	}
+	free(queued);
 }
 
 void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool removed)
@@ -387,11 +500,7 @@ void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool 
 						  memory_order_relaxed);
 		}
 		uv_mutex_unlock(&s->ua_lock);
-		/* SPC-5 §5.14: the condition goes to every LUN the nexus still reaches. */
-		for (size_t i = 0; i < tgt->nluns; i++)
-			if (!tgt->luns[i]->drain.destroying)
-				scsitgt__ua_establish(s, tgt->luns[i]->id,
-						      SCSITGT__SR_UA_REPORTED_LUNS_CHANGED);
+		scsitgt__ua_nexus_luns_changed(s);
 	}
 }
 

@@ -12,9 +12,11 @@
 #define SCSITGT__UA_QUEUE_MAX 8
 
 /*
- * The unit attention step of CDB parsing, after the row is known and the CDB checked.
- * Returns the unit attention to report (and clears it), or SCSITGT__SR_OK. For REQUEST SENSE
- * the pending condition becomes the command's sense data instead (cmd->exec is replaced).
+ * The unit attention step of CDB parsing, once the row is known. Returns the unit attention to
+ * report (and clears it), or SCSITGT__SR_OK. For REQUEST SENSE the pending condition becomes
+ * the command's sense data instead, and REPORT LUNS clears REPORTED LUNS DATA HAS CHANGED:
+ * cmd->exec is replaced, and the queue is touched only when the command runs, once its CDB
+ * passed the later checks.
  */
 enum scsitgt__sense_reason scsitgt__ua_check(struct scsitgt__cmd *cmd);
 
@@ -32,6 +34,9 @@ bool scsitgt__ua_pending(const struct scsitgt__session *sess, uint64_t lun_id,
 /* Hooks. */
 /* A LUN was added to or removed from @tgt: REPORTED LUNS DATA HAS CHANGED on the others. */
 void scsitgt__ua_luns_changed(struct scsitgt_target *tgt, uint64_t lun_id, bool removed);
+/* The inventory nexus @s sees changed: REPORTED LUNS DATA HAS CHANGED on every LUN it has
+ * seen and still sees, queued under one hold of its lock (LUICLR, ua.c). Loop: home. */
+void scsitgt__ua_nexus_luns_changed(struct scsitgt__session *s);
 /* MODE SELECT on nexus @by changed LUN @lun_id's parameters: MODE PARAMETERS CHANGED for the
  * others. Loop: home (the walk of the target's nexuses). */
 void scsitgt__ua_mode_params_changed(struct scsitgt__session *by, uint64_t lun_id);

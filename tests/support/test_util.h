@@ -41,6 +41,16 @@ static inline struct tctx *tctx_create(uint32_t lun_flags, const struct fake_bac
 	return t;
 }
 
+/* A LUN on a backend that unmaps: thin (SCSITGT_LUN_THIN) or fully provisioned. */
+static inline struct tctx *tctx_create_unmap(bool thin)
+{
+	struct fake_backend_opts o;
+
+	fake_backend_opts_init(&o);
+	o.supports = 1u << SCSITGT_IO_UNMAP;
+	return tctx_create(thin ? SCSITGT_LUN_THIN : 0, &o);
+}
+
 static inline void tctx_destroy(struct tctx *t)
 {
 	lf_result_clear(&t->r);

@@ -111,8 +111,9 @@ static const struct scsitgt__fabric_ops x_ops = {
 static void x_start_here(struct xw_cmd *x)
 {
 	struct scsitgt__cmd *cmd;
-	uint8_t lun[8] = { 0 };
+	uint8_t lun[8];
 
+	scsitgt__lun_encode(x->lun_id, lun);
 	assert_int_equal(scsitgt__cmd_create(&cmd, x->sess, sizeof(x)), 0);
 	*(struct xw_cmd **)scsitgt__cmd_fabric_priv(cmd) = x;
 	scsitgt__cmd_setup(cmd, lun, x->cdb, x->cdb_len, x->attr ? x->attr : 1,

@@ -117,6 +117,8 @@ struct xw_cmd {
 	struct scsitgt__session *sess;
 	/* task attribute as scsitgt__cmd_setup() takes it; 0: SIMPLE */
 	uint8_t attr;
+	/* the LUN addressed (xw_cmd_init(): 0) */
+	uint64_t lun_id;
 	uint8_t cdb[16];
 	size_t cdb_len;
 	uint8_t dout[XW_DATA_MAX];

@@ -193,6 +193,41 @@ static void test_limits_reported_and_enforced(void **state)
 	bl_destroy(t);
 }
 
+/*
+ * SBC-4 §6.6.4: MAXIMUM COMPARE AND WRITE LENGTH is at most the MAXIMUM TRANSFER LENGTH; a
+ * host's maximum below 128 blocks lowers it, in VPD B0h and in the command's check.
+ */
+static void test_caw_within_max_transfer(void **state)
+{
+	static uint8_t data[2 * 17 * 512];
+	struct scsitgt_lun_opts lo;
+	struct blctx *t;
+	const uint8_t *p;
+	struct lf_result *r;
+
+	(void)state;
+	opts_init(&lo, 0);
+	lo.max_transfer_blocks = 16;
+	t = bl_create(&lo);
+	p = b0(t);
+	assert_int_equal(get_be32(&p[8]), 16);
+	assert_int_equal(p[5], 16);
+	/* 17 blocks: INVALID FIELD IN CDB at NUMBER OF LOGICAL BLOCKS, nothing reaches the
+	 * backend; 16 pass (the fake backend's blocks read as zeros, as the data compared). */
+	r = bl_run(t, cdb_caw(t->cdb, 0, 17, 0), data, sizeof(data));
+	assert_bad_cdb(r, 13, 7);
+	assert_int_equal(t->fb->nrecs, 0);
+	r = bl_run(t, cdb_caw(t->cdb, 0, 16, 0), data, 2 * 16 * 512);
+	assert_good(r);
+	bl_destroy(t);
+	/* Above 128 blocks the library's own 128 stays. */
+	opts_init(&lo, 0);
+	lo.max_transfer_blocks = 256;
+	t = bl_create(&lo);
+	assert_int_equal(b0(t)[5], SCSITGT__SBC_MAX_CAW_BLOCKS);
+	bl_destroy(t);
+}
+
 /* "No limit" (FFFFFFFFh) for UNMAP is reported and honoured. */
 static void test_unmap_unlimited(void **state)
 {
@@ -379,6 +414,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_limits_reported_and_enforced),
+		cmocka_unit_test(test_caw_within_max_transfer),
 		cmocka_unit_test(test_unmap_unlimited),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_designators),

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* SPC-5 §6.35 REPORT SUPPORTED OPERATION CODES and §6.36 REPORT SUPPORTED TMFs. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "test_util.h"
@@ -144,6 +145,83 @@ static void test_rsoc_one(void **state)
 	tctx_destroy(t);
 }
 
+/*
+ * SPC-5 §6.35.3: SUPPORT 011b says the device server supports the command. Every command the
+ * all_commands list names is one this LUN runs: sent with every field zero, to a LUN of its
+ * own (so that no earlier command stopped or sanitized it), none answers INVALID COMMAND
+ * OPERATION CODE or an invalid SERVICE ACTION (it may refuse other fields). A fully
+ * provisioned LUN once listed UNMAP, which it refused as an unknown opcode.
+ */
+static void test_rsoc_per_lun(void **state)
+{
+	(void)state;
+	for (int thin = 0; thin < 2; thin++) {
+		struct tctx *t = tctx_create_unmap(thin);
+		struct lf_result *r;
+		uint8_t *list;
+		size_t n;
+		bool unmap = false;
+
+		r = tctx_run(t, cdb_rsoc(t->cdb, false, 0, 0, 0, 65535));
+		assert_good(r);
+		n = (r->data_len - 4) / 8;
+		list = malloc(r->data_len);
+		assert_non_null(list);
+		memcpy(list, r->data, r->data_len);
+		tctx_destroy(t);
+		for (size_t i = 0; i < n; i++) {
+			const uint8_t *d = &list[4 + 8 * i];
+			uint16_t len = get_be16(&d[6]);
+
+			t = tctx_create_unmap(thin);
+			memset(t->cdb, 0, CDB_BUF);
+			t->cdb[0] = d[0];
+			if (d[5] & 0x01) /* SERVACTV */
+				t->cdb[1] = (uint8_t)get_be16(&d[2]);
+			unmap |= d[0] == SBC_UNMAP;
+			r = tctx_run(t, len);
+			if (r->status == 0x02 && (r->sense[2] & 0x0f) == 0x5 &&
+			    (r->sense[12] == 0x20 ||
+			     /* the SERVICE ACTION field: byte 1, bit 4 */
+			     (r->sense[12] == 0x24 && (d[5] & 0x01) &&
+			      (r->sense[15] & 0xcf) == 0xcc && get_be16(&r->sense[16]) == 1)))
+				fail_msg("%s LUN: %02xh/%u is listed but refused as unsupported",
+					 thin ? "thin" : "full", d[0], get_be16(&d[2]));
+			tctx_destroy(t);
+		}
+		/* UNMAP is listed where it runs, on the thin LUN only. */
+		assert_int_equal(unmap, thin);
+		free(list);
+		/* The one_command form agrees: UNMAP is supported on the thin LUN only, and the
+		 * CDB USAGE DATA of WRITE SAME offers its UNMAP bit there only, and ANCHOR
+		 * nowhere (ANC_SUP 0): a bit it shows the command takes, one it hides it
+		 * refuses. */
+		t = tctx_create_unmap(thin);
+		r = tctx_run(t, cdb_rsoc(t->cdb, false, 1, SBC_UNMAP, 0, 512));
+		assert_good(r);
+		assert_int_equal(r->data[1] & 0x07, thin ? 0x03 : 0x01);
+		r = tctx_run(t, cdb_rsoc(t->cdb, false, 1, SBC_WRITE_SAME_10, 0, 512));
+		assert_good(r);
+		assert_int_equal(r->data[4 + 1], thin ? 0x08 : 0x00);
+		r = tctx_run(t, cdb_rsoc(t->cdb, false, 1, SBC_WRITE_SAME_16, 0, 512));
+		assert_good(r);
+		assert_int_equal(r->data[4 + 1], thin ? 0x09 : 0x01); /* (UNMAP,) NDOB */
+		/* What the parser does with them: WRITE SAME (16) NDOB of one block. */
+		memset(t->cdb, 0, CDB_BUF);
+		t->cdb[0] = SBC_WRITE_SAME_16;
+		t->cdb[13] = 1;
+		t->cdb[1] = 0x01 | 0x08;
+		r = tctx_run(t, 16);
+		if (thin)
+			assert_good(r);
+		else
+			assert_bad_cdb(r, 1, 3);
+		t->cdb[1] = 0x01 | 0x10;
+		assert_bad_cdb(tctx_run(t, 16), 1, 4);
+		tctx_destroy(t);
+	}
+}
+
 static void test_rsoc_bad_fields(void **state)
 {
 	struct tctx *t = tctx_create(0, NULL);
@@ -205,9 +283,8 @@ static void test_rstmf(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rsoc_all),
-		cmocka_unit_test(test_rsoc_one),
-		cmocka_unit_test(test_rsoc_bad_fields),
+		cmocka_unit_test(test_rsoc_all),     cmocka_unit_test(test_rsoc_one),
+		cmocka_unit_test(test_rsoc_per_lun), cmocka_unit_test(test_rsoc_bad_fields),
 		cmocka_unit_test(test_rstmf),
 	};
 

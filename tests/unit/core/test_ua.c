@@ -176,6 +176,148 @@ static void test_nexus_loss(void **state)
 	prt_destroy(t);
 }
 
+/* Run @cdb on LUN @lun of nexus @s. */
+static struct lf_result *run_on(struct prt *t, struct scsitgt__session *s, uint64_t lun,
+				const uint8_t *cdb, size_t len)
+{
+	lf_result_clear(&t->r);
+	loop_fabric_run_on(t->lf, s, lun, cdb, len, NULL, 0, &t->r);
+	return &t->r;
+}
+
+static struct lf_result *tur_on(struct prt *t, struct scsitgt__session *s, uint64_t lun)
+{
+	uint8_t cdb[CDB_BUF];
+
+	return run_on(t, s, lun, cdb, cdb_tur(cdb));
+}
+
+/*
+ * SPC-5 §7.7.7 (VPD 86h LUICLR, which we set): REPORTED LUNS DATA HAS CHANGED reported for any
+ * LUN of an I_T nexus is cleared on every LUN of that nexus; the other nexuses keep theirs,
+ * and so do the other conditions of the cleared LUNs.
+ */
+static void test_luns_changed_cleared_per_nexus(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	struct fake_backend_opts o;
+	uint8_t cdb[CDB_BUF];
+	struct lf_result *r;
+
+	(void)state;
+	fake_backend_opts_init(&o);
+	assert_int_equal(fake_backend_lun_create(NULL, NULL, t->lf->tgt, 1, 0, &o), 0);
+	assert_int_equal(fake_backend_lun_create(NULL, NULL, t->lf->tgt, 2, 0, &o), 0);
+	/* B and A2 learn of the new LUNs on LUN 0 and meet LUNs 1 and 2: nothing pending. */
+	ua(tur_on(t, t->b, 0), 0x3f, 0x0e);
+	ua(tur_on(t, t->a2, 0), 0x3f, 0x0e);
+	for (uint64_t lun = 1; lun < 3; lun++) {
+		ua(tur_on(t, t->b, lun), 0x29, 0x00);
+		ua(tur_on(t, t->a2, lun), 0x29, 0x00);
+	}
+	/* A condition of its own on LUN 2, queued before the change. */
+	scsitgt__ua_establish(t->b, 2, SCSITGT__SR_UA_MODE_PARAMS_CHANGED);
+	assert_int_equal(fake_backend_lun_create(NULL, NULL, t->lf->tgt, 3, 0, &o), 0);
+	ua(tur_on(t, t->b, 0), 0x3f, 0x0e);
+	ok(tur_on(t, t->b, 1));
+	ua(tur_on(t, t->b, 2), 0x2a, 0x01);
+	ok(tur_on(t, t->b, 2));
+	/* Per nexus: A2 has it on every LUN until it is reported there once. */
+	ua(tur_on(t, t->a2, 2), 0x3f, 0x0e);
+	ok(tur_on(t, t->a2, 0));
+	ok(tur_on(t, t->a2, 1));
+	/* Reported by REQUEST SENSE it is cleared everywhere too. */
+	assert_int_equal(fake_backend_lun_create(NULL, NULL, t->lf->tgt, 4, 0, &o), 0);
+	r = run_on(t, t->b, 1, cdb, cdb_request_sense(cdb, false, 252));
+	assert_good(r);
+	assert_int_equal(r->data[2] & 0x0f, SENSE_UNIT_ATTENTION);
+	assert_int_equal(r->data[12], 0x3f);
+	assert_int_equal(r->data[13], 0x0e);
+	ok(tur_on(t, t->b, 0));
+	ok(tur_on(t, t->b, 2));
+	/* LUN 3 is new to B: POWER ON covers the change. */
+	ua(tur_on(t, t->b, 3), 0x29, 0x00);
+	assert_false(scsitgt__ua_pending(t->b, 0, NULL));
+	assert_false(scsitgt__ua_pending(t->b, 2, NULL));
+	/* REPORT LUNS clears it on the LUN it is sent to only (it reports nothing). */
+	assert_int_equal(fake_backend_lun_create(NULL, NULL, t->lf->tgt, 5, 0, &o), 0);
+	ok(run_on(t, t->b, 0, cdb, cdb_report_luns(cdb, 0, 256)));
+	ok(tur_on(t, t->b, 0));
+	ua(tur_on(t, t->b, 1), 0x3f, 0x0e);
+	ok(tur_on(t, t->b, 2));
+	prt_destroy(t);
+}
+
+/*
+ * A LUN masked from a nexus (core/acl.c) gets no REPORTED LUNS DATA HAS CHANGED when LUNs come
+ * or go: the nexus cannot address it, so the condition would only sit there (and keep every
+ * command of the nexus on the slow path) until a report elsewhere cleared it.
+ */
+static void test_luns_changed_skips_masked(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	struct fake_backend_opts o;
+
+	(void)state;
+	fake_backend_opts_init(&o);
+	assert_int_equal(fake_backend_lun_create(NULL, NULL, t->lf->tgt, 1, 0, &o), 0);
+	ua(tur_on(t, t->b, 0), 0x3f, 0x0e);
+	ua(tur_on(t, t->b, 1), 0x29, 0x00);
+	/* Only LUN 0 stays visible: B hears of it there. */
+	assert_int_equal(scsitgt_target_map_lun(t->lf->tgt, NULL, 0), 0);
+	assert_int_equal(scsitgt_target_set_lun_masking(t->lf->tgt, true), 0);
+	ua(tur_on(t, t->b, 0), 0x3f, 0x0e);
+	assert_false(scsitgt__ua_pending(t->b, 1, NULL));
+	/* A new LUN (masked too): the condition on LUN 0 only. */
+	assert_int_equal(fake_backend_lun_create(NULL, NULL, t->lf->tgt, 2, 0, &o), 0);
+	assert_true(scsitgt__ua_pending(t->b, 0, NULL));
+	assert_false(scsitgt__ua_pending(t->b, 1, NULL));
+	ua(tur_on(t, t->b, 0), 0x3f, 0x0e);
+	ok(tur_on(t, t->b, 0));
+	prt_destroy(t);
+}
+
+/*
+ * SAM-5 §5.14: a condition is cleared when it is reported. A REQUEST SENSE or REPORT LUNS that
+ * is itself refused (INVALID FIELD IN CDB) reported nothing: the condition stays pending.
+ */
+static void test_refused_command_keeps_condition(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	struct fake_backend_opts o;
+	uint8_t cdb[CDB_BUF];
+	struct lf_result *r;
+	size_t len;
+
+	(void)state;
+	fake_backend_opts_init(&o);
+	scsitgt__ua_mode_params_changed(t->a, 0);
+	/* NACA in the CONTROL byte: refused, the condition is still there. */
+	len = cdb_request_sense(cdb, false, 252);
+	cdb[5] = 0x04;
+	bad_cdb(prt_run(t, t->b, cdb, len, NULL, 0), 5, 2);
+	assert_true(scsitgt__ua_pending(t->b, 0, NULL));
+	/* A reserved bit of byte 1. */
+	len = cdb_request_sense(cdb, false, 252);
+	cdb[1] = 0x02;
+	bad_cdb(prt_run(t, t->b, cdb, len, NULL, 0), 1, 1);
+	/* Reported by the next command that runs. */
+	ua(prt_read(t, t->b), 0x2a, 0x01);
+	ok(prt_read(t, t->b));
+	/* A valid REQUEST SENSE reports it, as before. */
+	r = prt_run(t, t->a2, cdb, cdb_request_sense(cdb, false, 252), NULL, 0);
+	assert_good(r);
+	assert_int_equal(r->data[12], 0x2a);
+	assert_int_equal(r->data[13], 0x01);
+	ok(prt_read(t, t->a2));
+	/* REPORT LUNS with a reserved SELECT REPORT keeps REPORTED LUNS DATA HAS CHANGED. */
+	assert_int_equal(fake_backend_lun_create(NULL, NULL, t->lf->tgt, 1, 0, &o), 0);
+	bad_cdb(prt_run(t, t->b, cdb, cdb_report_luns(cdb, 0x07, 256), NULL, 0), 2, 7);
+	bad_cdb(prt_run(t, t->b, cdb, cdb_report_luns(cdb, 0, 8), NULL, 0), 6, -1);
+	ua(prt_read(t, t->b), 0x3f, 0x0e);
+	prt_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +325,9 @@ int main(void)
 		cmocka_unit_test(test_capacity_and_luns_changed),
 		cmocka_unit_test(test_queue_precedence),
 		cmocka_unit_test(test_nexus_loss),
+		cmocka_unit_test(test_luns_changed_cleared_per_nexus),
+		cmocka_unit_test(test_luns_changed_skips_masked),
+		cmocka_unit_test(test_refused_command_keeps_condition),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

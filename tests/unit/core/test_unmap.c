@@ -7,19 +7,10 @@
 
 #include "core/scsi_spec.h"
 
-static struct tctx *thin(bool thin_lun)
-{
-	struct fake_backend_opts o;
-
-	fake_backend_opts_init(&o);
-	o.supports = 1u << SCSITGT_IO_UNMAP;
-	return tctx_create(thin_lun ? SCSITGT_LUN_THIN : 0, &o);
-}
-
 static void test_unmap_ranges(void **state)
 {
 	static const uint64_t desc[][2] = { { 0, 8 }, { 2048, 0 }, { 64, 32 } };
-	struct tctx *t = thin(true);
+	struct tctx *t = tctx_create_unmap(true);
 	uint8_t list[64];
 	size_t len = unmap_param_list(list, desc, 3);
 	struct lf_result *r;
@@ -43,7 +34,7 @@ static void test_unmap_ranges(void **state)
 
 static void test_unmap_bad_lists(void **state)
 {
-	struct tctx *t = thin(true);
+	struct tctx *t = tctx_create_unmap(true);
 	uint64_t past[][2] = { { 0, 1 }, { 0, 2 } };
 	uint8_t list[64];
 	size_t len;
@@ -80,7 +71,7 @@ static void test_unmap_bad_lists(void **state)
 
 static void test_unmap_needs_thin(void **state)
 {
-	struct tctx *t = thin(false);
+	struct tctx *t = tctx_create_unmap(false);
 	struct lf_result *r;
 
 	(void)state;
@@ -179,7 +170,7 @@ static void test_unmap_no_flush_needed(void **state)
 	assert_good(run_unmap(t));
 	assert_int_equal(t->fb->nrecs, 2);
 	tctx_destroy(t);
-	t = thin(true);
+	t = tctx_create_unmap(true);
 	assert_good(run_unmap(t));
 	assert_int_equal(t->fb->nrecs, 2);
 	tctx_destroy(t);

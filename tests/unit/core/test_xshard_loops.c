@@ -400,6 +400,46 @@ static void test_report_luns_while_luns_come(void **state)
 	assert_int_equal(s.good, s.n);
 }
 
+/* TEST UNIT READY on LUN @lun of @s to its end; its status. */
+static uint8_t run_tur_on(struct xw_world *t, struct scsitgt__session *s, uint64_t lun,
+			  struct xw_cmd *x)
+{
+	xw_cmd_init(x, s, SPC_TEST_UNIT_READY, 6);
+	x->lun_id = lun;
+	return xw_run(t, x);
+}
+
+/*
+ * LUICLR (SPC-5 §7.7.7) with the nexus on a worker shard: home adds a LUN and queues REPORTED
+ * LUNS DATA HAS CHANGED on every LUN B has seen; B reports it on LUN 1, on its own loop, which
+ * clears it on LUN 0 and LUN 2 too (home's queueing and the worker's report share the nexus's
+ * lock, clean under ThreadSanitizer). A keeps its own.
+ */
+static void test_luns_changed_once_per_nexus(void **state)
+{
+	struct xw_world *t = *state;
+	struct xw_cmd x;
+
+	xw_null_lun(t, 1);
+	xw_null_lun(t, 2);
+	assert_int_equal(run_tur_on(t, t->b, 0, &x), SAM_STAT_CHECK_CONDITION);
+	xw_assert_ua(&x, 0x3f, 0x0e);
+	for (uint64_t lun = 1; lun <= 2; lun++) {
+		assert_int_equal(run_tur_on(t, t->b, lun, &x), SAM_STAT_CHECK_CONDITION);
+		xw_assert_ua(&x, 0x29, 0x00);
+		assert_int_equal(run_tur_on(t, t->a, lun, &x), SAM_STAT_CHECK_CONDITION);
+		xw_assert_ua(&x, 0x29, 0x00);
+	}
+	xw_null_lun(t, 3);
+	assert_int_equal(run_tur_on(t, t->b, 1, &x), SAM_STAT_CHECK_CONDITION);
+	xw_assert_ua(&x, 0x3f, 0x0e);
+	assert_int_equal(run_tur_on(t, t->b, 0, &x), SAM_STAT_GOOD);
+	assert_int_equal(run_tur_on(t, t->b, 2, &x), SAM_STAT_GOOD);
+	assert_int_equal(run_tur_on(t, t->a, 2, &x), SAM_STAT_CHECK_CONDITION);
+	xw_assert_ua(&x, 0x3f, 0x0e);
+	assert_int_equal(run_tur_on(t, t->a, 1, &x), SAM_STAT_GOOD);
+}
+
 /*
  * SAM-5 §6.3.4 across shards: a nexus ends and the same I_T nexus (initiator port, target port)
  * logs in again at once. A worker's nexus is freed by home only after that loop detached its
@@ -456,6 +496,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_report_luns_while_luns_come, setup,
 						xw_teardown),
 		cmocka_unit_test_setup_teardown(test_resize_while_worker_writes, setup,
+						xw_teardown),
+		cmocka_unit_test_setup_teardown(test_luns_changed_once_per_nexus, setup,
 						xw_teardown),
 		cmocka_unit_test_setup_teardown(test_nexus_loss_reconnect_at_once, setup,
 						xw_teardown),
