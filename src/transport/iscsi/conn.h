@@ -350,6 +350,15 @@ struct scsitgt__iscsi_sess {
 	 */
 	uint64_t sn_taken[SCSITGT__ISCSI_WINDOW_MAX / 64];
 	bool closing;
+	/*
+	 * Logins that reinstate it (under ie->lock), told on their own loops when it is gone
+	 * (session.c): its last connection closed, and its commands out of backends or left there
+	 * after logout_timeout_ms (the session stays listed, closing, until then).
+	 */
+	struct scsitgt__list reinstate_waiters;
+	/* Its end after the quiescence of its commands, outside the core's callback. */
+	struct scsitgt__deferred end_defer;
+	bool end_drained;
 	/* bytes of write buffers held by this session's tasks, and the tasks waiting to
 	 * solicit data until that falls below max_write_buffer_bytes (scsi.c), oldest first. */
 	uint64_t write_bytes;
@@ -430,9 +439,16 @@ void scsitgt__iscsi_sess_abandon(struct scsitgt__iscsi_sess *sess,
 void scsitgt__iscsi_sess_finish(struct scsitgt__iscsi_sess *sess);
 void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 				   struct scsitgt__iscsi_conn *conn);
+/* The live session of the I_T nexus @initiator/@isid x @tgt/@tpgt (RFC 7143 SSID: ISID and
+ * TPGT) with @tsih (0: any). Under ie->lock. */
 struct scsitgt__iscsi_sess *scsitgt__iscsi_sess_find(struct scsitgt__iscsi_engine *ie,
 						     const char *initiator, const uint8_t isid[6],
-						     struct scsitgt_target *tgt, uint16_t tsih);
+						     struct scsitgt_target *tgt, uint16_t tpgt,
+						     uint16_t tsih);
+/* Whether @s is a session of the I_T nexus @iname/@isid x @tgt/@tpgt, closing or not. */
+bool scsitgt__iscsi_sess_of_nexus(const struct scsitgt__iscsi_sess *s, const char *iname,
+				  const uint8_t isid[6], const struct scsitgt_target *tgt,
+				  uint16_t tpgt);
 /* Close every connection of a session (reinstatement, target destroy). */
 void scsitgt__iscsi_sess_close(struct scsitgt__iscsi_sess *sess, const char *why);
 enum scsitgt__sn_verdict {
@@ -579,14 +595,22 @@ void scsitgt__iscsi_xloop_conn_gone(struct scsitgt__iscsi_handoff *h);
  * message to theirs (TARGET COLD RESET). */
 void scsitgt__iscsi_sess_close_target(struct scsitgt__iscsi_engine *ie, struct scsitgt_target *tgt,
 				      struct scsitgt__iscsi_sess *except, const char *why);
-/* session.c: RFC 7143 §6.3.5 reinstatement: close the session of @iname/@isid on @tgt. */
-void scsitgt__iscsi_sess_reinstate(struct scsitgt__iscsi_conn *conn, const char *iname,
-				   const uint8_t isid[6], struct scsitgt_target *tgt);
+/*
+ * session.c: RFC 7143 §6.3.5 reinstatement by @conn's login: close the session of the I_T
+ * nexus @iname/@isid x @tgt/(@conn's portal group tag). 0: no such session is left, the login
+ * goes on; 1: one is there (closing, or its commands still in backends), and the login waits
+ * for scsitgt__iscsi_login_reinstate_done() on @conn's loop (@conn held meanwhile); -ENOMEM.
+ */
+int scsitgt__iscsi_sess_reinstate(struct scsitgt__iscsi_conn *conn, const char *iname,
+				  const uint8_t isid[6], struct scsitgt_target *tgt);
 /* Ask every connection of the session to log out (on its loop). */
 void scsitgt__iscsi_sess_kick(struct scsitgt__iscsi_sess *sess);
 /* async.c: queue an Async Message for a unit attention (on the session's loop). */
 void scsitgt__iscsi_async_ua_here(struct scsitgt__iscsi_sess *sess, uint64_t lun_id,
 				  enum scsitgt__sense_reason reason);
+/* login.c: the session a login reinstates is gone, its commands out of backends (@drained)
+ * or left there after logout_timeout_ms. */
+void scsitgt__iscsi_login_reinstate_done(struct scsitgt__iscsi_conn *conn, bool drained);
 /* login.c: the core nexus of a worker login exists (rc 0) or could not be made. */
 void scsitgt__iscsi_login_core_done(struct scsitgt__iscsi_conn *conn, int rc);
 /* login.c: a worker login waits for home to make its core nexus: home may be writing the

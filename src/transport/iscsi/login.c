@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * iSCSI login (RFC 7143 §6, §11.12, §11.13): stage sequencing (security, operational, full
- * feature phase), ISID/TSIH handling and session reinstatement (§6.3.5), CHAP sequencing with
+ * feature phase), ISID/TSIH handling and session reinstatement (§6.3.5: the login waits until
+ * the old session's commands have left the backends), CHAP sequencing with
  * chap.h (§12.1.3), key negotiation through text/keys.h, the redirection hook, initiator ACLs,
  * and the Status-Class/Status-Detail of every failure (§11.13.5).
  *
@@ -49,8 +50,13 @@ struct scsitgt__iscsi_login {
 	bool resp_transit;
 	/* The CmdSN window the data mover cut the session's to (login_complete), 0 for none. */
 	uint32_t dm_window;
-	/* A worker login waits for its session's core nexus (xloop.c) with the final
-	 * response's flags and text (the last chunk of resp). */
+	/* The final stage's checks and negotiation are done (login_finish runs again after
+	 * a reinstatement's wait). */
+	bool finishing;
+	/* A login that reinstates a session waits until it is gone (session.c). */
+	bool reinstate_wait;
+	/* A worker login waits for its session's core nexus (xloop.c). Both waits keep the
+	 * final response's flags and text (the last chunk of resp). */
 	bool core_wait;
 	uint8_t final_flags;
 	const uint8_t *final_chunk;
@@ -315,8 +321,9 @@ static unsigned int login_initiator_conns(const struct scsitgt__iscsi_conn *conn
 }
 
 /*
- * whether @tgt has room for one more session of @iname/@isid: sessions that are not
- * closing count, except the one this login would reinstate (RFC 7143 §6.3.5).
+ * whether @tgt has room for one more session of @iname/@isid through @conn's portal group:
+ * sessions that are not closing count, except the one this login would reinstate (RFC 7143
+ * §6.3.5: the same I_T nexus, portal group tag included).
  */
 static bool login_target_has_room(const struct scsitgt__iscsi_conn *conn,
 				  const struct scsitgt_target *tgt, const char *iname,
@@ -334,7 +341,7 @@ static bool login_target_has_room(const struct scsitgt__iscsi_conn *conn,
 
 		if (s->tgt != tgt || s->closing)
 			continue;
-		if (memcmp(s->isid, isid, 6) == 0 && strcasecmp(s->initiator_name, iname) == 0)
+		if (scsitgt__iscsi_sess_of_nexus(s, iname, isid, tgt, conn->portal->tpgt))
 			continue;
 		n++;
 	}
@@ -459,7 +466,8 @@ static int login_setup_target(struct scsitgt__iscsi_conn *conn, const char *inam
 
 		/* Adding a connection to a session: only one per session is supported. */
 		uv_mutex_lock(&conn->ie->lock);
-		found = scsitgt__iscsi_sess_find(conn->ie, iname, l->isid, tgt, l->tsih) != NULL;
+		found = scsitgt__iscsi_sess_find(conn->ie, iname, l->isid, tgt, conn->portal->tpgt,
+						 l->tsih) != NULL;
 		uv_mutex_unlock(&conn->ie->lock);
 		return found ? ISCSI_LOGIN_STATUS_TOO_MANY_CONN : ISCSI_LOGIN_STATUS_NO_SESSION;
 	}
@@ -651,7 +659,9 @@ static uint16_t login_core_status(int rc)
 
 /*
  * Transit to full feature phase: create the session; its core nexus too on the home loop (a
- * worker's login asks home for it, login_respond()). Returns 0 or a login status.
+ * worker's login asks home for it, login_respond()). Returns 0, a login status, or
+ * LOGIN_PENDING while the session it reinstates ends (scsitgt__iscsi_login_reinstate_done()
+ * calls it again).
  */
 static int login_finish(struct scsitgt__iscsi_conn *conn, uint16_t *tsih)
 {
@@ -659,21 +669,30 @@ static int login_finish(struct scsitgt__iscsi_conn *conn, uint16_t *tsih)
 	struct scsitgt__iscsi_sess *sess;
 	int rc;
 
-	if (l->auth_required && !l->authenticated)
-		return ISCSI_LOGIN_STATUS_AUTH_FAILED;
-	rc = scsitgt__iscsi_neg_finish(&conn->neg);
-	if (rc == -ENOTSUP) {
-		login_log_digest_refused(conn);
-		return ISCSI_LOGIN_STATUS_INIT_ERR;
+	if (!l->finishing) {
+		if (l->auth_required && !l->authenticated)
+			return ISCSI_LOGIN_STATUS_AUTH_FAILED;
+		rc = scsitgt__iscsi_neg_finish(&conn->neg);
+		if (rc == -ENOTSUP) {
+			login_log_digest_refused(conn);
+			return ISCSI_LOGIN_STATUS_INIT_ERR;
+		}
+		if (rc < 0)
+			return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
+		l->finishing = true;
 	}
-	if (rc < 0)
-		return ISCSI_LOGIN_STATUS_MISSING_FIELDS;
 	/* other logins may have filled the target since this one started. */
 	if (!l->discovery && !login_target_has_room(conn, l->tgt, l->initiator_name, l->isid))
 		return ISCSI_LOGIN_STATUS_NO_RESOURCES;
-	/* RFC 7143 §6.3.5: same initiator, ISID and target with TSIH 0 reinstates. */
-	if (!l->discovery)
-		scsitgt__iscsi_sess_reinstate(conn, l->initiator_name, l->isid, l->tgt);
+	/* RFC 7143 §6.3.5: same initiator, ISID, target and portal group with TSIH 0
+	 * reinstates; the new session starts once the old one and its commands are gone. */
+	if (!l->discovery) {
+		rc = scsitgt__iscsi_sess_reinstate(conn, l->initiator_name, l->isid, l->tgt);
+		if (rc < 0)
+			return ISCSI_LOGIN_STATUS_NO_RESOURCES;
+		if (rc > 0)
+			return LOGIN_PENDING;
+	}
 	rc = scsitgt__iscsi_sess_create(&sess, conn->ie, conn, l->discovery ? NULL : l->tgt,
 					l->isid, &conn->neg.params);
 	if (rc < 0)
@@ -688,7 +707,6 @@ static int login_finish(struct scsitgt__iscsi_conn *conn, uint16_t *tsih)
 			return login_core_status(rc);
 		}
 	}
-	sess->tpgt = conn->portal->tpgt;
 	sess->queue_depth = l->discovery ? 4 : login_queue_depth(conn);
 	sess->exp_cmd_sn = l->cmd_sn;
 	sess->max_cmd_sn = l->cmd_sn - 1 + sess->queue_depth;
@@ -795,6 +813,38 @@ void scsitgt__iscsi_login_core_done(struct scsitgt__iscsi_conn *conn, int rc)
 	scsitgt__cfg_rdunlock(conn->ie->engine, locked);
 }
 
+/* The final Login Response's turn (@flags with T and NSG 3, the last chunk of text): the
+ * session, then full feature phase, at once or after a wait (reinstatement, a worker's core
+ * nexus). */
+static int login_transit_ffp(struct scsitgt__iscsi_conn *conn, uint8_t flags, const uint8_t *chunk,
+			     size_t n)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	uint16_t tsih = l->tsih;
+	int st;
+
+	l->final_flags = flags;
+	l->final_chunk = chunk;
+	l->final_len = n;
+	st = login_finish(conn, &tsih);
+	if (st == LOGIN_PENDING) {
+		l->reinstate_wait = true;
+		return 0;
+	}
+	if (st)
+		return login_fail(conn, (uint16_t)st, NULL, 0);
+	if (l->discovery || conn->sess->core)
+		return login_enter_ffp(conn, flags, chunk, n, tsih);
+	/* A worker's login: the nexus is made on home (xloop.c). */
+	l->core_wait = true;
+	if (scsitgt__iscsi_xloop_core_create(conn, conn->sess) < 0) {
+		l->core_wait = false;
+		scsitgt__iscsi_sess_abandon(conn->sess, conn);
+		return login_fail(conn, ISCSI_LOGIN_STATUS_NO_RESOURCES, NULL, 0);
+	}
+	return 0;
+}
+
 /* Send the next chunk of the response text; on the last one, perform the stage transition. */
 static int login_respond(struct scsitgt__iscsi_conn *conn)
 {
@@ -803,9 +853,7 @@ static int login_respond(struct scsitgt__iscsi_conn *conn)
 	bool more = false;
 	uint8_t bhs[ISCSI_BHS_LEN];
 	uint8_t flags;
-	uint16_t tsih = l->tsih;
 	size_t n;
-	int st;
 
 	n = scsitgt__iscsi_textbuf_next_chunk(&l->resp, &chunk, ISCSI_LOGIN_DSL_MAX, &more);
 	flags = (uint8_t)(l->resp_csg << ISCSI_LOGIN_CSG_SHIFT);
@@ -816,28 +864,11 @@ static int login_respond(struct scsitgt__iscsi_conn *conn)
 		l->resp_pending = false;
 		if (l->resp_transit) {
 			flags |= ISCSI_LOGIN_FLAG_TRANSIT | l->resp_nsg;
-			if (l->resp_nsg == ISCSI_STAGE_FFP) {
-				st = login_finish(conn, &tsih);
-				if (st)
-					return login_fail(conn, (uint16_t)st, NULL, 0);
-				if (l->discovery || conn->sess->core)
-					return login_enter_ffp(conn, flags, chunk, n, tsih);
-				/* A worker's login: the nexus is made on home (xloop.c). */
-				l->core_wait = true;
-				l->final_flags = flags;
-				l->final_chunk = chunk;
-				l->final_len = n;
-				if (scsitgt__iscsi_xloop_core_create(conn, conn->sess) < 0) {
-					l->core_wait = false;
-					scsitgt__iscsi_sess_abandon(conn->sess, conn);
-					return login_fail(conn, ISCSI_LOGIN_STATUS_NO_RESOURCES,
-							  NULL, 0);
-				}
-				return 0;
-			}
+			if (l->resp_nsg == ISCSI_STAGE_FFP)
+				return login_transit_ffp(conn, flags, chunk, n);
 		}
 	}
-	login_rsp_init(conn, bhs, flags, ISCSI_LOGIN_STATUS_SUCCESS, tsih);
+	login_rsp_init(conn, bhs, flags, ISCSI_LOGIN_STATUS_SUCCESS, l->tsih);
 	scsitgt__iscsi_conn_send_simple(conn, bhs, chunk, (uint32_t)n, false);
 	if (more || !l->resp_transit)
 		return 0;
@@ -853,6 +884,33 @@ static bool login_tgt_alive(struct scsitgt__iscsi_conn *conn, const struct scsit
 
 static int login_text(struct scsitgt__iscsi_conn *conn, uint8_t csg, uint8_t nsg, bool transit);
 
+void scsitgt__iscsi_login_reinstate_done(struct scsitgt__iscsi_conn *conn, bool drained)
+{
+	struct scsitgt__iscsi_login *l = conn->login;
+	bool locked;
+
+	if (l == NULL || !l->reinstate_wait)
+		return;
+	l->reinstate_wait = false;
+	if (conn->state == SCSITGT__CONN_CLOSING)
+		return;
+	locked = scsitgt__cfg_rdlock(conn->ie->engine);
+	if (!drained) {
+		/* Commands of the old session may still land: the new one may not start
+		 * (RFC 7143 §11.13.5 0x0301, a target error the initiator may retry). */
+		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_WARNING,
+					"session reinstatement: the old session's commands are "
+					"still in backends");
+		login_fail(conn, ISCSI_LOGIN_STATUS_SVC_UNAVAILABLE, NULL, 0);
+	} else if (!login_tgt_alive(conn, l->tgt)) {
+		login_fail(conn, ISCSI_LOGIN_STATUS_TGT_REMOVED, NULL, 0);
+	} else {
+		/* Again: another session of the nexus may have come meanwhile. */
+		login_transit_ffp(conn, l->final_flags, l->final_chunk, l->final_len);
+	}
+	scsitgt__cfg_rdunlock(conn->ie->engine, locked);
+}
+
 int scsitgt__iscsi_login_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_pdu *pdu)
 {
 	struct scsitgt__iscsi_login *l = conn->login;
@@ -864,7 +922,7 @@ int scsitgt__iscsi_login_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__i
 	uint8_t nsg = flags & ISCSI_LOGIN_STAGE_MASK;
 	int rc;
 
-	if (l->core_wait || l->redirect_wait) {
+	if (l->core_wait || l->redirect_wait || l->reinstate_wait) {
 		/* RFC 7143 §6.3: a request before the response to the previous one. */
 		scsitgt__iscsi_conn_close(conn, "login request before the login response");
 		return -EPROTO;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * iSCSI sessions at ErrorRecoveryLevel 0: creation with the core I_T nexus, lookup by
- * initiator/ISID/target/TSIH, closing (reinstatement, target removal), and the command window
+ * initiator/ISID/target/portal group/TSIH, closing (reinstatement, target removal), the end of a
+ * session whose commands are still in backends (it waits for them, and so does a login that
+ * reinstates it, RFC 7143 §6.3.5), and the command window
  * (RFC 7143 §4.2.2.1): ExpCmdSN and MaxCmdSN with RFC 1982 serial arithmetic, and the CmdSNs
  * of the window already taken, by a command or control PDU held for its turn or used up
  * without one (§3.2.2.1, §11.5.1), which ExpCmdSN passes when the gap before them fills.
@@ -12,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/shard.h"
 #include "core/stats.h"
 #include "transport/iscsi/conn.h"
 
@@ -89,6 +92,9 @@ int scsitgt__iscsi_sess_create(struct scsitgt__iscsi_sess **out, struct scsitgt_
 	scsitgt__list_init(&sess->pending);
 	scsitgt__list_init(&sess->held);
 	scsitgt__list_init(&sess->budget_wait);
+	scsitgt__list_init(&sess->reinstate_waiters);
+	/* Before it is listed: the portal group tag is part of its I_T nexus (sess_of_nexus). */
+	sess->tpgt = conn->portal->tpgt;
 	scsitgt__list_add_tail(&sess->conns, &conn->sess_node);
 	sess->nconns = 1;
 	conn->sess = sess;
@@ -142,19 +148,95 @@ int scsitgt__iscsi_sess_core_create(struct scsitgt__iscsi_sess *sess,
 	return rc;
 }
 
-void scsitgt__iscsi_sess_abandon(struct scsitgt__iscsi_sess *sess, struct scsitgt__iscsi_conn *conn)
+/* A login waiting for the session it reinstates to be gone (scsitgt__iscsi_sess_reinstate). */
+struct reinstate_wait {
+	struct scsitgt__msg msg;	  /* to the login's loop from another */
+	struct scsitgt__deferred defer;	  /* on the same loop */
+	struct scsitgt__list node;	  /* in sess->reinstate_waiters, under ie->lock */
+	struct scsitgt__iscsi_conn *conn; /* held until the login heard */
+	bool drained;
+};
+
+/* The login's loop: the session it waited for is gone. */
+static void reinstate_wait_done(struct reinstate_wait *w)
 {
+	struct scsitgt__iscsi_conn *conn = w->conn;
+	bool drained = w->drained;
+
+	free(w);
+	scsitgt__iscsi_login_reinstate_done(conn, drained);
+	scsitgt__iscsi_conn_put(conn);
+}
+
+static void reinstate_wait_fn(struct scsitgt__msg *msg)
+{
+	reinstate_wait_done(scsitgt__container_of(msg, struct reinstate_wait, msg));
+}
+
+static void reinstate_wait_deferred(struct scsitgt__deferred *d)
+{
+	reinstate_wait_done(scsitgt__container_of(d, struct reinstate_wait, defer));
+}
+
+/*
+ * @sess leaves the engine's list: no login finds it any more. The logins that wait for it hear
+ * on their own loops whether its commands left the backends (@drained).
+ */
+static void sess_unlist(struct scsitgt__iscsi_sess *sess, bool drained)
+{
+	struct scsitgt__list waiters, *pos, *tmp;
+
+	scsitgt__list_init(&waiters);
 	uv_mutex_lock(&sess->ie->lock);
 	scsitgt__list_remove(&sess->node);
+	scsitgt__list_foreach_safe(pos, tmp, &sess->reinstate_waiters)
+	{
+		scsitgt__list_remove(pos);
+		scsitgt__list_add_tail(&waiters, pos);
+	}
 	uv_mutex_unlock(&sess->ie->lock);
+	scsitgt__list_foreach_safe(pos, tmp, &waiters)
+	{
+		struct reinstate_wait *w = scsitgt__container_of(pos, struct reinstate_wait, node);
+
+		struct scsitgt__worker *lw = w->conn->worker; /* immutable */
+
+		scsitgt__list_remove(pos);
+		w->drained = drained;
+		/* Never from inside this call: the caller may be the login's own close. */
+		if (scsitgt__iscsi_on_loop(sess->ie, lw)) {
+			w->defer.fn = reinstate_wait_deferred;
+			scsitgt__shard_defer(scsitgt__iscsi_loop_shard(sess->ie, lw), &w->defer);
+		} else {
+			w->msg.fn = reinstate_wait_fn;
+			scsitgt__loop_post(sess->ie->engine, lw, &w->msg);
+		}
+	}
+}
+
+void scsitgt__iscsi_sess_abandon(struct scsitgt__iscsi_sess *sess, struct scsitgt__iscsi_conn *conn)
+{
+	sess_unlist(sess, true);
 	scsitgt__list_remove(&conn->sess_node);
 	conn->sess = NULL;
 	free(sess);
 }
 
+bool scsitgt__iscsi_sess_of_nexus(const struct scsitgt__iscsi_sess *s, const char *iname,
+				  const uint8_t isid[6], const struct scsitgt_target *tgt,
+				  uint16_t tpgt)
+{
+	/* RFC 7143 §4.4.3: a session is named by the initiator's ISID and the target's portal
+	 * group tag (SSID); through another portal group, the same ISID is another I_T nexus
+	 * ("iname,i,0xISID" x "tgt,t,0xTPGT", scsitgt__iscsi_nexus_from). */
+	return !s->discovery && s->tgt == tgt && s->tpgt == tpgt && memcmp(s->isid, isid, 6) == 0 &&
+	       strcasecmp(s->initiator_name, iname) == 0;
+}
+
 struct scsitgt__iscsi_sess *scsitgt__iscsi_sess_find(struct scsitgt__iscsi_engine *ie,
 						     const char *initiator, const uint8_t isid[6],
-						     struct scsitgt_target *tgt, uint16_t tsih)
+						     struct scsitgt_target *tgt, uint16_t tpgt,
+						     uint16_t tsih)
 {
 	struct scsitgt__list *pos;
 
@@ -162,8 +244,7 @@ struct scsitgt__iscsi_sess *scsitgt__iscsi_sess_find(struct scsitgt__iscsi_engin
 		struct scsitgt__iscsi_sess *s =
 			scsitgt__container_of(pos, struct scsitgt__iscsi_sess, node);
 
-		if (s->closing || s->tgt != tgt || memcmp(s->isid, isid, 6) != 0 ||
-		    strcasecmp(s->initiator_name, initiator) != 0)
+		if (s->closing || !scsitgt__iscsi_sess_of_nexus(s, initiator, isid, tgt, tpgt))
 			continue;
 		if (tsih == 0 || s->tsih == tsih)
 			return s;
@@ -259,20 +340,58 @@ static bool sess_match_nexus(const struct scsitgt__iscsi_sess *s, const void *ar
 {
 	const struct sess_match_nexus *m = arg;
 
-	if (s->tgt != m->tgt || memcmp(s->isid, m->isid, 6) != 0 ||
-	    strcasecmp(s->initiator_name, m->iname) != 0)
+	if (!scsitgt__iscsi_sess_of_nexus(s, m->iname, m->isid, m->tgt, m->conn->portal->tpgt))
 		return false;
 	scsitgt__iscsi_conn_log(m->conn, SCSITGT_LOG_INFO, "session reinstatement: closing TSIH %u",
 				s->tsih);
 	return true;
 }
 
-void scsitgt__iscsi_sess_reinstate(struct scsitgt__iscsi_conn *conn, const char *iname,
-				   const uint8_t isid[6], struct scsitgt_target *tgt)
+/*
+ * RFC 7143 §6.3.5: the old session's tasks end before the new one goes on (SAM-5 I_T nexus
+ * loss), or a WRITE of the old one still in a backend could land after a newer WRITE of the
+ * new one. The login waits on the old session (any loop's) until it is gone: closed, and its
+ * commands out of the backends or left there after logout_timeout_ms (sess_conn_gone).
+ */
+int scsitgt__iscsi_sess_reinstate(struct scsitgt__iscsi_conn *conn, const char *iname,
+				  const uint8_t isid[6], struct scsitgt_target *tgt)
 {
 	struct sess_match_nexus m = { .iname = iname, .isid = isid, .tgt = tgt, .conn = conn };
+	struct scsitgt__iscsi_engine *ie = conn->ie;
+	struct reinstate_wait *w = malloc(sizeof(*w));
+	struct scsitgt__iscsi_sess *old = NULL;
+	struct scsitgt__list *pos;
 
-	sess_close_matching(conn->ie, sess_match_nexus, &m, "session reinstatement");
+	if (w == NULL)
+		return -ENOMEM;
+	w->conn = conn;
+	w->drained = false;
+	uv_mutex_lock(&ie->lock);
+	for (pos = ie->sessions.next; pos != &ie->sessions; pos = pos->next) {
+		struct scsitgt__iscsi_sess *s =
+			scsitgt__container_of(pos, struct scsitgt__iscsi_sess, node);
+
+		if (scsitgt__iscsi_sess_of_nexus(s, iname, isid, tgt, conn->portal->tpgt)) {
+			old = s;
+			break;
+		}
+	}
+	/* Its loop unlists it under the lock and then tells every waiter (sess_unlist). */
+	if (old) {
+		scsitgt__iscsi_conn_hold(conn);
+		scsitgt__list_add_tail(&old->reinstate_waiters, &w->node);
+		if (old->closing)
+			scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_INFO,
+						"session reinstatement: waiting for TSIH %u to end",
+						old->tsih);
+	}
+	uv_mutex_unlock(&ie->lock);
+	if (old == NULL) {
+		free(w);
+		return 0;
+	}
+	sess_close_matching(ie, sess_match_nexus, &m, "session reinstatement");
+	return 1;
 }
 
 void scsitgt__iscsi_sess_finish(struct scsitgt__iscsi_sess *sess)
@@ -293,6 +412,35 @@ void scsitgt__iscsi_sess_finish(struct scsitgt__iscsi_sess *sess)
 	scsitgt__session_destroy(core);
 }
 
+static void sess_end(struct scsitgt__iscsi_sess *sess, bool drained);
+
+static void sess_end_deferred(struct scsitgt__deferred *d)
+{
+	struct scsitgt__iscsi_sess *sess =
+		scsitgt__container_of(d, struct scsitgt__iscsi_sess, end_defer);
+
+	sess_end(sess, sess->end_drained);
+}
+
+/* The quiescence of a closed session's nexus answered: drained, or its bound passed. From
+ * inside the core (the last command's release, which is still listed in the nexus): the
+ * session ends in a later turn of its loop. */
+static void sess_quiesced(void *arg, enum scsitgt__tmf_response r)
+{
+	struct scsitgt__iscsi_sess *sess = arg;
+	unsigned int left = scsitgt__session_cmds_in_backends(sess->core);
+
+	(void)r;
+	if (left)
+		scsitgt__log(&sess->ie->engine->log, SCSITGT_LOG_WARNING, SCSITGT__ISCSI_SUBSYS,
+			     "session TSIH %u: %u commands still in backends after %u ms, left to "
+			     "them",
+			     sess->tsih, left, sess->tparams.logout_timeout_ms);
+	sess->end_drained = left == 0;
+	sess->end_defer.fn = sess_end_deferred;
+	scsitgt__shard_defer(scsitgt__iscsi_loop_shard(sess->ie, sess->worker), &sess->end_defer);
+}
+
 void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 				   struct scsitgt__iscsi_conn *conn)
 {
@@ -305,9 +453,29 @@ void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 		     sess->discovery ? SCSITGT_LOG_DEBUG : SCSITGT_LOG_NOTICE,
 		     SCSITGT__ISCSI_SUBSYS, "%s session closed: initiator %s, TSIH %u",
 		     sess->discovery ? "discovery" : "normal", sess->initiator_name, sess->tsih);
-	uv_mutex_lock(&sess->ie->lock);
-	scsitgt__list_remove(&sess->node);
-	uv_mutex_unlock(&sess->ie->lock);
+	/* Its commands still in backends end first, as for a Logout (logout.c): they are
+	 * aborted, and the session stays listed until they leave, at most logout_timeout_ms. A
+	 * login of the same nexus waits for that (scsitgt__iscsi_sess_reinstate). Its loop is
+	 * the nexus's shard, where its commands live. */
+	if (sess->core && !scsitgt__list_empty(&sess->core->cmds)) {
+		uv_mutex_lock(&sess->ie->lock);
+		sess->closing = true;
+		uv_mutex_unlock(&sess->ie->lock);
+		scsitgt__log(&sess->ie->engine->log, SCSITGT_LOG_INFO, SCSITGT__ISCSI_SUBSYS,
+			     "session TSIH %u: waiting up to %u ms for %u commands in backends",
+			     sess->tsih, sess->tparams.logout_timeout_ms, sess->core->ncmds);
+		scsitgt__tmf_quiesce(sess->core, sess->tparams.logout_timeout_ms, sess_quiesced,
+				     sess);
+		return;
+	}
+	sess_end(sess, true);
+}
+
+/* The session's last connection is gone and its commands too (@drained), or some are left to
+ * their backends: it leaves the list, its nexus ends. */
+static void sess_end(struct scsitgt__iscsi_sess *sess, bool drained)
+{
+	sess_unlist(sess, drained);
 	if (sess->core == NULL)
 		free(sess);
 	else if (scsitgt__iscsi_on_loop(sess->ie, NULL))

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Session reinstatement (RFC 7143 §6.3.5) against minitarget or scsitgtd (reinstate.sh):
+
+  stale_write  The old session has a WRITE inside the backend (fault=delay=...@write:count=1)
+               when the same initiator port (InitiatorName and ISID, TSIH 0) logs in again:
+               the new session's Login Response comes only once that WRITE has left the
+               backend, and a WRITE of the new session is not overwritten by the old one.
+  bound        The same with a WRITE held longer than the target's logout_timeout_ms: the
+               login is refused with 0x0301 (service unavailable, RFC 7143 §11.13.5, the
+               initiator retries) while the old WRITE is still in the backend, not accepted.
+  two_tpg      One initiator port logs in through two portal groups (TPGT 1 and 2): two I_T
+               nexuses, neither reinstates the other; a relogin through the first portal
+               group reinstates only the first session.
+
+The fault backend's counters (minitarget prints them on SIGUSR1) say when the old WRITE is in
+the backend and when it has left: the checks wait for those conditions, not for time.
+"""
+import argparse
+import os
+import re
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hostile_iscsi as hi  # noqa: E402
+
+BOUND = 60.0  # seconds any awaited condition may take, even on a loaded machine
+FAULT_RE = re.compile(r"^fault lun 0: submitted (\d+) passed (\d+) delayed (\d+) hung (\d+) "
+                      r"held (\d+) delaying (\d+)$")
+
+
+def fail(msg):
+    print("FAIL: " + msg, flush=True)
+    sys.exit(1)
+
+
+class Target:
+    def __init__(self, pid, out):
+        self.pid, self.out = pid, out
+
+    def _lines(self):
+        with open(self.out, errors="replace") as f:
+            return [m.groups() for m in map(FAULT_RE.match, f.read().splitlines()) if m]
+
+    def fault(self):
+        """The fault counters of LUN 0 now: ask (SIGUSR1), wait for the new line."""
+        before = len(self._lines())
+        os.kill(self.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + BOUND
+        while time.monotonic() < deadline:
+            lines = self._lines()
+            if len(lines) > before:
+                keys = ("submitted", "passed", "delayed", "hung", "held", "delaying")
+                return dict(zip(keys, map(int, lines[-1])))
+            time.sleep(0.02)
+        fail("minitarget printed no fault counters within %.0f s" % BOUND)
+
+    def wait_fault(self, pred, what):
+        deadline = time.monotonic() + BOUND
+        while time.monotonic() < deadline:
+            st = self.fault()
+            if pred(st):
+                return st
+            time.sleep(0.05)
+        fail("%s: not within %.0f s (fault counters %s)" % (what, BOUND, st))
+
+
+def old_write_held(args, tgt, ini):
+    """A session of @ini whose WRITE 'O' of LBA 0 is inside the backend."""
+    a = hi.Session(args.host, args.port, args.iqn, initiator=ini)
+    a.login()
+    a.send(a.cmd_pdu(hi.lun_lba_cdb_write16(0, 1), 512, write=True, data=b"O" * 512,
+                     itt=a.next_itt()))
+    tgt.wait_fault(lambda s: s["delaying"] == 1, "the old session's WRITE reaches the backend")
+    print("old session: WRITE 'O' of LBA 0 held by the backend", flush=True)
+    return a
+
+
+def same_port(args, a, ini, port=None):
+    """A new session of @a's initiator port (name and ISID, TSIH 0), not logged in yet."""
+    b = hi.Session(args.host, port or args.port, args.iqn, initiator=ini)
+    b.isid = a.isid
+    return b
+
+
+def t_stale_write(args, tgt):
+    ini = "iqn.2026-12.test.reinstate:stale"
+    a = old_write_held(args, tgt, ini)
+    b = same_port(args, a, ini)
+    t0 = time.monotonic()
+    b.login()
+    st = tgt.fault()
+    print("new session (same initiator port, TSIH 0) logged in after %.2f s; backend: %d "
+          "delaying" % (time.monotonic() - t0, st["delaying"]), flush=True)
+    if st["delaying"] != 0:
+        fail("the reinstating login was answered while the old session's WRITE was still in "
+             "the backend (RFC 7143 §6.3.5)")
+    b.write(0, b"N" * 512)
+    tgt.wait_fault(lambda s: s["delaying"] == 0 and s["delayed"] >= 1, "the old WRITE left")
+    got = b.read(0, 1)[:512]
+    if got != b"N" * 512:
+        fail("LBA 0 holds %r after the new session's WRITE 'N': the old session's WRITE "
+             "landed after it" % got[:4])
+    print("ok: LBA 0 holds the new session's data", flush=True)
+    b.logout()
+    a.close()
+
+
+def t_bound(args, tgt):
+    ini = "iqn.2026-12.test.reinstate:bound"
+    a = old_write_held(args, tgt, ini)
+    b = same_port(args, a, ini)
+    t0 = time.monotonic()
+    try:
+        b.login()
+        fail("the reinstating login succeeded while the old WRITE is still in the backend")
+    except hi.ProtocolError as e:
+        if "0x0301" not in str(e):
+            fail("the reinstating login: %s, not 0x0301" % e)
+    st = tgt.fault()
+    print("reinstating login refused with 0x0301 after %.2f s; backend: %d delaying"
+          % (time.monotonic() - t0, st["delaying"]), flush=True)
+    if st["delaying"] != 1:
+        fail("the old WRITE left before the refusal: the bound was not what ended the wait")
+    b.close()
+    a.close()
+    # Once it has left, the initiator's retry gets in.
+    tgt.wait_fault(lambda s: s["delaying"] == 0, "the old WRITE leaves the backend")
+    c = same_port(args, a, ini)
+    c.login()
+    print("ok: the retry after the old WRITE left logged in", flush=True)
+    c.logout()
+
+
+def alive(s, name):
+    st = s.scsi(hi.cdb_tur(), timeout=10)[0]
+    if st != 0:
+        fail("%s: TEST UNIT READY status 0x%02x" % (name, st))
+
+
+def t_two_tpg(args, tgt):
+    ini = "iqn.2026-12.test.reinstate:mpio"
+    a = hi.Session(args.host, args.port, args.iqn, initiator=ini)
+    a.login()
+    b = same_port(args, a, ini, args.port2)
+    b.login()
+    tags = (a.target_keys.get("TargetPortalGroupTag"), b.target_keys.get("TargetPortalGroupTag"))
+    print("same ISID through TPGT %s (TSIH %d) and TPGT %s (TSIH %d)"
+          % (tags[0], a.tsih, tags[1], b.tsih), flush=True)
+    if tags[0] == tags[1]:
+        fail("both portals have portal group tag %s" % tags[0])
+    try:
+        alive(a, "the first portal group's session after the second's login")
+    except (hi.Closed, OSError) as e:
+        fail("the login through another portal group closed the first session (%s)" % e)
+    alive(b, "the second portal group's session")
+    # Through the first portal group again: that nexus is reinstated, the other one stays.
+    c = same_port(args, a, ini)
+    c.login()
+    if not a.wait_closed(BOUND):
+        fail("the relogin through the first portal group did not close its old session")
+    alive(b, "the second portal group's session after the first's reinstatement")
+    alive(c, "the reinstated session")
+    print("ok: one I_T nexus per portal group", flush=True)
+    b.logout()
+    c.logout()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("test", choices=("stale_write", "bound", "two_tpg"))
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--port2", type=int)
+    p.add_argument("--iqn", required=True)
+    p.add_argument("--pid", type=int)
+    p.add_argument("--out", help="the target's stdout (fault counters)")
+    args = p.parse_args()
+    tgt = Target(args.pid, args.out) if args.pid else None
+    {"stale_write": t_stale_write, "bound": t_bound, "two_tpg": t_two_tpg}[args.test](args, tgt)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+#!/bin/bash
+# reinstate.sh MINITARGET [SCSITGTD] - session reinstatement (RFC 7143 §6.3.5, reinstate.py):
+#  - the old session's WRITE still in the backend (fault=delay) when its initiator port logs in
+#    again: the Login Response waits until that WRITE has left, and the new session's WRITE is
+#    not overwritten by it; without and with workers (the two sessions on different loops);
+#  - a WRITE held longer than --logout-timeout: the login is refused with 0x0301 meanwhile;
+#  - one initiator port through two portal groups (scsitgtd, TPGT 1 and 2): two I_T nexuses,
+#    neither reinstates the other (skipped without SCSITGTD).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+it_init "${1:-}"
+SCSITGTD=${2:-}
+it_need python3
+PY="python3 $(dirname "$0")/reinstate.py"
+
+run() { # run TEST TARGET-OPTIONS...: one reinstate.py test against a new minitarget
+	local t=$1 st=0
+	shift
+	it_start "$@"
+	$PY "$t" --port "$IT_PORT" --iqn "$(it_iqn "${IT_URLS[0]}")" --pid "$IT_PID" \
+		--out "$IT_TMP/target.out" || st=$?
+	[[ $st -eq 0 ]] || it_fail "reinstate.py $t failed (status $st) against: $*"
+	it_stop || it_fail "the target exited with status $? after $t"
+}
+
+# A delay well above what the checks need (they wait for the counters, not for it).
+run stale_write --lun 0:ram:16M,fault=delay=3000@write:count=1
+run stale_write --workers 2 --lun 0:ram:16M,fault=delay=3000@write:count=1
+run bound --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
+
+if [[ -z "$SCSITGTD" ]]; then
+	it_log "ok (two portal groups skipped: no scsitgtd)"
+	exit 0
+fi
+IT_TARGET=$SCSITGTD
+P1=$(it_free_port)
+P2=$(it_free_port)
+while [[ $P2 == "$P1" ]]; do P2=$(it_free_port); done
+IQN=iqn.2026-12.test.reinstate:tpg
+cat >"$IT_TMP/two_tpg.conf" <<CONF
+[engine]
+log_level = info
+pr_dir = $IT_TMP
+
+[portal]
+address = 127.0.0.1
+port = $P1
+tpgt = 1
+
+[portal]
+address = 127.0.0.1
+port = $P2
+tpgt = 2
+
+[target]
+name = $IQN
+
+[lun 0]
+backend = ram
+size = 16M
+CONF
+it_scsitgtd_start "$IT_TMP/two_tpg.conf"
+st=0
+$PY two_tpg --port "$P1" --port2 "$P2" --iqn "$IQN" || st=$?
+[[ $st -eq 0 ]] || it_fail "reinstate.py two_tpg failed (status $st)"
+it_stop || it_fail "scsitgtd exited with status $?"
+it_log "ok: reinstatement waits for the old session's commands, one nexus per portal group"
