@@ -13,6 +13,8 @@ Every wait is a bounded poll for the event it needs; no timing is asserted.
   first-burst                FirstBurstLength above MaxBurstLength (§13.14): answer = in force
   resets                     TARGET WARM RESET keeps sessions, COLD RESET closes all (§11.5.1)
   data-out-sense             DataSN / offset / length errors: sense of §11.4.7.2
+  stage-ffp                  a first Login Request with CSG=3: login 0x0200 (§11.12.3)
+  discovery-window           a discovery session's window is the one it enforces (§4.2.2.1)
 """
 
 import argparse
@@ -300,6 +302,43 @@ def cmd_data_out_sense(a):
     s.logout()
 
 
+def cmd_stage_ffp(a):
+    # CSG=3 names the Full Feature Phase, never a login stage (RFC 7143 §6.3, §11.12.3): such a
+    # login could never transit (NSG must exceed CSG) and would hang until the login timeout.
+    s = hi.Session(a.host, a.port, a.iqn, timeout=WAIT)
+    rsp = login_step(s, hi.STAGE_FFP, 0, False, [
+        ("InitiatorName", s.initiator), ("SessionType", "Normal"), ("TargetName", a.iqn)])
+    expect_refused(s, rsp, 0x0200, "first Login Request with CSG=3")
+    print("ok: a first Login Request with CSG=3: 0x0200")
+
+
+def cmd_discovery_window(a):
+    # The window the final Login Response opens (MaxCmdSN - ExpCmdSN + 1) is the one the
+    # session keeps: after a completed SendTargets, the Text Response opens the same window.
+    s = hi.Session(a.host, a.port, a.iqn, timeout=WAIT)
+    rsp = login_step(s, hi.STAGE_SECURITY, hi.STAGE_FFP, True, [
+        ("InitiatorName", s.initiator), ("SessionType", "Discovery"), ("AuthMethod", "None")])
+    check(status_of(rsp) == 0, "discovery login: status 0x%04x" % status_of(rsp))
+    if (rsp.flags & 0x83) != 0x83:
+        rsp = login_step(s, hi.STAGE_OPERATIONAL, hi.STAGE_FFP, True, [
+            ("HeaderDigest", "None"), ("DataDigest", "None")])
+        check(status_of(rsp) == 0 and (rsp.flags & 0x83) == 0x83,
+              "discovery login: no transit to Full Feature Phase")
+    login_win = (rsp.u32(32) - rsp.u32(28) + 1) & 0xFFFFFFFF
+    itt = s.next_itt()
+    data = hi.text_keys([("SendTargets", "All")])
+    s.send(hi.pdu_bytes(hi.bhs_build(hi.OP_TEXT_REQ, hi.FINAL, dsl=len(data), itt=itt,
+                                     fields={20: 0xFFFFFFFF, 24: s.cmd_sn,
+                                             28: (rsp.stat_sn + 1) & 0xFFFFFFFF}), data))
+    p = s.recv_pdu(WAIT)
+    check(p.opcode == hi.OP_TEXT_RSP, "SendTargets: got %r" % p)
+    text_win = (p.u32(32) - p.u32(28) + 1) & 0xFFFFFFFF
+    check(login_win == text_win, "the discovery login opened a window of %d, the Text Response"
+          " %d with nothing outstanding" % (login_win, text_win))
+    print("ok: a discovery session's window: %d at login and after SendTargets" % login_win)
+    s.close()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("cmd")
@@ -312,7 +351,8 @@ def main():
     cmds = {"chap-a": cmd_chap_a, "bad-name": cmd_bad_name, "chap-forged": cmd_chap_forged,
             "forged-chap-login": cmd_forged_chap_login,
             "first-burst": cmd_first_burst, "resets": cmd_resets,
-            "data-out-sense": cmd_data_out_sense}
+            "data-out-sense": cmd_data_out_sense, "stage-ffp": cmd_stage_ffp,
+            "discovery-window": cmd_discovery_window}
     try:
         cmds[a.cmd](a)
     except (Failure, hi.ProtocolError, hi.Closed, socket.timeout, KeyError) as e:

@@ -52,5 +52,7 @@ no_forged_line "target without CHAP"
 rules first-burst
 rules data-out-sense
 rules resets
+rules stage-ffp
+rules discovery-window
 it_stop || it_fail "target exited with status $? on SIGTERM"
 it_log "PASS"

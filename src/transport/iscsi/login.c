@@ -147,10 +147,17 @@ void scsitgt__iscsi_login_destroy(struct scsitgt__iscsi_conn *conn)
 	conn->login = NULL;
 }
 
+/* A discovery session's command window: its Text and Logout requests complete at once. */
+#define LOGIN_DISCOVERY_QUEUE_DEPTH 4
+
+/* The session's command window, as every Login Response announces it (RFC 7143 §4.2.2.1) and
+ * login_finish() keeps it. */
 static uint32_t login_queue_depth(struct scsitgt__iscsi_conn *conn)
 {
 	struct scsitgt__iscsi_login *l = conn->login;
 
+	if (l->discovery)
+		return LOGIN_DISCOVERY_QUEUE_DEPTH;
 	return scsitgt__iscsi_params_for(conn->ie, l->tgt)->queue_depth;
 }
 
@@ -707,7 +714,7 @@ static int login_finish(struct scsitgt__iscsi_conn *conn, uint16_t *tsih)
 			return login_core_status(rc);
 		}
 	}
-	sess->queue_depth = l->discovery ? 4 : login_queue_depth(conn);
+	sess->queue_depth = login_queue_depth(conn);
 	sess->exp_cmd_sn = l->cmd_sn;
 	sess->max_cmd_sn = l->cmd_sn - 1 + sess->queue_depth;
 	conn->cid = l->cid;
@@ -953,8 +960,9 @@ int scsitgt__iscsi_login_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__i
 	l->itt = scsitgt__bhs_itt(h);
 	l->cmd_sn = get_be32(&h[ISCSI_BHS_CMDSN]);
 
-	/* RFC 7143 §11.12.1-§11.12.3: stage checks. */
-	if ((transit && cont) || csg == 2 || csg != l->stage ||
+	/* RFC 7143 §11.12.1-§11.12.3: stage checks. CSG 3 names the Full Feature Phase, never a
+	 * login stage (§6.3): such a login could not transit (NSG must exceed CSG). */
+	if ((transit && cont) || csg >= 2 || csg != l->stage ||
 	    (transit && (nsg == 2 || nsg <= csg)))
 		return login_fail(conn, ISCSI_LOGIN_STATUS_INIT_ERR, NULL, 0);
 
