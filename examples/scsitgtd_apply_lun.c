@@ -756,7 +756,11 @@ static void rbd_open_why(struct scsitgtd *d, struct scsitgtd_rbd_open *po, int s
 	memcpy(msg, rbd_err, sizeof(msg));
 	pthread_mutex_unlock(&rbd_err_lock);
 	if (!strncmp(msg, po->want.path, n) && msg[n] == ':')
-		lun_why(d, po->tname, po->want.id, "rbd %s", msg);
+		/* The library's conf_file is this LUN's rbd_conf. */
+		lun_why(d, po->tname, po->want.id, "rbd %s%s", msg,
+			po->want.rbd_conf == NULL && strstr(msg, "no ceph.conf read") ?
+				" (here: rbd_conf = FILE in the LUN)" :
+				"");
 	else
 		lun_why(d, po->tname, po->want.id, "rbd %s: %s", po->want.path,
 			scsitgt_strerror(status));

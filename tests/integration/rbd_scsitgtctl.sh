@@ -1,11 +1,11 @@
 #!/bin/bash
 # rbd_scsitgtctl.sh SCSITGTD SCSITGTCTL - scsitgtctl add-lun of RBD LUNs whose image cannot be
-# opened (docs/scsitgtd.md, "Control socket"; userx35 B4, D5). add-lun of an image that does
+# opened (docs/scsitgtd.md, "Control socket"; userx35 B4, D5, D7). add-lun of an image that does
 # not exist answers -32002 with the reason (the step and errno the RBD backend logged), after the
 # open, and leaves no trace: show, save and a second add-lun of the same number agree. add-lun
-# of an existing image answers once the LUN exists (show lists it at once). An open longer
-# than the answer waits (a dead monitor): answered "still opening", and its failure later takes
-# the LUN out all the same. Skipped without Ceph, json-c or libinih.
+# of an existing image answers once the LUN exists (show lists it at once). Without any
+# ceph.conf the reason says so and what to set. An open longer than the answer waits (a dead
+# monitor): answered "still opening", and its failure later takes the LUN out all the same. Skipped without Ceph, json-c or libinih.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/rbd_lib.sh"
@@ -49,8 +49,12 @@ not_saved() {
 	fi
 }
 
+# The daemon runs without a ceph.conf of its own: each RBD LUN names one (rbd_conf), but one.
 write_conf
+conf=$CEPH_CONF
+unset CEPH_CONF
 it_scsitgtd_start "$CONF"
+export CEPH_CONF=$conf
 
 # An image that does not exist: the answer comes after the open, with its reason.
 if ctl add-lun "$IQN" 5 backend=rbd path="$MICRO_CEPH_POOL/nosuch" rbd_conf="$CEPH_CONF" \
@@ -70,6 +74,20 @@ ctl add-lun "$IQN" 6 backend=rbd path="$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE" rbd_c
 [[ $(jq -r .changed "$IT_TMP/out.json") == "lun 6 added" ]] ||
 	it_fail "add-lun of the image: $(cat "$IT_TMP/out.json")"
 [[ $(luns) == "[0,6]" ]] || it_fail "LUN 6 answered added, show lists $(luns)"
+
+# No ceph.conf at all (none given, no $CEPH_CONF, none in the default places): said so.
+if [[ ! -e /etc/ceph/ceph.conf && ! -e "$HOME/.ceph/ceph.conf" && ! -e ceph.conf ]]; then
+	if ctl add-lun "$IQN" 7 backend=rbd path="$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE" \
+		>"$IT_TMP/out.json" 2>"$IT_TMP/err.json"; then
+		it_fail "add-lun without a ceph.conf answered $(cat "$IT_TMP/out.json")"
+	fi
+	expect_failed "add-lun without a ceph.conf" "rados_connect" "no ceph.conf read" \
+		"CEPH_CONF unset" "rbd_conf = FILE"
+	[[ $(luns) == "[0,6]" ]] || it_fail "after the add-lun without a ceph.conf: LUNs $(luns)"
+	not_saved 7
+else
+	it_log "a default ceph.conf exists here: the message without one is not checked"
+fi
 
 # An open longer than the answer waits (10 s: a monitor nobody answers on, until
 # rbd_op_timeout): answered "still opening"; its failure then takes the LUN out.
