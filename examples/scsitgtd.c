@@ -495,6 +495,7 @@ int scsitgtd_reload(struct scsitgtd *d, char *err, size_t err_size)
 		scsitgtd_log(d, SCSITGT_LOG_ERROR, "reload: out of memory");
 		return -ENOMEM;
 	}
+	d->file_gen++;
 	scsitgtd_notify_ready();
 	scsitgtd_log(d, SCSITGT_LOG_NOTICE, "reloaded %s", d->path);
 	printf("scsitgtd: reloaded\n");

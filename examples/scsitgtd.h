@@ -51,6 +51,19 @@ struct scsitgtd {
 	 * once the last one is gone when stopping. */
 	struct scsitgtd_gw *gws;
 	void (*gws_stopped)(struct scsitgtd *d);
+	/* Why the last LUN whose creation failed was not created (what its error line says), for
+	 * the control socket's answer; why[0] == '\0' when it was. */
+	struct {
+		char tname[224];
+		uint64_t id;
+		char why[512];
+	} lun_failure;
+	/* Called on the loop when an RBD LUN's open ends (created or not; the control socket's
+	 * deferred add_lun answers then). NULL: nobody waits. */
+	void (*lun_settled)(struct scsitgtd *d, const char *tname, uint64_t id);
+	/* Configuration files applied (start, reload): a LUN added by the control socket is the
+	 * file's again after one. */
+	unsigned int file_gen;
 };
 
 void scsitgtd_log(struct scsitgtd *d, enum scsitgt_log_level level, const char *fmt, ...)
@@ -80,6 +93,8 @@ int scsitgtd_fault_spec_check(const char *spec);
 bool scsitgtd_opening(const struct scsitgtd *d);
 /* Whether LUN @id of target @tname is an RBD LUN whose image is being opened (the LUN comes). */
 bool scsitgtd_lun_opening(struct scsitgtd *d, const char *tname, uint64_t id);
+/* Why LUN @id of @tname was not created, if it is the last failure recorded; else NULL. */
+const char *scsitgtd_lun_failure(const struct scsitgtd *d, const char *tname, uint64_t id);
 
 /*
  * Stop every RBD gateway (each releases the image's lock if it holds it, so that another

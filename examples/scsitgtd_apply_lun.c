@@ -8,6 +8,7 @@
  * with rbd_gateway: made once their LUN is, destroyed before it.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,41 @@ static void noop_done(void *arg, int status)
 {
 	(void)arg;
 	(void)status;
+}
+
+/* Record why LUN @id of @tname is not being created (the first reason since its attempt began,
+ * the most precise one: scsitgtd_lun_failure()). */
+static void lun_why(struct scsitgtd *d, const char *tname, uint64_t id, const char *fmt, ...)
+	SCSITGT_PRINTF(4, 5);
+
+static void lun_why(struct scsitgtd *d, const char *tname, uint64_t id, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (d->lun_failure.why[0] && d->lun_failure.id == id &&
+	    !strcmp(d->lun_failure.tname, tname))
+		return;
+	snprintf(d->lun_failure.tname, sizeof(d->lun_failure.tname), "%s", tname);
+	d->lun_failure.id = id;
+	va_start(ap, fmt);
+	vsnprintf(d->lun_failure.why, sizeof(d->lun_failure.why), fmt, ap);
+	va_end(ap);
+}
+
+/* A new attempt at LUN @id of @tname: no reason recorded yet. */
+static void lun_why_reset(struct scsitgtd *d, const char *tname, uint64_t id)
+{
+	snprintf(d->lun_failure.tname, sizeof(d->lun_failure.tname), "%s", tname);
+	d->lun_failure.id = id;
+	d->lun_failure.why[0] = '\0';
+}
+
+const char *scsitgtd_lun_failure(const struct scsitgtd *d, const char *tname, uint64_t id)
+{
+	if (d->lun_failure.why[0] == '\0' || d->lun_failure.id != id ||
+	    strcmp(d->lun_failure.tname, tname))
+		return NULL;
+	return d->lun_failure.why;
 }
 
 /* Where the LUN's persistent reservations live: pr_file, else a file in pr_dir. */
@@ -54,9 +90,12 @@ static int backend_open(struct scsitgtd *d, const char *tname, const struct scsi
 	default:
 		/* The kind is the operator's promise; say so when the path breaks it. */
 		if (stat(l->path, &st) < 0) {
+			int err = errno;
+
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: %s: %s", tname,
-				     (unsigned long long)l->id, l->path, strerror(errno));
-			return -errno;
+				     (unsigned long long)l->id, l->path, strerror(err));
+			lun_why(d, tname, l->id, "%s: %s", l->path, strerror(err));
+			return -err;
 		}
 		if (l->backend == SCSITGTD_BACKEND_BLOCK ? !S_ISBLK(st.st_mode) :
 							   !S_ISREG(st.st_mode)) {
@@ -64,6 +103,9 @@ static int backend_open(struct scsitgtd *d, const char *tname, const struct scsi
 				     (unsigned long long)l->id, l->path,
 				     l->backend == SCSITGTD_BACKEND_BLOCK ? "block device" :
 									    "regular file");
+			lun_why(d, tname, l->id, "%s is not a %s", l->path,
+				l->backend == SCSITGTD_BACKEND_BLOCK ? "block device" :
+								       "regular file");
 			return -EINVAL;
 		}
 		scsitgt_backend_aio_opts_init(&ao, sizeof(ao));
@@ -102,6 +144,7 @@ static int fault_wrap(struct scsitgtd *d, const char *tname, const struct scsitg
 	}
 	scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: fault (line %u): %s", tname,
 		     (unsigned long long)l->id, l->fault_line, scsitgt_strerror(rc));
+	lun_why(d, tname, l->id, "fault (line %u): %s", l->fault_line, scsitgt_strerror(rc));
 	return rc;
 }
 
@@ -398,6 +441,7 @@ static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
 		scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s:%u: %s LUN %llu: %s",
 			     d->path ? d->path : "-", l->line, tname, (unsigned long long)l->id,
 			     scsitgt_strerror(rc));
+		lun_why(d, tname, l->id, "%s", scsitgt_strerror(rc));
 		return rc;
 	}
 	track->next = tracked;
@@ -622,6 +666,16 @@ bool scsitgtd_lun_opening(struct scsitgtd *d, const char *tname, uint64_t id)
 	return rbd_open_find(d, tname, id) != NULL;
 }
 
+static void rbd_open_why(struct scsitgtd *d, struct scsitgtd_rbd_open *po, int status);
+
+/* The open of @po ended (the LUN created or not): tell a waiting control request, free @po. */
+static void rbd_open_done(struct scsitgtd *d, struct scsitgtd_rbd_open *po)
+{
+	if (d->lun_settled)
+		d->lun_settled(d, po->tname, po->want.id);
+	rbd_open_free(po);
+}
+
 static void rbd_opened(void *arg, int status, void *bctx)
 {
 	struct scsitgtd_rbd_open *po = arg;
@@ -636,11 +690,15 @@ static void rbd_opened(void *arg, int status, void *bctx)
 			break;
 		}
 	}
+	if (!po->stale)
+		lun_why_reset(d, po->tname, po->want.id);
 	if (status < 0) {
 		scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: backend: rbd %s: %s", po->tname,
 			     (unsigned long long)po->want.id, po->want.path,
 			     scsitgt_strerror(status));
-		rbd_open_free(po);
+		if (!po->stale)
+			rbd_open_why(d, po, status);
+		rbd_open_done(d, po);
 		return;
 	}
 	if (!d->stopping && !po->stale && d->cfg)
@@ -653,7 +711,7 @@ static void rbd_opened(void *arg, int status, void *bctx)
 	    scsitgt_target_get_lun(tgt, po->want.id)) {
 		/* The configuration moved on while the image opened. */
 		scsitgt_backend_rbd_ops()->close(bctx, noop_done, NULL);
-		rbd_open_free(po);
+		rbd_open_done(d, po);
 		return;
 	}
 	/* One gateway per target, on its one RBD LUN (the file's checks, also on runtime
@@ -661,8 +719,16 @@ static void rbd_opened(void *arg, int status, void *bctx)
 	if (lun_finish(d, tgt, d->cfg, nl, scsitgt_backend_rbd_ops(), bctx, bctx) == 0 &&
 	    t->gw.group && scsitgtd_gw_find(d, tgt) == NULL)
 		gw_create(d, tgt, t, nl->id, bctx);
-	rbd_open_free(po);
+	rbd_open_done(d, po);
 }
+
+/*
+ * The RBD backend's last error message ("POOL/IMAGE: step: what"), kept for the reason of a
+ * failed open (rbd_open_why()): the backend logs it on the thread that opens, before the open
+ * completes on the loop. Static: rbd_log() gets only the daemon (one per process).
+ */
+static pthread_mutex_t rbd_err_lock = PTHREAD_MUTEX_INITIALIZER;
+static char rbd_err[1024];
 
 /* The RBD backend's and its gateway's messages (the gateway's state changes among them). */
 static void rbd_log(void *arg, enum scsitgt_log_level level, const char *subsystem, const char *fmt,
@@ -671,7 +737,33 @@ static void rbd_log(void *arg, enum scsitgt_log_level level, const char *subsyst
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (level <= SCSITGT_LOG_ERROR) {
+		pthread_mutex_lock(&rbd_err_lock);
+		snprintf(rbd_err, sizeof(rbd_err), "%s", msg);
+		pthread_mutex_unlock(&rbd_err_lock);
+	}
 	scsitgtd_log(arg, level, "[%s] %s", subsystem, msg);
+}
+
+/* Why the open of @po failed with @status: the backend's last error if it is about @po's
+ * image (it names the step and, for a missing ceph.conf, what to set), else the errno's text. */
+static void rbd_open_why(struct scsitgtd *d, struct scsitgtd_rbd_open *po, int status)
+{
+	char msg[sizeof(rbd_err)];
+	size_t n = strlen(po->want.path);
+
+	pthread_mutex_lock(&rbd_err_lock);
+	memcpy(msg, rbd_err, sizeof(msg));
+	pthread_mutex_unlock(&rbd_err_lock);
+	if (!strncmp(msg, po->want.path, n) && msg[n] == ':')
+		/* The library's conf_file is this LUN's rbd_conf. */
+		lun_why(d, po->tname, po->want.id, "rbd %s%s", msg,
+			po->want.rbd_conf == NULL && strstr(msg, "no ceph.conf read") ?
+				" (here: rbd_conf = FILE in the LUN)" :
+				"");
+	else
+		lun_why(d, po->tname, po->want.id, "rbd %s: %s", po->want.path,
+			scsitgt_strerror(status));
 }
 
 static int rbd_lun_start(struct scsitgtd *d, const char *tname, const struct scsitgtd_lun *l)
@@ -727,6 +819,7 @@ int scsitgtd_lun_create(struct scsitgtd *d, struct scsitgt_target *tgt,
 	void *bctx = NULL;
 	int rc;
 
+	lun_why_reset(d, tname, l->id);
 	if (l->backend == SCSITGTD_BACKEND_RBD) {
 		po = rbd_open_find(d, tname, l->id);
 		if (po && !scsitgtd_lun_needs_recreate(&po->want, l))
@@ -743,6 +836,7 @@ int scsitgtd_lun_create(struct scsitgtd *d, struct scsitgt_target *tgt,
 	}
 	scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: backend: %s", tname,
 		     (unsigned long long)l->id, scsitgt_strerror(rc));
+	lun_why(d, tname, l->id, "backend: %s", scsitgt_strerror(rc));
 	return rc;
 }
 

@@ -26,6 +26,28 @@ struct ctl_conn {
 	char *buf; /* SCSITGTD_CONTROL_MAX_REQUEST bytes */
 	size_t len;
 	bool closing;
+	/* The request whose answer waits (struct ctl_wait): the connection reads nothing more
+	 * until it is sent, so that answers keep the order of their requests. */
+	struct ctl_wait *wait;
+};
+
+/*
+ * An add_lun of an RBD LUN whose image opens off the loop: its answer waits for the open to
+ * end (the LUN created, or why not), CTL_WAIT_MS at most; after that it says the image is still
+ * opening, and the entry stays until the open ends, to take the LUN out again if it failed
+ * (unless a configuration file was applied since: the LUN is then the file's).
+ */
+struct ctl_wait {
+	struct ctl_wait *next;
+	struct scsitgtd_control *ctl;
+	struct ctl_conn *conn; /* NULL once the connection is gone: nobody to answer */
+	uv_timer_t timer;
+	uint64_t deadline;     /* uv_now() */
+	json_object *id;       /* the request's */
+	bool answered;	       /* "still opening" went out */
+	unsigned int file_gen; /* d->file_gen when the LUN was added */
+	uint64_t lun;
+	char tname[256];
 };
 
 struct scsitgtd_control {
@@ -34,16 +56,25 @@ struct scsitgtd_control {
 	char *path;
 	struct ctl_conn *conns;
 	unsigned int nconns;
+	struct ctl_wait *waits;
 };
 
 /* Connections served at once (each holds a request buffer); more are answered and closed. */
 #define CTL_MAX_CONNS 16
+/* How long an add_lun answer waits for its RBD image to open (docs/scsitgtd.md). */
+#define CTL_WAIT_MS 10000
 
 /* A method's outcome: a result, or an error code and message. */
 struct rpc_reply {
 	json_object *result;
 	int code;
 	char message[SCSITGTD_ERR_SIZE]; /* a reload lists every error of the file */
+	/* The connection, when the method may answer later (add_lun: set wait_lun, wait_tname
+	 * and deferred); NULL otherwise (a notification, the fuzz target). */
+	struct ctl_conn *conn;
+	bool deferred;
+	uint64_t wait_lun;
+	char wait_tname[256];
 };
 
 static void rpc_error(struct rpc_reply *r, int code, const char *fmt, ...)
@@ -756,6 +787,52 @@ static void m_remove_address(struct scsitgtd *d, json_object *params, struct rpc
 	acl_change(d, params, r, false, true);
 }
 
+/* Whether the running configuration has LUN @id of @tname. */
+static bool lun_configured(struct scsitgtd *d, const char *tname, uint64_t id)
+{
+	const struct scsitgtd_target *t = scsitgtd_config_find_target(d->cfg, tname);
+
+	return t && scsitgtd_config_find_lun(t, id);
+}
+
+/*
+ * The answer to add_lun of LUN @id of @tname once it was applied: added, still opening (its
+ * RBD image), or not created (then taken out again if @drop, as if never asked, with the
+ * reason).
+ */
+static void add_lun_answer(struct scsitgtd *d, const char *tname, uint64_t id, bool drop,
+			   struct rpc_reply *r)
+{
+	struct scsitgt_target *tgt = scsitgt_engine_find_target(d->engine, tname);
+	const char *why = scsitgtd_lun_failure(d, tname, id);
+	char what[96], reason[600];
+
+	if (tgt && scsitgt_target_get_lun(tgt, id)) {
+		snprintf(what, sizeof(what), "lun %llu added", (unsigned long long)id);
+		changed(r, what, tname);
+		scsitgtd_log(d, SCSITGT_LOG_NOTICE, "control: %s: LUN %llu added", tname,
+			     (unsigned long long)id);
+	} else if (scsitgtd_lun_opening(d, tname, id)) {
+		snprintf(what, sizeof(what), "lun %llu added, its image still opening",
+			 (unsigned long long)id);
+		changed(r, what, tname);
+		json_object_object_add(r->result, "opening", json_object_new_boolean(1));
+		scsitgtd_log(d, SCSITGT_LOG_NOTICE,
+			     "control: %s: LUN %llu added, its image still opening", tname,
+			     (unsigned long long)id);
+	} else {
+		/* The reason before lun_drop(), which applies a configuration again. */
+		snprintf(reason, sizeof(reason), "%s",
+			 why ? why : "the configuration changed while its image opened");
+		if (drop && lun_configured(d, tname, id))
+			lun_drop(d, tname, id, r);
+		rpc_error(r, SCSITGTD_RPC_FAILED, "LUN %llu: not created: %s",
+			  (unsigned long long)id, reason);
+		json_object_put(r->result);
+		r->result = NULL;
+	}
+}
+
 static void m_add_lun(struct scsitgtd *d, json_object *params, struct rpc_reply *r)
 {
 	static char body[SCSITGTD_CONTROL_MAX_REQUEST];
@@ -764,7 +841,6 @@ static void m_add_lun(struct scsitgtd *d, json_object *params, struct rpc_reply 
 	struct scsitgtd_lun *l;
 	struct scsitgt_target *tgt;
 	uint64_t id;
-	char what[64];
 
 	if (!param_lun_id(params, &id, r) || (nc = copy_for(d, params, &t, r)) == NULL)
 		return;
@@ -810,17 +886,15 @@ static void m_add_lun(struct scsitgtd *d, json_object *params, struct rpc_reply 
 	}
 	nc = NULL;
 	tgt = scsitgt_engine_find_target(d->engine, t->name);
-	if (tgt && !scsitgt_target_get_lun(tgt, id) && !scsitgtd_lun_opening(d, t->name, id)) {
-		/* Not created (a missing file...): take it out again, as if never asked. */
-		rpc_error(r, SCSITGTD_RPC_FAILED, "LUN %llu: not created (the log says why)",
-			  (unsigned long long)id);
-		lun_drop(d, t->name, id, r);
+	if (tgt && !scsitgt_target_get_lun(tgt, id) && scsitgtd_lun_opening(d, t->name, id) &&
+	    r->conn) {
+		/* Its RBD image opens off the loop: answer once it has (lun_settled()). */
+		r->deferred = true;
+		r->wait_lun = id;
+		snprintf(r->wait_tname, sizeof(r->wait_tname), "%s", t->name);
 		goto out;
 	}
-	snprintf(what, sizeof(what), "lun %llu added", (unsigned long long)id);
-	changed(r, what, t->name);
-	scsitgtd_log(d, SCSITGT_LOG_NOTICE, "control: %s: LUN %llu added", t->name,
-		     (unsigned long long)id);
+	add_lun_answer(d, t->name, id, true, r);
 out:
 	scsitgtd_config_free(snip);
 	scsitgtd_config_free(nc);
@@ -898,7 +972,33 @@ static const struct method {
 #endif
 };
 
-json_object *scsitgtd_control_handle(struct scsitgtd *d, const char *line, size_t len)
+/* The response to a request of id @id (NULL: none could be read) with outcome @r (consumed). */
+static json_object *response(struct rpc_reply *r, json_object *id)
+{
+	json_object *resp = json_object_new_object();
+
+	json_object_object_add(resp, "jsonrpc", json_object_new_string("2.0"));
+	if (r->code) {
+		json_object *e = json_object_new_object();
+
+		json_object_put(r->result);
+		json_object_object_add(e, "code", json_object_new_int(r->code));
+		json_object_object_add(e, "message", json_object_new_string(r->message));
+		json_object_object_add(resp, "error", e);
+	} else {
+		json_object_object_add(resp, "result", r->result);
+	}
+	r->result = NULL;
+	json_object_object_add(resp, "id", id ? json_object_get(id) : json_object_new_null());
+	return resp;
+}
+
+static struct ctl_wait *wait_start(struct ctl_conn *c, json_object *id, const char *tname,
+				   uint64_t lun);
+
+/* Handle one request of connection @c (NULL: its answer cannot wait): the response, or NULL
+ * (a notification, out of memory, or the answer waits: c->wait is then set). */
+static json_object *handle(struct scsitgtd *d, struct ctl_conn *c, const char *line, size_t len)
 {
 	struct rpc_reply r = { 0 };
 	json_tokener *tok = json_tokener_new();
@@ -947,9 +1047,17 @@ json_object *scsitgtd_control_handle(struct scsitgtd *d, const char *line, size_
 			  "params: an object (by name) is required");
 		goto reply;
 	}
+	r.conn = notification ? NULL : c;
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
 		if (!strcmp(methods[i].name, mname)) {
 			methods[i].fn(d, params, &r);
+			if (r.deferred && wait_start(c, id, r.wait_tname, r.wait_lun)) {
+				json_tokener_free(tok);
+				json_object_put(req);
+				return NULL;
+			}
+			if (r.deferred) /* no memory to wait: answer now */
+				add_lun_answer(d, r.wait_tname, r.wait_lun, true, &r);
 			if (r.code == 0 && r.result == NULL)
 				rpc_error(&r, SCSITGTD_RPC_INTERNAL_ERROR, "out of memory");
 			goto reply;
@@ -963,21 +1071,14 @@ reply:
 		json_object_put(req);
 		return NULL;
 	}
-	resp = json_object_new_object();
-	json_object_object_add(resp, "jsonrpc", json_object_new_string("2.0"));
-	if (r.code) {
-		json_object *e = json_object_new_object();
-
-		json_object_put(r.result);
-		json_object_object_add(e, "code", json_object_new_int(r.code));
-		json_object_object_add(e, "message", json_object_new_string(r.message));
-		json_object_object_add(resp, "error", e);
-	} else {
-		json_object_object_add(resp, "result", r.result);
-	}
-	json_object_object_add(resp, "id", id ? json_object_get(id) : json_object_new_null());
+	resp = response(&r, id);
 	json_object_put(req);
 	return resp;
+}
+
+json_object *scsitgtd_control_handle(struct scsitgtd *d, const char *line, size_t len)
+{
+	return handle(d, NULL, line, len);
 }
 
 /* ---- connections ---- */
@@ -1000,6 +1101,8 @@ static void conn_close(struct ctl_conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
+	if (c->wait) /* its answer has nobody to go to */
+		c->wait->conn = NULL;
 	c->ctl->nconns--;
 	for (struct ctl_conn **pp = &c->ctl->conns; *pp; pp = &(*pp)->next) {
 		if (*pp == c) {
@@ -1062,25 +1165,19 @@ static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	*buf = uv_buf_init(c->buf + c->len, (unsigned int)(SCSITGTD_CONTROL_MAX_REQUEST - c->len));
 }
 
-static void conn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+/* Answer the complete request lines buffered on @c, in order, until one's answer waits. */
+static void conn_process(struct ctl_conn *c)
 {
-	struct ctl_conn *c = s->data;
 	struct scsitgtd *d = c->ctl->d;
 	size_t start = 0;
 
-	(void)buf;
-	if (nread < 0) {
-		conn_close(c);
-		return;
-	}
-	c->len += (size_t)nread;
-	for (size_t i = 0; i < c->len && !c->closing; i++) {
+	for (size_t i = 0; i < c->len && !c->closing && c->wait == NULL; i++) {
 		json_object *resp;
 
 		if (c->buf[i] != '\n')
 			continue;
 		if (i > start) {
-			resp = scsitgtd_control_handle(d, c->buf + start, i - start);
+			resp = handle(d, c, c->buf + start, i - start);
 			if (resp) {
 				send_json(c, resp);
 				json_object_put(resp);
@@ -1092,12 +1189,151 @@ static void conn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 	memmove(c->buf, c->buf + start, c->len - start);
 	c->len -= start;
-	if (c->len == SCSITGTD_CONTROL_MAX_REQUEST && !c->closing) {
+	if (c->wait && !c->closing) {
+		uv_read_stop((uv_stream_t *)&c->pipe); /* until the answer is sent */
+	} else if (c->len == SCSITGTD_CONTROL_MAX_REQUEST && !c->closing) {
 		/* A line this long is not a request we would take: say so, hang up. */
 		send_error(c, SCSITGTD_RPC_INVALID_REQUEST, "request longer than 65536 bytes");
-		uv_read_stop(s);
+		uv_read_stop((uv_stream_t *)&c->pipe);
 		conn_close(c);
 	}
+}
+
+static void conn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct ctl_conn *c = s->data;
+
+	(void)buf;
+	if (nread < 0) {
+		conn_close(c);
+		return;
+	}
+	c->len += (size_t)nread;
+	conn_process(c);
+}
+
+/* ---- answers that wait (struct ctl_wait) ---- */
+
+static void wait_freed(uv_handle_t *h)
+{
+	struct ctl_wait *w = h->data;
+
+	json_object_put(w->id);
+	free(w);
+}
+
+static void wait_end(struct ctl_wait *w)
+{
+	for (struct ctl_wait **pp = &w->ctl->waits; *pp; pp = &(*pp)->next) {
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	}
+	if (w->conn)
+		w->conn->wait = NULL;
+	uv_close((uv_handle_t *)&w->timer, wait_freed);
+}
+
+/* The open of a LUN answered "still opening" ended: take the LUN out if it was not created. */
+static void wait_late(struct ctl_wait *w)
+{
+	struct scsitgtd *d = w->ctl->d;
+	struct scsitgt_target *tgt = scsitgt_engine_find_target(d->engine, w->tname);
+	struct rpc_reply r = { 0 };
+	const char *why = scsitgtd_lun_failure(d, w->tname, w->lun);
+
+	if ((tgt && scsitgt_target_get_lun(tgt, w->lun)) || w->file_gen != d->file_gen ||
+	    !lun_configured(d, w->tname, w->lun))
+		return;
+	scsitgtd_log(d, SCSITGT_LOG_NOTICE,
+		     "control: %s: LUN %llu: not created (%s): taken out of the running "
+		     "configuration",
+		     w->tname, (unsigned long long)w->lun, why ? why : "see above");
+	lun_drop(d, w->tname, w->lun, &r);
+	json_object_put(r.result);
+}
+
+/* The open ended, or the time is up: answer (on a clean stack: a timer callback). */
+static void wait_fire(uv_timer_t *timer)
+{
+	struct ctl_wait *w = timer->data;
+	struct scsitgtd *d = w->ctl->d;
+	struct ctl_conn *c = w->conn;
+	struct rpc_reply r = { 0 };
+	json_object *resp;
+	uint64_t now = uv_now(d->loop);
+	bool opening = scsitgtd_lun_opening(d, w->tname, w->lun);
+
+	if (w->answered) {
+		if (!opening) { /* else another open (a reload's): its end comes here again */
+			wait_late(w);
+			wait_end(w);
+		}
+		return;
+	}
+	if (opening && now < w->deadline) {
+		/* Another open of the LUN (a reload changed it meanwhile): wait for that one. */
+		uv_timer_start(&w->timer, wait_fire, w->deadline - now, 0);
+		return;
+	}
+	add_lun_answer(d, w->tname, w->lun, w->file_gen == d->file_gen, &r);
+	if (r.code == 0 && r.result == NULL)
+		rpc_error(&r, SCSITGTD_RPC_INTERNAL_ERROR, "out of memory");
+	resp = response(&r, w->id);
+	if (opening) {
+		/* Answered; kept until the open ends (lun_settled()). */
+		w->answered = true;
+		if (c)
+			c->wait = NULL;
+		w->conn = NULL;
+	} else {
+		wait_end(w);
+	}
+	if (c && !c->closing) {
+		send_json(c, resp);
+		/* The requests that came meanwhile, then more. */
+		conn_process(c);
+		if (c->wait == NULL && !c->closing &&
+		    uv_read_start((uv_stream_t *)&c->pipe, conn_alloc, conn_read) < 0)
+			conn_close(c);
+	}
+	json_object_put(resp);
+}
+
+/* An RBD LUN's open ended (d->lun_settled): the answers waiting for it go out. */
+static void lun_settled(struct scsitgtd *d, const char *tname, uint64_t id)
+{
+	for (struct ctl_wait *w = d->control ? d->control->waits : NULL; w; w = w->next)
+		if (w->lun == id && !strcmp(w->tname, tname))
+			uv_timer_start(&w->timer, wait_fire, 0, 0);
+}
+
+static struct ctl_wait *wait_start(struct ctl_conn *c, json_object *id, const char *tname,
+				   uint64_t lun)
+{
+	struct scsitgtd *d = c->ctl->d;
+	struct ctl_wait *w = calloc(1, sizeof(*w));
+
+	if (w == NULL || uv_timer_init(d->loop, &w->timer) < 0) {
+		free(w);
+		return NULL;
+	}
+	w->timer.data = w;
+	w->ctl = c->ctl;
+	w->conn = c;
+	w->id = id ? json_object_get(id) : NULL;
+	w->lun = lun;
+	snprintf(w->tname, sizeof(w->tname), "%s", tname);
+	w->deadline = uv_now(d->loop) + CTL_WAIT_MS;
+	w->file_gen = d->file_gen;
+	uv_timer_start(&w->timer, wait_fire, CTL_WAIT_MS, 0);
+	w->next = c->ctl->waits;
+	c->ctl->waits = w;
+	c->wait = w;
+	scsitgtd_log(d, SCSITGT_LOG_INFO, "control: %s: LUN %llu: answer once its image is open",
+		     tname, (unsigned long long)lun);
+	return w;
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -1203,6 +1439,7 @@ int scsitgtd_control_start(struct scsitgtd *d, const char *path, char *err, size
 		return rc;
 	}
 	d->control = ctl;
+	d->lun_settled = lun_settled;
 	scsitgtd_log(d, SCSITGT_LOG_NOTICE, "control socket %s (mode 0600)", path);
 	return 0;
 }
@@ -1214,8 +1451,11 @@ void scsitgtd_control_stop(struct scsitgtd *d)
 	if (ctl == NULL)
 		return;
 	d->control = NULL;
+	d->lun_settled = NULL;
 	while (ctl->conns)
 		conn_close(ctl->conns);
+	while (ctl->waits)
+		wait_end(ctl->waits);
 	unlink(ctl->path);
 	uv_close((uv_handle_t *)&ctl->server, server_closed);
 }

@@ -310,7 +310,7 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	char name[128], buf[32];
 	const char *step;
 	rbd_image_info_t info;
-	bool zc_writes = false;
+	bool zc_writes = false, no_conf = false;
 	int r;
 
 	snprintf(name, sizeof(name), "client.%s", rc->client_id);
@@ -325,6 +325,9 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	if (r < 0 && rc->conf_file != NULL) {
 		goto fail;
 	}
+	/* None given and none found ($CEPH_CONF, then the default places): the connection may
+	 * still come from CEPH_ARGS; if it fails, say what was missing. */
+	no_conf = r < 0;
 	/* CEPH_ARGS, as the ceph tools honour it. */
 	rados_conf_parse_env(rc->cluster, NULL);
 	if (rc->op_timeout_s) {
@@ -447,8 +450,21 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	return 0;
 
 fail:
-	scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS, "%s/%s: %s: %s", rc->pool,
-		     rc->image_name, step, strerror(-r));
+	if (no_conf && !rc->connected) {
+		/* librados says only ENOENT (no monitor address): the file it did not find. */
+		const char *env = getenv("CEPH_CONF");
+
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: %s: %s: no ceph.conf read (no conf_file given; %s%s%s): "
+			     "give the cluster's ceph.conf as conf_file or in $CEPH_CONF",
+			     rc->pool, rc->image_name, step, strerror(-r),
+			     env ? "$CEPH_CONF " : "$CEPH_CONF unset, ", env ? env : "",
+			     env ? " unreadable" :
+				   "none in /etc/ceph/ceph.conf, ~/.ceph/ceph.conf, ./ceph.conf");
+	} else {
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS, "%s/%s: %s: %s",
+			     rc->pool, rc->image_name, step, strerror(-r));
+	}
 	rbd_disconnect(rc);
 	return r < 0 ? r : -EIO;
 }

@@ -277,13 +277,19 @@ if ctl add-lun "$IQN" 3 backend=file path="$IT_TMP/missing.img" 2>"$IT_TMP/err.j
 fi
 [[ $(jq -r .code "$IT_TMP/err.json") == -32002 && $(luns) == "[0,1,2]" ]] ||
 	it_fail "add-lun of a missing file: $(cat "$IT_TMP/err.json"); $(luns)"
+# The reason is in the answer, not only in the daemon's log (userx35 D5).
+[[ $(jq -r .message "$IT_TMP/err.json") == "LUN 3: not created: $IT_TMP/missing.img: No such file or directory" ]] ||
+	it_fail "add-lun of a missing file does not say why: $(cat "$IT_TMP/err.json")"
 # The same while another LUN's RBD image is still opening (a monitor nobody answers on, until
-# rbd_op_timeout): the file LUN is still reported not created (review33 N5).
+# rbd_op_timeout): the file LUN is still reported not created (review33 N5). The RBD LUN's
+# answer waits for its open 10 s, then says it is still opening.
 if grep -q librbd <<<"$(ldd "$IT_TARGET")"; then
 	printf '[global]\nmon_host = 127.0.0.1:%s\nauth_client_required = none\n' "$(it_free_port)" \
 		>"$IT_TMP/dead-ceph.conf"
 	ctl add-lun "$IQN" 8 backend=rbd path=pool/image rbd_conf="$IT_TMP/dead-ceph.conf" \
-		rbd_op_timeout=20 >/dev/null || it_fail "add-lun of an RBD LUN failed"
+		rbd_op_timeout=25 >"$IT_TMP/out.json" || it_fail "add-lun of an RBD LUN failed"
+	[[ $(jq -r .opening "$IT_TMP/out.json") == true ]] ||
+		it_fail "add-lun of an RBD LUN whose image hangs: $(cat "$IT_TMP/out.json")"
 	if ctl add-lun "$IQN" 3 backend=file path="$IT_TMP/missing.img" 2>"$IT_TMP/err.json"; then
 		it_fail "add-lun of a missing file succeeded while an RBD image opens"
 	fi
