@@ -165,6 +165,8 @@ if [[ $SANITIZE -eq 1 ]]; then
 	# Any sanitizer report fails the test that triggered it; a target that leaks exits
 	# non-zero at shutdown, which the integration scripts' it_stop reports.
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1}
+	# Leaks of other libraries only (glibc's resolver under librados): see the file.
+	export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp:print_suppressions=0}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
 elif [[ $TSAN -eq 1 ]]; then
 	BUILD=build-tsan
