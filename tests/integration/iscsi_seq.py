@@ -9,6 +9,7 @@ first failure. Every wait is a bounded poll for the event it needs (hostile_iscs
   task-set-r2t           ABORT TASK SET, CLEAR TASK SET, LUN RESET, TARGET WARM RESET with an
                          R2T outstanding: act once it is answered, no Reject of that Data-Out
   task-set-silent        ABORT TASK SET whose R2T is never answered: acts at the TMF timeout
+  task-set-later         an immediate ABORT TASK SET waiting for an R2T spares the WRITE sent after it
   logout-cleanup         a Logout whose cleanup times out: Response 3 (§11.15.1)
   ping-cadence --timeout-ms MS
                          answered NOP-In pings come every nop_interval_ms, not nop_timeout_ms
@@ -60,6 +61,15 @@ def write_r2t(s, lba, nbytes):
     check(r2t.u32(40) == 0 and r2t.u32(44) == nbytes, "R2T for [%d, +%d), expected [0, +%d)"
           % (r2t.u32(40), r2t.u32(44), nbytes))
     return itt, r2t
+
+
+def send_immediate_tmf(s, func):
+    """Send an immediate TMF @func (no referenced task) to the session's LUN; its ITT."""
+    titt = s.next_itt()
+    s.send(hi.pdu_bytes(hi.bhs_build(
+        hi.OP_TMF_REQ, hi.FINAL | func, immediate=True, lun=hi.lun_field(s.lun), itt=titt,
+        fields={20: hi.RESERVED_TAG, 24: s.cmd_sn, 28: s.exp_stat_sn, 32: s.cmd_sn})))
+    return titt
 
 
 def cmd_r2t_short(a):
@@ -118,10 +128,7 @@ def cmd_task_set_r2t(a):
                              (5, "LOGICAL UNIT RESET", 8192), (6, "TARGET WARM RESET", 4096)):
         lba = 128
         itt, r2t = write_r2t(s, lba, 8192)
-        titt = s.next_itt()
-        s.send(hi.pdu_bytes(hi.bhs_build(
-            hi.OP_TMF_REQ, hi.FINAL | func, immediate=True, lun=hi.lun_field(s.lun), itt=titt,
-            fields={20: hi.RESERVED_TAG, 24: s.cmd_sn, 28: s.exp_stat_sn, 32: s.cmd_sn})))
+        titt = send_immediate_tmf(s, func)
         early = [p for p in ping_collect(s, name) if p.opcode == 0x22 and p.itt == titt]
         check(not early, "%s answered before the outstanding R2T (TTT 0x%08x) was answered "
               "(RFC 7143 §11.5.1: the target MUST wait)" % (name, r2t.ttt))
@@ -156,10 +163,7 @@ def cmd_task_set_silent(a):
     s = hi.Session(a.host, a.port, a.iqn, timeout=WAIT)
     s.login(initial_r2t="Yes", immediate="No")
     itt, _ = write_r2t(s, 256, 8192)
-    titt = s.next_itt()
-    s.send(hi.pdu_bytes(hi.bhs_build(
-        hi.OP_TMF_REQ, hi.FINAL | 2, immediate=True, lun=hi.lun_field(s.lun), itt=titt,
-        fields={20: hi.RESERVED_TAG, 24: s.cmd_sn, 28: s.exp_stat_sn, 32: s.cmd_sn})))
+    titt = send_immediate_tmf(s, 2)
     try:
         p = recv_by(s, time.monotonic() + WAIT)
     except socket.timeout:
@@ -170,6 +174,42 @@ def cmd_task_set_silent(a):
           "the aborted WRITE was answered")
     print("ok: ABORT TASK SET with its R2T never answered: function complete at the TMF "
           "timeout, the WRITE aborted")
+    s.logout()
+
+
+def cmd_task_set_later(a):
+    """RFC 7143 §11.5.1: a task-set TMF acts on the commands with a CmdSN lower than its own.
+    An immediate ABORT TASK SET waiting for an R2T's answer must spare a WRITE the initiator
+    sends after it (CmdSN = the TMF's: immediate PDUs do not advance CmdSN), which is in the
+    backend (fault delay, iscsi_seq.sh) when the TMF acts: that WRITE is answered GOOD."""
+    import reinstate  # noqa: E402 (its fault counters: minitarget SIGUSR1)
+    tgt = reinstate.Target(a.pid, a.out)
+    s = hi.Session(a.host, a.port, a.iqn, timeout=WAIT)
+    s.login(initial_r2t="Yes", immediate="Yes")
+    itt, r2t = write_r2t(s, 128, 8192)
+    titt = send_immediate_tmf(s, 2)
+    litt = s.next_itt()
+    s.send(s.cmd_pdu(hi.lun_lba_cdb_write16(300, 1), 512, write=True, data=b"L" * 512,
+                     itt=litt))
+    s.cmd_sn += 1
+    tgt.wait_fault(lambda st: st["delaying"] == 1, "the later WRITE in the backend")
+    s.send(s.data_out_pdu(itt, r2t.ttt, 0, 0, b"\xa5" * 4096, final=True))
+    got = []
+    deadline = time.monotonic() + WAIT
+    while not (any(p.itt == titt for p in got) and any(p.itt == litt for p in got)):
+        try:
+            got.append(recv_by(s, deadline))
+        except socket.timeout:
+            raise Failure("after the TMF acted: %s within %.0f s (got %r)" % (
+                "no response to the WRITE sent after it" if any(p.itt == titt for p in got)
+                else "no TMF response", WAIT, got))
+    rsp = [p for p in got if p.itt == litt][0]
+    check(rsp.opcode == hi.OP_SCSI_RSP and rsp.bhs[3] == hi.SAM_GOOD,
+          "the WRITE sent after the TMF: %r, expected GOOD" % rsp)
+    check(not [p for p in got if p.itt == itt], "the aborted WRITE was answered")
+    s.clear_unit_attention()
+    check(s.read(300, 1) == b"L" * 512, "the WRITE sent after the TMF is not on the medium")
+    print("ok: an immediate ABORT TASK SET waiting for an R2T spares the WRITE sent after it")
     s.logout()
 
 
@@ -230,6 +270,7 @@ def cmd_ping_cadence(a):
 
 
 CHECKS = {"r2t-short": cmd_r2t_short, "task-set-r2t": cmd_task_set_r2t,
+          "task-set-later": cmd_task_set_later,
           "task-set-silent": cmd_task_set_silent, "logout-cleanup": cmd_logout_cleanup,
           "ping-cadence": cmd_ping_cadence}
 
@@ -241,6 +282,8 @@ def main():
         ap.add_argument(opt, required=True, type=int if opt == "--port" else str)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--timeout-ms", type=int, default=15000)
+    ap.add_argument("--pid", type=int, default=0)
+    ap.add_argument("--out", default="")
     a = ap.parse_args()
     try:
         CHECKS[a.cmd](a)

@@ -28,6 +28,11 @@ seq_target "--lun 0:ram:16M" r2t-short
 seq_target "--lun 0:ram:16M" task-set-r2t
 # ... but not for ever: at the TMF timeout it acts all the same.
 seq_target "--lun 0:ram:16M --tmf-timeout 1000" task-set-silent
+# The WRITE sent after the TMF waits 5 s in the backend, so it is there when the TMF acts.
+it_start --lun 0:ram:16M,fault=delay=5000@write:count=1
+"${SEQ[@]}" task-set-later --port "$IT_PORT" --iqn "$(it_iqn "${IT_URLS[0]}")" --pid "$IT_PID" \
+	--out "$IT_TMP/target.out" >&2 || it_fail "iscsi_seq.py task-set-later"
+it_stop || it_fail "target exited with status $? on SIGTERM after task-set-later"
 
 # A short ping interval under a long ping timeout.
 seq_target "--lun 0:ram:16M --nop-interval 500 --nop-timeout 20000" ping-cadence \

@@ -260,6 +260,7 @@ struct scsitgt__iscsi_task {
 	uint8_t flags;
 	bool immediate;
 	bool in_order;	  /* passed CmdSN ordering */
+	uint64_t arrival; /* the session's count of SCSI Commands when this one arrived */
 	bool counted;	  /* holds a slot of the CmdSN window */
 	bool data_failed; /* a Data-Out error; the command completes with data_fail_reason */
 	uint8_t data_fail_reason; /* enum scsitgt__sense_reason of the first such error */
@@ -331,6 +332,8 @@ struct scsitgt__iscsi_sess {
 	struct scsitgt__list conns;
 	unsigned int nconns;
 	uint32_t exp_cmd_sn;
+	/* SCSI Commands received so far: an immediate TMF that waits spares the later ones. */
+	uint64_t arrivals;
 	uint32_t max_cmd_sn;
 	uint32_t queue_depth;
 	unsigned int active;	      /* non-immediate commands holding window slots */

@@ -489,6 +489,7 @@ int scsitgt__iscsi_scsi_cmd_header(struct scsitgt__iscsi_conn *conn, struct scsi
 	task->conn = conn;
 	task->itt = itt;
 	task->cmd_sn = get_be32(&h[ISCSI_BHS_CMDSN]);
+	task->arrival = ++conn->sess->arrivals;
 	task->edtl = edtl;
 	task->flags = flags;
 	task->immediate = scsitgt__bhs_immediate(h);

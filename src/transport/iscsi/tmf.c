@@ -33,6 +33,10 @@ struct tmf_ctx {
 	/* Non-immediate and not ABORT TASK: spares the commands after @cmd_sn. */
 	bool spare_after;
 	uint32_t cmd_sn;
+	/* Immediate and not ABORT TASK: spares the commands that arrived after it (past
+	 * @arrivals), which run while it waits for R2T answers (tmf_wait_end()). */
+	bool spare_later;
+	uint64_t arrivals;
 };
 
 /*
@@ -41,16 +45,22 @@ struct tmf_ctx {
  * ExpCmdSN E keeps E taken, and ExpCmdSN there, until it has acted: the commands after it
  * (CmdSN E + 1 ...) stay held meanwhile, also those that arrive while it waits on a backend or
  * on other shards, and it spares them (the core asks through cmd_after_tmf); then they run
- * (review30b F3). An immediate TMF carries the next CmdSN, after every command held: it
- * spares none. ABORT TASK names its task by tag: never spared.
+ * (review30b F3). An immediate TMF carries the next CmdSN, after every command held; when
+ * it waits for the answers to its tasks' R2Ts, the commands the initiator sends meanwhile
+ * (CmdSN from the TMF's own on, not held: nothing keeps ExpCmdSN) run, and it spares them by
+ * their arrival, which also tells an immediate command sent before it from one sent after
+ * (both can carry its CmdSN). ABORT TASK names its task by tag: never spared.
  */
 bool scsitgt__iscsi_cmd_after_tmf(struct scsitgt__cmd *cmd, void *tmf_arg)
 {
 	const struct tmf_ctx *ctx = tmf_arg;
 	const struct scsitgt__iscsi_task *task = scsitgt__cmd_fabric_priv(cmd);
 
-	return ctx->spare_after && task->conn != NULL && !task->in_order &&
-	       scsitgt__sn_gt(task->cmd_sn, ctx->cmd_sn);
+	if (task->conn == NULL)
+		return false;
+	if (ctx->spare_later)
+		return task->arrival > ctx->arrivals;
+	return ctx->spare_after && !task->in_order && scsitgt__sn_gt(task->cmd_sn, ctx->cmd_sn);
 }
 
 /* A non-immediate TMF has acted (or answers without acting): ExpCmdSN passes its CmdSN,
@@ -445,6 +455,8 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	ctx->ordered = !scsitgt__bhs_immediate(h);
 	ctx->spare_after = ctx->ordered && type != SCSITGT__TMF_ABORT_TASK;
 	ctx->cmd_sn = cmd_sn;
+	ctx->spare_later = !ctx->ordered && type != SCSITGT__TMF_ABORT_TASK;
+	ctx->arrivals = sess->arrivals;
 	scsitgt__iscsi_conn_hold(conn);
 	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_INFO, "task management function %u (RTT 0x%08x)",
 				func, rtt);
