@@ -10,6 +10,7 @@ first failure. Every wait is a bounded poll for the event it needs (hostile_iscs
                          R2T outstanding: act once it is answered, no Reject of that Data-Out
   task-set-silent        ABORT TASK SET whose R2T is never answered: acts at the TMF timeout
   task-set-later         an immediate ABORT TASK SET waiting for an R2T spares the WRITE sent after it
+  task-set-broken        ABORT TASK SET whose R2T is answered with a broken Data-Out: acts then
   logout-cleanup         a Logout whose cleanup times out: Response 3 (§11.15.1)
   ping-cadence --timeout-ms MS
                          answered NOP-In pings come every nop_interval_ms, not nop_timeout_ms
@@ -213,6 +214,30 @@ def cmd_task_set_later(a):
     s.logout()
 
 
+def cmd_task_set_broken(a):
+    """An ABORT TASK SET waiting for an R2T's answer, which comes broken (DataSN 3 for the
+    first PDU of the sequence: Reject, the task takes no more data): the sequence has ended,
+    so the TMF acts then, not at its timeout (iscsi_seq.sh: 10 minutes)."""
+    s = hi.Session(a.host, a.port, a.iqn, timeout=WAIT)
+    s.login(initial_r2t="Yes", immediate="No")
+    itt, r2t = write_r2t(s, 128, 8192)
+    titt = send_immediate_tmf(s, 2)
+    check(not [p for p in ping_collect(s, "before the R2T's answer") if p.itt == titt],
+          "ABORT TASK SET answered before the outstanding R2T was answered")
+    s.send(s.data_out_pdu(itt, r2t.ttt, 3, 0, b"\xa5" * 4096, final=True))
+    got = []
+    deadline = time.monotonic() + WAIT
+    while not any(p.itt == titt for p in got):
+        try:
+            got.append(recv_by(s, deadline))
+        except socket.timeout:
+            raise Failure("no TMF response within %.0f s of the broken Data-Out (got %r)"
+                          % (WAIT, got))
+    check([p for p in got if p.itt == titt][0].bhs[2] == 0, "TMF response not function complete")
+    print("ok: ABORT TASK SET whose R2T is answered with a broken Data-Out: acts then")
+    s.logout()
+
+
 def cmd_logout_cleanup(a):
     """A WRITE the backend never completes, then Logout (close the session): after the
     target's logout_timeout_ms the answer must be Response 3, "cleanup failed" (§11.15.1),
@@ -270,7 +295,7 @@ def cmd_ping_cadence(a):
 
 
 CHECKS = {"r2t-short": cmd_r2t_short, "task-set-r2t": cmd_task_set_r2t,
-          "task-set-later": cmd_task_set_later,
+          "task-set-later": cmd_task_set_later, "task-set-broken": cmd_task_set_broken,
           "task-set-silent": cmd_task_set_silent, "logout-cleanup": cmd_logout_cleanup,
           "ping-cadence": cmd_ping_cadence}
 

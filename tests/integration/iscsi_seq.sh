@@ -28,6 +28,7 @@ seq_target "--lun 0:ram:16M" r2t-short
 seq_target "--lun 0:ram:16M" task-set-r2t
 # ... but not for ever: at the TMF timeout it acts all the same.
 seq_target "--lun 0:ram:16M --tmf-timeout 1000" task-set-silent
+seq_target "--lun 0:ram:16M --tmf-timeout 600000" task-set-broken
 # The WRITE sent after the TMF waits 5 s in the backend, so it is there when the TMF acts.
 it_start --lun 0:ram:16M,fault=delay=5000@write:count=1
 "${SEQ[@]}" task-set-later --port "$IT_PORT" --iqn "$(it_iqn "${IT_URLS[0]}")" --pid "$IT_PID" \

@@ -261,6 +261,9 @@ static void task_stop_data(struct scsitgt__iscsi_task *task, enum scsitgt__sense
 	for (unsigned int i = 0; i < task->r2t_max; i++)
 		task->r2t[i].used = false;
 	task->r2t_outstanding = 0;
+	/* Its sequences have ended: a TMF waiting for them may act (tmf.c). */
+	if (task->fenced && task->conn)
+		scsitgt__iscsi_tmf_kick(task->conn);
 }
 
 /* Decide, once all Data-Out is in and the CmdSN turn came, how the command runs. */
