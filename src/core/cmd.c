@@ -398,6 +398,11 @@ void scsitgt__cmd_unhold(struct scsitgt__cmd *cmd)
 	cmd->holds--;
 }
 
+bool scsitgt__cmd_aborted_held(const struct scsitgt__cmd *cmd)
+{
+	return cmd->state == SCSITGT__CMD_ABORTED && cmd_held(cmd);
+}
+
 void scsitgt__cmd_abort(struct scsitgt__cmd *cmd, struct scsitgt__tmf_op *op, bool cancel_ios)
 {
 	if (cmd->state == SCSITGT__CMD_EXEC && cmd_held(cmd)) {

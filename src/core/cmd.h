@@ -194,8 +194,9 @@ struct scsitgt__cmd {
 	uint32_t alloc_size; /* bytes of this object as allocated */
 	uint32_t buf_cap;    /* capacity of buf as allocated */
 
-	/* the TMF waiting for this aborted command to leave its backend (core/tmf.c). */
-	struct scsitgt__tmf_op *tmf_wait;
+	/* the TMFs waiting for this aborted command to leave its backend (core/tmf.c); NULL:
+	 * none, the case of every command no TMF touched. */
+	struct scsitgt__tmf_wait *tmf_wait;
 	/* its record while its admission is held for the cluster store (core/pr_hold.c): an
 	 * abort or a lost nexus takes it out of its LUN's queue. NULL: not held there. */
 	struct scsitgt__pr_hold *pr_hold;
@@ -305,6 +306,9 @@ void scsitgt__cmd_unpark(struct scsitgt__cmd *cmd);
  * ops->cmd_aborted now (core/pr_hold.c), as any other does. The fabric may free @cmd there.
  */
 void scsitgt__cmd_abort(struct scsitgt__cmd *cmd, struct scsitgt__tmf_op *op, bool cancel_ios);
+/* Whether @cmd is ABORTED and still in its backend (an io out, or a hold): a TMF that covers it
+ * waits for it (core/tmf.c). */
+bool scsitgt__cmd_aborted_held(const struct scsitgt__cmd *cmd);
 
 /*
  * Its I_T nexus is gone (scsitgt__session_destroy()): the command is freed now, or, when a

@@ -6,7 +6,8 @@
  *
  * A command inside a backend cannot be taken back: it is marked aborted, and its response is
  * never sent. The TMF answers once every such command has left its backend (cmd.c reports it
- * through scsitgt__tmf_cmd_released), or when the engine's TMF timeout expires, so that a
+ * through scsitgt__tmf_cmd_released), those an earlier TMF aborted that are still there too
+ * (an ABORT TASK, then a LUN RESET), or when the engine's TMF timeout expires, so that a
  * backend that never completes cannot hang the initiator's error recovery. Nothing else waits:
  * other commands and nexuses go on meanwhile.
  */
@@ -130,27 +131,58 @@ void scsitgt__tmf_op_reject(struct scsitgt__tmf_op *op)
 	atomic_store_explicit(&op->response, SCSITGT__TMF_REJECTED, memory_order_relaxed);
 }
 
+/*
+ * One TMF waiting for one aborted command still in its backend. A command has one for each
+ * TMF that covers it while it is there (the ABORT TASK that aborted it, then a LUN RESET, a
+ * Logout's quiesce...): SAM-5 §7.7, a later function answers only once the task is gone too.
+ * Made on the abort path only (a command no TMF touched has none) and only on the command's
+ * loop, which alone reads the list.
+ */
+struct scsitgt__tmf_wait {
+	struct scsitgt__tmf_op *op;
+	struct scsitgt__tmf_wait *next;
+};
+
 void scsitgt__tmf_cmd_released(struct scsitgt__cmd *cmd)
 {
-	struct scsitgt__tmf_op *op = cmd->tmf_wait;
+	struct scsitgt__tmf_wait *w = cmd->tmf_wait;
 
-	if (op == NULL)
-		return;
 	cmd->tmf_wait = NULL;
-	scsitgt__tmf_op_put(op, cmd->shard);
+	while (w) {
+		struct scsitgt__tmf_wait *next = w->next;
+		struct scsitgt__tmf_op *op = w->op;
+
+		free(w);
+		scsitgt__tmf_op_put(op, cmd->shard);
+		w = next;
+	}
 }
 
 void scsitgt__tmf_wait_for(struct scsitgt__tmf_op *op, struct scsitgt__cmd *cmd)
 {
-	if (cmd->tmf_wait)
+	struct scsitgt__tmf_wait **tail = &cmd->tmf_wait, *w;
+
+	for (; *tail; tail = &(*tail)->next)
+		if ((*tail)->op == op)
+			return;
+	w = malloc(sizeof(*w));
+	/* It cannot wait for the command: it does not claim it is gone. */
+	if (w == NULL) {
+		scsitgt__tmf_op_reject(op);
 		return;
-	cmd->tmf_wait = op;
+	}
+	/* Last: released in the order they came, the earlier TMF answers first. */
+	w->op = op;
+	w->next = NULL;
+	*tail = w;
 	scsitgt__tmf_op_get(op);
 }
 
 /* Abort the live commands of @sess matching @lun_id (all LUNs when @all_luns; only those of
  * @lun when not NULL), for ABORT TASK @tag, and with @pr_before admitted before that shared
- * reservation state (scsitgt__tmf_abort_session()). Returns how many. Loop: @sess's shard. */
+ * reservation state (scsitgt__tmf_abort_session()). With @op, it also waits for the matching
+ * ones an earlier TMF aborted that are still in their backend. Returns how many it aborted.
+ * Loop: @sess's shard. */
 static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_id, bool all_luns,
 				   const struct scsitgt_lun *lun, bool by_tag, uint64_t tag,
 				   const struct scsitgt__cmd *except, struct scsitgt__tmf_op *op,
@@ -162,8 +194,9 @@ static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_i
 	scsitgt__list_foreach_safe(pos, tmp, &sess->cmds)
 	{
 		struct scsitgt__cmd *c = scsitgt__container_of(pos, struct scsitgt__cmd, sess_node);
+		bool live = scsitgt__cmd_is_live(c);
 
-		if (c == except || !scsitgt__cmd_is_live(c))
+		if (c == except || !(live || (op && scsitgt__cmd_aborted_held(c))))
 			continue;
 		if (lun ? c->lun != lun : !all_luns && c->lun_id != lun_id)
 			continue;
@@ -179,6 +212,11 @@ static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_i
 		if (op && op->issuer == sess && !op->answered && sess->ops->cmd_after_tmf &&
 		    sess->ops->cmd_after_tmf(c, op->cb_arg))
 			continue;
+		/* Aborted earlier, still in its backend: this TMF answers after it too. */
+		if (!live) {
+			scsitgt__tmf_wait_for(op, c);
+			continue;
+		}
 		n++;
 		/* with @op, the TMF waits for it to leave its backend. */
 		scsitgt__cmd_abort(c, op, cancel_ios);

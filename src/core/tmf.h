@@ -10,11 +10,12 @@
 
 /*
  * An aborted command left its backend (cmd.c calls this from cmd_finish for a command with
- * cmd->tmf_wait set, before handing it to the fabric): the TMF that aborted it may answer.
+ * cmd->tmf_wait set, before handing it to the fabric): the TMFs waiting for it may answer.
  */
 void scsitgt__tmf_cmd_released(struct scsitgt__cmd *cmd);
 
-/* The TMF @op waits for @cmd, just aborted inside its backend (scsitgt__cmd_abort()). */
+/* The TMF @op waits for @cmd, aborted inside its backend (scsitgt__cmd_abort(), or earlier by
+ * another TMF); when there is no memory for that, @op answers FUNCTION REJECTED. */
 void scsitgt__tmf_wait_for(struct scsitgt__tmf_op *op, struct scsitgt__cmd *cmd);
 
 /*

@@ -12,6 +12,17 @@
                nexuses, neither reinstates the other; a relogin through the first portal
                group reinstates only the first session.
 
+After an ABORT TASK of the old WRITE, answered at the TMF timeout with the WRITE still in the
+backend (reviewc F1: what Linux's error handler sends first, for a command that timed out):
+
+  abort_stale  as stale_write: the reinstating login still waits for the aborted WRITE.
+  abort_bound  as bound: still refused with 0x0301 while the aborted WRITE is there.
+  abort_logout_wait   a Logout waits for the aborted WRITE, then answers 0 (closed).
+  abort_logout_bound  a Logout whose logout_timeout_ms passes first answers 3 (cleanup failed).
+  abort_lun_reset     ABORT TASK still waiting (long TMF timeout), then LOGICAL UNIT RESET:
+                      the reset answers only once the WRITE has left (SAM-5 §7.7), and the
+                      initiator's next WRITE is not overwritten by the old one.
+
 The fault backend's counters (minitarget prints them on SIGUSR1) say when the old WRITE is in
 the backend and when it has left: the checks wait for those conditions, not for time.
 """
@@ -26,6 +37,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostile_iscsi as hi  # noqa: E402
 
 BOUND = 60.0  # seconds any awaited condition may take, even on a loaded machine
+TMF_ABORT_TASK, TMF_LUN_RESET = 1, 5
+OP_TMF_RSP = 0x22
 FAULT_RE = re.compile(r"^fault lun 0: submitted (\d+) passed (\d+) delayed (\d+) hung (\d+) "
                       r"held (\d+) delaying (\d+)$")
 
@@ -66,14 +79,33 @@ class Target:
         fail("%s: not within %.0f s (fault counters %s)" % (what, BOUND, st))
 
 
-def old_write_held(args, tgt, ini):
-    """A session of @ini whose WRITE 'O' of LBA 0 is inside the backend."""
+def tmf(a, func, ref_itt=0xFFFFFFFF, ref_cmd_sn=0):
+    """Send an immediate task management request of function @func; its ITT."""
+    itt = a.next_itt()
+    a.send(hi.pdu_bytes(hi.bhs_build(
+        hi.OP_TMF_REQ, hi.FINAL | func, immediate=True, lun=hi.lun_field(a.lun), itt=itt,
+        fields={20: ref_itt, 24: a.cmd_sn, 28: a.exp_stat_sn, 32: ref_cmd_sn})))
+    return itt
+
+
+def old_write_held(args, tgt, ini, abort=False):
+    """A session of @ini whose WRITE 'O' of LBA 0 is inside the backend; with @abort, aborted
+    by an ABORT TASK the target answered (at its TMF timeout) with the WRITE still there."""
     a = hi.Session(args.host, args.port, args.iqn, initiator=ini)
     a.login()
-    a.send(a.cmd_pdu(hi.lun_lba_cdb_write16(0, 1), 512, write=True, data=b"O" * 512,
-                     itt=a.next_itt()))
+    witt, wsn = a.next_itt(), a.cmd_sn
+    a.send(a.cmd_pdu(hi.lun_lba_cdb_write16(0, 1), 512, write=True, data=b"O" * 512, itt=witt))
+    a.cmd_sn = (a.cmd_sn + 1) & 0xFFFFFFFF
+    a.held = (witt, wsn)
     tgt.wait_fault(lambda s: s["delaying"] == 1, "the old session's WRITE reaches the backend")
     print("old session: WRITE 'O' of LBA 0 held by the backend", flush=True)
+    if abort:
+        p = a.expect(OP_TMF_RSP, tmf(a, TMF_ABORT_TASK, witt, wsn), BOUND, "ABORT TASK")
+        if tgt.fault()["delaying"] != 1:
+            fail("the WRITE left before the ABORT TASK's answer: start the target with a "
+                 "TMF timeout well below the backend's delay")
+        print("ABORT TASK answered (response %d) with the WRITE still in the backend"
+              % p.bhs[2], flush=True)
     return a
 
 
@@ -84,9 +116,9 @@ def same_port(args, a, ini, port=None):
     return b
 
 
-def t_stale_write(args, tgt):
+def t_stale_write(args, tgt, abort=False):
     ini = "iqn.2026-12.test.reinstate:stale"
-    a = old_write_held(args, tgt, ini)
+    a = old_write_held(args, tgt, ini, abort)
     b = same_port(args, a, ini)
     t0 = time.monotonic()
     b.login()
@@ -107,9 +139,9 @@ def t_stale_write(args, tgt):
     a.close()
 
 
-def t_bound(args, tgt):
+def t_bound(args, tgt, abort=False):
     ini = "iqn.2026-12.test.reinstate:bound"
-    a = old_write_held(args, tgt, ini)
+    a = old_write_held(args, tgt, ini, abort)
     b = same_port(args, a, ini)
     t0 = time.monotonic()
     try:
@@ -118,11 +150,13 @@ def t_bound(args, tgt):
     except hi.ProtocolError as e:
         if "0x0301" not in str(e):
             fail("the reinstating login: %s, not 0x0301" % e)
+    waited = time.monotonic() - t0
     st = tgt.fault()
     print("reinstating login refused with 0x0301 after %.2f s; backend: %d delaying"
-          % (time.monotonic() - t0, st["delaying"]), flush=True)
+          % (waited, st["delaying"]), flush=True)
     if st["delaying"] != 1:
         fail("the old WRITE left before the refusal: the bound was not what ended the wait")
+    check_waited(args, waited, "the refusal")
     b.close()
     a.close()
     # Once it has left, the initiator's retry gets in.
@@ -131,6 +165,70 @@ def t_bound(args, tgt):
     c.login()
     print("ok: the retry after the old WRITE left logged in", flush=True)
     c.logout()
+
+
+def check_waited(args, waited, what):
+    """@what came @waited s after its request: not before the target's logout_timeout_ms
+    (--bound-ms; a margin for the loop's clock) had passed, or nothing was waited for."""
+    if waited < args.bound_ms * 0.8 / 1000:
+        fail("%s came after %.2f s, before the %d ms bound: the old session's commands were "
+             "not waited for" % (what, waited, args.bound_ms))
+
+
+def logout_response(a, tgt):
+    """Logout (close the session): the response code, and the backend's delaying count when
+    it came."""
+    itt = a.next_itt()
+    a.send(hi.pdu_bytes(hi.bhs_build(hi.OP_LOGOUT_REQ, hi.FINAL | 0, immediate=True, itt=itt,
+                                     fields={24: a.cmd_sn, 28: a.exp_stat_sn})))
+    p = a.expect(hi.OP_LOGOUT_RSP, itt, BOUND, "logout")
+    return p.bhs[2], tgt.fault()["delaying"]
+
+
+def t_abort_logout(args, tgt, bound):
+    a = old_write_held(args, tgt, "iqn.2026-12.test.reinstate:logout", abort=True)
+    t0 = time.monotonic()
+    resp, delaying = logout_response(a, tgt)
+    print("Logout response %d after %.2f s; backend: %d delaying"
+          % (resp, time.monotonic() - t0, delaying), flush=True)
+    if bound:
+        check_waited(args, time.monotonic() - t0, "the Logout's answer")
+        # RFC 7143 §11.15.1: the aborted WRITE may still land: not "closed successfully".
+        if resp != 3 or delaying != 1:
+            fail("Logout answered %d with the aborted WRITE %s the backend; expected 3 "
+                 "(cleanup failed) at logout_timeout_ms" % (resp, "in" if delaying else "out of"))
+    elif resp != 0 or delaying != 0:
+        fail("Logout answered %d with the aborted WRITE %s the backend; expected 0 once it "
+             "left" % (resp, "still in" if delaying else "out of"))
+    print("ok: the Logout's answer covers the aborted WRITE", flush=True)
+    a.close()
+
+
+def t_abort_lun_reset(args, tgt):
+    a = old_write_held(args, tgt, "iqn.2026-12.test.reinstate:lunreset")
+    t_abort = tmf(a, TMF_ABORT_TASK, *a.held)
+    t_reset = tmf(a, TMF_LUN_RESET)
+    answered = set()
+    while answered != {t_abort, t_reset}:
+        p = a.recv(BOUND)
+        if p.opcode != OP_TMF_RSP or p.itt not in (t_abort, t_reset):
+            fail("unexpected %r while waiting for the TMF answers" % p)
+        delaying = tgt.fault()["delaying"]
+        what = "LOGICAL UNIT RESET" if p.itt == t_reset else "ABORT TASK"
+        print("%s answered (response %d); backend: %d delaying" % (what, p.bhs[2], delaying),
+              flush=True)
+        if delaying != 0:
+            fail("%s answered while the aborted WRITE was still in the backend (SAM-5 §7.7)"
+                 % what)
+        answered.add(p.itt)
+    a.clear_unit_attention()
+    a.write(0, b"N" * 512)
+    got = a.read(0, 1)[:512]
+    if got != b"N" * 512:
+        fail("LBA 0 holds %r after the WRITE 'N' that followed the reset" % got[:4])
+    print("ok: the reset answered after the aborted WRITE left; LBA 0 holds the new data",
+          flush=True)
+    a.logout()
 
 
 def alive(s, name):
@@ -169,16 +267,30 @@ def t_two_tpg(args, tgt):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("test", choices=("stale_write", "bound", "two_tpg"))
+    p.add_argument("test", choices=tuple(TESTS))
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--port2", type=int)
     p.add_argument("--iqn", required=True)
     p.add_argument("--pid", type=int)
     p.add_argument("--out", help="the target's stdout (fault counters)")
+    p.add_argument("--bound-ms", type=int, default=0,
+                   help="the target's logout_timeout_ms: a refusal or Logout answer comes after")
     args = p.parse_args()
     tgt = Target(args.pid, args.out) if args.pid else None
-    {"stale_write": t_stale_write, "bound": t_bound, "two_tpg": t_two_tpg}[args.test](args, tgt)
+    TESTS[args.test](args, tgt)
+
+
+TESTS = {
+    "stale_write": t_stale_write,
+    "bound": t_bound,
+    "two_tpg": t_two_tpg,
+    "abort_stale": lambda args, tgt: t_stale_write(args, tgt, abort=True),
+    "abort_bound": lambda args, tgt: t_bound(args, tgt, abort=True),
+    "abort_logout_wait": lambda args, tgt: t_abort_logout(args, tgt, bound=False),
+    "abort_logout_bound": lambda args, tgt: t_abort_logout(args, tgt, bound=True),
+    "abort_lun_reset": t_abort_lun_reset,
+}
 
 
 if __name__ == "__main__":

@@ -4,6 +4,10 @@
 #    again: the Login Response waits until that WRITE has left, and the new session's WRITE is
 #    not overwritten by it; without and with workers (the two sessions on different loops);
 #  - a WRITE held longer than --logout-timeout: the login is refused with 0x0301 meanwhile;
+#  - the same after an ABORT TASK of that WRITE answered at the TMF timeout (reviewc F1): the
+#    login still waits, or is refused with 0x0301; a Logout waits for it (Response 0) or
+#    answers 3 when logout_timeout_ms passes first; a LOGICAL UNIT RESET sent while the ABORT
+#    TASK waits answers only once the WRITE has left;
 #  - one initiator port through two portal groups (scsitgtd, TPGT 1 and 2): two I_T nexuses,
 #    neither reinstates the other (skipped without SCSITGTD).
 set -euo pipefail
@@ -14,11 +18,15 @@ it_need python3
 PY="python3 $(dirname "$0")/reinstate.py"
 
 run() { # run TEST TARGET-OPTIONS...: one reinstate.py test against a new minitarget
-	local t=$1 st=0
+	local t=$1 st=0 bound=0 prev= a
 	shift
+	for a in "$@"; do
+		[[ $prev == --logout-timeout ]] && bound=$a
+		prev=$a
+	done
 	it_start "$@"
 	$PY "$t" --port "$IT_PORT" --iqn "$(it_iqn "${IT_URLS[0]}")" --pid "$IT_PID" \
-		--out "$IT_TMP/target.out" || st=$?
+		--out "$IT_TMP/target.out" --bound-ms "$bound" || st=$?
 	[[ $st -eq 0 ]] || it_fail "reinstate.py $t failed (status $st) against: $*"
 	it_stop || it_fail "the target exited with status $? after $t"
 }
@@ -27,6 +35,19 @@ run() { # run TEST TARGET-OPTIONS...: one reinstate.py test against a new minita
 run stale_write --lun 0:ram:16M,fault=delay=3000@write:count=1
 run stale_write --workers 2 --lun 0:ram:16M,fault=delay=3000@write:count=1
 run bound --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
+# After an ABORT TASK answered at its (short) TMF timeout, the WRITE still in the backend.
+ABORTED="--tmf-timeout 300 --lun 0:ram:16M,fault=delay=3000@write:count=1"
+# shellcheck disable=SC2086 # word splitting of the options is meant
+{
+	run abort_stale $ABORTED
+	run abort_stale --workers 2 $ABORTED
+	run abort_bound --tmf-timeout 300 --logout-timeout 500 \
+		--lun 0:ram:16M,fault=delay=5000@write:count=1
+	run abort_logout_wait $ABORTED
+	run abort_logout_bound --tmf-timeout 300 --logout-timeout 500 \
+		--lun 0:ram:16M,fault=delay=5000@write:count=1
+	run abort_lun_reset --tmf-timeout 600000 --lun 0:ram:16M,fault=delay=3000@write:count=1
+}
 
 if [[ -z "$SCSITGTD" ]]; then
 	it_log "ok (two portal groups skipped: no scsitgtd)"

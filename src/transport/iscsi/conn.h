@@ -362,6 +362,8 @@ struct scsitgt__iscsi_sess {
 	/* Its end after the quiescence of its commands, outside the core's callback. */
 	struct scsitgt__deferred end_defer;
 	bool end_drained;
+	/* uv_now() of its loop when that quiescence began, for the log of what it waited. */
+	uint64_t quiesce_start;
 	/* bytes of write buffers held by this session's tasks, and the tasks waiting to
 	 * solicit data until that falls below max_write_buffer_bytes (scsi.c), oldest first. */
 	uint64_t write_bytes;

@@ -428,17 +428,22 @@ static void sess_end_deferred(struct scsitgt__deferred *d)
 static void sess_quiesced(void *arg, enum scsitgt__tmf_response r)
 {
 	struct scsitgt__iscsi_sess *sess = arg;
+	struct scsitgt__shard *shard = scsitgt__iscsi_loop_shard(sess->ie, sess->worker);
 	unsigned int left = scsitgt__session_cmds_in_backends(sess->core);
 
 	(void)r;
+	/* The time actually waited (reviewc N2): the bound, or less if the quiescence ended
+	 * without them (no memory to wait). */
 	if (left)
 		scsitgt__log(&sess->ie->engine->log, SCSITGT_LOG_WARNING, SCSITGT__ISCSI_SUBSYS,
-			     "session TSIH %u: %u commands still in backends after %u ms, left to "
-			     "them",
-			     sess->tsih, left, sess->tparams.logout_timeout_ms);
+			     "session TSIH %u: %u commands still in backends after %llu ms "
+			     "(bound %u ms), left to them",
+			     sess->tsih, left,
+			     (unsigned long long)(uv_now(shard->loop) - sess->quiesce_start),
+			     sess->tparams.logout_timeout_ms);
 	sess->end_drained = left == 0;
 	sess->end_defer.fn = sess_end_deferred;
-	scsitgt__shard_defer(scsitgt__iscsi_loop_shard(sess->ie, sess->worker), &sess->end_defer);
+	scsitgt__shard_defer(shard, &sess->end_defer);
 }
 
 void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
@@ -464,6 +469,7 @@ void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 		scsitgt__log(&sess->ie->engine->log, SCSITGT_LOG_INFO, SCSITGT__ISCSI_SUBSYS,
 			     "session TSIH %u: waiting up to %u ms for %u commands in backends",
 			     sess->tsih, sess->tparams.logout_timeout_ms, sess->core->ncmds);
+		sess->quiesce_start = uv_now(conn->loop);
 		scsitgt__tmf_quiesce(sess->core, sess->tparams.logout_timeout_ms, sess_quiesced,
 				     sess);
 		return;

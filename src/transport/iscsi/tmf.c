@@ -340,7 +340,10 @@ void scsitgt__iscsi_tmf_drop_waiting(struct scsitgt__iscsi_conn *conn)
 			scsitgt__container_of(conn->tmf_wait.next, struct tmf_ctx, wait_node);
 
 		scsitgt__list_remove(&ctx->wait_node);
-		conn->tmf_fencing--;
+		/* Only a fencing TMF counted (as tmf_done): an ABORT TASK queued behind one did
+		 * not (reviewc N1). */
+		if (ctx->fencing)
+			conn->tmf_fencing--;
 		scsitgt__iscsi_conn_put(conn);
 		tmf_ctx_free(ctx);
 	}

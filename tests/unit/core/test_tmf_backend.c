@@ -131,6 +131,104 @@ static void test_lun_reset_calls_reset(void **state)
 	loop_fabric_destroy(t.lf);
 }
 
+/* A 4 KiB WRITE at LBA 0 that the backend holds ("hang@write"), and the LUN's address. */
+static void tb_held_write(struct tb *t, struct lf_result *r, uint8_t lun[8])
+{
+	static uint8_t data[4096];
+	uint8_t cdb[CDB_BUF];
+
+	memset(data, 0x4f, sizeof(data));
+	tb_create(t, "hang@write");
+	loop_fabric_start(t->lf, 0, cdb, cdb_rw(cdb, SBC_WRITE_10, 0, 8, 0), data, sizeof(data), r);
+	assert_int_equal(tb_stats(t).held, 1);
+	scsitgt__lun_encode(0, lun);
+}
+
+/* Until the backend's reset counter shows the LUN RESET made its aborts on every shard and
+ * ran its rest (core/tmf_xshard.c): the point where, without anything left to wait for, the
+ * reset would answer. */
+static void run_until_reset(struct tb *t)
+{
+	while (tb_stats(t).resets == 0)
+		assert_int_not_equal(uv_run(&t->lf->loop, UV_RUN_ONCE), 0);
+}
+
+/*
+ * reviewc F1, the Linux escalation: ABORT TASK of a WRITE its backend holds (still waiting),
+ * then LOGICAL UNIT RESET. The WRITE is already ABORTED; the reset must still answer only once
+ * it has left the backend (SAM-5 §7.7), or the initiator writes anew and the old WRITE lands
+ * on top. Then a second reset, and an ABORT TASK SET, after an ABORT TASK that timed out.
+ */
+static void test_abort_then_lun_reset_waits(void **state)
+{
+	struct tb t;
+	struct lf_result r = { 0 };
+	uint8_t lun[8];
+	int abort_resp = -1, reset_resp = -1;
+
+	(void)state;
+	tb_held_write(&t, &r, lun);
+	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_ABORT_TASK, lun, r.cmd->tag, tmf_resp,
+			     &abort_resp);
+	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_LUN_RESET, lun, 0, tmf_resp, &reset_resp);
+	run_until_reset(&t);
+	/* the reset is done but for the aborted WRITE: no answer yet */
+	assert_int_equal(reset_resp, -1);
+	assert_int_equal(abort_resp, -1);
+	assert_int_equal(tb_stats(&t).held, 1);
+	assert_int_equal(scsitgt_backend_fault_release(t.fault, 0, 0), 1);
+	run_until_set(&t, &reset_resp);
+	run_until_set(&t, &abort_resp);
+	assert_int_equal(reset_resp, SCSITGT__TMF_COMPLETE);
+	assert_int_equal(abort_resp, SCSITGT__TMF_COMPLETE);
+	assert_true(r.aborted);
+	assert_int_equal(t.lf->naborted, 1);
+	lf_result_clear(&r);
+	loop_fabric_destroy(t.lf);
+}
+
+/* ABORT TASK answered at its timeout with the WRITE still held; then ABORT TASK SET waits for
+ * it as well, bounded by the TMF timeout again; then a nexus quiescence (Logout,
+ * reinstatement: scsitgt__tmf_quiesce()) says its cleanup failed at its bound, not at once. */
+static void test_abort_timed_out_then_task_set_and_quiesce(void **state)
+{
+	struct tb t;
+	struct lf_result r = { 0 };
+	uint8_t lun[8];
+	int resp = -1, set_resp = -1, q_resp = -1;
+
+	(void)state;
+	tb_held_write(&t, &r, lun);
+	assert_int_equal(scsitgt_engine_set_tmf_timeout(t.lf->engine, 20), 0);
+	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_ABORT_TASK, lun, r.cmd->tag, tmf_resp, &resp);
+	run_until_set(&t, &resp);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	assert_int_equal(tb_stats(&t).held, 1);
+	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_ABORT_TASK_SET, lun, 0, tmf_resp, &set_resp);
+	/* not from inside the call: it has something to wait for */
+	assert_int_equal(set_resp, -1);
+	run_until_set(&t, &set_resp);
+	assert_int_equal(tb_stats(&t).held, 1);
+	/* the quiescence's bound passes with the WRITE held: cleanup failed */
+	scsitgt__tmf_quiesce(t.lf->sess, 20, tmf_resp, &q_resp);
+	assert_int_equal(q_resp, -1);
+	run_until_set(&t, &q_resp);
+	assert_int_equal(q_resp, SCSITGT__TMF_REJECTED);
+	assert_int_equal(tb_stats(&t).held, 1);
+	/* a second one with room: it answers when the WRITE leaves, drained */
+	q_resp = -1;
+	scsitgt__tmf_quiesce(t.lf->sess, 600000, tmf_resp, &q_resp);
+	for (int i = 0; i < 10; i++)
+		uv_run(&t.lf->loop, UV_RUN_NOWAIT);
+	assert_int_equal(q_resp, -1);
+	assert_int_equal(scsitgt_backend_fault_release(t.fault, 0, 0), 1);
+	run_until_set(&t, &q_resp);
+	assert_int_equal(q_resp, SCSITGT__TMF_COMPLETE);
+	assert_true(r.aborted);
+	lf_result_clear(&r);
+	loop_fabric_destroy(t.lf);
+}
+
 /* A backend whose reset_async() holds its callback until the test runs it. */
 struct held_reset {
 	unsigned int calls;
@@ -249,6 +347,8 @@ int main(void)
 		cmocka_unit_test(test_abort_cancels),
 		cmocka_unit_test(test_abort_ignored),
 		cmocka_unit_test(test_lun_reset_calls_reset),
+		cmocka_unit_test(test_abort_then_lun_reset_waits),
+		cmocka_unit_test(test_abort_timed_out_then_task_set_and_quiesce),
 		cmocka_unit_test(test_lun_reset_waits_for_reset_async),
 		cmocka_unit_test(test_apply_reset),
 		cmocka_unit_test(test_apply_reset_async_on_home),

@@ -237,25 +237,70 @@ static void test_target_reset_from_worker(void **state)
 	assert_both_find_reset(w, w->a, w->b);
 }
 
+/* B's WRITE @held stuck in the backend, and B's ABORT TASK SET answered at its (20 ms) TMF
+ * timeout, on the worker: @held is aborted and still there. */
+static void held_write_abort_timed_out(struct xw_world *w, struct xw_cmd *held)
+{
+	struct xtmf_req q;
+
+	assert_int_equal(scsitgt_engine_set_tmf_timeout(w->engine, 20), 0);
+	x_write(held, w->b, true);
+	xw_start(w, held);
+	assert_int_equal(xw_fault_stats(w).held, 1);
+	assert_int_equal(run_tmf(w, w->b, SCSITGT__TMF_ABORT_TASK_SET, &q), SCSITGT__TMF_COMPLETE);
+	assert_int_equal(atomic_load(&held->ended), XW_RUNNING);
+}
+
 /* ABORT TASK SET on the worker with its task stuck in the backend: the TMF's timeout runs on
  * the worker's loop and answers there; the task ends, aborted, when the backend lets it go. */
 static void test_abort_task_set_timeout_on_worker(void **state)
 {
 	struct xw_world *w = *state;
 	struct xw_cmd held, x;
-	struct xtmf_req q;
 
-	assert_int_equal(scsitgt_engine_set_tmf_timeout(w->engine, 20), 0);
-	x_write(&held, w->b, true);
-	xw_start(w, &held);
-	assert_int_equal(xw_fault_stats(w).held, 1);
-	assert_int_equal(run_tmf(w, w->b, SCSITGT__TMF_ABORT_TASK_SET, &q), SCSITGT__TMF_COMPLETE);
-	assert_int_equal(atomic_load(&held.ended), XW_RUNNING);
+	held_write_abort_timed_out(w, &held);
 	assert_int_equal(scsitgt_backend_fault_release(w->bctx, 0, -EIO), 1);
 	xw_wait(w, &held);
 	assert_int_equal(atomic_load(&held.ended), XW_ABORTED);
 	assert_false(atomic_load(&held.ended_on_home));
 	assert_int_equal(xw_run_tur(w, w->b, &x), SAM_STAT_GOOD);
+}
+
+/*
+ * reviewc F1 across shards: B's WRITE on the worker is aborted by B's ABORT TASK SET, which
+ * answers at its (short) TMF timeout with the WRITE still in the backend. A LOGICAL UNIT RESET
+ * from A on home then reaches B's shard, finds the WRITE already aborted, and must still wait
+ * for it (SAM-5 §7.7): no answer once it has made its aborts and reset the LU, the answer on
+ * home once the worker has let the WRITE go.
+ */
+static void test_lun_reset_waits_for_aborted_on_worker(void **state)
+{
+	struct xw_world *w = *state;
+	struct xw_cmd held;
+	struct xtmf_req r;
+
+	held_write_abort_timed_out(w, &held);
+	assert_int_equal(scsitgt_engine_set_tmf_timeout(w->engine, 600000), 0);
+	memset(&r, 0, sizeof(r));
+	r.w = w;
+	r.sess = w->a;
+	r.type = SCSITGT__TMF_LUN_RESET;
+	tmf_issue(&r);
+	/* its aborts made on both shards and the LU reset (reset() counted on home): done but
+	 * for the WRITE */
+	while (xw_fault_stats(w).resets == 0)
+		xw_settle(w);
+	xw_settle(w);
+	assert_int_equal(atomic_load(&r.answered), 0);
+	assert_int_equal(xw_fault_stats(w).held, 1);
+	assert_int_equal(scsitgt_backend_fault_release(w->bctx, 0, -EIO), 1);
+	xw_wait_flag(w, &r.answered);
+	assert_true(atomic_load(&r.answered_on_home));
+	assert_int_equal(r.response, SCSITGT__TMF_COMPLETE);
+	xw_wait(w, &held);
+	assert_int_equal(atomic_load(&held.ended), XW_ABORTED);
+	assert_false(atomic_load(&held.ended_on_home));
+	assert_both_find_reset(w, w->a, w->b);
 }
 
 /* @by (key @by_key) PREEMPTs AND ABORTs the registration of @victim (key @victim_key) while a
@@ -594,6 +639,8 @@ int main(void)
 						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_abort_task_set_timeout_on_worker, setup_hang,
 						xw_teardown_fault),
+		cmocka_unit_test_setup_teardown(test_lun_reset_waits_for_aborted_on_worker,
+						setup_hang, xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_preempt_and_abort_reaches_worker, setup_hang,
 						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_preempt_and_abort_from_worker, setup_hang,
