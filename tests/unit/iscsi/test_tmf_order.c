@@ -81,6 +81,30 @@ static void test_immediate_abort_task_set_aborts_held(void **state)
 	sn_finish(&h, exp + 3);
 }
 
+/*
+ * reviewc N1: an immediate ABORT TASK SET waits for the answer to its WRITE's R2T (counted in
+ * conn->tmf_fencing), an ABORT TASK queues behind it (not counted: it fences nothing); when
+ * the connection drops them, the count comes back to zero, not below.
+ */
+static void test_drop_waiting_counts_fencing_only(void **state)
+{
+	struct harness h;
+	uint32_t exp, w, ttt, set, at;
+
+	(void)state;
+	sn_start(&h, &exp);
+	w = sn_write_at(&h, exp, &ttt);
+	assert_int_not_equal(ttt, ISCSI_RESERVED_TAG);
+	set = sn_tmf_at(&h, ISCSI_TMF_ABORT_TASK_SET, exp + 1, true);
+	at = sn_abort_task(&h, exp + 1, w, exp);
+	assert_int_equal(sn_tmf_response(&h, set), -1);
+	assert_int_equal(sn_tmf_response(&h, at), -1);
+	assert_int_equal(h.conn->tmf_fencing, 1);
+	scsitgt__iscsi_tmf_drop_waiting(h.conn);
+	assert_int_equal(h.conn->tmf_fencing, 0);
+	h_fini(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -88,6 +112,7 @@ int main(void)
 		cmocka_unit_test(test_clear_task_set_spares_later),
 		cmocka_unit_test(test_lun_reset_spares_later),
 		cmocka_unit_test(test_immediate_abort_task_set_aborts_held),
+		cmocka_unit_test(test_drop_waiting_counts_fencing_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
