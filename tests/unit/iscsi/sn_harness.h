@@ -235,6 +235,17 @@ static inline void sn_start(struct harness *h, uint32_t *exp)
 	*exp = h->conn->sess->exp_cmd_sn;
 }
 
+/* sn_start(), then sn_write_at() at ExpCmdSN, waiting for the answer to its R2T @ttt. */
+static inline uint32_t sn_start_write(struct harness *h, uint32_t *exp, uint32_t *ttt)
+{
+	uint32_t w;
+
+	sn_start(h, exp);
+	w = sn_write_at(h, *exp, ttt);
+	assert_int_not_equal(*ttt, ISCSI_RESERVED_TAG);
+	return w;
+}
+
 /* @held, a TEST UNIT READY held ahead of ExpCmdSN @exp, was aborted: its task is gone; the
  * command that fills the gap at @exp then runs GOOD, and @held is never answered (an aborted
  * task gets no response, SAM-5 §5.6). */

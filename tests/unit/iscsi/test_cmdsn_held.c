@@ -260,9 +260,7 @@ static void test_abort_plug_spares_running_tag(void **state)
 	uint32_t exp, w, ttt, tmf, next;
 
 	(void)state;
-	sn_start(&h, &exp);
-	w = sn_write_at(&h, exp, &ttt);
-	assert_int_not_equal(ttt, ISCSI_RESERVED_TAG);
+	w = sn_start_write(&h, &exp, &ttt);
 	sn_tur_itt(&h, exp + 1, w);
 	assert_int_equal(sn_reject_reason(&h, w, NULL), ISCSI_REJECT_TASK_IN_PROGRESS);
 	assert_int_equal(h.conn->sess->exp_cmd_sn, exp + 1);

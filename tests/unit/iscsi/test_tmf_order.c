@@ -92,9 +92,7 @@ static void test_drop_waiting_counts_fencing_only(void **state)
 	uint32_t exp, w, ttt, set, at;
 
 	(void)state;
-	sn_start(&h, &exp);
-	w = sn_write_at(&h, exp, &ttt);
-	assert_int_not_equal(ttt, ISCSI_RESERVED_TAG);
+	w = sn_start_write(&h, &exp, &ttt);
 	set = sn_tmf_at(&h, ISCSI_TMF_ABORT_TASK_SET, exp + 1, true);
 	at = sn_abort_task(&h, exp + 1, w, exp);
 	assert_int_equal(sn_tmf_response(&h, set), -1);
