@@ -30,12 +30,10 @@ struct tmf_ctx {
 	uint32_t rtt;
 	/* Non-immediate: its CmdSN, taken, is passed once it has acted (tmf_done()). */
 	bool ordered;
-	/* Non-immediate and not ABORT TASK: spares the commands after @cmd_sn. */
-	bool spare_after;
+	/* Its CmdSN: a non-immediate one (not ABORT TASK) spares the commands after it. */
 	uint32_t cmd_sn;
-	/* Immediate and not ABORT TASK: spares the commands that arrived after it (past
-	 * @arrivals), which run while it waits for R2T answers (tmf_wait_end()). */
-	bool spare_later;
+	/* The session's arrivals when it came: an immediate one (not ABORT TASK) spares the
+	 * commands that arrived after it, which run while it waits for R2T answers. */
 	uint64_t arrivals;
 };
 
@@ -56,11 +54,11 @@ bool scsitgt__iscsi_cmd_after_tmf(struct scsitgt__cmd *cmd, void *tmf_arg)
 	const struct tmf_ctx *ctx = tmf_arg;
 	const struct scsitgt__iscsi_task *task = scsitgt__cmd_fabric_priv(cmd);
 
-	if (task->conn == NULL)
+	if (task->conn == NULL || ctx->type == SCSITGT__TMF_ABORT_TASK)
 		return false;
-	if (ctx->spare_later)
+	if (!ctx->ordered)
 		return task->arrival > ctx->arrivals;
-	return ctx->spare_after && !task->in_order && scsitgt__sn_gt(task->cmd_sn, ctx->cmd_sn);
+	return !task->in_order && scsitgt__sn_gt(task->cmd_sn, ctx->cmd_sn);
 }
 
 /* A non-immediate TMF has acted (or answers without acting): ExpCmdSN passes its CmdSN,
@@ -456,9 +454,7 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	ctx->timer_on = false;
 	scsitgt__list_init(&ctx->wait_node);
 	ctx->ordered = !scsitgt__bhs_immediate(h);
-	ctx->spare_after = ctx->ordered && type != SCSITGT__TMF_ABORT_TASK;
 	ctx->cmd_sn = cmd_sn;
-	ctx->spare_later = !ctx->ordered && type != SCSITGT__TMF_ABORT_TASK;
 	ctx->arrivals = sess->arrivals;
 	scsitgt__iscsi_conn_hold(conn);
 	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_INFO, "task management function %u (RTT 0x%08x)",
