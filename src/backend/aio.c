@@ -44,8 +44,8 @@
  * seccomp), AUTO falls back to libaio and logs why. Registered buffers (IORING_OP_READ_FIXED)
  * are not used: the data lives in the core's and the transports' buffers, which are not one
  * registrable pool, and what they would save was measured at 0.27 us of CPU per 4 KiB O_DIRECT
- * read (docs/benchmarks.md, "uring-fixed-bench"), about what a copy into a registered bounce
- * buffer costs.
+ * read (docs/benchmarks-io-uring.md, "uring-fixed-bench"), about what a copy into a registered
+ * bounce buffer costs.
  *
  * I/O mode. O_DIRECT is tried at create: it is kept when the file system really does direct
  * I/O (statx STATX_DIOALIGN reports an alignment; tmpfs and ramfs, whose page cache is the

@@ -79,7 +79,7 @@ static int uring_setup(struct aio_loop *al, const char **why)
 	 * loop's ring only: without workers that loop serves every connection, and a copy or a
 	 * readahead submission inside its io_uring_enter() delays them all; a worker loop's ring
 	 * tries inline first, as io-wq threads on top of the loops compete for the same CPUs
-	 * (docs/benchmarks.md, "cold-cache.sh, stop 26").
+	 * (docs/benchmarks-io-uring.md, "cold-cache.sh, stop 26").
 	 */
 	al->uring_punt = ac->uring_async == SCSITGT_BACKEND_AIO_URING_ASYNC_ALWAYS ||
 			 (ac->uring_async == SCSITGT_BACKEND_AIO_URING_ASYNC_AUTO && al->lc.home);
