@@ -24,14 +24,15 @@ struct ht {
 };
 
 /* Counting from here: three nexuses on a LUN in a store whose lease ran out (at 1 ms of the
- * clock: long past). */
-static void ht_init(struct ht *t)
+ * clock: long past). Returns the backend's ios so far. */
+static size_t ht_init(struct ht *t)
 {
 	memset(t, 0, sizeof(*t));
 	count_start();
 	t->p = prt_create(FAKE_SYNC);
 	assert_int_equal(scsitgt_lun_set_pr_cluster(t->p->lun, &hold_store_ops, &t->st), 0);
 	assert_int_equal(scsitgt_lun_set_pr_lease(t->p->lun, 1), 0);
+	return t->p->fb->nrecs;
 }
 
 /* The loop runs what it has now (no store answer is ever given). */
@@ -71,6 +72,27 @@ static void ht_finish(struct ht *t, size_t ios)
 	count_check();
 }
 
+/* ht_init(), then a held WRITE of B at LBA 0 (@wb) and one of A2 at 1 (@wa2), in that order:
+ * the opening of the tests of two nexuses. Returns the backend's ios before the two. */
+static size_t ht_init_held_b_a2(struct ht *t, struct lf_result *wb, struct lf_result *wa2)
+{
+	size_t ios = ht_init(t);
+
+	ht_write_held(t, t->p->b, 0, wb);
+	ht_write_held(t, t->p->a2, 1, wa2);
+	return ios;
+}
+
+/* ht_init() for the tests in which the LUN goes: a drain timeout of 20 ms (before, the LUN's
+ * removal or the engine's end waited this long for a held command, then left it) and @closed
+ * set when the backend closes. */
+static void ht_init_closing(struct ht *t, bool *closed)
+{
+	ht_init(t);
+	assert_int_equal(scsitgt_engine_set_drain_timeout(t->p->lf->engine, 20), 0);
+	t->p->fb->closed_flag = closed;
+}
+
 static void tmf(struct ht *t, struct scsitgt__session *s, enum scsitgt__tmf_type type, uint64_t tag,
 		int *resp)
 {
@@ -96,10 +118,7 @@ static void test_abort_task_held(void **state)
 	int resp;
 
 	(void)state;
-	ht_init(&t);
-	ios = t.p->fb->nrecs;
-	ht_write_held(&t, t.p->b, 0, &w);
-	ht_write_held(&t, t.p->a2, 1, &other);
+	ios = ht_init_held_b_a2(&t, &w, &other);
 	assert_int_equal(atomic_load(&t.st.nrecheck), 1);
 	tmf(&t, t.p->b, SCSITGT__TMF_ABORT_TASK, w.cmd->tag, &resp);
 	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
@@ -125,10 +144,7 @@ static void test_lun_reset_held(void **state)
 	int resp;
 
 	(void)state;
-	ht_init(&t);
-	ios = t.p->fb->nrecs;
-	ht_write_held(&t, t.p->b, 0, &wb);
-	ht_write_held(&t, t.p->a2, 1, &wa2);
+	ios = ht_init_held_b_a2(&t, &wb, &wa2);
 	ht_write_held(&t, t.p->b, 2, &wb2);
 	tmf(&t, t.p->b, SCSITGT__TMF_ABORT_TASK_SET, 0, &resp);
 	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
@@ -160,8 +176,7 @@ static void test_nexus_loss_held(void **state)
 	int resp = -1;
 
 	(void)state;
-	ht_init(&t);
-	ios = t.p->fb->nrecs;
+	ios = ht_init(&t);
 	ht_write_held(&t, t.p->b, 0, &wb);
 	scsitgt__tmf_quiesce(t.p->b, 600000, tmf_resp, &resp);
 	ht_idle(&t);
@@ -198,9 +213,7 @@ static void test_lun_removed_held(void **state)
 	struct ht t;
 
 	(void)state;
-	ht_init(&t);
-	assert_int_equal(scsitgt_engine_set_drain_timeout(t.p->lf->engine, 20), 0);
-	t.p->fb->closed_flag = &closed;
+	ht_init_closing(&t, &closed);
 	ht_write_held(&t, t.p->b, 0, &wb);
 	scsitgt_lun_destroy(t.p->lun, lun_gone, &gone);
 	loop_fabric_run_until(t.p->lf, &gone);
@@ -225,10 +238,7 @@ static void test_engine_gone_held(void **state)
 	struct ht t;
 
 	(void)state;
-	ht_init(&t);
-	/* (before, the engine's end waited this long for the LUN, then left it) */
-	assert_int_equal(scsitgt_engine_set_drain_timeout(t.p->lf->engine, 20), 0);
-	t.p->fb->closed_flag = &closed;
+	ht_init_closing(&t, &closed);
 	ht_write_held(&t, t.p->b, 0, &wb);
 	ht_write_held(&t, t.p->a, 1, &wa);
 	prt_destroy(t.p);

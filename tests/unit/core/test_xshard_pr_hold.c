@@ -75,6 +75,18 @@ static void write_held(struct xw_world *w, struct scsitgt__session *s, uint32_t 
 	assert_int_equal(writes(w), n);
 }
 
+/* Held writes of B (on the worker) at LBA 0 (@xb) and of A (home) at 1 (@xa), in that order:
+ * the opening of the tests of both nexuses. Returns the writes that reached the backend
+ * before the two (none of them does). */
+static unsigned long long hold_b_and_a(struct xw_world *w, struct xw_cmd *xb, struct xw_cmd *xa)
+{
+	unsigned long long n = writes(w);
+
+	write_held(w, w->b, 0, xb);
+	write_held(w, w->a, 1, xa);
+	return n;
+}
+
 /* A TMF issued on its nexus's loop, and its answer (posted to home). */
 struct xtmf_req {
 	struct scsitgt__msg msg;
@@ -171,10 +183,8 @@ static void test_abort_task_on_worker(void **state)
 	struct xw_world *w = *state;
 	struct xw_cmd xb, xa;
 	struct xtmf_req q;
-	unsigned long long n = writes(w);
+	unsigned long long n = hold_b_and_a(w, &xb, &xa);
 
-	write_held(w, w->b, 0, &xb);
-	write_held(w, w->a, 1, &xa);
 	assert_int_equal(queued(w), 2);
 	tmf_post(w, w->b, SCSITGT__TMF_ABORT_TASK, &xb, &q);
 	tmf_answered(w, &q, 1, n);
@@ -191,10 +201,8 @@ static void test_lun_reset_reaches_held_on_worker(void **state)
 	struct xw_world *w = *state;
 	struct xw_cmd xb, xa;
 	struct xtmf_req q;
-	unsigned long long n = writes(w);
+	unsigned long long n = hold_b_and_a(w, &xb, &xa);
 
-	write_held(w, w->b, 0, &xb);
-	write_held(w, w->a, 1, &xa);
 	tmf_post(w, w->a, SCSITGT__TMF_LUN_RESET, &xb, &q);
 	tmf_answered(w, &q, 0, n);
 	xw_wait(w, &xa);
