@@ -129,6 +129,73 @@ static void test_conflict_rows(void **state)
 	prt_destroy(t);
 }
 
+/*
+ * REPORT CAPABILITIES says ALLOW COMMANDS 100b (SPC-5 §6.16.4 Table 223): each command of that
+ * code's list, sent by a nexus that is neither the holder nor registered, under Write Exclusive
+ * and Exclusive Access. TEST UNIT READY and RECEIVE COPY RESULTS (OPERATING PARAMETERS) pass
+ * both; MODE SENSE, READ ATTRIBUTE, READ BUFFER, RECEIVE DIAGNOSTIC RESULTS, REPORT SUPPORTED
+ * OPERATION CODES, REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS and READ DEFECT DATA pass Write
+ * Exclusive and conflict under Exclusive Access (SPC-5 §5.13.1 Table 63). READ ATTRIBUTE and
+ * READ BUFFER are not implemented: INVALID COMMAND OPERATION CODE, never a conflict.
+ */
+static void test_allow_commands(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	static const uint8_t types[] = { PR_TYPE_WE, PR_TYPE_EA };
+	static const uint8_t tur6[6] = { SPC_TEST_UNIT_READY };
+	static const uint8_t rcr_op[16] = {
+		SPC_RECEIVE_COPY_RESULTS, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+	};
+	static const uint8_t ms6[6] = { 0x1a, 0x08, 0x3f, 0, 0xff, 0 };
+	static const uint8_t ms10[10] = { 0x5a, 0x08, 0x3f, 0, 0, 0, 0, 0x01, 0x00, 0 };
+	static const uint8_t rdr[6] = { SPC_RECEIVE_DIAGNOSTIC_RESULTS, 0, 0, 0, 0x40, 0 };
+	static const uint8_t rsoc[12] = {
+		SPC_MAINTENANCE_IN, SPC_MI_REPORT_SUPPORTED_OPCODES, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0
+	};
+	static const uint8_t rstmf[12] = {
+		SPC_MAINTENANCE_IN, SPC_MI_REPORT_SUPPORTED_TMFS, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0
+	};
+	static const uint8_t rdd10[10] = {
+		SBC_READ_DEFECT_DATA_10, 0, 0x05, 0, 0, 0, 0, 0, 0x40, 0
+	};
+	static const uint8_t rdd12[12] = {
+		SBC_READ_DEFECT_DATA_12, 0x05, 0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0
+	};
+	static const uint8_t rattr[16] = { 0x8c, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0 };
+	static const uint8_t rbuf[10] = { SPC_READ_BUFFER, 0x02, 0, 0, 0, 0, 0, 0, 0x40, 0 };
+	const struct {
+		const uint8_t *cdb;
+		size_t len;
+	} we_only[] = {
+		{ ms6, 6 },    { ms10, 10 },  { rdr, 6 },    { rsoc, 12 },
+		{ rstmf, 12 }, { rdd10, 10 }, { rdd12, 12 },
+	};
+
+	(void)state;
+	/* ALLOW COMMANDS, byte 3 bits 6..4. */
+	assert_int_equal(prt_in(t, t->obs, PR_IN_REPORT_CAPABILITIES, 8)->data[3] & 0x70, 0x40);
+	ok(prt_out(t, t->a, PR_OUT_REGISTER, 0, 0, 0xa, 0));
+	for (size_t i = 0; i < sizeof(types); i++) {
+		bool we = types[i] == PR_TYPE_WE;
+
+		ok(prt_out(t, t->a, PR_OUT_RESERVE, types[i], 0xa, 0, 0));
+		ok(prt_run(t, t->b, tur6, 6, NULL, 0));
+		ok(prt_run(t, t->b, rcr_op, 16, NULL, 0));
+		for (size_t j = 0; j < sizeof(we_only) / sizeof(we_only[0]); j++) {
+			if (we)
+				ok(prt_run(t, t->b, we_only[j].cdb, we_only[j].len, NULL, 0));
+			else
+				conflict(prt_run(t, t->b, we_only[j].cdb, we_only[j].len, NULL, 0));
+		}
+		sense(prt_run(t, t->b, rattr, 16, NULL, 0), SENSE_ILLEGAL_REQUEST, 0x20, 0x00);
+		sense(prt_run(t, t->b, rbuf, 10, NULL, 0), SENSE_ILLEGAL_REQUEST, 0x20, 0x00);
+		/* The reservation is real: B's write conflicts under both. */
+		conflict(prt_write(t, t->b));
+		ok(prt_out(t, t->a, PR_OUT_RELEASE, types[i], 0xa, 0, 0));
+	}
+	prt_destroy(t);
+}
+
 /* SRP nexuses: port names "0x" and 32 hex digits (transport/srp/srp_nexus.c), their own
  * relative target port. */
 #define SRP_S "0xfe800000000000000002c90300a1b2c3"
@@ -235,9 +302,8 @@ static void test_srp_transport_ids(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_crh_exceptions),
-		cmocka_unit_test(test_spc2_allowed),
-		cmocka_unit_test(test_conflict_rows),
+		cmocka_unit_test(test_crh_exceptions),	  cmocka_unit_test(test_spc2_allowed),
+		cmocka_unit_test(test_conflict_rows),	  cmocka_unit_test(test_allow_commands),
 		cmocka_unit_test(test_srp_transport_ids),
 	};
 
