@@ -5,6 +5,7 @@
  * Annex B), the conflict table rows decided by a CDB field (SPC-5 §5.13.1 Table 63, SBC-4
  * §4.17.1 Table 13), and SRP TransportIDs (SPC-5 §7.6.4.5).
  */
+#include "libscsitgt/alua.h"
 #include "test_pr_common.h"
 
 static const uint8_t rsv6[6] = { SPC_RESERVE_6 }, rel6[6] = { SPC_RELEASE_6 };
@@ -94,6 +95,69 @@ static void test_spc2_allowed(void **state)
 	conflict(prt_in(t, t->b, PR_IN_READ_KEYS, 64));
 	ok(prt_run(t, t->a, rel6, 6, NULL, 0));
 	ok(tur(t, t->b));
+	prt_destroy(t);
+}
+
+/*
+ * Under another nexus's SPC-2 reservation, REPORT TARGET PORT GROUPS passes: SPC-5 §5.13.1
+ * Table 63 allows it under every persistent reservation type, Exclusive Access included, and
+ * Linux's ALUA device handler fails the path whose RTPG fails (scsi_dh_alua alua_rtpg():
+ * RESERVATION CONFLICT carries no sense, SCSI_DH_IO), so the losing node of a RESERVE race
+ * would lose every path. REPORT SUPPORTED OPERATION CODES and REPORT SUPPORTED TASK
+ * MANAGEMENT FUNCTIONS conflict, as under Exclusive Access; REPORT TIMESTAMP is not
+ * implemented (INVALID FIELD IN CDB at the service action, never a conflict).
+ */
+static void test_spc2_rtpg(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	struct scsitgt_target *tgt = t->lf->tgt;
+	struct scsitgt_alua_opts o;
+	static const uint8_t rtpg[12] = { SPC_MAINTENANCE_IN,
+					  SPC_MI_REPORT_TARGET_PORT_GROUPS,
+					  0,
+					  0,
+					  0,
+					  0,
+					  0,
+					  0,
+					  0x01,
+					  0,
+					  0,
+					  0 };
+	static const uint8_t rsoc[12] = {
+		SPC_MAINTENANCE_IN, SPC_MI_REPORT_SUPPORTED_OPCODES, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0
+	};
+	static const uint8_t rstmf[12] = {
+		SPC_MAINTENANCE_IN, SPC_MI_REPORT_SUPPORTED_TMFS, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0
+	};
+	static const uint8_t rts[12] = {
+		SPC_MAINTENANCE_IN, SPC_MI_REPORT_TIMESTAMP, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0
+	};
+	struct lf_result *r;
+
+	(void)state;
+	scsitgt_alua_opts_init(&o, sizeof(o));
+	o.modes = SCSITGT_ALUA_IMPLICIT;
+	assert_int_equal(scsitgt_alua_configure(tgt, &o), 0);
+	assert_int_equal(scsitgt_alua_group_create(tgt, 10, SCSITGT_ALUA_ACTIVE_OPTIMIZED), 0);
+	assert_int_equal(scsitgt_alua_group_add_port(tgt, 10, 1), 0);
+	ok(prt_run(t, t->a, rsv6, 6, NULL, 0));
+	r = prt_run(t, t->b, rtpg, 12, NULL, 0);
+	assert_good(r);
+	/* one descriptor: group 10, active/optimized, relative port 1 */
+	assert_int_equal(get_be32(r->data), 12);
+	assert_int_equal(r->data[4] & 0x0f, 0);
+	assert_int_equal(get_be16(&r->data[6]), 10);
+	assert_int_equal(get_be16(&r->data[14]), 1);
+	conflict(prt_run(t, t->b, rsoc, 12, NULL, 0));
+	conflict(prt_run(t, t->b, rstmf, 12, NULL, 0));
+	bad_cdb(prt_run(t, t->b, rts, 12, NULL, 0), 1, 4);
+	/* and under Exclusive Access, as Table 63 says */
+	ok(prt_run(t, t->a, rel6, 6, NULL, 0));
+	ok(prt_out(t, t->a, PR_OUT_REGISTER, 0, 0, 0xa, 0));
+	ok(prt_out(t, t->a, PR_OUT_RESERVE, PR_TYPE_EA, 0xa, 0, 0));
+	ok(prt_run(t, t->b, rtpg, 12, NULL, 0));
+	conflict(prt_run(t, t->b, rsoc, 12, NULL, 0));
 	prt_destroy(t);
 }
 
@@ -302,9 +366,9 @@ static void test_srp_transport_ids(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_crh_exceptions),	  cmocka_unit_test(test_spc2_allowed),
-		cmocka_unit_test(test_conflict_rows),	  cmocka_unit_test(test_allow_commands),
-		cmocka_unit_test(test_srp_transport_ids),
+		cmocka_unit_test(test_crh_exceptions), cmocka_unit_test(test_spc2_allowed),
+		cmocka_unit_test(test_spc2_rtpg),      cmocka_unit_test(test_conflict_rows),
+		cmocka_unit_test(test_allow_commands), cmocka_unit_test(test_srp_transport_ids),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
