@@ -722,11 +722,10 @@ enum scsitgt__sense_reason scsitgt__pr_out_exec(struct scsitgt__cmd *cmd,
 		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	if (sa == PR_OUT_REGISTER || sa == PR_OUT_REGISTER_AND_IGNORE)
 		return pr_register(cmd, nexus, reg, sa == PR_OUT_REGISTER_AND_IGNORE);
-	/* SPEC_I_PT and ALL_TG_PT belong to the register actions only. */
+	/* SPC-5 §6.17.3: SPEC_I_PT set for any service action but REGISTER is an invalid
+	 * field; ALL_TG_PT "shall be ignored for all other service actions" (Table 216). */
 	if (d[PRP_FLAGS] & PRP_SPEC_I_PT)
 		return scsitgt__cmd_bad_param_field(cmd, PRP_FLAGS, 3);
-	if (d[PRP_FLAGS] & PRP_ALL_TG_PT)
-		return scsitgt__cmd_bad_param_field(cmd, PRP_FLAGS, 2);
 	/* Every other action needs a registered nexus presenting its key (SPC-5 §5.13.9). */
 	if (reg == NULL || get_be64(&d[PRP_KEY]) != reg->key)
 		return SCSITGT__SR_RESERVATION_CONFLICT;

@@ -483,6 +483,32 @@ static void test_spec_i_pt_all_tg_pt(void **state)
 	prt_destroy(t);
 }
 
+/*
+ * SPC-5 §6.17.3 and Table 216: ALL_TG_PT is "valid only for the REGISTER service action and the
+ * REGISTER AND IGNORE EXISTING KEY service action, and shall be ignored for all other service
+ * actions"; SPEC_I_PT set for any but REGISTER is INVALID FIELD IN PARAMETER LIST.
+ */
+static void test_all_tg_pt_ignored(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+
+	(void)state;
+	ok(prt_out(t, t->a, PR_OUT_REGISTER, 0, 0, 0xa, 0));
+	ok(prt_out(t, t->b, PR_OUT_REGISTER, 0, 0, 0xb, 0));
+	ok(prt_out(t, t->a, PR_OUT_RESERVE, PR_TYPE_WE, 0xa, 0, 0x04));
+	assert_reservation(t, 0xa, PR_TYPE_WE);
+	ok(prt_out(t, t->a, PR_OUT_RELEASE, PR_TYPE_WE, 0xa, 0, 0x04));
+	assert_reservation(t, 0, 0);
+	ok(prt_out(t, t->a, PR_OUT_RESERVE, PR_TYPE_EA, 0xa, 0, 0));
+	ok(prt_out(t, t->b, PR_OUT_PREEMPT, PR_TYPE_EA, 0xb, 0xa, 0x04));
+	assert_reservation(t, 0xb, PR_TYPE_EA);
+	bad_param(prt_out(t, t->b, PR_OUT_RELEASE, PR_TYPE_EA, 0xb, 0, 0x08), 20);
+	assert_reservation(t, 0xb, PR_TYPE_EA);
+	ok(prt_out(t, t->b, PR_OUT_CLEAR, 0, 0xb, 0, 0x04));
+	assert_reservation(t, 0, 0);
+	prt_destroy(t);
+}
+
 static void test_report_capabilities(void **state)
 {
 	struct prt *t = prt_create(FAKE_SYNC);
@@ -719,6 +745,7 @@ int main(void)
 		cmocka_unit_test(test_replace_lost),
 		cmocka_unit_test(test_spec_i_pt_all_tg_pt),
 		cmocka_unit_test(test_report_capabilities),
+		cmocka_unit_test(test_all_tg_pt_ignored),
 		cmocka_unit_test(test_spc2_reserve),
 		cmocka_unit_test(test_aptpl_store),
 		cmocka_unit_test(test_aptpl_file_restart),
