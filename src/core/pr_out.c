@@ -667,9 +667,13 @@ static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 	proto = rel == 0 ? -1 : port_protocol(cmd->lun, rel);
 	if (proto < 0 || (proto > 0 && proto != cand.protocol_id))
 		return scsitgt__cmd_bad_param_field(cmd, PRM_REL_PORT, -1);
-	cand.rel_port_id = rel;
+	/* SPC-5 §5.13.8: "a TransportID that is the same as the initiator port of the I_T
+	 * nexus on which the command received" is refused, whatever target port is named (a
+	 * format 00b one naming its initiator device too, as LIO). */
+	cand.rel_port_id = nexus->rel_port_id;
 	if (scsitgt__pr_reg_covers(&cand, nexus->iport, nexus->rel_port_id))
 		return scsitgt__cmd_bad_param_field(cmd, PRM_TID, -1);
+	cand.rel_port_id = rel;
 	r = check_aptpl(cmd, aptpl, PRM_FLAGS);
 	if (r != SCSITGT__SR_OK)
 		return r;
