@@ -149,6 +149,21 @@ bool scsitgt__alua_port_listed(const struct scsitgt_target *tgt, uint16_t rel_po
 	return listed;
 }
 
+bool scsitgt__alua_port_any(const struct scsitgt_target *tgt,
+			    bool (*other)(void *arg, uint16_t rel_port_id), void *arg)
+{
+	const struct scsitgt__alua *a;
+	bool found = false;
+
+	alua_lock(tgt);
+	a = tgt->alua;
+	for (unsigned int i = 0; a != NULL && !found && i < a->ngroups; i++)
+		for (unsigned int j = 0; !found && j < a->groups[i].nports; j++)
+			found = other(arg, a->groups[i].ports[j]);
+	alua_unlock(tgt);
+	return found;
+}
+
 /* SPC-5 §5.16.2.6: every I_T nexus learns of the change on every LUN, except the one whose
  * SET TARGET PORT GROUPS made it. */
 static void alua_announce(struct scsitgt_target *tgt, const struct scsitgt__session *except)

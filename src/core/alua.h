@@ -26,6 +26,10 @@ bool scsitgt__alua_port_group(const struct scsitgt__session *sess, uint16_t *gro
 /* Whether a target port group of @tgt lists relative target port @rel_port_id (the host's
  * ALUA configuration). Takes tgt->alua_lock. */
 bool scsitgt__alua_port_listed(const struct scsitgt_target *tgt, uint16_t rel_port_id);
+/* Whether a target port group of @tgt lists a relative target port for which @other(@arg,
+ * port) is true; @other runs under tgt->alua_lock and must not take it. */
+bool scsitgt__alua_port_any(const struct scsitgt_target *tgt,
+			    bool (*other)(void *arg, uint16_t rel_port_id), void *arg);
 /* Whether the target offers @row's command: REPORT TARGET PORT GROUPS only with ALUA (TPGS
  * not 00b), SET TARGET PORT GROUPS only with explicit ALUA; every other row. */
 bool scsitgt__alua_offers(const struct scsitgt_target *tgt, const struct scsitgt__cdb_def *row);

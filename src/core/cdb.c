@@ -75,13 +75,14 @@ static const struct scsitgt__cdb_def maint_in_rows[0x20] = {
 		.parse = scsitgt__spc_parse_rsoc,
 		.exec = scsitgt__spc_rsoc,
 	},
-	/* SPC-5 §6.36: PARAMETER DATA FORMAT in byte 1, ALLOCATION LENGTH. */
+	/* SPC-5 §6.36: PARAMETER DATA FORMAT in byte 1, ALLOCATION LENGTH. Allowed under
+	 * every reservation, another nexus's SPC-2 RESERVE too (core/pr.c says why). */
 	[SPC_MI_REPORT_TARGET_PORT_GROUPS] = {
 		.name = "REPORT TARGET PORT GROUPS",
 		.cdb_len = 12,
 		.usage = { 0xa3, 0xea, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00 },
 		.flags = SCSITGT__CDB_F_ALLOW_STANDBY,
-		.pr = SCSITGT__PR_ALLOWED,
+		.pr = SCSITGT__PR_ALLOWED_SPC2,
 		.parse = scsitgt__alua_parse_rtpg,
 		.exec = scsitgt__alua_rtpg,
 	},

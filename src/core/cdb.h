@@ -57,7 +57,8 @@ enum scsitgt__pr_class {
 	SCSITGT__PR_RESERVE,
 	SCSITGT__PR_RELEASE,
 	/* As PR_ALLOWED, and allowed under another nexus's SPC-2 reservation too (SPC-2 Annex
-	 * B, column "reserved by another initiator": READ CAPACITY, LOG SENSE). */
+	 * B, column "reserved by another initiator": READ CAPACITY, LOG SENSE; and REPORT
+	 * TARGET PORT GROUPS, core/pr.c). */
 	SCSITGT__PR_ALLOWED_SPC2,
 	/* Decided by the CDB (core/pr.c): START STOP UNIT with START 1 and POWER CONDITION 0,
 	 * PREVENT ALLOW MEDIUM REMOVAL with PREVENT 00b are PR_ALLOWED_SPC2 (SPC-5 §5.13.1

@@ -39,6 +39,13 @@ struct scsitgt__service {
 	struct scsitgt__list node;
 	/* Stop listening, close connections; call cb(cb_arg, 0) once done (deferred). */
 	void (*shutdown)(struct scsitgt__service *svc, scsitgt_done_cb cb, void *cb_arg);
+	/* The target port it is, for the TransportIDs and relative target ports persistent
+	 * reservations name (core/pr_out.c): its SPC-5 §7.6.4.1 PROTOCOL IDENTIFIER (0: not a
+	 * target port) and relative target port identifier, of @tgt only, or of every target
+	 * of the engine when NULL (an iSCSI portal group). Set before it is added; home only. */
+	uint8_t protocol_id;
+	uint16_t rel_port_id;
+	const struct scsitgt_target *tgt;
 };
 
 /* Work deferred to the next loop iteration, so callbacks never run inside the initiating call. */

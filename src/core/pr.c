@@ -222,7 +222,13 @@ static enum scsitgt__sense_reason pr_check_locked(const struct scsitgt__cmd *cmd
 	/* SPC-2 §5.5.1 and Annex B: under another nexus's RESERVE only the commands that need
 	 * no logical unit (INQUIRY, REPORT LUNS, REQUEST SENSE), RELEASE (a no-op) and the
 	 * PR_ALLOWED_SPC2 ones (READ CAPACITY, LOG SENSE, START STOP UNIT with START 1,
-	 * PREVENT ALLOW MEDIUM REMOVAL with PREVENT 0) get through. */
+	 * PREVENT ALLOW MEDIUM REMOVAL with PREVENT 0) get through. Annex B predates REPORT
+	 * TARGET PORT GROUPS (SPC-3); it is PR_ALLOWED_SPC2 too: it reports the target's ports,
+	 * not the medium, SPC-5 §5.13.1 Table 63 allows it under every persistent reservation
+	 * (Exclusive Access included), and Linux's ALUA handler fails a path whose RTPG fails
+	 * (RESERVATION CONFLICT carries no sense: SCSI_DH_IO), so the node that lost a RESERVE
+	 * race would lose its paths. REPORT SUPPORTED OPERATION CODES and TASK MANAGEMENT
+	 * FUNCTIONS conflict, as Table 63 has them under Exclusive Access. */
 	if (pr->r2_held && !r2_mine(pr, cmd->sess) && cls != SCSITGT__PR_RELEASE &&
 	    cls != SCSITGT__PR_ALLOWED_SPC2 && !(row->flags & SCSITGT__CDB_F_NO_LUN))
 		return SCSITGT__SR_RESERVATION_CONFLICT;

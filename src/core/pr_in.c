@@ -65,8 +65,12 @@ static size_t report_capabilities(const struct scsitgt_lun *lun, const struct sc
 	/* CRH (the SPC-5 §5.13.3 exceptions to SPC-2 RESERVE and RELEASE, core/pr.c), SIP_C,
 	 * ATP_C, PTPL_C; RLR_C 0 (REPLACE LOST RESERVATION is refused, pr_out.c). */
 	b[2] = 0x10 | 0x08 | 0x04 | (scsitgt__pr_ptpl_capable(lun) ? 0x01 : 0);
-	/* TMV: the type mask is valid; ALLOW COMMANDS 000b (SPC-5 Table 223); PTPL_A. */
-	b[3] = 0x80 | (pr && pr->aptpl ? 0x01 : 0);
+	/* TMV: the type mask is valid; PTPL_A. ALLOW COMMANDS 100b (SPC-5 Table 223): TEST UNIT
+	 * READY and RECEIVE COPY RESULTS pass Write Exclusive and Exclusive Access, MODE SENSE,
+	 * RECEIVE DIAGNOSTIC RESULTS, REPORT SUPPORTED OPERATION CODES and TASK MANAGEMENT
+	 * FUNCTIONS and READ DEFECT DATA pass Write Exclusive: their .pr classes in core/cdb.c
+	 * (READ ATTRIBUTE and READ BUFFER are not implemented). */
+	b[3] = 0x80 | 0x40 | (pr && pr->aptpl ? 0x01 : 0);
 	/* WR_EX_AR, EX_AC_RO, WR_EX_RO, EX_AC, WR_EX; then EX_AC_AR. */
 	b[4] = 0x80 | 0x40 | 0x20 | 0x08 | 0x02;
 	b[5] = 0x01;

@@ -303,6 +303,99 @@ static enum scsitgt__sense_reason check_aptpl(struct scsitgt__cmd *cmd, bool apt
 }
 
 /*
+ * The protocol of relative target port @rel of the LUN's target, from what this engine knows of
+ * it: a fabric's port (an engine service: an iSCSI portal group is a port of every target, an
+ * SRP port one of its own target's), the port of a connected nexus, or of a registration.
+ * -1: none of these. The core keeps no other list of ports. Loop: home (the services and the
+ * target's nexuses are home's), under lun->xlock.
+ */
+static int port_protocol_here(struct scsitgt_lun *lun, uint16_t rel)
+{
+	struct scsitgt_target *tgt = lun->tgt;
+	const struct scsitgt_engine *engine = tgt->engine;
+	const struct scsitgt__pr *pr = lun->pr;
+
+	SCSITGT__ASSERT_HOME(engine);
+	for (const struct scsitgt__list *p = engine->services.next; p != &engine->services;
+	     p = p->next) {
+		const struct scsitgt__service *svc =
+			scsitgt__container_of(p, struct scsitgt__service, node);
+
+		if (svc->protocol_id != 0 && (svc->tgt == NULL || svc->tgt == tgt) &&
+		    svc->rel_port_id == rel)
+			return svc->protocol_id;
+	}
+	for (const struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
+		const struct scsitgt__session *s =
+			scsitgt__container_of(p, struct scsitgt__session, node);
+
+		if (s->rel_port_id == rel)
+			return s->protocol_id;
+	}
+	for (const struct scsitgt__list *p = pr->regs.next; p != &pr->regs; p = p->next) {
+		const struct scsitgt__pr_reg *r =
+			scsitgt__container_of(p, struct scsitgt__pr_reg, node);
+
+		if (!r->all_tg_pt && r->rel_port_id == rel)
+			return r->protocol_id;
+	}
+	return -1;
+}
+
+/*
+ * As port_protocol_here(), and 0 for a port only the host's ALUA configuration lists: another
+ * engine's (several engines exporting one LUN list each other's ports in their target port
+ * groups, libscsitgt/alua.h), whose protocol this one cannot know.
+ */
+static int port_protocol(struct scsitgt_lun *lun, uint16_t rel)
+{
+	int proto = port_protocol_here(lun, rel);
+
+	if (proto < 0 && scsitgt__alua_port_listed(lun->tgt, rel))
+		return 0;
+	return proto;
+}
+
+/* A port the ALUA configuration lists that is none of this engine's (scsitgt__alua_port_any()). */
+static bool port_other_engine(void *arg, uint16_t rel)
+{
+	return port_protocol_here(arg, rel) < 0;
+}
+
+/*
+ * Whether the target may have a port of protocol @proto (SPC-5 §7.6.4.1): one this engine
+ * knows (port_protocol_here()'s sources), or a port of another engine, of unknown protocol.
+ * When not, a TransportID of that protocol names no I_T nexus of the target. Home, under
+ * lun->xlock.
+ */
+static bool target_has_protocol(struct scsitgt_lun *lun, uint8_t proto)
+{
+	struct scsitgt_target *tgt = lun->tgt;
+	const struct scsitgt_engine *engine = tgt->engine;
+	const struct scsitgt__pr *pr = lun->pr;
+
+	for (const struct scsitgt__list *p = engine->services.next; p != &engine->services;
+	     p = p->next) {
+		const struct scsitgt__service *svc =
+			scsitgt__container_of(p, struct scsitgt__service, node);
+
+		if (svc->protocol_id == proto && (svc->tgt == NULL || svc->tgt == tgt))
+			return true;
+	}
+	for (const struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next)
+		if (scsitgt__container_of(p, struct scsitgt__session, node)->protocol_id == proto)
+			return true;
+	for (const struct scsitgt__list *p = pr->regs.next; p != &pr->regs; p = p->next) {
+		const struct scsitgt__pr_reg *r =
+			scsitgt__container_of(p, struct scsitgt__pr_reg, node);
+
+		if (!r->all_tg_pt && r->protocol_id == proto)
+			return true;
+	}
+	return scsitgt__alua_port_any(tgt, port_other_engine, lun);
+}
+
+/*
  * SPEC_I_PT (SPC-5 §5.13.7): decode the TransportIDs into a private list first, so that one bad
  * or already registered nexus refuses the whole command.
  */
@@ -333,9 +426,14 @@ static enum scsitgt__sense_reason spec_i_pt_collect(struct scsitgt__cmd *cmd,
 		if (n == 0)
 			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, -1);
 		/* Without ALL_TG_PT the nexus is registered through the receiving port, which
-		 * carries only its own protocol's nexuses (as LIO refuses the others). */
-		if (!all_tg_pt && cand.protocol_id != nexus->protocol_id)
-			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, -1);
+		 * carries only its own protocol's nexuses (as LIO refuses the others); with it,
+		 * through every port of the target (SPC-5 §6.17.3), so one of them must be of
+		 * its protocol. Else the TransportID names no I_T nexus of the target, and "no
+		 * registrations shall be made": the field in error is its PROTOCOL IDENTIFIER
+		 * (byte 0 bits 3..0, SPC-5 §7.6.4.1). */
+		if (all_tg_pt ? !target_has_protocol(cmd->lun, cand.protocol_id) :
+				cand.protocol_id != nexus->protocol_id)
+			return scsitgt__cmd_bad_param_field(cmd, (uint16_t)off, 3);
 		cand.all_tg_pt = all_tg_pt;
 		cand.rel_port_id = nexus->rel_port_id;
 		dup = reg_overlap(&cand, &self);
@@ -526,37 +624,6 @@ static enum scsitgt__sense_reason pr_preempt(struct scsitgt__cmd *cmd, struct sc
 	return SCSITGT__SR_OK;
 }
 
-/*
- * Whether relative target port @rel can carry the I_T nexus of a TransportID of protocol
- * @proto: a nexus of the target is connected through it (then of that protocol), a
- * registration names it, or a target port group of the host's ALUA configuration lists it
- * (as a cluster lists the ports of every engine that exports the LUN, libscsitgt/alua.h). The
- * core keeps no list of the fabrics' ports; these are the ports it knows. Loop: home (the
- * target's nexuses are home's), under lun->xlock.
- */
-static bool pr_port_known(struct scsitgt_lun *lun, uint16_t rel, uint8_t proto)
-{
-	struct scsitgt_target *tgt = lun->tgt;
-	const struct scsitgt__pr *pr = lun->pr;
-
-	SCSITGT__ASSERT_HOME(tgt->engine);
-	for (struct scsitgt__list *p = tgt->sessions.next; p != &tgt->sessions; p = p->next) {
-		const struct scsitgt__session *s =
-			scsitgt__container_of(p, struct scsitgt__session, node);
-
-		if (s->rel_port_id == rel)
-			return s->protocol_id == proto;
-	}
-	for (struct scsitgt__list *p = pr->regs.next; p != &pr->regs; p = p->next) {
-		const struct scsitgt__pr_reg *r =
-			scsitgt__container_of(p, struct scsitgt__pr_reg, node);
-
-		if (!r->all_tg_pt && r->rel_port_id == rel)
-			return r->protocol_id == proto;
-	}
-	return scsitgt__alua_port_listed(tgt, rel);
-}
-
 /* SPC-5 §5.13.8 REGISTER AND MOVE. */
 static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 						       const struct scsitgt__pr_reg *nexus,
@@ -570,6 +637,7 @@ static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 	uint32_t tlen = get_be32(&d[PRM_TID_LEN]);
 	struct scsitgt__pr_reg cand, *dest = NULL;
 	enum scsitgt__sense_reason r;
+	int proto;
 
 	if (tlen > cmd->xfer_len - PRM_TID)
 		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
@@ -590,11 +658,22 @@ static enum scsitgt__sense_reason pr_register_and_move(struct scsitgt__cmd *cmd,
 	/* The RELATIVE TARGET PORT IDENTIFIER names the target port of the nexus the
 	 * reservation moves to (SPC-5 §6.17.4): one no port has would hand it to a nexus that
 	 * can never exist. */
-	if (rel == 0 || !pr_port_known(cmd->lun, rel, cand.protocol_id))
+	/* A TransportID of a protocol no port of the target has names no I_T nexus of it:
+	 * the field in error is its PROTOCOL IDENTIFIER (byte 0 bits 3..0, SPC-5 §7.6.4.1). A
+	 * port of that protocol exists, but the one named carries another: the RELATIVE
+	 * TARGET PORT IDENTIFIER is. */
+	if (!target_has_protocol(cmd->lun, cand.protocol_id))
+		return scsitgt__cmd_bad_param_field(cmd, PRM_TID, 3);
+	proto = rel == 0 ? -1 : port_protocol(cmd->lun, rel);
+	if (proto < 0 || (proto > 0 && proto != cand.protocol_id))
 		return scsitgt__cmd_bad_param_field(cmd, PRM_REL_PORT, -1);
-	cand.rel_port_id = rel;
+	/* SPC-5 §5.13.8: "a TransportID that is the same as the initiator port of the I_T
+	 * nexus on which the command received" is refused, whatever target port is named (a
+	 * format 00b one naming its initiator device too, as LIO). */
+	cand.rel_port_id = nexus->rel_port_id;
 	if (scsitgt__pr_reg_covers(&cand, nexus->iport, nexus->rel_port_id))
 		return scsitgt__cmd_bad_param_field(cmd, PRM_TID, -1);
+	cand.rel_port_id = rel;
 	r = check_aptpl(cmd, aptpl, PRM_FLAGS);
 	if (r != SCSITGT__SR_OK)
 		return r;
@@ -647,11 +726,10 @@ enum scsitgt__sense_reason scsitgt__pr_out_exec(struct scsitgt__cmd *cmd,
 		return SCSITGT__SR_PARAM_LIST_LENGTH_ERROR;
 	if (sa == PR_OUT_REGISTER || sa == PR_OUT_REGISTER_AND_IGNORE)
 		return pr_register(cmd, nexus, reg, sa == PR_OUT_REGISTER_AND_IGNORE);
-	/* SPEC_I_PT and ALL_TG_PT belong to the register actions only. */
+	/* SPC-5 §6.17.3: SPEC_I_PT set for any service action but REGISTER is an invalid
+	 * field; ALL_TG_PT "shall be ignored for all other service actions" (Table 216). */
 	if (d[PRP_FLAGS] & PRP_SPEC_I_PT)
 		return scsitgt__cmd_bad_param_field(cmd, PRP_FLAGS, 3);
-	if (d[PRP_FLAGS] & PRP_ALL_TG_PT)
-		return scsitgt__cmd_bad_param_field(cmd, PRP_FLAGS, 2);
 	/* Every other action needs a registered nexus presenting its key (SPC-5 §5.13.9). */
 	if (reg == NULL || get_be64(&d[PRP_KEY]) != reg->key)
 		return SCSITGT__SR_RESERVATION_CONFLICT;

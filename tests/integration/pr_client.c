@@ -27,6 +27,8 @@
  *                             (the target port and port group designators are left out)
  *   reserve6 | release6       SPC-2 RESERVE (6) / RELEASE (6) once unit attentions are
  *                             cleared: "good", "conflict" or "sense K/ASC/ASCQ"
+ *   reserve6-hold FILE        reserve6, then keep the nexus (and so the reservation) until
+ *                             FILE exists (polled)
  *   opsupport OPCODE          REPORT SUPPORTED OPERATION CODES for one opcode (no service
  *                             action): "supported", "not supported", or "sense K/ASC/ASCQ"
  *   held KIND                 a READ (10) of block 0 that the target holds (minitarget's
@@ -79,7 +81,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: pr_client [-i IQN] [-q ISID-QUALIFIER] [-w FILE] URL "
 		"tur|tur-after|register|rekey|reserve|preempt|readkeys|readgen|readres|write|"
-		"verify|rtpg|stpg|ident|reserve6|release6|opsupport|held [ARGS]\n");
+		"verify|rtpg|stpg|ident|reserve6|reserve6-hold|release6|opsupport|held [ARGS]\n");
 	exit(2);
 }
 
@@ -661,7 +663,12 @@ int main(int argc, char **argv)
 		rc = cmd_ident();
 	else if (strcmp(cmd, "reserve6") == 0 && argc == 0)
 		rc = cmd_spc2(true);
-	else if (strcmp(cmd, "release6") == 0 && argc == 0)
+	else if (strcmp(cmd, "reserve6-hold") == 0 && argc == 1) {
+		rc = cmd_spc2(true);
+		fflush(stdout);
+		while (access(argv[0], F_OK) != 0)
+			usleep(20000);
+	} else if (strcmp(cmd, "release6") == 0 && argc == 0)
 		rc = cmd_spc2(false);
 	else if (strcmp(cmd, "opsupport") == 0 && argc == 1)
 		rc = cmd_opsupport((unsigned)num(argv[0]));

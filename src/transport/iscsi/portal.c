@@ -578,6 +578,9 @@ bool scsitgt__iscsi_portal_wildcard(const struct scsitgt_portal *portal)
 static void portal_in_service(struct scsitgt_portal *portal)
 {
 	portal->svc.shutdown = portal_svc_shutdown;
+	/* every target's port of this portal group tag (session.c's rel_port_id) */
+	portal->svc.protocol_id = SCSITGT__PROTO_ISCSI;
+	portal->svc.rel_port_id = portal->tpgt;
 	scsitgt__engine_add_service(portal->ie->engine, &portal->svc);
 	scsitgt__cfg_wrlock(portal->ie->engine);
 	scsitgt__list_add_tail(&portal->ie->portals, &portal->node);

@@ -725,6 +725,9 @@ static void tgt_ext_destroy(void *data)
 		scsitgt__list_remove(&p->tgt_node);
 		scsitgt__list_init(&p->tgt_node);
 		p->tgt = NULL;
+		/* no longer a port of any target (core/pr_out.c) */
+		p->svc.protocol_id = 0;
+		p->svc.tgt = NULL;
 	}
 	free(x);
 }
@@ -916,6 +919,9 @@ SCSITGT_EXPORT int scsitgt_srp_portal_create(struct scsitgt_srp_portal **out,
 	uv_timer_init(engine->loop, &port->relisten);
 	port->relisten.data = port;
 	port->svc.shutdown = port_svc_shutdown;
+	port->svc.protocol_id = SCSITGT__PROTO_SRP;
+	port->svc.rel_port_id = port->opts.rel_port_id;
+	port->svc.tgt = tgt;
 	scsitgt__engine_add_service(engine, &port->svc);
 	scsitgt__log(&engine->log, SCSITGT_LOG_INFO, SCSITGT__SRP_SUBSYS,
 		     "SRP port %s:%u listening for target port 0x%016" PRIx64 "%016" PRIx64

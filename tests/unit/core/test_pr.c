@@ -378,6 +378,46 @@ static void test_register_and_move(void **state)
 	prt_destroy(t);
 }
 
+/*
+ * SPC-5 §5.13.8: "If a PERSISTENT RESERVE OUT command with a REGISTER AND MOVE service action
+ * specifies a TransportID that is the same as the initiator port of the I_T nexus on which the
+ * command received", INVALID FIELD IN PARAMETER LIST, whatever target port it names: A's own
+ * port (or its initiator device, format 00b) through port 2 is refused, the reservation stays.
+ */
+static void test_move_same_initiator_port(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+	struct scsitgt__session *a_p2;
+	uint8_t p[24 + 300] = { 0 };
+	uint8_t cdb[CDB_BUF];
+	size_t n;
+
+	(void)state;
+	/* A's initiator port through relative target port 2 too: another I_T nexus. */
+	assert_int_equal(loop_fabric_add_session(t->lf, PORT_A, 2, &a_p2), 0);
+	ua(prt_run(t, a_p2, cdb, cdb_tur(cdb), NULL, 0), 0x29, 0x00);
+	ok(prt_out(t, t->a, PR_OUT_REGISTER, 0, 0, 0x11, 0));
+	ok(prt_out(t, t->a, PR_OUT_RESERVE, PR_TYPE_EA, 0x11, 0, 0));
+	put_be64(&p[0], 0x11);
+	put_be64(&p[8], 0x22);
+	put_be16(&p[18], 2);
+	n = tid(&p[24], PORT_A, true);
+	put_be32(&p[20], (uint32_t)n);
+	bad_param(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)), 24);
+	n = tid(&p[24], "iqn.2024-01.org.example:initiator", false);
+	put_be32(&p[20], (uint32_t)n);
+	bad_param(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)), 24);
+	assert_keys(t, 1, (uint64_t[]){ 0x11 });
+	assert_reservation(t, 0x11, PR_TYPE_EA);
+	conflict(prt_read(t, a_p2));
+	/* Another initiator port through port 2 is fine. */
+	n = tid(&p[24], PORT_B, true);
+	put_be32(&p[20], (uint32_t)n);
+	ok(prt_out_raw(t, t->a, PR_OUT_REGISTER_AND_MOVE, 0, p, (uint32_t)(24 + n)));
+	assert_reservation(t, 0x22, PR_TYPE_EA);
+	prt_destroy(t);
+}
+
 /* SPC-5 §5.13.11.3: nothing here loses reservation information, so every REPLACE LOST
  * RESERVATION gets ILLEGAL REQUEST, INVALID RELEASE OF PERSISTENT RESERVATION, and nothing
  * changes: no reservation appears, none changes type. */
@@ -483,6 +523,32 @@ static void test_spec_i_pt_all_tg_pt(void **state)
 	prt_destroy(t);
 }
 
+/*
+ * SPC-5 §6.17.3 and Table 216: ALL_TG_PT is "valid only for the REGISTER service action and the
+ * REGISTER AND IGNORE EXISTING KEY service action, and shall be ignored for all other service
+ * actions"; SPEC_I_PT set for any but REGISTER is INVALID FIELD IN PARAMETER LIST.
+ */
+static void test_all_tg_pt_ignored(void **state)
+{
+	struct prt *t = prt_create(FAKE_SYNC);
+
+	(void)state;
+	ok(prt_out(t, t->a, PR_OUT_REGISTER, 0, 0, 0xa, 0));
+	ok(prt_out(t, t->b, PR_OUT_REGISTER, 0, 0, 0xb, 0));
+	ok(prt_out(t, t->a, PR_OUT_RESERVE, PR_TYPE_WE, 0xa, 0, 0x04));
+	assert_reservation(t, 0xa, PR_TYPE_WE);
+	ok(prt_out(t, t->a, PR_OUT_RELEASE, PR_TYPE_WE, 0xa, 0, 0x04));
+	assert_reservation(t, 0, 0);
+	ok(prt_out(t, t->a, PR_OUT_RESERVE, PR_TYPE_EA, 0xa, 0, 0));
+	ok(prt_out(t, t->b, PR_OUT_PREEMPT, PR_TYPE_EA, 0xb, 0xa, 0x04));
+	assert_reservation(t, 0xb, PR_TYPE_EA);
+	bad_param(prt_out(t, t->b, PR_OUT_RELEASE, PR_TYPE_EA, 0xb, 0, 0x08), 20);
+	assert_reservation(t, 0xb, PR_TYPE_EA);
+	ok(prt_out(t, t->b, PR_OUT_CLEAR, 0, 0xb, 0, 0x04));
+	assert_reservation(t, 0, 0);
+	prt_destroy(t);
+}
+
 static void test_report_capabilities(void **state)
 {
 	struct prt *t = prt_create(FAKE_SYNC);
@@ -494,7 +560,8 @@ static void test_report_capabilities(void **state)
 	assert_int_equal(get_be16(r->data), 8);
 	/* CRH, SIP_C, ATP_C; no PTPL_C without a store. */
 	assert_int_equal(r->data[2], 0x1c);
-	assert_int_equal(r->data[3], 0x80);
+	/* TMV, ALLOW COMMANDS 100b (test_pr_compat.c proves its rows). */
+	assert_int_equal(r->data[3], 0xc0);
 	assert_int_equal(get_be16(&r->data[4]), 0xea01);
 	/* Truncation honours the allocation length. */
 	ok(prt_out(t, t->a, PR_OUT_REGISTER, 0, 0, 0x11, 0));
@@ -715,9 +782,11 @@ int main(void)
 		cmocka_unit_test(test_preempt),
 		cmocka_unit_test(test_preempt_and_abort),
 		cmocka_unit_test(test_register_and_move),
+		cmocka_unit_test(test_move_same_initiator_port),
 		cmocka_unit_test(test_replace_lost),
 		cmocka_unit_test(test_spec_i_pt_all_tg_pt),
 		cmocka_unit_test(test_report_capabilities),
+		cmocka_unit_test(test_all_tg_pt_ignored),
 		cmocka_unit_test(test_spc2_reserve),
 		cmocka_unit_test(test_aptpl_store),
 		cmocka_unit_test(test_aptpl_file_restart),
