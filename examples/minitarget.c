@@ -281,6 +281,9 @@ static void engine_destroyed(void *arg, int status)
 	app->engine = NULL;
 	for (size_t i = 0; i < g_nluns; i++)
 		g_faults[i].lun = NULL;
+	/* Here, not after the loop: a backend behind a fault context (RBD) keeps handles on the
+	 * loop until that context, which closes it, is gone. */
+	fault_cleanup();
 	rbd_orphans_close();
 	uv_close((uv_handle_t *)&app->sigint, NULL);
 	uv_close((uv_handle_t *)&app->sigterm, NULL);

@@ -12,7 +12,9 @@
 #   any leak), then closes the image and calls back: the process exits 0;
 # - the write is all or nothing on the image (the initiator got no status for it).
 # Once with the session on the home loop, once on a worker loop (--workers 2: that worker
-# detaches and runs its loop on for the backend until the close tore its queue down).
+# detaches and runs its loop on for the backend until the close tore its queue down). Then a
+# fault rule in front of the RBD backend holds the write instead: minitarget releases it and
+# closes the RBD backend after the engine's destroy; the process exits 0.
 # Skipped without the Ceph packages.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -61,8 +63,24 @@ PY
 	rm -f "$IT_TMP/img"
 }
 
+# exited_by_itself: the target ends without another signal (its handlers are gone after the
+# engine's destroy), status 0.
+exited_by_itself() {
+	local i st=0
+	for ((i = 0; i < IT_STOP_TIMEOUT * 10; i++)); do
+		kill -0 "$IT_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$IT_PID" 2>/dev/null && it_fail "the target still runs ${IT_STOP_TIMEOUT}s after $1"
+	wait "$IT_PID" || st=$?
+	IT_PID=
+	[[ $st -eq 0 ]] || it_fail "the target exited with status $st after $1"
+	! grep -qE "(ERROR|WARNING): [A-Za-z]*Sanitizer" "$IT_TMP/target.err" ||
+		it_fail "sanitizer report"
+}
+
 phase() {
-	local workers=$1 lba=$2 old=$3 new=$4 pc st i got
+	local workers=$1 lba=$2 old=$3 new=$4 pc got
 	it_start -v --workers "$workers" --drain-timeout 300 --logout-timeout 300 \
 		--lun "0:rbd:$IMG,nocache,timeout=0,nopr"
 	"$PC" "${IT_URLS[0]}" write "$lba" 1 "$old" 1 >/dev/null 2>"$IT_TMP/pc.err" ||
@@ -81,23 +99,12 @@ phase() {
 	! grep -q "rbd backend closed after" "$IT_TMP/target.err" ||
 		it_fail "the close finished while librbd held the write"
 	cont_osd
-	# The close finishes (its callback) and the process ends by itself: its signal handlers
-	# are gone, so it is not signalled again.
-	for ((i = 0; i < IT_STOP_TIMEOUT * 10; i++)); do
-		kill -0 "$IT_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -0 "$IT_PID" 2>/dev/null && it_fail "the target still runs ${IT_STOP_TIMEOUT}s after the OSD came back"
-	st=0
-	wait "$IT_PID" || st=$?
-	IT_PID=
-	[[ $st -eq 0 ]] || it_fail "the target exited with status $st"
+	# The close finishes (its callback) and the process ends by itself.
+	exited_by_itself "the OSD came back"
 	grep -q "came back from librbd during the close" "$IT_TMP/target.err" ||
 		it_fail "the write librbd gave back was never completed"
 	grep -q "rbd backend closed after the engine gave up" "$IT_TMP/target.err" ||
 		it_fail "no close callback"
-	! grep -qE "(ERROR|WARNING): [A-Za-z]*Sanitizer" "$IT_TMP/target.err" ||
-		it_fail "sanitizer report"
 	kill "$pc" 2>/dev/null || true
 	wait "$pc" 2>/dev/null || true
 	IT_HELPER_PIDS=()
@@ -115,4 +122,23 @@ phase() {
 
 phase 0 8 17 99
 phase 2 9 23 77
+
+# A fault rule in front of the RBD backend holds the write (never in librbd): minitarget
+# releases it (EIO) and destroys the fault context after the engine's destroy, which closes the
+# RBD backend behind it. Before, that happened only after the loop ended, which the RBD
+# context's handles kept from ending: the process never exited.
+it_start -v --drain-timeout 300 --logout-timeout 300 --lun "0:rbd:$IMG,nocache,nopr,fault=hang@write"
+"$PC" "${IT_URLS[0]}" write 10 1 31 1 >/dev/null 2>"$IT_TMP/pc3.err" &
+IT_HELPER_PIDS+=("$!")
+for ((i = 0; i < 300; i++)); do
+	kill -USR1 "$IT_PID"
+	sleep 0.1
+	grep -q "^fault lun 0: .* held 1 " "$IT_TMP/target.out" && break
+done
+grep -q "^fault lun 0: .* held 1 " "$IT_TMP/target.out" || it_fail "the fault rule held no write"
+kill -TERM "$IT_PID"
+exited_by_itself "a SIGTERM with the write held by the fault rule"
+grep -q "rbd/test: closed" "$IT_TMP/target.err" || it_fail "the RBD backend behind the fault rule was not closed"
+it_stop_helpers
+it_log "fault rule in front of RBD holding a write: released, the RBD backend closed, exit 0"
 it_log "PASS"
