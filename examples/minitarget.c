@@ -53,9 +53,12 @@
  * its port, default G), --alua-preferred makes this one take a free lock first; ALUA is
  * implicit and explicit. --gw-holddown and --gw-probe set the hold-down against takeovers and
  * the probe interval.
- * SIGINT or SIGTERM shut it down cleanly (exit status 0). SIGUSR1 prints the counters of every
- * fault= LUN to stdout, one "fault lun N: submitted S passed P delayed D hung H held H'
- * delaying D'" line each (backend_fault.h), for tests that wait until an io is held.
+ * SIGINT or SIGTERM shut it down cleanly (exit status 0); an RBD LUN whose io librbd still
+ * had when the engine gave up on it (--drain-timeout) is closed afterwards, and the process
+ * exits once librbd gave it back. SIGUSR1 prints "lun N: inflight I" (commands in flight) for
+ * every LUN, then the counters of every fault= LUN to stdout, one "fault lun N: submitted S
+ * passed P delayed D hung H held H' delaying D'" line each (backend_fault.h), for tests that
+ * wait until an io is held.
  * SIGUSR2 (a gateway, --alua-group) toggles its watch fault: the watch of the gateway object
  * breaks and its re-watch hangs until the next SIGUSR2 (the test hook
  * scsitgt_rbd_gateway_set_watch_fault(), libscsitgt/testing.h); each prints "gateway watch
@@ -81,12 +84,19 @@
 #include "minitarget_prhold.h"
 
 /* A LUN's fault-injection wrapper (fault=SPEC), whose close() minitarget watches: a context
- * the library abandoned at shutdown (it held ios) is the host's to free. */
+ * the library abandoned at shutdown (it held ios) is the host's to free. An RBD LUN without
+ * one is watched the same way (rbd, rbd_ops, rbd_closed): its close() is minitarget's then
+ * (docs/threading.md, "A backend that never completes"). */
 struct lun_fault {
 	uint64_t lun_id;
 	void *ctx;
 	struct scsitgt_backend_ops ops;
 	bool closed;
+	void *rbd;
+	struct scsitgt_backend_ops rbd_ops;
+	bool rbd_closed;
+	/* For SIGUSR1's "lun N: inflight I" (NULL once the engine is gone). */
+	struct scsitgt_lun *lun;
 };
 
 struct app {
@@ -224,12 +234,57 @@ static void fault_cleanup(void)
 	}
 }
 
+static void rbd_tracked_close(void *bctx, scsitgt_done_cb cb, void *cb_arg)
+{
+	for (size_t i = 0; i < g_nluns; i++)
+		if (g_faults[i].rbd == bctx)
+			g_faults[i].rbd_closed = true;
+	scsitgt_backend_rbd_ops()->close(bctx, cb, cb_arg);
+}
+
+static void rbd_orphan_closed(void *arg, int status)
+{
+	struct lun_fault *f = arg;
+
+	(void)status;
+	fprintf(stderr,
+		"minitarget: LUN %llu: rbd backend closed after the engine gave up on its "
+		"ios\n",
+		(unsigned long long)f->lun_id);
+}
+
+/* After the engine's destroy: an RBD context the engine gave up on (it held ios, close() never
+ * came) is the host's. Its close() may be called at once: it calls back once librbd gave the
+ * last io back (each completes: only its memory goes) and the image is closed; until then its
+ * handles keep the loop running. */
+static void rbd_orphans_close(void)
+{
+	for (size_t i = 0; i < g_nluns; i++) {
+		struct lun_fault *f = &g_faults[i];
+
+		if (f->rbd == NULL || f->rbd_closed)
+			continue;
+		f->rbd_closed = true;
+		fprintf(stderr,
+			"minitarget: LUN %llu: closing the rbd backend the engine gave up "
+			"on\n",
+			(unsigned long long)f->lun_id);
+		scsitgt_backend_rbd_ops()->close(f->rbd, rbd_orphan_closed, f);
+	}
+}
+
 static void engine_destroyed(void *arg, int status)
 {
 	struct app *app = arg;
 
 	(void)status;
 	app->engine = NULL;
+	for (size_t i = 0; i < g_nluns; i++)
+		g_faults[i].lun = NULL;
+	/* Here, not after the loop: a backend behind a fault context (RBD) keeps handles on the
+	 * loop until that context, which closes it, is gone. */
+	fault_cleanup();
+	rbd_orphans_close();
 	uv_close((uv_handle_t *)&app->sigint, NULL);
 	uv_close((uv_handle_t *)&app->sigterm, NULL);
 	uv_close((uv_handle_t *)&app->sigusr1, NULL);
@@ -238,11 +293,22 @@ static void engine_destroyed(void *arg, int status)
 	uv_close((uv_handle_t *)&app->sigrt2, NULL);
 }
 
-/* SIGUSR1: the fault backends' counters, so that a test can wait for a held io. */
+/* SIGUSR1: the fault backends' counters and every LUN's commands in flight, so that a test
+ * can wait for a held io. */
 static void on_sigusr1(uv_signal_t *h, int signum)
 {
-	(void)h;
+	struct app *app = h->data;
+
 	(void)signum;
+	for (size_t i = 0; i < g_nluns; i++) {
+		struct scsitgt_lun_stats ls = { .size = sizeof(ls) };
+
+		/* Not once the engine's destroy began: it frees the LUNs. */
+		if (!app->stopping && g_faults[i].lun &&
+		    scsitgt_lun_get_stats(g_faults[i].lun, &ls) == 0)
+			printf("lun %llu: inflight %llu\n", (unsigned long long)g_faults[i].lun_id,
+			       (unsigned long long)ls.inflight);
+	}
 	for (size_t i = 0; i < g_nluns; i++) {
 		struct scsitgt_fault_stats st = { .size = sizeof(st) };
 
@@ -604,6 +670,13 @@ static int lun_add(struct app *app, size_t i)
 		rc = lun_fault_wrap(app, i, &ops, &bctx);
 	if (rc < 0)
 		return rc;
+	if (rbd_ctx && bctx == rbd_ctx) {
+		/* Its close() is watched: one the engine never calls is minitarget's. */
+		g_faults[i].rbd_ops = *ops;
+		g_faults[i].rbd_ops.close = rbd_tracked_close;
+		g_faults[i].rbd = rbd_ctx;
+		ops = &g_faults[i].rbd_ops;
+	}
 	scsitgt_lun_opts_init(&lo, sizeof(lo));
 	lo.id = l->id;
 	/* Files and devices report their own size, and devices their block size. */
@@ -629,6 +702,7 @@ static int lun_add(struct app *app, size_t i)
 			scsitgt_strerror(rc));
 		return rc;
 	}
+	g_faults[i].lun = lun;
 	if (rbd_ctx)
 		scsitgt_backend_rbd_set_lun(rbd_ctx, lun);
 	if (rbd_ctx && app->gw_rbd == NULL)
@@ -783,6 +857,7 @@ static void signals_start(struct app *app)
 	uv_signal_init(&app->loop, &app->sigterm);
 	uv_signal_start(&app->sigint, on_signal, SIGINT);
 	uv_signal_start(&app->sigterm, on_signal, SIGTERM);
+	app->sigusr1.data = app;
 	uv_signal_init(&app->loop, &app->sigusr1);
 	uv_signal_start(&app->sigusr1, on_sigusr1, SIGUSR1);
 	app->sigusr2.data = app;

@@ -321,6 +321,26 @@ static void tracked_close(void *bctx, scsitgt_done_cb cb, void *cb_arg)
 	t->inner->close(bctx, tracked_closed, t);
 }
 
+/* An RBD backend closed after the engine gave up on its ios: its close() calls back once
+ * librbd gave the last one back (each completed) and the image is closed. */
+struct orphan_close {
+	struct scsitgtd *d;
+	uint64_t id;
+	char tname[224];
+};
+
+static void orphan_closed(void *arg, int status)
+{
+	struct orphan_close *oc = arg;
+
+	(void)status;
+	scsitgtd_log(oc->d, SCSITGT_LOG_WARNING,
+		     "%s LUN %llu: backend closed after the engine gave up on its ios (librbd gave "
+		     "them back)",
+		     oc->tname, (unsigned long long)oc->id);
+	free(oc);
+}
+
 unsigned int scsitgtd_backends_orphaned(struct scsitgtd *d)
 {
 	unsigned int left = 0;
@@ -340,9 +360,25 @@ unsigned int scsitgtd_backends_orphaned(struct scsitgtd *d)
 			t->inner->close(t->bctx, NULL, NULL);
 			rc = 0;
 		} else {
-			/* librbd still has the io: the RBD backend cannot be closed before it
-			 * completes (its close() needs every request back). */
-			rc = -EBUSY;
+			/* RBD: close() may be called at once too; it calls back once librbd gave
+			 * the ios back (each completes), and its handles keep the loop running
+			 * until then (docs/threading.md "A backend that never completes"). */
+			struct orphan_close *oc = calloc(1, sizeof(*oc));
+
+			if (oc == NULL) {
+				rc = -ENOMEM;
+			} else {
+				oc->d = d;
+				oc->id = t->id;
+				snprintf(oc->tname, sizeof(oc->tname), "%s", t->tname);
+				scsitgtd_log(d, SCSITGT_LOG_WARNING,
+					     "%s LUN %llu: closing the backend the engine gave up "
+					     "on: it ends once librbd gave its ios back",
+					     t->tname, (unsigned long long)t->id);
+				t->inner->close(t->bctx, orphan_closed, oc);
+				free(t);
+				continue;
+			}
 		}
 		if (rc < 0)
 			left++;

@@ -630,16 +630,6 @@ static void rbd_close_finish(struct scsitgt__rbd_ctx *rc)
 	uv_close((uv_handle_t *)&rc->async, rbd_handle_closed);
 }
 
-/* One part of the close is done (the close job, the loops' queues); the last one finishes. */
-static void rbd_close_part_done(void *arg)
-{
-	struct scsitgt__rbd_ctx *rc = arg;
-
-	if (--rc->close_parts == 0) {
-		rbd_close_finish(rc);
-	}
-}
-
 static void rbd_close_work(struct scsitgt__rbd_job *job)
 {
 	struct scsitgt__rbd_ctx *rc = job->rc;
@@ -660,10 +650,46 @@ static void rbd_close_done(struct scsitgt__rbd_job *job)
 		     "%s/%s: closed (zero-copy reads: %" PRIu64 " lent, %" PRIu64 " copied)",
 		     rc->pool, rc->image_name, (uint64_t)atomic_load(&rc->zc_lent),
 		     (uint64_t)atomic_load(&rc->zc_copied));
-	rbd_close_part_done(rc);
+	rbd_close_finish(rc);
 }
 
-/* Close the image on the worker thread, then free the context and call @cb on the loop. */
+/*
+ * Every loop's completion queue is gone: librbd gave every request back and each was
+ * completed on its loop. Only now the image and the cluster connection close, on the worker
+ * thread (rbd_close() flushes the image: it would wait for a write librbd still had), then the
+ * context goes (rbd_close_done).
+ */
+static void rbd_loops_closed(void *arg)
+{
+	struct scsitgt__rbd_ctx *rc = arg;
+	struct scsitgt__rbd_job *job = rc->close_job;
+
+	rc->close_job = NULL;
+	if (rc->close_held) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_NOTICE, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: librbd gave back the last io held at the close", rc->pool,
+			     rc->image_name);
+	}
+	if (job == NULL) {
+		/* Out of memory or threads: close here rather than leak the cluster handle. This
+		 * blocks the loop once, for a context that is going away. */
+		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: no worker; closing on the loop", rc->pool, rc->image_name);
+		rbd_disconnect(rc);
+		rbd_close_finish(rc);
+		return;
+	}
+	job->work = rbd_close_work;
+	job->done = rbd_close_done;
+	scsitgt__rbd_job_push(rc, job);
+}
+
+/*
+ * Close the image on the worker thread, then free the context and call @cb on the loop. Ios
+ * still in librbd (the engine gave up on them: docs/threading.md "A backend that never
+ * completes") are waited for first, each on its loop, without blocking any: each completes
+ * as usual when librbd gives it back (for an orphan that frees its io, command and buffer).
+ */
 static void rbd_close_start(struct scsitgt__rbd_ctx *rc, scsitgt_done_cb cb, void *cb_arg)
 {
 	struct scsitgt__rbd_job *job;
@@ -673,24 +699,22 @@ static void rbd_close_start(struct scsitgt__rbd_ctx *rc, scsitgt_done_cb cb, voi
 	rc->closing = true;
 	rc->close_cb = cb;
 	rc->close_cb_arg = cb_arg;
-	/* Two parts: the close job, and every loop's completion queue (no io is in flight: the
-	 * core closes after the last one; each loop tears its queue down on its own thread). */
-	rc->close_parts = 2;
-	scsitgt__rbd_loops_close(&rc->loops, rbd_close_part_done, rc);
 	job = calloc(1, sizeof(*job));
-	if (job == NULL || scsitgt__rbd_worker_start(rc) < 0) {
-		/* Out of memory or threads: close here rather than leak the cluster handle. This
-		 * blocks the loop once, for a context that is going away. */
+	if (job != NULL && scsitgt__rbd_worker_start(rc) < 0) {
 		free(job);
-		scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
-			     "%s/%s: no worker; closing on the loop", rc->pool, rc->image_name);
-		rbd_disconnect(rc);
-		rbd_close_part_done(rc);
-		return;
+		job = NULL;
 	}
-	job->work = rbd_close_work;
-	job->done = rbd_close_done;
-	scsitgt__rbd_job_push(rc, job);
+	rc->close_job = job;
+	rc->close_held = scsitgt__rbd_loops_inflight(&rc->loops);
+	if (rc->close_held) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_NOTICE, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: closing with %u io(s) still in librbd: the image closes "
+			     "once librbd gave them back",
+			     rc->pool, rc->image_name, rc->close_held);
+	}
+	/* Each loop tears its queue down on its own thread once its last request came back;
+	 * then the close job (rbd_loops_closed). */
+	scsitgt__rbd_loops_close(&rc->loops, rbd_loops_closed, rc);
 }
 
 void scsitgt__rbd_op_close(void *bctx, scsitgt_done_cb cb, void *cb_arg)

@@ -214,10 +214,13 @@ struct scsitgt__rbd_ctx {
 	 * (__atomic_load_n) around a reconnection. */
 	struct scsitgt__rbd_pr *pr;
 
-	/* Closing: no new jobs; the close job is the last one. It ends when the close job is
-	 * done and every loop's completion queue is torn down (close_parts counts down). */
+	/* Closing: no new jobs. Every loop's completion queue is torn down first, each once
+	 * librbd gave its last request back; then the close job (close_job, allocated at the
+	 * close's start: NULL without memory or a worker) closes the image, the last job. */
 	bool closing;
-	unsigned int close_parts;
+	struct scsitgt__rbd_job *close_job;
+	/* ios still in librbd when close() was called (for the logs). */
+	unsigned int close_held;
 	scsitgt_done_cb close_cb;
 	void *close_cb_arg;
 };
@@ -278,8 +281,9 @@ unsigned int scsitgt__rbd_ios_inflight(struct scsitgt__rbd_ctx *rc);
 int scsitgt__rbd_worker_start(struct scsitgt__rbd_ctx *rc);
 void scsitgt__rbd_job_push(struct scsitgt__rbd_ctx *rc, struct scsitgt__rbd_job *job);
 
-/* The backend's close() (rbd.c): close the image on the worker thread, then free the context
- * and call @cb on home. Loop: home. */
+/* The backend's close() (rbd.c): wait for every io still in librbd (each completes on its
+ * loop), close the image on the worker thread, then free the context and call @cb on home.
+ * Loop: home. */
 void scsitgt__rbd_op_close(void *bctx, scsitgt_done_cb cb, void *cb_arg);
 
 /*

@@ -228,6 +228,15 @@ static void rbd_loop_drain(void *arg, struct scsitgt__rbd_loop *lp,
 		}
 	}
 	scsitgt__rbd_loop_end(lp);
+	if (lp->lc.closing) {
+		/* An io the engine gave up on (docs/threading.md "A backend that never completes"):
+		 * it completes as any other (an orphan's memory goes), then the close goes on. */
+		scsitgt__log(&rc->log, SCSITGT_LOG_NOTICE, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: io type %d at block %" PRIu64 " came back from librbd during "
+			     "the close (%s): completed",
+			     rc->pool, rc->image_name, (int)req->type, req->off / rc->block_size,
+			     ret < 0 ? strerror((int)-ret) : "done");
+	}
 	rbd_req_done(rc, req, ret);
 }
 

@@ -27,6 +27,8 @@ static int lp_setup(void *arg, struct scsitgt__loop_ctx *lc)
 	return 0;
 }
 
+static void lp_close_maybe(struct scsitgt__rbd_loop *lp);
+
 /* The loop's side (loop_ctx.h wake, the eventfd read already: a post after the take writes it
  * again): take everything posted and drain it in the order it was posted. */
 static void lp_wake(void *arg, struct scsitgt__loop_ctx *lc, int status)
@@ -46,6 +48,25 @@ static void lp_wake(void *arg, struct scsitgt__loop_ctx *lc, int status)
 		next = n->next;
 		set->drain(set->arg, lp, n);
 	}
+	lp_close_maybe(lp);
+}
+
+/* On @lp's loop: once it is closing and no request of it is left (librbd gave the last one
+ * back and it was drained), tear it down. */
+static void lp_close_maybe(struct scsitgt__rbd_loop *lp)
+{
+	if (lp->lc.closing && atomic_load(&lp->inflight) == 0) {
+		scsitgt__loop_ctx_teardown(&lp->lc);
+	}
+}
+
+/* The loop's context closes (loop_ctx.h close): at once when nothing of it is in flight, else
+ * after the wake-up that drains its last request (an io the engine gave up on, which librbd
+ * returns later and which completes as usual: only its memory goes). */
+static void lp_close(void *arg, struct scsitgt__loop_ctx *lc)
+{
+	(void)arg;
+	lp_close_maybe((struct scsitgt__rbd_loop *)lc);
 }
 
 /* The loop's handles are closed (loop_ctx.h fini): requests still on another thread keep the
@@ -62,8 +83,8 @@ static const struct scsitgt__loop_ctx_ops lp_ops = {
 	.per_loop = "completion queue",
 	.setup = lp_setup,
 	.wake = lp_wake,
-	/* Nothing to wait for at the close: no request is unfinished (rbd_loop.h). */
-	.close = NULL,
+	/* The close waits for the loop's unfinished requests (rbd_loop.h). */
+	.close = lp_close,
 	.fini = lp_fini,
 };
 _Static_assert(offsetof(struct scsitgt__rbd_loop, lc) == 0, "loop_ctx.h: the helper's part first");

@@ -13,8 +13,9 @@
  * allocation per io; home's context is made at open(), another loop's at its first submit
  * (the contexts' making and closing are loop_ctx.h's, as for the aio backend).
  *
- * Lifetime. A loop context lives until its loop tore it down (on close, by a message from home)
- * and every request handed to another thread has been posted back: each one holds a reference
+ * Lifetime. A loop context lives until its loop tore it down (on close, by a message from home,
+ * once its unfinished requests came back and were drained) and every request handed to another
+ * thread has been posted back: each one holds a reference
  * (scsitgt__rbd_loop_hold() before handing it over, dropped by scsitgt__rbd_loop_post() as its
  * very last touch), so a callback still returning on librbd's thread never writes a freed
  * eventfd or queue. What outlives the loop's teardown is only that small struct and its fd.
@@ -108,9 +109,10 @@ void scsitgt__rbd_loop_post(struct scsitgt__rbd_loop *lp, struct scsitgt__rbd_cq
 /*
  * Tear every loop's context down on its loop (home's now, the others' by a message) and call
  * @closed(@arg) on home once all are gone (from inside when there was nothing on any loop;
- * @set may have been zeroed and never started). No request may be unfinished (the core closes
- * a LUN after its last io), and every loop that submitted must still run until then. Loop:
- * home.
+ * @set may have been zeroed and never started). A loop with unfinished requests (ios the
+ * engine gave up on, docs/threading.md "A backend that never completes") keeps its context
+ * until the last one was posted back and drained there; no new request may begin. Every loop
+ * that submitted must still run until then. Loop: home.
  */
 void scsitgt__rbd_loops_close(struct scsitgt__rbd_loops *set, void (*closed)(void *arg), void *arg);
 

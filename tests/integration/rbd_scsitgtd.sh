@@ -10,7 +10,7 @@
 # through reloads, each retrying the attach. A LUN removed (with its target) while a fault rule
 # holds a write, then its image resized: no LUN is resized (a use after free before the
 # backend's detach op). SIGTERM while librbd holds a write (the OSD stopped, rbd_op_timeout =
-# 0) past drain_timeout_ms: the daemon still exits, status 0; and with the write held by a
+# 0) past drain_timeout_ms: the backend's close waits for librbd, then the daemon exits 0; and with the write held by a
 # fault rule in front of the RBD backend, whose shared reservations must then stop using the
 # LUN the engine let go of (review34 D1: a use after free under ASan).
 # Skipped without Ceph or libinih.
@@ -152,8 +152,9 @@ it_log "LUN 2 without shared reservations stays offline; a reload retries the at
 #   exit status; in any build, their detach was a no-op and said nothing). First, while the
 #   cluster is healthy.
 # - By librbd (review33 D3): the OSD stopped and rbd_op_timeout = 0 (never). The engine gives
-#   up on the write and never closes the backend, which cannot be closed before librbd gives
-#   the write back: the daemon still exits, with status 0, saying so.
+#   up on the write and never closes the backend; scsitgtd closes it, which ends only once
+#   librbd gave the write back (the OSD running again): the write is completed, the daemon
+#   exits with status 0.
 if grep -q libjson-c <<<"$(ldd "$IT_TARGET")"; then
 	SOCK=$IT_TMP/ctl.sock
 	# lun1_conf KEY=VALUE: the file with LUN 1 on the image and that line added to it.
@@ -252,13 +253,29 @@ PY
 	[[ -n "$osd" ]] && kill -0 "$osd" || it_fail "no OSD pid in $RBD_DIR/pids"
 	rbd_stop "$osd"
 	write_held || { kill -CONT "$osd"; it_fail "no write held by librbd"; }
-	st=0
-	it_stop || st=$?
+	kill -TERM "$IT_PID"
+	it_wait_log "$IT_TMP/target.err" "LUN 1: closing the backend the engine gave up on"
+	if ! it_alive || grep -q "LUN 1: backend closed after" "$IT_TMP/target.err"; then
+		kill -CONT "$osd"
+		it_fail "the RBD backend's close finished while librbd held the write"
+	fi
 	kill -CONT "$osd"
-	[[ $st -eq 0 ]] || it_fail "SIGTERM with a write held by librbd: exit status $st (137: never exited)"
-	grep -q "LUN 1: backend still busy: left to the process exit" "$IT_TMP/target.err" ||
-		it_fail "no word of the RBD backend left busy: $(tail -5 "$IT_TMP/target.err")"
-	it_log "SIGTERM with a write held by librbd past drain_timeout_ms: the daemon exits"
+	# The close ends once librbd gave the write back; then the daemon exits by itself (its
+	# signal handlers are gone: no second signal).
+	for ((i = 0; i < IT_STOP_TIMEOUT * 10; i++)); do
+		it_alive || break
+		sleep 0.1
+	done
+	it_alive && it_fail "scsitgtd still runs ${IT_STOP_TIMEOUT}s after the OSD came back"
+	st=0
+	wait "$IT_PID" || st=$?
+	IT_PID=
+	[[ $st -eq 0 ]] || it_fail "SIGTERM with a write held by librbd: exit status $st"
+	grep -q "LUN 1: backend closed after the engine gave up on its ios (librbd gave them back)" \
+		"$IT_TMP/target.err" || it_fail "no close of the RBD backend: $(tail -5 "$IT_TMP/target.err")"
+	grep -q "came back from librbd during the close" "$IT_TMP/target.err" ||
+		it_fail "the write librbd gave back was not completed: $(tail -5 "$IT_TMP/target.err")"
+	it_log "SIGTERM with a write held by librbd past drain_timeout_ms: closed once the OSD is back, exit 0"
 else
 	it_stop || it_fail "scsitgtd exited with status $? on SIGTERM"
 	it_log "scsitgtd without json-c: SIGTERM with a write held by librbd not checked"

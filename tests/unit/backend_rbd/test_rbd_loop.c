@@ -7,7 +7,9 @@
  * in-flight counts sum up on home. Then the close: each loop's context torn down on its own
  * loop, home called back once, no handle left on either loop, and a request still on the
  * "librbd" thread at that point posted afterwards without touching freed memory (its
- * reference keeps the queue; ASan and TSan builds check that). Part of the TSan suite.
+ * reference keeps the queue; ASan and TSan builds check that). And a close while a request
+ * is still unfinished (an io the engine gave up on, still in librbd): the loop's context stays
+ * until librbd gives it back, drains it, and only then calls home back. Part of the TSan suite.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -281,11 +283,80 @@ static void test_close_unstarted(void **state)
 	assert_int_equal(scsitgt__rbd_loops_inflight(&set), 0);
 }
 
+struct held {
+	struct scsitgt__rbd_cq_node cq;
+	struct scsitgt__rbd_loop *lp;
+	unsigned int drained;
+	unsigned int closed;
+	/* Whether the request was drained before the close called back. */
+	bool drained_first;
+};
+
+static void held_drain(void *arg, struct scsitgt__rbd_loop *lp, struct scsitgt__rbd_cq_node *node)
+{
+	struct held *h = arg;
+
+	if (node == &h->cq && lp == h->lp) {
+		h->drained++;
+		h->drained_first = h->closed == 0;
+	}
+	scsitgt__rbd_loop_end(lp);
+}
+
+static void held_closed(void *arg)
+{
+	((struct held *)arg)->closed++;
+}
+
+/* librbd's thread giving the request back. */
+static void held_post(void *arg)
+{
+	struct held *h = arg;
+
+	scsitgt__rbd_loop_post(h->lp, &h->cq);
+}
+
+/*
+ * The close with a request still in "librbd" (begun and handed over, as rbd_io.c's submit
+ * does): the close does not call back until that request came back and was drained on its
+ * loop; then it does, once, and nothing is left on the loop. (Before, the queue was torn down
+ * at once: the close called back and the request was never drained.)
+ */
+static void test_close_waits(void **state)
+{
+	struct scsitgt__rbd_loops set;
+	struct scsitgt__logger log = { 0 };
+	struct held h = { 0 };
+	uv_thread_t rbd;
+	uv_loop_t loop;
+
+	(void)state;
+	memset(&set, 0, sizeof(set));
+	assert_int_equal(uv_loop_init(&loop), 0);
+	assert_int_equal(scsitgt__rbd_loops_start(&set, &loop, held_drain, &h, &log), 0);
+	assert_int_equal(scsitgt__rbd_loop_get(&set, &loop, &h.lp), 0);
+	scsitgt__rbd_loop_begin(h.lp);
+	scsitgt__rbd_loop_hold(h.lp);
+	scsitgt__rbd_loops_close(&set, held_closed, &h);
+	assert_int_equal(h.closed, 0);
+	assert_int_equal(h.drained, 0);
+	assert_int_equal(uv_thread_create(&rbd, held_post, &h), 0);
+	while (h.closed == 0 && uv_run(&loop, UV_RUN_ONCE) != 0)
+		;
+	assert_int_equal(uv_thread_join(&rbd), 0);
+	assert_int_equal(h.drained, 1);
+	assert_true(h.drained_first);
+	assert_int_equal(h.closed, 1);
+	assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_loops),
 		cmocka_unit_test(test_close_unstarted),
+		cmocka_unit_test(test_close_waits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
