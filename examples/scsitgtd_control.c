@@ -37,7 +37,9 @@ struct ctl_conn {
  * An add_lun of an RBD LUN whose image opens off the loop: its answer waits for the open to
  * end (the LUN created, or why not), CTL_WAIT_MS at most; after that it says the image is still
  * opening, and the entry stays until the open ends, to take the LUN out again if it failed
- * (unless a configuration file was applied since: the LUN is then the file's).
+ * (unless a configuration file was applied since: the LUN is then the file's). A reload whose
+ * file has RBD LUNs waits the same way for every image of the file (@reload): its answer lists
+ * the LUNs that failed, and those still opening after CTL_WAIT_MS.
  */
 struct ctl_wait {
 	struct ctl_wait *next;
@@ -47,6 +49,7 @@ struct ctl_wait {
 	uint64_t deadline;     /* uv_now() */
 	json_object *id;       /* the request's */
 	bool answered;	       /* "still opening" went out */
+	bool reload;	       /* a reload's answer (lun and tname unused) */
 	unsigned int file_gen; /* d->file_gen when the LUN was added */
 	uint64_t lun;
 	char tname[256];
@@ -63,8 +66,8 @@ struct scsitgtd_control {
 
 /* Connections served at once (each holds a request buffer); more are answered and closed. */
 #define CTL_MAX_CONNS 16
-/* How long an add_lun answer waits for its RBD image to open (docs/scsitgtd.md). */
-#define CTL_WAIT_MS 10000
+/* How long an add_lun or reload answer waits for its RBD images to open (docs/scsitgtd.md). */
+#define CTL_WAIT_MS SCSITGTD_SETTLE_MS
 
 void rpc_error(struct rpc_reply *r, int code, const char *fmt, ...)
 {
@@ -150,8 +153,7 @@ static json_object *response(struct rpc_reply *r, json_object *id)
 	return resp;
 }
 
-static struct ctl_wait *wait_start(struct ctl_conn *c, json_object *id, const char *tname,
-				   uint64_t lun);
+static struct ctl_wait *wait_start(struct ctl_conn *c, json_object *id, const struct rpc_reply *r);
 
 /* Handle one request of connection @c (NULL: its answer cannot wait): the response, or NULL
  * (a notification, out of memory, or the answer waits: c->wait is then set). */
@@ -208,12 +210,14 @@ static json_object *handle(struct scsitgtd *d, struct ctl_conn *c, const char *l
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
 		if (!strcmp(methods[i].name, mname)) {
 			methods[i].fn(d, params, &r);
-			if (r.deferred && wait_start(c, id, r.wait_tname, r.wait_lun)) {
+			if (r.deferred && wait_start(c, id, &r)) {
 				json_tokener_free(tok);
 				json_object_put(req);
 				return NULL;
 			}
-			if (r.deferred) /* no memory to wait: answer now */
+			if (r.deferred && r.wait_reload) /* no memory to wait: answer now */
+				ctl_reload_answer(d, &r);
+			else if (r.deferred)
 				ctl_add_lun_answer(d, r.wait_tname, r.wait_lun, true, &r);
 			if (r.code == 0 && r.result == NULL)
 				rpc_error(&r, SCSITGTD_RPC_INTERNAL_ERROR, "out of memory");
@@ -420,7 +424,8 @@ static void wait_fire(uv_timer_t *timer)
 	struct rpc_reply r = { 0 };
 	json_object *resp;
 	uint64_t now = uv_now(d->loop);
-	bool opening = scsitgtd_lun_opening(d, w->tname, w->lun);
+	bool opening = w->reload ? scsitgtd_luns_opening(d) :
+				   scsitgtd_lun_opening(d, w->tname, w->lun);
 
 	if (w->answered) {
 		if (!opening) { /* else another open (a reload's): its end comes here again */
@@ -434,11 +439,14 @@ static void wait_fire(uv_timer_t *timer)
 		uv_timer_start(&w->timer, wait_fire, w->deadline - now, 0);
 		return;
 	}
-	ctl_add_lun_answer(d, w->tname, w->lun, w->file_gen == d->file_gen, &r);
+	if (w->reload)
+		ctl_reload_answer(d, &r); /* those still opening listed as such */
+	else
+		ctl_add_lun_answer(d, w->tname, w->lun, w->file_gen == d->file_gen, &r);
 	if (r.code == 0 && r.result == NULL)
 		rpc_error(&r, SCSITGTD_RPC_INTERNAL_ERROR, "out of memory");
 	resp = response(&r, w->id);
-	if (opening) {
+	if (opening && !w->reload) {
 		/* Answered; kept until the open ends (lun_settled()). */
 		w->answered = true;
 		if (c)
@@ -462,12 +470,12 @@ static void wait_fire(uv_timer_t *timer)
 static void lun_settled(struct scsitgtd *d, const char *tname, uint64_t id)
 {
 	for (struct ctl_wait *w = d->control ? d->control->waits : NULL; w; w = w->next)
-		if (w->lun == id && !strcmp(w->tname, tname))
+		if (w->reload ? !scsitgtd_luns_opening(d) :
+				w->lun == id && !strcmp(w->tname, tname))
 			uv_timer_start(&w->timer, wait_fire, 0, 0);
 }
 
-static struct ctl_wait *wait_start(struct ctl_conn *c, json_object *id, const char *tname,
-				   uint64_t lun)
+static struct ctl_wait *wait_start(struct ctl_conn *c, json_object *id, const struct rpc_reply *r)
 {
 	struct scsitgtd *d = c->ctl->d;
 	struct ctl_wait *w = calloc(1, sizeof(*w));
@@ -480,16 +488,22 @@ static struct ctl_wait *wait_start(struct ctl_conn *c, json_object *id, const ch
 	w->ctl = c->ctl;
 	w->conn = c;
 	w->id = id ? json_object_get(id) : NULL;
-	w->lun = lun;
-	snprintf(w->tname, sizeof(w->tname), "%s", tname);
+	w->reload = r->wait_reload;
+	w->lun = r->wait_lun;
+	snprintf(w->tname, sizeof(w->tname), "%s", r->wait_tname);
 	w->deadline = uv_now(d->loop) + CTL_WAIT_MS;
 	w->file_gen = d->file_gen;
 	uv_timer_start(&w->timer, wait_fire, CTL_WAIT_MS, 0);
 	w->next = c->ctl->waits;
 	c->ctl->waits = w;
 	c->wait = w;
-	scsitgtd_log(d, SCSITGT_LOG_INFO, "control: %s: LUN %llu: answer once its image is open",
-		     tname, (unsigned long long)lun);
+	if (w->reload)
+		scsitgtd_log(d, SCSITGT_LOG_INFO,
+			     "control: reload: answer once its images are open");
+	else
+		scsitgtd_log(d, SCSITGT_LOG_INFO,
+			     "control: %s: LUN %llu: answer once its image is open", w->tname,
+			     (unsigned long long)w->lun);
 	return w;
 }
 

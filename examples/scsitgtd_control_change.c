@@ -72,8 +72,40 @@ void ctl_reload(struct scsitgtd *d, json_object *params, struct rpc_reply *r)
 			  "%s", err);
 		return;
 	}
+	if (r->conn && scsitgtd_luns_opening(d)) {
+		/* Its RBD images open off the loop: answer once they have (lun_settled()). */
+		r->deferred = true;
+		r->wait_reload = true;
+		return;
+	}
+	ctl_reload_answer(d, r);
+}
+
+/* A LUN of the file that does not run, into arg[0] (failed, with why) or arg[1] (opening). */
+static void unserved_lun(void *arg, const struct scsitgtd_target *t, const struct scsitgtd_lun *l,
+			 enum scsitgtd_lun_run s, const char *why)
+{
+	json_object **a = arg, *o = json_object_new_object();
+
+	json_object_object_add(o, "target", jstr(t->name));
+	json_object_object_add(o, "id", ju64(l->id));
+	if (why)
+		json_object_object_add(o, "error", jstr(why));
+	json_object_array_add(a[s == SCSITGTD_LUN_OPENING], o);
+}
+
+void ctl_reload_answer(struct scsitgtd *d, struct rpc_reply *r)
+{
+	json_object *a[2] = { json_object_new_array(), json_object_new_array() };
+
 	r->result = json_object_new_object();
 	json_object_object_add(r->result, "reloaded", jstr(d->path));
+	scsitgtd_luns_not_running(d, unserved_lun, a);
+	json_object_object_add(r->result, "failed", a[0]);
+	if (json_object_array_length(a[1]))
+		json_object_object_add(r->result, "opening", a[1]);
+	else
+		json_object_put(a[1]);
 }
 
 /* ---- runtime changes: a copy of the configuration, changed, applied as a reload ---- */

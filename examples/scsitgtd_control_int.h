@@ -24,9 +24,11 @@ struct rpc_reply {
 	int code;
 	char message[SCSITGTD_ERR_SIZE]; /* a reload lists every error of the file */
 	/* The connection, when the method may answer later (add_lun: set wait_lun, wait_tname
-	 * and deferred); NULL otherwise (a notification, the fuzz target). */
+	 * and deferred; reload: wait_reload and deferred); NULL otherwise (a notification, the
+	 * fuzz target). */
 	struct ctl_conn *conn;
 	bool deferred;
+	bool wait_reload; /* a reload waiting for its RBD images, else add_lun's wait_lun */
 	uint64_t wait_lun;
 	char wait_tname[256];
 };
@@ -69,6 +71,11 @@ void ctl_remove_address(struct scsitgtd *d, json_object *params, struct rpc_repl
 #ifndef SCSITGTD_CONTROL_NO_SAVE
 void ctl_save(struct scsitgtd *d, json_object *params, struct rpc_reply *r);
 #endif
+/*
+ * The answer to a reload once the file is applied: {"reloaded": FILE, "failed": [{target, id,
+ * error}], "opening"?: [{target, id}]}, the LUNs of the file that do not run.
+ */
+void ctl_reload_answer(struct scsitgtd *d, struct rpc_reply *r);
 /* Whether the running configuration has LUN @id of @tname. */
 bool ctl_lun_configured(struct scsitgtd *d, const char *tname, uint64_t id);
 /* Remove LUN @id of target @tname from a copy of the configuration and apply it. */

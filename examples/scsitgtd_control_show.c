@@ -29,34 +29,88 @@ static const char *backend_name(enum scsitgtd_backend b)
 }
 
 struct show_walk {
+	struct scsitgtd *d;
 	const struct scsitgtd_target *conf;
 	json_object *arr;
 };
 
-static int show_lun(void *arg, struct scsitgt_lun *lun)
+/* A LUN of the configuration, @l (NULL: not in it), with running LUN @lun (NULL: none). */
+static json_object *lun_json(const struct scsitgtd_lun *l, struct scsitgt_lun *lun, uint64_t id,
+			     enum scsitgtd_lun_run state, const char *why)
 {
-	struct show_walk *w = arg;
-	const struct scsitgtd_lun *l = scsitgtd_config_find_lun(w->conf, scsitgt_lun_get_id(lun));
+	static const char *const states[] = { [SCSITGTD_LUN_RUNNING] = "running",
+					      [SCSITGTD_LUN_OPENING] = "opening",
+					      [SCSITGTD_LUN_FAILED] = "failed" };
 	struct scsitgt_lun_geometry g = { .size = sizeof(g) };
 	json_object *o = json_object_new_object(), *vis;
 
-	json_object_object_add(o, "id", ju64(scsitgt_lun_get_id(lun)));
+	json_object_object_add(o, "id", ju64(id));
 	json_object_object_add(o, "backend", jstr(l ? backend_name(l->backend) : NULL));
 	if (l && l->path)
 		json_object_object_add(o, "path", jstr(l->path));
-	if (scsitgt_lun_get_geometry(lun, &g) == 0) {
+	if (lun && scsitgt_lun_get_geometry(lun, &g) == 0) {
 		json_object_object_add(o, "size", ju64(g.num_blocks * g.block_size));
 		json_object_object_add(o, "block_size", ju64(g.block_size));
+	} else if (lun == NULL && l && l->size) {
+		/* As asked (a file's or image's own size is known once it is open). */
+		json_object_object_add(o, "size", ju64(l->size));
+		json_object_object_add(o, "block_size", ju64(l->block_size ? l->block_size : 512));
 	}
-	json_object_object_add(o, "offline", json_object_new_boolean(scsitgt_lun_get_offline(lun)));
+	json_object_object_add(
+		o, "offline",
+		json_object_new_boolean(lun ? scsitgt_lun_get_offline(lun) : l && l->offline));
 	json_object_object_add(o, "read_only",
 			       json_object_new_boolean(l && (l->flags & SCSITGTD_LUN_READ_ONLY)));
 	vis = json_object_new_array();
 	for (size_t i = 0; l && i < l->nvisible_to; i++)
 		json_object_array_add(vis, jstr(l->visible_to[i]));
 	json_object_object_add(o, "visible_to", vis);
-	json_object_array_add(w->arr, o);
+	json_object_object_add(o, "state", jstr(states[state]));
+	if (why)
+		json_object_object_add(o, "error", jstr(why));
+	return o;
+}
+
+static int show_lun(void *arg, struct scsitgt_lun *lun)
+{
+	struct show_walk *w = arg;
+	uint64_t id = scsitgt_lun_get_id(lun);
+
+	json_object_array_add(w->arr, lun_json(scsitgtd_config_find_lun(w->conf, id), lun, id,
+					       SCSITGTD_LUN_RUNNING, NULL));
 	return 0;
+}
+
+static int by_id(const void *a, const void *b)
+{
+	json_object *x, *y;
+	uint64_t i, j;
+
+	json_object_object_get_ex(*(json_object *const *)a, "id", &x);
+	json_object_object_get_ex(*(json_object *const *)b, "id", &y);
+	i = json_object_get_uint64(x);
+	j = json_object_get_uint64(y);
+	return (i > j) - (i < j);
+}
+
+/* The LUNs of target @tgt: those it serves, and those its configuration asks for that it does
+ * not (their image opening, or failed, and why), by id. */
+static json_object *luns_json(struct scsitgtd *d, struct scsitgt_target *tgt,
+			      const struct scsitgtd_target *t)
+{
+	struct show_walk w = { .d = d, .conf = t, .arr = json_object_new_array() };
+
+	scsitgt_target_foreach_lun(tgt, show_lun, &w);
+	for (size_t i = 0; i < t->nluns; i++) {
+		const char *why;
+		enum scsitgtd_lun_run s = scsitgtd_lun_run(d, t, t->luns[i].id, &why);
+
+		if (s != SCSITGTD_LUN_RUNNING)
+			json_object_array_add(w.arr,
+					      lun_json(&t->luns[i], NULL, t->luns[i].id, s, why));
+	}
+	json_object_array_sort(w.arr, by_id);
+	return w.arr;
 }
 
 static int show_session(void *arg, const struct scsitgt_session_stats *s)
@@ -76,14 +130,12 @@ static json_object *show_target(struct scsitgtd *d, struct scsitgt_target *tgt,
 				const struct scsitgtd_target *t)
 {
 	json_object *o = json_object_new_object(), *a;
-	struct show_walk w = { .conf = t };
+	struct show_walk w = { .d = d, .conf = t };
 
 	json_object_object_add(o, "name", jstr(scsitgt_target_get_name(tgt)));
 	if (t->alias)
 		json_object_object_add(o, "alias", jstr(t->alias));
-	w.arr = json_object_new_array();
-	scsitgt_target_foreach_lun(tgt, show_lun, &w);
-	json_object_object_add(o, "luns", w.arr);
+	json_object_object_add(o, "luns", luns_json(d, tgt, t));
 	a = json_object_new_array();
 	for (size_t i = 0; i < t->ninitiators; i++)
 		json_object_array_add(a, jstr(t->initiators[i]));
@@ -102,7 +154,6 @@ static json_object *show_target(struct scsitgtd *d, struct scsitgt_target *tgt,
 	w.arr = json_object_new_array();
 	scsitgt_target_foreach_session(tgt, show_session, &w);
 	json_object_object_add(o, "sessions", w.arr);
-	(void)d;
 	return o;
 }
 
