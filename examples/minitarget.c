@@ -128,12 +128,22 @@ struct app {
 static struct lun_fault g_faults[MINITARGET_MAX_ITEMS];
 static size_t g_nluns;
 
+/*
+ * The most verbose level printed (-v: debug, else notice), set before any thread starts. The
+ * engine filters its own messages at it, but the backends' loggers (aio, RBD and its gateway)
+ * get every level (backend.h): log_cb filters them, else an RBD gateway printed its probe's
+ * debug lines three times a second without -v (userx35 N8).
+ */
+static enum scsitgt_log_level g_log_level = SCSITGT_LOG_NOTICE;
+
 static void log_cb(void *arg, enum scsitgt_log_level level, const char *subsystem, const char *fmt,
 		   va_list ap)
 {
 	static const char *names[] = { "", "", "", "error", "warning", "notice", "info", "debug" };
 
 	(void)arg;
+	if (level > g_log_level)
+		return;
 	/* One line at a time: with workers the library logs from their threads too. */
 	flockfile(stderr);
 	fprintf(stderr, "minitarget: %s: %s: ", names[level & 7], subsystem);
@@ -406,7 +416,7 @@ static int engine_setup(struct app *app)
 
 	scsitgt_engine_opts_init(&eo, sizeof(eo));
 	eo.log_cb = log_cb;
-	eo.log_level = o->verbose ? SCSITGT_LOG_DEBUG : SCSITGT_LOG_NOTICE;
+	eo.log_level = g_log_level;
 	eo.workers = o->workers;
 	if (o->conn_workers >= 0)
 		eo.conn_workers = o->conn_workers != 0;
@@ -888,6 +898,7 @@ int main(int argc, char **argv)
 	}
 	memset(&app, 0, sizeof(app));
 	app.opts = &opts;
+	g_log_level = opts.verbose ? SCSITGT_LOG_DEBUG : SCSITGT_LOG_NOTICE;
 	for (size_t i = 0; i < opts.nluns; i++)
 		g_faults[i].lun_id = opts.luns[i].id;
 	g_nluns = opts.nluns;

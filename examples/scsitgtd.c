@@ -436,6 +436,7 @@ static void stop(struct scsitgtd *d)
 	uv_close((uv_handle_t *)&d->sig_usr1, NULL);
 	scsitgtd_control_stop(d);
 	scsitgtd_metrics_stop(d);
+	scsitgtd_reload_settle_stop(d);
 	/* The gateways first: they release the lock (a standby takes it at once). */
 	scsitgtd_gateways_stop(d, engine_stop);
 }
@@ -500,6 +501,8 @@ int scsitgtd_reload(struct scsitgtd *d, char *err, size_t err_size)
 	scsitgtd_log(d, SCSITGT_LOG_NOTICE, "reloaded %s", d->path);
 	printf("scsitgtd: reloaded\n");
 	fflush(stdout);
+	/* Which LUNs of the file were not created, once its images are open. */
+	scsitgtd_reload_settle(d);
 	return 0;
 }
 

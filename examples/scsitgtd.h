@@ -51,13 +51,13 @@ struct scsitgtd {
 	 * once the last one is gone when stopping. */
 	struct scsitgtd_gw *gws;
 	void (*gws_stopped)(struct scsitgtd *d);
-	/* Why the last LUN whose creation failed was not created (what its error line says), for
-	 * the control socket's answer; why[0] == '\0' when it was. */
-	struct {
-		char tname[224];
-		uint64_t id;
-		char why[512];
-	} lun_failure;
+	/* Why the LUNs of the configuration that failed were not created (scsitgtd_lun_state.c). */
+	struct scsitgtd_lun_fail *lun_fails;
+	/* A reload's outcome is logged once the RBD images it opens are open, or after
+	 * SCSITGTD_SETTLE_MS (scsitgtd_reload_settle()). */
+	uv_timer_t settle_timer;
+	bool settle_timer_made;
+	bool settle_pending;
 	/* Called on the loop when an RBD LUN's open ends (created or not; the control socket's
 	 * deferred add_lun answers then). NULL: nobody waits. */
 	void (*lun_settled)(struct scsitgtd *d, const char *tname, uint64_t id);
@@ -93,8 +93,48 @@ int scsitgtd_fault_spec_check(const char *spec);
 bool scsitgtd_opening(const struct scsitgtd *d);
 /* Whether LUN @id of target @tname is an RBD LUN whose image is being opened (the LUN comes). */
 bool scsitgtd_lun_opening(struct scsitgtd *d, const char *tname, uint64_t id);
-/* Why LUN @id of @tname was not created, if it is the last failure recorded; else NULL. */
-const char *scsitgtd_lun_failure(const struct scsitgtd *d, const char *tname, uint64_t id);
+
+/* ---- scsitgtd_lun_state.c: which LUNs of the configuration run, why the others do not ---- */
+
+/* How long a reload's answer (and its log line) waits for the RBD images it opens: as long as
+ * an add_lun answer waits for its image (docs/scsitgtd.md). */
+#define SCSITGTD_SETTLE_MS 10000
+
+/* Record why LUN @id of @tname is not created (the first reason since its attempt began). */
+void scsitgtd_lun_why(struct scsitgtd *d, const char *tname, uint64_t id, const char *fmt, ...)
+	SCSITGT_PRINTF(4, 5);
+/* A new attempt at LUN @id of @tname: its reason is forgotten. */
+void scsitgtd_lun_why_reset(struct scsitgtd *d, const char *tname, uint64_t id);
+/* Why LUN @id of @tname was not created, if its last attempt failed; else NULL. */
+const char *scsitgtd_lun_failure(struct scsitgtd *d, const char *tname, uint64_t id);
+/* Forget the reasons of LUNs the configuration applied no longer has (@all: every one). */
+void scsitgtd_lun_fails_prune(struct scsitgtd *d, bool all);
+
+/* What became of a LUN of the configuration applied. */
+enum scsitgtd_lun_run {
+	SCSITGTD_LUN_RUNNING, /* the library serves it */
+	SCSITGTD_LUN_OPENING, /* its RBD image is being opened */
+	SCSITGTD_LUN_FAILED,  /* not created: *why says why */
+};
+
+/* The state of LUN @id of target @t (one of d->cfg's), and for a failed one why (else NULL). */
+enum scsitgtd_lun_run scsitgtd_lun_run(struct scsitgtd *d, const struct scsitgtd_target *t,
+				       uint64_t id, const char **why);
+typedef void (*scsitgtd_lun_visit_cb)(void *arg, const struct scsitgtd_target *t,
+				      const struct scsitgtd_lun *l, enum scsitgtd_lun_run s,
+				      const char *why);
+/* Call @fn (may be NULL) for every LUN of the configuration applied that does not run, in the
+ * file's order; returns how many there are. */
+size_t scsitgtd_luns_not_running(struct scsitgtd *d, scsitgtd_lun_visit_cb fn, void *arg);
+/* Whether an RBD image of a LUN of the configuration applied is being opened. */
+bool scsitgtd_luns_opening(struct scsitgtd *d);
+/* After a reload applied a file: log which of its LUNs were not created and why, once no image
+ * of the file is opening any more, SCSITGTD_SETTLE_MS at most (then those still opening too). */
+void scsitgtd_reload_settle(struct scsitgtd *d);
+/* An RBD LUN's open ended (created or not): the waiting answers and log line (if any) go. */
+void scsitgtd_lun_settled(struct scsitgtd *d, const char *tname, uint64_t id);
+/* Stop waiting for a reload's outcome (the daemon stops). */
+void scsitgtd_reload_settle_stop(struct scsitgtd *d);
 
 /*
  * Stop every RBD gateway (each releases the image's lock if it holds it, so that another

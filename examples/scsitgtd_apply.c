@@ -400,6 +400,7 @@ int scsitgtd_apply(struct scsitgtd *d, struct scsitgtd_config *nc)
 	d->portals = portals;
 	d->cfg = nc;
 	scsitgtd_pr_shares_prune(d, false);
+	scsitgtd_lun_fails_prune(d, false);
 	return 0;
 }
 
@@ -407,6 +408,7 @@ void scsitgtd_free(struct scsitgtd *d)
 {
 	/* The engine destroyed every object; only our arrays are left. */
 	scsitgtd_pr_shares_prune(d, true);
+	scsitgtd_lun_fails_prune(d, true);
 	for (size_t i = 0; d->cfg && i < d->cfg->ntargets; i++)
 		free(d->tgts[i].srps);
 	free(d->tgts);

@@ -23,41 +23,6 @@ static void noop_done(void *arg, int status)
 	(void)status;
 }
 
-/* Record why LUN @id of @tname is not being created (the first reason since its attempt began,
- * the most precise one: scsitgtd_lun_failure()). */
-static void lun_why(struct scsitgtd *d, const char *tname, uint64_t id, const char *fmt, ...)
-	SCSITGT_PRINTF(4, 5);
-
-static void lun_why(struct scsitgtd *d, const char *tname, uint64_t id, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (d->lun_failure.why[0] && d->lun_failure.id == id &&
-	    !strcmp(d->lun_failure.tname, tname))
-		return;
-	snprintf(d->lun_failure.tname, sizeof(d->lun_failure.tname), "%s", tname);
-	d->lun_failure.id = id;
-	va_start(ap, fmt);
-	vsnprintf(d->lun_failure.why, sizeof(d->lun_failure.why), fmt, ap);
-	va_end(ap);
-}
-
-/* A new attempt at LUN @id of @tname: no reason recorded yet. */
-static void lun_why_reset(struct scsitgtd *d, const char *tname, uint64_t id)
-{
-	snprintf(d->lun_failure.tname, sizeof(d->lun_failure.tname), "%s", tname);
-	d->lun_failure.id = id;
-	d->lun_failure.why[0] = '\0';
-}
-
-const char *scsitgtd_lun_failure(const struct scsitgtd *d, const char *tname, uint64_t id)
-{
-	if (d->lun_failure.why[0] == '\0' || d->lun_failure.id != id ||
-	    strcmp(d->lun_failure.tname, tname))
-		return NULL;
-	return d->lun_failure.why;
-}
-
 /* Where the LUN's persistent reservations live: pr_file, else a file in pr_dir. */
 static const char *pr_path(const struct scsitgtd_config *cfg, const char *tname,
 			   const struct scsitgtd_lun *l, char *buf, size_t size)
@@ -94,7 +59,7 @@ static int backend_open(struct scsitgtd *d, const char *tname, const struct scsi
 
 			scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: %s: %s", tname,
 				     (unsigned long long)l->id, l->path, strerror(err));
-			lun_why(d, tname, l->id, "%s: %s", l->path, strerror(err));
+			scsitgtd_lun_why(d, tname, l->id, "%s: %s", l->path, strerror(err));
 			return -err;
 		}
 		if (l->backend == SCSITGTD_BACKEND_BLOCK ? !S_ISBLK(st.st_mode) :
@@ -103,9 +68,9 @@ static int backend_open(struct scsitgtd *d, const char *tname, const struct scsi
 				     (unsigned long long)l->id, l->path,
 				     l->backend == SCSITGTD_BACKEND_BLOCK ? "block device" :
 									    "regular file");
-			lun_why(d, tname, l->id, "%s is not a %s", l->path,
-				l->backend == SCSITGTD_BACKEND_BLOCK ? "block device" :
-								       "regular file");
+			scsitgtd_lun_why(d, tname, l->id, "%s is not a %s", l->path,
+					 l->backend == SCSITGTD_BACKEND_BLOCK ? "block device" :
+										"regular file");
 			return -EINVAL;
 		}
 		scsitgt_backend_aio_opts_init(&ao, sizeof(ao));
@@ -144,7 +109,8 @@ static int fault_wrap(struct scsitgtd *d, const char *tname, const struct scsitg
 	}
 	scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: fault (line %u): %s", tname,
 		     (unsigned long long)l->id, l->fault_line, scsitgt_strerror(rc));
-	lun_why(d, tname, l->id, "fault (line %u): %s", l->fault_line, scsitgt_strerror(rc));
+	scsitgtd_lun_why(d, tname, l->id, "fault (line %u): %s", l->fault_line,
+			 scsitgt_strerror(rc));
 	return rc;
 }
 
@@ -477,7 +443,7 @@ static int lun_finish(struct scsitgtd *d, struct scsitgt_target *tgt,
 		scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s:%u: %s LUN %llu: %s",
 			     d->path ? d->path : "-", l->line, tname, (unsigned long long)l->id,
 			     scsitgt_strerror(rc));
-		lun_why(d, tname, l->id, "%s", scsitgt_strerror(rc));
+		scsitgtd_lun_why(d, tname, l->id, "%s", scsitgt_strerror(rc));
 		return rc;
 	}
 	track->next = tracked;
@@ -707,8 +673,7 @@ static void rbd_open_why(struct scsitgtd *d, struct scsitgtd_rbd_open *po, int s
 /* The open of @po ended (the LUN created or not): tell a waiting control request, free @po. */
 static void rbd_open_done(struct scsitgtd *d, struct scsitgtd_rbd_open *po)
 {
-	if (d->lun_settled)
-		d->lun_settled(d, po->tname, po->want.id);
+	scsitgtd_lun_settled(d, po->tname, po->want.id);
 	rbd_open_free(po);
 }
 
@@ -727,7 +692,7 @@ static void rbd_opened(void *arg, int status, void *bctx)
 		}
 	}
 	if (!po->stale)
-		lun_why_reset(d, po->tname, po->want.id);
+		scsitgtd_lun_why_reset(d, po->tname, po->want.id);
 	if (status < 0) {
 		scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: backend: rbd %s: %s", po->tname,
 			     (unsigned long long)po->want.id, po->want.path,
@@ -793,13 +758,13 @@ static void rbd_open_why(struct scsitgtd *d, struct scsitgtd_rbd_open *po, int s
 	pthread_mutex_unlock(&rbd_err_lock);
 	if (!strncmp(msg, po->want.path, n) && msg[n] == ':')
 		/* The library's conf_file is this LUN's rbd_conf. */
-		lun_why(d, po->tname, po->want.id, "rbd %s%s", msg,
-			po->want.rbd_conf == NULL && strstr(msg, "no ceph.conf read") ?
-				" (here: rbd_conf = FILE in the LUN)" :
-				"");
+		scsitgtd_lun_why(d, po->tname, po->want.id, "rbd %s%s", msg,
+				 po->want.rbd_conf == NULL && strstr(msg, "no ceph.conf read") ?
+					 " (here: rbd_conf = FILE in the LUN)" :
+					 "");
 	else
-		lun_why(d, po->tname, po->want.id, "rbd %s: %s", po->want.path,
-			scsitgt_strerror(status));
+		scsitgtd_lun_why(d, po->tname, po->want.id, "rbd %s: %s", po->want.path,
+				 scsitgt_strerror(status));
 }
 
 static int rbd_lun_start(struct scsitgtd *d, const char *tname, const struct scsitgtd_lun *l)
@@ -855,7 +820,7 @@ int scsitgtd_lun_create(struct scsitgtd *d, struct scsitgt_target *tgt,
 	void *bctx = NULL;
 	int rc;
 
-	lun_why_reset(d, tname, l->id);
+	scsitgtd_lun_why_reset(d, tname, l->id);
 	if (l->backend == SCSITGTD_BACKEND_RBD) {
 		po = rbd_open_find(d, tname, l->id);
 		if (po && !scsitgtd_lun_needs_recreate(&po->want, l))
@@ -872,7 +837,7 @@ int scsitgtd_lun_create(struct scsitgtd *d, struct scsitgt_target *tgt,
 	}
 	scsitgtd_log(d, SCSITGT_LOG_ERROR, "%s LUN %llu: backend: %s", tname,
 		     (unsigned long long)l->id, scsitgt_strerror(rc));
-	lun_why(d, tname, l->id, "backend: %s", scsitgt_strerror(rc));
+	scsitgtd_lun_why(d, tname, l->id, "backend: %s", scsitgt_strerror(rc));
 	return rc;
 }
 

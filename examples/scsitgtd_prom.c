@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The result of scsitgtd's "stats" (scsitgtd_control.c) in the Prometheus text exposition
+ * The result of scsitgtd's "stats" (scsitgtd_control_show.c) in the Prometheus text exposition
  * format 0.0.4 (docs/scsitgtd.md, "Metrics"): printed by `scsitgtctl metrics` and served by
  * scsitgtd's metrics listener (scsitgtd_metrics.c). Needs json-c.
  */

@@ -14,7 +14,8 @@ engine=${FILE_LUN_ENGINE:-auto}
 
 img="$IT_TMP/backing.img"
 truncate -s 64M "$img"
-it_start --lun "0:file:$img,thin,io_engine=$engine"
+# -v: the checks read the aio backend's info lines (minitarget prints them only with -v).
+it_start -v --lun "0:file:$img,thin,io_engine=$engine"
 url=${IT_URLS[0]}
 if [[ "$engine" != auto ]]; then
 	grep -q "file, $engine," "$IT_TMP/target.err" || {
@@ -54,7 +55,7 @@ it_stop || it_fail "target exited with status $? on SIGTERM"
 
 # Durability across kill -9, buffered: a FUA write (WRITE (16) with FUA) and a plain write
 # followed by SYNCHRONIZE CACHE; once qemu-io returned, the bytes are the file's.
-it_start --lun "0:file:$img,io_engine=$engine,direct=0"
+it_start -v --lun "0:file:$img,io_engine=$engine,direct=0"
 url=${IT_URLS[0]}
 grep -q "buffered I/O" "$IT_TMP/target.err" || it_fail "direct=0 did not give buffered I/O"
 qemu-io -f raw -c "write -f -P 0xa5 32M 1M" "$url" >/dev/null || it_fail "qemu-io FUA write"

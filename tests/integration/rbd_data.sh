@@ -26,7 +26,8 @@ rbd create --size 16M --image-feature layering,exclusive-lock "$pool/img4k" ||
 # LUN 1 without librbd's cache, and the target's client asks librbd for its zero-copy writes
 # (docs/rbd.md, "Zero-copy I/O"): LUN 1's writes take that path, LUN 0's cache copies.
 export CEPH_ARGS="--rbd_disable_zero_copy_writes=false"
-it_start --lun "0:rbd:$pool/$MICRO_CEPH_IMAGE,thin" --lun "1:rbd:$pool/img4k,thin,bs=4096,nocache"
+# -v: the checks below read the RBD backend's info lines (minitarget prints them only with -v).
+it_start -v --lun "0:rbd:$pool/$MICRO_CEPH_IMAGE,thin" --lun "1:rbd:$pool/img4k,thin,bs=4096,nocache"
 unset CEPH_ARGS
 
 check_lun() { # LUN IMAGE BYTES
@@ -157,6 +158,11 @@ for ((i = 0; i < 600; i++)); do
 done
 url_b=$(grep -o 'iscsi://[^[:space:]]*' "$IT_TMP/b.out" | head -n 1)
 [[ -n "$url_b" ]] || it_fail "gateway B printed no URL"
+# Without -v minitarget prints notices and worse, the RBD backend's lines too (userx35 N8:
+# its "opened as" info line, and a gateway's probe debug lines, came out all the same).
+if grep -E "^minitarget: (info|debug): " "$IT_TMP/b.err"; then
+	it_fail "minitarget without -v printed the lines above"
+fi
 b0=$(ident "$url_b")
 it_log "identification on A: $(tr '\n' ' ' <<<"$a0")"
 [[ "$a0" == "$b0" ]] || it_fail "gateways A and B report different identifications: $a0 / $b0"

@@ -47,7 +47,9 @@ GW_IQN=iqn.2026-11.org.libscsitgt:rbd-pr
 LUNS=(--lun "0:rbd:$pool/$MICRO_CEPH_IMAGE" --lun "1:rbd:$pool/primg")
 A_LUNS=(--lun "0:rbd:$pool/$MICRO_CEPH_IMAGE,fault=delay=1@write" --lun "1:rbd:$pool/primg")
 
-# Gateway B: a second minitarget on another port (gateway A is lib.sh's target).
+# Gateway B: a second minitarget on another port (gateway A is lib.sh's target). Both run with
+# -v: the checks read the RBD backend's info lines (shared reservations, lease), which
+# minitarget prints only with -v.
 B_PID=
 b_start() {
 	local port i
@@ -57,7 +59,7 @@ b_start() {
 	# B's client configuration says osd_client_watch_timeout 60 s, the OSD runs with 30 s
 	# (Ceph's default): B must ask the OSD and use 30 (checked below).
 	CEPH_ARGS="--osd_client_watch_timeout=60" \
-		"$IT_TARGET" --portal "127.0.0.1:$port" --iqn "$GW_IQN" "${LUNS[@]}" ${IT_TARGET_ARGS:-} \
+		"$IT_TARGET" -v --portal "127.0.0.1:$port" --iqn "$GW_IQN" "${LUNS[@]}" ${IT_TARGET_ARGS:-} \
 		>"$IT_TMP/b.out" 2>>"$IT_TMP/b.err" </dev/null &
 	B_PID=$!
 	IT_HELPER_PIDS=("$B_PID")
@@ -76,7 +78,7 @@ b_stop() {
 	B_PID=
 }
 a_start() {
-	it_start --iqn "$GW_IQN" "${A_LUNS[@]}"
+	it_start -v --iqn "$GW_IQN" "${A_LUNS[@]}"
 	A_URLS=("${IT_URLS[@]}")
 }
 

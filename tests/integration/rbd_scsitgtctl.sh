@@ -5,7 +5,11 @@
 # open, and leaves no trace: show, save and a second add-lun of the same number agree. add-lun
 # of an existing image answers once the LUN exists (show lists it at once). Without any
 # ceph.conf the reason says so and what to set. An open longer than the answer waits (a dead
-# monitor): answered "still opening", and its failure later takes the LUN out all the same. Skipped without Ceph, json-c or libinih.
+# monitor): answered "still opening", and its failure later takes the LUN out all the same.
+# A reload of a file whose LUNs fail (a missing image, a missing file) answers once the file's
+# images are open (10 s at most, then "opening") with each LUN not created and why; show lists
+# them as failed with that reason, save writes them, the log line (SIGHUP too) names them.
+# Skipped without Ceph, json-c or libinih.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/rbd_lib.sh"
@@ -110,6 +114,47 @@ it_log "late failure: $(grep -o "LUN 9: not created.*" "$IT_TMP/target.err")"
 [[ $(luns) == "[0,6]" ]] || it_fail "after the late failure: LUNs $(luns)"
 not_saved 9
 ctl add-lun "$IQN" 9 backend=ram size=1M >/dev/null || it_fail "LUN 9 still taken after its failure"
+
+# A reload of a file with LUNs that cannot be created: its answer waits for the file's images
+# and lists each LUN not created with the reason (an image that does not exist, a missing
+# file); show lists them, failed, with the same reason (what the file asks for and what runs);
+# save writes them as the file has them; the reload's log line names them, SIGHUP's too.
+rbd_lun() { printf '\n[lun %s]\nbackend = rbd\npath = %s\nrbd_conf = %s\n%s' "$1" "$2" "$3" "${4:-}"; }
+write_conf "$(printf '\n[lun 4]\nbackend = file\npath = %s\n' "$IT_TMP/missing.img")
+$(rbd_lun 5 "$MICRO_CEPH_POOL/nosuch" "$CEPH_CONF")
+$(rbd_lun 6 "$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE" "$CEPH_CONF")"
+ctl reload >"$IT_TMP/reload.json" || it_fail "reload failed: $(cat "$IT_TMP/reload.json")"
+it_log "reload: $(jq -c . "$IT_TMP/reload.json")"
+[[ $(jq -c '[[.failed[].id], .opening]' "$IT_TMP/reload.json") == "[[4,5],null]" ]] ||
+	it_fail "the reload's answer does not list LUNs 4 and 5: $(cat "$IT_TMP/reload.json")"
+jq -r '.failed[1].error' "$IT_TMP/reload.json" | grep -q "rbd $MICRO_CEPH_POOL/nosuch: rbd_open: No such file or directory" ||
+	it_fail "the reload's answer does not say why LUN 5 failed: $(cat "$IT_TMP/reload.json")"
+[[ $(ctl show | jq -c '[.targets[0].luns[] | [.id, .state]]') == \
+	'[[0,"running"],[4,"failed"],[5,"failed"],[6,"running"]]' ]] ||
+	it_fail "show: $(ctl show | jq -c .targets[0].luns)"
+[[ $(ctl show | jq -r '.targets[0].luns[2].error') == "$(jq -r '.failed[1].error' "$IT_TMP/reload.json")" ]] ||
+	it_fail "show does not say why LUN 5 failed: $(ctl show | jq -c .targets[0].luns[2])"
+ctl save "$IT_TMP/saved.conf" >/dev/null || it_fail "save failed"
+grep -A2 '^\[lun 5\]' "$IT_TMP/saved.conf" | grep -qx "path = $MICRO_CEPH_POOL/nosuch" ||
+	it_fail "save does not write LUN 5 as the file has it: $(cat "$IT_TMP/saved.conf")"
+logged="reload: 2 LUN(s) of $CONF not created, 0 still opening: $IQN LUN 4: .*; $IQN LUN 5: rbd $MICRO_CEPH_POOL/nosuch: rbd_open"
+it_wait_log "$IT_TMP/target.err" "$logged"
+kill -HUP "$IT_PID"
+it_wait_log -n 2 "$IT_TMP/target.err" "$logged"
+
+# The answer waits 10 s at most, as add-lun's: an image behind a dead monitor is then listed
+# as still opening.
+write_conf "$(rbd_lun 10 "$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE" "$IT_TMP/dead-ceph.conf" "rbd_op_timeout = 15")"
+t0=$(date +%s%N)
+ctl reload >"$IT_TMP/reload.json" || it_fail "reload failed: $(cat "$IT_TMP/reload.json")"
+ms=$((($(date +%s%N) - t0) / 1000000))
+[[ $(jq -c '[.failed, [.opening[].id]]' "$IT_TMP/reload.json") == "[[],[10]]" ]] ||
+	it_fail "reload with an image behind a dead monitor: $(cat "$IT_TMP/reload.json")"
+((ms >= 9000)) || it_fail "the reload answered after $ms ms: it did not wait for LUN 10's image"
+[[ $(ctl show | jq -c '[.targets[0].luns[] | [.id, .state]]') == '[[0,"running"],[10,"opening"]]' ]] ||
+	it_fail "show while LUN 10 opens: $(ctl show | jq -c .targets[0].luns)"
+it_log "reload with an image behind a dead monitor: answered after $ms ms: $(jq -c . "$IT_TMP/reload.json")"
+it_wait_log "$IT_TMP/target.err" "reload: 0 LUN(s) of $CONF not created, 1 still opening: $IQN LUN 10: still opening"
 
 it_stop || it_fail "scsitgtd did not stop cleanly"
 it_log "ok"

@@ -6,7 +6,8 @@
 # commands; metrics passes promtool; kick makes the initiator see its session end; reload
 # applies a changed file and refuses a broken one (FILE:LINE); the runtime changes (LUN,
 # initiator, address) act on the initiator; save writes a file that, served after a restart,
-# gives the same show; protocol errors come back as JSON-RPC error objects; systemd hears
+# gives the same show; a reload of a file with a LUN that cannot be created answers which and
+# why, show lists it as failed, save writes it; protocol errors come back as JSON-RPC error objects; systemd hears
 # READY=1, RELOADING=1 and STOPPING=1 (sd_notify) when scsitgtd is built with libsystemd.
 # Runtime changes pass the file's checks across sections: a LUN added to or removed from an
 # rbd_gateway target (exactly one RBD LUN) is refused, so that save writes a file that starts.
@@ -244,7 +245,30 @@ fi
 	it_fail "reload of a broken file: $(cat "$IT_TMP/reload.err")"
 [[ $(ctl show | jq -c '[.targets[0].luns[].id]') == "[0,1]" ]] ||
 	it_fail "a refused reload changed the LUNs"
+# A LUN of the file that cannot be created (a missing file): the reload's answer says which and
+# why, show lists it as failed with the reason (what the file asks for, and what runs), save
+# writes it as the file has it, and the reload's log line names it (SIGHUP too).
 cp "$IT_TMP/good.conf" "$CONF"
+printf '[lun 4]\nbackend = file\npath = %s\n' "$IT_TMP/missing.img" >>"$CONF"
+why="$IT_TMP/missing.img: No such file or directory"
+ctl reload >"$IT_TMP/reload.json" || it_fail "reload failed: $(cat "$IT_TMP/reload.json")"
+[[ $(jq -c '.failed' "$IT_TMP/reload.json") == "[{\"target\":\"$IQN\",\"id\":4,\"error\":\"$why\"}]" ]] ||
+	it_fail "reload does not say LUN 4 failed and why: $(cat "$IT_TMP/reload.json")"
+[[ $(ctl show | jq -c '[.targets[0].luns[] | [.id, .state, .error]]') == \
+	"[[0,\"running\",null],[1,\"running\",null],[4,\"failed\",\"$why\"]]" ]] ||
+	it_fail "show does not list the failed LUN 4: $(ctl show | jq -c .targets[0].luns)"
+ctl save "$IT_TMP/saved4.conf" >/dev/null || it_fail "save failed"
+grep -A2 '^\[lun 4\]' "$IT_TMP/saved4.conf" | grep -qx "path = $IT_TMP/missing.img" ||
+	it_fail "save does not write the failed LUN 4 as the file has it: $(cat "$IT_TMP/saved4.conf")"
+logged="reload: 1 LUN(s) of $CONF not created, 0 still opening: $IQN LUN 4: $why"
+it_wait_log "$IT_TMP/target.err" "$logged"
+kill -HUP "$IT_PID"
+it_wait_log -n 2 "$IT_TMP/target.err" "$logged"
+it_log "reload of a file with a missing LUN file: $(jq -c .failed "$IT_TMP/reload.json")"
+cp "$IT_TMP/good.conf" "$CONF"
+ctl reload >"$IT_TMP/reload.json" || it_fail "reload failed: $(cat "$IT_TMP/reload.json")"
+[[ $(jq -c '.failed' "$IT_TMP/reload.json") == "[]" && $(ctl show | jq -c '[.targets[0].luns[].id]') == "[0,1]" ]] ||
+	it_fail "reload without LUN 4: $(cat "$IT_TMP/reload.json"); $(ctl show | jq -c .targets[0].luns)"
 
 # ---- runtime changes: LUNs, initiators, addresses ----
 
@@ -290,10 +314,14 @@ if grep -q librbd <<<"$(ldd "$IT_TARGET")"; then
 		rbd_op_timeout=25 >"$IT_TMP/out.json" || it_fail "add-lun of an RBD LUN failed"
 	[[ $(jq -r .opening "$IT_TMP/out.json") == true ]] ||
 		it_fail "add-lun of an RBD LUN whose image hangs: $(cat "$IT_TMP/out.json")"
+	# show lists it, as opening (it did not before: what runs, not what was asked).
+	[[ $(ctl show | jq -c '[.targets[0].luns[] | [.id, .state]]') == \
+		'[[0,"running"],[1,"running"],[2,"running"],[8,"opening"]]' ]] ||
+		it_fail "show while LUN 8 opens: $(ctl show | jq -c .targets[0].luns)"
 	if ctl add-lun "$IQN" 3 backend=file path="$IT_TMP/missing.img" 2>"$IT_TMP/err.json"; then
 		it_fail "add-lun of a missing file succeeded while an RBD image opens"
 	fi
-	[[ $(jq -r .code "$IT_TMP/err.json") == -32002 && $(luns) == "[0,1,2]" ]] ||
+	[[ $(jq -r .code "$IT_TMP/err.json") == -32002 && $(luns) == "[0,1,2,8]" ]] ||
 		it_fail "add-lun of a missing file while an RBD image opens: $(cat "$IT_TMP/err.json")"
 	grep -q "LUN 8: backend" "$IT_TMP/target.err" &&
 		it_fail "the RBD open ended before the check: did it not wait for the monitor?"
@@ -464,7 +492,8 @@ refused() {
 }
 refused -32602 "rbd_gateway needs exactly one LUN" add-lun "$GW_IQN" 1 backend=ram size=1M
 refused -32602 "rbd_gateway needs exactly one LUN" remove-lun "$GW_IQN" 0
-[[ $(ctl show | jq -c '[.targets[0].luns[].id]') == "[]" ]] ||
+# Its one LUN failed (no ceph.conf): show lists it so, with why.
+[[ $(ctl show | jq -c '[.targets[0].luns[] | [.id, .state]]') == '[[0,"failed"]]' ]] ||
 	it_fail "a refused change touched the LUNs: $(ctl show)"
 # What the file allows still goes.
 ctl add-initiator "$GW_IQN" iqn.1999-01.example:gw-other >/dev/null ||
