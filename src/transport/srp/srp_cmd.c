@@ -976,6 +976,13 @@ void scsitgt__srp_ch_release_tasks(struct srp_ch *ch)
 			if (t->mr)
 				ibv_dereg_mr(t->mr);
 			t->mr = NULL;
+			/* The core may free the command without calling us (its nexus ends while
+			 * it is parked or in a backend, core/cmd.c): the list goes now. Detached,
+			 * the task never sends Data-In again (reviewe D1). */
+			if (t->descs != &t->one)
+				free(t->descs);
+			t->descs = &t->one;
+			t->ndesc = 0;
 			t->ch = NULL;
 			continue;
 		}
