@@ -681,7 +681,10 @@ static uint8_t tmf_code(enum scsitgt__tmf_response r)
 	}
 }
 
-/* Send a TMF response; -EAGAIN when the send queue is full. */
+/*
+ * Send a TMF response; -EAGAIN when the send queue is full, another negative errno when the
+ * provider refused the SEND (the caller closes the channel, as for a command's response).
+ */
 static int tmf_send(struct srp_ch *ch, struct srp_tmf *m)
 {
 	uint8_t iu[SRP_RSP_LEN + SRP_RSP_DATA_LEN];
@@ -713,19 +716,30 @@ static void tmf_done(void *arg, enum scsitgt__tmf_response resp)
 {
 	struct srp_tmf *m = arg;
 	struct srp_ch *ch = m->ch;
+	int rc;
 
+	/* Held as a handler: a close below must not free the channel under us. */
+	ch->busy++;
 	ch->holds--;
 	m->code = tmf_code(resp);
 	m->after = ch->rsp_seq;
-	if (!ch->closing && (!scsitgt__list_empty(&ch->sendq) || !scsitgt__list_empty(&ch->tmfq) ||
-			     tmf_send(ch, m) == -EAGAIN)) {
-		ch->holds++;
-		scsitgt__list_add_tail(&ch->tmfq, &m->node);
-		ch_kick(ch);
-		return;
+	if (!ch->closing) {
+		rc = !scsitgt__list_empty(&ch->sendq) || !scsitgt__list_empty(&ch->tmfq) ?
+			     -EAGAIN :
+			     tmf_send(ch, m);
+		if (rc == -EAGAIN) {
+			ch->holds++;
+			scsitgt__list_add_tail(&ch->tmfq, &m->node);
+			scsitgt__srp_ch_leave(ch);
+			return;
+		}
+		/* §6.8: every SRP_TSK_MGMT is answered; a response that cannot go ends the channel
+		 * (as a command's does), so its credit is not lost on a channel that goes on. */
+		if (rc < 0)
+			scsitgt__srp_ch_close(ch, -1, "cannot post a TMF response");
 	}
 	free(m);
-	ch_kick(ch);
+	scsitgt__srp_ch_leave(ch);
 }
 
 static void tmf_answer_now(struct srp_ch *ch, uint64_t tag, uint8_t code)
@@ -906,11 +920,16 @@ void scsitgt__srp_ch_pump(struct srp_ch *ch)
 		int rc;
 
 		if (m && (t == NULL || (int32_t)(t->seq - m->after) >= 0)) {
-			if (tmf_send(ch, m) == -EAGAIN)
+			rc = tmf_send(ch, m);
+			if (rc == -EAGAIN)
 				return;
 			scsitgt__list_remove(&m->node);
 			ch->holds--;
 			free(m);
+			if (rc < 0) {
+				scsitgt__srp_ch_close(ch, -1, "cannot post a TMF response");
+				return;
+			}
 			continue;
 		}
 		if (t == NULL)

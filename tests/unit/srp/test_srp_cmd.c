@@ -148,11 +148,74 @@ static void test_tmf_behind_waiting_read(void **state)
 	tmf_behind_waiting_read(SRP_TSK_ABORT_TASK_SET, 0);
 }
 
+/* Kick the channel's pump as a completion's handler end would. */
+static void pump(struct srp_cw *w)
+{
+	w->ch->busy++;
+	scsitgt__srp_ch_leave(w->ch);
+}
+
+static bool ch_gone(struct srp_cw *w)
+{
+	return !srp_cw_has_ch(w);
+}
+
+/* The TMF of want_tag ended: answered, its response queued, or the channel closing. */
+static bool tmf_over(struct srp_cw *w)
+{
+	return srp_rec.disconnects || tmf_ended(w);
+}
+
+/*
+ * reviewe D2: the provider refuses the SEND of a TMF's response (not "no room": an error of
+ * ibv_post_send()). SRP r16a §6.8 answers every SRP_TSK_MGMT, and its credit must not be lost
+ * on a channel that goes on, so the channel closes, as it does for a command's response it
+ * cannot post: answered at once (tmf_done()), or from the queue when the send queue was full
+ * when the function ended (the pump). The closing channel flushes and goes.
+ */
+static void tmf_post_fails(bool queued)
+{
+	struct srp_cw w;
+	uint64_t tmf;
+
+	srp_cw_create(&w, "iqn.2026-12.org.example:srp-cmd");
+	srp_cw_clear_ua(&w);
+	srp_rec.nsends = 0;
+	if (queued)
+		w.ch->sq_free = 0; /* the response waits in ch->tmfq */
+	else
+		srp_rec.post_fail = 1;
+	tmf = srp_cw_send_tmf(&w, SRP_TSK_LUN_RESET, 0);
+	w.want_tag = tmf;
+	assert_true(srp_cw_settle(&w, tmf_over));
+	if (queued) {
+		assert_false(scsitgt__list_empty(&w.ch->tmfq));
+		assert_false(w.ch->closing);
+		w.ch->sq_free = SRP_CW_SQ_DEPTH;
+		srp_rec.post_fail = 1;
+		pump(&w);
+	}
+	/* No response, and the channel goes (it may be freed already: nothing was posted). */
+	assert_int_equal(srp_cw_rsp_at(tmf), -1);
+	assert_int_equal(srp_rec.disconnects, 1);
+	srp_cw_flush_all(&w);
+	assert_true(srp_cw_settle(&w, ch_gone));
+	srp_cw_destroy(&w);
+}
+
+static void test_tmf_post_fails(void **state)
+{
+	(void)state;
+	tmf_post_fails(false);
+	tmf_post_fails(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_too_many_descriptors),
 		cmocka_unit_test(test_tmf_behind_waiting_read),
+		cmocka_unit_test(test_tmf_post_fails),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
