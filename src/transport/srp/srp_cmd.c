@@ -742,7 +742,8 @@ static void tmf_done(void *arg, enum scsitgt__tmf_response resp)
 	scsitgt__srp_ch_leave(ch);
 }
 
-static void tmf_answer_now(struct srp_ch *ch, uint64_t tag, uint8_t code)
+/* Answer a TMF of ours alone: a function we do not support. */
+static void tmf_answer_now(struct srp_ch *ch, uint64_t tag)
 {
 	struct srp_tmf *m = calloc(1, sizeof(*m));
 
@@ -753,23 +754,7 @@ static void tmf_answer_now(struct srp_ch *ch, uint64_t tag, uint8_t code)
 	m->ch = ch;
 	m->tag = tag;
 	ch->holds++;
-	tmf_done(m, code == SRP_RSP_CODE_NOT_SUPPORTED ? SCSITGT__TMF_NOT_SUPPORTED :
-							 SCSITGT__TMF_COMPLETE);
-}
-
-static struct srp_task *nexus_find_task(struct srp_nexus *nx, uint64_t tag)
-{
-	for (struct scsitgt__list *p = nx->chans.next; p != &nx->chans; p = p->next) {
-		struct srp_ch *c = scsitgt__container_of(p, struct srp_ch, nx_node);
-
-		for (struct scsitgt__list *q = c->tasks.next; q != &c->tasks; q = q->next) {
-			struct srp_task *t = scsitgt__container_of(q, struct srp_task, node);
-
-			if (t->tag == tag && t->state != SRP_TASK_DEAD)
-				return t;
-		}
-	}
-	return NULL;
+	tmf_done(m, SCSITGT__TMF_NOT_SUPPORTED);
 }
 
 static int ch_tmf(struct srp_ch *ch, const uint8_t *iu, size_t len)
@@ -787,17 +772,16 @@ static int ch_tmf(struct srp_ch *ch, const uint8_t *iu, size_t len)
 		return -EPROTO;
 	}
 	switch (tm.func) {
-	case SRP_TSK_ABORT_TASK: {
-		struct srp_task *t = nexus_find_task(ch->nx, tm.task_tag);
-
-		/* SAM-5 §7.2: a task that is not there (or whose response is out) is done. */
-		if (t == NULL || t->state == SRP_TASK_SENDING) {
-			tmf_answer_now(ch, tm.tag, SRP_RSP_CODE_COMPLETE);
-			return 0;
-		}
+	case SRP_TSK_ABORT_TASK:
+		/*
+		 * Through the core also for a tag no task of the nexus has (any more), or one
+		 * whose response is out (its command is done): the core checks the LUN (INCORRECT
+		 * LOGICAL UNIT NUMBER for one that does not exist), tells the host (its TMF event
+		 * and statistics) and, finding nothing to abort, answers FUNCTION COMPLETE
+		 * (SAM-5 §7.2). The response still follows those queued before (tmf_done()).
+		 */
 		type = SCSITGT__TMF_ABORT_TASK;
 		break;
-	}
 	case SRP_TSK_ABORT_TASK_SET:
 		type = SCSITGT__TMF_ABORT_TASK_SET;
 		break;
@@ -820,7 +804,7 @@ static int ch_tmf(struct srp_ch *ch, const uint8_t *iu, size_t len)
 		type = SCSITGT__TMF_QUERY_ASYNC_EVENT;
 		break;
 	default:
-		tmf_answer_now(ch, tm.tag, SRP_RSP_CODE_NOT_SUPPORTED);
+		tmf_answer_now(ch, tm.tag);
 		return 0;
 	}
 	m = calloc(1, sizeof(*m));

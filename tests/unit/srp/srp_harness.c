@@ -399,18 +399,24 @@ uint64_t srp_cw_send_cmd(struct srp_cw *w, const uint8_t *cdb)
 	return srp_cw_send_spec(w, &s, cdb);
 }
 
+uint64_t srp_cw_send_tm(struct srp_cw *w, struct scsitgt__srp_tsk_mgmt *tm)
+{
+	uint8_t iu[SRP_TSK_MGMT_LEN];
+
+	tm->tag = w->next_tag++;
+	scsitgt__srp_tsk_mgmt_encode(iu, tm);
+	srp_cw_deliver_rc(w, iu, sizeof(iu), 0);
+	return tm->tag;
+}
+
 uint64_t srp_cw_send_tmf(struct srp_cw *w, uint8_t func, uint64_t task_tag)
 {
 	struct scsitgt__srp_tsk_mgmt tm;
-	uint8_t iu[SRP_TSK_MGMT_LEN];
 
 	memset(&tm, 0, sizeof(tm));
-	tm.tag = w->next_tag++;
 	tm.func = func;
 	tm.task_tag = task_tag;
-	scsitgt__srp_tsk_mgmt_encode(iu, &tm);
-	srp_cw_deliver_rc(w, iu, sizeof(iu), 0);
-	return tm.tag;
+	return srp_cw_send_tm(w, &tm);
 }
 
 int srp_cw_rsp_at(uint64_t tag)

@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "libscsitgt/events.h"
+#include "libscsitgt/stats.h"
 #include "srp_harness.h"
 
 /*
@@ -210,12 +212,100 @@ static void test_tmf_post_fails(void **state)
 	tmf_post_fails(true);
 }
 
+/* Send @tm and wait for its answer, decoded (four bytes of response data). */
+static struct scsitgt__srp_rsp tmf_answer(struct srp_cw *w, struct scsitgt__srp_tsk_mgmt *tm)
+{
+	struct scsitgt__srp_rsp r;
+
+	w->want_tag = srp_cw_send_tm(w, tm);
+	assert_true(srp_cw_settle(w, srp_cw_answered));
+	assert_true(srp_cw_rsp_of(w->want_tag, &r));
+	assert_int_equal(r.resp_len, SRP_RSP_DATA_LEN);
+	return r;
+}
+
+/* TMF events the host's callback saw (the function of the last). */
+static unsigned int tmf_events;
+static uint64_t tmf_event_lun;
+
+static void on_event(void *arg, const struct scsitgt_event *ev)
+{
+	(void)arg;
+	if (ev->type != SCSITGT_EVENT_TMF)
+		return;
+	tmf_events++;
+	tmf_event_lun = ev->lun_id;
+}
+
+static uint64_t lun_tmfs(struct srp_cw *w)
+{
+	struct scsitgt_lun_stats st;
+
+	memset(&st, 0, sizeof(st));
+	st.size = sizeof(st);
+	assert_int_equal(scsitgt_lun_get_stats(w->lun, &st), 0);
+	return st.cmds.tmfs;
+}
+
+/* An ABORT TASK of @task_tag on LUN @lun; the RSP CODE of its answer. */
+static uint8_t abort_task(struct srp_cw *w, uint8_t lun, uint64_t task_tag)
+{
+	struct scsitgt__srp_tsk_mgmt tm;
+	uint8_t code;
+
+	memset(&tm, 0, sizeof(tm));
+	tm.func = SRP_TSK_ABORT_TASK;
+	tm.task_tag = task_tag;
+	tm.lun[1] = lun; /* peripheral addressing, SAM-5 §4.7 */
+	code = tmf_answer(w, &tm).resp_data[3];
+	srp_cw_complete_all(w);
+	return code;
+}
+
+/*
+ * reviewe N3: an ABORT TASK naming a tag the nexus has no task of goes through the core as
+ * every other function does: the host's TMF event and the LUN's statistics count it, it is
+ * answered FUNCTION COMPLETE on an existing LUN (SAM-5 §7.2: nothing to abort), and INCORRECT
+ * LOGICAL UNIT NUMBER (09h) on one that does not exist, as the same function naming a task
+ * there would be. The same for the tag of a task whose response is out already.
+ */
+static void test_abort_unknown_tag(void **state)
+{
+	static const uint8_t tur[16] = { 0 };
+	struct srp_cw w;
+	uint64_t done;
+
+	(void)state;
+	srp_cw_create(&w, "iqn.2026-12.org.example:srp-cmd");
+	srp_cw_clear_ua(&w);
+	tmf_events = 0;
+	assert_int_equal(scsitgt_engine_set_event_cb(w.base.engine, on_event, NULL), 0);
+	srp_rec.nsends = 0;
+	assert_int_equal(abort_task(&w, 0, 0x4242), SRP_RSP_CODE_COMPLETE);
+	assert_int_equal(tmf_events, 1);
+	assert_int_equal(tmf_event_lun, 0);
+	assert_int_equal(lun_tmfs(&w), 1);
+	assert_int_equal(abort_task(&w, 5, 0x4242), SRP_RSP_CODE_INCORRECT_LUN);
+	assert_int_equal(tmf_events, 2);
+	assert_int_equal(tmf_event_lun, 5);
+	/* A command answered (its SEND not completed yet): its tag names no task to abort. */
+	w.want_tag = done = srp_cw_send_cmd(&w, tur);
+	assert_true(srp_cw_settle(&w, srp_cw_answered));
+	assert_int_equal(abort_task(&w, 0, done), SRP_RSP_CODE_COMPLETE);
+	assert_int_equal(tmf_events, 3);
+	assert_int_equal(lun_tmfs(&w), 2);
+	assert_false(w.ch->closing);
+	assert_int_equal(scsitgt_engine_set_event_cb(w.base.engine, NULL, NULL), 0);
+	srp_cw_destroy(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_too_many_descriptors),
 		cmocka_unit_test(test_tmf_behind_waiting_read),
 		cmocka_unit_test(test_tmf_post_fails),
+		cmocka_unit_test(test_abort_unknown_tag),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
