@@ -659,6 +659,7 @@ struct srp_tmf {
 	struct scsitgt__list node; /* ch->tmfq while its response waits for room */
 	struct srp_ch *ch;
 	uint64_t tag;
+	uint8_t sol_not; /* SCSOLNT, UCSOLNT of the SRP_TSK_MGMT */
 	uint8_t code;
 	uint32_t after; /* ch->rsp_seq when it ended: task responses queued before go first */
 };
@@ -691,12 +692,16 @@ static int tmf_send(struct srp_ch *ch, struct srp_tmf *m)
 	uint8_t data[SRP_RSP_DATA_LEN] = { 0, 0, 0, m->code };
 	struct scsitgt__srp_credits saved = ch->cred;
 	struct scsitgt__srp_rsp r;
+	bool good = m->code == SRP_RSP_CODE_COMPLETE || m->code == SRP_RSP_CODE_SUCCEEDED;
 	int rc;
 
 	memset(&r, 0, sizeof(r));
 	r.tag = m->tag;
 	r.resp_data = data;
 	r.resp_len = sizeof(data);
+	/* SCSOLNT / UCSOLNT of the SRP_TSK_MGMT (byte 1, as in SRP_CMD, task_post_rsp()). */
+	if ((good && (m->sol_not & SRP_SOLNT_SC)) || (!good && (m->sol_not & SRP_SOLNT_UC)))
+		r.sol_not = 1;
 	scsitgt__srp_credits_finish(&ch->cred);
 	r.req_lim_delta = scsitgt__srp_credits_grant(&ch->cred);
 	scsitgt__srp_rsp_encode(iu, sizeof(iu), &r);
@@ -743,7 +748,7 @@ static void tmf_done(void *arg, enum scsitgt__tmf_response resp)
 }
 
 /* Answer a TMF of ours alone: a function we do not support. */
-static void tmf_answer_now(struct srp_ch *ch, uint64_t tag)
+static void tmf_answer_now(struct srp_ch *ch, const struct scsitgt__srp_tsk_mgmt *tm)
 {
 	struct srp_tmf *m = calloc(1, sizeof(*m));
 
@@ -752,7 +757,8 @@ static void tmf_answer_now(struct srp_ch *ch, uint64_t tag)
 		return;
 	}
 	m->ch = ch;
-	m->tag = tag;
+	m->tag = tm->tag;
+	m->sol_not = tm->sol_not;
 	ch->holds++;
 	tmf_done(m, SCSITGT__TMF_NOT_SUPPORTED);
 }
@@ -804,7 +810,7 @@ static int ch_tmf(struct srp_ch *ch, const uint8_t *iu, size_t len)
 		type = SCSITGT__TMF_QUERY_ASYNC_EVENT;
 		break;
 	default:
-		tmf_answer_now(ch, tm.tag);
+		tmf_answer_now(ch, &tm);
 		return 0;
 	}
 	m = calloc(1, sizeof(*m));
@@ -814,6 +820,7 @@ static int ch_tmf(struct srp_ch *ch, const uint8_t *iu, size_t len)
 	}
 	m->ch = ch;
 	m->tag = tm.tag;
+	m->sol_not = tm.sol_not;
 	ch->holds++;
 	scsitgt__srp_ch_log(ch, SCSITGT_LOG_INFO, "task management function 0x%02x (tag 0x%llx)",
 			    tm.func, (unsigned long long)tm.task_tag);

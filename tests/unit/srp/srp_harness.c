@@ -221,6 +221,7 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 		assert_true(r->len <= sizeof(srp_rec.sends[0].iu));
 		memcpy(srp_rec.sends[srp_rec.nsends].iu, (const void *)(uintptr_t)r->local, r->len);
 		srp_rec.sends[srp_rec.nsends].len = r->len;
+		srp_rec.sends[srp_rec.nsends].solicited = wr->send_flags & IBV_SEND_SOLICITED;
 		srp_rec.nsends++;
 	}
 	return 0;

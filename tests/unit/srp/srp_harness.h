@@ -73,6 +73,7 @@ struct srp_cw_rec {
 	struct {
 		uint8_t iu[512];
 		uint32_t len;
+		bool solicited; /* posted with IBV_SEND_SOLICITED */
 	} sends[SRP_CW_SEND_MAX];
 	unsigned int nsends;
 	struct srp_cw_wr wrs[SRP_CW_WR_MAX];

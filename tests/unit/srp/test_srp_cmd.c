@@ -212,6 +212,11 @@ static void test_tmf_post_fails(void **state)
 	tmf_post_fails(true);
 }
 
+/*
+ * reviewe N1: SRP_TSK_MGMT byte 1 carries SCSOLNT and UCSOLNT as SRP_CMD does. Its SRP_RSP sets
+ * SOLNT, and its SEND asks for a solicited event, when the bit of the function's outcome is
+ * set: FUNCTION COMPLETE with SCSOLNT, NOT SUPPORTED with UCSOLNT; not for the other bit.
+ */
 /* Send @tm and wait for its answer, decoded (four bytes of response data). */
 static struct scsitgt__srp_rsp tmf_answer(struct srp_cw *w, struct scsitgt__srp_tsk_mgmt *tm)
 {
@@ -222,6 +227,37 @@ static struct scsitgt__srp_rsp tmf_answer(struct srp_cw *w, struct scsitgt__srp_
 	assert_true(srp_cw_rsp_of(w->want_tag, &r));
 	assert_int_equal(r.resp_len, SRP_RSP_DATA_LEN);
 	return r;
+}
+
+static void tmf_solnt(struct srp_cw *w, uint8_t func, uint8_t sol_not, uint8_t code, bool want)
+{
+	struct scsitgt__srp_tsk_mgmt tm;
+	struct scsitgt__srp_rsp r;
+
+	memset(&tm, 0, sizeof(tm));
+	tm.func = func;
+	tm.sol_not = sol_not;
+	r = tmf_answer(w, &tm);
+	assert_int_equal(r.resp_data[3], code);
+	assert_int_equal(r.sol_not, want);
+	assert_int_equal(srp_rec.sends[srp_cw_rsp_at(tm.tag)].solicited, want);
+	srp_cw_complete_all(w);
+}
+
+static void test_tmf_solnt(void **state)
+{
+	struct srp_cw w;
+
+	(void)state;
+	srp_cw_create(&w, "iqn.2026-12.org.example:srp-cmd");
+	srp_cw_clear_ua(&w);
+	srp_rec.nsends = 0;
+	tmf_solnt(&w, SRP_TSK_LUN_RESET, SRP_SOLNT_SC, SRP_RSP_CODE_COMPLETE, true);
+	tmf_solnt(&w, SRP_TSK_LUN_RESET, SRP_SOLNT_UC, SRP_RSP_CODE_COMPLETE, false);
+	tmf_solnt(&w, SRP_TSK_LUN_RESET, 0, SRP_RSP_CODE_COMPLETE, false);
+	tmf_solnt(&w, 0x7f, SRP_SOLNT_UC, SRP_RSP_CODE_NOT_SUPPORTED, true);
+	tmf_solnt(&w, 0x7f, SRP_SOLNT_SC, SRP_RSP_CODE_NOT_SUPPORTED, false);
+	srp_cw_destroy(&w);
 }
 
 /* TMF events the host's callback saw (the function of the last). */
@@ -305,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_too_many_descriptors),
 		cmocka_unit_test(test_tmf_behind_waiting_read),
 		cmocka_unit_test(test_tmf_post_fails),
+		cmocka_unit_test(test_tmf_solnt),
 		cmocka_unit_test(test_abort_unknown_tag),
 	};
 
