@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "core/ua.h"
 #include "libscsitgt/events.h"
 #include "libscsitgt/stats.h"
 #include "srp_harness.h"
@@ -335,6 +336,80 @@ static void test_abort_unknown_tag(void **state)
 	srp_cw_destroy(&w);
 }
 
+/* The SRP_AER_REQs recorded so far. */
+static unsigned int aer_reqs(void)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < srp_rec.nsends; i++)
+		n += srp_rec.sends[i].iu[0] == SRP_IU_AER_REQ;
+	return n;
+}
+
+static bool aer_sent(struct srp_cw *w)
+{
+	(void)w;
+	return aer_reqs() > 0;
+}
+
+/*
+ * reviewe N2: a unit attention the core raises for the nexus (the fabric's unit_attention
+ * hook) goes out as an SRP_AER_REQ only when the port asks for it (scsitgt_srp_portal_opts.aer,
+ * default off: Linux ib_srp logs each one as an error and drops it). Either way the next
+ * command to the LUN reports it (CHECK CONDITION, UNIT ATTENTION).
+ */
+static void aer_opt(bool aer)
+{
+	static const uint8_t tur[16] = { 0 };
+	struct scsitgt__srp_rsp r;
+	uint8_t iu[16], lun[8];
+	const uint8_t *sense;
+	uint32_t delta, slen;
+	struct srp_cw w;
+	uint64_t tag;
+	int at;
+
+	srp_cw_create(&w, "iqn.2026-12.org.example:srp-cmd");
+	srp_cw_clear_ua(&w);
+	w.base.port->opts.aer = aer;
+	srp_rec.nsends = 0;
+	scsitgt__ua_establish(w.nx->core, 0, SCSITGT__SR_UA_CAPACITY_CHANGED);
+	assert_int_equal(srp_cw_settle(&w, aer_sent), aer);
+	if (aer) {
+		assert_int_equal(aer_reqs(), 1);
+		at = 0;
+		assert_int_equal(scsitgt__srp_aer_req_decode(srp_rec.sends[at].iu,
+							     srp_rec.sends[at].len, &delta, &tag,
+							     lun, &sense, &slen),
+				 0);
+		assert_true(slen >= 14);
+		assert_int_equal(sense[2] & 0x0f, 0x06); /* UNIT ATTENTION */
+		assert_int_equal(sense[12], 0x2a);	 /* CAPACITY DATA HAS CHANGED */
+		assert_int_equal(sense[13], 0x09);
+		srp_cw_complete_all(&w);
+		/* The initiator answers (SRP_AER_RSP, no credit). */
+		scsitgt__srp_simple_rsp_encode(iu, SRP_IU_AER_RSP, tag);
+		srp_cw_deliver_rc(&w, iu, sizeof(iu), 0);
+		assert_int_equal(w.ch->tgt_reqs, 0);
+	}
+	w.want_tag = srp_cw_send_cmd(&w, tur);
+	assert_true(srp_cw_settle(&w, srp_cw_answered));
+	assert_true(srp_cw_rsp_of(w.want_tag, &r));
+	assert_int_equal(r.status, 0x02);
+	assert_true(r.sense_len >= 14);
+	assert_int_equal(r.sense[2] & 0x0f, 0x06);
+	assert_int_equal(r.sense[12], 0x2a);
+	assert_false(w.ch->closing);
+	srp_cw_destroy(&w);
+}
+
+static void test_aer_opt_in(void **state)
+{
+	(void)state;
+	aer_opt(false);
+	aer_opt(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -343,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_tmf_post_fails),
 		cmocka_unit_test(test_tmf_solnt),
 		cmocka_unit_test(test_abort_unknown_tag),
+		cmocka_unit_test(test_aer_opt_in),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
