@@ -78,6 +78,13 @@ struct scsitgt_srp_portal_opts {
 	 * each time. Default 67108864 (64 MiB).
 	 */
 	uint64_t buffer_bytes;
+	/**
+	 * Also announce each unit attention with an SRP_AER_REQ (SRP r16a §6.10, optional) on a
+	 * channel of the nexus; the condition is reported on the next command either way. Linux
+	 * ib_srp logs every one as an error and drops it, and LIO's and SCST's SRP targets send
+	 * none (docs/srp.md). Default false.
+	 */
+	bool aer;
 };
 
 /**

@@ -9,9 +9,9 @@
 # Each part proves what it proves alone (see those scripts): logins through the kernel
 # initiators, ext4 made and checked with fsck, files written and read back by direct I/O and
 # checksummed, logout and a second login; for SRP two channels, the target port removed and
-# logged in again, a LUN reset and its SRP_AER_REQ, the LUN read over iSER too. Unless
-# VM_FULL=1 the data is smaller (files of 1, 4 and 16 MiB instead of up to 64) and fio runs are
-# bounded by size, not time (VM_QUICK=1 for both scripts); VM_FULL=1 runs both as vm/srp and
+# logged in again, a LUN reset and its unit attention (no SRP_AER_REQ), the LUN read over iSER
+# too. Unless VM_FULL=1 the data is smaller (files of 1, 4 and 16 MiB instead of up to 64) and
+# fio runs are bounded by size, not time (VM_QUICK=1 for both scripts); VM_FULL=1 runs both as vm/srp and
 # vm/iser do. Logs: /host/out/srp/, /host/out/iser/. Exit status: the first part that does not
 # pass (77: no soft-RoCE in the guest kernel, skipped).
 set -uo pipefail

@@ -104,16 +104,9 @@ static int iser_login_complete(struct scsitgt__iscsi_conn *conn,
 	struct iser_conn *ic = scsitgt__iscsi_conn_dm_ctx(conn);
 	const struct scsitgt__iscsi_session_params *p = login->params;
 	struct scsitgt__iser_credit_params cp;
-	uint32_t want, w, unexp;
+	uint32_t want, w;
 
-	unexp = p->max_outstanding_unexpected_pdus;
-	memset(&cp, 0, sizeof(cp));
-	cp.queue_depth = login->queue_depth;
-	cp.recv_dsl = ISER_RECV_DSL;
-	cp.first_burst = p->first_burst;
-	cp.initial_r2t = p->initial_r2t;
-	cp.immediate_data = p->immediate_data;
-	cp.unexpected = unexp ? unexp : ISER_UNEXP_RESERVE;
+	scsitgt__iser_credit_params_of(&cp, p, login->queue_depth, ISER_UNEXP_RESERVE);
 	want = scsitgt__iser_credit_recvs(&cp);
 	if (ic_post_more(ic, want) < 0) {
 		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_WARNING,
@@ -121,7 +114,7 @@ static int iser_login_complete(struct scsitgt__iscsi_conn *conn,
 		return -EIO;
 	}
 	w = scsitgt__iser_credit_window(&cp, ic->recvs_posted);
-	scsitgt__iser_unexp_init(&ic->unexp, unexp);
+	scsitgt__iser_unexp_init(&ic->unexp, p->max_outstanding_unexpected_pdus);
 	if (w < *window)
 		*window = w;
 	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_DEBUG,

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* iSER flow control: RDMA READ queue, receive credits, unexpected PDUs. See iser_flow.h. */
 #include <stddef.h>
+#include <string.h>
 
+#include "transport/iscsi/datamover.h"
 #include "transport/iser/iser_flow.h"
 
 /* ---- RDMA READ queue ---- */
@@ -90,6 +92,23 @@ struct scsitgt__iser_rdq_item *scsitgt__iser_rdq_take_itt(struct scsitgt__iser_r
 }
 
 /* ---- receive credits ---- */
+
+void scsitgt__iser_credit_params_of(struct scsitgt__iser_credit_params *cp,
+				    const struct scsitgt__iscsi_session_params *p,
+				    uint32_t queue_depth, uint32_t reserve)
+{
+	uint32_t unexp = p->max_outstanding_unexpected_pdus;
+
+	memset(cp, 0, sizeof(*cp));
+	cp->queue_depth = queue_depth;
+	/* The negotiated value, not our offer (reviewe D3): each unsolicited Data-Out of the
+	 * first burst is at most this long, so a smaller one means more SENDs per command. */
+	cp->recv_dsl = p->target_recv_dsl;
+	cp->first_burst = p->first_burst;
+	cp->initial_r2t = p->initial_r2t;
+	cp->immediate_data = p->immediate_data;
+	cp->unexpected = unexp ? unexp : reserve;
+}
 
 uint32_t scsitgt__iser_credit_per_cmd(const struct scsitgt__iser_credit_params *p)
 {

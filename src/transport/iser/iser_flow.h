@@ -64,6 +64,18 @@ struct scsitgt__iser_credit_params {
 	uint32_t unexpected;  /* reserve for immediate and unexpected PDUs (>= 1) */
 };
 
+struct scsitgt__iscsi_session_params;
+
+/*
+ * The credit parameters of a session as its login negotiated them (@p, the session's keys,
+ * datamover.h login_complete), with a CmdSN window of @queue_depth: what the initiator may send
+ * unsolicited, in SENDs of at most the negotiated TargetRecvDataSegmentLength (RFC 7145 §6.3:
+ * a Minimum key, so an initiator may lower it below our 8192), and @reserve receive buffers for
+ * immediate and unexpected PDUs when MaxOutstandingUnexpectedPDUs sets no limit of its own.
+ */
+void scsitgt__iser_credit_params_of(struct scsitgt__iser_credit_params *cp,
+				    const struct scsitgt__iscsi_session_params *p,
+				    uint32_t queue_depth, uint32_t reserve);
 /* Receive buffers one command may consume at most: its PDU and its unsolicited Data-Outs. */
 uint32_t scsitgt__iser_credit_per_cmd(const struct scsitgt__iser_credit_params *p);
 /* Receive buffers to post so that a full window never finds none (saturates at UINT32_MAX). */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Asynchronous event reports (SRP r16a §6.10): a unit attention the core queues for an I_T
- * nexus (fabric_ops.unit_attention) is also announced with an SRP_AER_REQ on one channel of the
- * nexus, carrying the sense data of the condition. The condition stays pending in the core and
+ * Asynchronous event reports (SRP r16a §6.10), with scsitgt_srp_portal_opts.aer (opt-in: Linux
+ * ib_srp logs each one as an error and drops it, docs/srp.md): a unit attention the core queues
+ * for an I_T nexus (fabric_ops.unit_attention) is also announced with an SRP_AER_REQ on one
+ * channel of the nexus, carrying the sense data of the condition. The condition stays pending in the core and
  * is reported on the next command all the same: the report only tells the initiator early. At
  * most SRP_TGT_REQ_MAX of our requests are outstanding on a channel (each answer needs a
  * receive buffer kept for it); further events wait in a short queue, and duplicates are
@@ -93,7 +94,8 @@ void scsitgt__srp_unit_attention(struct scsitgt__session *sess, uint64_t lun_id,
 	struct srp_nexus *nx = sess->fabric_ctx;
 	struct srp_ua_msg *m;
 
-	if (nx == NULL)
+	/* Opt-in (the port's options are read-only once it exists, so any loop may read them). */
+	if (nx == NULL || !nx->port->opts.aer)
 		return;
 	if (scsitgt__srp_nexus_here(nx)) {
 		nexus_ua_here(nx, lun_id, reason);

@@ -659,6 +659,7 @@ struct srp_tmf {
 	struct scsitgt__list node; /* ch->tmfq while its response waits for room */
 	struct srp_ch *ch;
 	uint64_t tag;
+	uint8_t sol_not; /* SCSOLNT, UCSOLNT of the SRP_TSK_MGMT */
 	uint8_t code;
 	uint32_t after; /* ch->rsp_seq when it ended: task responses queued before go first */
 };
@@ -681,19 +682,26 @@ static uint8_t tmf_code(enum scsitgt__tmf_response r)
 	}
 }
 
-/* Send a TMF response; -EAGAIN when the send queue is full. */
+/*
+ * Send a TMF response; -EAGAIN when the send queue is full, another negative errno when the
+ * provider refused the SEND (the caller closes the channel, as for a command's response).
+ */
 static int tmf_send(struct srp_ch *ch, struct srp_tmf *m)
 {
 	uint8_t iu[SRP_RSP_LEN + SRP_RSP_DATA_LEN];
 	uint8_t data[SRP_RSP_DATA_LEN] = { 0, 0, 0, m->code };
 	struct scsitgt__srp_credits saved = ch->cred;
 	struct scsitgt__srp_rsp r;
+	bool good = m->code == SRP_RSP_CODE_COMPLETE || m->code == SRP_RSP_CODE_SUCCEEDED;
 	int rc;
 
 	memset(&r, 0, sizeof(r));
 	r.tag = m->tag;
 	r.resp_data = data;
 	r.resp_len = sizeof(data);
+	/* SCSOLNT / UCSOLNT of the SRP_TSK_MGMT (byte 1, as in SRP_CMD, task_post_rsp()). */
+	if ((good && (m->sol_not & SRP_SOLNT_SC)) || (!good && (m->sol_not & SRP_SOLNT_UC)))
+		r.sol_not = 1;
 	scsitgt__srp_credits_finish(&ch->cred);
 	r.req_lim_delta = scsitgt__srp_credits_grant(&ch->cred);
 	scsitgt__srp_rsp_encode(iu, sizeof(iu), &r);
@@ -713,22 +721,34 @@ static void tmf_done(void *arg, enum scsitgt__tmf_response resp)
 {
 	struct srp_tmf *m = arg;
 	struct srp_ch *ch = m->ch;
+	int rc;
 
+	/* Held as a handler: a close below must not free the channel under us. */
+	ch->busy++;
 	ch->holds--;
 	m->code = tmf_code(resp);
 	m->after = ch->rsp_seq;
-	if (!ch->closing && (!scsitgt__list_empty(&ch->sendq) || !scsitgt__list_empty(&ch->tmfq) ||
-			     tmf_send(ch, m) == -EAGAIN)) {
-		ch->holds++;
-		scsitgt__list_add_tail(&ch->tmfq, &m->node);
-		ch_kick(ch);
-		return;
+	if (!ch->closing) {
+		rc = !scsitgt__list_empty(&ch->sendq) || !scsitgt__list_empty(&ch->tmfq) ?
+			     -EAGAIN :
+			     tmf_send(ch, m);
+		if (rc == -EAGAIN) {
+			ch->holds++;
+			scsitgt__list_add_tail(&ch->tmfq, &m->node);
+			scsitgt__srp_ch_leave(ch);
+			return;
+		}
+		/* §6.8: every SRP_TSK_MGMT is answered; a response that cannot go ends the channel
+		 * (as a command's does), so its credit is not lost on a channel that goes on. */
+		if (rc < 0)
+			scsitgt__srp_ch_close(ch, -1, "cannot post a TMF response");
 	}
 	free(m);
-	ch_kick(ch);
+	scsitgt__srp_ch_leave(ch);
 }
 
-static void tmf_answer_now(struct srp_ch *ch, uint64_t tag, uint8_t code)
+/* Answer a TMF of ours alone: a function we do not support. */
+static void tmf_answer_now(struct srp_ch *ch, const struct scsitgt__srp_tsk_mgmt *tm)
 {
 	struct srp_tmf *m = calloc(1, sizeof(*m));
 
@@ -737,25 +757,10 @@ static void tmf_answer_now(struct srp_ch *ch, uint64_t tag, uint8_t code)
 		return;
 	}
 	m->ch = ch;
-	m->tag = tag;
+	m->tag = tm->tag;
+	m->sol_not = tm->sol_not;
 	ch->holds++;
-	tmf_done(m, code == SRP_RSP_CODE_NOT_SUPPORTED ? SCSITGT__TMF_NOT_SUPPORTED :
-							 SCSITGT__TMF_COMPLETE);
-}
-
-static struct srp_task *nexus_find_task(struct srp_nexus *nx, uint64_t tag)
-{
-	for (struct scsitgt__list *p = nx->chans.next; p != &nx->chans; p = p->next) {
-		struct srp_ch *c = scsitgt__container_of(p, struct srp_ch, nx_node);
-
-		for (struct scsitgt__list *q = c->tasks.next; q != &c->tasks; q = q->next) {
-			struct srp_task *t = scsitgt__container_of(q, struct srp_task, node);
-
-			if (t->tag == tag && t->state != SRP_TASK_DEAD)
-				return t;
-		}
-	}
-	return NULL;
+	tmf_done(m, SCSITGT__TMF_NOT_SUPPORTED);
 }
 
 static int ch_tmf(struct srp_ch *ch, const uint8_t *iu, size_t len)
@@ -773,17 +778,16 @@ static int ch_tmf(struct srp_ch *ch, const uint8_t *iu, size_t len)
 		return -EPROTO;
 	}
 	switch (tm.func) {
-	case SRP_TSK_ABORT_TASK: {
-		struct srp_task *t = nexus_find_task(ch->nx, tm.task_tag);
-
-		/* SAM-5 §7.2: a task that is not there (or whose response is out) is done. */
-		if (t == NULL || t->state == SRP_TASK_SENDING) {
-			tmf_answer_now(ch, tm.tag, SRP_RSP_CODE_COMPLETE);
-			return 0;
-		}
+	case SRP_TSK_ABORT_TASK:
+		/*
+		 * Through the core also for a tag no task of the nexus has (any more), or one
+		 * whose response is out (its command is done): the core checks the LUN (INCORRECT
+		 * LOGICAL UNIT NUMBER for one that does not exist), tells the host (its TMF event
+		 * and statistics) and, finding nothing to abort, answers FUNCTION COMPLETE
+		 * (SAM-5 §7.2). The response still follows those queued before (tmf_done()).
+		 */
 		type = SCSITGT__TMF_ABORT_TASK;
 		break;
-	}
 	case SRP_TSK_ABORT_TASK_SET:
 		type = SCSITGT__TMF_ABORT_TASK_SET;
 		break;
@@ -806,7 +810,7 @@ static int ch_tmf(struct srp_ch *ch, const uint8_t *iu, size_t len)
 		type = SCSITGT__TMF_QUERY_ASYNC_EVENT;
 		break;
 	default:
-		tmf_answer_now(ch, tm.tag, SRP_RSP_CODE_NOT_SUPPORTED);
+		tmf_answer_now(ch, &tm);
 		return 0;
 	}
 	m = calloc(1, sizeof(*m));
@@ -816,6 +820,7 @@ static int ch_tmf(struct srp_ch *ch, const uint8_t *iu, size_t len)
 	}
 	m->ch = ch;
 	m->tag = tm.tag;
+	m->sol_not = tm.sol_not;
 	ch->holds++;
 	scsitgt__srp_ch_log(ch, SCSITGT_LOG_INFO, "task management function 0x%02x (tag 0x%llx)",
 			    tm.func, (unsigned long long)tm.task_tag);
@@ -906,11 +911,16 @@ void scsitgt__srp_ch_pump(struct srp_ch *ch)
 		int rc;
 
 		if (m && (t == NULL || (int32_t)(t->seq - m->after) >= 0)) {
-			if (tmf_send(ch, m) == -EAGAIN)
+			rc = tmf_send(ch, m);
+			if (rc == -EAGAIN)
 				return;
 			scsitgt__list_remove(&m->node);
 			ch->holds--;
 			free(m);
+			if (rc < 0) {
+				scsitgt__srp_ch_close(ch, -1, "cannot post a TMF response");
+				return;
+			}
 			continue;
 		}
 		if (t == NULL)
@@ -976,6 +986,13 @@ void scsitgt__srp_ch_release_tasks(struct srp_ch *ch)
 			if (t->mr)
 				ibv_dereg_mr(t->mr);
 			t->mr = NULL;
+			/* The core may free the command without calling us (its nexus ends while
+			 * it is parked or in a backend, core/cmd.c): the list goes now. Detached,
+			 * the task never sends Data-In again (reviewe D1). */
+			if (t->descs != &t->one)
+				free(t->descs);
+			t->descs = &t->one;
+			t->ndesc = 0;
 			t->ch = NULL;
 			continue;
 		}

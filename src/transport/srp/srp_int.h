@@ -249,7 +249,10 @@ void scsitgt__srp_ch_check_drained(struct srp_ch *ch);
 void scsitgt__srp_ch_leave(struct srp_ch *ch);
 void scsitgt__srp_ch_log(const struct srp_ch *ch, enum scsitgt_log_level level, const char *fmt,
 			 ...) SCSITGT_PRINTF(3, 4);
-/* Post a 16..ti_iu_len byte target IU of our own; @logout disconnects after delivery. */
+/*
+ * Post a 16..ti_iu_len byte target IU of our own (a solicited event when its SOLNT bit is set);
+ * @logout disconnects after delivery. -EAGAIN: no send queue entry or buffer free now.
+ */
 int scsitgt__srp_ch_send_own(struct srp_ch *ch, const uint8_t *iu, size_t len, bool logout);
 /*
  * The completion of a send buffer of our own (struct srp_slot, the handler every slot's

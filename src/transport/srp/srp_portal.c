@@ -153,6 +153,9 @@ int scsitgt__srp_ch_send_own(struct srp_ch *ch, const uint8_t *iu, size_t len, b
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = (uintptr_t)&ch->slots[idx].w;
 	wr.opcode = IBV_WR_SEND;
+	/* The SOLNT bit of a target IU (byte 1 bit 0 of SRP_RSP, SRP_CRED_REQ, SRP_AER_REQ,
+	 * SRP_T_LOGOUT) asks for a solicited event: the SEND carries it (§5.6). */
+	wr.send_flags = len > 1 && (iu[1] & 1u) ? IBV_SEND_SOLICITED : 0;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	if (ibv_post_send(ch->id->qp, &wr, &bad) != 0) {

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "../iscsi/iscsi_harness.h"
+#include "iser_login.h"
 
 #define SEND_CAP 8192u
 #define EXTRA_TARGETS 150
@@ -31,10 +31,7 @@ static const struct scsitgt__iscsi_dm_ops rdma_dm_ops = {
 /* A discovery session over the rdma data mover, logged in with the '|' separated @keys. */
 static void start(struct harness *h, const char *keys)
 {
-	uint8_t bhs[ISCSI_BHS_LEN];
-	char text[2048], all[1024];
-	struct h_pdu *r;
-	uint32_t len;
+	char all[1024];
 
 	assert_int_equal(h_init_dm(h, false, &rdma_dm_ops), 0);
 	for (int i = 0; i < EXTRA_TARGETS; i++) {
@@ -48,18 +45,8 @@ static void start(struct harness *h, const char *keys)
 		to.name = name;
 		assert_int_equal(scsitgt_target_create(&t, h->engine, &to), 0);
 	}
-	snprintf(all, sizeof(all),
-		 "InitiatorName=%s|SessionType=Discovery|HeaderDigest=None|DataDigest=None|%s",
-		 H_INITIATOR, keys);
-	len = h_text(text, sizeof(text), all);
-	h_login_bhs(h, bhs, ISCSI_LOGIN_FLAG_TRANSIT | (1 << ISCSI_LOGIN_CSG_SHIFT) | 3, 0);
-	h_send(h, bhs, text, len);
-	r = h_take(h);
-	assert_non_null(r);
-	assert_int_equal(scsitgt__bhs_opcode(r->bhs), ISCSI_OP_LOGIN_RSP);
-	assert_int_equal(r->bhs[ISCSI_LOGIN_STATUS_CLASS], 0);
-	assert_string_equal(h_find_key(r, "RDMAExtensions"), "Yes");
-	assert_true(h->conn->sess != NULL);
+	snprintf(all, sizeof(all), "SessionType=Discovery|%s", keys);
+	iser_login(h, all);
 }
 
 /* One Text Request (F=1) with @itt, @ttt and the '|' separated @keys (NULL: no data). */

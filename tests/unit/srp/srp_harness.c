@@ -221,6 +221,7 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 		assert_true(r->len <= sizeof(srp_rec.sends[0].iu));
 		memcpy(srp_rec.sends[srp_rec.nsends].iu, (const void *)(uintptr_t)r->local, r->len);
 		srp_rec.sends[srp_rec.nsends].len = r->len;
+		srp_rec.sends[srp_rec.nsends].solicited = wr->send_flags & IBV_SEND_SOLICITED;
 		srp_rec.nsends++;
 	}
 	return 0;
@@ -399,18 +400,24 @@ uint64_t srp_cw_send_cmd(struct srp_cw *w, const uint8_t *cdb)
 	return srp_cw_send_spec(w, &s, cdb);
 }
 
+uint64_t srp_cw_send_tm(struct srp_cw *w, struct scsitgt__srp_tsk_mgmt *tm)
+{
+	uint8_t iu[SRP_TSK_MGMT_LEN];
+
+	tm->tag = w->next_tag++;
+	scsitgt__srp_tsk_mgmt_encode(iu, tm);
+	srp_cw_deliver_rc(w, iu, sizeof(iu), 0);
+	return tm->tag;
+}
+
 uint64_t srp_cw_send_tmf(struct srp_cw *w, uint8_t func, uint64_t task_tag)
 {
 	struct scsitgt__srp_tsk_mgmt tm;
-	uint8_t iu[SRP_TSK_MGMT_LEN];
 
 	memset(&tm, 0, sizeof(tm));
-	tm.tag = w->next_tag++;
 	tm.func = func;
 	tm.task_tag = task_tag;
-	scsitgt__srp_tsk_mgmt_encode(iu, &tm);
-	srp_cw_deliver_rc(w, iu, sizeof(iu), 0);
-	return tm.tag;
+	return srp_cw_send_tm(w, &tm);
 }
 
 int srp_cw_rsp_at(uint64_t tag)

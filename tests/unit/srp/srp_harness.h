@@ -73,6 +73,7 @@ struct srp_cw_rec {
 	struct {
 		uint8_t iu[512];
 		uint32_t len;
+		bool solicited; /* posted with IBV_SEND_SOLICITED */
 	} sends[SRP_CW_SEND_MAX];
 	unsigned int nsends;
 	struct srp_cw_wr wrs[SRP_CW_WR_MAX];
@@ -129,6 +130,8 @@ void srp_cw_deliver_rc(struct srp_cw *w, const uint8_t *iu, size_t len, int rc);
 uint64_t srp_cw_send_spec(struct srp_cw *w, struct scsitgt__srp_cmd_spec *s, const uint8_t *cdb);
 /* The same without data. */
 uint64_t srp_cw_send_cmd(struct srp_cw *w, const uint8_t *cdb);
+/* The SRP_TSK_MGMT @tm (its tag set here); returns its tag. */
+uint64_t srp_cw_send_tm(struct srp_cw *w, struct scsitgt__srp_tsk_mgmt *tm);
 /* A TMF on LUN 0 (SRP_TSK_MGMT) of @func about @task_tag; returns its tag. */
 uint64_t srp_cw_send_tmf(struct srp_cw *w, uint8_t func, uint64_t task_tag);
 /* The recorded SRP_RSP of @tag, decoded; false when there is none. */

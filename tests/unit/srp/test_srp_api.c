@@ -18,9 +18,10 @@
 #include "scsitgt_config.h"
 
 /* The options struct only ever grows at its end (STYLE §4, ABI rule). */
-_Static_assert(sizeof(struct scsitgt_srp_portal_opts) == 72, "SRP port options layout changed");
+_Static_assert(sizeof(struct scsitgt_srp_portal_opts) == 80, "SRP port options layout changed");
 _Static_assert(offsetof(struct scsitgt_srp_portal_opts, buffer_bytes) == 64,
-	       "buffer_bytes is the last member of 0.1");
+	       "buffer_bytes stays where it was");
+_Static_assert(offsetof(struct scsitgt_srp_portal_opts, aer) == 72, "aer is appended");
 
 struct env {
 	uv_loop_t loop;
@@ -66,6 +67,7 @@ static void test_opts_defaults(void **state)
 	assert_int_equal(o.rel_port_id, 256);
 	assert_int_equal(o.backlog, 128);
 	assert_int_equal(o.buffer_bytes, 64u << 20);
+	assert_false(o.aer);
 	/* An older caller's smaller struct: nothing beyond its size is written. */
 	memset(&o, 0xa5, sizeof(o));
 	scsitgt_srp_portal_opts_init(&o, offsetof(struct scsitgt_srp_portal_opts, buffer_bytes));

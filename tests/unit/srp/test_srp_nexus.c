@@ -38,6 +38,8 @@ static void world_create(struct srp_world *w, bool conn_workers)
 	srp_world_create(w, &o, "iqn.2026-12.org.example:srp-nexus", conn_workers);
 	assert_int_equal(w->engine->conn_workers, conn_workers);
 	w->port->opts.max_channels = 2;
+	/* The unit attentions these tests follow to a channel are reported there (opt-in). */
+	w->port->opts.aer = true;
 }
 
 static unsigned int count(const struct scsitgt__list *l)
