@@ -8,6 +8,11 @@
   bound        The same with a WRITE held longer than the target's logout_timeout_ms: the
                login is refused with 0x0301 (service unavailable, RFC 7143 §11.13.5, the
                initiator retries) while the old WRITE is still in the backend, not accepted.
+  fence        A WRITE held longer than logout_timeout_ms, its initiator gone: once the old
+               session has ended with the WRITE still in the backend, every retried login of
+               that I_T nexus is refused with 0x0301 until the WRITE has left (a login of the
+               same initiator with another ISID, another nexus, is not); the first one after
+               gets in, and the old WRITE landed before the new session's WRITE (read back).
   two_tpg      One initiator port logs in through two portal groups (TPGT 1 and 2): two I_T
                nexuses, neither reinstates the other; a relogin through the first portal
                group reinstates only the first session.
@@ -167,6 +172,53 @@ def t_bound(args, tgt, abort=False):
     c.logout()
 
 
+def t_fence(args, tgt):
+    ini = "iqn.2026-12.test.reinstate:fence"
+    a = old_write_held(args, tgt, ini)
+    a.close()  # the initiator drops the connection: the session ends at the bound
+    refused, other = 0, None
+    deadline = time.monotonic() + BOUND
+    while True:
+        b = same_port(args, a, ini)
+        t0 = time.monotonic()
+        try:
+            b.login()
+        except hi.ProtocolError as e:
+            if "0x0301" not in str(e):
+                fail("a login of the nexus: %s, not 0x0301" % e)
+            b.close()
+            refused += 1
+            if refused == 1:
+                check_waited(args, time.monotonic() - t0, "the first refusal")
+                # Another ISID is another I_T nexus (docs/iscsi.md): not fenced.
+                other = hi.Session(args.host, args.port, args.iqn, initiator=ini)
+                other.login()
+                alive(other, "the session of the same initiator with another ISID")
+            if time.monotonic() > deadline:
+                fail("logins still refused %.0f s after the old WRITE" % BOUND)
+            time.sleep(0.05)  # the initiator's retry pace; the loop ends on the counters
+            continue
+        break
+    st = tgt.fault()
+    print("login of the nexus admitted after %d refusals (0x0301); backend: %d delaying"
+          % (refused, st["delaying"]), flush=True)
+    b.write(0, b"N" * 512)
+    tgt.wait_fault(lambda s: s["delaying"] == 0 and s["delayed"] >= 1, "the old WRITE left")
+    got = b.read(0, 1)[:512]
+    if got != b"N" * 512:
+        fail("LBA 0 holds %r after the new session's WRITE 'N': the old session's WRITE, "
+             "held past logout_timeout_ms, landed after it" % got[:4])
+    if st["delaying"] != 0:
+        fail("a login of the nexus got in while the old session's WRITE was still in the "
+             "backend")
+    if refused < 2:
+        fail("%d refusal(s): no login was tried after the old session ended" % refused)
+    print("ok: refused while the old WRITE was held, LBA 0 holds the new session's data",
+          flush=True)
+    b.logout()
+    other.logout()
+
+
 def check_waited(args, waited, what):
     """@what came @waited s after its request: not before the target's logout_timeout_ms
     (--bound-ms; a margin for the loop's clock) had passed, or nothing was waited for."""
@@ -284,6 +336,7 @@ def main():
 TESTS = {
     "stale_write": t_stale_write,
     "bound": t_bound,
+    "fence": t_fence,
     "two_tpg": t_two_tpg,
     "abort_stale": lambda args, tgt: t_stale_write(args, tgt, abort=True),
     "abort_bound": lambda args, tgt: t_bound(args, tgt, abort=True),
