@@ -175,13 +175,6 @@ int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target
 void scsitgt__session_destroy(struct scsitgt__session *sess);
 
 /*
- * How many commands of @sess a backend still holds (their ios not returned). In the callback
- * of scsitgt__tmf_quiesce(): 0 when it drained, else those its timeout left behind (the last
- * command released is still listed then, but no longer held). Loop: its shard.
- */
-unsigned int scsitgt__session_cmds_in_backends(const struct scsitgt__session *sess);
-
-/*
  * A nexus of the core's own (a LUN's background work, core/bg_walk.c): no initiator, no ACL,
  * not in tgt->sessions, so no TMF, reset or nexus loss reaches its commands. NULL without
  * memory. Destroy it once it has no command left.

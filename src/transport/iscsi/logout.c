@@ -31,11 +31,11 @@ static void logout_quiesced(void *arg, enum scsitgt__tmf_response r)
 	/*
 	 * Commands still inside a backend after logout_timeout_ms may still act (a WRITE may
 	 * still land): the cleanup failed, RFC 7143 §11.15.1 Response 3, not "closed
-	 * successfully". The connection closes all the same. Counted too, not only taken from
-	 * the quiescence's answer: those it could not wait for are in a backend all the same.
+	 * successfully". The connection closes all the same. The quiescence waits for every
+	 * command of the nexus in a backend, those an earlier TMF aborted too (cmd->tmf_wait),
+	 * and answers COMPLETE only when none is left: not when it could not wait for one.
 	 */
-	if (r != SCSITGT__TMF_COMPLETE || (conn->sess && conn->sess->core &&
-					   scsitgt__session_cmds_in_backends(conn->sess->core))) {
+	if (r != SCSITGT__TMF_COMPLETE) {
 		w->bhs[ISCSI_LOGOUT_RSP_RESPONSE] = ISCSI_LOGOUT_RSP_CLEANUP_FAILED;
 		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_WARNING,
 					"logout: commands still in a backend after %u ms: "

@@ -496,24 +496,24 @@ static void sess_end_deferred(struct scsitgt__deferred *d)
 	sess_end(sess);
 }
 
-/* The quiescence of a closed session's nexus answered: drained, or its bound passed. From
- * inside the core (the last command's release, which is still listed in the nexus): the
- * session ends in a later turn of its loop. */
+/* The quiescence of a closed session's nexus answered: drained (COMPLETE), or its bound
+ * passed (REJECTED; also when it could not wait for one for want of memory). From inside the
+ * core (the last command's release, which is still listed in the nexus): the session ends in
+ * a later turn of its loop. Whether logins may go on is the fence's (sess_fence_lifted()). */
 static void sess_quiesced(void *arg, enum scsitgt__tmf_response r)
 {
 	struct scsitgt__iscsi_sess *sess = arg;
 	struct scsitgt__shard *shard = scsitgt__iscsi_loop_shard(sess->ie, sess->worker);
-	unsigned int left = scsitgt__session_cmds_in_backends(sess->core);
 
-	(void)r;
 	/* The time actually waited (reviewc N2): the bound, or less if the quiescence ended
-	 * without them (no memory to wait). */
-	if (left)
+	 * without them (no memory to wait). Those still listed in the nexus are those still
+	 * held: a command that left its backend has left the nexus too. */
+	if (r != SCSITGT__TMF_COMPLETE)
 		scsitgt__log(&sess->ie->engine->log, SCSITGT_LOG_WARNING, SCSITGT__ISCSI_SUBSYS,
 			     "session TSIH %u: %u commands still in backends after %llu ms "
 			     "(bound %u ms), left to them; logins of its I_T nexus are refused "
 			     "until they have left",
-			     sess->tsih, left,
+			     sess->tsih, sess->core->ncmds,
 			     (unsigned long long)(uv_now(shard->loop) - sess->quiesce_start),
 			     sess->tparams.logout_timeout_ms);
 	sess->end_defer.fn = sess_end_deferred;
