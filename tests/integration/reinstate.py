@@ -13,6 +13,9 @@
                that I_T nexus is refused with 0x0301 until the WRITE has left (a login of the
                same initiator with another ISID, another nexus, is not); the first one after
                gets in, and the old WRITE landed before the new session's WRITE (read back).
+  fence_hang   The same with a WRITE the backend never gives back: logins stay refused, and
+               the target still shuts down cleanly with the fence listed (reinstate.sh checks
+               its exit status; under ASan, no leak): the engine's give-up lifts it.
   two_tpg      One initiator port logs in through two portal groups (TPGT 1 and 2): two I_T
                nexuses, neither reinstates the other; a relogin through the first portal
                group reinstates only the first session.
@@ -93,16 +96,17 @@ def tmf(a, func, ref_itt=0xFFFFFFFF, ref_cmd_sn=0):
     return itt
 
 
-def old_write_held(args, tgt, ini, abort=False):
-    """A session of @ini whose WRITE 'O' of LBA 0 is inside the backend; with @abort, aborted
-    by an ABORT TASK the target answered (at its TMF timeout) with the WRITE still there."""
+def old_write_held(args, tgt, ini, abort=False, counter="delaying"):
+    """A session of @ini whose WRITE 'O' of LBA 0 is inside the backend (its fault @counter
+    says so); with @abort, aborted by an ABORT TASK the target answered (at its TMF timeout)
+    with the WRITE still there."""
     a = hi.Session(args.host, args.port, args.iqn, initiator=ini)
     a.login()
     witt, wsn = a.next_itt(), a.cmd_sn
     a.send(a.cmd_pdu(hi.lun_lba_cdb_write16(0, 1), 512, write=True, data=b"O" * 512, itt=witt))
     a.cmd_sn = (a.cmd_sn + 1) & 0xFFFFFFFF
     a.held = (witt, wsn)
-    tgt.wait_fault(lambda s: s["delaying"] == 1, "the old session's WRITE reaches the backend")
+    tgt.wait_fault(lambda s: s[counter] == 1, "the old session's WRITE reaches the backend")
     print("old session: WRITE 'O' of LBA 0 held by the backend", flush=True)
     if abort:
         p = a.expect(OP_TMF_RSP, tmf(a, TMF_ABORT_TASK, witt, wsn), BOUND, "ABORT TASK")
@@ -217,6 +221,30 @@ def t_fence(args, tgt):
           flush=True)
     b.logout()
     other.logout()
+
+
+def refused_0301(b, what):
+    try:
+        b.login()
+        fail("%s got in while the old WRITE is in the backend" % what)
+    except hi.ProtocolError as e:
+        if "0x0301" not in str(e):
+            fail("%s: %s, not 0x0301" % (what, e))
+    b.close()
+
+
+def t_fence_hang(args, tgt):
+    ini = "iqn.2026-12.test.reinstate:hang"
+    a = old_write_held(args, tgt, ini, counter="held")
+    a.close()
+    t0 = time.monotonic()
+    refused_0301(same_port(args, a, ini), "the first login")
+    check_waited(args, time.monotonic() - t0, "the first refusal")
+    refused_0301(same_port(args, a, ini), "the login after the old session ended")
+    if tgt.fault()["held"] != 1:
+        fail("the hung WRITE left the backend")
+    print("ok: the nexus stays fenced while the backend keeps the WRITE; the target's "
+          "shutdown (reinstate.sh) gives it up", flush=True)
 
 
 def check_waited(args, waited, what):
@@ -337,6 +365,7 @@ TESTS = {
     "stale_write": t_stale_write,
     "bound": t_bound,
     "fence": t_fence,
+    "fence_hang": t_fence_hang,
     "two_tpg": t_two_tpg,
     "abort_stale": lambda args, tgt: t_stale_write(args, tgt, abort=True),
     "abort_bound": lambda args, tgt: t_bound(args, tgt, abort=True),
