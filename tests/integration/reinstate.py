@@ -27,6 +27,9 @@ backend (reviewc F1: what Linux's error handler sends first, for a command that 
   abort_bound  as bound: still refused with 0x0301 while the aborted WRITE is there.
   abort_logout_wait   a Logout waits for the aborted WRITE, then answers 0 (closed).
   abort_logout_bound  a Logout whose logout_timeout_ms passes first answers 3 (cleanup failed).
+  logout_relogin      (no ABORT TASK) a Logout answered 3 at logout_timeout_ms: a relogin of
+                      the nexus right after is refused 0x0301 at once, not after the bound
+                      a second time, and gets in once the WRITE has left.
   abort_lun_reset     ABORT TASK still waiting (long TMF timeout), then LOGICAL UNIT RESET:
                       the reset answers only once the WRITE has left (SAM-5 §7.7), and the
                       initiator's next WRITE is not overwritten by the old one.
@@ -284,6 +287,30 @@ def t_abort_logout(args, tgt, bound):
     a.close()
 
 
+def t_logout_relogin(args, tgt):
+    ini = "iqn.2026-12.test.reinstate:logout3"
+    a = old_write_held(args, tgt, ini)
+    resp, delaying = logout_response(a, tgt)
+    if resp != 3 or delaying != 1:
+        fail("Logout answered %d (backend: %d delaying); expected 3 with the WRITE held"
+             % (resp, delaying))
+    a.close()
+    t0 = time.monotonic()
+    refused_0301(same_port(args, a, ini), "the relogin after the Logout's Response 3")
+    waited = time.monotonic() - t0
+    print("relogin refused with 0x0301 %.2f s after the Logout's answer; backend: %d delaying"
+          % (waited, tgt.fault()["delaying"]), flush=True)
+    # The Logout's quiescence answered: the session ends without a second wait (reviewd N1).
+    if waited >= args.bound_ms / 2000:
+        fail("the relogin was answered %.2f s after the Logout's Response 3: the session "
+             "waited its %d ms bound a second time" % (waited, args.bound_ms))
+    tgt.wait_fault(lambda s: s["delaying"] == 0, "the old WRITE leaves the backend")
+    c = same_port(args, a, ini)
+    c.login()
+    print("ok: refused at once after Response 3, let in once the WRITE left", flush=True)
+    c.logout()
+
+
 def t_abort_lun_reset(args, tgt):
     a = old_write_held(args, tgt, "iqn.2026-12.test.reinstate:lunreset")
     t_abort = tmf(a, TMF_ABORT_TASK, *a.held)
@@ -372,6 +399,7 @@ TESTS = {
     "abort_logout_wait": lambda args, tgt: t_abort_logout(args, tgt, bound=False),
     "abort_logout_bound": lambda args, tgt: t_abort_logout(args, tgt, bound=True),
     "abort_lun_reset": t_abort_lun_reset,
+    "logout_relogin": t_logout_relogin,
 }
 
 

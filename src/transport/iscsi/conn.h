@@ -363,6 +363,8 @@ struct scsitgt__iscsi_sess {
 	struct scsitgt__list reinstate_waiters;
 	/* Its end after the quiescence of its commands, outside the core's callback. */
 	struct scsitgt__deferred end_defer;
+	/* A Logout's quiescence answered: its end needs no other (session.c). Its loop. */
+	bool quiesced;
 	/* uv_now() of its loop when that quiescence began, for the log of what it waited. */
 	uint64_t quiesce_start;
 	/* bytes of write buffers held by this session's tasks, and the tasks waiting to
@@ -611,6 +613,14 @@ void scsitgt__iscsi_sess_close_target(struct scsitgt__iscsi_engine *ie, struct s
  */
 int scsitgt__iscsi_sess_reinstate(struct scsitgt__iscsi_conn *conn, const char *iname,
 				  const uint8_t isid[6], struct scsitgt_target *tgt);
+/*
+ * session.c: abort the session's tasks and answer @cb once they have left their backends, or at
+ * logout_timeout_ms (scsitgt__tmf_quiesce()); its I_T nexus is fenced from now until they have
+ * left, past the session's end: no login of it enters full feature phase meanwhile (without
+ * memory for the fence, the bound is all there is). Its loop.
+ */
+void scsitgt__iscsi_sess_quiesce(struct scsitgt__iscsi_sess *sess, scsitgt__tmf_cb cb,
+				 void *cb_arg);
 /* Ask every connection of the session to log out (on its loop). */
 void scsitgt__iscsi_sess_kick(struct scsitgt__iscsi_sess *sess);
 /* async.c: queue an Async Message for a unit attention (on the session's loop). */

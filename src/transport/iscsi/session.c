@@ -536,10 +536,8 @@ void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 	 * aborted, and the session stays listed until they leave, at most logout_timeout_ms. A
 	 * login of the same nexus waits for that (scsitgt__iscsi_sess_reinstate), and its fence
 	 * refuses the next ones while some are still there. Its loop is the nexus's shard, where
-	 * its commands live. Without memory for the fence, the bound is all there is. */
-	if (sess->core && !scsitgt__list_empty(&sess->core->cmds)) {
-		struct sess_fence *f = sess_fence_new(sess);
-
+	 * its commands live. */
+	if (sess->core && !scsitgt__list_empty(&sess->core->cmds) && !sess->quiesced) {
 		uv_mutex_lock(&sess->ie->lock);
 		sess->closing = true;
 		uv_mutex_unlock(&sess->ie->lock);
@@ -547,11 +545,20 @@ void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 			     "session TSIH %u: waiting up to %u ms for %u commands in backends",
 			     sess->tsih, sess->tparams.logout_timeout_ms, sess->core->ncmds);
 		sess->quiesce_start = uv_now(conn->loop);
-		scsitgt__tmf_quiesce_fence(sess->core, sess->tparams.logout_timeout_ms,
-					   sess_quiesced, sess, f ? sess_fence_lifted : NULL, f);
+		scsitgt__iscsi_sess_quiesce(sess, sess_quiesced, sess);
 		return;
 	}
+	/* Drained, or a Logout's quiescence answered already (Response 3 at its bound): what is
+	 * left in backends is behind that quiescence's fence, no second wait (reviewd N1). */
 	sess_end(sess);
+}
+
+void scsitgt__iscsi_sess_quiesce(struct scsitgt__iscsi_sess *sess, scsitgt__tmf_cb cb, void *cb_arg)
+{
+	struct sess_fence *f = sess_fence_new(sess);
+
+	scsitgt__tmf_quiesce_fence(sess->core, sess->tparams.logout_timeout_ms, cb, cb_arg,
+				   f ? sess_fence_lifted : NULL, f);
 }
 
 /* The session's last connection is gone and its commands too, or some are left to their
