@@ -170,20 +170,13 @@ struct reinstate_wait {
 struct sess_fence {
 	struct scsitgt__list node;
 	struct scsitgt__iscsi_engine *ie;
-	const struct scsitgt_target *tgt;
 	uint16_t tpgt;
 	uint8_t isid[6];
 	char initiator_name[SCSITGT__ISCSI_NAME_MAX + 1];
+	/* By name: the target may be destroyed and made again while a backend keeps the
+	 * commands (a LUN removal that timed out does not give them up), over the same storage. */
+	char target_name[SCSITGT__ISCSI_NAME_MAX + 1];
 };
-
-/* The same I_T nexus: initiator name and ISID, target and portal group tag (RFC 7143 §4.4.3). */
-static bool nexus_eq(const char *iname_a, const uint8_t isid_a[6],
-		     const struct scsitgt_target *tgt_a, uint16_t tpgt_a, const char *iname,
-		     const uint8_t isid[6], const struct scsitgt_target *tgt, uint16_t tpgt)
-{
-	return tgt_a == tgt && tpgt_a == tpgt && memcmp(isid_a, isid, 6) == 0 &&
-	       strcasecmp(iname_a, iname) == 0;
-}
 
 /* Listed at once (the session is still listed too). NULL without memory. */
 static struct sess_fence *sess_fence_new(struct scsitgt__iscsi_sess *sess)
@@ -193,7 +186,7 @@ static struct sess_fence *sess_fence_new(struct scsitgt__iscsi_sess *sess)
 	if (f == NULL)
 		return NULL;
 	f->ie = sess->ie;
-	f->tgt = sess->tgt;
+	snprintf(f->target_name, sizeof(f->target_name), "%s", sess->tgt->name);
 	f->tpgt = sess->tpgt;
 	memcpy(f->isid, sess->isid, 6);
 	memcpy(f->initiator_name, sess->initiator_name, sizeof(f->initiator_name));
@@ -214,7 +207,7 @@ static void sess_fence_lifted(void *arg)
 	free(f);
 }
 
-/* Under ie->lock. */
+/* Under ie->lock. The same I_T nexus as sess_of_nexus(), the target by name. */
 static const struct sess_fence *sess_fence_find(struct scsitgt__iscsi_engine *ie, const char *iname,
 						const uint8_t isid[6],
 						const struct scsitgt_target *tgt, uint16_t tpgt)
@@ -222,7 +215,9 @@ static const struct sess_fence *sess_fence_find(struct scsitgt__iscsi_engine *ie
 	for (struct scsitgt__list *pos = ie->fences.next; pos != &ie->fences; pos = pos->next) {
 		const struct sess_fence *f = scsitgt__container_of(pos, struct sess_fence, node);
 
-		if (nexus_eq(f->initiator_name, f->isid, f->tgt, f->tpgt, iname, isid, tgt, tpgt))
+		if (f->tpgt == tpgt && memcmp(f->isid, isid, 6) == 0 &&
+		    strcasecmp(f->initiator_name, iname) == 0 &&
+		    strcasecmp(f->target_name, tgt->name) == 0)
 			return f;
 	}
 	return NULL;
@@ -298,8 +293,8 @@ bool scsitgt__iscsi_sess_of_nexus(const struct scsitgt__iscsi_sess *s, const cha
 	/* RFC 7143 §4.4.3: a session is named by the initiator's ISID and the target's portal
 	 * group tag (SSID); through another portal group, the same ISID is another I_T nexus
 	 * ("iname,i,0xISID" x "tgt,t,0xTPGT", scsitgt__iscsi_nexus_from). */
-	return !s->discovery &&
-	       nexus_eq(s->initiator_name, s->isid, s->tgt, s->tpgt, iname, isid, tgt, tpgt);
+	return !s->discovery && s->tgt == tgt && s->tpgt == tpgt && memcmp(s->isid, isid, 6) == 0 &&
+	       strcasecmp(s->initiator_name, iname) == 0;
 }
 
 struct scsitgt__iscsi_sess *scsitgt__iscsi_sess_find(struct scsitgt__iscsi_engine *ie,
