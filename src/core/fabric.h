@@ -175,13 +175,6 @@ int scsitgt__session_create(struct scsitgt__session **out, struct scsitgt_target
 void scsitgt__session_destroy(struct scsitgt__session *sess);
 
 /*
- * How many commands of @sess a backend still holds (their ios not returned). In the callback
- * of scsitgt__tmf_quiesce(): 0 when it drained, else those its timeout left behind (the last
- * command released is still listed then, but no longer held). Loop: its shard.
- */
-unsigned int scsitgt__session_cmds_in_backends(const struct scsitgt__session *sess);
-
-/*
  * A nexus of the core's own (a LUN's background work, core/bg_walk.c): no initiator, no ACL,
  * not in tgt->sessions, so no TMF, reset or nexus loss reaches its commands. NULL without
  * memory. Destroy it once it has no command left.
@@ -284,13 +277,28 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 
 /*
  * end every task of a nexus that is going away (iSCSI logout): each live command is
- * aborted (ops->cmd_aborted(), no response); @cb follows when all of them have left their
- * backends (SCSITGT__TMF_COMPLETE), or after @timeout_ms, whichever comes first
- * (SCSITGT__TMF_REJECTED: those still in a backend are freed when it returns them). @cb may be
- * called from inside this call.
+ * aborted (ops->cmd_aborted(), no response); @cb follows when all of them, and those an
+ * earlier TMF aborted, have left their backends (SCSITGT__TMF_COMPLETE), or after @timeout_ms,
+ * whichever comes first (SCSITGT__TMF_REJECTED: those still in a backend are freed when it
+ * returns them). @cb may be called from inside this call.
  */
 void scsitgt__tmf_quiesce(struct scsitgt__session *sess, uint32_t timeout_ms, scsitgt__tmf_cb cb,
 			  void *cb_arg);
+/*
+ * scsitgt__tmf_quiesce(), then @gone(@gone_arg) exactly once, on the same loop, when no
+ * command it covers is held by a backend any more: right after @cb when they left in time;
+ * after the timeout's @cb, when the last of them comes back from its backend or the engine's
+ * destruction gives it up (core/drain.c; a LUN removal that times out does not: the backend
+ * still holds it), which may be long after the nexus is gone (scsitgt__session_destroy()
+ * detaches them). What outlives the nexus to fence it (iSCSI: a login of the same I_T nexus,
+ * session.c) costs its commands nothing: they already list the quiescence's wait
+ * (cmd->tmf_wait). Without memory for that list entry a
+ * command is not waited for: @cb says SCSITGT__TMF_REJECTED, and @gone may come before it
+ * has left.
+ */
+void scsitgt__tmf_quiesce_fence(struct scsitgt__session *sess, uint32_t timeout_ms,
+				scsitgt__tmf_cb cb, void *cb_arg, void (*gone)(void *arg),
+				void *gone_arg);
 
 /* Decode a SAM-5 §4.7 LUN (peripheral or flat addressing); UINT64_MAX when unsupported. */
 uint64_t scsitgt__lun_decode(const uint8_t lun[8]);

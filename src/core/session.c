@@ -148,21 +148,6 @@ static void session_detach_msg(struct scsitgt__msg *msg)
 	scsitgt__engine_post(sess->tgt->engine, &sess->destroy_msg);
 }
 
-unsigned int scsitgt__session_cmds_in_backends(const struct scsitgt__session *sess)
-{
-	unsigned int n = 0;
-
-	for (const struct scsitgt__list *p = sess->cmds.next; p != &sess->cmds; p = p->next) {
-		const struct scsitgt__cmd *c =
-			scsitgt__container_of(p, const struct scsitgt__cmd, sess_node);
-
-		/* as cmd.c's cmd_held(): its ios are out, or something holds it */
-		if (c->ios_inflight != 0 || c->holds != 0)
-			n++;
-	}
-	return n;
-}
-
 void scsitgt__session_destroy(struct scsitgt__session *sess)
 {
 	/* From now on no request of home's reaches it (core/tmf_xshard.c). */

@@ -45,6 +45,9 @@ struct scsitgt__tmf_op {
 	bool timer_on;
 	/* scsitgt__tmf_quiesce()'s: its timeout answers SCSITGT__TMF_REJECTED. */
 	bool quiesce;
+	/* scsitgt__tmf_quiesce_fence()'s: called once nothing holds the op, after the answer. */
+	void (*gone)(void *arg);
+	void *gone_arg;
 	/* The last hold went on another shard: it tells the issuer's loop through this. */
 	struct scsitgt__msg drained_msg;
 	uv_timer_t timer;
@@ -99,6 +102,9 @@ static void op_drained(struct scsitgt__tmf_op *op)
 {
 	op->drained = true;
 	op_answer(op);
+	/* The last command it covered has left its backend, or its engine gave it up. */
+	if (op->gone)
+		op->gone(op->gone_arg);
 	op_maybe_free(op);
 }
 
@@ -468,22 +474,35 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 	scsitgt__tmf_op_put(op, sess->shard);
 }
 
-void scsitgt__tmf_quiesce(struct scsitgt__session *sess, uint32_t timeout_ms, scsitgt__tmf_cb cb,
-			  void *cb_arg)
+void scsitgt__tmf_quiesce_fence(struct scsitgt__session *sess, uint32_t timeout_ms,
+				scsitgt__tmf_cb cb, void *cb_arg, void (*gone)(void *arg),
+				void *gone_arg)
 {
 	struct scsitgt__tmf_op *op = op_new(sess, cb, cb_arg, timeout_ms);
 
-	/* Without memory the nexus ends at once, as it would on a dropped connection. */
+	/* Without memory the nexus ends at once, as it would on a dropped connection; with
+	 * commands in it, its cleanup is not known to be complete. */
 	if (op == NULL) {
-		cb(cb_arg, SCSITGT__TMF_COMPLETE);
+		cb(cb_arg, scsitgt__list_empty(&sess->cmds) ? SCSITGT__TMF_COMPLETE :
+							      SCSITGT__TMF_REJECTED);
+		if (gone)
+			gone(gone_arg);
 		return;
 	}
 	op->quiesce = true;
+	op->gone = gone;
+	op->gone_arg = gone_arg;
 	/* Every task of the nexus, on every LUN (the effect of an I_T nexus loss, SAM-5
 	 * §6.3.4, without its unit attention: the nexus is ending anyway). The nexus's tasks
 	 * run on this loop, its shard's, where the answer comes too. */
 	abort_matching(sess, 0, true, NULL, false, 0, NULL, op, true, 0);
 	scsitgt__tmf_op_put(op, sess->shard);
+}
+
+void scsitgt__tmf_quiesce(struct scsitgt__session *sess, uint32_t timeout_ms, scsitgt__tmf_cb cb,
+			  void *cb_arg)
+{
+	scsitgt__tmf_quiesce_fence(sess, timeout_ms, cb, cb_arg, NULL, NULL);
 }
 
 SCSITGT_EXPORT int scsitgt_engine_set_tmf_timeout(struct scsitgt_engine *engine,

@@ -8,6 +8,14 @@
   bound        The same with a WRITE held longer than the target's logout_timeout_ms: the
                login is refused with 0x0301 (service unavailable, RFC 7143 §11.13.5, the
                initiator retries) while the old WRITE is still in the backend, not accepted.
+  fence        A WRITE held longer than logout_timeout_ms, its initiator gone: once the old
+               session has ended with the WRITE still in the backend, every retried login of
+               that I_T nexus is refused with 0x0301 until the WRITE has left (a login of the
+               same initiator with another ISID, another nexus, is not); the first one after
+               gets in, and the old WRITE landed before the new session's WRITE (read back).
+  fence_hang   The same with a WRITE the backend never gives back: logins stay refused, and
+               the target still shuts down cleanly with the fence listed (reinstate.sh checks
+               its exit status; under ASan, no leak): the engine's give-up lifts it.
   two_tpg      One initiator port logs in through two portal groups (TPGT 1 and 2): two I_T
                nexuses, neither reinstates the other; a relogin through the first portal
                group reinstates only the first session.
@@ -19,6 +27,9 @@ backend (reviewc F1: what Linux's error handler sends first, for a command that 
   abort_bound  as bound: still refused with 0x0301 while the aborted WRITE is there.
   abort_logout_wait   a Logout waits for the aborted WRITE, then answers 0 (closed).
   abort_logout_bound  a Logout whose logout_timeout_ms passes first answers 3 (cleanup failed).
+  logout_relogin      (no ABORT TASK) a Logout answered 3 at logout_timeout_ms: a relogin of
+                      the nexus right after is refused 0x0301 at once, not after the bound
+                      a second time, and gets in once the WRITE has left.
   abort_lun_reset     ABORT TASK still waiting (long TMF timeout), then LOGICAL UNIT RESET:
                       the reset answers only once the WRITE has left (SAM-5 §7.7), and the
                       initiator's next WRITE is not overwritten by the old one.
@@ -88,16 +99,17 @@ def tmf(a, func, ref_itt=0xFFFFFFFF, ref_cmd_sn=0):
     return itt
 
 
-def old_write_held(args, tgt, ini, abort=False):
-    """A session of @ini whose WRITE 'O' of LBA 0 is inside the backend; with @abort, aborted
-    by an ABORT TASK the target answered (at its TMF timeout) with the WRITE still there."""
+def old_write_held(args, tgt, ini, abort=False, counter="delaying"):
+    """A session of @ini whose WRITE 'O' of LBA 0 is inside the backend (its fault @counter
+    says so); with @abort, aborted by an ABORT TASK the target answered (at its TMF timeout)
+    with the WRITE still there."""
     a = hi.Session(args.host, args.port, args.iqn, initiator=ini)
     a.login()
     witt, wsn = a.next_itt(), a.cmd_sn
     a.send(a.cmd_pdu(hi.lun_lba_cdb_write16(0, 1), 512, write=True, data=b"O" * 512, itt=witt))
     a.cmd_sn = (a.cmd_sn + 1) & 0xFFFFFFFF
     a.held = (witt, wsn)
-    tgt.wait_fault(lambda s: s["delaying"] == 1, "the old session's WRITE reaches the backend")
+    tgt.wait_fault(lambda s: s[counter] == 1, "the old session's WRITE reaches the backend")
     print("old session: WRITE 'O' of LBA 0 held by the backend", flush=True)
     if abort:
         p = a.expect(OP_TMF_RSP, tmf(a, TMF_ABORT_TASK, witt, wsn), BOUND, "ABORT TASK")
@@ -167,6 +179,77 @@ def t_bound(args, tgt, abort=False):
     c.logout()
 
 
+def t_fence(args, tgt):
+    ini = "iqn.2026-12.test.reinstate:fence"
+    a = old_write_held(args, tgt, ini)
+    a.close()  # the initiator drops the connection: the session ends at the bound
+    refused, other = 0, None
+    deadline = time.monotonic() + BOUND
+    while True:
+        b = same_port(args, a, ini)
+        t0 = time.monotonic()
+        try:
+            b.login()
+        except hi.ProtocolError as e:
+            if "0x0301" not in str(e):
+                fail("a login of the nexus: %s, not 0x0301" % e)
+            b.close()
+            refused += 1
+            if refused == 1:
+                check_waited(args, time.monotonic() - t0, "the first refusal")
+                # Another ISID is another I_T nexus (docs/iscsi.md): not fenced.
+                other = hi.Session(args.host, args.port, args.iqn, initiator=ini)
+                other.login()
+                alive(other, "the session of the same initiator with another ISID")
+            if time.monotonic() > deadline:
+                fail("logins still refused %.0f s after the old WRITE" % BOUND)
+            time.sleep(0.05)  # the initiator's retry pace; the loop ends on the counters
+            continue
+        break
+    st = tgt.fault()
+    print("login of the nexus admitted after %d refusals (0x0301); backend: %d delaying"
+          % (refused, st["delaying"]), flush=True)
+    b.write(0, b"N" * 512)
+    tgt.wait_fault(lambda s: s["delaying"] == 0 and s["delayed"] >= 1, "the old WRITE left")
+    got = b.read(0, 1)[:512]
+    if got != b"N" * 512:
+        fail("LBA 0 holds %r after the new session's WRITE 'N': the old session's WRITE, "
+             "held past logout_timeout_ms, landed after it" % got[:4])
+    if st["delaying"] != 0:
+        fail("a login of the nexus got in while the old session's WRITE was still in the "
+             "backend")
+    if refused < 2:
+        fail("%d refusal(s): no login was tried after the old session ended" % refused)
+    print("ok: refused while the old WRITE was held, LBA 0 holds the new session's data",
+          flush=True)
+    b.logout()
+    other.logout()
+
+
+def refused_0301(b, what):
+    try:
+        b.login()
+        fail("%s got in while the old WRITE is in the backend" % what)
+    except hi.ProtocolError as e:
+        if "0x0301" not in str(e):
+            fail("%s: %s, not 0x0301" % (what, e))
+    b.close()
+
+
+def t_fence_hang(args, tgt):
+    ini = "iqn.2026-12.test.reinstate:hang"
+    a = old_write_held(args, tgt, ini, counter="held")
+    a.close()
+    t0 = time.monotonic()
+    refused_0301(same_port(args, a, ini), "the first login")
+    check_waited(args, time.monotonic() - t0, "the first refusal")
+    refused_0301(same_port(args, a, ini), "the login after the old session ended")
+    if tgt.fault()["held"] != 1:
+        fail("the hung WRITE left the backend")
+    print("ok: the nexus stays fenced while the backend keeps the WRITE; the target's "
+          "shutdown (reinstate.sh) gives it up", flush=True)
+
+
 def check_waited(args, waited, what):
     """@what came @waited s after its request: not before the target's logout_timeout_ms
     (--bound-ms; a margin for the loop's clock) had passed, or nothing was waited for."""
@@ -202,6 +285,30 @@ def t_abort_logout(args, tgt, bound):
              "left" % (resp, "still in" if delaying else "out of"))
     print("ok: the Logout's answer covers the aborted WRITE", flush=True)
     a.close()
+
+
+def t_logout_relogin(args, tgt):
+    ini = "iqn.2026-12.test.reinstate:logout3"
+    a = old_write_held(args, tgt, ini)
+    resp, delaying = logout_response(a, tgt)
+    if resp != 3 or delaying != 1:
+        fail("Logout answered %d (backend: %d delaying); expected 3 with the WRITE held"
+             % (resp, delaying))
+    a.close()
+    t0 = time.monotonic()
+    refused_0301(same_port(args, a, ini), "the relogin after the Logout's Response 3")
+    waited = time.monotonic() - t0
+    print("relogin refused with 0x0301 %.2f s after the Logout's answer; backend: %d delaying"
+          % (waited, tgt.fault()["delaying"]), flush=True)
+    # The Logout's quiescence answered: the session ends without a second wait (reviewd N1).
+    if waited >= args.bound_ms / 2000:
+        fail("the relogin was answered %.2f s after the Logout's Response 3: the session "
+             "waited its %d ms bound a second time" % (waited, args.bound_ms))
+    tgt.wait_fault(lambda s: s["delaying"] == 0, "the old WRITE leaves the backend")
+    c = same_port(args, a, ini)
+    c.login()
+    print("ok: refused at once after Response 3, let in once the WRITE left", flush=True)
+    c.logout()
 
 
 def t_abort_lun_reset(args, tgt):
@@ -284,12 +391,15 @@ def main():
 TESTS = {
     "stale_write": t_stale_write,
     "bound": t_bound,
+    "fence": t_fence,
+    "fence_hang": t_fence_hang,
     "two_tpg": t_two_tpg,
     "abort_stale": lambda args, tgt: t_stale_write(args, tgt, abort=True),
     "abort_bound": lambda args, tgt: t_bound(args, tgt, abort=True),
     "abort_logout_wait": lambda args, tgt: t_abort_logout(args, tgt, bound=False),
     "abort_logout_bound": lambda args, tgt: t_abort_logout(args, tgt, bound=True),
     "abort_lun_reset": t_abort_lun_reset,
+    "logout_relogin": t_logout_relogin,
 }
 
 

@@ -3,7 +3,12 @@
 #  - the old session's WRITE still in the backend (fault=delay) when its initiator port logs in
 #    again: the Login Response waits until that WRITE has left, and the new session's WRITE is
 #    not overwritten by it; without and with workers (the two sessions on different loops);
-#  - a WRITE held longer than --logout-timeout: the login is refused with 0x0301 meanwhile;
+#  - a WRITE held longer than --logout-timeout: the login is refused with 0x0301 meanwhile,
+#    and so is every retry after the old session ended, until the WRITE has left (the nexus's
+#    fence), without and with workers; another ISID of the same initiator is not refused;
+#    with a WRITE the backend never returns, the target still shuts down cleanly (exit 0);
+#    after a Logout answered 3 (cleanup failed), a relogin is refused at once, not after a
+#    second logout_timeout_ms;
 #  - the same after an ABORT TASK of that WRITE answered at the TMF timeout (reviewc F1): the
 #    login still waits, or is refused with 0x0301; a Logout waits for it (Response 0) or
 #    answers 3 when logout_timeout_ms passes first; a LOGICAL UNIT RESET sent while the ABORT
@@ -35,6 +40,13 @@ run() { # run TEST TARGET-OPTIONS...: one reinstate.py test against a new minita
 run stale_write --lun 0:ram:16M,fault=delay=3000@write:count=1
 run stale_write --workers 2 --lun 0:ram:16M,fault=delay=3000@write:count=1
 run bound --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
+run fence --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
+run fence --workers 2 --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
+run logout_relogin --logout-timeout 2000 --lun 0:ram:16M,fault=delay=8000@write:count=1
+run logout_relogin --workers 2 --logout-timeout 2000 --lun 0:ram:16M,fault=delay=8000@write:count=1
+run fence_hang --logout-timeout 300 --drain-timeout 200 --lun 0:ram:16M,fault=hang@write:count=1
+run fence_hang --workers 2 --logout-timeout 300 --drain-timeout 200 \
+	--lun 0:ram:16M,fault=hang@write:count=1
 # After an ABORT TASK answered at its (short) TMF timeout, the WRITE still in the backend.
 ABORTED="--tmf-timeout 300 --lun 0:ram:16M,fault=delay=3000@write:count=1"
 # shellcheck disable=SC2086 # word splitting of the options is meant

@@ -43,6 +43,8 @@ struct scsitgt__iscsi_engine {
 	uv_mutex_t lock;
 	struct scsitgt__list conns;
 	struct scsitgt__list sessions;
+	/* I_T nexuses of ended sessions whose commands may still be in a backend (session.c). */
+	struct scsitgt__list fences;
 	uint16_t next_tsih;
 	uint64_t next_sess_id;
 	uint64_t next_conn_id;
@@ -361,7 +363,8 @@ struct scsitgt__iscsi_sess {
 	struct scsitgt__list reinstate_waiters;
 	/* Its end after the quiescence of its commands, outside the core's callback. */
 	struct scsitgt__deferred end_defer;
-	bool end_drained;
+	/* A Logout's quiescence answered: its end needs no other (session.c). Its loop. */
+	bool quiesced;
 	/* uv_now() of its loop when that quiescence began, for the log of what it waited. */
 	uint64_t quiesce_start;
 	/* bytes of write buffers held by this session's tasks, and the tasks waiting to
@@ -604,18 +607,28 @@ void scsitgt__iscsi_sess_close_target(struct scsitgt__iscsi_engine *ie, struct s
  * session.c: RFC 7143 §6.3.5 reinstatement by @conn's login: close the session of the I_T
  * nexus @iname/@isid x @tgt/(@conn's portal group tag). 0: no such session is left, the login
  * goes on; 1: one is there (closing, or its commands still in backends), and the login waits
- * for scsitgt__iscsi_login_reinstate_done() on @conn's loop (@conn held meanwhile); -ENOMEM.
+ * for scsitgt__iscsi_login_reinstate_done() on @conn's loop (@conn held meanwhile); -EBUSY:
+ * none, but commands of a former session of the nexus may still be in a backend (its fence),
+ * the login may not go on; -ENOMEM.
  */
 int scsitgt__iscsi_sess_reinstate(struct scsitgt__iscsi_conn *conn, const char *iname,
 				  const uint8_t isid[6], struct scsitgt_target *tgt);
+/*
+ * session.c: abort the session's tasks and answer @cb once they have left their backends, or at
+ * logout_timeout_ms (scsitgt__tmf_quiesce()); its I_T nexus is fenced from now until they have
+ * left, past the session's end: no login of it enters full feature phase meanwhile (without
+ * memory for the fence, the bound is all there is). Its loop.
+ */
+void scsitgt__iscsi_sess_quiesce(struct scsitgt__iscsi_sess *sess, scsitgt__tmf_cb cb,
+				 void *cb_arg);
 /* Ask every connection of the session to log out (on its loop). */
 void scsitgt__iscsi_sess_kick(struct scsitgt__iscsi_sess *sess);
 /* async.c: queue an Async Message for a unit attention (on the session's loop). */
 void scsitgt__iscsi_async_ua_here(struct scsitgt__iscsi_sess *sess, uint64_t lun_id,
 				  enum scsitgt__sense_reason reason);
-/* login.c: the session a login reinstates is gone, its commands out of backends (@drained)
- * or left there after logout_timeout_ms. */
-void scsitgt__iscsi_login_reinstate_done(struct scsitgt__iscsi_conn *conn, bool drained);
+/* login.c: the session a login reinstates is gone (its commands out of backends, or left
+ * there after logout_timeout_ms behind the nexus's fence): the login tries again. */
+void scsitgt__iscsi_login_reinstate_done(struct scsitgt__iscsi_conn *conn);
 /* login.c: the core nexus of a worker login exists (rc 0) or could not be made. */
 void scsitgt__iscsi_login_core_done(struct scsitgt__iscsi_conn *conn, int rc);
 /* login.c: a worker login waits for home to make its core nexus: home may be writing the

@@ -695,6 +695,16 @@ static int login_finish(struct scsitgt__iscsi_conn *conn, uint16_t *tsih)
 	 * reinstates; the new session starts once the old one and its commands are gone. */
 	if (!l->discovery) {
 		rc = scsitgt__iscsi_sess_reinstate(conn, l->initiator_name, l->isid, l->tgt);
+		if (rc == -EBUSY) {
+			/* Commands of the nexus's former session may still land: the new one may
+			 * not start (RFC 7143 §11.13.5 0x0301, a target error the initiator may
+			 * retry) until they have left (session.c, the nexus's fence). */
+			scsitgt__iscsi_conn_log(
+				conn, SCSITGT_LOG_WARNING,
+				"session reinstatement: the old session's commands are "
+				"still in backends");
+			return ISCSI_LOGIN_STATUS_SVC_UNAVAILABLE;
+		}
 		if (rc < 0)
 			return ISCSI_LOGIN_STATUS_NO_RESOURCES;
 		if (rc > 0)
@@ -891,7 +901,7 @@ static bool login_tgt_alive(struct scsitgt__iscsi_conn *conn, const struct scsit
 
 static int login_text(struct scsitgt__iscsi_conn *conn, uint8_t csg, uint8_t nsg, bool transit);
 
-void scsitgt__iscsi_login_reinstate_done(struct scsitgt__iscsi_conn *conn, bool drained)
+void scsitgt__iscsi_login_reinstate_done(struct scsitgt__iscsi_conn *conn)
 {
 	struct scsitgt__iscsi_login *l = conn->login;
 	bool locked;
@@ -902,17 +912,11 @@ void scsitgt__iscsi_login_reinstate_done(struct scsitgt__iscsi_conn *conn, bool 
 	if (conn->state == SCSITGT__CONN_CLOSING)
 		return;
 	locked = scsitgt__cfg_rdlock(conn->ie->engine);
-	if (!drained) {
-		/* Commands of the old session may still land: the new one may not start
-		 * (RFC 7143 §11.13.5 0x0301, a target error the initiator may retry). */
-		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_WARNING,
-					"session reinstatement: the old session's commands are "
-					"still in backends");
-		login_fail(conn, ISCSI_LOGIN_STATUS_SVC_UNAVAILABLE, NULL, 0);
-	} else if (!login_tgt_alive(conn, l->tgt)) {
+	if (!login_tgt_alive(conn, l->tgt)) {
 		login_fail(conn, ISCSI_LOGIN_STATUS_TGT_REMOVED, NULL, 0);
 	} else {
-		/* Again: another session of the nexus may have come meanwhile. */
+		/* Again: another session of the nexus may have come meanwhile, or the old one
+		 * left commands in backends (its fence refuses the login, login_finish()). */
 		login_transit_ffp(conn, l->final_flags, l->final_chunk, l->final_len);
 	}
 	scsitgt__cfg_rdunlock(conn->ie->engine, locked);

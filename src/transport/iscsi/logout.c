@@ -31,11 +31,14 @@ static void logout_quiesced(void *arg, enum scsitgt__tmf_response r)
 	/*
 	 * Commands still inside a backend after logout_timeout_ms may still act (a WRITE may
 	 * still land): the cleanup failed, RFC 7143 §11.15.1 Response 3, not "closed
-	 * successfully". The connection closes all the same. Counted too, not only taken from
-	 * the quiescence's answer: those it could not wait for are in a backend all the same.
+	 * successfully". The connection closes all the same. The quiescence waits for every
+	 * command of the nexus in a backend, those an earlier TMF aborted too (cmd->tmf_wait),
+	 * and answers COMPLETE only when none is left: not when it could not wait for one.
 	 */
-	if (r != SCSITGT__TMF_COMPLETE || (conn->sess && conn->sess->core &&
-					   scsitgt__session_cmds_in_backends(conn->sess->core))) {
+	/* The session's end waits for nothing more: its fence covers what is left. */
+	if (conn->sess)
+		conn->sess->quiesced = true;
+	if (r != SCSITGT__TMF_COMPLETE) {
 		w->bhs[ISCSI_LOGOUT_RSP_RESPONSE] = ISCSI_LOGOUT_RSP_CLEANUP_FAILED;
 		scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_WARNING,
 					"logout: commands still in a backend after %u ms: "
@@ -122,7 +125,6 @@ int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 		conn->rx.stop = true;
 		uv_timer_stop(&conn->timer);
 		if (sess->core) {
-			const struct scsitgt_iscsi_params *p = &sess->tparams;
 			struct logout_wait *w = malloc(sizeof(*w));
 
 			/* Without memory, answer now: the tasks end with the connection. */
@@ -130,8 +132,7 @@ int scsitgt__iscsi_logout_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__
 				w->conn = conn;
 				memcpy(w->bhs, bhs, ISCSI_BHS_LEN);
 				scsitgt__iscsi_conn_hold(conn);
-				scsitgt__tmf_quiesce(sess->core, p->logout_timeout_ms,
-						     logout_quiesced, w);
+				scsitgt__iscsi_sess_quiesce(sess, logout_quiesced, w);
 				return 0;
 			}
 		}

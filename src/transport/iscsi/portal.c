@@ -43,6 +43,7 @@ struct scsitgt__iscsi_engine *scsitgt__iscsi_engine_get(struct scsitgt_engine *e
 	scsitgt__list_init(&ie->portals);
 	scsitgt__list_init(&ie->conns);
 	scsitgt__list_init(&ie->sessions);
+	scsitgt__list_init(&ie->fences);
 	ie->rnd = scsitgt__chap_random_default;
 	engine->ext[SCSITGT__EXT_ISCSI].data = ie;
 	engine->ext[SCSITGT__EXT_ISCSI].destroy = engine_ext_destroy;

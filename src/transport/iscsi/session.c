@@ -3,7 +3,8 @@
  * iSCSI sessions at ErrorRecoveryLevel 0: creation with the core I_T nexus, lookup by
  * initiator/ISID/target/portal group/TSIH, closing (reinstatement, target removal), the end of a
  * session whose commands are still in backends (it waits for them, and so does a login that
- * reinstates it, RFC 7143 §6.3.5), and the command window
+ * reinstates it, RFC 7143 §6.3.5; past that wait its I_T nexus stays fenced until they have
+ * left), and the command window
  * (RFC 7143 §4.2.2.1): ExpCmdSN and MaxCmdSN with RFC 1982 serial arithmetic, and the CmdSNs
  * of the window already taken, by a command or control PDU held for its turn or used up
  * without one (§3.2.2.1, §11.5.1), which ExpCmdSN passes when the gap before them fills.
@@ -154,17 +155,81 @@ struct reinstate_wait {
 	struct scsitgt__deferred defer;	  /* on the same loop */
 	struct scsitgt__list node;	  /* in sess->reinstate_waiters, under ie->lock */
 	struct scsitgt__iscsi_conn *conn; /* held until the login heard */
-	bool drained;
 };
+
+/*
+ * The I_T nexus of a session that ended while commands of it may still be inside a backend
+ * (RFC 7143 §6.3.5, docs/iscsi.md "Session reinstatement"): no login of that nexus enters full
+ * feature phase while it is listed (ie->fences, under ie->lock), or a WRITE of the old session
+ * could land after a newer one of the new session. Listed from the session's last connection
+ * on, before the session leaves ie->sessions, so a login always finds one or the other; it
+ * goes on the session's loop once the last of those commands has left its backend or been
+ * given up by the engine (scsitgt__tmf_quiesce_fence()'s gone, which the commands' own wait
+ * records call: nothing on the path of a command no TMF touched).
+ */
+struct sess_fence {
+	struct scsitgt__list node;
+	struct scsitgt__iscsi_engine *ie;
+	uint16_t tpgt;
+	uint8_t isid[6];
+	char initiator_name[SCSITGT__ISCSI_NAME_MAX + 1];
+	/* By name: the target may be destroyed and made again while a backend keeps the
+	 * commands (a LUN removal that timed out does not give them up), over the same storage. */
+	char target_name[SCSITGT__ISCSI_NAME_MAX + 1];
+};
+
+/* Listed at once (the session is still listed too). NULL without memory. */
+static struct sess_fence *sess_fence_new(struct scsitgt__iscsi_sess *sess)
+{
+	struct sess_fence *f = malloc(sizeof(*f));
+
+	if (f == NULL)
+		return NULL;
+	f->ie = sess->ie;
+	snprintf(f->target_name, sizeof(f->target_name), "%s", sess->tgt->name);
+	f->tpgt = sess->tpgt;
+	memcpy(f->isid, sess->isid, 6);
+	memcpy(f->initiator_name, sess->initiator_name, sizeof(f->initiator_name));
+	uv_mutex_lock(&sess->ie->lock);
+	scsitgt__list_add_tail(&sess->ie->fences, &f->node);
+	uv_mutex_unlock(&sess->ie->lock);
+	return f;
+}
+
+/* The session's loop: no command of the former session is in a backend any more. */
+static void sess_fence_lifted(void *arg)
+{
+	struct sess_fence *f = arg;
+
+	uv_mutex_lock(&f->ie->lock);
+	scsitgt__list_remove(&f->node);
+	uv_mutex_unlock(&f->ie->lock);
+	free(f);
+}
+
+/* Under ie->lock. The same I_T nexus as sess_of_nexus(), the target by name. */
+static const struct sess_fence *sess_fence_find(struct scsitgt__iscsi_engine *ie, const char *iname,
+						const uint8_t isid[6],
+						const struct scsitgt_target *tgt, uint16_t tpgt)
+{
+	for (struct scsitgt__list *pos = ie->fences.next; pos != &ie->fences; pos = pos->next) {
+		const struct sess_fence *f = scsitgt__container_of(pos, struct sess_fence, node);
+
+		if (f->tpgt == tpgt && memcmp(f->isid, isid, 6) == 0 &&
+		    strcasecmp(f->initiator_name, iname) == 0 &&
+		    strcasecmp(f->target_name, tgt->name) == 0)
+			return f;
+	}
+	return NULL;
+}
 
 /* The login's loop: the session it waited for is gone. */
 static void reinstate_wait_done(struct reinstate_wait *w)
 {
 	struct scsitgt__iscsi_conn *conn = w->conn;
-	bool drained = w->drained;
 
 	free(w);
-	scsitgt__iscsi_login_reinstate_done(conn, drained);
+	scsitgt__iscsi_login_reinstate_done(conn);
 	scsitgt__iscsi_conn_put(conn);
 }
 
@@ -180,9 +245,9 @@ static void reinstate_wait_deferred(struct scsitgt__deferred *d)
 
 /*
  * @sess leaves the engine's list: no login finds it any more. The logins that wait for it hear
- * on their own loops whether its commands left the backends (@drained).
+ * on their own loops, and try again: its fence refuses them while its commands are in backends.
  */
-static void sess_unlist(struct scsitgt__iscsi_sess *sess, bool drained)
+static void sess_unlist(struct scsitgt__iscsi_sess *sess)
 {
 	struct scsitgt__list waiters, *pos, *tmp;
 
@@ -202,7 +267,6 @@ static void sess_unlist(struct scsitgt__iscsi_sess *sess, bool drained)
 		struct scsitgt__worker *lw = w->conn->worker; /* immutable */
 
 		scsitgt__list_remove(pos);
-		w->drained = drained;
 		/* Never from inside this call: the caller may be the login's own close. */
 		if (scsitgt__iscsi_on_loop(sess->ie, lw)) {
 			w->defer.fn = reinstate_wait_deferred;
@@ -216,7 +280,7 @@ static void sess_unlist(struct scsitgt__iscsi_sess *sess, bool drained)
 
 void scsitgt__iscsi_sess_abandon(struct scsitgt__iscsi_sess *sess, struct scsitgt__iscsi_conn *conn)
 {
-	sess_unlist(sess, true);
+	sess_unlist(sess);
 	scsitgt__list_remove(&conn->sess_node);
 	conn->sess = NULL;
 	free(sess);
@@ -352,6 +416,8 @@ static bool sess_match_nexus(const struct scsitgt__iscsi_sess *s, const void *ar
  * loss), or a WRITE of the old one still in a backend could land after a newer WRITE of the
  * new one. The login waits on the old session (any loop's) until it is gone: closed, and its
  * commands out of the backends or left there after logout_timeout_ms (sess_conn_gone).
+ * Then, and for a login that finds no session, the nexus's fence refuses it while they are
+ * there.
  */
 int scsitgt__iscsi_sess_reinstate(struct scsitgt__iscsi_conn *conn, const char *iname,
 				  const uint8_t isid[6], struct scsitgt_target *tgt)
@@ -365,7 +431,6 @@ int scsitgt__iscsi_sess_reinstate(struct scsitgt__iscsi_conn *conn, const char *
 	if (w == NULL)
 		return -ENOMEM;
 	w->conn = conn;
-	w->drained = false;
 	uv_mutex_lock(&ie->lock);
 	for (pos = ie->sessions.next; pos != &ie->sessions; pos = pos->next) {
 		struct scsitgt__iscsi_sess *s =
@@ -384,6 +449,10 @@ int scsitgt__iscsi_sess_reinstate(struct scsitgt__iscsi_conn *conn, const char *
 			scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_INFO,
 						"session reinstatement: waiting for TSIH %u to end",
 						old->tsih);
+	} else if (sess_fence_find(ie, iname, isid, tgt, conn->portal->tpgt)) {
+		uv_mutex_unlock(&ie->lock);
+		free(w);
+		return -EBUSY;
 	}
 	uv_mutex_unlock(&ie->lock);
 	if (old == NULL) {
@@ -412,36 +481,36 @@ void scsitgt__iscsi_sess_finish(struct scsitgt__iscsi_sess *sess)
 	scsitgt__session_destroy(core);
 }
 
-static void sess_end(struct scsitgt__iscsi_sess *sess, bool drained);
+static void sess_end(struct scsitgt__iscsi_sess *sess);
 
 static void sess_end_deferred(struct scsitgt__deferred *d)
 {
 	struct scsitgt__iscsi_sess *sess =
 		scsitgt__container_of(d, struct scsitgt__iscsi_sess, end_defer);
 
-	sess_end(sess, sess->end_drained);
+	sess_end(sess);
 }
 
-/* The quiescence of a closed session's nexus answered: drained, or its bound passed. From
- * inside the core (the last command's release, which is still listed in the nexus): the
- * session ends in a later turn of its loop. */
+/* The quiescence of a closed session's nexus answered: drained (COMPLETE), or its bound
+ * passed (REJECTED; also when it could not wait for one for want of memory). From inside the
+ * core (the last command's release, which is still listed in the nexus): the session ends in
+ * a later turn of its loop. Whether logins may go on is the fence's (sess_fence_lifted()). */
 static void sess_quiesced(void *arg, enum scsitgt__tmf_response r)
 {
 	struct scsitgt__iscsi_sess *sess = arg;
 	struct scsitgt__shard *shard = scsitgt__iscsi_loop_shard(sess->ie, sess->worker);
-	unsigned int left = scsitgt__session_cmds_in_backends(sess->core);
 
-	(void)r;
 	/* The time actually waited (reviewc N2): the bound, or less if the quiescence ended
-	 * without them (no memory to wait). */
-	if (left)
+	 * without them (no memory to wait). Those still listed in the nexus are those still
+	 * held: a command that left its backend has left the nexus too. */
+	if (r != SCSITGT__TMF_COMPLETE)
 		scsitgt__log(&sess->ie->engine->log, SCSITGT_LOG_WARNING, SCSITGT__ISCSI_SUBSYS,
 			     "session TSIH %u: %u commands still in backends after %llu ms "
-			     "(bound %u ms), left to them",
-			     sess->tsih, left,
+			     "(bound %u ms), left to them; logins of its I_T nexus are refused "
+			     "until they have left",
+			     sess->tsih, sess->core->ncmds,
 			     (unsigned long long)(uv_now(shard->loop) - sess->quiesce_start),
 			     sess->tparams.logout_timeout_ms);
-	sess->end_drained = left == 0;
 	sess->end_defer.fn = sess_end_deferred;
 	scsitgt__shard_defer(shard, &sess->end_defer);
 }
@@ -460,9 +529,10 @@ void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 		     sess->discovery ? "discovery" : "normal", sess->initiator_name, sess->tsih);
 	/* Its commands still in backends end first, as for a Logout (logout.c): they are
 	 * aborted, and the session stays listed until they leave, at most logout_timeout_ms. A
-	 * login of the same nexus waits for that (scsitgt__iscsi_sess_reinstate). Its loop is
-	 * the nexus's shard, where its commands live. */
-	if (sess->core && !scsitgt__list_empty(&sess->core->cmds)) {
+	 * login of the same nexus waits for that (scsitgt__iscsi_sess_reinstate), and its fence
+	 * refuses the next ones while some are still there. Its loop is the nexus's shard, where
+	 * its commands live. */
+	if (sess->core && !scsitgt__list_empty(&sess->core->cmds) && !sess->quiesced) {
 		uv_mutex_lock(&sess->ie->lock);
 		sess->closing = true;
 		uv_mutex_unlock(&sess->ie->lock);
@@ -470,18 +540,27 @@ void scsitgt__iscsi_sess_conn_gone(struct scsitgt__iscsi_sess *sess,
 			     "session TSIH %u: waiting up to %u ms for %u commands in backends",
 			     sess->tsih, sess->tparams.logout_timeout_ms, sess->core->ncmds);
 		sess->quiesce_start = uv_now(conn->loop);
-		scsitgt__tmf_quiesce(sess->core, sess->tparams.logout_timeout_ms, sess_quiesced,
-				     sess);
+		scsitgt__iscsi_sess_quiesce(sess, sess_quiesced, sess);
 		return;
 	}
-	sess_end(sess, true);
+	/* Drained, or a Logout's quiescence answered already (Response 3 at its bound): what is
+	 * left in backends is behind that quiescence's fence, no second wait (reviewd N1). */
+	sess_end(sess);
 }
 
-/* The session's last connection is gone and its commands too (@drained), or some are left to
- * their backends: it leaves the list, its nexus ends. */
-static void sess_end(struct scsitgt__iscsi_sess *sess, bool drained)
+void scsitgt__iscsi_sess_quiesce(struct scsitgt__iscsi_sess *sess, scsitgt__tmf_cb cb, void *cb_arg)
 {
-	sess_unlist(sess, drained);
+	struct sess_fence *f = sess_fence_new(sess);
+
+	scsitgt__tmf_quiesce_fence(sess->core, sess->tparams.logout_timeout_ms, cb, cb_arg,
+				   f ? sess_fence_lifted : NULL, f);
+}
+
+/* The session's last connection is gone and its commands too, or some are left to their
+ * backends (its fence stays): it leaves the list, its nexus ends. */
+static void sess_end(struct scsitgt__iscsi_sess *sess)
+{
+	sess_unlist(sess);
 	if (sess->core == NULL)
 		free(sess);
 	else if (scsitgt__iscsi_on_loop(sess->ie, NULL))

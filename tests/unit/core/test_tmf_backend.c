@@ -229,6 +229,110 @@ static void test_abort_timed_out_then_task_set_and_quiesce(void **state)
 	loop_fabric_destroy(t.lf);
 }
 
+/* scsitgt__tmf_quiesce_fence()'s gone: counts its calls, after the quiescence's answer. */
+struct fence_seen {
+	const int *q_resp;
+	unsigned int gone;
+};
+
+static void fence_gone(void *arg)
+{
+	struct fence_seen *f = arg;
+
+	assert_int_not_equal(*f->q_resp, -1);
+	f->gone++;
+}
+
+static void run_nowait(struct tb *t)
+{
+	for (int i = 0; i < 10; i++)
+		uv_run(&t->lf->loop, UV_RUN_NOWAIT);
+}
+
+/* The fence of an ended nexus (iSCSI reinstatement, session.c): the quiescence answers at its
+ * bound with the WRITE held; gone comes neither then nor when the nexus goes (the WRITE is
+ * detached from it), but once the backend gives the WRITE back, once. */
+static void test_quiesce_fence_outlives_nexus(void **state)
+{
+	struct tb t;
+	struct lf_result r = { 0 };
+	uint8_t lun[8];
+	int q_resp = -1;
+	struct fence_seen f = { .q_resp = &q_resp };
+
+	(void)state;
+	tb_held_write(&t, &r, lun);
+	scsitgt__tmf_quiesce_fence(t.lf->sess, 20, tmf_resp, &q_resp, fence_gone, &f);
+	assert_int_equal(q_resp, -1);
+	run_until_set(&t, &q_resp);
+	assert_int_equal(q_resp, SCSITGT__TMF_REJECTED);
+	assert_int_equal(f.gone, 0);
+	scsitgt__session_destroy(t.lf->sess);
+	t.lf->sess = NULL;
+	run_nowait(&t);
+	assert_int_equal(f.gone, 0);
+	assert_int_equal(tb_stats(&t).held, 1);
+	/* Released from inside the call on its own loop, the detached WRITE frees there. */
+	assert_int_equal(scsitgt_backend_fault_release(t.fault, 0, 0), 1);
+	run_nowait(&t);
+	assert_int_equal(tb_stats(&t).held, 0);
+	assert_int_equal(f.gone, 1);
+	lf_result_clear(&r);
+	loop_fabric_destroy(t.lf);
+}
+
+/* Drained within the bound: gone right after the answer (COMPLETE), once. */
+static void test_quiesce_fence_drained(void **state)
+{
+	struct tb t;
+	struct lf_result r = { 0 };
+	uint8_t lun[8];
+	int q_resp = -1;
+	struct fence_seen f = { .q_resp = &q_resp };
+
+	(void)state;
+	tb_held_write(&t, &r, lun);
+	scsitgt__tmf_quiesce_fence(t.lf->sess, 600000, tmf_resp, &q_resp, fence_gone, &f);
+	run_nowait(&t);
+	assert_int_equal(q_resp, -1);
+	assert_int_equal(f.gone, 0);
+	assert_int_equal(scsitgt_backend_fault_release(t.fault, 0, 0), 1);
+	run_until_set(&t, &q_resp);
+	assert_int_equal(q_resp, SCSITGT__TMF_COMPLETE);
+	assert_int_equal(f.gone, 1);
+	assert_true(r.aborted);
+	lf_result_clear(&r);
+	loop_fabric_destroy(t.lf);
+	assert_int_equal(f.gone, 1);
+}
+
+/* A backend that never gives the WRITE back: the engine's teardown gives it up (drain
+ * timeout, core/drain.c), and that lifts the fence too: nothing leaks, nothing waits. */
+static void test_quiesce_fence_engine_gives_up(void **state)
+{
+	struct tb t;
+	struct lf_result r = { 0 };
+	uint8_t lun[8];
+	int q_resp = -1;
+	struct fence_seen f = { .q_resp = &q_resp };
+	void *fault;
+
+	(void)state;
+	tb_held_write(&t, &r, lun);
+	fault = t.fault;
+	assert_int_equal(scsitgt_engine_set_drain_timeout(t.lf->engine, 20), 0);
+	scsitgt__tmf_quiesce_fence(t.lf->sess, 20, tmf_resp, &q_resp, fence_gone, &f);
+	run_until_set(&t, &q_resp);
+	assert_int_equal(q_resp, SCSITGT__TMF_REJECTED);
+	/* The nexus, then the engine; returns once the engine is gone. */
+	loop_fabric_destroy(t.lf);
+	assert_int_equal(f.gone, 1);
+	/* The late completion only frees; the host closes the backend. */
+	assert_int_equal(scsitgt_backend_fault_release(fault, 0, 0), 1);
+	assert_int_equal(scsitgt_backend_fault_destroy(fault), 0);
+	lf_result_clear(&r);
+}
+
 /* A backend whose reset_async() holds its callback until the test runs it. */
 struct held_reset {
 	unsigned int calls;
@@ -349,6 +453,9 @@ int main(void)
 		cmocka_unit_test(test_lun_reset_calls_reset),
 		cmocka_unit_test(test_abort_then_lun_reset_waits),
 		cmocka_unit_test(test_abort_timed_out_then_task_set_and_quiesce),
+		cmocka_unit_test(test_quiesce_fence_outlives_nexus),
+		cmocka_unit_test(test_quiesce_fence_drained),
+		cmocka_unit_test(test_quiesce_fence_engine_gives_up),
 		cmocka_unit_test(test_lun_reset_waits_for_reset_async),
 		cmocka_unit_test(test_apply_reset),
 		cmocka_unit_test(test_apply_reset_async_on_home),
