@@ -467,6 +467,28 @@ static void test_engine_timeouts(void **state)
 	env_fini(&e);
 }
 
+static void test_access_lists(void **state)
+{
+	struct env e;
+
+	(void)state;
+	env_init(&e);
+	refused(&e.cap, scsitgt_target_add_initiator(e.tgt, ""), -EINVAL,
+		"scsitgt_target_add_initiator: target iqn.2024-01.org.example:refusals",
+		"initiator_name \"\": 0 bytes, not 1..223");
+	refused(&e.cap, scsitgt_target_add_address(e.tgt, "10.0.0.0/33"), -EINVAL,
+		"scsitgt_target_add_address", "cidr \"10.0.0.0/33\": not a numeric IPv4 or IPv6");
+	refused(&e.cap, scsitgt_target_add_initiator_address(e.tgt, "iqn.x", "host.example"),
+		-EINVAL, "scsitgt_target_add_initiator_address", "cidr \"host.example\"");
+	refused(&e.cap, scsitgt_target_add_initiator_address(e.tgt, NULL, "10.0.0.1"), -EINVAL,
+		"initiator_name NULL");
+	refused(&e.cap, scsitgt_target_map_lun(e.tgt, NULL, 20000), -EINVAL,
+		"scsitgt_target_map_lun: target", "LUN 20000: id above 16383");
+	refused(&e.cap, scsitgt_target_set_lun_read_only(e.tgt, "", 1, true), -EINVAL,
+		"scsitgt_target_set_lun_read_only", "initiator_name \"\"");
+	env_fini(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -479,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_iscsi_params),
 		cmocka_unit_test(test_chap),
 		cmocka_unit_test(test_engine_timeouts),
+		cmocka_unit_test(test_access_lists),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
