@@ -103,10 +103,12 @@ struct scsitgt_backend_aio_opts {
 	unsigned int queue_depth;
 	/**
 	 * Host logger for the backend's messages (the I/O mode chosen and why, capacity
-	 * changes, failed ios). Optional; it receives every level (filter in the callback),
-	 * subsystem "aio", on the thread of the loop that submitted the io (any of the
-	 * engine's loops), of the home loop, or of the creating thread for create(); a host
-	 * that needs one thread serializes in its callback.
+	 * changes, failed ios, the options create() refuses). Optional; it receives the levels
+	 * up to @ref log_level, subsystem "aio", on the thread of the loop that submitted the io
+	 * (any of the engine's loops), of the home loop, or of the creating thread for create();
+	 * a host that needs one thread serializes in its callback. The engine's logger is not
+	 * used: a backend logs after its LUN and engine are gone (docs/backends.md, "Logging");
+	 * give the same callback, argument and level as the engine's options.
 	 */
 	scsitgt_log_cb log_cb;
 	/** Argument of @ref log_cb. */
@@ -122,10 +124,18 @@ struct scsitgt_backend_aio_opts {
 	 * SCSITGT_BACKEND_AIO_URING_ASYNC_AUTO. Ignored by libaio and for O_DIRECT.
 	 */
 	enum scsitgt_backend_aio_uring_async uring_async;
+	/**
+	 * Most verbose level passed to @ref log_cb, as the engine's log_level; messages above it
+	 * are not even formatted. Default ::SCSITGT_LOG_DEBUG (every level, what a caller
+	 * compiled before this member was appended gets). ::SCSITGT_LOG_ERROR ..
+	 * ::SCSITGT_LOG_DEBUG; others fail create() with -EINVAL.
+	 */
+	enum scsitgt_log_level log_level;
 };
 
 /**
- * Fill @p opts with the defaults (direct true, queue_depth 128, everything else 0/NULL).
+ * Fill @p opts with the defaults (direct true, queue_depth 128, log_level SCSITGT_LOG_DEBUG,
+ * everything else 0/NULL).
  *
  * @param opts The options to fill.
  * @param size sizeof(*opts) as the caller was compiled.

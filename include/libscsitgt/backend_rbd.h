@@ -71,14 +71,23 @@ struct scsitgt_backend_rbd_opts {
 	 */
 	uint32_t op_timeout_s;
 	/**
-	 * Host logger for the backend's messages (open, close, failed ios, resizes). Optional;
-	 * it receives every level, subsystem "rbd", on the loop's thread, except the messages of
-	 * opening and closing the image: those come from the thread that does it (the caller of
-	 * scsitgt_backend_rbd_create(), else the backend's worker thread).
+	 * Host logger for the backend's messages (open, close, failed ios, resizes, the
+	 * gateway's and the reservation store's, the options create() refuses). Optional; it
+	 * receives the levels up to @ref log_level, subsystem "rbd", on the loop's thread, except
+	 * the messages of opening and closing the image: those come from the thread that does it
+	 * (the caller of scsitgt_backend_rbd_create(), else the backend's worker thread). Give
+	 * the engine's logger and level (docs/backends.md, "Logging").
 	 */
 	scsitgt_log_cb log_cb;
 	/** Argument of @ref log_cb. */
 	void *log_arg;
+	/**
+	 * Most verbose level passed to @ref log_cb, as the engine's log_level; messages above it
+	 * are not even formatted. Default ::SCSITGT_LOG_DEBUG (every level, what a caller
+	 * compiled before this member was appended gets). ::SCSITGT_LOG_ERROR ..
+	 * ::SCSITGT_LOG_DEBUG; others fail create with -EINVAL.
+	 */
+	enum scsitgt_log_level log_level;
 };
 
 /**

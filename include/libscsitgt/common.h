@@ -72,7 +72,11 @@ typedef void (*scsitgt_done_cb)(void *cb_arg, int status);
 
 /** Severity of a log message, lowest number most severe (syslog order). */
 enum scsitgt_log_level {
-	/** Something failed: an operation, a connection, a backend call. */
+	/**
+	 * Something failed: an operation, a connection, a backend call; also a create or set
+	 * call that refuses its arguments, in one line naming the argument, its value and the
+	 * rule (scsitgt(3), "Conventions").
+	 */
 	SCSITGT_LOG_ERROR = 3,
 	/** Something unexpected that the library coped with (a peer's protocol error...). */
 	SCSITGT_LOG_WARNING = 4,

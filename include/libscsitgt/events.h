@@ -43,7 +43,10 @@ enum scsitgt_event_type {
 	/**
 	 * A login was refused (not redirected): @c login_status is the iSCSI status class and
 	 * detail (RFC 7143 §11.13.5, e.g. 0x0201 authentication failure, 0x0202 authorization
-	 * failure, 0x0203 target not found, 0x0206 too many connections), @c reason its text,
+	 * failure, 0x0203 target not found, 0x0206 too many connections), @c reason its text
+	 * (for a refused CHAP login followed by what went wrong, e.g. "authentication failure:
+	 * wrong response (secret mismatch) for user \"u\"", which the initiator is not told:
+	 * docs/iscsi.md, "CHAP"),
 	 * @c initiator_addr the peer, @c initiator_name and @c target_name the names as sent
 	 * (escaped: control characters and invalid UTF-8 as "\xNN"; NULL when not sent),
 	 * @c target the target when one by that name exists.

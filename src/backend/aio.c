@@ -237,6 +237,7 @@ SCSITGT_EXPORT void scsitgt_backend_aio_opts_init(struct scsitgt_backend_aio_opt
 		.size = sizeof(def),
 		.direct = true,
 		.queue_depth = AIO_DEFAULT_QUEUE_DEPTH,
+		.log_level = SCSITGT_LOG_DEBUG,
 	};
 
 	if (opts == NULL || size == 0) {
@@ -322,6 +323,46 @@ static int aio_engine_setup(struct aio_ctx *ac, struct aio_loop *al,
 	return 0;
 }
 
+/* create()'s checks of its options; a refusal is logged through their logger. */
+static int aio_opts_check(const struct scsitgt_backend_aio_opts *o, void **bctx_out)
+{
+	/* Refusals pass any level, also one out of range. */
+	struct scsitgt__logger lg = { .cb = o->log_cb,
+				      .arg = o->log_arg,
+				      .level = SCSITGT_LOG_DEBUG };
+
+	if (bctx_out == NULL || o->loop == NULL) {
+		return scsitgt__log_refused(&lg, AIO_SUBSYS, -EINVAL,
+					    "scsitgt_backend_aio_create: %s is NULL",
+					    bctx_out == NULL ? "bctx_out" : "loop");
+	}
+	if (o->path == NULL || o->path[0] == '\0') {
+		return scsitgt__log_refused(&lg, AIO_SUBSYS, -EINVAL,
+					    "scsitgt_backend_aio_create: path %s: required",
+					    o->path ? "\"\"" : "NULL");
+	}
+	if ((unsigned int)o->engine > SCSITGT_BACKEND_AIO_ENGINE_IO_URING) {
+		return scsitgt__log_refused(&lg, AIO_SUBSYS, -EINVAL,
+					    "scsitgt_backend_aio_create: %s: engine %u: not a "
+					    "SCSITGT_BACKEND_AIO_ENGINE_*",
+					    o->path, (unsigned int)o->engine);
+	}
+	if ((unsigned int)o->uring_async > SCSITGT_BACKEND_AIO_URING_ASYNC_NEVER) {
+		return scsitgt__log_refused(&lg, AIO_SUBSYS, -EINVAL,
+					    "scsitgt_backend_aio_create: %s: uring_async %u: not a "
+					    "SCSITGT_BACKEND_AIO_URING_ASYNC_*",
+					    o->path, (unsigned int)o->uring_async);
+	}
+	if (o->log_level < SCSITGT_LOG_ERROR || o->log_level > SCSITGT_LOG_DEBUG) {
+		return scsitgt__log_refused(
+			&lg, AIO_SUBSYS, -EINVAL,
+			"scsitgt_backend_aio_create: %s: log_level %d: not "
+			"between SCSITGT_LOG_ERROR (3) and SCSITGT_LOG_DEBUG (7)",
+			o->path, (int)o->log_level);
+	}
+	return 0;
+}
+
 SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 					      const struct scsitgt_backend_aio_opts *opts)
 {
@@ -331,15 +372,14 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 	int flags;
 	int rc;
 
-	if (bctx_out == NULL || opts == NULL || opts->size == 0) {
+	if (opts == NULL || opts->size == 0) {
 		return -EINVAL;
 	}
 	scsitgt_backend_aio_opts_init(&o, sizeof(o));
 	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
-	if (o.loop == NULL || o.path == NULL || o.path[0] == '\0' ||
-	    (unsigned int)o.engine > SCSITGT_BACKEND_AIO_ENGINE_IO_URING ||
-	    (unsigned int)o.uring_async > SCSITGT_BACKEND_AIO_URING_ASYNC_NEVER) {
-		return -EINVAL;
+	rc = aio_opts_check(&o, bctx_out);
+	if (rc < 0) {
+		return rc;
 	}
 	if (o.queue_depth == 0) {
 		o.queue_depth = AIO_DEFAULT_QUEUE_DEPTH;
@@ -355,7 +395,7 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 	ac->loop = o.loop;
 	ac->log.cb = o.log_cb;
 	ac->log.arg = o.log_arg;
-	ac->log.level = SCSITGT_LOG_DEBUG;
+	ac->log.level = o.log_level;
 	ac->read_only = o.read_only;
 	ac->write_through = o.write_through && !o.read_only;
 	ac->queue_depth = o.queue_depth;

@@ -16,6 +16,7 @@ SCSITGT_EXPORT void scsitgt_backend_aio_opts_init(struct scsitgt_backend_aio_opt
 		.size = sizeof(def),
 		.direct = true,
 		.queue_depth = 128,
+		.log_level = SCSITGT_LOG_DEBUG,
 	};
 
 	if (opts == NULL || size == 0) {

@@ -53,6 +53,8 @@ static int rbd_ctx_create(struct scsitgt__rbd_ctx **out,
 			  const struct scsitgt_backend_rbd_opts *opts)
 {
 	struct scsitgt_backend_rbd_opts o;
+	/* Refusals pass any level, also one out of range. */
+	struct scsitgt__logger lg = { .level = SCSITGT_LOG_DEBUG };
 	struct scsitgt__rbd_ctx *rc;
 
 	if (out == NULL || opts == NULL || opts->size == 0) {
@@ -60,9 +62,22 @@ static int rbd_ctx_create(struct scsitgt__rbd_ctx **out,
 	}
 	scsitgt_backend_rbd_opts_init(&o, sizeof(o));
 	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
+	lg.cb = o.log_cb;
+	lg.arg = o.log_arg;
 	if (o.loop == NULL || o.pool == NULL || o.pool[0] == '\0' || o.image == NULL ||
 	    o.image[0] == '\0') {
-		return -EINVAL;
+		return scsitgt__log_refused(&lg, SCSITGT__RBD_SUBSYS, -EINVAL,
+					    "scsitgt_backend_rbd_create: %s: required",
+					    o.loop == NULL			? "loop" :
+					    o.pool == NULL || o.pool[0] == '\0' ? "pool" :
+										  "image");
+	}
+	if (o.log_level < SCSITGT_LOG_ERROR || o.log_level > SCSITGT_LOG_DEBUG) {
+		return scsitgt__log_refused(
+			&lg, SCSITGT__RBD_SUBSYS, -EINVAL,
+			"scsitgt_backend_rbd_create: %s/%s: log_level %d: not "
+			"between SCSITGT_LOG_ERROR (3) and SCSITGT_LOG_DEBUG (7)",
+			o.pool, o.image, (int)o.log_level);
 	}
 	rc = calloc(1, sizeof(*rc));
 	if (rc == NULL) {
@@ -81,7 +96,7 @@ static int rbd_ctx_create(struct scsitgt__rbd_ctx **out,
 	rc->loop = o.loop;
 	rc->log.cb = o.log_cb;
 	rc->log.arg = o.log_arg;
-	rc->log.level = SCSITGT_LOG_DEBUG;
+	rc->log.level = o.log_level;
 	rc->read_only = o.read_only;
 	rc->write_through = o.write_through;
 	rc->op_timeout_s = o.op_timeout_s;

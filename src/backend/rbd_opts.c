@@ -11,6 +11,7 @@ SCSITGT_EXPORT void scsitgt_backend_rbd_opts_init(struct scsitgt_backend_rbd_opt
 		.size = sizeof(def),
 		.client_id = "admin",
 		.op_timeout_s = 30,
+		.log_level = SCSITGT_LOG_DEBUG,
 	};
 
 	if (opts == NULL || size == 0) {

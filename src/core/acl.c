@@ -211,6 +211,41 @@ static bool acl_valid_name(const char *name)
 	return name && name[0] != '\0' && strlen(name) <= 223;
 }
 
+/* -EINVAL, logged, unless @name is a valid initiator name (RFC 7143 §4.2.7: 1..223 bytes). */
+static int acl_name_check(struct scsitgt_target *tgt, const char *fn, const char *name)
+{
+	if (acl_valid_name(name))
+		return 0;
+	return scsitgt__log_refused(
+		&tgt->engine->log, "core", -EINVAL,
+		"%s: target %s: initiator_name %s%.64s%s: %zu bytes, not 1..223", fn, tgt->name,
+		name ? "\"" : "", name ? name : "NULL", name ? "\"" : "", name ? strlen(name) : 0);
+}
+
+/* -EINVAL, logged, unless @cidr is "address[/prefix]" (acl_parse_cidr()). */
+static int acl_cidr_check(struct scsitgt_target *tgt, const char *fn, const char *cidr)
+{
+	struct scsitgt__acl_net net;
+
+	if (acl_parse_cidr(cidr, &net) == 0)
+		return 0;
+	return scsitgt__log_refused(&tgt->engine->log, "core", -EINVAL,
+				    "%s: target %s: cidr %s%s%s: not a numeric IPv4 or IPv6 "
+				    "address with an optional /prefix (0..32, 0..128)",
+				    fn, tgt->name, cidr ? "\"" : "", cidr ? cidr : "NULL",
+				    cidr ? "\"" : "");
+}
+
+/* -EINVAL, logged, unless @lun_id is below SCSITGT__ACL_LUN_IDS. */
+static int acl_lun_id_check(struct scsitgt_target *tgt, const char *fn, uint64_t lun_id)
+{
+	if (lun_id < SCSITGT__ACL_LUN_IDS)
+		return 0;
+	return scsitgt__log_refused(&tgt->engine->log, "core", -EINVAL,
+				    "%s: target %s: LUN %llu: id above %u", fn, tgt->name,
+				    (unsigned long long)lun_id, SCSITGT__ACL_LUN_IDS - 1);
+}
+
 /* The entry of @name, created (and attached to the name's live sessions) when missing. */
 static struct scsitgt__acl_entry *acl_entry_get(struct scsitgt_target *tgt, const char *name)
 {
@@ -406,7 +441,9 @@ SCSITGT_EXPORT int scsitgt_target_add_initiator(struct scsitgt_target *tgt,
 	struct scsitgt__acl_entry *e;
 
 	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
-	if (tgt == NULL || !acl_valid_name(initiator_name))
+	if (tgt == NULL)
+		return -EINVAL;
+	if (acl_name_check(tgt, "scsitgt_target_add_initiator", initiator_name) < 0)
 		return -EINVAL;
 	e = scsitgt__acl_find(tgt, initiator_name);
 	if (e && e->allowed)
@@ -448,6 +485,8 @@ SCSITGT_EXPORT int scsitgt_target_add_address(struct scsitgt_target *tgt, const 
 	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL)
 		return -EINVAL;
+	if (acl_cidr_check(tgt, "scsitgt_target_add_address", cidr) < 0)
+		return -EINVAL;
 	scsitgt__cfg_wrlock(tgt->engine);
 	rc = acl_nets_add(&tgt->nets, &tgt->nnets, cidr);
 	scsitgt__cfg_wrunlock(tgt->engine);
@@ -471,12 +510,14 @@ SCSITGT_EXPORT int scsitgt_target_add_initiator_address(struct scsitgt_target *t
 							const char *initiator_name,
 							const char *cidr)
 {
-	struct scsitgt__acl_net net;
 	struct scsitgt__acl_entry *e;
 	int rc;
 
 	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
-	if (tgt == NULL || !acl_valid_name(initiator_name) || acl_parse_cidr(cidr, &net) < 0)
+	if (tgt == NULL)
+		return -EINVAL;
+	if (acl_name_check(tgt, "scsitgt_target_add_initiator_address", initiator_name) < 0 ||
+	    acl_cidr_check(tgt, "scsitgt_target_add_initiator_address", cidr) < 0)
 		return -EINVAL;
 	scsitgt__cfg_wrlock(tgt->engine);
 	e = acl_entry_get(tgt, initiator_name);
@@ -629,6 +670,14 @@ static int acl_lun_change(struct scsitgt_target *tgt, enum acl_lun_op op, const 
 
 	if (tgt == NULL)
 		return -EINVAL;
+	if (op != ACL_LUN_UNMAP) {
+		const char *fn = op == ACL_LUN_MAP ? "scsitgt_target_map_lun" :
+						     "scsitgt_target_set_lun_read_only";
+
+		if (acl_lun_id_check(tgt, fn, lun_id) < 0 ||
+		    (name && acl_name_check(tgt, fn, name) < 0))
+			return -EINVAL;
+	}
 	scsitgt__cfg_wrlock(tgt->engine);
 	if (op == ACL_LUN_MAP)
 		rc = acl_map_lun(tgt, name, lun_id);

@@ -594,7 +594,8 @@ void scsitgt__lun_xflags_set(struct scsitgt_lun *lun, uint32_t mask, bool on);
 bool scsitgt__lun_supports(const struct scsitgt_lun *lun, enum scsitgt_io_type type);
 /* lun_limits.c: settle a LUN's designators (before open) and its Block Limits (after open,
  * with the geometry and flags final) from its options; -EINVAL for contradictory values. */
-int scsitgt__lun_designators_set(struct scsitgt__lun_designators *d,
+int scsitgt__lun_designators_set(const struct scsitgt__logger *lg,
+				 struct scsitgt__lun_designators *d,
 				 const struct scsitgt_lun_opts *o);
 int scsitgt__lun_limits_settle(struct scsitgt_lun *lun, const struct scsitgt_lun_opts *o);
 /* @lun's part on @shard (struct scsitgt__lun_part). */

@@ -479,8 +479,12 @@ bool scsitgt__drain_engine_ready(struct scsitgt_engine *engine,
 SCSITGT_EXPORT int scsitgt_engine_set_drain_timeout(struct scsitgt_engine *engine,
 						    uint32_t timeout_ms)
 {
-	if (engine == NULL || timeout_ms == 0)
+	if (engine == NULL)
 		return -EINVAL;
+	if (timeout_ms == 0)
+		return scsitgt__log_refused(&engine->log, "core", -EINVAL,
+					    "scsitgt_engine_set_drain_timeout: timeout_ms 0: "
+					    "must be at least 1");
 	engine->drain_timeout_ms = timeout_ms;
 	return 0;
 }

@@ -209,21 +209,38 @@ SCSITGT_EXPORT int scsitgt_engine_create(struct scsitgt_engine **out, uv_loop_t 
 {
 	struct scsitgt_engine_opts o;
 	struct scsitgt_engine *engine;
+	struct scsitgt__logger lg;
 	int rc;
 
-	if (out == NULL || loop == NULL)
-		return -EINVAL;
 	scsitgt_engine_opts_init(&o, sizeof(o));
-	if (opts) {
-		if (opts->size == 0)
-			return -EINVAL;
+	if (opts && opts->size)
 		memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
-		o.size = sizeof(o);
-	}
+	/*
+	 * Refusals go to the host's logger, even with a log level out of range. Options of size
+	 * 0 are not read at all (docs/ABI.md: only size bytes), their logger neither: that
+	 * refusal is silent.
+	 */
+	lg.cb = o.log_cb;
+	lg.arg = o.log_arg;
+	lg.level = SCSITGT_LOG_DEBUG;
+	if (out == NULL || loop == NULL)
+		return scsitgt__log_refused(&lg, "core", -EINVAL,
+					    "scsitgt_engine_create: %s is NULL",
+					    out == NULL ? "out" : "loop");
+	if (opts && opts->size == 0)
+		return -EINVAL;
+	o.size = sizeof(o);
 	if (o.log_level < SCSITGT_LOG_ERROR || o.log_level > SCSITGT_LOG_DEBUG)
-		return -EINVAL;
+		return scsitgt__log_refused(&lg, "core", -EINVAL,
+					    "scsitgt_engine_create: log_level %d: not between "
+					    "SCSITGT_LOG_ERROR (3) and SCSITGT_LOG_DEBUG (7)",
+					    (int)o.log_level);
 	if (o.workers < SCSITGT_ENGINE_WORKERS_AUTO || o.workers > SCSITGT_ENGINE_WORKERS_MAX)
-		return -EINVAL;
+		return scsitgt__log_refused(&lg, "core", -EINVAL,
+					    "scsitgt_engine_create: workers %d: not "
+					    "SCSITGT_ENGINE_WORKERS_AUTO (%d) nor 0..%d",
+					    o.workers, SCSITGT_ENGINE_WORKERS_AUTO,
+					    SCSITGT_ENGINE_WORKERS_MAX);
 	if (o.workers == SCSITGT_ENGINE_WORKERS_AUTO) {
 		unsigned int n = uv_available_parallelism();
 

@@ -33,17 +33,29 @@ SCSITGT_EXPORT void scsitgt_lun_opts_init(struct scsitgt_lun_opts *opts, size_t 
 	memcpy(opts, &def, size);
 }
 
-/* SPC-5 §6.7.2: identification fields are left-aligned ASCII padded with spaces. */
-static int lun_copy_ascii(char *dst, size_t cap, const char *src, const char *def)
+/*
+ * SPC-5 §6.7.2: identification fields are left-aligned ASCII padded with spaces. A refused
+ * @field of LUN @id is logged through @lg.
+ */
+static int lun_copy_ascii(const struct scsitgt__logger *lg, uint64_t id, const char *field,
+			  char *dst, size_t cap, const char *src, const char *def)
 {
 	const char *s = src ? src : def;
 	size_t len = strlen(s);
 
 	if (len + 1 > cap)
-		return -EINVAL;
+		return scsitgt__log_refused(lg, "core", -EINVAL,
+					    "scsitgt_lun_create: LUN %llu: %s \"%s\": %zu bytes, "
+					    "above %zu (SPC-5 §6.7.2)",
+					    (unsigned long long)id, field, s, len, cap - 1);
 	for (size_t i = 0; i < len; i++)
 		if (s[i] < 0x20 || s[i] > 0x7e)
-			return -EINVAL;
+			return scsitgt__log_refused(lg, "core", -EINVAL,
+						    "scsitgt_lun_create: LUN %llu: %s \"%s\": byte "
+						    "%zu (0x%02x) is not printable ASCII (SPC-5 "
+						    "§4.3.1)",
+						    (unsigned long long)id, field, s, i,
+						    (unsigned)(unsigned char)s[i]);
 	memcpy(dst, s, len + 1);
 	return 0;
 }
@@ -90,25 +102,58 @@ static struct scsitgt__lun_part *lun_parts_alloc(struct scsitgt_lun *lun,
 SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_target *tgt,
 				      const struct scsitgt_lun_opts *opts)
 {
+	const struct scsitgt__logger *lg;
 	struct scsitgt_lun_opts o;
 	struct scsitgt_lun *lun;
 	size_t ops_size;
 	int rc;
 
 	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
-	if (out == NULL || tgt == NULL || opts == NULL || opts->size == 0 || tgt->destroying)
+	if (tgt == NULL)
 		return -EINVAL;
+	lg = &tgt->engine->log;
+	if (out == NULL || opts == NULL)
+		return scsitgt__log_refused(lg, "core", -EINVAL, "scsitgt_lun_create: %s is NULL",
+					    out == NULL ? "out" : "opts");
+	if (opts->size == 0)
+		return scsitgt__log_refused(lg, "core", -EINVAL,
+					    "scsitgt_lun_create: opts size 0 (initialise the "
+					    "options with scsitgt_lun_opts_init())");
+	if (tgt->destroying)
+		return scsitgt__log_refused(lg, "core", -EINVAL,
+					    "scsitgt_lun_create: target %s is being destroyed",
+					    tgt->name);
 	scsitgt_lun_opts_init(&o, sizeof(o));
 	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
-	if (o.id > 16383 || o.backend == NULL || o.backend->size == 0)
-		return -EINVAL;
+	if (o.id > 16383)
+		return scsitgt__log_refused(lg, "core", -EINVAL,
+					    "scsitgt_lun_create: LUN %llu: id above 16383 (SAM-5 "
+					    "peripheral device addressing)",
+					    (unsigned long long)o.id);
+	if (o.backend == NULL || o.backend->size == 0)
+		return scsitgt__log_refused(
+			lg, "core", -EINVAL, "scsitgt_lun_create: LUN %llu: backend %s",
+			(unsigned long long)o.id,
+			o.backend == NULL ? "is NULL: a LUN needs an ops table" :
+					    "table has size 0");
 	if (o.block_size != 0 && o.block_size != 512 && o.block_size != 4096)
-		return -EINVAL;
+		return scsitgt__log_refused(lg, "core", -EINVAL,
+					    "scsitgt_lun_create: LUN %llu: block_size %u: not 0 "
+					    "(the backend's, else 512), 512 or 4096",
+					    (unsigned long long)o.id, o.block_size);
 	/* One physical block must fit a WRITE ATOMIC (16) (SCSITGT__SBC_MAX_ATOMIC_BLOCKS). */
 	if (o.physical_block_exponent > SCSITGT__LUN_MAX_PBE)
-		return -EINVAL;
+		return scsitgt__log_refused(lg, "core", -EINVAL,
+					    "scsitgt_lun_create: LUN %llu: physical_block_exponent "
+					    "%u: above %u (a physical block must fit one WRITE "
+					    "ATOMIC)",
+					    (unsigned long long)o.id, o.physical_block_exponent,
+					    (unsigned)SCSITGT__LUN_MAX_PBE);
 	if (scsitgt__target_find_lun(tgt, o.id))
-		return -EEXIST;
+		return scsitgt__log_refused(
+			lg, "core", -EEXIST,
+			"scsitgt_lun_create: LUN %llu: target %s has a LUN %llu",
+			(unsigned long long)o.id, tgt->name, (unsigned long long)o.id);
 
 	lun = calloc(1, sizeof(*lun));
 	if (lun == NULL)
@@ -127,18 +172,27 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	memcpy(&lun->ops, o.backend, ops_size);
 	lun->ops.size = sizeof(lun->ops);
 	rc = -EINVAL;
-	if (lun->ops.open == NULL || lun->ops.close == NULL || lun->ops.submit == NULL)
+	if (lun->ops.open == NULL || lun->ops.close == NULL || lun->ops.submit == NULL) {
+		scsitgt__log_refused(lg, "core", rc,
+				     "scsitgt_lun_create: LUN %llu: backend \"%s\" has no %s() "
+				     "(open, close and submit are required)",
+				     (unsigned long long)o.id, lun->ops.name ? lun->ops.name : "",
+				     lun->ops.open == NULL  ? "open" :
+				     lun->ops.close == NULL ? "close" :
+							      "submit");
 		goto fail;
+	}
 	/* The default product is the backend's name, cut to the 16 bytes INQUIRY holds. */
 	char def_product[17];
 	snprintf(def_product, sizeof(def_product), "%s", lun->ops.name ? lun->ops.name : "DISK");
-	if (lun_copy_ascii(lun->ident.vendor, sizeof(lun->ident.vendor), o.vendor, "LIBSCSI") ||
-	    lun_copy_ascii(lun->ident.product, sizeof(lun->ident.product), o.product,
-			   def_product) ||
-	    lun_copy_ascii(lun->ident.revision, sizeof(lun->ident.revision), o.revision,
-			   STR(SCSITGT_VERSION_MAJOR) "." STR(SCSITGT_VERSION_MINOR)) ||
-	    (o.serial &&
-	     lun_copy_ascii(lun->ident.serial, sizeof(lun->ident.serial), o.serial, "")))
+	if (lun_copy_ascii(lg, o.id, "vendor", lun->ident.vendor, sizeof(lun->ident.vendor),
+			   o.vendor, "LIBSCSI") ||
+	    lun_copy_ascii(lg, o.id, "product", lun->ident.product, sizeof(lun->ident.product),
+			   o.product, def_product) ||
+	    lun_copy_ascii(lg, o.id, "revision", lun->ident.revision, sizeof(lun->ident.revision),
+			   o.revision, STR(SCSITGT_VERSION_MAJOR) "." STR(SCSITGT_VERSION_MINOR)) ||
+	    (o.serial && lun_copy_ascii(lg, o.id, "serial", lun->ident.serial,
+					sizeof(lun->ident.serial), o.serial, "")))
 		goto fail;
 	/* The default serial is derived so that it is stable across restarts. */
 	if (o.serial == NULL)
@@ -155,7 +209,7 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	lun->ident.naa = (5ull << 60) | ((o.naa ? o.naa : lun_hash(tgt->name, o.id) ^ 0x5a5a) &
 					 0x0fffffffffffffffull);
 	lun->ident.eui64 = o.eui64;
-	if (scsitgt__lun_designators_set(&lun->desig, &o) < 0)
+	if (scsitgt__lun_designators_set(lg, &lun->desig, &o) < 0)
 		goto fail;
 	lun->medium.present = true;
 
@@ -163,14 +217,34 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	lun->geo.block_size = o.block_size;
 	lun->geo.num_blocks = o.num_blocks;
 	rc = lun->ops.open(lun->bctx, &lun->geo);
-	if (rc < 0)
+	if (rc < 0) {
+		/* A backend without a logger (null, RAM, many hosts') says nothing of its own. */
+		scsitgt__log_refused(
+			lg, "core", rc,
+			"scsitgt_lun_create: LUN %llu: backend \"%s\" refused to "
+			"open: %s (block_size %u, num_blocks %llu%s)",
+			(unsigned long long)o.id, lun->ops.name ? lun->ops.name : "",
+			scsitgt_strerror(rc), o.block_size, (unsigned long long)o.num_blocks,
+			rc == -EINVAL && o.num_blocks == 0 ? ": 0 asks the backend for its size, "
+							     "which the null and RAM backends "
+							     "cannot tell" :
+							     "");
 		goto fail;
+	}
 	lun->geo.size = sizeof(lun->geo);
 	if (lun->geo.block_size == 0)
 		lun->geo.block_size = 512;
 	rc = -EINVAL;
-	if ((lun->geo.block_size != 512 && lun->geo.block_size != 4096) || lun->geo.num_blocks == 0)
+	if ((lun->geo.block_size != 512 && lun->geo.block_size != 4096) ||
+	    lun->geo.num_blocks == 0) {
+		scsitgt__log_refused(lg, "core", rc,
+				     "scsitgt_lun_create: LUN %llu: backend \"%s\" opened with "
+				     "block_size %u, num_blocks %llu: the block size must be 512 "
+				     "or 4096, the capacity at least one block",
+				     (unsigned long long)o.id, lun->ops.name ? lun->ops.name : "",
+				     lun->geo.block_size, (unsigned long long)lun->geo.num_blocks);
 		goto fail_close;
+	}
 	/* The host's LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT wins over the backend's. */
 	if (o.physical_block_exponent)
 		lun->geo.physical_block_exponent = o.physical_block_exponent;
@@ -178,8 +252,13 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 		lun->supports[t] = t <= SCSITGT_IO_WRITE ||
 				   (lun->ops.supports && lun->ops.supports(lun->bctx, t));
 	rc = -ENOTSUP;
-	if ((lun->flags & SCSITGT_LUN_THIN) && !lun->supports[SCSITGT_IO_UNMAP])
+	if ((lun->flags & SCSITGT_LUN_THIN) && !lun->supports[SCSITGT_IO_UNMAP]) {
+		scsitgt__log_refused(lg, "core", rc,
+				     "scsitgt_lun_create: LUN %llu: flags SCSITGT_LUN_THIN: "
+				     "backend \"%s\" does not support UNMAP",
+				     (unsigned long long)o.id, lun->ops.name ? lun->ops.name : "");
 		goto fail_close;
+	}
 	rc = scsitgt__lun_limits_settle(lun, &o);
 	if (rc < 0)
 		goto fail_close;

@@ -27,21 +27,35 @@ SCSITGT_EXPORT void scsitgt_target_opts_init(struct scsitgt_target_opts *opts, s
 	memcpy(opts, &def, size);
 }
 
-/* RFC 7143 §4.2.7.2: names use a-z, 0-9, '-', '.' and ':' (upper case folds to lower). */
-static bool target_name_valid(const char *name)
+/*
+ * RFC 7143 §4.2.7.2: names use a-z, 0-9, '-', '.' and ':' (upper case folds to lower), at
+ * most 223 bytes. 0 when @name is one, else -EINVAL and a log line saying why.
+ */
+static int target_name_check(const struct scsitgt__logger *lg, const char *name)
 {
 	size_t len = name ? strlen(name) : 0;
 
+	if (name == NULL)
+		return scsitgt__log_refused(lg, "core", -EINVAL,
+					    "scsitgt_target_create: name is NULL: a target needs "
+					    "a name (iqn., eui. or naa.)");
 	if (len == 0 || len > 223)
-		return false;
+		return scsitgt__log_refused(lg, "core", -EINVAL,
+					    "scsitgt_target_create: name \"%.64s%s\": %zu bytes, "
+					    "not 1..223 (RFC 7143 §4.2.7.2)",
+					    name, len > 64 ? "..." : "", len);
 	for (size_t i = 0; i < len; i++) {
 		char c = name[i];
 
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		      c == '-' || c == '.' || c == ':'))
-			return false;
+			return scsitgt__log_refused(
+				lg, "core", -EINVAL,
+				"scsitgt_target_create: name \"%s\": byte %zu (0x%02x) is not one of "
+				"a-z, 0-9, '-', '.', ':' (RFC 7143 §4.2.7.2)",
+				name, i, (unsigned)(unsigned char)c);
 	}
-	return true;
+	return 0;
 }
 
 SCSITGT_EXPORT int scsitgt_target_create(struct scsitgt_target **out, struct scsitgt_engine *engine,
@@ -51,16 +65,34 @@ SCSITGT_EXPORT int scsitgt_target_create(struct scsitgt_target **out, struct scs
 	struct scsitgt_target *tgt;
 
 	SCSITGT__ASSERT_HOME(engine);
-	if (out == NULL || engine == NULL || opts == NULL || opts->size == 0 || engine->destroying)
+	if (engine == NULL)
 		return -EINVAL;
+	if (out == NULL || opts == NULL)
+		return scsitgt__log_refused(&engine->log, "core", -EINVAL,
+					    "scsitgt_target_create: %s is NULL",
+					    out == NULL ? "out" : "opts");
+	if (opts->size == 0)
+		return scsitgt__log_refused(&engine->log, "core", -EINVAL,
+					    "scsitgt_target_create: opts size 0 (initialise the "
+					    "options with scsitgt_target_opts_init())");
+	if (engine->destroying)
+		return scsitgt__log_refused(&engine->log, "core", -EINVAL,
+					    "scsitgt_target_create: the engine is being destroyed");
 	scsitgt_target_opts_init(&o, sizeof(o));
 	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
-	if (!target_name_valid(o.name))
+	if (target_name_check(&engine->log, o.name) < 0)
 		return -EINVAL;
 	if (o.alias && strlen(o.alias) > 255)
-		return -EINVAL;
+		return scsitgt__log_refused(
+			&engine->log, "core", -EINVAL,
+			"scsitgt_target_create: %s: alias of %zu bytes, above 255", o.name,
+			strlen(o.alias));
 	if (scsitgt__engine_find_target(engine, o.name))
-		return -EEXIST;
+		return scsitgt__log_refused(
+			&engine->log, "core", -EEXIST,
+			"scsitgt_target_create: name \"%s\": the engine has a "
+			"target of that name (names compare case-insensitively)",
+			o.name);
 
 	tgt = calloc(1, sizeof(*tgt));
 	if (tgt == NULL)

@@ -508,8 +508,12 @@ void scsitgt__tmf_quiesce(struct scsitgt__session *sess, uint32_t timeout_ms, sc
 SCSITGT_EXPORT int scsitgt_engine_set_tmf_timeout(struct scsitgt_engine *engine,
 						  uint32_t timeout_ms)
 {
-	if (engine == NULL || timeout_ms == 0)
+	if (engine == NULL)
 		return -EINVAL;
+	if (timeout_ms == 0)
+		return scsitgt__log_refused(&engine->log, "core", -EINVAL,
+					    "scsitgt_engine_set_tmf_timeout: timeout_ms 0: must "
+					    "be at least 1");
 	atomic_store_explicit(&engine->tmf_timeout_ms, timeout_ms, memory_order_relaxed);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "util/log.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -133,4 +134,19 @@ void scsitgt__log(const struct scsitgt__logger *lg, enum scsitgt_log_level level
 	}
 	scsitgt__log_escape(out, sizeof(out), msg, (size_t)n);
 	log_emit(lg, level, subsystem, "%s", out);
+}
+
+int scsitgt__log_refused(const struct scsitgt__logger *lg, const char *subsystem, int rc,
+			 const char *fmt, ...)
+{
+	char msg[LOG_MSG_MAX];
+	va_list ap;
+
+	if (!scsitgt__log_enabled(lg, SCSITGT_LOG_ERROR))
+		return rc;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	scsitgt__log(lg, SCSITGT_LOG_ERROR, subsystem, "%s", msg);
+	return rc;
 }

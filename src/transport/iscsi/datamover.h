@@ -170,11 +170,12 @@ int scsitgt__iscsi_conn_create_on(struct scsitgt__iscsi_conn **out, struct scsit
 /*
  * What creating a TCP or an iSER portal shares: copy min(size) bytes of @opts over the defaults
  * into @o, check them, parse the address into @sa, and allocate the portal with its engine,
- * TPGT, connection limits and address filled in. 0 and *out, -EINVAL or -ENOMEM.
+ * TPGT, connection limits and address filled in. 0 and *out, -EINVAL (logged, naming the public
+ * call @fn) or -ENOMEM.
  */
 int scsitgt__iscsi_portal_new(struct scsitgt_portal **out, struct scsitgt_engine *engine,
 			      const struct scsitgt_portal_opts *opts, struct scsitgt_portal_opts *o,
-			      struct sockaddr_storage *sa);
+			      struct sockaddr_storage *sa, const char *fn);
 /* A portal from scsitgt__iscsi_portal_new() that never went in service: free it. */
 void scsitgt__iscsi_portal_discard(struct scsitgt_portal *portal);
 /*

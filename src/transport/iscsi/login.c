@@ -10,6 +10,7 @@
  * receiver) and a text accumulator limited to SCSITGT__ISCSI_TEXT_LIMIT_DEFAULT.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,11 @@ struct scsitgt__iscsi_login {
 	/* The names as sent, escaped, for a login-failed event (events.h); "" until seen. */
 	char sent_iname[SCSITGT__ISCSI_NAME_MAX + 32];
 	char sent_tname[SCSITGT__ISCSI_NAME_MAX + 32];
+	/*
+	 * Why authentication failed, for the target's log and the login-failed event's reason
+	 * only: the initiator sees the status alone (0x0201, RFC 7143 §11.13.5). "" otherwise.
+	 */
+	char auth_why[200];
 };
 
 const struct scsitgt_iscsi_params *scsitgt__iscsi_params_for(struct scsitgt__iscsi_engine *ie,
@@ -236,17 +242,19 @@ static int login_fail(struct scsitgt__iscsi_conn *conn, uint16_t status, const c
 	 * names it only while the engine has it (core/events.c keeps it until delivered). */
 	struct scsitgt_target *tgt =
 		l->tgt && scsitgt__engine_has_target(conn->ie->engine, l->tgt) ? l->tgt : NULL;
+	char reason[sizeof(l->auth_why) + 48];
 
+	/* The status's text, and for an authentication failure what went wrong. */
+	snprintf(reason, sizeof(reason), "%s%s%s", login_status_text(status),
+		 l->auth_why[0] ? ": " : "", l->auth_why);
 	scsitgt__iscsi_conn_log(conn, status >> 8 == 1 ? SCSITGT_LOG_INFO : SCSITGT_LOG_NOTICE,
 				"login of %s refused: %s (0x%04x)",
-				l->initiator_name[0] ? l->initiator_name : "?",
-				login_status_text(status), status);
+				l->initiator_name[0] ? l->initiator_name : "?", reason, status);
 	/* A redirection (class 1) is no failure; anything else is reported to the host. */
 	if (status >> 8 != 1)
-		scsitgt__event_login_failed(conn->ie->engine, tgt,
-					    l->sent_iname[0] ? l->sent_iname : NULL,
-					    l->sent_tname[0] ? l->sent_tname : NULL, conn->peer,
-					    status, login_status_text(status));
+		scsitgt__event_login_failed(
+			conn->ie->engine, tgt, l->sent_iname[0] ? l->sent_iname : NULL,
+			l->sent_tname[0] ? l->sent_tname : NULL, conn->peer, status, reason);
 	login_rsp_init(conn, bhs, 0, status, l->tsih);
 	/* The connection stops reading: nothing after a failed login is processed. */
 	conn->rx.stop = true;
@@ -573,20 +581,104 @@ static size_t chap_allowed(uint32_t mask, enum scsitgt__chap_alg *allowed)
 }
 
 /*
- * CHAP sequencing in the security stage (RFC 7143 §12.1.3). Returns 0 or a login status.
+ * Refuse the login with @status (0x0201, or 0x0200 for CHAP keys out of sequence) and keep
+ * why in l->auth_why (printf-style), for the target's log and event only. Strings from the
+ * wire in it are escaped by the caller (login_wire()).
  */
-static int login_auth(struct scsitgt__iscsi_conn *conn, const struct scsitgt__iscsi_chap_keys *ck)
+static int login_auth_refuse(struct scsitgt__iscsi_login *l, int status, const char *fmt, ...)
+	SCSITGT_PRINTF(3, 4);
+
+static int login_auth_refuse(struct scsitgt__iscsi_login *l, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(l->auth_why, sizeof(l->auth_why), fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+/* @v from the wire, escaped (scsitgt__log_escape()) and cut to fit @buf, for auth_why. */
+static const char *login_wire(char *buf, size_t size, const char *v)
+{
+	scsitgt__log_escape(buf, size, v ? v : "", v ? strlen(v) : 0);
+	return buf;
+}
+
+/* The value of key @key in the login text @text, escaped into @buf; "" when absent. */
+static const char *login_key_text(char *buf, size_t size, const uint8_t *text, size_t len,
+				  const char *key)
+{
+	struct scsitgt__iscsi_kv kv;
+	size_t pos = 0;
+
+	while (scsitgt__iscsi_text_next(text, len, &pos, &kv) == 1) {
+		if (kv.key_len == strlen(key) && memcmp(kv.key, key, kv.key_len) == 0) {
+			scsitgt__log_escape(buf, size, kv.value, kv.value_len);
+			return buf;
+		}
+	}
+	buf[0] = '\0';
+	return buf;
+}
+
+/* The CHAP algorithms a target allows, by name, for a refusal's reason. */
+static const char *chap_allowed_text(char *buf, size_t size, const enum scsitgt__chap_alg *allowed,
+				     size_t n)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && o < size; i++) {
+		int w = snprintf(buf + o, size - o, "%s%d (%s)", i ? ", " : "", (int)allowed[i],
+				 scsitgt__chap_alg_name(allowed[i]));
+
+		if (w < 0)
+			break;
+		o += (size_t)w;
+	}
+	return n ? buf : "none";
+}
+
+/*
+ * CHAP sequencing in the security stage (RFC 7143 §12.1.3). Returns 0 or a login status. A
+ * refusal says why in l->auth_why (login_auth_refuse()): no CHAP offered, no algorithm in
+ * common, malformed CHAP keys, an unknown user name, a wrong response (secret mismatch) or a
+ * mutual CHAP failure. The initiator learns only the status (RFC 7143 §11.13.5: 0x0201
+ * "authentication failure" says nothing more, so as not to help a guesser).
+ * @text and @len: the request's text, for the AuthMethod it offered.
+ */
+static int login_auth(struct scsitgt__iscsi_conn *conn, const struct scsitgt__iscsi_chap_keys *ck,
+		      const uint8_t *text, size_t len)
 {
 	struct scsitgt__iscsi_login *l = conn->login;
 	struct scsitgt__iscsi_target *it = l->tgt ? scsitgt__iscsi_target_get(l->tgt, false) : NULL;
 	enum scsitgt__iscsi_auth method = conn->neg.params.auth_method;
 	bool any = ck->a || ck->i || ck->c || ck->n || ck->r;
+	char w1[96], w2[96];
 
-	if (method == SCSITGT__ISCSI_AUTH_REJECTED)
-		return ISCSI_LOGIN_STATUS_AUTH_FAILED;
+	if (method == SCSITGT__ISCSI_AUTH_REJECTED) {
+		login_key_text(w1, sizeof(w1), text, len, "AuthMethod");
+		if (l->auth_required)
+			return login_auth_refuse(l, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+						 "no CHAP offered (AuthMethod=%s) and the target "
+						 "requires CHAP",
+						 w1);
+		return login_auth_refuse(l, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+					 "the initiator requires authentication (AuthMethod=%s) "
+					 "and the target has no CHAP credentials for it",
+					 w1);
+	}
 	if (method != SCSITGT__ISCSI_AUTH_CHAP) {
 		if (any)
-			return ISCSI_LOGIN_STATUS_INIT_ERR;
+			return login_auth_refuse(l, ISCSI_LOGIN_STATUS_INIT_ERR,
+						 "malformed CHAP keys: CHAP_%s without "
+						 "AuthMethod=CHAP agreed",
+						 ck->a ? "A" :
+						 ck->n ? "N" :
+						 ck->r ? "R" :
+						 ck->i ? "I" :
+							 "C");
 		return 0;
 	}
 	if (l->chap_state == LOGIN_CHAP_IDLE)
@@ -599,10 +691,20 @@ static int login_auth(struct scsitgt__iscsi_conn *conn, const struct scsitgt__is
 		int alg;
 
 		if (ck->n || ck->r || ck->i || ck->c)
-			return ISCSI_LOGIN_STATUS_INIT_ERR;
+			return login_auth_refuse(l, ISCSI_LOGIN_STATUS_INIT_ERR,
+						 "malformed CHAP keys: CHAP_%s with CHAP_A, before "
+						 "the challenge",
+						 ck->n ? "N" :
+						 ck->r ? "R" :
+						 ck->i ? "I" :
+							 "C");
 		alg = na ? scsitgt__chap_alg_select(ck->a, allowed, na) : -ENOENT;
 		if (alg < 0)
-			return ISCSI_LOGIN_STATUS_AUTH_FAILED;
+			return login_auth_refuse(l, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+						 "no CHAP algorithm in common: CHAP_A=%s, the "
+						 "target allows %s",
+						 login_wire(w1, sizeof(w1), ck->a),
+						 chap_allowed_text(w2, sizeof(w2), allowed, na));
 		if (scsitgt__chap_server_start(&l->chap, alg, 0, conn->ie->rnd, conn->ie->rnd_arg) <
 			    0 ||
 		    scsitgt__chap_server_format(&l->chap, a, i, c, sizeof(c)) < 0)
@@ -624,21 +726,57 @@ static int login_auth(struct scsitgt__iscsi_conn *conn, const struct scsitgt__is
 									  NULL;
 		char r[SCSITGT__CHAP_RESPONSE_TEXT_SIZE];
 
-		if (ck->a || ck->n == NULL || ck->r == NULL || cred == NULL)
-			return ISCSI_LOGIN_STATUS_AUTH_FAILED;
-		if (strcmp(ck->n, cred->user) != 0 ||
-		    scsitgt__chap_server_verify(&l->chap, ck->r, cred->secret,
-						strlen(cred->secret)) != 0)
-			return ISCSI_LOGIN_STATUS_AUTH_FAILED;
+		int vr;
+
+		if (ck->a || ck->n == NULL || ck->r == NULL)
+			return login_auth_refuse(l, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+						 "malformed CHAP keys: %s",
+						 ck->a	       ? "CHAP_A again with the response" :
+						 ck->n == NULL ? "CHAP_R without CHAP_N" :
+								 "CHAP_N without CHAP_R");
+		if ((ck->i == NULL) != (ck->c == NULL))
+			return login_auth_refuse(l, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+						 "mutual CHAP failure: CHAP_%s without CHAP_%s",
+						 ck->i ? "I" : "C", ck->i ? "C" : "I");
+		if (cred == NULL)
+			return login_auth_refuse(l, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+						 "the target has no CHAP credentials for this "
+						 "initiator any more");
+		if (strcmp(ck->n, cred->user) != 0)
+			return login_auth_refuse(l, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+						 "unknown user name: CHAP_N=\"%s\"",
+						 login_wire(w1, sizeof(w1), ck->n));
+		vr = scsitgt__chap_server_verify(&l->chap, ck->r, cred->secret,
+						 strlen(cred->secret));
+		if (vr == SCSITGT_EAUTH)
+			return login_auth_refuse(l, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+						 "wrong response (secret mismatch) for user "
+						 "\"%s\" (CHAP_A=%d, %s)",
+						 login_wire(w1, sizeof(w1), ck->n),
+						 (int)l->chap.alg,
+						 scsitgt__chap_alg_name(l->chap.alg));
+		if (vr != 0)
+			return login_auth_refuse(l, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+						 "malformed CHAP keys: CHAP_R is not a hex (0x) or "
+						 "base64 (0b) value");
 		if (ck->i || ck->c) {
 			/* Mutual CHAP: the initiator authenticates the target too. */
-			if (ck->i == NULL || ck->c == NULL || mutual == NULL ||
-			    mutual->user == NULL)
-				return ISCSI_LOGIN_STATUS_AUTH_FAILED;
-			if (scsitgt__chap_mutual_respond(r, sizeof(r), &l->chap, ck->i, ck->c,
-							 mutual->secret,
-							 strlen(mutual->secret)) != 0)
-				return ISCSI_LOGIN_STATUS_AUTH_FAILED;
+			if (mutual == NULL || mutual->user == NULL)
+				return login_auth_refuse(
+					l, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+					"mutual CHAP failure: the initiator asks "
+					"the target to authenticate (CHAP_I, "
+					"CHAP_C) and it has no mutual credentials");
+			vr = scsitgt__chap_mutual_respond(r, sizeof(r), &l->chap, ck->i, ck->c,
+							  mutual->secret, strlen(mutual->secret));
+			if (vr != 0)
+				return login_auth_refuse(
+					l, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+					"mutual CHAP failure: %s",
+					vr == SCSITGT_EAUTH ?
+						"CHAP_C is too short or the target's own "
+						"challenge sent back (RFC 7143 §12.1.3)" :
+						"CHAP_I or CHAP_C malformed");
 			if (scsitgt__iscsi_textbuf_add(&l->resp, "CHAP_N", mutual->user) < 0 ||
 			    scsitgt__iscsi_textbuf_add(&l->resp, "CHAP_R", r) < 0)
 				return ISCSI_LOGIN_STATUS_TARGET_ERROR;
@@ -652,7 +790,13 @@ static int login_auth(struct scsitgt__iscsi_conn *conn, const struct scsitgt__is
 		return 0;
 	}
 	if (any)
-		return ISCSI_LOGIN_STATUS_INIT_ERR;
+		return login_auth_refuse(l, ISCSI_LOGIN_STATUS_INIT_ERR,
+					 "malformed CHAP keys: CHAP_%s out of sequence",
+					 ck->a ? "A" :
+					 ck->n ? "N" :
+					 ck->r ? "R" :
+					 ck->i ? "I" :
+						 "C");
 	return 0;
 }
 
@@ -678,7 +822,10 @@ static int login_finish(struct scsitgt__iscsi_conn *conn, uint16_t *tsih)
 
 	if (!l->finishing) {
 		if (l->auth_required && !l->authenticated)
-			return ISCSI_LOGIN_STATUS_AUTH_FAILED;
+			return login_auth_refuse(l, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+						 "no CHAP offered: the initiator left the security "
+						 "stage unauthenticated and the target requires "
+						 "CHAP");
 		rc = scsitgt__iscsi_neg_finish(&conn->neg);
 		if (rc == -ENOTSUP) {
 			login_log_digest_refused(conn);
@@ -1050,12 +1197,17 @@ static int login_text(struct scsitgt__iscsi_conn *conn, uint8_t csg, uint8_t nsg
 	if (rc < 0)
 		return login_fail(conn, ISCSI_LOGIN_STATUS_INIT_ERR, NULL, 0);
 	if (csg == ISCSI_STAGE_SECURITY) {
-		st = login_auth(conn, &ck);
+		st = login_auth(conn, &ck, text, len);
 		if (st)
 			return login_fail(conn, (uint16_t)st, NULL, 0);
 	} else if (l->auth_required && !l->authenticated) {
 		/* The initiator skipped the security stage of a target that requires CHAP. */
-		return login_fail(conn, ISCSI_LOGIN_STATUS_AUTH_FAILED, NULL, 0);
+		return login_fail(conn,
+				  (uint16_t)login_auth_refuse(l, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+							      "no CHAP offered: the initiator "
+							      "skipped the security stage and the "
+							      "target requires CHAP"),
+				  NULL, 0);
 	}
 	scsitgt__iscsi_text_acc_reset(&l->acc);
 	if (scsitgt__iscsi_neg_declare(&conn->neg, &l->resp) < 0)
@@ -1069,7 +1221,14 @@ static int login_text(struct scsitgt__iscsi_conn *conn, uint8_t csg, uint8_t nsg
 		if (l->chap_state == LOGIN_CHAP_WAIT_A || l->chap_state == LOGIN_CHAP_WAIT_R)
 			l->resp_transit = false;
 		else if (l->auth_required && !l->authenticated)
-			return login_fail(conn, ISCSI_LOGIN_STATUS_AUTH_FAILED, NULL, 0);
+			return login_fail(
+				conn,
+				(uint16_t)login_auth_refuse(
+					l, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+					"no CHAP offered: the initiator left the security "
+					"stage unauthenticated and the target requires "
+					"CHAP"),
+				NULL, 0);
 	}
 	return login_respond(conn);
 }

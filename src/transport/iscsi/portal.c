@@ -144,27 +144,61 @@ static bool in_range(uint32_t v, uint32_t lo, uint32_t hi)
 	return v >= lo && v <= hi;
 }
 
-static int params_check(struct scsitgt_iscsi_params *out, const struct scsitgt_iscsi_params *in)
+/* A refused argument of the public call @fn: logged (scsitgt__log_refused()), -EINVAL. */
+#define ISCSI_REFUSE(lg, ...) \
+	scsitgt__log_refused(lg, SCSITGT__ISCSI_SUBSYS, -EINVAL, "%s: " __VA_ARGS__)
+
+/* An iSCSI parameter out of its range (RFC 7143 §13 gives most of them). */
+static int param_range(const struct scsitgt__logger *lg, const char *fn, const char *name,
+		       uint32_t v, uint32_t lo, uint32_t hi)
+{
+	if (in_range(v, lo, hi))
+		return 0;
+	return ISCSI_REFUSE(lg, "%s %u: not %u..%u", fn, name, v, lo, hi);
+}
+
+static int params_check(const struct scsitgt__logger *lg, const char *fn,
+			struct scsitgt_iscsi_params *out, const struct scsitgt_iscsi_params *in)
 {
 	struct scsitgt_iscsi_params p;
 
 	if (in == NULL || in->size == 0)
-		return -EINVAL;
+		return ISCSI_REFUSE(lg, "params %s", fn,
+				    in == NULL ? "is NULL" :
+						 "size 0 (initialise them with "
+						 "scsitgt_iscsi_params_init())");
 	scsitgt_iscsi_params_init(&p, sizeof(p));
 	memcpy(&p, in, in->size < sizeof(p) ? in->size : sizeof(p));
 	p.size = sizeof(p);
-	if (!in_range(p.max_recv_data_segment_length, 512, 16777215) ||
-	    !in_range(p.max_burst_length, 512, 16777215) ||
-	    !in_range(p.first_burst_length, 512, 16777215) ||
-	    !in_range(p.max_outstanding_r2t, 1, 65535) || p.header_digest > 2 ||
-	    p.data_digest > 2 || p.default_time2wait > 3600 || p.default_time2retain > 3600 ||
-	    !in_range(p.max_connections, 1, 65535) ||
-	    !in_range(p.queue_depth, 1, SCSITGT__ISCSI_WINDOW_MAX) || p.chap_algorithms == 0 ||
-	    (p.chap_algorithms & ~SCSITGT_ISCSI_CHAP_ALL) || p.logout_timeout_ms == 0 ||
-	    (p.async_events & ~SCSITGT_ISCSI_ASYNC_ALL))
+	if (param_range(lg, fn, "max_recv_data_segment_length", p.max_recv_data_segment_length, 512,
+			16777215) ||
+	    param_range(lg, fn, "max_burst_length", p.max_burst_length, 512, 16777215) ||
+	    param_range(lg, fn, "first_burst_length", p.first_burst_length, 512, 16777215) ||
+	    param_range(lg, fn, "max_outstanding_r2t", p.max_outstanding_r2t, 1, 65535) ||
+	    param_range(lg, fn, "header_digest", p.header_digest, 0, 2) ||
+	    param_range(lg, fn, "data_digest", p.data_digest, 0, 2) ||
+	    param_range(lg, fn, "default_time2wait", p.default_time2wait, 0, 3600) ||
+	    param_range(lg, fn, "default_time2retain", p.default_time2retain, 0, 3600) ||
+	    param_range(lg, fn, "max_connections", p.max_connections, 1, 65535) ||
+	    param_range(lg, fn, "queue_depth", p.queue_depth, 1, SCSITGT__ISCSI_WINDOW_MAX) ||
+	    param_range(lg, fn, "logout_timeout_ms", p.logout_timeout_ms, 1, UINT32_MAX))
 		return -EINVAL;
+	if (p.chap_algorithms == 0 || (p.chap_algorithms & ~SCSITGT_ISCSI_CHAP_ALL))
+		return ISCSI_REFUSE(lg,
+				    "chap_algorithms 0x%x: not a non-empty set of "
+				    "SCSITGT_ISCSI_CHAP_* bits (0x%x)",
+				    fn, (unsigned)p.chap_algorithms,
+				    (unsigned)SCSITGT_ISCSI_CHAP_ALL);
+	if (p.async_events & ~SCSITGT_ISCSI_ASYNC_ALL)
+		return ISCSI_REFUSE(
+			lg, "async_events 0x%x: bits outside SCSITGT_ISCSI_ASYNC_ALL (0x%x)", fn,
+			(unsigned)p.async_events, (unsigned)SCSITGT_ISCSI_ASYNC_ALL);
 	if (p.error_recovery_level > 0 || p.max_connections > 1)
-		return -ENOTSUP;
+		return scsitgt__log_refused(
+			lg, SCSITGT__ISCSI_SUBSYS, -ENOTSUP, "%s: %s %u: only %s is supported", fn,
+			p.error_recovery_level > 0 ? "error_recovery_level" : "max_connections",
+			p.error_recovery_level > 0 ? p.error_recovery_level : p.max_connections,
+			p.error_recovery_level > 0 ? "0" : "1");
 	*out = p;
 	return 0;
 }
@@ -178,7 +212,7 @@ SCSITGT_EXPORT int scsitgt_iscsi_target_set_params(struct scsitgt_target *tgt,
 
 	if (tgt == NULL)
 		return -EINVAL;
-	rc = params_check(&p, params);
+	rc = params_check(&tgt->engine->log, "scsitgt_iscsi_target_set_params", &p, params);
 	if (rc < 0)
 		return rc;
 	it = scsitgt__iscsi_target_get(tgt, true);
@@ -199,7 +233,7 @@ SCSITGT_EXPORT int scsitgt_iscsi_engine_set_params(struct scsitgt_engine *engine
 
 	if (engine == NULL)
 		return -EINVAL;
-	rc = params_check(&p, params);
+	rc = params_check(&engine->log, "scsitgt_iscsi_engine_set_params", &p, params);
 	if (rc < 0)
 		return rc;
 	ie = scsitgt__iscsi_engine_get(engine);
@@ -211,18 +245,28 @@ SCSITGT_EXPORT int scsitgt_iscsi_engine_set_params(struct scsitgt_engine *engine
 	return 0;
 }
 
-static int cred_check(const char *user, const char *secret)
+/* The secret's value is never logged, only its length. */
+static int cred_check(const struct scsitgt__logger *lg, const char *fn, const char *user,
+		      const char *secret)
 {
 	size_t sl;
 
 	if ((user == NULL) != (secret == NULL))
-		return -EINVAL;
+		return ISCSI_REFUSE(
+			lg, "%s is NULL but %s is not: give both (set) or neither (clear)", fn,
+			user == NULL ? "user" : "secret", user == NULL ? "secret" : "user");
 	if (user == NULL)
 		return 0;
 	sl = strlen(secret);
-	if (user[0] == '\0' || strlen(user) > 255 || sl < SCSITGT__CHAP_SECRET_MIN ||
-	    sl > SCSITGT__CHAP_SECRET_MAX)
-		return -EINVAL;
+	if (user[0] == '\0' || strlen(user) > 255)
+		return ISCSI_REFUSE(lg, "user \"%.64s%s\": %zu bytes, not 1..255", fn, user,
+				    strlen(user) > 64 ? "..." : "", strlen(user));
+	if (sl < SCSITGT__CHAP_SECRET_MIN || sl > SCSITGT__CHAP_SECRET_MAX)
+		return ISCSI_REFUSE(lg,
+				    "user \"%s\": secret of %zu bytes, not %d..%d (RFC 7143 "
+				    "§12.1.3 asks for at least 12)",
+				    fn, user, sl, SCSITGT__CHAP_SECRET_MIN,
+				    SCSITGT__CHAP_SECRET_MAX);
 	return 1;
 }
 
@@ -269,7 +313,7 @@ SCSITGT_EXPORT int scsitgt_iscsi_target_set_chap(struct scsitgt_target *tgt, con
 
 	if (tgt == NULL)
 		return -EINVAL;
-	rc = cred_check(user, secret);
+	rc = cred_check(&tgt->engine->log, "scsitgt_iscsi_target_set_chap", user, secret);
 	if (rc < 0)
 		return rc;
 	it = scsitgt__iscsi_target_get(tgt, true);
@@ -286,7 +330,7 @@ SCSITGT_EXPORT int scsitgt_iscsi_target_set_mutual_chap(struct scsitgt_target *t
 
 	if (tgt == NULL)
 		return -EINVAL;
-	rc = cred_check(user, secret);
+	rc = cred_check(&tgt->engine->log, "scsitgt_iscsi_target_set_mutual_chap", user, secret);
 	if (rc < 0)
 		return rc;
 	it = scsitgt__iscsi_target_get(tgt, true);
@@ -304,7 +348,10 @@ static int disc_cred_set(struct scsitgt_engine *engine, bool mutual, const char 
 
 	if (engine == NULL)
 		return -EINVAL;
-	rc = cred_check(user, secret);
+	rc = cred_check(&engine->log,
+			mutual ? "scsitgt_iscsi_engine_set_discovery_mutual_chap" :
+				 "scsitgt_iscsi_engine_set_discovery_chap",
+			user, secret);
 	if (rc < 0)
 		return rc;
 	ie = scsitgt__iscsi_engine_get(engine);
@@ -335,10 +382,16 @@ SCSITGT_EXPORT int scsitgt_iscsi_initiator_set_chap(struct scsitgt_target *tgt,
 	struct scsitgt__list *pos;
 	int rc;
 
-	if (tgt == NULL || initiator_name == NULL || initiator_name[0] == '\0' ||
-	    strlen(initiator_name) > SCSITGT__ISCSI_NAME_MAX)
+	if (tgt == NULL)
 		return -EINVAL;
-	rc = cred_check(user, secret);
+	if (initiator_name == NULL || initiator_name[0] == '\0' ||
+	    strlen(initiator_name) > SCSITGT__ISCSI_NAME_MAX)
+		return ISCSI_REFUSE(
+			&tgt->engine->log, "initiator_name %s%.64s%s: %zu bytes, not 1..%d",
+			"scsitgt_iscsi_initiator_set_chap", initiator_name ? "\"" : "",
+			initiator_name ? initiator_name : "NULL", initiator_name ? "\"" : "",
+			initiator_name ? strlen(initiator_name) : 0, SCSITGT__ISCSI_NAME_MAX);
+	rc = cred_check(&tgt->engine->log, "scsitgt_iscsi_initiator_set_chap", user, secret);
 	if (rc < 0)
 		return rc;
 	it = scsitgt__iscsi_target_get(tgt, true);
@@ -605,36 +658,53 @@ static void portal_failed_closed(uv_handle_t *h)
 	free(h->data);
 }
 
-static int portal_opts_check(struct scsitgt_portal_opts *o, struct sockaddr_storage *sa,
+static int portal_opts_check(const struct scsitgt__logger *lg, const char *fn,
+			     struct scsitgt_portal_opts *o, struct sockaddr_storage *sa,
 			     const struct scsitgt_portal_opts *opts)
 {
 	scsitgt_portal_opts_init(o, sizeof(*o));
 	if (opts) {
 		if (opts->size == 0)
-			return -EINVAL;
+			return ISCSI_REFUSE(lg,
+					    "opts size 0 (initialise the options with "
+					    "scsitgt_portal_opts_init())",
+					    fn);
 		memcpy(o, opts, opts->size < sizeof(*o) ? opts->size : sizeof(*o));
 		o->size = sizeof(*o);
 	}
-	if (o->address == NULL || o->tpgt == 0 || o->backlog < 1 || strlen(o->address) >= 64)
-		return -EINVAL;
+	if (o->address == NULL || strlen(o->address) >= 64)
+		return ISCSI_REFUSE(lg, "address %s: %s", fn, o->address ? o->address : "NULL",
+				    o->address ? "63 bytes at most" : "required");
+	if (o->tpgt == 0)
+		return ISCSI_REFUSE(lg, "%s port %u: tpgt 0: not 1..65535", fn, o->address,
+				    (unsigned)o->port);
+	if (o->backlog < 1)
+		return ISCSI_REFUSE(lg, "%s port %u: backlog %d: at least 1", fn, o->address,
+				    (unsigned)o->port, o->backlog);
 	memset(sa, 0, sizeof(*sa));
 	if (uv_ip4_addr(o->address, o->port, (struct sockaddr_in *)sa) != 0 &&
 	    uv_ip6_addr(o->address, o->port, (struct sockaddr_in6 *)sa) != 0)
-		return -EINVAL;
+		return ISCSI_REFUSE(lg,
+				    "address \"%s\": not a numeric IPv4 or IPv6 address (host "
+				    "names are not resolved)",
+				    fn, o->address);
 	return 0;
 }
 
 int scsitgt__iscsi_portal_new(struct scsitgt_portal **out, struct scsitgt_engine *engine,
 			      const struct scsitgt_portal_opts *opts, struct scsitgt_portal_opts *o,
-			      struct sockaddr_storage *sa)
+			      struct sockaddr_storage *sa, const char *fn)
 {
 	struct scsitgt__iscsi_engine *ie;
 	struct scsitgt_portal *portal;
 	int rc;
 
-	if (out == NULL || engine == NULL || engine->destroying)
+	if (engine == NULL)
 		return -EINVAL;
-	rc = portal_opts_check(o, sa, opts);
+	if (out == NULL || engine->destroying)
+		return ISCSI_REFUSE(&engine->log, "%s", fn,
+				    out == NULL ? "out is NULL" : "the engine is being destroyed");
+	rc = portal_opts_check(&engine->log, fn, o, sa, opts);
 	if (rc < 0)
 		return rc;
 	ie = scsitgt__iscsi_engine_get(engine);
@@ -664,7 +734,9 @@ SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scs
 	int salen = sizeof(sa);
 	int rc;
 
-	rc = scsitgt__iscsi_portal_new(&portal, engine, opts, &o, &sa);
+	/* A NULL @out is refused there (before, the portal was made and *out written). */
+	rc = scsitgt__iscsi_portal_new(out ? &portal : NULL, engine, opts, &o, &sa,
+				       "scsitgt_portal_create");
 	if (rc < 0)
 		return rc;
 	rc = uv_tcp_init(engine->loop, &portal->listener);
@@ -679,6 +751,9 @@ SCSITGT_EXPORT int scsitgt_portal_create(struct scsitgt_portal **out, struct scs
 	if (rc == 0)
 		rc = uv_tcp_getsockname(&portal->listener, (struct sockaddr *)&portal->sa, &salen);
 	if (rc < 0) {
+		scsitgt__log(&engine->log, SCSITGT_LOG_ERROR, SCSITGT__ISCSI_SUBSYS,
+			     "scsitgt_portal_create: %s port %u: %s", o.address, (unsigned)o.port,
+			     scsitgt_strerror(rc));
 		uv_close((uv_handle_t *)&portal->listener, portal_failed_closed);
 		return rc;
 	}

@@ -652,7 +652,9 @@ SCSITGT_EXPORT int scsitgt_iser_portal_create(struct scsitgt_portal **out,
 	int rc;
 
 	/* engine, TPGT, address and the connection limits, as for a TCP portal */
-	rc = scsitgt__iscsi_portal_new(&portal, engine, opts, &o, &sa);
+	/* A NULL @out is refused there (before, the portal was made and *out written). */
+	rc = scsitgt__iscsi_portal_new(out ? &portal : NULL, engine, opts, &o, &sa,
+				       "scsitgt_iser_portal_create");
 	if (rc < 0)
 		return rc;
 	ip = calloc(1, sizeof(*ip));

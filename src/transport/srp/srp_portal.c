@@ -836,24 +836,51 @@ static void port_svc_shutdown(struct scsitgt__service *svc, scsitgt_done_cb cb, 
 	port_stop(scsitgt__container_of(svc, struct scsitgt_srp_portal, svc), cb, cb_arg);
 }
 
-static int opts_check(struct scsitgt_srp_portal_opts *o, struct sockaddr_storage *sa,
-		      const struct scsitgt_srp_portal_opts *opts)
+/* A refused option of scsitgt_srp_portal_create(): logged (scsitgt__log_refused()), -EINVAL. */
+#define SRP_REFUSE(lg, ...)                                    \
+	scsitgt__log_refused(lg, SCSITGT__SRP_SUBSYS, -EINVAL, \
+			     "scsitgt_srp_portal_create: " __VA_ARGS__)
+
+static int opts_range(const struct scsitgt__logger *lg, const char *name, unsigned long long v,
+		      unsigned long long lo, unsigned long long hi)
+{
+	if (v >= lo && v <= hi)
+		return 0;
+	return SRP_REFUSE(lg, "%s %llu: not %llu..%llu", name, v, lo, hi);
+}
+
+static int opts_check(const struct scsitgt__logger *lg, struct scsitgt_srp_portal_opts *o,
+		      struct sockaddr_storage *sa, const struct scsitgt_srp_portal_opts *opts)
 {
 	scsitgt_srp_portal_opts_init(o, sizeof(*o));
 	if (opts == NULL || opts->size == 0)
-		return -EINVAL;
+		return SRP_REFUSE(lg, "opts %s",
+				  opts == NULL ? "is NULL" :
+						 "size 0 (initialise the options with "
+						 "scsitgt_srp_portal_opts_init())");
 	memcpy(o, opts, opts->size < sizeof(*o) ? opts->size : sizeof(*o));
 	o->size = sizeof(*o);
-	if (o->address == NULL || strlen(o->address) >= 64 || o->ioc_guid == 0 ||
-	    o->max_channels < 1 || o->max_channels > 64 || o->queue_size < 2 ||
-	    o->queue_size > SRP_QUEUE_SIZE_MAX || o->max_it_iu_len < 64 ||
-	    o->max_it_iu_len > (1u << 20) || o->max_ti_iu_len < 64 || o->max_ti_iu_len > 65536 ||
-	    o->rel_port_id == 0 || o->backlog < 1)
+	if (o->address == NULL || strlen(o->address) >= 64)
+		return SRP_REFUSE(lg, "address %s: %s", o->address ? o->address : "NULL",
+				  o->address ? "63 bytes at most" : "required");
+	if (o->ioc_guid == 0)
+		return SRP_REFUSE(lg, "ioc_guid 0: required");
+	if (o->rel_port_id == 0)
+		return SRP_REFUSE(lg, "rel_port_id 0: not 1..65535");
+	if (opts_range(lg, "max_channels", o->max_channels, 1, 64) ||
+	    opts_range(lg, "queue_size", o->queue_size, 2, SRP_QUEUE_SIZE_MAX) ||
+	    opts_range(lg, "max_it_iu_len", o->max_it_iu_len, 64, 1u << 20) ||
+	    opts_range(lg, "max_ti_iu_len", o->max_ti_iu_len, 64, 65536))
 		return -EINVAL;
+	if (o->backlog < 1)
+		return SRP_REFUSE(lg, "backlog %d: at least 1", o->backlog);
 	memset(sa, 0, sizeof(*sa));
 	if (uv_ip4_addr(o->address, o->port, (struct sockaddr_in *)sa) != 0 &&
 	    uv_ip6_addr(o->address, o->port, (struct sockaddr_in6 *)sa) != 0)
-		return -EINVAL;
+		return SRP_REFUSE(lg,
+				  "address \"%s\": not a numeric IPv4 or IPv6 address (host names "
+				  "are not resolved)",
+				  o->address);
 	return 0;
 }
 
@@ -875,11 +902,16 @@ SCSITGT_EXPORT int scsitgt_srp_portal_create(struct scsitgt_srp_portal **out,
 	struct scsitgt_engine *engine;
 	int rc;
 
-	if (out == NULL || tgt == NULL || tgt->destroying || tgt->engine->destroying)
+	if (tgt == NULL)
 		return -EINVAL;
+	if (out == NULL || tgt->destroying || tgt->engine->destroying)
+		return SRP_REFUSE(&tgt->engine->log, "%s",
+				  out == NULL	  ? "out is NULL" :
+				  tgt->destroying ? "the target is being destroyed" :
+						    "the engine is being destroyed");
 	*out = NULL;
 	engine = tgt->engine;
-	rc = opts_check(&o, &sa, opts);
+	rc = opts_check(&engine->log, &o, &sa, opts);
 	if (rc < 0)
 		return rc;
 	port = calloc(1, sizeof(*port));

@@ -89,13 +89,17 @@ _Static_assert(offsetof(struct scsitgt_lun_geometry, flags) == 32, "lun_geometry
 _Static_assert(offsetof(struct scsitgt_lun_geometry, unmap_granularity_blocks) == 36,
 	       "lun_geometry ABI");
 
-_Static_assert(sizeof(struct scsitgt_backend_aio_opts) == 56, "backend_aio_opts ABI");
+_Static_assert(sizeof(struct scsitgt_backend_aio_opts) == 64, "backend_aio_opts ABI");
+/* Appended after uring_async (the 0.1 ABI's struct ended at 56 bytes). */
+_Static_assert(offsetof(struct scsitgt_backend_aio_opts, log_level) == 56, "backend_aio_opts ABI");
 _Static_assert(offsetof(struct scsitgt_backend_aio_opts, log_arg) == 40, "backend_aio_opts ABI");
 _Static_assert(offsetof(struct scsitgt_backend_aio_opts, engine) == 48, "backend_aio_opts ABI");
 _Static_assert(offsetof(struct scsitgt_backend_aio_opts, uring_async) == 52,
 	       "backend_aio_opts ABI");
 
-_Static_assert(sizeof(struct scsitgt_backend_rbd_opts) == 80, "backend_rbd_opts ABI");
+_Static_assert(sizeof(struct scsitgt_backend_rbd_opts) == 88, "backend_rbd_opts ABI");
+/* Appended after log_arg (the 0.1 ABI's struct ended at 80 bytes). */
+_Static_assert(offsetof(struct scsitgt_backend_rbd_opts, log_level) == 80, "backend_rbd_opts ABI");
 _Static_assert(offsetof(struct scsitgt_backend_rbd_opts, loop) == 8, "backend_rbd_opts ABI");
 _Static_assert(offsetof(struct scsitgt_backend_rbd_opts, pool) == 16, "backend_rbd_opts ABI");
 _Static_assert(offsetof(struct scsitgt_backend_rbd_opts, image) == 24, "backend_rbd_opts ABI");

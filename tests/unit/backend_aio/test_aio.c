@@ -67,6 +67,51 @@ static void test_create_errors(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/*
+ * userx N12: the backend's logger gets the levels up to the options' log_level, as the engine's
+ * does (a host no longer has to filter); the default (DEBUG) is every level, as before the
+ * member. A log_level out of range is refused, and says so; so are the other bad options.
+ */
+static void test_log_level(void **state)
+{
+	struct fx *f = fx_new();
+	void *b = NULL;
+
+	(void)state;
+	fx_file(f, "/var/tmp", MiB);
+	assert_int_equal(f->o.log_level, SCSITGT_LOG_DEBUG);
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	/* open() says which engine and I/O mode, at INFO. */
+	assert_true(aio_test_log_count(SCSITGT_LOG_INFO, f->path) > 0);
+	fx_free(f);
+
+	f = fx_new();
+	fx_file(f, "/var/tmp", MiB);
+	f->o.log_level = SCSITGT_LOG_NOTICE;
+	assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+	assert_int_equal(aio_test_log_count(SCSITGT_LOG_INFO, ""), 0);
+	assert_int_equal(aio_test_log_count(SCSITGT_LOG_DEBUG, ""), 0);
+	roundtrip_suite(f, f->path);
+	assert_int_equal(aio_test_log_count(SCSITGT_LOG_INFO, ""), 0);
+	assert_int_equal(aio_test_log_count(SCSITGT_LOG_DEBUG, ""), 0);
+
+	f->o.log_level = (enum scsitgt_log_level)9;
+	aio_test_log_clear();
+	assert_int_equal(scsitgt_backend_aio_create(&b, &f->o), -EINVAL);
+	assert_int_equal(aio_test_log_count(SCSITGT_LOG_ERROR, "log_level 9: not between"), 1);
+	f->o.log_level = SCSITGT_LOG_ERROR;
+	f->o.uring_async = (enum scsitgt_backend_aio_uring_async)77;
+	assert_int_equal(scsitgt_backend_aio_create(&b, &f->o), -EINVAL);
+	assert_int_equal(aio_test_log_count(SCSITGT_LOG_ERROR, "uring_async 77"), 1);
+	f->o.uring_async = SCSITGT_BACKEND_AIO_URING_ASYNC_AUTO;
+	f->o.path = "";
+	assert_int_equal(scsitgt_backend_aio_create(&b, &f->o), -EINVAL);
+	assert_int_equal(aio_test_log_count(SCSITGT_LOG_ERROR, "path \"\": required"), 1);
+	assert_null(b);
+	f->o.path = f->path;
+	fx_free(f);
+}
+
 static void closed_cb(void *arg, int status)
 {
 	assert_int_equal(status, 0);
@@ -994,6 +1039,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_errors),
 		cmocka_unit_test(test_close_unopened),
+		cmocka_unit_test(test_log_level),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_file_direct),
 		cmocka_unit_test(test_file_buffered_requested),

@@ -41,7 +41,7 @@ static inline struct scsitgt_portal *lp_portal(struct scsitgt_engine *engine, co
 
 	scsitgt_portal_opts_init(&po, sizeof(po));
 	po.address = "127.0.0.1";
-	assert_int_equal(scsitgt__iscsi_portal_new(&portal, engine, &po, &o, &sa), 0);
+	assert_int_equal(scsitgt__iscsi_portal_new(&portal, engine, &po, &o, &sa, "lp_portal"), 0);
 	scsitgt__iscsi_portal_set_listener(portal, kind, lp_stop, NULL);
 	scsitgt__iscsi_portal_register(portal, 3260, &sa);
 	return portal;

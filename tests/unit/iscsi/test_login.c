@@ -322,6 +322,144 @@ static const char *chap_a_answer(struct harness *h, const char *offer, int *stat
 	return *status ? NULL : h_find_key(r, "CHAP_A");
 }
 
+/* What the target's side said of a refused login: its log line and the event's reason. */
+struct auth_seen {
+	unsigned int events;
+	uint16_t status;
+	char reason[256];
+	char log[512];
+};
+
+static void auth_on_event(void *arg, const struct scsitgt_event *ev)
+{
+	struct auth_seen *a = arg;
+
+	if (ev->type != SCSITGT_EVENT_LOGIN_FAILED)
+		return;
+	a->events++;
+	a->status = ev->login_status;
+	snprintf(a->reason, sizeof(a->reason), "%s", ev->reason ? ev->reason : "(null)");
+}
+
+static void auth_on_log(void *arg, enum scsitgt_log_level level, const char *subsystem,
+			const char *fmt, va_list ap)
+{
+	struct auth_seen *a = arg;
+	char line[512];
+
+	(void)level;
+	(void)subsystem;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	if (strstr(line, " refused: "))
+		snprintf(a->log, sizeof(a->log), "%s", line);
+}
+
+/* A harness whose target requires CHAP ("user"), watched by @a. */
+static void auth_init(struct harness *h, struct auth_seen *a)
+{
+	memset(a, 0, sizeof(*a));
+	assert_int_equal(h_init(h, false), 0);
+	assert_int_equal(scsitgt_engine_set_event_cb(h->engine, auth_on_event, a), 0);
+	h->engine->log.cb = auth_on_log;
+	h->engine->log.arg = a;
+	h->engine->log.level = SCSITGT_LOG_DEBUG;
+	assert_int_equal(scsitgt_iscsi_target_set_chap(h->tgt, "user", "secret-of-16byte"), 0);
+}
+
+/* The login ended with 0x0201 (or @status) and the target's log and event say @why. */
+static void auth_check(struct harness *h, struct auth_seen *a, int got, int status, const char *why)
+{
+	assert_int_equal(got, status);
+	assert_int_equal(a->events, 1);
+	assert_int_equal(a->status, status);
+	if (strstr(a->reason, why) == NULL || strstr(a->log, why) == NULL)
+		fail_msg("reason \"%s\" / log \"%s\" do not say \"%s\"", a->reason, a->log, why);
+	h_fini(h);
+}
+
+/* The challenge step of a CHAP login (AuthMethod=CHAP, CHAP_A=5), then @keys; the status. */
+static int chap_then(struct harness *h, const char *keys)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+	char text[1024];
+	struct h_pdu *r;
+	uint32_t len;
+	int st;
+
+	assert_string_equal(chap_a_answer(h, "5", &st), "5");
+	len = h_text(text, sizeof(text), keys);
+	h_login_bhs(h, bhs, ISCSI_LOGIN_FLAG_TRANSIT | 1, 0);
+	h_send(h, bhs, text, len);
+	r = h_take(h);
+	assert_non_null(r);
+	/* RFC 7143 §11.13.5: the initiator gets the status and nothing more. */
+	if (status_of(r))
+		assert_int_equal(r->len, 0);
+	return status_of(r);
+}
+
+/*
+ * userx N13: a refused CHAP login says in the target's log and in SCSITGT_EVENT_LOGIN_FAILED's
+ * reason which of these it was, while the initiator sees 0x0201 only: no CHAP offered, no
+ * algorithm in common, an unknown user name, a wrong response (secret mismatch), a mutual
+ * CHAP failure, malformed CHAP keys.
+ */
+static void test_chap_refusal_reasons(void **state)
+{
+	const int fail = ISCSI_LOGIN_STATUS_AUTH_FAILED;
+	struct auth_seen a;
+	struct harness h;
+	uint8_t bhs[ISCSI_BHS_LEN];
+	char text[512], keys[512];
+	struct h_pdu *r;
+	uint32_t len;
+
+	(void)state;
+	auth_init(&h, &a);
+	auth_check(&h, &a, chap_login(&h, "user", "wrong-secret-16b", false, NULL), fail,
+		   "authentication failure: wrong response (secret mismatch) for user \"user\"");
+
+	auth_init(&h, &a);
+	auth_check(&h, &a, chap_login(&h, "intruder", "secret-of-16byte", false, NULL), fail,
+		   "authentication failure: unknown user name: CHAP_N=\"intruder\"");
+
+	auth_init(&h, &a);
+	auth_check(&h, &a, chap_login(&h, "user", "secret-of-16byte", true, "x"), fail,
+		   "mutual CHAP failure: the initiator asks the target to authenticate");
+
+	auth_init(&h, &a);
+	assert_int_equal(
+		scsitgt_iscsi_target_set_mutual_chap(h.tgt, "target-user", "target-secret-16"), 0);
+	auth_check(&h, &a, chap_then(&h, "CHAP_N=user|CHAP_R=0x00|CHAP_I=7"), fail,
+		   "mutual CHAP failure: CHAP_I without CHAP_C");
+
+	auth_init(&h, &a);
+	auth_check(&h, &a, chap_then(&h, "CHAP_R=0x0011"), fail,
+		   "malformed CHAP keys: CHAP_R without CHAP_N");
+
+	auth_init(&h, &a);
+	auth_check(&h, &a, chap_then(&h, "CHAP_N=user|CHAP_R=zz-not-hex"), fail,
+		   "malformed CHAP keys: CHAP_R is not a hex");
+
+	/* An initiator configured without CHAP: AuthMethod=None in the security stage. */
+	auth_init(&h, &a);
+	snprintf(keys, sizeof(keys), "InitiatorName=%s|TargetName=%s|AuthMethod=None", H_INITIATOR,
+		 H_TARGET);
+	len = h_text(text, sizeof(text), keys);
+	h_login_bhs(&h, bhs, ISCSI_LOGIN_FLAG_TRANSIT | 1, 0);
+	h_send(&h, bhs, text, len);
+	r = h_take(&h);
+	assert_non_null(r);
+	assert_int_equal(r->len, 0);
+	auth_check(&h, &a, status_of(r), fail,
+		   "no CHAP offered (AuthMethod=None) and the target requires CHAP");
+
+	/* ... or straight to the operational stage. */
+	auth_init(&h, &a);
+	auth_check(&h, &a, h_login(&h, "Normal"), fail,
+		   "no CHAP offered: the initiator skipped the security stage");
+}
+
 /*
  * RFC 7143 §6.2.1, §12.1.3: the target answers CHAP_A with the first algorithm of the
  * initiator's list that it allows (scsitgt_iscsi_params::chap_algorithms), not with its own
@@ -396,6 +534,21 @@ static int login_status(const char *keys)
  * escape) is 0x0200 (initiator error), refused before it is logged or matched. Same for
  * TargetName.
  */
+/* userx N13: no CHAP algorithm in common, named in the target's log and event only. */
+static void test_chap_refusal_algorithm(void **state)
+{
+	struct auth_seen a;
+	struct harness h;
+	int st;
+
+	(void)state;
+	auth_init(&h, &a);
+	assert_null(chap_a_answer(&h, "99,100", &st));
+	auth_check(
+		&h, &a, st, ISCSI_LOGIN_STATUS_AUTH_FAILED,
+		"no CHAP algorithm in common: CHAP_A=99,100, the target allows 8 (SHA3-256), 7 (SHA-256), 6 (SHA-1), 5 (MD5)");
+}
+
 static void test_login_bad_names(void **state)
 {
 	(void)state;
@@ -570,6 +723,8 @@ int main(void)
 		cmocka_unit_test(test_login_bad_stages),
 		cmocka_unit_test(test_chap),
 		cmocka_unit_test(test_chap_a_initiator_order),
+		cmocka_unit_test(test_chap_refusal_reasons),
+		cmocka_unit_test(test_chap_refusal_algorithm),
 		cmocka_unit_test(test_login_bad_names),
 		cmocka_unit_test(test_login_answers_in_force),
 		cmocka_unit_test(test_login_required_digest),
