@@ -22,6 +22,20 @@
 #include "core/sbc.h"
 #include "core/spc_selftest.h"
 
+/*
+ * One shard's part of a TMF (op->part[shard index]): its waiters on the commands of that shard.
+ * The list is touched by that shard's loop only; `used` and the answer's message cross.
+ */
+struct op_part {
+	/* struct scsitgt__tmf_wait.op_node of this op's waiters on this shard's commands */
+	struct scsitgt__list waiters;
+	/* This shard made a waiter of the op (seq_cst, against op->closed): when the op answers
+	 * before they are all released, it posts `msg` here to drop them (op_unwait()). */
+	_Atomic bool used;
+	struct scsitgt__msg msg;
+	struct scsitgt__tmf_op *op;
+};
+
 struct scsitgt__tmf_op {
 	scsitgt__tmf_cb cb;
 	void *cb_arg;
@@ -39,6 +53,9 @@ struct scsitgt__tmf_op {
 	/* Holds, taken and dropped on any shard: aborted commands still in a backend that point
 	 * at this op, a backend's reset_async(), the dispatch to other shards (tmf_xshard.c). */
 	_Atomic unsigned int waiting;
+	/* Answered (set on the issuer's loop, read on any shard, seq_cst against part[].used):
+	 * a command met after this gets no waiter of the op. */
+	_Atomic bool closed;
 	/* The issuer's loop only: the last hold is gone, the answer is out, the timer runs. */
 	bool drained;
 	bool answered;
@@ -51,6 +68,9 @@ struct scsitgt__tmf_op {
 	/* The last hold went on another shard: it tells the issuer's loop through this. */
 	struct scsitgt__msg drained_msg;
 	uv_timer_t timer;
+	/* one per shard of the engine */
+	unsigned int nparts;
+	struct op_part part[];
 };
 
 static void op_maybe_free(struct scsitgt__tmf_op *op);
@@ -70,6 +90,8 @@ static void op_maybe_free(struct scsitgt__tmf_op *op)
 		free(op);
 }
 
+static void op_unwait(struct scsitgt__tmf_op *op);
+
 static void op_answer(struct scsitgt__tmf_op *op)
 {
 	if (op->answered)
@@ -81,6 +103,14 @@ static void op_answer(struct scsitgt__tmf_op *op)
 		uv_timer_stop(&op->timer);
 		uv_close((uv_handle_t *)&op->timer, op_closed);
 	}
+	atomic_store(&op->closed, true);
+	/* Answered before the commands it waited for left (its timeout): its waiters go now,
+	 * each from its command's list, not when the backend returns the command (reviewd F1).
+	 * Drained, it has none. The op stays until its timer is closed, a later turn. A fence's
+	 * quiescence keeps them: their release is what its gone waits for (one per ended
+	 * nexus, not a flood). */
+	if (!op->drained && !op->gone)
+		op_unwait(op);
 	op->cb(op->cb_arg, (enum scsitgt__tmf_response)atomic_load_explicit(&op->response,
 									    memory_order_relaxed));
 }
@@ -142,46 +172,159 @@ void scsitgt__tmf_op_reject(struct scsitgt__tmf_op *op)
  * TMF that covers it while it is there (the ABORT TASK that aborted it, then a LUN RESET, a
  * Logout's quiesce...): SAM-5 §7.7, a later function answers only once the task is gone too.
  * Made on the abort path only (a command no TMF touched has none) and only on the command's
- * loop, which alone reads the list.
+ * loop, which alone reads and changes both lists it is on: the command's (a ring, cmd->tmf_wait
+ * its first, in the order they came) and the op's part for that shard. It goes when the command
+ * leaves its backend, or when its op answers first (its timeout): O(1) either way, so a flood
+ * of TMFs answered at their timeout leaves nothing behind on a command a backend keeps.
  */
 struct scsitgt__tmf_wait {
 	struct scsitgt__tmf_op *op;
-	struct scsitgt__tmf_wait *next;
+	struct scsitgt__cmd *cmd;
+	struct scsitgt__list cmd_node;
+	struct scsitgt__list op_node;
 };
+
+/* Unlink @w from both its lists and free it; the caller drops its hold on the op. Loop: the
+ * command's. */
+static void wait_drop(struct scsitgt__tmf_wait *w)
+{
+	struct scsitgt__cmd *cmd = w->cmd;
+
+	if (cmd->tmf_wait == w)
+		cmd->tmf_wait = w->cmd_node.next == &w->cmd_node ?
+					NULL :
+					scsitgt__container_of(w->cmd_node.next,
+							      struct scsitgt__tmf_wait, cmd_node);
+	scsitgt__list_remove(&w->cmd_node);
+	scsitgt__list_remove(&w->op_node);
+	free(w);
+}
 
 void scsitgt__tmf_cmd_released(struct scsitgt__cmd *cmd)
 {
-	struct scsitgt__tmf_wait *w = cmd->tmf_wait;
+	struct scsitgt__tmf_wait *w;
 
-	cmd->tmf_wait = NULL;
-	while (w) {
-		struct scsitgt__tmf_wait *next = w->next;
+	/* First come, first answered. Each one read anew: a put may answer an op, whose answer
+	 * drops only that op's own waiters, none of them on this command any more. */
+	while ((w = cmd->tmf_wait) != NULL) {
 		struct scsitgt__tmf_op *op = w->op;
 
-		free(w);
+		wait_drop(w);
 		scsitgt__tmf_op_put(op, cmd->shard);
-		w = next;
 	}
 }
 
 void scsitgt__tmf_wait_for(struct scsitgt__tmf_op *op, struct scsitgt__cmd *cmd)
 {
-	struct scsitgt__tmf_wait **tail = &cmd->tmf_wait, *w;
+	struct op_part *p = &op->part[cmd->shard->index];
+	struct scsitgt__tmf_wait *w;
 
-	for (; *tail; tail = &(*tail)->next)
-		if ((*tail)->op == op)
-			return;
+	/* An op reaches a command at most once (abort_matching() visits each command of a
+	 * nexus once, and a nexus is listed once per LUN): no search. `used` before `closed`:
+	 * either this sees the answer and makes no waiter, or the answer sees `used` and sends
+	 * this shard its message, which runs here after this (op_unwait()). */
+	if (!atomic_load_explicit(&p->used, memory_order_relaxed))
+		atomic_store(&p->used, true);
+	if (atomic_load(&op->closed))
+		return;
 	w = malloc(sizeof(*w));
 	/* It cannot wait for the command: it does not claim it is gone. */
 	if (w == NULL) {
 		scsitgt__tmf_op_reject(op);
 		return;
 	}
-	/* Last: released in the order they came, the earlier TMF answers first. */
 	w->op = op;
-	w->next = NULL;
-	*tail = w;
+	w->cmd = cmd;
+	if (cmd->tmf_wait) {
+		/* Last in the ring (before its first): released in the order they came. */
+		scsitgt__list_add_tail(&cmd->tmf_wait->cmd_node, &w->cmd_node);
+	} else {
+		scsitgt__list_init(&w->cmd_node);
+		cmd->tmf_wait = w;
+	}
+	scsitgt__list_add_tail(&p->waiters, &w->op_node);
 	scsitgt__tmf_op_get(op);
+}
+
+/* Drop the waiters of @p's op on @p's shard @here, each with its hold. Loop: @here. */
+static void part_drop(struct op_part *p, const struct scsitgt__shard *here)
+{
+	while (!scsitgt__list_empty(&p->waiters)) {
+		struct scsitgt__tmf_wait *w =
+			scsitgt__container_of(p->waiters.next, struct scsitgt__tmf_wait, op_node);
+
+		wait_drop(w);
+		scsitgt__tmf_op_put(p->op, here);
+	}
+}
+
+static void part_unwait_msg(struct scsitgt__msg *msg)
+{
+	struct op_part *p = scsitgt__container_of(msg, struct op_part, msg);
+	struct scsitgt__tmf_op *op = p->op;
+	const struct scsitgt__shard *here = &op->shard->engine->shards[p - op->part];
+
+	part_drop(p, here);
+	/* the message's own hold (op_unwait()) */
+	scsitgt__tmf_op_put(op, here);
+}
+
+/* A hold taken only while another still exists: false once the last is gone (the drained
+ * answer is then on its way, and no waiter is left anywhere: each one holds the op). */
+static bool op_tryget(struct scsitgt__tmf_op *op)
+{
+	unsigned int n = atomic_load_explicit(&op->waiting, memory_order_relaxed);
+
+	while (n != 0)
+		if (atomic_compare_exchange_weak_explicit(
+			    &op->waiting, &n, n + 1, memory_order_relaxed, memory_order_relaxed))
+			return true;
+	return false;
+}
+
+/*
+ * @op answered before its waiters were released (closed is set): each shard that made some
+ * drops them, this loop at once, another by a message (held until it has run there). Loop: the
+ * issuer's.
+ */
+static void op_unwait(struct scsitgt__tmf_op *op)
+{
+	if (!op_tryget(op))
+		return;
+	for (unsigned int i = 0; i < op->nparts; i++) {
+		struct op_part *p = &op->part[i];
+		struct scsitgt__shard *s = &op->shard->engine->shards[i];
+
+		if (!atomic_load(&p->used))
+			continue;
+		if (s == op->shard) {
+			part_drop(p, s);
+			continue;
+		}
+		scsitgt__tmf_op_get(op);
+		p->msg.fn = part_unwait_msg;
+		scsitgt__shard_post(s, &p->msg);
+	}
+	scsitgt__tmf_op_put(op, op->shard);
+}
+
+unsigned int scsitgt__tmf_session_waiters(const struct scsitgt__session *sess)
+{
+	unsigned int n = 0;
+
+	for (const struct scsitgt__list *p = sess->cmds.next; p != &sess->cmds; p = p->next) {
+		const struct scsitgt__cmd *c =
+			scsitgt__container_of(p, struct scsitgt__cmd, sess_node);
+		const struct scsitgt__tmf_wait *w = c->tmf_wait;
+
+		if (w == NULL)
+			continue;
+		n++;
+		for (const struct scsitgt__list *q = w->cmd_node.next; q != &w->cmd_node;
+		     q = q->next)
+			n++;
+	}
+	return n;
 }
 
 /* Abort the live commands of @sess matching @lun_id (all LUNs when @all_luns; only those of
@@ -365,10 +508,18 @@ SCSITGT_EXPORT int scsitgt_lun_apply_reset_async(struct scsitgt_lun *lun, scsitg
 static struct scsitgt__tmf_op *op_new(struct scsitgt__session *sess, scsitgt__tmf_cb cb,
 				      void *cb_arg, uint32_t ms)
 {
-	struct scsitgt__tmf_op *op = calloc(1, sizeof(*op));
+	unsigned int nparts = sess->shard->engine->nshards;
+	struct scsitgt__tmf_op *op = calloc(1, sizeof(*op) + nparts * sizeof(op->part[0]));
 
 	if (op == NULL)
 		return NULL;
+	op->nparts = nparts;
+	for (unsigned int i = 0; i < nparts; i++) {
+		scsitgt__list_init(&op->part[i].waiters);
+		atomic_init(&op->part[i].used, false);
+		op->part[i].op = op;
+	}
+	atomic_init(&op->closed, false);
 	op->cb = cb;
 	op->cb_arg = cb_arg;
 	atomic_init(&op->response, SCSITGT__TMF_COMPLETE);

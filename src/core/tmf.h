@@ -15,8 +15,15 @@
 void scsitgt__tmf_cmd_released(struct scsitgt__cmd *cmd);
 
 /* The TMF @op waits for @cmd, aborted inside its backend (scsitgt__cmd_abort(), or earlier by
- * another TMF); when there is no memory for that, @op answers FUNCTION REJECTED. */
+ * another TMF), once at most: the caller never passes the same pair twice. When there is no
+ * memory for that, @op answers FUNCTION REJECTED; once @op has answered (its timeout), nothing
+ * is kept. In O(1); the record goes when @cmd leaves its backend or when @op answers, whichever
+ * comes first (a fence's quiescence keeps it until @cmd leaves: scsitgt__tmf_quiesce_fence()).
+ * Loop: @cmd's shard, while the caller holds @op. */
 void scsitgt__tmf_wait_for(struct scsitgt__tmf_op *op, struct scsitgt__cmd *cmd);
+
+/* How many such records the commands of @sess carry (tests). Loop: @sess's shard. */
+unsigned int scsitgt__tmf_session_waiters(const struct scsitgt__session *sess);
 
 /*
  * Holds on a TMF's answer, taken and dropped on any shard: the TMF answers, on its issuer's

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 
+#include "core/tmf.h"
 #include "libscsitgt/backend_fault.h"
 #include "test_pr_common.h"
 
@@ -153,6 +154,22 @@ static void run_until_reset(struct tb *t)
 		assert_int_not_equal(uv_run(&t->lf->loop, UV_RUN_ONCE), 0);
 }
 
+/* The TMF answering into @resp waits for the held WRITE @r however long the loop runs, and
+ * answers FUNCTION COMPLETE once the backend lets it go; the WRITE ends aborted. Then the
+ * world goes. */
+static void tb_answers_at_release(struct tb *t, struct lf_result *r, const int *resp)
+{
+	for (int i = 0; i < 10; i++)
+		uv_run(&t->lf->loop, UV_RUN_NOWAIT);
+	assert_int_equal(*resp, -1);
+	assert_int_equal(scsitgt_backend_fault_release(t->fault, 0, 0), 1);
+	run_until_set(t, resp);
+	assert_int_equal(*resp, SCSITGT__TMF_COMPLETE);
+	assert_true(r->aborted);
+	lf_result_clear(r);
+	loop_fabric_destroy(t->lf);
+}
+
 /*
  * reviewc F1, the Linux escalation: ABORT TASK of a WRITE its backend holds (still waiting),
  * then LOGICAL UNIT RESET. The WRITE is already ABORTED; the reset must still answer only once
@@ -218,15 +235,55 @@ static void test_abort_timed_out_then_task_set_and_quiesce(void **state)
 	/* a second one with room: it answers when the WRITE leaves, drained */
 	q_resp = -1;
 	scsitgt__tmf_quiesce(t.lf->sess, 600000, tmf_resp, &q_resp);
-	for (int i = 0; i < 10; i++)
-		uv_run(&t.lf->loop, UV_RUN_NOWAIT);
-	assert_int_equal(q_resp, -1);
-	assert_int_equal(scsitgt_backend_fault_release(t.fault, 0, 0), 1);
-	run_until_set(&t, &q_resp);
-	assert_int_equal(q_resp, SCSITGT__TMF_COMPLETE);
-	assert_true(r.aborted);
-	lf_result_clear(&r);
-	loop_fabric_destroy(t.lf);
+	tb_answers_at_release(&t, &r, &q_resp);
+}
+
+/*
+ * reviewd F1: TMFs answered at their timeout while the backend keeps the command they waited
+ * for leave nothing on it. Each TMF's record on the held WRITE goes with its answer, not when
+ * the backend returns the WRITE (before: 2000 records, each keeping its op, and every new TMF
+ * walked them all). ABORT TASK, ABORT TASK SET, LUN RESET and a quiescence alike; then a TMF
+ * with time to wait still answers only once the WRITE has left.
+ */
+static void test_timed_out_waiters_go(void **state)
+{
+	struct tb t;
+	struct lf_result r = { 0 };
+	uint8_t lun[8];
+	int resp;
+
+	(void)state;
+	tb_held_write(&t, &r, lun);
+	assert_int_equal(scsitgt_engine_set_tmf_timeout(t.lf->engine, 1), 0);
+	for (int i = 0; i < 2000; i++) {
+		resp = -1;
+		scsitgt__tmf_execute(t.lf->sess,
+				     i % 2 ? SCSITGT__TMF_ABORT_TASK_SET : SCSITGT__TMF_ABORT_TASK,
+				     lun, r.cmd->tag, tmf_resp, &resp);
+		/* it waits for the WRITE, which the backend keeps */
+		assert_int_equal(resp, -1);
+		assert_int_equal(scsitgt__tmf_session_waiters(t.lf->sess), 1);
+		run_until_set(&t, &resp);
+		assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+		assert_int_equal(scsitgt__tmf_session_waiters(t.lf->sess), 0);
+	}
+	resp = -1;
+	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_LUN_RESET, lun, 0, tmf_resp, &resp);
+	run_until_set(&t, &resp);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	assert_int_equal(scsitgt__tmf_session_waiters(t.lf->sess), 0);
+	resp = -1;
+	scsitgt__tmf_quiesce(t.lf->sess, 1, tmf_resp, &resp);
+	run_until_set(&t, &resp);
+	assert_int_equal(resp, SCSITGT__TMF_REJECTED);
+	assert_int_equal(scsitgt__tmf_session_waiters(t.lf->sess), 0);
+	assert_int_equal(tb_stats(&t).held, 1);
+	/* with time to wait: answered once the WRITE leaves, and only then */
+	assert_int_equal(scsitgt_engine_set_tmf_timeout(t.lf->engine, 600000), 0);
+	resp = -1;
+	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_ABORT_TASK_SET, lun, 0, tmf_resp, &resp);
+	assert_int_equal(scsitgt__tmf_session_waiters(t.lf->sess), 1);
+	tb_answers_at_release(&t, &r, &resp);
 }
 
 /* scsitgt__tmf_quiesce_fence()'s gone: counts its calls, after the quiescence's answer. */
@@ -456,6 +513,7 @@ int main(void)
 		cmocka_unit_test(test_quiesce_fence_outlives_nexus),
 		cmocka_unit_test(test_quiesce_fence_drained),
 		cmocka_unit_test(test_quiesce_fence_engine_gives_up),
+		cmocka_unit_test(test_timed_out_waiters_go),
 		cmocka_unit_test(test_lun_reset_waits_for_reset_async),
 		cmocka_unit_test(test_apply_reset),
 		cmocka_unit_test(test_apply_reset_async_on_home),

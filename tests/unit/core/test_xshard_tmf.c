@@ -26,6 +26,7 @@
 #include "core/fabric.h"
 #include "core/scsi_spec.h"
 #include "core/shard.h"
+#include "core/tmf.h"
 #include "core/ua.h"
 #include "libscsitgt/backend_fault.h"
 #include "libscsitgt/pr.h"
@@ -73,8 +74,9 @@ static void tmf_msg(struct scsitgt__msg *msg)
 	tmf_issue((struct xtmf_req *)msg);
 }
 
-static enum scsitgt__tmf_response run_tmf(struct xw_world *w, struct scsitgt__session *s,
-					  enum scsitgt__tmf_type type, struct xtmf_req *q)
+/* Issue @type on @s's own loop; its answer comes into @q later. */
+static void tmf_start(struct xw_world *w, struct scsitgt__session *s, enum scsitgt__tmf_type type,
+		      struct xtmf_req *q)
 {
 	memset(q, 0, sizeof(*q));
 	q->w = w;
@@ -86,6 +88,12 @@ static enum scsitgt__tmf_response run_tmf(struct xw_world *w, struct scsitgt__se
 		q->msg.fn = tmf_msg;
 		scsitgt__worker_post(s->shard->worker, &q->msg);
 	}
+}
+
+static enum scsitgt__tmf_response run_tmf(struct xw_world *w, struct scsitgt__session *s,
+					  enum scsitgt__tmf_type type, struct xtmf_req *q)
+{
+	tmf_start(w, s, type, q);
 	xw_wait_flag(w, &q->answered);
 	/* its issuer's loop answers */
 	assert_int_equal(atomic_load(&q->answered_on_home), s->shard->index == 0);
@@ -281,11 +289,7 @@ static void test_lun_reset_waits_for_aborted_on_worker(void **state)
 
 	held_write_abort_timed_out(w, &held);
 	assert_int_equal(scsitgt_engine_set_tmf_timeout(w->engine, 600000), 0);
-	memset(&r, 0, sizeof(r));
-	r.w = w;
-	r.sess = w->a;
-	r.type = SCSITGT__TMF_LUN_RESET;
-	tmf_issue(&r);
+	tmf_start(w, w->a, SCSITGT__TMF_LUN_RESET, &r);
 	/* its aborts made on both shards and the LU reset (reset() counted on home): done but
 	 * for the WRITE */
 	while (xw_fault_stats(w).resets == 0)
@@ -301,6 +305,75 @@ static void test_lun_reset_waits_for_aborted_on_worker(void **state)
 	assert_int_equal(atomic_load(&held.ended), XW_ABORTED);
 	assert_false(atomic_load(&held.ended_on_home));
 	assert_both_find_reset(w, w->a, w->b);
+}
+
+/* How many TMF records the commands of @s carry, read on @s's own loop. */
+struct waiters_probe {
+	struct scsitgt__msg msg;
+	struct xw_world *w;
+	struct scsitgt__session *sess;
+	_Atomic unsigned int n;
+	_Atomic int done;
+	struct xw_wake wake;
+};
+
+static void waiters_probe_msg(struct scsitgt__msg *msg)
+{
+	struct waiters_probe *p = (struct waiters_probe *)msg;
+
+	atomic_store(&p->n, scsitgt__tmf_session_waiters(p->sess));
+	xw_wake_home(p->w, &p->wake, &p->done, 1);
+}
+
+static unsigned int session_waiters(struct xw_world *w, struct scsitgt__session *s)
+{
+	struct waiters_probe p = { .w = w, .sess = s };
+
+	if (s->shard->index == 0)
+		return scsitgt__tmf_session_waiters(s);
+	p.msg.fn = waiters_probe_msg;
+	scsitgt__worker_post(s->shard->worker, &p.msg);
+	xw_wait_flag(w, &p.done);
+	return atomic_load(&p.n);
+}
+
+/*
+ * reviewd F1 across shards: B's WRITE on the worker stays in the backend while LUN RESETs from
+ * A on home answer at their 20 ms TMF timeout. Each one's record on the WRITE goes with its
+ * answer, dropped on the worker (the answer on home posts there before it calls back; the
+ * probe comes after it): none is left (before: one per reset until the backend returned the
+ * WRITE). A reset with time to wait still answers only once the WRITE has left.
+ */
+static void test_lun_reset_timeouts_leave_no_waiter_on_worker(void **state)
+{
+	struct xw_world *w = *state;
+	/* static: a failed assert leaves the test with the WRITE still held, which the teardown
+	 * lets go: its end must find it */
+	static struct xw_cmd held;
+	struct xtmf_req q;
+
+	held_write_abort_timed_out(w, &held);
+	assert_int_equal(session_waiters(w, w->b), 0);
+	for (int i = 0; i < 50; i++) {
+		assert_int_equal(run_tmf(w, w->a, SCSITGT__TMF_LUN_RESET, &q),
+				 SCSITGT__TMF_COMPLETE);
+		assert_int_equal(session_waiters(w, w->b), 0);
+	}
+	assert_int_equal(xw_fault_stats(w).held, 1);
+	assert_int_equal(atomic_load(&held.ended), XW_RUNNING);
+	assert_int_equal(scsitgt_engine_set_tmf_timeout(w->engine, 600000), 0);
+	tmf_start(w, w->a, SCSITGT__TMF_LUN_RESET, &q);
+	/* its batch has run on the worker: its record is there (only a reset not answered yet
+	 * makes one) */
+	while (session_waiters(w, w->b) == 0)
+		xw_settle(w);
+	assert_int_equal(session_waiters(w, w->b), 1);
+	assert_int_equal(atomic_load(&q.answered), 0);
+	assert_int_equal(scsitgt_backend_fault_release(w->bctx, 0, -EIO), 1);
+	xw_wait_flag(w, &q.answered);
+	assert_int_equal(q.response, SCSITGT__TMF_COMPLETE);
+	xw_wait(w, &held);
+	assert_int_equal(atomic_load(&held.ended), XW_ABORTED);
 }
 
 /* @by (key @by_key) PREEMPTs AND ABORTs the registration of @victim (key @victim_key) while a
@@ -640,6 +713,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_abort_task_set_timeout_on_worker, setup_hang,
 						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_lun_reset_waits_for_aborted_on_worker,
+						setup_hang, xw_teardown_fault),
+		cmocka_unit_test_setup_teardown(test_lun_reset_timeouts_leave_no_waiter_on_worker,
 						setup_hang, xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_preempt_and_abort_reaches_worker, setup_hang,
 						xw_teardown_fault),
