@@ -276,11 +276,13 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 			  const uint8_t lun[8], uint64_t ref_tag, scsitgt__tmf_cb cb, void *cb_arg);
 
 /*
- * end every task of a nexus that is going away (iSCSI logout): each live command is
- * aborted (ops->cmd_aborted(), no response); @cb follows when all of them, and those an
- * earlier TMF aborted, have left their backends (SCSITGT__TMF_COMPLETE), or after @timeout_ms,
- * whichever comes first (SCSITGT__TMF_REJECTED: those still in a backend are freed when it
- * returns them). @cb may be called from inside this call.
+ * end every task of a nexus that is going away (iSCSI logout): each live command is aborted
+ * (ops->cmd_aborted(), no response), always. @cb follows exactly once, on the nexus's shard,
+ * maybe from inside this call: SCSITGT__TMF_COMPLETE when no command of the nexus is left in a
+ * backend (those it aborted and those an earlier TMF aborted have all left), and otherwise
+ * SCSITGT__TMF_REJECTED ("cleanup failed"): @timeout_ms passed first, or there was no memory to
+ * wait (then it answers at once; those still in a backend are freed when it returns them). No
+ * other response.
  */
 void scsitgt__tmf_quiesce(struct scsitgt__session *sess, uint32_t timeout_ms, scsitgt__tmf_cb cb,
 			  void *cb_arg);

@@ -625,17 +625,29 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 	scsitgt__tmf_op_put(op, sess->shard);
 }
 
+/* Whether a backend still holds a command of @sess, once its live ones were aborted. Loop:
+ * @sess's shard. */
+static bool nexus_held(const struct scsitgt__session *sess)
+{
+	for (const struct scsitgt__list *p = sess->cmds.next; p != &sess->cmds; p = p->next)
+		if (scsitgt__cmd_aborted_held(
+			    scsitgt__container_of(p, struct scsitgt__cmd, sess_node)))
+			return true;
+	return false;
+}
+
 void scsitgt__tmf_quiesce_fence(struct scsitgt__session *sess, uint32_t timeout_ms,
 				scsitgt__tmf_cb cb, void *cb_arg, void (*gone)(void *arg),
 				void *gone_arg)
 {
 	struct scsitgt__tmf_op *op = op_new(sess, cb, cb_arg, timeout_ms);
 
-	/* Without memory the nexus ends at once, as it would on a dropped connection; with
-	 * commands in it, its cleanup is not known to be complete. */
+	/* Without memory to wait, its tasks are still aborted, and the answer says whether some
+	 * are left in a backend (reviewd item 4: never "complete" with one there). The nexus
+	 * ends at once, as it would on a dropped connection; a fence cannot wait for them. */
 	if (op == NULL) {
-		cb(cb_arg, scsitgt__list_empty(&sess->cmds) ? SCSITGT__TMF_COMPLETE :
-							      SCSITGT__TMF_REJECTED);
+		abort_matching(sess, 0, true, NULL, false, 0, NULL, NULL, true, 0);
+		cb(cb_arg, nexus_held(sess) ? SCSITGT__TMF_REJECTED : SCSITGT__TMF_COMPLETE);
 		if (gone)
 			gone(gone_arg);
 		return;

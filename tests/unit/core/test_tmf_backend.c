@@ -11,6 +11,24 @@
 #include "libscsitgt/backend_fault.h"
 #include "test_pr_common.h"
 
+/*
+ * Allocation failure on demand: this test links with -Wl,--wrap=calloc (meson.build), so the
+ * library's calloc() calls come here; the next @calloc_fails of them fail.
+ */
+static int calloc_fails;
+
+void *__real_calloc(size_t nmemb, size_t size);
+void *__wrap_calloc(size_t nmemb, size_t size);
+
+void *__wrap_calloc(size_t nmemb, size_t size)
+{
+	if (calloc_fails > 0) {
+		calloc_fails--;
+		return NULL;
+	}
+	return __real_calloc(nmemb, size);
+}
+
 struct tb {
 	struct loop_fabric *lf;
 	struct scsitgt_lun *lun;
@@ -390,6 +408,47 @@ static void test_quiesce_fence_engine_gives_up(void **state)
 	lf_result_clear(&r);
 }
 
+/*
+ * reviewd item 4: a quiescence (Logout, reinstatement, session end) with no memory for its
+ * context. It still aborts the nexus's tasks, and answers at once: "cleanup failed"
+ * (SCSITGT__TMF_REJECTED) with the WRITE in the backend, which ends aborted, without a
+ * response, when it leaves (before: SCSITGT__TMF_COMPLETE, nothing aborted, the WRITE
+ * answered GOOD afterwards). With nothing in a backend it is complete.
+ */
+static void test_quiesce_without_memory(void **state)
+{
+	struct tb t;
+	struct lf_result r = { 0 };
+	uint8_t lun[8], cdb[CDB_BUF];
+	int resp = -1;
+
+	(void)state;
+	tb_held_write(&t, &r, lun);
+	calloc_fails = 1;
+	scsitgt__tmf_quiesce(t.lf->sess, 600000, tmf_resp, &resp);
+	/* the context's was the call's only calloc() */
+	assert_int_equal(calloc_fails, 0);
+	assert_int_equal(resp, SCSITGT__TMF_REJECTED);
+	assert_int_equal(tb_stats(&t).held, 1);
+	assert_false(r.done);
+	assert_int_equal(scsitgt_backend_fault_release(t.fault, 0, 0), 1);
+	while (!r.done)
+		assert_int_not_equal(uv_run(&t.lf->loop, UV_RUN_ONCE), 0);
+	assert_true(r.aborted);
+	assert_int_equal(t.lf->naborted, 1);
+	lf_result_clear(&r);
+	/* nothing in a backend: complete, without memory as with it */
+	loop_fabric_run(t.lf, 0, cdb, cdb_rw(cdb, SBC_READ_10, 0, 8, 0), NULL, 0, &r);
+	assert_int_equal(r.status, 0);
+	lf_result_clear(&r);
+	resp = -1;
+	calloc_fails = 1;
+	scsitgt__tmf_quiesce(t.lf->sess, 600000, tmf_resp, &resp);
+	assert_int_equal(calloc_fails, 0);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	loop_fabric_destroy(t.lf);
+}
+
 /* A backend whose reset_async() holds its callback until the test runs it. */
 struct held_reset {
 	unsigned int calls;
@@ -514,6 +573,7 @@ int main(void)
 		cmocka_unit_test(test_quiesce_fence_drained),
 		cmocka_unit_test(test_quiesce_fence_engine_gives_up),
 		cmocka_unit_test(test_timed_out_waiters_go),
+		cmocka_unit_test(test_quiesce_without_memory),
 		cmocka_unit_test(test_lun_reset_waits_for_reset_async),
 		cmocka_unit_test(test_apply_reset),
 		cmocka_unit_test(test_apply_reset_async_on_home),
