@@ -298,12 +298,18 @@ def t_logout_relogin(args, tgt):
     t0 = time.monotonic()
     refused_0301(same_port(args, a, ini), "the relogin after the Logout's Response 3")
     waited = time.monotonic() - t0
+    delaying = tgt.fault()["delaying"]
     print("relogin refused with 0x0301 %.2f s after the Logout's answer; backend: %d delaying"
-          % (waited, tgt.fault()["delaying"]), flush=True)
+          % (waited, delaying), flush=True)
     # The Logout's quiescence answered: the session ends without a second wait (reviewd N1).
-    if waited >= args.bound_ms / 2000:
-        fail("the relogin was answered %.2f s after the Logout's Response 3: the session "
-             "waited its %d ms bound a second time" % (waited, args.bound_ms))
+    # reinstate.sh holds the WRITE for less than twice the bound: a session that waited the
+    # bound a second time would still be there when the WRITE leaves, and the relogin, held
+    # until it ends, would be answered (let in) only then. Refused while the WRITE is still
+    # held is an order of events, not a time limit.
+    if delaying != 1:
+        fail("the relogin was answered only after the old WRITE left the backend (%.2f s "
+             "after the Logout's Response 3): the session waited its %d ms bound a second "
+             "time" % (waited, args.bound_ms))
     tgt.wait_fault(lambda s: s["delaying"] == 0, "the old WRITE leaves the backend")
     c = same_port(args, a, ini)
     c.login()

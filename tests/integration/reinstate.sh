@@ -42,8 +42,8 @@ run stale_write --workers 2 --lun 0:ram:16M,fault=delay=3000@write:count=1
 run bound --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
 run fence --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
 run fence --workers 2 --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
-run logout_relogin --logout-timeout 2000 --lun 0:ram:16M,fault=delay=8000@write:count=1
-run logout_relogin --workers 2 --logout-timeout 2000 --lun 0:ram:16M,fault=delay=8000@write:count=1
+run logout_relogin --logout-timeout 4000 --lun 0:ram:16M,fault=delay=7900@write:count=1
+run logout_relogin --workers 2 --logout-timeout 4000 --lun 0:ram:16M,fault=delay=7900@write:count=1
 run fence_hang --logout-timeout 300 --drain-timeout 200 --lun 0:ram:16M,fault=hang@write:count=1
 run fence_hang --workers 2 --logout-timeout 300 --drain-timeout 200 \
 	--lun 0:ram:16M,fault=hang@write:count=1
