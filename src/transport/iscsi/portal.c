@@ -5,6 +5,7 @@
  * engine->ext[SCSITGT__EXT_ISCSI], per-target state in tgt->ext[SCSITGT__EXT_ISCSI].
  */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,8 @@ static void engine_ext_destroy(void *data)
 {
 	struct scsitgt__iscsi_engine *ie = data;
 
+	/* The engine's destroy gave up every io, which lifted every fence (session.c). */
+	assert(scsitgt__list_empty(&ie->fences));
 	cred_clear(&ie->disc_chap);
 	cred_clear(&ie->disc_mutual);
 	uv_mutex_destroy(&ie->lock);
