@@ -423,15 +423,29 @@ void scsitgt__cmd_abort(struct scsitgt__cmd *cmd, struct scsitgt__tmf_op *op, bo
 	cmd->sess->ops->cmd_aborted(cmd);
 }
 
+/* An ORPHANED @cmd leaves its shard's orphans. Loop: its shard. */
+static void cmd_orphan_unlist(struct scsitgt__cmd *cmd)
+{
+	scsitgt__list_remove(&cmd->sess_node);
+	atomic_store_explicit(&cmd->shard->norphans,
+			      atomic_load_explicit(&cmd->shard->norphans, memory_order_relaxed) - 1,
+			      memory_order_relaxed);
+}
+
 void scsitgt__cmd_nexus_gone(struct scsitgt__cmd *cmd)
 {
 	if (!cmd_held(cmd)) {
 		scsitgt__cmd_destroy(cmd);
 		return;
 	}
-	/* Detach: the backend still holds the buffers; the last io frees it (cmd_finish). */
+	/* Detach: the backend still holds the buffers; the last io frees it (cmd_finish). It is
+	 * still in its LUN's task set: on its shard's orphans, where a LUN reset finds it. */
 	scsitgt__list_remove(&cmd->sess_node);
 	cmd->sess = NULL;
+	scsitgt__list_add_tail(&cmd->shard->orphans, &cmd->sess_node);
+	atomic_store_explicit(&cmd->shard->norphans,
+			      atomic_load_explicit(&cmd->shard->norphans, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 	cmd_move(cmd, CMD_LIVE | CMD_S(SCSITGT__CMD_ABORTED), SCSITGT__CMD_ORPHANED);
 	/* Held for the cluster store (a TMF aborted it already, or not): freed now. */
 	if (cmd->pr_hold)
@@ -462,6 +476,8 @@ bool scsitgt__cmd_abandon(struct scsitgt__cmd *cmd)
 		scsitgt__list_remove(&cmd->sess_node);
 		sess_ncmds_add(cmd->sess, -1);
 		cmd->sess = NULL;
+	} else if (cmd->state == SCSITGT__CMD_ORPHANED) {
+		cmd_orphan_unlist(cmd);
 	}
 	atomic_store(&cmd->orphan_ios, cmd->ios_inflight);
 	cmd_move(cmd, CMD_LIVE | CMD_S(SCSITGT__CMD_ABORTED) | CMD_S(SCSITGT__CMD_ORPHANED),
@@ -512,6 +528,8 @@ void scsitgt__cmd_destroy(struct scsitgt__cmd *cmd)
 	if (cmd->sess) {
 		scsitgt__list_remove(&cmd->sess_node);
 		sess_ncmds_add(cmd->sess, -1);
+	} else if (cmd->state == SCSITGT__CMD_ORPHANED) {
+		cmd_orphan_unlist(cmd);
 	}
 	/* Buffers and lent Data-In go back before the LUN's count drops: the last drop may close
 	 * the backend (a removed LUN), and a release after it would touch freed memory. */

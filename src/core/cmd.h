@@ -136,6 +136,7 @@ struct scsitgt__cmd_ctx_ops {
 
 struct scsitgt__cmd {
 	struct scsitgt__session *sess;
+	/* in sess->cmds; ORPHANED: in shard->orphans (core/tmf_xshard.c waits for it) */
 	struct scsitgt__list sess_node;
 	struct scsitgt_lun *lun; /* NULL when the addressed LUN does not exist */
 	/* lun->xflags as parse loaded it (SCSITGT__LUN_XF_*: the slow paths armed then). */

@@ -27,6 +27,8 @@ int scsitgt__shards_create(struct scsitgt_engine *engine, unsigned int nworkers,
 		s->loop = i == 0 ? engine->loop : NULL;
 		scsitgt__cache_init(&s->cache, cache_bytes);
 		scsitgt__list_init(&s->deferred);
+		scsitgt__list_init(&s->orphans);
+		atomic_init(&s->norphans, 0);
 		scsitgt__mpsc_init(&s->tsq);
 	}
 	engine->shards = shards;

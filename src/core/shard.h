@@ -53,6 +53,11 @@ struct scsitgt__shard {
 	struct scsitgt__msg defer_msg;
 	bool defer_posted;
 	struct scsitgt__mpsc tsq;
+	/* Commands of this shard whose nexus ended while a backend held them (ORPHANED, on
+	 * their sess_node): a LUN-scoped TMF of another nexus waits for them (core/tmf.c,
+	 * reviewd F2). The list is the loop's; the count is read by home (tmf_xshard.c). */
+	struct scsitgt__list orphans;
+	_Atomic unsigned int norphans;
 };
 
 /*

@@ -60,6 +60,8 @@ struct xt_batch {
 	struct xtmf *x;
 	size_t n, cap;
 	struct xt_entry *e;
+	/* A nexus of this shard is ending: its commands may become orphans before this runs. */
+	bool ending;
 };
 
 struct xtmf {
@@ -150,6 +152,39 @@ static void xt_batch_abort(struct xt_batch *b)
 	}
 }
 
+/* Whether @x is a TMF that reaches the whole task set of its LUNs: it also waits for the
+ * commands whose nexus ended while a backend held them (SAM-5 §7.4, §7.7: the function
+ * completes once the LU's tasks are all aborted, whichever nexus they came from). */
+static bool xt_waits_orphans(const struct xtmf *x)
+{
+	return x->op && (x->kind == XT_CLEAR_TASK_SET || x->kind == XT_LUN_RESET ||
+			 x->kind == XT_TARGET_WARM_RESET || x->kind == XT_TARGET_COLD_RESET);
+}
+
+/* Whether orphan @c is one of @x's LUNs' tasks. */
+static bool xt_orphan_matches(const struct xtmf *x, const struct scsitgt__cmd *c)
+{
+	if (c->lun == NULL || c->lun->tgt != x->tgt)
+		return false;
+	if (x->kind == XT_CLEAR_TASK_SET || x->kind == XT_LUN_RESET)
+		return c->lun_id == x->lun_id;
+	for (size_t i = 0; i < x->nluns; i++)
+		if (c->lun_id == x->luns[i])
+			return true;
+	return false;
+}
+
+/* @x waits for the orphans of its LUNs on shard @s (reviewd F2). Loop: @s's. */
+static void xt_wait_orphans(struct xtmf *x, struct scsitgt__shard *s)
+{
+	for (struct scsitgt__list *p = s->orphans.next; p != &s->orphans; p = p->next) {
+		struct scsitgt__cmd *c = scsitgt__container_of(p, struct scsitgt__cmd, sess_node);
+
+		if (xt_orphan_matches(x, c))
+			scsitgt__tmf_wait_for(x->op, c);
+	}
+}
+
 static void xt_finish(struct xtmf *x);
 
 /* Home: one shard has made its aborts. */
@@ -166,6 +201,8 @@ static void xt_batch_run(struct scsitgt__msg *msg)
 	struct xt_batch *b = scsitgt__container_of(msg, struct xt_batch, msg);
 
 	xt_batch_abort(b);
+	if (xt_waits_orphans(b->x))
+		xt_wait_orphans(b->x, &b->x->engine->shards[b - b->x->b]);
 	b->msg.fn = xt_batch_back;
 	scsitgt__engine_post(b->x->engine, &b->msg);
 }
@@ -252,8 +289,12 @@ static void xt_run(struct xtmf *x)
 			struct scsitgt__session *s =
 				scsitgt__container_of(p, struct scsitgt__session, node);
 
-			if (atomic_load(&s->leaving))
+			if (atomic_load(&s->leaving)) {
+				/* Its shard may orphan its commands before our message
+				 * runs there (core/session.c posts first). */
+				x->b[s->shard->index].ending = true;
 				continue;
+			}
 			if (x->kind == XT_CLEAR_TASK_SET)
 				xt_add(x, s, x->lun_id, s != x->sess);
 			else if (x->kind == XT_LUN_RESET || x->kind == XT_DRAIN)
@@ -266,13 +307,20 @@ static void xt_run(struct xtmf *x)
 	/* Home's pass holds the request until the shards' messages are all posted. */
 	x->pending = 1;
 	for (unsigned int i = 1; i < x->engine->nshards; i++) {
-		if (x->b[i].n == 0)
+		/* A shard with orphans (the count is current for every nexus home saw freed)
+		 * or with a nexus ending is asked too, for them. */
+		if (x->b[i].n == 0 &&
+		    !(xt_waits_orphans(x) &&
+		      (x->b[i].ending ||
+		       atomic_load_explicit(&x->engine->shards[i].norphans, memory_order_relaxed))))
 			continue;
 		x->pending++;
 		x->b[i].msg.fn = xt_batch_run;
 		scsitgt__shard_post(&x->engine->shards[i], &x->b[i].msg);
 	}
 	xt_batch_abort(&x->b[0]);
+	if (xt_waits_orphans(x))
+		xt_wait_orphans(x, scsitgt__shard_home(x->engine));
 	if (--x->pending == 0)
 		xt_finish(x);
 }

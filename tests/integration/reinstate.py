@@ -34,6 +34,12 @@ backend (reviewc F1: what Linux's error handler sends first, for a command that 
                       the reset answers only once the WRITE has left (SAM-5 §7.7), and the
                       initiator's next WRITE is not overwritten by the old one.
 
+  orphan_reset        a WRITE held longer than logout_timeout_ms, its connection gone: once
+                      the session has ended with the WRITE left to the backend, another
+                      initiator's LOGICAL UNIT RESET answers only once that WRITE has left
+                      (SAM-5 §7.7: every task of the LU, whichever nexus it came from;
+                      reviewd F2), and that initiator's next WRITE is not overwritten by it.
+
 The fault backend's counters (minitarget prints them on SIGUSR1) say when the old WRITE is in
 the backend and when it has left: the checks wait for those conditions, not for time.
 """
@@ -344,6 +350,38 @@ def t_abort_lun_reset(args, tgt):
     a.logout()
 
 
+def t_orphan_reset(args, tgt):
+    a = old_write_held(args, tgt, "iqn.2026-12.test.reinstate:orphan")
+    a.close()
+    # The session ends at its bound with the WRITE still in the backend (the target logs it).
+    err = args.out.replace("target.out", "target.err")
+    deadline = time.monotonic() + BOUND
+    while "left to them" not in open(err, errors="replace").read():
+        if time.monotonic() > deadline:
+            fail("the old session did not end within %.0f s" % BOUND)
+        time.sleep(0.05)
+    if tgt.fault()["delaying"] != 1:
+        fail("the old WRITE left before its session ended: give it a longer delay")
+    print("old session ended with its WRITE left to the backend", flush=True)
+    b = hi.Session(args.host, args.port, args.iqn, initiator="iqn.2026-12.test.reinstate:other")
+    b.login()
+    b.clear_unit_attention()
+    p = b.expect(OP_TMF_RSP, tmf(b, TMF_LUN_RESET), BOUND, "LOGICAL UNIT RESET")
+    delaying = tgt.fault()["delaying"]
+    print("another initiator's LOGICAL UNIT RESET answered (response %d); backend: %d delaying"
+          % (p.bhs[2], delaying), flush=True)
+    if delaying != 0:
+        fail("the reset answered while the ended session's WRITE was still in the backend")
+    b.clear_unit_attention()
+    b.write(0, b"N" * 512)
+    got = b.read(0, 1)[:512]
+    if got != b"N" * 512:
+        fail("LBA 0 holds %r after the WRITE 'N' that followed the reset" % got[:4])
+    print("ok: the reset answered after the ended session's WRITE left; LBA 0 holds the new "
+          "data", flush=True)
+    b.logout()
+
+
 def alive(s, name):
     st = s.scsi(hi.cdb_tur(), timeout=10)[0]
     if st != 0:
@@ -406,6 +444,7 @@ TESTS = {
     "abort_logout_bound": lambda args, tgt: t_abort_logout(args, tgt, bound=True),
     "abort_lun_reset": t_abort_lun_reset,
     "logout_relogin": t_logout_relogin,
+    "orphan_reset": t_orphan_reset,
 }
 
 

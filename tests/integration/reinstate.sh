@@ -8,7 +8,8 @@
 #    fence), without and with workers; another ISID of the same initiator is not refused;
 #    with a WRITE the backend never returns, the target still shuts down cleanly (exit 0);
 #    after a Logout answered 3 (cleanup failed), a relogin is refused at once, not after a
-#    second logout_timeout_ms;
+#    second logout_timeout_ms; another initiator's LOGICAL UNIT RESET after the session
+#    ended with the WRITE left to the backend answers only once it has left;
 #  - the same after an ABORT TASK of that WRITE answered at the TMF timeout (reviewc F1): the
 #    login still waits, or is refused with 0x0301; a Logout waits for it (Response 0) or
 #    answers 3 when logout_timeout_ms passes first; a LOGICAL UNIT RESET sent while the ABORT
@@ -44,6 +45,9 @@ run fence --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
 run fence --workers 2 --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
 run logout_relogin --logout-timeout 4000 --lun 0:ram:16M,fault=delay=7900@write:count=1
 run logout_relogin --workers 2 --logout-timeout 4000 --lun 0:ram:16M,fault=delay=7900@write:count=1
+# Another initiator's LUN RESET waits for the WRITE of a session that ended with it (F2).
+run orphan_reset --logout-timeout 500 --lun 0:ram:16M,fault=delay=4000@write:count=1
+run orphan_reset --workers 2 --logout-timeout 500 --lun 0:ram:16M,fault=delay=4000@write:count=1
 run fence_hang --logout-timeout 300 --drain-timeout 200 --lun 0:ram:16M,fault=hang@write:count=1
 run fence_hang --workers 2 --logout-timeout 300 --drain-timeout 200 \
 	--lun 0:ram:16M,fault=hang@write:count=1

@@ -324,6 +324,55 @@ static void run_nowait(struct tb *t)
 		uv_run(&t->lf->loop, UV_RUN_NOWAIT);
 }
 
+/*
+ * reviewd F2: a nexus ends while the backend holds its WRITE (the quiescence's bound passed:
+ * "left to them", the WRITE is ORPHANED, on no nexus's list). A LOGICAL UNIT RESET from
+ * another nexus must still wait for it (SAM-5 §7.7), bounded by the TMF timeout: before, it
+ * answered at once and the WRITE landed after it. A target reset waits the same, until the
+ * backend gives the WRITE back.
+ */
+static void test_lun_reset_waits_for_orphan(void **state)
+{
+	struct tb t;
+	struct lf_result r = { 0 };
+	struct scsitgt__session *b;
+	uint8_t lun[8];
+	int resp = -1;
+
+	(void)state;
+	tb_held_write(&t, &r, lun);
+	assert_int_equal(loop_fabric_add_session(t.lf, PORT_B, 1, &b), 0);
+	scsitgt__session_destroy(t.lf->sess);
+	t.lf->sess = NULL;
+	run_nowait(&t);
+	assert_int_equal(tb_stats(&t).held, 1);
+	/* bounded: answered at the TMF timeout, the WRITE still held */
+	assert_int_equal(scsitgt_engine_set_tmf_timeout(t.lf->engine, 20), 0);
+	scsitgt__tmf_execute(b, SCSITGT__TMF_LUN_RESET, lun, 0, tmf_resp, &resp);
+	run_until_reset(&t);
+	assert_int_equal(resp, -1);
+	run_until_set(&t, &resp);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	assert_int_equal(tb_stats(&t).held, 1);
+	/* with time to wait: only once the backend gives the WRITE back */
+	assert_int_equal(scsitgt_engine_set_tmf_timeout(t.lf->engine, 600000), 0);
+	resp = -1;
+	scsitgt__tmf_execute(b, SCSITGT__TMF_TARGET_WARM_RESET, lun, 0, tmf_resp, &resp);
+	run_nowait(&t);
+	assert_int_equal(tb_stats(&t).resets, 2);
+	assert_int_equal(resp, -1);
+	assert_int_equal(scsitgt_backend_fault_release(t.fault, 0, 0), 1);
+	run_until_set(&t, &resp);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	assert_int_equal(tb_stats(&t).held, 0);
+	/* nothing left: the next one answers from inside the call */
+	resp = -1;
+	scsitgt__tmf_execute(b, SCSITGT__TMF_LUN_RESET, lun, 0, tmf_resp, &resp);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	lf_result_clear(&r);
+	loop_fabric_destroy(t.lf);
+}
+
 /* The fence of an ended nexus (iSCSI reinstatement, session.c): the quiescence answers at its
  * bound with the WRITE held; gone comes neither then nor when the nexus goes (the WRITE is
  * detached from it), but once the backend gives the WRITE back, once. */
@@ -574,6 +623,7 @@ int main(void)
 		cmocka_unit_test(test_quiesce_fence_engine_gives_up),
 		cmocka_unit_test(test_timed_out_waiters_go),
 		cmocka_unit_test(test_quiesce_without_memory),
+		cmocka_unit_test(test_lun_reset_waits_for_orphan),
 		cmocka_unit_test(test_lun_reset_waits_for_reset_async),
 		cmocka_unit_test(test_apply_reset),
 		cmocka_unit_test(test_apply_reset_async_on_home),

@@ -274,6 +274,23 @@ static void test_abort_task_set_timeout_on_worker(void **state)
 	assert_int_equal(xw_run_tur(w, w->b, &x), SAM_STAT_GOOD);
 }
 
+/* LOGICAL UNIT RESET from A on home while the backend holds one WRITE: its aborts made on
+ * both shards and the LU reset (reset() counted on home), it is done but for the WRITE, and
+ * answers FUNCTION COMPLETE, on home, only once the backend gives the WRITE back. */
+static void lun_reset_waits_for_held(struct xw_world *w, struct xtmf_req *r)
+{
+	tmf_start(w, w->a, SCSITGT__TMF_LUN_RESET, r);
+	while (xw_fault_stats(w).resets == 0)
+		xw_settle(w);
+	xw_settle(w);
+	assert_int_equal(atomic_load(&r->answered), 0);
+	assert_int_equal(xw_fault_stats(w).held, 1);
+	assert_int_equal(scsitgt_backend_fault_release(w->bctx, 0, -EIO), 1);
+	xw_wait_flag(w, &r->answered);
+	assert_true(atomic_load(&r->answered_on_home));
+	assert_int_equal(r->response, SCSITGT__TMF_COMPLETE);
+}
+
 /*
  * reviewc F1 across shards: B's WRITE on the worker is aborted by B's ABORT TASK SET, which
  * answers at its (short) TMF timeout with the WRITE still in the backend. A LOGICAL UNIT RESET
@@ -289,18 +306,7 @@ static void test_lun_reset_waits_for_aborted_on_worker(void **state)
 
 	held_write_abort_timed_out(w, &held);
 	assert_int_equal(scsitgt_engine_set_tmf_timeout(w->engine, 600000), 0);
-	tmf_start(w, w->a, SCSITGT__TMF_LUN_RESET, &r);
-	/* its aborts made on both shards and the LU reset (reset() counted on home): done but
-	 * for the WRITE */
-	while (xw_fault_stats(w).resets == 0)
-		xw_settle(w);
-	xw_settle(w);
-	assert_int_equal(atomic_load(&r.answered), 0);
-	assert_int_equal(xw_fault_stats(w).held, 1);
-	assert_int_equal(scsitgt_backend_fault_release(w->bctx, 0, -EIO), 1);
-	xw_wait_flag(w, &r.answered);
-	assert_true(atomic_load(&r.answered_on_home));
-	assert_int_equal(r.response, SCSITGT__TMF_COMPLETE);
+	lun_reset_waits_for_held(w, &r);
 	xw_wait(w, &held);
 	assert_int_equal(atomic_load(&held.ended), XW_ABORTED);
 	assert_false(atomic_load(&held.ended_on_home));
@@ -433,6 +439,19 @@ static void orphan_hook(const struct scsitgt__cmd *cmd, enum scsitgt__cmd_state 
 }
 #endif
 
+/* B's WRITE @held in the backend, then B's end: home frees the nexus once the worker has
+ * detached the WRITE (ORPHANED there, the backend still holds it). */
+static void b_ends_with_held_write(struct xw_world *w, struct xw_cmd *held)
+{
+	x_write(held, w->b, true);
+	xw_start(w, held);
+	assert_int_equal(xw_fault_stats(w).held, 1);
+	scsitgt__session_destroy(w->b);
+	w->b = NULL;
+	while (w->tgt->sessions.next->next != &w->tgt->sessions)
+		uv_run(&w->loop, UV_RUN_ONCE);
+}
+
 /* The end of nexus B while a backend holds its write: the command is detached on B's loop (a
  * completion may be running there), and the session is gone once home has freed it. */
 static void test_session_destroy_on_its_shard(void **state)
@@ -446,20 +465,33 @@ static void test_session_destroy_on_its_shard(void **state)
 	hook_home = w->home;
 	atomic_store(&orphaned_on_home, -1);
 	scsitgt__cmd_transition_hook = orphan_hook;
-	x_write(&held, w->b, true);
-	xw_start(w, &held);
-	assert_int_equal(xw_fault_stats(w).held, 1);
-	scsitgt__session_destroy(w->b);
-	w->b = NULL;
-	/* home frees it once its shard has detached its commands */
-	while (w->tgt->sessions.next->next != &w->tgt->sessions)
-		uv_run(&w->loop, UV_RUN_ONCE);
+	b_ends_with_held_write(w, &held);
 	/* (the hook stays: it only records, and the worker may still read it) */
 	assert_int_equal(atomic_load(&orphaned_on_home), 0);
 	/* its write comes back later: freed without a fabric */
 	assert_int_equal(scsitgt_backend_fault_release(w->bctx, 0, -EIO), 1);
 	assert_int_equal(atomic_load(&held.ended), XW_RUNNING);
 #endif
+}
+
+/*
+ * reviewd F2 across shards: nexus B on the worker ends while the backend holds its WRITE (left
+ * to it, ORPHANED on the worker), so the worker has no nexus of the target left. A LOGICAL
+ * UNIT RESET from A on home still asks the worker, and answers only once the WRITE is back
+ * (before: at once, the WRITE still in the backend).
+ */
+static void test_lun_reset_waits_for_orphan_on_worker(void **state)
+{
+	struct xw_world *w = *state;
+	struct xw_cmd held;
+	struct xtmf_req r;
+
+	assert_int_equal(scsitgt_engine_set_tmf_timeout(w->engine, 600000), 0);
+	b_ends_with_held_write(w, &held);
+	lun_reset_waits_for_held(w, &r);
+	assert_int_equal(xw_fault_stats(w).held, 0);
+	/* its write was freed without a fabric */
+	assert_int_equal(atomic_load(&held.ended), XW_RUNNING);
 }
 
 /* A LUN removal that times out aborts the LUN's tasks on every shard, each on its own loop. */
@@ -722,6 +754,8 @@ int main(void)
 						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_session_destroy_on_its_shard, setup_hang,
 						xw_teardown_fault),
+		cmocka_unit_test_setup_teardown(test_lun_reset_waits_for_orphan_on_worker,
+						setup_hang, xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_drain_timeout_reaches_worker, setup_hang,
 						xw_teardown_fault),
 		cmocka_unit_test_setup_teardown(test_cluster_pr_out_from_worker, setup_hang,
