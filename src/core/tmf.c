@@ -392,7 +392,10 @@ static unsigned int count_matching(struct scsitgt__session *sess, uint64_t lun_i
 		const struct scsitgt__cmd *c =
 			scsitgt__container_of(p, struct scsitgt__cmd, sess_node);
 
-		if (scsitgt__cmd_is_live(c) && c->lun_id == lun_id && (!by_tag || c->tag == tag))
+		/* An aborted command still in a backend is still in the task set: later TMFs
+		 * wait for it (scsitgt__cmd_aborted_held()), so QUERY TASK says so too. */
+		if ((scsitgt__cmd_is_live(c) || scsitgt__cmd_aborted_held(c)) &&
+		    c->lun_id == lun_id && (!by_tag || c->tag == tag))
 			n++;
 	}
 	return n;

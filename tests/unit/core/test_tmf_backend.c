@@ -222,6 +222,37 @@ static void test_abort_then_lun_reset_waits(void **state)
 	loop_fabric_destroy(t.lf);
 }
 
+/* SAM-5 §7.9 QUERY TASK after an ABORT TASK answered at its timeout, the WRITE still held: the
+ * task is still there (a LUN RESET waits for it), so FUNCTION SUCCEEDED until it leaves; then
+ * FUNCTION COMPLETE (reviewd N2: it said COMPLETE at once, an initiator polling QUERY TASK to
+ * learn that the WRITE is gone was told so too early). */
+static void test_query_task_sees_aborted_held(void **state)
+{
+	struct tb t;
+	struct lf_result r = { 0 };
+	uint8_t lun[8];
+	int resp = -1, q = -1, q_after = -1, reset = -1;
+	uint64_t tag;
+
+	(void)state;
+	tb_held_write(&t, &r, lun);
+	tag = r.cmd->tag; /* the command is freed once it has left */
+	assert_int_equal(scsitgt_engine_set_tmf_timeout(t.lf->engine, 20), 0);
+	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_ABORT_TASK, lun, tag, tmf_resp, &resp);
+	run_until_set(&t, &resp);
+	assert_int_equal(tb_stats(&t).held, 1);
+	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_QUERY_TASK, lun, tag, tmf_resp, &q);
+	assert_int_equal(q, SCSITGT__TMF_SUCCEEDED);
+	/* A LUN RESET answers once the WRITE has left (test_abort_then_lun_reset_waits). */
+	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_LUN_RESET, lun, 0, tmf_resp, &reset);
+	assert_int_equal(scsitgt_backend_fault_release(t.fault, 0, 0), 1);
+	run_until_set(&t, &reset);
+	scsitgt__tmf_execute(t.lf->sess, SCSITGT__TMF_QUERY_TASK, lun, tag, tmf_resp, &q_after);
+	assert_int_equal(q_after, SCSITGT__TMF_COMPLETE);
+	lf_result_clear(&r);
+	loop_fabric_destroy(t.lf);
+}
+
 /* ABORT TASK answered at its timeout with the WRITE still held; then ABORT TASK SET waits for
  * it as well, bounded by the TMF timeout again; then a nexus quiescence (Logout,
  * reinstatement: scsitgt__tmf_quiesce()) says its cleanup failed at its bound, not at once. */
@@ -617,6 +648,7 @@ int main(void)
 		cmocka_unit_test(test_abort_ignored),
 		cmocka_unit_test(test_lun_reset_calls_reset),
 		cmocka_unit_test(test_abort_then_lun_reset_waits),
+		cmocka_unit_test(test_query_task_sees_aborted_held),
 		cmocka_unit_test(test_abort_timed_out_then_task_set_and_quiesce),
 		cmocka_unit_test(test_quiesce_fence_outlives_nexus),
 		cmocka_unit_test(test_quiesce_fence_drained),
