@@ -185,9 +185,15 @@ def t_bound(args, tgt, abort=False):
     c.logout()
 
 
-def t_fence(args, tgt):
+def t_fence(args, tgt, logout=False):
     ini = "iqn.2026-12.test.reinstate:fence"
     a = old_write_held(args, tgt, ini)
+    if logout:
+        # A Logout the initiator gives up on: the connection goes while the Logout's
+        # quiescence still waits (session.c's second quiescence, with its own fence).
+        a.send(hi.pdu_bytes(hi.bhs_build(hi.OP_LOGOUT_REQ, hi.FINAL | 0, immediate=True,
+                                         itt=a.next_itt(),
+                                         fields={24: a.cmd_sn, 28: a.exp_stat_sn})))
     a.close()  # the initiator drops the connection: the session ends at the bound
     refused, other = 0, None
     deadline = time.monotonic() + BOUND
@@ -436,6 +442,7 @@ TESTS = {
     "stale_write": t_stale_write,
     "bound": t_bound,
     "fence": t_fence,
+    "logout_drop": lambda args, tgt: t_fence(args, tgt, logout=True),
     "fence_hang": t_fence_hang,
     "two_tpg": t_two_tpg,
     "abort_stale": lambda args, tgt: t_stale_write(args, tgt, abort=True),

@@ -7,6 +7,7 @@
 #    and so is every retry after the old session ended, until the WRITE has left (the nexus's
 #    fence), without and with workers; another ISID of the same initiator is not refused;
 #    with a WRITE the backend never returns, the target still shuts down cleanly (exit 0);
+#    the same when the connection goes while a Logout still waits for that WRITE;
 #    after a Logout answered 3 (cleanup failed), a relogin is refused at once, not after a
 #    second logout_timeout_ms; another initiator's LOGICAL UNIT RESET after the session
 #    ended with the WRITE left to the backend answers only once it has left;
@@ -43,6 +44,9 @@ run stale_write --workers 2 --lun 0:ram:16M,fault=delay=3000@write:count=1
 run bound --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
 run fence --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
 run fence --workers 2 --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
+# The same when the initiator drops the connection while its Logout still waits.
+run logout_drop --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
+run logout_drop --workers 2 --logout-timeout 500 --lun 0:ram:16M,fault=delay=5000@write:count=1
 run logout_relogin --logout-timeout 4000 --lun 0:ram:16M,fault=delay=7900@write:count=1
 run logout_relogin --workers 2 --logout-timeout 4000 --lun 0:ram:16M,fault=delay=7900@write:count=1
 # Another initiator's LUN RESET waits for the WRITE of a session that ended with it (F2).
