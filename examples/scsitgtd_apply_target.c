@@ -314,6 +314,8 @@ static struct scsitgt_srp_portal *srp_create(struct scsitgtd *d, struct scsitgt_
 		o.max_ti_iu_len = s->max_ti_iu_len;
 	if (s->immediate_data >= 0)
 		o.immediate_data = s->immediate_data != 0;
+	if (s->aer >= 0)
+		o.aer = s->aer != 0;
 	if (s->rel_port_id)
 		o.rel_port_id = s->rel_port_id;
 	if (s->backlog)

@@ -385,6 +385,7 @@ static int section_open_kind(struct parser *p, const char *hdr)
 		s->line = p->line;
 		s->port = 5555;
 		s->immediate_data = -1;
+		s->aer = -1;
 		p->sec = SEC_SRP;
 		return cfg_set_str(p, &s->address, "0.0.0.0");
 	}
@@ -893,7 +894,7 @@ bool scsitgtd_srp_equal(const struct scsitgtd_srp *a, const struct scsitgtd_srp 
 	       a->ioc_guid == b->ioc_guid && a->max_channels == b->max_channels &&
 	       a->queue_size == b->queue_size && a->max_it_iu_len == b->max_it_iu_len &&
 	       a->max_ti_iu_len == b->max_ti_iu_len && a->immediate_data == b->immediate_data &&
-	       a->rel_port_id == b->rel_port_id && a->backlog == b->backlog;
+	       a->aer == b->aer && a->rel_port_id == b->rel_port_id && a->backlog == b->backlog;
 }
 
 /* Same Block Limits values and designators (a change re-creates the LUN: they are create-time

@@ -164,6 +164,7 @@ struct scsitgtd_srp {
 	uint32_t max_it_iu_len;
 	uint32_t max_ti_iu_len;
 	int8_t immediate_data; /* -1 default, 0 no, 1 yes */
+	int8_t aer;	       /* SRP_AER_REQ for unit attentions: -1 default, 0 no, 1 yes */
 	uint16_t rel_port_id;
 	uint32_t backlog;
 };

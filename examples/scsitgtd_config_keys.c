@@ -1314,28 +1314,27 @@ static int k_srp_id(struct parser *p, const char *key, const char *v)
 	return 0;
 }
 
-static int k_srp_immediate(struct parser *p, const char *key, const char *v)
+static int k_srp_bool(struct parser *p, const char *key, const char *v)
 {
+	struct scsitgtd_srp *s = cur_srp(p);
 	bool b;
 
 	if (parse_bool(v, &b) < 0)
 		return cfg_err(p, "%s: expected yes or no", key);
-	cur_srp(p)->immediate_data = b;
+	if (strcmp(key, "aer") == 0)
+		s->aer = b;
+	else
+		s->immediate_data = b;
 	return 0;
 }
 
 static const struct key srp_keys[] = {
-	{ "address", k_address, false },
-	{ "port", k_srp_num, false },
-	{ "id_ext", k_srp_id, false },
-	{ "ioc_guid", k_srp_id, false },
-	{ "max_channels", k_srp_num, false },
-	{ "queue_size", k_srp_num, false },
-	{ "max_it_iu_len", k_srp_num, false },
-	{ "max_ti_iu_len", k_srp_num, false },
-	{ "immediate_data", k_srp_immediate, false },
-	{ "rel_port_id", k_srp_num, false },
-	{ "backlog", k_srp_num, false },
+	{ "address", k_address, false },	 { "port", k_srp_num, false },
+	{ "id_ext", k_srp_id, false },		 { "ioc_guid", k_srp_id, false },
+	{ "max_channels", k_srp_num, false },	 { "queue_size", k_srp_num, false },
+	{ "max_it_iu_len", k_srp_num, false },	 { "max_ti_iu_len", k_srp_num, false },
+	{ "immediate_data", k_srp_bool, false }, { "aer", k_srp_bool, false },
+	{ "rel_port_id", k_srp_num, false },	 { "backlog", k_srp_num, false },
 };
 
 #define NKEYS(t) (sizeof(t) / sizeof((t)[0]))

@@ -267,6 +267,8 @@ static void target_write(FILE *f, const struct scsitgtd_target *t)
 			kv_u64(f, "max_ti_iu_len", s->max_ti_iu_len);
 		if (s->immediate_data >= 0)
 			kv_bool(f, "immediate_data", s->immediate_data != 0);
+		if (s->aer >= 0)
+			kv_bool(f, "aer", s->aer != 0);
 		if (s->rel_port_id)
 			kv_u64(f, "rel_port_id", s->rel_port_id);
 		if (s->backlog)

@@ -727,6 +727,7 @@ static void test_access_srp_limits(void **state)
 				   "port = 5556\n"
 				   "queue_size = 64\n"
 				   "immediate_data = no\n"
+				   "aer = yes\n"
 				   "rel_port_id = 300\n"
 				   "[lun 0]\n"
 				   "backend = null\n"
@@ -768,13 +769,14 @@ static void test_access_srp_limits(void **state)
 	assert_int_equal(t->srps[0].port, 5556);
 	assert_string_equal(t->srps[0].address, "0.0.0.0");
 	assert_int_equal(t->srps[0].immediate_data, 0);
+	assert_int_equal(t->srps[0].aer, 1);
 	assert_int_equal(t->srps[0].rel_port_id, 300);
 	assert_int_equal(t->srps[0].max_channels, 0);
 	assert_int_equal(l0->physical_block_exponent, 3);
 	assert_int_equal(l1->physical_block_exponent, -1);
 	assert_true(l0->flags & SCSITGTD_LUN_CLAIM_SPC4);
 	assert_string_equal(l0->fault, "delay=250@read+write;hang@flush:skip=2");
-	assert_int_equal(l0->fault_line, 35);
+	assert_int_equal(l0->fault_line, 36);
 	assert_null(l1->fault);
 	assert_true(scsitgtd_lun_needs_recreate(l0, l1));
 	assert_true(scsitgtd_target_masks_luns(t));
