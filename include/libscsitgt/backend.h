@@ -129,6 +129,20 @@ struct scsitgt_lba_extent {
  */
 #define SCSITGT_BACKEND_MULTI_LOOP (1u << 0)
 
+/**
+ * Backend flag (scsitgt_backend_ops.flags): every WRITE io the backend completes with an error
+ * leaves the whole range as it was, and no failure of the medium or of the host (crash, power
+ * loss) can leave part of a write's range old and part new: each write is stored all or none.
+ * Only with this flag does the library offer WRITE ATOMIC (16) on the backend's LUNs (SBC-4
+ * §4.29: REPORT SUPPORTED OPERATION CODES lists it, VPD B0 has non-zero atomic limits); on the
+ * others the command is an INVALID COMMAND OPERATION CODE and the VPD B0 atomic fields are 0.
+ * The library itself makes an atomic write atomic against the LUN's other commands (a range
+ * lock), and sends it as an ordinary SCSITGT_IO_WRITE of at most VPD B0's MAXIMUM ATOMIC
+ * TRANSFER LENGTH blocks. Set by the RAM and null backends, not by the file or RBD backends.
+ * Appended after the first release: older tables leave it 0 (no atomic writes).
+ */
+#define SCSITGT_BACKEND_ATOMIC_WRITE (1u << 1)
+
 /** Geometry flag: the backend has a volatile write cache (FLUSH is meaningful). */
 #define SCSITGT_GEOMETRY_WRITE_CACHE (1u << 0)
 /** Geometry flag: deallocated (unmapped) blocks read back as zeros (SBC-4 LBPRZ). */
@@ -308,7 +322,8 @@ struct scsitgt_backend_ops {
 	int (*resize)(void *bctx, uint64_t num_blocks);
 	/**
 	 * SCSITGT_BACKEND_* flags: SCSITGT_BACKEND_MULTI_LOOP, the backend may be called on any
-	 * of the engine's loops. 0 by default. Appended after the first release; older tables
+	 * of the engine's loops; SCSITGT_BACKEND_ATOMIC_WRITE, its writes are all or none (WRITE
+	 * ATOMIC (16) is offered). 0 by default. Appended after the first release; older tables
 	 * leave it 0 (every call on the home loop).
 	 */
 	uint32_t flags;

@@ -478,8 +478,9 @@ SCSITGT_EXPORT int scsitgt_backend_fault_create(void **bctx_out, uv_loop_t *loop
 	f->ops.get_size = f->inner.get_size ? fault_get_size : NULL;
 	f->ops.resize = f->inner.resize ? fault_resize : NULL;
 	f->ops.detach = f->inner.detach ? fault_detach : NULL;
-	/* as able to run on several loops as what it wraps (see the top). */
-	f->ops.flags = f->inner.flags & SCSITGT_BACKEND_MULTI_LOOP;
+	/* as able to run on several loops as what it wraps (see the top), and as atomic: a rule
+	 * fails a write without passing any of it on, so it stays all or none. */
+	f->ops.flags = f->inner.flags & (SCSITGT_BACKEND_MULTI_LOOP | SCSITGT_BACKEND_ATOMIC_WRITE);
 	f->st.size = sizeof(f->st);
 	*bctx_out = f;
 	return 0;

@@ -138,8 +138,9 @@ static const struct scsitgt_backend_ops null_ops = {
 	.submit = null_submit,
 	.supports = null_supports,
 	.get_lba_status = null_get_lba_status,
-	/* Its context is read-only after open(): any loop may submit at once. */
-	.flags = SCSITGT_BACKEND_MULTI_LOOP,
+	/* Its context is read-only after open(): any loop may submit at once. Nothing is stored,
+	 * so a write is trivially all or none (WRITE ATOMIC (16) is offered). */
+	.flags = SCSITGT_BACKEND_MULTI_LOOP | SCSITGT_BACKEND_ATOMIC_WRITE,
 };
 
 SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_null_ops(void)

@@ -709,7 +709,9 @@ static const struct scsitgt_backend_ops ram_ops = {
 	.submit = ram_submit,
 	.supports = ram_supports,
 	.get_lba_status = ram_get_lba_status,
-	.flags = SCSITGT_BACKEND_MULTI_LOOP,
+	/* ram_write() allocates every chunk before it copies, all under the LUN's lock: a write
+	 * is stored all or none (a process crash loses the whole medium anyway). */
+	.flags = SCSITGT_BACKEND_MULTI_LOOP | SCSITGT_BACKEND_ATOMIC_WRITE,
 };
 
 SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_ram_ops(void)

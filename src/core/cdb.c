@@ -571,7 +571,7 @@ static const struct scsitgt__cdb_def cdb_table[256] = {
 		.usage = { 0x9c, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 			   0xff, 0xff, 0xff, 0xff, GROUP, 0x00 },
 		.field_msb = RW_FIELDS,
-		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE,
+		.flags = SCSITGT__CDB_F_MEDIUM | SCSITGT__CDB_F_WRITE | SCSITGT__CDB_F_ATOMIC,
 		.parse = scsitgt__sbc_parse_write_atomic,
 		.exec = scsitgt__sbc_atomic_exec,
 	},
@@ -748,6 +748,13 @@ const struct scsitgt__cdb_def *scsitgt__cdb_lookup(const uint8_t *cdb, size_t cd
 	return row;
 }
 
+bool scsitgt__cdb_lun_offers(const struct scsitgt__cdb_def *row, const struct scsitgt_lun *lun)
+{
+	/* SBC-4 §4.29: atomic writes only where the backend stores a write all or none. */
+	return !(row->flags & SCSITGT__CDB_F_ATOMIC) || lun == NULL ||
+	       (lun->ops.flags & SCSITGT_BACKEND_ATOMIC_WRITE);
+}
+
 bool scsitgt__cdb_has_sa(uint8_t opcode)
 {
 	return cdb_table[opcode].name != NULL && cdb_table[opcode].has_sa;
@@ -888,6 +895,8 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 	enum scsitgt__sense_reason r;
 
 	row = scsitgt__cdb_lookup(cmd->cdb, cmd->cdb_len);
+	if (row != NULL && !scsitgt__cdb_lun_offers(row, cmd->lun))
+		row = NULL;
 	if (row == NULL) {
 		/* A missing LUN takes precedence over an unknown opcode (SPC-5 §4.5.5.2). */
 		if (cmd->lun == NULL && cmd->cdb_len && cmd->cdb[0] != SPC_INQUIRY)

@@ -35,6 +35,10 @@ enum {
 	 * logical block provisioning (WRITE SAME's UNMAP): elsewhere they are reserved, for the
 	 * reserved-bit check and REPORT SUPPORTED OPERATION CODES alike. */
 	SCSITGT__CDB_F_THIN_BITS = 1u << 7,
+	/* Offered only on LUNs whose backend stores a write all or none
+	 * (SCSITGT_BACKEND_ATOMIC_WRITE; WRITE ATOMIC (16)): elsewhere the opcode is unknown
+	 * (INVALID COMMAND OPERATION CODE) and REPORT SUPPORTED OPERATION CODES leaves it out. */
+	SCSITGT__CDB_F_ATOMIC = 1u << 8,
 };
 
 /*
@@ -100,6 +104,10 @@ struct scsitgt__cdb_def {
 
 /* Look up a CDB's row; NULL if the opcode or service action is unsupported. */
 const struct scsitgt__cdb_def *scsitgt__cdb_lookup(const uint8_t *cdb, size_t cdb_len);
+
+/* Whether @lun (NULL: no LUN) offers @row at all: false for a SCSITGT__CDB_F_ATOMIC row on a
+ * LUN whose backend has no SCSITGT_BACKEND_ATOMIC_WRITE. */
+bool scsitgt__cdb_lun_offers(const struct scsitgt__cdb_def *row, const struct scsitgt_lun *lun);
 
 /*
  * Iterate over every supported row (for REPORT SUPPORTED OPERATION CODES): @i starts at 0;

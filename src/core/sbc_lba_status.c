@@ -293,7 +293,8 @@ void scsitgt__sbc_prefetch(struct scsitgt__cmd *cmd)
 }
 
 /* The VPD B0 fields of the commands above and of sbc_write_same.c / sbc_atomic.c (SBC-4
- * §6.6.3), each advertised only when its command is in the CDB table. */
+ * §6.6.3), each advertised only when its command is in the CDB table; the atomic ones only
+ * when the backend stores writes all or none (SCSITGT_BACKEND_ATOMIC_WRITE), 0 otherwise. */
 void scsitgt__sbc_block_limits(const struct scsitgt_lun *lun, uint8_t *b0)
 {
 	if (scsitgt__cdb_supported(SBC_COMPARE_AND_WRITE, 0))
@@ -304,7 +305,8 @@ void scsitgt__sbc_block_limits(const struct scsitgt_lun *lun, uint8_t *b0)
 		 * last LBA (sbc_write_same.c). */
 		put_be64(&b0[36], lun->limits.max_write_same_blocks);
 	}
-	if (scsitgt__cdb_supported(SBC_WRITE_ATOMIC_16, 0)) {
+	if (scsitgt__cdb_supported(SBC_WRITE_ATOMIC_16, 0) &&
+	    (lun->ops.flags & SCSITGT_BACKEND_ATOMIC_WRITE)) {
 		put_be32(&b0[44], scsitgt__sbc_max_atomic_blocks(lun));
 		/* ATOMIC ALIGNMENT and ATOMIC TRANSFER LENGTH GRANULARITY: a physical block. */
 		put_be32(&b0[48], scsitgt__sbc_atomic_granularity(lun));

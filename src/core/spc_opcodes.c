@@ -52,12 +52,14 @@ enum scsitgt__sense_reason scsitgt__spc_parse_rsoc(struct scsitgt__cmd *cmd)
 	return scsitgt__parse_alloc32(cmd, 6);
 }
 
-/* Rows this LUN offers: SCSITGT__CDB_F_THIN rows need logical block provisioning, the target
- * port group commands ALUA, SPC-2 RESERVE/RELEASE local reservations (what their parse
- * refuses is not listed either). */
+/* Rows this LUN offers: SCSITGT__CDB_F_THIN rows need logical block provisioning,
+ * SCSITGT__CDB_F_ATOMIC rows a backend with atomic writes, the target port group commands
+ * ALUA, SPC-2 RESERVE/RELEASE local reservations (what their parse refuses is not listed
+ * either). */
 static bool rsoc_offered(const struct scsitgt__cmd *cmd, const struct scsitgt__cdb_def *row)
 {
 	return (!(row->flags & SCSITGT__CDB_F_THIN) || scsitgt__sbc_lbpme(cmd->lun)) &&
+	       scsitgt__cdb_lun_offers(row, cmd->lun) &&
 	       scsitgt__alua_offers(cmd->sess->tgt, row) && scsitgt__pr_offers(cmd->lun, row);
 }
 
@@ -126,8 +128,14 @@ static void rsoc_one(struct scsitgt__cmd *cmd, uint8_t opts, bool rctd)
 	 */
 	if (opts == RSOC_OPCODE && has_sa)
 		goto bad_opcode;
-	if (opts == RSOC_OPCODE_SA && !has_sa && scsitgt__cdb_supported(op, 0))
-		goto bad_opcode;
+	if (opts == RSOC_OPCODE_SA && !has_sa) {
+		uint8_t cdb0[2] = { op, 0 };
+		const struct scsitgt__cdb_def *r0 = scsitgt__cdb_lookup(cdb0, sizeof(cdb0));
+
+		/* An opcode this LUN does not offer at all is simply "not supported". */
+		if (r0 != NULL && scsitgt__cdb_lun_offers(r0, cmd->lun))
+			goto bad_opcode;
+	}
 	if (has_sa || opts == RSOC_OPCODE_SA) {
 		/* Service actions are five bits wide (byte 1 bits 4..0) in every row we have. */
 		if (req_sa <= 0x1f) {

@@ -390,6 +390,8 @@ int fake_backend_create(struct fake_backend **out, const struct fake_backend_opt
 	fb->ops.submit = fb_submit;
 	fb->ops.supports = o->no_supports_cb ? NULL : fb_supports;
 	fb->ops.get_lba_status = o->lba_status ? fb_get_lba_status : NULL;
+	/* It stores each write under its lock, all or none, as the RAM backend does. */
+	fb->ops.flags = o->no_atomic_write ? 0 : SCSITGT_BACKEND_ATOMIC_WRITE;
 	*out = fb;
 	return 0;
 }

@@ -31,6 +31,8 @@ struct fake_backend_opts {
 	bool store;	     /* keep data (block_size * num_blocks bytes) */
 	uint32_t supports;   /* (1u << SCSITGT_IO_x) the backend claims, READ/WRITE implied */
 	bool no_supports_cb; /* leave ops.supports NULL */
+	/* ops.flags without SCSITGT_BACKEND_ATOMIC_WRITE (a file-like backend): no WRITE ATOMIC. */
+	bool no_atomic_write;
 	enum fake_mode mode;
 	uv_loop_t *loop; /* required for FAKE_ASYNC */
 	/* Track mapped blocks (needs store): WRITE/WRITE ZEROES map, UNMAP deallocates and
