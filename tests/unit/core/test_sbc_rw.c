@@ -4,6 +4,7 @@
 
 #include "core/cdb.h"
 #include "core/scsi_spec.h"
+#include "core/tmf.h"
 
 static void fill(uint8_t *p, size_t len, uint32_t seed)
 {
@@ -302,6 +303,56 @@ static void test_read_fua_flushes(void **state)
 	tctx_destroy(t);
 }
 
+static void tmf_resp(void *arg, enum scsitgt__tmf_response response)
+{
+	*(int *)arg = (int)response;
+}
+
+/* A READ with FUA aborted while its FLUSH is held: the FLUSH's success sends no READ io, the
+ * command ends aborted and its range is let go (a COMPARE AND WRITE, which waits for every
+ * plain command of the LUN, starts at once). */
+static void test_read_fua_aborted(void **state)
+{
+	struct fake_backend_opts o;
+	struct lf_result r = { 0 };
+	uint8_t cdb[CDB_BUF] = { 0 }, lun[8], dout[2 * 512] = { 0 };
+	struct tctx *t;
+	int resp = -1;
+
+	(void)state;
+	fake_backend_opts_init(&o);
+	o.geo_flags = SCSITGT_GEOMETRY_WRITE_CACHE;
+	o.supports = 1u << SCSITGT_IO_FLUSH;
+	o.mode = FAKE_MANUAL;
+	t = tctx_create(SCSITGT_LUN_WRITE_CACHE, &o);
+	loop_fabric_start(t->lf, 0, cdb, cdb_rw(cdb, SBC_READ_10, 1, 1, 0x08), NULL, 0, &r);
+	assert_int_equal(t->fb->nrecs, 1);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_FLUSH);
+	scsitgt__lun_encode(0, lun);
+	scsitgt__tmf_execute(t->lf->sess, SCSITGT__TMF_ABORT_TASK, lun, r.cmd->tag, tmf_resp,
+			     &resp);
+	fake_backend_complete_pending(t->fb);
+	while (resp == -1)
+		assert_int_not_equal(uv_run(&t->lf->loop, UV_RUN_ONCE), 0);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	assert_true(r.aborted);
+	assert_int_equal(t->fb->nrecs, 1);
+	lf_result_clear(&r);
+	/* SBC-4 §5.3 COMPARE AND WRITE of LBA 1: compare zeros, write zeros */
+	memset(cdb, 0, sizeof(cdb));
+	cdb[0] = 0x89;
+	cdb[9] = 1;
+	cdb[13] = 1;
+	loop_fabric_start(t->lf, 0, cdb, 16, dout, sizeof(dout), &r);
+	assert_int_equal(t->fb->nrecs, 2);
+	assert_int_equal(t->fb->recs[1].type, SCSITGT_IO_READ);
+	fake_backend_complete_pending(t->fb);
+	loop_fabric_wait(t->lf, &r);
+	assert_good(&r);
+	lf_result_clear(&r);
+	tctx_destroy(t);
+}
+
 static void test_read_only(void **state)
 {
 	struct tctx *t = tctx_create(SCSITGT_LUN_READ_ONLY, NULL);
@@ -426,6 +477,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_protect_fields, tctx_setup, tctx_teardown),
 		cmocka_unit_test(test_fua),
 		cmocka_unit_test(test_read_fua_flushes),
+		cmocka_unit_test(test_read_fua_aborted),
 		cmocka_unit_test(test_read_only),
 		cmocka_unit_test(test_write_protect_before_fields),
 		cmocka_unit_test_setup_teardown(test_software_write_protect, tctx_setup,
