@@ -34,8 +34,9 @@ enum scsitgt_io_type {
 	 * for SYNCHRONIZE CACHE and START STOP UNIT whatever the current WCE is (writes cached
 	 * while it was 1 may still be dirty, SBC-4 §5.27), when MODE SELECT turns WCE off,
 	 * after a write sent without FUA that completes once WCE is off, after a WRITE ZEROES
-	 * or UNMAP that must be durable (WCE off; UNMAP of a LUN that reports LBPRZ), and at the
-	 * end of a SANITIZE.
+	 * or UNMAP that must be durable (WCE off; UNMAP of a LUN that reports LBPRZ), before
+	 * the READ io of a READ with FUA (SBC-4: cached blocks go to the medium before they are
+	 * read; the READ io itself carries no FUA), and at the end of a SANITIZE.
 	 */
 	SCSITGT_IO_FLUSH = 2,
 	/**

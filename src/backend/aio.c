@@ -64,6 +64,7 @@
  * - FUA writes carry RWF_DSYNC in iocb->aio_rw_flags (Linux >= 4.13), which makes that one
  *   write durable before its completion is posted. Where the kernel refuses the flag the write
  *   is followed by the FLUSH above before the io completes.
+ * - A READ with FUA arrives as a FLUSH and then a plain READ io (the core's, sbc.c).
  * - write_through opens the file O_DSYNC: every write is durable, there is no volatile cache
  *   to report, FLUSH is not offered and FUA needs nothing.
  *

@@ -50,6 +50,13 @@ unsigned long scsitgt__backend_aio_syncs(void *bctx)
 	return atomic_load_explicit(&ac->syncs, memory_order_relaxed);
 }
 
+unsigned long scsitgt__backend_aio_dsync_writes(void *bctx)
+{
+	struct aio_ctx *ac = bctx;
+
+	return atomic_load_explicit(&ac->dsync_writes, memory_order_relaxed);
+}
+
 unsigned int scsitgt__backend_aio_loop_count(void *bctx)
 {
 	struct aio_ctx *ac = bctx;

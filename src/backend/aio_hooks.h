@@ -31,6 +31,11 @@ unsigned int scsitgt__backend_aio_uring_punting_loops(void *bctx);
  * issued. Any loop. */
 unsigned long scsitgt__backend_aio_syncs(void *bctx);
 
+/* How many writes the context handed to the kernel with RWF_DSYNC in their iocb or SQE (FUA
+ * writes, aio.c "Durability"; each resubmitted remainder of a short one counts again). Any
+ * loop. */
+unsigned long scsitgt__backend_aio_dsync_writes(void *bctx);
+
 /* The next flush-class request of the context (a FLUSH, a FUA write, the flush after a
  * deallocation in write-through mode) that the kernel completes successfully ends with @err
  * (a negative errno) instead, as when a writeback failed. Any loop. */

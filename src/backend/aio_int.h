@@ -165,6 +165,8 @@ struct aio_ctx {
 	atomic_bool fdsync_ok;
 	/* flushes issued (AIO_PHASE_SYNC), for the tests (aio_hooks.h) */
 	atomic_ulong syncs;
+	/* writes handed to the kernel with RWF_DSYNC in their iocb or SQE, for the tests */
+	atomic_ulong dsync_writes;
 	/*
 	 * The first -EIO or -ENOSPC a flush-class request got (aio.c, "Lost writes"; kept by
 	 * aio_req.c): every later FLUSH and FUA write fails with it until the LUN is opened

@@ -56,6 +56,9 @@ static void libaio_issue(struct aio_loop *al, struct aio_req *req)
 			}
 		}
 	}
+	/* read back from the iocb as the kernel gets it (io_prep_*() cleared the flags) */
+	if (req->iocb.aio_rw_flags & RWF_DSYNC)
+		atomic_fetch_add_explicit(&ac->dsync_writes, 1, memory_order_relaxed);
 	io_set_eventfd(&req->iocb, al->lc.efd);
 	req->iocb.data = req;
 

@@ -162,6 +162,10 @@ static void uring_issue(struct aio_loop *al, struct aio_req *req)
 			if (req->used_dsync) {
 				sqe->rw_flags = RWF_DSYNC;
 			}
+			/* read back from the SQE (io_uring_prep_rw() cleared rw_flags) */
+			if (sqe->rw_flags & RWF_DSYNC)
+				atomic_fetch_add_explicit(&ac->dsync_writes, 1,
+							  memory_order_relaxed);
 		}
 		if (!ac->direct && al->uring_punt) {
 			/*

@@ -162,10 +162,14 @@ enum scsitgt__sense_reason scsitgt__sbc_parse_rw(struct scsitgt__cmd *cmd)
 	/*
 	 * SBC-4 READ/WRITE (10): FUA asks for the medium, not a volatile cache. With WCE off
 	 * (SBC-4 §6.5.5 caching page) every write must reach the medium too. A backend without
-	 * cache and without FLUSH is always durable, so FUA is met without telling it.
+	 * cache and without FLUSH is always durable, so FUA is met without telling it. A READ
+	 * keeps the flag only on the command, for a volatile cache: sbc_rw_submit() writes the
+	 * cache back with a FLUSH first, and the READ io goes without it (backend.h).
 	 */
-	if (scsitgt__sbc_has_cache(lun) &&
-	    (fua || (write && (lun->geo.flags & SCSITGT_GEOMETRY_WRITE_CACHE) && !lun->mode.wce)))
+	if (write ? scsitgt__sbc_has_cache(lun) &&
+			    (fua ||
+			     ((lun->geo.flags & SCSITGT_GEOMETRY_WRITE_CACHE) && !lun->mode.wce)) :
+		    fua && scsitgt__sbc_volatile_cache(lun))
 		cmd->io_flags |= SCSITGT_IO_FLAG_FUA;
 	cmd->dir = nblocks == 0 ? SCSITGT__DIR_NONE : write ? SCSITGT__DIR_OUT : SCSITGT__DIR_IN;
 	cmd->xfer_len = nblocks * lun->geo.block_size;
@@ -285,21 +289,55 @@ static void sbc_rw_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 	scsitgt__io_done_complete_cmd(cmd, io, reason);
 }
 
+static void sbc_rw_io(struct scsitgt__cmd *cmd, bool write);
+
+/* The FLUSH before a READ with FUA is back: the read now, or the FLUSH's error. */
+static void sbc_rw_read_flushed(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
+				enum scsitgt__sense_reason reason)
+{
+	if (reason == SCSITGT__SR_OK && !scsitgt__cmd_aborted(cmd)) {
+		sbc_rw_io(cmd, false);
+		return;
+	}
+	scsitgt__range_plain_end(cmd->lun, &cmd->ctx.rw);
+	scsitgt__io_done_complete_cmd(cmd, io,
+				      reason == SCSITGT__SR_OK ? SCSITGT__SR_ABORTED : reason);
+}
+
 static void sbc_rw_submit(struct scsitgt__cmd *cmd)
 {
-	uint32_t flags = cmd->io_flags;
-	struct iovec iov;
 	bool write;
-	int rc;
 
 	if (scsitgt__cmd_aborted(cmd)) {
 		scsitgt__range_plain_end(cmd->lun, &cmd->ctx.rw);
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_ABORTED);
 		return;
 	}
+	write = sbc_is_write(cmd->cdb[0]);
+	/*
+	 * SBC-4 READ (10) FUA: blocks newer in a volatile cache are written to the medium
+	 * before they are read. io_flags has FUA on a READ only for such a cache (parse).
+	 */
+	if (!write && (cmd->io_flags & SCSITGT_IO_FLAG_FUA)) {
+		if (scsitgt__io_submit(cmd, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0,
+				       sbc_rw_read_flushed) < 0) {
+			scsitgt__range_plain_end(cmd->lun, &cmd->ctx.rw);
+			scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
+		}
+		return;
+	}
+	sbc_rw_io(cmd, write);
+}
+
+/* The READ or WRITE io itself; a READ never carries FUA (backend.h). */
+static void sbc_rw_io(struct scsitgt__cmd *cmd, bool write)
+{
+	uint32_t flags = write ? cmd->io_flags : cmd->io_flags & ~SCSITGT_IO_FLAG_FUA;
+	struct iovec iov;
+	int rc;
+
 	iov.iov_base = cmd->buf;
 	iov.iov_len = cmd->xfer_len;
-	write = sbc_is_write(cmd->cdb[0]);
 	/* a plain READ's data goes out untouched: a fabric that sends from any memory lets the
 	 * backend lend its own (scsitgt_io_lend_data()) instead of copying into buf. */
 	if (!write && cmd->sess && cmd->sess->lend_data_in)

@@ -319,6 +319,39 @@ static void test_write_through_dealloc_durable(void **state)
 	}
 }
 
+/*
+ * A FUA write reaches the kernel with RWF_DSYNC in the iocb (libaio) or SQE (io_uring) the
+ * engine builds, a plain write or a read without it, O_DIRECT and buffered alike (reviewg
+ * C1). The file's bytes cannot tell (the page cache serves them either way) and the flag
+ * needs no flush of its own (syncs stays): the hook reads what the kernel is handed.
+ */
+static void test_fua_write_dsync(void **state)
+{
+	(void)state;
+	for (int direct = 0; direct < 2; direct++) {
+		struct fx *f = fx_new();
+		uint8_t *buf = aligned_buf(8 * 512);
+		unsigned long dsync, syncs;
+
+		fx_file(f, "/var/tmp", MiB);
+		f->o.direct = direct;
+		assert_int_equal(fx_lun(f, 512, 0, 0), 0);
+		aio_test_pattern(buf, 8 * 512, 60 + (uint32_t)direct);
+		dsync = scsitgt__backend_aio_dsync_writes(f->bctx);
+		syncs = scsitgt__backend_aio_syncs(f->bctx);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, 8, buf, 0), SCSITGT__SR_OK);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 0, 8, buf, 0), SCSITGT__SR_OK);
+		assert_int_equal(scsitgt__backend_aio_dsync_writes(f->bctx), dsync);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 8, 8, buf, SCSITGT_IO_FLAG_FUA),
+				 SCSITGT__SR_OK);
+		assert_int_equal(scsitgt__backend_aio_dsync_writes(f->bctx) - dsync, 1);
+		assert_int_equal(scsitgt__backend_aio_syncs(f->bctx), syncs);
+		assert_file_equals(f, 8 * 512, buf, 8 * 512);
+		free(buf);
+		fx_free(f);
+	}
+}
+
 static void test_read_only(void **state)
 {
 	struct fx *f = fx_new();
@@ -1046,6 +1079,7 @@ int main(void)
 		cmocka_unit_test(test_tmpfs_buffered),
 		cmocka_unit_test(test_write_through),
 		cmocka_unit_test(test_write_through_dealloc_durable),
+		cmocka_unit_test(test_fua_write_dsync),
 		cmocka_unit_test(test_read_only),
 		cmocka_unit_test(test_thin_file),
 		cmocka_unit_test(test_thin_tmpfs),

@@ -12,6 +12,7 @@
 #include "test_util.h"
 
 #include "aio_test_util.h"
+#include "backend/aio_hooks.h"
 #include "core/scsi_spec.h"
 #include "libscsitgt/backend_aio.h"
 
@@ -101,6 +102,34 @@ static void test_rw_fua_sync(void **state)
 	r = run(s, AIO_LUN, cdb_sync_cache10(s->cdb, 0, 0, false), NULL, 0);
 	assert_good(r);
 	assert_true(aio_test_file_equals(s->path, 100 * 512, data, sizeof(data)));
+}
+
+/*
+ * SBC-4 READ (10) FUA on a file LUN with a write cache (page cache): the cached blocks are
+ * written back (a flush the backend issues) before the read, and the read is no FUA write;
+ * a READ without FUA costs no flush (reviewg F1).
+ */
+static void test_read_fua_flushes(void **state)
+{
+	struct sctx *s = *state;
+	uint8_t data[8 * 512];
+	unsigned long syncs, dsync;
+	struct lf_result *r;
+
+	aio_test_pattern(data, sizeof(data), 23);
+	r = run(s, AIO_LUN, cdb_rw(s->cdb, SBC_WRITE_10, 200, 8, 0), data, sizeof(data));
+	assert_good(r);
+	syncs = scsitgt__backend_aio_syncs(s->bctx);
+	dsync = scsitgt__backend_aio_dsync_writes(s->bctx);
+	r = run(s, AIO_LUN, cdb_rw(s->cdb, SBC_READ_10, 200, 8, 0), NULL, 0);
+	assert_good(r);
+	assert_int_equal(scsitgt__backend_aio_syncs(s->bctx), syncs);
+	r = run(s, AIO_LUN, cdb_rw(s->cdb, SBC_READ_10, 200, 8, 0x08), NULL, 0);
+	assert_good(r);
+	assert_int_equal(r->data_len, sizeof(data));
+	assert_memory_equal(r->data, data, sizeof(data));
+	assert_int_equal(scsitgt__backend_aio_syncs(s->bctx) - syncs, 1);
+	assert_int_equal(scsitgt__backend_aio_dsync_writes(s->bctx), dsync);
 }
 
 static void test_capacity(void **state)
@@ -214,6 +243,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_rw_fua_sync, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_fua_flushes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_capacity, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_medium_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resize_medium, setup, teardown),

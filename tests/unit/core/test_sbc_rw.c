@@ -4,6 +4,7 @@
 
 #include "core/cdb.h"
 #include "core/scsi_spec.h"
+#include "core/tmf.h"
 
 static void fill(uint8_t *p, size_t len, uint32_t seed)
 {
@@ -215,7 +216,7 @@ static void test_fua(void **state)
 	assert_true(t->lun->mode.wce);
 	assert_int_equal(io_flags_of(t, SBC_WRITE_10, 0x08), SCSITGT_IO_FLAG_FUA);
 	assert_int_equal(io_flags_of(t, SBC_WRITE_16, 0x18), SCSITGT_IO_FLAG_FUA);
-	assert_int_equal(io_flags_of(t, SBC_READ_12, 0x08), SCSITGT_IO_FLAG_FUA);
+	assert_int_equal(io_flags_of(t, SBC_READ_12, 0x08), 0); /* test_read_fua_flushes */
 	assert_int_equal(io_flags_of(t, SBC_WRITE_10, 0x00), 0);
 	assert_int_equal(io_flags_of(t, SBC_WRITE_6, 0x00), 0);
 	/* WCE 0 on a cached backend: every write must be durable. */
@@ -230,6 +231,125 @@ static void test_fua(void **state)
 	assert_false(t->lun->mode.wce);
 	assert_int_equal(io_flags_of(t, SBC_WRITE_10, 0x08), 0);
 	assert_int_equal(io_flags_of(t, SBC_READ_10, 0x08), 0);
+	tctx_destroy(t);
+}
+
+/* The ios the last command sent, in order, from record @from on. */
+static void assert_ios(struct tctx *t, size_t from, const enum scsitgt_io_type *types, size_t n)
+{
+	assert_int_equal(t->fb->nrecs - from, n);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(t->fb->recs[from + i].type, types[i]);
+		/* backend.h: FUA only on WRITE and WRITE SAME */
+		if (types[i] != SCSITGT_IO_WRITE)
+			assert_int_equal(t->fb->recs[from + i].flags & SCSITGT_IO_FLAG_FUA, 0);
+	}
+}
+
+/*
+ * SBC-4 READ (10)/(12)/(16) FUA: cached blocks are written to the medium before they are
+ * read. On a volatile cache the core sends a FLUSH and then the READ io, without FUA; a READ
+ * without FUA, or on a LUN with no volatile cache, is the READ io alone.
+ */
+static void test_read_fua_flushes(void **state)
+{
+	static const enum scsitgt_io_type flush_read[] = { SCSITGT_IO_FLUSH, SCSITGT_IO_READ };
+	static const enum scsitgt_io_type read_only[] = { SCSITGT_IO_READ };
+	static const uint8_t ops[] = { SBC_READ_10, SBC_READ_12, SBC_READ_16 };
+	uint8_t buf[512] = { 0 }, want[512];
+	struct lf_result *r;
+	struct tctx *t;
+	size_t from;
+
+	(void)state;
+	t = cache_lun(SCSITGT_LUN_WRITE_CACHE, SCSITGT_GEOMETRY_WRITE_CACHE,
+		      1u << SCSITGT_IO_FLUSH);
+	fill(want, sizeof(want), 7);
+	r = tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_10, 1, 1, 0), want, sizeof(want));
+	assert_good(r);
+	for (size_t i = 0; i < sizeof(ops); i++) {
+		from = t->fb->nrecs;
+		memset(buf, 0, sizeof(buf));
+		r = tctx_run_lun(t, 0, cdb_rw(t->cdb, ops[i], 1, 1, 0x08), buf, sizeof(buf));
+		assert_good(r);
+		assert_ios(t, from, flush_read, 2);
+		assert_int_equal(r->data_len, sizeof(want));
+		assert_memory_equal(r->data, want, sizeof(want));
+	}
+	/* WCE 0 too: a write cached while it was 1 may still be dirty (backend.h FLUSH). */
+	t->lun->mode.wce = false;
+	from = t->fb->nrecs;
+	assert_good(tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_READ_10, 1, 1, 0x08), buf, sizeof(buf)));
+	assert_ios(t, from, flush_read, 2);
+	t->lun->mode.wce = true;
+	/* No cost without FUA. */
+	from = t->fb->nrecs;
+	assert_good(tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_READ_10, 1, 1, 0), buf, sizeof(buf)));
+	assert_ios(t, from, read_only, 1);
+	/* A FLUSH that fails fails the READ (not on the medium), and no READ io goes. */
+	fake_backend_fail_type(t->fb, SCSITGT_IO_FLUSH, -EIO, 1);
+	from = t->fb->nrecs;
+	r = tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_READ_16, 1, 1, 0x08), buf, sizeof(buf));
+	assert_sense(r, 0x3, 0x0c, 0x00); /* MEDIUM ERROR, WRITE ERROR: the FLUSH's */
+	assert_int_equal(r->data_len, 0);
+	assert_ios(t, from, flush_read, 1);
+	tctx_destroy(t);
+
+	/* No volatile cache (no FLUSH): FUA is met as it is, the READ io alone. */
+	t = cache_lun(0, 0, 0);
+	from = t->fb->nrecs;
+	assert_good(tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_READ_10, 1, 1, 0x08), buf, sizeof(buf)));
+	assert_ios(t, from, read_only, 1);
+	tctx_destroy(t);
+}
+
+static void tmf_resp(void *arg, enum scsitgt__tmf_response response)
+{
+	*(int *)arg = (int)response;
+}
+
+/* A READ with FUA aborted while its FLUSH is held: the FLUSH's success sends no READ io, the
+ * command ends aborted and its range is let go (a COMPARE AND WRITE, which waits for every
+ * plain command of the LUN, starts at once). */
+static void test_read_fua_aborted(void **state)
+{
+	struct fake_backend_opts o;
+	struct lf_result r = { 0 };
+	uint8_t cdb[CDB_BUF] = { 0 }, lun[8], dout[2 * 512] = { 0 };
+	struct tctx *t;
+	int resp = -1;
+
+	(void)state;
+	fake_backend_opts_init(&o);
+	o.geo_flags = SCSITGT_GEOMETRY_WRITE_CACHE;
+	o.supports = 1u << SCSITGT_IO_FLUSH;
+	o.mode = FAKE_MANUAL;
+	t = tctx_create(SCSITGT_LUN_WRITE_CACHE, &o);
+	loop_fabric_start(t->lf, 0, cdb, cdb_rw(cdb, SBC_READ_10, 1, 1, 0x08), NULL, 0, &r);
+	assert_int_equal(t->fb->nrecs, 1);
+	assert_int_equal(t->fb->recs[0].type, SCSITGT_IO_FLUSH);
+	scsitgt__lun_encode(0, lun);
+	scsitgt__tmf_execute(t->lf->sess, SCSITGT__TMF_ABORT_TASK, lun, r.cmd->tag, tmf_resp,
+			     &resp);
+	fake_backend_complete_pending(t->fb);
+	while (resp == -1)
+		assert_int_not_equal(uv_run(&t->lf->loop, UV_RUN_ONCE), 0);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	assert_true(r.aborted);
+	assert_int_equal(t->fb->nrecs, 1);
+	lf_result_clear(&r);
+	/* SBC-4 §5.3 COMPARE AND WRITE of LBA 1: compare zeros, write zeros */
+	memset(cdb, 0, sizeof(cdb));
+	cdb[0] = 0x89;
+	cdb[9] = 1;
+	cdb[13] = 1;
+	loop_fabric_start(t->lf, 0, cdb, 16, dout, sizeof(dout), &r);
+	assert_int_equal(t->fb->nrecs, 2);
+	assert_int_equal(t->fb->recs[1].type, SCSITGT_IO_READ);
+	fake_backend_complete_pending(t->fb);
+	loop_fabric_wait(t->lf, &r);
+	assert_good(&r);
+	lf_result_clear(&r);
 	tctx_destroy(t);
 }
 
@@ -356,6 +476,8 @@ int main(void)
 		cmocka_unit_test(test_transfer_too_large),
 		cmocka_unit_test_setup_teardown(test_protect_fields, tctx_setup, tctx_teardown),
 		cmocka_unit_test(test_fua),
+		cmocka_unit_test(test_read_fua_flushes),
+		cmocka_unit_test(test_read_fua_aborted),
 		cmocka_unit_test(test_read_only),
 		cmocka_unit_test(test_write_protect_before_fields),
 		cmocka_unit_test_setup_teardown(test_software_write_protect, tctx_setup,
