@@ -9,6 +9,22 @@
  * eventfd and its poll handle), made at its first submit and torn down on that loop by
  * close().
  *
+ * A LUN smaller than its medium: a LUN created with num_blocks below what the file or device
+ * holds uses only those first blocks, and keeps that limit: reading the size again
+ * (scsitgt_backend_aio_resize(), scsitgt_lun_resize_medium() with 0) follows the medium when it
+ * shrinks below the limit, and back up to it, but never past it. The library cannot tell free
+ * space from what the host keeps after the LUN (a trailer of its own metadata, another LUN's
+ * part of the device): growing on its own would hand those blocks to initiators, which may
+ * write them. The host moves the limit by asking for a size (scsitgt_lun_resize_medium() with
+ * num_blocks): within the medium only the limit moves, the file or device is left as it is;
+ * past its end a file grows to that size and the LUN is the whole file from then on. A LUN
+ * made the size of its medium (num_blocks 0 or equal) follows the medium both ways.
+ *
+ * When the medium shrank under the LUN's capacity (the core kept the capacity because of
+ * blocks in use, or was not told yet), ios past the medium's end fail with MEDIUM ERROR (a
+ * WRITE with WRITE ERROR), as reads past the end of a file do, never LOGICAL BLOCK ADDRESS
+ * OUT OF RANGE, which READ CAPACITY would contradict.
+ *
  * When the library is built without libaio the functions still exist and return -ENOTSUP
  * (scsitgt_backend_aio_ops() then returns NULL).
  */
@@ -184,7 +200,8 @@ SCSITGT_EXPORT int scsitgt_backend_aio_create(void **bctx_out,
 
 /**
  * Read the size of the file or device again (after it grew or shrank) and adopt it: later ios
- * are checked against the new capacity. The core is not told; scsitgt_lun_resize_medium() does
+ * are checked against the new capacity (at most the num_blocks of a LUN created smaller than
+ * its medium, see the top of this file). The core is not told; scsitgt_lun_resize_medium() does
  * both in one step (it calls this through the backend's get_size() op, or grows or shrinks a
  * file through resize(), and raises CAPACITY DATA HAS CHANGED).
  *

@@ -693,6 +693,8 @@ static int aio_open(void *bctx, struct scsitgt_lun_geometry *geo)
 		return rc;
 	}
 	ac->block_size = bs;
+	/* A LUN asked smaller than its medium stays that part of it (backend_aio.h). */
+	ac->limit_blocks = blocks < bytes / bs ? blocks : 0;
 	atomic_store_explicit(&ac->num_blocks, blocks, memory_order_relaxed);
 	ac->opened = true;
 	scsitgt__log(&ac->log, SCSITGT_LOG_INFO, AIO_SUBSYS,
@@ -927,10 +929,15 @@ static void aio_submit(void *bctx, struct scsitgt_io *io)
 		scsitgt__aio_req_finish(ac, req, -EIO);
 		return;
 	}
-	/* The core checks ranges; a resize may have shrunk the medium since. */
+	/*
+	 * The core checked the range against the LUN's capacity: past the medium's end here
+	 * means the medium shrank under it (read back by get_size, kept by the core because of
+	 * blocks in use, or not told the core yet). The blocks the LUN reports cannot be read or
+	 * written: MEDIUM ERROR, as a read past the end of the file gives anyway, never an LBA
+	 * OUT OF RANGE that READ CAPACITY contradicts, nor a write that grows the file again.
+	 */
 	if (lba > num_blocks || nblocks > num_blocks - lba) {
-		/* SBC-4: ILLEGAL REQUEST, LOGICAL BLOCK ADDRESS OUT OF RANGE. */
-		scsitgt_io_complete_sense(io, 0x05, 0x21, 0x00);
+		scsitgt__aio_req_finish(ac, req, -EIO);
 		return;
 	}
 	if (type != SCSITGT_IO_READ && ac->read_only) {
@@ -1062,7 +1069,11 @@ static int aio_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out
 	off_t off, data, hole;
 
 	if (lba >= num_blocks) {
-		return -EINVAL;
+		/* Past the medium's end (aio_submit): mapped to the LUN's end (the core bounds
+		 * it), the answer that promises nothing. */
+		*num_blocks_out = UINT64_MAX;
+		*mapped_out = true;
+		return 0;
 	}
 	rest = num_blocks - lba;
 	*num_blocks_out = rest;
@@ -1100,11 +1111,28 @@ static int aio_get_size(void *bctx, uint64_t *num_blocks_out)
 	return scsitgt_backend_aio_resize(bctx, num_blocks_out);
 }
 
-/* Grow or shrink a regular file to @num_blocks; a block device is resized by its owner. */
+/*
+ * Grow or shrink a regular file to @num_blocks; a block device is resized by its owner. A LUN
+ * smaller than its medium moves its limit instead while @num_blocks fits in the medium (the
+ * rest, e.g. the host's trailer, is left alone); past the medium's end a file grows and the
+ * LUN is the whole of it from then on.
+ */
 static int aio_resize(void *bctx, uint64_t num_blocks)
 {
 	struct aio_ctx *ac = bctx;
+	uint64_t bytes;
+	int rc;
 
+	if (ac->limit_blocks != 0) {
+		rc = aio_medium_bytes(ac, &bytes);
+		if (rc < 0) {
+			return rc;
+		}
+		if (num_blocks <= bytes / ac->block_size) {
+			ac->limit_blocks = num_blocks < bytes / ac->block_size ? num_blocks : 0;
+			return scsitgt_backend_aio_resize(bctx, NULL);
+		}
+	}
 	if (ac->blockdev) {
 		return -ENOTSUP;
 	}
@@ -1114,6 +1142,7 @@ static int aio_resize(void *bctx, uint64_t num_blocks)
 	if (ftruncate(ac->fd, (off_t)(num_blocks * ac->block_size)) < 0) {
 		return -errno;
 	}
+	ac->limit_blocks = 0;
 	return scsitgt_backend_aio_resize(bctx, NULL);
 }
 
@@ -1163,6 +1192,7 @@ SCSITGT_EXPORT int scsitgt_backend_aio_resize(void *bctx, uint64_t *num_blocks_o
 {
 	struct aio_ctx *ac = bctx;
 	uint64_t bytes;
+	uint64_t blocks;
 	uint64_t old;
 	int rc;
 
@@ -1173,19 +1203,24 @@ SCSITGT_EXPORT int scsitgt_backend_aio_resize(void *bctx, uint64_t *num_blocks_o
 	if (rc < 0) {
 		return rc;
 	}
-	if (bytes / ac->block_size == 0) {
+	blocks = bytes / ac->block_size;
+	if (blocks == 0) {
 		return -EINVAL;
 	}
+	if (ac->limit_blocks != 0 && blocks > ac->limit_blocks) {
+		/* A LUN smaller than its medium does not follow its growth (backend_aio.h). */
+		blocks = ac->limit_blocks;
+	}
 	old = atomic_load_explicit(&ac->num_blocks, memory_order_relaxed);
-	if (bytes / ac->block_size != old) {
+	if (blocks != old) {
 		scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
 			     "%s: capacity %" PRIu64 " -> %" PRIu64 " blocks", ac->path, old,
-			     bytes / ac->block_size);
+			     blocks);
 	}
 	/* Read by every loop's submit and GET LBA STATUS. */
-	atomic_store_explicit(&ac->num_blocks, bytes / ac->block_size, memory_order_relaxed);
+	atomic_store_explicit(&ac->num_blocks, blocks, memory_order_relaxed);
 	if (num_blocks_out) {
-		*num_blocks_out = bytes / ac->block_size;
+		*num_blocks_out = blocks;
 	}
 	return 0;
 }

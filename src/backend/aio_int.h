@@ -156,8 +156,13 @@ struct aio_ctx {
 	uint32_t dev_pbs;
 	bool opened;
 	uint32_t block_size;
-	/* Written on home (resize), read on every loop. */
+	/* The blocks of the medium the LUN may use: the medium's, at most limit_blocks. Written
+	 * on home (open, get_size, resize), read on every loop; an io past it fails MEDIUM ERROR
+	 * (aio_submit). */
 	_Atomic uint64_t num_blocks;
+	/* The LUN's num_blocks given at open when it was below the medium's (0: the whole
+	 * medium); moved only by resize() (backend_aio.h, "A LUN smaller than its medium"). */
+	uint64_t limit_blocks;
 	bool can_unmap;
 	bool can_write_zeroes;
 	/* What the kernel turned out to accept (assumed until refused, on any loop). */

@@ -239,6 +239,113 @@ static void test_resize_medium(void **state)
 	assert_int_equal(scsitgt_lun_resize_medium(NULL, 0, 0, NULL), -EINVAL);
 }
 
+/* A LUN of the first PART_BLOCKS blocks of its file: read back, it keeps to them (reviewg F2). */
+#define PART_LUN 2
+#define PART_BLOCKS 1000
+
+static struct scsitgt_lun *part_lun_create(struct sctx *s, const char *path)
+{
+	struct scsitgt_backend_aio_opts ao;
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_lun *lun;
+	void *bctx;
+
+	aio_test_opts(&ao, &s->lf->loop, path);
+	assert_int_equal(scsitgt_backend_aio_create(&bctx, &ao), 0);
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.id = PART_LUN;
+	lo.block_size = 512;
+	lo.num_blocks = PART_BLOCKS;
+	lo.backend = scsitgt_backend_aio_ops();
+	lo.backend_ctx = bctx;
+	assert_int_equal(scsitgt_lun_create(&lun, s->lf->tgt, &lo), 0);
+	return lun;
+}
+
+static void assert_last_lba(struct sctx *s, uint64_t last)
+{
+	struct lf_result *r = run(s, PART_LUN, cdb_read_capacity16(s->cdb, 32), NULL, 0);
+
+	if (r->status != 0) {
+		/* CAPACITY DATA HAS CHANGED, once. */
+		assert_sense(r, SENSE_UNIT_ATTENTION, 0x2a, 0x09);
+		r = run(s, PART_LUN, cdb_read_capacity16(s->cdb, 32), NULL, 0);
+	}
+	assert_good(r);
+	assert_int_equal(get_be64(&r->data[0]), last);
+}
+
+/*
+ * A LUN created smaller than its file: reading the size back never exposes the rest of the
+ * file (the host's trailer), follows a shrink and grows back up to its size only; a size asked
+ * for within the file moves the limit without touching the file, past its end grows the file.
+ * A medium that shrank under a capacity the core kept (-EBUSY) answers MEDIUM ERROR, which
+ * READ CAPACITY does not contradict, and a write there does not grow the file again.
+ */
+static void test_resize_medium_part(void **state)
+{
+	struct sctx *s = *state;
+	char *path = aio_test_file("/var/tmp", FILE_BYTES);
+	struct scsitgt_lun *lun;
+	uint8_t data[4 * 512];
+	struct lf_result *r;
+	uint64_t n = 0;
+
+	assert_non_null(path);
+	lun = part_lun_create(s, path);
+	assert_last_lba(s, PART_BLOCKS - 1);
+	/* Read back: the file holds 2048 blocks, the LUN stays at 1000. */
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 0, 0, &n), 0);
+	assert_int_equal(n, PART_BLOCKS);
+	assert_last_lba(s, PART_BLOCKS - 1);
+	/* The file grows: still 1000. */
+	assert_int_equal(truncate(path, 2 * FILE_BYTES), 0);
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 0, 0, &n), 0);
+	assert_int_equal(n, PART_BLOCKS);
+	r = run(s, PART_LUN, cdb_rw(s->cdb, SBC_READ_16, PART_BLOCKS, 1, 0), NULL, 0);
+	assert_sense(r, SENSE_ILLEGAL_REQUEST, 0x21, 0x00);
+
+	/* Shrunk below the blocks in use: the capacity is kept, what is gone is a medium
+	 * error (the read straddling the end brings the blocks still there). */
+	assert_int_equal(truncate(path, 800 * 512), 0);
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 0, 900, &n), -EBUSY);
+	assert_int_equal(n, PART_BLOCKS);
+	assert_last_lba(s, PART_BLOCKS - 1);
+	r = run(s, PART_LUN, cdb_rw(s->cdb, SBC_READ_10, 900, 4, 0), NULL, 0);
+	assert_sense(r, 0x3, 0x11, 0x00);
+	aio_test_pattern(data, sizeof(data), 25);
+	r = run(s, PART_LUN, cdb_rw(s->cdb, SBC_WRITE_10, 900, 4, 0), data, sizeof(data));
+	assert_sense(r, 0x3, 0x0c, 0x00);
+	assert_int_equal(file_size(path), 800 * 512);
+	r = run(s, PART_LUN, cdb_rw(s->cdb, SBC_READ_10, 796, 4, 0), NULL, 0);
+	assert_good(r);
+
+	/* Grown back: up to the LUN's size again, not past it. */
+	assert_int_equal(truncate(path, 2 * FILE_BYTES), 0);
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 0, 0, &n), 0);
+	assert_int_equal(n, PART_BLOCKS);
+	r = run(s, PART_LUN, cdb_rw(s->cdb, SBC_WRITE_10, 900, 4, 0), data, sizeof(data));
+	assert_good(r);
+
+	/* Asked for within the file: the limit moves, the file stays. */
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 1500, 0, &n), 0);
+	assert_int_equal(n, 1500);
+	assert_int_equal(file_size(path), 2 * FILE_BYTES);
+	assert_last_lba(s, 1499);
+	assert_int_equal(truncate(path, 3 * FILE_BYTES), 0);
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 0, 0, &n), 0);
+	assert_int_equal(n, 1500);
+	/* Past the file's end: the file grows, and the LUN is all of it from then on. */
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 7000, 0, &n), 0);
+	assert_int_equal(n, 7000);
+	assert_int_equal(file_size(path), 7000 * 512);
+	assert_int_equal(truncate(path, 8000 * 512), 0);
+	assert_int_equal(scsitgt_lun_resize_medium(lun, 0, 0, &n), 0);
+	assert_int_equal(n, 8000);
+	assert_last_lba(s, 7999);
+	aio_test_file_remove(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +354,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_capacity, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_medium_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resize_medium, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resize_medium_part, setup, teardown),
 	};
 
 	aio_test_engine_require();
