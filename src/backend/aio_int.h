@@ -54,6 +54,9 @@ struct aio_req {
 	bool sync_after;
 	/* The iocb carried RWF_DSYNC. */
 	bool used_dsync;
+	/* io_uring: the write came back -EINVAL / -EOPNOTSUPP with RWF_DSYNC and goes again
+	 * without it: its success proves the flag refused (scsitgt__aio_req_event). */
+	bool dsync_probe;
 	/* Byte range of the io and how much of it is done. */
 	uint64_t off;
 	size_t len;
@@ -219,7 +222,10 @@ bool scsitgt__aio_iov_usable(const struct aio_ctx *ac, const struct iovec *iov, 
 			     size_t len);
 /* One kernel completion with result @res (bytes, or a negative errno). */
 void scsitgt__aio_req_event(struct aio_loop *al, struct aio_req *req, long res);
-/* The kernel refuses RWF_DSYNC: this write and later FUA writes are followed by a flush. */
+/* The kernel refuses RWF_DSYNC: later FUA writes are followed by a flush (logged once). */
+void scsitgt__aio_dsync_refused(struct aio_ctx *ac);
+/* RWF_DSYNC refused at submission: this write goes again, followed by a flush, and so do later
+ * FUA writes. */
 void scsitgt__aio_req_dsync_refused(struct aio_loop *al, struct aio_req *req);
 /* Synchronous fdatasync on the loop: the documented fallback of old kernels. */
 void scsitgt__aio_req_sync_now(struct aio_ctx *ac, struct aio_req *req);

@@ -156,15 +156,20 @@ void scsitgt__aio_req_park(struct aio_loop *al, struct aio_req *req, bool front)
 	}
 }
 
+void scsitgt__aio_dsync_refused(struct aio_ctx *ac)
+{
+	if (atomic_exchange_explicit(&ac->rwf_dsync_ok, false, memory_order_relaxed)) {
+		scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
+			     "%s: kernel refuses RWF_DSYNC; FUA writes are followed by a flush",
+			     ac->path);
+	}
+}
+
 void scsitgt__aio_req_dsync_refused(struct aio_loop *al, struct aio_req *req)
 {
-	struct aio_ctx *ac = al->ac;
-
-	atomic_store_explicit(&ac->rwf_dsync_ok, false, memory_order_relaxed);
+	scsitgt__aio_dsync_refused(al->ac);
 	req->used_dsync = false;
 	req->sync_after = true;
-	scsitgt__log(&ac->log, SCSITGT_LOG_NOTICE, AIO_SUBSYS,
-		     "%s: kernel refuses RWF_DSYNC; FUA writes are followed by a flush", ac->path);
 	aio_req_issue(al, req);
 }
 
@@ -289,9 +294,23 @@ void scsitgt__aio_req_event(struct aio_loop *al, struct aio_req *req, long res)
 	}
 	if ((res == -EINVAL || res == -EOPNOTSUPP) && req->used_dsync &&
 	    ac->engine->dsync_refused_in_completion) {
-		/* io_uring reports a refused RWF_DSYNC in the completion. */
-		scsitgt__aio_req_dsync_refused(al, req);
+		/*
+		 * io_uring reports a refused RWF_DSYNC in the completion, but so it does anything
+		 * else wrong with the write (an O_DIRECT alignment the kernel refuses). The same
+		 * write goes again without the flag, followed by a flush: only its success shows
+		 * that the flag was refused and turns it off for the LUN (reviewg F4).
+		 */
+		req->used_dsync = false;
+		req->sync_after = true;
+		req->dsync_probe = true;
+		aio_req_issue(al, req);
 		return;
+	}
+	if (req->dsync_probe) {
+		req->dsync_probe = false;
+		if (res > 0) {
+			scsitgt__aio_dsync_refused(ac);
+		}
 	}
 	if (res < 0) {
 		scsitgt__aio_req_finish(ac, req, (int)res);
