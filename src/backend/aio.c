@@ -1097,8 +1097,13 @@ static int aio_get_lba_status(void *bctx, uint64_t lba, uint64_t *num_blocks_out
 		*num_blocks_out = n < rest ? n : rest;
 		return 0;
 	}
-	hole = lseek(ac->fd, off, SEEK_HOLE);
-	if (hole > off) {
+	/*
+	 * Data within the block: mapped, up to the block holding the next hole's start. From
+	 * data, not off: where off lies in a hole (a file system block smaller than the LUN's,
+	 * the data starting inside the LUN block), SEEK_HOLE from off answers off itself.
+	 */
+	hole = lseek(ac->fd, data, SEEK_HOLE);
+	if (hole > data) {
 		uint64_t n = ((uint64_t)(hole - off) + bs - 1) / bs;
 
 		*num_blocks_out = n < rest ? n : rest;

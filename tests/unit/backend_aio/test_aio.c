@@ -1067,6 +1067,50 @@ static void test_thin_sparse(void **state)
 	fx_free(f);
 }
 
+/*
+ * UNMAP of one 512-byte block inside a 4 KiB file system block (reviewg C5): the file system
+ * cannot free part of its block, so it zeroes that part in place. The LUN reports LBPRZ: the
+ * block reads zeros, its neighbours keep their data, and GET LBA STATUS calls the block mapped
+ * (its file system block is still allocated), which SBC-4 allows after an UNMAP.
+ */
+static void test_unmap_partial_fs_block(void **state)
+{
+	struct fx *f = fx_new();
+	uint8_t *buf = aligned_buf(8 * 512);
+	uint8_t *back = aligned_buf(8 * 512);
+	struct statfs sfs;
+	uint64_t n = 0;
+	bool mapped = false;
+
+	(void)state;
+	fx_file(f, "/var/tmp", MiB);
+	assert_int_equal(fx_lun(f, 512, 0, SCSITGT_LUN_THIN), 0);
+	assert_int_equal(statfs(f->path, &sfs), 0);
+	if (!f->ops->supports(f->bctx, SCSITGT_IO_UNMAP) || sfs.f_bsize < 4096) {
+		print_message("%s: no hole punching or blocks below 4 KiB: skipped\n", f->path);
+		free(buf);
+		free(back);
+		fx_free(f);
+		skip();
+		return;
+	}
+	aio_test_pattern(buf, 8 * 512, 90);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, 8, buf, SCSITGT_IO_FLAG_FUA),
+			 SCSITGT__SR_OK);
+	assert_true(fx_geo(f).flags & SCSITGT_GEOMETRY_LBPRZ);
+	assert_int_equal(fx_io(f, SCSITGT_IO_UNMAP, 3, 1, NULL, 0, 0, NULL), SCSITGT__SR_OK);
+	assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 0, 8, back, 0), SCSITGT__SR_OK);
+	memset(buf + 3 * 512, 0, 512);
+	assert_memory_equal(back, buf, 8 * 512);
+	assert_file_equals(f, 0, buf, 8 * 512);
+	assert_int_equal(f->ops->get_lba_status(f->bctx, 3, &n, &mapped), 0);
+	assert_true(mapped);
+	assert_int_equal(n, 5);
+	free(buf);
+	free(back);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1096,6 +1140,7 @@ int main(void)
 		cmocka_unit_test(test_engine_choice),
 		cmocka_unit_test(test_uring_async),
 		cmocka_unit_test(test_thin_sparse),
+		cmocka_unit_test(test_unmap_partial_fs_block),
 	};
 
 	aio_test_engine_require();

@@ -6,6 +6,7 @@
  * (aio_test_fx.h): ios through the core's io path, checked as sense reasons.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -142,6 +143,111 @@ static void test_block_device(void **state)
 		harness_fini(&f->h);
 		loop_detach();
 		harness_init(&f->h);
+	}
+	fx_free(f);
+}
+
+/* The mount point of test_lba_status_small_fs_blocks, released by its teardown. */
+static char fs_mnt[64];
+
+static int small_fs_teardown(void **state)
+{
+	char cmdline[160];
+
+	if (fs_mnt[0] != '\0') {
+		snprintf(cmdline, sizeof(cmdline), "umount -l '%s' 2>&1", fs_mnt);
+		(void)run_cmd(cmdline, NULL, 0);
+		(void)rmdir(fs_mnt);
+		fs_mnt[0] = '\0';
+	}
+	return loop_teardown(state);
+}
+
+/* Write @len bytes of @seed's pattern at byte @off of @path, straight into the file. */
+static void file_put(const char *path, off_t off, size_t len, uint32_t seed)
+{
+	uint8_t buf[4096];
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0 && len <= sizeof(buf));
+	aio_test_pattern(buf, len, seed);
+	assert_int_equal(pwrite(fd, buf, len, off), (ssize_t)len);
+	assert_int_equal(fsync(fd), 0);
+	close(fd);
+}
+
+/*
+ * GET LBA STATUS of a file whose file system allocates in blocks smaller than the LUN's (ext4
+ * with 1 KiB blocks, 4 KiB LUN blocks), on a loop device (root, losetup, mkfs.ext4; skipped
+ * otherwise). A LUN block whose data starts inside it is one mapped block, followed by the
+ * deallocated ones, not mapped to the end of the LUN (reviewg F3: SEEK_HOLE from inside the
+ * hole answered the offset itself); one whose data ends inside it is mapped, the rest after it
+ * deallocated (reviewg C5).
+ */
+static void test_lba_status_small_fs_blocks(void **state)
+{
+	struct fx *f = fx_new();
+	char cmdline[256];
+	char out[256];
+	uint64_t n = 0;
+	bool mapped = false;
+
+	(void)state;
+	loop_backing = aio_test_file("/var/tmp", 32 * MiB);
+	assert_non_null(loop_backing);
+	if (geteuid() != 0 || !loop_attach(loop_backing, 512)) {
+		print_message("%s: small-block file system test skipped\n",
+			      geteuid() != 0 ? "not root" : "no loop device");
+		fx_free(f);
+		skip();
+		return;
+	}
+	snprintf(cmdline, sizeof(cmdline), "mkfs.ext4 -q -F -b 1024 '%s' 2>&1", loop_dev);
+	if (run_cmd(cmdline, out, sizeof(out)) < 0) {
+		print_message("mkfs.ext4 -b 1024 failed (%s): skipped\n", out);
+		fx_free(f);
+		skip();
+		return;
+	}
+	snprintf(fs_mnt, sizeof(fs_mnt), "/tmp/scsitgt-aio-fs-XXXXXX");
+	assert_non_null(mkdtemp(fs_mnt));
+	snprintf(cmdline, sizeof(cmdline), "mount -t ext4 '%s' '%s' 2>&1", loop_dev, fs_mnt);
+	if (run_cmd(cmdline, out, sizeof(out)) < 0) {
+		print_message("mount failed (%s): skipped\n", out);
+		(void)rmdir(fs_mnt);
+		fs_mnt[0] = '\0';
+		fx_free(f);
+		skip();
+		return;
+	}
+	/* A sparse 1 MiB file: 256 LUN blocks of 4096 bytes, 1024 file system blocks. */
+	fx_file(f, fs_mnt, MiB);
+	assert_int_equal(fx_lun(f, 4096, 0, SCSITGT_LUN_THIN), 0);
+	assert_true(f->ops->supports(f->bctx, SCSITGT_IO_UNMAP));
+	/* LUN block 0: data only in its last KiB. LUN block 10: only in its first KiB. */
+	file_put(f->path, 3072, 1024, 80);
+	file_put(f->path, 10 * 4096, 1024, 81);
+	assert_int_equal(f->ops->get_lba_status(f->bctx, 0, &n, &mapped), 0);
+	assert_true(mapped);
+	assert_int_equal(n, 1);
+	assert_int_equal(f->ops->get_lba_status(f->bctx, 1, &n, &mapped), 0);
+	assert_false(mapped);
+	assert_int_equal(n, 9);
+	assert_int_equal(f->ops->get_lba_status(f->bctx, 10, &n, &mapped), 0);
+	assert_true(mapped);
+	assert_int_equal(n, 1);
+	assert_int_equal(f->ops->get_lba_status(f->bctx, 11, &n, &mapped), 0);
+	assert_false(mapped);
+	assert_int_equal(n, 256 - 11);
+	/* The data reads back through the LUN, the holes as zeros. */
+	{
+		uint8_t *buf = aligned_buf(4096);
+		uint8_t expect[4096] = { 0 };
+
+		aio_test_pattern(expect + 3072, 1024, 80);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_READ, 0, 1, buf, 0), SCSITGT__SR_OK);
+		assert_memory_equal(buf, expect, 4096);
+		free(buf);
 	}
 	fx_free(f);
 }
@@ -305,6 +411,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_block_device, loop_teardown),
+		cmocka_unit_test_teardown(test_lba_status_small_fs_blocks, small_fs_teardown),
 		cmocka_unit_test(test_durability_kill9),
 		cmocka_unit_test_teardown(test_dm_error, dm_teardown),
 	};
