@@ -90,9 +90,13 @@
  * own allocation, nothing cached) and any error of an O_DIRECT FUA write (its own data).
  *
  * Errors. EIO completes the io with -EIO (MEDIUM ERROR), ENOSPC and EDQUOT with -ENOSPC, EROFS
- * with -EROFS. A completion of EINTR or EAGAIN is issued again (up to AIO_MAX_RETRIES times). A short read or write is resubmitted for the remainder; a read that makes no
- * progress (the file shrank under us) fails with -EIO, never reports success. One context
- * serves one LUN and shares nothing, so its failures stay its own.
+ * with -EROFS. A completion of EINTR or EAGAIN is issued again (up to AIO_MAX_RETRIES times),
+ * then fails BUSY either way (the initiator retries). A submission the kernel refuses with
+ * EAGAIN waits for a completion when others are in flight, else fails BUSY too; io_uring's
+ * entries stay in the ring and go with the next io_uring_enter(). A short read or write is
+ * resubmitted for the remainder; a read that makes no progress (the file shrank under us)
+ * fails with -EIO, never reports success. One context serves one LUN and shares nothing, so
+ * its failures stay its own.
  *
  * Like every in-tree backend it uses only the public headers and util/.
  */

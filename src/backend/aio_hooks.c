@@ -2,7 +2,8 @@
 /*
  * The aio backend's test hooks (aio_hooks.h, for tests/unit/backend_aio): pretend the kernel
  * lacks RWF_DSYNC or aio fdsync, inject a writeback error or kernel results, cap the depth of
- * another loop's context, and count flushes, loops and punting rings. Each reads or writes
+ * another loop's context, fail submissions, and count flushes, kernel read/write completions,
+ * loops and punting rings. Each reads or writes
  * the fields of struct aio_ctx (aio_int.h) that carry it; scsitgt__backend_aio_refuse_uring
  * stays in aio.c, beside the engine choice whose file-local switch it sets.
  */
@@ -55,6 +56,30 @@ unsigned long scsitgt__backend_aio_dsync_writes(void *bctx)
 	struct aio_ctx *ac = bctx;
 
 	return atomic_load_explicit(&ac->dsync_writes, memory_order_relaxed);
+}
+
+unsigned long scsitgt__backend_aio_rw_events(void *bctx)
+{
+	struct aio_ctx *ac = bctx;
+
+	return atomic_load_explicit(&ac->rw_events, memory_order_relaxed);
+}
+
+void scsitgt__backend_aio_fail_submit(void *bctx, int err, int count)
+{
+	struct aio_ctx *ac = bctx;
+
+	ac->test_submit_err = err;
+	atomic_store_explicit(&ac->test_submit_fail_n, count, memory_order_relaxed);
+}
+
+int scsitgt__aio_test_submit_fail(struct aio_ctx *ac)
+{
+	if (atomic_load_explicit(&ac->test_submit_fail_n, memory_order_relaxed) > 0 &&
+	    atomic_fetch_sub_explicit(&ac->test_submit_fail_n, 1, memory_order_relaxed) > 0) {
+		return ac->test_submit_err;
+	}
+	return 0;
 }
 
 unsigned int scsitgt__backend_aio_loop_count(void *bctx)

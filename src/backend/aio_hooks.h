@@ -50,4 +50,13 @@ void scsitgt__backend_aio_limit_loop_depth(void *bctx, unsigned int depth);
  * instead of their own, whatever the request did. Set while nothing is in flight. */
 void scsitgt__backend_aio_inject_result(void *bctx, long res, int count);
 
+/* How many read or write completions the kernel posted for the context (each resubmitted
+ * remainder counts again; the NOP of a failed io_uring submission does not). Any loop. */
+unsigned long scsitgt__backend_aio_rw_events(void *bctx);
+
+/* The next @count submissions to the kernel (io_submit(), io_uring_enter()) fail with @err (a
+ * negative errno) without the kernel taking anything, as when it has no memory for them. Set
+ * while nothing is in flight. */
+void scsitgt__backend_aio_fail_submit(void *bctx, int err, int count);
+
 #endif /* SCSITGT_BACKEND_AIO_HOOKS_H */

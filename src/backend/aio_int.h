@@ -188,6 +188,11 @@ struct aio_ctx {
 	/* Test hook (aio_hooks.h): another loop's context setup is refused above this depth as
 	 * the kernel refuses one beyond fs.aio-max-nr (0: no limit). */
 	unsigned int test_loop_depth_limit;
+	/* read and write completions the kernel posted, for the tests (aio_hooks.h) */
+	atomic_ulong rw_events;
+	/* Test hook (aio_hooks.h): the next test_submit_fail_n submissions fail with this. */
+	int test_submit_err;
+	atomic_int test_submit_fail_n;
 	/* Test hook (aio_hooks.h): the next test_event_inject_n completions report this. */
 	long test_event_inject_res;
 	atomic_int test_event_inject_n;
@@ -227,6 +232,8 @@ void scsitgt__aio_dsync_refused(struct aio_ctx *ac);
 /* RWF_DSYNC refused at submission: this write goes again, followed by a flush, and so do later
  * FUA writes. */
 void scsitgt__aio_req_dsync_refused(struct aio_loop *al, struct aio_req *req);
+/* Test hook (aio_hooks.h): the error a submission to the kernel fails with, 0 for none. */
+int scsitgt__aio_test_submit_fail(struct aio_ctx *ac);
 /* Synchronous fdatasync on the loop: the documented fallback of old kernels. */
 void scsitgt__aio_req_sync_now(struct aio_ctx *ac, struct aio_req *req);
 

@@ -62,7 +62,10 @@ static void libaio_issue(struct aio_loop *al, struct aio_req *req)
 	io_set_eventfd(&req->iocb, al->lc.efd);
 	req->iocb.data = req;
 
-	rc = io_submit(al->ioctx, 1, cbs);
+	rc = scsitgt__aio_test_submit_fail(ac);
+	if (rc == 0) {
+		rc = io_submit(al->ioctx, 1, cbs);
+	}
 	if (rc == 1) {
 		al->inflight++;
 		return;

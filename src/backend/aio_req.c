@@ -40,6 +40,11 @@ static int aio_map_errno(int err)
 	case -EBADF:
 		/* A write through a read-only descriptor. */
 		return -EROFS;
+	case -EINTR:
+		/* Still interrupted after AIO_MAX_RETRIES tries (a file system's request that
+		 * keeps being interrupted): BUSY, which the initiator retries, as an exhausted
+		 * -EAGAIN, not an INTERNAL TARGET FAILURE that Linux sd fails at once. */
+		return -EAGAIN;
 	default:
 		return err;
 	}
@@ -270,6 +275,9 @@ void scsitgt__aio_req_event(struct aio_loop *al, struct aio_req *req, long res)
 		req->requeue = false;
 		aio_req_issue(al, req);
 		return;
+	}
+	if (req->phase == AIO_PHASE_RW) {
+		atomic_fetch_add_explicit(&ac->rw_events, 1, memory_order_relaxed);
 	}
 	if (atomic_load_explicit(&ac->test_event_inject_n, memory_order_relaxed) > 0 &&
 	    atomic_fetch_sub_explicit(&ac->test_event_inject_n, 1, memory_order_relaxed) > 0) {

@@ -105,7 +105,11 @@ static void uring_teardown(struct aio_loop *al)
 /* Push what the SQ ring holds to the kernel; on failure retry from the next poll callback. */
 static void uring_submit(struct aio_loop *al)
 {
-	int rc = io_uring_submit(&al->ring);
+	int rc = scsitgt__aio_test_submit_fail(al->ac);
+
+	if (rc == 0) {
+		rc = io_uring_submit(&al->ring);
+	}
 
 	al->uring_unsubmitted = io_uring_sq_ready(&al->ring) != 0;
 	if (rc >= 0 || !al->uring_unsubmitted) {
