@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * SBC-4 §5.42-§5.44 WRITE AND VERIFY (10)/(12)/(16): write the blocks, then read them back from
- * the medium; with BYTCHK 01b also compare them with the Data-Out buffer. The write carries FUA
- * so the read-back checks the medium, not a volatile cache.
+ * SBC-4 §5.42-§5.44 WRITE AND VERIFY (10)/(12)/(16): write the blocks, then read them back;
+ * with BYTCHK 01b also compare them with the Data-Out buffer. The write carries FUA (on a LUN
+ * with a volatile cache), so its blocks are durable before the read-back starts.
  *
- * SBC-4 §5.38-§5.40 VERIFY (10)/(12)/(16): read the range from the medium in bounded pieces;
- * BYTCHK 00b only checks that it reads, 01b compares it with the Data-Out buffer, 11b compares
- * every block with the single block of Data-Out.
+ * SBC-4 §5.38-§5.40 VERIFY (10)/(12)/(16): read the range in bounded pieces; BYTCHK 00b only
+ * checks that it reads, 01b compares it with the Data-Out buffer, 11b compares every block with
+ * the single block of Data-Out.
+ *
+ * The reads are ordinary READ ios: the backend answers them as any READ, and one that keeps a
+ * cache may answer from it. The aio backend in buffered mode (tmpfs, a block size below the
+ * direct I/O alignment) reads the page cache, which the write just filled: there the
+ * read-back checks what the kernel holds, not the medium (docs/scsi.md, reviewg F7).
  */
 #include <stdint.h>
 #include <stdlib.h>
