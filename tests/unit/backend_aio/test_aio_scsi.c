@@ -6,6 +6,9 @@
  * online resize in one step (scsitgt_lun_resize_medium()).
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -243,7 +246,9 @@ static void test_resize_medium(void **state)
 #define PART_LUN 2
 #define PART_BLOCKS 1000
 
-static struct scsitgt_lun *part_lun_create(struct sctx *s, const char *path)
+/* Another aio LUN of the target over @path: 512-byte blocks, @num_blocks (0: the medium's). */
+static struct scsitgt_lun *aio_lun_add(struct sctx *s, uint64_t id, const char *path,
+				       uint64_t num_blocks, uint32_t flags)
 {
 	struct scsitgt_backend_aio_opts ao;
 	struct scsitgt_lun_opts lo;
@@ -253,9 +258,10 @@ static struct scsitgt_lun *part_lun_create(struct sctx *s, const char *path)
 	aio_test_opts(&ao, &s->lf->loop, path);
 	assert_int_equal(scsitgt_backend_aio_create(&bctx, &ao), 0);
 	scsitgt_lun_opts_init(&lo, sizeof(lo));
-	lo.id = PART_LUN;
+	lo.id = id;
 	lo.block_size = 512;
-	lo.num_blocks = PART_BLOCKS;
+	lo.num_blocks = num_blocks;
+	lo.flags = flags;
 	lo.backend = scsitgt_backend_aio_ops();
 	lo.backend_ctx = bctx;
 	assert_int_equal(scsitgt_lun_create(&lun, s->lf->tgt, &lo), 0);
@@ -292,7 +298,7 @@ static void test_resize_medium_part(void **state)
 	uint64_t n = 0;
 
 	assert_non_null(path);
-	lun = part_lun_create(s, path);
+	lun = aio_lun_add(s, PART_LUN, path, PART_BLOCKS, 0);
 	assert_last_lba(s, PART_BLOCKS - 1);
 	/* Read back: the file holds 2048 blocks, the LUN stays at 1000. */
 	assert_int_equal(scsitgt_lun_resize_medium(lun, 0, 0, &n), 0);
@@ -346,6 +352,99 @@ static void test_resize_medium_part(void **state)
 	aio_test_file_remove(path);
 }
 
+/* READ CAPACITY (16) byte 14 (LBPME 0x80, LBPRZ 0x40) and VPD B2h byte 5 LBPRZ field and
+ * byte 6 PROVISIONING TYPE of a LUN. */
+static void provisioning_bits(struct sctx *s, uint64_t lun, uint8_t *rc16_b14, uint8_t *b2_lbprz,
+			      uint8_t *b2_type)
+{
+	struct lf_result *r = run(s, lun, cdb_read_capacity16(s->cdb, 32), NULL, 0);
+
+	if (r->status != 0) {
+		/* REPORTED LUNS DATA HAS CHANGED or the like, once. */
+		r = run(s, lun, cdb_read_capacity16(s->cdb, 32), NULL, 0);
+	}
+	assert_good(r);
+	*rc16_b14 = r->data[14] & 0xc0;
+	r = run(s, lun, cdb_inquiry(s->cdb, true, 0xb2, 64), NULL, 0);
+	assert_good(r);
+	*b2_lbprz = (r->data[5] >> 2) & 7;
+	*b2_type = r->data[6] & 7;
+}
+
+/* The loop device and backing file of test_blockdev_thin_lbprz, released after the target
+ * (which closes the LUN) even when an assertion fails half-way. */
+static char loop_dev[64];
+static char *loop_backing;
+
+static int teardown_loop(void **state)
+{
+	char cmdline[128];
+
+	teardown(state);
+	if (loop_dev[0] != '\0') {
+		snprintf(cmdline, sizeof(cmdline), "losetup -d '%s'", loop_dev);
+		(void)system(cmdline);
+		loop_dev[0] = '\0';
+	}
+	aio_test_file_remove(loop_backing);
+	loop_backing = NULL;
+	return 0;
+}
+
+static void lun_gone(void *arg, int status)
+{
+	(void)status;
+	*(bool *)arg = true;
+}
+
+/*
+ * A thin LUN on a block device does not promise zeros from discarded blocks (LBPRZ 0 in READ
+ * CAPACITY (16) and VPD B2h), a thin LUN on a file does (punched holes read as zeros; reviewg
+ * C6). The device is a loop device over a scratch file: root and losetup, skipped otherwise.
+ */
+static void test_blockdev_thin_lbprz(void **state)
+{
+	struct sctx *s = *state;
+	struct scsitgt_lun *lun;
+	uint8_t b14, lbprz, type;
+	char cmdline[256];
+	bool gone = false;
+	FILE *p;
+
+	loop_backing = aio_test_file("/var/tmp", 8 * 1024 * 1024);
+	assert_non_null(loop_backing);
+	snprintf(cmdline, sizeof(cmdline), "losetup -f --show '%s' 2>/dev/null", loop_backing);
+	p = geteuid() == 0 ? popen(cmdline, "r") : NULL;
+	if (p != NULL) {
+		if (fgets(loop_dev, sizeof(loop_dev), p) == NULL) {
+			loop_dev[0] = '\0';
+		}
+		loop_dev[strcspn(loop_dev, "\n")] = '\0';
+		(void)pclose(p);
+	}
+	if (strncmp(loop_dev, "/dev/loop", 9) != 0) {
+		print_message("no loop device here: skipped\n");
+		loop_dev[0] = '\0';
+		skip();
+		return;
+	}
+	lun = aio_lun_add(s, 3, loop_dev, 0, SCSITGT_LUN_THIN);
+	provisioning_bits(s, 3, &b14, &lbprz, &type);
+	assert_int_equal(b14, 0x80);
+	assert_int_equal(lbprz, 0);
+	assert_int_equal(type, 2);
+	/* Gone before the loop device is (teardown_loop). */
+	scsitgt_lun_destroy(lun, lun_gone, &gone);
+	loop_fabric_run_until(s->lf, &gone);
+
+	/* The same on a thin file LUN: LBPRZ 1. */
+	(void)aio_lun_add(s, 4, s->path, 0, SCSITGT_LUN_THIN);
+	provisioning_bits(s, 4, &b14, &lbprz, &type);
+	assert_int_equal(b14, 0xc0);
+	assert_int_equal(lbprz, 1);
+	assert_int_equal(type, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -355,6 +454,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_medium_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resize_medium, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resize_medium_part, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_blockdev_thin_lbprz, setup, teardown_loop),
 	};
 
 	aio_test_engine_require();
