@@ -65,10 +65,13 @@ static int aio_sync_error_latch(struct aio_ctx *ac, const struct aio_req *req, i
 		status = atomic_exchange_explicit(&ac->sync_error_inject, 0, memory_order_relaxed);
 	}
 	if (status == -EIO || status == -ENOSPC) {
-		/* A flush fails only for writes it could not make durable. A FUA write can fail
-		 * for its own data before anything was cached (ENOSPC at allocation, EIO reading
-		 * the rest of a page): only a buffered one's EIO is taken as someone's lost write. */
-		bool lost = req->phase == AIO_PHASE_SYNC || (status == -EIO && !ac->direct);
+		/* A flush fails only for writes it could not make durable. A FUA write's ENOSPC
+		 * is its own allocation (nothing cached). Its EIO may be an earlier writeback's,
+		 * which the RWF_DSYNC flush consumed: also in O_DIRECT mode, whose LUN has page
+		 * cache too (partial-block UNMAP / WRITE ZEROES zeroing, file systems that fall
+		 * back to buffered writes). The EIO of its own data is kept as well: the cost is
+		 * FLUSHes that fail until the LUN is opened again, on a medium that fails writes. */
+		bool lost = req->phase == AIO_PHASE_SYNC || status == -EIO;
 
 		if (lost && atomic_compare_exchange_strong_explicit(&ac->sync_error, &kept, status,
 								    memory_order_relaxed,

@@ -9,7 +9,8 @@
 #   GUEST_SCRIPT  run as root in the guest with ARGS; /host holds the staged files:
 #                 /host/examples/minitarget, /host/libscsitgt.so.0 (minitarget's RUNPATH is
 #                 $ORIGIN/..), /host/guest/*.sh (this directory's guest helpers),
-#                 /host/vm/{iser,srp}-guest.sh (which rdma-guest.sh runs), /host/out/
+#                 /host/vm/{iser,srp}-guest.sh (which rdma-guest.sh runs), /host/log-replay
+#                 (vm/powerloss), /host/out/
 #                 (logs the guest script wants to keep)
 # Environment: VM_TIMEOUT (default 840 s; meson allows 900), VM_OTHER_BUILD (a second build
 #   dir, staged at /host/other/ for comparisons) and the other run-guest.sh variables.
@@ -61,6 +62,8 @@ cp -L "$BUILD/examples/minitarget" "$STAGE/examples/"
 cp -L "$BUILD/libscsitgt.so.0" "$STAGE/"
 cp "$HERE"/guest/*.sh "$STAGE/guest/"
 cp "$HERE/iser-guest.sh" "$HERE/srp-guest.sh" "$STAGE/vm/"
+# vm/powerloss's dm-log-writes replayer (tests/vm/log-replay.c), at /host/log-replay.
+[ -x "$BUILD/tests/vm/log-replay" ] && cp "$BUILD/tests/vm/log-replay" "$STAGE/"
 if [ -n "${VM_OTHER_BUILD:-}" ]; then
 	# A second build (e.g. of an older commit) for comparisons, at /host/other/.
 	mkdir -p "$STAGE/other/examples"
