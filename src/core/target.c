@@ -324,8 +324,12 @@ SCSITGT_EXPORT int scsitgt_target_foreach_lun(struct scsitgt_target *tgt, scsitg
 	size_t i;
 
 	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
-	if (tgt == NULL || cb == NULL)
+	if (tgt == NULL)
 		return -EINVAL;
+	if (cb == NULL)
+		return scsitgt__log_refused(&tgt->engine->log, "core", -EINVAL,
+					    "scsitgt_target_foreach_lun: target %s: cb is NULL",
+					    tgt->name);
 	/* By LUN number, looked up again after each visit: the visitor may change the array. */
 	for (i = 0; i < tgt->nluns;) {
 		struct scsitgt_lun *lun = tgt->luns[i];
