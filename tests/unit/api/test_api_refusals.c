@@ -22,9 +22,11 @@
 #include "probe_backend.h"
 
 struct logcap {
-	unsigned int errors; /* lines at SCSITGT_LOG_ERROR */
-	unsigned int others; /* lines at other levels */
-	char last[1024];     /* the last ERROR line */
+	unsigned int errors;   /* lines at SCSITGT_LOG_ERROR */
+	unsigned int others;   /* lines at other levels */
+	unsigned int warnings; /* of which at SCSITGT_LOG_WARNING */
+	char last[1024];       /* the last ERROR line */
+	char warning[1024];    /* the last WARNING line */
 };
 
 static void cap_log(void *arg, enum scsitgt_log_level level, const char *subsystem, const char *fmt,
@@ -33,6 +35,10 @@ static void cap_log(void *arg, enum scsitgt_log_level level, const char *subsyst
 	struct logcap *c = arg;
 
 	(void)subsystem;
+	if (level == SCSITGT_LOG_WARNING) {
+		c->warnings++;
+		vsnprintf(c->warning, sizeof(c->warning), fmt, ap);
+	}
 	if (level != SCSITGT_LOG_ERROR) {
 		c->others++;
 		return;
@@ -171,6 +177,59 @@ static void test_target_create(void **state)
 	to.size = 0;
 	refused(&e.cap, scsitgt_target_create(&t, e.engine, &to), -EINVAL, "opts size 0");
 	assert_null(t);
+	env_fini(&e);
+}
+
+/*
+ * Creating a target named @name succeeds; with @rule NULL no warning is logged, else exactly one
+ * holding @rule.
+ */
+static void name_format(struct env *e, const char *name, const char *rule)
+{
+	struct scsitgt_target_opts to;
+	struct scsitgt_target *t;
+
+	e->cap.warnings = 0;
+	e->cap.warning[0] = '\0';
+	scsitgt_target_opts_init(&to, sizeof(to));
+	to.name = name;
+	assert_int_equal(scsitgt_target_create(&t, e->engine, &to), 0);
+	assert_int_equal(e->cap.errors, 0);
+	if (rule == NULL) {
+		if (e->cap.warnings != 0)
+			fail_msg("%s: warned \"%s\"", name, e->cap.warning);
+		return;
+	}
+	if (e->cap.warnings != 1 || strstr(e->cap.warning, name) == NULL ||
+	    strstr(e->cap.warning, rule) == NULL)
+		fail_msg("%s: %u warnings, last \"%s\" (want \"%s\")", name, e->cap.warnings,
+			 e->cap.warning, rule);
+}
+
+/*
+ * RFC 7143 §4.2.7.3-4.2.7.5 formats: a name with the right characters but none of the formats
+ * is created (hosts use such names) with one WARNING line saying which rule it misses.
+ */
+static void test_target_name_format(void **state)
+{
+	struct env e;
+
+	(void)state;
+	env_init(&e);
+	name_format(&e, "iqn.2001-04.com.example:storage:diskarrays-sn-a8675309", NULL);
+	name_format(&e, "iqn.2001-04.com.example", NULL);
+	name_format(&e, "IQN.2001-12.COM.EXAMPLE:UPPER", NULL);
+	name_format(&e, "eui.02004567A425678D", NULL);
+	name_format(&e, "naa.52004567BA64678D", NULL);
+	name_format(&e, "naa.62004567BA64678D0123456789ABCDEF", NULL);
+	name_format(&e, "iqn.x", "\"iqn.\" is followed by a date yyyy-mm and '.'");
+	name_format(&e, "iqn.2001-13.com.example", "a date yyyy-mm");
+	name_format(&e, "iqn.2001-04.:disk", "a reversed domain name");
+	name_format(&e, "iqn.2001-04.com..example", "a reversed domain name");
+	name_format(&e, "eui.0123", "exactly 16 hex digits");
+	name_format(&e, "eui.012345678901234g", "exactly 16 hex digits");
+	name_format(&e, "naa.0123456789abcdef0", "16 or 32 hex digits");
+	name_format(&e, "target-1", "none of \"iqn.\", \"eui.\", \"naa.\"");
 	env_fini(&e);
 }
 
@@ -654,6 +713,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_engine_create),
 		cmocka_unit_test(test_target_create),
+		cmocka_unit_test(test_target_name_format),
 		cmocka_unit_test(test_lun_create_options),
 		cmocka_unit_test(test_lun_create_backend),
 		cmocka_unit_test(test_portal_create),
