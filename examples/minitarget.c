@@ -9,7 +9,7 @@
  *              [--chap-algorithms LIST]
  *              [--header-digest] [--data-digest] [--login-timeout MS] [-v]
  *              [--workers N|auto] [--conn-workers 0|1]
- *              [--srp-portal HOST:PORT]... [--srp-guid 0xHEX]
+ *              [--srp-portal HOST:PORT]... [--srp-guid 0xHEX] [--srp-aer]
  *              [--acl-address CIDR]... [--initiator-address NAME=CIDR]...
  *              [--map NAME:LUN | *:LUN]... [--max-sessions N] [--max-lun-commands N]
  *              [--max-initiator-conns N] [--queue-depth N]
@@ -40,6 +40,8 @@
  * --srp-portal listens for SRP logins over RDMA/CM (Linux ib_srp's dest=HOST:PORT) with the
  * target port identifier id_ext = ioc_guid = --srp-guid (default 0x0002c90300abcdef); one
  * "srp://HOST:PORT id_ext=0x... ioc_guid=0x..." line per SRP port is printed at start-up.
+ * --srp-aer makes those ports announce each unit attention with an SRP_AER_REQ too
+ * (scsitgt_srp_portal_opts.aer; off by default, docs/srp.md).
  * --redirect HOST:PORT answers every normal login with "target moved temporarily" to that
  * address (RFC 7143 §11.13.5, class 1), through the redirect hook (iscsi.h).
  * --tpgt sets the portal group tag of every portal (default 1), the relative target port id.
@@ -827,6 +829,7 @@ static int srp_listen(struct app *app, const char *arg)
 	so.port = port;
 	so.id_ext = guid;
 	so.ioc_guid = guid;
+	so.aer = app->opts->srp_aer;
 	rc = scsitgt_srp_portal_create(&sp, app->tgt, &so);
 	if (rc < 0) {
 		fprintf(stderr, "minitarget: cannot listen (SRP) on %s: %s\n", arg,

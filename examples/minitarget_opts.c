@@ -29,7 +29,7 @@ void minitarget_usage(FILE *f)
 		"                  [--nop-interval MS] [--nop-timeout MS] [--redirect HOST:PORT]\n"
 		"                  [--iser-portal HOST:PORT]... [--workers N|auto]\n"
 		"                  [--conn-workers 0|1]\n"
-		"                  [--srp-portal HOST:PORT]... [--srp-guid 0xHEX]\n"
+		"                  [--srp-portal HOST:PORT]... [--srp-guid 0xHEX] [--srp-aer]\n"
 		"                  [--acl-address CIDR]... [--initiator-address NAME=CIDR]...\n"
 		"                  [--map NAME:LUN | *:LUN]... [--max-sessions N]\n"
 		"                  [--max-lun-commands N] [--max-initiator-conns N]\n"
@@ -43,7 +43,10 @@ void minitarget_usage(FILE *f)
 		"  --workers N: N worker threads, each connection on one of them end to end;\n"
 		"  --conn-workers 0: only the connections' sockets there (engine option\n"
 		"  conn_workers; SCSITGT_CONN_WORKERS in the environment overrides it;\n"
-		"  docs/threading.md).\n");
+		"  docs/threading.md).\n"
+		"  --srp-aer: the SRP ports also announce each unit attention with an SRP_AER_REQ\n"
+		"  (scsitgt_srp_portal_opts.aer; off by default: Linux ib_srp only logs them,\n"
+		"  docs/srp.md).\n");
 }
 
 int minitarget_parse_size(const char *s, uint64_t *out)
@@ -559,6 +562,10 @@ enum minitarget_parse_result minitarget_opts_parse(struct minitarget_opts *o, in
 		}
 		if (strcmp(a, "--alua-preferred") == 0) {
 			o->gw_preferred = true;
+			continue;
+		}
+		if (strcmp(a, "--srp-aer") == 0) {
+			o->srp_aer = true;
 			continue;
 		}
 		rc = v ? parse_valued(o, a, v, err) : 0;

@@ -73,6 +73,8 @@ struct minitarget_opts {
 	const char *srp_portals[MINITARGET_MAX_ITEMS];
 	size_t nsrp;
 	uint64_t srp_guid;
+	/* --srp-aer: scsitgt_srp_portal_opts.aer of every SRP port (default off). */
+	bool srp_aer;
 	struct minitarget_lun luns[MINITARGET_MAX_ITEMS];
 	size_t nluns;
 	const char *chap;

@@ -19,6 +19,10 @@
 struct scsitgtd_tgt {
 	struct scsitgt_target *tgt; /* NULL: creation failed */
 	struct scsitgt_srp_portal **srps;
+	/* tgt NULL: why (scsitgtd_target_create(), for show); waiting when the name is held by a
+	 * removed target still going away (created once it is gone). */
+	char why[160];
+	bool waiting;
 };
 
 struct scsitgtd {

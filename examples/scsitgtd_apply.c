@@ -386,7 +386,7 @@ int scsitgtd_apply(struct scsitgtd *d, struct scsitgtd_config *nc)
 			free(old->srps);
 			old->srps = NULL;
 			old->tgt = NULL;
-		} else if (scsitgtd_target_create(d, nc, nt, &tgts[i].tgt) == 0) {
+		} else if (scsitgtd_target_create(d, nc, nt, &tgts[i]) == 0) {
 			scsitgtd_srps_apply(d, tgts[i].tgt, NULL, NULL, nt, tgts[i].srps);
 		}
 	}

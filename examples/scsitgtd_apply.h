@@ -54,9 +54,10 @@ void scsitgtd_params_build(const struct scsitgtd_params *ps, struct scsitgt_iscs
 
 /* ---- scsitgtd_apply_target.c ---- */
 
-/* Create target @t of @nc in *@out and apply its settings (LUNs included); NULL on failure. */
+/* Create target @t of @nc in @slot->tgt and apply its settings (LUNs included); on failure
+ * @slot->tgt is NULL and @slot->why says why (show lists the target as failed). */
 int scsitgtd_target_create(struct scsitgtd *d, const struct scsitgtd_config *nc,
-			   const struct scsitgtd_target *t, struct scsitgt_target **out);
+			   const struct scsitgtd_target *t, struct scsitgtd_tgt *slot);
 /* Bring target @tgt from @old of @oc (both NULL: freshly created) to @nt of @nc; its iSCSI
  * parameters are @nc's [engine] keys overlaid by @nt's own (scsitgtd_params_merge()). */
 void scsitgtd_target_apply(struct scsitgtd *d, struct scsitgt_target *tgt,

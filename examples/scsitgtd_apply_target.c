@@ -434,9 +434,11 @@ void scsitgtd_target_apply(struct scsitgtd *d, struct scsitgt_target *tgt,
 }
 
 int scsitgtd_target_create(struct scsitgtd *d, const struct scsitgtd_config *nc,
-			   const struct scsitgtd_target *t, struct scsitgt_target **out)
+			   const struct scsitgtd_target *t, struct scsitgtd_tgt *slot)
 {
+	struct scsitgt_target **out = &slot->tgt;
 	struct scsitgt_target_opts o;
+	struct scsitgt_target *other;
 	int rc;
 
 	scsitgt_target_opts_init(&o, sizeof(o));
@@ -447,15 +449,30 @@ int scsitgtd_target_create(struct scsitgtd *d, const struct scsitgtd_config *nc,
 	if (t->max_lun_commands >= 0)
 		o.max_lun_commands = (uint32_t)t->max_lun_commands;
 	rc = scsitgt_target_create(out, d->engine, &o);
-	if (rc == -EEXIST) {
+	/* Any failure below sets its reason (show's "error"). */
+	slot->why[0] = '\0';
+	slot->waiting = false;
+	other = rc == -EEXIST ? scsitgt_engine_find_target(d->engine, t->name) : NULL;
+	if (rc == -EEXIST && other == NULL) {
 		/* The file's target names are unique, so the name is held by a target a reload
 		 * removed and that is still going away (sessions, LUNs, a gateway closing):
 		 * target_gone() creates this one once it is gone. */
-		scsitgtd_log(d, SCSITGT_LOG_NOTICE,
-			     "target %s: %s: the removed target of that name is still going away; "
-			     "created once it is gone",
-			     t->name, scsitgt_strerror(rc));
+		slot->waiting = true;
+		snprintf(slot->why, sizeof(slot->why),
+			 "the removed target of that name is still going away; created once it "
+			 "is gone");
+		scsitgtd_log(d, SCSITGT_LOG_NOTICE, "target %s: %s: %s", t->name,
+			     scsitgt_strerror(rc), slot->why);
+	} else if (rc == -EEXIST) {
+		/* A target of the file whose name differs only in case (the library compares
+		 * names without case, RFC 7143 §4.2.7.1). */
+		snprintf(slot->why, sizeof(slot->why),
+			 "%s: target %.64s has that name (names compare without case)",
+			 scsitgt_strerror(rc), scsitgt_target_get_name(other));
+		scsitgtd_log(d, SCSITGT_LOG_ERROR, "target %s: %s", t->name, slot->why);
 	} else if (rc < 0) {
+		snprintf(slot->why, sizeof(slot->why), "%s (the log says why)",
+			 scsitgt_strerror(rc));
 		scsitgtd_log(d, SCSITGT_LOG_ERROR, "target %s: %s", t->name, scsitgt_strerror(rc));
 	}
 	if (rc < 0) {
@@ -488,7 +505,7 @@ static void target_gone(void *arg, int status)
 		t = scsitgtd_config_find_target(d->cfg, r->name);
 	if (t) {
 		slot = &d->tgts[t - d->cfg->targets];
-		if (slot->tgt == NULL && scsitgtd_target_create(d, d->cfg, t, &slot->tgt) == 0)
+		if (slot->tgt == NULL && scsitgtd_target_create(d, d->cfg, t, slot) == 0)
 			scsitgtd_srps_apply(d, slot->tgt, NULL, NULL, t, slot->srps);
 	}
 	free(r);

@@ -126,16 +126,38 @@ static int show_session(void *arg, const struct scsitgt_session_stats *s)
 	return 0;
 }
 
-static json_object *show_target(struct scsitgtd *d, struct scsitgt_target *tgt,
-				const struct scsitgtd_target *t)
+/* The LUNs of target @t, which does not run: each failed, as its target. */
+static json_object *luns_json_failed(struct scsitgtd *d, const struct scsitgtd_target *t)
+{
+	json_object *arr = json_object_new_array();
+
+	for (size_t i = 0; i < t->nluns; i++) {
+		const char *why;
+		enum scsitgtd_lun_run s = scsitgtd_lun_run(d, t, t->luns[i].id, &why);
+
+		json_object_array_add(arr, lun_json(&t->luns[i], NULL, t->luns[i].id, s, why));
+	}
+	json_object_array_sort(arr, by_id);
+	return arr;
+}
+
+/* Target @t of the configuration, running as @tgt or, NULL, not created (@slot says why). */
+static json_object *target_json(struct scsitgtd *d, struct scsitgt_target *tgt,
+				const struct scsitgtd_target *t, const struct scsitgtd_tgt *slot)
 {
 	json_object *o = json_object_new_object(), *a;
 	struct show_walk w = { .d = d, .conf = t };
 
-	json_object_object_add(o, "name", jstr(scsitgt_target_get_name(tgt)));
+	json_object_object_add(o, "name", jstr(tgt ? scsitgt_target_get_name(tgt) : t->name));
 	if (t->alias)
 		json_object_object_add(o, "alias", jstr(t->alias));
-	json_object_object_add(o, "luns", luns_json(d, tgt, t));
+	if (tgt) {
+		json_object_object_add(o, "state", jstr("running"));
+	} else {
+		json_object_object_add(o, "state", jstr(slot->waiting ? "waiting" : "failed"));
+		json_object_object_add(o, "error", jstr(slot->why));
+	}
+	json_object_object_add(o, "luns", tgt ? luns_json(d, tgt, t) : luns_json_failed(d, t));
 	a = json_object_new_array();
 	for (size_t i = 0; i < t->ninitiators; i++)
 		json_object_array_add(a, jstr(t->initiators[i]));
@@ -152,9 +174,16 @@ static json_object *show_target(struct scsitgtd *d, struct scsitgt_target *tgt,
 	json_object_object_add(o, "addresses", a);
 	json_object_object_add(o, "chap", json_object_new_boolean(t->chap_user != NULL));
 	w.arr = json_object_new_array();
-	scsitgt_target_foreach_session(tgt, show_session, &w);
+	if (tgt)
+		scsitgt_target_foreach_session(tgt, show_session, &w);
 	json_object_object_add(o, "sessions", w.arr);
 	return o;
+}
+
+static json_object *show_target(struct scsitgtd *d, struct scsitgt_target *tgt,
+				const struct scsitgtd_target *t)
+{
+	return target_json(d, tgt, t, NULL);
 }
 
 struct target_walk {
@@ -207,7 +236,13 @@ void ctl_show(struct scsitgtd *d, json_object *params, struct rpc_reply *r)
 		json_object_array_add(a, x);
 	}
 	json_object_object_add(o, "portals", a);
-	json_object_object_add(o, "targets", targets_json(d, show_target));
+	a = targets_json(d, show_target);
+	/* The configuration's targets that were not created, after the running ones. */
+	for (size_t i = 0; i < d->cfg->ntargets; i++)
+		if (d->tgts[i].tgt == NULL)
+			json_object_array_add(
+				a, target_json(d, NULL, &d->cfg->targets[i], &d->tgts[i]));
+	json_object_object_add(o, "targets", a);
 	r->result = o;
 }
 

@@ -94,7 +94,8 @@ enum scsitgt_log_level {
  * @param cb_arg    The log_arg given in the engine options.
  * @param level     Severity of the message.
  * @param subsystem Short name of the part that logs: "core" (targets, LUNs, commands),
- *                  "iscsi" (portals, connections, logins), "aio" (the file backend).
+ *                  "iscsi" (portals, connections, logins), "aio" (the file backend),
+ *                  "null" and "ram" (those backends, given a logger in their options).
  * @param fmt       printf-style format; @p ap holds its arguments.
  * @param ap        The arguments of @p fmt.
  *

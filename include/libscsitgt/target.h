@@ -25,7 +25,10 @@ struct scsitgt_target_opts {
 	size_t size;
 	/**
 	 * Target name (for iSCSI an "iqn.", "eui." or "naa." name, RFC 7143 §4.2.7), 1..223
-	 * bytes. Required. Copied.
+	 * bytes of a-z, A-Z, 0-9, '-', '.', ':'. Required. Copied. A name of those characters
+	 * without one of the formats (iqn.yyyy-mm.reversed.domain[:any], eui. and 16 hex
+	 * digits, naa. and 16 or 32) is created with one SCSITGT_LOG_WARNING line naming the
+	 * rule it misses; it is not refused, as hosts name targets "iqn.x" today.
 	 */
 	const char *name;
 	/** Human-readable alias (iSCSI TargetAlias). Optional, may be NULL. Copied. */

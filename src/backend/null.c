@@ -6,18 +6,21 @@
  * the transport may send from any memory lend the process's read-only zero region
  * (zero_region.h) instead of zeroing a buffer.
  *
- * Like every in-tree backend it uses only the public backend.h, proving the host-backend API.
+ * Like every in-tree backend it uses only the public backend.h, proving the host-backend API
+ * (plus the library's log helper, for the logger of its options: log_opts.h).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/log_opts.h"
 #include "backend/zero_region.h"
 #include "libscsitgt/backend.h"
 
 struct null_ctx {
 	uint32_t block_size;
 	uint64_t num_blocks;
+	struct scsitgt__logger log;
 };
 
 static int null_open(void *bctx, struct scsitgt_lun_geometry *geo)
@@ -26,12 +29,17 @@ static int null_open(void *bctx, struct scsitgt_lun_geometry *geo)
 
 	/* A null medium has no size of its own: the LUN options must say how big it is. */
 	if (geo->num_blocks == 0) {
+		scsitgt__log(&nc->log, SCSITGT_LOG_ERROR, "null",
+			     "open: num_blocks 0: a null medium has no size of its own, the LUN "
+			     "options must give num_blocks");
 		return -EINVAL;
 	}
 	/* Same default as the core applies when a backend leaves the block size open. */
 	if (geo->block_size == 0) {
 		geo->block_size = 512;
 	}
+	scsitgt__log(&nc->log, SCSITGT_LOG_INFO, "null", "open: %llu blocks of %u bytes",
+		     (unsigned long long)geo->num_blocks, geo->block_size);
 	/* SBC-4 §4.7.4.5: unmapped blocks of a medium that stores nothing read as zeros. */
 	geo->flags |= SCSITGT_GEOMETRY_LBPRZ | SCSITGT_GEOMETRY_NON_ROTATIONAL;
 	geo->flags &= ~SCSITGT_GEOMETRY_WRITE_CACHE;
@@ -148,17 +156,27 @@ SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_null_ops(void)
 	return &null_ops;
 }
 
-SCSITGT_EXPORT int scsitgt_backend_null_create(void **bctx_out)
+SCSITGT_EXPORT int scsitgt_backend_null_create_opts(void **bctx_out,
+						    const struct scsitgt_backend_log_opts *opts)
 {
+	struct scsitgt__logger lg;
 	struct null_ctx *nc;
+	int rc = scsitgt__backend_log_opts(opts, bctx_out, "scsitgt_backend_null_create_opts",
+					   "null", &lg);
 
-	if (bctx_out == NULL) {
-		return -EINVAL;
+	if (rc < 0) {
+		return rc;
 	}
 	nc = calloc(1, sizeof(*nc));
 	if (nc == NULL) {
 		return -ENOMEM;
 	}
+	nc->log = lg;
 	*bctx_out = nc;
 	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_backend_null_create(void **bctx_out)
+{
+	return scsitgt_backend_null_create_opts(bctx_out, NULL);
 }

@@ -28,7 +28,8 @@
  * without the lock. A finer scheme (per-chunk locks, a tree read without locks) would pay
  * only with many loops writing one RAM LUN; the benchmark's shared LUN is a null one.
  *
- * Like every in-tree backend it uses only the public backend.h, proving the host-backend API.
+ * Like every in-tree backend it uses only the public backend.h, proving the host-backend API
+ * (plus the library's log helper, for the logger of its options: log_opts.h).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -37,6 +38,7 @@
 
 #include <uv.h>
 
+#include "backend/log_opts.h"
 #include "backend/ram_hooks.h"
 #include "backend/zero_region.h"
 #include "libscsitgt/backend.h"
@@ -132,6 +134,10 @@ struct ram_ctx {
 	uint64_t max_chunks;
 	/* chunks copied because a write met them lent to a read (ram_chunk_unshare()). */
 	uint64_t cow_copies;
+	/* The last write, UNMAP or WRITE ZEROES found no memory (logged once until one works). */
+	bool nospace;
+	/* The options' logger (scsitgt_backend_ram_create_opts()); read-only after create. */
+	struct scsitgt__logger log;
 	/* Covers everything above once open and the medium's bytes (see the top). */
 	uv_mutex_t lock;
 };
@@ -537,6 +543,9 @@ static int ram_open(void *bctx, struct scsitgt_lun_geometry *geo)
 
 	/* The RAM medium has no size of its own: the LUN options must say how big it is. */
 	if (geo->num_blocks == 0) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, "ram",
+			     "open: num_blocks 0: a RAM medium has no size of its own, the LUN "
+			     "options must give num_blocks");
 		return -EINVAL;
 	}
 	/* Same default as the core applies when a backend leaves the block size open. */
@@ -544,12 +553,20 @@ static int ram_open(void *bctx, struct scsitgt_lun_geometry *geo)
 		geo->block_size = 512;
 	}
 	if (geo->num_blocks > UINT64_MAX / geo->block_size) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, "ram",
+			     "open: %llu blocks of %u bytes: above 2^64 bytes",
+			     (unsigned long long)geo->num_blocks, geo->block_size);
 		return -EINVAL;
 	}
 	if (rc->levels != 0) {
 		/* One context serves one LUN. */
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, "ram",
+			     "open: the context is open already: one context serves one LUN");
 		return -EBUSY;
 	}
+	scsitgt__log(&rc->log, SCSITGT_LOG_INFO, "ram",
+		     "open: %llu blocks of %u bytes, memory taken 1 MiB at a time on first write",
+		     (unsigned long long)geo->num_blocks, geo->block_size);
 	rc->block_size = geo->block_size;
 	rc->num_blocks = geo->num_blocks;
 	rc->bytes = geo->num_blocks * geo->block_size;
@@ -593,6 +610,8 @@ static void ram_submit(void *bctx, struct scsitgt_io *io)
 	uint64_t len = (uint64_t)nblocks * rc->block_size;
 	enum scsitgt_io_type type = scsitgt_io_get_type(io);
 	struct ram_iov_iter it = { 0 };
+	uint64_t chunks;
+	bool changed;
 	int status = 0;
 
 	/* The core checks ranges (SBC-4 LBA OUT OF RANGE); refuse anyway rather than trust it. */
@@ -631,7 +650,25 @@ static void ram_submit(void *bctx, struct scsitgt_io *io)
 		status = -ENOTSUP;
 		break;
 	}
+	/* A change of "out of memory" is logged, outside the lock: once, not per io. */
+	changed = type != SCSITGT_IO_READ && type != SCSITGT_IO_FLUSH && status != -ENOTSUP &&
+		  (status == -ENOSPC) != rc->nospace;
+	if (changed) {
+		rc->nospace = status == -ENOSPC;
+	}
+	chunks = rc->chunks;
 	ram_unlock(rc);
+	if (changed && status == -ENOSPC) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, "ram",
+			     "no memory for %u blocks at LBA %llu (%llu chunks of 1 MiB held): the "
+			     "command fails (SPACE ALLOCATION FAILED); logged once until a write "
+			     "works again",
+			     nblocks, (unsigned long long)lba, (unsigned long long)chunks);
+	} else if (changed) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_NOTICE, "ram",
+			     "writes find memory again (%llu chunks of 1 MiB held)",
+			     (unsigned long long)chunks);
+	}
 	scsitgt_io_complete(io, status);
 }
 
@@ -719,23 +756,33 @@ SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_ram_ops(void)
 	return &ram_ops;
 }
 
-SCSITGT_EXPORT int scsitgt_backend_ram_create(void **bctx_out)
+SCSITGT_EXPORT int scsitgt_backend_ram_create_opts(void **bctx_out,
+						   const struct scsitgt_backend_log_opts *opts)
 {
+	struct scsitgt__logger lg;
 	struct ram_ctx *rc;
+	int err = scsitgt__backend_log_opts(opts, bctx_out, "scsitgt_backend_ram_create_opts",
+					    "ram", &lg);
 
-	if (bctx_out == NULL) {
-		return -EINVAL;
+	if (err < 0) {
+		return err;
 	}
 	rc = calloc(1, sizeof(*rc));
 	if (rc == NULL) {
 		return -ENOMEM;
 	}
+	rc->log = lg;
 	if (uv_mutex_init(&rc->lock) < 0) {
 		free(rc);
 		return -ENOMEM;
 	}
 	*bctx_out = rc;
 	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_backend_ram_create(void **bctx_out)
+{
+	return scsitgt_backend_ram_create_opts(bctx_out, NULL);
 }
 
 void scsitgt__backend_ram_set_max_chunks(void *bctx, uint64_t max_chunks)

@@ -465,8 +465,13 @@ SCSITGT_EXPORT int scsitgt_target_remove_initiator(struct scsitgt_target *tgt,
 	struct scsitgt__acl_entry *e;
 
 	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
-	if (tgt == NULL || initiator_name == NULL)
+	if (tgt == NULL)
 		return -EINVAL;
+	if (initiator_name == NULL)
+		return scsitgt__log_refused(&tgt->engine->log, "core", -EINVAL,
+					    "scsitgt_target_remove_initiator: target %s: "
+					    "initiator_name is NULL",
+					    tgt->name);
 	e = scsitgt__acl_find(tgt, initiator_name);
 	if (e == NULL || !e->allowed)
 		return -ENOENT;
@@ -499,6 +504,8 @@ SCSITGT_EXPORT int scsitgt_target_remove_address(struct scsitgt_target *tgt, con
 
 	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
 	if (tgt == NULL)
+		return -EINVAL;
+	if (acl_cidr_check(tgt, "scsitgt_target_remove_address", cidr) < 0)
 		return -EINVAL;
 	scsitgt__cfg_wrlock(tgt->engine);
 	rc = acl_nets_remove(&tgt->nets, &tgt->nnets, cidr);
@@ -536,14 +543,18 @@ SCSITGT_EXPORT int scsitgt_target_remove_initiator_address(struct scsitgt_target
 	int rc;
 
 	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
-	if (tgt == NULL || initiator_name == NULL || cidr == NULL)
+	if (tgt == NULL)
+		return -EINVAL;
+	if (initiator_name == NULL)
+		return scsitgt__log_refused(&tgt->engine->log, "core", -EINVAL,
+					    "scsitgt_target_remove_initiator_address: target %s: "
+					    "initiator_name is NULL",
+					    tgt->name);
+	if (acl_cidr_check(tgt, "scsitgt_target_remove_initiator_address", cidr) < 0)
 		return -EINVAL;
 	e = scsitgt__acl_find(tgt, initiator_name);
-	if (e == NULL) {
-		struct scsitgt__acl_net net;
-
-		return acl_parse_cidr(cidr, &net) < 0 ? -EINVAL : -ENOENT;
-	}
+	if (e == NULL)
+		return -ENOENT;
 	scsitgt__cfg_wrlock(tgt->engine);
 	rc = acl_nets_remove(&e->nets, &e->nnets, cidr);
 	acl_entry_put(tgt, e);

@@ -21,6 +21,8 @@
  * unit attentions run outside the lock.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +32,7 @@
 #include "core/ua.h"
 #include "core/spc.h"
 #include "util/be.h"
+#include "util/log.h"
 
 #define RTPG_HDR_LEN 4
 #define RTPG_EXT_HDR_LEN 8
@@ -174,6 +177,39 @@ static void alua_announce(struct scsitgt_target *tgt, const struct scsitgt__sess
 						  SCSITGT__SR_UA_ASYMMETRIC_ACCESS_CHANGED);
 }
 
+/*
+ * A set call refuses an argument: one ERROR line through the target's engine logger naming
+ * the call, the target, the argument and the rule (scsitgt(3), "Conventions"); returns @rc.
+ */
+static int alua_refused(const struct scsitgt_target *tgt, int rc, const char *call, const char *fmt,
+			...) SCSITGT_PRINTF(4, 5);
+static int alua_refused(const struct scsitgt_target *tgt, int rc, const char *call, const char *fmt,
+			...)
+{
+	char why[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	return scsitgt__log_refused(&tgt->engine->log, "core", rc, "%s: target %s: %s", call,
+				    tgt->name, why);
+}
+
+/* A state the calls accept: the enum's names, for the refusal's rule. */
+#define ALUA_STATES                                                                           \
+	"one of SCSITGT_ALUA_ACTIVE_OPTIMIZED (0), _ACTIVE_NON_OPTIMIZED (1), _STANDBY (2), " \
+	"_UNAVAILABLE (3), _TRANSITIONING (15)"
+
+/* No group @id on the target (-ENOENT), logged for @call. */
+static int alua_no_group(const struct scsitgt_target *tgt, const char *call, uint16_t id)
+{
+	return alua_refused(tgt, -ENOENT, call,
+			    "group_id %u: the target has no such group "
+			    "(scsitgt_alua_group_create())",
+			    (unsigned)id);
+}
+
 SCSITGT_EXPORT void scsitgt_alua_opts_init(struct scsitgt_alua_opts *opts, size_t size)
 {
 	struct scsitgt_alua_opts def = { .size = sizeof(def) };
@@ -193,12 +229,22 @@ SCSITGT_EXPORT int scsitgt_alua_configure(struct scsitgt_target *tgt,
 	struct scsitgt_alua_opts o;
 	struct scsitgt__alua *a;
 
-	if (tgt == NULL || opts == NULL || opts->size == 0)
+	if (tgt == NULL)
 		return -EINVAL;
+	if (opts == NULL)
+		return alua_refused(tgt, -EINVAL, "scsitgt_alua_configure", "opts is NULL");
+	if (opts->size == 0)
+		return alua_refused(tgt, -EINVAL, "scsitgt_alua_configure",
+				    "opts size 0 (initialise the options with "
+				    "scsitgt_alua_opts_init())");
 	scsitgt_alua_opts_init(&o, sizeof(o));
 	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
 	if (o.modes & ~(uint32_t)(SCSITGT_ALUA_IMPLICIT | SCSITGT_ALUA_EXPLICIT))
-		return -EINVAL;
+		return alua_refused(tgt, -EINVAL, "scsitgt_alua_configure",
+				    "modes 0x%x: bits other than SCSITGT_ALUA_IMPLICIT (0x%x) and "
+				    "SCSITGT_ALUA_EXPLICIT (0x%x)",
+				    (unsigned)o.modes, (unsigned)SCSITGT_ALUA_IMPLICIT,
+				    (unsigned)SCSITGT_ALUA_EXPLICIT);
 	alua_lock(tgt);
 	a = alua_get_or_create(tgt);
 	if (a) {
@@ -220,8 +266,15 @@ SCSITGT_EXPORT int scsitgt_alua_group_create(struct scsitgt_target *tgt, uint16_
 
 	int rc = 0;
 
-	if (tgt == NULL || group_id == 0 || !state_valid(state))
+	if (tgt == NULL)
 		return -EINVAL;
+	if (group_id == 0)
+		return alua_refused(tgt, -EINVAL, "scsitgt_alua_group_create",
+				    "group_id 0: not 1..65535");
+	if (!state_valid(state))
+		return alua_refused(tgt, -EINVAL, "scsitgt_alua_group_create",
+				    "group_id %u: state %d: not " ALUA_STATES, (unsigned)group_id,
+				    (int)state);
 	alua_lock(tgt);
 	a = alua_get_or_create(tgt);
 	if (a == NULL)
@@ -238,6 +291,15 @@ SCSITGT_EXPORT int scsitgt_alua_group_create(struct scsitgt_target *tgt, uint16_
 		alua_changed(tgt);
 	}
 	alua_unlock(tgt);
+	if (rc == -EEXIST)
+		return alua_refused(tgt, rc, "scsitgt_alua_group_create",
+				    "group_id %u: the target has a group of that id",
+				    (unsigned)group_id);
+	if (rc == -ENOSPC)
+		return alua_refused(tgt, rc, "scsitgt_alua_group_create",
+				    "group_id %u: the target has SCSITGT_ALUA_MAX_GROUPS (%d) "
+				    "groups already",
+				    (unsigned)group_id, SCSITGT_ALUA_MAX_GROUPS);
 	return rc;
 }
 
@@ -258,7 +320,7 @@ SCSITGT_EXPORT int scsitgt_alua_group_destroy(struct scsitgt_target *tgt, uint16
 		alua_changed(tgt);
 	}
 	alua_unlock(tgt);
-	return g ? 0 : -ENOENT;
+	return g ? 0 : alua_no_group(tgt, "scsitgt_alua_group_destroy", group_id);
 }
 
 SCSITGT_EXPORT int scsitgt_alua_group_add_port(struct scsitgt_target *tgt, uint16_t group_id,
@@ -269,14 +331,20 @@ SCSITGT_EXPORT int scsitgt_alua_group_add_port(struct scsitgt_target *tgt, uint1
 
 	int rc = 0;
 
-	if (tgt == NULL || rel_port_id == 0)
+	const struct alua_group *og = NULL;
+	uint16_t other = 0;
+
+	if (tgt == NULL)
 		return -EINVAL;
+	if (rel_port_id == 0)
+		return alua_refused(tgt, -EINVAL, "scsitgt_alua_group_add_port",
+				    "group_id %u: rel_port_id 0: not 1..65535", (unsigned)group_id);
 	alua_lock(tgt);
 	a = alua_get(tgt);
 	g = group_find(a, group_id);
 	if (g == NULL)
 		rc = -ENOENT;
-	else if (group_of_port(a, rel_port_id))
+	else if ((og = group_of_port(a, rel_port_id)) != NULL)
 		rc = -EEXIST;
 	else if (g->nports == SCSITGT_ALUA_MAX_PORTS)
 		rc = -ENOSPC;
@@ -284,7 +352,22 @@ SCSITGT_EXPORT int scsitgt_alua_group_add_port(struct scsitgt_target *tgt, uint1
 		g->ports[g->nports++] = rel_port_id;
 		alua_changed(tgt);
 	}
+	if (og)
+		other = og->id;
 	alua_unlock(tgt);
+	if (rc == -ENOENT)
+		return alua_no_group(tgt, "scsitgt_alua_group_add_port", group_id);
+	if (rc == -EEXIST)
+		return alua_refused(tgt, rc, "scsitgt_alua_group_add_port",
+				    "group_id %u: rel_port_id %u: the port is in group %u already "
+				    "(a port belongs to one group)",
+				    (unsigned)group_id, (unsigned)rel_port_id, (unsigned)other);
+	if (rc == -ENOSPC)
+		return alua_refused(tgt, rc, "scsitgt_alua_group_add_port",
+				    "group_id %u: rel_port_id %u: the group has "
+				    "SCSITGT_ALUA_MAX_PORTS (%d) ports already",
+				    (unsigned)group_id, (unsigned)rel_port_id,
+				    SCSITGT_ALUA_MAX_PORTS);
 	return rc;
 }
 
@@ -309,6 +392,12 @@ SCSITGT_EXPORT int scsitgt_alua_group_remove_port(struct scsitgt_target *tgt, ui
 		break;
 	}
 	alua_unlock(tgt);
+	if (rc == -ENOENT && g == NULL)
+		return alua_no_group(tgt, "scsitgt_alua_group_remove_port", group_id);
+	if (rc == -ENOENT)
+		return alua_refused(tgt, rc, "scsitgt_alua_group_remove_port",
+				    "group_id %u: rel_port_id %u: not a port of this group",
+				    (unsigned)group_id, (unsigned)rel_port_id);
 	return rc;
 }
 
@@ -319,8 +408,12 @@ SCSITGT_EXPORT int scsitgt_alua_set_state(struct scsitgt_target *tgt, uint16_t g
 
 	bool announce = false;
 
-	if (tgt == NULL || !state_valid(state))
+	if (tgt == NULL)
 		return -EINVAL;
+	if (!state_valid(state))
+		return alua_refused(tgt, -EINVAL, "scsitgt_alua_set_state",
+				    "group_id %u: state %d: not " ALUA_STATES, (unsigned)group_id,
+				    (int)state);
 	alua_lock(tgt);
 	g = group_find(alua_get(tgt), group_id);
 	if (g && g->state != state) {
@@ -331,7 +424,7 @@ SCSITGT_EXPORT int scsitgt_alua_set_state(struct scsitgt_target *tgt, uint16_t g
 	}
 	alua_unlock(tgt);
 	if (g == NULL)
-		return -ENOENT;
+		return alua_no_group(tgt, "scsitgt_alua_set_state", group_id);
 	if (announce)
 		alua_announce(tgt, NULL);
 	return 0;
@@ -342,8 +435,11 @@ SCSITGT_EXPORT int scsitgt_alua_get_state(const struct scsitgt_target *tgt, uint
 {
 	const struct alua_group *g;
 
-	if (tgt == NULL || state == NULL)
+	if (tgt == NULL)
 		return -EINVAL;
+	if (state == NULL)
+		return alua_refused(tgt, -EINVAL, "scsitgt_alua_get_state",
+				    "group_id %u: state is NULL", (unsigned)group_id);
 	alua_lock(tgt);
 	g = group_find(alua_get(tgt), group_id);
 	if (g)
@@ -364,7 +460,7 @@ SCSITGT_EXPORT int scsitgt_alua_set_preferred(struct scsitgt_target *tgt, uint16
 	if (g)
 		g->pref = preferred;
 	alua_unlock(tgt);
-	return g ? 0 : -ENOENT;
+	return g ? 0 : alua_no_group(tgt, "scsitgt_alua_set_preferred", group_id);
 }
 
 uint8_t scsitgt__alua_tpgs(const struct scsitgt_target *tgt)

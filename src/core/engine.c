@@ -68,8 +68,11 @@ SCSITGT_EXPORT int scsitgt_engine_post(struct scsitgt_engine *engine, scsitgt_po
 {
 	struct engine_post *p;
 
-	if (engine == NULL || fn == NULL)
+	if (engine == NULL)
 		return -EINVAL;
+	if (fn == NULL)
+		return scsitgt__log_refused(&engine->log, "core", -EINVAL,
+					    "scsitgt_engine_post: fn is NULL");
 	p = malloc(sizeof(*p));
 	if (p == NULL)
 		return -ENOMEM;
@@ -337,8 +340,11 @@ SCSITGT_EXPORT int scsitgt_engine_foreach_target(struct scsitgt_engine *engine,
 	struct scsitgt__list *pos, *tmp;
 
 	SCSITGT__ASSERT_HOME(engine);
-	if (engine == NULL || cb == NULL)
+	if (engine == NULL)
 		return -EINVAL;
+	if (cb == NULL)
+		return scsitgt__log_refused(&engine->log, "core", -EINVAL,
+					    "scsitgt_engine_foreach_target: cb is NULL");
 	scsitgt__list_foreach_safe(pos, tmp, &engine->targets)
 	{
 		struct scsitgt_target *tgt =

@@ -599,8 +599,13 @@ static void lun_apply_size(struct scsitgt_lun *lun, uint64_t num_blocks)
 SCSITGT_EXPORT int scsitgt_lun_resize(struct scsitgt_lun *lun, uint64_t num_blocks)
 {
 	SCSITGT__ASSERT_HOME(lun ? lun->engine : NULL);
-	if (lun == NULL || num_blocks == 0)
+	if (lun == NULL)
 		return -EINVAL;
+	if (num_blocks == 0)
+		return scsitgt__log_refused(&lun->engine->log, "core", -EINVAL,
+					    "scsitgt_lun_resize: %s LUN %llu: num_blocks 0: a LUN "
+					    "has at least one block",
+					    lun->tgt->name, (unsigned long long)lun->id);
 	lun_apply_size(lun, num_blocks);
 	return 0;
 }
@@ -675,8 +680,15 @@ SCSITGT_EXPORT int scsitgt_lun_get_geometry(const struct scsitgt_lun *lun,
 {
 	size_t n;
 
-	if (lun == NULL || geo == NULL || geo->size == 0)
+	if (lun == NULL)
 		return -EINVAL;
+	if (geo == NULL || geo->size == 0)
+		return scsitgt__log_refused(&lun->engine->log, "core", -EINVAL,
+					    "scsitgt_lun_get_geometry: %s LUN %llu: %s",
+					    lun->tgt->name, (unsigned long long)lun->id,
+					    geo == NULL ? "geo is NULL" :
+							  "geo size 0 (set it to sizeof(struct "
+							  "scsitgt_lun_geometry))");
 	n = geo->size < sizeof(lun->geo) ? geo->size : sizeof(lun->geo);
 	memcpy(geo, &lun->geo, n);
 	geo->size = n;

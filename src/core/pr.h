@@ -218,6 +218,14 @@ size_t scsitgt__pr_encode(const struct scsitgt__pr *pr, uint8_t *b,
  * hold entries: free them with scsitgt__pr_regs_free() and scsitgt__pr_change_clear(). */
 int scsitgt__pr_decode(const uint8_t *b, size_t len, struct scsitgt__pr *out,
 		       struct scsitgt__pr_change *ch, uint16_t *version);
+/*
+ * A public reservation call refuses an argument: one ERROR line through the engine's logger,
+ * "@call: TARGET LUN n: " then @fmt (scsitgt(3), "Conventions"). Returns @rc.
+ */
+int scsitgt__pr_refused(const struct scsitgt_lun *lun, int rc, const char *call, const char *fmt,
+			...) SCSITGT_PRINTF(4, 5);
+/* scsitgt__pr_decode() refused @len bytes of state with @rc: the refusal's line for @call. */
+int scsitgt__pr_refused_data(const struct scsitgt_lun *lun, int rc, const char *call, size_t len);
 /* Replace @pr's registrations and persistent reservation with @from's (moved; @from's list is
  * left empty). */
 void scsitgt__pr_replace(struct scsitgt__pr *pr, struct scsitgt__pr *from);

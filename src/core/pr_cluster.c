@@ -176,9 +176,13 @@ static int cl_apply(struct scsitgt_lun *lun, const void *data, size_t len)
 
 SCSITGT_EXPORT int scsitgt_lun_apply_pr_state(struct scsitgt_lun *lun, const void *data, size_t len)
 {
-	if (lun == NULL || data == NULL)
+	if (lun == NULL)
 		return -EINVAL;
-	return cl_apply(lun, data, len);
+	if (data == NULL)
+		return scsitgt__pr_refused(lun, -EINVAL, "scsitgt_lun_apply_pr_state",
+					   "data is NULL");
+	return scsitgt__pr_refused_data(lun, cl_apply(lun, data, len), "scsitgt_lun_apply_pr_state",
+					len);
 }
 
 /* An empty shared state (nothing stored yet). Under lun->xlock. */
@@ -553,10 +557,16 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_cluster(struct scsitgt_lun *lun,
 
 		if (ops->size <
 		    offsetof(struct scsitgt_pr_cluster_ops, commit) + sizeof(ops->commit))
-			return -EINVAL;
+			return scsitgt__pr_refused(
+				lun, -EINVAL, "scsitgt_lun_set_pr_cluster",
+				"ops size %zu: below %zu, the table must reach commit", ops->size,
+				offsetof(struct scsitgt_pr_cluster_ops, commit) +
+					sizeof(ops->commit));
 		memcpy(&cl, ops, n);
 		if (cl.fetch == NULL || cl.commit == NULL)
-			return -EINVAL;
+			return scsitgt__pr_refused(lun, -EINVAL, "scsitgt_lun_set_pr_cluster",
+						   "ops %s is NULL: a store needs fetch and commit",
+						   cl.fetch == NULL ? "fetch" : "commit");
 	}
 	uv_mutex_lock(&lun->xlock);
 	pr = scsitgt__pr_get(lun);
@@ -603,8 +613,13 @@ SCSITGT_EXPORT int scsitgt_lun_set_pr_sync(struct scsitgt_lun *lun, enum scsitgt
 	bool changed = false;
 	int rc = 0;
 
-	if (lun == NULL || (unsigned int)state > SCSITGT_PR_FENCED)
+	if (lun == NULL)
 		return -EINVAL;
+	if ((unsigned int)state > SCSITGT_PR_FENCED)
+		return scsitgt__pr_refused(lun, -EINVAL, "scsitgt_lun_set_pr_sync",
+					   "state %d: not SCSITGT_PR_SYNCED (0) .. "
+					   "SCSITGT_PR_FENCED (%d)",
+					   (int)state, (int)SCSITGT_PR_FENCED);
 	uv_mutex_lock(&lun->xlock);
 	if (!scsitgt__pr_cluster_on(lun)) {
 		rc = -ENOENT;

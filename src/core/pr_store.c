@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "core/pr.h"
 #include "util/be.h"
+#include "util/log.h"
 
 #define ST_HDR_LEN 24
 #define ST_REG_LEN 14 /* before the name */
@@ -183,6 +185,34 @@ int scsitgt__pr_changed(struct scsitgt_lun *lun)
 	return rc;
 }
 
+int scsitgt__pr_refused(const struct scsitgt_lun *lun, int rc, const char *call, const char *fmt,
+			...)
+{
+	char why[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	return scsitgt__log_refused(&lun->tgt->engine->log, "core", rc, "%s: %s LUN %llu: %s", call,
+				    lun->tgt->name, (unsigned long long)lun->id, why);
+}
+
+int scsitgt__pr_refused_data(const struct scsitgt_lun *lun, int rc, const char *call, size_t len)
+{
+	if (rc == -ENOTSUP)
+		return scsitgt__pr_refused(lun, rc, call,
+					   "data of %zu bytes: a format version this library "
+					   "does not read",
+					   len);
+	if (rc == -EINVAL)
+		return scsitgt__pr_refused(lun, rc, call,
+					   "data of %zu bytes: malformed, not a state "
+					   "scsitgt_lun_save_pr_state() or a cluster store wrote",
+					   len);
+	return rc;
+}
+
 SCSITGT_EXPORT int scsitgt_lun_set_pr_store(struct scsitgt_lun *lun, scsitgt_pr_save_cb save,
 					    void *arg)
 {
@@ -205,8 +235,11 @@ SCSITGT_EXPORT int scsitgt_lun_save_pr_state(struct scsitgt_lun *lun, void *buf,
 {
 	int rc = 0;
 
-	if (lun == NULL || len == NULL)
+	if (lun == NULL)
 		return -EINVAL;
+	if (len == NULL)
+		return scsitgt__pr_refused(lun, -EINVAL, "scsitgt_lun_save_pr_state",
+					   "len is NULL");
 	uv_mutex_lock(&lun->xlock);
 	*len = scsitgt__pr_encode(lun->pr, NULL, NULL);
 	if (cap < *len || buf == NULL)
@@ -364,15 +397,14 @@ void scsitgt__pr_replace(struct scsitgt__pr *pr, struct scsitgt__pr *from)
 	pr->holder = from->holder;
 }
 
-SCSITGT_EXPORT int scsitgt_lun_load_pr_state(struct scsitgt_lun *lun, const void *data, size_t len)
+/* scsitgt_lun_load_pr_state() without its checks and log lines. */
+static int pr_load(struct scsitgt_lun *lun, const void *data, size_t len)
 {
 	struct scsitgt__pr tmp, *pr;
 	struct scsitgt__pr_change ch;
 	uint16_t ver = 0;
 	int rc;
 
-	if (lun == NULL || data == NULL)
-		return -EINVAL;
 	memset(&tmp, 0, sizeof(tmp));
 	scsitgt__list_init(&tmp.regs);
 	scsitgt__pr_change_init(&ch);
@@ -393,6 +425,17 @@ SCSITGT_EXPORT int scsitgt_lun_load_pr_state(struct scsitgt_lun *lun, const void
 	uv_mutex_unlock(&lun->xlock);
 	scsitgt__pr_regs_free(&tmp.regs);
 	return pr ? 0 : -ENOMEM;
+}
+
+SCSITGT_EXPORT int scsitgt_lun_load_pr_state(struct scsitgt_lun *lun, const void *data, size_t len)
+{
+	if (lun == NULL)
+		return -EINVAL;
+	if (data == NULL)
+		return scsitgt__pr_refused(lun, -EINVAL, "scsitgt_lun_load_pr_state",
+					   "data is NULL");
+	return scsitgt__pr_refused_data(lun, pr_load(lun, data, len), "scsitgt_lun_load_pr_state",
+					len);
 }
 
 /* fsync the directory of @path: the rename is durable only then (rename(2) alone may be
@@ -477,8 +520,11 @@ SCSITGT_EXPORT int scsitgt_lun_use_pr_file(struct scsitgt_lun *lun, const char *
 	char *copy;
 	int fd, rc = 0;
 
-	if (lun == NULL || path == NULL || path[0] == '\0')
+	if (lun == NULL)
 		return -EINVAL;
+	if (path == NULL || path[0] == '\0')
+		return scsitgt__pr_refused(lun, -EINVAL, "scsitgt_lun_use_pr_file", "path is %s",
+					   path == NULL ? "NULL" : "empty");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		uint8_t *b = malloc(ST_MAX_LEN + 1);
@@ -502,8 +548,17 @@ SCSITGT_EXPORT int scsitgt_lun_use_pr_file(struct scsitgt_lun *lun, const char *
 			n += (size_t)r;
 		}
 		close(fd);
-		if (rc == 0)
-			rc = n > ST_MAX_LEN ? -EINVAL : scsitgt_lun_load_pr_state(lun, b, n);
+		if (rc == 0 && n > ST_MAX_LEN)
+			rc = scsitgt__pr_refused(lun, -EINVAL, "scsitgt_lun_use_pr_file",
+						 "path \"%s\": above %u bytes, not a saved state",
+						 path, (unsigned)ST_MAX_LEN);
+		else if (rc == 0 && (rc = pr_load(lun, b, n)) < 0 && rc != -ENOMEM)
+			rc = scsitgt__pr_refused(lun, rc, "scsitgt_lun_use_pr_file",
+						 "path \"%s\": %s", path,
+						 rc == -ENOTSUP ? "a format version this library "
+								  "does not read" :
+								  "malformed, not a state this "
+								  "library saved");
 		free(b);
 		if (rc < 0)
 			return rc;

@@ -233,8 +233,16 @@ SCSITGT_EXPORT int scsitgt_lun_get_stats(const struct scsitgt_lun *lun,
 	struct scsitgt_lun_stats s;
 	size_t n;
 
-	if (lun == NULL || stats == NULL || stats->size < sizeof(size_t))
+	if (lun == NULL)
 		return -EINVAL;
+	if (stats == NULL || stats->size < sizeof(size_t))
+		return scsitgt__log_refused(&lun->tgt->engine->log, "core", -EINVAL,
+					    "scsitgt_lun_get_stats: %s LUN %llu: %s",
+					    lun->tgt->name, (unsigned long long)lun->id,
+					    stats == NULL ?
+						    "stats is NULL" :
+						    "stats size below sizeof(size_t) (set "
+						    "it to sizeof(struct scsitgt_lun_stats))");
 	memset(&s, 0, sizeof(s));
 	scsitgt__stats_lun_counters(lun, &s.cmds, s.latency_us);
 	/* Since the last reset (see the top of the file). */
@@ -266,8 +274,12 @@ SCSITGT_EXPORT int scsitgt_target_foreach_session(struct scsitgt_target *tgt,
 	struct scsitgt__list *p, *next;
 
 	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
-	if (tgt == NULL || cb == NULL)
+	if (tgt == NULL)
 		return -EINVAL;
+	if (cb == NULL)
+		return scsitgt__log_refused(&tgt->engine->log, "core", -EINVAL,
+					    "scsitgt_target_foreach_session: target %s: cb is NULL",
+					    tgt->name);
 	for (p = tgt->sessions.next; p != &tgt->sessions; p = next) {
 		struct scsitgt__session *sess =
 			scsitgt__container_of(p, struct scsitgt__session, node);

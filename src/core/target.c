@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,11 +59,64 @@ static int target_name_check(const struct scsitgt__logger *lg, const char *name)
 	return 0;
 }
 
+static bool name_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+/*
+ * Whether a name whose characters passed target_name_check() also has one of the three
+ * formats of RFC 7143 §4.2.7.3-4.2.7.5 (compared case-insensitively, as names are): NULL if
+ * so, else the rule it misses. Only warned about (scsitgt_target_create()).
+ */
+static const char *target_name_format(const char *name)
+{
+	size_t len = strlen(name);
+	const char *p;
+
+	if (strncasecmp(name, "eui.", 4) == 0)
+		return len == 20 && name_hex(name + 4, 16) ?
+			       NULL :
+			       "\"eui.\" is followed by exactly 16 hex digits (RFC 7143 §4.2.7.4)";
+	if (strncasecmp(name, "naa.", 4) == 0)
+		return (len == 20 || len == 36) && name_hex(name + 4, len - 4) ?
+			       NULL :
+			       "\"naa.\" is followed by 16 or 32 hex digits (RFC 7143 §4.2.7.5)";
+	if (strncasecmp(name, "iqn.", 4) != 0)
+		return "it starts with none of \"iqn.\", \"eui.\", \"naa.\" (RFC 7143 §4.2.7.1)";
+	/* iqn.yyyy-mm.reversed.domain[:anything] */
+	p = name + 4;
+	if (!(isdigit((unsigned char)p[0]) && isdigit((unsigned char)p[1]) &&
+	      isdigit((unsigned char)p[2]) && isdigit((unsigned char)p[3]) && p[4] == '-' &&
+	      isdigit((unsigned char)p[5]) && isdigit((unsigned char)p[6]) &&
+	      ((p[5] == '0' && p[6] != '0') || (p[5] == '1' && p[6] <= '2')) && p[7] == '.'))
+		return "\"iqn.\" is followed by a date yyyy-mm and '.' (RFC 7143 §4.2.7.3)";
+	p += 8;
+	/* The naming authority: labels of a-z, 0-9 and '-', joined by '.', up to ':' or the end. */
+	for (bool label = false;; p++) {
+		if (*p == '\0' || *p == ':' || *p == '.') {
+			if (!label)
+				return "\"iqn.yyyy-mm.\" is followed by a reversed domain name, labels "
+				       "joined by '.' (RFC 7143 §4.2.7.3)";
+			if (*p != '.')
+				break;
+			label = false;
+		} else {
+			label = true;
+		}
+	}
+	return NULL;
+}
+
 SCSITGT_EXPORT int scsitgt_target_create(struct scsitgt_target **out, struct scsitgt_engine *engine,
 					 const struct scsitgt_target_opts *opts)
 {
 	struct scsitgt_target_opts o;
 	struct scsitgt_target *tgt;
+	const char *why;
 
 	SCSITGT__ASSERT_HOME(engine);
 	if (engine == NULL)
@@ -122,6 +176,13 @@ SCSITGT_EXPORT int scsitgt_target_create(struct scsitgt_target **out, struct scs
 	scsitgt__cfg_wrlock(engine);
 	scsitgt__list_add_tail(&engine->targets, &tgt->node);
 	scsitgt__cfg_wrunlock(engine);
+	/* Not refused: hosts use names such as "iqn.x" today, and initiators accept them. */
+	why = target_name_format(tgt->name);
+	if (why)
+		scsitgt__log(&engine->log, SCSITGT_LOG_WARNING, "core",
+			     "scsitgt_target_create: name \"%s\" is not an iSCSI name: %s; strict "
+			     "initiators may refuse it",
+			     tgt->name, why);
 	*out = tgt;
 	return 0;
 }
@@ -324,8 +385,12 @@ SCSITGT_EXPORT int scsitgt_target_foreach_lun(struct scsitgt_target *tgt, scsitg
 	size_t i;
 
 	SCSITGT__ASSERT_HOME(tgt ? tgt->engine : NULL);
-	if (tgt == NULL || cb == NULL)
+	if (tgt == NULL)
 		return -EINVAL;
+	if (cb == NULL)
+		return scsitgt__log_refused(&tgt->engine->log, "core", -EINVAL,
+					    "scsitgt_target_foreach_lun: target %s: cb is NULL",
+					    tgt->name);
 	/* By LUN number, looked up again after each visit: the visitor may change the array. */
 	for (i = 0; i < tgt->nluns;) {
 		struct scsitgt_lun *lun = tgt->luns[i];

@@ -7,7 +7,8 @@
 # applies a changed file and refuses a broken one (FILE:LINE); the runtime changes (LUN,
 # initiator, address) act on the initiator; save writes a file that, served after a restart,
 # gives the same show; a reload of a file with a LUN that cannot be created answers which and
-# why, show lists it as failed, save writes it; protocol errors come back as JSON-RPC error objects; systemd hears
+# why, show lists it as failed, save writes it; a target that cannot be created is listed by show
+# as failed with its reason; protocol errors come back as JSON-RPC error objects; systemd hears
 # READY=1, RELOADING=1 and STOPPING=1 (sd_notify) when scsitgtd is built with libsystemd.
 # Runtime changes pass the file's checks across sections: a LUN added to or removed from an
 # rbd_gateway target (exactly one RBD LUN) is refused, so that save writes a file that starts.
@@ -269,6 +270,24 @@ cp "$IT_TMP/good.conf" "$CONF"
 ctl reload >"$IT_TMP/reload.json" || it_fail "reload failed: $(cat "$IT_TMP/reload.json")"
 [[ $(jq -c '.failed' "$IT_TMP/reload.json") == "[]" && $(ctl show | jq -c '[.targets[0].luns[].id]') == "[0,1]" ]] ||
 	it_fail "reload without LUN 4: $(cat "$IT_TMP/reload.json"); $(ctl show | jq -c .targets[0].luns)"
+# A target of the file that cannot be created (its name differs from $IQN's only in case: the
+# library compares names without case): show lists it after the running one, failed, with the
+# reason, and its LUN as failed with it; the reload's answer names that LUN.
+UPPER=${IQN^^}
+printf '[target]\nname = %s\n\n[lun 0]\nbackend = ram\nsize = 1M\n' "$UPPER" >>"$CONF"
+ctl reload >"$IT_TMP/reload.json" || it_fail "reload failed: $(cat "$IT_TMP/reload.json")"
+why="File exists: target $IQN has that name (names compare without case)"
+lwhy="its target was not created (the log says why)"
+[[ $(jq -c '.failed' "$IT_TMP/reload.json") == "[{\"target\":\"$UPPER\",\"id\":0,\"error\":\"$lwhy\"}]" ]] ||
+	it_fail "reload does not say the failed target's LUN 0 failed: $(cat "$IT_TMP/reload.json")"
+[[ $(ctl show | jq -c '[.targets[] | [.name, .state, .error, [.luns[] | [.id, .state]]]]') == \
+	"[[\"$IQN\",\"running\",null,[[0,\"running\"],[1,\"running\"]]],[\"$UPPER\",\"failed\",\"$why\",[[0,\"failed\"]]]]" ]] ||
+	it_fail "show does not list the failed target: $(ctl show | jq -c .targets)"
+it_wait_log "$IT_TMP/target.err" "target $UPPER: $why"
+cp "$IT_TMP/good.conf" "$CONF"
+ctl reload >"$IT_TMP/reload.json" || it_fail "reload failed: $(cat "$IT_TMP/reload.json")"
+[[ $(ctl show | jq -c '[.targets[].name]') == "[\"$IQN\"]" ]] ||
+	it_fail "reload without the failed target: $(ctl show | jq -c .targets)"
 
 # ---- runtime changes: LUNs, initiators, addresses ----
 

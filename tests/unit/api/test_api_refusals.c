@@ -4,7 +4,8 @@
  * -ENOTSUP of the same checks) logs one line at SCSITGT_LOG_ERROR through the engine's logger
  * that names the argument or option field, its value and the rule (userx D10): a host that
  * builds options from its own configuration learns which one it got wrong. Every such return
- * of the engine, target, LUN, portal and iSCSI parameter/CHAP calls is driven here once.
+ * of the engine, target, LUN, portal, iSCSI parameter/CHAP, ALUA and persistent reservation
+ * calls, and of a NULL argument beside a handle, is driven here once.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -20,9 +22,11 @@
 #include "probe_backend.h"
 
 struct logcap {
-	unsigned int errors; /* lines at SCSITGT_LOG_ERROR */
-	unsigned int others; /* lines at other levels */
-	char last[1024];     /* the last ERROR line */
+	unsigned int errors;   /* lines at SCSITGT_LOG_ERROR */
+	unsigned int others;   /* lines at other levels */
+	unsigned int warnings; /* of which at SCSITGT_LOG_WARNING */
+	char last[1024];       /* the last ERROR line */
+	char warning[1024];    /* the last WARNING line */
 };
 
 static void cap_log(void *arg, enum scsitgt_log_level level, const char *subsystem, const char *fmt,
@@ -31,6 +35,10 @@ static void cap_log(void *arg, enum scsitgt_log_level level, const char *subsyst
 	struct logcap *c = arg;
 
 	(void)subsystem;
+	if (level == SCSITGT_LOG_WARNING) {
+		c->warnings++;
+		vsnprintf(c->warning, sizeof(c->warning), fmt, ap);
+	}
 	if (level != SCSITGT_LOG_ERROR) {
 		c->others++;
 		return;
@@ -169,6 +177,59 @@ static void test_target_create(void **state)
 	to.size = 0;
 	refused(&e.cap, scsitgt_target_create(&t, e.engine, &to), -EINVAL, "opts size 0");
 	assert_null(t);
+	env_fini(&e);
+}
+
+/*
+ * Creating a target named @name succeeds; with @rule NULL no warning is logged, else exactly one
+ * holding @rule.
+ */
+static void name_format(struct env *e, const char *name, const char *rule)
+{
+	struct scsitgt_target_opts to;
+	struct scsitgt_target *t;
+
+	e->cap.warnings = 0;
+	e->cap.warning[0] = '\0';
+	scsitgt_target_opts_init(&to, sizeof(to));
+	to.name = name;
+	assert_int_equal(scsitgt_target_create(&t, e->engine, &to), 0);
+	assert_int_equal(e->cap.errors, 0);
+	if (rule == NULL) {
+		if (e->cap.warnings != 0)
+			fail_msg("%s: warned \"%s\"", name, e->cap.warning);
+		return;
+	}
+	if (e->cap.warnings != 1 || strstr(e->cap.warning, name) == NULL ||
+	    strstr(e->cap.warning, rule) == NULL)
+		fail_msg("%s: %u warnings, last \"%s\" (want \"%s\")", name, e->cap.warnings,
+			 e->cap.warning, rule);
+}
+
+/*
+ * RFC 7143 §4.2.7.3-4.2.7.5 formats: a name with the right characters but none of the formats
+ * is created (hosts use such names) with one WARNING line saying which rule it misses.
+ */
+static void test_target_name_format(void **state)
+{
+	struct env e;
+
+	(void)state;
+	env_init(&e);
+	name_format(&e, "iqn.2001-04.com.example:storage:diskarrays-sn-a8675309", NULL);
+	name_format(&e, "iqn.2001-04.com.example", NULL);
+	name_format(&e, "IQN.2001-12.COM.EXAMPLE:UPPER", NULL);
+	name_format(&e, "eui.02004567A425678D", NULL);
+	name_format(&e, "naa.52004567BA64678D", NULL);
+	name_format(&e, "naa.62004567BA64678D0123456789ABCDEF", NULL);
+	name_format(&e, "iqn.x", "\"iqn.\" is followed by a date yyyy-mm and '.'");
+	name_format(&e, "iqn.2001-13.com.example", "a date yyyy-mm");
+	name_format(&e, "iqn.2001-04.:disk", "a reversed domain name");
+	name_format(&e, "iqn.2001-04.com..example", "a reversed domain name");
+	name_format(&e, "eui.0123", "exactly 16 hex digits");
+	name_format(&e, "eui.012345678901234g", "exactly 16 hex digits");
+	name_format(&e, "naa.0123456789abcdef0", "16 or 32 hex digits");
+	name_format(&e, "target-1", "none of \"iqn.\", \"eui.\", \"naa.\"");
 	env_fini(&e);
 }
 
@@ -490,11 +551,169 @@ static void test_access_lists(void **state)
 	env_fini(&e);
 }
 
+/* The ALUA set calls (include/libscsitgt/alua.h): every refusal names the group, port or state. */
+static void test_alua(void **state)
+{
+	struct scsitgt_alua_opts ao;
+	enum scsitgt_alua_state st;
+	struct env e;
+
+	(void)state;
+	env_init(&e);
+	refused(&e.cap, scsitgt_alua_configure(e.tgt, NULL), -EINVAL,
+		"scsitgt_alua_configure: target iqn.2024-01.org.example:refusals: opts is NULL");
+	scsitgt_alua_opts_init(&ao, sizeof(ao));
+	ao.modes = 0x4;
+	refused(&e.cap, scsitgt_alua_configure(e.tgt, &ao), -EINVAL, "modes 0x4",
+		"SCSITGT_ALUA_IMPLICIT (0x1)", "SCSITGT_ALUA_EXPLICIT (0x2)");
+	ao.size = 0;
+	refused(&e.cap, scsitgt_alua_configure(e.tgt, &ao), -EINVAL, "opts size 0");
+	refused(&e.cap, scsitgt_alua_group_create(e.tgt, 0, SCSITGT_ALUA_STANDBY), -EINVAL,
+		"scsitgt_alua_group_create", "group_id 0: not 1..65535");
+	refused(&e.cap, scsitgt_alua_group_create(e.tgt, 1, (enum scsitgt_alua_state)7), -EINVAL,
+		"group_id 1: state 7: not one of SCSITGT_ALUA_ACTIVE_OPTIMIZED (0)");
+	assert_int_equal(scsitgt_alua_group_create(e.tgt, 1, SCSITGT_ALUA_STANDBY), 0);
+	refused(&e.cap, scsitgt_alua_group_create(e.tgt, 1, SCSITGT_ALUA_STANDBY), -EEXIST,
+		"group_id 1: the target has a group of that id");
+	for (uint16_t id = 2; id <= SCSITGT_ALUA_MAX_GROUPS; id++)
+		assert_int_equal(scsitgt_alua_group_create(e.tgt, id, SCSITGT_ALUA_STANDBY), 0);
+	refused(&e.cap, scsitgt_alua_group_create(e.tgt, 99, SCSITGT_ALUA_STANDBY), -ENOSPC,
+		"group_id 99: the target has SCSITGT_ALUA_MAX_GROUPS (32) groups already");
+	refused(&e.cap, scsitgt_alua_group_destroy(e.tgt, 99), -ENOENT,
+		"scsitgt_alua_group_destroy", "group_id 99: the target has no such group");
+	refused(&e.cap, scsitgt_alua_group_add_port(e.tgt, 1, 0), -EINVAL,
+		"scsitgt_alua_group_add_port", "group_id 1: rel_port_id 0: not 1..65535");
+	refused(&e.cap, scsitgt_alua_group_add_port(e.tgt, 99, 5), -ENOENT,
+		"scsitgt_alua_group_add_port", "group_id 99: the target has no such group");
+	assert_int_equal(scsitgt_alua_group_add_port(e.tgt, 1, 5), 0);
+	refused(&e.cap, scsitgt_alua_group_add_port(e.tgt, 2, 5), -EEXIST,
+		"group_id 2: rel_port_id 5: the port is in group 1 already");
+	for (uint16_t p = 100; p < 100 + SCSITGT_ALUA_MAX_PORTS; p++)
+		assert_int_equal(scsitgt_alua_group_add_port(e.tgt, 3, p), 0);
+	refused(&e.cap, scsitgt_alua_group_add_port(e.tgt, 3, 7), -ENOSPC,
+		"group_id 3: rel_port_id 7: the group has SCSITGT_ALUA_MAX_PORTS (32) ports");
+	refused(&e.cap, scsitgt_alua_group_remove_port(e.tgt, 1, 6), -ENOENT,
+		"scsitgt_alua_group_remove_port", "group_id 1: rel_port_id 6: not a port of this");
+	refused(&e.cap, scsitgt_alua_group_remove_port(e.tgt, 99, 5), -ENOENT,
+		"scsitgt_alua_group_remove_port", "group_id 99: the target has no such group");
+	refused(&e.cap, scsitgt_alua_set_state(e.tgt, 1, (enum scsitgt_alua_state)4), -EINVAL,
+		"scsitgt_alua_set_state", "group_id 1: state 4: not one of", "_TRANSITIONING (15)");
+	refused(&e.cap, scsitgt_alua_set_state(e.tgt, 99, SCSITGT_ALUA_STANDBY), -ENOENT,
+		"scsitgt_alua_set_state", "group_id 99: the target has no such group");
+	refused(&e.cap, scsitgt_alua_set_preferred(e.tgt, 99, true), -ENOENT,
+		"scsitgt_alua_set_preferred", "group_id 99");
+	refused(&e.cap, scsitgt_alua_get_state(e.tgt, 1, NULL), -EINVAL, "scsitgt_alua_get_state",
+		"group_id 1: state is NULL");
+	/* A query of a group that is not there is an answer, not a refusal. */
+	assert_int_equal(scsitgt_alua_get_state(e.tgt, 99, &st), -ENOENT);
+	assert_int_equal(e.cap.errors, 0);
+	env_fini(&e);
+}
+
+static void pr_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req)
+{
+	(void)arg;
+	(void)lun;
+	(void)req;
+}
+
+/* The persistent reservation calls (include/libscsitgt/pr.h). */
+static void test_pr(void **state)
+{
+	static const uint8_t junk[16] = { 0xde, 0xad };
+	struct scsitgt_pr_cluster_ops ops;
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_lun *lun;
+	char path[] = "/tmp/scsitgt-refusals-XXXXXX";
+	struct env e;
+	void *ctx;
+	int fd;
+
+	(void)state;
+	env_init(&e);
+	ram_lun_opts(&lo, 7, &ctx);
+	assert_int_equal(scsitgt_lun_create(&lun, e.tgt, &lo), 0);
+	refused(&e.cap, scsitgt_lun_load_pr_state(lun, NULL, 4), -EINVAL,
+		"scsitgt_lun_load_pr_state: iqn.2024-01.org.example:refusals LUN 7: data is NULL");
+	refused(&e.cap, scsitgt_lun_load_pr_state(lun, junk, sizeof(junk)), -EINVAL,
+		"LUN 7: data of 16 bytes: malformed");
+	refused(&e.cap, scsitgt_lun_apply_pr_state(lun, NULL, 4), -EINVAL,
+		"scsitgt_lun_apply_pr_state", "LUN 7: data is NULL");
+	refused(&e.cap, scsitgt_lun_save_pr_state(lun, NULL, 0, NULL), -EINVAL,
+		"scsitgt_lun_save_pr_state", "LUN 7: len is NULL");
+	refused(&e.cap, scsitgt_lun_use_pr_file(lun, ""), -EINVAL, "scsitgt_lun_use_pr_file",
+		"LUN 7: path is empty");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	close(fd);
+	refused(&e.cap, scsitgt_lun_use_pr_file(lun, path), -EINVAL, "scsitgt_lun_use_pr_file",
+		path, "malformed");
+	unlink(path);
+	memset(&ops, 0, sizeof(ops));
+	ops.size = offsetof(struct scsitgt_pr_cluster_ops, fetch) + sizeof(ops.fetch);
+	ops.fetch = pr_fetch;
+	refused(&e.cap, scsitgt_lun_set_pr_cluster(lun, &ops, NULL), -EINVAL,
+		"scsitgt_lun_set_pr_cluster", "ops size 16: below 24");
+	ops.size = sizeof(ops);
+	refused(&e.cap, scsitgt_lun_set_pr_cluster(lun, &ops, NULL), -EINVAL,
+		"ops commit is NULL: a store needs fetch and commit");
+	refused(&e.cap, scsitgt_lun_set_pr_sync(lun, (enum scsitgt_pr_sync)9), -EINVAL,
+		"scsitgt_lun_set_pr_sync", "LUN 7: state 9: not SCSITGT_PR_SYNCED (0)");
+	/* Without a store these answer -ENOENT, a state a store's thread may meet while it is
+	 * replaced (pr.h): not logged. */
+	assert_int_equal(scsitgt_lun_set_pr_lease(lun, 1), -ENOENT);
+	assert_int_equal(e.cap.errors, 0);
+	env_fini(&e);
+}
+
+/* A NULL argument other than the handle: the handle reaches the engine's logger. */
+static void test_null_arguments(void **state)
+{
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_lun *lun;
+	struct env e;
+	void *ctx;
+
+	(void)state;
+	env_init(&e);
+	ram_lun_opts(&lo, 8, &ctx);
+	assert_int_equal(scsitgt_lun_create(&lun, e.tgt, &lo), 0);
+	refused(&e.cap, scsitgt_engine_post(e.engine, NULL, NULL), -EINVAL,
+		"scsitgt_engine_post: fn is NULL");
+	refused(&e.cap, scsitgt_engine_foreach_target(e.engine, NULL, NULL), -EINVAL,
+		"scsitgt_engine_foreach_target: cb is NULL");
+	refused(&e.cap, scsitgt_target_foreach_lun(e.tgt, NULL, NULL), -EINVAL,
+		"scsitgt_target_foreach_lun: target iqn.2024-01.org.example:refusals: cb is NULL");
+	refused(&e.cap, scsitgt_target_foreach_session(e.tgt, NULL, NULL), -EINVAL,
+		"scsitgt_target_foreach_session", "cb is NULL");
+	refused(&e.cap, scsitgt_lun_get_stats(lun, NULL), -EINVAL, "scsitgt_lun_get_stats",
+		"LUN 8: stats is NULL");
+	refused(&e.cap, scsitgt_lun_get_geometry(lun, NULL), -EINVAL, "scsitgt_lun_get_geometry",
+		"LUN 8: geo is NULL");
+	refused(&e.cap, scsitgt_lun_resize(lun, 0), -EINVAL, "scsitgt_lun_resize",
+		"LUN 8: num_blocks 0");
+	refused(&e.cap, scsitgt_target_remove_initiator(e.tgt, NULL), -EINVAL,
+		"scsitgt_target_remove_initiator", "initiator_name is NULL");
+	refused(&e.cap, scsitgt_target_remove_address(e.tgt, "10.0.0.0/40"), -EINVAL,
+		"scsitgt_target_remove_address", "cidr \"10.0.0.0/40\"");
+	refused(&e.cap, scsitgt_target_remove_initiator_address(e.tgt, NULL, "10.0.0.1"), -EINVAL,
+		"scsitgt_target_remove_initiator_address", "initiator_name is NULL");
+	refused(&e.cap, scsitgt_target_remove_initiator_address(e.tgt, "iqn.x", NULL), -EINVAL,
+		"scsitgt_target_remove_initiator_address", "cidr NULL");
+	/* A NULL handle reaches no engine: refused, silently (scsitgt(3)). */
+	assert_int_equal(scsitgt_alua_set_state(NULL, 1, SCSITGT_ALUA_STANDBY), -EINVAL);
+	assert_int_equal(scsitgt_lun_set_pr_sync(NULL, SCSITGT_PR_SYNCED), -EINVAL);
+	assert_int_equal(e.cap.errors, 0);
+	env_fini(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_engine_create),
 		cmocka_unit_test(test_target_create),
+		cmocka_unit_test(test_target_name_format),
 		cmocka_unit_test(test_lun_create_options),
 		cmocka_unit_test(test_lun_create_backend),
 		cmocka_unit_test(test_portal_create),
@@ -503,6 +722,9 @@ int main(void)
 		cmocka_unit_test(test_chap),
 		cmocka_unit_test(test_engine_timeouts),
 		cmocka_unit_test(test_access_lists),
+		cmocka_unit_test(test_alua),
+		cmocka_unit_test(test_pr),
+		cmocka_unit_test(test_null_arguments),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -53,6 +53,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o->luns[0].size, 1ull << 30);
 	assert_int_equal(o->luns[0].bs, 512);
 	assert_int_equal(o->srp_guid, 0x0002c90300abcdefull);
+	assert_false(o->srp_aer);
 	assert_int_equal(o->tpgt, 1);
 	assert_int_equal(o->alua_state, -1);
 	assert_int_equal(o->alua_group, 0);
@@ -99,7 +100,8 @@ static void test_every_option(void **state)
 		      "10", "--discovery-chap", "du:ds", "--discovery-mutual-chap", "dm:dms",
 		      "--drain-timeout", "11", "--tmf-timeout", "12", "--logout-timeout", "13",
 		      "--tpgt", "14", "--alua-group", "15", "--alua-peer", "16", "--alua-peer",
-		      "17:18", "--alua-preferred", "--gw-holddown", "0", "--gw-probe", "19"),
+		      "17:18", "--alua-preferred", "--gw-holddown", "0", "--gw-probe", "19",
+		      "--srp-aer"),
 		MINITARGET_PARSE_RUN);
 	assert_string_equal(g_err, "");
 	assert_int_equal(o->nportals, 2);
@@ -131,6 +133,7 @@ static void test_every_option(void **state)
 	assert_int_equal(o->conn_workers, 0);
 	assert_int_equal(o->nsrp, 1);
 	assert_int_equal(o->srp_guid, 0xab);
+	assert_true(o->srp_aer);
 	assert_int_equal(o->nacl_addrs, 1);
 	assert_int_equal(o->ninit_addrs, 1);
 	assert_string_equal(o->init_addrs[0], "iqn.a=10.1.0.0/16");
@@ -467,6 +470,7 @@ static void test_usage_lists_options(void **state)
 		"--conn-workers",
 		"--srp-portal",
 		"--srp-guid",
+		"--srp-aer",
 		"--acl-address",
 		"--initiator-address",
 		"--map",
