@@ -122,9 +122,11 @@ static void ot_destroy(struct ot *t)
 	free(t);
 }
 
-/* Start the command @cdb on LUN 0 of @s with task attribute @attr. */
-static void start_cdb(struct ot *t, struct scsitgt__session *s, const uint8_t *cdb, size_t len,
-		      uint8_t attr, uint64_t tag, struct task *task)
+/* Receive the command @cdb on LUN 0 of @s with task attribute @attr (parse, data), without
+ * executing it. */
+static struct scsitgt__cmd *receive_cdb(struct ot *t, struct scsitgt__session *s,
+					const uint8_t *cdb, size_t len, uint8_t attr, uint64_t tag,
+					struct task *task)
 {
 	uint8_t lun[8];
 	struct scsitgt__cmd *cmd;
@@ -140,7 +142,14 @@ static void start_cdb(struct ot *t, struct scsitgt__session *s, const uint8_t *c
 	scsitgt__cmd_setup(cmd, lun, cdb, len, attr, tag);
 	if (cmd->state == SCSITGT__CMD_NEED_DATA)
 		memset(cmd->buf, (int)(tag & 0xff), cmd->xfer_len);
-	scsitgt__cmd_execute(cmd);
+	return cmd;
+}
+
+/* Start the command @cdb on LUN 0 of @s with task attribute @attr. */
+static void start_cdb(struct ot *t, struct scsitgt__session *s, const uint8_t *cdb, size_t len,
+		      uint8_t attr, uint64_t tag, struct task *task)
+{
+	scsitgt__cmd_execute(receive_cdb(t, s, cdb, len, attr, tag, task));
 }
 
 /* Start a READ (10) or WRITE (10) of one block at @lba with task attribute @attr. */
@@ -362,6 +371,77 @@ static void test_session_gone(void **state)
 	ot_destroy(t);
 }
 
+static void reserve6(struct ot *t, struct scsitgt__session *s, uint8_t attr, uint64_t tag,
+		     struct task *task)
+{
+	static const uint8_t cdb[6] = { SPC_RESERVE_6 };
+
+	start_cdb(t, s, cdb, sizeof(cdb), attr, tag, task);
+}
+
+/* Complete every held io and run the loop until @task is done. */
+static void finish(struct ot *t, struct task *task)
+{
+	for (int i = 0; i < 50 && !task->done; i++) {
+		fake_backend_complete_pending(t->fb);
+		settle(t);
+	}
+	assert_true(task->done);
+}
+
+/*
+ * SPC-2 §5.5.1: one nexus holds a RESERVE (6), the other's conflicts. A RESERVE checked at
+ * parse while the LUN was free and executed after another nexus reserved (two loops do it at
+ * the same moment with workers, B1 of reviewi) must conflict; it got GOOD and took the
+ * reservation from the first holder, which then conflicted on its own WRITE.
+ */
+static void test_reserve6_parse_exec_gap(void **state)
+{
+	static const uint8_t cdb[6] = { SPC_RESERVE_6 };
+	struct ot *t = ot_create();
+	struct scsitgt__cmd *late;
+	struct task r2, r1, w1;
+
+	(void)state;
+	late = receive_cdb(t, t->s2, cdb, sizeof(cdb), SCSITGT__TASK_SIMPLE, 1, &r2);
+	reserve6(t, t->s1, SCSITGT__TASK_SIMPLE, 2, &r1);
+	assert_true(r1.done);
+	assert_int_equal(r1.status, SAM_STAT_GOOD);
+	scsitgt__cmd_execute(late);
+	assert_true(r2.done);
+	assert_int_equal(r2.status, SAM_STAT_RESERVATION_CONFLICT);
+	/* the first holder still holds it */
+	start(t, t->s1, SBC_WRITE_10, 0, SCSITGT__TASK_SIMPLE, 3, &w1);
+	finish(t, &w1);
+	assert_int_equal(w1.status, SAM_STAT_GOOD);
+	ot_destroy(t);
+}
+
+/* The same gap on one loop: s2's RESERVE (6) held behind an ORDERED task while s1's HEAD OF
+ * QUEUE RESERVE (6) is granted. */
+static void test_reserve6_parked(void **state)
+{
+	struct ot *t = ot_create();
+	struct task o, r2, r1, w1;
+
+	(void)state;
+	start(t, t->s1, SBC_WRITE_10, 0, SCSITGT__TASK_ORDERED, 1, &o);
+	wait_pending(t, 1);
+	reserve6(t, t->s2, SCSITGT__TASK_SIMPLE, 2, &r2);
+	settle(t);
+	assert_false(r2.done);
+	reserve6(t, t->s1, SCSITGT__TASK_HEAD_OF_QUEUE, 3, &r1);
+	assert_true(r1.done);
+	assert_int_equal(r1.status, SAM_STAT_GOOD);
+	finish(t, &o);
+	finish(t, &r2);
+	assert_int_equal(r2.status, SAM_STAT_RESERVATION_CONFLICT);
+	start(t, t->s1, SBC_WRITE_10, 0, SCSITGT__TASK_SIMPLE, 4, &w1);
+	finish(t, &w1);
+	assert_int_equal(w1.status, SAM_STAT_GOOD);
+	ot_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +452,8 @@ int main(void)
 		cmocka_unit_test(test_aca_refused),
 		cmocka_unit_test(test_abort_parked),
 		cmocka_unit_test(test_session_gone),
+		cmocka_unit_test(test_reserve6_parse_exec_gap),
+		cmocka_unit_test(test_reserve6_parked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
