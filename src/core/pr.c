@@ -379,7 +379,7 @@ void scsitgt__pr_session_gone(struct scsitgt__session *sess)
 		struct scsitgt_lun *lun = tgt->luns[i];
 
 		uv_mutex_lock(&lun->xlock);
-		if (lun->pr && r2_mine(lun->pr, sess)) {
+		if (lun->pr && lun->pr->r2_held && lun->pr->r2_sess == sess) {
 			lun->pr->r2_held = false;
 			scsitgt__pr_sync_xflags(lun);
 		}
@@ -454,6 +454,7 @@ void scsitgt__pr_reserve(struct scsitgt__cmd *cmd)
 		pr->r2_held = true;
 		snprintf(pr->r2_iport, sizeof(pr->r2_iport), "%s", cmd->sess->initiator_port);
 		pr->r2_rel_port_id = cmd->sess->rel_port_id;
+		pr->r2_sess = cmd->sess;
 		scsitgt__pr_sync_xflags(lun);
 	}
 	uv_mutex_unlock(&lun->xlock);
