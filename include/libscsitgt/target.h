@@ -42,7 +42,8 @@ struct scsitgt_target_opts {
 	/**
 	 * Commands each LUN of the target holds at once, all nexuses together; a new command
 	 * beyond that ends with TASK SET FULL status (SAM-5 §5.3) without running. 0: no limit.
-	 * Default 1024.
+	 * Default 1024. With worker loops the count is not locked: commands arriving at the same
+	 * instant on several loops may exceed it by up to one per other loop.
 	 */
 	uint32_t max_lun_commands;
 	/**

@@ -872,6 +872,48 @@ static bool cdb_write_protected(const struct scsitgt__cmd *cmd, const struct scs
 	       scsitgt__lun_write_protected(lun, cmd->sess);
 }
 
+/* Steps 4 to 6 below: the port group's access state (SPC-5 §5.16.2.4), reservations (SPC-5
+ * §5.13), write protection. */
+static enum scsitgt__sense_reason cdb_check_access(struct scsitgt__cmd *cmd,
+						   const struct scsitgt__cdb_def *row)
+{
+	enum scsitgt__sense_reason r;
+
+	r = scsitgt__alua_check(cmd, row);
+	if (r != SCSITGT__SR_OK)
+		return r;
+	r = scsitgt__pr_check(cmd);
+	if (r != SCSITGT__SR_OK)
+		return r;
+	if (cdb_write_protected(cmd, row))
+		return SCSITGT__SR_WRITE_PROTECTED;
+	return SCSITGT__SR_OK;
+}
+
+/* Step 8 below: the medium absent or stopped, a sanitize or a self-test in progress. */
+static enum scsitgt__sense_reason cdb_check_medium(struct scsitgt__cmd *cmd,
+						   const struct scsitgt__cdb_def *row)
+{
+	enum scsitgt__sense_reason r;
+
+	if (cmd->lun == NULL)
+		return SCSITGT__SR_OK;
+	if ((row->flags & SCSITGT__CDB_F_MEDIUM) && !cmd->lun->medium.present)
+		return SCSITGT__SR_NOT_READY_MEDIUM_ABSENT;
+	if ((row->flags & SCSITGT__CDB_F_MEDIUM) && cmd->lun->medium.stopped)
+		return SCSITGT__SR_NOT_READY_INIT_REQUIRED;
+	/* SBC-4 §4.33: a sanitize in progress or failed (sbc_sanitize.c). */
+	if (cmd->lun->sanitize.state) {
+		r = scsitgt__sanitize_check(cmd, row);
+		if (r != SCSITGT__SR_OK)
+			return r;
+	}
+	/* SPC-5 §6.42: a self-test in progress (spc_selftest.c). */
+	if (cmd->xflags & SCSITGT__LUN_XF_SELFTEST)
+		return scsitgt__selftest_check(cmd, row);
+	return SCSITGT__SR_OK;
+}
+
 /*
  * The order in which a command's conditions are checked, in this one place (docs/scsi.md,
  * "Order of checks"):
@@ -925,36 +967,15 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 	/* SAM-5 §8.6.5: ACA tasks need an ACA condition, which never exists without NACA. */
 	if (cmd->task_attr == SCSITGT__TASK_ACA)
 		return SCSITGT__SR_INVALID_FIELD_IN_CDB;
-	/* SPC-5 §5.16.2.4: the access state of the target port group. */
-	r = scsitgt__alua_check(cmd, row);
+	r = cdb_check_access(cmd, row);
 	if (r != SCSITGT__SR_OK)
 		return r;
-	r = scsitgt__pr_check(cmd);
-	if (r != SCSITGT__SR_OK)
-		return r;
-	if (cdb_write_protected(cmd, row))
-		return SCSITGT__SR_WRITE_PROTECTED;
 	r = cdb_check_reserved(cmd, row);
 	if (r != SCSITGT__SR_OK)
 		return r;
-	if (cmd->lun) {
-		if ((row->flags & SCSITGT__CDB_F_MEDIUM) && !cmd->lun->medium.present)
-			return SCSITGT__SR_NOT_READY_MEDIUM_ABSENT;
-		if ((row->flags & SCSITGT__CDB_F_MEDIUM) && cmd->lun->medium.stopped)
-			return SCSITGT__SR_NOT_READY_INIT_REQUIRED;
-		/* SBC-4 §4.33: a sanitize in progress or failed (sbc_sanitize.c). */
-		if (cmd->lun->sanitize.state) {
-			r = scsitgt__sanitize_check(cmd, row);
-			if (r != SCSITGT__SR_OK)
-				return r;
-		}
-		/* SPC-5 §6.42: a self-test in progress (spc_selftest.c). */
-		if (cmd->xflags & SCSITGT__LUN_XF_SELFTEST) {
-			r = scsitgt__selftest_check(cmd, row);
-			if (r != SCSITGT__SR_OK)
-				return r;
-		}
-	}
+	r = cdb_check_medium(cmd, row);
+	if (r != SCSITGT__SR_OK)
+		return r;
 	cmd->dir = SCSITGT__DIR_NONE;
 	cmd->xfer_len = 0;
 	if (row->parse) {
@@ -965,6 +986,32 @@ enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd)
 	/* Accepted: the command joins the LUN's task set (SAM-5 §8.6, core/order.c). */
 	scsitgt__order_enter(cmd);
 	return SCSITGT__SR_OK;
+}
+
+/*
+ * A task held back in the LUN's task set behind an ORDERED or HEAD OF QUEUE task starts long
+ * after parse (core/order.c, scsitgt__cmd_unpark()): the task ahead of it may have changed
+ * what parse decided from the LUN's and the target's shared state, and SAM-5 §8.6 has it
+ * processed after that task (a PERSISTENT RESERVE OUT PREEMPT sent ORDERED is complete
+ * before the newer WRITE of the preempted nexus is processed). Steps 4, 5, 6 and 8 of parse
+ * are taken again on the state of now: ALUA, reservations, write protection, the medium,
+ * sanitize, self-test (the caller adds the offline state). Not step 3: SAM-5 §5.14 reports a
+ * unit attention condition to a command received while it is pending; this task was received
+ * before a condition established while it waited, which stays pending for the nexus's next
+ * command (and is not cleared here). Not steps 1, 2, 7 and 9: the CDB did not change.
+ */
+enum scsitgt__sense_reason scsitgt__cdb_recheck(struct scsitgt__cmd *cmd)
+{
+	const struct scsitgt__cdb_def *row = cmd->def;
+	enum scsitgt__sense_reason r;
+
+	if (cmd->lun == NULL || row == NULL)
+		return SCSITGT__SR_OK;
+	cmd->xflags = scsitgt__lun_xflags(cmd->lun);
+	r = cdb_check_access(cmd, row);
+	if (r != SCSITGT__SR_OK)
+		return r;
+	return cdb_check_medium(cmd, row);
 }
 
 enum scsitgt__sense_reason scsitgt__parse_alloc16(struct scsitgt__cmd *cmd, unsigned off)

@@ -126,6 +126,10 @@ size_t scsitgt__cdb_group_len(uint8_t opcode);
 /* Parse a command: lookup, reserved bits, row flags, then the row's parse function. */
 enum scsitgt__sense_reason scsitgt__cdb_parse(struct scsitgt__cmd *cmd);
 
+/* The checks of parse that depend on shared state, taken again when a task held back in the
+ * task set starts (cmd.c, scsitgt__cmd_unpark()). */
+enum scsitgt__sense_reason scsitgt__cdb_recheck(struct scsitgt__cmd *cmd);
+
 /* Parse helpers shared by the command files. */
 /* A data-in command whose allocation length is the 16-bit field at @off. */
 enum scsitgt__sense_reason scsitgt__parse_alloc16(struct scsitgt__cmd *cmd, unsigned off);

@@ -138,6 +138,21 @@ static void cmd_set_reason(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason 
 		cmd->data_len = cmd->partial_len;
 }
 
+/* An offline LUN refuses media commands with NOT READY, LOGICAL UNIT NOT READY, OFFLINE
+ * (SPC-5 Annex F, 04h/12h) instead of @r; a pending unit attention or a reservation conflict
+ * is still reported first (SAM-5 §5.14). */
+static enum scsitgt__sense_reason cmd_offline(struct scsitgt__cmd *cmd,
+					      enum scsitgt__sense_reason r)
+{
+	if (cmd->lun && cmd->lun->offline && cmd->def &&
+	    (cmd->def->flags & SCSITGT__CDB_F_MEDIUM) && r != SCSITGT__SR_RESERVATION_CONFLICT &&
+	    !(r >= SCSITGT__SR_UA_POWER_ON_RESET && r <= SCSITGT__SR_UA_MEDIUM_CHANGED)) {
+		memset(&cmd->detail, 0, sizeof(cmd->detail));
+		r = SCSITGT__SR_NOT_READY_OFFLINE;
+	}
+	return r;
+}
+
 void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const uint8_t *cdb,
 			size_t cdb_len, uint8_t task_attr, uint64_t tag)
 {
@@ -174,16 +189,7 @@ void scsitgt__cmd_setup(struct scsitgt__cmd *cmd, const uint8_t lun[8], const ui
 	memcpy(cmd->cdb, cdb, cdb_len);
 	cmd->cdb_len = (uint8_t)cdb_len;
 
-	r = scsitgt__cdb_parse(cmd);
-	/* an offline LUN refuses media commands with NOT READY, LOGICAL UNIT NOT READY,
-	 * OFFLINE (SPC-5 Annex F, 04h/12h); a pending unit attention or a reservation conflict
-	 * is still reported first (SAM-5 §5.14). */
-	if (cmd->lun && cmd->lun->offline && cmd->def &&
-	    (cmd->def->flags & SCSITGT__CDB_F_MEDIUM) && r != SCSITGT__SR_RESERVATION_CONFLICT &&
-	    !(r >= SCSITGT__SR_UA_POWER_ON_RESET && r <= SCSITGT__SR_UA_MEDIUM_CHANGED)) {
-		memset(&cmd->detail, 0, sizeof(cmd->detail));
-		r = SCSITGT__SR_NOT_READY_OFFLINE;
-	}
+	r = cmd_offline(cmd, scsitgt__cdb_parse(cmd));
 	/* A deferred write buffer waits for its data (scsitgt__cmd_alloc_buf()). */
 	if (r == SCSITGT__SR_OK && cmd->xfer_len &&
 	    !(cmd->defer_buf && cmd->dir == SCSITGT__DIR_OUT) && scsitgt__cmd_alloc_buf(cmd) < 0)
@@ -304,7 +310,20 @@ void scsitgt__cmd_end_internal(struct scsitgt__cmd *cmd)
 
 void scsitgt__cmd_unpark(struct scsitgt__cmd *cmd)
 {
+	struct scsitgt__sense_detail detail = cmd->detail;
+	enum scsitgt__sense_reason r;
+
 	cmd_move(cmd, CMD_S(SCSITGT__CMD_PARKED), SCSITGT__CMD_EXEC);
+	/* Held back since parse: decided again on the state the tasks ahead of it left (a
+	 * reservation preempted, a sanitize started, cdb.c scsitgt__cdb_recheck()). Only a
+	 * held task pays for it. */
+	memset(&cmd->detail, 0, sizeof(cmd->detail));
+	r = cmd_offline(cmd, scsitgt__cdb_recheck(cmd));
+	if (r != SCSITGT__SR_OK) {
+		scsitgt__cmd_complete(cmd, r);
+		return;
+	}
+	cmd->detail = detail;
 	cmd->exec(cmd);
 }
 

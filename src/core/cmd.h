@@ -296,7 +296,8 @@ void scsitgt__cmd_start_internal(struct scsitgt__cmd *cmd, struct scsitgt_lun *l
 				 const uint8_t *cdb, size_t cdb_len);
 void scsitgt__cmd_end_internal(struct scsitgt__cmd *cmd);
 
-/* A PARKED command's turn came (core/order.c): it executes now. */
+/* A PARKED command's turn came (core/order.c): its access checks are taken again on the
+ * state of now (scsitgt__cdb_recheck()), then it executes, or ends with their sense. */
 void scsitgt__cmd_unpark(struct scsitgt__cmd *cmd);
 
 /*

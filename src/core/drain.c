@@ -177,10 +177,14 @@ void scsitgt__drain_io_orphan_done(struct scsitgt_io *io)
 	struct scsitgt__cmd *cmd = io->cmd;
 	struct scsitgt_lun *lun = io->lun;
 
-	/* A QUEUED io of an orphaned command of home comes through the engine's queue, on the
-	 * loop (one of a worker shard through its inbox: not counted, drain_shard_orphan()). */
-	if (atomic_load(&io->tstate) != SCSITGT__IO_ORPHAN && io->shard->index == 0)
-		lun->engine->orphan_queued--;
+	/* A QUEUED io of an orphaned command comes through its shard's queue, on its loop:
+	 * home's engine queue, or a worker's inbox, whose stop waits for it. */
+	if (atomic_load(&io->tstate) != SCSITGT__IO_ORPHAN) {
+		if (io->shard->index == 0)
+			lun->engine->orphan_queued--;
+		else
+			scsitgt__worker_orphan_arrived(io->shard);
+	}
 	scsitgt__cache_free(NULL, io, io->alloc_size);
 	if (atomic_fetch_sub(&cmd->orphan_ios, 1) != 1)
 		return;
@@ -286,8 +290,10 @@ static void drain_shard_orphan(struct scsitgt__shard *shard, struct scsitgt_lun 
 		int lent = SCSITGT__IO_LENT;
 
 		scsitgt__list_remove(&io->lun_node);
-		/* One completed already is on its way to this shard's inbox, which frees it. */
-		atomic_compare_exchange_strong(&io->tstate, &lent, SCSITGT__IO_ORPHAN);
+		/* One completed already is on its way to this shard's inbox, which frees it:
+		 * the worker's stop waits for it (worker.c). */
+		if (!atomic_compare_exchange_strong(&io->tstate, &lent, SCSITGT__IO_ORPHAN))
+			shard->orphan_queued++;
 	}
 	/* Its commands no longer hold the LUN: the part may report empty (core/lun.c). */
 	for (unsigned int i = 0; i < ncmds; i++)

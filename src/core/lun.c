@@ -476,6 +476,11 @@ static void lun_part_drain(struct scsitgt__msg *msg)
  * count, which a LUN far from its limit never does. over_at is the part's own copy of the
  * limit (a LUN may outlive its target while its last ios drain), set at creation and
  * renewed by the check when the limit changed.
+ * The loads are relaxed: commands arriving at the same instant on several loops may each miss
+ * the others' last hold (a part below its share does not look, a part crossing it sums counts
+ * another loop is storing), so the LUN may hold up to nshards - 1 commands above max for that
+ * instant (reviewi N1). The limit is a protective bound, not an exact one; making it exact
+ * would cost every command a full fence or a shared write (target.h documents the bound).
  */
 static void lun_part_mark(struct scsitgt_lun *lun, struct scsitgt__lun_part *part, bool over)
 {
@@ -516,7 +521,8 @@ bool scsitgt__lun_over_limit(struct scsitgt_lun *lun, const struct scsitgt__shar
 	}
 	if (max == 0)
 		return false;
-	/* No part above its share: the total is at most max. */
+	/* No part above its share: the total is at most max (but for the arrivals of other
+	 * loops at this instant, see above). */
 	if (own < part->over_at &&
 	    atomic_load_explicit(&lun->over_shares, memory_order_relaxed) == 0)
 		return false;

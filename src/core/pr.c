@@ -379,7 +379,7 @@ void scsitgt__pr_session_gone(struct scsitgt__session *sess)
 		struct scsitgt_lun *lun = tgt->luns[i];
 
 		uv_mutex_lock(&lun->xlock);
-		if (lun->pr && r2_mine(lun->pr, sess)) {
+		if (lun->pr && lun->pr->r2_held && lun->pr->r2_sess == sess) {
 			lun->pr->r2_held = false;
 			scsitgt__pr_sync_xflags(lun);
 		}
@@ -443,19 +443,18 @@ void scsitgt__pr_reserve(struct scsitgt__cmd *cmd)
 
 	uv_mutex_lock(&lun->xlock);
 	pr = scsitgt__pr_get(lun);
-	r = pr ? SCSITGT__SR_OK : SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
-	if (pr && pr->nregs && !pr->cl_on) {
-		/* Registrations: the check let it through as an exception of SPC-5 §5.13.3,
-		 * "GOOD status, but no reservation shall be established" (checked again: the
-		 * state may have changed since). */
-		if (!pr_crh_exempt(pr, cmd->sess))
-			r = SCSITGT__SR_RESERVATION_CONFLICT;
-	} else if (pr) {
-		/* The conflict check let us through: free, or already ours (a no-op, SPC-2
-		 * §5.5.1). */
+	/* The conflict check of parse ran under an earlier hold of the lock: another nexus
+	 * (another loop, or one that went ahead while this task waited in the task set) may
+	 * have reserved or registered since. Decided again on the state it changes. */
+	r = pr ? pr_check_locked(cmd, pr, SCSITGT__PR_RESERVE) :
+		 SCSITGT__SR_INSUFFICIENT_REG_RESOURCES;
+	/* Free, or already ours (a no-op, SPC-2 §5.5.1). With registrations it passed as an
+	 * exception of SPC-5 §5.13.3: "GOOD status, but no reservation shall be established". */
+	if (r == SCSITGT__SR_OK && (!pr->nregs || pr->cl_on)) {
 		pr->r2_held = true;
 		snprintf(pr->r2_iport, sizeof(pr->r2_iport), "%s", cmd->sess->initiator_port);
 		pr->r2_rel_port_id = cmd->sess->rel_port_id;
+		pr->r2_sess = cmd->sess;
 		scsitgt__pr_sync_xflags(lun);
 	}
 	uv_mutex_unlock(&lun->xlock);

@@ -101,10 +101,14 @@ struct scsitgt__pr {
 	struct scsitgt__pr_reg *holder;
 	/* Activate persist through power loss (SPC-5 §5.13.5). */
 	bool aptpl;
-	/* The SPC-2 reservation (RESERVE (6)/(10)), held by one I_T nexus. */
+	/* The SPC-2 reservation (RESERVE (6)/(10)), held by one I_T nexus, named by its ports;
+	 * r2_sess is the nexus that took it last, which alone releases it when it ends (a
+	 * nexus of the same names may log in before the ended one is gone). Compared only,
+	 * never followed. */
 	bool r2_held;
 	char r2_iport[SCSITGT__PR_PORT_MAX];
 	uint16_t r2_rel_port_id;
+	const struct scsitgt__session *r2_sess;
 	/* The host's store (include/libscsitgt/pr.h); file_path for the default file store. */
 	scsitgt_pr_save_cb save;
 	void *save_arg;
@@ -197,8 +201,9 @@ size_t scsitgt__pr_tid_encode(const struct scsitgt__pr_reg *reg, uint8_t *buf);
 bool scsitgt__pr_srp_port_id(const char *iport, uint8_t id[16]);
 
 /* Events. */
-/* The nexus ended: its SPC-2 reservations go (SPC-2 §5.5.1), so does PREVENT ALLOW
- * (SBC-4 §5.16); registrations stay. */
+/* The nexus ended: the SPC-2 reservations it took go (SPC-2 §5.5.1), so does PREVENT ALLOW
+ * (SBC-4 §5.16); registrations stay. Home, at scsitgt__session_destroy() and again when the
+ * nexus is freed (a task of it held back on its worker may have reserved in between). */
 void scsitgt__pr_session_gone(struct scsitgt__session *sess);
 /* LUN reset, target reset: the SPC-2 reservation goes (SAM-5 §6.3). */
 void scsitgt__pr_reset(struct scsitgt_lun *lun);

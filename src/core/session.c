@@ -117,7 +117,8 @@ static void session_free(struct scsitgt__session *sess)
 {
 	struct scsitgt_target *tgt = sess->tgt;
 
-	/* SPC-2 reservations end with the nexus; its unit attentions go with it. */
+	/* SPC-2 reservations end with the nexus (again: one its held-back RESERVE took after
+	 * scsitgt__session_destroy()); its unit attentions go with it. */
 	scsitgt__pr_session_gone(sess);
 	scsitgt__ua_session_free(sess);
 	/* its EXTENDED COPY list identifiers (SPC-4: discarded on I_T nexus loss). */
@@ -155,6 +156,10 @@ void scsitgt__session_destroy(struct scsitgt__session *sess)
 	/* The loss is recorded now, not when home frees a worker's nexus after that loop's
 	 * detach: the same nexus logging in again meanwhile must find I_T NEXUS LOSS too. */
 	scsitgt__ua_session_lost(sess);
+	/* SPC-2 §5.5.1: its reservation ends with it, now too. Released at the free only, it
+	 * was released after the same nexus logged in again and reserved (core/pr.c compares
+	 * the nexus that took it, not its name). */
+	scsitgt__pr_session_gone(sess);
 	if (sess->shard->index == 0) {
 		session_detach_cmds(sess);
 		session_free(sess);

@@ -114,8 +114,13 @@ void scsitgt__shard_post_io(struct scsitgt__shard *shard, struct scsitgt_io *io)
 	struct scsitgt_engine *engine = shard->engine;
 
 	if (shard->worker) {
+		/* Counted before the push: an engine shutdown that gave up on the io waits for
+		 * its arrival, then for this post to return, before it closes the inbox and
+		 * frees the shards (worker.c). */
+		atomic_fetch_add(&shard->tsq_senders, 1);
 		io->tsq_msg.fn = shard_io_msg;
 		scsitgt__worker_post(shard->worker, &io->tsq_msg);
+		atomic_fetch_sub(&shard->tsq_senders, 1);
 		return;
 	}
 	/* Counted as a sender: the engine does not close its async handle between the push

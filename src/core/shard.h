@@ -58,6 +58,15 @@ struct scsitgt__shard {
 	 * reviewd F2). The list is the loop's; the count is read by home (tmf_xshard.c). */
 	struct scsitgt__list orphans;
 	_Atomic unsigned int norphans;
+	/* A worker shard's ios given up at engine shutdown that a backend had completed
+	 * through scsitgt_io_complete_threadsafe() (QUEUED): they still come through this
+	 * worker's inbox, which its stop keeps open until they came (stop_waits), as home's
+	 * queue waits for engine->orphan_queued (core/drain.c, worker.c). The loop's. */
+	unsigned int orphan_queued;
+	_Atomic bool stop_waits; /* atomic: a test looks from home */
+	/* Backend threads posting a completion to this worker shard, between the push and the
+	 * inbox's wake-up: the stop waits for them before it closes the eventfd. */
+	_Atomic unsigned int tsq_senders;
 };
 
 /*

@@ -172,12 +172,38 @@ static void worker_inbox_closed(struct scsitgt__inbox *inbox)
 }
 
 /* Worker side of the stop: close the inbox and the timer; the loop ends with them. */
+static void worker_stop_now(struct scsitgt__worker *w)
+{
+	struct scsitgt__shard *shard = w->shard;
+
+	/* A backend thread whose completion came already may still be in its post: its
+	 * wake-up writes to the eventfd (a few instructions away). */
+	while (shard && atomic_load(&shard->tsq_senders))
+		sched_yield();
+	uv_close((uv_handle_t *)&w->lazy_timer, NULL);
+	scsitgt__inbox_close(&w->inbox, worker_inbox_closed);
+}
+
 static void worker_stop_fn(struct scsitgt__msg *msg)
 {
 	struct scsitgt__worker *w = scsitgt__container_of(msg, struct scsitgt__worker, stop_msg);
 
-	uv_close((uv_handle_t *)&w->lazy_timer, NULL);
-	scsitgt__inbox_close(&w->inbox, worker_inbox_closed);
+	/* Completions given up on but on their way to this inbox come first: after the stop
+	 * their post would reach a closed (then freed) inbox. They arrive soon, the backend
+	 * thread is past its exchange (scsitgt_io_complete_threadsafe()). */
+	if (w->shard && w->shard->orphan_queued) {
+		atomic_store(&w->shard->stop_waits, true);
+		return;
+	}
+	worker_stop_now(w);
+}
+
+void scsitgt__worker_orphan_arrived(struct scsitgt__shard *shard)
+{
+	if (--shard->orphan_queued == 0 && atomic_load(&shard->stop_waits)) {
+		atomic_store(&shard->stop_waits, false);
+		worker_stop_now(shard->worker);
+	}
 }
 
 static void home_inbox_closed(struct scsitgt__inbox *inbox)

@@ -82,6 +82,10 @@ void scsitgt__inbox_drain(struct scsitgt__inbox *inbox);
 
 /* Post @msg to a worker's loop / to the engine's home loop. Thread-safe. */
 void scsitgt__worker_post(struct scsitgt__worker *w, struct scsitgt__msg *msg);
+/* A completion given up on at engine shutdown came through @shard's inbox (core/drain.c): the
+ * worker's stop, which waits for the last of them, goes on. Loop: @shard's. */
+struct scsitgt__shard;
+void scsitgt__worker_orphan_arrived(struct scsitgt__shard *shard);
 void scsitgt__engine_post(struct scsitgt_engine *engine, struct scsitgt__msg *msg);
 /*
  * Post @msg from worker @w to the home loop without waking it: it runs with the next message

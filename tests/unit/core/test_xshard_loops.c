@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "core/fabric.h"
+#include "core/order.h"
 #include "core/scsi_spec.h"
 #include "core/shard.h"
 #include "libscsitgt/scsitgt.h"
@@ -43,6 +44,54 @@ static int setup(void **state)
 	xw_world_start(t, NULL);
 	*state = t;
 	return 0;
+}
+
+/* A RAM LUN behind the fault backend (t->bctx), every READ held. */
+static int setup_held_reads(void **state)
+{
+	struct xw_world *t;
+
+	xw_world_create(&t, "iqn.2024-01.org.example:xshard");
+	xw_world_start_fault(t, "hang@read");
+	*state = t;
+	return 0;
+}
+
+/*
+ * SAM-5 §8.6.3 across shards (reviewi D1): B (worker) holds WRITE EXCLUSIVE; A (home) sends
+ * PREEMPT ORDERED behind its held READ, then B a SIMPLE WRITE, held on the worker behind the
+ * PREEMPT. Started by the worker once the PREEMPT is done, it is checked again there: B lost
+ * its registration and the reservation, RESERVATION CONFLICT; the unit attention of the
+ * preemption is for B's next command.
+ */
+static void test_write_held_behind_ordered_preempt(void **state)
+{
+	struct xw_world *t = *state;
+	struct xw_cmd x, rd, pre, w2;
+
+	assert_int_equal(xw_run_pr_out(t, t->b, PR_OUT_REGISTER, 0, 0, 0x22, &x), SAM_STAT_GOOD);
+	assert_int_equal(xw_run_pr_out(t, t->a, PR_OUT_REGISTER, 0, 0, 0x11, &x), SAM_STAT_GOOD);
+	assert_int_equal(xw_run_pr_out(t, t->b, PR_OUT_RESERVE, PR_TYPE_WE, 0x22, 0, &x),
+			 SAM_STAT_GOOD);
+	xw_rw10(&rd, t->a, SBC_READ_10, 7, 1);
+	xw_start(t, &rd);
+	xw_settle(t);
+	assert_int_equal(xw_fault_stats(t).held, 1);
+	xw_pr_out(&pre, t->a, PR_OUT_PREEMPT, PR_TYPE_WE, 0x11, 0x22);
+	pre.attr = SCSITGT__TASK_ORDERED;
+	xw_start(t, &pre);
+	xw_rw10(&w2, t->b, SBC_WRITE_10, 0, 1);
+	xw_start(t, &w2);
+	xw_settle(t);
+	assert_false(xw_finished(&pre) || xw_finished(&w2));
+	assert_int_equal(scsitgt_backend_fault_release(t->bctx, 0, 0), 1);
+	assert_int_equal(xw_wait(t, &rd), SAM_STAT_GOOD);
+	assert_int_equal(xw_wait(t, &pre), SAM_STAT_GOOD);
+	assert_int_equal(xw_wait(t, &w2), SAM_STAT_RESERVATION_CONFLICT);
+	assert_int_equal(xw_fault_stats(t).held, 0);
+	xw_rw10(&x, t->b, SBC_WRITE_10, 0, 1);
+	xw_run(t, &x);
+	xw_assert_ua(&x, 0x2a, 0x05);
 }
 
 /* A reservation taken on shard 0 refuses a WRITE from shard 1; its release lets it through. */
@@ -501,6 +550,8 @@ int main(void)
 						xw_teardown),
 		cmocka_unit_test_setup_teardown(test_nexus_loss_reconnect_at_once, setup,
 						xw_teardown),
+		cmocka_unit_test_setup_teardown(test_write_held_behind_ordered_preempt,
+						setup_held_reads, xw_teardown_fault),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
