@@ -92,6 +92,8 @@ struct scsitgt__pr_hold;
 union scsitgt__cmd_ctx {
 	/* sbc.c READ, WRITE: the plain-path hold of the range lock. */
 	struct scsitgt__range_token rw;
+	/* sbc_unmap.c UNMAP: the plain-path hold of the span of its ranges. */
+	struct scsitgt__range_token unmap;
 	/* sbc_verify.c WRITE AND VERIFY (sbc_ctx.h). */
 	struct scsitgt__sbc_write_verify_ctx write_verify;
 	/* sbc_chunk.c: the range walk of VERIFY (sbc_verify.c) and WRITE SAME
