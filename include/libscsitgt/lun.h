@@ -56,7 +56,9 @@ struct scsitgt_lun_opts {
 	const char *serial;
 	/**
 	 * NAA IEEE Registered designator (VPD 83h, NAA type 5): the low 60 bits are used, the
-	 * top nibble is forced to 5. 0 derives one from the target name and LUN number.
+	 * top nibble is forced to 5. 0 derives one from the target name and LUN number: a hash,
+	 * not a registered company ID, kept unchanged because hosts key devices on it (set your
+	 * own before a host first sees the LUN; docs/initiators.md).
 	 */
 	uint64_t naa;
 	/** EUI-64 designator (VPD 83h); 0 means none. */

@@ -476,6 +476,19 @@ uint8_t scsitgt__alua_tpgs(const struct scsitgt_target *tgt)
 	return tpgs;
 }
 
+bool scsitgt__alua_multiport(const struct scsitgt_target *tgt)
+{
+	const struct scsitgt__alua *a;
+	unsigned int n = 0;
+
+	alua_lock(tgt);
+	a = alua_get(tgt);
+	for (unsigned int i = 0; a && (a->modes & 0x3) && i < a->ngroups; i++)
+		n += a->groups[i].nports;
+	alua_unlock(tgt);
+	return n > 1;
+}
+
 bool scsitgt__alua_port_group(const struct scsitgt__session *sess, uint16_t *group_id)
 {
 	const struct scsitgt__alua *a;

@@ -23,6 +23,9 @@ uint8_t scsitgt__alua_tpgs(const struct scsitgt_target *tgt);
  * the nexus's port (false when it has none); with ALUA off, none (false): TPGS 00b.
  */
 bool scsitgt__alua_port_group(const struct scsitgt__session *sess, uint16_t *group_id);
+/* SPC-5 §6.7.2 MULTIP: ALUA is on and its groups list more than one target port (several
+ * portal groups, or the ports of other gateways). Takes tgt->alua_lock. */
+bool scsitgt__alua_multiport(const struct scsitgt_target *tgt);
 /* Whether a target port group of @tgt lists relative target port @rel_port_id (the host's
  * ALUA configuration). Takes tgt->alua_lock. */
 bool scsitgt__alua_port_listed(const struct scsitgt_target *tgt, uint16_t rel_port_id);

@@ -48,8 +48,8 @@ static const uint16_t cmd_next[SCSITGT__CMD_NSTATES] = {
 			      CMD_S(SCSITGT__CMD_ORPHANED) | CMD_S(SCSITGT__CMD_ABANDONED) |
 			      CMD_S(SCSITGT__CMD_FREED),
 	[SCSITGT__CMD_DONE] = CMD_S(SCSITGT__CMD_FREED),
-	[SCSITGT__CMD_ABORTED] = CMD_S(SCSITGT__CMD_ORPHANED) | CMD_S(SCSITGT__CMD_ABANDONED) |
-				 CMD_S(SCSITGT__CMD_FREED),
+	[SCSITGT__CMD_ABORTED] = CMD_S(SCSITGT__CMD_DONE) | CMD_S(SCSITGT__CMD_ORPHANED) |
+				 CMD_S(SCSITGT__CMD_ABANDONED) | CMD_S(SCSITGT__CMD_FREED),
 	[SCSITGT__CMD_ORPHANED] = CMD_S(SCSITGT__CMD_ABANDONED) | CMD_S(SCSITGT__CMD_FREED),
 	[SCSITGT__CMD_ABANDONED] = CMD_S(SCSITGT__CMD_FREED),
 	[SCSITGT__CMD_FREED] = 0,
@@ -336,6 +336,25 @@ void scsitgt__cmd_fail(struct scsitgt__cmd *cmd, enum scsitgt__sense_reason reas
 	cmd_set_reason(cmd, reason, NULL);
 }
 
+/*
+ * An aborted command leaves the core (its ios are back, or it had none). SAM-5 §5.6: one
+ * another I_T nexus aborted while TAS was 1 (cmd->tas, core/tmf.c) completes with TASK
+ * ABORTED status, no sense, no data; any other gets no response. Counted as aborted when
+ * destroyed (stats_done stays false).
+ */
+static void cmd_end_aborted(struct scsitgt__cmd *cmd)
+{
+	if (!cmd->tas) {
+		cmd->sess->ops->cmd_aborted(cmd);
+		return;
+	}
+	cmd_move(cmd, CMD_S(SCSITGT__CMD_ABORTED), SCSITGT__CMD_DONE);
+	cmd->status = SAM_STAT_TASK_ABORTED;
+	cmd->sense_len = 0;
+	cmd->data_len = 0;
+	cmd->sess->ops->cmd_done(cmd);
+}
+
 static void cmd_finish(struct scsitgt__cmd *cmd)
 {
 	/* the task leaves the LUN's task set; tasks it held back may start. */
@@ -350,7 +369,7 @@ static void cmd_finish(struct scsitgt__cmd *cmd)
 			scsitgt__cmd_destroy(cmd);
 			return;
 		}
-		cmd->sess->ops->cmd_aborted(cmd);
+		cmd_end_aborted(cmd);
 		return;
 	}
 	cmd_move(cmd, CMD_S(SCSITGT__CMD_EXEC), SCSITGT__CMD_DONE);
@@ -439,7 +458,7 @@ void scsitgt__cmd_abort(struct scsitgt__cmd *cmd, struct scsitgt__tmf_op *op, bo
 		return;
 	}
 	cmd_move(cmd, CMD_LIVE, SCSITGT__CMD_ABORTED);
-	cmd->sess->ops->cmd_aborted(cmd);
+	cmd_end_aborted(cmd);
 }
 
 /* An ORPHANED @cmd leaves its shard's orphans. Loop: its shard. */

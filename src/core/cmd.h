@@ -39,6 +39,8 @@ struct scsitgt__buf_ops;
  *     NEW, NEED_DATA, READY --> DONE
  *   abort (TMF, LUN drain): no response; ops->cmd_aborted at once, or when its ios are back:
  *     NEED_DATA, READY, PARKED, EXEC --> ABORTED --destroy--> FREED
+ *   aborted by another nexus under TAS 1 (cmd->tas): TASK ABORTED once its ios are back:
+ *     PARKED, EXEC --> ABORTED --> DONE
  *   nexus lost while a backend holds it (ios or a hold: core/range_lock.c, pr_cluster.c):
  *     NEED_DATA, READY, EXEC, ABORTED --> ORPHANED --last io back--> FREED
  *   engine shutdown gives it up inside a backend (core/drain.c):
@@ -92,6 +94,8 @@ struct scsitgt__pr_hold;
 union scsitgt__cmd_ctx {
 	/* sbc.c READ, WRITE: the plain-path hold of the range lock. */
 	struct scsitgt__range_token rw;
+	/* sbc_unmap.c UNMAP: the plain-path hold of the span of its ranges. */
+	struct scsitgt__range_token unmap;
 	/* sbc_verify.c WRITE AND VERIFY (sbc_ctx.h). */
 	struct scsitgt__sbc_write_verify_ctx write_verify;
 	/* sbc_chunk.c: the range walk of VERIFY (sbc_verify.c) and WRITE SAME
@@ -227,12 +231,16 @@ struct scsitgt__cmd {
 	 *                order_node while a barrier is armed (core/order.c); 0 when not.
 	 *   order_parked listed and found unable to start (core/order.c); under lun->xlock.
 	 *   buf_ext      who owns buf: buf_ops (a fabric's registered pool), else the cache.
+	 *   tas          aborted by another nexus's task management or PREEMPT AND ABORT while
+	 *                its LUN's TAS was 1 (SPC-5 §7.5.10), once executing (PARKED, EXEC):
+	 *                it ends with TASK ABORTED through ops->cmd_done, not ops->cmd_aborted.
 	 */
 	bool stats_done;
 	bool defer_buf;
 	uint8_t in_task_set;
 	bool order_parked;
 	bool buf_ext;
+	bool tas;
 
 	/* bytes of this Data-In buffer counted in sess->read_bytes (cmd.c). */
 	uint32_t read_charged;
@@ -306,6 +314,8 @@ void scsitgt__cmd_unpark(struct scsitgt__cmd *cmd);
  * that waits for that, and with @cancel_ios the backend is asked to cancel them (backend.h
  * abort()). One whose admission waits for the cluster store leaves that wait and goes to
  * ops->cmd_aborted now (core/pr_hold.c), as any other does. The fabric may free @cmd there.
+ * With cmd->tas set by the caller (core/tmf.c), it is answered TASK ABORTED instead, through
+ * ops->cmd_done, at the same moment.
  */
 void scsitgt__cmd_abort(struct scsitgt__cmd *cmd, struct scsitgt__tmf_op *op, bool cancel_ios);
 /* Whether @cmd is ABORTED and still in its backend (an io out, or a hold): a TMF that covers it

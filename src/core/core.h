@@ -218,6 +218,7 @@ struct scsitgt__mode_state {
 	_Atomic bool rcd;     /* caching page: read cache disable */
 	_Atomic bool d_sense; /* control page: descriptor-format sense */
 	_Atomic bool swp;     /* control page: software write protect */
+	_Atomic bool tas;     /* control page: task aborted status (core/tmf.c) */
 	_Atomic uint8_t qerr; /* control page: queue error management */
 	_Atomic uint8_t mrie; /* informational exceptions page: method of reporting */
 	_Atomic bool dexcpt;  /* informational exceptions page: disable exception control */

@@ -15,7 +15,10 @@
  *   ops->cmd_done(cmd)          status, sense and cmd->data_len bytes of Data-In are ready;
  *                               the fabric sends them, then calls scsitgt__cmd_destroy()
  * A command aborted by a TMF or by session teardown gets ops->cmd_aborted() instead of
- * cmd_done(), and the fabric destroys it without sending a response.
+ * cmd_done(), and the fabric destroys it without sending a response; except one that another
+ * nexus's task management or PREEMPT AND ABORT aborted while it executed, under its LUN's
+ * TAS 1 (core/tmf.c): it gets cmd_done() with status TASK ABORTED, no sense, no data, and is
+ * answered as any other.
  */
 #ifndef SCSITGT_CORE_FABRIC_H
 #define SCSITGT_CORE_FABRIC_H
@@ -269,8 +272,9 @@ typedef void (*scsitgt__tmf_cb)(void *cb_arg, enum scsitgt__tmf_response respons
 
 /*
  * Run a TMF on a nexus. @ref_tag names the task for ABORT TASK / QUERY TASK. The affected
- * commands get ops->cmd_aborted() (each once), and @cb follows when every one of them has left
- * its backend. @cb may be called from inside this call.
+ * commands get ops->cmd_aborted() (each once; other nexuses' executing ones cmd_done() with
+ * TASK ABORTED under TAS 1), and @cb follows when every one of them has left its backend.
+ * @cb may be called from inside this call.
  */
 void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type type,
 			  const uint8_t lun[8], uint64_t ref_tag, scsitgt__tmf_cb cb, void *cb_arg);

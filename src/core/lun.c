@@ -265,6 +265,8 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 	/* The write cache is on only where the backend has one to flush (SBC-4 §6.5.4). */
 	lun->mode.wce = (lun->flags & SCSITGT_LUN_WRITE_CACHE) &&
 			(lun->geo.flags & SCSITGT_GEOMETRY_WRITE_CACHE);
+	/* SPC-5 §7.5.10 TAS 1 by default (spc_mode.c): another nexus's reset answers ours. */
+	lun->mode.tas = true;
 	rc = scsitgt__target_insert_lun(tgt, lun);
 	if (rc < 0)
 		goto fail_close;

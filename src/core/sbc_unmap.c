@@ -2,6 +2,14 @@
 /*
  * SBC-4 §5.30 UNMAP: validate the parameter list (§5.30.2), then deallocate each range with
  * one SCSITGT_IO_UNMAP io. Only thin-provisioned LUNs (LBPME) accept the command.
+ *
+ * An UNMAP changes what the blocks read (zeros under LBPRZ, anything otherwise), so for the
+ * range lock (range_lock.h) it is a write: COMPARE AND WRITE, ORWRITE and WRITE ATOMIC must
+ * see it whole or not at all. It takes the plain path once, over the span from its first to
+ * its last block (every descriptor inside): one entry per command, so that it never holds one
+ * range while it waits for another (no deadlock with the exclusive waiters, whatever the
+ * order of its descriptors). The span may also cover blocks between the ranges: then it
+ * waits for an exclusive command there too, which costs only time, and only while one exists.
  */
 #include <stdint.h>
 
@@ -43,12 +51,45 @@ static void unmap_done(struct scsitgt__cmd *cmd, struct scsitgt_io *io,
 		cmd->io_reason = reason;
 	if (cmd->ios_inflight || cmd->holds)
 		return;
+	scsitgt__range_plain_end(cmd->lun, &cmd->ctx.unmap);
 	if (cmd->io_reason == SCSITGT__SR_OK && scsitgt__sbc_lbprz(cmd->lun) &&
 	    scsitgt__sbc_cache_written_through(cmd->lun) && !scsitgt__cmd_aborted(cmd)) {
 		scsitgt__sbc_flush_then_complete(cmd);
 		return;
 	}
 	scsitgt__io_done_complete_cmd(cmd, io, SCSITGT__SR_OK);
+}
+
+/* Under the plain path's hold of the span (or counted untracked): one io per range. */
+static void unmap_submit(struct scsitgt__cmd *cmd)
+{
+	const uint8_t *p = cmd->buf;
+	uint32_t ndesc = get_be16(&p[2]) / UNMAP_DESC_LEN;
+
+	/* A TMF while it waited for the span: no io (range_lock.h). */
+	if (scsitgt__cmd_aborted(cmd)) {
+		scsitgt__range_plain_end(cmd->lun, &cmd->ctx.unmap);
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_ABORTED);
+		return;
+	}
+	/* Hold one count while submitting so that a backend completing inside submit cannot
+	 * finish the command before every range was handed over. */
+	scsitgt__cmd_hold(cmd);
+	for (uint32_t i = 0; i < ndesc; i++) {
+		const uint8_t *d = &p[UNMAP_HDR_LEN + i * UNMAP_DESC_LEN];
+		uint32_t n = get_be32(&d[8]);
+
+		if (n == 0)
+			continue;
+		if (scsitgt__io_submit(cmd, SCSITGT_IO_UNMAP, get_be64(d), n, NULL, 0, 0,
+				       unmap_done) < 0) {
+			if (cmd->io_reason == SCSITGT__SR_OK)
+				cmd->io_reason = SCSITGT__SR_BUSY;
+			break;
+		}
+	}
+	scsitgt__cmd_unhold(cmd);
+	unmap_done(cmd, NULL, SCSITGT__SR_OK);
 }
 
 void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
@@ -61,7 +102,7 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 	const uint64_t cap = scsitgt__lun_blocks(lun);
 	uint16_t data_len, bd_len;
 	uint32_t ndesc;
-	uint64_t total = 0;
+	uint64_t total = 0, lo = UINT64_MAX, hi = 0;
 
 	if (len == 0) {
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
@@ -106,6 +147,10 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 			scsitgt__cmd_complete(cmd, SCSITGT__SR_LBA_OUT_OF_RANGE);
 			return;
 		}
+		if (n && lba < lo)
+			lo = lba;
+		if (n && lba + n > hi)
+			hi = lba + n;
 	}
 	/* §5.30.2: a descriptor with NUMBER OF LOGICAL BLOCKS zero unmaps nothing, without error.
 	 * Nothing for the backend: no block changed, so no write-back is due (unmap_done()). */
@@ -113,22 +158,6 @@ void scsitgt__sbc_unmap(struct scsitgt__cmd *cmd)
 		scsitgt__cmd_complete(cmd, SCSITGT__SR_OK);
 		return;
 	}
-	/* Hold one count while submitting so that a backend completing inside submit cannot
-	 * finish the command before every range was handed over. */
-	scsitgt__cmd_hold(cmd);
-	for (uint32_t i = 0; i < ndesc; i++) {
-		const uint8_t *d = &p[UNMAP_HDR_LEN + i * UNMAP_DESC_LEN];
-		uint32_t n = get_be32(&d[8]);
-
-		if (n == 0)
-			continue;
-		if (scsitgt__io_submit(cmd, SCSITGT_IO_UNMAP, get_be64(d), n, NULL, 0, 0,
-				       unmap_done) < 0) {
-			if (cmd->io_reason == SCSITGT__SR_OK)
-				cmd->io_reason = SCSITGT__SR_BUSY;
-			break;
-		}
-	}
-	scsitgt__cmd_unhold(cmd);
-	unmap_done(cmd, NULL, SCSITGT__SR_OK);
+	if (!scsitgt__range_plain_begin(cmd, lo, hi - lo, &cmd->ctx.unmap, unmap_submit))
+		scsitgt__cmd_complete(cmd, SCSITGT__SR_BUSY);
 }

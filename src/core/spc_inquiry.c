@@ -78,7 +78,9 @@ static void inq_standard(struct scsitgt__cmd *cmd)
 	/* 3PC, the LUN is a copy manager (EXTENDED COPY, core/xcopy.c; SPC-5 §6.7.2). */
 	if (lun && scsitgt__cdb_supported(SPC_EXTENDED_COPY, 0))
 		d[5] |= 0x08;
-	d[6] = 0x00;
+	/* Byte 6: MULTIP when the target port groups list several ports (SPC-5 §6.7.2: a
+	 * multi-port device; core/alua.c), ENCSERV and the rest zero. */
+	d[6] = scsitgt__alua_multiport(cmd->sess->tgt) ? 0x10 : 0x00;
 	/* Byte 7: CMDQUE, we queue commands (SAM-5 §8.6 task attributes). */
 	d[7] = 0x02;
 	if (lun) {

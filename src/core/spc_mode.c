@@ -6,8 +6,9 @@
  *
  * Changeable bits (what MODE SELECT accepts, and nothing else):
  *   caching:  WCE, only when the backend has a volatile cache (SCSITGT_GEOMETRY_WRITE_CACHE);
- *   control:  D_SENSE (sense format of this LUN) and SWP (software write protect, honoured by
- *             the CDB dispatch like a read-only LUN).
+ *   control:  D_SENSE (sense format of this LUN), SWP (software write protect, honoured by
+ *             the CDB dispatch like a read-only LUN) and TAS (default 1: a command another
+ *             nexus's task management aborts is answered TASK ABORTED, core/tmf.c).
  * RCD, QERR, TST, MRIE, DEXCPT and the rest describe fixed behaviour and are not changeable.
  * A MODE SELECT that changes a value raises MODE PARAMETERS CHANGED on the other I_T nexuses;
  * one that turns WCE off writes the backend's cache back (FLUSH) before its GOOD.
@@ -83,7 +84,8 @@ static void mp_caching_apply(struct scsitgt_lun *lun, const uint8_t *p)
 /*
  * SPC-5 §7.5.10 control mode page. Byte 2: TST (7..5) 000b one task set, D_SENSE (2),
  * GLTSD (1) set: we keep no log parameters to save. Byte 3: QUEUE ALGORITHM MODIFIER 1h
- * (commands may be reordered) and QERR (2..1). Byte 4: SWP (3). Bytes 10..11: EXTENDED
+ * (commands may be reordered) and QERR (2..1). Byte 4: SWP (3). Byte 5: TAS (6), §7.5.10 task
+ * aborted status, default 1 as in LIO (reviewj J1). Bytes 10..11: EXTENDED
  * SELF-TEST COMPLETION TIME in seconds (advisory, spc_selftest.c), FFFFh beyond.
  */
 static void mp_control_build(const struct scsitgt_lun *lun, enum mode_pc pc, uint8_t *p)
@@ -95,14 +97,17 @@ static void mp_control_build(const struct scsitgt_lun *lun, enum mode_pc pc, uin
 		p[2] = (uint8_t)((lun->mode.d_sense ? 0x04 : 0) | 0x02);
 		p[3] = (uint8_t)(0x10 | (lun->mode.qerr & 0x03) << 1);
 		p[4] = lun->mode.swp ? 0x08 : 0;
+		p[5] = lun->mode.tas ? 0x40 : 0;
 		break;
 	case PC_CHANGEABLE:
 		p[2] = 0x04;
 		p[4] = 0x08;
+		p[5] = 0x40;
 		break;
 	default:
 		p[2] = 0x02;
 		p[3] = 0x10;
+		p[5] = 0x40;
 		break;
 	}
 	if (pc != PC_CHANGEABLE) {
@@ -116,6 +121,7 @@ static void mp_control_apply(struct scsitgt_lun *lun, const uint8_t *p)
 {
 	lun->mode.d_sense = p[2] & 0x04;
 	lun->mode.swp = p[4] & 0x08;
+	lun->mode.tas = p[5] & 0x40;
 }
 
 /* SPC-5 §7.5.14 informational exceptions control: byte 2 DEXCPT (3), byte 3 MRIE (3..0). */

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Task management (SAM-5 §7). The task set is shared by every I_T nexus of a LUN (control
- * mode page TST 000b), and TAS is zero: tasks of other nexuses end silently, and those nexuses
- * learn of it by a unit attention.
+ * mode page TST 000b). With TAS 1 (the default, spc_mode.c) the tasks that another nexus's
+ * CLEAR TASK SET, reset or PREEMPT AND ABORT aborts are answered TASK ABORTED once they have
+ * left their backend (cmd->tas, SAM-5 §5.6); with TAS 0 they end silently. Either way those
+ * nexuses also learn of it by a unit attention, and the issuing nexus's own aborted tasks get
+ * no response (SAM-5 §7.1).
  *
  * A command inside a backend cannot be taken back: it is marked aborted, and its response is
  * never sent. The TMF answers once every such command has left its backend (cmd.c reports it
@@ -335,7 +338,7 @@ unsigned int scsitgt__tmf_session_waiters(const struct scsitgt__session *sess)
 static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_id, bool all_luns,
 				   const struct scsitgt_lun *lun, bool by_tag, uint64_t tag,
 				   const struct scsitgt__cmd *except, struct scsitgt__tmf_op *op,
-				   bool cancel_ios, uint64_t pr_before)
+				   bool cancel_ios, uint64_t pr_before, bool by_other)
 {
 	struct scsitgt__list *pos, *tmp;
 	unsigned int n = 0;
@@ -367,6 +370,10 @@ static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_i
 			continue;
 		}
 		n++;
+		/* Another nexus aborts it under TAS 1: TASK ABORTED, for a command its fabric
+		 * has handed over whole (not one still taking Data-Out: cmd.h). */
+		c->tas = by_other && c->lun && c->lun->mode.tas &&
+			 (c->state == SCSITGT__CMD_EXEC || c->state == SCSITGT__CMD_PARKED);
 		/* with @op, the TMF waits for it to leave its backend. */
 		scsitgt__cmd_abort(c, op, cancel_ios);
 	}
@@ -377,10 +384,10 @@ unsigned int scsitgt__tmf_abort_session(struct scsitgt__session *sess, uint64_t 
 					const struct scsitgt_lun *lun,
 					const struct scsitgt__cmd *except,
 					struct scsitgt__tmf_op *op, bool cancel_ios,
-					uint64_t pr_before)
+					uint64_t pr_before, bool by_other)
 {
-	return abort_matching(sess, lun_id, false, lun, false, 0, except, op, cancel_ios,
-			      pr_before);
+	return abort_matching(sess, lun_id, false, lun, false, 0, except, op, cancel_ios, pr_before,
+			      by_other);
 }
 
 static unsigned int count_matching(struct scsitgt__session *sess, uint64_t lun_id, bool by_tag,
@@ -603,11 +610,11 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 		/* RFC 7143 §11.6.1: a task that already completed is "function complete"; the
 		 * fabric answers "task does not exist" for tags it never saw. Only this nexus's
 		 * tasks: they run on this loop. */
-		abort_matching(sess, lun_id, false, NULL, true, ref_tag, NULL, op, true, 0);
+		abort_matching(sess, lun_id, false, NULL, true, ref_tag, NULL, op, true, 0, false);
 		break;
 	case SCSITGT__TMF_ABORT_TASK_SET:
 		/* SAM-5 §7.3: only the tasks of this nexus. */
-		abort_matching(sess, lun_id, false, NULL, false, 0, NULL, op, true, 0);
+		abort_matching(sess, lun_id, false, NULL, false, 0, NULL, op, true, 0, false);
 		break;
 	case SCSITGT__TMF_CLEAR_TASK_SET:
 		/* SAM-5 §7.4: the whole (shared) task set; nexuses that lost tasks are told. */
@@ -649,7 +656,7 @@ void scsitgt__tmf_quiesce_fence(struct scsitgt__session *sess, uint32_t timeout_
 	 * are left in a backend (reviewd item 4: never "complete" with one there). The nexus
 	 * ends at once, as it would on a dropped connection; a fence cannot wait for them. */
 	if (op == NULL) {
-		abort_matching(sess, 0, true, NULL, false, 0, NULL, NULL, true, 0);
+		abort_matching(sess, 0, true, NULL, false, 0, NULL, NULL, true, 0, false);
 		cb(cb_arg, nexus_held(sess) ? SCSITGT__TMF_REJECTED : SCSITGT__TMF_COMPLETE);
 		if (gone)
 			gone(gone_arg);
@@ -661,7 +668,7 @@ void scsitgt__tmf_quiesce_fence(struct scsitgt__session *sess, uint32_t timeout_
 	/* Every task of the nexus, on every LUN (the effect of an I_T nexus loss, SAM-5
 	 * §6.3.4, without its unit attention: the nexus is ending anyway). The nexus's tasks
 	 * run on this loop, its shard's, where the answer comes too. */
-	abort_matching(sess, 0, true, NULL, false, 0, NULL, op, true, 0);
+	abort_matching(sess, 0, true, NULL, false, 0, NULL, op, true, 0, false);
 	scsitgt__tmf_op_put(op, sess->shard);
 }
 

@@ -38,14 +38,15 @@ void scsitgt__tmf_op_reject(struct scsitgt__tmf_op *op);
  * Abort the live commands of @sess on LUN @lun_id (on @lun only, when not NULL), except
  * @except; with @op the TMF waits for those in a backend, which is asked to cancel them when
  * @cancel_ios. @pr_before (not 0): only those admitted under an older shared reservation
- * state (cmd->pr_seq < @pr_before: a PREEMPT AND ABORT's own). Returns how many.
- * Loop: @sess's shard.
+ * state (cmd->pr_seq < @pr_before: a PREEMPT AND ABORT's own). @by_other: another nexus
+ * did it (its reset, CLEAR TASK SET, PREEMPT AND ABORT), so that under TAS 1 the executing
+ * ones are answered TASK ABORTED (cmd->tas). Returns how many. Loop: @sess's shard.
  */
 unsigned int scsitgt__tmf_abort_session(struct scsitgt__session *sess, uint64_t lun_id,
 					const struct scsitgt_lun *lun,
 					const struct scsitgt__cmd *except,
 					struct scsitgt__tmf_op *op, bool cancel_ios,
-					uint64_t pr_before);
+					uint64_t pr_before, bool by_other);
 
 /* What a logical unit reset does besides aborting tasks (SAM-5 §6.3.3). Loop: home. */
 void scsitgt__tmf_lun_reset_rest(struct scsitgt_lun *lun, enum scsitgt__sense_reason ua,

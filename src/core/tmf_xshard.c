@@ -143,9 +143,12 @@ static void xt_batch_abort(struct xt_batch *b)
 		unsigned int n;
 
 		/* A LUN removal gives up on its backend: it is not asked to cancel. */
+		/* A LUN removal is no nexus's doing; a PREEMPT AND ABORT lists only the
+		 * nexuses it preempted, never its own (xt_pr_walk()). */
 		n = scsitgt__tmf_abort_session(e->sess, e->lun_id, x->lun, x->by_cmd, x->op,
 					       x->kind != XT_DRAIN,
-					       x->kind == XT_PR ? x->ch.seq : 0);
+					       x->kind == XT_PR ? x->ch.seq : 0,
+					       x->kind != XT_DRAIN && e->sess != x->sess);
 		if (n && e->ua_cleared)
 			scsitgt__ua_establish(e->sess, e->lun_id,
 					      SCSITGT__SR_UA_COMMANDS_CLEARED_BY_OTHER);

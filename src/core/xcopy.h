@@ -34,9 +34,11 @@
 	 SCSITGT__XCOPY_MAX_SEGS * SCSITGT__XCOPY_SEG_B2B_LEN)
 /* The largest parameter list taken in (no inline data is supported). */
 #define SCSITGT__XCOPY_MAX_PARAM (SCSITGT__XCOPY_HDR_LEN + SCSITGT__XCOPY_MAX_DESC_LIST)
-/* MAXIMUM SEGMENT LENGTH: NUMBER OF BLOCKS is 16 bits; with 4096-byte blocks (the largest a
- * LUN may have) one segment moves at most this many bytes. Segments are copied in pieces. */
-#define SCSITGT__XCOPY_MAX_SEG_BYTES (0xffffu * 4096u)
+/* MAXIMUM SEGMENT LENGTH (RECEIVE COPY OPERATING PARAMETERS, VPD 8Fh) of a LUN of @bs-byte
+ * blocks: a block to block segment's NUMBER OF BLOCKS is 16 bits, so it moves at most 65535
+ * of the LUN's blocks (reviewj J8: not 65535 4096-byte blocks on a 512-byte LUN). Segments
+ * are copied in pieces. */
+#define SCSITGT__XCOPY_MAX_SEG_BYTES(bs) (0xffffu * (uint32_t)(bs))
 /* Copies one I_T nexus may have in progress (TOTAL/MAXIMUM CONCURRENT COPIES), and list
  * identifiers whose status it keeps, in progress or done (the table's bound). */
 #define SCSITGT__XCOPY_MAX_ACTIVE 8u

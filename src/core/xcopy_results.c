@@ -195,7 +195,7 @@ static void rcr_operating_parameters(struct scsitgt__cmd *cmd)
 	put_be16(&d[8], SCSITGT__XCOPY_MAX_CSCD);
 	put_be16(&d[10], SCSITGT__XCOPY_MAX_SEGS);
 	put_be32(&d[12], SCSITGT__XCOPY_MAX_DESC_LIST);
-	put_be32(&d[16], SCSITGT__XCOPY_MAX_SEG_BYTES);
+	put_be32(&d[16], SCSITGT__XCOPY_MAX_SEG_BYTES(bs));
 	/* MAXIMUM INLINE DATA LENGTH, HELD DATA LIMIT, MAXIMUM STREAM DEVICE TRANSFER SIZE: 0. */
 	put_be16(&d[34], SCSITGT__XCOPY_MAX_ACTIVE); /* TOTAL CONCURRENT COPIES */
 	d[36] = SCSITGT__XCOPY_MAX_ACTIVE;	     /* MAXIMUM CONCURRENT COPIES */
@@ -356,9 +356,10 @@ size_t scsitgt__xcopy_vpd(const struct scsitgt__cmd *cmd, uint8_t *buf)
 
 	/* General Copy Operations (8001h). */
 	p = &buf[n];
-	put_be32(&p[4], SCSITGT__XCOPY_MAX_ACTIVE);	/* TOTAL CONCURRENT COPIES */
-	put_be32(&p[8], SCSITGT__XCOPY_MAX_ACTIVE);	/* MAXIMUM IDENTIFIED CONCURRENT COPIES */
-	put_be32(&p[12], SCSITGT__XCOPY_MAX_SEG_BYTES); /* MAXIMUM SEGMENT LENGTH */
+	put_be32(&p[4], SCSITGT__XCOPY_MAX_ACTIVE); /* TOTAL CONCURRENT COPIES */
+	put_be32(&p[8], SCSITGT__XCOPY_MAX_ACTIVE); /* MAXIMUM IDENTIFIED CONCURRENT COPIES */
+	/* MAXIMUM SEGMENT LENGTH */
+	put_be32(&p[12], SCSITGT__XCOPY_MAX_SEG_BYTES(cmd->lun->geo.block_size));
 	{
 		uint32_t bs = cmd->lun->geo.block_size;
 		uint8_t gran = 0;

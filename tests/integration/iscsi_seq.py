@@ -12,6 +12,8 @@ first failure. Every wait is a bounded poll for the event it needs (hostile_iscs
   task-set-later         an immediate ABORT TASK SET waiting for an R2T spares the WRITE sent after it
   task-set-broken        ABORT TASK SET whose R2T is answered with a broken Data-Out: acts then
   logout-cleanup         a Logout whose cleanup times out: Response 3 (§11.15.1)
+  tas                    another session's LUN RESET answers our WRITE in the backend TASK
+                         ABORTED (TAS 1, the default); after MODE SELECT TAS 0, no answer
   ping-cadence --timeout-ms MS
                          answered NOP-In pings come every nop_interval_ms, not nop_timeout_ms
 """
@@ -263,6 +265,74 @@ def cmd_logout_cleanup(a):
     print("ok: a Logout whose cleanup timed out: Response 3 (cleanup failed), then closed")
 
 
+def mode_tas(s, on):
+    """MODE SENSE (10) the control page, then MODE SELECT (10) it back with TAS @on."""
+    st, data, _, _ = s.scsi(bytes([0x5A, 0x08, 0x0A, 0, 0, 0, 0, 0, 64, 0]), read_len=64)
+    check(st == hi.SAM_GOOD and len(data) >= 20 and data[8] == 0x0A,
+          "MODE SENSE of the control page: status 0x%02x" % st)
+    check(data[8 + 5] & 0x40 == (0x00 if on else 0x40), "TAS was not %d before" % (not on))
+    page = bytearray(data[:8 + 12])
+    page[0] = page[1] = page[2] = page[3] = 0
+    page[8 + 5] = (page[8 + 5] & ~0x40) | (0x40 if on else 0)
+    st, _, sense, _ = s.scsi(bytes([0x55, 0x10, 0, 0, 0, 0, 0, 0, len(page), 0]),
+                             write_data=bytes(page))
+    check(st == hi.SAM_GOOD, "MODE SELECT TAS %d: status 0x%02x sense %s"
+          % (on, st, sense.hex()))
+
+
+def held_write_reset(a, tgt, b, r, lba):
+    """B's WRITE of @lba held by the backend (fault delay), then R's LUN RESET; the reset's
+    response, and B's ITT of the WRITE."""
+    witt = b.next_itt()
+    b.send(b.cmd_pdu(hi.lun_lba_cdb_write16(lba, 1), 512, write=True, data=b"B" * 512,
+                     itt=witt))
+    b.cmd_sn += 1
+    tgt.wait_fault(lambda st: st["delaying"] == 1, "B's WRITE in the backend")
+    titt = send_immediate_tmf(r, 5)
+    p = recv_by(r, time.monotonic() + WAIT)
+    check(p.opcode == 0x22 and p.itt == titt and p.bhs[2] == 0,
+          "LOGICAL UNIT RESET: expected function complete, got %r" % p)
+    return witt
+
+
+def cmd_tas(a):
+    """SPC-5 §7.5.10, SAM-5 §5.6 (reviewj J1): with TAS 1, the default, a command of session B
+    that session A's LOGICAL UNIT RESET aborts inside the backend is answered TASK ABORTED (40h)
+    once the backend gives it back, rather than never (B would wait for its own timeout). The
+    reset answers after that (it waits for the command to leave). With TAS 0 (MODE SELECT from
+    B) the same WRITE ends without a response: a ping on B is echoed with nothing before."""
+    import reinstate  # noqa: E402 (its fault counters: minitarget SIGUSR1)
+    tgt = reinstate.Target(a.pid, a.out)
+    r = hi.Session(a.host, a.port, a.iqn, timeout=WAIT)
+    r.login()
+    r.clear_unit_attention()
+    b = hi.Session(a.host, a.port, a.iqn, timeout=WAIT)
+    b.login(initial_r2t="No", immediate="Yes")
+    b.clear_unit_attention()
+    witt = held_write_reset(a, tgt, b, r, 64)
+    try:
+        p = recv_by(b, time.monotonic() + WAIT)
+    except socket.timeout:
+        raise Failure("TAS 1: B's WRITE aborted by A's LUN RESET got no response within %.0f s"
+                      % WAIT)
+    check(p.opcode == hi.OP_SCSI_RSP and p.itt == witt and p.bhs[2] == 0 and p.bhs[3] == 0x40,
+          "TAS 1: B's WRITE: expected status TASK ABORTED (40h), got %r status 0x%02x"
+          % (p, p.bhs[3]))
+    print("ok: TAS 1: another session's LUN RESET answers our WRITE TASK ABORTED")
+    b.clear_unit_attention()
+    r.clear_unit_attention()
+    mode_tas(b, False)
+    r.clear_unit_attention()  # MODE PARAMETERS CHANGED
+    witt = held_write_reset(a, tgt, b, r, 65)
+    check(not [q for q in ping_collect(b, "after the reset") if q.itt == witt],
+          "TAS 0: the aborted WRITE was answered")
+    print("ok: TAS 0 (MODE SELECT): the same WRITE ends without a response")
+    b.clear_unit_attention()
+    mode_tas(b, True)
+    b.logout()
+    r.logout()
+
+
 def cmd_ping_cadence(a):
     """--nop-interval short, --nop-timeout long: an initiator that answers each ping at once and
     sends nothing else is idle for nop_interval_ms after each answer, so pings come about every
@@ -297,7 +367,7 @@ def cmd_ping_cadence(a):
 CHECKS = {"r2t-short": cmd_r2t_short, "task-set-r2t": cmd_task_set_r2t,
           "task-set-later": cmd_task_set_later, "task-set-broken": cmd_task_set_broken,
           "task-set-silent": cmd_task_set_silent, "logout-cleanup": cmd_logout_cleanup,
-          "ping-cadence": cmd_ping_cadence}
+          "ping-cadence": cmd_ping_cadence, "tas": cmd_tas}
 
 
 def main():

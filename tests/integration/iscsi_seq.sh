@@ -6,7 +6,8 @@
 #  - ABORT TASK SET, CLEAR TASK SET, LUN RESET and TARGET WARM RESET wait for the answers to
 #    the R2Ts of the tasks they abort, and take them without a Reject (§11.5.1, §4.2.3.3);
 #  - a Logout whose cleanup timed out answers Response 3, "cleanup failed" (§11.15.1);
-#  - after an answered ping the next one comes after nop_interval_ms, not nop_timeout_ms.
+#  - after an answered ping the next one comes after nop_interval_ms, not nop_timeout_ms;
+#  - TAS: another session's LUN RESET answers a WRITE in the backend TASK ABORTED (TAS 1).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init "${1:-}"
@@ -34,6 +35,12 @@ it_start --lun 0:ram:16M,fault=delay=5000@write:count=1
 "${SEQ[@]}" task-set-later --port "$IT_PORT" --iqn "$(it_iqn "${IT_URLS[0]}")" --pid "$IT_PID" \
 	--out "$IT_TMP/target.out" >&2 || it_fail "iscsi_seq.py task-set-later"
 it_stop || it_fail "target exited with status $? on SIGTERM after task-set-later"
+
+# TAS (reviewj J1): B's WRITE waits 3 s in the backend (twice) while A resets the LUN.
+it_start --lun 0:ram:16M,fault=delay=3000@write:count=2
+"${SEQ[@]}" tas --port "$IT_PORT" --iqn "$(it_iqn "${IT_URLS[0]}")" --pid "$IT_PID" \
+	--out "$IT_TMP/target.out" >&2 || it_fail "iscsi_seq.py tas"
+it_stop || it_fail "target exited with status $? on SIGTERM after tas"
 
 # A short ping interval under a long ping timeout.
 seq_target "--lun 0:ram:16M --nop-interval 500 --nop-timeout 20000" ping-cadence \

@@ -93,6 +93,18 @@ static inline struct lf_result *tctx_run(struct tctx *t, size_t len)
 		assert_int_equal(tu_good_->sense_len, 0); \
 	} while (0)
 
+/* Answered TASK ABORTED (40h: another nexus aborted it under TAS 1, SAM-5 §5.6): a response,
+ * no sense, no data. Evaluates @res once. */
+#define assert_task_aborted(res)                        \
+	do {                                            \
+		const struct lf_result *tu_ta_ = (res); \
+		assert_true(tu_ta_->done);              \
+		assert_false(tu_ta_->aborted);          \
+		assert_int_equal(tu_ta_->status, 0x40); \
+		assert_int_equal(tu_ta_->sense_len, 0); \
+		assert_int_equal(tu_ta_->data_len, 0);  \
+	} while (0)
+
 /* CHECK CONDITION with fixed-format sense (SPC-5 §4.4.3) of @key/@asc/@ascq. */
 #define assert_sense(res, key, asc, ascq) assert_sense_data(res, key, asc, ascq, 0)
 

@@ -166,13 +166,18 @@ static int rtpg_state(struct at *t, struct scsitgt__session *s, uint16_t group, 
 	return -1;
 }
 
-static uint8_t inquiry_byte5(struct at *t, struct scsitgt__session *s)
+static uint8_t inquiry_byte(struct at *t, struct scsitgt__session *s, unsigned int i)
 {
 	uint8_t cdb[CDB_BUF];
 	struct lf_result *r = run(t, s, cdb, cdb_inquiry(cdb, false, 0, 96), NULL, 0);
 
 	assert_int_equal(r->status, SAM_STAT_GOOD);
-	return r->data[5];
+	return r->data[i];
+}
+
+static uint8_t inquiry_byte5(struct at *t, struct scsitgt__session *s)
+{
+	return inquiry_byte(t, s, 5);
 }
 
 /* The target port group designator of VPD 83h, -1 when absent. */
@@ -216,8 +221,9 @@ static void test_off_by_default(void **state)
 	uint8_t cdb[12];
 
 	(void)state;
-	/* Groups alone do not turn ALUA on. */
+	/* Groups alone do not turn ALUA on, nor MULTIP. */
 	assert_int_equal(inquiry_byte5(t, t->c) & 0x30, 0);
+	assert_int_equal(inquiry_byte(t, t->c, 6) & 0x10, 0);
 	sense(run(t, t->c, cdb, cdb_rtpg(cdb, 0, 64), NULL, 0), SENSE_ILLEGAL_REQUEST, 0x20, 0);
 	sense(stpg(t, t->c, 0, 20), SENSE_ILLEGAL_REQUEST, 0x20, 0);
 	/* Nor do states refuse anything while it is off. */
@@ -250,6 +256,11 @@ static void test_tpgs_and_vpd83(void **state)
 	assert_int_equal(inquiry_byte5(t, t->c) & 0x30, 0x20);
 	configure(t, SCSITGT_ALUA_IMPLICIT | SCSITGT_ALUA_EXPLICIT, 0);
 	assert_int_equal(inquiry_byte5(t, t->c) & 0x30, 0x30);
+	/* SPC-5 §6.7.2 MULTIP: the groups list two ports (reviewj J7); one port only: 0 */
+	assert_int_equal(inquiry_byte(t, t->c, 6) & 0x10, 0x10);
+	assert_int_equal(scsitgt_alua_group_remove_port(t->p->lf->tgt, 20, 2), 0);
+	assert_int_equal(inquiry_byte(t, t->p->b, 6) & 0x10, 0);
+	assert_int_equal(scsitgt_alua_group_add_port(t->p->lf->tgt, 20, 2), 0);
 	/* The designator carries the ALUA group, not the portal group tag. */
 	assert_int_equal(vpd83_tpg(t, t->p->b), 10);
 	assert_int_equal(vpd83_tpg(t, t->c), 20);

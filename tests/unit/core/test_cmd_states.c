@@ -79,6 +79,8 @@ static const struct edge {
 	{ READY, ORPHANED },
 	{ EXEC, ORPHANED },
 	{ ABORTED, ORPHANED },
+	/* aborted by another nexus under TAS 1: answered TASK ABORTED */
+	{ ABORTED, DONE },
 	/* engine shutdown gives it up */
 	{ NEED_DATA, ABANDONED },
 	{ READY, ABANDONED },

@@ -162,7 +162,8 @@ static void test_page_control(void **state)
 	assert_int_equal(p[2], 0x04);
 	assert_int_equal(p[3], 0x00);
 	assert_int_equal(p[4], 0x08);
-	for (int i = 5; i < 12; i++)
+	assert_int_equal(p[5], 0x40); /* TAS */
+	for (int i = 6; i < 12; i++)
 		assert_int_equal(p[i], 0);
 	p = find_page(r, 12, 0x1c);
 	for (int i = 2; i < 12; i++)
@@ -172,6 +173,7 @@ static void test_page_control(void **state)
 	assert_good(r);
 	assert_int_equal(get_be32(&r->data[4]), 2048);
 	assert_int_equal(r->data[12 + 2] & 0x04, 0);
+	assert_int_equal(r->data[12 + 5], 0x40); /* TAS 1 */
 	/* Saved values: SAVING PARAMETERS NOT SUPPORTED, pointing at PC. */
 	r = tctx_run(t, cdb_mode_sense6(t->cdb, false, PC_SAVED, 0x3f, 0, 255));
 	assert_sense(r, 0x5, 0x39, 0x00);
@@ -225,6 +227,7 @@ static void control_page(uint8_t *p, bool d_sense, bool swp)
 	p[2] = (uint8_t)(0x02 | (d_sense ? 0x04 : 0));
 	p[3] = 0x10;
 	p[4] = swp ? 0x08 : 0;
+	p[5] = 0x40; /* TAS as it is by default */
 }
 
 static void test_select_d_sense(void **state)
@@ -302,6 +305,32 @@ static void test_select_swp(void **state)
 	assert_good(select10(t, page, sizeof(page)));
 	r = tctx_run_lun(t, 0, cdb_rw(t->cdb, SBC_WRITE_10, 0, 1, 0), blk, sizeof(blk));
 	assert_good(r);
+	tctx_destroy(t);
+}
+
+/* SPC-5 §7.5.10 TAS: 1 by default (reviewj J1), changeable; core/tmf.c reads it. */
+static void test_select_tas(void **state)
+{
+	struct tctx *t = tctx_create(0, NULL);
+	uint8_t page[12];
+	struct lf_result *r;
+
+	(void)state;
+	assert_true(t->lun->mode.tas);
+	r = tctx_run(t, cdb_mode_sense6(t->cdb, true, PC_CUR, 0x0a, 0, 255));
+	assert_int_equal(r->data[4 + 5], 0x40);
+	control_page(page, false, false);
+	page[5] = 0;
+	assert_good(select10(t, page, sizeof(page)));
+	assert_false(t->lun->mode.tas);
+	r = tctx_run(t, cdb_mode_sense6(t->cdb, true, PC_CUR, 0x0a, 0, 255));
+	assert_int_equal(r->data[4 + 5], 0);
+	/* the other bits of byte 5 stay fixed */
+	page[5] = 0x40 | 0x80;
+	assert_sense(select10(t, page, sizeof(page)), 0x5, 0x26, 0x00);
+	page[5] = 0x40;
+	assert_good(select10(t, page, sizeof(page)));
+	assert_true(t->lun->mode.tas);
 	tctx_destroy(t);
 }
 
@@ -474,6 +503,7 @@ int main(void)
 		cmocka_unit_test(test_select_d_sense),
 		cmocka_unit_test(test_select_raises_ua),
 		cmocka_unit_test(test_select_swp),
+		cmocka_unit_test(test_select_tas),
 		cmocka_unit_test(test_select_wce),
 		cmocka_unit_test(test_select_bad_lists),
 		cmocka_unit_test(test_select_block_descriptor),

@@ -308,10 +308,9 @@ static void test_preempt_and_abort(void **state)
 	assert_false(held.done);
 	ok(prt_out(t, t->a, PR_OUT_PREEMPT_AND_ABORT, PR_TYPE_EA, 0x11, 0x22, 0));
 	assert_reservation(t, 0x11, PR_TYPE_EA);
-	/* The READ is aborted: no response when the backend returns it. */
+	/* The READ is aborted: answered TASK ABORTED (TAS 1) when the backend returns it. */
 	fake_backend_complete_pending(t->fb);
-	assert_true(held.done);
-	assert_true(held.aborted);
+	assert_task_aborted(&held);
 	lf_result_clear(&held);
 	ua(prt_run(t, t->b, cdb, cdb_tur(cdb), NULL, 0), 0x2a, 0x05);
 	prt_destroy(t);

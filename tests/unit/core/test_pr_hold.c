@@ -154,8 +154,9 @@ static void test_lun_reset_held(void **state)
 	ht_write_held(&t, t.p->b, 3, &wb);
 	tmf(&t, t.p->a, SCSITGT__TMF_LUN_RESET, 0, &resp);
 	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
-	assert_true(wb.done && wb.aborted);
-	assert_true(wa2.done && wa2.aborted);
+	/* A's reset: B's and A2's held writes are answered TASK ABORTED (TAS 1) */
+	assert_task_aborted(&wb);
+	assert_task_aborted(&wa2);
 	assert_int_equal(t.p->fb->nrecs, ios);
 	assert_int_equal(scsitgt_lun_set_pr_lease(t.p->lun, scsitgt__pr_clock_ms() + 600000), 0);
 	ua(prt_write(t.p, t.p->b), 0x29, 0x03);

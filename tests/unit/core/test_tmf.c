@@ -11,6 +11,7 @@ static void run_until_set(struct prt *t, const int *resp)
 		uv_run(&t->lf->loop, UV_RUN_ONCE);
 }
 
+/* TAS 0: the other nexuses' tasks end without a response (TAS 1: test_tas_task_aborted). */
 static void test_lun_reset_all_nexuses(void **state)
 {
 	struct prt *t = prt_create(FAKE_MANUAL);
@@ -19,6 +20,7 @@ static void test_lun_reset_all_nexuses(void **state)
 	int resp = -1;
 
 	(void)state;
+	t->lun->mode.tas = false;
 	scsitgt_engine_set_tmf_timeout(t->lf->engine, 1);
 	loop_fabric_start_on(t->lf, t->a, 0, cdb, cdb_rw(cdb, SBC_READ_10, 0, 1, 0), NULL, 0, &ra);
 	loop_fabric_start_on(t->lf, t->b, 0, cdb, cdb_rw(cdb, SBC_READ_10, 1, 1, 0), NULL, 0, &rb);
@@ -101,6 +103,7 @@ static void test_clear_task_set_and_queries(void **state)
 	int resp = -1;
 
 	(void)state;
+	t->lun->mode.tas = false;
 	scsitgt_engine_set_tmf_timeout(t->lf->engine, 1);
 	loop_fabric_start_on(t->lf, t->b, 0, cdb, cdb_rw(cdb, SBC_READ_10, 0, 1, 0), NULL, 0, &rb);
 	loop_fabric_start_on(t->lf, t->a2, 0, cdb, cdb_rw(cdb, SBC_READ_10, 0, 1, 0), NULL, 0, &ra);
@@ -126,6 +129,55 @@ static void test_clear_task_set_and_queries(void **state)
 	assert_int_equal(resp, SCSITGT__TMF_SUCCEEDED);
 	ua(prt_run(t, t->a2, cdb, cdb_tur(cdb), NULL, 0), 0x2f, 0x00);
 	ok(prt_run(t, t->b, cdb, cdb_tur(cdb), NULL, 0));
+	prt_destroy(t);
+}
+
+/*
+ * TAS 1, the default (SPC-5 §7.5.10, reviewj J1): a LUN RESET from A answers the READ of
+ * another nexus (B) TASK ABORTED once the backend has given it back, instead of leaving B to
+ * its timeout; A's own READ still gets no response (SAM-5 §7.1), and every nexus still finds
+ * the reset's unit attention. A CLEAR TASK SET from B does the same to A2's READ.
+ */
+static void test_tas_task_aborted(void **state)
+{
+	struct prt *t = prt_create(FAKE_MANUAL);
+	struct lf_result ra = { 0 }, rb = { 0 };
+	uint8_t cdb[CDB_BUF], lun[8];
+	int resp = -1;
+
+	(void)state;
+	assert_true(t->lun->mode.tas);
+	loop_fabric_start_on(t->lf, t->a, 0, cdb, cdb_rw(cdb, SBC_READ_10, 0, 1, 0), NULL, 0, &ra);
+	loop_fabric_start_on(t->lf, t->b, 0, cdb, cdb_rw(cdb, SBC_READ_10, 1, 1, 0), NULL, 0, &rb);
+	scsitgt__lun_encode(0, lun);
+	scsitgt__tmf_execute(t->a, SCSITGT__TMF_LUN_RESET, lun, 0, tmf_resp, &resp);
+	/* B's READ sits in the backend: no answer before it is back (SAM-5 §5.6). */
+	assert_false(rb.done);
+	assert_int_equal(resp, -1);
+	fake_backend_complete_pending(t->fb);
+	run_until_set(t, &resp);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	assert_true(ra.aborted);
+	assert_task_aborted(&rb);
+	t->lf->sess = NULL;
+	ua(prt_run(t, t->a, cdb, cdb_tur(cdb), NULL, 0), 0x29, 0x03);
+	ua(prt_run(t, t->b, cdb, cdb_tur(cdb), NULL, 0), 0x29, 0x03);
+	ua(prt_run(t, t->a2, cdb, cdb_tur(cdb), NULL, 0), 0x29, 0x03);
+	t->lf->sess = t->a;
+	lf_result_clear(&ra);
+	lf_result_clear(&rb);
+	/* CLEAR TASK SET from B: A2's READ is answered TASK ABORTED, B's own is not. */
+	loop_fabric_start_on(t->lf, t->a2, 0, cdb, cdb_rw(cdb, SBC_READ_10, 2, 1, 0), NULL, 0, &ra);
+	loop_fabric_start_on(t->lf, t->b, 0, cdb, cdb_rw(cdb, SBC_READ_10, 3, 1, 0), NULL, 0, &rb);
+	resp = -1;
+	scsitgt__tmf_execute(t->b, SCSITGT__TMF_CLEAR_TASK_SET, lun, 0, tmf_resp, &resp);
+	fake_backend_complete_pending(t->fb);
+	run_until_set(t, &resp);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	assert_task_aborted(&ra);
+	assert_true(rb.aborted);
+	lf_result_clear(&ra);
+	lf_result_clear(&rb);
 	prt_destroy(t);
 }
 
@@ -163,6 +215,7 @@ int main(void)
 		cmocka_unit_test(test_abort_races_completion),
 		cmocka_unit_test(test_abort_timeout),
 		cmocka_unit_test(test_clear_task_set_and_queries),
+		cmocka_unit_test(test_tas_task_aborted),
 		cmocka_unit_test(test_target_reset),
 	};
 

@@ -176,6 +176,79 @@ static void test_unmap_no_flush_needed(void **state)
 	tctx_destroy(t);
 }
 
+/*
+ * An UNMAP is a write for the range lock (sbc_unmap.c): under an LBPRZ LUN it turns the blocks
+ * into zeros. A COMPARE AND WRITE holding an overlapping range (its READ held by the backend)
+ * makes it wait, whichever of its descriptors overlaps, so that the result is one of the two
+ * serial orders (reviewj J1b: both answered GOOD with the CAW's data left mapped). An UNMAP
+ * elsewhere goes on at once; one aborted while it waits sends no io.
+ */
+static void test_unmap_waits_for_caw(void **state)
+{
+	static const uint64_t near[][2] = { { 0, 8 }, { 100, 4 } }, far[][2] = { { 500, 8 } };
+	struct fake_backend_opts o;
+	struct tctx *t;
+	uint8_t dout[2 * 512], ln[64], lf[64];
+	size_t nlen, flen, len;
+	struct lf_result rc = { 0 }, rn = { 0 }, rf = { 0 }, ra = { 0 };
+
+	(void)state;
+	fake_backend_opts_init(&o);
+	o.mode = FAKE_MANUAL;
+	o.supports = 1u << SCSITGT_IO_UNMAP;
+	o.geo_flags = SCSITGT_GEOMETRY_LBPRZ;
+	o.lba_status = true;
+	t = tctx_create(SCSITGT_LUN_THIN, &o);
+	nlen = unmap_param_list(ln, near, 2);
+	flen = unmap_param_list(lf, far, 1);
+	/* compare with the zeros there, write CDh */
+	memset(dout, 0, 512);
+	memset(dout + 512, 0xcd, 512);
+	len = cdb_caw(t->cdb, 101, 1, 0);
+	loop_fabric_start(t->lf, 0, t->cdb, len, dout, sizeof(dout), &rc);
+	assert_int_equal(t->fb->nrecs, 1);
+	len = cdb_unmap(t->cdb, (uint16_t)nlen, 0);
+	loop_fabric_start(t->lf, 0, t->cdb, len, ln, nlen, &rn);
+	/* it waits: not even its first range (outside the CAW's block) went */
+	assert_int_equal(t->fb->nrecs, 1);
+	assert_false(rn.done);
+	len = cdb_unmap(t->cdb, (uint16_t)flen, 0);
+	loop_fabric_start(t->lf, 0, t->cdb, len, lf, flen, &rf);
+	assert_int_equal(t->fb->nrecs, 2);
+	assert_int_equal(t->fb->recs[1].lba, 500);
+	/* a second overlapping UNMAP waits too, and is aborted there */
+	len = cdb_unmap(t->cdb, (uint16_t)nlen, 0);
+	loop_fabric_start(t->lf, 0, t->cdb, len, ln, nlen, &ra);
+	assert_non_null(ra.cmd);
+	scsitgt__cmd_abort(ra.cmd, NULL, false);
+	fake_backend_complete_pending(t->fb);
+	loop_fabric_wait(t->lf, &rc);
+	loop_fabric_wait(t->lf, &rn);
+	loop_fabric_wait(t->lf, &rf);
+	loop_fabric_run_until(t->lf, &ra.aborted);
+	assert_good(&rc);
+	assert_good(&rn);
+	assert_good(&rf);
+	/* CAW READ, far UNMAP, CAW WRITE, then the near UNMAP's two ranges; none of the
+	 * aborted one */
+	assert_int_equal(t->fb->nrecs, 5);
+	assert_int_equal(t->fb->recs[2].type, SCSITGT_IO_WRITE);
+	assert_int_equal(t->fb->recs[3].type, SCSITGT_IO_UNMAP);
+	assert_int_equal(t->fb->recs[3].lba, 0);
+	assert_int_equal(t->fb->recs[4].type, SCSITGT_IO_UNMAP);
+	assert_int_equal(t->fb->recs[4].lba, 100);
+	/* CAW then UNMAP: zeros, deallocated */
+	assert_int_equal(t->fb->data[101 * 512], 0);
+	assert_int_equal(t->fb->mapped[101], 0);
+	assert_int_equal(t->lun->rlock.nexcl, 0);
+	assert_int_equal(atomic_load(&t->lun->shard_part[0].untracked), 0);
+	lf_result_clear(&rc);
+	lf_result_clear(&rn);
+	lf_result_clear(&rf);
+	lf_result_clear(&ra);
+	tctx_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -185,6 +258,7 @@ int main(void)
 		cmocka_unit_test(test_unmap_lbprz_durable_without_wce),
 		cmocka_unit_test(test_unmap_no_flush_needed),
 		cmocka_unit_test(test_unmap_nothing_no_flush),
+		cmocka_unit_test(test_unmap_waits_for_caw),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1081,7 +1081,9 @@ static void test_operating_parameters(void **state)
 	assert_int_equal(get_be16(&d[8]), SCSITGT__XCOPY_MAX_CSCD);
 	assert_int_equal(get_be16(&d[10]), SCSITGT__XCOPY_MAX_SEGS);
 	assert_int_equal(get_be32(&d[12]), SCSITGT__XCOPY_MAX_DESC_LIST);
-	assert_int_equal(get_be32(&d[16]), SCSITGT__XCOPY_MAX_SEG_BYTES);
+	/* 65535 blocks of this LUN's 512 bytes (reviewj J8) */
+	assert_int_equal(t->lun->geo.block_size, 512);
+	assert_int_equal(get_be32(&d[16]), 0xffffu * 512u);
 	assert_int_equal(get_be32(&d[20]), 0); /* no inline data */
 	assert_int_equal(get_be32(&d[24]), 0); /* no held data */
 	assert_int_equal(get_be16(&d[34]), SCSITGT__XCOPY_MAX_ACTIVE);
@@ -1142,6 +1144,9 @@ static void test_inquiry_vpd(void **state)
 			assert_int_equal(get_be16(&d[p + 8]), SCSITGT__XCOPY_MAX_CSCD);
 			assert_int_equal(get_be16(&d[p + 10]), SCSITGT__XCOPY_MAX_SEGS);
 		}
+		/* General Copy Operations: MAXIMUM SEGMENT LENGTH, 65535 of the LUN's blocks */
+		if (get_be16(&d[p]) == 0x8001)
+			assert_int_equal(get_be32(&d[p + 12]), 0xffffu * 512u);
 		p += len;
 	}
 	assert_int_equal(p, n);

@@ -151,12 +151,14 @@ static void test_lun_reset_reaches_worker(void **state)
 	xw_start(w, &held);
 	assert_int_equal(xw_fault_stats(w).held, 1);
 	assert_int_equal(run_tmf(w, w->a, SCSITGT__TMF_LUN_RESET, &q), SCSITGT__TMF_COMPLETE);
-	/* both ended without a response, on B's own loop (the held one left its backend before
-	 * the answer; its fabric hears of it just after the TMF is released, cmd.c) */
+	/* both ended on B's own loop (the held one left its backend before the answer; its
+	 * fabric hears of it just after the TMF is released, cmd.c): the one still waiting for
+	 * its Data-Out without a response, the held one TASK ABORTED (TAS 1, core/tmf.c) */
 	xw_wait(w, &held);
 	assert_int_equal(atomic_load(&waiting.ended), XW_ABORTED);
 	assert_false(atomic_load(&waiting.ended_on_home));
-	assert_int_equal(atomic_load(&held.ended), XW_ABORTED);
+	assert_int_equal(atomic_load(&held.ended), XW_DONE);
+	assert_int_equal(held.status, SAM_STAT_TASK_ABORTED);
 	assert_false(atomic_load(&held.ended_on_home));
 	assert_int_equal(xw_fault_stats(w).cancelled, 1);
 	assert_int_equal(xw_fault_stats(w).resets, 1);
@@ -200,7 +202,9 @@ static void test_apply_reset_async_reaches_worker(void **state)
 	xw_wait_flag(w, &a.done);
 	assert_true(a.on_home);
 	xw_wait(w, &held);
-	assert_int_equal(atomic_load(&held.ended), XW_ABORTED);
+	/* a reset from another engine: another nexus's doing, TASK ABORTED (TAS 1) */
+	assert_int_equal(atomic_load(&held.ended), XW_DONE);
+	assert_int_equal(held.status, SAM_STAT_TASK_ABORTED);
 	/* not told: the reset did not start here */
 	assert_int_equal(xw_fault_stats(w).resets, 0);
 	assert_both_find_reset(w, w->b, w->a);
