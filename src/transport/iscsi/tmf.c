@@ -158,8 +158,11 @@ static void tmf_ctx_closed(uv_handle_t *h)
 	free(h->data);
 }
 
+/* The TMF of @ctx is over (answered, or dropped with its connection): it lets go of it. */
 static void tmf_ctx_free(struct tmf_ctx *ctx)
 {
+	ctx->conn->tmfs--;
+	scsitgt__iscsi_conn_put(ctx->conn);
 	if (ctx->timer_on)
 		uv_close((uv_handle_t *)&ctx->timer, tmf_ctx_closed);
 	else
@@ -272,7 +275,6 @@ static void tmf_done(void *arg, enum scsitgt__tmf_response r)
 	}
 	if (ctx->fencing && --conn->tmf_fencing == 0)
 		tasks_unfence(conn);
-	scsitgt__iscsi_conn_put(ctx->conn);
 	tmf_ctx_free(ctx);
 }
 
@@ -351,7 +353,6 @@ void scsitgt__iscsi_tmf_drop_waiting(struct scsitgt__iscsi_conn *conn)
 		 * not (reviewc N1). */
 		if (ctx->fencing)
 			conn->tmf_fencing--;
-		scsitgt__iscsi_conn_put(conn);
 		tmf_ctx_free(ctx);
 	}
 }
@@ -379,6 +380,18 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	v = scsitgt__iscsi_sn_check(sess, cmd_sn, scsitgt__bhs_immediate(h));
 	if (v != SCSITGT__SN_NOW)
 		return 0;
+	/*
+	 * RFC 7143 §3.2.2.1: a target must handle at least one immediate task management
+	 * request per connection at any time, and may reject immediate commands for lack of
+	 * resources (§11.17.1 reason 0x06). Each TMF in flight may wait on every command a
+	 * backend holds (bounded in time by the TMF timeout, not in number): past
+	 * SCSITGT__ISCSI_TMFS_MAX an immediate one is refused before it does anything. A
+	 * non-immediate one is bounded by the CmdSN window (it holds ExpCmdSN until answered).
+	 */
+	if (scsitgt__bhs_immediate(h) && conn->tmfs >= SCSITGT__ISCSI_TMFS_MAX) {
+		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_IMM_CMD_REJECT);
+		return 0;
+	}
 	/*
 	 * RFC 7143 §11.5.1 b): RefCmdSN in the valid window [ExpCmdSN, MaxCmdSN] (as the TMF
 	 * found it) and less than the TMF's own CmdSN names a command issued before the TMF
@@ -465,6 +478,7 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	ctx->cmd_sn = cmd_sn;
 	ctx->arrivals = sess->arrivals;
 	scsitgt__iscsi_conn_hold(conn);
+	conn->tmfs++;
 	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_INFO, "task management function %u (RTT 0x%08x)",
 				func, rtt);
 	scsitgt__stats_tmf(sess->core, &h[ISCSI_BHS_LUN]);

@@ -6,6 +6,7 @@
  * TASK SET, CLEAR TASK SET or LOGICAL UNIT RESET at ExpCmdSN leaves alone the commands held
  * behind it (CmdSN ExpCmdSN + 1 ...), which run after it; an immediate one, whose CmdSN is
  * past theirs, aborts them. An ABORT TASK that names no task goes through the core all the same.
+ * A connection has a bounded number of TMFs in flight.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <cmocka.h>
 
 #include "iscsi_harness.h"
+#include "libscsitgt/backend_fault.h"
 #include "sn_harness.h"
 #include "tmf_seen.h"
 
@@ -164,6 +166,41 @@ static void test_abort_absent_through_core(void **state)
 	sn_finish(&h, exp + 2);
 }
 
+/*
+ * How many TMFs one connection has in flight is bounded (reviewd measured 50,000 LOGICAL UNIT
+ * RESETs waiting on one held WRITE): with a WRITE the backend holds, SCSITGT__ISCSI_TMFS_MAX
+ * immediate LOGICAL UNIT RESETs wait for it, the next one draws Reject 0x06 (RFC 7143
+ * §11.17.1, "too many immediate commands") and leaves nothing behind; once the WRITE is back
+ * they all answer, and the connection takes TMFs again.
+ */
+static void test_immediate_tmfs_bounded(void **state)
+{
+	uint32_t exp, first, over, again;
+	struct harness h;
+	void *fault;
+
+	(void)state;
+	(void)sn_start_held_write(&h, &exp, &fault);
+	first = h.itt + 1;
+	for (unsigned int i = 0; i < SCSITGT__ISCSI_TMFS_MAX; i++)
+		assert_int_equal(
+			sn_tmf_response(&h, sn_tmf_at(&h, ISCSI_TMF_LUN_RESET, exp + 1, true)), -1);
+	assert_int_equal(h.conn->tmfs, SCSITGT__ISCSI_TMFS_MAX);
+	over = sn_tmf_at(&h, ISCSI_TMF_LUN_RESET, exp + 1, true);
+	assert_int_equal(sn_reject_reason(&h, over, NULL), ISCSI_REJECT_IMM_CMD_REJECT);
+	assert_int_equal(sn_tmf_response(&h, over), -1);
+	assert_int_equal(h.conn->tmfs, SCSITGT__ISCSI_TMFS_MAX);
+	assert_int_equal(scsitgt_backend_fault_release(fault, 0, 0), 1);
+	for (int i = 0; i < 100 && h.conn->tmfs; i++)
+		h_pump(&h);
+	for (uint32_t itt = first; itt < over; itt++)
+		assert_int_equal(sn_tmf_response(&h, itt), ISCSI_TMF_RSP_COMPLETE);
+	again = sn_tmf_at(&h, ISCSI_TMF_LUN_RESET, exp + 1, true);
+	assert_int_equal(sn_tmf_response(&h, again), ISCSI_TMF_RSP_COMPLETE);
+	assert_int_equal(h.conn->tmfs, 0);
+	sn_finish(&h, exp + 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -173,6 +210,7 @@ int main(void)
 		cmocka_unit_test(test_immediate_abort_task_set_aborts_held),
 		cmocka_unit_test(test_drop_waiting_counts_fencing_only),
 		cmocka_unit_test(test_abort_absent_through_core),
+		cmocka_unit_test(test_immediate_tmfs_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
