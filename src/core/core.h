@@ -61,6 +61,8 @@ struct scsitgt_engine {
 	struct scsitgt__logger log;
 	void *userdata;
 	struct scsitgt__list targets;
+	/* Targets made so far (home only): each target's gen. */
+	uint64_t targets_made;
 	struct scsitgt__list services;
 	/* Wakes the home loop for the home shard's thread-safe io completions and deferred
 	 * items (core/shard.h) and for posted functions. */
@@ -146,6 +148,10 @@ struct scsitgt__acl_entry {
 struct scsitgt_target {
 	struct scsitgt_engine *engine;
 	struct scsitgt__list node; /* in engine->targets */
+	/* Never the same for two targets of the engine, unlike the address, which a target made
+	 * after this one is freed may get: what an orphaned command's LUN is matched by
+	 * (lun->tgt_gen, core/tmf_xshard.c). */
+	uint64_t gen;
 	char *name;
 	char *alias;
 	void *userdata;
@@ -362,6 +368,9 @@ struct scsitgt__lun_part {
 
 struct scsitgt_lun {
 	struct scsitgt_target *tgt;
+	/* tgt->gen: a LUN that outlives its target (a removal that timed out, core/drain.c)
+	 * keeps a dangling tgt, which another target may come to have; this it keeps apart. */
+	uint64_t tgt_gen;
 	uint64_t id;
 	struct scsitgt_backend_ops ops;
 	void *bctx;

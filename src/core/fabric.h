@@ -280,6 +280,16 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 			  const uint8_t lun[8], uint64_t ref_tag, scsitgt__tmf_cb cb, void *cb_arg);
 
 /*
+ * An ABORT TASK whose task the fabric found does not exist (iSCSI: no task of the connection
+ * has the Referenced Task Tag, or its response is out; RFC 7143 §11.6.1): the host's TMF event
+ * as scsitgt__tmf_execute() raises it, nothing aborted, then @cb, from inside this call:
+ * SCSITGT__TMF_LUN_NOT_FOUND for a LUN that does not exist for the nexus, else @absent (the
+ * fabric's answer: "task does not exist", or "function complete" for a CmdSN it used up).
+ */
+void scsitgt__tmf_abort_absent(struct scsitgt__session *sess, const uint8_t lun[8],
+			       enum scsitgt__tmf_response absent, scsitgt__tmf_cb cb, void *cb_arg);
+
+/*
  * end every task of a nexus that is going away (iSCSI logout): each live command is aborted
  * (ops->cmd_aborted(), no response), always. @cb follows exactly once, on the nexus's shard,
  * maybe from inside this call: SCSITGT__TMF_COMPLETE when no command of the nexus is left in a

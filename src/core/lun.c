@@ -200,6 +200,7 @@ SCSITGT_EXPORT int scsitgt_lun_create(struct scsitgt_lun **out, struct scsitgt_t
 			 (unsigned long long)lun_hash(tgt->name, o.id));
 
 	lun->tgt = tgt;
+	lun->tgt_gen = tgt->gen;
 	lun->engine = tgt->engine;
 	lun->id = o.id;
 	lun->created_ns = uv_hrtime();

@@ -158,6 +158,7 @@ SCSITGT_EXPORT int scsitgt_target_create(struct scsitgt_target **out, struct scs
 	/* a new nexus caches generation 0: its first command looks up its group */
 	atomic_init(&tgt->alua_gen, 1);
 	tgt->engine = engine;
+	tgt->gen = ++engine->targets_made;
 	tgt->name = strdup(o.name);
 	tgt->alias = o.alias ? strdup(o.alias) : NULL;
 	if (tgt->name == NULL || (o.alias && tgt->alias == NULL)) {

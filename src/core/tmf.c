@@ -545,16 +545,12 @@ static struct scsitgt__tmf_op *op_new(struct scsitgt__session *sess, scsitgt__tm
 	return op;
 }
 
-void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type type,
-			  const uint8_t lun[8], uint64_t ref_tag, scsitgt__tmf_cb cb, void *cb_arg)
+/* The host's TMF event for function @type of nexus @sess on LUN @lun_id; the LUN when it
+ * exists for the nexus (a LUN masked from this initiator does not: core/acl.c), else NULL. */
+static struct scsitgt_lun *tmf_announce(struct scsitgt__session *sess, enum scsitgt__tmf_type type,
+					uint64_t lun_id)
 {
-	uint64_t lun_id = scsitgt__lun_decode(lun);
-	bool lun_scoped = type != SCSITGT__TMF_TARGET_WARM_RESET &&
-			  type != SCSITGT__TMF_TARGET_COLD_RESET;
-	/* a LUN masked from this initiator does not exist for it (core/acl.c). */
 	struct scsitgt_lun *l = scsitgt__session_find_lun(sess, lun_id);
-	struct scsitgt__tmf_op *op;
-	uint32_t timeout_ms;
 
 	static const uint8_t function[] = {
 		[SCSITGT__TMF_ABORT_TASK] = SCSITGT_TMF_ABORT_TASK,
@@ -571,6 +567,28 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 
 	if ((size_t)type < sizeof(function))
 		scsitgt__event_tmf(sess, l, lun_id, function[type]);
+	return l;
+}
+
+void scsitgt__tmf_abort_absent(struct scsitgt__session *sess, const uint8_t lun[8],
+			       enum scsitgt__tmf_response absent, scsitgt__tmf_cb cb, void *cb_arg)
+{
+	/* SAM-5 §7.2: nothing to abort; the LUN is checked as for a task that exists. */
+	cb(cb_arg, tmf_announce(sess, SCSITGT__TMF_ABORT_TASK, scsitgt__lun_decode(lun)) ?
+			   absent :
+			   SCSITGT__TMF_LUN_NOT_FOUND);
+}
+
+void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type type,
+			  const uint8_t lun[8], uint64_t ref_tag, scsitgt__tmf_cb cb, void *cb_arg)
+{
+	uint64_t lun_id = scsitgt__lun_decode(lun);
+	bool lun_scoped = type != SCSITGT__TMF_TARGET_WARM_RESET &&
+			  type != SCSITGT__TMF_TARGET_COLD_RESET;
+	struct scsitgt_lun *l = tmf_announce(sess, type, lun_id);
+	struct scsitgt__tmf_op *op;
+	uint32_t timeout_ms;
+
 	if (lun_scoped && l == NULL) {
 		cb(cb_arg, SCSITGT__TMF_LUN_NOT_FOUND);
 		return;
@@ -608,8 +626,9 @@ void scsitgt__tmf_execute(struct scsitgt__session *sess, enum scsitgt__tmf_type 
 	switch (type) {
 	case SCSITGT__TMF_ABORT_TASK:
 		/* RFC 7143 §11.6.1: a task that already completed is "function complete"; the
-		 * fabric answers "task does not exist" for tags it never saw. Only this nexus's
-		 * tasks: they run on this loop. */
+		 * fabric answers "task does not exist" for tags it never saw
+		 * (scsitgt__tmf_abort_absent()). Only this nexus's tasks: they run on this
+		 * loop. */
 		abort_matching(sess, lun_id, false, NULL, true, ref_tag, NULL, op, true, 0, false);
 		break;
 	case SCSITGT__TMF_ABORT_TASK_SET:

@@ -164,10 +164,12 @@ static bool xt_waits_orphans(const struct xtmf *x)
 			 x->kind == XT_TARGET_WARM_RESET || x->kind == XT_TARGET_COLD_RESET);
 }
 
-/* Whether orphan @c is one of @x's LUNs' tasks. */
+/* Whether orphan @c is one of @x's LUNs' tasks. By the target's gen, not its address: the
+ * orphan's LUN may have outlived its target (a removal that timed out), and a target made
+ * since may have the freed one's address (the LUN's tgt is then dangling, never read). */
 static bool xt_orphan_matches(const struct xtmf *x, const struct scsitgt__cmd *c)
 {
-	if (c->lun == NULL || c->lun->tgt != x->tgt)
+	if (c->lun == NULL || c->lun->tgt_gen != x->tgt->gen)
 		return false;
 	if (x->kind == XT_CLEAR_TASK_SET || x->kind == XT_LUN_RESET)
 		return c->lun_id == x->lun_id;

@@ -107,6 +107,15 @@ struct scsitgt__iscsi_async_ev {
 	uint16_t reason; /* enum scsitgt__sense_reason */
 };
 
+/*
+ * Task management requests one connection may have in flight (tmf.c: received, not answered
+ * yet); an immediate one past them is refused with Reject 0x06 (RFC 7143 §3.2.2.1, §11.17.1
+ * "Immediate command reject - too many immediate commands"). Each may wait on every command a
+ * backend holds: this bounds that memory. (A non-immediate one keeps ExpCmdSN until it has
+ * acted, so at most one of those is in flight.)
+ */
+#define SCSITGT__ISCSI_TMFS_MAX 64u
+
 /* Buckets of a connection's ITT index (a power of two). */
 #define SCSITGT__ISCSI_ITT_BUCKETS 256u
 
@@ -208,6 +217,8 @@ struct scsitgt__iscsi_conn {
 	 * in arrival order, and how many such TMFs have not answered yet. */
 	struct scsitgt__list tmf_wait;
 	unsigned int tmf_fencing;
+	/* TMFs received and not answered yet, waiting or acting (SCSITGT__ISCSI_TMFS_MAX). */
+	unsigned int tmfs;
 	/* scsitgt__iscsi_tmf_kick() looks at them from the loop, not from inside an abort. */
 	struct scsitgt__deferred tmf_kick;
 	bool tmf_kick_pending;

@@ -207,7 +207,20 @@ static void sess_fence_lifted(void *arg)
 	free(f);
 }
 
-/* Under ie->lock. The same I_T nexus as sess_of_nexus(), the target by name. */
+/*
+ * RFC 7143 §4.4.3: a session is named by the initiator's ISID and the target's portal group
+ * tag (SSID); through another portal group, the same ISID is another I_T nexus
+ * ("iname,i,0xISID" x "tgt,t,0xTPGT", scsitgt__iscsi_nexus_from). Whether the initiator side
+ * and portal group of one (@a_iname, @a_isid, @a_tpgt) are those of another; the target is
+ * each caller's to compare (a live session by its pointer, a fence by name).
+ */
+static bool nexus_names_match(const char *a_iname, const uint8_t a_isid[6], uint16_t a_tpgt,
+			      const char *iname, const uint8_t isid[6], uint16_t tpgt)
+{
+	return a_tpgt == tpgt && memcmp(a_isid, isid, 6) == 0 && strcasecmp(a_iname, iname) == 0;
+}
+
+/* Under ie->lock. The same I_T nexus as scsitgt__iscsi_sess_of_nexus(), the target by name. */
 static const struct sess_fence *sess_fence_find(struct scsitgt__iscsi_engine *ie, const char *iname,
 						const uint8_t isid[6],
 						const struct scsitgt_target *tgt, uint16_t tpgt)
@@ -215,8 +228,7 @@ static const struct sess_fence *sess_fence_find(struct scsitgt__iscsi_engine *ie
 	for (struct scsitgt__list *pos = ie->fences.next; pos != &ie->fences; pos = pos->next) {
 		const struct sess_fence *f = scsitgt__container_of(pos, struct sess_fence, node);
 
-		if (f->tpgt == tpgt && memcmp(f->isid, isid, 6) == 0 &&
-		    strcasecmp(f->initiator_name, iname) == 0 &&
+		if (nexus_names_match(f->initiator_name, f->isid, f->tpgt, iname, isid, tpgt) &&
 		    strcasecmp(f->target_name, tgt->name) == 0)
 			return f;
 	}
@@ -290,11 +302,8 @@ bool scsitgt__iscsi_sess_of_nexus(const struct scsitgt__iscsi_sess *s, const cha
 				  const uint8_t isid[6], const struct scsitgt_target *tgt,
 				  uint16_t tpgt)
 {
-	/* RFC 7143 §4.4.3: a session is named by the initiator's ISID and the target's portal
-	 * group tag (SSID); through another portal group, the same ISID is another I_T nexus
-	 * ("iname,i,0xISID" x "tgt,t,0xTPGT", scsitgt__iscsi_nexus_from). */
-	return !s->discovery && s->tgt == tgt && s->tpgt == tpgt && memcmp(s->isid, isid, 6) == 0 &&
-	       strcasecmp(s->initiator_name, iname) == 0;
+	return !s->discovery && s->tgt == tgt &&
+	       nexus_names_match(s->initiator_name, s->isid, s->tpgt, iname, isid, tpgt);
 }
 
 struct scsitgt__iscsi_sess *scsitgt__iscsi_sess_find(struct scsitgt__iscsi_engine *ie,

@@ -26,6 +26,10 @@ struct tmf_ctx {
 	uv_timer_t timer;
 	/* What scsitgt__tmf_execute() gets once it acts. */
 	enum scsitgt__tmf_type type;
+	/* An ABORT TASK of no task (abort_task_find()): the core raises its event and checks
+	 * its LUN, then it answers @absent_resp (scsitgt__tmf_abort_absent()). */
+	bool absent;
+	enum scsitgt__tmf_response absent_resp;
 	uint8_t lun[8];
 	uint32_t rtt;
 	/* Non-immediate: its CmdSN, taken, is passed once it has acted (tmf_done()). */
@@ -154,8 +158,11 @@ static void tmf_ctx_closed(uv_handle_t *h)
 	free(h->data);
 }
 
+/* The TMF of @ctx is over (answered, or dropped with its connection): it lets go of it. */
 static void tmf_ctx_free(struct tmf_ctx *ctx)
 {
+	ctx->conn->tmfs--;
+	scsitgt__iscsi_conn_put(ctx->conn);
 	if (ctx->timer_on)
 		uv_close((uv_handle_t *)&ctx->timer, tmf_ctx_closed);
 	else
@@ -268,13 +275,17 @@ static void tmf_done(void *arg, enum scsitgt__tmf_response r)
 	}
 	if (ctx->fencing && --conn->tmf_fencing == 0)
 		tasks_unfence(conn);
-	scsitgt__iscsi_conn_put(ctx->conn);
 	tmf_ctx_free(ctx);
 }
 
 static void tmf_act(struct tmf_ctx *ctx)
 {
-	scsitgt__tmf_execute(ctx->conn->sess->core, ctx->type, ctx->lun, ctx->rtt, tmf_done, ctx);
+	if (ctx->absent)
+		scsitgt__tmf_abort_absent(ctx->conn->sess->core, ctx->lun, ctx->absent_resp,
+					  tmf_done, ctx);
+	else
+		scsitgt__tmf_execute(ctx->conn->sess->core, ctx->type, ctx->lun, ctx->rtt, tmf_done,
+				     ctx);
 }
 
 /* Act on every waiting TMF, in arrival order. */
@@ -342,7 +353,6 @@ void scsitgt__iscsi_tmf_drop_waiting(struct scsitgt__iscsi_conn *conn)
 		 * not (reviewc N1). */
 		if (ctx->fencing)
 			conn->tmf_fencing--;
-		scsitgt__iscsi_conn_put(conn);
 		tmf_ctx_free(ctx);
 	}
 }
@@ -355,7 +365,8 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	uint32_t itt = scsitgt__bhs_itt(h), rtt = get_be32(&h[ISCSI_TMF_RTT]);
 	uint32_t cmd_sn = get_be32(&h[ISCSI_BHS_CMDSN]);
 	uint32_t ref_cmd_sn = get_be32(&h[ISCSI_TMF_REFCMDSN]);
-	bool ref_unreceived;
+	bool ref_unreceived, absent = false;
+	enum scsitgt__tmf_response absent_resp = SCSITGT__TMF_TASK_NOT_FOUND;
 	enum scsitgt__tmf_type type;
 	enum scsitgt__sn_verdict v;
 	struct scsitgt__iscsi_task *task;
@@ -369,6 +380,18 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	v = scsitgt__iscsi_sn_check(sess, cmd_sn, scsitgt__bhs_immediate(h));
 	if (v != SCSITGT__SN_NOW)
 		return 0;
+	/*
+	 * RFC 7143 §3.2.2.1: a target must handle at least one immediate task management
+	 * request per connection at any time, and may reject immediate commands for lack of
+	 * resources (§11.17.1 reason 0x06). Each TMF in flight may wait on every command a
+	 * backend holds (bounded in time by the TMF timeout, not in number): past
+	 * SCSITGT__ISCSI_TMFS_MAX an immediate one is refused before it does anything. A
+	 * non-immediate one is bounded by the CmdSN window (it holds ExpCmdSN until answered).
+	 */
+	if (scsitgt__bhs_immediate(h) && conn->tmfs >= SCSITGT__ISCSI_TMFS_MAX) {
+		scsitgt__iscsi_conn_reject(conn, h, ISCSI_REJECT_IMM_CMD_REJECT);
+		return 0;
+	}
 	/*
 	 * RFC 7143 §11.5.1 b): RefCmdSN in the valid window [ExpCmdSN, MaxCmdSN] (as the TMF
 	 * found it) and less than the TMF's own CmdSN names a command issued before the TMF
@@ -387,28 +410,23 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	case ISCSI_TMF_ABORT_TASK:
 		type = SCSITGT__TMF_ABORT_TASK;
 		task = abort_task_find(conn, rtt, ref_cmd_sn, ref_unreceived);
-		if (task == NULL || task->state == SCSITGT__TASK_SENDING) {
-			/* Its response is out: the task completed before the TMF (§11.6.1). */
-			if (task) {
-				tmf_passed(conn, h);
-				tmf_respond(conn, itt, ISCSI_TMF_RSP_NO_TASK, false);
-				return 0;
-			}
-			/*
-			 * RFC 7143 §11.5.1 b): "consider the CmdSN as received": it is used up,
-			 * ExpCmdSN passes it (now, or when the gap before it fills) and the
-			 * command, should it come after all, is ignored as a duplicate. Else
-			 * (c) and RefCmdSN not below the TMF's CmdSN: no such task.
-			 */
-			if (ref_unreceived) {
-				scsitgt__iscsi_sn_take(sess, ref_cmd_sn);
-				scsitgt__iscsi_sn_drain(sess);
-				tmf_respond(conn, itt, ISCSI_TMF_RSP_COMPLETE, false);
-			} else {
-				tmf_passed(conn, h);
-				tmf_respond(conn, itt, ISCSI_TMF_RSP_NO_TASK, false);
-			}
-			return 0;
+		if (task != NULL && task->state != SCSITGT__TASK_SENDING)
+			break;
+		/*
+		 * No task to abort: its response is out (it completed before the TMF, §11.6.1)
+		 * or the tag names none. RFC 7143 §11.5.1 b): "consider the CmdSN as received":
+		 * it is used up, ExpCmdSN passes it (now, or when the gap before it fills) and the
+		 * command, should it come after all, is ignored as a duplicate: "function
+		 * complete". Else (c), or RefCmdSN not below the TMF's CmdSN: "task does not
+		 * exist". Through the core all the same, as SRP's (the host's TMF event and the
+		 * LUN's statistics count it; a LUN that does not exist answers "LUN does not
+		 * exist", §11.6.1 response 2), and in turn behind a TMF still waiting.
+		 */
+		absent = true;
+		if (task == NULL && ref_unreceived) {
+			scsitgt__iscsi_sn_take(sess, ref_cmd_sn);
+			scsitgt__iscsi_sn_drain(sess);
+			absent_resp = SCSITGT__TMF_COMPLETE;
 		}
 		break;
 	case ISCSI_TMF_ABORT_TASK_SET:
@@ -442,13 +460,16 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	ctx = malloc(sizeof(*ctx));
 	if (ctx == NULL) {
 		tmf_passed(conn, h);
-		tmf_respond(conn, itt, ISCSI_TMF_RSP_REJECTED, false);
+		tmf_respond(conn, itt, absent ? tmf_map(absent_resp) : ISCSI_TMF_RSP_REJECTED,
+			    false);
 		return 0;
 	}
 	ctx->conn = conn;
 	ctx->itt = itt;
 	ctx->cold = type == SCSITGT__TMF_TARGET_COLD_RESET;
 	ctx->type = type;
+	ctx->absent = absent;
+	ctx->absent_resp = absent_resp;
 	memcpy(ctx->lun, &h[ISCSI_BHS_LUN], 8);
 	ctx->rtt = rtt;
 	ctx->timer_on = false;
@@ -457,6 +478,7 @@ int scsitgt__iscsi_tmf_pdu(struct scsitgt__iscsi_conn *conn, struct scsitgt__isc
 	ctx->cmd_sn = cmd_sn;
 	ctx->arrivals = sess->arrivals;
 	scsitgt__iscsi_conn_hold(conn);
+	conn->tmfs++;
 	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_INFO, "task management function %u (RTT 0x%08x)",
 				func, rtt);
 	scsitgt__stats_tmf(sess->core, &h[ISCSI_BHS_LUN]);

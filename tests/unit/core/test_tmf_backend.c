@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 
+#include "core/core.h"
 #include "core/tmf.h"
 #include "libscsitgt/backend_fault.h"
 #include "test_pr_common.h"
@@ -14,11 +15,19 @@
 /*
  * Allocation failure on demand: this test links with -Wl,--wrap=calloc (meson.build), so the
  * library's calloc() calls come here; the next @calloc_fails of them fail.
+ *
+ * Address reuse on demand (with -Wl,--wrap=free): free() of @keep_tgt, a target, keeps its
+ * memory, and once @reuse_tgt is set the next calloc() of a target's size returns it, zeroed,
+ * as an allocator that hands the freed block back would.
  */
 static int calloc_fails;
+static void *keep_tgt;
+static bool tgt_kept, reuse_tgt;
 
 void *__real_calloc(size_t nmemb, size_t size);
 void *__wrap_calloc(size_t nmemb, size_t size);
+void __real_free(void *p);
+void __wrap_free(void *p);
 
 void *__wrap_calloc(size_t nmemb, size_t size)
 {
@@ -26,7 +35,21 @@ void *__wrap_calloc(size_t nmemb, size_t size)
 		calloc_fails--;
 		return NULL;
 	}
+	if (reuse_tgt && tgt_kept && nmemb == 1 && size == sizeof(struct scsitgt_target)) {
+		reuse_tgt = tgt_kept = false;
+		memset(keep_tgt, 0, size);
+		return keep_tgt;
+	}
 	return __real_calloc(nmemb, size);
+}
+
+void __wrap_free(void *p)
+{
+	if (p != NULL && p == keep_tgt && !tgt_kept) {
+		tgt_kept = true;
+		return;
+	}
+	__real_free(p);
 }
 
 struct tb {
@@ -642,6 +665,72 @@ static void test_apply_reset_async_on_home(void **state)
 	prt_destroy(t);
 }
 
+static void done_flag(void *arg, int status)
+{
+	(void)status;
+	*(bool *)arg = true;
+}
+
+/*
+ * A target is destroyed while its ended nexus's WRITE is held (an orphan; the LUN's removal
+ * times out and leaves it a zombie), and a new target gets the freed target's address (the
+ * allocator seam above makes that certain): a LOGICAL UNIT RESET of the new target's LUN 0
+ * has nothing of its own to wait for and answers at once. Before, the orphan was matched by
+ * its LUN's (dangling) target pointer and the reset waited for the unrelated WRITE.
+ */
+static void test_orphan_of_freed_target_not_matched(void **state)
+{
+	struct tb t;
+	struct lf_result r = { 0 };
+	struct scsitgt_target_opts to;
+	struct scsitgt_lun_opts lo;
+	struct scsitgt_target *t2;
+	struct scsitgt_lun *l2;
+	struct scsitgt__session *b;
+	uint8_t lun[8];
+	bool gone = false;
+	int resp = -1;
+	void *ram;
+
+	(void)state;
+	tb_held_write(&t, &r, lun);
+	scsitgt__session_destroy(t.lf->sess);
+	t.lf->sess = NULL;
+	run_nowait(&t);
+	assert_int_equal(atomic_load(&t.lf->engine->shards[0].norphans), 1);
+	assert_int_equal(scsitgt_engine_set_drain_timeout(t.lf->engine, 10), 0);
+	keep_tgt = t.lf->tgt;
+	scsitgt_target_destroy(t.lf->tgt, done_flag, &gone);
+	loop_fabric_run_until(t.lf, &gone);
+	assert_true(tgt_kept);
+	assert_int_equal(tb_stats(&t).held, 1);
+	reuse_tgt = true;
+	scsitgt_target_opts_init(&to, sizeof(to));
+	to.name = "iqn.2026-12.org.example:second";
+	assert_int_equal(scsitgt_target_create(&t2, t.lf->engine, &to), 0);
+	assert_ptr_equal(t2, keep_tgt);
+	keep_tgt = NULL;
+	assert_int_equal(scsitgt_backend_ram_create(&ram), 0);
+	scsitgt_lun_opts_init(&lo, sizeof(lo));
+	lo.num_blocks = 64; /* LUN 0 of 512-byte blocks */
+	lo.backend = scsitgt_backend_ram_ops();
+	lo.backend_ctx = ram;
+	assert_int_equal(scsitgt_lun_create(&l2, t2, &lo), 0);
+	t.lf->tgt = t2;
+	assert_int_equal(loop_fabric_add_session(t.lf, PORT_B, 1, &b), 0);
+	assert_int_equal(scsitgt_engine_set_tmf_timeout(t.lf->engine, 600000), 0);
+	scsitgt__tmf_execute(b, SCSITGT__TMF_LUN_RESET, lun, 0, tmf_resp, &resp);
+	run_nowait(&t);
+	assert_int_equal(resp, SCSITGT__TMF_COMPLETE);
+	/* the WRITE is still the old backend's */
+	assert_int_equal(tb_stats(&t).held, 1);
+	assert_int_equal(scsitgt_backend_fault_release(t.fault, 0, 0), 1);
+	run_nowait(&t);
+	assert_int_equal(atomic_load(&t.lf->engine->shards[0].norphans), 0);
+	lf_result_clear(&r);
+	loop_fabric_destroy(t.lf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -657,6 +746,7 @@ int main(void)
 		cmocka_unit_test(test_timed_out_waiters_go),
 		cmocka_unit_test(test_quiesce_without_memory),
 		cmocka_unit_test(test_lun_reset_waits_for_orphan),
+		cmocka_unit_test(test_orphan_of_freed_target_not_matched),
 		cmocka_unit_test(test_lun_reset_waits_for_reset_async),
 		cmocka_unit_test(test_apply_reset),
 		cmocka_unit_test(test_apply_reset_async_on_home),

@@ -218,6 +218,30 @@ static inline void sn_fault_lun(struct harness *h, const char *spec, void **faul
 	assert_int_equal(scsitgt_lun_create(&lun, h->tgt, &lo), 0);
 }
 
+/* A normal session whose LUN 0 holds every write (sn_fault_lun() "hang@write", *@fault), and
+ * a one-block WRITE (10) at ExpCmdSN (*@exp) with its data immediate, which the backend holds:
+ * its ITT. */
+static inline uint32_t sn_start_held_write(struct harness *h, uint32_t *exp, void **fault)
+{
+	uint8_t bhs[ISCSI_BHS_LEN], data[512];
+	struct scsitgt_fault_stats st = { .size = sizeof(st) };
+	uint32_t w;
+
+	assert_int_equal(h_init(h, false), 0);
+	sn_fault_lun(h, "hang@write", fault);
+	assert_int_equal(h_login(h, "Normal"), 0);
+	*exp = h->conn->sess->exp_cmd_sn;
+	memset(data, 0x11, sizeof(data));
+	h_cmd_bhs(h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 512, 0x2a, 0, 1);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], *exp);
+	scsitgt__bhs_set_dsl(bhs, sizeof(data));
+	w = h->itt;
+	h_send(h, bhs, data, sizeof(data));
+	assert_int_equal(scsitgt_backend_fault_get_stats(*fault, &st), 0);
+	assert_int_equal(st.held, 1);
+	return w;
+}
+
 /* A normal session with LUN 0 whose first CmdSN is @first; *@exp is its ExpCmdSN. */
 static inline void sn_start_at(struct harness *h, uint32_t *exp, uint32_t first)
 {

@@ -204,27 +204,13 @@ static void test_held_data_bounded(void **state)
  */
 static void test_nop_waits_behind_tmf(void **state)
 {
-	uint8_t bhs[ISCSI_BHS_LEN], data[512];
-	struct scsitgt_fault_stats st;
 	struct harness h;
 	uint32_t exp, w, tmf, nop, abort;
 	void *fault;
 
 	(void)state;
-	assert_int_equal(h_init(&h, false), 0);
-	sn_fault_lun(&h, "hang@write", &fault);
-	assert_int_equal(h_login(&h, "Normal"), 0);
-	exp = h.conn->sess->exp_cmd_sn;
 	/* A one-block WRITE (10) with its data immediate: into the backend, which holds it. */
-	memset(data, 0x11, sizeof(data));
-	h_cmd_bhs(&h, bhs, ISCSI_FLAG_FINAL | ISCSI_CMD_FLAG_WRITE, 512, 0x2a, 0, 1);
-	put_be32(&bhs[ISCSI_BHS_CMDSN], exp);
-	scsitgt__bhs_set_dsl(bhs, sizeof(data));
-	w = h.itt;
-	h_send(&h, bhs, data, sizeof(data));
-	st.size = sizeof(st);
-	assert_int_equal(scsitgt_backend_fault_get_stats(fault, &st), 0);
-	assert_int_equal(st.held, 1);
+	w = sn_start_held_write(&h, &exp, &fault);
 	tmf = sn_tmf_at(&h, ISCSI_TMF_ABORT_TASK_SET, exp + 1, false);
 	assert_int_equal(sn_tmf_response(&h, tmf), -1);
 	nop = sn_nop_at(&h, exp + 2, 0);

@@ -5,7 +5,8 @@
  * having a CmdSN lower than the task management CmdSN"; review30b F3). A non-immediate ABORT
  * TASK SET, CLEAR TASK SET or LOGICAL UNIT RESET at ExpCmdSN leaves alone the commands held
  * behind it (CmdSN ExpCmdSN + 1 ...), which run after it; an immediate one, whose CmdSN is
- * past theirs, aborts them.
+ * past theirs, aborts them. An ABORT TASK that names no task goes through the core all the same.
+ * A connection has a bounded number of TMFs in flight.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,7 +16,9 @@
 #include <cmocka.h>
 
 #include "iscsi_harness.h"
+#include "libscsitgt/backend_fault.h"
 #include "sn_harness.h"
+#include "tmf_seen.h"
 
 /*
  * A WRITE held behind a non-immediate @func at ExpCmdSN, waiting for its data (so still in
@@ -103,6 +106,101 @@ static void test_drop_waiting_counts_fencing_only(void **state)
 	h_fini(&h);
 }
 
+/* The TMFs LUN 0's statistics counted. */
+static uint64_t lun0_tmfs(struct harness *h)
+{
+	return tmf_seen_lun_tmfs(scsitgt_target_get_lun(h->tgt, 0));
+}
+
+/* An immediate ABORT TASK of @rtt on LUN @lun with CmdSN @sn and RefCmdSN @ref: its answer. */
+static int abort_on(struct harness *h, uint8_t lun, uint32_t sn, uint32_t rtt, uint32_t ref)
+{
+	uint8_t bhs[ISCSI_BHS_LEN];
+
+	scsitgt__bhs_init(bhs, ISCSI_OP_TMF_REQ | ISCSI_FLAG_IMMEDIATE,
+			  ISCSI_FLAG_FINAL | ISCSI_TMF_ABORT_TASK);
+	scsitgt__lun_encode(lun, &bhs[ISCSI_BHS_LUN]);
+	put_be32(&bhs[ISCSI_BHS_ITT], ++h->itt);
+	put_be32(&bhs[ISCSI_TMF_RTT], rtt);
+	put_be32(&bhs[ISCSI_BHS_CMDSN], sn);
+	put_be32(&bhs[ISCSI_TMF_REFCMDSN], ref);
+	h_send(h, bhs, NULL, 0);
+	return sn_tmf_response(h, h->itt);
+}
+
+/*
+ * An ABORT TASK naming no task goes through the core as SRP's does (ecde905): the host's TMF
+ * event and the LUN's statistics count it. Its answer stays the transport's (RFC 7143
+ * §11.6.1): "task does not exist" for an unknown tag (c) and for a task already answered,
+ * "function complete" for a RefCmdSN not received yet (b, the CmdSN used up), and "LUN does
+ * not exist" (response 2) on a LUN that does not exist, as for a task there.
+ */
+static void test_abort_absent_through_core(void **state)
+{
+	struct harness h;
+	uint32_t exp, tur;
+
+	(void)state;
+	sn_start(&h, &exp);
+	tmf_events = 0;
+	assert_int_equal(scsitgt_engine_set_event_cb(h.engine, tmf_seen_cb, NULL), 0);
+	/* RefCmdSN below the window: (c) */
+	assert_int_equal(abort_on(&h, 0, exp, 0x4242, exp - 8), ISCSI_TMF_RSP_NO_TASK);
+	assert_int_equal(tmf_events, 1);
+	assert_int_equal(tmf_event_lun, 0);
+	assert_int_equal(lun0_tmfs(&h), 1);
+	assert_int_equal(abort_on(&h, 5, exp, 0x4242, exp - 8), ISCSI_TMF_RSP_NO_LUN);
+	assert_int_equal(tmf_events, 2);
+	assert_int_equal(tmf_event_lun, 5);
+	/* a command already answered: nothing to abort */
+	tur = sn_tur_at(&h, exp);
+	assert_true(sn_good(&h, tur));
+	assert_int_equal(abort_on(&h, 0, exp + 1, tur, exp), ISCSI_TMF_RSP_NO_TASK);
+	assert_int_equal(tmf_events, 3);
+	assert_int_equal(lun0_tmfs(&h), 2);
+	/* (b): CmdSN exp + 1 not received, below the TMF's: used up, "function complete" */
+	assert_int_equal(abort_on(&h, 0, exp + 2, 0x4343, exp + 1), ISCSI_TMF_RSP_COMPLETE);
+	assert_int_equal(tmf_events, 4);
+	assert_int_equal(lun0_tmfs(&h), 3);
+	assert_int_equal(scsitgt_engine_set_event_cb(h.engine, NULL, NULL), 0);
+	sn_finish(&h, exp + 2);
+}
+
+/*
+ * How many TMFs one connection has in flight is bounded (reviewd measured 50,000 LOGICAL UNIT
+ * RESETs waiting on one held WRITE): with a WRITE the backend holds, SCSITGT__ISCSI_TMFS_MAX
+ * immediate LOGICAL UNIT RESETs wait for it, the next one draws Reject 0x06 (RFC 7143
+ * §11.17.1, "too many immediate commands") and leaves nothing behind; once the WRITE is back
+ * they all answer, and the connection takes TMFs again.
+ */
+static void test_immediate_tmfs_bounded(void **state)
+{
+	uint32_t exp, first, over, again;
+	struct harness h;
+	void *fault;
+
+	(void)state;
+	(void)sn_start_held_write(&h, &exp, &fault);
+	first = h.itt + 1;
+	for (unsigned int i = 0; i < SCSITGT__ISCSI_TMFS_MAX; i++)
+		assert_int_equal(
+			sn_tmf_response(&h, sn_tmf_at(&h, ISCSI_TMF_LUN_RESET, exp + 1, true)), -1);
+	assert_int_equal(h.conn->tmfs, SCSITGT__ISCSI_TMFS_MAX);
+	over = sn_tmf_at(&h, ISCSI_TMF_LUN_RESET, exp + 1, true);
+	assert_int_equal(sn_reject_reason(&h, over, NULL), ISCSI_REJECT_IMM_CMD_REJECT);
+	assert_int_equal(sn_tmf_response(&h, over), -1);
+	assert_int_equal(h.conn->tmfs, SCSITGT__ISCSI_TMFS_MAX);
+	assert_int_equal(scsitgt_backend_fault_release(fault, 0, 0), 1);
+	for (int i = 0; i < 100 && h.conn->tmfs; i++)
+		h_pump(&h);
+	for (uint32_t itt = first; itt < over; itt++)
+		assert_int_equal(sn_tmf_response(&h, itt), ISCSI_TMF_RSP_COMPLETE);
+	again = sn_tmf_at(&h, ISCSI_TMF_LUN_RESET, exp + 1, true);
+	assert_int_equal(sn_tmf_response(&h, again), ISCSI_TMF_RSP_COMPLETE);
+	assert_int_equal(h.conn->tmfs, 0);
+	sn_finish(&h, exp + 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -111,6 +209,8 @@ int main(void)
 		cmocka_unit_test(test_lun_reset_spares_later),
 		cmocka_unit_test(test_immediate_abort_task_set_aborts_held),
 		cmocka_unit_test(test_drop_waiting_counts_fencing_only),
+		cmocka_unit_test(test_abort_absent_through_core),
+		cmocka_unit_test(test_immediate_tmfs_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
