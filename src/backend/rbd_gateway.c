@@ -48,6 +48,9 @@
 /* Between reconnection attempts, and while waiting for a fenced client's ios to end. */
 #define GW_RETRY_MS 1000
 #define GW_DRAIN_POLL_MS 10
+/* The shortest rbd_blocklist_expire_seconds a gateway accepts: the monitors' default
+ * (mon_osd_blocklist_default_expire, an hour). */
+#define SCSITGT__RBD_BLOCKLIST_MIN_S 3600
 /* The gateway object's xattr that holds the owner's heartbeat record. */
 #define GW_BEAT_XATTR "scsitgt.heartbeat"
 
@@ -1071,6 +1074,26 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
 			     "%s/%s: a gateway needs the image without librbd's client cache "
 			     "(write_through)",
 			     rc->pool, rc->image_name);
+		return -EINVAL;
+	}
+	/* The single writer rests on rbd_lock_break() fencing the owner it breaks: without the
+	 * blocklisting the old owner's librbd still believes it holds the lock and its queued and
+	 * newly admitted writes land after the new owner's; with a short one, a stall longer than
+	 * it does the same (docs/rbd.md, "Requirements and limits"). */
+	if (!rc->break_blocklists) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: a gateway needs rbd_blocklist_on_break_lock = true (a broken "
+			     "lock must fence its old owner)",
+			     rc->pool, rc->image_name);
+		return -EINVAL;
+	}
+	if (rc->blocklist_expire_s != 0 && rc->blocklist_expire_s < SCSITGT__RBD_BLOCKLIST_MIN_S) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: a gateway needs rbd_blocklist_expire_seconds = 0 (the "
+			     "monitors' default) or at least %u, not %" PRIu64
+			     " (a fenced owner stalled longer would write again)",
+			     rc->pool, rc->image_name, (unsigned)SCSITGT__RBD_BLOCKLIST_MIN_S,
+			     rc->blocklist_expire_s);
 		return -EINVAL;
 	}
 	/* A zero-copy write queued to a hung OSD completes only when its connection resets, not
