@@ -28,6 +28,7 @@
 
 #include "backend/rbd_int.h"
 #include "backend/rbd_pr_int.h"
+#include "core/pr.h"
 #include "libscsitgt/lun.h"
 #include "libscsitgt/pr.h"
 #include "libscsitgt/testing.h"
@@ -975,6 +976,26 @@ static void pr_stop(struct scsitgt__rbd_pr *st)
 	}
 }
 
+/*
+ * Whether the attach's re-read is older than the copy: the watch was up before it, so a change
+ * committed after it was delivered and applied already (pr_event_done). Loading the re-read
+ * over that would leave the copy one change behind, called synced (reviewh F3).
+ */
+static bool pr_init_overtaken(struct scsitgt__rbd_pr *st)
+{
+	bool aptpl, empty;
+	uint64_t seq;
+
+	if (!scsitgt__rbd_pr_peek(st->init_state, st->init_len, &aptpl, &empty, &seq) ||
+	    scsitgt__lun_pr_seq(st->lun) <= seq)
+		return false;
+	scsitgt__log(&st->rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
+		     "%s/%s: a change notified while attaching is newer than the object as read: "
+		     "kept",
+		     st->rc->pool, st->oid);
+	return true;
+}
+
 static void pr_attach_done(struct scsitgt__rbd_job *job)
 {
 	struct scsitgt__rbd_pr *st = job->arg;
@@ -990,7 +1011,7 @@ static void pr_attach_done(struct scsitgt__rbd_job *job)
 			cb(cb_arg, -ECANCELED);
 		return;
 	}
-	if (r == 0 && st->lun && st->init_len)
+	if (r == 0 && st->lun && st->init_len && !pr_init_overtaken(st))
 		r = scsitgt_lun_load_pr_state(st->lun, st->init_state, st->init_len);
 	if (r == 0 && st->lun)
 		r = scsitgt_lun_set_pr_cluster(st->lun, &pr_ops, st);

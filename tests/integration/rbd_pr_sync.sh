@@ -1,5 +1,5 @@
 #!/bin/bash
-# rbd_pr_sync.sh MINITARGET PR_CLIENT - the copies of shared persistent reservations follow the
+# rbd_pr_sync.sh MINITARGET PR_CLIENT HOLD_MODULE - the copies of shared persistent reservations follow the
 # object when the watch did not carry a change (docs/rbd.md, "A change whose notify was lost"):
 # two gateways (minitarget, ALUA off, micro-ceph), LUN 0 on one image.
 # 1. A PREEMPT through A whose notify reaches nobody (SIGRTMIN+3: minitarget's fault injection,
@@ -11,13 +11,20 @@
 #    (before: B kept the deleted registrations, its copy's sequence being higher; reviewh F5).
 # 3. The object replaced by an older copy of itself (`rados put`): both gateways' copies go
 #    back to it (before: both ignored it as older, for good).
+# 4. B restarts and its worker is held between the attach's re-read and its hand-over (the
+#    LD_PRELOAD module HOLD_MODULE, rbd_pr_hold.c, which also keeps the periodic read from
+#    correcting the copy afterwards); meanwhile a PREEMPT through A is notified to B's new
+#    watch and applied there. B's copy must keep it: READ RESERVATION through B names the new
+#    holder (before: the older re-read was loaded over it, one change behind for good;
+#    reviewh F3).
 # Skipped without the Ceph packages.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/rbd_lib.sh"
 it_init "${1:-}"
 CLIENT=${2:-}
-[[ -x "$CLIENT" ]] || it_fail "usage: $0 MINITARGET PR_CLIENT"
+HOLD=${3:-}
+[[ -x "$CLIENT" && -f "$HOLD" ]] || it_fail "usage: $0 MINITARGET PR_CLIENT HOLD_MODULE"
 it_need python3
 rbd_need
 rbd_cluster_up -S 16M
@@ -26,15 +33,19 @@ IMG=$pool/$MICRO_CEPH_IMAGE
 GW_IQN=iqn.2026-11.org.libscsitgt:rbd-pr-sync
 
 B_PID=
-b_start() {
-	local port i
+b_launch() { # [VAR=VALUE...]: gateway B, with that environment
+	local port
 	port=$(it_free_port)
 	: >"$IT_TMP/b.out"
 	# shellcheck disable=SC2086 # IT_TARGET_ARGS is a command line (lib.sh)
-	"$IT_TARGET" -v --portal "127.0.0.1:$port" --iqn "$GW_IQN" --lun "0:rbd:$IMG,nocache" \
+	env "$@" "$IT_TARGET" -v --portal "127.0.0.1:$port" --iqn "$GW_IQN" --lun "0:rbd:$IMG,nocache" \
 		${IT_TARGET_ARGS:-} >"$IT_TMP/b.out" 2>>"$IT_TMP/b.err" </dev/null &
 	B_PID=$!
 	IT_HELPER_PIDS=("$B_PID")
+}
+b_start() { # [VAR=VALUE...]: launched, and its URL in $B
+	local i
+	b_launch "$@"
 	for ((i = 0; i < IT_START_TIMEOUT * 10; i++)); do
 		grep -q '^iscsi://' "$IT_TMP/b.out" && break
 		kill -0 "$B_PID" 2>/dev/null || it_fail "gateway B exited: $(tail -n 5 "$IT_TMP/b.err")"
@@ -108,8 +119,27 @@ res=$("$CLIENT" "${X[@]}" "$B" readres)
 [[ "$res" == "0x00000000000000b1 1" ]] || it_fail "READ RESERVATION through B, object back: $res"
 it_log "the object replaced by an older copy: both gateways follow it"
 
-kill -TERM "$B_PID"
-wait "$B_PID" || it_fail "gateway B exited with status $? on SIGTERM"
-IT_HELPER_PIDS=()
+# ---- 4. B's attach overtaken by a notify ----
+b_stop() {
+	kill -TERM "$B_PID"
+	wait "$B_PID" || it_fail "gateway B exited with status $? on SIGTERM"
+	IT_HELPER_PIDS=()
+}
+b_stop
+: >"$IT_TMP/b.err"
+touch "$IT_TMP/hold"
+b_launch LD_PRELOAD="$HOLD" RBD_PR_HOLD="$IT_TMP/hold"
+it_wait_log "$IT_TMP/b.err" "rbd_pr_hold: attach re-read held"
+"$CLIENT" "${Z[@]}" "$A" register 0xe1
+"$CLIENT" "${Z[@]}" "$A" preempt 0xe1 0xb1 1
+rm "$IT_TMP/hold"
+it_wait_log "$IT_TMP/b.out" '^iscsi://'
+B=$(grep -o -m1 'iscsi://[^[:space:]]*' "$IT_TMP/b.out")
+res=$("$CLIENT" "${X[@]}" "$B" readres)
+[[ "$res" == "0x00000000000000e1 1" ]] || it_fail "READ RESERVATION through B after its attach: $res"
+[[ $(keys "$B") == "0x00000000000000e1 " ]] || it_fail "keys through B after its attach: $(keys "$B")"
+it_log "a notify applied during B's attach stays: B's copy is not loaded over it"
+
+b_stop
 it_stop || it_fail "gateway A exited with status $? on SIGTERM"
 it_log "PASS"
