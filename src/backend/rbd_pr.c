@@ -744,7 +744,10 @@ bool scsitgt__rbd_pr_peek(const uint8_t *b, size_t len, bool *aptpl, bool *empty
 	return true;
 }
 
-/* How many other gateways watch the object (answer a probe notify), or < 0. */
+/* How many other gateways watch the object, or < 0: those that answer a probe notify and those
+ * that do not within notify_timeout_ms (a loop running late, a watch being set up again, a
+ * gateway just killed whose watch lingers): a watcher that does not answer is no proof that
+ * it is gone (reviewh F2). */
 static int pr_count_gateways(struct scsitgt__rbd_pr *st)
 {
 	char *reply = NULL;
@@ -758,7 +761,12 @@ static int pr_count_gateways(struct scsitgt__rbd_pr *st)
 	if (reply &&
 	    rados_decode_notify_response(reply, reply_len, &acks, &nacks, &tos, &ntos) == 0) {
 		rados_free_notify_response(acks, nacks, tos);
-		r = (int)nacks;
+		r = (int)(nacks + ntos);
+		if (ntos)
+			scsitgt__log(&st->rc->log, SCSITGT_LOG_NOTICE, SCSITGT__RBD_SUBSYS,
+				     "%s/%s: %zu watcher(s) of the object did not answer within "
+				     "%" PRIu32 " ms: counted as gateways",
+				     st->rc->pool, st->oid, ntos, st->notify_timeout_ms);
 	} else if (r == 0) {
 		r = 0;
 	}

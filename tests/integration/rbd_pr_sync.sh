@@ -17,6 +17,10 @@
 #    watch and applied there. B's copy must keep it: READ RESERVATION through B names the new
 #    holder (before: the older re-read was loaded over it, one change behind for good;
 #    reviewh F3).
+# 5. B restarts while A is stopped (SIGSTOP: a loop and librados that do not answer B's probe
+#    within notify_timeout_ms, A's watch still held by the OSD): A is a gateway all the same,
+#    so B must keep the registrations made without APTPL (before: B found "no other gateway",
+#    cleared them, and A, resumed, kept its own copy; reviewh F2).
 # Skipped without the Ceph packages.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -139,6 +143,24 @@ res=$("$CLIENT" "${X[@]}" "$B" readres)
 [[ "$res" == "0x00000000000000e1 1" ]] || it_fail "READ RESERVATION through B after its attach: $res"
 [[ $(keys "$B") == "0x00000000000000e1 " ]] || it_fail "keys through B after its attach: $(keys "$B")"
 it_log "a notify applied during B's attach stays: B's copy is not loaded over it"
+
+# ---- 5. a restart next to a gateway that does not answer ----
+b_stop
+: >"$IT_TMP/b.err"
+kill -STOP "$IT_PID"
+b_launch
+it_wait_log "$IT_TMP/b.err" "persistent reservations shared"
+kill -CONT "$IT_PID"
+it_wait_log "$IT_TMP/b.out" '^iscsi://'
+B=$(grep -o -m1 'iscsi://[^[:space:]]*' "$IT_TMP/b.out")
+if grep -q "state without APTPL cleared" "$IT_TMP/b.err"; then
+	it_fail "B cleared the state of a cluster whose gateway A was only slow"
+fi
+grep -q "watcher(s) of the object did not answer" "$IT_TMP/b.err" ||
+	it_fail "B did not count A's silent watch: $(grep -i 'shared\|watcher' "$IT_TMP/b.err")"
+[[ $(keys "$B") == "0x00000000000000e1 " ]] || it_fail "keys through B: $(keys "$B")"
+[[ $(keys "$A") == "0x00000000000000e1 " ]] || it_fail "keys through A: $(keys "$A")"
+it_log "B started next to a stopped gateway A: the state without APTPL stays"
 
 b_stop
 it_stop || it_fail "gateway A exited with status $? on SIGTERM"
