@@ -110,6 +110,11 @@ struct scsitgt__rbd_ha {
 	/* The owner is alive on its heartbeat alone: it answered no probe, but its record went
 	 * on since the previous probe (its watch is being re-established). */
 	bool owner_beating;
+	/* The owner (client @owner_addr) was silent, but this gateway has not decided that it is
+	 * dead (it does when it starts breaking the lock): its group stays active/optimized in
+	 * this gateway's answers, as last seen (owner_group). */
+	bool owner_presumed;
+	char owner_addr[SCSITGT__RBD_HA_ADDR_MAX];
 	size_t npeers;
 	struct scsitgt__rbd_ha_peer peers[SCSITGT__RBD_HA_MAX_PEERS];
 	bool probed;
