@@ -558,6 +558,7 @@ static void probe_done(struct scsitgt__rbd_job *job)
 		       NULL);
 		actions = scsitgt__rbd_ha_fenced(&gw->ha);
 	} else {
+		j->probe.now_ms = now_ms();
 		actions = scsitgt__rbd_ha_probed(&gw->ha, &j->probe);
 		if (actions & SCSITGT__RBD_HA_DO_RECONNECT)
 			gw_log(gw, SCSITGT_LOG_WARNING, "lost the lock to ",
@@ -1123,6 +1124,8 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
 	cfg.group = o.group_id;
 	cfg.preferred = o.preferred;
 	cfg.misses = o.probe_misses;
+	/* "probe_misses probes of silence": each lasts the probe's timeout for a dead owner */
+	cfg.silence_ms = (uint64_t)o.probe_misses * gw->timeout_ms;
 	cfg.holddown_ms = o.holddown_ms;
 	cfg.npeer_groups = o.npeers;
 	for (size_t i = 0; i < o.npeers; i++)

@@ -162,6 +162,8 @@ unsigned int scsitgt__rbd_ha_probed(struct scsitgt__rbd_ha *ha,
 	beating = beat_advanced(ha, p);
 	ha->owner_alive = p->locked && !p->mine && (p->owner_alive || beating);
 	ha->owner_beating = ha->owner_alive && !p->owner_alive;
+	if (ha->owner_alive)
+		ha->alive_ms = p->now_ms;
 	/*
 	 * A silent owner, the same client as before: until this gateway decides it is dead, its
 	 * group keeps the state it was last seen in. A single missed probe is no decision, and
@@ -221,6 +223,8 @@ unsigned int scsitgt__rbd_ha_probed(struct scsitgt__rbd_ha *ha,
 		return 0;
 	}
 	ha->missed++;
+	if (ha->cfg.silence_ms && p->now_ms - ha->alive_ms < ha->cfg.silence_ms)
+		return 0; /* not silent long enough yet, however many probes missed */
 	if (ha->missed >= 2 * ha->cfg.misses || (ha->missed >= ha->cfg.misses && first_in_line(ha)))
 		return start_acquire(ha, SCSITGT__RBD_HA_DO_BREAK);
 	return 0;

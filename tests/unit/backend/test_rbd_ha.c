@@ -178,6 +178,45 @@ static void test_silent_owner_is_broken(void **state)
 	assert_int_equal(scsitgt__rbd_ha_alua(&c, 3), SB);
 }
 
+/* Probes run back to back while one waits: two misses 250 ms apart, 1.25 s after the owner was
+ * last seen alive, are no "two probes of silence" (two seconds with the defaults). The standby
+ * breaks only once the silence lasted that long (reviewh F9: it broke after 1.3 s). */
+static void test_short_silence_is_not_death(void **state)
+{
+	struct scsitgt__rbd_ha b;
+	struct scsitgt__rbd_ha_cfg cfg = {
+		.group = 2, .misses = 2, .silence_ms = 2000, .holddown_ms = 5000
+	};
+	struct scsitgt__rbd_ha_probe p;
+
+	(void)state;
+	cfg.peer_groups[cfg.npeer_groups++] = 1;
+	cfg.peer_groups[cfg.npeer_groups++] = 3;
+	scsitgt__rbd_ha_init(&b, &cfg);
+	p = probe(&b, 1, true, 100);
+	p.now_ms = 10000;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	p = probe(&b, 1, false, 0);
+	p.now_ms = 11000;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	p.now_ms = 11250;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	assert_int_equal(b.state, SCSITGT__RBD_HA_STANDBY);
+	assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), AO);
+	/* It answers again: nothing happened. */
+	p = probe(&b, 1, true, 1400);
+	p.now_ms = 11500;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	/* Silent for good: two misses and two seconds since it was last seen. */
+	p = probe(&b, 1, false, 0);
+	p.now_ms = 12500;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	p.now_ms = 13000;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	p.now_ms = 13500;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), SCSITGT__RBD_HA_DO_BREAK);
+}
+
 /* The lock owner's client @owner, and the heartbeat record as a probe read it: written by
  * @writer with sequence @seq, group 1, held @held ms. */
 static void beat(struct scsitgt__rbd_ha_probe *p, const char *owner, const char *writer,
@@ -640,6 +679,7 @@ int main(void)
 		cmocka_unit_test(test_free_lock_goes_to_the_first_in_line),
 		cmocka_unit_test(test_live_owner_keeps_the_lock),
 		cmocka_unit_test(test_silent_owner_is_broken),
+		cmocka_unit_test(test_short_silence_is_not_death),
 		cmocka_unit_test(test_heartbeat_keeps_a_rewatching_owner),
 		cmocka_unit_test(test_heartbeat_proves_only_fresh_records_of_the_owner),
 		cmocka_unit_test(test_heartbeat_stops_past_the_rewatch_bound),
