@@ -69,7 +69,9 @@
  * "pr watch fault on" or "off". For a gateway, SIGRTMIN+1 toggles the fault that fails every
  * reconnection of its RBD context (scsitgt_backend_rbd_set_reconnect_fault(); "rbd reconnect
  * fault on" or "off") and SIGRTMIN+2 makes it check the image's size as librbd's update watch
- * does (scsitgt_backend_rbd_flag_update(); "rbd update flagged").
+ * does (scsitgt_backend_rbd_flag_update(); "rbd update flagged"). SIGRTMIN+3 toggles the fault
+ * that leaves every reservation change of every RBD LUN sharing them unnotified
+ * (scsitgt_backend_rbd_set_pr_notify_fault(); "pr notify fault on" or "off").
  * Defaults: one 1 GiB RAM LUN 0 on 127.0.0.1:3260, target iqn.2026-11.org.libscsitgt:minitarget.
  */
 #include <errno.h>
@@ -108,7 +110,7 @@ struct app {
 	uv_signal_t sigterm;
 	uv_signal_t sigusr1;
 	uv_signal_t sigusr2;
-	uv_signal_t sigrt1, sigrt2;
+	uv_signal_t sigrt1, sigrt2, sigrt3;
 	struct scsitgt_engine *engine;
 	struct scsitgt_target *tgt;
 	/* --alua-group: this process is a gateway of the first RBD LUN's image (gw_rbd). */
@@ -120,6 +122,7 @@ struct app {
 	void *pr_rbd[MINITARGET_MAX_ITEMS];
 	size_t npr_rbd;
 	bool pr_watch_fault;
+	bool pr_notify_fault;
 	/* The first portal, for the iscsi:// lines. */
 	char url_host[80];
 	uint16_t url_port;
@@ -303,6 +306,7 @@ static void engine_destroyed(void *arg, int status)
 	uv_close((uv_handle_t *)&app->sigusr2, NULL);
 	uv_close((uv_handle_t *)&app->sigrt1, NULL);
 	uv_close((uv_handle_t *)&app->sigrt2, NULL);
+	uv_close((uv_handle_t *)&app->sigrt3, NULL);
 }
 
 /* SIGUSR1: the fault backends' counters and every LUN's commands in flight, so that a test
@@ -382,6 +386,21 @@ static void on_sigrt2(uv_signal_t *h, int signum)
 	    scsitgt_backend_rbd_flag_update(app->gw_rbd) < 0)
 		return;
 	printf("rbd update flagged\n");
+	fflush(stdout);
+}
+
+/* SIGRTMIN+3: reservation changes not notified, or notified again (tests of shared PR). */
+static void on_sigrt3(uv_signal_t *h, int signum)
+{
+	struct app *app = h->data;
+
+	(void)signum;
+	if (app->stopping || app->npr_rbd == 0)
+		return;
+	app->pr_notify_fault = !app->pr_notify_fault;
+	for (size_t i = 0; i < app->npr_rbd; i++)
+		scsitgt_backend_rbd_set_pr_notify_fault(app->pr_rbd[i], app->pr_notify_fault);
+	printf("pr notify fault %s\n", app->pr_notify_fault ? "on" : "off");
 	fflush(stdout);
 }
 
@@ -882,6 +901,9 @@ static void signals_start(struct app *app)
 	app->sigrt2.data = app;
 	uv_signal_init(&app->loop, &app->sigrt2);
 	uv_signal_start(&app->sigrt2, on_sigrt2, SIGRTMIN + 2);
+	app->sigrt3.data = app;
+	uv_signal_init(&app->loop, &app->sigrt3);
+	uv_signal_start(&app->sigrt3, on_sigrt3, SIGRTMIN + 3);
 }
 
 int main(int argc, char **argv)

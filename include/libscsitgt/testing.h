@@ -60,6 +60,22 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_set_watch_fault(struct scsitgt_rbd_gatewa
 SCSITGT_EXPORT int scsitgt_backend_rbd_set_pr_watch_fault(void *bctx, bool hold);
 
 /**
+ * For tests only: with @p fail true, the notify of every reservation change this RBD context
+ * commits to the shared object (scsitgt_backend_rbd_use_pr()) is not sent, as when the
+ * context's ioctx is being replaced between the write and its notify: the change is stored,
+ * the other gateways are not told (they find it in their periodic read of the object, and the
+ * command is answered once their lease on their old copy ran out: docs/rbd.md).
+ *
+ * @param bctx The RBD backend context, sharing reservations.
+ * @param fail Fail the notifies (true), or send them again.
+ * @return 0; -EINVAL (NULL @p bctx); -ENOENT (reservations not shared, or still attaching);
+ *         -ENOTSUP without the RBD backend.
+ *
+ * Loop: the context's.
+ */
+SCSITGT_EXPORT int scsitgt_backend_rbd_set_pr_notify_fault(void *bctx, bool fail);
+
+/**
  * For tests only: with @p fail true, every reconnection of the RBD context (the HA gateway's
  * replacement of a fenced client) fails with -ETIMEDOUT once the old client is shut down, as
  * when the monitors are out of reach; the gateway logs it and retries, until called again

@@ -244,6 +244,24 @@ static bool rbd_cache_enabled(struct scsitgt__rbd_ctx *rc)
 	return cache;
 }
 
+/* How librbd's rbd_lock_break() fences the owner it breaks (docs/rbd.md, "Fencing"): the
+ * image's effective rbd_blocklist_on_break_lock and rbd_blocklist_expire_seconds. */
+static void rbd_break_options(struct scsitgt__rbd_ctx *rc)
+{
+	char buf[32];
+
+	rc->break_blocklists = true;
+	rc->blocklist_expire_s = 0;
+	if (rbd_image_option(rc, "rbd_blocklist_on_break_lock", buf, sizeof(buf)) ||
+	    rados_conf_get(rc->cluster, "rbd_blocklist_on_break_lock", buf, sizeof(buf)) == 0) {
+		rc->break_blocklists = rbd_option_true(buf);
+	}
+	if (rbd_image_option(rc, "rbd_blocklist_expire_seconds", buf, sizeof(buf)) ||
+	    rados_conf_get(rc->cluster, "rbd_blocklist_expire_seconds", buf, sizeof(buf)) == 0) {
+		rc->blocklist_expire_s = strtoull(buf, NULL, 10);
+	}
+}
+
 /*
  * Zero-copy I/O (docs/rbd.md, "Zero-copy I/O") needs an image without librbd's ObjectCacher:
  * the cache off, or the cache policy writearound (Ceph 16's default), which caches nothing.
@@ -407,6 +425,7 @@ static int rbd_connect_open(struct scsitgt__rbd_ctx *rc)
 	rc->size_bytes = info.size;
 	rc->obj_size = info.obj_size;
 	rc->cache = !rc->read_only && rbd_cache_enabled(rc);
+	rbd_break_options(rc);
 	if (rc->write_through && rc->cache) {
 		rbd_config_source_t src = RBD_CONFIG_SOURCE_CONFIG;
 

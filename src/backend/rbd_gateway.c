@@ -48,6 +48,9 @@
 /* Between reconnection attempts, and while waiting for a fenced client's ios to end. */
 #define GW_RETRY_MS 1000
 #define GW_DRAIN_POLL_MS 10
+/* The shortest rbd_blocklist_expire_seconds a gateway accepts: the monitors' default
+ * (mon_osd_blocklist_default_expire, an hour). */
+#define SCSITGT__RBD_BLOCKLIST_MIN_S 3600
 /* The gateway object's xattr that holds the owner's heartbeat record. */
 #define GW_BEAT_XATTR "scsitgt.heartbeat"
 
@@ -555,6 +558,7 @@ static void probe_done(struct scsitgt__rbd_job *job)
 		       NULL);
 		actions = scsitgt__rbd_ha_fenced(&gw->ha);
 	} else {
+		j->probe.now_ms = now_ms();
 		actions = scsitgt__rbd_ha_probed(&gw->ha, &j->probe);
 		if (actions & SCSITGT__RBD_HA_DO_RECONNECT)
 			gw_log(gw, SCSITGT_LOG_WARNING, "lost the lock to ",
@@ -1073,6 +1077,26 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
 			     rc->pool, rc->image_name);
 		return -EINVAL;
 	}
+	/* The single writer rests on rbd_lock_break() fencing the owner it breaks: without the
+	 * blocklisting the old owner's librbd still believes it holds the lock and its queued and
+	 * newly admitted writes land after the new owner's; with a short one, a stall longer than
+	 * it does the same (docs/rbd.md, "Requirements and limits"). */
+	if (!rc->break_blocklists) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: a gateway needs rbd_blocklist_on_break_lock = true (a broken "
+			     "lock must fence its old owner)",
+			     rc->pool, rc->image_name);
+		return -EINVAL;
+	}
+	if (rc->blocklist_expire_s != 0 && rc->blocklist_expire_s < SCSITGT__RBD_BLOCKLIST_MIN_S) {
+		scsitgt__log(&rc->log, SCSITGT_LOG_ERROR, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: a gateway needs rbd_blocklist_expire_seconds = 0 (the "
+			     "monitors' default) or at least %u, not %" PRIu64
+			     " (a fenced owner stalled longer would write again)",
+			     rc->pool, rc->image_name, (unsigned)SCSITGT__RBD_BLOCKLIST_MIN_S,
+			     rc->blocklist_expire_s);
+		return -EINVAL;
+	}
 	/* A zero-copy write queued to a hung OSD completes only when its connection resets, not
 	 * within op_timeout_s: a fenced gateway's reconnection waits that long for it. */
 	if (rc->zc_writes)
@@ -1100,6 +1124,8 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
 	cfg.group = o.group_id;
 	cfg.preferred = o.preferred;
 	cfg.misses = o.probe_misses;
+	/* "probe_misses probes of silence": each lasts the probe's timeout for a dead owner */
+	cfg.silence_ms = (uint64_t)o.probe_misses * gw->timeout_ms;
 	cfg.holddown_ms = o.holddown_ms;
 	cfg.npeer_groups = o.npeers;
 	for (size_t i = 0; i < o.npeers; i++)

@@ -77,7 +77,8 @@ uint8_t scsitgt__rbd_ha_alua(const struct scsitgt__rbd_ha *ha, uint16_t group)
 		return alua_of((uint8_t)ha->state);
 	/* A peer: active/optimized if it owns the lock and answers (or beats); as it describes
 	 * itself if it answered; unavailable if it did not (dead, cut off, or not started). */
-	if (ha->state != SCSITGT__RBD_HA_OWNER && ha->owner_alive && group == ha->owner_group)
+	if (ha->state != SCSITGT__RBD_HA_OWNER && (ha->owner_alive || ha->owner_presumed) &&
+	    group == ha->owner_group)
 		return SCSITGT_ALUA_ACTIVE_OPTIMIZED;
 	for (size_t i = 0; i < ha->npeers; i++) {
 		if (ha->peers[i].group != group)
@@ -114,6 +115,8 @@ static bool first_in_line(const struct scsitgt__rbd_ha *ha)
 
 static unsigned int start_acquire(struct scsitgt__rbd_ha *ha, unsigned int how)
 {
+	/* Decided: the owner, if any, is dead. */
+	ha->owner_presumed = false;
 	ha->state = SCSITGT__RBD_HA_ACQUIRING;
 	return how;
 }
@@ -159,7 +162,23 @@ unsigned int scsitgt__rbd_ha_probed(struct scsitgt__rbd_ha *ha,
 	beating = beat_advanced(ha, p);
 	ha->owner_alive = p->locked && !p->mine && (p->owner_alive || beating);
 	ha->owner_beating = ha->owner_alive && !p->owner_alive;
-	if (!ha->owner_alive) {
+	if (ha->owner_alive)
+		ha->alive_ms = p->now_ms;
+	/*
+	 * A silent owner, the same client as before: until this gateway decides it is dead, its
+	 * group keeps the state it was last seen in. A single missed probe is no decision, and
+	 * initiators (Linux's scsi_dh_alua) take every group's state from any path's REPORT
+	 * TARGET PORT GROUPS: reporting it UNAVAILABLE (and announcing it) moved their I/O to a
+	 * standby path (reviewh F10).
+	 */
+	ha->owner_presumed =
+		!ha->owner_alive && p->locked && !p->mine && ha->owner_group != 0 &&
+		(ha->state == SCSITGT__RBD_HA_STANDBY || ha->state == SCSITGT__RBD_HA_JOINING) &&
+		strcmp(p->owner_addr, ha->owner_addr) == 0;
+	snprintf(ha->owner_addr, sizeof(ha->owner_addr), "%s", p->locked ? p->owner_addr : "");
+	if (ha->owner_presumed) {
+		/* as last seen */
+	} else if (!ha->owner_alive) {
 		ha->owner_group = 0;
 		ha->owner_held_ms = 0;
 	} else if (p->owner_alive) {
@@ -204,6 +223,8 @@ unsigned int scsitgt__rbd_ha_probed(struct scsitgt__rbd_ha *ha,
 		return 0;
 	}
 	ha->missed++;
+	if (ha->cfg.silence_ms && p->now_ms - ha->alive_ms < ha->cfg.silence_ms)
+		return 0; /* not silent long enough yet, however many probes missed */
 	if (ha->missed >= 2 * ha->cfg.misses || (ha->missed >= ha->cfg.misses && first_in_line(ha)))
 		return start_acquire(ha, SCSITGT__RBD_HA_DO_BREAK);
 	return 0;
@@ -239,6 +260,7 @@ unsigned int scsitgt__rbd_ha_fenced(struct scsitgt__rbd_ha *ha)
 	ha->missed = 0;
 	ha->free_seen = 0;
 	ha->owner_alive = false;
+	ha->owner_presumed = false;
 	ha->owner_beating = false;
 	return SCSITGT__RBD_HA_DO_RECONNECT;
 }

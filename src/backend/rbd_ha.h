@@ -78,6 +78,8 @@ struct scsitgt__rbd_ha_probe {
 	uint64_t beat_seq;
 	uint16_t beat_group;
 	uint64_t beat_held_ms;
+	/* When the probe ended (the caller's clock, ms). */
+	uint64_t now_ms;
 };
 
 struct scsitgt__rbd_ha_cfg {
@@ -87,8 +89,12 @@ struct scsitgt__rbd_ha_cfg {
 	uint16_t peer_groups[SCSITGT__RBD_HA_MAX_PEERS];
 	/* Taken first when nobody owns the lock. */
 	bool preferred;
-	/* Probes in a row the owner misses before it counts as dead (>= 1). */
+	/* Probes in a row the owner misses before it counts as dead (>= 1), and the silence (ms
+	 * since a probe last found it alive; 0: not counted) it must also have kept: probes run
+	 * back to back while one waits, so misses alone could add up to little more than one
+	 * probe's timeout (reviewh F9). */
 	uint32_t misses;
+	uint64_t silence_ms;
 	/* A live owner keeps the lock this long against SET TARGET PORT GROUPS elsewhere. */
 	uint64_t holddown_ms;
 };
@@ -110,6 +116,13 @@ struct scsitgt__rbd_ha {
 	/* The owner is alive on its heartbeat alone: it answered no probe, but its record went
 	 * on since the previous probe (its watch is being re-established). */
 	bool owner_beating;
+	/* The owner (client @owner_addr) was silent, but this gateway has not decided that it is
+	 * dead (it does when it starts breaking the lock): its group stays active/optimized in
+	 * this gateway's answers, as last seen (owner_group). */
+	bool owner_presumed;
+	char owner_addr[SCSITGT__RBD_HA_ADDR_MAX];
+	/* When a probe last found the owner alive (probe.now_ms). */
+	uint64_t alive_ms;
 	size_t npeers;
 	struct scsitgt__rbd_ha_peer peers[SCSITGT__RBD_HA_MAX_PEERS];
 	bool probed;

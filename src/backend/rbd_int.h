@@ -142,6 +142,11 @@ struct scsitgt__rbd_ctx {
 	char serial[33];
 	/* librbd's rbd_cache at open (a volatile write cache) and the discard granularity. */
 	bool cache;
+	/* How rbd_lock_break() fences the owner it breaks, from the image's options at open
+	 * (rbd_blocklist_on_break_lock, rbd_blocklist_expire_seconds; 0: the monitors' default):
+	 * the gateway model's single writer rests on it (scsitgt_rbd_gateway_create()). */
+	bool break_blocklists;
+	uint64_t blocklist_expire_s;
 	uint64_t discard_granularity;
 	/* RADOS object size of the image (rbd_stat), the optimal transfer length. */
 	uint64_t obj_size;

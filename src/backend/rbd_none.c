@@ -66,6 +66,13 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_set_pr_watch_fault(void *bctx, bool hold)
 	return -ENOTSUP;
 }
 
+SCSITGT_EXPORT int scsitgt_backend_rbd_set_pr_notify_fault(void *bctx, bool fail)
+{
+	(void)bctx;
+	(void)fail;
+	return -ENOTSUP;
+}
+
 SCSITGT_EXPORT int scsitgt_backend_rbd_set_reconnect_fault(void *bctx, bool fail)
 {
 	(void)bctx;

@@ -27,138 +27,21 @@
 #include <time.h>
 
 #include "backend/rbd_int.h"
+#include "backend/rbd_pr_int.h"
+#include "core/pr.h"
 #include "libscsitgt/lun.h"
 #include "libscsitgt/pr.h"
 #include "libscsitgt/testing.h"
 #include "util/be.h"
 
-/* The largest state read back: 256 registrations of the longest names, events, margin. */
-#define PR_READ_MAX (256u * 1024)
-/* How often the loop checks the watch (pr_check_cb). */
-#define PR_CHECK_MS 500
 /* Payload of the attach probe (not a state: receivers only acknowledge it). */
 static const char probe_payload[] = "scsitgt-pr-probe";
 /* A LOGICAL UNIT RESET through one gateway (scsitgt__rbd_pr_reset): the others apply it. */
 static const char reset_payload[] = "scsitgt-lun-reset";
 
-enum pr_op_kind {
-	PR_OP_FETCH,
-	PR_OP_WRITE,
-	PR_OP_NOTIFY,
-	PR_OP_EVENT,  /* a notify received by the watch */
-	PR_OP_WERROR, /* the watch broke */
-	PR_OP_RELOAD, /* the state read after a reconnection (buf) */
-	PR_OP_RESET,  /* our notify of a LOGICAL UNIT RESET came back */
-};
-
-struct pr_op {
-	struct pr_op *next;
-	struct scsitgt__rbd_pr *st;
-	enum pr_op_kind kind;
-	rados_completion_t comp;
-	rados_read_op_t rop;
-	rados_write_op_t wop;
-	struct scsitgt_pr_req *req;
-	/* fetch: the read buffer; event: the payload (owned) */
-	char *buf;
-	size_t len;
-	int prval;
-	/* commit: the state to notify (owned by the core until the request is answered) */
-	const void *data;
-	/* notify: the reply */
-	char *reply;
-	size_t reply_len;
-	uint64_t notify_id;
-	/* event: sent by this very client (librados delivers a notify to its sender's watch) */
-	bool own;
-	/* event: announced to the core (scsitgt_lun_start_pr_delivery()): completed once done */
-	bool marked;
-	/* reset: the backend's reset_async() callback */
-	scsitgt_done_cb reset_cb;
-	void *reset_cb_arg;
-	int err;
-	/* To pr_aio_done (rbd_int.h): given after the op is filled in, before librados has it. */
-	struct scsitgt__rbd_handover ho;
-};
-
-struct scsitgt__rbd_pr {
-	struct scsitgt__rbd_ctx *rc;
-	/* NULL once stopping, and once the core let go of the store (pr_detach: the LUN may be
-	 * freed from then on, before the backend's close: an engine that gave up on an io of
-	 * it, docs/threading.md "Teardown"). */
-	struct scsitgt_lun *lun;
-	/* The LUN once the store is installed, for the watch callback's mark (librados' thread),
-	 * under mark_mu, which the callback holds from its read to the end of its mark; NULL
-	 * before the install, once detached and once stopping: whoever sets it NULL knows that
-	 * no callback uses the LUN any more when the lock is released. */
-	pthread_mutex_t mark_mu;
-	struct scsitgt_lun *mark_lun;
-	/* The ioctx: created and destroyed on the worker thread (attach, a reconnection of the
-	 * backend's client, teardown); the loop uses it under io_mu while io_ok. */
-	pthread_mutex_t io_mu;
-	rados_ioctx_t io;
-	bool io_ok;
-	char oid[96];
-	uint32_t notify_timeout_ms;
-	/* The watch (rados_watch2): set on the worker thread under io_mu, read by the loop's
-	 * watch check under it too. */
-	uint64_t cookie;
-	bool watching;
-	/* Worker thread only: between scsitgt__rbd_pr_disconnect() and _connected() (the
-	 * client is being replaced: no re-watch on the old one). */
-	bool reconnecting;
-	/* The watch check (pr_check_cb, loop): every PR_CHECK_MS; the copy is called stale when
-	 * the watch was last confirmed more than stale_ms ago (0: never, no bound known). */
-	uv_timer_t check;
-	uint64_t stale_ms;
-	/* uv handles (async, check) whose close callback has not run yet */
-	unsigned int open_handles;
-	/* Fault injection (scsitgt_backend_rbd_set_pr_watch_fault()): the watch is gone and no
-	 * re-watch starts while set; fault_job unwatches on the worker. Loop. */
-	bool fault_hold, fault_queued;
-	struct scsitgt__rbd_job fault_job;
-	/* The watch callbacks' hand-over (rbd_int.h): given before each rados_watch2 (the
-	 * worker) and by each callback when it returns, taken by the callbacks and after
-	 * rados_watch_flush (the worker, before it changes io or frees). */
-	struct scsitgt__rbd_handover watch_ho;
-	/* librados threads -> loop */
-	uv_async_t async;
-	pthread_mutex_t mu;
-	struct pr_op *done_head, *done_tail; /* under mu */
-	/* Under mu: the client is being replaced (scsitgt__rbd_pr_disconnect(), worker): the
-	 * loop calls the copy stale (unsync_err: -ESHUTDOWN fenced, else unreachable) where
-	 * the queue was then, after unsync_after (NULL: before the whole queue), so in order
-	 * with the RELOAD that follows. A flag, not an op: it needs no memory (review34 N4). */
-	bool unsync;
-	int unsync_err;
-	struct pr_op *unsync_after;
-	unsigned int inflight; /* aio ops not yet back on the loop */
-	bool stopping, rewatching;
-	/* the last re-watch failed (logged once; pr_check_cb retries it) */
-	bool rewatch_failed;
-	/* attach, and teardown (unwatch, flush, destroy the ioctx): both on the worker, in
-	 * order, before the backend's close job shuts the cluster handle down */
-	struct scsitgt__rbd_job job, stop_job;
-	bool attaching;
-	scsitgt_done_cb attach_cb;
-	void *attach_cb_arg;
-	uint8_t *init_state;
-	size_t init_len;
-	bool cleared; /* attach found every gateway gone with APTPL off and cleared the state */
-	/* resets from other gateways applied here whose acknowledgement waits (pr_reset_applied) */
-	struct pr_reset_ack *reset_acks;
-};
-
-/* A LOGICAL UNIT RESET notified by another gateway, acknowledged once applied here. */
-struct pr_reset_ack {
-	struct pr_reset_ack *next;
-	struct scsitgt__rbd_pr *st; /* NULL once the state stopped: nothing to acknowledge */
-	uint64_t notify_id;
-};
-
 /* The lease's clock (libscsitgt/pr.h): CLOCK_MONOTONIC in ms, coarse as librados' own clock
  * for the watch's age. */
-static uint64_t pr_clock_ms(void)
+uint64_t scsitgt__rbd_pr_clock_ms(void)
 {
 	struct timespec ts;
 
@@ -166,8 +49,8 @@ static uint64_t pr_clock_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void pr_log(struct scsitgt__rbd_pr *st, enum scsitgt_log_level level, const char *fmt,
-		   const char *what, int err)
+void scsitgt__rbd_pr_log(struct scsitgt__rbd_pr *st, enum scsitgt_log_level level, const char *fmt,
+			 const char *what, int err)
 {
 	scsitgt__log(&st->rc->log, level, SCSITGT__RBD_SUBSYS, fmt, st->rc->pool, st->oid, what,
 		     strerror(err < 0 ? -err : err));
@@ -252,8 +135,8 @@ static void pr_watch_err_cb(void *arg, uint64_t cookie, int err)
 	scsitgt__rbd_handover_give(&st->watch_ho);
 }
 
-static struct pr_op *pr_op_create(struct scsitgt__rbd_pr *st, enum pr_op_kind kind,
-				  struct scsitgt_pr_req *req)
+struct pr_op *scsitgt__rbd_pr_op_create(struct scsitgt__rbd_pr *st, enum pr_op_kind kind,
+					struct scsitgt_pr_req *req)
 {
 	struct pr_op *op = calloc(1, sizeof(*op));
 
@@ -269,7 +152,7 @@ static struct pr_op *pr_op_create(struct scsitgt__rbd_pr *st, enum pr_op_kind ki
 	return op;
 }
 
-static void pr_op_free(struct pr_op *op)
+void scsitgt__rbd_pr_op_free(struct pr_op *op)
 {
 	if (op->comp)
 		rados_aio_release(op->comp);
@@ -316,14 +199,14 @@ static void pr_op_submitted(struct scsitgt__rbd_pr *st, struct pr_op *op, enum p
 		return;
 	}
 	if (op)
-		pr_op_free(op);
+		scsitgt__rbd_pr_op_free(op);
 	pr_post_error(st, kind, req, r);
 }
 
 static void pr_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req)
 {
 	struct scsitgt__rbd_pr *st = arg;
-	struct pr_op *op = pr_op_create(st, PR_OP_FETCH, req);
+	struct pr_op *op = scsitgt__rbd_pr_op_create(st, PR_OP_FETCH, req);
 	int r = -ENOMEM;
 
 	(void)lun;
@@ -348,7 +231,7 @@ static void pr_commit(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req 
 		      const void *data, size_t len, uint64_t version)
 {
 	struct scsitgt__rbd_pr *st = arg;
-	struct pr_op *op = pr_op_create(st, PR_OP_WRITE, req);
+	struct pr_op *op = scsitgt__rbd_pr_op_create(st, PR_OP_WRITE, req);
 	int r = -ENOMEM;
 
 	(void)lun;
@@ -396,6 +279,8 @@ static void pr_detach(void *arg, struct scsitgt_lun *lun)
 	struct scsitgt__rbd_pr *st = arg;
 
 	(void)lun;
+	/* its requests went with it */
+	scsitgt__rbd_pr_commit_flush(st, false);
 	st->lun = NULL;
 	pr_set_mark_lun(st, NULL);
 	uv_timer_stop(&st->check);
@@ -436,10 +321,10 @@ static void pr_fetch_done(struct pr_op *op)
 		/* Deleted (by an administrator): an empty state, created again by the commit. */
 		scsitgt_pr_req_complete_fetch(op->req, 0, NULL, 0, 0);
 	} else if (r < 0) {
-		pr_log(op->st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "read", r);
+		scsitgt__rbd_pr_log(op->st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "read", r);
 		scsitgt_pr_req_complete_fetch(op->req, r, NULL, 0, 0);
 	} else if (op->len >= PR_READ_MAX) {
-		pr_log(op->st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "read", EFBIG);
+		scsitgt__rbd_pr_log(op->st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "read", EFBIG);
 		scsitgt_pr_req_complete_fetch(op->req, -EFBIG, NULL, 0, 0);
 	} else {
 		scsitgt_pr_req_complete_fetch(op->req, 0, op->buf, op->len, ver);
@@ -460,29 +345,31 @@ static void pr_write_done(struct pr_op *op)
 		return;
 	}
 	if (r < 0) {
-		pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "write", r);
+		scsitgt__rbd_pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "write", r);
 		scsitgt_pr_req_complete_commit(op->req, r);
 		return;
 	}
 	/* Stored. Tell the other gateways and wait (bounded) for them to apply it. */
-	nop = pr_op_create(st, PR_OP_NOTIFY, op->req);
+	nop = scsitgt__rbd_pr_op_create(st, PR_OP_NOTIFY, op->req);
 	r = -ENOMEM;
 	if (nop) {
+		nop->issued_ms = scsitgt__rbd_pr_clock_ms();
 		scsitgt__rbd_handover_give(&nop->ho);
 		pthread_mutex_lock(&st->io_mu);
-		r = st->io_ok ?
-			    rados_aio_notify(st->io, st->oid, nop->comp, op->data, (int)op->len,
-					     st->notify_timeout_ms, &nop->reply, &nop->reply_len) :
-			    -ENOTCONN;
+		r = st->fault_notify ? -ENOTCONN :
+		    st->io_ok ? rados_aio_notify(st->io, st->oid, nop->comp, op->data, (int)op->len,
+						 st->notify_timeout_ms, &nop->reply,
+						 &nop->reply_len) :
+				-ENOTCONN;
 		pthread_mutex_unlock(&st->io_mu);
 	}
 	if (r < 0) {
 		if (nop)
-			pr_op_free(nop);
-		pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "notify", r);
-		/* The state is stored: the command succeeded. Others catch up at their next
-		 * fetch or watch reconnection. */
-		scsitgt_pr_req_complete_commit(op->req, 0);
+			scsitgt__rbd_pr_op_free(nop);
+		scsitgt__rbd_pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "notify", r);
+		/* The state is stored: the command succeeded, once the others read it or stopped
+		 * trusting their copies (rbd_pr_poll.c; reviewh F1). */
+		scsitgt__rbd_pr_commit_later(st, op->req, scsitgt__rbd_pr_clock_ms());
 		return;
 	}
 	st->inflight++;
@@ -507,10 +394,16 @@ static void pr_notify_done(struct pr_op *op)
 				     st->rc->pool, st->oid, ntos, st->notify_timeout_ms, nacks);
 			rados_free_notify_response(acks, nacks, tos);
 		} else {
-			pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "notify", r);
+			/* Failed as a whole (this client blocklisted between its write and its
+			 * notify...): nobody may have heard of it (rbd_pr_poll.c; reviewh F1). */
+			scsitgt__rbd_pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "notify", r);
+			scsitgt__rbd_pr_commit_later(st, op->req, op->issued_ms);
+			return;
 		}
 	}
-	/* Stored either way: the command succeeded. */
+	/* Stored either way: the command succeeded. A gateway that did not acknowledge within
+	 * the notify's timeout (longer than PR_POLL_LEASE_MS) read it or stopped trusting its
+	 * copy meanwhile. */
 	scsitgt_pr_req_complete_commit(op->req, 0);
 }
 
@@ -585,7 +478,7 @@ static void pr_event_done(struct pr_op *op)
 		int r = scsitgt_lun_apply_pr_state(st->lun, op->buf, op->len);
 
 		if (r < 0)
-			pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", r);
+			scsitgt__rbd_pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", r);
 	}
 	pr_ack(st, op->notify_id);
 }
@@ -646,6 +539,9 @@ static void pr_async_cb(uv_async_t *h)
 		case PR_OP_NOTIFY:
 			pr_notify_done(op);
 			break;
+		case PR_OP_POLL:
+			scsitgt__rbd_pr_poll_done(op);
+			break;
 		case PR_OP_EVENT:
 			pr_event_done(op);
 			/* applied (or no state): the commands held for it go */
@@ -654,21 +550,24 @@ static void pr_async_cb(uv_async_t *h)
 			break;
 		case PR_OP_RESET:
 			if (op->err == 0 && rados_aio_get_return_value(op->comp) < 0)
-				pr_log(st, SCSITGT_LOG_WARNING,
-				       "%s/%s: %s: %s (a gateway did not acknowledge the reset)",
-				       "reset notify", rados_aio_get_return_value(op->comp));
+				scsitgt__rbd_pr_log(
+					st, SCSITGT_LOG_WARNING,
+					"%s/%s: %s: %s (a gateway did not acknowledge the reset)",
+					"reset notify", rados_aio_get_return_value(op->comp));
 			op->reset_cb(op->reset_cb_arg, op->err);
 			break;
 		case PR_OP_WERROR:
 			/* The OSD dropped the watch (or this client is blocklisted): watch again. */
-			pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "watch lost", op->err);
+			scsitgt__rbd_pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "watch lost",
+					    op->err);
 			pr_unsynced(st, SCSITGT_PR_RESYNCING);
 			break;
 		case PR_OP_RELOAD:
 			/* Watched again on the new client, and read after that. */
 			if (st->lun && op->len &&
 			    scsitgt_lun_apply_pr_state(st->lun, op->buf, op->len) < 0)
-				pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", EINVAL);
+				scsitgt__rbd_pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply",
+						    EINVAL);
 			else if (st->lun && !st->fault_hold)
 				scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_SYNCED);
 			st->rewatch_failed = false;
@@ -677,7 +576,7 @@ static void pr_async_cb(uv_async_t *h)
 		/* the reconnection's mark came after this op */
 		if (unsync && op == unsync_after)
 			pr_unsync_apply(st, unsync_err);
-		pr_op_free(op);
+		scsitgt__rbd_pr_op_free(op);
 	}
 }
 
@@ -720,7 +619,7 @@ static void pr_check_cb(uv_timer_t *t)
 	if (st->io_ok && st->watching) {
 		watching = true;
 		/* read before the check's own clock: now - age is never after the ping's send */
-		now = pr_clock_ms();
+		now = scsitgt__rbd_pr_clock_ms();
 		age = rados_watch_check(st->io, st->cookie);
 	}
 	pthread_mutex_unlock(&st->io_mu);
@@ -733,7 +632,7 @@ static void pr_check_cb(uv_timer_t *t)
 		return;
 	}
 	if (age < 0) {
-		pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "watch check", age);
+		scsitgt__rbd_pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "watch check", age);
 		pr_unsynced(st, SCSITGT_PR_RESYNCING);
 		return;
 	}
@@ -749,8 +648,10 @@ static void pr_check_cb(uv_timer_t *t)
 	/* Confirmed: the lease runs to the ping's send plus the bound; past it the core holds
 	 * the commands a reservation could refuse (never fails them) and asks again
 	 * (pr_recheck), so a loop that runs late only delays them (docs/rbd.md). */
-	if (st->stale_ms)
-		scsitgt_lun_set_pr_lease(st->lun, now - (uint64_t)age + st->stale_ms);
+	st->watch_lease_ms = st->stale_ms ? now - (uint64_t)age + st->stale_ms : 0;
+	scsitgt__rbd_pr_lease(st);
+	/* And a read of the object: a change whose notify was lost (rbd_pr_poll.c). */
+	scsitgt__rbd_pr_poll(st);
 }
 
 /* Home: a command waits on a lapsed lease: check at once (the next loop iteration's timers),
@@ -817,7 +718,7 @@ static int pr_read_sync(struct scsitgt__rbd_pr *st, uint8_t **buf, size_t *len, 
  * The state's APTPL bit, whether it holds anything, and its change sequence (pr.h formats:
  * version 1 has no sequence). Returns false when it is not a state this code can read.
  */
-static bool pr_peek(const uint8_t *b, size_t len, bool *aptpl, bool *empty, uint64_t *seq)
+bool scsitgt__rbd_pr_peek(const uint8_t *b, size_t len, bool *aptpl, bool *empty, uint64_t *seq)
 {
 	size_t off = 24;
 	uint32_t nregs;
@@ -843,7 +744,10 @@ static bool pr_peek(const uint8_t *b, size_t len, bool *aptpl, bool *empty, uint
 	return true;
 }
 
-/* How many other gateways watch the object (answer a probe notify), or < 0. */
+/* How many other gateways watch the object, or < 0: those that answer a probe notify and those
+ * that do not within notify_timeout_ms (a loop running late, a watch being set up again, a
+ * gateway just killed whose watch lingers): a watcher that does not answer is no proof that
+ * it is gone (reviewh F2). */
 static int pr_count_gateways(struct scsitgt__rbd_pr *st)
 {
 	char *reply = NULL;
@@ -857,7 +761,12 @@ static int pr_count_gateways(struct scsitgt__rbd_pr *st)
 	if (reply &&
 	    rados_decode_notify_response(reply, reply_len, &acks, &nacks, &tos, &ntos) == 0) {
 		rados_free_notify_response(acks, nacks, tos);
-		r = (int)nacks;
+		r = (int)(nacks + ntos);
+		if (ntos)
+			scsitgt__log(&st->rc->log, SCSITGT_LOG_NOTICE, SCSITGT__RBD_SUBSYS,
+				     "%s/%s: %zu watcher(s) of the object did not answer within "
+				     "%" PRIu32 " ms: counted as gateways",
+				     st->rc->pool, st->oid, ntos, st->notify_timeout_ms);
 	} else if (r == 0) {
 		r = 0;
 	}
@@ -880,7 +789,7 @@ static int pr_clear_if_alone(struct scsitgt__rbd_pr *st, const uint8_t *b, size_
 	rados_write_op_t wop;
 	int n, r;
 
-	if (b == NULL || !pr_peek(b, len, &aptpl, &empty, &seq) || aptpl || empty)
+	if (b == NULL || !scsitgt__rbd_pr_peek(b, len, &aptpl, &empty, &seq) || aptpl || empty)
 		return 0;
 	n = pr_count_gateways(st);
 	if (n != 0)
@@ -1002,6 +911,7 @@ static void pr_attach_work(struct scsitgt__rbd_job *job)
 	if (r == 0) {
 		/* Read again: a change committed between the first read and the watch. */
 		free(st->init_state);
+		st->init_issued_ms = scsitgt__rbd_pr_clock_ms();
 		r = pr_read_sync(st, &st->init_state, &st->init_len, &ver);
 	}
 	job->status = r;
@@ -1026,6 +936,7 @@ static void pr_handle_closed(uv_handle_t *h)
 
 static void pr_close_handles(struct scsitgt__rbd_pr *st)
 {
+	uv_close((uv_handle_t *)&st->later, pr_handle_closed);
 	uv_close((uv_handle_t *)&st->check, pr_handle_closed);
 	uv_close((uv_handle_t *)&st->async, pr_handle_closed);
 }
@@ -1045,7 +956,7 @@ static void pr_teardown_done(struct scsitgt__rbd_job *job)
 		struct pr_op *op = list;
 
 		list = op->next;
-		pr_op_free(op);
+		scsitgt__rbd_pr_op_free(op);
 	}
 	pr_close_handles(st);
 }
@@ -1058,6 +969,7 @@ static void pr_stop(struct scsitgt__rbd_pr *st)
 	for (struct pr_reset_ack *a = st->reset_acks; a; a = a->next)
 		a->st = NULL;
 	st->reset_acks = NULL;
+	scsitgt__rbd_pr_commit_flush(st, st->lun != NULL);
 	st->lun = NULL;
 	pr_set_mark_lun(st, NULL);
 	st->stopping = true;
@@ -1070,6 +982,26 @@ static void pr_stop(struct scsitgt__rbd_pr *st)
 		pr_teardown_work(&st->stop_job);
 		pr_teardown_done(&st->stop_job);
 	}
+}
+
+/*
+ * Whether the attach's re-read is older than the copy: the watch was up before it, so a change
+ * committed after it was delivered and applied already (pr_event_done). Loading the re-read
+ * over that would leave the copy one change behind, called synced (reviewh F3).
+ */
+static bool pr_init_overtaken(struct scsitgt__rbd_pr *st)
+{
+	bool aptpl, empty;
+	uint64_t seq;
+
+	if (!scsitgt__rbd_pr_peek(st->init_state, st->init_len, &aptpl, &empty, &seq) ||
+	    scsitgt__lun_pr_seq(st->lun) <= seq)
+		return false;
+	scsitgt__log(&st->rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
+		     "%s/%s: a change notified while attaching is newer than the object as read: "
+		     "kept",
+		     st->rc->pool, st->oid);
+	return true;
 }
 
 static void pr_attach_done(struct scsitgt__rbd_job *job)
@@ -1087,7 +1019,7 @@ static void pr_attach_done(struct scsitgt__rbd_job *job)
 			cb(cb_arg, -ECANCELED);
 		return;
 	}
-	if (r == 0 && st->lun && st->init_len)
+	if (r == 0 && st->lun && st->init_len && !pr_init_overtaken(st))
 		r = scsitgt_lun_load_pr_state(st->lun, st->init_state, st->init_len);
 	if (r == 0 && st->lun)
 		r = scsitgt_lun_set_pr_cluster(st->lun, &pr_ops, st);
@@ -1096,11 +1028,13 @@ static void pr_attach_done(struct scsitgt__rbd_job *job)
 			     "%s/%s: persistent reservations shared%s", rc->pool, st->oid,
 			     st->cleared ? " (state without APTPL cleared: no other gateway)" : "");
 		pr_set_mark_lun(st, st->lun);
+		/* the read vouches for the copy as the periodic ones do (rbd_pr_poll.c) */
+		st->poll_lease_ms = st->init_issued_ms + PR_POLL_LEASE_MS;
 		uv_timer_start(&st->check, pr_check_cb, PR_CHECK_MS, PR_CHECK_MS);
 	} else {
 		if (r == 0)
 			r = -ECANCELED;
-		pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "attach", r);
+		scsitgt__rbd_pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "attach", r);
 		if (rc->pr == st)
 			__atomic_store_n(&rc->pr, NULL, __ATOMIC_RELEASE);
 		/* Undo on the worker thread (unwatch), then free. */
@@ -1119,6 +1053,8 @@ void scsitgt__rbd_pr_stop(struct scsitgt__rbd_ctx *rc)
 	__atomic_store_n(&rc->pr, NULL, __ATOMIC_RELEASE);
 	/* (st->lun is NULL when the core let go of the store first: pr_detach) */
 	st->stopping = true;
+	/* the store's queue empty before it goes */
+	scsitgt__rbd_pr_commit_flush(st, st->lun != NULL);
 	if (st->lun && !st->attaching)
 		scsitgt_lun_set_pr_cluster(st->lun, NULL, NULL);
 	pr_stop(st);
@@ -1172,8 +1108,8 @@ static void pr_rewatch_done(struct scsitgt__rbd_job *job)
 		 * logged once. -ESHUTDOWN is librados' "blocklisted": fenced; anything else (a
 		 * timeout, no connection): the cluster does not answer. */
 		if (!st->rewatch_failed)
-			pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s (trying again)", "watch again",
-			       job->status);
+			scsitgt__rbd_pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s (trying again)",
+					    "watch again", job->status);
 		st->rewatch_failed = true;
 		/* Blocklisted: the backend is told as by an io that learned it (logged, its
 		 * fenced hook), before the copy is called fenced: the core then answers the
@@ -1188,7 +1124,8 @@ static void pr_rewatch_done(struct scsitgt__rbd_job *job)
 	} else if (st->lun && j->synced && !st->stopping && !st->fault_hold) {
 		st->rewatch_failed = false;
 		if (j->len && scsitgt_lun_apply_pr_state(st->lun, j->state, j->len) < 0)
-			pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", EINVAL);
+			scsitgt__rbd_pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply",
+					    EINVAL);
 		else
 			scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_SYNCED);
 	}
@@ -1263,7 +1200,9 @@ SCSITGT_EXPORT int scsitgt_backend_rbd_use_pr(void *bctx,
 	st->async.data = st;
 	uv_timer_init(rc->loop, &st->check);
 	st->check.data = st;
-	st->open_handles = 2;
+	uv_timer_init(rc->loop, &st->later);
+	st->later.data = st;
+	st->open_handles = 3;
 	st->attach_cb = cb;
 	st->attach_cb_arg = cb_arg;
 	st->job.work = pr_attach_work;
@@ -1361,16 +1300,43 @@ static void pr_fault_done(struct scsitgt__rbd_job *job)
 			     st->rc->pool, st->oid);
 }
 
+/* The shared reservations a fault injection applies to: 0 and *@out, or -errno (testing.h). */
+static int pr_fault_state(void *bctx, struct scsitgt__rbd_pr **out)
+{
+	struct scsitgt__rbd_ctx *rc = bctx;
+
+	if (rc == NULL)
+		return -EINVAL;
+	*out = rc->pr;
+	if (*out == NULL || (*out)->attaching || (*out)->stopping)
+		return -ENOENT;
+	return 0;
+}
+
+SCSITGT_EXPORT int scsitgt_backend_rbd_set_pr_notify_fault(void *bctx, bool fail)
+{
+	struct scsitgt__rbd_ctx *rc = bctx;
+	struct scsitgt__rbd_pr *st;
+	int r = pr_fault_state(bctx, &st);
+
+	if (r < 0)
+		return r;
+	st->fault_notify = fail;
+	scsitgt__log(&rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+		     fail ? "%s/%s: fault injection: reservation changes are not notified" :
+			    "%s/%s: fault injection over: reservation changes are notified",
+		     rc->pool, st->oid);
+	return 0;
+}
+
 SCSITGT_EXPORT int scsitgt_backend_rbd_set_pr_watch_fault(void *bctx, bool hold)
 {
 	struct scsitgt__rbd_ctx *rc = bctx;
 	struct scsitgt__rbd_pr *st;
+	int r = pr_fault_state(bctx, &st);
 
-	if (rc == NULL)
-		return -EINVAL;
-	st = rc->pr;
-	if (st == NULL || st->attaching || st->stopping)
-		return -ENOENT;
+	if (r < 0)
+		return r;
 	if (hold == st->fault_hold)
 		return 0;
 	st->fault_hold = hold;
@@ -1407,7 +1373,7 @@ void scsitgt__rbd_pr_reset(struct scsitgt__rbd_ctx *rc, scsitgt_done_cb cb, void
 		cb(cb_arg, 0); /* no other gateway to tell */
 		return;
 	}
-	op = pr_op_create(st, PR_OP_RESET, NULL);
+	op = scsitgt__rbd_pr_op_create(st, PR_OP_RESET, NULL);
 	if (op == NULL) {
 		cb(cb_arg, -ENOMEM);
 		return;
@@ -1422,8 +1388,8 @@ void scsitgt__rbd_pr_reset(struct scsitgt__rbd_ctx *rc, scsitgt_done_cb cb, void
 				     &op->reply, &op->reply_len);
 	pthread_mutex_unlock(&st->io_mu);
 	if (r < 0) {
-		pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "reset notify", r);
-		pr_op_free(op);
+		scsitgt__rbd_pr_log(st, SCSITGT_LOG_WARNING, "%s/%s: %s: %s", "reset notify", r);
+		scsitgt__rbd_pr_op_free(op);
 		cb(cb_arg, r);
 		return;
 	}

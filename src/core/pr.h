@@ -241,6 +241,20 @@ void scsitgt__pr_change_clear(struct scsitgt__pr_change *ch);
 void scsitgt__pr_change_add(struct scsitgt__pr_change *ch, uint8_t code,
 			    const struct scsitgt__pr_reg *reg);
 
+/* The copy's change sequence of a LUN with shared reservations (0: none yet). Loop: home. */
+uint64_t scsitgt__lun_pr_seq(struct scsitgt_lun *lun);
+/*
+ * A shared state (@len 0: empty) read from the store by a read started when the copy's
+ * sequence was @issued_seq (a store's resync: its periodic check, a re-watch, an attach).
+ * Newer than the copy: applied as a notify's (scsitgt_lun_apply_pr_state()). Older than
+ * @issued_seq: the store went back under the copy (the object deleted or replaced by an older
+ * one): it replaces the copy, unit attentions derived from the difference. Otherwise (a
+ * notify applied since the read started is as new or newer): nothing. Returns 1 when the copy
+ * changed, 0 when not, -errno (an unreadable state) otherwise. Loop: home.
+ */
+int scsitgt__lun_resync_pr_state(struct scsitgt_lun *lun, const void *data, size_t len,
+				 uint64_t issued_seq);
+
 /* Held admission on a LUN with shared reservations (pr_hold.c). */
 /* The clock of the store's lease (libscsitgt/pr.h): CLOCK_MONOTONIC in ms, read coarse (the
  * vDSO's last tick, no system call) where the system has it. */

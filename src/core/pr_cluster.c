@@ -185,7 +185,9 @@ SCSITGT_EXPORT int scsitgt_lun_apply_pr_state(struct scsitgt_lun *lun, const voi
 					len);
 }
 
-/* An empty shared state (nothing stored yet). Under lun->xlock. */
+/* An empty shared state (nothing stored yet, or the object deleted). Under lun->xlock. The
+ * sequence stays: the commit that follows continues from it, so the other engines, whose
+ * copies are at it too, apply that commit instead of ignoring it as older (reviewh F5). */
 static void cl_apply_empty(struct scsitgt_lun *lun)
 {
 	struct scsitgt__pr tmp;
@@ -193,8 +195,71 @@ static void cl_apply_empty(struct scsitgt_lun *lun)
 	memset(&tmp, 0, sizeof(tmp));
 	scsitgt__list_init(&tmp.regs);
 	scsitgt__pr_replace(lun->pr, &tmp);
-	lun->pr->seq = 0;
 	scsitgt__pr_sync_xflags(lun);
+}
+
+uint64_t scsitgt__lun_pr_seq(struct scsitgt_lun *lun)
+{
+	uint64_t seq = 0;
+
+	uv_mutex_lock(&lun->xlock);
+	if (lun->pr)
+		seq = lun->pr->seq;
+	uv_mutex_unlock(&lun->xlock);
+	return seq;
+}
+
+int scsitgt__lun_resync_pr_state(struct scsitgt_lun *lun, const void *data, size_t len,
+				 uint64_t issued_seq)
+{
+	struct scsitgt__pr tmp, *pr;
+	struct scsitgt__pr_change ch;
+	uint16_t ver = SCSITGT_PR_STATE_VERSION_SHARED;
+	uint64_t before = 0;
+	int rc = 0, changed = 0;
+
+	if (lun == NULL || (len && data == NULL))
+		return -EINVAL;
+	memset(&tmp, 0, sizeof(tmp));
+	scsitgt__list_init(&tmp.regs);
+	scsitgt__pr_change_init(&ch);
+	if (len)
+		rc = scsitgt__pr_decode(data, len, &tmp, &ch, &ver);
+	if (rc == 0 && ver != SCSITGT_PR_STATE_VERSION_SHARED)
+		rc = -EINVAL;
+	uv_mutex_lock(&lun->xlock);
+	pr = rc < 0 ? NULL : scsitgt__pr_get(lun);
+	if (rc == 0 && pr == NULL)
+		rc = -ENOMEM;
+	if (rc == 0)
+		before = pr->seq;
+	uv_mutex_unlock(&lun->xlock);
+	if (rc == 0 && ch.seq > before) {
+		/* Newer: as a notify's. */
+		scsitgt__pr_regs_free(&tmp.regs);
+		scsitgt__pr_change_clear(&ch);
+		rc = cl_apply(lun, data, len);
+		return rc < 0 ? rc : 1;
+	}
+	uv_mutex_lock(&lun->xlock);
+	if (rc == 0 && ch.seq < issued_seq && pr->seq == before) {
+		/* The store went back under the copy: the stored state is the truth. */
+		scsitgt__pr_change_clear(&ch);
+		ch.by_port[0] = '\0';
+		derive_events(pr, &tmp, &ch);
+		scsitgt__pr_replace(pr, &tmp);
+		pr->seq = ch.seq;
+		scsitgt__pr_sync_xflags(lun);
+		changed = 1;
+	} else {
+		scsitgt__pr_change_clear(&ch);
+	}
+	uv_mutex_unlock(&lun->xlock);
+	scsitgt__pr_regs_free(&tmp.regs);
+	if (changed)
+		scsitgt__pr_raise_events(lun, &ch, NULL);
+	scsitgt__pr_change_clear(&ch);
+	return rc < 0 ? rc : changed;
 }
 
 /* Encode the local state as version 2 with @ch; NULL on allocation failure. */

@@ -210,16 +210,23 @@ static void check_state(struct harness *h, unsigned int actions)
 	/* Rule 1: this gateway is active/optimized exactly when it owns the lock. */
 	CHECK((scsitgt__rbd_ha_alua(ha, ha->cfg.group) == SCSITGT_ALUA_ACTIVE_OPTIMIZED) ==
 	      (ha->state == SCSITGT__RBD_HA_OWNER));
-	/* Rule 1 across groups: a peer is active/optimized only as the live lock owner, so never
-	 * two groups at once. */
+	/* Rule 1 across groups: a peer is active/optimized only as the live lock owner (or the
+	 * silent one this standby has not decided is dead: as last seen), so never two groups
+	 * at once. */
 	for (size_t i = 0; i < ha->cfg.npeer_groups + ha->npeers; i++) {
 		uint16_t pg = i < ha->cfg.npeer_groups ? ha->cfg.peer_groups[i] :
 							 ha->peers[i - ha->cfg.npeer_groups].group;
 
 		if (pg != ha->cfg.group &&
 		    scsitgt__rbd_ha_alua(ha, pg) == SCSITGT_ALUA_ACTIVE_OPTIMIZED)
-			CHECK(ha->state != SCSITGT__RBD_HA_OWNER && ha->owner_alive &&
-			      pg == ha->owner_group);
+			CHECK(ha->state != SCSITGT__RBD_HA_OWNER &&
+			      (ha->owner_alive || ha->owner_presumed) && pg == ha->owner_group);
+		/* The presumption holds only while this gateway stands by, the lock another's. */
+		if (ha->owner_presumed)
+			CHECK(!ha->owner_alive && ha->locked && ha->owner_group != 0 &&
+			      (ha->state == SCSITGT__RBD_HA_STANDBY ||
+			       ha->state == SCSITGT__RBD_HA_JOINING ||
+			       ha->state == SCSITGT__RBD_HA_FENCED));
 	}
 	CHECK(scsitgt__rbd_ha_rewatch_bound(ha) >= SCSITGT__RBD_HA_REWATCH_TICKS_PER_MISS);
 	CHECK(scsitgt__rbd_ha_beat_due(ha, 0) == (ha->state == SCSITGT__RBD_HA_OWNER));

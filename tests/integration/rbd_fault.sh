@@ -15,7 +15,8 @@
 #   in-flight budget (CEPH_ARGS) and no op timeout: its loop (heartbeat writes on it) keeps
 #   answering REPORT TARGET PORT GROUPS; after SIGCONT the writes go on;
 # - nocache while the image's configuration turns rbd_cache on (librbd: image over client):
-#   the LUN is not served; a gateway on an image with the client cache on is refused.
+#   the LUN is not served; a gateway on an image with the client cache on is refused, and so
+#   is one whose lock break would not blocklist the old owner (or only for 60 s).
 # Skipped without the Ceph packages.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -232,4 +233,17 @@ it_log "nocache with the image's rbd_cache = true: not served"
 refused cached-gateway "a gateway needs the image without librbd's client cache" \
 	--alua-group 1 --lun "0:rbd:$IMG,nopr"
 it_log "a gateway with librbd's client cache: refused"
+# A gateway whose lock breaks would not fence the old owner (reviewh F4: two writers, a newer
+# write through the new owner lost): refused, from the client's configuration (CEPH_ARGS) and
+# from the image's. Before: served.
+CEPH_ARGS="--rbd_blocklist_on_break_lock=false" refused unfenced-gateway \
+	"a gateway needs rbd_blocklist_on_break_lock = true" \
+	--alua-group 1 --lun "0:rbd:$IMG,nocache,nopr"
+rbd config image set "$IMG" rbd_blocklist_expire_seconds 60 >/dev/null 2>&1 ||
+	it_fail "rbd config image set"
+refused short-blocklist "a gateway needs rbd_blocklist_expire_seconds = 0 .* not 60" \
+	--alua-group 1 --lun "0:rbd:$IMG,nocache,nopr"
+rbd config image rm "$IMG" rbd_blocklist_expire_seconds >/dev/null 2>&1 ||
+	it_fail "rbd config image rm"
+it_log "a gateway whose lock break would not fence (or only for 60 s): refused"
 it_log "PASS"

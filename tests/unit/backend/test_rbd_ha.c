@@ -134,10 +134,13 @@ static void test_silent_owner_is_broken(void **state)
 	ha_init(&c, 3, false);
 	p = probe(&b, 1, true, 100);
 	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
-	/* Group 1 stops answering: after three misses group 2 (first in line) breaks it. */
+	/* Group 1 stops answering: after three misses group 2 (first in line) breaks it. Until
+	 * then group 1 stays active/optimized in group 2's answers: one missed probe is no
+	 * decision (reviewh F10: it was UNAVAILABLE, and Linux moved its I/O off the owner). */
 	p = probe(&b, 1, false, 0);
 	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
-	assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), UN);
+	assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), AO);
+	assert_int_equal(scsitgt__rbd_ha_alua(&b, 2), SB);
 	/* An answer in between resets the count. */
 	{
 		struct scsitgt__rbd_ha_probe alive = probe(&b, 1, true, 200);
@@ -146,8 +149,11 @@ static void test_silent_owner_is_broken(void **state)
 	}
 	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
 	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), AO);
 	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), SCSITGT__RBD_HA_DO_BREAK);
 	assert_int_equal(scsitgt__rbd_ha_alua(&b, 2), TR);
+	/* Decided: the owner is dead. */
+	assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), UN);
 	/* Probes during the acquisition change nothing. */
 	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
 	assert_int_equal(scsitgt__rbd_ha_acquired(&b, 0, 5000), 0);
@@ -170,6 +176,45 @@ static void test_silent_owner_is_broken(void **state)
 	assert_int_equal(scsitgt__rbd_ha_alua(&c, 2), AO);
 	assert_int_equal(scsitgt__rbd_ha_alua(&c, 1), UN);
 	assert_int_equal(scsitgt__rbd_ha_alua(&c, 3), SB);
+}
+
+/* Probes run back to back while one waits: two misses 250 ms apart, 1.25 s after the owner was
+ * last seen alive, are no "two probes of silence" (two seconds with the defaults). The standby
+ * breaks only once the silence lasted that long (reviewh F9: it broke after 1.3 s). */
+static void test_short_silence_is_not_death(void **state)
+{
+	struct scsitgt__rbd_ha b;
+	struct scsitgt__rbd_ha_cfg cfg = {
+		.group = 2, .misses = 2, .silence_ms = 2000, .holddown_ms = 5000
+	};
+	struct scsitgt__rbd_ha_probe p;
+
+	(void)state;
+	cfg.peer_groups[cfg.npeer_groups++] = 1;
+	cfg.peer_groups[cfg.npeer_groups++] = 3;
+	scsitgt__rbd_ha_init(&b, &cfg);
+	p = probe(&b, 1, true, 100);
+	p.now_ms = 10000;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	p = probe(&b, 1, false, 0);
+	p.now_ms = 11000;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	p.now_ms = 11250;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	assert_int_equal(b.state, SCSITGT__RBD_HA_STANDBY);
+	assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), AO);
+	/* It answers again: nothing happened. */
+	p = probe(&b, 1, true, 1400);
+	p.now_ms = 11500;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	/* Silent for good: two misses and two seconds since it was last seen. */
+	p = probe(&b, 1, false, 0);
+	p.now_ms = 12500;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	p.now_ms = 13000;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	p.now_ms = 13500;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), SCSITGT__RBD_HA_DO_BREAK);
 }
 
 /* The lock owner's client @owner, and the heartbeat record as a probe read it: written by
@@ -232,10 +277,12 @@ static void test_heartbeat_keeps_a_rewatching_owner(void **state)
 	beat(&p, A1, A1, seq, 30000);
 	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
 	assert_false(b.owner_alive);
-	assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), UN);
+	/* not decided yet: as last seen */
+	assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), AO);
 	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
 	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), SCSITGT__RBD_HA_DO_BREAK);
 	assert_int_equal(scsitgt__rbd_ha_alua(&b, 2), TR);
+	assert_int_equal(scsitgt__rbd_ha_alua(&b, 1), UN);
 }
 
 /* An owner whose re-watch never ends (its worker thread stuck) writes its record for the
@@ -632,6 +679,7 @@ int main(void)
 		cmocka_unit_test(test_free_lock_goes_to_the_first_in_line),
 		cmocka_unit_test(test_live_owner_keeps_the_lock),
 		cmocka_unit_test(test_silent_owner_is_broken),
+		cmocka_unit_test(test_short_silence_is_not_death),
 		cmocka_unit_test(test_heartbeat_keeps_a_rewatching_owner),
 		cmocka_unit_test(test_heartbeat_proves_only_fresh_records_of_the_owner),
 		cmocka_unit_test(test_heartbeat_stops_past_the_rewatch_bound),

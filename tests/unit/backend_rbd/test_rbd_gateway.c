@@ -70,6 +70,8 @@ static struct scsitgt__rbd_ctx *rc_standin(uv_loop_t *loop)
 	rc->block_size = 512;
 	rc->num_blocks = 2048;
 	rc->opened = true;
+	/* librbd's defaults: a lock break blocklists for the monitors' time */
+	rc->break_blocklists = true;
 	assert_int_equal(scsitgt_backend_rbd_set_reconnect_fault(rc, true), 0);
 	return rc;
 }
@@ -208,6 +210,31 @@ static void test_create_fails_port_taken(void **state)
 	world_destroy(w);
 }
 
+/* A lock break that would not fence the old owner (rbd_blocklist_on_break_lock false), or
+ * only for a minute (rbd_blocklist_expire_seconds 60): refused, nothing of the gateway made
+ * (reviewh F4). */
+static void test_create_refuses_unfenced_break(void **state)
+{
+	struct world *w = world_create();
+	struct scsitgt_rbd_gateway_opts o;
+	struct scsitgt_rbd_gateway_peer peer;
+	struct scsitgt_rbd_gateway *gw = NULL;
+	enum scsitgt_alua_state st;
+	uint16_t port = 1;
+
+	(void)state;
+	gw_opts(&o, 1, &port, &peer);
+	w->rc->break_blocklists = false;
+	assert_int_equal(scsitgt_rbd_gateway_create(&gw, w->lf->tgt, w->rc, &o), -EINVAL);
+	assert_null(gw);
+	w->rc->break_blocklists = true;
+	w->rc->blocklist_expire_s = 60;
+	assert_int_equal(scsitgt_rbd_gateway_create(&gw, w->lf->tgt, w->rc, &o), -EINVAL);
+	assert_null(gw);
+	assert_int_equal(scsitgt_alua_get_state(w->lf->tgt, 1, &st), -ENOENT);
+	world_destroy(w);
+}
+
 /* A gateway destroyed while its target stays: the target's SET TARGET PORT GROUPS no longer
  * reaches it (explicit ALUA off: ILLEGAL REQUEST, INVALID COMMAND OPERATION CODE), the
  * groups stay as they were. */
@@ -244,6 +271,7 @@ int main(void)
 		cmocka_unit_test(test_create_fails_group_exists),
 		cmocka_unit_test(test_create_fails_port_taken),
 		cmocka_unit_test(test_destroy_unhooks),
+		cmocka_unit_test(test_create_refuses_unfenced_break),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
