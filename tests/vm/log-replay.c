@@ -20,7 +20,9 @@
  * write's data (number of sectors x sector size) unless it is a discard.
  */
 #define _FILE_OFFSET_BITS 64
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
