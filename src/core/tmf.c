@@ -366,6 +366,9 @@ static unsigned int abort_matching(struct scsitgt__session *sess, uint64_t lun_i
 			continue;
 		/* Aborted earlier, still in its backend: this TMF answers after it too. */
 		if (!live) {
+			/* its own nexus aborts it too: no TASK ABORTED for it (SAM-5 §7.2) */
+			if (!by_other)
+				c->tas = false;
 			scsitgt__tmf_wait_for(op, c);
 			continue;
 		}

@@ -181,6 +181,48 @@ static void test_tas_task_aborted(void **state)
 	prt_destroy(t);
 }
 
+/* B aborts its own command after A's LUN RESET aborted it under TAS 1 (reviewk K1): B's
+ * ABORT TASK takes the TAS answer back, so no TASK ABORTED follows the TMF's answer. */
+struct own_abort {
+	int resp;
+};
+
+static void own_abort_resp(void *arg, enum scsitgt__tmf_response response)
+{
+	struct own_abort *k = arg;
+
+	k->resp = (int)response;
+}
+
+static void test_tas_not_after_own_abort(void **state)
+{
+	struct prt *t = prt_create(FAKE_MANUAL);
+	struct lf_result rb = { 0 };
+	uint8_t cdb[CDB_BUF], lun[8];
+	int resp = -1;
+	struct own_abort k = { .resp = -1 };
+	uint64_t tag;
+
+	(void)state;
+	loop_fabric_start_on(t->lf, t->b, 0, cdb, cdb_rw(cdb, SBC_READ_10, 1, 1, 0), NULL, 0, &rb);
+	tag = rb.cmd->tag;
+	scsitgt__lun_encode(0, lun);
+	scsitgt__tmf_execute(t->a, SCSITGT__TMF_LUN_RESET, lun, 0, tmf_resp, &resp);
+	assert_false(rb.done);
+	/* B times out and aborts its own command. */
+	scsitgt__tmf_execute(t->b, SCSITGT__TMF_ABORT_TASK, lun, tag, own_abort_resp, &k);
+	fake_backend_complete_pending(t->fb);
+	run_until_set(t, &resp);
+	while (k.resp == -1)
+		uv_run(&t->lf->loop, UV_RUN_ONCE);
+	/* SAM-5 §7.2: B's own ABORT TASK: no response for the task. */
+	assert_true(rb.aborted);
+	assert_int_not_equal(rb.status, 0x40);
+	assert_int_equal(k.resp, SCSITGT__TMF_COMPLETE);
+	lf_result_clear(&rb);
+	prt_destroy(t);
+}
+
 static void test_target_reset(void **state)
 {
 	struct prt *t = prt_create(FAKE_SYNC);
@@ -216,6 +258,7 @@ int main(void)
 		cmocka_unit_test(test_abort_timeout),
 		cmocka_unit_test(test_clear_task_set_and_queries),
 		cmocka_unit_test(test_tas_task_aborted),
+		cmocka_unit_test(test_tas_not_after_own_abort),
 		cmocka_unit_test(test_target_reset),
 	};
 
