@@ -348,6 +348,9 @@ static void cmd_end_aborted(struct scsitgt__cmd *cmd)
 		cmd->sess->ops->cmd_aborted(cmd);
 		return;
 	}
+	/* SAM-5: an aborted task leaves the task set when it is aborted, not when its TASK
+	 * ABORTED has been sent (an ORDERED one would hold newer tasks back that long). */
+	scsitgt__order_done(cmd);
 	cmd_move(cmd, CMD_S(SCSITGT__CMD_ABORTED), SCSITGT__CMD_DONE);
 	cmd->status = SAM_STAT_TASK_ABORTED;
 	cmd->sense_len = 0;
