@@ -18,8 +18,8 @@
 #define N_REJECTS 2000
 
 struct reject_lines {
-	unsigned int logged;      /* "reject ..." lines */
-	unsigned int summaries;   /* summary lines */
+	unsigned int logged;	     /* "reject ..." lines */
+	unsigned int summaries;	     /* summary lines */
 	unsigned long long unlogged; /* sum of the summaries' counts */
 };
 
