@@ -86,10 +86,11 @@
  * flush (a FLUSH, or the one that follows a FUA write where RWF_DSYNC is refused), and the
  * first EIO of a FUA write, buffered or O_DIRECT (an O_DIRECT LUN has page-cache writeback
  * too: partial-block UNMAP / WRITE ZEROES zeroing, file systems that fall back to buffered
- * writes), is therefore kept: every later FLUSH and FUA write of the LUN fails with it
- * (SBC-4 §5.24: the cache could not be made durable), reads and plain writes go on, and only
- * opening the LUN again clears it. Not kept: a FUA write's ENOSPC (its own allocation,
- * nothing cached).
+ * writes), is therefore kept as -EIO: that request and every later FLUSH and FUA write of the
+ * LUN fail with WRITE ERROR (SBC-4 §5.24: the cache could not be made durable; never the
+ * "free space and retry" SPACE ALLOCATION FAILED of an ENOSPC, which freeing space would not
+ * end), reads and plain writes go on, and only opening the LUN again clears it. Not kept: a
+ * FUA write's ENOSPC (its own allocation, nothing cached), answered SPACE ALLOCATION FAILED.
  *
  * Errors. EIO completes the io with -EIO (MEDIUM ERROR), ENOSPC and EDQUOT with -ENOSPC, EROFS
  * with -EROFS. A completion of EINTR or EAGAIN is issued again (up to AIO_MAX_RETRIES times),

@@ -73,9 +73,15 @@ static int aio_sync_error_latch(struct aio_ctx *ac, const struct aio_req *req, i
 		 * FLUSHes that fail until the LUN is opened again, on a medium that fails writes. */
 		bool lost = req->phase == AIO_PHASE_SYNC || status == -EIO;
 
-		if (lost && atomic_compare_exchange_strong_explicit(&ac->sync_error, &kept, status,
-								    memory_order_relaxed,
-								    memory_order_relaxed)) {
+		if (!lost) {
+			return status;
+		}
+		/* A lost write is a WRITE ERROR whatever the writeback failed with: ENOSPC as
+		 * SPACE ALLOCATION FAILED WRITE PROTECT would tell the initiator to free space
+		 * and retry, and the kept error would then fail it forever (reviewj J2). */
+		if (atomic_compare_exchange_strong_explicit(&ac->sync_error, &kept, -EIO,
+							    memory_order_relaxed,
+							    memory_order_relaxed)) {
 			scsitgt__log(
 				&ac->log, SCSITGT_LOG_ERROR, AIO_SUBSYS,
 				"%s: a flush failed (%s): writes may be lost; every later "
@@ -83,7 +89,7 @@ static int aio_sync_error_latch(struct aio_ctx *ac, const struct aio_req *req, i
 				"again",
 				ac->path, strerror(-status));
 		}
-		return status;
+		return -EIO;
 	}
 	if (status == 0) {
 		kept = atomic_load_explicit(&ac->sync_error, memory_order_relaxed);

@@ -718,6 +718,15 @@ enum scsitgt__sense_reason scsitgt__pr_out_exec(struct scsitgt__cmd *cmd,
 	uint8_t sa = cmd->cdb[1] & 0x1f, scope = cmd->cdb[2] >> 4, type = cmd->cdb[2] & 0x0f;
 	struct scsitgt__pr_reg *reg;
 
+	/* Under another nexus's SPC-2 reservation a PERSISTENT RESERVE OUT conflicts (SPC-2
+	 * §5.5.1, docs/scsi.md "Reservations"). The check of parse ran under an earlier hold
+	 * of the lock: a RESERVE (6)/(10) of another nexus may have been granted since (a task
+	 * parked behind an ORDERED one, or parsed on a worker loop and sent home). Decided
+	 * again here, as scsitgt__pr_reserve() does, so that no registration or persistent
+	 * reservation is added beside an SPC-2 reservation (reviewi B1). */
+	if (pr->r2_held && (pr->r2_rel_port_id != nexus->rel_port_id ||
+			    strcasecmp(pr->r2_iport, nexus->iport) != 0))
+		return SCSITGT__SR_RESERVATION_CONFLICT;
 	reg = scsitgt__pr_find_port(pr, nexus->iport, nexus->rel_port_id);
 	if (sa == PR_OUT_REGISTER_AND_MOVE)
 		return pr_register_and_move(cmd, nexus, reg);

@@ -95,6 +95,7 @@ static const struct scsitgt__iscsi_rx_ops conn_rx_ops = {
 
 static void conn_timer_cb(uv_timer_t *t);
 static void conn_tx_cache_drop(struct scsitgt__iscsi_conn *conn);
+static void conn_reject_log_summary(struct scsitgt__iscsi_conn *conn);
 
 static void conn_free_raw(uv_handle_t *h)
 {
@@ -201,6 +202,7 @@ static void conn_free(struct scsitgt__iscsi_conn *conn)
 	struct scsitgt__iscsi_handoff *h = conn->handoff;
 
 	conn_login_uncount(conn);
+	conn_reject_log_summary(conn);
 	scsitgt__iscsi_tasks_release(conn);
 	scsitgt__iscsi_sn_held_release(conn);
 	scsitgt__iscsi_text_reset(conn);
@@ -492,13 +494,43 @@ int scsitgt__iscsi_conn_send_simple(struct scsitgt__iscsi_conn *conn, const uint
 	return 0;
 }
 
+/* The Rejects not logged since the last line, as one line. */
+static void conn_reject_log_summary(struct scsitgt__iscsi_conn *conn)
+{
+	if (conn->reject_unlogged == 0)
+		return;
+	scsitgt__iscsi_conn_log(
+		conn, SCSITGT_LOG_NOTICE, "%llu more rejects not logged (at most %u a second are)",
+		(unsigned long long)conn->reject_unlogged, SCSITGT__ISCSI_REJECT_LOG_BURST);
+	conn->reject_unlogged = 0;
+}
+
+/* One NOTICE line per Reject would let an initiator that repeats a rejected PDU (immediate
+ * commands over the window, a TMF flood) write the host's log at its own pace. */
+static void conn_reject_log(struct scsitgt__iscsi_conn *conn, const uint8_t *bhs, uint8_t reason)
+{
+	uint64_t now = uv_now(conn->loop);
+
+	if (now - conn->reject_log_start >= SCSITGT__ISCSI_REJECT_LOG_MS) {
+		conn_reject_log_summary(conn);
+		conn->reject_log_start = now;
+		conn->reject_logged = 0;
+	}
+	if (conn->reject_logged == SCSITGT__ISCSI_REJECT_LOG_BURST) {
+		conn->reject_unlogged++;
+		return;
+	}
+	conn->reject_logged++;
+	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_NOTICE, "reject %s (reason 0x%02x)",
+				scsitgt__iscsi_opcode_name(scsitgt__bhs_opcode(bhs)), reason);
+}
+
 void scsitgt__iscsi_conn_reject(struct scsitgt__iscsi_conn *conn, const uint8_t *bhs,
 				uint8_t reason)
 {
 	uint8_t rej[ISCSI_BHS_LEN];
 
-	scsitgt__iscsi_conn_log(conn, SCSITGT_LOG_NOTICE, "reject %s (reason 0x%02x)",
-				scsitgt__iscsi_opcode_name(scsitgt__bhs_opcode(bhs)), reason);
+	conn_reject_log(conn, bhs, reason);
 	/* RFC 7143 §11.17: the data segment carries the complete header of the bad PDU. */
 	scsitgt__bhs_init(rej, ISCSI_OP_REJECT, ISCSI_FLAG_FINAL);
 	rej[ISCSI_REJECT_REASON] = reason;

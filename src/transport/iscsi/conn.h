@@ -192,6 +192,11 @@ struct scsitgt__iscsi_conn {
 	uint64_t rx_stamp;    /* uv_hrtime() when the data mover's current read began; 0 outside */
 	bool nop_outstanding; /* our NOP-In ping waits for its NOP-Out */
 	uint32_t nop_ttt;
+	/* Rejects logged in the window that began at reject_log_start (uv_now()), and those
+	 * not logged since the last summary (scsitgt__iscsi_conn_reject). */
+	uint64_t reject_log_start;
+	unsigned int reject_logged;
+	uint64_t reject_unlogged;
 	bool async_logout_sent;
 	unsigned int tx_pending; /* batches given to the data mover, not done yet */
 	/* Small batches kept for reuse (scsitgt__iscsi_conn_tx_get), chained by next. */
@@ -396,7 +401,11 @@ struct scsitgt__iscsi_tx *scsitgt__iscsi_conn_tx_get(struct scsitgt__iscsi_conn 
 void scsitgt__iscsi_conn_xmit(struct scsitgt__iscsi_conn *conn, struct scsitgt__iscsi_tx *tx);
 /* Fill StatSN, ExpCmdSN and MaxCmdSN of a target PDU; @advance consumes a StatSN. */
 void scsitgt__iscsi_conn_fill_sn(struct scsitgt__iscsi_conn *conn, uint8_t *bhs, bool advance);
-/* Send a Reject (RFC 7143 §11.17) carrying the rejected header. */
+/* Send a Reject (RFC 7143 §11.17) carrying the rejected header. Logged at NOTICE, at most
+ * SCSITGT__ISCSI_REJECT_LOG_BURST a second per connection; the rest are counted in one summary
+ * line, logged by the first Reject of a later second or when the connection ends. */
+#define SCSITGT__ISCSI_REJECT_LOG_BURST 10
+#define SCSITGT__ISCSI_REJECT_LOG_MS 1000
 void scsitgt__iscsi_conn_reject(struct scsitgt__iscsi_conn *conn, const uint8_t *bhs,
 				uint8_t reason);
 /* Send one PDU with an optional data copy. */

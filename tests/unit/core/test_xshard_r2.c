@@ -5,7 +5,8 @@
  * worker is freed on home after its shard detached its commands, a round trip that a busy
  * worker delays, while the same I_T nexus may log in again meanwhile (iSCSI session
  * reinstatement) and reserve: the old nexus's late free released the new one's reservation
- * by its port name (reviewi D3).
+ * by its port name (reviewi D3). A PERSISTENT RESERVE OUT checked on the worker and run on
+ * home conflicts with a RESERVE (6) granted in between.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -105,10 +106,42 @@ static void test_old_nexus_free_keeps_new_reservation(void **state)
 	xw_world_destroy(w);
 }
 
+/*
+ * SPC-2 §5.5.1: under another nexus's RESERVE (6) a PERSISTENT RESERVE OUT conflicts. B's
+ * (worker) REGISTER is checked on the worker while the LUN is free and runs on home a message
+ * later; A (home) reserves in between. The REGISTER must conflict when it runs: it got GOOD,
+ * a registration beside A's SPC-2 reservation, after which A's own RELEASE (6) conflicted
+ * (reviewi, note to B1).
+ */
+static void test_pr_out_after_reserve6_on_home(void **state)
+{
+	struct xw_world *w;
+	struct xw_cmd reg, res, x;
+
+	(void)state;
+	xw_world_create(&w, "iqn.2024-01.org.example:r2pr");
+	xw_world_start(w, NULL);
+	/* parsed and executed on the worker: its run on home is queued behind nothing yet */
+	xw_pr_out(&reg, w->b, PR_OUT_REGISTER, 0, 0, 0x22);
+	xw_start(w, &reg);
+	/* A's RESERVE runs here and now, before home's loop takes B's message */
+	xw_cmd_init(&res, w->a, SPC_RESERVE_6, 6);
+	xw_start(w, &res);
+	assert_int_equal(xw_wait(w, &reg), SAM_STAT_RESERVATION_CONFLICT);
+	assert_int_equal(xw_wait(w, &res), SAM_STAT_GOOD);
+	/* A holds it alone: B's write conflicts, A's RELEASE finds no registrant and releases */
+	xw_rw10(&x, w->b, SBC_WRITE_10, 0, 1);
+	assert_int_equal(xw_run(w, &x), SAM_STAT_RESERVATION_CONFLICT);
+	assert_int_equal(run_cdb6(w, w->a, SPC_RELEASE_6, &x), SAM_STAT_GOOD);
+	assert_int_equal(xw_run_pr_out(w, w->b, PR_OUT_REGISTER, 0, 0, 0x22, &x), SAM_STAT_GOOD);
+	xw_world_destroy(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_old_nexus_free_keeps_new_reservation),
+		cmocka_unit_test(test_pr_out_after_reserve6_on_home),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
