@@ -70,8 +70,13 @@ static int aio_sync_error_latch(struct aio_ctx *ac, const struct aio_req *req, i
 		 * which the RWF_DSYNC flush consumed: also in O_DIRECT mode, whose LUN has page
 		 * cache too (partial-block UNMAP / WRITE ZEROES zeroing, file systems that fall
 		 * back to buffered writes). The EIO of its own data is kept as well: the cost is
-		 * FLUSHes that fail until the LUN is opened again, on a medium that fails writes. */
-		bool lost = req->phase == AIO_PHASE_SYNC || status == -EIO;
+		 * FLUSHes that fail until the LUN is opened again, on a medium that fails writes.
+		 * A block device in O_DIRECT mode has no page cache of its own to lose: there an
+		 * O_DIRECT FUA write's EIO is its own sectors', and keeping it would turn one bad
+		 * sector into a LUN whose every flush fails (reviewk K2). */
+		bool lost = req->phase == AIO_PHASE_SYNC ||
+			    (status == -EIO &&
+			     (!ac->direct || !ac->blockdev || req->type == SCSITGT_IO_FLUSH));
 
 		if (!lost) {
 			return status;

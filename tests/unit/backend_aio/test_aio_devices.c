@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "aio_test_fx.h"
+#include "backend/aio_hooks.h"
 
 /* Run a command line; its first output line into @out (may be NULL). 0 on exit status 0. */
 static int run_cmd(const char *cmdline, char *out, size_t outlen)
@@ -144,6 +145,45 @@ static void test_block_device(void **state)
 		loop_detach();
 		harness_init(&f->h);
 	}
+	fx_free(f);
+}
+
+/* An O_DIRECT FUA write's EIO on a block device is that write's own failure: it fails, and
+ * later FLUSHes and FUA writes do not (no page cache whose writeback it could have eaten;
+ * reviewk K2). The same on a file is kept: test_lost_write_direct_fua (test_aio.c). */
+static void test_blockdev_fua_eio_not_kept(void **state)
+{
+	struct fx *f = fx_new();
+	uint8_t *buf = aligned_buf(8 * 512);
+
+	(void)state;
+	loop_backing = aio_test_file("/var/tmp", 8 * MiB);
+	assert_non_null(loop_backing);
+	if (!loop_attach(loop_backing, 512)) {
+		free(buf);
+		fx_free(f);
+		skip();
+		return;
+	}
+	aio_test_opts(&f->o, &f->h.loop, loop_dev);
+	assert_int_equal(fx_lun(f, 0, 0, 0), 0);
+	if (scsitgt_backend_aio_is_direct(f->bctx) != 1) {
+		print_message("%s is not O_DIRECT here: skipped\n", loop_dev);
+	} else {
+		aio_test_pattern(buf, 8 * 512, 53);
+		scsitgt__backend_aio_inject_sync_error(f->bctx, -EIO);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 0, 8, buf, SCSITGT_IO_FLAG_FUA),
+				 SCSITGT__SR_WRITE_ERROR);
+		assert_false(aio_test_log_has("every later SYNCHRONIZE CACHE and FUA write fails"));
+		assert_int_equal(fx_io(f, SCSITGT_IO_FLUSH, 0, 0, NULL, 0, 0, NULL),
+				 SCSITGT__SR_OK);
+		assert_int_equal(fx_buf(f, SCSITGT_IO_WRITE, 8, 8, buf, SCSITGT_IO_FLAG_FUA),
+				 SCSITGT__SR_OK);
+	}
+	free(buf);
+	harness_fini(&f->h);
+	loop_detach();
+	harness_init(&f->h);
 	fx_free(f);
 }
 
@@ -412,6 +452,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_block_device, loop_teardown),
 		cmocka_unit_test_teardown(test_lba_status_small_fs_blocks, small_fs_teardown),
+		cmocka_unit_test_teardown(test_blockdev_fua_eio_not_kept, loop_teardown),
 		cmocka_unit_test(test_durability_kill9),
 		cmocka_unit_test_teardown(test_dm_error, dm_teardown),
 	};
