@@ -86,7 +86,8 @@
  * flush (a FLUSH, or the one that follows a FUA write where RWF_DSYNC is refused), and the
  * first EIO of a FUA write, buffered or O_DIRECT (an O_DIRECT LUN has page-cache writeback
  * too: partial-block UNMAP / WRITE ZEROES zeroing, file systems that fall back to buffered
- * writes), is therefore kept as -EIO: that request and every later FLUSH and FUA write of the
+ * writes; not a block device's in O_DIRECT mode, which has no page cache of its own: there
+ * the EIO is the write's own sectors'), is therefore kept as -EIO: that request and every later FLUSH and FUA write of the
  * LUN fail with WRITE ERROR (SBC-4 §5.24: the cache could not be made durable; never the
  * "free space and retry" SPACE ALLOCATION FAILED of an ENOSPC, which freeing space would not
  * end), reads and plain writes go on, and only opening the LUN again clears it. Not kept: a
