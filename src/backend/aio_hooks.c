@@ -61,8 +61,14 @@ unsigned long scsitgt__backend_aio_dsync_writes(void *bctx)
 unsigned long scsitgt__backend_aio_rw_events(void *bctx)
 {
 	struct aio_ctx *ac = bctx;
+	unsigned long n = 0;
 
-	return atomic_load_explicit(&ac->rw_events, memory_order_relaxed);
+	for (struct scsitgt__loop_ctx *lc = scsitgt__loop_ctxs_next(&ac->loops, NULL); lc;
+	     lc = scsitgt__loop_ctxs_next(&ac->loops, lc)) {
+		n += atomic_load_explicit(&((struct aio_loop *)lc)->rw_events,
+					  memory_order_relaxed);
+	}
+	return n;
 }
 
 void scsitgt__backend_aio_fail_submit(void *bctx, int err, int count)

@@ -99,6 +99,9 @@ struct aio_loop {
 	 * context when the kernel refused that many: aio_loop_setup). */
 	unsigned int depth;
 	unsigned int inflight;
+	/* Read and write completions the kernel posted on this loop, for the tests (aio_hooks.h);
+	 * per loop and written only by it, so the count costs a completion no shared write. */
+	atomic_ulong rw_events;
 	/* Requests waiting for a free kernel slot, FIFO. */
 	struct aio_req *pend_head;
 	struct aio_req *pend_tail;
@@ -188,8 +191,6 @@ struct aio_ctx {
 	/* Test hook (aio_hooks.h): another loop's context setup is refused above this depth as
 	 * the kernel refuses one beyond fs.aio-max-nr (0: no limit). */
 	unsigned int test_loop_depth_limit;
-	/* read and write completions the kernel posted, for the tests (aio_hooks.h) */
-	atomic_ulong rw_events;
 	/* Test hook (aio_hooks.h): the next test_submit_fail_n submissions fail with this. */
 	int test_submit_err;
 	atomic_int test_submit_fail_n;

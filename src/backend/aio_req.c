@@ -291,7 +291,10 @@ void scsitgt__aio_req_event(struct aio_loop *al, struct aio_req *req, long res)
 		return;
 	}
 	if (req->phase == AIO_PHASE_RW) {
-		atomic_fetch_add_explicit(&ac->rw_events, 1, memory_order_relaxed);
+		atomic_store_explicit(&al->rw_events,
+				      atomic_load_explicit(&al->rw_events, memory_order_relaxed) +
+					      1,
+				      memory_order_relaxed);
 	}
 	if (atomic_load_explicit(&ac->test_event_inject_n, memory_order_relaxed) > 0 &&
 	    atomic_fetch_sub_explicit(&ac->test_event_inject_n, 1, memory_order_relaxed) > 0) {
