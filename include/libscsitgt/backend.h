@@ -575,18 +575,17 @@ SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_null_ops(void);
 SCSITGT_EXPORT int scsitgt_backend_null_create(void **bctx_out);
 
 /**
- * Options of scsitgt_backend_null_create_opts() and scsitgt_backend_ram_create_opts(): the
- * logger of those backends, as the aio and RBD backends take theirs (docs/backends.md,
- * "Logging"). Initialise with scsitgt_backend_log_opts_init(); fields are only ever appended.
+ * Options of scsitgt_backend_null_create_opts(): today its logger, as the aio and RBD backends
+ * take theirs (docs/backends.md, "Logging"). Initialise with scsitgt_backend_null_opts_init();
+ * fields are only ever appended.
  */
-struct scsitgt_backend_log_opts {
-	/** sizeof(struct scsitgt_backend_log_opts), set by scsitgt_backend_log_opts_init(). */
+struct scsitgt_backend_null_opts {
+	/** sizeof(struct scsitgt_backend_null_opts), set by scsitgt_backend_null_opts_init(). */
 	size_t size;
 	/**
-	 * Where the backend's messages go (subsystem "null" or "ram"): an open() it refuses and
-	 * why, the LUN's size at open() (INFO), for RAM a write that finds no memory (ERROR, once
-	 * until a write succeeds again, then a NOTICE). May be called from any loop that submits
-	 * to the LUN. NULL (the default): nothing is logged. Give the engine's callback.
+	 * Where the backend's messages go (subsystem "null"): an open() it refuses and why, the
+	 * LUN's size at open() (INFO). May be called from any loop that submits to the LUN. NULL
+	 * (the default): nothing is logged. Give the engine's callback.
 	 */
 	scsitgt_log_cb log_cb;
 	/** Argument of @ref log_cb. */
@@ -607,8 +606,8 @@ struct scsitgt_backend_log_opts {
  *
  * Thread-safe.
  */
-SCSITGT_EXPORT void scsitgt_backend_log_opts_init(struct scsitgt_backend_log_opts *opts,
-						  size_t size);
+SCSITGT_EXPORT void scsitgt_backend_null_opts_init(struct scsitgt_backend_null_opts *opts,
+						   size_t size);
 
 /**
  * scsitgt_backend_null_create() with a logger.
@@ -621,7 +620,7 @@ SCSITGT_EXPORT void scsitgt_backend_log_opts_init(struct scsitgt_backend_log_opt
  * Thread-safe.
  */
 SCSITGT_EXPORT int scsitgt_backend_null_create_opts(void **bctx_out,
-						    const struct scsitgt_backend_log_opts *opts);
+						    const struct scsitgt_backend_null_opts *opts);
 
 /**
  * The built-in RAM backend: memory allocated lazily in chunks on first write, so a large
@@ -645,6 +644,42 @@ SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_ram_ops(void);
 SCSITGT_EXPORT int scsitgt_backend_ram_create(void **bctx_out);
 
 /**
+ * Options of scsitgt_backend_ram_create_opts(): today its logger, as the aio and RBD backends
+ * take theirs (docs/backends.md, "Logging"). Initialise with scsitgt_backend_ram_opts_init();
+ * fields are only ever appended.
+ */
+struct scsitgt_backend_ram_opts {
+	/** sizeof(struct scsitgt_backend_ram_opts), set by scsitgt_backend_ram_opts_init(). */
+	size_t size;
+	/**
+	 * Where the backend's messages go (subsystem "ram"): an open() it refuses and why, the
+	 * LUN's size at open() (INFO), a write that finds no memory (ERROR, once until a write
+	 * succeeds again, then a NOTICE). May be called from any loop that submits to the LUN.
+	 * NULL (the default): nothing is logged. Give the engine's callback.
+	 */
+	scsitgt_log_cb log_cb;
+	/** Argument of @ref log_cb. */
+	void *log_arg;
+	/**
+	 * Most verbose level passed to @ref log_cb, as the engine's log_level. Default
+	 * ::SCSITGT_LOG_DEBUG. ::SCSITGT_LOG_ERROR .. ::SCSITGT_LOG_DEBUG; others fail create()
+	 * with -EINVAL, logged.
+	 */
+	enum scsitgt_log_level log_level;
+};
+
+/**
+ * Fill @p opts with the defaults (no logger, log_level SCSITGT_LOG_DEBUG).
+ *
+ * @param opts The options to fill.
+ * @param size sizeof(*opts) as the caller was compiled.
+ *
+ * Thread-safe.
+ */
+SCSITGT_EXPORT void scsitgt_backend_ram_opts_init(struct scsitgt_backend_ram_opts *opts,
+						  size_t size);
+
+/**
  * scsitgt_backend_ram_create() with a logger.
  *
  * @param bctx_out Receives the context (ownership as for scsitgt_backend_null_create()).
@@ -655,7 +690,7 @@ SCSITGT_EXPORT int scsitgt_backend_ram_create(void **bctx_out);
  * Thread-safe.
  */
 SCSITGT_EXPORT int scsitgt_backend_ram_create_opts(void **bctx_out,
-						   const struct scsitgt_backend_log_opts *opts);
+						   const struct scsitgt_backend_ram_opts *opts);
 
 #ifdef __cplusplus
 }

@@ -157,12 +157,11 @@ SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_null_ops(void)
 }
 
 SCSITGT_EXPORT int scsitgt_backend_null_create_opts(void **bctx_out,
-						    const struct scsitgt_backend_log_opts *opts)
+						    const struct scsitgt_backend_null_opts *opts)
 {
 	struct scsitgt__logger lg;
 	struct null_ctx *nc;
-	int rc = scsitgt__backend_log_opts(opts, bctx_out, "scsitgt_backend_null_create_opts",
-					   "null", &lg);
+	int rc = scsitgt__backend_null_opts(opts, bctx_out, &lg);
 
 	if (rc < 0) {
 		return rc;

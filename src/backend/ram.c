@@ -757,12 +757,11 @@ SCSITGT_EXPORT const struct scsitgt_backend_ops *scsitgt_backend_ram_ops(void)
 }
 
 SCSITGT_EXPORT int scsitgt_backend_ram_create_opts(void **bctx_out,
-						   const struct scsitgt_backend_log_opts *opts)
+						   const struct scsitgt_backend_ram_opts *opts)
 {
 	struct scsitgt__logger lg;
 	struct ram_ctx *rc;
-	int err = scsitgt__backend_log_opts(opts, bctx_out, "scsitgt_backend_ram_create_opts",
-					    "ram", &lg);
+	int err = scsitgt__backend_ram_opts(opts, bctx_out, &lg);
 
 	if (err < 0) {
 		return err;

@@ -90,8 +90,11 @@ _Static_assert(offsetof(struct scsitgt_lun_geometry, unmap_granularity_blocks) =
 	       "lun_geometry ABI");
 
 _Static_assert(sizeof(struct scsitgt_backend_aio_opts) == 64, "backend_aio_opts ABI");
-_Static_assert(sizeof(struct scsitgt_backend_log_opts) == 32, "backend_log_opts ABI");
-_Static_assert(offsetof(struct scsitgt_backend_log_opts, log_level) == 24, "backend_log_opts ABI");
+_Static_assert(sizeof(struct scsitgt_backend_null_opts) == 32, "backend_null_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_null_opts, log_level) == 24,
+	       "backend_null_opts ABI");
+_Static_assert(sizeof(struct scsitgt_backend_ram_opts) == 32, "backend_ram_opts ABI");
+_Static_assert(offsetof(struct scsitgt_backend_ram_opts, log_level) == 24, "backend_ram_opts ABI");
 /* Appended after uring_async (the 0.1 ABI's struct ended at 56 bytes). */
 _Static_assert(offsetof(struct scsitgt_backend_aio_opts, log_level) == 56, "backend_aio_opts ABI");
 _Static_assert(offsetof(struct scsitgt_backend_aio_opts, log_arg) == 40, "backend_aio_opts ABI");

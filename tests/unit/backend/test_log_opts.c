@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The null and RAM backends' logger (struct scsitgt_backend_log_opts, backend.h): what reaches
+ * The null and RAM backends' logger (struct scsitgt_backend_null_opts and
+ * scsitgt_backend_ram_opts, backend.h): what reaches
  * the callback, at which level and how often, and the options' refusals.
  */
 #include <errno.h>
@@ -33,17 +34,42 @@ static void cap_log(void *arg, enum scsitgt_log_level level, const char *subsyst
 	vsnprintf(c->last[level] + n, sizeof(c->last[level]) - (size_t)n, fmt, ap);
 }
 
-static struct scsitgt_backend_log_opts log_opts(struct logcap *cap, enum scsitgt_log_level lvl)
+static struct scsitgt_backend_ram_opts ram_opts(struct logcap *cap, enum scsitgt_log_level lvl)
 {
-	struct scsitgt_backend_log_opts o;
+	struct scsitgt_backend_ram_opts o;
 
-	scsitgt_backend_log_opts_init(&o, sizeof(o));
+	scsitgt_backend_ram_opts_init(&o, sizeof(o));
+	assert_int_equal(o.size, sizeof(o));
 	assert_int_equal(o.log_level, SCSITGT_LOG_DEBUG);
 	assert_null(o.log_cb);
 	o.log_cb = cap_log;
 	o.log_arg = cap;
 	o.log_level = lvl;
 	return o;
+}
+
+static struct scsitgt_backend_null_opts null_opts(struct logcap *cap, enum scsitgt_log_level lvl)
+{
+	struct scsitgt_backend_null_opts o;
+
+	scsitgt_backend_null_opts_init(&o, sizeof(o));
+	assert_int_equal(o.size, sizeof(o));
+	assert_int_equal(o.log_level, SCSITGT_LOG_DEBUG);
+	assert_null(o.log_cb);
+	o.log_cb = cap_log;
+	o.log_arg = cap;
+	o.log_level = lvl;
+	return o;
+}
+
+/* Backend @i (0 null, 1 RAM) created with @cap's logger at @lvl. */
+static int create_logged(int i, void **ctx, struct logcap *cap, enum scsitgt_log_level lvl)
+{
+	struct scsitgt_backend_null_opts n = null_opts(cap, lvl);
+	struct scsitgt_backend_ram_opts r = ram_opts(cap, lvl);
+
+	return i ? scsitgt_backend_ram_create_opts(ctx, &r) :
+		   scsitgt_backend_null_create_opts(ctx, &n);
 }
 
 #define assert_line(cap, lvl, text)                                              \
@@ -55,7 +81,8 @@ static struct scsitgt_backend_log_opts log_opts(struct logcap *cap, enum scsitgt
 static void test_refusals(void **state)
 {
 	struct logcap cap = { 0 };
-	struct scsitgt_backend_log_opts o = log_opts(&cap, SCSITGT_LOG_DEBUG);
+	struct scsitgt_backend_ram_opts o = ram_opts(&cap, SCSITGT_LOG_DEBUG);
+	struct scsitgt_backend_null_opts no = null_opts(&cap, SCSITGT_LOG_DEBUG);
 	void *ctx = NULL;
 
 	(void)state;
@@ -63,19 +90,19 @@ static void test_refusals(void **state)
 	assert_int_equal(cap.n[SCSITGT_LOG_ERROR], 1);
 	assert_line(&cap, SCSITGT_LOG_ERROR,
 		    "ram: scsitgt_backend_ram_create_opts: bctx_out is NULL");
-	o.log_level = (enum scsitgt_log_level)8;
-	assert_int_equal(scsitgt_backend_null_create_opts(&ctx, &o), -EINVAL);
+	no.log_level = (enum scsitgt_log_level)8;
+	assert_int_equal(scsitgt_backend_null_create_opts(&ctx, &no), -EINVAL);
 	assert_int_equal(cap.n[SCSITGT_LOG_ERROR], 2);
 	assert_line(&cap, SCSITGT_LOG_ERROR,
 		    "null: scsitgt_backend_null_create_opts: log_level 8: not between");
 	assert_null(ctx);
 	/* Options of size 0 are not read, their logger neither; NULL options are the defaults. */
-	o.size = 0;
-	assert_int_equal(scsitgt_backend_null_create_opts(NULL, &o), -EINVAL);
+	no.size = 0;
+	assert_int_equal(scsitgt_backend_null_create_opts(NULL, &no), -EINVAL);
 	assert_int_equal(cap.n[SCSITGT_LOG_ERROR], 2);
 	assert_int_equal(scsitgt_backend_ram_create_opts(&ctx, NULL), 0);
 	scsitgt_backend_ram_ops()->close(ctx, NULL, NULL);
-	assert_int_equal(scsitgt_backend_null_create_opts(&ctx, &o), 0);
+	assert_int_equal(scsitgt_backend_null_create_opts(&ctx, &no), 0);
 	scsitgt_backend_null_ops()->close(ctx, NULL, NULL);
 	/* Refusals only: nothing else was logged. */
 	assert_int_equal(cap.n[SCSITGT_LOG_WARNING] + cap.n[SCSITGT_LOG_NOTICE] +
@@ -89,7 +116,6 @@ static void test_open(void **state)
 	const struct scsitgt_backend_ops *ops[2] = { scsitgt_backend_null_ops(),
 						     scsitgt_backend_ram_ops() };
 	struct logcap cap = { 0 };
-	struct scsitgt_backend_log_opts o;
 	struct harness h;
 	struct scsitgt_lun *lun;
 	void *ctx;
@@ -97,12 +123,8 @@ static void test_open(void **state)
 	(void)state;
 	harness_init(&h);
 	for (int i = 0; i < 2; i++) {
-		int (*create)(void **, const struct scsitgt_backend_log_opts *) =
-			i ? scsitgt_backend_ram_create_opts : scsitgt_backend_null_create_opts;
-
 		memset(&cap, 0, sizeof(cap));
-		o = log_opts(&cap, SCSITGT_LOG_INFO);
-		assert_int_equal(create(&ctx, &o), 0);
+		assert_int_equal(create_logged(i, &ctx, &cap, SCSITGT_LOG_INFO), 0);
 		assert_int_equal(harness_lun(&h, &lun, 20 + (uint64_t)i, ops[i], ctx, 512, 0, 0),
 				 -EINVAL);
 		assert_int_equal(cap.n[SCSITGT_LOG_ERROR], 1);
@@ -110,15 +132,14 @@ static void test_open(void **state)
 			    i ? "ram: open: num_blocks 0: a RAM medium has no size of its own" :
 				"null: open: num_blocks 0: a null medium has no size of its own");
 		ops[i]->close(ctx, NULL, NULL);
-		assert_int_equal(create(&ctx, &o), 0);
+		assert_int_equal(create_logged(i, &ctx, &cap, SCSITGT_LOG_INFO), 0);
 		assert_int_equal(harness_lun(&h, &lun, 1 + (uint64_t)i, ops[i], ctx, 4096, 256, 0),
 				 0);
 		assert_int_equal(cap.n[SCSITGT_LOG_INFO], 1);
 		assert_line(&cap, SCSITGT_LOG_INFO, "open: 256 blocks of 4096 bytes");
 		/* At ERROR the INFO line is not passed. */
 		memset(&cap, 0, sizeof(cap));
-		o.log_level = SCSITGT_LOG_ERROR;
-		assert_int_equal(create(&ctx, &o), 0);
+		assert_int_equal(create_logged(i, &ctx, &cap, SCSITGT_LOG_ERROR), 0);
 		assert_int_equal(harness_lun(&h, &lun, 10 + (uint64_t)i, ops[i], ctx, 512, 8, 0),
 				 0);
 		assert_int_equal(cap.n[SCSITGT_LOG_INFO], 0);
@@ -130,7 +151,7 @@ static void test_open(void **state)
 static void test_ram_nospace(void **state)
 {
 	struct logcap cap = { 0 };
-	struct scsitgt_backend_log_opts o = log_opts(&cap, SCSITGT_LOG_NOTICE);
+	struct scsitgt_backend_ram_opts o = ram_opts(&cap, SCSITGT_LOG_NOTICE);
 	uint64_t cb = scsitgt__backend_ram_chunk_size() / 512;
 	uint8_t buf[512];
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
