@@ -132,7 +132,11 @@ b_stop() {
 b_stop
 : >"$IT_TMP/b.err"
 touch "$IT_TMP/hold"
-b_launch LD_PRELOAD="$HOLD" RBD_PR_HOLD="$IT_TMP/hold"
+# An AddressSanitizer build aborts unless its runtime comes first in the preload list.
+preload=$HOLD
+asan_rt=$(ldd "$IT_TARGET" 2>/dev/null | awk '/libasan\.so/ { print $3; exit }')
+[[ -n "$asan_rt" ]] && preload="$asan_rt:$HOLD"
+b_launch LD_PRELOAD="$preload" RBD_PR_HOLD="$IT_TMP/hold"
 it_wait_log "$IT_TMP/b.err" "rbd_pr_hold: attach re-read held"
 "$CLIENT" "${Z[@]}" "$A" register 0xe1
 "$CLIENT" "${Z[@]}" "$A" preempt 0xe1 0xb1 1
