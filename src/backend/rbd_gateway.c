@@ -116,8 +116,10 @@ struct scsitgt_rbd_gateway {
 	/* Whether the last probe found the owner alive on its heartbeat alone (logged once per
 	 * change). Loop. */
 	bool owner_beating;
-	/* The group of a peer whose reservations are kept otherwise, as last logged. */
+	/* The group of a peer whose reservations are kept otherwise, and of one whose port ids
+	 * clash with this gateway's configuration, as last logged. */
 	uint16_t pr_clash;
+	uint16_t port_clash;
 
 	/* Fault injection (scsitgt_rbd_gateway_set_watch_fault()): while set, a re-watch waits in
 	 * the worker thread. */
@@ -558,7 +560,7 @@ static void probe_work(struct scsitgt__rbd_job *job)
  * answers. */
 static void pr_clash_log(struct scsitgt_rbd_gateway *gw)
 {
-	char msg[160];
+	char msg[256];
 
 	snprintf(msg, sizeof(msg),
 		 "%u keeps the persistent reservations %s, this one %s: every gateway of an "
@@ -567,6 +569,26 @@ static void pr_clash_log(struct scsitgt_rbd_gateway *gw)
 		 gw->ha.pr_shared ? "shared" : "locally",
 		 gw->ha.pr_shared ? "it is fenced if it owns the lock" :
 				    "this one never takes the lock");
+	gw_log(gw, SCSITGT_LOG_ERROR, "gateway ", msg, NULL);
+}
+
+/* A peer's relative target port ids clash with this gateway's configuration (reviewh F11):
+ * logged, nothing refused (each side would refuse, and nobody serve). */
+static void port_clash_log(struct scsitgt_rbd_gateway *gw)
+{
+	char msg[200];
+
+	if (gw->ha.port_clash_own)
+		snprintf(msg, sizeof(msg),
+			 "%u uses relative target port %u, as this one does: initiators' "
+			 "registrations through both are one (give every port of the image's "
+			 "gateways its own id)",
+			 gw->ha.port_clash_group, gw->ha.port_clash_port);
+	else
+		snprintf(msg, sizeof(msg),
+			 "%u does not have relative target port %u, which this gateway's "
+			 "configuration gives it (REPORT TARGET PORT GROUPS names the wrong port)",
+			 gw->ha.port_clash_group, gw->ha.port_clash_port);
 	gw_log(gw, SCSITGT_LOG_ERROR, "gateway ", msg, NULL);
 }
 
@@ -597,6 +619,11 @@ static void probe_done(struct scsitgt__rbd_job *job)
 			gw->pr_clash = gw->ha.pr_clash;
 			if (gw->pr_clash)
 				pr_clash_log(gw);
+		}
+		if (gw->ha.port_clash_group != gw->port_clash) {
+			gw->port_clash = gw->ha.port_clash_group;
+			if (gw->port_clash)
+				port_clash_log(gw);
 		}
 		if (actions & SCSITGT__RBD_HA_DO_RECONNECT)
 			gw_log(gw, SCSITGT_LOG_WARNING, "lost the lock to ",
@@ -1181,8 +1208,14 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
 	cfg.silence_ms = (uint64_t)o.probe_misses * gw->timeout_ms;
 	cfg.holddown_ms = o.holddown_ms;
 	cfg.npeer_groups = o.npeers;
-	for (size_t i = 0; i < o.npeers; i++)
+	for (size_t i = 0; i < o.npeers; i++) {
 		cfg.peer_groups[i] = o.peers[i].group_id;
+		cfg.peer_ports[i] = o.peers[i].rel_port_id;
+	}
+	cfg.nports = o.nrel_port_ids < SCSITGT__RBD_HA_PORTS_MAX ? o.nrel_port_ids :
+								   SCSITGT__RBD_HA_PORTS_MAX;
+	for (size_t i = 0; i < cfg.nports; i++)
+		cfg.ports[i] = o.rel_port_ids[i];
 	scsitgt__rbd_ha_init(&gw->ha, &cfg);
 	gw->logged_state = gw->ha.state;
 	pthread_mutex_init(&gw->ack_mu, NULL);

@@ -40,6 +40,8 @@ void scsitgt__rbd_ha_init(struct scsitgt__rbd_ha *ha, const struct scsitgt__rbd_
 		ha->cfg.misses = 1;
 	if (ha->cfg.npeer_groups > SCSITGT__RBD_HA_MAX_PEERS)
 		ha->cfg.npeer_groups = SCSITGT__RBD_HA_MAX_PEERS;
+	if (ha->cfg.nports > SCSITGT__RBD_HA_PORTS_MAX)
+		ha->cfg.nports = SCSITGT__RBD_HA_PORTS_MAX;
 	ha->state = SCSITGT__RBD_HA_JOINING;
 }
 
@@ -143,6 +145,40 @@ static bool first_in_line(const struct scsitgt__rbd_ha *ha)
 	return true;
 }
 
+/* Does a peer claim one of this gateway's port ids, or a port id other than the one configured
+ * for its group (reviewh F11)? The first such, into port_clash_*. */
+static void port_check(struct scsitgt__rbd_ha *ha)
+{
+	ha->port_clash_group = 0;
+	ha->port_clash_port = 0;
+	ha->port_clash_own = false;
+	for (size_t i = 0; i < ha->npeers; i++) {
+		const struct scsitgt__rbd_ha_peer *p = &ha->peers[i];
+		uint16_t expect = 0;
+		bool listed = false;
+
+		for (size_t k = 0; k < ha->cfg.npeer_groups; k++)
+			if (ha->cfg.peer_groups[k] == p->group)
+				expect = ha->cfg.peer_ports[k];
+		for (size_t j = 0; j < p->nports; j++) {
+			for (size_t k = 0; k < ha->cfg.nports; k++) {
+				if (p->ports[j] == ha->cfg.ports[k]) {
+					ha->port_clash_group = p->group;
+					ha->port_clash_port = p->ports[j];
+					ha->port_clash_own = true;
+					return;
+				}
+			}
+			listed |= p->ports[j] == expect;
+		}
+		/* The port this gateway reports for the peer's group is not the peer's. */
+		if (expect != 0 && p->nports > 0 && !listed && ha->port_clash_group == 0) {
+			ha->port_clash_group = p->group;
+			ha->port_clash_port = expect;
+		}
+	}
+}
+
 static unsigned int start_acquire(struct scsitgt__rbd_ha *ha, unsigned int how)
 {
 	/* Decided: the owner, if any, is dead (or keeps reservations locally). */
@@ -194,6 +230,7 @@ unsigned int scsitgt__rbd_ha_probed(struct scsitgt__rbd_ha *ha,
 	for (size_t i = 0; i < ha->npeers && ha->pr_clash == 0; i++)
 		if (pr_differs(ha, &ha->peers[i]))
 			ha->pr_clash = ha->peers[i].group;
+	port_check(ha);
 	ha->locked = p->locked;
 	beating = beat_advanced(ha, p);
 	ha->owner_alive = p->locked && !p->mine && (p->owner_alive || beating);
@@ -417,12 +454,25 @@ int scsitgt__rbd_ha_ack_format(char *buf, size_t size, const struct scsitgt__rbd
 {
 	bool owner = ha->state == SCSITGT__RBD_HA_OWNER;
 	uint64_t held = owner ? now_ms - ha->owned_since : 0;
-	int n = snprintf(buf, size, "g=%u s=%u p=%u h=%" PRIu64 " r=%u m=%u a=%s", ha->cfg.group,
+	size_t off;
+	int n = snprintf(buf, size, "g=%u s=%u p=%u h=%" PRIu64 " r=%u m=%u ", ha->cfg.group,
 			 (unsigned int)ha->state, ha->cfg.preferred ? 1u : 0u, held,
-			 ha->pr_shared ? 1u : 0u, owner ? (unsigned int)ha->streak : 0u,
-			 addr ? addr : "-");
+			 ha->pr_shared ? 1u : 0u, owner ? (unsigned int)ha->streak : 0u);
 
-	return n < 0 || (size_t)n >= size ? -ENOSPC : n;
+	if (n < 0 || (size_t)n >= size)
+		return -ENOSPC;
+	off = (size_t)n;
+	for (size_t i = 0; i < ha->cfg.nports; i++) {
+		n = snprintf(buf + off, size - off, "%s%u",
+			     i ? "," : "t=", (unsigned int)ha->cfg.ports[i]);
+		if (n < 0 || (size_t)n >= size - off)
+			return -ENOSPC;
+		off += (size_t)n;
+	}
+	n = snprintf(buf + off, size - off, "%sa=%s", ha->cfg.nports ? " " : "", addr ? addr : "-");
+	if (n < 0 || (size_t)n >= size - off)
+		return -ENOSPC;
+	return (int)(off + (size_t)n);
 }
 
 /* The longest record either parser takes (rbd_gateway.c reads them into 256 bytes). */
@@ -456,6 +506,41 @@ static bool take_field(const char **p, const char *end, char key, uint64_t max, 
 	*p = s + 1;
 	*out = v;
 	return true;
+}
+
+/* "t=PORT[,PORT...] ": 1 to SCSITGT__RBD_HA_PORTS_MAX port ids, 1..65535, spelled as
+ * take_field() takes a number; into @peer. */
+static int take_ports(const char **p, const char *end, struct scsitgt__rbd_ha_peer *peer)
+{
+	const char *s = *p;
+	uint64_t v;
+
+	if (end - s < 2 || s[0] != 't' || s[1] != '=')
+		return -EINVAL;
+	s += 2;
+	for (;;) {
+		const char *q = s;
+		uint64_t d = 0;
+
+		if (q == end || *q < '1' || *q > '9')
+			return -EINVAL;
+		for (v = 0; q < end && *q >= '0' && *q <= '9'; q++) {
+			d = (uint64_t)(*q - '0');
+			if (v > (UINT16_MAX - d) / 10)
+				return -EINVAL;
+			v = v * 10 + d;
+		}
+		if (q == end || peer->nports == SCSITGT__RBD_HA_PORTS_MAX)
+			return -EINVAL;
+		peer->ports[peer->nports++] = (uint16_t)v;
+		s = q + 1;
+		if (*q == ' ')
+			break;
+		if (*q != ',')
+			return -EINVAL;
+	}
+	*p = s;
+	return 0;
 }
 
 /* The last field, "a=ADDRESS" to the end of the record: 1 to SCSITGT__RBD_HA_ADDR_MAX - 1
@@ -498,6 +583,9 @@ int scsitgt__rbd_ha_ack_parse(const char *buf, size_t len, struct scsitgt__rbd_h
 		has_r = true;
 	}
 	if (p < end && *p == 'm' && !take_field(&p, end, 'm', SCSITGT__RBD_HA_STREAK_MAX, &m))
+		return -EINVAL;
+	peer->nports = 0;
+	if (p < end && *p == 't' && take_ports(&p, end, peer) < 0)
 		return -EINVAL;
 	n = addr_field(p, end);
 	if (n == 0 || (addr && n >= addr_size))

@@ -59,6 +59,11 @@ enum scsitgt__rbd_ha_pr {
  * lock for twice the longest hold-down (the quiet period) starts the count again. */
 #define SCSITGT__RBD_HA_STREAK_MAX 7
 
+/* Most relative target port ids of a gateway its answer carries (t=; the first ones of its
+ * configuration): enough to catch two gateways configured with one port id (reviewh F11)
+ * within the answer's 256 bytes. */
+#define SCSITGT__RBD_HA_PORTS_MAX 8
+
 /* Another gateway as its answer to a probe describes it. */
 struct scsitgt__rbd_ha_peer {
 	uint16_t group;
@@ -67,6 +72,9 @@ struct scsitgt__rbd_ha_peer {
 	uint8_t pr; /* enum scsitgt__rbd_ha_pr */
 	/* Its streak of takeovers by SET TARGET PORT GROUPS (m=; 0 unless it owns the lock). */
 	uint8_t streak;
+	/* Its relative target port ids (t=; none from an older gateway). */
+	uint8_t nports;
+	uint16_t ports[SCSITGT__RBD_HA_PORTS_MAX];
 };
 
 /* What one probe found. */
@@ -107,6 +115,11 @@ struct scsitgt__rbd_ha_cfg {
 	uint16_t group;
 	size_t npeer_groups;
 	uint16_t peer_groups[SCSITGT__RBD_HA_MAX_PEERS];
+	/* This gateway's relative target port ids (its answers carry the first
+	 * SCSITGT__RBD_HA_PORTS_MAX), and the one configured for each peer group (0: none). */
+	size_t nports;
+	uint16_t ports[SCSITGT__RBD_HA_PORTS_MAX];
+	uint16_t peer_ports[SCSITGT__RBD_HA_MAX_PEERS];
 	/* Taken first when nobody owns the lock. */
 	bool preferred;
 	/* Probes in a row the owner misses before it counts as dead (>= 1), and the silence (ms
@@ -153,6 +166,13 @@ struct scsitgt__rbd_ha {
 	 * whose mode differs from this gateway's, from the last probe (0: none). */
 	bool pr_shared;
 	uint16_t pr_clash;
+	/* A relative target port id a peer's answer claims that is this gateway's own, or not
+	 * the one this gateway's configuration gives that peer (registrations are keyed by the
+	 * port id cluster-wide, and REPORT TARGET PORT GROUPS would name the wrong gateway:
+	 * reviewh F11): the peer's group and the port, from the last probe (0: none). */
+	uint16_t port_clash_group;
+	uint16_t port_clash_port;
+	bool port_clash_own;
 	/* Takeovers by SET TARGET PORT GROUPS of a live owner in a row (reviewh F8): this
 	 * gateway's while it owns the lock (streak), the owner's from the last probe, the one
 	 * the running acquisition will have; stpg_took: the last request broke a live owner. */
@@ -205,8 +225,8 @@ uint8_t scsitgt__rbd_ha_alua(const struct scsitgt__rbd_ha *ha, uint16_t group);
 const char *scsitgt__rbd_ha_state_name(enum scsitgt__rbd_ha_state s);
 
 /* The probe answer of this gateway ("g=GROUP s=STATE p=PREF h=HELD_MS r=SHARED m=STREAK
- * a=ADDR"), and its parser (r= and m= optional: an older gateway's answer has neither); a
- * parse failure returns -EINVAL. */
+ * t=PORT[,PORT...] a=ADDR"), and its parser (r=, m= and t= optional: an older gateway's
+ * answer has none; t= only with ports); a parse failure returns -EINVAL. */
 int scsitgt__rbd_ha_ack_format(char *buf, size_t size, const struct scsitgt__rbd_ha *ha,
 			       uint64_t now_ms, const char *addr);
 int scsitgt__rbd_ha_ack_parse(const char *buf, size_t len, struct scsitgt__rbd_ha_peer *peer,

@@ -754,6 +754,75 @@ static void test_pr_mode_clash(void **state)
 				 -EINVAL);
 }
 
+/*
+ * Relative target port ids cross-checked through the answers (reviewh F11): a peer that claims
+ * one of this gateway's port ids, or not the one this gateway's configuration gives its group,
+ * is reported (port_clash_*); older answers without t= are not.
+ */
+static void test_port_clash(void **state)
+{
+	struct scsitgt__rbd_ha a, b;
+	struct scsitgt__rbd_ha_probe p;
+	struct scsitgt__rbd_ha_peer pe;
+	char buf[256], addr[64];
+	uint64_t held;
+	int n;
+
+	(void)state;
+	/* B (group 2): ports 2 and 5; A (group 1) says group 2 holds port 2, A's own port 1. */
+	ha_init(&b, 2, false);
+	b.cfg.nports = 2;
+	b.cfg.ports[0] = 2;
+	b.cfg.ports[1] = 5;
+	n = scsitgt__rbd_ha_ack_format(buf, sizeof(buf), &b, 0, "b");
+	assert_string_equal(buf, "g=2 s=0 p=0 h=0 r=0 m=0 t=2,5 a=b");
+	assert_int_equal(scsitgt__rbd_ha_ack_parse(buf, (size_t)n, &pe, &held, addr, sizeof(addr)),
+			 0);
+	assert_int_equal(pe.nports, 2);
+	assert_int_equal(pe.ports[1], 5);
+	ha_init(&a, 1, false);
+	a.cfg.nports = 1;
+	a.cfg.ports[0] = 1;
+	a.cfg.peer_ports[0] = 2; /* peer_groups[0] is 2 */
+	p = probe(&a, 3, true, 1000);
+	p.peers[0] = pe;
+	assert_int_equal(scsitgt__rbd_ha_probed(&a, &p), 0);
+	assert_int_equal(a.port_clash_group, 0);
+	/* B mis-set with port 1, A's own. */
+	p.peers[0].ports[1] = 1;
+	scsitgt__rbd_ha_probed(&a, &p);
+	assert_int_equal(a.port_clash_group, 2);
+	assert_int_equal(a.port_clash_port, 1);
+	assert_true(a.port_clash_own);
+	/* B without the port A reports for it. */
+	p.peers[0].ports[0] = 7;
+	p.peers[0].ports[1] = 8;
+	scsitgt__rbd_ha_probed(&a, &p);
+	assert_int_equal(a.port_clash_group, 2);
+	assert_int_equal(a.port_clash_port, 2);
+	assert_false(a.port_clash_own);
+	/* An older answer (no t=): nothing to compare. */
+	p.peers[0].nports = 0;
+	scsitgt__rbd_ha_probed(&a, &p);
+	assert_int_equal(a.port_clash_group, 0);
+	/* The list as written: no empty, zero, too large or too many entries. */
+	static const char *bad[] = {
+		"g=1 s=1 p=0 h=0 t= a=x",     "g=1 s=1 p=0 h=0 t=0 a=x",
+		"g=1 s=1 p=0 h=0 t=1, a=x",   "g=1 s=1 p=0 h=0 t=65536 a=x",
+		"g=1 s=1 p=0 h=0 t=1,,2 a=x", "g=1 s=1 p=0 h=0 t=1,2,3,4,5,6,7,8,9 a=x",
+		"g=1 s=1 p=0 h=0 t=01 a=x",   "g=1 s=1 p=0 h=0 t=1 m=0 a=x"
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(scsitgt__rbd_ha_ack_parse(bad[i], strlen(bad[i]), &pe, &held, addr,
+							   sizeof(addr)),
+				 -EINVAL);
+	assert_int_equal(scsitgt__rbd_ha_ack_parse("g=1 s=1 p=0 h=0 t=65535,1,2,3,4,5,6,7 a=x", 41,
+						   &pe, &held, addr, sizeof(addr)),
+			 0);
+	assert_int_equal(pe.nports, 8);
+	assert_int_equal(pe.ports[0], 65535);
+}
+
 static void test_beat_format(void **state)
 {
 	struct scsitgt__rbd_ha ha;
@@ -860,6 +929,7 @@ int main(void)
 		cmocka_unit_test(test_ack_format),
 		cmocka_unit_test(test_stpg_pingpong_backs_off),
 		cmocka_unit_test(test_pr_mode_clash),
+		cmocka_unit_test(test_port_clash),
 		cmocka_unit_test(test_beat_format),
 		cmocka_unit_test(test_records_refuse_what_no_gateway_writes),
 	};
