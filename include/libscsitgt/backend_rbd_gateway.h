@@ -21,7 +21,8 @@
  *    take over (explicit transition): the command completes with GOOD while the group is
  *    TRANSITIONING, and the group becomes active/optimized once the lock is taken.
  *  - No gateway takes the lock from a live owner except on such a request, and not within
- *    holddown_ms of the owner taking it: no lock ping-pong.
+ *    holddown_ms of the owner taking it (doubled per such takeover in a row): no lock
+ *    ping-pong.
  *  - A fenced gateway reports its group unavailable, replaces its blocklisted client with a
  *    fresh connection, reopens the image and rejoins as standby.
  *
@@ -82,7 +83,8 @@ struct scsitgt_rbd_gateway_opts {
 	 *  probe_timeout_ms when the owner is dead: two make two seconds of silence). Default 2. */
 	uint32_t probe_misses;
 	/** A live owner keeps the lock at least this long against SET TARGET PORT GROUPS
-	 *  through another gateway. Default 5000 ms. */
+	 *  through another gateway, twice as long per such takeover in a row (at most 128
+	 *  times; docs/rbd-ha-checks.md). Default 5000 ms. */
 	uint32_t holddown_ms;
 };
 

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alua.h"
 #include "libscsitgt/alua.h"
 #include "libscsitgt/backend_rbd_gateway.h"
 #include "libscsitgt/testing.h"
@@ -115,6 +116,10 @@ struct scsitgt_rbd_gateway {
 	/* Whether the last probe found the owner alive on its heartbeat alone (logged once per
 	 * change). Loop. */
 	bool owner_beating;
+	/* The group of a peer whose reservations are kept otherwise, and of one whose port ids
+	 * clash with this gateway's configuration, as last logged. */
+	uint16_t pr_clash;
+	uint16_t port_clash;
 
 	/* Fault injection (scsitgt_rbd_gateway_set_watch_fault()): while set, a re-watch waits in
 	 * the worker thread. */
@@ -147,11 +152,21 @@ static void gw_log(struct scsitgt_rbd_gateway *gw, enum scsitgt_log_level lvl, c
 
 /* ---- the answer to probes ---- */
 
+/* Whether this gateway's reservations are shared (scsitgt_backend_rbd_use_pr() called, on this
+ * loop): the model's pr_shared, which its answers carry (reviewh F12). */
+static void pr_mode_refresh(struct scsitgt_rbd_gateway *gw)
+{
+	gw->ha.pr_shared = __atomic_load_n(&gw->rc->pr, __ATOMIC_ACQUIRE) != NULL;
+}
+
 static void ack_refresh(struct scsitgt_rbd_gateway *gw)
 {
 	char buf[GW_ACK_MAX];
-	int n = scsitgt__rbd_ha_ack_format(buf, sizeof(buf), &gw->ha, now_ms(),
-					   gw->addr[0] ? gw->addr : "-");
+	int n;
+
+	pr_mode_refresh(gw);
+	n = scsitgt__rbd_ha_ack_format(buf, sizeof(buf), &gw->ha, now_ms(),
+				       gw->addr[0] ? gw->addr : "-");
 
 	pthread_mutex_lock(&gw->ack_mu);
 	if (n > 0) {
@@ -516,6 +531,8 @@ static void probe_work(struct scsitgt__rbd_job *job)
 				p->owner_alive = true;
 				p->owner_group = peer.group;
 				p->owner_held_ms = held;
+				p->owner_pr = peer.pr;
+				p->owner_streak = peer.streak;
 			}
 			if (peer.group != gw->ha.cfg.group && p->npeers < SCSITGT__RBD_HA_MAX_PEERS)
 				p->peers[p->npeers++] = peer;
@@ -536,6 +553,43 @@ static void probe_work(struct scsitgt__rbd_job *job)
 							  &p->beat_seq, &p->beat_held_ms,
 							  p->beat_addr, sizeof(p->beat_addr)) == 0;
 	}
+}
+
+/* A peer keeps the image's reservations otherwise than this gateway: a configuration error
+ * (reviewh F12); the one with local reservations never owns the lock while the other
+ * answers. */
+static void pr_clash_log(struct scsitgt_rbd_gateway *gw)
+{
+	char msg[256];
+
+	snprintf(msg, sizeof(msg),
+		 "%u keeps the persistent reservations %s, this one %s: every gateway of an "
+		 "image must share them (scsitgt_backend_rbd_use_pr); %s",
+		 gw->pr_clash, gw->ha.pr_shared ? "locally" : "shared",
+		 gw->ha.pr_shared ? "shared" : "locally",
+		 gw->ha.pr_shared ? "it is fenced if it owns the lock" :
+				    "this one never takes the lock");
+	gw_log(gw, SCSITGT_LOG_ERROR, "gateway ", msg, NULL);
+}
+
+/* A peer's relative target port ids clash with this gateway's configuration (reviewh F11):
+ * logged, nothing refused (each side would refuse, and nobody serve). */
+static void port_clash_log(struct scsitgt_rbd_gateway *gw)
+{
+	char msg[200];
+
+	if (gw->ha.port_clash_own)
+		snprintf(msg, sizeof(msg),
+			 "%u uses relative target port %u, as this one does: initiators' "
+			 "registrations through both are one (give every port of the image's "
+			 "gateways its own id)",
+			 gw->ha.port_clash_group, gw->ha.port_clash_port);
+	else
+		snprintf(msg, sizeof(msg),
+			 "%u does not have relative target port %u, which this gateway's "
+			 "configuration gives it (REPORT TARGET PORT GROUPS names the wrong port)",
+			 gw->ha.port_clash_group, gw->ha.port_clash_port);
+	gw_log(gw, SCSITGT_LOG_ERROR, "gateway ", msg, NULL);
 }
 
 static void probe_done(struct scsitgt__rbd_job *job)
@@ -559,7 +613,18 @@ static void probe_done(struct scsitgt__rbd_job *job)
 		actions = scsitgt__rbd_ha_fenced(&gw->ha);
 	} else {
 		j->probe.now_ms = now_ms();
+		pr_mode_refresh(gw);
 		actions = scsitgt__rbd_ha_probed(&gw->ha, &j->probe);
+		if (gw->ha.pr_clash != gw->pr_clash) {
+			gw->pr_clash = gw->ha.pr_clash;
+			if (gw->pr_clash)
+				pr_clash_log(gw);
+		}
+		if (gw->ha.port_clash_group != gw->port_clash) {
+			gw->port_clash = gw->ha.port_clash_group;
+			if (gw->port_clash)
+				port_clash_log(gw);
+		}
 		if (actions & SCSITGT__RBD_HA_DO_RECONNECT)
 			gw_log(gw, SCSITGT_LOG_WARNING, "lost the lock to ",
 			       j->owner[0] ? j->owner : "nobody", NULL);
@@ -911,15 +976,30 @@ static int hook_request(void *arg, struct scsitgt_target *tgt, uint16_t group_id
 	(void)old_state;
 	if (gw->destroying)
 		return -ESHUTDOWN;
+	pr_mode_refresh(gw);
 	r = scsitgt__rbd_ha_request(&gw->ha, group_id, (uint8_t)new_state, now_ms(), &actions);
 	if (r < 0) {
 		gw_log(gw, SCSITGT_LOG_NOTICE, "SET TARGET PORT GROUPS refused: ", strerror(-r),
 		       NULL);
 		return r;
 	}
-	if (actions)
+	if (gw->ha.stpg_took) {
+		/* Each such takeover fences a live gateway (a blocklist entry for an hour): name
+		 * who asks, in case a multipath configuration keeps asking (reviewh F8). */
+		const char *who = scsitgt__alua_requester();
+		char msg[200];
+
+		snprintf(msg, sizeof(msg),
+			 "%s takes the lock from the live owner (group %u, held %" PRIu64
+			 " ms, takeover %u in a row; the next one waits %" PRIu64 " ms)",
+			 who ? who : "an initiator", gw->ha.owner_group, gw->ha.owner_held_ms,
+			 (unsigned int)gw->ha.next_streak,
+			 scsitgt__rbd_ha_holddown(&gw->ha, gw->ha.next_streak));
+		gw_log(gw, SCSITGT_LOG_WARNING, "SET TARGET PORT GROUPS from ", msg, NULL);
+	} else if (actions) {
 		gw_log(gw, SCSITGT_LOG_NOTICE, "SET TARGET PORT GROUPS: taking the lock over", NULL,
 		       NULL);
+	}
 	/* The requester wants this gateway active whoever owns the lock now. */
 	if (actions & SCSITGT__RBD_HA_DO_BREAK) {
 		start_acquire(gw, true, true);
@@ -1128,8 +1208,14 @@ SCSITGT_EXPORT int scsitgt_rbd_gateway_create(struct scsitgt_rbd_gateway **gw_ou
 	cfg.silence_ms = (uint64_t)o.probe_misses * gw->timeout_ms;
 	cfg.holddown_ms = o.holddown_ms;
 	cfg.npeer_groups = o.npeers;
-	for (size_t i = 0; i < o.npeers; i++)
+	for (size_t i = 0; i < o.npeers; i++) {
 		cfg.peer_groups[i] = o.peers[i].group_id;
+		cfg.peer_ports[i] = o.peers[i].rel_port_id;
+	}
+	cfg.nports = o.nrel_port_ids < SCSITGT__RBD_HA_PORTS_MAX ? o.nrel_port_ids :
+								   SCSITGT__RBD_HA_PORTS_MAX;
+	for (size_t i = 0; i < cfg.nports; i++)
+		cfg.ports[i] = o.rel_port_ids[i];
 	scsitgt__rbd_ha_init(&gw->ha, &cfg);
 	gw->logged_state = gw->ha.state;
 	pthread_mutex_init(&gw->ack_mu, NULL);

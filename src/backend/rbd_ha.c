@@ -9,7 +9,10 @@
  *     is active/optimized per image, and a lock change fences the former owner (breaking a
  *     lock blocklists its client).
  *  2. No gateway takes the lock from a live owner, except for an initiator's SET TARGET PORT
- *     GROUPS, and not during the owner's hold-down: no ping-pong.
+ *     GROUPS, and not during the owner's hold-down (doubled per such takeover in a row): no
+ *     ping-pong. Also, a standby that shares reservations takes it from a live owner that
+ *     keeps them locally, and a gateway with local ones never takes it while a sharing one
+ *     answers (reviewh F12).
  *  3. An owner that misses cfg.misses probes in a row is dead: one standby breaks its lock
  *     and takes it (the preferred one, else the lowest group among the live standbys; any
  *     standby after twice as many misses, in case that one is stuck too). A probe is missed
@@ -37,6 +40,8 @@ void scsitgt__rbd_ha_init(struct scsitgt__rbd_ha *ha, const struct scsitgt__rbd_
 		ha->cfg.misses = 1;
 	if (ha->cfg.npeer_groups > SCSITGT__RBD_HA_MAX_PEERS)
 		ha->cfg.npeer_groups = SCSITGT__RBD_HA_MAX_PEERS;
+	if (ha->cfg.nports > SCSITGT__RBD_HA_PORTS_MAX)
+		ha->cfg.nports = SCSITGT__RBD_HA_PORTS_MAX;
 	ha->state = SCSITGT__RBD_HA_JOINING;
 }
 
@@ -93,14 +98,41 @@ uint8_t scsitgt__rbd_ha_alua(const struct scsitgt__rbd_ha *ha, uint16_t group)
 	return SCSITGT_ALUA_UNAVAILABLE;
 }
 
+static uint8_t pr_mode(const struct scsitgt__rbd_ha *ha)
+{
+	return ha->pr_shared ? SCSITGT__RBD_HA_PR_SHARED : SCSITGT__RBD_HA_PR_LOCAL;
+}
+
+/* A peer that keeps reservations otherwise than this gateway (an older one, which does not
+ * say, is taken to keep them alike). */
+static bool pr_differs(const struct scsitgt__rbd_ha *ha, const struct scsitgt__rbd_ha_peer *p)
+{
+	return p->pr != SCSITGT__RBD_HA_PR_UNKNOWN && p->pr != pr_mode(ha);
+}
+
+/* A gateway with local reservations while one that shares them answers: it must not own the
+ * lock (reviewh F12). */
+static bool pr_barred(const struct scsitgt__rbd_ha *ha)
+{
+	if (ha->pr_shared)
+		return false;
+	for (size_t i = 0; i < ha->npeers; i++)
+		if (ha->peers[i].pr == SCSITGT__RBD_HA_PR_SHARED)
+			return true;
+	return false;
+}
+
 /* Is this gateway the one to take the lock now, among itself and the live standbys? The
- * preferred gateway first, then the lowest group. */
+ * preferred gateway first, then the lowest group; a standby that keeps reservations otherwise
+ * does not count (one of the two never takes the lock). */
 static bool first_in_line(const struct scsitgt__rbd_ha *ha)
 {
 	for (size_t i = 0; i < ha->npeers; i++) {
 		const struct scsitgt__rbd_ha_peer *p = &ha->peers[i];
 
 		if (p->state != SCSITGT__RBD_HA_STANDBY && p->state != SCSITGT__RBD_HA_JOINING)
+			continue;
+		if (pr_differs(ha, p))
 			continue;
 		if (p->preferred != ha->cfg.preferred) {
 			if (p->preferred)
@@ -113,11 +145,47 @@ static bool first_in_line(const struct scsitgt__rbd_ha *ha)
 	return true;
 }
 
+/* Does a peer claim one of this gateway's port ids, or a port id other than the one configured
+ * for its group (reviewh F11)? The first such, into port_clash_*. */
+static void port_check(struct scsitgt__rbd_ha *ha)
+{
+	ha->port_clash_group = 0;
+	ha->port_clash_port = 0;
+	ha->port_clash_own = false;
+	for (size_t i = 0; i < ha->npeers; i++) {
+		const struct scsitgt__rbd_ha_peer *p = &ha->peers[i];
+		uint16_t expect = 0;
+		bool listed = false;
+
+		for (size_t k = 0; k < ha->cfg.npeer_groups; k++)
+			if (ha->cfg.peer_groups[k] == p->group)
+				expect = ha->cfg.peer_ports[k];
+		for (size_t j = 0; j < p->nports; j++) {
+			for (size_t k = 0; k < ha->cfg.nports; k++) {
+				if (p->ports[j] == ha->cfg.ports[k]) {
+					ha->port_clash_group = p->group;
+					ha->port_clash_port = p->ports[j];
+					ha->port_clash_own = true;
+					return;
+				}
+			}
+			listed |= p->ports[j] == expect;
+		}
+		/* The port this gateway reports for the peer's group is not the peer's. */
+		if (expect != 0 && p->nports > 0 && !listed && ha->port_clash_group == 0) {
+			ha->port_clash_group = p->group;
+			ha->port_clash_port = expect;
+		}
+	}
+}
+
 static unsigned int start_acquire(struct scsitgt__rbd_ha *ha, unsigned int how)
 {
-	/* Decided: the owner, if any, is dead. */
+	/* Decided: the owner, if any, is dead (or keeps reservations locally). */
 	ha->owner_presumed = false;
 	ha->state = SCSITGT__RBD_HA_ACQUIRING;
+	ha->next_streak = 0;
+	ha->stpg_took = false;
 	return how;
 }
 
@@ -158,6 +226,11 @@ unsigned int scsitgt__rbd_ha_probed(struct scsitgt__rbd_ha *ha,
 	ha->probed = true;
 	ha->npeers = p->npeers < SCSITGT__RBD_HA_MAX_PEERS ? p->npeers : SCSITGT__RBD_HA_MAX_PEERS;
 	memcpy(ha->peers, p->peers, ha->npeers * sizeof(ha->peers[0]));
+	ha->pr_clash = 0;
+	for (size_t i = 0; i < ha->npeers && ha->pr_clash == 0; i++)
+		if (pr_differs(ha, &ha->peers[i]))
+			ha->pr_clash = ha->peers[i].group;
+	port_check(ha);
 	ha->locked = p->locked;
 	beating = beat_advanced(ha, p);
 	ha->owner_alive = p->locked && !p->mine && (p->owner_alive || beating);
@@ -181,13 +254,16 @@ unsigned int scsitgt__rbd_ha_probed(struct scsitgt__rbd_ha *ha,
 	} else if (!ha->owner_alive) {
 		ha->owner_group = 0;
 		ha->owner_held_ms = 0;
+		ha->owner_streak = 0;
 	} else if (p->owner_alive) {
 		ha->owner_group = p->owner_group;
 		ha->owner_held_ms = p->owner_held_ms;
+		ha->owner_streak = p->owner_streak;
 	} else {
 		/* As the owner wrote them at its last tick. */
 		ha->owner_group = p->beat_group;
 		ha->owner_held_ms = p->beat_held_ms;
+		ha->owner_streak = 0;
 	}
 
 	switch (ha->state) {
@@ -210,6 +286,12 @@ unsigned int scsitgt__rbd_ha_probed(struct scsitgt__rbd_ha *ha,
 		ha->state = SCSITGT__RBD_HA_OWNER;
 		return 0;
 	}
+	if (pr_barred(ha)) {
+		/* Logged by the caller (pr_clash); it stays a standby whatever happens. */
+		ha->missed = 0;
+		ha->free_seen = 0;
+		return 0;
+	}
 	if (!p->locked) {
 		ha->missed = 0;
 		ha->free_seen++;
@@ -220,6 +302,12 @@ unsigned int scsitgt__rbd_ha_probed(struct scsitgt__rbd_ha *ha,
 	ha->free_seen = 0;
 	if (ha->owner_alive) {
 		ha->missed = 0;
+		/* A live owner with local reservations does not enforce the ones taken through
+		 * this gateway: the first sharing standby in line fences it (it never takes the
+		 * lock back while a sharing gateway answers). */
+		if (p->owner_alive && ha->pr_shared && p->owner_pr == SCSITGT__RBD_HA_PR_LOCAL &&
+		    first_in_line(ha))
+			return start_acquire(ha, SCSITGT__RBD_HA_DO_BREAK);
 		return 0;
 	}
 	ha->missed++;
@@ -239,6 +327,7 @@ unsigned int scsitgt__rbd_ha_acquired(struct scsitgt__rbd_ha *ha, int rc, uint64
 	if (rc == 0) {
 		ha->state = SCSITGT__RBD_HA_OWNER;
 		ha->owned_since = now_ms;
+		ha->streak = ha->next_streak;
 		ha->owner_alive = false;
 		ha->owner_beating = false;
 		ha->owner_group = 0;
@@ -257,6 +346,7 @@ unsigned int scsitgt__rbd_ha_fenced(struct scsitgt__rbd_ha *ha)
 	if (ha->state == SCSITGT__RBD_HA_FENCED)
 		return 0;
 	ha->state = SCSITGT__RBD_HA_FENCED;
+	ha->streak = 0;
 	ha->missed = 0;
 	ha->free_seen = 0;
 	ha->owner_alive = false;
@@ -292,6 +382,7 @@ int scsitgt__rbd_ha_request(struct scsitgt__rbd_ha *ha, uint16_t group, uint8_t 
 
 	(void)now_ms;
 	*actions = 0;
+	ha->stpg_took = false;
 	if (group != ha->cfg.group) {
 		/* Another gateway's group: this gateway cannot move it. Asking it to step down
 		 * is accepted (it does when this or another gateway takes over); asking it to
@@ -313,30 +404,75 @@ int scsitgt__rbd_ha_request(struct scsitgt__rbd_ha *ha, uint16_t group, uint8_t 
 	case SCSITGT__RBD_HA_OWNER:
 	case SCSITGT__RBD_HA_ACQUIRING:
 		return 1;
-	case SCSITGT__RBD_HA_STANDBY:
+	case SCSITGT__RBD_HA_STANDBY: {
+		bool live = ha->locked && ha->owner_alive;
+		uint8_t streak = 0;
+
 		if (!ha->probed)
 			return -EAGAIN;
-		/* Hold-down: a live owner that took the lock moments ago keeps it. */
-		if (ha->owner_alive && ha->owner_held_ms < ha->cfg.holddown_ms)
+		if (pr_barred(ha))
+			return -EPERM;
+		/*
+		 * Hold-down: a live owner that took the lock moments ago keeps it, twice as long
+		 * per takeover by this command in a row (each one blocklists a client for an hour
+		 * and makes an osdmap epoch; a multipath configuration that activates every path
+		 * would otherwise move the lock every hold-down, reviewh F8). An owner left alone
+		 * for the quiet period starts the count again.
+		 */
+		if (live && ha->owner_held_ms < scsitgt__rbd_ha_holddown(ha, ha->owner_streak))
 			return -EBUSY;
+		if (live)
+			streak = ha->owner_held_ms >= 2 * scsitgt__rbd_ha_holddown(
+								  ha, SCSITGT__RBD_HA_STREAK_MAX) ?
+					 1 :
+				 ha->owner_streak < SCSITGT__RBD_HA_STREAK_MAX ?
+					 (uint8_t)(ha->owner_streak + 1) :
+					 SCSITGT__RBD_HA_STREAK_MAX;
 		*actions = start_acquire(ha, ha->locked ? SCSITGT__RBD_HA_DO_BREAK :
 							  SCSITGT__RBD_HA_DO_ACQUIRE);
+		ha->next_streak = streak;
+		ha->stpg_took = live;
 		return 1;
+	}
 	default:
 		/* Joining or fenced: not ready to own anything. */
 		return -EAGAIN;
 	}
 }
 
+uint64_t scsitgt__rbd_ha_holddown(const struct scsitgt__rbd_ha *ha, uint8_t streak)
+{
+	uint64_t d = ha->cfg.holddown_ms;
+
+	for (uint8_t i = 0; i < streak && i < SCSITGT__RBD_HA_STREAK_MAX && d < UINT64_MAX / 2; i++)
+		d *= 2;
+	return d;
+}
+
 int scsitgt__rbd_ha_ack_format(char *buf, size_t size, const struct scsitgt__rbd_ha *ha,
 			       uint64_t now_ms, const char *addr)
 {
-	uint64_t held = ha->state == SCSITGT__RBD_HA_OWNER ? now_ms - ha->owned_since : 0;
-	int n = snprintf(buf, size, "g=%u s=%u p=%u h=%" PRIu64 " a=%s", ha->cfg.group,
+	bool owner = ha->state == SCSITGT__RBD_HA_OWNER;
+	uint64_t held = owner ? now_ms - ha->owned_since : 0;
+	size_t off;
+	int n = snprintf(buf, size, "g=%u s=%u p=%u h=%" PRIu64 " r=%u m=%u ", ha->cfg.group,
 			 (unsigned int)ha->state, ha->cfg.preferred ? 1u : 0u, held,
-			 addr ? addr : "-");
+			 ha->pr_shared ? 1u : 0u, owner ? (unsigned int)ha->streak : 0u);
 
-	return n < 0 || (size_t)n >= size ? -ENOSPC : n;
+	if (n < 0 || (size_t)n >= size)
+		return -ENOSPC;
+	off = (size_t)n;
+	for (size_t i = 0; i < ha->cfg.nports; i++) {
+		n = snprintf(buf + off, size - off, "%s%u",
+			     i ? "," : "t=", (unsigned int)ha->cfg.ports[i]);
+		if (n < 0 || (size_t)n >= size - off)
+			return -ENOSPC;
+		off += (size_t)n;
+	}
+	n = snprintf(buf + off, size - off, "%sa=%s", ha->cfg.nports ? " " : "", addr ? addr : "-");
+	if (n < 0 || (size_t)n >= size - off)
+		return -ENOSPC;
+	return (int)(off + (size_t)n);
 }
 
 /* The longest record either parser takes (rbd_gateway.c reads them into 256 bytes). */
@@ -372,6 +508,41 @@ static bool take_field(const char **p, const char *end, char key, uint64_t max, 
 	return true;
 }
 
+/* "t=PORT[,PORT...] ": 1 to SCSITGT__RBD_HA_PORTS_MAX port ids, 1..65535, spelled as
+ * take_field() takes a number; into @peer. */
+static int take_ports(const char **p, const char *end, struct scsitgt__rbd_ha_peer *peer)
+{
+	const char *s = *p;
+	uint64_t v;
+
+	if (end - s < 2 || s[0] != 't' || s[1] != '=')
+		return -EINVAL;
+	s += 2;
+	for (;;) {
+		const char *q = s;
+		uint64_t d = 0;
+
+		if (q == end || *q < '1' || *q > '9')
+			return -EINVAL;
+		for (v = 0; q < end && *q >= '0' && *q <= '9'; q++) {
+			d = (uint64_t)(*q - '0');
+			if (v > (UINT16_MAX - d) / 10)
+				return -EINVAL;
+			v = v * 10 + d;
+		}
+		if (q == end || peer->nports == SCSITGT__RBD_HA_PORTS_MAX)
+			return -EINVAL;
+		peer->ports[peer->nports++] = (uint16_t)v;
+		s = q + 1;
+		if (*q == ' ')
+			break;
+		if (*q != ',')
+			return -EINVAL;
+	}
+	*p = s;
+	return 0;
+}
+
 /* The last field, "a=ADDRESS" to the end of the record: 1 to SCSITGT__RBD_HA_ADDR_MAX - 1
  * bytes, none blank nor NUL (the formats write a client address or "-"). Its length, or 0. */
 static size_t addr_field(const char *p, const char *end)
@@ -394,7 +565,8 @@ int scsitgt__rbd_ha_ack_parse(const char *buf, size_t len, struct scsitgt__rbd_h
 			      uint64_t *held_ms, char *addr, size_t addr_size)
 {
 	const char *p = buf, *end;
-	uint64_t g, s, pref, h;
+	uint64_t g, s, pref, h, r = 0, m = 0;
+	bool has_r = false;
 	size_t n;
 
 	if (buf == NULL || len == 0 || len >= RECORD_MAX)
@@ -404,12 +576,27 @@ int scsitgt__rbd_ha_ack_parse(const char *buf, size_t len, struct scsitgt__rbd_h
 	    !take_field(&p, end, 's', SCSITGT__RBD_HA_FENCED, &s) ||
 	    !take_field(&p, end, 'p', 1, &pref) || !take_field(&p, end, 'h', UINT64_MAX, &h))
 		return -EINVAL;
+	/* Optional, in this order (an older gateway writes neither). */
+	if (p < end && *p == 'r') {
+		if (!take_field(&p, end, 'r', 1, &r))
+			return -EINVAL;
+		has_r = true;
+	}
+	if (p < end && *p == 'm' && !take_field(&p, end, 'm', SCSITGT__RBD_HA_STREAK_MAX, &m))
+		return -EINVAL;
+	peer->nports = 0;
+	if (p < end && *p == 't' && take_ports(&p, end, peer) < 0)
+		return -EINVAL;
 	n = addr_field(p, end);
 	if (n == 0 || (addr && n >= addr_size))
 		return -EINVAL;
 	peer->group = (uint16_t)g;
 	peer->state = (uint8_t)s;
 	peer->preferred = pref != 0;
+	peer->pr = !has_r ? SCSITGT__RBD_HA_PR_UNKNOWN :
+		   r	  ? SCSITGT__RBD_HA_PR_SHARED :
+			    SCSITGT__RBD_HA_PR_LOCAL;
+	peer->streak = (uint8_t)m;
 	*held_ms = h;
 	if (addr) {
 		memcpy(addr, p + 2, n);

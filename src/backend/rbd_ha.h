@@ -45,11 +45,36 @@ enum {
 	SCSITGT__RBD_HA_DO_RECONNECT = 1u << 2,
 };
 
+/* How a gateway keeps the image's persistent reservations, as its answer says (r=): shared
+ * with the other gateways through RADOS, or local to its process (minitarget's nopr,
+ * scsitgtd's rbd_shared_pr = no). UNKNOWN: an answer without r= (an older gateway). */
+enum scsitgt__rbd_ha_pr {
+	SCSITGT__RBD_HA_PR_UNKNOWN,
+	SCSITGT__RBD_HA_PR_LOCAL,
+	SCSITGT__RBD_HA_PR_SHARED,
+};
+
+/* Most takeovers by SET TARGET PORT GROUPS in a row whose hold-down doubles (reviewh F8): the
+ * hold-down of a live owner is cfg.holddown_ms << min(its streak, this). An owner that kept the
+ * lock for twice the longest hold-down (the quiet period) starts the count again. */
+#define SCSITGT__RBD_HA_STREAK_MAX 7
+
+/* Most relative target port ids of a gateway its answer carries (t=; the first ones of its
+ * configuration): enough to catch two gateways configured with one port id (reviewh F11)
+ * within the answer's 256 bytes. */
+#define SCSITGT__RBD_HA_PORTS_MAX 8
+
 /* Another gateway as its answer to a probe describes it. */
 struct scsitgt__rbd_ha_peer {
 	uint16_t group;
 	uint8_t state; /* enum scsitgt__rbd_ha_state */
 	bool preferred;
+	uint8_t pr; /* enum scsitgt__rbd_ha_pr */
+	/* Its streak of takeovers by SET TARGET PORT GROUPS (m=; 0 unless it owns the lock). */
+	uint8_t streak;
+	/* Its relative target port ids (t=; none from an older gateway). */
+	uint8_t nports;
+	uint16_t ports[SCSITGT__RBD_HA_PORTS_MAX];
 };
 
 /* What one probe found. */
@@ -64,6 +89,9 @@ struct scsitgt__rbd_ha_probe {
 	bool owner_alive;
 	uint16_t owner_group;
 	uint64_t owner_held_ms;
+	/* The owner's answer's r= and m= (its peers[] entry too). */
+	uint8_t owner_pr;
+	uint8_t owner_streak;
 	/* The other gateways that answered. */
 	size_t npeers;
 	struct scsitgt__rbd_ha_peer peers[SCSITGT__RBD_HA_MAX_PEERS];
@@ -87,6 +115,11 @@ struct scsitgt__rbd_ha_cfg {
 	uint16_t group;
 	size_t npeer_groups;
 	uint16_t peer_groups[SCSITGT__RBD_HA_MAX_PEERS];
+	/* This gateway's relative target port ids (its answers carry the first
+	 * SCSITGT__RBD_HA_PORTS_MAX), and the one configured for each peer group (0: none). */
+	size_t nports;
+	uint16_t ports[SCSITGT__RBD_HA_PORTS_MAX];
+	uint16_t peer_ports[SCSITGT__RBD_HA_MAX_PEERS];
 	/* Taken first when nobody owns the lock. */
 	bool preferred;
 	/* Probes in a row the owner misses before it counts as dead (>= 1), and the silence (ms
@@ -126,6 +159,27 @@ struct scsitgt__rbd_ha {
 	size_t npeers;
 	struct scsitgt__rbd_ha_peer peers[SCSITGT__RBD_HA_MAX_PEERS];
 	bool probed;
+	/* This gateway's reservations are shared (the caller keeps it current). A gateway with
+	 * local reservations never takes the lock while one that shares them answers (its
+	 * reservations would not be enforced, nor its own seen), and a sharing standby breaks
+	 * the lock of a live owner with local ones (reviewh F12). pr_clash: the group of a peer
+	 * whose mode differs from this gateway's, from the last probe (0: none). */
+	bool pr_shared;
+	uint16_t pr_clash;
+	/* A relative target port id a peer's answer claims that is this gateway's own, or not
+	 * the one this gateway's configuration gives that peer (registrations are keyed by the
+	 * port id cluster-wide, and REPORT TARGET PORT GROUPS would name the wrong gateway:
+	 * reviewh F11): the peer's group and the port, from the last probe (0: none). */
+	uint16_t port_clash_group;
+	uint16_t port_clash_port;
+	bool port_clash_own;
+	/* Takeovers by SET TARGET PORT GROUPS of a live owner in a row (reviewh F8): this
+	 * gateway's while it owns the lock (streak), the owner's from the last probe, the one
+	 * the running acquisition will have; stpg_took: the last request broke a live owner. */
+	uint8_t streak;
+	uint8_t owner_streak;
+	uint8_t next_streak;
+	bool stpg_took;
 	/* The highest heartbeat sequence read for the client @beat_owner (beat_known: any). A
 	 * record counts as proof of life only when it names the lock's owner and its sequence is
 	 * higher than any this gateway read for that client before. */
@@ -160,14 +214,19 @@ unsigned int scsitgt__rbd_ha_reconnected(struct scsitgt__rbd_ha *ha, int rc);
 int scsitgt__rbd_ha_request(struct scsitgt__rbd_ha *ha, uint16_t group, uint8_t alua_state,
 			    uint64_t now_ms, unsigned int *actions);
 
+/* The hold-down a live owner with takeover streak @streak has against SET TARGET PORT
+ * GROUPS: cfg.holddown_ms doubled per takeover of the streak, at most STREAK_MAX times. */
+uint64_t scsitgt__rbd_ha_holddown(const struct scsitgt__rbd_ha *ha, uint8_t streak);
+
 /* The ALUA state (SPC-5 Table 241 value) this gateway reports for @group: its own group from
  * its state, a peer's from the last probe. */
 uint8_t scsitgt__rbd_ha_alua(const struct scsitgt__rbd_ha *ha, uint16_t group);
 
 const char *scsitgt__rbd_ha_state_name(enum scsitgt__rbd_ha_state s);
 
-/* The probe answer of this gateway ("g=GROUP s=STATE p=PREF h=HELD_MS a=ADDR"), and its
- * parser; a parse failure returns -EINVAL. */
+/* The probe answer of this gateway ("g=GROUP s=STATE p=PREF h=HELD_MS r=SHARED m=STREAK
+ * t=PORT[,PORT...] a=ADDR"), and its parser (r=, m= and t= optional: an older gateway's
+ * answer has none; t= only with ports); a parse failure returns -EINVAL. */
 int scsitgt__rbd_ha_ack_format(char *buf, size_t size, const struct scsitgt__rbd_ha *ha,
 			       uint64_t now_ms, const char *addr);
 int scsitgt__rbd_ha_ack_parse(const char *buf, size_t len, struct scsitgt__rbd_ha_peer *peer,

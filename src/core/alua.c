@@ -703,6 +703,18 @@ struct stpg_call {
 	bool failed; /* SET TARGET PORT GROUPS COMMAND FAILED */
 };
 
+/* The nexus whose SET TARGET PORT GROUPS the hook answers (scsitgt__alua_requester()). */
+static _Thread_local const struct scsitgt__session *stpg_requester;
+
+const char *scsitgt__alua_requester(void)
+{
+	const struct scsitgt__session *s = stpg_requester;
+
+	if (s == NULL)
+		return NULL;
+	return s->initiator_port ? s->initiator_port : s->initiator_name;
+}
+
 /* Loop: home (the ALUA hook's and the nexus walk's, alua.h). */
 static void stpg_run(struct scsitgt__home_call *hc)
 {
@@ -748,8 +760,10 @@ static void stpg_run(struct scsitgt__home_call *hc)
 		/* A group an earlier call of the hook removed is skipped. */
 		if (g == NULL)
 			continue;
+		stpg_requester = hc->sess;
 		rc = request_cb(request_arg, tgt, id, (enum scsitgt_alua_state)cur,
 				(enum scsitgt_alua_state)(p[0] & 0x0f));
+		stpg_requester = NULL;
 		if (rc < 0) {
 			/* SPC-5 §6.50: SET TARGET PORT GROUPS COMMAND FAILED. */
 			c->failed = true;

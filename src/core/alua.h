@@ -42,6 +42,11 @@ bool scsitgt__alua_offers(const struct scsitgt_target *tgt, const struct scsitgt
 enum scsitgt__sense_reason scsitgt__alua_check(const struct scsitgt__cmd *cmd,
 					       const struct scsitgt__cdb_def *row);
 
+/* The initiator port (name and ISID) whose SET TARGET PORT GROUPS the request hook
+ * (scsitgt_alua_opts.request_cb) running on this thread answers; NULL outside the hook. For
+ * the hook's logs (src/backend/rbd_gateway.c). */
+const char *scsitgt__alua_requester(void);
+
 /* REPORT TARGET PORT GROUPS (SPC-5 §6.36) and SET TARGET PORT GROUPS (SPC-5 §6.50). */
 enum scsitgt__sense_reason scsitgt__alua_parse_rtpg(struct scsitgt__cmd *cmd);
 void scsitgt__alua_rtpg(struct scsitgt__cmd *cmd);

@@ -45,6 +45,11 @@
 #          the new owner (B), not frozen, has its re-watch held past the bound (10 x
 #          probe_misses ticks): its heartbeat stops, A takes over (nothing moves before),
 #          and B, released, is fenced and rejoins as standby.
+#   prmix  B keeps its reservations locally (nopr) next to A, which shares them
+#          (docs/rbd-ha-checks.md): both log the clash, SET TARGET PORT GROUPS through B is
+#          refused; A SIGKILLed, B alone takes the lock (nopr's one-gateway use); A restarted
+#          breaks the lock of that live owner with local reservations, and B rejoins as
+#          standby. Before, B took the lock on request and kept it against A.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
@@ -54,7 +59,7 @@ IT_NAME=rbd_ha-$MODE
 it_init "$1"
 CLIENT=${2:?usage: rbd_ha.sh MINITARGET PR_CLIENT MPATH_WRITER MODE}
 WRITER=${3:?usage: rbd_ha.sh MINITARGET PR_CLIENT MPATH_WRITER MODE}
-[[ $MODE =~ ^(basic|kill|stpg|mon|rewatch|ownerwatch)$ ]] || it_fail "unknown mode '$MODE'"
+[[ $MODE =~ ^(basic|kill|stpg|mon|rewatch|ownerwatch|prmix)$ ]] || it_fail "unknown mode '$MODE'"
 rbd_need
 it_need python3
 IQN=iqn.2026-11.org.libscsitgt:rbd-ha
@@ -176,7 +181,9 @@ GW_OPTS=()
 gw_start A 1 2 "${GW_OPTS[@]}"
 GW_LUN_FLAGS=
 gw_wait A owner
+[[ $MODE == prmix ]] && GW_LUN_FLAGS=",nopr"
 gw_start B 2 1 "${GW_OPTS[@]}"
+GW_LUN_FLAGS=
 gw_wait B standby
 rtpg_wait A "1:0 2:2"
 rtpg_wait B "1:0 2:2"
@@ -519,6 +526,32 @@ stpg)
 	keys=$("$CLIENT" -i "$HOST_IQN.p" -q 22 "${GW_URL[B]}" readkeys | tr '\n' ' ')
 	[[ "$keys" == *0x00000000000000e2* ]] || it_fail "B misses A's registration: $keys"
 	;;
+prmix)
+	# log_wait NAME TEXT: until the gateway's log has TEXT.
+	log_wait() {
+		local i
+		for ((i = 0; i < 300; i++)); do
+			grep -qF -- "$2" "$IT_TMP/gw-$1.err" && return 0
+			sleep 0.1
+		done
+		it_fail "gateway $1 did not log '$2': $(tail -3 "$IT_TMP/gw-$1.err")"
+	}
+	log_wait B "keeps the persistent reservations shared, this one locally"
+	log_wait A "keeps the persistent reservations locally, this one shared"
+	if "$CLIENT" -i "$HOST_IQN" -q 4 "${GW_URL[B]}" stpg 0 2 2>"$IT_TMP/stpg.err"; then
+		it_fail "SET TARGET PORT GROUPS through B (local reservations) was accepted"
+	fi
+	log_wait B "SET TARGET PORT GROUPS refused: Operation not permitted"
+	grep -q -- "-> acquiring$" "$IT_TMP/gw-B.err" && it_fail "B tried to take the lock"
+	gw_kill A
+	gw_wait B owner
+	gw_start A 1 2
+	gw_wait A owner 2
+	gw_wait B fenced
+	gw_wait B standby 2
+	rtpg_wait A "1:0 2:2"
+	rtpg_wait B "1:0 2:2"
+	;;
 esac
 
 # scsitgtd reloads (docs/scsitgtd.md): a gateway's LUN re-created and its target removed and
@@ -631,7 +664,7 @@ for n in B A; do
 	unset "GW_PID[$n]"
 	[[ $st -eq 0 ]] || it_fail "gateway $n exited with status $st on SIGTERM"
 	# B owned the lock: it released it going down, and A (standby) takes it.
-	if [[ $n == B && $MODE != basic && $MODE != rewatch ]]; then
+	if [[ $n == B && $MODE != basic && $MODE != rewatch && $MODE != prmix ]]; then
 		gw_wait A owner 2
 		it_log "A: $(grep -o 'took the lock.*' "$IT_TMP/gw-A.err" | tail -1)"
 	fi

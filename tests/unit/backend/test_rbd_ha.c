@@ -556,7 +556,7 @@ static void test_ack_format(void **state)
 	ha.owned_since = 1000;
 	n = scsitgt__rbd_ha_ack_format(buf, sizeof(buf), &ha, 3500, "127.0.0.1:0/1234");
 	assert_true(n > 0);
-	assert_string_equal(buf, "g=7 s=3 p=1 h=2500 a=127.0.0.1:0/1234");
+	assert_string_equal(buf, "g=7 s=3 p=1 h=2500 r=0 m=0 a=127.0.0.1:0/1234");
 	assert_int_equal(scsitgt__rbd_ha_ack_parse(buf, (size_t)n, &pe, &held, addr, sizeof(addr)),
 			 0);
 	assert_int_equal(pe.group, 7);
@@ -581,6 +581,246 @@ static void test_ack_format(void **state)
 	assert_int_equal(
 		scsitgt__rbd_ha_ack_parse("g=1 s=1 p=0 h=0 a=0123456789", 28, &pe, &held, addr, 4),
 		-EINVAL);
+}
+
+/*
+ * Two gateways, one multipath configuration that activates the standby's path with SET TARGET
+ * PORT GROUPS every second, for an hour: the live owner's hold-down doubles per takeover in a
+ * row (5 s, 10 s, 20 s ... 640 s), so the lock moves about ten times, not 720 (reviewh F8);
+ * an owner left alone for the quiet period (twice the longest) starts the count again.
+ */
+static void test_stpg_pingpong_backs_off(void **state)
+{
+	struct scsitgt__rbd_ha gw[2];
+	uint64_t last_move = 0, gap = 0;
+	unsigned int moves = 0, act;
+	char buf[256], addr[64];
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		ha_init(&gw[i], (uint16_t)(i + 1), false);
+		gw[i].pr_shared = true;
+	}
+	gw[0].state = SCSITGT__RBD_HA_OWNER;
+	gw[0].owned_since = 0;
+	gw[1].state = SCSITGT__RBD_HA_STANDBY;
+	for (uint64_t t = 1000; t <= 3600 * 1000; t += 1000) {
+		int o = gw[0].state == SCSITGT__RBD_HA_OWNER ? 0 : 1, sb = 1 - o;
+		struct scsitgt__rbd_ha_probe p;
+		struct scsitgt__rbd_ha_peer pe;
+		uint64_t held;
+		int n;
+
+		/* The standby's probe: the owner's answer, as the wire carries it. */
+		n = scsitgt__rbd_ha_ack_format(buf, sizeof(buf), &gw[o], t, "o");
+		assert_true(n > 0);
+		assert_int_equal(
+			scsitgt__rbd_ha_ack_parse(buf, (size_t)n, &pe, &held, addr, sizeof(addr)),
+			0);
+		memset(&p, 0, sizeof(p));
+		p.locked = true;
+		p.owner_alive = true;
+		p.owner_group = pe.group;
+		p.owner_held_ms = held;
+		p.owner_pr = pe.pr;
+		p.owner_streak = pe.streak;
+		p.peers[p.npeers++] = pe;
+		p.now_ms = t;
+		snprintf(p.owner_addr, sizeof(p.owner_addr), "o");
+		assert_int_equal(scsitgt__rbd_ha_probed(&gw[sb], &p), 0);
+		if (scsitgt__rbd_ha_request(&gw[sb], gw[sb].cfg.group, AO, t, &act) == -EBUSY)
+			continue;
+		assert_int_equal(act, SCSITGT__RBD_HA_DO_BREAK);
+		assert_true(gw[sb].stpg_took);
+		/* Each wait at least doubles until the cap. */
+		if (moves >= 2 && gap < 640 * 1000)
+			assert_true(t - last_move >= 2 * gap);
+		gap = t - last_move;
+		last_move = t;
+		moves++;
+		assert_int_equal(scsitgt__rbd_ha_acquired(&gw[sb], 0, t), 0);
+		assert_int_equal(scsitgt__rbd_ha_fenced(&gw[o]), SCSITGT__RBD_HA_DO_RECONNECT);
+		assert_int_equal(scsitgt__rbd_ha_reconnected(&gw[o], 0), 0);
+		gw[o].state = SCSITGT__RBD_HA_STANDBY;
+		gw[o].probed = false;
+	}
+	/* 5+10+...+640 s is 1275 s for 8 moves, then one per 640 s: 11 in the hour. */
+	assert_true(moves >= 8);
+	assert_true(moves <= 12);
+	/* Quiet for the period (twice 640 s): the next takeover starts a new streak. */
+	{
+		struct scsitgt__rbd_ha b;
+		struct scsitgt__rbd_ha_probe p;
+
+		ha_init(&b, 2, false);
+		p = probe(&b, 1, true, 1280 * 1000);
+		p.owner_streak = SCSITGT__RBD_HA_STREAK_MAX;
+		assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+		assert_int_equal(scsitgt__rbd_ha_request(&b, 2, AO, 0, &act), 1);
+		assert_int_equal(b.next_streak, 1);
+		assert_int_equal(scsitgt__rbd_ha_acquired(&b, 0, 0), 0);
+		assert_int_equal(scsitgt__rbd_ha_holddown(&b, b.streak), 10000);
+		/* A takeover of a dead owner is no STPG streak. */
+		ha_init(&b, 2, false);
+		b.streak = 3;
+		assert_int_equal(scsitgt__rbd_ha_fenced(&b), SCSITGT__RBD_HA_DO_RECONNECT);
+		assert_int_equal(b.streak, 0);
+	}
+}
+
+/*
+ * A gateway with local reservations next to one that shares them (reviewh F12): the answers
+ * say which (r=); the local one never takes the lock, not even a free one nor on request, and
+ * the sharing one takes it over from a live local owner at once. An older gateway that does not
+ * say is taken to share alike.
+ */
+static void test_pr_mode_clash(void **state)
+{
+	struct scsitgt__rbd_ha a, b;
+	struct scsitgt__rbd_ha_probe p;
+	struct scsitgt__rbd_ha_peer pe;
+	char buf[256], addr[64];
+	uint64_t held;
+	unsigned int act;
+	int n;
+
+	(void)state;
+	/* B keeps them locally (nopr), preferred and lowest: a free lock all the same. */
+	ha_init(&b, 1, true);
+	b.pr_shared = false;
+	p = probe(&b, 0, false, 0);
+	for (size_t i = 0; i < p.npeers; i++)
+		p.peers[i].pr = p.peers[i].group == 2 ? SCSITGT__RBD_HA_PR_SHARED :
+							SCSITGT__RBD_HA_PR_UNKNOWN;
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	assert_int_equal(b.pr_clash, 2);
+	assert_int_equal(scsitgt__rbd_ha_request(&b, 1, AO, 0, &act), -EPERM);
+	assert_int_equal(act, 0);
+	/* Nor does it break a silent owner's lock. */
+	p = probe(&b, 3, false, 0);
+	snprintf(p.owner_addr, sizeof(p.owner_addr), "x");
+	for (size_t i = 0; i < p.npeers; i++)
+		p.peers[i].pr = SCSITGT__RBD_HA_PR_SHARED;
+	p.now_ms = 100000;
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), 0);
+	assert_int_equal(b.state, SCSITGT__RBD_HA_STANDBY);
+	/* Alone (the sharing gateways gone), a local one serves: one gateway, nopr. */
+	p = probe(&b, 0, false, 0);
+	p.npeers = 0;
+	assert_int_equal(scsitgt__rbd_ha_probed(&b, &p), SCSITGT__RBD_HA_DO_ACQUIRE);
+	assert_int_equal(scsitgt__rbd_ha_acquired(&b, 0, 0), 0);
+	/* Its answer says so. */
+	n = scsitgt__rbd_ha_ack_format(buf, sizeof(buf), &b, 100, "b");
+	assert_int_equal(scsitgt__rbd_ha_ack_parse(buf, (size_t)n, &pe, &held, addr, sizeof(addr)),
+			 0);
+	assert_int_equal(pe.pr, SCSITGT__RBD_HA_PR_LOCAL);
+	/* A, sharing, joins next to that live local owner (held 100 ms: no hold-down counts). */
+	ha_init(&a, 2, false);
+	a.pr_shared = true;
+	p = probe(&a, 1, true, held);
+	p.owner_pr = pe.pr;
+	p.peers[0].pr = pe.pr;
+	snprintf(p.owner_addr, sizeof(p.owner_addr), "b");
+	assert_int_equal(scsitgt__rbd_ha_probed(&a, &p), SCSITGT__RBD_HA_DO_BREAK);
+	assert_int_equal(a.pr_clash, 1);
+	/* The same owner sharing them, or not saying (an older gateway): left alone. */
+	ha_init(&a, 2, false);
+	a.pr_shared = true;
+	p.owner_pr = SCSITGT__RBD_HA_PR_UNKNOWN;
+	p.peers[0].pr = SCSITGT__RBD_HA_PR_UNKNOWN;
+	assert_int_equal(scsitgt__rbd_ha_probed(&a, &p), 0);
+	assert_int_equal(a.pr_clash, 0);
+	p.owner_pr = SCSITGT__RBD_HA_PR_SHARED;
+	p.peers[0].pr = SCSITGT__RBD_HA_PR_SHARED;
+	assert_int_equal(scsitgt__rbd_ha_probed(&a, &p), 0);
+	/* An older gateway's answer (no r=, no m=) still parses. */
+	assert_int_equal(scsitgt__rbd_ha_ack_parse("g=1 s=3 p=0 h=5 a=x", 19, &pe, &held, addr,
+						   sizeof(addr)),
+			 0);
+	assert_int_equal(pe.pr, SCSITGT__RBD_HA_PR_UNKNOWN);
+	assert_int_equal(pe.streak, 0);
+	assert_int_equal(scsitgt__rbd_ha_ack_parse("g=1 s=3 p=0 h=5 r=1 m=7 a=x", 27, &pe, &held,
+						   addr, sizeof(addr)),
+			 0);
+	assert_int_equal(pe.pr, SCSITGT__RBD_HA_PR_SHARED);
+	assert_int_equal(pe.streak, 7);
+	static const char *bad[] = { "g=1 s=3 p=0 h=5 r=2 a=x", "g=1 s=3 p=0 h=5 m=8 a=x",
+				     "g=1 s=3 p=0 h=5 m=1 r=1 a=x", "g=1 s=3 p=0 h=5 r= a=x" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(scsitgt__rbd_ha_ack_parse(bad[i], strlen(bad[i]), &pe, &held, addr,
+							   sizeof(addr)),
+				 -EINVAL);
+}
+
+/*
+ * Relative target port ids cross-checked through the answers (reviewh F11): a peer that claims
+ * one of this gateway's port ids, or not the one this gateway's configuration gives its group,
+ * is reported (port_clash_*); older answers without t= are not.
+ */
+static void test_port_clash(void **state)
+{
+	struct scsitgt__rbd_ha a, b;
+	struct scsitgt__rbd_ha_probe p;
+	struct scsitgt__rbd_ha_peer pe;
+	char buf[256], addr[64];
+	uint64_t held;
+	int n;
+
+	(void)state;
+	/* B (group 2): ports 2 and 5; A (group 1) says group 2 holds port 2, A's own port 1. */
+	ha_init(&b, 2, false);
+	b.cfg.nports = 2;
+	b.cfg.ports[0] = 2;
+	b.cfg.ports[1] = 5;
+	n = scsitgt__rbd_ha_ack_format(buf, sizeof(buf), &b, 0, "b");
+	assert_string_equal(buf, "g=2 s=0 p=0 h=0 r=0 m=0 t=2,5 a=b");
+	assert_int_equal(scsitgt__rbd_ha_ack_parse(buf, (size_t)n, &pe, &held, addr, sizeof(addr)),
+			 0);
+	assert_int_equal(pe.nports, 2);
+	assert_int_equal(pe.ports[1], 5);
+	ha_init(&a, 1, false);
+	a.cfg.nports = 1;
+	a.cfg.ports[0] = 1;
+	a.cfg.peer_ports[0] = 2; /* peer_groups[0] is 2 */
+	p = probe(&a, 3, true, 1000);
+	p.peers[0] = pe;
+	assert_int_equal(scsitgt__rbd_ha_probed(&a, &p), 0);
+	assert_int_equal(a.port_clash_group, 0);
+	/* B mis-set with port 1, A's own. */
+	p.peers[0].ports[1] = 1;
+	scsitgt__rbd_ha_probed(&a, &p);
+	assert_int_equal(a.port_clash_group, 2);
+	assert_int_equal(a.port_clash_port, 1);
+	assert_true(a.port_clash_own);
+	/* B without the port A reports for it. */
+	p.peers[0].ports[0] = 7;
+	p.peers[0].ports[1] = 8;
+	scsitgt__rbd_ha_probed(&a, &p);
+	assert_int_equal(a.port_clash_group, 2);
+	assert_int_equal(a.port_clash_port, 2);
+	assert_false(a.port_clash_own);
+	/* An older answer (no t=): nothing to compare. */
+	p.peers[0].nports = 0;
+	scsitgt__rbd_ha_probed(&a, &p);
+	assert_int_equal(a.port_clash_group, 0);
+	/* The list as written: no empty, zero, too large or too many entries. */
+	static const char *bad[] = {
+		"g=1 s=1 p=0 h=0 t= a=x",     "g=1 s=1 p=0 h=0 t=0 a=x",
+		"g=1 s=1 p=0 h=0 t=1, a=x",   "g=1 s=1 p=0 h=0 t=65536 a=x",
+		"g=1 s=1 p=0 h=0 t=1,,2 a=x", "g=1 s=1 p=0 h=0 t=1,2,3,4,5,6,7,8,9 a=x",
+		"g=1 s=1 p=0 h=0 t=01 a=x",   "g=1 s=1 p=0 h=0 t=1 m=0 a=x"
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(scsitgt__rbd_ha_ack_parse(bad[i], strlen(bad[i]), &pe, &held, addr,
+							   sizeof(addr)),
+				 -EINVAL);
+	assert_int_equal(scsitgt__rbd_ha_ack_parse("g=1 s=1 p=0 h=0 t=65535,1,2,3,4,5,6,7 a=x", 41,
+						   &pe, &held, addr, sizeof(addr)),
+			 0);
+	assert_int_equal(pe.nports, 8);
+	assert_int_equal(pe.ports[0], 65535);
 }
 
 static void test_beat_format(void **state)
@@ -687,6 +927,9 @@ int main(void)
 		cmocka_unit_test(test_stale_owner_claim_is_not_active),
 		cmocka_unit_test(test_stpg),
 		cmocka_unit_test(test_ack_format),
+		cmocka_unit_test(test_stpg_pingpong_backs_off),
+		cmocka_unit_test(test_pr_mode_clash),
+		cmocka_unit_test(test_port_clash),
 		cmocka_unit_test(test_beat_format),
 		cmocka_unit_test(test_records_refuse_what_no_gateway_writes),
 	};
