@@ -582,13 +582,13 @@ static void pr_async_cb(uv_async_t *h)
 
 /*
  * Loop: the watch may have missed a notify: the copy is stale (@state) until watched and read
- * again. A blocklisted client (rc->fenced, set by the first io that learned it, before its
+ * again. A blocklisted client (rc->blocklisted, set by the first io that learned it, before its
  * sense went out) is FENCED whatever the cause: the backend refuses each of its ios (NOT
  * READY, 04h/0Ah), which is what its initiators must see (docs/rbd.md).
  */
 static void pr_unsynced(struct scsitgt__rbd_pr *st, enum scsitgt_pr_sync state)
 {
-	if (atomic_load(&st->rc->fenced))
+	if (atomic_load(&st->rc->blocklisted))
 		state = SCSITGT_PR_FENCED;
 	if (st->lun)
 		scsitgt_lun_set_pr_sync(st->lun, state);
@@ -626,7 +626,7 @@ static void pr_check_cb(uv_timer_t *t)
 	if (!watching) {
 		/* A re-watch failed (its state is set) or a reconnection is on its way: try
 		 * again; a client found blocklisted meanwhile is FENCED. */
-		if (atomic_load(&st->rc->fenced))
+		if (atomic_load(&st->rc->blocklisted))
 			scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_FENCED);
 		pr_rewatch(st);
 		return;
@@ -1117,10 +1117,11 @@ static void pr_rewatch_done(struct scsitgt__rbd_job *job)
 		if (job->status == -ESHUTDOWN && !st->stopping)
 			scsitgt__rbd_set_fenced(st->rc, true);
 		if (st->lun && !st->stopping)
-			scsitgt_lun_set_pr_sync(
-				st->lun, job->status == -ESHUTDOWN || atomic_load(&st->rc->fenced) ?
-						 SCSITGT_PR_FENCED :
-						 SCSITGT_PR_UNREACHABLE);
+			scsitgt_lun_set_pr_sync(st->lun,
+						job->status == -ESHUTDOWN ||
+								atomic_load(&st->rc->blocklisted) ?
+							SCSITGT_PR_FENCED :
+							SCSITGT_PR_UNREACHABLE);
 	} else if (st->lun && j->synced && !st->stopping && !st->fault_hold) {
 		st->rewatch_failed = false;
 		if (j->len && scsitgt_lun_apply_pr_state(st->lun, j->state, j->len) < 0)
@@ -1236,7 +1237,7 @@ void scsitgt__rbd_pr_disconnect(struct scsitgt__rbd_ctx *rc)
 	st->reconnecting = true;
 	pthread_mutex_lock(&st->mu);
 	st->unsync = true;
-	st->unsync_err = atomic_load(&rc->fenced) ? -ESHUTDOWN : -ENOTCONN;
+	st->unsync_err = atomic_load(&rc->blocklisted) ? -ESHUTDOWN : -ENOTCONN;
 	st->unsync_after = st->done_tail;
 	pthread_mutex_unlock(&st->mu);
 	uv_async_send(&st->async);
