@@ -514,8 +514,25 @@ static void pr_event_done(struct pr_op *op)
 	} else if (st->lun && op->len &&
 		   (op->len != sizeof(probe_payload) - 1 ||
 		    memcmp(op->buf, probe_payload, op->len) != 0)) {
-		int r = scsitgt_lun_apply_pr_state(st->lun, op->buf, op->len);
+		/* A PREEMPT AND ABORT: acknowledged once the tasks it aborted here left their
+		 * backends (SPC-5 §5.13.11.5; pr_reset_applied), reviewh F7. */
+		struct pr_reset_ack *a = malloc(sizeof(*a));
+		int r = -ENOMEM;
 
+		if (a) {
+			a->st = st;
+			a->notify_id = op->notify_id;
+			a->next = st->reset_acks;
+			st->reset_acks = a;
+			r = scsitgt_lun_apply_pr_state_async(st->lun, op->buf, op->len,
+							     pr_reset_applied, a);
+			if (r == 0)
+				return;
+			st->reset_acks = a->next;
+			free(a);
+		}
+		if (r == -ENOMEM)
+			r = scsitgt_lun_apply_pr_state(st->lun, op->buf, op->len);
 		if (r < 0)
 			scsitgt__rbd_pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", r);
 	}
