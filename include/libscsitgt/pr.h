@@ -318,6 +318,26 @@ SCSITGT_EXPORT int scsitgt_lun_apply_pr_state(struct scsitgt_lun *lun, const voi
 					      size_t len);
 
 /**
+ * scsitgt_lun_apply_pr_state(), then @p cb once the tasks a PREEMPT AND ABORT in it aborted
+ * on this engine have left their backends (SPC-5 §5.13.11.5: aborted before the command
+ * completes): the moment a store acknowledges the delivery to the engine that committed it.
+ * Bounded by the engine's TMF timeout (scsitgt_engine_set_tmf_timeout()): past it @p cb runs
+ * anyway, the tasks stay aborted and end whenever their backend gives them back. @p cb runs on
+ * home, always after the return, with status 0; a state that changes nothing calls back too.
+ *
+ * @param lun    The LUN.
+ * @param data   The state.
+ * @param len    Its length.
+ * @param cb     Called once the aborts are over; not called when the call fails.
+ * @param cb_arg Its argument.
+ * @return As scsitgt_lun_apply_pr_state(); -EINVAL also for a NULL @p cb.
+ *
+ * Loop: home.
+ */
+SCSITGT_EXPORT int scsitgt_lun_apply_pr_state_async(struct scsitgt_lun *lun, const void *data,
+						    size_t len, scsitgt_done_cb cb, void *cb_arg);
+
+/**
  * How this engine's copy of the shared state stands (scsitgt_lun_set_pr_sync()). A store that
  * delivers states through a channel that can break (a RADOS watch the OSD dropped, a lost
  * connection) cannot know what it missed meanwhile, and another engine's commit completes

@@ -89,6 +89,7 @@ static int rbd_ctx_create(struct scsitgt__rbd_ctx **out,
 	atomic_init(&rc->reconnect_fault, false);
 	atomic_init(&rc->async_inited, false);
 	atomic_init(&rc->fenced, false);
+	atomic_init(&rc->blocklisted, false);
 	atomic_init(&rc->loop_events, 0);
 	atomic_init(&rc->num_blocks, 0);
 	atomic_init(&rc->zc_lent, 0);
@@ -517,6 +518,8 @@ int scsitgt__rbd_reconnect(struct scsitgt__rbd_ctx *rc)
 	}
 	r = rbd_connect_open(rc);
 	if (r == 0) {
+		/* A fresh client: not blocklisted (rc->fenced is the gateway's to clear). */
+		atomic_store(&rc->blocklisted, false);
 		/* The image may have been resized while no client of ours watched it (the old one
 		 * cut off or blocklisted): check the size on home as after an update. */
 		atomic_store(&rc->update_pending, true);

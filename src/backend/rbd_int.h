@@ -174,6 +174,14 @@ struct scsitgt__rbd_ctx {
 	 * the settings (zc_reads, cache...) the last (re)connection wrote.
 	 */
 	atomic_bool fenced;
+	/*
+	 * Any loop: this client was really blocklisted (an operation said so). rc->fenced is
+	 * also set for a client that merely does not own the lock (a gateway's standby); only
+	 * this one means "the rados_t is dead": the shared reservations read it (a standby's
+	 * lost watch is stale, not fenced). Set with rc->fenced by scsitgt__rbd_set_fenced(),
+	 * cleared by a successful reconnection (a fresh client).
+	 */
+	atomic_bool blocklisted;
 	/* Any loop: what ios of other loops than home reported for home's hooks
 	 * (RBD_EV_* in rbd_io.c); home takes them when the uv_async_t fires. */
 	atomic_uint loop_events;

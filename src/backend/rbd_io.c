@@ -631,6 +631,7 @@ static void rbd_fenced_tell(struct scsitgt__rbd_ctx *rc)
  * (on home: now; from another loop: when home wakes). */
 void scsitgt__rbd_set_fenced(struct scsitgt__rbd_ctx *rc, bool home)
 {
+	atomic_store(&rc->blocklisted, true);
 	if (atomic_exchange(&rc->fenced, true)) {
 		return;
 	}

@@ -257,6 +257,45 @@ static void pr_commit(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req 
 	pr_op_submitted(st, op, PR_OP_WRITE, req, r);
 }
 
+/* Any thread: the copy's change sequence before a read made to resync it (0 without a LUN):
+ * a read that finds an older one found the object gone back under the copy. Under mark_mu
+ * (the LUN is not let go of meanwhile), as the watch callback reads it. */
+static uint64_t pr_copy_seq(struct scsitgt__rbd_pr *st)
+{
+	uint64_t seq = 0;
+
+	pthread_mutex_lock(&st->mark_mu);
+	if (st->mark_lun)
+		seq = scsitgt__lun_pr_seq(st->mark_lun);
+	pthread_mutex_unlock(&st->mark_mu);
+	return seq;
+}
+
+/*
+ * Loop: a read made after watching again (a re-watch, a reconnection), sent when the copy was
+ * at @issued_seq. Authoritative, as the periodic read (scsitgt__lun_resync_pr_state()): a
+ * newer state is applied as a notify's, and an object gone back under the copy (deleted,
+ * replaced by an older one) replaces it; then the copy is in sync, unless the watch fault
+ * holds it stale (testing.h).
+ */
+static void pr_resync_read(struct scsitgt__rbd_pr *st, const void *buf, size_t len,
+			   uint64_t issued_seq)
+{
+	int r = scsitgt__lun_resync_pr_state(st->lun, buf, len, issued_seq);
+
+	if (r < 0) {
+		scsitgt__rbd_pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", r);
+		return;
+	}
+	if (r > 0)
+		scsitgt__log(&st->rc->log, SCSITGT_LOG_WARNING, SCSITGT__RBD_SUBSYS,
+			     "%s/%s: watched again: the object differs from the copy: applied "
+			     "from the object",
+			     st->rc->pool, st->oid);
+	if (!st->fault_hold)
+		scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_SYNCED);
+}
+
 /* Loop: the LUN the watch callback marks (NULL: none). Once it returns with NULL, no callback
  * uses the LUN it had. */
 static void pr_set_mark_lun(struct scsitgt__rbd_pr *st, struct scsitgt_lun *lun)
@@ -475,8 +514,25 @@ static void pr_event_done(struct pr_op *op)
 	} else if (st->lun && op->len &&
 		   (op->len != sizeof(probe_payload) - 1 ||
 		    memcmp(op->buf, probe_payload, op->len) != 0)) {
-		int r = scsitgt_lun_apply_pr_state(st->lun, op->buf, op->len);
+		/* A PREEMPT AND ABORT: acknowledged once the tasks it aborted here left their
+		 * backends (SPC-5 §5.13.11.5; pr_reset_applied), reviewh F7. */
+		struct pr_reset_ack *a = malloc(sizeof(*a));
+		int r = -ENOMEM;
 
+		if (a) {
+			a->st = st;
+			a->notify_id = op->notify_id;
+			a->next = st->reset_acks;
+			st->reset_acks = a;
+			r = scsitgt_lun_apply_pr_state_async(st->lun, op->buf, op->len,
+							     pr_reset_applied, a);
+			if (r == 0)
+				return;
+			st->reset_acks = a->next;
+			free(a);
+		}
+		if (r == -ENOMEM)
+			r = scsitgt_lun_apply_pr_state(st->lun, op->buf, op->len);
 		if (r < 0)
 			scsitgt__rbd_pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply", r);
 	}
@@ -563,13 +619,11 @@ static void pr_async_cb(uv_async_t *h)
 			pr_unsynced(st, SCSITGT_PR_RESYNCING);
 			break;
 		case PR_OP_RELOAD:
-			/* Watched again on the new client, and read after that. */
-			if (st->lun && op->len &&
-			    scsitgt_lun_apply_pr_state(st->lun, op->buf, op->len) < 0)
-				scsitgt__rbd_pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply",
-						    EINVAL);
-			else if (st->lun && !st->fault_hold)
-				scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_SYNCED);
+			/* Watched again on the new client, and read after that: the object as
+			 * it is, even under the copy (deleted, replaced by an older one), as the
+			 * periodic read does. */
+			if (st->lun)
+				pr_resync_read(st, op->buf, op->len, op->issued_seq);
 			st->rewatch_failed = false;
 			break;
 		}
@@ -582,13 +636,13 @@ static void pr_async_cb(uv_async_t *h)
 
 /*
  * Loop: the watch may have missed a notify: the copy is stale (@state) until watched and read
- * again. A blocklisted client (rc->fenced, set by the first io that learned it, before its
+ * again. A blocklisted client (rc->blocklisted, set by the first io that learned it, before its
  * sense went out) is FENCED whatever the cause: the backend refuses each of its ios (NOT
  * READY, 04h/0Ah), which is what its initiators must see (docs/rbd.md).
  */
 static void pr_unsynced(struct scsitgt__rbd_pr *st, enum scsitgt_pr_sync state)
 {
-	if (atomic_load(&st->rc->fenced))
+	if (atomic_load(&st->rc->blocklisted))
 		state = SCSITGT_PR_FENCED;
 	if (st->lun)
 		scsitgt_lun_set_pr_sync(st->lun, state);
@@ -626,7 +680,7 @@ static void pr_check_cb(uv_timer_t *t)
 	if (!watching) {
 		/* A re-watch failed (its state is set) or a reconnection is on its way: try
 		 * again; a client found blocklisted meanwhile is FENCED. */
-		if (atomic_load(&st->rc->fenced))
+		if (atomic_load(&st->rc->blocklisted))
 			scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_FENCED);
 		pr_rewatch(st);
 		return;
@@ -1069,6 +1123,8 @@ struct pr_rewatch_job {
 	size_t len;
 	/* watched again, and @state read after that: the copy may be called synced */
 	bool synced;
+	/* the copy's sequence when the read was sent (pr_copy_seq()) */
+	uint64_t issued_seq;
 };
 
 static void pr_rewatch_work(struct scsitgt__rbd_job *job)
@@ -1091,8 +1147,10 @@ static void pr_rewatch_work(struct scsitgt__rbd_job *job)
 		r = pr_watch(st, st->io);
 	}
 	/* Read after the watch is up: a change committed later is delivered to it. */
-	if (r == 0)
+	if (r == 0) {
+		j->issued_seq = pr_copy_seq(st);
 		r = pr_read_sync(st, &j->state, &j->len, &ver);
+	}
 	j->synced = r == 0;
 	job->status = r;
 }
@@ -1117,17 +1175,15 @@ static void pr_rewatch_done(struct scsitgt__rbd_job *job)
 		if (job->status == -ESHUTDOWN && !st->stopping)
 			scsitgt__rbd_set_fenced(st->rc, true);
 		if (st->lun && !st->stopping)
-			scsitgt_lun_set_pr_sync(
-				st->lun, job->status == -ESHUTDOWN || atomic_load(&st->rc->fenced) ?
-						 SCSITGT_PR_FENCED :
-						 SCSITGT_PR_UNREACHABLE);
+			scsitgt_lun_set_pr_sync(st->lun,
+						job->status == -ESHUTDOWN ||
+								atomic_load(&st->rc->blocklisted) ?
+							SCSITGT_PR_FENCED :
+							SCSITGT_PR_UNREACHABLE);
 	} else if (st->lun && j->synced && !st->stopping && !st->fault_hold) {
 		st->rewatch_failed = false;
-		if (j->len && scsitgt_lun_apply_pr_state(st->lun, j->state, j->len) < 0)
-			scsitgt__rbd_pr_log(st, SCSITGT_LOG_ERROR, "%s/%s: %s: %s", "apply",
-					    EINVAL);
-		else
-			scsitgt_lun_set_pr_sync(st->lun, SCSITGT_PR_SYNCED);
+		/* The object as it is, even under the copy (see PR_OP_RELOAD). */
+		pr_resync_read(st, j->state, j->len, j->issued_seq);
 	}
 	free(j->state);
 	free(j);
@@ -1236,7 +1292,7 @@ void scsitgt__rbd_pr_disconnect(struct scsitgt__rbd_ctx *rc)
 	st->reconnecting = true;
 	pthread_mutex_lock(&st->mu);
 	st->unsync = true;
-	st->unsync_err = atomic_load(&rc->fenced) ? -ESHUTDOWN : -ENOTCONN;
+	st->unsync_err = atomic_load(&rc->blocklisted) ? -ESHUTDOWN : -ENOTCONN;
 	st->unsync_after = st->done_tail;
 	pthread_mutex_unlock(&st->mu);
 	uv_async_send(&st->async);
@@ -1251,7 +1307,7 @@ void scsitgt__rbd_pr_connected(struct scsitgt__rbd_ctx *rc)
 	struct pr_op *op;
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	uint64_t ver;
+	uint64_t ver, seq;
 	int r;
 
 	if (st == NULL || st->attaching)
@@ -1260,6 +1316,7 @@ void scsitgt__rbd_pr_connected(struct scsitgt__rbd_ctx *rc)
 	if (st->io_ok)
 		return;
 	r = pr_io_open(st, false);
+	seq = pr_copy_seq(st);
 	if (r == 0)
 		r = pr_read_sync(st, &buf, &len, &ver);
 	op = r == 0 ? calloc(1, sizeof(*op)) : NULL;
@@ -1274,6 +1331,7 @@ void scsitgt__rbd_pr_connected(struct scsitgt__rbd_ctx *rc)
 	op->kind = PR_OP_RELOAD;
 	op->buf = (char *)buf;
 	op->len = len;
+	op->issued_seq = seq;
 	pr_post(st, op);
 	scsitgt__log(&rc->log, SCSITGT_LOG_INFO, SCSITGT__RBD_SUBSYS,
 		     "%s/%s: reservations watched again on the new client", rc->pool, st->oid);

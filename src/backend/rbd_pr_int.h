@@ -145,7 +145,8 @@ struct scsitgt__rbd_pr {
 	struct pr_later *later_head, *later_tail;
 };
 
-/* A LOGICAL UNIT RESET notified by another gateway, acknowledged once applied here. */
+/* A LOGICAL UNIT RESET or a reservation state notified by another gateway, acknowledged once
+ * applied here (its aborts over). */
 struct pr_reset_ack {
 	struct pr_reset_ack *next;
 	struct scsitgt__rbd_pr *st; /* NULL once the state stopped: nothing to acknowledge */

@@ -151,8 +151,10 @@ static struct scsitgt_pr_req *cl_own_commit(struct scsitgt_lun *lun, const void 
 	return req;
 }
 
-/* cl_apply_locked() under the lock, then its unit attentions (a state made elsewhere). */
-static int cl_apply(struct scsitgt_lun *lun, const void *data, size_t len)
+/* cl_apply_locked() under the lock, then its unit attentions (a state made elsewhere); with
+ * @op, its aborts are waited for by it (scsitgt__tmf_pr_events_op()). */
+static int cl_apply_op(struct scsitgt_lun *lun, const void *data, size_t len,
+		       struct scsitgt__tmf_op *op)
 {
 	struct scsitgt_pr_req *own = cl_own_commit(lun, data, len);
 	struct scsitgt__pr_change ch;
@@ -169,9 +171,17 @@ static int cl_apply(struct scsitgt_lun *lun, const void *data, size_t len)
 		own->delivered = true;
 		scsitgt__pr_change_clear(&ch);
 	}
-	scsitgt__pr_raise_events(lun, &ch, NULL);
+	if (op)
+		scsitgt__tmf_pr_events_op(lun, &ch, op);
+	else
+		scsitgt__pr_raise_events(lun, &ch, NULL);
 	scsitgt__pr_change_clear(&ch);
 	return rc;
+}
+
+static int cl_apply(struct scsitgt_lun *lun, const void *data, size_t len)
+{
+	return cl_apply_op(lun, data, len, NULL);
 }
 
 SCSITGT_EXPORT int scsitgt_lun_apply_pr_state(struct scsitgt_lun *lun, const void *data, size_t len)
@@ -183,6 +193,86 @@ SCSITGT_EXPORT int scsitgt_lun_apply_pr_state(struct scsitgt_lun *lun, const voi
 					   "data is NULL");
 	return scsitgt__pr_refused_data(lun, cl_apply(lun, data, len), "scsitgt_lun_apply_pr_state",
 					len);
+}
+
+struct apply_async {
+	struct scsitgt__deferred defer;
+	scsitgt_done_cb cb;
+	void *cb_arg;
+	/* Home is still inside scsitgt_lun_apply_pr_state_async(), and the op answered there
+	 * (nothing to abort, or every aborted task already gone): the call defers the callback. */
+	bool in_call, ended_in_call;
+};
+
+static void apply_async_call_back(struct apply_async *d)
+{
+	scsitgt_done_cb cb = d->cb;
+	void *cb_arg = d->cb_arg;
+
+	free(d);
+	/* NULL: the call failed after all (nothing applied) and said so itself */
+	if (cb)
+		cb(cb_arg, 0);
+}
+
+static void apply_async_deferred(struct scsitgt__deferred *defer)
+{
+	apply_async_call_back(scsitgt__container_of(defer, struct apply_async, defer));
+}
+
+/* Home: the op's answer: every task the change aborted here left its backend (or the TMF
+ * timeout passed: they stay aborted, and end whenever their backend gives them back). */
+static void apply_async_answer(void *arg, enum scsitgt__tmf_response response)
+{
+	struct apply_async *d = arg;
+
+	(void)response;
+	if (d->in_call) {
+		d->ended_in_call = true;
+		return;
+	}
+	apply_async_call_back(d);
+}
+
+SCSITGT_EXPORT int scsitgt_lun_apply_pr_state_async(struct scsitgt_lun *lun, const void *data,
+						    size_t len, scsitgt_done_cb cb, void *cb_arg)
+{
+	struct scsitgt__tmf_op *op;
+	struct apply_async *d;
+	int rc;
+
+	if (lun == NULL || cb == NULL)
+		return -EINVAL;
+	if (data == NULL)
+		return scsitgt__pr_refused(lun, -EINVAL, "scsitgt_lun_apply_pr_state_async",
+					   "data is NULL");
+	d = calloc(1, sizeof(*d));
+	op = d ? scsitgt__tmf_op_new_home(lun->engine, apply_async_answer, d) : NULL;
+	if (op == NULL) {
+		free(d);
+		return -ENOMEM;
+	}
+	d->cb = cb;
+	d->cb_arg = cb_arg;
+	d->in_call = true;
+	rc = cl_apply_op(lun, data, len, op);
+	/* The call's own hold: the op answers once the aborts it waits for are over. */
+	scsitgt__tmf_op_put(op, scsitgt__shard_home(lun->engine));
+	d->in_call = false;
+	if (rc < 0) {
+		/* Nothing applied, nothing aborted: the op answered inside the call. */
+		if (d->ended_in_call)
+			free(d);
+		else
+			d->cb = NULL;
+		return scsitgt__pr_refused_data(lun, rc, "scsitgt_lun_apply_pr_state_async", len);
+	}
+	/* common.h: a callback never runs inside the call that takes it. */
+	if (d->ended_in_call) {
+		d->defer.fn = apply_async_deferred;
+		scsitgt__engine_defer(lun->engine, &d->defer);
+	}
+	return 0;
 }
 
 /* An empty shared state (nothing stored yet, or the object deleted). Under lun->xlock. The

@@ -518,10 +518,10 @@ SCSITGT_EXPORT int scsitgt_lun_apply_reset_async(struct scsitgt_lun *lun, scsitg
 	return 0;
 }
 
-static struct scsitgt__tmf_op *op_new(struct scsitgt__session *sess, scsitgt__tmf_cb cb,
-				      void *cb_arg, uint32_t ms)
+static struct scsitgt__tmf_op *op_new_on(struct scsitgt__shard *shard, scsitgt__tmf_cb cb,
+					 void *cb_arg, uint32_t ms)
 {
-	unsigned int nparts = sess->shard->engine->nshards;
+	unsigned int nparts = shard->engine->nshards;
 	struct scsitgt__tmf_op *op = calloc(1, sizeof(*op) + nparts * sizeof(op->part[0]));
 
 	if (op == NULL)
@@ -536,16 +536,31 @@ static struct scsitgt__tmf_op *op_new(struct scsitgt__session *sess, scsitgt__tm
 	op->cb = cb;
 	op->cb_arg = cb_arg;
 	atomic_init(&op->response, SCSITGT__TMF_COMPLETE);
-	op->shard = sess->shard;
+	op->shard = shard;
 	/* The TMF's own hold until it has made its aborts (dropped by the caller). */
 	atomic_init(&op->waiting, 1);
 	/* On the issuer's loop: its callback runs there. */
-	if (uv_timer_init(sess->shard->loop, &op->timer) == 0) {
+	if (uv_timer_init(shard->loop, &op->timer) == 0) {
 		op->timer_on = true;
 		op->timer.data = op;
 		uv_timer_start(&op->timer, op_timeout, ms, 0);
 	}
 	return op;
+}
+
+static struct scsitgt__tmf_op *op_new(struct scsitgt__session *sess, scsitgt__tmf_cb cb,
+				      void *cb_arg, uint32_t ms)
+{
+	return op_new_on(sess->shard, cb, cb_arg, ms);
+}
+
+struct scsitgt__tmf_op *scsitgt__tmf_op_new_home(struct scsitgt_engine *engine, scsitgt__tmf_cb cb,
+						 void *cb_arg)
+{
+	uint32_t ms = atomic_load_explicit(&engine->tmf_timeout_ms, memory_order_relaxed);
+
+	return op_new_on(scsitgt__shard_home(engine), cb, cb_arg,
+			 ms ? ms : SCSITGT__TMF_TIMEOUT_MS_DEFAULT);
 }
 
 /* The host's TMF event for function @type of nexus @sess on LUN @lun_id; the LUN when it

@@ -80,6 +80,23 @@ void scsitgt__tmf_pr_events(struct scsitgt_lun *lun, struct scsitgt__pr_change *
 			    void *done_arg);
 
 /*
+ * The same for a state made elsewhere (no command of ours made it), whose aborts @op (from
+ * scsitgt__tmf_op_new_home(), held by the call until they are made) waits for: it answers
+ * once every aborted task left its backend (or its timeout). Loop: home.
+ */
+void scsitgt__tmf_pr_events_op(struct scsitgt_lun *lun, struct scsitgt__pr_change *ch,
+			       struct scsitgt__tmf_op *op);
+
+/*
+ * An op that no nexus issued (a reservation change applied from another engine): @cb runs on
+ * home once the op has no hold left (the caller's own, dropped with scsitgt__tmf_op_put(), and
+ * those of the tasks it waits for), or at the engine's TMF timeout. NULL: no memory. Loop:
+ * home.
+ */
+struct scsitgt__tmf_op *scsitgt__tmf_op_new_home(struct scsitgt_engine *engine, scsitgt__tmf_cb cb,
+						 void *cb_arg);
+
+/*
  * A LUN's removal timed out (core/drain.c): abort the live commands of @lun in every session
  * of its target, each on its own shard, without asking the backend to cancel. Loop: home.
  */

@@ -414,9 +414,9 @@ int scsitgt__tmf_xshard(struct scsitgt_target *tgt, enum scsitgt__tmf_type type,
 	return 0;
 }
 
-void scsitgt__tmf_pr_events(struct scsitgt_lun *lun, struct scsitgt__pr_change *ch,
-			    const struct scsitgt__cmd *by_cmd, void (*done)(void *done_arg),
-			    void *done_arg)
+static void pr_events(struct scsitgt_lun *lun, struct scsitgt__pr_change *ch,
+		      const struct scsitgt__cmd *by_cmd, struct scsitgt__tmf_op *op,
+		      void (*done)(void *done_arg), void *done_arg)
 {
 	struct xtmf *x;
 
@@ -440,6 +440,10 @@ void scsitgt__tmf_pr_events(struct scsitgt_lun *lun, struct scsitgt__pr_change *
 	x->by_cmd = by_cmd;
 	x->done = done;
 	x->done_arg = done_arg;
+	/* Held until home has done every step (xt_finish()); it waits for the aborted tasks. */
+	x->op = op;
+	if (op)
+		scsitgt__tmf_op_get(op);
 	x->ch.seq = ch->seq;
 	x->ch.by_rel_port_id = ch->by_rel_port_id;
 	memcpy(x->ch.by_port, ch->by_port, sizeof(x->ch.by_port));
@@ -452,6 +456,19 @@ void scsitgt__tmf_pr_events(struct scsitgt_lun *lun, struct scsitgt__pr_change *
 	scsitgt__list_init(&ch->events);
 	ch->nevents = 0;
 	xt_run(x);
+}
+
+void scsitgt__tmf_pr_events(struct scsitgt_lun *lun, struct scsitgt__pr_change *ch,
+			    const struct scsitgt__cmd *by_cmd, void (*done)(void *done_arg),
+			    void *done_arg)
+{
+	pr_events(lun, ch, by_cmd, NULL, done, done_arg);
+}
+
+void scsitgt__tmf_pr_events_op(struct scsitgt_lun *lun, struct scsitgt__pr_change *ch,
+			       struct scsitgt__tmf_op *op)
+{
+	pr_events(lun, ch, NULL, op, NULL, NULL);
 }
 
 void scsitgt__tmf_drain_lun(struct scsitgt_lun *lun)

@@ -230,6 +230,26 @@ basic)
 	iscsi-inq "${GW_URL[B]}" >/dev/null 2>"$IT_TMP/inq.err" &&
 		it_fail "libiscsi's connect to the standby path worked: run the MultipathIO tests"
 	grep -q "0x040b" "$IT_TMP/inq.err" || it_fail "iscsi-inq on B: $(cat "$IT_TMP/inq.err")"
+	# The standby's watch of the reservation object breaks (the object removed): its copy
+	# is being read again, not fenced: its client is not blocklisted, it only does not own
+	# the lock (reviewh F6: both were one flag, and the copy was called fenced). The next
+	# commit creates the object again and B watches it again.
+	prid=$(rbd info "$MICRO_CEPH_POOL/$MICRO_CEPH_IMAGE" --format json |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+	"$CLIENT" -i "$HOST_IQN" -q 1 "${GW_URL[A]}" register 0xf6 >/dev/null
+	synced=$(grep -c "LUN 0: reservation state in sync with its store again" \
+		"$IT_TMP/gw-B.err" || true)
+	rados -p "$MICRO_CEPH_POOL" rm "scsitgt_pr.$prid"
+	it_wait_log "$IT_TMP/gw-B.err" "LUN 0: reservation state may be stale"
+	! grep -q "LUN 0: reservation state may be stale, this engine is fenced" \
+		"$IT_TMP/gw-B.err" ||
+		it_fail "the standby's copy was called fenced: $(grep 'LUN 0: reserv' "$IT_TMP/gw-B.err")"
+	grep -q "LUN 0: reservation state may be stale, being read again" "$IT_TMP/gw-B.err" ||
+		it_fail "the standby's copy: $(grep 'LUN 0: reserv' "$IT_TMP/gw-B.err")"
+	"$CLIENT" -i "$HOST_IQN" -q 1 "${GW_URL[A]}" register 0xf6 >/dev/null
+	it_wait_log -n $((synced + 1)) "$IT_TMP/gw-B.err" \
+		"LUN 0: reservation state in sync with its store again"
+	it_log "a standby whose reservation watch broke: being read again, not fenced"
 	;;
 kill)
 	writer_start 1024

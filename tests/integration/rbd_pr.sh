@@ -26,6 +26,8 @@
 #    RESERVATION through it reads the object; watched again, it enforces the new holder.
 # B's client is told a longer osd_client_watch_timeout than the OSD's: it asks the OSD, logs the
 # difference and uses the smaller.
+#    Then the object is put back to an older copy while B's watch is lost: B's copy follows
+#    it as soon as B watches again (the read after the re-watch is authoritative).
 # 5. That gateway fenced (its client blocklisted, `ceph osd blocklist add`): a non-holder's
 #    WRITE through it gets NOT READY 04h/0Ah, not RESERVATION CONFLICT from its copy; its
 #    backend knows that it is fenced without an io having told it.
@@ -281,6 +283,25 @@ wait_watchers 2
 write_refused 0x18 "the preempted initiator through B, watched again" "${Y[@]}" "${B_URLS[1]}"
 "$CLIENT" "${X[@]}" "${B_URLS[1]}" write 0 8 1 1 >/dev/null || it_fail "the new holder cannot write through B"
 it_log "a gateway that lost its watch refused the preempted initiator, then enforced the PREEMPT"
+
+# 4b. The object goes back under B's copy while B's watch is lost (an older copy put back by
+# hand): the read B makes once watched again is the truth, as the periodic read is (which
+# the lost watch stops): B's copy goes back with it at once, not one periodic read later.
+rados -p "$pool" get "scsitgt_pr.$prid" "$IT_TMP/pr-old.obj"
+"$CLIENT" "${Y[@]}" "${B_URLS[1]}" register 0xe1
+keys=$("$CLIENT" "${X[@]}" "${B_URLS[1]}" readkeys)
+[[ "$keys" == *0x00000000000000e1* ]] || it_fail "B's keys before: $keys"
+kill -USR2 "$B_PID"
+it_wait_log -n 2 "$IT_TMP/b.out" '^pr watch fault on'
+wait_watchers 1
+rados -p "$pool" put "scsitgt_pr.$prid" "$IT_TMP/pr-old.obj"
+kill -USR2 "$B_PID"
+it_wait_log -n 2 "$IT_TMP/b.out" '^pr watch fault off'
+it_wait_log "$IT_TMP/b.err" "watched again: the object differs from the copy: applied"
+wait_watchers 2
+keys=$("$CLIENT" "${X[@]}" "${B_URLS[1]}" readkeys)
+[[ "$keys" != *0x00000000000000e1* ]] || it_fail "B's keys after the object went back: $keys"
+it_log "watched again, B took the object as it is, under its copy"
 
 # ---- 5. Gateway B fenced (its client blocklisted) ----
 # Its copy still names X the holder, but may be stale: Y's write through B gets the fenced

@@ -62,6 +62,10 @@ struct gw {
 	unsigned int ndeferred;
 	/* the store's recheck was asked (an expired lease) */
 	unsigned int nrecheck;
+	/* Its deliveries go through scsitgt_lun_apply_pr_state_async(): @nacked counts the
+	 * callbacks (the acknowledgements an RBD gateway sends from them). */
+	bool async;
+	unsigned int nacked;
 };
 
 static void fs_fetch(void *arg, struct scsitgt_lun *lun, struct scsitgt_pr_req *req)
@@ -112,9 +116,24 @@ static const struct scsitgt_pr_cluster_ops fs_ops = {
 	.recheck = fs_recheck,
 };
 
+static void gw_acked(void *arg, int status)
+{
+	assert_int_equal(status, 0);
+	((struct gw *)arg)->nacked++;
+}
+
 /* Deliver a committed state to @g: applied at once, or announced and kept for later. */
 static void gw_deliver(struct gw *g, const uint8_t *data, size_t len)
 {
+	if (g->async) {
+		unsigned int acked = g->nacked;
+
+		assert_int_equal(scsitgt_lun_apply_pr_state_async(g->lun, data, len, gw_acked, g),
+				 0);
+		/* never inside the call */
+		assert_int_equal(g->nacked, acked);
+		return;
+	}
 	if (!g->defer) {
 		assert_int_equal(scsitgt_lun_apply_pr_state(g->lun, data, len), 0);
 		return;
@@ -239,14 +258,19 @@ struct two {
 	struct lf_result ra, rb;
 };
 
-static struct two *two_create_mode(enum fake_mode mode_a)
+static struct two *two_create_modes(enum fake_mode mode_a, enum fake_mode mode_b)
 {
 	struct two *t = calloc(1, sizeof(*t));
 
 	assert_non_null(t);
 	gw_init(&t->ga, &t->st, 1, mode_a);
-	gw_init(&t->gb, &t->st, 2, FAKE_SYNC);
+	gw_init(&t->gb, &t->st, 2, mode_b);
 	return t;
+}
+
+static struct two *two_create_mode(enum fake_mode mode_a)
+{
+	return two_create_modes(mode_a, FAKE_SYNC);
 }
 
 static struct two *two_create(void)
@@ -1382,6 +1406,51 @@ static void test_set_cluster_args(void **state)
 	two_destroy(t);
 }
 
+/*
+ * reviewh F7: a PREEMPT AND ABORT made through A, delivered to B through the async apply: B's
+ * callback (where an RBD gateway acknowledges the notify, letting A answer GOOD) waits until
+ * the preempted nexus's task that B's backend holds has left it (SPC-5 §5.13.11.5: aborted
+ * before the command completes). A change that aborts nothing calls back on a later turn.
+ */
+static void test_apply_async_waits_for_aborts(void **state)
+{
+	struct two *t = two_create_modes(FAKE_SYNC, FAKE_MANUAL);
+
+	(void)state;
+	ok(out(&t->ga, t->ga.a, PR_OUT_REGISTER, 0, 0, 0xa1));
+	ok(out(&t->gb, t->gb.b, PR_OUT_REGISTER, 0, 0, 0xb1));
+	ok(out(&t->gb, t->gb.b, PR_OUT_RESERVE, PR_TYPE_EA, 0xb1, 0));
+	/* the holder's WRITE, in B's backend */
+	wr_start(&t->gb, t->gb.b, 0, &t->rb);
+	gw_idle(&t->gb);
+	assert_false(t->rb.done);
+	t->gb.async = true;
+	ok(out(&t->ga, t->ga.a, PR_OUT_PREEMPT_AND_ABORT, PR_TYPE_EA, 0xa1, 0xb1));
+	gw_idle(&t->gb);
+	/* applied (B enforces A's reservation), not acknowledged: the task is still in B's
+	 * backend */
+	assert_int_equal(t->gb.nacked, 0);
+	fake_backend_complete_pending(t->gb.fb);
+	gw_idle(&t->gb);
+	assert_int_equal(t->gb.nacked, 1);
+	assert_task_aborted(&t->rb);
+	/* a registration: nothing to wait for */
+	ok(out(&t->ga, t->ga.obs, PR_OUT_REGISTER, 0, 0, 0xc1));
+	gw_idle(&t->gb);
+	assert_int_equal(t->gb.nacked, 2);
+	/* malformed: refused, no callback */
+	assert_int_equal(scsitgt_lun_apply_pr_state_async(t->gb.lun, "x", 1, gw_acked, &t->gb),
+			 -EINVAL);
+	assert_int_equal(
+		scsitgt_lun_apply_pr_state_async(t->gb.lun, t->st.data, t->st.len, NULL, NULL),
+		-EINVAL);
+	gw_idle(&t->gb);
+	assert_int_equal(t->gb.nacked, 2);
+	t->gb.async = false;
+	ua(wr(&t->gb, t->gb.b), 0x2a, 0x05);
+	two_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1411,6 +1480,7 @@ int main(void)
 		cmocka_unit_test(test_delivery_pending_preempt_and_abort),
 		cmocka_unit_test(test_lease_expired_holds_until_renewed),
 		cmocka_unit_test(test_resync_asks_again),
+		cmocka_unit_test(test_apply_async_waits_for_aborts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
