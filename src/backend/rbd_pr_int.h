@@ -174,7 +174,7 @@ void scsitgt__rbd_pr_poll_done(struct pr_op *op);
  * back under the copy (scsitgt__lun_resync_pr_state()), and the lease renewed. */
 void scsitgt__rbd_pr_resynced(struct scsitgt__rbd_pr *st, const void *buf, size_t len,
 			      uint64_t issued_ms, uint64_t issued_seq);
-/* Loop: the copy's lease from what the watch (st->watch_lease_ms) and the reads
+/* Loop: the copy's lease: the later of what the watch (st->watch_lease_ms) and the reads
  * (st->poll_lease_ms) vouch for. */
 void scsitgt__rbd_pr_lease(struct scsitgt__rbd_pr *st);
 /* Loop: answer @req (a stored commit whose notify reached nobody) GOOD once every other

@@ -11,11 +11,11 @@
  * PR_CHECK_MS (one small read) and applies what it finds when it is newer than the copy, or
  * when the object went back under the copy (deleted, or replaced by an older one:
  * scsitgt__lun_resync_pr_state()). Each read vouches for the copy for PR_POLL_LEASE_MS from
- * the moment it was sent: the lease (the core holds, never fails, the commands a reservation
- * could refuse once it ran out, libscsitgt/pr.h). A commit whose notify reached nobody is
- * answered GOOD only PR_POLL_LEASE_MS after its write came back: by then every other gateway
- * read it, or its lease (from a read sent before the write) ran out. The stored change stands
- * whatever happens to its notify, so GOOD stays the answer; only its time moves.
+ * the moment it was sent, and extends the lease (the core holds, never fails, the commands a
+ * reservation could refuse once it ran out, libscsitgt/pr.h) when the watch's is shorter. A
+ * commit whose notify reached nobody is answered GOOD only PR_POLL_LEASE_MS after its write
+ * came back: by then every other gateway whose reads work has read it. The stored change
+ * stands whatever happens to its notify, so GOOD stays the answer; only its time moves.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -39,7 +39,11 @@ void scsitgt__rbd_pr_lease(struct scsitgt__rbd_pr *st)
 
 	if (st->lun == NULL)
 		return;
-	if (st->poll_lease_ms && (lease == 0 || st->poll_lease_ms < lease))
+	/* Each is evidence the copy is current: the later one counts. The reads only extend:
+	 * made to shorten a confirmed watch's lease, one slow or failed read (PG peering, an
+	 * OSD stopped, a loaded cluster) held every command of the LUN, and an OSD outage
+	 * held commands for the watch's whole bound instead of failing them (reviewk K10). */
+	if (st->poll_lease_ms > lease)
 		lease = st->poll_lease_ms;
 	if (lease)
 		scsitgt_lun_set_pr_lease(st->lun, lease);
